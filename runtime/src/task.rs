@@ -1,0 +1,4 @@
+//! PLACEHOLDER (being written).
+/// Placeholder.
+#[derive(Debug, Clone)]
+pub struct TaskContext;

@@ -1,0 +1,118 @@
+//! The wfc compiler: front ends (ASL, Serverless Workflow) → spanned syntax tree → validation
+//! (diagnostics) → IR ([`wfc_ir::Workflow`]) → optimizer → Rust code generation.
+//!
+//! This crate does no file I/O: callers (the macro, the build helper, the CLI) read files and hand
+//! their text in as a [`Source`]. It is an implementation detail of `wfc-macro`, `wfc-build` and
+//! `wfc-cli`, and exempt from semver.
+
+pub mod asl;
+pub mod codegen;
+pub mod diagnostics;
+pub mod render;
+pub mod syntax;
+
+use std::path::Path;
+
+pub use diagnostics::{Diagnostic, Diagnostics, Severity};
+pub use wfc_ir as ir;
+
+/// A definition's text and the path it is reported under.
+#[derive(Debug, Clone, Copy)]
+pub struct Source<'a> {
+    /// The path shown in diagnostics (relative to the crate or the working directory).
+    pub path: &'a str,
+    /// The file's contents.
+    pub text: &'a str,
+}
+
+/// The definition languages wfc reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// Amazon States Language.
+    Asl,
+}
+
+/// The concrete syntax of a definition file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// JSON (strict).
+    Json,
+    /// YAML 1.2.
+    Yaml,
+}
+
+impl Format {
+    /// `.yaml`/`.yml` files are YAML; everything else is JSON.
+    pub fn from_path(path: &str) -> Format {
+        match Path::new(path).extension().and_then(|e| e.to_str()) {
+            Some("yaml" | "yml") => Format::Yaml,
+            _ => Format::Json,
+        }
+    }
+}
+
+/// Compiler settings (builder style: `Settings::new().module_name("order")`).
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Name of the generated module; by default the file stem in snake case (`order.asl.json` → `order`).
+    pub module_name: Option<String>,
+    /// Path of the runtime crate in generated code (default `::wfc_runtime`).
+    pub runtime_path: String,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings { module_name: None, runtime_path: "::wfc_runtime".to_owned() }
+    }
+}
+
+impl Settings {
+    /// Default settings.
+    pub fn new() -> Settings {
+        Settings::default()
+    }
+
+    /// Sets the generated module's name.
+    pub fn module_name(&mut self, name: impl Into<String>) -> &mut Settings {
+        self.module_name = Some(name.into());
+        self
+    }
+
+    /// Sets the path generated code uses for the runtime crate.
+    pub fn runtime_path(&mut self, path: impl Into<String>) -> &mut Settings {
+        self.runtime_path = path.into();
+        self
+    }
+}
+
+/// A definition that passed validation.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The workflow, lowered into the IR.
+    pub workflow: wfc_ir::Workflow,
+    /// Warnings (the definition is valid nonetheless).
+    pub warnings: Diagnostics,
+}
+
+/// Parses, validates and lowers a definition. Every problem is collected before this fails.
+pub fn load(source: Source<'_>) -> Result<Loaded, Diagnostics> {
+    asl::load(source)
+}
+
+/// A definition compiled to Rust.
+#[derive(Debug, Clone)]
+pub struct Compiled {
+    /// The workflow, lowered into the IR.
+    pub workflow: wfc_ir::Workflow,
+    /// The generated module, as tokens.
+    pub tokens: proc_macro2::TokenStream,
+    /// Warnings.
+    pub warnings: Diagnostics,
+}
+
+/// Loads a definition and generates its Rust module.
+pub fn compile(source: Source<'_>, settings: &Settings) -> Result<Compiled, Diagnostics> {
+    let loaded = load(source)?;
+    let tokens = codegen::generate(&loaded.workflow, source, settings);
+    Ok(Compiled { workflow: loaded.workflow, tokens, warnings: loaded.warnings })
+}

@@ -1,0 +1,1 @@
+//! PLACEHOLDER (being written): Mermaid and Graphviz renderings of the state graph.

@@ -1,0 +1,1 @@
+//! PLACEHOLDER (being written): JSON and YAML parsed into a spanned value tree.

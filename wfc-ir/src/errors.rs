@@ -1,0 +1,39 @@
+//! The predefined error names, as AWS Step Functions emits them today.
+
+/// Matches any error name except the terminal ones ([`is_terminal`]).
+pub const ALL: &str = "States.ALL";
+/// A Task ran longer than TimeoutSeconds, missed a heartbeat, or the machine timed out.
+pub const TIMEOUT: &str = "States.Timeout";
+/// A Task failed during execution.
+pub const TASK_FAILED: &str = "States.TaskFailed";
+/// Insufficient privileges to run the Task.
+pub const PERMISSIONS: &str = "States.Permissions";
+/// A ResultPath could not be applied to the state's raw input.
+pub const RESULT_PATH_MATCH_FAILURE: &str = "States.ResultPathMatchFailure";
+/// A path in a payload template matched nothing.
+pub const PARAMETER_PATH_FAILURE: &str = "States.ParameterPathFailure";
+/// A Parallel branch failed (the 2016 name; AWS surfaces the branch's own error instead).
+pub const BRANCH_FAILED: &str = "States.BranchFailed";
+/// A Choice state matched no rule and has no Default.
+pub const NO_CHOICE_MATCHED: &str = "States.NoChoiceMatched";
+/// An intrinsic function failed.
+pub const INTRINSIC_FAILURE: &str = "States.IntrinsicFailure";
+/// A runtime error that neither Retry nor Catch handles (path failures, bad Wait values, ...).
+pub const RUNTIME: &str = "States.Runtime";
+/// A payload exceeded the size limit. Terminal, like [`RUNTIME`].
+pub const DATA_LIMIT_EXCEEDED: &str = "States.DataLimitExceeded";
+/// The 2016 spec's name for a ResultPath/OutputPath failure.
+pub const OUTPUT_MATCH_FAILURE: &str = "States.OutputMatchFailure";
+
+/// Errors that AWS never lets Retry or Catch handle, not even `States.ALL` or a catcher naming them.
+pub fn is_terminal(error: &str) -> bool {
+    error == RUNTIME || error == DATA_LIMIT_EXCEEDED
+}
+
+/// Whether a retrier's or catcher's `ErrorEquals` list matches `error`.
+pub fn matches(error_equals: &[String], error: &str) -> bool {
+    if is_terminal(error) {
+        return false;
+    }
+    error_equals.iter().any(|e| e == ALL || e == error)
+}

@@ -1,0 +1,16 @@
+//! The language-independent state graph that every wfc front end lowers into, and the small
+//! expression languages it holds (JSONPath, ASL timestamps).
+//!
+//! Why a crate of its own: the compiler (`wfc-core`) validates and builds these values, and the
+//! runtime (`wfc-runtime`) executes exactly the same values. The runtime re-exports the
+//! `include_workflow!` macro, which depends on the compiler, so the compiler cannot depend on the
+//! runtime; both depend on this leaf instead. That is how there is one semantics: a path the
+//! compiler accepted is the path the runtime evaluates, parsed by the same code.
+
+pub mod errors;
+pub mod graph;
+pub mod jsonpath;
+pub mod timestamp;
+
+pub use graph::*;
+pub use jsonpath::{Path, PathError, ReferencePath, Root, SelectError, SetError};
