@@ -1,1 +1,245 @@
-//! PLACEHOLDER (being written).
+//! Choice rules, evaluated as AWS evaluates them.
+//!
+//! - A value of the wrong type for the operator makes the comparison false, never an error
+//!   (`"42"` is not `NumericEquals 42`).
+//! - Numbers compare by value: integers exactly, an integer against a float as `f64`.
+//! - Strings compare by Unicode code point (Rust's `str` order).
+//! - Timestamps are parsed with [`wfc_ir::timestamp::parse`] and compared as instants, so
+//!   offsets are honoured; a string that is not an ASL timestamp is false.
+//! - A `Variable` that selects nothing is `States.Runtime` for every operator except
+//!   `IsPresent` (asl-anchor §9: AWS fails the execution, unlike LocalStack's "false").
+//! - `IsPresent` is true for a present `null`; `IsNull` only for JSON `null`.
+//! - `StringMatches` knows one wildcard, `*`; `\*` is a literal star and `\\` a backslash.
+
+use std::borrow::Cow;
+use std::cmp::Ordering;
+
+use serde_json::{Number, Value};
+use wfc_ir::{Comparison, Condition, Operand, Operator, Path, Root};
+
+use crate::Failure;
+
+/// Evaluates `condition` against the effective input (`$`) and the context object (`$$`).
+pub fn evaluate(condition: &Condition, input: &Value, context: &Value) -> Result<bool, Failure> {
+    match condition {
+        Condition::And(all) => {
+            for c in all {
+                if !evaluate(c, input, context)? {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        }
+        Condition::Or(any) => {
+            for c in any {
+                if evaluate(c, input, context)? {
+                    return Ok(true);
+                }
+            }
+            Ok(false)
+        }
+        Condition::Not(c) => evaluate(c, input, context).map(|b| !b),
+        Condition::Compare(cmp) => compare(cmp, input, context),
+    }
+}
+
+/// Whether the condition reads the context object anywhere (so callers build it only if needed).
+pub fn uses_context(condition: &Condition) -> bool {
+    match condition {
+        Condition::And(cs) | Condition::Or(cs) => cs.iter().any(uses_context),
+        Condition::Not(c) => uses_context(c),
+        Condition::Compare(cmp) => {
+            cmp.variable.root() == Root::Context
+                || matches!(&cmp.operand, Operand::Path(p) if p.root() == Root::Context)
+        }
+    }
+}
+
+fn resolve(path: &Path, input: &Value, context: &Value) -> Option<Value> {
+    crate::io::select_opt(path, input, context)
+}
+
+fn missing(path: &Path, input: &Value, context: &Value) -> Failure {
+    let doc = match path.root() {
+        Root::Input => input,
+        Root::Context => context,
+    };
+    Failure::runtime(crate::io::invalid_path_message(path, doc))
+}
+
+/// One data-test expression.
+pub fn compare(cmp: &Comparison, input: &Value, context: &Value) -> Result<bool, Failure> {
+    let variable = resolve(&cmp.variable, input, context);
+    if cmp.operator == Operator::IsPresent {
+        return Ok(variable.is_some() == expect_bool(cmp)?);
+    }
+    let Some(value) = variable else {
+        return Err(missing(&cmp.variable, input, context));
+    };
+    let operand = match &cmp.operand {
+        Operand::Literal(v) => Cow::Borrowed(v),
+        Operand::Path(p) => Cow::Owned(resolve(p, input, context).ok_or_else(|| missing(p, input, context))?),
+    };
+    let operand: &Value = &operand;
+    use Operator as O;
+    Ok(match cmp.operator {
+        O::StringEquals => strings(&value, operand).is_some_and(|(a, b)| a == b),
+        O::StringLessThan => strings(&value, operand).is_some_and(|(a, b)| a < b),
+        O::StringGreaterThan => strings(&value, operand).is_some_and(|(a, b)| a > b),
+        O::StringLessThanEquals => strings(&value, operand).is_some_and(|(a, b)| a <= b),
+        O::StringGreaterThanEquals => strings(&value, operand).is_some_and(|(a, b)| a >= b),
+        O::StringMatches => strings(&value, operand).is_some_and(|(a, b)| string_matches(a, b)),
+        O::NumericEquals => numeric(&value, operand) == Some(Ordering::Equal),
+        O::NumericLessThan => numeric(&value, operand) == Some(Ordering::Less),
+        O::NumericGreaterThan => numeric(&value, operand) == Some(Ordering::Greater),
+        O::NumericLessThanEquals => matches!(numeric(&value, operand), Some(Ordering::Less | Ordering::Equal)),
+        O::NumericGreaterThanEquals => matches!(numeric(&value, operand), Some(Ordering::Greater | Ordering::Equal)),
+        O::BooleanEquals => matches!((&value, operand), (Value::Bool(a), Value::Bool(b)) if a == b),
+        O::TimestampEquals => timestamps(&value, operand) == Some(Ordering::Equal),
+        O::TimestampLessThan => timestamps(&value, operand) == Some(Ordering::Less),
+        O::TimestampGreaterThan => timestamps(&value, operand) == Some(Ordering::Greater),
+        O::TimestampLessThanEquals => matches!(timestamps(&value, operand), Some(Ordering::Less | Ordering::Equal)),
+        O::TimestampGreaterThanEquals => {
+            matches!(timestamps(&value, operand), Some(Ordering::Greater | Ordering::Equal))
+        }
+        O::IsNull => value.is_null() == expect_bool(cmp)?,
+        O::IsNumeric => value.is_number() == expect_bool(cmp)?,
+        O::IsString => value.is_string() == expect_bool(cmp)?,
+        O::IsBoolean => value.is_boolean() == expect_bool(cmp)?,
+        O::IsTimestamp => value.as_str().is_some_and(|s| wfc_ir::timestamp::parse(s).is_ok()) == expect_bool(cmp)?,
+        // Handled before the variable is required to exist.
+        O::IsPresent => true,
+    })
+}
+
+/// The Boolean literal of an `Is*` test (`false` negates the test).
+fn expect_bool(cmp: &Comparison) -> Result<bool, Failure> {
+    match &cmp.operand {
+        Operand::Literal(Value::Bool(b)) => Ok(*b),
+        other => Err(Failure::runtime(format!(
+            "the operand of {} on '{}' must be a Boolean literal, not {:?}",
+            cmp.operator.name(),
+            cmp.variable.as_str(),
+            other
+        ))),
+    }
+}
+
+fn strings<'a>(a: &'a Value, b: &'a Value) -> Option<(&'a str, &'a str)> {
+    Some((a.as_str()?, b.as_str()?))
+}
+
+fn numeric(a: &Value, b: &Value) -> Option<Ordering> {
+    match (a, b) {
+        (Value::Number(a), Value::Number(b)) => compare_numbers(a, b),
+        _ => None,
+    }
+}
+
+/// Compares two JSON numbers: integers exactly (also across the i64/u64 split), otherwise as f64.
+pub fn compare_numbers(a: &Number, b: &Number) -> Option<Ordering> {
+    fn int(n: &Number) -> Option<i128> {
+        n.as_i64().map(i128::from).or_else(|| n.as_u64().map(i128::from))
+    }
+    match (int(a), int(b)) {
+        (Some(x), Some(y)) => Some(x.cmp(&y)),
+        _ => a.as_f64()?.partial_cmp(&b.as_f64()?),
+    }
+}
+
+fn timestamps(a: &Value, b: &Value) -> Option<Ordering> {
+    let a = wfc_ir::timestamp::parse(a.as_str()?).ok()?;
+    let b = wfc_ir::timestamp::parse(b.as_str()?).ok()?;
+    Some(a.cmp(&b))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Token {
+    Char(char),
+    Star,
+}
+
+fn pattern_tokens(pattern: &str) -> Vec<Token> {
+    let mut out = Vec::with_capacity(pattern.len());
+    let mut chars = pattern.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '*' => out.push(Token::Star),
+            '\\' => match chars.peek() {
+                Some('*') | Some('\\') => {
+                    if let Some(escaped) = chars.next() {
+                        out.push(Token::Char(escaped));
+                    }
+                }
+                // A backslash before anything else is itself.
+                _ => out.push(Token::Char('\\')),
+            },
+            c => out.push(Token::Char(c)),
+        }
+    }
+    out
+}
+
+/// `StringMatches`: `*` matches any run of characters (including none); `\*` and `\\` match a
+/// literal star and backslash. Every other character matches itself.
+pub fn string_matches(text: &str, pattern: &str) -> bool {
+    let pattern = pattern_tokens(pattern);
+    let text: Vec<char> = text.chars().collect();
+    // Greedy matching with one backtrack point: linear in practice, O(n·m) at worst.
+    let (mut t, mut p) = (0usize, 0usize);
+    let mut star: Option<(usize, usize)> = None;
+    while t < text.len() {
+        match pattern.get(p) {
+            Some(Token::Char(c)) if Some(c) == text.get(t) => {
+                t += 1;
+                p += 1;
+            }
+            Some(Token::Star) => {
+                star = Some((p, t));
+                p += 1;
+            }
+            _ => match star {
+                Some((sp, st)) => {
+                    p = sp + 1;
+                    t = st + 1;
+                    star = Some((sp, st + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    pattern.get(p..).is_some_and(|rest| rest.iter().all(|tok| *tok == Token::Star))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wildcards_and_escapes() {
+        assert!(string_matches("log-2024.txt", "log-*.txt"));
+        assert!(string_matches("", "*"));
+        assert!(string_matches("abc", "a*b*c"));
+        assert!(!string_matches("abc", "a*d"));
+        assert!(string_matches("a*c", r"a\*c"));
+        assert!(!string_matches("abc", r"a\*c"));
+        assert!(string_matches(r"a\c", r"a\\c"));
+        assert!(!string_matches("ab", "a?"));
+        assert!(string_matches("a?", "a?"));
+        assert!(string_matches("mississippi", "*sip*"));
+    }
+
+    #[test]
+    fn numbers_compare_by_value() {
+        let n = |v: serde_json::Value| match v {
+            Value::Number(n) => n,
+            _ => Number::from(0),
+        };
+        assert_eq!(compare_numbers(&n(serde_json::json!(1)), &n(serde_json::json!(1.0))), Some(Ordering::Equal));
+        assert_eq!(compare_numbers(&n(serde_json::json!(-1)), &n(serde_json::json!(u64::MAX))), Some(Ordering::Less));
+        assert_eq!(
+            compare_numbers(&n(serde_json::json!(9007199254740993_i64)), &n(serde_json::json!(9007199254740992_i64))),
+            Some(Ordering::Greater)
+        );
+    }
+}

@@ -6,12 +6,25 @@
 //! caller; data processing, retries, waits, timeouts and history belong here.
 
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::Value;
-use wfc_ir::{ChoiceState, FailState, ParallelState, PassState, StateId, SucceedState, TaskState, WaitState, Workflow};
+use futures::FutureExt;
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use serde_json::{Value, json};
+use tokio::time::Instant;
+use tracing::Instrument;
+use wfc_ir::{
+    ChoiceState, FailState, OutputPath, ParallelState, PassState, ResultPath, Seconds, StateId, SucceedState,
+    TaskState, Template, WaitDuration, WaitState, Workflow,
+};
 
-use crate::{Clock, Failure, History, HistoryEvent, TaskContext};
+use crate::retry::{self, RetryDecision, RetryState};
+use crate::task::Attempt;
+use crate::{Clock, EventType, Failure, History, HistoryEvent, TaskContext, choice, io};
 
 /// How to run an execution.
 #[derive(Debug, Clone)]
@@ -22,6 +35,38 @@ pub struct RunOptions {
     pub name: Option<String>,
     /// Seed for jitter and other randomness, so runs are reproducible.
     pub seed: u64,
+}
+
+impl RunOptions {
+    /// Real time, the default name, seed 0.
+    pub fn real() -> RunOptions {
+        RunOptions { clock: Clock::real(), name: None, seed: 0 }
+    }
+
+    /// Virtual time from 2024-01-01T00:00:00Z (run under [`crate::block_on_virtual`]), the
+    /// default name, seed 0: fully deterministic.
+    pub fn virtual_time() -> RunOptions {
+        RunOptions { clock: Clock::virtual_default(), name: None, seed: 0 }
+    }
+
+    /// Sets the execution name.
+    pub fn with_name(mut self, name: impl Into<String>) -> RunOptions {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Sets the random seed.
+    pub fn with_seed(mut self, seed: u64) -> RunOptions {
+        self.seed = seed;
+        self
+    }
+}
+
+impl Default for RunOptions {
+    /// [`RunOptions::real`].
+    fn default() -> RunOptions {
+        RunOptions::real()
+    }
 }
 
 /// How an execution ended.
@@ -54,19 +99,74 @@ pub struct ExecutionResult {
 impl ExecutionResult {
     /// `Ok(output)` when it succeeded, else the failure.
     pub fn into_result(self) -> Result<Value, Failure> {
-        todo!()
+        match self.status {
+            Status::Succeeded => Ok(self.output.unwrap_or(Value::Null)),
+            Status::Failed | Status::TimedOut => {
+                Err(self.error.unwrap_or_else(|| Failure::runtime("the execution ended without recording its error")))
+            }
+        }
     }
 }
+
+/// The account and region that identifiers are minted in: there is no AWS account locally.
+const ARN_PREFIX: &str = "arn:aws:states:local:000000000000";
 
 /// One running execution: its clock, history, context object and random source. Cheap to clone;
 /// clones share state (Parallel branches record into the same history).
 #[derive(Debug, Clone)]
-pub struct Execution {}
+pub struct Execution {
+    shared: Arc<Shared>,
+    /// The id of the last event recorded along this line of control, the `previousEventId` of
+    /// the next. Clones share it; [`Execution::branch`] starts a new line for a Parallel branch.
+    cursor: Arc<AtomicU64>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    clock: Clock,
+    history: History,
+    workflow_name: String,
+    name: String,
+    id: String,
+    state_machine_id: String,
+    role_arn: String,
+    input: Value,
+    start_time: String,
+    started_at: Instant,
+    rng: Mutex<StdRng>,
+}
 
 impl Execution {
     /// Starts an execution of `workflow` on `input`, recording `ExecutionStarted`.
     pub fn start(workflow: &Workflow, input: &Value, options: RunOptions) -> Execution {
-        todo!()
+        let RunOptions { clock, name, seed } = options;
+        let started_at = Instant::now();
+        let start_time = clock.now_rfc3339();
+        let name = name.unwrap_or_else(|| format!("{}-{seed:016x}", workflow.name));
+        let shared = Shared {
+            id: format!("{ARN_PREFIX}:execution:{}:{name}", workflow.name),
+            state_machine_id: format!("{ARN_PREFIX}:stateMachine:{}", workflow.name),
+            role_arn: "arn:aws:iam::000000000000:role/wfc-local".to_owned(),
+            workflow_name: workflow.name.clone(),
+            name,
+            input: input.clone(),
+            start_time,
+            started_at,
+            rng: Mutex::new(StdRng::seed_from_u64(seed)),
+            clock,
+            history: History::new(),
+        };
+        let exec = Execution { shared: Arc::new(shared), cursor: Arc::new(AtomicU64::new(0)) };
+        exec.record(
+            EventType::ExecutionStarted,
+            json!({
+                "input": input,
+                "name": exec.shared.name,
+                "roleArn": exec.shared.role_arn,
+                "stateMachineArn": exec.shared.state_machine_id,
+            }),
+        );
+        exec
     }
 
     /// Runs the machine future under the workflow's TimeoutSeconds, records the closing event
@@ -75,17 +175,120 @@ impl Execution {
     where
         F: Future<Output = Result<Value, Failure>>,
     {
-        todo!()
+        // A panic below the state functions (they already turn handler panics into failures)
+        // would be a bug in generated code or here; it still ends the execution, not the process.
+        let guarded = AssertUnwindSafe(machine).catch_unwind();
+        let outcome = match timeout_seconds {
+            Some(secs) => tokio::time::timeout(Duration::from_secs(secs), guarded).await.ok(),
+            None => Some(guarded.await),
+        };
+        let (status, output, error) = match outcome {
+            None => {
+                let secs = timeout_seconds.unwrap_or_default();
+                let failure = Failure::new(
+                    wfc_ir::errors::TIMEOUT,
+                    format!("The execution did not finish within its TimeoutSeconds of {secs} s"),
+                );
+                self.record(EventType::ExecutionTimedOut, json!({ "error": failure.error, "cause": failure.cause }));
+                (Status::TimedOut, None, Some(failure))
+            }
+            Some(Ok(Ok(output))) => {
+                self.record(EventType::ExecutionSucceeded, json!({ "output": output }));
+                (Status::Succeeded, Some(output), None)
+            }
+            Some(Ok(Err(failure))) => {
+                self.record(EventType::ExecutionFailed, json!({ "error": failure.error, "cause": failure.cause }));
+                (Status::Failed, None, Some(failure))
+            }
+            Some(Err(panic)) => {
+                let message = crate::task::panic_failure(panic.as_ref()).cause;
+                let failure = Failure::runtime(format!("the execution panicked: {message}"));
+                self.record(EventType::ExecutionFailed, json!({ "error": failure.error, "cause": failure.cause }));
+                (Status::Failed, None, Some(failure))
+            }
+        };
+        ExecutionResult {
+            status,
+            output,
+            error,
+            history: self.history().events(),
+            elapsed: Instant::now().saturating_duration_since(self.shared.started_at),
+        }
     }
 
     /// The execution's clock.
     pub fn clock(&self) -> &Clock {
-        todo!()
+        &self.shared.clock
     }
 
     /// The execution's history.
     pub fn history(&self) -> &History {
-        todo!()
+        &self.shared.history
+    }
+
+    /// The execution's name (`$$.Execution.Name`).
+    pub fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// The execution's id (`$$.Execution.Id`), an ARN-shaped identifier.
+    pub fn id(&self) -> &str {
+        &self.shared.id
+    }
+
+    /// The workflow's name (`$$.StateMachine.Name`).
+    pub fn workflow_name(&self) -> &str {
+        &self.shared.workflow_name
+    }
+
+    /// The execution's original input (`$$.Execution.Input`).
+    pub fn input(&self) -> &Value {
+        &self.shared.input
+    }
+
+    /// The same execution on a new line of control, for one Parallel branch: it shares the
+    /// clock, history and random source, but its events chain (`previousEventId`) on their own.
+    pub fn branch(&self) -> Execution {
+        let at = self.cursor.load(Ordering::SeqCst);
+        Execution { shared: Arc::clone(&self.shared), cursor: Arc::new(AtomicU64::new(at)) }
+    }
+
+    /// Records an event now, chained to the previous event of this line of control, and
+    /// returns its id.
+    pub fn record(&self, event_type: EventType, details: Value) -> u64 {
+        let previous = self.cursor.load(Ordering::SeqCst);
+        let id = self.shared.history.record(event_type, details, self.shared.clock.now_rfc3339(), previous);
+        self.cursor.store(id, Ordering::SeqCst);
+        id
+    }
+
+    /// Runs `f` with the execution's seeded random source (used for retry jitter).
+    pub fn with_rng<R>(&self, f: impl FnOnce(&mut StdRng) -> R) -> R {
+        let mut rng = self.shared.rng.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut rng)
+    }
+
+    /// The context object (`$$`) as seen by state `state_name`, entered at `entered_time`, on its
+    /// `retry_count`-th retry.
+    pub fn context_object(&self, state_name: &str, entered_time: &str, retry_count: u32) -> Value {
+        json!({
+            "Execution": {
+                "Id": self.shared.id,
+                "Input": self.shared.input,
+                "Name": self.shared.name,
+                "StartTime": self.shared.start_time,
+                "RoleArn": self.shared.role_arn,
+            },
+            "State": {
+                "Name": state_name,
+                "EnteredTime": entered_time,
+                "RetryCount": retry_count,
+            },
+            "StateMachine": {
+                "Id": self.shared.state_machine_id,
+                "Name": self.shared.workflow_name,
+            },
+        })
     }
 }
 
@@ -112,55 +315,542 @@ pub struct Chosen {
     pub output: Value,
 }
 
+/// The longest Wait: a year, the longest a Standard execution may run. Longer is
+/// `States.Runtime` "Wait state delay is too long." as on AWS.
+pub const MAX_WAIT: Duration = Duration::from_secs(365 * 86_400);
+
+/// One visit to a state: records Entered/Exited and builds the context object on demand.
+struct Visit<'a> {
+    exec: &'a Execution,
+    name: &'a str,
+    state_type: &'static str,
+    entered_time: String,
+    entered_id: u64,
+    retry_count: u32,
+}
+
+impl<'a> Visit<'a> {
+    fn enter(exec: &'a Execution, name: &'a str, state_type: &'static str, input: &Value) -> Visit<'a> {
+        let entered_time = exec.clock().now_rfc3339();
+        let entered_id = match EventType::entered(state_type) {
+            Some(ty) => exec.record(ty, json!({ "name": name, "input": input })),
+            None => 0,
+        };
+        tracing::debug!(state = name, r#type = state_type, "entered");
+        Visit { exec, name, state_type, entered_time, entered_id, retry_count: 0 }
+    }
+
+    fn exit(&self, output: &Value) {
+        if let Some(ty) = EventType::exited(self.state_type) {
+            self.exec.record(ty, json!({ "name": self.name, "output": output }));
+        }
+    }
+
+    fn context(&self) -> Value {
+        self.exec.context_object(self.name, &self.entered_time, self.retry_count)
+    }
+
+    /// The context object if `needed`, else `null` (nothing will read it).
+    fn context_if(&self, needed: bool) -> Value {
+        if needed { self.context() } else { Value::Null }
+    }
+
+    /// Adds AWS's prefix to a `States.Runtime` failure raised by this state's own processing.
+    fn runtime(&self, failure: Failure) -> Failure {
+        if failure.error == wfc_ir::errors::RUNTIME {
+            Failure {
+                error: failure.error,
+                cause: format!(
+                    "An error occurred while executing the state '{}' (entered at the event id #{}). {}",
+                    self.name, self.entered_id, failure.cause
+                ),
+            }
+        } else {
+            failure
+        }
+    }
+}
+
+fn state_span(name: &str, state_type: &'static str) -> tracing::Span {
+    tracing::info_span!("state", name = name, r#type = state_type)
+}
+
 /// A Pass state.
 pub async fn pass(exec: &Execution, name: &str, spec: &PassState, input: Value) -> Result<Value, Failure> {
-    todo!()
+    state_span(name, "Pass").in_scope(|| {
+        let visit = Visit::enter(exec, name, "Pass", &input);
+        let needs_ctx = io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()])
+            || spec.parameters.as_ref().is_some_and(io::uses_context);
+        let ctx = visit.context_if(needs_ctx);
+        let output = pass_io(spec, input, &ctx).map_err(|f| visit.runtime(f))?;
+        visit.exit(&output);
+        Ok(output)
+    })
+}
+
+fn pass_io(spec: &PassState, input: Value, ctx: &Value) -> Result<Value, Failure> {
+    let replaces_input = spec.result_path.as_ref().is_some_and(|p| p.is_identity());
+    let output = match (&spec.result, &spec.parameters) {
+        (Some(result), _) => io::result_path(&spec.result_path, input, result.clone())?,
+        // The common `{"Type": "Pass"}`: the raw input is not needed afterwards, so it moves
+        // through InputPath without a copy.
+        (None, None) if replaces_input => io::input_path_owned(&spec.input_path, input, ctx)?,
+        (None, parameters) => {
+            let result = {
+                let effective = io::input_path(&spec.input_path, &input, ctx)?;
+                match parameters {
+                    Some(template) => io::template(template, &effective, ctx)?,
+                    None => effective.into_owned(),
+                }
+            };
+            io::result_path(&spec.result_path, input, result)?
+        }
+    };
+    io::output_path(&spec.output_path, output, ctx)
+}
+
+/// Reads a TimeoutSeconds/HeartbeatSeconds value: a literal, or a path that must select a
+/// positive integer.
+fn resolve_seconds(
+    seconds: &Option<Seconds>,
+    field: &str,
+    input: &Value,
+    ctx: &Value,
+) -> Result<Option<Duration>, Failure> {
+    match seconds {
+        None => Ok(None),
+        Some(Seconds::Fixed(s)) => Ok(Some(Duration::from_secs(*s))),
+        Some(Seconds::Path(p)) => {
+            let Some(value) = io::select_opt(p, input, ctx) else {
+                let doc = if p.root() == wfc_ir::Root::Context { ctx } else { input };
+                return Err(Failure::runtime(io::invalid_path_message(p, doc)));
+            };
+            match value.as_u64() {
+                Some(s) if s > 0 => Ok(Some(Duration::from_secs(s))),
+                _ => Err(Failure::runtime(format!(
+                    "The {field} field refers to value {value} which is not a valid positive integer: {}",
+                    p.as_str()
+                ))),
+            }
+        }
+    }
+}
+
+fn seconds_json(d: Option<Duration>) -> Value {
+    d.map_or(Value::Null, |d| json!(d.as_secs()))
 }
 
 /// A Task state: input processing, the handler call under TimeoutSeconds/HeartbeatSeconds with
 /// panics caught, Retry, ResultSelector/ResultPath/OutputPath, and Catch.
 ///
 /// `invoke` is called once per attempt with the effective input (after Parameters).
-pub async fn task<F, Fut>(exec: &Execution, name: &str, spec: &TaskState, input: Value, invoke: F) -> Result<Step, Failure>
+pub async fn task<F, Fut>(
+    exec: &Execution,
+    name: &str,
+    spec: &TaskState,
+    input: Value,
+    invoke: F,
+) -> Result<Step, Failure>
 where
     F: FnMut(Value, TaskContext) -> Fut,
     Fut: Future<Output = Result<Value, Failure>>,
 {
-    todo!()
+    let mut guard = AbortGuard { exec, name, event: EventType::TaskStateAborted, armed: true };
+    let outcome = task_inner(exec, name, spec, input, invoke).instrument(state_span(name, "Task")).await;
+    guard.armed = false;
+    outcome
+}
+
+/// Records `<Type>StateAborted` when a running state's future is dropped before it finishes:
+/// a sibling Parallel branch failed, or the execution timed out.
+struct AbortGuard<'a> {
+    exec: &'a Execution,
+    name: &'a str,
+    event: EventType,
+    armed: bool,
+}
+
+impl Drop for AbortGuard<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.exec.record(self.event, json!({ "name": self.name }));
+        }
+    }
+}
+
+async fn task_inner<F, Fut>(
+    exec: &Execution,
+    name: &str,
+    spec: &TaskState,
+    input: Value,
+    mut invoke: F,
+) -> Result<Step, Failure>
+where
+    F: FnMut(Value, TaskContext) -> Fut,
+    Fut: Future<Output = Result<Value, Failure>>,
+{
+    let mut visit = Visit::enter(exec, name, "Task", &input);
+    let io_ctx = io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()]);
+    let ctx = visit.context_if(io_ctx);
+    let effective = io::input_path(&spec.input_path, &input, &ctx).map_err(|f| visit.runtime(f))?.into_owned();
+    let timeout =
+        resolve_seconds(&spec.timeout, "TimeoutSecondsPath", &effective, &ctx).map_err(|f| visit.runtime(f))?;
+    let heartbeat =
+        resolve_seconds(&spec.heartbeat, "HeartbeatSecondsPath", &effective, &ctx).map_err(|f| visit.runtime(f))?;
+    let parameters = Parameters::new(spec.parameters.as_ref(), &effective).map_err(|f| visit.runtime(f))?;
+    let mut retries = RetryState::new(&spec.retry);
+    loop {
+        visit.retry_count = retries.retry_count();
+        let params = parameters.for_attempt(&effective, &visit).map_err(|f| visit.runtime(f))?;
+        exec.record(
+            EventType::TaskScheduled,
+            json!({
+                "resource": spec.resource,
+                "parameters": params,
+                "timeoutInSeconds": seconds_json(timeout),
+                "heartbeatInSeconds": seconds_json(heartbeat),
+            }),
+        );
+        let task_ctx = TaskContext::new(name, spec.resource.as_str(), visit.retry_count, exec.name());
+        exec.record(EventType::TaskStarted, json!({ "resource": spec.resource }));
+        let call_ctx = task_ctx.clone();
+        let outcome = crate::task::run_attempt(|| invoke(params, call_ctx), &task_ctx, timeout, heartbeat).await;
+        let failure = match outcome {
+            Attempt::Succeeded(result) => {
+                exec.record(EventType::TaskSucceeded, json!({ "resource": spec.resource, "output": result }));
+                let output = finish_result(
+                    &visit,
+                    &spec.result_selector,
+                    &spec.result_path,
+                    &spec.output_path,
+                    input,
+                    result,
+                    io_ctx,
+                )
+                .map_err(|f| visit.runtime(f))?;
+                visit.exit(&output);
+                return Ok(Step::Next(output));
+            }
+            Attempt::Failed(f) => {
+                exec.record(
+                    EventType::TaskFailed,
+                    json!({ "resource": spec.resource, "error": f.error, "cause": f.cause }),
+                );
+                f
+            }
+            Attempt::TimedOut(f) => {
+                exec.record(
+                    EventType::TaskTimedOut,
+                    json!({ "resource": spec.resource, "error": f.error, "cause": f.cause }),
+                );
+                f
+            }
+        };
+        match exec.with_rng(|rng| retries.decide(&spec.retry, &failure.error, rng)) {
+            RetryDecision::Retry { delay, .. } => exec.clock().sleep(delay).await,
+            RetryDecision::GiveUp => return caught(&visit, &spec.catch, input, failure),
+        }
+    }
+}
+
+/// Parameters for each attempt: evaluated once when the template cannot change between
+/// attempts, or per attempt when it reads `$$` (for `$$.State.RetryCount`).
+enum Parameters<'t> {
+    /// No Parameters: the effective input itself.
+    None,
+    /// Evaluated once.
+    Fixed(Value),
+    /// Reads the context object: evaluated per attempt.
+    PerAttempt(&'t Template),
+}
+
+impl<'t> Parameters<'t> {
+    fn new(template: Option<&'t Template>, effective: &Value) -> Result<Parameters<'t>, Failure> {
+        Ok(match template {
+            None => Parameters::None,
+            Some(t) if io::uses_context(t) => Parameters::PerAttempt(t),
+            Some(t) => Parameters::Fixed(io::template(t, effective, &Value::Null)?),
+        })
+    }
+
+    fn for_attempt(&self, effective: &Value, visit: &Visit<'_>) -> Result<Value, Failure> {
+        match self {
+            Parameters::None => Ok(effective.clone()),
+            Parameters::Fixed(v) => Ok(v.clone()),
+            Parameters::PerAttempt(t) => io::template(t, effective, &visit.context()),
+        }
+    }
+}
+
+/// ResultSelector (on the raw result), ResultPath (into the raw input), OutputPath.
+fn finish_result(
+    visit: &Visit<'_>,
+    selector: &Option<Template>,
+    result_path: &ResultPath,
+    output_path: &OutputPath,
+    raw_input: Value,
+    result: Value,
+    io_ctx: bool,
+) -> Result<Value, Failure> {
+    let needs_ctx = io_ctx || selector.as_ref().is_some_and(io::uses_context);
+    let ctx = visit.context_if(needs_ctx);
+    let result = match selector {
+        Some(t) => io::template(t, &result, &ctx)?,
+        None => result,
+    };
+    let output = io::result_path(result_path, raw_input, result)?;
+    io::output_path(output_path, output, &ctx)
+}
+
+/// After retries are exhausted: the first matching catcher, or the failure itself.
+fn caught(
+    visit: &Visit<'_>,
+    catchers: &[wfc_ir::Catcher],
+    raw_input: Value,
+    failure: Failure,
+) -> Result<Step, Failure> {
+    let Some(catcher) = retry::find_catcher(catchers, &failure.error) else {
+        return Err(failure);
+    };
+    let output = retry::catch_output(catcher, raw_input, &failure).map_err(|f| visit.runtime(f))?;
+    visit.exit(&output);
+    Ok(Step::Goto { target: catcher.next, output })
 }
 
 /// A Choice state. No match and no Default is `States.NoChoiceMatched`.
 pub fn choice(exec: &Execution, name: &str, spec: &ChoiceState, input: Value) -> Result<Chosen, Failure> {
-    todo!()
+    state_span(name, "Choice").in_scope(|| {
+        let visit = Visit::enter(exec, name, "Choice", &input);
+        let needs_ctx = io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()])
+            || spec.choices.iter().any(|c| choice::uses_context(&c.condition));
+        let ctx = visit.context_if(needs_ctx);
+        let effective = io::input_path_owned(&spec.input_path, input, &ctx).map_err(|f| visit.runtime(f))?;
+        let mut branch = None;
+        for (i, rule) in spec.choices.iter().enumerate() {
+            if choice::evaluate(&rule.condition, &effective, &ctx).map_err(|f| visit.runtime(f))? {
+                branch = Some(i);
+                break;
+            }
+        }
+        if branch.is_none() && spec.default.is_none() {
+            return Err(Failure::new(
+                wfc_ir::errors::NO_CHOICE_MATCHED,
+                format!("No Choice rule matched the input of state '{name}', and it has no Default"),
+            ));
+        }
+        let output = io::output_path(&spec.output_path, effective, &ctx).map_err(|f| visit.runtime(f))?;
+        visit.exit(&output);
+        Ok(Chosen { branch, output })
+    })
+}
+
+/// The value of a path as AWS prints it after `==` in Wait messages: strings bare, the rest JSON.
+fn bare(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// How long a Wait waits, with AWS's messages for bad values.
+fn wait_delay(exec: &Execution, duration: &WaitDuration, input: &Value, ctx: &Value) -> Result<Duration, Failure> {
+    let delay = match duration {
+        WaitDuration::Seconds(s) => Duration::from_secs(*s),
+        WaitDuration::Timestamp(text) => match wfc_ir::timestamp::parse(text) {
+            Ok(ts) => exec.clock().until(ts),
+            Err(_) => {
+                return Err(Failure::runtime(format!(
+                    "The Timestamp field cannot be parsed as an ISO-8601 extended offset date-time format string: {text}"
+                )));
+            }
+        },
+        WaitDuration::SecondsPath(p) => {
+            let Some(value) = io::select_opt(p, input, ctx) else {
+                return Err(Failure::runtime(format!(
+                    "The SecondsPath parameter does not reference an input value: {}",
+                    p.as_str()
+                )));
+            };
+            match (value.as_u64(), value.as_i64()) {
+                (Some(s), _) => Duration::from_secs(s),
+                (None, Some(_)) => {
+                    return Err(Failure::runtime(format!(
+                        "The SecondsPath parameter references a negative value: {} == {}",
+                        p.as_str(),
+                        bare(&value)
+                    )));
+                }
+                (None, None) => {
+                    return Err(Failure::runtime(format!(
+                        "The SecondsPath parameter cannot be parsed as a long value: {} == {}",
+                        p.as_str(),
+                        bare(&value)
+                    )));
+                }
+            }
+        }
+        WaitDuration::TimestampPath(p) => {
+            let Some(value) = io::select_opt(p, input, ctx) else {
+                return Err(Failure::runtime(format!(
+                    "The TimestampPath parameter does not reference an input value: {}",
+                    p.as_str()
+                )));
+            };
+            match value.as_str().map(wfc_ir::timestamp::parse) {
+                Some(Ok(ts)) => exec.clock().until(ts),
+                _ => {
+                    return Err(Failure::runtime(format!(
+                        "The TimestampPath parameter does not reference a valid ISO-8601 extended offset date-time format string: {} == {}",
+                        p.as_str(),
+                        bare(&value)
+                    )));
+                }
+            }
+        }
+    };
+    if delay > MAX_WAIT {
+        return Err(Failure::runtime("Wait state delay is too long."));
+    }
+    Ok(delay)
 }
 
 /// A Wait state, on the execution's clock.
 pub async fn wait(exec: &Execution, name: &str, spec: &WaitState, input: Value) -> Result<Value, Failure> {
-    todo!()
+    let mut guard = AbortGuard { exec, name, event: EventType::WaitStateAborted, armed: true };
+    let outcome = wait_inner(exec, name, spec, input).instrument(state_span(name, "Wait")).await;
+    guard.armed = false;
+    outcome
+}
+
+async fn wait_inner(exec: &Execution, name: &str, spec: &WaitState, input: Value) -> Result<Value, Failure> {
+    let visit = Visit::enter(exec, name, "Wait", &input);
+    let needs_ctx = io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()])
+        || matches!(&spec.duration, WaitDuration::SecondsPath(p) | WaitDuration::TimestampPath(p) if p.root() == wfc_ir::Root::Context);
+    let ctx = visit.context_if(needs_ctx);
+    let effective = io::input_path_owned(&spec.input_path, input, &ctx).map_err(|f| visit.runtime(f))?;
+    let delay = wait_delay(exec, &spec.duration, &effective, &ctx).map_err(|f| visit.runtime(f))?;
+    exec.clock().sleep(delay).await;
+    let output = io::output_path(&spec.output_path, effective, &ctx).map_err(|f| visit.runtime(f))?;
+    visit.exit(&output);
+    Ok(output)
 }
 
 /// A Succeed state.
 pub fn succeed(exec: &Execution, name: &str, spec: &SucceedState, input: Value) -> Result<Value, Failure> {
-    todo!()
+    state_span(name, "Succeed").in_scope(|| {
+        let visit = Visit::enter(exec, name, "Succeed", &input);
+        let ctx = visit.context_if(io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()]));
+        let output = io::input_path_owned(&spec.input_path, input, &ctx)
+            .and_then(|effective| io::output_path(&spec.output_path, effective, &ctx))
+            .map_err(|f| visit.runtime(f))?;
+        visit.exit(&output);
+        Ok(output)
+    })
 }
 
 /// A Fail state: the failure that ends the machine (or is caught by an enclosing Parallel's Catch).
 pub fn fail(exec: &Execution, name: &str, spec: &FailState, input: Value) -> Failure {
-    todo!()
+    state_span(name, "Fail").in_scope(|| {
+        let visit = Visit::enter(exec, name, "Fail", &input);
+        let ctx = visit.context_if(io::paths_use_context([spec.error_path.as_ref(), spec.cause_path.as_ref()]));
+        let read = |literal: &Option<String>, path: &Option<wfc_ir::Path>, field: &str| -> Result<String, Failure> {
+            match path {
+                Some(p) => match io::select_field(p, field, &input, &ctx)? {
+                    Value::String(s) => Ok(s),
+                    other => Err(Failure::runtime(format!(
+                        "The {field} '{}' must select a string, but it selected {other}",
+                        p.as_str()
+                    ))),
+                },
+                // AWS leaves an absent Error/Cause out of the event; the Error Output uses "".
+                None => Ok(literal.clone().unwrap_or_default()),
+            }
+        };
+        let error = read(&spec.error, &spec.error_path, "ErrorPath");
+        let cause = read(&spec.cause, &spec.cause_path, "CausePath");
+        match (error, cause) {
+            (Ok(error), Ok(cause)) => Failure { error, cause },
+            (Err(f), _) | (_, Err(f)) => visit.runtime(f),
+        }
+    })
 }
 
 /// A Parallel state. `run_branches` is called once per attempt with the effective input and must
 /// run every branch on it concurrently (see [`join_branches`]) and return their outputs in order.
-pub async fn parallel<F, Fut>(exec: &Execution, name: &str, spec: &ParallelState, input: Value, run_branches: F) -> Result<Step, Failure>
+pub async fn parallel<F, Fut>(
+    exec: &Execution,
+    name: &str,
+    spec: &ParallelState,
+    input: Value,
+    run_branches: F,
+) -> Result<Step, Failure>
 where
     F: FnMut(Value, Execution) -> Fut,
     Fut: Future<Output = Result<Vec<Value>, Failure>>,
 {
-    todo!()
+    let mut guard = AbortGuard { exec, name, event: EventType::ParallelStateAborted, armed: true };
+    let outcome = parallel_inner(exec, name, spec, input, run_branches).instrument(state_span(name, "Parallel")).await;
+    guard.armed = false;
+    outcome
+}
+
+async fn parallel_inner<F, Fut>(
+    exec: &Execution,
+    name: &str,
+    spec: &ParallelState,
+    input: Value,
+    mut run_branches: F,
+) -> Result<Step, Failure>
+where
+    F: FnMut(Value, Execution) -> Fut,
+    Fut: Future<Output = Result<Vec<Value>, Failure>>,
+{
+    let mut visit = Visit::enter(exec, name, "Parallel", &input);
+    let io_ctx = io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()]);
+    let ctx = visit.context_if(io_ctx);
+    let effective = io::input_path(&spec.input_path, &input, &ctx).map_err(|f| visit.runtime(f))?.into_owned();
+    let parameters = Parameters::new(spec.parameters.as_ref(), &effective).map_err(|f| visit.runtime(f))?;
+    let mut retries = RetryState::new(&spec.retry);
+    loop {
+        visit.retry_count = retries.retry_count();
+        let branch_input = parameters.for_attempt(&effective, &visit).map_err(|f| visit.runtime(f))?;
+        exec.record(EventType::ParallelStateStarted, json!({ "name": name }));
+        let failure = match run_branches(branch_input, exec.clone()).await {
+            Ok(outputs) => {
+                exec.record(EventType::ParallelStateSucceeded, json!({ "name": name }));
+                let result = Value::Array(outputs);
+                let output = finish_result(
+                    &visit,
+                    &spec.result_selector,
+                    &spec.result_path,
+                    &spec.output_path,
+                    input,
+                    result,
+                    io_ctx,
+                )
+                .map_err(|f| visit.runtime(f))?;
+                visit.exit(&output);
+                return Ok(Step::Next(output));
+            }
+            Err(f) => {
+                exec.record(
+                    EventType::ParallelStateFailed,
+                    json!({ "name": name, "error": f.error, "cause": f.cause }),
+                );
+                f
+            }
+        };
+        match exec.with_rng(|rng| retries.decide(&spec.retry, &failure.error, rng)) {
+            RetryDecision::Retry { delay, .. } => exec.clock().sleep(delay).await,
+            RetryDecision::GiveUp => return caught(&visit, &spec.catch, input, failure),
+        }
+    }
 }
 
 /// Runs branch futures concurrently; the first failure cancels (drops) the others and is returned
 /// with its own error name, as AWS does.
-pub async fn join_branches<'a>(branches: Vec<futures::future::BoxFuture<'a, Result<Value, Failure>>>) -> Result<Vec<Value>, Failure> {
-    todo!()
+pub async fn join_branches<'a>(
+    branches: Vec<futures::future::BoxFuture<'a, Result<Value, Failure>>>,
+) -> Result<Vec<Value>, Failure> {
+    futures::future::try_join_all(branches).await
 }

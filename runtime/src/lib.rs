@@ -1,17 +1,39 @@
 //! The runtime that wfc-generated workflow code links against, and the interpreter that `wfc run`
 //! uses. Both engines call the same functions in [`exec`], so there is one semantics.
 //!
-//! Users depend on this crate only: it re-exports [`include_workflow!`] (feature `macros`, on by
-//! default). Generated code reaches everything through the hidden [`__private`] module with
+//! Users depend on this crate only: it re-exports `include_workflow!` (feature `macros`, on by
+//! default). Generated code reaches everything through the hidden `__private` module with
 //! `::`-rooted paths.
+//!
+//! - [`exec`]: one function per state type (input/output processing, retries, timeouts, Catch,
+//!   history), called by generated code and by [`interp`] alike.
+//! - [`io`], [`choice`], [`retry`], [`task`]: the pieces those functions are made of.
+//! - [`clock`]: real or virtual time. Under [`block_on_virtual`] with [`Clock::virtual_default`],
+//!   Waits, back-off and timeouts take no real time and every timestamp is reproducible.
+//! - [`history`]: AWS-shaped execution history.
+//!
+//! ```
+//! use wfc_runtime::interp::{self, Handlers};
+//! use wfc_runtime::ir::{StateKind, StateMachine, State, Transition, Workflow, WaitState, WaitDuration, Path};
+//! use wfc_runtime::{RunOptions, Status, block_on_virtual, json};
+//!
+//! let dollar = Path::parse("$").ok();
+//! let wait = WaitState { input_path: dollar.clone(), output_path: dollar, duration: WaitDuration::Seconds(3600), transition: Transition::End };
+//! let state = State { name: "Nap".into(), comment: None, location: None, kind: StateKind::Wait(wait) };
+//! let workflow = Workflow { name: "nap".into(), comment: None, version: None, timeout_seconds: None,
+//!     machine: StateMachine { start_at: 0, states: vec![state] } };
+//! let result = block_on_virtual(interp::run(&workflow, &Handlers::new(), json!({"a": 1}), RunOptions::virtual_time()));
+//! assert_eq!(result.status, Status::Succeeded);
+//! assert_eq!(result.elapsed.as_secs(), 3600); // an hour of virtual time, instantly
+//! ```
 
+pub mod choice;
 pub mod clock;
 pub mod error;
 pub mod exec;
 pub mod history;
 pub mod interp;
 pub mod io;
-pub mod choice;
 pub mod retry;
 pub mod task;
 
@@ -22,8 +44,9 @@ pub use clock::{Clock, block_on_virtual};
 pub use error::{Failure, TaskError};
 pub use exec::{Execution, ExecutionResult, RunOptions, Status};
 pub use history::{EventType, History, HistoryEvent};
-pub use task::TaskContext;
+pub use interp::{DynHandler, Handlers};
 pub use serde_json::{Value, json};
+pub use task::TaskContext;
 pub use wfc_ir as ir;
 
 #[cfg(feature = "macros")]

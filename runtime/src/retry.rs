@@ -1,1 +1,168 @@
-//! PLACEHOLDER (being written).
+//! Retry and Catch.
+//!
+//! Matching: see [`error_matches`].
+//!
+//! Retry: the first retrier whose `ErrorEquals` matches decides (no fall-through to later
+//! retriers once its attempts are used up); each retrier counts its own retries, and the counts
+//! start again each time the state is entered. The n-th retry (1-based) waits
+//! `IntervalSeconds × BackoffRate^(n−1)`, capped by `MaxDelaySeconds`, and with
+//! `JitterStrategy: FULL` a uniformly random time in `[0, that]`.
+//!
+//! Catch: the first catcher that matches; its output is the raw state input with the Error
+//! Output placed at the catcher's ResultPath. The state's OutputPath is not applied (AWS).
+
+use std::time::Duration;
+
+use rand::Rng;
+use serde_json::Value;
+use wfc_ir::{Catcher, Jitter, Retrier};
+
+use crate::Failure;
+
+/// The longest single back-off, whatever the retrier says: a year (AWS's MaxDelaySeconds limit,
+/// 31,622,400 s), since no Standard execution outlives a year. It also keeps the arithmetic
+/// finite for extreme `BackoffRate`s.
+pub const MAX_RETRY_DELAY: Duration = Duration::from_secs(31_622_400);
+
+/// The delay before retry `n` (1-based) of `retrier`, before jitter:
+/// `IntervalSeconds × BackoffRate^(n−1)`, capped by `MaxDelaySeconds` and [`MAX_RETRY_DELAY`].
+pub fn backoff_delay(retrier: &Retrier, n: u32) -> Duration {
+    let exponent = i32::try_from(n.saturating_sub(1)).unwrap_or(i32::MAX);
+    let seconds = retrier.interval_seconds as f64 * retrier.backoff_rate.powi(exponent);
+    let mut cap = MAX_RETRY_DELAY.as_secs_f64();
+    if let Some(max) = retrier.max_delay_seconds {
+        cap = cap.min(max as f64);
+    }
+    // NaN (a nonsensical rate) or negative values fall to zero; infinity to the cap.
+    let seconds = if seconds.is_nan() { 0.0 } else { seconds.clamp(0.0, cap) };
+    Duration::try_from_secs_f64(seconds).unwrap_or(MAX_RETRY_DELAY)
+}
+
+/// Applies a jitter strategy to a computed delay. `FULL` draws uniformly from `[0, delay]`.
+pub fn jittered<R: Rng + ?Sized>(delay: Duration, jitter: Jitter, rng: &mut R) -> Duration {
+    match jitter {
+        Jitter::None => delay,
+        Jitter::Full => {
+            let max = delay.as_secs_f64();
+            if max <= 0.0 {
+                return Duration::ZERO;
+            }
+            let secs = rng.random_range(0.0..=max);
+            Duration::try_from_secs_f64(secs).unwrap_or(delay).min(delay)
+        }
+    }
+}
+
+/// Retry bookkeeping for one visit to a state: a counter per retrier.
+#[derive(Debug, Clone, Default)]
+pub struct RetryState {
+    counts: Vec<u32>,
+    total: u32,
+}
+
+/// What to do about a failed attempt.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RetryDecision {
+    /// Retry after this delay (jitter already applied). `retrier` is its index in `Retry`.
+    Retry {
+        /// Index of the retrier that matched.
+        retrier: usize,
+        /// How long to wait before the next attempt.
+        delay: Duration,
+    },
+    /// No retrier matched, or the matching one is exhausted: go to Catch.
+    GiveUp,
+}
+
+impl RetryState {
+    /// Fresh counters for `retriers` (all zero).
+    pub fn new(retriers: &[Retrier]) -> RetryState {
+        RetryState { counts: vec![0; retriers.len()], total: 0 }
+    }
+
+    /// Retries so far in this visit, over all retriers (`$$.State.RetryCount`).
+    pub fn retry_count(&self) -> u32 {
+        self.total
+    }
+
+    /// Decides whether `error` is retried, counting the retry if so. Terminal errors
+    /// (`States.Runtime`, `States.DataLimitExceeded`) never match.
+    pub fn decide<R: Rng + ?Sized>(&mut self, retriers: &[Retrier], error: &str, rng: &mut R) -> RetryDecision {
+        let Some(index) = retriers.iter().position(|r| error_matches(&r.error_equals, error)) else {
+            return RetryDecision::GiveUp;
+        };
+        let (Some(retrier), Some(count)) = (retriers.get(index), self.counts.get_mut(index)) else {
+            return RetryDecision::GiveUp;
+        };
+        if *count >= retrier.max_attempts {
+            return RetryDecision::GiveUp;
+        }
+        *count += 1;
+        self.total = self.total.saturating_add(1);
+        let delay = jittered(backoff_delay(retrier, *count), retrier.jitter, rng);
+        RetryDecision::Retry { retrier: index, delay }
+    }
+}
+
+/// Whether a retrier's or catcher's `ErrorEquals` matches `error`. The rule (exact names,
+/// `States.ALL`, `States.TaskFailed` as a wildcard except for `States.Timeout`, terminal errors
+/// never) lives in [`wfc_ir::errors::matches`] so the compiler and runtime share it.
+pub fn error_matches(error_equals: &[String], error: &str) -> bool {
+    wfc_ir::errors::matches(error_equals, error)
+}
+
+/// The first catcher whose `ErrorEquals` matches `error` (terminal errors match none).
+pub fn find_catcher<'a>(catchers: &'a [Catcher], error: &str) -> Option<&'a Catcher> {
+    catchers.iter().find(|c| error_matches(&c.error_equals, error))
+}
+
+/// A catcher's output: the raw state input with the Error Output `{"Error","Cause"}` placed at
+/// the catcher's ResultPath (`null` keeps the raw input, `$` replaces it).
+pub fn catch_output(catcher: &Catcher, raw_input: Value, failure: &Failure) -> Result<Value, Failure> {
+    crate::io::result_path(&catcher.result_path, raw_input, failure.to_error_output())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    #[test]
+    fn delays_follow_the_formula() {
+        let r = Retrier { interval_seconds: 1, max_attempts: 5, backoff_rate: 2.0, ..Retrier::new(vec!["E".into()]) };
+        let d: Vec<u64> = (1..=4).map(|n| backoff_delay(&r, n).as_secs()).collect();
+        assert_eq!(d, [1, 2, 4, 8]);
+        let capped = Retrier { max_delay_seconds: Some(3), ..r };
+        assert_eq!(backoff_delay(&capped, 4), Duration::from_secs(3));
+        let huge = Retrier { backoff_rate: 1e300, ..Retrier::new(vec!["E".into()]) };
+        assert_eq!(backoff_delay(&huge, 10), MAX_RETRY_DELAY);
+    }
+
+    #[test]
+    fn counts_per_retrier_and_gives_up() {
+        let retriers = vec![
+            Retrier { max_attempts: 2, ..Retrier::new(vec!["A".into()]) },
+            Retrier::new(vec!["States.ALL".into()]),
+        ];
+        let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+        let mut st = RetryState::new(&retriers);
+        assert!(matches!(st.decide(&retriers, "A", &mut rng), RetryDecision::Retry { retrier: 0, .. }));
+        assert!(matches!(st.decide(&retriers, "A", &mut rng), RetryDecision::Retry { retrier: 0, .. }));
+        // Exhausted: no fall-through to the States.ALL retrier.
+        assert_eq!(st.decide(&retriers, "A", &mut rng), RetryDecision::GiveUp);
+        assert!(matches!(st.decide(&retriers, "B", &mut rng), RetryDecision::Retry { retrier: 1, .. }));
+        assert_eq!(st.decide(&retriers, "States.Runtime", &mut rng), RetryDecision::GiveUp);
+        assert_eq!(st.retry_count(), 3);
+    }
+
+    #[test]
+    fn task_failed_is_a_wildcard_except_for_timeout_and_terminal_errors() {
+        let tf = vec!["States.TaskFailed".to_owned()];
+        assert!(error_matches(&tf, "States.TaskFailed"));
+        assert!(error_matches(&tf, "PaymentDeclined"));
+        assert!(!error_matches(&tf, "States.Timeout"));
+        assert!(!error_matches(&tf, "States.Runtime"));
+        assert!(!error_matches(&tf, "States.DataLimitExceeded"));
+        assert!(!error_matches(&["Other".to_owned()], "PaymentDeclined"));
+    }
+}

@@ -1,4 +1,171 @@
-//! PLACEHOLDER (being written).
-/// Placeholder.
+//! Task invocation: what a handler sees ([`TaskContext`]) and how one attempt runs (under
+//! TimeoutSeconds and HeartbeatSeconds, with panics turned into failures).
+
+use std::any::Any;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::FutureExt;
+use serde_json::Value;
+use tokio::time::Instant;
+
+use crate::Failure;
+
+/// What a task handler knows about the call it is serving. Cheap to clone; clones share the
+/// heartbeat deadline.
 #[derive(Debug, Clone)]
-pub struct TaskContext;
+pub struct TaskContext {
+    inner: Arc<ContextInner>,
+}
+
+#[derive(Debug)]
+struct ContextInner {
+    state_name: String,
+    resource: String,
+    retry_count: u32,
+    execution_name: String,
+    /// When the last heartbeat (or the attempt's start) happened, on tokio's clock, so that it
+    /// follows virtual time too.
+    last_beat: Mutex<Instant>,
+}
+
+impl TaskContext {
+    /// A context for one attempt of state `state_name` calling `resource`.
+    pub fn new(
+        state_name: impl Into<String>,
+        resource: impl Into<String>,
+        retry_count: u32,
+        execution_name: impl Into<String>,
+    ) -> TaskContext {
+        TaskContext {
+            inner: Arc::new(ContextInner {
+                state_name: state_name.into(),
+                resource: resource.into(),
+                retry_count,
+                execution_name: execution_name.into(),
+                last_beat: Mutex::new(Instant::now()),
+            }),
+        }
+    }
+
+    /// The Task state's name.
+    pub fn state_name(&self) -> &str {
+        &self.inner.state_name
+    }
+
+    /// The state's `Resource`.
+    pub fn resource(&self) -> &str {
+        &self.inner.resource
+    }
+
+    /// How many retries preceded this attempt in the current visit (`$$.State.RetryCount`).
+    pub fn retry_count(&self) -> u32 {
+        self.inner.retry_count
+    }
+
+    /// The execution's name (`$$.Execution.Name`).
+    pub fn execution_name(&self) -> &str {
+        &self.inner.execution_name
+    }
+
+    /// Reports progress: restarts the HeartbeatSeconds countdown. Without HeartbeatSeconds on
+    /// the state this has no effect.
+    pub fn heartbeat(&self) {
+        *self.inner.last_beat.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+    }
+
+    fn last_beat(&self) -> Instant {
+        *self.inner.last_beat.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// How one attempt ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Attempt {
+    /// The handler returned a result.
+    Succeeded(Value),
+    /// The handler returned an error, or panicked (`States.TaskFailed`).
+    Failed(Failure),
+    /// TimeoutSeconds elapsed or a heartbeat was missed (`States.Timeout`).
+    TimedOut(Failure),
+}
+
+/// Runs one attempt: `call` builds the handler future (a panic while building it counts as a
+/// panic of the handler), which then runs under `timeout` and `heartbeat`.
+pub async fn run_attempt<F, Fut>(
+    call: F,
+    ctx: &TaskContext,
+    timeout: Option<Duration>,
+    heartbeat: Option<Duration>,
+) -> Attempt
+where
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = Result<Value, Failure>>,
+{
+    ctx.heartbeat();
+    let future = match std::panic::catch_unwind(AssertUnwindSafe(call)) {
+        Ok(f) => f,
+        Err(panic) => return Attempt::Failed(panic_failure(panic.as_ref())),
+    };
+    let guarded = async {
+        match AssertUnwindSafe(future).catch_unwind().await {
+            Ok(Ok(v)) => Attempt::Succeeded(v),
+            Ok(Err(f)) => Attempt::Failed(f),
+            Err(panic) => Attempt::Failed(panic_failure(panic.as_ref())),
+        }
+    };
+    let deadline = timeout.map(|t| Instant::now().checked_add(t).unwrap_or_else(far_future));
+    let timeout_cause = timeout
+        .map(|t| format!("the task did not finish within TimeoutSeconds ({} s)", t.as_secs()))
+        .unwrap_or_default();
+    tokio::select! {
+        biased;
+        outcome = guarded => outcome,
+        () = sleep_until_opt(deadline) => Attempt::TimedOut(Failure::new(wfc_ir::errors::TIMEOUT, timeout_cause)),
+        () = heartbeat_watch(ctx, heartbeat) => {
+            // AWS records heartbeat expiry as States.Timeout with no cause.
+            Attempt::TimedOut(Failure::new(wfc_ir::errors::TIMEOUT, ""))
+        }
+    }
+}
+
+fn far_future() -> Instant {
+    // About thirty years, as tokio itself uses for "never".
+    let now = Instant::now();
+    now.checked_add(Duration::from_secs(86_400 * 365 * 30)).unwrap_or(now)
+}
+
+async fn sleep_until_opt(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => futures::future::pending().await,
+    }
+}
+
+/// Completes when `heartbeat` passes without a call to [`TaskContext::heartbeat`].
+async fn heartbeat_watch(ctx: &TaskContext, heartbeat: Option<Duration>) {
+    let Some(interval) = heartbeat else {
+        return futures::future::pending().await;
+    };
+    loop {
+        let due = ctx.last_beat().checked_add(interval).unwrap_or_else(far_future);
+        if Instant::now() >= due {
+            return;
+        }
+        tokio::time::sleep_until(due).await;
+    }
+}
+
+/// The failure a handler panic becomes: `States.TaskFailed`, `handler panicked: <message>`.
+pub fn panic_failure(panic: &(dyn Any + Send)) -> Failure {
+    let message = if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(a non-string panic payload)".to_owned()
+    };
+    Failure::new(wfc_ir::errors::TASK_FAILED, format!("handler panicked: {message}"))
+}

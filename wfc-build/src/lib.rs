@@ -1,1 +1,344 @@
-//! PLACEHOLDER (being written): the build.rs helper.
+//! Compiles workflow definitions from `build.rs` into `OUT_DIR`, for crates that prefer generated
+//! files over the `include_workflow!` macro (faster IDEs, reviewable output).
+//!
+//! ```no_run
+//! // In build.rs's `fn main`:
+//! wfc_build::compile_workflows(&["workflows/order.asl.json"]).unwrap();
+//! ```
+//!
+//! ```ignore
+//! // src/main.rs
+//! wfc_runtime::include_workflow_out!("order");
+//! ```
+//!
+//! Each definition becomes `OUT_DIR/<module>.rs` holding `pub mod <module> { … }`, formatted with
+//! prettyplease and written only when its content changed (so unchanged workflows do not trigger
+//! recompiles). Paths are relative to `CARGO_MANIFEST_DIR`. Every input gets a
+//! `cargo:rerun-if-changed` line, and warnings become `cargo:warning=` lines. All diagnostics of
+//! all files are collected before failing; `Error`'s `Debug` is its `Display`, so `.unwrap()`
+//! prints them with `file:line:col`.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Why [`Config::compile`] failed.
+#[derive(thiserror::Error)]
+pub enum Error {
+    /// One or more definitions are invalid. Holds every file's diagnostics.
+    #[error("{}", render(.0))]
+    Invalid(Vec<wfc_core::Diagnostics>),
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The build environment is incomplete (e.g. `OUT_DIR` unset outside a build script).
+    #[error("{0}")]
+    Environment(String),
+    /// A setting is unusable (a module name collision, an invalid runtime path).
+    #[error("{0}")]
+    Config(String),
+}
+
+fn render(all: &[wfc_core::Diagnostics]) -> String {
+    let mut out = String::new();
+    for diagnostics in all {
+        out.push_str(diagnostics.render(false).trim_end());
+        out.push('\n');
+    }
+    let files = all.len();
+    out.push_str(&format!(
+        "wfc-build: {files} workflow definition{} failed to compile",
+        if files == 1 { "" } else { "s" }
+    ));
+    out
+}
+
+impl fmt::Debug for Error {
+    /// The same as `Display`: `build.rs` code calls `.unwrap()`, which prints `Debug`, and the
+    /// located diagnostics are what the user needs to see.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// Build settings (builder style): `Config::new().out_dir(…).compile(&[…])`.
+#[derive(Debug, Clone)]
+pub struct Config {
+    out_dir: Option<PathBuf>,
+    manifest_dir: Option<PathBuf>,
+    module_name: Option<String>,
+    runtime_path: Option<String>,
+    emit_rerun_if_changed: bool,
+    emit_warnings: bool,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config::new()
+    }
+}
+
+impl Config {
+    /// Defaults: `OUT_DIR`, paths relative to `CARGO_MANIFEST_DIR`, module names from file
+    /// stems, runtime `::wfc_runtime`, rerun lines printed when running under Cargo.
+    pub fn new() -> Config {
+        Config {
+            out_dir: None,
+            manifest_dir: None,
+            module_name: None,
+            runtime_path: None,
+            // Cargo sets CARGO for build scripts; elsewhere (tests, tools) the lines are noise.
+            emit_rerun_if_changed: std::env::var_os("CARGO").is_some(),
+            emit_warnings: std::env::var_os("CARGO").is_some(),
+        }
+    }
+
+    /// Writes the generated files here instead of `OUT_DIR`.
+    pub fn out_dir(&mut self, dir: impl Into<PathBuf>) -> &mut Config {
+        self.out_dir = Some(dir.into());
+        self
+    }
+
+    /// Resolves input paths against this directory instead of `CARGO_MANIFEST_DIR`.
+    pub fn manifest_dir(&mut self, dir: impl Into<PathBuf>) -> &mut Config {
+        self.manifest_dir = Some(dir.into());
+        self
+    }
+
+    /// Names the generated module (and file). Only valid when compiling a single definition.
+    pub fn module_name(&mut self, name: impl Into<String>) -> &mut Config {
+        self.module_name = Some(name.into());
+        self
+    }
+
+    /// The path generated code uses for the runtime crate (default `::wfc_runtime`), for crates
+    /// that rename the dependency or reach the runtime through a facade.
+    pub fn runtime_path(&mut self, path: impl Into<String>) -> &mut Config {
+        self.runtime_path = Some(path.into());
+        self
+    }
+
+    /// Whether to print `cargo:rerun-if-changed=<file>` for every input (default: under Cargo).
+    pub fn emit_rerun_if_changed(&mut self, emit: bool) -> &mut Config {
+        self.emit_rerun_if_changed = emit;
+        self
+    }
+
+    /// Whether to print the definitions' warnings as `cargo:warning=<file>:<line>:<col>: …`
+    /// lines, which Cargo shows after the build (default: under Cargo).
+    pub fn emit_warnings(&mut self, emit: bool) -> &mut Config {
+        self.emit_warnings = emit;
+        self
+    }
+
+    /// Compiles every definition in `paths` (relative to the manifest directory) into
+    /// `<out_dir>/<module>.rs`. Nothing is written unless every definition is valid.
+    pub fn compile(&self, paths: &[impl AsRef<Path>]) -> Result<(), Error> {
+        if self.module_name.is_some() && paths.len() != 1 {
+            return Err(Error::Config(format!(
+                "wfc-build: `module_name` names one module, but {} definitions were given",
+                paths.len()
+            )));
+        }
+        if let Some(runtime) = &self.runtime_path {
+            // Checked here because generated code would otherwise carry a `compile_error!`.
+            syn::parse_str::<syn::Path>(runtime)
+                .map_err(|e| Error::Config(format!("wfc-build: runtime path `{runtime}` is not a Rust path: {e}")))?;
+        }
+        let manifest_dir = match &self.manifest_dir {
+            Some(dir) => dir.clone(),
+            None => env_dir("CARGO_MANIFEST_DIR")?,
+        };
+        let out_dir = match &self.out_dir {
+            Some(dir) => dir.clone(),
+            None => env_dir("OUT_DIR")?,
+        };
+
+        let mut outputs: Vec<(String, PathBuf, String)> = Vec::new();
+        let mut failures = Vec::new();
+        for path in paths {
+            let relative = path.as_ref();
+            let full = manifest_dir.join(relative);
+            if self.emit_rerun_if_changed {
+                println!("cargo:rerun-if-changed={}", full.display());
+            }
+            let text = std::fs::read_to_string(&full).map_err(|source| Error::Io { path: full.clone(), source })?;
+            let shown = relative.to_string_lossy().replace('\\', "/");
+            let module = match &self.module_name {
+                Some(name) => name.clone(),
+                None => stem(relative),
+            };
+            let mut settings = wfc_core::Settings::new();
+            settings.module_name(module);
+            if let Some(runtime) = &self.runtime_path {
+                settings.runtime_path(runtime.clone());
+            }
+            match wfc_core::compile(wfc_core::Source { path: &shown, text: &text }, &settings) {
+                Ok(compiled) => {
+                    let module = wfc_core::codegen::module_name(&compiled.workflow, &settings);
+                    if let Some((_, other, _)) = outputs.iter().find(|(m, _, _)| *m == module) {
+                        return Err(Error::Config(format!(
+                            "wfc-build: `{}` and `{}` both generate module `{module}`",
+                            other.display(),
+                            relative.display()
+                        )));
+                    }
+                    if self.emit_warnings {
+                        for line in warning_lines(&compiled.warnings) {
+                            println!("{line}");
+                        }
+                    }
+                    let code = wfc_core::codegen::format(compiled.tokens);
+                    outputs.push((module, relative.to_path_buf(), code));
+                }
+                Err(diagnostics) => failures.push(diagnostics),
+            }
+        }
+        if !failures.is_empty() {
+            return Err(Error::Invalid(failures));
+        }
+
+        std::fs::create_dir_all(&out_dir).map_err(|source| Error::Io { path: out_dir.clone(), source })?;
+        for (module, _, code) in outputs {
+            let contents = format!("// @generated by wfc-build v{}. Do not edit.\n\n{code}", env!("CARGO_PKG_VERSION"));
+            write_if_changed(&out_dir.join(format!("{module}.rs")), &contents)?;
+        }
+        Ok(())
+    }
+}
+
+/// One `cargo:warning=file:line:col: message [code]` line per warning (newlines would end the
+/// instruction early, so they become spaces).
+fn warning_lines(warnings: &wfc_core::Diagnostics) -> Vec<String> {
+    warnings
+        .located()
+        .into_iter()
+        .map(|w| {
+            let message = w.message.replace(['\n', '\r'], " ");
+            format!("cargo:warning={}:{}:{}: {message} [{}]", w.file, w.line, w.column, w.code)
+        })
+        .collect()
+}
+
+/// The module name for a file: its stem before the first dot (`order.asl.json` → `order`).
+fn stem(path: &Path) -> String {
+    let file = path.file_name().and_then(|f| f.to_str()).unwrap_or_default();
+    file.split('.').next().unwrap_or_default().to_owned()
+}
+
+fn env_dir(var: &str) -> Result<PathBuf, Error> {
+    std::env::var_os(var)
+        .map(PathBuf::from)
+        .ok_or_else(|| Error::Environment(format!("wfc-build: {var} is not set; call wfc-build from a build script")))
+}
+
+/// Writes `contents` unless the file already holds exactly that, so Cargo sees no change.
+fn write_if_changed(path: &Path, contents: &str) -> Result<(), Error> {
+    if std::fs::read(path).is_ok_and(|existing| existing == contents.as_bytes()) {
+        return Ok(());
+    }
+    std::fs::write(path, contents).map_err(|source| Error::Io { path: path.to_path_buf(), source })
+}
+
+/// Compiles definitions with the default [`Config`]: `Config::new().compile(paths)`.
+pub fn compile_workflows(paths: &[impl AsRef<Path>]) -> Result<(), Error> {
+    Config::new().compile(paths)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const VALID: &str = r#"{ "StartAt": "A", "States": { "A": { "Type": "Succeed" } } }"#;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("wfc-build-test-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("workflows")).expect("scratch dir");
+        dir
+    }
+
+    fn config(dir: &Path) -> Config {
+        let mut config = Config::new();
+        config.manifest_dir(dir).out_dir(dir.join("out")).emit_rerun_if_changed(false).emit_warnings(false);
+        config
+    }
+
+    #[test]
+    fn writes_formatted_module_with_header_only_when_changed() {
+        let dir = scratch("write");
+        std::fs::write(dir.join("workflows/my-flow.asl.json"), VALID).expect("write");
+        config(&dir).compile(&["workflows/my-flow.asl.json"]).expect("compiles");
+        let out = dir.join("out/my_flow.rs");
+        let text = std::fs::read_to_string(&out).expect("generated");
+        assert!(
+            text.starts_with(&format!("// @generated by wfc-build v{}. Do not edit.\n", env!("CARGO_PKG_VERSION")))
+        );
+        assert!(text.contains("pub mod my_flow {"), "{text}");
+        let before = std::fs::metadata(&out).and_then(|m| m.modified()).expect("mtime");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        config(&dir).compile(&["workflows/my-flow.asl.json"]).expect("compiles again");
+        let after = std::fs::metadata(&out).and_then(|m| m.modified()).expect("mtime");
+        assert_eq!(before, after, "an unchanged module must not be rewritten");
+    }
+
+    #[test]
+    fn collects_diagnostics_of_every_file() {
+        let dir = scratch("errors");
+        std::fs::write(
+            dir.join("workflows/a.asl.json"),
+            r#"{ "StartAt": "X", "States": { "A": { "Type": "Succeed" } } }"#,
+        )
+        .expect("write");
+        std::fs::write(dir.join("workflows/b.asl.json"), r#"{ "States": { "A": { "Type": "Succeed" } } }"#)
+            .expect("write");
+        std::fs::write(dir.join("workflows/ok.asl.json"), VALID).expect("write");
+        let error = config(&dir)
+            .compile(&["workflows/a.asl.json", "workflows/ok.asl.json", "workflows/b.asl.json"])
+            .expect_err("invalid");
+        let shown = format!("{error:?}");
+        assert!(shown.contains("workflows/a.asl.json:1:"), "{shown}");
+        assert!(shown.contains("workflows/b.asl.json:1:"), "{shown}");
+        assert!(shown.contains("2 workflow definitions failed"), "{shown}");
+        assert_eq!(shown, error.to_string());
+        assert!(!dir.join("out/ok.rs").exists(), "nothing is written when any definition fails");
+    }
+
+    #[test]
+    fn module_name_and_runtime_path() {
+        let dir = scratch("options");
+        std::fs::write(dir.join("workflows/x.asl.json"), VALID).expect("write");
+        config(&dir)
+            .module_name("Renamed Flow")
+            .runtime_path("::my_rt")
+            .compile(&["workflows/x.asl.json"])
+            .expect("ok");
+        let text = std::fs::read_to_string(dir.join("out/renamed_flow.rs")).expect("generated");
+        assert!(text.contains("use ::my_rt::__private as __wfc;"), "{text}");
+        let error = config(&dir).module_name("x").compile(&["workflows/x.asl.json", "workflows/x.asl.json"]);
+        assert!(matches!(error, Err(Error::Config(_))));
+        let error = config(&dir).runtime_path("not a path").compile(&["workflows/x.asl.json"]);
+        assert!(matches!(error, Err(Error::Config(_))), "{error:?}");
+    }
+
+    #[test]
+    fn warnings_become_cargo_warning_lines() {
+        let text = "{\n  \"StartAt\": \"A\",\n  \"States\": { \"A\": { \"Type\": \"Succeed\", \"Comment\": \"\" } }\n}";
+        let loaded = wfc_core::load(wfc_core::Source { path: "workflows/w.asl.json", text }).expect("valid");
+        let lines = warning_lines(&loaded.warnings);
+        assert!(!lines.is_empty(), "an empty Comment is a warning");
+        assert!(lines[0].starts_with("cargo:warning=workflows/w.asl.json:3:"), "{lines:?}");
+        assert!(lines.iter().all(|l| !l.contains('\n')));
+    }
+
+    #[test]
+    fn missing_file_is_an_io_error() {
+        let dir = scratch("missing");
+        let error = config(&dir).compile(&["workflows/nope.asl.json"]).expect_err("missing");
+        assert!(matches!(error, Error::Io { .. }), "{error}");
+    }
+}

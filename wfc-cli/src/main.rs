@@ -1,1 +1,241 @@
-fn main() { eprintln!("wfc: not built yet"); std::process::exit(2) }
+//! `wfc`: check, compile, graph, run and test workflow definitions.
+//!
+//! Exit codes (all commands): 0 success; 1 the thing checked failed (invalid definition, failed
+//! or timed-out execution, failing test cases); 2 usage, I/O or definition error. See docs/cli.md.
+
+mod case;
+mod check;
+mod compiled;
+
+mod diff;
+mod emit;
+mod engine;
+mod mocks;
+mod outcome;
+mod run;
+mod test_cmd;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// Compile workflow definitions (Amazon States Language) into typed async Rust, and run them.
+#[derive(Debug, Parser)]
+#[command(name = "wfc", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Validate definitions and print rustc-style diagnostics.
+    Check(CheckArgs),
+    /// Print the Rust module generated for a definition.
+    Compile(CompileArgs),
+    /// Print the state graph as Mermaid or Graphviz dot.
+    Graph(GraphArgs),
+    /// Execute a definition once with mocked tasks and print the result as JSON.
+    Run(RunArgs),
+    /// Run every case file (`*.case.json`) under the given paths.
+    Test(TestArgs),
+}
+
+/// `wfc check`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct CheckArgs {
+    /// Definition files (`.asl.json`, `.json`, `.yaml`, `.yml`).
+    #[arg(required = true)]
+    pub(crate) files: Vec<PathBuf>,
+    /// Output format of the diagnostics.
+    #[arg(long, value_enum, default_value_t = CheckFormat::Human)]
+    pub(crate) format: CheckFormat,
+    /// When to color human output (auto: when stderr is a terminal and NO_COLOR is unset).
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+    pub(crate) color: ColorChoice,
+}
+
+/// Diagnostic output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum CheckFormat {
+    /// rustc-style text on stderr.
+    Human,
+    /// One JSON object per diagnostic per line, on stdout.
+    Json,
+}
+
+/// When to use color.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ColorChoice {
+    /// When stderr is a terminal and `NO_COLOR` is not set.
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
+
+impl ColorChoice {
+    pub(crate) fn enabled(self) -> bool {
+        use std::io::IsTerminal;
+        match self {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+        }
+    }
+}
+
+/// `wfc compile`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct CompileArgs {
+    /// The definition file.
+    pub(crate) file: PathBuf,
+    /// Write the generated Rust here instead of stdout.
+    #[arg(short, long, value_name = "OUT.rs")]
+    pub(crate) output: Option<PathBuf>,
+    /// Name of the generated module (default: the file stem in snake case).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) module_name: Option<String>,
+    /// Path of the runtime crate in generated code (default `::wfc_runtime`).
+    #[arg(long, value_name = "PATH")]
+    pub(crate) runtime_path: Option<String>,
+}
+
+/// `wfc graph`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct GraphArgs {
+    /// The definition file.
+    pub(crate) file: PathBuf,
+    /// Graph language.
+    #[arg(long, value_enum, default_value_t = GraphFormat::Mermaid)]
+    pub(crate) format: GraphFormat,
+}
+
+/// Graph language.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum GraphFormat {
+    /// Mermaid `stateDiagram-v2`.
+    Mermaid,
+    /// Graphviz dot.
+    Dot,
+}
+
+/// Which engine executes the workflow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum EngineChoice {
+    /// The IR interpreter inside `wfc` (fast to start).
+    Interp,
+    /// The generated Rust, built with cargo in a cache directory.
+    Compiled,
+}
+
+/// `wfc run`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct RunArgs {
+    /// The definition file.
+    pub(crate) file: PathBuf,
+    /// The execution input, as JSON text (default `{}`).
+    #[arg(long, value_name = "JSON", conflicts_with = "input_file")]
+    pub(crate) input: Option<String>,
+    /// Read the execution input from this JSON file.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) input_file: Option<PathBuf>,
+    /// Which engine runs the workflow.
+    #[arg(long, value_enum, default_value_t = EngineChoice::Interp)]
+    pub(crate) engine: EngineChoice,
+    /// Mocked task responses: wfc's mocks format or a Step Functions Local MockConfigFile.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) mocks: Option<PathBuf>,
+    /// The MockConfigFile test case to use (required with a MockConfigFile).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) test_case: Option<String>,
+    /// The MockConfigFile state machine (default: the only one, or the workflow's name).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) state_machine: Option<String>,
+    /// Run on virtual time: waits, retries and timeouts take no real time; prints elapsed_seconds.
+    #[arg(long)]
+    pub(crate) virtual_time: bool,
+    /// Include the execution history in the output.
+    #[arg(long)]
+    pub(crate) history: bool,
+    /// Seed for retry jitter.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub(crate) seed: u64,
+    /// Execution name (`$$.Execution.Name`).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) name: Option<String>,
+}
+
+/// Engines `wfc test` can use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum TestEngine {
+    /// The interpreter.
+    Interp,
+    /// The generated Rust.
+    Compiled,
+    /// Both; a case passes only when both pass with the same history.
+    Both,
+}
+
+/// `wfc test`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct TestArgs {
+    /// Case files or directories searched recursively for `*.case.json`.
+    #[arg(required = true)]
+    pub(crate) paths: Vec<PathBuf>,
+    /// Which engine(s) run the cases.
+    #[arg(long, value_enum, default_value_t = TestEngine::Interp)]
+    pub(crate) engine: TestEngine,
+    /// Only run cases whose name or file path contains this text.
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) filter: Option<String>,
+    /// Also write a JSON report of every case to this file.
+    #[arg(long, value_name = "REPORT")]
+    pub(crate) json: Option<PathBuf>,
+}
+
+/// Exit statuses shared by every command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Exit {
+    /// 0.
+    Success,
+    /// 1: invalid definition, failed execution, failing cases.
+    Failure,
+    /// 2: usage, I/O or definition error.
+    Error,
+}
+
+impl From<Exit> for ExitCode {
+    fn from(e: Exit) -> ExitCode {
+        match e {
+            Exit::Success => ExitCode::SUCCESS,
+            Exit::Failure => ExitCode::from(1),
+            Exit::Error => ExitCode::from(2),
+        }
+    }
+}
+
+/// Prints `error: message` to stderr and returns [`Exit::Error`].
+pub(crate) fn fatal(message: impl std::fmt::Display) -> Exit {
+    eprintln!("error: {message}");
+    Exit::Error
+}
+
+fn main() -> ExitCode {
+    // Diagnostics from the runtime (retries, timeouts) go to stderr, off unless RUST_LOG asks.
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .try_init();
+    let cli = Cli::parse();
+    let exit = match cli.command {
+        Command::Check(args) => check::run(&args),
+        Command::Compile(args) => emit::compile(&args),
+        Command::Graph(args) => emit::graph(&args),
+        Command::Run(args) => run::run(&args),
+        Command::Test(args) => test_cmd::run(&args),
+    };
+    exit.into()
+}

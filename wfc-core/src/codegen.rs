@@ -1,8 +1,745 @@
-//! PLACEHOLDER (being written): IR → Rust tokens.
+//! IR → Rust tokens: one module per workflow, with a `Handler` trait, a serializable `State`
+//! enum and an async driver loop per state machine.
+//!
+//! Shape (see the crate docs of `wfc-runtime` for how it is used):
+//!
+//! * `pub mod <workflow>` with a Mermaid diagram and the definition in its docs;
+//! * `DEFINITION` (the text as written) and the lowered IR as embedded JSON, loaded once;
+//! * `trait Handler`: one method per distinct Task resource;
+//! * `enum State`: one variant per state of the machine, carrying that state's raw input;
+//! * `run`, `run_with`, `resume`: a `loop { state = match state { … } }` driver that calls
+//!   `__private::exec::*` for every state's semantics and only decides where control goes;
+//! * one nested module per Parallel branch, with its own `State` and driver.
+//!
+//! Hygiene: every path is `::`-rooted (the runtime through `Settings::runtime_path`), so user
+//! imports, a shadowed prelude or `#[no_implicit_prelude]` cannot change the meaning. Every string
+//! from the definition enters the output as a string literal token or a doc attribute, never as
+//! code: identifiers are derived by the `names` module, which keeps only ASCII letters and digits.
+
+mod docs;
+mod names;
+
+use std::collections::BTreeSet;
+
+use proc_macro2::{Ident, Literal, TokenStream};
+use quote::quote;
+use wfc_ir::{State, StateKind, StateMachine, Transition, Workflow};
+
 use crate::{Settings, Source};
 
 /// Generates the Rust module for a workflow.
-pub fn generate(workflow: &wfc_ir::Workflow, source: Source<'_>, settings: &Settings) -> proc_macro2::TokenStream {
-    let _ = (workflow, source, settings);
-    proc_macro2::TokenStream::new()
+///
+/// Never panics: a setting that cannot be honoured (an unparsable runtime path or module name)
+/// becomes a `compile_error!` in the output, which the macro reports at the call site.
+pub fn generate(workflow: &Workflow, source: Source<'_>, settings: &Settings) -> TokenStream {
+    match Generator::new(workflow, source, settings).and_then(|g| g.module()) {
+        Ok(tokens) => tokens,
+        Err(message) => {
+            let message = Literal::string(&message);
+            quote!(::core::compile_error! { #message })
+        }
+    }
+}
+
+/// Pretty-prints generated tokens with prettyplease. Tokens that do not parse as a file (which
+/// [`generate`] never produces) are returned unformatted rather than lost.
+pub fn format(tokens: TokenStream) -> String {
+    match syn::parse2::<syn::File>(tokens.clone()) {
+        Ok(file) => prettyplease::unparse(&file),
+        Err(_) => tokens.to_string(),
+    }
+}
+
+/// The module name generated for `workflow` under `settings`: `Settings::module_name` if set,
+/// else the workflow's name, in snake case and sanitized (`Order Flow` → `order_flow`).
+pub fn module_name(workflow: &Workflow, settings: &Settings) -> String {
+    sanitize_module_name(settings.module_name.as_deref().unwrap_or(&workflow.name))
+}
+
+/// `name` as a module identifier: snake case, ASCII only, never a keyword (`Order Flow` →
+/// `order_flow`, `type` → `type_`, `""` → `workflow`).
+pub fn sanitize_module_name(name: &str) -> String {
+    names::snake(name, "workflow")
+}
+
+/// The handler method generated for each distinct Task resource, in sorted-resource order:
+/// `(resource, method name, states using it)`. Collisions get `_2`, `_3` in that order.
+pub fn handler_methods(workflow: &Workflow) -> Vec<(String, String, Vec<String>)> {
+    let resources = workflow.resources();
+    let candidates = resources.iter().map(|(r, _)| names::snake(names::resource_tail(r), "task")).collect();
+    let methods = names::dedupe(candidates, false, &[]);
+    resources
+        .into_iter()
+        .zip(methods)
+        .map(|((resource, states), method)| {
+            (resource.to_owned(), method, states.into_iter().map(str::to_owned).collect())
+        })
+        .collect()
+}
+
+/// `#[doc = " line"]` attributes, one per line of `text`, so the formatted output reads as `///`
+/// comments (the leading space is what `///` comments carry; rustdoc strips it).
+fn doc(text: &str) -> TokenStream {
+    let lines = text.split('\n').map(|line| {
+        let line = if line.is_empty() { String::new() } else { format!(" {line}") };
+        let line = Literal::string(&line);
+        quote!(#[doc = #line])
+    });
+    quote!(#(#lines)*)
+}
+
+/// `name` as an identifier. The names module only produces valid, non-keyword identifiers; this
+/// check turns a bug there into a `compile_error!` instead of a panic in the macro.
+fn ident(name: &str) -> Result<Ident, String> {
+    syn::parse_str::<Ident>(name).map_err(|_| format!("wfc: internal error: `{name}` is not a usable identifier"))
+}
+
+/// `.get(i)` on a slice, or `.first()` for 0 (what clippy's `get_first` asks of written code).
+fn element(index: usize) -> TokenStream {
+    if index == 0 {
+        quote!(.first())
+    } else {
+        let index = Literal::usize_unsuffixed(index);
+        quote!(.get(#index))
+    }
+}
+
+/// A branch's module: `((Parallel state index, branch index), module name)`.
+type BranchModule = ((usize, usize), Ident);
+
+struct Generator<'a> {
+    workflow: &'a Workflow,
+    source: Source<'a>,
+    module: Ident,
+    /// The runtime's `__private` module, e.g. `::wfc_runtime::__private`.
+    private: TokenStream,
+    /// The same path as a string, for `#[serde(crate = "…")]`.
+    serde_crate: String,
+    /// `(resource, method, states)` in sorted-resource order.
+    methods: Vec<(String, Ident, Vec<String>)>,
+}
+
+/// Where a state machine sits: the top level, or a branch reached through Parallel states.
+struct MachineCtx<'a> {
+    machine: &'a StateMachine,
+    /// 0 for the top level; the number of `super::` hops to the workflow module otherwise.
+    depth: usize,
+    /// How to find this machine's IR inside the parent's (None at the top level).
+    parent: Option<(usize, usize)>,
+    /// A plain description for runtime messages (`branch 1 of Parallel state "Fan out"`).
+    title: String,
+    /// The same in Markdown, for docs.
+    title_doc: String,
+}
+
+impl<'a> Generator<'a> {
+    fn new(workflow: &'a Workflow, source: Source<'a>, settings: &Settings) -> Result<Generator<'a>, String> {
+        let runtime: syn::Path = syn::parse_str(&settings.runtime_path)
+            .map_err(|e| format!("wfc: the runtime path `{}` is not a Rust path: {e}", settings.runtime_path))?;
+        let private = quote!(#runtime::__private);
+        let serde_crate = format!("{}::serde", private).replace(' ', "");
+        let module = ident(&module_name(workflow, settings))?;
+        let methods = handler_methods(workflow)
+            .into_iter()
+            .map(|(resource, method, states)| Ok((resource, ident(&method)?, states)))
+            .collect::<Result<_, String>>()?;
+        Ok(Generator { workflow, source, module, private, serde_crate, methods })
+    }
+
+    fn module(&self) -> Result<TokenStream, String> {
+        let wf = self.workflow;
+        let private = &self.private;
+        let module = &self.module;
+        let module_doc = doc(&self.module_doc());
+        let definition = Literal::string(self.source.text);
+        let definition_doc = doc(&format!("The definition as written ({}).", docs::code(self.source.path)));
+        let ir_json =
+            serde_json::to_string(wf).map_err(|e| format!("wfc: the workflow could not be serialized: {e}"))?;
+        let ir_json = Literal::string(&ir_json);
+        let handler = self.handler_trait();
+        let top = MachineCtx {
+            machine: &wf.machine,
+            depth: 0,
+            parent: None,
+            title: "the workflow".to_owned(),
+            title_doc: "the workflow".to_owned(),
+        };
+        let machine_items = self.machine_items(&top)?;
+        let start = self.start_variant(&wf.machine)?;
+        Ok(quote! {
+            #module_doc
+            pub mod #module {
+                #![allow(
+                    // A binary that calls only `run` must not be warned about the rest of this
+                    // complete API (`resume`, `DEFINITION`, unused variants).
+                    dead_code,
+                    // The module may be included inside a private module; its `pub` items are
+                    // the workflow's API either way.
+                    unreachable_pub,
+                    // Variant names come from state names, which often share a word.
+                    clippy::enum_variant_names,
+                    // Machines whose every state ends them return from each `match` arm.
+                    clippy::needless_return,
+                    // `LazyLock<Result<Workflow, Failure>>` spelled with `::`-rooted paths.
+                    clippy::type_complexity,
+                )]
+
+                use #private as __wfc;
+                use ::core::result::Result::{self, Err, Ok};
+                use ::core::option::Option::Some;
+
+                const _: () = #private::ABI_V1;
+
+                #definition_doc
+                pub const DEFINITION: &str = #definition;
+
+                /// The lowered definition (the IR) as JSON, deserialized once by [`ir`].
+                const IR_JSON: &str = #ir_json;
+
+                static IR: __wfc::LazyLock<Result<__wfc::ir::Workflow, __wfc::Failure>> =
+                    __wfc::LazyLock::new(|| __wfc::load_ir(IR_JSON));
+
+                /// The workflow's IR, as the runtime executes it.
+                ///
+                /// It is embedded at compile time, so an error here means a corrupted build; it is
+                /// reported as a `States.Runtime` failure, never a panic.
+                pub fn ir() -> Result<&'static __wfc::ir::Workflow, __wfc::Failure> {
+                    match &*IR {
+                        Ok(workflow) => Ok(workflow),
+                        Err(failure) => Err(::core::clone::Clone::clone(failure)),
+                    }
+                }
+
+                fn machine() -> Result<&'static __wfc::ir::StateMachine, __wfc::Failure> {
+                    Ok(&ir()?.machine)
+                }
+
+                #handler
+
+                /// Runs the workflow on `input` to completion on the real clock, with default
+                /// [`RunOptions`](__wfc::RunOptions). Returns the output or the failure that ended it.
+                pub async fn run<H: Handler>(handler: &H, input: __wfc::Value) -> Result<__wfc::Value, __wfc::Failure> {
+                    run_with(handler, input, <__wfc::RunOptions as ::core::default::Default>::default())
+                        .await
+                        .into_result()
+                }
+
+                /// Runs the workflow on `input` with `options` (clock, name, seed) and returns the
+                /// whole result: status, output or error, and the history.
+                pub async fn run_with<H: Handler>(
+                    handler: &H,
+                    input: __wfc::Value,
+                    options: __wfc::RunOptions,
+                ) -> __wfc::ExecutionResult {
+                    let workflow = match ir() {
+                        Ok(workflow) => workflow,
+                        Err(failure) => {
+                            return __wfc::ExecutionResult {
+                                status: __wfc::exec::Status::Failed,
+                                output: ::core::option::Option::None,
+                                error: Some(failure),
+                                history: ::std::vec::Vec::new(),
+                                elapsed: ::core::time::Duration::ZERO,
+                            };
+                        }
+                    };
+                    let exec = __wfc::Execution::start(workflow, &input, options);
+                    exec.finish(workflow.timeout_seconds, resume(handler, &exec, State::#start(input))).await
+                }
+
+                #machine_items
+            }
+        })
+    }
+
+    fn module_doc(&self) -> String {
+        let wf = self.workflow;
+        let mut doc = String::new();
+        match &wf.comment {
+            Some(comment) => doc.push_str(&docs::paragraph(comment)),
+            None => doc.push_str(&format!("The workflow {}.", docs::code(&wf.name))),
+        }
+        // The module's outer docs resolve links from the enclosing scope, hence `module::item`.
+        let module = &self.module;
+        doc.push_str(&format!(
+            "\n\nGenerated by wfc from {}. Implement [`Handler`]({module}::Handler) and call \
+             [`run`]({module}::run).\n\n",
+            docs::code(self.source.path)
+        ));
+        doc.push_str(&docs::block("mermaid", &crate::render::mermaid(wf)));
+        doc.push_str("\n\n");
+        doc.push_str(&docs::block("json", self.source.text));
+        doc
+    }
+
+    fn handler_trait(&self) -> TokenStream {
+        let private = quote!(__wfc);
+        let methods = self.methods.iter().map(|(resource, method, states)| {
+            let states = states.iter().map(|s| docs::code(s)).collect::<Vec<_>>().join(", ");
+            let doc = doc(&format!("Resource {}. Used by states: {states}.", docs::code(resource)));
+            quote! {
+                #doc
+                fn #method(
+                    &self,
+                    input: #private::Value,
+                    ctx: #private::TaskContext,
+                ) -> impl ::core::future::Future<Output = Result<#private::Value, #private::Failure>> + ::core::marker::Send;
+            }
+        });
+        quote! {
+            /// Implement this to run the workflow: one method per distinct Task resource.
+            ///
+            /// Each method receives the Task's effective input (after `InputPath` and `Parameters`)
+            /// and returns its result, or a [`TaskError`](__wfc::Failure) whose error name `Retry`
+            /// and `Catch` match on. A panic in a method fails the execution; it does not crash.
+            pub trait Handler: ::core::marker::Send + ::core::marker::Sync {
+                #(#methods)*
+            }
+        }
+    }
+
+    fn variants(machine: &StateMachine) -> Result<Vec<Ident>, String> {
+        let candidates = machine.states.iter().map(|s| names::camel(&s.name, "State")).collect();
+        names::dedupe(candidates, true, &[]).iter().map(|v| ident(v)).collect()
+    }
+
+    fn start_variant(&self, machine: &StateMachine) -> Result<Ident, String> {
+        Self::variants(machine)?
+            .into_iter()
+            .nth(machine.start_at)
+            .ok_or_else(|| format!("wfc: StartAt index {} is out of range", machine.start_at))
+    }
+
+    /// Module names for every branch of every Parallel state of `machine`, keyed by
+    /// `(state index, branch index)`.
+    fn branch_modules(machine: &StateMachine) -> Result<Vec<BranchModule>, String> {
+        let mut keys = Vec::new();
+        let mut candidates = Vec::new();
+        for (i, state) in machine.states.iter().enumerate() {
+            if let StateKind::Parallel(p) = &state.kind {
+                let base = names::snake(&state.name, "parallel");
+                for b in 0..p.branches.len() {
+                    keys.push((i, b));
+                    candidates.push(format!("{base}_branch_{b}"));
+                }
+            }
+        }
+        let reserved = ["ir", "machine", "resume", "drive", "run", "run_with", "__wfc"];
+        keys.into_iter().zip(names::dedupe(candidates, false, &reserved)).map(|(k, n)| Ok((k, ident(&n)?))).collect()
+    }
+
+    /// The `State` enum, its driver, and the modules of nested branches.
+    fn machine_items(&self, ctx: &MachineCtx<'_>) -> Result<TokenStream, String> {
+        let machine = ctx.machine;
+        let variants = Self::variants(machine)?;
+        let branches = Self::branch_modules(machine)?;
+        let serde_crate = Literal::string(&self.serde_crate);
+        let title = &ctx.title_doc;
+
+        let variant_defs = machine.states.iter().zip(&variants).map(|(state, variant)| {
+            let name = Literal::string(&state.name);
+            let mut text = format!("State {} ({}).", docs::code(&state.name), state.kind.type_name());
+            if let Some(comment) = &state.comment {
+                text.push_str("\n\n");
+                text.push_str(&docs::paragraph(comment));
+            }
+            let doc = doc(&text);
+            quote! {
+                #doc
+                #[serde(rename = #name)]
+                #variant(__wfc::Value)
+            }
+        });
+        let name_arms = machine.states.iter().zip(&variants).map(|(state, variant)| {
+            let name = Literal::string(&state.name);
+            quote!(State::#variant(_) => #name)
+        });
+        let input_arms = variants.iter().map(|variant| quote!(State::#variant(input) => input));
+
+        let handler_path = Self::handler_path(ctx.depth);
+        let mut arms = Vec::with_capacity(machine.states.len());
+        for (i, state) in machine.states.iter().enumerate() {
+            arms.push(self.arm(i, state, &variants, &branches)?);
+        }
+        let needs_loop = machine.states.iter().any(|s| match &s.kind {
+            StateKind::Pass(p) => matches!(p.transition, Transition::Next(_)),
+            StateKind::Wait(w) => matches!(w.transition, Transition::Next(_)),
+            StateKind::Task(t) => matches!(t.transition, Transition::Next(_)) || !t.catch.is_empty(),
+            StateKind::Parallel(p) => matches!(p.transition, Transition::Next(_)) || !p.catch.is_empty(),
+            StateKind::Choice(_) => true,
+            StateKind::Succeed(_) | StateKind::Fail(_) => false,
+        });
+        let uses_handler = machine.states.iter().any(|s| matches!(s.kind, StateKind::Task(_) | StateKind::Parallel(_)));
+        let unused_handler = if uses_handler { quote!() } else { quote!(let _ = handler;) };
+        let body = if needs_loop {
+            quote! {
+                loop {
+                    state = match state {
+                        #(#arms)*
+                    };
+                }
+            }
+        } else {
+            quote! {
+                match state {
+                    #(#arms)*
+                }
+            }
+        };
+        let state_param = if needs_loop { quote!(mut state) } else { quote!(state) };
+
+        let mut nested = Vec::new();
+        for ((p, b), module) in &branches {
+            let Some(StateKind::Parallel(parallel)) = machine.states.get(*p).map(|s| &s.kind) else {
+                return Err("wfc: internal error: a branch module without its Parallel state".to_owned());
+            };
+            let Some(branch) = parallel.branches.get(*b) else {
+                return Err("wfc: internal error: a branch module without its branch".to_owned());
+            };
+            let state_name = machine.states.get(*p).map(|s| s.name.as_str()).unwrap_or_default();
+            let child = MachineCtx {
+                machine: branch,
+                depth: ctx.depth + 1,
+                parent: Some((*p, *b)),
+                title: format!("branch {b} of Parallel state {state_name:?}"),
+                title_doc: format!("branch {b} of the Parallel state {}", docs::code(state_name)),
+            };
+            let doc = doc(&format!(
+                "Branch {b} of the Parallel state {}: its own states and driver.",
+                docs::code(state_name)
+            ));
+            let items = self.machine_items(&child)?;
+            let private = &self.private;
+            nested.push(quote! {
+                #doc
+                pub mod #module {
+                    use #private as __wfc;
+                    // A branch whose every path ends in a Succeed or Fail state never names `Ok`.
+                    #[allow(unused_imports)]
+                    use ::core::result::Result::{self, Err, Ok};
+                    use ::core::option::Option::Some;
+
+                    #items
+                }
+            });
+        }
+
+        let branch_support = match ctx.parent {
+            None => quote!(),
+            Some((p, b)) => {
+                let p_get = element(p);
+                let b_get = element(b);
+                let msg = Literal::string(&format!(
+                    "the embedded workflow definition has no {} (generated code and IR disagree)",
+                    ctx.title
+                ));
+                let start = self.start_variant(machine)?;
+                quote! {
+                    fn machine() -> Result<&'static __wfc::ir::StateMachine, __wfc::Failure> {
+                        match super::machine()?.states #p_get.map(|s| &s.kind) {
+                            Some(__wfc::ir::StateKind::Parallel(spec)) => spec
+                                .branches
+                                #b_get
+                                .ok_or_else(|| __wfc::Failure::runtime(#msg)),
+                            _ => Err(__wfc::Failure::runtime(#msg)),
+                        }
+                    }
+
+                    /// Runs this branch from its start state.
+                    pub(super) async fn drive<H: #handler_path>(
+                        handler: &H,
+                        exec: &__wfc::Execution,
+                        input: __wfc::Value,
+                    ) -> Result<__wfc::Value, __wfc::Failure> {
+                        resume(handler, exec, State::#start(input)).await
+                    }
+                }
+            }
+        };
+
+        let enum_doc = doc(&format!(
+            "Where an execution of {title} is: one variant per state, carrying the state's raw input.\n\n\
+             Serializable, so an execution can be checkpointed and continued with [`resume`]."
+        ));
+        let resume_doc = doc(&format!(
+            "Runs {title} from `state` until it ends, in the execution `exec` (its clock, history and context)."
+        ));
+
+        Ok(quote! {
+            /// A `States.Runtime` failure for a state whose generated code and embedded IR
+            /// disagree (only possible if the build mixed outputs of different definitions).
+            fn unexpected(state: &str, problem: &str) -> __wfc::Failure {
+                __wfc::Failure::runtime(::std::format!(
+                    "state {:?} {} (the generated code does not match its embedded definition)",
+                    state,
+                    problem,
+                ))
+            }
+
+            #enum_doc
+            #[derive(
+                ::core::fmt::Debug,
+                ::core::clone::Clone,
+                ::core::cmp::PartialEq,
+                __wfc::serde::Serialize,
+                __wfc::serde::Deserialize,
+            )]
+            #[serde(crate = #serde_crate)]
+            pub enum State {
+                #(#variant_defs,)*
+            }
+
+            impl State {
+                /// The state's name, as written in the definition.
+                pub fn name(&self) -> &'static str {
+                    match self {
+                        #(#name_arms,)*
+                    }
+                }
+
+                /// The state's raw input.
+                pub fn input(&self) -> &__wfc::Value {
+                    match self {
+                        #(#input_arms,)*
+                    }
+                }
+            }
+
+            #branch_support
+
+            #resume_doc
+            pub async fn resume<H: #handler_path>(
+                handler: &H,
+                exec: &__wfc::Execution,
+                #state_param: State,
+            ) -> Result<__wfc::Value, __wfc::Failure> {
+                #unused_handler
+                let machine = machine()?;
+                #body
+            }
+
+            #(#nested)*
+        })
+    }
+
+    fn handler_path(depth: usize) -> TokenStream {
+        let supers = std::iter::repeat_n(quote!(super::), depth);
+        quote!(#(#supers)* Handler)
+    }
+
+    /// One arm of the driver's `match state`: fetch the state's spec from the IR, call the
+    /// runtime, and map the outcome to the next `State` (or return at the end).
+    fn arm(
+        &self,
+        index: usize,
+        state: &State,
+        variants: &[Ident],
+        branches: &[BranchModule],
+    ) -> Result<TokenStream, String> {
+        let variant = variants.get(index).ok_or("wfc: internal error: a state without a variant")?;
+        let name = Literal::string(&state.name);
+        let index_get = element(index);
+        let kind = ident(state.kind.type_name())?;
+        let expected = Literal::string(&format!("is not a {} state", state.kind.type_name()));
+        let spec = quote! {
+            let spec = match machine.states #index_get.map(|s| &s.kind) {
+                Some(__wfc::ir::StateKind::#kind(spec)) => spec,
+                _ => return Err(unexpected(#name, #expected)),
+            };
+        };
+        let goto = |transition: Transition, value: TokenStream| -> Result<TokenStream, String> {
+            Ok(match transition {
+                Transition::Next(id) => {
+                    let next = variants.get(id).ok_or_else(|| format!("wfc: Next index {id} is out of range"))?;
+                    quote!(State::#next(#value))
+                }
+                Transition::End => quote!(return Ok(#value)),
+            })
+        };
+        let catch_targets = |targets: BTreeSet<usize>| -> Result<TokenStream, String> {
+            let arms = targets
+                .into_iter()
+                .map(|id| {
+                    let v = variants.get(id).ok_or_else(|| format!("wfc: Catch Next index {id} is out of range"))?;
+                    let id = Literal::usize_unsuffixed(id);
+                    Ok(quote!(#id => State::#v(output),))
+                })
+                .collect::<Result<Vec<_>, String>>()?;
+            let fallback = quote! {
+                return Err(unexpected(#name, &::std::format!("has no catcher leading to state {}", target)))
+            };
+            Ok(if arms.is_empty() {
+                quote!(__wfc::Step::Goto { target, .. } => #fallback,)
+            } else {
+                quote! {
+                    __wfc::Step::Goto { target, output } => match target {
+                        #(#arms)*
+                        _ => #fallback,
+                    },
+                }
+            })
+        };
+
+        let body = match &state.kind {
+            StateKind::Pass(p) => {
+                let next = goto(p.transition, quote!(output))?;
+                quote! {
+                    let output = __wfc::exec::pass(exec, #name, spec, input).await?;
+                    #next
+                }
+            }
+            StateKind::Wait(w) => {
+                let next = goto(w.transition, quote!(output))?;
+                quote! {
+                    let output = __wfc::exec::wait(exec, #name, spec, input).await?;
+                    #next
+                }
+            }
+            StateKind::Succeed(_) => quote! {
+                return __wfc::exec::succeed(exec, #name, spec, input);
+            },
+            StateKind::Fail(_) => quote! {
+                return Err(__wfc::exec::fail(exec, #name, spec, input));
+            },
+            StateKind::Choice(c) => {
+                let mut arms = Vec::new();
+                for (i, branch) in c.choices.iter().enumerate() {
+                    let v = variants.get(branch.next).ok_or("wfc: Choice Next index out of range")?;
+                    let i = Literal::usize_unsuffixed(i);
+                    arms.push(quote!(Some(#i) => State::#v(output),));
+                }
+                if let Some(default) = c.default {
+                    let v = variants.get(default).ok_or("wfc: Choice Default index out of range")?;
+                    arms.push(quote!(::core::option::Option::None => State::#v(output),));
+                }
+                quote! {
+                    let __wfc::Chosen { branch, output } = __wfc::exec::choice(exec, #name, spec, input)?;
+                    match branch {
+                        #(#arms)*
+                        _ => return Err(unexpected(#name, &::std::format!("has no choice rule {:?}", branch))),
+                    }
+                }
+            }
+            StateKind::Task(t) => {
+                let method = self
+                    .methods
+                    .iter()
+                    .find(|(resource, _, _)| *resource == t.resource)
+                    .map(|(_, method, _)| method)
+                    .ok_or("wfc: internal error: a Task resource without a handler method")?;
+                let next = goto(t.transition, quote!(output))?;
+                let goto_arm = catch_targets(t.catch.iter().map(|c| c.next).collect())?;
+                quote! {
+                    match __wfc::exec::task(exec, #name, spec, input, move |input, ctx| handler.#method(input, ctx)).await? {
+                        __wfc::Step::Next(output) => #next,
+                        #goto_arm
+                    }
+                }
+            }
+            StateKind::Parallel(p) => {
+                let modules: Vec<&Ident> =
+                    branches.iter().filter(|((s, _), _)| *s == index).map(|(_, module)| module).collect();
+                let count = modules.len();
+                let futures = modules.iter().enumerate().map(|(i, module)| {
+                    let input =
+                        if i + 1 == count { quote!(input) } else { quote!(::core::clone::Clone::clone(&input)) };
+                    quote!(__wfc::FutureExt::boxed(#module::drive(handler, &exec, #input)))
+                });
+                let next = goto(p.transition, quote!(output))?;
+                let goto_arm = catch_targets(p.catch.iter().map(|c| c.next).collect())?;
+                let run_branches = if count == 0 {
+                    // A Parallel without branches is rejected by validation; if one reaches
+                    // here, it yields an empty array as AWS would.
+                    quote! {
+                        move |input: __wfc::Value, exec: __wfc::Execution| async move {
+                            let _ = (input, exec, handler);
+                            __wfc::exec::join_branches(::std::vec::Vec::new()).await
+                        }
+                    }
+                } else {
+                    quote! {
+                        move |input: __wfc::Value, exec: __wfc::Execution| async move {
+                            __wfc::exec::join_branches(::std::vec![#(#futures),*]).await
+                        }
+                    }
+                };
+                quote! {
+                    match __wfc::exec::parallel(exec, #name, spec, input, #run_branches).await? {
+                        __wfc::Step::Next(output) => #next,
+                        #goto_arm
+                    }
+                }
+            }
+        };
+        Ok(quote! {
+            State::#variant(input) => {
+                #spec
+                #body
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn workflow(json: serde_json::Value) -> Workflow {
+        match serde_json::from_value(json) {
+            Ok(w) => w,
+            Err(e) => panic!("bad test IR: {e}"),
+        }
+    }
+
+    fn order() -> Workflow {
+        workflow(serde_json::json!({
+            "name": "Order Flow",
+            "comment": "Checks stock then pays.",
+            "version": null,
+            "timeout_seconds": null,
+            "machine": {
+                "start_at": 0,
+                "states": [
+                    { "name": "Check Stock", "comment": null, "location": null, "kind": { "Task": {
+                        "resource": "arn:aws:lambda:us-east-1:1:function:CheckStock",
+                        "input_path": "$", "parameters": null, "result_selector": null,
+                        "result_path": "$", "output_path": "$", "timeout": null, "heartbeat": null,
+                        "retry": [], "catch": [{ "error_equals": ["States.ALL"], "result_path": "$", "next": 2 }],
+                        "transition": { "Next": 1 } } } },
+                    { "name": "Done", "comment": null, "location": null, "kind": { "Succeed": {
+                        "input_path": "$", "output_path": "$" } } },
+                    { "name": "Failed \"x\"", "comment": null, "location": null, "kind": { "Fail": {
+                        "error": "E", "cause": null, "error_path": null, "cause_path": null } } }
+                ]
+            }
+        }))
+    }
+
+    #[test]
+    fn generates_a_parsable_module() {
+        let wf = order();
+        let tokens = generate(&wf, Source { path: "order.asl.json", text: "{}" }, &Settings::new());
+        let text = format(tokens);
+        assert!(text.contains("pub mod order_flow"), "{text}");
+        assert!(text.contains("fn check_stock("), "{text}");
+        assert!(text.contains("CheckStock(__wfc::Value)"), "{text}");
+        assert!(text.contains("#[serde(rename = \"Failed \\\"x\\\"\")]"), "{text}");
+        assert!(!text.contains("compile_error"), "{text}");
+    }
+
+    #[test]
+    fn bad_runtime_path_is_a_compile_error() {
+        let mut settings = Settings::new();
+        settings.runtime_path("not a path");
+        let text = generate(&order(), Source { path: "o.json", text: "{}" }, &settings).to_string();
+        assert!(text.contains("compile_error"), "{text}");
+    }
+
+    #[test]
+    fn module_name_from_settings() {
+        let mut settings = Settings::new();
+        settings.module_name("My Order");
+        assert_eq!(module_name(&order(), &settings), "my_order");
+        assert_eq!(module_name(&order(), &Settings::new()), "order_flow");
+    }
 }

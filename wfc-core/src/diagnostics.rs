@@ -1,5 +1,13 @@
-//! PLACEHOLDER (being written): the diagnostic model and its rustc-style renderer.
+//! The diagnostic model and its rustc-style renderer.
+//!
+//! Every problem a front end finds is a [`Diagnostic`] at a byte range of the source, with a
+//! stable code from [`codes`]. A [`Diagnostics`] value carries the source text so it can render
+//! itself (`error[WFC0301]: ...` with a source excerpt, via `annotate-snippets`) or give
+//! line/column positions ([`Diagnostics::located`]) for machine-readable output.
+
 use std::ops::Range;
+
+use crate::syntax::LineIndex;
 
 /// How serious a diagnostic is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
@@ -26,6 +34,30 @@ pub struct Diagnostic {
     pub labels: Vec<(Range<usize>, String)>,
     /// How to fix it, where that is known.
     pub help: Option<String>,
+}
+
+impl Diagnostic {
+    /// An error with `code` at `span`.
+    pub fn error(code: &'static str, message: impl Into<String>, span: Range<usize>) -> Diagnostic {
+        Diagnostic { code, severity: Severity::Error, message: message.into(), span, labels: Vec::new(), help: None }
+    }
+
+    /// A warning with `code` at `span`.
+    pub fn warning(code: &'static str, message: impl Into<String>, span: Range<usize>) -> Diagnostic {
+        Diagnostic { code, severity: Severity::Warning, message: message.into(), span, labels: Vec::new(), help: None }
+    }
+
+    /// Adds a secondary span with a label (builder style).
+    pub fn with_label(mut self, span: Range<usize>, label: impl Into<String>) -> Diagnostic {
+        self.labels.push((span, label.into()));
+        self
+    }
+
+    /// Sets the help text (builder style).
+    pub fn with_help(mut self, help: impl Into<String>) -> Diagnostic {
+        self.help = Some(help.into());
+        self
+    }
 }
 
 /// All diagnostics of one source file, with the text needed to render them.
@@ -63,18 +95,100 @@ pub struct LocatedDiagnostic {
 }
 
 impl Diagnostics {
+    /// Diagnostics for `path`/`text`, sorted by position (then code) so output is deterministic.
+    pub fn new(path: impl Into<String>, text: impl Into<String>, mut items: Vec<Diagnostic>) -> Diagnostics {
+        items.sort_by(source_order);
+        items.dedup();
+        Diagnostics { path: path.into(), text: text.into(), items }
+    }
+
+    /// The items in source order, whether or not `items` was built sorted (callers may push
+    /// diagnostics into the public field directly).
+    fn sorted(&self) -> Vec<&Diagnostic> {
+        let mut items: Vec<&Diagnostic> = self.items.iter().collect();
+        items.sort_by(|a, b| source_order(a, b));
+        items
+    }
+
     /// Whether any diagnostic is an error.
     pub fn has_errors(&self) -> bool {
         self.items.iter().any(|d| d.severity == Severity::Error)
     }
-    /// Renders all diagnostics rustc-style, with source excerpts.
-    pub fn render(&self, _color: bool) -> String {
-        self.items.iter().map(|d| format!("{}[{}]: {}\n", if d.severity == Severity::Error { "error" } else { "warning" }, d.code, d.message)).collect()
+
+    /// Whether there are no diagnostics at all.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
     }
-    /// Every diagnostic with line/column positions.
+
+    /// Renders all diagnostics rustc-style, with source excerpts, separated by blank lines.
+    /// `color` adds ANSI styling (for terminals).
+    pub fn render(&self, color: bool) -> String {
+        use annotate_snippets::{AnnotationKind, Group, Level, Renderer, Snippet};
+        let renderer = if color { Renderer::styled() } else { Renderer::plain() };
+        let len = self.text.len();
+        let clamp = |r: &Range<usize>| {
+            let mut s = r.start.min(len);
+            while !self.text.is_char_boundary(s) {
+                s -= 1;
+            }
+            let mut e = r.end.clamp(s, len);
+            while !self.text.is_char_boundary(e) {
+                e += 1;
+            }
+            s..e
+        };
+        let mut out = Vec::new();
+        for d in self.sorted() {
+            let level = match d.severity {
+                Severity::Error => Level::ERROR,
+                Severity::Warning => Level::WARNING,
+            };
+            let mut snippet = Snippet::source(self.text.as_str())
+                .path(self.path.as_str())
+                .annotation(AnnotationKind::Primary.span(clamp(&d.span)));
+            for (span, label) in &d.labels {
+                snippet = snippet.annotation(AnnotationKind::Context.span(clamp(span)).label(label.as_str()));
+            }
+            let mut group = Group::with_title(level.primary_title(d.message.as_str()).id(d.code)).element(snippet);
+            if let Some(help) = &d.help {
+                group = group.element(Level::HELP.message(help.as_str()));
+            }
+            out.push(renderer.render(&[group]));
+        }
+        let mut s = out.join("\n\n");
+        if !s.is_empty() {
+            s.push('\n');
+        }
+        s
+    }
+
+    /// Every diagnostic with 1-based line/column positions.
     pub fn located(&self) -> Vec<LocatedDiagnostic> {
-        Vec::new()
+        let index = LineIndex::new(&self.text);
+        self.sorted()
+            .into_iter()
+            .map(|d| {
+                let (line, column) = index.line_col(&self.text, d.span.start);
+                let (end_line, end_column) = index.line_col(&self.text, d.span.end.max(d.span.start));
+                LocatedDiagnostic {
+                    code: d.code.to_owned(),
+                    severity: d.severity,
+                    message: d.message.clone(),
+                    file: self.path.clone(),
+                    line,
+                    column,
+                    end_line,
+                    end_column,
+                    help: d.help.clone(),
+                }
+            })
+            .collect()
     }
+}
+
+/// Source position first, then code and message, so output is deterministic.
+fn source_order(a: &Diagnostic, b: &Diagnostic) -> std::cmp::Ordering {
+    (a.span.start, a.span.end, a.code, &a.message).cmp(&(b.span.start, b.span.end, b.code, &b.message))
 }
 
 impl std::fmt::Display for Diagnostics {
@@ -84,3 +198,294 @@ impl std::fmt::Display for Diagnostics {
 }
 
 impl std::error::Error for Diagnostics {}
+
+/// Stable diagnostic codes. A code never changes meaning; retired codes are not reused.
+///
+/// | Code | Meaning |
+/// |------|---------|
+/// | **WFC01xx** | **Syntax** |
+/// | WFC0101 | invalid JSON (strict: no comments, no trailing commas, no control characters in strings) |
+/// | WFC0102 | invalid YAML (syntax, tags, several documents, empty document) |
+/// | WFC0103 | the document nests too deeply (more than 512 levels) |
+/// | WFC0104 | YAML alias expansion exceeds the node budget ("billion laughs") |
+/// | WFC0105 | duplicate key in an object |
+/// | WFC0106 | a YAML mapping key that is not a string |
+/// | **WFC02xx** | **Structure and fields** |
+/// | WFC0201 | a field has the wrong JSON type |
+/// | WFC0202 | a required field is missing |
+/// | WFC0203 | unknown field |
+/// | WFC0204 | unknown state `Type` |
+/// | WFC0205 | the Map state is not supported yet |
+/// | WFC0206 | JSONata (`QueryLanguage`) is not supported yet |
+/// | WFC0207 | unsupported `Version` |
+/// | WFC0208 | invalid top-level `TimeoutSeconds` |
+/// | WFC0209 | `Parallel` needs a non-empty `Branches` array |
+/// | WFC0210 | Parallel branches nest too deeply |
+/// | WFC0211 | Fail: `Error`/`ErrorPath` or `Cause`/`CausePath` both given |
+/// | WFC0212 | empty `Comment` |
+/// | **WFC03xx** | **Graph: transitions, reachability, names** |
+/// | WFC0301 | a transition target (`StartAt`, `Next`, `Default`) names no state |
+/// | WFC0302 | a transition leaves or enters a Parallel branch |
+/// | WFC0303 | duplicate state name |
+/// | WFC0304 | invalid state name (empty or longer than 128 characters) |
+/// | WFC0305 | neither `Next` nor `End` |
+/// | WFC0306 | both `Next` and `End` |
+/// | WFC0307 | `End` is not `true` |
+/// | WFC0308 | `Next`/`End` on a Choice, Succeed or Fail state |
+/// | WFC0309 | unreachable state |
+/// | WFC0310 | `States` is empty |
+/// | WFC0311 | no terminal state: the machine can never finish |
+/// | **WFC04xx** | **Paths and payload templates** |
+/// | WFC0401 | invalid Path |
+/// | WFC0402 | invalid Reference Path (`ResultPath`) |
+/// | WFC0403 | intrinsic functions are not supported yet |
+/// | WFC0404 | a `.$` template value is not a path string |
+/// | WFC0405 | `null` is not allowed for this path |
+/// | WFC0406 | warning: a template value looks like a path but its key has no `.$` suffix |
+/// | **WFC05xx** | **Choice** |
+/// | WFC0501 | `Choices` is empty |
+/// | WFC0502 | a top-level rule has no `Next` |
+/// | WFC0503 | a nested rule (inside And/Or/Not) has `Next` |
+/// | WFC0504 | a rule has no comparison operator |
+/// | WFC0505 | a rule has more than one comparison operator |
+/// | WFC0506 | `And`/`Or` is not a non-empty array |
+/// | WFC0507 | `Not` is not a single rule object |
+/// | WFC0508 | a comparison value has the wrong type |
+/// | WFC0509 | `Variable` is missing |
+/// | WFC0510 | Choice rules nest too deeply |
+/// | WFC0511 | warning: a Choice has no `Default` (no match fails with States.NoChoiceMatched) |
+/// | **WFC06xx** | **Retry and Catch** |
+/// | WFC0601 | `ErrorEquals` is empty |
+/// | WFC0602 | `States.ALL` is not alone in its `ErrorEquals` |
+/// | WFC0603 | `States.ALL` is not in the last retrier/catcher |
+/// | WFC0604 | unknown `States.` error name |
+/// | WFC0605 | invalid `IntervalSeconds` |
+/// | WFC0606 | invalid `MaxAttempts` |
+/// | WFC0607 | invalid `BackoffRate` |
+/// | WFC0608 | invalid `MaxDelaySeconds` |
+/// | WFC0609 | invalid `JitterStrategy` |
+/// | WFC0610 | warning: an error name that Retry/Catch can never match (States.Runtime, States.DataLimitExceeded) |
+/// | **WFC07xx** | **Wait and timestamps** |
+/// | WFC0701 | Wait without any of Seconds/Timestamp/SecondsPath/TimestampPath |
+/// | WFC0702 | invalid timestamp |
+/// | WFC0703 | invalid `Seconds` |
+/// | WFC0704 | Wait with more than one of Seconds/Timestamp/SecondsPath/TimestampPath |
+/// | **WFC08xx** | **Task** |
+/// | WFC0801 | invalid `Resource` |
+/// | WFC0802 | invalid `TimeoutSeconds` |
+/// | WFC0803 | invalid `HeartbeatSeconds` |
+/// | WFC0804 | `HeartbeatSeconds` is not less than `TimeoutSeconds` |
+/// | WFC0805 | both a literal and a `*Path` form of a timeout or heartbeat |
+pub mod codes {
+    /// Invalid JSON.
+    pub const JSON_SYNTAX: &str = "WFC0101";
+    /// Invalid YAML.
+    pub const YAML_SYNTAX: &str = "WFC0102";
+    /// The document nests too deeply.
+    pub const TOO_DEEP: &str = "WFC0103";
+    /// YAML alias expansion exceeds the node budget.
+    pub const YAML_ALIAS_LIMIT: &str = "WFC0104";
+    /// Duplicate key in an object.
+    pub const DUPLICATE_KEY: &str = "WFC0105";
+    /// A YAML mapping key that is not a string.
+    pub const NON_STRING_KEY: &str = "WFC0106";
+
+    /// A field has the wrong JSON type.
+    pub const WRONG_TYPE: &str = "WFC0201";
+    /// A required field is missing.
+    pub const MISSING_FIELD: &str = "WFC0202";
+    /// Unknown field.
+    pub const UNKNOWN_FIELD: &str = "WFC0203";
+    /// Unknown state `Type`.
+    pub const UNKNOWN_STATE_TYPE: &str = "WFC0204";
+    /// The Map state is not supported yet.
+    pub const MAP_UNSUPPORTED: &str = "WFC0205";
+    /// JSONata is not supported yet.
+    pub const JSONATA_UNSUPPORTED: &str = "WFC0206";
+    /// Unsupported `Version`.
+    pub const BAD_VERSION: &str = "WFC0207";
+    /// Invalid top-level `TimeoutSeconds`.
+    pub const BAD_MACHINE_TIMEOUT: &str = "WFC0208";
+    /// Parallel without branches.
+    pub const NO_BRANCHES: &str = "WFC0209";
+    /// Parallel branches nest too deeply.
+    pub const PARALLEL_TOO_DEEP: &str = "WFC0210";
+    /// Fail: a literal and a path form of the same field.
+    pub const FAIL_EXCLUSIVE: &str = "WFC0211";
+    /// Empty `Comment`.
+    pub const EMPTY_COMMENT: &str = "WFC0212";
+
+    /// Unknown transition target.
+    pub const UNKNOWN_TARGET: &str = "WFC0301";
+    /// A transition crosses a Parallel branch boundary.
+    pub const CROSS_SCOPE_TARGET: &str = "WFC0302";
+    /// Duplicate state name.
+    pub const DUPLICATE_STATE: &str = "WFC0303";
+    /// Invalid state name.
+    pub const BAD_STATE_NAME: &str = "WFC0304";
+    /// Neither `Next` nor `End`.
+    pub const NO_TRANSITION: &str = "WFC0305";
+    /// Both `Next` and `End`.
+    pub const NEXT_AND_END: &str = "WFC0306";
+    /// `End` is not `true`.
+    pub const END_NOT_TRUE: &str = "WFC0307";
+    /// `Next`/`End` on a state that cannot have them.
+    pub const TERMINAL_HAS_TRANSITION: &str = "WFC0308";
+    /// Unreachable state.
+    pub const UNREACHABLE: &str = "WFC0309";
+    /// `States` is empty.
+    pub const NO_STATES: &str = "WFC0310";
+    /// The machine has no terminal state.
+    pub const NO_TERMINAL: &str = "WFC0311";
+
+    /// Invalid Path.
+    pub const BAD_PATH: &str = "WFC0401";
+    /// Invalid Reference Path.
+    pub const BAD_REFERENCE_PATH: &str = "WFC0402";
+    /// Intrinsic functions are not supported yet.
+    pub const INTRINSIC_UNSUPPORTED: &str = "WFC0403";
+    /// A `.$` template value is not a path string.
+    pub const BAD_TEMPLATE_PATH: &str = "WFC0404";
+    /// `null` is not allowed for this path.
+    pub const NULL_PATH: &str = "WFC0405";
+    /// Warning: a template value looks like a path but its key has no `.$` suffix.
+    pub const PATH_WITHOUT_DOLLAR_KEY: &str = "WFC0406";
+
+    /// `Choices` is empty.
+    pub const NO_CHOICES: &str = "WFC0501";
+    /// Top-level rule without `Next`.
+    pub const RULE_WITHOUT_NEXT: &str = "WFC0502";
+    /// Nested rule with `Next`.
+    pub const NESTED_RULE_NEXT: &str = "WFC0503";
+    /// Rule without operator.
+    pub const NO_OPERATOR: &str = "WFC0504";
+    /// Rule with several operators.
+    pub const MANY_OPERATORS: &str = "WFC0505";
+    /// `And`/`Or` not a non-empty array.
+    pub const BAD_AND_OR: &str = "WFC0506";
+    /// `Not` not a single object.
+    pub const BAD_NOT: &str = "WFC0507";
+    /// Comparison value of the wrong type.
+    pub const BAD_OPERAND: &str = "WFC0508";
+    /// `Variable` missing.
+    pub const NO_VARIABLE: &str = "WFC0509";
+    /// Choice rules nest too deeply.
+    pub const CHOICE_TOO_DEEP: &str = "WFC0510";
+    /// Warning: Choice without `Default`.
+    pub const NO_DEFAULT: &str = "WFC0511";
+
+    /// `ErrorEquals` empty.
+    pub const EMPTY_ERROR_EQUALS: &str = "WFC0601";
+    /// `States.ALL` not alone.
+    pub const ALL_NOT_ALONE: &str = "WFC0602";
+    /// `States.ALL` not last.
+    pub const ALL_NOT_LAST: &str = "WFC0603";
+    /// Unknown `States.` error name.
+    pub const UNKNOWN_STATES_ERROR: &str = "WFC0604";
+    /// Invalid `IntervalSeconds`.
+    pub const BAD_INTERVAL: &str = "WFC0605";
+    /// Invalid `MaxAttempts`.
+    pub const BAD_MAX_ATTEMPTS: &str = "WFC0606";
+    /// Invalid `BackoffRate`.
+    pub const BAD_BACKOFF: &str = "WFC0607";
+    /// Invalid `MaxDelaySeconds`.
+    pub const BAD_MAX_DELAY: &str = "WFC0608";
+    /// Invalid `JitterStrategy`.
+    pub const BAD_JITTER: &str = "WFC0609";
+    /// Warning: an error name Retry/Catch can never match.
+    pub const UNMATCHABLE_ERROR: &str = "WFC0610";
+
+    /// Wait without a duration.
+    pub const WAIT_NO_DURATION: &str = "WFC0701";
+    /// Invalid timestamp.
+    pub const BAD_TIMESTAMP: &str = "WFC0702";
+    /// Invalid `Seconds`.
+    pub const BAD_SECONDS: &str = "WFC0703";
+    /// Wait with several durations.
+    pub const WAIT_MANY_DURATIONS: &str = "WFC0704";
+
+    /// Invalid `Resource`.
+    pub const BAD_RESOURCE: &str = "WFC0801";
+    /// Invalid `TimeoutSeconds`.
+    pub const BAD_TIMEOUT: &str = "WFC0802";
+    /// Invalid `HeartbeatSeconds`.
+    pub const BAD_HEARTBEAT: &str = "WFC0803";
+    /// `HeartbeatSeconds` not below `TimeoutSeconds`.
+    pub const HEARTBEAT_NOT_BELOW_TIMEOUT: &str = "WFC0804";
+    /// Literal and path form both given.
+    pub const TIMEOUT_EXCLUSIVE: &str = "WFC0805";
+
+    /// Every code with a short title, in code order (for docs and `wfc explain`).
+    pub const TABLE: &[(&str, &str)] = &[
+        (JSON_SYNTAX, "invalid JSON"),
+        (YAML_SYNTAX, "invalid YAML"),
+        (TOO_DEEP, "document nests too deeply"),
+        (YAML_ALIAS_LIMIT, "YAML alias expansion limit exceeded"),
+        (DUPLICATE_KEY, "duplicate key"),
+        (NON_STRING_KEY, "YAML mapping key is not a string"),
+        (WRONG_TYPE, "field has the wrong type"),
+        (MISSING_FIELD, "required field missing"),
+        (UNKNOWN_FIELD, "unknown field"),
+        (UNKNOWN_STATE_TYPE, "unknown state type"),
+        (MAP_UNSUPPORTED, "the Map state is not supported yet"),
+        (JSONATA_UNSUPPORTED, "JSONata is not supported yet"),
+        (BAD_VERSION, "unsupported Version"),
+        (BAD_MACHINE_TIMEOUT, "invalid top-level TimeoutSeconds"),
+        (NO_BRANCHES, "Parallel without branches"),
+        (PARALLEL_TOO_DEEP, "Parallel branches nest too deeply"),
+        (FAIL_EXCLUSIVE, "Fail field given both literally and as a path"),
+        (EMPTY_COMMENT, "empty Comment"),
+        (UNKNOWN_TARGET, "unknown transition target"),
+        (CROSS_SCOPE_TARGET, "transition crosses a Parallel branch boundary"),
+        (DUPLICATE_STATE, "duplicate state name"),
+        (BAD_STATE_NAME, "invalid state name"),
+        (NO_TRANSITION, "neither Next nor End"),
+        (NEXT_AND_END, "both Next and End"),
+        (END_NOT_TRUE, "End is not true"),
+        (TERMINAL_HAS_TRANSITION, "Next/End on a Choice, Succeed or Fail state"),
+        (UNREACHABLE, "unreachable state"),
+        (NO_STATES, "States is empty"),
+        (NO_TERMINAL, "no terminal state"),
+        (BAD_PATH, "invalid Path"),
+        (BAD_REFERENCE_PATH, "invalid Reference Path"),
+        (INTRINSIC_UNSUPPORTED, "intrinsic functions are not supported yet"),
+        (BAD_TEMPLATE_PATH, "template path value is not a path string"),
+        (NULL_PATH, "null not allowed for this path"),
+        (PATH_WITHOUT_DOLLAR_KEY, "path-like template value without a `.$` key"),
+        (NO_CHOICES, "Choices is empty"),
+        (RULE_WITHOUT_NEXT, "top-level Choice rule without Next"),
+        (NESTED_RULE_NEXT, "nested Choice rule with Next"),
+        (NO_OPERATOR, "Choice rule without an operator"),
+        (MANY_OPERATORS, "Choice rule with several operators"),
+        (BAD_AND_OR, "And/Or is not a non-empty array"),
+        (BAD_NOT, "Not is not a single rule"),
+        (BAD_OPERAND, "comparison value of the wrong type"),
+        (NO_VARIABLE, "Variable missing"),
+        (CHOICE_TOO_DEEP, "Choice rules nest too deeply"),
+        (NO_DEFAULT, "Choice without Default"),
+        (EMPTY_ERROR_EQUALS, "ErrorEquals is empty"),
+        (ALL_NOT_ALONE, "States.ALL is not alone"),
+        (ALL_NOT_LAST, "States.ALL is not last"),
+        (UNKNOWN_STATES_ERROR, "unknown States. error name"),
+        (BAD_INTERVAL, "invalid IntervalSeconds"),
+        (BAD_MAX_ATTEMPTS, "invalid MaxAttempts"),
+        (BAD_BACKOFF, "invalid BackoffRate"),
+        (BAD_MAX_DELAY, "invalid MaxDelaySeconds"),
+        (BAD_JITTER, "invalid JitterStrategy"),
+        (UNMATCHABLE_ERROR, "error name Retry/Catch can never match"),
+        (WAIT_NO_DURATION, "Wait without a duration"),
+        (BAD_TIMESTAMP, "invalid timestamp"),
+        (BAD_SECONDS, "invalid Seconds"),
+        (WAIT_MANY_DURATIONS, "Wait with several durations"),
+        (BAD_RESOURCE, "invalid Resource"),
+        (BAD_TIMEOUT, "invalid TimeoutSeconds"),
+        (BAD_HEARTBEAT, "invalid HeartbeatSeconds"),
+        (HEARTBEAT_NOT_BELOW_TIMEOUT, "HeartbeatSeconds not below TimeoutSeconds"),
+        (TIMEOUT_EXCLUSIVE, "literal and path form both given"),
+    ];
+
+    /// The short title of `code`, if it is one of ours.
+    pub fn title(code: &str) -> Option<&'static str> {
+        TABLE.iter().find(|(c, _)| *c == code).map(|(_, t)| *t)
+    }
+}

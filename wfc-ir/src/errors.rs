@@ -25,15 +25,52 @@ pub const DATA_LIMIT_EXCEEDED: &str = "States.DataLimitExceeded";
 /// The 2016 spec's name for a ResultPath/OutputPath failure.
 pub const OUTPUT_MATCH_FAILURE: &str = "States.OutputMatchFailure";
 
+/// Every predefined name a definition may list in `ErrorEquals`.
+pub const PREDEFINED: &[&str] = &[
+    ALL,
+    TIMEOUT,
+    TASK_FAILED,
+    PERMISSIONS,
+    RESULT_PATH_MATCH_FAILURE,
+    PARAMETER_PATH_FAILURE,
+    BRANCH_FAILED,
+    NO_CHOICE_MATCHED,
+    INTRINSIC_FAILURE,
+    RUNTIME,
+    DATA_LIMIT_EXCEEDED,
+    OUTPUT_MATCH_FAILURE,
+];
+
 /// Errors that AWS never lets Retry or Catch handle, not even `States.ALL` or a catcher naming them.
 pub fn is_terminal(error: &str) -> bool {
     error == RUNTIME || error == DATA_LIMIT_EXCEEDED
 }
 
 /// Whether a retrier's or catcher's `ErrorEquals` list matches `error`.
+///
+/// Besides exact names and `States.ALL`, AWS documents `States.TaskFailed` as a wildcard for
+/// every error except `States.Timeout` (and the terminal ones, which nothing matches).
 pub fn matches(error_equals: &[String], error: &str) -> bool {
     if is_terminal(error) {
         return false;
     }
-    error_equals.iter().any(|e| e == ALL || e == error)
+    error_equals.iter().any(|e| e == ALL || e == error || (e == TASK_FAILED && error != TIMEOUT))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_failed_is_a_wildcard_except_for_timeouts_and_terminal_errors() {
+        let tf = vec![TASK_FAILED.to_owned()];
+        assert!(matches(&tf, TASK_FAILED));
+        assert!(matches(&tf, "PaymentDeclined"));
+        assert!(!matches(&tf, TIMEOUT));
+        assert!(!matches(&tf, RUNTIME));
+        let all = vec![ALL.to_owned()];
+        assert!(matches(&all, TIMEOUT));
+        assert!(!matches(&all, DATA_LIMIT_EXCEEDED));
+        assert!(!matches(&[RUNTIME.to_owned()], RUNTIME));
+    }
 }

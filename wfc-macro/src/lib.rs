@@ -1,9 +1,184 @@
-//! PLACEHOLDER (being written): `include_workflow!`.
-use proc_macro::TokenStream;
+//! `include_workflow!`: compiles a workflow definition file into a Rust module at build time.
+//!
+//! A thin shim over `wfc-core`: it parses its arguments, reads the file (the only I/O), and hands
+//! the text to [`wfc_core::compile`]. Use it through `wfc_runtime::include_workflow!`, which
+//! generated code expects (its paths start at `::wfc_runtime` unless `crate = …` says otherwise).
+//!
+//! ```ignore
+//! wfc_runtime::include_workflow!("workflows/order.asl.json");
+//! wfc_runtime::include_workflow!(path = "workflows/order.asl.json", name = "order", crate = ::my_runtime);
+//! ```
+//!
+//! Paths are relative to the including crate's `CARGO_MANIFEST_DIR`; absolute paths are
+//! rejected so a build does not depend on where the checkout lives. Errors in the definition are
+//! reported at the path literal, with `file:line:col` and an excerpt in the message.
 
-/// Compiles a workflow definition into a module.
+use std::path::{Component, Path, PathBuf};
+
+use proc_macro::TokenStream;
+use proc_macro2::{Span, TokenStream as TokenStream2};
+use quote::{quote, quote_spanned};
+use syn::parse::{Parse, ParseStream};
+use syn::{Ident, LitStr, Token};
+
+/// Compiles a workflow definition into a module. See the crate docs for the accepted forms.
 #[proc_macro]
 pub fn include_workflow(input: TokenStream) -> TokenStream {
-    let _ = input;
-    TokenStream::new()
+    match syn::parse::<Args>(input).and_then(|args| expand(&args)) {
+        Ok(tokens) => tokens.into(),
+        Err(error) => error.to_compile_error().into(),
+    }
+}
+
+/// The macro's arguments: a bare path literal, or `key = value` pairs.
+struct Args {
+    path: LitStr,
+    name: Option<(String, Span)>,
+    runtime: Option<syn::Path>,
+}
+
+impl Parse for Args {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Args> {
+        if input.peek(LitStr) {
+            let path: LitStr = input.parse()?;
+            if !input.is_empty() {
+                return Err(input.error("expected only the path, or `key = value` pairs: `path = \"…\", name = \"…\", crate = ::wfc_runtime`"));
+            }
+            return Ok(Args { path, name: None, runtime: None });
+        }
+        let (mut path, mut name, mut runtime) = (None, None, None);
+        while !input.is_empty() {
+            let key: Ident = if input.peek(Token![crate]) {
+                let token: Token![crate] = input.parse()?;
+                Ident::new("crate", token.span)
+            } else {
+                input.parse()?
+            };
+            input.parse::<Token![=]>()?;
+            let duplicate = || syn::Error::new(key.span(), format!("`{key}` is given twice"));
+            match key.to_string().as_str() {
+                "path" if path.is_some() => return Err(duplicate()),
+                "path" => path = Some(input.parse::<LitStr>()?),
+                "name" if name.is_some() => return Err(duplicate()),
+                "name" => {
+                    name = Some(if input.peek(LitStr) {
+                        let lit: LitStr = input.parse()?;
+                        (lit.value(), lit.span())
+                    } else {
+                        let ident: Ident = input.parse()?;
+                        (ident.to_string(), ident.span())
+                    })
+                }
+                "crate" if runtime.is_some() => return Err(duplicate()),
+                "crate" => runtime = Some(input.parse::<syn::Path>()?),
+                other => {
+                    return Err(syn::Error::new(
+                        key.span(),
+                        format!("unknown key `{other}`; expected `path`, `name` or `crate`"),
+                    ));
+                }
+            }
+            if !input.is_empty() {
+                input.parse::<Token![,]>()?;
+            }
+        }
+        let path =
+            path.ok_or_else(|| syn::Error::new(Span::call_site(), "missing `path = \"…\"` (the definition file)"))?;
+        Ok(Args { path, name, runtime })
+    }
+}
+
+fn expand(args: &Args) -> syn::Result<TokenStream2> {
+    let relative = args.path.value();
+    let span = args.path.span();
+    let mut settings = wfc_core::Settings::new();
+    if let Some(runtime) = &args.runtime {
+        settings.runtime_path(quote!(#runtime).to_string().replace(' ', ""));
+    }
+    let module = match &args.name {
+        Some((name, _)) => name.clone(),
+        // `order.asl.json` → `order`: the stem before the first dot.
+        None => {
+            let file = Path::new(&relative).file_name().and_then(|f| f.to_str()).unwrap_or_default();
+            file.split('.').next().unwrap_or_default().to_owned()
+        }
+    };
+    settings.module_name(module);
+    let resolved = resolve(&relative, span)?;
+    let text = std::fs::read_to_string(&resolved).map_err(|e| {
+        let error = syn::Error::new(
+            span,
+            format!("could not read `{relative}` (paths are relative to CARGO_MANIFEST_DIR, the crate root): {e}"),
+        );
+        with_skeleton(error, &settings)
+    });
+    let text = match text {
+        Ok(text) => text,
+        Err(tokens) => return Ok(tokens),
+    };
+    let source = wfc_core::Source { path: &relative, text: &text };
+    let absolute = proc_macro2::Literal::string(&resolved.to_string_lossy());
+    match wfc_core::compile(source, &settings) {
+        Ok(compiled) => {
+            let module = compiled.tokens;
+            Ok(quote_spanned! {span=>
+                #module
+                const _: &[u8] = ::core::include_bytes!(#absolute);
+            })
+        }
+        Err(diagnostics) => {
+            let mut message = diagnostics.render(false);
+            if message.trim().is_empty() {
+                message = format!("`{relative}` is not a valid workflow definition");
+            }
+            let error = syn::Error::new(span, without_severity(message.trim_end()));
+            let mut tokens = with_skeleton(error, &settings);
+            // Track the file even when it is invalid, so fixing it triggers a rebuild.
+            tokens.extend(quote_spanned! {span=> const _: &[u8] = ::core::include_bytes!(#absolute); });
+            Ok(tokens)
+        }
+    }
+}
+
+/// rustc prints `error: ` before the message, so the rendered `error[WFC0301]: …` of the first
+/// diagnostic becomes `[WFC0301] …` rather than `error: error[WFC0301]: …`.
+fn without_severity(rendered: &str) -> String {
+    match rendered.strip_prefix("error[").and_then(|rest| rest.split_once("]: ")) {
+        Some((code, rest)) => format!("[{code}] {rest}"),
+        None => rendered.to_owned(),
+    }
+}
+
+/// `relative` joined to `CARGO_MANIFEST_DIR` (the one environment read this macro does).
+fn resolve(relative: &str, span: Span) -> syn::Result<PathBuf> {
+    let path = Path::new(relative);
+    if path.is_absolute() || path.has_root() || matches!(path.components().next(), Some(Component::Prefix(_))) {
+        return Err(syn::Error::new(
+            span,
+            "the path must be relative to the crate root (CARGO_MANIFEST_DIR), not absolute",
+        ));
+    }
+    if relative.is_empty() {
+        return Err(syn::Error::new(
+            span,
+            "the path is empty; give the definition file, e.g. \"workflows/order.asl.json\"",
+        ));
+    }
+    let manifest = std::env::var("CARGO_MANIFEST_DIR").map_err(|_| {
+        syn::Error::new(span, "CARGO_MANIFEST_DIR is not set; include_workflow! must be built by Cargo")
+    })?;
+    Ok(Path::new(&manifest).join(path))
+}
+
+/// The error plus an empty module of the expected name, so `use`s of the module do not add
+/// "unresolved module" errors to the real one.
+fn with_skeleton(error: syn::Error, settings: &wfc_core::Settings) -> TokenStream2 {
+    let error = error.to_compile_error();
+    let Some(name) = settings.module_name.as_deref() else { return error };
+    let Ok(module) = syn::parse_str::<Ident>(&wfc_core::codegen::sanitize_module_name(name)) else { return error };
+    quote! {
+        #error
+        /// Not generated: the workflow definition has errors.
+        pub mod #module {}
+    }
 }

@@ -6,10 +6,45 @@
 //! - [`ReferencePath::parse`], [`ReferencePath::as_str`], [`ReferencePath::get`], [`ReferencePath::set`],
 //!   [`ReferencePath::is_identity`]
 //! - [`PathError`] (with a byte offset into the path text), [`SelectError`], [`SetError`], [`Root`].
+//!
 //! Both path types serialize as their text and re-parse on deserialize.
+//!
+//! Additions for code generation and tools: [`Path::segments`] (the syntax tree, see [`ast`]),
+//! [`Path::is_singular`], [`Path::select_nodes`] (the RFC 9535 node list), [`Path::canonical`],
+//! [`ReferencePath::steps`] and [`ReferencePath::as_path`].
+//!
+//! # Dialect
+//!
+//! The syntax is RFC 9535 plus what Jayway (the library behind AWS Step Functions) accepts:
+//! `$$` for the context object, a dot before a bracket (`$.a.['b c']`), and dot-notation names
+//! with any character that has no syntactic meaning (`$.key-dash`, `$.2`). Filters support
+//! `== != < <= > >= && || !`, parentheses, literals, existence tests, `$` and `@` queries,
+//! RFC 9535's `length()`, `count()` and `value()`, and Jayway's word operators `in nin subsetof
+//! anyof noneof size empty contains` with array literals (`@.size in ['S', 'M']`). A path (or a
+//! query inside a filter) may end in a Jayway path function: `length() size() min() max() avg()
+//! stddev() sum() keys() first() last()`. Not supported yet (rejected with a message saying so):
+//! regular expressions (Jayway's `=~`, RFC 9535's `match()`/`search()`) and path functions that
+//! take arguments (`concat()`, `append()`, `index()`).
+//!
+//! # Result shapes (Jayway)
+//!
+//! A *definite* path (names and single indices only) gives its node, or
+//! [`SelectError::NotFound`]. Jayway's "merge" case, a final bracket of several names
+//! (`$.a['b','c']`), is definite too and gives an object of the named members that exist; after
+//! an indefinite part (`$.items[*]['id','name']`) it gives an array of such objects, one per
+//! object matched. Any other path gives an array of every match, possibly empty. A filter applied to an object
+//! (rather than an array) tests the object itself, as Jayway does.
+
+pub mod ast;
+mod eval;
+mod parser;
+
+use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use serde_json::Value;
+use serde_json::{Map, Value};
+
+use ast::{PathFunction, Segment, Selector, SingularStep};
 
 /// What a path starts from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,10 +91,19 @@ pub enum SetError {
     },
 }
 
-#[derive(Debug, Clone, PartialEq)]
-enum Step {
-    Name(String),
-    Index(i64),
+/// How [`Path::select`] shapes its result, decided once at parse time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    /// Names and single indices only: the node itself.
+    Singular,
+    /// Singular up to a final bracket of two or more names: an object of those members.
+    Merge,
+    /// Indefinite up to a final bracket of two or more names: an array with, for each object
+    /// the rest selects, an object of those members (Jayway merges a final multi-name bracket
+    /// per node).
+    IndefiniteMerge,
+    /// Anything else: an array of all matches.
+    Indefinite,
 }
 
 /// A JSONPath (ASL "Path").
@@ -67,7 +111,13 @@ enum Step {
 pub struct Path {
     text: String,
     root: Root,
-    steps: Vec<Step>,
+    segments: Vec<Segment>,
+    /// Byte offset of each segment in `text`.
+    offsets: Vec<usize>,
+    /// The shape of what the segments select.
+    shape: Shape,
+    /// A final Jayway path function, and the byte offset of its `.`.
+    function: Option<(PathFunction, usize)>,
 }
 
 impl PartialEq for Path {
@@ -77,17 +127,18 @@ impl PartialEq for Path {
 }
 
 impl Path {
-    /// Parses a path. PLACEHOLDER: only `$`, `$$`, `.name`, `['name']` and `[n]` steps so far.
+    /// Parses a path: `$` (the input) or `$$` (the context object) followed by segments.
     pub fn parse(text: &str) -> Result<Path, PathError> {
-        let (root, rest, base) = if let Some(r) = text.strip_prefix("$$") {
-            (Root::Context, r, 2)
-        } else if let Some(r) = text.strip_prefix('$') {
-            (Root::Input, r, 1)
-        } else {
-            return Err(PathError { offset: 0, message: "a path must begin with `$`".into() });
-        };
-        let steps = parse_steps(rest, base)?;
-        Ok(Path { text: text.to_owned(), root, steps })
+        let parsed = parser::parse(text)?;
+        let shape = shape_of(&parsed.segments);
+        Ok(Path {
+            text: text.to_owned(),
+            root: parsed.root,
+            segments: parsed.segments,
+            offsets: parsed.offsets,
+            shape,
+            function: parsed.function,
+        })
     }
 
     /// The path's text as written.
@@ -100,22 +151,146 @@ impl Path {
         self.root.clone()
     }
 
+    /// The path's segments (its syntax tree after the root), without a final path function.
+    pub fn segments(&self) -> &[Segment] {
+        &self.segments
+    }
+
+    /// The Jayway path function the path ends with (`$.items.length()`), if any.
+    pub fn function(&self) -> Option<PathFunction> {
+        self.function.map(|(f, _)| f)
+    }
+
     /// Whether the path can only ever select one node (Jayway "definite"): then [`Path::select`]
-    /// returns that node rather than an array.
+    /// returns that node rather than an array. True for names and single indices, for
+    /// Jayway's merge case (a final `['a','b']`), whose result is one object, and for any path
+    /// ending in a path function, whose result is one value.
     pub fn is_definite(&self) -> bool {
-        true
+        self.function.is_some() || matches!(self.shape, Shape::Singular | Shape::Merge)
+    }
+
+    /// Whether the path uses only names and single indices (RFC 9535 "singular query"): it
+    /// identifies at most one node and can be compiled to a chain of `get`s.
+    pub fn is_singular(&self) -> bool {
+        self.function.is_none() && self.shape == Shape::Singular
     }
 
     /// Whether the path is exactly `$` (selects the whole document; callers skip the work).
     pub fn is_identity(&self) -> bool {
-        self.root == Root::Input && self.steps.is_empty()
+        self.root == Root::Input && self.segments.is_empty()
     }
 
     /// Selects from `doc` with Jayway's result shape: a definite path gives its node (or
     /// [`SelectError::NotFound`]), an indefinite path gives an array of every match.
+    ///
+    /// `doc` is what the root means: the input for `$` paths, the context object for `$$` paths.
+    ///
+    /// A final path function applies to what the rest of the path gives: the node for a definite
+    /// path, else the array of matches (so `$..price.sum()` sums every price). One Jayway rule is
+    /// kept: `length()`/`size()` after a path that starts with `..` counts the children of every
+    /// match (`$..book.length()` is the number of books). When the function has no value (the
+    /// sum of no numbers, the length of a number, or a definite path that is missing) the result
+    /// is [`SelectError::NotFound`].
     pub fn select(&self, doc: &Value) -> Result<Value, SelectError> {
-        get(&self.steps, doc).cloned().ok_or_else(|| SelectError::NotFound { path: self.text.clone(), input: preview(doc) })
+        let Some((f, _)) = self.function else { return self.select_segments(doc) };
+        let starts_with_search = matches!(self.segments.first(), Some(Segment::Descendant(_)));
+        let value = if self.shape == Shape::Singular {
+            // Walk without cloning what the function reads.
+            eval::walk_singular(&self.segments, doc).and_then(|v| eval::path_function(f, v))
+        } else if starts_with_search && matches!(f, PathFunction::Length | PathFunction::Size) {
+            // Jayway rewrites `$..x.length()` as `length($..x.*)`: it counts the children of every
+            // match, so `$..book.length()` is the number of books.
+            let nodes = eval::select_nodes(&self.segments, doc, doc);
+            let children = nodes.iter().map(|n| n.as_array().map_or(0, Vec::len) + n.as_object().map_or(0, Map::len));
+            Some(Value::from(children.sum::<usize>()))
+        } else {
+            eval::path_function(f, &self.select_segments(doc)?)
+        };
+        value.ok_or_else(|| self.not_found(doc))
     }
+
+    fn select_segments(&self, doc: &Value) -> Result<Value, SelectError> {
+        match self.shape {
+            Shape::Singular => eval::walk_singular(&self.segments, doc).cloned().ok_or_else(|| self.not_found(doc)),
+            Shape::Merge => {
+                let (last, parent_path) = self.segments.split_last().ok_or_else(|| self.not_found(doc))?;
+                let parent = eval::walk_singular(parent_path, doc).and_then(Value::as_object);
+                let parent = parent.ok_or_else(|| self.not_found(doc))?;
+                Ok(merge(parent, last))
+            }
+            Shape::IndefiniteMerge => {
+                let Some((last, init)) = self.segments.split_last() else { return Ok(Value::Array(Vec::new())) };
+                let parents = eval::select_nodes(init, doc, doc);
+                Ok(Value::Array(parents.into_iter().filter_map(Value::as_object).map(|m| merge(m, last)).collect()))
+            }
+            Shape::Indefinite => Ok(Value::Array(self.select_nodes(doc).into_iter().cloned().collect())),
+        }
+    }
+
+    /// The RFC 9535 node list: every node the path selects, in order, by reference, without
+    /// Jayway's shaping (a definite path gives zero or one node; the merge case gives the named
+    /// members one by one). A final path function is not applied (its result is not a node of
+    /// the document): this gives the nodes it would apply to.
+    pub fn select_nodes<'a>(&self, doc: &'a Value) -> Vec<&'a Value> {
+        if self.shape == Shape::Singular {
+            return eval::walk_singular(&self.segments, doc).into_iter().collect();
+        }
+        eval::select_nodes(&self.segments, doc, doc)
+    }
+
+    /// A canonical text for the path: bracket notation with single-quoted names
+    /// (`$['a'][0][*]`), which parses back to the same segments.
+    pub fn canonical(&self) -> String {
+        self.to_string()
+    }
+
+    fn not_found(&self, doc: &Value) -> SelectError {
+        SelectError::NotFound { path: self.text.clone(), input: preview(doc) }
+    }
+}
+
+/// The canonical form (see [`Path::canonical`]); use [`Path::as_str`] for the text as written.
+impl fmt::Display for Path {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self.root {
+            Root::Input => "$",
+            Root::Context => "$$",
+        })?;
+        ast::write_segments(f, &self.segments)?;
+        match self.function {
+            Some((func, _)) => write!(f, "{func}"),
+            None => Ok(()),
+        }
+    }
+}
+
+fn shape_of(segments: &[Segment]) -> Shape {
+    let Some((last, init)) = segments.split_last() else {
+        return Shape::Singular;
+    };
+    let init_singular = init.iter().all(|s| s.as_singular().is_some());
+    let last_merges = matches!(last, Segment::Child(sels)
+        if sels.len() > 1 && sels.iter().all(|s| matches!(s, Selector::Name(_))));
+    match (init_singular, last.as_singular().is_some(), last_merges) {
+        (true, true, _) => Shape::Singular,
+        (true, false, true) => Shape::Merge,
+        (false, _, true) => Shape::IndefiniteMerge,
+        _ => Shape::Indefinite,
+    }
+}
+
+/// Jayway's merge of a final multi-name bracket: the named members that exist, in the order the
+/// path names them.
+fn merge(parent: &Map<String, Value>, last: &Segment) -> Value {
+    let mut merged = Map::new();
+    for sel in last.selectors() {
+        if let Selector::Name(n) = sel
+            && let Some(v) = parent.get(n)
+        {
+            merged.insert(n.clone(), v.clone());
+        }
+    }
+    Value::Object(merged)
 }
 
 /// A Reference Path: a path that identifies exactly one node, usable as a write target.
@@ -123,14 +298,62 @@ impl Path {
 pub struct ReferencePath(Path);
 
 impl ReferencePath {
-    /// Parses a reference path (names, quoted names and indices only).
+    /// Parses a reference path (names, quoted names and indices only, starting at `$`).
     pub fn parse(text: &str) -> Result<ReferencePath, PathError> {
-        Path::parse(text).map(ReferencePath)
+        let path = Path::parse(text)?;
+        if path.root == Root::Context {
+            return Err(PathError {
+                offset: 0,
+                message: "a Reference Path cannot start with `$$`: the context object is read-only".into(),
+            });
+        }
+        if let Some((f, offset)) = path.function {
+            return Err(PathError {
+                offset,
+                message: format!(
+                    "not a Reference Path: `{}()` computes a value rather than naming a node; a Reference Path may only use `.name`, `['name']` and `[index]`",
+                    f.name()
+                ),
+            });
+        }
+        for (i, seg) in path.segments.iter().enumerate() {
+            if seg.as_singular().is_some() {
+                continue;
+            }
+            let offset = path.offsets.get(i).copied().unwrap_or(0);
+            let what = match seg {
+                Segment::Descendant(_) => "`..` (descendant search) can select many nodes",
+                Segment::Child(sels) if sels.len() > 1 => "`,` (a union of selectors) selects several nodes",
+                Segment::Child(sels) => match sels.first() {
+                    Some(Selector::Wildcard) => "`*` (wildcard) can select many nodes",
+                    Some(Selector::Slice(_)) => "`:` (a slice) can select many nodes",
+                    Some(Selector::Filter(_)) => "`?` (a filter) can select many nodes",
+                    _ => "this segment can select many nodes",
+                },
+            };
+            return Err(PathError {
+                offset,
+                message: format!(
+                    "not a Reference Path: {what}; a Reference Path must identify a single node, so it may only use `.name`, `['name']` and `[index]`"
+                ),
+            });
+        }
+        Ok(ReferencePath(path))
     }
 
     /// The path's text as written.
     pub fn as_str(&self) -> &str {
         &self.0.text
+    }
+
+    /// The same path as a general [`Path`].
+    pub fn as_path(&self) -> &Path {
+        &self.0
+    }
+
+    /// The path's steps after `$`, in order (for code generation).
+    pub fn steps(&self) -> impl Iterator<Item = SingularStep<'_>> {
+        self.0.segments.iter().filter_map(Segment::as_singular)
     }
 
     /// Whether the path is exactly `$`.
@@ -140,73 +363,62 @@ impl ReferencePath {
 
     /// The node the path names, if present.
     pub fn get<'a>(&self, doc: &'a Value) -> Option<&'a Value> {
-        get(&self.0.steps, doc)
+        eval::walk_singular(&self.0.segments, doc)
     }
 
-    /// Writes `value` at the path, creating missing parent objects. `$` replaces the whole document.
+    /// Writes `value` at the path, creating missing parent objects. `$` replaces the whole
+    /// document. Fails, leaving `doc` unchanged, when a step meets a value that is not an object
+    /// (for a name) or an array (for an index), including `null`, or an index is out of range.
     pub fn set(&self, doc: &mut Value, value: Value) -> Result<(), SetError> {
-        let err = |doc: &Value| SetError::NotAContainer { path: self.0.text.clone(), input: preview(doc) };
-        let mut cur = &mut *doc;
-        let snapshot = cur.clone();
-        for step in &self.0.steps {
-            cur = match step {
-                Step::Name(n) => match cur {
-                    Value::Object(m) => m.entry(n.clone()).or_insert(Value::Null),
-                    Value::Null => {
-                        *cur = Value::Object(Default::default());
-                        cur.as_object_mut().map(|m| m.entry(n.clone()).or_insert(Value::Null)).ok_or_else(|| err(&snapshot))?
+        // Check first, without touching `doc`, so that a failure leaves it as it was (and the
+        // error can show it) without cloning the document on the success path.
+        if !self.can_set(doc) {
+            return Err(SetError::NotAContainer { path: self.0.text.clone(), input: preview(doc) });
+        }
+        let mut cur = doc;
+        for st in self.steps() {
+            cur = match (st, cur) {
+                (SingularStep::Name(n), Value::Object(m)) => m.entry(n).or_insert_with(|| Value::Object(Map::new())),
+                (SingularStep::Index(i), Value::Array(a)) => {
+                    let len = a.len();
+                    match eval::resolve_index(len, i).and_then(|at| a.get_mut(at)) {
+                        Some(v) => v,
+                        // Unreachable after `can_set`; kept as an error rather than a panic.
+                        None => {
+                            return Err(SetError::NotAContainer { path: self.0.text.clone(), input: String::new() });
+                        }
                     }
-                    _ => return Err(err(&snapshot)),
-                },
-                Step::Index(i) => match cur {
-                    Value::Array(a) if *i >= 0 && (*i as usize) < a.len() => &mut a[*i as usize],
-                    _ => return Err(err(&snapshot)),
-                },
+                }
+                (_, _) => return Err(SetError::NotAContainer { path: self.0.text.clone(), input: String::new() }),
             };
         }
         *cur = value;
         Ok(())
     }
-}
 
-fn get<'a>(steps: &[Step], doc: &'a Value) -> Option<&'a Value> {
-    let mut cur = doc;
-    for step in steps {
-        cur = match step {
-            Step::Name(n) => cur.as_object()?.get(n)?,
-            Step::Index(i) => cur.as_array()?.get(usize::try_from(*i).ok()?)?,
-        };
-    }
-    Some(cur)
-}
-
-fn parse_steps(mut rest: &str, mut offset: usize) -> Result<Vec<Step>, PathError> {
-    let mut steps = Vec::new();
-    while !rest.is_empty() {
-        if let Some(r) = rest.strip_prefix('.') {
-            let end = r.find(['.', '[']).unwrap_or(r.len());
-            if end == 0 {
-                return Err(PathError { offset: offset + 1, message: "expected a field name after `.`".into() });
+    /// Whether [`ReferencePath::set`] would succeed: every existing step is a container of the
+    /// right kind, and the steps past the first missing name are all names (they will be created
+    /// as objects; an index into a new object can never be in range).
+    fn can_set(&self, doc: &Value) -> bool {
+        let mut cur = doc;
+        let mut steps = self.steps();
+        while let Some(st) = steps.next() {
+            match (st, cur) {
+                (SingularStep::Name(n), Value::Object(m)) => match m.get(n) {
+                    Some(v) => cur = v,
+                    None => return steps.all(|s| matches!(s, SingularStep::Name(_))),
+                },
+                (SingularStep::Index(i), Value::Array(a)) => {
+                    match eval::resolve_index(a.len(), i).and_then(|at| a.get(at)) {
+                        Some(v) => cur = v,
+                        None => return false,
+                    }
+                }
+                _ => return false,
             }
-            steps.push(Step::Name(r[..end].to_owned()));
-            offset += 1 + end;
-            rest = &r[end..];
-        } else if let Some(r) = rest.strip_prefix("['") {
-            let end = r.find("']").ok_or(PathError { offset, message: "unclosed `['`".into() })?;
-            steps.push(Step::Name(r[..end].to_owned()));
-            offset += 2 + end + 2;
-            rest = &r[end + 2..];
-        } else if let Some(r) = rest.strip_prefix('[') {
-            let end = r.find(']').ok_or(PathError { offset, message: "unclosed `[`".into() })?;
-            let i = r[..end].trim().parse::<i64>().map_err(|_| PathError { offset: offset + 1, message: "expected an array index".into() })?;
-            steps.push(Step::Index(i));
-            offset += 1 + end + 1;
-            rest = &r[end + 1..];
-        } else {
-            return Err(PathError { offset, message: "expected `.` or `[`".into() });
         }
+        true
     }
-    Ok(steps)
 }
 
 /// Compact JSON of `doc`, cut to a readable length for error messages.
@@ -248,3 +460,6 @@ impl<'de> Deserialize<'de> for ReferencePath {
         ReferencePath::parse(&text).map_err(serde::de::Error::custom)
     }
 }
+
+#[cfg(test)]
+mod tests;

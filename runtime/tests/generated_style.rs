@@ -1,0 +1,151 @@
+//! A hand-written stand-in for what wfc-core generates: a state enum driven by a loop that calls
+//! `__private::exec::*`, run with `tokio::spawn`. It pins the contract generated code relies on.
+
+use wfc_runtime::__private as rt;
+use wfc_runtime::{Failure, RunOptions, Status, TaskContext, block_on_virtual, json};
+
+const IR_JSON: &str = r#"{
+  "name": "order", "comment": null, "version": null, "timeout_seconds": null,
+  "machine": { "start_at": 0, "states": [
+    { "name": "Check", "comment": null, "location": null, "kind": { "Task": {
+        "resource": "check", "input_path": "$", "parameters": null, "result_selector": null,
+        "result_path": "$.stock", "output_path": "$", "timeout": null, "heartbeat": null,
+        "retry": [], "catch": [], "transition": { "Next": 1 } } } },
+    { "name": "InStock?", "comment": null, "location": null, "kind": { "Choice": {
+        "input_path": "$", "output_path": "$", "default": 3,
+        "choices": [ { "condition": { "Compare": { "variable": "$.stock",
+            "operator": "NumericGreaterThan", "operand": { "Literal": 0 } } }, "next": 2 } ] } } },
+    { "name": "Both", "comment": null, "location": null, "kind": { "Parallel": {
+        "input_path": "$", "parameters": null, "result_selector": null, "result_path": "$.both",
+        "output_path": "$", "retry": [], "catch": [], "transition": "End",
+        "branches": [
+          { "start_at": 0, "states": [ { "name": "A", "comment": null, "location": null,
+              "kind": { "Pass": { "input_path": "$", "parameters": null, "result": "a",
+                "result_path": "$", "output_path": "$", "transition": "End" } } } ] },
+          { "start_at": 0, "states": [ { "name": "B", "comment": null, "location": null,
+              "kind": { "Wait": { "input_path": "$", "output_path": "$.stock",
+                "duration": { "Seconds": 5 }, "transition": "End" } } } ] } ] } } },
+    { "name": "OutOfStock", "comment": null, "location": null, "kind": { "Fail": {
+        "error": "OutOfStock", "cause": "none left", "error_path": null, "cause_path": null } } }
+  ] }
+}"#;
+
+static IR: rt::LazyLock<Result<rt::ir::Workflow, Failure>> = rt::LazyLock::new(|| rt::load_ir(IR_JSON));
+
+trait Handler: Send + Sync {
+    fn check(&self, input: rt::Value, ctx: TaskContext) -> impl Future<Output = Result<rt::Value, Failure>> + Send;
+}
+
+struct Stock(i64);
+
+impl Handler for Stock {
+    async fn check(&self, _input: rt::Value, ctx: TaskContext) -> Result<rt::Value, Failure> {
+        assert_eq!(ctx.resource(), "check");
+        Ok(json!(self.0))
+    }
+}
+
+enum State {
+    Check(rt::Value),
+    InStock(rt::Value),
+    Both(rt::Value),
+    OutOfStock(rt::Value),
+}
+
+fn spec(index: usize) -> Result<&'static rt::ir::StateKind, Failure> {
+    let wf = IR.as_ref().map_err(Clone::clone)?;
+    wf.machine.states.get(index).map(|s| &s.kind).ok_or_else(|| Failure::runtime("no such state"))
+}
+
+async fn resume<H: Handler>(handler: &H, exec: &rt::Execution, mut state: State) -> Result<rt::Value, Failure> {
+    loop {
+        state = match state {
+            State::Check(input) => {
+                let rt::ir::StateKind::Task(spec) = spec(0)? else { return Err(Failure::runtime("kind")) };
+                match rt::exec::task(exec, "Check", spec, input, move |input, ctx| handler.check(input, ctx)).await? {
+                    rt::Step::Next(output) => State::InStock(output),
+                    rt::Step::Goto { output, .. } => return Ok(output),
+                }
+            }
+            State::InStock(input) => {
+                let rt::ir::StateKind::Choice(spec) = spec(1)? else { return Err(Failure::runtime("kind")) };
+                let rt::Chosen { branch, output } = rt::exec::choice(exec, "InStock?", spec, input)?;
+                match branch {
+                    Some(0) => State::Both(output),
+                    _ => State::OutOfStock(output),
+                }
+            }
+            State::Both(input) => {
+                let rt::ir::StateKind::Parallel(spec) = spec(2)? else { return Err(Failure::runtime("kind")) };
+                let branches = |input: rt::Value, exec: rt::Execution| async move {
+                    let rt::ir::StateKind::Parallel(p) = spec_static(2)? else { return Err(Failure::runtime("kind")) };
+                    let (a, b) = (&p.branches[0].states[0].kind, &p.branches[1].states[0].kind);
+                    let (rt::ir::StateKind::Pass(a), rt::ir::StateKind::Wait(b)) = (a, b) else {
+                        return Err(Failure::runtime("kind"));
+                    };
+                    let (ea, eb) = (exec.branch(), exec.branch());
+                    let ia = input.clone();
+                    rt::exec::join_branches(vec![
+                        rt::FutureExt::boxed(async move { rt::exec::pass(&ea, "A", a, ia).await }),
+                        rt::FutureExt::boxed(async move { rt::exec::wait(&eb, "B", b, input).await }),
+                    ])
+                    .await
+                };
+                match rt::exec::parallel(exec, "Both", spec, input, branches).await? {
+                    rt::Step::Next(output) => return Ok(output),
+                    rt::Step::Goto { output, .. } => return Ok(output),
+                }
+            }
+            State::OutOfStock(input) => {
+                let rt::ir::StateKind::Fail(spec) = spec(3)? else { return Err(Failure::runtime("kind")) };
+                return Err(rt::exec::fail(exec, "OutOfStock", spec, input));
+            }
+        }
+    }
+}
+
+fn spec_static(index: usize) -> Result<&'static rt::ir::StateKind, Failure> {
+    spec(index)
+}
+
+async fn run_with<H: Handler>(handler: &H, input: rt::Value, options: RunOptions) -> rt::ExecutionResult {
+    let workflow = match IR.as_ref() {
+        Ok(w) => w,
+        Err(f) => panic!("{f}"),
+    };
+    let exec = rt::Execution::start(workflow, &input, options);
+    exec.finish(workflow.timeout_seconds, resume(handler, &exec, State::Check(input))).await
+}
+
+#[test]
+fn the_generated_shape_runs_on_virtual_time() {
+    const _: () = rt::ABI_V1;
+    let r = block_on_virtual(run_with(&Stock(3), json!({"order": 1}), RunOptions::virtual_time()));
+    assert_eq!(r.status, Status::Succeeded, "{:?}", r.error);
+    assert_eq!(r.output, Some(json!({"order": 1, "stock": 3, "both": ["a", 3]})));
+    assert_eq!(r.elapsed.as_secs(), 5);
+
+    let r = block_on_virtual(run_with(&Stock(0), json!({}), RunOptions::virtual_time()));
+    assert_eq!(r.status, Status::Failed);
+    assert_eq!(r.error, Some(Failure::new("OutOfStock", "none left")));
+}
+
+#[test]
+fn the_generated_shape_is_send_and_runs_under_tokio_spawn() {
+    // tokio::spawn demands Send + 'static on any runtime flavour; the virtual one keeps it fast.
+    let joined = block_on_virtual(async {
+        tokio::spawn(async {
+            let handler = Stock(1);
+            run_with(&handler, json!({}), RunOptions::virtual_time()).await
+        })
+        .await
+    });
+    let r = joined.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(r.output, Some(json!({"stock": 1, "both": ["a", 1]})));
+}
+
+#[test]
+fn load_ir_reports_a_corrupted_definition_as_runtime() {
+    let f = rt::load_ir("{not json").err();
+    assert_eq!(f.map(|f| f.error), Some("States.Runtime".to_owned()));
+}

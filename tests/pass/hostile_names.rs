@@ -1,0 +1,10 @@
+//! The module generated from `hostile_names.asl.json` compiles warning-free, with every public item documented.
+#![deny(warnings, missing_docs)]
+
+wfc_runtime::include_workflow!("fixtures/hostile_names.asl.json");
+
+fn main() {
+    // The module's API exists with the documented types.
+    let _: &str = hostile_names::DEFINITION;
+    let _ = hostile_names::ir().map(|workflow| workflow.machine.states.len());
+}

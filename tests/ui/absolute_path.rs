@@ -1,0 +1,3 @@
+wfc_runtime::include_workflow!("/etc/passwd");
+
+fn main() {}

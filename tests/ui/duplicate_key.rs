@@ -1,0 +1,3 @@
+wfc_runtime::include_workflow!(path = "ui/fixtures/two_tasks.asl.json", crate = ::wfc_runtime, crate = ::wfc_runtime);
+
+fn main() {}

@@ -1,0 +1,3 @@
+wfc_runtime::include_workflow!("ui/fixtures/map_unsupported.asl.json");
+
+fn main() {}

@@ -1,0 +1,3 @@
+wfc_runtime::include_workflow!("ui/fixtures/missing_start_at.asl.json");
+
+fn main() {}

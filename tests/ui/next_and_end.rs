@@ -1,0 +1,3 @@
+wfc_runtime::include_workflow!("ui/fixtures/next_and_end.asl.json");
+
+fn main() {}

@@ -1,0 +1,3 @@
+wfc_runtime::include_workflow!("ui/fixtures/wrong_type.asl.json");
+
+fn main() {}

@@ -1,0 +1,203 @@
+//! `wfc check`: validate definitions and report every problem, rustc style or as JSON lines.
+
+use std::io::Write;
+use std::path::Path;
+
+use wfc_core::{Diagnostics, Loaded, Severity, Source};
+
+use crate::{CheckArgs, CheckFormat, Exit, fatal};
+
+/// A definition file's path as shown in messages, and its text.
+pub(crate) struct DefinitionText {
+    /// The path as the user wrote it.
+    pub(crate) path: String,
+    /// The file's contents.
+    pub(crate) text: String,
+}
+
+impl DefinitionText {
+    /// Reads a definition file.
+    pub(crate) fn read(path: &Path) -> Result<DefinitionText, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        Ok(DefinitionText { path: path.display().to_string(), text })
+    }
+
+    /// The source handed to the compiler.
+    pub(crate) fn source(&self) -> Source<'_> {
+        Source { path: &self.path, text: &self.text }
+    }
+
+    /// Parses, validates and lowers it.
+    pub(crate) fn load(&self) -> Result<Loaded, Diagnostics> {
+        wfc_core::load(self.source())
+    }
+}
+
+fn count(diags: &Diagnostics, severity: Severity) -> usize {
+    diags.items.iter().filter(|d| d.severity == severity).count()
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 { format!("{n} {word}") } else { format!("{n} {word}s") }
+}
+
+/// The cargo-style summary of one file's diagnostics, if it has any.
+pub(crate) fn summary(path: &str, diags: &Diagnostics) -> Option<String> {
+    let errors = count(diags, Severity::Error);
+    let warnings = count(diags, Severity::Warning);
+    if errors > 0 {
+        let mut line = format!("error: could not compile `{path}` due to {}", plural(errors, "previous error"));
+        if warnings > 0 {
+            line.push_str(&format!("; {} emitted", plural(warnings, "warning")));
+        }
+        Some(line)
+    } else if warnings > 0 {
+        Some(format!("warning: `{path}` generated {}", plural(warnings, "warning")))
+    } else {
+        None
+    }
+}
+
+/// Prints a file's diagnostics (human) to stderr with the summary line.
+pub(crate) fn print_human(path: &str, diags: &Diagnostics, color: bool) {
+    let mut err = std::io::stderr().lock();
+    if !diags.items.is_empty() {
+        let rendered = diags.render(color);
+        let _ = write!(err, "{rendered}");
+        // rustc separates each diagnostic, and the summary, by a blank line.
+        let _ = write!(
+            err,
+            "{}",
+            if rendered.ends_with("\n\n") {
+                ""
+            } else if rendered.ends_with('\n') {
+                "\n"
+            } else {
+                "\n\n"
+            }
+        );
+    }
+    if let Some(line) = summary(path, diags) {
+        let _ = writeln!(err, "{}", paint(&line, color));
+    }
+}
+
+/// Colors a summary line's leading `error:`/`warning:` as cargo does (bold red / bold yellow,
+/// the rest bold).
+fn paint(line: &str, color: bool) -> String {
+    if !color {
+        return line.to_owned();
+    }
+    for (word, code) in [("error", "91"), ("warning", "93")] {
+        if let Some(rest) = line.strip_prefix(word).and_then(|r| r.strip_prefix(':')) {
+            return format!("\x1b[1m\x1b[{code}m{word}\x1b[0m\x1b[1m:{rest}\x1b[0m");
+        }
+    }
+    line.to_owned()
+}
+
+/// A definition that failed to load where the command needs a valid one: diagnostics on stderr,
+/// exit 2 (for `compile`, `graph` and `run` an invalid definition is an input error).
+pub(crate) fn definition_error(path: &str, diags: &Diagnostics, color: bool) -> Exit {
+    print_human(path, diags, color);
+    if diags.items.is_empty() {
+        // The front end rejected the file without saying why; never exit silently.
+        eprintln!("error: could not compile `{path}`: the definition was rejected without diagnostics");
+    }
+    Exit::Error
+}
+
+/// `wfc check FILE...`.
+pub(crate) fn run(args: &CheckArgs) -> Exit {
+    let color = args.color.enabled();
+    let mut io_error = false;
+    let mut invalid = false;
+    let mut out = std::io::stdout().lock();
+    for file in &args.files {
+        let def = match DefinitionText::read(file) {
+            Ok(d) => d,
+            Err(e) => {
+                fatal(e);
+                io_error = true;
+                continue;
+            }
+        };
+        let (diags, rejected) = match def.load() {
+            Ok(loaded) => (loaded.warnings, false),
+            Err(diags) => (diags, true),
+        };
+        invalid |= rejected;
+        // A rejection with no items is still a rejection; make it visible in both formats.
+        let silent_rejection = rejected && !diags.has_errors();
+        match args.format {
+            CheckFormat::Human => {
+                print_human(&def.path, &diags, color);
+                if silent_rejection {
+                    eprintln!(
+                        "error: could not compile `{}`: the definition was rejected without diagnostics",
+                        def.path
+                    );
+                }
+            }
+            CheckFormat::Json => {
+                for d in diags.located() {
+                    match serde_json::to_string(&d) {
+                        Ok(line) => {
+                            let _ = writeln!(out, "{line}");
+                        }
+                        Err(e) => {
+                            fatal(format!("cannot serialize a diagnostic: {e}"));
+                            io_error = true;
+                        }
+                    }
+                }
+                if let Some(line) = summary(&def.path, &diags) {
+                    eprintln!("{line}");
+                }
+                if silent_rejection {
+                    eprintln!(
+                        "error: could not compile `{}`: the definition was rejected without diagnostics",
+                        def.path
+                    );
+                }
+            }
+        }
+    }
+    if io_error {
+        Exit::Error
+    } else if invalid {
+        Exit::Failure
+    } else {
+        Exit::Success
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wfc_core::Diagnostic;
+
+    fn diag(severity: Severity) -> Diagnostic {
+        Diagnostic { code: "WFC0000", severity, message: "m".into(), span: 0..1, labels: vec![], help: None }
+    }
+
+    #[test]
+    fn summaries_read_like_cargo() {
+        let mut d = Diagnostics { path: "order.asl.json".into(), text: "{}".into(), items: vec![] };
+        assert_eq!(summary("order.asl.json", &d), None);
+        d.items = vec![diag(Severity::Error)];
+        assert_eq!(
+            summary("order.asl.json", &d).unwrap(),
+            "error: could not compile `order.asl.json` due to 1 previous error"
+        );
+        d.items = vec![diag(Severity::Error), diag(Severity::Error), diag(Severity::Error), diag(Severity::Warning)];
+        assert_eq!(
+            summary("order.asl.json", &d).unwrap(),
+            "error: could not compile `order.asl.json` due to 3 previous errors; 1 warning emitted"
+        );
+        d.items = vec![diag(Severity::Warning), diag(Severity::Warning)];
+        assert_eq!(summary("a.json", &d).unwrap(), "warning: `a.json` generated 2 warnings");
+        assert_eq!(paint("warning: x", false), "warning: x");
+        assert_eq!(paint("error: x", true), "\x1b[1m\x1b[91merror\x1b[0m\x1b[1m: x\x1b[0m");
+    }
+}

@@ -1,0 +1,125 @@
+//! Running an execution on one of the two engines, and the mock-answering task handler the
+//! interpreter uses.
+
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+use wfc_runtime::interp::DynHandler;
+use wfc_runtime::{Failure, RunOptions, Status, TaskContext};
+
+use crate::EngineChoice;
+use crate::check::DefinitionText;
+use crate::compiled;
+use crate::mocks::MockSet;
+use crate::outcome::Outcome;
+
+/// Everything an engine needs to run one execution.
+pub(crate) struct Execution<'a> {
+    /// The validated workflow.
+    pub(crate) workflow: &'a wfc_ir::Workflow,
+    /// Its definition text (the compiled engine compiles it again).
+    pub(crate) definition: &'a DefinitionText,
+    /// The execution input.
+    pub(crate) input: Value,
+    /// Mocked task responses.
+    pub(crate) mocks: MockSet,
+    /// Virtual time instead of real time.
+    pub(crate) virtual_time: bool,
+    /// Seed for jitter.
+    pub(crate) seed: u64,
+    /// Execution name.
+    pub(crate) name: Option<String>,
+}
+
+/// Runs one execution.
+pub(crate) fn execute(engine: EngineChoice, execution: &Execution<'_>) -> Result<Outcome, String> {
+    match engine {
+        EngineChoice::Interp => interp(execution),
+        EngineChoice::Compiled => compiled::execute(execution),
+    }
+}
+
+/// Builds the compiled engine's program for these definitions up front, so the executions that
+/// follow share one build.
+pub(crate) fn prepare_compiled(definitions: &[(&DefinitionText, &wfc_ir::Workflow)]) -> Result<(), String> {
+    compiled::prepare(definitions)
+}
+
+/// Answers every task from a [`MockSet`]: the state name is looked up first, then the resource.
+/// A mock's `delay_seconds` is slept on tokio's clock, which is the execution's clock (virtual
+/// time jumps over it), so TimeoutSeconds and HeartbeatSeconds can be exercised.
+pub(crate) struct MockHandler {
+    mocks: MockSet,
+}
+
+impl MockHandler {
+    /// A handler answering from `mocks`.
+    pub(crate) fn new(mocks: MockSet) -> MockHandler {
+        MockHandler { mocks }
+    }
+}
+
+impl DynHandler for MockHandler {
+    fn call<'a>(&'a self, resource: &'a str, input: Value, ctx: TaskContext) -> BoxFuture<'a, Result<Value, Failure>> {
+        Box::pin(async move {
+            let Some(entry) = self.mocks.next(Some(ctx.state_name()), resource) else {
+                let (error, cause) = MockSet::no_mock(Some(ctx.state_name()), resource);
+                return Err(Failure::new(error, cause));
+            };
+            if entry.delay_seconds > 0.0 {
+                tokio::time::sleep(Duration::from_secs_f64(entry.delay_seconds)).await;
+            }
+            MockSet::answer(&entry, &input).map_err(|(error, cause)| Failure::new(error, cause))
+        })
+    }
+}
+
+/// Converts the runtime's result into the engine-independent outcome.
+pub(crate) fn outcome_of(result: wfc_runtime::ExecutionResult, virtual_time: bool) -> Result<Outcome, String> {
+    let status = match result.status {
+        Status::Succeeded => "SUCCEEDED",
+        Status::Failed => "FAILED",
+        Status::TimedOut => "TIMED_OUT",
+    };
+    let history = result
+        .history
+        .iter()
+        .map(|e| serde_json::to_value(e).map_err(|e| format!("cannot serialize the history: {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Outcome {
+        status: status.to_owned(),
+        output: result.output,
+        error: result.error.as_ref().map(|f| f.error.clone()),
+        cause: result.error.as_ref().map(|f| f.cause.clone()),
+        // Real-time durations vary run to run; only virtual time is worth printing and checking.
+        elapsed_seconds: virtual_time.then_some(result.elapsed.as_secs_f64()),
+        history,
+    })
+}
+
+/// The run options of an execution.
+pub(crate) fn run_options(execution: &Execution<'_>) -> RunOptions {
+    let options = if execution.virtual_time { RunOptions::virtual_time() } else { RunOptions::real() };
+    let options = options.with_seed(execution.seed);
+    match &execution.name {
+        Some(name) => options.with_name(name.clone()),
+        None => options,
+    }
+}
+
+fn interp(execution: &Execution<'_>) -> Result<Outcome, String> {
+    let handler = MockHandler::new(execution.mocks.clone());
+    let options = run_options(execution);
+    let run = wfc_runtime::interp::run(execution.workflow, &handler, execution.input.clone(), options);
+    let result = if execution.virtual_time {
+        wfc_runtime::block_on_virtual(run)
+    } else {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+        runtime.block_on(run)
+    };
+    outcome_of(result, execution.virtual_time)
+}

@@ -1,0 +1,486 @@
+//! Mocked task responses: what a Task returns (or throws) when `wfc run` and `wfc test` execute a
+//! workflow without real handlers.
+//!
+//! Two file formats are read:
+//!
+//! - wfc's own, as in a case file's `mocks` field: `{"<state name or resource>": [entry, ...]}`
+//!   where an entry is `{"return": <json>}`, `{"throw": {"error", "cause"}}` or `{"echo": true}`,
+//!   optionally with `"delay_seconds": <n>` (see docs/case-format.md);
+//! - Step Functions Local's `MockConfigFile.json`: `{"StateMachines": {"<machine>": {"TestCases":
+//!   {"<case>": {"<state name>": "<response name>"}}}}, "MockedResponses": {"<response name>":
+//!   {"0": {"Return": ...}, "1-2": {"Throw": {"Error", "Cause"}}}}}`.
+//!
+//! This file depends only on `std` and `serde_json`: the compiled engine copies it verbatim into
+//! the crate it generates, so both engines answer task calls with exactly the same code.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::sync::Mutex;
+
+use serde_json::Value;
+
+/// The error name a Task fails with when no mock answers it. It does not start with `States.`, so
+/// Retry and Catch treat it like any task error; tests should not rely on catching it.
+pub(crate) const NO_MOCK_ERROR: &str = "Wfc.NoMock";
+
+/// The longest mock delay: AWS's longest task timeout (99,999,999 s). Bounding it keeps every
+/// delay convertible to a `Duration`.
+pub(crate) const MAX_DELAY_SECONDS: f64 = 99_999_999.0;
+
+/// What one mocked invocation does.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum MockAction {
+    /// Return this value.
+    Return(Value),
+    /// Fail with this error name and cause.
+    Throw {
+        /// The error name.
+        error: String,
+        /// The cause.
+        cause: String,
+    },
+    /// Return the task's effective input unchanged (shows what Parameters/InputPath produced).
+    Echo,
+}
+
+/// One mocked invocation: an action, after an optional delay on the execution's clock.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct MockEntry {
+    /// What the invocation does.
+    pub(crate) action: MockAction,
+    /// How long the task "runs" before it answers, in seconds (virtual seconds on virtual time).
+    pub(crate) delay_seconds: f64,
+}
+
+/// A problem with a mocks document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct MockError(pub String);
+
+impl fmt::Display for MockError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for MockError {}
+
+/// The mocks of one execution: per key (state name or resource), the responses in invocation
+/// order. Each key has its own invocation counter; when the responses run out, the last one
+/// repeats (so `[{"throw": ...}, {"return": ...}]` means "fail once, then succeed").
+#[derive(Debug, Default)]
+pub(crate) struct MockSet {
+    by_key: BTreeMap<String, Vec<MockEntry>>,
+    calls: Mutex<HashMap<String, usize>>,
+}
+
+impl Clone for MockSet {
+    fn clone(&self) -> MockSet {
+        // A clone starts with fresh counters: it is a new execution's view of the same mocks.
+        MockSet { by_key: self.by_key.clone(), calls: Mutex::new(HashMap::new()) }
+    }
+}
+
+/// Which format a mocks document is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MockFormat {
+    /// wfc's own `{"<key>": [entries]}`.
+    Wfc,
+    /// Step Functions Local's MockConfigFile.
+    StepFunctionsLocal,
+}
+
+impl MockSet {
+    /// No mocks: every task fails with [`NO_MOCK_ERROR`].
+    pub(crate) fn empty() -> MockSet {
+        MockSet::default()
+    }
+
+    /// The responses in wfc's own format (what [`MockSet::from_wfc`] reads back), so another
+    /// process (the compiled engine's program) can answer the same way. Counters are not carried.
+    pub(crate) fn to_wfc_json(&self) -> Value {
+        let map = self
+            .by_key
+            .iter()
+            .map(|(key, entries)| {
+                let list = entries
+                    .iter()
+                    .map(|e| {
+                        let mut obj = serde_json::Map::new();
+                        match &e.action {
+                            MockAction::Return(v) => obj.insert("return".into(), v.clone()),
+                            MockAction::Throw { error, cause } => {
+                                obj.insert("throw".into(), serde_json::json!({"error": error, "cause": cause}))
+                            }
+                            MockAction::Echo => obj.insert("echo".into(), Value::Bool(true)),
+                        };
+                        if e.delay_seconds > 0.0 {
+                            obj.insert("delay_seconds".into(), serde_json::json!(e.delay_seconds));
+                        }
+                        Value::Object(obj)
+                    })
+                    .collect();
+                (key.clone(), Value::Array(list))
+            })
+            .collect();
+        Value::Object(map)
+    }
+
+    /// Guesses a document's format: Step Functions Local's has `StateMachines` or
+    /// `MockedResponses` at the top level.
+    pub(crate) fn detect(doc: &Value) -> MockFormat {
+        match doc {
+            Value::Object(map) if map.contains_key("StateMachines") || map.contains_key("MockedResponses") => {
+                MockFormat::StepFunctionsLocal
+            }
+            _ => MockFormat::Wfc,
+        }
+    }
+
+    /// Reads wfc's own format: an object from state name or resource to one entry or a list.
+    pub(crate) fn from_wfc(doc: &Value) -> Result<MockSet, MockError> {
+        let Value::Object(map) = doc else {
+            return Err(MockError(format!(
+                "mocks must be an object from state name or resource to responses, found {}",
+                kind(doc)
+            )));
+        };
+        let mut by_key = BTreeMap::new();
+        for (key, value) in map {
+            let entries = match value {
+                Value::Array(items) => items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, item)| parse_entry(item).map_err(|e| MockError(format!("mocks[{key:?}][{i}]: {e}"))))
+                    .collect::<Result<Vec<_>, _>>()?,
+                other => vec![parse_entry(other).map_err(|e| MockError(format!("mocks[{key:?}]: {e}")))?],
+            };
+            if entries.is_empty() {
+                return Err(MockError(format!("mocks[{key:?}]: the list of responses is empty")));
+            }
+            by_key.insert(key.clone(), entries);
+        }
+        Ok(MockSet { by_key, calls: Mutex::new(HashMap::new()) })
+    }
+
+    /// Reads a Step Functions Local MockConfigFile and selects one test case.
+    ///
+    /// `state_machine` names the entry of `StateMachines`; it may be omitted when there is exactly
+    /// one, and otherwise falls back to `workflow_name` when that names an entry.
+    pub(crate) fn from_step_functions_local(
+        doc: &Value,
+        state_machine: Option<&str>,
+        workflow_name: &str,
+        test_case: &str,
+    ) -> Result<MockSet, MockError> {
+        let machines = doc
+            .get("StateMachines")
+            .and_then(Value::as_object)
+            .ok_or_else(|| MockError("the mock config has no \"StateMachines\" object".into()))?;
+        let responses = doc
+            .get("MockedResponses")
+            .and_then(Value::as_object)
+            .ok_or_else(|| MockError("the mock config has no \"MockedResponses\" object".into()))?;
+        let machine_name = match state_machine {
+            Some(name) => name.to_owned(),
+            None if machines.len() == 1 => machines.keys().next().cloned().unwrap_or_default(),
+            None if machines.contains_key(workflow_name) => workflow_name.to_owned(),
+            None => {
+                let names: Vec<&str> = machines.keys().map(String::as_str).collect();
+                return Err(MockError(format!(
+                    "the mock config has several state machines ({}); choose one with --state-machine",
+                    names.join(", ")
+                )));
+            }
+        };
+        let machine = machines
+            .get(&machine_name)
+            .ok_or_else(|| MockError(format!("the mock config has no state machine {machine_name:?}")))?;
+        let cases = machine
+            .get("TestCases")
+            .and_then(Value::as_object)
+            .ok_or_else(|| MockError(format!("state machine {machine_name:?} has no \"TestCases\" object")))?;
+        let case = cases.get(test_case).and_then(Value::as_object).ok_or_else(|| {
+            let names: Vec<&str> = cases.keys().map(String::as_str).collect();
+            MockError(format!(
+                "state machine {machine_name:?} has no test case {test_case:?} (it has: {})",
+                names.join(", ")
+            ))
+        })?;
+        let mut by_key = BTreeMap::new();
+        for (state, response_name) in case {
+            let response_name = response_name.as_str().ok_or_else(|| {
+                MockError(format!("test case {test_case:?}: state {state:?} must name a mocked response (a string)"))
+            })?;
+            let response = responses.get(response_name).ok_or_else(|| {
+                MockError(format!(
+                    "test case {test_case:?}: state {state:?} uses mocked response {response_name:?}, which MockedResponses does not define"
+                ))
+            })?;
+            let entries = parse_sfn_response(response)
+                .map_err(|e| MockError(format!("MockedResponses[{response_name:?}]: {e}")))?;
+            by_key.insert(state.clone(), entries);
+        }
+        Ok(MockSet { by_key, calls: Mutex::new(HashMap::new()) })
+    }
+
+    /// The response for the next invocation of the task in state `state` (when known) calling
+    /// `resource`. The state name is looked up first, then the resource. `None`: no mock.
+    pub(crate) fn next(&self, state: Option<&str>, resource: &str) -> Option<MockEntry> {
+        let (key, entries) =
+            state.and_then(|s| self.by_key.get_key_value(s)).or_else(|| self.by_key.get_key_value(resource))?;
+        // A poisoned lock only means another task panicked mid-update; the counts are still usable.
+        let mut calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
+        let n = calls.entry(key.clone()).or_insert(0);
+        let index = (*n).min(entries.len().saturating_sub(1));
+        *n += 1;
+        entries.get(index).cloned()
+    }
+
+    /// Answers one invocation without delay handling: the value, or `(error, cause)`.
+    /// The caller applies [`MockEntry::delay_seconds`] on its own clock first.
+    pub(crate) fn answer(entry: &MockEntry, input: &Value) -> Result<Value, (String, String)> {
+        match &entry.action {
+            MockAction::Return(v) => Ok(v.clone()),
+            MockAction::Echo => Ok(input.clone()),
+            MockAction::Throw { error, cause } => Err((error.clone(), cause.clone())),
+        }
+    }
+
+    /// The `(error, cause)` of a task that no mock answers.
+    pub(crate) fn no_mock(state: Option<&str>, resource: &str) -> (String, String) {
+        let cause = match state {
+            Some(s) => format!("no mock for state {s:?} (resource {resource:?}); add one to the case's \"mocks\""),
+            None => format!("no mock for resource {resource:?}; add one to the case's \"mocks\""),
+        };
+        (NO_MOCK_ERROR.to_owned(), cause)
+    }
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a Boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Reads a field under either spelling (`return`/`Return`): case files follow Step Functions'
+/// capitalisation or ours, whichever the author is used to.
+fn field<'a>(map: &'a serde_json::Map<String, Value>, lower: &str, upper: &str) -> Option<&'a Value> {
+    map.get(lower).or_else(|| map.get(upper))
+}
+
+fn parse_entry(v: &Value) -> Result<MockEntry, String> {
+    let Value::Object(map) = v else {
+        return Err(format!(
+            "a response must be an object like {{\"return\": ...}} or {{\"throw\": {{\"error\": ...}}}}, found {}",
+            kind(v)
+        ));
+    };
+    for key in map.keys() {
+        if !matches!(key.as_str(), "return" | "Return" | "throw" | "Throw" | "echo" | "delay_seconds") {
+            return Err(format!(
+                "unknown field {key:?} (expected one of \"return\", \"throw\", \"echo\", \"delay_seconds\")"
+            ));
+        }
+    }
+    let delay_seconds = match map.get("delay_seconds") {
+        None => 0.0,
+        Some(d) => match d.as_f64() {
+            Some(s) if (0.0..=MAX_DELAY_SECONDS).contains(&s) => s,
+            _ => {
+                return Err(format!(
+                    "\"delay_seconds\" must be a number from 0 to {MAX_DELAY_SECONDS} (AWS's longest task timeout), found {d}"
+                ));
+            }
+        },
+    };
+    let ret = field(map, "return", "Return");
+    let throw = field(map, "throw", "Throw");
+    let echo = match map.get("echo") {
+        None | Some(Value::Bool(false)) => false,
+        Some(Value::Bool(true)) => true,
+        Some(other) => return Err(format!("\"echo\" must be true or false, found {other}")),
+    };
+    let action = match (ret, throw, echo) {
+        (Some(v), None, false) => MockAction::Return(v.clone()),
+        (None, Some(t), false) => parse_throw(t)?,
+        (None, None, true) => MockAction::Echo,
+        (None, None, false) => return Err("a response needs one of \"return\", \"throw\" or \"echo\"".into()),
+        _ => return Err("a response has exactly one of \"return\", \"throw\" or \"echo\"".into()),
+    };
+    Ok(MockEntry { action, delay_seconds })
+}
+
+fn parse_throw(t: &Value) -> Result<MockAction, String> {
+    let Value::Object(map) = t else {
+        return Err(format!("\"throw\" must be an object {{\"error\": ..., \"cause\": ...}}, found {}", kind(t)));
+    };
+    let error = match field(map, "error", "Error") {
+        Some(Value::String(s)) if !s.is_empty() => s.clone(),
+        Some(other) => return Err(format!("\"throw\".\"error\" must be a non-empty string, found {other}")),
+        None => return Err("\"throw\" needs an \"error\" name".into()),
+    };
+    let cause = match field(map, "cause", "Cause") {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => return Err(format!("\"throw\".\"cause\" must be a string, found {other}")),
+    };
+    Ok(MockAction::Throw { error, cause })
+}
+
+/// A Step Functions Local mocked response: keys are zero-based invocation numbers (`"0"`) or
+/// inclusive ranges (`"1-2"`); together they must cover `0..n` without gaps or overlaps.
+fn parse_sfn_response(v: &Value) -> Result<Vec<MockEntry>, String> {
+    let Value::Object(map) = v else {
+        return Err(format!("a mocked response must be an object keyed by invocation number, found {}", kind(v)));
+    };
+    let mut ranges: Vec<(u64, u64, MockEntry)> = Vec::new();
+    for (key, value) in map {
+        let (lo, hi) = parse_range(key)?;
+        let Value::Object(inner) = value else {
+            return Err(format!("invocation {key:?} must be an object with \"Return\" or \"Throw\""));
+        };
+        for k in inner.keys() {
+            if k != "Return" && k != "Throw" {
+                return Err(format!("invocation {key:?}: unknown field {k:?} (expected \"Return\" or \"Throw\")"));
+            }
+        }
+        let action = match (inner.get("Return"), inner.get("Throw")) {
+            (Some(r), None) => MockAction::Return(r.clone()),
+            (None, Some(t)) => parse_throw(t).map_err(|e| format!("invocation {key:?}: {e}"))?,
+            _ => return Err(format!("invocation {key:?} must have exactly one of \"Return\" or \"Throw\"")),
+        };
+        ranges.push((lo, hi, MockEntry { action, delay_seconds: 0.0 }));
+    }
+    ranges.sort_by_key(|(lo, _, _)| *lo);
+    let mut entries = Vec::new();
+    let mut expected = 0u64;
+    for (lo, hi, entry) in ranges {
+        if lo != expected {
+            return Err(format!(
+                "invocation numbers must run from 0 without gaps or overlaps; expected {expected}, found {lo}"
+            ));
+        }
+        // Guard the expansion: a range like "0-99999999" would otherwise allocate without bound.
+        if hi - lo >= 10_000 {
+            return Err(format!("the range {lo}-{hi} is too large (at most 10000 invocations)"));
+        }
+        for _ in lo..=hi {
+            entries.push(entry.clone());
+        }
+        expected = hi + 1;
+    }
+    if entries.is_empty() {
+        return Err("a mocked response needs at least invocation \"0\"".into());
+    }
+    Ok(entries)
+}
+
+fn parse_range(key: &str) -> Result<(u64, u64), String> {
+    let bad = || format!("invocation key {key:?} must be a number (\"0\") or a range (\"1-2\")");
+    match key.split_once('-') {
+        None => {
+            let n: u64 = key.trim().parse().map_err(|_| bad())?;
+            Ok((n, n))
+        }
+        Some((a, b)) => {
+            let lo: u64 = a.trim().parse().map_err(|_| bad())?;
+            let hi: u64 = b.trim().parse().map_err(|_| bad())?;
+            if hi < lo {
+                return Err(format!("invocation range {key:?} ends before it starts"));
+            }
+            Ok((lo, hi))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn wfc_format_consumes_in_order_and_repeats_the_last() {
+        let m = MockSet::from_wfc(&json!({
+            "Flaky": [{"throw": {"error": "E", "cause": "c"}}, {"return": 1}],
+            "arn:r": {"return": "by-resource"}
+        }))
+        .unwrap();
+        assert_eq!(
+            m.next(Some("Flaky"), "x").unwrap().action,
+            MockAction::Throw { error: "E".into(), cause: "c".into() }
+        );
+        assert_eq!(m.next(Some("Flaky"), "x").unwrap().action, MockAction::Return(json!(1)));
+        assert_eq!(m.next(Some("Flaky"), "x").unwrap().action, MockAction::Return(json!(1)));
+        assert_eq!(m.next(Some("Other"), "arn:r").unwrap().action, MockAction::Return(json!("by-resource")));
+        assert!(m.next(Some("Other"), "arn:none").is_none());
+    }
+
+    #[test]
+    fn wfc_json_round_trips() {
+        let m = MockSet::from_wfc(&json!({
+            "A": [{"throw": {"error": "E", "cause": "c"}, "delay_seconds": 1.5}, {"return": null}],
+            "B": {"echo": true}
+        }))
+        .unwrap();
+        let back = MockSet::from_wfc(&m.to_wfc_json()).unwrap();
+        assert_eq!(back.by_key, m.by_key);
+    }
+
+    #[test]
+    fn wfc_format_rejects_bad_entries() {
+        assert!(MockSet::from_wfc(&json!([])).is_err());
+        assert!(MockSet::from_wfc(&json!({"A": []})).is_err());
+        assert!(MockSet::from_wfc(&json!({"A": {"return": 1, "throw": {"error": "E"}}})).is_err());
+        assert!(MockSet::from_wfc(&json!({"A": {"throw": {"cause": "no name"}}})).is_err());
+        assert!(MockSet::from_wfc(&json!({"A": {"retrun": 1}})).is_err());
+        assert!(MockSet::from_wfc(&json!({"A": {"return": 1, "delay_seconds": -1}})).is_err());
+        assert!(MockSet::from_wfc(&json!({"A": {"return": 1, "delay_seconds": 1e300}})).is_err());
+        assert!(MockSet::from_wfc(&json!({"A": {"return": 1, "delay_seconds": "5"}})).is_err());
+        let m = MockSet::from_wfc(&json!({"A": {"Throw": {"Error": "E"}, "delay_seconds": 2}})).unwrap();
+        let e = m.next(Some("A"), "r").unwrap();
+        assert_eq!(e.delay_seconds, 2.0);
+        assert_eq!(e.action, MockAction::Throw { error: "E".into(), cause: String::new() });
+    }
+
+    #[test]
+    fn step_functions_local_ranges_expand() {
+        let doc = json!({
+            "StateMachines": {"M": {"TestCases": {"RetryPath": {"LambdaState": "Retry"}}}},
+            "MockedResponses": {"Retry": {
+                "0": {"Throw": {"Error": "Lambda.ResourceNotReadyException", "Cause": "not ready"}},
+                "1-2": {"Throw": {"Error": "Lambda.TimeoutException", "Cause": "timed out"}},
+                "3": {"Return": {"ok": true}}
+            }}
+        });
+        assert_eq!(MockSet::detect(&doc), MockFormat::StepFunctionsLocal);
+        let m = MockSet::from_step_functions_local(&doc, None, "whatever", "RetryPath").unwrap();
+        let errors: Vec<MockAction> = (0..5).map(|_| m.next(Some("LambdaState"), "r").unwrap().action).collect();
+        assert_eq!(
+            errors[0],
+            MockAction::Throw { error: "Lambda.ResourceNotReadyException".into(), cause: "not ready".into() }
+        );
+        assert_eq!(errors[2], MockAction::Throw { error: "Lambda.TimeoutException".into(), cause: "timed out".into() });
+        assert_eq!(errors[3], MockAction::Return(json!({"ok": true})));
+        assert_eq!(errors[4], MockAction::Return(json!({"ok": true})));
+    }
+
+    #[test]
+    fn step_functions_local_errors_are_reported() {
+        let doc = json!({
+            "StateMachines": {"M": {"TestCases": {"T": {"S": "Missing"}}}, "N": {"TestCases": {}}},
+            "MockedResponses": {"Gap": {"0": {"Return": 1}, "2": {"Return": 2}}}
+        });
+        assert!(MockSet::from_step_functions_local(&doc, None, "x", "T").unwrap_err().0.contains("--state-machine"));
+        assert!(MockSet::from_step_functions_local(&doc, Some("M"), "x", "T").unwrap_err().0.contains("Missing"));
+        assert!(MockSet::from_step_functions_local(&doc, Some("M"), "x", "Nope").unwrap_err().0.contains("Nope"));
+        let gap = json!({"StateMachines": {"M": {"TestCases": {"T": {"S": "Gap"}}}}, "MockedResponses": {"Gap": {"0": {"Return": 1}, "2": {"Return": 2}}}});
+        assert!(MockSet::from_step_functions_local(&gap, None, "x", "T").unwrap_err().0.contains("gaps"));
+        let huge = json!({"StateMachines": {"M": {"TestCases": {"T": {"S": "H"}}}}, "MockedResponses": {"H": {"0-99999999": {"Return": 1}}}});
+        assert!(MockSet::from_step_functions_local(&huge, None, "x", "T").is_err());
+    }
+}

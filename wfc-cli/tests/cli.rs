@@ -1,0 +1,416 @@
+//! End-to-end tests of the `wfc` binary: every command, its exit codes and its output shapes.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+
+fn wfc() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_wfc"));
+    // Keep the compiled engine's cache out of the source tree.
+    cmd.env("WFC_CACHE_DIR", Path::new(env!("CARGO_TARGET_TMPDIR")).join("wfc-cache"));
+    cmd.env_remove("RUST_LOG");
+    cmd
+}
+
+fn run(args: &[&str]) -> Output {
+    wfc().args(args).output().expect("the wfc binary runs")
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().expect("wfc exits normally")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout_json(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("stdout is one JSON value ({e}): {}", stdout(o)))
+}
+
+fn cases_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("tests").join("cases")
+}
+
+fn definition(name: &str) -> String {
+    cases_dir().join("definitions").join(name).display().to_string()
+}
+
+/// A fresh scratch directory for one test.
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-tests").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create the scratch directory");
+    dir
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write a scratch file");
+    path.display().to_string()
+}
+
+const INVALID: &str =
+    r#"{"StartAt": "Nope", "States": {"P": {"Type": "Pas", "Next": "Q"}, "R": {"Type": "Task", "End": true}}}"#;
+
+// ---- check ----------------------------------------------------------------------------------
+
+#[test]
+fn check_valid_definition_exits_0() {
+    let o = run(&["check", &definition("order.asl.json"), &definition("fun-with-math.asl.json")]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(!stderr(&o).contains("error"), "{}", stderr(&o));
+}
+
+#[test]
+fn check_invalid_definition_reports_every_error_and_exits_1() {
+    let dir = scratch("check-invalid");
+    let bad = write(&dir, "order.asl.json", INVALID);
+    let o = wfc().args(["check", "--color", "never", &bad]).output().unwrap();
+    assert_eq!(code(&o), 1);
+    let err = stderr(&o);
+    assert!(err.contains("error[WFC"), "{err}");
+    assert!(err.contains("order.asl.json:1:"), "rustc-style location: {err}");
+    assert!(err.contains("did you mean `Pass`?"), "{err}");
+    let last = err.lines().last().unwrap_or_default();
+    assert_eq!(last, format!("error: could not compile `{bad}` due to 3 previous errors"));
+    assert!(!err.contains("\u{1b}["), "no color with --color never");
+}
+
+#[test]
+fn check_mixed_files_exits_1_and_reports_only_the_bad_one() {
+    let dir = scratch("check-mixed");
+    let bad = write(&dir, "bad.asl.json", INVALID);
+    let o = run(&["check", &definition("add.asl.json"), &bad]);
+    assert_eq!(code(&o), 1);
+    let err = stderr(&o);
+    assert!(!err.contains("add.asl.json"), "the valid file is not mentioned: {err}");
+    assert_eq!(err.matches("could not compile").count(), 1, "{err}");
+}
+
+#[test]
+fn check_json_prints_one_object_per_diagnostic() {
+    let dir = scratch("check-json");
+    let bad = write(&dir, "bad.asl.json", INVALID);
+    let o = run(&["check", "--format", "json", &bad]);
+    assert_eq!(code(&o), 1);
+    let lines: Vec<Value> =
+        stdout(&o).lines().map(|l| serde_json::from_str(l).expect("each line is a JSON object")).collect();
+    assert_eq!(lines.len(), 3, "{}", stdout(&o));
+    for d in &lines {
+        for key in ["code", "severity", "message", "file", "line", "column", "end_line", "end_column", "help"] {
+            assert!(d.get(key).is_some(), "diagnostic lacks {key}: {d}");
+        }
+        assert_eq!(d["severity"], "error");
+        assert_eq!(d["file"], bad.as_str());
+        assert!(d["line"].as_u64().unwrap() >= 1 && d["column"].as_u64().unwrap() >= 1);
+    }
+    assert!(lines.iter().any(|d| d["help"] == "did you mean `Pass`?"), "{lines:?}");
+}
+
+#[test]
+fn check_usage_and_io_errors_exit_2() {
+    assert_eq!(code(&run(&["check"])), 2, "no files is a usage error");
+    let o = run(&["check", "/nonexistent/wfc/definition.asl.json"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("cannot read"), "{}", stderr(&o));
+    assert_eq!(code(&run(&["check", "--format", "xml", &definition("add.asl.json")])), 2);
+    assert_eq!(code(&run(&["frobnicate"])), 2);
+}
+
+// ---- compile and graph ----------------------------------------------------------------------
+
+#[test]
+fn compile_prints_formatted_rust() {
+    let o = run(&["compile", &definition("add.asl.json")]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let code_text = stdout(&o);
+    assert!(code_text.contains("pub mod add {"), "{code_text}");
+    assert!(code_text.contains("pub trait Handler"), "{code_text}");
+    assert!(code_text.contains("\n    "), "formatted over several indented lines");
+}
+
+#[test]
+fn compile_honours_output_module_name_and_runtime_path() {
+    let dir = scratch("compile-options");
+    let out = dir.join("out.rs");
+    let o = run(&[
+        "compile",
+        &definition("add.asl.json"),
+        "-o",
+        &out.display().to_string(),
+        "--module-name",
+        "adder",
+        "--runtime-path",
+        "::my_runtime",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).is_empty(), "the code goes to the file, not stdout");
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.contains("pub mod adder {"), "{text}");
+    assert!(text.contains("::my_runtime::__private"), "{text}");
+    assert!(!text.contains("::wfc_runtime::"), "{text}");
+}
+
+#[test]
+fn compile_invalid_definition_exits_2_with_diagnostics() {
+    let dir = scratch("compile-invalid");
+    let bad = write(&dir, "bad.asl.json", INVALID);
+    let o = run(&["compile", &bad]);
+    assert_eq!(code(&o), 2);
+    assert!(stdout(&o).is_empty());
+    assert!(stderr(&o).contains("could not compile"), "{}", stderr(&o));
+}
+
+#[test]
+fn graph_prints_mermaid_and_dot() {
+    let o = run(&["graph", &definition("choice-state-x.asl.json")]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.starts_with("stateDiagram-v2"), "{text}");
+    assert!(text.contains("ValueInTwenties"), "{text}");
+    let o = run(&["graph", "--format", "dot", &definition("choice-state-x.asl.json")]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.starts_with("digraph"), "{text}");
+    assert!(text.trim_end().ends_with('}'), "{text}");
+    assert_eq!(code(&run(&["graph", "--format", "svg", &definition("add.asl.json")])), 2);
+}
+
+// ---- run ------------------------------------------------------------------------------------
+
+#[test]
+fn run_succeeds_with_mocks_and_prints_status_and_output() {
+    let dir = scratch("run-ok");
+    let mocks = write(&dir, "mocks.json", r#"{"Add": {"return": 7}}"#);
+    let o = run(&["run", &definition("add.asl.json"), "--input", r#"{"val1": 3, "val2": 4}"#, "--mocks", &mocks]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout_json(&o), json!({"status": "SUCCEEDED", "output": 7}));
+}
+
+#[test]
+fn run_on_virtual_time_reports_elapsed_seconds_and_history() {
+    let o = run(&[
+        "run",
+        &definition("wait-seconds-path.asl.json"),
+        "--input",
+        r#"{"delay": 3600}"#,
+        "--virtual-time",
+        "--history",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v = stdout_json(&o);
+    assert_eq!(v["status"], "SUCCEEDED");
+    assert_eq!(v["output"], json!({"delay": 3600}));
+    assert_eq!(v["elapsed_seconds"], 3600);
+    let types: Vec<&str> = v["history"].as_array().unwrap().iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(types.first(), Some(&"ExecutionStarted"));
+    assert_eq!(types.last(), Some(&"ExecutionSucceeded"));
+    assert!(types.contains(&"WaitStateEntered"), "{types:?}");
+}
+
+#[test]
+fn run_without_virtual_time_has_no_elapsed_or_history() {
+    let o = run(&["run", &definition("succeed.asl.json")]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout_json(&o), json!({"status": "SUCCEEDED", "output": {}}));
+}
+
+#[test]
+fn run_failure_exits_1_with_error_and_cause() {
+    let o = run(&["run", &definition("fail.asl.json")]);
+    assert_eq!(code(&o), 1);
+    assert_eq!(stdout_json(&o), json!({"status": "FAILED", "error": "ErrorA", "cause": "Kaiju attack"}));
+}
+
+#[test]
+fn run_timed_out_exits_1() {
+    let o = run(&["run", &definition("execution-timeout.asl.json"), "--virtual-time"]);
+    assert_eq!(code(&o), 1);
+    let v = stdout_json(&o);
+    assert_eq!(v["status"], "TIMED_OUT");
+    assert_eq!(v["error"], "States.Timeout");
+    assert_eq!(v["elapsed_seconds"], 5);
+}
+
+#[test]
+fn run_unmocked_task_fails_with_wfc_no_mock() {
+    let o = run(&["run", &definition("hello-world.asl.json")]);
+    assert_eq!(code(&o), 1);
+    let v = stdout_json(&o);
+    assert_eq!(v["error"], "Wfc.NoMock");
+    let cause = v["cause"].as_str().unwrap();
+    assert!(cause.contains("\"Hello World\"") && cause.contains("function:HelloWorld"), "{cause}");
+}
+
+#[test]
+fn run_reads_input_files_and_step_functions_local_mocks() {
+    let dir = scratch("run-sfn");
+    let input = write(&dir, "input.json", r#"{"total": 30, "customer": "c-9"}"#);
+    let mocks = definition("order-mocks.json");
+    let o = run(&[
+        "run",
+        &definition("order.asl.json"),
+        "--input-file",
+        &input,
+        "--mocks",
+        &mocks,
+        "--test-case",
+        "RetryPath",
+        "--virtual-time",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v = stdout_json(&o);
+    assert_eq!(v["output"]["payment"], json!({"id": "pay-2"}));
+    assert_eq!(v["elapsed_seconds"], 6, "two retries wait 2 s and 4 s");
+    let o = run(&[
+        "run",
+        &definition("order.asl.json"),
+        "--input-file",
+        &input,
+        "--mocks",
+        &mocks,
+        "--test-case",
+        "DeclinedPath",
+    ]);
+    assert_eq!(code(&o), 1);
+    assert_eq!(stdout_json(&o)["error"], "OrderRejected");
+}
+
+#[test]
+fn run_usage_errors_exit_2() {
+    let mocks = definition("order-mocks.json");
+    let order = definition("order.asl.json");
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["run", &order, "--mocks", &mocks],
+        vec!["run", &order, "--mocks", &mocks, "--test-case", "NoSuchCase"],
+        vec!["run", &order, "--test-case", "HappyPath"],
+        vec!["run", &order, "--input", "{not json"],
+        vec!["run", &order, "--input", "{}", "--input-file", "x.json"],
+        vec!["run", &order, "--engine", "jit"],
+        vec!["run", "/nonexistent.asl.json"],
+    ];
+    for args in cases {
+        let o = run(&args);
+        assert_eq!(code(&o), 2, "{args:?}: {}", stderr(&o));
+        assert!(stdout(&o).is_empty(), "{args:?} prints no result");
+    }
+    let o = run(&["run", &order, "--mocks", &mocks]);
+    assert!(stderr(&o).contains("--test-case"), "{}", stderr(&o));
+}
+
+#[test]
+fn run_invalid_definition_exits_2() {
+    let dir = scratch("run-invalid");
+    let bad = write(&dir, "bad.asl.json", INVALID);
+    let o = run(&["run", &bad]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("error[WFC"), "{}", stderr(&o));
+}
+
+// ---- test -----------------------------------------------------------------------------------
+
+fn final_counts(text: &str) -> (usize, usize, usize) {
+    let last = text.lines().last().unwrap_or_default();
+    let nums: Vec<usize> = last.split([' ', ',']).filter_map(|w| w.parse().ok()).collect();
+    assert_eq!(last, format!("{} passed, {} failed, {} skipped", nums[0], nums[1], nums[2]), "exact final line");
+    (nums[0], nums[1], nums[2])
+}
+
+#[test]
+fn test_command_passes_the_conformance_cases() {
+    let o = run(&["test", &cases_dir().display().to_string()]);
+    let out = stdout(&o);
+    assert_eq!(code(&o), 0, "{out}{}", stderr(&o));
+    let (passed, failed, skipped) = final_counts(&out);
+    assert!(passed >= 25, "at least 25 cases: {out}");
+    assert_eq!(failed, 0);
+    assert_eq!(skipped, 1, "the Map case is skipped with its reason");
+    assert!(out.contains("the Map state is not supported yet"), "{out}");
+}
+
+#[test]
+fn test_command_reports_failures_with_a_pointer_and_exits_1() {
+    let dir = scratch("test-failing");
+    let def = definition("pass-no-op.asl.json");
+    let case = json!([
+        {"name": "wrong-output", "definition": def, "input": {"georefOf": "Home"},
+         "expected": {"status": "SUCCEEDED", "output": {"georefOf": "Home", "coords": {"x-datum": 1, "y-datum": 622.2269926397355}}}},
+        {"name": "wrong-status", "definition": def, "expected": {"status": "FAILED", "error": "X"}},
+        {"name": "wrong-trace", "definition": def, "expected": {"status": "SUCCEEDED", "states_visited": ["No-op"], "elapsed_seconds": 1}},
+        {"name": "right", "definition": def, "expected": {"status": "SUCCEEDED", "states_visited": ["No-op", "End"]}},
+        {"name": "later", "skip": "not today", "definition": def, "expected": {"status": "SUCCEEDED"}}
+    ]);
+    write(&dir, "mixed.case.json", &case.to_string());
+    write(
+        &dir,
+        "broken.case.json",
+        r#"{"name": "broken", "definition": "x.asl.json", "expected": {"status": "DONE"}}"#,
+    );
+    let report = dir.join("report.json");
+    let o = run(&["test", &dir.display().to_string(), "--json", &report.display().to_string()]);
+    let out = stdout(&o);
+    assert_eq!(code(&o), 1, "{out}");
+    assert_eq!(final_counts(&out), (1, 4, 1), "{out}");
+    assert!(out.contains("output at /coords/x-datum: expected 1, got 0.381018"), "{out}");
+    assert!(out.contains("status: expected FAILED, got SUCCEEDED"), "{out}");
+    assert!(out.contains("states_visited: first difference at index 1"), "{out}");
+    assert!(out.contains("elapsed_seconds: expected 1, got 0"), "{out}");
+    assert!(out.contains("expected.status must be one of"), "{out}");
+    assert!(out.contains("later") && out.contains("not today"), "{out}");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(
+        (report["passed"].as_u64(), report["failed"].as_u64(), report["skipped"].as_u64()),
+        (Some(1), Some(4), Some(1))
+    );
+    let right = report["cases"].as_array().unwrap().iter().find(|c| c["name"] == "right").unwrap();
+    assert_eq!(right["status"], "passed");
+    assert_eq!(right["outcomes"]["interp"]["status"], "SUCCEEDED");
+}
+
+#[test]
+fn test_command_filters_cases() {
+    let o = run(&["test", &cases_dir().display().to_string(), "--filter", "spec/retry"]);
+    let out = stdout(&o);
+    assert_eq!(code(&o), 0, "{out}");
+    let (passed, failed, skipped) = final_counts(&out);
+    assert_eq!((failed, skipped), (0, 0));
+    // The filter matches names and file paths: spec/retry.case.json holds the complex scenario too.
+    let ran: Vec<&str> = out.lines().filter(|l| l.starts_with("test ")).collect();
+    assert_eq!(passed, ran.len(), "{out}");
+    assert!(ran.iter().any(|l| l.starts_with("test spec/complex-retry-scenario ")), "{out}");
+    assert!(!ran.iter().any(|l| l.contains("choice")), "{out}");
+    assert!(passed >= 4, "{out}");
+}
+
+#[test]
+fn test_command_usage_errors_exit_2() {
+    assert_eq!(code(&run(&["test"])), 2);
+    assert_eq!(code(&run(&["test", "/nonexistent/cases"])), 2);
+    assert_eq!(
+        code(&run(&["test", &cases_dir().display().to_string(), "--engine", "both", "--filter", "x", "--bogus"])),
+        2
+    );
+}
+
+/// The compiled engine builds a cargo project (minutes on a cold cache), so one test covers it:
+/// a few cases through both engines, which must agree on results and on whole histories.
+#[test]
+fn compiled_engine_agrees_with_the_interpreter() {
+    let o = run(&["test", &cases_dir().display().to_string(), "--engine", "both", "--filter", "spec/retry"]);
+    let out = stdout(&o);
+    assert_eq!(code(&o), 0, "{out}{}", stderr(&o));
+    let (passed, failed, _) = final_counts(&out);
+    assert!(passed >= 4 && failed == 0, "{out}");
+    let o = run(&["run", &definition("fail.asl.json"), "--engine", "compiled", "--virtual-time"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert_eq!(
+        stdout_json(&o),
+        json!({"status": "FAILED", "error": "ErrorA", "cause": "Kaiju attack", "elapsed_seconds": 0})
+    );
+}
