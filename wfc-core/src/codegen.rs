@@ -22,7 +22,7 @@ mod names;
 use std::collections::BTreeSet;
 
 use proc_macro2::{Ident, Literal, TokenStream};
-use quote::quote;
+use quote::{format_ident, quote};
 use wfc_ir::{State, StateKind, StateMachine, Transition, Workflow};
 
 use crate::{Settings, Source};
@@ -640,10 +640,13 @@ impl<'a> Generator<'a> {
                 let modules: Vec<&Ident> =
                     branches.iter().filter(|((s, _), _)| *s == index).map(|(_, module)| module).collect();
                 let count = modules.len();
-                let futures = modules.iter().enumerate().map(|(i, module)| {
+                // Each branch records on its own line of control (`Execution::branch`), so its
+                // events chain `previousEventId` within the branch, exactly as the interpreter does.
+                let branch_execs: Vec<Ident> = (0..count).map(|i| format_ident!("__wfc_branch_exec_{}", i)).collect();
+                let futures = modules.iter().zip(&branch_execs).enumerate().map(|(i, (module, branch_exec))| {
                     let input =
                         if i + 1 == count { quote!(input) } else { quote!(::core::clone::Clone::clone(&input)) };
-                    quote!(__wfc::FutureExt::boxed(#module::drive(handler, &exec, #input)))
+                    quote!(__wfc::FutureExt::boxed(#module::drive(handler, &#branch_exec, #input)))
                 });
                 let next = goto(p.transition, quote!(output))?;
                 let goto_arm = catch_targets(p.catch.iter().map(|c| c.next).collect())?;
@@ -659,6 +662,7 @@ impl<'a> Generator<'a> {
                 } else {
                     quote! {
                         move |input: __wfc::Value, exec: __wfc::Execution| async move {
+                            #(let #branch_execs = exec.branch();)*
                             __wfc::exec::join_branches(::std::vec![#(#futures),*]).await
                         }
                     }
