@@ -18,10 +18,13 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 use tracing::Instrument;
 use wfc_ir::{
-    ChoiceState, FailState, OutputPath, ParallelState, PassState, ResultPath, Seconds, StateId, SucceedState,
+    ChoiceState, FailState, MapState, OutputPath, ParallelState, PassState, ResultPath, Seconds, StateId, SucceedState,
     TaskState, Template, WaitDuration, WaitState, Workflow,
 };
 
+#[cfg(feature = "durable")]
+use crate::durable::Journal;
+use crate::limits::Limits;
 use crate::retry::{self, RetryDecision, RetryState};
 use crate::task::Attempt;
 use crate::{Clock, EventType, Failure, History, HistoryEvent, TaskContext, choice, io};
@@ -35,18 +38,38 @@ pub struct RunOptions {
     pub name: Option<String>,
     /// Seed for jitter and other randomness, so runs are reproducible.
     pub seed: u64,
+    /// Payload, history and nesting limits; [`Limits::default`] is what AWS enforces.
+    pub limits: Limits,
+    /// The durable journal (feature `durable`): completed operations replay from it and new
+    /// ones are checkpointed to its store. `None`: nothing is persisted.
+    #[cfg(feature = "durable")]
+    pub journal: Option<Arc<Journal>>,
 }
 
 impl RunOptions {
     /// Real time, the default name, seed 0.
     pub fn real() -> RunOptions {
-        RunOptions { clock: Clock::real(), name: None, seed: 0 }
+        RunOptions {
+            clock: Clock::real(),
+            name: None,
+            seed: 0,
+            limits: Limits::default(),
+            #[cfg(feature = "durable")]
+            journal: None,
+        }
     }
 
     /// Virtual time from 2024-01-01T00:00:00Z (run under [`crate::block_on_virtual`]), the
     /// default name, seed 0: fully deterministic.
     pub fn virtual_time() -> RunOptions {
-        RunOptions { clock: Clock::virtual_default(), name: None, seed: 0 }
+        RunOptions {
+            clock: Clock::virtual_default(),
+            name: None,
+            seed: 0,
+            limits: Limits::default(),
+            #[cfg(feature = "durable")]
+            journal: None,
+        }
     }
 
     /// Sets the execution name.
@@ -58,6 +81,21 @@ impl RunOptions {
     /// Sets the random seed.
     pub fn with_seed(mut self, seed: u64) -> RunOptions {
         self.seed = seed;
+        self
+    }
+
+    /// Sets the payload, history and nesting limits.
+    pub fn with_limits(mut self, limits: Limits) -> RunOptions {
+        self.limits = limits;
+        self
+    }
+
+    /// Runs durably on `journal` (from [`crate::durable::Journal::open`]): the execution takes the
+    /// journal's name and original start time, replays what it recorded and checkpoints the rest.
+    #[cfg(feature = "durable")]
+    pub fn with_journal(mut self, journal: Arc<Journal>) -> RunOptions {
+        self.name = Some(journal.name().to_owned());
+        self.journal = Some(journal);
         self
     }
 }
@@ -119,6 +157,20 @@ pub struct Execution {
     /// The id of the last event recorded along this line of control, the `previousEventId` of
     /// the next. Clones share it; [`Execution::branch`] starts a new line for a Parallel branch.
     cursor: Arc<AtomicU64>,
+    /// Where this line of control is, for deterministic durable operation ids.
+    #[cfg(feature = "durable")]
+    scope: Arc<Scope>,
+}
+
+/// A line of control's position for operation ids: its path (`""` at the top, `Par#1.0/2/` in
+/// branch 2 of the first visit's first attempt of Parallel `Par`), how often each state was
+/// visited on it, and how many branches were created from it.
+#[cfg(feature = "durable")]
+#[derive(Debug, Default)]
+struct Scope {
+    path: String,
+    visits: Mutex<std::collections::HashMap<String, u32>>,
+    branches: std::sync::atomic::AtomicU32,
 }
 
 #[derive(Debug)]
@@ -134,15 +186,38 @@ struct Shared {
     start_time: String,
     started_at: Instant,
     rng: Mutex<StdRng>,
+    limits: Limits,
+    /// Why the execution input was refused (too large or too deep), if it was.
+    input_failure: Option<Failure>,
+    #[cfg(feature = "durable")]
+    journal: Option<Arc<Journal>>,
 }
 
 impl Execution {
     /// Starts an execution of `workflow` on `input`, recording `ExecutionStarted`.
     pub fn start(workflow: &Workflow, input: &Value, options: RunOptions) -> Execution {
-        let RunOptions { clock, name, seed } = options;
+        let RunOptions {
+            clock,
+            name,
+            seed,
+            limits,
+            #[cfg(feature = "durable")]
+            journal,
+        } = options;
         let started_at = Instant::now();
         let start_time = clock.now_rfc3339();
+        // A resumed execution keeps the name and `$$.Execution.StartTime` of its first start.
+        #[cfg(feature = "durable")]
+        let (name, start_time) = match &journal {
+            Some(j) => (Some(j.name().to_owned()), j.start_time().to_owned()),
+            None => (name, start_time),
+        };
         let name = name.unwrap_or_else(|| format!("{}-{seed:016x}", workflow.name));
+        // Checked before the input is copied anywhere: cloning or serializing a document deeper
+        // than the limit would recurse past the end of the stack. A refused input is kept as
+        // `null`, and `finish` fails the execution before its first state.
+        let input_failure = limits.check_payload(&name, input).err();
+        let input = if input_failure.is_some() { &Value::Null } else { input };
         let shared = Shared {
             id: format!("{ARN_PREFIX}:execution:{}:{name}", workflow.name),
             state_machine_id: format!("{ARN_PREFIX}:stateMachine:{}", workflow.name),
@@ -153,10 +228,19 @@ impl Execution {
             start_time,
             started_at,
             rng: Mutex::new(StdRng::seed_from_u64(seed)),
+            limits,
+            input_failure,
             clock,
             history: History::new(),
+            #[cfg(feature = "durable")]
+            journal,
         };
-        let exec = Execution { shared: Arc::new(shared), cursor: Arc::new(AtomicU64::new(0)) };
+        let exec = Execution {
+            shared: Arc::new(shared),
+            cursor: Arc::new(AtomicU64::new(0)),
+            #[cfg(feature = "durable")]
+            scope: Arc::new(Scope::default()),
+        };
         exec.record(
             EventType::ExecutionStarted,
             json!({
@@ -177,7 +261,17 @@ impl Execution {
     {
         // A panic below the state functions (they already turn handler panics into failures)
         // would be a bug in generated code or here; it still ends the execution, not the process.
-        let guarded = AssertUnwindSafe(machine).catch_unwind();
+        // The execution input is a payload like any other: too large or too deep fails the
+        // execution before its first state, as AWS rejects it at StartExecution.
+        let input_ok = match &self.shared.input_failure {
+            Some(failure) => Err(failure.clone()),
+            None => Ok(()),
+        };
+        let guarded = AssertUnwindSafe(async move {
+            input_ok?;
+            machine.await
+        })
+        .catch_unwind();
         let outcome = match timeout_seconds {
             Some(secs) => tokio::time::timeout(Duration::from_secs(secs), guarded).await.ok(),
             None => Some(guarded.await),
@@ -207,13 +301,27 @@ impl Execution {
                 (Status::Failed, None, Some(failure))
             }
         };
-        ExecutionResult {
+        #[allow(unused_mut)] // mutated only with feature `durable`
+        let mut result = ExecutionResult {
             status,
             output,
             error,
-            history: self.history().events(),
+            // The execution is over (its closing event is recorded), so the result takes the
+            // events instead of copying them.
+            history: self.history().take(),
             elapsed: Instant::now().saturating_duration_since(self.shared.started_at),
+        };
+        #[cfg(feature = "durable")]
+        if let Some(journal) = &self.shared.journal
+            && let Err(e) = journal.complete(&result).await
+        {
+            // The outcome could not be made durable (another process owns the execution now):
+            // reporting success would claim a result the store does not have.
+            result.status = Status::Failed;
+            result.output = None;
+            result.error = Some(Failure::runtime(format!("the execution's end could not be checkpointed: {e}")));
         }
+        result
     }
 
     /// The execution's clock.
@@ -224,6 +332,18 @@ impl Execution {
     /// The execution's history.
     pub fn history(&self) -> &History {
         &self.shared.history
+    }
+
+    /// The limits this execution runs under.
+    pub fn limits(&self) -> &Limits {
+        &self.shared.limits
+    }
+
+    /// `States.Runtime` once the history has reached its limit: called before each state and
+    /// each retry, so no loop (a Choice back-edge, a Retry with a huge MaxAttempts) can grow
+    /// the history, and the process's memory, without bound.
+    pub fn check_history(&self) -> Result<(), Failure> {
+        self.shared.limits.check_history(self.shared.history.len())
     }
 
     /// The execution's name (`$$.Execution.Name`).
@@ -250,7 +370,17 @@ impl Execution {
     /// clock, history and random source, but its events chain (`previousEventId`) on their own.
     pub fn branch(&self) -> Execution {
         let at = self.cursor.load(Ordering::SeqCst);
-        Execution { shared: Arc::clone(&self.shared), cursor: Arc::new(AtomicU64::new(at)) }
+        Execution {
+            shared: Arc::clone(&self.shared),
+            cursor: Arc::new(AtomicU64::new(at)),
+            // Branches are created in definition order by both engines, so the index is stable
+            // across runs and so are the operation ids inside the branch.
+            #[cfg(feature = "durable")]
+            scope: Arc::new(Scope {
+                path: format!("{}{}/", self.scope.path, self.scope.branches.fetch_add(1, Ordering::SeqCst)),
+                ..Scope::default()
+            }),
+        }
     }
 
     /// Records an event now, chained to the previous event of this line of control, and
@@ -262,7 +392,9 @@ impl Execution {
         id
     }
 
-    /// Runs `f` with the execution's seeded random source (used for retry jitter).
+    /// Runs `f` with the execution's seeded random source (retry jitter, `States.UUID`,
+    /// unseeded `States.MathRandom`). The source is behind a lock, so `f` must not call
+    /// `with_rng` again (it would deadlock); pass the `rng` it receives down instead.
     pub fn with_rng<R>(&self, f: impl FnOnce(&mut StdRng) -> R) -> R {
         let mut rng = self.shared.rng.lock().unwrap_or_else(|p| p.into_inner());
         f(&mut rng)
@@ -340,6 +472,25 @@ impl<'a> Visit<'a> {
         Visit { exec, name, state_type, entered_time, entered_id, retry_count: 0 }
     }
 
+    /// [`Visit::enter`] after checking the history limit, so every state entry is bounded.
+    fn start(
+        exec: &'a Execution,
+        name: &'a str,
+        state_type: &'static str,
+        input: &Value,
+    ) -> Result<Visit<'a>, Failure> {
+        exec.check_history()?;
+        Ok(Visit::enter(exec, name, state_type, input))
+    }
+
+    /// [`Visit::exit`] after checking the output against the payload and depth limits. The
+    /// next state's input is this output, so inputs need no second check.
+    fn finish(&self, output: &Value) -> Result<(), Failure> {
+        self.exec.limits().check_payload(self.name, output).map_err(|f| self.runtime(f))?;
+        self.exit(output);
+        Ok(())
+    }
+
     fn exit(&self, output: &Value) {
         if let Some(ty) = EventType::exited(self.state_type) {
             self.exec.record(ty, json!({ "name": self.name, "output": output }));
@@ -378,17 +529,17 @@ fn state_span(name: &str, state_type: &'static str) -> tracing::Span {
 /// A Pass state.
 pub async fn pass(exec: &Execution, name: &str, spec: &PassState, input: Value) -> Result<Value, Failure> {
     state_span(name, "Pass").in_scope(|| {
-        let visit = Visit::enter(exec, name, "Pass", &input);
+        let visit = Visit::start(exec, name, "Pass", &input)?;
         let needs_ctx = io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()])
             || spec.parameters.as_ref().is_some_and(io::uses_context);
         let ctx = visit.context_if(needs_ctx);
-        let output = pass_io(spec, input, &ctx).map_err(|f| visit.runtime(f))?;
-        visit.exit(&output);
+        let output = exec.with_rng(|rng| pass_io(spec, input, &ctx, rng)).map_err(|f| visit.runtime(f))?;
+        visit.finish(&output)?;
         Ok(output)
     })
 }
 
-fn pass_io(spec: &PassState, input: Value, ctx: &Value) -> Result<Value, Failure> {
+fn pass_io(spec: &PassState, input: Value, ctx: &Value, rng: &mut StdRng) -> Result<Value, Failure> {
     let replaces_input = spec.result_path.as_ref().is_some_and(|p| p.is_identity());
     let output = match (&spec.result, &spec.parameters) {
         (Some(result), _) => io::result_path(&spec.result_path, input, result.clone())?,
@@ -399,7 +550,7 @@ fn pass_io(spec: &PassState, input: Value, ctx: &Value) -> Result<Value, Failure
             let result = {
                 let effective = io::input_path(&spec.input_path, &input, ctx)?;
                 match parameters {
-                    Some(template) => io::template(template, &effective, ctx)?,
+                    Some(template) => io::template(template, &effective, ctx, rng)?,
                     None => effective.into_owned(),
                 }
             };
@@ -489,7 +640,8 @@ where
     F: FnMut(Value, TaskContext) -> Fut,
     Fut: Future<Output = Result<Value, Failure>>,
 {
-    let mut visit = Visit::enter(exec, name, "Task", &input);
+    let mut visit = Visit::start(exec, name, "Task", &input)?;
+    let visit_no = exec.next_visit(name);
     let io_ctx = io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()]);
     let ctx = visit.context_if(io_ctx);
     let effective = io::input_path(&spec.input_path, &input, &ctx).map_err(|f| visit.runtime(f))?.into_owned();
@@ -497,11 +649,14 @@ where
         resolve_seconds(&spec.timeout, "TimeoutSecondsPath", &effective, &ctx).map_err(|f| visit.runtime(f))?;
     let heartbeat =
         resolve_seconds(&spec.heartbeat, "HeartbeatSecondsPath", &effective, &ctx).map_err(|f| visit.runtime(f))?;
-    let parameters = Parameters::new(spec.parameters.as_ref(), &effective).map_err(|f| visit.runtime(f))?;
+    let parameters = Parameters::new(spec.parameters.as_ref(), &effective, exec).map_err(|f| visit.runtime(f))?;
     let mut retries = RetryState::new(&spec.retry);
     loop {
         visit.retry_count = retries.retry_count();
+        exec.check_history()?;
         let params = parameters.for_attempt(&effective, &visit).map_err(|f| visit.runtime(f))?;
+        // AWS limits the request a task is sent as it limits results.
+        exec.limits().check_payload(name, &params).map_err(|f| visit.runtime(f))?;
         exec.record(
             EventType::TaskScheduled,
             json!({
@@ -514,9 +669,14 @@ where
         let task_ctx = TaskContext::new(name, spec.resource.as_str(), visit.retry_count, exec.name());
         exec.record(EventType::TaskStarted, json!({ "resource": spec.resource }));
         let call_ctx = task_ctx.clone();
-        let outcome = crate::task::run_attempt(|| invoke(params, call_ctx), &task_ctx, timeout, heartbeat).await;
+        let attempt = crate::task::run_attempt(|| invoke(params, call_ctx), &task_ctx, timeout, heartbeat);
+        let outcome =
+            exec.journaled_attempt(name, visit_no, visit.retry_count, attempt).await.map_err(|f| visit.runtime(f))?;
         let failure = match outcome {
             Attempt::Succeeded(result) => {
+                // Checked before the result is recorded or processed: a result that is too
+                // large or too deep is terminal, and AWS names the resource that returned it.
+                exec.limits().check_payload(spec.resource.as_str(), &result).map_err(|f| visit.runtime(f))?;
                 exec.record(EventType::TaskSucceeded, json!({ "resource": spec.resource, "output": result }));
                 let output = finish_result(
                     &visit,
@@ -528,7 +688,7 @@ where
                     io_ctx,
                 )
                 .map_err(|f| visit.runtime(f))?;
-                visit.exit(&output);
+                visit.finish(&output)?;
                 return Ok(Step::Next(output));
             }
             Attempt::Failed(f) => {
@@ -547,7 +707,9 @@ where
             }
         };
         match exec.with_rng(|rng| retries.decide(&spec.retry, &failure.error, rng)) {
-            RetryDecision::Retry { delay, .. } => exec.clock().sleep(delay).await,
+            RetryDecision::Retry { delay, .. } => {
+                exec.backoff(name, visit_no, retries.retry_count(), delay).await.map_err(|f| visit.runtime(f))?
+            }
             RetryDecision::GiveUp => return caught(&visit, &spec.catch, input, failure),
         }
     }
@@ -565,11 +727,12 @@ enum Parameters<'t> {
 }
 
 impl<'t> Parameters<'t> {
-    fn new(template: Option<&'t Template>, effective: &Value) -> Result<Parameters<'t>, Failure> {
+    fn new(template: Option<&'t Template>, effective: &Value, exec: &Execution) -> Result<Parameters<'t>, Failure> {
         Ok(match template {
             None => Parameters::None,
-            Some(t) if io::uses_context(t) => Parameters::PerAttempt(t),
-            Some(t) => Parameters::Fixed(io::template(t, effective, &Value::Null)?),
+            // A random intrinsic (States.UUID) gives each attempt a fresh value, as `$$` does.
+            Some(t) if io::uses_context(t) || io::uses_randomness(t) => Parameters::PerAttempt(t),
+            Some(t) => Parameters::Fixed(exec.with_rng(|rng| io::template(t, effective, &Value::Null, rng))?),
         })
     }
 
@@ -577,7 +740,10 @@ impl<'t> Parameters<'t> {
         match self {
             Parameters::None => Ok(effective.clone()),
             Parameters::Fixed(v) => Ok(v.clone()),
-            Parameters::PerAttempt(t) => io::template(t, effective, &visit.context()),
+            Parameters::PerAttempt(t) => {
+                let ctx = visit.context_if(io::uses_context(t));
+                visit.exec.with_rng(|rng| io::template(t, effective, &ctx, rng))
+            }
         }
     }
 }
@@ -595,7 +761,7 @@ fn finish_result(
     let needs_ctx = io_ctx || selector.as_ref().is_some_and(io::uses_context);
     let ctx = visit.context_if(needs_ctx);
     let result = match selector {
-        Some(t) => io::template(t, &result, &ctx)?,
+        Some(t) => visit.exec.with_rng(|rng| io::template(t, &result, &ctx, rng))?,
         None => result,
     };
     let output = io::result_path(result_path, raw_input, result)?;
@@ -613,14 +779,14 @@ fn caught(
         return Err(failure);
     };
     let output = retry::catch_output(catcher, raw_input, &failure).map_err(|f| visit.runtime(f))?;
-    visit.exit(&output);
+    visit.finish(&output)?;
     Ok(Step::Goto { target: catcher.next, output })
 }
 
 /// A Choice state. No match and no Default is `States.NoChoiceMatched`.
 pub fn choice(exec: &Execution, name: &str, spec: &ChoiceState, input: Value) -> Result<Chosen, Failure> {
     state_span(name, "Choice").in_scope(|| {
-        let visit = Visit::enter(exec, name, "Choice", &input);
+        let visit = Visit::start(exec, name, "Choice", &input)?;
         let needs_ctx = io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()])
             || spec.choices.iter().any(|c| choice::uses_context(&c.condition));
         let ctx = visit.context_if(needs_ctx);
@@ -639,7 +805,7 @@ pub fn choice(exec: &Execution, name: &str, spec: &ChoiceState, input: Value) ->
             ));
         }
         let output = io::output_path(&spec.output_path, effective, &ctx).map_err(|f| visit.runtime(f))?;
-        visit.exit(&output);
+        visit.finish(&output)?;
         Ok(Chosen { branch, output })
     })
 }
@@ -723,27 +889,28 @@ pub async fn wait(exec: &Execution, name: &str, spec: &WaitState, input: Value) 
 }
 
 async fn wait_inner(exec: &Execution, name: &str, spec: &WaitState, input: Value) -> Result<Value, Failure> {
-    let visit = Visit::enter(exec, name, "Wait", &input);
+    let visit = Visit::start(exec, name, "Wait", &input)?;
+    let visit_no = exec.next_visit(name);
     let needs_ctx = io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()])
         || matches!(&spec.duration, WaitDuration::SecondsPath(p) | WaitDuration::TimestampPath(p) if p.root() == wfc_ir::Root::Context);
     let ctx = visit.context_if(needs_ctx);
     let effective = io::input_path_owned(&spec.input_path, input, &ctx).map_err(|f| visit.runtime(f))?;
     let delay = wait_delay(exec, &spec.duration, &effective, &ctx).map_err(|f| visit.runtime(f))?;
-    exec.clock().sleep(delay).await;
+    exec.durable_wait(name, visit_no, delay).await.map_err(|f| visit.runtime(f))?;
     let output = io::output_path(&spec.output_path, effective, &ctx).map_err(|f| visit.runtime(f))?;
-    visit.exit(&output);
+    visit.finish(&output)?;
     Ok(output)
 }
 
 /// A Succeed state.
 pub fn succeed(exec: &Execution, name: &str, spec: &SucceedState, input: Value) -> Result<Value, Failure> {
     state_span(name, "Succeed").in_scope(|| {
-        let visit = Visit::enter(exec, name, "Succeed", &input);
+        let visit = Visit::start(exec, name, "Succeed", &input)?;
         let ctx = visit.context_if(io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()]));
         let output = io::input_path_owned(&spec.input_path, input, &ctx)
             .and_then(|effective| io::output_path(&spec.output_path, effective, &ctx))
             .map_err(|f| visit.runtime(f))?;
-        visit.exit(&output);
+        visit.finish(&output)?;
         Ok(output)
     })
 }
@@ -751,6 +918,9 @@ pub fn succeed(exec: &Execution, name: &str, spec: &SucceedState, input: Value) 
 /// A Fail state: the failure that ends the machine (or is caught by an enclosing Parallel's Catch).
 pub fn fail(exec: &Execution, name: &str, spec: &FailState, input: Value) -> Failure {
     state_span(name, "Fail").in_scope(|| {
+        if let Err(f) = exec.check_history() {
+            return f;
+        }
         let visit = Visit::enter(exec, name, "Fail", &input);
         let ctx = visit.context_if(io::paths_use_context([spec.error_path.as_ref(), spec.cause_path.as_ref()]));
         let read = |literal: &Option<String>, path: &Option<wfc_ir::Path>, field: &str| -> Result<String, Failure> {
@@ -805,17 +975,20 @@ where
     F: FnMut(Value, Execution) -> Fut,
     Fut: Future<Output = Result<Vec<Value>, Failure>>,
 {
-    let mut visit = Visit::enter(exec, name, "Parallel", &input);
+    let mut visit = Visit::start(exec, name, "Parallel", &input)?;
+    let visit_no = exec.next_visit(name);
     let io_ctx = io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()]);
     let ctx = visit.context_if(io_ctx);
     let effective = io::input_path(&spec.input_path, &input, &ctx).map_err(|f| visit.runtime(f))?.into_owned();
-    let parameters = Parameters::new(spec.parameters.as_ref(), &effective).map_err(|f| visit.runtime(f))?;
+    let parameters = Parameters::new(spec.parameters.as_ref(), &effective, exec).map_err(|f| visit.runtime(f))?;
     let mut retries = RetryState::new(&spec.retry);
     loop {
         visit.retry_count = retries.retry_count();
+        exec.check_history()?;
         let branch_input = parameters.for_attempt(&effective, &visit).map_err(|f| visit.runtime(f))?;
         exec.record(EventType::ParallelStateStarted, json!({ "name": name }));
-        let failure = match run_branches(branch_input, exec.clone()).await {
+        let branches_exec = exec.parallel_scope(name, visit_no, visit.retry_count);
+        let failure = match run_branches(branch_input, branches_exec).await {
             Ok(outputs) => {
                 exec.record(EventType::ParallelStateSucceeded, json!({ "name": name }));
                 let result = Value::Array(outputs);
@@ -829,7 +1002,7 @@ where
                     io_ctx,
                 )
                 .map_err(|f| visit.runtime(f))?;
-                visit.exit(&output);
+                visit.finish(&output)?;
                 return Ok(Step::Next(output));
             }
             Err(f) => {
@@ -841,7 +1014,9 @@ where
             }
         };
         match exec.with_rng(|rng| retries.decide(&spec.retry, &failure.error, rng)) {
-            RetryDecision::Retry { delay, .. } => exec.clock().sleep(delay).await,
+            RetryDecision::Retry { delay, .. } => {
+                exec.backoff(name, visit_no, retries.retry_count(), delay).await.map_err(|f| visit.runtime(f))?
+            }
             RetryDecision::GiveUp => return caught(&visit, &spec.catch, input, failure),
         }
     }
@@ -853,4 +1028,180 @@ pub async fn join_branches<'a>(
     branches: Vec<futures::future::BoxFuture<'a, Result<Value, Failure>>>,
 ) -> Result<Vec<Value>, Failure> {
     futures::future::try_join_all(branches).await
+}
+
+/// An inline Map state. `run_iteration` is called once per item per attempt with the item's
+/// input (after `ItemSelector`) and the iteration's own line of control, and must run the item
+/// processor on it; [`crate::map::run_iterations`] bounds the concurrency, records the iteration
+/// events and keeps the results in item order. A Retry re-runs every iteration.
+pub async fn map<F, Fut>(
+    exec: &Execution,
+    name: &str,
+    spec: &MapState,
+    input: Value,
+    run_iteration: F,
+) -> Result<Step, Failure>
+where
+    F: FnMut(Value, Execution) -> Fut,
+    Fut: Future<Output = Result<Value, Failure>>,
+{
+    let mut guard = AbortGuard { exec, name, event: EventType::MapStateAborted, armed: true };
+    let outcome = map_inner(exec, name, spec, input, run_iteration).instrument(state_span(name, "Map")).await;
+    guard.armed = false;
+    outcome
+}
+
+async fn map_inner<F, Fut>(
+    exec: &Execution,
+    name: &str,
+    spec: &MapState,
+    input: Value,
+    mut run_iteration: F,
+) -> Result<Step, Failure>
+where
+    F: FnMut(Value, Execution) -> Fut,
+    Fut: Future<Output = Result<Value, Failure>>,
+{
+    let mut visit = Visit::start(exec, name, "Map", &input)?;
+    let visit_no = exec.next_visit(name);
+    let io_ctx = io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref(), Some(&spec.items_path)]);
+    let ctx = visit.context_if(io_ctx);
+    let effective = io::input_path(&spec.input_path, &input, &ctx).map_err(|f| visit.runtime(f))?.into_owned();
+    let selector_ctx = spec.item_selector.as_ref().is_some_and(io::uses_context);
+    let mut retries = RetryState::new(&spec.retry);
+    loop {
+        visit.retry_count = retries.retry_count();
+        exec.check_history()?;
+        // Per attempt: the context object (and so `$$.State.RetryCount` in ItemSelector) changes.
+        let state_ctx = visit.context_if(io_ctx || selector_ctx);
+        let items = crate::map::items(&spec.items_path, &effective, &state_ctx).map_err(|f| visit.runtime(f))?;
+        let length = items.len();
+        let inputs = exec
+            .with_rng(|rng| {
+                crate::map::iteration_inputs(spec.item_selector.as_ref(), &effective, items, &state_ctx, rng)
+            })
+            .map_err(|f| visit.runtime(f))?;
+        exec.record(EventType::MapStateStarted, json!({ "name": name, "length": length }));
+        let iterations_exec = exec.parallel_scope(name, visit_no, visit.retry_count);
+        let outcome =
+            crate::map::run_iterations(&iterations_exec, name, inputs, spec.max_concurrency, &mut run_iteration).await;
+        let failure = match outcome {
+            Ok(outputs) => {
+                exec.record(EventType::MapStateSucceeded, json!({ "name": name }));
+                let output = finish_result(
+                    &visit,
+                    &spec.result_selector,
+                    &spec.result_path,
+                    &spec.output_path,
+                    input,
+                    Value::Array(outputs),
+                    io_ctx,
+                )
+                .map_err(|f| visit.runtime(f))?;
+                visit.finish(&output)?;
+                return Ok(Step::Next(output));
+            }
+            Err(f) => {
+                exec.record(EventType::MapStateFailed, json!({ "name": name, "error": f.error, "cause": f.cause }));
+                f
+            }
+        };
+        match exec.with_rng(|rng| retries.decide(&spec.retry, &failure.error, rng)) {
+            RetryDecision::Retry { delay, .. } => {
+                exec.backoff(name, visit_no, retries.retry_count(), delay).await.map_err(|f| visit.runtime(f))?
+            }
+            RetryDecision::GiveUp => return caught(&visit, &spec.catch, input, failure),
+        }
+    }
+}
+
+/// The journal hooks: each runs the plain behaviour when the execution has no journal (or the
+/// crate is built without feature `durable`), and the replay rules of [`crate::durable`] when it
+/// has one.
+impl Execution {
+    /// The durable journal, if this execution has one.
+    #[cfg(feature = "durable")]
+    pub fn journal(&self) -> Option<&Arc<Journal>> {
+        self.shared.journal.as_ref()
+    }
+
+    /// Counts a visit to state `name` on this line of control and returns its 1-based number
+    /// (0 without a journal: nothing needs it, so nothing is counted).
+    fn next_visit(&self, name: &str) -> u32 {
+        #[cfg(feature = "durable")]
+        if self.shared.journal.is_some() {
+            let mut visits = self.scope.visits.lock().unwrap_or_else(|p| p.into_inner());
+            let n = visits.entry(name.to_owned()).or_insert(0);
+            *n += 1;
+            return *n;
+        }
+        let _ = name;
+        0
+    }
+
+    /// The deterministic operation id of `name`'s `visit_no`-th visit on this line of control.
+    #[cfg(feature = "durable")]
+    fn op_id(&self, name: &str, visit_no: u32, suffix: &str) -> String {
+        format!("{}{name}#{visit_no}{suffix}", self.scope.path)
+    }
+
+    /// One Task attempt: replayed from the journal when recorded, else run (and checkpointed).
+    async fn journaled_attempt<Fut>(
+        &self,
+        name: &str,
+        visit_no: u32,
+        attempt_no: u32,
+        run: Fut,
+    ) -> Result<Attempt, Failure>
+    where
+        Fut: Future<Output = Attempt>,
+    {
+        #[cfg(feature = "durable")]
+        if let Some(journal) = &self.shared.journal {
+            return journal.step(self.op_id(name, visit_no, &format!(".{attempt_no}")), name, run).await;
+        }
+        let _ = (name, visit_no, attempt_no);
+        Ok(run.await)
+    }
+
+    /// The back-off before retry `retry_no`, as a durable timer.
+    async fn backoff(&self, name: &str, visit_no: u32, retry_no: u32, delay: Duration) -> Result<(), Failure> {
+        #[cfg(feature = "durable")]
+        if let Some(journal) = &self.shared.journal {
+            let id = self.op_id(name, visit_no, &format!(".retry{retry_no}"));
+            return journal.sleep(self.clock(), id, name, "Retry", delay).await;
+        }
+        let _ = (name, visit_no, retry_no);
+        self.clock().sleep(delay).await;
+        Ok(())
+    }
+
+    /// A Wait state's delay, as a durable timer.
+    async fn durable_wait(&self, name: &str, visit_no: u32, delay: Duration) -> Result<(), Failure> {
+        #[cfg(feature = "durable")]
+        if let Some(journal) = &self.shared.journal {
+            return journal.sleep(self.clock(), self.op_id(name, visit_no, ""), name, "Wait", delay).await;
+        }
+        let _ = (name, visit_no);
+        self.clock().sleep(delay).await;
+        Ok(())
+    }
+
+    /// The execution handed to a Parallel attempt's branches: the same line of control, in a
+    /// scope named after the attempt, so each [`Execution::branch`] gets a stable path.
+    fn parallel_scope(&self, name: &str, visit_no: u32, attempt_no: u32) -> Execution {
+        #[cfg(feature = "durable")]
+        if self.shared.journal.is_some() {
+            return Execution {
+                shared: Arc::clone(&self.shared),
+                cursor: Arc::clone(&self.cursor),
+                scope: Arc::new(Scope {
+                    path: self.op_id(name, visit_no, &format!(".{attempt_no}/")),
+                    ..Scope::default()
+                }),
+            };
+        }
+        let _ = (name, visit_no, attempt_no);
+        self.clone()
+    }
 }

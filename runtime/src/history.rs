@@ -34,6 +34,16 @@ pub enum EventType {
     ParallelStateSucceeded,
     ParallelStateFailed,
     ParallelStateAborted,
+    MapStateEntered,
+    MapStateExited,
+    MapStateStarted,
+    MapStateSucceeded,
+    MapStateFailed,
+    MapStateAborted,
+    MapIterationStarted,
+    MapIterationSucceeded,
+    MapIterationFailed,
+    MapIterationAborted,
     TaskScheduled,
     TaskStarted,
     TaskSucceeded,
@@ -69,6 +79,16 @@ impl EventType {
             EventType::ParallelStateSucceeded => "ParallelStateSucceeded",
             EventType::ParallelStateFailed => "ParallelStateFailed",
             EventType::ParallelStateAborted => "ParallelStateAborted",
+            EventType::MapStateEntered => "MapStateEntered",
+            EventType::MapStateExited => "MapStateExited",
+            EventType::MapStateStarted => "MapStateStarted",
+            EventType::MapStateSucceeded => "MapStateSucceeded",
+            EventType::MapStateFailed => "MapStateFailed",
+            EventType::MapStateAborted => "MapStateAborted",
+            EventType::MapIterationStarted => "MapIterationStarted",
+            EventType::MapIterationSucceeded => "MapIterationSucceeded",
+            EventType::MapIterationFailed => "MapIterationFailed",
+            EventType::MapIterationAborted => "MapIterationAborted",
             EventType::TaskScheduled => "TaskScheduled",
             EventType::TaskStarted => "TaskStarted",
             EventType::TaskSucceeded => "TaskSucceeded",
@@ -87,6 +107,7 @@ impl EventType {
             "Succeed" => EventType::SucceedStateEntered,
             "Fail" => EventType::FailStateEntered,
             "Parallel" => EventType::ParallelStateEntered,
+            "Map" => EventType::MapStateEntered,
             _ => return None,
         })
     }
@@ -100,6 +121,7 @@ impl EventType {
             "Wait" => EventType::WaitStateExited,
             "Succeed" => EventType::SucceedStateExited,
             "Parallel" => EventType::ParallelStateExited,
+            "Map" => EventType::MapStateExited,
             _ => return None,
         })
     }
@@ -159,6 +181,13 @@ impl History {
     /// A snapshot of every event so far, in order.
     pub fn events(&self) -> Vec<HistoryEvent> {
         self.lock().clone()
+    }
+
+    /// Moves every event out, leaving the history empty: for the end of an execution, when the
+    /// result takes the history and nothing records any more. Unlike [`History::events`] it does
+    /// not copy every event's input and output (for large documents, the biggest cost of a run).
+    pub fn take(&self) -> Vec<HistoryEvent> {
+        std::mem::take(&mut *self.lock())
     }
 
     /// The number of events so far.

@@ -138,6 +138,16 @@ pub async fn run_machine(
             StateKind::Wait(spec) => (exec::wait(exec, name, spec, input).await?, spec.transition),
             StateKind::Succeed(spec) => return exec::succeed(exec, name, spec, input),
             StateKind::Fail(spec) => return Err(exec::fail(exec, name, spec, input)),
+            StateKind::Map(spec) => {
+                let processor = &spec.item_processor;
+                let step =
+                    exec::map(exec, name, spec, input, |item, line| run_iteration(processor, handler, item, line))
+                        .await?;
+                match step {
+                    Step::Next(output) => (output, spec.transition),
+                    Step::Goto { target, output } => (output, Transition::Next(target)),
+                }
+            }
             StateKind::Parallel(spec) => {
                 let step = exec::parallel(exec, name, spec, input, |effective, exec| {
                     run_branches(spec.branches.as_slice(), handler, effective, exec)
@@ -180,4 +190,15 @@ fn run_branches<'a>(
             .collect();
         exec::join_branches(futures).await
     })
+}
+
+/// Runs one Map iteration through the item processor on the line of control `exec`; boxed
+/// because iterations recurse into [`run_machine`].
+fn run_iteration<'a>(
+    processor: &'a StateMachine,
+    handler: &'a dyn DynHandler,
+    input: Value,
+    exec: Execution,
+) -> BoxFuture<'a, Result<Value, Failure>> {
+    Box::pin(async move { run_machine(&exec, processor, handler, input).await })
 }

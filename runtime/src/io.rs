@@ -7,6 +7,7 @@
 
 use std::borrow::Cow;
 
+use rand::RngCore;
 use serde_json::{Map, Value};
 use wfc_ir::{InputPath, OutputPath, Path, ResultPath, Root, Template};
 
@@ -82,18 +83,29 @@ pub fn select_opt(path: &Path, input: &Value, context: &Value) -> Option<Value> 
 
 /// Evaluates a payload template (`Parameters`, `ResultSelector`) against `input` (`$`) and the
 /// context object (`$$`). Literal subtrees are copied; each `"key.$"` entry is replaced by what
-/// its path selects, and a path that selects nothing is `States.Runtime` naming that field.
-pub fn template(template: &Template, input: &Value, context: &Value) -> Result<Value, Failure> {
-    eval_template(template, "Parameters", input, context)
+/// its path selects or its intrinsic function returns, and a path that selects nothing is
+/// `States.Runtime` naming that field. `rng` is the execution's random source, which
+/// `States.UUID` and unseeded `States.MathRandom` draw from (see [`Execution::with_rng`]).
+///
+/// [`Execution::with_rng`]: crate::exec::Execution::with_rng
+pub fn template(template: &Template, input: &Value, context: &Value, rng: &mut dyn RngCore) -> Result<Value, Failure> {
+    eval_template(template, "Parameters", input, context, rng)
 }
 
-fn eval_template(template: &Template, field: &str, input: &Value, context: &Value) -> Result<Value, Failure> {
+fn eval_template(
+    template: &Template,
+    field: &str,
+    input: &Value,
+    context: &Value,
+    rng: &mut dyn RngCore,
+) -> Result<Value, Failure> {
     match template {
         Template::Literal(v) => Ok(v.clone()),
         Template::Path(p) => select_field(p, field, input, context),
+        Template::Intrinsic(i) => crate::intrinsics::evaluate(i, field, input, context, rng),
         Template::Array(items) => items
             .iter()
-            .map(|t| eval_template(t, field, input, context))
+            .map(|t| eval_template(t, field, input, context, rng))
             .collect::<Result<Vec<_>, _>>()
             .map(Value::Array),
         Template::Object(entries) => {
@@ -102,7 +114,8 @@ fn eval_template(template: &Template, field: &str, input: &Value, context: &Valu
                 let evaluated = match value {
                     // AWS names the field as written, with its `.$` suffix.
                     Template::Path(p) => select_field(p, &format!("{key}.$"), input, context)?,
-                    other => eval_template(other, key, input, context)?,
+                    Template::Intrinsic(i) => crate::intrinsics::evaluate(i, &format!("{key}.$"), input, context, rng)?,
+                    other => eval_template(other, key, input, context, rng)?,
                 };
                 out.insert(key.clone(), evaluated);
             }
@@ -117,8 +130,20 @@ pub fn uses_context(template: &Template) -> bool {
     match template {
         Template::Literal(_) => false,
         Template::Path(p) => p.root() == Root::Context,
+        Template::Intrinsic(i) => i.uses_context(),
         Template::Array(items) => items.iter().any(uses_context),
         Template::Object(entries) => entries.iter().any(|(_, t)| uses_context(t)),
+    }
+}
+
+/// Whether a template draws from the execution's random source (`States.UUID`, unseeded
+/// `States.MathRandom`), so that, like a `$$` template, it is evaluated afresh on each attempt.
+pub fn uses_randomness(template: &Template) -> bool {
+    match template {
+        Template::Literal(_) | Template::Path(_) => false,
+        Template::Intrinsic(i) => i.uses_randomness(),
+        Template::Array(items) => items.iter().any(uses_randomness),
+        Template::Object(entries) => entries.iter().any(|(_, t)| uses_randomness(t)),
     }
 }
 

@@ -11,6 +11,9 @@
 //! - [`clock`]: real or virtual time. Under [`block_on_virtual`] with [`Clock::virtual_default`],
 //!   Waits, back-off and timeouts take no real time and every timestamp is reproducible.
 //! - [`history`]: AWS-shaped execution history.
+//! - `durable` (feature `durable`): checkpoint and replay on a SQLite store, so an execution
+//!   resumes after a crash without re-running completed tasks (docs/durable.md).
+//! - [`limits`]: payload, history and nesting limits ([`RunOptions::limits`]), with AWS's errors.
 //!
 //! ```
 //! use wfc_runtime::interp::{self, Handlers};
@@ -29,11 +32,16 @@
 
 pub mod choice;
 pub mod clock;
+#[cfg(feature = "durable")]
+pub mod durable;
 pub mod error;
 pub mod exec;
 pub mod history;
 pub mod interp;
+pub mod intrinsics;
 pub mod io;
+pub mod limits;
+pub mod map;
 pub mod retry;
 pub mod task;
 
@@ -45,6 +53,7 @@ pub use error::{Failure, TaskError};
 pub use exec::{Execution, ExecutionResult, RunOptions, Status};
 pub use history::{EventType, History, HistoryEvent};
 pub use interp::{DynHandler, Handlers};
+pub use limits::Limits;
 pub use serde_json::{Value, json};
 pub use task::TaskContext;
 pub use wfc_ir as ir;

@@ -27,9 +27,16 @@ impl DefinitionText {
         Source { path: &self.path, text: &self.text }
     }
 
-    /// Parses, validates and lowers it.
+    /// Parses, validates and lowers it, with the default optimizer passes.
     pub(crate) fn load(&self) -> Result<Loaded, Diagnostics> {
         wfc_core::load(self.source())
+    }
+
+    /// [`DefinitionText::load`] with the given optimizer passes.
+    pub(crate) fn load_with(&self, passes: wfc_core::optimize::Passes) -> Result<Loaded, Diagnostics> {
+        let mut settings = wfc_core::Settings::new();
+        settings.passes(passes);
+        wfc_core::load_with(self.source(), &settings)
     }
 }
 

@@ -39,6 +39,7 @@ pub(crate) fn compile(args: &CompileArgs) -> Exit {
     if let Some(path) = &args.runtime_path {
         settings.runtime_path(path.clone());
     }
+    settings.passes(args.opt.passes());
     match wfc_core::compile(def.source(), &settings) {
         Ok(compiled) => {
             print_human(&def.path, &compiled.warnings, color);

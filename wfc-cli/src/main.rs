@@ -8,6 +8,7 @@ mod check;
 mod compiled;
 
 mod diff;
+mod durable;
 mod emit;
 mod engine;
 mod mocks;
@@ -40,6 +41,36 @@ enum Command {
     Run(RunArgs),
     /// Run every case file (`*.case.json`) under the given paths.
     Test(TestArgs),
+    /// Inspect durable executions in a store (see `wfc run --store`).
+    Executions(ExecutionsArgs),
+}
+
+/// `wfc executions`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ExecutionsArgs {
+    /// The store: `sqlite:PATH` (add `?synchronous=normal` for faster, less durable commits).
+    #[arg(long, value_name = "URL")]
+    pub(crate) store: String,
+    /// What to show.
+    #[command(subcommand)]
+    pub(crate) command: ExecutionsCommand,
+}
+
+/// `wfc executions` subcommands; each prints JSON on stdout.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ExecutionsCommand {
+    /// Every execution, newest first.
+    List,
+    /// One execution and its journal of operations.
+    Describe {
+        /// The execution name.
+        name: String,
+    },
+    /// The history of a finished execution.
+    History {
+        /// The execution name.
+        name: String,
+    },
 }
 
 /// `wfc check`.
@@ -101,6 +132,55 @@ pub(crate) struct CompileArgs {
     /// Path of the runtime crate in generated code (default `::wfc_runtime`).
     #[arg(long, value_name = "PATH")]
     pub(crate) runtime_path: Option<String>,
+    /// Optimizer passes.
+    #[command(flatten)]
+    pub(crate) opt: OptArgs,
+}
+
+/// `--no-opt PASS` / `--opt PASS`: which optimizer passes run (see docs/cli.md).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct OptArgs {
+    /// Turn off an optimizer pass (repeatable): paths, unreachable, fold-pass, thread-choice, or all.
+    #[arg(long = "no-opt", value_name = "PASS", value_parser = pass_name)]
+    pub(crate) no_opt: Vec<String>,
+    /// Turn on a pass that is off by default because it changes histories (fold-pass,
+    /// thread-choice, or all); repeatable. A named `--no-opt PASS` wins over `--opt PASS`.
+    #[arg(long = "opt", value_name = "PASS", value_parser = pass_name)]
+    pub(crate) opt: Vec<String>,
+}
+
+impl OptArgs {
+    /// The passes to run: none if `--no-opt=all`, else the defaults; plus `--opt`; minus the
+    /// other `--no-opt` names. So `--no-opt=all --opt=fold-pass` runs fold-pass alone.
+    pub(crate) fn passes(&self) -> wfc_core::optimize::Passes {
+        let mut passes = if self.no_opt.iter().any(|n| n == "all") {
+            wfc_core::optimize::Passes::none()
+        } else {
+            wfc_core::optimize::Passes::default()
+        };
+        // Names were validated by `pass_name` when parsing, so these cannot fail.
+        for name in &self.opt {
+            let _ = passes.enable_named(name);
+        }
+        for name in self.no_opt.iter().filter(|n| *n != "all") {
+            let _ = passes.disable_named(name);
+        }
+        passes
+    }
+
+    /// Whether the passes differ from the defaults (the compiled engine only has the defaults:
+    /// it compiles with `include_workflow!`, which takes no optimizer settings).
+    pub(crate) fn is_default(&self) -> bool {
+        self.passes() == wfc_core::optimize::Passes::default()
+    }
+}
+
+/// Validates a pass name for clap (`all` or one of the optimizer's passes).
+fn pass_name(name: &str) -> Result<String, String> {
+    if name == "all" {
+        return Ok(name.to_owned());
+    }
+    name.parse::<wfc_core::optimize::Pass>().map(|_| name.to_owned()).map_err(|e| e.to_string())
 }
 
 /// `wfc graph`.
@@ -166,6 +246,13 @@ pub(crate) struct RunArgs {
     /// Execution name (`$$.Execution.Name`).
     #[arg(long, value_name = "NAME")]
     pub(crate) name: Option<String>,
+    /// Run durably in this store (`sqlite:PATH`): starts execution `--name` or resumes it where it
+    /// stopped; a finished one prints how it ended.
+    #[arg(long, value_name = "URL", requires = "name")]
+    pub(crate) store: Option<String>,
+    /// Optimizer passes.
+    #[command(flatten)]
+    pub(crate) opt: OptArgs,
 }
 
 /// Engines `wfc test` can use.
@@ -194,6 +281,9 @@ pub(crate) struct TestArgs {
     /// Also write a JSON report of every case to this file.
     #[arg(long, value_name = "REPORT")]
     pub(crate) json: Option<PathBuf>,
+    /// Optimizer passes.
+    #[command(flatten)]
+    pub(crate) opt: OptArgs,
 }
 
 /// Exit statuses shared by every command.
@@ -234,7 +324,11 @@ fn main() -> ExitCode {
         Command::Check(args) => check::run(&args),
         Command::Compile(args) => emit::compile(&args),
         Command::Graph(args) => emit::graph(&args),
-        Command::Run(args) => run::run(&args),
+        Command::Run(args) => match &args.store {
+            Some(url) => durable::run(&args, url),
+            None => run::run(&args),
+        },
+        Command::Executions(args) => durable::executions(&args),
         Command::Test(args) => test_cmd::run(&args),
     };
     exit.into()

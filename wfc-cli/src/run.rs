@@ -8,10 +8,11 @@ use serde_json::Value;
 use crate::check::{DefinitionText, definition_error};
 use crate::engine::{self, Execution};
 use crate::mocks::{MockFormat, MockSet};
-use crate::{ColorChoice, Exit, RunArgs, fatal};
+use crate::{ColorChoice, EngineChoice, Exit, RunArgs, fatal};
 
-/// Reads the execution input from `--input` or `--input-file` (default `{}`).
-fn read_input(args: &RunArgs) -> Result<Value, String> {
+/// Reads the execution input from `--input` or `--input-file` (default `{}`); `--store` runs
+/// use it too.
+pub(crate) fn read_input(args: &RunArgs) -> Result<Value, String> {
     match (&args.input, &args.input_file) {
         (Some(text), _) => serde_json::from_str(text).map_err(|e| format!("--input is not valid JSON: {e}")),
         (None, Some(path)) => {
@@ -69,7 +70,12 @@ pub(crate) fn run(args: &RunArgs) -> Exit {
         Ok(d) => d,
         Err(e) => return fatal(e),
     };
-    let loaded = match def.load() {
+    if args.engine == EngineChoice::Compiled && !args.opt.is_default() {
+        return fatal(
+            "--no-opt/--opt apply to the interpreter only: the compiled engine builds with include_workflow!, which runs the default passes",
+        );
+    }
+    let loaded = match def.load_with(args.opt.passes()) {
         Ok(l) => l,
         Err(diags) => return definition_error(&def.path, &diags, color),
     };

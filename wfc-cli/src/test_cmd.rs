@@ -45,7 +45,7 @@ fn engine_name(e: EngineChoice) -> &'static str {
 
 /// Loads a case's definition; an invalid one is reported with its diagnostics (no color: the text
 /// is embedded in the failure report).
-fn load_definition(case: &Case) -> Result<LoadedDefinition, Vec<String>> {
+fn load_definition(case: &Case, passes: wfc_core::optimize::Passes) -> Result<LoadedDefinition, Vec<String>> {
     let text = match &case.definition {
         Definition::File(path) => DefinitionText::read(path).map_err(|e| vec![e])?,
         Definition::Inline(doc) => DefinitionText {
@@ -53,7 +53,7 @@ fn load_definition(case: &Case) -> Result<LoadedDefinition, Vec<String>> {
             text: serde_json::to_string_pretty(doc).map_err(|e| vec![e.to_string()])?,
         },
     };
-    match text.load() {
+    match text.load_with(passes) {
         Ok(loaded) => Ok(LoadedDefinition { workflow: loaded.workflow, text }),
         Err(diags) => {
             let mut lines = vec![format!("the definition {} is invalid:", text.path)];
@@ -172,6 +172,11 @@ pub(crate) fn run(args: &TestArgs) -> Exit {
         TestEngine::Compiled => vec![EngineChoice::Compiled],
         TestEngine::Both => vec![EngineChoice::Interp, EngineChoice::Compiled],
     };
+    if engines.contains(&EngineChoice::Compiled) && !args.opt.is_default() {
+        return fatal(
+            "--no-opt/--opt apply to the interpreter only: the compiled engine builds with include_workflow!, which runs the default passes",
+        );
+    }
     let matches = |name: &str, file: &std::path::Path| {
         args.filter.as_deref().is_none_or(|f| name.contains(f) || file.display().to_string().contains(f))
     };
@@ -199,7 +204,7 @@ pub(crate) fn run(args: &TestArgs) -> Exit {
     // Load each definition once, however many cases use it.
     let mut cache: HashMap<String, Result<LoadedDefinition, Vec<String>>> = HashMap::new();
     for c in cases.iter().filter(|c| c.skip.is_none()) {
-        cache.entry(definition_key(c)).or_insert_with(|| load_definition(c));
+        cache.entry(definition_key(c)).or_insert_with(|| load_definition(c, args.opt.passes()));
     }
     if engines.contains(&EngineChoice::Compiled) {
         // Build every definition into one program up front, so each case does not pay a build.

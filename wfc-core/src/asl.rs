@@ -3,8 +3,8 @@
 //! Scope: the 2016 spec plus the AWS additions the IR has room for (payload templates with `.$`
 //! paths, `ResultSelector`, `TimeoutSecondsPath`/`HeartbeatSecondsPath`, the Wait `*Path` forms,
 //! the Choice `*Path` operands, `Is*` and `StringMatches`, `MaxDelaySeconds`/`JitterStrategy`,
-//! Fail `ErrorPath`/`CausePath`). The Map state, JSONata and intrinsic functions are rejected with
-//! their own codes rather than crashing or being silently ignored.
+//! Fail `ErrorPath`/`CausePath`, intrinsic functions in `.$` template values). JSONata is rejected
+//! with its own code rather than crashing or being silently ignored.
 //!
 //! How it works: one pass walks the tree, checks every field against a per-state-type whitelist
 //! ([`STATE_FIELDS`]), validates values and builds IR directly. State names of a machine are
@@ -20,8 +20,8 @@ use std::ops::Range;
 
 use serde_json::Value;
 use wfc_ir::{
-    Catcher, ChoiceBranch, ChoiceState, Comparison, Condition, FailState, Jitter, Location, Operand, Operator,
-    ParallelState, PassState, Path, ReferencePath, Retrier, Seconds, State, StateId, StateKind, StateMachine,
+    Catcher, ChoiceBranch, ChoiceState, Comparison, Condition, FailState, Jitter, Location, MapState, Operand,
+    Operator, ParallelState, PassState, Path, ReferencePath, Retrier, Seconds, State, StateId, StateKind, StateMachine,
     SucceedState, TaskState, Template, Transition, WaitDuration, WaitState, Workflow,
 };
 
@@ -118,7 +118,57 @@ pub const STATE_FIELDS: &[(&str, &[&str])] = &[
             "End",
         ],
     ),
+    (
+        "Map",
+        &[
+            "Type",
+            "Comment",
+            "QueryLanguage",
+            "InputPath",
+            "OutputPath",
+            "ItemsPath",
+            "ItemSelector",
+            "Parameters",
+            "ItemProcessor",
+            "Iterator",
+            "MaxConcurrency",
+            "ResultSelector",
+            "ResultPath",
+            "Retry",
+            "Catch",
+            "Next",
+            "End",
+            // Accepted by name so that each gets its own "not supported yet" diagnostic.
+            "MaxConcurrencyPath",
+            "ItemReader",
+            "ItemBatcher",
+            "ResultWriter",
+            "Label",
+            "ToleratedFailureCount",
+            "ToleratedFailureCountPath",
+            "ToleratedFailurePercentage",
+            "ToleratedFailurePercentagePath",
+        ],
+    ),
 ];
+
+/// Map fields wfc knows but does not support yet: all but `MaxConcurrencyPath` exist only in
+/// DISTRIBUTED mode.
+const MAP_UNSUPPORTED_FIELDS: &[&str] = &[
+    "MaxConcurrencyPath",
+    "ItemReader",
+    "ItemBatcher",
+    "ResultWriter",
+    "Label",
+    "ToleratedFailureCount",
+    "ToleratedFailureCountPath",
+    "ToleratedFailurePercentage",
+    "ToleratedFailurePercentagePath",
+];
+/// The fields of a Map's `ItemProcessor` (or legacy `Iterator`).
+const PROCESSOR_FIELDS: &[&str] = &["StartAt", "States", "Comment", "ProcessorConfig"];
+/// Largest MaxConcurrency accepted: AWS documents no maximum; this keeps it in any integer type.
+const MAX_CONCURRENCY: u64 = u32::MAX as u64;
 
 const TOP_FIELDS: &[&str] = &["StartAt", "States", "Comment", "Version", "TimeoutSeconds", "QueryLanguage"];
 const BRANCH_FIELDS: &[&str] = &["StartAt", "States", "Comment"];
@@ -394,10 +444,13 @@ impl<'t> Cx<'t> {
         if s.starts_with("States.") {
             self.error(
                 codes::INTRINSIC_UNSUPPORTED,
-                format!("intrinsic functions are not supported yet (in `{field}`)"),
+                format!("an intrinsic function cannot be used in `{field}`, which takes a path"),
                 v.span.clone(),
             )
-            .help = Some("compute the value in a Task instead".to_owned());
+            .help = Some(
+                "intrinsic functions work in `.$` values of Parameters and ResultSelector; compute the value there"
+                    .to_owned(),
+            );
             return None;
         }
         match Path::parse(s) {
@@ -491,6 +544,24 @@ impl<'t> Cx<'t> {
         }
     }
 
+    /// An intrinsic function call (`States.Format(...)`) in the `.$` value `field`, with arity
+    /// and literal argument types checked; errors point into the call where the string is
+    /// written without escapes.
+    fn intrinsic(&mut self, s: &str, v: &SpannedValue, field: &str) -> Option<wfc_ir::intrinsics::Intrinsic> {
+        match wfc_ir::intrinsics::Intrinsic::parse(s) {
+            Ok(i) => Some(i),
+            Err(e) => {
+                let span = self.inner_span(v, s, e.offset);
+                self.error(
+                    codes::BAD_INTRINSIC,
+                    format!("invalid intrinsic function in `{field}`: {}", e.message),
+                    span,
+                );
+                None
+            }
+        }
+    }
+
     /// A payload template (`Parameters`, `ResultSelector`). Bounded by the tree's depth limit.
     fn template(&mut self, v: &SpannedValue) -> Template {
         match &v.kind {
@@ -501,6 +572,10 @@ impl<'t> Cx<'t> {
                     if let Some(name) = k.name.strip_suffix(".$") {
                         dynamic = true;
                         let t = match &val.kind {
+                            ValueKind::String(s) if s.starts_with("States.") => match self.intrinsic(s, val, &k.name) {
+                                Some(i) => Template::Intrinsic(i),
+                                None => Template::Literal(Value::Null),
+                            },
                             ValueKind::String(s) => match self.path_str(s, val, &k.name) {
                                 Some(p) => Template::Path(p),
                                 None => Template::Literal(Value::Null),
@@ -806,7 +881,7 @@ impl<'t> Cx<'t> {
                 let typo = obj.entries.iter().find(|(k, _)| suggest(&k.name, ["Type"]).is_some()).map(|(k, _)| k);
                 let help = match typo {
                     Some(k) => format!("`{}` is not a field; did you mean `Type`?", k.name),
-                    None => "add `\"Type\"`: one of Pass, Task, Choice, Wait, Succeed, Fail, Parallel".to_owned(),
+                    None => "add `\"Type\"`: one of Pass, Task, Choice, Wait, Succeed, Fail, Parallel, Map".to_owned(),
                 };
                 self.error(
                     codes::MISSING_FIELD,
@@ -831,17 +906,11 @@ impl<'t> Cx<'t> {
             },
         };
         let (ty, ty_value) = ty;
-        if ty == "Map" {
-            self.error(codes::MAP_UNSUPPORTED, "the Map state is not supported yet", ty_value.span.clone()).help =
-                Some("iterate in a Task, or unroll the items into a Parallel state".to_owned());
-            self.scopes[scope].broken = true;
-            return None;
-        }
         let Some((_, allowed)) = STATE_FIELDS.iter().find(|(t, _)| *t == ty) else {
             let d = self.error(codes::UNKNOWN_STATE_TYPE, format!("unknown state type `{ty}`"), ty_value.span.clone());
             d.help = Some(match suggest(ty, STATE_FIELDS.iter().map(|(t, _)| *t)) {
                 Some(s) => format!("did you mean `{s}`?"),
-                None => "the state types are Pass, Task, Choice, Wait, Succeed, Fail and Parallel".to_owned(),
+                None => "the state types are Pass, Task, Choice, Wait, Succeed, Fail, Parallel and Map".to_owned(),
             });
             self.scopes[scope].broken = true;
             return None;
@@ -883,6 +952,7 @@ impl<'t> Cx<'t> {
             }
             "Fail" => self.fail(scope, obj),
             "Parallel" => self.parallel(scope, id, obj, key, depth),
+            "Map" => self.map(scope, id, obj, key, depth),
             _ => None,
         }
     }
@@ -1354,6 +1424,160 @@ impl<'t> Cx<'t> {
             catch,
             transition: transition?,
         }))
+    }
+
+    /// An inline Map state. Its `ItemProcessor` (or legacy `Iterator`) is a closed scope, like a
+    /// Parallel branch, and counts toward the same nesting limit.
+    fn map(&mut self, scope: usize, id: StateId, obj: Obj<'_>, key: &SpannedKey, depth: usize) -> Option<StateKind> {
+        let mut ok = true;
+        for field in MAP_UNSUPPORTED_FIELDS {
+            if let Some(k) = obj.key(field) {
+                let (message, help) = if *field == "MaxConcurrencyPath" {
+                    (
+                        "`MaxConcurrencyPath` is not supported yet".to_owned(),
+                        "give a fixed `MaxConcurrency` (0 means no limit)".to_owned(),
+                    )
+                } else {
+                    (
+                        format!("`{field}` belongs to the DISTRIBUTED Map, which is not supported yet"),
+                        "remove the field: an INLINE Map iterates over the array at `ItemsPath`".to_owned(),
+                    )
+                };
+                self.error(codes::MAP_UNSUPPORTED, message, k.span.clone()).help = Some(help);
+                ok = false;
+            }
+        }
+        for (new, legacy) in [("ItemSelector", "Parameters"), ("ItemProcessor", "Iterator")] {
+            if let (Some(n), Some(l)) = (obj.key(new), obj.key(legacy)) {
+                let d = self.error(
+                    codes::WRONG_TYPE,
+                    format!("`{new}` and its legacy name `{legacy}` cannot both be given"),
+                    l.span.clone(),
+                );
+                d.labels.push((n.span.clone(), format!("`{new}` is here")));
+                d.help = Some(format!("keep `{new}` and remove `{legacy}`"));
+                ok = false;
+            }
+        }
+        let input_path = self.io_path(obj, "InputPath");
+        let output_path = self.io_path(obj, "OutputPath");
+        let items_path = match obj.get("ItemsPath") {
+            None => Path::parse("$").ok(),
+            Some(v) => match self.path_field(obj, "ItemsPath") {
+                Some(p) if !p.is_singular() || p.function().is_some() => {
+                    self.error(
+                        codes::BAD_REFERENCE_PATH,
+                        "`ItemsPath` must be a Reference Path (one node, no wildcards, filters or functions)",
+                        v.span.clone(),
+                    )
+                    .help = Some("name the array with `.field`, `['field']` and `[index]` steps only".to_owned());
+                    None
+                }
+                p => p,
+            },
+        };
+        let item_selector = obj.get("ItemSelector").or_else(|| obj.get("Parameters")).map(|v| self.template(v));
+        let result_selector = obj.get("ResultSelector").map(|v| self.template(v));
+        let result_path = self.result_path(obj);
+        let max_concurrency = match obj.get("MaxConcurrency") {
+            None => Some(0),
+            Some(v) => self.integer(v, "MaxConcurrency", codes::WRONG_TYPE, 0, MAX_CONCURRENCY),
+        };
+        let processor = match (obj.get("ItemProcessor"), obj.get("Iterator")) {
+            (Some(v), _) => Some(("ItemProcessor", v)),
+            (None, Some(v)) => Some(("Iterator", v)),
+            (None, None) => {
+                self.error(
+                    codes::MISSING_FIELD,
+                    format!("Map state `{}` is missing the required field `ItemProcessor`", key.name),
+                    key.span.clone(),
+                )
+                .help = Some("add `\"ItemProcessor\": {\"StartAt\": ..., \"States\": {...}}`".to_owned());
+                None
+            }
+        };
+        let item_processor = match processor {
+            None => None,
+            Some((_, v)) if depth + 1 > MAX_PARALLEL_DEPTH => {
+                self.error(
+                    codes::PARALLEL_TOO_DEEP,
+                    format!("Parallel and Map states nest more than {MAX_PARALLEL_DEPTH} levels deep"),
+                    v.span.clone(),
+                );
+                None
+            }
+            Some((field, v)) => {
+                let context = format!("`{field}`");
+                match self.object(v, &context) {
+                    None => None,
+                    Some(p) => {
+                        self.check_fields(p, PROCESSOR_FIELDS, &context);
+                        self.comment(p);
+                        if !self.processor_config(p) {
+                            ok = false;
+                        }
+                        self.machine(p, depth + 1, &context)
+                    }
+                }
+            }
+        };
+        let (retry, catch) = self.retry_catch(scope, id, obj);
+        let transition = self.transition(scope, id, obj, &key.span);
+        if !ok {
+            return None;
+        }
+        Some(StateKind::Map(MapState {
+            input_path,
+            items_path: items_path?,
+            item_selector,
+            item_processor: item_processor?,
+            max_concurrency: max_concurrency?,
+            result_selector,
+            result_path,
+            output_path,
+            retry,
+            catch,
+            transition: transition?,
+        }))
+    }
+
+    /// `ProcessorConfig`: `Mode` INLINE (the default) is supported; DISTRIBUTED is not yet.
+    /// Returns whether the configuration is usable.
+    fn processor_config(&mut self, processor: Obj<'_>) -> bool {
+        let Some(v) = processor.get("ProcessorConfig") else {
+            return true;
+        };
+        let Some(config) = self.object(v, "`ProcessorConfig`") else {
+            return false;
+        };
+        self.check_fields(config, &["Mode", "ExecutionType"], "`ProcessorConfig`");
+        let mut usable = true;
+        match self.string(config, "Mode") {
+            None | Some(("INLINE", _)) => {}
+            Some(("DISTRIBUTED", m)) => {
+                self.error(codes::MAP_UNSUPPORTED, "the DISTRIBUTED Map is not supported yet", m.span.clone()).help =
+                    Some("use `\"Mode\": \"INLINE\"` (the default): the items then come from `ItemsPath`".to_owned());
+                usable = false;
+            }
+            Some((other, m)) => {
+                self.error(
+                    codes::WRONG_TYPE,
+                    format!("`Mode` must be \"INLINE\" or \"DISTRIBUTED\", found \"{other}\""),
+                    m.span.clone(),
+                );
+                usable = false;
+            }
+        }
+        if let Some(k) = config.key("ExecutionType") {
+            self.error(
+                codes::MAP_UNSUPPORTED,
+                "`ExecutionType` belongs to the DISTRIBUTED Map, which is not supported yet",
+                k.span.clone(),
+            )
+            .help = Some("remove it: an INLINE Map runs its iterations inside the execution".to_owned());
+            usable = false;
+        }
+        usable
     }
 
     // -----------------------------------------------------------------------------------------

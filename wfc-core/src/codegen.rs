@@ -104,7 +104,8 @@ fn element(index: usize) -> TokenStream {
     }
 }
 
-/// A branch's module: `((Parallel state index, branch index), module name)`.
+/// A nested machine's module: `((state index, branch index), module name)`, for a Parallel
+/// branch or a Map's item processor (branch index 0).
 type BranchModule = ((usize, usize), Ident);
 
 struct Generator<'a> {
@@ -126,6 +127,8 @@ struct MachineCtx<'a> {
     depth: usize,
     /// How to find this machine's IR inside the parent's (None at the top level).
     parent: Option<(usize, usize)>,
+    /// Whether the parent state is a Map (this machine is its item processor), not a Parallel.
+    map_processor: bool,
     /// A plain description for runtime messages (`branch 1 of Parallel state "Fan out"`).
     title: String,
     /// The same in Markdown, for docs.
@@ -161,6 +164,7 @@ impl<'a> Generator<'a> {
             machine: &wf.machine,
             depth: 0,
             parent: None,
+            map_processor: false,
             title: "the workflow".to_owned(),
             title_doc: "the workflow".to_owned(),
         };
@@ -316,12 +320,19 @@ impl<'a> Generator<'a> {
         let mut keys = Vec::new();
         let mut candidates = Vec::new();
         for (i, state) in machine.states.iter().enumerate() {
-            if let StateKind::Parallel(p) = &state.kind {
-                let base = names::snake(&state.name, "parallel");
-                for b in 0..p.branches.len() {
-                    keys.push((i, b));
-                    candidates.push(format!("{base}_branch_{b}"));
+            match &state.kind {
+                StateKind::Parallel(p) => {
+                    let base = names::snake(&state.name, "parallel");
+                    for b in 0..p.branches.len() {
+                        keys.push((i, b));
+                        candidates.push(format!("{base}_branch_{b}"));
+                    }
                 }
+                StateKind::Map(_) => {
+                    keys.push((i, 0));
+                    candidates.push(format!("{}_item_processor", names::snake(&state.name, "map")));
+                }
+                _ => {}
             }
         }
         let reserved = ["ir", "machine", "resume", "drive", "run", "run_with", "__wfc"];
@@ -366,10 +377,14 @@ impl<'a> Generator<'a> {
             StateKind::Wait(w) => matches!(w.transition, Transition::Next(_)),
             StateKind::Task(t) => matches!(t.transition, Transition::Next(_)) || !t.catch.is_empty(),
             StateKind::Parallel(p) => matches!(p.transition, Transition::Next(_)) || !p.catch.is_empty(),
+            StateKind::Map(m) => matches!(m.transition, Transition::Next(_)) || !m.catch.is_empty(),
             StateKind::Choice(_) => true,
             StateKind::Succeed(_) | StateKind::Fail(_) => false,
         });
-        let uses_handler = machine.states.iter().any(|s| matches!(s.kind, StateKind::Task(_) | StateKind::Parallel(_)));
+        let uses_handler = machine
+            .states
+            .iter()
+            .any(|s| matches!(s.kind, StateKind::Task(_) | StateKind::Parallel(_) | StateKind::Map(_)));
         let unused_handler = if uses_handler { quote!() } else { quote!(let _ = handler;) };
         let body = if needs_loop {
             quote! {
@@ -390,24 +405,44 @@ impl<'a> Generator<'a> {
 
         let mut nested = Vec::new();
         for ((p, b), module) in &branches {
-            let Some(StateKind::Parallel(parallel)) = machine.states.get(*p).map(|s| &s.kind) else {
-                return Err("wfc: internal error: a branch module without its Parallel state".to_owned());
-            };
-            let Some(branch) = parallel.branches.get(*b) else {
-                return Err("wfc: internal error: a branch module without its branch".to_owned());
-            };
             let state_name = machine.states.get(*p).map(|s| s.name.as_str()).unwrap_or_default();
-            let child = MachineCtx {
-                machine: branch,
-                depth: ctx.depth + 1,
-                parent: Some((*p, *b)),
-                title: format!("branch {b} of Parallel state {state_name:?}"),
-                title_doc: format!("branch {b} of the Parallel state {}", docs::code(state_name)),
+            let (child, doc) = match machine.states.get(*p).map(|s| &s.kind) {
+                Some(StateKind::Parallel(parallel)) => {
+                    let Some(branch) = parallel.branches.get(*b) else {
+                        return Err("wfc: internal error: a branch module without its branch".to_owned());
+                    };
+                    let child = MachineCtx {
+                        machine: branch,
+                        depth: ctx.depth + 1,
+                        parent: Some((*p, *b)),
+                        map_processor: false,
+                        title: format!("branch {b} of Parallel state {state_name:?}"),
+                        title_doc: format!("branch {b} of the Parallel state {}", docs::code(state_name)),
+                    };
+                    let doc = doc(&format!(
+                        "Branch {b} of the Parallel state {}: its own states and driver.",
+                        docs::code(state_name)
+                    ));
+                    (child, doc)
+                }
+                Some(StateKind::Map(map)) => {
+                    let child = MachineCtx {
+                        machine: &map.item_processor,
+                        depth: ctx.depth + 1,
+                        parent: Some((*p, 0)),
+                        map_processor: true,
+                        title: format!("item processor of Map state {state_name:?}"),
+                        title_doc: format!("the item processor of the Map state {}", docs::code(state_name)),
+                    };
+                    let doc = doc(&format!(
+                        "The item processor of the Map state {}: the states each item runs through, and \
+                         their driver.",
+                        docs::code(state_name)
+                    ));
+                    (child, doc)
+                }
+                _ => return Err("wfc: internal error: a nested module without its Parallel or Map state".to_owned()),
             };
-            let doc = doc(&format!(
-                "Branch {b} of the Parallel state {}: its own states and driver.",
-                docs::code(state_name)
-            ));
             let items = self.machine_items(&child)?;
             let private = &self.private;
             nested.push(quote! {
@@ -428,14 +463,21 @@ impl<'a> Generator<'a> {
             None => quote!(),
             Some((p, b)) => {
                 let p_get = element(p);
-                let b_get = element(b);
                 let msg = Literal::string(&format!(
                     "the embedded workflow definition has no {} (generated code and IR disagree)",
                     ctx.title
                 ));
                 let start = self.start_variant(machine)?;
-                quote! {
-                    fn machine() -> Result<&'static __wfc::ir::StateMachine, __wfc::Failure> {
+                let find = if ctx.map_processor {
+                    quote! {
+                        match super::machine()?.states #p_get.map(|s| &s.kind) {
+                            Some(__wfc::ir::StateKind::Map(spec)) => Ok(&spec.item_processor),
+                            _ => Err(__wfc::Failure::runtime(#msg)),
+                        }
+                    }
+                } else {
+                    let b_get = element(b);
+                    quote! {
                         match super::machine()?.states #p_get.map(|s| &s.kind) {
                             Some(__wfc::ir::StateKind::Parallel(spec)) => spec
                                 .branches
@@ -443,6 +485,11 @@ impl<'a> Generator<'a> {
                                 .ok_or_else(|| __wfc::Failure::runtime(#msg)),
                             _ => Err(__wfc::Failure::runtime(#msg)),
                         }
+                    }
+                };
+                quote! {
+                    fn machine() -> Result<&'static __wfc::ir::StateMachine, __wfc::Failure> {
+                        #find
                     }
 
                     /// Runs this branch from its start state.
@@ -669,6 +716,33 @@ impl<'a> Generator<'a> {
                 };
                 quote! {
                     match __wfc::exec::parallel(exec, #name, spec, input, #run_branches).await? {
+                        __wfc::Step::Next(output) => #next,
+                        #goto_arm
+                    }
+                }
+            }
+            StateKind::Map(m) => {
+                let module = branches
+                    .iter()
+                    .find(|((s, _), _)| *s == index)
+                    .map(|(_, module)| module)
+                    .ok_or("wfc: internal error: a Map state without its item processor module")?;
+                let next = goto(m.transition, quote!(output))?;
+                let goto_arm = catch_targets(m.catch.iter().map(|c| c.next).collect())?;
+                // `exec::map` hands each iteration its own line of control (`Execution::branch`),
+                // so its events chain within the iteration, exactly as the interpreter's do.
+                quote! {
+                    match __wfc::exec::map(
+                        exec,
+                        #name,
+                        spec,
+                        input,
+                        move |item: __wfc::Value, line: __wfc::Execution| async move {
+                            #module::drive(handler, &line, item).await
+                        },
+                    )
+                    .await?
+                    {
                         __wfc::Step::Next(output) => #next,
                         #goto_arm
                     }

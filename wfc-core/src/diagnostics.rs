@@ -238,10 +238,11 @@ impl std::error::Error for Diagnostics {}
 /// | **WFC04xx** | **Paths and payload templates** |
 /// | WFC0401 | invalid Path |
 /// | WFC0402 | invalid Reference Path (`ResultPath`) |
-/// | WFC0403 | intrinsic functions are not supported yet |
+/// | WFC0403 | an intrinsic function where only a path is allowed |
 /// | WFC0404 | a `.$` template value is not a path string |
 /// | WFC0405 | `null` is not allowed for this path |
 /// | WFC0406 | warning: a template value looks like a path but its key has no `.$` suffix |
+/// | WFC0407 | invalid intrinsic function call (syntax, unknown function, arity, literal argument) |
 /// | **WFC05xx** | **Choice** |
 /// | WFC0501 | `Choices` is empty |
 /// | WFC0502 | a top-level rule has no `Next` |
@@ -298,7 +299,7 @@ pub mod codes {
     pub const UNKNOWN_FIELD: &str = "WFC0203";
     /// Unknown state `Type`.
     pub const UNKNOWN_STATE_TYPE: &str = "WFC0204";
-    /// The Map state is not supported yet.
+    /// A Map feature that is not supported yet (the DISTRIBUTED mode and its fields).
     pub const MAP_UNSUPPORTED: &str = "WFC0205";
     /// JSONata is not supported yet.
     pub const JSONATA_UNSUPPORTED: &str = "WFC0206";
@@ -342,7 +343,7 @@ pub mod codes {
     pub const BAD_PATH: &str = "WFC0401";
     /// Invalid Reference Path.
     pub const BAD_REFERENCE_PATH: &str = "WFC0402";
-    /// Intrinsic functions are not supported yet.
+    /// An intrinsic function where only a path is allowed (InputPath, ResultPath, ...).
     pub const INTRINSIC_UNSUPPORTED: &str = "WFC0403";
     /// A `.$` template value is not a path string.
     pub const BAD_TEMPLATE_PATH: &str = "WFC0404";
@@ -350,6 +351,8 @@ pub mod codes {
     pub const NULL_PATH: &str = "WFC0405";
     /// Warning: a template value looks like a path but its key has no `.$` suffix.
     pub const PATH_WITHOUT_DOLLAR_KEY: &str = "WFC0406";
+    /// Invalid intrinsic function call: syntax, unknown function, arity or a literal argument.
+    pub const BAD_INTRINSIC: &str = "WFC0407";
 
     /// `Choices` is empty.
     pub const NO_CHOICES: &str = "WFC0501";
@@ -427,7 +430,7 @@ pub mod codes {
         (MISSING_FIELD, "required field missing"),
         (UNKNOWN_FIELD, "unknown field"),
         (UNKNOWN_STATE_TYPE, "unknown state type"),
-        (MAP_UNSUPPORTED, "the Map state is not supported yet"),
+        (MAP_UNSUPPORTED, "a Map feature that is not supported yet (distributed mode)"),
         (JSONATA_UNSUPPORTED, "JSONata is not supported yet"),
         (BAD_VERSION, "unsupported Version"),
         (BAD_MACHINE_TIMEOUT, "invalid top-level TimeoutSeconds"),
@@ -448,10 +451,11 @@ pub mod codes {
         (NO_TERMINAL, "no terminal state"),
         (BAD_PATH, "invalid Path"),
         (BAD_REFERENCE_PATH, "invalid Reference Path"),
-        (INTRINSIC_UNSUPPORTED, "intrinsic functions are not supported yet"),
+        (INTRINSIC_UNSUPPORTED, "intrinsic function where only a path is allowed"),
         (BAD_TEMPLATE_PATH, "template path value is not a path string"),
         (NULL_PATH, "null not allowed for this path"),
         (PATH_WITHOUT_DOLLAR_KEY, "path-like template value without a `.$` key"),
+        (BAD_INTRINSIC, "invalid intrinsic function call"),
         (NO_CHOICES, "Choices is empty"),
         (RULE_WITHOUT_NEXT, "top-level Choice rule without Next"),
         (NESTED_RULE_NEXT, "nested Choice rule with Next"),

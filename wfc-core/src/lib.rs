@@ -8,6 +8,7 @@
 pub mod asl;
 pub mod codegen;
 pub mod diagnostics;
+pub mod optimize;
 pub mod render;
 pub mod syntax;
 
@@ -58,11 +59,13 @@ pub struct Settings {
     pub module_name: Option<String>,
     /// Path of the runtime crate in generated code (default `::wfc_runtime`).
     pub runtime_path: String,
+    /// The optimizer passes run after lowering (default: the history-preserving ones).
+    pub passes: optimize::Passes,
 }
 
 impl Default for Settings {
     fn default() -> Settings {
-        Settings { module_name: None, runtime_path: "::wfc_runtime".to_owned() }
+        Settings { module_name: None, runtime_path: "::wfc_runtime".to_owned(), passes: optimize::Passes::default() }
     }
 }
 
@@ -83,6 +86,24 @@ impl Settings {
         self.runtime_path = path.into();
         self
     }
+
+    /// Turns off one optimizer pass (see [`optimize::Pass`]).
+    pub fn disable_pass(&mut self, pass: optimize::Pass) -> &mut Settings {
+        self.passes.disable(pass);
+        self
+    }
+
+    /// Turns on one optimizer pass, such as the history-changing `fold-pass`.
+    pub fn enable_pass(&mut self, pass: optimize::Pass) -> &mut Settings {
+        self.passes.enable(pass);
+        self
+    }
+
+    /// Sets exactly which optimizer passes run ([`optimize::Passes::none`] for the IR as lowered).
+    pub fn passes(&mut self, passes: optimize::Passes) -> &mut Settings {
+        self.passes = passes;
+        self
+    }
 }
 
 /// A definition that passed validation.
@@ -94,9 +115,17 @@ pub struct Loaded {
     pub warnings: Diagnostics,
 }
 
-/// Parses, validates and lowers a definition. Every problem is collected before this fails.
+/// Parses, validates and lowers a definition, then runs the default optimizer passes. Every
+/// problem is collected before this fails.
 pub fn load(source: Source<'_>) -> Result<Loaded, Diagnostics> {
-    asl::load(source)
+    load_with(source, &Settings::default())
+}
+
+/// [`load`] with the optimizer passes of `settings` (the other settings only matter to codegen).
+pub fn load_with(source: Source<'_>, settings: &Settings) -> Result<Loaded, Diagnostics> {
+    let mut loaded = asl::load(source)?;
+    optimize::optimize(&mut loaded.workflow, &settings.passes);
+    Ok(loaded)
 }
 
 /// A definition compiled to Rust.
@@ -112,7 +141,7 @@ pub struct Compiled {
 
 /// Loads a definition and generates its Rust module.
 pub fn compile(source: Source<'_>, settings: &Settings) -> Result<Compiled, Diagnostics> {
-    let loaded = load(source)?;
+    let loaded = load_with(source, settings)?;
     let tokens = codegen::generate(&loaded.workflow, source, settings);
     Ok(Compiled { workflow: loaded.workflow, tokens, warnings: loaded.warnings })
 }

@@ -52,6 +52,11 @@ fn edges(kind: &StateKind) -> Vec<(Option<usize>, String)> {
             v.extend(catches(&p.catch));
             v
         }
+        StateKind::Map(m) => {
+            let mut v = vec![(next(&m.transition), String::new())];
+            v.extend(catches(&m.catch));
+            v
+        }
         StateKind::Choice(c) => {
             let mut v: Vec<_> = c.choices.iter().map(|b| (Some(b.next), condition(&b.condition))).collect();
             if let Some(d) = c.default {
@@ -92,6 +97,12 @@ fn mermaid_machine(machine: &StateMachine, prefix: &str, depth: usize, out: &mut
                 }
                 mermaid_machine(branch, &format!("{}_b{b}_", id(prefix, i)), depth + 1, out);
             }
+            let _ = writeln!(out, "{indent}}}");
+        }
+        // A Map's item processor is drawn inside the Map, like a one-branch Parallel.
+        if let StateKind::Map(m) = &state.kind {
+            let _ = writeln!(out, "{indent}state {} {{", id(prefix, i));
+            mermaid_machine(&m.item_processor, &format!("{}_m_", id(prefix, i)), depth + 1, out);
             let _ = writeln!(out, "{indent}}}");
         }
     }
@@ -143,7 +154,7 @@ fn dot_machine(machine: &StateMachine, prefix: &str, depth: usize, out: &mut Str
             StateKind::Choice(_) => ", shape=diamond, style=\"\"",
             StateKind::Fail(_) => ", color=red",
             StateKind::Succeed(_) => ", color=darkgreen",
-            StateKind::Parallel(_) => ", shape=box3d, style=\"\"",
+            StateKind::Parallel(_) | StateKind::Map(_) => ", shape=box3d, style=\"\"",
             _ => "",
         };
         let label = format!("{}\n({})", state.name, state.kind.type_name());
@@ -164,6 +175,19 @@ fn dot_machine(machine: &StateMachine, prefix: &str, depth: usize, out: &mut Str
                 );
             }
             let _ = writeln!(out, "{indent}}}");
+        }
+        if let StateKind::Map(m) = &state.kind {
+            let processor_prefix = format!("{}_m_", id(prefix, i));
+            let _ = writeln!(out, "{indent}subgraph cluster_{processor_prefix}items {{");
+            let _ = writeln!(
+                out,
+                "{indent}    label=\"{} (each item)\";\n{indent}    style=dashed;",
+                dot_escape(&state.name)
+            );
+            dot_machine(&m.item_processor, &processor_prefix, depth + 1, out);
+            let _ = writeln!(out, "{indent}}}");
+            let _ =
+                writeln!(out, "{indent}{} -> {processor_prefix}start [style=dashed, arrowhead=none];", id(prefix, i));
         }
     }
     let _ = writeln!(out, "{indent}{start} -> {};", id(prefix, machine.start_at));

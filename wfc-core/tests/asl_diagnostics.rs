@@ -56,12 +56,13 @@ fn an_unknown_state_type_does_not_cascade() {
 }
 
 #[test]
-fn a_map_state_does_not_cascade() {
+fn a_distributed_map_does_not_cascade() {
     let text = r#"{"StartAt": "M", "States": {
-  "M": {"Type": "Map", "ItemProcessor": {}, "Next": "B"},
+  "M": {"Type": "Map", "ItemProcessor": {"ProcessorConfig": {"Mode": "DISTRIBUTED"},
+    "StartAt": "X", "States": {"X": {"Type": "Succeed"}}}, "Next": "B"},
   "B": {"Type": "Succeed"}}}"#;
     let d = errors("map.json", text);
-    assert_eq!(located_codes(&d), [("WFC0205".to_owned(), 2, 17)]);
+    assert_eq!(located_codes(&d), [("WFC0205".to_owned(), 2, 70)]);
 }
 
 #[test]

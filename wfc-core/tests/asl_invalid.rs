@@ -45,12 +45,12 @@ const CASES: &[Case] = &[
         17,
     ),
     (
-        "Map state",
+        "distributed Map state",
         "t.json",
-        "{\"StartAt\": \"A\", \"States\": {\n  \"A\": {\"Type\": \"Map\", \"End\": true}}}",
+        "{\"StartAt\": \"A\", \"States\": {\n  \"A\": {\"Type\": \"Map\", \"ItemProcessor\": {\"ProcessorConfig\": {\"Mode\": \"DISTRIBUTED\"}, \"StartAt\": \"B\", \"States\": {\"B\": {\"Type\": \"Succeed\"}}}, \"End\": true}}}",
         "WFC0205",
         2,
-        17,
+        70,
     ),
     (
         "JSONata",
@@ -256,12 +256,12 @@ const CASES: &[Case] = &[
         40,
     ),
     (
-        "intrinsic function",
+        "intrinsic function where a path is required",
         "t.json",
-        "{\"StartAt\": \"A\", \"States\": {\n  \"A\": {\"Type\": \"Pass\", \"Parameters\": {\"x.$\": \"States.Format('{}', $.a)\"}, \"End\": true}}}",
+        "{\"StartAt\": \"A\", \"States\": {\n  \"A\": {\"Type\": \"Pass\", \"InputPath\": \"States.Format('{}', $.a)\", \"End\": true}}}",
         "WFC0403",
         2,
-        47,
+        38,
     ),
     (
         "template .$ value not a string",

@@ -194,6 +194,7 @@ fn indices_in_range(wf: &wfc_core::ir::Workflow) -> bool {
                 StateKind::Parallel(p) => {
                     tr(&p.transition) && p.catch.iter().all(|c| ok(c.next)) && !p.branches.is_empty()
                 }
+                StateKind::Map(m) => tr(&m.transition) && m.catch.iter().all(|c| ok(c.next)),
             })
     })
 }

@@ -28,7 +28,8 @@ pub struct Workflow {
     pub machine: StateMachine,
 }
 
-/// A set of states with a start state: the top level, or one Parallel branch.
+/// A set of states with a start state: the top level, one Parallel branch, or a Map's item
+/// processor.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StateMachine {
     /// Index of the first state to run.
@@ -75,7 +76,7 @@ pub enum Transition {
     End,
 }
 
-/// The seven state types of the 2016 spec.
+/// The eight state types: the seven of the 2016 spec and Map.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum StateKind {
     /// Passes its input to its output, optionally injecting a fixed `Result`.
@@ -92,6 +93,8 @@ pub enum StateKind {
     Fail(FailState),
     /// Runs branches concurrently and gathers their outputs into an array.
     Parallel(ParallelState),
+    /// Runs one machine per item of an array (inline mode) and gathers the outputs in item order.
+    Map(MapState),
 }
 
 impl StateKind {
@@ -105,6 +108,7 @@ impl StateKind {
             StateKind::Succeed(_) => "Succeed",
             StateKind::Fail(_) => "Fail",
             StateKind::Parallel(_) => "Parallel",
+            StateKind::Map(_) => "Map",
         }
     }
 }
@@ -128,6 +132,8 @@ pub enum Template {
     Array(Vec<Template>),
     /// The value selected by a path (`$` input, `$$` context object).
     Path(Path),
+    /// The result of an intrinsic function call (`"key.$": "States.Format(...)"`).
+    Intrinsic(crate::intrinsics::Intrinsic),
 }
 
 /// A Pass state.
@@ -415,6 +421,36 @@ pub struct ParallelState {
     pub transition: Transition,
 }
 
+/// An inline Map state (`ProcessorConfig.Mode` `INLINE`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MapState {
+    /// `InputPath`.
+    pub input_path: InputPath,
+    /// `ItemsPath`: a Reference Path into the effective input that must select an array
+    /// (default `$`).
+    pub items_path: Path,
+    /// `ItemSelector` (or the legacy `Parameters`): each iteration's input, evaluated against
+    /// the effective input with `$$.Map.Item.Index` and `$$.Map.Item.Value` in the context
+    /// object. Without it, an iteration's input is the item itself.
+    pub item_selector: Option<Template>,
+    /// `ItemProcessor` (or the legacy `Iterator`): the closed machine each item runs through.
+    pub item_processor: StateMachine,
+    /// `MaxConcurrency`: at most this many iterations in flight; 0 means no limit.
+    pub max_concurrency: u64,
+    /// `ResultSelector`, applied to the array of iteration outputs.
+    pub result_selector: Option<Template>,
+    /// `ResultPath`.
+    pub result_path: ResultPath,
+    /// `OutputPath`.
+    pub output_path: OutputPath,
+    /// `Retry`: a retry re-runs every iteration.
+    pub retry: Vec<Retrier>,
+    /// `Catch`.
+    pub catch: Vec<Catcher>,
+    /// `Next` or `End`.
+    pub transition: Transition,
+}
+
 /// One entry of `Retry`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Retrier {
@@ -435,7 +471,14 @@ pub struct Retrier {
 impl Retrier {
     /// The defaults of the spec: 1 s, 3 retries, rate 2.0, no cap, no jitter.
     pub fn new(error_equals: Vec<String>) -> Retrier {
-        Retrier { error_equals, interval_seconds: 1, max_attempts: 3, backoff_rate: 2.0, max_delay_seconds: None, jitter: Jitter::None }
+        Retrier {
+            error_equals,
+            interval_seconds: 1,
+            max_attempts: 3,
+            backoff_rate: 2.0,
+            max_delay_seconds: None,
+            jitter: Jitter::None,
+        }
     }
 }
 
@@ -460,15 +503,20 @@ pub struct Catcher {
 }
 
 impl Workflow {
-    /// Visits every state machine (the top level first, then branches depth-first, in order).
+    /// Visits every state machine (the top level first, then Parallel branches and Map item
+    /// processors depth-first, in order).
     pub fn machines(&self) -> Vec<&StateMachine> {
         fn walk<'a>(m: &'a StateMachine, out: &mut Vec<&'a StateMachine>) {
             out.push(m);
             for s in &m.states {
-                if let StateKind::Parallel(p) = &s.kind {
-                    for b in &p.branches {
-                        walk(b, out);
+                match &s.kind {
+                    StateKind::Parallel(p) => {
+                        for b in &p.branches {
+                            walk(b, out);
+                        }
                     }
+                    StateKind::Map(map) => walk(&map.item_processor, out),
+                    _ => {}
                 }
             }
         }

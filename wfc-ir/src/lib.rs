@@ -9,6 +9,7 @@
 
 pub mod errors;
 pub mod graph;
+pub mod intrinsics;
 pub mod jsonpath;
 pub mod timestamp;
 

@@ -4,7 +4,9 @@
 
 /// Why a string is not an ASL timestamp.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("`{text}` is not an RFC 3339 timestamp of the form YYYY-MM-DDTHH:MM:SSZ (uppercase T and Z, or a ±HH:MM offset): {reason}")]
+#[error(
+    "`{text}` is not an RFC 3339 timestamp of the form YYYY-MM-DDTHH:MM:SSZ (uppercase T and Z, or a ±HH:MM offset): {reason}"
+)]
 pub struct TimestampError {
     /// The rejected text.
     pub text: String,
@@ -52,14 +54,28 @@ mod tests {
 
     #[test]
     fn accepts_the_asl_profile() {
-        for ok in ["2016-03-14T01:59:00Z", "2016-03-14T01:59:00.123Z", "2016-03-14T01:59:00+01:00", "2016-03-14T01:59:00.123456789-05:30"] {
+        for ok in [
+            "2016-03-14T01:59:00Z",
+            "2016-03-14T01:59:00.123Z",
+            "2016-03-14T01:59:00+01:00",
+            "2016-03-14T01:59:00.123456789-05:30",
+        ] {
             assert!(parse(ok).is_ok(), "{ok}");
         }
     }
 
     #[test]
     fn rejects_what_jiff_would_accept() {
-        for bad in ["2016-03-14t01:59:00Z", "2016-03-14 01:59:00Z", "2016-03-14T01:59Z", "20160314T015900Z", "2016-03-14T01:59:00z", "2016-03-14T01:59:00.1234567891Z", "2016-02-30T01:59:00Z", ""] {
+        for bad in [
+            "2016-03-14t01:59:00Z",
+            "2016-03-14 01:59:00Z",
+            "2016-03-14T01:59Z",
+            "20160314T015900Z",
+            "2016-03-14T01:59:00z",
+            "2016-03-14T01:59:00.1234567891Z",
+            "2016-02-30T01:59:00Z",
+            "",
+        ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
     }

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde_json::Value;
 use wfc_runtime::interp::{self, DynHandler, Handlers};
 use wfc_runtime::ir::*;
-use wfc_runtime::{Clock, ExecutionResult, Failure, RunOptions, block_on_virtual};
+use wfc_runtime::{ExecutionResult, Failure, RunOptions, block_on_virtual};
 
 pub fn path(text: &str) -> Path {
     Path::parse(text).unwrap_or_else(|e| panic!("bad test path {text}: {e}"))
@@ -173,7 +173,9 @@ pub fn run(wf: &Workflow, handler: &dyn DynHandler, input: Value) -> ExecutionRe
 }
 
 pub fn run_seeded(wf: &Workflow, handler: &dyn DynHandler, input: Value, seed: u64) -> ExecutionResult {
-    let options = RunOptions { clock: Clock::virtual_default(), name: Some("test-run".to_owned()), seed };
+    // Built with the constructors, not a struct literal: RunOptions has a `journal` field when
+    // the `durable` feature is on (as in workspace builds, where wfc-cli enables it).
+    let options = RunOptions::virtual_time().with_name("test-run").with_seed(seed);
     block_on_virtual(interp::run(wf, handler, input, options))
 }
 

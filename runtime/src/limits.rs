@@ -1,0 +1,225 @@
+//! Service limits: payload size, history length and JSON nesting depth.
+//!
+//! AWS enforces these so that one execution cannot exhaust the service; wfc enforces them so that
+//! one hostile input or runaway loop cannot exhaust the process (memory, or the stack of a
+//! recursive serializer). Each limit fails the execution with the error AWS uses, never a panic:
+//!
+//! | limit | default | error |
+//! |---|---|---|
+//! | payload (state output, task result, task parameters, execution input) | 262 144 bytes (256 KiB) | `States.DataLimitExceeded` |
+//! | history events per execution | 25 000 | `States.Runtime` |
+//! | JSON nesting depth of a document | 512 | `States.Runtime` |
+//!
+//! All three are terminal: `is_terminal` in `wfc_ir::errors` keeps Retry and Catch from handling them,
+//! as on AWS (a catcher would only loop back into the same limit).
+//!
+//! Map (being added separately) should call [`Limits::check_payload`] on each iteration's
+//! output and on the collected result array, like Parallel does.
+
+use std::io;
+
+use serde_json::Value;
+
+use crate::Failure;
+
+/// AWS's payload quota: 256 KiB of UTF-8 JSON per state input, output, result or task parameter.
+pub const MAX_PAYLOAD_BYTES: usize = 256 * 1024;
+
+/// AWS's history quota for a Standard execution.
+pub const MAX_HISTORY_EVENTS: usize = 25_000;
+
+/// The deepest JSON document wfc accepts. AWS documents no number; 512 is far beyond any real
+/// document and keeps every recursive walk (serialization, drop, JSONPath `..`) well inside a
+/// 2 MiB thread stack.
+pub const MAX_JSON_DEPTH: usize = 512;
+
+/// The limits one execution runs under. [`Limits::default`] is what AWS enforces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest serialized state output, task result, task parameters or execution input, in
+    /// bytes. Payloads of this size or more are `States.DataLimitExceeded` (AWS is strict: the
+    /// payload must be *smaller* than 256 KiB).
+    pub max_payload_bytes: usize,
+    /// Most history events one execution may record; the event past it fails the execution.
+    pub max_history_events: usize,
+    /// Deepest nesting of arrays and objects in any document the execution handles.
+    pub max_json_depth: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_payload_bytes: MAX_PAYLOAD_BYTES,
+            max_history_events: MAX_HISTORY_EVENTS,
+            max_json_depth: MAX_JSON_DEPTH,
+        }
+    }
+}
+
+impl Limits {
+    /// No limits at all (each set to `usize::MAX`): for tests that want to observe behaviour
+    /// past AWS's quotas. Depth stays bounded by the process stack, so use with trusted data.
+    pub fn unlimited() -> Limits {
+        Limits { max_payload_bytes: usize::MAX, max_history_events: usize::MAX, max_json_depth: usize::MAX }
+    }
+
+    /// Checks a payload that `who` (a state name, or a task's resource) produced: too deep is
+    /// `States.Runtime`, too large is `States.DataLimitExceeded` with AWS's cause text.
+    ///
+    /// Depth is checked first, without recursion, because measuring the size serializes the
+    /// document and serde_json's serializer recurses once per level.
+    pub fn check_payload(&self, who: &str, value: &Value) -> Result<(), Failure> {
+        self.check_depth(who, value)?;
+        if exceeds_size(value, self.max_payload_bytes) {
+            return Err(Failure::new(
+                wfc_ir::errors::DATA_LIMIT_EXCEEDED,
+                format!(
+                    "The state/task '{who}' returned a result with a size exceeding the maximum number of bytes service limit."
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks only the nesting depth of a document (`States.Runtime` when too deep).
+    pub fn check_depth(&self, who: &str, value: &Value) -> Result<(), Failure> {
+        if exceeds_depth(value, self.max_json_depth) {
+            return Err(Failure::runtime(format!(
+                "The JSON document of '{who}' is nested more than {} levels deep",
+                self.max_json_depth
+            )));
+        }
+        Ok(())
+    }
+
+    /// The failure once an execution has recorded `recorded` events and wants to record more.
+    pub fn check_history(&self, recorded: usize) -> Result<(), Failure> {
+        if recorded >= self.max_history_events {
+            return Err(Failure::runtime(format!(
+                "The execution history reached the limit of {} events; split long loops into child executions",
+                self.max_history_events
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Whether `value` nests arrays/objects more than `max` levels deep (a scalar is depth 0,
+/// `[]` is depth 1). Iterative, so it is safe on any document that exists in memory.
+pub fn exceeds_depth(value: &Value, max: usize) -> bool {
+    let mut stack: Vec<(&Value, usize)> = vec![(value, 0)];
+    while let Some((v, depth)) = stack.pop() {
+        let depth = depth + 1;
+        match v {
+            Value::Array(_) | Value::Object(_) if depth > max => return true,
+            // Scalars are pushed too (cheaply) so that containers are handled in one place.
+            Value::Array(items) => stack.extend(items.iter().map(|c| (c, depth))),
+            Value::Object(map) => stack.extend(map.values().map(|c| (c, depth))),
+            _ => {}
+        }
+    }
+    false
+}
+
+/// The nesting depth of `value` (see [`exceeds_depth`]), computed without recursion.
+pub fn depth(value: &Value) -> usize {
+    let mut deepest = 0;
+    let mut stack: Vec<(&Value, usize)> = vec![(value, 0)];
+    while let Some((v, d)) = stack.pop() {
+        match v {
+            Value::Array(items) => stack.extend(items.iter().map(|c| (c, d + 1))),
+            Value::Object(map) => stack.extend(map.values().map(|c| (c, d + 1))),
+            _ => {}
+        }
+        deepest = deepest.max(match v {
+            Value::Array(_) | Value::Object(_) => d + 1,
+            _ => d,
+        });
+    }
+    deepest
+}
+
+/// Whether the compact JSON serialization of `value` is `max` bytes or more. Stops serializing
+/// as soon as the answer is known, so a huge document costs at most `max` bytes of work.
+pub fn exceeds_size(value: &Value, max: usize) -> bool {
+    let mut counter = Counter { written: 0, max };
+    // The only error the counter raises is "limit reached"; serializing a Value cannot fail
+    // otherwise (its keys are strings).
+    serde_json::to_writer(&mut counter, value).is_err() || counter.written >= max
+}
+
+/// The compact serialized size of `value` in bytes.
+pub fn size(value: &Value) -> usize {
+    let mut counter = Counter { written: 0, max: usize::MAX };
+    // Writing to the counter never fails without a limit.
+    let _ = serde_json::to_writer(&mut counter, value);
+    counter.written
+}
+
+/// An `io::Write` that only counts, and fails once `max` bytes have been written.
+struct Counter {
+    written: usize,
+    max: usize,
+}
+
+impl io::Write for Counter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.written = self.written.saturating_add(buf.len());
+        if self.written >= self.max {
+            return Err(io::Error::other("payload limit reached"));
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn nested(levels: usize) -> Value {
+        let mut v = json!(1);
+        for _ in 0..levels {
+            v = json!([v]);
+        }
+        v
+    }
+
+    #[test]
+    fn depth_counts_containers() {
+        assert_eq!(depth(&json!(1)), 0);
+        assert_eq!(depth(&json!([])), 1);
+        assert_eq!(depth(&json!({"a": [1, {"b": 2}]})), 3);
+        assert_eq!(depth(&nested(600)), 600);
+        assert!(exceeds_depth(&nested(513), 512));
+        assert!(!exceeds_depth(&nested(512), 512));
+    }
+
+    #[test]
+    fn size_is_compact_json_length() {
+        let v = json!({"a": "é\"", "b": [1, 2.5, null]});
+        assert_eq!(size(&v), serde_json::to_string(&v).map(|s| s.len()).unwrap_or(0));
+        assert!(exceeds_size(&v, size(&v)));
+        assert!(!exceeds_size(&v, size(&v) + 1));
+    }
+
+    #[test]
+    fn payload_limit_names_the_state() {
+        let big = json!("x".repeat(MAX_PAYLOAD_BYTES));
+        let err = Limits::default().check_payload("Big", &big).err();
+        assert_eq!(
+            err,
+            Some(Failure::new(
+                wfc_ir::errors::DATA_LIMIT_EXCEEDED,
+                "The state/task 'Big' returned a result with a size exceeding the maximum number of bytes service limit."
+            ))
+        );
+        // 2 quote bytes + 262 141 = 262 143 < 262 144: allowed.
+        assert!(Limits::default().check_payload("Ok", &json!("x".repeat(MAX_PAYLOAD_BYTES - 3))).is_ok());
+        assert!(Limits::default().check_payload("Edge", &json!("x".repeat(MAX_PAYLOAD_BYTES - 2))).is_err());
+    }
+}

@@ -1,0 +1,444 @@
+//! Durable executions: the SQLite store's contract, and checkpoint/replay on both engines (the
+//! interpreter and generated code), with the process "crash" simulated by dropping the running
+//! execution while a task is in flight.
+#![cfg(feature = "durable")]
+#![allow(missing_docs)]
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+use wfc_runtime::durable::{
+    CheckpointToken, Completion, ExecutionStatus, Journal, NewExecution, OpStatus, OpType, Opened, OperationUpdate,
+    SqliteStore, Store, StoreError, Synchronous,
+};
+use wfc_runtime::interp::{self, Handlers};
+use wfc_runtime::{Clock, Failure, RunOptions, Status, TaskContext};
+
+wfc_runtime::include_workflow!("tests/durable/two_steps.asl.json");
+wfc_runtime::include_workflow!("tests/durable/nap.asl.json");
+wfc_runtime::include_workflow!("tests/durable/fanout.asl.json");
+wfc_runtime::include_workflow!("tests/durable/flaky.asl.json");
+
+fn store() -> Arc<dyn Store> {
+    Arc::new(SqliteStore::in_memory().expect("an in-memory store opens"))
+}
+
+fn new_exec(name: &str, input: Value) -> NewExecution {
+    NewExecution { name: name.into(), workflow: "wf".into(), input, start_time: "2024-01-01T00:00:00.000Z".into() }
+}
+
+fn step(id: &str, status: OpStatus, result: Option<Value>) -> OperationUpdate {
+    OperationUpdate {
+        id: id.into(),
+        op_type: OpType::Step,
+        subtype: "Task".into(),
+        name: "S".into(),
+        status,
+        result,
+        error: None,
+        cause: None,
+        due_at_ms: None,
+    }
+}
+
+async fn open(store: &Arc<dyn Store>, name: &str, workflow: &wfc_runtime::ir::Workflow, input: &Value) -> Arc<Journal> {
+    match Journal::open(Arc::clone(store), name, &workflow.name, input, &Clock::real()).await {
+        Ok(Opened::Running(j)) => j,
+        other => panic!("expected a running execution, got {other:?}"),
+    }
+}
+
+// ---------------------------------------------------------------- the store's contract
+
+#[tokio::test]
+async fn executions_are_idempotent_by_name_and_input() {
+    let s = store();
+    let first = s.open_execution(new_exec("e1", json!({"a": 1}))).await.unwrap();
+    assert!(!first.existed);
+    assert_eq!(first.record.status, ExecutionStatus::Running);
+    let again = s.open_execution(new_exec("e1", json!({"a": 1}))).await.unwrap();
+    assert!(again.existed);
+    assert_eq!(again.token.epoch, first.token.epoch + 1, "every open fences the previous owner");
+    let err = s.open_execution(new_exec("e1", json!({"a": 2}))).await.unwrap_err();
+    assert_eq!(err, StoreError::InputMismatch("e1".into()));
+    assert_eq!(s.list_executions().await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn checkpoint_tokens_are_single_use_and_fence_older_owners() {
+    let s = store();
+    let claim = s.open_execution(new_exec("e", json!({}))).await.unwrap();
+    let t1 = s.checkpoint("e", claim.token, vec![step("A#1.0", OpStatus::Started, None)]).await.unwrap();
+    assert_eq!(t1, CheckpointToken { epoch: claim.token.epoch, seq: claim.token.seq + 1 });
+    // Reusing the consumed token is rejected.
+    let stale = s.checkpoint("e", claim.token, vec![]).await.unwrap_err();
+    assert_eq!(stale, StoreError::StaleToken("e".into()));
+    // A second process opens the execution: the first one's current token is now stale too.
+    let claim2 = s.open_execution(new_exec("e", json!({}))).await.unwrap();
+    assert!(matches!(s.checkpoint("e", t1, vec![]).await, Err(StoreError::StaleToken(_))));
+    assert!(s.checkpoint("e", claim2.token, vec![]).await.is_ok());
+    assert!(matches!(s.checkpoint("nobody", claim2.token, vec![]).await, Err(StoreError::NotFound(_))));
+}
+
+#[tokio::test]
+async fn a_checkpoint_batch_is_atomic() {
+    let s = store();
+    let claim = s.open_execution(new_exec("e", json!({}))).await.unwrap();
+    let t = s.checkpoint("e", claim.token, vec![step("A#1.0", OpStatus::Succeeded, Some(json!(1)))]).await.unwrap();
+    // The second update rewrites a finished operation: the whole batch, B included, is refused.
+    let err = s
+        .checkpoint(
+            "e",
+            t,
+            vec![step("B#1.0", OpStatus::Started, None), step("A#1.0", OpStatus::Succeeded, Some(json!(2)))],
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::InvalidUpdate { .. }), "{err:?}");
+    let ops = s.load_journal("e").await.unwrap();
+    assert_eq!(ops.len(), 1);
+    assert_eq!(ops[0].result, Some(json!(1)));
+    // The failed batch did not consume the token.
+    assert!(s.checkpoint("e", t, vec![]).await.is_ok());
+}
+
+#[tokio::test]
+async fn finishing_and_history_are_recorded() {
+    let s = store();
+    let claim = s.open_execution(new_exec("e", json!({"x": 1}))).await.unwrap();
+    let completion =
+        Completion { status: ExecutionStatus::Succeeded, output: Some(json!({"ok": true})), error: None, cause: None };
+    s.finish("e", claim.token, completion).await.unwrap();
+    let events = vec![wfc_runtime::HistoryEvent {
+        id: 1,
+        previous_event_id: 0,
+        timestamp: "t".into(),
+        event_type: wfc_runtime::EventType::ExecutionStarted,
+        details: json!({}),
+    }];
+    s.append_history("e", events.clone()).await.unwrap();
+    assert_eq!(s.read_history("e").await.unwrap(), events);
+    let record = s.describe_execution("e").await.unwrap().unwrap();
+    assert_eq!(record.status, ExecutionStatus::Succeeded);
+    assert_eq!(record.output, Some(json!({"ok": true})));
+    assert!(s.describe_execution("other").await.unwrap().is_none());
+    // Opening a finished execution does not restart it.
+    assert_eq!(
+        s.open_execution(new_exec("e", json!({"x": 1}))).await.unwrap().record.status,
+        ExecutionStatus::Succeeded
+    );
+}
+
+#[tokio::test]
+async fn a_file_store_survives_reopening_in_both_durability_modes() {
+    let dir = std::env::temp_dir().join(format!("wfc-durable-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (file, sync) in [("full.db", Synchronous::Full), ("normal.db", Synchronous::Normal)] {
+        let path = dir.join(file);
+        let _ = std::fs::remove_file(&path);
+        {
+            let s = SqliteStore::open(&path, sync).unwrap();
+            let claim = s.open_execution(new_exec("e", json!({}))).await.unwrap();
+            s.checkpoint("e", claim.token, vec![step("A#1.0", OpStatus::Succeeded, Some(json!("r")))]).await.unwrap();
+        }
+        // Reopening runs the migrations again: they must be a no-op on a current schema.
+        let s = SqliteStore::open(&path, sync).unwrap();
+        let ops = s.load_journal("e").await.unwrap();
+        assert_eq!(ops.len(), 1, "{file}");
+        assert_eq!(ops[0].result, Some(json!("r")));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ---------------------------------------------------------------- replay
+
+/// Counts real invocations per resource; a resource in `block` signals `blocked` and never
+/// returns (the process "crashes" while it is in flight).
+#[derive(Clone, Default)]
+struct Counting {
+    calls: Arc<Mutex<HashMap<String, usize>>>,
+}
+
+impl Counting {
+    fn count(&self, function: &str) -> usize {
+        self.calls.lock().unwrap().get(function).copied().unwrap_or(0)
+    }
+
+    fn handlers(&self, block: Option<&'static str>, blocked: Arc<Notify>) -> Handlers {
+        let calls = Arc::clone(&self.calls);
+        Handlers::new().fallback(move |resource: String, input: Value, _ctx: TaskContext| {
+            let calls = Arc::clone(&calls);
+            let blocked = Arc::clone(&blocked);
+            async move {
+                let function = resource.rsplit(':').next().unwrap_or_default().to_owned();
+                *calls.lock().unwrap().entry(function.clone()).or_default() += 1;
+                if block == Some(function.as_str()) {
+                    blocked.notify_one();
+                    futures::future::pending::<()>().await;
+                }
+                Ok::<Value, Failure>(json!({ "from": function, "saw": input }))
+            }
+        })
+    }
+}
+
+/// Runs the interpreter until `block`'s handler starts, then drops the execution: what a crash
+/// leaves behind is exactly what was checkpointed.
+async fn crash_interp(
+    workflow: &wfc_runtime::ir::Workflow,
+    journal: Arc<Journal>,
+    counting: &Counting,
+    block: &'static str,
+    input: Value,
+) {
+    let blocked = Arc::new(Notify::new());
+    let handlers = counting.handlers(Some(block), Arc::clone(&blocked));
+    let run = interp::run(workflow, &handlers, input, RunOptions::real().with_journal(journal));
+    tokio::select! {
+        result = run => panic!("the execution should not finish: {result:?}"),
+        () = blocked.notified() => {}
+    }
+}
+
+#[tokio::test]
+async fn interp_resume_does_not_rerun_a_completed_task_and_reruns_the_in_flight_one() {
+    let workflow = two_steps::ir().unwrap();
+    let s = store();
+    let input = json!({"order": 7});
+    let counting = Counting::default();
+    let journal = open(&s, "order-7", workflow, &input).await;
+    assert!(!journal.is_resume());
+    crash_interp(workflow, journal, &counting, "Second", input.clone()).await;
+    assert_eq!((counting.count("First"), counting.count("Second")), (1, 1));
+
+    // "Restart the process": reopen the same execution and run it to the end.
+    let journal = open(&s, "order-7", workflow, &input).await;
+    assert!(journal.is_resume());
+    let handlers = counting.handlers(None, Arc::new(Notify::new()));
+    let result = interp::run(workflow, &handlers, input.clone(), RunOptions::real().with_journal(journal)).await;
+    assert_eq!(result.status, Status::Succeeded, "{:?}", result.error);
+    assert_eq!(counting.count("First"), 1, "a completed task is replayed, not re-run");
+    assert_eq!(counting.count("Second"), 2, "the in-flight task runs again (at-least-once)");
+    let output = result.output.unwrap();
+    assert_eq!(output["first"], json!({"from": "First", "saw": {"order": 7}}));
+    assert_eq!(output["second"]["from"], json!("Second"));
+
+    // The journal says the same: First started once, Second twice.
+    let ops = s.load_journal("order-7").await.unwrap();
+    let by_id: HashMap<_, _> = ops.iter().map(|o| (o.id.as_str(), o)).collect();
+    assert_eq!(by_id["First#1.0"].starts, 1);
+    assert_eq!(by_id["Second#1.0"].starts, 2);
+    assert!(ops.iter().all(|o| o.status == OpStatus::Succeeded));
+    // The stored history is the resumed run's, which replays the whole execution.
+    let history = s.read_history("order-7").await.unwrap();
+    assert_eq!(history, result.history);
+    assert_eq!(s.describe_execution("order-7").await.unwrap().unwrap().status, ExecutionStatus::Succeeded);
+
+    // A finished execution is not run again.
+    let opened = Journal::open(Arc::clone(&s), "order-7", &workflow.name, &input, &Clock::real()).await.unwrap();
+    assert!(matches!(opened, Opened::Finished(r) if r.output == Some(output)));
+}
+
+#[tokio::test]
+async fn a_resumed_history_matches_an_uninterrupted_one() {
+    let workflow = two_steps::ir().unwrap();
+    let input = json!({});
+    let plain = {
+        let counting = Counting::default();
+        let handlers = counting.handlers(None, Arc::new(Notify::new()));
+        interp::run(workflow, &handlers, input.clone(), RunOptions::real()).await
+    };
+    let s = store();
+    let counting = Counting::default();
+    crash_interp(workflow, open(&s, "h", workflow, &input).await, &counting, "Second", input.clone()).await;
+    let handlers = counting.handlers(None, Arc::new(Notify::new()));
+    let resumed = interp::run(
+        workflow,
+        &handlers,
+        input.clone(),
+        RunOptions::real().with_journal(open(&s, "h", workflow, &input).await),
+    )
+    .await;
+    let types = |r: &wfc_runtime::ExecutionResult| r.history.iter().map(|e| e.event_type).collect::<Vec<_>>();
+    assert_eq!(types(&plain), types(&resumed));
+    assert_eq!(plain.output, resumed.output);
+}
+
+#[tokio::test]
+async fn parallel_branches_replay_their_completed_tasks() {
+    let workflow = fanout::ir().unwrap();
+    let s = store();
+    let input = json!({"n": 1});
+    let counting = Counting::default();
+    // Left finishes (and is checkpointed) while Right blocks; then the process dies.
+    let journal = open(&s, "fan", workflow, &input).await;
+    let blocked = Arc::new(Notify::new());
+    let handlers = counting.handlers(Some("Right"), Arc::clone(&blocked));
+    let run = interp::run(workflow, &handlers, input.clone(), RunOptions::real().with_journal(journal));
+    // Boxed, so dropping it below really drops the execution (a "crash").
+    let mut run = Box::pin(run);
+    tokio::select! {
+        result = &mut run => panic!("should block: {result:?}"),
+        () = blocked.notified() => {}
+    }
+    // Give Left's completion checkpoint time to commit before the "crash".
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        tokio::select! {
+            result = &mut run => panic!("should block: {result:?}"),
+            () = tokio::time::sleep(Duration::from_millis(20)) => {}
+        }
+        let ops = s.load_journal("fan").await.unwrap();
+        if ops.iter().any(|o| o.name == "L" && o.status == OpStatus::Succeeded) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "Left never checkpointed: {ops:?}");
+    }
+    drop(run);
+    let handlers = counting.handlers(None, Arc::new(Notify::new()));
+    let result = interp::run(
+        workflow,
+        &handlers,
+        input.clone(),
+        RunOptions::real().with_journal(open(&s, "fan", workflow, &input).await),
+    )
+    .await;
+    assert_eq!(result.status, Status::Succeeded, "{:?}", result.error);
+    assert_eq!((counting.count("Left"), counting.count("Right")), (1, 2));
+    let ids: Vec<String> = s.load_journal("fan").await.unwrap().into_iter().map(|o| o.id).collect();
+    assert!(ids.contains(&"Both#1.0/0/L#1.0".to_owned()), "{ids:?}");
+    assert!(ids.contains(&"Both#1.0/1/R#1.0".to_owned()), "{ids:?}");
+}
+
+#[tokio::test]
+async fn a_pending_wait_waits_only_the_remainder_and_a_fired_one_not_at_all() {
+    let workflow = nap::ir().unwrap();
+    let s = store();
+    let input = json!({"seconds": 2});
+    // Stop the execution 1.2 s into its 2 s Wait.
+    let journal = open(&s, "nap", workflow, &input).await;
+    let handlers = Handlers::new();
+    let run = interp::run(workflow, &handlers, input.clone(), RunOptions::real().with_journal(journal));
+    assert!(tokio::time::timeout(Duration::from_millis(1200), run).await.is_err());
+    let ops = s.load_journal("nap").await.unwrap();
+    assert_eq!((ops[0].op_type, ops[0].status), (OpType::Wait, OpStatus::Started));
+    assert!(ops[0].due_at_ms.is_some());
+
+    let started = Instant::now();
+    let result = interp::run(
+        workflow,
+        &handlers,
+        input.clone(),
+        RunOptions::real().with_journal(open(&s, "nap", workflow, &input).await),
+    )
+    .await;
+    let took = started.elapsed();
+    assert_eq!(result.output, Some(json!({"seconds": 2, "status": "rested"})));
+    assert!(took < Duration::from_millis(1700), "waited the whole delay again: {took:?}");
+    assert!(took >= Duration::from_millis(500), "did not wait the remainder: {took:?}");
+
+    // A timer that fired while the process was down does not wait again.
+    let input = json!({"seconds": 1});
+    let run = interp::run(
+        workflow,
+        &handlers,
+        input.clone(),
+        RunOptions::real().with_journal(open(&s, "nap2", workflow, &input).await),
+    );
+    assert!(tokio::time::timeout(Duration::from_millis(300), run).await.is_err());
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    let started = Instant::now();
+    let result = interp::run(
+        workflow,
+        &handlers,
+        input.clone(),
+        RunOptions::real().with_journal(open(&s, "nap2", workflow, &input).await),
+    )
+    .await;
+    assert_eq!(result.status, Status::Succeeded);
+    assert!(started.elapsed() < Duration::from_millis(500), "{:?}", started.elapsed());
+}
+
+#[test]
+fn recorded_failures_replay_through_retries_on_virtual_time() {
+    // Attempts 0 and 1 fail with Boom and are checkpointed; the "crash" happens during the
+    // back-off before attempt 2. On resume, the failures replay (the handler is not called for
+    // them), the same jittered back-off is taken, and the hour-long Wait is a durable timer too.
+    let workflow = flaky::ir().unwrap();
+    let s = store();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let handlers = {
+        let calls = Arc::clone(&calls);
+        Handlers::new().fallback(move |_r: String, _i: Value, _c: TaskContext| {
+            let n = calls.fetch_add(1, Ordering::SeqCst);
+            async move { if n < 2 { Err(Failure::new("Boom", format!("attempt {n}"))) } else { Ok(json!("fine")) } }
+        })
+    };
+    let input = json!({});
+    let first = wfc_runtime::block_on_virtual(async {
+        let journal = open(&s, "flaky", workflow, &input).await;
+        let run = interp::run(workflow, &handlers, input.clone(), RunOptions::virtual_time().with_journal(journal));
+        // 60 s + 120 s of back-off: stop at 150 s of virtual time, during the second back-off.
+        tokio::time::timeout(Duration::from_secs(150), run).await.is_err()
+    });
+    assert!(first);
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    let result = wfc_runtime::block_on_virtual(async {
+        let journal = open(&s, "flaky", workflow, &input).await;
+        interp::run(workflow, &handlers, input.clone(), RunOptions::virtual_time().with_journal(journal)).await
+    });
+    assert_eq!(result.status, Status::Succeeded, "{:?}", result.error);
+    assert_eq!(calls.load(Ordering::SeqCst), 3, "only the attempt that never ran is invoked");
+    let failed: Vec<_> = result.history.iter().filter(|e| e.event_type == wfc_runtime::EventType::TaskFailed).collect();
+    assert_eq!(failed.len(), 2, "the recorded failures are part of the resumed history");
+}
+
+// ---------------------------------------------------------------- generated code
+
+struct Shop {
+    counting: Counting,
+    block_second: Option<Arc<Notify>>,
+}
+
+impl two_steps::Handler for Shop {
+    async fn first(&self, input: Value, _ctx: TaskContext) -> Result<Value, wfc_runtime::TaskError> {
+        *self.counting.calls.lock().unwrap().entry("First".into()).or_default() += 1;
+        Ok(json!({"saw": input}))
+    }
+
+    async fn second(&self, _input: Value, _ctx: TaskContext) -> Result<Value, wfc_runtime::TaskError> {
+        *self.counting.calls.lock().unwrap().entry("Second".into()).or_default() += 1;
+        if let Some(blocked) = &self.block_second {
+            blocked.notify_one();
+            futures::future::pending::<()>().await;
+        }
+        Ok(json!("done"))
+    }
+}
+
+#[tokio::test]
+async fn generated_code_is_durable_through_the_same_journal() {
+    let workflow = two_steps::ir().unwrap();
+    let s = store();
+    let input = json!({"k": 1});
+    let counting = Counting::default();
+    let blocked = Arc::new(Notify::new());
+    let shop = Shop { counting: counting.clone(), block_second: Some(Arc::clone(&blocked)) };
+    let journal = open(&s, "gen", workflow, &input).await;
+    tokio::select! {
+        result = two_steps::run_with(&shop, input.clone(), RunOptions::real().with_journal(journal)) => {
+            panic!("should block: {result:?}")
+        }
+        () = blocked.notified() => {}
+    }
+    let shop = Shop { counting: counting.clone(), block_second: None };
+    let journal = open(&s, "gen", workflow, &input).await;
+    let result = two_steps::run_with(&shop, input.clone(), RunOptions::real().with_journal(journal)).await;
+    assert_eq!(result.status, Status::Succeeded, "{:?}", result.error);
+    assert_eq!((counting.count("First"), counting.count("Second")), (1, 2));
+    assert_eq!(result.output, Some(json!({"k": 1, "first": {"saw": {"k": 1}}, "second": "done"})));
+}

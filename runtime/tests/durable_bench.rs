@@ -1,0 +1,150 @@
+//! Measurements for docs/durable.md (ignored by default; they write to disk and take seconds).
+//! A debug build is fine: dependencies (SQLite included) are built with opt-level 1 and a
+//! commit costs an fsync, not CPU:
+//!
+//! ```sh
+//! cargo test -p wfc-runtime --features durable --test durable_bench -- --ignored --nocapture
+//! ```
+#![cfg(feature = "durable")]
+#![allow(missing_docs)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+use wfc_runtime::durable::{Journal, OpStatus, OpType, Opened, OperationUpdate, SqliteStore, Store, Synchronous};
+use wfc_runtime::interp::{self, Handlers};
+use wfc_runtime::ir::{StateKind, Transition, Workflow};
+use wfc_runtime::{Clock, Failure, RunOptions, Status, TaskContext};
+
+wfc_runtime::include_workflow!("tests/durable/two_steps.asl.json");
+
+fn db_path(name: &str) -> std::path::PathBuf {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("durable-bench");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+    path
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+/// One checkpoint = one Task attempt's completion (an operation row + the token CAS), the
+/// commit every durable step pays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "benchmark: run with --ignored --nocapture"]
+async fn checkpoint_commits_per_second() {
+    for (label, sync, n) in [("FULL", Synchronous::Full, 300), ("NORMAL", Synchronous::Normal, 3000)] {
+        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(db_path(&format!("commits-{label}.db")), sync).unwrap());
+        let claim = store
+            .open_execution(wfc_runtime::durable::NewExecution {
+                name: "bench".into(),
+                workflow: "bench".into(),
+                input: json!({}),
+                start_time: "2024-01-01T00:00:00.000Z".into(),
+            })
+            .await
+            .unwrap();
+        let mut token = claim.token;
+        let mut latencies = Vec::with_capacity(n);
+        let started = Instant::now();
+        for i in 0..n {
+            let update = OperationUpdate {
+                id: format!("S#{i}.0"),
+                op_type: OpType::Step,
+                subtype: "Task".into(),
+                name: "S".into(),
+                status: OpStatus::Succeeded,
+                result: Some(json!({"payload": "x".repeat(200)})),
+                error: None,
+                cause: None,
+                due_at_ms: None,
+            };
+            let t = Instant::now();
+            token = store.checkpoint("bench", token, vec![update]).await.unwrap();
+            latencies.push(t.elapsed());
+        }
+        let total = started.elapsed();
+        latencies.sort();
+        println!(
+            "synchronous={label}: {n} checkpoints in {:.2} s = {:.0} commits/s; p50 {:.2} ms, p99 {:.2} ms",
+            total.as_secs_f64(),
+            n as f64 / total.as_secs_f64(),
+            percentile(&latencies, 0.5).as_secs_f64() * 1e3,
+            percentile(&latencies, 0.99).as_secs_f64() * 1e3,
+        );
+    }
+}
+
+/// A 101-Task chain: the first 100 complete, the process stops in the 101st, and the resume
+/// replays 100 recorded steps (and runs the last one for real: 2 more commits).
+fn chain(steps: usize) -> Workflow {
+    let mut workflow = two_steps::ir().unwrap().clone();
+    let template = workflow.machine.states[0].clone();
+    workflow.machine.states = (0..steps)
+        .map(|i| {
+            let mut state = template.clone();
+            state.name = format!("S{i}");
+            if let StateKind::Task(task) = &mut state.kind {
+                task.transition = if i + 1 == steps { Transition::End } else { Transition::Next(i + 1) };
+            }
+            state
+        })
+        .collect();
+    workflow.machine.start_at = 0;
+    workflow
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "benchmark: run with --ignored --nocapture"]
+async fn replay_of_a_100_step_journal() {
+    let workflow = chain(101);
+    for (label, sync) in [("FULL", Synchronous::Full), ("NORMAL", Synchronous::Normal)] {
+        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(db_path(&format!("replay-{label}.db")), sync).unwrap());
+        let input = json!({});
+        let open = || async {
+            match Journal::open(Arc::clone(&store), "chain", &workflow.name, &input, &Clock::real()).await.unwrap() {
+                Opened::Running(j) => j,
+                Opened::Finished(r) => panic!("finished: {r:?}"),
+            }
+        };
+        let blocked = Arc::new(Notify::new());
+        let block = Arc::clone(&blocked);
+        let handlers = Handlers::new().fallback(move |_r: String, _i: Value, ctx: TaskContext| {
+            let block = Arc::clone(&block);
+            async move {
+                if ctx.state_name() == "S100" {
+                    block.notify_one();
+                    futures::future::pending::<()>().await;
+                }
+                Ok::<Value, Failure>(json!({"n": 1}))
+            }
+        });
+        let first = Instant::now();
+        tokio::select! {
+            r = interp::run(&workflow, &handlers, input.clone(), RunOptions::real().with_journal(open().await)) => panic!("{r:?}"),
+            () = blocked.notified() => {}
+        }
+        let first = first.elapsed();
+        let plain = Handlers::new()
+            .fallback(|_r: String, _i: Value, _c: TaskContext| async { Ok::<Value, Failure>(json!({"n": 1})) });
+        let started = Instant::now();
+        let journal = open().await;
+        let loaded = started.elapsed();
+        let result = interp::run(&workflow, &plain, input.clone(), RunOptions::real().with_journal(journal)).await;
+        let total = started.elapsed();
+        assert_eq!(result.status, Status::Succeeded);
+        println!(
+            "synchronous={label}: first run of 100 steps (200 commits) {:.1} ms; resume: open+load journal {:.2} ms, \
+             replay 100 steps + 1 new step + finish {:.1} ms",
+            first.as_secs_f64() * 1e3,
+            loaded.as_secs_f64() * 1e3,
+            total.as_secs_f64() * 1e3,
+        );
+    }
+}

@@ -1,0 +1,442 @@
+//! `wfc-bench`: runs the same workloads on three engines in one process and compares them.
+//!
+//! ```text
+//! cargo run --release -p wfc-bench -- [--quick] [--json]
+//! ```
+//!
+//! - **compiled**: the workflow compiled into this binary by `include_workflow!`, with trivial
+//!   handlers;
+//! - **interp**: the same definition through `wfc_core::load` and `wfc_runtime::interp::run`;
+//! - **handwritten**: plain Rust doing the same serde_json work, the floor the others are
+//!   compared with (`ratio_to_handwritten` is an engine's executions per second over the
+//!   hand-written code's, measured in the same run).
+//!
+//! Every execution runs on the real clock (no workload waits). Allocations and peak heap bytes
+//! come from a counting global allocator. A workload whose definition the compiler rejects today
+//! (Map, intrinsic functions) is skipped with the compiler's reason, never simulated.
+
+mod alloc;
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use wfc_runtime::interp::{self, Handlers};
+use wfc_runtime::{ExecutionResult, RunOptions, Status, TaskContext, TaskError};
+
+#[global_allocator]
+static GLOBAL: alloc::Counting = alloc::Counting;
+
+include!(concat!(env!("OUT_DIR"), "/probe.rs"));
+
+#[cfg(wfc_bench_count_loop)]
+wfc_runtime::include_workflow!("workflows/count_loop.asl.json");
+#[cfg(wfc_bench_task_chain)]
+wfc_runtime::include_workflow!("workflows/task_chain.asl.json");
+#[cfg(wfc_bench_parallel10)]
+wfc_runtime::include_workflow!("workflows/parallel10.asl.json");
+#[cfg(wfc_bench_map_c0)]
+wfc_runtime::include_workflow!("workflows/map_c0.asl.json");
+#[cfg(wfc_bench_map_c10)]
+wfc_runtime::include_workflow!("workflows/map_c10.asl.json");
+#[cfg(wfc_bench_big_document)]
+wfc_runtime::include_workflow!("workflows/big_document.asl.json");
+
+/// The resource every benchmark Task calls.
+const INC: &str = "arn:aws:lambda:us-east-1:123456789012:function:Inc";
+
+/// The trivial task: `{"n": k}` → `{"n": k + 1}`. Shared by all three engines.
+fn inc(input: &Value) -> Value {
+    let n = input.get("n").and_then(Value::as_i64).unwrap_or(0);
+    json!({ "n": n + 1 })
+}
+
+/// The compiled engine's handler.
+struct Bench;
+
+/// Implements a generated `Handler` trait with the trivial task, for the modules that exist.
+macro_rules! handler {
+    ($cfg:meta, $module:ident) => {
+        #[cfg($cfg)]
+        impl $module::Handler for Bench {
+            async fn inc(&self, input: Value, _ctx: TaskContext) -> Result<Value, TaskError> {
+                Ok(inc(&input))
+            }
+        }
+    };
+}
+
+#[cfg(wfc_bench_count_loop)]
+impl count_loop::Handler for Bench {}
+handler!(wfc_bench_task_chain, task_chain);
+handler!(wfc_bench_parallel10, parallel10);
+handler!(wfc_bench_map_c0, map_c0);
+handler!(wfc_bench_map_c10, map_c10);
+
+#[cfg(wfc_bench_big_document)]
+impl big_document::Handler for Bench {}
+
+/// Runs one execution of a generated module on the real clock.
+type CompiledRun = fn(&tokio::runtime::Runtime, Value, RunOptions) -> ExecutionResult;
+
+/// The compiled engine for the module named `module`, if this binary has it.
+fn compiled(module: &str) -> Option<CompiledRun> {
+    macro_rules! arm {
+        ($cfg:meta, $module:ident) => {{
+            #[cfg($cfg)]
+            if module == stringify!($module) {
+                return Some(|rt, input, options| rt.block_on($module::run_with(&Bench, input, options)));
+            }
+        }};
+    }
+    arm!(wfc_bench_count_loop, count_loop);
+    arm!(wfc_bench_task_chain, task_chain);
+    arm!(wfc_bench_parallel10, parallel10);
+    arm!(wfc_bench_map_c0, map_c0);
+    arm!(wfc_bench_map_c10, map_c10);
+    arm!(wfc_bench_big_document, big_document);
+    None
+}
+
+/// One workload: a definition, its input, and the hand-written equivalent.
+struct Workload {
+    /// The name in reports.
+    name: &'static str,
+    /// The generated module's name (the definition's file stem).
+    module: &'static str,
+    /// The definition's text.
+    definition: &'static str,
+    /// States entered per execution (Parallel/Map children included), checked against the
+    /// history of every engine run.
+    transitions: u64,
+    /// The execution input.
+    input: fn() -> Value,
+    /// The same serde_json work in plain Rust.
+    handwritten: fn(Value) -> Value,
+    /// Raises the history limit above AWS's 25,000 events. An inline Map of 10,000 Task items
+    /// records 5 events per item, which AWS would refuse (it points to Distributed Map); the
+    /// benchmark measures the engine, so it lifts the limit for those workloads only.
+    unlimited_history: bool,
+}
+
+impl Workload {
+    fn options(&self) -> RunOptions {
+        let mut options = RunOptions::real();
+        if self.unlimited_history {
+            options.limits.max_history_events = usize::MAX;
+        }
+        options
+    }
+}
+
+fn workloads() -> Vec<Workload> {
+    vec![
+        Workload {
+            name: "count-loop-1000",
+            module: "count_loop",
+            definition: include_str!("../workflows/count_loop.asl.json"),
+            // 1,000 × (Choice + Pass), the last Choice, and Succeed.
+            transitions: 2_002,
+            input: || json!({ "i": 0 }),
+            handwritten: |mut v| {
+                // Choice reads $.i; Parameters builds {"i": i + 1}.
+                while let Some(i) = v.get("i").and_then(Value::as_i64).filter(|i| *i < 1000) {
+                    v = json!({ "i": i + 1 });
+                }
+                v
+            },
+            unlimited_history: false,
+        },
+        Workload {
+            name: "task-chain-100",
+            module: "task_chain",
+            definition: include_str!("../workflows/task_chain.asl.json"),
+            transitions: 100,
+            input: || json!({ "n": 0 }),
+            handwritten: |mut v| {
+                for _ in 0..100 {
+                    v = inc(&v);
+                }
+                v
+            },
+            unlimited_history: false,
+        },
+        Workload {
+            name: "parallel-10",
+            module: "parallel10",
+            definition: include_str!("../workflows/parallel10.asl.json"),
+            transitions: 11,
+            input: || json!({ "n": 0 }),
+            handwritten: |v| Value::Array((0..10).map(|_| inc(&v)).collect()),
+            unlimited_history: false,
+        },
+        Workload {
+            name: "map-10000-c0",
+            module: "map_c0",
+            definition: include_str!("../workflows/map_c0.asl.json"),
+            transitions: 10_001,
+            input: map_input,
+            handwritten: map_handwritten,
+            unlimited_history: true,
+        },
+        Workload {
+            name: "map-10000-c10",
+            module: "map_c10",
+            definition: include_str!("../workflows/map_c10.asl.json"),
+            transitions: 10_001,
+            input: map_input,
+            handwritten: map_handwritten,
+            unlimited_history: true,
+        },
+        Workload {
+            name: "document-100kb-20",
+            module: "big_document",
+            definition: include_str!("../workflows/big_document.asl.json"),
+            transitions: 20,
+            input: big_document,
+            handwritten: |mut v| {
+                // InputPath $.doc, ResultPath $.doc, OutputPath $: the floor moves the document
+                // out and back in without copying it.
+                for _ in 0..20 {
+                    let doc = v.get_mut("doc").map(Value::take).unwrap_or(Value::Null);
+                    if let Some(slot) = v.as_object_mut() {
+                        slot.insert("doc".to_owned(), doc);
+                    }
+                }
+                v
+            },
+            unlimited_history: false,
+        },
+    ]
+}
+
+fn map_input() -> Value {
+    json!({ "items": (0..10_000).map(|n| json!({ "n": n })).collect::<Vec<_>>() })
+}
+
+fn map_handwritten(v: Value) -> Value {
+    let items = v.get("items").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    Value::Array(items.iter().map(inc).collect())
+}
+
+/// About 100 KB of JSON: 1,000 records of ~100 bytes, under `doc`.
+fn big_document() -> Value {
+    let records: Vec<Value> = (0..1_000)
+        .map(|i| json!({ "id": i, "name": format!("record-{i:05}"), "tags": ["alpha", "beta"], "score": i as f64 / 7.0 }))
+        .collect();
+    json!({ "doc": { "records": records }, "meta": { "source": "wfc-bench" } })
+}
+
+/// The measured figures of one workload on one engine.
+#[derive(Debug, Clone)]
+struct Row {
+    name: &'static str,
+    engine: &'static str,
+    result: Result<Figures, String>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Figures {
+    executions_per_sec: f64,
+    transitions_per_sec: f64,
+    allocs_per_transition: f64,
+    peak_bytes: usize,
+    ratio_to_handwritten: f64,
+}
+
+/// How long each measurement runs.
+#[derive(Debug, Clone, Copy)]
+struct Budget {
+    time: Duration,
+    min_runs: u32,
+}
+
+/// Runs `once` repeatedly for the budget and measures it. `once` returns the number of states
+/// entered (from the history) and the output, which must match `expected_output`.
+fn measure(
+    budget: Budget,
+    transitions: u64,
+    expected_output: &Value,
+    mut once: impl FnMut() -> Result<(u64, Value), String>,
+) -> Result<Figures, String> {
+    // Warm-up run, which also checks the engine does the same work as the hand-written code.
+    let (entered, output) = once()?;
+    if entered != transitions {
+        return Err(format!("entered {entered} states, expected {transitions}"));
+    }
+    if &output != expected_output {
+        return Err("output differs from the hand-written code's".to_owned());
+    }
+    // Peak heap of one execution, above what was live before it.
+    let base = alloc::reset_peak();
+    once()?;
+    let peak_bytes = alloc::peak().saturating_sub(base);
+    let allocs_before = alloc::allocations();
+    let start = Instant::now();
+    let mut runs = 0u32;
+    while runs < budget.min_runs || start.elapsed() < budget.time {
+        once()?;
+        runs += 1;
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    let allocs = alloc::allocations() - allocs_before;
+    let executions_per_sec = f64::from(runs) / elapsed;
+    Ok(Figures {
+        executions_per_sec,
+        transitions_per_sec: executions_per_sec * transitions as f64,
+        allocs_per_transition: allocs as f64 / (f64::from(runs) * transitions as f64),
+        peak_bytes,
+        ratio_to_handwritten: f64::NAN,
+    })
+}
+
+/// States entered, from an engine's result; an execution that did not succeed is an error.
+fn entered(result: ExecutionResult) -> Result<(u64, Value), String> {
+    if result.status != Status::Succeeded {
+        let error = result.error.map(|f| format!("{}: {}", f.error, f.cause)).unwrap_or_default();
+        return Err(format!("the execution ended {:?}: {error}", result.status));
+    }
+    let states = result.history.iter().filter(|e| e.event_type.name().ends_with("StateEntered")).count();
+    Ok((states as u64, result.output.unwrap_or(Value::Null)))
+}
+
+fn run_workload(w: &Workload, budget: Budget, rt: &tokio::runtime::Runtime) -> Vec<Row> {
+    let input = (w.input)();
+    let expected = (w.handwritten)(input.clone());
+    let rejected = REJECTED.iter().find(|(m, _)| *m == w.module).map(|(_, reason)| *reason);
+    let mut rows = Vec::new();
+
+    let handwritten = measure(budget, w.transitions, &expected, || Ok((w.transitions, (w.handwritten)(input.clone()))));
+    rows.push(Row { name: w.name, engine: "handwritten", result: handwritten });
+
+    let compiled_result = match (compiled(w.module), rejected) {
+        (Some(run), _) => measure(budget, w.transitions, &expected, || entered(run(rt, input.clone(), w.options()))),
+        (None, Some(reason)) => Err(format!("skipped: the compiler rejects it: {reason}")),
+        (None, None) => Err("skipped: not compiled into this binary".to_owned()),
+    };
+    rows.push(Row { name: w.name, engine: "compiled", result: compiled_result });
+
+    let source = wfc_core::Source { path: w.module, text: w.definition };
+    let interp_result = match wfc_core::load(source) {
+        Ok(loaded) => {
+            let handlers = Handlers::new().on(INC, |input, _ctx| async move { Ok(inc(&input)) });
+            measure(budget, w.transitions, &expected, || {
+                entered(rt.block_on(interp::run(&loaded.workflow, &handlers, input.clone(), w.options())))
+            })
+        }
+        Err(diags) => {
+            let reason = diags.items.first().map_or("rejected".to_owned(), |d| format!("{}: {}", d.code, d.message));
+            Err(format!("skipped: the compiler rejects it: {reason}"))
+        }
+    };
+    rows.push(Row { name: w.name, engine: "interp", result: interp_result });
+
+    // Ratios within this run: each engine against the hand-written code of the same workload.
+    let floor = rows.first().and_then(|r| r.result.as_ref().ok()).map(|f| f.executions_per_sec);
+    for row in &mut rows {
+        if let (Ok(f), Some(floor)) = (&mut row.result, floor) {
+            f.ratio_to_handwritten = f.executions_per_sec / floor;
+        }
+    }
+    rows
+}
+
+/// `x` rounded to `decimals` places (ratios are small, so they keep more), or `null` if not finite.
+fn json_number(x: f64, decimals: i32) -> Value {
+    let scale = 10f64.powi(decimals);
+    serde_json::Number::from_f64((x * scale).round() / scale).map_or(Value::Null, Value::Number)
+}
+
+fn print_json(rows: &[Row]) {
+    let workloads: Vec<Value> = rows
+        .iter()
+        .map(|r| match &r.result {
+            Ok(f) => json!({
+                "name": r.name,
+                "engine": r.engine,
+                "transitions_per_sec": json_number(f.transitions_per_sec, 3),
+                "executions_per_sec": json_number(f.executions_per_sec, 3),
+                "ratio_to_handwritten": json_number(f.ratio_to_handwritten, 5),
+                "allocs_per_transition": json_number(f.allocs_per_transition, 3),
+                "peak_bytes": f.peak_bytes,
+            }),
+            Err(reason) => json!({
+                "name": r.name,
+                "engine": r.engine,
+                "transitions_per_sec": null,
+                "executions_per_sec": null,
+                "ratio_to_handwritten": null,
+                "allocs_per_transition": null,
+                "peak_bytes": null,
+                "skipped": reason,
+            }),
+        })
+        .collect();
+    let doc = json!({ "workloads": workloads });
+    println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}")));
+}
+
+fn print_table(rows: &[Row]) {
+    println!(
+        "{:<20} {:<12} {:>15} {:>13} {:>10} {:>12} {:>12}",
+        "workload", "engine", "transitions/s", "executions/s", "ratio", "allocs/trans", "peak bytes"
+    );
+    for r in rows {
+        match &r.result {
+            Ok(f) => println!(
+                "{:<20} {:<12} {:>15.0} {:>13.1} {:>10.4} {:>12.1} {:>12}",
+                r.name,
+                r.engine,
+                f.transitions_per_sec,
+                f.executions_per_sec,
+                f.ratio_to_handwritten,
+                f.allocs_per_transition,
+                f.peak_bytes
+            ),
+            Err(reason) => println!("{:<20} {:<12} {reason}", r.name, r.engine),
+        }
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    let mut quick = false;
+    let mut as_json = false;
+    for arg in std::env::args().skip(1) {
+        match arg.as_str() {
+            "--quick" => quick = true,
+            "--json" => as_json = true,
+            "-h" | "--help" => {
+                println!("usage: wfc-bench [--quick] [--json]");
+                return std::process::ExitCode::SUCCESS;
+            }
+            other => {
+                eprintln!("error: unknown argument `{other}`; usage: wfc-bench [--quick] [--json]");
+                return std::process::ExitCode::from(2);
+            }
+        }
+    }
+    let budget = if quick {
+        Budget { time: Duration::from_millis(300), min_runs: 3 }
+    } else {
+        Budget { time: Duration::from_secs(2), min_runs: 10 }
+    };
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the tokio runtime: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let mut rows = Vec::new();
+    for w in workloads() {
+        if !as_json {
+            eprintln!("running {} ...", w.name);
+        }
+        rows.extend(run_workload(&w, budget, &rt));
+    }
+    if as_json {
+        print_json(&rows);
+    } else {
+        print_table(&rows);
+    }
+    std::process::ExitCode::SUCCESS
+}

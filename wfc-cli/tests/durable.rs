@@ -1,0 +1,152 @@
+//! A real crash test of `wfc run --store`: the process is killed (SIGKILL) while its second task
+//! is in flight, the same command is run again, and the execution completes without re-running
+//! the first task. The journal counts real starts per operation, so it is the invocation ledger.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+fn wfc() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_wfc"));
+    cmd.env_remove("RUST_LOG");
+    cmd
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("durable-tests").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create the scratch directory");
+    dir
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write a scratch file");
+    path.display().to_string()
+}
+
+fn json_of(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is one JSON value ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    })
+}
+
+const DEFINITION: &str = r#"{
+  "StartAt": "First",
+  "States": {
+    "First": {"Type": "Task", "Resource": "arn:aws:lambda:us-east-1:123456789012:function:First", "ResultPath": "$.first", "Next": "Second"},
+    "Second": {"Type": "Task", "Resource": "arn:aws:lambda:us-east-1:123456789012:function:Second", "ResultPath": "$.second", "End": true}
+  }
+}"#;
+
+/// Second takes 3 real seconds: the window in which the test kills the process.
+const MOCKS: &str = r#"{"First": {"return": {"charged": 42}}, "Second": {"return": "shipped", "delay_seconds": 3}}"#;
+
+fn describe(store: &str, name: &str) -> Option<Value> {
+    let out = wfc().args(["executions", "--store", store, "describe", name]).output().expect("wfc runs");
+    out.status.success().then(|| json_of(&out))
+}
+
+fn op<'a>(described: &'a Value, id: &str) -> Option<&'a Value> {
+    described["operations"].as_array()?.iter().find(|o| o["id"] == id)
+}
+
+#[test]
+fn a_killed_run_resumes_without_rerunning_its_completed_task() {
+    let dir = scratch("crash");
+    let def = write(&dir, "order.asl.json", DEFINITION);
+    let mocks = write(&dir, "mocks.json", MOCKS);
+    let store = format!("sqlite:{}", dir.join("store.db").display());
+    let args = ["run", &def, "--mocks", &mocks, "--input", r#"{"order": 1}"#, "--store", &store, "--name", "order-1"];
+
+    let mut child = wfc().args(args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("wfc starts");
+    // Wait until First is checkpointed as done and Second as started, then kill -9.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(d) = describe(&store, "order-1")
+            && op(&d, "First#1.0").is_some_and(|o| o["status"] == "SUCCEEDED")
+            && op(&d, "Second#1.0").is_some_and(|o| o["status"] == "STARTED")
+        {
+            break;
+        }
+        if let Some(status) = child.try_wait().expect("poll the child") {
+            let mut err = String::new();
+            if let Some(mut pipe) = child.stderr.take() {
+                let _ = std::io::Read::read_to_string(&mut pipe, &mut err);
+            }
+            panic!("wfc ended ({status}) before it could be killed: {err}");
+        }
+        assert!(Instant::now() < deadline, "Second never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().expect("SIGKILL the run");
+    child.wait().expect("reap the run");
+    let after_crash = describe(&store, "order-1").expect("the execution is stored");
+    assert_eq!(after_crash["status"], "RUNNING");
+
+    // The same command again: it resumes.
+    let out = wfc().args(args).output().expect("wfc runs");
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let expected = json!({
+        "status": "SUCCEEDED",
+        "output": {"order": 1, "first": {"charged": 42}, "second": "shipped"}
+    });
+    assert_eq!(json_of(&out), expected);
+
+    let done = describe(&store, "order-1").expect("the execution is stored");
+    assert_eq!(done["status"], "SUCCEEDED");
+    assert_eq!(op(&done, "First#1.0").unwrap()["starts"], 1, "the completed task was not re-run: {done:#}");
+    assert_eq!(op(&done, "Second#1.0").unwrap()["starts"], 2, "the in-flight task ran again: {done:#}");
+    assert!(done["epoch"].as_i64().unwrap() >= 2);
+
+    // A third run of the finished execution prints the same result and runs nothing.
+    let again = wfc().args(args).output().expect("wfc runs");
+    assert_eq!(json_of(&again), expected);
+    let still = describe(&store, "order-1").unwrap();
+    assert_eq!(op(&still, "Second#1.0").unwrap()["starts"], 2);
+
+    // list and history.
+    let list = wfc().args(["executions", "--store", &store, "list"]).output().unwrap();
+    let list = json_of(&list);
+    assert_eq!(list.as_array().map(Vec::len), Some(1));
+    assert_eq!(list[0]["name"], "order-1");
+    let history = json_of(&wfc().args(["executions", "--store", &store, "history", "order-1"]).output().unwrap());
+    let types: Vec<&str> = history.as_array().unwrap().iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(types.first(), Some(&"ExecutionStarted"));
+    assert_eq!(types.last(), Some(&"ExecutionSucceeded"));
+    assert_eq!(types.iter().filter(|t| **t == "TaskSucceeded").count(), 2);
+}
+
+#[test]
+fn durable_run_errors_are_clear() {
+    let dir = scratch("errors");
+    let def = write(&dir, "order.asl.json", DEFINITION);
+    let mocks = write(&dir, "mocks.json", r#"{"First": {"return": 1}, "Second": {"return": 2}}"#);
+    let store = format!("sqlite:{}", dir.join("store.db").display());
+    let run = |input: &str| {
+        wfc()
+            .args(["run", &def, "--mocks", &mocks, "--input", input, "--store", &store, "--name", "e"])
+            .output()
+            .expect("wfc runs")
+    };
+    assert!(run("{}").status.success());
+    // Same name, other input: the name is an idempotency key.
+    let out = run(r#"{"x": 1}"#);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already exists with a different input"));
+    // --store needs --name.
+    let out = wfc().args(["run", &def, "--store", &store]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    // Unknown store kinds and executions.
+    let out = wfc().args(["executions", "--store", "redis://x", "list"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("expected sqlite:PATH"));
+    let out = wfc().args(["executions", "--store", &store, "describe", "nope"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
