@@ -706,11 +706,8 @@ where
                 f
             }
         };
-        match exec.with_rng(|rng| retries.decide(&spec.retry, &failure.error, rng)) {
-            RetryDecision::Retry { delay, .. } => {
-                exec.backoff(name, visit_no, retries.retry_count(), delay).await.map_err(|f| visit.runtime(f))?
-            }
-            RetryDecision::GiveUp => return caught(&visit, &spec.catch, input, failure),
+        if let Some(failure) = visit.retry_after(visit_no, &mut retries, &spec.retry, failure).await? {
+            return caught(&visit, &spec.catch, input, failure);
         }
     }
 }
@@ -766,6 +763,30 @@ fn finish_result(
     };
     let output = io::result_path(result_path, raw_input, result)?;
     io::output_path(output_path, output, &ctx)
+}
+
+impl Visit<'_> {
+    /// After a failed attempt of a Task, Parallel or Map: when a retrier matches, waits out its
+    /// back-off on the execution's clock and returns `None` (run the attempt again); otherwise
+    /// hands the failure back for [`caught`].
+    async fn retry_after(
+        &self,
+        visit_no: u32,
+        retries: &mut RetryState,
+        retriers: &[wfc_ir::Retrier],
+        failure: Failure,
+    ) -> Result<Option<Failure>, Failure> {
+        match self.exec.with_rng(|rng| retries.decide(retriers, &failure.error, rng)) {
+            RetryDecision::Retry { delay, .. } => {
+                self.exec
+                    .backoff(self.name, visit_no, retries.retry_count(), delay)
+                    .await
+                    .map_err(|f| self.runtime(f))?;
+                Ok(None)
+            }
+            RetryDecision::GiveUp => Ok(Some(failure)),
+        }
+    }
 }
 
 /// After retries are exhausted: the first matching catcher, or the failure itself.
@@ -1013,11 +1034,8 @@ where
                 f
             }
         };
-        match exec.with_rng(|rng| retries.decide(&spec.retry, &failure.error, rng)) {
-            RetryDecision::Retry { delay, .. } => {
-                exec.backoff(name, visit_no, retries.retry_count(), delay).await.map_err(|f| visit.runtime(f))?
-            }
-            RetryDecision::GiveUp => return caught(&visit, &spec.catch, input, failure),
+        if let Some(failure) = visit.retry_after(visit_no, &mut retries, &spec.retry, failure).await? {
+            return caught(&visit, &spec.catch, input, failure);
         }
     }
 }
@@ -1106,11 +1124,8 @@ where
                 f
             }
         };
-        match exec.with_rng(|rng| retries.decide(&spec.retry, &failure.error, rng)) {
-            RetryDecision::Retry { delay, .. } => {
-                exec.backoff(name, visit_no, retries.retry_count(), delay).await.map_err(|f| visit.runtime(f))?
-            }
-            RetryDecision::GiveUp => return caught(&visit, &spec.catch, input, failure),
+        if let Some(failure) = visit.retry_after(visit_no, &mut retries, &spec.retry, failure).await? {
+            return caught(&visit, &spec.catch, input, failure);
         }
     }
 }
