@@ -571,14 +571,12 @@ pub trait Store: Send + Sync + fmt::Debug {
     -> BoxFuture<'a, Result<(), StoreError>>;
 }
 
-/// Opens a store from a URL: `sqlite:PATH` (durability FULL), `sqlite:PATH?synchronous=normal`,
-/// or `postgres://user@host:port/db` (feature `postgres`; must be called inside a tokio runtime).
+/// Opens a store from a URL: `sqlite:PATH` (durability FULL) or `sqlite:PATH?synchronous=normal`.
+/// For `postgres://` URLs use [`connect`].
 pub fn open_store(url: &str) -> Result<std::sync::Arc<dyn Store>, StoreError> {
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        #[cfg(feature = "postgres")]
-        return Ok(std::sync::Arc::new(postgres::PgStore::connect_blocking(url)?));
-        #[cfg(not(feature = "postgres"))]
-        return Err(StoreError::Unsupported(url.to_owned()));
+        // The PostgreSQL connection is async: use [`connect`].
+        return Err(StoreError::Unsupported(format!("{url} (open it with durable::connect)")));
     }
     let Some(rest) = url.strip_prefix("sqlite:") else {
         return Err(StoreError::BadUrl(url.to_owned()));
@@ -596,6 +594,18 @@ pub fn open_store(url: &str) -> Result<std::sync::Arc<dyn Store>, StoreError> {
         Some(_) => return Err(StoreError::BadUrl(url.to_owned())),
     };
     Ok(std::sync::Arc::new(SqliteStore::open(path, synchronous)?))
+}
+
+/// Opens a store from a URL, as [`open_store`] does, including `postgres://` URLs (feature
+/// `postgres`), which need this async form since the connection runs on the current runtime.
+pub async fn connect(url: &str) -> Result<std::sync::Arc<dyn Store>, StoreError> {
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        #[cfg(feature = "postgres")]
+        return Ok(std::sync::Arc::new(postgres::PgStore::connect(url).await?));
+        #[cfg(not(feature = "postgres"))]
+        return Err(StoreError::Unsupported(url.to_owned()));
+    }
+    open_store(url)
 }
 
 #[cfg(test)]
