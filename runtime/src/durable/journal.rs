@@ -46,6 +46,22 @@ pub struct Journal {
     suspended: Mutex<Option<Option<i64>>>,
 }
 
+/// Crash testing: `WFC_CRASH_AT=<operation id>:<phase>` aborts the process (as `kill -9` would
+/// stop it) at that point of that operation. Phases: `before-start` (nothing of the operation is
+/// committed), `after-start` (STARTED is committed; the work has not run, or a timer waits),
+/// `before-finish` (the work ran; its outcome is not committed), `after-finish` (the outcome is
+/// committed; the state has not gone on). Read once; unset in normal use.
+fn crash_point(id: &str, phase: &str) {
+    static CRASH_AT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    let target = CRASH_AT.get_or_init(|| std::env::var("WFC_CRASH_AT").ok().filter(|v| !v.is_empty()));
+    if let Some(target) = target
+        && target.strip_suffix(phase).and_then(|rest| rest.strip_suffix(':')) == Some(id)
+    {
+        eprintln!("wfc: WFC_CRASH_AT={target}: aborting");
+        std::process::abort();
+    }
+}
+
 /// How often a callback wait looks at the store for an answer from another process.
 const CALLBACK_POLL: Duration = Duration::from_millis(200);
 
@@ -303,14 +319,18 @@ impl Journal {
             due_at_ms: None,
             callback_token: None,
         };
+        crash_point(&id, "before-start");
         self.checkpoint(vec![update(OpStatus::Started, None, None)]).await.map_err(store_failure)?;
+        crash_point(&id, "after-start");
         let attempt = run.await;
+        crash_point(&id, "before-finish");
         let done = match &attempt {
             Attempt::Succeeded(v) => update(OpStatus::Succeeded, Some(v.clone()), None),
             Attempt::Failed(f) => update(OpStatus::Failed, None, Some(f)),
             Attempt::TimedOut(f) => update(OpStatus::TimedOut, None, Some(f)),
         };
         self.checkpoint(vec![done]).await.map_err(store_failure)?;
+        crash_point(&id, "after-finish");
         Ok(attempt)
     }
 
@@ -352,9 +372,11 @@ impl Journal {
                     .ok()
                     .and_then(|d| clock.now().checked_add(d).ok())
                     .ok_or_else(|| Failure::runtime("Wait state delay is too long."))?;
+                crash_point(&id, "before-start");
                 self.checkpoint(vec![update(OpStatus::Started, Some(due.as_millisecond()))])
                     .await
                     .map_err(store_failure)?;
+                crash_point(&id, "after-start");
                 (delay, Some(due.as_millisecond()))
             }
         };
@@ -364,7 +386,10 @@ impl Journal {
             return Err(self.suspend(due_ms));
         }
         clock.sleep(remaining).await;
-        self.checkpoint(vec![update(OpStatus::Succeeded, None)]).await.map_err(store_failure)
+        crash_point(&id, "before-finish");
+        self.checkpoint(vec![update(OpStatus::Succeeded, None)]).await.map_err(store_failure)?;
+        crash_point(&id, "after-finish");
+        Ok(())
     }
 
     /// One attempt of a `.waitForTaskToken` Task. A CALLBACK operation holding the token is

@@ -192,7 +192,7 @@ impl PgStore {
 async fn migrate(client: &mut Client) -> Result<(), StoreError> {
     let tx = client.transaction().await.map_err(pg)?;
     // One migrator at a time across processes.
-    tx.execute("SELECT pg_advisory_xact_lock(727_455_001)", &[]).await.map_err(pg)?;
+    tx.execute("SELECT pg_advisory_xact_lock(727455001)", &[]).await.map_err(pg)?;
     tx.batch_execute("CREATE TABLE IF NOT EXISTS wfc_schema (version BIGINT NOT NULL)").await.map_err(pg)?;
     let version: i64 = match tx.query_opt("SELECT version FROM wfc_schema", &[]).await.map_err(pg)? {
         Some(row) => row.get(0),
