@@ -218,6 +218,22 @@ struct ExecutionRecordRaw {
 }
 
 impl ExecutionRecordRaw {
+    /// For listings: a row whose JSON is corrupt is still listed (its input or output shows
+    /// what is wrong), so one bad execution does not hide the others.
+    fn parse_lenient(mut self) -> Result<ExecutionRecord, StoreError> {
+        let shown = |text: &str| match serde_json::from_str::<Value>(text) {
+            Ok(_) => text.to_owned(),
+            Err(e) => Value::String(format!("<corrupt JSON: {e}>")).to_string(),
+        };
+        self.input = shown(&self.input);
+        self.output = self.output.as_deref().map(shown);
+        if ExecutionStatus::parse(&self.status).is_none() {
+            self.cause = Some(format!("<corrupt status '{}'>", self.status));
+            self.status = "FAILED".into();
+        }
+        self.parse()
+    }
+
     fn parse(self) -> Result<ExecutionRecord, StoreError> {
         Ok(ExecutionRecord {
             status: ExecutionStatus::parse(&self.status)
@@ -523,7 +539,7 @@ impl Store for SqliteStore {
             let rows = stmt.query_map([], record_of).map_err(backend)?;
             let mut out = Vec::new();
             for row in rows {
-                out.push(row.map_err(backend)?.0.parse()?);
+                out.push(row.map_err(backend)?.0.parse_lenient()?);
             }
             Ok(out)
         })
