@@ -323,10 +323,27 @@ pub(crate) fn worker(args: &WorkerArgs) -> Exit {
     if let Some(secs) = args.lease_seconds {
         config.lease = Duration::from_secs(secs.max(1));
     }
+    let seconds = |s: f64, flag: &str| {
+        Duration::try_from_secs_f64(s).map_err(|_| format!("{flag} must be a number of seconds, not {s}"))
+    };
+    if let Some(s) = args.suspend_after_seconds {
+        match seconds(s, "--suspend-after-seconds") {
+            Ok(d) => config.suspend_after = d,
+            Err(e) => return fatal(e),
+        }
+    }
+    if let Some(s) = args.shutdown_grace_seconds {
+        match seconds(s, "--shutdown-grace-seconds") {
+            Ok(d) => config.shutdown_grace = d,
+            Err(e) => return fatal(e),
+        }
+    }
     let result = rt.block_on(async {
+        // Installed before any work is claimed, so a SIGTERM is never the default "terminate".
+        let shutdown = shutdown_signal()?;
         let store = open(&args.store).await?;
         let worker = Worker::new(store, workflows, config);
-        let stats = worker.run(shutdown_signal()).await.map_err(|e| e.to_string())?;
+        let stats = worker.run(shutdown).await.map_err(|e| e.to_string())?;
         Ok::<_, String>(json!({
             "claimed": stats.claimed,
             "finished": stats.finished,
@@ -342,17 +359,15 @@ pub(crate) fn worker(args: &WorkerArgs) -> Exit {
     }
 }
 
-/// Completes on SIGTERM or SIGINT.
-async fn shutdown_signal() {
+/// Installs SIGTERM and SIGINT handlers now; the returned future completes on either.
+fn shutdown_signal() -> Result<impl std::future::Future<Output = ()>, String> {
     use tokio::signal::unix::{SignalKind, signal};
-    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
-        (Ok(mut term), Ok(mut int)) => {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
-            }
+    let mut term = signal(SignalKind::terminate()).map_err(|e| format!("cannot handle SIGTERM: {e}"))?;
+    let mut int = signal(SignalKind::interrupt()).map_err(|e| format!("cannot handle SIGINT: {e}"))?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
         }
-        // No signal handling: run until killed.
-        _ => futures::future::pending().await,
-    }
+    })
 }

@@ -81,6 +81,13 @@ pub(crate) struct WorkerArgs {
     /// The lease of a claimed execution in seconds (default 30).
     #[arg(long, value_name = "SECONDS")]
     pub(crate) lease_seconds: Option<u64>,
+    /// A Wait, back-off or callback wait longer than this releases the execution until it is
+    /// due, instead of holding it (default 5).
+    #[arg(long, value_name = "SECONDS")]
+    pub(crate) suspend_after_seconds: Option<f64>,
+    /// On SIGTERM, how long in-flight executions may finish before they are released (default 10).
+    #[arg(long, value_name = "SECONDS")]
+    pub(crate) shutdown_grace_seconds: Option<f64>,
 }
 
 /// `wfc callback`.
