@@ -28,6 +28,8 @@ mod journal;
 mod postgres;
 mod sqlite;
 pub mod worker;
+#[doc(hidden)]
+pub mod testing;
 
 pub use journal::{Journal, Opened};
 #[cfg(feature = "postgres")]
