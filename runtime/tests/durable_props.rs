@@ -62,13 +62,17 @@ fn a_complete_journal_replays_without_the_store() {
         ok("Ask#1.0", "CALLBACK", "Ask", json!({"approved": true})),
         ok("Ask#1.0.send", "STEP", "Ask", Value::Null),
     ]});
-    // The store behind the replay does not know the execution: any write would fail the run.
-    assert_eq!(replay_stored_state(doc.to_string().as_bytes()), Ok(Status::Succeeded));
+    // Everything replays from the rows: nothing is written, no handler is called.
+    assert_eq!(replay_stored_state(doc.to_string().as_bytes()), Ok((Status::Succeeded, 0)));
     // A row of the wrong type where the definition has a Task: a determinism violation fails
     // the execution instead of replaying it.
     let mut drifted = doc.clone();
     drifted["operations"][0]["type"] = json!("WAIT");
-    assert_eq!(replay_stored_state(drifted.to_string().as_bytes()), Ok(Status::Failed));
+    assert_eq!(replay_stored_state(drifted.to_string().as_bytes()).map(|r| r.0), Ok(Status::Failed));
+    // Without the Wait's row, the replay runs (and records) the Wait and nothing else.
+    let mut partial = doc.clone();
+    partial["operations"].as_array_mut().unwrap().remove(1);
+    assert_eq!(replay_stored_state(partial.to_string().as_bytes()), Ok((Status::Succeeded, 1)));
     let mut corrupt = doc;
     corrupt["operations"][2]["result"] = json!("{not json");
     let err = replay_stored_state(corrupt.to_string().as_bytes()).unwrap_err();

@@ -30,8 +30,9 @@ fn number(v: &Value, key: &str) -> Option<i64> {
 /// Reads `{"operations": [{"id", "type", "subtype", "name", "status", "starts", "result", "error",
 /// "cause", "due_at", "callback_token", "heartbeats"}, ...]}` as stored rows (any field may be
 /// missing or of any type), checks them, and replays the journal on the fixed workflow on
-/// virtual time. Returns how the execution ended, or why the state was refused.
-pub fn replay_stored_state(data: &[u8]) -> Result<Status, String> {
+/// virtual time. Returns how the execution ended and how many operations the replay had to
+/// write (0: everything replayed from the rows), or why the state was refused.
+pub fn replay_stored_state(data: &[u8]) -> Result<(Status, usize), String> {
     let doc: Value = serde_json::from_slice(data).map_err(|e| e.to_string())?;
     let rows = doc.get("operations").and_then(Value::as_array).ok_or("no operations array")?;
     let mut operations = Vec::new();
@@ -54,9 +55,17 @@ pub fn replay_stored_state(data: &[u8]) -> Result<Status, String> {
     }
     let workflow: wfc_ir::Workflow = serde_json::from_str(DEFINITION).map_err(|e| format!("the fixed workflow: {e}"))?;
     crate::block_on_virtual(async move {
-        // A store without this execution: replayed operations need nothing from it, and any new
-        // checkpoint is refused (NotFound), which ends the run with States.Runtime.
+        // A fresh store holding the execution but none of the rows: replayed operations need
+        // nothing from it, and what the replay writes shows what was not replayed.
         let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().map_err(|e| e.to_string())?);
+        let new = super::NewExecution {
+            name: "stored".into(),
+            workflow: "stored".into(),
+            input: json!({}),
+            start_time: "2024-01-01T00:00:00.000Z".into(),
+            definition_hash: None,
+        };
+        let opened = store.open_execution(new).await.map_err(|e| e.to_string())?;
         let record = ExecutionRecord {
             name: "stored".into(),
             workflow: "stored".into(),
@@ -76,11 +85,13 @@ pub fn replay_stored_state(data: &[u8]) -> Result<Status, String> {
             definition_hash: None,
             signals: 0,
         };
-        let claim = Claim { record, operations, token: CheckpointToken { epoch: 1, seq: 0 }, existed: true };
-        let journal = Journal::from_claim(store, claim, None);
+        let token = CheckpointToken { epoch: opened.token.epoch, seq: opened.token.seq };
+        let claim = Claim { record, operations, token, existed: true };
+        let journal = Journal::from_claim(Arc::clone(&store), claim, None);
         let handler = |_resource: String, input: Value, _ctx: crate::TaskContext| async move { Ok(input) };
         let options = RunOptions { clock: Clock::virtual_default(), ..RunOptions::virtual_time() }.with_journal(journal);
         let result = crate::interp::run(&workflow, &handler, json!({}), options).await;
-        Ok(result.status)
+        let written = store.load_journal("stored").await.map_err(|e| e.to_string())?.len();
+        Ok((result.status, written))
     })
 }
