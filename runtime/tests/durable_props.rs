@@ -17,7 +17,16 @@ fn pick(options: &'static [&'static str]) -> impl Strategy<Value = String> {
 
 fn row() -> impl Strategy<Value = Value> {
     (
-        pick(&["A#1.0", "A#1.retry1", "A#1.1", "Nap#1", "Both#1.0/0/L#1.0", "Both#1.0/1/R#1.0", "Ask#1.0", "Ask#1.0.send"]),
+        pick(&[
+            "A#1.0",
+            "A#1.retry1",
+            "A#1.1",
+            "Nap#1",
+            "Both#1.0/0/L#1.0",
+            "Both#1.0/1/R#1.0",
+            "Ask#1.0",
+            "Ask#1.0.send",
+        ]),
         pick(&["STEP", "WAIT", "CALLBACK", "CONTEXT", "CHAINED_INVOKE"]),
         pick(&["A", "Nap", "L", "R", "Ask"]),
         pick(&["STARTED", "SUCCEEDED", "FAILED", "TIMED_OUT", "CANCELLED"]),

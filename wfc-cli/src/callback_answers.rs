@@ -90,7 +90,9 @@ fn parse_answer(v: &Value) -> Result<Answer, String> {
         actions.push(AnswerAction::NoAnswer);
     }
     if actions.len() != 1 {
-        return Err("an answer needs exactly one of \"success\", \"echo\": true, \"failure\", \"no_answer\": true".into());
+        return Err(
+            "an answer needs exactly one of \"success\", \"echo\": true, \"failure\", \"no_answer\": true".into()
+        );
     }
     let heartbeat_every_seconds = seconds(obj, "heartbeat_every_seconds")?;
     if heartbeat_every_seconds == Some(0.0) {

@@ -67,7 +67,10 @@ fn load_definition(path: &std::path::Path, color: bool) -> Result<wfc_ir::Workfl
 }
 
 /// The task handler of the CLI: `--handlers` commands first, then `--mocks`.
-fn handler_for(handlers: Option<&std::path::Path>, mocks: crate::mocks::MockSet) -> Result<Arc<dyn DynHandler>, String> {
+fn handler_for(
+    handlers: Option<&std::path::Path>,
+    mocks: crate::mocks::MockSet,
+) -> Result<Arc<dyn DynHandler>, String> {
     let commands = match handlers {
         Some(path) => crate::handlers::load(path)?,
         None => Default::default(),
@@ -264,8 +267,7 @@ pub(crate) fn callback(args: &CallbackArgs) -> Exit {
     let result: Result<Value, String> = rt.block_on(async {
         let store = open(&args.store).await?;
         let (sent, execution) = if let Some(text) = &args.success {
-            let output: Value =
-                serde_json::from_str(text).map_err(|e| format!("--success is not valid JSON: {e}"))?;
+            let output: Value = serde_json::from_str(text).map_err(|e| format!("--success is not valid JSON: {e}"))?;
             let name = store
                 .complete_callback(&args.token, CallbackCompletion::Success(output))
                 .await
@@ -313,7 +315,8 @@ pub(crate) fn worker(args: &WorkerArgs) -> Exit {
         Ok(rt) => rt,
         Err(e) => return fatal(format!("cannot start the async runtime: {e}")),
     };
-    let mut config = WorkerConfig { concurrency: args.concurrency, exit_when_idle: args.exit_when_idle, ..Default::default() };
+    let mut config =
+        WorkerConfig { concurrency: args.concurrency, exit_when_idle: args.exit_when_idle, ..Default::default() };
     if let Some(owner) = &args.owner {
         config.owner = owner.clone();
     }

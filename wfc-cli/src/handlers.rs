@@ -36,8 +36,7 @@ pub(crate) struct CommandHandlers<F> {
 /// Reads a handlers file.
 pub(crate) fn load(path: &Path) -> Result<HashMap<String, CommandSpec>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let doc: Value =
-        serde_json::from_str(&text).map_err(|e| format!("{}: not valid JSON: {e}", path.display()))?;
+    let doc: Value = serde_json::from_str(&text).map_err(|e| format!("{}: not valid JSON: {e}", path.display()))?;
     parse(&doc).map_err(|e| format!("{}: {e}", path.display()))
 }
 
@@ -94,7 +93,8 @@ fn command_failure(status: std::process::ExitStatus, stderr: &[u8]) -> Failure {
         let cause = obj.get("Cause").and_then(Value::as_str).unwrap_or("");
         return Failure::new(error, cause);
     }
-    let cause = if trimmed.is_empty() { format!("the handler command exited with {status}") } else { trimmed.to_owned() };
+    let cause =
+        if trimmed.is_empty() { format!("the handler command exited with {status}") } else { trimmed.to_owned() };
     Failure::new(wfc_ir::errors::TASK_FAILED, cause)
 }
 

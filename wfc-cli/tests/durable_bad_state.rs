@@ -90,7 +90,11 @@ fn corrupt_rows_fail_that_execution_with_a_clear_error() {
 
     let out = run(&e, &e.def, "corrupt-status", None);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("operation 'A#1.0' is corrupt: unknown operation status 'EXPLODED'"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("operation 'A#1.0' is corrupt: unknown operation status 'EXPLODED'"),
+        "{}",
+        stderr(&out)
+    );
     let out = run(&e, &e.def, "corrupt-result", None);
     assert!(stderr(&out).contains("operation 'A#1.0' is corrupt: its result is not JSON"), "{}", stderr(&out));
     // Through a worker: the corrupt executions are failed with Wfc.CorruptState, the others run.

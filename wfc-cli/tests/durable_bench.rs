@@ -113,7 +113,12 @@ async fn one_run(store: Option<Arc<dyn Store>>, workflow: &wfc_runtime::ir::Work
 }
 
 /// `executions` runs of `workflow` at once on one store; returns steps per second.
-async fn concurrent_runs(store: Arc<dyn Store>, workflow: Arc<wfc_runtime::ir::Workflow>, executions: usize, prefix: &str) -> f64 {
+async fn concurrent_runs(
+    store: Arc<dyn Store>,
+    workflow: Arc<wfc_runtime::ir::Workflow>,
+    executions: usize,
+    prefix: &str,
+) -> f64 {
     let steps = workflow.machine.states.len() * executions;
     let start = Instant::now();
     let mut set = tokio::task::JoinSet::new();
@@ -132,7 +137,13 @@ fn sqlite(dir: &std::path::Path, label: &str, sync: durable::Synchronous) -> Arc
 }
 
 /// Runs `executions` queued executions of `workflow` on `workers` in-process workers.
-async fn pg_workers(url: &str, workflow: Arc<wfc_runtime::ir::Workflow>, workers: usize, executions: usize, prefix: &str) -> f64 {
+async fn pg_workers(
+    url: &str,
+    workflow: Arc<wfc_runtime::ir::Workflow>,
+    workers: usize,
+    executions: usize,
+    prefix: &str,
+) -> f64 {
     let store = durable::connect(url).await.unwrap();
     for i in 0..executions {
         let new = NewExecution {

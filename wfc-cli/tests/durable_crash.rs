@@ -87,12 +87,12 @@ fn finish(s: &Setup, store: &str, name: &str, input: &str, order: u64) {
 /// Crash at `point`, then run again to the end; returns the steps that ran more than once.
 fn crash_at(s: &Setup, store: &str, name: &str, order: u64, point: &str) -> Vec<(String, usize)> {
     let input = json!({"order": order}).to_string();
-    let out = wfc()
-        .args(run_args(s, store, name, &input))
-        .env("WFC_CRASH_AT", point)
-        .output()
-        .expect("wfc runs");
-    assert!(!out.status.success(), "{name}: the run should have crashed at {point}: {}", String::from_utf8_lossy(&out.stdout));
+    let out = wfc().args(run_args(s, store, name, &input)).env("WFC_CRASH_AT", point).output().expect("wfc runs");
+    assert!(
+        !out.status.success(),
+        "{name}: the run should have crashed at {point}: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("aborting"),
         "{name}: it did not reach {point}: {}",

@@ -25,8 +25,21 @@ const DEFINITION: &str = r#"{
 fn worker(store: &str, def: &str, handlers: &str, owner: &str) -> Child {
     wfc()
         .args([
-            "worker", "--store", store, def, "--handlers", handlers, "--concurrency", "8", "--exit-when-idle",
-            "--poll-ms", "100", "--lease-seconds", "3", "--owner", owner,
+            "worker",
+            "--store",
+            store,
+            def,
+            "--handlers",
+            handlers,
+            "--concurrency",
+            "8",
+            "--exit-when-idle",
+            "--poll-ms",
+            "100",
+            "--lease-seconds",
+            "3",
+            "--owner",
+            owner,
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -110,7 +123,10 @@ fn postgres_many_workers_run_each_execution_exactly_once() {
         }
     });
     // One start through the CLI too (idempotent by name: it exists already).
-    let o = wfc().args(["executions", "--store", &url, "start", &def, "--name", "e0000", "--input", r#"{"i": 0}"#]).output().unwrap();
+    let o = wfc()
+        .args(["executions", "--store", &url, "start", &def, "--name", "e0000", "--input", r#"{"i": 0}"#])
+        .output()
+        .unwrap();
     assert_eq!(json_of(&o)["existed"], true, "{}", String::from_utf8_lossy(&o.stderr));
 
     let started = Instant::now();

@@ -29,7 +29,8 @@ const ASK: &str = r#"{
 }"#;
 
 fn start(store: &str, def: &str, name: &str, input: &str) {
-    let out = wfc().args(["executions", "--store", store, "start", def, "--name", name, "--input", input]).output().unwrap();
+    let out =
+        wfc().args(["executions", "--store", store, "start", def, "--name", name, "--input", input]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
@@ -90,7 +91,8 @@ fn a_callback_from_another_process_wakes_a_released_execution() {
     let token = std::fs::read_to_string(&token_file).unwrap().trim().to_owned();
     let d = describe(&store, "ask-1");
     assert_eq!(op(&d, "Ask#1.0").unwrap()["callback_token"], token.as_str());
-    let out = wfc().args(["callback", "--store", &store, "--token", &token, "--success", r#"{"ok": 1}"#]).output().unwrap();
+    let out =
+        wfc().args(["callback", "--store", &store, "--token", &token, "--success", r#"{"ok": 1}"#]).output().unwrap();
     assert_eq!(json_of(&out), json!({"sent": "SendTaskSuccess", "execution": "ask-1"}));
     let stats = worker(&store, &def, &handlers, &[]);
     assert_eq!(stats["finished"], 1, "{stats:#}");
@@ -98,7 +100,11 @@ fn a_callback_from_another_process_wakes_a_released_execution() {
     // The handler was not called again on resume.
     let out = wfc().args(["callback", "--store", &store, "--token", &token, "--heartbeat"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no task is waiting"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no task is waiting"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
@@ -176,7 +182,11 @@ fn stop_aborts_an_execution_and_fences_its_process() {
     // The running process notices at its next lease renewal (every 10 s) and stops.
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stdout));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("was taken away"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("was taken away"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let d = describe(&store, "long");
     assert_eq!(d["status"], "ABORTED");
     assert_eq!(op(&d, "Nap#1").unwrap()["status"], "CANCELLED");

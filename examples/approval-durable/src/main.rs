@@ -77,7 +77,9 @@ async fn run(db: &Path, order: u64, amount: f64) -> Result<Value, String> {
         .await
         .map_err(|e| e.to_string())?
     {
-        Opened::Finished(record) => return Ok(json!({ "status": record.status.as_str(), "output": record.output, "error": record.error })),
+        Opened::Finished(record) => {
+            return Ok(json!({ "status": record.status.as_str(), "output": record.output, "error": record.error }));
+        }
         Opened::Running(journal) => journal,
     };
     let shop = Shop { log: db.with_extension("log") };

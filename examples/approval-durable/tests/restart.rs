@@ -44,14 +44,20 @@ fn an_approval_survives_a_restart() {
     let token = pending[0]["token"].as_str().expect("one approval pending").to_owned();
     let sent_token = log_lines(&db).iter().find_map(|l| l.strip_prefix("request 42 ").map(str::to_owned)).unwrap();
     assert_eq!(token, sent_token, "the token in the request is the one the store waits for");
-    assert_eq!(json(&bin().args(["approve", "--db", &db_arg, "--token", &token]).output().unwrap())["execution"], "order-42");
+    assert_eq!(
+        json(&bin().args(["approve", "--db", &db_arg, "--token", &token]).output().unwrap())["execution"],
+        "order-42"
+    );
 
     let done = json(&bin().args(run).output().unwrap());
     assert_eq!(done["status"], "SUCCEEDED", "{done}");
     assert_eq!(done["output"]["shipment"]["carrier"], "wfc-post");
     assert_eq!(done["output"]["approval"]["approved"], true);
     // Every side effect happened exactly once across both processes.
-    assert_eq!(log_lines(&db).iter().map(|l| l.split(' ').next().unwrap()).collect::<Vec<_>>(), ["validate", "request", "ship"]);
+    assert_eq!(
+        log_lines(&db).iter().map(|l| l.split(' ').next().unwrap()).collect::<Vec<_>>(),
+        ["validate", "request", "ship"]
+    );
     // Running it again prints the stored result and does nothing.
     assert_eq!(json(&bin().args(run).output().unwrap())["status"], "SUCCEEDED");
     assert_eq!(log_lines(&db).len(), 3);

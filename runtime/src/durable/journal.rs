@@ -10,8 +10,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{
-    CheckpointToken, Claim, Completion, ExecutionRecord, NewExecution, OpStatus, OpType,
-    Operation, OperationUpdate, Store, StoreError,
+    CheckpointToken, Claim, Completion, ExecutionRecord, NewExecution, OpStatus, OpType, Operation, OperationUpdate,
+    Store, StoreError,
 };
 use crate::callback::{self, CallbackOutcome, Observed, Registration, WaitingTask};
 use crate::task::Attempt;
@@ -424,7 +424,9 @@ impl Journal {
         };
         match self.recorded_as(&id, OpType::Callback, name)? {
             Some(op) if op.status.is_terminal() => {
-                return Ok(replayed(op).unwrap_or_else(|| Attempt::Failed(Failure::runtime("the callback was cancelled"))));
+                return Ok(
+                    replayed(op).unwrap_or_else(|| Attempt::Failed(Failure::runtime("the callback was cancelled")))
+                );
             }
             Some(op) => {
                 // Resumed while waiting: the timeout runs to the recorded deadline.
@@ -446,7 +448,8 @@ impl Journal {
         let outcome = match sent {
             Attempt::Succeeded(_) => {
                 registration.announce(waiting);
-                let poll = StorePoll { store: Arc::clone(&self.store), execution: self.record.name.clone(), id: id.clone() };
+                let poll =
+                    StorePoll { store: Arc::clone(&self.store), execution: self.record.name.clone(), id: id.clone() };
                 let wait = callback::wait(&mut registration, &limits, Some(CALLBACK_POLL), poll);
                 match self.suspend_after {
                     // A worker does not hold an execution that may wait for days; one with a

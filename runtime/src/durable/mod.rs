@@ -27,9 +27,9 @@ mod journal;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod sqlite;
-pub mod worker;
 #[doc(hidden)]
 pub mod testing;
+pub mod worker;
 
 pub use journal::{Journal, Opened};
 #[cfg(feature = "postgres")]
@@ -189,7 +189,8 @@ pub struct RawOperation {
 /// corrupt or foreign state fails with a clear error instead of replaying nonsense.
 pub fn parse_operation(raw: RawOperation) -> Result<Operation, StoreError> {
     let corrupt = |what: String| StoreError::Backend(format!("operation '{}' is corrupt: {what}", raw.id));
-    let op_type = OpType::parse(&raw.op_type).ok_or_else(|| corrupt(format!("unknown operation type '{}'", raw.op_type)))?;
+    let op_type =
+        OpType::parse(&raw.op_type).ok_or_else(|| corrupt(format!("unknown operation type '{}'", raw.op_type)))?;
     let status =
         OpStatus::parse(&raw.status).ok_or_else(|| corrupt(format!("unknown operation status '{}'", raw.status)))?;
     let result = match raw.result.as_deref() {
@@ -295,8 +296,8 @@ impl ExecutionStatus {
             ExecutionStatus::TimedOut,
             ExecutionStatus::Aborted,
         ]
-            .into_iter()
-            .find(|s| s.as_str() == text)
+        .into_iter()
+        .find(|s| s.as_str() == text)
     }
 }
 
@@ -569,8 +570,12 @@ pub trait Store: Send + Sync + fmt::Debug {
     }
 
     /// Fails an execution whose stored state is unusable (guarded by nothing: it is not running).
-    fn fail_execution<'a>(&'a self, name: &'a str, error: &'a str, cause: &'a str)
-    -> BoxFuture<'a, Result<(), StoreError>>;
+    fn fail_execution<'a>(
+        &'a self,
+        name: &'a str,
+        error: &'a str,
+        cause: &'a str,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
 }
 
 /// Opens a store from a URL: `sqlite:PATH` (durability FULL) or `sqlite:PATH?synchronous=normal`.

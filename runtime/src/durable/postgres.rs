@@ -224,7 +224,8 @@ fn record_of(row: &Row) -> Result<ExecutionRecord, StoreError> {
     Ok(ExecutionRecord {
         name: row.try_get(0).map_err(pg)?,
         workflow: row.try_get(1).map_err(pg)?,
-        status: ExecutionStatus::parse(&status).ok_or_else(|| backend(format!("unknown execution status '{status}'")))?,
+        status: ExecutionStatus::parse(&status)
+            .ok_or_else(|| backend(format!("unknown execution status '{status}'")))?,
         input: from_text(&input)?,
         output: output.as_deref().map(from_text).transpose()?,
         error: row.try_get(5).map_err(pg)?,
@@ -243,10 +244,8 @@ fn record_of(row: &Row) -> Result<ExecutionRecord, StoreError> {
 }
 
 async fn get_record<C: GenericClient>(c: &C, name: &str) -> Result<Option<ExecutionRecord>, StoreError> {
-    let row = c
-        .query_opt(&format!("SELECT {RECORD_COLUMNS} FROM executions WHERE name = $1"), &[&name])
-        .await
-        .map_err(pg)?;
+    let row =
+        c.query_opt(&format!("SELECT {RECORD_COLUMNS} FROM executions WHERE name = $1"), &[&name]).await.map_err(pg)?;
     row.as_ref().map(record_of).transpose()
 }
 
@@ -575,7 +574,11 @@ impl Store for PgStore {
         })
     }
 
-    fn load_operation<'a>(&'a self, name: &'a str, id: &'a str) -> BoxFuture<'a, Result<Option<Operation>, StoreError>> {
+    fn load_operation<'a>(
+        &'a self,
+        name: &'a str,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Operation>, StoreError>> {
         Box::pin(async move {
             let conn = self.conn().await;
             let client = conn.lock().await;
@@ -722,7 +725,8 @@ impl Store for PgStore {
             for row in rows {
                 let name: String = row.get(0);
                 let loaded = async {
-                    let record = get_record(&*client, &name).await?.ok_or_else(|| StoreError::NotFound(name.clone()))?;
+                    let record =
+                        get_record(&*client, &name).await?.ok_or_else(|| StoreError::NotFound(name.clone()))?;
                     let operations = get_operations(&*client, &name).await?;
                     let token = CheckpointToken { epoch: record.epoch, seq: record.checkpoint_seq };
                     Ok(Claim { record, operations, token, existed: true })
@@ -788,7 +792,12 @@ impl Store for PgStore {
         })
     }
 
-    fn fail_execution<'a>(&'a self, name: &'a str, error: &'a str, cause: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+    fn fail_execution<'a>(
+        &'a self,
+        name: &'a str,
+        error: &'a str,
+        cause: &'a str,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             let conn = self.conn().await;
             let client = conn.lock().await;

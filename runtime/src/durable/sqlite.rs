@@ -28,7 +28,8 @@ pub enum Synchronous {
 
 /// The schema, one entry per version: `MIGRATIONS[i]` takes `user_version` from `i` to `i + 1`.
 /// Append only; never edit a released entry.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE executions (
     name           TEXT PRIMARY KEY,
     workflow       TEXT NOT NULL,
@@ -68,7 +69,8 @@ CREATE TABLE history (
     event     TEXT NOT NULL,
     PRIMARY KEY (execution, event_id)
 );
-"#, r#"
+"#,
+    r#"
 ALTER TABLE operations ADD COLUMN callback_token TEXT;
 ALTER TABLE operations ADD COLUMN heartbeats INTEGER NOT NULL DEFAULT 0;
 CREATE UNIQUE INDEX operations_callback ON operations(callback_token) WHERE callback_token IS NOT NULL;
@@ -78,7 +80,8 @@ ALTER TABLE executions ADD COLUMN wake_at INTEGER;
 ALTER TABLE executions ADD COLUMN definition_hash TEXT;
 ALTER TABLE executions ADD COLUMN signals INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX executions_runnable ON executions(wake_at) WHERE status = 'RUNNING';
-"#];
+"#,
+];
 
 /// A [`Store`] in one SQLite file.
 ///
@@ -425,12 +428,7 @@ fn get_operation(conn: &Connection, name: &str, id: &str) -> Result<Option<Opera
 
 /// The compare-and-swap that makes tokens single-use and fences older processes: it succeeds
 /// only for the current (epoch, seq), and moves seq on.
-fn advance_token(
-    tx: &Connection,
-    name: &str,
-    token: CheckpointToken,
-    now: i64,
-) -> Result<CheckpointToken, StoreError> {
+fn advance_token(tx: &Connection, name: &str, token: CheckpointToken, now: i64) -> Result<CheckpointToken, StoreError> {
     let changed = tx
         .execute(
             "UPDATE executions SET checkpoint_seq = checkpoint_seq + 1, updated_at = ?4
@@ -447,12 +445,7 @@ fn advance_token(
     Ok(CheckpointToken { epoch: token.epoch, seq: token.seq + 1 })
 }
 
-fn apply_update(
-    tx: &Connection,
-    name: &str,
-    update: &OperationUpdate,
-    now: i64,
-) -> Result<(), StoreError> {
+fn apply_update(tx: &Connection, name: &str, update: &OperationUpdate, now: i64) -> Result<(), StoreError> {
     let invalid = |message: String| StoreError::InvalidUpdate { execution: name.to_owned(), message };
     let existing: Option<String> = tx
         .query_row("SELECT status FROM operations WHERE execution = ?1 AND op_id = ?2", [name, &update.id], |r| {
@@ -658,7 +651,11 @@ impl Store for SqliteStore {
         })
     }
 
-    fn load_operation<'a>(&'a self, name: &'a str, id: &'a str) -> BoxFuture<'a, Result<Option<Operation>, StoreError>> {
+    fn load_operation<'a>(
+        &'a self,
+        name: &'a str,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Operation>, StoreError>> {
         let (name, id) = (name.to_owned(), id.to_owned());
         self.call(move |conn| get_operation(conn, &name, &id))
     }
@@ -857,7 +854,12 @@ impl Store for SqliteStore {
         })
     }
 
-    fn fail_execution<'a>(&'a self, name: &'a str, error: &'a str, cause: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+    fn fail_execution<'a>(
+        &'a self,
+        name: &'a str,
+        error: &'a str,
+        cause: &'a str,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
         let (name, error, cause) = (name.to_owned(), error.to_owned(), cause.to_owned());
         self.call(move |conn| {
             conn.execute(

@@ -53,7 +53,8 @@ pub fn replay_stored_state(data: &[u8]) -> Result<(Status, usize), String> {
         };
         operations.push(super::parse_operation(raw).map_err(|e| e.to_string())?);
     }
-    let workflow: wfc_ir::Workflow = serde_json::from_str(DEFINITION).map_err(|e| format!("the fixed workflow: {e}"))?;
+    let workflow: wfc_ir::Workflow =
+        serde_json::from_str(DEFINITION).map_err(|e| format!("the fixed workflow: {e}"))?;
     crate::block_on_virtual(async move {
         // A fresh store holding the execution but none of the rows: replayed operations need
         // nothing from it, and what the replay writes shows what was not replayed.
@@ -89,7 +90,8 @@ pub fn replay_stored_state(data: &[u8]) -> Result<(Status, usize), String> {
         let claim = Claim { record, operations, token, existed: true };
         let journal = Journal::from_claim(Arc::clone(&store), claim, None);
         let handler = |_resource: String, input: Value, _ctx: crate::TaskContext| async move { Ok(input) };
-        let options = RunOptions { clock: Clock::virtual_default(), ..RunOptions::virtual_time() }.with_journal(journal);
+        let options =
+            RunOptions { clock: Clock::virtual_default(), ..RunOptions::virtual_time() }.with_journal(journal);
         let result = crate::interp::run(&workflow, &handler, json!({}), options).await;
         let written = store.load_journal("stored").await.map_err(|e| e.to_string())?.len();
         Ok((result.status, written))

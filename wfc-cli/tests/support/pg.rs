@@ -81,10 +81,20 @@ impl TempPostgres {
             "initdb",
             &["-D", &data.display().to_string(), "-U", "wfc", "--auth=trust", "-E", "UTF8", "--no-sync"],
         );
-        let options = format!("-p {port} -k {} -c listen_addresses=127.0.0.1 -c max_connections=200", server.dir.display());
+        let options =
+            format!("-p {port} -k {} -c listen_addresses=127.0.0.1 -c max_connections=200", server.dir.display());
         server.run_as(
             "pg_ctl",
-            &["-D", &data.display().to_string(), "-o", &options, "-l", &server.dir.join("log").display().to_string(), "-w", "start"],
+            &[
+                "-D",
+                &data.display().to_string(),
+                "-o",
+                &options,
+                "-l",
+                &server.dir.join("log").display().to_string(),
+                "-w",
+                "start",
+            ],
         );
         Some(server)
     }
