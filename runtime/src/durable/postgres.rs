@@ -750,8 +750,11 @@ impl Store for PgStore {
             let client = conn.lock().await;
             let changed = client
                 .execute(
-                    "UPDATE executions SET lease_until = $4, owner = $3
-                     WHERE name = $1 AND epoch = $2 AND status = 'RUNNING'",
+                    // Matched on the epoch alone: an execution this hold just finished keeps
+                    // its epoch (no error), while a stop or a takeover moves it on (fenced).
+                    "UPDATE executions SET lease_until = CASE WHEN status = 'RUNNING' THEN $4::BIGINT END,
+                            owner = CASE WHEN status = 'RUNNING' THEN $3::TEXT END
+                     WHERE name = $1 AND epoch = $2",
                     &[&name, &epoch, &owner, &(now_ms() + lease_ms(lease))],
                 )
                 .await

@@ -821,8 +821,11 @@ impl Store for SqliteStore {
             let now = now_ms();
             let changed = conn
                 .execute(
-                    "UPDATE executions SET lease_until = ?4, owner = ?3
-                     WHERE name = ?1 AND epoch = ?2 AND status = 'RUNNING'",
+                    // Matched on the epoch alone: an execution this hold just finished keeps
+                    // its epoch (no error), while a stop or a takeover moves it on (fenced).
+                    "UPDATE executions SET lease_until = CASE WHEN status = 'RUNNING' THEN ?4 END,
+                            owner = CASE WHEN status = 'RUNNING' THEN ?3 END
+                     WHERE name = ?1 AND epoch = ?2",
                     params![name, epoch, owner, now + lease_ms(lease)],
                 )
                 .map_err(backend)?;
