@@ -44,6 +44,9 @@ pub struct RunOptions {
     /// ones are checkpointed to its store. `None`: nothing is persisted.
     #[cfg(feature = "durable")]
     pub journal: Option<Arc<Journal>>,
+    /// The in-memory handle that completes `.waitForTaskToken` tasks (SendTaskSuccess, ...);
+    /// `None`: a private one (only a durable store can then complete them).
+    pub callbacks: Option<crate::Callbacks>,
 }
 
 impl RunOptions {
@@ -56,6 +59,7 @@ impl RunOptions {
             limits: Limits::default(),
             #[cfg(feature = "durable")]
             journal: None,
+            callbacks: None,
         }
     }
 
@@ -69,6 +73,7 @@ impl RunOptions {
             limits: Limits::default(),
             #[cfg(feature = "durable")]
             journal: None,
+            callbacks: None,
         }
     }
 
@@ -87,6 +92,12 @@ impl RunOptions {
     /// Sets the payload, history and nesting limits.
     pub fn with_limits(mut self, limits: Limits) -> RunOptions {
         self.limits = limits;
+        self
+    }
+
+    /// Completes this execution's `.waitForTaskToken` tasks through `callbacks`.
+    pub fn with_callbacks(mut self, callbacks: crate::Callbacks) -> RunOptions {
+        self.callbacks = Some(callbacks);
         self
     }
 
@@ -191,6 +202,7 @@ struct Shared {
     input_failure: Option<Failure>,
     #[cfg(feature = "durable")]
     journal: Option<Arc<Journal>>,
+    callbacks: crate::Callbacks,
 }
 
 impl Execution {
@@ -203,6 +215,7 @@ impl Execution {
             limits,
             #[cfg(feature = "durable")]
             journal,
+            callbacks,
         } = options;
         let started_at = Instant::now();
         let start_time = clock.now_rfc3339();
@@ -234,6 +247,7 @@ impl Execution {
             history: History::new(),
             #[cfg(feature = "durable")]
             journal,
+            callbacks: callbacks.unwrap_or_default(),
         };
         let exec = Execution {
             shared: Arc::new(shared),
@@ -459,6 +473,8 @@ struct Visit<'a> {
     entered_time: String,
     entered_id: u64,
     retry_count: u32,
+    /// `$$.Task.Token` of the current attempt of a `.waitForTaskToken` Task.
+    task_token: Option<String>,
 }
 
 impl<'a> Visit<'a> {
@@ -469,7 +485,7 @@ impl<'a> Visit<'a> {
             None => 0,
         };
         tracing::debug!(state = name, r#type = state_type, "entered");
-        Visit { exec, name, state_type, entered_time, entered_id, retry_count: 0 }
+        Visit { exec, name, state_type, entered_time, entered_id, retry_count: 0, task_token: None }
     }
 
     /// [`Visit::enter`] after checking the history limit, so every state entry is bounded.
@@ -498,7 +514,11 @@ impl<'a> Visit<'a> {
     }
 
     fn context(&self) -> Value {
-        self.exec.context_object(self.name, &self.entered_time, self.retry_count)
+        let mut ctx = self.exec.context_object(self.name, &self.entered_time, self.retry_count);
+        if let Some(token) = &self.task_token {
+            ctx["Task"] = json!({ "Token": token });
+        }
+        ctx
     }
 
     /// The context object if `needed`, else `null` (nothing will read it).
@@ -651,9 +671,13 @@ where
         resolve_seconds(&spec.heartbeat, "HeartbeatSecondsPath", &effective, &ctx).map_err(|f| visit.runtime(f))?;
     let parameters = Parameters::new(spec.parameters.as_ref(), &effective, exec).map_err(|f| visit.runtime(f))?;
     let mut retries = RetryState::new(&spec.retry);
+    let callback = crate::callback::is_callback_resource(&spec.resource);
     loop {
         visit.retry_count = retries.retry_count();
         exec.check_history()?;
+        if callback {
+            visit.task_token = Some(exec.task_token(name, visit_no, visit.retry_count, visit.entered_id));
+        }
         let params = parameters.for_attempt(&effective, &visit).map_err(|f| visit.runtime(f))?;
         // AWS limits the request a task is sent as it limits results.
         exec.limits().check_payload(name, &params).map_err(|f| visit.runtime(f))?;
@@ -668,10 +692,24 @@ where
         );
         let task_ctx = TaskContext::new(name, spec.resource.as_str(), visit.retry_count, exec.name());
         exec.record(EventType::TaskStarted, json!({ "resource": spec.resource }));
-        let call_ctx = task_ctx.clone();
-        let attempt = crate::task::run_attempt(|| invoke(params, call_ctx), &task_ctx, timeout, heartbeat);
-        let outcome =
-            exec.journaled_attempt(name, visit_no, visit.retry_count, attempt).await.map_err(|f| visit.runtime(f))?;
+        let outcome = match &visit.task_token {
+            Some(token) => {
+                // A callback: the handler only hands the token on (its result is ignored); the
+                // heartbeat applies to the wait for the answer that follows.
+                let task_ctx = task_ctx.with_task_token(token.clone());
+                let call_ctx = task_ctx.clone();
+                let sent = params.clone();
+                let handler = crate::task::run_attempt(|| invoke(sent, call_ctx), &task_ctx, timeout, None);
+                exec.callback_attempt(name, visit_no, visit.retry_count, token, params, handler, timeout, heartbeat)
+                    .await
+                    .map_err(|f| visit.runtime(f))?
+            }
+            None => {
+                let call_ctx = task_ctx.clone();
+                let attempt = crate::task::run_attempt(|| invoke(params, call_ctx), &task_ctx, timeout, heartbeat);
+                exec.journaled_attempt(name, visit_no, visit.retry_count, attempt).await.map_err(|f| visit.runtime(f))?
+            }
+        };
         let failure = match outcome {
             Attempt::Succeeded(result) => {
                 // Checked before the result is recorded or processed: a result that is too
@@ -1177,6 +1215,57 @@ impl Execution {
         }
         let _ = (name, visit_no, attempt_no);
         Ok(run.await)
+    }
+
+    /// The in-memory callback handle of this execution (SendTaskSuccess/Failure/Heartbeat).
+    pub fn callbacks(&self) -> &crate::Callbacks {
+        &self.shared.callbacks
+    }
+
+    /// `$$.Task.Token` of an attempt: derived from the execution id and the attempt's position
+    /// (its durable operation id when journaled, else the state and its entered event), so both
+    /// engines and every replay compute the same token.
+    fn task_token(&self, name: &str, visit_no: u32, attempt_no: u32, entered_id: u64) -> String {
+        #[cfg(feature = "durable")]
+        if self.shared.journal.is_some() {
+            return crate::callback::task_token(self.id(), &self.op_id(name, visit_no, &format!(".{attempt_no}")));
+        }
+        let _ = visit_no;
+        crate::callback::task_token(self.id(), &format!("{name}@{entered_id}.{attempt_no}"))
+    }
+
+    /// One attempt of a `.waitForTaskToken` Task: `handler` (which hands `token` on), then the
+    /// wait for SendTaskSuccess/Failure, in memory and, when journaled, through the store.
+    #[allow(clippy::too_many_arguments)] // one call site; a struct would only rename them
+    async fn callback_attempt<Fut>(
+        &self,
+        name: &str,
+        visit_no: u32,
+        attempt_no: u32,
+        token: &str,
+        params: Value,
+        handler: Fut,
+        timeout: Option<Duration>,
+        heartbeat: Option<Duration>,
+    ) -> Result<Attempt, Failure>
+    where
+        Fut: Future<Output = Attempt>,
+    {
+        let registration = self.shared.callbacks.register(token);
+        let waiting = crate::callback::WaitingTask {
+            token: token.to_owned(),
+            state_name: name.to_owned(),
+            execution_name: self.name().to_owned(),
+            input: params,
+        };
+        let limits = crate::callback::Limits { timeout_at: timeout.map(|t| Instant::now() + t), heartbeat, timeout };
+        #[cfg(feature = "durable")]
+        if let Some(journal) = &self.shared.journal {
+            let id = self.op_id(name, visit_no, &format!(".{attempt_no}"));
+            return journal.callback(self.clock(), id, name, registration, waiting, limits, handler).await;
+        }
+        let _ = (visit_no, attempt_no);
+        Ok(crate::callback::run(registration, waiting, limits, handler).await)
     }
 
     /// The back-off before retry `retry_no`, as a durable timer.

@@ -30,6 +30,7 @@
 //! assert_eq!(result.elapsed.as_secs(), 3600); // an hour of virtual time, instantly
 //! ```
 
+pub mod callback;
 pub mod choice;
 pub mod clock;
 #[cfg(feature = "durable")]
@@ -48,6 +49,7 @@ pub mod task;
 #[doc(hidden)]
 pub mod __private;
 
+pub use callback::Callbacks;
 pub use clock::{Clock, block_on_virtual};
 pub use error::{Failure, TaskError};
 pub use exec::{Execution, ExecutionResult, RunOptions, Status};

@@ -26,6 +26,8 @@ struct ContextInner {
     resource: String,
     retry_count: u32,
     execution_name: String,
+    /// The task token of a `.waitForTaskToken` attempt.
+    task_token: Option<String>,
     /// When the last heartbeat (or the attempt's start) happened, on tokio's clock, so that it
     /// follows virtual time too.
     last_beat: Mutex<Instant>,
@@ -45,6 +47,7 @@ impl TaskContext {
                 resource: resource.into(),
                 retry_count,
                 execution_name: execution_name.into(),
+                task_token: None,
                 last_beat: Mutex::new(Instant::now()),
             }),
         }
@@ -68,6 +71,25 @@ impl TaskContext {
     /// The execution's name (`$$.Execution.Name`).
     pub fn execution_name(&self) -> &str {
         &self.inner.execution_name
+    }
+
+    /// The task token of a `.waitForTaskToken` Task (`$$.Task.Token`): pass it to whoever will
+    /// complete the task (see [`crate::callback::Callbacks`]). `None` for other Tasks.
+    pub fn task_token(&self) -> Option<&str> {
+        self.inner.task_token.as_deref()
+    }
+
+    /// This context with a task token (a fresh context: clones made before do not see it).
+    pub fn with_task_token(self, token: impl Into<String>) -> TaskContext {
+        let inner = ContextInner {
+            state_name: self.inner.state_name.clone(),
+            resource: self.inner.resource.clone(),
+            retry_count: self.inner.retry_count,
+            execution_name: self.inner.execution_name.clone(),
+            task_token: Some(token.into()),
+            last_beat: Mutex::new(self.last_beat()),
+        };
+        TaskContext { inner: Arc::new(inner) }
     }
 
     /// Reports progress: restarts the HeartbeatSeconds countdown. Without HeartbeatSeconds on

@@ -28,7 +28,7 @@ fn store() -> Arc<dyn Store> {
 }
 
 fn new_exec(name: &str, input: Value) -> NewExecution {
-    NewExecution { name: name.into(), workflow: "wf".into(), input, start_time: "2024-01-01T00:00:00.000Z".into() }
+    NewExecution { name: name.into(), workflow: "wf".into(), input, start_time: "2024-01-01T00:00:00.000Z".into(), definition_hash: None }
 }
 
 fn step(id: &str, status: OpStatus, result: Option<Value>) -> OperationUpdate {
@@ -42,6 +42,7 @@ fn step(id: &str, status: OpStatus, result: Option<Value>) -> OperationUpdate {
         error: None,
         cause: None,
         due_at_ms: None,
+        callback_token: None,
     }
 }
 

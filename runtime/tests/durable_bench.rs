@@ -47,6 +47,7 @@ async fn checkpoint_commits_per_second() {
                 workflow: "bench".into(),
                 input: json!({}),
                 start_time: "2024-01-01T00:00:00.000Z".into(),
+                definition_hash: None,
             })
             .await
             .unwrap();
@@ -64,6 +65,7 @@ async fn checkpoint_commits_per_second() {
                 error: None,
                 cause: None,
                 due_at_ms: None,
+                callback_token: None,
             };
             let t = Instant::now();
             token = store.checkpoint("bench", token, vec![update]).await.unwrap();

@@ -31,6 +31,8 @@ pub(crate) struct Case {
     pub(crate) skip: Option<String>,
     /// Seed for jitter.
     pub(crate) seed: u64,
+    /// Scripted answers to `.waitForTaskToken` tasks (see `callback_answers.rs`).
+    pub(crate) callbacks: Option<Value>,
 }
 
 /// Where a case's definition is.
@@ -109,6 +111,7 @@ struct RawCase {
     expected: Expected,
     skip: Option<String>,
     seed: Option<u64>,
+    callbacks: Option<Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -166,10 +169,23 @@ fn resolve(raw: RawCase, default_name: String, file: &Path, dir: &Path) -> Resul
     if raw.expected.status != "SUCCEEDED" && raw.expected.output.is_some() {
         return Err(at("only a SUCCEEDED case can expect an output".into()));
     }
+    if let Some(callbacks) = &raw.callbacks {
+        crate::callback_answers::CallbackAnswers::from_json(callbacks).map_err(|e| at(e))?;
+    }
+    // A callback state's handler only hands the token on: without a mock of its own it returns
+    // null (its result is ignored anyway) instead of failing with Wfc.NoMock.
+    let with_callback_defaults = |mut m: Value| {
+        if let (Value::Object(map), Some(Value::Object(cbs))) = (&mut m, &raw.callbacks) {
+            for state in cbs.keys() {
+                map.entry(state.clone()).or_insert_with(|| serde_json::json!({ "return": null }));
+            }
+        }
+        m
+    };
     let mocks = match (raw.mocks, raw.mock_config) {
         (Some(_), Some(_)) => return Err(at("use either \"mocks\" or \"mock_config\", not both".into())),
-        (Some(m), None) => MockSpec::Wfc(m),
-        (None, None) => MockSpec::Wfc(empty_object()),
+        (Some(m), None) => MockSpec::Wfc(with_callback_defaults(m)),
+        (None, None) => MockSpec::Wfc(with_callback_defaults(empty_object())),
         (None, Some(cfg)) => {
             let cfg_path = dir.join(&cfg.file);
             let text = std::fs::read_to_string(&cfg_path).map_err(|e| at(format!("{}: {e}", cfg_path.display())))?;
@@ -196,6 +212,7 @@ fn resolve(raw: RawCase, default_name: String, file: &Path, dir: &Path) -> Resul
         expected: raw.expected,
         skip: raw.skip,
         seed: raw.seed.unwrap_or(0),
+        callbacks: raw.callbacks,
     })
 }
 

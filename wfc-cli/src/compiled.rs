@@ -30,6 +30,9 @@ use crate::outcome::Outcome;
 /// The mock code shared with the generated program.
 const MOCKS_RS: &str = include_str!("mocks.rs");
 
+/// The callback-answering code shared with the generated program.
+const CALLBACK_ANSWERS_RS: &str = include_str!("callback_answers.rs");
+
 /// The program built by [`prepare`], reused by every execution whose definition it contains.
 static PREPARED: Mutex<Option<Program>> = Mutex::new(None);
 
@@ -115,7 +118,7 @@ publish = false
 [dependencies]
 wfc-runtime = {{ path = {runtime} }}
 serde_json = {{ version = "1", features = ["preserve_order"] }}
-tokio = {{ version = "1", features = ["rt", "time"] }}
+tokio = {{ version = "1", features = ["rt", "time", "macros", "sync"] }}
 
 # Not part of any enclosing workspace (the cache may live inside one).
 [workspace]
@@ -131,6 +134,7 @@ fn main_rs(units: &[Unit<'_>]) -> String {
 //! Usage: <binary> <module> <request.json>; prints the outcome as JSON on stdout.
 #![allow(dead_code)]
 
+mod callback_answers;
 mod mocks;
 
 use std::future::Future;
@@ -220,12 +224,22 @@ fn real_main() -> Result<Value, String> {
     }
     let input = request["input"].clone();
     let handler = Mocked { mocks };
+    let callbacks = wfc_runtime::Callbacks::new();
+    let options = options.with_callbacks(callbacks.clone());
+    let answers = match request.get("callbacks") {
+        Some(doc) if !doc.is_null() => callback_answers::CallbackAnswers::from_json(doc).map_err(|e| format!("callbacks: {e}"))?,
+        _ => callback_answers::CallbackAnswers::default(),
+    };
     let result = match module.as_str() {
 "#,
     );
     for u in units {
         let m = u.module();
-        let _ = writeln!(s, "        {} => drive(virtual_time, {m}::run_with(&handler, input, options))?,", lit(&m));
+        let _ = writeln!(
+            s,
+            "        {} => drive(virtual_time, answers.serve(&callbacks, {m}::run_with(&handler, input, options)))?,",
+            lit(&m)
+        );
     }
     s.push_str(
         r#"        other => return Err(format!("this program has no workflow module {other:?}")),
@@ -283,6 +297,7 @@ fn build(units: &[Unit<'_>]) -> Result<Program, String> {
     let dir = cache.join("programs").join(&program_key);
     write_if_changed(&dir.join("Cargo.toml"), &cargo_toml(&package, &runtime))?;
     write_if_changed(&dir.join("src").join("mocks.rs"), MOCKS_RS)?;
+    write_if_changed(&dir.join("src").join("callback_answers.rs"), CALLBACK_ANSWERS_RS)?;
     write_if_changed(&dir.join("src").join("main.rs"), &main_rs(units))?;
     for u in units {
         write_if_changed(&dir.join("workflows").join(&u.key).join(u.file_name()), &u.text.text)?;
@@ -358,6 +373,7 @@ pub(crate) fn execute(execution: &Execution<'_>) -> Result<Outcome, String> {
         "virtual_time": execution.virtual_time,
         "seed": execution.seed,
         "name": execution.name,
+        "callbacks": execution.callbacks,
     });
     std::fs::write(&request_path, request.to_string())
         .map_err(|e| format!("cannot write {}: {e}", request_path.display()))?;

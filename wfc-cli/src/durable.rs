@@ -1,27 +1,39 @@
-//! Durable runs: `wfc run FILE --store sqlite:PATH --name EXEC` (start or resume), and
-//! `wfc executions --store URL list|describe NAME|history NAME`. See docs/durable.md.
+//! Durable runs and the store commands (docs/durable.md):
+//!
+//! - `wfc run FILE --store URL --name EXEC` (start or resume), also with `--handlers FILE`;
+//! - `wfc executions --store URL list|describe|history|start|stop`;
+//! - `wfc callback --store URL --token T (--success JSON | --failure ERROR CAUSE | --heartbeat)`;
+//! - `wfc worker --store URL FILE...`.
 
 use std::io::Write;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::{Value, json};
-use wfc_runtime::durable::{self, ExecutionRecord, ExecutionStatus, Journal, Opened, Store};
+use wfc_runtime::durable::{
+    self, CallbackCompletion, ExecutionRecord, ExecutionStatus, Journal, NewExecution, Opened, Store, Worker,
+    WorkerConfig, Workflows,
+};
+use wfc_runtime::interp::DynHandler;
 use wfc_runtime::{Clock, RunOptions};
 
 use crate::check::{DefinitionText, definition_error};
 use crate::engine::{MockHandler, outcome_of};
+use crate::handlers::CommandHandlers;
 use crate::outcome::Outcome;
-use crate::{ColorChoice, EngineChoice, ExecutionsArgs, ExecutionsCommand, Exit, RunArgs, fatal};
+use crate::{
+    CallbackArgs, ColorChoice, EngineChoice, ExecutionsArgs, ExecutionsCommand, Exit, RunArgs, WorkerArgs, fatal,
+};
 
 fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_current_thread()
-        .enable_time()
+        .enable_all()
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))
 }
 
-fn open(url: &str) -> Result<Arc<dyn Store>, String> {
-    durable::open_store(url).map_err(|e| e.to_string())
+async fn open(url: &str) -> Result<Arc<dyn Store>, String> {
+    durable::connect(url).await.map_err(|e| e.to_string())
 }
 
 fn print_json(value: &Value) -> Result<(), String> {
@@ -46,27 +58,44 @@ fn stored_outcome(record: &ExecutionRecord, history: Vec<wfc_runtime::HistoryEve
     })
 }
 
-/// `wfc run FILE --store URL --name EXEC`: runs EXEC on the interpreter with a journal, so a
-/// rerun of the same command after a crash resumes it; a finished EXEC prints how it ended.
-pub(crate) fn run(args: &RunArgs, url: &str) -> Exit {
-    let Some(name) = args.name.as_deref() else {
-        return fatal("--store needs --name EXEC: the execution name is what a rerun resumes");
+/// A definition loaded for a durable run or a worker.
+fn load_definition(path: &std::path::Path, color: bool) -> Result<wfc_ir::Workflow, Exit> {
+    let def = DefinitionText::read(path).map_err(fatal)?;
+    let loaded = def.load().map_err(|diags| definition_error(&def.path, &diags, color))?;
+    crate::check::print_human(&def.path, &loaded.warnings, color);
+    Ok(loaded.workflow)
+}
+
+/// The task handler of the CLI: `--handlers` commands first, then `--mocks`.
+fn handler_for(
+    handlers: Option<&std::path::Path>,
+    mocks: crate::mocks::MockSet,
+) -> Result<Arc<dyn DynHandler>, String> {
+    let commands = match handlers {
+        Some(path) => crate::handlers::load(path)?,
+        None => Default::default(),
     };
+    Ok(Arc::new(CommandHandlers::new(commands, MockHandler::new(mocks))))
+}
+
+/// `wfc run FILE --store URL --name EXEC` runs EXEC on the interpreter with a journal, so a
+/// rerun of the same command after a crash resumes it; a finished EXEC prints how it ended.
+/// Without `--store` (only `--handlers`) it runs once, with nothing persisted.
+pub(crate) fn run(args: &RunArgs, url: Option<&str>) -> Exit {
+    let name = args.name.as_deref();
+    if url.is_some() && name.is_none() {
+        return fatal("--store needs --name EXEC: the execution name is what a rerun resumes");
+    }
     if args.engine == EngineChoice::Compiled {
         return fatal(
-            "--store runs on the interpreter only (--engine interp); generated code is durable through RunOptions::with_journal",
+            "--store and --handlers run on the interpreter only (--engine interp); generated code is durable through RunOptions::with_journal",
         );
     }
     let color = ColorChoice::Auto.enabled();
-    let def = match DefinitionText::read(&args.file) {
-        Ok(d) => d,
-        Err(e) => return fatal(e),
+    let workflow = match load_definition(&args.file, color) {
+        Ok(w) => w,
+        Err(exit) => return exit,
     };
-    let loaded = match def.load() {
-        Ok(l) => l,
-        Err(diags) => return definition_error(&def.path, &diags, color),
-    };
-    crate::check::print_human(&def.path, &loaded.warnings, color);
     let input = match crate::run::read_input(args) {
         Ok(v) => v,
         Err(e) => return fatal(e),
@@ -75,13 +104,13 @@ pub(crate) fn run(args: &RunArgs, url: &str) -> Exit {
         args.mocks.as_deref(),
         args.test_case.as_deref(),
         args.state_machine.as_deref(),
-        &loaded.workflow.name,
+        &workflow.name,
     ) {
         Ok(m) => m,
         Err(e) => return fatal(e),
     };
-    let store = match open(url) {
-        Ok(s) => s,
+    let handler = match handler_for(args.handlers.as_deref(), mocks) {
+        Ok(h) => h,
         Err(e) => return fatal(e),
     };
     let rt = match runtime() {
@@ -91,7 +120,19 @@ pub(crate) fn run(args: &RunArgs, url: &str) -> Exit {
     let virtual_time = args.virtual_time;
     let outcome = rt.block_on(async {
         let clock = if virtual_time { Clock::virtual_default() } else { Clock::real() };
-        let opened = Journal::open(Arc::clone(&store), name, &loaded.workflow.name, &input, &clock)
+        let mut options = if virtual_time { RunOptions::virtual_time() } else { RunOptions::real() };
+        options.clock = clock.clone();
+        let options = options.with_seed(args.seed);
+        let (Some(url), Some(name)) = (url, name) else {
+            let options = match name {
+                Some(n) => options.with_name(n),
+                None => options,
+            };
+            let result = wfc_runtime::interp::run(&workflow, handler.as_ref(), input, options).await;
+            return outcome_of(result, virtual_time);
+        };
+        let store = open(url).await?;
+        let opened = Journal::open_definition(Arc::clone(&store), name, &workflow, &input, &clock)
             .await
             .map_err(|e| e.to_string())?;
         match opened {
@@ -100,12 +141,15 @@ pub(crate) fn run(args: &RunArgs, url: &str) -> Exit {
                 stored_outcome(&record, history)
             }
             Opened::Running(journal) => {
-                let mut options = if virtual_time { RunOptions::virtual_time() } else { RunOptions::real() };
-                options.clock = clock;
-                let options = options.with_seed(args.seed).with_journal(journal);
-                let handler = MockHandler::new(mocks);
-                let result = wfc_runtime::interp::run(&loaded.workflow, &handler, input, options).await;
-                outcome_of(result, virtual_time)
+                let options = options.with_journal(Arc::clone(&journal));
+                let owner = format!("run-{}", std::process::id());
+                let run = wfc_runtime::interp::run(&workflow, handler.as_ref(), input, options);
+                tokio::select! {
+                    result = run => outcome_of(result, virtual_time),
+                    e = journal.hold_lease(&owner, durable::DEFAULT_LEASE) => {
+                        Err(format!("execution '{name}' was taken away from this process: {e}"))
+                    }
+                }
             }
         }
     });
@@ -134,26 +178,35 @@ fn record_json(record: &ExecutionRecord) -> Value {
     });
     match record.status {
         ExecutionStatus::Succeeded => v["output"] = record.output.clone().unwrap_or(Value::Null),
-        ExecutionStatus::Failed | ExecutionStatus::TimedOut => {
+        ExecutionStatus::Failed | ExecutionStatus::TimedOut | ExecutionStatus::Aborted => {
             v["error"] = json!(record.error);
             v["cause"] = json!(record.cause);
         }
-        ExecutionStatus::Running => {}
+        ExecutionStatus::Running => {
+            v["owner"] = json!(record.owner);
+            v["lease_until_ms"] = json!(record.lease_until_ms);
+            v["wake_at_ms"] = json!(record.wake_at_ms);
+        }
     }
     v
 }
 
-/// `wfc executions --store URL list|describe NAME|history NAME`.
+/// `wfc executions --store URL list|describe NAME|history NAME|start FILE|stop NAME`.
 pub(crate) fn executions(args: &ExecutionsArgs) -> Exit {
-    let store = match open(&args.store) {
-        Ok(s) => s,
-        Err(e) => return fatal(e),
-    };
     let rt = match runtime() {
         Ok(rt) => rt,
         Err(e) => return fatal(e),
     };
+    // A definition error is reported like `wfc check` does, before the store is opened.
+    let start_workflow = match &args.command {
+        ExecutionsCommand::Start { file, .. } => match load_definition(file, ColorChoice::Auto.enabled()) {
+            Ok(w) => Some(w),
+            Err(exit) => return exit,
+        },
+        _ => None,
+    };
     let result: Result<Value, String> = rt.block_on(async {
+        let store = open(&args.store).await?;
         match &args.command {
             ExecutionsCommand::List => {
                 let records = store.list_executions().await.map_err(|e| e.to_string())?;
@@ -174,10 +227,150 @@ pub(crate) fn executions(args: &ExecutionsArgs) -> Exit {
                 let events = store.read_history(name).await.map_err(|e| e.to_string())?;
                 serde_json::to_value(&events).map_err(|e| e.to_string())
             }
+            ExecutionsCommand::Stop { name, error, cause } => {
+                let record =
+                    store.stop_execution(name, error.clone(), cause.clone()).await.map_err(|e| e.to_string())?;
+                Ok(record_json(&record))
+            }
+            ExecutionsCommand::Start { name, input, .. } => {
+                let workflow = start_workflow.as_ref().ok_or("internal error: no definition")?;
+                let input: Value = match input {
+                    Some(text) => serde_json::from_str(text).map_err(|e| format!("--input is not valid JSON: {e}"))?,
+                    None => json!({}),
+                };
+                let new = NewExecution {
+                    name: name.clone(),
+                    workflow: workflow.name.clone(),
+                    input,
+                    start_time: Clock::real().now_rfc3339(),
+                    definition_hash: Some(durable::definition_hash(workflow)),
+                };
+                let (record, existed) = store.create_execution(new).await.map_err(|e| e.to_string())?;
+                let mut v = record_json(&record);
+                v["existed"] = json!(existed);
+                Ok(v)
+            }
         }
     });
     match result.and_then(|v| print_json(&v)) {
         Ok(()) => Exit::Success,
         Err(e) => fatal(e),
     }
+}
+
+/// `wfc callback --store URL --token T (--success JSON | --failure ERROR CAUSE | --heartbeat)`.
+pub(crate) fn callback(args: &CallbackArgs) -> Exit {
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => return fatal(e),
+    };
+    let result: Result<Value, String> = rt.block_on(async {
+        let store = open(&args.store).await?;
+        let (sent, execution) = if let Some(text) = &args.success {
+            let output: Value = serde_json::from_str(text).map_err(|e| format!("--success is not valid JSON: {e}"))?;
+            let name = store
+                .complete_callback(&args.token, CallbackCompletion::Success(output))
+                .await
+                .map_err(|e| e.to_string())?;
+            ("SendTaskSuccess", name)
+        } else if let [error, cause] = args.failure.as_slice() {
+            let completion = CallbackCompletion::Failure { error: error.clone(), cause: cause.clone() };
+            let name = store.complete_callback(&args.token, completion).await.map_err(|e| e.to_string())?;
+            ("SendTaskFailure", name)
+        } else if args.heartbeat {
+            let name = store.heartbeat_callback(&args.token).await.map_err(|e| e.to_string())?;
+            ("SendTaskHeartbeat", name)
+        } else {
+            return Err("give one of --success JSON, --failure ERROR CAUSE, --heartbeat".into());
+        };
+        Ok(json!({ "sent": sent, "execution": execution }))
+    });
+    match result.and_then(|v| print_json(&v)) {
+        Ok(()) => Exit::Success,
+        Err(e) => fatal(e),
+    }
+}
+
+/// `wfc worker --store URL FILE...`: runs executions of these workflows from the store until
+/// SIGTERM or SIGINT (or, with `--exit-when-idle`, until none is runnable).
+pub(crate) fn worker(args: &WorkerArgs) -> Exit {
+    let color = ColorChoice::Auto.enabled();
+    let mocks = match crate::run::read_mocks(args.mocks.as_deref(), None, None, "") {
+        Ok(m) => m,
+        Err(e) => return fatal(e),
+    };
+    let handler = match handler_for(args.handlers.as_deref(), mocks) {
+        Ok(h) => h,
+        Err(e) => return fatal(e),
+    };
+    let mut workflows = Workflows::new();
+    for file in &args.files {
+        let workflow = match load_definition(file, color) {
+            Ok(w) => w,
+            Err(exit) => return exit,
+        };
+        workflows = workflows.interpreted(Arc::new(workflow), Arc::clone(&handler));
+    }
+    let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => return fatal(format!("cannot start the async runtime: {e}")),
+    };
+    let mut config =
+        WorkerConfig { concurrency: args.concurrency, exit_when_idle: args.exit_when_idle, ..Default::default() };
+    if let Some(owner) = &args.owner {
+        config.owner = owner.clone();
+    }
+    if let Some(ms) = args.poll_ms {
+        config.poll_interval = Duration::from_millis(ms);
+    }
+    if let Some(secs) = args.lease_seconds {
+        config.lease = Duration::from_secs(secs.max(1));
+    }
+    let seconds = |s: f64, flag: &str| {
+        Duration::try_from_secs_f64(s).map_err(|_| format!("{flag} must be a number of seconds, not {s}"))
+    };
+    if let Some(s) = args.suspend_after_seconds {
+        match seconds(s, "--suspend-after-seconds") {
+            Ok(d) => config.suspend_after = d,
+            Err(e) => return fatal(e),
+        }
+    }
+    if let Some(s) = args.shutdown_grace_seconds {
+        match seconds(s, "--shutdown-grace-seconds") {
+            Ok(d) => config.shutdown_grace = d,
+            Err(e) => return fatal(e),
+        }
+    }
+    let result = rt.block_on(async {
+        // Installed before any work is claimed, so a SIGTERM is never the default "terminate".
+        let shutdown = shutdown_signal()?;
+        let store = open(&args.store).await?;
+        let worker = Worker::new(store, workflows, config);
+        let stats = worker.run(shutdown).await.map_err(|e| e.to_string())?;
+        Ok::<_, String>(json!({
+            "claimed": stats.claimed,
+            "finished": stats.finished,
+            "suspended": stats.suspended,
+            "lost": stats.lost,
+            "rejected": stats.rejected,
+            "released_at_shutdown": stats.released_at_shutdown,
+        }))
+    });
+    match result.and_then(|v| print_json(&v)) {
+        Ok(()) => Exit::Success,
+        Err(e) => fatal(e),
+    }
+}
+
+/// Installs SIGTERM and SIGINT handlers now; the returned future completes on either.
+fn shutdown_signal() -> Result<impl std::future::Future<Output = ()>, String> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).map_err(|e| format!("cannot handle SIGTERM: {e}"))?;
+    let mut int = signal(SignalKind::interrupt()).map_err(|e| format!("cannot handle SIGINT: {e}"))?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+    })
 }

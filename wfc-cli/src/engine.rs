@@ -9,6 +9,7 @@ use wfc_runtime::interp::DynHandler;
 use wfc_runtime::{Failure, RunOptions, Status, TaskContext};
 
 use crate::EngineChoice;
+use crate::callback_answers::CallbackAnswers;
 use crate::check::DefinitionText;
 use crate::compiled;
 use crate::mocks::MockSet;
@@ -30,6 +31,8 @@ pub(crate) struct Execution<'a> {
     pub(crate) seed: u64,
     /// Execution name.
     pub(crate) name: Option<String>,
+    /// Scripted answers to `.waitForTaskToken` tasks (a case's `callbacks`).
+    pub(crate) callbacks: Option<Value>,
 }
 
 /// Runs one execution.
@@ -110,8 +113,16 @@ pub(crate) fn run_options(execution: &Execution<'_>) -> RunOptions {
 
 fn interp(execution: &Execution<'_>) -> Result<Outcome, String> {
     let handler = MockHandler::new(execution.mocks.clone());
-    let options = run_options(execution);
-    let run = wfc_runtime::interp::run(execution.workflow, &handler, execution.input.clone(), options);
+    let callbacks = wfc_runtime::Callbacks::new();
+    let options = run_options(execution).with_callbacks(callbacks.clone());
+    let answers = match &execution.callbacks {
+        Some(doc) => CallbackAnswers::from_json(doc).map_err(|e| format!("callbacks: {e}"))?,
+        None => CallbackAnswers::default(),
+    };
+    let run = answers.serve(
+        &callbacks,
+        wfc_runtime::interp::run(execution.workflow, &handler, execution.input.clone(), options),
+    );
     let result = if execution.virtual_time {
         wfc_runtime::block_on_virtual(run)
     } else {

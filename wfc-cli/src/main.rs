@@ -3,6 +3,7 @@
 //! Exit codes (all commands): 0 success; 1 the thing checked failed (invalid definition, failed
 //! or timed-out execution, failing test cases); 2 usage, I/O or definition error. See docs/cli.md.
 
+mod callback_answers;
 mod case;
 mod check;
 mod compiled;
@@ -11,6 +12,7 @@ mod diff;
 mod durable;
 mod emit;
 mod engine;
+mod handlers;
 mod mocks;
 mod outcome;
 mod run;
@@ -41,17 +43,82 @@ enum Command {
     Run(RunArgs),
     /// Run every case file (`*.case.json`) under the given paths.
     Test(TestArgs),
-    /// Inspect durable executions in a store (see `wfc run --store`).
+    /// Inspect, start and stop durable executions in a store (see `wfc run --store`).
     Executions(ExecutionsArgs),
+    /// Run executions from a shared store (SQLite or PostgreSQL) until SIGTERM.
+    Worker(WorkerArgs),
+    /// Complete a `.waitForTaskToken` task through the store: SendTaskSuccess/Failure/Heartbeat.
+    Callback(CallbackArgs),
+}
+
+/// `wfc worker`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct WorkerArgs {
+    /// The store: `sqlite:PATH` or `postgres://USER@HOST:PORT/DB`.
+    #[arg(long, value_name = "URL")]
+    pub(crate) store: String,
+    /// The definitions whose executions this worker runs.
+    #[arg(required = true)]
+    pub(crate) files: Vec<PathBuf>,
+    /// Task handlers: `{"<resource>": {"command": [PROGRAM, ARGS...]}}` (see docs/cli.md).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) handlers: Option<PathBuf>,
+    /// Mocked task responses for resources without a handler (wfc's mocks format).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) mocks: Option<PathBuf>,
+    /// How many executions run at once.
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    pub(crate) concurrency: usize,
+    /// Exit when no execution is runnable or running.
+    #[arg(long)]
+    pub(crate) exit_when_idle: bool,
+    /// The worker's name in the store (default `worker-<pid>`).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) owner: Option<String>,
+    /// How often to look for work when nothing wakes the worker, in milliseconds (default 500).
+    #[arg(long, value_name = "MS")]
+    pub(crate) poll_ms: Option<u64>,
+    /// The lease of a claimed execution in seconds (default 30).
+    #[arg(long, value_name = "SECONDS")]
+    pub(crate) lease_seconds: Option<u64>,
+    /// A Wait, back-off or callback wait longer than this releases the execution until it is
+    /// due, instead of holding it (default 5).
+    #[arg(long, value_name = "SECONDS")]
+    pub(crate) suspend_after_seconds: Option<f64>,
+    /// On SIGTERM, how long in-flight executions may finish before they are released (default 10).
+    #[arg(long, value_name = "SECONDS")]
+    pub(crate) shutdown_grace_seconds: Option<f64>,
+}
+
+/// `wfc callback`.
+#[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("answer").required(true).args(["success", "failure", "heartbeat"])))]
+pub(crate) struct CallbackArgs {
+    /// The store: `sqlite:PATH` or `postgres://...`.
+    #[arg(long, value_name = "URL")]
+    pub(crate) store: String,
+    /// The task token (`$$.Task.Token`, `WFC_TASK_TOKEN` for command handlers).
+    #[arg(long, value_name = "T")]
+    pub(crate) token: String,
+    /// SendTaskSuccess with this output (JSON).
+    #[arg(long, value_name = "JSON")]
+    pub(crate) success: Option<String>,
+    /// SendTaskFailure with this error name and cause.
+    #[arg(long, num_args = 2, value_names = ["ERROR", "CAUSE"])]
+    pub(crate) failure: Vec<String>,
+    /// SendTaskHeartbeat.
+    #[arg(long)]
+    pub(crate) heartbeat: bool,
 }
 
 /// `wfc executions`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct ExecutionsArgs {
-    /// The store: `sqlite:PATH` (add `?synchronous=normal` for faster, less durable commits).
+    /// The store: `sqlite:PATH` (add `?synchronous=normal` for faster, less durable commits) or
+    /// `postgres://USER@HOST:PORT/DB`.
     #[arg(long, value_name = "URL")]
     pub(crate) store: String,
-    /// What to show.
+    /// What to do.
     #[command(subcommand)]
     pub(crate) command: ExecutionsCommand,
 }
@@ -70,6 +137,28 @@ pub(crate) enum ExecutionsCommand {
     History {
         /// The execution name.
         name: String,
+    },
+    /// Create an execution for workers to run (idempotent by name); runs nothing itself.
+    Start {
+        /// The definition.
+        file: PathBuf,
+        /// The execution name.
+        #[arg(long, value_name = "NAME")]
+        name: String,
+        /// The input, as JSON text (default `{}`).
+        #[arg(long, value_name = "JSON")]
+        input: Option<String>,
+    },
+    /// Stop (abort) a running execution; the process running it is fenced out.
+    Stop {
+        /// The execution name.
+        name: String,
+        /// The error to record.
+        #[arg(long, value_name = "ERROR")]
+        error: Option<String>,
+        /// The cause to record.
+        #[arg(long, value_name = "CAUSE")]
+        cause: Option<String>,
     },
 }
 
@@ -250,6 +339,10 @@ pub(crate) struct RunArgs {
     /// stopped; a finished one prints how it ended.
     #[arg(long, value_name = "URL", requires = "name")]
     pub(crate) store: Option<String>,
+    /// Task handlers run as commands: `{"<resource>": {"command": [PROGRAM, ARGS...]}}`; the
+    /// command reads the input on stdin and prints the result (see docs/cli.md). Interpreter only.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) handlers: Option<PathBuf>,
     /// Optimizer passes.
     #[command(flatten)]
     pub(crate) opt: OptArgs,
@@ -324,11 +417,14 @@ fn main() -> ExitCode {
         Command::Check(args) => check::run(&args),
         Command::Compile(args) => emit::compile(&args),
         Command::Graph(args) => emit::graph(&args),
-        Command::Run(args) => match &args.store {
-            Some(url) => durable::run(&args, url),
-            None => run::run(&args),
+        Command::Run(args) => match (&args.store, &args.handlers) {
+            (Some(url), _) => durable::run(&args, Some(url)),
+            (None, Some(_)) => durable::run(&args, None),
+            (None, None) => run::run(&args),
         },
         Command::Executions(args) => durable::executions(&args),
+        Command::Worker(args) => durable::worker(&args),
+        Command::Callback(args) => durable::callback(&args),
         Command::Test(args) => test_cmd::run(&args),
     };
     exit.into()

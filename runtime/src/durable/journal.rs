@@ -10,9 +10,10 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{
-    CheckpointToken, Completion, ExecutionRecord, NewExecution, OpStatus, OpType, Operation, OperationUpdate, Store,
-    StoreError,
+    CheckpointToken, Claim, Completion, ExecutionRecord, NewExecution, OpStatus, OpType, Operation, OperationUpdate,
+    Store, StoreError,
 };
+use crate::callback::{self, CallbackOutcome, Observed, Registration, WaitingTask};
 use crate::task::Attempt;
 use crate::{Clock, ExecutionResult, Failure};
 
@@ -36,7 +37,33 @@ pub struct Journal {
     /// Held across a checkpoint so concurrent Parallel branches write one batch at a time, each
     /// with the token the previous one returned.
     token: tokio::sync::Mutex<CheckpointToken>,
+    /// The fencing epoch of this hold (constant: only a new open or claim changes it).
+    epoch: i64,
+    /// Worker mode: a timer or callback wait longer than this suspends the execution (the worker
+    /// releases it until it is due) instead of holding it. `None`: wait in place.
+    suspend_after: Option<Duration>,
+    /// Set when the run suspended: when the execution is due again (`None`: on a callback).
+    suspended: Mutex<Option<Option<i64>>>,
 }
+
+/// Crash testing: `WFC_CRASH_AT=<operation id>:<phase>` aborts the process (as `kill -9` would
+/// stop it) at that point of that operation. Phases: `before-start` (nothing of the operation is
+/// committed), `after-start` (STARTED is committed; the work has not run, or a timer waits),
+/// `before-finish` (the work ran; its outcome is not committed), `after-finish` (the outcome is
+/// committed; the state has not gone on). Read once; unset in normal use.
+fn crash_point(id: &str, phase: &str) {
+    static CRASH_AT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    let target = CRASH_AT.get_or_init(|| std::env::var("WFC_CRASH_AT").ok().filter(|v| !v.is_empty()));
+    if let Some(target) = target
+        && target.strip_suffix(phase).and_then(|rest| rest.strip_suffix(':')) == Some(id)
+    {
+        eprintln!("wfc: WFC_CRASH_AT={target}: aborting");
+        std::process::abort();
+    }
+}
+
+/// How often a callback wait looks at the store for an answer from another process.
+const CALLBACK_POLL: Duration = Duration::from_millis(200);
 
 impl fmt::Debug for Journal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -46,6 +73,34 @@ impl fmt::Debug for Journal {
 
 fn store_failure(e: StoreError) -> Failure {
     Failure::runtime(format!("the durable store rejected a checkpoint: {e}"))
+}
+
+/// The failure that unwinds a suspended run (States.Runtime, so no Catch intercepts it).
+fn suspension() -> Failure {
+    Failure::runtime("the execution was suspended until its timer or callback is due (a worker resumes it)")
+}
+
+/// A recorded operation that does not fit the definition being replayed.
+fn determinism_violation(op: &Operation, expected: OpType, name: &str) -> Failure {
+    Failure::runtime(format!(
+        "determinism violation: the journal has {} operation '{}' of state '{}' where the definition runs a {} of state '{name}'; the definition or the code changed under a running execution",
+        op.op_type.as_str(),
+        op.id,
+        op.name,
+        expected.as_str()
+    ))
+}
+
+/// The attempt a finished STEP or CALLBACK operation replays as.
+fn replayed(op: Operation) -> Option<Attempt> {
+    let failure = || Failure::new(op.error.clone().unwrap_or_default(), op.cause.clone().unwrap_or_default());
+    match op.status {
+        OpStatus::Succeeded => Some(Attempt::Succeeded(op.result.clone().unwrap_or(Value::Null))),
+        OpStatus::Failed => Some(Attempt::Failed(failure())),
+        OpStatus::TimedOut => Some(Attempt::TimedOut(failure())),
+        // In flight when the process stopped (or abandoned): run it again.
+        OpStatus::Started | OpStatus::Cancelled => None,
+    }
 }
 
 impl Journal {
@@ -58,29 +113,74 @@ impl Journal {
         input: &Value,
         clock: &Clock,
     ) -> Result<Opened, StoreError> {
+        Journal::open_checked(store, name, workflow, None, input, clock).await
+    }
+
+    /// [`Journal::open`] that also records the definition's hash ([`super::definition_hash`]) and
+    /// refuses to resume an execution started with another one ([`StoreError::DefinitionChanged`]).
+    pub async fn open_definition(
+        store: Arc<dyn Store>,
+        name: &str,
+        workflow: &wfc_ir::Workflow,
+        input: &Value,
+        clock: &Clock,
+    ) -> Result<Opened, StoreError> {
+        let hash = super::definition_hash(workflow);
+        Journal::open_checked(store, name, &workflow.name, Some(hash), input, clock).await
+    }
+
+    async fn open_checked(
+        store: Arc<dyn Store>,
+        name: &str,
+        workflow: &str,
+        definition_hash: Option<String>,
+        input: &Value,
+        clock: &Clock,
+    ) -> Result<Opened, StoreError> {
         let new = NewExecution {
             name: name.to_owned(),
             workflow: workflow.to_owned(),
             input: input.clone(),
             start_time: clock.now_rfc3339(),
+            definition_hash,
         };
         let claim = store.open_execution(new).await?;
         if claim.record.status != super::ExecutionStatus::Running {
             return Ok(Opened::Finished(Box::new(claim.record)));
         }
+        Ok(Opened::Running(Journal::from_claim(store, claim, None)))
+    }
+
+    /// The journal of an execution claimed by a worker ([`Store::claim_runnable`]). With
+    /// `suspend_after`, long timers and callback waits suspend the run (see
+    /// [`Journal::suspended`]) so the worker can release the execution until it is due.
+    pub fn from_claim(store: Arc<dyn Store>, claim: Claim, suspend_after: Option<Duration>) -> Arc<Journal> {
         let recorded = claim.operations.into_iter().map(|op| (op.id.clone(), op)).collect();
-        Ok(Opened::Running(Arc::new(Journal {
+        Arc::new(Journal {
             store,
             record: claim.record,
             existed: claim.existed,
             recorded: Mutex::new(recorded),
+            epoch: claim.token.epoch,
             token: tokio::sync::Mutex::new(claim.token),
-        })))
+            suspend_after,
+            suspended: Mutex::new(None),
+        })
     }
 
     /// The execution name.
     pub fn name(&self) -> &str {
         &self.record.name
+    }
+
+    /// The execution's record as it was when opened or claimed.
+    pub fn record(&self) -> &ExecutionRecord {
+        &self.record
+    }
+
+    /// The fencing epoch of this hold.
+    pub fn epoch(&self) -> i64 {
+        self.epoch
     }
 
     /// `$$.Execution.StartTime` of the first start (a resume keeps it).
@@ -98,9 +198,38 @@ impl Journal {
         &self.store
     }
 
+    /// When the run suspended (worker mode), when the execution is due again: `Some(Some(ms))`
+    /// for a timer, `Some(None)` for a callback. `None`: it did not suspend.
+    pub fn suspended(&self) -> Option<Option<i64>> {
+        *self.suspended.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn suspend(&self, due_at_ms: Option<i64>) -> Failure {
+        let mut suspended = self.suspended.lock().unwrap_or_else(|p| p.into_inner());
+        // Several Parallel branches may suspend: the execution is due at the earliest.
+        let earliest = match (*suspended, due_at_ms) {
+            (Some(Some(a)), Some(b)) => Some(a.min(b)),
+            (Some(Some(a)), None) => Some(a),
+            (_, b) => b,
+        };
+        *suspended = Some(earliest);
+        suspension()
+    }
+
     /// The recorded operation `id`, if any.
     pub fn recorded(&self, id: &str) -> Option<Operation> {
         self.recorded.lock().unwrap_or_else(|p| p.into_inner()).get(id).cloned()
+    }
+
+    /// Keeps the lease of this hold for `owner` until the future is dropped; returns the error
+    /// when the lease is lost (the execution was stopped, or another process took it over).
+    pub async fn hold_lease(&self, owner: &str, lease: Duration) -> StoreError {
+        loop {
+            if let Err(e) = self.store.renew_lease(&self.record.name, self.epoch, owner, lease).await {
+                return e;
+            }
+            tokio::time::sleep(lease / 3).await;
+        }
     }
 
     /// Writes `updates` as one atomic checkpoint, then mirrors them in memory.
@@ -109,8 +238,11 @@ impl Journal {
         *token = self.store.checkpoint(&self.record.name, *token, updates.clone()).await?;
         let mut recorded = self.recorded.lock().unwrap_or_else(|p| p.into_inner());
         for u in updates {
-            let starts = recorded.get(&u.id).map_or(0, |op| op.starts) + u32::from(u.status == OpStatus::Started);
-            let due_at_ms = u.due_at_ms.or_else(|| recorded.get(&u.id).and_then(|op| op.due_at_ms));
+            let previous = recorded.get(&u.id);
+            let starts = previous.map_or(0, |op| op.starts) + u32::from(u.status == OpStatus::Started);
+            let due_at_ms = u.due_at_ms.or_else(|| previous.and_then(|op| op.due_at_ms));
+            let callback_token = u.callback_token.or_else(|| previous.and_then(|op| op.callback_token.clone()));
+            let heartbeats = previous.map_or(0, |op| op.heartbeats);
             recorded.insert(
                 u.id.clone(),
                 Operation {
@@ -124,15 +256,28 @@ impl Journal {
                     error: u.error,
                     cause: u.cause,
                     due_at_ms,
+                    callback_token,
+                    heartbeats,
                 },
             );
         }
         Ok(())
     }
 
+    fn mirror(&self, op: Operation) {
+        self.recorded.lock().unwrap_or_else(|p| p.into_inner()).insert(op.id.clone(), op);
+    }
+
     /// Records how the execution ended and its history. A failure here (a stale token) means
     /// another process owns the execution now; the caller reports it.
     pub async fn complete(&self, result: &ExecutionResult) -> Result<(), StoreError> {
+        if self.suspended().is_some() {
+            // Not the end: the worker releases the execution until it is due.
+            return Err(StoreError::InvalidUpdate {
+                execution: self.record.name.clone(),
+                message: "the run suspended; the execution is not finished".into(),
+            });
+        }
         let mut token = self.token.lock().await;
         self.store.append_history(&self.record.name, result.history.clone()).await?;
         let completion = Completion {
@@ -145,30 +290,22 @@ impl Journal {
         Ok(())
     }
 
+    /// The recorded operation `id`, checked to be of `op_type` for state `name`.
+    fn recorded_as(&self, id: &str, op_type: OpType, name: &str) -> Result<Option<Operation>, Failure> {
+        match self.recorded(id) {
+            Some(op) if op.op_type != op_type || op.name != name => Err(determinism_violation(&op, op_type, name)),
+            other => Ok(other),
+        }
+    }
+
     /// One Task attempt: replayed if its outcome is recorded; otherwise checkpointed as STARTED,
     /// run, and its outcome checkpointed before the state goes on.
     pub(crate) async fn step<Fut>(&self, id: String, name: &str, run: Fut) -> Result<Attempt, Failure>
     where
         Fut: Future<Output = Attempt>,
     {
-        if let Some(op) = self.recorded(&id) {
-            match op.status {
-                OpStatus::Succeeded => return Ok(Attempt::Succeeded(op.result.unwrap_or(Value::Null))),
-                OpStatus::Failed => {
-                    return Ok(Attempt::Failed(Failure::new(
-                        op.error.unwrap_or_default(),
-                        op.cause.unwrap_or_default(),
-                    )));
-                }
-                OpStatus::TimedOut => {
-                    return Ok(Attempt::TimedOut(Failure::new(
-                        op.error.unwrap_or_default(),
-                        op.cause.unwrap_or_default(),
-                    )));
-                }
-                // In flight when the process stopped (or abandoned): run it again.
-                OpStatus::Started | OpStatus::Cancelled => {}
-            }
+        if let Some(attempt) = self.recorded_as(&id, OpType::Step, name)?.and_then(replayed) {
+            return Ok(attempt);
         }
         let update = |status, result, failure: Option<&Failure>| OperationUpdate {
             id: id.clone(),
@@ -180,15 +317,20 @@ impl Journal {
             error: failure.map(|f| f.error.clone()),
             cause: failure.map(|f| f.cause.clone()),
             due_at_ms: None,
+            callback_token: None,
         };
+        crash_point(&id, "before-start");
         self.checkpoint(vec![update(OpStatus::Started, None, None)]).await.map_err(store_failure)?;
+        crash_point(&id, "after-start");
         let attempt = run.await;
+        crash_point(&id, "before-finish");
         let done = match &attempt {
             Attempt::Succeeded(v) => update(OpStatus::Succeeded, Some(v.clone()), None),
             Attempt::Failed(f) => update(OpStatus::Failed, None, Some(f)),
             Attempt::TimedOut(f) => update(OpStatus::TimedOut, None, Some(f)),
         };
         self.checkpoint(vec![done]).await.map_err(store_failure)?;
+        crash_point(&id, "after-finish");
         Ok(attempt)
     }
 
@@ -213,13 +355,14 @@ impl Journal {
             error: None,
             cause: None,
             due_at_ms,
+            callback_token: None,
         };
-        let recorded = self.recorded(&id);
-        let remaining = match &recorded {
+        let recorded = self.recorded_as(&id, OpType::Wait, name)?;
+        let (remaining, due_ms) = match &recorded {
             Some(op) if op.status.is_terminal() => return Ok(()),
             Some(op) => match op.due_at_ms.and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok()) {
-                Some(due) => clock.until(due),
-                None => delay,
+                Some(due) => (clock.until(due), Some(due.as_millisecond())),
+                None => (delay, None),
             },
             None => {
                 if delay.is_zero() {
@@ -229,13 +372,152 @@ impl Journal {
                     .ok()
                     .and_then(|d| clock.now().checked_add(d).ok())
                     .ok_or_else(|| Failure::runtime("Wait state delay is too long."))?;
+                crash_point(&id, "before-start");
                 self.checkpoint(vec![update(OpStatus::Started, Some(due.as_millisecond()))])
                     .await
                     .map_err(store_failure)?;
-                delay
+                crash_point(&id, "after-start");
+                (delay, Some(due.as_millisecond()))
             }
         };
+        if let Some(limit) = self.suspend_after
+            && remaining > limit
+        {
+            return Err(self.suspend(due_ms));
+        }
         clock.sleep(remaining).await;
-        self.checkpoint(vec![update(OpStatus::Succeeded, None)]).await.map_err(store_failure)
+        crash_point(&id, "before-finish");
+        self.checkpoint(vec![update(OpStatus::Succeeded, None)]).await.map_err(store_failure)?;
+        crash_point(&id, "after-finish");
+        Ok(())
+    }
+
+    /// One attempt of a `.waitForTaskToken` Task. A CALLBACK operation holding the token is
+    /// checkpointed before the handler runs (so an answer through the store is never lost); the
+    /// handler call is a STEP `<id>.send` (exactly once once it completed); then the answer is
+    /// awaited in memory and in the store. A recorded answer is replayed without calling anything.
+    #[allow(clippy::too_many_arguments)] // one call site, in exec.rs
+    pub(crate) async fn callback<Fut>(
+        &self,
+        clock: &Clock,
+        id: String,
+        name: &str,
+        mut registration: Registration,
+        waiting: WaitingTask,
+        mut limits: callback::Limits,
+        handler: Fut,
+    ) -> Result<Attempt, Failure>
+    where
+        Fut: Future<Output = Attempt>,
+    {
+        let update = |status, result, failure: Option<&Failure>, due_at_ms, token: Option<String>| OperationUpdate {
+            id: id.clone(),
+            op_type: OpType::Callback,
+            subtype: "TaskToken".into(),
+            name: name.to_owned(),
+            status,
+            result,
+            error: failure.map(|f| f.error.clone()),
+            cause: failure.map(|f| f.cause.clone()),
+            due_at_ms,
+            callback_token: token,
+        };
+        match self.recorded_as(&id, OpType::Callback, name)? {
+            Some(op) if op.status.is_terminal() => {
+                return Ok(
+                    replayed(op).unwrap_or_else(|| Attempt::Failed(Failure::runtime("the callback was cancelled")))
+                );
+            }
+            Some(op) => {
+                // Resumed while waiting: the timeout runs to the recorded deadline.
+                if let Some(due) = op.due_at_ms.and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok()) {
+                    limits.timeout_at = Some(tokio::time::Instant::now() + clock.until(due));
+                }
+            }
+            None => {
+                let due_ms = limits.timeout.and_then(|t| {
+                    let d = jiff::SignedDuration::try_from(t).ok()?;
+                    Some(clock.now().checked_add(d).ok()?.as_millisecond())
+                });
+                self.checkpoint(vec![update(OpStatus::Started, None, None, due_ms, Some(waiting.token.clone()))])
+                    .await
+                    .map_err(store_failure)?;
+            }
+        }
+        let sent = self.step(format!("{id}.send"), name, handler).await?;
+        let outcome = match sent {
+            Attempt::Succeeded(_) => {
+                registration.announce(waiting);
+                let poll =
+                    StorePoll { store: Arc::clone(&self.store), execution: self.record.name.clone(), id: id.clone() };
+                let wait = callback::wait(&mut registration, &limits, Some(CALLBACK_POLL), poll);
+                match self.suspend_after {
+                    // A worker does not hold an execution that may wait for days; one with a
+                    // heartbeat is held, since the countdown lives in this process.
+                    Some(limit) if limits.heartbeat.is_none() => match tokio::time::timeout(limit, wait).await {
+                        Ok(outcome) => outcome,
+                        Err(_) => {
+                            let due = self.recorded(&id).and_then(|op| op.due_at_ms);
+                            return Err(self.suspend(due));
+                        }
+                    },
+                    _ => wait.await,
+                }
+            }
+            // The handler could not hand the token on: the attempt fails with its error.
+            Attempt::Failed(f) => Ok(CallbackOutcome::Failure(f)),
+            Attempt::TimedOut(f) => Err(f),
+        };
+        // An answer through the store is already recorded; one in memory (or a timeout) is
+        // checkpointed here, unless the store got an answer meanwhile (then that one counts).
+        if let Some(op) = self.store.load_operation(&self.record.name, &id).await.map_err(store_failure)?
+            && op.status.is_terminal()
+        {
+            self.mirror(op.clone());
+            return Ok(replayed(op).unwrap_or_else(|| Attempt::Failed(Failure::runtime("the callback was cancelled"))));
+        }
+        let attempt = callback::into_attempt(outcome);
+        let done = match &attempt {
+            Attempt::Succeeded(v) => update(OpStatus::Succeeded, Some(v.clone()), None, None, None),
+            Attempt::Failed(f) => update(OpStatus::Failed, None, Some(f), None, None),
+            Attempt::TimedOut(f) => update(OpStatus::TimedOut, None, Some(f), None, None),
+        };
+        match self.checkpoint(vec![done]).await {
+            Ok(()) => Ok(attempt),
+            Err(StoreError::InvalidUpdate { .. }) => {
+                // Answered through the store between the look and the write.
+                let op = self
+                    .store
+                    .load_operation(&self.record.name, &id)
+                    .await
+                    .map_err(store_failure)?
+                    .ok_or_else(|| Failure::runtime(format!("the callback operation '{id}' disappeared")))?;
+                self.mirror(op.clone());
+                Ok(replayed(op).unwrap_or_else(|| Attempt::Failed(Failure::runtime("the callback was cancelled"))))
+            }
+            Err(e) => Err(store_failure(e)),
+        }
+    }
+}
+
+/// Reads a CALLBACK operation from the store while its task waits.
+struct StorePoll {
+    store: Arc<dyn Store>,
+    execution: String,
+    id: String,
+}
+
+impl callback::AsyncPoll for StorePoll {
+    async fn poll(&mut self) -> Observed {
+        match self.store.load_operation(&self.execution, &self.id).await {
+            Ok(Some(op)) if op.status.is_terminal() => match replayed(op) {
+                Some(Attempt::Succeeded(v)) => Observed::Done(CallbackOutcome::Success(v)),
+                Some(Attempt::Failed(f)) | Some(Attempt::TimedOut(f)) => Observed::Done(CallbackOutcome::Failure(f)),
+                None => Observed::Done(CallbackOutcome::Failure(Failure::runtime("the callback was cancelled"))),
+            },
+            Ok(Some(op)) => Observed::Waiting { beats: op.heartbeats },
+            // A store that cannot be read now is asked again at the next poll.
+            Ok(None) | Err(_) => Observed::Waiting { beats: 0 },
+        }
     }
 }

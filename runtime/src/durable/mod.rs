@@ -24,10 +24,18 @@
 //! Attach a journal with [`crate::RunOptions::with_journal`] after [`Journal::open`].
 
 mod journal;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod sqlite;
+#[doc(hidden)]
+pub mod testing;
+pub mod worker;
 
 pub use journal::{Journal, Opened};
+#[cfg(feature = "postgres")]
+pub use postgres::PgStore;
 pub use sqlite::{SqliteStore, Synchronous};
+pub use worker::{Worker, WorkerConfig, Workflows};
 
 use std::fmt;
 
@@ -45,7 +53,7 @@ pub enum OpType {
     Step,
     /// A durable timer: a Wait state or a retry back-off.
     Wait,
-    /// Waiting for an external completion by token (`.waitForTaskToken`; not yet journaled).
+    /// Waiting for an external completion by task token (`.waitForTaskToken`).
     Callback,
     /// An invocation of another execution (not yet journaled).
     ChainedInvoke,
@@ -137,8 +145,83 @@ pub struct Operation {
     pub error: Option<String>,
     /// The error cause.
     pub cause: Option<String>,
-    /// When a WAIT fires, in milliseconds since the Unix epoch on the execution's clock.
+    /// When a WAIT fires (or a CALLBACK times out), in milliseconds since the Unix epoch on the
+    /// execution's clock.
     pub due_at_ms: Option<i64>,
+    /// The task token of a CALLBACK.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub callback_token: Option<String>,
+    /// How many SendTaskHeartbeat a CALLBACK received through the store.
+    #[serde(default)]
+    pub heartbeats: u64,
+}
+
+/// An operation row as both stores read it, before its enums and JSON are checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawOperation {
+    /// `op_id`.
+    pub id: String,
+    /// `type`.
+    pub op_type: String,
+    /// `subtype`.
+    pub subtype: String,
+    /// `name`.
+    pub name: String,
+    /// `status`.
+    pub status: String,
+    /// `starts`.
+    pub starts: i64,
+    /// `result` (JSON text).
+    pub result: Option<String>,
+    /// `error`.
+    pub error: Option<String>,
+    /// `cause`.
+    pub cause: Option<String>,
+    /// `due_at`.
+    pub due_at_ms: Option<i64>,
+    /// `callback_token`.
+    pub callback_token: Option<String>,
+    /// `heartbeats`.
+    pub heartbeats: i64,
+}
+
+/// Checks a stored operation row: every field that replay relies on must be well formed, so
+/// corrupt or foreign state fails with a clear error instead of replaying nonsense.
+pub fn parse_operation(raw: RawOperation) -> Result<Operation, StoreError> {
+    let corrupt = |what: String| StoreError::Backend(format!("operation '{}' is corrupt: {what}", raw.id));
+    let op_type =
+        OpType::parse(&raw.op_type).ok_or_else(|| corrupt(format!("unknown operation type '{}'", raw.op_type)))?;
+    let status =
+        OpStatus::parse(&raw.status).ok_or_else(|| corrupt(format!("unknown operation status '{}'", raw.status)))?;
+    let result = match raw.result.as_deref() {
+        Some(text) => Some(serde_json::from_str(text).map_err(|e| corrupt(format!("its result is not JSON: {e}")))?),
+        None => None,
+    };
+    let starts = u32::try_from(raw.starts).map_err(|_| corrupt(format!("starts is {}", raw.starts)))?;
+    let heartbeats = u64::try_from(raw.heartbeats).map_err(|_| corrupt(format!("heartbeats is {}", raw.heartbeats)))?;
+    if raw.id.is_empty() || raw.name.is_empty() {
+        return Err(corrupt("it has an empty id or state name".into()));
+    }
+    if matches!(status, OpStatus::Failed | OpStatus::TimedOut) && raw.error.is_none() {
+        return Err(corrupt(format!("it is {} with no error name", status.as_str())));
+    }
+    if op_type == OpType::Callback && raw.callback_token.is_none() {
+        return Err(corrupt("a CALLBACK with no task token".into()));
+    }
+    Ok(Operation {
+        op_type,
+        status,
+        result,
+        starts,
+        heartbeats,
+        id: raw.id,
+        subtype: raw.subtype,
+        name: raw.name,
+        error: raw.error,
+        cause: raw.cause,
+        due_at_ms: raw.due_at_ms,
+        callback_token: raw.callback_token,
+    })
 }
 
 /// A requested change to one operation, applied as part of an atomic batch.
@@ -160,8 +243,10 @@ pub struct OperationUpdate {
     pub error: Option<String>,
     /// The cause, for `FAILED`/`TIMED_OUT`.
     pub cause: Option<String>,
-    /// A WAIT's fire-at instant (milliseconds since the Unix epoch).
+    /// A WAIT's fire-at instant, or a CALLBACK's timeout (milliseconds since the Unix epoch).
     pub due_at_ms: Option<i64>,
+    /// A CALLBACK's task token (set when it starts; unique in the store).
+    pub callback_token: Option<String>,
 }
 
 /// The single-use right to write the next checkpoint of one execution. Every successful
@@ -186,6 +271,8 @@ pub enum ExecutionStatus {
     Failed,
     /// Exceeded the workflow's TimeoutSeconds.
     TimedOut,
+    /// Stopped by `StopExecution` (`wfc executions stop`).
+    Aborted,
 }
 
 impl ExecutionStatus {
@@ -196,14 +283,21 @@ impl ExecutionStatus {
             ExecutionStatus::Succeeded => "SUCCEEDED",
             ExecutionStatus::Failed => "FAILED",
             ExecutionStatus::TimedOut => "TIMED_OUT",
+            ExecutionStatus::Aborted => "ABORTED",
         }
     }
 
     /// Parses [`ExecutionStatus::as_str`].
     pub fn parse(text: &str) -> Option<ExecutionStatus> {
-        [ExecutionStatus::Running, ExecutionStatus::Succeeded, ExecutionStatus::Failed, ExecutionStatus::TimedOut]
-            .into_iter()
-            .find(|s| s.as_str() == text)
+        [
+            ExecutionStatus::Running,
+            ExecutionStatus::Succeeded,
+            ExecutionStatus::Failed,
+            ExecutionStatus::TimedOut,
+            ExecutionStatus::Aborted,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == text)
     }
 }
 
@@ -244,6 +338,23 @@ pub struct ExecutionRecord {
     pub created_at_ms: i64,
     /// Last update, milliseconds since the Unix epoch (wall clock).
     pub updated_at_ms: i64,
+    /// The worker (or `wfc run` process) holding the execution's lease, if any.
+    #[serde(default)]
+    pub owner: Option<String>,
+    /// When the lease ends (ms since the Unix epoch); after it, a worker may claim the execution.
+    #[serde(default)]
+    pub lease_until_ms: Option<i64>,
+    /// When a released execution is due to run again (a timer, ms since the Unix epoch);
+    /// `i64::MAX`: only when a callback completes.
+    #[serde(default)]
+    pub wake_at_ms: Option<i64>,
+    /// A hash of the definition it was started with, so a changed definition is detected.
+    #[serde(default)]
+    pub definition_hash: Option<String>,
+    /// Counts callback completions through the store, so a worker releasing the execution knows
+    /// whether one arrived while it held it.
+    #[serde(default)]
+    pub signals: i64,
 }
 
 /// What [`Store::open_execution`] asks for.
@@ -257,6 +368,34 @@ pub struct NewExecution {
     pub input: Value,
     /// `$$.Execution.StartTime` to record if the execution is new.
     pub start_time: String,
+    /// A hash of the definition ([`definition_hash`]); a resume with another one is refused.
+    pub definition_hash: Option<String>,
+}
+
+/// A stable hash of a definition (its IR as JSON), stored with an execution so that resuming it
+/// with a changed definition is detected instead of replaying a journal that no longer fits.
+pub fn definition_hash(workflow: &wfc_ir::Workflow) -> String {
+    use sha2::{Digest, Sha256};
+    let text = serde_json::to_string(workflow).unwrap_or_default();
+    let digest = Sha256::digest(text.as_bytes());
+    digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
+}
+
+/// The default lease of a claimed execution: a holder renews it every third of it.
+pub const DEFAULT_LEASE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// How a callback is completed through the store (SendTaskSuccess / SendTaskFailure).
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallbackCompletion {
+    /// SendTaskSuccess with this output.
+    Success(Value),
+    /// SendTaskFailure with this error and cause.
+    Failure {
+        /// The error name.
+        error: String,
+        /// The cause.
+        cause: String,
+    },
 }
 
 /// An opened execution: its record, its journal and the token for its next checkpoint.
@@ -308,8 +447,19 @@ pub enum StoreError {
         message: String,
     },
     /// The store URL is not understood.
-    #[error("invalid store URL '{0}': expected sqlite:PATH")]
+    #[error("invalid store URL '{0}': expected sqlite:PATH or postgres://...")]
     BadUrl(String),
+    /// No CALLBACK waits for this token (never issued, or already completed or timed out).
+    #[error("no task is waiting for the task token '{0}' (unknown, completed or timed out)")]
+    UnknownToken(String),
+    /// The execution was started with another definition than the one resuming it.
+    #[error(
+        "execution '{0}' was started with another version of its definition; resuming it with a changed definition would replay a journal that does not fit (start a new execution, or restore the definition)"
+    )]
+    DefinitionChanged(String),
+    /// The store was built without support for this URL's backend.
+    #[error("this build of wfc has no support for '{0}' (enable the cargo feature `postgres`)")]
+    Unsupported(String),
     /// The database failed (I/O, corruption, an unknown schema version).
     #[error("store error: {0}")]
     Backend(String),
@@ -355,10 +505,86 @@ pub trait Store: Send + Sync + fmt::Debug {
 
     /// The stored history, in event-id order.
     fn read_history<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Vec<HistoryEvent>, StoreError>>;
+
+    /// One operation of an execution, or `None`.
+    fn load_operation<'a>(&'a self, name: &'a str, id: &'a str)
+    -> BoxFuture<'a, Result<Option<Operation>, StoreError>>;
+
+    /// SendTaskSuccess / SendTaskFailure from any process: finishes the STARTED CALLBACK holding
+    /// `token` and makes its execution runnable; returns the execution's name.
+    fn complete_callback<'a>(
+        &'a self,
+        token: &'a str,
+        completion: CallbackCompletion,
+    ) -> BoxFuture<'a, Result<String, StoreError>>;
+
+    /// SendTaskHeartbeat from any process; returns the execution's name.
+    fn heartbeat_callback<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Result<String, StoreError>>;
+
+    /// StopExecution: a RUNNING execution becomes ABORTED with `error`/`cause`, and its epoch is
+    /// bumped so the process running it is fenced out at its next checkpoint.
+    fn stop_execution<'a>(
+        &'a self,
+        name: &'a str,
+        error: Option<String>,
+        cause: Option<String>,
+    ) -> BoxFuture<'a, Result<ExecutionRecord, StoreError>>;
+
+    /// Creates the execution for workers to run (idempotent by name like
+    /// [`Store::open_execution`], but claims nothing). Returns the record and whether it existed.
+    fn create_execution(&self, new: NewExecution) -> BoxFuture<'_, Result<(ExecutionRecord, bool), StoreError>>;
+
+    /// Claims up to `limit` runnable executions for `owner` for `lease`: RUNNING, not leased
+    /// (or the lease expired), and due (`wake_at` passed). Each claim bumps the epoch. An
+    /// execution whose stored state cannot be read is returned as an `Err` with its name.
+    fn claim_runnable<'a>(
+        &'a self,
+        owner: &'a str,
+        lease: std::time::Duration,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<Result<Claim, (String, StoreError)>>, StoreError>>;
+
+    /// Extends the lease of a held execution; [`StoreError::StaleToken`] if it was lost.
+    fn renew_lease<'a>(
+        &'a self,
+        name: &'a str,
+        epoch: i64,
+        owner: &'a str,
+        lease: std::time::Duration,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// Gives a held execution back: no owner, runnable again at `wake_at_ms` (`None`: only when
+    /// a callback completes). `signals_seen` is [`ExecutionRecord::signals`] when it was
+    /// claimed: if a callback completed since, it is runnable at once (no lost wake-up).
+    fn release<'a>(
+        &'a self,
+        name: &'a str,
+        epoch: i64,
+        wake_at_ms: Option<i64>,
+        signals_seen: i64,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// Waits until new work may be runnable (PostgreSQL: a NOTIFY), or `max` at most.
+    fn wait_for_work(&self, max: std::time::Duration) -> BoxFuture<'_, ()> {
+        Box::pin(tokio::time::sleep(max))
+    }
+
+    /// Fails an execution whose stored state is unusable (guarded by nothing: it is not running).
+    fn fail_execution<'a>(
+        &'a self,
+        name: &'a str,
+        error: &'a str,
+        cause: &'a str,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
 }
 
-/// Opens a store from a URL: `sqlite:PATH` (durability FULL), or `sqlite:PATH?synchronous=normal`.
+/// Opens a store from a URL: `sqlite:PATH` (durability FULL) or `sqlite:PATH?synchronous=normal`.
+/// For `postgres://` URLs use [`connect`].
 pub fn open_store(url: &str) -> Result<std::sync::Arc<dyn Store>, StoreError> {
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        // The PostgreSQL connection is async: use [`connect`].
+        return Err(StoreError::Unsupported(format!("{url} (open it with durable::connect)")));
+    }
     let Some(rest) = url.strip_prefix("sqlite:") else {
         return Err(StoreError::BadUrl(url.to_owned()));
     };
@@ -375,6 +601,18 @@ pub fn open_store(url: &str) -> Result<std::sync::Arc<dyn Store>, StoreError> {
         Some(_) => return Err(StoreError::BadUrl(url.to_owned())),
     };
     Ok(std::sync::Arc::new(SqliteStore::open(path, synchronous)?))
+}
+
+/// Opens a store from a URL, as [`open_store`] does, including `postgres://` URLs (feature
+/// `postgres`), which need this async form since the connection runs on the current runtime.
+pub async fn connect(url: &str) -> Result<std::sync::Arc<dyn Store>, StoreError> {
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        #[cfg(feature = "postgres")]
+        return Ok(std::sync::Arc::new(postgres::PgStore::connect(url).await?));
+        #[cfg(not(feature = "postgres"))]
+        return Err(StoreError::Unsupported(url.to_owned()));
+    }
+    open_store(url)
 }
 
 #[cfg(test)]
@@ -394,7 +632,7 @@ mod tests {
 
     #[test]
     fn bad_urls_are_rejected() {
-        assert!(matches!(open_store("postgres://x"), Err(StoreError::BadUrl(_))));
+        assert!(matches!(open_store("mysql://x"), Err(StoreError::BadUrl(_))));
         assert!(matches!(open_store("sqlite:"), Err(StoreError::BadUrl(_))));
         assert!(matches!(open_store("sqlite:/tmp/x.db?synchronous=off"), Err(StoreError::BadUrl(_))));
     }

@@ -1,0 +1,833 @@
+//! [`PgStore`]: the store for many worker processes and machines, on PostgreSQL.
+//!
+//! The schema has the same shape as SQLite's (JSON kept as text, times as milliseconds). Workers
+//! claim runnable executions with `FOR UPDATE SKIP LOCKED` and a lease; every claim bumps the
+//! execution's fencing epoch, and every checkpoint is guarded by `(epoch, seq)`, so a worker that
+//! lost its lease (a zombie) has its next write rejected. `NOTIFY wfc_work` is sent when work
+//! becomes runnable (a new execution, an answered callback, a release); workers `LISTEN` on a
+//! connection of their own and poll as a fallback.
+//!
+//! The crate is `tokio-postgres`: it is async (no thread per connection), it is the driver the
+//! Rust ecosystem builds on (deadpool, bb8, sqlx's benchmarks), and it exposes asynchronous
+//! notifications (`Connection::poll_message`), which LISTEN/NOTIFY needs.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use serde_json::Value;
+use tokio::sync::{Mutex, Notify, OnceCell};
+use tokio_postgres::{AsyncMessage, Client, GenericClient, NoTls, Row};
+
+use super::{
+    CallbackCompletion, CheckpointToken, Claim, Completion, ExecutionRecord, ExecutionStatus, NewExecution, OpStatus,
+    Operation, OperationUpdate, RawOperation, Store, StoreError,
+};
+use crate::HistoryEvent;
+
+/// The schema, one entry per version (append only), tracked in `wfc_schema`.
+const MIGRATIONS: &[&str] = &[r#"
+CREATE TABLE executions (
+    name            TEXT PRIMARY KEY,
+    workflow        TEXT NOT NULL,
+    status          TEXT NOT NULL,
+    input           TEXT NOT NULL,
+    output          TEXT,
+    error           TEXT,
+    cause           TEXT,
+    start_time      TEXT NOT NULL,
+    epoch           BIGINT NOT NULL DEFAULT 0,
+    checkpoint_seq  BIGINT NOT NULL DEFAULT 0,
+    created_at      BIGINT NOT NULL,
+    updated_at      BIGINT NOT NULL,
+    owner           TEXT,
+    lease_until     BIGINT,
+    wake_at         BIGINT,
+    definition_hash TEXT,
+    signals         BIGINT NOT NULL DEFAULT 0
+);
+CREATE INDEX executions_status ON executions(status);
+CREATE INDEX executions_runnable ON executions(wake_at) WHERE status = 'RUNNING';
+CREATE TABLE operations (
+    execution      TEXT NOT NULL REFERENCES executions(name),
+    op_id          TEXT NOT NULL,
+    ordinal        BIGINT NOT NULL,
+    type           TEXT NOT NULL,
+    subtype        TEXT NOT NULL,
+    name           TEXT NOT NULL,
+    status         TEXT NOT NULL,
+    starts         BIGINT NOT NULL DEFAULT 0,
+    result         TEXT,
+    error          TEXT,
+    cause          TEXT,
+    due_at         BIGINT,
+    start_ts       BIGINT,
+    end_ts         BIGINT,
+    callback_token TEXT,
+    heartbeats     BIGINT NOT NULL DEFAULT 0,
+    PRIMARY KEY (execution, op_id)
+);
+CREATE UNIQUE INDEX operations_callback ON operations(callback_token) WHERE callback_token IS NOT NULL;
+CREATE TABLE history (
+    execution TEXT NOT NULL REFERENCES executions(name),
+    event_id  BIGINT NOT NULL,
+    event     TEXT NOT NULL,
+    PRIMARY KEY (execution, event_id)
+);
+"#];
+
+/// The NOTIFY channel that wakes workers.
+const CHANNEL: &str = "wfc_work";
+
+/// How many connections a store opens for its queries (a worker's concurrent executions share
+/// them; PostgreSQL commits their transactions in groups).
+const POOL_SIZE: usize = 4;
+
+/// A [`Store`] on a PostgreSQL database.
+pub struct PgStore {
+    url: String,
+    pool: Vec<Arc<Mutex<Client>>>,
+    next: AtomicUsize,
+    /// The LISTEN connection's client (kept so the session lasts) and the wake-up it feeds.
+    listener: OnceCell<(Client, Arc<Notify>)>,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore").field("connections", &self.pool.len()).finish()
+    }
+}
+
+fn backend(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Backend(e.to_string())
+}
+
+/// A database error with PostgreSQL's own message (tokio-postgres's Display is only "db error").
+fn pg(e: tokio_postgres::Error) -> StoreError {
+    match e.as_db_error() {
+        Some(db) => StoreError::Backend(format!("postgres: {} ({})", db.message(), db.code().code())),
+        None => StoreError::Backend(format!("postgres: {e}")),
+    }
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+fn lease_ms(lease: Duration) -> i64 {
+    i64::try_from(lease.as_millis()).unwrap_or(i64::MAX / 4)
+}
+
+fn from_text(text: &str) -> Result<Value, StoreError> {
+    serde_json::from_str(text).map_err(|e| backend(format!("a stored JSON value is corrupt: {e}")))
+}
+
+async fn open_connection(url: &str) -> Result<Client, StoreError> {
+    let (client, connection) = tokio_postgres::connect(url, NoTls).await.map_err(pg)?;
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::warn!(error = %e, "a PostgreSQL connection ended");
+        }
+    });
+    Ok(client)
+}
+
+impl PgStore {
+    /// Connects (`postgres://user@host:port/db`, libpq's URL syntax, no TLS) and migrates the
+    /// schema. The connections run on the current tokio runtime.
+    pub async fn connect(url: &str) -> Result<PgStore, StoreError> {
+        let mut pool = Vec::with_capacity(POOL_SIZE);
+        for _ in 0..POOL_SIZE {
+            pool.push(Arc::new(Mutex::new(open_connection(url).await?)));
+        }
+        let store = PgStore { url: url.to_owned(), pool, next: AtomicUsize::new(0), listener: OnceCell::new() };
+        {
+            let conn = store.conn().await;
+            let mut client = conn.lock().await;
+            migrate(&mut client).await?;
+        }
+        Ok(store)
+    }
+
+    /// A connection: a free one if any, else the next in turn.
+    async fn conn(&self) -> Arc<Mutex<Client>> {
+        for c in &self.pool {
+            if c.try_lock().is_ok() {
+                return Arc::clone(c);
+            }
+        }
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.pool.len();
+        Arc::clone(&self.pool[i])
+    }
+
+    /// Starts (once) the connection that LISTENs for work and turns notifications into wake-ups.
+    async fn listener(&self) -> Result<Arc<Notify>, StoreError> {
+        self.listener
+            .get_or_try_init(|| async {
+                let (client, mut connection) = tokio_postgres::connect(&self.url, NoTls).await.map_err(pg)?;
+                let notify = Arc::new(Notify::new());
+                let wake = Arc::clone(&notify);
+                tokio::spawn(async move {
+                    let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
+                    while let Some(message) = messages.next().await {
+                        match message {
+                            // notify_one keeps a permit when nobody waits yet, so a wake-up that
+                            // arrives while the worker is claiming is not lost.
+                            Ok(AsyncMessage::Notification(_)) => wake.notify_one(),
+                            Ok(_) => {}
+                            Err(_) => break,
+                        }
+                    }
+                });
+                client.batch_execute(&format!("LISTEN {CHANNEL}")).await.map_err(pg)?;
+                Ok::<_, StoreError>((client, notify))
+            })
+            .await
+            .map(|(_, notify)| Arc::clone(notify))
+    }
+}
+
+async fn migrate(client: &mut Client) -> Result<(), StoreError> {
+    let tx = client.transaction().await.map_err(pg)?;
+    // One migrator at a time across processes.
+    tx.execute("SELECT pg_advisory_xact_lock(727455001)", &[]).await.map_err(pg)?;
+    tx.batch_execute("CREATE TABLE IF NOT EXISTS wfc_schema (version BIGINT NOT NULL)").await.map_err(pg)?;
+    let version: i64 = match tx.query_opt("SELECT version FROM wfc_schema", &[]).await.map_err(pg)? {
+        Some(row) => row.get(0),
+        None => {
+            tx.execute("INSERT INTO wfc_schema (version) VALUES (0)", &[]).await.map_err(pg)?;
+            0
+        }
+    };
+    let latest = MIGRATIONS.len() as i64;
+    if version > latest {
+        return Err(backend(format!(
+            "the store has schema version {version}, newer than this wfc understands ({latest})"
+        )));
+    }
+    for sql in MIGRATIONS.iter().skip(usize::try_from(version).unwrap_or(0)) {
+        tx.batch_execute(sql).await.map_err(pg)?;
+    }
+    tx.execute("UPDATE wfc_schema SET version = $1", &[&latest]).await.map_err(pg)?;
+    tx.commit().await.map_err(pg)
+}
+
+const RECORD_COLUMNS: &str = "name, workflow, status, input, output, error, cause, start_time, epoch, checkpoint_seq, \
+     created_at, updated_at, owner, lease_until, wake_at, definition_hash, signals";
+
+fn record_of(row: &Row) -> Result<ExecutionRecord, StoreError> {
+    let status: String = row.try_get(2).map_err(pg)?;
+    let input: String = row.try_get(3).map_err(pg)?;
+    let output: Option<String> = row.try_get(4).map_err(pg)?;
+    Ok(ExecutionRecord {
+        name: row.try_get(0).map_err(pg)?,
+        workflow: row.try_get(1).map_err(pg)?,
+        status: ExecutionStatus::parse(&status)
+            .ok_or_else(|| backend(format!("unknown execution status '{status}'")))?,
+        input: from_text(&input)?,
+        output: output.as_deref().map(from_text).transpose()?,
+        error: row.try_get(5).map_err(pg)?,
+        cause: row.try_get(6).map_err(pg)?,
+        start_time: row.try_get(7).map_err(pg)?,
+        epoch: row.try_get(8).map_err(pg)?,
+        checkpoint_seq: row.try_get(9).map_err(pg)?,
+        created_at_ms: row.try_get(10).map_err(pg)?,
+        updated_at_ms: row.try_get(11).map_err(pg)?,
+        owner: row.try_get(12).map_err(pg)?,
+        lease_until_ms: row.try_get(13).map_err(pg)?,
+        wake_at_ms: row.try_get(14).map_err(pg)?,
+        definition_hash: row.try_get(15).map_err(pg)?,
+        signals: row.try_get(16).map_err(pg)?,
+    })
+}
+
+async fn get_record<C: GenericClient>(c: &C, name: &str) -> Result<Option<ExecutionRecord>, StoreError> {
+    let row =
+        c.query_opt(&format!("SELECT {RECORD_COLUMNS} FROM executions WHERE name = $1"), &[&name]).await.map_err(pg)?;
+    row.as_ref().map(record_of).transpose()
+}
+
+async fn get_operations<C: GenericClient>(c: &C, name: &str) -> Result<Vec<Operation>, StoreError> {
+    let rows = c
+        .query(
+            "SELECT op_id, type, subtype, name, status, starts, result, error, cause, due_at, callback_token, heartbeats
+             FROM operations WHERE execution = $1 ORDER BY ordinal",
+            &[&name],
+        )
+        .await
+        .map_err(pg)?;
+    rows.iter()
+        .map(|row| {
+            super::parse_operation(RawOperation {
+                id: row.try_get(0).map_err(pg)?,
+                op_type: row.try_get(1).map_err(pg)?,
+                subtype: row.try_get(2).map_err(pg)?,
+                name: row.try_get(3).map_err(pg)?,
+                status: row.try_get(4).map_err(pg)?,
+                starts: row.try_get(5).map_err(pg)?,
+                result: row.try_get(6).map_err(pg)?,
+                error: row.try_get(7).map_err(pg)?,
+                cause: row.try_get(8).map_err(pg)?,
+                due_at_ms: row.try_get(9).map_err(pg)?,
+                callback_token: row.try_get(10).map_err(pg)?,
+                heartbeats: row.try_get(11).map_err(pg)?,
+            })
+        })
+        .collect()
+}
+
+async fn advance_token<C: GenericClient>(
+    c: &C,
+    name: &str,
+    token: CheckpointToken,
+    now: i64,
+) -> Result<CheckpointToken, StoreError> {
+    let changed = c
+        .execute(
+            "UPDATE executions SET checkpoint_seq = checkpoint_seq + 1, updated_at = $4
+             WHERE name = $1 AND epoch = $2 AND checkpoint_seq = $3",
+            &[&name, &token.epoch, &token.seq, &now],
+        )
+        .await
+        .map_err(pg)?;
+    if changed == 0 {
+        return Err(match get_record(c, name).await? {
+            Some(_) => StoreError::StaleToken(name.to_owned()),
+            None => StoreError::NotFound(name.to_owned()),
+        });
+    }
+    Ok(CheckpointToken { epoch: token.epoch, seq: token.seq + 1 })
+}
+
+async fn apply_update<C: GenericClient>(
+    c: &C,
+    name: &str,
+    update: &OperationUpdate,
+    now: i64,
+) -> Result<(), StoreError> {
+    let existing = c
+        .query_opt("SELECT status FROM operations WHERE execution = $1 AND op_id = $2 FOR UPDATE", &[&name, &update.id])
+        .await
+        .map_err(pg)?;
+    let existing: Option<String> = existing.map(|r| r.get(0));
+    if let Some(status) = &existing
+        && OpStatus::parse(status).is_some_and(OpStatus::is_terminal)
+    {
+        return Err(StoreError::InvalidUpdate {
+            execution: name.to_owned(),
+            message: format!("operation '{}' already finished ({status})", update.id),
+        });
+    }
+    let result = update.result.as_ref().map(Value::to_string);
+    let started = i64::from(update.status == OpStatus::Started);
+    let end_ts = update.status.is_terminal().then_some(now);
+    if existing.is_none() {
+        c.execute(
+            "INSERT INTO operations (execution, op_id, ordinal, type, subtype, name, status, starts, result, error,
+                                     cause, due_at, start_ts, end_ts, callback_token)
+             VALUES ($1, $2, (SELECT COUNT(*) FROM operations WHERE execution = $1), $3, $4, $5, $6, $7, $8, $9,
+                     $10, $11, $12, $13, $14)",
+            &[
+                &name,
+                &update.id,
+                &update.op_type.as_str(),
+                &update.subtype,
+                &update.name,
+                &update.status.as_str(),
+                &started,
+                &result,
+                &update.error,
+                &update.cause,
+                &update.due_at_ms,
+                &now,
+                &end_ts,
+                &update.callback_token,
+            ],
+        )
+        .await
+        .map_err(pg)?;
+    } else {
+        c.execute(
+            "UPDATE operations SET status = $3, starts = starts + $4, result = $5, error = $6, cause = $7,
+                    due_at = COALESCE($8, due_at), end_ts = $9
+             WHERE execution = $1 AND op_id = $2",
+            &[
+                &name,
+                &update.id,
+                &update.status.as_str(),
+                &started,
+                &result,
+                &update.error,
+                &update.cause,
+                &update.due_at_ms,
+                &end_ts,
+            ],
+        )
+        .await
+        .map_err(pg)?;
+    }
+    Ok(())
+}
+
+async fn insert_or_check<C: GenericClient>(c: &C, new: &NewExecution, now: i64) -> Result<bool, StoreError> {
+    let inserted = c
+        .execute(
+            "INSERT INTO executions (name, workflow, status, input, start_time, created_at, updated_at,
+                                     definition_hash, wake_at)
+             VALUES ($1, $2, 'RUNNING', $3, $4, $5, $5, $6, $5) ON CONFLICT (name) DO NOTHING",
+            &[&new.name, &new.workflow, &new.input.to_string(), &new.start_time, &now, &new.definition_hash],
+        )
+        .await
+        .map_err(pg)?;
+    if inserted == 1 {
+        return Ok(false);
+    }
+    let record = get_record(c, &new.name).await?.ok_or_else(|| StoreError::NotFound(new.name.clone()))?;
+    if record.input != new.input {
+        return Err(StoreError::InputMismatch(new.name.clone()));
+    }
+    if record.status == ExecutionStatus::Running
+        && let (Some(stored), Some(given)) = (&record.definition_hash, &new.definition_hash)
+        && stored != given
+    {
+        return Err(StoreError::DefinitionChanged(new.name.clone()));
+    }
+    Ok(true)
+}
+
+async fn notify<C: GenericClient>(c: &C, name: &str) -> Result<(), StoreError> {
+    c.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &name]).await.map_err(pg)?;
+    Ok(())
+}
+
+impl Store for PgStore {
+    fn open_execution(&self, new: NewExecution) -> BoxFuture<'_, Result<Claim, StoreError>> {
+        Box::pin(async move {
+            let conn = self.conn().await;
+            let mut client = conn.lock().await;
+            let now = now_ms();
+            let tx = client.transaction().await.map_err(pg)?;
+            let existed = insert_or_check(&tx, &new, now).await?;
+            tx.execute(
+                "UPDATE executions SET epoch = epoch + 1, updated_at = $2, owner = 'open', lease_until = $3,
+                        wake_at = NULL
+                 WHERE name = $1 AND status = 'RUNNING'",
+                &[&new.name, &now, &(now + lease_ms(super::DEFAULT_LEASE))],
+            )
+            .await
+            .map_err(pg)?;
+            let record = get_record(&tx, &new.name).await?.ok_or_else(|| StoreError::NotFound(new.name.clone()))?;
+            let operations = get_operations(&tx, &new.name).await?;
+            tx.commit().await.map_err(pg)?;
+            let token = CheckpointToken { epoch: record.epoch, seq: record.checkpoint_seq };
+            Ok(Claim { record, operations, token, existed })
+        })
+    }
+
+    fn load_journal<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Vec<Operation>, StoreError>> {
+        Box::pin(async move {
+            let conn = self.conn().await;
+            let client = conn.lock().await;
+            if get_record(&*client, name).await?.is_none() {
+                return Err(StoreError::NotFound(name.to_owned()));
+            }
+            get_operations(&*client, name).await
+        })
+    }
+
+    fn checkpoint<'a>(
+        &'a self,
+        name: &'a str,
+        token: CheckpointToken,
+        updates: Vec<OperationUpdate>,
+    ) -> BoxFuture<'a, Result<CheckpointToken, StoreError>> {
+        Box::pin(async move {
+            let conn = self.conn().await;
+            let mut client = conn.lock().await;
+            let now = now_ms();
+            let tx = client.transaction().await.map_err(pg)?;
+            let next = advance_token(&tx, name, token, now).await?;
+            for update in &updates {
+                apply_update(&tx, name, update, now).await?;
+            }
+            tx.commit().await.map_err(pg)?;
+            Ok(next)
+        })
+    }
+
+    fn finish<'a>(
+        &'a self,
+        name: &'a str,
+        token: CheckpointToken,
+        completion: Completion,
+    ) -> BoxFuture<'a, Result<CheckpointToken, StoreError>> {
+        Box::pin(async move {
+            if completion.status == ExecutionStatus::Running {
+                return Err(StoreError::InvalidUpdate {
+                    execution: name.to_owned(),
+                    message: "an execution cannot finish as RUNNING".into(),
+                });
+            }
+            let conn = self.conn().await;
+            let mut client = conn.lock().await;
+            let now = now_ms();
+            let tx = client.transaction().await.map_err(pg)?;
+            let next = advance_token(&tx, name, token, now).await?;
+            let output = completion.output.as_ref().map(Value::to_string);
+            tx.execute(
+                "UPDATE executions SET status = $2, output = $3, error = $4, cause = $5, owner = NULL,
+                        lease_until = NULL, wake_at = NULL
+                 WHERE name = $1",
+                &[&name, &completion.status.as_str(), &output, &completion.error, &completion.cause],
+            )
+            .await
+            .map_err(pg)?;
+            tx.commit().await.map_err(pg)?;
+            Ok(next)
+        })
+    }
+
+    fn list_executions(&self) -> BoxFuture<'_, Result<Vec<ExecutionRecord>, StoreError>> {
+        Box::pin(async move {
+            let conn = self.conn().await;
+            let client = conn.lock().await;
+            let rows = client
+                .query(&format!("SELECT {RECORD_COLUMNS} FROM executions ORDER BY created_at DESC, name"), &[])
+                .await
+                .map_err(pg)?;
+            // One corrupt row must not hide the others: it is listed with what is wrong.
+            Ok(rows
+                .iter()
+                .map(|row| {
+                    record_of(row).unwrap_or_else(|e| ExecutionRecord {
+                        name: row.try_get(0).unwrap_or_default(),
+                        workflow: row.try_get(1).unwrap_or_default(),
+                        status: ExecutionStatus::Failed,
+                        input: Value::Null,
+                        output: None,
+                        error: Some("Wfc.CorruptState".into()),
+                        cause: Some(e.to_string()),
+                        start_time: String::new(),
+                        epoch: 0,
+                        checkpoint_seq: 0,
+                        created_at_ms: 0,
+                        updated_at_ms: 0,
+                        owner: None,
+                        lease_until_ms: None,
+                        wake_at_ms: None,
+                        definition_hash: None,
+                        signals: 0,
+                    })
+                })
+                .collect())
+        })
+    }
+
+    fn describe_execution<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<ExecutionRecord>, StoreError>> {
+        Box::pin(async move {
+            let conn = self.conn().await;
+            let client = conn.lock().await;
+            get_record(&*client, name).await
+        })
+    }
+
+    fn append_history<'a>(&'a self, name: &'a str, events: Vec<HistoryEvent>) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let conn = self.conn().await;
+            let mut client = conn.lock().await;
+            let tx = client.transaction().await.map_err(pg)?;
+            let stmt = tx
+                .prepare(
+                    "INSERT INTO history (execution, event_id, event) VALUES ($1, $2, $3)
+                     ON CONFLICT (execution, event_id) DO UPDATE SET event = EXCLUDED.event",
+                )
+                .await
+                .map_err(pg)?;
+            for event in &events {
+                let text = serde_json::to_string(event).map_err(backend)?;
+                let id = i64::try_from(event.id).map_err(backend)?;
+                tx.execute(&stmt, &[&name, &id, &text]).await.map_err(pg)?;
+            }
+            tx.commit().await.map_err(pg)
+        })
+    }
+
+    fn read_history<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Vec<HistoryEvent>, StoreError>> {
+        Box::pin(async move {
+            let conn = self.conn().await;
+            let client = conn.lock().await;
+            if get_record(&*client, name).await?.is_none() {
+                return Err(StoreError::NotFound(name.to_owned()));
+            }
+            let rows = client
+                .query("SELECT event FROM history WHERE execution = $1 ORDER BY event_id", &[&name])
+                .await
+                .map_err(pg)?;
+            rows.iter()
+                .map(|r| {
+                    let text: String = r.get(0);
+                    serde_json::from_str(&text).map_err(|e| backend(format!("a stored event is corrupt: {e}")))
+                })
+                .collect()
+        })
+    }
+
+    fn load_operation<'a>(
+        &'a self,
+        name: &'a str,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Operation>, StoreError>> {
+        Box::pin(async move {
+            let conn = self.conn().await;
+            let client = conn.lock().await;
+            Ok(get_operations(&*client, name).await?.into_iter().find(|op| op.id == id))
+        })
+    }
+
+    fn complete_callback<'a>(
+        &'a self,
+        token: &'a str,
+        completion: CallbackCompletion,
+    ) -> BoxFuture<'a, Result<String, StoreError>> {
+        Box::pin(async move {
+            let conn = self.conn().await;
+            let mut client = conn.lock().await;
+            let now = now_ms();
+            let tx = client.transaction().await.map_err(pg)?;
+            let (status, result, error, cause) = match completion {
+                CallbackCompletion::Success(v) => (OpStatus::Succeeded, Some(v.to_string()), None, None),
+                CallbackCompletion::Failure { error, cause } => (OpStatus::Failed, None, Some(error), Some(cause)),
+            };
+            let row = tx
+                .query_opt(
+                    "UPDATE operations SET status = $2, result = $3, error = $4, cause = $5, end_ts = $6
+                     WHERE callback_token = $1 AND status = 'STARTED'
+                       AND execution IN (SELECT name FROM executions WHERE status = 'RUNNING')
+                     RETURNING execution",
+                    &[&token, &status.as_str(), &result, &error, &cause, &now],
+                )
+                .await
+                .map_err(pg)?;
+            let Some(row) = row else {
+                return Err(StoreError::UnknownToken(token.to_owned()));
+            };
+            let execution: String = row.get(0);
+            tx.execute(
+                "UPDATE executions SET signals = signals + 1, wake_at = $2, updated_at = $2 WHERE name = $1",
+                &[&execution, &now],
+            )
+            .await
+            .map_err(pg)?;
+            notify(&tx, &execution).await?;
+            tx.commit().await.map_err(pg)?;
+            Ok(execution)
+        })
+    }
+
+    fn heartbeat_callback<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Result<String, StoreError>> {
+        Box::pin(async move {
+            let conn = self.conn().await;
+            let client = conn.lock().await;
+            let row = client
+                .query_opt(
+                    "UPDATE operations SET heartbeats = heartbeats + 1
+                     WHERE callback_token = $1 AND status = 'STARTED' RETURNING execution",
+                    &[&token],
+                )
+                .await
+                .map_err(pg)?;
+            row.map(|r| r.get(0)).ok_or_else(|| StoreError::UnknownToken(token.to_owned()))
+        })
+    }
+
+    fn stop_execution<'a>(
+        &'a self,
+        name: &'a str,
+        error: Option<String>,
+        cause: Option<String>,
+    ) -> BoxFuture<'a, Result<ExecutionRecord, StoreError>> {
+        Box::pin(async move {
+            let conn = self.conn().await;
+            let mut client = conn.lock().await;
+            let now = now_ms();
+            let tx = client.transaction().await.map_err(pg)?;
+            let changed = tx
+                .execute(
+                    "UPDATE executions SET status = 'ABORTED', error = $2, cause = $3, epoch = epoch + 1, owner = NULL,
+                            lease_until = NULL, wake_at = NULL, updated_at = $4
+                     WHERE name = $1 AND status = 'RUNNING'",
+                    &[&name, &error, &cause, &now],
+                )
+                .await
+                .map_err(pg)?;
+            if changed == 1 {
+                tx.execute(
+                    "UPDATE operations SET status = 'CANCELLED', end_ts = $2 WHERE execution = $1 AND status = 'STARTED'",
+                    &[&name, &now],
+                )
+                .await
+                .map_err(pg)?;
+            }
+            let record = get_record(&tx, name).await?.ok_or_else(|| StoreError::NotFound(name.to_owned()))?;
+            tx.commit().await.map_err(pg)?;
+            Ok(record)
+        })
+    }
+
+    fn create_execution(&self, new: NewExecution) -> BoxFuture<'_, Result<(ExecutionRecord, bool), StoreError>> {
+        Box::pin(async move {
+            let conn = self.conn().await;
+            let mut client = conn.lock().await;
+            let now = now_ms();
+            let tx = client.transaction().await.map_err(pg)?;
+            let existed = insert_or_check(&tx, &new, now).await?;
+            if !existed {
+                notify(&tx, &new.name).await?;
+            }
+            let record = get_record(&tx, &new.name).await?.ok_or_else(|| StoreError::NotFound(new.name.clone()))?;
+            tx.commit().await.map_err(pg)?;
+            Ok((record, existed))
+        })
+    }
+
+    fn claim_runnable<'a>(
+        &'a self,
+        owner: &'a str,
+        lease: Duration,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<Result<Claim, (String, StoreError)>>, StoreError>> {
+        Box::pin(async move {
+            let conn = self.conn().await;
+            let client = conn.lock().await;
+            let now = now_ms();
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            // One statement: the rows are locked, skipped by concurrent claimers, and fenced
+            // (epoch + 1) before anyone else can see them as runnable again.
+            let rows = client
+                .query(
+                    "UPDATE executions SET epoch = epoch + 1, owner = $1, lease_until = $2, wake_at = NULL,
+                            updated_at = $3
+                     WHERE name IN (
+                         SELECT name FROM executions
+                         WHERE status = 'RUNNING' AND (lease_until IS NULL OR lease_until < $3)
+                           AND (wake_at IS NULL OR wake_at <= $3)
+                         ORDER BY wake_at NULLS FIRST, created_at
+                         LIMIT $4
+                         FOR UPDATE SKIP LOCKED)
+                     RETURNING name",
+                    &[&owner, &(now + lease_ms(lease)), &now, &limit],
+                )
+                .await
+                .map_err(pg)?;
+            let mut claims = Vec::with_capacity(rows.len());
+            for row in rows {
+                let name: String = row.get(0);
+                let loaded = async {
+                    let record =
+                        get_record(&*client, &name).await?.ok_or_else(|| StoreError::NotFound(name.clone()))?;
+                    let operations = get_operations(&*client, &name).await?;
+                    let token = CheckpointToken { epoch: record.epoch, seq: record.checkpoint_seq };
+                    Ok(Claim { record, operations, token, existed: true })
+                }
+                .await;
+                claims.push(loaded.map_err(|e| (name, e)));
+            }
+            Ok(claims)
+        })
+    }
+
+    fn renew_lease<'a>(
+        &'a self,
+        name: &'a str,
+        epoch: i64,
+        owner: &'a str,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let conn = self.conn().await;
+            let client = conn.lock().await;
+            let changed = client
+                .execute(
+                    // Matched on the epoch alone: an execution this hold just finished keeps
+                    // its epoch (no error), while a stop or a takeover moves it on (fenced).
+                    "UPDATE executions SET lease_until = CASE WHEN status = 'RUNNING' THEN $4::BIGINT END,
+                            owner = CASE WHEN status = 'RUNNING' THEN $3::TEXT END
+                     WHERE name = $1 AND epoch = $2",
+                    &[&name, &epoch, &owner, &(now_ms() + lease_ms(lease))],
+                )
+                .await
+                .map_err(pg)?;
+            if changed == 0 { Err(StoreError::StaleToken(name.to_owned())) } else { Ok(()) }
+        })
+    }
+
+    fn release<'a>(
+        &'a self,
+        name: &'a str,
+        epoch: i64,
+        wake_at_ms: Option<i64>,
+        signals_seen: i64,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let conn = self.conn().await;
+            let mut client = conn.lock().await;
+            let now = now_ms();
+            let tx = client.transaction().await.map_err(pg)?;
+            let wake = wake_at_ms.unwrap_or(i64::MAX);
+            let changed = tx
+                .execute(
+                    "UPDATE executions SET owner = NULL, lease_until = NULL,
+                            wake_at = CASE WHEN signals <> $4 THEN $5 ELSE $3 END
+                     WHERE name = $1 AND epoch = $2",
+                    &[&name, &epoch, &wake, &signals_seen, &now],
+                )
+                .await
+                .map_err(pg)?;
+            if changed == 0 {
+                return Err(StoreError::StaleToken(name.to_owned()));
+            }
+            if wake <= now {
+                notify(&tx, name).await?;
+            }
+            tx.commit().await.map_err(pg)
+        })
+    }
+
+    fn fail_execution<'a>(
+        &'a self,
+        name: &'a str,
+        error: &'a str,
+        cause: &'a str,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let conn = self.conn().await;
+            let client = conn.lock().await;
+            client
+                .execute(
+                    "UPDATE executions SET status = 'FAILED', error = $2, cause = $3, epoch = epoch + 1, owner = NULL,
+                            lease_until = NULL, wake_at = NULL, updated_at = $4
+                     WHERE name = $1 AND status = 'RUNNING'",
+                    &[&name, &error, &cause, &now_ms()],
+                )
+                .await
+                .map_err(pg)?;
+            Ok(())
+        })
+    }
+
+    fn wait_for_work(&self, max: Duration) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            match self.listener().await {
+                Ok(notify) => {
+                    let _ = tokio::time::timeout(max, notify.notified()).await;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "LISTEN failed; polling only");
+                    tokio::time::sleep(max).await;
+                }
+            }
+        })
+    }
+}
