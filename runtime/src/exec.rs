@@ -47,6 +47,9 @@ pub struct RunOptions {
     /// The in-memory handle that completes `.waitForTaskToken` tasks (SendTaskSuccess, ...);
     /// `None`: a private one (only a durable store can then complete them).
     pub callbacks: Option<crate::Callbacks>,
+    /// Where a DISTRIBUTED Map's `ItemReader` reads and its `ResultWriter` writes
+    /// ([`crate::distributed`]): local directories unless another store is plugged in.
+    pub objects: crate::distributed::Objects,
 }
 
 impl RunOptions {
@@ -60,6 +63,7 @@ impl RunOptions {
             #[cfg(feature = "durable")]
             journal: None,
             callbacks: None,
+            objects: crate::distributed::Objects::default(),
         }
     }
 
@@ -74,6 +78,7 @@ impl RunOptions {
             #[cfg(feature = "durable")]
             journal: None,
             callbacks: None,
+            objects: crate::distributed::Objects::default(),
         }
     }
 
@@ -98,6 +103,25 @@ impl RunOptions {
     /// Completes this execution's `.waitForTaskToken` tasks through `callbacks`.
     pub fn with_callbacks(mut self, callbacks: crate::Callbacks) -> RunOptions {
         self.callbacks = Some(callbacks);
+        self
+    }
+
+    /// Reads a DISTRIBUTED Map's `ItemReader` objects from `<root>/<Bucket>/<Key>`.
+    pub fn with_item_root(mut self, root: impl Into<std::path::PathBuf>) -> RunOptions {
+        self.objects.item_root = Some(root.into());
+        self
+    }
+
+    /// Writes a DISTRIBUTED Map's `ResultWriter` files under `<root>/<Bucket>/<Prefix>/`.
+    pub fn with_result_root(mut self, root: impl Into<std::path::PathBuf>) -> RunOptions {
+        self.objects.result_root = Some(root.into());
+        self
+    }
+
+    /// Reads and writes a DISTRIBUTED Map's objects through `store` (an S3 client, say)
+    /// instead of local directories.
+    pub fn with_object_store(mut self, store: Arc<dyn crate::distributed::ObjectStore>) -> RunOptions {
+        self.objects.store = Some(store);
         self
     }
 
@@ -158,7 +182,7 @@ impl ExecutionResult {
 }
 
 /// The account and region that identifiers are minted in: there is no AWS account locally.
-const ARN_PREFIX: &str = "arn:aws:states:local:000000000000";
+pub(crate) const ARN_PREFIX: &str = "arn:aws:states:local:000000000000";
 
 /// One running execution: its clock, history, context object and random source. Cheap to clone;
 /// clones share state (Parallel branches record into the same history).
@@ -203,6 +227,7 @@ struct Shared {
     #[cfg(feature = "durable")]
     journal: Option<Arc<Journal>>,
     callbacks: crate::Callbacks,
+    objects: crate::distributed::Objects,
 }
 
 impl Execution {
@@ -216,6 +241,7 @@ impl Execution {
             #[cfg(feature = "durable")]
             journal,
             callbacks,
+            objects,
         } = options;
         let started_at = Instant::now();
         let start_time = clock.now_rfc3339();
@@ -248,6 +274,7 @@ impl Execution {
             #[cfg(feature = "durable")]
             journal,
             callbacks: callbacks.unwrap_or_default(),
+            objects,
         };
         let exec = Execution {
             shared: Arc::new(shared),
@@ -395,6 +422,74 @@ impl Execution {
                 ..Scope::default()
             }),
         }
+    }
+
+    /// A child execution of a DISTRIBUTED Map run: its own history, name, id, input and random
+    /// source (seeded from this execution's), on the same clock, limits and object store. It
+    /// records `ExecutionStarted`; [`Execution::finish`] ends it. Children are not journaled:
+    /// a resumed durable execution runs a Map Run's children again.
+    pub(crate) fn child(
+        &self,
+        workflow_name: String,
+        name: String,
+        state_machine_id: String,
+        input: &Value,
+    ) -> Execution {
+        use rand::RngCore;
+        let seed = self.with_rng(|rng| rng.next_u64());
+        let input_failure = self.shared.limits.check_payload(&name, input).err();
+        let input = if input_failure.is_some() { Value::Null } else { input.clone() };
+        let shared = Shared {
+            clock: self.shared.clock.clone(),
+            history: History::new(),
+            id: format!("{ARN_PREFIX}:execution:{workflow_name}:{name}"),
+            workflow_name,
+            name,
+            state_machine_id,
+            role_arn: self.shared.role_arn.clone(),
+            input,
+            start_time: self.shared.clock.now_rfc3339(),
+            started_at: Instant::now(),
+            rng: Mutex::new(StdRng::seed_from_u64(seed)),
+            limits: self.shared.limits,
+            input_failure,
+            #[cfg(feature = "durable")]
+            journal: None,
+            objects: self.shared.objects.clone(),
+            // Task tokens of a child's tasks are answered through the parent's handle.
+            callbacks: self.shared.callbacks.clone(),
+        };
+        let child = Execution {
+            shared: Arc::new(shared),
+            cursor: Arc::new(AtomicU64::new(0)),
+            #[cfg(feature = "durable")]
+            scope: Arc::new(Scope::default()),
+        };
+        child.record(
+            EventType::ExecutionStarted,
+            json!({
+                "input": child.shared.input,
+                "name": child.shared.name,
+                "roleArn": child.shared.role_arn,
+                "stateMachineArn": child.shared.state_machine_id,
+            }),
+        );
+        child
+    }
+
+    /// The execution's start time (`$$.Execution.StartTime`).
+    pub fn start_time(&self) -> &str {
+        &self.shared.start_time
+    }
+
+    /// The state machine's id (`$$.StateMachine.Id`).
+    pub fn state_machine_id(&self) -> &str {
+        &self.shared.state_machine_id
+    }
+
+    /// Where a DISTRIBUTED Map reads and writes its objects.
+    pub fn objects(&self) -> &crate::distributed::Objects {
+        &self.shared.objects
     }
 
     /// Records an event now, chained to the previous event of this line of control, and
@@ -1129,38 +1224,65 @@ where
         visit.retry_count = retries.retry_count();
         exec.check_history()?;
         // Per attempt: the context object (and so `$$.State.RetryCount` in ItemSelector) changes.
-        let state_ctx = visit.context_if(io_ctx || selector_ctx);
-        let items = crate::map::items(&spec.items_path, &effective, &state_ctx).map_err(|f| visit.runtime(f))?;
-        let length = items.len();
-        let inputs = exec
-            .with_rng(|rng| {
-                crate::map::iteration_inputs(spec.item_selector.as_ref(), &effective, items, &state_ctx, rng)
-            })
-            .map_err(|f| visit.runtime(f))?;
-        exec.record(EventType::MapStateStarted, json!({ "name": name, "length": length }));
-        let iterations_exec = exec.parallel_scope(name, visit_no, visit.retry_count);
-        let outcome =
-            crate::map::run_iterations(&iterations_exec, name, inputs, spec.max_concurrency, &mut run_iteration).await;
+        // A DISTRIBUTED Map's reader, batcher and writer parameters may use `$$` too.
+        let state_ctx = visit.context_if(io_ctx || selector_ctx || spec.distributed.is_some());
+        let max_concurrency =
+            crate::distributed::max_concurrency(spec, &effective, &state_ctx).map_err(|f| visit.runtime(f))?;
+        let outcome = if let Some(dist) = &spec.distributed {
+            // A Map Run records its own MapRunStarted/Succeeded/Failed; its children have
+            // histories of their own.
+            match crate::distributed::map_run(
+                exec,
+                name,
+                spec,
+                dist,
+                &effective,
+                &state_ctx,
+                max_concurrency,
+                &mut run_iteration,
+            )
+            .await
+            {
+                Err(f) if wfc_ir::errors::is_terminal(&f.error) => return Err(visit.runtime(f)),
+                other => other,
+            }
+        } else {
+            let items = crate::map::items(&spec.items_path, &effective, &state_ctx).map_err(|f| visit.runtime(f))?;
+            let length = items.len();
+            crate::map::check_item_count(exec.limits(), length).map_err(|f| visit.runtime(f))?;
+            let inputs = exec
+                .with_rng(|rng| {
+                    crate::map::iteration_inputs(spec.item_selector.as_ref(), &effective, items, &state_ctx, rng)
+                })
+                .map_err(|f| visit.runtime(f))?;
+            exec.record(EventType::MapStateStarted, json!({ "name": name, "length": length }));
+            let iterations_exec = exec.parallel_scope(name, visit_no, visit.retry_count);
+            let outcome =
+                crate::map::run_iterations(&iterations_exec, name, inputs, max_concurrency, &mut run_iteration).await;
+            match &outcome {
+                Ok(_) => exec.record(EventType::MapStateSucceeded, json!({ "name": name })),
+                Err(f) => {
+                    exec.record(EventType::MapStateFailed, json!({ "name": name, "error": f.error, "cause": f.cause }))
+                }
+            };
+            outcome.map(Value::Array)
+        };
         let failure = match outcome {
-            Ok(outputs) => {
-                exec.record(EventType::MapStateSucceeded, json!({ "name": name }));
+            Ok(result) => {
                 let output = finish_result(
                     &visit,
                     &spec.result_selector,
                     &spec.result_path,
                     &spec.output_path,
                     input,
-                    Value::Array(outputs),
+                    result,
                     io_ctx,
                 )
                 .map_err(|f| visit.runtime(f))?;
                 visit.finish(&output)?;
                 return Ok(Step::Next(output));
             }
-            Err(f) => {
-                exec.record(EventType::MapStateFailed, json!({ "name": name, "error": f.error, "cause": f.cause }));
-                f
-            }
+            Err(f) => f,
         };
         if let Some(failure) = visit.retry_after(visit_no, &mut retries, &spec.retry, failure).await? {
             return caught(&visit, &spec.catch, input, failure);

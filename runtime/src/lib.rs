@@ -33,6 +33,7 @@
 pub mod callback;
 pub mod choice;
 pub mod clock;
+pub mod distributed;
 #[cfg(feature = "durable")]
 pub mod durable;
 pub mod error;

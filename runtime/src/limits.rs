@@ -9,12 +9,12 @@
 //! | payload (state output, task result, task parameters, execution input) | 262 144 bytes (256 KiB) | `States.DataLimitExceeded` |
 //! | history events per execution | 25 000 | `States.Runtime` |
 //! | JSON nesting depth of a document | 512 | `States.Runtime` |
+//! | items of one Map state | 100 000 000 | `States.ItemReaderFailed` (ItemReader), `States.Runtime` (ItemsPath) |
 //!
 //! All three are terminal: `is_terminal` in `wfc_ir::errors` keeps Retry and Catch from handling them,
 //! as on AWS (a catcher would only loop back into the same limit).
 //!
-//! Map (being added separately) should call [`Limits::check_payload`] on each iteration's
-//! output and on the collected result array, like Parallel does.
+//! The Map state's collected result array is checked like any state output.
 
 use std::io;
 
@@ -27,6 +27,9 @@ pub const MAX_PAYLOAD_BYTES: usize = 256 * 1024;
 
 /// AWS's history quota for a Standard execution.
 pub const MAX_HISTORY_EVENTS: usize = 25_000;
+
+/// AWS's limit on the items of one DISTRIBUTED Map run (`ReaderConfig.MaxItems` at most).
+pub const MAX_MAP_ITEMS: usize = 100_000_000;
 
 /// The deepest JSON document wfc accepts. AWS documents no number; 512 is far beyond any real
 /// document and keeps every recursive walk (serialization, drop, JSONPath `..`) well inside a
@@ -44,6 +47,10 @@ pub struct Limits {
     pub max_history_events: usize,
     /// Deepest nesting of arrays and objects in any document the execution handles.
     pub max_json_depth: usize,
+    /// Most items one Map state may iterate over (AWS: 100,000,000 from a DISTRIBUTED Map's
+    /// ItemReader). More from an ItemReader is `States.ItemReaderFailed`, from `ItemsPath`
+    /// `States.Runtime`.
+    pub max_map_items: usize,
 }
 
 impl Default for Limits {
@@ -52,6 +59,7 @@ impl Default for Limits {
             max_payload_bytes: MAX_PAYLOAD_BYTES,
             max_history_events: MAX_HISTORY_EVENTS,
             max_json_depth: MAX_JSON_DEPTH,
+            max_map_items: MAX_MAP_ITEMS,
         }
     }
 }
@@ -60,7 +68,12 @@ impl Limits {
     /// No limits at all (each set to `usize::MAX`): for tests that want to observe behaviour
     /// past AWS's quotas. Depth stays bounded by the process stack, so use with trusted data.
     pub fn unlimited() -> Limits {
-        Limits { max_payload_bytes: usize::MAX, max_history_events: usize::MAX, max_json_depth: usize::MAX }
+        Limits {
+            max_payload_bytes: usize::MAX,
+            max_history_events: usize::MAX,
+            max_json_depth: usize::MAX,
+            max_map_items: usize::MAX,
+        }
     }
 
     /// Checks a payload that `who` (a state name, or a task's resource) produced: too deep is

@@ -31,6 +31,18 @@ pub fn items(items_path: &Path, effective: &Value, context: &Value) -> Result<Ve
     }
 }
 
+/// `States.Runtime` when an INLINE Map (or a DISTRIBUTED one over `ItemsPath`) has more items
+/// than [`Limits::max_map_items`](crate::Limits).
+pub fn check_item_count(limits: &crate::Limits, len: usize) -> Result<(), Failure> {
+    if len > limits.max_map_items {
+        return Err(Failure::runtime(format!(
+            "The Map state has {len} items, more than the limit of {}.",
+            limits.max_map_items
+        )));
+    }
+    Ok(())
+}
+
 /// The context object an iteration's `ItemSelector` sees: the state's own context object with
 /// `Map.Item.Index` and `Map.Item.Value` added.
 pub fn item_context(state_context: &Value, index: usize, value: &Value) -> Value {

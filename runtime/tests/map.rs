@@ -22,6 +22,8 @@ fn map_state(max_concurrency: u64) -> MapState {
         item_selector: None,
         item_processor: sm(vec![("Work", StateKind::Task(task_state(WORK)))]),
         max_concurrency,
+        max_concurrency_path: None,
+        distributed: None,
         result_selector: None,
         result_path: Some(rpath("$")),
         output_path: dollar(),

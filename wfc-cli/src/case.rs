@@ -33,6 +33,8 @@ pub(crate) struct Case {
     pub(crate) seed: u64,
     /// Scripted answers to `.waitForTaskToken` tasks (see `callback_answers.rs`).
     pub(crate) callbacks: Option<Value>,
+    /// The directory a DISTRIBUTED Map's ItemReader reads from (resolved against the case file).
+    pub(crate) item_root: Option<PathBuf>,
 }
 
 /// Where a case's definition is.
@@ -91,6 +93,9 @@ pub(crate) struct Expected {
     pub(crate) states_visited: Option<Vec<String>>,
     /// The history's event types, in order.
     pub(crate) trace: Option<Vec<String>>,
+    /// Files a DISTRIBUTED Map's ResultWriter must have written, by path under the result root,
+    /// each compared as JSON.
+    pub(crate) result_files: Option<std::collections::BTreeMap<String, Value>>,
 }
 
 /// Keeps an explicit `null` as `Some(Null)`: absent means "don't check", null means "must be null".
@@ -112,6 +117,7 @@ struct RawCase {
     skip: Option<String>,
     seed: Option<u64>,
     callbacks: Option<Value>,
+    item_root: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -213,6 +219,7 @@ fn resolve(raw: RawCase, default_name: String, file: &Path, dir: &Path) -> Resul
         skip: raw.skip,
         seed: raw.seed.unwrap_or(0),
         callbacks: raw.callbacks,
+        item_root: raw.item_root.map(|rel| dir.join(rel)),
     })
 }
 
@@ -424,4 +431,60 @@ mod tests {
     fn unknown_expected_fields_are_rejected() {
         assert!(serde_json::from_value::<Expected>(json!({"status": "FAILED", "eror": "x"})).is_err());
     }
+}
+
+/// A fresh directory for one execution's ResultWriter files, removed when dropped.
+pub(crate) struct ResultRoot(PathBuf);
+
+impl ResultRoot {
+    /// Creates `wfc-results-<pid>-<n>` in the system's temporary directory (created lazily by
+    /// the writer; only the name is reserved here).
+    pub(crate) fn new() -> ResultRoot {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("wfc-results-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::create_dir_all(&dir);
+        ResultRoot(dir)
+    }
+
+    /// The directory.
+    pub(crate) fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for ResultRoot {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Compares `expected.result_files` with the files under `root`: each listed file must exist
+/// and hold the expected JSON.
+pub(crate) fn check_result_files(expected: &Expected, root: &Path) -> Vec<String> {
+    let Some(files) = &expected.result_files else {
+        return Vec::new();
+    };
+    let mut problems = Vec::new();
+    for (rel, want) in files {
+        let path = root.join(rel);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) => {
+                problems.push(format!("result_files[{rel:?}]: the file was not written ({e})"));
+                continue;
+            }
+        };
+        match serde_json::from_str::<Value>(&text) {
+            Ok(got) => {
+                if let Some(d) = diff::first_difference(want, &got) {
+                    problems.push(format!("result_files[{rel:?}] {}", d.describe()));
+                }
+            }
+            Err(e) => problems.push(format!("result_files[{rel:?}]: not valid JSON: {e}")),
+        }
+    }
+    problems
 }

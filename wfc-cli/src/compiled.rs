@@ -222,6 +222,12 @@ fn real_main() -> Result<Value, String> {
     if let Some(name) = request["name"].as_str() {
         options = options.with_name(name);
     }
+    if let Some(root) = request["item_root"].as_str() {
+        options = options.with_item_root(root);
+    }
+    if let Some(root) = request["result_root"].as_str() {
+        options = options.with_result_root(root);
+    }
     let input = request["input"].clone();
     let handler = Mocked { mocks };
     let callbacks = wfc_runtime::Callbacks::new();
@@ -374,6 +380,8 @@ pub(crate) fn execute(execution: &Execution<'_>) -> Result<Outcome, String> {
         "seed": execution.seed,
         "name": execution.name,
         "callbacks": execution.callbacks,
+        "item_root": execution.item_root.as_ref().map(|p| p.to_string_lossy().into_owned()),
+        "result_root": execution.result_root.as_ref().map(|p| p.to_string_lossy().into_owned()),
     });
     std::fs::write(&request_path, request.to_string())
         .map_err(|e| format!("cannot write {}: {e}", request_path.display()))?;

@@ -122,7 +122,13 @@ pub(crate) fn run(args: &RunArgs, url: Option<&str>) -> Exit {
         let clock = if virtual_time { Clock::virtual_default() } else { Clock::real() };
         let mut options = if virtual_time { RunOptions::virtual_time() } else { RunOptions::real() };
         options.clock = clock.clone();
-        let options = options.with_seed(args.seed);
+        let mut options = options.with_seed(args.seed);
+        if let Some(root) = &args.item_root {
+            options = options.with_item_root(root.clone());
+        }
+        if let Some(root) = &args.result_root {
+            options = options.with_result_root(root.clone());
+        }
         let (Some(url), Some(name)) = (url, name) else {
             let options = match name {
                 Some(n) => options.with_name(n),

@@ -33,6 +33,10 @@ pub(crate) struct Execution<'a> {
     pub(crate) name: Option<String>,
     /// Scripted answers to `.waitForTaskToken` tasks (a case's `callbacks`).
     pub(crate) callbacks: Option<Value>,
+    /// Where a DISTRIBUTED Map's ItemReader reads (`<root>/<Bucket>/<Key>`).
+    pub(crate) item_root: Option<std::path::PathBuf>,
+    /// Where a DISTRIBUTED Map's ResultWriter writes (`<root>/<Bucket>/<Prefix>/...`).
+    pub(crate) result_root: Option<std::path::PathBuf>,
 }
 
 /// Runs one execution.
@@ -104,7 +108,13 @@ pub(crate) fn outcome_of(result: wfc_runtime::ExecutionResult, virtual_time: boo
 /// The run options of an execution.
 pub(crate) fn run_options(execution: &Execution<'_>) -> RunOptions {
     let options = if execution.virtual_time { RunOptions::virtual_time() } else { RunOptions::real() };
-    let options = options.with_seed(execution.seed);
+    let mut options = options.with_seed(execution.seed);
+    if let Some(root) = &execution.item_root {
+        options = options.with_item_root(root.clone());
+    }
+    if let Some(root) = &execution.result_root {
+        options = options.with_result_root(root.clone());
+    }
     match &execution.name {
         Some(name) => options.with_name(name.clone()),
         None => options,

@@ -335,6 +335,13 @@ pub(crate) struct RunArgs {
     /// Execution name (`$$.Execution.Name`).
     #[arg(long, value_name = "NAME")]
     pub(crate) name: Option<String>,
+    /// Directory a DISTRIBUTED Map's ItemReader reads from: `Bucket` and `Key` name the file
+    /// `DIR/<Bucket>/<Key>` (never outside DIR).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) item_root: Option<PathBuf>,
+    /// Directory a DISTRIBUTED Map's ResultWriter writes to: `DIR/<Bucket>/<Prefix>/<run id>/`.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) result_root: Option<PathBuf>,
     /// Run durably in this store (`sqlite:PATH`): starts execution `--name` or resumes it where it
     /// stopped; a finished one prints how it ended.
     #[arg(long, value_name = "URL", requires = "name")]

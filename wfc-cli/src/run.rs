@@ -103,6 +103,8 @@ pub(crate) fn run(args: &RunArgs) -> Exit {
         seed: args.seed,
         name: args.name.clone(),
         callbacks: None,
+        item_root: args.item_root.clone(),
+        result_root: args.result_root.clone(),
     };
     match engine::execute(args.engine, &execution) {
         Ok(outcome) => {

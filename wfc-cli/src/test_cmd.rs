@@ -101,6 +101,8 @@ fn run_case(
             Ok(m) => m,
             Err(e) => return report(Verdict::Failed(vec![format!("mocks: {e}")]), vec![]),
         };
+        // Each run writes its ResultWriter files to a fresh directory, removed afterwards.
+        let result_root = case::ResultRoot::new();
         let execution = Execution {
             workflow: &def.workflow,
             definition: &def.text,
@@ -110,11 +112,18 @@ fn run_case(
             seed: case.seed,
             name: Some(case.name.clone()),
             callbacks: case.callbacks.clone(),
+            item_root: case.item_root.clone(),
+            result_root: Some(result_root.path().to_owned()),
         };
         match engine::execute(engine, &execution) {
             Ok(outcome) => {
                 let prefix = if engines.len() > 1 { format!("[{}] ", engine_name(engine)) } else { String::new() };
                 problems.extend(case::check(&case.expected, &outcome).into_iter().map(|p| format!("{prefix}{p}")));
+                problems.extend(
+                    case::check_result_files(&case.expected, result_root.path())
+                        .into_iter()
+                        .map(|p| format!("{prefix}{p}")),
+                );
                 outcomes.push((engine, outcome));
             }
             Err(e) => problems.push(format!("[{}] the engine could not run the case: {e}", engine_name(engine))),

@@ -181,6 +181,11 @@ fn case_run(file: &Path, index: usize, case: &Value, scratch: &Path) -> Option<R
     if let Some(seed) = case.get("seed").and_then(Value::as_u64) {
         args.extend(["--seed".to_owned(), seed.to_string()]);
     }
+    // A DISTRIBUTED Map's ItemReader and ResultWriter directories.
+    if let Some(root) = case.get("item_root").and_then(Value::as_str) {
+        args.extend(["--item-root".to_owned(), dir.join(root).display().to_string()]);
+    }
+    args.extend(["--result-root".to_owned(), scratch.join(format!("{key}.results")).display().to_string()]);
     Some(Run { label, definition, args })
 }
 

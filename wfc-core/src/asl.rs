@@ -29,6 +29,8 @@ use crate::diagnostics::{Diagnostic, codes};
 use crate::syntax::{self, LineIndex, SpannedKey, SpannedValue, ValueKind};
 use crate::{Diagnostics, Format, Loaded, Source};
 
+mod map_fields;
+
 /// Deepest nesting of Choice rules (`And`/`Or`/`Not`) accepted. AWS rejects deep nesting too
 /// (TOO_DEEPLY_NESTED) without documenting the limit; 128 is far beyond any real condition.
 pub const MAX_CHOICE_DEPTH: usize = 128;
@@ -138,7 +140,6 @@ pub const STATE_FIELDS: &[(&str, &[&str])] = &[
             "Catch",
             "Next",
             "End",
-            // Accepted by name so that each gets its own "not supported yet" diagnostic.
             "MaxConcurrencyPath",
             "ItemReader",
             "ItemBatcher",
@@ -152,23 +153,8 @@ pub const STATE_FIELDS: &[(&str, &[&str])] = &[
     ),
 ];
 
-/// Map fields wfc knows but does not support yet: all but `MaxConcurrencyPath` exist only in
-/// DISTRIBUTED mode.
-const MAP_UNSUPPORTED_FIELDS: &[&str] = &[
-    "MaxConcurrencyPath",
-    "ItemReader",
-    "ItemBatcher",
-    "ResultWriter",
-    "Label",
-    "ToleratedFailureCount",
-    "ToleratedFailureCountPath",
-    "ToleratedFailurePercentage",
-    "ToleratedFailurePercentagePath",
-];
 /// The fields of a Map's `ItemProcessor` (or legacy `Iterator`).
 const PROCESSOR_FIELDS: &[&str] = &["StartAt", "States", "Comment", "ProcessorConfig"];
-/// Largest MaxConcurrency accepted: AWS documents no maximum; this keeps it in any integer type.
-const MAX_CONCURRENCY: u64 = u32::MAX as u64;
 
 const TOP_FIELDS: &[&str] = &["StartAt", "States", "Comment", "Version", "TimeoutSeconds", "QueryLanguage"];
 const BRANCH_FIELDS: &[&str] = &["StartAt", "States", "Comment"];
@@ -1426,31 +1412,20 @@ impl<'t> Cx<'t> {
         }))
     }
 
-    /// An inline Map state. Its `ItemProcessor` (or legacy `Iterator`) is a closed scope, like a
+    /// A Map state (INLINE or DISTRIBUTED, see `map_fields`). Its `ItemProcessor` (or legacy `Iterator`) is a closed scope, like a
     /// Parallel branch, and counts toward the same nesting limit.
     fn map(&mut self, scope: usize, id: StateId, obj: Obj<'_>, key: &SpannedKey, depth: usize) -> Option<StateKind> {
         let mut ok = true;
-        for field in MAP_UNSUPPORTED_FIELDS {
-            if let Some(k) = obj.key(field) {
-                let (message, help) = if *field == "MaxConcurrencyPath" {
-                    (
-                        "`MaxConcurrencyPath` is not supported yet".to_owned(),
-                        "give a fixed `MaxConcurrency` (0 means no limit)".to_owned(),
-                    )
-                } else {
-                    (
-                        format!("`{field}` belongs to the DISTRIBUTED Map, which is not supported yet"),
-                        "remove the field: an INLINE Map iterates over the array at `ItemsPath`".to_owned(),
-                    )
-                };
-                self.error(codes::MAP_UNSUPPORTED, message, k.span.clone()).help = Some(help);
-                ok = false;
-            }
-        }
+        let mode = self.map_mode(obj);
+        let distributed = match mode {
+            Some(mode) => self.distributed_fields(obj, mode),
+            None => None,
+        };
+        ok &= distributed.is_some();
         for (new, legacy) in [("ItemSelector", "Parameters"), ("ItemProcessor", "Iterator")] {
             if let (Some(n), Some(l)) = (obj.key(new), obj.key(legacy)) {
                 let d = self.error(
-                    codes::WRONG_TYPE,
+                    codes::MAP_EXCLUSIVE,
                     format!("`{new}` and its legacy name `{legacy}` cannot both be given"),
                     l.span.clone(),
                 );
@@ -1479,10 +1454,7 @@ impl<'t> Cx<'t> {
         let item_selector = obj.get("ItemSelector").or_else(|| obj.get("Parameters")).map(|v| self.template(v));
         let result_selector = obj.get("ResultSelector").map(|v| self.template(v));
         let result_path = self.result_path(obj);
-        let max_concurrency = match obj.get("MaxConcurrency") {
-            None => Some(0),
-            Some(v) => self.integer(v, "MaxConcurrency", codes::WRONG_TYPE, 0, MAX_CONCURRENCY),
-        };
+        let concurrency = self.map_concurrency(obj);
         let processor = match (obj.get("ItemProcessor"), obj.get("Iterator")) {
             (Some(v), _) => Some(("ItemProcessor", v)),
             (None, Some(v)) => Some(("Iterator", v)),
@@ -1513,9 +1485,6 @@ impl<'t> Cx<'t> {
                     Some(p) => {
                         self.check_fields(p, PROCESSOR_FIELDS, &context);
                         self.comment(p);
-                        if !self.processor_config(p) {
-                            ok = false;
-                        }
                         self.machine(p, depth + 1, &context)
                     }
                 }
@@ -1531,7 +1500,9 @@ impl<'t> Cx<'t> {
             items_path: items_path?,
             item_selector,
             item_processor: item_processor?,
-            max_concurrency: max_concurrency?,
+            max_concurrency: concurrency.as_ref()?.0,
+            max_concurrency_path: concurrency?.1,
+            distributed: distributed?,
             result_selector,
             result_path,
             output_path,
@@ -1539,45 +1510,6 @@ impl<'t> Cx<'t> {
             catch,
             transition: transition?,
         }))
-    }
-
-    /// `ProcessorConfig`: `Mode` INLINE (the default) is supported; DISTRIBUTED is not yet.
-    /// Returns whether the configuration is usable.
-    fn processor_config(&mut self, processor: Obj<'_>) -> bool {
-        let Some(v) = processor.get("ProcessorConfig") else {
-            return true;
-        };
-        let Some(config) = self.object(v, "`ProcessorConfig`") else {
-            return false;
-        };
-        self.check_fields(config, &["Mode", "ExecutionType"], "`ProcessorConfig`");
-        let mut usable = true;
-        match self.string(config, "Mode") {
-            None | Some(("INLINE", _)) => {}
-            Some(("DISTRIBUTED", m)) => {
-                self.error(codes::MAP_UNSUPPORTED, "the DISTRIBUTED Map is not supported yet", m.span.clone()).help =
-                    Some("use `\"Mode\": \"INLINE\"` (the default): the items then come from `ItemsPath`".to_owned());
-                usable = false;
-            }
-            Some((other, m)) => {
-                self.error(
-                    codes::WRONG_TYPE,
-                    format!("`Mode` must be \"INLINE\" or \"DISTRIBUTED\", found \"{other}\""),
-                    m.span.clone(),
-                );
-                usable = false;
-            }
-        }
-        if let Some(k) = config.key("ExecutionType") {
-            self.error(
-                codes::MAP_UNSUPPORTED,
-                "`ExecutionType` belongs to the DISTRIBUTED Map, which is not supported yet",
-                k.span.clone(),
-            )
-            .help = Some("remove it: an INLINE Map runs its iterations inside the execution".to_owned());
-            usable = false;
-        }
-        usable
     }
 
     // -----------------------------------------------------------------------------------------

@@ -215,7 +215,7 @@ impl std::error::Error for Diagnostics {}
 /// | WFC0202 | a required field is missing |
 /// | WFC0203 | unknown field |
 /// | WFC0204 | unknown state `Type` |
-/// | WFC0205 | the Map state is not supported yet |
+/// | WFC0205 | a Map feature wfc does not support (e.g. `listObjectsV2`, PARQUET, `WriterConfig`) |
 /// | WFC0206 | JSONata (`QueryLanguage`) is not supported yet |
 /// | WFC0207 | unsupported `Version` |
 /// | WFC0208 | invalid top-level `TimeoutSeconds` |
@@ -223,6 +223,15 @@ impl std::error::Error for Diagnostics {}
 /// | WFC0210 | Parallel branches nest too deeply |
 /// | WFC0211 | Fail: `Error`/`ErrorPath` or `Cause`/`CausePath` both given |
 /// | WFC0212 | empty `Comment` |
+/// | WFC0220 | a DISTRIBUTED-only Map field on an INLINE Map |
+/// | WFC0221 | a Map field given both literally and as a path, or under its new and legacy names |
+/// | WFC0222 | missing or invalid `ProcessorConfig.ExecutionType` |
+/// | WFC0223 | invalid ToleratedFailureCount or ToleratedFailurePercentage |
+/// | WFC0224 | invalid ItemReader (resource, Parameters, or together with ItemsPath) |
+/// | WFC0225 | invalid ItemReader ReaderConfig (InputType, CSV headers, MaxItems) |
+/// | WFC0226 | invalid ItemBatcher |
+/// | WFC0227 | invalid ResultWriter |
+/// | WFC0228 | invalid Map Label |
 /// | **WFC03xx** | **Graph: transitions, reachability, names** |
 /// | WFC0301 | a transition target (`StartAt`, `Next`, `Default`) names no state |
 /// | WFC0302 | a transition leaves or enters a Parallel branch |
@@ -315,6 +324,24 @@ pub mod codes {
     pub const FAIL_EXCLUSIVE: &str = "WFC0211";
     /// Empty `Comment`.
     pub const EMPTY_COMMENT: &str = "WFC0212";
+    /// A DISTRIBUTED-only Map field on an INLINE Map.
+    pub const MAP_DISTRIBUTED_ONLY: &str = "WFC0220";
+    /// A Map field given both literally and as a path, or under its new and legacy names.
+    pub const MAP_EXCLUSIVE: &str = "WFC0221";
+    /// Missing or invalid `ProcessorConfig.ExecutionType`.
+    pub const BAD_EXECUTION_TYPE: &str = "WFC0222";
+    /// Invalid ToleratedFailureCount or ToleratedFailurePercentage.
+    pub const BAD_TOLERATED_FAILURE: &str = "WFC0223";
+    /// Invalid ItemReader (resource, Parameters, or together with ItemsPath).
+    pub const BAD_ITEM_READER: &str = "WFC0224";
+    /// Invalid ItemReader ReaderConfig (InputType, CSV headers, MaxItems).
+    pub const BAD_READER_CONFIG: &str = "WFC0225";
+    /// Invalid ItemBatcher.
+    pub const BAD_ITEM_BATCHER: &str = "WFC0226";
+    /// Invalid ResultWriter.
+    pub const BAD_RESULT_WRITER: &str = "WFC0227";
+    /// Invalid Map Label.
+    pub const BAD_MAP_LABEL: &str = "WFC0228";
 
     /// Unknown transition target.
     pub const UNKNOWN_TARGET: &str = "WFC0301";
@@ -430,7 +457,7 @@ pub mod codes {
         (MISSING_FIELD, "required field missing"),
         (UNKNOWN_FIELD, "unknown field"),
         (UNKNOWN_STATE_TYPE, "unknown state type"),
-        (MAP_UNSUPPORTED, "a Map feature that is not supported yet (distributed mode)"),
+        (MAP_UNSUPPORTED, "a Map feature that is not supported (see the message)"),
         (JSONATA_UNSUPPORTED, "JSONata is not supported yet"),
         (BAD_VERSION, "unsupported Version"),
         (BAD_MACHINE_TIMEOUT, "invalid top-level TimeoutSeconds"),
@@ -438,6 +465,15 @@ pub mod codes {
         (PARALLEL_TOO_DEEP, "Parallel branches nest too deeply"),
         (FAIL_EXCLUSIVE, "Fail field given both literally and as a path"),
         (EMPTY_COMMENT, "empty Comment"),
+        (MAP_DISTRIBUTED_ONLY, "a DISTRIBUTED-only Map field on an INLINE Map"),
+        (MAP_EXCLUSIVE, "a Map field given both literally and as a path, or under its new and legacy names"),
+        (BAD_EXECUTION_TYPE, "missing or invalid `ProcessorConfig.ExecutionType`"),
+        (BAD_TOLERATED_FAILURE, "invalid ToleratedFailureCount or ToleratedFailurePercentage"),
+        (BAD_ITEM_READER, "invalid ItemReader (resource, Parameters, or together with ItemsPath)"),
+        (BAD_READER_CONFIG, "invalid ItemReader ReaderConfig (InputType, CSV headers, MaxItems)"),
+        (BAD_ITEM_BATCHER, "invalid ItemBatcher"),
+        (BAD_RESULT_WRITER, "invalid ResultWriter"),
+        (BAD_MAP_LABEL, "invalid Map Label"),
         (UNKNOWN_TARGET, "unknown transition target"),
         (CROSS_SCOPE_TARGET, "transition crosses a Parallel branch boundary"),
         (DUPLICATE_STATE, "duplicate state name"),

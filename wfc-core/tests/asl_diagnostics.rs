@@ -62,7 +62,7 @@ fn a_distributed_map_does_not_cascade() {
     "StartAt": "X", "States": {"X": {"Type": "Succeed"}}}, "Next": "B"},
   "B": {"Type": "Succeed"}}}"#;
     let d = errors("map.json", text);
-    assert_eq!(located_codes(&d), [("WFC0205".to_owned(), 2, 70)]);
+    assert_eq!(located_codes(&d), [("WFC0222".to_owned(), 2, 70)]);
 }
 
 #[test]

@@ -48,7 +48,7 @@ const CASES: &[Case] = &[
         "distributed Map state",
         "t.json",
         "{\"StartAt\": \"A\", \"States\": {\n  \"A\": {\"Type\": \"Map\", \"ItemProcessor\": {\"ProcessorConfig\": {\"Mode\": \"DISTRIBUTED\"}, \"StartAt\": \"B\", \"States\": {\"B\": {\"Type\": \"Succeed\"}}}, \"End\": true}}}",
-        "WFC0205",
+        "WFC0222",
         2,
         70,
     ),

@@ -1,6 +1,6 @@
-//! The inline Map state in the front end: lowering (ItemsPath, ItemSelector and legacy
-//! Parameters, ItemProcessor and legacy Iterator, MaxConcurrency), and the diagnostics for what
-//! is wrong or not supported yet, each at its own position.
+//! The Map state in the front end: lowering (ItemsPath, ItemSelector and legacy Parameters,
+//! ItemProcessor and legacy Iterator, MaxConcurrency(Path), the DISTRIBUTED fields), and the
+//! diagnostics for invalid field combinations, each at its own position.
 
 use wfc_core::Source;
 use wfc_core::ir::{StateKind, Template};
@@ -87,16 +87,44 @@ fn resources_inside_item_processors_become_handler_methods() {
 }
 
 #[test]
-fn distributed_mode_is_not_supported_yet() {
+fn distributed_mode_needs_an_execution_type() {
     let text = with_map(
-        r#""ItemProcessor": {"ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"}, "StartAt": "P", "States": {"P": {"Type": "Pass", "End": true}}}"#,
+        r#""ItemProcessor": {"ProcessorConfig": {"Mode": "DISTRIBUTED"}, "StartAt": "P", "States": {"P": {"Type": "Pass", "End": true}}}"#,
     );
     let p = problems(&text);
-    assert_eq!(p.len(), 2, "{p:?}");
-    assert_eq!((p[0].0.as_str(), (p[0].1, p[0].2)), ("WFC0205", at(&text, "\"DISTRIBUTED\"")));
-    assert!(p[0].3.contains("DISTRIBUTED Map is not supported yet"), "{}", p[0].3);
-    assert_eq!((p[1].0.as_str(), (p[1].1, p[1].2)), ("WFC0205", at(&text, "\"ExecutionType\"")));
-    assert!(p[1].3.contains("ExecutionType"), "{}", p[1].3);
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert_eq!((p[0].0.as_str(), (p[0].1, p[0].2)), ("WFC0222", at(&text, "\"DISTRIBUTED\"")));
+    assert!(p[0].3.contains("needs `ExecutionType`"), "{}", p[0].3);
+
+    let text = with_map(
+        r#""ItemProcessor": {"ProcessorConfig": {"ExecutionType": "STANDARD"}, "StartAt": "P", "States": {"P": {"Type": "Pass", "End": true}}}"#,
+    );
+    let p = problems(&text);
+    assert_eq!((p[0].0.as_str(), (p[0].1, p[0].2)), ("WFC0222", at(&text, "\"ExecutionType\"")));
+}
+
+const DISTRIBUTED: &str = r#"{"ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"}, "StartAt": "P", "States": {"P": {"Type": "Pass", "End": true}}}"#;
+const READER: &str = r#""ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "Parameters": {"Bucket": "b", "Key": "k.csv"}, "ReaderConfig": {"InputType": "CSV", "CSVHeaderLocation": "GIVEN", "CSVHeaders": ["a", "b"], "MaxItems": 10}}"#;
+
+#[test]
+fn a_distributed_map_lowers_with_its_fields() {
+    let text = with_map(&format!(
+        r#"{READER}, "ItemBatcher": {{"MaxItemsPerBatchPath": "$.n", "BatchInput": {{"x.$": "$.x"}}}},
+        "ResultWriter": {{"Resource": "arn:aws:states:::s3:putObject", "Parameters": {{"Bucket": "out", "Prefix": "p"}}}},
+        "Label": "Rows", "ToleratedFailurePercentage": 12.5, "MaxConcurrency": 5, "ItemProcessor": {DISTRIBUTED}"#
+    ));
+    let loaded = load(&text);
+    let StateKind::Map(m) = &loaded.workflow.machine.states[0].kind else { panic!("not a Map") };
+    let d = m.distributed.as_ref().expect("distributed fields");
+    assert_eq!(d.execution_type, wfc_core::ir::distributed::ExecutionType::Standard);
+    assert_eq!(d.label.as_deref(), Some("Rows"));
+    assert_eq!(d.tolerated_failure_percentage, Some(wfc_core::ir::distributed::Percentage::Fixed(12.5)));
+    let reader = d.item_reader.as_ref().expect("reader");
+    assert_eq!(reader.config.input_type, wfc_core::ir::distributed::InputType::Csv);
+    assert_eq!(reader.config.csv_headers, wfc_core::ir::distributed::CsvHeaders::Given(vec!["a".into(), "b".into()]));
+    assert_eq!(reader.config.max_items, Some(wfc_core::ir::distributed::Count::Fixed(10)));
+    assert!(d.item_batcher.is_some() && d.result_writer.is_some());
+    assert_eq!(m.max_concurrency, 5);
 }
 
 #[test]
@@ -106,11 +134,110 @@ fn distributed_only_fields_are_reported_one_by_one() {
     ));
     let p = problems(&text);
     let codes: Vec<(&str, (usize, usize))> = p.iter().map(|(c, line, col, _)| (c.as_str(), (*line, *col))).collect();
-    let want =
-        ["\"ItemReader\"", "\"ToleratedFailureCount\"", "\"MaxConcurrencyPath\""].map(|k| ("WFC0205", at(&text, k)));
+    let want = ["\"ItemReader\"", "\"ToleratedFailureCount\""].map(|k| ("WFC0220", at(&text, k)));
     assert_eq!(codes, want);
-    assert!(p[0].3.contains("`ItemReader` belongs to the DISTRIBUTED Map"), "{}", p[0].3);
-    assert!(p[2].3.contains("`MaxConcurrencyPath` is not supported yet"), "{}", p[2].3);
+    assert!(p[0].3.contains("`ItemReader` is only allowed in a DISTRIBUTED Map"), "{}", p[0].3);
+}
+
+/// Invalid combinations of Map fields, each with its code at the position it names.
+#[test]
+fn invalid_map_field_combinations() {
+    let cases: &[(&str, &str, &str, &str)] = &[
+        // (fields, code, where, message fragment)
+        (
+            r#""MaxConcurrency": 2, "MaxConcurrencyPath": "$.n""#,
+            "WFC0221",
+            "\"MaxConcurrencyPath\"",
+            "cannot both be given",
+        ),
+        (
+            r#""ToleratedFailureCount": 2, "ToleratedFailureCountPath": "$.n""#,
+            "WFC0221",
+            "\"ToleratedFailureCountPath\"",
+            "cannot both be given",
+        ),
+        (r#""ToleratedFailurePercentage": 101"#, "WFC0223", "101", "between 0 and 100"),
+        (r#""ToleratedFailureCount": -1"#, "WFC0223", "-1", "non-negative"),
+        (r#""MaxConcurrencyPath": "$.a[*]""#, "WFC0402", "\"$.a[*]\"", "Reference Path"),
+        (r#""Label": "has space""#, "WFC0228", "\"has space\"", "cannot contain"),
+        (r#""Label": "a234567890123456789012345678901234567890X""#, "WFC0228", "\"a2345", "longer than 40"),
+        (
+            r#""ItemsPath": "$.x", "ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "Parameters": {"Bucket": "b", "Key": "k"}, "ReaderConfig": {"InputType": "JSON"}}"#,
+            "WFC0224",
+            "\"ItemsPath\"",
+            "cannot be used with `ItemReader`",
+        ),
+        (
+            r#""ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "Parameters": {"Bucket": "b"}, "ReaderConfig": {"InputType": "JSON"}}"#,
+            "WFC0224",
+            "{\"Bucket",
+            "need `Key`",
+        ),
+        (
+            r#""ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "Parameters": {"Bucket": "b", "Key": "k"}}"#,
+            "WFC0225",
+            "{\"Resource",
+            "needs `ReaderConfig`",
+        ),
+        (
+            r#""ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "Parameters": {"Bucket": "b", "Key": "k"}, "ReaderConfig": {"InputType": "JSON", "CSVHeaders": ["a"]}}"#,
+            "WFC0225",
+            "\"CSVHeaders\"",
+            "only for",
+        ),
+        (
+            r#""ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "Parameters": {"Bucket": "b", "Key": "k"}, "ReaderConfig": {"InputType": "CSV", "CSVHeaders": ["a"]}}"#,
+            "WFC0225",
+            "\"CSVHeaders\"",
+            "needs `\"CSVHeaderLocation\": \"GIVEN\"`",
+        ),
+        (
+            r#""ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "Parameters": {"Bucket": "b", "Key": "k"}, "ReaderConfig": {"InputType": "CSV", "CSVHeaderLocation": "GIVEN"}}"#,
+            "WFC0225",
+            "\"GIVEN\"",
+            "needs `CSVHeaders`",
+        ),
+        (
+            r#""ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "Parameters": {"Bucket": "b", "Key": "k"}, "ReaderConfig": {"InputType": "JSON", "MaxItems": 1, "MaxItemsPath": "$.m"}}"#,
+            "WFC0221",
+            "\"MaxItemsPath\"",
+            "cannot both be given",
+        ),
+        (
+            r#""ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "Parameters": {"Bucket": "b", "Key": "k"}, "ReaderConfig": {"InputType": "PARQUET"}}"#,
+            "WFC0205",
+            "\"PARQUET\"",
+            "not supported",
+        ),
+        (
+            r#""ItemReader": {"Resource": "arn:aws:states:::s3:listObjectsV2", "Parameters": {"Bucket": "b"}}"#,
+            "WFC0205",
+            "\"arn:aws:states:::s3:listObjectsV2\"",
+            "not supported",
+        ),
+        (r#""ItemBatcher": {"BatchInput": {}}"#, "WFC0226", "{\"BatchInput", "needs `MaxItemsPerBatch`"),
+        (r#""ItemBatcher": {"MaxItemsPerBatch": 0}"#, "WFC0226", "0}", "positive"),
+        (r#""ItemBatcher": {"MaxInputBytesPerBatch": 300000}"#, "WFC0226", "300000", "at most 262144"),
+        (
+            r#""ResultWriter": {"Resource": "arn:aws:states:::s3:putObject", "Parameters": {"Prefix": "p"}}"#,
+            "WFC0227",
+            "{\"Prefix",
+            "need `Bucket`",
+        ),
+        (
+            r#""ResultWriter": {"Resource": "arn:aws:states:::s3:getObject", "Parameters": {"Bucket": "b"}}"#,
+            "WFC0227",
+            "\"arn:aws:states:::s3:getObject\"",
+            "unknown ResultWriter resource",
+        ),
+    ];
+    for (fields, code, needle, fragment) in cases {
+        let text = with_map(&format!("{fields}, \"ItemProcessor\": {DISTRIBUTED}"));
+        let p = problems(&text);
+        assert_eq!(p.len(), 1, "{fields}: {p:?}");
+        assert_eq!((p[0].0.as_str(), (p[0].1, p[0].2)), (*code, at(&text, needle)), "{fields}: {p:?}");
+        assert!(p[0].3.contains(fragment), "{fields}: {}", p[0].3);
+    }
 }
 
 #[test]

@@ -24,6 +24,12 @@ pub const RUNTIME: &str = "States.Runtime";
 pub const DATA_LIMIT_EXCEEDED: &str = "States.DataLimitExceeded";
 /// The 2016 spec's name for a ResultPath/OutputPath failure.
 pub const OUTPUT_MATCH_FAILURE: &str = "States.OutputMatchFailure";
+/// A DISTRIBUTED Map's `ItemReader` could not read or parse its items.
+pub const ITEM_READER_FAILED: &str = "States.ItemReaderFailed";
+/// A DISTRIBUTED Map's `ResultWriter` could not write the results.
+pub const RESULT_WRITER_FAILED: &str = "States.ResultWriterFailed";
+/// More of a DISTRIBUTED Map's child executions failed than it tolerates.
+pub const EXCEED_TOLERATED_FAILURE_THRESHOLD: &str = "States.ExceedToleratedFailureThreshold";
 
 /// Every predefined name a definition may list in `ErrorEquals`.
 pub const PREDEFINED: &[&str] = &[
@@ -39,6 +45,9 @@ pub const PREDEFINED: &[&str] = &[
     RUNTIME,
     DATA_LIMIT_EXCEEDED,
     OUTPUT_MATCH_FAILURE,
+    ITEM_READER_FAILED,
+    RESULT_WRITER_FAILED,
+    EXCEED_TOLERATED_FAILURE_THRESHOLD,
 ];
 
 /// Errors that AWS never lets Retry or Catch handle, not even `States.ALL` or a catcher naming them.

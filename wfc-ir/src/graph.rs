@@ -421,7 +421,7 @@ pub struct ParallelState {
     pub transition: Transition,
 }
 
-/// An inline Map state (`ProcessorConfig.Mode` `INLINE`).
+/// A Map state: INLINE (iterations inside the execution) or DISTRIBUTED (child executions).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MapState {
     /// `InputPath`.
@@ -437,6 +437,13 @@ pub struct MapState {
     pub item_processor: StateMachine,
     /// `MaxConcurrency`: at most this many iterations in flight; 0 means no limit.
     pub max_concurrency: u64,
+    /// `MaxConcurrencyPath`: replaces `max_concurrency` with the integer it selects from the
+    /// effective input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrency_path: Option<Path>,
+    /// The DISTRIBUTED mode's fields; `None` is an INLINE Map.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distributed: Option<Box<crate::DistributedMap>>,
     /// `ResultSelector`, applied to the array of iteration outputs.
     pub result_selector: Option<Template>,
     /// `ResultPath`.

@@ -7,11 +7,13 @@
 //! runtime; both depend on this leaf instead. That is how there is one semantics: a path the
 //! compiler accepted is the path the runtime evaluates, parsed by the same code.
 
+pub mod distributed;
 pub mod errors;
 pub mod graph;
 pub mod intrinsics;
 pub mod jsonpath;
 pub mod timestamp;
 
+pub use distributed::DistributedMap;
 pub use graph::*;
 pub use jsonpath::{Path, PathError, ReferencePath, Root, SelectError, SetError};

@@ -1,0 +1,876 @@
+//! The DISTRIBUTED Map: a Map Run whose items come from `ItemsPath` or an `ItemReader`, are
+//! optionally grouped by an `ItemBatcher`, and each run the item processor as a **child
+//! execution** (in this process, with its own history, name and context object). A tolerated
+//! number of children may fail; the results go to the Map's output or, with a `ResultWriter`, to
+//! files described by a manifest.
+//!
+//! # Where objects live
+//!
+//! `ItemReader` (`arn:aws:states:::s3:getObject`) and `ResultWriter`
+//! (`arn:aws:states:::s3:putObject`) name S3 objects by `Bucket` and `Key`/`Prefix`. wfc reads and
+//! writes them through an [`ObjectStore`]. The default, [`LocalObjects`], maps them to local
+//! files: an item object is `<item root>/<Bucket>/<Key>` and result files go to
+//! `<result root>/<Bucket>/<Prefix>/<map run id>/`. The roots are set with
+//! [`crate::RunOptions::with_item_root`] / [`crate::RunOptions::with_result_root`] (`--item-root`
+//! and `--result-root` in the CLI). A bucket or key that is empty, absolute, or has a `.` or `..`
+//! segment is refused, and so is a path that leaves its root through a symbolic link. Plug in
+//! another store (an S3 client) with [`crate::RunOptions::with_object_store`].
+//!
+//! [`crate::exec::map`] owns the state's input/output processing, Retry and Catch, and calls
+//! [`map_run`] for everything between `MapRunStarted` and `MapRunSucceeded`/`MapRunFailed`.
+
+use std::fmt::Debug;
+use std::future::Future;
+use std::path::{Component, Path as FsPath, PathBuf};
+use std::sync::Arc;
+
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use rand::RngCore;
+use serde_json::{Value, json};
+use wfc_ir::distributed::{Count, CsvHeaders, DistributedMap, InputType, ItemBatcher, Percentage, ReaderConfig};
+use wfc_ir::errors::{EXCEED_TOLERATED_FAILURE_THRESHOLD, ITEM_READER_FAILED, RESULT_WRITER_FAILED};
+use wfc_ir::{MapState, Path, Root};
+
+use crate::{EventType, Execution, Failure, Status, io};
+
+/// Where a DISTRIBUTED Map's `ItemReader` reads objects and its `ResultWriter` writes them.
+///
+/// Implement it to read from real S3 (or anything else); errors are plain messages, which
+/// become the cause of `States.ItemReaderFailed` or `States.ResultWriterFailed`.
+pub trait ObjectStore: Debug + Send + Sync {
+    /// The bytes of object `key` in `bucket` (`s3:getObject`).
+    fn get_object<'a>(&'a self, bucket: &'a str, key: &'a str) -> BoxFuture<'a, Result<Vec<u8>, String>>;
+    /// Stores `bytes` as object `key` in `bucket` (`s3:putObject`).
+    fn put_object<'a>(&'a self, bucket: &'a str, key: &'a str, bytes: Vec<u8>) -> BoxFuture<'a, Result<(), String>>;
+}
+
+/// The object store an execution uses: a plugged-in [`ObjectStore`], else [`LocalObjects`] on
+/// the two roots.
+#[derive(Debug, Clone, Default)]
+pub struct Objects {
+    /// Root directory of `ItemReader` objects: `<root>/<Bucket>/<Key>`.
+    pub item_root: Option<PathBuf>,
+    /// Root directory of `ResultWriter` files: `<root>/<Bucket>/<Prefix>/...`.
+    pub result_root: Option<PathBuf>,
+    /// A store that replaces the local directories.
+    pub store: Option<Arc<dyn ObjectStore>>,
+}
+
+impl Objects {
+    fn store(&self) -> Arc<dyn ObjectStore> {
+        match &self.store {
+            Some(s) => Arc::clone(s),
+            None => Arc::new(LocalObjects { item_root: self.item_root.clone(), result_root: self.result_root.clone() }),
+        }
+    }
+}
+
+/// Objects as local files under two root directories (see the module documentation).
+#[derive(Debug, Clone, Default)]
+pub struct LocalObjects {
+    /// Where `get_object` reads: `<item_root>/<bucket>/<key>`.
+    pub item_root: Option<PathBuf>,
+    /// Where `put_object` writes: `<result_root>/<bucket>/<key>`.
+    pub result_root: Option<PathBuf>,
+}
+
+impl ObjectStore for LocalObjects {
+    fn get_object<'a>(&'a self, bucket: &'a str, key: &'a str) -> BoxFuture<'a, Result<Vec<u8>, String>> {
+        Box::pin(async move {
+            let root = self.item_root.as_deref().ok_or_else(|| {
+                format!(
+                    "cannot read s3://{bucket}/{key}: no item root directory is set (RunOptions::with_item_root, \
+                     `--item-root`)"
+                )
+            })?;
+            let path = object_path(root, bucket, key)?;
+            let inside = contained(root, &path)?;
+            std::fs::read(&inside).map_err(|e| format!("cannot read s3://{bucket}/{key} ({}): {e}", path.display()))
+        })
+    }
+
+    fn put_object<'a>(&'a self, bucket: &'a str, key: &'a str, bytes: Vec<u8>) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            let root = self.result_root.as_deref().ok_or_else(|| {
+                format!(
+                    "cannot write s3://{bucket}/{key}: no result root directory is set (RunOptions::with_result_root, \
+                     `--result-root`)"
+                )
+            })?;
+            let path = object_path(root, bucket, key)?;
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| format!("cannot create the directory {}: {e}", parent.display()))?;
+            }
+            contained(root, path.parent().unwrap_or(root))?;
+            std::fs::write(&path, bytes)
+                .map_err(|e| format!("cannot write s3://{bucket}/{key} ({}): {e}", path.display()))
+        })
+    }
+}
+
+/// `<root>/<bucket>/<key>`, refusing anything that could leave `root`: an empty bucket or key,
+/// an absolute key, a `.` or `..` segment, a backslash, a NUL or a drive prefix.
+pub fn object_path(root: &FsPath, bucket: &str, key: &str) -> Result<PathBuf, String> {
+    let check = |what: &str, value: &str| -> Result<(), String> {
+        let bad = if value.is_empty() {
+            Some("is empty")
+        } else if value.starts_with('/') {
+            Some("is an absolute path")
+        } else if value.contains('\\') || value.contains('\0') || value.contains(':') {
+            Some("contains a backslash, colon or NUL")
+        } else if value.split('/').any(|seg| seg == ".." || seg == ".") {
+            Some("has a `.` or `..` segment")
+        } else {
+            None
+        };
+        match bad {
+            Some(why) => Err(format!("the {what} {value:?} {why}; it must name a file inside the root directory")),
+            None => Ok(()),
+        }
+    };
+    check("bucket", bucket)?;
+    check("key", key)?;
+    if bucket.contains('/') {
+        return Err(format!("the bucket {bucket:?} contains a slash"));
+    }
+    let mut path = root.join(bucket);
+    for seg in key.split('/').filter(|s| !s.is_empty()) {
+        path.push(seg);
+    }
+    // Belt and braces: nothing above should let a component other than a plain name through.
+    let relative = path.strip_prefix(root).map_err(|_| format!("{} is outside the root", path.display()))?;
+    if relative.components().any(|c| !matches!(c, Component::Normal(_))) {
+        return Err(format!("{} is outside the root directory", path.display()));
+    }
+    Ok(path)
+}
+
+/// `path` resolved through symbolic links, when it stays inside `root` (also resolved).
+fn contained(root: &FsPath, path: &FsPath) -> Result<PathBuf, String> {
+    let real_root = root.canonicalize().map_err(|e| format!("the root directory {}: {e}", root.display()))?;
+    let real = path.canonicalize().map_err(|e| format!("{}: {e}", path.display()))?;
+    if real.starts_with(&real_root) {
+        Ok(real)
+    } else {
+        Err(format!("{} leaves the root directory {} (through a symbolic link)", path.display(), root.display()))
+    }
+}
+
+fn reader_failed(cause: impl Into<String>) -> Failure {
+    Failure::new(ITEM_READER_FAILED, cause)
+}
+
+/// Parses an object's bytes into items, as `ReaderConfig` says: a JSON array, JSON Lines, or CSV
+/// rows as objects of strings. At most `max_items` items are kept (and, for JSONL and CSV,
+/// read); more than `limit` items to keep is `States.ItemReaderFailed`.
+pub fn parse_items(bytes: &[u8], config: &ReaderConfig, max_items: usize, limit: usize) -> Result<Vec<Value>, Failure> {
+    let wanted = if max_items == 0 { usize::MAX } else { max_items };
+    let too_many = || reader_failed(format!("The ItemReader read more than the Map item limit of {limit} items."));
+    let mut items = Vec::new();
+    match config.input_type {
+        InputType::Json => {
+            let doc: Value = serde_json::from_slice(bytes)
+                .map_err(|e| reader_failed(format!("The object is not valid JSON: {e}")))?;
+            let Value::Array(all) = doc else {
+                return Err(reader_failed("Attempting to map over non-iterable node."));
+            };
+            items = all;
+            items.truncate(wanted);
+            if items.len() > limit {
+                return Err(too_many());
+            }
+        }
+        InputType::Jsonl => {
+            for (n, line) in bytes.split(|b| *b == b'\n').enumerate() {
+                if items.len() == wanted {
+                    break;
+                }
+                let line = line.strip_suffix(b"\r").unwrap_or(line);
+                if line.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                let value: Value = serde_json::from_slice(line)
+                    .map_err(|e| reader_failed(format!("Line {} of the JSONL object is not valid JSON: {e}", n + 1)))?;
+                if items.len() == limit {
+                    return Err(too_many());
+                }
+                items.push(value);
+            }
+        }
+        InputType::Csv => {
+            let mut reader = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(bytes);
+            let mut records = reader.records();
+            let headers: Vec<String> = match &config.csv_headers {
+                CsvHeaders::Given(h) => h.clone(),
+                CsvHeaders::FirstRow => match records.next() {
+                    None => return Ok(items),
+                    Some(row) => row
+                        .map_err(|e| reader_failed(format!("The CSV object cannot be read: {e}")))?
+                        .iter()
+                        .map(str::to_owned)
+                        .collect(),
+                },
+            };
+            let mut seen = std::collections::HashSet::new();
+            if !headers.iter().all(|h| seen.insert(h.as_str())) {
+                return Err(reader_failed("CSV headers cannot contain duplicates."));
+            }
+            for row in records {
+                if items.len() == wanted {
+                    break;
+                }
+                let row = row.map_err(|e| reader_failed(format!("The CSV object cannot be read: {e}")))?;
+                if row.len() != headers.len() {
+                    let line = row.position().map_or(0, csv::Position::line);
+                    return Err(reader_failed(format!(
+                        "Row {line} of the CSV object has {} fields but there are {} headers.",
+                        row.len(),
+                        headers.len()
+                    )));
+                }
+                if items.len() == limit {
+                    return Err(too_many());
+                }
+                let object: serde_json::Map<String, Value> =
+                    headers.iter().cloned().zip(row.iter().map(|f| Value::String(f.to_owned()))).collect();
+                items.push(Value::Object(object));
+            }
+        }
+    }
+    Ok(items)
+}
+
+/// How a path-valued field's value is shown in AWS's messages: a string as itself, anything
+/// else as compact JSON.
+fn shown(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn select(path: &Path, effective: &Value, context: &Value) -> Result<Value, Failure> {
+    let doc = match path.root() {
+        Root::Input => effective,
+        Root::Context => context,
+    };
+    path.select(doc).map_err(|_| Failure::runtime(io::invalid_path_message(path, doc)))
+}
+
+/// An integer selected by `path` for the field `field` (`MaxConcurrencyPath`...): a JSON
+/// integer, or a string holding one; else `States.Runtime` in AWS's words.
+pub fn path_integer(path: &Path, field: &str, effective: &Value, context: &Value) -> Result<i64, Failure> {
+    let value = select(path, effective, context)?;
+    let n = match &value {
+        Value::Number(n) => n.as_i64(),
+        Value::String(s) => s.trim().parse::<i64>().ok(),
+        _ => None,
+    };
+    n.ok_or_else(|| {
+        Failure::runtime(format!(
+            "The {field} field refers to value \"{}\" which is not a valid integer: {}",
+            shown(&value),
+            path.as_str()
+        ))
+    })
+}
+
+/// A number selected by `path` for the field `field` (a JSON number or a string holding one).
+fn path_float(path: &Path, field: &str, effective: &Value, context: &Value) -> Result<f64, Failure> {
+    let value = select(path, effective, context)?;
+    let n = match &value {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse::<f64>().ok().filter(|f| f.is_finite()),
+        _ => None,
+    };
+    n.ok_or_else(|| {
+        Failure::runtime(format!(
+            "The {field} field refers to value \"{}\" which is not a valid float: {}",
+            shown(&value),
+            path.as_str()
+        ))
+    })
+}
+
+/// The Map's concurrency limit: `MaxConcurrency`, or what `MaxConcurrencyPath` selects (a
+/// non-negative integer; else `States.Runtime`).
+pub fn max_concurrency(spec: &MapState, effective: &Value, context: &Value) -> Result<u64, Failure> {
+    let Some(path) = &spec.max_concurrency_path else {
+        return Ok(spec.max_concurrency);
+    };
+    let n = path_integer(path, "MaxConcurrencyPath", effective, context)?;
+    u64::try_from(n).map_err(|_| Failure::runtime("MaxConcurrency cannot be negative."))
+}
+
+/// A [`Count`] field's value; a negative one is `on_negative`.
+fn count(
+    count: &Count,
+    field: &str,
+    effective: &Value,
+    context: &Value,
+    on_negative: impl FnOnce() -> Failure,
+) -> Result<u64, Failure> {
+    match count {
+        Count::Fixed(n) => Ok(*n),
+        Count::Path(p) => {
+            let n = path_integer(p, &format!("{field}Path"), effective, context)?;
+            u64::try_from(n).map_err(|_| on_negative())
+        }
+    }
+}
+
+/// How many failed items a Map Run tolerates.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tolerance {
+    /// `ToleratedFailureCount`: more failed items than this fail the run.
+    pub count: Option<u64>,
+    /// `ToleratedFailurePercentage`: a larger share of failed items fails the run.
+    pub percentage: Option<f64>,
+}
+
+impl Tolerance {
+    /// The thresholds of `dist`, resolving their `*Path` forms (`States.Runtime` on bad values,
+    /// with AWS's messages).
+    pub fn resolve(dist: &DistributedMap, effective: &Value, context: &Value) -> Result<Tolerance, Failure> {
+        let count = match &dist.tolerated_failure_count {
+            None => None,
+            Some(c) => Some(count(c, "ToleratedFailureCount", effective, context, || {
+                Failure::runtime("ToleratedFailureCount cannot be negative.")
+            })?),
+        };
+        let percentage = match &dist.tolerated_failure_percentage {
+            None => None,
+            Some(Percentage::Fixed(p)) => Some(*p),
+            Some(Percentage::Path(path)) => {
+                let p = path_float(path, "ToleratedFailurePercentagePath", effective, context)?;
+                if !(0.0..=100.0).contains(&p) {
+                    return Err(Failure::runtime("ToleratedFailurePercentage must be between 0 and 100."));
+                }
+                Some(p)
+            }
+        };
+        Ok(Tolerance { count, percentage })
+    }
+
+    /// Whether `failed` failed items out of `total` exceed the tolerance. With neither
+    /// threshold set, no failure is tolerated; with both, exceeding either fails the run.
+    pub fn exceeded(&self, failed: u64, total: u64) -> bool {
+        if self.count.is_none() && self.percentage.is_none() {
+            return failed > 0;
+        }
+        let over_count = self.count.is_some_and(|c| failed > c);
+        // failed / total > p / 100, without dividing by a zero total.
+        let over_share = self.percentage.is_some_and(|p| (failed as f64) * 100.0 > p * (total as f64));
+        over_count || over_share
+    }
+}
+
+/// The failure of a Map Run whose tolerance was exceeded, as AWS records it.
+pub fn threshold_exceeded() -> Failure {
+    Failure::new(EXCEED_TOLERATED_FAILURE_THRESHOLD, "The specified tolerated failure threshold was exceeded")
+}
+
+/// Groups item inputs into child inputs `{"Items": [...], "BatchInput": ...}`: a batch closes
+/// before it would hold more than `max_items` items or serialize to more than `max_bytes` bytes.
+/// An item that alone exceeds `max_bytes` is `States.Runtime`.
+pub fn batches(
+    inputs: Vec<Value>,
+    max_items: Option<u64>,
+    max_bytes: Option<u64>,
+    batch_input: Option<&Value>,
+) -> Result<Vec<(usize, Value)>, Failure> {
+    let max_items = max_items.map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
+    let max_bytes = max_bytes.map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
+    let wrap = |items: Vec<Value>| -> Value {
+        let mut batch = serde_json::Map::new();
+        batch.insert("Items".to_owned(), Value::Array(items));
+        if let Some(b) = batch_input {
+            batch.insert("BatchInput".to_owned(), b.clone());
+        }
+        Value::Object(batch)
+    };
+    // `{"Items":[]}` plus `,"BatchInput":<json>`; each item adds its length and a comma.
+    let empty_size = wrap(Vec::new()).to_string().len();
+    let mut out = Vec::new();
+    let mut current: Vec<Value> = Vec::new();
+    let mut size = empty_size;
+    for (index, item) in inputs.into_iter().enumerate() {
+        let item_size = item.to_string().len();
+        if empty_size + item_size > max_bytes {
+            return Err(Failure::runtime(format!(
+                "The item at index {index} is {item_size} bytes, too large for a batch of at most {max_bytes} bytes (MaxInputBytesPerBatch)."
+            )));
+        }
+        let added = item_size + usize::from(!current.is_empty());
+        if !current.is_empty() && (current.len() == max_items || size + added > max_bytes) {
+            let n = current.len();
+            out.push((n, wrap(std::mem::take(&mut current))));
+            size = empty_size;
+        }
+        size += item_size + usize::from(!current.is_empty());
+        current.push(item);
+    }
+    if !current.is_empty() {
+        let n = current.len();
+        out.push((n, wrap(current)));
+    }
+    Ok(out)
+}
+
+/// One child execution's end, for the Map's output and the ResultWriter's files.
+#[derive(Debug, Clone)]
+struct ChildRecord {
+    /// How many items the child processed (1 without batching).
+    items: usize,
+    /// The AWS execution-result document (`ExecutionArn`, `Input`, `Output`, `Status`...).
+    document: Value,
+    /// The child's output when it succeeded.
+    output: Option<Value>,
+}
+
+/// The AWS shape of a child execution's result, as `DescribeExecution` (and the ResultWriter's
+/// files) give it: input and output as JSON strings.
+fn child_document(child: &Execution, input: &Value, result: &crate::ExecutionResult, stop: String) -> Value {
+    let status = match result.status {
+        Status::Succeeded => "SUCCEEDED",
+        Status::Failed => "FAILED",
+        Status::TimedOut => "TIMED_OUT",
+    };
+    let mut doc = serde_json::Map::new();
+    doc.insert("ExecutionArn".into(), json!(child.id()));
+    doc.insert("Input".into(), json!(input.to_string()));
+    doc.insert("InputDetails".into(), json!({ "Included": true }));
+    doc.insert("Name".into(), json!(child.name()));
+    match (&result.output, &result.error) {
+        (Some(output), _) => {
+            doc.insert("Output".into(), json!(output.to_string()));
+            doc.insert("OutputDetails".into(), json!({ "Included": true }));
+        }
+        (None, Some(f)) => {
+            doc.insert("Error".into(), json!(f.error));
+            doc.insert("Cause".into(), json!(f.cause));
+        }
+        (None, None) => {}
+    }
+    doc.insert("StartDate".into(), json!(child.start_time()));
+    doc.insert("StateMachineArn".into(), json!(child.state_machine_id()));
+    doc.insert("Status".into(), json!(status));
+    doc.insert("StopDate".into(), json!(stop));
+    Value::Object(doc)
+}
+
+/// A UUID (version 4 layout) from the execution's seeded random source, so Map Run ids are
+/// reproducible under a fixed seed.
+fn uuid(rng: &mut dyn RngCore) -> String {
+    let mut b = [0u8; 16];
+    rng.fill_bytes(&mut b);
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!("{}-{}-{}-{}-{}", &hex[0..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..32])
+}
+
+/// Records `MapRunAborted` when a Map Run that started is dropped unfinished (an enclosing
+/// state or the execution was cancelled).
+struct RunGuard<'a> {
+    exec: &'a Execution,
+    arn: &'a str,
+    armed: bool,
+}
+
+impl Drop for RunGuard<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.exec.record(EventType::MapRunAborted, json!({ "mapRunArn": self.arn }));
+        }
+    }
+}
+
+/// An S3 `Bucket`/`Key`-style string parameter of an evaluated `Parameters` object.
+fn string_param<'v>(params: &'v Value, key: &str, what: &str, fail: fn(String) -> Failure) -> Result<&'v str, Failure> {
+    match params.get(key) {
+        Some(Value::String(s)) => Ok(s),
+        Some(other) => Err(fail(format!("The {what} parameter `{key}` must be a string, found {other}"))),
+        None => Err(fail(format!("The {what} parameters have no `{key}`"))),
+    }
+}
+
+/// One Map Run: records `MapRunStarted`, reads (or selects) the items, applies `ItemSelector`
+/// and `ItemBatcher`, runs one child execution per item or batch (at most `max_concurrency` at
+/// once, 0 = no limit) through `run_child`, applies the tolerance, writes the results when there
+/// is a `ResultWriter`, and records `MapRunSucceeded` or `MapRunFailed`.
+///
+/// Returns the Map's result: the children's outputs in item order (a failed child contributes
+/// its execution-result document, as AWS does), or with a `ResultWriter` the summary
+/// `{"MapRunArn", "ResultWriterDetails": {"Bucket", "Key"}}`. `States.Runtime` failures come
+/// back before `MapRunStarted` when they concern the state's own fields.
+#[allow(clippy::too_many_arguments)] // the pieces of one state visit, kept apart for clarity
+pub async fn map_run<F, Fut>(
+    exec: &Execution,
+    name: &str,
+    spec: &MapState,
+    dist: &DistributedMap,
+    effective: &Value,
+    context: &Value,
+    max_concurrency: u64,
+    mut run_child: F,
+) -> Result<Value, Failure>
+where
+    F: FnMut(Value, Execution) -> Fut,
+    Fut: Future<Output = Result<Value, Failure>>,
+{
+    // The state's own fields first: a bad value here is the state's failure, not the run's.
+    let tolerance = Tolerance::resolve(dist, effective, context)?;
+    let max_items = match dist.item_reader.as_ref().and_then(|r| r.config.max_items.as_ref()) {
+        None => Ok(0),
+        Some(c) => count(c, "MaxItems", effective, context, || reader_failed("field MaxItems must be positive")),
+    };
+    let batch_limits = match &dist.item_batcher {
+        None => None,
+        Some(b) => Some(batch_limits(exec, b, effective, context)?),
+    };
+    let label = dist.label.clone().unwrap_or_else(|| name.to_owned());
+    let run_id = exec.with_rng(|rng| uuid(rng));
+    let arn = format!("{}:mapRun:{}/{label}:{run_id}", crate::exec::ARN_PREFIX, exec.workflow_name());
+    exec.record(EventType::MapRunStarted, json!({ "mapRunArn": arn }));
+    let mut guard = RunGuard { exec, arn: &arn, armed: true };
+    let outcome = run_children(
+        exec,
+        spec,
+        dist,
+        effective,
+        context,
+        max_concurrency,
+        max_items,
+        batch_limits,
+        tolerance,
+        &label,
+        &run_id,
+        &arn,
+        &mut run_child,
+    )
+    .await;
+    guard.armed = false;
+    match &outcome {
+        Ok(_) => exec.record(EventType::MapRunSucceeded, json!({ "mapRunArn": arn })),
+        Err(f) => exec.record(EventType::MapRunFailed, json!({ "mapRunArn": arn, "error": f.error, "cause": f.cause })),
+    };
+    outcome
+}
+
+/// `ItemBatcher`'s limits and evaluated `BatchInput`.
+type BatchLimits = (Option<u64>, Option<u64>, Option<Value>);
+
+fn batch_limits(exec: &Execution, b: &ItemBatcher, effective: &Value, context: &Value) -> Result<BatchLimits, Failure> {
+    let positive = |field: &'static str| move || Failure::runtime(format!("field {field} must be positive"));
+    let items = match &b.max_items_per_batch {
+        None => None,
+        Some(c) => Some(count(c, "MaxItemsPerBatch", effective, context, positive("MaxItemsPerBatch"))?),
+    };
+    let bytes = match &b.max_input_bytes_per_batch {
+        None => None,
+        Some(c) => Some(count(c, "MaxInputBytesPerBatch", effective, context, positive("MaxInputBytesPerBatch"))?),
+    };
+    if items == Some(0) {
+        return Err(positive("MaxItemsPerBatch")());
+    }
+    if bytes == Some(0) {
+        return Err(positive("MaxInputBytesPerBatch")());
+    }
+    if let Some(n) = bytes
+        && n > wfc_ir::distributed::MAX_BATCH_BYTES
+    {
+        return Err(Failure::runtime(format!(
+            "field MaxInputBytesPerBatch must be at most {} bytes, found {n}",
+            wfc_ir::distributed::MAX_BATCH_BYTES
+        )));
+    }
+    let batch_input = match &b.batch_input {
+        None => None,
+        Some(t) => Some(exec.with_rng(|rng| io::template(t, effective, context, rng))?),
+    };
+    Ok((items, bytes, batch_input))
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn run_children<F, Fut>(
+    exec: &Execution,
+    spec: &MapState,
+    dist: &DistributedMap,
+    effective: &Value,
+    context: &Value,
+    max_concurrency: u64,
+    max_items: Result<u64, Failure>,
+    batch_limits: Option<BatchLimits>,
+    tolerance: Tolerance,
+    label: &str,
+    run_id: &str,
+    arn: &str,
+    run_child: &mut F,
+) -> Result<Value, Failure>
+where
+    F: FnMut(Value, Execution) -> Fut,
+    Fut: Future<Output = Result<Value, Failure>>,
+{
+    let limit = exec.limits().max_map_items;
+    let items = match &dist.item_reader {
+        None => {
+            let items = crate::map::items(&spec.items_path, effective, context)?;
+            crate::map::check_item_count(exec.limits(), items.len())?;
+            items
+        }
+        Some(reader) => {
+            let max_items = usize::try_from(max_items?).unwrap_or(usize::MAX);
+            let params = exec.with_rng(|rng| io::template(&reader.parameters, effective, context, rng))?;
+            let bucket = string_param(&params, "Bucket", "ItemReader", reader_failed_owned)?;
+            let key = string_param(&params, "Key", "ItemReader", reader_failed_owned)?;
+            let bytes = exec.objects().store().get_object(bucket, key).await.map_err(reader_failed)?;
+            parse_items(&bytes, &reader.config, max_items, limit)?
+        }
+    };
+    let total_items = items.len();
+    let inputs =
+        exec.with_rng(|rng| crate::map::iteration_inputs(spec.item_selector.as_ref(), effective, items, context, rng))?;
+    let children: Vec<(usize, Value)> = match batch_limits {
+        None => inputs.into_iter().map(|i| (1, i)).collect(),
+        Some((max_items, max_bytes, batch_input)) => batches(inputs, max_items, max_bytes, batch_input.as_ref())?,
+    };
+    let count = children.len();
+    // Kept for the ResultWriter's PENDING file (children that never finished).
+    let child_inputs: Vec<Value> =
+        if dist.result_writer.is_some() { children.iter().map(|(_, i)| i.clone()).collect() } else { Vec::new() };
+    let parallel = match usize::try_from(max_concurrency) {
+        Ok(0) | Err(_) => MAX_CHILD_CONCURRENCY,
+        Ok(n) => n.min(MAX_CHILD_CONCURRENCY),
+    }
+    .min(count.max(1));
+    let workflow = format!("{}/{label}", exec.workflow_name());
+    let machine_id = format!("{}/{label}", exec.state_machine_id());
+    let short = run_id.get(..8).unwrap_or(run_id);
+    let clock = exec.clock().clone();
+    // Boxed rather than pinned on the stack, so that `drop` below really drops the children
+    // still running.
+    let mut runs = Box::pin(
+        futures::stream::iter(children.into_iter().enumerate())
+            .map(|(index, (size, input))| {
+                let child = exec.child(workflow.clone(), format!("{short}-{index}"), machine_id.clone(), &input);
+                let future = run_child(input.clone(), child.clone());
+                let clock = clock.clone();
+                async move {
+                    let result = child.finish(None, future).await;
+                    let document = child_document(&child, &input, &result, clock.now_rfc3339());
+                    (
+                        index,
+                        ChildRecord {
+                            items: size,
+                            document,
+                            output: result.output.filter(|_| result.status == Status::Succeeded),
+                        },
+                    )
+                }
+            })
+            .buffer_unordered(parallel),
+    );
+    let mut records: Vec<Option<ChildRecord>> = vec![None; count];
+    let mut failed_items = 0u64;
+    let mut exceeded = false;
+    while let Some((index, record)) = runs.next().await {
+        if record.output.is_none() {
+            failed_items += record.items as u64;
+        }
+        if let Some(slot) = records.get_mut(index) {
+            *slot = Some(record);
+        }
+        if tolerance.exceeded(failed_items, total_items as u64) {
+            exceeded = true;
+            break;
+        }
+    }
+    // Children still running are dropped here (aborted); those never started stay pending.
+    drop(runs);
+    let written = match &dist.result_writer {
+        None => None,
+        Some(writer) => {
+            Some(write_results(exec, writer, effective, context, run_id, arn, &records, &child_inputs).await)
+        }
+    };
+    if exceeded {
+        return Err(threshold_exceeded());
+    }
+    if let Some(summary) = written {
+        return summary;
+    }
+    let outputs: Vec<Value> = records
+        .into_iter()
+        .map(|r| match r {
+            Some(ChildRecord { output: Some(o), .. }) => o,
+            Some(ChildRecord { document, .. }) => document,
+            None => Value::Null,
+        })
+        .collect();
+    Ok(Value::Array(outputs))
+}
+
+fn reader_failed_owned(cause: String) -> Failure {
+    reader_failed(cause)
+}
+
+fn writer_failed(cause: String) -> Failure {
+    Failure::new(RESULT_WRITER_FAILED, cause)
+}
+
+/// Most child executions in flight at once: AWS runs at most 10,000 at a time.
+pub const MAX_CHILD_CONCURRENCY: usize = 10_000;
+
+/// Writes `SUCCEEDED_0.json`, `FAILED_0.json`, `PENDING_0.json` (non-empty ones only) and
+/// `manifest.json` under `<Prefix>/<run id>/`, and returns the Map's result, AWS's summary.
+#[allow(clippy::too_many_arguments)]
+async fn write_results(
+    exec: &Execution,
+    writer: &wfc_ir::distributed::ResultWriter,
+    effective: &Value,
+    context: &Value,
+    run_id: &str,
+    arn: &str,
+    records: &[Option<ChildRecord>],
+    inputs: &[Value],
+) -> Result<Value, Failure> {
+    let params = exec.with_rng(|rng| io::template(&writer.parameters, effective, context, rng))?;
+    let bucket = string_param(&params, "Bucket", "ResultWriter", writer_failed)?;
+    let prefix = match params.get("Prefix") {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s.trim_end_matches('/').to_owned(),
+        Some(other) => {
+            return Err(writer_failed(format!("The ResultWriter parameter `Prefix` must be a string, found {other}")));
+        }
+    };
+    let dir = if prefix.is_empty() { run_id.to_owned() } else { format!("{prefix}/{run_id}") };
+    let mut succeeded = Vec::new();
+    let mut failed = Vec::new();
+    let mut pending = Vec::new();
+    for (index, record) in records.iter().enumerate() {
+        match record {
+            Some(r) if r.output.is_some() => succeeded.push(r.document.clone()),
+            Some(r) => failed.push(r.document.clone()),
+            None => {
+                let input = inputs.get(index).map(Value::to_string).unwrap_or_default();
+                pending.push(json!({ "Input": input, "InputDetails": { "Included": true }, "Status": "PENDING" }));
+            }
+        }
+    }
+    let store = exec.objects().store();
+    let mut files = serde_json::Map::new();
+    for (status, docs) in [("FAILED", failed), ("PENDING", pending), ("SUCCEEDED", succeeded)] {
+        let mut listed = Vec::new();
+        if !docs.is_empty() {
+            let key = format!("{dir}/{status}_0.json");
+            let bytes = serde_json::to_vec(&docs).map_err(|e| writer_failed(e.to_string()))?;
+            let size = bytes.len();
+            store.put_object(bucket, &key, bytes).await.map_err(writer_failed)?;
+            listed.push(json!({ "Key": key, "Size": size }));
+        }
+        files.insert(status.to_owned(), Value::Array(listed));
+    }
+    let manifest_key = format!("{dir}/manifest.json");
+    let manifest = json!({ "DestinationBucket": bucket, "MapRunArn": arn, "ResultFiles": files });
+    let bytes = serde_json::to_vec_pretty(&manifest).map_err(|e| writer_failed(e.to_string()))?;
+    store.put_object(bucket, &manifest_key, bytes).await.map_err(writer_failed)?;
+    Ok(json!({ "MapRunArn": arn, "ResultWriterDetails": { "Bucket": bucket, "Key": manifest_key } }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(input_type: InputType, csv_headers: CsvHeaders) -> ReaderConfig {
+        ReaderConfig { input_type, csv_headers, max_items: None }
+    }
+
+    #[test]
+    fn object_paths_stay_inside_the_root() {
+        let root = FsPath::new("/data");
+        assert_eq!(object_path(root, "b", "dir/file.json"), Ok(PathBuf::from("/data/b/dir/file.json")));
+        for (bucket, key) in [
+            ("b", "../x"),
+            ("b", "a/../../x"),
+            ("b", "/etc/passwd"),
+            ("b", "./x"),
+            ("..", "x"),
+            ("", "x"),
+            ("b", ""),
+            ("b", "c:\\x"),
+            ("b", "a\\..\\x"),
+            ("a/b", "x"),
+        ] {
+            assert!(object_path(root, bucket, key).is_err(), "{bucket} {key}");
+        }
+    }
+
+    #[test]
+    fn csv_rows_become_objects_of_strings() {
+        let items = parse_items(b"a,b\n1,\"x, y\"\n2,z\n", &config(InputType::Csv, CsvHeaders::FirstRow), 0, 10);
+        assert_eq!(items, Ok(vec![json!({"a": "1", "b": "x, y"}), json!({"a": "2", "b": "z"})]));
+        let given = CsvHeaders::Given(vec!["p".into(), "q".into()]);
+        let items = parse_items(b"1,2\n3,4\n", &config(InputType::Csv, given), 1, 10);
+        assert_eq!(items, Ok(vec![json!({"p": "1", "q": "2"})]));
+        let dup = parse_items(b"a,a\n1,2\n", &config(InputType::Csv, CsvHeaders::FirstRow), 0, 10);
+        assert_eq!(dup.map_err(|f| f.cause), Err("CSV headers cannot contain duplicates.".to_owned()));
+        let ragged = parse_items(b"a,b\n1\n", &config(InputType::Csv, CsvHeaders::FirstRow), 0, 10);
+        assert_eq!(ragged.map_err(|f| f.error), Err(ITEM_READER_FAILED.to_owned()));
+    }
+
+    #[test]
+    fn json_and_jsonl() {
+        let json_cfg = config(InputType::Json, CsvHeaders::FirstRow);
+        assert_eq!(parse_items(b"[1, 2, 3]", &json_cfg, 2, 10), Ok(vec![json!(1), json!(2)]));
+        let err = parse_items(b"{}", &json_cfg, 0, 10).map_err(|f| f.cause);
+        assert_eq!(err, Err("Attempting to map over non-iterable node.".to_owned()));
+        let jsonl = config(InputType::Jsonl, CsvHeaders::FirstRow);
+        assert_eq!(parse_items(b"1\n\n\"a\"\r\n", &jsonl, 0, 10), Ok(vec![json!(1), json!("a")]));
+        let over = parse_items(b"1\n2\n3\n", &jsonl, 0, 2).map_err(|f| f.error);
+        assert_eq!(over, Err(ITEM_READER_FAILED.to_owned()));
+        // MaxItems stops reading before the limit matters.
+        assert_eq!(parse_items(b"1\n2\n3\n", &jsonl, 2, 2), Ok(vec![json!(1), json!(2)]));
+    }
+
+    #[test]
+    fn tolerance_thresholds() {
+        let none = Tolerance { count: None, percentage: None };
+        assert!(!none.exceeded(0, 10) && none.exceeded(1, 10));
+        let count = Tolerance { count: Some(2), percentage: None };
+        assert!(!count.exceeded(2, 10) && count.exceeded(3, 10));
+        let share = Tolerance { count: None, percentage: Some(20.0) };
+        assert!(!share.exceeded(2, 10) && share.exceeded(3, 10));
+        assert!(!share.exceeded(0, 0));
+        let both = Tolerance { count: Some(5), percentage: Some(10.0) };
+        assert!(both.exceeded(2, 10), "either threshold fails the run");
+    }
+
+    #[test]
+    fn batching_by_count_and_bytes() {
+        let items: Vec<Value> = (0..5).map(|i| json!(i)).collect();
+        let b = batches(items.clone(), Some(2), None, None).unwrap_or_default();
+        assert_eq!(b.iter().map(|(n, _)| *n).collect::<Vec<_>>(), [2, 2, 1]);
+        assert_eq!(b[0].1, json!({"Items": [0, 1]}));
+        // `{"Items":[0,1]}` is 15 bytes, `{"Items":[0,1,2]}` 17.
+        let b = batches(items.clone(), None, Some(16), Some(&json!({"k": 1}))).map_err(|f| f.cause);
+        assert!(b.is_err(), "the wrapper with BatchInput alone is over 16 bytes: {b:?}");
+        let b = batches(items, Some(10), Some(15), None).unwrap_or_default();
+        assert_eq!(b.iter().map(|(n, _)| *n).collect::<Vec<_>>(), [2, 2, 1]);
+    }
+
+    #[test]
+    fn path_values_are_checked_with_aws_messages() {
+        let p = Path::parse("$.v").unwrap_or_else(|e| panic!("{e:?}"));
+        let msg =
+            |v: Value| path_integer(&p, "MaxConcurrencyPath", &json!({"v": v}), &Value::Null).map_err(|f| f.cause);
+        assert_eq!(msg(json!(3)), Ok(3));
+        assert_eq!(msg(json!("4")), Ok(4));
+        assert_eq!(
+            msg(json!(1.5)),
+            Err("The MaxConcurrencyPath field refers to value \"1.5\" which is not a valid integer: $.v".to_owned())
+        );
+    }
+}

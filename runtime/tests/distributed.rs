@@ -1,0 +1,173 @@
+//! The DISTRIBUTED Map on the interpreter with a plugged-in [`ObjectStore`]: items read through
+//! the store, results written through it, children with histories of their own (so a run over
+//! more items than the history limit allows succeeds), and the Map item limit.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use common::*;
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use wfc_runtime::distributed::ObjectStore;
+use wfc_runtime::ir::distributed::*;
+use wfc_runtime::ir::*;
+use wfc_runtime::{EventType as E, Limits, RunOptions, Status, block_on_virtual, interp};
+
+/// An in-memory object store: what a user's S3 client would be.
+#[derive(Debug, Default)]
+struct Memory {
+    objects: Mutex<BTreeMap<(String, String), Vec<u8>>>,
+}
+
+impl ObjectStore for Memory {
+    fn get_object<'a>(&'a self, bucket: &'a str, key: &'a str) -> BoxFuture<'a, Result<Vec<u8>, String>> {
+        Box::pin(async move {
+            let objects = self.objects.lock().map_err(|e| e.to_string())?;
+            objects
+                .get(&(bucket.to_owned(), key.to_owned()))
+                .cloned()
+                .ok_or_else(|| format!("NoSuchKey: {bucket}/{key}"))
+        })
+    }
+
+    fn put_object<'a>(&'a self, bucket: &'a str, key: &'a str, bytes: Vec<u8>) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            self.objects.lock().map_err(|e| e.to_string())?.insert((bucket.to_owned(), key.to_owned()), bytes);
+            Ok(())
+        })
+    }
+}
+
+fn jsonl_map(result_writer: bool, max_concurrency: u64) -> Workflow {
+    let reader = ItemReader {
+        resource: S3_GET_OBJECT.to_owned(),
+        parameters: tpl(json!({"Bucket": "mem", "Key": "items.jsonl"})),
+        config: ReaderConfig { input_type: InputType::Jsonl, csv_headers: CsvHeaders::FirstRow, max_items: None },
+    };
+    let writer = ResultWriter { resource: S3_PUT_OBJECT.to_owned(), parameters: tpl(json!({"Bucket": "out"})) };
+    let mut pass = pass_state();
+    pass.parameters = Some(tpl(json!({"n.$": "$.n", "child.$": "$$.Execution.Name"})));
+    let spec = MapState {
+        input_path: dollar(),
+        items_path: path("$"),
+        item_selector: None,
+        item_processor: sm(vec![("Each", StateKind::Pass(pass))]),
+        max_concurrency,
+        max_concurrency_path: None,
+        distributed: Some(Box::new(DistributedMap {
+            execution_type: ExecutionType::Express,
+            item_reader: Some(reader),
+            item_batcher: None,
+            result_writer: result_writer.then_some(writer),
+            label: Some("Lines".to_owned()),
+            tolerated_failure_count: None,
+            tolerated_failure_percentage: None,
+        })),
+        result_selector: None,
+        result_path: Some(rpath("$")),
+        output_path: dollar(),
+        retry: vec![],
+        catch: vec![],
+        transition: end(),
+    };
+    workflow(vec![("M", StateKind::Map(spec))])
+}
+
+fn store_with(n: usize) -> Arc<Memory> {
+    let lines: String = (0..n).map(|i| format!("{{\"n\": {i}}}\n")).collect();
+    let store = Memory::default();
+    store
+        .objects
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(("mem".into(), "items.jsonl".into()), lines.into_bytes());
+    Arc::new(store)
+}
+
+fn run_with(wf: &Workflow, store: Arc<Memory>, limits: Limits) -> wfc_runtime::ExecutionResult {
+    let options = RunOptions::virtual_time().with_object_store(store).with_limits(limits);
+    block_on_virtual(interp::run(wf, &no_handlers(), json!({}), options))
+}
+
+#[test]
+fn items_come_from_a_plugged_in_store_and_children_have_their_own_names() {
+    let result = run_with(&jsonl_map(false, 0), store_with(3), Limits::default());
+    assert_eq!(result.status, Status::Succeeded, "{:?}", result.error);
+    let output = result.output.unwrap_or_default();
+    let ns: Vec<&Value> = output.as_array().map(|a| a.iter().map(|o| &o["n"]).collect()).unwrap_or_default();
+    assert_eq!(ns, [&json!(0), &json!(1), &json!(2)]);
+    // Each child is its own execution: `$$.Execution.Name` differs per item.
+    let names: std::collections::BTreeSet<&str> =
+        output.as_array().into_iter().flatten().filter_map(|o| o["child"].as_str()).collect();
+    assert_eq!(names.len(), 3, "{output}");
+    // The parent's history has the Map Run, not the children's states.
+    let types: Vec<E> = result.history.iter().map(|e| e.event_type).collect();
+    assert_eq!(
+        types,
+        [
+            E::ExecutionStarted,
+            E::MapStateEntered,
+            E::MapRunStarted,
+            E::MapRunSucceeded,
+            E::MapStateExited,
+            E::ExecutionSucceeded
+        ]
+    );
+}
+
+#[test]
+fn results_are_written_through_the_store() {
+    let store = store_with(2);
+    let result = run_with(&jsonl_map(true, 1), Arc::clone(&store), Limits::default());
+    assert_eq!(result.status, Status::Succeeded, "{:?}", result.error);
+    let output = result.output.unwrap_or_default();
+    let manifest_key = output["ResultWriterDetails"]["Key"].as_str().unwrap_or_default().to_owned();
+    assert_eq!(output["ResultWriterDetails"]["Bucket"], "out");
+    let objects = store.objects.lock().unwrap_or_else(|p| p.into_inner());
+    let manifest: Value = serde_json::from_slice(&objects[&("out".to_owned(), manifest_key)]).unwrap_or_default();
+    assert_eq!(manifest["MapRunArn"], output["MapRunArn"]);
+    let succeeded = manifest["ResultFiles"]["SUCCEEDED"][0]["Key"].as_str().unwrap_or_default().to_owned();
+    let results: Value = serde_json::from_slice(&objects[&("out".to_owned(), succeeded)]).unwrap_or_default();
+    assert_eq!(results.as_array().map(Vec::len), Some(2));
+    assert_eq!(results[0]["Status"], "SUCCEEDED");
+    assert_eq!(results[0]["Input"], "{\"n\":0}");
+    assert_eq!(manifest["ResultFiles"]["FAILED"], json!([]));
+}
+
+/// 30,000 items: inline, their events would pass the 25,000-event history limit; as child
+/// executions, each has its own history and the parent records six events. The results go to
+/// the ResultWriter: without one, 30,000 outputs pass the 256 KiB payload limit, as on AWS.
+#[test]
+fn a_run_larger_than_the_history_limit_succeeds() {
+    let store = store_with(30_000);
+    let result = run_with(&jsonl_map(true, 0), Arc::clone(&store), Limits::default());
+    assert_eq!(result.status, Status::Succeeded, "{:?}", result.error);
+    assert_eq!(result.history.len(), 6);
+    let objects = store.objects.lock().unwrap_or_else(|p| p.into_inner());
+    let succeeded = objects.iter().find(|((_, k), _)| k.ends_with("SUCCEEDED_0.json")).map(|(_, v)| v.clone());
+    let results: Value = serde_json::from_slice(&succeeded.unwrap_or_default()).unwrap_or_default();
+    assert_eq!(results.as_array().map(Vec::len), Some(30_000));
+    drop(objects);
+
+    let result = run_with(&jsonl_map(false, 0), store_with(30_000), Limits::default());
+    assert_eq!(result.error.map(|f| f.error), Some("States.DataLimitExceeded".to_owned()));
+}
+
+#[test]
+fn more_items_than_the_map_item_limit_fail_the_reader() {
+    let limits = Limits { max_map_items: 3, ..Limits::default() };
+    let result = run_with(&jsonl_map(false, 0), store_with(5), limits);
+    assert_eq!(result.status, Status::Failed);
+    let error = result.error.unwrap_or_else(|| wfc_runtime::Failure::runtime("none"));
+    assert_eq!(error.error, "States.ItemReaderFailed");
+    assert_eq!(error.cause, "The ItemReader read more than the Map item limit of 3 items.");
+}
+
+#[test]
+fn a_missing_object_is_item_reader_failed_with_the_stores_message() {
+    let result = run_with(&jsonl_map(false, 0), Arc::new(Memory::default()), Limits::default());
+    let error = result.error.unwrap_or_else(|| wfc_runtime::Failure::runtime("none"));
+    assert_eq!((error.error.as_str(), error.cause.as_str()), ("States.ItemReaderFailed", "NoSuchKey: mem/items.jsonl"));
+}

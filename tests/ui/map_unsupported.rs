@@ -1,3 +1,0 @@
-wfc_runtime::include_workflow!("ui/fixtures/map_unsupported.asl.json");
-
-fn main() {}

@@ -1,0 +1,589 @@
+//! The Map state's fields beyond the inline basics: `ProcessorConfig`, `MaxConcurrencyPath`,
+//! and the DISTRIBUTED mode's `ItemReader`, `ItemBatcher`, `ResultWriter`, `Label` and
+//! `ToleratedFailure*` (asl-anchor §13, §17). [`Cx::map`](super::Cx) calls these; each reports
+//! its own problems and returns `None` when the definition cannot be lowered.
+
+use wfc_ir::distributed::{
+    Count, CsvHeaders, DistributedMap, ExecutionType, InputType, ItemBatcher, ItemReader, MAX_BATCH_BYTES,
+    MAX_LABEL_CHARS, MAX_READER_ITEMS, Percentage, ReaderConfig, ResultWriter, S3_GET_OBJECT, S3_PUT_OBJECT,
+};
+
+use super::{Cx, Obj, Path, SpannedValue, Template, ValueKind, codes};
+
+/// Fields that only a DISTRIBUTED Map may have.
+const DISTRIBUTED_ONLY: &[&str] = &[
+    "ItemReader",
+    "ItemBatcher",
+    "ResultWriter",
+    "Label",
+    "ToleratedFailureCount",
+    "ToleratedFailureCountPath",
+    "ToleratedFailurePercentage",
+    "ToleratedFailurePercentagePath",
+];
+const READER_FIELDS: &[&str] = &[
+    "Resource",
+    "Parameters",
+    "ReaderConfig",
+    // Accepted by name so that each gets its own "not supported" diagnostic.
+    "Arguments",
+];
+const READER_CONFIG_FIELDS: &[&str] = &[
+    "InputType",
+    "CSVHeaderLocation",
+    "CSVHeaders",
+    "MaxItems",
+    "MaxItemsPath",
+    "CSVDelimiter",
+    "ItemsPointer",
+    "ManifestType",
+    "Transformation",
+];
+const BATCHER_FIELDS: &[&str] =
+    &["MaxItemsPerBatch", "MaxItemsPerBatchPath", "MaxInputBytesPerBatch", "MaxInputBytesPerBatchPath", "BatchInput"];
+const WRITER_FIELDS: &[&str] = &["Resource", "Parameters", "WriterConfig", "Arguments"];
+/// Largest MaxConcurrency accepted: AWS documents no maximum; this keeps it in any integer type.
+const MAX_CONCURRENCY: u64 = u32::MAX as u64;
+/// Largest ToleratedFailureCount accepted (AWS documents no maximum).
+const MAX_TOLERATED_COUNT: u64 = i64::MAX as u64;
+/// Characters AWS forbids in names, and so in a Map `Label` (besides whitespace and controls).
+const LABEL_FORBIDDEN: &[char] =
+    &['<', '>', '{', '}', '[', ']', '?', '*', '"', '#', '%', '\\', '^', '|', '~', '`', '$', '&', ',', ';', ':', '/'];
+
+/// The Map's mode, from its processor's `ProcessorConfig`.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Mode {
+    /// `INLINE` (the default).
+    Inline,
+    /// `DISTRIBUTED` with its `ExecutionType`.
+    Distributed(ExecutionType),
+}
+
+impl Cx<'_> {
+    /// The mode from `ItemProcessor.ProcessorConfig` (or the legacy `Iterator`'s); `None` when
+    /// the configuration is invalid (already reported).
+    pub(super) fn map_mode(&mut self, obj: Obj<'_>) -> Option<Mode> {
+        let Some(processor) = obj
+            .get("ItemProcessor")
+            .or_else(|| obj.get("Iterator"))
+            .and_then(|p| p.as_object().map(|entries| Obj { value: p, entries }))
+        else {
+            // No processor, or not an object: reported where the processor is lowered.
+            return Some(Mode::Inline);
+        };
+        let Some(v) = processor.get("ProcessorConfig") else {
+            return Some(Mode::Inline);
+        };
+        let config = self.object(v, "`ProcessorConfig`")?;
+        self.check_fields(config, &["Mode", "ExecutionType"], "`ProcessorConfig`");
+        let execution_type = match self.string(config, "ExecutionType") {
+            None => None,
+            Some(("STANDARD", _)) => Some(Some(ExecutionType::Standard)),
+            Some(("EXPRESS", _)) => Some(Some(ExecutionType::Express)),
+            Some((other, t)) => {
+                self.error(
+                    codes::BAD_EXECUTION_TYPE,
+                    format!("`ExecutionType` must be \"STANDARD\" or \"EXPRESS\", found \"{other}\""),
+                    t.span.clone(),
+                );
+                Some(None)
+            }
+        };
+        match self.string(config, "Mode") {
+            None if config.get("Mode").is_some() => None,
+            None | Some(("INLINE", _)) => {
+                if let Some(k) = config.key("ExecutionType") {
+                    self.error(
+                        codes::BAD_EXECUTION_TYPE,
+                        "`ExecutionType` belongs to the DISTRIBUTED Map; an INLINE Map runs its iterations inside the execution",
+                        k.span.clone(),
+                    )
+                    .help = Some("remove it, or set `\"Mode\": \"DISTRIBUTED\"`".to_owned());
+                    return None;
+                }
+                Some(Mode::Inline)
+            }
+            Some(("DISTRIBUTED", m)) => match execution_type {
+                Some(Some(t)) => Some(Mode::Distributed(t)),
+                Some(None) => None,
+                None => {
+                    self.error(
+                        codes::BAD_EXECUTION_TYPE,
+                        "a DISTRIBUTED Map needs `ExecutionType` in its `ProcessorConfig`",
+                        m.span.clone(),
+                    )
+                    .help = Some("add `\"ExecutionType\": \"STANDARD\"` (or \"EXPRESS\")".to_owned());
+                    None
+                }
+            },
+            Some((other, m)) => {
+                self.error(
+                    codes::WRONG_TYPE,
+                    format!("`Mode` must be \"INLINE\" or \"DISTRIBUTED\", found \"{other}\""),
+                    m.span.clone(),
+                );
+                None
+            }
+        }
+    }
+
+    /// `MaxConcurrency` (default 0, no limit) or `MaxConcurrencyPath`, not both.
+    pub(super) fn map_concurrency(&mut self, obj: Obj<'_>) -> Option<(u64, Option<Path>)> {
+        if let (Some(l), Some(p)) = (obj.key("MaxConcurrency"), obj.key("MaxConcurrencyPath")) {
+            let d = self.error(
+                codes::MAP_EXCLUSIVE,
+                "`MaxConcurrency` and `MaxConcurrencyPath` cannot both be given",
+                p.span.clone(),
+            );
+            d.labels.push((l.span.clone(), "`MaxConcurrency` is here".to_owned()));
+            d.help = Some("keep one of them".to_owned());
+            return None;
+        }
+        if obj.get("MaxConcurrencyPath").is_some() {
+            return self.reference_path(obj, "MaxConcurrencyPath").map(|p| (0, Some(p)));
+        }
+        match obj.get("MaxConcurrency") {
+            None => Some((0, None)),
+            Some(v) => self.integer(v, "MaxConcurrency", codes::WRONG_TYPE, 0, MAX_CONCURRENCY).map(|n| (n, None)),
+        }
+    }
+
+    /// A Reference Path field (one node: no wildcards, filters or functions).
+    fn reference_path(&mut self, obj: Obj<'_>, key: &str) -> Option<Path> {
+        let p = self.path_field(obj, key)?;
+        if !p.is_singular() || p.function().is_some() {
+            let span = obj.get(key).map_or(obj.head(), |v| v.span.clone());
+            self.error(
+                codes::BAD_REFERENCE_PATH,
+                format!("`{key}` must be a Reference Path (one node, no wildcards, filters or functions)"),
+                span,
+            )
+            .help = Some("name the value with `.field`, `['field']` and `[index]` steps only".to_owned());
+            return None;
+        }
+        Some(p)
+    }
+
+    /// An integer field `key` with a `{key}Path` form: at most one of the two, the literal in
+    /// `min..=max` (range problems reported under `code`). `Err` when invalid.
+    fn count(&mut self, obj: Obj<'_>, key: &str, code: &'static str, min: u64, max: u64) -> Result<Option<Count>, ()> {
+        let path_key = format!("{key}Path");
+        match (obj.get(key), obj.get(&path_key)) {
+            (Some(_), Some(_)) => {
+                self.exclusive(obj, key, &path_key);
+                Err(())
+            }
+            (Some(v), None) => self.integer(v, key, code, min, max).map(|n| Some(Count::Fixed(n))).ok_or(()),
+            (None, Some(_)) => self.reference_path(obj, &path_key).map(|p| Some(Count::Path(p))).ok_or(()),
+            (None, None) => Ok(None),
+        }
+    }
+
+    fn exclusive(&mut self, obj: Obj<'_>, key: &str, path_key: &str) {
+        let (Some(l), Some(p)) = (obj.key(key), obj.key(path_key)) else {
+            return;
+        };
+        let d =
+            self.error(codes::MAP_EXCLUSIVE, format!("`{key}` and `{path_key}` cannot both be given"), p.span.clone());
+        d.labels.push((l.span.clone(), format!("`{key}` is here")));
+        d.help = Some("keep one of them".to_owned());
+    }
+
+    /// The DISTRIBUTED fields: `None` when one is invalid (or given to an INLINE Map), else the
+    /// lowered fields (`Some(None)` for an INLINE Map).
+    pub(super) fn distributed_fields(&mut self, obj: Obj<'_>, mode: Mode) -> Option<Option<Box<DistributedMap>>> {
+        let Mode::Distributed(execution_type) = mode else {
+            let mut ok = true;
+            for field in DISTRIBUTED_ONLY {
+                if let Some(k) = obj.key(field) {
+                    self.error(
+                        codes::MAP_DISTRIBUTED_ONLY,
+                        format!("`{field}` is only allowed in a DISTRIBUTED Map"),
+                        k.span.clone(),
+                    )
+                    .help = Some(
+                        "add `\"ProcessorConfig\": {\"Mode\": \"DISTRIBUTED\", \"ExecutionType\": \"STANDARD\"}` to the \
+                         `ItemProcessor`, or remove the field"
+                            .to_owned(),
+                    );
+                    ok = false;
+                }
+            }
+            return ok.then_some(None);
+        };
+        let mut ok = true;
+        let item_reader = match obj.get("ItemReader") {
+            None => None,
+            Some(v) => {
+                if let Some(k) = obj.key("ItemsPath") {
+                    self.error(
+                        codes::BAD_ITEM_READER,
+                        "`ItemsPath` cannot be used with `ItemReader`: the items come from the reader",
+                        k.span.clone(),
+                    )
+                    .help = Some("remove `ItemsPath`".to_owned());
+                    ok = false;
+                }
+                let r = self.item_reader(v);
+                ok &= r.is_some();
+                r
+            }
+        };
+        let item_batcher = match obj.get("ItemBatcher") {
+            None => None,
+            Some(v) => {
+                let b = self.item_batcher(v);
+                ok &= b.is_some();
+                b
+            }
+        };
+        let result_writer = match obj.get("ResultWriter") {
+            None => None,
+            Some(v) => {
+                let w = self.result_writer(v);
+                ok &= w.is_some();
+                w
+            }
+        };
+        let label = match self.string(obj, "Label") {
+            None => {
+                ok &= obj.get("Label").is_none();
+                None
+            }
+            Some((s, v)) => {
+                let bad = s.chars().find(|c| c.is_whitespace() || c.is_control() || LABEL_FORBIDDEN.contains(c));
+                let problem = if s.is_empty() {
+                    Some("`Label` cannot be empty".to_owned())
+                } else if s.chars().count() > MAX_LABEL_CHARS {
+                    Some(format!("`Label` is longer than {MAX_LABEL_CHARS} characters"))
+                } else {
+                    bad.map(|c| format!("`Label` cannot contain {c:?}"))
+                };
+                match problem {
+                    Some(message) => {
+                        self.error(codes::BAD_MAP_LABEL, message, v.span.clone()).help = Some(
+                            "a label names the Map Run's child executions: at most 40 characters, no whitespace, \
+                             brackets, wildcards or `\"#%\\^|~`$&,;:/`"
+                                .to_owned(),
+                        );
+                        ok = false;
+                        None
+                    }
+                    None => Some(s.to_owned()),
+                }
+            }
+        };
+        let tolerated_failure_count =
+            self.count(obj, "ToleratedFailureCount", codes::BAD_TOLERATED_FAILURE, 0, MAX_TOLERATED_COUNT);
+        let tolerated_failure_percentage = self.percentage(obj);
+        let (Ok(tolerated_failure_count), Ok(tolerated_failure_percentage)) =
+            (tolerated_failure_count, tolerated_failure_percentage)
+        else {
+            return None;
+        };
+        if !ok {
+            return None;
+        }
+        Some(Some(Box::new(DistributedMap {
+            execution_type,
+            item_reader,
+            item_batcher,
+            result_writer,
+            label,
+            tolerated_failure_count,
+            tolerated_failure_percentage,
+        })))
+    }
+
+    /// `ToleratedFailurePercentage` (a number from 0 to 100) or its `Path` form.
+    fn percentage(&mut self, obj: Obj<'_>) -> Result<Option<Percentage>, ()> {
+        const KEY: &str = "ToleratedFailurePercentage";
+        const PATH_KEY: &str = "ToleratedFailurePercentagePath";
+        match (obj.get(KEY), obj.get(PATH_KEY)) {
+            (Some(_), Some(_)) => {
+                self.exclusive(obj, KEY, PATH_KEY);
+                Err(())
+            }
+            (Some(v), None) => match &v.kind {
+                ValueKind::Number(n) => match n.as_f64() {
+                    Some(f) if (0.0..=100.0).contains(&f) => Ok(Some(Percentage::Fixed(f))),
+                    _ => {
+                        self.error(
+                            codes::BAD_TOLERATED_FAILURE,
+                            format!("`{KEY}` must be between 0 and 100, found {n}"),
+                            v.span.clone(),
+                        );
+                        Err(())
+                    }
+                },
+                other => {
+                    self.error(
+                        codes::WRONG_TYPE,
+                        format!("`{KEY}` must be a number, found {}", other.type_name()),
+                        v.span.clone(),
+                    );
+                    Err(())
+                }
+            },
+            (None, Some(_)) => self.reference_path(obj, PATH_KEY).map(|p| Some(Percentage::Path(p))).ok_or(()),
+            (None, None) => Ok(None),
+        }
+    }
+
+    /// `Parameters` of an ItemReader or ResultWriter: an object whose keys are among `allowed`
+    /// (each literal or `.$`), with every key of `required`.
+    fn s3_parameters(
+        &mut self,
+        owner: Obj<'_>,
+        what: &str,
+        code: &'static str,
+        allowed: &[&str],
+        required: &[&str],
+    ) -> Option<Template> {
+        let Some(v) = owner.get("Parameters") else {
+            self.error(code, format!("{what} is missing the required field `Parameters`"), owner.head()).help =
+                Some(format!(
+                    "add `\"Parameters\": {{{}}}`",
+                    required.iter().map(|k| format!("\"{k}\": ...")).collect::<Vec<_>>().join(", ")
+                ));
+            return None;
+        };
+        let params = self.object(v, &format!("`Parameters` of {what}"))?;
+        let mut ok = true;
+        for (k, _) in params.entries {
+            let base = k.name.strip_suffix(".$").unwrap_or(&k.name);
+            if !allowed.contains(&base) {
+                let d = self.error(
+                    codes::MAP_UNSUPPORTED,
+                    format!("`{}` is not supported in the `Parameters` of {what}", k.name),
+                    k.span.clone(),
+                );
+                d.help = Some(format!("wfc reads and writes local files named by {}", allowed.join(" and ")));
+                ok = false;
+            }
+        }
+        for key in required {
+            if params.get(key).is_none() && params.get(&format!("{key}.$")).is_none() {
+                self.error(code, format!("the `Parameters` of {what} need `{key}` (or `{key}.$`)"), params.head());
+                ok = false;
+            }
+        }
+        let template = self.template(v);
+        ok.then_some(template)
+    }
+
+    fn item_reader(&mut self, v: &SpannedValue) -> Option<ItemReader> {
+        let obj = self.object(v, "`ItemReader`")?;
+        self.check_fields(obj, READER_FIELDS, "`ItemReader`");
+        if let Some(k) = obj.key("Arguments") {
+            self.error(codes::MAP_UNSUPPORTED, "`Arguments` belongs to JSONata; use `Parameters`", k.span.clone());
+            return None;
+        }
+        let (resource, rv) = self.required_string(obj, "Resource", "`ItemReader`")?;
+        match resource {
+            S3_GET_OBJECT => {}
+            "arn:aws:states:::s3:listObjectsV2" => {
+                self.error(
+                    codes::MAP_UNSUPPORTED,
+                    "the `s3:listObjectsV2` ItemReader is not supported: wfc reads the items of one local file",
+                    rv.span.clone(),
+                )
+                .help = Some(format!("use `{S3_GET_OBJECT}` with `Bucket` and `Key`"));
+                return None;
+            }
+            other => {
+                self.error(codes::BAD_ITEM_READER, format!("unknown ItemReader resource `{other}`"), rv.span.clone())
+                    .help = Some(format!("use `{S3_GET_OBJECT}` with `Bucket` and `Key`"));
+                return None;
+            }
+        }
+        let parameters =
+            self.s3_parameters(obj, "`ItemReader`", codes::BAD_ITEM_READER, &["Bucket", "Key"], &["Bucket", "Key"]);
+        let config = self.reader_config(obj);
+        Some(ItemReader { resource: resource.to_owned(), parameters: parameters?, config: config? })
+    }
+
+    fn reader_config(&mut self, reader: Obj<'_>) -> Option<ReaderConfig> {
+        let Some(v) = reader.get("ReaderConfig") else {
+            self.error(
+                codes::BAD_READER_CONFIG,
+                "an `s3:getObject` ItemReader needs `ReaderConfig` with `InputType`",
+                reader.head(),
+            )
+            .help = Some("add `\"ReaderConfig\": {\"InputType\": \"JSON\"}` (or \"JSONL\", \"CSV\")".to_owned());
+            return None;
+        };
+        let obj = self.object(v, "`ReaderConfig`")?;
+        self.check_fields(obj, READER_CONFIG_FIELDS, "`ReaderConfig`");
+        let mut ok = true;
+        for field in ["ItemsPointer", "ManifestType", "Transformation"] {
+            if let Some(k) = obj.key(field) {
+                self.error(codes::MAP_UNSUPPORTED, format!("`ReaderConfig.{field}` is not supported"), k.span.clone());
+                ok = false;
+            }
+        }
+        if let Some((d, dv)) = self.string(obj, "CSVDelimiter")
+            && d != "COMMA"
+        {
+            self.error(
+                codes::MAP_UNSUPPORTED,
+                format!("`CSVDelimiter` \"{d}\" is not supported; wfc reads comma-separated files"),
+                dv.span.clone(),
+            );
+            ok = false;
+        }
+        let input_type = match self.required_string(obj, "InputType", "`ReaderConfig`") {
+            None => None,
+            Some(("JSON", _)) => Some(InputType::Json),
+            Some(("JSONL", _)) => Some(InputType::Jsonl),
+            Some(("CSV", _)) => Some(InputType::Csv),
+            Some((t @ ("PARQUET" | "MANIFEST"), tv)) => {
+                self.error(codes::MAP_UNSUPPORTED, format!("`InputType` \"{t}\" is not supported"), tv.span.clone())
+                    .help = Some("wfc reads JSON, JSONL and CSV files".to_owned());
+                None
+            }
+            Some((other, tv)) => {
+                self.error(
+                    codes::BAD_READER_CONFIG,
+                    format!("`InputType` must be \"JSON\", \"JSONL\" or \"CSV\", found \"{other}\""),
+                    tv.span.clone(),
+                );
+                None
+            }
+        };
+        let csv_headers = self.csv_headers(obj, input_type);
+        let max_items = self.count(obj, "MaxItems", codes::BAD_READER_CONFIG, 0, MAX_READER_ITEMS);
+        let (Some(input_type), Some(csv_headers), Ok(max_items)) = (input_type, csv_headers, max_items) else {
+            return None;
+        };
+        ok.then_some(ReaderConfig { input_type, csv_headers, max_items })
+    }
+
+    fn csv_headers(&mut self, obj: Obj<'_>, input_type: Option<InputType>) -> Option<CsvHeaders> {
+        let is_csv = input_type == Some(InputType::Csv);
+        if !is_csv && input_type.is_some() {
+            let mut ok = true;
+            for field in ["CSVHeaderLocation", "CSVHeaders", "CSVDelimiter"] {
+                if let Some(k) = obj.key(field) {
+                    self.error(
+                        codes::BAD_READER_CONFIG,
+                        format!("`{field}` is only for `\"InputType\": \"CSV\"`"),
+                        k.span.clone(),
+                    )
+                    .help = Some("remove it, or read a CSV file".to_owned());
+                    ok = false;
+                }
+            }
+            return ok.then_some(CsvHeaders::FirstRow);
+        }
+        let given = match self.string(obj, "CSVHeaderLocation") {
+            None if obj.get("CSVHeaderLocation").is_some() => return None,
+            None | Some(("FIRST_ROW", _)) => false,
+            Some(("GIVEN", _)) => true,
+            Some((other, v)) => {
+                self.error(
+                    codes::BAD_READER_CONFIG,
+                    format!("`CSVHeaderLocation` must be \"FIRST_ROW\" or \"GIVEN\", found \"{other}\""),
+                    v.span.clone(),
+                );
+                return None;
+            }
+        };
+        match (given, obj.get("CSVHeaders")) {
+            (false, None) => Some(CsvHeaders::FirstRow),
+            (false, Some(_)) => {
+                let k = obj.key("CSVHeaders").map_or(obj.head(), |k| k.span.clone());
+                self.error(codes::BAD_READER_CONFIG, "`CSVHeaders` needs `\"CSVHeaderLocation\": \"GIVEN\"`", k).help =
+                    Some(
+                        "add `\"CSVHeaderLocation\": \"GIVEN\"`, or remove `CSVHeaders` to read the file's first row"
+                            .to_owned(),
+                    );
+                None
+            }
+            (true, None) => {
+                let k = obj.get("CSVHeaderLocation").map_or(obj.head(), |v| v.span.clone());
+                self.error(codes::BAD_READER_CONFIG, "`\"CSVHeaderLocation\": \"GIVEN\"` needs `CSVHeaders`", k).help =
+                    Some("add `\"CSVHeaders\": [\"col1\", \"col2\", ...]`".to_owned());
+                None
+            }
+            (true, Some(v)) => {
+                let names: Option<Vec<String>> =
+                    v.as_array().and_then(|items| items.iter().map(|i| i.as_str().map(str::to_owned)).collect());
+                match names {
+                    Some(names) if !names.is_empty() => Some(CsvHeaders::Given(names)),
+                    _ => {
+                        self.error(
+                            codes::BAD_READER_CONFIG,
+                            "`CSVHeaders` must be a non-empty array of strings",
+                            v.span.clone(),
+                        );
+                        None
+                    }
+                }
+            }
+        }
+    }
+
+    fn item_batcher(&mut self, v: &SpannedValue) -> Option<ItemBatcher> {
+        let obj = self.object(v, "`ItemBatcher`")?;
+        self.check_fields(obj, BATCHER_FIELDS, "`ItemBatcher`");
+        let max_items_per_batch = self.count(obj, "MaxItemsPerBatch", codes::BAD_ITEM_BATCHER, 1, MAX_READER_ITEMS);
+        let max_input_bytes_per_batch =
+            self.count(obj, "MaxInputBytesPerBatch", codes::BAD_ITEM_BATCHER, 1, MAX_BATCH_BYTES);
+        let batch_input = match obj.get("BatchInput") {
+            None => Some(None),
+            Some(b) if b.as_object().is_some() => Some(Some(self.template(b))),
+            Some(b) => {
+                self.error(
+                    codes::BAD_ITEM_BATCHER,
+                    format!("`BatchInput` must be an object, found {}", b.kind.type_name()),
+                    b.span.clone(),
+                );
+                None
+            }
+        };
+        let (Ok(max_items_per_batch), Ok(max_input_bytes_per_batch), Some(batch_input)) =
+            (max_items_per_batch, max_input_bytes_per_batch, batch_input)
+        else {
+            return None;
+        };
+        if max_items_per_batch.is_none() && max_input_bytes_per_batch.is_none() {
+            self.error(
+                codes::BAD_ITEM_BATCHER,
+                "`ItemBatcher` needs `MaxItemsPerBatch` or `MaxInputBytesPerBatch` (or their `Path` forms)",
+                obj.head(),
+            );
+            return None;
+        }
+        Some(ItemBatcher { max_items_per_batch, max_input_bytes_per_batch, batch_input })
+    }
+
+    fn result_writer(&mut self, v: &SpannedValue) -> Option<ResultWriter> {
+        let obj = self.object(v, "`ResultWriter`")?;
+        self.check_fields(obj, WRITER_FIELDS, "`ResultWriter`");
+        for field in ["WriterConfig", "Arguments"] {
+            if let Some(k) = obj.key(field) {
+                self.error(
+                    codes::MAP_UNSUPPORTED,
+                    format!("`ResultWriter.{field}` is not supported"),
+                    k.span.clone(),
+                )
+                .help = Some("give `Resource` and `Parameters` (`Bucket`, `Prefix`) only".to_owned());
+                return None;
+            }
+        }
+        let (resource, rv) = self.required_string(obj, "Resource", "`ResultWriter`")?;
+        if resource != S3_PUT_OBJECT {
+            self.error(
+                codes::BAD_RESULT_WRITER,
+                format!("unknown ResultWriter resource `{resource}`"),
+                rv.span.clone(),
+            )
+            .help = Some(format!("use `{S3_PUT_OBJECT}` with `Bucket` and `Prefix`"));
+            return None;
+        }
+        let parameters =
+            self.s3_parameters(obj, "`ResultWriter`", codes::BAD_RESULT_WRITER, &["Bucket", "Prefix"], &["Bucket"])?;
+        Some(ResultWriter { resource: resource.to_owned(), parameters })
+    }
+}
