@@ -14,6 +14,8 @@
 //! - `durable` (feature `durable`): checkpoint and replay on a SQLite store, so an execution
 //!   resumes after a crash without re-running completed tasks (docs/durable.md).
 //! - [`limits`]: payload, history and nesting limits ([`RunOptions::limits`]), with AWS's errors.
+//! - [`distributed`]: the DISTRIBUTED Map's Map Runs, child executions, and the [`distributed::ObjectStore`]
+//!   its ItemReader and ResultWriter use (local directories by default).
 //!
 //! ```
 //! use wfc_runtime::interp::{self, Handlers};
