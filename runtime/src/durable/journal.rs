@@ -13,7 +13,8 @@ use super::{
     CheckpointToken, Completion, ExecutionRecord, NewExecution, OpStatus, OpType, Operation, OperationUpdate, Store,
     StoreError,
 };
-use crate::task::Attempt;
+use super::suspend::{Pending, Suspender};
+use crate::task::{Attempt, StepRequest};
 use crate::{Clock, ExecutionResult, Failure};
 
 /// What [`Journal::open`] found.
@@ -36,6 +37,8 @@ pub struct Journal {
     /// Held across a checkpoint so concurrent Parallel branches write one batch at a time, each
     /// with the token the previous one returned.
     token: tokio::sync::Mutex<CheckpointToken>,
+    /// Replay-only runs (the adapters): park at unrecorded operations instead of running them.
+    suspender: Option<Arc<Suspender>>,
 }
 
 impl fmt::Debug for Journal {
@@ -58,6 +61,19 @@ impl Journal {
         input: &Value,
         clock: &Clock,
     ) -> Result<Opened, StoreError> {
+        Journal::open_suspending(store, name, workflow, input, clock, None).await
+    }
+
+    /// [`Journal::open`] for a replay-only run: with a `suspender`, the operations its policy
+    /// names are parked when they have no recorded outcome (see [`super::suspend`]).
+    pub async fn open_suspending(
+        store: Arc<dyn Store>,
+        name: &str,
+        workflow: &str,
+        input: &Value,
+        clock: &Clock,
+        suspender: Option<Arc<Suspender>>,
+    ) -> Result<Opened, StoreError> {
         let new = NewExecution {
             name: name.to_owned(),
             workflow: workflow.to_owned(),
@@ -75,6 +91,7 @@ impl Journal {
             existed: claim.existed,
             recorded: Mutex::new(recorded),
             token: tokio::sync::Mutex::new(claim.token),
+            suspender,
         })))
     }
 
@@ -93,6 +110,12 @@ impl Journal {
         self.existed
     }
 
+    /// Whether Task attempts must pass a [`StepRequest`] to [`Journal::step`]: a suspending
+    /// journal reports it when it parks the attempt.
+    pub fn wants_step_requests(&self) -> bool {
+        self.suspender.as_ref().is_some_and(|s| s.policy().steps)
+    }
+
     /// The store.
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.store
@@ -105,6 +128,7 @@ impl Journal {
 
     /// Writes `updates` as one atomic checkpoint, then mirrors them in memory.
     pub async fn checkpoint(&self, updates: Vec<OperationUpdate>) -> Result<(), StoreError> {
+        let _in_flight = self.suspender.as_ref().map(|s| s.in_flight());
         let mut token = self.token.lock().await;
         *token = self.store.checkpoint(&self.record.name, *token, updates.clone()).await?;
         let mut recorded = self.recorded.lock().unwrap_or_else(|p| p.into_inner());
@@ -147,11 +171,21 @@ impl Journal {
 
     /// One Task attempt: replayed if its outcome is recorded; otherwise checkpointed as STARTED,
     /// run, and its outcome checkpointed before the state goes on.
-    pub(crate) async fn step<Fut>(&self, id: String, name: &str, run: Fut) -> Result<Attempt, Failure>
+    ///
+    /// `request` (given when [`Journal::wants_step_requests`]) is what a suspending journal
+    /// reports when it parks the attempt instead of running it.
+    pub(crate) async fn step<Fut>(
+        &self,
+        id: String,
+        name: &str,
+        request: Option<StepRequest>,
+        run: Fut,
+    ) -> Result<Attempt, Failure>
     where
         Fut: Future<Output = Attempt>,
     {
-        if let Some(op) = self.recorded(&id) {
+        let recorded = self.recorded(&id);
+        if let Some(op) = recorded.clone() {
             match op.status {
                 OpStatus::Succeeded => return Ok(Attempt::Succeeded(op.result.unwrap_or(Value::Null))),
                 OpStatus::Failed => {
@@ -170,6 +204,12 @@ impl Journal {
                 OpStatus::Started | OpStatus::Cancelled => {}
             }
         }
+        if let (Some(suspender), Some(request)) = (&self.suspender, request)
+            && suspender.policy().steps
+        {
+            let started = recorded.is_some_and(|op| op.status == OpStatus::Started);
+            match suspender.park(Pending::Step { id, name: name.to_owned(), request, started }).await {}
+        }
         let update = |status, result, failure: Option<&Failure>| OperationUpdate {
             id: id.clone(),
             op_type: OpType::Step,
@@ -182,7 +222,10 @@ impl Journal {
             due_at_ms: None,
         };
         self.checkpoint(vec![update(OpStatus::Started, None, None)]).await.map_err(store_failure)?;
-        let attempt = run.await;
+        let attempt = {
+            let _in_flight = self.suspender.as_ref().map(|s| s.in_flight());
+            run.await
+        };
         let done = match &attempt {
             Attempt::Succeeded(v) => update(OpStatus::Succeeded, Some(v.clone()), None),
             Attempt::Failed(f) => update(OpStatus::Failed, None, Some(f)),
@@ -215,6 +258,7 @@ impl Journal {
             due_at_ms,
         };
         let recorded = self.recorded(&id);
+        let parking = self.suspender.as_ref().filter(|s| s.policy().timers);
         let remaining = match &recorded {
             Some(op) if op.status.is_terminal() => return Ok(()),
             Some(op) => match op.due_at_ms.and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok()) {
@@ -235,6 +279,16 @@ impl Journal {
                 delay
             }
         };
+        if let Some(suspender) = parking {
+            let pending = Pending::Timer {
+                id: id.clone(),
+                name: name.to_owned(),
+                subtype: subtype.to_owned(),
+                delay: remaining,
+                started: recorded.is_some(),
+            };
+            match suspender.park(pending).await {}
+        }
         clock.sleep(remaining).await;
         self.checkpoint(vec![update(OpStatus::Succeeded, None)]).await.map_err(store_failure)
     }

@@ -25,6 +25,7 @@
 
 mod journal;
 mod sqlite;
+pub mod suspend;
 
 pub use journal::{Journal, Opened};
 pub use sqlite::{SqliteStore, Synchronous};
