@@ -3,6 +3,7 @@
 //! Exit codes (all commands): 0 success; 1 the thing checked failed (invalid definition, failed
 //! or timed-out execution, failing test cases); 2 usage, I/O or definition error. See docs/cli.md.
 
+mod adapters;
 mod case;
 mod check;
 mod compiled;
@@ -43,6 +44,9 @@ enum Command {
     Test(TestArgs),
     /// Inspect durable executions in a store (see `wfc run --store`).
     Executions(ExecutionsArgs),
+    /// Answer an Amazon SWF decision task (PollForDecisionTask JSON on stdin) with the
+    /// RespondDecisionTaskCompleted request.
+    Decide(adapters::DecideArgs),
 }
 
 /// `wfc executions`.
@@ -330,6 +334,7 @@ fn main() -> ExitCode {
         },
         Command::Executions(args) => durable::executions(&args),
         Command::Test(args) => test_cmd::run(&args),
+        Command::Decide(args) => adapters::decide(&args),
     };
     exit.into()
 }

@@ -7,8 +7,10 @@
 //! ([`crate::durable::suspend`]).
 //!
 //! - [`swf`]: an Amazon SWF decider, a pure function from a decision task to its decisions.
+//! - [`lambda_durable`]: an AWS Lambda durable function (the invocation and checkpoint protocol).
 //!
 //! The mappings and what is not supported: docs/adapters.md.
 
+pub mod lambda_durable;
 pub mod memory;
 pub mod swf;

@@ -195,12 +195,11 @@ where
     let outcome = run_until_suspended(&suspender, run(view.input.clone(), options)).await;
 
     match outcome {
-        Some(result) => {
+        Ok(result) => {
             out.cancel_open(&view, &HashSet::new());
             out.close(&result);
         }
-        None => {
-            let pending = suspender.pending();
+        Err(pending) => {
             let waiting: HashSet<&str> = pending.iter().map(Pending::id).collect();
             out.cancel_open(&view, &waiting);
             if let Some(continued) = view.continue_as_new(config, &pending) {

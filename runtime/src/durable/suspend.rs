@@ -111,9 +111,10 @@ impl Suspender {
 
     /// Whether the execution can make no more progress: something is parked and nothing that
     /// could wake a line of control is in flight.
-    fn stuck(&self) -> bool {
+    /// The parked operations, when the execution is stuck.
+    fn stuck(&self) -> Option<Vec<Pending>> {
         let state = self.lock();
-        !state.parked.is_empty() && state.in_flight == 0
+        (!state.parked.is_empty() && state.in_flight == 0).then(|| state.parked.values().cloned().collect())
     }
 
     /// Parks the calling line of control on `pending` for good. Dropping the returned future (a
@@ -177,14 +178,15 @@ impl Wake for FlagWaker {
     }
 }
 
-/// Runs `execution` until it finishes (`Some(output)`) or every line of control is parked on
-/// `suspender` with nothing in flight (`None`: read [`Suspender::pending`]).
+/// Runs `execution` until it finishes (`Ok(output)`) or every line of control is parked on
+/// `suspender` with nothing in flight (`Err(pending)`: what it waits for, in the order reached;
+/// the execution is dropped, which withdraws its entries from the suspender).
 ///
 /// After each poll that leaves the execution pending, it is stuck when no wake arrived during
 /// the poll, something is parked, and no handler or checkpoint is in flight: nothing can wake it
 /// any more. The execution must run on this task (branches joined, not spawned), which is how
 /// both engines run Parallel and Map.
-pub async fn run_until_suspended<F: Future>(suspender: &Suspender, execution: F) -> Option<F::Output> {
+pub async fn run_until_suspended<F: Future>(suspender: &Suspender, execution: F) -> Result<F::Output, Vec<Pending>> {
     UntilSuspended { execution: Box::pin(execution), suspender, waker: None }.await
 }
 
@@ -195,7 +197,7 @@ struct UntilSuspended<'a, F: Future> {
 }
 
 impl<F: Future> Future for UntilSuspended<'_, F> {
-    type Output = Option<F::Output>;
+    type Output = Result<F::Output, Vec<Pending>>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let flag = match &self.waker {
@@ -213,13 +215,15 @@ impl<F: Future> Future for UntilSuspended<'_, F> {
         let mut inner_cx = Context::from_waker(&waker);
         flag.woken.store(false, Ordering::SeqCst);
         match self.execution.as_mut().poll(&mut inner_cx) {
-            Poll::Ready(output) => Poll::Ready(Some(output)),
+            Poll::Ready(output) => Poll::Ready(Ok(output)),
             // Woken while being polled (a joined branch yielded, a lock was handed over, tokio's
             // cooperative budget ran out): the wake reached the caller's waker too, so the
             // execution is polled again before anyone judges it stuck.
             Poll::Pending if flag.woken.load(Ordering::SeqCst) => Poll::Pending,
-            Poll::Pending if self.suspender.stuck() => Poll::Ready(None),
-            Poll::Pending => Poll::Pending,
+            Poll::Pending => match self.suspender.stuck() {
+                Some(pending) => Poll::Ready(Err(pending)),
+                None => Poll::Pending,
+            },
         }
     }
 }
