@@ -135,7 +135,7 @@ struct Sim<'a> {
 }
 
 impl<'a> Sim<'a> {
-    fn new(workflow: &'a Workflow, input: &Value, mocks: HashMap<String, Vec<Mock>>, seed: u64) -> Sim<'a> {
+    fn new(workflow: &'a Workflow, name: &str, input: &Value, mocks: HashMap<String, Vec<Mock>>, seed: u64) -> Sim<'a> {
         let start = wfc_runtime::clock::VIRTUAL_EPOCH_SECONDS as f64;
         let mut resource_of = HashMap::new();
         fn walk(m: &StateMachine, out: &mut HashMap<String, String>) {
@@ -153,8 +153,8 @@ impl<'a> Sim<'a> {
         let mut sim = Sim {
             workflow,
             config: SwfConfig { seed, ..SwfConfig::default() },
-            // The name the runner gives an execution, so `$$.Execution.Name` is the same.
-            workflow_id: format!("{}-{seed:016x}", workflow.name),
+            // `wfc test` names each execution after its case: `$$.Execution.Name` is the same.
+            workflow_id: name.to_owned(),
             events: Vec::new(),
             now: start,
             start,
@@ -217,7 +217,9 @@ impl<'a> Sim<'a> {
         let resource = self.resource_of.get(&state).cloned().unwrap_or_default();
         let key = if self.mocks.contains_key(&state) { state } else { resource };
         let Some(list) = self.mocks.get(&key) else {
-            return Mock { answer: Answer::Throw("Wfc.NoMock".into(), format!("no mock for {key}")), delay: 0.0 };
+            // What `wfc test` answers an unmocked Task with.
+            let cause = format!("no mock for state {:?} (resource {:?}); add one to the case's \"mocks\"", state_of(op_id), self.resource_of.get(state_of(op_id)).cloned().unwrap_or_default());
+            return Mock { answer: Answer::Throw("Wfc.NoMock".into(), cause), delay: 0.0 };
         };
         let n = self.used.entry(key).or_insert(0);
         let m = list[(*n).min(list.len() - 1)].clone();
@@ -486,7 +488,7 @@ fn every_eligible_case_runs_to_its_expected_end_through_the_decider() {
             };
             let input = case.get("input").cloned().unwrap_or(json!({}));
             let seed = case.get("seed").and_then(Value::as_u64).unwrap_or(0);
-            let mut sim = Sim::new(&loaded.workflow, &input, mocks, seed);
+            let mut sim = Sim::new(&loaded.workflow, &name, &input, mocks, seed);
             // Every third case polls in pages of 5 events, newest first.
             if ran % 3 == 1 {
                 sim.page_size = 5;

@@ -335,6 +335,8 @@ struct HistoryView {
     operations: Vec<Operation>,
     index: HashMap<String, usize>,
     by_event: HashMap<u64, String>,
+    /// `startToCloseTimeout` of each scheduled activity or Lambda function, by operation id.
+    timeouts: HashMap<String, u64>,
     open: BTreeMap<String, OpenItem>,
     /// The latest refusal of a schedule decision, by SWF id: its cause.
     refused: HashMap<String, String>,
@@ -398,6 +400,7 @@ impl HistoryView {
             operations: Vec::new(),
             index: HashMap::new(),
             by_event: HashMap::new(),
+            timeouts: HashMap::new(),
             open: BTreeMap::new(),
             refused: HashMap::new(),
             cancel_requested: None,
@@ -491,6 +494,9 @@ impl HistoryView {
                     (text(a, "id").unwrap_or_default().to_owned(), Open::Lambda)
                 };
                 self.refused.remove(&swf);
+                if let Some(secs) = seconds(text(a, "startToCloseTimeout")) {
+                    self.timeouts.insert(id.clone(), secs);
+                }
                 self.upsert(&id, OpType::Step, OpStatus::Started, |_| {});
                 self.by_event.insert(event_id, id.clone());
                 self.open.insert(id, OpenItem { what: open, cancel_requested: false });
@@ -508,7 +514,14 @@ impl HistoryView {
             "ActivityTaskTimedOut" | "LambdaFunctionTimedOut" => {
                 let id = self.scheduled(a, "scheduledEventId");
                 let kind = text(a, "timeoutType").unwrap_or("START_TO_CLOSE");
-                let cause = format!("the task timed out ({kind})");
+                // The causes the runtime gives its own timeouts: TimeoutSeconds names its
+                // limit, a missed heartbeat has none.
+                let limit = id.as_ref().and_then(|id| self.timeouts.get(id));
+                let cause = match (kind, limit) {
+                    ("START_TO_CLOSE", Some(secs)) => format!("the task did not finish within TimeoutSeconds ({secs} s)"),
+                    ("HEARTBEAT", _) => String::new(),
+                    (other, _) => format!("the task timed out ({other})"),
+                };
                 self.finish(id, OpStatus::TimedOut, Value::Null, Some(wfc_ir::errors::TIMEOUT.to_owned()), Some(cause));
             }
             "ActivityTaskCanceled" => {
