@@ -47,6 +47,12 @@ enum Command {
     /// Answer an Amazon SWF decision task (PollForDecisionTask JSON on stdin) with the
     /// RespondDecisionTaskCompleted request.
     Decide(adapters::DecideArgs),
+    /// Handle one AWS Lambda durable function invocation (the event JSON on stdin) against a
+    /// durable execution endpoint, and print the invocation output.
+    LambdaInvoke(adapters::LambdaInvokeArgs),
+    /// Serve Lambda Invoke calls locally, each a durable invocation of the definition (for
+    /// dex-local-runner).
+    LambdaServe(adapters::LambdaServeArgs),
 }
 
 /// `wfc executions`.
@@ -335,6 +341,8 @@ fn main() -> ExitCode {
         Command::Executions(args) => durable::executions(&args),
         Command::Test(args) => test_cmd::run(&args),
         Command::Decide(args) => adapters::decide(&args),
+        Command::LambdaInvoke(args) => adapters::lambda_invoke(&args),
+        Command::LambdaServe(args) => adapters::lambda_serve(&args),
     };
     exit.into()
 }
