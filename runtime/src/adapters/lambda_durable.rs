@@ -364,7 +364,14 @@ impl Store for LambdaStore {
     ) -> BoxFuture<'a, Result<CheckpointToken, StoreError>> {
         Box::pin(async move {
             let now_ms = jiff::Timestamp::now().as_millisecond();
-            let wire: Vec<Value> = updates.iter().filter_map(|u| to_wire(u, now_ms)).collect();
+            // A step the service already has as STARTED (its invocation was interrupted) runs
+            // again without a second START, which the service refuses; SUCCEED/FAIL follow it.
+            let already_started = |u: &OperationUpdate| {
+                u.op_type == OpType::Step
+                    && u.status == OpStatus::Started
+                    && self.operations.iter().any(|op| op.id == u.id && op.status == OpStatus::Started)
+            };
+            let wire: Vec<Value> = updates.iter().filter(|u| !already_started(u)).filter_map(|u| to_wire(u, now_ms)).collect();
             if wire.is_empty() {
                 return Ok(token);
             }
