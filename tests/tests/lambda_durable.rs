@@ -308,3 +308,65 @@ fn a_result_over_the_response_limit_is_checkpointed_on_the_execution_operation()
     assert_eq!(calls[0][0]["Id"], "exec");
     assert_eq!(calls[0][0]["Payload"].as_str().unwrap().len(), big.to_string().len());
 }
+
+// ---------------------------------------------------------------------------------------------
+// Generated code runs as a durable function exactly as the interpreter does
+// ---------------------------------------------------------------------------------------------
+
+wfc_runtime::include_workflow!("tests/adapters/fan_out.asl.json");
+
+#[derive(Default)]
+struct Shop {
+    charges: Mutex<u32>,
+}
+
+impl fan_out::Handler for Shop {
+    async fn charge(&self, _input: Value, _ctx: wfc_runtime::TaskContext) -> Result<Value, wfc_runtime::TaskError> {
+        let mut n = self.charges.lock().unwrap();
+        *n += 1;
+        if *n == 1 { Err(wfc_runtime::TaskError::new("Busy", "1")) } else { Ok(json!({ "ok": true })) }
+    }
+
+    async fn ship(&self, _input: Value, _ctx: wfc_runtime::TaskContext) -> Result<Value, wfc_runtime::TaskError> {
+        Ok(json!("shipped"))
+    }
+}
+
+/// Invokes until the function stops answering PENDING, firing the timers in between.
+fn drive(fake: &Fake, mut invoke: impl FnMut(&Value) -> Value) -> (Value, usize) {
+    for n in 1..20 {
+        let out = invoke(&fake.event(2));
+        if out["Status"] != "PENDING" {
+            return (out, n);
+        }
+        fake.fire_timers();
+    }
+    panic!("no end after 20 invocations");
+}
+
+#[test]
+fn generated_code_checkpoints_the_same_operations_as_the_interpreter() {
+    let input = json!({ "order": 42 });
+    let generated = Fake::new(&input);
+    let shop = Shop::default();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+    let (out, invocations) = drive(&generated, |event| {
+        runtime
+            .block_on(lambda_durable::invoke_with(event, Arc::new(generated.clone()), "fan_out", |input, options| {
+                fan_out::run_with(&shop, input, options)
+            }))
+            .unwrap()
+    });
+    assert_eq!(out, json!({ "Status": "SUCCEEDED", "Result": "[{\"ok\":true},\"shipped\"]" }));
+    assert!(invocations >= 2, "the Wait and the back-off suspend the function");
+    assert_eq!(*shop.charges.lock().unwrap(), 2, "each attempt ran once");
+
+    let interpreted = Fake::new(&input);
+    let wf = fan_out::ir().unwrap().clone();
+    let (h, _) = counting(&[("Charge", Err(("Busy", "1"))), ("Charge", Ok(json!({ "ok": true }))), ("Ship", Ok(json!("shipped")))]);
+    let (out2, invocations2) =
+        drive(&interpreted, |event| lambda_durable::invoke(&wf, &h, event, Arc::new(interpreted.clone())).unwrap());
+    assert_eq!((out2, invocations2), (out, invocations));
+    let strip = |calls: Vec<Vec<Value>>| -> Vec<Vec<String>> { calls.iter().map(|c| actions(c)).collect() };
+    assert_eq!(strip(interpreted.calls()), strip(generated.calls()));
+}

@@ -132,6 +132,8 @@ struct Sim<'a> {
     race_signal_once: bool,
     decisions: usize,
     resource_of: HashMap<String, String>,
+    /// A second decider (generated code) that must answer every decision task identically.
+    cross_check: Option<Box<dyn Fn(&Value) -> Value>>,
 }
 
 impl<'a> Sim<'a> {
@@ -166,6 +168,7 @@ impl<'a> Sim<'a> {
             race_signal_once: false,
             decisions: 0,
             resource_of,
+            cross_check: None,
         };
         sim.push(
             "WorkflowExecutionStarted",
@@ -386,6 +389,9 @@ impl<'a> Sim<'a> {
         for _ in 0..500 {
             let (task, started) = self.poll();
             let response = swf::decide(self.workflow, &task, &self.config).map_err(|e| e.to_string())?;
+            if let Some(other) = &self.cross_check {
+                assert_eq!(other(&task), response, "generated code decided differently on {task:#}");
+            }
             if let Some(closed) = self.apply(&response, started) {
                 return Ok(closed);
             }
@@ -916,4 +922,48 @@ fn long_histories_continue_as_new_with_the_journal() {
     let scheduled = decision(&r, "ScheduleActivityTask");
     assert_eq!(scheduled[0]["activityId"], "ChargeCreditCard#1.0");
     assert_eq!(scheduled[0]["input"], "{\"v\":1}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Generated code decides exactly as the interpreter does
+// ---------------------------------------------------------------------------------------------
+
+wfc_runtime::include_workflow!("tests/adapters/fan_out.asl.json");
+
+/// The decider never calls task handlers: every attempt is a decision or replays.
+struct NoCalls;
+
+impl fan_out::Handler for NoCalls {
+    async fn charge(&self, _input: Value, _ctx: wfc_runtime::TaskContext) -> Result<Value, wfc_runtime::TaskError> {
+        panic!("a decider ran a task")
+    }
+
+    async fn ship(&self, _input: Value, _ctx: wfc_runtime::TaskContext) -> Result<Value, wfc_runtime::TaskError> {
+        panic!("a decider ran a task")
+    }
+}
+
+#[test]
+fn generated_code_makes_the_same_decisions_as_the_interpreter() {
+    let workflow = fan_out::ir().unwrap().clone();
+    let mocks = parse_mocks(&json!({
+        "Charge": [ { "throw": { "error": "Busy", "cause": "1" } }, { "return": { "ok": true } } ],
+        "Ship": { "return": "shipped" }
+    }))
+    .unwrap();
+    let mut sim = Sim::new(&workflow, "gen-1", &json!({ "order": 42 }), mocks, 0);
+    sim.cross_check = Some(Box::new(|task: &Value| {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+        let name = fan_out::ir().unwrap().name.clone();
+        runtime
+            .block_on(swf::decide_with(task, &SwfConfig::default(), &name, |input, options| {
+                fan_out::run_with(&NoCalls, input, options)
+            }))
+            .unwrap()
+    }));
+    let closed = sim.run().unwrap();
+    assert_eq!(closed.status, "SUCCEEDED", "{closed:?}");
+    assert_eq!(closed.output, Some(json!([{ "ok": true }, "shipped"])));
+    // The retry back-off (3 s) runs while the 10 s Wait does: 10 s in all.
+    assert_eq!(closed.elapsed, 10.0);
 }
