@@ -265,3 +265,63 @@ fn an_interrupted_invocation_is_replayed_without_running_finished_steps_again() 
     assert_eq!(count(&h, "StepSucceeded", "First#1.0"), 1, "{h:?}");
     assert_eq!(count(&h, "StepSucceeded", "Second#1.0"), 1, "{h:?}");
 }
+
+/// `wfc lambda-invoke` is what a Lambda runtime shim runs per event: here the test is the Invoke
+/// endpoint, and hands each event dex-local-runner sends to the command.
+#[test]
+fn lambda_invoke_answers_each_event_the_runner_sends() {
+    let Some(s) = servers_or_skip("invoke-cmd") else { return };
+    let listener = std::net::TcpListener::bind(("127.0.0.1", s.lambda_port)).unwrap();
+    let mocks = s.dir.join("mocks.json");
+    std::fs::write(&mocks, json!({ "One": { "return": 1 }, "Two": { "return": 2 }, "Three": { "return": 3 } }).to_string()).unwrap();
+    let definition = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lambda/sequence.asl.json");
+    let dex_port = s.dex_port;
+    let shim = std::thread::spawn(move || {
+        let mut outputs = Vec::new();
+        for stream in listener.incoming() {
+            let mut stream = stream.unwrap();
+            let mut raw = Vec::new();
+            let mut buf = [0u8; 65536];
+            let (head_end, length) = loop {
+                let n = stream.read(&mut buf).unwrap();
+                raw.extend_from_slice(&buf[..n]);
+                if let Some(i) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+                    let head = String::from_utf8_lossy(&raw[..i]).to_ascii_lowercase();
+                    let len = head.lines().find_map(|l| l.strip_prefix("content-length:")).map_or(0, |v| v.trim().parse().unwrap());
+                    break (i + 4, len);
+                }
+            };
+            while raw.len() < head_end + length {
+                let n = stream.read(&mut buf).unwrap();
+                raw.extend_from_slice(&buf[..n]);
+            }
+            let mut child = Command::new(env!("CARGO_BIN_EXE_wfc"))
+                .arg("lambda-invoke")
+                .arg(&definition)
+                .args(["--endpoint", &format!("http://127.0.0.1:{dex_port}"), "--mocks"])
+                .arg(&mocks)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap();
+            child.stdin.take().unwrap().write_all(&raw[head_end..]).unwrap();
+            let out = child.wait_with_output().unwrap();
+            assert!(out.status.success(), "wfc lambda-invoke failed");
+            let body = String::from_utf8(out.stdout).unwrap();
+            write!(stream, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()).unwrap();
+            let output: Value = serde_json::from_str(&body).unwrap();
+            let done = output["Status"] != "PENDING";
+            outputs.push(output);
+            if done {
+                return outputs;
+            }
+        }
+        outputs
+    });
+    let arn = s.start_execution("sequence", "cmd-1", &json!({}));
+    let outputs = shim.join().unwrap();
+    assert_eq!(outputs, [json!({ "Status": "PENDING" }), json!({ "Status": "SUCCEEDED", "Result": "3" })]);
+    let (e, _) = s.finished(&arn);
+    assert_eq!(e["Status"], "SUCCEEDED", "{e}");
+    assert_eq!(e["Result"], "3");
+}
