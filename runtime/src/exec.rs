@@ -1174,7 +1174,12 @@ impl Execution {
     ) -> Option<crate::task::StepRequest> {
         #[cfg(feature = "durable")]
         if self.shared.journal.as_ref().is_some_and(|j| j.wants_step_requests()) {
-            return Some(crate::task::StepRequest { resource: resource.to_owned(), input: params.clone(), timeout, heartbeat });
+            return Some(crate::task::StepRequest {
+                resource: resource.to_owned(),
+                input: params.clone(),
+                timeout,
+                heartbeat,
+            });
         }
         let _ = (resource, params, timeout, heartbeat);
         None

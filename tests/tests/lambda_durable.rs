@@ -74,7 +74,12 @@ impl Fake {
 }
 
 impl DurableClient for Fake {
-    fn checkpoint<'a>(&'a self, _arn: &'a str, token: &'a str, updates: Vec<Value>) -> BoxFuture<'a, Result<Checkpointed, ClientError>> {
+    fn checkpoint<'a>(
+        &'a self,
+        _arn: &'a str,
+        token: &'a str,
+        updates: Vec<Value>,
+    ) -> BoxFuture<'a, Result<Checkpointed, ClientError>> {
         let mut s = self.0.lock().unwrap();
         let result = (|| {
             if let Some(e) = s.refuse.take() {
@@ -117,7 +122,12 @@ impl DurableClient for Fake {
         Box::pin(async move { result })
     }
 
-    fn state<'a>(&'a self, _arn: &'a str, token: &'a str, marker: &'a str) -> BoxFuture<'a, Result<StatePage, ClientError>> {
+    fn state<'a>(
+        &'a self,
+        _arn: &'a str,
+        token: &'a str,
+        marker: &'a str,
+    ) -> BoxFuture<'a, Result<StatePage, ClientError>> {
         let s = self.0.lock().unwrap();
         let result = if token != format!("t{}", s.token) {
             Err(ClientError::InvalidToken("Invalid checkpoint token".into()))
@@ -131,10 +141,16 @@ impl DurableClient for Fake {
     }
 }
 
+/// One scripted answer: a result, or (error, cause).
+type Answer<'a> = (&'a str, Result<Value, (&'a str, &'a str)>);
+/// The retry counts of each state's real runs.
+type Runs = Arc<Mutex<HashMap<String, Vec<u32>>>>;
+
 /// Task handlers that count their real runs.
-fn counting(answers: &[(&str, Result<Value, (&str, &str)>)]) -> (Handlers, Arc<Mutex<HashMap<String, Vec<u32>>>>) {
-    let runs: Arc<Mutex<HashMap<String, Vec<u32>>>> = Arc::default();
-    let table: HashMap<String, Vec<Result<Value, (String, String)>>> = answers.iter().fold(HashMap::new(), |mut m, (k, v)| {
+fn counting(answers: &[Answer<'_>]) -> (Handlers, Runs) {
+    let runs: Runs = Arc::default();
+    type Table = HashMap<String, Vec<Result<Value, (String, String)>>>;
+    let table: Table = answers.iter().fold(HashMap::new(), |mut m, (k, v)| {
         m.entry((*k).to_owned()).or_default().push(v.clone().map_err(|(e, c)| (e.to_owned(), c.to_owned())));
         m
     });
@@ -152,7 +168,14 @@ fn counting(answers: &[(&str, Result<Value, (&str, &str)>)]) -> (Handlers, Arc<M
 
 fn actions(call: &[Value]) -> Vec<String> {
     call.iter()
-        .map(|u| format!("{} {} {}", u["Action"].as_str().unwrap(), u["Type"].as_str().unwrap(), u["Name"].as_str().unwrap_or("")))
+        .map(|u| {
+            format!(
+                "{} {} {}",
+                u["Action"].as_str().unwrap(),
+                u["Type"].as_str().unwrap(),
+                u["Name"].as_str().unwrap_or("")
+            )
+        })
         .collect()
 }
 
@@ -163,13 +186,18 @@ fn invoke(wf: &Workflow, handlers: &Handlers, fake: &Fake, first_page: usize) ->
 /// A.1 Simple step execution: START, SUCCEED with the payload, SUCCEEDED with the result.
 #[test]
 fn a1_simple_step() {
-    let wf = load(r#"{"StartAt": "step1", "States": {"step1": {"Type": "Task", "Resource": "arn:aws:lambda:::function:f", "End": true}}}"#);
+    let wf = load(
+        r#"{"StartAt": "step1", "States": {"step1": {"Type": "Task", "Resource": "arn:aws:lambda:::function:f", "End": true}}}"#,
+    );
     let (h, runs) = counting(&[("step1", Ok(json!("result")))]);
     let fake = Fake::new(&json!({}));
     let out = invoke(&wf, &h, &fake, 100).unwrap();
     assert_eq!(out, json!({ "Status": "SUCCEEDED", "Result": "\"result\"" }));
     let calls = fake.calls();
-    assert_eq!(calls.iter().map(|c| actions(c)).collect::<Vec<_>>(), [["START STEP step1#1.0"], ["SUCCEED STEP step1#1.0"]]);
+    assert_eq!(
+        calls.iter().map(|c| actions(c)).collect::<Vec<_>>(),
+        [["START STEP step1#1.0"], ["SUCCEED STEP step1#1.0"]]
+    );
     assert_eq!(calls[1][0]["Payload"], "\"result\"");
     assert_eq!(calls[0][0]["Id"], wire_id("step1#1.0"));
     assert_eq!(calls[0][0]["Id"].as_str().unwrap().len(), 64);
@@ -200,7 +228,10 @@ fn a2_step_with_retry() {
     fake.fire_timers();
     assert_eq!(invoke(&wf, &h, &fake, 100).unwrap(), json!({ "Status": "SUCCEEDED", "Result": "\"result\"" }));
     let calls = fake.calls();
-    assert_eq!(calls[3..].iter().map(|c| actions(c)).collect::<Vec<_>>(), [["START STEP step1#1.1"], ["SUCCEED STEP step1#1.1"]]);
+    assert_eq!(
+        calls[3..].iter().map(|c| actions(c)).collect::<Vec<_>>(),
+        [["START STEP step1#1.1"], ["SUCCEED STEP step1#1.1"]]
+    );
     assert_eq!(runs.lock().unwrap()["step1"], [0, 1]);
 }
 
@@ -236,9 +267,13 @@ fn a4_replay_after_timeout() {
     let fake = Fake::new(&json!({}));
     {
         let mut s = fake.0.lock().unwrap();
-        s.ops.push(json!({ "Id": wire_id("step1#1.0"), "Name": wire_name("step1#1.0"), "Type": "STEP", "Status": "SUCCEEDED",
-                           "StepDetails": { "Result": "\"result1\"" } }));
-        s.ops.push(json!({ "Id": wire_id("step2#1.0"), "Name": wire_name("step2#1.0"), "Type": "STEP", "Status": "STARTED" }));
+        s.ops.push(
+            json!({ "Id": wire_id("step1#1.0"), "Name": wire_name("step1#1.0"), "Type": "STEP", "Status": "SUCCEEDED",
+                           "StepDetails": { "Result": "\"result1\"" } }),
+        );
+        s.ops.push(
+            json!({ "Id": wire_id("step2#1.0"), "Name": wire_name("step2#1.0"), "Type": "STEP", "Status": "STARTED" }),
+        );
     }
     let out = invoke(&wf, &h, &fake, 1).unwrap();
     assert_eq!(out, json!({ "Status": "SUCCEEDED", "Result": "\"result2\"" }));
@@ -272,7 +307,9 @@ fn execution_state_is_paged_and_ids_survive_any_state_name() {
 
 #[test]
 fn an_invalid_token_propagates_and_a_size_limit_fails_the_execution() {
-    let wf = load(r#"{"StartAt": "s", "States": {"s": {"Type": "Task", "Resource": "arn:aws:lambda:::function:f", "End": true}}}"#);
+    let wf = load(
+        r#"{"StartAt": "s", "States": {"s": {"Type": "Task", "Resource": "arn:aws:lambda:::function:f", "End": true}}}"#,
+    );
     let (h, _) = counting(&[("s", Ok(json!("ok")))]);
     // §3.4: InvalidParameterValueException for the token is not turned into FAILED.
     let fake = Fake::new(&json!({}));
@@ -282,7 +319,8 @@ fn an_invalid_token_propagates_and_a_size_limit_fails_the_execution() {
     assert!(matches!(err, InvocationError::InvalidToken(_)), "{err:?}");
     // A size-limit refusal: FAILED with a clear message, no invocation error.
     let fake = Fake::new(&json!({}));
-    fake.0.lock().unwrap().refuse = Some(ClientError::TooLarge("413 RequestEntityTooLarge payload size exceeded".into()));
+    fake.0.lock().unwrap().refuse =
+        Some(ClientError::TooLarge("413 RequestEntityTooLarge payload size exceeded".into()));
     let out = invoke(&wf, &h, &fake, 100).unwrap();
     assert_eq!(out["Status"], "FAILED");
     assert_eq!(out["Error"]["ErrorType"], "Wfc.CheckpointTooLarge");
@@ -363,7 +401,11 @@ fn generated_code_checkpoints_the_same_operations_as_the_interpreter() {
 
     let interpreted = Fake::new(&input);
     let wf = fan_out::ir().unwrap().clone();
-    let (h, _) = counting(&[("Charge", Err(("Busy", "1"))), ("Charge", Ok(json!({ "ok": true }))), ("Ship", Ok(json!("shipped")))]);
+    let (h, _) = counting(&[
+        ("Charge", Err(("Busy", "1"))),
+        ("Charge", Ok(json!({ "ok": true }))),
+        ("Ship", Ok(json!("shipped"))),
+    ]);
     let (out2, invocations2) =
         drive(&interpreted, |event| lambda_durable::invoke(&wf, &h, event, Arc::new(interpreted.clone())).unwrap());
     assert_eq!((out2, invocations2), (out, invocations));

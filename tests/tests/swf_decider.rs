@@ -103,6 +103,9 @@ enum Future {
     Timer { started: u64, timer_id: String },
 }
 
+/// A decider: decision task in, RespondDecisionTaskCompleted request out.
+type Decider = Box<dyn Fn(&Value) -> Value>;
+
 /// How a simulated workflow execution ended.
 #[derive(Debug, PartialEq)]
 struct Closed {
@@ -133,7 +136,7 @@ struct Sim<'a> {
     decisions: usize,
     resource_of: HashMap<String, String>,
     /// A second decider (generated code) that must answer every decision task identically.
-    cross_check: Option<Box<dyn Fn(&Value) -> Value>>,
+    cross_check: Option<Decider>,
 }
 
 impl<'a> Sim<'a> {
@@ -221,7 +224,11 @@ impl<'a> Sim<'a> {
         let key = if self.mocks.contains_key(&state) { state } else { resource };
         let Some(list) = self.mocks.get(&key) else {
             // What `wfc test` answers an unmocked Task with.
-            let cause = format!("no mock for state {:?} (resource {:?}); add one to the case's \"mocks\"", state_of(op_id), self.resource_of.get(state_of(op_id)).cloned().unwrap_or_default());
+            let cause = format!(
+                "no mock for state {:?} (resource {:?}); add one to the case's \"mocks\"",
+                state_of(op_id),
+                self.resource_of.get(state_of(op_id)).cloned().unwrap_or_default()
+            );
             return Mock { answer: Answer::Throw("Wfc.NoMock".into(), cause), delay: 0.0 };
         };
         let n = self.used.entry(key).or_insert(0);
@@ -233,7 +240,12 @@ impl<'a> Sim<'a> {
     fn apply(&mut self, response: &Value, started: u64) -> Option<Closed> {
         let decisions = response["decisions"].as_array().expect("decisions array");
         self.decisions += 1;
-        let closing = ["CompleteWorkflowExecution", "FailWorkflowExecution", "CancelWorkflowExecution", "ContinueAsNewWorkflowExecution"];
+        let closing = [
+            "CompleteWorkflowExecution",
+            "FailWorkflowExecution",
+            "CancelWorkflowExecution",
+            "ContinueAsNewWorkflowExecution",
+        ];
         for (i, d) in decisions.iter().enumerate() {
             let t = d["decisionType"].as_str().unwrap();
             if closing.contains(&t) {
@@ -250,7 +262,8 @@ impl<'a> Sim<'a> {
             self.push("DecisionTaskCompleted", json!({ "scheduledEventId": started - 1, "startedEventId": started }));
             return None;
         }
-        let completed = self.push("DecisionTaskCompleted", json!({ "scheduledEventId": started - 1, "startedEventId": started }));
+        let completed =
+            self.push("DecisionTaskCompleted", json!({ "scheduledEventId": started - 1, "startedEventId": started }));
         for d in decisions {
             let t = d["decisionType"].as_str().unwrap();
             let mut key = t[..1].to_lowercase();
@@ -278,9 +291,10 @@ impl<'a> Sim<'a> {
                             _ => Some(x),
                         });
                     let (at, timeout) = match limit {
-                        Some((secs, k)) if mock.delay > secs => {
-                            (self.now + secs, Some(if k == "heartbeatTimeout" { "HEARTBEAT" } else { "START_TO_CLOSE" }.to_owned()))
-                        }
+                        Some((secs, k)) if mock.delay > secs => (
+                            self.now + secs,
+                            Some(if k == "heartbeatTimeout" { "HEARTBEAT" } else { "START_TO_CLOSE" }.to_owned()),
+                        ),
                         _ => (self.now + mock.delay, None),
                     };
                     self.seq += 1;
@@ -297,12 +311,20 @@ impl<'a> Sim<'a> {
                 }
                 "RequestCancelActivityTask" => {
                     let activity_id = a["activityId"].clone();
-                    self.push("ActivityTaskCancelRequested", json!({ "activityId": activity_id, "decisionTaskCompletedEventId": completed }));
+                    self.push(
+                        "ActivityTaskCancelRequested",
+                        json!({ "activityId": activity_id, "decisionTaskCompletedEventId": completed }),
+                    );
                     let ids: HashMap<u64, Value> = self
                         .events
                         .iter()
                         .filter(|e| e["eventType"] == "ActivityTaskScheduled")
-                        .map(|e| (e["eventId"].as_u64().unwrap(), e["activityTaskScheduledEventAttributes"]["activityId"].clone()))
+                        .map(|e| {
+                            (
+                                e["eventId"].as_u64().unwrap(),
+                                e["activityTaskScheduledEventAttributes"]["activityId"].clone(),
+                            )
+                        })
                         .collect();
                     if let Some(pos) = self.future.iter().position(
                         |(_, _, f)| matches!(f, Future::Activity { scheduled, .. } if ids.get(scheduled) == Some(&activity_id)),
@@ -315,8 +337,10 @@ impl<'a> Sim<'a> {
                 }
                 "CancelTimer" => {
                     let timer_id = a["timerId"].as_str().unwrap();
-                    if let Some(pos) =
-                        self.future.iter().position(|(_, _, f)| matches!(f, Future::Timer { timer_id: t, .. } if t == timer_id))
+                    if let Some(pos) = self
+                        .future
+                        .iter()
+                        .position(|(_, _, f)| matches!(f, Future::Timer { timer_id: t, .. } if t == timer_id))
                     {
                         let (_, _, f) = self.future.remove(pos);
                         if let Future::Timer { started, .. } = f {
@@ -344,7 +368,13 @@ impl<'a> Sim<'a> {
         None
     }
 
-    fn closed(&self, status: &'static str, output: Option<Value>, error: Option<String>, cause: Option<String>) -> Closed {
+    fn closed(
+        &self,
+        status: &'static str,
+        output: Option<Value>,
+        error: Option<String>,
+        cause: Option<String>,
+    ) -> Closed {
         Closed { status, output, error, cause, elapsed: self.now - self.start, decisions: self.decisions }
     }
 
@@ -362,7 +392,8 @@ impl<'a> Sim<'a> {
         for (_, _, f) in due {
             match f {
                 Future::Activity { scheduled, outcome, timeout } => {
-                    let started = self.push("ActivityTaskStarted", json!({ "scheduledEventId": scheduled, "identity": "sim" }));
+                    let started =
+                        self.push("ActivityTaskStarted", json!({ "scheduledEventId": scheduled, "identity": "sim" }));
                     match (timeout, outcome) {
                         (Some(kind), _) => {
                             self.push("ActivityTaskTimedOut", json!({ "scheduledEventId": scheduled, "startedEventId": started, "timeoutType": kind }))
@@ -542,7 +573,12 @@ fn every_eligible_case_runs_to_its_expected_end_through_the_decider() {
     for s in &skipped {
         eprintln!("  skipped {s}");
     }
-    assert!(failures.is_empty(), "{} of {ran} cases differ through the decider:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {ran} cases differ through the decider:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
     assert!(ran >= 30, "only {ran} cases ran through the decider loop");
 }
 
@@ -585,7 +621,8 @@ fn ecommerce_first_task() -> Value {
 #[test]
 fn ecommerce_first_decision_schedules_verify_order() {
     let wf = load(ECOMMERCE);
-    let config: SwfConfig = serde_json::from_value(json!({ "activityVersion": "1.1", "taskList": "CC_TASKS" })).unwrap();
+    let config: SwfConfig =
+        serde_json::from_value(json!({ "activityVersion": "1.1", "taskList": "CC_TASKS" })).unwrap();
     let response = swf::decide(&wf, &ecommerce_first_task(), &config).unwrap();
     assert_eq!(
         response,
@@ -634,7 +671,12 @@ fn ecommerce_runs_activity_by_activity_to_completion() {
             assert_eq!(scheduled[0]["activityType"]["name"], "ChargeCreditCardActivity");
         }
         ts += 10.0;
-        events.push(event(n + 1, ts, "DecisionTaskCompleted", json!({ "scheduledEventId": n - 1, "startedEventId": n })));
+        events.push(event(
+            n + 1,
+            ts,
+            "DecisionTaskCompleted",
+            json!({ "scheduledEventId": n - 1, "startedEventId": n }),
+        ));
         let mut attrs = scheduled[0].clone();
         attrs["decisionTaskCompletedEventId"] = json!(n + 1);
         events.push(event(n + 2, ts, "ActivityTaskScheduled", attrs));
@@ -667,7 +709,12 @@ const RETRY: &str = r#"{
 
 fn start_events(input: &Value) -> Vec<Value> {
     vec![
-        event(1, 1000.0, "WorkflowExecutionStarted", json!({ "input": input.to_string(), "childPolicy": "TERMINATE", "taskList": { "name": "wfc" }, "workflowType": { "name": "wf", "version": "1" } })),
+        event(
+            1,
+            1000.0,
+            "WorkflowExecutionStarted",
+            json!({ "input": input.to_string(), "childPolicy": "TERMINATE", "taskList": { "name": "wfc" }, "workflowType": { "name": "wf", "version": "1" } }),
+        ),
         event(2, 1000.0, "DecisionTaskScheduled", json!({ "taskList": { "name": "wfc" } })),
         event(3, 1000.0, "DecisionTaskStarted", json!({ "scheduledEventId": 2 })),
     ]
@@ -693,7 +740,11 @@ impl History {
     }
     fn accept(&mut self, ts: f64, response: &Value) -> Vec<u64> {
         let started = self.0.len() as u64;
-        let completed = self.add(ts, "DecisionTaskCompleted", json!({ "scheduledEventId": started - 1, "startedEventId": started }));
+        let completed = self.add(
+            ts,
+            "DecisionTaskCompleted",
+            json!({ "scheduledEventId": started - 1, "startedEventId": started }),
+        );
         let mut ids = Vec::new();
         for d in response["decisions"].as_array().unwrap() {
             let t = d["decisionType"].as_str().unwrap();
@@ -738,8 +789,14 @@ fn retries_wait_on_timers_and_the_catch_follows_the_last_failure() {
         let s = h.add(t, "LambdaFunctionStarted", json!({ "scheduledEventId": ids[0] }));
         let _ = s;
         // Each attempt's scheduled event is the first id the last accept returned.
-        let sched = h.0.iter().rev().find(|e| e["eventType"] == "LambdaFunctionScheduled").unwrap()["eventId"].as_u64().unwrap();
-        h.add(t, "LambdaFunctionFailed", json!({ "scheduledEventId": sched, "startedEventId": s, "reason": "Busy", "details": format!("try {n}") }));
+        let sched = h.0.iter().rev().find(|e| e["eventType"] == "LambdaFunctionScheduled").unwrap()["eventId"]
+            .as_u64()
+            .unwrap();
+        h.add(
+            t,
+            "LambdaFunctionFailed",
+            json!({ "scheduledEventId": sched, "startedEventId": s, "reason": "Busy", "details": format!("try {n}") }),
+        );
         h.decision_task(t);
         // The back-off is an SWF timer of the retrier's interval.
         let r = decide(&h);
@@ -758,13 +815,19 @@ fn retries_wait_on_timers_and_the_catch_follows_the_last_failure() {
         h.accept(t, &r);
     }
     // The third attempt fails too: retries are exhausted and the Catch goes to Refund.
-    let sched = h.0.iter().rev().find(|e| e["eventType"] == "LambdaFunctionScheduled").unwrap()["eventId"].as_u64().unwrap();
+    let sched =
+        h.0.iter().rev().find(|e| e["eventType"] == "LambdaFunctionScheduled").unwrap()["eventId"].as_u64().unwrap();
     let s = h.add(t, "LambdaFunctionStarted", json!({ "scheduledEventId": sched }));
-    h.add(t, "LambdaFunctionFailed", json!({ "scheduledEventId": sched, "startedEventId": s, "reason": "Busy", "details": "try 2" }));
+    h.add(
+        t,
+        "LambdaFunctionFailed",
+        json!({ "scheduledEventId": sched, "startedEventId": s, "reason": "Busy", "details": "try 2" }),
+    );
     h.decision_task(t);
     let r = decide(&h);
     assert_eq!(types(&r), ["CompleteWorkflowExecution"]);
-    let result: Value = serde_json::from_str(decision(&r, "CompleteWorkflowExecution")[0]["result"].as_str().unwrap()).unwrap();
+    let result: Value =
+        serde_json::from_str(decision(&r, "CompleteWorkflowExecution")[0]["result"].as_str().unwrap()).unwrap();
     assert_eq!(result, json!({ "order": 7, "error": { "Error": "Busy", "Cause": "try 2" } }));
 }
 
@@ -800,7 +863,11 @@ fn parallel_branches_are_concurrent_activities_and_a_failure_cancels_the_rest() 
     // Left fails while the timer runs: the Parallel fails, the timer is cancelled, and the
     // Catch's Fail state closes the workflow, last.
     let s = h.add(1001.0, "ActivityTaskStarted", json!({ "scheduledEventId": ids[0] }));
-    h.add(1002.0, "ActivityTaskFailed", json!({ "scheduledEventId": ids[0], "startedEventId": s, "reason": "Boom", "details": "left broke" }));
+    h.add(
+        1002.0,
+        "ActivityTaskFailed",
+        json!({ "scheduledEventId": ids[0], "startedEventId": s, "reason": "Boom", "details": "left broke" }),
+    );
     h.decision_task(1002.0);
     let r = swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
     assert_eq!(types(&r), ["CancelTimer", "FailWorkflowExecution"], "{r:#}");
@@ -871,7 +938,9 @@ fn refused_and_failed_decisions_are_handled() {
     h.decision_task(1003.0);
     let r = swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
     assert_eq!(types(&r), ["FailWorkflowExecution"]);
-    assert!(decision(&r, "FailWorkflowExecution")[0]["details"].as_str().unwrap().contains("ACTIVITY_TYPE_DOES_NOT_EXIST"));
+    assert!(
+        decision(&r, "FailWorkflowExecution")[0]["details"].as_str().unwrap().contains("ACTIVITY_TYPE_DOES_NOT_EXIST")
+    );
 }
 
 #[test]
@@ -881,7 +950,11 @@ fn a_refused_closing_decision_is_made_again_from_the_newer_history() {
     let r = swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
     assert_eq!(types(&r), ["CompleteWorkflowExecution"]);
     let completed = h.add(1000.0, "DecisionTaskCompleted", json!({ "scheduledEventId": 2, "startedEventId": 3 }));
-    h.add(1000.0, "CompleteWorkflowExecutionFailed", json!({ "cause": "UNHANDLED_DECISION", "decisionTaskCompletedEventId": completed }));
+    h.add(
+        1000.0,
+        "CompleteWorkflowExecutionFailed",
+        json!({ "cause": "UNHANDLED_DECISION", "decisionTaskCompletedEventId": completed }),
+    );
     h.add(1000.0, "WorkflowExecutionSignaled", json!({ "signalName": "poke", "input": "{}" }));
     h.decision_task(1000.0);
     assert_eq!(swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap()["decisions"], r["decisions"]);
@@ -911,7 +984,11 @@ fn long_histories_continue_as_new_with_the_journal() {
     let r = swf::decide(&wf, &task_of(&h.0), &config).unwrap();
     let ids = h.accept(1000.0, &r);
     let s = h.add(1001.0, "ActivityTaskStarted", json!({ "scheduledEventId": ids[0] }));
-    h.add(1001.0, "ActivityTaskCompleted", json!({ "scheduledEventId": ids[0], "startedEventId": s, "result": "{\"v\":1}" }));
+    h.add(
+        1001.0,
+        "ActivityTaskCompleted",
+        json!({ "scheduledEventId": ids[0], "startedEventId": s, "result": "{\"v\":1}" }),
+    );
     h.decision_task(1001.0);
     let r = swf::decide(&wf, &task_of(&h.0), &config).unwrap();
     assert_eq!(types(&r), ["ContinueAsNewWorkflowExecution"]);

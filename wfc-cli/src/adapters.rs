@@ -27,7 +27,10 @@ pub(crate) struct DecideArgs {
 
 fn read_json(path: Option<&PathBuf>, what: &str) -> Result<Value, String> {
     let (text, from) = match path {
-        Some(p) => (std::fs::read_to_string(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?, p.display().to_string()),
+        Some(p) => (
+            std::fs::read_to_string(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?,
+            p.display().to_string(),
+        ),
         None => {
             let mut text = String::new();
             std::io::stdin().read_to_string(&mut text).map_err(|e| format!("cannot read standard input: {e}"))?;
@@ -50,9 +53,9 @@ pub(crate) fn decide(args: &DecideArgs) -> Exit {
     };
     let config = match &args.config {
         None => SwfConfig::default(),
-        Some(path) => match read_json(Some(path), "decider configuration")
-            .and_then(|v| serde_json::from_value(v).map_err(|e| format!("{}: invalid decider configuration: {e}", path.display())))
-        {
+        Some(path) => match read_json(Some(path), "decider configuration").and_then(|v| {
+            serde_json::from_value(v).map_err(|e| format!("{}: invalid decider configuration: {e}", path.display()))
+        }) {
             Ok(c) => c,
             Err(e) => return fatal(e),
         },
@@ -152,12 +155,18 @@ impl LambdaSetup {
     }
 }
 
-fn lambda_setup(files: &[PathBuf], mocks: Option<&PathBuf>, endpoint: &str, ledger: Option<PathBuf>) -> Result<LambdaSetup, Exit> {
+fn lambda_setup(
+    files: &[PathBuf],
+    mocks: Option<&PathBuf>,
+    endpoint: &str,
+    ledger: Option<PathBuf>,
+) -> Result<LambdaSetup, Exit> {
     let mut workflows = Vec::new();
     for file in files {
         let def = DefinitionText::read(file).map_err(fatal)?;
         let loaded = def.load().map_err(|diags| definition_error(&def.path, &diags, ColorChoice::Auto.enabled()))?;
-        let stem = file.file_name().and_then(|n| n.to_str()).and_then(|n| n.split('.').next()).unwrap_or_default().to_owned();
+        let stem =
+            file.file_name().and_then(|n| n.to_str()).and_then(|n| n.split('.').next()).unwrap_or_default().to_owned();
         workflows.push((stem, loaded.workflow));
     }
     let name = workflows.first().map(|(_, w)| w.name.clone()).unwrap_or_default();
@@ -223,8 +232,10 @@ fn serve_one(setup: &LambdaSetup, stream: &mut std::net::TcpStream) -> Result<()
                 .workflow(function)
                 .ok_or_else(|| format!("no definition is served for function '{function}'"))
                 .and_then(|workflow| {
-                    let event = serde_json::from_slice::<Value>(&body).map_err(|e| format!("the event is not JSON: {e}"))?;
-                    lambda_durable::invoke(workflow, &setup.handler, &event, setup.client.clone()).map_err(|e| e.to_string())
+                    let event =
+                        serde_json::from_slice::<Value>(&body).map_err(|e| format!("the event is not JSON: {e}"))?;
+                    lambda_durable::invoke(workflow, &setup.handler, &event, setup.client.clone())
+                        .map_err(|e| e.to_string())
                 }) {
                 Ok(output) => (200, "", output.to_string()),
                 // As Lambda reports a function error: 200 with X-Amz-Function-Error.
@@ -235,7 +246,9 @@ fn serve_one(setup: &LambdaSetup, stream: &mut std::net::TcpStream) -> Result<()
                 ),
             }
         }
-        (method, path, _) => (404, "", serde_json::json!({ "message": format!("no route {method} {path}") }).to_string()),
+        (method, path, _) => {
+            (404, "", serde_json::json!({ "message": format!("no route {method} {path}") }).to_string())
+        }
     };
     let reason = if status == 200 { "OK" } else { "Not Found" };
     let head = format!(
@@ -265,7 +278,11 @@ fn read_request(stream: &mut std::net::TcpStream) -> Result<(String, String, Vec
     let path = first.next().unwrap_or_default().to_owned();
     let length = head
         .lines()
-        .find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("content-length")).map(|(_, v)| v.trim().to_owned()))
+        .find_map(|l| {
+            l.split_once(':')
+                .filter(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+                .map(|(_, v)| v.trim().to_owned())
+        })
         .and_then(|v| v.parse::<usize>().ok())
         .unwrap_or(0);
     let mut body = raw[header_end..].to_vec();

@@ -25,7 +25,8 @@ fn decide(args: &[&str], stdin: &[u8]) -> (i32, String, String) {
 
 #[test]
 fn the_readme_example_schedules_the_first_activity() {
-    let task = std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/adapters/decision-task.json")).unwrap();
+    let task =
+        std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/adapters/decision-task.json")).unwrap();
     let (code, out, err) =
         decide(&["examples/adapters/ecommerce.asl.json", "--config", "examples/adapters/decider-config.json"], &task);
     assert_eq!(code, 0, "{err}");

@@ -69,7 +69,13 @@ fn wait_until<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>) 
 
 fn encode(s: &str) -> String {
     s.bytes()
-        .map(|b| if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") })
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
         .collect()
 }
 
@@ -156,7 +162,12 @@ impl Servers {
             .as_array()
             .unwrap()
             .iter()
-            .map(|e| (e["EventType"].as_str().unwrap_or_default().to_owned(), e["Name"].as_str().unwrap_or_default().to_owned()))
+            .map(|e| {
+                (
+                    e["EventType"].as_str().unwrap_or_default().to_owned(),
+                    e["Name"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
             .collect();
         (execution, events)
     }
@@ -241,7 +252,10 @@ fn workflows_run_as_durable_functions_under_dex_local_runner() {
     ledger.sort();
     assert_eq!(
         ledger,
-        ["Broken 0", "Double 0", "Double 0", "Double 0", "Flaky 0", "Flaky 1", "Left 0", "One 0", "Right 0", "Three 0", "Two 0"]
+        [
+            "Broken 0", "Double 0", "Double 0", "Double 0", "Flaky 0", "Flaky 1", "Left 0", "One 0", "Right 0",
+            "Three 0", "Two 0"
+        ]
     );
 }
 
@@ -252,7 +266,9 @@ fn an_interrupted_invocation_is_replayed_without_running_finished_steps_again() 
     let slow = json!({ "First": { "return": 1 }, "Second": { "return": 2, "delay_seconds": 600 } });
     let first_process = s.serve(&["interrupted"], &slow, "ledger");
     let arn = s.start_execution("interrupted", "int-1", &json!({}));
-    wait_until("Second to start", Duration::from_secs(60), || s.ledger("ledger").iter().any(|l| l == "Second 0").then_some(()));
+    wait_until("Second to start", Duration::from_secs(60), || {
+        s.ledger("ledger").iter().any(|l| l == "Second 0").then_some(())
+    });
     drop(first_process);
     let fast = json!({ "First": { "return": 1 }, "Second": { "return": 2 } });
     let _second_process = s.serve(&["interrupted"], &fast, "ledger");
@@ -273,7 +289,11 @@ fn lambda_invoke_answers_each_event_the_runner_sends() {
     let Some(s) = servers_or_skip("invoke-cmd") else { return };
     let listener = std::net::TcpListener::bind(("127.0.0.1", s.lambda_port)).unwrap();
     let mocks = s.dir.join("mocks.json");
-    std::fs::write(&mocks, json!({ "One": { "return": 1 }, "Two": { "return": 2 }, "Three": { "return": 3 } }).to_string()).unwrap();
+    std::fs::write(
+        &mocks,
+        json!({ "One": { "return": 1 }, "Two": { "return": 2 }, "Three": { "return": 3 } }).to_string(),
+    )
+    .unwrap();
     let definition = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lambda/sequence.asl.json");
     let dex_port = s.dex_port;
     let shim = std::thread::spawn(move || {
@@ -287,7 +307,10 @@ fn lambda_invoke_answers_each_event_the_runner_sends() {
                 raw.extend_from_slice(&buf[..n]);
                 if let Some(i) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
                     let head = String::from_utf8_lossy(&raw[..i]).to_ascii_lowercase();
-                    let len = head.lines().find_map(|l| l.strip_prefix("content-length:")).map_or(0, |v| v.trim().parse().unwrap());
+                    let len = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .map_or(0, |v| v.trim().parse().unwrap());
                     break (i + 4, len);
                 }
             };

@@ -27,10 +27,13 @@ impl Drop for Killed {
 }
 
 fn venv() -> Option<PathBuf> {
-    [std::env::var_os("WFC_PY_VENV").map(PathBuf::from), Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/py-venv"))]
-        .into_iter()
-        .flatten()
-        .find(|v| v.join("bin/moto_server").exists())
+    [
+        std::env::var_os("WFC_PY_VENV").map(PathBuf::from),
+        Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/py-venv")),
+    ]
+    .into_iter()
+    .flatten()
+    .find(|v| v.join("bin/moto_server").exists())
 }
 
 /// One SWF call (awsJson1.0: `X-Amz-Target: SimpleWorkflowService.<Op>`).
@@ -51,7 +54,8 @@ fn swf(port: u16, op: &str, body: &Value) -> Value {
     s.read_to_end(&mut raw).unwrap();
     let raw = String::from_utf8_lossy(&raw).into_owned();
     let (head, body) = raw.split_once("\r\n\r\n").unwrap();
-    let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") { dechunk(body) } else { body.to_owned() };
+    let body =
+        if head.to_ascii_lowercase().contains("transfer-encoding: chunked") { dechunk(body) } else { body.to_owned() };
     let status: u16 = head.split_whitespace().nth(1).unwrap().parse().unwrap();
     assert!(status < 300, "{op} failed: {status} {body}");
     if body.trim().is_empty() { json!({}) } else { serde_json::from_str(&body).unwrap() }
@@ -110,22 +114,34 @@ fn a_decider_loop_runs_a_workflow_to_completion_on_moto_server() {
     }
     let domain = "wfc";
     swf(port, "RegisterDomain", &json!({ "name": domain, "workflowExecutionRetentionPeriodInDays": "1" }));
-    swf(port, "RegisterWorkflowType", &json!({
-        "domain": domain, "name": "shipping", "version": "1",
-        "defaultTaskList": { "name": "decisions" }, "defaultChildPolicy": "TERMINATE",
-        "defaultExecutionStartToCloseTimeout": "600", "defaultTaskStartToCloseTimeout": "60",
-    }));
+    swf(
+        port,
+        "RegisterWorkflowType",
+        &json!({
+            "domain": domain, "name": "shipping", "version": "1",
+            "defaultTaskList": { "name": "decisions" }, "defaultChildPolicy": "TERMINATE",
+            "defaultExecutionStartToCloseTimeout": "600", "defaultTaskStartToCloseTimeout": "60",
+        }),
+    );
     for activity in ["Reserve", "Ship"] {
-        swf(port, "RegisterActivityType", &json!({
-            "domain": domain, "name": activity, "version": "1", "defaultTaskList": { "name": "work" },
-            "defaultTaskStartToCloseTimeout": "60", "defaultTaskHeartbeatTimeout": "NONE",
-            "defaultTaskScheduleToStartTimeout": "60", "defaultTaskScheduleToCloseTimeout": "120",
-        }));
+        swf(
+            port,
+            "RegisterActivityType",
+            &json!({
+                "domain": domain, "name": activity, "version": "1", "defaultTaskList": { "name": "work" },
+                "defaultTaskStartToCloseTimeout": "60", "defaultTaskHeartbeatTimeout": "NONE",
+                "defaultTaskScheduleToStartTimeout": "60", "defaultTaskScheduleToCloseTimeout": "120",
+            }),
+        );
     }
-    let run = swf(port, "StartWorkflowExecution", &json!({
-        "domain": domain, "workflowId": "order-1", "workflowType": { "name": "shipping", "version": "1" },
-        "input": json!({ "order": 7 }).to_string(),
-    }));
+    let run = swf(
+        port,
+        "StartWorkflowExecution",
+        &json!({
+            "domain": domain, "workflowId": "order-1", "workflowType": { "name": "shipping", "version": "1" },
+            "input": json!({ "order": 7 }).to_string(),
+        }),
+    );
     let run_id = run["runId"].as_str().unwrap().to_owned();
 
     let mut reserve_calls = 0;
@@ -155,26 +171,46 @@ fn a_decider_loop_runs_a_workflow_to_completion_on_moto_server() {
             }
             swf(port, "RespondDecisionTaskCompleted", &response);
         }
-        let info = swf(port, "DescribeWorkflowExecution", &json!({ "domain": domain, "execution": { "workflowId": "order-1", "runId": run_id } }));
+        let info = swf(
+            port,
+            "DescribeWorkflowExecution",
+            &json!({ "domain": domain, "execution": { "workflowId": "order-1", "runId": run_id } }),
+        );
         if info["executionInfo"]["executionStatus"] == "CLOSED" {
             assert_eq!(info["executionInfo"]["closeStatus"], "COMPLETED", "{info}");
             break;
         }
         // The activity worker: Reserve fails once (Retry with a timer), then both succeed.
-        let task = swf(port, "PollForActivityTask", &json!({ "domain": domain, "taskList": { "name": "work" }, "identity": "worker" }));
+        let task = swf(
+            port,
+            "PollForActivityTask",
+            &json!({ "domain": domain, "taskList": { "name": "work" }, "identity": "worker" }),
+        );
         if let Some(token) = task.get("taskToken").and_then(Value::as_str).filter(|t| !t.is_empty()) {
             let input: Value = serde_json::from_str(task["input"].as_str().unwrap()).unwrap();
             match task["activityType"]["name"].as_str().unwrap() {
                 "Reserve" if reserve_calls == 0 => {
                     reserve_calls += 1;
-                    swf(port, "RespondActivityTaskFailed", &json!({ "taskToken": token, "reason": "Busy", "details": "stock locked" }));
+                    swf(
+                        port,
+                        "RespondActivityTaskFailed",
+                        &json!({ "taskToken": token, "reason": "Busy", "details": "stock locked" }),
+                    );
                 }
                 "Reserve" => {
                     reserve_calls += 1;
-                    swf(port, "RespondActivityTaskCompleted", &json!({ "taskToken": token, "result": json!({ "reserved": input["order"] }).to_string() }));
+                    swf(
+                        port,
+                        "RespondActivityTaskCompleted",
+                        &json!({ "taskToken": token, "result": json!({ "reserved": input["order"] }).to_string() }),
+                    );
                 }
                 "Ship" => {
-                    swf(port, "RespondActivityTaskCompleted", &json!({ "taskToken": token, "result": json!("shipped").to_string() }));
+                    swf(
+                        port,
+                        "RespondActivityTaskCompleted",
+                        &json!({ "taskToken": token, "result": json!("shipped").to_string() }),
+                    );
                 }
                 other => panic!("unexpected activity {other}"),
             }
@@ -183,14 +219,20 @@ fn a_decider_loop_runs_a_workflow_to_completion_on_moto_server() {
             std::thread::sleep(Duration::from_millis(200));
         }
     }
-    let history = swf(port, "GetWorkflowExecutionHistory", &json!({ "domain": domain, "execution": { "workflowId": "order-1", "runId": run_id } }));
+    let history = swf(
+        port,
+        "GetWorkflowExecutionHistory",
+        &json!({ "domain": domain, "execution": { "workflowId": "order-1", "runId": run_id } }),
+    );
     let completed = history["events"]
         .as_array()
         .unwrap()
         .iter()
         .find(|e| e["eventType"] == "WorkflowExecutionCompleted")
         .expect("a WorkflowExecutionCompleted event");
-    let result: Value = serde_json::from_str(completed["workflowExecutionCompletedEventAttributes"]["result"].as_str().unwrap()).unwrap();
+    let result: Value =
+        serde_json::from_str(completed["workflowExecutionCompletedEventAttributes"]["result"].as_str().unwrap())
+            .unwrap();
     assert_eq!(result, json!({ "order": 7, "reservation": { "reserved": 7 }, "shipment": "shipped" }));
     assert_eq!(reserve_calls, 2);
     for expected in ["ScheduleActivityTask", "StartTimer", "RecordMarker", "CompleteWorkflowExecution"] {

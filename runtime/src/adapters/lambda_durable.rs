@@ -23,7 +23,7 @@ use sha2::Digest;
 use crate::durable::suspend::{SuspendPolicy, Suspender, run_until_suspended};
 use crate::durable::{
     CheckpointToken, Claim, Completion, ExecutionRecord, ExecutionStatus, Journal, NewExecution, OpStatus, OpType,
-    Operation, OperationUpdate, Opened, Store, StoreError,
+    Opened, Operation, OperationUpdate, Store, StoreError,
 };
 use crate::{ExecutionResult, HistoryEvent, RunOptions, Status};
 
@@ -79,7 +79,12 @@ pub trait DurableClient: Send + Sync + fmt::Debug {
     ) -> BoxFuture<'a, Result<Checkpointed, ClientError>>;
 
     /// `GetDurableExecutionState`, one page from `marker`.
-    fn state<'a>(&'a self, arn: &'a str, token: &'a str, marker: &'a str) -> BoxFuture<'a, Result<StatePage, ClientError>>;
+    fn state<'a>(
+        &'a self,
+        arn: &'a str,
+        token: &'a str,
+        marker: &'a str,
+    ) -> BoxFuture<'a, Result<StatePage, ClientError>>;
 }
 
 /// The REST API over plain HTTP/1.1 (a local endpoint such as `dex-local-runner`, or a signing
@@ -115,25 +120,41 @@ impl HttpClient {
                 "{method} {path} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
                 body.len()
             );
-            stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(body.as_bytes())).map_err(|e| e.to_string())?;
+            stream
+                .write_all(head.as_bytes())
+                .and_then(|()| stream.write_all(body.as_bytes()))
+                .map_err(|e| e.to_string())?;
             let mut raw = Vec::new();
             stream.read_to_end(&mut raw).map_err(|e| e.to_string())?;
             let text = String::from_utf8_lossy(&raw).into_owned();
             let (head, body) = text.split_once("\r\n\r\n").ok_or("malformed HTTP response")?;
             let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).ok_or("malformed status line")?;
-            let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") { dechunk(body) } else { body.to_owned() };
+            let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+                dechunk(body)
+            } else {
+                body.to_owned()
+            };
             Ok((status, body))
         };
         let (status, body) = tokio::task::spawn_blocking(exchange)
             .await
             .map_err(|e| ClientError::Service(e.to_string()))?
             .map_err(ClientError::Service)?;
-        let value: Value = if body.trim().is_empty() { json!({}) } else { serde_json::from_str(&body).unwrap_or(json!({ "message": body })) };
+        let value: Value = if body.trim().is_empty() {
+            json!({})
+        } else {
+            serde_json::from_str(&body).unwrap_or(json!({ "message": body }))
+        };
         if (200..300).contains(&status) {
             return Ok(value);
         }
-        let message = ["message", "Message"].iter().find_map(|k| value.get(*k).and_then(Value::as_str)).unwrap_or_default().to_owned();
-        let kind = ["Type", "__type", "code"].iter().find_map(|k| value.get(*k).and_then(Value::as_str)).unwrap_or_default();
+        let message = ["message", "Message"]
+            .iter()
+            .find_map(|k| value.get(*k).and_then(Value::as_str))
+            .unwrap_or_default()
+            .to_owned();
+        let kind =
+            ["Type", "__type", "code"].iter().find_map(|k| value.get(*k).and_then(Value::as_str)).unwrap_or_default();
         if message.starts_with("Invalid checkpoint token") {
             Err(ClientError::InvalidToken(message))
         } else if status == 413 || kind.contains("TooLarge") || message.to_ascii_lowercase().contains("size") {
@@ -169,7 +190,12 @@ fn encode(s: &str) -> String {
 }
 
 impl DurableClient for HttpClient {
-    fn checkpoint<'a>(&'a self, arn: &'a str, token: &'a str, updates: Vec<Value>) -> BoxFuture<'a, Result<Checkpointed, ClientError>> {
+    fn checkpoint<'a>(
+        &'a self,
+        arn: &'a str,
+        token: &'a str,
+        updates: Vec<Value>,
+    ) -> BoxFuture<'a, Result<Checkpointed, ClientError>> {
         Box::pin(async move {
             let body = json!({ "CheckpointToken": token, "Updates": updates }).to_string();
             let v = self.request("POST", format!("{API}/{}/checkpoint", encode(arn)), Some(body)).await?;
@@ -178,14 +204,25 @@ impl DurableClient for HttpClient {
                 .and_then(Value::as_str)
                 .ok_or_else(|| ClientError::Service("the checkpoint response has no CheckpointToken".into()))?
                 .to_owned();
-            let operations = v.pointer("/NewExecutionState/Operations").and_then(Value::as_array).cloned().unwrap_or_default();
+            let operations =
+                v.pointer("/NewExecutionState/Operations").and_then(Value::as_array).cloned().unwrap_or_default();
             Ok(Checkpointed { token, operations })
         })
     }
 
-    fn state<'a>(&'a self, arn: &'a str, token: &'a str, marker: &'a str) -> BoxFuture<'a, Result<StatePage, ClientError>> {
+    fn state<'a>(
+        &'a self,
+        arn: &'a str,
+        token: &'a str,
+        marker: &'a str,
+    ) -> BoxFuture<'a, Result<StatePage, ClientError>> {
         Box::pin(async move {
-            let path = format!("{API}/{}/state?CheckpointToken={}&Marker={}&MaxItems=1000", encode(arn), encode(token), encode(marker));
+            let path = format!(
+                "{API}/{}/state?CheckpointToken={}&Marker={}&MaxItems=1000",
+                encode(arn),
+                encode(token),
+                encode(marker)
+            );
             let v = self.request("GET", path, None).await?;
             Ok(StatePage {
                 operations: v.get("Operations").and_then(Value::as_array).cloned().unwrap_or_default(),
@@ -266,7 +303,10 @@ fn from_wire(op: &Value) -> Option<Operation> {
         "CANCELLED" | "STOPPED" => OpStatus::Cancelled,
         _ => OpStatus::Started,
     };
-    let result = details.get("Result").and_then(Value::as_str).map(|s| serde_json::from_str(s).unwrap_or(Value::String(s.to_owned())));
+    let result = details
+        .get("Result")
+        .and_then(Value::as_str)
+        .map(|s| serde_json::from_str(s).unwrap_or(Value::String(s.to_owned())));
     Some(Operation {
         id,
         op_type,
@@ -284,7 +324,8 @@ fn from_wire(op: &Value) -> Option<Operation> {
 /// The journal's update as service `OperationUpdate`s (none for what the service owns: a WAIT
 /// is finished by the service, not the function).
 fn to_wire(u: &OperationUpdate, now_ms: i64) -> Option<Value> {
-    let mut w = json!({ "Id": wire_id(&u.id), "Name": wire_name(&u.id), "Type": u.op_type.as_str(), "SubType": u.subtype });
+    let mut w =
+        json!({ "Id": wire_id(&u.id), "Name": wire_name(&u.id), "Type": u.op_type.as_str(), "SubType": u.subtype });
     match (u.op_type, u.status) {
         (OpType::Wait, OpStatus::Started) => {
             let due = u.due_at_ms.unwrap_or(now_ms);
@@ -348,7 +389,12 @@ impl Store for LambdaStore {
             created_at_ms: 0,
             updated_at_ms: 0,
         };
-        let claim = Claim { record, operations: self.operations.clone(), token: CheckpointToken { epoch: 1, seq: 0 }, existed: true };
+        let claim = Claim {
+            record,
+            operations: self.operations.clone(),
+            token: CheckpointToken { epoch: 1, seq: 0 },
+            existed: true,
+        };
         Box::pin(async move { Ok(claim) })
     }
 
@@ -371,7 +417,8 @@ impl Store for LambdaStore {
                     && u.status == OpStatus::Started
                     && self.operations.iter().any(|op| op.id == u.id && op.status == OpStatus::Started)
             };
-            let wire: Vec<Value> = updates.iter().filter(|u| !already_started(u)).filter_map(|u| to_wire(u, now_ms)).collect();
+            let wire: Vec<Value> =
+                updates.iter().filter(|u| !already_started(u)).filter_map(|u| to_wire(u, now_ms)).collect();
             if wire.is_empty() {
                 return Ok(token);
             }
@@ -382,7 +429,12 @@ impl Store for LambdaStore {
         })
     }
 
-    fn finish<'a>(&'a self, _name: &'a str, token: CheckpointToken, _c: Completion) -> BoxFuture<'a, Result<CheckpointToken, StoreError>> {
+    fn finish<'a>(
+        &'a self,
+        _name: &'a str,
+        token: CheckpointToken,
+        _c: Completion,
+    ) -> BoxFuture<'a, Result<CheckpointToken, StoreError>> {
         // The invocation's answer carries the end (see `invoke_with`).
         Box::pin(async move { Ok(token) })
     }
@@ -395,7 +447,11 @@ impl Store for LambdaStore {
         Box::pin(async move { Ok(None) })
     }
 
-    fn append_history<'a>(&'a self, _name: &'a str, _events: Vec<HistoryEvent>) -> BoxFuture<'a, Result<(), StoreError>> {
+    fn append_history<'a>(
+        &'a self,
+        _name: &'a str,
+        _events: Vec<HistoryEvent>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move { Ok(()) })
     }
 
@@ -432,8 +488,10 @@ where
     Fut: Future<Output = ExecutionResult>,
 {
     let text = |k: &str| event.get(k).and_then(Value::as_str).map(str::to_owned);
-    let arn = text("DurableExecutionArn").ok_or_else(|| InvocationError::BadEvent("`DurableExecutionArn` is missing".into()))?;
-    let token = text("CheckpointToken").ok_or_else(|| InvocationError::BadEvent("`CheckpointToken` is missing".into()))?;
+    let arn = text("DurableExecutionArn")
+        .ok_or_else(|| InvocationError::BadEvent("`DurableExecutionArn` is missing".into()))?;
+    let token =
+        text("CheckpointToken").ok_or_else(|| InvocationError::BadEvent("`CheckpointToken` is missing".into()))?;
     let state = event.get("InitialExecutionState").cloned().unwrap_or(json!({}));
     let mut wire: Vec<Value> = state.get("Operations").and_then(Value::as_array).cloned().unwrap_or_default();
     let mut marker = state.get("NextMarker").and_then(Value::as_str).filter(|m| !m.is_empty()).map(str::to_owned);
@@ -454,7 +512,8 @@ where
         Some(s) => serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.to_owned())),
     };
     let start_ms = millis(execution.get("StartTimestamp")).unwrap_or_else(|| jiff::Timestamp::now().as_millisecond());
-    let start_time = jiff::Timestamp::from_millisecond(start_ms).map(crate::clock::format_timestamp).unwrap_or_default();
+    let start_time =
+        jiff::Timestamp::from_millisecond(start_ms).map(crate::clock::format_timestamp).unwrap_or_default();
     let execution_id = execution.get("Id").and_then(Value::as_str).unwrap_or_default().to_owned();
     let operations: Vec<Operation> = wire.iter().filter_map(from_wire).collect();
     let store = Arc::new(LambdaStore {
@@ -505,7 +564,8 @@ where
             }
         }
         Status::Failed | Status::TimedOut => {
-            let (error, cause) = result.error.map_or((wfc_ir::errors::RUNTIME.to_owned(), String::new()), |f| (f.error, f.cause));
+            let (error, cause) =
+                result.error.map_or((wfc_ir::errors::RUNTIME.to_owned(), String::new()), |f| (f.error, f.cause));
             Ok(failed(&error, &cause))
         }
     }

@@ -31,7 +31,10 @@ impl ReplayStore {
     /// A store holding `operations`, for an execution first started at `start_time`
     /// (`$$.Execution.StartTime`, RFC 3339).
     pub fn new(operations: Vec<Operation>, start_time: impl Into<String>) -> Arc<ReplayStore> {
-        Arc::new(ReplayStore { start_time: start_time.into(), inner: Mutex::new(Inner { operations, ..Inner::default() }) })
+        Arc::new(ReplayStore {
+            start_time: start_time.into(),
+            inner: Mutex::new(Inner { operations, ..Inner::default() }),
+        })
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -128,7 +131,11 @@ impl Store for ReplayStore {
         Box::pin(async move { Ok(None) })
     }
 
-    fn append_history<'a>(&'a self, _name: &'a str, _events: Vec<HistoryEvent>) -> BoxFuture<'a, Result<(), StoreError>> {
+    fn append_history<'a>(
+        &'a self,
+        _name: &'a str,
+        _events: Vec<HistoryEvent>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
         // The adapters' services keep their own histories.
         Box::pin(async move { Ok(()) })
     }

@@ -20,7 +20,7 @@ use sha2::Digest;
 
 use super::memory::ReplayStore;
 use crate::durable::suspend::{Pending, StepRequest, SuspendPolicy, Suspender, run_until_suspended};
-use crate::durable::{Journal, OpStatus, OpType, Operation, Opened};
+use crate::durable::{Journal, OpStatus, OpType, Opened, Operation};
 use crate::{Clock, ExecutionResult, RunOptions, Status};
 
 /// The marker recorded with each decision (see [`SwfConfig::record_markers`]).
@@ -223,7 +223,8 @@ where
                 scheduled.push(p.id());
             }
             if config.record_markers && !out.0.is_empty() {
-                let details = json!({ "scheduled": scheduled, "waiting": pending.len(), "finished": view.finished_count() });
+                let details =
+                    json!({ "scheduled": scheduled, "waiting": pending.len(), "finished": view.finished_count() });
                 out.push(
                     "RecordMarker",
                     json!({ "markerName": STATE_MARKER, "details": truncate(&details.to_string(), MAX_DATA) }),
@@ -253,11 +254,8 @@ pub fn swf_id(op_id: &str) -> String {
     if valid(op_id) {
         return op_id.to_owned();
     }
-    let mut clean: String = op_id
-        .chars()
-        .map(|c| if matches!(c, ':' | '/' | '|') || c.is_control() { '.' } else { c })
-        .take(200)
-        .collect();
+    let mut clean: String =
+        op_id.chars().map(|c| if matches!(c, ':' | '/' | '|') || c.is_control() { '.' } else { c }).take(200).collect();
     clean = clean.replace("arn", "ar_n");
     let digest = sha2::Sha256::digest(op_id.as_bytes());
     let hex: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
@@ -275,14 +273,20 @@ impl DecisionTask {
         let pages: Vec<&Value> = match task {
             Value::Array(pages) if !pages.is_empty() => pages.iter().collect(),
             Value::Object(_) => vec![task],
-            _ => return Err(SwfError::BadTask("expected a PollForDecisionTask response object, or an array of its pages".into())),
+            _ => {
+                return Err(SwfError::BadTask(
+                    "expected a PollForDecisionTask response object, or an array of its pages".into(),
+                ));
+            }
         };
         let first = pages[0];
         let task_token = first
             .get("taskToken")
             .and_then(Value::as_str)
             .filter(|t| !t.is_empty())
-            .ok_or_else(|| SwfError::BadTask("`taskToken` is missing or empty (an empty poll has nothing to decide)".into()))?
+            .ok_or_else(|| {
+                SwfError::BadTask("`taskToken` is missing or empty (an empty poll has nothing to decide)".into())
+            })?
             .to_owned();
         let workflow_id = first
             .pointer("/workflowExecution/workflowId")
@@ -391,7 +395,8 @@ impl HistoryView {
                 "the history does not start with WorkflowExecutionStarted: poll with the whole history (every page), not startAtPreviousStartedEvent".into(),
             ));
         }
-        let start_time = timestamp(first).ok_or_else(|| SwfError::BadTask("event 1 has no valid `eventTimestamp`".into()))?;
+        let start_time =
+            timestamp(first).ok_or_else(|| SwfError::BadTask("event 1 has no valid `eventTimestamp`".into()))?;
         let now = events.iter().rev().find_map(timestamp).unwrap_or(start_time);
         let mut view = HistoryView {
             input: Value::Null,
@@ -446,7 +451,14 @@ impl HistoryView {
         a.get(field).and_then(Value::as_u64).and_then(|id| self.by_event.get(&id)).cloned()
     }
 
-    fn finish(&mut self, id: Option<String>, status: OpStatus, result: Value, error: Option<String>, cause: Option<String>) {
+    fn finish(
+        &mut self,
+        id: Option<String>,
+        status: OpStatus,
+        result: Value,
+        error: Option<String>,
+        cause: Option<String>,
+    ) {
         let Some(id) = id else { return };
         // Only a started operation finishes: a late event after a signal finished it is ignored.
         if self.index.get(&id).map(|&i| self.operations[i].status) == Some(OpStatus::Started) {
@@ -475,8 +487,10 @@ impl HistoryView {
                 match input.get(CONTINUED_KEY) {
                     Some(carried) => {
                         self.input = carried.get("input").cloned().unwrap_or(Value::Null);
-                        let ops: Vec<Operation> = serde_json::from_value(carried.get("operations").cloned().unwrap_or_default())
-                            .map_err(|e| SwfError::Replay(format!("the continued-as-new input has invalid operations: {e}")))?;
+                        let ops: Vec<Operation> =
+                            serde_json::from_value(carried.get("operations").cloned().unwrap_or_default()).map_err(
+                                |e| SwfError::Replay(format!("the continued-as-new input has invalid operations: {e}")),
+                            )?;
                         for op in ops {
                             self.index.insert(op.id.clone(), self.operations.len());
                             self.operations.push(op);
@@ -518,7 +532,9 @@ impl HistoryView {
                 // limit, a missed heartbeat has none.
                 let limit = id.as_ref().and_then(|id| self.timeouts.get(id));
                 let cause = match (kind, limit) {
-                    ("START_TO_CLOSE", Some(secs)) => format!("the task did not finish within TimeoutSeconds ({secs} s)"),
+                    ("START_TO_CLOSE", Some(secs)) => {
+                        format!("the task did not finish within TimeoutSeconds ({secs} s)")
+                    }
                     ("HEARTBEAT", _) => String::new(),
                     (other, _) => format!("the task timed out ({other})"),
                 };
@@ -535,7 +551,13 @@ impl HistoryView {
                     text(a, "cause").unwrap_or_default(),
                     text(a, "message").unwrap_or_default()
                 );
-                self.finish(id, OpStatus::Failed, Value::Null, Some(wfc_ir::errors::TASK_FAILED.to_owned()), Some(cause));
+                self.finish(
+                    id,
+                    OpStatus::Failed,
+                    Value::Null,
+                    Some(wfc_ir::errors::TASK_FAILED.to_owned()),
+                    Some(cause),
+                );
             }
             "ActivityTaskCancelRequested" | "RequestCancelActivityTaskFailed" => {
                 // Asked once; a refused cancel (the activity closed meanwhile) is not asked again.
@@ -547,7 +569,8 @@ impl HistoryView {
                 }
             }
             "ScheduleActivityTaskFailed" | "StartTimerFailed" | "ScheduleLambdaFunctionFailed" => {
-                let swf = text(a, "activityId").or_else(|| text(a, "timerId")).or_else(|| text(a, "id")).unwrap_or_default();
+                let swf =
+                    text(a, "activityId").or_else(|| text(a, "timerId")).or_else(|| text(a, "id")).unwrap_or_default();
                 let cause = text(a, "cause").unwrap_or_default();
                 self.refused.insert(swf.to_owned(), format!("{event_type}: {cause}"));
             }
@@ -582,12 +605,19 @@ impl HistoryView {
                 self.refused.remove(&workflow_id);
                 self.upsert(&id, OpType::Step, OpStatus::Started, |_| {});
                 self.by_event.insert(event_id, id.clone());
-                self.open.insert(id, OpenItem { what: Open::Child { workflow_id, run_id: None }, cancel_requested: false });
+                self.open
+                    .insert(id, OpenItem { what: Open::Child { workflow_id, run_id: None }, cancel_requested: false });
             }
             "StartChildWorkflowExecutionFailed" => {
                 let id = self.scheduled(a, "initiatedEventId");
                 let cause = format!("SWF could not start the child workflow: {}", text(a, "cause").unwrap_or_default());
-                self.finish(id, OpStatus::Failed, Value::Null, Some(wfc_ir::errors::TASK_FAILED.to_owned()), Some(cause));
+                self.finish(
+                    id,
+                    OpStatus::Failed,
+                    Value::Null,
+                    Some(wfc_ir::errors::TASK_FAILED.to_owned()),
+                    Some(cause),
+                );
             }
             "ChildWorkflowExecutionStarted" => {
                 if let Some(id) = self.scheduled(a, "initiatedEventId")
@@ -613,8 +643,17 @@ impl HistoryView {
             }
             "ChildWorkflowExecutionCanceled" | "ChildWorkflowExecutionTerminated" => {
                 let id = self.scheduled(a, "initiatedEventId");
-                let cause = format!("the child workflow execution was {}", if event_type.ends_with("Canceled") { "canceled" } else { "terminated" });
-                self.finish(id, OpStatus::Failed, Value::Null, Some(wfc_ir::errors::TASK_FAILED.to_owned()), Some(cause));
+                let cause = format!(
+                    "the child workflow execution was {}",
+                    if event_type.ends_with("Canceled") { "canceled" } else { "terminated" }
+                );
+                self.finish(
+                    id,
+                    OpStatus::Failed,
+                    Value::Null,
+                    Some(wfc_ir::errors::TASK_FAILED.to_owned()),
+                    Some(cause),
+                );
             }
             "RequestCancelExternalWorkflowExecutionInitiated" | "RequestCancelExternalWorkflowExecutionFailed" => {
                 let workflow_id = text(a, "workflowId").unwrap_or_default();
@@ -688,7 +727,9 @@ impl HistoryView {
             return None;
         }
         let quiet = self.open.is_empty()
-            && pending.iter().all(|p| !matches!(p, Pending::Step { started: true, .. } | Pending::Timer { started: true, .. }));
+            && pending
+                .iter()
+                .all(|p| !matches!(p, Pending::Step { started: true, .. } | Pending::Timer { started: true, .. }));
         if !quiet {
             return None;
         }
@@ -857,7 +898,14 @@ impl Decisions {
         }
     }
 
-    fn activity(&mut self, id: &str, activity_id: &str, request: &StepRequest, target: Option<&TaskTarget>, config: &SwfConfig) {
+    fn activity(
+        &mut self,
+        id: &str,
+        activity_id: &str,
+        request: &StepRequest,
+        target: Option<&TaskTarget>,
+        config: &SwfConfig,
+    ) {
         let name = target.and_then(|t| t.name.clone()).unwrap_or_else(|| type_name(&request.resource));
         let version = target.and_then(|t| t.version.clone()).unwrap_or_else(|| config.activity_version.clone());
         let mut a = json!({
@@ -876,7 +924,14 @@ impl Decisions {
         self.push("ScheduleActivityTask", a);
     }
 
-    fn child(&mut self, id: &str, workflow_id: &str, request: &StepRequest, target: Option<&TaskTarget>, config: &SwfConfig) {
+    fn child(
+        &mut self,
+        id: &str,
+        workflow_id: &str,
+        request: &StepRequest,
+        target: Option<&TaskTarget>,
+        config: &SwfConfig,
+    ) {
         // `states:startExecution` Parameters: StateMachineArn names the child, Input is its input.
         let arn = request.input.get("StateMachineArn").and_then(Value::as_str).unwrap_or(&request.resource);
         let name = target.and_then(|t| t.name.clone()).unwrap_or_else(|| type_name(arn));

@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::suspend::{Pending, Suspender};
 use super::{
     CheckpointToken, Completion, ExecutionRecord, NewExecution, OpStatus, OpType, Operation, OperationUpdate, Store,
     StoreError,
 };
-use super::suspend::{Pending, Suspender};
 use crate::task::{Attempt, StepRequest};
 use crate::{Clock, ExecutionResult, Failure};
 
