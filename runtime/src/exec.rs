@@ -801,8 +801,11 @@ where
             }
             None => {
                 let call_ctx = task_ctx.clone();
+                let request = exec.step_request(spec.resource.as_str(), &params, timeout, heartbeat);
                 let attempt = crate::task::run_attempt(|| invoke(params, call_ctx), &task_ctx, timeout, heartbeat);
-                exec.journaled_attempt(name, visit_no, visit.retry_count, attempt).await.map_err(|f| visit.runtime(f))?
+                exec.journaled_attempt(name, visit_no, visit.retry_count, request, attempt)
+                    .await
+                    .map_err(|f| visit.runtime(f))?
             }
         };
         let failure = match outcome {
@@ -1320,12 +1323,35 @@ impl Execution {
         format!("{}{name}#{visit_no}{suffix}", self.scope.path)
     }
 
+    /// What a Task attempt asks for, when a suspending journal needs it (a replay-only run
+    /// reports the attempt instead of running it; see [`crate::durable::suspend`]).
+    fn step_request(
+        &self,
+        resource: &str,
+        params: &Value,
+        timeout: Option<Duration>,
+        heartbeat: Option<Duration>,
+    ) -> Option<crate::task::StepRequest> {
+        #[cfg(feature = "durable")]
+        if self.shared.journal.as_ref().is_some_and(|j| j.wants_step_requests()) {
+            return Some(crate::task::StepRequest {
+                resource: resource.to_owned(),
+                input: params.clone(),
+                timeout,
+                heartbeat,
+            });
+        }
+        let _ = (resource, params, timeout, heartbeat);
+        None
+    }
+
     /// One Task attempt: replayed from the journal when recorded, else run (and checkpointed).
     async fn journaled_attempt<Fut>(
         &self,
         name: &str,
         visit_no: u32,
         attempt_no: u32,
+        request: Option<crate::task::StepRequest>,
         run: Fut,
     ) -> Result<Attempt, Failure>
     where
@@ -1333,9 +1359,9 @@ impl Execution {
     {
         #[cfg(feature = "durable")]
         if let Some(journal) = &self.shared.journal {
-            return journal.step(self.op_id(name, visit_no, &format!(".{attempt_no}")), name, run).await;
+            return journal.step(self.op_id(name, visit_no, &format!(".{attempt_no}")), name, request, run).await;
         }
-        let _ = (name, visit_no, attempt_no);
+        let _ = (name, visit_no, attempt_no, request);
         Ok(run.await)
     }
 

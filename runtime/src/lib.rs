@@ -13,6 +13,7 @@
 //! - [`history`]: AWS-shaped execution history.
 //! - `durable` (feature `durable`): checkpoint and replay on a SQLite store, so an execution
 //!   resumes after a crash without re-running completed tasks (docs/durable.md).
+//! - `adapters` (feature `durable`): the workflow as an Amazon SWF decider (docs/adapters.md).
 //! - [`limits`]: payload, history and nesting limits ([`RunOptions::limits`]), with AWS's errors.
 //! - [`distributed`]: the DISTRIBUTED Map's Map Runs, child executions, and the [`distributed::ObjectStore`]
 //!   its ItemReader and ResultWriter use (local directories by default).
@@ -32,6 +33,8 @@
 //! assert_eq!(result.elapsed.as_secs(), 3600); // an hour of virtual time, instantly
 //! ```
 
+#[cfg(feature = "durable")]
+pub mod adapters;
 pub mod callback;
 pub mod choice;
 pub mod clock;

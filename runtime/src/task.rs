@@ -103,6 +103,20 @@ impl TaskContext {
     }
 }
 
+/// What a Task attempt asks of its handler, passed to a durable journal so a
+/// replay-only run (the SWF decider) can report the step it must schedule instead of running it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct StepRequest {
+    /// The Task's `Resource`.
+    pub resource: String,
+    /// The effective input (after InputPath and Parameters).
+    pub input: Value,
+    /// TimeoutSeconds, resolved.
+    pub timeout: Option<Duration>,
+    /// HeartbeatSeconds, resolved.
+    pub heartbeat: Option<Duration>,
+}
+
 /// How one attempt ended.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Attempt {

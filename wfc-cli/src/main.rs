@@ -3,6 +3,7 @@
 //! Exit codes (all commands): 0 success; 1 the thing checked failed (invalid definition, failed
 //! or timed-out execution, failing test cases); 2 usage, I/O or definition error. See docs/cli.md.
 
+mod adapters;
 mod callback_answers;
 mod case;
 mod check;
@@ -49,6 +50,15 @@ enum Command {
     Worker(WorkerArgs),
     /// Complete a `.waitForTaskToken` task through the store: SendTaskSuccess/Failure/Heartbeat.
     Callback(CallbackArgs),
+    /// Answer an Amazon SWF decision task (PollForDecisionTask JSON on stdin) with the
+    /// RespondDecisionTaskCompleted request.
+    Decide(adapters::DecideArgs),
+    /// Handle one AWS Lambda durable function invocation (the event JSON on stdin) against a
+    /// durable execution endpoint, and print the invocation output.
+    LambdaInvoke(adapters::LambdaInvokeArgs),
+    /// Serve Lambda Invoke calls locally, each a durable invocation of the definition (for
+    /// dex-local-runner).
+    LambdaServe(adapters::LambdaServeArgs),
 }
 
 /// `wfc worker`.
@@ -433,6 +443,9 @@ fn main() -> ExitCode {
         Command::Worker(args) => durable::worker(&args),
         Command::Callback(args) => durable::callback(&args),
         Command::Test(args) => test_cmd::run(&args),
+        Command::Decide(args) => adapters::decide(&args),
+        Command::LambdaInvoke(args) => adapters::lambda_invoke(&args),
+        Command::LambdaServe(args) => adapters::lambda_serve(&args),
     };
     exit.into()
 }

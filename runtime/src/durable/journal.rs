@@ -9,12 +9,13 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::suspend::{Pending, Suspender};
 use super::{
     CheckpointToken, Claim, Completion, ExecutionRecord, NewExecution, OpStatus, OpType, Operation, OperationUpdate,
     Store, StoreError,
 };
 use crate::callback::{self, CallbackOutcome, Observed, Registration, WaitingTask};
-use crate::task::Attempt;
+use crate::task::{Attempt, StepRequest};
 use crate::{Clock, ExecutionResult, Failure};
 
 /// What [`Journal::open`] found.
@@ -44,6 +45,8 @@ pub struct Journal {
     suspend_after: Option<Duration>,
     /// Set when the run suspended: when the execution is due again (`None`: on a callback).
     suspended: Mutex<Option<Option<i64>>>,
+    /// Replay-only runs (the adapters): park at unrecorded operations instead of running them.
+    suspender: Option<Arc<Suspender>>,
 }
 
 /// Crash testing: `WFC_CRASH_AT=<operation id>:<phase>` aborts the process (as `kill -9` would
@@ -113,7 +116,7 @@ impl Journal {
         input: &Value,
         clock: &Clock,
     ) -> Result<Opened, StoreError> {
-        Journal::open_checked(store, name, workflow, None, input, clock).await
+        Journal::open_checked(store, name, workflow, None, input, clock, None).await
     }
 
     /// [`Journal::open`] that also records the definition's hash ([`super::definition_hash`]) and
@@ -126,7 +129,20 @@ impl Journal {
         clock: &Clock,
     ) -> Result<Opened, StoreError> {
         let hash = super::definition_hash(workflow);
-        Journal::open_checked(store, name, &workflow.name, Some(hash), input, clock).await
+        Journal::open_checked(store, name, &workflow.name, Some(hash), input, clock, None).await
+    }
+
+    /// [`Journal::open`] for a replay-only run: with a `suspender`, the operations its policy
+    /// names are parked when they have no recorded outcome (see [`super::suspend`]).
+    pub async fn open_suspending(
+        store: Arc<dyn Store>,
+        name: &str,
+        workflow: &str,
+        input: &Value,
+        clock: &Clock,
+        suspender: Option<Arc<Suspender>>,
+    ) -> Result<Opened, StoreError> {
+        Journal::open_checked(store, name, workflow, None, input, clock, suspender).await
     }
 
     async fn open_checked(
@@ -136,6 +152,7 @@ impl Journal {
         definition_hash: Option<String>,
         input: &Value,
         clock: &Clock,
+        suspender: Option<Arc<Suspender>>,
     ) -> Result<Opened, StoreError> {
         let new = NewExecution {
             name: name.to_owned(),
@@ -148,13 +165,22 @@ impl Journal {
         if claim.record.status != super::ExecutionStatus::Running {
             return Ok(Opened::Finished(Box::new(claim.record)));
         }
-        Ok(Opened::Running(Journal::from_claim(store, claim, None)))
+        Ok(Opened::Running(Journal::from_claim_with(store, claim, None, suspender)))
     }
 
     /// The journal of an execution claimed by a worker ([`Store::claim_runnable`]). With
     /// `suspend_after`, long timers and callback waits suspend the run (see
     /// [`Journal::suspended`]) so the worker can release the execution until it is due.
     pub fn from_claim(store: Arc<dyn Store>, claim: Claim, suspend_after: Option<Duration>) -> Arc<Journal> {
+        Journal::from_claim_with(store, claim, suspend_after, None)
+    }
+
+    fn from_claim_with(
+        store: Arc<dyn Store>,
+        claim: Claim,
+        suspend_after: Option<Duration>,
+        suspender: Option<Arc<Suspender>>,
+    ) -> Arc<Journal> {
         let recorded = claim.operations.into_iter().map(|op| (op.id.clone(), op)).collect();
         Arc::new(Journal {
             store,
@@ -165,6 +191,7 @@ impl Journal {
             token: tokio::sync::Mutex::new(claim.token),
             suspend_after,
             suspended: Mutex::new(None),
+            suspender,
         })
     }
 
@@ -191,6 +218,12 @@ impl Journal {
     /// Whether this run resumes an execution that already existed.
     pub fn is_resume(&self) -> bool {
         self.existed
+    }
+
+    /// Whether Task attempts must pass a [`StepRequest`] to [`Journal::step`]: a suspending
+    /// journal reports it when it parks the attempt.
+    pub fn wants_step_requests(&self) -> bool {
+        self.suspender.as_ref().is_some_and(|s| s.policy().steps)
     }
 
     /// The store.
@@ -234,6 +267,7 @@ impl Journal {
 
     /// Writes `updates` as one atomic checkpoint, then mirrors them in memory.
     pub async fn checkpoint(&self, updates: Vec<OperationUpdate>) -> Result<(), StoreError> {
+        let _in_flight = self.suspender.as_ref().map(|s| s.in_flight());
         let mut token = self.token.lock().await;
         *token = self.store.checkpoint(&self.record.name, *token, updates.clone()).await?;
         let mut recorded = self.recorded.lock().unwrap_or_else(|p| p.into_inner());
@@ -290,22 +324,42 @@ impl Journal {
         Ok(())
     }
 
-    /// The recorded operation `id`, checked to be of `op_type` for state `name`.
+    /// The recorded operation `id`, checked to be of `op_type` for state `name`. An empty stored
+    /// name is not compared: the adapters' services (SWF, Lambda) keep only the operation id,
+    /// which already begins with the state's name.
     fn recorded_as(&self, id: &str, op_type: OpType, name: &str) -> Result<Option<Operation>, Failure> {
         match self.recorded(id) {
-            Some(op) if op.op_type != op_type || op.name != name => Err(determinism_violation(&op, op_type, name)),
+            Some(op) if op.op_type != op_type || (!op.name.is_empty() && op.name != name) => {
+                Err(determinism_violation(&op, op_type, name))
+            }
             other => Ok(other),
         }
     }
 
     /// One Task attempt: replayed if its outcome is recorded; otherwise checkpointed as STARTED,
     /// run, and its outcome checkpointed before the state goes on.
-    pub(crate) async fn step<Fut>(&self, id: String, name: &str, run: Fut) -> Result<Attempt, Failure>
+    ///
+    /// `request` (given when [`Journal::wants_step_requests`]) is what a suspending journal
+    /// reports when it parks the attempt instead of running it.
+    pub(crate) async fn step<Fut>(
+        &self,
+        id: String,
+        name: &str,
+        request: Option<StepRequest>,
+        run: Fut,
+    ) -> Result<Attempt, Failure>
     where
         Fut: Future<Output = Attempt>,
     {
-        if let Some(attempt) = self.recorded_as(&id, OpType::Step, name)?.and_then(replayed) {
+        let recorded = self.recorded_as(&id, OpType::Step, name)?;
+        if let Some(attempt) = recorded.clone().and_then(replayed) {
             return Ok(attempt);
+        }
+        if let (Some(suspender), Some(request)) = (&self.suspender, request)
+            && suspender.policy().steps
+        {
+            let started = recorded.is_some_and(|op| op.status == OpStatus::Started);
+            match suspender.park(Pending::Step { id, name: name.to_owned(), request, started }).await {}
         }
         let update = |status, result, failure: Option<&Failure>| OperationUpdate {
             id: id.clone(),
@@ -322,7 +376,10 @@ impl Journal {
         crash_point(&id, "before-start");
         self.checkpoint(vec![update(OpStatus::Started, None, None)]).await.map_err(store_failure)?;
         crash_point(&id, "after-start");
-        let attempt = run.await;
+        let attempt = {
+            let _in_flight = self.suspender.as_ref().map(|s| s.in_flight());
+            run.await
+        };
         crash_point(&id, "before-finish");
         let done = match &attempt {
             Attempt::Succeeded(v) => update(OpStatus::Succeeded, Some(v.clone()), None),
@@ -358,6 +415,7 @@ impl Journal {
             callback_token: None,
         };
         let recorded = self.recorded_as(&id, OpType::Wait, name)?;
+        let parking = self.suspender.as_ref().filter(|s| s.policy().timers);
         let (remaining, due_ms) = match &recorded {
             Some(op) if op.status.is_terminal() => return Ok(()),
             Some(op) => match op.due_at_ms.and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok()) {
@@ -380,6 +438,16 @@ impl Journal {
                 (delay, Some(due.as_millisecond()))
             }
         };
+        if let Some(suspender) = parking {
+            let pending = Pending::Timer {
+                id: id.clone(),
+                name: name.to_owned(),
+                subtype: subtype.to_owned(),
+                delay: remaining,
+                started: recorded.is_some(),
+            };
+            match suspender.park(pending).await {}
+        }
         if let Some(limit) = self.suspend_after
             && remaining > limit
         {
@@ -444,7 +512,7 @@ impl Journal {
                     .map_err(store_failure)?;
             }
         }
-        let sent = self.step(format!("{id}.send"), name, handler).await?;
+        let sent = self.step(format!("{id}.send"), name, None, handler).await?;
         let outcome = match sent {
             Attempt::Succeeded(_) => {
                 registration.announce(waiting);

@@ -29,6 +29,7 @@ mod postgres;
 mod sqlite;
 #[doc(hidden)]
 pub mod testing;
+pub mod suspend;
 pub mod worker;
 
 pub use journal::{Journal, Opened};

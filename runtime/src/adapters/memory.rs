@@ -1,0 +1,164 @@
+//! An in-memory [`Store`] for one replay: it starts from the operations an adapter read from its
+//! service (an SWF history, a Lambda execution state) and keeps what the run checkpoints and how
+//! it ends, for the adapter to turn into its service's answer.
+
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+
+use crate::HistoryEvent;
+use crate::durable::{
+    CheckpointToken, Claim, Completion, ExecutionRecord, ExecutionStatus, NewExecution, OpStatus, Operation,
+    OperationUpdate, Store, StoreError,
+};
+
+/// One execution's operations, in memory.
+#[derive(Debug)]
+pub struct ReplayStore {
+    start_time: String,
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    operations: Vec<Operation>,
+    checkpoints: Vec<Vec<OperationUpdate>>,
+    completion: Option<Completion>,
+    seq: i64,
+}
+
+impl ReplayStore {
+    /// A store holding `operations`, for an execution first started at `start_time`
+    /// (`$$.Execution.StartTime`, RFC 3339).
+    pub fn new(operations: Vec<Operation>, start_time: impl Into<String>) -> Arc<ReplayStore> {
+        Arc::new(ReplayStore {
+            start_time: start_time.into(),
+            inner: Mutex::new(Inner { operations, ..Inner::default() }),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// How the execution ended, if it did during the run.
+    pub fn completion(&self) -> Option<Completion> {
+        self.lock().completion.clone()
+    }
+
+    /// Every checkpoint batch written during the run, in order.
+    pub fn checkpoints(&self) -> Vec<Vec<OperationUpdate>> {
+        self.lock().checkpoints.clone()
+    }
+
+    fn record(&self, name: &str, input: serde_json::Value, workflow: &str) -> ExecutionRecord {
+        ExecutionRecord {
+            name: name.to_owned(),
+            workflow: workflow.to_owned(),
+            status: ExecutionStatus::Running,
+            input,
+            output: None,
+            error: None,
+            cause: None,
+            start_time: self.start_time.clone(),
+            epoch: 1,
+            checkpoint_seq: self.lock().seq,
+            created_at_ms: 0,
+            updated_at_ms: 0,
+            owner: None,
+            lease_until_ms: None,
+            wake_at_ms: None,
+            definition_hash: None,
+            signals: 0,
+        }
+    }
+}
+
+impl Store for ReplayStore {
+    fn open_execution(&self, new: NewExecution) -> BoxFuture<'_, Result<Claim, StoreError>> {
+        let record = self.record(&new.name, new.input, &new.workflow);
+        let operations = self.lock().operations.clone();
+        let token = CheckpointToken { epoch: 1, seq: record.checkpoint_seq };
+        Box::pin(async move { Ok(Claim { record, operations, token, existed: true }) })
+    }
+
+    fn load_journal<'a>(&'a self, _name: &'a str) -> BoxFuture<'a, Result<Vec<Operation>, StoreError>> {
+        let operations = self.lock().operations.clone();
+        Box::pin(async move { Ok(operations) })
+    }
+
+    fn checkpoint<'a>(
+        &'a self,
+        _name: &'a str,
+        token: CheckpointToken,
+        updates: Vec<OperationUpdate>,
+    ) -> BoxFuture<'a, Result<CheckpointToken, StoreError>> {
+        let mut inner = self.lock();
+        for u in &updates {
+            let op = Operation {
+                id: u.id.clone(),
+                op_type: u.op_type,
+                subtype: u.subtype.clone(),
+                name: u.name.clone(),
+                status: u.status,
+                starts: u32::from(u.status == OpStatus::Started),
+                result: u.result.clone(),
+                error: u.error.clone(),
+                cause: u.cause.clone(),
+                due_at_ms: u.due_at_ms,
+                callback_token: u.callback_token.clone(),
+                heartbeats: 0,
+            };
+            match inner.operations.iter_mut().find(|o| o.id == u.id) {
+                Some(existing) => *existing = op,
+                None => inner.operations.push(op),
+            }
+        }
+        inner.checkpoints.push(updates);
+        inner.seq += 1;
+        let next = CheckpointToken { epoch: token.epoch, seq: inner.seq };
+        Box::pin(async move { Ok(next) })
+    }
+
+    fn finish<'a>(
+        &'a self,
+        _name: &'a str,
+        token: CheckpointToken,
+        completion: Completion,
+    ) -> BoxFuture<'a, Result<CheckpointToken, StoreError>> {
+        self.lock().completion = Some(completion);
+        Box::pin(async move { Ok(token) })
+    }
+
+    fn list_executions(&self) -> BoxFuture<'_, Result<Vec<ExecutionRecord>, StoreError>> {
+        Box::pin(async move { Ok(Vec::new()) })
+    }
+
+    fn describe_execution<'a>(&'a self, _name: &'a str) -> BoxFuture<'a, Result<Option<ExecutionRecord>, StoreError>> {
+        Box::pin(async move { Ok(None) })
+    }
+
+    fn append_history<'a>(
+        &'a self,
+        _name: &'a str,
+        _events: Vec<HistoryEvent>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        // The adapters' services keep their own histories.
+        Box::pin(async move { Ok(()) })
+    }
+
+    fn read_history<'a>(&'a self, _name: &'a str) -> BoxFuture<'a, Result<Vec<HistoryEvent>, StoreError>> {
+        Box::pin(async move { Ok(Vec::new()) })
+    }
+
+    fn load_operation<'a>(
+        &'a self,
+        _name: &'a str,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Operation>, StoreError>> {
+        let op = self.lock().operations.iter().find(|op| op.id == id).cloned();
+        Box::pin(async move { Ok(op) })
+    }
+
+    super::replay_store_has_no_workers!();
+}

@@ -1,0 +1,229 @@
+//! Suspension: running an execution only as far as its journal allows, then stopping and
+//! reporting what it waits for.
+//!
+//! The replay protocols of the adapters (an Amazon SWF decider, a Lambda durable function) are
+//! the same loop: the execution is re-run from its start over the operations recorded so far,
+//! makes every step of progress it can, and stops at the first operation that has no outcome yet
+//! on each line of control: a task to schedule (SWF), a timer that has not fired (both). A
+//! [`Suspender`] attached to a [`super::Journal`] ([`super::Journal::open_suspending`]) turns
+//! those operations into [`Pending`] entries and parks the line of control instead of running
+//! them; [`run_until_suspended`] polls the execution until it ends or every line is parked.
+//!
+//! Parking is deterministic: lines of control are polled in definition order by both engines,
+//! so the pending list comes out in the same order on every replay of the same history.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::Duration;
+
+use serde::Serialize;
+
+pub use crate::task::StepRequest;
+
+/// An operation the execution is waiting for.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind")]
+pub enum Pending {
+    /// A Task attempt with no recorded outcome (parked only when [`SuspendPolicy::steps`]).
+    Step {
+        /// The operation id (see docs/durable.md).
+        id: String,
+        /// The Task state's name.
+        name: String,
+        /// What the attempt asks for.
+        request: StepRequest,
+        /// Whether the journal recorded the attempt as started (already scheduled).
+        started: bool,
+    },
+    /// A timer (a Wait, or a retry back-off) that has not fired.
+    Timer {
+        /// The operation id.
+        id: String,
+        /// The state's name.
+        name: String,
+        /// `Wait` or `Retry`.
+        subtype: String,
+        /// How long it waits from now (the whole delay for a new timer).
+        delay: Duration,
+        /// Whether the journal had recorded the timer as started before this run.
+        started: bool,
+    },
+}
+
+impl Pending {
+    /// The operation id.
+    pub fn id(&self) -> &str {
+        match self {
+            Pending::Step { id, .. } | Pending::Timer { id, .. } => id,
+        }
+    }
+}
+
+/// Which operations a suspending journal parks instead of running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SuspendPolicy {
+    /// Park Task attempts with no recorded outcome (an SWF decider schedules them elsewhere).
+    /// `false`: run them here and checkpoint them (a Lambda durable function).
+    pub steps: bool,
+    /// Park timers that have not fired (both adapters: the service fires them).
+    pub timers: bool,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    next_key: u64,
+    parked: BTreeMap<u64, Pending>,
+    /// Awaits that something outside the execution will complete (a task handler running, a
+    /// checkpoint on its way to the store): while any is in flight the execution is not stuck.
+    in_flight: usize,
+}
+
+/// Collects the operations an execution parks at. Shared by the journal and the caller.
+#[derive(Debug)]
+pub struct Suspender {
+    policy: SuspendPolicy,
+    state: Mutex<State>,
+}
+
+impl Suspender {
+    /// A suspender with `policy`.
+    pub fn new(policy: SuspendPolicy) -> Arc<Suspender> {
+        Arc::new(Suspender { policy, state: Mutex::new(State::default()) })
+    }
+
+    /// Its policy.
+    pub fn policy(&self) -> SuspendPolicy {
+        self.policy
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Every operation parked now, in the order they were reached.
+    pub fn pending(&self) -> Vec<Pending> {
+        self.lock().parked.values().cloned().collect()
+    }
+
+    /// Whether the execution can make no more progress: something is parked and nothing that
+    /// could wake a line of control is in flight.
+    /// The parked operations, when the execution is stuck.
+    fn stuck(&self) -> Option<Vec<Pending>> {
+        let state = self.lock();
+        (!state.parked.is_empty() && state.in_flight == 0).then(|| state.parked.values().cloned().collect())
+    }
+
+    /// Parks the calling line of control on `pending` for good. Dropping the returned future (a
+    /// sibling Parallel branch failed) withdraws the entry.
+    pub(crate) async fn park(&self, pending: Pending) -> std::convert::Infallible {
+        let key = {
+            let mut state = self.lock();
+            let key = state.next_key;
+            state.next_key += 1;
+            state.parked.insert(key, pending);
+            key
+        };
+        let _withdraw = Withdraw { suspender: self, key };
+        futures::future::pending().await
+    }
+
+    /// Marks an await that something outside the execution completes, until the guard drops.
+    pub(crate) fn in_flight(&self) -> InFlight<'_> {
+        self.lock().in_flight += 1;
+        InFlight { suspender: self }
+    }
+}
+
+struct Withdraw<'a> {
+    suspender: &'a Suspender,
+    key: u64,
+}
+
+impl Drop for Withdraw<'_> {
+    fn drop(&mut self) {
+        self.suspender.lock().parked.remove(&self.key);
+    }
+}
+
+/// See [`Suspender::in_flight`].
+pub(crate) struct InFlight<'a> {
+    suspender: &'a Suspender,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        let mut state = self.suspender.lock();
+        state.in_flight = state.in_flight.saturating_sub(1);
+    }
+}
+
+/// Wakes the caller's task and remembers that a wake happened during a poll.
+struct FlagWaker {
+    woken: AtomicBool,
+    outer: Mutex<Waker>,
+}
+
+impl Wake for FlagWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.store(true, Ordering::SeqCst);
+        self.outer.lock().unwrap_or_else(|p| p.into_inner()).wake_by_ref();
+    }
+}
+
+/// Runs `execution` until it finishes (`Ok(output)`) or every line of control is parked on
+/// `suspender` with nothing in flight (`Err(pending)`: what it waits for, in the order reached;
+/// the execution is dropped, which withdraws its entries from the suspender).
+///
+/// After each poll that leaves the execution pending, it is stuck when no wake arrived during
+/// the poll, something is parked, and no handler or checkpoint is in flight: nothing can wake it
+/// any more. The execution must run on this task (branches joined, not spawned), which is how
+/// both engines run Parallel and Map.
+pub async fn run_until_suspended<F: Future>(suspender: &Suspender, execution: F) -> Result<F::Output, Vec<Pending>> {
+    UntilSuspended { execution: Box::pin(execution), suspender, waker: None }.await
+}
+
+struct UntilSuspended<'a, F: Future> {
+    execution: Pin<Box<F>>,
+    suspender: &'a Suspender,
+    waker: Option<Arc<FlagWaker>>,
+}
+
+impl<F: Future> Future for UntilSuspended<'_, F> {
+    type Output = Result<F::Output, Vec<Pending>>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let flag = match &self.waker {
+            Some(w) => {
+                *w.outer.lock().unwrap_or_else(|p| p.into_inner()) = cx.waker().clone();
+                Arc::clone(w)
+            }
+            None => {
+                let w = Arc::new(FlagWaker { woken: AtomicBool::new(false), outer: Mutex::new(cx.waker().clone()) });
+                self.waker = Some(Arc::clone(&w));
+                w
+            }
+        };
+        let waker = Waker::from(Arc::clone(&flag));
+        let mut inner_cx = Context::from_waker(&waker);
+        flag.woken.store(false, Ordering::SeqCst);
+        match self.execution.as_mut().poll(&mut inner_cx) {
+            Poll::Ready(output) => Poll::Ready(Ok(output)),
+            // Woken while being polled (a joined branch yielded, a lock was handed over, tokio's
+            // cooperative budget ran out): the wake reached the caller's waker too, so the
+            // execution is polled again before anyone judges it stuck.
+            Poll::Pending if flag.woken.load(Ordering::SeqCst) => Poll::Pending,
+            Poll::Pending => match self.suspender.stuck() {
+                Some(pending) => Poll::Ready(Err(pending)),
+                None => Poll::Pending,
+            },
+        }
+    }
+}

@@ -1,0 +1,414 @@
+//! The Lambda durable function adapter (`wfc_runtime::adapters::lambda_durable`) against an
+//! in-process durable execution service: the golden examples of Appendix A of
+//! shared/specs/lambda-durable-functions-sdk.md (the checkpoints each invocation sends), paging
+//! of the execution state, token rotation, and the §3.4 error handling. The same adapter runs
+//! against AWS's dex-local-runner in wfc-cli/tests/lambda_durable_live.rs.
+#![allow(missing_docs)]
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use wfc_runtime::adapters::lambda_durable::{
+    self, Checkpointed, ClientError, DurableClient, InvocationError, StatePage, wire_id, wire_name,
+};
+use wfc_runtime::interp::Handlers;
+use wfc_runtime::ir::Workflow;
+use wfc_runtime::{Failure, Limits};
+
+fn load(text: &str) -> Workflow {
+    wfc_core::load(wfc_core::Source { path: "inline.asl.json", text }).expect("definition loads").workflow
+}
+
+/// A durable execution service in memory: operations by wire id, single-use tokens, and a log
+/// of every checkpoint's updates.
+#[derive(Debug, Default)]
+struct Service {
+    ops: Vec<Value>,
+    token: u64,
+    calls: Vec<Vec<Value>>,
+    /// Refuse the next checkpoint with this error.
+    refuse: Option<ClientError>,
+    /// Operations per GetDurableExecutionState page.
+    page: usize,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Fake(Arc<Mutex<Service>>);
+
+impl Fake {
+    fn new(input: &Value) -> Fake {
+        let fake = Fake::default();
+        fake.0.lock().unwrap().ops.push(json!({
+            "Id": "exec", "Type": "EXECUTION", "Status": "STARTED", "StartTimestamp": 1_700_000_000_000i64,
+            "ExecutionDetails": { "InputPayload": input.to_string() },
+        }));
+        fake
+    }
+
+    /// The invocation event: the first `first_page` operations inline, the rest behind a marker.
+    fn event(&self, first_page: usize) -> Value {
+        let s = self.0.lock().unwrap();
+        let n = first_page.min(s.ops.len());
+        let marker = if n < s.ops.len() { n.to_string() } else { String::new() };
+        json!({
+            "DurableExecutionArn": "arn:aws:lambda:us-west-2:000000000000:function:wf:$LATEST/durable-execution/e/1",
+            "CheckpointToken": format!("t{}", s.token),
+            "InitialExecutionState": { "Operations": s.ops[..n].to_vec(), "NextMarker": marker },
+        })
+    }
+
+    /// What the service does when the function returns PENDING: fires every started timer.
+    fn fire_timers(&self) {
+        for op in &mut self.0.lock().unwrap().ops {
+            if op["Type"] == "WAIT" && op["Status"] == "STARTED" {
+                op["Status"] = json!("SUCCEEDED");
+            }
+        }
+    }
+
+    fn calls(&self) -> Vec<Vec<Value>> {
+        self.0.lock().unwrap().calls.clone()
+    }
+}
+
+impl DurableClient for Fake {
+    fn checkpoint<'a>(
+        &'a self,
+        _arn: &'a str,
+        token: &'a str,
+        updates: Vec<Value>,
+    ) -> BoxFuture<'a, Result<Checkpointed, ClientError>> {
+        let mut s = self.0.lock().unwrap();
+        let result = (|| {
+            if let Some(e) = s.refuse.take() {
+                return Err(e);
+            }
+            if token != format!("t{}", s.token) {
+                return Err(ClientError::InvalidToken("Invalid checkpoint token".into()));
+            }
+            for u in &updates {
+                let id = u["Id"].clone();
+                let i = match s.ops.iter().position(|op| op["Id"] == id) {
+                    Some(i) => i,
+                    None => {
+                        s.ops.push(json!({ "Id": id, "Name": u["Name"], "Type": u["Type"], "SubType": u["SubType"], "Status": "STARTED" }));
+                        s.ops.len() - 1
+                    }
+                };
+                let op = &mut s.ops[i];
+                match u["Action"].as_str().unwrap() {
+                    "START" if u["Type"] == "WAIT" => {
+                        op["WaitDetails"] = json!({ "ScheduledEndTimestamp": 1_800_000_000 });
+                    }
+                    "START" => {}
+                    "SUCCEED" if u["Type"] == "EXECUTION" => op["Status"] = json!("SUCCEEDED"),
+                    "SUCCEED" => {
+                        op["Status"] = json!("SUCCEEDED");
+                        op["StepDetails"] = json!({ "Result": u["Payload"] });
+                    }
+                    "FAIL" => {
+                        op["Status"] = json!("FAILED");
+                        op["StepDetails"] = json!({ "Error": u["Error"] });
+                    }
+                    other => panic!("unexpected action {other}"),
+                }
+            }
+            s.token += 1;
+            Ok(Checkpointed { token: format!("t{}", s.token), operations: Vec::new() })
+        })();
+        s.calls.push(updates);
+        Box::pin(async move { result })
+    }
+
+    fn state<'a>(
+        &'a self,
+        _arn: &'a str,
+        token: &'a str,
+        marker: &'a str,
+    ) -> BoxFuture<'a, Result<StatePage, ClientError>> {
+        let s = self.0.lock().unwrap();
+        let result = if token != format!("t{}", s.token) {
+            Err(ClientError::InvalidToken("Invalid checkpoint token".into()))
+        } else {
+            let from: usize = marker.parse().unwrap();
+            let to = (from + s.page.max(1)).min(s.ops.len());
+            let next = (to < s.ops.len()).then(|| to.to_string());
+            Ok(StatePage { operations: s.ops[from..to].to_vec(), next_marker: next })
+        };
+        Box::pin(async move { result })
+    }
+}
+
+/// One scripted answer: a result, or (error, cause).
+type Answer<'a> = (&'a str, Result<Value, (&'a str, &'a str)>);
+/// The retry counts of each state's real runs.
+type Runs = Arc<Mutex<HashMap<String, Vec<u32>>>>;
+
+/// Task handlers that count their real runs.
+fn counting(answers: &[Answer<'_>]) -> (Handlers, Runs) {
+    let runs: Runs = Arc::default();
+    type Table = HashMap<String, Vec<Result<Value, (String, String)>>>;
+    let table: Table = answers.iter().fold(HashMap::new(), |mut m, (k, v)| {
+        m.entry((*k).to_owned()).or_default().push(v.clone().map_err(|(e, c)| (e.to_owned(), c.to_owned())));
+        m
+    });
+    let log = Arc::clone(&runs);
+    let handlers = Handlers::new().fallback(move |_resource: String, _input: Value, ctx: wfc_runtime::TaskContext| {
+        let mut runs = log.lock().unwrap();
+        let seen = runs.entry(ctx.state_name().to_owned()).or_default();
+        seen.push(ctx.retry_count());
+        let list = &table[ctx.state_name()];
+        let answer = list[(seen.len() - 1).min(list.len() - 1)].clone();
+        async move { answer.map_err(|(e, c)| Failure::new(e, c)) }
+    });
+    (handlers, runs)
+}
+
+fn actions(call: &[Value]) -> Vec<String> {
+    call.iter()
+        .map(|u| {
+            format!(
+                "{} {} {}",
+                u["Action"].as_str().unwrap(),
+                u["Type"].as_str().unwrap(),
+                u["Name"].as_str().unwrap_or("")
+            )
+        })
+        .collect()
+}
+
+fn invoke(wf: &Workflow, handlers: &Handlers, fake: &Fake, first_page: usize) -> Result<Value, InvocationError> {
+    lambda_durable::invoke(wf, handlers, &fake.event(first_page), Arc::new(fake.clone()))
+}
+
+/// A.1 Simple step execution: START, SUCCEED with the payload, SUCCEEDED with the result.
+#[test]
+fn a1_simple_step() {
+    let wf = load(
+        r#"{"StartAt": "step1", "States": {"step1": {"Type": "Task", "Resource": "arn:aws:lambda:::function:f", "End": true}}}"#,
+    );
+    let (h, runs) = counting(&[("step1", Ok(json!("result")))]);
+    let fake = Fake::new(&json!({}));
+    let out = invoke(&wf, &h, &fake, 100).unwrap();
+    assert_eq!(out, json!({ "Status": "SUCCEEDED", "Result": "\"result\"" }));
+    let calls = fake.calls();
+    assert_eq!(
+        calls.iter().map(|c| actions(c)).collect::<Vec<_>>(),
+        [["START STEP step1#1.0"], ["SUCCEED STEP step1#1.0"]]
+    );
+    assert_eq!(calls[1][0]["Payload"], "\"result\"");
+    assert_eq!(calls[0][0]["Id"], wire_id("step1#1.0"));
+    assert_eq!(calls[0][0]["Id"].as_str().unwrap().len(), 64);
+    assert_eq!(runs.lock().unwrap()["step1"], [0]);
+}
+
+/// A.2 Step with retry. wfc journals each attempt as its own STEP and the back-off as a WAIT
+/// (subtype Retry), where the SDKs use one STEP with RETRY/READY: the service sees a failed
+/// step, a timer, and a new step (docs/adapters.md).
+#[test]
+fn a2_step_with_retry() {
+    let wf = load(
+        r#"{"StartAt": "step1", "States": {"step1": {"Type": "Task", "Resource": "arn:aws:lambda:::function:f",
+            "Retry": [{"ErrorEquals": ["States.ALL"], "IntervalSeconds": 5, "MaxAttempts": 1}], "End": true}}}"#,
+    );
+    let (h, runs) = counting(&[("step1", Err(("Oops", "first try"))), ("step1", Ok(json!("result")))]);
+    let fake = Fake::new(&json!({}));
+    assert_eq!(invoke(&wf, &h, &fake, 100).unwrap(), json!({ "Status": "PENDING" }));
+    let calls = fake.calls();
+    assert_eq!(
+        calls.iter().map(|c| actions(c)).collect::<Vec<_>>(),
+        [vec!["START STEP step1#1.0"], vec!["FAIL STEP step1#1.0"], vec!["START WAIT step1#1.retry1"]]
+    );
+    assert_eq!(calls[1][0]["Error"], json!({ "ErrorType": "Oops", "ErrorMessage": "first try" }));
+    assert_eq!(calls[2][0]["WaitOptions"]["WaitSeconds"], 5);
+    assert_eq!(calls[2][0]["SubType"], "Retry");
+    // Invocation 2, after the service fired the timer: the failure replays, attempt 1 runs.
+    fake.fire_timers();
+    assert_eq!(invoke(&wf, &h, &fake, 100).unwrap(), json!({ "Status": "SUCCEEDED", "Result": "\"result\"" }));
+    let calls = fake.calls();
+    assert_eq!(
+        calls[3..].iter().map(|c| actions(c)).collect::<Vec<_>>(),
+        [["START STEP step1#1.1"], ["SUCCEED STEP step1#1.1"]]
+    );
+    assert_eq!(runs.lock().unwrap()["step1"], [0, 1]);
+}
+
+/// A.3 Wait: START with WaitSeconds, PENDING; then the completed wait is skipped.
+#[test]
+fn a3_wait() {
+    let wf = load(
+        r#"{"StartAt": "wait1", "States": {"wait1": {"Type": "Wait", "Seconds": 60, "Next": "Done"},
+            "Done": {"Type": "Pass", "Result": "done", "End": true}}}"#,
+    );
+    let (h, _) = counting(&[]);
+    let fake = Fake::new(&json!({}));
+    assert_eq!(invoke(&wf, &h, &fake, 100).unwrap(), json!({ "Status": "PENDING" }));
+    let calls = fake.calls();
+    assert_eq!(actions(&calls[0]), ["START WAIT wait1#1"]);
+    let secs = calls[0][0]["WaitOptions"]["WaitSeconds"].as_i64().unwrap();
+    assert!((60..=61).contains(&secs), "{secs}");
+    fake.fire_timers();
+    assert_eq!(invoke(&wf, &h, &fake, 100).unwrap(), json!({ "Status": "SUCCEEDED", "Result": "\"done\"" }));
+    assert_eq!(fake.calls().len(), 1, "a fired wait is not checkpointed again");
+}
+
+/// A.4 Replay after a Lambda timeout: step1 replays its cached result, step2 (STARTED) runs
+/// again without a second START.
+#[test]
+fn a4_replay_after_timeout() {
+    let wf = load(
+        r#"{"StartAt": "step1", "States": {
+            "step1": {"Type": "Task", "Resource": "arn:aws:lambda:::function:f", "ResultPath": "$.one", "Next": "step2"},
+            "step2": {"Type": "Task", "Resource": "arn:aws:lambda:::function:g", "End": true}}}"#,
+    );
+    let (h, runs) = counting(&[("step1", Ok(json!("result1"))), ("step2", Ok(json!("result2")))]);
+    let fake = Fake::new(&json!({}));
+    {
+        let mut s = fake.0.lock().unwrap();
+        s.ops.push(
+            json!({ "Id": wire_id("step1#1.0"), "Name": wire_name("step1#1.0"), "Type": "STEP", "Status": "SUCCEEDED",
+                           "StepDetails": { "Result": "\"result1\"" } }),
+        );
+        s.ops.push(
+            json!({ "Id": wire_id("step2#1.0"), "Name": wire_name("step2#1.0"), "Type": "STEP", "Status": "STARTED" }),
+        );
+    }
+    let out = invoke(&wf, &h, &fake, 1).unwrap();
+    assert_eq!(out, json!({ "Status": "SUCCEEDED", "Result": "\"result2\"" }));
+    assert_eq!(fake.calls().iter().map(|c| actions(c)).collect::<Vec<_>>(), [["SUCCEED STEP step2#1.0"]]);
+    let runs = runs.lock().unwrap();
+    assert!(!runs.contains_key("step1"), "step1 ran again: {runs:?}");
+    assert_eq!(runs["step2"], [0]);
+}
+
+#[test]
+fn execution_state_is_paged_and_ids_survive_any_state_name() {
+    let wf = load(
+        r#"{"StartAt": "Ünïcode / 50% #1", "States": {
+            "Ünïcode / 50% #1": {"Type": "Task", "Resource": "arn:aws:lambda:::function:f", "Next": "b"},
+            "b": {"Type": "Task", "Resource": "arn:aws:lambda:::function:f", "Next": "c"},
+            "c": {"Type": "Task", "Resource": "arn:aws:lambda:::function:f", "End": true}}}"#,
+    );
+    let (h, runs) = counting(&[("Ünïcode / 50% #1", Ok(json!(1))), ("b", Ok(json!(2))), ("c", Ok(json!(3)))]);
+    let fake = Fake::new(&json!({}));
+    fake.0.lock().unwrap().page = 1;
+    // A full run first: every id goes over the wire as a hash, the readable id as the Name.
+    invoke(&wf, &h, &fake, 100).unwrap();
+    let name = wire_name("Ünïcode / 50% #1#1.0");
+    assert!(name.is_ascii() && !name.contains('Ü'), "{name}");
+    assert_eq!(lambda_durable::journal_id(&name).as_deref(), Some("Ünïcode / 50% #1#1.0"));
+    let before = runs.lock().unwrap().values().map(Vec::len).sum::<usize>();
+    // A replay whose state comes one operation per GetDurableExecutionState page runs nothing.
+    assert_eq!(invoke(&wf, &h, &fake, 1).unwrap(), json!({ "Status": "SUCCEEDED", "Result": "3" }));
+    assert_eq!(runs.lock().unwrap().values().map(Vec::len).sum::<usize>(), before);
+}
+
+#[test]
+fn an_invalid_token_propagates_and_a_size_limit_fails_the_execution() {
+    let wf = load(
+        r#"{"StartAt": "s", "States": {"s": {"Type": "Task", "Resource": "arn:aws:lambda:::function:f", "End": true}}}"#,
+    );
+    let (h, _) = counting(&[("s", Ok(json!("ok")))]);
+    // §3.4: InvalidParameterValueException for the token is not turned into FAILED.
+    let fake = Fake::new(&json!({}));
+    let mut event = fake.event(100);
+    event["CheckpointToken"] = json!("t-stale");
+    let err = lambda_durable::invoke(&wf, &h, &event, Arc::new(fake.clone())).unwrap_err();
+    assert!(matches!(err, InvocationError::InvalidToken(_)), "{err:?}");
+    // A size-limit refusal: FAILED with a clear message, no invocation error.
+    let fake = Fake::new(&json!({}));
+    fake.0.lock().unwrap().refuse =
+        Some(ClientError::TooLarge("413 RequestEntityTooLarge payload size exceeded".into()));
+    let out = invoke(&wf, &h, &fake, 100).unwrap();
+    assert_eq!(out["Status"], "FAILED");
+    assert_eq!(out["Error"]["ErrorType"], "Wfc.CheckpointTooLarge");
+    assert!(out["Error"]["ErrorMessage"].as_str().unwrap().contains("payload size exceeded"), "{out}");
+}
+
+#[test]
+fn a_result_over_the_response_limit_is_checkpointed_on_the_execution_operation() {
+    let wf = load(r#"{"StartAt": "p", "States": {"p": {"Type": "Pass", "End": true}}}"#);
+    let big = json!({ "blob": "x".repeat(lambda_durable::MAX_INLINE_RESULT) });
+    let fake = Fake::new(&big);
+    let event = fake.event(100);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+    let handlers = Handlers::new();
+    let out = runtime
+        .block_on(lambda_durable::invoke_with(&event, Arc::new(fake.clone()), "wf", |input, options| {
+            wfc_runtime::interp::run(&wf, &handlers, input, options.with_limits(Limits::unlimited()))
+        }))
+        .unwrap();
+    assert_eq!(out, json!({ "Status": "SUCCEEDED", "Result": "" }));
+    let calls = fake.calls();
+    assert_eq!(actions(&calls[0]), ["SUCCEED EXECUTION "]);
+    assert_eq!(calls[0][0]["Id"], "exec");
+    assert_eq!(calls[0][0]["Payload"].as_str().unwrap().len(), big.to_string().len());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Generated code runs as a durable function exactly as the interpreter does
+// ---------------------------------------------------------------------------------------------
+
+wfc_runtime::include_workflow!("tests/adapters/fan_out.asl.json");
+
+#[derive(Default)]
+struct Shop {
+    charges: Mutex<u32>,
+}
+
+impl fan_out::Handler for Shop {
+    async fn charge(&self, _input: Value, _ctx: wfc_runtime::TaskContext) -> Result<Value, wfc_runtime::TaskError> {
+        let mut n = self.charges.lock().unwrap();
+        *n += 1;
+        if *n == 1 { Err(wfc_runtime::TaskError::new("Busy", "1")) } else { Ok(json!({ "ok": true })) }
+    }
+
+    async fn ship(&self, _input: Value, _ctx: wfc_runtime::TaskContext) -> Result<Value, wfc_runtime::TaskError> {
+        Ok(json!("shipped"))
+    }
+}
+
+/// Invokes until the function stops answering PENDING, firing the timers in between.
+fn drive(fake: &Fake, mut invoke: impl FnMut(&Value) -> Value) -> (Value, usize) {
+    for n in 1..20 {
+        let out = invoke(&fake.event(2));
+        if out["Status"] != "PENDING" {
+            return (out, n);
+        }
+        fake.fire_timers();
+    }
+    panic!("no end after 20 invocations");
+}
+
+#[test]
+fn generated_code_checkpoints_the_same_operations_as_the_interpreter() {
+    let input = json!({ "order": 42 });
+    let generated = Fake::new(&input);
+    let shop = Shop::default();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+    let (out, invocations) = drive(&generated, |event| {
+        runtime
+            .block_on(lambda_durable::invoke_with(event, Arc::new(generated.clone()), "fan_out", |input, options| {
+                fan_out::run_with(&shop, input, options)
+            }))
+            .unwrap()
+    });
+    assert_eq!(out, json!({ "Status": "SUCCEEDED", "Result": "[{\"ok\":true},\"shipped\"]" }));
+    assert!(invocations >= 2, "the Wait and the back-off suspend the function");
+    assert_eq!(*shop.charges.lock().unwrap(), 2, "each attempt ran once");
+
+    let interpreted = Fake::new(&input);
+    let wf = fan_out::ir().unwrap().clone();
+    let (h, _) = counting(&[
+        ("Charge", Err(("Busy", "1"))),
+        ("Charge", Ok(json!({ "ok": true }))),
+        ("Ship", Ok(json!("shipped"))),
+    ]);
+    let (out2, invocations2) =
+        drive(&interpreted, |event| lambda_durable::invoke(&wf, &h, event, Arc::new(interpreted.clone())).unwrap());
+    assert_eq!((out2, invocations2), (out, invocations));
+    let strip = |calls: Vec<Vec<Value>>| -> Vec<Vec<String>> { calls.iter().map(|c| actions(c)).collect() };
+    assert_eq!(strip(interpreted.calls()), strip(generated.calls()));
+}

@@ -1,0 +1,1046 @@
+//! The SWF decider (`wfc_runtime::adapters::swf`): golden histories, and a loop test in which a
+//! small simulated SWF service feeds histories to the decider until the workflow closes, for
+//! every case in tests/cases whose definition has only tasks, waits, choices, parallels and the
+//! data states (the result must equal the case's expected output).
+#![allow(missing_docs)]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use wfc_runtime::adapters::swf::{self, SwfConfig};
+use wfc_runtime::ir::{StateKind, StateMachine, Workflow};
+
+fn load(text: &str) -> Workflow {
+    match wfc_core::load(wfc_core::Source { path: "inline.asl.json", text }) {
+        Ok(l) => l.workflow,
+        Err(d) => panic!("definition does not load: {d:?}"),
+    }
+}
+
+/// One event in SWF's shape.
+fn event(id: u64, ts: f64, event_type: &str, attrs: Value) -> Value {
+    let mut key = event_type[..1].to_lowercase();
+    key.push_str(&event_type[1..]);
+    key.push_str("EventAttributes");
+    json!({ "eventId": id, "eventTimestamp": ts, "eventType": event_type, key: attrs })
+}
+
+fn types(response: &Value) -> Vec<String> {
+    response["decisions"].as_array().unwrap().iter().map(|d| d["decisionType"].as_str().unwrap().to_owned()).collect()
+}
+
+fn decision<'a>(response: &'a Value, decision_type: &str) -> Vec<&'a Value> {
+    let mut key = decision_type[..1].to_lowercase();
+    key.push_str(&decision_type[1..]);
+    key.push_str("DecisionAttributes");
+    response["decisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["decisionType"] == decision_type)
+        .map(|d| &d[&key])
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// A simulated SWF service
+// ---------------------------------------------------------------------------------------------
+
+/// A mocked activity answer (wfc's case-file mock format).
+#[derive(Clone, Debug)]
+enum Answer {
+    Return(Value),
+    Throw(String, String),
+    Echo,
+}
+
+#[derive(Clone, Debug)]
+struct Mock {
+    answer: Answer,
+    delay: f64,
+}
+
+fn parse_mocks(doc: &Value) -> Result<HashMap<String, Vec<Mock>>, String> {
+    let mut out = HashMap::new();
+    let Some(map) = doc.as_object() else { return Ok(out) };
+    for (key, v) in map {
+        let entries: Vec<&Value> = match v {
+            Value::Array(a) => a.iter().collect(),
+            other => vec![other],
+        };
+        let mut mocks = Vec::new();
+        for e in entries {
+            let delay = e.get("delay_seconds").and_then(Value::as_f64).unwrap_or(0.0);
+            let answer = if let Some(r) = e.get("return") {
+                Answer::Return(r.clone())
+            } else if let Some(t) = e.get("throw") {
+                Answer::Throw(
+                    t.get("error").and_then(Value::as_str).unwrap_or_default().to_owned(),
+                    t.get("cause").and_then(Value::as_str).unwrap_or_default().to_owned(),
+                )
+            } else if e.get("echo").is_some() {
+                Answer::Echo
+            } else {
+                return Err(format!("mock entry {e} is not understood by the simulated service"));
+            };
+            mocks.push(Mock { answer, delay });
+        }
+        out.insert(key.clone(), mocks);
+    }
+    Ok(out)
+}
+
+/// The state name in an operation id (`<scope><State>#<visit>.<attempt>`).
+fn state_of(op_id: &str) -> &str {
+    let tail = op_id.rsplit('/').next().unwrap_or(op_id);
+    tail.rsplit_once('#').map_or(tail, |(s, _)| s)
+}
+
+#[derive(Debug)]
+enum Future {
+    Activity { scheduled: u64, outcome: Result<Value, (String, String)>, timeout: Option<String> },
+    Timer { started: u64, timer_id: String },
+}
+
+/// A decider: decision task in, RespondDecisionTaskCompleted request out.
+type Decider = Box<dyn Fn(&Value) -> Value>;
+
+/// How a simulated workflow execution ended.
+#[derive(Debug, PartialEq)]
+struct Closed {
+    status: &'static str,
+    output: Option<Value>,
+    error: Option<String>,
+    cause: Option<String>,
+    elapsed: f64,
+    decisions: usize,
+}
+
+struct Sim<'a> {
+    workflow: &'a Workflow,
+    config: SwfConfig,
+    workflow_id: String,
+    events: Vec<Value>,
+    now: f64,
+    start: f64,
+    mocks: HashMap<String, Vec<Mock>>,
+    used: HashMap<String, usize>,
+    /// Events due later, by time (then by insertion).
+    future: Vec<(f64, u64, Future)>,
+    seq: u64,
+    /// Split each poll response into pages of this many events, newest first.
+    page_size: usize,
+    /// Before applying a closing decision, a signal arrives (SWF answers UnhandledDecision).
+    race_signal_once: bool,
+    decisions: usize,
+    resource_of: HashMap<String, String>,
+    /// A second decider (generated code) that must answer every decision task identically.
+    cross_check: Option<Decider>,
+}
+
+impl<'a> Sim<'a> {
+    fn new(workflow: &'a Workflow, name: &str, input: &Value, mocks: HashMap<String, Vec<Mock>>, seed: u64) -> Sim<'a> {
+        let start = wfc_runtime::clock::VIRTUAL_EPOCH_SECONDS as f64;
+        let mut resource_of = HashMap::new();
+        fn walk(m: &StateMachine, out: &mut HashMap<String, String>) {
+            for s in &m.states {
+                match &s.kind {
+                    StateKind::Task(t) => {
+                        out.insert(s.name.clone(), t.resource.as_str().to_owned());
+                    }
+                    StateKind::Parallel(p) => p.branches.iter().for_each(|b| walk(b, out)),
+                    _ => {}
+                }
+            }
+        }
+        walk(&workflow.machine, &mut resource_of);
+        let mut sim = Sim {
+            workflow,
+            config: SwfConfig { seed, ..SwfConfig::default() },
+            // `wfc test` names each execution after its case: `$$.Execution.Name` is the same.
+            workflow_id: name.to_owned(),
+            events: Vec::new(),
+            now: start,
+            start,
+            mocks,
+            used: HashMap::new(),
+            future: Vec::new(),
+            seq: 0,
+            page_size: 0,
+            race_signal_once: false,
+            decisions: 0,
+            resource_of,
+            cross_check: None,
+        };
+        sim.push(
+            "WorkflowExecutionStarted",
+            json!({ "input": input.to_string(), "childPolicy": "TERMINATE", "taskList": { "name": "wfc" },
+                    "workflowType": { "name": workflow.name, "version": "1" } }),
+        );
+        sim
+    }
+
+    fn push(&mut self, event_type: &str, attrs: Value) -> u64 {
+        let id = self.events.len() as u64 + 1;
+        self.events.push(event(id, self.now, event_type, attrs));
+        id
+    }
+
+    fn poll(&mut self) -> (Value, u64) {
+        let scheduled = self.push("DecisionTaskScheduled", json!({ "taskList": { "name": "wfc" } }));
+        let started = self.push("DecisionTaskStarted", json!({ "scheduledEventId": scheduled }));
+        let base = json!({
+            "taskToken": format!("token-{started}"),
+            "startedEventId": started,
+            "workflowExecution": { "workflowId": self.workflow_id, "runId": "run-1" },
+            "workflowType": { "name": self.workflow.name, "version": "1" },
+        });
+        let task = if self.page_size == 0 {
+            let mut t = base;
+            t["events"] = Value::Array(self.events.clone());
+            t
+        } else {
+            // reverseOrder=true pages, as the e-commerce example polls.
+            let newest_first: Vec<Value> = self.events.iter().rev().cloned().collect();
+            let pages: Vec<Value> = newest_first
+                .chunks(self.page_size)
+                .enumerate()
+                .map(|(i, chunk)| {
+                    let mut t = base.clone();
+                    t["events"] = Value::Array(chunk.to_vec());
+                    t["nextPageToken"] = json!(format!("page-{}", i + 1));
+                    t
+                })
+                .collect();
+            Value::Array(pages)
+        };
+        (task, started)
+    }
+
+    fn mock_for(&mut self, op_id: &str) -> Mock {
+        let state = state_of(op_id).to_owned();
+        let resource = self.resource_of.get(&state).cloned().unwrap_or_default();
+        let key = if self.mocks.contains_key(&state) { state } else { resource };
+        let Some(list) = self.mocks.get(&key) else {
+            // What `wfc test` answers an unmocked Task with.
+            let cause = format!(
+                "no mock for state {:?} (resource {:?}); add one to the case's \"mocks\"",
+                state_of(op_id),
+                self.resource_of.get(state_of(op_id)).cloned().unwrap_or_default()
+            );
+            return Mock { answer: Answer::Throw("Wfc.NoMock".into(), cause), delay: 0.0 };
+        };
+        let n = self.used.entry(key).or_insert(0);
+        let m = list[(*n).min(list.len() - 1)].clone();
+        *n += 1;
+        m
+    }
+
+    fn apply(&mut self, response: &Value, started: u64) -> Option<Closed> {
+        let decisions = response["decisions"].as_array().expect("decisions array");
+        self.decisions += 1;
+        let closing = [
+            "CompleteWorkflowExecution",
+            "FailWorkflowExecution",
+            "CancelWorkflowExecution",
+            "ContinueAsNewWorkflowExecution",
+        ];
+        for (i, d) in decisions.iter().enumerate() {
+            let t = d["decisionType"].as_str().unwrap();
+            if closing.contains(&t) {
+                assert_eq!(i, decisions.len() - 1, "the closing decision {t} is not the last: {response:#}");
+            }
+        }
+        if self.race_signal_once && decisions.iter().any(|d| closing.contains(&d["decisionType"].as_str().unwrap())) {
+            // A signal arrived while the decider worked: SWF answers UnhandledDecision and the
+            // decider answers with no decisions, as swf-decision.md says.
+            self.race_signal_once = false;
+            self.push("WorkflowExecutionSignaled", json!({ "signalName": "unrelated", "input": "{}" }));
+            let empty = swf::unhandled_decision_response(response["taskToken"].as_str().unwrap());
+            assert_eq!(empty["decisions"], json!([]));
+            self.push("DecisionTaskCompleted", json!({ "scheduledEventId": started - 1, "startedEventId": started }));
+            return None;
+        }
+        let completed =
+            self.push("DecisionTaskCompleted", json!({ "scheduledEventId": started - 1, "startedEventId": started }));
+        for d in decisions {
+            let t = d["decisionType"].as_str().unwrap();
+            let mut key = t[..1].to_lowercase();
+            key.push_str(&t[1..]);
+            key.push_str("DecisionAttributes");
+            let a = &d[&key];
+            match t {
+                "ScheduleActivityTask" => {
+                    let mut attrs = a.clone();
+                    attrs["decisionTaskCompletedEventId"] = json!(completed);
+                    let scheduled = self.push("ActivityTaskScheduled", attrs);
+                    let op = a["control"].as_str().expect("control holds the operation id").to_owned();
+                    let input: Value = serde_json::from_str(a["input"].as_str().unwrap()).unwrap();
+                    let mock = self.mock_for(&op);
+                    let outcome = match mock.answer {
+                        Answer::Return(v) => Ok(v),
+                        Answer::Echo => Ok(input),
+                        Answer::Throw(e, c) => Err((e, c)),
+                    };
+                    let limit = ["startToCloseTimeout", "heartbeatTimeout"]
+                        .iter()
+                        .filter_map(|k| a[*k].as_str().and_then(|s| s.parse::<f64>().ok()).map(|v| (v, *k)))
+                        .fold(None::<(f64, &str)>, |best, x| match best {
+                            Some(b) if b.0 <= x.0 => Some(b),
+                            _ => Some(x),
+                        });
+                    let (at, timeout) = match limit {
+                        Some((secs, k)) if mock.delay > secs => (
+                            self.now + secs,
+                            Some(if k == "heartbeatTimeout" { "HEARTBEAT" } else { "START_TO_CLOSE" }.to_owned()),
+                        ),
+                        _ => (self.now + mock.delay, None),
+                    };
+                    self.seq += 1;
+                    self.future.push((at, self.seq, Future::Activity { scheduled, outcome, timeout }));
+                }
+                "StartTimer" => {
+                    let mut attrs = a.clone();
+                    attrs["decisionTaskCompletedEventId"] = json!(completed);
+                    let started = self.push("TimerStarted", attrs);
+                    let secs: f64 = a["startToFireTimeout"].as_str().unwrap().parse().unwrap();
+                    self.seq += 1;
+                    let timer_id = a["timerId"].as_str().unwrap().to_owned();
+                    self.future.push((self.now + secs, self.seq, Future::Timer { started, timer_id }));
+                }
+                "RequestCancelActivityTask" => {
+                    let activity_id = a["activityId"].clone();
+                    self.push(
+                        "ActivityTaskCancelRequested",
+                        json!({ "activityId": activity_id, "decisionTaskCompletedEventId": completed }),
+                    );
+                    let ids: HashMap<u64, Value> = self
+                        .events
+                        .iter()
+                        .filter(|e| e["eventType"] == "ActivityTaskScheduled")
+                        .map(|e| {
+                            (
+                                e["eventId"].as_u64().unwrap(),
+                                e["activityTaskScheduledEventAttributes"]["activityId"].clone(),
+                            )
+                        })
+                        .collect();
+                    if let Some(pos) = self.future.iter().position(
+                        |(_, _, f)| matches!(f, Future::Activity { scheduled, .. } if ids.get(scheduled) == Some(&activity_id)),
+                    ) {
+                        let (_, _, f) = self.future.remove(pos);
+                        if let Future::Activity { scheduled, .. } = f {
+                            self.push("ActivityTaskCanceled", json!({ "scheduledEventId": scheduled, "startedEventId": 0 }));
+                        }
+                    }
+                }
+                "CancelTimer" => {
+                    let timer_id = a["timerId"].as_str().unwrap();
+                    if let Some(pos) = self
+                        .future
+                        .iter()
+                        .position(|(_, _, f)| matches!(f, Future::Timer { timer_id: t, .. } if t == timer_id))
+                    {
+                        let (_, _, f) = self.future.remove(pos);
+                        if let Future::Timer { started, .. } = f {
+                            self.push("TimerCanceled", json!({ "timerId": timer_id, "startedEventId": started, "decisionTaskCompletedEventId": completed }));
+                        }
+                    }
+                }
+                "RecordMarker" => {
+                    let mut attrs = a.clone();
+                    attrs["decisionTaskCompletedEventId"] = json!(completed);
+                    self.push("MarkerRecorded", attrs);
+                }
+                "CompleteWorkflowExecution" => {
+                    let output = serde_json::from_str(a["result"].as_str().unwrap()).unwrap();
+                    return Some(self.closed("SUCCEEDED", Some(output), None, None));
+                }
+                "FailWorkflowExecution" => {
+                    let (r, d) = (a["reason"].as_str().map(str::to_owned), a["details"].as_str().map(str::to_owned));
+                    return Some(self.closed("FAILED", None, r, d));
+                }
+                "CancelWorkflowExecution" => return Some(self.closed("CANCELED", None, None, None)),
+                other => panic!("the simulated service does not expect {other}"),
+            }
+        }
+        None
+    }
+
+    fn closed(
+        &self,
+        status: &'static str,
+        output: Option<Value>,
+        error: Option<String>,
+        cause: Option<String>,
+    ) -> Closed {
+        Closed { status, output, error, cause, elapsed: self.now - self.start, decisions: self.decisions }
+    }
+
+    /// Moves time to the next due events and records them.
+    fn advance(&mut self) -> bool {
+        let Some(at) = self.future.iter().map(|(t, _, _)| *t).reduce(f64::min) else { return false };
+        self.now = at;
+        let mut due: Vec<(f64, u64, Future)> = Vec::new();
+        let mut rest = Vec::new();
+        for f in self.future.drain(..) {
+            if f.0 <= at { due.push(f) } else { rest.push(f) }
+        }
+        self.future = rest;
+        due.sort_by_key(|f| f.1);
+        for (_, _, f) in due {
+            match f {
+                Future::Activity { scheduled, outcome, timeout } => {
+                    let started =
+                        self.push("ActivityTaskStarted", json!({ "scheduledEventId": scheduled, "identity": "sim" }));
+                    match (timeout, outcome) {
+                        (Some(kind), _) => {
+                            self.push("ActivityTaskTimedOut", json!({ "scheduledEventId": scheduled, "startedEventId": started, "timeoutType": kind }))
+                        }
+                        (None, Ok(v)) => self.push(
+                            "ActivityTaskCompleted",
+                            json!({ "scheduledEventId": scheduled, "startedEventId": started, "result": v.to_string() }),
+                        ),
+                        (None, Err((e, c))) => self.push(
+                            "ActivityTaskFailed",
+                            json!({ "scheduledEventId": scheduled, "startedEventId": started, "reason": e, "details": c }),
+                        ),
+                    };
+                }
+                Future::Timer { started, timer_id } => {
+                    self.push("TimerFired", json!({ "timerId": timer_id, "startedEventId": started }));
+                }
+            }
+        }
+        true
+    }
+
+    fn run(&mut self) -> Result<Closed, String> {
+        for _ in 0..500 {
+            let (task, started) = self.poll();
+            let response = swf::decide(self.workflow, &task, &self.config).map_err(|e| e.to_string())?;
+            if let Some(other) = &self.cross_check {
+                assert_eq!(other(&task), response, "generated code decided differently on {task:#}");
+            }
+            if let Some(closed) = self.apply(&response, started) {
+                return Ok(closed);
+            }
+            let has_new_work = !response["decisions"].as_array().unwrap().is_empty();
+            if !has_new_work && !self.advance() {
+                // An UnhandledDecision answer: a new decision task follows at once.
+                if self.events.last().is_some_and(|e| e["eventType"] == "DecisionTaskCompleted") {
+                    continue;
+                }
+                return Err("the decider made no decision and nothing is due: the workflow is stuck".into());
+            }
+            if has_new_work && self.future.is_empty() {
+                continue;
+            }
+            if has_new_work {
+                self.advance();
+            }
+        }
+        Err("no close after 500 decision tasks".into())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The loop test over tests/cases
+// ---------------------------------------------------------------------------------------------
+
+fn cases_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("cases")
+}
+
+fn case_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            case_files(&p, out);
+        } else if p.to_string_lossy().ends_with(".case.json") {
+            out.push(p);
+        }
+    }
+}
+
+/// Why a workflow is outside the decider loop test, if it is.
+fn unsupported(workflow: &Workflow) -> Option<String> {
+    if workflow.timeout_seconds.is_some() {
+        return Some("the workflow has TimeoutSeconds (SWF's executionStartToCloseTimeout, not the decider's)".into());
+    }
+    fn walk(m: &StateMachine) -> Option<String> {
+        for s in &m.states {
+            match &s.kind {
+                StateKind::Map(_) => return Some(format!("state {} is a Map", s.name)),
+                StateKind::Parallel(p) => {
+                    if let Some(r) = p.branches.iter().find_map(walk) {
+                        return Some(r);
+                    }
+                }
+                _ => {}
+            }
+        }
+        None
+    }
+    walk(&workflow.machine)
+}
+
+#[test]
+fn every_eligible_case_runs_to_its_expected_end_through_the_decider() {
+    let mut files = Vec::new();
+    case_files(&cases_dir(), &mut files);
+    let (mut ran, mut failures, mut skipped) = (0, Vec::new(), Vec::new());
+    for file in files {
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        let cases: Vec<Value> = match doc {
+            Value::Array(a) => a,
+            other => vec![other],
+        };
+        for (i, case) in cases.into_iter().enumerate() {
+            let name = case["name"].as_str().map(str::to_owned).unwrap_or_else(|| format!("{}#{i}", file.display()));
+            if case.get("skip").is_some() || case.get("mock_config").is_some() {
+                skipped.push(format!("{name}: skipped or Step Functions Local mocks"));
+                continue;
+            }
+            let text = match &case["definition"] {
+                Value::String(rel) => std::fs::read_to_string(file.parent().unwrap().join(rel)).unwrap(),
+                inline => inline.to_string(),
+            };
+            let Ok(loaded) = wfc_core::load(wfc_core::Source { path: &name, text: &text }) else {
+                skipped.push(format!("{name}: the definition does not load (an error case)"));
+                continue;
+            };
+            if let Some(reason) = unsupported(&loaded.workflow) {
+                skipped.push(format!("{name}: {reason}"));
+                continue;
+            }
+            let mocks = match parse_mocks(case.get("mocks").unwrap_or(&Value::Null)) {
+                Ok(m) => m,
+                Err(e) => {
+                    skipped.push(format!("{name}: {e}"));
+                    continue;
+                }
+            };
+            let input = case.get("input").cloned().unwrap_or(json!({}));
+            let seed = case.get("seed").and_then(Value::as_u64).unwrap_or(0);
+            let mut sim = Sim::new(&loaded.workflow, &name, &input, mocks, seed);
+            // Every third case polls in pages of 5 events, newest first.
+            if ran % 3 == 1 {
+                sim.page_size = 5;
+            }
+            if ran % 4 == 2 {
+                sim.race_signal_once = true;
+            }
+            ran += 1;
+            let expected = &case["expected"];
+            match sim.run() {
+                Err(e) => failures.push(format!("{name}: {e}")),
+                Ok(closed) => {
+                    let mut problems = Vec::new();
+                    if expected["status"] != closed.status {
+                        problems.push(format!("status {} != {}", closed.status, expected["status"]));
+                    }
+                    if let Some(out) = expected.get("output")
+                        && closed.output.as_ref() != Some(out)
+                    {
+                        problems.push(format!("output {:?} != {out}", closed.output));
+                    }
+                    if let Some(err) = expected.get("error").and_then(Value::as_str)
+                        && closed.error.as_deref() != Some(err)
+                    {
+                        problems.push(format!("error {:?} != {err}", closed.error));
+                    }
+                    if let Some(cause) = expected.get("cause").and_then(Value::as_str)
+                        && closed.cause.as_deref() != Some(cause)
+                    {
+                        problems.push(format!("cause {:?} != {cause}", closed.cause));
+                    }
+                    if let Some(secs) = expected.get("elapsed_seconds").and_then(Value::as_f64)
+                        && (closed.elapsed - secs).abs() > 1.0
+                    {
+                        problems.push(format!("elapsed {} s != {secs} s", closed.elapsed));
+                    }
+                    if !problems.is_empty() {
+                        failures.push(format!("{name}: {}", problems.join("; ")));
+                    }
+                }
+            }
+        }
+    }
+    eprintln!("decider loop: {ran} cases ran, {} skipped:", skipped.len());
+    for s in &skipped {
+        eprintln!("  skipped {s}");
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {ran} cases differ through the decider:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(ran >= 30, "only {ran} cases ran through the decider loop");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Golden histories
+// ---------------------------------------------------------------------------------------------
+
+/// The e-commerce example of swf-deciders.md as a States Language definition.
+const ECOMMERCE: &str = r#"{
+  "StartAt": "VerifyOrder",
+  "States": {
+    "VerifyOrder": { "Type": "Task", "Resource": "arn:aws:states:us-east-1:123456789012:activity:VerifyOrderActivity", "Next": "ChargeCreditCard" },
+    "ChargeCreditCard": { "Type": "Task", "Resource": "arn:aws:states:us-east-1:123456789012:activity:ChargeCreditCardActivity",
+      "TimeoutSeconds": 300, "HeartbeatSeconds": 60, "Next": "ShipOrder" },
+    "ShipOrder": { "Type": "Task", "Resource": "arn:aws:states:us-east-1:123456789012:activity:ShipOrderActivity", "Next": "RecordOrderCompletion" },
+    "RecordOrderCompletion": { "Type": "Task", "Resource": "arn:aws:states:us-east-1:123456789012:activity:RecordOrderCompletion", "End": true }
+  }
+}"#;
+
+/// The first decision task of the e-commerce example, exactly as swf-deciders.md shows it
+/// (reverse order, a non-JSON input string).
+fn ecommerce_first_task() -> Value {
+    json!({
+        "taskToken": "12342e17-80f6-FAKE-TASK-TOKEN32f0223",
+        "startedEventId": 3,
+        "previousStartedEventId": 0,
+        "workflowExecution": { "workflowId": "customerOrder-1", "runId": "run-1" },
+        "workflowType": { "name": "customerOrderWorkflow", "version": "1.0" },
+        "events": [
+            { "decisionTaskStartedEventAttributes": { "identity": "Decider01", "scheduledEventId": 2 }, "eventId": 3, "eventTimestamp": 1326593394.566, "eventType": "DecisionTaskStarted" },
+            { "decisionTaskScheduledEventAttributes": { "startToCloseTimeout": "600", "taskList": { "name": "specialTaskList" } }, "eventId": 2, "eventTimestamp": 1326592619.474, "eventType": "DecisionTaskScheduled" },
+            { "eventId": 1, "eventTimestamp": 1326592619.474, "eventType": "WorkflowExecutionStarted", "workflowExecutionStartedEventAttributes": {
+                "childPolicy": "TERMINATE", "executionStartToCloseTimeout": "3600", "input": "data-used-decider-for-first-task",
+                "parentInitiatedEventId": 0, "tagList": ["music purchase", "digital", "ricoh-the-dog"], "taskList": { "name": "specialTaskList" },
+                "taskStartToCloseTimeout": "600", "workflowType": { "name": "customerOrderWorkflow", "version": "1.0" } } }
+        ]
+    })
+}
+
+#[test]
+fn ecommerce_first_decision_schedules_verify_order() {
+    let wf = load(ECOMMERCE);
+    let config: SwfConfig =
+        serde_json::from_value(json!({ "activityVersion": "1.1", "taskList": "CC_TASKS" })).unwrap();
+    let response = swf::decide(&wf, &ecommerce_first_task(), &config).unwrap();
+    assert_eq!(
+        response,
+        json!({
+            "taskToken": "12342e17-80f6-FAKE-TASK-TOKEN32f0223",
+            "decisions": [
+                { "decisionType": "ScheduleActivityTask", "scheduleActivityTaskDecisionAttributes": {
+                    "activityType": { "name": "VerifyOrderActivity", "version": "1.1" },
+                    "activityId": "VerifyOrder#1.0",
+                    "control": "VerifyOrder#1.0",
+                    "input": "\"data-used-decider-for-first-task\"",
+                    "scheduleToStartTimeout": "NONE",
+                    "scheduleToCloseTimeout": "NONE",
+                    "startToCloseTimeout": "NONE",
+                    "heartbeatTimeout": "NONE",
+                    "taskList": { "name": "CC_TASKS" }
+                } },
+                { "decisionType": "RecordMarker", "recordMarkerDecisionAttributes": {
+                    "markerName": "wfc.state",
+                    "details": "{\"scheduled\":[\"VerifyOrder#1.0\"],\"waiting\":1,\"finished\":0}"
+                } }
+            ]
+        })
+    );
+}
+
+/// Extends the e-commerce history: VerifyOrder completed, so ChargeCreditCard is next, with the
+/// state's TimeoutSeconds/HeartbeatSeconds as SWF timeouts; then the rest to the close.
+#[test]
+fn ecommerce_runs_activity_by_activity_to_completion() {
+    let wf = load(ECOMMERCE);
+    let mut task = ecommerce_first_task();
+    let mut events: Vec<Value> = task["events"].as_array().unwrap().iter().rev().cloned().collect();
+    let mut ts = 1326593400.0;
+    let activities = ["VerifyOrder", "ChargeCreditCard", "ShipOrder", "RecordOrderCompletion"];
+    for (i, name) in activities.iter().enumerate() {
+        let n = events.len() as u64;
+        task["events"] = Value::Array(events.clone());
+        let response = swf::decide(&wf, &task, &SwfConfig::default()).unwrap();
+        let scheduled = decision(&response, "ScheduleActivityTask");
+        assert_eq!(scheduled.len(), 1, "{response:#}");
+        assert_eq!(scheduled[0]["activityId"], json!(format!("{name}#1.0")));
+        if *name == "ChargeCreditCard" {
+            assert_eq!(scheduled[0]["startToCloseTimeout"], "300");
+            assert_eq!(scheduled[0]["heartbeatTimeout"], "60");
+            assert_eq!(scheduled[0]["activityType"]["name"], "ChargeCreditCardActivity");
+        }
+        ts += 10.0;
+        events.push(event(
+            n + 1,
+            ts,
+            "DecisionTaskCompleted",
+            json!({ "scheduledEventId": n - 1, "startedEventId": n }),
+        ));
+        let mut attrs = scheduled[0].clone();
+        attrs["decisionTaskCompletedEventId"] = json!(n + 1);
+        events.push(event(n + 2, ts, "ActivityTaskScheduled", attrs));
+        events.push(event(n + 3, ts, "ActivityTaskStarted", json!({ "scheduledEventId": n + 2 })));
+        events.push(event(
+            n + 4,
+            ts,
+            "ActivityTaskCompleted",
+            json!({ "scheduledEventId": n + 2, "startedEventId": n + 3, "result": json!({ "step": i }).to_string() }),
+        ));
+        events.push(event(n + 5, ts, "DecisionTaskScheduled", json!({ "taskList": { "name": "specialTaskList" } })));
+        events.push(event(n + 6, ts, "DecisionTaskStarted", json!({ "scheduledEventId": n + 5 })));
+    }
+    task["events"] = Value::Array(events);
+    let response = swf::decide(&wf, &task, &SwfConfig::default()).unwrap();
+    assert_eq!(types(&response), ["CompleteWorkflowExecution"]);
+    assert_eq!(decision(&response, "CompleteWorkflowExecution")[0]["result"], json!({ "step": 3 }).to_string());
+}
+
+const RETRY: &str = r#"{
+  "StartAt": "Charge",
+  "States": {
+    "Charge": { "Type": "Task", "Resource": "arn:aws:lambda:us-east-1:123456789012:function:Charge",
+      "Retry": [ { "ErrorEquals": ["Busy"], "IntervalSeconds": 5, "BackoffRate": 2, "MaxAttempts": 2 } ],
+      "Catch": [ { "ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Refund" } ],
+      "End": true },
+    "Refund": { "Type": "Pass", "End": true }
+  }
+}"#;
+
+fn start_events(input: &Value) -> Vec<Value> {
+    vec![
+        event(
+            1,
+            1000.0,
+            "WorkflowExecutionStarted",
+            json!({ "input": input.to_string(), "childPolicy": "TERMINATE", "taskList": { "name": "wfc" }, "workflowType": { "name": "wf", "version": "1" } }),
+        ),
+        event(2, 1000.0, "DecisionTaskScheduled", json!({ "taskList": { "name": "wfc" } })),
+        event(3, 1000.0, "DecisionTaskStarted", json!({ "scheduledEventId": 2 })),
+    ]
+}
+
+fn task_of(events: &[Value]) -> Value {
+    json!({ "taskToken": "t", "startedEventId": events.len(), "workflowExecution": { "workflowId": "wf-1", "runId": "r" },
+            "workflowType": { "name": "wf", "version": "1" }, "events": events })
+}
+
+/// Appends the events of `decisions` being accepted, then `after(scheduled id)` completions,
+/// then a new decision task.
+struct History(Vec<Value>);
+
+impl History {
+    fn next_id(&self) -> u64 {
+        self.0.len() as u64 + 1
+    }
+    fn add(&mut self, ts: f64, t: &str, attrs: Value) -> u64 {
+        let id = self.next_id();
+        self.0.push(event(id, ts, t, attrs));
+        id
+    }
+    fn accept(&mut self, ts: f64, response: &Value) -> Vec<u64> {
+        let started = self.0.len() as u64;
+        let completed = self.add(
+            ts,
+            "DecisionTaskCompleted",
+            json!({ "scheduledEventId": started - 1, "startedEventId": started }),
+        );
+        let mut ids = Vec::new();
+        for d in response["decisions"].as_array().unwrap() {
+            let t = d["decisionType"].as_str().unwrap();
+            let key = format!("{}{}DecisionAttributes", t[..1].to_lowercase(), &t[1..]);
+            let mut a = d[&key].clone();
+            a["decisionTaskCompletedEventId"] = json!(completed);
+            let event_type = match t {
+                "ScheduleActivityTask" => "ActivityTaskScheduled",
+                "ScheduleLambdaFunction" => "LambdaFunctionScheduled",
+                "StartTimer" => "TimerStarted",
+                "RecordMarker" => "MarkerRecorded",
+                "RequestCancelActivityTask" => "ActivityTaskCancelRequested",
+                "StartChildWorkflowExecution" => "StartChildWorkflowExecutionInitiated",
+                other => panic!("unexpected {other}"),
+            };
+            ids.push(self.add(ts, event_type, a));
+        }
+        ids
+    }
+    fn decision_task(&mut self, ts: f64) {
+        let s = self.add(ts, "DecisionTaskScheduled", json!({ "taskList": { "name": "wfc" } }));
+        self.add(ts, "DecisionTaskStarted", json!({ "scheduledEventId": s }));
+    }
+}
+
+#[test]
+fn retries_wait_on_timers_and_the_catch_follows_the_last_failure() {
+    let wf = load(RETRY);
+    let config: SwfConfig = serde_json::from_value(json!({ "lambda": true })).unwrap();
+    let mut h = History(start_events(&json!({ "order": 7 })));
+    let mut t = 1000.0;
+    let decide = |h: &History| swf::decide(&wf, &task_of(&h.0), &config).unwrap();
+
+    // Attempt 0 is a Lambda function.
+    let r = decide(&h);
+    let lambda = decision(&r, "ScheduleLambdaFunction");
+    assert_eq!(lambda[0]["id"], "Charge#1.0");
+    assert_eq!(lambda[0]["name"], "arn:aws:lambda:us-east-1:123456789012:function:Charge");
+    let ids = h.accept(t, &r);
+    for (n, backoff) in [(0u32, "5"), (1, "10")] {
+        t += 1.0;
+        let s = h.add(t, "LambdaFunctionStarted", json!({ "scheduledEventId": ids[0] }));
+        let _ = s;
+        // Each attempt's scheduled event is the first id the last accept returned.
+        let sched = h.0.iter().rev().find(|e| e["eventType"] == "LambdaFunctionScheduled").unwrap()["eventId"]
+            .as_u64()
+            .unwrap();
+        h.add(
+            t,
+            "LambdaFunctionFailed",
+            json!({ "scheduledEventId": sched, "startedEventId": s, "reason": "Busy", "details": format!("try {n}") }),
+        );
+        h.decision_task(t);
+        // The back-off is an SWF timer of the retrier's interval.
+        let r = decide(&h);
+        assert_eq!(types(&r), ["StartTimer", "RecordMarker"], "{r:#}");
+        let timer = decision(&r, "StartTimer")[0];
+        assert_eq!(timer["startToFireTimeout"], backoff);
+        assert_eq!(timer["timerId"], format!("Charge#1.retry{}", n + 1));
+        // Replaying the same history gives the same decisions.
+        assert_eq!(decide(&h), r);
+        let started = h.accept(t, &r)[0];
+        t += backoff.parse::<f64>().unwrap();
+        h.add(t, "TimerFired", json!({ "timerId": timer["timerId"], "startedEventId": started }));
+        h.decision_task(t);
+        let r = decide(&h);
+        assert_eq!(decision(&r, "ScheduleLambdaFunction")[0]["id"], format!("Charge#1.{}", n + 1));
+        h.accept(t, &r);
+    }
+    // The third attempt fails too: retries are exhausted and the Catch goes to Refund.
+    let sched =
+        h.0.iter().rev().find(|e| e["eventType"] == "LambdaFunctionScheduled").unwrap()["eventId"].as_u64().unwrap();
+    let s = h.add(t, "LambdaFunctionStarted", json!({ "scheduledEventId": sched }));
+    h.add(
+        t,
+        "LambdaFunctionFailed",
+        json!({ "scheduledEventId": sched, "startedEventId": s, "reason": "Busy", "details": "try 2" }),
+    );
+    h.decision_task(t);
+    let r = decide(&h);
+    assert_eq!(types(&r), ["CompleteWorkflowExecution"]);
+    let result: Value =
+        serde_json::from_str(decision(&r, "CompleteWorkflowExecution")[0]["result"].as_str().unwrap()).unwrap();
+    assert_eq!(result, json!({ "order": 7, "error": { "Error": "Busy", "Cause": "try 2" } }));
+}
+
+const PARALLEL: &str = r#"{
+  "StartAt": "Both",
+  "States": {
+    "Both": { "Type": "Parallel", "End": true,
+      "Catch": [ { "ErrorEquals": ["States.ALL"], "Next": "Failed" } ],
+      "Branches": [
+        { "StartAt": "Left", "States": { "Left": { "Type": "Task", "Resource": "arn:aws:states:::activity:left", "End": true } } },
+        { "StartAt": "Nap", "States": { "Nap": { "Type": "Wait", "Seconds": 30, "Next": "Right" },
+                                        "Right": { "Type": "Task", "Resource": "arn:aws:states:::activity:right", "End": true } } }
+      ] },
+    "Failed": { "Type": "Fail", "Error": "Both.Failed" }
+  }
+}"#;
+
+#[test]
+fn parallel_branches_are_concurrent_activities_and_a_failure_cancels_the_rest() {
+    let wf = load(PARALLEL);
+    let mut h = History(start_events(&json!({ "x": 1 })));
+    let r = swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    // Branch 0's activity and branch 1's Wait timer, in branch order, in one decision.
+    assert_eq!(types(&r), ["ScheduleActivityTask", "StartTimer", "RecordMarker"], "{r:#}");
+    // `/` is not allowed in SWF ids: the id is sanitized and hashed; control keeps it whole.
+    let activity_id = swf::swf_id("Both#1.0/0/Left#1.0");
+    assert!(activity_id.starts_with("Both#1.0.0.Left#1.0-"), "{activity_id}");
+    assert_eq!(decision(&r, "ScheduleActivityTask")[0]["activityId"], activity_id);
+    assert_eq!(decision(&r, "ScheduleActivityTask")[0]["control"], "Both#1.0/0/Left#1.0");
+    assert_eq!(decision(&r, "StartTimer")[0]["control"], "Both#1.0/1/Nap#1");
+    assert_eq!(decision(&r, "StartTimer")[0]["startToFireTimeout"], "30");
+    let ids = h.accept(1000.0, &r);
+    // Left fails while the timer runs: the Parallel fails, the timer is cancelled, and the
+    // Catch's Fail state closes the workflow, last.
+    let s = h.add(1001.0, "ActivityTaskStarted", json!({ "scheduledEventId": ids[0] }));
+    h.add(
+        1002.0,
+        "ActivityTaskFailed",
+        json!({ "scheduledEventId": ids[0], "startedEventId": s, "reason": "Boom", "details": "left broke" }),
+    );
+    h.decision_task(1002.0);
+    let r = swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    assert_eq!(types(&r), ["CancelTimer", "FailWorkflowExecution"], "{r:#}");
+    assert_eq!(decision(&r, "CancelTimer")[0]["timerId"], swf::swf_id("Both#1.0/1/Nap#1"));
+    assert_eq!(decision(&r, "FailWorkflowExecution")[0]["reason"], "Both.Failed");
+}
+
+#[test]
+fn a_cancel_request_cancels_open_work_then_the_execution() {
+    let wf = load(PARALLEL);
+    let mut h = History(start_events(&json!({})));
+    let r = swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    h.accept(1000.0, &r);
+    h.add(1005.0, "WorkflowExecutionCancelRequested", json!({ "cause": "Customer canceled order" }));
+    h.decision_task(1005.0);
+    let r = swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    assert_eq!(types(&r), ["RequestCancelActivityTask", "CancelTimer", "CancelWorkflowExecution"], "{r:#}");
+    assert_eq!(decision(&r, "CancelWorkflowExecution")[0]["details"], "Customer canceled order");
+}
+
+#[test]
+fn paginated_history_in_any_page_order_gives_the_same_decisions() {
+    let wf = load(PARALLEL);
+    let mut h = History(start_events(&json!({})));
+    let r = swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    let ids = h.accept(1000.0, &r);
+    h.add(1030.0, "TimerFired", json!({ "timerId": swf::swf_id("Both#1.0/1/Nap#1"), "startedEventId": ids[1] }));
+    h.decision_task(1030.0);
+    let whole = swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    assert_eq!(decision(&whole, "ScheduleActivityTask")[0]["control"], "Both#1.0/1/Right#1.0");
+    let all = task_of(&h.0);
+    let newest_first: Vec<Value> = h.0.iter().rev().cloned().collect();
+    let pages: Vec<Value> = newest_first
+        .chunks(3)
+        .map(|c| {
+            let mut p = all.clone();
+            p["events"] = json!(c);
+            p["nextPageToken"] = json!("more");
+            p
+        })
+        .collect();
+    assert_eq!(swf::decide(&wf, &Value::Array(pages.clone()), &SwfConfig::default()).unwrap(), whole);
+    let mut shuffled = pages;
+    shuffled.reverse();
+    assert_eq!(swf::decide(&wf, &Value::Array(shuffled), &SwfConfig::default()).unwrap(), whole);
+    // A page missing the start is refused, not guessed.
+    let mut tail = all.clone();
+    tail["events"] = json!(h.0[3..].to_vec());
+    let err = swf::decide(&wf, &tail, &SwfConfig::default()).unwrap_err();
+    assert!(err.to_string().contains("WorkflowExecutionStarted"), "{err}");
+}
+
+#[test]
+fn refused_and_failed_decisions_are_handled() {
+    let wf = load(ECOMMERCE);
+    let mut h = History(start_events(&json!({})));
+    let r = swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    let completed = h.next_id();
+    h.add(1000.0, "DecisionTaskCompleted", json!({ "scheduledEventId": 2, "startedEventId": 3 }));
+    // A rate limit passes: the same activity is scheduled again.
+    h.add(1000.0, "ScheduleActivityTaskFailed", json!({ "activityId": "VerifyOrder#1.0", "activityType": { "name": "VerifyOrderActivity", "version": "1" }, "cause": "ACTIVITY_CREATION_RATE_EXCEEDED", "decisionTaskCompletedEventId": completed }));
+    h.decision_task(1001.0);
+    let again = swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    assert_eq!(decision(&again, "ScheduleActivityTask"), decision(&r, "ScheduleActivityTask"));
+    // An unregistered type does not: the workflow fails with SWF's cause.
+    h.add(1002.0, "DecisionTaskCompleted", json!({ "scheduledEventId": 2, "startedEventId": 3 }));
+    h.add(1002.0, "ScheduleActivityTaskFailed", json!({ "activityId": "VerifyOrder#1.0", "activityType": { "name": "VerifyOrderActivity", "version": "1" }, "cause": "ACTIVITY_TYPE_DOES_NOT_EXIST", "decisionTaskCompletedEventId": completed }));
+    h.decision_task(1003.0);
+    let r = swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    assert_eq!(types(&r), ["FailWorkflowExecution"]);
+    assert!(
+        decision(&r, "FailWorkflowExecution")[0]["details"].as_str().unwrap().contains("ACTIVITY_TYPE_DOES_NOT_EXIST")
+    );
+}
+
+#[test]
+fn a_refused_closing_decision_is_made_again_from_the_newer_history() {
+    let wf = load(r#"{"StartAt": "Done", "States": {"Done": {"Type": "Pass", "Result": {"ok": true}, "End": true}}}"#);
+    let mut h = History(start_events(&json!({})));
+    let r = swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    assert_eq!(types(&r), ["CompleteWorkflowExecution"]);
+    let completed = h.add(1000.0, "DecisionTaskCompleted", json!({ "scheduledEventId": 2, "startedEventId": 3 }));
+    h.add(
+        1000.0,
+        "CompleteWorkflowExecutionFailed",
+        json!({ "cause": "UNHANDLED_DECISION", "decisionTaskCompletedEventId": completed }),
+    );
+    h.add(1000.0, "WorkflowExecutionSignaled", json!({ "signalName": "poke", "input": "{}" }));
+    h.decision_task(1000.0);
+    assert_eq!(swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap()["decisions"], r["decisions"]);
+    // A closed workflow gets no decisions.
+    h.add(1001.0, "WorkflowExecutionCompleted", json!({ "result": "{}", "decisionTaskCompletedEventId": completed }));
+    assert_eq!(swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap()["decisions"], json!([]));
+}
+
+#[test]
+fn a_signal_completes_a_scheduled_task_and_the_activity_is_cancelled() {
+    let wf = load(ECOMMERCE);
+    let mut h = History(start_events(&json!({})));
+    let r = swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    h.accept(1000.0, &r);
+    h.add(1001.0, "WorkflowExecutionSignaled", json!({ "signalName": swf::TASK_SUCCESS_SIGNAL, "input": json!({ "id": "VerifyOrder#1.0", "output": { "verified": true } }).to_string() }));
+    h.decision_task(1001.0);
+    let r = swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    assert_eq!(types(&r), ["RequestCancelActivityTask", "ScheduleActivityTask", "RecordMarker"], "{r:#}");
+    assert_eq!(decision(&r, "ScheduleActivityTask")[0]["input"], json!({ "verified": true }).to_string());
+}
+
+#[test]
+fn long_histories_continue_as_new_with_the_journal() {
+    let wf = load(ECOMMERCE);
+    let config: SwfConfig = serde_json::from_value(json!({ "continueAsNewAfterEvents": 8 })).unwrap();
+    let mut h = History(start_events(&json!({ "n": 1 })));
+    let r = swf::decide(&wf, &task_of(&h.0), &config).unwrap();
+    let ids = h.accept(1000.0, &r);
+    let s = h.add(1001.0, "ActivityTaskStarted", json!({ "scheduledEventId": ids[0] }));
+    h.add(
+        1001.0,
+        "ActivityTaskCompleted",
+        json!({ "scheduledEventId": ids[0], "startedEventId": s, "result": "{\"v\":1}" }),
+    );
+    h.decision_task(1001.0);
+    let r = swf::decide(&wf, &task_of(&h.0), &config).unwrap();
+    assert_eq!(types(&r), ["ContinueAsNewWorkflowExecution"]);
+    let input = decision(&r, "ContinueAsNewWorkflowExecution")[0]["input"].as_str().unwrap().to_owned();
+    // The new run replays VerifyOrder from the carried journal and schedules ChargeCreditCard.
+    let next = History(start_events(&serde_json::from_str::<Value>(&input).unwrap()));
+    let r = swf::decide(&wf, &task_of(&next.0), &config).unwrap();
+    let scheduled = decision(&r, "ScheduleActivityTask");
+    assert_eq!(scheduled[0]["activityId"], "ChargeCreditCard#1.0");
+    assert_eq!(scheduled[0]["input"], "{\"v\":1}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Generated code decides exactly as the interpreter does
+// ---------------------------------------------------------------------------------------------
+
+wfc_runtime::include_workflow!("tests/adapters/fan_out.asl.json");
+
+/// The decider never calls task handlers: every attempt is a decision or replays.
+struct NoCalls;
+
+impl fan_out::Handler for NoCalls {
+    async fn charge(&self, _input: Value, _ctx: wfc_runtime::TaskContext) -> Result<Value, wfc_runtime::TaskError> {
+        panic!("a decider ran a task")
+    }
+
+    async fn ship(&self, _input: Value, _ctx: wfc_runtime::TaskContext) -> Result<Value, wfc_runtime::TaskError> {
+        panic!("a decider ran a task")
+    }
+}
+
+#[test]
+fn generated_code_makes_the_same_decisions_as_the_interpreter() {
+    let workflow = fan_out::ir().unwrap().clone();
+    let mocks = parse_mocks(&json!({
+        "Charge": [ { "throw": { "error": "Busy", "cause": "1" } }, { "return": { "ok": true } } ],
+        "Ship": { "return": "shipped" }
+    }))
+    .unwrap();
+    let mut sim = Sim::new(&workflow, "gen-1", &json!({ "order": 42 }), mocks, 0);
+    sim.cross_check = Some(Box::new(|task: &Value| {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+        let name = fan_out::ir().unwrap().name.clone();
+        runtime
+            .block_on(swf::decide_with(task, &SwfConfig::default(), &name, |input, options| {
+                fan_out::run_with(&NoCalls, input, options)
+            }))
+            .unwrap()
+    }));
+    let closed = sim.run().unwrap();
+    assert_eq!(closed.status, "SUCCEEDED", "{closed:?}");
+    assert_eq!(closed.output, Some(json!([{ "ok": true }, "shipped"])));
+    // The retry back-off (3 s) runs while the 10 s Wait does: 10 s in all.
+    assert_eq!(closed.elapsed, 10.0);
+}

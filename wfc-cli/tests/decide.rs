@@ -1,0 +1,57 @@
+//! `wfc decide`: the README's example, and errors for input that is not a decision task.
+#![allow(missing_docs)]
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+fn decide(args: &[&str], stdin: &[u8]) -> (i32, String, String) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wfc"))
+        .arg("decide")
+        .args(args)
+        .current_dir(&root)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    let out = child.wait_with_output().unwrap();
+    (out.status.code().unwrap(), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
+}
+
+#[test]
+fn the_readme_example_schedules_the_first_activity() {
+    let task =
+        std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/adapters/decision-task.json")).unwrap();
+    let (code, out, err) =
+        decide(&["examples/adapters/ecommerce.asl.json", "--config", "examples/adapters/decider-config.json"], &task);
+    assert_eq!(code, 0, "{err}");
+    let response: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(response["taskToken"], "12342e17-80f6-FAKE-TASK-TOKEN32f0223");
+    let first = &response["decisions"][0];
+    assert_eq!(first["decisionType"], "ScheduleActivityTask");
+    let attrs = &first["scheduleActivityTaskDecisionAttributes"];
+    assert_eq!(attrs["activityId"], "VerifyOrder#1.0");
+    assert_eq!(attrs["activityType"]["version"], "1.1");
+    assert_eq!(attrs["taskList"]["name"], "CC_TASKS");
+    assert_eq!(attrs["input"], "{\"order\":7}");
+}
+
+#[test]
+fn bad_input_is_a_clear_error() {
+    let def = "examples/adapters/ecommerce.asl.json";
+    let (code, _, err) = decide(&[def], b"{not json");
+    assert_eq!(code, 2);
+    assert!(err.contains("decision task in standard input is not valid JSON"), "{err}");
+    // An empty poll (no task token) has nothing to decide.
+    let (code, _, err) = decide(&[def], br#"{"taskToken": "", "startedEventId": 0}"#);
+    assert_eq!(code, 2);
+    assert!(err.contains("taskToken"), "{err}");
+    let (code, _, err) = decide(&[def, "--config", "examples/adapters/ecommerce.asl.json"], b"{}");
+    assert_eq!(code, 2);
+    assert!(err.contains("invalid decider configuration"), "{err}");
+}

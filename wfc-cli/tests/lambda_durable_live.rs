@@ -1,0 +1,350 @@
+//! The Lambda durable function adapter against `dex-local-runner` (PyPI
+//! `aws-durable-execution-sdk-python-testing`), AWS's local durable execution service, on
+//! loopback. The runner invokes `wfc lambda-serve` through the Lambda Invoke API; the test
+//! checks each execution's result and the history the runner recorded.
+//!
+//! The runner is found in the Python virtual environment named by `WFC_PY_VENV` (set by .ci/run,
+//! which installs it), else `target/py-venv`. Without it the test prints why and passes, unless
+//! `WFC_REQUIRE_PY_SERVERS=1` (CI) makes that a failure.
+#![allow(missing_docs)]
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn venv() -> Option<PathBuf> {
+    let candidates = [
+        std::env::var_os("WFC_PY_VENV").map(PathBuf::from),
+        Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/py-venv")),
+    ];
+    candidates.into_iter().flatten().find(|v| v.join("bin/dex-local-runner").exists())
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// One HTTP/1.1 exchange; returns the status and the JSON body.
+fn http(port: u16, method: &str, path: &str, body: Option<&Value>) -> Result<(u16, Value), String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let body = body.map(Value::to_string).unwrap_or_default();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .map_err(|e| e.to_string())?;
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).map_err(|e| e.to_string())?;
+    let (head, body) = raw.split_once("\r\n\r\n").ok_or("malformed response")?;
+    let status = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).ok_or("bad status")?;
+    Ok((status, serde_json::from_str(body).unwrap_or(Value::String(body.to_owned()))))
+}
+
+fn wait_until<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    // A hang guard, not an assertion about time.
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "gave up waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+struct Servers {
+    dir: PathBuf,
+    dex_port: u16,
+    lambda_port: u16,
+    _dex: Killed,
+}
+
+impl Servers {
+    fn start(venv: &Path, name: &str) -> Servers {
+        let dir = std::env::temp_dir().join(format!("wfc-lambda-live-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let (dex_port, lambda_port) = (free_port(), free_port());
+        let log = std::fs::File::create(dir.join("dex.log")).unwrap();
+        let dex = Command::new(venv.join("bin/dex-local-runner"))
+            .args(["start-server", "--host", "127.0.0.1", "--port", &dex_port.to_string()])
+            .args(["--lambda-endpoint", &format!("http://127.0.0.1:{lambda_port}")])
+            .args(["--local-runner-endpoint", &format!("http://127.0.0.1:{dex_port}"), "--skip-time"])
+            .env("AWS_ACCESS_KEY_ID", "local")
+            .env("AWS_SECRET_ACCESS_KEY", "local")
+            .env("AWS_DEFAULT_REGION", "us-west-2")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("dex-local-runner starts");
+        let dex = Killed(dex);
+        wait_until("dex-local-runner to answer /health", Duration::from_secs(60), || {
+            http(dex_port, "GET", "/health", None).ok().filter(|(s, _)| *s == 200)
+        });
+        Servers { dir, dex_port, lambda_port, _dex: dex }
+    }
+
+    fn serve(&self, definitions: &[&str], mocks: &Value, ledger: &str) -> Killed {
+        let mocks_path = self.dir.join(format!("mocks-{}.json", free_port()));
+        std::fs::write(&mocks_path, mocks.to_string()).unwrap();
+        let defs: Vec<PathBuf> = definitions
+            .iter()
+            .map(|d| Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lambda").join(format!("{d}.asl.json")))
+            .collect();
+        let child = Command::new(env!("CARGO_BIN_EXE_wfc"))
+            .arg("lambda-serve")
+            .args(&defs)
+            .args(["--listen", &format!("127.0.0.1:{}", self.lambda_port)])
+            .args(["--endpoint", &format!("http://127.0.0.1:{}", self.dex_port)])
+            .arg("--mocks")
+            .arg(&mocks_path)
+            .arg("--ledger")
+            .arg(self.dir.join(ledger))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("wfc lambda-serve starts");
+        let child = Killed(child);
+        let port = self.lambda_port;
+        wait_until("wfc lambda-serve to listen", Duration::from_secs(30), || {
+            http(port, "GET", "/health", None).ok().filter(|(s, _)| *s == 200)
+        });
+        child
+    }
+
+    fn start_execution(&self, function: &str, name: &str, input: &Value) -> String {
+        let body = json!({
+            "AccountId": "000000000000", "FunctionName": function, "FunctionQualifier": "$LATEST",
+            "ExecutionName": name, "ExecutionTimeoutSeconds": 300, "ExecutionRetentionPeriodDays": 1,
+            "Input": input.to_string(),
+        });
+        let (status, v) = http(self.dex_port, "POST", "/start-durable-execution", Some(&body)).unwrap();
+        assert!(status < 300, "start failed: {status} {v}");
+        v["ExecutionArn"].as_str().unwrap().to_owned()
+    }
+
+    /// Waits for the execution to end; returns it and the names of its history events.
+    fn finished(&self, arn: &str) -> (Value, Vec<(String, String)>) {
+        let path = format!("/2025-12-01/durable-executions/{}", encode(arn));
+        let execution = wait_until("the execution to end", Duration::from_secs(120), || {
+            let (_, v) = http(self.dex_port, "GET", &path, None).ok()?;
+            (v["Status"] != "RUNNING").then_some(v)
+        });
+        let (_, history) = http(self.dex_port, "GET", &format!("{path}/history"), None).unwrap();
+        let events = history["Events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    e["EventType"].as_str().unwrap_or_default().to_owned(),
+                    e["Name"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .collect();
+        (execution, events)
+    }
+
+    fn ledger(&self, name: &str) -> Vec<String> {
+        std::fs::read_to_string(self.dir.join(name)).unwrap_or_default().lines().map(str::to_owned).collect()
+    }
+}
+
+fn count(events: &[(String, String)], event_type: &str, name: &str) -> usize {
+    events.iter().filter(|(t, n)| t == event_type && n == name).count()
+}
+
+fn servers_or_skip(name: &str) -> Option<Servers> {
+    match venv() {
+        Some(v) => Some(Servers::start(&v, name)),
+        None => {
+            let why = "dex-local-runner is not installed (set WFC_PY_VENV to a venv with aws-durable-execution-sdk-python-testing, as .ci/run does)";
+            assert!(std::env::var("WFC_REQUIRE_PY_SERVERS").as_deref() != Ok("1"), "{why}");
+            eprintln!("skipping the live Lambda durable tests: {why}");
+            None
+        }
+    }
+}
+
+#[test]
+fn workflows_run_as_durable_functions_under_dex_local_runner() {
+    let Some(s) = servers_or_skip("scenarios") else { return };
+    let mocks = json!({
+        "One": { "return": { "one": 1 } }, "Two": { "echo": true }, "Three": { "return": "three" },
+        "Flaky": [ { "throw": { "error": "Busy", "cause": "try again" } }, { "return": "made it" } ],
+        "Left": { "return": "L" }, "Right": { "return": "R" },
+        "Double": { "echo": true },
+        "Broken": { "throw": { "error": "Payment.Declined", "cause": "card expired" } }
+    });
+    let _serve = s.serve(&["sequence", "retry", "parallel", "map", "failure"], &mocks, "ledger");
+
+    // Sequential steps with a Wait between them: two invocations (PENDING at the Wait).
+    let arn = s.start_execution("sequence", "seq-1", &json!({ "n": 1 }));
+    let (e, h) = s.finished(&arn);
+    assert_eq!(e["Status"], "SUCCEEDED", "{e}");
+    assert_eq!(serde_json::from_str::<Value>(e["Result"].as_str().unwrap()).unwrap(), json!("three"));
+    for step in ["One#1.0", "Two#1.0", "Three#1.0"] {
+        assert_eq!(count(&h, "StepSucceeded", step), 1, "{step}: {h:?}");
+    }
+    assert_eq!(count(&h, "WaitSucceeded", "Nap#1"), 1, "{h:?}");
+    assert_eq!(count(&h, "InvocationCompleted", ""), 2, "{h:?}");
+
+    // A retry: the failed attempt, the back-off as a WAIT, the second attempt.
+    let arn = s.start_execution("retry", "retry-1", &json!({}));
+    let (e, h) = s.finished(&arn);
+    assert_eq!(e["Status"], "SUCCEEDED", "{e}");
+    assert_eq!(e["Result"], "\"made it\"");
+    assert_eq!(count(&h, "StepFailed", "Flaky#1.0"), 1, "{h:?}");
+    assert_eq!(count(&h, "WaitSucceeded", "Flaky#1.retry1"), 1, "{h:?}");
+    assert_eq!(count(&h, "StepSucceeded", "Flaky#1.1"), 1, "{h:?}");
+
+    // A Parallel: one branch waits while the other runs its step.
+    let arn = s.start_execution("parallel", "par-1", &json!({}));
+    let (e, h) = s.finished(&arn);
+    assert_eq!(e["Status"], "SUCCEEDED", "{e}");
+    assert_eq!(e["Result"], "[\"L\",\"R\"]");
+    assert_eq!(count(&h, "StepSucceeded", "Both#1.0/0/Left#1.0"), 1, "{h:?}");
+    assert_eq!(count(&h, "WaitSucceeded", "Both#1.0/1/Pause#1"), 1, "{h:?}");
+
+    // A Map over three items.
+    let arn = s.start_execution("map", "map-1", &json!({ "items": [1, 2, 3] }));
+    let (e, h) = s.finished(&arn);
+    assert_eq!(e["Status"], "SUCCEEDED", "{e}");
+    assert_eq!(e["Result"], "[1,2,3]");
+    assert_eq!(h.iter().filter(|(t, _)| t == "StepSucceeded").count(), 3, "{h:?}");
+
+    // A failure: the execution fails with the task's error.
+    let arn = s.start_execution("failure", "fail-1", &json!({}));
+    let (e, _) = s.finished(&arn);
+    assert_eq!(e["Status"], "FAILED", "{e}");
+    assert_eq!(e["Error"]["ErrorType"], "Payment.Declined", "{e}");
+    assert_eq!(e["Error"]["ErrorMessage"], "card expired", "{e}");
+
+    // Every Task attempt ran exactly once across all the invocations (replays ran none).
+    let mut ledger = s.ledger("ledger");
+    ledger.sort();
+    assert_eq!(
+        ledger,
+        [
+            "Broken 0", "Double 0", "Double 0", "Double 0", "Flaky 0", "Flaky 1", "Left 0", "One 0", "Right 0",
+            "Three 0", "Two 0"
+        ]
+    );
+}
+
+#[test]
+fn an_interrupted_invocation_is_replayed_without_running_finished_steps_again() {
+    let Some(s) = servers_or_skip("interrupted") else { return };
+    // The first process hangs in Second; it is killed there, and dex-local-runner invokes again.
+    let slow = json!({ "First": { "return": 1 }, "Second": { "return": 2, "delay_seconds": 600 } });
+    let first_process = s.serve(&["interrupted"], &slow, "ledger");
+    let arn = s.start_execution("interrupted", "int-1", &json!({}));
+    wait_until("Second to start", Duration::from_secs(60), || {
+        s.ledger("ledger").iter().any(|l| l == "Second 0").then_some(())
+    });
+    drop(first_process);
+    let fast = json!({ "First": { "return": 1 }, "Second": { "return": 2 } });
+    let _second_process = s.serve(&["interrupted"], &fast, "ledger");
+    let (e, h) = s.finished(&arn);
+    assert_eq!(e["Status"], "SUCCEEDED", "{e}");
+    assert_eq!(e["Result"], "2");
+    // First finished before the interruption: replayed, not run again. Second was in flight:
+    // it ran again (at-least-once for the step in flight, as docs/durable.md says).
+    assert_eq!(s.ledger("ledger"), ["First 0", "Second 0", "Second 0"]);
+    assert_eq!(count(&h, "StepSucceeded", "First#1.0"), 1, "{h:?}");
+    assert_eq!(count(&h, "StepSucceeded", "Second#1.0"), 1, "{h:?}");
+}
+
+/// `wfc lambda-invoke` is what a Lambda runtime shim runs per event: here the test is the Invoke
+/// endpoint, and hands each event dex-local-runner sends to the command.
+#[test]
+fn lambda_invoke_answers_each_event_the_runner_sends() {
+    let Some(s) = servers_or_skip("invoke-cmd") else { return };
+    let listener = std::net::TcpListener::bind(("127.0.0.1", s.lambda_port)).unwrap();
+    let mocks = s.dir.join("mocks.json");
+    std::fs::write(
+        &mocks,
+        json!({ "One": { "return": 1 }, "Two": { "return": 2 }, "Three": { "return": 3 } }).to_string(),
+    )
+    .unwrap();
+    let definition = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lambda/sequence.asl.json");
+    let dex_port = s.dex_port;
+    let shim = std::thread::spawn(move || {
+        let mut outputs = Vec::new();
+        for stream in listener.incoming() {
+            let mut stream = stream.unwrap();
+            let mut raw = Vec::new();
+            let mut buf = [0u8; 65536];
+            let (head_end, length) = loop {
+                let n = stream.read(&mut buf).unwrap();
+                raw.extend_from_slice(&buf[..n]);
+                if let Some(i) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+                    let head = String::from_utf8_lossy(&raw[..i]).to_ascii_lowercase();
+                    let len = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .map_or(0, |v| v.trim().parse().unwrap());
+                    break (i + 4, len);
+                }
+            };
+            while raw.len() < head_end + length {
+                let n = stream.read(&mut buf).unwrap();
+                raw.extend_from_slice(&buf[..n]);
+            }
+            let mut child = Command::new(env!("CARGO_BIN_EXE_wfc"))
+                .arg("lambda-invoke")
+                .arg(&definition)
+                .args(["--endpoint", &format!("http://127.0.0.1:{dex_port}"), "--mocks"])
+                .arg(&mocks)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap();
+            child.stdin.take().unwrap().write_all(&raw[head_end..]).unwrap();
+            let out = child.wait_with_output().unwrap();
+            assert!(out.status.success(), "wfc lambda-invoke failed");
+            let body = String::from_utf8(out.stdout).unwrap();
+            write!(stream, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()).unwrap();
+            let output: Value = serde_json::from_str(&body).unwrap();
+            let done = output["Status"] != "PENDING";
+            outputs.push(output);
+            if done {
+                return outputs;
+            }
+        }
+        outputs
+    });
+    let arn = s.start_execution("sequence", "cmd-1", &json!({}));
+    let outputs = shim.join().unwrap();
+    assert_eq!(outputs, [json!({ "Status": "PENDING" }), json!({ "Status": "SUCCEEDED", "Result": "3" })]);
+    let (e, _) = s.finished(&arn);
+    assert_eq!(e["Status"], "SUCCEEDED", "{e}");
+    assert_eq!(e["Result"], "3");
+}

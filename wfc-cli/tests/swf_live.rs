@@ -1,0 +1,241 @@
+//! A live decider loop against moto_server (PyPI `moto[server]`), a local SWF emulator, on
+//! loopback: the test registers the types, starts an execution, and then acts as the decider
+//! (PollForDecisionTask, `wfc decide`, RespondDecisionTaskCompleted) and as the activity worker
+//! (answering from mocks) until the execution closes. It speaks SWF's JSON protocol directly
+//! (docs/adapters.md says why not aws-sdk-swf). moto implements 7 of the 13 decision types;
+//! the workflow uses only those.
+//!
+//! moto_server is found in the virtual environment named by `WFC_PY_VENV` (set by .ci/run), else
+//! `target/py-venv`; without it the test prints why and passes, unless `WFC_REQUIRE_PY_SERVERS=1`.
+#![allow(missing_docs)]
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn venv() -> Option<PathBuf> {
+    [
+        std::env::var_os("WFC_PY_VENV").map(PathBuf::from),
+        Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/py-venv")),
+    ]
+    .into_iter()
+    .flatten()
+    .find(|v| v.join("bin/moto_server").exists())
+}
+
+/// One SWF call (awsJson1.0: `X-Amz-Target: SimpleWorkflowService.<Op>`).
+fn swf(port: u16, op: &str, body: &Value) -> Value {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let body = body.to_string();
+    write!(
+        s,
+        "POST / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nX-Amz-Target: SimpleWorkflowService.{op}\r\n\
+         Content-Type: application/x-amz-json-1.0\r\n\
+         Authorization: AWS4-HMAC-SHA256 Credential=local/20260101/us-east-1/swf/aws4_request, SignedHeaders=host, Signature=0\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap();
+    let raw = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+    let body =
+        if head.to_ascii_lowercase().contains("transfer-encoding: chunked") { dechunk(body) } else { body.to_owned() };
+    let status: u16 = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+    assert!(status < 300, "{op} failed: {status} {body}");
+    if body.trim().is_empty() { json!({}) } else { serde_json::from_str(&body).unwrap() }
+}
+
+fn dechunk(body: &str) -> String {
+    let mut out = String::new();
+    let mut rest = body;
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if n == 0 {
+            break;
+        }
+        out.push_str(&after[..n]);
+        rest = after[n..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+fn decide(task: &Value) -> Value {
+    let definition = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/swf/shipping.asl.json");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wfc"))
+        .arg("decide")
+        .arg(definition)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(task.to_string().as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "wfc decide failed on {task}");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn a_decider_loop_runs_a_workflow_to_completion_on_moto_server() {
+    let Some(venv) = venv() else {
+        let why = "moto_server is not installed (set WFC_PY_VENV to a venv with moto[server], as .ci/run does)";
+        assert!(std::env::var("WFC_REQUIRE_PY_SERVERS").as_deref() != Ok("1"), "{why}");
+        eprintln!("skipping the live SWF decider loop: {why}");
+        return;
+    };
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let _moto = Killed(
+        Command::new(venv.join("bin/moto_server"))
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("moto_server starts"),
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "moto_server did not start");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let domain = "wfc";
+    swf(port, "RegisterDomain", &json!({ "name": domain, "workflowExecutionRetentionPeriodInDays": "1" }));
+    swf(
+        port,
+        "RegisterWorkflowType",
+        &json!({
+            "domain": domain, "name": "shipping", "version": "1",
+            "defaultTaskList": { "name": "decisions" }, "defaultChildPolicy": "TERMINATE",
+            "defaultExecutionStartToCloseTimeout": "600", "defaultTaskStartToCloseTimeout": "60",
+        }),
+    );
+    for activity in ["Reserve", "Ship"] {
+        swf(
+            port,
+            "RegisterActivityType",
+            &json!({
+                "domain": domain, "name": activity, "version": "1", "defaultTaskList": { "name": "work" },
+                "defaultTaskStartToCloseTimeout": "60", "defaultTaskHeartbeatTimeout": "NONE",
+                "defaultTaskScheduleToStartTimeout": "60", "defaultTaskScheduleToCloseTimeout": "120",
+            }),
+        );
+    }
+    let run = swf(
+        port,
+        "StartWorkflowExecution",
+        &json!({
+            "domain": domain, "workflowId": "order-1", "workflowType": { "name": "shipping", "version": "1" },
+            "input": json!({ "order": 7 }).to_string(),
+        }),
+    );
+    let run_id = run["runId"].as_str().unwrap().to_owned();
+
+    let mut reserve_calls = 0;
+    let mut decisions_made = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        assert!(Instant::now() < deadline, "the workflow did not close; decisions so far: {decisions_made:?}");
+        // The decider: every page of the history, then wfc decide.
+        let mut pages = Vec::new();
+        let mut next: Option<String> = None;
+        loop {
+            let mut poll = json!({ "domain": domain, "taskList": { "name": "decisions" }, "identity": "wfc", "maximumPageSize": 5 });
+            if let Some(token) = &next {
+                poll["nextPageToken"] = json!(token);
+            }
+            let page = swf(port, "PollForDecisionTask", &poll);
+            next = page.get("nextPageToken").and_then(Value::as_str).filter(|t| !t.is_empty()).map(str::to_owned);
+            pages.push(page);
+            if next.is_none() {
+                break;
+            }
+        }
+        if pages[0].get("taskToken").and_then(Value::as_str).is_some_and(|t| !t.is_empty()) {
+            let response = decide(&Value::Array(pages));
+            for d in response["decisions"].as_array().unwrap() {
+                decisions_made.push(d["decisionType"].as_str().unwrap().to_owned());
+            }
+            swf(port, "RespondDecisionTaskCompleted", &response);
+        }
+        let info = swf(
+            port,
+            "DescribeWorkflowExecution",
+            &json!({ "domain": domain, "execution": { "workflowId": "order-1", "runId": run_id } }),
+        );
+        if info["executionInfo"]["executionStatus"] == "CLOSED" {
+            assert_eq!(info["executionInfo"]["closeStatus"], "COMPLETED", "{info}");
+            break;
+        }
+        // The activity worker: Reserve fails once (Retry with a timer), then both succeed.
+        let task = swf(
+            port,
+            "PollForActivityTask",
+            &json!({ "domain": domain, "taskList": { "name": "work" }, "identity": "worker" }),
+        );
+        if let Some(token) = task.get("taskToken").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+            let input: Value = serde_json::from_str(task["input"].as_str().unwrap()).unwrap();
+            match task["activityType"]["name"].as_str().unwrap() {
+                "Reserve" if reserve_calls == 0 => {
+                    reserve_calls += 1;
+                    swf(
+                        port,
+                        "RespondActivityTaskFailed",
+                        &json!({ "taskToken": token, "reason": "Busy", "details": "stock locked" }),
+                    );
+                }
+                "Reserve" => {
+                    reserve_calls += 1;
+                    swf(
+                        port,
+                        "RespondActivityTaskCompleted",
+                        &json!({ "taskToken": token, "result": json!({ "reserved": input["order"] }).to_string() }),
+                    );
+                }
+                "Ship" => {
+                    swf(
+                        port,
+                        "RespondActivityTaskCompleted",
+                        &json!({ "taskToken": token, "result": json!("shipped").to_string() }),
+                    );
+                }
+                other => panic!("unexpected activity {other}"),
+            }
+        } else {
+            // Nothing to do: a timer is running (moto fires it once it is due).
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+    let history = swf(
+        port,
+        "GetWorkflowExecutionHistory",
+        &json!({ "domain": domain, "execution": { "workflowId": "order-1", "runId": run_id } }),
+    );
+    let completed = history["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["eventType"] == "WorkflowExecutionCompleted")
+        .expect("a WorkflowExecutionCompleted event");
+    let result: Value =
+        serde_json::from_str(completed["workflowExecutionCompletedEventAttributes"]["result"].as_str().unwrap())
+            .unwrap();
+    assert_eq!(result, json!({ "order": 7, "reservation": { "reserved": 7 }, "shipment": "shipped" }));
+    assert_eq!(reserve_calls, 2);
+    for expected in ["ScheduleActivityTask", "StartTimer", "RecordMarker", "CompleteWorkflowExecution"] {
+        assert!(decisions_made.iter().any(|d| d == expected), "no {expected} in {decisions_made:?}");
+    }
+}
