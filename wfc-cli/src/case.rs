@@ -176,7 +176,7 @@ fn resolve(raw: RawCase, default_name: String, file: &Path, dir: &Path) -> Resul
         return Err(at("only a SUCCEEDED case can expect an output".into()));
     }
     if let Some(callbacks) = &raw.callbacks {
-        crate::callback_answers::CallbackAnswers::from_json(callbacks).map_err(|e| at(e))?;
+        crate::callback_answers::CallbackAnswers::from_json(callbacks).map_err(at)?;
     }
     // A callback state's handler only hands the token on: without a mock of its own it returns
     // null (its result is ignored anyway) instead of failing with Wfc.NoMock.

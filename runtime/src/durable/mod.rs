@@ -385,6 +385,9 @@ pub fn definition_hash(workflow: &wfc_ir::Workflow) -> String {
 /// The default lease of a claimed execution: a holder renews it every third of it.
 pub const DEFAULT_LEASE: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// One claimed execution, or the name of one whose stored state could not be loaded and why.
+pub type ClaimResult = Result<Claim, (String, StoreError)>;
+
 /// How a callback is completed through the store (SendTaskSuccess / SendTaskFailure).
 #[derive(Debug, Clone, PartialEq)]
 pub enum CallbackCompletion {
@@ -543,7 +546,7 @@ pub trait Store: Send + Sync + fmt::Debug {
         owner: &'a str,
         lease: std::time::Duration,
         limit: usize,
-    ) -> BoxFuture<'a, Result<Vec<Result<Claim, (String, StoreError)>>, StoreError>>;
+    ) -> BoxFuture<'a, Result<Vec<ClaimResult>, StoreError>>;
 
     /// Extends the lease of a held execution; [`StoreError::StaleToken`] if it was lost.
     fn renew_lease<'a>(

@@ -697,7 +697,7 @@ impl Store for PgStore {
         owner: &'a str,
         lease: Duration,
         limit: usize,
-    ) -> BoxFuture<'a, Result<Vec<Result<Claim, (String, StoreError)>>, StoreError>> {
+    ) -> BoxFuture<'a, Result<Vec<super::ClaimResult>, StoreError>> {
         Box::pin(async move {
             let conn = self.conn().await;
             let client = conn.lock().await;

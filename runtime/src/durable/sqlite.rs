@@ -127,6 +127,22 @@ fn group_committer(conn: Arc<Mutex<Connection>>, requests: std::sync::mpsc::Rece
     }
 }
 
+/// One checkpoint of a group, in its own savepoint: an error drops (rolls back) the savepoint,
+/// so that checkpoint alone is refused.
+fn checkpoint_in_savepoint(
+    tx: &mut rusqlite::Transaction<'_>,
+    request: &CheckpointRequest,
+    now: i64,
+) -> Result<CheckpointToken, StoreError> {
+    let sp = tx.savepoint().map_err(backend)?;
+    let next = advance_token(&sp, &request.name, request.token, now)?;
+    for update in &request.updates {
+        apply_update(&sp, &request.name, update, now)?;
+    }
+    sp.commit().map_err(backend)?;
+    Ok(next)
+}
+
 fn commit_group(conn: &mut Connection, group: &[CheckpointRequest]) -> Vec<Result<CheckpointToken, StoreError>> {
     let now = now_ms();
     let all_fail = |e: &dyn std::fmt::Display| group.iter().map(|_| Err(backend(e))).collect();
@@ -136,17 +152,7 @@ fn commit_group(conn: &mut Connection, group: &[CheckpointRequest]) -> Vec<Resul
     };
     let mut results = Vec::with_capacity(group.len());
     for request in group {
-        let result = (|| {
-            let sp = tx.savepoint().map_err(backend)?;
-            let next = advance_token(&sp, &request.name, request.token, now)?;
-            for update in &request.updates {
-                apply_update(&sp, &request.name, update, now)?;
-            }
-            sp.commit().map_err(backend)?;
-            Ok(next)
-        })();
-        // Dropping a savepoint on an error above rolled back that checkpoint only.
-        results.push(result);
+        results.push(checkpoint_in_savepoint(&mut tx, request, now));
     }
     match tx.commit() {
         Ok(()) => results,
@@ -292,16 +298,20 @@ struct ExecutionRecordRaw {
     signals: i64,
 }
 
+/// JSON text as listed: itself when it parses, else a JSON string saying what is wrong.
+fn shown_json(text: &str) -> String {
+    match serde_json::from_str::<Value>(text) {
+        Ok(_) => text.to_owned(),
+        Err(e) => Value::String(format!("<corrupt JSON: {e}>")).to_string(),
+    }
+}
+
 impl ExecutionRecordRaw {
     /// For listings: a row whose JSON is corrupt is still listed (its input or output shows
     /// what is wrong), so one bad execution does not hide the others.
     fn parse_lenient(mut self) -> Result<ExecutionRecord, StoreError> {
-        let shown = |text: &str| match serde_json::from_str::<Value>(text) {
-            Ok(_) => text.to_owned(),
-            Err(e) => Value::String(format!("<corrupt JSON: {e}>")).to_string(),
-        };
-        self.input = shown(&self.input);
-        self.output = self.output.as_deref().map(shown);
+        self.input = shown_json(&self.input);
+        self.output = self.output.as_deref().map(shown_json);
         if ExecutionStatus::parse(&self.status).is_none() {
             self.cause = Some(format!("<corrupt status '{}'>", self.status));
             self.status = "FAILED".into();
@@ -768,7 +778,7 @@ impl Store for SqliteStore {
         owner: &'a str,
         lease: std::time::Duration,
         limit: usize,
-    ) -> BoxFuture<'a, Result<Vec<Result<Claim, (String, StoreError)>>, StoreError>> {
+    ) -> BoxFuture<'a, Result<Vec<super::ClaimResult>, StoreError>> {
         let owner = owner.to_owned();
         self.call(move |conn| {
             let now = now_ms();
