@@ -10,8 +10,10 @@
 pub mod errors;
 pub mod graph;
 pub mod intrinsics;
+pub mod jsonata;
 pub mod jsonpath;
 pub mod timestamp;
 
 pub use graph::*;
+pub use jsonata::{JsonataExpr, JsonataTemplate};
 pub use jsonpath::{Path, PathError, ReferencePath, Root, SelectError, SetError};
