@@ -40,10 +40,13 @@ pub mod history;
 pub mod interp;
 pub mod intrinsics;
 pub mod io;
+pub mod jsonata;
+pub mod lambda;
 pub mod limits;
 pub mod map;
 pub mod retry;
 pub mod task;
+pub mod variables;
 
 #[doc(hidden)]
 pub mod __private;

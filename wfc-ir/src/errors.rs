@@ -25,6 +25,18 @@ pub const DATA_LIMIT_EXCEEDED: &str = "States.DataLimitExceeded";
 /// The 2016 spec's name for a ResultPath/OutputPath failure.
 pub const OUTPUT_MATCH_FAILURE: &str = "States.OutputMatchFailure";
 
+/// A JSONata expression failed, returned nothing, or returned the wrong type (AWS, 2024).
+/// Unlike `States.Runtime`, it can be retried and caught.
+pub const QUERY_EVALUATION_ERROR: &str = "States.QueryEvaluationError";
+/// Heartbeat expiry as a matcher name (AWS records the error itself as `States.Timeout`).
+pub const HEARTBEAT_TIMEOUT: &str = "States.HeartbeatTimeout";
+/// A distributed Map's ItemReader could not read or parse its source.
+pub const ITEM_READER_FAILED: &str = "States.ItemReaderFailed";
+/// A distributed Map's ResultWriter could not write its results.
+pub const RESULT_WRITER_FAILED: &str = "States.ResultWriterFailed";
+/// A distributed Map's failures exceeded ToleratedFailureCount/Percentage.
+pub const EXCEED_TOLERATED_FAILURE_THRESHOLD: &str = "States.ExceedToleratedFailureThreshold";
+
 /// Every predefined name a definition may list in `ErrorEquals`.
 pub const PREDEFINED: &[&str] = &[
     ALL,
@@ -39,6 +51,10 @@ pub const PREDEFINED: &[&str] = &[
     RUNTIME,
     DATA_LIMIT_EXCEEDED,
     OUTPUT_MATCH_FAILURE,
+    QUERY_EVALUATION_ERROR,
+    ITEM_READER_FAILED,
+    RESULT_WRITER_FAILED,
+    EXCEED_TOLERATED_FAILURE_THRESHOLD,
 ];
 
 /// Errors that AWS never lets Retry or Catch handle, not even `States.ALL` or a catcher naming them.
