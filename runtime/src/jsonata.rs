@@ -115,7 +115,7 @@ pub fn type_name(v: &Value) -> &'static str {
 /// Largest recursion depth of one evaluation, and longest sequence: a definition cannot make an
 /// evaluation run away with the stack or the memory.
 const MAX_DEPTH: usize = 500;
-const MAX_SEQUENCE: usize = 10_000_000;
+const MAX_SEQUENCE: usize = 1_000_000;
 
 fn run(expr: &JsonataExpr, b: &Bindings<'_>, rng: &mut dyn RngCore) -> Result<JValue, EvaluatorError> {
     let mut context = Context::new();
