@@ -1,3 +1,0 @@
-wfc_runtime::include_workflow!("ui/fixtures/bad_jsonata.asl.json");
-
-fn main() {}
