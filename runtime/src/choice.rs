@@ -40,6 +40,7 @@ pub fn evaluate(condition: &Condition, input: &Value, context: &Value) -> Result
         }
         Condition::Not(c) => evaluate(c, input, context).map(|b| !b),
         Condition::Compare(cmp) => compare(cmp, input, context),
+        Condition::Jsonata(expr) => jsonata_condition(expr, input, context),
     }
 }
 
@@ -49,9 +50,24 @@ pub fn uses_context(condition: &Condition) -> bool {
         Condition::And(cs) | Condition::Or(cs) => cs.iter().any(uses_context),
         Condition::Not(c) => uses_context(c),
         Condition::Compare(cmp) => {
-            cmp.variable.root() == Root::Context
-                || matches!(&cmp.operand, Operand::Path(p) if p.root() == Root::Context)
+            cmp.variable.root() != Root::Input
+                || matches!(&cmp.operand, Operand::Path(p) if p.root() != Root::Input)
         }
+        // `$states.context` and the variables travel in the context document.
+        Condition::Jsonata(_) => true,
+    }
+}
+
+/// A JSONata `Condition`, which must yield a Boolean (else `States.QueryEvaluationError`).
+/// `input` is `$states.input`: JSONata states have no InputPath, so it is the raw input.
+/// `$random()` here draws from a fixed seed: a condition is not the place for randomness.
+fn jsonata_condition(expr: &wfc_ir::JsonataExpr, input: &Value, context: &Value) -> Result<bool, Failure> {
+    use rand::SeedableRng;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0);
+    let b = crate::jsonata::Bindings::new(input, context);
+    match crate::jsonata::evaluate(expr, "Condition", &b, &mut rng)? {
+        Value::Bool(v) => Ok(v),
+        other => Err(crate::jsonata::unexpected_type(expr.as_str(), "Condition", "boolean", &other)),
     }
 }
 
@@ -62,7 +78,7 @@ fn resolve(path: &Path, input: &Value, context: &Value) -> Option<Value> {
 fn missing(path: &Path, input: &Value, context: &Value) -> Failure {
     let doc = match path.root() {
         Root::Input => input,
-        Root::Context => context,
+        Root::Context | Root::Variable(_) => context,
     };
     Failure::runtime(crate::io::invalid_path_message(path, doc))
 }

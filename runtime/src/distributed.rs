@@ -254,7 +254,8 @@ fn shown(value: &Value) -> String {
 fn select(path: &Path, effective: &Value, context: &Value) -> Result<Value, Failure> {
     let doc = match path.root() {
         Root::Input => effective,
-        Root::Context => context,
+        // Variables travel inside the context object (see `crate::variables`).
+        Root::Context | Root::Variable(_) => context,
     };
     path.select(doc).map_err(|_| Failure::runtime(io::invalid_path_message(path, doc)))
 }

@@ -18,15 +18,17 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 use tracing::Instrument;
 use wfc_ir::{
-    ChoiceState, FailState, MapState, OutputPath, ParallelState, PassState, ResultPath, Seconds, StateId, SucceedState,
-    TaskState, Template, WaitDuration, WaitState, Workflow,
+    Assign, ChoiceState, ComputedString, FailState, JsonataTemplate, MapState, OutputPath, ParallelState, PassState,
+    ResultPath, Seconds, StateId, SucceedState, TaskState, Template, WaitDuration, WaitState, Workflow,
 };
 
 #[cfg(feature = "durable")]
 use crate::durable::Journal;
 use crate::limits::Limits;
 use crate::retry::{self, RetryDecision, RetryState};
+use crate::jsonata::{self, Bindings};
 use crate::task::Attempt;
+use crate::variables::{self, Variables};
 use crate::{Clock, EventType, Failure, History, HistoryEvent, TaskContext, choice, io};
 
 /// How to run an execution.
@@ -192,6 +194,9 @@ pub struct Execution {
     /// The id of the last event recorded along this line of control, the `previousEventId` of
     /// the next. Clones share it; [`Execution::branch`] starts a new line for a Parallel branch.
     cursor: Arc<AtomicU64>,
+    /// The variables scope of this line of control: the top level, or a Parallel branch's or
+    /// Map iteration's own scope (see [`crate::variables`]).
+    variables: Arc<Variables>,
     /// Where this line of control is, for deterministic durable operation ids.
     #[cfg(feature = "durable")]
     scope: Arc<Scope>,
@@ -279,6 +284,7 @@ impl Execution {
         let exec = Execution {
             shared: Arc::new(shared),
             cursor: Arc::new(AtomicU64::new(0)),
+            variables: Variables::root(),
             #[cfg(feature = "durable")]
             scope: Arc::new(Scope::default()),
         };
@@ -414,6 +420,8 @@ impl Execution {
         Execution {
             shared: Arc::clone(&self.shared),
             cursor: Arc::new(AtomicU64::new(at)),
+            // A branch or iteration reads the variables of the line it started from.
+            variables: self.variables.child(),
             // Branches are created in definition order by both engines, so the index is stable
             // across runs and so are the operation ids inside the branch.
             #[cfg(feature = "durable")]
@@ -462,6 +470,9 @@ impl Execution {
         let child = Execution {
             shared: Arc::new(shared),
             cursor: Arc::new(AtomicU64::new(0)),
+            // A child is an execution of its own: it sees none of the parent's variables, as
+            // AWS's Distributed Map child workflows do not.
+            variables: Variables::root(),
             #[cfg(feature = "durable")]
             scope: Arc::new(Scope::default()),
         };
@@ -608,12 +619,44 @@ impl<'a> Visit<'a> {
         }
     }
 
+    /// The context object, carrying the variables in scope (as of now: called before this
+    /// state commits its own `Assign`) for `$name` paths and JSONata.
     fn context(&self) -> Value {
         let mut ctx = self.exec.context_object(self.name, &self.entered_time, self.retry_count);
         if let Some(token) = &self.task_token {
             ctx["Task"] = json!({ "Token": token });
         }
+        if !self.exec.variables.is_empty()
+            && let Some(m) = ctx.as_object_mut()
+        {
+            m.insert(wfc_ir::jsonpath::VARIABLES_KEY.to_owned(), Value::Object(self.exec.variables.visible()));
+        }
         ctx
+    }
+
+    /// Evaluates an `Assign` block against the variables as of state entry (see
+    /// [`crate::variables`]); `dollar` is what `$` means for a JSONPath Assign.
+    fn assign(
+        &self,
+        assign: Option<&Assign>,
+        dollar: &Value,
+        bindings: &Bindings<'_>,
+    ) -> Result<Option<Vec<(String, Value)>>, Failure> {
+        let Some(assign) = assign else { return Ok(None) };
+        self.exec.with_rng(|rng| variables::evaluate(assign, dollar, bindings, bindings.context, rng)).map(Some)
+    }
+
+    /// Makes assigned values visible from the next state on.
+    fn commit(&self, assigned: Option<Vec<(String, Value)>>) -> Result<(), Failure> {
+        match assigned {
+            Some(values) => self.exec.variables.commit(self.name, values),
+            None => Ok(()),
+        }
+    }
+
+    /// A JSONata `Output`-like template evaluated with `bindings`.
+    fn jsonata(&self, t: &JsonataTemplate, field: &str, bindings: &Bindings<'_>) -> Result<Value, Failure> {
+        self.exec.with_rng(|rng| jsonata::template(t, field, bindings, rng))
     }
 
     /// The context object if `needed`, else `null` (nothing will read it).
@@ -623,7 +666,10 @@ impl<'a> Visit<'a> {
 
     /// Adds AWS's prefix to a `States.Runtime` failure raised by this state's own processing.
     fn runtime(&self, failure: Failure) -> Failure {
-        if failure.error == wfc_ir::errors::RUNTIME {
+        let prefixed = failure.cause.starts_with("An error occurred while executing the state '");
+        if (failure.error == wfc_ir::errors::RUNTIME || failure.error == wfc_ir::errors::QUERY_EVALUATION_ERROR)
+            && !prefixed
+        {
             Failure {
                 error: failure.error,
                 cause: format!(
@@ -646,12 +692,55 @@ pub async fn pass(exec: &Execution, name: &str, spec: &PassState, input: Value) 
     state_span(name, "Pass").in_scope(|| {
         let visit = Visit::start(exec, name, "Pass", &input)?;
         let needs_ctx = io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()])
-            || spec.parameters.as_ref().is_some_and(io::uses_context);
+            || spec.parameters.as_ref().is_some_and(io::uses_context)
+            || spec.assign.is_some()
+            || spec.output.is_some();
         let ctx = visit.context_if(needs_ctx);
-        let output = exec.with_rng(|rng| pass_io(spec, input, &ctx, rng)).map_err(|f| visit.runtime(f))?;
+        if spec.assign.is_none() && spec.output.is_none() {
+            let output = exec.with_rng(|rng| pass_io(spec, input, &ctx, rng)).map_err(|f| visit.runtime(f))?;
+            visit.finish(&output)?;
+            return Ok(output);
+        }
+        let (output, assigned) = pass_assign(&visit, spec, input, &ctx).map_err(|f| visit.runtime(f))?;
         visit.finish(&output)?;
+        visit.commit(assigned).map_err(|f| visit.runtime(f))?;
         Ok(output)
     })
+}
+
+/// A Pass state with `Assign` or a JSONata `Output`. In a JSONPath Pass, `$` in Assign is the
+/// state's result (its `Result`, else Parameters over the effective input); in a JSONata Pass,
+/// `Output` (default: the input) and Assign see `$states.input`.
+#[allow(clippy::type_complexity)]
+fn pass_assign(
+    visit: &Visit<'_>,
+    spec: &PassState,
+    input: Value,
+    ctx: &Value,
+) -> Result<(Value, Option<Vec<(String, Value)>>), Failure> {
+    let b = Bindings::new(&input, ctx);
+    let jsonata = spec.output.is_some() || matches!(spec.assign, Some(Assign::Jsonata(_)));
+    if jsonata {
+        let assigned = visit.assign(spec.assign.as_ref(), &input, &b)?;
+        let output = match &spec.output {
+            Some(t) => visit.jsonata(t, "Output", &b)?,
+            None => input.clone(),
+        };
+        return Ok((output, assigned));
+    }
+    let result = match (&spec.result, &spec.parameters) {
+        (Some(result), _) => result.clone(),
+        (None, parameters) => {
+            let effective = io::input_path(&spec.input_path, &input, ctx)?;
+            match parameters {
+                Some(t) => visit.exec.with_rng(|rng| io::template(t, &effective, ctx, rng))?,
+                None => effective.into_owned(),
+            }
+        }
+    };
+    let assigned = visit.assign(spec.assign.as_ref(), &result, &b)?;
+    let output = io::output_path(&spec.output_path, io::result_path(&spec.result_path, input.clone(), result)?, ctx)?;
+    Ok((output, assigned))
 }
 
 fn pass_io(spec: &PassState, input: Value, ctx: &Value, rng: &mut StdRng) -> Result<Value, Failure> {
@@ -686,6 +775,15 @@ fn resolve_seconds(
     match seconds {
         None => Ok(None),
         Some(Seconds::Fixed(s)) => Ok(Some(Duration::from_secs(*s))),
+        Some(Seconds::Jsonata(e)) => {
+            // Evaluated with a fixed seed: a timeout is not the place for randomness.
+            let mut rng = <StdRng as SeedableRng>::seed_from_u64(0);
+            let value = jsonata::evaluate(e, field.trim_end_matches("Path"), &Bindings::new(input, ctx), &mut rng)?;
+            match value.as_u64() {
+                Some(s) if s > 0 => Ok(Some(Duration::from_secs(s))),
+                _ => Err(jsonata::unexpected_type(e.as_str(), field.trim_end_matches("Path"), "positive integer", &value)),
+            }
+        }
         Some(Seconds::Path(p)) => {
             let Some(value) = io::select_opt(p, input, ctx) else {
                 let doc = if p.root() == wfc_ir::Root::Context { ctx } else { input };
@@ -757,7 +855,12 @@ where
 {
     let mut visit = Visit::start(exec, name, "Task", &input)?;
     let visit_no = exec.next_visit(name);
-    let io_ctx = io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()]);
+    let io_ctx = io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()])
+        || spec.arguments.is_some()
+        || spec.output.is_some()
+        || spec.assign.is_some()
+        || matches!(spec.timeout, Some(Seconds::Jsonata(_)))
+        || matches!(spec.heartbeat, Some(Seconds::Jsonata(_)));
     let ctx = visit.context_if(io_ctx);
     let effective = io::input_path(&spec.input_path, &input, &ctx).map_err(|f| visit.runtime(f))?.into_owned();
     let timeout =
@@ -773,9 +876,33 @@ where
         if callback {
             visit.task_token = Some(exec.task_token(name, visit_no, visit.retry_count, visit.entered_id));
         }
-        let params = parameters.for_attempt(&effective, &visit).map_err(|f| visit.runtime(f))?;
+        let params = match &spec.arguments {
+            Some(arguments) => {
+                let ctx = visit.context();
+                visit.jsonata(arguments, "Arguments", &Bindings::new(&input, &ctx))
+            }
+            None => parameters.for_attempt(&effective, &visit),
+        };
+        let params = match params {
+            Ok(params) => params,
+            // A JSONata failure can be retried and caught, unlike a path failure.
+            Err(f) if f.error == wfc_ir::errors::QUERY_EVALUATION_ERROR => {
+                if let Some(failure) = visit.retry_after(visit_no, &mut retries, &spec.retry, f).await? {
+                    return caught(&visit, &spec.catch, input, failure);
+                }
+                continue;
+            }
+            Err(f) => return Err(visit.runtime(f)),
+        };
         // AWS limits the request a task is sent as it limits results.
         exec.limits().check_payload(name, &params).map_err(|f| visit.runtime(f))?;
+        // `lambda:invoke`: the parameters are the Invoke request; the function gets its Payload.
+        let lambda_invoke = crate::lambda::is_invoke(&spec.resource);
+        let call_input = if lambda_invoke {
+            crate::lambda::payload(&params).map_err(|f| visit.runtime(f))?
+        } else {
+            params.clone()
+        };
         exec.record(
             EventType::TaskScheduled,
             json!({
@@ -793,7 +920,7 @@ where
                 // heartbeat applies to the wait for the answer that follows.
                 let task_ctx = task_ctx.with_task_token(token.clone());
                 let call_ctx = task_ctx.clone();
-                let sent = params.clone();
+                let sent = call_input;
                 let handler = crate::task::run_attempt(|| invoke(sent, call_ctx), &task_ctx, timeout, None);
                 exec.callback_attempt(name, visit_no, visit.retry_count, token, params, handler, timeout, heartbeat)
                     .await
@@ -802,7 +929,7 @@ where
             None => {
                 let call_ctx = task_ctx.clone();
                 let request = exec.step_request(spec.resource.as_str(), &params, timeout, heartbeat);
-                let attempt = crate::task::run_attempt(|| invoke(params, call_ctx), &task_ctx, timeout, heartbeat);
+                let attempt = crate::task::run_attempt(|| invoke(call_input, call_ctx), &task_ctx, timeout, heartbeat);
                 exec.journaled_attempt(name, visit_no, visit.retry_count, request, attempt)
                     .await
                     .map_err(|f| visit.runtime(f))?
@@ -810,22 +937,32 @@ where
         };
         let failure = match outcome {
             Attempt::Succeeded(result) => {
+                let result = if lambda_invoke { crate::lambda::response(result) } else { result };
                 // Checked before the result is recorded or processed: a result that is too
                 // large or too deep is terminal, and AWS names the resource that returned it.
                 exec.limits().check_payload(spec.resource.as_str(), &result).map_err(|f| visit.runtime(f))?;
                 exec.record(EventType::TaskSucceeded, json!({ "resource": spec.resource, "output": result }));
-                let output = finish_result(
-                    &visit,
-                    &spec.result_selector,
-                    &spec.result_path,
-                    &spec.output_path,
-                    input,
-                    result,
-                    io_ctx,
-                )
-                .map_err(|f| visit.runtime(f))?;
-                visit.finish(&output)?;
-                return Ok(Step::Next(output));
+                let language = Language { assign: spec.assign.as_ref(), output: spec.output.as_ref() };
+                if language.is_plain() {
+                    let output = finish_result(
+                        &visit,
+                        &spec.result_selector,
+                        &spec.result_path,
+                        &spec.output_path,
+                        input,
+                        result,
+                        io_ctx,
+                    )
+                    .map_err(|f| visit.runtime(f))?;
+                    visit.finish(&output)?;
+                    return Ok(Step::Next(output));
+                }
+                let paths = (&spec.result_selector, &spec.result_path, &spec.output_path);
+                match finish_success(&visit, language, paths, &input, result, io_ctx) {
+                    Ok(output) => return Ok(Step::Next(output)),
+                    Err(f) if f.error == wfc_ir::errors::QUERY_EVALUATION_ERROR => f,
+                    Err(f) => return Err(f),
+                }
             }
             Attempt::Failed(f) => {
                 exec.record(
@@ -901,6 +1038,45 @@ fn finish_result(
     io::output_path(output_path, output, &ctx)
 }
 
+/// A state's `Assign` and JSONata `Output`, for [`finish_success`].
+#[derive(Clone, Copy)]
+struct Language<'s> {
+    assign: Option<&'s Assign>,
+    output: Option<&'s JsonataTemplate>,
+}
+
+impl Language<'_> {
+    /// Neither Assign nor Output: the plain JSONPath pipeline.
+    fn is_plain(&self) -> bool {
+        self.assign.is_none() && self.output.is_none()
+    }
+}
+
+/// The end of a successful Task, Parallel or Map attempt: `Assign` (against the variables as of
+/// entry; `$` is the raw result), then the output (JSONata `Output`, or ResultSelector,
+/// ResultPath and OutputPath), then the new variables are committed and the state exits.
+/// (Callers take the plain path, [`finish_result`], when [`Language::is_plain`].)
+fn finish_success(
+    visit: &Visit<'_>,
+    language: Language<'_>,
+    (selector, result_path, output_path): (&Option<Template>, &ResultPath, &OutputPath),
+    raw_input: &Value,
+    result: Value,
+    io_ctx: bool,
+) -> Result<Value, Failure> {
+    let ctx = visit.context();
+    let b = Bindings { result: Some(&result), ..Bindings::new(raw_input, &ctx) };
+    let assigned = visit.assign(language.assign, &result, &b)?;
+    let output = match language.output {
+        Some(t) => visit.jsonata(t, "Output", &b)?,
+        None => finish_result(visit, selector, result_path, output_path, raw_input.clone(), result.clone(), io_ctx)
+            .map_err(|f| visit.runtime(f))?,
+    };
+    visit.finish(&output)?;
+    visit.commit(assigned).map_err(|f| visit.runtime(f))?;
+    Ok(output)
+}
+
 impl Visit<'_> {
     /// After a failed attempt of a Task, Parallel or Map: when a retrier matches, waits out its
     /// back-off on the execution's clock and returns `None` (run the attempt again); otherwise
@@ -933,10 +1109,26 @@ fn caught(
     failure: Failure,
 ) -> Result<Step, Failure> {
     let Some(catcher) = retry::find_catcher(catchers, &failure.error) else {
-        return Err(failure);
+        // A JSONata failure that nothing caught ends the execution with AWS's prefix.
+        return Err(if failure.error == wfc_ir::errors::QUERY_EVALUATION_ERROR { visit.runtime(failure) } else { failure });
     };
-    let output = retry::catch_output(catcher, raw_input, &failure).map_err(|f| visit.runtime(f))?;
+    if catcher.assign.is_none() && catcher.output.is_none() {
+        let output = retry::catch_output(catcher, raw_input, &failure).map_err(|f| visit.runtime(f))?;
+        visit.finish(&output)?;
+        return Ok(Step::Goto { target: catcher.next, output });
+    }
+    // A catcher's Assign and Output see the Error Output (`$`, `$states.errorOutput`); the
+    // state's own Assign is not evaluated.
+    let error_output = failure.to_error_output();
+    let ctx = visit.context();
+    let b = Bindings { error_output: Some(&error_output), ..Bindings::new(&raw_input, &ctx) };
+    let assigned = visit.assign(catcher.assign.as_ref(), &error_output, &b).map_err(|f| visit.runtime(f))?;
+    let output = match &catcher.output {
+        Some(t) => visit.jsonata(t, "Output", &b).map_err(|f| visit.runtime(f))?,
+        None => retry::catch_output(catcher, raw_input.clone(), &failure).map_err(|f| visit.runtime(f))?,
+    };
     visit.finish(&output)?;
+    visit.commit(assigned).map_err(|f| visit.runtime(f))?;
     Ok(Step::Goto { target: catcher.next, output })
 }
 
@@ -944,9 +1136,15 @@ fn caught(
 pub fn choice(exec: &Execution, name: &str, spec: &ChoiceState, input: Value) -> Result<Chosen, Failure> {
     state_span(name, "Choice").in_scope(|| {
         let visit = Visit::start(exec, name, "Choice", &input)?;
+        let language = spec.assign.is_some()
+            || spec.output.is_some()
+            || spec.choices.iter().any(|c| c.assign.is_some() || c.output.is_some());
         let needs_ctx = io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()])
-            || spec.choices.iter().any(|c| choice::uses_context(&c.condition));
+            || spec.choices.iter().any(|c| choice::uses_context(&c.condition))
+            || language;
         let ctx = visit.context_if(needs_ctx);
+        // A JSONata Output or Assign sees the raw input as `$states.input`.
+        let raw = if language { Some(input.clone()) } else { None };
         let effective = io::input_path_owned(&spec.input_path, input, &ctx).map_err(|f| visit.runtime(f))?;
         let mut branch = None;
         for (i, rule) in spec.choices.iter().enumerate() {
@@ -961,8 +1159,24 @@ pub fn choice(exec: &Execution, name: &str, spec: &ChoiceState, input: Value) ->
                 format!("No Choice rule matched the input of state '{name}', and it has no Default"),
             ));
         }
-        let output = io::output_path(&spec.output_path, effective, &ctx).map_err(|f| visit.runtime(f))?;
+        let Some(raw) = raw else {
+            let output = io::output_path(&spec.output_path, effective, &ctx).map_err(|f| visit.runtime(f))?;
+            visit.finish(&output)?;
+            return Ok(Chosen { branch, output });
+        };
+        // The matched rule's Assign and Output; the state's own only on the Default path.
+        let (assign, output_template) = match branch.and_then(|i| spec.choices.get(i)) {
+            Some(rule) => (rule.assign.as_ref(), rule.output.as_ref()),
+            None => (spec.assign.as_ref(), spec.output.as_ref()),
+        };
+        let b = Bindings::new(&raw, &ctx);
+        let assigned = visit.assign(assign, &effective, &b).map_err(|f| visit.runtime(f))?;
+        let output = match output_template {
+            Some(t) => visit.jsonata(t, "Output", &b).map_err(|f| visit.runtime(f))?,
+            None => io::output_path(&spec.output_path, effective, &ctx).map_err(|f| visit.runtime(f))?,
+        };
         visit.finish(&output)?;
+        visit.commit(assigned).map_err(|f| visit.runtime(f))?;
         Ok(Chosen { branch, output })
     })
 }
@@ -978,6 +1192,27 @@ fn bare(value: &Value) -> String {
 /// How long a Wait waits, with AWS's messages for bad values.
 fn wait_delay(exec: &Execution, duration: &WaitDuration, input: &Value, ctx: &Value) -> Result<Duration, Failure> {
     let delay = match duration {
+        WaitDuration::SecondsJsonata(e) => {
+            let b = Bindings::new(input, ctx);
+            let value = exec.with_rng(|rng| jsonata::evaluate(e, "Seconds", &b, rng))?;
+            match value.as_u64() {
+                Some(s) => Duration::from_secs(s),
+                None => return Err(jsonata::unexpected_type(e.as_str(), "Seconds", "non-negative integer", &value)),
+            }
+        }
+        WaitDuration::TimestampJsonata(e) => {
+            let b = Bindings::new(input, ctx);
+            let value = exec.with_rng(|rng| jsonata::evaluate(e, "Timestamp", &b, rng))?;
+            match value.as_str().map(wfc_ir::timestamp::parse) {
+                Some(Ok(ts)) => exec.clock().until(ts),
+                _ => {
+                    return Err(jsonata::query_error(format!(
+                        "The Timestamp field cannot be parsed as an ISO-8601 extended offset date-time format string: {}",
+                        bare(&value)
+                    )));
+                }
+            }
+        }
         WaitDuration::Seconds(s) => Duration::from_secs(*s),
         WaitDuration::Timestamp(text) => match wfc_ir::timestamp::parse(text) {
             Ok(ts) => exec.clock().until(ts),
@@ -1048,14 +1283,31 @@ pub async fn wait(exec: &Execution, name: &str, spec: &WaitState, input: Value) 
 async fn wait_inner(exec: &Execution, name: &str, spec: &WaitState, input: Value) -> Result<Value, Failure> {
     let visit = Visit::start(exec, name, "Wait", &input)?;
     let visit_no = exec.next_visit(name);
+    let language = spec.assign.is_some() || spec.output.is_some();
     let needs_ctx = io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()])
-        || matches!(&spec.duration, WaitDuration::SecondsPath(p) | WaitDuration::TimestampPath(p) if p.root() == wfc_ir::Root::Context);
+        || matches!(&spec.duration, WaitDuration::SecondsPath(p) | WaitDuration::TimestampPath(p) if p.root() != wfc_ir::Root::Input)
+        || matches!(&spec.duration, WaitDuration::SecondsJsonata(_) | WaitDuration::TimestampJsonata(_))
+        || language;
     let ctx = visit.context_if(needs_ctx);
+    let raw = if language { Some(input.clone()) } else { None };
     let effective = io::input_path_owned(&spec.input_path, input, &ctx).map_err(|f| visit.runtime(f))?;
     let delay = wait_delay(exec, &spec.duration, &effective, &ctx).map_err(|f| visit.runtime(f))?;
+    // Assign and Output are computed before the wait, against the variables as of entry.
+    let (output, assigned) = match &raw {
+        None => (io::output_path(&spec.output_path, effective, &ctx).map_err(|f| visit.runtime(f))?, None),
+        Some(raw) => {
+            let b = Bindings::new(raw, &ctx);
+            let assigned = visit.assign(spec.assign.as_ref(), &effective, &b).map_err(|f| visit.runtime(f))?;
+            let output = match &spec.output {
+                Some(t) => visit.jsonata(t, "Output", &b).map_err(|f| visit.runtime(f))?,
+                None => io::output_path(&spec.output_path, effective, &ctx).map_err(|f| visit.runtime(f))?,
+            };
+            (output, assigned)
+        }
+    };
     exec.durable_wait(name, visit_no, delay).await.map_err(|f| visit.runtime(f))?;
-    let output = io::output_path(&spec.output_path, effective, &ctx).map_err(|f| visit.runtime(f))?;
     visit.finish(&output)?;
+    visit.commit(assigned).map_err(|f| visit.runtime(f))?;
     Ok(output)
 }
 
@@ -1063,10 +1315,15 @@ async fn wait_inner(exec: &Execution, name: &str, spec: &WaitState, input: Value
 pub fn succeed(exec: &Execution, name: &str, spec: &SucceedState, input: Value) -> Result<Value, Failure> {
     state_span(name, "Succeed").in_scope(|| {
         let visit = Visit::start(exec, name, "Succeed", &input)?;
-        let ctx = visit.context_if(io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()]));
-        let output = io::input_path_owned(&spec.input_path, input, &ctx)
-            .and_then(|effective| io::output_path(&spec.output_path, effective, &ctx))
-            .map_err(|f| visit.runtime(f))?;
+        let ctx = visit.context_if(
+            io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()]) || spec.output.is_some(),
+        );
+        let output = match &spec.output {
+            Some(t) => visit.jsonata(t, "Output", &Bindings::new(&input, &ctx)),
+            None => io::input_path_owned(&spec.input_path, input, &ctx)
+                .and_then(|effective| io::output_path(&spec.output_path, effective, &ctx)),
+        }
+        .map_err(|f| visit.runtime(f))?;
         visit.finish(&output)?;
         Ok(output)
     })
@@ -1079,7 +1336,27 @@ pub fn fail(exec: &Execution, name: &str, spec: &FailState, input: Value) -> Fai
             return f;
         }
         let visit = Visit::enter(exec, name, "Fail", &input);
-        let ctx = visit.context_if(io::paths_use_context([spec.error_path.as_ref(), spec.cause_path.as_ref()]));
+        let ctx = visit.context_if(
+            io::paths_use_context([spec.error_path.as_ref(), spec.cause_path.as_ref()])
+                || spec.error_computed.is_some()
+                || spec.cause_computed.is_some(),
+        );
+        let computed = |value: &ComputedString, field: &str| -> Result<String, Failure> {
+            let (value, text) = match value {
+                ComputedString::Intrinsic(i) => {
+                    (exec.with_rng(|rng| crate::intrinsics::evaluate(i, field, &input, &ctx, rng))?, None)
+                }
+                ComputedString::Jsonata(e) => {
+                    let b = Bindings::new(&input, &ctx);
+                    (exec.with_rng(|rng| jsonata::evaluate(e, field, &b, rng))?, Some(e.as_str()))
+                }
+            };
+            match (value, text) {
+                (Value::String(s), _) => Ok(s),
+                (other, Some(text)) => Err(jsonata::unexpected_type(text, field, "string", &other)),
+                (other, None) => Err(Failure::runtime(format!("The {field} must be a string, but it was {other}"))),
+            }
+        };
         let read = |literal: &Option<String>, path: &Option<wfc_ir::Path>, field: &str| -> Result<String, Failure> {
             match path {
                 Some(p) => match io::select_field(p, field, &input, &ctx)? {
@@ -1093,8 +1370,14 @@ pub fn fail(exec: &Execution, name: &str, spec: &FailState, input: Value) -> Fai
                 None => Ok(literal.clone().unwrap_or_default()),
             }
         };
-        let error = read(&spec.error, &spec.error_path, "ErrorPath");
-        let cause = read(&spec.cause, &spec.cause_path, "CausePath");
+        let error = match &spec.error_computed {
+            Some(c) => computed(c, if matches!(c, ComputedString::Jsonata(_)) { "Error" } else { "ErrorPath" }),
+            None => read(&spec.error, &spec.error_path, "ErrorPath"),
+        };
+        let cause = match &spec.cause_computed {
+            Some(c) => computed(c, if matches!(c, ComputedString::Jsonata(_)) { "Cause" } else { "CausePath" }),
+            None => read(&spec.cause, &spec.cause_path, "CausePath"),
+        };
         match (error, cause) {
             (Ok(error), Ok(cause)) => Failure { error, cause },
             (Err(f), _) | (_, Err(f)) => visit.runtime(f),
@@ -1134,7 +1417,10 @@ where
 {
     let mut visit = Visit::start(exec, name, "Parallel", &input)?;
     let visit_no = exec.next_visit(name);
-    let io_ctx = io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()]);
+    let io_ctx = io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()])
+        || spec.arguments.is_some()
+        || spec.output.is_some()
+        || spec.assign.is_some();
     let ctx = visit.context_if(io_ctx);
     let effective = io::input_path(&spec.input_path, &input, &ctx).map_err(|f| visit.runtime(f))?.into_owned();
     let parameters = Parameters::new(spec.parameters.as_ref(), &effective, exec).map_err(|f| visit.runtime(f))?;
@@ -1142,25 +1428,50 @@ where
     loop {
         visit.retry_count = retries.retry_count();
         exec.check_history()?;
-        let branch_input = parameters.for_attempt(&effective, &visit).map_err(|f| visit.runtime(f))?;
+        let branch_input = match &spec.arguments {
+            Some(arguments) => {
+                let ctx = visit.context();
+                visit.jsonata(arguments, "Arguments", &Bindings::new(&input, &ctx))
+            }
+            None => parameters.for_attempt(&effective, &visit),
+        };
+        let branch_input = match branch_input {
+            Ok(v) => v,
+            Err(f) if f.error == wfc_ir::errors::QUERY_EVALUATION_ERROR => {
+                if let Some(failure) = visit.retry_after(visit_no, &mut retries, &spec.retry, f).await? {
+                    return caught(&visit, &spec.catch, input, failure);
+                }
+                continue;
+            }
+            Err(f) => return Err(visit.runtime(f)),
+        };
         exec.record(EventType::ParallelStateStarted, json!({ "name": name }));
         let branches_exec = exec.parallel_scope(name, visit_no, visit.retry_count);
         let failure = match run_branches(branch_input, branches_exec).await {
             Ok(outputs) => {
                 exec.record(EventType::ParallelStateSucceeded, json!({ "name": name }));
                 let result = Value::Array(outputs);
-                let output = finish_result(
-                    &visit,
-                    &spec.result_selector,
-                    &spec.result_path,
-                    &spec.output_path,
-                    input,
-                    result,
-                    io_ctx,
-                )
-                .map_err(|f| visit.runtime(f))?;
-                visit.finish(&output)?;
-                return Ok(Step::Next(output));
+                let language = Language { assign: spec.assign.as_ref(), output: spec.output.as_ref() };
+                if language.is_plain() {
+                    let output = finish_result(
+                        &visit,
+                        &spec.result_selector,
+                        &spec.result_path,
+                        &spec.output_path,
+                        input,
+                        result,
+                        io_ctx,
+                    )
+                    .map_err(|f| visit.runtime(f))?;
+                    visit.finish(&output)?;
+                    return Ok(Step::Next(output));
+                }
+                let paths = (&spec.result_selector, &spec.result_path, &spec.output_path);
+                match finish_success(&visit, language, paths, &input, result, io_ctx) {
+                    Ok(output) => return Ok(Step::Next(output)),
+                    Err(f) if f.error == wfc_ir::errors::QUERY_EVALUATION_ERROR => f,
+                    Err(f) => return Err(f),
+                }
             }
             Err(f) => {
                 exec.record(
@@ -1218,7 +1529,11 @@ where
 {
     let mut visit = Visit::start(exec, name, "Map", &input)?;
     let visit_no = exec.next_visit(name);
-    let io_ctx = io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref(), Some(&spec.items_path)]);
+    let io_ctx = io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref(), Some(&spec.items_path)])
+        || spec.items.is_some()
+        || spec.item_selector_jsonata.is_some()
+        || spec.output.is_some()
+        || spec.assign.is_some();
     let ctx = visit.context_if(io_ctx);
     let effective = io::input_path(&spec.input_path, &input, &ctx).map_err(|f| visit.runtime(f))?.into_owned();
     let selector_ctx = spec.item_selector.as_ref().is_some_and(io::uses_context);
@@ -1250,14 +1565,27 @@ where
                 other => other,
             }
         } else {
-            let items = crate::map::items(&spec.items_path, &effective, &state_ctx).map_err(|f| visit.runtime(f))?;
-            let length = items.len();
+            let inputs = match jsonata_map_inputs(&visit, spec, &input, &state_ctx) {
+                None => crate::map::items(&spec.items_path, &effective, &state_ctx).and_then(|items| {
+                    exec.with_rng(|rng| {
+                        crate::map::iteration_inputs(spec.item_selector.as_ref(), &effective, items, &state_ctx, rng)
+                    })
+                }),
+                Some(inputs) => inputs,
+            };
+            let inputs = match inputs {
+                Ok(inputs) => inputs,
+                // A JSONata failure can be retried and caught, unlike a path failure.
+                Err(f) if f.error == wfc_ir::errors::QUERY_EVALUATION_ERROR => {
+                    if let Some(failure) = visit.retry_after(visit_no, &mut retries, &spec.retry, f).await? {
+                        return caught(&visit, &spec.catch, input, failure);
+                    }
+                    continue;
+                }
+                Err(f) => return Err(visit.runtime(f)),
+            };
+            let length = inputs.len();
             crate::map::check_item_count(exec.limits(), length).map_err(|f| visit.runtime(f))?;
-            let inputs = exec
-                .with_rng(|rng| {
-                    crate::map::iteration_inputs(spec.item_selector.as_ref(), &effective, items, &state_ctx, rng)
-                })
-                .map_err(|f| visit.runtime(f))?;
             exec.record(EventType::MapStateStarted, json!({ "name": name, "length": length }));
             let iterations_exec = exec.parallel_scope(name, visit_no, visit.retry_count);
             let outcome =
@@ -1272,18 +1600,27 @@ where
         };
         let failure = match outcome {
             Ok(result) => {
-                let output = finish_result(
-                    &visit,
-                    &spec.result_selector,
-                    &spec.result_path,
-                    &spec.output_path,
-                    input,
-                    result,
-                    io_ctx,
-                )
-                .map_err(|f| visit.runtime(f))?;
-                visit.finish(&output)?;
-                return Ok(Step::Next(output));
+                let language = Language { assign: spec.assign.as_ref(), output: spec.output.as_ref() };
+                if language.is_plain() {
+                    let output = finish_result(
+                        &visit,
+                        &spec.result_selector,
+                        &spec.result_path,
+                        &spec.output_path,
+                        input,
+                        result,
+                        io_ctx,
+                    )
+                    .map_err(|f| visit.runtime(f))?;
+                    visit.finish(&output)?;
+                    return Ok(Step::Next(output));
+                }
+                let paths = (&spec.result_selector, &spec.result_path, &spec.output_path);
+                match finish_success(&visit, language, paths, &input, result, io_ctx) {
+                    Ok(output) => return Ok(Step::Next(output)),
+                    Err(f) if f.error == wfc_ir::errors::QUERY_EVALUATION_ERROR => f,
+                    Err(f) => return Err(f),
+                }
             }
             Err(f) => f,
         };
@@ -1291,6 +1628,49 @@ where
             return caught(&visit, &spec.catch, input, failure);
         }
     }
+}
+
+/// A JSONata Map's iteration inputs: `Items` (default: the state input, which must then be an
+/// array) and `ItemSelector` with `$states.context.Map.Item`. `None` for a JSONPath Map.
+fn jsonata_map_inputs(
+    visit: &Visit<'_>,
+    spec: &MapState,
+    input: &Value,
+    state_ctx: &Value,
+) -> Option<Result<Vec<Value>, Failure>> {
+    if spec.items.is_none() && spec.item_selector_jsonata.is_none() && !matches!(spec.assign, Some(Assign::Jsonata(_))) && spec.output.is_none() {
+        return None;
+    }
+    Some((|| {
+        let b = Bindings::new(input, state_ctx);
+        let items = match &spec.items {
+            Some(t) => match visit.jsonata(t, "Items", &b)? {
+                Value::Array(items) => items,
+                other => {
+                    let text = match t {
+                        JsonataTemplate::Expr(e) => e.as_str().to_owned(),
+                        _ => other.to_string(),
+                    };
+                    return Err(jsonata::unexpected_type(&text, "Items", "array", &other));
+                }
+            },
+            None => match input {
+                Value::Array(items) => items.clone(),
+                other => {
+                    return Err(jsonata::query_error(format!("Map state input must be an array but was: {other}")));
+                }
+            },
+        };
+        let Some(selector) = &spec.item_selector_jsonata else { return Ok(items) };
+        items
+            .iter()
+            .enumerate()
+            .map(|(index, item)| {
+                let ctx = crate::map::item_context(state_ctx, index, item);
+                visit.jsonata(selector, "ItemSelector", &Bindings::new(input, &ctx))
+            })
+            .collect()
+    })())
 }
 
 /// The journal hooks: each runs the plain behaviour when the execution has no journal (or the
@@ -1447,6 +1827,7 @@ impl Execution {
             return Execution {
                 shared: Arc::clone(&self.shared),
                 cursor: Arc::clone(&self.cursor),
+                variables: Arc::clone(&self.variables),
                 scope: Arc::new(Scope {
                     path: self.op_id(name, visit_no, &format!(".{attempt_no}/")),
                     ..Scope::default()

@@ -192,18 +192,11 @@ impl Env<'_> {
             Function::Hash => {
                 let data = limited(f, take(0)?)?;
                 let algorithm = string(&take(1)?);
-                let digest = match algorithm.as_str() {
-                    "MD5" => hex(&md5::Md5::digest(data.as_bytes())),
-                    "SHA-1" => hex(&sha1::Sha1::digest(data.as_bytes())),
-                    "SHA-256" => hex(&sha2::Sha256::digest(data.as_bytes())),
-                    "SHA-384" => hex(&sha2::Sha384::digest(data.as_bytes())),
-                    "SHA-512" => hex(&sha2::Sha512::digest(data.as_bytes())),
-                    other => {
-                        return Err(invalid(
-                            f,
-                            format!("unknown algorithm '{other}', expected one of {}", HASH_ALGORITHMS.join(", ")),
-                        ));
-                    }
+                let Some(digest) = hash_hex(&data, &algorithm) else {
+                    return Err(invalid(
+                        f,
+                        format!("unknown algorithm '{algorithm}', expected one of {}", HASH_ALGORITHMS.join(", ")),
+                    ));
                 };
                 Ok(Value::String(digest))
             }
@@ -391,8 +384,21 @@ fn hex(bytes: &[u8]) -> String {
     out
 }
 
+/// The lower-case hex digest of `data` under one of AWS's algorithm names (`SHA-256`), shared
+/// by `States.Hash` and JSONata's `$hash`; `None` for an unknown algorithm.
+pub(crate) fn hash_hex(data: &str, algorithm: &str) -> Option<String> {
+    Some(match algorithm {
+        "MD5" => hex(&md5::Md5::digest(data.as_bytes())),
+        "SHA-1" => hex(&sha1::Sha1::digest(data.as_bytes())),
+        "SHA-256" => hex(&sha2::Sha256::digest(data.as_bytes())),
+        "SHA-384" => hex(&sha2::Sha384::digest(data.as_bytes())),
+        "SHA-512" => hex(&sha2::Sha512::digest(data.as_bytes())),
+        _ => return None,
+    })
+}
+
 /// Formats 16 random bytes as an RFC 9562 version 4 UUID (version and variant bits set).
-fn uuid_v4(mut bytes: [u8; 16]) -> String {
+pub(crate) fn uuid_v4(mut bytes: [u8; 16]) -> String {
     bytes[6] = (bytes[6] & 0x0f) | 0x40;
     bytes[8] = (bytes[8] & 0x3f) | 0x80;
     let h = hex(&bytes);

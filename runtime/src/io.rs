@@ -48,7 +48,8 @@ pub fn output_path(path: &OutputPath, output: Value, context: &Value) -> Result<
 fn select_invalid_path(path: &Path, input: &Value, context: &Value) -> Result<Value, Failure> {
     let doc = match path.root() {
         Root::Input => input,
-        Root::Context => context,
+        // `$$` and `$name`: the context-object document carries the variables.
+        Root::Context | Root::Variable(_) => context,
     };
     path.select(doc).map_err(|_| Failure::runtime(invalid_path_message(path, doc)))
 }
@@ -59,7 +60,8 @@ fn select_invalid_path(path: &Path, input: &Value, context: &Value) -> Result<Va
 pub fn select_field(path: &Path, field: &str, input: &Value, context: &Value) -> Result<Value, Failure> {
     let doc = match path.root() {
         Root::Input => input,
-        Root::Context => context,
+        // `$$` and `$name`: the context-object document carries the variables.
+        Root::Context | Root::Variable(_) => context,
     };
     path.select(doc).map_err(|_| {
         Failure::runtime(format!(
@@ -76,7 +78,8 @@ pub fn select_field(path: &Path, field: &str, input: &Value, context: &Value) ->
 pub fn select_opt(path: &Path, input: &Value, context: &Value) -> Option<Value> {
     let doc = match path.root() {
         Root::Input => input,
-        Root::Context => context,
+        // `$$` and `$name`: the context-object document carries the variables.
+        Root::Context | Root::Variable(_) => context,
     };
     path.select(doc).ok()
 }
@@ -129,7 +132,7 @@ fn eval_template(
 pub fn uses_context(template: &Template) -> bool {
     match template {
         Template::Literal(_) => false,
-        Template::Path(p) => p.root() == Root::Context,
+        Template::Path(p) => p.root() != Root::Input,
         Template::Intrinsic(i) => i.uses_context(),
         Template::Array(items) => items.iter().any(uses_context),
         Template::Object(entries) => entries.iter().any(|(_, t)| uses_context(t)),
@@ -149,7 +152,7 @@ pub fn uses_randomness(template: &Template) -> bool {
 
 /// Whether any of these optional paths reads the context object.
 pub fn paths_use_context<'a>(paths: impl IntoIterator<Item = Option<&'a Path>>) -> bool {
-    paths.into_iter().flatten().any(|p| p.root() == Root::Context)
+    paths.into_iter().flatten().any(|p| p.root() != Root::Input)
 }
 
 /// `ResultPath`: `None` (ASL `null`) discards `result` and passes the raw input on; `$` makes the

@@ -24,7 +24,7 @@
 //! use wfc_runtime::{RunOptions, Status, block_on_virtual, json};
 //!
 //! let dollar = Path::parse("$").ok();
-//! let wait = WaitState { input_path: dollar.clone(), output_path: dollar, duration: WaitDuration::Seconds(3600), transition: Transition::End };
+//! let wait = WaitState { input_path: dollar.clone(), output_path: dollar, duration: WaitDuration::Seconds(3600), transition: Transition::End, assign: None, output: None };
 //! let state = State { name: "Nap".into(), comment: None, location: None, kind: StateKind::Wait(wait) };
 //! let workflow = Workflow { name: "nap".into(), comment: None, version: None, timeout_seconds: None,
 //!     machine: StateMachine { start_at: 0, states: vec![state] } };
@@ -47,10 +47,13 @@ pub mod history;
 pub mod interp;
 pub mod intrinsics;
 pub mod io;
+pub mod jsonata;
+pub mod lambda;
 pub mod limits;
 pub mod map;
 pub mod retry;
 pub mod task;
+pub mod variables;
 
 #[doc(hidden)]
 pub mod __private;

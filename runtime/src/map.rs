@@ -22,7 +22,7 @@ use crate::{EventType, Execution, Failure, io};
 pub fn items(items_path: &Path, effective: &Value, context: &Value) -> Result<Vec<Value>, Failure> {
     let doc = match items_path.root() {
         Root::Input => effective,
-        Root::Context => context,
+        Root::Context | Root::Variable(_) => context,
     };
     let selected = items_path.select(doc).map_err(|_| Failure::runtime(io::invalid_path_message(items_path, doc)))?;
     match selected {

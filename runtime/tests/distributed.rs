@@ -71,6 +71,10 @@ fn jsonl_map(result_writer: bool, max_concurrency: u64) -> Workflow {
         retry: vec![],
         catch: vec![],
         transition: end(),
+        assign: None,
+        items: None,
+        item_selector_jsonata: None,
+        output: None,
     };
     workflow(vec![("M", StateKind::Map(spec))])
 }

@@ -177,7 +177,7 @@ fn spec_choice_example() {
         ("ValueInTwenties", StateKind::Pass(PassState { result: Some(json!("ValueInTwenties")), ..pass_state() })),
         (
             "DefaultState",
-            StateKind::Fail(FailState {
+            StateKind::Fail(FailState { cause_computed: None, error_computed: None,
                 error: None,
                 cause: Some("No Matches!".into()),
                 error_path: None,
@@ -286,7 +286,7 @@ fn wait_bad_values_are_runtime_errors_with_aws_wording() {
 
 #[test]
 fn succeed_applies_paths() {
-    let s = SucceedState { input_path: Some(path("$.a")), output_path: Some(path("$.b")) };
+    let s = SucceedState { output: None, input_path: Some(path("$.a")), output_path: Some(path("$.b")) };
     let wf = workflow(vec![("S", StateKind::Succeed(s))]);
     assert_eq!(ok(&run(&wf, &no_handlers(), json!({"a": {"b": "done"}}))), json!("done"));
 }
@@ -301,7 +301,7 @@ fn spec_fail_state() {
 
 #[test]
 fn fail_error_path_and_cause_path() {
-    let f = FailState {
+    let f = FailState { cause_computed: None, error_computed: None,
         error: None,
         cause: None,
         error_path: Some(path("$.e")),
@@ -310,7 +310,7 @@ fn fail_error_path_and_cause_path() {
     let wf = workflow(vec![("F", StateKind::Fail(f))]);
     assert_eq!(err(&run(&wf, &no_handlers(), json!({"e": "Custom"}))), Failure::new("Custom", "test-run"));
 
-    let f = FailState { error: None, cause: None, error_path: Some(path("$.ErrorX")), cause_path: None };
+    let f = FailState { cause_computed: None, error_computed: None, error: None, cause: None, error_path: Some(path("$.ErrorX")), cause_path: None };
     let wf = workflow(vec![("F", StateKind::Fail(f))]);
     let failure = err(&run(&wf, &no_handlers(), json!({"e": 1})));
     assert_eq!(failure.error, "States.Runtime");

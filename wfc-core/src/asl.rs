@@ -20,9 +20,10 @@ use std::ops::Range;
 
 use serde_json::Value;
 use wfc_ir::{
-    Catcher, ChoiceBranch, ChoiceState, Comparison, Condition, FailState, Jitter, Location, MapState, Operand,
-    Operator, ParallelState, PassState, Path, ReferencePath, Retrier, Seconds, State, StateId, StateKind, StateMachine,
-    SucceedState, TaskState, Template, Transition, WaitDuration, WaitState, Workflow,
+    Assign, Catcher, ChoiceBranch, ChoiceState, Comparison, ComputedString, Condition, FailState, Jitter,
+    JsonataExpr, JsonataTemplate, Location, MapState, Operand, Operator, ParallelState, PassState, Path,
+    ReferencePath, Retrier, Root, Seconds, State, StateId, StateKind, StateMachine, SucceedState, TaskState, Template,
+    Transition, WaitDuration, WaitState, Workflow,
 };
 
 use crate::diagnostics::{Diagnostic, codes};
@@ -59,6 +60,8 @@ pub const STATE_FIELDS: &[(&str, &[&str])] = &[
             "ResultPath",
             "Next",
             "End",
+            "Assign",
+            "Output",
         ],
     ),
     (
@@ -81,9 +84,12 @@ pub const STATE_FIELDS: &[(&str, &[&str])] = &[
             "Catch",
             "Next",
             "End",
+            "Assign",
+            "Arguments",
+            "Output",
         ],
     ),
-    ("Choice", &["Type", "Comment", "QueryLanguage", "InputPath", "OutputPath", "Choices", "Default"]),
+    ("Choice", &["Type", "Comment", "QueryLanguage", "InputPath", "OutputPath", "Choices", "Default", "Assign", "Output"]),
     (
         "Wait",
         &[
@@ -98,9 +104,11 @@ pub const STATE_FIELDS: &[(&str, &[&str])] = &[
             "TimestampPath",
             "Next",
             "End",
+            "Assign",
+            "Output",
         ],
     ),
-    ("Succeed", &["Type", "Comment", "QueryLanguage", "InputPath", "OutputPath"]),
+    ("Succeed", &["Type", "Comment", "QueryLanguage", "InputPath", "OutputPath", "Output"]),
     ("Fail", &["Type", "Comment", "QueryLanguage", "Error", "Cause", "ErrorPath", "CausePath"]),
     (
         "Parallel",
@@ -118,6 +126,9 @@ pub const STATE_FIELDS: &[(&str, &[&str])] = &[
             "Catch",
             "Next",
             "End",
+            "Assign",
+            "Arguments",
+            "Output",
         ],
     ),
     (
@@ -140,6 +151,9 @@ pub const STATE_FIELDS: &[(&str, &[&str])] = &[
             "Catch",
             "Next",
             "End",
+            "Assign",
+            "Items",
+            "Output",
             "MaxConcurrencyPath",
             "ItemReader",
             "ItemBatcher",
@@ -160,14 +174,40 @@ const TOP_FIELDS: &[&str] = &["StartAt", "States", "Comment", "Version", "Timeou
 const BRANCH_FIELDS: &[&str] = &["StartAt", "States", "Comment"];
 const RETRIER_FIELDS: &[&str] =
     &["ErrorEquals", "IntervalSeconds", "MaxAttempts", "BackoffRate", "MaxDelaySeconds", "JitterStrategy", "Comment"];
-const CATCHER_FIELDS: &[&str] = &["ErrorEquals", "Next", "ResultPath", "Comment"];
-/// Fields of AWS features that exist but that wfc does not support yet, with the reason.
-const UNSUPPORTED_FIELDS: &[(&str, &str)] = &[
-    ("Arguments", "`Arguments` belongs to JSONata, which is not supported yet"),
-    ("Output", "`Output` belongs to JSONata, which is not supported yet"),
-    ("Assign", "variables (`Assign`) are not supported yet"),
-    ("Credentials", "cross-account `Credentials` are not supported yet"),
+const CATCHER_FIELDS: &[&str] = &["ErrorEquals", "Next", "ResultPath", "Comment", "Assign", "Output"];
+/// Fields that exist only in JSONPath states (AWS rejects them in JSONata states).
+const JSONPATH_ONLY_FIELDS: &[&str] = &[
+    "InputPath",
+    "OutputPath",
+    "Parameters",
+    "ResultSelector",
+    "ResultPath",
+    "Result",
+    "TimeoutSecondsPath",
+    "HeartbeatSecondsPath",
+    "SecondsPath",
+    "TimestampPath",
+    "ItemsPath",
+    "ErrorPath",
+    "CausePath",
+    "MaxConcurrencyPath",
 ];
+/// Fields that exist only in JSONata states.
+const JSONATA_ONLY_FIELDS: &[&str] = &["Arguments", "Output", "Items"];
+/// Longest variable name AWS accepts.
+const MAX_VARIABLE_NAME_CHARS: usize = 80;
+/// The intrinsic functions AWS allows in Fail `ErrorPath`/`CausePath`: those returning a string.
+const STRING_INTRINSICS: &[&str] = &[
+    "States.ArrayGetItem",
+    "States.Base64Encode",
+    "States.Base64Decode",
+    "States.Format",
+    "States.JsonToString",
+    "States.Hash",
+    "States.UUID",
+];
+/// Fields of AWS features that exist but that wfc does not support yet, with the reason.
+const UNSUPPORTED_FIELDS: &[(&str, &str)] = &[("Credentials", "cross-account `Credentials` are not supported yet")];
 
 /// The predefined error names (`States.*`) accepted in `ErrorEquals`.
 const PREDEFINED_ERRORS: &[&str] = wfc_ir::errors::PREDEFINED;
@@ -217,6 +257,12 @@ struct Scope {
     /// States whose name duplicates an earlier one (already reported; not also "unreachable").
     duplicates: Vec<StateId>,
     states_span: Range<usize>,
+    /// The scope this one is nested in (a Parallel branch's or Map processor's enclosing scope).
+    parent: Option<usize>,
+    /// Variables assigned by this scope's states, with where.
+    assigned: Vec<(String, Range<usize>)>,
+    /// Variables read by this scope's states, with where.
+    reads: Vec<(String, Range<usize>)>,
 }
 
 /// A transition target that its scope does not have, reported once every scope is known.
@@ -236,6 +282,12 @@ struct Cx<'t> {
     /// Every state name of the whole machine: (scope, key span), for duplicates and hints.
     all_names: HashMap<String, (usize, Range<usize>)>,
     dangling: Vec<Dangling>,
+    /// Scopes being lowered, innermost last (variables are recorded in the last).
+    scope_stack: Vec<usize>,
+    /// The machine's `QueryLanguage` is JSONata.
+    jsonata_machine: bool,
+    /// The state being lowered is a JSONata state.
+    jsonata: bool,
 }
 
 /// An object's entries, for field lookups.
@@ -272,6 +324,9 @@ impl<'t> Cx<'t> {
             scopes: Vec::new(),
             all_names: HashMap::new(),
             dangling: Vec::new(),
+            scope_stack: Vec::new(),
+            jsonata_machine: false,
+            jsonata: false,
         }
     }
 
@@ -440,7 +495,12 @@ impl<'t> Cx<'t> {
             return None;
         }
         match Path::parse(s) {
-            Ok(p) => Some(p),
+            Ok(p) => {
+                if let Root::Variable(name) = p.root() {
+                    self.read_var(name, v.span.clone());
+                }
+                Some(p)
+            }
             Err(e) => {
                 let span = self.inner_span(v, s, e.offset);
                 let d = self.error(codes::BAD_PATH, format!("invalid path in `{field}`: {}", e.message), span);
@@ -535,7 +595,27 @@ impl<'t> Cx<'t> {
     /// written without escapes.
     fn intrinsic(&mut self, s: &str, v: &SpannedValue, field: &str) -> Option<wfc_ir::intrinsics::Intrinsic> {
         match wfc_ir::intrinsics::Intrinsic::parse(s) {
-            Ok(i) => Some(i),
+            Ok(i) => {
+                fn walk(call: &wfc_ir::intrinsics::Call, out: &mut Vec<String>) {
+                    for arg in &call.args {
+                        match arg {
+                            wfc_ir::intrinsics::Arg::Path(p) => {
+                                if let Root::Variable(n) = p.root() {
+                                    out.push(n);
+                                }
+                            }
+                            wfc_ir::intrinsics::Arg::Call(c) => walk(c, out),
+                            _ => {}
+                        }
+                    }
+                }
+                let mut names = Vec::new();
+                walk(i.call(), &mut names);
+                for n in names {
+                    self.read_var(n, v.span.clone());
+                }
+                Some(i)
+            }
             Err(e) => {
                 let span = self.inner_span(v, s, e.offset);
                 self.error(
@@ -634,7 +714,7 @@ impl<'t> Cx<'t> {
             return None;
         };
         self.check_fields(top, TOP_FIELDS, "a state machine");
-        self.query_language(top);
+        self.jsonata_machine = self.query_language(top) == Some(true);
         let comment = self.comment(top);
         let version = self.string(top, "Version").map(|(s, v)| {
             if s != "1.0" {
@@ -650,33 +730,243 @@ impl<'t> Cx<'t> {
         Some(Workflow { name, comment, version, timeout_seconds, machine })
     }
 
-    fn query_language(&mut self, obj: Obj<'_>) {
-        if let Some((s, v)) = self.string(obj, "QueryLanguage") {
-            match s {
-                "JSONPath" => {}
-                "JSONata" => {
-                    self.error(codes::JSONATA_UNSUPPORTED, "JSONata is not supported yet", v.span.clone()).help =
-                        Some("use JSONPath (remove `QueryLanguage`, or set it to \"JSONPath\")".to_owned());
+    /// `QueryLanguage`: `Some(true)` for JSONata, `Some(false)` for JSONPath, `None` when absent
+    /// (or invalid, which is reported).
+    fn query_language(&mut self, obj: Obj<'_>) -> Option<bool> {
+        let (s, v) = self.string(obj, "QueryLanguage")?;
+        match s {
+            "JSONPath" => Some(false),
+            "JSONata" => Some(true),
+            other => {
+                self.error(codes::BAD_QUERY_LANGUAGE, format!("unknown `QueryLanguage` \"{other}\""), v.span.clone())
+                    .help = Some("the query languages are \"JSONPath\" (the default) and \"JSONata\"".to_owned());
+                None
+            }
+        }
+    }
+
+    /// A state's query language: its own `QueryLanguage`, else the machine's. A JSONata machine
+    /// cannot have JSONPath states (AWS: "'QueryLanguage' can not be 'JSONPath' if set to
+    /// 'JSONata' for whole state machine"). Also reports the other language's fields.
+    fn state_language(&mut self, obj: Obj<'_>, ty: &str) -> bool {
+        let own = self.query_language(obj);
+        if own == Some(false) && self.jsonata_machine {
+            let span = obj.get("QueryLanguage").map_or(obj.head(), |v| v.span.clone());
+            self.error(
+                codes::QUERY_LANGUAGE_DOWNGRADE,
+                "`QueryLanguage` cannot be \"JSONPath\" in a state machine whose `QueryLanguage` is \"JSONata\"",
+                span,
+            )
+            .help = Some("remove the state's `QueryLanguage`, or the machine's, and use JSONPath per state".to_owned());
+        }
+        let jsonata = own.unwrap_or(self.jsonata_machine);
+        let (forbidden, lang, other) = if jsonata {
+            (JSONPATH_ONLY_FIELDS, "JSONata", "JSONPath")
+        } else {
+            (JSONATA_ONLY_FIELDS, "JSONPath", "JSONata")
+        };
+        for (k, _) in obj.entries {
+            let name = k.name.as_str();
+            // Map's legacy `Parameters` is its ItemSelector; Result only exists on Pass.
+            if forbidden.contains(&name) {
+                let help = match (jsonata, name) {
+                    (true, "Parameters") => "use `Arguments` (Task, Parallel) or `ItemSelector` (Map)".to_owned(),
+                    (true, "InputPath" | "ResultSelector" | "ResultPath" | "OutputPath" | "Result") => {
+                        "use `Output` (with `$states.input` and `$states.result`) and `Assign`".to_owned()
+                    }
+                    (true, "ItemsPath") => "use `Items`".to_owned(),
+                    (true, _) => format!("give `{}` as a `{{% %}}` expression", name.trim_end_matches("Path")),
+                    (false, _) => "set `\"QueryLanguage\": \"JSONata\"` on the state (or the machine) to use it".to_owned(),
+                };
+                self.error(
+                    codes::WRONG_LANGUAGE_FIELD,
+                    format!("`{name}` is a {other} field; this {ty} state uses {lang}"),
+                    k.span.clone(),
+                )
+                .help = Some(help);
+            }
+        }
+        jsonata
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Variables and JSONata
+
+    /// Records that the current scope reads variable `name` (checked in [`Cx::finish`]).
+    fn read_var(&mut self, name: String, span: Range<usize>) {
+        if let Some(&scope) = self.scope_stack.last()
+            && let Some(s) = self.scopes.get_mut(scope)
+        {
+            s.reads.push((name, span));
+        }
+    }
+
+    /// A `{% %}` expression (the text between the delimiters of string `s`, the value `v`).
+    fn jsonata_expr(&mut self, s: &str, v: &SpannedValue, field: &str) -> Option<JsonataExpr> {
+        let text = wfc_ir::jsonata::expression_text(s)?;
+        match JsonataExpr::parse(text) {
+            Ok(e) => {
+                for name in e.variables_read() {
+                    self.read_var(name, v.span.clone());
                 }
-                other => {
-                    self.error(
-                        codes::JSONATA_UNSUPPORTED,
-                        format!("unknown `QueryLanguage` \"{other}\""),
-                        v.span.clone(),
-                    )
-                    .help = Some(
-                        "the query languages are \"JSONPath\" (supported) and \"JSONata\" (not supported yet)"
-                            .to_owned(),
-                    );
+                Some(e)
+            }
+            Err(e) => {
+                let span = match e.offset {
+                    Some(o) => self.inner_span(v, s, o + 2),
+                    None => v.span.clone(),
+                };
+                self.error(codes::BAD_JSONATA, format!("invalid JSONata expression in `{field}`: {}", e.message), span)
+                    .help = Some("JSONata strings are `{% expression %}`; quote strings inside with single quotes".to_owned());
+                None
+            }
+        }
+    }
+
+    /// A JSONata template (`Arguments`, `Output`, `Items`, `ItemSelector`, Assign values): any
+    /// string leaf that is a whole `{% %}` is an expression.
+    fn jsonata_template(&mut self, v: &SpannedValue, field: &str) -> JsonataTemplate {
+        match &v.kind {
+            ValueKind::String(s) if wfc_ir::jsonata::expression_text(s).is_some() => {
+                match self.jsonata_expr(s, v, field) {
+                    Some(e) => JsonataTemplate::Expr(e),
+                    None => JsonataTemplate::Literal(Value::Null),
                 }
             }
+            ValueKind::Object(entries) => {
+                let mut out = Vec::with_capacity(entries.len());
+                for (k, val) in entries {
+                    if k.name.ends_with(".$") {
+                        self.error(
+                            codes::WRONG_LANGUAGE_FIELD,
+                            format!("`{}`: keys ending in `.$` are JSONPath; this is a JSONata state", k.name),
+                            k.span.clone(),
+                        )
+                        .help = Some(format!(
+                            "name the key `{}` and give its value as a `{{% %}}` expression",
+                            k.name.trim_end_matches(".$")
+                        ));
+                    }
+                    out.push((k.name.clone(), self.jsonata_template(val, &format!("{field}/{}", k.name))));
+                }
+                if out.iter().all(|(_, t)| matches!(t, JsonataTemplate::Literal(_))) {
+                    JsonataTemplate::Literal(v.to_json())
+                } else {
+                    JsonataTemplate::Object(out)
+                }
+            }
+            ValueKind::Array(items) => {
+                let ts: Vec<JsonataTemplate> =
+                    items.iter().enumerate().map(|(i, t)| self.jsonata_template(t, &format!("{field}/{i}"))).collect();
+                if ts.iter().all(|t| matches!(t, JsonataTemplate::Literal(_))) {
+                    JsonataTemplate::Literal(v.to_json())
+                } else {
+                    JsonataTemplate::Array(ts)
+                }
+            }
+            _ => JsonataTemplate::Literal(v.to_json()),
+        }
+    }
+
+    /// A JSONata-only template field (`Output`, `Arguments`, `Items`), read in JSONata states.
+    fn jsonata_field(&mut self, obj: Obj<'_>, key: &str) -> Option<JsonataTemplate> {
+        if !self.jsonata {
+            return None;
+        }
+        obj.get(key).map(|v| self.jsonata_template(v, key))
+    }
+
+    /// `Assign`: an object of variable name → value, in the state's query language. The names
+    /// are recorded for the scope checks in [`Cx::finish`].
+    fn assign(&mut self, obj: Obj<'_>) -> Option<Assign> {
+        let v = obj.get("Assign")?;
+        let Some(entries) = v.as_object() else {
+            self.error(
+                codes::BAD_ASSIGN,
+                format!("`Assign` must be an object of variable names and values, found {}", v.kind.type_name()),
+                v.span.clone(),
+            );
+            return None;
+        };
+        let jsonata = self.jsonata;
+        let mut path_entries = Vec::new();
+        let mut jsonata_entries = Vec::new();
+        for (k, val) in entries {
+            let (name, dynamic) = match k.name.strip_suffix(".$") {
+                Some(n) if !jsonata => (n, true),
+                _ => (k.name.as_str(), false),
+            };
+            if !self.variable_name(name, k) {
+                continue;
+            }
+            if let Some(&scope) = self.scope_stack.last()
+                && let Some(s) = self.scopes.get_mut(scope)
+            {
+                s.assigned.push((name.to_owned(), k.span.clone()));
+            }
+            if jsonata {
+                jsonata_entries.push((name.to_owned(), self.jsonata_template(val, &format!("Assign/{name}"))));
+            } else if dynamic {
+                let t = match val.as_str() {
+                    Some(s) if s.starts_with("States.") => self.intrinsic(s, val, &k.name).map(Template::Intrinsic),
+                    Some(s) => self.path_str(s, val, &k.name).map(Template::Path),
+                    None => {
+                        self.error(
+                            codes::BAD_TEMPLATE_PATH,
+                            format!("the value of `{}` must be a path string, found {}", k.name, val.kind.type_name()),
+                            val.span.clone(),
+                        );
+                        None
+                    }
+                };
+                path_entries.push((name.to_owned(), t.unwrap_or(Template::Literal(Value::Null))));
+            } else {
+                path_entries.push((name.to_owned(), self.template(val)));
+            }
+        }
+        Some(if jsonata { Assign::Jsonata(jsonata_entries) } else { Assign::JsonPath(path_entries) })
+    }
+
+    /// Checks a variable name: an identifier of at most 80 characters, not `states`, no sub-path.
+    fn variable_name(&mut self, name: &str, k: &SpannedKey) -> bool {
+        let mut chars = name.chars();
+        let identifier = chars.next().is_some_and(|c| c.is_alphabetic() || c == '_')
+            && chars.all(|c| c.is_alphanumeric() || c == '_');
+        let problem = if !identifier {
+            Some(if name.contains(['.', '[']) {
+                "a variable cannot be assigned by sub-path; assign the whole value".to_owned()
+            } else {
+                "a variable name is a letter or `_` followed by letters, digits and `_`".to_owned()
+            })
+        } else if name == "states" {
+            Some("`states` is reserved for `$states`".to_owned())
+        } else if name.chars().count() > MAX_VARIABLE_NAME_CHARS {
+            Some(format!("a variable name has at most {MAX_VARIABLE_NAME_CHARS} characters"))
+        } else {
+            None
+        };
+        match problem {
+            Some(why) => {
+                self.error(codes::BAD_VARIABLE_NAME, format!("invalid variable name `{name}`"), k.span.clone()).help =
+                    Some(why);
+                false
+            }
+            None => true,
         }
     }
 
     /// A `{StartAt, States}` object: the top level or a branch. `depth` counts Parallel nesting.
     fn machine(&mut self, obj: Obj<'_>, depth: usize, context: &str) -> Option<StateMachine> {
         let scope_id = self.scopes.len();
-        self.scopes.push(Scope::default());
+        let parent = self.scope_stack.last().copied();
+        self.scopes.push(Scope { parent, ..Scope::default() });
+        self.scope_stack.push(scope_id);
+        let machine = self.machine_states(scope_id, obj, depth, context);
+        self.scope_stack.pop();
+        machine
+    }
+
+    fn machine_states(&mut self, scope_id: usize, obj: Obj<'_>, depth: usize, context: &str) -> Option<StateMachine> {
         let start = self.required_string(obj, "StartAt", context);
         let states_obj = match obj.get("States") {
             None => {
@@ -747,7 +1037,7 @@ impl<'t> Cx<'t> {
                 Some(kind) => kind,
                 None => {
                     // Keeps indices aligned; never returned, since an error was reported.
-                    StateKind::Succeed(SucceedState { input_path: None, output_path: None })
+                    StateKind::Succeed(SucceedState { input_path: None, output_path: None, output: None })
                 }
             };
             let comment = v.as_object().and_then(|entries| {
@@ -924,7 +1214,26 @@ impl<'t> Cx<'t> {
             self.check_fields(obj, allowed, &format!("a {ty} state"));
         }
         self.comment(obj);
-        self.query_language(obj);
+        let saved = self.jsonata;
+        self.jsonata = self.state_language(obj, ty);
+        if matches!(ty, "Succeed" | "Fail") && let Some(k) = obj.key("Assign") {
+            self.error(codes::BAD_ASSIGN, format!("a {ty} state cannot have `Assign`"), k.span.clone()).help =
+                Some("assign variables in an earlier state".to_owned());
+        }
+        let kind = self.state_kind(ty, scope, id, obj, key, depth);
+        self.jsonata = saved;
+        kind
+    }
+
+    fn state_kind(
+        &mut self,
+        ty: &str,
+        scope: usize,
+        id: StateId,
+        obj: Obj<'_>,
+        key: &SpannedKey,
+        depth: usize,
+    ) -> Option<StateKind> {
         match ty {
             "Pass" => self.pass(scope, id, obj, key),
             "Task" => self.task(scope, id, obj, key),
@@ -934,7 +1243,8 @@ impl<'t> Cx<'t> {
                 self.scopes[scope].has_terminal = true;
                 let input_path = self.io_path(obj, "InputPath");
                 let output_path = self.io_path(obj, "OutputPath");
-                Some(StateKind::Succeed(SucceedState { input_path, output_path }))
+                let output = self.jsonata_field(obj, "Output");
+                Some(StateKind::Succeed(SucceedState { input_path, output_path, output }))
             }
             "Fail" => self.fail(scope, obj),
             "Parallel" => self.parallel(scope, id, obj, key, depth),
@@ -949,8 +1259,19 @@ impl<'t> Cx<'t> {
         let parameters = obj.get("Parameters").map(|v| self.template(v));
         let result = obj.get("Result").map(SpannedValue::to_json);
         let result_path = self.result_path(obj);
+        let assign = self.assign(obj);
+        let output = self.jsonata_field(obj, "Output");
         let transition = self.transition(scope, id, obj, &key.span)?;
-        Some(StateKind::Pass(PassState { input_path, parameters, result, result_path, output_path, transition }))
+        Some(StateKind::Pass(PassState {
+            input_path,
+            parameters,
+            result,
+            result_path,
+            output_path,
+            transition,
+            assign,
+            output,
+        }))
     }
 
     fn task(&mut self, scope: usize, id: StateId, obj: Obj<'_>, key: &SpannedKey) -> Option<StateKind> {
@@ -988,9 +1309,15 @@ impl<'t> Cx<'t> {
             d.labels.push((tv, "`TimeoutSeconds` is here".to_owned()));
             d.help = Some("a heartbeat interval at or above the timeout could never fire".to_owned());
         }
+        let assign = self.assign(obj);
+        let arguments = self.jsonata_field(obj, "Arguments");
+        let output = self.jsonata_field(obj, "Output");
         let (retry, catch) = self.retry_catch(scope, id, obj);
         let transition = self.transition(scope, id, obj, &key.span);
         Some(StateKind::Task(TaskState {
+            assign,
+            arguments,
+            output,
             resource: resource?,
             input_path,
             parameters,
@@ -1020,6 +1347,12 @@ impl<'t> Cx<'t> {
             return None;
         }
         if let Some(v) = fixed {
+            if self.jsonata
+                && let Some(s) = v.as_str()
+                && wfc_ir::jsonata::expression_text(s).is_some()
+            {
+                return self.jsonata_expr(s, v, key).map(Seconds::Jsonata);
+            }
             return self.integer(v, key, code, 1, MAX_SECONDS).map(Seconds::Fixed);
         }
         if path.is_some() {
@@ -1249,7 +1582,17 @@ impl<'t> Cx<'t> {
                 None
             }
         };
-        Some(Catcher { error_equals: error_equals?, result_path, next: next? })
+        let assign = self.assign(obj);
+        let output = self.jsonata_field(obj, "Output");
+        if self.jsonata && let Some(k) = obj.key("ResultPath") {
+            self.error(codes::WRONG_LANGUAGE_FIELD, "`ResultPath` is a JSONPath field; this catcher is in a JSONata state", k.span.clone())
+                .help = Some("use `Output` with `$states.errorOutput`".to_owned());
+        }
+        if !self.jsonata && let Some(k) = obj.key("Output") {
+            self.error(codes::WRONG_LANGUAGE_FIELD, "`Output` is a JSONata field; this catcher is in a JSONPath state", k.span.clone())
+                .help = Some("use `ResultPath`".to_owned());
+        }
+        Some(Catcher { error_equals: error_equals?, result_path, next: next?, assign, output })
     }
 
     fn wait(&mut self, scope: usize, id: StateId, obj: Obj<'_>, key: &SpannedKey) -> Option<StateKind> {
@@ -1270,6 +1613,12 @@ impl<'t> Cx<'t> {
             [only] => {
                 let v = obj.get(&only.name)?;
                 match only.name.as_str() {
+                    "Seconds" if self.jsonata && v.as_str().is_some_and(|s| s.starts_with("{%")) => {
+                        self.jsonata_expr(v.as_str().unwrap_or_default(), v, "Seconds").map(WaitDuration::SecondsJsonata)
+                    }
+                    "Timestamp" if self.jsonata && v.as_str().is_some_and(|s| s.starts_with("{%")) => self
+                        .jsonata_expr(v.as_str().unwrap_or_default(), v, "Timestamp")
+                        .map(WaitDuration::TimestampJsonata),
                     "Seconds" => {
                         self.integer(v, "Seconds", codes::BAD_SECONDS, 0, MAX_SECONDS).map(WaitDuration::Seconds)
                     }
@@ -1296,8 +1645,17 @@ impl<'t> Cx<'t> {
                 None
             }
         };
+        let assign = self.assign(obj);
+        let output = self.jsonata_field(obj, "Output");
         let transition = self.transition(scope, id, obj, &key.span);
-        Some(StateKind::Wait(WaitState { input_path, output_path, duration: duration?, transition: transition? }))
+        Some(StateKind::Wait(WaitState {
+            input_path,
+            output_path,
+            duration: duration?,
+            transition: transition?,
+            assign,
+            output,
+        }))
     }
 
     fn timestamp(&mut self, s: &str, v: &SpannedValue) -> Option<()> {
@@ -1326,11 +1684,48 @@ impl<'t> Cx<'t> {
                 ok = false;
             }
         }
-        let error = self.string(obj, "Error").map(|(s, _)| s.to_owned());
-        let cause = self.string(obj, "Cause").map(|(s, _)| s.to_owned());
-        let error_path = self.path_field(obj, "ErrorPath");
-        let cause_path = self.path_field(obj, "CausePath");
-        ok.then_some(StateKind::Fail(FailState { error, cause, error_path, cause_path }))
+        let mut computed = [None, None];
+        let mut literal = [None, None];
+        let mut paths = [None, None];
+        for (i, (lit, path)) in [("Error", "ErrorPath"), ("Cause", "CausePath")].into_iter().enumerate() {
+            match self.string(obj, lit) {
+                Some((s, v)) if self.jsonata && wfc_ir::jsonata::expression_text(s).is_some() => {
+                    match self.jsonata_expr(s, v, lit) {
+                        Some(e) => computed[i] = Some(ComputedString::Jsonata(e)),
+                        None => ok = false,
+                    }
+                }
+                Some((s, _)) => literal[i] = Some(s.to_owned()),
+                None => {}
+            }
+            match obj.get(path) {
+                Some(v) if v.as_str().is_some_and(|s| s.starts_with("States.")) => {
+                    let s = v.as_str().unwrap_or_default();
+                    match self.intrinsic(s, v, path) {
+                        Some(call) => {
+                            let name = call.call().function.name();
+                            if !STRING_INTRINSICS.contains(&name) {
+                                self.error(
+                                    codes::FAIL_INTRINSIC_NOT_STRING,
+                                    format!("`{name}` cannot be used in `{path}`: it does not return a string"),
+                                    v.span.clone(),
+                                )
+                                .help = Some(format!("`{path}` takes one of {}", STRING_INTRINSICS.join(", ")));
+                                ok = false;
+                            }
+                            computed[i] = Some(ComputedString::Intrinsic(call));
+                        }
+                        None => ok = false,
+                    }
+                }
+                Some(_) => paths[i] = self.path_field(obj, path),
+                None => {}
+            }
+        }
+        let [error, cause] = literal;
+        let [error_path, cause_path] = paths;
+        let [error_computed, cause_computed] = computed;
+        ok.then_some(StateKind::Fail(FailState { error, cause, error_path, cause_path, error_computed, cause_computed }))
     }
 
     fn parallel(
@@ -1394,12 +1789,18 @@ impl<'t> Cx<'t> {
                 }
             },
         }
+        let assign = self.assign(obj);
+        let arguments = self.jsonata_field(obj, "Arguments");
+        let output = self.jsonata_field(obj, "Output");
         let (retry, catch) = self.retry_catch(scope, id, obj);
         let transition = self.transition(scope, id, obj, &key.span);
         if !ok {
             return None;
         }
         Some(StateKind::Parallel(ParallelState {
+            assign,
+            arguments,
+            output,
             input_path,
             parameters,
             result_selector,
@@ -1451,7 +1852,14 @@ impl<'t> Cx<'t> {
                 p => p,
             },
         };
-        let item_selector = obj.get("ItemSelector").or_else(|| obj.get("Parameters")).map(|v| self.template(v));
+        let (item_selector, item_selector_jsonata) = if self.jsonata {
+            (None, obj.get("ItemSelector").map(|v| self.jsonata_template(v, "ItemSelector")))
+        } else {
+            (obj.get("ItemSelector").or_else(|| obj.get("Parameters")).map(|v| self.template(v)), None)
+        };
+        let items = self.jsonata_field(obj, "Items");
+        let assign = self.assign(obj);
+        let output = self.jsonata_field(obj, "Output");
         let result_selector = obj.get("ResultSelector").map(|v| self.template(v));
         let result_path = self.result_path(obj);
         let concurrency = self.map_concurrency(obj);
@@ -1496,6 +1904,10 @@ impl<'t> Cx<'t> {
             return None;
         }
         Some(StateKind::Map(MapState {
+            assign,
+            items,
+            item_selector_jsonata,
+            output,
             input_path,
             items_path: items_path?,
             item_selector,
@@ -1536,9 +1948,23 @@ impl<'t> Cx<'t> {
                 }
                 Some(items) => {
                     for item in items {
-                        let rule = self.rule(scope, id, item, true, 1);
+                        let rule = if self.jsonata {
+                            self.jsonata_rule(scope, id, item)
+                        } else {
+                            self.rule(scope, id, item, true, 1)
+                        };
+                        // The rule's own Assign and Output (checked by `rule`/`jsonata_rule`'s fields).
+                        let (assign, output) = match item.as_object() {
+                            Some(entries) => {
+                                let o = Obj { value: item, entries };
+                                (self.assign(o), self.jsonata_field(o, "Output"))
+                            }
+                            None => (None, None),
+                        };
                         match rule {
-                            Some((condition, Some(next))) => choices.push(ChoiceBranch { condition, next }),
+                            Some((condition, Some(next))) => {
+                                choices.push(ChoiceBranch { condition, next, assign, output })
+                            }
                             _ => ok = false,
                         }
                     }
@@ -1567,7 +1993,46 @@ impl<'t> Cx<'t> {
                 None
             }
         };
-        ok.then_some(StateKind::Choice(ChoiceState { input_path, output_path, choices, default }))
+        let assign = self.assign(obj);
+        let output = self.jsonata_field(obj, "Output");
+        ok.then_some(StateKind::Choice(ChoiceState { input_path, output_path, choices, default, assign, output }))
+    }
+
+    /// A rule of a JSONata Choice: `Condition` (a `{% %}` expression or a Boolean) and `Next`,
+    /// with optional `Assign`, `Output` and `Comment`.
+    fn jsonata_rule(&mut self, scope: usize, id: StateId, v: &SpannedValue) -> Option<(Condition, Option<StateId>)> {
+        let obj = self.object(v, "a Choice rule")?;
+        self.check_fields(obj, &["Condition", "Next", "Comment", "Assign", "Output"], "a JSONata Choice rule");
+        self.comment(obj);
+        let next = match obj.get("Next") {
+            Some(n) => self.link(scope, id, n, "Next"),
+            None => {
+                self.error(codes::RULE_WITHOUT_NEXT, "a Choice rule needs `Next`", obj.head());
+                None
+            }
+        };
+        let condition = match obj.get("Condition") {
+            None => {
+                self.error(codes::BAD_CONDITION, "a JSONata Choice rule needs `Condition`", obj.head()).help =
+                    Some("e.g. `\"Condition\": \"{% $states.input.n > 1 %}\"`".to_owned());
+                None
+            }
+            Some(c) => match &c.kind {
+                ValueKind::Bool(b) => JsonataExpr::parse(if *b { "true" } else { "false" }).ok().map(Condition::Jsonata),
+                ValueKind::String(s) if wfc_ir::jsonata::expression_text(s).is_some() => {
+                    self.jsonata_expr(s, c, "Condition").map(Condition::Jsonata)
+                }
+                other => {
+                    self.error(
+                        codes::BAD_CONDITION,
+                        format!("`Condition` must be a `{{% %}}` expression or a Boolean, found {}", other.type_name()),
+                        c.span.clone(),
+                    );
+                    None
+                }
+            },
+        };
+        Some((condition?, Some(next?)))
     }
 
     /// One Choice rule. Returns the condition and, for a top-level rule, its resolved `Next`.
@@ -1591,6 +2056,19 @@ impl<'t> Cx<'t> {
         }
         self.check_fields(obj, rule_fields(), "a Choice rule");
         self.comment(obj);
+        for field in ["Condition", "Output"] {
+            if let Some(k) = obj.key(field) {
+                self.error(
+                    codes::WRONG_LANGUAGE_FIELD,
+                    format!("`{field}` is a JSONata field; this Choice state uses JSONPath"),
+                    k.span.clone(),
+                )
+                .help = Some("set `\"QueryLanguage\": \"JSONata\"` on the state to use JSONata rules".to_owned());
+            }
+        }
+        if !top && let Some(k) = obj.key("Assign") {
+            self.error(codes::BAD_ASSIGN, "a rule nested in `And`, `Or` or `Not` cannot have `Assign`", k.span.clone());
+        }
 
         let next = match (top, obj.get("Next"), obj.key("Next")) {
             // An unresolved Next is remembered as `Some(None)`: the condition is still checked,
@@ -1848,6 +2326,7 @@ impl<'t> Cx<'t> {
                 s.broken = true;
             }
         }
+        self.check_variables();
         let scopes = std::mem::take(&mut self.scopes);
         for scope in &scopes {
             if scope.broken {
@@ -1890,6 +2369,65 @@ impl<'t> Cx<'t> {
     }
 }
 
+impl Cx<'_> {
+    /// Variable scoping, as AWS checks it: every variable read must be assigned somewhere in its
+    /// scope or an enclosing one (a Parallel branch or Map iteration reads outer variables), and
+    /// an inner scope may not assign a name an enclosing scope assigns.
+    fn check_variables(&mut self) {
+        let ancestors = |scopes: &[Scope], mut at: Option<usize>| {
+            let mut out = Vec::new();
+            while let Some(i) = at {
+                out.push(i);
+                at = scopes.get(i).and_then(|s| s.parent);
+            }
+            out
+        };
+        let mut problems = Vec::new();
+        for (i, scope) in self.scopes.iter().enumerate() {
+            let visible = ancestors(&self.scopes, Some(i));
+            for (name, span) in &scope.reads {
+                let assigned = visible.iter().any(|&j| self.scopes[j].assigned.iter().any(|(n, _)| n == name));
+                if !assigned {
+                    let elsewhere = self
+                        .scopes
+                        .iter()
+                        .flat_map(|s| s.assigned.iter())
+                        .find(|(n, _)| n == name)
+                        .map(|(_, sp)| sp.clone());
+                    problems.push((codes::UNDEFINED_VARIABLE, name.clone(), span.clone(), elsewhere));
+                }
+            }
+            for (name, span) in &scope.assigned {
+                let outer = ancestors(&self.scopes, scope.parent);
+                if let Some(first) = outer
+                    .iter()
+                    .find_map(|&j| self.scopes[j].assigned.iter().find(|(n, _)| n == name).map(|(_, sp)| sp.clone()))
+                {
+                    problems.push((codes::OUTER_VARIABLE_WRITE, name.clone(), span.clone(), Some(first)));
+                }
+            }
+        }
+        for (code, name, span, other) in problems {
+            if code == codes::UNDEFINED_VARIABLE {
+                let d = self.error(code, format!("variable `${name}` is read but never assigned"), span);
+                match other {
+                    Some(sp) => {
+                        d.labels.push((sp, "assigned here, in a scope this state cannot see".to_owned()));
+                        d.help = Some("a Parallel branch or Map iteration sees only its own and enclosing variables".to_owned());
+                    }
+                    None => d.help = Some(format!("assign it first with `\"Assign\": {{\"{name}\": ...}}`")),
+                }
+            } else {
+                let d = self.error(code, format!("`{name}` is a variable of an enclosing scope; it cannot be assigned here"), span);
+                if let Some(sp) = other {
+                    d.labels.push((sp, "assigned in the enclosing scope here".to_owned()));
+                }
+                d.help = Some("a Parallel branch or Map iteration reads outer variables but cannot write them; return the value in the output and assign it after the state".to_owned());
+            }
+        }
+    }
+}
+
 /// The fields of a Choice rule: structure fields plus every operator and its `*Path` form.
 fn rule_fields() -> &'static [&'static str] {
     static FIELDS: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
@@ -1912,7 +2450,9 @@ fn rule_fields() -> &'static [&'static str] {
             "TimestampLessThanEqualsPath",
             "TimestampGreaterThanEqualsPath",
         ];
-        let mut fields = vec!["Variable", "Next", "Comment", "And", "Or", "Not"];
+        // `Assign` (both languages), `Output` and `Condition` (JSONata; the other language's
+        // fields are reported by `state_language`/`jsonata_rule`).
+        let mut fields = vec!["Variable", "Next", "Comment", "And", "Or", "Not", "Assign", "Output", "Condition"];
         fields.extend(Operator::ALL.iter().map(|op| op.name()));
         // Only the forms the IR knows (`has_path_form`), spelled out as static strings.
         fields.extend(PATH_FORMS.iter().copied().filter(|f| operator_of(f).is_some_and(|(_, path)| path)));

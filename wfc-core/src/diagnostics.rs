@@ -445,6 +445,27 @@ pub mod codes {
     /// Literal and path form both given.
     pub const TIMEOUT_EXCLUSIVE: &str = "WFC0805";
 
+    /// Invalid JSONata expression.
+    pub const BAD_JSONATA: &str = "WFC0901";
+    /// Field of the other query language.
+    pub const WRONG_LANGUAGE_FIELD: &str = "WFC0902";
+    /// JSONPath state in a JSONata state machine.
+    pub const QUERY_LANGUAGE_DOWNGRADE: &str = "WFC0903";
+    /// Unknown QueryLanguage.
+    pub const BAD_QUERY_LANGUAGE: &str = "WFC0904";
+    /// Invalid variable name in Assign.
+    pub const BAD_VARIABLE_NAME: &str = "WFC0905";
+    /// Variable read but never assigned.
+    pub const UNDEFINED_VARIABLE: &str = "WFC0906";
+    /// Inner scope assigns an outer variable.
+    pub const OUTER_VARIABLE_WRITE: &str = "WFC0907";
+    /// Invalid Assign.
+    pub const BAD_ASSIGN: &str = "WFC0908";
+    /// ErrorPath/CausePath intrinsic that does not return a string.
+    pub const FAIL_INTRINSIC_NOT_STRING: &str = "WFC0909";
+    /// Invalid JSONata Choice rule.
+    pub const BAD_CONDITION: &str = "WFC0910";
+
     /// Every code with a short title, in code order (for docs and `wfc explain`).
     pub const TABLE: &[(&str, &str)] = &[
         (JSON_SYNTAX, "invalid JSON"),
@@ -458,7 +479,7 @@ pub mod codes {
         (UNKNOWN_FIELD, "unknown field"),
         (UNKNOWN_STATE_TYPE, "unknown state type"),
         (MAP_UNSUPPORTED, "a Map feature that is not supported (see the message)"),
-        (JSONATA_UNSUPPORTED, "JSONata is not supported yet"),
+        (JSONATA_UNSUPPORTED, "a JSONata feature that is not supported yet"),
         (BAD_VERSION, "unsupported Version"),
         (BAD_MACHINE_TIMEOUT, "invalid top-level TimeoutSeconds"),
         (NO_BRANCHES, "Parallel without branches"),
@@ -522,6 +543,16 @@ pub mod codes {
         (BAD_HEARTBEAT, "invalid HeartbeatSeconds"),
         (HEARTBEAT_NOT_BELOW_TIMEOUT, "HeartbeatSeconds not below TimeoutSeconds"),
         (TIMEOUT_EXCLUSIVE, "literal and path form both given"),
+        (BAD_JSONATA, "invalid JSONata expression"),
+        (WRONG_LANGUAGE_FIELD, "field of the other query language"),
+        (QUERY_LANGUAGE_DOWNGRADE, "JSONPath state in a JSONata state machine"),
+        (BAD_QUERY_LANGUAGE, "unknown QueryLanguage"),
+        (BAD_VARIABLE_NAME, "invalid variable name in Assign"),
+        (UNDEFINED_VARIABLE, "variable read but never assigned"),
+        (OUTER_VARIABLE_WRITE, "inner scope assigns an outer variable"),
+        (BAD_ASSIGN, "invalid Assign"),
+        (FAIL_INTRINSIC_NOT_STRING, "ErrorPath/CausePath intrinsic that does not return a string"),
+        (BAD_CONDITION, "invalid JSONata Choice rule"),
     ];
 
     /// The short title of `code`, if it is one of ours.

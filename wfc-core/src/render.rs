@@ -82,6 +82,7 @@ fn condition(c: &Condition) -> String {
             };
             format!("{} {} {}", cmp.variable.as_str(), cmp.operator.name(), operand)
         }
+        Condition::Jsonata(e) => format!("{{% {} %}}", e.as_str().trim()),
     }
 }
 

@@ -53,10 +53,10 @@ const CASES: &[Case] = &[
         70,
     ),
     (
-        "JSONata",
+        "unknown QueryLanguage",
         "t.json",
-        "{\"QueryLanguage\": \"JSONata\",\n \"StartAt\": \"A\", \"States\": {\"A\": {\"Type\": \"Succeed\"}}}",
-        "WFC0206",
+        "{\"QueryLanguage\": \"JSONatta\",\n \"StartAt\": \"A\", \"States\": {\"A\": {\"Type\": \"Succeed\"}}}",
+        "WFC0904",
         1,
         19,
     ),
@@ -109,12 +109,12 @@ const CASES: &[Case] = &[
         25,
     ),
     (
-        "Assign unsupported",
+        "Assign on a Succeed state",
         "t.json",
-        "{\"StartAt\": \"A\", \"States\": {\n  \"A\": {\"Type\": \"Pass\", \"Assign\": {}, \"End\": true}}}",
-        "WFC0203",
+        "{\"StartAt\": \"A\", \"States\": {\n  \"A\": {\"Type\": \"Succeed\", \"Assign\": {}}}}",
+        "WFC0908",
         2,
-        25,
+        28,
     ),
     // ---- graph ----
     (

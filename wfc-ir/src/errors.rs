@@ -31,6 +31,12 @@ pub const RESULT_WRITER_FAILED: &str = "States.ResultWriterFailed";
 /// More of a DISTRIBUTED Map's child executions failed than it tolerates.
 pub const EXCEED_TOLERATED_FAILURE_THRESHOLD: &str = "States.ExceedToleratedFailureThreshold";
 
+/// A JSONata expression failed, returned nothing, or returned the wrong type (AWS, 2024).
+/// Unlike `States.Runtime`, it can be retried and caught.
+pub const QUERY_EVALUATION_ERROR: &str = "States.QueryEvaluationError";
+/// Heartbeat expiry as a matcher name (AWS records the error itself as `States.Timeout`).
+pub const HEARTBEAT_TIMEOUT: &str = "States.HeartbeatTimeout";
+
 /// Every predefined name a definition may list in `ErrorEquals`.
 pub const PREDEFINED: &[&str] = &[
     ALL,
@@ -45,6 +51,7 @@ pub const PREDEFINED: &[&str] = &[
     RUNTIME,
     DATA_LIMIT_EXCEEDED,
     OUTPUT_MATCH_FAILURE,
+    QUERY_EVALUATION_ERROR,
     ITEM_READER_FAILED,
     RESULT_WRITER_FAILED,
     EXCEED_TOLERATED_FAILURE_THRESHOLD,

@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::jsonata::{JsonataExpr, JsonataTemplate};
 use crate::jsonpath::{Path, ReferencePath};
 
 /// Index of a state within its enclosing [`StateMachine::states`].
@@ -136,6 +137,39 @@ pub enum Template {
     Intrinsic(crate::intrinsics::Intrinsic),
 }
 
+/// `Assign` (AWS, 2024): the workflow variables a state (or a Choice rule, or a catcher) sets.
+/// Every value is evaluated against the variables as they were when the state was entered; the
+/// new values are visible from the next state on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Assign {
+    /// In a JSONPath state: `"name": literal`, `"name.$": path or intrinsic`, where `$` is the
+    /// state's result (Pass: its `Result`/effective input; Task, Parallel, Map: the raw result;
+    /// Choice, Wait: the effective input; a catcher: the Error Output).
+    JsonPath(Vec<(String, Template)>),
+    /// In a JSONata state: values that may be `{% %}` expressions over `$states`.
+    Jsonata(Vec<(String, JsonataTemplate)>),
+}
+
+impl Assign {
+    /// The names assigned, in order.
+    pub fn names(&self) -> Vec<&str> {
+        match self {
+            Assign::JsonPath(entries) => entries.iter().map(|(n, _)| n.as_str()).collect(),
+            Assign::Jsonata(entries) => entries.iter().map(|(n, _)| n.as_str()).collect(),
+        }
+    }
+}
+
+/// A string computed at run time: a Fail state's `ErrorPath`/`CausePath` intrinsic function,
+/// or its JSONata `Error`/`Cause` expression.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ComputedString {
+    /// An intrinsic function that returns a string (`States.Format(...)`).
+    Intrinsic(crate::intrinsics::Intrinsic),
+    /// A `{% %}` expression.
+    Jsonata(JsonataExpr),
+}
+
 /// A Pass state.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PassState {
@@ -151,6 +185,12 @@ pub struct PassState {
     pub output_path: OutputPath,
     /// `Next` or `End`.
     pub transition: Transition,
+    /// `Assign`: variables set by this state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assign: Option<Assign>,
+    /// `Output` (JSONata states): the state's output, in place of the JSONPath pipeline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<JsonataTemplate>,
 }
 
 /// A number of seconds given literally or read from the input at run time.
@@ -160,6 +200,8 @@ pub enum Seconds {
     Fixed(u64),
     /// A path into the effective input that must select a positive integer.
     Path(Path),
+    /// A JSONata expression that must yield a positive integer.
+    Jsonata(JsonataExpr),
 }
 
 /// A Task state.
@@ -187,6 +229,15 @@ pub struct TaskState {
     pub catch: Vec<Catcher>,
     /// `Next` or `End`.
     pub transition: Transition,
+    /// `Assign`: variables set by this state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assign: Option<Assign>,
+    /// `Arguments` (JSONata states): the effective input, in place of `Parameters`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<JsonataTemplate>,
+    /// `Output` (JSONata states): the state's output, in place of the JSONPath pipeline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<JsonataTemplate>,
 }
 
 /// A Choice state.
@@ -200,6 +251,12 @@ pub struct ChoiceState {
     pub choices: Vec<ChoiceBranch>,
     /// `Default`: where to go when no rule matches. Without it, no match is `States.NoChoiceMatched`.
     pub default: Option<StateId>,
+    /// State-level `Assign`: used only when no rule matches (the `Default` path).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assign: Option<Assign>,
+    /// State-level `Output` (JSONata): used only when no rule matches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<JsonataTemplate>,
 }
 
 /// One top-level Choice rule and its target.
@@ -209,6 +266,12 @@ pub struct ChoiceBranch {
     pub condition: Condition,
     /// `Next`.
     pub next: StateId,
+    /// The rule's `Assign`, used when it matches (instead of the state's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assign: Option<Assign>,
+    /// The rule's `Output` (JSONata), used when it matches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<JsonataTemplate>,
 }
 
 /// A Boolean expression over the effective input.
@@ -222,6 +285,8 @@ pub enum Condition {
     Not(Box<Condition>),
     /// A data-test expression: `Variable` compared with an operand.
     Compare(Comparison),
+    /// A JSONata `Condition` (`{% ... %}`, or a literal `true`/`false` written as `{% true %}`).
+    Jsonata(JsonataExpr),
 }
 
 /// `Variable` compared by one operator.
@@ -361,6 +426,12 @@ pub struct WaitState {
     pub duration: WaitDuration,
     /// `Next` or `End`.
     pub transition: Transition,
+    /// `Assign`: variables set by this state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assign: Option<Assign>,
+    /// `Output` (JSONata states): the state's output, in place of the JSONPath pipeline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<JsonataTemplate>,
 }
 
 /// The four forms of a Wait.
@@ -374,6 +445,10 @@ pub enum WaitDuration {
     SecondsPath(Path),
     /// `TimestampPath`: a path to an ASL timestamp string in the effective input.
     TimestampPath(Path),
+    /// JSONata `Seconds`: an expression that must yield a non-negative integer.
+    SecondsJsonata(JsonataExpr),
+    /// JSONata `Timestamp`: an expression that must yield an ASL timestamp string.
+    TimestampJsonata(JsonataExpr),
 }
 
 /// A Succeed state.
@@ -383,6 +458,9 @@ pub struct SucceedState {
     pub input_path: InputPath,
     /// `OutputPath`.
     pub output_path: OutputPath,
+    /// `Output` (JSONata states): the state's output, in place of the JSONPath pipeline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<JsonataTemplate>,
 }
 
 /// A Fail state.
@@ -396,6 +474,12 @@ pub struct FailState {
     pub error_path: Option<Path>,
     /// `CausePath` (AWS, 2023): a path to the cause in the raw input.
     pub cause_path: Option<Path>,
+    /// `ErrorPath` as an intrinsic function, or JSONata `Error`: computed at run time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_computed: Option<ComputedString>,
+    /// `CausePath` as an intrinsic function, or JSONata `Cause`: computed at run time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause_computed: Option<ComputedString>,
 }
 
 /// A Parallel state.
@@ -419,6 +503,15 @@ pub struct ParallelState {
     pub catch: Vec<Catcher>,
     /// `Next` or `End`.
     pub transition: Transition,
+    /// `Assign`: variables set by this state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assign: Option<Assign>,
+    /// `Arguments` (JSONata states): the effective input, in place of `Parameters`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<JsonataTemplate>,
+    /// `Output` (JSONata states): the state's output, in place of the JSONPath pipeline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<JsonataTemplate>,
 }
 
 /// A Map state: INLINE (iterations inside the execution) or DISTRIBUTED (child executions).
@@ -456,6 +549,18 @@ pub struct MapState {
     pub catch: Vec<Catcher>,
     /// `Next` or `End`.
     pub transition: Transition,
+    /// `Assign`: variables set by this state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assign: Option<Assign>,
+    /// `Items` (JSONata): the array to iterate, in place of `ItemsPath`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub items: Option<JsonataTemplate>,
+    /// `ItemSelector` in a JSONata Map: each iteration's input, with `$states.context.Map.Item`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub item_selector_jsonata: Option<JsonataTemplate>,
+    /// `Output` (JSONata states): the state's output, in place of the JSONPath pipeline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<JsonataTemplate>,
 }
 
 /// One entry of `Retry`.
@@ -507,6 +612,13 @@ pub struct Catcher {
     pub result_path: ResultPath,
     /// `Next`.
     pub next: StateId,
+    /// The catcher's `Assign`, evaluated with `$` (or `$states.errorOutput`) the Error Output;
+    /// when a catcher matches, the state's own `Assign` is not evaluated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assign: Option<Assign>,
+    /// The catcher's `Output` (JSONata), in place of `ResultPath`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<JsonataTemplate>,
 }
 
 impl Workflow {

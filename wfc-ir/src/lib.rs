@@ -11,9 +11,11 @@ pub mod distributed;
 pub mod errors;
 pub mod graph;
 pub mod intrinsics;
+pub mod jsonata;
 pub mod jsonpath;
 pub mod timestamp;
 
 pub use distributed::DistributedMap;
 pub use graph::*;
+pub use jsonata::{JsonataExpr, JsonataTemplate};
 pub use jsonpath::{Path, PathError, ReferencePath, Root, SelectError, SetError};

@@ -17,7 +17,8 @@ pub(crate) fn select(path: &Option<Path>, doc: &Value) -> Option<Value> {
     match path {
         None => Some(Value::Object(Map::new())),
         Some(p) if p.is_identity() => Some(doc.clone()),
-        Some(p) if p.root() == Root::Context => None,
+        // `$$` and variables differ per execution.
+        Some(p) if p.root() != Root::Input => None,
         Some(p) => p.select(doc).ok(),
     }
 }
@@ -39,7 +40,7 @@ fn place(path: &Option<ReferencePath>, raw: &Value, result: Value) -> Option<Val
 pub(crate) fn template(t: &Template, input: &Value) -> Option<Value> {
     match t {
         Template::Literal(v) => Some(v.clone()),
-        Template::Path(p) if p.root() == Root::Context => None,
+        Template::Path(p) if p.root() != Root::Input => None,
         Template::Path(p) => p.select(input).ok(),
         // Intrinsics may draw random numbers or fail at run time: never folded.
         Template::Intrinsic(_) => None,
@@ -59,6 +60,10 @@ pub(crate) fn template(t: &Template, input: &Value) -> Option<Value> {
 /// What a Pass state outputs for `input`, exactly as `wfc_runtime::exec::pass` computes it, or
 /// `None` when that is not a plain value known now.
 pub(crate) fn pass_output(spec: &PassState, input: &Value) -> Option<Value> {
+    // Variables set and JSONata Output are effects and expressions folding does not mirror.
+    if spec.assign.is_some() || spec.output.is_some() {
+        return None;
+    }
     let placed = match (&spec.result, &spec.parameters) {
         // With a Result, the runtime evaluates neither InputPath nor Parameters.
         (Some(result), _) => place(&spec.result_path, input, result.clone())?,
@@ -77,6 +82,9 @@ pub(crate) fn pass_output(spec: &PassState, input: &Value) -> Option<Value> {
 /// The output of a Pass state whatever its input: `Some` only when it has a `Result` placed at
 /// `$` and an OutputPath that can be applied to it now.
 pub(crate) fn constant_output(spec: &PassState) -> Option<Value> {
+    if spec.assign.is_some() || spec.output.is_some() {
+        return None;
+    }
     let result = spec.result.as_ref()?;
     if !spec.result_path.as_ref().is_some_and(ReferencePath::is_identity) {
         return None;
@@ -108,11 +116,13 @@ pub(crate) fn condition(c: &Condition, input: &Value) -> Option<bool> {
         }
         Condition::Not(c) => condition(c, input).map(|b| !b),
         Condition::Compare(cmp) => compare(cmp, input),
+        // JSONata conditions are not evaluated at compile time.
+        Condition::Jsonata(_) => None,
     }
 }
 
 fn compare(cmp: &Comparison, input: &Value) -> Option<bool> {
-    if cmp.variable.root() == Root::Context {
+    if cmp.variable.root() != Root::Input {
         return None;
     }
     let Operand::Literal(operand) = &cmp.operand else { return None };
@@ -188,7 +198,7 @@ mod tests {
 
     #[test]
     fn pass_output_mirrors_runtime_order() {
-        let spec = PassState {
+        let spec = PassState { assign: None, output: None,
             input_path: Some(p("$.a")),
             parameters: Some(Template::Object(vec![("x".into(), Template::Path(p("$.b")))])),
             result: None,

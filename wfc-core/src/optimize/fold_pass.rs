@@ -65,6 +65,8 @@ fn constant_pass(output: serde_json::Value, transition: Transition) -> PassState
         result_path: ReferencePath::parse("$").ok(),
         output_path: dollar,
         transition,
+        assign: None,
+        output: None,
     }
 }
 

@@ -277,7 +277,7 @@ pub(crate) mod tests_support {
     pub(crate) fn pass_state(name: &str, transition: Transition) -> State {
         state(
             name,
-            StateKind::Pass(PassState {
+            StateKind::Pass(PassState { assign: None, output: None,
                 input_path: dollar(),
                 parameters: None,
                 result: None,
@@ -310,7 +310,7 @@ pub(crate) mod tests_support {
     pub(crate) fn task_state(name: &str, transition: Transition, catch_to: Option<usize>) -> State {
         state(
             name,
-            StateKind::Task(TaskState {
+            StateKind::Task(TaskState { arguments: None, assign: None, output: None,
                 resource: "arn:aws:lambda:us-east-1:123456789012:function:Work".into(),
                 input_path: dollar(),
                 parameters: None,
@@ -321,7 +321,7 @@ pub(crate) mod tests_support {
                 heartbeat: None,
                 retry: vec![],
                 catch: catch_to
-                    .map(|next| Catcher {
+                    .map(|next| Catcher { assign: None, output: None,
                         error_equals: vec!["States.ALL".into()],
                         result_path: ReferencePath::parse("$").ok(),
                         next,
@@ -337,7 +337,7 @@ pub(crate) mod tests_support {
     pub(crate) fn parallel_state(name: &str, branches: Vec<StateMachine>) -> State {
         state(
             name,
-            StateKind::Parallel(ParallelState {
+            StateKind::Parallel(ParallelState { arguments: None, assign: None, output: None,
                 input_path: dollar(),
                 parameters: None,
                 result_selector: None,
@@ -359,7 +359,7 @@ pub(crate) mod tests_support {
     ) -> State {
         let choices = rules
             .into_iter()
-            .map(|(var, operator, operand, next)| ChoiceBranch {
+            .map(|(var, operator, operand, next)| ChoiceBranch { assign: None, output: None,
                 condition: Condition::Compare(Comparison {
                     variable: Path::parse(var).expect("test path"),
                     operator,
@@ -368,6 +368,6 @@ pub(crate) mod tests_support {
                 next,
             })
             .collect();
-        state(name, StateKind::Choice(ChoiceState { input_path: dollar(), output_path: dollar(), choices, default }))
+        state(name, StateKind::Choice(ChoiceState { assign: None, output: None, input_path: dollar(), output_path: dollar(), choices, default }))
     }
 }

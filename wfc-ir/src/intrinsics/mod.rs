@@ -74,7 +74,7 @@ impl Intrinsic {
 
     /// Whether any argument, at any depth, reads the context object (`$$`).
     pub fn uses_context(&self) -> bool {
-        self.call.any_path(&|p| p.root() == Root::Context)
+        self.call.any_path(&|p| p.root() != Root::Input)
     }
 
     /// Whether evaluating it draws from the execution's random source (`States.UUID`, or

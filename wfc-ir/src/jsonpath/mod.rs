@@ -53,6 +53,19 @@ pub enum Root {
     Input,
     /// `$$`: the context object.
     Context,
+    /// `$name`: the workflow variable `name` (ASL `Assign`). Callers pass the same document
+    /// as for `$$`: the context object carries the variables in scope under [`VARIABLES_KEY`].
+    Variable(String),
+}
+
+/// The member of the context-object document under which the variables in scope travel
+/// (an object of name → value). It starts with a NUL character, so no ASL path can name it,
+/// and `$$` paths never show it.
+pub const VARIABLES_KEY: &str = "\u{0}variables";
+
+/// The value of variable `name` in a context-object document that carries variables.
+pub fn variable<'a>(doc: &'a Value, name: &str) -> Option<&'a Value> {
+    doc.get(VARIABLES_KEY)?.get(name)
 }
 
 /// A path that failed to parse.
@@ -192,6 +205,26 @@ impl Path {
     /// sum of no numbers, the length of a number, or a definite path that is missing) the result
     /// is [`SelectError::NotFound`].
     pub fn select(&self, doc: &Value) -> Result<Value, SelectError> {
+        match &self.root {
+            Root::Input => self.select_root(doc),
+            Root::Variable(name) => match variable(doc, name) {
+                Some(value) => self.select_root(value),
+                None => Err(SelectError::NotFound { path: self.text.clone(), input: format!("${name}") }),
+            },
+            // The variables are an implementation detail of the document: `$$` shows only the
+            // context object.
+            Root::Context if doc.get(VARIABLES_KEY).is_some() => {
+                let mut ctx = doc.clone();
+                if let Some(m) = ctx.as_object_mut() {
+                    m.shift_remove(VARIABLES_KEY);
+                }
+                self.select_root(&ctx)
+            }
+            Root::Context => self.select_root(doc),
+        }
+    }
+
+    fn select_root(&self, doc: &Value) -> Result<Value, SelectError> {
         let Some((f, _)) = self.function else { return self.select_segments(doc) };
         let starts_with_search = matches!(self.segments.first(), Some(Segment::Descendant(_)));
         let value = if self.shape == Shape::Singular {
@@ -232,6 +265,13 @@ impl Path {
     /// members one by one). A final path function is not applied (its result is not a node of
     /// the document): this gives the nodes it would apply to.
     pub fn select_nodes<'a>(&self, doc: &'a Value) -> Vec<&'a Value> {
+        let doc = match &self.root {
+            Root::Variable(name) => match variable(doc, name) {
+                Some(v) => v,
+                None => return Vec::new(),
+            },
+            _ => doc,
+        };
         if self.shape == Shape::Singular {
             return eval::walk_singular(&self.segments, doc).into_iter().collect();
         }
@@ -252,10 +292,11 @@ impl Path {
 /// The canonical form (see [`Path::canonical`]); use [`Path::as_str`] for the text as written.
 impl fmt::Display for Path {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self.root {
-            Root::Input => "$",
-            Root::Context => "$$",
-        })?;
+        match &self.root {
+            Root::Input => f.write_str("$")?,
+            Root::Context => f.write_str("$$")?,
+            Root::Variable(name) => write!(f, "${name}")?,
+        }
         ast::write_segments(f, &self.segments)?;
         match self.function {
             Some((func, _)) => write!(f, "{func}"),
@@ -305,6 +346,12 @@ impl ReferencePath {
             return Err(PathError {
                 offset: 0,
                 message: "a Reference Path cannot start with `$$`: the context object is read-only".into(),
+            });
+        }
+        if let Root::Variable(name) = &path.root {
+            return Err(PathError {
+                offset: 0,
+                message: format!("a Reference Path cannot start with the variable `${name}`; assign variables with `Assign`"),
             });
         }
         if let Some((f, offset)) = path.function {

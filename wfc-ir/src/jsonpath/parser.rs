@@ -148,11 +148,16 @@ impl<'a> Parser<'a> {
                 if self.eat('$') {
                     return Ok(Root::Context);
                 }
-                if self.peek().is_some_and(|c| c.is_alphanumeric() || c == '_') {
-                    return Err(self.err(
-                        1,
-                        "expected `.`, `..` or `[` after `$` (workflow variables such as `$name` are not supported)",
-                    ));
+                // `$name`: a workflow variable (ASL `Assign`), named like an identifier.
+                if self.peek().is_some_and(|c| c.is_alphabetic() || c == '_') {
+                    let rest = self.rest();
+                    let len = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(rest.len());
+                    let name = rest[..len].to_owned();
+                    self.pos += len;
+                    return Ok(Root::Variable(name));
+                }
+                if self.peek().is_some_and(|c| c.is_alphanumeric()) {
+                    return Err(self.err(1, "expected `.`, `..` or `[` after `$` (a variable name cannot start with a digit)"));
                 }
                 Ok(Root::Input)
             }

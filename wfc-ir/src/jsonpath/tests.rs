@@ -127,7 +127,7 @@ fn parse_errors_carry_offsets_and_reasons() {
         ("$[-0]", 2, "-0"),
         ("$[9007199254740992]", 2, "out of range"),
         ("$..", 1, "cannot end with `..`"),
-        ("$x", 1, "variables"),
+        ("$1x", 1, "digit"),
         ("@.a", 0, "inside a filter"),
         ("$.a b", 4, "found `b`"),
         ("$[?(@.a = 1)]", 8, "`==`"),
@@ -450,4 +450,16 @@ fn jayway_path_functions() {
     let e = ReferencePath::parse("$.a.length()").unwrap_err();
     assert_eq!(e.offset, 3);
     assert!(e.message.contains("computes a value"), "{}", e.message);
+}
+
+#[test]
+fn variable_paths_read_the_variables_carried_by_the_context_document() {
+    let ctx = json!({"State": {"Name": "S"}, super::VARIABLES_KEY: {"order": {"id": 7, "lines": [1, 2]}}});
+    assert_eq!(p("$order").root(), Root::Variable("order".to_owned()));
+    assert_eq!(p("$order.id").select(&ctx).unwrap(), json!(7));
+    assert_eq!(p("$order.lines[1]").select(&ctx).unwrap(), json!(2));
+    assert!(p("$missing").select(&ctx).is_err());
+    // `$$` never shows the variables.
+    assert_eq!(p("$$").select(&ctx).unwrap(), json!({"State": {"Name": "S"}}));
+    assert!(ReferencePath::parse("$order.id").is_err());
 }
