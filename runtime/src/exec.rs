@@ -27,7 +27,7 @@ use crate::durable::Journal;
 use crate::limits::Limits;
 use crate::retry::{self, RetryDecision, RetryState};
 use crate::task::Attempt;
-use crate::{Clock, EventType, Failure, History, HistoryEvent, TaskContext, choice, io};
+use crate::{Clock, EventType, Failure, History, HistoryEvent, HistoryLevel, TaskContext, choice, io};
 
 /// How to run an execution.
 #[derive(Debug, Clone)]
@@ -40,6 +40,9 @@ pub struct RunOptions {
     pub seed: u64,
     /// Payload, history and nesting limits; [`Limits::default`] is what AWS enforces.
     pub limits: Limits,
+    /// How much history to keep: every event ([`HistoryLevel::Full`], the default) or none
+    /// ([`HistoryLevel::Express`], as AWS Express workflows). Outputs and errors are the same.
+    pub history: HistoryLevel,
     /// The durable journal (feature `durable`): completed operations replay from it and new
     /// ones are checkpointed to its store. `None`: nothing is persisted.
     #[cfg(feature = "durable")]
@@ -54,6 +57,7 @@ impl RunOptions {
             name: None,
             seed: 0,
             limits: Limits::default(),
+            history: HistoryLevel::Full,
             #[cfg(feature = "durable")]
             journal: None,
         }
@@ -67,6 +71,7 @@ impl RunOptions {
             name: None,
             seed: 0,
             limits: Limits::default(),
+            history: HistoryLevel::Full,
             #[cfg(feature = "durable")]
             journal: None,
         }
@@ -87,6 +92,12 @@ impl RunOptions {
     /// Sets the payload, history and nesting limits.
     pub fn with_limits(mut self, limits: Limits) -> RunOptions {
         self.limits = limits;
+        self
+    }
+
+    /// Sets how much history the execution keeps.
+    pub fn with_history(mut self, level: HistoryLevel) -> RunOptions {
+        self.history = level;
         self
     }
 
@@ -201,6 +212,7 @@ impl Execution {
             name,
             seed,
             limits,
+            history,
             #[cfg(feature = "durable")]
             journal,
         } = options;
@@ -231,7 +243,7 @@ impl Execution {
             limits,
             input_failure,
             clock,
-            history: History::new(),
+            history: History::with_level(history),
             #[cfg(feature = "durable")]
             journal,
         };
@@ -241,15 +253,14 @@ impl Execution {
             #[cfg(feature = "durable")]
             scope: Arc::new(Scope::default()),
         };
-        exec.record(
-            EventType::ExecutionStarted,
+        exec.record_with(EventType::ExecutionStarted, || {
             json!({
                 "input": input,
                 "name": exec.shared.name,
                 "roleArn": exec.shared.role_arn,
                 "stateMachineArn": exec.shared.state_machine_id,
-            }),
-        );
+            })
+        });
         exec
     }
 
@@ -287,7 +298,7 @@ impl Execution {
                 (Status::TimedOut, None, Some(failure))
             }
             Some(Ok(Ok(output))) => {
-                self.record(EventType::ExecutionSucceeded, json!({ "output": output }));
+                self.record_with(EventType::ExecutionSucceeded, || json!({ "output": output }));
                 (Status::Succeeded, Some(output), None)
             }
             Some(Ok(Err(failure))) => {
@@ -386,8 +397,30 @@ impl Execution {
     /// Records an event now, chained to the previous event of this line of control, and
     /// returns its id.
     pub fn record(&self, event_type: EventType, details: Value) -> u64 {
-        let previous = self.cursor.load(Ordering::SeqCst);
-        let id = self.shared.history.record(event_type, details, self.shared.clock.now_rfc3339(), previous);
+        self.record_at(event_type, None, || details)
+    }
+
+    /// [`Execution::record`] with details built only when the history keeps events (at
+    /// [`HistoryLevel::Express`] neither the details nor the timestamp are computed).
+    pub fn record_with(&self, event_type: EventType, details: impl FnOnce() -> Value) -> u64 {
+        self.record_at(event_type, None, details)
+    }
+
+    /// Whether this execution keeps its history's events ([`HistoryLevel::Full`]).
+    pub fn keeps_history(&self) -> bool {
+        self.shared.history.keeps_events()
+    }
+
+    /// Records an event stamped `at` (now when `None`).
+    fn record_at(&self, event_type: EventType, at: Option<jiff::Timestamp>, details: impl FnOnce() -> Value) -> u64 {
+        let id = match self.shared.history.count() {
+            Some(id) => id,
+            None => {
+                let previous = self.cursor.load(Ordering::SeqCst);
+                let timestamp = crate::clock::format_timestamp(at.unwrap_or_else(|| self.shared.clock.now()));
+                self.shared.history.record(event_type, details(), timestamp, previous)
+            }
+        };
         self.cursor.store(id, Ordering::SeqCst);
         id
     }
@@ -456,20 +489,22 @@ struct Visit<'a> {
     exec: &'a Execution,
     name: &'a str,
     state_type: &'static str,
-    entered_time: String,
+    /// When the state was entered (its Entered event's timestamp and `$$.State.EnteredTime`),
+    /// formatted only when something reads it.
+    entered_at: jiff::Timestamp,
     entered_id: u64,
     retry_count: u32,
 }
 
 impl<'a> Visit<'a> {
     fn enter(exec: &'a Execution, name: &'a str, state_type: &'static str, input: &Value) -> Visit<'a> {
-        let entered_time = exec.clock().now_rfc3339();
+        let entered_at = exec.clock().now();
         let entered_id = match EventType::entered(state_type) {
-            Some(ty) => exec.record(ty, json!({ "name": name, "input": input })),
+            Some(ty) => exec.record_at(ty, Some(entered_at), || history_details(name, "input", input)),
             None => 0,
         };
         tracing::debug!(state = name, r#type = state_type, "entered");
-        Visit { exec, name, state_type, entered_time, entered_id, retry_count: 0 }
+        Visit { exec, name, state_type, entered_at, entered_id, retry_count: 0 }
     }
 
     /// [`Visit::enter`] after checking the history limit, so every state entry is bounded.
@@ -493,12 +528,13 @@ impl<'a> Visit<'a> {
 
     fn exit(&self, output: &Value) {
         if let Some(ty) = EventType::exited(self.state_type) {
-            self.exec.record(ty, json!({ "name": self.name, "output": output }));
+            self.exec.record_with(ty, || history_details(self.name, "output", output));
         }
     }
 
     fn context(&self) -> Value {
-        self.exec.context_object(self.name, &self.entered_time, self.retry_count)
+        let entered_time = crate::clock::format_timestamp(self.entered_at);
+        self.exec.context_object(self.name, &entered_time, self.retry_count)
     }
 
     /// The context object if `needed`, else `null` (nothing will read it).
@@ -520,6 +556,16 @@ impl<'a> Visit<'a> {
             failure
         }
     }
+}
+
+/// `{"name": name, <key>: value}`, the details of an Entered/Exited event. The value is cloned:
+/// `json!` would run it through `to_value`, which re-inserts (and re-hashes) every key and costs
+/// several times as many instructions.
+fn history_details(name: &str, key: &str, value: &Value) -> Value {
+    let mut details = serde_json::Map::with_capacity(2);
+    details.insert("name".to_owned(), Value::String(name.to_owned()));
+    details.insert(key.to_owned(), value.clone());
+    Value::Object(details)
 }
 
 fn state_span(name: &str, state_type: &'static str) -> tracing::Span {
@@ -546,6 +592,9 @@ fn pass_io(spec: &PassState, input: Value, ctx: &Value, rng: &mut StdRng) -> Res
         // The common `{"Type": "Pass"}`: the raw input is not needed afterwards, so it moves
         // through InputPath without a copy.
         (None, None) if replaces_input => io::input_path_owned(&spec.input_path, input, ctx)?,
+        // InputPath and ResultPath name the same node that exists: writing what InputPath
+        // selects back where it came from leaves the input as it is, so nothing is copied.
+        (None, None) if writes_back_in_place(spec, &input) => input,
         (None, parameters) => {
             let result = {
                 let effective = io::input_path(&spec.input_path, &input, ctx)?;
@@ -558,6 +607,21 @@ fn pass_io(spec: &PassState, input: Value, ctx: &Value, rng: &mut StdRng) -> Res
         }
     };
     io::output_path(&spec.output_path, output, ctx)
+}
+
+/// Whether a Pass state without Parameters or Result has an InputPath and a ResultPath naming
+/// the same node of `input`, and that node exists: then its output before OutputPath is `input`
+/// itself (InputPath cannot fail, and ResultPath replaces the node with its own value).
+fn writes_back_in_place(spec: &PassState, input: &Value) -> bool {
+    match (&spec.input_path, &spec.result_path) {
+        (Some(selected), Some(written)) => {
+            selected.root() == wfc_ir::Root::Input
+                && selected.is_singular()
+                && selected.segments() == written.as_path().segments()
+                && written.get(input).is_some()
+        }
+        _ => false,
+    }
 }
 
 /// Reads a TimeoutSeconds/HeartbeatSeconds value: a literal, or a path that must select a
@@ -644,7 +708,14 @@ where
     let visit_no = exec.next_visit(name);
     let io_ctx = io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()]);
     let ctx = visit.context_if(io_ctx);
-    let effective = io::input_path(&spec.input_path, &input, &ctx).map_err(|f| visit.runtime(f))?.into_owned();
+    let shape = TaskShape::of(spec);
+    let mut input = input;
+    let mut effective = if shape.input_moves {
+        // Nothing reads the raw input after InputPath `$`: move it instead of copying it.
+        std::mem::take(&mut input)
+    } else {
+        io::input_path(&spec.input_path, &input, &ctx).map_err(|f| visit.runtime(f))?.into_owned()
+    };
     let timeout =
         resolve_seconds(&spec.timeout, "TimeoutSecondsPath", &effective, &ctx).map_err(|f| visit.runtime(f))?;
     let heartbeat =
@@ -654,20 +725,24 @@ where
     loop {
         visit.retry_count = retries.retry_count();
         exec.check_history()?;
-        let params = parameters.for_attempt(&effective, &visit).map_err(|f| visit.runtime(f))?;
+        let params = if shape.single_attempt && matches!(parameters, Parameters::None) {
+            // No Retry: this is the only attempt, so the effective input itself is sent.
+            std::mem::take(&mut effective)
+        } else {
+            parameters.for_attempt(&effective, &visit).map_err(|f| visit.runtime(f))?
+        };
         // AWS limits the request a task is sent as it limits results.
         exec.limits().check_payload(name, &params).map_err(|f| visit.runtime(f))?;
-        exec.record(
-            EventType::TaskScheduled,
+        exec.record_with(EventType::TaskScheduled, || {
             json!({
                 "resource": spec.resource,
                 "parameters": params,
                 "timeoutInSeconds": seconds_json(timeout),
                 "heartbeatInSeconds": seconds_json(heartbeat),
-            }),
-        );
+            })
+        });
         let task_ctx = TaskContext::new(name, spec.resource.as_str(), visit.retry_count, exec.name());
-        exec.record(EventType::TaskStarted, json!({ "resource": spec.resource }));
+        exec.record_with(EventType::TaskStarted, || json!({ "resource": spec.resource }));
         let call_ctx = task_ctx.clone();
         let attempt = crate::task::run_attempt(|| invoke(params, call_ctx), &task_ctx, timeout, heartbeat);
         let outcome =
@@ -677,7 +752,12 @@ where
                 // Checked before the result is recorded or processed: a result that is too
                 // large or too deep is terminal, and AWS names the resource that returned it.
                 exec.limits().check_payload(spec.resource.as_str(), &result).map_err(|f| visit.runtime(f))?;
-                exec.record(EventType::TaskSucceeded, json!({ "resource": spec.resource, "output": result }));
+                exec.record_with(EventType::TaskSucceeded, || json!({ "resource": spec.resource, "output": result }));
+                if shape.result_is_output {
+                    // The output is the result just checked against the same limits.
+                    visit.exit(&result);
+                    return Ok(Step::Next(result));
+                }
                 let output = finish_result(
                     &visit,
                     &spec.result_selector,
@@ -708,6 +788,29 @@ where
         };
         if let Some(failure) = visit.retry_after(visit_no, &mut retries, &spec.retry, failure).await? {
             return caught(&visit, &spec.catch, input, failure);
+        }
+    }
+}
+
+/// What a Task's fields let [`task`] skip, decided once per visit.
+struct TaskShape {
+    /// InputPath `$`, and nothing reads the raw input afterwards (ResultPath `$` discards it,
+    /// and there is no catcher to place an error in it).
+    input_moves: bool,
+    /// No Retry: one attempt at most.
+    single_attempt: bool,
+    /// No ResultSelector, ResultPath `$` and OutputPath `$`: the output is the task's result.
+    result_is_output: bool,
+}
+
+impl TaskShape {
+    fn of(spec: &TaskState) -> TaskShape {
+        let identity = |p: &Option<wfc_ir::Path>| p.as_ref().is_some_and(wfc_ir::Path::is_identity);
+        let result_replaces = spec.result_path.as_ref().is_some_and(|p| p.is_identity());
+        TaskShape {
+            input_moves: identity(&spec.input_path) && result_replaces && spec.catch.is_empty(),
+            single_attempt: spec.retry.is_empty(),
+            result_is_output: spec.result_selector.is_none() && result_replaces && identity(&spec.output_path),
         }
     }
 }
