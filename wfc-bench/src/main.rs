@@ -16,6 +16,7 @@
 //! (Map, intrinsic functions) is skipped with the compiler's reason, never simulated.
 
 mod alloc;
+mod compile_cost;
 
 use std::time::{Duration, Instant};
 
@@ -427,7 +428,59 @@ fn json_number(x: f64, decimals: i32) -> Value {
     serde_json::Number::from_f64((x * scale).round() / scale).map_or(Value::Null, Value::Number)
 }
 
-fn print_json(rows: &[Row]) {
+/// The compile-time figures: the macro's work and, with `--build-time`, cargo build times.
+struct CompileCost {
+    expansion: Result<compile_cost::Expansion, String>,
+    build: Option<Result<compile_cost::BuildTimes, String>>,
+}
+
+impl CompileCost {
+    fn to_json(&self) -> Value {
+        let states = compile_cost::STATES;
+        let mut doc = match &self.expansion {
+            Ok(e) => json!({
+                "states": states,
+                "expansion_ms": json_number(e.expansion.as_secs_f64() * 1e3, 3),
+                "generated_lines": e.generated_lines,
+                "lines_per_state": json_number(e.generated_lines as f64 / states as f64, 2),
+            }),
+            Err(reason) => json!({ "states": states, "error": reason }),
+        };
+        match &self.build {
+            Some(Ok(b)) => {
+                doc["cargo_build_clean_s"] = json_number(b.clean.as_secs_f64(), 2);
+                doc["cargo_build_incremental_s"] = json_number(b.incremental.as_secs_f64(), 2);
+            }
+            Some(Err(reason)) => doc["cargo_build_error"] = Value::String(reason.clone()),
+            None => {}
+        }
+        doc
+    }
+
+    fn print(&self) {
+        let states = compile_cost::STATES;
+        match &self.expansion {
+            Ok(e) => println!(
+                "\ncompile time ({states}-state workflow): macro expansion {:.1} ms, {} generated lines ({:.1} per state)",
+                e.expansion.as_secs_f64() * 1e3,
+                e.generated_lines,
+                e.generated_lines as f64 / states as f64,
+            ),
+            Err(reason) => println!("\ncompile time: the {states}-state workflow was rejected: {reason}"),
+        }
+        match &self.build {
+            Some(Ok(b)) => println!(
+                "cargo build of the generated code (dev profile): clean {:.1} s, incremental {:.1} s",
+                b.clean.as_secs_f64(),
+                b.incremental.as_secs_f64()
+            ),
+            Some(Err(reason)) => println!("cargo build: {reason}"),
+            None => println!("cargo build times: run with --build-time"),
+        }
+    }
+}
+
+fn print_json(rows: &[Row], compile: &CompileCost) {
     let workloads: Vec<Value> = rows
         .iter()
         .map(|r| match &r.result {
@@ -454,7 +507,7 @@ fn print_json(rows: &[Row]) {
             }),
         })
         .collect();
-    let doc = json!({ "workloads": workloads });
+    let doc = json!({ "workloads": workloads, "compile": compile.to_json() });
     println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}")));
 }
 
@@ -486,7 +539,8 @@ const USAGE: &str = "usage: wfc-bench [--quick] [--json] [--only WORKLOAD]... [-
   --only WORKLOAD    run only this workload (repeatable): count-loop-1000, task-chain-100, ...
   --engine ENGINE    run only this engine (repeatable): handwritten, compiled, interp,
                      compiled-express, interp-express (the last two keep no history)
-  --runs N           exactly N measured runs per row, whatever the time (for callgrind)";
+  --runs N           exactly N measured runs per row, whatever the time (for callgrind)
+  --build-time       also time `cargo build` of a crate with a 200-state workflow (minutes)";
 
 fn main() -> std::process::ExitCode {
     let mut quick = false;
@@ -494,6 +548,7 @@ fn main() -> std::process::ExitCode {
     let mut only: Vec<String> = Vec::new();
     let mut engines = Engines::default();
     let mut exact_runs = None;
+    let mut build_time = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = |flag: &str| {
@@ -506,6 +561,10 @@ fn main() -> std::process::ExitCode {
             }
             "--json" => {
                 as_json = true;
+                Ok(())
+            }
+            "--build-time" => {
+                build_time = true;
                 Ok(())
             }
             "--only" => value("--only").map(|w| only.push(w)),
@@ -548,10 +607,18 @@ fn main() -> std::process::ExitCode {
         }
         rows.extend(run_workload(w, budget, &engines, &rt));
     }
+    let build = build_time.then(|| {
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
+        compile_cost::build_times(&target)
+    });
+    let compile = CompileCost { expansion: compile_cost::expansion(), build };
     if as_json {
-        print_json(&rows);
+        print_json(&rows, &compile);
     } else {
         print_table(&rows);
+        compile.print();
     }
     std::process::ExitCode::SUCCESS
 }

@@ -218,6 +218,9 @@ fn real_main() -> Result<Value, String> {
     if let Some(name) = request["name"].as_str() {
         options = options.with_name(name);
     }
+    if request["history_level"].as_str() == Some("express") {
+        options = options.with_history(wfc_runtime::HistoryLevel::Express);
+    }
     let input = request["input"].clone();
     let handler = Mocked { mocks };
     let result = match module.as_str() {
@@ -358,6 +361,7 @@ pub(crate) fn execute(execution: &Execution<'_>) -> Result<Outcome, String> {
         "virtual_time": execution.virtual_time,
         "seed": execution.seed,
         "name": execution.name,
+        "history_level": execution.history_level.name(),
     });
     std::fs::write(&request_path, request.to_string())
         .map_err(|e| format!("cannot write {}: {e}", request_path.display()))?;

@@ -30,6 +30,8 @@ pub(crate) struct Execution<'a> {
     pub(crate) seed: u64,
     /// Execution name.
     pub(crate) name: Option<String>,
+    /// How much history the execution keeps.
+    pub(crate) history_level: wfc_runtime::HistoryLevel,
 }
 
 /// Runs one execution.
@@ -101,7 +103,7 @@ pub(crate) fn outcome_of(result: wfc_runtime::ExecutionResult, virtual_time: boo
 /// The run options of an execution.
 pub(crate) fn run_options(execution: &Execution<'_>) -> RunOptions {
     let options = if execution.virtual_time { RunOptions::virtual_time() } else { RunOptions::real() };
-    let options = options.with_seed(execution.seed);
+    let options = options.with_seed(execution.seed).with_history(execution.history_level);
     match &execution.name {
         Some(name) => options.with_name(name.clone()),
         None => options,

@@ -102,6 +102,7 @@ pub(crate) fn run(args: &RunArgs) -> Exit {
         virtual_time: args.virtual_time,
         seed: args.seed,
         name: args.name.clone(),
+        history_level: args.history_level,
     };
     match engine::execute(args.engine, &execution) {
         Ok(outcome) => {
