@@ -66,9 +66,8 @@ pub(crate) fn expansion() -> Result<Expansion, String> {
     let mut tokens = None;
     for _ in 0..5 {
         let start = Instant::now();
-        let compiled = wfc_core::compile(source, &settings).map_err(|d| {
-            d.items.first().map_or("rejected".to_owned(), |d| format!("{}: {}", d.code, d.message))
-        })?;
+        let compiled = wfc_core::compile(source, &settings)
+            .map_err(|d| d.items.first().map_or("rejected".to_owned(), |d| format!("{}: {}", d.code, d.message)))?;
         best = best.min(start.elapsed());
         tokens = Some(compiled.tokens);
     }
