@@ -29,7 +29,7 @@ use crate::retry::{self, RetryDecision, RetryState};
 use crate::jsonata::{self, Bindings};
 use crate::task::Attempt;
 use crate::variables::{self, Variables};
-use crate::{Clock, EventType, Failure, History, HistoryEvent, TaskContext, choice, io};
+use crate::{Clock, EventType, Failure, History, HistoryEvent, HistoryLevel, TaskContext, choice, io};
 
 /// How to run an execution.
 #[derive(Debug, Clone)]
@@ -42,6 +42,9 @@ pub struct RunOptions {
     pub seed: u64,
     /// Payload, history and nesting limits; [`Limits::default`] is what AWS enforces.
     pub limits: Limits,
+    /// How much history to keep: every event ([`HistoryLevel::Full`], the default) or none
+    /// ([`HistoryLevel::Express`], as AWS Express workflows). Outputs and errors are the same.
+    pub history: HistoryLevel,
     /// The durable journal (feature `durable`): completed operations replay from it and new
     /// ones are checkpointed to its store. `None`: nothing is persisted.
     #[cfg(feature = "durable")]
@@ -62,6 +65,7 @@ impl RunOptions {
             name: None,
             seed: 0,
             limits: Limits::default(),
+            history: HistoryLevel::Full,
             #[cfg(feature = "durable")]
             journal: None,
             callbacks: None,
@@ -77,6 +81,7 @@ impl RunOptions {
             name: None,
             seed: 0,
             limits: Limits::default(),
+            history: HistoryLevel::Full,
             #[cfg(feature = "durable")]
             journal: None,
             callbacks: None,
@@ -124,6 +129,12 @@ impl RunOptions {
     /// instead of local directories.
     pub fn with_object_store(mut self, store: Arc<dyn crate::distributed::ObjectStore>) -> RunOptions {
         self.objects.store = Some(store);
+        self
+    }
+
+    /// Sets how much history the execution keeps.
+    pub fn with_history(mut self, level: HistoryLevel) -> RunOptions {
+        self.history = level;
         self
     }
 
@@ -243,6 +254,7 @@ impl Execution {
             name,
             seed,
             limits,
+            history,
             #[cfg(feature = "durable")]
             journal,
             callbacks,
@@ -275,7 +287,7 @@ impl Execution {
             limits,
             input_failure,
             clock,
-            history: History::new(),
+            history: History::with_level(history),
             #[cfg(feature = "durable")]
             journal,
             callbacks: callbacks.unwrap_or_default(),
@@ -288,15 +300,14 @@ impl Execution {
             #[cfg(feature = "durable")]
             scope: Arc::new(Scope::default()),
         };
-        exec.record(
-            EventType::ExecutionStarted,
+        exec.record_with(EventType::ExecutionStarted, || {
             json!({
                 "input": input,
                 "name": exec.shared.name,
                 "roleArn": exec.shared.role_arn,
                 "stateMachineArn": exec.shared.state_machine_id,
-            }),
-        );
+            })
+        });
         exec
     }
 
@@ -334,7 +345,7 @@ impl Execution {
                 (Status::TimedOut, None, Some(failure))
             }
             Some(Ok(Ok(output))) => {
-                self.record(EventType::ExecutionSucceeded, json!({ "output": output }));
+                self.record_with(EventType::ExecutionSucceeded, || json!({ "output": output }));
                 (Status::Succeeded, Some(output), None)
             }
             Some(Ok(Err(failure))) => {
@@ -506,8 +517,30 @@ impl Execution {
     /// Records an event now, chained to the previous event of this line of control, and
     /// returns its id.
     pub fn record(&self, event_type: EventType, details: Value) -> u64 {
-        let previous = self.cursor.load(Ordering::SeqCst);
-        let id = self.shared.history.record(event_type, details, self.shared.clock.now_rfc3339(), previous);
+        self.record_at(event_type, None, || details)
+    }
+
+    /// [`Execution::record`] with details built only when the history keeps events (at
+    /// [`HistoryLevel::Express`] neither the details nor the timestamp are computed).
+    pub fn record_with(&self, event_type: EventType, details: impl FnOnce() -> Value) -> u64 {
+        self.record_at(event_type, None, details)
+    }
+
+    /// Whether this execution keeps its history's events ([`HistoryLevel::Full`]).
+    pub fn keeps_history(&self) -> bool {
+        self.shared.history.keeps_events()
+    }
+
+    /// Records an event stamped `at` (now when `None`).
+    fn record_at(&self, event_type: EventType, at: Option<jiff::Timestamp>, details: impl FnOnce() -> Value) -> u64 {
+        let id = match self.shared.history.count() {
+            Some(id) => id,
+            None => {
+                let previous = self.cursor.load(Ordering::SeqCst);
+                let timestamp = crate::clock::format_timestamp(at.unwrap_or_else(|| self.shared.clock.now()));
+                self.shared.history.record(event_type, details(), timestamp, previous)
+            }
+        };
         self.cursor.store(id, Ordering::SeqCst);
         id
     }
@@ -576,7 +609,9 @@ struct Visit<'a> {
     exec: &'a Execution,
     name: &'a str,
     state_type: &'static str,
-    entered_time: String,
+    /// When the state was entered (its Entered event's timestamp and `$$.State.EnteredTime`),
+    /// formatted only when something reads it.
+    entered_at: jiff::Timestamp,
     entered_id: u64,
     retry_count: u32,
     /// `$$.Task.Token` of the current attempt of a `.waitForTaskToken` Task.
@@ -585,13 +620,13 @@ struct Visit<'a> {
 
 impl<'a> Visit<'a> {
     fn enter(exec: &'a Execution, name: &'a str, state_type: &'static str, input: &Value) -> Visit<'a> {
-        let entered_time = exec.clock().now_rfc3339();
+        let entered_at = exec.clock().now();
         let entered_id = match EventType::entered(state_type) {
-            Some(ty) => exec.record(ty, json!({ "name": name, "input": input })),
+            Some(ty) => exec.record_at(ty, Some(entered_at), || history_details(name, "input", input)),
             None => 0,
         };
         tracing::debug!(state = name, r#type = state_type, "entered");
-        Visit { exec, name, state_type, entered_time, entered_id, retry_count: 0, task_token: None }
+        Visit { exec, name, state_type, entered_at, entered_id, retry_count: 0, task_token: None }
     }
 
     /// [`Visit::enter`] after checking the history limit, so every state entry is bounded.
@@ -615,14 +650,15 @@ impl<'a> Visit<'a> {
 
     fn exit(&self, output: &Value) {
         if let Some(ty) = EventType::exited(self.state_type) {
-            self.exec.record(ty, json!({ "name": self.name, "output": output }));
+            self.exec.record_with(ty, || history_details(self.name, "output", output));
         }
     }
 
     /// The context object, carrying the variables in scope (as of now: called before this
     /// state commits its own `Assign`) for `$name` paths and JSONata.
     fn context(&self) -> Value {
-        let mut ctx = self.exec.context_object(self.name, &self.entered_time, self.retry_count);
+        let entered_time = crate::clock::format_timestamp(self.entered_at);
+        let mut ctx = self.exec.context_object(self.name, &entered_time, self.retry_count);
         if let Some(token) = &self.task_token {
             ctx["Task"] = json!({ "Token": token });
         }
@@ -681,6 +717,16 @@ impl<'a> Visit<'a> {
             failure
         }
     }
+}
+
+/// `{"name": name, <key>: value}`, the details of an Entered/Exited event. The value is cloned:
+/// `json!` would run it through `to_value`, which re-inserts (and re-hashes) every key and costs
+/// several times as many instructions.
+fn history_details(name: &str, key: &str, value: &Value) -> Value {
+    let mut details = serde_json::Map::with_capacity(2);
+    details.insert("name".to_owned(), Value::String(name.to_owned()));
+    details.insert(key.to_owned(), value.clone());
+    Value::Object(details)
 }
 
 fn state_span(name: &str, state_type: &'static str) -> tracing::Span {
@@ -750,6 +796,9 @@ fn pass_io(spec: &PassState, input: Value, ctx: &Value, rng: &mut StdRng) -> Res
         // The common `{"Type": "Pass"}`: the raw input is not needed afterwards, so it moves
         // through InputPath without a copy.
         (None, None) if replaces_input => io::input_path_owned(&spec.input_path, input, ctx)?,
+        // InputPath and ResultPath name the same node that exists: writing what InputPath
+        // selects back where it came from leaves the input as it is, so nothing is copied.
+        (None, None) if writes_back_in_place(spec, &input) => input,
         (None, parameters) => {
             let result = {
                 let effective = io::input_path(&spec.input_path, &input, ctx)?;
@@ -762,6 +811,21 @@ fn pass_io(spec: &PassState, input: Value, ctx: &Value, rng: &mut StdRng) -> Res
         }
     };
     io::output_path(&spec.output_path, output, ctx)
+}
+
+/// Whether a Pass state without Parameters or Result has an InputPath and a ResultPath naming
+/// the same node of `input`, and that node exists: then its output before OutputPath is `input`
+/// itself (InputPath cannot fail, and ResultPath replaces the node with its own value).
+fn writes_back_in_place(spec: &PassState, input: &Value) -> bool {
+    match (&spec.input_path, &spec.result_path) {
+        (Some(selected), Some(written)) => {
+            selected.root() == wfc_ir::Root::Input
+                && selected.is_singular()
+                && selected.segments() == written.as_path().segments()
+                && written.get(input).is_some()
+        }
+        _ => false,
+    }
 }
 
 /// Reads a TimeoutSeconds/HeartbeatSeconds value: a literal, or a path that must select a
@@ -862,7 +926,14 @@ where
         || matches!(spec.timeout, Some(Seconds::Jsonata(_)))
         || matches!(spec.heartbeat, Some(Seconds::Jsonata(_)));
     let ctx = visit.context_if(io_ctx);
-    let effective = io::input_path(&spec.input_path, &input, &ctx).map_err(|f| visit.runtime(f))?.into_owned();
+    let shape = TaskShape::of(spec);
+    let mut input = input;
+    let mut effective = if shape.input_moves {
+        // Nothing reads the raw input after InputPath `$`: move it instead of copying it.
+        std::mem::take(&mut input)
+    } else {
+        io::input_path(&spec.input_path, &input, &ctx).map_err(|f| visit.runtime(f))?.into_owned()
+    };
     let timeout =
         resolve_seconds(&spec.timeout, "TimeoutSecondsPath", &effective, &ctx).map_err(|f| visit.runtime(f))?;
     let heartbeat =
@@ -881,6 +952,8 @@ where
                 let ctx = visit.context();
                 visit.jsonata(arguments, "Arguments", &Bindings::new(&input, &ctx))
             }
+            // No Retry: this is the only attempt, so the effective input itself is sent.
+            None if shape.single_attempt && matches!(parameters, Parameters::None) => Ok(std::mem::take(&mut effective)),
             None => parameters.for_attempt(&effective, &visit),
         };
         let params = match params {
@@ -898,29 +971,25 @@ where
         exec.limits().check_payload(name, &params).map_err(|f| visit.runtime(f))?;
         // `lambda:invoke`: the parameters are the Invoke request; the function gets its Payload.
         let lambda_invoke = crate::lambda::is_invoke(&spec.resource);
-        let call_input = if lambda_invoke {
-            crate::lambda::payload(&params).map_err(|f| visit.runtime(f))?
-        } else {
-            params.clone()
-        };
-        exec.record(
-            EventType::TaskScheduled,
+        let lambda_payload =
+            if lambda_invoke { Some(crate::lambda::payload(&params).map_err(|f| visit.runtime(f))?) } else { None };
+        exec.record_with(EventType::TaskScheduled, || {
             json!({
                 "resource": spec.resource,
                 "parameters": params,
                 "timeoutInSeconds": seconds_json(timeout),
                 "heartbeatInSeconds": seconds_json(heartbeat),
-            }),
-        );
+            })
+        });
         let task_ctx = TaskContext::new(name, spec.resource.as_str(), visit.retry_count, exec.name());
-        exec.record(EventType::TaskStarted, json!({ "resource": spec.resource }));
+        exec.record_with(EventType::TaskStarted, || json!({ "resource": spec.resource }));
         let outcome = match &visit.task_token {
             Some(token) => {
                 // A callback: the handler only hands the token on (its result is ignored); the
                 // heartbeat applies to the wait for the answer that follows.
                 let task_ctx = task_ctx.with_task_token(token.clone());
                 let call_ctx = task_ctx.clone();
-                let sent = call_input;
+                let sent = lambda_payload.unwrap_or_else(|| params.clone());
                 let handler = crate::task::run_attempt(|| invoke(sent, call_ctx), &task_ctx, timeout, None);
                 exec.callback_attempt(name, visit_no, visit.retry_count, token, params, handler, timeout, heartbeat)
                     .await
@@ -929,7 +998,8 @@ where
             None => {
                 let call_ctx = task_ctx.clone();
                 let request = exec.step_request(spec.resource.as_str(), &params, timeout, heartbeat);
-                let attempt = crate::task::run_attempt(|| invoke(call_input, call_ctx), &task_ctx, timeout, heartbeat);
+                let sent = lambda_payload.unwrap_or(params);
+                let attempt = crate::task::run_attempt(|| invoke(sent, call_ctx), &task_ctx, timeout, heartbeat);
                 exec.journaled_attempt(name, visit_no, visit.retry_count, request, attempt)
                     .await
                     .map_err(|f| visit.runtime(f))?
@@ -941,9 +1011,14 @@ where
                 // Checked before the result is recorded or processed: a result that is too
                 // large or too deep is terminal, and AWS names the resource that returned it.
                 exec.limits().check_payload(spec.resource.as_str(), &result).map_err(|f| visit.runtime(f))?;
-                exec.record(EventType::TaskSucceeded, json!({ "resource": spec.resource, "output": result }));
+                exec.record_with(EventType::TaskSucceeded, || json!({ "resource": spec.resource, "output": result }));
                 let language = Language { assign: spec.assign.as_ref(), output: spec.output.as_ref() };
                 if language.is_plain() {
+                    if shape.result_is_output {
+                        // The output is the result just checked against the same limits.
+                        visit.exit(&result);
+                        return Ok(Step::Next(result));
+                    }
                     let output = finish_result(
                         &visit,
                         &spec.result_selector,
@@ -981,6 +1056,31 @@ where
         };
         if let Some(failure) = visit.retry_after(visit_no, &mut retries, &spec.retry, failure).await? {
             return caught(&visit, &spec.catch, input, failure);
+        }
+    }
+}
+
+/// What a Task's fields let [`task`] skip, decided once per visit.
+struct TaskShape {
+    /// InputPath `$`, and nothing reads the raw input afterwards (ResultPath `$` discards it,
+    /// and there is no catcher to place an error in it).
+    input_moves: bool,
+    /// No Retry: one attempt at most.
+    single_attempt: bool,
+    /// No ResultSelector, ResultPath `$` and OutputPath `$`: the output is the task's result.
+    result_is_output: bool,
+}
+
+impl TaskShape {
+    fn of(spec: &TaskState) -> TaskShape {
+        let identity = |p: &Option<wfc_ir::Path>| p.as_ref().is_some_and(wfc_ir::Path::is_identity);
+        let result_replaces = spec.result_path.as_ref().is_some_and(|p| p.is_identity());
+        // JSONata Arguments/Output and Assign read the raw input (`$states.input`).
+        let plain = spec.arguments.is_none() && spec.output.is_none() && spec.assign.is_none();
+        TaskShape {
+            input_moves: plain && identity(&spec.input_path) && result_replaces && spec.catch.is_empty(),
+            single_attempt: spec.retry.is_empty(),
+            result_is_output: spec.result_selector.is_none() && result_replaces && identity(&spec.output_path),
         }
     }
 }

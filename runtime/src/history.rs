@@ -1,6 +1,7 @@
 //! Execution history in the shape of AWS `GetExecutionHistory`: numbered events, each pointing at
 //! the event that led to it.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde::{Deserialize, Serialize};
@@ -159,17 +160,81 @@ pub struct HistoryEvent {
     pub details: Value,
 }
 
+/// How much history an execution keeps ([`crate::RunOptions::history`]).
+///
+/// AWS has the same choice: Standard workflows keep every event (`GetExecutionHistory`), Express
+/// workflows keep none (their history goes, at most, to logs). Both levels run exactly the same
+/// semantics: events are still numbered, so error messages that cite an event id, the history
+/// limit ([`crate::Limits::max_history_events`]) and every output and error are identical; only
+/// the events themselves (their details and timestamps) are neither built nor kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HistoryLevel {
+    /// Every event, with its details and timestamp (the default; AWS Standard workflows).
+    #[default]
+    Full,
+    /// No events are kept: [`crate::ExecutionResult::history`] is empty. AWS Express workflows
+    /// keep no execution history either. Much cheaper for states that carry large documents,
+    /// which the full history copies twice per state.
+    Express,
+}
+
+impl HistoryLevel {
+    /// The level's name (`full`, `express`), as the CLI spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            HistoryLevel::Full => "full",
+            HistoryLevel::Express => "express",
+        }
+    }
+}
+
+impl std::str::FromStr for HistoryLevel {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<HistoryLevel, String> {
+        match s {
+            "full" => Ok(HistoryLevel::Full),
+            "express" => Ok(HistoryLevel::Express),
+            other => Err(format!("unknown history level `{other}`; expected `full` or `express`")),
+        }
+    }
+}
+
 /// An execution's history. Cheap to clone; clones share the same events (Parallel branches
 /// record into the one history).
 #[derive(Debug, Clone, Default)]
 pub struct History {
     events: Arc<Mutex<Vec<HistoryEvent>>>,
+    /// `Some` at [`HistoryLevel::Express`]: events are only counted (for their ids and the
+    /// history limit), never stored.
+    counted: Option<Arc<AtomicU64>>,
 }
 
 impl History {
     /// An empty history.
     pub fn new() -> History {
         History::default()
+    }
+
+    /// An empty history at `level`: [`HistoryLevel::Express`] numbers events but keeps none.
+    pub fn with_level(level: HistoryLevel) -> History {
+        match level {
+            HistoryLevel::Full => History::default(),
+            HistoryLevel::Express => History { counted: Some(Arc::new(AtomicU64::new(0))), ..History::default() },
+        }
+    }
+
+    /// Whether recorded events are kept ([`HistoryLevel::Full`]). When not, callers can skip
+    /// building event details and timestamps: [`History::record`] would drop them.
+    pub fn keeps_events(&self) -> bool {
+        self.counted.is_none()
+    }
+
+    /// The next event's id without storing anything, at [`HistoryLevel::Express`]; `None` when
+    /// events are kept (use [`History::record`]).
+    pub fn count(&self) -> Option<u64> {
+        self.counted.as_ref().map(|n| n.fetch_add(1, Ordering::SeqCst) + 1)
     }
 
     fn lock(&self) -> MutexGuard<'_, Vec<HistoryEvent>> {
@@ -180,6 +245,9 @@ impl History {
 
     /// Appends an event and returns its id.
     pub fn record(&self, event_type: EventType, details: Value, timestamp: String, previous_event_id: u64) -> u64 {
+        if let Some(id) = self.count() {
+            return id;
+        }
         let mut events = self.lock();
         let id = events.len() as u64 + 1;
         events.push(HistoryEvent { id, previous_event_id, timestamp, event_type, details });
@@ -198,14 +266,18 @@ impl History {
         std::mem::take(&mut *self.lock())
     }
 
-    /// The number of events so far.
+    /// The number of events so far (at [`HistoryLevel::Express`], the number recorded, although
+    /// none is kept).
     pub fn len(&self) -> usize {
-        self.lock().len()
+        match &self.counted {
+            Some(n) => usize::try_from(n.load(Ordering::SeqCst)).unwrap_or(usize::MAX),
+            None => self.lock().len(),
+        }
     }
 
     /// Whether nothing has been recorded.
     pub fn is_empty(&self) -> bool {
-        self.lock().is_empty()
+        self.len() == 0
     }
 
     /// The event types so far, in order (handy in tests and logs).
@@ -228,5 +300,19 @@ mod tests {
         assert_eq!(json["previousEventId"], 0);
         assert_eq!(EventType::entered("Fail"), Some(EventType::FailStateEntered));
         assert_eq!(EventType::exited("Fail"), None);
+    }
+
+    #[test]
+    fn express_level_numbers_events_but_keeps_none() {
+        let h = History::with_level(HistoryLevel::Express);
+        assert!(!h.keeps_events());
+        assert_eq!(h.record(EventType::PassStateEntered, Value::Null, String::new(), 0), 1);
+        assert_eq!(h.record(EventType::PassStateExited, Value::Null, String::new(), 1), 2);
+        assert_eq!(h.len(), 2);
+        assert!(h.events().is_empty());
+        assert!(h.take().is_empty());
+        assert_eq!("express".parse::<HistoryLevel>(), Ok(HistoryLevel::Express));
+        assert!("none".parse::<HistoryLevel>().is_err());
+        assert!(History::new().keeps_events());
     }
 }

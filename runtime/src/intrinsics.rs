@@ -43,12 +43,27 @@ pub fn evaluate(
     context: &Value,
     rng: &mut dyn RngCore,
 ) -> Result<Value, Failure> {
-    let mut env = Env { field, input, context, rng };
+    let mut env = Env { field, suffixed: false, input, context, rng };
+    env.call(intrinsic.call())
+}
+
+/// [`evaluate`] for the template entry `"key.$"`: the field name is only built when a message
+/// needs it (this runs on every visit of a state whose template calls an intrinsic).
+pub fn evaluate_entry(
+    intrinsic: &Intrinsic,
+    key: &str,
+    input: &Value,
+    context: &Value,
+    rng: &mut dyn RngCore,
+) -> Result<Value, Failure> {
+    let mut env = Env { field: key, suffixed: true, input, context, rng };
     env.call(intrinsic.call())
 }
 
 struct Env<'a> {
+    /// The template field, without its `.$` when `suffixed`.
     field: &'a str,
+    suffixed: bool,
     input: &'a Value,
     context: &'a Value,
     rng: &'a mut dyn RngCore,
@@ -72,7 +87,13 @@ impl Env<'_> {
             Arg::Number(n) => Value::Number(n.clone()),
             Arg::Bool(b) => Value::Bool(*b),
             Arg::Null => Value::Null,
-            Arg::Path(p) => io::select_field(p, self.field, self.input, self.context)?,
+            Arg::Path(p) => match io::select_opt(p, self.input, self.context) {
+                Some(value) => value,
+                None if self.suffixed => {
+                    io::select_field(p, &format!("{}.$", self.field), self.input, self.context)?
+                }
+                None => io::select_field(p, self.field, self.input, self.context)?,
+            },
             Arg::Call(c) => self.call(c)?,
         })
     }

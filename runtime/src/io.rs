@@ -116,8 +116,12 @@ fn eval_template(
             for (key, value) in entries {
                 let evaluated = match value {
                     // AWS names the field as written, with its `.$` suffix.
-                    Template::Path(p) => select_field(p, &format!("{key}.$"), input, context)?,
-                    Template::Intrinsic(i) => crate::intrinsics::evaluate(i, &format!("{key}.$"), input, context, rng)?,
+                    // The field name is built only for a message.
+                    Template::Path(p) => match select_opt(p, input, context) {
+                        Some(value) => value,
+                        None => select_field(p, &format!("{key}.$"), input, context)?,
+                    },
+                    Template::Intrinsic(i) => crate::intrinsics::evaluate_entry(i, key, input, context, rng)?,
                     other => eval_template(other, key, input, context, rng)?,
                 };
                 out.insert(key.clone(), evaluated);

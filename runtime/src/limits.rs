@@ -82,8 +82,13 @@ impl Limits {
     /// Depth is checked first, without recursion, because measuring the size serializes the
     /// document and serde_json's serializer recurses once per level.
     pub fn check_payload(&self, who: &str, value: &Value) -> Result<(), Failure> {
-        self.check_depth(who, value)?;
-        if exceeds_size(value, self.max_payload_bytes) {
+        // One walk checks the depth and bounds the size from above (exactly, but for floats);
+        // only a document whose bound reaches the limit is serialized to measure it exactly, so
+        // the error fires exactly when the serialized size does.
+        let Some(bound) = size_bound(value, self.max_json_depth) else {
+            return self.check_depth(who, value);
+        };
+        if bound >= self.max_payload_bytes && exceeds_size(value, self.max_payload_bytes) {
             return Err(Failure::new(
                 wfc_ir::errors::DATA_LIMIT_EXCEEDED,
                 format!(
@@ -132,6 +137,114 @@ pub fn exceeds_depth(value: &Value, max: usize) -> bool {
         }
     }
     false
+}
+
+/// An upper bound on the compact serialized size of `value` in bytes, or `None` when it nests
+/// more than `max_depth` levels deep (see [`exceeds_depth`]). Iterative and allocation-light.
+///
+/// Exact for every value except floating-point numbers, which count as 24 bytes (the longest
+/// text serde_json writes for an `f64`, such as `-2.2250738585072014e-308`); strings count
+/// their escapes exactly as serde_json writes them.
+pub fn size_bound(value: &Value, max_depth: usize) -> Option<usize> {
+    // Most payloads are small and shallow: walk those recursively, without allocating, and hand
+    // anything deeper to the iterative walk below.
+    shallow_size_bound(value, 0, max_depth).or_else(|| deep_size_bound(value, max_depth))
+}
+
+/// How deep [`shallow_size_bound`] recurses before it gives up.
+const SHALLOW_DEPTH: usize = 16;
+
+/// [`size_bound`] by recursion, for documents at most [`SHALLOW_DEPTH`] levels deep; `None` for
+/// deeper ones (and for those over `max_depth`, which [`deep_size_bound`] then reports).
+fn shallow_size_bound(value: &Value, depth: usize, max_depth: usize) -> Option<usize> {
+    Some(match value {
+        Value::Null | Value::Bool(true) => 4,
+        Value::Bool(false) => 5,
+        Value::Number(n) => number_bound(n),
+        Value::String(text) => string_size(text),
+        Value::Array(_) | Value::Object(_) if depth + 1 > max_depth.min(SHALLOW_DEPTH) => return None,
+        Value::Array(items) => {
+            let mut size = 2 + items.len().saturating_sub(1);
+            for item in items {
+                size = size.saturating_add(shallow_size_bound(item, depth + 1, max_depth)?);
+            }
+            size
+        }
+        Value::Object(map) => {
+            let mut size = 2 + map.len().saturating_sub(1);
+            for (key, child) in map {
+                size = size.saturating_add(string_size(key) + 1);
+                size = size.saturating_add(shallow_size_bound(child, depth + 1, max_depth)?);
+            }
+            size
+        }
+    })
+}
+
+/// [`size_bound`] with an explicit stack, for any depth.
+fn deep_size_bound(value: &Value, max_depth: usize) -> Option<usize> {
+    let mut total = 0usize;
+    let mut stack: Vec<(&Value, usize)> = vec![(value, 0)];
+    while let Some((v, depth)) = stack.pop() {
+        let size = match v {
+            Value::Null | Value::Bool(true) => 4,
+            Value::Bool(false) => 5,
+            Value::Number(n) => number_bound(n),
+            Value::String(text) => string_size(text),
+            Value::Array(items) => {
+                if depth + 1 > max_depth {
+                    return None;
+                }
+                stack.extend(items.iter().map(|c| (c, depth + 1)));
+                2 + items.len().saturating_sub(1)
+            }
+            Value::Object(map) => {
+                if depth + 1 > max_depth {
+                    return None;
+                }
+                let mut size = 2 + map.len().saturating_sub(1);
+                for (key, child) in map {
+                    size = size.saturating_add(string_size(key) + 1);
+                    stack.push((child, depth + 1));
+                }
+                size
+            }
+        };
+        total = total.saturating_add(size);
+    }
+    Some(total)
+}
+
+/// The serialized length of an integer, or 24 for a float (see [`size_bound`]).
+fn number_bound(n: &serde_json::Number) -> usize {
+    fn digits(mut n: u64) -> usize {
+        let mut count = 1;
+        while n >= 10 {
+            n /= 10;
+            count += 1;
+        }
+        count
+    }
+    match (n.as_u64(), n.as_i64()) {
+        (Some(u), _) => digits(u),
+        (None, Some(i)) => 1 + digits(i.unsigned_abs()),
+        (None, None) => 24,
+    }
+}
+
+/// The serialized length of a JSON string, quotes and escapes included, as serde_json writes
+/// it: `"` and `\` and the short control escapes (`\n`…) take two bytes, other control
+/// characters six (`\u001f`).
+fn string_size(text: &str) -> usize {
+    let extra: usize = text
+        .bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | 0x08 | 0x09 | 0x0a | 0x0c | 0x0d => 1,
+            0x00..=0x1f => 5,
+            _ => 0,
+        })
+        .sum();
+    text.len() + 2 + extra
 }
 
 /// The nesting depth of `value` (see [`exceeds_depth`]), computed without recursion.
@@ -218,6 +331,43 @@ mod tests {
         assert_eq!(size(&v), serde_json::to_string(&v).map(|s| s.len()).unwrap_or(0));
         assert!(exceeds_size(&v, size(&v)));
         assert!(!exceeds_size(&v, size(&v) + 1));
+    }
+
+    #[test]
+    fn size_bound_is_exact_without_floats_and_bounds_floats() {
+        let exact = [
+            json!(null),
+            json!(true),
+            json!(false),
+            json!(0),
+            json!(-1),
+            json!(u64::MAX),
+            json!(i64::MIN),
+            json!(""),
+            json!("a\"b\\c\n\u{1}\u{1f}\u{7f}é"),
+            json!([]),
+            json!({}),
+            json!({"k\n": [1, {"a": null, "b": [true, false]}], "": "x"}),
+        ];
+        for v in exact {
+            assert_eq!(size_bound(&v, 512), Some(size(&v)), "{v}");
+        }
+        for v in [json!(1.5), json!(-2.2250738585072014e-308), json!(1e300), json!([0.1, {"x": 1.0}])] {
+            let bound = size_bound(&v, 512).unwrap_or(0);
+            assert!(bound >= size(&v), "{v}: {bound} < {}", size(&v));
+        }
+        assert_eq!(size_bound(&nested(513), 512), None);
+        assert!(size_bound(&nested(512), 512).is_some());
+    }
+
+    #[test]
+    fn payload_limit_fires_exactly_at_the_limit_with_floats() {
+        // Floats make the bound loose; the exact measurement still decides.
+        let floats = json!(vec![0.5; 40_000]); // "0.5" and a comma each: 160,001 bytes
+        let limits = Limits { max_payload_bytes: size(&floats), ..Limits::default() };
+        assert!(limits.check_payload("F", &floats).is_err());
+        let limits = Limits { max_payload_bytes: size(&floats) + 1, ..Limits::default() };
+        assert!(limits.check_payload("F", &floats).is_ok());
     }
 
     #[test]

@@ -16,12 +16,13 @@
 //! (Map, intrinsic functions) is skipped with the compiler's reason, never simulated.
 
 mod alloc;
+mod compile_cost;
 
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use wfc_runtime::interp::{self, Handlers};
-use wfc_runtime::{ExecutionResult, RunOptions, Status, TaskContext, TaskError};
+use wfc_runtime::{ExecutionResult, HistoryLevel, RunOptions, Status, TaskContext, TaskError};
 
 #[global_allocator]
 static GLOBAL: alloc::Counting = alloc::Counting;
@@ -119,8 +120,8 @@ struct Workload {
 }
 
 impl Workload {
-    fn options(&self) -> RunOptions {
-        let mut options = RunOptions::real();
+    fn options(&self, history: HistoryLevel) -> RunOptions {
+        let mut options = RunOptions::real().with_history(history);
         if self.unlimited_history {
             options.limits.max_history_events = usize::MAX;
         }
@@ -231,7 +232,19 @@ fn big_document() -> Value {
 struct Row {
     name: &'static str,
     engine: &'static str,
+    /// The history level the engine ran at (`None` for the hand-written code, which has none).
+    history: Option<HistoryLevel>,
     result: Result<Figures, String>,
+}
+
+impl Row {
+    /// The engine as the table shows it: `compiled`, `compiled (express)`.
+    fn label(&self) -> String {
+        match self.history {
+            Some(HistoryLevel::Express) => format!("{} (express)", self.engine),
+            _ => self.engine.to_owned(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -248,19 +261,25 @@ struct Figures {
 struct Budget {
     time: Duration,
     min_runs: u32,
+    /// Exactly this many measured runs, whatever the time (`--runs N`: for instruction counts
+    /// under callgrind, which must not depend on the machine's speed).
+    exact_runs: Option<u32>,
 }
 
 /// Runs `once` repeatedly for the budget and measures it. `once` returns the number of states
-/// entered (from the history) and the output, which must match `expected_output`.
+/// entered (from the history; `None` when the run kept no history, whose count the same engine's
+/// full-history row checks) and the output, which must match `expected_output`.
 fn measure(
     budget: Budget,
     transitions: u64,
     expected_output: &Value,
-    mut once: impl FnMut() -> Result<(u64, Value), String>,
+    mut once: impl FnMut(Check) -> Result<(Option<u64>, Value), String>,
 ) -> Result<Figures, String> {
     // Warm-up run, which also checks the engine does the same work as the hand-written code.
-    let (entered, output) = once()?;
-    if entered != transitions {
+    let (entered, output) = once(Check::Count)?;
+    if let Some(entered) = entered
+        && entered != transitions
+    {
         return Err(format!("entered {entered} states, expected {transitions}"));
     }
     if &output != expected_output {
@@ -268,13 +287,16 @@ fn measure(
     }
     // Peak heap of one execution, above what was live before it.
     let base = alloc::reset_peak();
-    once()?;
+    once(Check::Status)?;
     let peak_bytes = alloc::peak().saturating_sub(base);
     let allocs_before = alloc::allocations();
     let start = Instant::now();
     let mut runs = 0u32;
-    while runs < budget.min_runs || start.elapsed() < budget.time {
-        once()?;
+    while match budget.exact_runs {
+        Some(n) => runs < n,
+        None => runs < budget.min_runs || start.elapsed() < budget.time,
+    } {
+        once(Check::Status)?;
         runs += 1;
     }
     let elapsed = start.elapsed().as_secs_f64();
@@ -289,49 +311,109 @@ fn measure(
     })
 }
 
-/// States entered, from an engine's result; an execution that did not succeed is an error.
-fn entered(result: ExecutionResult) -> Result<(u64, Value), String> {
+/// What a run checks besides its status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Check {
+    /// Also count the states entered (the warm-up run: the count is checked once, outside the
+    /// measured runs, so the benchmark's own work is not measured).
+    Count,
+    /// Only that it succeeded.
+    Status,
+}
+
+/// States entered, from an engine's result (`None` without a history or when not asked); an
+/// execution that did not succeed is an error.
+fn entered(result: ExecutionResult, history: HistoryLevel, check: Check) -> Result<(Option<u64>, Value), String> {
     if result.status != Status::Succeeded {
         let error = result.error.map(|f| format!("{}: {}", f.error, f.cause)).unwrap_or_default();
         return Err(format!("the execution ended {:?}: {error}", result.status));
     }
-    let states = result.history.iter().filter(|e| e.event_type.name().ends_with("StateEntered")).count();
-    Ok((states as u64, result.output.unwrap_or(Value::Null)))
+    let states = (history == HistoryLevel::Full && check == Check::Count).then(|| {
+        result.history.iter().filter(|e| e.event_type.name().ends_with("StateEntered")).count() as u64
+    });
+    Ok((states, result.output.unwrap_or(Value::Null)))
 }
 
-fn run_workload(w: &Workload, budget: Budget, rt: &tokio::runtime::Runtime) -> Vec<Row> {
+/// The history levels each engine runs at: full (what AWS Standard workflows keep) and express
+/// (no history, as AWS Express workflows).
+const LEVELS: [HistoryLevel; 2] = [HistoryLevel::Full, HistoryLevel::Express];
+
+/// Which engines to run (`--engine`): all by default.
+#[derive(Debug, Clone, Default)]
+struct Engines {
+    /// `handwritten`, `compiled`, `interp`, `compiled-express`, `interp-express`; empty: all.
+    only: Vec<String>,
+}
+
+impl Engines {
+    fn includes(&self, engine: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|e| e == engine)
+    }
+
+    fn includes_at(&self, engine: &str, level: HistoryLevel) -> bool {
+        match level {
+            HistoryLevel::Full => self.includes(engine),
+            HistoryLevel::Express => self.includes(&format!("{engine}-express")),
+        }
+    }
+}
+
+fn run_workload(w: &Workload, budget: Budget, engines: &Engines, rt: &tokio::runtime::Runtime) -> Vec<Row> {
     let input = (w.input)();
     let expected = (w.handwritten)(input.clone());
     let rejected = REJECTED.iter().find(|(m, _)| *m == w.module).map(|(_, reason)| *reason);
     let mut rows = Vec::new();
 
-    let handwritten = measure(budget, w.transitions, &expected, || Ok((w.transitions, (w.handwritten)(input.clone()))));
-    rows.push(Row { name: w.name, engine: "handwritten", result: handwritten });
+    if engines.includes("handwritten") {
+        let handwritten =
+            measure(budget, w.transitions, &expected, |_| Ok((Some(w.transitions), (w.handwritten)(input.clone()))));
+        rows.push(Row { name: w.name, engine: "handwritten", history: None, result: handwritten });
+    }
 
-    let compiled_result = match (compiled(w.module), rejected) {
-        (Some(run), _) => measure(budget, w.transitions, &expected, || entered(run(rt, input.clone(), w.options()))),
-        (None, Some(reason)) => Err(format!("skipped: the compiler rejects it: {reason}")),
-        (None, None) => Err("skipped: not compiled into this binary".to_owned()),
-    };
-    rows.push(Row { name: w.name, engine: "compiled", result: compiled_result });
+    for level in LEVELS {
+        if !engines.includes_at("compiled", level) {
+            continue;
+        }
+        let compiled_result = match (compiled(w.module), rejected) {
+            (Some(run), _) => measure(budget, w.transitions, &expected, |check| {
+                entered(run(rt, input.clone(), w.options(level)), level, check)
+            }),
+            (None, Some(reason)) => Err(format!("skipped: the compiler rejects it: {reason}")),
+            (None, None) => Err("skipped: not compiled into this binary".to_owned()),
+        };
+        rows.push(Row { name: w.name, engine: "compiled", history: Some(level), result: compiled_result });
+    }
 
     let source = wfc_core::Source { path: w.module, text: w.definition };
-    let interp_result = match wfc_core::load(source) {
-        Ok(loaded) => {
-            let handlers = Handlers::new().on(INC, |input, _ctx| async move { Ok(inc(&input)) });
-            measure(budget, w.transitions, &expected, || {
-                entered(rt.block_on(interp::run(&loaded.workflow, &handlers, input.clone(), w.options())))
-            })
+    let loaded = wfc_core::load(source);
+    for level in LEVELS {
+        if !engines.includes_at("interp", level) {
+            continue;
         }
-        Err(diags) => {
-            let reason = diags.items.first().map_or("rejected".to_owned(), |d| format!("{}: {}", d.code, d.message));
-            Err(format!("skipped: the compiler rejects it: {reason}"))
-        }
-    };
-    rows.push(Row { name: w.name, engine: "interp", result: interp_result });
+        let interp_result = match &loaded {
+            Ok(loaded) => {
+                let handlers = Handlers::new().on(INC, |input, _ctx| async move { Ok(inc(&input)) });
+                measure(budget, w.transitions, &expected, |check| {
+                    let options = w.options(level);
+                    let result = rt.block_on(interp::run(&loaded.workflow, &handlers, input.clone(), options));
+                    entered(result, level, check)
+                })
+            }
+            Err(diags) => {
+                let reason =
+                    diags.items.first().map_or("rejected".to_owned(), |d| format!("{}: {}", d.code, d.message));
+                Err(format!("skipped: the compiler rejects it: {reason}"))
+            }
+        };
+        rows.push(Row { name: w.name, engine: "interp", history: Some(level), result: interp_result });
+    }
 
     // Ratios within this run: each engine against the hand-written code of the same workload.
-    let floor = rows.first().and_then(|r| r.result.as_ref().ok()).map(|f| f.executions_per_sec);
+    let floor = rows
+        .iter()
+        .find(|r| r.engine == "handwritten")
+        .and_then(|r| r.result.as_ref().ok())
+        .map(|f| f.executions_per_sec);
     for row in &mut rows {
         if let (Ok(f), Some(floor)) = (&mut row.result, floor) {
             f.ratio_to_handwritten = f.executions_per_sec / floor;
@@ -346,13 +428,66 @@ fn json_number(x: f64, decimals: i32) -> Value {
     serde_json::Number::from_f64((x * scale).round() / scale).map_or(Value::Null, Value::Number)
 }
 
-fn print_json(rows: &[Row]) {
+/// The compile-time figures: the macro's work and, with `--build-time`, cargo build times.
+struct CompileCost {
+    expansion: Result<compile_cost::Expansion, String>,
+    build: Option<Result<compile_cost::BuildTimes, String>>,
+}
+
+impl CompileCost {
+    fn to_json(&self) -> Value {
+        let states = compile_cost::STATES;
+        let mut doc = match &self.expansion {
+            Ok(e) => json!({
+                "states": states,
+                "expansion_ms": json_number(e.expansion.as_secs_f64() * 1e3, 3),
+                "generated_lines": e.generated_lines,
+                "lines_per_state": json_number(e.generated_lines as f64 / states as f64, 2),
+            }),
+            Err(reason) => json!({ "states": states, "error": reason }),
+        };
+        match &self.build {
+            Some(Ok(b)) => {
+                doc["cargo_build_clean_s"] = json_number(b.clean.as_secs_f64(), 2);
+                doc["cargo_build_incremental_s"] = json_number(b.incremental.as_secs_f64(), 2);
+            }
+            Some(Err(reason)) => doc["cargo_build_error"] = Value::String(reason.clone()),
+            None => {}
+        }
+        doc
+    }
+
+    fn print(&self) {
+        let states = compile_cost::STATES;
+        match &self.expansion {
+            Ok(e) => println!(
+                "\ncompile time ({states}-state workflow): macro expansion {:.1} ms, {} generated lines ({:.1} per state)",
+                e.expansion.as_secs_f64() * 1e3,
+                e.generated_lines,
+                e.generated_lines as f64 / states as f64,
+            ),
+            Err(reason) => println!("\ncompile time: the {states}-state workflow was rejected: {reason}"),
+        }
+        match &self.build {
+            Some(Ok(b)) => println!(
+                "cargo build of the generated code (dev profile): clean {:.1} s, incremental {:.1} s",
+                b.clean.as_secs_f64(),
+                b.incremental.as_secs_f64()
+            ),
+            Some(Err(reason)) => println!("cargo build: {reason}"),
+            None => println!("cargo build times: run with --build-time"),
+        }
+    }
+}
+
+fn print_json(rows: &[Row], compile: &CompileCost) {
     let workloads: Vec<Value> = rows
         .iter()
         .map(|r| match &r.result {
             Ok(f) => json!({
                 "name": r.name,
                 "engine": r.engine,
+                "history": r.history.map(HistoryLevel::name),
                 "transitions_per_sec": json_number(f.transitions_per_sec, 3),
                 "executions_per_sec": json_number(f.executions_per_sec, 3),
                 "ratio_to_handwritten": json_number(f.ratio_to_handwritten, 5),
@@ -362,6 +497,7 @@ fn print_json(rows: &[Row]) {
             Err(reason) => json!({
                 "name": r.name,
                 "engine": r.engine,
+                "history": r.history.map(HistoryLevel::name),
                 "transitions_per_sec": null,
                 "executions_per_sec": null,
                 "ratio_to_handwritten": null,
@@ -371,53 +507,91 @@ fn print_json(rows: &[Row]) {
             }),
         })
         .collect();
-    let doc = json!({ "workloads": workloads });
+    let doc = json!({ "workloads": workloads, "compile": compile.to_json() });
     println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}")));
 }
 
 fn print_table(rows: &[Row]) {
     println!(
-        "{:<20} {:<12} {:>15} {:>13} {:>10} {:>12} {:>12}",
+        "{:<20} {:<20} {:>15} {:>13} {:>10} {:>12} {:>12}",
         "workload", "engine", "transitions/s", "executions/s", "ratio", "allocs/trans", "peak bytes"
     );
     for r in rows {
         match &r.result {
             Ok(f) => println!(
-                "{:<20} {:<12} {:>15.0} {:>13.1} {:>10.4} {:>12.1} {:>12}",
+                "{:<20} {:<20} {:>15.0} {:>13.1} {:>10.4} {:>12.1} {:>12}",
                 r.name,
-                r.engine,
+                r.label(),
                 f.transitions_per_sec,
                 f.executions_per_sec,
                 f.ratio_to_handwritten,
                 f.allocs_per_transition,
                 f.peak_bytes
             ),
-            Err(reason) => println!("{:<20} {:<12} {reason}", r.name, r.engine),
+            Err(reason) => println!("{:<20} {:<20} {reason}", r.name, r.label()),
         }
     }
 }
 
+const USAGE: &str = "usage: wfc-bench [--quick] [--json] [--only WORKLOAD]... [--engine ENGINE]... [--runs N]
+  --quick            0.3 s per measurement instead of 2 s (CI smoke runs)
+  --json             print {\"workloads\": [...]} instead of a table
+  --only WORKLOAD    run only this workload (repeatable): count-loop-1000, task-chain-100, ...
+  --engine ENGINE    run only this engine (repeatable): handwritten, compiled, interp,
+                     compiled-express, interp-express (the last two keep no history)
+  --runs N           exactly N measured runs per row, whatever the time (for callgrind)
+  --build-time       also time `cargo build` of a crate with a 200-state workflow (minutes)";
+
 fn main() -> std::process::ExitCode {
     let mut quick = false;
     let mut as_json = false;
-    for arg in std::env::args().skip(1) {
-        match arg.as_str() {
-            "--quick" => quick = true,
-            "--json" => as_json = true,
+    let mut only: Vec<String> = Vec::new();
+    let mut engines = Engines::default();
+    let mut exact_runs = None;
+    let mut build_time = false;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = |flag: &str| {
+            args.next().ok_or_else(|| format!("error: `{flag}` needs a value"))
+        };
+        let parsed: Result<(), String> = match arg.as_str() {
+            "--quick" => {
+                quick = true;
+                Ok(())
+            }
+            "--json" => {
+                as_json = true;
+                Ok(())
+            }
+            "--build-time" => {
+                build_time = true;
+                Ok(())
+            }
+            "--only" => value("--only").map(|w| only.push(w)),
+            "--engine" => value("--engine").map(|e| engines.only.push(e)),
+            "--runs" => value("--runs").and_then(|n| {
+                n.parse::<u32>().map(|n| exact_runs = Some(n)).map_err(|e| format!("error: --runs {n}: {e}"))
+            }),
             "-h" | "--help" => {
-                println!("usage: wfc-bench [--quick] [--json]");
+                println!("{USAGE}");
                 return std::process::ExitCode::SUCCESS;
             }
-            other => {
-                eprintln!("error: unknown argument `{other}`; usage: wfc-bench [--quick] [--json]");
-                return std::process::ExitCode::from(2);
-            }
+            other => Err(format!("error: unknown argument `{other}`")),
+        };
+        if let Err(message) = parsed {
+            eprintln!("{message}\n{USAGE}");
+            return std::process::ExitCode::from(2);
         }
     }
+    let all = workloads();
+    if let Some(unknown) = only.iter().find(|name| !all.iter().any(|w| w.name == name.as_str())) {
+        eprintln!("error: unknown workload `{unknown}`\n{USAGE}");
+        return std::process::ExitCode::from(2);
+    }
     let budget = if quick {
-        Budget { time: Duration::from_millis(300), min_runs: 3 }
+        Budget { time: Duration::from_millis(300), min_runs: 3, exact_runs }
     } else {
-        Budget { time: Duration::from_secs(2), min_runs: 10 }
+        Budget { time: Duration::from_secs(2), min_runs: 10, exact_runs }
     };
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
@@ -427,16 +601,24 @@ fn main() -> std::process::ExitCode {
         }
     };
     let mut rows = Vec::new();
-    for w in workloads() {
+    for w in all.iter().filter(|w| only.is_empty() || only.iter().any(|name| name == w.name)) {
         if !as_json {
             eprintln!("running {} ...", w.name);
         }
-        rows.extend(run_workload(&w, budget, &rt));
+        rows.extend(run_workload(w, budget, &engines, &rt));
     }
+    let build = build_time.then(|| {
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
+        compile_cost::build_times(&target)
+    });
+    let compile = CompileCost { expansion: compile_cost::expansion(), build };
     if as_json {
-        print_json(&rows);
+        print_json(&rows, &compile);
     } else {
         print_table(&rows);
+        compile.print();
     }
     std::process::ExitCode::SUCCESS
 }

@@ -228,6 +228,9 @@ fn real_main() -> Result<Value, String> {
     if let Some(root) = request["result_root"].as_str() {
         options = options.with_result_root(root);
     }
+    if request["history_level"].as_str() == Some("express") {
+        options = options.with_history(wfc_runtime::HistoryLevel::Express);
+    }
     let input = request["input"].clone();
     let handler = Mocked { mocks };
     let callbacks = wfc_runtime::Callbacks::new();
@@ -382,6 +385,7 @@ pub(crate) fn execute(execution: &Execution<'_>) -> Result<Outcome, String> {
         "callbacks": execution.callbacks,
         "item_root": execution.item_root.as_ref().map(|p| p.to_string_lossy().into_owned()),
         "result_root": execution.result_root.as_ref().map(|p| p.to_string_lossy().into_owned()),
+        "history_level": execution.history_level.name(),
     });
     std::fs::write(&request_path, request.to_string())
         .map_err(|e| format!("cannot write {}: {e}", request_path.display()))?;

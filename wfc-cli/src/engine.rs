@@ -37,6 +37,8 @@ pub(crate) struct Execution<'a> {
     pub(crate) item_root: Option<std::path::PathBuf>,
     /// Where a DISTRIBUTED Map's ResultWriter writes (`<root>/<Bucket>/<Prefix>/...`).
     pub(crate) result_root: Option<std::path::PathBuf>,
+    /// How much history the execution keeps.
+    pub(crate) history_level: wfc_runtime::HistoryLevel,
 }
 
 /// Runs one execution.
@@ -115,6 +117,7 @@ pub(crate) fn run_options(execution: &Execution<'_>) -> RunOptions {
     if let Some(root) = &execution.result_root {
         options = options.with_result_root(root.clone());
     }
+    let options = options.with_history(execution.history_level);
     match &execution.name {
         Some(name) => options.with_name(name.clone()),
         None => options,

@@ -339,6 +339,10 @@ pub(crate) struct RunArgs {
     /// Include the execution history in the output.
     #[arg(long)]
     pub(crate) history: bool,
+    /// How much history the execution keeps: `full` (every event, as AWS Standard workflows) or
+    /// `express` (none, as AWS Express workflows: faster, same output and errors).
+    #[arg(long, value_name = "LEVEL", default_value = "full")]
+    pub(crate) history_level: wfc_runtime::HistoryLevel,
     /// Seed for retry jitter.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub(crate) seed: u64,

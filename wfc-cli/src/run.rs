@@ -105,6 +105,7 @@ pub(crate) fn run(args: &RunArgs) -> Exit {
         callbacks: None,
         item_root: args.item_root.clone(),
         result_root: args.result_root.clone(),
+        history_level: args.history_level,
     };
     match engine::execute(args.engine, &execution) {
         Ok(outcome) => {

@@ -114,6 +114,7 @@ fn run_case(
             callbacks: case.callbacks.clone(),
             item_root: case.item_root.clone(),
             result_root: Some(result_root.path().to_owned()),
+            history_level: wfc_runtime::HistoryLevel::Full,
         };
         match engine::execute(engine, &execution) {
             Ok(outcome) => {

@@ -8,6 +8,9 @@
 //!   status, output, error, cause and elapsed time, and the same history once the events of Pass
 //!   and Choice states (the ones they may skip) are left out and event ids are ignored.
 //!
+//! - The express history level (`--history-level=express`) must give the same result as the
+//!   default run, without history events.
+//!
 //! The suite's definitions rarely contain foldable chains, so a few definitions written for the
 //! passes run too, and the test checks that the passes really changed their histories (a
 //! differential test whose passes never fire could not fail).
@@ -122,6 +125,26 @@ fn check(run: &Run, failures: &mut Vec<String>) -> Vec<&'static str> {
                 if keeps_history { result } else { observable(&result) },
             ));
         }
+    }
+    // The express history level keeps no events but must change nothing else: same status,
+    // output, error, cause (event ids in causes included) and elapsed time.
+    let express = wfc_run(run, &["--history-level=express"]);
+    let default = wfc_run(run, &[]);
+    let without_history = |r: &Value| {
+        let mut r = r.clone();
+        if let Some(m) = r.as_object_mut() {
+            m.remove("history");
+        }
+        r
+    };
+    let empty = express["history"].as_array().is_none_or(Vec::is_empty);
+    if !empty || without_history(&express) != without_history(&default) {
+        failures.push(format!(
+            "{} with --history-level=express: differs from the full history run\n  full:    {}\n  express: {}",
+            run.label,
+            without_history(&default),
+            express,
+        ));
     }
     changed
 }

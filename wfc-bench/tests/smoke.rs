@@ -1,0 +1,57 @@
+//! CI smoke run of the benchmark: `wfc-bench --quick --json --runs 1` must finish and report
+//! every workload on every engine (a figure, or a skip with the compiler's reason), and the
+//! compile-time figures. Nothing is asserted about times: CI machines vary too much.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+#[test]
+fn quick_run_reports_every_workload_and_engine() {
+    let output = Command::new(env!("CARGO_BIN_EXE_wfc-bench"))
+        .args(["--quick", "--json", "--runs", "1"])
+        .output()
+        .expect("the benchmark binary runs");
+    assert!(output.status.success(), "stderr: {}", String::from_utf8_lossy(&output.stderr));
+    let doc: Value = serde_json::from_slice(&output.stdout).expect("--json prints JSON");
+    let rows = doc["workloads"].as_array().expect("a workloads array");
+    let names: std::collections::BTreeSet<&str> = rows.iter().filter_map(|r| r["name"].as_str()).collect();
+    assert_eq!(
+        names.into_iter().collect::<Vec<_>>(),
+        ["count-loop-1000", "document-100kb-20", "map-10000-c0", "map-10000-c10", "parallel-10", "task-chain-100"]
+    );
+    for row in rows {
+        let engine = row["engine"].as_str().unwrap_or_default();
+        assert!(["handwritten", "compiled", "interp"].contains(&engine), "{row}");
+        match row["transitions_per_sec"].as_f64() {
+            Some(rate) => {
+                assert!(rate > 0.0, "{row}");
+                assert!(row["ratio_to_handwritten"].as_f64().is_some(), "{row}");
+                assert!(row["allocs_per_transition"].as_f64().is_some(), "{row}");
+                assert!(row["peak_bytes"].as_u64().is_some(), "{row}");
+            }
+            // A skipped row says why; the hand-written floor never skips.
+            None => {
+                assert_ne!(engine, "handwritten", "{row}");
+                assert!(row["skipped"].as_str().is_some_and(|s| s.starts_with("skipped")), "{row}");
+            }
+        }
+    }
+    // Each engine runs at both history levels; the floor has none.
+    for engine in ["compiled", "interp"] {
+        for level in ["full", "express"] {
+            let count = rows.iter().filter(|r| r["engine"] == engine && r["history"] == level).count();
+            assert_eq!(count, 6, "{engine} at {level}");
+        }
+    }
+    assert_eq!(doc["compile"]["states"], 200);
+    assert!(doc["compile"]["lines_per_state"].as_f64().is_some_and(|l| l > 0.0), "{}", doc["compile"]);
+}
+
+#[test]
+fn rejects_unknown_arguments() {
+    let output = Command::new(env!("CARGO_BIN_EXE_wfc-bench")).arg("--fast").output().expect("runs");
+    assert_eq!(output.status.code(), Some(2));
+    let output = Command::new(env!("CARGO_BIN_EXE_wfc-bench")).args(["--only", "nope"]).output().expect("runs");
+    assert_eq!(output.status.code(), Some(2));
+}
