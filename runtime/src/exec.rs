@@ -40,6 +40,8 @@ pub struct RunOptions {
     pub seed: u64,
     /// Payload, history and nesting limits; [`Limits::default`] is what AWS enforces.
     pub limits: Limits,
+    /// Serverless Workflow events: consumed events are delivered here, produced ones collected.
+    pub events: crate::events::EventBus,
     /// The durable journal (feature `durable`): completed operations replay from it and new
     /// ones are checkpointed to its store. `None`: nothing is persisted.
     #[cfg(feature = "durable")]
@@ -54,6 +56,7 @@ impl RunOptions {
             name: None,
             seed: 0,
             limits: Limits::default(),
+            events: crate::events::EventBus::new(),
             #[cfg(feature = "durable")]
             journal: None,
         }
@@ -67,6 +70,7 @@ impl RunOptions {
             name: None,
             seed: 0,
             limits: Limits::default(),
+            events: crate::events::EventBus::new(),
             #[cfg(feature = "durable")]
             journal: None,
         }
@@ -81,6 +85,12 @@ impl RunOptions {
     /// Sets the random seed.
     pub fn with_seed(mut self, seed: u64) -> RunOptions {
         self.seed = seed;
+        self
+    }
+
+    /// Sets the event bus (Serverless Workflow events in and out).
+    pub fn with_events(mut self, events: crate::events::EventBus) -> RunOptions {
+        self.events = events;
         self
     }
 
@@ -187,6 +197,7 @@ struct Shared {
     started_at: Instant,
     rng: Mutex<StdRng>,
     limits: Limits,
+    events: crate::events::EventBus,
     /// Why the execution input was refused (too large or too deep), if it was.
     input_failure: Option<Failure>,
     #[cfg(feature = "durable")]
@@ -194,6 +205,11 @@ struct Shared {
 }
 
 impl Execution {
+    /// The execution's event bus (Serverless Workflow).
+    pub fn events(&self) -> &crate::events::EventBus {
+        &self.shared.events
+    }
+
     /// Starts an execution of `workflow` on `input`, recording `ExecutionStarted`.
     pub fn start(workflow: &Workflow, input: &Value, options: RunOptions) -> Execution {
         let RunOptions {
@@ -201,6 +217,7 @@ impl Execution {
             name,
             seed,
             limits,
+            events,
             #[cfg(feature = "durable")]
             journal,
         } = options;
@@ -229,6 +246,7 @@ impl Execution {
             started_at,
             rng: Mutex::new(StdRng::seed_from_u64(seed)),
             limits,
+            events,
             input_failure,
             clock,
             history: History::new(),

@@ -49,6 +49,14 @@ pub enum EventType {
     TaskSucceeded,
     TaskFailed,
     TaskTimedOut,
+    SwStateEntered,
+    SwStateExited,
+    SwStateRetried,
+    SwStateTimedOut,
+    SwIterationStarted,
+    SwBranchStarted,
+    EventConsumed,
+    EventProduced,
 }
 
 impl EventType {
@@ -94,6 +102,14 @@ impl EventType {
             EventType::TaskSucceeded => "TaskSucceeded",
             EventType::TaskFailed => "TaskFailed",
             EventType::TaskTimedOut => "TaskTimedOut",
+            EventType::SwStateEntered => "SwStateEntered",
+            EventType::SwStateExited => "SwStateExited",
+            EventType::SwStateRetried => "SwStateRetried",
+            EventType::SwStateTimedOut => "SwStateTimedOut",
+            EventType::SwIterationStarted => "SwIterationStarted",
+            EventType::SwBranchStarted => "SwBranchStarted",
+            EventType::EventConsumed => "EventConsumed",
+            EventType::EventProduced => "EventProduced",
         }
     }
 

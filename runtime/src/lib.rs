@@ -35,6 +35,7 @@ pub mod clock;
 #[cfg(feature = "durable")]
 pub mod durable;
 pub mod error;
+pub mod events;
 pub mod exec;
 pub mod history;
 pub mod interp;
@@ -43,6 +44,7 @@ pub mod io;
 pub mod limits;
 pub mod map;
 pub mod retry;
+pub mod sw;
 pub mod task;
 
 #[doc(hidden)]

@@ -55,7 +55,15 @@ impl<'a> Unit<'a> {
             Format::Yaml => "yaml",
             Format::Json => "json",
         };
-        Unit { key: format!("{:016x}{ext}", fnv1a(text.text.as_bytes())), text, workflow }
+        // The key covers the subflow registry too, so a changed sibling rebuilds the program.
+        let mut hashed = text.text.clone();
+        if wfc_runtime::sw::is_sw(workflow) {
+            for (path, sibling) in text.sw_siblings() {
+                hashed.push_str(&path);
+                hashed.push_str(&sibling);
+            }
+        }
+        Unit { key: format!("{:016x}{ext}", fnv1a(hashed.as_bytes())), text, workflow }
     }
 
     fn module(&self) -> String {
@@ -66,8 +74,25 @@ impl<'a> Unit<'a> {
     /// stem of its file, so the stored file keeps the workflow's name: both engines then report
     /// the same `stateMachineArn` in their histories.
     fn file_name(&self) -> String {
-        let ext = if self.key.ends_with("yaml") { "asl.yaml" } else { "asl.json" };
-        format!("{}.{ext}", self.workflow.name)
+        let lang = if wfc_runtime::sw::is_sw(self.workflow) { "sw" } else { "asl" };
+        let ext = if self.key.ends_with("yaml") { "yaml" } else { "json" };
+        format!("{}.{lang}.{ext}", self.workflow.name)
+    }
+
+    /// For a Serverless Workflow, the SW definitions next to it (its subflow registry), which
+    /// the macro finds next to the stored copy: (file name, text).
+    fn siblings(&self) -> Vec<(String, String)> {
+        if !wfc_runtime::sw::is_sw(self.workflow) {
+            return Vec::new();
+        }
+        self.text
+            .sw_siblings()
+            .into_iter()
+            .filter_map(|(path, text)| {
+                let name = Path::new(&path).file_name()?.to_str()?.to_owned();
+                Some((name, text))
+            })
+            .collect()
     }
 }
 
@@ -219,13 +244,23 @@ fn real_main() -> Result<Value, String> {
         options = options.with_name(name);
     }
     let input = request["input"].clone();
+    let bus = wfc_runtime::events::EventBus::new();
+    let options = options.with_events(bus.clone());
+    let events: Vec<(f64, Value)> = request["events"]
+        .as_array()
+        .map(|a| a.iter().map(|e| (e[0].as_f64().unwrap_or(0.0), e[1].clone())).collect())
+        .unwrap_or_default();
     let handler = Mocked { mocks };
     let result = match module.as_str() {
 "#,
     );
     for u in units {
         let m = u.module();
-        let _ = writeln!(s, "        {} => drive(virtual_time, {m}::run_with(&handler, input, options))?,", lit(&m));
+        let _ = writeln!(
+            s,
+            "        {} => drive(virtual_time, wfc_runtime::events::with_deliveries(&bus, events, {m}::run_with(&handler, input, options)))?,",
+            lit(&m)
+        );
     }
     s.push_str(
         r#"        other => return Err(format!("this program has no workflow module {other:?}")),
@@ -286,6 +321,11 @@ fn build(units: &[Unit<'_>]) -> Result<Program, String> {
     write_if_changed(&dir.join("src").join("main.rs"), &main_rs(units))?;
     for u in units {
         write_if_changed(&dir.join("workflows").join(&u.key).join(u.file_name()), &u.text.text)?;
+        for (name, text) in u.siblings() {
+            if name != u.file_name() {
+                write_if_changed(&dir.join("workflows").join(&u.key).join(name), &text)?;
+            }
+        }
     }
     // Start from the workspace's lock file so the program builds with the versions wfc was
     // tested with, and without a registry lookup when they are already downloaded.
@@ -358,6 +398,7 @@ pub(crate) fn execute(execution: &Execution<'_>) -> Result<Outcome, String> {
         "virtual_time": execution.virtual_time,
         "seed": execution.seed,
         "name": execution.name,
+        "events": execution.events.iter().map(|(at, e)| json!([at, e])).collect::<Vec<_>>(),
     });
     std::fs::write(&request_path, request.to_string())
         .map_err(|e| format!("cannot write {}: {e}", request_path.display()))?;

@@ -30,6 +30,8 @@ pub(crate) struct Execution<'a> {
     pub(crate) seed: u64,
     /// Execution name.
     pub(crate) name: Option<String>,
+    /// Serverless Workflow events to deliver: (seconds after the start, CloudEvent).
+    pub(crate) events: Vec<(f64, Value)>,
 }
 
 /// Runs one execution.
@@ -110,8 +112,10 @@ pub(crate) fn run_options(execution: &Execution<'_>) -> RunOptions {
 
 fn interp(execution: &Execution<'_>) -> Result<Outcome, String> {
     let handler = MockHandler::new(execution.mocks.clone());
-    let options = run_options(execution);
+    let bus = wfc_runtime::events::EventBus::new();
+    let options = run_options(execution).with_events(bus.clone());
     let run = wfc_runtime::interp::run(execution.workflow, &handler, execution.input.clone(), options);
+    let run = wfc_runtime::events::with_deliveries(&bus, execution.events.clone(), run);
     let result = if execution.virtual_time {
         wfc_runtime::block_on_virtual(run)
     } else {

@@ -102,6 +102,7 @@ pub(crate) fn run(args: &RunArgs) -> Exit {
         virtual_time: args.virtual_time,
         seed: args.seed,
         name: args.name.clone(),
+        events: Vec::new(),
     };
     match engine::execute(args.engine, &execution) {
         Ok(outcome) => {

@@ -109,6 +109,7 @@ fn run_case(
             virtual_time: true,
             seed: case.seed,
             name: Some(case.name.clone()),
+            events: case.events.clone(),
         };
         match engine::execute(engine, &execution) {
             Ok(outcome) => {

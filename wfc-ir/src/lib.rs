@@ -11,6 +11,7 @@ pub mod errors;
 pub mod graph;
 pub mod intrinsics;
 pub mod jsonpath;
+pub mod sw;
 pub mod timestamp;
 
 pub use graph::*;
