@@ -377,16 +377,7 @@ async fn follow(exec: &Execution, name: &str, next: &SwNext, output: Value) -> R
 }
 
 fn produce_event(exec: &Execution, p: &ProduceEvent, output: &Value) {
-    let data = match &p.data {
-        // A whole-payload expression selects from the state data like a filter does, keeping
-        // the name of what it selects (`{{ $.provisionedOrders }}` → `{"provisionedOrders": …}`).
-        Some(Value::String(s)) => match crate_expr(s) {
-            Some(e) if e.as_path().is_some() => state_filter(Some(&e), output.clone()),
-            _ => eval_template(&Value::String(s.clone()), output),
-        },
-        Some(t) => eval_template(t, output),
-        None => output.clone(),
-    };
+    let data = event_payload(p.data.as_ref(), output);
     let attributes: Vec<(String, String)> = p
         .context_attributes
         .iter()
@@ -402,10 +393,25 @@ fn produce_event(exec: &Execution, p: &ProduceEvent, output: &Value) {
     exec.record(EventType::EventProduced, json!({ "event": event }));
 }
 
-/// The error data expressions see: the draft's three spellings of one error.
+/// An event's payload from its `data`: a whole-payload expression selects from the state data
+/// like a filter does, keeping the name of what it selects (`{{ $.provisionedOrders }}` →
+/// `{"provisionedOrders": …}`); an object is a template; absent, the state data itself.
+fn event_payload(template: Option<&Value>, data: &Value) -> Value {
+    match template {
+        Some(Value::String(s)) => match crate_expr(s) {
+            Some(e) if e.as_path().is_some() => state_filter(Some(&e), data.clone()),
+            _ => eval_template(&Value::String(s.clone()), data),
+        },
+        Some(t) => eval_template(t, data),
+        None => data.clone(),
+    }
+}
+
+/// The error data expressions see: the draft's spellings of one error (`$.error`, `$.errors[…]`,
+/// `$.exceptions[…]`, and the Error Data Filter section's `$.exception`).
 fn error_data(f: &Failure) -> Value {
     let e = json!({ "name": f.error, "message": f.cause });
-    json!({ "error": e, "errors": [e], "exceptions": [e] })
+    json!({ "error": e, "errors": [e], "exceptions": [e], "exception": e })
 }
 
 /// The state's own work; returns the state data and, for a switch, where to go.
@@ -767,10 +773,7 @@ async fn action_result(exec: &Execution, name: &str, action: &Action, data: Valu
             }
         }
         ActionCall::Event { trigger, result, data: template, context_attributes } => {
-            let payload = match template {
-                Some(t) => eval_template(t, &input),
-                None => input,
-            };
+            let payload = event_payload(template.as_ref(), &input);
             let event = exec.events().produce(trigger, payload, context_attributes, exec.clock().now_rfc3339());
             exec.record(EventType::EventProduced, json!({ "name": name, "event": event }));
             match result {

@@ -308,6 +308,7 @@ impl<'a> Generator<'a> {
                     match resource {
                         #(#arms)*
                         other => {
+                            let _ = (input, ctx);
                             let failure = __wfc::Failure::runtime(::std::format!("the workflow has no function {:?}", other));
                             __wfc::FutureExt::boxed(async move { Err(failure) })
                         }

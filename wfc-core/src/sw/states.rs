@@ -581,7 +581,7 @@ impl Cx<'_, '_> {
             None => 1.0,
             Some(v) => match &v.kind {
                 crate::syntax::ValueKind::Number(n) if n.as_f64().is_some_and(|m| m >= 1.0) => n.as_f64().unwrap_or(1.0),
-                crate::syntax::ValueKind::String(s) if s.parse::<f64>().is_ok_and(|m| m >= 1.0) => s.parse().unwrap_or(1.0),
+                crate::syntax::ValueKind::String(s) if s.parse::<f64>().is_ok_and(|m| m.is_finite() && m >= 1.0) => s.parse().unwrap_or(1.0),
                 _ => {
                     self.error(codes::SW_BAD_VALUE, "`multiplier` must be a number of at least 1", v.span.clone());
                     1.0
