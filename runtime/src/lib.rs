@@ -44,6 +44,7 @@ pub mod io;
 pub mod limits;
 pub mod map;
 pub mod retry;
+pub mod schedule;
 pub mod sw;
 pub mod task;
 

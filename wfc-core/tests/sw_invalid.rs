@@ -169,7 +169,8 @@ fn invalid_definitions_point_at_the_problem_in_json_and_yaml() {
     for (what, j, y, code, starts) in CASES {
         for (path, text) in [("w.sw.json", json(j)), ("w.sw.yaml", yaml(y))] {
             let at = pointed(&text, code, path);
-            if !at.iter().any(|a| a.trim_start_matches(['{', '"', '[', ' ']).starts_with(starts)) {
+            let trim = |s: &str| s.trim_start_matches(['{', '"', '[', ' ']).to_owned();
+            if !at.iter().any(|a| trim(a).starts_with(&trim(starts))) {
                 let rendered = wfc_core::load(Source { path, text: &text }).err().map(|d| d.render(false)).unwrap_or_default();
                 failures.push(format!("{what} ({path}): expected {code} at `{starts}`, got {at:?}\n{rendered}"));
             }

@@ -7,6 +7,7 @@
 //! runtime; both depend on this leaf instead. That is how there is one semantics: a path the
 //! compiler accepted is the path the runtime evaluates, parsed by the same code.
 
+pub mod cron;
 pub mod errors;
 pub mod graph;
 pub mod intrinsics;

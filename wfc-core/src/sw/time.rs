@@ -125,43 +125,9 @@ pub fn parse_interval(text: &str) -> Result<Interval, String> {
     Ok(Interval { repeat, start, end, period_seconds: period })
 }
 
-/// Checks a cron expression: five fields (minute hour day-of-month month day-of-week) or six
-/// (with seconds first), each `*`, a number, a range, a list or a step, in range.
+/// Checks a cron expression (see [`wfc_ir::cron`]).
 pub fn check_cron(text: &str) -> Result<(), String> {
-    let fields: Vec<&str> = text.split_whitespace().collect();
-    let ranges: &[(u32, u32)] = match fields.len() {
-        5 => &[(0, 59), (0, 23), (1, 31), (1, 12), (0, 7)],
-        6 => &[(0, 59), (0, 59), (0, 23), (1, 31), (1, 12), (0, 7)],
-        n => return Err(format!("`{text}` has {n} fields; a cron expression has 5 (or 6 with seconds)")),
-    };
-    for (field, &(lo, hi)) in fields.iter().zip(ranges) {
-        for item in field.split(',') {
-            let (range, step) = match item.split_once('/') {
-                Some((r, s)) => (r, Some(s)),
-                None => (item, None),
-            };
-            if let Some(s) = step {
-                match s.parse::<u32>() {
-                    Ok(n) if n > 0 => {}
-                    _ => return Err(format!("`{text}`: `{s}` is not a step")),
-                }
-            }
-            if range == "*" || range == "?" {
-                continue;
-            }
-            let bounds: Vec<&str> = range.split('-').collect();
-            if bounds.len() > 2 || bounds.iter().any(|b| b.is_empty()) {
-                return Err(format!("`{text}`: `{item}` is not a cron value, range, list or step"));
-            }
-            for b in bounds {
-                let n: u32 = b.parse().map_err(|_| format!("`{text}`: `{b}` is not a number"))?;
-                if n < lo || n > hi {
-                    return Err(format!("`{text}`: `{n}` is out of range {lo}–{hi} for its field"));
-                }
-            }
-        }
-    }
-    Ok(())
+    wfc_ir::cron::Cron::parse(text).map(|_| ())
 }
 
 #[cfg(test)]
