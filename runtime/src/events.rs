@@ -114,9 +114,10 @@ impl EventBus {
             notified.as_mut().enable();
             let closed = {
                 let mut state = self.lock();
-                let found = state.inbox.iter().enumerate().find_map(|(pos, e)| {
-                    defs.iter().position(|d| matches(d, e, &state.correlation)).map(|i| (pos, i))
-                });
+                let found =
+                    state.inbox.iter().enumerate().find_map(|(pos, e)| {
+                        defs.iter().position(|d| matches(d, e, &state.correlation)).map(|i| (pos, i))
+                    });
                 if let Some((pos, i)) = found {
                     let event = state.inbox.remove(pos).unwrap_or(Value::Null);
                     if let Some(def) = defs.get(i) {
@@ -135,7 +136,10 @@ impl EventBus {
                     let names: Vec<&str> = defs.iter().map(|d| d.name.as_str()).collect();
                     return Err(Failure::new(
                         NO_EVENT,
-                        format!("waiting for {} without a timeout, but no more events will be delivered", names.join(" or ")),
+                        format!(
+                            "waiting for {} without a timeout, but no more events will be delivered",
+                            names.join(" or ")
+                        ),
                     ));
                 }
                 (true, Some(d)) => {

@@ -119,7 +119,12 @@ mod tests {
     #[test]
     fn repeating_intervals() {
         let every = |repeat, start: Option<&str>, end: Option<&str>, secs| Schedule {
-            interval: Some(Interval { repeat, start: start.map(Into::into), end: end.map(Into::into), period_seconds: secs }),
+            interval: Some(Interval {
+                repeat,
+                start: start.map(Into::into),
+                end: end.map(Into::into),
+                period_seconds: secs,
+            }),
             cron: None,
             timezone: None,
             direct_invoke: true,

@@ -66,7 +66,12 @@ pub fn meta(workflow: &Workflow) -> Option<&SwWorkflowMeta> {
 }
 
 /// Runs a whole SW workflow with the interpreter.
-pub async fn run(workflow: &Workflow, functions: &dyn DynHandler, input: Value, options: RunOptions) -> ExecutionResult {
+pub async fn run(
+    workflow: &Workflow,
+    functions: &dyn DynHandler,
+    input: Value,
+    options: RunOptions,
+) -> ExecutionResult {
     let exec = Execution::start(workflow, &input, options);
     let machine = &workflow.machine;
     run_top(workflow, &exec, input, |input| run_machine_top(&exec, machine, functions, input)).await
@@ -130,7 +135,9 @@ pub fn run_machine<'a>(
         let mut input = input;
         loop {
             let Some(state) = machine.states.get(id) else {
-                return Err(Failure::runtime(format!("the state machine has no state number {id} (a corrupted definition)")));
+                return Err(Failure::runtime(format!(
+                    "the state machine has no state number {id} (a corrupted definition)"
+                )));
             };
             let StateKind::Sw(spec) = &state.kind else {
                 return Err(Failure::runtime(format!("state {:?} is not a Serverless Workflow state", state.name)));
@@ -325,7 +332,10 @@ pub async fn step(
                 {
                     let delay = r.interval_seconds * r.multiplier.powi(i32::try_from(*count).unwrap_or(i32::MAX));
                     *count += 1;
-                    exec.record(EventType::SwStateRetried, json!({ "name": name, "error": f.error, "attempt": *count, "delaySeconds": delay }));
+                    exec.record(
+                        EventType::SwStateRetried,
+                        json!({ "name": name, "error": f.error, "attempt": *count, "delaySeconds": delay }),
+                    );
                     tokio::time::sleep(Duration::try_from_secs_f64(delay.max(0.0)).unwrap_or(Duration::MAX)).await;
                     continue;
                 }
@@ -358,7 +368,10 @@ async fn follow(exec: &Execution, name: &str, next: &SwNext, output: Value) -> R
             {
                 return Err(Failure::new(
                     GUARD_FAILED,
-                    format!("the transition out of state {name:?} is guarded by {:?}, which does not hold on the state's output", g.text),
+                    format!(
+                        "the transition out of state {name:?} is guarded by {:?}, which does not hold on the state's output",
+                        g.text
+                    ),
                 ));
             }
             if let Some(p) = produce {
@@ -442,13 +455,18 @@ async fn work<'s>(
                 return match exec.events().wait(&defs, timeout).await? {
                     Some((i, event)) => {
                         consumed(exec, name, &event);
-                        let Some(cond) = events.get(i) else { return Err(Failure::runtime("event condition out of range")) };
+                        let Some(cond) = events.get(i) else {
+                            return Err(Failure::runtime("event condition out of range"));
+                        };
                         merge_event(&mut data, cond.filter.as_ref(), &event, &cond.event);
                         Ok((data, Some(&cond.next)))
                     }
                     None => match default {
                         Some(d) => Ok((data, Some(d))),
-                        None => Err(Failure::new(TIMEOUT, format!("state {name:?}: no event arrived within the eventTimeout"))),
+                        None => Err(Failure::new(
+                            TIMEOUT,
+                            format!("state {name:?}: no event arrived within the eventTimeout"),
+                        )),
                     },
                 };
             }
@@ -459,7 +477,10 @@ async fn work<'s>(
             }
             match default {
                 Some(d) => Ok((data, Some(d))),
-                None => Err(Failure::new(NO_CONDITION, format!("state {name:?}: no condition holds and there is no default"))),
+                None => Err(Failure::new(
+                    NO_CONDITION,
+                    format!("state {name:?}: no condition holds and there is no default"),
+                )),
             }
         }
         SwKind::Event { exclusive, on_events, timeout } => {
@@ -489,7 +510,9 @@ async fn work<'s>(
                 let mut got: Vec<(usize, &EventDef, Value)> = Vec::new();
                 while !wanted.is_empty() {
                     let refs: Vec<&EventDef> = wanted.iter().map(|(_, e)| *e).collect();
-                    let Some((k, event)) = exec.events().wait(&refs, remaining()).await? else { return timed_out(data) };
+                    let Some((k, event)) = exec.events().wait(&refs, remaining()).await? else {
+                        return timed_out(data);
+                    };
                     consumed(exec, name, &event);
                     let (i, def) = wanted.remove(k);
                     got.push((i, def, event));
@@ -506,7 +529,10 @@ async fn work<'s>(
         SwKind::Callback { action, event, event_filter, timeout } => {
             data = run_action(exec, name, action, data, functions).await?;
             let Some((_, ev)) = exec.events().wait(&[event], timeout.map(secs)).await? else {
-                return Err(Failure::new(TIMEOUT, format!("state {name:?}: the callback event did not arrive within its timeout")));
+                return Err(Failure::new(
+                    TIMEOUT,
+                    format!("state {name:?}: the callback event did not arrive within its timeout"),
+                ));
             };
             consumed(exec, name, &ev);
             merge_event(&mut data, event_filter.as_ref(), &ev, event);
@@ -526,7 +552,11 @@ async fn work<'s>(
                 other => {
                     return Err(Failure::new(
                         DATA,
-                        format!("state {name:?}: inputCollection {:?} selects {}, not an array", input_collection.text, kind_of(&other)),
+                        format!(
+                            "state {name:?}: inputCollection {:?} selects {}, not an array",
+                            input_collection.text,
+                            kind_of(&other)
+                        ),
                     ));
                 }
             };
@@ -656,13 +686,24 @@ fn set_at(data: &mut Value, path: &wfc_ir::Path, value: Value) {
 }
 
 /// Runs a subflow's machine on `input` on its own line of control.
-async fn run_sub(exec: &Execution, workflow: &Workflow, functions: &dyn DynHandler, input: Value) -> Result<Value, Failure> {
+async fn run_sub(
+    exec: &Execution,
+    workflow: &Workflow,
+    functions: &dyn DynHandler,
+    input: Value,
+) -> Result<Value, Failure> {
     let line = exec.branch();
     run_machine(&line, &workflow.machine, functions, input).await
 }
 
 /// A foreach iteration: the last action's filtered result (or the subflow's output).
-async fn run_body(exec: &Execution, name: &str, body: &Body, input: Value, functions: &dyn DynHandler) -> Result<Value, Failure> {
+async fn run_body(
+    exec: &Execution,
+    name: &str,
+    body: &Body,
+    input: Value,
+    functions: &dyn DynHandler,
+) -> Result<Value, Failure> {
     match body {
         Body::Actions(actions) => {
             let mut data = input;
@@ -722,7 +763,13 @@ async fn run_actions(
     }
 }
 
-async fn run_action(exec: &Execution, name: &str, action: &Action, data: Value, functions: &dyn DynHandler) -> Result<Value, Failure> {
+async fn run_action(
+    exec: &Execution,
+    name: &str,
+    action: &Action,
+    data: Value,
+    functions: &dyn DynHandler,
+) -> Result<Value, Failure> {
     Ok(action_with_result(exec, name, action, data, functions).await?.0)
 }
 
@@ -744,7 +791,13 @@ async fn action_with_result(
 }
 
 /// Runs an action on the state data and returns its raw result.
-async fn action_result(exec: &Execution, name: &str, action: &Action, data: Value, functions: &dyn DynHandler) -> Result<Value, Failure> {
+async fn action_result(
+    exec: &Execution,
+    name: &str,
+    action: &Action,
+    data: Value,
+    functions: &dyn DynHandler,
+) -> Result<Value, Failure> {
     let input = state_filter(action.input_filter.as_ref(), data);
     match &action.call {
         ActionCall::Function { function, parameters } => {
@@ -754,7 +807,9 @@ async fn action_result(exec: &Execution, name: &str, action: &Action, data: Valu
             };
             exec.record(EventType::TaskScheduled, json!({ "name": name, "resource": function, "parameters": params }));
             let ctx = TaskContext::new(name, function.as_str(), 0, exec.name());
-            let attempt = run_attempt(|| functions.call(function, params, ctx.clone()), &ctx, action.timeout.map(secs), None).await;
+            let attempt =
+                run_attempt(|| functions.call(function, params, ctx.clone()), &ctx, action.timeout.map(secs), None)
+                    .await;
             match attempt {
                 Attempt::Succeeded(v) => {
                     exec.limits().check_payload(name, &v)?;
@@ -762,12 +817,21 @@ async fn action_result(exec: &Execution, name: &str, action: &Action, data: Valu
                     Ok(v)
                 }
                 Attempt::Failed(f) => {
-                    exec.record(EventType::TaskFailed, json!({ "name": name, "resource": function, "error": f.error, "cause": f.cause }));
+                    exec.record(
+                        EventType::TaskFailed,
+                        json!({ "name": name, "resource": function, "error": f.error, "cause": f.cause }),
+                    );
                     Err(f)
                 }
                 Attempt::TimedOut(_) => {
-                    let f = Failure::new(TIMEOUT, format!("function {function:?} did not finish within the action's timeout"));
-                    exec.record(EventType::TaskTimedOut, json!({ "name": name, "resource": function, "error": f.error, "cause": f.cause }));
+                    let f = Failure::new(
+                        TIMEOUT,
+                        format!("function {function:?} did not finish within the action's timeout"),
+                    );
+                    exec.record(
+                        EventType::TaskTimedOut,
+                        json!({ "name": name, "resource": function, "error": f.error, "cause": f.cause }),
+                    );
                     Err(f)
                 }
             }
@@ -783,7 +847,13 @@ async fn action_result(exec: &Execution, name: &str, action: &Action, data: Valu
                         consumed(exec, name, &ev);
                         Ok(ev.get("data").cloned().unwrap_or(Value::Null))
                     }
-                    None => Err(Failure::new(TIMEOUT, format!("state {name:?}: the result event {:?} did not arrive within the action's timeout", def.name))),
+                    None => Err(Failure::new(
+                        TIMEOUT,
+                        format!(
+                            "state {name:?}: the result event {:?} did not arrive within the action's timeout",
+                            def.name
+                        ),
+                    )),
                 },
             }
         }

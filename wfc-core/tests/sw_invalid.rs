@@ -9,11 +9,15 @@ type Case = (&'static str, &'static str, &'static str, &'static str, &'static st
 const FN: &str = r#""functions": [{"name": "greet", "resource": "r"}],"#;
 
 fn json(body: &str) -> String {
-    format!("{{\n\"id\": \"w\",\n\"name\": \"W\",\n{FN}\n\"events\": [{{\"name\": \"Go\", \"type\": \"go\", \"source\": \"s\"}}],\n\"states\": [\n{body}\n]\n}}\n")
+    format!(
+        "{{\n\"id\": \"w\",\n\"name\": \"W\",\n{FN}\n\"events\": [{{\"name\": \"Go\", \"type\": \"go\", \"source\": \"s\"}}],\n\"states\": [\n{body}\n]\n}}\n"
+    )
 }
 
 fn yaml(body: &str) -> String {
-    format!("id: w\nname: W\nfunctions:\n- name: greet\n  resource: r\nevents:\n- name: Go\n  type: go\n  source: s\nstates:\n{body}")
+    format!(
+        "id: w\nname: W\nfunctions:\n- name: greet\n  resource: r\nevents:\n- name: Go\n  type: go\n  source: s\nstates:\n{body}"
+    )
 }
 
 const CASES: &[Case] = &[
@@ -171,7 +175,8 @@ fn invalid_definitions_point_at_the_problem_in_json_and_yaml() {
             let at = pointed(&text, code, path);
             let trim = |s: &str| s.trim_start_matches(['{', '"', '[', ' ']).to_owned();
             if !at.iter().any(|a| trim(a).starts_with(&trim(starts))) {
-                let rendered = wfc_core::load(Source { path, text: &text }).err().map(|d| d.render(false)).unwrap_or_default();
+                let rendered =
+                    wfc_core::load(Source { path, text: &text }).err().map(|d| d.render(false)).unwrap_or_default();
                 failures.push(format!("{what} ({path}): expected {code} at `{starts}`, got {at:?}\n{rendered}"));
             }
         }

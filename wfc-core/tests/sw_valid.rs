@@ -16,7 +16,12 @@ fn files() -> Vec<(String, String)> {
         .expect("corpus")
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.to_string_lossy().contains(".sw."))
-        .map(|p| (p.file_name().unwrap_or_default().to_string_lossy().into_owned(), std::fs::read_to_string(&p).expect("read")))
+        .map(|p| {
+            (
+                p.file_name().unwrap_or_default().to_string_lossy().into_owned(),
+                std::fs::read_to_string(&p).expect("read"),
+            )
+        })
         .collect();
     out.sort();
     out
@@ -76,8 +81,13 @@ fn json_and_yaml_twins_lower_to_the_same_ir() {
         let yaml_path = path.replace(".sw.json", ".sw.yaml");
         let Some((_, yaml)) = all.iter().find(|(p, _)| *p == yaml_path) else { continue };
         let a = wfc_core::load_with(Source { path, text }, &settings(&all, path)).expect("json loads");
-        let b = wfc_core::load_with(Source { path: &yaml_path, text: yaml }, &settings(&all, &yaml_path)).expect("yaml loads");
-        assert_eq!(ir_without_locations(&a.workflow), ir_without_locations(&b.workflow), "{path} and {yaml_path} differ");
+        let b = wfc_core::load_with(Source { path: &yaml_path, text: yaml }, &settings(&all, &yaml_path))
+            .expect("yaml loads");
+        assert_eq!(
+            ir_without_locations(&a.workflow),
+            ir_without_locations(&b.workflow),
+            "{path} and {yaml_path} differ"
+        );
         pairs += 1;
     }
     assert!(pairs >= 15, "only {pairs} JSON/YAML pairs");
@@ -88,6 +98,7 @@ fn every_sw_function_is_a_handler_method() {
     let all = files();
     let (path, text) = all.iter().find(|(p, _)| p == "jobmonitoring.sw.json").expect("example");
     let loaded = wfc_core::load_with(Source { path, text }, &settings(&all, path)).expect("loads");
-    let methods: Vec<String> = wfc_core::codegen::handler_methods(&loaded.workflow).into_iter().map(|(_, m, _)| m).collect();
+    let methods: Vec<String> =
+        wfc_core::codegen::handler_methods(&loaded.workflow).into_iter().map(|(_, m, _)| m).collect();
     assert_eq!(methods, ["check_job_status", "report_job_failed", "report_job_suceeded", "submit_job"]);
 }

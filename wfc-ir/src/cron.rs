@@ -40,7 +40,8 @@ fn field(text: &str, lo: u32, hi: u32, whole: &str) -> Result<(u64, bool), Strin
         } else {
             let mut ends = range.split('-');
             let num = |s: Option<&str>| -> Result<u32, String> {
-                let s = s.filter(|s| !s.is_empty()).ok_or_else(|| format!("`{whole}`: `{item}` is not a cron value"))?;
+                let s =
+                    s.filter(|s| !s.is_empty()).ok_or_else(|| format!("`{whole}`: `{item}` is not a cron value"))?;
                 let n: u32 = s.parse().map_err(|_| format!("`{whole}`: `{s}` is not a number"))?;
                 if n < lo || n > hi {
                     return Err(format!("`{whole}`: `{n}` is out of range {lo}–{hi} for its field"));
@@ -139,11 +140,20 @@ mod tests {
     #[test]
     fn next_fire_times() {
         let c = Cron::parse("*/15 * * * *").expect("valid");
-        assert_eq!(c.next_after(&at("2024-01-01T00:07:30Z")).map(|z| z.timestamp().to_string()), Some("2024-01-01T00:15:00Z".into()));
+        assert_eq!(
+            c.next_after(&at("2024-01-01T00:07:30Z")).map(|z| z.timestamp().to_string()),
+            Some("2024-01-01T00:15:00Z".into())
+        );
         let q = Cron::parse("0 0/15 * * * ?").expect("valid");
-        assert_eq!(q.next_after(&at("2024-01-01T00:15:00Z")).map(|z| z.timestamp().to_string()), Some("2024-01-01T00:30:00Z".into()));
+        assert_eq!(
+            q.next_after(&at("2024-01-01T00:15:00Z")).map(|z| z.timestamp().to_string()),
+            Some("2024-01-01T00:30:00Z".into())
+        );
         let d = Cron::parse("0 9 8 * *").expect("valid");
-        assert_eq!(d.next_after(&at("2024-01-08T09:00:00Z")).map(|z| z.timestamp().to_string()), Some("2024-02-08T09:00:00Z".into()));
+        assert_eq!(
+            d.next_after(&at("2024-01-08T09:00:00Z")).map(|z| z.timestamp().to_string()),
+            Some("2024-02-08T09:00:00Z".into())
+        );
         assert_eq!(Cron::parse("0 0 31 2 *").expect("valid").next_after(&at("2024-01-01T00:00:00Z")), None);
     }
 

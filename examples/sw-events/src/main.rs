@@ -53,9 +53,33 @@ fn cloud_event(event_type: &str, source: &str, order_id: &str, data: Value) -> V
 fn run(services: &Services) -> (ExecutionResult, Vec<Value>) {
     let bus = EventBus::new();
     let schedule = vec![
-        (0.0, cloud_event("shop.order.placed", "shop", "o-1", json!({ "order": { "id": "o-1", "total": 42.5, "items": [{ "sku": "mug" }, { "sku": "tea" }] } }))),
-        (60.0, cloud_event("bank.payment.confirmed", "bank", "o-2", json!({ "payment": { "status": "paid", "order": "o-2" } }))),
-        (120.0, cloud_event("bank.payment.confirmed", "bank", "o-1", json!({ "payment": { "status": "paid", "order": "o-1" } }))),
+        (
+            0.0,
+            cloud_event(
+                "shop.order.placed",
+                "shop",
+                "o-1",
+                json!({ "order": { "id": "o-1", "total": 42.5, "items": [{ "sku": "mug" }, { "sku": "tea" }] } }),
+            ),
+        ),
+        (
+            60.0,
+            cloud_event(
+                "bank.payment.confirmed",
+                "bank",
+                "o-2",
+                json!({ "payment": { "status": "paid", "order": "o-2" } }),
+            ),
+        ),
+        (
+            120.0,
+            cloud_event(
+                "bank.payment.confirmed",
+                "bank",
+                "o-1",
+                json!({ "payment": { "status": "paid", "order": "o-1" } }),
+            ),
+        ),
     ];
     let options = RunOptions::virtual_time().with_name("fulfilment-o-1").with_events(bus.clone());
     let result = wfc_runtime::block_on_virtual(with_deliveries(

@@ -49,13 +49,24 @@ pub fn load(source: Source<'_>, registry: &[(String, String)]) -> Result<Loaded,
     load_nested(source, registry, &mut Vec::new())
 }
 
-fn load_nested(source: Source<'_>, registry: &[(String, String)], stack: &mut Vec<String>) -> Result<Loaded, Diagnostics> {
+fn load_nested(
+    source: Source<'_>,
+    registry: &[(String, String)],
+    stack: &mut Vec<String>,
+) -> Result<Loaded, Diagnostics> {
     let format = Format::from_path(source.path);
     let (tree, syntax_diags) = syntax::parse_recovering(source.text, format);
     let Some(tree) = tree else {
         return Err(Diagnostics::new(source.path, source.text, syntax_diags));
     };
-    let mut cx = Cx { text: source.text, lines: LineIndex::new(source.text), diags: syntax_diags, registry, stack, state_spans: Vec::new() };
+    let mut cx = Cx {
+        text: source.text,
+        lines: LineIndex::new(source.text),
+        diags: syntax_diags,
+        registry,
+        stack,
+        state_spans: Vec::new(),
+    };
     let workflow = cx.workflow(&tree, source.path);
     let diags = Diagnostics::new(source.path, source.text, cx.diags);
     match workflow {
@@ -88,7 +99,19 @@ struct Defs {
     states: HashMap<String, usize>,
 }
 
-const STATE_COMMON: &[&str] = &["name", "type", "start", "end", "transition", "stateDataFilter", "retry", "onError", "metadata", "dataInputSchema", "dataOutputSchema"];
+const STATE_COMMON: &[&str] = &[
+    "name",
+    "type",
+    "start",
+    "end",
+    "transition",
+    "stateDataFilter",
+    "retry",
+    "onError",
+    "metadata",
+    "dataInputSchema",
+    "dataOutputSchema",
+];
 
 impl Cx<'_, '_> {
     fn error(&mut self, code: &'static str, message: impl Into<String>, span: Range<usize>) {
@@ -112,7 +135,11 @@ impl Cx<'_, '_> {
         match v.as_str() {
             Some(s) => Some(s.to_owned()),
             None => {
-                self.error(codes::SW_WRONG_TYPE, format!("{what} must be a string, not {}", v.kind.type_name()), v.span.clone());
+                self.error(
+                    codes::SW_WRONG_TYPE,
+                    format!("{what} must be a string, not {}", v.kind.type_name()),
+                    v.span.clone(),
+                );
                 None
             }
         }
@@ -127,7 +154,11 @@ impl Cx<'_, '_> {
         match v.as_array() {
             Some(a) => a,
             None => {
-                self.error(codes::SW_WRONG_TYPE, format!("{what} must be an array, not {}", v.kind.type_name()), v.span.clone());
+                self.error(
+                    codes::SW_WRONG_TYPE,
+                    format!("{what} must be an array, not {}", v.kind.type_name()),
+                    v.span.clone(),
+                );
                 &[]
             }
         }
@@ -137,7 +168,11 @@ impl Cx<'_, '_> {
         if v.as_object().is_some() {
             return true;
         }
-        self.error(codes::SW_WRONG_TYPE, format!("{what} must be an object, not {}", v.kind.type_name()), v.span.clone());
+        self.error(
+            codes::SW_WRONG_TYPE,
+            format!("{what} must be an object, not {}", v.kind.type_name()),
+            v.span.clone(),
+        );
         false
     }
 
@@ -145,9 +180,11 @@ impl Cx<'_, '_> {
         let Some(entries) = obj.as_object() else { return };
         for (k, _) in entries {
             if !allowed.contains(&k.name.as_str()) && !extra.contains(&k.name.as_str()) {
-                self.diags.push(
-                    Diagnostic::warning(codes::SW_UNKNOWN_FIELD, format!("{what} has an unknown field `{}`; it is ignored", k.name), k.span.clone()),
-                );
+                self.diags.push(Diagnostic::warning(
+                    codes::SW_UNKNOWN_FIELD,
+                    format!("{what} has an unknown field `{}`; it is ignored", k.name),
+                    k.span.clone(),
+                ));
             }
         }
     }
@@ -182,7 +219,11 @@ impl Cx<'_, '_> {
     fn condition(&mut self, v: &SpannedValue, what: &str) -> Option<Expr> {
         let e = self.expr(v, what)?;
         if !e.parts.iter().any(|p| matches!(p, ExprPart::Path(_))) {
-            self.error(codes::SW_BAD_EXPRESSION, format!("{what} holds no `{{{{ JsonPath }}}}` expression"), v.span.clone());
+            self.error(
+                codes::SW_BAD_EXPRESSION,
+                format!("{what} holds no `{{{{ JsonPath }}}}` expression"),
+                v.span.clone(),
+            );
             return None;
         }
         if e.as_path().is_none() {
@@ -241,7 +282,21 @@ impl Cx<'_, '_> {
         }
         self.unknown_fields(
             tree,
-            &["id", "name", "description", "version", "schemaVersion", "metadata", "functions", "events", "states", "dataInputSchema", "dataOutputSchema", "expressionLanguage", "extensions"],
+            &[
+                "id",
+                "name",
+                "description",
+                "version",
+                "schemaVersion",
+                "metadata",
+                "functions",
+                "events",
+                "states",
+                "dataInputSchema",
+                "dataOutputSchema",
+                "expressionLanguage",
+                "extensions",
+            ],
             &[],
             "the workflow",
         );
@@ -259,8 +314,14 @@ impl Cx<'_, '_> {
                 if !self.is_object(f, "a function definition") {
                     continue;
                 }
-                self.unknown_fields(f, &["name", "resource", "type", "metadata", "operation"], &[], "a function definition");
-                let fname = self.required(f, "name", "a function definition").and_then(|v| self.string(v, "a function `name`"));
+                self.unknown_fields(
+                    f,
+                    &["name", "resource", "type", "metadata", "operation"],
+                    &[],
+                    "a function definition",
+                );
+                let fname =
+                    self.required(f, "name", "a function definition").and_then(|v| self.string(v, "a function `name`"));
                 let resource = self
                     .opt_string(f, "resource", "a function")
                     .or_else(|| self.opt_string(f, "operation", "a function"));
@@ -269,7 +330,11 @@ impl Cx<'_, '_> {
                 }
                 if let Some(n) = fname {
                     if defs.functions.contains_key(&n) {
-                        self.error(codes::SW_DUPLICATE_NAME, format!("the function `{n}` is defined twice"), f.get("name").map_or(f.span.clone(), |v| v.span.clone()));
+                        self.error(
+                            codes::SW_DUPLICATE_NAME,
+                            format!("the function `{n}` is defined twice"),
+                            f.get("name").map_or(f.span.clone(), |v| v.span.clone()),
+                        );
                     }
                     let resource = resource.unwrap_or_default();
                     defs.functions.insert(n.clone(), resource.clone());
@@ -281,7 +346,11 @@ impl Cx<'_, '_> {
             for e in self.array(es, "`events`") {
                 if let Some(def) = self.event_def(e) {
                     if defs.events.contains_key(&def.name) {
-                        self.error(codes::SW_DUPLICATE_NAME, format!("the event `{}` is defined twice", def.name), e.span.clone());
+                        self.error(
+                            codes::SW_DUPLICATE_NAME,
+                            format!("the event `{}` is defined twice", def.name),
+                            e.span.clone(),
+                        );
                     }
                     defs.events.insert(def.name.clone(), def);
                 }
@@ -292,14 +361,22 @@ impl Cx<'_, '_> {
         let states_v = self.required(tree, "states", "the workflow")?;
         let states = self.array(states_v, "`states`");
         if states.is_empty() {
-            self.error(codes::SW_MISSING_FIELD, "`states` is empty: a workflow needs at least one state", states_v.span.clone());
+            self.error(
+                codes::SW_MISSING_FIELD,
+                "`states` is empty: a workflow needs at least one state",
+                states_v.span.clone(),
+            );
             return None;
         }
         // Names first, so transitions resolve on the spot.
         for (i, s) in states.iter().enumerate() {
             if let Some(n) = s.get("name").and_then(SpannedValue::as_str) {
                 if defs.states.contains_key(n) {
-                    self.error(codes::SW_DUPLICATE_NAME, format!("two states are named `{n}`"), s.get("name").map_or(s.span.clone(), |v| v.span.clone()));
+                    self.error(
+                        codes::SW_DUPLICATE_NAME,
+                        format!("two states are named `{n}`"),
+                        s.get("name").map_or(s.span.clone(), |v| v.span.clone()),
+                    );
                 } else {
                     defs.states.insert(n.to_owned(), i);
                 }
@@ -322,7 +399,11 @@ impl Cx<'_, '_> {
             }
         }
         let Some((start_at, _)) = start else {
-            self.error(codes::SW_NO_START, "no state has `start`: mark the first state with `\"start\": {\"kind\": \"default\"}`", states_v.span.clone());
+            self.error(
+                codes::SW_NO_START,
+                "no state has `start`: mark the first state with `\"start\": {\"kind\": \"default\"}`",
+                states_v.span.clone(),
+            );
             return None;
         };
         self.state_spans = states.iter().map(|s| s.span.clone()).collect();
@@ -334,7 +415,8 @@ impl Cx<'_, '_> {
         self.reachability(&states, start_at, tree);
         let id = id.unwrap_or_default();
         if let Some(State { kind: StateKind::Sw(sw), .. }) = states.get_mut(start_at) {
-            sw.workflow = Some(Box::new(SwWorkflowMeta { id: id.clone(), input_schema, output_schema, schedule, functions }));
+            sw.workflow =
+                Some(Box::new(SwWorkflowMeta { id: id.clone(), input_schema, output_schema, schedule, functions }));
         }
         let file_name = {
             let file = path.rsplit(['/', '\\']).next().unwrap_or(path);
@@ -356,7 +438,11 @@ impl Cx<'_, '_> {
             ValueKind::Object(_) => {
                 let schema = v.to_json();
                 if let Err(e) = jsonschema::validator_for(&schema) {
-                    self.error(codes::SW_BAD_SCHEMA, format!("`{key}` is not a valid JSON Schema: {e}"), v.span.clone());
+                    self.error(
+                        codes::SW_BAD_SCHEMA,
+                        format!("`{key}` is not a valid JSON Schema: {e}"),
+                        v.span.clone(),
+                    );
                 }
                 Some(schema)
             }
@@ -379,9 +465,15 @@ impl Cx<'_, '_> {
         if !self.is_object(e, "an event definition") {
             return None;
         }
-        self.unknown_fields(e, &["name", "source", "type", "kind", "correlation", "metadata"], &[], "an event definition");
+        self.unknown_fields(
+            e,
+            &["name", "source", "type", "kind", "correlation", "metadata"],
+            &[],
+            "an event definition",
+        );
         let name = self.required(e, "name", "an event definition").and_then(|v| self.string(v, "an event `name`"));
-        let event_type = self.required(e, "type", "an event definition").and_then(|v| self.string(v, "an event `type`"));
+        let event_type =
+            self.required(e, "type", "an event definition").and_then(|v| self.string(v, "an event `type`"));
         let source = self.opt_string(e, "source", "an event");
         let produced = match e.get("kind") {
             None => false,
@@ -400,7 +492,10 @@ impl Cx<'_, '_> {
                 if !self.is_object(item, "a correlation definition") {
                     continue;
                 }
-                let Some(n) = self.required(item, "contextAttributeName", "a correlation definition").and_then(|v| self.string(v, "`contextAttributeName`")) else {
+                let Some(n) = self
+                    .required(item, "contextAttributeName", "a correlation definition")
+                    .and_then(|v| self.string(v, "`contextAttributeName`"))
+                else {
                     continue;
                 };
                 let value = self.opt_string(item, "contextAttributeValue", "a correlation");
@@ -417,9 +512,7 @@ impl Cx<'_, '_> {
         if !self.is_object(st, "`start`") {
             return None;
         }
-        let kind = self.required(st, "kind", "`start`").and_then(|v| v.as_str().map(str::to_owned).or_else(|| {
-            None
-        }));
+        let kind = self.required(st, "kind", "`start`").and_then(|v| v.as_str().map(str::to_owned).or_else(|| None));
         match kind.as_deref() {
             Some("default") | None => None,
             Some("scheduled") => {
@@ -447,7 +540,11 @@ impl Cx<'_, '_> {
                 let timezone = sch.get("timezone").and_then(|v| {
                     let text = self.string(v, "`timezone`")?;
                     if jiff::tz::TimeZone::get(&text).is_err() {
-                        self.error(codes::SW_BAD_CRON, format!("`timezone`: `{text}` is not an IANA time zone"), v.span.clone());
+                        self.error(
+                            codes::SW_BAD_CRON,
+                            format!("`timezone`: `{text}` is not an IANA time zone"),
+                            v.span.clone(),
+                        );
                     }
                     Some(text)
                 });
@@ -502,7 +599,11 @@ impl Cx<'_, '_> {
         for (i, s) in states.iter().enumerate() {
             if !seen[i] {
                 let span = self.state_spans.get(i).cloned().unwrap_or(0..0);
-                self.diags.push(Diagnostic::warning(codes::SW_UNREACHABLE, format!("the state `{}` is never reached", s.name), span));
+                self.diags.push(Diagnostic::warning(
+                    codes::SW_UNREACHABLE,
+                    format!("the state `{}` is never reached", s.name),
+                    span,
+                ));
             }
         }
     }

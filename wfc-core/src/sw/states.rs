@@ -34,14 +34,22 @@ impl Cx<'_, '_> {
         let next = match (s.get("transition"), s.get("end")) {
             (Some(t), Some(e)) => {
                 self.diags.push(
-                    Diagnostic::error(codes::SW_TRANSITION_AND_END, format!("{what} has both `transition` and `end`"), t.span.clone())
-                        .with_label(e.span.clone(), "`end` here"),
+                    Diagnostic::error(
+                        codes::SW_TRANSITION_AND_END,
+                        format!("{what} has both `transition` and `end`"),
+                        t.span.clone(),
+                    )
+                    .with_label(e.span.clone(), "`end` here"),
                 );
                 None
             }
             (Some(t), None) => {
                 if is_switch {
-                    self.error(codes::SW_SWITCH_TRANSITION, format!("{what} is a switch: its conditions and `default` transition, not `transition`"), t.span.clone());
+                    self.error(
+                        codes::SW_SWITCH_TRANSITION,
+                        format!("{what} is a switch: its conditions and `default` transition, not `transition`"),
+                        t.span.clone(),
+                    );
                 }
                 self.transition(t, defs)
             }
@@ -55,7 +63,11 @@ impl Cx<'_, '_> {
             }
             (None, None) if is_switch => Some(SwNext::None),
             (None, None) => {
-                self.error(codes::SW_NO_TRANSITION, format!("{what} has neither `transition` nor `end`"), s.span.clone());
+                self.error(
+                    codes::SW_NO_TRANSITION,
+                    format!("{what} has neither `transition` nor `end`"),
+                    s.span.clone(),
+                );
                 None
             }
         };
@@ -97,7 +109,12 @@ impl Cx<'_, '_> {
                     if !self.is_object(o, "an `onEvents` entry") {
                         continue;
                     }
-                    self.unknown_fields(o, &["eventRefs", "actionMode", "actions", "eventDataFilter"], &[], "an `onEvents` entry");
+                    self.unknown_fields(
+                        o,
+                        &["eventRefs", "actionMode", "actions", "eventDataFilter"],
+                        &[],
+                        "an `onEvents` entry",
+                    );
                     let mut events = Vec::new();
                     if let Some(refs) = self.required(o, "eventRefs", "an `onEvents` entry") {
                         for r in self.array(refs, "`eventRefs`") {
@@ -117,7 +134,12 @@ impl Cx<'_, '_> {
                 Some(SwKind::Event { exclusive, on_events, timeout })
             }
             Some("switch") => {
-                self.unknown_fields(s, STATE_COMMON, &["dataConditions", "eventConditions", "eventTimeout", "default"], &what);
+                self.unknown_fields(
+                    s,
+                    STATE_COMMON,
+                    &["dataConditions", "eventConditions", "eventTimeout", "default"],
+                    &what,
+                );
                 let mut data = Vec::new();
                 let mut events = Vec::new();
                 if let Some(dc) = s.get("dataConditions") {
@@ -125,8 +147,15 @@ impl Cx<'_, '_> {
                         if !self.is_object(c, "a data condition") {
                             continue;
                         }
-                        self.unknown_fields(c, &["name", "condition", "transition", "end", "metadata"], &[], "a data condition");
-                        let cond = self.required(c, "condition", "a data condition").and_then(|v| self.condition(v, "`condition`"));
+                        self.unknown_fields(
+                            c,
+                            &["name", "condition", "transition", "end", "metadata"],
+                            &[],
+                            "a data condition",
+                        );
+                        let cond = self
+                            .required(c, "condition", "a data condition")
+                            .and_then(|v| self.condition(v, "`condition`"));
                         let next = self.condition_next(c, defs);
                         if let (Some(condition), Some(next)) = (cond, next) {
                             data.push(DataCondition { condition, next });
@@ -138,8 +167,14 @@ impl Cx<'_, '_> {
                         if !self.is_object(c, "an event condition") {
                             continue;
                         }
-                        self.unknown_fields(c, &["name", "eventRef", "transition", "end", "eventDataFilter", "metadata"], &[], "an event condition");
-                        let event = self.required(c, "eventRef", "an event condition").and_then(|v| self.event_ref(v, defs));
+                        self.unknown_fields(
+                            c,
+                            &["name", "eventRef", "transition", "end", "eventDataFilter", "metadata"],
+                            &[],
+                            "an event condition",
+                        );
+                        let event =
+                            self.required(c, "eventRef", "an event condition").and_then(|v| self.event_ref(v, defs));
                         let filter = self.event_filter(c);
                         let next = self.condition_next(c, defs);
                         if let (Some(event), Some(next)) = (event, next) {
@@ -148,8 +183,16 @@ impl Cx<'_, '_> {
                     }
                 }
                 match (s.get("dataConditions"), s.get("eventConditions")) {
-                    (None, None) => self.error(codes::SW_MISSING_FIELD, format!("{what} has neither `dataConditions` nor `eventConditions`"), s.span.clone()),
-                    (Some(d), Some(_)) => self.error(codes::SW_BAD_VALUE, format!("{what} has both `dataConditions` and `eventConditions`"), d.span.clone()),
+                    (None, None) => self.error(
+                        codes::SW_MISSING_FIELD,
+                        format!("{what} has neither `dataConditions` nor `eventConditions`"),
+                        s.span.clone(),
+                    ),
+                    (Some(d), Some(_)) => self.error(
+                        codes::SW_BAD_VALUE,
+                        format!("{what} has both `dataConditions` and `eventConditions`"),
+                        d.span.clone(),
+                    ),
                     _ => {}
                 }
                 let event_timeout = self.opt_duration(s, "eventTimeout", &what);
@@ -173,14 +216,32 @@ impl Cx<'_, '_> {
                 Some(SwKind::Inject { data: data.to_json() })
             }
             Some("foreach") => {
-                self.unknown_fields(s, STATE_COMMON, &["inputCollection", "outputCollection", "iterationParam", "max", "actions", "workflowId", "timeout"], &what);
-                let input_collection = self.required(s, "inputCollection", &what).and_then(|v| self.path_expr(v, "`inputCollection`"));
+                self.unknown_fields(
+                    s,
+                    STATE_COMMON,
+                    &[
+                        "inputCollection",
+                        "outputCollection",
+                        "iterationParam",
+                        "max",
+                        "actions",
+                        "workflowId",
+                        "timeout",
+                    ],
+                    &what,
+                );
+                let input_collection =
+                    self.required(s, "inputCollection", &what).and_then(|v| self.path_expr(v, "`inputCollection`"));
                 let output_collection = s.get("outputCollection").and_then(|v| self.path_expr(v, "`outputCollection`"));
                 if let Some(oc) = &output_collection
                     && !oc.as_path().is_some_and(|p| p.is_singular())
                     && let Some(v) = s.get("outputCollection")
                 {
-                    self.error(codes::SW_BAD_EXPRESSION, "`outputCollection` must name one place (`{{ $.results }}`), not a filter or wildcard", v.span.clone());
+                    self.error(
+                        codes::SW_BAD_EXPRESSION,
+                        "`outputCollection` must name one place (`{{ $.results }}`), not a filter or wildcard",
+                        v.span.clone(),
+                    );
                 }
                 let iteration_param = self.opt_string(s, "iterationParam", &what).unwrap_or_else(|| "item".to_owned());
                 let max = match s.get("max") {
@@ -189,13 +250,23 @@ impl Cx<'_, '_> {
                         crate::syntax::ValueKind::Number(ref n) if n.as_u64().is_some() => n.as_u64(),
                         crate::syntax::ValueKind::String(ref t) if t.parse::<u64>().is_ok() => t.parse().ok(),
                         _ => {
-                            self.error(codes::SW_BAD_VALUE, "`max` must be a whole number (0: no limit)", v.span.clone());
+                            self.error(
+                                codes::SW_BAD_VALUE,
+                                "`max` must be a whole number (0: no limit)",
+                                v.span.clone(),
+                            );
                             None
                         }
                     },
                 };
                 let body = self.body(s, defs, &what)?;
-                Some(SwKind::ForEach { input_collection: input_collection?, output_collection, iteration_param, max, body })
+                Some(SwKind::ForEach {
+                    input_collection: input_collection?,
+                    output_collection,
+                    iteration_param,
+                    max,
+                    body,
+                })
             }
             Some("parallel") => {
                 self.unknown_fields(s, STATE_COMMON, &["branches", "completionType", "n"], &what);
@@ -206,7 +277,8 @@ impl Cx<'_, '_> {
                             continue;
                         }
                         self.unknown_fields(b, &["name", "actions", "workflowId"], &[], "a branch");
-                        let bname = self.required(b, "name", "a branch").and_then(|v| self.string(v, "a branch `name`"));
+                        let bname =
+                            self.required(b, "name", "a branch").and_then(|v| self.string(v, "a branch `name`"));
                         if let (Some(name), Some(body)) = (bname, self.body(b, defs, "a branch")) {
                             branches.push(Branch { name, body });
                         }
@@ -224,7 +296,11 @@ impl Cx<'_, '_> {
                         match n {
                             Some(n) if n >= 1 && (n as usize) <= branches.len().max(1) => Completion::NOfM(n),
                             _ => {
-                                self.error(codes::SW_BAD_VALUE, "`n_of_m` needs `n`: a whole number from 1 to the number of branches", s.get("n").map_or(span, |v| v.span.clone()));
+                                self.error(
+                                    codes::SW_BAD_VALUE,
+                                    "`n_of_m` needs `n`: a whole number from 1 to the number of branches",
+                                    s.get("n").map_or(span, |v| v.span.clone()),
+                                );
                                 Completion::And
                             }
                         }
@@ -240,7 +316,8 @@ impl Cx<'_, '_> {
                 self.unknown_fields(s, STATE_COMMON, &["workflowId", "waitForCompletion"], &what);
                 let idv = self.required(s, "workflowId", &what)?;
                 let id = self.string(idv, "`workflowId`")?;
-                let wait = !matches!(s.get("waitForCompletion").map(|v| &v.kind), Some(crate::syntax::ValueKind::Bool(false)));
+                let wait =
+                    !matches!(s.get("waitForCompletion").map(|v| &v.kind), Some(crate::syntax::ValueKind::Bool(false)));
                 let workflow = self.subflow(&id, idv)?;
                 Some(SwKind::Subflow { workflow_id: id, wait, workflow: Box::new(workflow) })
             }
@@ -268,7 +345,15 @@ impl Cx<'_, '_> {
             name: name?,
             comment: None,
             location,
-            kind: StateKind::Sw(Box::new(SwState { input_filter, output_filter, kind: kind?, retry, on_error, next: next?, workflow: None })),
+            kind: StateKind::Sw(Box::new(SwState {
+                input_filter,
+                output_filter,
+                kind: kind?,
+                retry,
+                on_error,
+                next: next?,
+                workflow: None,
+            })),
         })
     }
 
@@ -283,7 +368,14 @@ impl Cx<'_, '_> {
         }
     }
 
-    fn actions(&mut self, v: Option<&SpannedValue>, owner: &SpannedValue, defs: &Defs, what: &str, required: bool) -> Vec<Action> {
+    fn actions(
+        &mut self,
+        v: Option<&SpannedValue>,
+        owner: &SpannedValue,
+        defs: &Defs,
+        what: &str,
+        required: bool,
+    ) -> Vec<Action> {
         let Some(v) = v else {
             if required {
                 self.error(codes::SW_MISSING_FIELD, format!("{what} has no `actions`"), owner.span.clone());
@@ -319,18 +411,27 @@ impl Cx<'_, '_> {
                             return None;
                         }
                         self.unknown_fields(f, &["refName", "parameters"], &[], "`functionRef`");
-                        let r = self.required(f, "refName", "`functionRef`").and_then(|v| self.string(v, "`refName`").map(|s| (s, v.span.clone())));
+                        let r = self
+                            .required(f, "refName", "`functionRef`")
+                            .and_then(|v| self.string(v, "`refName`").map(|s| (s, v.span.clone())));
                         let params = f.get("parameters").map(|p| self.template(p, "a parameter"));
                         (r, params)
                     }
                 };
                 let (function, span) = refname?;
                 if !defs.functions.contains_key(&function) {
-                    let mut d = Diagnostic::error(codes::SW_UNKNOWN_FUNCTION, format!("no function is named `{function}`"), span);
+                    let mut d = Diagnostic::error(
+                        codes::SW_UNKNOWN_FUNCTION,
+                        format!("no function is named `{function}`"),
+                        span,
+                    );
                     let mut known: Vec<&String> = defs.functions.keys().collect();
                     known.sort();
                     if !known.is_empty() {
-                        d = d.with_help(format!("the functions are: {}", known.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")));
+                        d = d.with_help(format!(
+                            "the functions are: {}",
+                            known.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+                        ));
                     } else {
                         d = d.with_help("define it in the workflow's `functions`");
                     }
@@ -343,7 +444,12 @@ impl Cx<'_, '_> {
                 if !self.is_object(e, "`eventRef`") {
                     return None;
                 }
-                self.unknown_fields(e, &["triggerEventRef", "resultEventRef", "data", "contextAttributes"], &[], "`eventRef`");
+                self.unknown_fields(
+                    e,
+                    &["triggerEventRef", "resultEventRef", "data", "contextAttributes"],
+                    &[],
+                    "`eventRef`",
+                );
                 let trigger = self.required(e, "triggerEventRef", "`eventRef`").and_then(|v| self.event_ref(v, defs));
                 let result = e.get("resultEventRef").and_then(|v| self.event_ref(v, defs));
                 let data = e.get("data").map(|d| self.template(d, "`data`"));
@@ -383,7 +489,10 @@ impl Cx<'_, '_> {
                 } else {
                     format!("the events are: {}", known.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", "))
                 };
-                self.diags.push(Diagnostic::error(codes::SW_UNKNOWN_EVENT, format!("no event is named `{name}`"), v.span.clone()).with_help(help));
+                self.diags.push(
+                    Diagnostic::error(codes::SW_UNKNOWN_EVENT, format!("no event is named `{name}`"), v.span.clone())
+                        .with_help(help),
+                );
                 None
             }
         }
@@ -412,7 +521,11 @@ impl Cx<'_, '_> {
                 None
             }
             (None, None) => {
-                self.error(codes::SW_MISSING_FIELD, format!("{what} needs `actions` or `workflowId`"), obj.span.clone());
+                self.error(
+                    codes::SW_MISSING_FIELD,
+                    format!("{what} needs `actions` or `workflowId`"),
+                    obj.span.clone(),
+                );
                 None
             }
         }
@@ -421,11 +534,19 @@ impl Cx<'_, '_> {
     /// Resolves `workflowId` in the registry and lowers that workflow to embed it.
     fn subflow(&mut self, id: &str, at: &SpannedValue) -> Option<Workflow> {
         if self.stack.iter().any(|s| s == id) {
-            self.error(codes::SW_SUBFLOW_CYCLE, format!("the workflow `{id}` runs itself through subflows ({} → {id})", self.stack.join(" → ")), at.span.clone());
+            self.error(
+                codes::SW_SUBFLOW_CYCLE,
+                format!("the workflow `{id}` runs itself through subflows ({} → {id})", self.stack.join(" → ")),
+                at.span.clone(),
+            );
             return None;
         }
         if self.stack.len() >= MAX_SUBFLOW_DEPTH {
-            self.error(codes::SW_SUBFLOW_CYCLE, format!("subflows nest more than {MAX_SUBFLOW_DEPTH} deep"), at.span.clone());
+            self.error(
+                codes::SW_SUBFLOW_CYCLE,
+                format!("subflows nest more than {MAX_SUBFLOW_DEPTH} deep"),
+                at.span.clone(),
+            );
             return None;
         }
         let registry = self.registry;
@@ -436,7 +557,14 @@ impl Cx<'_, '_> {
             } else {
                 format!("the workflows compiled together are: {}", known.join(", "))
             };
-            self.diags.push(Diagnostic::error(codes::SW_UNKNOWN_WORKFLOW, format!("no workflow with id `{id}` is compiled together with this one"), at.span.clone()).with_help(help));
+            self.diags.push(
+                Diagnostic::error(
+                    codes::SW_UNKNOWN_WORKFLOW,
+                    format!("no workflow with id `{id}` is compiled together with this one"),
+                    at.span.clone(),
+                )
+                .with_help(help),
+            );
             return None;
         };
         self.stack.push(id.to_owned());
@@ -446,8 +574,17 @@ impl Cx<'_, '_> {
             Ok(l) => Some(l.workflow),
             Err(d) => {
                 let errors = d.items.iter().filter(|i| i.severity == crate::Severity::Error).count();
-                let first = d.items.iter().find(|i| i.severity == crate::Severity::Error).map(|i| i.message.clone()).unwrap_or_default();
-                self.error(codes::SW_UNKNOWN_WORKFLOW, format!("the workflow `{id}` ({path}) has {errors} error(s), the first: {first}"), at.span.clone());
+                let first = d
+                    .items
+                    .iter()
+                    .find(|i| i.severity == crate::Severity::Error)
+                    .map(|i| i.message.clone())
+                    .unwrap_or_default();
+                self.error(
+                    codes::SW_UNKNOWN_WORKFLOW,
+                    format!("the workflow `{id}` ({path}) has {errors} error(s), the first: {first}"),
+                    at.span.clone(),
+                );
                 None
             }
         }
@@ -495,7 +632,11 @@ impl Cx<'_, '_> {
             Some("terminate") => Some(SwNext::End { terminate: true, produce }),
             Some("event") => {
                 if e.get("produceEvent").is_none() {
-                    self.error(codes::SW_MISSING_FIELD, "an `end` of kind `event` needs `produceEvent`", e.span.clone());
+                    self.error(
+                        codes::SW_MISSING_FIELD,
+                        "an `end` of kind `event` needs `produceEvent`",
+                        e.span.clone(),
+                    );
                 }
                 Some(SwNext::End { terminate: false, produce })
             }
@@ -543,7 +684,11 @@ impl Cx<'_, '_> {
             (Some(t), None) => self.transition(t, defs),
             (None, Some(e)) => self.end(e, defs),
             _ => {
-                self.error(codes::SW_NO_TRANSITION, "a switch condition needs a `transition` (or an `end`)", c.span.clone());
+                self.error(
+                    codes::SW_NO_TRANSITION,
+                    "a switch condition needs a `transition` (or an `end`)",
+                    c.span.clone(),
+                );
                 None
             }
         }
@@ -563,7 +708,8 @@ impl Cx<'_, '_> {
             return None;
         }
         self.unknown_fields(r, &["expression", "interval", "multiplier", "maxAttempts"], &[], "a `retry` entry");
-        let expression = self.required(r, "expression", "a `retry` entry").and_then(|v| self.condition(v, "a retry `expression`"));
+        let expression =
+            self.required(r, "expression", "a `retry` entry").and_then(|v| self.condition(v, "a retry `expression`"));
         let mut interval_seconds = 1.0;
         let mut repeat = None;
         if let Some(v) = r.get("interval")
@@ -580,8 +726,12 @@ impl Cx<'_, '_> {
         let multiplier = match r.get("multiplier") {
             None => 1.0,
             Some(v) => match &v.kind {
-                crate::syntax::ValueKind::Number(n) if n.as_f64().is_some_and(|m| m >= 1.0) => n.as_f64().unwrap_or(1.0),
-                crate::syntax::ValueKind::String(s) if s.parse::<f64>().is_ok_and(|m| m.is_finite() && m >= 1.0) => s.parse().unwrap_or(1.0),
+                crate::syntax::ValueKind::Number(n) if n.as_f64().is_some_and(|m| m >= 1.0) => {
+                    n.as_f64().unwrap_or(1.0)
+                }
+                crate::syntax::ValueKind::String(s) if s.parse::<f64>().is_ok_and(|m| m.is_finite() && m >= 1.0) => {
+                    s.parse().unwrap_or(1.0)
+                }
                 _ => {
                     self.error(codes::SW_BAD_VALUE, "`multiplier` must be a number of at least 1", v.span.clone());
                     1.0
@@ -591,7 +741,9 @@ impl Cx<'_, '_> {
         let max_attempts = match r.get("maxAttempts") {
             None => repeat.map_or(3, |n| u32::try_from(n).unwrap_or(u32::MAX)),
             Some(v) => match &v.kind {
-                crate::syntax::ValueKind::Number(n) if n.as_u64().is_some() => u32::try_from(n.as_u64().unwrap_or(0)).unwrap_or(u32::MAX),
+                crate::syntax::ValueKind::Number(n) if n.as_u64().is_some() => {
+                    u32::try_from(n.as_u64().unwrap_or(0)).unwrap_or(u32::MAX)
+                }
                 crate::syntax::ValueKind::String(s) if s.parse::<u32>().is_ok() => s.parse().unwrap_or(0),
                 _ => {
                     self.error(codes::SW_BAD_VALUE, "`maxAttempts` must be a whole number", v.span.clone());
@@ -607,9 +759,13 @@ impl Cx<'_, '_> {
             return None;
         }
         self.unknown_fields(r, &["expression", "errorDataFilter", "transition", "end"], &[], "an `onError` entry");
-        let expression = self.required(r, "expression", "an `onError` entry").and_then(|v| self.condition(v, "an onError `expression`"));
+        let expression = self
+            .required(r, "expression", "an `onError` entry")
+            .and_then(|v| self.condition(v, "an onError `expression`"));
         let error_filter = match r.get("errorDataFilter") {
-            Some(f) if self.is_object(f, "`errorDataFilter`") => f.get("dataOutputPath").and_then(|v| self.path_expr(v, "`errorDataFilter`")),
+            Some(f) if self.is_object(f, "`errorDataFilter`") => {
+                f.get("dataOutputPath").and_then(|v| self.path_expr(v, "`errorDataFilter`"))
+            }
             _ => None,
         };
         let next = self.condition_next(r, defs);

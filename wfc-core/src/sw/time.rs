@@ -6,7 +6,9 @@ use wfc_ir::sw::Interval;
 ///
 /// Years and months have no fixed length, so they are refused rather than guessed.
 pub fn parse_duration(text: &str) -> Result<f64, String> {
-    let rest = text.strip_prefix('P').ok_or_else(|| format!("`{text}` is not an ISO 8601 duration (it must start with `P`, as in `PT30S`)"))?;
+    let rest = text
+        .strip_prefix('P')
+        .ok_or_else(|| format!("`{text}` is not an ISO 8601 duration (it must start with `P`, as in `PT30S`)"))?;
     if rest.is_empty() {
         return Err(format!("`{text}` has no duration after `P`"));
     }
@@ -83,11 +85,16 @@ pub fn parse_interval(text: &str) -> Result<Interval, String> {
     let mut repeat = None;
     if parts.first().is_some_and(|p| p.starts_with('R')) {
         let r = &parts[0][1..];
-        repeat = if r.is_empty() { None } else { Some(r.parse::<u64>().map_err(|_| format!("`{text}`: `{r}` is not a repeat count"))?) };
+        repeat = if r.is_empty() {
+            None
+        } else {
+            Some(r.parse::<u64>().map_err(|_| format!("`{text}`: `{r}` is not a repeat count"))?)
+        };
         parts.remove(0);
     }
     let instant = |s: &str| -> Result<jiff::Timestamp, String> {
-        s.parse::<jiff::Timestamp>().map_err(|e| format!("`{s}` is not an RFC 3339 instant with a time zone offset: {e}"))
+        s.parse::<jiff::Timestamp>()
+            .map_err(|e| format!("`{s}` is not an RFC 3339 instant with a time zone offset: {e}"))
     };
     // Durations in intervals may use years and months (`P1Y2M10DT2H30M`): they are measured
     // from the interval's own start or end, or from 2020-01-01 for a bare duration.
@@ -117,7 +124,11 @@ pub fn parse_interval(text: &str) -> Result<Interval, String> {
             }
             (Some((*s).to_owned()), Some((*e).to_owned()), secs)
         }
-        _ => return Err(format!("`{text}` is not an ISO 8601 interval (`R/PT1H`, `<start>/<end>`, `<start>/<duration>` or `<duration>/<end>`)")),
+        _ => {
+            return Err(format!(
+                "`{text}` is not an ISO 8601 interval (`R/PT1H`, `<start>/<end>`, `<start>/<duration>` or `<duration>/<end>`)"
+            ));
+        }
     };
     if period <= 0.0 {
         return Err(format!("`{text}`: the interval's period must be positive"));
