@@ -45,6 +45,8 @@ pub struct RunOptions {
     /// How much history to keep: every event ([`HistoryLevel::Full`], the default) or none
     /// ([`HistoryLevel::Express`], as AWS Express workflows). Outputs and errors are the same.
     pub history: HistoryLevel,
+    /// Serverless Workflow events: consumed events are delivered here, produced ones collected.
+    pub events: crate::events::EventBus,
     /// The durable journal (feature `durable`): completed operations replay from it and new
     /// ones are checkpointed to its store. `None`: nothing is persisted.
     #[cfg(feature = "durable")]
@@ -66,6 +68,7 @@ impl RunOptions {
             seed: 0,
             limits: Limits::default(),
             history: HistoryLevel::Full,
+            events: crate::events::EventBus::new(),
             #[cfg(feature = "durable")]
             journal: None,
             callbacks: None,
@@ -82,6 +85,7 @@ impl RunOptions {
             seed: 0,
             limits: Limits::default(),
             history: HistoryLevel::Full,
+            events: crate::events::EventBus::new(),
             #[cfg(feature = "durable")]
             journal: None,
             callbacks: None,
@@ -98,6 +102,12 @@ impl RunOptions {
     /// Sets the random seed.
     pub fn with_seed(mut self, seed: u64) -> RunOptions {
         self.seed = seed;
+        self
+    }
+
+    /// Sets the event bus (Serverless Workflow events in and out).
+    pub fn with_events(mut self, events: crate::events::EventBus) -> RunOptions {
+        self.events = events;
         self
     }
 
@@ -238,6 +248,7 @@ struct Shared {
     started_at: Instant,
     rng: Mutex<StdRng>,
     limits: Limits,
+    events: crate::events::EventBus,
     /// Why the execution input was refused (too large or too deep), if it was.
     input_failure: Option<Failure>,
     #[cfg(feature = "durable")]
@@ -247,6 +258,11 @@ struct Shared {
 }
 
 impl Execution {
+    /// The execution's event bus (Serverless Workflow).
+    pub fn events(&self) -> &crate::events::EventBus {
+        &self.shared.events
+    }
+
     /// Starts an execution of `workflow` on `input`, recording `ExecutionStarted`.
     pub fn start(workflow: &Workflow, input: &Value, options: RunOptions) -> Execution {
         let RunOptions {
@@ -255,6 +271,7 @@ impl Execution {
             seed,
             limits,
             history,
+            events,
             #[cfg(feature = "durable")]
             journal,
             callbacks,
@@ -285,6 +302,7 @@ impl Execution {
             started_at,
             rng: Mutex::new(StdRng::seed_from_u64(seed)),
             limits,
+            events,
             input_failure,
             clock,
             history: History::with_level(history),
@@ -477,6 +495,7 @@ impl Execution {
             objects: self.shared.objects.clone(),
             // Task tokens of a child's tasks are answered through the parent's handle.
             callbacks: self.shared.callbacks.clone(),
+            events: self.shared.events.clone(),
         };
         let child = Execution {
             shared: Arc::new(shared),

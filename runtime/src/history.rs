@@ -54,6 +54,14 @@ pub enum EventType {
     TaskSucceeded,
     TaskFailed,
     TaskTimedOut,
+    SwStateEntered,
+    SwStateExited,
+    SwStateRetried,
+    SwStateTimedOut,
+    SwIterationStarted,
+    SwBranchStarted,
+    EventConsumed,
+    EventProduced,
 }
 
 impl EventType {
@@ -103,6 +111,14 @@ impl EventType {
             EventType::TaskSucceeded => "TaskSucceeded",
             EventType::TaskFailed => "TaskFailed",
             EventType::TaskTimedOut => "TaskTimedOut",
+            EventType::SwStateEntered => "SwStateEntered",
+            EventType::SwStateExited => "SwStateExited",
+            EventType::SwStateRetried => "SwStateRetried",
+            EventType::SwStateTimedOut => "SwStateTimedOut",
+            EventType::SwIterationStarted => "SwIterationStarted",
+            EventType::SwBranchStarted => "SwBranchStarted",
+            EventType::EventConsumed => "EventConsumed",
+            EventType::EventProduced => "EventProduced",
         }
     }
 

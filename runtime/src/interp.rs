@@ -92,6 +92,9 @@ impl DynHandler for Handlers {
 
 /// Runs a whole workflow on `input`: the execution, its TimeoutSeconds, and its history.
 pub async fn run(workflow: &Workflow, handler: &dyn DynHandler, input: Value, options: RunOptions) -> ExecutionResult {
+    if crate::sw::is_sw(workflow) {
+        return crate::sw::run(workflow, handler, input, options).await;
+    }
     let exec = Execution::start(workflow, &input, options);
     exec.finish(workflow.timeout_seconds, run_machine(&exec, &workflow.machine, handler, input)).await
 }
@@ -148,6 +151,11 @@ pub async fn run_machine(
                     Step::Goto { target, output } => (output, Transition::Next(target)),
                 }
             }
+            StateKind::Sw(spec) => match crate::sw::step(exec, name, spec, input, handler).await? {
+                crate::sw::Step::Next { target, output } => (output, Transition::Next(target)),
+                crate::sw::Step::End(output) => (output, Transition::End),
+                crate::sw::Step::Terminate(output) => return Err(Failure::new(crate::sw::TERMINATE, output.to_string())),
+            },
             StateKind::Parallel(spec) => {
                 let step = exec::parallel(exec, name, spec, input, |effective, exec| {
                     run_branches(spec.branches.as_slice(), handler, effective, exec)

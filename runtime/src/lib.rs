@@ -42,6 +42,7 @@ pub mod distributed;
 #[cfg(feature = "durable")]
 pub mod durable;
 pub mod error;
+pub mod events;
 pub mod exec;
 pub mod history;
 pub mod interp;
@@ -52,6 +53,8 @@ pub mod lambda;
 pub mod limits;
 pub mod map;
 pub mod retry;
+pub mod schedule;
+pub mod sw;
 pub mod task;
 pub mod variables;
 

@@ -35,6 +35,8 @@ pub(crate) struct Case {
     pub(crate) callbacks: Option<Value>,
     /// The directory a DISTRIBUTED Map's ItemReader reads from (resolved against the case file).
     pub(crate) item_root: Option<PathBuf>,
+    /// Serverless Workflow events to deliver: (seconds after the start, CloudEvent).
+    pub(crate) events: Vec<(f64, Value)>,
 }
 
 /// Where a case's definition is.
@@ -96,6 +98,9 @@ pub(crate) struct Expected {
     /// Files a DISTRIBUTED Map's ResultWriter must have written, by path under the result root,
     /// each compared as JSON.
     pub(crate) result_files: Option<std::collections::BTreeMap<String, Value>>,
+    /// Serverless Workflow: the CloudEvents the execution produced, in order; each expected
+    /// event lists the attributes to check (`id` and `time` can be left out).
+    pub(crate) produced_events: Option<Vec<Value>>,
 }
 
 /// Keeps an explicit `null` as `Some(Null)`: absent means "don't check", null means "must be null".
@@ -118,6 +123,7 @@ struct RawCase {
     seed: Option<u64>,
     callbacks: Option<Value>,
     item_root: Option<String>,
+    events: Option<Vec<Value>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -130,6 +136,26 @@ struct RawMockConfig {
 
 fn empty_object() -> Value {
     Value::Object(Default::default())
+}
+
+/// One entry of `events`: a CloudEvent (delivered at the start), or
+/// `{"after_seconds": n, "event": {...}}`.
+fn delivery(entry: &Value) -> Result<(f64, Value), String> {
+    let event = entry.get("event").unwrap_or(entry);
+    let after = match entry.get("after_seconds") {
+        None => 0.0,
+        Some(v) => v.as_f64().filter(|s| *s >= 0.0).ok_or("\"after_seconds\" must be a non-negative number")?,
+    };
+    if entry.get("event").is_some()
+        && let Some(obj) = entry.as_object()
+        && let Some(k) = obj.keys().find(|k| *k != "event" && *k != "after_seconds")
+    {
+        return Err(format!("an \"events\" entry has an unknown field {k:?}"));
+    }
+    if !event.get("type").is_some_and(Value::is_string) {
+        return Err("each \"events\" entry is a CloudEvent with a string \"type\" (or {\"after_seconds\", \"event\"})".into());
+    }
+    Ok((after, event.clone()))
 }
 
 /// Loads every case of one case file (an object is one case, an array several).
@@ -208,7 +234,12 @@ fn resolve(raw: RawCase, default_name: String, file: &Path, dir: &Path) -> Resul
         }
         _ => Err(at(e.0)),
     })?;
+    let mut events = Vec::new();
+    for e in raw.events.unwrap_or_default() {
+        events.push(delivery(&e).map_err(&at)?);
+    }
     Ok(Case {
+        events,
         name,
         file: file.to_owned(),
         description: raw.description,
@@ -292,6 +323,29 @@ pub(crate) fn check(expected: &Expected, actual: &Outcome) -> Vec<String> {
                 problems.push(format!("elapsed_seconds: expected {}, got {}", seconds_json(want), seconds_json(got)))
             }
             None => problems.push("elapsed_seconds: expected a value, but the run was not on virtual time".into()),
+        }
+    }
+    if let Some(want) = &expected.produced_events {
+        let got: Vec<&Value> = actual
+            .history
+            .iter()
+            .filter(|e| e.get("type").and_then(Value::as_str) == Some("EventProduced"))
+            .filter_map(|e| e.get("details").and_then(|d| d.get("event")))
+            .collect();
+        if got.len() != want.len() {
+            problems.push(format!("produced_events: expected {} events, got {}", want.len(), got.len()));
+        }
+        for (i, (w, g)) in want.iter().zip(&got).enumerate() {
+            for (k, v) in w.as_object().into_iter().flatten() {
+                match g.get(k) {
+                    Some(gv) => {
+                        if let Some(d) = diff::first_difference(v, gv) {
+                            problems.push(format!("produced_events[{i}].{k} {}", d.describe()));
+                        }
+                    }
+                    None => problems.push(format!("produced_events[{i}]: the event has no attribute {k:?}")),
+                }
+            }
         }
     }
     if let Some(want) = &expected.states_visited {

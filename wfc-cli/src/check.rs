@@ -29,14 +29,46 @@ impl DefinitionText {
 
     /// Parses, validates and lowers it, with the default optimizer passes.
     pub(crate) fn load(&self) -> Result<Loaded, Diagnostics> {
-        wfc_core::load(self.source())
+        wfc_core::load_with(self.source(), &self.settings())
     }
 
     /// [`DefinitionText::load`] with the given optimizer passes.
     pub(crate) fn load_with(&self, passes: wfc_core::optimize::Passes) -> Result<Loaded, Diagnostics> {
-        let mut settings = wfc_core::Settings::new();
+        let mut settings = self.settings();
         settings.passes(passes);
         wfc_core::load_with(self.source(), &settings)
+    }
+
+    /// Default settings, plus (for a Serverless Workflow) the SW definitions in the same
+    /// directory as the registry its subflows resolve in.
+    pub(crate) fn settings(&self) -> wfc_core::Settings {
+        let mut settings = wfc_core::Settings::new();
+        if wfc_core::Dialect::detect(self.source()) == wfc_core::Dialect::Sw {
+            for (path, text) in self.sw_siblings() {
+                settings.sw_workflow(path, text);
+            }
+        }
+        settings
+    }
+
+    /// The other `*.sw.json`/`*.sw.yaml`/`*.sw.yml` files next to this one, sorted by name.
+    pub(crate) fn sw_siblings(&self) -> Vec<(String, String)> {
+        let me = Path::new(&self.path);
+        let dir = match me.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+        let mut paths: Vec<std::path::PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.file_name() != me.file_name())
+            .filter(|p| {
+                let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+                [".sw.json", ".sw.yaml", ".sw.yml"].iter().any(|ext| name.ends_with(ext))
+            })
+            .collect();
+        paths.sort();
+        paths.into_iter().filter_map(|p| std::fs::read_to_string(&p).ok().map(|t| (p.display().to_string(), t))).collect()
     }
 }
 

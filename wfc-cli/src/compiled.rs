@@ -58,7 +58,15 @@ impl<'a> Unit<'a> {
             Format::Yaml => "yaml",
             Format::Json => "json",
         };
-        Unit { key: format!("{:016x}{ext}", fnv1a(text.text.as_bytes())), text, workflow }
+        // The key covers the subflow registry too, so a changed sibling rebuilds the program.
+        let mut hashed = text.text.clone();
+        if wfc_runtime::sw::is_sw(workflow) {
+            for (path, sibling) in text.sw_siblings() {
+                hashed.push_str(&path);
+                hashed.push_str(&sibling);
+            }
+        }
+        Unit { key: format!("{:016x}{ext}", fnv1a(hashed.as_bytes())), text, workflow }
     }
 
     fn module(&self) -> String {
@@ -69,8 +77,25 @@ impl<'a> Unit<'a> {
     /// stem of its file, so the stored file keeps the workflow's name: both engines then report
     /// the same `stateMachineArn` in their histories.
     fn file_name(&self) -> String {
-        let ext = if self.key.ends_with("yaml") { "asl.yaml" } else { "asl.json" };
-        format!("{}.{ext}", self.workflow.name)
+        let lang = if wfc_runtime::sw::is_sw(self.workflow) { "sw" } else { "asl" };
+        let ext = if self.key.ends_with("yaml") { "yaml" } else { "json" };
+        format!("{}.{lang}.{ext}", self.workflow.name)
+    }
+
+    /// For a Serverless Workflow, the SW definitions next to it (its subflow registry), which
+    /// the macro finds next to the stored copy: (file name, text).
+    fn siblings(&self) -> Vec<(String, String)> {
+        if !wfc_runtime::sw::is_sw(self.workflow) {
+            return Vec::new();
+        }
+        self.text
+            .sw_siblings()
+            .into_iter()
+            .filter_map(|(path, text)| {
+                let name = Path::new(&path).file_name()?.to_str()?.to_owned();
+                Some((name, text))
+            })
+            .collect()
     }
 }
 
@@ -232,6 +257,12 @@ fn real_main() -> Result<Value, String> {
         options = options.with_history(wfc_runtime::HistoryLevel::Express);
     }
     let input = request["input"].clone();
+    let bus = wfc_runtime::events::EventBus::new();
+    let options = options.with_events(bus.clone());
+    let events: Vec<(f64, Value)> = request["events"]
+        .as_array()
+        .map(|a| a.iter().map(|e| (e[0].as_f64().unwrap_or(0.0), e[1].clone())).collect())
+        .unwrap_or_default();
     let handler = Mocked { mocks };
     let callbacks = wfc_runtime::Callbacks::new();
     let options = options.with_callbacks(callbacks.clone());
@@ -246,7 +277,7 @@ fn real_main() -> Result<Value, String> {
         let m = u.module();
         let _ = writeln!(
             s,
-            "        {} => drive(virtual_time, answers.serve(&callbacks, {m}::run_with(&handler, input, options)))?,",
+            "        {} => drive(virtual_time, answers.serve(&callbacks, wfc_runtime::events::with_deliveries(&bus, events, {m}::run_with(&handler, input, options))))?,",
             lit(&m)
         );
     }
@@ -310,6 +341,11 @@ fn build(units: &[Unit<'_>]) -> Result<Program, String> {
     write_if_changed(&dir.join("src").join("main.rs"), &main_rs(units))?;
     for u in units {
         write_if_changed(&dir.join("workflows").join(&u.key).join(u.file_name()), &u.text.text)?;
+        for (name, text) in u.siblings() {
+            if name != u.file_name() {
+                write_if_changed(&dir.join("workflows").join(&u.key).join(name), &text)?;
+            }
+        }
     }
     // Start from the workspace's lock file so the program builds with the versions wfc was
     // tested with, and without a registry lookup when they are already downloaded.
@@ -386,6 +422,7 @@ pub(crate) fn execute(execution: &Execution<'_>) -> Result<Outcome, String> {
         "item_root": execution.item_root.as_ref().map(|p| p.to_string_lossy().into_owned()),
         "result_root": execution.result_root.as_ref().map(|p| p.to_string_lossy().into_owned()),
         "history_level": execution.history_level.name(),
+        "events": execution.events.iter().map(|(at, e)| json!([at, e])).collect::<Vec<_>>(),
     });
     std::fs::write(&request_path, request.to_string())
         .map_err(|e| format!("cannot write {}: {e}", request_path.display()))?;

@@ -3,7 +3,6 @@
 use std::io::Write;
 use std::path::Path;
 
-use wfc_core::Settings;
 
 use crate::check::{DefinitionText, definition_error, print_human};
 use crate::{ColorChoice, CompileArgs, Exit, GraphArgs, GraphFormat, fatal};
@@ -32,7 +31,7 @@ pub(crate) fn compile(args: &CompileArgs) -> Exit {
         Ok(d) => d,
         Err(e) => return fatal(e),
     };
-    let mut settings = Settings::new();
+    let mut settings = def.settings();
     if let Some(name) = &args.module_name {
         settings.module_name(name.clone());
     }

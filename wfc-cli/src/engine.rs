@@ -39,6 +39,8 @@ pub(crate) struct Execution<'a> {
     pub(crate) result_root: Option<std::path::PathBuf>,
     /// How much history the execution keeps.
     pub(crate) history_level: wfc_runtime::HistoryLevel,
+    /// Serverless Workflow events to deliver: (seconds after the start, CloudEvent).
+    pub(crate) events: Vec<(f64, Value)>,
 }
 
 /// Runs one execution.
@@ -127,15 +129,15 @@ pub(crate) fn run_options(execution: &Execution<'_>) -> RunOptions {
 fn interp(execution: &Execution<'_>) -> Result<Outcome, String> {
     let handler = MockHandler::new(execution.mocks.clone());
     let callbacks = wfc_runtime::Callbacks::new();
-    let options = run_options(execution).with_callbacks(callbacks.clone());
+    let bus = wfc_runtime::events::EventBus::new();
+    let options = run_options(execution).with_callbacks(callbacks.clone()).with_events(bus.clone());
     let answers = match &execution.callbacks {
         Some(doc) => CallbackAnswers::from_json(doc).map_err(|e| format!("callbacks: {e}"))?,
         None => CallbackAnswers::default(),
     };
-    let run = answers.serve(
-        &callbacks,
-        wfc_runtime::interp::run(execution.workflow, &handler, execution.input.clone(), options),
-    );
+    let run = wfc_runtime::interp::run(execution.workflow, &handler, execution.input.clone(), options);
+    let run = wfc_runtime::events::with_deliveries(&bus, execution.events.clone(), run);
+    let run = answers.serve(&callbacks, run);
     let result = if execution.virtual_time {
         wfc_runtime::block_on_virtual(run)
     } else {

@@ -106,6 +106,7 @@ pub(crate) fn run(args: &RunArgs) -> Exit {
         item_root: args.item_root.clone(),
         result_root: args.result_root.clone(),
         history_level: args.history_level,
+        events: Vec::new(),
     };
     match engine::execute(args.engine, &execution) {
         Ok(outcome) => {

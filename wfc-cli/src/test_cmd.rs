@@ -115,6 +115,7 @@ fn run_case(
             item_root: case.item_root.clone(),
             result_root: Some(result_root.path().to_owned()),
             history_level: wfc_runtime::HistoryLevel::Full,
+            events: case.events.clone(),
         };
         match engine::execute(engine, &execution) {
             Ok(outcome) => {

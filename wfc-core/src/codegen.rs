@@ -170,6 +170,15 @@ impl<'a> Generator<'a> {
         };
         let machine_items = self.machine_items(&top)?;
         let start = self.start_variant(&wf.machine)?;
+        let is_sw = wf.machine.states.iter().any(|s| matches!(s.kind, StateKind::Sw(_)));
+        let finish = if is_sw {
+            quote! {
+                __wfc::sw::run_top(workflow, &exec, input, |input| resume(handler, &exec, State::#start(input))).await
+            }
+        } else {
+            quote!(exec.finish(workflow.timeout_seconds, resume(handler, &exec, State::#start(input))).await)
+        };
+        let sw_dispatch = if is_sw { self.sw_dispatch() } else { quote!() };
         Ok(quote! {
             #module_doc
             pub mod #module {
@@ -248,8 +257,10 @@ impl<'a> Generator<'a> {
                         }
                     };
                     let exec = __wfc::Execution::start(workflow, &input, options);
-                    exec.finish(workflow.timeout_seconds, resume(handler, &exec, State::#start(input))).await
+                    #finish
                 }
+
+                #sw_dispatch
 
                 #machine_items
             }
@@ -274,6 +285,37 @@ impl<'a> Generator<'a> {
         doc.push_str("\n\n");
         doc.push_str(&docs::block("json", self.source.text));
         doc
+    }
+
+    /// For Serverless Workflow: the handler seen as the runtime's by-name function table, so
+    /// nested machines (subflows, branches, foreach bodies) reach the same typed methods.
+    fn sw_dispatch(&self) -> TokenStream {
+        let arms = self.methods.iter().map(|(resource, method, _)| {
+            let resource = Literal::string(resource);
+            quote!(#resource => __wfc::FutureExt::boxed(self.0.#method(input, ctx)),)
+        });
+        quote! {
+            /// Calls the [`Handler`] method of an SW function by the function's name.
+            struct Dispatch<'h, H>(&'h H);
+
+            impl<H: Handler> __wfc::DynHandler for Dispatch<'_, H> {
+                fn call<'a>(
+                    &'a self,
+                    resource: &'a str,
+                    input: __wfc::Value,
+                    ctx: __wfc::TaskContext,
+                ) -> __wfc::BoxFuture<'a, Result<__wfc::Value, __wfc::Failure>> {
+                    match resource {
+                        #(#arms)*
+                        other => {
+                            let _ = (input, ctx);
+                            let failure = __wfc::Failure::runtime(::std::format!("the workflow has no function {:?}", other));
+                            __wfc::FutureExt::boxed(async move { Err(failure) })
+                        }
+                    }
+                }
+            }
+        }
     }
 
     fn handler_trait(&self) -> TokenStream {
@@ -378,13 +420,13 @@ impl<'a> Generator<'a> {
             StateKind::Task(t) => matches!(t.transition, Transition::Next(_)) || !t.catch.is_empty(),
             StateKind::Parallel(p) => matches!(p.transition, Transition::Next(_)) || !p.catch.is_empty(),
             StateKind::Map(m) => matches!(m.transition, Transition::Next(_)) || !m.catch.is_empty(),
-            StateKind::Choice(_) => true,
+            StateKind::Choice(_) | StateKind::Sw(_) => true,
             StateKind::Succeed(_) | StateKind::Fail(_) => false,
         });
         let uses_handler = machine
             .states
             .iter()
-            .any(|s| matches!(s.kind, StateKind::Task(_) | StateKind::Parallel(_) | StateKind::Map(_)));
+            .any(|s| matches!(s.kind, StateKind::Task(_) | StateKind::Parallel(_) | StateKind::Map(_) | StateKind::Sw(_)));
         let unused_handler = if uses_handler { quote!() } else { quote!(let _ = handler;) };
         let body = if needs_loop {
             quote! {
@@ -645,6 +687,27 @@ impl<'a> Generator<'a> {
             StateKind::Succeed(_) => quote! {
                 return __wfc::exec::succeed(exec, #name, spec, input);
             },
+            StateKind::Sw(sw) => {
+                // Every target a Serverless Workflow state can send control to.
+                let targets: BTreeSet<usize> = sw.edges().into_iter().filter_map(|(t, _)| t).collect();
+                let arms = targets
+                    .into_iter()
+                    .map(|id| {
+                        let v = variants.get(id).ok_or_else(|| format!("wfc: transition index {id} is out of range"))?;
+                        let id = Literal::usize_unsuffixed(id);
+                        Ok(quote!(#id => State::#v(output),))
+                    })
+                    .collect::<Result<Vec<_>, String>>()?;
+                quote! {
+                    match __wfc::sw::step(exec, #name, spec, input, &Dispatch(handler)).await? {
+                        __wfc::sw::Step::Next { target, output } => match target {
+                            #(#arms)*
+                            _ => return Err(unexpected(#name, &::std::format!("has no transition to state {}", target))),
+                        },
+                        __wfc::sw::Step::End(output) | __wfc::sw::Step::Terminate(output) => return Ok(output),
+                    }
+                }
+            }
             StateKind::Fail(_) => quote! {
                 return Err(__wfc::exec::fail(exec, #name, spec, input));
             },

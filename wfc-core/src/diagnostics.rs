@@ -465,6 +465,51 @@ pub mod codes {
     pub const FAIL_INTRINSIC_NOT_STRING: &str = "WFC0909";
     /// Invalid JSONata Choice rule.
     pub const BAD_CONDITION: &str = "WFC0910";
+    // Serverless Workflow front end (WFC2xxx).
+    /// SW: a field has the wrong JSON type.
+    pub const SW_WRONG_TYPE: &str = "WFC2001";
+    /// SW: a required field is missing.
+    pub const SW_MISSING_FIELD: &str = "WFC2002";
+    /// SW: unknown field (warning).
+    pub const SW_UNKNOWN_FIELD: &str = "WFC2003";
+    /// SW: a value outside the allowed set.
+    pub const SW_BAD_VALUE: &str = "WFC2004";
+    /// SW: duplicate state, function or event name.
+    pub const SW_DUPLICATE_NAME: &str = "WFC2005";
+    /// SW: undefined function reference.
+    pub const SW_UNKNOWN_FUNCTION: &str = "WFC2010";
+    /// SW: undefined event reference.
+    pub const SW_UNKNOWN_EVENT: &str = "WFC2011";
+    /// SW: undefined state reference.
+    pub const SW_UNKNOWN_STATE: &str = "WFC2012";
+    /// SW: subflow workflowId not compiled together (or invalid).
+    pub const SW_UNKNOWN_WORKFLOW: &str = "WFC2013";
+    /// SW: subflows form a cycle.
+    pub const SW_SUBFLOW_CYCLE: &str = "WFC2014";
+    /// SW: more than one start state.
+    pub const SW_MANY_STARTS: &str = "WFC2020";
+    /// SW: no start state.
+    pub const SW_NO_START: &str = "WFC2021";
+    /// SW: a switch used as an end state.
+    pub const SW_SWITCH_END: &str = "WFC2022";
+    /// SW: a switch with its own transition.
+    pub const SW_SWITCH_TRANSITION: &str = "WFC2023";
+    /// SW: neither transition nor end.
+    pub const SW_NO_TRANSITION: &str = "WFC2024";
+    /// SW: both transition and end.
+    pub const SW_TRANSITION_AND_END: &str = "WFC2025";
+    /// SW: unreachable state (warning).
+    pub const SW_UNREACHABLE: &str = "WFC2026";
+    /// SW: invalid `{{ }}` expression or JsonPath.
+    pub const SW_BAD_EXPRESSION: &str = "WFC2030";
+    /// SW: text outside a condition's expression (warning).
+    pub const SW_CONDITION_TEXT: &str = "WFC2031";
+    /// SW: invalid ISO 8601 duration or interval.
+    pub const SW_BAD_DURATION: &str = "WFC2040";
+    /// SW: invalid cron expression or time zone.
+    pub const SW_BAD_CRON: &str = "WFC2041";
+    /// SW: invalid dataInputSchema/dataOutputSchema.
+    pub const SW_BAD_SCHEMA: &str = "WFC2050";
 
     /// Every code with a short title, in code order (for docs and `wfc explain`).
     pub const TABLE: &[(&str, &str)] = &[
@@ -553,6 +598,28 @@ pub mod codes {
         (BAD_ASSIGN, "invalid Assign"),
         (FAIL_INTRINSIC_NOT_STRING, "ErrorPath/CausePath intrinsic that does not return a string"),
         (BAD_CONDITION, "invalid JSONata Choice rule"),
+        (SW_WRONG_TYPE, "SW: a field has the wrong JSON type"),
+        (SW_MISSING_FIELD, "SW: a required field is missing"),
+        (SW_UNKNOWN_FIELD, "SW: unknown field (warning)"),
+        (SW_BAD_VALUE, "SW: a value outside the allowed set"),
+        (SW_DUPLICATE_NAME, "SW: duplicate state, function or event name"),
+        (SW_UNKNOWN_FUNCTION, "SW: undefined function reference"),
+        (SW_UNKNOWN_EVENT, "SW: undefined event reference"),
+        (SW_UNKNOWN_STATE, "SW: undefined state reference"),
+        (SW_UNKNOWN_WORKFLOW, "SW: subflow workflowId not compiled together (or invalid)"),
+        (SW_SUBFLOW_CYCLE, "SW: subflows form a cycle"),
+        (SW_MANY_STARTS, "SW: more than one start state"),
+        (SW_NO_START, "SW: no start state"),
+        (SW_SWITCH_END, "SW: a switch used as an end state"),
+        (SW_SWITCH_TRANSITION, "SW: a switch with its own transition"),
+        (SW_NO_TRANSITION, "SW: neither transition nor end"),
+        (SW_TRANSITION_AND_END, "SW: both transition and end"),
+        (SW_UNREACHABLE, "SW: unreachable state (warning)"),
+        (SW_BAD_EXPRESSION, "SW: invalid `{{ }}` expression or JsonPath"),
+        (SW_CONDITION_TEXT, "SW: text outside a condition's expression (warning)"),
+        (SW_BAD_DURATION, "SW: invalid ISO 8601 duration or interval"),
+        (SW_BAD_CRON, "SW: invalid cron expression or time zone"),
+        (SW_BAD_SCHEMA, "SW: invalid dataInputSchema/dataOutputSchema"),
     ];
 
     /// The short title of `code`, if it is one of ours.

@@ -10,6 +10,7 @@ pub mod codegen;
 pub mod diagnostics;
 pub mod optimize;
 pub mod render;
+pub mod sw;
 pub mod syntax;
 
 use std::path::Path;
@@ -31,6 +32,16 @@ pub struct Source<'a> {
 pub enum Dialect {
     /// Amazon States Language.
     Asl,
+    /// Serverless Workflow (the 2020-08 draft; `{{ JsonPath }}` expressions).
+    Sw,
+}
+
+impl Dialect {
+    /// The language of a definition: SW for `*.sw.json`/`*.sw.yaml` files and for documents with
+    /// a lowercase `states` array (and no `States`); ASL otherwise.
+    pub fn detect(source: Source<'_>) -> Dialect {
+        if sw::looks_like_sw(source.path, source.text) { Dialect::Sw } else { Dialect::Asl }
+    }
 }
 
 /// The concrete syntax of a definition file.
@@ -61,11 +72,19 @@ pub struct Settings {
     pub runtime_path: String,
     /// The optimizer passes run after lowering (default: the history-preserving ones).
     pub passes: optimize::Passes,
+    /// SW workflows compiled together with this one (path, text): the registry a subflow's
+    /// `workflowId` is resolved in.
+    pub sw_registry: Vec<(String, String)>,
 }
 
 impl Default for Settings {
     fn default() -> Settings {
-        Settings { module_name: None, runtime_path: "::wfc_runtime".to_owned(), passes: optimize::Passes::default() }
+        Settings {
+            module_name: None,
+            runtime_path: "::wfc_runtime".to_owned(),
+            passes: optimize::Passes::default(),
+            sw_registry: Vec::new(),
+        }
     }
 }
 
@@ -99,6 +118,12 @@ impl Settings {
         self
     }
 
+    /// Adds an SW workflow to the registry that subflows are resolved in.
+    pub fn sw_workflow(&mut self, path: impl Into<String>, text: impl Into<String>) -> &mut Settings {
+        self.sw_registry.push((path.into(), text.into()));
+        self
+    }
+
     /// Sets exactly which optimizer passes run ([`optimize::Passes::none`] for the IR as lowered).
     pub fn passes(&mut self, passes: optimize::Passes) -> &mut Settings {
         self.passes = passes;
@@ -123,7 +148,10 @@ pub fn load(source: Source<'_>) -> Result<Loaded, Diagnostics> {
 
 /// [`load`] with the optimizer passes of `settings` (the other settings only matter to codegen).
 pub fn load_with(source: Source<'_>, settings: &Settings) -> Result<Loaded, Diagnostics> {
-    let mut loaded = asl::load(source)?;
+    let mut loaded = match Dialect::detect(source) {
+        Dialect::Asl => asl::load(source)?,
+        Dialect::Sw => sw::load(source, &settings.sw_registry)?,
+    };
     optimize::optimize(&mut loaded.workflow, &settings.passes);
     Ok(loaded)
 }

@@ -66,6 +66,7 @@ fn edges(kind: &StateKind) -> Vec<(Option<usize>, String)> {
         }
         StateKind::Succeed(_) => vec![(None, String::new())],
         StateKind::Fail(f) => vec![(None, format!("fail {}", f.error.as_deref().unwrap_or("")).trim_end().to_owned())],
+        StateKind::Sw(s) => s.edges(),
     }
 }
 

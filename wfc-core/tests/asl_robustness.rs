@@ -195,6 +195,8 @@ fn indices_in_range(wf: &wfc_core::ir::Workflow) -> bool {
                     tr(&p.transition) && p.catch.iter().all(|c| ok(c.next)) && !p.branches.is_empty()
                 }
                 StateKind::Map(m) => tr(&m.transition) && m.catch.iter().all(|c| ok(c.next)),
+                // The ASL front end never produces Serverless Workflow states.
+                StateKind::Sw(_) => false,
             })
     })
 }

@@ -96,6 +96,8 @@ pub enum StateKind {
     Parallel(ParallelState),
     /// Runs one machine per item of an array (inline mode) and gathers the outputs in item order.
     Map(MapState),
+    /// A Serverless Workflow state (see [`crate::sw`]).
+    Sw(Box<crate::sw::SwState>),
 }
 
 impl StateKind {
@@ -110,6 +112,7 @@ impl StateKind {
             StateKind::Fail(_) => "Fail",
             StateKind::Parallel(_) => "Parallel",
             StateKind::Map(_) => "Map",
+            StateKind::Sw(_) => "Sw",
         }
     }
 }
@@ -651,6 +654,15 @@ impl Workflow {
             for s in &m.states {
                 if let StateKind::Task(t) = &s.kind {
                     map.entry(t.resource.as_str()).or_default().push(s.name.as_str());
+                }
+                // An SW function is a resource named after the function.
+                if let StateKind::Sw(sw) = &s.kind {
+                    for f in sw.functions() {
+                        let states = map.entry(f).or_default();
+                        if !states.contains(&s.name.as_str()) {
+                            states.push(s.name.as_str());
+                        }
+                    }
                 }
             }
         }

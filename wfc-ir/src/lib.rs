@@ -8,11 +8,13 @@
 //! compiler accepted is the path the runtime evaluates, parsed by the same code.
 
 pub mod distributed;
+pub mod cron;
 pub mod errors;
 pub mod graph;
 pub mod intrinsics;
 pub mod jsonata;
 pub mod jsonpath;
+pub mod sw;
 pub mod timestamp;
 
 pub use distributed::DistributedMap;

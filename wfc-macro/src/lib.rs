@@ -88,6 +88,24 @@ impl Parse for Args {
     }
 }
 
+/// The other `*.sw.json`/`*.sw.yaml`/`*.sw.yml` files of `dir`, sorted by name.
+fn sw_siblings(dir: &Path, except: &Path) -> Vec<(String, String)> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut paths: Vec<std::path::PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p != except)
+        .filter(|p| {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            [".sw.json", ".sw.yaml", ".sw.yml"].iter().any(|ext| name.ends_with(ext))
+        })
+        .collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .filter_map(|p| std::fs::read_to_string(&p).ok().map(|t| (p.display().to_string(), t)))
+        .collect()
+}
+
 fn expand(args: &Args) -> syn::Result<TokenStream2> {
     let relative = args.path.value();
     let span = args.path.span();
@@ -117,6 +135,14 @@ fn expand(args: &Args) -> syn::Result<TokenStream2> {
         Err(tokens) => return Ok(tokens),
     };
     let source = wfc_core::Source { path: &relative, text: &text };
+    // A Serverless Workflow's subflows resolve among the SW definitions next to it.
+    if wfc_core::Dialect::detect(source) == wfc_core::Dialect::Sw
+        && let Some(dir) = resolved.parent()
+    {
+        for (path, text) in sw_siblings(dir, &resolved) {
+            settings.sw_workflow(path, text);
+        }
+    }
     let absolute = proc_macro2::Literal::string(&resolved.to_string_lossy());
     match wfc_core::compile(source, &settings) {
         Ok(compiled) => {

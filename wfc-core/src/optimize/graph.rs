@@ -34,6 +34,7 @@ pub(crate) fn successors(kind: &StateKind) -> Vec<StateId> {
             next(&s.transition, &mut out);
             out.extend(s.catch.iter().map(|c| c.next));
         }
+        StateKind::Sw(s) => out.extend(s.edges().into_iter().filter_map(|(t, _)| t)),
     }
     out
 }
@@ -75,6 +76,7 @@ pub(crate) fn retarget(kind: &mut StateKind, map: impl Fn(StateId) -> StateId) {
                 c.next = map(c.next);
             }
         }
+        StateKind::Sw(s) => s.retarget(map),
     }
 }
 
@@ -88,7 +90,9 @@ pub(crate) fn nested_mut(kind: &mut StateKind) -> &mut [StateMachine] {
         | StateKind::Choice(_)
         | StateKind::Wait(_)
         | StateKind::Succeed(_)
-        | StateKind::Fail(_) => &mut [],
+        | StateKind::Fail(_)
+        // An SW subflow embeds a whole workflow, optimized on its own.
+        | StateKind::Sw(_) => &mut [],
     }
 }
 

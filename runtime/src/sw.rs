@@ -1,0 +1,866 @@
+//! Serverless Workflow state semantics, shared by generated code and the interpreter.
+//!
+//! CONTRACT: generated code calls [`step`] once per top-level state and [`run_top`] around the
+//! whole execution; the interpreter calls the same two through [`run`]. Nested machines
+//! (subflows, parallel branches and foreach bodies given by `workflowId`) run through
+//! [`run_machine`], which loops over [`step`]. The choices this module makes where the draft is
+//! ambiguous are listed in docs/semantics-sw.md.
+
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use futures::stream::{FuturesUnordered, StreamExt};
+use serde_json::{Map, Value, json};
+use wfc_ir::sw::{
+    Action, ActionCall, ActionMode, Body, Completion, EventDef, Expr, ExprPart, ProduceEvent, SwKind, SwNext, SwState,
+    SwWorkflowMeta,
+};
+use wfc_ir::{StateId, StateKind, StateMachine, Workflow};
+
+use crate::exec::{Execution, ExecutionResult, RunOptions, Status};
+use crate::interp::DynHandler;
+use crate::task::{Attempt, run_attempt};
+use crate::{EventType, Failure, TaskContext};
+
+/// The error name an `end` of kind `terminate` travels under out of nested machines; the top
+/// level turns it back into a successful end.
+pub const TERMINATE: &str = "Wfc.Terminate";
+/// A transition's `expression` guard did not hold.
+pub const GUARD_FAILED: &str = "Wfc.TransitionGuardFailed";
+/// A switch matched no condition and has no `default`.
+pub const NO_CONDITION: &str = "Wfc.NoConditionMatched";
+/// An event, callback or switch-on-events wait (or an action) ran out of time.
+pub const TIMEOUT: &str = "Wfc.Timeout";
+/// Input or output does not satisfy `dataInputSchema`/`dataOutputSchema`.
+pub const SCHEMA: &str = "Wfc.SchemaValidation";
+/// An expression selected the wrong kind of value (a collection that is not an array ...).
+pub const DATA: &str = "Wfc.DataError";
+
+/// Where a state sends control.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// Go to state `target` of the same machine with this input.
+    Next {
+        /// The target state.
+        target: StateId,
+        /// Its input.
+        output: Value,
+    },
+    /// The machine ends with this output.
+    End(Value),
+    /// `end` of kind `terminate`: the whole instance ends with this output.
+    Terminate(Value),
+}
+
+/// Whether `workflow` is a Serverless Workflow (its states are SW states).
+pub fn is_sw(workflow: &Workflow) -> bool {
+    matches!(workflow.machine.states.first().map(|s| &s.kind), Some(StateKind::Sw(_)))
+}
+
+/// The workflow-wide settings, kept on the start state.
+pub fn meta(workflow: &Workflow) -> Option<&SwWorkflowMeta> {
+    match workflow.machine.states.get(workflow.machine.start_at).map(|s| &s.kind) {
+        Some(StateKind::Sw(s)) => s.workflow.as_deref(),
+        _ => None,
+    }
+}
+
+/// Runs a whole SW workflow with the interpreter.
+pub async fn run(
+    workflow: &Workflow,
+    functions: &dyn DynHandler,
+    input: Value,
+    options: RunOptions,
+) -> ExecutionResult {
+    let exec = Execution::start(workflow, &input, options);
+    let machine = &workflow.machine;
+    run_top(workflow, &exec, input, |input| run_machine_top(&exec, machine, functions, input)).await
+}
+
+async fn run_machine_top(
+    exec: &Execution,
+    machine: &StateMachine,
+    functions: &dyn DynHandler,
+    input: Value,
+) -> Result<Value, Failure> {
+    run_machine(exec, machine, functions, input).await
+}
+
+/// The frame around a top-level run: input and output schema validation, `terminate`, the
+/// execution's end in the history.
+pub async fn run_top<'a, F, Fut>(workflow: &'a Workflow, exec: &'a Execution, input: Value, body: F) -> ExecutionResult
+where
+    F: FnOnce(Value) -> Fut,
+    Fut: std::future::Future<Output = Result<Value, Failure>> + 'a,
+{
+    let meta = meta(workflow);
+    let machine = async move {
+        if let Some(schema) = meta.and_then(|m| m.input_schema.as_ref()) {
+            validate(schema, &input, "input", "dataInputSchema")?;
+        }
+        let output = match body(input).await {
+            Ok(v) => v,
+            Err(f) if f.error == TERMINATE => serde_json::from_str(&f.cause).unwrap_or(Value::Null),
+            Err(f) => return Err(f),
+        };
+        if let Some(schema) = meta.and_then(|m| m.output_schema.as_ref()) {
+            validate(schema, &output, "output", "dataOutputSchema")?;
+        }
+        Ok(output)
+    };
+    exec.finish(workflow.timeout_seconds, machine).await
+}
+
+fn validate(schema: &Value, value: &Value, what: &str, field: &str) -> Result<(), Failure> {
+    let validator = jsonschema::validator_for(schema)
+        .map_err(|e| Failure::new(SCHEMA, format!("the workflow's {field} is not a valid JSON Schema: {e}")))?;
+    let problems: Vec<String> =
+        validator.iter_errors(value).map(|e| format!("{} (at `{}`)", e, e.instance_path)).take(5).collect();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::new(SCHEMA, format!("the workflow {what} does not match its {field}: {}", problems.join("; "))))
+    }
+}
+
+/// Runs one SW machine (top level or nested) from its start state to its end.
+pub fn run_machine<'a>(
+    exec: &'a Execution,
+    machine: &'a StateMachine,
+    functions: &'a dyn DynHandler,
+    input: Value,
+) -> BoxFuture<'a, Result<Value, Failure>> {
+    Box::pin(async move {
+        let mut id = machine.start_at;
+        let mut input = input;
+        loop {
+            let Some(state) = machine.states.get(id) else {
+                return Err(Failure::runtime(format!(
+                    "the state machine has no state number {id} (a corrupted definition)"
+                )));
+            };
+            let StateKind::Sw(spec) = &state.kind else {
+                return Err(Failure::runtime(format!("state {:?} is not a Serverless Workflow state", state.name)));
+            };
+            match step(exec, &state.name, spec, input, functions).await? {
+                Step::Next { target, output } => {
+                    id = target;
+                    input = output;
+                }
+                Step::End(output) => return Ok(output),
+                Step::Terminate(output) => return Err(terminate(output)),
+            }
+        }
+    })
+}
+
+fn terminate(output: Value) -> Failure {
+    Failure::new(TERMINATE, output.to_string())
+}
+
+// -------------------------------------------------------------------------------------------
+// Expressions
+
+/// What a `{{ }}` path selects from `data`: `None` when it selects nothing.
+fn select(path: &wfc_ir::Path, data: &Value) -> Option<Value> {
+    let v = path.select(data).ok()?;
+    if path.is_definite() { Some(v) } else { non_empty(v) }
+}
+
+fn non_empty(v: Value) -> Option<Value> {
+    match &v {
+        Value::Array(a) if a.is_empty() => None,
+        _ => Some(v),
+    }
+}
+
+/// Evaluates an expression string: one `{{ }}` selects JSON (`null` when it selects nothing);
+/// anything else interpolates into a string.
+pub fn eval_expr(expr: &Expr, data: &Value) -> Value {
+    if let Some(p) = expr.as_path() {
+        return select(p, data).unwrap_or(Value::Null);
+    }
+    let mut out = String::new();
+    for part in &expr.parts {
+        match part {
+            ExprPart::Text(t) => out.push_str(t),
+            ExprPart::Path(p) => match select(p, data) {
+                Some(Value::String(s)) => out.push_str(&s),
+                Some(Value::Null) | None => {}
+                Some(v) => out.push_str(&v.to_string()),
+            },
+        }
+    }
+    Value::String(out)
+}
+
+/// A condition holds when every expression in it selects something that is not empty: not
+/// nothing, `null`, `false`, `[]` or `{}`.
+pub fn holds(expr: &Expr, data: &Value) -> bool {
+    let mut any = false;
+    for part in &expr.parts {
+        if let ExprPart::Path(p) = part {
+            any = true;
+            let truthy = match select(p, data) {
+                None | Some(Value::Null) | Some(Value::Bool(false)) => false,
+                Some(Value::Array(a)) => !a.is_empty(),
+                Some(Value::Object(o)) => !o.is_empty(),
+                Some(_) => true,
+            };
+            if !truthy {
+                return false;
+            }
+        }
+    }
+    any
+}
+
+/// Evaluates every expression string inside a JSON template against `data`.
+fn eval_template(template: &Value, data: &Value) -> Value {
+    match template {
+        Value::String(s) if s.contains("{{") => match crate_expr(s) {
+            Some(e) => eval_expr(&e, data),
+            None => template.clone(),
+        },
+        Value::Array(items) => Value::Array(items.iter().map(|i| eval_template(i, data)).collect()),
+        Value::Object(m) => Value::Object(m.iter().map(|(k, v)| (k.clone(), eval_template(v, data))).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Parses a template string's expressions (the compiler checked them already).
+fn crate_expr(s: &str) -> Option<Expr> {
+    let mut parts = Vec::new();
+    let mut rest = s;
+    while let Some(open) = rest.find("{{") {
+        if open > 0 {
+            parts.push(ExprPart::Text(rest[..open].to_owned()));
+        }
+        let after = &rest[open + 2..];
+        let close = after.find("}}")?;
+        parts.push(ExprPart::Path(wfc_ir::Path::parse(after[..close].trim()).ok()?));
+        rest = &after[close + 2..];
+    }
+    if !rest.is_empty() {
+        parts.push(ExprPart::Text(rest.to_owned()));
+    }
+    Some(Expr { text: s.to_owned(), parts })
+}
+
+/// A state or action data filter (`dataInputPath`/`dataOutputPath`): what it selects, kept under
+/// its name when the path names one place (`{{ $.order.id }}` gives `{"id": ...}`), or the data
+/// unchanged when it selects nothing. Every SW filter keeps the name of what it selects, so state
+/// data stays an object (see docs/semantics-sw.md).
+fn state_filter(filter: Option<&Expr>, data: Value) -> Value {
+    let Some(p) = filter.and_then(Expr::as_path) else { return data };
+    let Some(selected) = select(p, &data) else { return data };
+    match last_name(p) {
+        Some(name) if p.is_singular() => json!({ name: selected }),
+        _ => selected,
+    }
+}
+
+/// Merges `addition` into the state data `data` through a merge filter (`dataResultsPath`,
+/// `eventDataFilter`, `errorDataFilter`): the filter's selection goes in under the last name of
+/// its path (`{{ $.data.greet }}` adds `greet`); an object selection of a path without a final
+/// name is merged key by key. Without a filter, an object is merged key by key and anything else
+/// is dropped (state data stays an object).
+fn merge_filtered(data: &mut Value, filter: Option<&Expr>, addition: Value) {
+    let Some(path) = filter.and_then(Expr::as_path) else {
+        merge(data, addition);
+        return;
+    };
+    let Some(selected) = select(path, &addition) else { return };
+    match last_name(path) {
+        Some(name) => {
+            if let Value::Object(m) = data {
+                m.insert(name, selected);
+            } else {
+                *data = json!({ name: selected });
+            }
+        }
+        None => merge(data, selected),
+    }
+}
+
+fn last_name(path: &wfc_ir::Path) -> Option<String> {
+    use wfc_ir::jsonpath::ast::SingularStep;
+    if path.function().is_some() {
+        return None;
+    }
+    match path.segments().last()?.as_singular()? {
+        SingularStep::Name(n) => Some(n.to_owned()),
+        SingularStep::Index(_) => None,
+    }
+}
+
+/// Shallow merge: an object's keys overwrite the data's; anything else is dropped.
+fn merge(data: &mut Value, addition: Value) {
+    if let Value::Object(add) = addition {
+        match data {
+            Value::Object(m) => m.extend(add),
+            _ => *data = Value::Object(add),
+        }
+    }
+}
+
+// -------------------------------------------------------------------------------------------
+// States
+
+/// Runs one SW state on `input`: filters, the state's work with its retries and onError, the
+/// transition's guard and produced event.
+pub async fn step(
+    exec: &Execution,
+    name: &str,
+    spec: &SwState,
+    input: Value,
+    functions: &dyn DynHandler,
+) -> Result<Step, Failure> {
+    exec.check_history()?;
+    exec.record(EventType::SwStateEntered, json!({ "name": name, "type": spec.type_name(), "input": input }));
+    let data = state_filter(spec.input_filter.as_ref(), input);
+    let mut retries = vec![0u32; spec.retry.len()];
+    let (data, next) = loop {
+        match work(exec, name, spec, data.clone(), functions).await {
+            Ok(done) => break done,
+            Err(f) if f.error == TERMINATE => return Err(f),
+            Err(f) => {
+                let error_data = error_data(&f);
+                if let Some(i) = spec.retry.iter().position(|r| holds(&r.expression, &error_data))
+                    && let (Some(r), Some(count)) = (spec.retry.get(i), retries.get_mut(i))
+                    && *count < r.max_attempts
+                {
+                    let delay = r.interval_seconds * r.multiplier.powi(i32::try_from(*count).unwrap_or(i32::MAX));
+                    *count += 1;
+                    exec.record(
+                        EventType::SwStateRetried,
+                        json!({ "name": name, "error": f.error, "attempt": *count, "delaySeconds": delay }),
+                    );
+                    tokio::time::sleep(Duration::try_from_secs_f64(delay.max(0.0)).unwrap_or(Duration::MAX)).await;
+                    continue;
+                }
+                match spec.on_error.iter().find(|e| holds(&e.expression, &error_data)) {
+                    Some(handler) => {
+                        let mut data = data.clone();
+                        match &handler.error_filter {
+                            Some(filter) => merge_filtered(&mut data, Some(filter), error_data),
+                            None => merge(&mut data, error_data),
+                        }
+                        break (data, Some(&handler.next));
+                    }
+                    None => return Err(f),
+                }
+            }
+        }
+    };
+    let output = state_filter(spec.output_filter.as_ref(), data);
+    let next = next.unwrap_or(&spec.next);
+    exec.record(EventType::SwStateExited, json!({ "name": name, "output": output }));
+    follow(exec, name, next, output).await
+}
+
+/// Takes a transition or end: checks the guard, produces the event.
+async fn follow(exec: &Execution, name: &str, next: &SwNext, output: Value) -> Result<Step, Failure> {
+    match next {
+        SwNext::Transition { target, guard, produce } => {
+            if let Some(g) = guard
+                && !holds(g, &output)
+            {
+                return Err(Failure::new(
+                    GUARD_FAILED,
+                    format!(
+                        "the transition out of state {name:?} is guarded by {:?}, which does not hold on the state's output",
+                        g.text
+                    ),
+                ));
+            }
+            if let Some(p) = produce {
+                produce_event(exec, p, &output);
+            }
+            Ok(Step::Next { target: *target, output })
+        }
+        SwNext::End { terminate, produce } => {
+            if let Some(p) = produce {
+                produce_event(exec, p, &output);
+            }
+            Ok(if *terminate { Step::Terminate(output) } else { Step::End(output) })
+        }
+        SwNext::None => Err(Failure::runtime(format!("state {name:?} has no transition (a corrupted definition)"))),
+    }
+}
+
+fn produce_event(exec: &Execution, p: &ProduceEvent, output: &Value) {
+    let data = event_payload(p.data.as_ref(), output);
+    let attributes: Vec<(String, String)> = p
+        .context_attributes
+        .iter()
+        .map(|(k, v)| {
+            let v = match eval_template(v, output) {
+                Value::String(s) => s,
+                other => other.to_string(),
+            };
+            (k.clone(), v)
+        })
+        .collect();
+    let event = exec.events().produce(&p.event, data, &attributes, exec.clock().now_rfc3339());
+    exec.record(EventType::EventProduced, json!({ "event": event }));
+}
+
+/// An event's payload from its `data`: a whole-payload expression selects from the state data
+/// like a filter does, keeping the name of what it selects (`{{ $.provisionedOrders }}` →
+/// `{"provisionedOrders": …}`); an object is a template; absent, the state data itself.
+fn event_payload(template: Option<&Value>, data: &Value) -> Value {
+    match template {
+        Some(Value::String(s)) => match crate_expr(s) {
+            Some(e) if e.as_path().is_some() => state_filter(Some(&e), data.clone()),
+            _ => eval_template(&Value::String(s.clone()), data),
+        },
+        Some(t) => eval_template(t, data),
+        None => data.clone(),
+    }
+}
+
+/// The error data expressions see: the draft's spellings of one error (`$.error`, `$.errors[…]`,
+/// `$.exceptions[…]`, and the Error Data Filter section's `$.exception`).
+fn error_data(f: &Failure) -> Value {
+    let e = json!({ "name": f.error, "message": f.cause });
+    json!({ "error": e, "errors": [e], "exceptions": [e], "exception": e })
+}
+
+/// The state's own work; returns the state data and, for a switch, where to go.
+async fn work<'s>(
+    exec: &Execution,
+    name: &str,
+    spec: &'s SwState,
+    mut data: Value,
+    functions: &dyn DynHandler,
+) -> Result<(Value, Option<&'s SwNext>), Failure> {
+    match &spec.kind {
+        SwKind::Operation { mode, actions } => {
+            let data = run_actions(exec, name, *mode, actions, data, functions).await?;
+            Ok((data, None))
+        }
+        SwKind::Inject { data: add } => {
+            merge(&mut data, add.clone());
+            Ok((data, None))
+        }
+        SwKind::Delay { seconds } => {
+            tokio::time::sleep(Duration::try_from_secs_f64(seconds.max(0.0)).unwrap_or(Duration::MAX)).await;
+            Ok((data, None))
+        }
+        SwKind::Switch { data: conditions, events, event_timeout, default } => {
+            if !events.is_empty() {
+                let defs: Vec<&EventDef> = events.iter().map(|c| &c.event).collect();
+                let timeout = event_timeout.map(secs);
+                return match exec.events().wait(&defs, timeout).await? {
+                    Some((i, event)) => {
+                        consumed(exec, name, &event);
+                        let Some(cond) = events.get(i) else {
+                            return Err(Failure::runtime("event condition out of range"));
+                        };
+                        merge_event(&mut data, cond.filter.as_ref(), &event, &cond.event);
+                        Ok((data, Some(&cond.next)))
+                    }
+                    None => match default {
+                        Some(d) => Ok((data, Some(d))),
+                        None => Err(Failure::new(
+                            TIMEOUT,
+                            format!("state {name:?}: no event arrived within the eventTimeout"),
+                        )),
+                    },
+                };
+            }
+            for c in conditions {
+                if holds(&c.condition, &data) {
+                    return Ok((data, Some(&c.next)));
+                }
+            }
+            match default {
+                Some(d) => Ok((data, Some(d))),
+                None => Err(Failure::new(
+                    NO_CONDITION,
+                    format!("state {name:?}: no condition holds and there is no default"),
+                )),
+            }
+        }
+        SwKind::Event { exclusive, on_events, timeout } => {
+            let deadline = timeout.map(|t| tokio::time::Instant::now() + secs(t));
+            let remaining = || deadline.map(|d| d.saturating_duration_since(tokio::time::Instant::now()));
+            // The draft: when the events do not arrive in time, the state goes on without
+            // performing any actions.
+            let timed_out = |data: Value| {
+                exec.record(EventType::SwStateTimedOut, json!({ "name": name }));
+                Ok((data, None))
+            };
+            if *exclusive {
+                let defs: Vec<(usize, &EventDef)> =
+                    on_events.iter().enumerate().flat_map(|(i, o)| o.events.iter().map(move |e| (i, e))).collect();
+                let refs: Vec<&EventDef> = defs.iter().map(|(_, e)| *e).collect();
+                let Some((k, event)) = exec.events().wait(&refs, remaining()).await? else { return timed_out(data) };
+                consumed(exec, name, &event);
+                let Some((i, def)) = defs.get(k) else { return Err(Failure::runtime("event out of range")) };
+                let Some(on) = on_events.get(*i) else { return Err(Failure::runtime("onEvents out of range")) };
+                merge_event(&mut data, on.filter.as_ref(), &event, def);
+                data = run_actions(exec, name, on.mode, &on.actions, data, functions).await?;
+            } else {
+                // Every event of every entry must arrive (in any order); then each entry's
+                // actions run, in definition order.
+                let mut wanted: Vec<(usize, &EventDef)> =
+                    on_events.iter().enumerate().flat_map(|(i, o)| o.events.iter().map(move |e| (i, e))).collect();
+                let mut got: Vec<(usize, &EventDef, Value)> = Vec::new();
+                while !wanted.is_empty() {
+                    let refs: Vec<&EventDef> = wanted.iter().map(|(_, e)| *e).collect();
+                    let Some((k, event)) = exec.events().wait(&refs, remaining()).await? else {
+                        return timed_out(data);
+                    };
+                    consumed(exec, name, &event);
+                    let (i, def) = wanted.remove(k);
+                    got.push((i, def, event));
+                }
+                for (i, on) in on_events.iter().enumerate() {
+                    for (_, def, event) in got.iter().filter(|(j, _, _)| *j == i) {
+                        merge_event(&mut data, on.filter.as_ref(), event, def);
+                    }
+                    data = run_actions(exec, name, on.mode, &on.actions, data, functions).await?;
+                }
+            }
+            Ok((data, None))
+        }
+        SwKind::Callback { action, event, event_filter, timeout } => {
+            data = run_action(exec, name, action, data, functions).await?;
+            let Some((_, ev)) = exec.events().wait(&[event], timeout.map(secs)).await? else {
+                return Err(Failure::new(
+                    TIMEOUT,
+                    format!("state {name:?}: the callback event did not arrive within its timeout"),
+                ));
+            };
+            consumed(exec, name, &ev);
+            merge_event(&mut data, event_filter.as_ref(), &ev, event);
+            Ok((data, None))
+        }
+        SwKind::Subflow { wait, workflow, .. } => {
+            let out = run_sub(exec, workflow, functions, data.clone()).await?;
+            if *wait {
+                merge(&mut data, out);
+            }
+            Ok((data, None))
+        }
+        SwKind::ForEach { input_collection, output_collection, iteration_param, max, body } => {
+            let items = match eval_expr(input_collection, &data) {
+                Value::Array(items) => items,
+                Value::Null => Vec::new(),
+                other => {
+                    return Err(Failure::new(
+                        DATA,
+                        format!(
+                            "state {name:?}: inputCollection {:?} selects {}, not an array",
+                            input_collection.text,
+                            kind_of(&other)
+                        ),
+                    ));
+                }
+            };
+            // `max` 0 (the draft's default) means no limit.
+            let limit = match max {
+                None | Some(0) => usize::MAX,
+                Some(m) => usize::try_from(*m).unwrap_or(usize::MAX),
+            };
+            let mut results: Vec<Option<Value>> = vec![None; items.len()];
+            let mut in_flight = FuturesUnordered::new();
+            let mut pending = items.into_iter().enumerate();
+            loop {
+                while in_flight.len() < limit {
+                    let Some((i, item)) = pending.next() else { break };
+                    // An iteration sees only its element, under the iteration parameter.
+                    let iteration = json!({ iteration_param.as_str(): item });
+                    let exec = exec.branch();
+                    in_flight.push(async move {
+                        exec.record(EventType::SwIterationStarted, json!({ "name": name, "index": i }));
+                        let out = run_body(&exec, name, body, iteration, functions).await;
+                        (i, out)
+                    });
+                }
+                let Some((i, out)) = in_flight.next().await else { break };
+                if let Some(slot) = results.get_mut(i) {
+                    *slot = Some(out?);
+                }
+            }
+            if let Some(oc) = output_collection
+                && let Some(path) = oc.as_path()
+            {
+                let results = Value::Array(results.into_iter().map(|r| r.unwrap_or(Value::Null)).collect());
+                set_at(&mut data, path, results);
+            }
+            Ok((data, None))
+        }
+        SwKind::Parallel { completion, branches } => {
+            let mut in_flight = FuturesUnordered::new();
+            for (i, b) in branches.iter().enumerate() {
+                let exec = exec.branch();
+                let input = data.clone();
+                in_flight.push(async move {
+                    exec.record(EventType::SwBranchStarted, json!({ "name": name, "branch": b.name }));
+                    (i, run_body_output(&exec, name, &b.body, input, functions).await)
+                });
+            }
+            let needed = match completion {
+                Completion::And => branches.len(),
+                Completion::Xor => 1,
+                Completion::NOfM(n) => usize::try_from(*n).unwrap_or(usize::MAX).min(branches.len()),
+            };
+            let mut done: Vec<(usize, Value)> = Vec::new();
+            let mut failures = Vec::new();
+            while done.len() < needed {
+                let Some((i, out)) = in_flight.next().await else { break };
+                match out {
+                    Ok(v) => done.push((i, v)),
+                    Err(f) if f.error == TERMINATE || *completion == Completion::And => return Err(f),
+                    Err(f) => failures.push(f),
+                }
+            }
+            // The branches still running are cancelled by dropping them.
+            drop(in_flight);
+            if done.len() < needed {
+                let first = failures.into_iter().next().unwrap_or_else(|| Failure::runtime("a branch failed"));
+                return Err(first);
+            }
+            if *completion == Completion::And {
+                done.sort_by_key(|(i, _)| *i);
+            }
+            for (_, out) in done {
+                merge(&mut data, out);
+            }
+            Ok((data, None))
+        }
+    }
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a Boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn secs(s: f64) -> Duration {
+    Duration::try_from_secs_f64(s.max(0.0)).unwrap_or(Duration::MAX)
+}
+
+fn consumed(exec: &Execution, name: &str, event: &Value) {
+    exec.record(EventType::EventConsumed, json!({ "name": name, "event": event }));
+}
+
+/// Merges a consumed event through an event data filter: the filter applies to the whole
+/// CloudEvent, or to its `data` when it selects nothing there. Without a filter, `data` merges.
+/// Without a filter, the event's correlation attributes (those its definition names) are merged
+/// too, so actions can use the correlation key (`{{ $.patientId }}`).
+fn merge_event(data: &mut Value, filter: Option<&Expr>, event: &Value, def: &EventDef) {
+    let payload = event.get("data").cloned().unwrap_or(Value::Null);
+    match filter.and_then(Expr::as_path) {
+        Some(p) if select(p, event).is_some() => merge_filtered(data, filter, event.clone()),
+        Some(_) => merge_filtered(data, filter, payload),
+        None => {
+            merge(data, payload);
+            let attributes: Map<String, Value> = def
+                .correlation
+                .iter()
+                .filter_map(|c| event.get(&c.name).map(|v| (c.name.clone(), v.clone())))
+                .collect();
+            merge(data, Value::Object(attributes));
+        }
+    }
+}
+
+fn set_at(data: &mut Value, path: &wfc_ir::Path, value: Value) {
+    if let Ok(r) = wfc_ir::ReferencePath::parse(path.as_str()) {
+        if r.is_identity() {
+            *data = value;
+        } else {
+            let _ = r.set(data, value);
+        }
+    }
+}
+
+/// Runs a subflow's machine on `input` on its own line of control.
+async fn run_sub(
+    exec: &Execution,
+    workflow: &Workflow,
+    functions: &dyn DynHandler,
+    input: Value,
+) -> Result<Value, Failure> {
+    let line = exec.branch();
+    run_machine(&line, &workflow.machine, functions, input).await
+}
+
+/// A foreach iteration: the last action's filtered result (or the subflow's output).
+async fn run_body(
+    exec: &Execution,
+    name: &str,
+    body: &Body,
+    input: Value,
+    functions: &dyn DynHandler,
+) -> Result<Value, Failure> {
+    match body {
+        Body::Actions(actions) => {
+            let mut data = input;
+            let mut last = Value::Null;
+            for a in actions {
+                let (new_data, result) = action_with_result(exec, name, a, data, functions).await?;
+                data = new_data;
+                last = result;
+            }
+            Ok(last)
+        }
+        Body::Workflow(w) => run_sub(exec, w, functions, input).await,
+    }
+}
+
+/// A parallel branch: the data after its actions (or the subflow's output).
+async fn run_body_output(
+    exec: &Execution,
+    name: &str,
+    body: &Body,
+    input: Value,
+    functions: &dyn DynHandler,
+) -> Result<Value, Failure> {
+    match body {
+        Body::Actions(actions) => run_actions(exec, name, ActionMode::Sequential, actions, input, functions).await,
+        Body::Workflow(w) => run_sub(exec, w, functions, input).await,
+    }
+}
+
+async fn run_actions(
+    exec: &Execution,
+    name: &str,
+    mode: ActionMode,
+    actions: &[Action],
+    mut data: Value,
+    functions: &dyn DynHandler,
+) -> Result<Value, Failure> {
+    match mode {
+        ActionMode::Sequential => {
+            for a in actions {
+                data = run_action(exec, name, a, data, functions).await?;
+            }
+            Ok(data)
+        }
+        ActionMode::Parallel => {
+            let calls = actions.iter().map(|a| {
+                let line = exec.branch();
+                let input = data.clone();
+                async move { action_result(&line, name, a, input, functions).await }
+            });
+            let results = futures::future::join_all(calls).await;
+            for (a, r) in actions.iter().zip(results) {
+                merge_filtered(&mut data, a.results_filter.as_ref(), r?);
+            }
+            Ok(data)
+        }
+    }
+}
+
+async fn run_action(
+    exec: &Execution,
+    name: &str,
+    action: &Action,
+    data: Value,
+    functions: &dyn DynHandler,
+) -> Result<Value, Failure> {
+    Ok(action_with_result(exec, name, action, data, functions).await?.0)
+}
+
+/// Runs an action and merges its result: returns the new data and the filtered result.
+async fn action_with_result(
+    exec: &Execution,
+    name: &str,
+    action: &Action,
+    mut data: Value,
+    functions: &dyn DynHandler,
+) -> Result<(Value, Value), Failure> {
+    let result = action_result(exec, name, action, data.clone(), functions).await?;
+    let filtered = match action.results_filter.as_ref().and_then(Expr::as_path) {
+        Some(p) => select(p, &result).unwrap_or(Value::Null),
+        None => result.clone(),
+    };
+    merge_filtered(&mut data, action.results_filter.as_ref(), result);
+    Ok((data, filtered))
+}
+
+/// Runs an action on the state data and returns its raw result.
+async fn action_result(
+    exec: &Execution,
+    name: &str,
+    action: &Action,
+    data: Value,
+    functions: &dyn DynHandler,
+) -> Result<Value, Failure> {
+    let input = state_filter(action.input_filter.as_ref(), data);
+    match &action.call {
+        ActionCall::Function { function, parameters } => {
+            let params = match parameters {
+                Some(t) => eval_template(t, &input),
+                None => input,
+            };
+            exec.record(EventType::TaskScheduled, json!({ "name": name, "resource": function, "parameters": params }));
+            let ctx = TaskContext::new(name, function.as_str(), 0, exec.name());
+            let attempt =
+                run_attempt(|| functions.call(function, params, ctx.clone()), &ctx, action.timeout.map(secs), None)
+                    .await;
+            match attempt {
+                Attempt::Succeeded(v) => {
+                    exec.limits().check_payload(name, &v)?;
+                    exec.record(EventType::TaskSucceeded, json!({ "name": name, "resource": function, "output": v }));
+                    Ok(v)
+                }
+                Attempt::Failed(f) => {
+                    exec.record(
+                        EventType::TaskFailed,
+                        json!({ "name": name, "resource": function, "error": f.error, "cause": f.cause }),
+                    );
+                    Err(f)
+                }
+                Attempt::TimedOut(_) => {
+                    let f = Failure::new(
+                        TIMEOUT,
+                        format!("function {function:?} did not finish within the action's timeout"),
+                    );
+                    exec.record(
+                        EventType::TaskTimedOut,
+                        json!({ "name": name, "resource": function, "error": f.error, "cause": f.cause }),
+                    );
+                    Err(f)
+                }
+            }
+        }
+        ActionCall::Event { trigger, result, data: template, context_attributes } => {
+            let payload = event_payload(template.as_ref(), &input);
+            let event = exec.events().produce(trigger, payload, context_attributes, exec.clock().now_rfc3339());
+            exec.record(EventType::EventProduced, json!({ "name": name, "event": event }));
+            match result {
+                None => Ok(Value::Object(Map::new())),
+                Some(def) => match exec.events().wait(&[def], action.timeout.map(secs)).await? {
+                    Some((_, ev)) => {
+                        consumed(exec, name, &ev);
+                        Ok(ev.get("data").cloned().unwrap_or(Value::Null))
+                    }
+                    None => Err(Failure::new(
+                        TIMEOUT,
+                        format!(
+                            "state {name:?}: the result event {:?} did not arrive within the action's timeout",
+                            def.name
+                        ),
+                    )),
+                },
+            }
+        }
+    }
+}
+
+/// The status of an execution's result, for callers that only need to know it finished.
+pub fn succeeded(result: &ExecutionResult) -> bool {
+    result.status == Status::Succeeded
+}
