@@ -474,6 +474,10 @@ fn unsupported(workflow: &Workflow) -> Option<String> {
         for s in &m.states {
             match &s.kind {
                 StateKind::Map(_) => return Some(format!("state {} is a Map", s.name)),
+                StateKind::Task(t) if wfc_runtime::callback::is_callback_resource(&t.resource) => {
+                    return Some(format!("state {} waits for a task token (callbacks are not mapped to SWF)", s.name));
+                }
+                StateKind::Sw(_) => return Some(format!("state {} is a Serverless Workflow state", s.name)),
                 StateKind::Parallel(p) => {
                     if let Some(r) = p.branches.iter().find_map(walk) {
                         return Some(r);
