@@ -1016,8 +1016,10 @@ where
             }
             None => {
                 let call_ctx = task_ctx.clone();
-                let request = exec.step_request(spec.resource.as_str(), &params, timeout, heartbeat);
+                // What the handler gets (for `lambda:invoke`, the Payload) is also what a
+                // suspending journal reports, so an SWF activity receives the same input.
                 let sent = lambda_payload.unwrap_or(params);
+                let request = exec.step_request(spec.resource.as_str(), &sent, timeout, heartbeat);
                 let attempt = crate::task::run_attempt(|| invoke(sent, call_ctx), &task_ctx, timeout, heartbeat);
                 exec.journaled_attempt(name, visit_no, visit.retry_count, request, attempt)
                     .await

@@ -209,6 +209,30 @@ async fn answer(mocks: &mocks::MockSet, resource: &str, input: Value, ctx: TaskC
     }
     s.push_str(
         r#"
+/// What a module's run needs. Each module runs in a function of its own: in a debug build a
+/// function's frame holds every temporary of every match arm, so one `match` over hundreds of
+/// workflows' futures would overflow the main thread's stack.
+struct Run {
+    virtual_time: bool,
+    answers: callback_answers::CallbackAnswers,
+    callbacks: wfc_runtime::Callbacks,
+    bus: wfc_runtime::events::EventBus,
+    events: Vec<(f64, Value)>,
+    handler: Mocked,
+    input: Value,
+    options: wfc_runtime::RunOptions,
+}
+"#,
+    );
+    for u in units {
+        let m = u.module();
+        let _ = writeln!(
+            s,
+            "\n#[inline(never)]\nfn run_{m}(r: Run) -> Result<wfc_runtime::ExecutionResult, String> {{\n    drive(r.virtual_time, r.answers.serve(&r.callbacks, wfc_runtime::events::with_deliveries(&r.bus, r.events, {m}::run_with(&r.handler, r.input, r.options))))\n}}"
+        );
+    }
+    s.push_str(
+        r#"
 fn drive<F: Future>(virtual_time: bool, f: F) -> Result<F::Output, String> {
     if virtual_time {
         return Ok(wfc_runtime::block_on_virtual(f));
@@ -270,16 +294,13 @@ fn real_main() -> Result<Value, String> {
         Some(doc) if !doc.is_null() => callback_answers::CallbackAnswers::from_json(doc).map_err(|e| format!("callbacks: {e}"))?,
         _ => callback_answers::CallbackAnswers::default(),
     };
+    let run = Run { virtual_time, answers, callbacks, bus, events, handler, input, options };
     let result = match module.as_str() {
 "#,
     );
     for u in units {
         let m = u.module();
-        let _ = writeln!(
-            s,
-            "        {} => drive(virtual_time, answers.serve(&callbacks, wfc_runtime::events::with_deliveries(&bus, events, {m}::run_with(&handler, input, options))))?,",
-            lit(&m)
-        );
+        let _ = writeln!(s, "        {} => run_{m}(run)?,", lit(&m));
     }
     s.push_str(
         r#"        other => return Err(format!("this program has no workflow module {other:?}")),

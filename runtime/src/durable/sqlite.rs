@@ -196,7 +196,8 @@ impl SqliteStore {
         };
         // Another process (a `wfc executions` reader, or a second run) may hold the file
         // briefly; set first, so even switching to WAL below waits instead of failing.
-        conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(backend)?;
+        // Generous: on a loaded machine a FULL commit of another process can take seconds.
+        conn.busy_timeout(std::time::Duration::from_secs(30)).map_err(backend)?;
         // WAL: readers do not block the writer, and a commit is one append to the log.
         conn.pragma_update(None, "journal_mode", "WAL").map_err(backend)?;
         conn.pragma_update(None, "synchronous", sync).map_err(backend)?;
@@ -234,6 +235,13 @@ impl SqliteStore {
 /// Brings the schema to the latest version in one IMMEDIATE transaction: the version is read
 /// under the write lock, so two processes opening a new file at once cannot both migrate it.
 fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    // The common case, a store already at the latest version, is read without the write lock:
+    // every `wfc executions` call opens the store, and taking the lock each time would make
+    // busy readers queue behind (and delay) the process running an execution.
+    let current: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(backend)?;
+    if current == MIGRATIONS.len() as i64 {
+        return Ok(());
+    }
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
     let version: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(backend)?;
     let latest = MIGRATIONS.len() as i64;
