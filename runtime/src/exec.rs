@@ -1034,30 +1034,15 @@ where
                 exec.limits().check_payload(spec.resource.as_str(), &result).map_err(|f| visit.runtime(f))?;
                 exec.record_with(EventType::TaskSucceeded, || json!({ "resource": spec.resource, "output": result }));
                 let language = Language { assign: spec.assign.as_ref(), output: spec.output.as_ref() };
-                if language.is_plain() {
-                    if shape.result_is_output {
-                        // The output is the result just checked against the same limits.
-                        visit.exit(&result);
-                        return Ok(Step::Next(result));
-                    }
-                    let output = finish_result(
-                        &visit,
-                        &spec.result_selector,
-                        &spec.result_path,
-                        &spec.output_path,
-                        input,
-                        result,
-                        io_ctx,
-                    )
-                    .map_err(|f| visit.runtime(f))?;
-                    visit.finish(&output)?;
-                    return Ok(Step::Next(output));
+                if language.is_plain() && shape.result_is_output {
+                    // The output is the result just checked against the same limits.
+                    visit.exit(&result);
+                    return Ok(Step::Next(result));
                 }
                 let paths = (&spec.result_selector, &spec.result_path, &spec.output_path);
-                match finish_success(&visit, language, paths, &input, result, io_ctx) {
+                match finish_success(&visit, language, paths, &mut input, result, io_ctx)? {
                     Ok(output) => return Ok(Step::Next(output)),
-                    Err(f) if f.error == wfc_ir::errors::QUERY_EVALUATION_ERROR => f,
-                    Err(f) => return Err(f),
+                    Err(failure) => failure,
                 }
             }
             Attempt::Failed(f) => {
@@ -1173,11 +1158,40 @@ impl Language<'_> {
     }
 }
 
-/// The end of a successful Task, Parallel or Map attempt: `Assign` (against the variables as of
-/// entry; `$` is the raw result), then the output (JSONata `Output`, or ResultSelector,
-/// ResultPath and OutputPath), then the new variables are committed and the state exits.
-/// (Callers take the plain path, [`finish_result`], when [`Language::is_plain`].)
+/// The end of a successful Task, Parallel or Map attempt: ResultSelector, ResultPath and
+/// OutputPath, or (with `Assign` or a JSONata `Output`) [`finish_with_language`].
+///
+/// `Ok(Ok(output))` ends the state. `Ok(Err(failure))` is a JSONata failure, which (unlike a
+/// path failure) goes through Retry and Catch, so the attempt loop still needs the raw input:
+/// it is taken (not copied) only on the plain path, which always ends the state. `Err` is
+/// terminal.
 fn finish_success(
+    visit: &Visit<'_>,
+    language: Language<'_>,
+    (selector, result_path, output_path): (&Option<Template>, &ResultPath, &OutputPath),
+    raw_input: &mut Value,
+    result: Value,
+    io_ctx: bool,
+) -> Result<Result<Value, Failure>, Failure> {
+    if language.is_plain() {
+        let raw_input = std::mem::take(raw_input);
+        let output = finish_result(visit, selector, result_path, output_path, raw_input, result, io_ctx)
+            .map_err(|f| visit.runtime(f))?;
+        visit.finish(&output)?;
+        return Ok(Ok(output));
+    }
+    let paths = (selector, result_path, output_path);
+    match finish_with_language(visit, language, paths, raw_input, result, io_ctx) {
+        Ok(output) => Ok(Ok(output)),
+        Err(f) if f.error == wfc_ir::errors::QUERY_EVALUATION_ERROR => Ok(Err(f)),
+        Err(f) => Err(f),
+    }
+}
+
+/// `Assign` (against the variables as of entry; `$` is the raw result), then the output (JSONata
+/// `Output`, or ResultSelector, ResultPath and OutputPath), then the new variables are committed
+/// and the state exits.
+fn finish_with_language(
     visit: &Visit<'_>,
     language: Language<'_>,
     (selector, result_path, output_path): (&Option<Template>, &ResultPath, &OutputPath),
@@ -1529,7 +1543,7 @@ async fn parallel_inner<F, Fut>(
     exec: &Execution,
     name: &str,
     spec: &ParallelState,
-    input: Value,
+    mut input: Value,
     mut run_branches: F,
 ) -> Result<Step, Failure>
 where
@@ -1573,25 +1587,10 @@ where
                 exec.record(EventType::ParallelStateSucceeded, json!({ "name": name }));
                 let result = Value::Array(outputs);
                 let language = Language { assign: spec.assign.as_ref(), output: spec.output.as_ref() };
-                if language.is_plain() {
-                    let output = finish_result(
-                        &visit,
-                        &spec.result_selector,
-                        &spec.result_path,
-                        &spec.output_path,
-                        input,
-                        result,
-                        io_ctx,
-                    )
-                    .map_err(|f| visit.runtime(f))?;
-                    visit.finish(&output)?;
-                    return Ok(Step::Next(output));
-                }
                 let paths = (&spec.result_selector, &spec.result_path, &spec.output_path);
-                match finish_success(&visit, language, paths, &input, result, io_ctx) {
+                match finish_success(&visit, language, paths, &mut input, result, io_ctx)? {
                     Ok(output) => return Ok(Step::Next(output)),
-                    Err(f) if f.error == wfc_ir::errors::QUERY_EVALUATION_ERROR => f,
-                    Err(f) => return Err(f),
+                    Err(failure) => failure,
                 }
             }
             Err(f) => {
@@ -1641,7 +1640,7 @@ async fn map_inner<F, Fut>(
     exec: &Execution,
     name: &str,
     spec: &MapState,
-    input: Value,
+    mut input: Value,
     mut run_iteration: F,
 ) -> Result<Step, Failure>
 where
@@ -1722,25 +1721,10 @@ where
         let failure = match outcome {
             Ok(result) => {
                 let language = Language { assign: spec.assign.as_ref(), output: spec.output.as_ref() };
-                if language.is_plain() {
-                    let output = finish_result(
-                        &visit,
-                        &spec.result_selector,
-                        &spec.result_path,
-                        &spec.output_path,
-                        input,
-                        result,
-                        io_ctx,
-                    )
-                    .map_err(|f| visit.runtime(f))?;
-                    visit.finish(&output)?;
-                    return Ok(Step::Next(output));
-                }
                 let paths = (&spec.result_selector, &spec.result_path, &spec.output_path);
-                match finish_success(&visit, language, paths, &input, result, io_ctx) {
+                match finish_success(&visit, language, paths, &mut input, result, io_ctx)? {
                     Ok(output) => return Ok(Step::Next(output)),
-                    Err(f) if f.error == wfc_ir::errors::QUERY_EVALUATION_ERROR => f,
-                    Err(f) => return Err(f),
+                    Err(failure) => failure,
                 }
             }
             Err(f) => f,

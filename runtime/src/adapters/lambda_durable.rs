@@ -25,7 +25,7 @@ use crate::durable::{
     CheckpointToken, Claim, Completion, ExecutionRecord, ExecutionStatus, Journal, NewExecution, OpStatus, OpType,
     Opened, Operation, OperationUpdate, Store, StoreError,
 };
-use crate::{ExecutionResult, HistoryEvent, RunOptions, Status};
+use crate::{ExecutionResult, RunOptions, Status};
 
 /// The largest `Result` an invocation returns inline (Lambda's 6 MB response, less 50 bytes of
 /// envelope, as the AWS SDKs use); a larger one is checkpointed on the `EXECUTION` operation.
@@ -447,26 +447,6 @@ impl Store for LambdaStore {
         Box::pin(async move { Ok(token) })
     }
 
-    fn list_executions(&self) -> BoxFuture<'_, Result<Vec<ExecutionRecord>, StoreError>> {
-        Box::pin(async move { Ok(Vec::new()) })
-    }
-
-    fn describe_execution<'a>(&'a self, _name: &'a str) -> BoxFuture<'a, Result<Option<ExecutionRecord>, StoreError>> {
-        Box::pin(async move { Ok(None) })
-    }
-
-    fn append_history<'a>(
-        &'a self,
-        _name: &'a str,
-        _events: Vec<HistoryEvent>,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async move { Ok(()) })
-    }
-
-    fn read_history<'a>(&'a self, _name: &'a str) -> BoxFuture<'a, Result<Vec<HistoryEvent>, StoreError>> {
-        Box::pin(async move { Ok(Vec::new()) })
-    }
-
     fn load_operation<'a>(
         &'a self,
         _name: &'a str,
@@ -475,7 +455,7 @@ impl Store for LambdaStore {
         Box::pin(async move { Ok(self.operations.iter().find(|op| op.id == id).cloned()) })
     }
 
-    super::replay_store_has_no_workers!();
+    super::replay_store_keeps_no_records!();
 }
 
 /// Why an invocation produced no answer: the service retries the invocation.

@@ -6,7 +6,6 @@ use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 
-use crate::HistoryEvent;
 use crate::durable::{
     CheckpointToken, Claim, Completion, ExecutionRecord, ExecutionStatus, NewExecution, OpStatus, Operation,
     OperationUpdate, Store, StoreError,
@@ -130,27 +129,6 @@ impl Store for ReplayStore {
         Box::pin(async move { Ok(token) })
     }
 
-    fn list_executions(&self) -> BoxFuture<'_, Result<Vec<ExecutionRecord>, StoreError>> {
-        Box::pin(async move { Ok(Vec::new()) })
-    }
-
-    fn describe_execution<'a>(&'a self, _name: &'a str) -> BoxFuture<'a, Result<Option<ExecutionRecord>, StoreError>> {
-        Box::pin(async move { Ok(None) })
-    }
-
-    fn append_history<'a>(
-        &'a self,
-        _name: &'a str,
-        _events: Vec<HistoryEvent>,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        // The adapters' services keep their own histories.
-        Box::pin(async move { Ok(()) })
-    }
-
-    fn read_history<'a>(&'a self, _name: &'a str) -> BoxFuture<'a, Result<Vec<HistoryEvent>, StoreError>> {
-        Box::pin(async move { Ok(Vec::new()) })
-    }
-
     fn load_operation<'a>(
         &'a self,
         _name: &'a str,
@@ -160,5 +138,5 @@ impl Store for ReplayStore {
         Box::pin(async move { Ok(op) })
     }
 
-    super::replay_store_has_no_workers!();
+    super::replay_store_keeps_no_records!();
 }

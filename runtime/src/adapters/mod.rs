@@ -15,12 +15,36 @@ pub mod lambda_durable;
 pub mod memory;
 pub mod swf;
 
-/// The [`crate::durable::Store`] methods that serve workers and other processes (callbacks by
-/// token, stop, claims and leases). An adapter's store lives for one replay inside one
-/// invocation, and its service owns those jobs, so each answers `StoreError::Unsupported`
-/// naming the operation (claims find nothing; leases and releases are no-ops).
-macro_rules! replay_store_has_no_workers {
+/// The [`crate::durable::Store`] methods an adapter's replay store does not serve. It lives for
+/// one replay inside one invocation, and its service (SWF, Lambda) keeps the execution records
+/// and histories and owns the jobs of workers and other processes (callbacks by token, stop,
+/// claims and leases): listings are empty, histories are dropped, claims find nothing, leases
+/// and releases are no-ops, and the rest answer `StoreError::Unsupported` naming the operation.
+macro_rules! replay_store_keeps_no_records {
     () => {
+        fn list_executions(&self) -> BoxFuture<'_, Result<Vec<ExecutionRecord>, StoreError>> {
+            Box::pin(async { Ok(Vec::new()) })
+        }
+
+        fn describe_execution<'a>(
+            &'a self,
+            _name: &'a str,
+        ) -> BoxFuture<'a, Result<Option<ExecutionRecord>, StoreError>> {
+            Box::pin(async { Ok(None) })
+        }
+
+        fn append_history<'a>(
+            &'a self,
+            _name: &'a str,
+            _events: Vec<crate::HistoryEvent>,
+        ) -> BoxFuture<'a, Result<(), StoreError>> {
+            Box::pin(async { Ok(()) })
+        }
+
+        fn read_history<'a>(&'a self, _name: &'a str) -> BoxFuture<'a, Result<Vec<crate::HistoryEvent>, StoreError>> {
+            Box::pin(async { Ok(Vec::new()) })
+        }
+
         fn complete_callback<'a>(
             &'a self,
             _token: &'a str,
@@ -85,4 +109,4 @@ macro_rules! replay_store_has_no_workers {
         }
     };
 }
-pub(crate) use replay_store_has_no_workers;
+pub(crate) use replay_store_keeps_no_records;
