@@ -7,6 +7,8 @@
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 
+#[path = "../../wfc-cli/src/callback_answers.rs"]
+mod callback_answers;
 #[path = "../../wfc-cli/src/case.rs"]
 mod case;
 #[path = "../../wfc-cli/src/diff.rs"]

@@ -181,6 +181,7 @@ pub struct PassState {
     /// `Parameters`.
     pub parameters: Option<Template>,
     /// `Result`: when present, it is the state's result instead of the effective input.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "crate::present::value")]
     pub result: Option<Value>,
     /// `ResultPath`.
     pub result_path: ResultPath,

@@ -116,8 +116,10 @@ pub struct SwWorkflowMeta {
     /// `id`.
     pub id: String,
     /// `dataInputSchema`, resolved to a JSON Schema document.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "crate::present::value")]
     pub input_schema: Option<Value>,
     /// `dataOutputSchema`, resolved to a JSON Schema document.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "crate::present::value")]
     pub output_schema: Option<Value>,
     /// `start.schedule`.
     pub schedule: Option<Schedule>,
@@ -326,6 +328,7 @@ pub enum ActionCall {
         /// `refName`: the function's name, which is the handler key.
         function: String,
         /// `parameters`: JSON whose strings may hold expressions. `None`: the action's data.
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "crate::present::value")]
         parameters: Option<Value>,
     },
     /// `eventRef`: produce `trigger`, then (optionally) wait for `result`.
@@ -335,6 +338,7 @@ pub enum ActionCall {
         /// `resultEventRef`, resolved.
         result: Option<EventDef>,
         /// `data`: the trigger event's payload (an expression or JSON). `None`: the action's data.
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "crate::present::value")]
         data: Option<Value>,
         /// `contextAttributes` added to the trigger event.
         context_attributes: Vec<(String, String)>,
@@ -428,6 +432,7 @@ pub struct ProduceEvent {
     /// `nameRef`, resolved.
     pub event: EventDef,
     /// `data`: an expression string or JSON. `None`: the state's output.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "crate::present::value")]
     pub data: Option<Value>,
     /// `contextAttributes`: extension attributes (values may hold expressions).
     pub context_attributes: Vec<(String, Value)>,
