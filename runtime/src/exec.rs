@@ -1653,7 +1653,8 @@ where
         || spec.items.is_some()
         || spec.item_selector_jsonata.is_some()
         || spec.output.is_some()
-        || spec.assign.is_some();
+        || spec.assign.is_some()
+        || spec.max_concurrency_jsonata.is_some();
     let ctx = visit.context_if(io_ctx);
     let effective = io::input_path(&spec.input_path, &input, &ctx).map_err(|f| visit.runtime(f))?.into_owned();
     let selector_ctx = spec.item_selector.as_ref().is_some_and(io::uses_context);
@@ -1664,8 +1665,17 @@ where
         // Per attempt: the context object (and so `$$.State.RetryCount` in ItemSelector) changes.
         // A DISTRIBUTED Map's reader, batcher and writer parameters may use `$$` too.
         let state_ctx = visit.context_if(io_ctx || selector_ctx || spec.distributed.is_some());
-        let max_concurrency =
-            crate::distributed::max_concurrency(spec, &effective, &state_ctx).map_err(|f| visit.runtime(f))?;
+        let max_concurrency = match crate::distributed::max_concurrency(spec, &effective, &state_ctx) {
+            Ok(n) => n,
+            // A JSONata `MaxConcurrency` failing is catchable and retriable, like any JSONata field.
+            Err(f) if f.error == wfc_ir::errors::QUERY_EVALUATION_ERROR => {
+                if let Some(failure) = visit.retry_after(visit_no, &mut retries, &spec.retry, f).await? {
+                    return caught(&visit, &spec.catch, input, failure);
+                }
+                continue;
+            }
+            Err(f) => return Err(visit.runtime(f)),
+        };
         let outcome = if let Some(dist) = &spec.distributed {
             // A Map Run records its own MapRunStarted/Succeeded/Failed; its children have
             // histories of their own.
@@ -1685,13 +1695,14 @@ where
                 other => other,
             }
         } else {
-            let inputs = match jsonata_map_inputs(&visit, spec, &input, &state_ctx) {
-                None => crate::map::items(&spec.items_path, &effective, &state_ctx).and_then(|items| {
+            let inputs = if is_jsonata_map(spec) {
+                jsonata_map_inputs(exec, spec, &input, &state_ctx, None)
+            } else {
+                crate::map::items(&spec.items_path, &effective, &state_ctx).and_then(|items| {
                     exec.with_rng(|rng| {
                         crate::map::iteration_inputs(spec.item_selector.as_ref(), &effective, items, &state_ctx, rng)
                     })
-                }),
-                Some(inputs) => inputs,
+                })
             };
             let inputs = match inputs {
                 Ok(inputs) => inputs,
@@ -1735,21 +1746,38 @@ where
     }
 }
 
-/// A JSONata Map's iteration inputs: `Items` (default: the state input, which must then be an
-/// array) and `ItemSelector` with `$states.context.Map.Item`. `None` for a JSONPath Map.
-fn jsonata_map_inputs(
-    visit: &Visit<'_>,
+/// Whether a Map state is a JSONata state (the IR keeps no query language, so this looks for
+/// JSONata-only fields): its items then come from `Items` (or the input) and `ItemSelector` is
+/// JSONata.
+pub(crate) fn is_jsonata_map(spec: &MapState) -> bool {
+    let jsonata_count = |c: &Option<wfc_ir::distributed::Count>| matches!(c, Some(wfc_ir::distributed::Count::Jsonata(_)));
+    spec.items.is_some()
+        || spec.item_selector_jsonata.is_some()
+        || matches!(spec.assign, Some(Assign::Jsonata(_)))
+        || spec.output.is_some()
+        || spec.max_concurrency_jsonata.is_some()
+        || spec.distributed.as_ref().is_some_and(|d| {
+            jsonata_count(&d.tolerated_failure_count)
+                || matches!(d.tolerated_failure_percentage, Some(wfc_ir::distributed::Percentage::Jsonata(_)))
+        })
+}
+
+/// A JSONata Map's iteration inputs: the items (`read` by a DISTRIBUTED Map's ItemReader, else
+/// `Items`, else the state input, which must then be an array), each through `ItemSelector` with
+/// `$states.context.Map.Item`.
+pub(crate) fn jsonata_map_inputs(
+    exec: &Execution,
     spec: &MapState,
     input: &Value,
     state_ctx: &Value,
-) -> Option<Result<Vec<Value>, Failure>> {
-    if spec.items.is_none() && spec.item_selector_jsonata.is_none() && !matches!(spec.assign, Some(Assign::Jsonata(_))) && spec.output.is_none() {
-        return None;
-    }
-    Some((|| {
+    read: Option<Vec<Value>>,
+) -> Result<Vec<Value>, Failure> {
+    let evaluate = |t: &JsonataTemplate, field: &str, b: &Bindings<'_>| exec.with_rng(|rng| jsonata::template(t, field, b, rng));
+    {
         let b = Bindings::new(input, state_ctx);
-        let items = match &spec.items {
-            Some(t) => match visit.jsonata(t, "Items", &b)? {
+        let items = match (read, &spec.items) {
+            (Some(items), _) => items,
+            (None, Some(t)) => match evaluate(t, "Items", &b)? {
                 Value::Array(items) => items,
                 other => {
                     let text = match t {
@@ -1759,7 +1787,7 @@ fn jsonata_map_inputs(
                     return Err(jsonata::unexpected_type(&text, "Items", "array", &other));
                 }
             },
-            None => match input {
+            (None, None) => match input {
                 Value::Array(items) => items.clone(),
                 other => {
                     return Err(jsonata::query_error(format!("Map state input must be an array but was: {other}")));
@@ -1772,10 +1800,10 @@ fn jsonata_map_inputs(
             .enumerate()
             .map(|(index, item)| {
                 let ctx = crate::map::item_context(state_ctx, index, item);
-                visit.jsonata(selector, "ItemSelector", &Bindings::new(input, &ctx))
+                evaluate(selector, "ItemSelector", &Bindings::new(input, &ctx))
             })
             .collect()
-    })())
+    }
 }
 
 /// The journal hooks: each runs the plain behaviour when the execution has no journal (or the

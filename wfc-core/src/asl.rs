@@ -191,6 +191,8 @@ const JSONPATH_ONLY_FIELDS: &[&str] = &[
     "ErrorPath",
     "CausePath",
     "MaxConcurrencyPath",
+    "ToleratedFailureCountPath",
+    "ToleratedFailurePercentagePath",
 ];
 /// Fields that exist only in JSONata states.
 const JSONATA_ONLY_FIELDS: &[&str] = &["Arguments", "Output", "Items"];
@@ -1912,8 +1914,9 @@ impl<'t> Cx<'t> {
             items_path: items_path?,
             item_selector,
             item_processor: item_processor?,
-            max_concurrency: concurrency.as_ref()?.0,
-            max_concurrency_path: concurrency?.1,
+            max_concurrency: concurrency.as_ref()?.fixed,
+            max_concurrency_jsonata: concurrency.as_ref()?.jsonata.clone(),
+            max_concurrency_path: concurrency?.path,
             distributed: distributed?,
             result_selector,
             result_path,

@@ -129,6 +129,27 @@ const CASES: &[Case] = &[
         52,
     ),
     (
+        "bad JSONata in MaxConcurrency",
+        "{\"QueryLanguage\": \"JSONata\", \"StartAt\": \"M\", \"States\": {\n  \"M\": {\"Type\": \"Map\", \"MaxConcurrency\": \"{% 1 + %}\", \"ItemProcessor\": {\"StartAt\": \"I\", \"States\": {\"I\": {\"Type\": \"Pass\", \"End\": true}}}, \"End\": true}}}",
+        "WFC0901",
+        2,
+        42,
+    ),
+    (
+        "MaxConcurrency expression in a JSONPath state",
+        "{\"StartAt\": \"M\", \"States\": {\n  \"M\": {\"Type\": \"Map\", \"MaxConcurrency\": \"{% 1 %}\", \"ItemProcessor\": {\"StartAt\": \"I\", \"States\": {\"I\": {\"Type\": \"Pass\", \"End\": true}}}, \"End\": true}}}",
+        "WFC0201",
+        2,
+        42,
+    ),
+    (
+        "ToleratedFailureCountPath in a JSONata state",
+        "{\"QueryLanguage\": \"JSONata\", \"StartAt\": \"M\", \"States\": {\n  \"M\": {\"Type\": \"Map\", \"ToleratedFailureCountPath\": \"$.n\", \"ItemProcessor\": {\"ProcessorConfig\": {\"Mode\": \"DISTRIBUTED\", \"ExecutionType\": \"STANDARD\"}, \"StartAt\": \"I\", \"States\": {\"I\": {\"Type\": \"Pass\", \"End\": true}}}, \"End\": true}}}",
+        "WFC0902",
+        2,
+        24,
+    ),
+    (
         "bad intrinsic in ErrorPath",
         "{\"StartAt\": \"A\", \"States\": {\n  \"A\": {\"Type\": \"Fail\", \"ErrorPath\": \"States.Format('{}')\"}}}",
         "WFC0407",
@@ -185,6 +206,25 @@ fn jsonata_states_lower_to_their_fields() {
     let StateKind::Wait(w) = &wf.machine.states[2].kind else { panic!("wait") };
     assert!(matches!(w.duration, WaitDuration::SecondsJsonata(_)));
     // The IR round-trips through JSON (how generated code embeds it).
+    let json = serde_json::to_string(&wf).expect("serialize");
+    let back: wfc_ir::Workflow = serde_json::from_str(&json).expect("deserialize");
+    assert_eq!(back, wf);
+}
+
+#[test]
+fn jsonata_map_limits_lower_to_expressions() {
+    let wf = load(
+        r#"{"QueryLanguage": "JSONata", "StartAt": "M", "States": {
+          "M": {"Type": "Map", "MaxConcurrency": "{% $states.input.n %}",
+                "ToleratedFailureCount": "{% 1 %}", "ToleratedFailurePercentage": "{% 2.5 %}",
+                "ItemProcessor": {"ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+                  "StartAt": "I", "States": {"I": {"Type": "Pass", "End": true}}}, "End": true}}}"#,
+    );
+    let StateKind::Map(m) = &wf.machine.states[0].kind else { panic!("map") };
+    assert_eq!(m.max_concurrency_jsonata.as_ref().map(|e| e.as_str().trim()), Some("$states.input.n"));
+    let d = m.distributed.as_ref().expect("distributed");
+    assert!(matches!(d.tolerated_failure_count, Some(wfc_ir::distributed::Count::Jsonata(_))));
+    assert!(matches!(d.tolerated_failure_percentage, Some(wfc_ir::distributed::Percentage::Jsonata(_))));
     let json = serde_json::to_string(&wf).expect("serialize");
     let back: wfc_ir::Workflow = serde_json::from_str(&json).expect("deserialize");
     assert_eq!(back, wf);

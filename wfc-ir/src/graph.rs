@@ -537,6 +537,10 @@ pub struct MapState {
     /// effective input.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_concurrency_path: Option<Path>,
+    /// `MaxConcurrency` as a JSONata expression (JSONata states): replaces `max_concurrency`
+    /// with the non-negative integer it yields when the state is entered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrency_jsonata: Option<JsonataExpr>,
     /// The DISTRIBUTED mode's fields; `None` is an INLINE Map.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub distributed: Option<Box<crate::DistributedMap>>,
