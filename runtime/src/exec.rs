@@ -673,6 +673,24 @@ impl<'a> Visit<'a> {
         }
     }
 
+    /// [`finish`](Self::finish) for a state that evaluated an `Assign` block (its own, a Choice
+    /// rule's or a catcher's): the Exited event also records the values, as AWS's
+    /// `assignedVariables`, then they become visible from the next state on.
+    fn finish_assigned(&self, output: &Value, assigned: Option<Vec<(String, Value)>>) -> Result<(), Failure> {
+        let Some(values) = assigned else {
+            return self.finish(output);
+        };
+        self.exec.limits().check_payload(self.name, output).map_err(|f| self.runtime(f))?;
+        if let Some(ty) = EventType::exited(self.state_type) {
+            self.exec.record_with(ty, || {
+                let mut details = history_details(self.name, "output", output);
+                crate::variables::record_assigned(&mut details, &values);
+                details
+            });
+        }
+        self.commit(Some(values)).map_err(|f| self.runtime(f))
+    }
+
     /// The context object, carrying the variables in scope (as of now: called before this
     /// state commits its own `Assign`) for `$name` paths and JSONata.
     fn context(&self) -> Value {
@@ -767,8 +785,7 @@ pub async fn pass(exec: &Execution, name: &str, spec: &PassState, input: Value) 
             return Ok(output);
         }
         let (output, assigned) = pass_assign(&visit, spec, input, &ctx).map_err(|f| visit.runtime(f))?;
-        visit.finish(&output)?;
-        visit.commit(assigned).map_err(|f| visit.runtime(f))?;
+        visit.finish_assigned(&output, assigned)?;
         Ok(output)
     })
 }
@@ -1207,8 +1224,7 @@ fn finish_with_language(
         None => finish_result(visit, selector, result_path, output_path, raw_input.clone(), result.clone(), io_ctx)
             .map_err(|f| visit.runtime(f))?,
     };
-    visit.finish(&output)?;
-    visit.commit(assigned).map_err(|f| visit.runtime(f))?;
+    visit.finish_assigned(&output, assigned)?;
     Ok(output)
 }
 
@@ -1262,8 +1278,7 @@ fn caught(
         Some(t) => visit.jsonata(t, "Output", &b).map_err(|f| visit.runtime(f))?,
         None => retry::catch_output(catcher, raw_input.clone(), &failure).map_err(|f| visit.runtime(f))?,
     };
-    visit.finish(&output)?;
-    visit.commit(assigned).map_err(|f| visit.runtime(f))?;
+    visit.finish_assigned(&output, assigned)?;
     Ok(Step::Goto { target: catcher.next, output })
 }
 
@@ -1310,8 +1325,7 @@ pub fn choice(exec: &Execution, name: &str, spec: &ChoiceState, input: Value) ->
             Some(t) => visit.jsonata(t, "Output", &b).map_err(|f| visit.runtime(f))?,
             None => io::output_path(&spec.output_path, effective, &ctx).map_err(|f| visit.runtime(f))?,
         };
-        visit.finish(&output)?;
-        visit.commit(assigned).map_err(|f| visit.runtime(f))?;
+        visit.finish_assigned(&output, assigned)?;
         Ok(Chosen { branch, output })
     })
 }
@@ -1441,8 +1455,7 @@ async fn wait_inner(exec: &Execution, name: &str, spec: &WaitState, input: Value
         }
     };
     exec.durable_wait(name, visit_no, delay).await.map_err(|f| visit.runtime(f))?;
-    visit.finish(&output)?;
-    visit.commit(assigned).map_err(|f| visit.runtime(f))?;
+    visit.finish_assigned(&output, assigned)?;
     Ok(output)
 }
 
