@@ -960,7 +960,8 @@ where
         || spec.output.is_some()
         || spec.assign.is_some()
         || matches!(spec.timeout, Some(Seconds::Jsonata(_)))
-        || matches!(spec.heartbeat, Some(Seconds::Jsonata(_)));
+        || matches!(spec.heartbeat, Some(Seconds::Jsonata(_)))
+        || spec.credentials.is_some();
     let ctx = visit.context_if(io_ctx);
     let shape = TaskShape::of(spec);
     let mut input = input;
@@ -983,7 +984,15 @@ where
         if callback {
             visit.task_token = Some(exec.task_token(name, visit_no, visit.retry_count, visit.entered_id));
         }
-        let params = match &spec.arguments {
+        // Before the parameters: a single attempt may move the effective input into them.
+        let role_arn = match &spec.credentials {
+            None => Ok(None),
+            Some(c) => {
+                let ctx = visit.context();
+                exec.with_rng(|rng| crate::credentials::role_arn(c, &effective, &ctx, rng)).map(Some)
+            }
+        };
+        let params = role_arn.and_then(|role_arn| match &spec.arguments {
             Some(arguments) => {
                 let ctx = visit.context();
                 visit.jsonata(arguments, "Arguments", &Bindings::new(&input, &ctx))
@@ -991,9 +1000,10 @@ where
             // No Retry: this is the only attempt, so the effective input itself is sent.
             None if shape.single_attempt && matches!(parameters, Parameters::None) => Ok(std::mem::take(&mut effective)),
             None => parameters.for_attempt(&effective, &visit),
-        };
-        let params = match params {
-            Ok(params) => params,
+        }
+        .map(|params| (role_arn, params)));
+        let (role_arn, params) = match params {
+            Ok(evaluated) => evaluated,
             // A JSONata failure can be retried and caught, unlike a path failure.
             Err(f) if f.error == wfc_ir::errors::QUERY_EVALUATION_ERROR => {
                 if let Some(failure) = visit.retry_after(visit_no, &mut retries, &spec.retry, f).await? {
@@ -1010,14 +1020,22 @@ where
         let lambda_payload =
             if lambda_invoke { Some(crate::lambda::payload(&params).map_err(|f| visit.runtime(f))?) } else { None };
         exec.record_with(EventType::TaskScheduled, || {
-            json!({
+            let mut details = json!({
                 "resource": spec.resource,
                 "parameters": params,
                 "timeoutInSeconds": seconds_json(timeout),
                 "heartbeatInSeconds": seconds_json(heartbeat),
-            })
+            });
+            if let Some(arn) = &role_arn {
+                details["taskCredentials"] = json!({ "roleArn": arn });
+            }
+            details
         });
         let task_ctx = TaskContext::new(name, spec.resource.as_str(), visit.retry_count, exec.name());
+        let task_ctx = match role_arn {
+            Some(arn) => task_ctx.with_role_arn(arn),
+            None => task_ctx,
+        };
         exec.record_with(EventType::TaskStarted, || json!({ "resource": spec.resource }));
         let outcome = match &visit.task_token {
             Some(token) => {

@@ -150,6 +150,62 @@ const CASES: &[Case] = &[
         24,
     ),
     (
+        "Credentials not an object",
+        "{\"StartAt\": \"T\", \"States\": {\n  \"T\": {\"Type\": \"Task\", \"Resource\": \"r\", \"Credentials\": \"arn:aws:iam::1:role/R\", \"End\": true}}}",
+        "WFC0911",
+        2,
+        57,
+    ),
+    (
+        "Credentials without RoleArn",
+        "{\"StartAt\": \"T\", \"States\": {\n  \"T\": {\"Type\": \"Task\", \"Resource\": \"r\", \"Credentials\": {}, \"End\": true}}}",
+        "WFC0911",
+        2,
+        57,
+    ),
+    (
+        "unknown field in Credentials",
+        "{\"StartAt\": \"T\", \"States\": {\n  \"T\": {\"Type\": \"Task\", \"Resource\": \"r\", \"Credentials\": {\"RoleArn\": \"arn:aws:iam::1:role/R\", \"ExternalId\": \"x\"}, \"End\": true}}}",
+        "WFC0911",
+        2,
+        94,
+    ),
+    (
+        "RoleArn and RoleArn.$",
+        "{\"StartAt\": \"T\", \"States\": {\n  \"T\": {\"Type\": \"Task\", \"Resource\": \"r\", \"Credentials\": {\"RoleArn\": \"a\", \"RoleArn.$\": \"$.r\"}, \"End\": true}}}",
+        "WFC0911",
+        2,
+        74,
+    ),
+    (
+        "RoleArn not a string",
+        "{\"StartAt\": \"T\", \"States\": {\n  \"T\": {\"Type\": \"Task\", \"Resource\": \"r\", \"Credentials\": {\"RoleArn\": 7}, \"End\": true}}}",
+        "WFC0911",
+        2,
+        69,
+    ),
+    (
+        "bad path in RoleArn.$",
+        "{\"StartAt\": \"T\", \"States\": {\n  \"T\": {\"Type\": \"Task\", \"Resource\": \"r\", \"Credentials\": {\"RoleArn.$\": \"$.a[?(@.b\"}, \"End\": true}}}",
+        "WFC0401",
+        2,
+        77,
+    ),
+    (
+        "RoleArn.$ in a JSONata state",
+        "{\"QueryLanguage\": \"JSONata\", \"StartAt\": \"T\", \"States\": {\n  \"T\": {\"Type\": \"Task\", \"Resource\": \"r\", \"Credentials\": {\"RoleArn.$\": \"$.r\"}, \"End\": true}}}",
+        "WFC0911",
+        2,
+        58,
+    ),
+    (
+        "bad JSONata in RoleArn",
+        "{\"QueryLanguage\": \"JSONata\", \"StartAt\": \"T\", \"States\": {\n  \"T\": {\"Type\": \"Task\", \"Resource\": \"r\", \"Credentials\": {\"RoleArn\": \"{% $x( %}\"}, \"End\": true}}}",
+        "WFC0901",
+        2,
+        69,
+    ),
+    (
         "bad intrinsic in ErrorPath",
         "{\"StartAt\": \"A\", \"States\": {\n  \"A\": {\"Type\": \"Fail\", \"ErrorPath\": \"States.Format('{}')\"}}}",
         "WFC0407",
@@ -209,6 +265,23 @@ fn jsonata_states_lower_to_their_fields() {
     let json = serde_json::to_string(&wf).expect("serialize");
     let back: wfc_ir::Workflow = serde_json::from_str(&json).expect("deserialize");
     assert_eq!(back, wf);
+}
+
+#[test]
+fn task_credentials_lower_in_both_languages() {
+    let wf = load(
+        r#"{"StartAt": "A", "States": {
+          "A": {"Type": "Task", "Resource": "r", "Credentials": {"RoleArn": "arn:aws:iam::1:role/R"}, "Next": "B"},
+          "B": {"Type": "Task", "Resource": "r", "Credentials": {"RoleArn.$": "States.Format('arn:aws:iam::{}:role/R', $.a)"}, "Next": "C"},
+          "C": {"Type": "Task", "Resource": "r", "QueryLanguage": "JSONata", "Credentials": {"RoleArn": "{% $states.input.r %}"}, "End": true}}}"#,
+    );
+    let credentials = |i: usize| match &wf.machine.states[i].kind {
+        StateKind::Task(t) => t.credentials.clone(),
+        _ => panic!("task"),
+    };
+    assert!(matches!(credentials(0), Some(wfc_ir::TaskCredentials::JsonPath(wfc_ir::Template::Literal(_)))));
+    assert!(matches!(credentials(1), Some(wfc_ir::TaskCredentials::JsonPath(wfc_ir::Template::Object(_)))));
+    assert!(matches!(credentials(2), Some(wfc_ir::TaskCredentials::Jsonata(JsonataTemplate::Object(_)))));
 }
 
 #[test]

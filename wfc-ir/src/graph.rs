@@ -241,6 +241,10 @@ pub struct TaskState {
     /// `Output` (JSONata states): the state's output, in place of the JSONPath pipeline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<JsonataTemplate>,
+    /// `Credentials`: the role AWS would assume for the call, evaluated per attempt and handed
+    /// to the handler (see `TaskContext::role_arn` in the runtime).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<crate::TaskCredentials>,
 }
 
 /// A Choice state.
