@@ -298,6 +298,10 @@ fn path_float(path: &Path, field: &str, effective: &Value, context: &Value) -> R
 /// The Map's concurrency limit: `MaxConcurrency`, or what `MaxConcurrencyPath` selects (a
 /// non-negative integer; else `States.Runtime`).
 pub fn max_concurrency(spec: &MapState, effective: &Value, context: &Value) -> Result<u64, Failure> {
+    if let Some(e) = &spec.max_concurrency_jsonata {
+        let n = jsonata_integer(e, "MaxConcurrency", effective, context)?;
+        return u64::try_from(n).map_err(|_| Failure::runtime("MaxConcurrency cannot be negative."));
+    }
     let Some(path) = &spec.max_concurrency_path else {
         return Ok(spec.max_concurrency);
     };
@@ -319,7 +323,29 @@ fn count(
             let n = path_integer(p, &format!("{field}Path"), effective, context)?;
             u64::try_from(n).map_err(|_| on_negative())
         }
+        Count::Jsonata(e) => {
+            let n = jsonata_integer(e, field, effective, context)?;
+            u64::try_from(n).map_err(|_| on_negative())
+        }
     }
+}
+
+/// Evaluates a numeric field's `{% %}` expression (a JSONata state's `MaxConcurrency`,
+/// `ToleratedFailure*`...) with `$states.input` the state input (JSONata states have no
+/// InputPath, so it is also the effective input). A failing expression, or a value of the wrong
+/// type, is `States.QueryEvaluationError` (catchable), as for every JSONata field; range checks
+/// are the caller's. Evaluated with a fixed seed, as Task timeouts are: `$random` here would make
+/// a limit that changes on replay.
+fn jsonata_number(expr: &wfc_ir::JsonataExpr, field: &str, effective: &Value, context: &Value) -> Result<Value, Failure> {
+    let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(0);
+    crate::jsonata::evaluate(expr, field, &crate::jsonata::Bindings::new(effective, context), &mut rng)
+}
+
+/// A JSONata numeric field that must yield an integer (negative values are the caller's to
+/// reject with AWS's range message).
+fn jsonata_integer(expr: &wfc_ir::JsonataExpr, field: &str, effective: &Value, context: &Value) -> Result<i64, Failure> {
+    let value = jsonata_number(expr, field, effective, context)?;
+    value.as_i64().ok_or_else(|| crate::jsonata::unexpected_type(expr.as_str(), field, "integer", &value))
 }
 
 /// How many failed items a Map Run tolerates.
@@ -346,6 +372,21 @@ impl Tolerance {
             Some(Percentage::Fixed(p)) => Some(*p),
             Some(Percentage::Path(path)) => {
                 let p = path_float(path, "ToleratedFailurePercentagePath", effective, context)?;
+                if !(0.0..=100.0).contains(&p) {
+                    return Err(Failure::runtime("ToleratedFailurePercentage must be between 0 and 100."));
+                }
+                Some(p)
+            }
+            Some(Percentage::Jsonata(e)) => {
+                let value = jsonata_number(e, "ToleratedFailurePercentage", effective, context)?;
+                let Some(p) = value.as_f64() else {
+                    return Err(crate::jsonata::unexpected_type(
+                        e.as_str(),
+                        "ToleratedFailurePercentage",
+                        "number",
+                        &value,
+                    ));
+                };
                 if !(0.0..=100.0).contains(&p) {
                     return Err(Failure::runtime("ToleratedFailurePercentage must be between 0 and 100."));
                 }
@@ -616,24 +657,34 @@ where
     Fut: Future<Output = Result<Value, Failure>>,
 {
     let limit = exec.limits().max_map_items;
-    let items = match &dist.item_reader {
-        None => {
-            let items = crate::map::items(&spec.items_path, effective, context)?;
-            crate::map::check_item_count(exec.limits(), items.len())?;
-            items
-        }
+    let read = match &dist.item_reader {
+        None => None,
         Some(reader) => {
             let max_items = usize::try_from(max_items?).unwrap_or(usize::MAX);
             let params = exec.with_rng(|rng| io::template(&reader.parameters, effective, context, rng))?;
             let bucket = string_param(&params, "Bucket", "ItemReader", reader_failed_owned)?;
             let key = string_param(&params, "Key", "ItemReader", reader_failed_owned)?;
             let bytes = exec.objects().store().get_object(bucket, key).await.map_err(reader_failed)?;
-            parse_items(&bytes, &reader.config, max_items, limit)?
+            Some(parse_items(&bytes, &reader.config, max_items, limit)?)
         }
     };
-    let total_items = items.len();
-    let inputs =
-        exec.with_rng(|rng| crate::map::iteration_inputs(spec.item_selector.as_ref(), effective, items, context, rng))?;
+    // A JSONata state has no InputPath: its effective input is its input.
+    let inputs = if crate::exec::is_jsonata_map(spec) {
+        let inputs = crate::exec::jsonata_map_inputs(exec, spec, effective, context, read)?;
+        crate::map::check_item_count(exec.limits(), inputs.len())?;
+        inputs
+    } else {
+        let items = match read {
+            Some(items) => items,
+            None => {
+                let items = crate::map::items(&spec.items_path, effective, context)?;
+                crate::map::check_item_count(exec.limits(), items.len())?;
+                items
+            }
+        };
+        exec.with_rng(|rng| crate::map::iteration_inputs(spec.item_selector.as_ref(), effective, items, context, rng))?
+    };
+    let total_items = inputs.len();
     let children: Vec<(usize, Value)> = match batch_limits {
         None => inputs.into_iter().map(|i| (1, i)).collect(),
         Some((max_items, max_bytes, batch_input)) => batches(inputs, max_items, max_bytes, batch_input.as_ref())?,

@@ -673,6 +673,24 @@ impl<'a> Visit<'a> {
         }
     }
 
+    /// [`finish`](Self::finish) for a state that evaluated an `Assign` block (its own, a Choice
+    /// rule's or a catcher's): the Exited event also records the values, as AWS's
+    /// `assignedVariables`, then they become visible from the next state on.
+    fn finish_assigned(&self, output: &Value, assigned: Option<Vec<(String, Value)>>) -> Result<(), Failure> {
+        let Some(values) = assigned else {
+            return self.finish(output);
+        };
+        self.exec.limits().check_payload(self.name, output).map_err(|f| self.runtime(f))?;
+        if let Some(ty) = EventType::exited(self.state_type) {
+            self.exec.record_with(ty, || {
+                let mut details = history_details(self.name, "output", output);
+                crate::variables::record_assigned(&mut details, &values);
+                details
+            });
+        }
+        self.commit(Some(values)).map_err(|f| self.runtime(f))
+    }
+
     /// The context object, carrying the variables in scope (as of now: called before this
     /// state commits its own `Assign`) for `$name` paths and JSONata.
     fn context(&self) -> Value {
@@ -767,8 +785,7 @@ pub async fn pass(exec: &Execution, name: &str, spec: &PassState, input: Value) 
             return Ok(output);
         }
         let (output, assigned) = pass_assign(&visit, spec, input, &ctx).map_err(|f| visit.runtime(f))?;
-        visit.finish(&output)?;
-        visit.commit(assigned).map_err(|f| visit.runtime(f))?;
+        visit.finish_assigned(&output, assigned)?;
         Ok(output)
     })
 }
@@ -943,7 +960,8 @@ where
         || spec.output.is_some()
         || spec.assign.is_some()
         || matches!(spec.timeout, Some(Seconds::Jsonata(_)))
-        || matches!(spec.heartbeat, Some(Seconds::Jsonata(_)));
+        || matches!(spec.heartbeat, Some(Seconds::Jsonata(_)))
+        || spec.credentials.is_some();
     let ctx = visit.context_if(io_ctx);
     let shape = TaskShape::of(spec);
     let mut input = input;
@@ -966,7 +984,15 @@ where
         if callback {
             visit.task_token = Some(exec.task_token(name, visit_no, visit.retry_count, visit.entered_id));
         }
-        let params = match &spec.arguments {
+        // Before the parameters: a single attempt may move the effective input into them.
+        let role_arn = match &spec.credentials {
+            None => Ok(None),
+            Some(c) => {
+                let ctx = visit.context();
+                exec.with_rng(|rng| crate::credentials::role_arn(c, &effective, &ctx, rng)).map(Some)
+            }
+        };
+        let params = role_arn.and_then(|role_arn| match &spec.arguments {
             Some(arguments) => {
                 let ctx = visit.context();
                 visit.jsonata(arguments, "Arguments", &Bindings::new(&input, &ctx))
@@ -974,9 +1000,10 @@ where
             // No Retry: this is the only attempt, so the effective input itself is sent.
             None if shape.single_attempt && matches!(parameters, Parameters::None) => Ok(std::mem::take(&mut effective)),
             None => parameters.for_attempt(&effective, &visit),
-        };
-        let params = match params {
-            Ok(params) => params,
+        }
+        .map(|params| (role_arn, params)));
+        let (role_arn, params) = match params {
+            Ok(evaluated) => evaluated,
             // A JSONata failure can be retried and caught, unlike a path failure.
             Err(f) if f.error == wfc_ir::errors::QUERY_EVALUATION_ERROR => {
                 if let Some(failure) = visit.retry_after(visit_no, &mut retries, &spec.retry, f).await? {
@@ -993,14 +1020,22 @@ where
         let lambda_payload =
             if lambda_invoke { Some(crate::lambda::payload(&params).map_err(|f| visit.runtime(f))?) } else { None };
         exec.record_with(EventType::TaskScheduled, || {
-            json!({
+            let mut details = json!({
                 "resource": spec.resource,
                 "parameters": params,
                 "timeoutInSeconds": seconds_json(timeout),
                 "heartbeatInSeconds": seconds_json(heartbeat),
-            })
+            });
+            if let Some(arn) = &role_arn {
+                details["taskCredentials"] = json!({ "roleArn": arn });
+            }
+            details
         });
         let task_ctx = TaskContext::new(name, spec.resource.as_str(), visit.retry_count, exec.name());
+        let task_ctx = match role_arn {
+            Some(arn) => task_ctx.with_role_arn(arn),
+            None => task_ctx,
+        };
         exec.record_with(EventType::TaskStarted, || json!({ "resource": spec.resource }));
         let outcome = match &visit.task_token {
             Some(token) => {
@@ -1207,8 +1242,7 @@ fn finish_with_language(
         None => finish_result(visit, selector, result_path, output_path, raw_input.clone(), result.clone(), io_ctx)
             .map_err(|f| visit.runtime(f))?,
     };
-    visit.finish(&output)?;
-    visit.commit(assigned).map_err(|f| visit.runtime(f))?;
+    visit.finish_assigned(&output, assigned)?;
     Ok(output)
 }
 
@@ -1262,8 +1296,7 @@ fn caught(
         Some(t) => visit.jsonata(t, "Output", &b).map_err(|f| visit.runtime(f))?,
         None => retry::catch_output(catcher, raw_input.clone(), &failure).map_err(|f| visit.runtime(f))?,
     };
-    visit.finish(&output)?;
-    visit.commit(assigned).map_err(|f| visit.runtime(f))?;
+    visit.finish_assigned(&output, assigned)?;
     Ok(Step::Goto { target: catcher.next, output })
 }
 
@@ -1310,8 +1343,7 @@ pub fn choice(exec: &Execution, name: &str, spec: &ChoiceState, input: Value) ->
             Some(t) => visit.jsonata(t, "Output", &b).map_err(|f| visit.runtime(f))?,
             None => io::output_path(&spec.output_path, effective, &ctx).map_err(|f| visit.runtime(f))?,
         };
-        visit.finish(&output)?;
-        visit.commit(assigned).map_err(|f| visit.runtime(f))?;
+        visit.finish_assigned(&output, assigned)?;
         Ok(Chosen { branch, output })
     })
 }
@@ -1441,8 +1473,7 @@ async fn wait_inner(exec: &Execution, name: &str, spec: &WaitState, input: Value
         }
     };
     exec.durable_wait(name, visit_no, delay).await.map_err(|f| visit.runtime(f))?;
-    visit.finish(&output)?;
-    visit.commit(assigned).map_err(|f| visit.runtime(f))?;
+    visit.finish_assigned(&output, assigned)?;
     Ok(output)
 }
 
@@ -1653,7 +1684,8 @@ where
         || spec.items.is_some()
         || spec.item_selector_jsonata.is_some()
         || spec.output.is_some()
-        || spec.assign.is_some();
+        || spec.assign.is_some()
+        || spec.max_concurrency_jsonata.is_some();
     let ctx = visit.context_if(io_ctx);
     let effective = io::input_path(&spec.input_path, &input, &ctx).map_err(|f| visit.runtime(f))?.into_owned();
     let selector_ctx = spec.item_selector.as_ref().is_some_and(io::uses_context);
@@ -1664,8 +1696,17 @@ where
         // Per attempt: the context object (and so `$$.State.RetryCount` in ItemSelector) changes.
         // A DISTRIBUTED Map's reader, batcher and writer parameters may use `$$` too.
         let state_ctx = visit.context_if(io_ctx || selector_ctx || spec.distributed.is_some());
-        let max_concurrency =
-            crate::distributed::max_concurrency(spec, &effective, &state_ctx).map_err(|f| visit.runtime(f))?;
+        let max_concurrency = match crate::distributed::max_concurrency(spec, &effective, &state_ctx) {
+            Ok(n) => n,
+            // A JSONata `MaxConcurrency` failing is catchable and retriable, like any JSONata field.
+            Err(f) if f.error == wfc_ir::errors::QUERY_EVALUATION_ERROR => {
+                if let Some(failure) = visit.retry_after(visit_no, &mut retries, &spec.retry, f).await? {
+                    return caught(&visit, &spec.catch, input, failure);
+                }
+                continue;
+            }
+            Err(f) => return Err(visit.runtime(f)),
+        };
         let outcome = if let Some(dist) = &spec.distributed {
             // A Map Run records its own MapRunStarted/Succeeded/Failed; its children have
             // histories of their own.
@@ -1685,13 +1726,14 @@ where
                 other => other,
             }
         } else {
-            let inputs = match jsonata_map_inputs(&visit, spec, &input, &state_ctx) {
-                None => crate::map::items(&spec.items_path, &effective, &state_ctx).and_then(|items| {
+            let inputs = if is_jsonata_map(spec) {
+                jsonata_map_inputs(exec, spec, &input, &state_ctx, None)
+            } else {
+                crate::map::items(&spec.items_path, &effective, &state_ctx).and_then(|items| {
                     exec.with_rng(|rng| {
                         crate::map::iteration_inputs(spec.item_selector.as_ref(), &effective, items, &state_ctx, rng)
                     })
-                }),
-                Some(inputs) => inputs,
+                })
             };
             let inputs = match inputs {
                 Ok(inputs) => inputs,
@@ -1735,21 +1777,38 @@ where
     }
 }
 
-/// A JSONata Map's iteration inputs: `Items` (default: the state input, which must then be an
-/// array) and `ItemSelector` with `$states.context.Map.Item`. `None` for a JSONPath Map.
-fn jsonata_map_inputs(
-    visit: &Visit<'_>,
+/// Whether a Map state is a JSONata state (the IR keeps no query language, so this looks for
+/// JSONata-only fields): its items then come from `Items` (or the input) and `ItemSelector` is
+/// JSONata.
+pub(crate) fn is_jsonata_map(spec: &MapState) -> bool {
+    let jsonata_count = |c: &Option<wfc_ir::distributed::Count>| matches!(c, Some(wfc_ir::distributed::Count::Jsonata(_)));
+    spec.items.is_some()
+        || spec.item_selector_jsonata.is_some()
+        || matches!(spec.assign, Some(Assign::Jsonata(_)))
+        || spec.output.is_some()
+        || spec.max_concurrency_jsonata.is_some()
+        || spec.distributed.as_ref().is_some_and(|d| {
+            jsonata_count(&d.tolerated_failure_count)
+                || matches!(d.tolerated_failure_percentage, Some(wfc_ir::distributed::Percentage::Jsonata(_)))
+        })
+}
+
+/// A JSONata Map's iteration inputs: the items (`read` by a DISTRIBUTED Map's ItemReader, else
+/// `Items`, else the state input, which must then be an array), each through `ItemSelector` with
+/// `$states.context.Map.Item`.
+pub(crate) fn jsonata_map_inputs(
+    exec: &Execution,
     spec: &MapState,
     input: &Value,
     state_ctx: &Value,
-) -> Option<Result<Vec<Value>, Failure>> {
-    if spec.items.is_none() && spec.item_selector_jsonata.is_none() && !matches!(spec.assign, Some(Assign::Jsonata(_))) && spec.output.is_none() {
-        return None;
-    }
-    Some((|| {
+    read: Option<Vec<Value>>,
+) -> Result<Vec<Value>, Failure> {
+    let evaluate = |t: &JsonataTemplate, field: &str, b: &Bindings<'_>| exec.with_rng(|rng| jsonata::template(t, field, b, rng));
+    {
         let b = Bindings::new(input, state_ctx);
-        let items = match &spec.items {
-            Some(t) => match visit.jsonata(t, "Items", &b)? {
+        let items = match (read, &spec.items) {
+            (Some(items), _) => items,
+            (None, Some(t)) => match evaluate(t, "Items", &b)? {
                 Value::Array(items) => items,
                 other => {
                     let text = match t {
@@ -1759,7 +1818,7 @@ fn jsonata_map_inputs(
                     return Err(jsonata::unexpected_type(&text, "Items", "array", &other));
                 }
             },
-            None => match input {
+            (None, None) => match input {
                 Value::Array(items) => items.clone(),
                 other => {
                     return Err(jsonata::query_error(format!("Map state input must be an array but was: {other}")));
@@ -1772,10 +1831,10 @@ fn jsonata_map_inputs(
             .enumerate()
             .map(|(index, item)| {
                 let ctx = crate::map::item_context(state_ctx, index, item);
-                visit.jsonata(selector, "ItemSelector", &Bindings::new(input, &ctx))
+                evaluate(selector, "ItemSelector", &Bindings::new(input, &ctx))
             })
             .collect()
-    })())
+    }
 }
 
 /// The journal hooks: each runs the plain behaviour when the execution has no journal (or the

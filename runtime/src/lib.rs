@@ -38,6 +38,7 @@ pub mod adapters;
 pub mod callback;
 pub mod choice;
 pub mod clock;
+pub mod credentials;
 pub mod distributed;
 #[cfg(feature = "durable")]
 pub mod durable;

@@ -28,6 +28,8 @@ struct ContextInner {
     execution_name: String,
     /// The task token of a `.waitForTaskToken` attempt.
     task_token: Option<String>,
+    /// The role ARN of the Task's `Credentials`, evaluated for this attempt.
+    role_arn: Option<String>,
     /// When the last heartbeat (or the attempt's start) happened, on tokio's clock, so that it
     /// follows virtual time too.
     last_beat: Mutex<Instant>,
@@ -48,6 +50,7 @@ impl TaskContext {
                 retry_count,
                 execution_name: execution_name.into(),
                 task_token: None,
+                role_arn: None,
                 last_beat: Mutex::new(Instant::now()),
             }),
         }
@@ -87,6 +90,29 @@ impl TaskContext {
             retry_count: self.inner.retry_count,
             execution_name: self.inner.execution_name.clone(),
             task_token: Some(token.into()),
+            role_arn: self.inner.role_arn.clone(),
+            last_beat: Mutex::new(self.last_beat()),
+        };
+        TaskContext { inner: Arc::new(inner) }
+    }
+
+    /// The role ARN of the Task's `Credentials` (evaluated for this attempt): the role AWS
+    /// would assume for the call. wfc assumes nothing; a handler that calls AWS itself can.
+    /// `None` when the Task has no `Credentials`.
+    pub fn role_arn(&self) -> Option<&str> {
+        self.inner.role_arn.as_deref()
+    }
+
+    /// This context with the role ARN of the Task's `Credentials` (a fresh context: clones made
+    /// before do not see it).
+    pub fn with_role_arn(self, role_arn: impl Into<String>) -> TaskContext {
+        let inner = ContextInner {
+            state_name: self.inner.state_name.clone(),
+            resource: self.inner.resource.clone(),
+            retry_count: self.inner.retry_count,
+            execution_name: self.inner.execution_name.clone(),
+            task_token: self.inner.task_token.clone(),
+            role_arn: Some(role_arn.into()),
             last_beat: Mutex::new(self.last_beat()),
         };
         TaskContext { inner: Arc::new(inner) }

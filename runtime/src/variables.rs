@@ -93,6 +93,19 @@ impl Variables {
     }
 }
 
+/// Adds what a state assigned to the details of its `*StateExited` event, in the shape of AWS's
+/// `GetExecutionHistory`: `assignedVariables` maps each name to its value serialized as compact
+/// JSON (a string holding JSON, as AWS records it), and `assignedVariablesDetails.truncated` says
+/// whether that map was cut short, which wfc never does (AWS reports `false` too: a history
+/// event's variables fit the 256 KiB an Assign block may set).
+pub fn record_assigned(details: &mut Value, values: &[(String, Value)]) {
+    let Some(details) = details.as_object_mut() else { return };
+    let assigned: Map<String, Value> =
+        values.iter().map(|(name, value)| (name.clone(), Value::String(value.to_string()))).collect();
+    details.insert("assignedVariables".to_owned(), Value::Object(assigned));
+    details.insert("assignedVariablesDetails".to_owned(), serde_json::json!({ "truncated": false }));
+}
+
 fn limit(cause: String) -> Failure {
     Failure::new(wfc_ir::errors::DATA_LIMIT_EXCEEDED, cause)
 }

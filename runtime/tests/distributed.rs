@@ -56,6 +56,7 @@ fn jsonl_map(result_writer: bool, max_concurrency: u64) -> Workflow {
         item_processor: sm(vec![("Each", StateKind::Pass(pass))]),
         max_concurrency,
         max_concurrency_path: None,
+        max_concurrency_jsonata: None,
         distributed: Some(Box::new(DistributedMap {
             execution_type: ExecutionType::Express,
             item_reader: Some(reader),

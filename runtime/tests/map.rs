@@ -23,6 +23,7 @@ fn map_state(max_concurrency: u64) -> MapState {
         item_processor: sm(vec![("Work", StateKind::Task(task_state(WORK)))]),
         max_concurrency,
         max_concurrency_path: None,
+        max_concurrency_jsonata: None,
         distributed: None,
         result_selector: None,
         result_path: Some(rpath("$")),

@@ -495,3 +495,30 @@ fn runs_on_a_spawned_multi_thread_task() {
     let r = out.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(ok(&r), json!([14, 6]));
 }
+
+#[test]
+fn task_credentials_reach_the_handler_and_the_history() {
+    // Locally no role is assumed: the evaluated RoleArn is the handler's to use.
+    let handlers = Handlers::new().on("call", |_input: Value, ctx: TaskContext| async move {
+        Ok(json!({ "role": ctx.role_arn(), "token": ctx.task_token() }))
+    });
+    let path = Path::parse("$.role").expect("a path");
+    let task = TaskState {
+        credentials: Some(TaskCredentials::JsonPath(Template::Object(vec![("RoleArn".into(), Template::Path(path))]))),
+        ..task_state("call")
+    };
+    let wf = workflow(vec![("Call", StateKind::Task(task))]);
+    let r = run(&wf, &handlers, json!({ "role": "arn:aws:iam::111122223333:role/Partner" }));
+    assert_eq!(ok(&r), json!({ "role": "arn:aws:iam::111122223333:role/Partner", "token": null }));
+    let scheduled = r.history.iter().find(|e| e.event_type == wfc_runtime::EventType::TaskScheduled);
+    assert_eq!(
+        scheduled.map(|e| e.details["taskCredentials"].clone()),
+        Some(json!({ "roleArn": "arn:aws:iam::111122223333:role/Partner" }))
+    );
+    // Without Credentials the handler sees no role and the event has no taskCredentials.
+    let wf = workflow(vec![("Call", StateKind::Task(task_state("call")))]);
+    let r = run(&wf, &handlers, json!({}));
+    assert_eq!(ok(&r), json!({ "role": null, "token": null }));
+    let scheduled = r.history.iter().find(|e| e.event_type == wfc_runtime::EventType::TaskScheduled);
+    assert!(scheduled.is_some_and(|e| e.details.get("taskCredentials").is_none()));
+}

@@ -215,6 +215,41 @@ fn run_on_virtual_time_reports_elapsed_seconds_and_history() {
 }
 
 #[test]
+fn run_history_records_assigned_variables_on_exit() {
+    let dir = scratch("assigned-variables");
+    let def = write(
+        &dir,
+        "assigned.asl.json",
+        r#"{"StartAt": "Init", "States": {
+          "Init": {"Type": "Pass", "Assign": {"x": 1, "s": "a \"q\"", "o": {"k": [1, null]}}, "Next": "Try"},
+          "Try": {"Type": "Task", "Resource": "unmocked",
+                  "Catch": [{"ErrorEquals": ["States.ALL"], "Assign": {"err.$": "$.Error"}, "Next": "Done"}],
+                  "Next": "Done"},
+          "Done": {"Type": "Pass", "End": true}}}"#,
+    );
+    let o = run(&["run", &def, "--virtual-time", "--history"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v = stdout_json(&o);
+    let exited = |name: &str| {
+        let events = v["history"].as_array().unwrap();
+        let exit = events.iter().find(|e| {
+            e["details"]["name"] == name && e["type"].as_str().is_some_and(|t| t.ends_with("StateExited"))
+        });
+        exit.cloned().unwrap_or_else(|| panic!("no exit of {name}: {v}"))
+    };
+    // Values are JSON-serialized strings, as AWS's GetExecutionHistory records them.
+    let init = exited("Init");
+    assert_eq!(init["details"]["assignedVariables"], json!({"x": "1", "s": "\"a \\\"q\\\"\"", "o": "{\"k\":[1,null]}"}));
+    assert_eq!(init["details"]["assignedVariablesDetails"], json!({"truncated": false}));
+    // A catcher's Assign is recorded on the exit of the state that caught.
+    assert_eq!(exited("Try")["details"]["assignedVariables"], json!({"err": "\"Wfc.NoMock\""}));
+    // A state without Assign records no variables.
+    let done = exited("Done");
+    assert!(done["details"].get("assignedVariables").is_none(), "{done}");
+    assert!(done["details"].get("assignedVariablesDetails").is_none(), "{done}");
+}
+
+#[test]
 fn run_without_virtual_time_has_no_elapsed_or_history() {
     let o = run(&["run", &definition("succeed.asl.json")]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));

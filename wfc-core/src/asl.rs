@@ -30,6 +30,7 @@ use crate::diagnostics::{Diagnostic, codes};
 use crate::syntax::{self, LineIndex, SpannedKey, SpannedValue, ValueKind};
 use crate::{Diagnostics, Format, Loaded, Source};
 
+mod credentials;
 mod map_fields;
 
 /// Deepest nesting of Choice rules (`And`/`Or`/`Not`) accepted. AWS rejects deep nesting too
@@ -87,6 +88,7 @@ pub const STATE_FIELDS: &[(&str, &[&str])] = &[
             "Assign",
             "Arguments",
             "Output",
+            "Credentials",
         ],
     ),
     ("Choice", &["Type", "Comment", "QueryLanguage", "InputPath", "OutputPath", "Choices", "Default", "Assign", "Output"]),
@@ -191,6 +193,8 @@ const JSONPATH_ONLY_FIELDS: &[&str] = &[
     "ErrorPath",
     "CausePath",
     "MaxConcurrencyPath",
+    "ToleratedFailureCountPath",
+    "ToleratedFailurePercentagePath",
 ];
 /// Fields that exist only in JSONata states.
 const JSONATA_ONLY_FIELDS: &[&str] = &["Arguments", "Output", "Items"];
@@ -207,7 +211,7 @@ const STRING_INTRINSICS: &[&str] = &[
     "States.UUID",
 ];
 /// Fields of AWS features that exist but that wfc does not support yet, with the reason.
-const UNSUPPORTED_FIELDS: &[(&str, &str)] = &[("Credentials", "cross-account `Credentials` are not supported yet")];
+const UNSUPPORTED_FIELDS: &[(&str, &str)] = &[];
 
 /// The predefined error names (`States.*`) accepted in `ErrorEquals`.
 const PREDEFINED_ERRORS: &[&str] = wfc_ir::errors::PREDEFINED;
@@ -1312,12 +1316,14 @@ impl<'t> Cx<'t> {
         let assign = self.assign(obj);
         let arguments = self.jsonata_field(obj, "Arguments");
         let output = self.jsonata_field(obj, "Output");
+        let credentials = self.credentials(obj);
         let (retry, catch) = self.retry_catch(scope, id, obj);
         let transition = self.transition(scope, id, obj, &key.span);
         Some(StateKind::Task(TaskState {
             assign,
             arguments,
             output,
+            credentials: credentials.ok()?,
             resource: resource?,
             input_path,
             parameters,
@@ -1912,8 +1918,9 @@ impl<'t> Cx<'t> {
             items_path: items_path?,
             item_selector,
             item_processor: item_processor?,
-            max_concurrency: concurrency.as_ref()?.0,
-            max_concurrency_path: concurrency?.1,
+            max_concurrency: concurrency.as_ref()?.fixed,
+            max_concurrency_jsonata: concurrency.as_ref()?.jsonata.clone(),
+            max_concurrency_path: concurrency?.path,
             distributed: distributed?,
             result_selector,
             result_path,

@@ -465,6 +465,8 @@ pub mod codes {
     pub const FAIL_INTRINSIC_NOT_STRING: &str = "WFC0909";
     /// Invalid JSONata Choice rule.
     pub const BAD_CONDITION: &str = "WFC0910";
+    /// Invalid Task `Credentials`.
+    pub const BAD_CREDENTIALS: &str = "WFC0911";
     // Serverless Workflow front end (WFC2xxx).
     /// SW: a field has the wrong JSON type.
     pub const SW_WRONG_TYPE: &str = "WFC2001";
@@ -598,6 +600,7 @@ pub mod codes {
         (BAD_ASSIGN, "invalid Assign"),
         (FAIL_INTRINSIC_NOT_STRING, "ErrorPath/CausePath intrinsic that does not return a string"),
         (BAD_CONDITION, "invalid JSONata Choice rule"),
+        (BAD_CREDENTIALS, "invalid Task Credentials"),
         (SW_WRONG_TYPE, "SW: a field has the wrong JSON type"),
         (SW_MISSING_FIELD, "SW: a required field is missing"),
         (SW_UNKNOWN_FIELD, "SW: unknown field (warning)"),

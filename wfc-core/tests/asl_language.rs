@@ -129,6 +129,83 @@ const CASES: &[Case] = &[
         52,
     ),
     (
+        "bad JSONata in MaxConcurrency",
+        "{\"QueryLanguage\": \"JSONata\", \"StartAt\": \"M\", \"States\": {\n  \"M\": {\"Type\": \"Map\", \"MaxConcurrency\": \"{% 1 + %}\", \"ItemProcessor\": {\"StartAt\": \"I\", \"States\": {\"I\": {\"Type\": \"Pass\", \"End\": true}}}, \"End\": true}}}",
+        "WFC0901",
+        2,
+        42,
+    ),
+    (
+        "MaxConcurrency expression in a JSONPath state",
+        "{\"StartAt\": \"M\", \"States\": {\n  \"M\": {\"Type\": \"Map\", \"MaxConcurrency\": \"{% 1 %}\", \"ItemProcessor\": {\"StartAt\": \"I\", \"States\": {\"I\": {\"Type\": \"Pass\", \"End\": true}}}, \"End\": true}}}",
+        "WFC0201",
+        2,
+        42,
+    ),
+    (
+        "ToleratedFailureCountPath in a JSONata state",
+        "{\"QueryLanguage\": \"JSONata\", \"StartAt\": \"M\", \"States\": {\n  \"M\": {\"Type\": \"Map\", \"ToleratedFailureCountPath\": \"$.n\", \"ItemProcessor\": {\"ProcessorConfig\": {\"Mode\": \"DISTRIBUTED\", \"ExecutionType\": \"STANDARD\"}, \"StartAt\": \"I\", \"States\": {\"I\": {\"Type\": \"Pass\", \"End\": true}}}, \"End\": true}}}",
+        "WFC0902",
+        2,
+        24,
+    ),
+    (
+        "Credentials not an object",
+        "{\"StartAt\": \"T\", \"States\": {\n  \"T\": {\"Type\": \"Task\", \"Resource\": \"r\", \"Credentials\": \"arn:aws:iam::1:role/R\", \"End\": true}}}",
+        "WFC0911",
+        2,
+        57,
+    ),
+    (
+        "Credentials without RoleArn",
+        "{\"StartAt\": \"T\", \"States\": {\n  \"T\": {\"Type\": \"Task\", \"Resource\": \"r\", \"Credentials\": {}, \"End\": true}}}",
+        "WFC0911",
+        2,
+        57,
+    ),
+    (
+        "unknown field in Credentials",
+        "{\"StartAt\": \"T\", \"States\": {\n  \"T\": {\"Type\": \"Task\", \"Resource\": \"r\", \"Credentials\": {\"RoleArn\": \"arn:aws:iam::1:role/R\", \"ExternalId\": \"x\"}, \"End\": true}}}",
+        "WFC0911",
+        2,
+        94,
+    ),
+    (
+        "RoleArn and RoleArn.$",
+        "{\"StartAt\": \"T\", \"States\": {\n  \"T\": {\"Type\": \"Task\", \"Resource\": \"r\", \"Credentials\": {\"RoleArn\": \"a\", \"RoleArn.$\": \"$.r\"}, \"End\": true}}}",
+        "WFC0911",
+        2,
+        74,
+    ),
+    (
+        "RoleArn not a string",
+        "{\"StartAt\": \"T\", \"States\": {\n  \"T\": {\"Type\": \"Task\", \"Resource\": \"r\", \"Credentials\": {\"RoleArn\": 7}, \"End\": true}}}",
+        "WFC0911",
+        2,
+        69,
+    ),
+    (
+        "bad path in RoleArn.$",
+        "{\"StartAt\": \"T\", \"States\": {\n  \"T\": {\"Type\": \"Task\", \"Resource\": \"r\", \"Credentials\": {\"RoleArn.$\": \"$.a[?(@.b\"}, \"End\": true}}}",
+        "WFC0401",
+        2,
+        77,
+    ),
+    (
+        "RoleArn.$ in a JSONata state",
+        "{\"QueryLanguage\": \"JSONata\", \"StartAt\": \"T\", \"States\": {\n  \"T\": {\"Type\": \"Task\", \"Resource\": \"r\", \"Credentials\": {\"RoleArn.$\": \"$.r\"}, \"End\": true}}}",
+        "WFC0911",
+        2,
+        58,
+    ),
+    (
+        "bad JSONata in RoleArn",
+        "{\"QueryLanguage\": \"JSONata\", \"StartAt\": \"T\", \"States\": {\n  \"T\": {\"Type\": \"Task\", \"Resource\": \"r\", \"Credentials\": {\"RoleArn\": \"{% $x( %}\"}, \"End\": true}}}",
+        "WFC0901",
+        2,
+        69,
+    ),
+    (
         "bad intrinsic in ErrorPath",
         "{\"StartAt\": \"A\", \"States\": {\n  \"A\": {\"Type\": \"Fail\", \"ErrorPath\": \"States.Format('{}')\"}}}",
         "WFC0407",
@@ -185,6 +262,42 @@ fn jsonata_states_lower_to_their_fields() {
     let StateKind::Wait(w) = &wf.machine.states[2].kind else { panic!("wait") };
     assert!(matches!(w.duration, WaitDuration::SecondsJsonata(_)));
     // The IR round-trips through JSON (how generated code embeds it).
+    let json = serde_json::to_string(&wf).expect("serialize");
+    let back: wfc_ir::Workflow = serde_json::from_str(&json).expect("deserialize");
+    assert_eq!(back, wf);
+}
+
+#[test]
+fn task_credentials_lower_in_both_languages() {
+    let wf = load(
+        r#"{"StartAt": "A", "States": {
+          "A": {"Type": "Task", "Resource": "r", "Credentials": {"RoleArn": "arn:aws:iam::1:role/R"}, "Next": "B"},
+          "B": {"Type": "Task", "Resource": "r", "Credentials": {"RoleArn.$": "States.Format('arn:aws:iam::{}:role/R', $.a)"}, "Next": "C"},
+          "C": {"Type": "Task", "Resource": "r", "QueryLanguage": "JSONata", "Credentials": {"RoleArn": "{% $states.input.r %}"}, "End": true}}}"#,
+    );
+    let credentials = |i: usize| match &wf.machine.states[i].kind {
+        StateKind::Task(t) => t.credentials.clone(),
+        _ => panic!("task"),
+    };
+    assert!(matches!(credentials(0), Some(wfc_ir::TaskCredentials::JsonPath(wfc_ir::Template::Literal(_)))));
+    assert!(matches!(credentials(1), Some(wfc_ir::TaskCredentials::JsonPath(wfc_ir::Template::Object(_)))));
+    assert!(matches!(credentials(2), Some(wfc_ir::TaskCredentials::Jsonata(JsonataTemplate::Object(_)))));
+}
+
+#[test]
+fn jsonata_map_limits_lower_to_expressions() {
+    let wf = load(
+        r#"{"QueryLanguage": "JSONata", "StartAt": "M", "States": {
+          "M": {"Type": "Map", "MaxConcurrency": "{% $states.input.n %}",
+                "ToleratedFailureCount": "{% 1 %}", "ToleratedFailurePercentage": "{% 2.5 %}",
+                "ItemProcessor": {"ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+                  "StartAt": "I", "States": {"I": {"Type": "Pass", "End": true}}}, "End": true}}}"#,
+    );
+    let StateKind::Map(m) = &wf.machine.states[0].kind else { panic!("map") };
+    assert_eq!(m.max_concurrency_jsonata.as_ref().map(|e| e.as_str().trim()), Some("$states.input.n"));
+    let d = m.distributed.as_ref().expect("distributed");
+    assert!(matches!(d.tolerated_failure_count, Some(wfc_ir::distributed::Count::Jsonata(_))));
+    assert!(matches!(d.tolerated_failure_percentage, Some(wfc_ir::distributed::Percentage::Jsonata(_))));
     let json = serde_json::to_string(&wf).expect("serialize");
     let back: wfc_ir::Workflow = serde_json::from_str(&json).expect("deserialize");
     assert_eq!(back, wf);

@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::Template;
+use crate::{JsonataExpr, Template};
 use crate::jsonpath::Path;
 
 /// The fields a Map has only in DISTRIBUTED mode.
@@ -56,6 +56,8 @@ pub enum Count {
     Fixed(u64),
     /// A Reference Path into the Map's effective input.
     Path(Path),
+    /// A JSONata expression (JSONata states), evaluated when the state runs.
+    Jsonata(JsonataExpr),
 }
 
 /// A percentage field (0–100) with a `*Path` form.
@@ -65,6 +67,8 @@ pub enum Percentage {
     Fixed(f64),
     /// A Reference Path into the Map's effective input.
     Path(Path),
+    /// A JSONata expression (JSONata states), evaluated when the state runs.
+    Jsonata(JsonataExpr),
 }
 
 /// `ItemReader`.

@@ -242,6 +242,10 @@ pub struct TaskState {
     /// `Output` (JSONata states): the state's output, in place of the JSONPath pipeline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<JsonataTemplate>,
+    /// `Credentials`: the role AWS would assume for the call, evaluated per attempt and handed
+    /// to the handler (see `TaskContext::role_arn` in the runtime).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<crate::TaskCredentials>,
 }
 
 /// A Choice state.
@@ -538,6 +542,10 @@ pub struct MapState {
     /// effective input.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_concurrency_path: Option<Path>,
+    /// `MaxConcurrency` as a JSONata expression (JSONata states): replaces `max_concurrency`
+    /// with the non-negative integer it yields when the state is entered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrency_jsonata: Option<JsonataExpr>,
     /// The DISTRIBUTED mode's fields; `None` is an INLINE Map.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub distributed: Option<Box<crate::DistributedMap>>,

@@ -7,6 +7,7 @@
 //! runtime; both depend on this leaf instead. That is how there is one semantics: a path the
 //! compiler accepted is the path the runtime evaluates, parsed by the same code.
 
+pub mod credentials;
 pub mod distributed;
 pub mod cron;
 pub mod errors;
@@ -18,6 +19,7 @@ mod present;
 pub mod sw;
 pub mod timestamp;
 
+pub use credentials::TaskCredentials;
 pub use distributed::DistributedMap;
 pub use graph::*;
 pub use jsonata::{JsonataExpr, JsonataTemplate};

@@ -85,6 +85,7 @@ pub fn pass_state() -> PassState {
 
 pub fn task_state(resource: &str) -> TaskState {
     TaskState { arguments: None, assign: None, output: None,
+        credentials: None,
         resource: resource.to_owned(),
         input_path: dollar(),
         parameters: None,

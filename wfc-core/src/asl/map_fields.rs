@@ -8,7 +8,18 @@ use wfc_ir::distributed::{
     MAX_LABEL_CHARS, MAX_READER_ITEMS, Percentage, ReaderConfig, ResultWriter, S3_GET_OBJECT, S3_PUT_OBJECT,
 };
 
-use super::{Cx, Obj, Path, SpannedValue, Template, ValueKind, codes};
+use super::{Cx, JsonataExpr, Obj, Path, SpannedValue, Template, ValueKind, codes};
+
+/// A Map's concurrency limit as written: `MaxConcurrency` (a literal, or in a JSONata state a
+/// `{% %}` expression) or `MaxConcurrencyPath`.
+pub(super) struct Concurrency {
+    /// The literal limit (0 = no limit; also 0 when one of the other two is given).
+    pub(super) fixed: u64,
+    /// `MaxConcurrencyPath`.
+    pub(super) path: Option<Path>,
+    /// `MaxConcurrency` as a JSONata expression, evaluated at the state's entry.
+    pub(super) jsonata: Option<JsonataExpr>,
+}
 
 /// Fields that only a DISTRIBUTED Map may have.
 const DISTRIBUTED_ONLY: &[&str] = &[
@@ -128,7 +139,7 @@ impl Cx<'_> {
     }
 
     /// `MaxConcurrency` (default 0, no limit) or `MaxConcurrencyPath`, not both.
-    pub(super) fn map_concurrency(&mut self, obj: Obj<'_>) -> Option<(u64, Option<Path>)> {
+    pub(super) fn map_concurrency(&mut self, obj: Obj<'_>) -> Option<Concurrency> {
         if let (Some(l), Some(p)) = (obj.key("MaxConcurrency"), obj.key("MaxConcurrencyPath")) {
             let d = self.error(
                 codes::MAP_EXCLUSIVE,
@@ -140,12 +151,35 @@ impl Cx<'_> {
             return None;
         }
         if obj.get("MaxConcurrencyPath").is_some() {
-            return self.reference_path(obj, "MaxConcurrencyPath").map(|p| (0, Some(p)));
+            return self
+                .reference_path(obj, "MaxConcurrencyPath")
+                .map(|p| Concurrency { fixed: 0, path: Some(p), jsonata: None });
         }
         match obj.get("MaxConcurrency") {
-            None => Some((0, None)),
-            Some(v) => self.integer(v, "MaxConcurrency", codes::WRONG_TYPE, 0, MAX_CONCURRENCY).map(|n| (n, None)),
+            None => Some(Concurrency { fixed: 0, path: None, jsonata: None }),
+            Some(v) => match self.jsonata_number(v, "MaxConcurrency") {
+                Some(e) => e.map(|e| Concurrency { fixed: 0, path: None, jsonata: Some(e) }),
+                None => self
+                    .integer(v, "MaxConcurrency", codes::WRONG_TYPE, 0, MAX_CONCURRENCY)
+                    .map(|n| Concurrency { fixed: n, path: None, jsonata: None }),
+            },
         }
+    }
+
+    /// A numeric field written as a `{% %}` expression in a JSONata state (AWS accepts them for
+    /// MaxConcurrency, ToleratedFailure*, MaxItems and the batcher limits; asl-anchor §7):
+    /// `None` when it is not one (a literal, checked by the caller), `Some(None)` when the
+    /// expression does not parse (reported).
+    fn jsonata_number(&mut self, v: &SpannedValue, key: &str) -> Option<Option<JsonataExpr>> {
+        if !self.jsonata_number_text(v) {
+            return None;
+        }
+        Some(self.jsonata_expr(v.as_str()?, v, key))
+    }
+
+    /// Whether `v` is a `{% %}` string in a JSONata state.
+    fn jsonata_number_text(&self, v: &SpannedValue) -> bool {
+        self.jsonata && v.as_str().is_some_and(|s| wfc_ir::jsonata::expression_text(s).is_some())
     }
 
     /// A Reference Path field (one node: no wildcards, filters or functions).
@@ -173,7 +207,10 @@ impl Cx<'_> {
                 self.exclusive(obj, key, &path_key);
                 Err(())
             }
-            (Some(v), None) => self.integer(v, key, code, min, max).map(|n| Some(Count::Fixed(n))).ok_or(()),
+            (Some(v), None) => match self.jsonata_number(v, key) {
+                Some(e) => e.map(|e| Some(Count::Jsonata(e))).ok_or(()),
+                None => self.integer(v, key, code, min, max).map(|n| Some(Count::Fixed(n))).ok_or(()),
+            },
             (None, Some(_)) => self.reference_path(obj, &path_key).map(|p| Some(Count::Path(p))).ok_or(()),
             (None, None) => Ok(None),
         }
@@ -305,6 +342,9 @@ impl Cx<'_> {
                 Err(())
             }
             (Some(v), None) => match &v.kind {
+                ValueKind::String(_) if self.jsonata_number_text(v) => {
+                    self.jsonata_number(v, KEY).flatten().map(|e| Some(Percentage::Jsonata(e))).ok_or(())
+                }
                 ValueKind::Number(n) => match n.as_f64() {
                     Some(f) if (0.0..=100.0).contains(&f) => Ok(Some(Percentage::Fixed(f))),
                     _ => {

@@ -311,6 +311,7 @@ pub(crate) mod tests_support {
         state(
             name,
             StateKind::Task(TaskState { arguments: None, assign: None, output: None,
+                credentials: None,
                 resource: "arn:aws:lambda:us-east-1:123456789012:function:Work".into(),
                 input_path: dollar(),
                 parameters: None,

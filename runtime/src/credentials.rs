@@ -1,0 +1,57 @@
+//! Task `Credentials`: the role ARN a Task's call would run under on AWS (cross-account access),
+//! evaluated per attempt.
+//!
+//! Locally there is no IAM: nothing is assumed. The evaluated ARN is recorded as AWS records it
+//! (`taskCredentials.roleArn` in `TaskScheduled`) and handed to the handler in its
+//! [`TaskContext`](crate::TaskContext) (`role_arn()`), so a handler that calls AWS itself can
+//! assume the role. Bad values fail the Task rather than being dropped.
+
+use rand::RngCore;
+use serde_json::Value;
+use wfc_ir::{JsonataTemplate, TaskCredentials};
+
+use crate::jsonata::{self, Bindings};
+use crate::{Failure, io};
+
+/// The role ARN of `credentials`, evaluated against the effective input and the context object
+/// (which carries the variables). A path that selects nothing is `States.Runtime` with AWS's
+/// cause (`The JSONPath '$.x' specified for the field 'RoleArn.$' could not be found in the
+/// input '...'`); a JSONata failure is `States.QueryEvaluationError`. A `RoleArn` that is not a
+/// string is `States.Runtime` in a JSONPath state and `States.QueryEvaluationError` (AWS's
+/// "unexpected result type") in a JSONata one.
+pub fn role_arn(
+    credentials: &TaskCredentials,
+    effective: &Value,
+    context: &Value,
+    rng: &mut dyn RngCore,
+) -> Result<String, Failure> {
+    match credentials {
+        TaskCredentials::JsonPath(t) => {
+            let value = io::template(t, effective, context, rng)?;
+            match value.get("RoleArn") {
+                Some(Value::String(arn)) => Ok(arn.clone()),
+                other => Err(Failure::runtime(format!(
+                    "The field 'RoleArn' of 'Credentials' must be a string, but was: {}",
+                    other.unwrap_or(&Value::Null)
+                ))),
+            }
+        }
+        TaskCredentials::Jsonata(t) => {
+            let value = jsonata::template(t, "Credentials", &Bindings::new(effective, context), rng)?;
+            match value.get("RoleArn") {
+                Some(Value::String(arn)) => Ok(arn.clone()),
+                other => {
+                    let other = other.cloned().unwrap_or(Value::Null);
+                    let text = match t {
+                        JsonataTemplate::Object(entries) => match entries.iter().find(|(k, _)| k == "RoleArn") {
+                            Some((_, JsonataTemplate::Expr(e))) => e.as_str().to_owned(),
+                            _ => other.to_string(),
+                        },
+                        _ => other.to_string(),
+                    };
+                    Err(jsonata::unexpected_type(&text, "Credentials/RoleArn", "string", &other))
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,3 @@
+wfc_runtime::include_workflow!("ui/fixtures/intrinsic_unknown.asl.json");
+
+fn main() {}

@@ -1,0 +1,3 @@
+wfc_runtime::include_workflow!("ui/fixtures/jsonata_syntax.asl.json");
+
+fn main() {}

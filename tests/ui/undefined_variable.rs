@@ -1,0 +1,3 @@
+wfc_runtime::include_workflow!("ui/fixtures/undefined_variable.asl.json");
+
+fn main() {}
