@@ -513,7 +513,7 @@ fn a_callback_is_pending_until_the_service_records_its_answer() {
     // SendDurableExecutionCallbackSuccess: the replay takes the result.
     fake.complete_callback(&callback_id, "SUCCEEDED", json!({ "Result": "{\"approved\":true}" }));
     let out = invoke(&wf, &h, &fake, 100).unwrap();
-    assert_eq!(out, json!({ "Status": "SUCCEEDED", "Result": "{\"answer\":{\"approved\":true},\"order\":1}" }));
+    assert_eq!(out, json!({ "Status": "SUCCEEDED", "Result": "{\"order\":1,\"answer\":{\"approved\":true}}" }));
     assert_eq!(fake.calls().len(), 3, "a finished callback is not checkpointed by the function");
     assert_eq!(tokens.lock().unwrap().len(), 1);
 }
@@ -577,17 +577,17 @@ fn parallel_branches_and_map_iterations_are_context_operations() {
             "START CONTEXT Both#1.0 < -",
             "START CONTEXT Both#1.0/0 < Both#1.0",
             "START STEP Both#1.0/0/L#1.0 < Both#1.0/0",
-            "START CONTEXT Both#1.0/1 < Both#1.0",
-            "START WAIT Both#1.0/1/Nap#1 < Both#1.0/1",
             "SUCCEED STEP Both#1.0/0/L#1.0 < Both#1.0/0",
             "SUCCEED CONTEXT Both#1.0/0 < Both#1.0",
+            "START CONTEXT Both#1.0/1 < Both#1.0",
+            "START WAIT Both#1.0/1/Nap#1 < Both#1.0/1",
         ]
     );
     let calls = fake.calls();
     assert_eq!(calls[0][0]["SubType"], "Parallel");
     assert_eq!(calls[0][0]["ContextOptions"], json!({ "ReplayChildren": true }));
     assert_eq!(calls[1][0]["SubType"], "ParallelBranch");
-    assert_eq!(calls[6][0]["Payload"], "{\"items\":[10,20]}");
+    assert_eq!(calls[4][0]["Payload"], "{\"items\":[10,20]}");
     fake.fire_timers();
     let out = invoke(&wf, &h, &fake, 2).unwrap();
     assert_eq!(out, json!({ "Status": "SUCCEEDED", "Result": "[\"m\",\"m\"]" }));
@@ -600,10 +600,10 @@ fn parallel_branches_and_map_iterations_are_context_operations() {
             "START CONTEXT Each#1.0 < -",
             "START CONTEXT Each#1.0/0 < Each#1.0",
             "START STEP Each#1.0/0/M#1.0 < Each#1.0/0",
-            "START CONTEXT Each#1.0/1 < Each#1.0",
-            "START STEP Each#1.0/1/M#1.0 < Each#1.0/1",
             "SUCCEED STEP Each#1.0/0/M#1.0 < Each#1.0/0",
             "SUCCEED CONTEXT Each#1.0/0 < Each#1.0",
+            "START CONTEXT Each#1.0/1 < Each#1.0",
+            "START STEP Each#1.0/1/M#1.0 < Each#1.0/1",
             "SUCCEED STEP Each#1.0/1/M#1.0 < Each#1.0/1",
             "SUCCEED CONTEXT Each#1.0/1 < Each#1.0",
             "SUCCEED CONTEXT Each#1.0 < -",

@@ -658,7 +658,11 @@ impl Journal {
         subtype: &str,
         outcome: &Result<Value, Failure>,
     ) -> Result<(), Failure> {
-        if self.recorded_as(id, OpType::Context, name)?.is_some_and(|op| op.status.is_terminal()) {
+        // A worker's run that suspended unwinds through its branches with a failure that is not
+        // theirs: the CONTEXT stays STARTED until the resumed run finishes it.
+        if self.suspended().is_some()
+            || self.recorded_as(id, OpType::Context, name)?.is_some_and(|op| op.status.is_terminal())
+        {
             return Ok(());
         }
         let update = match outcome {
