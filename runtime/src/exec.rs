@@ -1859,8 +1859,7 @@ impl Execution {
         Fut: Future<Output = Result<Value, Failure>>,
     {
         #[cfg(feature = "durable")]
-        if let (Some(journal), Some(of), Some(id)) =
-            (&self.shared.journal, &self.scope.branch_of, &self.scope.context)
+        if let (Some(journal), Some(of), Some(id)) = (&self.shared.journal, &self.scope.branch_of, &self.scope.context)
         {
             journal.context_start(id, of.parent.clone(), &of.state, of.subtype).await?;
             let outcome = branch.await;
@@ -1996,7 +1995,9 @@ impl Execution {
         #[cfg(feature = "durable")]
         if let Some(journal) = &self.shared.journal {
             let id = self.op_id(name, visit_no, &format!(".{attempt_no}"));
-            return journal.callback(self.clock(), id, self.op_parent(), name, registration, waiting, limits, handler).await;
+            return journal
+                .callback(self.clock(), id, self.op_parent(), name, registration, waiting, limits, handler)
+                .await;
         }
         let _ = (visit_no, attempt_no);
         Ok(crate::callback::run(registration, waiting, limits, handler).await)

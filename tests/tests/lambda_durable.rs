@@ -460,7 +460,12 @@ fn shape(fake: &Fake, call: &[Value]) -> Vec<String> {
             let parent = u["ParentId"].as_str().map_or("-".to_owned(), |p| {
                 s.ops.iter().find(|op| op["Id"] == p).map_or(p.to_owned(), |op| op["Name"].as_str().unwrap().to_owned())
             });
-            format!("{} {} {} < {parent}", u["Action"].as_str().unwrap(), u["Type"].as_str().unwrap(), u["Name"].as_str().unwrap())
+            format!(
+                "{} {} {} < {parent}",
+                u["Action"].as_str().unwrap(),
+                u["Type"].as_str().unwrap(),
+                u["Name"].as_str().unwrap()
+            )
         })
         .collect()
 }
@@ -612,7 +617,10 @@ fn parallel_branches_and_map_iterations_are_context_operations() {
     let s = fake.0.lock().unwrap();
     let sub = |name: &str| s.ops.iter().find(|op| op["Name"] == name).unwrap()["SubType"].clone();
     assert_eq!((sub("Each#1.0"), sub("Each#1.0/1")), (json!("Map"), json!("MapIteration")));
-    assert_eq!(s.ops.iter().find(|op| op["Name"] == "Both#1.0").unwrap()["ContextDetails"]["Result"], "[{\"items\":[10,20]},{}]");
+    assert_eq!(
+        s.ops.iter().find(|op| op["Name"] == "Both#1.0").unwrap()["ContextDetails"]["Result"],
+        "[{\"items\":[10,20]},{}]"
+    );
     drop(s);
     // A full replay (the state one operation per page) writes nothing and runs nothing.
     let before = fake.calls().len();
@@ -635,6 +643,9 @@ fn a_failed_branch_fails_its_contexts() {
     assert_eq!(out, json!({ "Status": "FAILED", "Error": { "ErrorType": "Boom", "ErrorMessage": "it broke" } }));
     let calls = fake.calls();
     let all: Vec<String> = calls.iter().flat_map(|c| shape(&fake, c)).collect();
-    assert_eq!(&all[3..], ["FAIL STEP Both#1.0/0/L#1.0 < Both#1.0/0", "FAIL CONTEXT Both#1.0/0 < Both#1.0", "FAIL CONTEXT Both#1.0 < -"]);
+    assert_eq!(
+        &all[3..],
+        ["FAIL STEP Both#1.0/0/L#1.0 < Both#1.0/0", "FAIL CONTEXT Both#1.0/0 < Both#1.0", "FAIL CONTEXT Both#1.0 < -"]
+    );
     assert_eq!(calls.last().unwrap()[0]["Error"], json!({ "ErrorType": "Boom", "ErrorMessage": "it broke" }));
 }

@@ -152,7 +152,8 @@ pub(crate) fn lambda_callback(args: &LambdaCallbackArgs) -> Exit {
         match (&success, &args.failure) {
             (Some(result), _) => client.callback_success(&args.id, result).await,
             (None, Some(failure)) => {
-                let (error, cause) = (failure.first().map_or("", String::as_str), failure.get(1).map_or("", String::as_str));
+                let (error, cause) =
+                    (failure.first().map_or("", String::as_str), failure.get(1).map_or("", String::as_str));
                 client.callback_failure(&args.id, error, cause).await
             }
             (None, None) => client.callback_heartbeat(&args.id).await,

@@ -424,7 +424,8 @@ fn a_callback_waits_pending_until_the_service_completes_it() {
     // Rejected: SendDurableExecutionCallbackFailure's error goes through Catch.
     let arn = s.start_execution("callback", "cb-rejected", &json!({ "order": 8 }));
     let token = wait_until("the second callback", Duration::from_secs(60), || {
-        let tokens: Vec<String> = s.ledger("ledger").iter().filter(|l| l.starts_with("Ask ")).map(|l| l[6..].to_owned()).collect();
+        let tokens: Vec<String> =
+            s.ledger("ledger").iter().filter(|l| l.starts_with("Ask ")).map(|l| l[6..].to_owned()).collect();
         (tokens.len() == 2).then(|| tokens[1].clone())
     });
     s.callback(&token, &["--failure", "Rejected", "over budget"]);
@@ -449,7 +450,8 @@ fn a_callback_waits_pending_until_the_service_completes_it() {
     }
 
     // Each handler ran once per attempt across all invocations: replays ran none again.
-    let ledger: Vec<String> = s.ledger("ledger").iter().map(|l| l.split(' ').take(2).collect::<Vec<_>>().join(" ")).collect();
+    let ledger: Vec<String> =
+        s.ledger("ledger").iter().map(|l| l.split(' ').take(2).collect::<Vec<_>>().join(" ")).collect();
     assert_eq!(ledger, ["Prepare 0", "Ask 0", "Ship 0", "Prepare 0", "Ask 0", "Ask 0", "Ask 0"]);
 }
 
@@ -474,8 +476,14 @@ fn parallel_branches_and_map_iterations_are_context_operations() {
         .chain(events_of(&history, "StepStarted"))
         .chain(events_of(&history, "WaitStarted"))
         .map(|e| {
-            let parent = e["ParentId"].as_str().map_or("-".to_owned(), |p| by_id.get(p).cloned().unwrap_or(p.to_owned()));
-            format!("{} {} {} < {parent}", e["EventType"].as_str().unwrap(), e["SubType"].as_str().unwrap_or(""), e["Name"].as_str().unwrap())
+            let parent =
+                e["ParentId"].as_str().map_or("-".to_owned(), |p| by_id.get(p).cloned().unwrap_or(p.to_owned()));
+            format!(
+                "{} {} {} < {parent}",
+                e["EventType"].as_str().unwrap(),
+                e["SubType"].as_str().unwrap_or(""),
+                e["Name"].as_str().unwrap()
+            )
         })
         .collect();
     shape.sort();
@@ -498,7 +506,12 @@ fn parallel_branches_and_map_iterations_are_context_operations() {
     // Each CONTEXT succeeded once, with its output, although later invocations replayed it.
     let succeeded: Vec<(String, String)> = events_of(&history, "ContextSucceeded")
         .into_iter()
-        .map(|e| (e["Name"].as_str().unwrap().to_owned(), e["ContextSucceededDetails"]["Result"]["Payload"].as_str().unwrap_or("").to_owned()))
+        .map(|e| {
+            (
+                e["Name"].as_str().unwrap().to_owned(),
+                e["ContextSucceededDetails"]["Result"]["Payload"].as_str().unwrap_or("").to_owned(),
+            )
+        })
         .collect();
     assert_eq!(succeeded.len(), 6, "{history:?}");
     assert!(succeeded.contains(&("Both#1.0".into(), "[\"L\",[1,2]]".into())), "{succeeded:?}");

@@ -134,7 +134,13 @@ fn http(port: u16, method: &str, path: &str, body: Option<&str>) -> (u16, Value)
 
 fn encode(s: &str) -> String {
     s.bytes()
-        .map(|b| if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") })
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
         .collect()
 }
 
@@ -156,7 +162,9 @@ fn serve_invoke(listener: TcpListener, events: mpsc::Sender<Invocation>) {
         }
         match answer_rx.recv_timeout(Duration::from_secs(120)) {
             Ok(answer) => respond(&mut stream, "200 OK", "", &answer),
-            Err(_) => respond(&mut stream, "200 OK", "X-Amz-Function-Error: Unhandled\r\n", b"{\"errorType\":\"NoAnswer\"}"),
+            Err(_) => {
+                respond(&mut stream, "200 OK", "X-Amz-Function-Error: Unhandled\r\n", b"{\"errorType\":\"NoAnswer\"}")
+            }
         }
     }
 }
@@ -173,7 +181,8 @@ fn serve_runtime_api(listener: TcpListener, events: mpsc::Receiver<Invocation>, 
             let Ok((event, answer)) = events.recv() else { return };
             next_id += 1;
             let id = format!("request-{next_id}");
-            let deadline = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() + 900_000;
+            let deadline =
+                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() + 900_000;
             let headers = format!(
                 "Lambda-Runtime-Aws-Request-Id: {id}\r\nLambda-Runtime-Deadline-Ms: {deadline}\r\nLambda-Runtime-Invoked-Function-Arn: arn:aws:lambda:us-west-2:000000000000:function:approval\r\nLambda-Runtime-Trace-Id: Root=1-0-0\r\n"
             );
@@ -224,7 +233,10 @@ fn the_binary_runs_as_a_durable_function_under_the_runtime_api() {
             .expect("dex-local-runner starts"),
     );
     wait_until("dex-local-runner to answer /health", Duration::from_secs(60), || {
-        TcpStream::connect(("127.0.0.1", dex_port)).ok().map(|_| http(dex_port, "GET", "/health", None)).filter(|(s, _)| *s == 200)
+        TcpStream::connect(("127.0.0.1", dex_port))
+            .ok()
+            .map(|_| http(dex_port, "GET", "/health", None))
+            .filter(|(s, _)| *s == 200)
     });
 
     // The function, as Lambda starts a custom runtime: its configuration in the environment.

@@ -174,7 +174,9 @@ impl HttpClient {
 
     /// `SendDurableExecutionCallbackSuccess`: the CALLBACK succeeds with `result`.
     pub async fn callback_success(&self, callback_id: &str, result: &Value) -> Result<(), ClientError> {
-        self.request("POST", HttpClient::callback_path(callback_id, "succeed"), Some(result.to_string())).await.map(drop)
+        self.request("POST", HttpClient::callback_path(callback_id, "succeed"), Some(result.to_string()))
+            .await
+            .map(drop)
     }
 
     /// `SendDurableExecutionCallbackFailure`: the CALLBACK fails with `error` and `cause`
