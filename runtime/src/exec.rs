@@ -232,6 +232,40 @@ struct Scope {
     path: String,
     visits: Mutex<std::collections::HashMap<String, u32>>,
     branches: std::sync::atomic::AtomicU32,
+    /// The CONTEXT operation enclosing this line's operations (`None` at the top level).
+    context: Option<String>,
+    /// On a Parallel or Map attempt's scope: what its lines are (see [`BranchOf`]).
+    owner: Option<BranchOf>,
+    /// On a branch or iteration line: which state it belongs to, as a CONTEXT of its own.
+    branch_of: Option<BranchOf>,
+}
+
+/// The CONTEXT operation of a Parallel branch or a Map iteration: the state's name, the subtype
+/// (`ParallelBranch`, `MapIteration`) and the state attempt's CONTEXT (its parent).
+#[cfg(feature = "durable")]
+#[derive(Debug, Clone)]
+struct BranchOf {
+    state: String,
+    subtype: &'static str,
+    parent: Option<String>,
+}
+
+#[cfg(feature = "durable")]
+impl Scope {
+    /// The scope of the next line made from this one: under a Parallel or Map attempt, a
+    /// branch or iteration with a CONTEXT of its own; elsewhere, the same context.
+    fn branch_scope(&self) -> Scope {
+        let path = format!("{}{}/", self.path, self.branches.fetch_add(1, Ordering::SeqCst));
+        match &self.owner {
+            Some(owner) => Scope {
+                context: Some(path.trim_end_matches('/').to_owned()),
+                branch_of: Some(owner.clone()),
+                path,
+                ..Scope::default()
+            },
+            None => Scope { context: self.context.clone(), path, ..Scope::default() },
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -454,10 +488,7 @@ impl Execution {
             // Branches are created in definition order by both engines, so the index is stable
             // across runs and so are the operation ids inside the branch.
             #[cfg(feature = "durable")]
-            scope: Arc::new(Scope {
-                path: format!("{}{}/", self.scope.path, self.scope.branches.fetch_add(1, Ordering::SeqCst)),
-                ..Scope::default()
-            }),
+            scope: Arc::new(self.scope.branch_scope()),
         }
     }
 
@@ -982,7 +1013,8 @@ where
         visit.retry_count = retries.retry_count();
         exec.check_history()?;
         if callback {
-            visit.task_token = Some(exec.task_token(name, visit_no, visit.retry_count, visit.entered_id));
+            let token = exec.task_token(name, visit_no, visit.retry_count, visit.entered_id, timeout, heartbeat).await;
+            visit.task_token = Some(token.map_err(|f| visit.runtime(f))?);
         }
         // Before the parameters: a single attempt may move the effective input into them.
         let role_arn = match &spec.credentials {
@@ -1612,8 +1644,10 @@ where
             Err(f) => return Err(visit.runtime(f)),
         };
         exec.record(EventType::ParallelStateStarted, json!({ "name": name }));
-        let branches_exec = exec.parallel_scope(name, visit_no, visit.retry_count);
-        let failure = match run_branches(branch_input, branches_exec).await {
+        let branches_exec = exec.parallel_scope(name, visit_no, visit.retry_count, "ParallelBranch");
+        let branches = run_branches(branch_input, branches_exec.clone());
+        let outcome = exec.in_state_context(&branches_exec, name, "Parallel", branches).await;
+        let failure = match outcome.map_err(|f| visit.runtime(f))? {
             Ok(outputs) => {
                 exec.record(EventType::ParallelStateSucceeded, json!({ "name": name }));
                 let result = Value::Array(outputs);
@@ -1749,9 +1783,11 @@ where
             let length = inputs.len();
             crate::map::check_item_count(exec.limits(), length).map_err(|f| visit.runtime(f))?;
             exec.record(EventType::MapStateStarted, json!({ "name": name, "length": length }));
-            let iterations_exec = exec.parallel_scope(name, visit_no, visit.retry_count);
+            let iterations_exec = exec.parallel_scope(name, visit_no, visit.retry_count, "MapIteration");
+            let iterations =
+                crate::map::run_iterations(&iterations_exec, name, inputs, max_concurrency, &mut run_iteration);
             let outcome =
-                crate::map::run_iterations(&iterations_exec, name, inputs, max_concurrency, &mut run_iteration).await;
+                exec.in_state_context(&iterations_exec, name, "Map", iterations).await.map_err(|f| visit.runtime(f))?;
             match &outcome {
                 Ok(_) => exec.record(EventType::MapStateSucceeded, json!({ "name": name })),
                 Err(f) => {
@@ -1867,6 +1903,57 @@ impl Execution {
         format!("{}{name}#{visit_no}{suffix}", self.scope.path)
     }
 
+    /// The CONTEXT operation the operations of this line of control belong to.
+    #[cfg(feature = "durable")]
+    fn op_parent(&self) -> Option<String> {
+        self.scope.context.clone()
+    }
+
+    /// Runs one Parallel branch or Map iteration (`line` from [`Execution::branch`] on the
+    /// state's branch scope) as a CONTEXT operation when journaled: started before the branch
+    /// runs, finished with its output or failure. A replay re-runs the branch (its operations
+    /// replay from the journal) and finds the CONTEXT already recorded. Both engines call it.
+    pub async fn in_branch_context<Fut>(&self, branch: Fut) -> Result<Value, Failure>
+    where
+        Fut: Future<Output = Result<Value, Failure>>,
+    {
+        #[cfg(feature = "durable")]
+        if let (Some(journal), Some(of), Some(id)) = (&self.shared.journal, &self.scope.branch_of, &self.scope.context)
+        {
+            journal.context_start(id, of.parent.clone(), &of.state, of.subtype).await?;
+            let outcome = branch.await;
+            journal.context_end(id, of.parent.clone(), &of.state, of.subtype, &outcome).await?;
+            return outcome;
+        }
+        branch.await
+    }
+
+    /// Runs a Parallel or Map attempt (`scope` from [`Execution::parallel_scope`]) as a
+    /// CONTEXT operation when journaled; the outer error is a store failure.
+    async fn in_state_context<Fut>(
+        &self,
+        scope: &Execution,
+        name: &str,
+        subtype: &str,
+        attempt: Fut,
+    ) -> Result<Result<Vec<Value>, Failure>, Failure>
+    where
+        Fut: Future<Output = Result<Vec<Value>, Failure>>,
+    {
+        #[cfg(feature = "durable")]
+        if let (Some(journal), Some(id)) = (&self.shared.journal, &scope.scope.context)
+            && scope.scope.owner.is_some()
+        {
+            journal.context_start(id, self.op_parent(), name, subtype).await?;
+            let outcome = attempt.await;
+            let recorded = outcome.clone().map(Value::Array);
+            journal.context_end(id, self.op_parent(), name, subtype, &recorded).await?;
+            return Ok(outcome);
+        }
+        let _ = (scope, name, subtype);
+        Ok(attempt.await)
+    }
+
     /// What a Task attempt asks for, when a suspending journal needs it (a replay-only run
     /// reports the attempt instead of running it; see [`crate::durable::suspend`]).
     fn step_request(
@@ -1903,7 +1990,8 @@ impl Execution {
     {
         #[cfg(feature = "durable")]
         if let Some(journal) = &self.shared.journal {
-            return journal.step(self.op_id(name, visit_no, &format!(".{attempt_no}")), name, request, run).await;
+            let id = self.op_id(name, visit_no, &format!(".{attempt_no}"));
+            return journal.step(id, self.op_parent(), name, request, run).await;
         }
         let _ = (name, visit_no, attempt_no, request);
         Ok(run.await)
@@ -1917,13 +2005,25 @@ impl Execution {
     /// `$$.Task.Token` of an attempt: derived from the execution id and the attempt's position
     /// (its durable operation id when journaled, else the state and its entered event), so both
     /// engines and every replay compute the same token.
-    fn task_token(&self, name: &str, visit_no: u32, attempt_no: u32, entered_id: u64) -> String {
+    /// When the journal's service issues callback ids (a Lambda durable function), the token
+    /// is that id ([`Journal::callback_token`]).
+    async fn task_token(
+        &self,
+        name: &str,
+        visit_no: u32,
+        attempt_no: u32,
+        entered_id: u64,
+        timeout: Option<Duration>,
+        heartbeat: Option<Duration>,
+    ) -> Result<String, Failure> {
         #[cfg(feature = "durable")]
-        if self.shared.journal.is_some() {
-            return crate::callback::task_token(self.id(), &self.op_id(name, visit_no, &format!(".{attempt_no}")));
+        if let Some(journal) = &self.shared.journal {
+            let id = self.op_id(name, visit_no, &format!(".{attempt_no}"));
+            let own = crate::callback::task_token(self.id(), &id);
+            return journal.callback_token(self.clock(), &id, self.op_parent(), name, own, timeout, heartbeat).await;
         }
-        let _ = visit_no;
-        crate::callback::task_token(self.id(), &format!("{name}@{entered_id}.{attempt_no}"))
+        let _ = (visit_no, timeout, heartbeat);
+        Ok(crate::callback::task_token(self.id(), &format!("{name}@{entered_id}.{attempt_no}")))
     }
 
     /// One attempt of a `.waitForTaskToken` Task: `handler` (which hands `token` on), then the
@@ -1954,7 +2054,9 @@ impl Execution {
         #[cfg(feature = "durable")]
         if let Some(journal) = &self.shared.journal {
             let id = self.op_id(name, visit_no, &format!(".{attempt_no}"));
-            return journal.callback(self.clock(), id, name, registration, waiting, limits, handler).await;
+            return journal
+                .callback(self.clock(), id, self.op_parent(), name, registration, waiting, limits, handler)
+                .await;
         }
         let _ = (visit_no, attempt_no);
         Ok(crate::callback::run(registration, waiting, limits, handler).await)
@@ -1965,7 +2067,7 @@ impl Execution {
         #[cfg(feature = "durable")]
         if let Some(journal) = &self.shared.journal {
             let id = self.op_id(name, visit_no, &format!(".retry{retry_no}"));
-            return journal.sleep(self.clock(), id, name, "Retry", delay).await;
+            return journal.sleep(self.clock(), id, self.op_parent(), name, "Retry", delay).await;
         }
         let _ = (name, visit_no, retry_no);
         self.clock().sleep(delay).await;
@@ -1976,7 +2078,8 @@ impl Execution {
     async fn durable_wait(&self, name: &str, visit_no: u32, delay: Duration) -> Result<(), Failure> {
         #[cfg(feature = "durable")]
         if let Some(journal) = &self.shared.journal {
-            return journal.sleep(self.clock(), self.op_id(name, visit_no, ""), name, "Wait", delay).await;
+            let id = self.op_id(name, visit_no, "");
+            return journal.sleep(self.clock(), id, self.op_parent(), name, "Wait", delay).await;
         }
         let _ = (name, visit_no);
         self.clock().sleep(delay).await;
@@ -1985,20 +2088,28 @@ impl Execution {
 
     /// The execution handed to a Parallel attempt's branches: the same line of control, in a
     /// scope named after the attempt, so each [`Execution::branch`] gets a stable path.
-    fn parallel_scope(&self, name: &str, visit_no: u32, attempt_no: u32) -> Execution {
+    /// Its lines are CONTEXT operations of `branch_subtype`, children of the attempt's own.
+    fn parallel_scope(&self, name: &str, visit_no: u32, attempt_no: u32, branch_subtype: &'static str) -> Execution {
         #[cfg(feature = "durable")]
         if self.shared.journal.is_some() {
+            let context = self.op_id(name, visit_no, &format!(".{attempt_no}"));
             return Execution {
                 shared: Arc::clone(&self.shared),
                 cursor: Arc::clone(&self.cursor),
                 variables: Arc::clone(&self.variables),
                 scope: Arc::new(Scope {
-                    path: self.op_id(name, visit_no, &format!(".{attempt_no}/")),
+                    path: format!("{context}/"),
+                    owner: Some(BranchOf {
+                        state: name.to_owned(),
+                        subtype: branch_subtype,
+                        parent: Some(context.clone()),
+                    }),
+                    context: Some(context),
                     ..Scope::default()
                 }),
             };
         }
-        let _ = (name, visit_no, attempt_no);
+        let _ = (name, visit_no, attempt_no, branch_subtype);
         self.clone()
     }
 }

@@ -192,7 +192,7 @@ fn run_branches<'a>(
                 let exec = exec.branch();
                 let input = input.clone();
                 let future: BoxFuture<'a, Result<Value, Failure>> =
-                    Box::pin(async move { run_machine(&exec, branch, handler, input).await });
+                    Box::pin(async move { exec.in_branch_context(run_machine(&exec, branch, handler, input)).await });
                 future
             })
             .collect();

@@ -137,7 +137,8 @@ where
                 let mut guard = IterationGuard { line: &line, name, index, armed: true };
                 // The iteration future is dropped before the guard on cancellation (it lives in
                 // this statement's scope), so its states' aborted events come first.
-                let outcome = future.await;
+                // The iteration is a CONTEXT operation when journaled (MapIteration).
+                let outcome = line.in_branch_context(future).await;
                 guard.armed = false;
                 match &outcome {
                     Ok(_) => line.record(EventType::MapIterationSucceeded, json!({ "name": name, "index": index })),

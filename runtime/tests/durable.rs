@@ -43,6 +43,8 @@ fn step(id: &str, status: OpStatus, result: Option<Value>) -> OperationUpdate {
         cause: None,
         due_at_ms: None,
         callback_token: None,
+        parent_id: None,
+        heartbeat_seconds: None,
     }
 }
 

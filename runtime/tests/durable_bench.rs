@@ -66,6 +66,8 @@ async fn checkpoint_commits_per_second() {
                 cause: None,
                 due_at_ms: None,
                 callback_token: None,
+                parent_id: None,
+                heartbeat_seconds: None,
             };
             let t = Instant::now();
             token = store.checkpoint("bench", token, vec![update]).await.unwrap();

@@ -70,9 +70,21 @@ fn a_complete_journal_replays_without_the_store() {
         ok("Both#1.0/1/R#1.0", "STEP", "R", json!("r")),
         ok("Ask#1.0", "CALLBACK", "Ask", json!({"approved": true})),
         ok("Ask#1.0.send", "STEP", "Ask", Value::Null),
+        ok("Both#1.0", "CONTEXT", "Both", json!(["l", "r"])),
+        ok("Both#1.0/0", "CONTEXT", "Both", json!("l")),
+        ok("Both#1.0/1", "CONTEXT", "Both", json!("r")),
     ]});
     // Everything replays from the rows: nothing is written, no handler is called.
     assert_eq!(replay_stored_state(doc.to_string().as_bytes()), Ok((Status::Succeeded, 0)));
+    // A journal stored before Parallel branches were CONTEXT operations still replays: its
+    // steps are not run again, and only the three CONTEXT operations are written.
+    let mut old = doc.clone();
+    old["operations"].as_array_mut().unwrap().truncate(6);
+    assert_eq!(replay_stored_state(old.to_string().as_bytes()), Ok((Status::Succeeded, 3)));
+    // A CONTEXT row where the definition runs a step is a determinism violation.
+    let mut swapped = doc.clone();
+    swapped["operations"][2]["type"] = json!("CONTEXT");
+    assert_eq!(replay_stored_state(swapped.to_string().as_bytes()).map(|r| r.0), Ok(Status::Failed));
     // A row of the wrong type where the definition has a Task: a determinism violation fails
     // the execution instead of replaying it.
     let mut drifted = doc.clone();

@@ -68,6 +68,17 @@ impl Fake {
         }
     }
 
+    /// What SendDurableExecutionCallbackSuccess/Failure or a service timeout does to a callback.
+    fn complete_callback(&self, callback_id: &str, status: &str, details: Value) {
+        let mut s = self.0.lock().unwrap();
+        let op = s.ops.iter_mut().find(|op| op["CallbackDetails"]["CallbackId"] == callback_id).expect("a callback");
+        assert_eq!(op["Status"], "STARTED");
+        op["Status"] = json!(status);
+        for (k, v) in details.as_object().unwrap() {
+            op["CallbackDetails"][k] = v.clone();
+        }
+    }
+
     fn calls(&self) -> Vec<Vec<Value>> {
         self.0.lock().unwrap().calls.clone()
     }
@@ -88,35 +99,59 @@ impl DurableClient for Fake {
             if token != format!("t{}", s.token) {
                 return Err(ClientError::InvalidToken("Invalid checkpoint token".into()));
             }
+            let mut changed = Vec::new();
             for u in &updates {
                 let id = u["Id"].clone();
+                // As the service validates: a parent must be a CONTEXT it knows.
+                if let Some(parent) = u["ParentId"].as_str() {
+                    assert!(
+                        s.ops.iter().any(|op| op["Id"] == parent && op["Type"] == "CONTEXT"),
+                        "{} names an unknown parent {parent}",
+                        u["Name"]
+                    );
+                }
                 let i = match s.ops.iter().position(|op| op["Id"] == id) {
                     Some(i) => i,
                     None => {
-                        s.ops.push(json!({ "Id": id, "Name": u["Name"], "Type": u["Type"], "SubType": u["SubType"], "Status": "STARTED" }));
+                        let mut op = json!({ "Id": id, "Name": u["Name"], "Type": u["Type"], "SubType": u["SubType"], "Status": "STARTED" });
+                        if let Some(parent) = u.get("ParentId") {
+                            op["ParentId"] = parent.clone();
+                        }
+                        s.ops.push(op);
                         s.ops.len() - 1
                     }
+                };
+                let details = match u["Type"].as_str().unwrap() {
+                    "CONTEXT" => "ContextDetails",
+                    "CALLBACK" => "CallbackDetails",
+                    _ => "StepDetails",
                 };
                 let op = &mut s.ops[i];
                 match u["Action"].as_str().unwrap() {
                     "START" if u["Type"] == "WAIT" => {
                         op["WaitDetails"] = json!({ "ScheduledEndTimestamp": 1_800_000_000 });
                     }
+                    "START" if u["Type"] == "CALLBACK" => {
+                        // The service issues the callback id.
+                        op["CallbackDetails"] = json!({ "CallbackId": format!("cb-{}", i) });
+                    }
                     "START" => {}
                     "SUCCEED" if u["Type"] == "EXECUTION" => op["Status"] = json!("SUCCEEDED"),
+                    _ if u["Type"] == "CALLBACK" => panic!("the function may only start a CALLBACK"),
                     "SUCCEED" => {
                         op["Status"] = json!("SUCCEEDED");
-                        op["StepDetails"] = json!({ "Result": u["Payload"] });
+                        op[details] = json!({ "Result": u["Payload"] });
                     }
                     "FAIL" => {
                         op["Status"] = json!("FAILED");
-                        op["StepDetails"] = json!({ "Error": u["Error"] });
+                        op[details] = json!({ "Error": u["Error"] });
                     }
                     other => panic!("unexpected action {other}"),
                 }
+                changed.push(op.clone());
             }
             s.token += 1;
-            Ok(Checkpointed { token: format!("t{}", s.token), operations: Vec::new() })
+            Ok(Checkpointed { token: format!("t{}", s.token), operations: changed })
         })();
         s.calls.push(updates);
         Box::pin(async move { result })
@@ -411,4 +446,206 @@ fn generated_code_checkpoints_the_same_operations_as_the_interpreter() {
     assert_eq!((out2, invocations2), (out, invocations));
     let strip = |calls: Vec<Vec<Value>>| -> Vec<Vec<String>> { calls.iter().map(|c| actions(c)).collect() };
     assert_eq!(strip(interpreted.calls()), strip(generated.calls()));
+}
+
+// ---------------------------------------------------------------------------------------------
+// CALLBACK and CONTEXT operations
+// ---------------------------------------------------------------------------------------------
+
+/// Each update as `ACTION TYPE Name < parent Name` (the parent by its readable name).
+fn shape(fake: &Fake, call: &[Value]) -> Vec<String> {
+    let s = fake.0.lock().unwrap();
+    call.iter()
+        .map(|u| {
+            let parent = u["ParentId"].as_str().map_or("-".to_owned(), |p| {
+                s.ops.iter().find(|op| op["Id"] == p).map_or(p.to_owned(), |op| op["Name"].as_str().unwrap().to_owned())
+            });
+            format!(
+                "{} {} {} < {parent}",
+                u["Action"].as_str().unwrap(),
+                u["Type"].as_str().unwrap(),
+                u["Name"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+const APPROVAL: &str = r#"{"StartAt": "Ask", "States": {
+    "Ask": {"Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
+            "Parameters": {"token.$": "$$.Task.Token"}, "TimeoutSeconds": 3600, "HeartbeatSeconds": 60,
+            "ResultPath": "$.answer", "Next": "Done",
+            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Done"}]},
+    "Done": {"Type": "Pass", "End": true}}}"#;
+
+/// Task handlers that keep the task tokens they are given.
+fn token_keeper() -> (Handlers, Arc<Mutex<Vec<String>>>) {
+    let tokens: Arc<Mutex<Vec<String>>> = Arc::default();
+    let seen = Arc::clone(&tokens);
+    let handlers = Handlers::new().fallback(move |_resource: String, input: Value, ctx: wfc_runtime::TaskContext| {
+        assert_eq!(input["token"].as_str(), ctx.task_token(), "$$.Task.Token is the task token");
+        seen.lock().unwrap().push(ctx.task_token().unwrap_or_default().to_owned());
+        async move { Ok(json!("sent")) }
+    });
+    (handlers, tokens)
+}
+
+/// A `.waitForTaskToken` Task is a CALLBACK: started first (its callback id, which the service
+/// issues, is the task token), then the handler's call as a STEP, then PENDING until the
+/// service records the answer; the next invocation replays it.
+#[test]
+fn a_callback_is_pending_until_the_service_records_its_answer() {
+    let wf = load(APPROVAL);
+    let (h, tokens) = token_keeper();
+    let fake = Fake::new(&json!({ "order": 1 }));
+    assert_eq!(invoke(&wf, &h, &fake, 100).unwrap(), json!({ "Status": "PENDING" }));
+    let calls = fake.calls();
+    assert_eq!(
+        calls.iter().map(|c| actions(c)).collect::<Vec<_>>(),
+        [["START CALLBACK Ask#1.0"], ["START STEP Ask#1.0.send"], ["SUCCEED STEP Ask#1.0.send"]]
+    );
+    let options = &calls[0][0]["CallbackOptions"];
+    assert!((3600..=3601).contains(&options["TimeoutSeconds"].as_i64().unwrap()), "{options}");
+    assert_eq!(options["HeartbeatTimeoutSeconds"], 60);
+    assert_eq!(calls[0][0]["SubType"], "TaskToken");
+    let callback_id = fake.0.lock().unwrap().ops[1]["CallbackDetails"]["CallbackId"].as_str().unwrap().to_owned();
+    assert_eq!(*tokens.lock().unwrap(), [callback_id.clone()]);
+
+    // Invoked again before an answer (a heartbeat, say): still PENDING, nothing re-sent.
+    assert_eq!(invoke(&wf, &h, &fake, 1).unwrap(), json!({ "Status": "PENDING" }));
+    assert_eq!(fake.calls().len(), 3);
+    assert_eq!(tokens.lock().unwrap().len(), 1, "the handler is not called again");
+
+    // SendDurableExecutionCallbackSuccess: the replay takes the result.
+    fake.complete_callback(&callback_id, "SUCCEEDED", json!({ "Result": "{\"approved\":true}" }));
+    let out = invoke(&wf, &h, &fake, 100).unwrap();
+    assert_eq!(out, json!({ "Status": "SUCCEEDED", "Result": "{\"order\":1,\"answer\":{\"approved\":true}}" }));
+    assert_eq!(fake.calls().len(), 3, "a finished callback is not checkpointed by the function");
+    assert_eq!(tokens.lock().unwrap().len(), 1);
+}
+
+/// How the service's endings of a callback reach Retry and Catch.
+#[test]
+fn callback_failures_and_timeouts_map_to_states_errors() {
+    let wf = load(APPROVAL);
+    for (status, details, error, cause) in [
+        (
+            "FAILED",
+            json!({ "Error": { "ErrorType": "Rejected", "ErrorMessage": "no budget" } }),
+            "Rejected",
+            "no budget",
+        ),
+        ("FAILED", json!({ "Error": {} }), "States.TaskFailed", ""),
+        (
+            "TIMED_OUT",
+            json!({ "Error": { "ErrorType": "Callback.Timeout", "ErrorMessage": "Callback timed out" } }),
+            "States.Timeout",
+            "the task did not finish within TimeoutSeconds: Callback timed out",
+        ),
+        (
+            "TIMED_OUT",
+            json!({ "Error": { "ErrorType": "Callback.Heartbeat", "ErrorMessage": "Callback timed out on heartbeat" } }),
+            "States.HeartbeatTimeout",
+            "the task did not send a heartbeat within HeartbeatSeconds: Callback timed out on heartbeat",
+        ),
+    ] {
+        let (h, tokens) = token_keeper();
+        let fake = Fake::new(&json!({}));
+        assert_eq!(invoke(&wf, &h, &fake, 100).unwrap(), json!({ "Status": "PENDING" }));
+        let id = tokens.lock().unwrap()[0].clone();
+        fake.complete_callback(&id, status, details);
+        let out = invoke(&wf, &h, &fake, 100).unwrap();
+        let result: Value = serde_json::from_str(out["Result"].as_str().unwrap()).unwrap();
+        assert_eq!(result["error"], json!({ "Error": error, "Cause": cause }), "{status}");
+    }
+}
+
+/// A Parallel attempt is a CONTEXT, each branch a CONTEXT under it, and each branch's
+/// operations carry the branch as their parent; a Map the same with its iterations. Every
+/// CONTEXT finishes with its output once, and a replay re-sends none of them.
+#[test]
+fn parallel_branches_and_map_iterations_are_context_operations() {
+    let wf = load(
+        r#"{"StartAt": "Both", "States": {
+            "Both": {"Type": "Parallel", "Next": "Each", "Branches": [
+                {"StartAt": "L", "States": {"L": {"Type": "Task", "Resource": "arn:aws:lambda:::function:f", "End": true}}},
+                {"StartAt": "Nap", "States": {"Nap": {"Type": "Wait", "Seconds": 5, "End": true}}}]},
+            "Each": {"Type": "Map", "ItemsPath": "$[0].items", "End": true,
+                "ItemProcessor": {"StartAt": "M", "States": {"M": {"Type": "Task", "Resource": "arn:aws:lambda:::function:f", "End": true}}}}}}"#,
+    );
+    let (h, runs) = counting(&[("L", Ok(json!({ "items": [10, 20] }))), ("M", Ok(json!("m")))]);
+    let fake = Fake::new(&json!({}));
+    assert_eq!(invoke(&wf, &h, &fake, 100).unwrap(), json!({ "Status": "PENDING" }));
+    let first: Vec<String> = fake.calls().iter().flat_map(|c| shape(&fake, c)).collect();
+    assert_eq!(
+        first,
+        [
+            "START CONTEXT Both#1.0 < -",
+            "START CONTEXT Both#1.0/0 < Both#1.0",
+            "START STEP Both#1.0/0/L#1.0 < Both#1.0/0",
+            "SUCCEED STEP Both#1.0/0/L#1.0 < Both#1.0/0",
+            "SUCCEED CONTEXT Both#1.0/0 < Both#1.0",
+            "START CONTEXT Both#1.0/1 < Both#1.0",
+            "START WAIT Both#1.0/1/Nap#1 < Both#1.0/1",
+        ]
+    );
+    let calls = fake.calls();
+    assert_eq!(calls[0][0]["SubType"], "Parallel");
+    assert_eq!(calls[0][0]["ContextOptions"], json!({ "ReplayChildren": true }));
+    assert_eq!(calls[1][0]["SubType"], "ParallelBranch");
+    assert_eq!(calls[4][0]["Payload"], "{\"items\":[10,20]}");
+    fake.fire_timers();
+    let out = invoke(&wf, &h, &fake, 2).unwrap();
+    assert_eq!(out, json!({ "Status": "SUCCEEDED", "Result": "[\"m\",\"m\"]" }));
+    let second: Vec<String> = fake.calls()[calls.len()..].iter().flat_map(|c| shape(&fake, c)).collect();
+    assert_eq!(
+        second,
+        [
+            "SUCCEED CONTEXT Both#1.0/1 < Both#1.0",
+            "SUCCEED CONTEXT Both#1.0 < -",
+            "START CONTEXT Each#1.0 < -",
+            "START CONTEXT Each#1.0/0 < Each#1.0",
+            "START STEP Each#1.0/0/M#1.0 < Each#1.0/0",
+            "SUCCEED STEP Each#1.0/0/M#1.0 < Each#1.0/0",
+            "SUCCEED CONTEXT Each#1.0/0 < Each#1.0",
+            "START CONTEXT Each#1.0/1 < Each#1.0",
+            "START STEP Each#1.0/1/M#1.0 < Each#1.0/1",
+            "SUCCEED STEP Each#1.0/1/M#1.0 < Each#1.0/1",
+            "SUCCEED CONTEXT Each#1.0/1 < Each#1.0",
+            "SUCCEED CONTEXT Each#1.0 < -",
+        ]
+    );
+    let s = fake.0.lock().unwrap();
+    let sub = |name: &str| s.ops.iter().find(|op| op["Name"] == name).unwrap()["SubType"].clone();
+    assert_eq!((sub("Each#1.0"), sub("Each#1.0/1")), (json!("Map"), json!("MapIteration")));
+    assert_eq!(
+        s.ops.iter().find(|op| op["Name"] == "Both#1.0").unwrap()["ContextDetails"]["Result"],
+        "[{\"items\":[10,20]},{}]"
+    );
+    drop(s);
+    // A full replay (the state one operation per page) writes nothing and runs nothing.
+    let before = fake.calls().len();
+    assert_eq!(invoke(&wf, &h, &fake, 1).unwrap(), out);
+    assert_eq!(fake.calls().len(), before);
+    assert_eq!(runs.lock().unwrap()["M"], [0, 0]);
+}
+
+/// A failing branch fails its CONTEXT and the Parallel's with its error.
+#[test]
+fn a_failed_branch_fails_its_contexts() {
+    let wf = load(
+        r#"{"StartAt": "Both", "States": {
+            "Both": {"Type": "Parallel", "End": true, "Branches": [
+                {"StartAt": "L", "States": {"L": {"Type": "Task", "Resource": "arn:aws:lambda:::function:f", "End": true}}}]}}}"#,
+    );
+    let (h, _) = counting(&[("L", Err(("Boom", "it broke")))]);
+    let fake = Fake::new(&json!({}));
+    let out = invoke(&wf, &h, &fake, 100).unwrap();
+    assert_eq!(out, json!({ "Status": "FAILED", "Error": { "ErrorType": "Boom", "ErrorMessage": "it broke" } }));
+    let calls = fake.calls();
+    let all: Vec<String> = calls.iter().flat_map(|c| shape(&fake, c)).collect();
+    assert_eq!(
+        &all[3..],
+        ["FAIL STEP Both#1.0/0/L#1.0 < Both#1.0/0", "FAIL CONTEXT Both#1.0/0 < Both#1.0", "FAIL CONTEXT Both#1.0 < -"]
+    );
+    assert_eq!(calls.last().unwrap()[0]["Error"], json!({ "ErrorType": "Boom", "ErrorMessage": "it broke" }));
 }

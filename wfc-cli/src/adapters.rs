@@ -106,10 +106,63 @@ pub(crate) struct LambdaServeArgs {
     /// Mocked task responses (wfc's format), shared by every invocation this process serves.
     #[arg(long, value_name = "FILE")]
     pub(crate) mocks: Option<PathBuf>,
-    /// Append one line per Task attempt actually run (`<state> <retry count>`) to this file: a
-    /// ledger that shows replayed steps are not run again.
+    /// Append one line per Task attempt actually run (`<state> <retry count>`, then the task
+    /// token for a callback task) to this file: a ledger that shows replayed steps are not run
+    /// again.
     #[arg(long, value_name = "FILE")]
     pub(crate) ledger: Option<PathBuf>,
+}
+
+/// `wfc lambda-callback`.
+#[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("answer").required(true).args(["success", "failure", "heartbeat"])))]
+pub(crate) struct LambdaCallbackArgs {
+    /// The durable execution API endpoint, `http://HOST:PORT`.
+    #[arg(long, value_name = "URL")]
+    pub(crate) endpoint: String,
+    /// The callback id (the task token the `.waitForTaskToken` task's handler was given).
+    #[arg(long, value_name = "ID")]
+    pub(crate) id: String,
+    /// Succeed the callback with this JSON result.
+    #[arg(long, value_name = "JSON")]
+    pub(crate) success: Option<String>,
+    /// Fail the callback with this error name and cause.
+    #[arg(long, num_args = 2, value_names = ["ERROR", "CAUSE"])]
+    pub(crate) failure: Option<Vec<String>>,
+    /// Send a heartbeat (restarts the HeartbeatSeconds countdown).
+    #[arg(long)]
+    pub(crate) heartbeat: bool,
+}
+
+/// Sends a callback answer to the durable execution service.
+pub(crate) fn lambda_callback(args: &LambdaCallbackArgs) -> Exit {
+    let client = match lambda_durable::HttpClient::new(&args.endpoint) {
+        Ok(c) => c,
+        Err(e) => return fatal(e),
+    };
+    let success = match args.success.as_deref().map(serde_json::from_str::<Value>).transpose() {
+        Ok(v) => v,
+        Err(e) => return fatal(format!("--success is not valid JSON: {e}")),
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => return fatal(e),
+    };
+    let sent = runtime.block_on(async {
+        match (&success, &args.failure) {
+            (Some(result), _) => client.callback_success(&args.id, result).await,
+            (None, Some(failure)) => {
+                let (error, cause) =
+                    (failure.first().map_or("", String::as_str), failure.get(1).map_or("", String::as_str));
+                client.callback_failure(&args.id, error, cause).await
+            }
+            (None, None) => client.callback_heartbeat(&args.id).await,
+        }
+    });
+    match sent {
+        Ok(()) => Exit::Success,
+        Err(e) => fatal(e),
+    }
 }
 
 /// Answers from mocks, and appends each real call to the ledger file if there is one.
@@ -126,7 +179,12 @@ impl wfc_runtime::DynHandler for LedgerHandler {
         ctx: wfc_runtime::TaskContext,
     ) -> futures::future::BoxFuture<'a, Result<Value, wfc_runtime::Failure>> {
         if let Some(path) = &self.ledger {
-            let line = format!("{} {}\n", ctx.state_name(), ctx.retry_count());
+            // A callback task's line also names the token it was given (what an external
+            // system would use to answer it).
+            let line = match ctx.task_token() {
+                Some(token) => format!("{} {} {token}\n", ctx.state_name(), ctx.retry_count()),
+                None => format!("{} {}\n", ctx.state_name(), ctx.retry_count()),
+            };
             let written = std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)

@@ -59,6 +59,9 @@ enum Command {
     /// Serve Lambda Invoke calls locally, each a durable invocation of the definition (for
     /// dex-local-runner).
     LambdaServe(adapters::LambdaServeArgs),
+    /// Complete a Lambda durable function's callback through the durable execution service
+    /// (SendDurableExecutionCallbackSuccess/Failure/Heartbeat).
+    LambdaCallback(adapters::LambdaCallbackArgs),
 }
 
 /// `wfc worker`.
@@ -450,6 +453,7 @@ fn main() -> ExitCode {
         Command::Decide(args) => adapters::decide(&args),
         Command::LambdaInvoke(args) => adapters::lambda_invoke(&args),
         Command::LambdaServe(args) => adapters::lambda_serve(&args),
+        Command::LambdaCallback(args) => adapters::lambda_callback(&args),
     };
     exit.into()
 }

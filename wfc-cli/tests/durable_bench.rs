@@ -73,6 +73,8 @@ fn step_update(i: usize) -> OperationUpdate {
         cause: None,
         due_at_ms: None,
         callback_token: None,
+        parent_id: None,
+        heartbeat_seconds: None,
     }
 }
 

@@ -172,6 +172,24 @@ impl Servers {
         (execution, events)
     }
 
+    /// The execution's history events, as the runner returns them.
+    fn history(&self, arn: &str) -> Vec<Value> {
+        let path = format!("/2025-12-01/durable-executions/{}/history?IncludeExecutionData=true", encode(arn));
+        let (_, history) = http(self.dex_port, "GET", &path, None).unwrap();
+        history["Events"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// Runs `wfc lambda-callback` against the runner.
+    fn callback(&self, id: &str, answer: &[&str]) {
+        let out = Command::new(env!("CARGO_BIN_EXE_wfc"))
+            .arg("lambda-callback")
+            .args(["--endpoint", &format!("http://127.0.0.1:{}", self.dex_port), "--id", id])
+            .args(answer)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "wfc lambda-callback {answer:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
     fn ledger(&self, name: &str) -> Vec<String> {
         std::fs::read_to_string(self.dir.join(name)).unwrap_or_default().lines().map(str::to_owned).collect()
     }
@@ -347,4 +365,156 @@ fn lambda_invoke_answers_each_event_the_runner_sends() {
     let (e, _) = s.finished(&arn);
     assert_eq!(e["Status"], "SUCCEEDED", "{e}");
     assert_eq!(e["Result"], "3");
+}
+
+/// The task token a callback task's handler was given: the ledger's third word (what an external
+/// system receives, e.g. in the SQS message).
+fn token_in_ledger(s: &Servers, ledger: &str, state: &str) -> String {
+    wait_until("the callback task's handler to run", Duration::from_secs(60), || {
+        s.ledger(ledger).iter().find_map(|l| {
+            let mut words = l.split(' ');
+            (words.next() == Some(state)).then(|| words.nth(1).map(str::to_owned)).flatten()
+        })
+    })
+}
+
+fn events_of<'a>(events: &'a [Value], event_type: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["EventType"] == event_type).collect()
+}
+
+#[test]
+fn a_callback_waits_pending_until_the_service_completes_it() {
+    let Some(s) = servers_or_skip("callback") else { return };
+    let mocks = json!({
+        "Prepare": { "return": "packed" }, "Ask": { "return": "message sent" }, "Ship": { "echo": true },
+    });
+    let _serve = s.serve(&["callback", "callback_timeout"], &mocks, "ledger");
+
+    // Approved: the handler gets the service's callback id as its task token; the invocation
+    // answers PENDING; a heartbeat and then SendDurableExecutionCallbackSuccess (through
+    // `wfc lambda-callback`) make the runner invoke again, which replays the callback's result.
+    let arn = s.start_execution("callback", "cb-ok", &json!({ "order": 7 }));
+    let token = token_in_ledger(&s, "ledger", "Ask");
+    wait_until("the first invocation to answer PENDING", Duration::from_secs(60), || {
+        (!events_of(&s.history(&arn), "InvocationCompleted").is_empty()).then_some(())
+    });
+    let history = s.history(&arn);
+    let started = events_of(&history, "CallbackStarted");
+    assert_eq!(started.len(), 1, "{history:?}");
+    assert_eq!(started[0]["CallbackStartedDetails"]["CallbackId"], token.as_str(), "{history:?}");
+    assert_eq!(started[0]["Name"], "Ask#1.0");
+    // (The runner's history leaves the CallbackOptions out of CallbackStarted; the timeout
+    // cases below show it received them.)
+    s.callback(&token, &["--heartbeat"]);
+    s.callback(&token, &["--success", r#"{"approved": true}"#]);
+    let (e, h) = s.finished(&arn);
+    assert_eq!(e["Status"], "SUCCEEDED", "{e}");
+    let result: Value = serde_json::from_str(e["Result"].as_str().unwrap()).unwrap();
+    assert_eq!(result, json!({ "order": 7, "prepared": "packed", "approval": { "approved": true } }));
+    assert_eq!(count(&h, "CallbackSucceeded", "Ask#1.0"), 1, "{h:?}");
+    assert_eq!(count(&h, "StepSucceeded", "Ask#1.0.send"), 1, "{h:?}");
+    // A second answer to a finished callback is refused.
+    let out = Command::new(env!("CARGO_BIN_EXE_wfc"))
+        .args(["lambda-callback", "--endpoint", &format!("http://127.0.0.1:{}", s.dex_port), "--id", &token])
+        .args(["--success", "1"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "a completed callback accepted a second answer");
+
+    // Rejected: SendDurableExecutionCallbackFailure's error goes through Catch.
+    let arn = s.start_execution("callback", "cb-rejected", &json!({ "order": 8 }));
+    let token = wait_until("the second callback", Duration::from_secs(60), || {
+        let tokens: Vec<String> =
+            s.ledger("ledger").iter().filter(|l| l.starts_with("Ask ")).map(|l| l[6..].to_owned()).collect();
+        (tokens.len() == 2).then(|| tokens[1].clone())
+    });
+    s.callback(&token, &["--failure", "Rejected", "over budget"]);
+    let (e, h) = s.finished(&arn);
+    assert_eq!(e["Status"], "SUCCEEDED", "{e}");
+    let result: Value = serde_json::from_str(e["Result"].as_str().unwrap()).unwrap();
+    assert_eq!(result["rejected"], json!({ "Error": "Rejected", "Cause": "over budget" }), "{result}");
+    assert_eq!(count(&h, "CallbackFailed", "Ask#1.0"), 1, "{h:?}");
+
+    // Nobody answers: the service times the callback out (TimeoutSeconds, then HeartbeatSeconds)
+    // and invokes again; the replay fails the attempt with the States Language error.
+    for (name, input, error) in [
+        ("cb-timeout", json!({ "timeout": 1, "heartbeat": 3600 }), "States.Timeout"),
+        ("cb-heartbeat", json!({ "timeout": 3600, "heartbeat": 1 }), "States.HeartbeatTimeout"),
+    ] {
+        let arn = s.start_execution("callback_timeout", name, &input);
+        let (e, h) = s.finished(&arn);
+        assert_eq!(e["Status"], "SUCCEEDED", "{e}");
+        let result: Value = serde_json::from_str(e["Result"].as_str().unwrap()).unwrap();
+        assert_eq!(result["error"]["Error"], error, "{result}");
+        assert_eq!(count(&h, "CallbackTimedOut", "Ask#1.0"), 1, "{h:?}");
+    }
+
+    // Each handler ran once per attempt across all invocations: replays ran none again.
+    let ledger: Vec<String> =
+        s.ledger("ledger").iter().map(|l| l.split(' ').take(2).collect::<Vec<_>>().join(" ")).collect();
+    assert_eq!(ledger, ["Prepare 0", "Ask 0", "Ship 0", "Prepare 0", "Ask 0", "Ask 0", "Ask 0"]);
+}
+
+#[test]
+fn parallel_branches_and_map_iterations_are_context_operations() {
+    let Some(s) = servers_or_skip("context") else { return };
+    let mocks = json!({ "Left": { "return": "L" }, "Double": { "echo": true } });
+    let _serve = s.serve(&["nested"], &mocks, "ledger");
+    let arn = s.start_execution("nested", "ctx-1", &json!({ "items": [1, 2] }));
+    let (e, _) = s.finished(&arn);
+    assert_eq!(e["Status"], "SUCCEEDED", "{e}");
+    assert_eq!(e["Result"], "[\"L\",[1,2]]");
+    let history = s.history(&arn);
+    // Every operation's parent, by readable id (the wire ids are hashes of them).
+    let by_id: std::collections::HashMap<String, String> = history
+        .iter()
+        .filter(|e| e["Id"].is_string() && e["Name"].is_string())
+        .map(|e| (e["Id"].as_str().unwrap().to_owned(), e["Name"].as_str().unwrap().to_owned()))
+        .collect();
+    let mut shape: Vec<String> = events_of(&history, "ContextStarted")
+        .into_iter()
+        .chain(events_of(&history, "StepStarted"))
+        .chain(events_of(&history, "WaitStarted"))
+        .map(|e| {
+            let parent =
+                e["ParentId"].as_str().map_or("-".to_owned(), |p| by_id.get(p).cloned().unwrap_or(p.to_owned()));
+            format!(
+                "{} {} {} < {parent}",
+                e["EventType"].as_str().unwrap(),
+                e["SubType"].as_str().unwrap_or(""),
+                e["Name"].as_str().unwrap()
+            )
+        })
+        .collect();
+    shape.sort();
+    assert_eq!(
+        shape,
+        [
+            "ContextStarted Map Both#1.0/1/Each#1.0 < Both#1.0/1",
+            "ContextStarted MapIteration Both#1.0/1/Each#1.0/0 < Both#1.0/1/Each#1.0",
+            "ContextStarted MapIteration Both#1.0/1/Each#1.0/1 < Both#1.0/1/Each#1.0",
+            "ContextStarted Parallel Both#1.0 < -",
+            "ContextStarted ParallelBranch Both#1.0/0 < Both#1.0",
+            "ContextStarted ParallelBranch Both#1.0/1 < Both#1.0",
+            "StepStarted Task Both#1.0/0/Left#1.0 < Both#1.0/0",
+            "StepStarted Task Both#1.0/1/Each#1.0/0/Double#1.0 < Both#1.0/1/Each#1.0/0",
+            "StepStarted Task Both#1.0/1/Each#1.0/1/Double#1.0 < Both#1.0/1/Each#1.0/1",
+            "WaitStarted Wait Both#1.0/1/Each#1.0/0/Nap#1 < Both#1.0/1/Each#1.0/0",
+            "WaitStarted Wait Both#1.0/1/Each#1.0/1/Nap#1 < Both#1.0/1/Each#1.0/1",
+        ]
+    );
+    // Each CONTEXT succeeded once, with its output, although later invocations replayed it.
+    let succeeded: Vec<(String, String)> = events_of(&history, "ContextSucceeded")
+        .into_iter()
+        .map(|e| {
+            (
+                e["Name"].as_str().unwrap().to_owned(),
+                e["ContextSucceededDetails"]["Result"]["Payload"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(succeeded.len(), 6, "{history:?}");
+    assert!(succeeded.contains(&("Both#1.0".into(), "[\"L\",[1,2]]".into())), "{succeeded:?}");
+    assert!(succeeded.contains(&("Both#1.0/1/Each#1.0/1".into(), "2".into())), "{succeeded:?}");
+    assert_eq!(s.ledger("ledger"), ["Left 0", "Double 0", "Double 0"]);
 }

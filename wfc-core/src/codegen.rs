@@ -756,7 +756,10 @@ impl<'a> Generator<'a> {
                 let futures = modules.iter().zip(&branch_execs).enumerate().map(|(i, (module, branch_exec))| {
                     let input =
                         if i + 1 == count { quote!(input) } else { quote!(::core::clone::Clone::clone(&input)) };
-                    quote!(__wfc::FutureExt::boxed(#module::drive(handler, &#branch_exec, #input)))
+                    // Each branch is a CONTEXT operation when journaled (see `in_branch_context`).
+                    quote!(__wfc::FutureExt::boxed(
+                        #branch_exec.in_branch_context(#module::drive(handler, &#branch_exec, #input))
+                    ))
                 });
                 let next = goto(p.transition, quote!(output))?;
                 let goto_arm = catch_targets(p.catch.iter().map(|c| c.next).collect())?;

@@ -165,6 +165,33 @@ impl HttpClient {
     }
 }
 
+/// The callback completion API, which the external system that holds a callback id calls (not
+/// the function itself): `wfc lambda-callback` uses it.
+impl HttpClient {
+    fn callback_path(callback_id: &str, action: &str) -> String {
+        format!("/2025-12-01/durable-execution-callbacks/{}/{action}", encode(callback_id))
+    }
+
+    /// `SendDurableExecutionCallbackSuccess`: the CALLBACK succeeds with `result`.
+    pub async fn callback_success(&self, callback_id: &str, result: &Value) -> Result<(), ClientError> {
+        self.request("POST", HttpClient::callback_path(callback_id, "succeed"), Some(result.to_string()))
+            .await
+            .map(drop)
+    }
+
+    /// `SendDurableExecutionCallbackFailure`: the CALLBACK fails with `error` and `cause`
+    /// (`ErrorType`, `ErrorMessage`), which Retry and Catch see.
+    pub async fn callback_failure(&self, callback_id: &str, error: &str, cause: &str) -> Result<(), ClientError> {
+        let body = json!({ "ErrorType": error, "ErrorMessage": cause }).to_string();
+        self.request("POST", HttpClient::callback_path(callback_id, "fail"), Some(body)).await.map(drop)
+    }
+
+    /// `SendDurableExecutionCallbackHeartbeat`: restarts the callback's heartbeat countdown.
+    pub async fn callback_heartbeat(&self, callback_id: &str) -> Result<(), ClientError> {
+        self.request("POST", HttpClient::callback_path(callback_id, "heartbeat"), None).await.map(drop)
+    }
+}
+
 fn dechunk(body: &str) -> String {
     let mut out = String::new();
     let mut rest = body;
@@ -294,7 +321,8 @@ fn from_wire(op: &Value) -> Option<Operation> {
     .cloned()
     .unwrap_or(Value::Null);
     let error = details.get("Error");
-    let error_type = error.and_then(|e| e.get("ErrorType")).and_then(Value::as_str).map(str::to_owned);
+    let mut error_type = error.and_then(|e| e.get("ErrorType")).and_then(Value::as_str).map(str::to_owned);
+    let mut cause = error.and_then(|e| e.get("ErrorMessage")).and_then(Value::as_str).map(str::to_owned);
     let status = match status_text {
         "SUCCEEDED" => OpStatus::Succeeded,
         "FAILED" if error_type.as_deref() == Some(wfc_ir::errors::TIMEOUT) => OpStatus::TimedOut,
@@ -303,6 +331,28 @@ fn from_wire(op: &Value) -> Option<Operation> {
         "CANCELLED" | "STOPPED" => OpStatus::Cancelled,
         _ => OpStatus::Started,
     };
+    if op_type == OpType::Callback {
+        match status {
+            // The service timed the callback out (`Callback.Timeout` / `Callback.Heartbeat` in
+            // dex-local-runner): the States Language errors of TimeoutSeconds and
+            // HeartbeatSeconds, which Retry and Catch see.
+            OpStatus::TimedOut => {
+                let heartbeat = error_type.as_deref().is_some_and(|t| t.contains("Heartbeat"));
+                let (name, text) = if heartbeat {
+                    (crate::callback::HEARTBEAT_TIMEOUT, "the task did not send a heartbeat within HeartbeatSeconds")
+                } else {
+                    (wfc_ir::errors::TIMEOUT, "the task did not finish within TimeoutSeconds")
+                };
+                error_type = Some(name.to_owned());
+                cause = Some(cause.map_or_else(|| text.to_owned(), |c| format!("{text}: {c}")));
+            }
+            // SendDurableExecutionCallbackFailure with no error type.
+            OpStatus::Failed if error_type.as_deref().is_none_or(str::is_empty) => {
+                error_type = Some(wfc_ir::errors::TASK_FAILED.to_owned());
+            }
+            _ => {}
+        }
+    }
     let result = details
         .get("Result")
         .and_then(Value::as_str)
@@ -317,19 +367,43 @@ fn from_wire(op: &Value) -> Option<Operation> {
         starts: 1,
         result,
         error: error_type,
-        cause: error.and_then(|e| e.get("ErrorMessage")).and_then(Value::as_str).map(str::to_owned),
+        cause,
         due_at_ms: millis(details.get("ScheduledEndTimestamp")),
-        callback_token: None,
+        callback_token: details.get("CallbackId").and_then(Value::as_str).map(str::to_owned),
         heartbeats: 0,
     })
 }
 
 /// The journal's update as service `OperationUpdate`s (none for what the service owns: a WAIT
-/// is finished by the service, not the function).
+/// is finished by the service, a CALLBACK by SendDurableExecutionCallback* or its timeout; the
+/// function only starts them).
 fn to_wire(u: &OperationUpdate, now_ms: i64) -> Option<Value> {
     let mut w =
         json!({ "Id": wire_id(&u.id), "Name": wire_name(&u.id), "Type": u.op_type.as_str(), "SubType": u.subtype });
+    if let Some(parent) = &u.parent_id {
+        w["ParentId"] = json!(wire_id(parent));
+    }
     match (u.op_type, u.status) {
+        (OpType::Callback, OpStatus::Started) => {
+            w["Action"] = json!("START");
+            let mut options = serde_json::Map::new();
+            if let Some(due) = u.due_at_ms {
+                // Whole seconds, rounded up (0 means no timeout to the service).
+                options.insert("TimeoutSeconds".into(), json!((((due - now_ms).max(0) + 999) / 1000).max(1)));
+            }
+            if let Some(h) = u.heartbeat_seconds.filter(|h| *h > 0) {
+                options.insert("HeartbeatTimeoutSeconds".into(), json!(h));
+            }
+            if !options.is_empty() {
+                w["CallbackOptions"] = Value::Object(options);
+            }
+        }
+        (OpType::Callback, _) => return None,
+        (OpType::Context, OpStatus::Started) => {
+            w["Action"] = json!("START");
+            // wfc re-runs a branch on replay: its children must stay in the execution state.
+            w["ContextOptions"] = json!({ "ReplayChildren": true });
+        }
         (OpType::Wait, OpStatus::Started) => {
             let due = u.due_at_ms.unwrap_or(now_ms);
             // Whole seconds, rounded up so the timer never fires early; at least 1.
@@ -361,6 +435,9 @@ struct LambdaStore {
     start_time: String,
     input: Value,
     operations: Vec<Operation>,
+    /// Operations as the checkpoint responses returned them during this invocation (a
+    /// CALLBACK's `CallbackId` is issued when it starts), by journal id.
+    changed: Mutex<std::collections::HashMap<String, Operation>>,
     token: Mutex<String>,
     error: Mutex<Option<ClientError>>,
 }
@@ -433,6 +510,10 @@ impl Store for LambdaStore {
             let current = self.token.lock().unwrap_or_else(|p| p.into_inner()).clone();
             let done = self.client.checkpoint(&self.arn, &current, wire).await.map_err(|e| self.fail(e))?;
             *self.token.lock().unwrap_or_else(|p| p.into_inner()) = done.token;
+            let mut changed = self.changed.lock().unwrap_or_else(|p| p.into_inner());
+            for op in done.operations.iter().filter_map(from_wire) {
+                changed.insert(op.id.clone(), op);
+            }
             Ok(CheckpointToken { epoch: token.epoch, seq: token.seq + 1 })
         })
     }
@@ -452,7 +533,29 @@ impl Store for LambdaStore {
         _name: &'a str,
         id: &'a str,
     ) -> BoxFuture<'a, Result<Option<Operation>, StoreError>> {
-        Box::pin(async move { Ok(self.operations.iter().find(|op| op.id == id).cloned()) })
+        Box::pin(async move {
+            if let Some(op) = self.changed.lock().unwrap_or_else(|p| p.into_inner()).get(id) {
+                return Ok(Some(op.clone()));
+            }
+            let known = self.operations.iter().find(|op| op.id == id).cloned();
+            if known.as_ref().is_some_and(|op| op.op_type != OpType::Callback || op.callback_token.is_some()) {
+                return Ok(known);
+            }
+            // A CALLBACK started in this invocation whose id the checkpoint response did not
+            // carry (a response holds one page of changes): read the execution state.
+            let token = self.token.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            let mut marker = String::new();
+            loop {
+                let page = self.client.state(&self.arn, &token, &marker).await.map_err(|e| self.fail(e))?;
+                if let Some(op) = page.operations.iter().filter_map(from_wire).find(|op| op.id == id) {
+                    return Ok(Some(op));
+                }
+                match page.next_marker {
+                    Some(m) => marker = m,
+                    None => return Ok(known),
+                }
+            }
+        })
     }
 
     super::replay_store_keeps_no_records!();
@@ -520,10 +623,11 @@ where
         start_time,
         input: input.clone(),
         operations,
+        changed: Mutex::default(),
         token: Mutex::new(token),
         error: Mutex::new(None),
     });
-    let suspender = Suspender::new(SuspendPolicy { steps: false, timers: true });
+    let suspender = Suspender::new(SuspendPolicy { steps: false, timers: true, callbacks: true });
     // The execution's name is the last segment of its ARN.
     let name = arn.rsplit('/').next().unwrap_or(&arn).to_owned();
     let clock = crate::Clock::real();

@@ -8,10 +8,13 @@
 //!
 //! - [`swf`]: an Amazon SWF decider, a pure function from a decision task to its decisions.
 //! - [`lambda_durable`]: an AWS Lambda durable function (the invocation and checkpoint protocol).
+//! - `lambda_function` (feature `lambda`): that function deployed with the `lambda_runtime` crate.
 //!
 //! The mappings and what is not supported: docs/adapters.md.
 
 pub mod lambda_durable;
+#[cfg(feature = "lambda")]
+pub mod lambda_function;
 pub mod memory;
 pub mod swf;
 

@@ -175,7 +175,7 @@ where
     }
 
     let store = ReplayStore::new(view.operations.clone(), crate::clock::format_timestamp(view.start_time));
-    let suspender = Suspender::new(SuspendPolicy { steps: true, timers: true });
+    let suspender = Suspender::new(SuspendPolicy { steps: true, timers: true, callbacks: false });
     let clock = Clock::virtual_from(view.now);
     let opened = Journal::open_suspending(
         store.clone(),
@@ -848,7 +848,8 @@ impl Decisions {
     /// refusal SWF will repeat comes back as `Some(cause)`.
     fn schedule(&mut self, p: &Pending, view: &HistoryView, config: &SwfConfig, workflow_id: &str) -> Option<String> {
         match p {
-            Pending::Step { started: true, .. } | Pending::Timer { started: true, .. } => None,
+            // The decider's policy does not park callbacks (SWF has no callback service).
+            Pending::Step { started: true, .. } | Pending::Timer { started: true, .. } | Pending::Callback { .. } => None,
             Pending::Timer { id, delay, .. } => {
                 let timer_id = swf_id(id);
                 if let Some(cause) = view.refused.get(&timer_id).filter(|c| !transient(c)) {

@@ -344,6 +344,7 @@ impl Journal {
     pub(crate) async fn step<Fut>(
         &self,
         id: String,
+        parent: Option<String>,
         name: &str,
         request: Option<StepRequest>,
         run: Fut,
@@ -372,6 +373,8 @@ impl Journal {
             cause: failure.map(|f| f.cause.clone()),
             due_at_ms: None,
             callback_token: None,
+            parent_id: parent.clone(),
+            heartbeat_seconds: None,
         };
         crash_point(&id, "before-start");
         self.checkpoint(vec![update(OpStatus::Started, None, None)]).await.map_err(store_failure)?;
@@ -398,6 +401,7 @@ impl Journal {
         &self,
         clock: &Clock,
         id: String,
+        parent: Option<String>,
         name: &str,
         subtype: &str,
         delay: Duration,
@@ -413,6 +417,8 @@ impl Journal {
             cause: None,
             due_at_ms,
             callback_token: None,
+            parent_id: parent.clone(),
+            heartbeat_seconds: None,
         };
         let recorded = self.recorded_as(&id, OpType::Wait, name)?;
         let parking = self.suspender.as_ref().filter(|s| s.policy().timers);
@@ -469,6 +475,7 @@ impl Journal {
         &self,
         clock: &Clock,
         id: String,
+        parent: Option<String>,
         name: &str,
         mut registration: Registration,
         waiting: WaitingTask,
@@ -478,6 +485,7 @@ impl Journal {
     where
         Fut: Future<Output = Attempt>,
     {
+        let heartbeat_seconds = limits.heartbeat.map(|h| h.as_secs());
         let update = |status, result, failure: Option<&Failure>, due_at_ms, token: Option<String>| OperationUpdate {
             id: id.clone(),
             op_type: OpType::Callback,
@@ -489,6 +497,8 @@ impl Journal {
             cause: failure.map(|f| f.cause.clone()),
             due_at_ms,
             callback_token: token,
+            parent_id: parent.clone(),
+            heartbeat_seconds: if status == OpStatus::Started { heartbeat_seconds } else { None },
         };
         match self.recorded_as(&id, OpType::Callback, name)? {
             Some(op) if op.status.is_terminal() => {
@@ -512,9 +522,14 @@ impl Journal {
                     .map_err(store_failure)?;
             }
         }
-        let sent = self.step(format!("{id}.send"), name, None, handler).await?;
+        let sent = self.step(format!("{id}.send"), parent.clone(), name, None, handler).await?;
         let outcome = match sent {
             Attempt::Succeeded(_) => {
+                if let Some(suspender) = self.suspender.as_ref().filter(|s| s.policy().callbacks) {
+                    // The service records the answer (or the timeout) and invokes again.
+                    let token = waiting.token.clone();
+                    match suspender.park(Pending::Callback { id, name: name.to_owned(), token }).await {}
+                }
                 registration.announce(waiting);
                 let poll =
                     StorePoll { store: Arc::clone(&self.store), execution: self.record.name.clone(), id: id.clone() };
@@ -565,6 +580,121 @@ impl Journal {
             }
             Err(e) => Err(store_failure(e)),
         }
+    }
+
+    /// The task token of a `.waitForTaskToken` attempt. When the service owns callbacks
+    /// ([`super::suspend::SuspendPolicy::callbacks`], a Lambda durable function), the token is
+    /// the callback id the service issues when the CALLBACK starts: so the CALLBACK is started
+    /// here, before the attempt's parameters (which may hold `$$.Task.Token`) are evaluated,
+    /// and a replay reads the id back from the recorded operation. Otherwise `own` (the
+    /// journal's deterministic token) is the token and [`Journal::callback`] starts the CALLBACK.
+    #[allow(clippy::too_many_arguments)] // one call site, in exec.rs
+    pub(crate) async fn callback_token(
+        &self,
+        clock: &Clock,
+        id: &str,
+        parent: Option<String>,
+        name: &str,
+        own: String,
+        timeout: Option<Duration>,
+        heartbeat: Option<Duration>,
+    ) -> Result<String, Failure> {
+        if !self.suspender.as_ref().is_some_and(|s| s.policy().callbacks) {
+            return Ok(own);
+        }
+        let no_id = || Failure::runtime(format!("the service recorded the callback '{id}' with no callback id"));
+        if let Some(op) = self.recorded_as(id, OpType::Callback, name)? {
+            return op.callback_token.ok_or_else(no_id);
+        }
+        let due_at_ms = timeout.and_then(|t| {
+            let d = jiff::SignedDuration::try_from(t).ok()?;
+            Some(clock.now().checked_add(d).ok()?.as_millisecond())
+        });
+        let start = OperationUpdate {
+            id: id.to_owned(),
+            op_type: OpType::Callback,
+            subtype: "TaskToken".into(),
+            name: name.to_owned(),
+            status: OpStatus::Started,
+            result: None,
+            error: None,
+            cause: None,
+            due_at_ms,
+            callback_token: None,
+            parent_id: parent,
+            heartbeat_seconds: heartbeat.map(|h| h.as_secs()),
+        };
+        self.checkpoint(vec![start]).await.map_err(store_failure)?;
+        let op = self.store.load_operation(&self.record.name, id).await.map_err(store_failure)?.ok_or_else(no_id)?;
+        let token = op.callback_token.clone().ok_or_else(no_id)?;
+        self.mirror(op);
+        Ok(token)
+    }
+
+    /// Starts the CONTEXT operation `id` (a Parallel or Map attempt, or one of its branches or
+    /// iterations) unless the journal has it already.
+    pub(crate) async fn context_start(
+        &self,
+        id: &str,
+        parent: Option<String>,
+        name: &str,
+        subtype: &str,
+    ) -> Result<(), Failure> {
+        if self.recorded_as(id, OpType::Context, name)?.is_some() {
+            return Ok(());
+        }
+        self.checkpoint(vec![context_update(id, parent, name, subtype, OpStatus::Started, None, None)])
+            .await
+            .map_err(store_failure)
+    }
+
+    /// Records how the CONTEXT operation `id` ended (its output, or its failure), unless the
+    /// journal has it finished already (a replay).
+    pub(crate) async fn context_end(
+        &self,
+        id: &str,
+        parent: Option<String>,
+        name: &str,
+        subtype: &str,
+        outcome: &Result<Value, Failure>,
+    ) -> Result<(), Failure> {
+        // A worker's run that suspended unwinds through its branches with a failure that is not
+        // theirs: the CONTEXT stays STARTED until the resumed run finishes it.
+        if self.suspended().is_some()
+            || self.recorded_as(id, OpType::Context, name)?.is_some_and(|op| op.status.is_terminal())
+        {
+            return Ok(());
+        }
+        let update = match outcome {
+            Ok(output) => context_update(id, parent, name, subtype, OpStatus::Succeeded, Some(output.clone()), None),
+            Err(f) => context_update(id, parent, name, subtype, OpStatus::Failed, None, Some(f)),
+        };
+        self.checkpoint(vec![update]).await.map_err(store_failure)
+    }
+}
+
+fn context_update(
+    id: &str,
+    parent: Option<String>,
+    name: &str,
+    subtype: &str,
+    status: OpStatus,
+    result: Option<Value>,
+    failure: Option<&Failure>,
+) -> OperationUpdate {
+    OperationUpdate {
+        id: id.to_owned(),
+        op_type: OpType::Context,
+        subtype: subtype.to_owned(),
+        name: name.to_owned(),
+        status,
+        result,
+        error: failure.map(|f| f.error.clone()),
+        cause: failure.map(|f| f.cause.clone()),
+        due_at_ms: None,
+        callback_token: None,
+        parent_id: parent,
+        heartbeat_seconds: None,
     }
 }
 

@@ -58,7 +58,8 @@ pub enum OpType {
     Callback,
     /// An invocation of another execution (not yet journaled).
     ChainedInvoke,
-    /// A scope grouping other operations (a Parallel branch).
+    /// A scope grouping other operations: a Parallel or Map state's attempt, and each of its
+    /// branches or iterations (their operations' ids start with the context's id and `/`).
     Context,
 }
 
@@ -248,6 +249,13 @@ pub struct OperationUpdate {
     pub due_at_ms: Option<i64>,
     /// A CALLBACK's task token (set when it starts; unique in the store).
     pub callback_token: Option<String>,
+    /// The CONTEXT operation this one belongs to (a Parallel branch or Map iteration, or the
+    /// Parallel or Map state itself), `None` at the top level. The stores do not keep it (it is
+    /// the id's scope prefix); the Lambda adapter sends it as `ParentId`.
+    pub parent_id: Option<String>,
+    /// A CALLBACK's HeartbeatSeconds, when it starts (the Lambda adapter's
+    /// `CallbackOptions.HeartbeatTimeoutSeconds`; the stores count heartbeats instead).
+    pub heartbeat_seconds: Option<u64>,
 }
 
 /// The single-use right to write the next checkpoint of one execution. Every successful

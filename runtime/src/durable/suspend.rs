@@ -52,13 +52,23 @@ pub enum Pending {
         /// Whether the journal had recorded the timer as started before this run.
         started: bool,
     },
+    /// A `.waitForTaskToken` attempt whose handler ran and that waits for its answer through
+    /// the service (parked only when [`SuspendPolicy::callbacks`]).
+    Callback {
+        /// The operation id.
+        id: String,
+        /// The Task state's name.
+        name: String,
+        /// The task token (the service's callback id).
+        token: String,
+    },
 }
 
 impl Pending {
     /// The operation id.
     pub fn id(&self) -> &str {
         match self {
-            Pending::Step { id, .. } | Pending::Timer { id, .. } => id,
+            Pending::Step { id, .. } | Pending::Timer { id, .. } | Pending::Callback { id, .. } => id,
         }
     }
 }
@@ -71,6 +81,11 @@ pub struct SuspendPolicy {
     pub steps: bool,
     /// Park timers that have not fired (both adapters: the service fires them).
     pub timers: bool,
+    /// The service owns callbacks (a Lambda durable function): a `.waitForTaskToken` attempt's
+    /// CALLBACK is started before its parameters are evaluated, its task token is the callback
+    /// id the service issued, and after its handler ran it parks until the service records the
+    /// answer (or the timeout) and invokes again. `false`: the journal's own token and wait.
+    pub callbacks: bool,
 }
 
 #[derive(Debug, Default)]

@@ -1,0 +1,78 @@
+//! A compiled workflow deployed as an AWS Lambda durable function, with the `lambda_runtime`
+//! crate (feature `lambda`): [`serve`] runs the Lambda Runtime API loop (`GET
+//! /2018-06-01/runtime/invocation/next`, `POST .../response`) and answers each event, a durable
+//! invocation, with [`super::lambda_durable::invoke_with`].
+//!
+//! ```ignore
+//! wfc_runtime::include_workflow!("workflows/approval.asl.json");
+//!
+//! #[tokio::main]
+//! async fn main() -> Result<(), wfc_runtime::adapters::lambda_function::Error> {
+//!     let shop = Shop::default();
+//!     let client = wfc_runtime::adapters::lambda_function::client_from_env()?;
+//!     wfc_runtime::adapters::lambda_function::serve("approval", client, |input, options| {
+//!         approval::run_with(&shop, input, options)
+//!     })
+//!     .await
+//! }
+//! ```
+//!
+//! The checkpoint calls go to `AWS_ENDPOINT_URL_LAMBDA` (the variable the AWS SDKs read): a
+//! local service such as `dex-local-runner`, or a signing proxy in front of the real one, since
+//! [`super::lambda_durable::HttpClient`] does not sign requests (docs/adapters.md).
+
+use std::future::Future;
+use std::sync::Arc;
+
+use lambda_runtime::{Diagnostic, LambdaEvent, service_fn};
+use serde_json::Value;
+
+use super::lambda_durable::{self, DurableClient, HttpClient, InvocationError};
+use crate::{ExecutionResult, RunOptions};
+
+/// The error [`serve`] ends with (the Runtime API could not be reached, or its configuration is
+/// missing).
+pub type Error = lambda_runtime::Error;
+
+/// The variable naming the durable execution API endpoint.
+pub const ENDPOINT_VARIABLE: &str = "AWS_ENDPOINT_URL_LAMBDA";
+
+/// The durable execution API client of a deployed function: `http://HOST:PORT` from
+/// `AWS_ENDPOINT_URL_LAMBDA`.
+pub fn client_from_env() -> Result<Arc<dyn DurableClient>, Error> {
+    let endpoint = std::env::var(ENDPOINT_VARIABLE)
+        .map_err(|_| format!("{ENDPOINT_VARIABLE} is not set: it names the durable execution API endpoint"))?;
+    Ok(Arc::new(HttpClient::new(&endpoint)?))
+}
+
+/// The function error an invocation that produced no answer reports: Lambda then retries the
+/// invocation (an invalid checkpoint token, an unreachable service), as §3.4 asks.
+fn diagnostic(e: InvocationError) -> Diagnostic {
+    let error_type = match &e {
+        InvocationError::BadEvent(_) => "Wfc.BadEvent",
+        InvocationError::InvalidToken(_) => "Wfc.InvalidCheckpointToken",
+        InvocationError::Service(_) => "Wfc.ServiceError",
+    };
+    Diagnostic { error_type: error_type.to_owned(), error_message: e.to_string() }
+}
+
+/// Runs the Lambda Runtime API loop until it fails: each event is handed to
+/// [`lambda_durable::invoke_with`] with `run` (a generated module's `run_with`, or
+/// `interp::run`), and its output (`{"Status": ...}`) is the function's response. Events are
+/// handled one at a time, as Lambda sends them to one execution environment.
+pub async fn serve<R, Fut>(workflow_name: &str, client: Arc<dyn DurableClient>, run: R) -> Result<(), Error>
+where
+    R: Fn(Value, RunOptions) -> Fut,
+    Fut: Future<Output = ExecutionResult>,
+{
+    let run = &run;
+    let client = &client;
+    let handler = service_fn(move |event: LambdaEvent<Value>| async move {
+        lambda_durable::invoke_with(&event.payload, Arc::clone(client), workflow_name, |input, options| {
+            run(input, options)
+        })
+        .await
+        .map_err(diagnostic)
+    });
+    lambda_runtime::run(handler).await
+}
