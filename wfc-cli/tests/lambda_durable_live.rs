@@ -105,7 +105,7 @@ impl Servers {
             .spawn()
             .expect("dex-local-runner starts");
         let dex = Killed(dex);
-        wait_until("dex-local-runner to answer /health", Duration::from_secs(60), || {
+        wait_until("dex-local-runner to answer /health", Duration::from_secs(600), || {
             http(dex_port, "GET", "/health", None).ok().filter(|(s, _)| *s == 200)
         });
         Servers { dir, dex_port, lambda_port, _dex: dex }
@@ -133,7 +133,7 @@ impl Servers {
             .expect("wfc lambda-serve starts");
         let child = Killed(child);
         let port = self.lambda_port;
-        wait_until("wfc lambda-serve to listen", Duration::from_secs(30), || {
+        wait_until("wfc lambda-serve to listen", Duration::from_secs(600), || {
             http(port, "GET", "/health", None).ok().filter(|(s, _)| *s == 200)
         });
         child
@@ -153,7 +153,7 @@ impl Servers {
     /// Waits for the execution to end; returns it and the names of its history events.
     fn finished(&self, arn: &str) -> (Value, Vec<(String, String)>) {
         let path = format!("/2025-12-01/durable-executions/{}", encode(arn));
-        let execution = wait_until("the execution to end", Duration::from_secs(120), || {
+        let execution = wait_until("the execution to end", Duration::from_secs(600), || {
             let (_, v) = http(self.dex_port, "GET", &path, None).ok()?;
             (v["Status"] != "RUNNING").then_some(v)
         });
@@ -284,7 +284,7 @@ fn an_interrupted_invocation_is_replayed_without_running_finished_steps_again() 
     let slow = json!({ "First": { "return": 1 }, "Second": { "return": 2, "delay_seconds": 600 } });
     let first_process = s.serve(&["interrupted"], &slow, "ledger");
     let arn = s.start_execution("interrupted", "int-1", &json!({}));
-    wait_until("Second to start", Duration::from_secs(60), || {
+    wait_until("Second to start", Duration::from_secs(600), || {
         s.ledger("ledger").iter().any(|l| l == "Second 0").then_some(())
     });
     drop(first_process);
@@ -370,7 +370,7 @@ fn lambda_invoke_answers_each_event_the_runner_sends() {
 /// The task token a callback task's handler was given: the ledger's third word (what an external
 /// system receives, e.g. in the SQS message).
 fn token_in_ledger(s: &Servers, ledger: &str, state: &str) -> String {
-    wait_until("the callback task's handler to run", Duration::from_secs(60), || {
+    wait_until("the callback task's handler to run", Duration::from_secs(600), || {
         s.ledger(ledger).iter().find_map(|l| {
             let mut words = l.split(' ');
             (words.next() == Some(state)).then(|| words.nth(1).map(str::to_owned)).flatten()
@@ -395,7 +395,7 @@ fn a_callback_waits_pending_until_the_service_completes_it() {
     // `wfc lambda-callback`) make the runner invoke again, which replays the callback's result.
     let arn = s.start_execution("callback", "cb-ok", &json!({ "order": 7 }));
     let token = token_in_ledger(&s, "ledger", "Ask");
-    wait_until("the first invocation to answer PENDING", Duration::from_secs(60), || {
+    wait_until("the first invocation to answer PENDING", Duration::from_secs(600), || {
         (!events_of(&s.history(&arn), "InvocationCompleted").is_empty()).then_some(())
     });
     let history = s.history(&arn);
@@ -423,7 +423,7 @@ fn a_callback_waits_pending_until_the_service_completes_it() {
 
     // Rejected: SendDurableExecutionCallbackFailure's error goes through Catch.
     let arn = s.start_execution("callback", "cb-rejected", &json!({ "order": 8 }));
-    let token = wait_until("the second callback", Duration::from_secs(60), || {
+    let token = wait_until("the second callback", Duration::from_secs(600), || {
         let tokens: Vec<String> =
             s.ledger("ledger").iter().filter(|l| l.starts_with("Ask ")).map(|l| l[6..].to_owned()).collect();
         (tokens.len() == 2).then(|| tokens[1].clone())

@@ -160,7 +160,7 @@ fn serve_invoke(listener: TcpListener, events: mpsc::Sender<Invocation>) {
         if events.send((body, answer_tx)).is_err() {
             return;
         }
-        match answer_rx.recv_timeout(Duration::from_secs(120)) {
+        match answer_rx.recv_timeout(Duration::from_secs(600)) {
             Ok(answer) => respond(&mut stream, "200 OK", "", &answer),
             Err(_) => {
                 respond(&mut stream, "200 OK", "X-Amz-Function-Error: Unhandled\r\n", b"{\"errorType\":\"NoAnswer\"}")
@@ -232,7 +232,7 @@ fn the_binary_runs_as_a_durable_function_under_the_runtime_api() {
             .spawn()
             .expect("dex-local-runner starts"),
     );
-    wait_until("dex-local-runner to answer /health", Duration::from_secs(60), || {
+    wait_until("dex-local-runner to answer /health", Duration::from_secs(600), || {
         TcpStream::connect(("127.0.0.1", dex_port))
             .ok()
             .map(|_| http(dex_port, "GET", "/health", None))
@@ -270,11 +270,11 @@ fn the_binary_runs_as_a_durable_function_under_the_runtime_api() {
 
     // The approval request carries the callback id; the first invocation answered PENDING.
     let mut lines = Vec::new();
-    let token = wait_until("the approval request", Duration::from_secs(60), || {
+    let token = wait_until("the approval request", Duration::from_secs(600), || {
         lines.extend(lines_rx.try_iter());
         lines.iter().find_map(|l: &String| l.strip_prefix("request 7 ").map(str::to_owned))
     });
-    let first = served_rx.recv_timeout(Duration::from_secs(60)).expect("the first invocation's answer");
+    let first = served_rx.recv_timeout(Duration::from_secs(600)).expect("the first invocation's answer");
     assert_eq!(first, r#"response {"Status":"PENDING"}"#);
 
     // The approver answers through the service, which invokes the function again: it replays
@@ -283,7 +283,7 @@ fn the_binary_runs_as_a_durable_function_under_the_runtime_api() {
     let (status, answer) = http(dex_port, "POST", &path, Some(r#"{"approved": true}"#));
     assert!(status < 300, "{status} {answer}");
     let execution_path = format!("/2025-12-01/durable-executions/{}", encode(&arn));
-    let execution = wait_until("the execution to end", Duration::from_secs(120), || {
+    let execution = wait_until("the execution to end", Duration::from_secs(600), || {
         let (_, v) = http(dex_port, "GET", &execution_path, None);
         (v["Status"] != "RUNNING").then_some(v)
     });
