@@ -17,6 +17,7 @@ mod handlers;
 mod mocks;
 mod outcome;
 mod run;
+mod schedule_cmd;
 mod test_cmd;
 
 use std::path::PathBuf;
@@ -59,6 +60,9 @@ enum Command {
     /// Serve Lambda Invoke calls locally, each a durable invocation of the definition (for
     /// dex-local-runner).
     LambdaServe(adapters::LambdaServeArgs),
+    /// Start a Serverless Workflow's instances at the times its `start.schedule` gives (interval,
+    /// or cron with time zone) and print each instance's result as a JSON line.
+    Schedule(schedule_cmd::ScheduleArgs),
 }
 
 /// `wfc worker`.
@@ -450,6 +454,7 @@ fn main() -> ExitCode {
         Command::Decide(args) => adapters::decide(&args),
         Command::LambdaInvoke(args) => adapters::lambda_invoke(&args),
         Command::LambdaServe(args) => adapters::lambda_serve(&args),
+        Command::Schedule(args) => schedule_cmd::run(&args),
     };
     exit.into()
 }
