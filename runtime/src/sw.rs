@@ -222,6 +222,7 @@ async fn with_detached<'a, T>(
 ) -> T {
     let sw = exec.sw();
     sw.runner.store(true, Ordering::SeqCst);
+    let _runner = RunnerGuard(sw);
     let mut body = pin!(body);
     let mut result = None;
     let mut children: FuturesUnordered<BoxFuture<'a, ()>> = FuturesUnordered::new();
@@ -251,8 +252,19 @@ async fn with_detached<'a, T>(
         }
     })
     .await;
-    sw.runner.store(false, Ordering::SeqCst);
     out
+}
+
+/// Ends a [`with_detached`] run, also when it is cancelled (the execution's `TimeoutSeconds`):
+/// later subflows run in place, and children still queued are dropped with the parent (they hold
+/// the execution, so keeping them would keep it alive).
+struct RunnerGuard<'a>(&'a SwShared);
+
+impl Drop for RunnerGuard<'_> {
+    fn drop(&mut self) {
+        self.0.runner.store(false, Ordering::SeqCst);
+        drop(self.0.take_detached());
+    }
 }
 
 /// Runs a detached subflow to its end and records how it ended on its line: its output is
