@@ -57,6 +57,9 @@ pub struct RunOptions {
     /// Where a DISTRIBUTED Map's `ItemReader` reads and its `ResultWriter` writes
     /// ([`crate::distributed`]): local directories unless another store is plugged in.
     pub objects: crate::distributed::Objects,
+    /// Who starts the execution: a direct start, or the scheduler (Serverless Workflow
+    /// `directInvoke: deny` admits only the latter; see [`crate::schedule`]).
+    pub started_by: crate::schedule::StartedBy,
 }
 
 impl RunOptions {
@@ -73,6 +76,7 @@ impl RunOptions {
             journal: None,
             callbacks: None,
             objects: crate::distributed::Objects::default(),
+            started_by: crate::schedule::StartedBy::Direct,
         }
     }
 
@@ -90,7 +94,14 @@ impl RunOptions {
             journal: None,
             callbacks: None,
             objects: crate::distributed::Objects::default(),
+            started_by: crate::schedule::StartedBy::Direct,
         }
+    }
+
+    /// Sets who starts the execution (the scheduler passes [`crate::schedule::StartedBy::Scheduler`]).
+    pub fn with_started_by(mut self, started_by: crate::schedule::StartedBy) -> RunOptions {
+        self.started_by = started_by;
+        self
     }
 
     /// Sets the execution name.
@@ -289,6 +300,7 @@ struct Shared {
     journal: Option<Arc<Journal>>,
     callbacks: crate::Callbacks,
     objects: crate::distributed::Objects,
+    sw: crate::sw::SwShared,
 }
 
 impl Execution {
@@ -310,6 +322,7 @@ impl Execution {
             journal,
             callbacks,
             objects,
+            started_by,
         } = options;
         let started_at = Instant::now();
         let start_time = clock.now_rfc3339();
@@ -344,6 +357,7 @@ impl Execution {
             journal,
             callbacks: callbacks.unwrap_or_default(),
             objects,
+            sw: crate::sw::SwShared::new(started_by),
         };
         let exec = Execution {
             shared: Arc::new(shared),
@@ -432,6 +446,12 @@ impl Execution {
             result.error = Some(Failure::runtime(format!("the execution's end could not be checkpointed: {e}")));
         }
         result
+    }
+
+    /// Serverless Workflow state shared by all lines of control (who started the execution,
+    /// subflows started without waiting).
+    pub fn sw(&self) -> &crate::sw::SwShared {
+        &self.shared.sw
     }
 
     /// The execution's clock.
@@ -527,6 +547,7 @@ impl Execution {
             // Task tokens of a child's tasks are answered through the parent's handle.
             callbacks: self.shared.callbacks.clone(),
             events: self.shared.events.clone(),
+            sw: crate::sw::SwShared::default(),
         };
         let child = Execution {
             shared: Arc::new(shared),

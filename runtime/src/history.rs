@@ -60,6 +60,9 @@ pub enum EventType {
     SwStateTimedOut,
     SwIterationStarted,
     SwBranchStarted,
+    SwSubflowStarted,
+    SwSubflowSucceeded,
+    SwSubflowFailed,
     EventConsumed,
     EventProduced,
 }
@@ -117,6 +120,9 @@ impl EventType {
             EventType::SwStateTimedOut => "SwStateTimedOut",
             EventType::SwIterationStarted => "SwIterationStarted",
             EventType::SwBranchStarted => "SwBranchStarted",
+            EventType::SwSubflowStarted => "SwSubflowStarted",
+            EventType::SwSubflowSucceeded => "SwSubflowSucceeded",
+            EventType::SwSubflowFailed => "SwSubflowFailed",
             EventType::EventConsumed => "EventConsumed",
             EventType::EventProduced => "EventProduced",
         }

@@ -5,7 +5,17 @@
 //! (subflows, parallel branches and foreach bodies given by `workflowId`) run through
 //! [`run_machine`], which loops over [`step`]. The choices this module makes where the draft is
 //! ambiguous are listed in docs/semantics-sw.md.
+//!
+//! [`run_top`] also enforces `directInvoke: deny` and runs the subflows started with
+//! `waitForCompletion: false` alongside the parent: [`step`] queues them in the execution's
+//! [`SwShared`], and the top-level run polls them with its own machine and does not return before
+//! they have ended.
 
+use std::future::Future;
+use std::pin::pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::Poll;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -19,6 +29,7 @@ use wfc_ir::{StateId, StateKind, StateMachine, Workflow};
 
 use crate::exec::{Execution, ExecutionResult, RunOptions, Status};
 use crate::interp::DynHandler;
+use crate::schedule::{DIRECT_INVOKE_DENIED, StartedBy};
 use crate::task::{Attempt, run_attempt};
 use crate::{EventType, Failure, TaskContext};
 
@@ -35,6 +46,59 @@ pub const TIMEOUT: &str = "Wfc.Timeout";
 pub const SCHEMA: &str = "Wfc.SchemaValidation";
 /// An expression selected the wrong kind of value (a collection that is not an array ...).
 pub const DATA: &str = "Wfc.DataError";
+
+/// Serverless Workflow state of one execution that all its lines of control share: who started
+/// it, and the subflows started with `waitForCompletion: false` that the top-level run has not
+/// picked up yet.
+#[derive(Default)]
+pub struct SwShared {
+    started_by: StartedBy,
+    /// Queued detached subflows; [`run_top`] takes them as soon as they are queued.
+    detached: Mutex<Vec<Detached>>,
+    /// Whether a [`run_top`] is running the execution (and so will pick queued subflows up).
+    runner: AtomicBool,
+}
+
+impl std::fmt::Debug for SwShared {
+    // The queued subflows hold executions, which hold this: print the count, not the queue.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SwShared")
+            .field("started_by", &self.started_by)
+            .field("detached", &lock(&self.detached).len())
+            .finish()
+    }
+}
+
+impl SwShared {
+    /// The shared state of an execution started by `started_by`.
+    pub fn new(started_by: StartedBy) -> SwShared {
+        SwShared { started_by, ..SwShared::default() }
+    }
+
+    /// Who started the execution.
+    pub fn started_by(&self) -> StartedBy {
+        self.started_by
+    }
+
+    fn take_detached(&self) -> Vec<Detached> {
+        std::mem::take(&mut *lock(&self.detached))
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A subflow started with `waitForCompletion: false`, waiting to be run.
+struct Detached {
+    /// The subflow state that started it.
+    state: String,
+    workflow_id: String,
+    workflow: Arc<Workflow>,
+    input: Value,
+    /// Its own line of control.
+    line: Execution,
+}
 
 /// Where a state sends control.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,7 +138,7 @@ pub async fn run(
 ) -> ExecutionResult {
     let exec = Execution::start(workflow, &input, options);
     let machine = &workflow.machine;
-    run_top(workflow, &exec, input, |input| run_machine_top(&exec, machine, functions, input)).await
+    run_top(workflow, &exec, functions, input, |input| run_machine_top(&exec, machine, functions, input)).await
 }
 
 async fn run_machine_top(
@@ -86,19 +150,31 @@ async fn run_machine_top(
     run_machine(exec, machine, functions, input).await
 }
 
-/// The frame around a top-level run: input and output schema validation, `terminate`, the
-/// execution's end in the history.
-pub async fn run_top<'a, F, Fut>(workflow: &'a Workflow, exec: &'a Execution, input: Value, body: F) -> ExecutionResult
+/// The frame around a top-level run: `directInvoke: deny`, input and output schema validation,
+/// the subflows started without waiting (run alongside `body` with `functions`, and awaited
+/// before the end), `terminate`, the execution's end in the history.
+pub async fn run_top<'a, F, Fut>(
+    workflow: &'a Workflow,
+    exec: &'a Execution,
+    functions: &'a dyn DynHandler,
+    input: Value,
+    body: F,
+) -> ExecutionResult
 where
     F: FnOnce(Value) -> Fut,
-    Fut: std::future::Future<Output = Result<Value, Failure>> + 'a,
+    Fut: Future<Output = Result<Value, Failure>> + 'a,
 {
     let meta = meta(workflow);
     let machine = async move {
+        if let Some(m) = meta
+            && let Some(schedule) = &m.schedule
+        {
+            check_direct_start(&m.id, schedule, exec)?;
+        }
         if let Some(schema) = meta.and_then(|m| m.input_schema.as_ref()) {
             validate(schema, &input, "input", "dataInputSchema")?;
         }
-        let output = match body(input).await {
+        let output = match with_detached(exec, functions, body(input)).await {
             Ok(v) => v,
             Err(f) if f.error == TERMINATE => serde_json::from_str(&f.cause).unwrap_or(Value::Null),
             Err(f) => return Err(f),
@@ -109,6 +185,141 @@ where
         Ok(output)
     };
     exec.finish(workflow.timeout_seconds, machine).await
+}
+
+/// `directInvoke: deny`: only the scheduler may start an instance (see
+/// [`crate::schedule::accepts_direct_start`] for the one exception, an availability window).
+fn check_direct_start(id: &str, schedule: &wfc_ir::sw::Schedule, exec: &Execution) -> Result<(), Failure> {
+    if exec.sw().started_by() != StartedBy::Direct
+        || crate::schedule::accepts_direct_start(schedule, exec.clock().now())
+    {
+        return Ok(());
+    }
+    let when = match &schedule.interval {
+        Some(i) if i.repeat.is_none() && i.start.is_some() && i.end.is_some() => format!(
+            " outside its window {}/{}",
+            i.start.as_deref().unwrap_or_default(),
+            i.end.as_deref().unwrap_or_default()
+        ),
+        _ => String::new(),
+    };
+    Err(Failure::new(
+        DIRECT_INVOKE_DENIED,
+        format!(
+            "the workflow {id:?} has `start.schedule.directInvoke: deny`, so only its scheduler may start an instance{when}; start it with `wfc schedule`, or from Rust with `RunOptions::with_started_by(StartedBy::Scheduler {{ .. }})` as `wfc_runtime::schedule::serve` does"
+        ),
+    ))
+}
+
+/// Runs `body` (the top-level machine) and, alongside it, every subflow queued with
+/// `waitForCompletion: false` (including those the subflows queue); returns `body`'s output
+/// once all of them have ended. The children are polled here, on the parent's task, because
+/// they borrow the parent's handler: there is nothing `'static` to spawn.
+async fn with_detached<'a, T>(
+    exec: &'a Execution,
+    functions: &'a dyn DynHandler,
+    body: impl Future<Output = T> + 'a,
+) -> T {
+    let sw = exec.sw();
+    sw.runner.store(true, Ordering::SeqCst);
+    let _runner = RunnerGuard(sw);
+    let mut body = pin!(body);
+    let mut result = None;
+    let mut children: FuturesUnordered<BoxFuture<'a, ()>> = FuturesUnordered::new();
+    let out = std::future::poll_fn(|cx| {
+        if result.is_none()
+            && let Poll::Ready(r) = body.as_mut().poll(cx)
+        {
+            result = Some(r);
+        }
+        // Children are only queued while this task polls `body` or a child, so draining after
+        // each round misses none.
+        loop {
+            for child in sw.take_detached() {
+                children.push(Box::pin(run_detached(functions, child)));
+            }
+            while let Poll::Ready(Some(())) = children.poll_next_unpin(cx) {}
+            if lock(&sw.detached).is_empty() {
+                break;
+            }
+        }
+        match result.take() {
+            Some(r) if children.is_empty() => Poll::Ready(r),
+            r => {
+                result = r;
+                Poll::Pending
+            }
+        }
+    })
+    .await;
+    out
+}
+
+/// Ends a [`with_detached`] run, also when it is cancelled (the execution's `TimeoutSeconds`):
+/// later subflows run in place, and children still queued are dropped with the parent (they hold
+/// the execution, so keeping them would keep it alive).
+struct RunnerGuard<'a>(&'a SwShared);
+
+impl Drop for RunnerGuard<'_> {
+    fn drop(&mut self) {
+        self.0.runner.store(false, Ordering::SeqCst);
+        drop(self.0.take_detached());
+    }
+}
+
+/// Runs a detached subflow to its end and records how it ended on its line: its output is
+/// nobody's input, and its failure does not fail the parent, which did not wait for it.
+async fn run_detached(functions: &dyn DynHandler, child: Detached) {
+    let Detached { state, workflow_id, workflow, input, line } = child;
+    match run_machine(&line, &workflow.machine, functions, input).await {
+        Ok(output) => {
+            line.record(
+                EventType::SwSubflowSucceeded,
+                json!({ "name": state, "workflowId": workflow_id, "output": output }),
+            );
+        }
+        // `terminate` ends the subflow's own instance, which nothing else waits on.
+        Err(f) if f.error == TERMINATE => {
+            let output: Value = serde_json::from_str(&f.cause).unwrap_or(Value::Null);
+            line.record(
+                EventType::SwSubflowSucceeded,
+                json!({ "name": state, "workflowId": workflow_id, "output": output }),
+            );
+        }
+        Err(f) => {
+            line.record(
+                EventType::SwSubflowFailed,
+                json!({ "name": state, "workflowId": workflow_id, "error": f.error, "cause": f.cause }),
+            );
+        }
+    }
+}
+
+/// Starts a subflow without waiting for it: queued for [`run_top`] to run alongside the parent,
+/// or, when no top-level run is there to pick it up (a state machine driven by `resume`), run
+/// to its end here so it is not lost.
+async fn start_detached(
+    exec: &Execution,
+    name: &str,
+    workflow_id: &str,
+    workflow: &Workflow,
+    input: Value,
+    functions: &dyn DynHandler,
+) {
+    let line = exec.branch();
+    line.record(EventType::SwSubflowStarted, json!({ "name": name, "workflowId": workflow_id, "input": input }));
+    let child = Detached {
+        state: name.to_owned(),
+        workflow_id: workflow_id.to_owned(),
+        workflow: Arc::new(workflow.clone()),
+        input,
+        line,
+    };
+    if exec.sw().runner.load(Ordering::SeqCst) {
+        lock(&exec.sw().detached).push(child);
+    } else {
+        run_detached(functions, child).await;
+    }
 }
 
 fn validate(schema: &Value, value: &Value, what: &str, field: &str) -> Result<(), Failure> {
@@ -538,11 +749,14 @@ async fn work<'s>(
             merge_event(&mut data, event_filter.as_ref(), &ev, event);
             Ok((data, None))
         }
-        SwKind::Subflow { wait, workflow, .. } => {
+        SwKind::Subflow { wait: true, workflow, .. } => {
             let out = run_sub(exec, workflow, functions, data.clone()).await?;
-            if *wait {
-                merge(&mut data, out);
-            }
+            merge(&mut data, out);
+            Ok((data, None))
+        }
+        // The parent goes on at once with its data unchanged; the child runs alongside it.
+        SwKind::Subflow { wait: false, workflow, workflow_id } => {
+            start_detached(exec, name, workflow_id, workflow, data.clone(), functions).await;
             Ok((data, None))
         }
         SwKind::ForEach { input_collection, output_collection, iteration_param, max, body } => {

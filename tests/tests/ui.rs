@@ -1,6 +1,7 @@
 //! Compile-fail tests of `include_workflow!`: one invalid definition (or bad macro input) per case
 //! in `tests/ui/*.rs`, each with its expected `.stderr`. The definition errors show the fixture's
-//! `file:line:col` and an excerpt in the message, with rustc's caret on the path literal.
+//! `file:line:col` and an excerpt in the message, with rustc's caret on the path literal. ASL
+//! fixtures are `*.asl.json`; Serverless Workflow ones (`sw_*`) come in JSON and YAML.
 //! Re-bless with `TRYBUILD=overwrite` only after reading the new `.stderr` files.
 //!
 //! trybuild compiles each case in a crate under `<target>/tests/trybuild/wfc-tests/`, which is
@@ -24,6 +25,13 @@ fn ui() {
         let name = entry.file_name().to_string_lossy().into_owned();
         if let Some(stem) = name.strip_suffix(".asl.json").filter(|s| *s != "two_tasks") {
             assert!(manifest.join("ui").join(format!("{stem}.rs")).exists(), "fixture {name} has no UI case");
+        }
+        // Serverless Workflow fixtures come in both forms: `X.sw.json` → `X_json.rs`, `X.sw.yaml` → `X_yaml.rs`.
+        for (suffix, form) in [(".sw.json", "json"), (".sw.yaml", "yaml")] {
+            if let Some(stem) = name.strip_suffix(suffix) {
+                let case = manifest.join("ui").join(format!("{stem}_{form}.rs"));
+                assert!(case.exists(), "fixture {name} has no UI case");
+            }
         }
     }
 

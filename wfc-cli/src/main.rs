@@ -17,6 +17,7 @@ mod handlers;
 mod mocks;
 mod outcome;
 mod run;
+mod schedule_cmd;
 mod test_cmd;
 
 use std::path::PathBuf;
@@ -62,6 +63,9 @@ enum Command {
     /// Complete a Lambda durable function's callback through the durable execution service
     /// (SendDurableExecutionCallbackSuccess/Failure/Heartbeat).
     LambdaCallback(adapters::LambdaCallbackArgs),
+    /// Start a Serverless Workflow's instances at the times its `start.schedule` gives (interval,
+    /// or cron with time zone) and print each instance's result as a JSON line.
+    Schedule(schedule_cmd::ScheduleArgs),
 }
 
 /// `wfc worker`.
@@ -454,6 +458,7 @@ fn main() -> ExitCode {
         Command::LambdaInvoke(args) => adapters::lambda_invoke(&args),
         Command::LambdaServe(args) => adapters::lambda_serve(&args),
         Command::LambdaCallback(args) => adapters::lambda_callback(&args),
+        Command::Schedule(args) => schedule_cmd::run(&args),
     };
     exit.into()
 }

@@ -173,7 +173,7 @@ impl<'a> Generator<'a> {
         let is_sw = wf.machine.states.iter().any(|s| matches!(s.kind, StateKind::Sw(_)));
         let finish = if is_sw {
             quote! {
-                __wfc::sw::run_top(workflow, &exec, input, |input| resume(handler, &exec, State::#start(input))).await
+                __wfc::sw::run_top(workflow, &exec, &Dispatch(handler), input, |input| resume(handler, &exec, State::#start(input))).await
             }
         } else {
             quote!(exec.finish(workflow.timeout_seconds, resume(handler, &exec, State::#start(input))).await)

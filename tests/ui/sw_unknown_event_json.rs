@@ -1,0 +1,3 @@
+wfc_runtime::include_workflow!("ui/fixtures/sw_unknown_event.sw.json");
+
+fn main() {}
