@@ -14,6 +14,7 @@ pub mod graph;
 pub mod intrinsics;
 pub mod jsonata;
 pub mod jsonpath;
+pub mod native;
 pub mod sw;
 pub mod timestamp;
 
