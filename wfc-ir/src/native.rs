@@ -52,9 +52,7 @@ impl NativeLiteral {
             | O::TimestampLessThan
             | O::TimestampGreaterThan
             | O::TimestampLessThanEquals
-            | O::TimestampGreaterThanEquals => {
-                NativeForm::Timestamp(crate::timestamp::parse(literal.as_str()?).ok()?)
-            }
+            | O::TimestampGreaterThanEquals => NativeForm::Timestamp(crate::timestamp::parse(literal.as_str()?).ok()?),
             O::StringMatches => NativeForm::Pattern(Pattern::parse(literal.as_str()?)),
             _ => return None,
         };
@@ -78,9 +76,7 @@ impl NativeLiteral {
         let order = match &self.form {
             NativeForm::Pattern(p) => return value.as_str().is_some_and(|text| p.matches(text)),
             NativeForm::Number(n) => value.as_number().and_then(|v| n.compare(v)),
-            NativeForm::Timestamp(t) => {
-                value.as_str().and_then(|s| crate::timestamp::parse(s).ok()).map(|v| v.cmp(t))
-            }
+            NativeForm::Timestamp(t) => value.as_str().and_then(|s| crate::timestamp::parse(s).ok()).map(|v| v.cmp(t)),
         };
         match operator {
             O::NumericEquals | O::TimestampEquals => order == Some(Ordering::Equal),

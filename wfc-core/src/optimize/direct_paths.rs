@@ -79,7 +79,10 @@ mod tests {
         if let StateKind::Pass(p) = &mut wf.machine.states[0].kind {
             p.parameters = Some(Template::Object(vec![
                 ("x".into(), Template::Path(Path::parse("$.x").unwrap())),
-                ("y".into(), Template::Intrinsic(wfc_ir::intrinsics::Intrinsic::parse("States.MathAdd($.i, 1)").unwrap())),
+                (
+                    "y".into(),
+                    Template::Intrinsic(wfc_ir::intrinsics::Intrinsic::parse("States.MathAdd($.i, 1)").unwrap()),
+                ),
             ]));
             p.result_path = ReferencePath::parse("$.out").ok();
         }

@@ -10,7 +10,7 @@
 //! Never folded:
 //! - a call with a path argument anywhere (`$`, `$$`, a variable): it differs per input;
 //! - `States.UUID` and `States.MathRandom`, even seeded (randomness stays a run-time event);
-//! - a call that fails (`States.StringToJson('{oops')`, `States.ArrayRange(1, 5000, 1)`): it is
+//! - a call that fails (`States.StringToJson('{oops')`, `States.ArrayGetItem(States.Array(1, 2), 5)`): it is
 //!   left for the runtime, so the execution fails with the same `States.Runtime` error and cause,
 //!   at the same point, as without the pass.
 //!

@@ -4,9 +4,7 @@
 //! The matches are exhaustive on purpose: a new state kind or field holding a path must be
 //! listed here, or the passes would silently skip it (which is safe, only slower).
 
-use wfc_ir::{
-    Assign, Condition, Path, ReferencePath, StateKind, StateMachine, Template, WaitDuration, Workflow,
-};
+use wfc_ir::{Assign, Condition, Path, ReferencePath, StateKind, StateMachine, Template, WaitDuration, Workflow};
 
 use super::graph;
 
@@ -85,7 +83,8 @@ fn state(kind: &mut StateKind, v: &mut impl Visitor) -> bool {
                 | timeouts
         }
         StateKind::Choice(s) => {
-            let rules = s.choices.iter_mut().fold(false, |c, b| v.condition(&mut b.condition) | assign(&mut b.assign, v) | c);
+            let rules =
+                s.choices.iter_mut().fold(false, |c, b| v.condition(&mut b.condition) | assign(&mut b.assign, v) | c);
             opt_path(&mut s.input_path, v) | opt_path(&mut s.output_path, v) | assign(&mut s.assign, v) | rules
         }
         StateKind::Wait(s) => {
