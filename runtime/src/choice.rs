@@ -106,7 +106,7 @@ pub fn compare(cmp: &Comparison, input: &Value, context: &Value) -> Result<bool,
 /// The comparison once the variable's value is known.
 fn compare_value(cmp: &Comparison, value: &Value, input: &Value, context: &Value) -> Result<bool, Failure> {
     if cmp.operator == Operator::IsPresent {
-        return Ok(expect_bool(cmp)?);
+        return expect_bool(cmp);
     }
     let operand = match &cmp.operand {
         Operand::Native(literal) => return Ok(literal.compare(cmp.operator, value)),
