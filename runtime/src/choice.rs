@@ -14,7 +14,7 @@
 use std::borrow::Cow;
 use std::cmp::Ordering;
 
-use serde_json::{Number, Value};
+use serde_json::Value;
 use wfc_ir::{Comparison, Condition, Operand, Operator, Path, Root};
 
 use crate::Failure;
@@ -85,6 +85,14 @@ fn missing(path: &Path, input: &Value, context: &Value) -> Failure {
 
 /// One data-test expression.
 pub fn compare(cmp: &Comparison, input: &Value, context: &Value) -> Result<bool, Failure> {
+    // A direct path (the `direct-paths` pass) reads the variable in place; a prepared literal
+    // (the `native-choice` pass) compares without re-parsing.
+    if let Some(value) = cmp.variable.select_ref(input) {
+        if let Operand::Native(literal) = &cmp.operand {
+            return Ok(literal.compare(cmp.operator, value));
+        }
+        return compare_value(cmp, value, input, context);
+    }
     let variable = resolve(&cmp.variable, input, context);
     if cmp.operator == Operator::IsPresent {
         return Ok(variable.is_some() == expect_bool(cmp)?);
@@ -92,31 +100,40 @@ pub fn compare(cmp: &Comparison, input: &Value, context: &Value) -> Result<bool,
     let Some(value) = variable else {
         return Err(missing(&cmp.variable, input, context));
     };
+    compare_value(cmp, &value, input, context)
+}
+
+/// The comparison once the variable's value is known.
+fn compare_value(cmp: &Comparison, value: &Value, input: &Value, context: &Value) -> Result<bool, Failure> {
+    if cmp.operator == Operator::IsPresent {
+        return expect_bool(cmp);
+    }
     let operand = match &cmp.operand {
+        Operand::Native(literal) => return Ok(literal.compare(cmp.operator, value)),
         Operand::Literal(v) => Cow::Borrowed(v),
         Operand::Path(p) => Cow::Owned(resolve(p, input, context).ok_or_else(|| missing(p, input, context))?),
     };
     let operand: &Value = &operand;
     use Operator as O;
     Ok(match cmp.operator {
-        O::StringEquals => strings(&value, operand).is_some_and(|(a, b)| a == b),
-        O::StringLessThan => strings(&value, operand).is_some_and(|(a, b)| a < b),
-        O::StringGreaterThan => strings(&value, operand).is_some_and(|(a, b)| a > b),
-        O::StringLessThanEquals => strings(&value, operand).is_some_and(|(a, b)| a <= b),
-        O::StringGreaterThanEquals => strings(&value, operand).is_some_and(|(a, b)| a >= b),
-        O::StringMatches => strings(&value, operand).is_some_and(|(a, b)| string_matches(a, b)),
-        O::NumericEquals => numeric(&value, operand) == Some(Ordering::Equal),
-        O::NumericLessThan => numeric(&value, operand) == Some(Ordering::Less),
-        O::NumericGreaterThan => numeric(&value, operand) == Some(Ordering::Greater),
-        O::NumericLessThanEquals => matches!(numeric(&value, operand), Some(Ordering::Less | Ordering::Equal)),
-        O::NumericGreaterThanEquals => matches!(numeric(&value, operand), Some(Ordering::Greater | Ordering::Equal)),
-        O::BooleanEquals => matches!((&value, operand), (Value::Bool(a), Value::Bool(b)) if a == b),
-        O::TimestampEquals => timestamps(&value, operand) == Some(Ordering::Equal),
-        O::TimestampLessThan => timestamps(&value, operand) == Some(Ordering::Less),
-        O::TimestampGreaterThan => timestamps(&value, operand) == Some(Ordering::Greater),
-        O::TimestampLessThanEquals => matches!(timestamps(&value, operand), Some(Ordering::Less | Ordering::Equal)),
+        O::StringEquals => strings(value, operand).is_some_and(|(a, b)| a == b),
+        O::StringLessThan => strings(value, operand).is_some_and(|(a, b)| a < b),
+        O::StringGreaterThan => strings(value, operand).is_some_and(|(a, b)| a > b),
+        O::StringLessThanEquals => strings(value, operand).is_some_and(|(a, b)| a <= b),
+        O::StringGreaterThanEquals => strings(value, operand).is_some_and(|(a, b)| a >= b),
+        O::StringMatches => strings(value, operand).is_some_and(|(a, b)| string_matches(a, b)),
+        O::NumericEquals => numeric(value, operand) == Some(Ordering::Equal),
+        O::NumericLessThan => numeric(value, operand) == Some(Ordering::Less),
+        O::NumericGreaterThan => numeric(value, operand) == Some(Ordering::Greater),
+        O::NumericLessThanEquals => matches!(numeric(value, operand), Some(Ordering::Less | Ordering::Equal)),
+        O::NumericGreaterThanEquals => matches!(numeric(value, operand), Some(Ordering::Greater | Ordering::Equal)),
+        O::BooleanEquals => matches!((value, operand), (Value::Bool(a), Value::Bool(b)) if a == b),
+        O::TimestampEquals => timestamps(value, operand) == Some(Ordering::Equal),
+        O::TimestampLessThan => timestamps(value, operand) == Some(Ordering::Less),
+        O::TimestampGreaterThan => timestamps(value, operand) == Some(Ordering::Greater),
+        O::TimestampLessThanEquals => matches!(timestamps(value, operand), Some(Ordering::Less | Ordering::Equal)),
         O::TimestampGreaterThanEquals => {
-            matches!(timestamps(&value, operand), Some(Ordering::Greater | Ordering::Equal))
+            matches!(timestamps(value, operand), Some(Ordering::Greater | Ordering::Equal))
         }
         O::IsNull => value.is_null() == expect_bool(cmp)?,
         O::IsNumeric => value.is_number() == expect_bool(cmp)?,
@@ -152,16 +169,7 @@ fn numeric(a: &Value, b: &Value) -> Option<Ordering> {
     }
 }
 
-/// Compares two JSON numbers: integers exactly (also across the i64/u64 split), otherwise as f64.
-pub fn compare_numbers(a: &Number, b: &Number) -> Option<Ordering> {
-    fn int(n: &Number) -> Option<i128> {
-        n.as_i64().map(i128::from).or_else(|| n.as_u64().map(i128::from))
-    }
-    match (int(a), int(b)) {
-        (Some(x), Some(y)) => Some(x.cmp(&y)),
-        _ => a.as_f64()?.partial_cmp(&b.as_f64()?),
-    }
-}
+pub use wfc_ir::native::compare_numbers;
 
 fn timestamps(a: &Value, b: &Value) -> Option<Ordering> {
     let a = wfc_ir::timestamp::parse(a.as_str()?).ok()?;
@@ -169,67 +177,16 @@ fn timestamps(a: &Value, b: &Value) -> Option<Ordering> {
     Some(a.cmp(&b))
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Token {
-    Char(char),
-    Star,
-}
-
-fn pattern_tokens(pattern: &str) -> Vec<Token> {
-    let mut out = Vec::with_capacity(pattern.len());
-    let mut chars = pattern.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '*' => out.push(Token::Star),
-            '\\' => match chars.peek() {
-                Some('*') | Some('\\') => {
-                    if let Some(escaped) = chars.next() {
-                        out.push(Token::Char(escaped));
-                    }
-                }
-                // A backslash before anything else is itself.
-                _ => out.push(Token::Char('\\')),
-            },
-            c => out.push(Token::Char(c)),
-        }
-    }
-    out
-}
-
 /// `StringMatches`: `*` matches any run of characters (including none); `\*` and `\\` match a
 /// literal star and backslash. Every other character matches itself.
 pub fn string_matches(text: &str, pattern: &str) -> bool {
-    let pattern = pattern_tokens(pattern);
-    let text: Vec<char> = text.chars().collect();
-    // Greedy matching with one backtrack point: linear in practice, O(n·m) at worst.
-    let (mut t, mut p) = (0usize, 0usize);
-    let mut star: Option<(usize, usize)> = None;
-    while t < text.len() {
-        match pattern.get(p) {
-            Some(Token::Char(c)) if Some(c) == text.get(t) => {
-                t += 1;
-                p += 1;
-            }
-            Some(Token::Star) => {
-                star = Some((p, t));
-                p += 1;
-            }
-            _ => match star {
-                Some((sp, st)) => {
-                    p = sp + 1;
-                    t = st + 1;
-                    star = Some((sp, st + 1));
-                }
-                None => return false,
-            },
-        }
-    }
-    pattern.get(p..).is_some_and(|rest| rest.iter().all(|tok| *tok == Token::Star))
+    wfc_ir::native::Pattern::parse(pattern).matches(text)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Number;
 
     #[test]
     fn wildcards_and_escapes() {

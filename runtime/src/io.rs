@@ -29,6 +29,7 @@ pub fn input_path_owned(path: &InputPath, raw: Value, context: &Value) -> Result
     match path {
         None => Ok(Value::Object(Map::new())),
         Some(p) if p.is_identity() => Ok(raw),
+        Some(p) if p.direct().is_some() => take_direct(p, raw),
         Some(p) => select_invalid_path(p, &raw, context),
     }
 }
@@ -39,7 +40,17 @@ pub fn output_path(path: &OutputPath, output: Value, context: &Value) -> Result<
     match path {
         None => Ok(Value::Object(Map::new())),
         Some(p) if p.is_identity() => Ok(output),
+        Some(p) if p.direct().is_some() => take_direct(p, output),
         Some(p) => select_invalid_path(p, &output, context),
+    }
+}
+
+/// A direct path (the optimizer's `direct-paths` pass) on an owned document: the node is moved
+/// out rather than copied, with the same error as [`select_invalid_path`].
+fn take_direct(path: &Path, doc: Value) -> Result<Value, Failure> {
+    match path.direct() {
+        Some(direct) => direct.take(doc).map_err(|doc| Failure::runtime(invalid_path_message(path, &doc))),
+        None => select_invalid_path(path, &doc, &Value::Null),
     }
 }
 
@@ -58,19 +69,8 @@ fn select_invalid_path(path: &Path, input: &Value, context: &Value) -> Result<Va
 /// template wording: `The JSONPath '$.x' specified for the field 'value.$' could not be found in
 /// the input '{...}'`. Also used for Fail's `ErrorPath`/`CausePath` (field `ErrorPath`).
 pub fn select_field(path: &Path, field: &str, input: &Value, context: &Value) -> Result<Value, Failure> {
-    let doc = match path.root() {
-        Root::Input => input,
-        // `$$` and `$name`: the context-object document carries the variables.
-        Root::Context | Root::Variable(_) => context,
-    };
-    path.select(doc).map_err(|_| {
-        Failure::runtime(format!(
-            "The JSONPath '{}' specified for the field '{}' could not be found in the input '{}'",
-            path.as_str(),
-            field,
-            wfc_ir::jsonpath::preview(doc)
-        ))
-    })
+    path.select_in(input, context)
+        .map_err(|_| Failure::runtime(wfc_ir::intrinsics::eval::field_not_found(path, field, input, context)))
 }
 
 /// Selects `path` from the input or the context object, returning `None` when nothing matches

@@ -227,6 +227,112 @@ fn big_document() -> Value {
     json!({ "doc": { "records": records }, "meta": { "source": "wfc-bench" } })
 }
 
+/// Item counts of `--map-memory`.
+const MAP_MEMORY_SIZES: [usize; 3] = [1_000, 10_000, 100_000];
+
+/// `--map-memory`: how the Map's peak heap grows with its number of items.
+mod map_memory {
+    use super::*;
+
+    /// The peak heap of one execution of the MaxConcurrency-10 Map over `items` items.
+    pub(crate) struct Point {
+        pub(crate) items: usize,
+        pub(crate) engine: &'static str,
+        pub(crate) history: HistoryLevel,
+        pub(crate) result: Result<usize, String>,
+    }
+
+    impl Point {
+        pub(crate) fn to_json(&self) -> Value {
+            json!({
+                "items": self.items,
+                "engine": self.engine,
+                "history": self.history.name(),
+                "peak_bytes": self.result.as_ref().ok(),
+                "bytes_per_item": self.result.as_ref().ok().map(|b| json_number(*b as f64 / self.items as f64, 1)),
+                "skipped": self.result.as_ref().err(),
+            })
+        }
+    }
+
+    fn input(items: usize) -> Value {
+        json!({ "items": (0..items).map(|n| json!({ "n": n })).collect::<Vec<_>>() })
+    }
+
+    /// One execution per size and history level, on the compiled engine when this binary has
+    /// the Map module, else the interpreter. The input is built before the peak is reset, so
+    /// the figure is the execution's own heap (its output and history included).
+    pub(crate) fn measure(rt: &tokio::runtime::Runtime, sizes: &[usize]) -> Vec<Point> {
+        let definition = include_str!("../workflows/map_c10.asl.json");
+        let loaded = wfc_core::load(wfc_core::Source { path: "map_c10", text: definition });
+        let handlers = Handlers::new().on(INC, |input, _ctx| async move { Ok(inc(&input)) });
+        let mut points = Vec::new();
+        for &items in sizes {
+            for history in LEVELS {
+                // 100,000 items are a 1.2 MB input, past AWS's 256 KiB payload limit (AWS would
+                // need a Distributed Map); like the history limit, it is lifted here, since
+                // what is measured is the engine's memory.
+                let mut options = RunOptions::real().with_history(history);
+                options.limits.max_history_events = usize::MAX;
+                options.limits.max_payload_bytes = usize::MAX;
+                let input = input(items);
+                let (engine, result) = match (compiled("map_c10"), &loaded) {
+                    (Some(run), _) => {
+                        let base = alloc::reset_peak();
+                        let result = run(rt, input, options);
+                        ("compiled", (result, alloc::peak().saturating_sub(base)))
+                    }
+                    (None, Ok(loaded)) => {
+                        let base = alloc::reset_peak();
+                        let result = rt.block_on(interp::run(&loaded.workflow, &handlers, input, options));
+                        ("interp", (result, alloc::peak().saturating_sub(base)))
+                    }
+                    (None, Err(_)) => {
+                        points.push(Point {
+                            items,
+                            engine: "compiled",
+                            history,
+                            result: Err("skipped: not compiled".into()),
+                        });
+                        continue;
+                    }
+                };
+                let (result, peak) = result;
+                let ok = match result.output.as_ref().and_then(Value::as_array) {
+                    Some(out) if result.status == Status::Succeeded && out.len() == items => Ok(peak),
+                    _ => Err(format!(
+                        "the execution ended {:?}: {}",
+                        result.status,
+                        result.error.as_ref().map(|f| format!("{}: {}", f.error, f.cause)).unwrap_or_default()
+                    )),
+                };
+                drop(result);
+                points.push(Point { items, engine, history, result: ok });
+            }
+        }
+        points
+    }
+
+    pub(crate) fn print(points: &[Point]) {
+        if points.is_empty() {
+            return;
+        }
+        println!();
+        println!("Map memory (MaxConcurrency 10, one execution each):");
+        println!("{:>8} {:<20} {:>14} {:>10}", "items", "engine", "peak bytes", "bytes/item");
+        for p in points {
+            let label = match p.history {
+                HistoryLevel::Express => format!("{} (express)", p.engine),
+                _ => p.engine.to_owned(),
+            };
+            match &p.result {
+                Ok(b) => println!("{:>8} {:<20} {:>14} {:>10.1}", p.items, label, b, *b as f64 / p.items as f64),
+                Err(e) => println!("{:>8} {:<20} {e}", p.items, label),
+            }
+        }
+    }
+}
+
 /// The measured figures of one workload on one engine.
 #[derive(Debug, Clone)]
 struct Row {
@@ -328,9 +434,8 @@ fn entered(result: ExecutionResult, history: HistoryLevel, check: Check) -> Resu
         let error = result.error.map(|f| format!("{}: {}", f.error, f.cause)).unwrap_or_default();
         return Err(format!("the execution ended {:?}: {error}", result.status));
     }
-    let states = (history == HistoryLevel::Full && check == Check::Count).then(|| {
-        result.history.iter().filter(|e| e.event_type.name().ends_with("StateEntered")).count() as u64
-    });
+    let states = (history == HistoryLevel::Full && check == Check::Count)
+        .then(|| result.history.iter().filter(|e| e.event_type.name().ends_with("StateEntered")).count() as u64);
     Ok((states, result.output.unwrap_or(Value::Null)))
 }
 
@@ -358,7 +463,13 @@ impl Engines {
     }
 }
 
-fn run_workload(w: &Workload, budget: Budget, engines: &Engines, rt: &tokio::runtime::Runtime) -> Vec<Row> {
+fn run_workload(
+    w: &Workload,
+    budget: Budget,
+    engines: &Engines,
+    unoptimized: bool,
+    rt: &tokio::runtime::Runtime,
+) -> Vec<Row> {
     let input = (w.input)();
     let expected = (w.handwritten)(input.clone());
     let rejected = REJECTED.iter().find(|(m, _)| *m == w.module).map(|(_, reason)| *reason);
@@ -386,26 +497,37 @@ fn run_workload(w: &Workload, budget: Budget, engines: &Engines, rt: &tokio::run
 
     let source = wfc_core::Source { path: w.module, text: w.definition };
     let loaded = wfc_core::load(source);
-    for level in LEVELS {
-        if !engines.includes_at("interp", level) {
-            continue;
+    // `--unoptimized`: the interpreter also runs the IR exactly as lowered (no optimizer pass),
+    // so the optimizer's effect is measured within the run.
+    let mut no_passes = wfc_core::Settings::default();
+    no_passes.passes(wfc_core::optimize::Passes::none());
+    let unoptimized_ir = unoptimized.then(|| wfc_core::load_with(source, &no_passes));
+    let mut interps = vec![("interp", &loaded)];
+    if let Some(ir) = &unoptimized_ir {
+        interps.push(("interp-noopt", ir));
+    }
+    for (engine, loaded) in interps {
+        for level in LEVELS {
+            if !engines.includes_at("interp", level) {
+                continue;
+            }
+            let interp_result = match loaded {
+                Ok(loaded) => {
+                    let handlers = Handlers::new().on(INC, |input, _ctx| async move { Ok(inc(&input)) });
+                    measure(budget, w.transitions, &expected, |check| {
+                        let options = w.options(level);
+                        let result = rt.block_on(interp::run(&loaded.workflow, &handlers, input.clone(), options));
+                        entered(result, level, check)
+                    })
+                }
+                Err(diags) => {
+                    let reason =
+                        diags.items.first().map_or("rejected".to_owned(), |d| format!("{}: {}", d.code, d.message));
+                    Err(format!("skipped: the compiler rejects it: {reason}"))
+                }
+            };
+            rows.push(Row { name: w.name, engine, history: Some(level), result: interp_result });
         }
-        let interp_result = match &loaded {
-            Ok(loaded) => {
-                let handlers = Handlers::new().on(INC, |input, _ctx| async move { Ok(inc(&input)) });
-                measure(budget, w.transitions, &expected, |check| {
-                    let options = w.options(level);
-                    let result = rt.block_on(interp::run(&loaded.workflow, &handlers, input.clone(), options));
-                    entered(result, level, check)
-                })
-            }
-            Err(diags) => {
-                let reason =
-                    diags.items.first().map_or("rejected".to_owned(), |d| format!("{}: {}", d.code, d.message));
-                Err(format!("skipped: the compiler rejects it: {reason}"))
-            }
-        };
-        rows.push(Row { name: w.name, engine: "interp", history: Some(level), result: interp_result });
     }
 
     // Ratios within this run: each engine against the hand-written code of the same workload.
@@ -480,7 +602,7 @@ impl CompileCost {
     }
 }
 
-fn print_json(rows: &[Row], compile: &CompileCost) {
+fn print_json(rows: &[Row], compile: &CompileCost, memory: &[map_memory::Point]) {
     let workloads: Vec<Value> = rows
         .iter()
         .map(|r| match &r.result {
@@ -507,7 +629,10 @@ fn print_json(rows: &[Row], compile: &CompileCost) {
             }),
         })
         .collect();
-    let doc = json!({ "workloads": workloads, "compile": compile.to_json() });
+    let mut doc = json!({ "workloads": workloads, "compile": compile.to_json() });
+    if !memory.is_empty() {
+        doc["map_memory"] = Value::Array(memory.iter().map(map_memory::Point::to_json).collect());
+    }
     println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}")));
 }
 
@@ -540,7 +665,10 @@ const USAGE: &str = "usage: wfc-bench [--quick] [--json] [--only WORKLOAD]... [-
   --engine ENGINE    run only this engine (repeatable): handwritten, compiled, interp,
                      compiled-express, interp-express (the last two keep no history)
   --runs N           exactly N measured runs per row, whatever the time (for callgrind)
-  --build-time       also time `cargo build` of a crate with a 200-state workflow (minutes)";
+  --build-time       also time `cargo build` of a crate with a 200-state workflow (minutes)
+  --unoptimized      also run the interpreter on the IR with no optimizer pass (`interp-noopt`)
+  --map-memory       also measure the peak heap of the MaxConcurrency-10 Map at 1,000, 10,000
+                     and 100,000 items (one execution each, both history levels)";
 
 fn main() -> std::process::ExitCode {
     let mut quick = false;
@@ -549,11 +677,11 @@ fn main() -> std::process::ExitCode {
     let mut engines = Engines::default();
     let mut exact_runs = None;
     let mut build_time = false;
+    let mut unoptimized = false;
+    let mut map_memory = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
-        let mut value = |flag: &str| {
-            args.next().ok_or_else(|| format!("error: `{flag}` needs a value"))
-        };
+        let mut value = |flag: &str| args.next().ok_or_else(|| format!("error: `{flag}` needs a value"));
         let parsed: Result<(), String> = match arg.as_str() {
             "--quick" => {
                 quick = true;
@@ -565,6 +693,14 @@ fn main() -> std::process::ExitCode {
             }
             "--build-time" => {
                 build_time = true;
+                Ok(())
+            }
+            "--unoptimized" => {
+                unoptimized = true;
+                Ok(())
+            }
+            "--map-memory" => {
+                map_memory = true;
                 Ok(())
             }
             "--only" => value("--only").map(|w| only.push(w)),
@@ -605,8 +741,16 @@ fn main() -> std::process::ExitCode {
         if !as_json {
             eprintln!("running {} ...", w.name);
         }
-        rows.extend(run_workload(w, budget, &engines, &rt));
+        rows.extend(run_workload(w, budget, &engines, unoptimized, &rt));
     }
+    let memory = if map_memory {
+        if !as_json {
+            eprintln!("running the Map memory sizes ...");
+        }
+        map_memory::measure(&rt, &MAP_MEMORY_SIZES)
+    } else {
+        Vec::new()
+    };
     let build = build_time.then(|| {
         let target = std::env::var_os("CARGO_TARGET_DIR")
             .map(std::path::PathBuf::from)
@@ -615,10 +759,11 @@ fn main() -> std::process::ExitCode {
     });
     let compile = CompileCost { expansion: compile_cost::expansion(), build };
     if as_json {
-        print_json(&rows, &compile);
+        print_json(&rows, &compile, &memory);
     } else {
         print_table(&rows);
         compile.print();
+        map_memory::print(&memory);
     }
     std::process::ExitCode::SUCCESS
 }

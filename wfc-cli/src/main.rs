@@ -246,7 +246,8 @@ pub(crate) struct CompileArgs {
 /// `--no-opt PASS` / `--opt PASS`: which optimizer passes run (see docs/cli.md).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub(crate) struct OptArgs {
-    /// Turn off an optimizer pass (repeatable): paths, unreachable, fold-pass, thread-choice, or all.
+    /// Turn off an optimizer pass (repeatable): fold-intrinsics, paths, unreachable, direct-paths,
+    /// native-choice, fold-pass, thread-choice, or all.
     #[arg(long = "no-opt", value_name = "PASS", value_parser = pass_name)]
     pub(crate) no_opt: Vec<String>,
     /// Turn on a pass that is off by default because it changes histories (fold-pass,

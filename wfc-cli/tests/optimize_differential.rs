@@ -2,7 +2,8 @@
 //! optimizer pass, with the default passes, with each pass alone and with every pass, and the
 //! results must agree.
 //!
-//! - History-preserving passes (the defaults: `paths`, `unreachable`) must give the *same JSON*:
+//! - History-preserving passes (the defaults: `fold-intrinsics`, `paths`, `unreachable`,
+//!   `direct-paths`, `native-choice`) must give the *same JSON*:
 //!   status, output or error and cause, elapsed virtual time, and the whole history.
 //! - History-changing passes (`fold-pass`, `thread-choice`, off by default) must give the same
 //!   status, output, error, cause and elapsed time, and the same history once the events of Pass
@@ -43,6 +44,9 @@ fn configurations() -> Vec<(&'static str, Vec<&'static str>, bool)> {
         ("default", vec![], true),
         ("paths", vec!["--no-opt=all", "--opt=paths"], true),
         ("unreachable", vec!["--no-opt=all", "--opt=unreachable"], true),
+        ("fold-intrinsics", vec!["--no-opt=all", "--opt=fold-intrinsics"], true),
+        ("direct-paths", vec!["--no-opt=all", "--opt=direct-paths"], true),
+        ("native-choice", vec!["--no-opt=all", "--opt=native-choice"], true),
         ("fold-pass", vec!["--no-opt=all", "--opt=fold-pass"], false),
         ("thread-choice", vec!["--no-opt=all", "--opt=thread-choice"], false),
         ("all", vec!["--opt=all"], false),
@@ -287,7 +291,7 @@ fn passes_fire_and_keep_outputs() {
                 assert!(changed.contains(&pass), "{name}: {pass} did not change the history ({changed:?})");
             }
         }
-        for pass in ["default", "paths", "unreachable"] {
+        for pass in ["default", "paths", "unreachable", "fold-intrinsics", "direct-paths", "native-choice"] {
             assert!(!changed.contains(&pass), "{name}: {pass} changed the history");
         }
     }

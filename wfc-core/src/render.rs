@@ -79,6 +79,7 @@ fn condition(c: &Condition) -> String {
         Condition::Compare(cmp) => {
             let operand = match &cmp.operand {
                 Operand::Literal(v) => v.to_string(),
+                Operand::Native(n) => n.literal().to_string(),
                 Operand::Path(p) => p.as_str().to_owned(),
             };
             format!("{} {} {}", cmp.variable.as_str(), cmp.operator.name(), operand)

@@ -41,6 +41,9 @@ fn default_passes_keep_every_state_of_the_suite() {
         let json = serde_json::to_string(&all.workflow).expect("serialize");
         let back: ir::Workflow = serde_json::from_str(&json).expect("deserialize");
         assert_eq!(back, all.workflow, "{}", path.display());
+        // The compiled forms (direct paths, prepared Choice literals) survive the round trip:
+        // `PartialEq` compares paths by text only, so compare the JSON again.
+        assert_eq!(serde_json::to_string(&back).expect("serialize"), json, "{}", path.display());
         seen += 1;
     }
     assert!(seen > 10, "only {seen} definitions loaded");

@@ -315,6 +315,9 @@ pub enum Operand {
     Literal(Value),
     /// A path into the effective input (the `*Path` operator forms).
     Path(Path),
+    /// A literal prepared at build time (timestamp parsed, pattern tokenized, number split) by
+    /// the optimizer's `native-choice` pass.
+    Native(crate::native::NativeLiteral),
 }
 
 /// Choice comparison operators. The `*Path` forms use the same operator with [`Operand::Path`].

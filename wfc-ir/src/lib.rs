@@ -16,6 +16,7 @@ pub mod intrinsics;
 pub mod jsonata;
 pub mod jsonpath;
 mod present;
+pub mod native;
 pub mod sw;
 pub mod timestamp;
 

@@ -125,7 +125,11 @@ fn compare(cmp: &Comparison, input: &Value) -> Option<bool> {
     if cmp.variable.root() != Root::Input {
         return None;
     }
-    let Operand::Literal(operand) = &cmp.operand else { return None };
+    let operand = match &cmp.operand {
+        Operand::Literal(v) => v,
+        Operand::Native(n) => n.literal(),
+        Operand::Path(_) => return None,
+    };
     let value = cmp.variable.select(input).ok();
     let flag = operand.as_bool();
     use Operator as O;

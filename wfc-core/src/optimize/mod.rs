@@ -7,8 +7,11 @@
 //!
 //! | pass | observable history | default |
 //! |---|---|---|
+//! | [`fold_intrinsics`] (`fold-intrinsics`) | identical | on |
 //! | [`paths`] (`paths`) | identical | on |
 //! | [`unreachable`] (`unreachable`) | identical | on |
+//! | [`direct_paths`] (`direct-paths`) | identical | on |
+//! | [`native_choice`] (`native-choice`) | identical | on |
 //! | [`fold_pass`] (`fold-pass`) | fewer Pass events | off |
 //! | [`thread_choice`] (`thread-choice`) | fewer Choice events | off |
 //!
@@ -18,13 +21,17 @@
 //! so it changes what a user observes even though outputs and task calls stay the same. Those
 //! passes are opt-in ([`Passes::enable`]); the default pipeline keeps histories identical.
 
+pub mod direct_paths;
+pub mod fold_intrinsics;
 pub mod fold_pass;
+pub mod native_choice;
 pub mod paths;
 pub mod thread_choice;
 pub mod unreachable;
 
 mod eval;
 mod graph;
+mod visit;
 
 use std::fmt;
 use std::str::FromStr;
@@ -34,6 +41,8 @@ use wfc_ir::Workflow;
 /// One optimization pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Pass {
+    /// Folds intrinsic calls whose arguments are all literals into their value ([`fold_intrinsics`]).
+    FoldIntrinsics,
     /// Normalizes paths and templates so the runtime's fast paths apply ([`paths`]).
     Paths,
     /// Folds chains of Pass states whose input is a compile-time constant ([`fold_pass`]).
@@ -42,18 +51,34 @@ pub enum Pass {
     ThreadChoice,
     /// Removes states no transition reaches and renumbers the rest ([`unreachable`]).
     Unreachable,
+    /// Compiles plain `$` paths to direct field access ([`direct_paths`]).
+    DirectPaths,
+    /// Prepares Choice literals (timestamps, numbers, patterns) at build time ([`native_choice`]).
+    NativeChoice,
 }
 
 impl Pass {
-    /// Every pass, in the order the pipeline runs them: normalization first (it turns more Pass
-    /// states into constants), then folding and threading, and last the removal of the states
-    /// those left behind.
-    pub const ALL: [Pass; 4] = [Pass::Paths, Pass::FoldPass, Pass::ThreadChoice, Pass::Unreachable];
+    /// Every pass, in the order the pipeline runs them: intrinsic folding and normalization
+    /// first (they turn more templates and Pass states into constants), then folding and
+    /// threading, the removal of the states those left behind, and last the passes that compile
+    /// what remains (paths and Choice literals) into their run-time forms.
+    pub const ALL: [Pass; 7] = [
+        Pass::FoldIntrinsics,
+        Pass::Paths,
+        Pass::FoldPass,
+        Pass::ThreadChoice,
+        Pass::Unreachable,
+        Pass::DirectPaths,
+        Pass::NativeChoice,
+    ];
 
     /// The pass's name on the command line and in [`Passes::disable`].
     pub fn name(self) -> &'static str {
         match self {
+            Pass::FoldIntrinsics => "fold-intrinsics",
             Pass::Paths => "paths",
+            Pass::DirectPaths => "direct-paths",
+            Pass::NativeChoice => "native-choice",
             Pass::FoldPass => "fold-pass",
             Pass::ThreadChoice => "thread-choice",
             Pass::Unreachable => "unreachable",
@@ -69,7 +94,7 @@ impl Pass {
     /// default). The others only keep outputs, errors and task calls.
     pub fn preserves_history(self) -> bool {
         match self {
-            Pass::Paths | Pass::Unreachable => true,
+            Pass::FoldIntrinsics | Pass::Paths | Pass::Unreachable | Pass::DirectPaths | Pass::NativeChoice => true,
             Pass::FoldPass | Pass::ThreadChoice => false,
         }
     }
@@ -77,7 +102,10 @@ impl Pass {
     /// Runs this pass alone over `workflow`; returns whether it changed anything.
     pub fn run(self, workflow: &mut Workflow) -> bool {
         match self {
+            Pass::FoldIntrinsics => fold_intrinsics::run(workflow),
             Pass::Paths => paths::run(workflow),
+            Pass::DirectPaths => direct_paths::run(workflow),
+            Pass::NativeChoice => native_choice::run(workflow),
             Pass::FoldPass => fold_pass::run(workflow),
             Pass::ThreadChoice => thread_choice::run(workflow),
             Pass::Unreachable => unreachable::run(workflow),
@@ -195,6 +223,10 @@ pub fn optimize(workflow: &mut Workflow, passes: &Passes) -> Vec<Pass> {
             changed.push(pass);
         }
     };
+    if passes.is_enabled(Pass::FoldIntrinsics) {
+        let did = fold_intrinsics::run(workflow);
+        note(Pass::FoldIntrinsics, did, &mut changed);
+    }
     if passes.is_enabled(Pass::Paths) {
         let did = paths::run(workflow);
         note(Pass::Paths, did, &mut changed);
@@ -217,6 +249,12 @@ pub fn optimize(workflow: &mut Workflow, passes: &Passes) -> Vec<Pass> {
         let did = unreachable::run(workflow);
         note(Pass::Unreachable, did, &mut changed);
     }
+    for pass in [Pass::DirectPaths, Pass::NativeChoice] {
+        if passes.is_enabled(pass) {
+            let did = pass.run(workflow);
+            note(pass, did, &mut changed);
+        }
+    }
     changed
 }
 
@@ -237,7 +275,10 @@ mod tests {
     #[test]
     fn default_runs_only_history_preserving_passes() {
         let d = Passes::default();
-        assert_eq!(d.enabled(), vec![Pass::Paths, Pass::Unreachable]);
+        assert_eq!(
+            d.enabled(),
+            vec![Pass::FoldIntrinsics, Pass::Paths, Pass::Unreachable, Pass::DirectPaths, Pass::NativeChoice]
+        );
         let mut p = Passes::default();
         p.disable_named("all").unwrap();
         assert!(p.enabled().is_empty());

@@ -22,6 +22,7 @@
 //! Like [`Path`], an [`Intrinsic`] serializes as its text and re-parses on deserialize, so the
 //! IR embedded in generated code stays readable and is checked again when it is loaded.
 
+pub mod eval;
 mod parser;
 
 use std::fmt;
@@ -46,6 +47,9 @@ pub const MAX_RANGE_LEN: usize = 1000;
 pub struct Intrinsic {
     text: String,
     call: Call,
+    /// Whether [`Intrinsic::compile_direct_paths`] compiled some argument path (kept through
+    /// serialization).
+    direct: bool,
 }
 
 impl PartialEq for Intrinsic {
@@ -59,7 +63,7 @@ impl Intrinsic {
     /// type is known without running it (literals and the results of nested calls).
     pub fn parse(text: &str) -> Result<Intrinsic, IntrinsicError> {
         let call = parser::parse(text)?;
-        Ok(Intrinsic { text: text.to_owned(), call })
+        Ok(Intrinsic { text: text.to_owned(), call, direct: false })
     }
 
     /// The call's text as written.
@@ -70,6 +74,14 @@ impl Intrinsic {
     /// The outermost call.
     pub fn call(&self) -> &Call {
         &self.call
+    }
+
+    /// Compiles every argument path, at any depth, that is a `$` path of names and indices into
+    /// direct field access ([`Path::compile_direct`]); returns whether any was compiled.
+    pub fn compile_direct_paths(&mut self) -> bool {
+        let changed = self.call.compile_direct_paths();
+        self.direct |= changed;
+        changed
     }
 
     /// Whether any argument, at any depth, reads the context object (`$$`).
@@ -91,16 +103,36 @@ impl fmt::Display for Intrinsic {
     }
 }
 
+/// An intrinsic serializes as its text; one whose argument paths were compiled for direct
+/// access as `{"intrinsic": text, "direct": true}`, so the compiled form reaches generated code.
 impl Serialize for Intrinsic {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.text)
+        if self.direct {
+            SerializedIntrinsic::Compiled { intrinsic: self.text.clone(), direct: true }.serialize(s)
+        } else {
+            s.serialize_str(&self.text)
+        }
     }
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum SerializedIntrinsic {
+    Text(String),
+    Compiled { intrinsic: String, direct: bool },
 }
 
 impl<'de> Deserialize<'de> for Intrinsic {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Intrinsic, D::Error> {
-        let text = String::deserialize(d)?;
-        Intrinsic::parse(&text).map_err(serde::de::Error::custom)
+        let (text, direct) = match SerializedIntrinsic::deserialize(d)? {
+            SerializedIntrinsic::Text(text) => (text, false),
+            SerializedIntrinsic::Compiled { intrinsic, direct } => (intrinsic, direct),
+        };
+        let mut parsed = Intrinsic::parse(&text).map_err(serde::de::Error::custom)?;
+        if direct {
+            parsed.compile_direct_paths();
+        }
+        Ok(parsed)
     }
 }
 
@@ -114,6 +146,17 @@ pub struct Call {
 }
 
 impl Call {
+    fn compile_direct_paths(&mut self) -> bool {
+        self.args.iter_mut().fold(false, |changed, a| {
+            changed
+                | match a {
+                    Arg::Path(p) => p.compile_direct(),
+                    Arg::Call(c) => c.compile_direct_paths(),
+                    _ => false,
+                }
+        })
+    }
+
     fn any_path(&self, f: &dyn Fn(&Path) -> bool) -> bool {
         self.args.iter().any(|a| match a {
             Arg::Path(p) => f(p),

@@ -37,6 +37,7 @@
 
 pub mod ast;
 mod eval;
+pub mod fields;
 mod parser;
 
 use std::fmt;
@@ -45,6 +46,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use ast::{PathFunction, Segment, Selector, SingularStep};
+use fields::FieldPath;
 
 /// What a path starts from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,6 +133,8 @@ pub struct Path {
     shape: Shape,
     /// A final Jayway path function, and the byte offset of its `.`.
     function: Option<(PathFunction, usize)>,
+    /// The compiled direct-access form, set by [`Path::compile_direct`] (the optimizer).
+    direct: Option<FieldPath>,
 }
 
 impl PartialEq for Path {
@@ -151,6 +155,7 @@ impl Path {
             offsets: parsed.offsets,
             shape,
             function: parsed.function,
+            direct: None,
         })
     }
 
@@ -193,6 +198,29 @@ impl Path {
         self.root == Root::Input && self.segments.is_empty()
     }
 
+    /// Compiles a `$` path of names and indices only (not `$` itself) into direct field access
+    /// ([`fields`]), which [`Path::select`], [`Path::select_ref`] and [`FieldPath::take`] then follow.
+    /// Returns whether it compiled something (false for other paths and when already compiled).
+    pub fn compile_direct(&mut self) -> bool {
+        if self.direct.is_some() || self.root != Root::Input || !self.is_singular() {
+            return false;
+        }
+        self.direct = FieldPath::compile(&self.segments);
+        self.direct.is_some()
+    }
+
+    /// The compiled direct-access form, if [`Path::compile_direct`] made one.
+    pub fn direct(&self) -> Option<&FieldPath> {
+        self.direct.as_ref()
+    }
+
+    /// The node a direct path names in `doc`, by reference (no copy); `None` when it is
+    /// missing or the path has no direct form, and the caller uses [`Path::select`].
+    #[inline]
+    pub fn select_ref<'a>(&self, doc: &'a Value) -> Option<&'a Value> {
+        self.direct.as_ref()?.get(doc)
+    }
+
     /// Selects from `doc` with Jayway's result shape: a definite path gives its node (or
     /// [`SelectError::NotFound`]), an indefinite path gives an array of every match.
     ///
@@ -205,6 +233,9 @@ impl Path {
     /// sum of no numbers, the length of a number, or a definite path that is missing) the result
     /// is [`SelectError::NotFound`].
     pub fn select(&self, doc: &Value) -> Result<Value, SelectError> {
+        if let Some(direct) = &self.direct {
+            return direct.get(doc).cloned().ok_or_else(|| self.not_found(doc));
+        }
         match &self.root {
             Root::Input => self.select_root(doc),
             Root::Variable(name) => match variable(doc, name) {
@@ -222,6 +253,20 @@ impl Path {
             }
             Root::Context => self.select_root(doc),
         }
+    }
+
+    /// The document this path's root names: `input` for `$` paths, `context` for `$$` and
+    /// variable paths (the context-object document carries the variables).
+    pub fn root_doc<'a>(&self, input: &'a Value, context: &'a Value) -> &'a Value {
+        match self.root {
+            Root::Input => input,
+            Root::Context | Root::Variable(_) => context,
+        }
+    }
+
+    /// [`Path::select`] from the document its root names ([`Path::root_doc`]).
+    pub fn select_in(&self, input: &Value, context: &Value) -> Result<Value, SelectError> {
+        self.select(self.root_doc(input, context))
     }
 
     fn select_root(&self, doc: &Value) -> Result<Value, SelectError> {
@@ -408,8 +453,16 @@ impl ReferencePath {
         self.0.is_identity()
     }
 
+    /// [`Path::compile_direct`] for this path (every Reference Path other than `$` compiles).
+    pub fn compile_direct(&mut self) -> bool {
+        self.0.compile_direct()
+    }
+
     /// The node the path names, if present.
     pub fn get<'a>(&self, doc: &'a Value) -> Option<&'a Value> {
+        if let Some(direct) = &self.0.direct {
+            return direct.get(doc);
+        }
         eval::walk_singular(&self.0.segments, doc)
     }
 
@@ -482,29 +535,52 @@ pub fn preview(doc: &Value) -> String {
     s
 }
 
+/// A path serializes as its text; one compiled for direct access as `{"path": text, "direct":
+/// true}`, so that the compiled form survives the IR's trip into generated code.
 impl Serialize for Path {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.text)
+        match self.direct {
+            None => s.serialize_str(&self.text),
+            Some(_) => SerializedPath::Compiled { path: self.text.clone(), direct: true }.serialize(s),
+        }
     }
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum SerializedPath {
+    Text(String),
+    Compiled { path: String, direct: bool },
 }
 
 impl<'de> Deserialize<'de> for Path {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Path, D::Error> {
-        let text = String::deserialize(d)?;
-        Path::parse(&text).map_err(serde::de::Error::custom)
+        let (text, direct) = match SerializedPath::deserialize(d)? {
+            SerializedPath::Text(text) => (text, false),
+            SerializedPath::Compiled { path, direct } => (path, direct),
+        };
+        let mut path = Path::parse(&text).map_err(serde::de::Error::custom)?;
+        if direct && !path.compile_direct() {
+            return Err(serde::de::Error::custom(format!(
+                "the path `{text}` is marked for direct access but is not a `$` path of names and indices"
+            )));
+        }
+        Ok(path)
     }
 }
 
 impl Serialize for ReferencePath {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
+        self.0.serialize(s)
     }
 }
 
 impl<'de> Deserialize<'de> for ReferencePath {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<ReferencePath, D::Error> {
-        let text = String::deserialize(d)?;
-        ReferencePath::parse(&text).map_err(serde::de::Error::custom)
+        let path = Path::deserialize(d)?;
+        let mut reference = ReferencePath::parse(path.as_str()).map_err(serde::de::Error::custom)?;
+        reference.0.direct = path.direct;
+        Ok(reference)
     }
 }
 
