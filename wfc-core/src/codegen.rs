@@ -420,7 +420,10 @@ impl<'a> Generator<'a> {
             StateKind::Task(t) => matches!(t.transition, Transition::Next(_)) || !t.catch.is_empty(),
             StateKind::Parallel(p) => matches!(p.transition, Transition::Next(_)) || !p.catch.is_empty(),
             StateKind::Map(m) => matches!(m.transition, Transition::Next(_)) || !m.catch.is_empty(),
-            StateKind::Choice(_) | StateKind::Sw(_) => true,
+            StateKind::Choice(_) => true,
+            // A Serverless Workflow state loops only when it can send control to a state; a
+            // machine whose every state only ends would make the `loop` unreachable code.
+            StateKind::Sw(sw) => sw.edges().into_iter().any(|(target, _)| target.is_some()),
             StateKind::Succeed(_) | StateKind::Fail(_) => false,
         });
         let uses_handler = machine
