@@ -5,6 +5,9 @@ use std::process::{Command, Output};
 
 use serde_json::{Value, json};
 
+mod support;
+use support::{scratch, write};
+
 fn wfc() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_wfc"));
     // Keep the compiled engine's cache out of the source tree.
@@ -39,20 +42,6 @@ fn cases_dir() -> PathBuf {
 
 fn definition(name: &str) -> String {
     cases_dir().join("definitions").join(name).display().to_string()
-}
-
-/// A fresh scratch directory for one test.
-fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-tests").join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create the scratch directory");
-    dir
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> String {
-    let path = dir.join(name);
-    std::fs::write(&path, text).expect("write a scratch file");
-    path.display().to_string()
 }
 
 const INVALID: &str =

@@ -2,40 +2,13 @@
 //! is in flight, the same command is run again, and the execution completes without re-running
 //! the first task. The journal counts real starts per operation, so it is the invocation ledger.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-fn wfc() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_wfc"));
-    cmd.env_remove("RUST_LOG");
-    cmd
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("durable-tests").join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create the scratch directory");
-    dir
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> String {
-    let path = dir.join(name);
-    std::fs::write(&path, text).expect("write a scratch file");
-    path.display().to_string()
-}
-
-fn json_of(o: &Output) -> Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is one JSON value ({e}): {}\nstderr: {}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        )
-    })
-}
+mod support;
+use support::{json_of, scratch, wfc, write};
 
 const DEFINITION: &str = r#"{
   "StartAt": "First",

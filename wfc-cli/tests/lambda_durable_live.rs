@@ -314,10 +314,20 @@ fn lambda_invoke_answers_each_event_the_runner_sends() {
     .unwrap();
     let definition = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lambda/sequence.asl.json");
     let dex_port = s.dex_port;
+    // A hang guard: if the runner never invokes again, the test fails instead of blocking in
+    // accept forever.
+    listener.set_nonblocking(true).unwrap();
     let shim = std::thread::spawn(move || {
         let mut outputs = Vec::new();
-        for stream in listener.incoming() {
-            let mut stream = stream.unwrap();
+        loop {
+            let mut stream = wait_until("dex-local-runner to invoke the function", Duration::from_secs(600), || {
+                match listener.accept() {
+                    Ok((stream, _)) => Some(stream),
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => None,
+                    Err(e) => panic!("accept: {e}"),
+                }
+            });
+            stream.set_nonblocking(false).unwrap();
             let mut raw = Vec::new();
             let mut buf = [0u8; 65536];
             let (head_end, length) = loop {
@@ -357,7 +367,6 @@ fn lambda_invoke_answers_each_event_the_runner_sends() {
                 return outputs;
             }
         }
-        outputs
     });
     let arn = s.start_execution("sequence", "cmd-1", &json!({}));
     let outputs = shim.join().unwrap();

@@ -7,6 +7,9 @@ use std::process::{Command, Output};
 
 use serde_json::{Value, json};
 
+mod support;
+use support::{scratch, write};
+
 fn run(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_wfc")).env_remove("RUST_LOG").args(args).output().expect("the wfc binary runs")
 }
@@ -29,20 +32,6 @@ fn lines(o: &Output) -> Vec<Value> {
 
 fn definitions() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/cases/sw/definitions")
-}
-
-/// A fresh scratch directory for one test.
-fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("schedule-tests").join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create the scratch directory");
-    dir
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> String {
-    let path = dir.join(name);
-    std::fs::write(&path, text).expect("write a scratch file");
-    path.display().to_string()
 }
 
 #[test]

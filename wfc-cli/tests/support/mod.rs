@@ -1,5 +1,5 @@
-//! Helpers shared by the durable tests: running `wfc`, scratch directories, and a throw-away
-//! PostgreSQL server.
+//! Helpers shared by the `wfc` binary's tests: running `wfc`, scratch directories, and a
+//! throw-away PostgreSQL server.
 
 #![allow(dead_code)] // each test file uses a different part
 
@@ -16,8 +16,10 @@ pub(crate) fn wfc() -> Command {
     cmd
 }
 
+/// A fresh scratch directory for one test, under a root of its own per test binary
+/// (`CARGO_CRATE_NAME` is the test target's name), so no two test files share one.
 pub(crate) fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("durable-tests").join(name);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(env!("CARGO_CRATE_NAME")).join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("create the scratch directory");
     dir
