@@ -11,30 +11,16 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+mod support;
+use support::live::{Killed, free_port, venv_with, wait_until};
 
 fn venv() -> Option<PathBuf> {
-    let candidates = [
-        std::env::var_os("WFC_PY_VENV").map(PathBuf::from),
-        Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/py-venv")),
-    ];
-    candidates.into_iter().flatten().find(|v| v.join("bin/dex-local-runner").exists())
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    venv_with("dex-local-runner")
 }
 
 /// One HTTP/1.1 exchange; returns the status and the JSON body.
@@ -53,18 +39,6 @@ fn http(port: u16, method: &str, path: &str, body: Option<&Value>) -> Result<(u1
     let (head, body) = raw.split_once("\r\n\r\n").ok_or("malformed response")?;
     let status = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).ok_or("bad status")?;
     Ok((status, serde_json::from_str(body).unwrap_or(Value::String(body.to_owned()))))
-}
-
-fn wait_until<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
-    // A hang guard, not an assertion about time.
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "gave up waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 fn encode(s: &str) -> String {

@@ -12,28 +12,16 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+mod support;
+use support::live::{Killed, free_port, venv_with};
 
 fn venv() -> Option<PathBuf> {
-    [
-        std::env::var_os("WFC_PY_VENV").map(PathBuf::from),
-        Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/py-venv")),
-    ]
-    .into_iter()
-    .flatten()
-    .find(|v| v.join("bin/moto_server").exists())
+    venv_with("moto_server")
 }
 
 /// One SWF call (awsJson1.0: `X-Amz-Target: SimpleWorkflowService.<Op>`).
@@ -98,7 +86,7 @@ fn a_decider_loop_runs_a_workflow_to_completion_on_moto_server() {
         eprintln!("skipping the live SWF decider loop: {why}");
         return;
     };
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = free_port();
     let _moto = Killed(
         Command::new(venv.join("bin/moto_server"))
             .args(["-H", "127.0.0.1", "-p", &port.to_string()])
