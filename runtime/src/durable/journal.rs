@@ -362,19 +362,8 @@ impl Journal {
             let started = recorded.is_some_and(|op| op.status == OpStatus::Started);
             match suspender.park(Pending::Step { id, name: name.to_owned(), request, started }).await {}
         }
-        let update = |status, result, failure: Option<&Failure>| OperationUpdate {
-            id: id.clone(),
-            op_type: OpType::Step,
-            subtype: "Task".into(),
-            name: name.to_owned(),
-            status,
-            result,
-            error: failure.map(|f| f.error.clone()),
-            cause: failure.map(|f| f.cause.clone()),
-            due_at_ms: None,
-            callback_token: None,
-            parent_id: parent.clone(),
-            heartbeat_seconds: None,
+        let update = |status, result, failure: Option<&Failure>| {
+            outcome_update(OpType::Step, &id, parent.clone(), name, "Task", status, result, failure)
         };
         crash_point(&id, "before-start");
         self.checkpoint(vec![update(OpStatus::Started, None, None)]).await.map_err(store_failure)?;
@@ -643,7 +632,7 @@ impl Journal {
         if self.recorded_as(id, OpType::Context, name)?.is_some() {
             return Ok(());
         }
-        self.checkpoint(vec![context_update(id, parent, name, subtype, OpStatus::Started, None, None)])
+        self.checkpoint(vec![outcome_update(OpType::Context, id, parent, name, subtype, OpStatus::Started, None, None)])
             .await
             .map_err(store_failure)
     }
@@ -666,14 +655,26 @@ impl Journal {
             return Ok(());
         }
         let update = match outcome {
-            Ok(output) => context_update(id, parent, name, subtype, OpStatus::Succeeded, Some(output.clone()), None),
-            Err(f) => context_update(id, parent, name, subtype, OpStatus::Failed, None, Some(f)),
+            Ok(output) => outcome_update(
+                OpType::Context,
+                id,
+                parent,
+                name,
+                subtype,
+                OpStatus::Succeeded,
+                Some(output.clone()),
+                None,
+            ),
+            Err(f) => outcome_update(OpType::Context, id, parent, name, subtype, OpStatus::Failed, None, Some(f)),
         };
         self.checkpoint(vec![update]).await.map_err(store_failure)
     }
 }
 
-fn context_update(
+/// An update of a STEP or CONTEXT operation: its status, and its result or failure.
+#[allow(clippy::too_many_arguments)] // each is one field of the update
+fn outcome_update(
+    op_type: OpType,
     id: &str,
     parent: Option<String>,
     name: &str,
@@ -684,7 +685,7 @@ fn context_update(
 ) -> OperationUpdate {
     OperationUpdate {
         id: id.to_owned(),
-        op_type: OpType::Context,
+        op_type,
         subtype: subtype.to_owned(),
         name: name.to_owned(),
         status,
