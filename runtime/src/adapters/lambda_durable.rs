@@ -22,8 +22,8 @@ use sha2::Digest;
 
 use crate::durable::suspend::{SuspendPolicy, Suspender, run_until_suspended};
 use crate::durable::{
-    CheckpointToken, Claim, Completion, ExecutionRecord, ExecutionStatus, Journal, NewExecution, OpStatus, OpType,
-    Opened, Operation, OperationUpdate, Store, StoreError,
+    CheckpointToken, Claim, Completion, ExecutionRecord, Journal, NewExecution, OpStatus, OpType, Opened, Operation,
+    OperationUpdate, Store, StoreError,
 };
 use crate::{ExecutionResult, RunOptions, Status};
 
@@ -455,25 +455,7 @@ impl LambdaStore {
 
 impl Store for LambdaStore {
     fn open_execution(&self, new: NewExecution) -> BoxFuture<'_, Result<Claim, StoreError>> {
-        let record = ExecutionRecord {
-            name: new.name,
-            workflow: new.workflow,
-            status: ExecutionStatus::Running,
-            input: self.input.clone(),
-            output: None,
-            error: None,
-            cause: None,
-            start_time: self.start_time.clone(),
-            epoch: 1,
-            checkpoint_seq: 0,
-            created_at_ms: 0,
-            updated_at_ms: 0,
-            owner: None,
-            lease_until_ms: None,
-            wake_at_ms: None,
-            definition_hash: None,
-            signals: 0,
-        };
+        let record = ExecutionRecord::running(new.name, new.workflow, self.input.clone(), self.start_time.clone());
         let claim = Claim {
             record,
             operations: self.operations.clone(),

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use futures::future::BoxFuture;
 
 use crate::durable::{
-    CheckpointToken, Claim, Completion, ExecutionRecord, ExecutionStatus, NewExecution, OpStatus, Operation,
-    OperationUpdate, Store, StoreError,
+    CheckpointToken, Claim, Completion, ExecutionRecord, NewExecution, OpStatus, Operation, OperationUpdate, Store,
+    StoreError,
 };
 
 /// One execution's operations, in memory.
@@ -52,23 +52,8 @@ impl ReplayStore {
 
     fn record(&self, name: &str, input: serde_json::Value, workflow: &str) -> ExecutionRecord {
         ExecutionRecord {
-            name: name.to_owned(),
-            workflow: workflow.to_owned(),
-            status: ExecutionStatus::Running,
-            input,
-            output: None,
-            error: None,
-            cause: None,
-            start_time: self.start_time.clone(),
-            epoch: 1,
             checkpoint_seq: self.lock().seq,
-            created_at_ms: 0,
-            updated_at_ms: 0,
-            owner: None,
-            lease_until_ms: None,
-            wake_at_ms: None,
-            definition_hash: None,
-            signals: 0,
+            ..ExecutionRecord::running(name.to_owned(), workflow.to_owned(), input, self.start_time.clone())
         }
     }
 }

@@ -27,9 +27,9 @@ mod journal;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod sqlite;
+pub mod suspend;
 #[doc(hidden)]
 pub mod testing;
-pub mod suspend;
 pub mod worker;
 
 pub use journal::{Journal, Opened};
@@ -364,6 +364,32 @@ pub struct ExecutionRecord {
     /// whether one arrived while it held it.
     #[serde(default)]
     pub signals: i64,
+}
+
+impl ExecutionRecord {
+    /// A running execution's record as it stands before any store has touched it (epoch 1, no
+    /// checkpoint, no owner, no timers): what in-memory stores and test harnesses start from.
+    pub fn running(name: String, workflow: String, input: Value, start_time: String) -> ExecutionRecord {
+        ExecutionRecord {
+            name,
+            workflow,
+            status: ExecutionStatus::Running,
+            input,
+            output: None,
+            error: None,
+            cause: None,
+            start_time,
+            epoch: 1,
+            checkpoint_seq: 0,
+            created_at_ms: 0,
+            updated_at_ms: 0,
+            owner: None,
+            lease_until_ms: None,
+            wake_at_ms: None,
+            definition_hash: None,
+            signals: 0,
+        }
+    }
 }
 
 /// What [`Store::open_execution`] asks for.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{CheckpointToken, Claim, ExecutionRecord, ExecutionStatus, Journal, RawOperation, SqliteStore, Store};
+use super::{CheckpointToken, Claim, ExecutionRecord, Journal, RawOperation, SqliteStore, Store};
 use crate::{Clock, RunOptions, Status};
 
 /// The workflow stored journals are replayed on (its IR, as `wfc compile` embeds it): a Task
@@ -67,25 +67,8 @@ pub fn replay_stored_state(data: &[u8]) -> Result<(Status, usize), String> {
             definition_hash: None,
         };
         let opened = store.open_execution(new).await.map_err(|e| e.to_string())?;
-        let record = ExecutionRecord {
-            name: "stored".into(),
-            workflow: "stored".into(),
-            status: ExecutionStatus::Running,
-            input: json!({}),
-            output: None,
-            error: None,
-            cause: None,
-            start_time: "2024-01-01T00:00:00.000Z".into(),
-            epoch: 1,
-            checkpoint_seq: 0,
-            created_at_ms: 0,
-            updated_at_ms: 0,
-            owner: None,
-            lease_until_ms: None,
-            wake_at_ms: None,
-            definition_hash: None,
-            signals: 0,
-        };
+        let record =
+            ExecutionRecord::running("stored".into(), "stored".into(), json!({}), "2024-01-01T00:00:00.000Z".into());
         let token = CheckpointToken { epoch: opened.token.epoch, seq: opened.token.seq };
         let claim = Claim { record, operations, token, existed: true };
         let journal = Journal::from_claim(Arc::clone(&store), claim, None);
