@@ -147,6 +147,10 @@ tokio = {{ version = "1", features = ["rt", "time", "macros", "sync"] }}
 
 # Not part of any enclosing workspace (the cache may live inside one).
 [workspace]
+
+# These programs are built, run a few times and thrown away: no debug info to write and link.
+[profile.dev]
+debug = false
 "#,
         package = lit(package),
         runtime = lit(&runtime.to_string_lossy()),
