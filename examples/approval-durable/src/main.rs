@@ -6,6 +6,7 @@
 //! approval-durable pending --db approvals.db                          # the tokens waiting
 //! approval-durable approve --db approvals.db --token wfc1-...         # or --reject
 //! approval-durable run --db approvals.db --order 42 --amount 1200   # resumes: ships, once
+//! approval-durable demo                                               # all of the above, narrated
 //! ```
 //!
 //! `run` starts execution `order-<ID>` or resumes it. Completed tasks are never run again: each
@@ -115,9 +116,80 @@ async fn approve(db: &Path, token: &str, approved: bool) -> Result<Value, String
     Ok(json!({ "execution": execution, "approved": approved }))
 }
 
+fn log_lines(db: &Path) -> Vec<String> {
+    std::fs::read_to_string(db.with_extension("log")).unwrap_or_default().lines().map(str::to_owned).collect()
+}
+
+/// The whole story in one command, with a real crash: a worker process starts order 42 and
+/// waits for the approval; it is killed (SIGKILL) while it waits; the approval goes into the
+/// store; a new run resumes the execution and ships without validating or asking again.
+/// `--db PATH` keeps the store; the default is a fresh file in the system temp directory.
+fn demo(db: Option<PathBuf>) -> Result<(), String> {
+    let db = db.unwrap_or_else(|| std::env::temp_dir().join(format!("wfc-approval-demo-{}.db", std::process::id())));
+    for stale in [db.clone(), db.with_extension("log"), db.with_extension("db-wal"), db.with_extension("db-shm")] {
+        let _ = std::fs::remove_file(stale);
+    }
+    let me = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    let db_arg = db.display().to_string();
+    let run_args = ["run", "--db", db_arg.as_str(), "--order", "42", "--amount", "1200"];
+    println!("1. store: {} (embedded SQLite, synchronous=FULL)", db.display());
+
+    let mut worker = std::process::Command::new(&me)
+        .args(run_args)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot start the worker: {e}"))?;
+    println!("2. worker {} started execution order-42: validate, then ask for approval and wait", worker.id());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !log_lines(&db).iter().any(|l| l.starts_with("request")) {
+        if let Ok(Some(status)) = worker.try_wait() {
+            return Err(format!("the worker ended before asking for approval ({status})"));
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = worker.kill();
+            return Err("the worker did not ask for approval within 120 s".into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    worker.kill().map_err(|e| format!("cannot kill the worker: {e}"))?;
+    let _ = worker.wait();
+    println!("3. killed the worker (SIGKILL) while it waited: the execution lives on in the store");
+
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    runtime.block_on(async {
+        let waiting = pending(&db).await?;
+        let token = waiting[0]["token"].as_str().ok_or("no approval is pending in the store")?.to_owned();
+        approve(&db, &token, true).await?;
+        println!("4. approved through the store (token {token})");
+        let done = run(&db, 42, 1200.0).await?;
+        println!("5. a new run resumed order-42: {done}");
+        Ok::<_, String>(())
+    })?;
+    let effects = log_lines(&db);
+    println!("6. side effects across both processes ({}):", db.with_extension("log").display());
+    for line in &effects {
+        println!("     {line}");
+    }
+    let kinds: Vec<&str> = effects.iter().filter_map(|l| l.split(' ').next()).collect();
+    if kinds != ["validate", "request", "ship"] {
+        return Err(format!("expected validate, request and ship once each, got {kinds:?}"));
+    }
+    println!("   each task ran exactly once.");
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
-    let usage = "usage: approval-durable run --db PATH --order ID --amount N | pending --db PATH | approve --db PATH --token T [--reject]";
+    let usage = "usage: approval-durable [demo [--db PATH]] | run --db PATH --order ID --amount N | pending --db PATH | approve --db PATH --token T [--reject]";
+    if matches!(args.get(1).map(String::as_str), None | Some("demo")) {
+        return match demo(arg(&args, "--db").map(PathBuf::from)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(1)
+            }
+        };
+    }
     let Some(db) = arg(&args, "--db").map(PathBuf::from) else {
         eprintln!("{usage}");
         return ExitCode::from(2);

@@ -62,3 +62,22 @@ fn an_approval_survives_a_restart() {
     assert_eq!(json(&bin().args(run).output().unwrap())["status"], "SUCCEEDED");
     assert_eq!(log_lines(&db).len(), 3);
 }
+
+/// `approval-durable` with no arguments (the README's first command) tells the same story in one
+/// process tree and checks it itself; this holds it to that.
+#[test]
+fn the_demo_runs_the_whole_story() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("approval-demo");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("demo.db");
+    let out = bin().args(["demo", "--db", &db.display().to_string()]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("killed the worker (SIGKILL)"), "{stdout}");
+    assert!(stdout.contains(r#""status":"SUCCEEDED""#), "{stdout}");
+    assert_eq!(
+        log_lines(&db).iter().map(|l| l.split(' ').next().unwrap()).collect::<Vec<_>>(),
+        ["validate", "request", "ship"]
+    );
+}
