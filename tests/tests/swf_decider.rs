@@ -150,6 +150,7 @@ impl<'a> Sim<'a> {
                         out.insert(s.name.clone(), t.resource.as_str().to_owned());
                     }
                     StateKind::Parallel(p) => p.branches.iter().for_each(|b| walk(b, out)),
+                    StateKind::Map(m) => walk(&m.item_processor, out),
                     _ => {}
                 }
             }
@@ -473,7 +474,11 @@ fn unsupported(workflow: &Workflow) -> Option<String> {
     fn walk(m: &StateMachine) -> Option<String> {
         for s in &m.states {
             match &s.kind {
-                StateKind::Map(_) => return Some(format!("state {} is a Map", s.name)),
+                StateKind::Map(m) => {
+                    if let Some(r) = walk(&m.item_processor) {
+                        return Some(r);
+                    }
+                }
                 StateKind::Task(t) if wfc_runtime::callback::is_callback_resource(&t.resource) => {
                     return Some(format!("state {} waits for a task token (callbacks are not mapped to SWF)", s.name));
                 }
@@ -496,6 +501,7 @@ fn every_eligible_case_runs_to_its_expected_end_through_the_decider() {
     let mut files = Vec::new();
     case_files(&cases_dir(), &mut files);
     let (mut ran, mut failures, mut skipped) = (0, Vec::new(), Vec::new());
+    let mut with_map = Vec::new();
     for file in files {
         let doc: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
         let cases: Vec<Value> = match doc {
@@ -530,6 +536,14 @@ fn every_eligible_case_runs_to_its_expected_end_through_the_decider() {
             let input = case.get("input").cloned().unwrap_or(json!({}));
             let seed = case.get("seed").and_then(Value::as_u64).unwrap_or(0);
             let mut sim = Sim::new(&loaded.workflow, &name, &input, mocks, seed);
+            // A DISTRIBUTED Map's ItemReader reads the case's fixtures; its ResultWriter writes
+            // to a fresh directory.
+            sim.config.item_root = case["item_root"].as_str().map(|rel| file.parent().unwrap().join(rel));
+            let result_root = std::env::temp_dir().join(format!("wfc-swf-loop-{}-{ran}", std::process::id()));
+            sim.config.result_root = Some(result_root.clone());
+            if has_map(&loaded.workflow.machine) {
+                with_map.push(name.clone());
+            }
             // Every third case polls in pages of 5 events, newest first.
             if ran % 3 == 1 {
                 sim.page_size = 5;
@@ -539,7 +553,9 @@ fn every_eligible_case_runs_to_its_expected_end_through_the_decider() {
             }
             ran += 1;
             let expected = &case["expected"];
-            match sim.run() {
+            let outcome = sim.run();
+            let _ = std::fs::remove_dir_all(&result_root);
+            match outcome {
                 Err(e) => failures.push(format!("{name}: {e}")),
                 Ok(closed) => {
                     let mut problems = Vec::new();
@@ -573,7 +589,7 @@ fn every_eligible_case_runs_to_its_expected_end_through_the_decider() {
             }
         }
     }
-    eprintln!("decider loop: {ran} cases ran, {} skipped:", skipped.len());
+    eprintln!("decider loop: {ran} cases ran ({} with a Map), {} skipped:", with_map.len(), skipped.len());
     for s in &skipped {
         eprintln!("  skipped {s}");
     }
@@ -584,6 +600,17 @@ fn every_eligible_case_runs_to_its_expected_end_through_the_decider() {
         failures.join("\n")
     );
     assert!(ran >= 30, "only {ran} cases ran through the decider loop");
+    // Inline and DISTRIBUTED Maps (MaxConcurrency, ItemSelector, ItemReader, ResultWriter,
+    // tolerated failures) go through the decider too.
+    assert!(with_map.len() >= 20, "only {} cases with a Map ran: {with_map:?}", with_map.len());
+}
+
+fn has_map(m: &StateMachine) -> bool {
+    m.states.iter().any(|s| match &s.kind {
+        StateKind::Map(_) => true,
+        StateKind::Parallel(p) => p.branches.iter().any(has_map),
+        _ => false,
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -877,6 +904,111 @@ fn parallel_branches_are_concurrent_activities_and_a_failure_cancels_the_rest() 
     assert_eq!(types(&r), ["CancelTimer", "FailWorkflowExecution"], "{r:#}");
     assert_eq!(decision(&r, "CancelTimer")[0]["timerId"], swf::swf_id("Both#1.0/1/Nap#1"));
     assert_eq!(decision(&r, "FailWorkflowExecution")[0]["reason"], "Both.Failed");
+}
+
+const MAP: &str = r#"{
+  "StartAt": "Fan",
+  "States": {
+    "Fan": { "Type": "Map", "ItemsPath": "$.orders", "MaxConcurrency": 2,
+      "ItemSelector": { "order.$": "$$.Map.Item.Value", "index.$": "$$.Map.Item.Index", "region.$": "$.region" },
+      "ItemProcessor": { "ProcessorConfig": { "Mode": "INLINE" }, "StartAt": "Work", "States": {
+        "Work": { "Type": "Task", "Resource": "arn:aws:states:::activity:work",
+          "Retry": [ { "ErrorEquals": ["Busy"], "IntervalSeconds": 3, "MaxAttempts": 1 } ], "End": true } } },
+      "ResultSelector": { "count.$": "States.ArrayLength($)", "all.$": "$" },
+      "ResultPath": "$.out", "End": true }
+  }
+}"#;
+
+/// The scheduled event of the activity whose `control` is `op`.
+fn scheduled_event(h: &History, op: &str) -> u64 {
+    h.0.iter()
+        .find(|e| e["eventType"] == "ActivityTaskScheduled" && e["activityTaskScheduledEventAttributes"]["control"] == op)
+        .unwrap_or_else(|| panic!("{op} was not scheduled"))["eventId"]
+        .as_u64()
+        .unwrap()
+}
+
+fn controls(response: &Value, decision_type: &str) -> Vec<String> {
+    decision(response, decision_type).iter().map(|d| d["control"].as_str().unwrap().to_owned()).collect()
+}
+
+#[test]
+fn map_iterations_are_activities_within_max_concurrency_and_a_failed_one_is_retried() {
+    let wf = load(MAP);
+    let input = json!({ "region": "eu", "orders": [ { "id": "a" }, { "id": "b" }, { "id": "c" } ] });
+    let mut h = History(start_events(&input));
+    let decide = |h: &History| swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+
+    // MaxConcurrency 2: two iterations are scheduled, the third waits for a free slot.
+    let r = decide(&h);
+    assert_eq!(types(&r), ["ScheduleActivityTask", "ScheduleActivityTask", "RecordMarker"], "{r:#}");
+    assert_eq!(controls(&r, "ScheduleActivityTask"), ["Fan#1.0/0/Work#1.0", "Fan#1.0/1/Work#1.0"]);
+    let first = decision(&r, "ScheduleActivityTask")[0];
+    assert_eq!(first["activityId"], swf::swf_id("Fan#1.0/0/Work#1.0"));
+    assert_eq!(first["activityType"]["name"], "work");
+    // ItemSelector: each iteration's input.
+    let input0: Value = serde_json::from_str(first["input"].as_str().unwrap()).unwrap();
+    assert_eq!(input0, json!({ "order": { "id": "a" }, "index": 0, "region": "eu" }));
+    let marker: Value = serde_json::from_str(decision(&r, "RecordMarker")[0]["details"].as_str().unwrap()).unwrap();
+    assert_eq!(marker["scheduled"], json!(["Fan#1.0/0/Work#1.0", "Fan#1.0/1/Work#1.0"]));
+    h.accept(1000.0, &r);
+
+    // Iteration 0 fails with a retried error: its back-off is a timer and it keeps its slot,
+    // so iteration 2 is not scheduled yet.
+    let s0 = scheduled_event(&h, "Fan#1.0/0/Work#1.0");
+    let started = h.add(1001.0, "ActivityTaskStarted", json!({ "scheduledEventId": s0 }));
+    h.add(
+        1002.0,
+        "ActivityTaskFailed",
+        json!({ "scheduledEventId": s0, "startedEventId": started, "reason": "Busy", "details": "try later" }),
+    );
+    h.decision_task(1002.0);
+    let r = decide(&h);
+    assert_eq!(types(&r), ["StartTimer", "RecordMarker"], "{r:#}");
+    let timer = decision(&r, "StartTimer")[0];
+    assert_eq!(timer["control"], "Fan#1.0/0/Work#1.retry1");
+    assert_eq!(timer["startToFireTimeout"], "3");
+    let timer_started = h.accept(1002.0, &r)[0];
+
+    // Iteration 1 succeeds: its slot goes to iteration 2.
+    let s1 = scheduled_event(&h, "Fan#1.0/1/Work#1.0");
+    let started = h.add(1003.0, "ActivityTaskStarted", json!({ "scheduledEventId": s1 }));
+    h.add(
+        1003.0,
+        "ActivityTaskCompleted",
+        json!({ "scheduledEventId": s1, "startedEventId": started, "result": "{\"done\":\"b\"}" }),
+    );
+    h.decision_task(1003.0);
+    let r = decide(&h);
+    assert_eq!(types(&r), ["ScheduleActivityTask", "RecordMarker"], "{r:#}");
+    assert_eq!(controls(&r, "ScheduleActivityTask"), ["Fan#1.0/2/Work#1.0"]);
+    // Another decider process with only the history decides the same.
+    assert_eq!(decide(&h), r);
+    h.accept(1003.0, &r);
+
+    // The back-off ends: iteration 0's second attempt.
+    h.add(1005.0, "TimerFired", json!({ "timerId": timer["timerId"], "startedEventId": timer_started }));
+    h.decision_task(1005.0);
+    let r = decide(&h);
+    assert_eq!(types(&r), ["ScheduleActivityTask", "RecordMarker"], "{r:#}");
+    assert_eq!(controls(&r, "ScheduleActivityTask"), ["Fan#1.0/0/Work#1.1"]);
+    h.accept(1005.0, &r);
+
+    for (op, result) in [("Fan#1.0/2/Work#1.0", r#"{"done":"c"}"#), ("Fan#1.0/0/Work#1.1", r#"{"done":"a"}"#)] {
+        let s = scheduled_event(&h, op);
+        let started = h.add(1006.0, "ActivityTaskStarted", json!({ "scheduledEventId": s }));
+        h.add(1007.0, "ActivityTaskCompleted", json!({ "scheduledEventId": s, "startedEventId": started, "result": result }));
+    }
+    h.decision_task(1007.0);
+    let r = decide(&h);
+    assert_eq!(types(&r), ["CompleteWorkflowExecution"], "{r:#}");
+    let result: Value =
+        serde_json::from_str(decision(&r, "CompleteWorkflowExecution")[0]["result"].as_str().unwrap()).unwrap();
+    // Results in item order (not completion order), through ResultSelector and ResultPath.
+    let mut expected = input.clone();
+    expected["out"] =
+        json!({ "count": 3, "all": [ { "done": "a" }, { "done": "b" }, { "done": "c" } ] });
+    assert_eq!(result, expected);
 }
 
 #[test]

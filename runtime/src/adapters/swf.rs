@@ -112,6 +112,13 @@ pub struct SwfConfig {
     pub record_markers: bool,
     /// The seed of retry jitter and random intrinsics (default 0).
     pub seed: u64,
+    /// Where a DISTRIBUTED Map's ItemReader reads `s3://BUCKET/KEY` (`<itemRoot>/BUCKET/KEY`,
+    /// as `--item-root`). The decider reads the items again at each replay, so the objects
+    /// must not change while an execution runs.
+    pub item_root: Option<std::path::PathBuf>,
+    /// Where a DISTRIBUTED Map's ResultWriter writes (as `--result-root`). The files are
+    /// written again, identically, by each replay that passes the Map's end.
+    pub result_root: Option<std::path::PathBuf>,
 }
 
 impl Default for SwfConfig {
@@ -130,6 +137,8 @@ impl Default for SwfConfig {
             continue_as_new_after_events: 10_000,
             record_markers: true,
             seed: 0,
+            item_root: None,
+            result_root: None,
         }
     }
 }
@@ -192,6 +201,12 @@ where
     };
     let mut options = RunOptions::virtual_time().with_seed(config.seed).with_journal(journal);
     options.clock = clock;
+    if let Some(root) = &config.item_root {
+        options = options.with_item_root(root.clone());
+    }
+    if let Some(root) = &config.result_root {
+        options = options.with_result_root(root.clone());
+    }
     let outcome = run_until_suspended(&suspender, run(view.input.clone(), options)).await;
 
     match outcome {
