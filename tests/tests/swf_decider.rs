@@ -1079,6 +1079,248 @@ fn refused_and_failed_decisions_are_handled() {
     );
 }
 
+const CHILD: &str = r#"{
+  "StartAt": "Bill",
+  "States": {
+    "Bill": { "Type": "Task", "Resource": "arn:aws:states:::states:startExecution.sync:2",
+      "Parameters": { "StateMachineArn": "arn:aws:states:us-east-1:123456789012:stateMachine:Billing", "Input": { "n.$": "$.n" } },
+      "TimeoutSeconds": 60,
+      "Retry": [ { "ErrorEquals": ["States.TaskFailed"], "IntervalSeconds": 1, "MaxAttempts": 3 } ],
+      "Catch": [ { "ErrorEquals": ["States.Timeout"], "ResultPath": "$.error", "Next": "Done" } ],
+      "ResultPath": "$.bill", "Next": "Done" },
+    "Done": { "Type": "Pass", "End": true }
+  }
+}"#;
+
+/// The event that accepted the child workflow decision of operation `op`.
+fn initiated_event(h: &History, op: &str) -> u64 {
+    h.0.iter()
+        .find(|e| {
+            e["eventType"] == "StartChildWorkflowExecutionInitiated"
+                && e["startChildWorkflowExecutionInitiatedEventAttributes"]["control"] == op
+        })
+        .unwrap_or_else(|| panic!("{op} was not initiated"))["eventId"]
+        .as_u64()
+        .unwrap()
+}
+
+/// A timer of `secs` seconds was asked for: it fires, and a new decision task follows.
+fn fire_timer(h: &mut History, r: &Value, t: f64, secs: &str) {
+    let timer = decision(r, "StartTimer")[0].clone();
+    assert_eq!(timer["startToFireTimeout"], secs, "{r:#}");
+    let started = h.accept(t, r)[0];
+    h.add(t, "TimerFired", json!({ "timerId": timer["timerId"], "startedEventId": started }));
+    h.decision_task(t);
+}
+
+#[test]
+fn child_workflows_start_fail_time_out_complete_and_are_cancelled() {
+    let wf = load(CHILD);
+    let decide = |h: &History| swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    let mut h = History(start_events(&json!({ "n": 3 })));
+
+    // startExecution: a child workflow of the StateMachineArn's type, Parameters.Input as input.
+    let r = decide(&h);
+    assert_eq!(types(&r), ["StartChildWorkflowExecution", "RecordMarker"], "{r:#}");
+    let start = decision(&r, "StartChildWorkflowExecution")[0];
+    assert_eq!(start["workflowType"], json!({ "name": "Billing", "version": "1" }));
+    assert_eq!(start["workflowId"], "wf-1--Bill#1.0");
+    assert_eq!(start["control"], "Bill#1.0");
+    assert_eq!(start["input"], r#"{"n":3}"#);
+    assert_eq!(start["executionStartToCloseTimeout"], "60");
+    assert_eq!(start["childPolicy"], "TERMINATE");
+    h.accept(1000.0, &r);
+
+    // SWF cannot start it: a failed attempt (States.TaskFailed), retried after a timer.
+    let i0 = initiated_event(&h, "Bill#1.0");
+    h.add(
+        1001.0,
+        "StartChildWorkflowExecutionFailed",
+        json!({ "initiatedEventId": i0, "workflowId": "wf-1--Bill#1.0", "cause": "WORKFLOW_ALREADY_RUNNING",
+                "workflowType": { "name": "Billing", "version": "1" } }),
+    );
+    h.decision_task(1001.0);
+    let r = decide(&h);
+    assert_eq!(types(&r), ["StartTimer", "RecordMarker"], "{r:#}");
+    fire_timer(&mut h, &r, 1002.0, "1");
+    let r = decide(&h);
+    assert_eq!(decision(&r, "StartChildWorkflowExecution")[0]["workflowId"], "wf-1--Bill#1.1");
+    h.accept(1002.0, &r);
+
+    // The second child starts, then is terminated: another failed attempt, another back-off.
+    let i1 = initiated_event(&h, "Bill#1.1");
+    let child = json!({ "workflowId": "wf-1--Bill#1.1", "runId": "child-run-1" });
+    h.add(1003.0, "ChildWorkflowExecutionStarted", json!({ "initiatedEventId": i1, "workflowExecution": child }));
+    h.add(1004.0, "ChildWorkflowExecutionTerminated", json!({ "initiatedEventId": i1, "workflowExecution": child }));
+    h.decision_task(1004.0);
+    let r = decide(&h);
+    fire_timer(&mut h, &r, 1006.0, "2");
+    let r = decide(&h);
+    assert_eq!(decision(&r, "StartChildWorkflowExecution")[0]["workflowId"], "wf-1--Bill#1.2");
+
+    // Branch A: the third child times out: States.Timeout, which the Catch takes.
+    let mut timed_out = History(h.0.clone());
+    timed_out.accept(1006.0, &r);
+    let i2 = initiated_event(&timed_out, "Bill#1.2");
+    let child = json!({ "workflowId": "wf-1--Bill#1.2", "runId": "child-run-2" });
+    timed_out.add(1007.0, "ChildWorkflowExecutionStarted", json!({ "initiatedEventId": i2, "workflowExecution": child }));
+    timed_out.add(
+        1067.0,
+        "ChildWorkflowExecutionTimedOut",
+        json!({ "initiatedEventId": i2, "workflowExecution": child, "timeoutType": "START_TO_CLOSE" }),
+    );
+    timed_out.decision_task(1067.0);
+    let r2 = decide(&timed_out);
+    assert_eq!(types(&r2), ["CompleteWorkflowExecution"], "{r2:#}");
+    let result: Value =
+        serde_json::from_str(decision(&r2, "CompleteWorkflowExecution")[0]["result"].as_str().unwrap()).unwrap();
+    assert_eq!(result["error"]["Error"], "States.Timeout");
+
+    // Branch B: the workflow is cancelled while the child runs: the child is asked to cancel
+    // (with its run id), then the workflow.
+    let mut cancelled = History(h.0.clone());
+    cancelled.accept(1006.0, &r);
+    let i2 = initiated_event(&cancelled, "Bill#1.2");
+    cancelled.add(1007.0, "ChildWorkflowExecutionStarted", json!({ "initiatedEventId": i2, "workflowExecution": child }));
+    cancelled.add(1008.0, "WorkflowExecutionCancelRequested", json!({ "cause": "operator" }));
+    cancelled.decision_task(1008.0);
+    let r2 = decide(&cancelled);
+    assert_eq!(types(&r2), ["RequestCancelExternalWorkflowExecution", "CancelWorkflowExecution"], "{r2:#}");
+    assert_eq!(
+        decision(&r2, "RequestCancelExternalWorkflowExecution")[0],
+        &json!({ "workflowId": "wf-1--Bill#1.2", "runId": "child-run-2" })
+    );
+
+    // Branch C: the child completes: its result is the Task's result.
+    h.accept(1006.0, &r);
+    let i2 = initiated_event(&h, "Bill#1.2");
+    h.add(1007.0, "ChildWorkflowExecutionStarted", json!({ "initiatedEventId": i2, "workflowExecution": child }));
+    h.add(
+        1008.0,
+        "ChildWorkflowExecutionCompleted",
+        json!({ "initiatedEventId": i2, "workflowExecution": child, "result": r#"{"paid":true}"# }),
+    );
+    h.decision_task(1008.0);
+    let r = decide(&h);
+    assert_eq!(types(&r), ["CompleteWorkflowExecution"], "{r:#}");
+    let result: Value =
+        serde_json::from_str(decision(&r, "CompleteWorkflowExecution")[0]["result"].as_str().unwrap()).unwrap();
+    assert_eq!(result, json!({ "n": 3, "bill": { "paid": true } }));
+}
+
+const LAMBDA_THEN_WAIT: &str = r#"{
+  "StartAt": "Charge",
+  "States": {
+    "Charge": { "Type": "Task", "Resource": "arn:aws:lambda:us-east-1:123456789012:function:Charge", "TimeoutSeconds": 30,
+      "Retry": [ { "ErrorEquals": ["States.ALL"], "IntervalSeconds": 2, "MaxAttempts": 2 } ],
+      "Catch": [ { "ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Nap" } ], "Next": "Nap" },
+    "Nap": { "Type": "Wait", "Seconds": 10, "End": true }
+  }
+}"#;
+
+#[test]
+fn lambda_failures_and_refused_timers_are_mapped() {
+    let wf = load(LAMBDA_THEN_WAIT);
+    let config: SwfConfig = serde_json::from_value(json!({ "lambda": true })).unwrap();
+    let decide = |h: &History| swf::decide(&wf, &task_of(&h.0), &config).unwrap();
+    let mut h = History(start_events(&json!({})));
+    let r = decide(&h);
+    assert_eq!(decision(&r, "ScheduleLambdaFunction")[0]["startToCloseTimeout"], "30");
+    let completed = h.next_id();
+    h.add(1000.0, "DecisionTaskCompleted", json!({ "scheduledEventId": 2, "startedEventId": 3 }));
+    // A passing refusal of ScheduleLambdaFunction: scheduled again, identically.
+    h.add(
+        1000.0,
+        "ScheduleLambdaFunctionFailed",
+        json!({ "id": "Charge#1.0", "name": "arn:aws:lambda:us-east-1:123456789012:function:Charge",
+                "cause": "OPEN_LAMBDA_FUNCTIONS_LIMIT_EXCEEDED", "decisionTaskCompletedEventId": completed }),
+    );
+    h.decision_task(1001.0);
+    let again = decide(&h);
+    assert_eq!(decision(&again, "ScheduleLambdaFunction"), decision(&r, "ScheduleLambdaFunction"));
+    let ids = h.accept(1001.0, &again);
+
+    // SWF could not start the function: a failed attempt (States.TaskFailed with SWF's cause).
+    h.add(
+        1002.0,
+        "StartLambdaFunctionFailed",
+        json!({ "scheduledEventId": ids[0], "cause": "ASSUME_ROLE_FAILED", "message": "no role" }),
+    );
+    h.decision_task(1002.0);
+    let r = decide(&h);
+    fire_timer(&mut h, &r, 1004.0, "2");
+    let r = decide(&h);
+    let ids = h.accept(1004.0, &r);
+    // The second attempt times out: States.Timeout, with the runtime's cause for TimeoutSeconds.
+    let s = h.add(1005.0, "LambdaFunctionStarted", json!({ "scheduledEventId": ids[0] }));
+    h.add(
+        1035.0,
+        "LambdaFunctionTimedOut",
+        json!({ "scheduledEventId": ids[0], "startedEventId": s, "timeoutType": "START_TO_CLOSE" }),
+    );
+    h.decision_task(1035.0);
+    let r = decide(&h);
+    fire_timer(&mut h, &r, 1039.0, "4");
+    let r = decide(&h);
+    let ids = h.accept(1039.0, &r);
+    // The third fails too: retries are spent, the Catch goes on to the Wait.
+    let s = h.add(1040.0, "LambdaFunctionStarted", json!({ "scheduledEventId": ids[0] }));
+    h.add(
+        1041.0,
+        "LambdaFunctionFailed",
+        json!({ "scheduledEventId": ids[0], "startedEventId": s, "reason": "", "details": "card declined" }),
+    );
+    h.decision_task(1041.0);
+    let r = decide(&h);
+    assert_eq!(types(&r), ["StartTimer", "RecordMarker"], "{r:#}");
+    assert_eq!(decision(&r, "StartTimer")[0]["timerId"], "Nap#1");
+
+    // A passing StartTimer refusal: asked again; a lasting one fails the workflow with the cause.
+    let completed = h.add(1041.0, "DecisionTaskCompleted", json!({ "scheduledEventId": 2, "startedEventId": 3 }));
+    h.add(
+        1041.0,
+        "StartTimerFailed",
+        json!({ "timerId": "Nap#1", "cause": "TIMER_CREATION_RATE_EXCEEDED", "decisionTaskCompletedEventId": completed }),
+    );
+    h.decision_task(1042.0);
+    assert_eq!(decision(&decide(&h), "StartTimer"), decision(&r, "StartTimer"));
+    let completed = h.add(1042.0, "DecisionTaskCompleted", json!({ "scheduledEventId": 2, "startedEventId": 3 }));
+    h.add(
+        1042.0,
+        "StartTimerFailed",
+        json!({ "timerId": "Nap#1", "cause": "TIMER_ID_ALREADY_IN_USE", "decisionTaskCompletedEventId": completed }),
+    );
+    h.decision_task(1043.0);
+    let r = decide(&h);
+    assert_eq!(types(&r), ["FailWorkflowExecution"], "{r:#}");
+    let fail = decision(&r, "FailWorkflowExecution")[0];
+    assert_eq!(fail["reason"], "wfc.DecisionFailed");
+    assert!(fail["details"].as_str().unwrap().contains("TIMER_ID_ALREADY_IN_USE"), "{fail}");
+}
+
+/// A cancel SWF refuses (the activity or timer closed meanwhile) is not asked again.
+#[test]
+fn refused_cancels_are_not_asked_again() {
+    let wf = load(PARALLEL);
+    let mut h = History(start_events(&json!({})));
+    let r = swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    h.accept(1000.0, &r);
+    h.add(1001.0, "WorkflowExecutionCancelRequested", json!({ "cause": "stop" }));
+    h.decision_task(1001.0);
+    let r = swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    assert_eq!(types(&r), ["RequestCancelActivityTask", "CancelTimer", "CancelWorkflowExecution"], "{r:#}");
+    let activity_id = decision(&r, "RequestCancelActivityTask")[0]["activityId"].clone();
+    let timer_id = decision(&r, "CancelTimer")[0]["timerId"].clone();
+    // SWF refuses both cancels and the closing decision (a new event raced it).
+    let completed = h.add(1001.0, "DecisionTaskCompleted", json!({ "scheduledEventId": 2, "startedEventId": 3 }));
+    h.add(1001.0, "RequestCancelActivityTaskFailed", json!({ "activityId": activity_id, "cause": "ACTIVITY_ID_UNKNOWN", "decisionTaskCompletedEventId": completed }));
+    h.add(1001.0, "CancelTimerFailed", json!({ "timerId": timer_id, "cause": "TIMER_ID_UNKNOWN", "decisionTaskCompletedEventId": completed }));
+    h.add(1001.0, "CancelWorkflowExecutionFailed", json!({ "cause": "UNHANDLED_DECISION", "decisionTaskCompletedEventId": completed }));
+    h.decision_task(1002.0);
+    let r = swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    assert_eq!(types(&r), ["CancelWorkflowExecution"], "{r:#}");
+}
+
 #[test]
 fn a_refused_closing_decision_is_made_again_from_the_newer_history() {
     let wf = load(r#"{"StartAt": "Done", "States": {"Done": {"Type": "Pass", "Result": {"ok": true}, "End": true}}}"#);
