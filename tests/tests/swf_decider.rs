@@ -502,6 +502,7 @@ fn every_eligible_case_runs_to_its_expected_end_through_the_decider() {
     case_files(&cases_dir(), &mut files);
     let (mut ran, mut failures, mut skipped) = (0, Vec::new(), Vec::new());
     let mut with_map = Vec::new();
+    let mut refused = Vec::new();
     for file in files {
         let doc: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
         let cases: Vec<Value> = match doc {
@@ -514,16 +515,31 @@ fn every_eligible_case_runs_to_its_expected_end_through_the_decider() {
                 skipped.push(format!("{name}: skipped or Step Functions Local mocks"));
                 continue;
             }
-            let text = match &case["definition"] {
-                Value::String(rel) => std::fs::read_to_string(file.parent().unwrap().join(rel)).unwrap(),
-                inline => inline.to_string(),
+            // A definition file names the state machine as `wfc test` does (by its file name).
+            let (source_path, text) = match &case["definition"] {
+                Value::String(rel) => {
+                    let path = file.parent().unwrap().join(rel);
+                    (path.to_string_lossy().into_owned(), std::fs::read_to_string(&path).unwrap())
+                }
+                inline => (name.clone(), inline.to_string()),
             };
-            let Ok(loaded) = wfc_core::load(wfc_core::Source { path: &name, text: &text }) else {
+            let Ok(loaded) = wfc_core::load(wfc_core::Source { path: &source_path, text: &text }) else {
                 skipped.push(format!("{name}: the definition does not load (an error case)"));
                 continue;
             };
             if let Some(reason) = unsupported(&loaded.workflow) {
                 skipped.push(format!("{name}: {reason}"));
+                continue;
+            }
+            // What the decider refuses, it refuses with its reason on the first decision task.
+            if let Some(reason) = swf::unsupported(&loaded.workflow) {
+                let mut sim = Sim::new(&loaded.workflow, &name, &json!({}), HashMap::new(), 0);
+                let (task, _) = sim.poll();
+                match swf::decide(&loaded.workflow, &task, &SwfConfig::default()) {
+                    Err(swf::SwfError::Unsupported(why)) if why == reason => {}
+                    other => failures.push(format!("{name}: not refused as unsupported: {other:?}")),
+                }
+                refused.push(format!("{name}: {reason}"));
                 continue;
             }
             let mocks = match parse_mocks(case.get("mocks").unwrap_or(&Value::Null)) {
@@ -560,12 +576,15 @@ fn every_eligible_case_runs_to_its_expected_end_through_the_decider() {
                 Ok(closed) => {
                     let mut problems = Vec::new();
                     if expected["status"] != closed.status {
-                        problems.push(format!("status {} != {}", closed.status, expected["status"]));
+                        problems.push(format!(
+                            "status {} != {} (error {:?}, cause {:?})",
+                            closed.status, expected["status"], closed.error, closed.cause
+                        ));
                     }
                     if let Some(out) = expected.get("output")
                         && closed.output.as_ref() != Some(out)
                     {
-                        problems.push(format!("output {:?} != {out}", closed.output));
+                        problems.push(format!("output {} != {out}", closed.output.clone().unwrap_or(Value::Null)));
                     }
                     if let Some(err) = expected.get("error").and_then(Value::as_str)
                         && closed.error.as_deref() != Some(err)
@@ -592,6 +611,9 @@ fn every_eligible_case_runs_to_its_expected_end_through_the_decider() {
     eprintln!("decider loop: {ran} cases ran ({} with a Map), {} skipped:", with_map.len(), skipped.len());
     for s in &skipped {
         eprintln!("  skipped {s}");
+    }
+    for s in &refused {
+        eprintln!("  refused by the decider {s}");
     }
     assert!(
         failures.is_empty(),

@@ -72,6 +72,9 @@ pub enum PollerError {
         /// What is wrong with it.
         message: String,
     },
+    /// The workflow has something the decider cannot schedule ([`super::swf::unsupported`]).
+    #[error("the SWF decider cannot run this workflow: {0}")]
+    Unsupported(String),
     /// The request could not be signed.
     #[error("cannot sign the SWF {operation} request: {message}")]
     Signing {
@@ -383,7 +386,7 @@ pub async fn run_decider<R, Fut, S>(
     shutdown: S,
 ) -> Result<PollerStats, PollerError>
 where
-    R: Fn(Value, RunOptions) -> Fut,
+    R: Fn(Value, RunOptions) -> Fut + Sync,
     Fut: Future<Output = ExecutionResult>,
     S: Future<Output = ()>,
 {
@@ -408,7 +411,7 @@ where
         };
         // From here the task is answered even if shutdown is asked meanwhile.
         let task = Value::Array(pages);
-        match decide_with(&task, &options.decider, workflow_name, &run).await {
+        match decide_paused(&task, &options.decider, workflow_name, &run) {
             Ok(response) => {
                 let decisions = response["decisions"].as_array().map_or(0, Vec::len);
                 match client.call("RespondDecisionTaskCompleted", &response).await {
@@ -429,6 +432,29 @@ where
             }
         }
     }
+}
+
+/// One decision on a paused-time runtime of its own (on a scoped thread, since the caller's
+/// runtime is running): the same history gives the same decisions however long the replay
+/// takes. The poller has nothing else to do meanwhile.
+fn decide_paused<R, Fut>(task: &Value, config: &SwfConfig, workflow_name: &str, run: &R) -> Result<Value, SwfError>
+where
+    R: Fn(Value, RunOptions) -> Fut + Sync,
+    Fut: Future<Output = ExecutionResult>,
+{
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_time()
+                    .start_paused(true)
+                    .build()
+                    .map_err(|e| SwfError::Replay(format!("cannot start the decider's runtime: {e}")))?;
+                runtime.block_on(decide_with(task, config, workflow_name, run))
+            })
+            .join()
+            .unwrap_or_else(|_| Err(SwfError::Replay("the decider panicked".into())))
+    })
 }
 
 fn workflow_id_of(task: &Value) -> &str {
@@ -468,7 +494,8 @@ pub async fn poll_decision_task(client: &SwfClient, options: &PollerOptions) -> 
     }
 }
 
-/// [`run_decider`] on the interpreter.
+/// [`run_decider`] on the interpreter; refuses at once a workflow the decider cannot run
+/// ([`super::swf::unsupported`]).
 pub async fn run_interpreted_decider<S>(
     client: &SwfClient,
     options: &PollerOptions,
@@ -478,6 +505,9 @@ pub async fn run_interpreted_decider<S>(
 where
     S: Future<Output = ()>,
 {
+    if let Some(why) = super::swf::unsupported(workflow) {
+        return Err(PollerError::Unsupported(why));
+    }
     let handlers = crate::Handlers::new();
     run_decider(client, options, &workflow.name, |input, run_options| crate::interp::run(workflow, &handlers, input, run_options), shutdown)
         .await
