@@ -944,7 +944,9 @@ const MAP: &str = r#"{
 /// The scheduled event of the activity whose `control` is `op`.
 fn scheduled_event(h: &History, op: &str) -> u64 {
     h.0.iter()
-        .find(|e| e["eventType"] == "ActivityTaskScheduled" && e["activityTaskScheduledEventAttributes"]["control"] == op)
+        .find(|e| {
+            e["eventType"] == "ActivityTaskScheduled" && e["activityTaskScheduledEventAttributes"]["control"] == op
+        })
         .unwrap_or_else(|| panic!("{op} was not scheduled"))["eventId"]
         .as_u64()
         .unwrap()
@@ -1019,7 +1021,11 @@ fn map_iterations_are_activities_within_max_concurrency_and_a_failed_one_is_retr
     for (op, result) in [("Fan#1.0/2/Work#1.0", r#"{"done":"c"}"#), ("Fan#1.0/0/Work#1.1", r#"{"done":"a"}"#)] {
         let s = scheduled_event(&h, op);
         let started = h.add(1006.0, "ActivityTaskStarted", json!({ "scheduledEventId": s }));
-        h.add(1007.0, "ActivityTaskCompleted", json!({ "scheduledEventId": s, "startedEventId": started, "result": result }));
+        h.add(
+            1007.0,
+            "ActivityTaskCompleted",
+            json!({ "scheduledEventId": s, "startedEventId": started, "result": result }),
+        );
     }
     h.decision_task(1007.0);
     let r = decide(&h);
@@ -1028,8 +1034,7 @@ fn map_iterations_are_activities_within_max_concurrency_and_a_failed_one_is_retr
         serde_json::from_str(decision(&r, "CompleteWorkflowExecution")[0]["result"].as_str().unwrap()).unwrap();
     // Results in item order (not completion order), through ResultSelector and ResultPath.
     let mut expected = input.clone();
-    expected["out"] =
-        json!({ "count": 3, "all": [ { "done": "a" }, { "done": "b" }, { "done": "c" } ] });
+    expected["out"] = json!({ "count": 3, "all": [ { "done": "a" }, { "done": "b" }, { "done": "c" } ] });
     assert_eq!(result, expected);
 }
 
@@ -1185,7 +1190,11 @@ fn child_workflows_start_fail_time_out_complete_and_are_cancelled() {
     timed_out.accept(1006.0, &r);
     let i2 = initiated_event(&timed_out, "Bill#1.2");
     let child = json!({ "workflowId": "wf-1--Bill#1.2", "runId": "child-run-2" });
-    timed_out.add(1007.0, "ChildWorkflowExecutionStarted", json!({ "initiatedEventId": i2, "workflowExecution": child }));
+    timed_out.add(
+        1007.0,
+        "ChildWorkflowExecutionStarted",
+        json!({ "initiatedEventId": i2, "workflowExecution": child }),
+    );
     timed_out.add(
         1067.0,
         "ChildWorkflowExecutionTimedOut",
@@ -1203,7 +1212,11 @@ fn child_workflows_start_fail_time_out_complete_and_are_cancelled() {
     let mut cancelled = History(h.0.clone());
     cancelled.accept(1006.0, &r);
     let i2 = initiated_event(&cancelled, "Bill#1.2");
-    cancelled.add(1007.0, "ChildWorkflowExecutionStarted", json!({ "initiatedEventId": i2, "workflowExecution": child }));
+    cancelled.add(
+        1007.0,
+        "ChildWorkflowExecutionStarted",
+        json!({ "initiatedEventId": i2, "workflowExecution": child }),
+    );
     cancelled.add(1008.0, "WorkflowExecutionCancelRequested", json!({ "cause": "operator" }));
     cancelled.decision_task(1008.0);
     let r2 = decide(&cancelled);
@@ -1335,9 +1348,21 @@ fn refused_cancels_are_not_asked_again() {
     let timer_id = decision(&r, "CancelTimer")[0]["timerId"].clone();
     // SWF refuses both cancels and the closing decision (a new event raced it).
     let completed = h.add(1001.0, "DecisionTaskCompleted", json!({ "scheduledEventId": 2, "startedEventId": 3 }));
-    h.add(1001.0, "RequestCancelActivityTaskFailed", json!({ "activityId": activity_id, "cause": "ACTIVITY_ID_UNKNOWN", "decisionTaskCompletedEventId": completed }));
-    h.add(1001.0, "CancelTimerFailed", json!({ "timerId": timer_id, "cause": "TIMER_ID_UNKNOWN", "decisionTaskCompletedEventId": completed }));
-    h.add(1001.0, "CancelWorkflowExecutionFailed", json!({ "cause": "UNHANDLED_DECISION", "decisionTaskCompletedEventId": completed }));
+    h.add(
+        1001.0,
+        "RequestCancelActivityTaskFailed",
+        json!({ "activityId": activity_id, "cause": "ACTIVITY_ID_UNKNOWN", "decisionTaskCompletedEventId": completed }),
+    );
+    h.add(
+        1001.0,
+        "CancelTimerFailed",
+        json!({ "timerId": timer_id, "cause": "TIMER_ID_UNKNOWN", "decisionTaskCompletedEventId": completed }),
+    );
+    h.add(
+        1001.0,
+        "CancelWorkflowExecutionFailed",
+        json!({ "cause": "UNHANDLED_DECISION", "decisionTaskCompletedEventId": completed }),
+    );
     h.decision_task(1002.0);
     let r = swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
     assert_eq!(types(&r), ["CancelWorkflowExecution"], "{r:#}");

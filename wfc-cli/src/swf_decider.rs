@@ -90,7 +90,9 @@ pub(crate) fn run(args: &SwfDeciderArgs) -> Exit {
             "wfc swf-decider: deciding {} for domain {:?}, task list {:?} at {endpoint} (SIGTERM or Ctrl-C stops)",
             loaded.workflow.name, options.domain, options.task_list
         );
-        swf_poller::run_interpreted_decider(&client, &options, &loaded.workflow, shutdown).await.map_err(|e| e.to_string())
+        swf_poller::run_interpreted_decider(&client, &options, &loaded.workflow, shutdown)
+            .await
+            .map_err(|e| e.to_string())
     });
     match result {
         Ok(stats) => {

@@ -219,8 +219,10 @@ impl SwfClient {
             Some(p) if p != default_port => format!("{}:{p}", authority.host()),
             _ => authority.host().to_owned(),
         };
-        let endpoint: http::Uri = format!("{scheme}://{host}/").parse().map_err(|e: http::uri::InvalidUri| bad(&e.to_string()))?;
-        let connector = hyper_rustls::HttpsConnectorBuilder::new().with_webpki_roots().https_or_http().enable_http1().build();
+        let endpoint: http::Uri =
+            format!("{scheme}://{host}/").parse().map_err(|e: http::uri::InvalidUri| bad(&e.to_string()))?;
+        let connector =
+            hyper_rustls::HttpsConnectorBuilder::new().with_webpki_roots().https_or_http().enable_http1().build();
         let http = Client::builder(TokioExecutor::new()).build(connector);
         Ok(SwfClient { endpoint, host, region: region.to_owned(), credentials, http, retry: RetryPolicy::default() })
     }
@@ -248,7 +250,11 @@ impl SwfClient {
                 }
             }
         }
-        Err(PollerError::Transport { operation: operation.to_owned(), attempts: self.retry.attempts.max(1), message: last })
+        Err(PollerError::Transport {
+            operation: operation.to_owned(),
+            attempts: self.retry.attempts.max(1),
+            message: last,
+        })
     }
 
     async fn call_once(&self, operation: &str, payload: &str) -> Result<Value, Failure> {
@@ -267,12 +273,13 @@ impl SwfClient {
         )
         .map_err(|message| Failure::Fatal(PollerError::Signing { operation: operation.to_owned(), message }))?;
         let mut request = http::Request::post(self.endpoint.clone());
-        for (k, v) in headers.iter().map(|(k, v)| (*k, *v)).chain(signed.iter().map(|(k, v)| (k.as_str(), v.as_str()))) {
+        for (k, v) in headers.iter().map(|(k, v)| (*k, *v)).chain(signed.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        {
             request = request.header(k, v);
         }
-        let request = request
-            .body(Full::new(Bytes::from(payload.to_owned())))
-            .map_err(|e| Failure::Fatal(PollerError::Signing { operation: operation.to_owned(), message: e.to_string() }))?;
+        let request = request.body(Full::new(Bytes::from(payload.to_owned()))).map_err(|e| {
+            Failure::Fatal(PollerError::Signing { operation: operation.to_owned(), message: e.to_string() })
+        })?;
         let answer = tokio::time::timeout(CALL_TIMEOUT, async {
             let response = self.http.request(request).await.map_err(|e| format!("{e:?}"))?;
             let status = response.status().as_u16();
@@ -469,7 +476,10 @@ fn log_decider_error(task: &Value, e: &SwfError) {
 }
 
 /// One decision task, every page of its history; `None` when the poll came back empty.
-pub async fn poll_decision_task(client: &SwfClient, options: &PollerOptions) -> Result<Option<Vec<Value>>, PollerError> {
+pub async fn poll_decision_task(
+    client: &SwfClient,
+    options: &PollerOptions,
+) -> Result<Option<Vec<Value>>, PollerError> {
     let mut pages = Vec::new();
     let mut next: Option<String> = None;
     loop {
@@ -509,8 +519,14 @@ where
         return Err(PollerError::Unsupported(why));
     }
     let handlers = crate::Handlers::new();
-    run_decider(client, options, &workflow.name, |input, run_options| crate::interp::run(workflow, &handlers, input, run_options), shutdown)
-        .await
+    run_decider(
+        client,
+        options,
+        &workflow.name,
+        |input, run_options| crate::interp::run(workflow, &handlers, input, run_options),
+        shutdown,
+    )
+    .await
 }
 
 #[cfg(test)]
