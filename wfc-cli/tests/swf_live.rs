@@ -3,7 +3,8 @@
 //! (PollForDecisionTask, `wfc decide`, RespondDecisionTaskCompleted) and as the activity worker
 //! (answering from mocks) until the execution closes. It speaks SWF's JSON protocol directly
 //! (docs/adapters.md says why not aws-sdk-swf). moto implements 7 of the 13 decision types;
-//! the workflow uses only those.
+//! the workflow uses only those. A second test runs `wfc swf-decider` (the SigV4-signing poller)
+//! as the decider, a child process, while the test is the activity worker of a Map workflow.
 //!
 //! moto_server is found in the virtual environment named by `WFC_PY_VENV` (set by .ci/run), else
 //! `target/py-venv`; without it the test prints why and passes, unless `WFC_REQUIRE_PY_SERVERS=1`.
@@ -86,42 +87,8 @@ fn a_decider_loop_runs_a_workflow_to_completion_on_moto_server() {
         eprintln!("skipping the live SWF decider loop: {why}");
         return;
     };
-    let port = free_port();
-    let _moto = Killed(
-        Command::new(venv.join("bin/moto_server"))
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("moto_server starts"),
-    );
-    let deadline = Instant::now() + Duration::from_secs(600); // a hang guard: loaded CI machines are slow
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "moto_server did not start");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let (_moto, port) = moto_with_types(&venv, "shipping", &["Reserve", "Ship"]);
     let domain = "wfc";
-    swf(port, "RegisterDomain", &json!({ "name": domain, "workflowExecutionRetentionPeriodInDays": "1" }));
-    swf(
-        port,
-        "RegisterWorkflowType",
-        &json!({
-            "domain": domain, "name": "shipping", "version": "1",
-            "defaultTaskList": { "name": "decisions" }, "defaultChildPolicy": "TERMINATE",
-            "defaultExecutionStartToCloseTimeout": "600", "defaultTaskStartToCloseTimeout": "60",
-        }),
-    );
-    for activity in ["Reserve", "Ship"] {
-        swf(
-            port,
-            "RegisterActivityType",
-            &json!({
-                "domain": domain, "name": activity, "version": "1", "defaultTaskList": { "name": "work" },
-                "defaultTaskStartToCloseTimeout": "60", "defaultTaskHeartbeatTimeout": "NONE",
-                "defaultTaskScheduleToStartTimeout": "60", "defaultTaskScheduleToCloseTimeout": "120",
-            }),
-        );
-    }
     let run = swf(
         port,
         "StartWorkflowExecution",
