@@ -1469,3 +1469,36 @@ fn generated_code_makes_the_same_decisions_as_the_interpreter() {
     // The retry back-off (3 s) runs while the 10 s Wait does: 10 s in all.
     assert_eq!(closed.elapsed, 10.0);
 }
+
+wfc_runtime::include_workflow!("tests/adapters/map_fan_out.asl.json");
+
+impl map_fan_out::Handler for NoCalls {
+    async fn pack(&self, _input: Value, _ctx: wfc_runtime::TaskContext) -> Result<Value, wfc_runtime::TaskError> {
+        panic!("a decider ran a task")
+    }
+}
+
+#[test]
+fn generated_code_makes_the_same_map_decisions_as_the_interpreter() {
+    let workflow = map_fan_out::ir().unwrap().clone();
+    // The first Pack attempt is busy (retried after 4 s); the others answer with their input.
+    let mocks =
+        parse_mocks(&json!({ "Pack": [ { "throw": { "error": "Busy", "cause": "1" } }, { "echo": true } ] })).unwrap();
+    let mut sim = Sim::new(&workflow, "gen-map-1", &json!({ "items": ["a", "b", "c", "d"] }), mocks, 0);
+    sim.cross_check = Some(Box::new(|task: &Value| {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
+        let name = map_fan_out::ir().unwrap().name.clone();
+        runtime
+            .block_on(swf::decide_with(task, &SwfConfig::default(), &name, |input, options| {
+                map_fan_out::run_with(&NoCalls, input, options)
+            }))
+            .unwrap()
+    }));
+    let closed = sim.run().unwrap();
+    assert_eq!(closed.status, "SUCCEEDED", "{closed:?}");
+    let packed: Vec<Value> =
+        ["a", "b", "c", "d"].iter().enumerate().map(|(i, s)| json!({ "sku": s, "at": i })).collect();
+    assert_eq!(closed.output, Some(json!({ "items": ["a", "b", "c", "d"], "out": { "packed": packed } })));
+    // Item 0's back-off (4 s) holds its slot while b, c and d share the other one.
+    assert_eq!(closed.elapsed, 4.0);
+}
