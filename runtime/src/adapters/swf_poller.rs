@@ -637,6 +637,117 @@ mod tests {
         assert_eq!(client.host, "127.0.0.1:5000");
     }
 
+    /// A one-thread HTTP server on loopback answering each request with the next canned
+    /// `(status, body)`; it returns the port and, when done, the requests it saw (head + body).
+    fn canned_server(answers: Vec<(u16, &'static str)>) -> (u16, std::thread::JoinHandle<Vec<String>>) {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let handle = std::thread::spawn(move || {
+            let mut seen = Vec::new();
+            for (status, body) in answers {
+                let (mut stream, _) = listener.accept().unwrap();
+                let mut raw = Vec::new();
+                let mut buf = [0u8; 4096];
+                // Read the head, then Content-Length bytes of body.
+                loop {
+                    let n = stream.read(&mut buf).unwrap();
+                    raw.extend_from_slice(&buf[..n]);
+                    let text = String::from_utf8_lossy(&raw).to_string();
+                    if let Some((head, rest)) = text.split_once("\r\n\r\n") {
+                        let len = head
+                            .lines()
+                            .find_map(|l| {
+                                l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_owned())
+                            })
+                            .and_then(|v| v.parse::<usize>().ok())
+                            .unwrap_or(0);
+                        if rest.len() >= len {
+                            break;
+                        }
+                    }
+                    if n == 0 {
+                        break;
+                    }
+                }
+                seen.push(String::from_utf8_lossy(&raw).to_string());
+                write!(
+                    stream,
+                    "HTTP/1.1 {status} X\r\nContent-Type: application/x-amz-json-1.0\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                )
+                .unwrap();
+            }
+            seen
+        });
+        (port, handle)
+    }
+
+    fn fast_client(port: u16) -> SwfClient {
+        let mut client = SwfClient::new(&format!("http://127.0.0.1:{port}"), "us-east-1", example()).unwrap();
+        client.retry = RetryPolicy { attempts: 4, base: Duration::from_millis(1), max: Duration::from_millis(5) };
+        client
+    }
+
+    #[test]
+    fn throttling_and_server_errors_are_retried_and_requests_are_signed() {
+        let (port, server) = canned_server(vec![
+            (400, r#"{"__type":"com.amazon.coral.availability#ThrottlingException","message":"Rate exceeded"}"#),
+            (503, "Service Unavailable"),
+            (200, r#"{"taskToken":"tok","events":[]}"#),
+        ]);
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let answer =
+            runtime.block_on(fast_client(port).call("PollForDecisionTask", &json!({ "domain": "d" }))).unwrap();
+        assert_eq!(answer["taskToken"], "tok");
+        let seen = server.join().unwrap();
+        assert_eq!(seen.len(), 3);
+        let last = seen[2].to_ascii_lowercase();
+        assert!(last.starts_with("post / http/1.1"), "{last}");
+        assert!(last.contains("x-amz-target: simpleworkflowservice.pollfordecisiontask"), "{last}");
+        assert!(last.contains(&format!("host: 127.0.0.1:{port}")), "{last}");
+        assert!(
+            last.contains("authorization: aws4-hmac-sha256 credential=akidexample/")
+                && last.contains(
+                    "/us-east-1/swf/aws4_request, signedheaders=content-type;host;x-amz-date;x-amz-target, signature="
+                ),
+            "{last}"
+        );
+        assert!(last.ends_with(r#"{"domain":"d"}"#), "{last}");
+    }
+
+    #[test]
+    fn a_refusal_is_an_error_naming_the_operation_and_retries_run_out() {
+        let (port, server) = canned_server(vec![(
+            400,
+            r#"{"__type":"com.amazonaws.swf.base.model#UnknownResourceFault","message":"Unknown domain: nope"}"#,
+        )]);
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let e = runtime.block_on(fast_client(port).call("PollForDecisionTask", &json!({}))).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "SWF PollForDecisionTask failed with HTTP 400: UnknownResourceFault: Unknown domain: nope"
+        );
+        assert_eq!(server.join().unwrap().len(), 1, "a refusal is not retried");
+
+        // 5xx every time: the attempts run out, and the error says so.
+        let (port, server) = canned_server(vec![(500, "{}"); 4]);
+        let e = runtime.block_on(fast_client(port).call("RespondDecisionTaskCompleted", &json!({}))).unwrap_err();
+        assert!(e.to_string().starts_with("SWF RespondDecisionTaskCompleted failed after 4 attempts: HTTP 500"), "{e}");
+        assert_eq!(server.join().unwrap().len(), 4);
+
+        // Nothing listening: network errors are retried, then reported.
+        let port = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap().local_addr().unwrap().port();
+        let e = runtime.block_on(fast_client(port).call("PollForDecisionTask", &json!({}))).unwrap_err();
+        assert!(e.to_string().starts_with("SWF PollForDecisionTask failed after 4 attempts: "), "{e}");
+
+        // A 200 that is not a JSON object.
+        let (port, server) = canned_server(vec![(200, "<html>")]);
+        let e = runtime.block_on(fast_client(port).call("PollForDecisionTask", &json!({}))).unwrap_err();
+        assert!(e.to_string().contains("PollForDecisionTask answered with an invalid body"), "{e}");
+        server.join().unwrap();
+    }
+
     #[test]
     fn back_off_grows_and_is_capped() {
         let policy = RetryPolicy::default();
