@@ -249,6 +249,36 @@ fn the_swf_decider_poller_runs_a_map_workflow_on_moto_server() {
     };
     let (_moto, port) = moto_with_types(&venv, "fanout", &["Pack", "Ship"]);
     let definition = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/swf/fanout.asl.json");
+    // An unknown domain: the first poll is refused, and the poller stops with SWF's error.
+    let mut wrong = Killed(
+        Command::new(env!("CARGO_BIN_EXE_wfc"))
+            .arg("swf-decider")
+            .arg(&definition)
+            .args(["--endpoint", &format!("http://127.0.0.1:{port}"), "--region", "us-east-1"])
+            .args(["--domain", "nope", "--task-list", "decisions"])
+            .env("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+            .env("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("wfc swf-decider starts"),
+    );
+    let deadline = Instant::now() + Duration::from_secs(120); // a hang guard
+    let status = loop {
+        if let Some(status) = wrong.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "wfc swf-decider did not stop on an unknown domain");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut said = String::new();
+    wrong.0.stderr.take().unwrap().read_to_string(&mut said).unwrap();
+    assert_eq!(status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("SWF PollForDecisionTask failed with HTTP 400: UnknownResourceFault: Unknown domain: nope"),
+        "{said}"
+    );
+
     let log = std::env::temp_dir().join(format!("wfc-swf-decider-{}.log", std::process::id()));
     let mut decider = Killed(
         Command::new(env!("CARGO_BIN_EXE_wfc"))
