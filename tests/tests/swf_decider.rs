@@ -1368,6 +1368,42 @@ fn refused_cancels_are_not_asked_again() {
     assert_eq!(types(&r), ["CancelWorkflowExecution"], "{r:#}");
 }
 
+/// A refused FailWorkflowExecution is made again; a refused RecordMarker changes nothing (the
+/// marker is for people reading the history, never read back).
+#[test]
+fn a_refused_fail_or_marker_is_harmless() {
+    let wf = load(
+        r#"{"StartAt": "Work", "States": {"Work": {"Type": "Task", "Resource": "arn:aws:states:::activity:work", "End": true}}}"#,
+    );
+    let decide = |h: &History| swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    let mut h = History(start_events(&json!({})));
+    let r = decide(&h);
+    assert_eq!(types(&r), ["ScheduleActivityTask", "RecordMarker"]);
+    let completed = h.next_id();
+    let ids = h.accept(1000.0, &r);
+    // SWF refused the marker (scheduled event ids[0] stands).
+    h.0.pop();
+    h.add(1000.0, "RecordMarkerFailed", json!({ "markerName": "wfc.state", "cause": "OPERATION_NOT_PERMITTED", "decisionTaskCompletedEventId": completed }));
+    let s = h.add(1001.0, "ActivityTaskStarted", json!({ "scheduledEventId": ids[0] }));
+    h.add(
+        1002.0,
+        "ActivityTaskFailed",
+        json!({ "scheduledEventId": ids[0], "startedEventId": s, "reason": "Broken", "details": "no" }),
+    );
+    h.decision_task(1002.0);
+    let r = decide(&h);
+    assert_eq!(types(&r), ["FailWorkflowExecution"], "{r:#}");
+    let completed = h.add(1002.0, "DecisionTaskCompleted", json!({ "scheduledEventId": 2, "startedEventId": 3 }));
+    h.add(
+        1002.0,
+        "FailWorkflowExecutionFailed",
+        json!({ "cause": "UNHANDLED_DECISION", "decisionTaskCompletedEventId": completed }),
+    );
+    h.add(1002.0, "WorkflowExecutionSignaled", json!({ "signalName": "poke", "input": "{}" }));
+    h.decision_task(1003.0);
+    assert_eq!(decide(&h)["decisions"], r["decisions"]);
+}
+
 #[test]
 fn a_refused_closing_decision_is_made_again_from_the_newer_history() {
     let wf = load(r#"{"StartAt": "Done", "States": {"Done": {"Type": "Pass", "Result": {"ok": true}, "End": true}}}"#);
