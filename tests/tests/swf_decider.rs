@@ -150,6 +150,7 @@ impl<'a> Sim<'a> {
                         out.insert(s.name.clone(), t.resource.as_str().to_owned());
                     }
                     StateKind::Parallel(p) => p.branches.iter().for_each(|b| walk(b, out)),
+                    StateKind::Map(m) => walk(&m.item_processor, out),
                     _ => {}
                 }
             }
@@ -473,7 +474,11 @@ fn unsupported(workflow: &Workflow) -> Option<String> {
     fn walk(m: &StateMachine) -> Option<String> {
         for s in &m.states {
             match &s.kind {
-                StateKind::Map(_) => return Some(format!("state {} is a Map", s.name)),
+                StateKind::Map(m) => {
+                    if let Some(r) = walk(&m.item_processor) {
+                        return Some(r);
+                    }
+                }
                 StateKind::Task(t) if wfc_runtime::callback::is_callback_resource(&t.resource) => {
                     return Some(format!("state {} waits for a task token (callbacks are not mapped to SWF)", s.name));
                 }
@@ -496,6 +501,8 @@ fn every_eligible_case_runs_to_its_expected_end_through_the_decider() {
     let mut files = Vec::new();
     case_files(&cases_dir(), &mut files);
     let (mut ran, mut failures, mut skipped) = (0, Vec::new(), Vec::new());
+    let mut with_map = Vec::new();
+    let mut refused = Vec::new();
     for file in files {
         let doc: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
         let cases: Vec<Value> = match doc {
@@ -508,16 +515,31 @@ fn every_eligible_case_runs_to_its_expected_end_through_the_decider() {
                 skipped.push(format!("{name}: skipped or Step Functions Local mocks"));
                 continue;
             }
-            let text = match &case["definition"] {
-                Value::String(rel) => std::fs::read_to_string(file.parent().unwrap().join(rel)).unwrap(),
-                inline => inline.to_string(),
+            // A definition file names the state machine as `wfc test` does (by its file name).
+            let (source_path, text) = match &case["definition"] {
+                Value::String(rel) => {
+                    let path = file.parent().unwrap().join(rel);
+                    (path.to_string_lossy().into_owned(), std::fs::read_to_string(&path).unwrap())
+                }
+                inline => (name.clone(), inline.to_string()),
             };
-            let Ok(loaded) = wfc_core::load(wfc_core::Source { path: &name, text: &text }) else {
+            let Ok(loaded) = wfc_core::load(wfc_core::Source { path: &source_path, text: &text }) else {
                 skipped.push(format!("{name}: the definition does not load (an error case)"));
                 continue;
             };
             if let Some(reason) = unsupported(&loaded.workflow) {
                 skipped.push(format!("{name}: {reason}"));
+                continue;
+            }
+            // What the decider refuses, it refuses with its reason on the first decision task.
+            if let Some(reason) = swf::unsupported(&loaded.workflow) {
+                let mut sim = Sim::new(&loaded.workflow, &name, &json!({}), HashMap::new(), 0);
+                let (task, _) = sim.poll();
+                match swf::decide(&loaded.workflow, &task, &SwfConfig::default()) {
+                    Err(swf::SwfError::Unsupported(why)) if why == reason => {}
+                    other => failures.push(format!("{name}: not refused as unsupported: {other:?}")),
+                }
+                refused.push(format!("{name}: {reason}"));
                 continue;
             }
             let mocks = match parse_mocks(case.get("mocks").unwrap_or(&Value::Null)) {
@@ -530,6 +552,14 @@ fn every_eligible_case_runs_to_its_expected_end_through_the_decider() {
             let input = case.get("input").cloned().unwrap_or(json!({}));
             let seed = case.get("seed").and_then(Value::as_u64).unwrap_or(0);
             let mut sim = Sim::new(&loaded.workflow, &name, &input, mocks, seed);
+            // A DISTRIBUTED Map's ItemReader reads the case's fixtures; its ResultWriter writes
+            // to a fresh directory.
+            sim.config.item_root = case["item_root"].as_str().map(|rel| file.parent().unwrap().join(rel));
+            let result_root = std::env::temp_dir().join(format!("wfc-swf-loop-{}-{ran}", std::process::id()));
+            sim.config.result_root = Some(result_root.clone());
+            if has_map(&loaded.workflow.machine) {
+                with_map.push(name.clone());
+            }
             // Every third case polls in pages of 5 events, newest first.
             if ran % 3 == 1 {
                 sim.page_size = 5;
@@ -539,17 +569,22 @@ fn every_eligible_case_runs_to_its_expected_end_through_the_decider() {
             }
             ran += 1;
             let expected = &case["expected"];
-            match sim.run() {
+            let outcome = sim.run();
+            let _ = std::fs::remove_dir_all(&result_root);
+            match outcome {
                 Err(e) => failures.push(format!("{name}: {e}")),
                 Ok(closed) => {
                     let mut problems = Vec::new();
                     if expected["status"] != closed.status {
-                        problems.push(format!("status {} != {}", closed.status, expected["status"]));
+                        problems.push(format!(
+                            "status {} != {} (error {:?}, cause {:?})",
+                            closed.status, expected["status"], closed.error, closed.cause
+                        ));
                     }
                     if let Some(out) = expected.get("output")
                         && closed.output.as_ref() != Some(out)
                     {
-                        problems.push(format!("output {:?} != {out}", closed.output));
+                        problems.push(format!("output {} != {out}", closed.output.clone().unwrap_or(Value::Null)));
                     }
                     if let Some(err) = expected.get("error").and_then(Value::as_str)
                         && closed.error.as_deref() != Some(err)
@@ -573,9 +608,12 @@ fn every_eligible_case_runs_to_its_expected_end_through_the_decider() {
             }
         }
     }
-    eprintln!("decider loop: {ran} cases ran, {} skipped:", skipped.len());
+    eprintln!("decider loop: {ran} cases ran ({} with a Map), {} skipped:", with_map.len(), skipped.len());
     for s in &skipped {
         eprintln!("  skipped {s}");
+    }
+    for s in &refused {
+        eprintln!("  refused by the decider {s}");
     }
     assert!(
         failures.is_empty(),
@@ -584,6 +622,17 @@ fn every_eligible_case_runs_to_its_expected_end_through_the_decider() {
         failures.join("\n")
     );
     assert!(ran >= 30, "only {ran} cases ran through the decider loop");
+    // Inline and DISTRIBUTED Maps (MaxConcurrency, ItemSelector, ItemReader, ResultWriter,
+    // tolerated failures) go through the decider too.
+    assert!(with_map.len() >= 20, "only {} cases with a Map ran: {with_map:?}", with_map.len());
+}
+
+fn has_map(m: &StateMachine) -> bool {
+    m.states.iter().any(|s| match &s.kind {
+        StateKind::Map(_) => true,
+        StateKind::Parallel(p) => p.branches.iter().any(has_map),
+        _ => false,
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -879,6 +928,116 @@ fn parallel_branches_are_concurrent_activities_and_a_failure_cancels_the_rest() 
     assert_eq!(decision(&r, "FailWorkflowExecution")[0]["reason"], "Both.Failed");
 }
 
+const MAP: &str = r#"{
+  "StartAt": "Fan",
+  "States": {
+    "Fan": { "Type": "Map", "ItemsPath": "$.orders", "MaxConcurrency": 2,
+      "ItemSelector": { "order.$": "$$.Map.Item.Value", "index.$": "$$.Map.Item.Index", "region.$": "$.region" },
+      "ItemProcessor": { "ProcessorConfig": { "Mode": "INLINE" }, "StartAt": "Work", "States": {
+        "Work": { "Type": "Task", "Resource": "arn:aws:states:::activity:work",
+          "Retry": [ { "ErrorEquals": ["Busy"], "IntervalSeconds": 3, "MaxAttempts": 1 } ], "End": true } } },
+      "ResultSelector": { "count.$": "States.ArrayLength($)", "all.$": "$" },
+      "ResultPath": "$.out", "End": true }
+  }
+}"#;
+
+/// The scheduled event of the activity whose `control` is `op`.
+fn scheduled_event(h: &History, op: &str) -> u64 {
+    h.0.iter()
+        .find(|e| {
+            e["eventType"] == "ActivityTaskScheduled" && e["activityTaskScheduledEventAttributes"]["control"] == op
+        })
+        .unwrap_or_else(|| panic!("{op} was not scheduled"))["eventId"]
+        .as_u64()
+        .unwrap()
+}
+
+fn controls(response: &Value, decision_type: &str) -> Vec<String> {
+    decision(response, decision_type).iter().map(|d| d["control"].as_str().unwrap().to_owned()).collect()
+}
+
+#[test]
+fn map_iterations_are_activities_within_max_concurrency_and_a_failed_one_is_retried() {
+    let wf = load(MAP);
+    let input = json!({ "region": "eu", "orders": [ { "id": "a" }, { "id": "b" }, { "id": "c" } ] });
+    let mut h = History(start_events(&input));
+    let decide = |h: &History| swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+
+    // MaxConcurrency 2: two iterations are scheduled, the third waits for a free slot.
+    let r = decide(&h);
+    assert_eq!(types(&r), ["ScheduleActivityTask", "ScheduleActivityTask", "RecordMarker"], "{r:#}");
+    assert_eq!(controls(&r, "ScheduleActivityTask"), ["Fan#1.0/0/Work#1.0", "Fan#1.0/1/Work#1.0"]);
+    let first = decision(&r, "ScheduleActivityTask")[0];
+    assert_eq!(first["activityId"], swf::swf_id("Fan#1.0/0/Work#1.0"));
+    assert_eq!(first["activityType"]["name"], "work");
+    // ItemSelector: each iteration's input.
+    let input0: Value = serde_json::from_str(first["input"].as_str().unwrap()).unwrap();
+    assert_eq!(input0, json!({ "order": { "id": "a" }, "index": 0, "region": "eu" }));
+    let marker: Value = serde_json::from_str(decision(&r, "RecordMarker")[0]["details"].as_str().unwrap()).unwrap();
+    assert_eq!(marker["scheduled"], json!(["Fan#1.0/0/Work#1.0", "Fan#1.0/1/Work#1.0"]));
+    h.accept(1000.0, &r);
+
+    // Iteration 0 fails with a retried error: its back-off is a timer and it keeps its slot,
+    // so iteration 2 is not scheduled yet.
+    let s0 = scheduled_event(&h, "Fan#1.0/0/Work#1.0");
+    let started = h.add(1001.0, "ActivityTaskStarted", json!({ "scheduledEventId": s0 }));
+    h.add(
+        1002.0,
+        "ActivityTaskFailed",
+        json!({ "scheduledEventId": s0, "startedEventId": started, "reason": "Busy", "details": "try later" }),
+    );
+    h.decision_task(1002.0);
+    let r = decide(&h);
+    assert_eq!(types(&r), ["StartTimer", "RecordMarker"], "{r:#}");
+    let timer = decision(&r, "StartTimer")[0];
+    assert_eq!(timer["control"], "Fan#1.0/0/Work#1.retry1");
+    assert_eq!(timer["startToFireTimeout"], "3");
+    let timer_started = h.accept(1002.0, &r)[0];
+
+    // Iteration 1 succeeds: its slot goes to iteration 2.
+    let s1 = scheduled_event(&h, "Fan#1.0/1/Work#1.0");
+    let started = h.add(1003.0, "ActivityTaskStarted", json!({ "scheduledEventId": s1 }));
+    h.add(
+        1003.0,
+        "ActivityTaskCompleted",
+        json!({ "scheduledEventId": s1, "startedEventId": started, "result": "{\"done\":\"b\"}" }),
+    );
+    h.decision_task(1003.0);
+    let r = decide(&h);
+    assert_eq!(types(&r), ["ScheduleActivityTask", "RecordMarker"], "{r:#}");
+    assert_eq!(controls(&r, "ScheduleActivityTask"), ["Fan#1.0/2/Work#1.0"]);
+    // Another decider process with only the history decides the same.
+    assert_eq!(decide(&h), r);
+    h.accept(1003.0, &r);
+
+    // The back-off ends: iteration 0's second attempt.
+    h.add(1005.0, "TimerFired", json!({ "timerId": timer["timerId"], "startedEventId": timer_started }));
+    h.decision_task(1005.0);
+    let r = decide(&h);
+    assert_eq!(types(&r), ["ScheduleActivityTask", "RecordMarker"], "{r:#}");
+    assert_eq!(controls(&r, "ScheduleActivityTask"), ["Fan#1.0/0/Work#1.1"]);
+    h.accept(1005.0, &r);
+
+    for (op, result) in [("Fan#1.0/2/Work#1.0", r#"{"done":"c"}"#), ("Fan#1.0/0/Work#1.1", r#"{"done":"a"}"#)] {
+        let s = scheduled_event(&h, op);
+        let started = h.add(1006.0, "ActivityTaskStarted", json!({ "scheduledEventId": s }));
+        h.add(
+            1007.0,
+            "ActivityTaskCompleted",
+            json!({ "scheduledEventId": s, "startedEventId": started, "result": result }),
+        );
+    }
+    h.decision_task(1007.0);
+    let r = decide(&h);
+    assert_eq!(types(&r), ["CompleteWorkflowExecution"], "{r:#}");
+    let result: Value =
+        serde_json::from_str(decision(&r, "CompleteWorkflowExecution")[0]["result"].as_str().unwrap()).unwrap();
+    // Results in item order (not completion order), through ResultSelector and ResultPath.
+    let mut expected = input.clone();
+    expected["out"] = json!({ "count": 3, "all": [ { "done": "a" }, { "done": "b" }, { "done": "c" } ] });
+    assert_eq!(result, expected);
+}
+
 #[test]
 fn a_cancel_request_cancels_open_work_then_the_execution() {
     let wf = load(PARALLEL);
@@ -945,6 +1104,304 @@ fn refused_and_failed_decisions_are_handled() {
     assert!(
         decision(&r, "FailWorkflowExecution")[0]["details"].as_str().unwrap().contains("ACTIVITY_TYPE_DOES_NOT_EXIST")
     );
+}
+
+const CHILD: &str = r#"{
+  "StartAt": "Bill",
+  "States": {
+    "Bill": { "Type": "Task", "Resource": "arn:aws:states:::states:startExecution.sync:2",
+      "Parameters": { "StateMachineArn": "arn:aws:states:us-east-1:123456789012:stateMachine:Billing", "Input": { "n.$": "$.n" } },
+      "TimeoutSeconds": 60,
+      "Retry": [ { "ErrorEquals": ["States.TaskFailed"], "IntervalSeconds": 1, "MaxAttempts": 3 } ],
+      "Catch": [ { "ErrorEquals": ["States.Timeout"], "ResultPath": "$.error", "Next": "Done" } ],
+      "ResultPath": "$.bill", "Next": "Done" },
+    "Done": { "Type": "Pass", "End": true }
+  }
+}"#;
+
+/// The event that accepted the child workflow decision of operation `op`.
+fn initiated_event(h: &History, op: &str) -> u64 {
+    h.0.iter()
+        .find(|e| {
+            e["eventType"] == "StartChildWorkflowExecutionInitiated"
+                && e["startChildWorkflowExecutionInitiatedEventAttributes"]["control"] == op
+        })
+        .unwrap_or_else(|| panic!("{op} was not initiated"))["eventId"]
+        .as_u64()
+        .unwrap()
+}
+
+/// A timer of `secs` seconds was asked for: it fires, and a new decision task follows.
+fn fire_timer(h: &mut History, r: &Value, t: f64, secs: &str) {
+    let timer = decision(r, "StartTimer")[0].clone();
+    assert_eq!(timer["startToFireTimeout"], secs, "{r:#}");
+    let started = h.accept(t, r)[0];
+    h.add(t, "TimerFired", json!({ "timerId": timer["timerId"], "startedEventId": started }));
+    h.decision_task(t);
+}
+
+#[test]
+fn child_workflows_start_fail_time_out_complete_and_are_cancelled() {
+    let wf = load(CHILD);
+    let decide = |h: &History| swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    let mut h = History(start_events(&json!({ "n": 3 })));
+
+    // startExecution: a child workflow of the StateMachineArn's type, Parameters.Input as input.
+    let r = decide(&h);
+    assert_eq!(types(&r), ["StartChildWorkflowExecution", "RecordMarker"], "{r:#}");
+    let start = decision(&r, "StartChildWorkflowExecution")[0];
+    assert_eq!(start["workflowType"], json!({ "name": "Billing", "version": "1" }));
+    assert_eq!(start["workflowId"], "wf-1--Bill#1.0");
+    assert_eq!(start["control"], "Bill#1.0");
+    assert_eq!(start["input"], r#"{"n":3}"#);
+    assert_eq!(start["executionStartToCloseTimeout"], "60");
+    assert_eq!(start["childPolicy"], "TERMINATE");
+    h.accept(1000.0, &r);
+
+    // SWF cannot start it: a failed attempt (States.TaskFailed), retried after a timer.
+    let i0 = initiated_event(&h, "Bill#1.0");
+    h.add(
+        1001.0,
+        "StartChildWorkflowExecutionFailed",
+        json!({ "initiatedEventId": i0, "workflowId": "wf-1--Bill#1.0", "cause": "WORKFLOW_ALREADY_RUNNING",
+                "workflowType": { "name": "Billing", "version": "1" } }),
+    );
+    h.decision_task(1001.0);
+    let r = decide(&h);
+    assert_eq!(types(&r), ["StartTimer", "RecordMarker"], "{r:#}");
+    fire_timer(&mut h, &r, 1002.0, "1");
+    let r = decide(&h);
+    assert_eq!(decision(&r, "StartChildWorkflowExecution")[0]["workflowId"], "wf-1--Bill#1.1");
+    h.accept(1002.0, &r);
+
+    // The second child starts, then is terminated: another failed attempt, another back-off.
+    let i1 = initiated_event(&h, "Bill#1.1");
+    let child = json!({ "workflowId": "wf-1--Bill#1.1", "runId": "child-run-1" });
+    h.add(1003.0, "ChildWorkflowExecutionStarted", json!({ "initiatedEventId": i1, "workflowExecution": child }));
+    h.add(1004.0, "ChildWorkflowExecutionTerminated", json!({ "initiatedEventId": i1, "workflowExecution": child }));
+    h.decision_task(1004.0);
+    let r = decide(&h);
+    fire_timer(&mut h, &r, 1006.0, "2");
+    let r = decide(&h);
+    assert_eq!(decision(&r, "StartChildWorkflowExecution")[0]["workflowId"], "wf-1--Bill#1.2");
+
+    // Branch A: the third child times out: States.Timeout, which the Catch takes.
+    let mut timed_out = History(h.0.clone());
+    timed_out.accept(1006.0, &r);
+    let i2 = initiated_event(&timed_out, "Bill#1.2");
+    let child = json!({ "workflowId": "wf-1--Bill#1.2", "runId": "child-run-2" });
+    timed_out.add(
+        1007.0,
+        "ChildWorkflowExecutionStarted",
+        json!({ "initiatedEventId": i2, "workflowExecution": child }),
+    );
+    timed_out.add(
+        1067.0,
+        "ChildWorkflowExecutionTimedOut",
+        json!({ "initiatedEventId": i2, "workflowExecution": child, "timeoutType": "START_TO_CLOSE" }),
+    );
+    timed_out.decision_task(1067.0);
+    let r2 = decide(&timed_out);
+    assert_eq!(types(&r2), ["CompleteWorkflowExecution"], "{r2:#}");
+    let result: Value =
+        serde_json::from_str(decision(&r2, "CompleteWorkflowExecution")[0]["result"].as_str().unwrap()).unwrap();
+    assert_eq!(result["error"]["Error"], "States.Timeout");
+
+    // Branch B: the workflow is cancelled while the child runs: the child is asked to cancel
+    // (with its run id), then the workflow.
+    let mut cancelled = History(h.0.clone());
+    cancelled.accept(1006.0, &r);
+    let i2 = initiated_event(&cancelled, "Bill#1.2");
+    cancelled.add(
+        1007.0,
+        "ChildWorkflowExecutionStarted",
+        json!({ "initiatedEventId": i2, "workflowExecution": child }),
+    );
+    cancelled.add(1008.0, "WorkflowExecutionCancelRequested", json!({ "cause": "operator" }));
+    cancelled.decision_task(1008.0);
+    let r2 = decide(&cancelled);
+    assert_eq!(types(&r2), ["RequestCancelExternalWorkflowExecution", "CancelWorkflowExecution"], "{r2:#}");
+    assert_eq!(
+        decision(&r2, "RequestCancelExternalWorkflowExecution")[0],
+        &json!({ "workflowId": "wf-1--Bill#1.2", "runId": "child-run-2" })
+    );
+
+    // Branch C: the child completes: its result is the Task's result.
+    h.accept(1006.0, &r);
+    let i2 = initiated_event(&h, "Bill#1.2");
+    h.add(1007.0, "ChildWorkflowExecutionStarted", json!({ "initiatedEventId": i2, "workflowExecution": child }));
+    h.add(
+        1008.0,
+        "ChildWorkflowExecutionCompleted",
+        json!({ "initiatedEventId": i2, "workflowExecution": child, "result": r#"{"paid":true}"# }),
+    );
+    h.decision_task(1008.0);
+    let r = decide(&h);
+    assert_eq!(types(&r), ["CompleteWorkflowExecution"], "{r:#}");
+    let result: Value =
+        serde_json::from_str(decision(&r, "CompleteWorkflowExecution")[0]["result"].as_str().unwrap()).unwrap();
+    assert_eq!(result, json!({ "n": 3, "bill": { "paid": true } }));
+}
+
+const LAMBDA_THEN_WAIT: &str = r#"{
+  "StartAt": "Charge",
+  "States": {
+    "Charge": { "Type": "Task", "Resource": "arn:aws:lambda:us-east-1:123456789012:function:Charge", "TimeoutSeconds": 30,
+      "Retry": [ { "ErrorEquals": ["States.ALL"], "IntervalSeconds": 2, "MaxAttempts": 2 } ],
+      "Catch": [ { "ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Nap" } ], "Next": "Nap" },
+    "Nap": { "Type": "Wait", "Seconds": 10, "End": true }
+  }
+}"#;
+
+#[test]
+fn lambda_failures_and_refused_timers_are_mapped() {
+    let wf = load(LAMBDA_THEN_WAIT);
+    let config: SwfConfig = serde_json::from_value(json!({ "lambda": true })).unwrap();
+    let decide = |h: &History| swf::decide(&wf, &task_of(&h.0), &config).unwrap();
+    let mut h = History(start_events(&json!({})));
+    let r = decide(&h);
+    assert_eq!(decision(&r, "ScheduleLambdaFunction")[0]["startToCloseTimeout"], "30");
+    let completed = h.next_id();
+    h.add(1000.0, "DecisionTaskCompleted", json!({ "scheduledEventId": 2, "startedEventId": 3 }));
+    // A passing refusal of ScheduleLambdaFunction: scheduled again, identically.
+    h.add(
+        1000.0,
+        "ScheduleLambdaFunctionFailed",
+        json!({ "id": "Charge#1.0", "name": "arn:aws:lambda:us-east-1:123456789012:function:Charge",
+                "cause": "OPEN_LAMBDA_FUNCTIONS_LIMIT_EXCEEDED", "decisionTaskCompletedEventId": completed }),
+    );
+    h.decision_task(1001.0);
+    let again = decide(&h);
+    assert_eq!(decision(&again, "ScheduleLambdaFunction"), decision(&r, "ScheduleLambdaFunction"));
+    let ids = h.accept(1001.0, &again);
+
+    // SWF could not start the function: a failed attempt (States.TaskFailed with SWF's cause).
+    h.add(
+        1002.0,
+        "StartLambdaFunctionFailed",
+        json!({ "scheduledEventId": ids[0], "cause": "ASSUME_ROLE_FAILED", "message": "no role" }),
+    );
+    h.decision_task(1002.0);
+    let r = decide(&h);
+    fire_timer(&mut h, &r, 1004.0, "2");
+    let r = decide(&h);
+    let ids = h.accept(1004.0, &r);
+    // The second attempt times out: States.Timeout, with the runtime's cause for TimeoutSeconds.
+    let s = h.add(1005.0, "LambdaFunctionStarted", json!({ "scheduledEventId": ids[0] }));
+    h.add(
+        1035.0,
+        "LambdaFunctionTimedOut",
+        json!({ "scheduledEventId": ids[0], "startedEventId": s, "timeoutType": "START_TO_CLOSE" }),
+    );
+    h.decision_task(1035.0);
+    let r = decide(&h);
+    fire_timer(&mut h, &r, 1039.0, "4");
+    let r = decide(&h);
+    let ids = h.accept(1039.0, &r);
+    // The third fails too: retries are spent, the Catch goes on to the Wait.
+    let s = h.add(1040.0, "LambdaFunctionStarted", json!({ "scheduledEventId": ids[0] }));
+    h.add(
+        1041.0,
+        "LambdaFunctionFailed",
+        json!({ "scheduledEventId": ids[0], "startedEventId": s, "reason": "", "details": "card declined" }),
+    );
+    h.decision_task(1041.0);
+    let r = decide(&h);
+    assert_eq!(types(&r), ["StartTimer", "RecordMarker"], "{r:#}");
+    assert_eq!(decision(&r, "StartTimer")[0]["timerId"], "Nap#1");
+
+    // A passing StartTimer refusal: asked again; a lasting one fails the workflow with the cause.
+    let completed = h.add(1041.0, "DecisionTaskCompleted", json!({ "scheduledEventId": 2, "startedEventId": 3 }));
+    h.add(
+        1041.0,
+        "StartTimerFailed",
+        json!({ "timerId": "Nap#1", "cause": "TIMER_CREATION_RATE_EXCEEDED", "decisionTaskCompletedEventId": completed }),
+    );
+    h.decision_task(1042.0);
+    assert_eq!(decision(&decide(&h), "StartTimer"), decision(&r, "StartTimer"));
+    let completed = h.add(1042.0, "DecisionTaskCompleted", json!({ "scheduledEventId": 2, "startedEventId": 3 }));
+    h.add(
+        1042.0,
+        "StartTimerFailed",
+        json!({ "timerId": "Nap#1", "cause": "TIMER_ID_ALREADY_IN_USE", "decisionTaskCompletedEventId": completed }),
+    );
+    h.decision_task(1043.0);
+    let r = decide(&h);
+    assert_eq!(types(&r), ["FailWorkflowExecution"], "{r:#}");
+    let fail = decision(&r, "FailWorkflowExecution")[0];
+    assert_eq!(fail["reason"], "wfc.DecisionFailed");
+    assert!(fail["details"].as_str().unwrap().contains("TIMER_ID_ALREADY_IN_USE"), "{fail}");
+}
+
+/// A cancel SWF refuses (the activity or timer closed meanwhile) is not asked again.
+#[test]
+fn refused_cancels_are_not_asked_again() {
+    let wf = load(PARALLEL);
+    let mut h = History(start_events(&json!({})));
+    let r = swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    h.accept(1000.0, &r);
+    h.add(1001.0, "WorkflowExecutionCancelRequested", json!({ "cause": "stop" }));
+    h.decision_task(1001.0);
+    let r = swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    assert_eq!(types(&r), ["RequestCancelActivityTask", "CancelTimer", "CancelWorkflowExecution"], "{r:#}");
+    let activity_id = decision(&r, "RequestCancelActivityTask")[0]["activityId"].clone();
+    let timer_id = decision(&r, "CancelTimer")[0]["timerId"].clone();
+    // SWF refuses both cancels and the closing decision (a new event raced it).
+    let completed = h.add(1001.0, "DecisionTaskCompleted", json!({ "scheduledEventId": 2, "startedEventId": 3 }));
+    h.add(
+        1001.0,
+        "RequestCancelActivityTaskFailed",
+        json!({ "activityId": activity_id, "cause": "ACTIVITY_ID_UNKNOWN", "decisionTaskCompletedEventId": completed }),
+    );
+    h.add(
+        1001.0,
+        "CancelTimerFailed",
+        json!({ "timerId": timer_id, "cause": "TIMER_ID_UNKNOWN", "decisionTaskCompletedEventId": completed }),
+    );
+    h.add(
+        1001.0,
+        "CancelWorkflowExecutionFailed",
+        json!({ "cause": "UNHANDLED_DECISION", "decisionTaskCompletedEventId": completed }),
+    );
+    h.decision_task(1002.0);
+    let r = swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    assert_eq!(types(&r), ["CancelWorkflowExecution"], "{r:#}");
+}
+
+/// A refused FailWorkflowExecution is made again; a refused RecordMarker changes nothing (the
+/// marker is for people reading the history, never read back).
+#[test]
+fn a_refused_fail_or_marker_is_harmless() {
+    let wf = load(
+        r#"{"StartAt": "Work", "States": {"Work": {"Type": "Task", "Resource": "arn:aws:states:::activity:work", "End": true}}}"#,
+    );
+    let decide = |h: &History| swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    let mut h = History(start_events(&json!({})));
+    let r = decide(&h);
+    assert_eq!(types(&r), ["ScheduleActivityTask", "RecordMarker"]);
+    let completed = h.next_id();
+    let ids = h.accept(1000.0, &r);
+    // SWF refused the marker (scheduled event ids[0] stands).
+    h.0.pop();
+    h.add(1000.0, "RecordMarkerFailed", json!({ "markerName": "wfc.state", "cause": "OPERATION_NOT_PERMITTED", "decisionTaskCompletedEventId": completed }));
+    let s = h.add(1001.0, "ActivityTaskStarted", json!({ "scheduledEventId": ids[0] }));
+    h.add(
+        1002.0,
+        "ActivityTaskFailed",
+        json!({ "scheduledEventId": ids[0], "startedEventId": s, "reason": "Broken", "details": "no" }),
+    );
+    h.decision_task(1002.0);
+    let r = decide(&h);
+    assert_eq!(types(&r), ["FailWorkflowExecution"], "{r:#}");
+    let completed = h.add(1002.0, "DecisionTaskCompleted", json!({ "scheduledEventId": 2, "startedEventId": 3 }));
+    h.add(
+        1002.0,
+        "FailWorkflowExecutionFailed",
+        json!({ "cause": "UNHANDLED_DECISION", "decisionTaskCompletedEventId": completed }),
+    );
+    h.add(1002.0, "WorkflowExecutionSignaled", json!({ "signalName": "poke", "input": "{}" }));
+    h.decision_task(1003.0);
+    assert_eq!(decide(&h)["decisions"], r["decisions"]);
 }
 
 #[test]
@@ -1047,4 +1504,37 @@ fn generated_code_makes_the_same_decisions_as_the_interpreter() {
     assert_eq!(closed.output, Some(json!([{ "ok": true }, "shipped"])));
     // The retry back-off (3 s) runs while the 10 s Wait does: 10 s in all.
     assert_eq!(closed.elapsed, 10.0);
+}
+
+wfc_runtime::include_workflow!("tests/adapters/map_fan_out.asl.json");
+
+impl map_fan_out::Handler for NoCalls {
+    async fn pack(&self, _input: Value, _ctx: wfc_runtime::TaskContext) -> Result<Value, wfc_runtime::TaskError> {
+        panic!("a decider ran a task")
+    }
+}
+
+#[test]
+fn generated_code_makes_the_same_map_decisions_as_the_interpreter() {
+    let workflow = map_fan_out::ir().unwrap().clone();
+    // The first Pack attempt is busy (retried after 4 s); the others answer with their input.
+    let mocks =
+        parse_mocks(&json!({ "Pack": [ { "throw": { "error": "Busy", "cause": "1" } }, { "echo": true } ] })).unwrap();
+    let mut sim = Sim::new(&workflow, "gen-map-1", &json!({ "items": ["a", "b", "c", "d"] }), mocks, 0);
+    sim.cross_check = Some(Box::new(|task: &Value| {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
+        let name = map_fan_out::ir().unwrap().name.clone();
+        runtime
+            .block_on(swf::decide_with(task, &SwfConfig::default(), &name, |input, options| {
+                map_fan_out::run_with(&NoCalls, input, options)
+            }))
+            .unwrap()
+    }));
+    let closed = sim.run().unwrap();
+    assert_eq!(closed.status, "SUCCEEDED", "{closed:?}");
+    let packed: Vec<Value> =
+        ["a", "b", "c", "d"].iter().enumerate().map(|(i, s)| json!({ "sku": s, "at": i })).collect();
+    assert_eq!(closed.output, Some(json!({ "items": ["a", "b", "c", "d"], "out": { "packed": packed } })));
+    // Item 0's back-off (4 s) holds its slot while b, c and d share the other one.
+    assert_eq!(closed.elapsed, 4.0);
 }

@@ -18,6 +18,7 @@ mod mocks;
 mod outcome;
 mod run;
 mod schedule_cmd;
+mod swf_decider;
 mod test_cmd;
 
 use std::path::PathBuf;
@@ -54,6 +55,8 @@ enum Command {
     /// Answer an Amazon SWF decision task (PollForDecisionTask JSON on stdin) with the
     /// RespondDecisionTaskCompleted request.
     Decide(adapters::DecideArgs),
+    /// Poll Amazon SWF for decision tasks and answer them (SigV4-signed) until SIGTERM/Ctrl-C.
+    SwfDecider(swf_decider::SwfDeciderArgs),
     /// Handle one AWS Lambda durable function invocation (the event JSON on stdin) against a
     /// durable execution endpoint, and print the invocation output.
     LambdaInvoke(adapters::LambdaInvokeArgs),
@@ -456,6 +459,7 @@ fn main() -> ExitCode {
         Command::Callback(args) => durable::callback(&args),
         Command::Test(args) => test_cmd::run(&args),
         Command::Decide(args) => adapters::decide(&args),
+        Command::SwfDecider(args) => swf_decider::run(&args),
         Command::LambdaInvoke(args) => adapters::lambda_invoke(&args),
         Command::LambdaServe(args) => adapters::lambda_serve(&args),
         Command::LambdaCallback(args) => adapters::lambda_callback(&args),

@@ -55,3 +55,33 @@ fn bad_input_is_a_clear_error() {
     assert_eq!(code, 2);
     assert!(err.contains("invalid decider configuration"), "{err}");
 }
+
+/// `wfc swf-decider` without credentials, or with a bad endpoint, stops at once with a clear
+/// error (exit 2) and never contacts SWF.
+#[test]
+fn the_swf_decider_poller_needs_credentials_and_a_valid_endpoint() {
+    let definition = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/swf/shipping.asl.json");
+    let run = |env: &[(&str, &str)], extra: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_wfc"));
+        cmd.arg("swf-decider")
+            .arg(&definition)
+            .args(["--domain", "wfc", "--task-list", "decisions", "--region", "us-east-1"])
+            .args(extra)
+            .env_remove("AWS_ACCESS_KEY_ID")
+            .env_remove("AWS_SECRET_ACCESS_KEY")
+            .env_remove("AWS_SESSION_TOKEN")
+            .stdin(Stdio::null());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        (out.status.code().unwrap(), String::from_utf8(out.stderr).unwrap())
+    };
+    let (code, err) = run(&[], &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no AWS credentials") && err.contains("AWS_ACCESS_KEY_ID"), "{err}");
+    let creds = [("AWS_ACCESS_KEY_ID", "AKID"), ("AWS_SECRET_ACCESS_KEY", "secret")];
+    let (code, err) = run(&creds, &["--endpoint", "swf.example.com"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("invalid SWF endpoint \"swf.example.com\""), "{err}");
+}

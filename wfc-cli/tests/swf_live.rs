@@ -3,7 +3,8 @@
 //! (PollForDecisionTask, `wfc decide`, RespondDecisionTaskCompleted) and as the activity worker
 //! (answering from mocks) until the execution closes. It speaks SWF's JSON protocol directly
 //! (docs/adapters.md says why not aws-sdk-swf). moto implements 7 of the 13 decision types;
-//! the workflow uses only those.
+//! the workflow uses only those. A second test runs `wfc swf-decider` (the SigV4-signing poller)
+//! as the decider, a child process, while the test is the activity worker of a Map workflow.
 //!
 //! moto_server is found in the virtual environment named by `WFC_PY_VENV` (set by .ci/run), else
 //! `target/py-venv`; without it the test prints why and passes, unless `WFC_REQUIRE_PY_SERVERS=1`.
@@ -86,42 +87,8 @@ fn a_decider_loop_runs_a_workflow_to_completion_on_moto_server() {
         eprintln!("skipping the live SWF decider loop: {why}");
         return;
     };
-    let port = free_port();
-    let _moto = Killed(
-        Command::new(venv.join("bin/moto_server"))
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("moto_server starts"),
-    );
-    let deadline = Instant::now() + Duration::from_secs(600); // a hang guard: loaded CI machines are slow
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "moto_server did not start");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let (_moto, port) = moto_with_types(&venv, "shipping", &["Reserve", "Ship"]);
     let domain = "wfc";
-    swf(port, "RegisterDomain", &json!({ "name": domain, "workflowExecutionRetentionPeriodInDays": "1" }));
-    swf(
-        port,
-        "RegisterWorkflowType",
-        &json!({
-            "domain": domain, "name": "shipping", "version": "1",
-            "defaultTaskList": { "name": "decisions" }, "defaultChildPolicy": "TERMINATE",
-            "defaultExecutionStartToCloseTimeout": "600", "defaultTaskStartToCloseTimeout": "60",
-        }),
-    );
-    for activity in ["Reserve", "Ship"] {
-        swf(
-            port,
-            "RegisterActivityType",
-            &json!({
-                "domain": domain, "name": activity, "version": "1", "defaultTaskList": { "name": "work" },
-                "defaultTaskStartToCloseTimeout": "60", "defaultTaskHeartbeatTimeout": "NONE",
-                "defaultTaskScheduleToStartTimeout": "60", "defaultTaskScheduleToCloseTimeout": "120",
-            }),
-        );
-    }
     let run = swf(
         port,
         "StartWorkflowExecution",
@@ -226,4 +193,216 @@ fn a_decider_loop_runs_a_workflow_to_completion_on_moto_server() {
     for expected in ["ScheduleActivityTask", "StartTimer", "RecordMarker", "CompleteWorkflowExecution"] {
         assert!(decisions_made.iter().any(|d| d == expected), "no {expected} in {decisions_made:?}");
     }
+}
+
+/// moto_server on a free loopback port, with domain `wfc`, workflow type `name` (decisions on
+/// task list `decisions`) and the activity types (on task list `work`) registered.
+fn moto_with_types(venv: &Path, workflow: &str, activities: &[&str]) -> (Killed, u16) {
+    let port = free_port();
+    let moto = Killed(
+        Command::new(venv.join("bin/moto_server"))
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("moto_server starts"),
+    );
+    let deadline = Instant::now() + Duration::from_secs(600); // a hang guard: loaded CI machines are slow
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "moto_server did not start");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    swf(port, "RegisterDomain", &json!({ "name": "wfc", "workflowExecutionRetentionPeriodInDays": "1" }));
+    swf(
+        port,
+        "RegisterWorkflowType",
+        &json!({
+            "domain": "wfc", "name": workflow, "version": "1",
+            "defaultTaskList": { "name": "decisions" }, "defaultChildPolicy": "TERMINATE",
+            "defaultExecutionStartToCloseTimeout": "600", "defaultTaskStartToCloseTimeout": "60",
+        }),
+    );
+    for activity in activities {
+        swf(
+            port,
+            "RegisterActivityType",
+            &json!({
+                "domain": "wfc", "name": activity, "version": "1", "defaultTaskList": { "name": "work" },
+                "defaultTaskStartToCloseTimeout": "60", "defaultTaskHeartbeatTimeout": "NONE",
+                "defaultTaskScheduleToStartTimeout": "60", "defaultTaskScheduleToCloseTimeout": "120",
+            }),
+        );
+    }
+    (moto, port)
+}
+
+/// `wfc swf-decider` is the decider (a child process polling moto_server with SigV4-signed
+/// calls, history pages of 5 events); the test is the activity worker. The workflow is a Map
+/// with MaxConcurrency 2 whose second iteration fails once and is retried after a timer.
+#[test]
+fn the_swf_decider_poller_runs_a_map_workflow_on_moto_server() {
+    let Some(venv) = venv() else {
+        let why = "moto_server is not installed (set WFC_PY_VENV to a venv with moto[server], as .ci/run does)";
+        assert!(std::env::var("WFC_REQUIRE_PY_SERVERS").as_deref() != Ok("1"), "{why}");
+        eprintln!("skipping the live SWF poller test: {why}");
+        return;
+    };
+    let (_moto, port) = moto_with_types(&venv, "fanout", &["Pack", "Ship"]);
+    let definition = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/swf/fanout.asl.json");
+    // An unknown domain: the first poll is refused, and the poller stops with SWF's error.
+    let mut wrong = Killed(
+        Command::new(env!("CARGO_BIN_EXE_wfc"))
+            .arg("swf-decider")
+            .arg(&definition)
+            .args(["--endpoint", &format!("http://127.0.0.1:{port}"), "--region", "us-east-1"])
+            .args(["--domain", "nope", "--task-list", "decisions"])
+            .env("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+            .env("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("wfc swf-decider starts"),
+    );
+    let deadline = Instant::now() + Duration::from_secs(120); // a hang guard
+    let status = loop {
+        if let Some(status) = wrong.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "wfc swf-decider did not stop on an unknown domain");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut said = String::new();
+    wrong.0.stderr.take().unwrap().read_to_string(&mut said).unwrap();
+    assert_eq!(status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("SWF PollForDecisionTask failed with HTTP 400: UnknownResourceFault: Unknown domain: nope"),
+        "{said}"
+    );
+
+    let log = std::env::temp_dir().join(format!("wfc-swf-decider-{}.log", std::process::id()));
+    let mut decider = Killed(
+        Command::new(env!("CARGO_BIN_EXE_wfc"))
+            .arg("swf-decider")
+            .arg(&definition)
+            .args(["--endpoint", &format!("http://127.0.0.1:{port}"), "--region", "us-east-1"])
+            .args(["--domain", "wfc", "--task-list", "decisions", "--page-size", "5"])
+            .env("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+            .env("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
+            .env_remove("AWS_SESSION_TOKEN")
+            .env("RUST_LOG", "wfc_runtime=info")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("wfc swf-decider starts"),
+    );
+    let run = swf(
+        port,
+        "StartWorkflowExecution",
+        &json!({
+            "domain": "wfc", "workflowId": "fanout-1", "workflowType": { "name": "fanout", "version": "1" },
+            "input": json!({ "order": 7, "items": ["A", "B", "C"] }).to_string(),
+        }),
+    );
+    let run_id = run["runId"].as_str().unwrap().to_owned();
+    let execution = json!({ "workflowId": "fanout-1", "runId": run_id });
+
+    let mut pack_calls = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(600); // a hang guard: loaded CI machines are slow
+    loop {
+        let log_text = || std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(Instant::now() < deadline, "the workflow did not close; the decider said:\n{}", log_text());
+        assert!(decider.0.try_wait().unwrap().is_none(), "wfc swf-decider exited early:\n{}", log_text());
+        let info = swf(port, "DescribeWorkflowExecution", &json!({ "domain": "wfc", "execution": execution }));
+        if info["executionInfo"]["executionStatus"] == "CLOSED" {
+            assert_eq!(info["executionInfo"]["closeStatus"], "COMPLETED", "{info}\n{}", log_text());
+            break;
+        }
+        let task = swf(
+            port,
+            "PollForActivityTask",
+            &json!({ "domain": "wfc", "taskList": { "name": "work" }, "identity": "worker" }),
+        );
+        let Some(token) = task.get("taskToken").and_then(Value::as_str).filter(|t| !t.is_empty()) else {
+            std::thread::sleep(Duration::from_millis(200));
+            continue;
+        };
+        let input: Value = serde_json::from_str(task["input"].as_str().unwrap()).unwrap();
+        match task["activityType"]["name"].as_str().unwrap() {
+            "Pack" => {
+                let sku = input["sku"].as_str().unwrap().to_owned();
+                assert_eq!(input["order"], 7, "ItemSelector: {input}");
+                let first_b = sku == "B" && !pack_calls.contains(&sku);
+                pack_calls.push(sku.clone());
+                if first_b {
+                    swf(
+                        port,
+                        "RespondActivityTaskFailed",
+                        &json!({ "taskToken": token, "reason": "Busy", "details": "the packer is busy" }),
+                    );
+                } else {
+                    swf(
+                        port,
+                        "RespondActivityTaskCompleted",
+                        &json!({ "taskToken": token, "result": json!({ "packed": sku }).to_string() }),
+                    );
+                }
+            }
+            "Ship" => {
+                swf(port, "RespondActivityTaskCompleted", &json!({ "taskToken": token, "result": "\"shipped\"" }));
+            }
+            other => panic!("unexpected activity {other}"),
+        }
+    }
+
+    // SIGTERM: the poller stops and says what it did.
+    let status = Command::new("kill").args(["-TERM", &decider.0.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let stop_deadline = Instant::now() + Duration::from_secs(120);
+    let exit = loop {
+        if let Some(exit) = decider.0.try_wait().unwrap() {
+            break exit;
+        }
+        assert!(Instant::now() < stop_deadline, "wfc swf-decider did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let said = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_file(&log);
+    assert!(exit.success(), "wfc swf-decider exited with {exit}:\n{said}");
+    assert!(said.contains("stopped;") && said.contains("answered"), "{said}");
+
+    let history = swf(
+        port,
+        "GetWorkflowExecutionHistory",
+        &json!({ "domain": "wfc", "execution": execution, "maximumPageSize": 1000 }),
+    );
+    let events = history["events"].as_array().unwrap();
+    let completed = events.iter().find(|e| e["eventType"] == "WorkflowExecutionCompleted").expect("completed");
+    let result: Value =
+        serde_json::from_str(completed["workflowExecutionCompletedEventAttributes"]["result"].as_str().unwrap())
+            .unwrap();
+    assert_eq!(
+        result,
+        json!({ "order": 7, "items": ["A", "B", "C"],
+                "packed": [ { "packed": "A" }, { "packed": "B" }, { "packed": "C" } ], "shipment": "shipped" })
+    );
+    assert_eq!(pack_calls.iter().filter(|s| *s == "B").count(), 2, "{pack_calls:?}");
+    // MaxConcurrency 2: never more than two Pack activities open at once; the retry waited on a
+    // timer; what the decider scheduled is in its markers.
+    let mut open = 0i32;
+    let mut most = 0;
+    for e in events {
+        match e["eventType"].as_str().unwrap() {
+            "ActivityTaskScheduled" if e["activityTaskScheduledEventAttributes"]["activityType"]["name"] == "Pack" => {
+                open += 1;
+                most = most.max(open);
+            }
+            "ActivityTaskCompleted" | "ActivityTaskFailed" | "ActivityTaskTimedOut" | "ActivityTaskCanceled" => {
+                open -= 1;
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(most, 2, "at most two Pack activities at once, and two at some point");
+    assert!(events.iter().any(|e| e["eventType"] == "TimerFired"), "the retry's back-off is a timer");
+    assert!(events.iter().any(|e| e["eventType"] == "MarkerRecorded"), "markers recorded");
 }

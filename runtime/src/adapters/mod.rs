@@ -9,6 +9,7 @@
 //! - [`swf`]: an Amazon SWF decider, a pure function from a decision task to its decisions.
 //! - [`lambda_durable`]: an AWS Lambda durable function (the invocation and checkpoint protocol).
 //! - `lambda_function` (feature `lambda`): that function deployed with the `lambda_runtime` crate.
+//! - `swf_poller` (feature `swf-poller`): a long-polling SWF decider over [`swf`], SigV4-signed.
 //!
 //! The mappings and what is not supported: docs/adapters.md.
 
@@ -17,6 +18,8 @@ pub mod lambda_durable;
 pub mod lambda_function;
 pub mod memory;
 pub mod swf;
+#[cfg(feature = "swf-poller")]
+pub mod swf_poller;
 
 /// The [`crate::durable::Store`] methods an adapter's replay store does not serve. It lives for
 /// one replay inside one invocation, and its service (SWF, Lambda) keeps the execution records

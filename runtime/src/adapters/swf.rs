@@ -50,6 +50,42 @@ pub enum SwfError {
     /// operations this workflow does not have).
     #[error("cannot replay the history: {0}")]
     Replay(String),
+    /// The workflow has something the decider cannot schedule (see [`unsupported`]).
+    #[error("the SWF decider cannot run this workflow: {0}")]
+    Unsupported(String),
+}
+
+/// Why the decider cannot run `workflow`, if it cannot: a DISTRIBUTED Map whose child
+/// executions have a Task or a Wait. The runtime runs a Map Run's children outside the journal
+/// (docs/durable.md), so their Tasks would be called inside the decider, at every replay,
+/// instead of being scheduled as activities. INLINE Maps are fine, and so are DISTRIBUTED Maps
+/// whose children only pass, choose, succeed or fail.
+pub fn unsupported(workflow: &wfc_ir::Workflow) -> Option<String> {
+    use wfc_ir::{StateKind, StateMachine};
+    fn first_task_or_wait(m: &StateMachine) -> Option<(&'static str, String)> {
+        m.states.iter().find_map(|s| match &s.kind {
+            StateKind::Task(_) | StateKind::Wait(_) => Some((s.kind.type_name(), s.name.clone())),
+            StateKind::Parallel(p) => p.branches.iter().find_map(first_task_or_wait),
+            StateKind::Map(m) => first_task_or_wait(&m.item_processor),
+            _ => None,
+        })
+    }
+    fn walk(m: &StateMachine) -> Option<String> {
+        m.states.iter().find_map(|s| match &s.kind {
+            StateKind::Map(map) if map.distributed.is_some() => {
+                first_task_or_wait(&map.item_processor).map(|(kind, name)| {
+                    format!(
+                        "state {:?} is a DISTRIBUTED Map whose child executions have a {kind} state ({name:?}): a Map Run's children are not journaled, so the decider cannot schedule their work; use an INLINE Map",
+                        s.name
+                    )
+                })
+            }
+            StateKind::Map(map) => walk(&map.item_processor),
+            StateKind::Parallel(p) => p.branches.iter().find_map(walk),
+            _ => None,
+        })
+    }
+    walk(&workflow.machine)
 }
 
 /// Where a Task's attempts go.
@@ -112,6 +148,13 @@ pub struct SwfConfig {
     pub record_markers: bool,
     /// The seed of retry jitter and random intrinsics (default 0).
     pub seed: u64,
+    /// Where a DISTRIBUTED Map's ItemReader reads `s3://BUCKET/KEY` (`<itemRoot>/BUCKET/KEY`,
+    /// as `--item-root`). The decider reads the items again at each replay, so the objects
+    /// must not change while an execution runs.
+    pub item_root: Option<std::path::PathBuf>,
+    /// Where a DISTRIBUTED Map's ResultWriter writes (as `--result-root`). The files are
+    /// written again, identically, by each replay that passes the Map's end.
+    pub result_root: Option<std::path::PathBuf>,
 }
 
 impl Default for SwfConfig {
@@ -130,6 +173,8 @@ impl Default for SwfConfig {
             continue_as_new_after_events: 10_000,
             record_markers: true,
             seed: 0,
+            item_root: None,
+            result_root: None,
         }
     }
 }
@@ -137,10 +182,18 @@ impl Default for SwfConfig {
 /// Answers a decision task for `workflow` on the interpreter. `task` is the
 /// `PollForDecisionTask` response, or an array of its pages (merged in event-id order).
 ///
-/// This runs a small current-thread tokio runtime; inside async code use [`decide_with`].
+/// This runs a small current-thread tokio runtime with paused time; inside async code use
+/// [`decide_with`].
 pub fn decide(workflow: &wfc_ir::Workflow, task: &Value, config: &SwfConfig) -> Result<Value, SwfError> {
+    if let Some(why) = unsupported(workflow) {
+        return Err(SwfError::Unsupported(why));
+    }
+    // Paused: the replay's clock is the decision's time plus virtual time only, so timestamps
+    // the workflow reads (a Map Run child's StartDate, `$$.State.EnteredTime`) do not depend
+    // on how long the replay took.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
+        .start_paused(true)
         .build()
         .map_err(|e| SwfError::Replay(format!("cannot start the decider's runtime: {e}")))?;
     let handler = crate::Handlers::new();
@@ -151,7 +204,10 @@ pub fn decide(workflow: &wfc_ir::Workflow, task: &Value, config: &SwfConfig) -> 
 
 /// Answers a decision task with any engine: `run` starts the workflow on an input with the
 /// given options (`interp::run`, or a generated module's `run_with`). Its task handler is never
-/// called: every Task attempt becomes a decision or replays from the history.
+/// called: every Task attempt becomes a decision or replays from the history (check the
+/// workflow with [`unsupported`] first: a DISTRIBUTED Map's children would call it). Run it on
+/// a runtime with paused time (as [`decide`] and [`crate::clock::block_on_virtual`] do): on a
+/// running clock, the milliseconds the replay takes leak into the timestamps it computes.
 pub async fn decide_with<R, Fut>(
     task: &Value,
     config: &SwfConfig,
@@ -192,6 +248,12 @@ where
     };
     let mut options = RunOptions::virtual_time().with_seed(config.seed).with_journal(journal);
     options.clock = clock;
+    if let Some(root) = &config.item_root {
+        options = options.with_item_root(root.clone());
+    }
+    if let Some(root) = &config.result_root {
+        options = options.with_result_root(root.clone());
+    }
     let outcome = run_until_suspended(&suspender, run(view.input.clone(), options)).await;
 
     match outcome {
