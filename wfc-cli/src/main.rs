@@ -5,6 +5,7 @@
 
 mod adapters;
 mod callback_answers;
+mod event_cmd;
 mod case;
 mod check;
 mod compiled;
@@ -51,6 +52,8 @@ enum Command {
     Worker(WorkerArgs),
     /// Complete a `.waitForTaskToken` task through the store: SendTaskSuccess/Failure/Heartbeat.
     Callback(CallbackArgs),
+    /// Deliver a CloudEvent to a running durable Serverless Workflow execution through the store.
+    Event(event_cmd::EventArgs),
     /// Answer an Amazon SWF decision task (PollForDecisionTask JSON on stdin) with the
     /// RespondDecisionTaskCompleted request.
     Decide(adapters::DecideArgs),
@@ -454,6 +457,7 @@ fn main() -> ExitCode {
         Command::Executions(args) => durable::executions(&args),
         Command::Worker(args) => durable::worker(&args),
         Command::Callback(args) => durable::callback(&args),
+        Command::Event(args) => event_cmd::run(&args),
         Command::Test(args) => test_cmd::run(&args),
         Command::Decide(args) => adapters::decide(&args),
         Command::LambdaInvoke(args) => adapters::lambda_invoke(&args),
