@@ -716,7 +716,8 @@ async fn work<'s>(
             for (j, on) in on_events.iter().enumerate() {
                 let mine: Vec<&(usize, Value)> =
                     got.iter().filter(|(k, _)| defs.get(*k).is_some_and(|(entry, _)| *entry == j)).collect();
-                if mine.is_empty() {
+                // Exclusive: only the entry whose event came runs its actions.
+                if mine.is_empty() && *exclusive {
                     continue;
                 }
                 for (k, event) in mine {

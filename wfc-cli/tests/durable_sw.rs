@@ -404,3 +404,31 @@ fn a_worker_runs_a_durable_sw_execution_released_while_it_waits_for_its_event() 
     assert_eq!(d["output"], expected_output(40));
     assert!(check_exactly_once(&s, &store, "w1").is_empty());
 }
+
+#[test]
+fn a_store_written_before_the_event_inbox_is_migrated_and_stays_readable() {
+    let dir = scratch("sw-migrate");
+    let db = dir.join("store.db");
+    let store = format!("sqlite:{}", db.display());
+    let s = setup(&dir);
+    let out = wfc()
+        .args(run_args(&s, &store, "old", &input(50)))
+        .env("WFC_CRASH_AT", "Nap#1.0:after-start")
+        .output()
+        .expect("wfc runs");
+    assert!(stderr(&out).contains("aborting"), "{}", stderr(&out));
+    // Back to schema version 2, as a wfc without the inbox wrote it.
+    let conn = rusqlite::Connection::open(&db).expect("open the store");
+    conn.execute_batch("DROP TABLE events; PRAGMA user_version = 2;").expect("downgrade");
+    drop(conn);
+    let d = describe(&store, "old");
+    assert_eq!(d["status"], "RUNNING", "{d:#}");
+    assert_eq!(op(&d, "Charge#1.0.a0").expect("the charge")["status"], "SUCCEEDED");
+    let out = deliver(&store, "old", &event_file(&s, 50));
+    assert!(out.status.success(), "{}", stderr(&out));
+    finish(&s, &store, "old", 50);
+    assert!(check_exactly_once(&s, &store, "old").is_empty());
+    let conn = rusqlite::Connection::open(&db).expect("open the store");
+    let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).expect("version");
+    assert_eq!(version, 3);
+}
