@@ -432,3 +432,71 @@ fn a_store_written_before_the_event_inbox_is_migrated_and_stays_readable() {
     let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).expect("version");
     assert_eq!(version, 3);
 }
+
+const TIMERS: &str = r#"{
+  "id": "swtimers",
+  "version": "1.0",
+  "name": "swtimers",
+  "functions": [{ "name": "flaky", "resource": "res/flaky" }],
+  "events": [{ "name": "Go", "type": "go", "source": "ops" }],
+  "states": [
+    {
+      "name": "Flaky",
+      "type": "operation",
+      "start": { "kind": "default" },
+      "actions": [{ "functionRef": { "refName": "flaky" } }],
+      "retry": [{ "expression": "{{ $.errors[?(@.name == 'Busy')] }}", "interval": "PT2S", "maxAttempts": 2 }],
+      "transition": { "nextState": "Await" }
+    },
+    {
+      "name": "Await",
+      "type": "switch",
+      "eventConditions": [{ "eventRef": "Go", "transition": { "nextState": "Done" } }],
+      "eventTimeout": "PT2S",
+      "default": { "nextState": "Late" }
+    },
+    { "name": "Done", "type": "inject", "data": { "late": false }, "end": { "kind": "default" } },
+    { "name": "Late", "type": "inject", "data": { "late": true }, "end": { "kind": "default" } }
+  ]
+}"#;
+
+/// A retry back-off and an `eventTimeout` are durable timers: a crash during each is resumed,
+/// the failed attempt is replayed (not run again) and the timeout fires after the restart.
+#[test]
+fn sw_back_offs_and_event_timeouts_survive_a_crash() {
+    let dir = scratch("sw-timers");
+    let store = format!("sqlite:{}", dir.join("store.db").display());
+    let ledger = dir.join("ledger.txt");
+    let flag = dir.join("busy-once");
+    // Busy the first time it is called, then fine.
+    let script = format!(
+        "echo \"$WFC_EXECUTION_NAME flaky\" >> '{ledger}'; if [ -e '{flag}' ]; then printf '{{\"flaky\": 1}}'; else touch '{flag}'; echo '{{\"Error\": \"Busy\", \"Cause\": \"busy\"}}' >&2; exit 1; fi",
+        ledger = ledger.display(),
+        flag = flag.display()
+    );
+    let handlers = write(&dir, "handlers.json", &json!({ "flaky": { "command": ["sh", "-c", script] } }).to_string());
+    let def = write(&dir, "swtimers.sw.json", TIMERS);
+    let run = |crash: Option<&str>| {
+        let mut cmd = wfc();
+        cmd.args(["run", &def, "--handlers", &handlers, "--input", "{}", "--store", &store, "--name", "t1"]);
+        if let Some(point) = crash {
+            cmd.env("WFC_CRASH_AT", point);
+        }
+        cmd.output().expect("wfc runs")
+    };
+    for point in ["Flaky#1.retry1:after-start", "Await#1.0.event:after-start"] {
+        let out = run(Some(point));
+        assert!(stderr(&out).contains("aborting"), "it did not reach {point}: {}", stderr(&out));
+    }
+    let out = run(None);
+    let v = json_of(&out);
+    assert_eq!(v["status"], "SUCCEEDED", "{v:#}\n{}", stderr(&out));
+    assert_eq!(v["output"], json!({ "flaky": 1, "late": true }));
+    let d = describe(&store, "t1");
+    let status = |id: &str| op(&d, id).map(|o| (o["type"].clone(), o["status"].clone(), o["starts"].clone()));
+    assert_eq!(status("Flaky#1.0.a0"), Some((json!("STEP"), json!("FAILED"), json!(1))), "{d:#}");
+    assert_eq!(status("Flaky#1.retry1"), Some((json!("WAIT"), json!("SUCCEEDED"), json!(1))), "{d:#}");
+    assert_eq!(status("Flaky#1.1.a0"), Some((json!("STEP"), json!("SUCCEEDED"), json!(1))), "{d:#}");
+    assert_eq!(status("Await#1.0.event"), Some((json!("CALLBACK"), json!("TIMED_OUT"), json!(1))), "{d:#}");
+    assert_eq!(ledger_counts(&ledger).get(&("t1".to_owned(), "flaky".to_owned())), Some(&2));
+}
