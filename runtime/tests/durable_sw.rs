@@ -15,6 +15,7 @@ use wfc_runtime::interp::{self, Handlers};
 use wfc_runtime::{Clock, ExecutionResult, Failure, RunOptions, Status, TaskContext};
 
 wfc_runtime::include_workflow!("tests/durable/sw_order.sw.json");
+wfc_runtime::include_workflow!("tests/durable/sw_events.sw.json");
 
 #[derive(Clone, Default)]
 struct Counting {
@@ -144,4 +145,81 @@ async fn both_engines_resume_a_sw_execution_waiting_for_an_event_delivered_throu
             ("Confirm#1.0.event".to_owned(), "CALLBACK"),
         ]
     );
+}
+
+/// An event state waiting for two correlated events and an action waiting for a result event:
+/// events delivered before the waits are kept; the correlation value the first consumed event
+/// fixes rules out another key's event; a resume after the event state's CALLBACK replays the
+/// consumed events instead of taking others.
+#[tokio::test]
+async fn event_states_and_result_events_consume_store_events_once_with_correlation() {
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
+    let workflow = sw_events::ir().unwrap();
+    let input = json!({});
+    let name = "events";
+    let ev = |t: &str, key: Option<&str>, data: Value| {
+        let mut e = json!({ "type": t, "source": "s", "data": data });
+        if let Some(k) = key {
+            e["key"] = json!(k);
+        }
+        e
+    };
+    let journal = match Journal::open_definition(Arc::clone(&store), name, workflow, &input, &Clock::real()).await {
+        Ok(Opened::Running(j)) => j,
+        other => panic!("{other:?}"),
+    };
+    for e in [
+        ev("a", Some("k1"), json!({ "a": 1 })),
+        ev("noise", None, json!({})),
+        ev("b", Some("k2"), json!({ "b": "wrong key" })),
+        ev("b", Some("k1"), json!({ "b": 2 })),
+        ev("answered", None, json!({ "answer": 42 })),
+    ] {
+        store.deliver_event(name, e).await.unwrap();
+    }
+    // The first run stops (is dropped) inside the event state's action, after the events were
+    // recorded consumed.
+    let notes = Arc::new(Mutex::new(0usize));
+    let blocking = {
+        let notes = Arc::clone(&notes);
+        Handlers::new().on("note", move |_, _| {
+            let notes = Arc::clone(&notes);
+            async move {
+                *notes.lock().unwrap() += 1;
+                futures::future::pending::<Result<Value, Failure>>().await
+            }
+        })
+    };
+    let run = interp::run(workflow, &blocking, input.clone(), RunOptions::real().with_journal(journal));
+    let gathered = async {
+        loop {
+            if store.load_operation(name, "Gather#1.0.on0.a0").await.unwrap().is_some() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::select! {
+        result = run => panic!("should block in the action: {result:?}"),
+        () = gathered => {}
+    }
+    let journal = match Journal::open_definition(Arc::clone(&store), name, workflow, &input, &Clock::real()).await {
+        Ok(Opened::Running(j)) => j,
+        other => panic!("{other:?}"),
+    };
+    let done = Handlers::new().on("note", |_, _| async { Ok::<Value, Failure>(json!({ "noted": true })) });
+    let result = interp::run(workflow, &done, input, RunOptions::real().with_journal(journal)).await;
+    assert_eq!(result.status, Status::Succeeded, "{:?}", result.error);
+    assert_eq!(result.output, Some(json!({ "a": 1, "b": 2, "key": "k1", "noted": true, "answer": 42 })));
+    assert_eq!(*notes.lock().unwrap(), 1);
+    let ops = store.load_journal(name).await.unwrap();
+    let events_of = |id: &str| -> Vec<Value> {
+        let op = ops.iter().find(|op| op.id == id).unwrap_or_else(|| panic!("no {id}"));
+        op.result.as_ref().unwrap()["events"].as_array().unwrap().iter().map(|e| e["event"]["data"].clone()).collect()
+    };
+    assert_eq!(events_of("Gather#1.0.event"), [json!({ "a": 1 }), json!({ "b": 2 })]);
+    assert_eq!(events_of("Ask#1.0.a0"), [json!({ "answer": 42 })]);
+    let produced: Vec<_> =
+        result.history.iter().filter(|e| e.event_type == wfc_runtime::EventType::EventProduced).collect();
+    assert_eq!(produced.len(), 1, "the trigger event is produced once in the resumed run");
 }
