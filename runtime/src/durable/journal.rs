@@ -811,7 +811,9 @@ impl Journal {
                 if let Some(picked) = crate::events::pick(defs, all, &queue, &bus.correlation()) {
                     let taken: Vec<(usize, i64, Value)> = picked
                         .into_iter()
-                        .filter_map(|(i, seq)| queue.iter().find(|(s, _)| *s == seq).map(|(_, e)| (i, seq, (*e).clone())))
+                        .filter_map(|(i, seq)| {
+                            queue.iter().find(|(s, _)| *s == seq).map(|(_, e)| (i, seq, (*e).clone()))
+                        })
                         .collect();
                     let result = serde_json::json!({
                         "events": taken.iter().map(|(i, seq, e)| serde_json::json!({"index": i, "seq": seq, "event": e})).collect::<Vec<_>>()
@@ -831,11 +833,11 @@ impl Journal {
                     return Ok(Some(out));
                 }
             }
-            let remaining = deadline_ms
-                .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
-                .map(|due| clock.until(due));
+            let remaining =
+                deadline_ms.and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok()).map(|due| clock.until(due));
             if remaining.is_some_and(|r| r.is_zero()) {
-                let f = Failure::new(crate::sw::TIMEOUT, format!("no matching event arrived for state '{name}' in time"));
+                let f =
+                    Failure::new(crate::sw::TIMEOUT, format!("no matching event arrived for state '{name}' in time"));
                 self.checkpoint(vec![update(OpStatus::TimedOut, None, Some(&f), None, None)])
                     .await
                     .map_err(store_failure)?;

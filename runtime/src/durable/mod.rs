@@ -32,8 +32,8 @@ pub mod suspend;
 pub mod testing;
 pub mod worker;
 
-pub use journal::{Journal, Opened};
 pub(crate) use journal::EventWait;
+pub use journal::{Journal, Opened};
 #[cfg(feature = "postgres")]
 pub use postgres::PgStore;
 pub use sqlite::{SqliteStore, Synchronous};
@@ -640,7 +640,10 @@ pub trait Store: Send + Sync + fmt::Debug {
 pub(crate) fn not_running(record: &ExecutionRecord) -> StoreError {
     StoreError::InvalidUpdate {
         execution: record.name.clone(),
-        message: format!("it has finished ({}); events are delivered only to running executions", record.status.as_str()),
+        message: format!(
+            "it has finished ({}); events are delivered only to running executions",
+            record.status.as_str()
+        ),
     }
 }
 

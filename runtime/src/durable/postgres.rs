@@ -28,7 +28,8 @@ use super::{
 use crate::HistoryEvent;
 
 /// The schema, one entry per version (append only), tracked in `wfc_schema`.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE executions (
     name            TEXT PRIMARY KEY,
     workflow        TEXT NOT NULL,
@@ -76,7 +77,8 @@ CREATE TABLE history (
     event     TEXT NOT NULL,
     PRIMARY KEY (execution, event_id)
 );
-"#, r#"
+"#,
+    r#"
 CREATE TABLE events (
     seq          BIGSERIAL PRIMARY KEY,
     execution    TEXT NOT NULL REFERENCES executions(name),
@@ -84,7 +86,8 @@ CREATE TABLE events (
     delivered_at BIGINT NOT NULL
 );
 CREATE INDEX events_execution ON events(execution, seq);
-"#];
+"#,
+];
 
 /// The NOTIFY channel that wakes workers.
 const CHANNEL: &str = "wfc_work";

@@ -762,7 +762,8 @@ impl Store for SqliteStore {
             let mut stmt = conn
                 .prepare_cached("SELECT seq, event FROM events WHERE execution = ?1 ORDER BY seq")
                 .map_err(backend)?;
-            let rows = stmt.query_map([&name], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))).map_err(backend)?;
+            let rows =
+                stmt.query_map([&name], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))).map_err(backend)?;
             let mut out = Vec::new();
             for row in rows {
                 let (seq, text) = row.map_err(backend)?;
