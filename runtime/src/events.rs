@@ -121,11 +121,7 @@ impl EventBus {
                 if let Some((pos, i)) = found {
                     let event = state.inbox.remove(pos).unwrap_or(Value::Null);
                     if let Some(def) = defs.get(i) {
-                        for c in &def.correlation {
-                            if let Some(v) = attribute(&event, &c.name) {
-                                state.correlation.entry(c.name.clone()).or_insert(v);
-                            }
-                        }
+                        fix(&mut state.correlation, def, &event);
                     }
                     return Ok(Some((i, event)));
                 }
@@ -155,6 +151,70 @@ impl EventBus {
             }
         }
     }
+}
+
+/// The durable side of the bus (a journaled execution waits on its store's inbox, see
+/// [`crate::durable::Journal`]): the same matching and correlation, on events kept elsewhere.
+#[cfg(feature = "durable")]
+impl EventBus {
+    /// The correlation values the instance has fixed so far.
+    pub(crate) fn correlation(&self) -> HashMap<String, String> {
+        self.lock().correlation.clone()
+    }
+
+    /// Fixes the correlation values `event`, consumed for `def`, carries (as [`EventBus::wait`]
+    /// does when it takes an event).
+    pub(crate) fn fix_correlation(&self, def: &EventDef, event: &Value) {
+        fix(&mut self.lock().correlation, def, event);
+    }
+
+    /// Takes every event queued in memory (a journaled execution moves them to its store's inbox,
+    /// so they are kept across a restart like events delivered through the store).
+    pub(crate) fn drain_inbox(&self) -> Vec<Value> {
+        self.lock().inbox.drain(..).collect()
+    }
+}
+
+/// Fixes the correlation values of `def` that `event` carries and that are not fixed yet.
+fn fix(correlation: &mut HashMap<String, String>, def: &EventDef, event: &Value) {
+    for c in &def.correlation {
+        if let Some(v) = attribute(event, &c.name) {
+            correlation.entry(c.name.clone()).or_insert(v);
+        }
+    }
+}
+
+/// Picks queued events for a wait, by the rules of [`EventBus::wait`]: with `all` false, the
+/// first queued event that matches one of `defs` (the first such definition); with `all` true,
+/// one event for each definition, each taken in queue order by the first definition still
+/// wanted that it matches (correlation fixed as they are taken), or nothing until all are there.
+/// `queue` is `(inbox number, event)` in arrival order; returns `(index in defs, inbox number)`
+/// in the order taken.
+#[cfg(feature = "durable")]
+pub(crate) fn pick(
+    defs: &[&EventDef],
+    all: bool,
+    queue: &[(i64, &Value)],
+    fixed: &HashMap<String, String>,
+) -> Option<Vec<(usize, i64)>> {
+    let mut fixed = fixed.clone();
+    let mut wanted: Vec<usize> = (0..defs.len()).collect();
+    let mut taken: Vec<(usize, i64)> = Vec::new();
+    while !wanted.is_empty() {
+        let found = queue.iter().filter(|(seq, _)| !taken.iter().any(|(_, t)| t == seq)).find_map(|(seq, e)| {
+            wanted.iter().position(|&d| defs.get(d).is_some_and(|def| matches(def, e, &fixed))).map(|w| (w, *seq, *e))
+        });
+        let (w, seq, event) = found?;
+        let d = wanted.remove(w);
+        if let Some(def) = defs.get(d) {
+            fix(&mut fixed, def, event);
+        }
+        taken.push((d, seq));
+        if !all {
+            break;
+        }
+    }
+    Some(taken)
 }
 
 /// A context attribute of an event as a string (numbers and Booleans in their JSON spelling).

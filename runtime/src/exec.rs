@@ -1906,7 +1906,7 @@ impl Execution {
 
     /// Counts a visit to state `name` on this line of control and returns its 1-based number
     /// (0 without a journal: nothing needs it, so nothing is counted).
-    fn next_visit(&self, name: &str) -> u32 {
+    pub(crate) fn next_visit(&self, name: &str) -> u32 {
         #[cfg(feature = "durable")]
         if self.shared.journal.is_some() {
             let mut visits = self.scope.visits.lock().unwrap_or_else(|p| p.into_inner());
@@ -1920,13 +1920,13 @@ impl Execution {
 
     /// The deterministic operation id of `name`'s `visit_no`-th visit on this line of control.
     #[cfg(feature = "durable")]
-    fn op_id(&self, name: &str, visit_no: u32, suffix: &str) -> String {
+    pub(crate) fn op_id(&self, name: &str, visit_no: u32, suffix: &str) -> String {
         format!("{}{name}#{visit_no}{suffix}", self.scope.path)
     }
 
     /// The CONTEXT operation the operations of this line of control belong to.
     #[cfg(feature = "durable")]
-    fn op_parent(&self) -> Option<String> {
+    pub(crate) fn op_parent(&self) -> Option<String> {
         self.scope.context.clone()
     }
 
@@ -2105,6 +2105,18 @@ impl Execution {
         let _ = (name, visit_no);
         self.clock().sleep(delay).await;
         Ok(())
+    }
+
+    /// A new line of control (as [`Execution::branch`]) whose operations belong to the
+    /// operation `context` (a Serverless Workflow subflow's CHAINED_INVOKE): their ids start
+    /// with `<context>/`, and `context` is their parent.
+    #[cfg(feature = "durable")]
+    pub(crate) fn sub_scope(&self, context: String) -> Execution {
+        let line = self.branch();
+        Execution {
+            scope: Arc::new(Scope { path: format!("{context}/"), context: Some(context), ..Scope::default() }),
+            ..line
+        }
     }
 
     /// The execution handed to a Parallel attempt's branches: the same line of control, in a

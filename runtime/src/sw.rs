@@ -529,10 +529,13 @@ pub async fn step(
 ) -> Result<Step, Failure> {
     exec.check_history()?;
     exec.record(EventType::SwStateEntered, json!({ "name": name, "type": spec.type_name(), "input": input }));
+    // Counted as the ASL states count theirs, so durable operation ids are stable across replays.
+    let visit = exec.next_visit(name);
     let data = state_filter(spec.input_filter.as_ref(), input);
     let mut retries = vec![0u32; spec.retry.len()];
     let (data, next) = loop {
-        match work(exec, name, spec, data.clone(), functions).await {
+        let site = Site { visit, attempt: retries.iter().sum(), group: String::new() };
+        match work(exec, name, spec, data.clone(), functions, &site).await {
             Ok(done) => break done,
             Err(f) if f.error == TERMINATE => return Err(f),
             Err(f) => {
@@ -547,7 +550,8 @@ pub async fn step(
                         EventType::SwStateRetried,
                         json!({ "name": name, "error": f.error, "attempt": *count, "delaySeconds": delay }),
                     );
-                    tokio::time::sleep(Duration::try_from_secs_f64(delay.max(0.0)).unwrap_or(Duration::MAX)).await;
+                    let retry_no: u32 = retries.iter().sum();
+                    timer(exec, name, visit, &format!(".retry{retry_no}"), "Retry", secs(delay)).await?;
                     continue;
                 }
                 match spec.on_error.iter().find(|e| holds(&e.expression, &error_data)) {
@@ -645,10 +649,11 @@ async fn work<'s>(
     spec: &'s SwState,
     mut data: Value,
     functions: &dyn DynHandler,
+    site: &Site,
 ) -> Result<(Value, Option<&'s SwNext>), Failure> {
     match &spec.kind {
         SwKind::Operation { mode, actions } => {
-            let data = run_actions(exec, name, *mode, actions, data, functions).await?;
+            let data = run_actions(exec, name, *mode, actions, data, functions, site).await?;
             Ok((data, None))
         }
         SwKind::Inject { data: add } => {
@@ -656,16 +661,15 @@ async fn work<'s>(
             Ok((data, None))
         }
         SwKind::Delay { seconds } => {
-            tokio::time::sleep(Duration::try_from_secs_f64(seconds.max(0.0)).unwrap_or(Duration::MAX)).await;
+            timer(exec, name, site.visit, &format!(".{}", site.attempt), "Wait", secs(*seconds)).await?;
             Ok((data, None))
         }
         SwKind::Switch { data: conditions, events, event_timeout, default } => {
             if !events.is_empty() {
                 let defs: Vec<&EventDef> = events.iter().map(|c| &c.event).collect();
                 let timeout = event_timeout.map(secs);
-                return match exec.events().wait(&defs, timeout).await? {
+                return match wait_events(exec, name, site, "event", &defs, false, timeout).await?.and_then(first) {
                     Some((i, event)) => {
-                        consumed(exec, name, &event);
                         let Some(cond) = events.get(i) else {
                             return Err(Failure::runtime("event condition out of range"));
                         };
@@ -695,62 +699,50 @@ async fn work<'s>(
             }
         }
         SwKind::Event { exclusive, on_events, timeout } => {
-            let deadline = timeout.map(|t| tokio::time::Instant::now() + secs(t));
-            let remaining = || deadline.map(|d| d.saturating_duration_since(tokio::time::Instant::now()));
             // The draft: when the events do not arrive in time, the state goes on without
             // performing any actions.
             let timed_out = |data: Value| {
                 exec.record(EventType::SwStateTimedOut, json!({ "name": name }));
                 Ok((data, None))
             };
-            if *exclusive {
-                let defs: Vec<(usize, &EventDef)> =
-                    on_events.iter().enumerate().flat_map(|(i, o)| o.events.iter().map(move |e| (i, e))).collect();
-                let refs: Vec<&EventDef> = defs.iter().map(|(_, e)| *e).collect();
-                let Some((k, event)) = exec.events().wait(&refs, remaining()).await? else { return timed_out(data) };
-                consumed(exec, name, &event);
-                let Some((i, def)) = defs.get(k) else { return Err(Failure::runtime("event out of range")) };
-                let Some(on) = on_events.get(*i) else { return Err(Failure::runtime("onEvents out of range")) };
-                merge_event(&mut data, on.filter.as_ref(), &event, def);
-                data = run_actions(exec, name, on.mode, &on.actions, data, functions).await?;
-            } else {
-                // Every event of every entry must arrive (in any order); then each entry's
-                // actions run, in definition order.
-                let mut wanted: Vec<(usize, &EventDef)> =
-                    on_events.iter().enumerate().flat_map(|(i, o)| o.events.iter().map(move |e| (i, e))).collect();
-                let mut got: Vec<(usize, &EventDef, Value)> = Vec::new();
-                while !wanted.is_empty() {
-                    let refs: Vec<&EventDef> = wanted.iter().map(|(_, e)| *e).collect();
-                    let Some((k, event)) = exec.events().wait(&refs, remaining()).await? else {
-                        return timed_out(data);
-                    };
-                    consumed(exec, name, &event);
-                    let (i, def) = wanted.remove(k);
-                    got.push((i, def, event));
+            let defs: Vec<(usize, &EventDef)> =
+                on_events.iter().enumerate().flat_map(|(i, o)| o.events.iter().map(move |e| (i, e))).collect();
+            let refs: Vec<&EventDef> = defs.iter().map(|(_, e)| *e).collect();
+            // Exclusive: the first event of any entry; else every event of every entry must
+            // arrive (in any order), then each entry's actions run, in definition order.
+            let Some(got) = wait_events(exec, name, site, "event", &refs, !*exclusive, timeout.map(secs)).await? else {
+                return timed_out(data);
+            };
+            for (j, on) in on_events.iter().enumerate() {
+                let mine: Vec<&(usize, Value)> =
+                    got.iter().filter(|(k, _)| defs.get(*k).is_some_and(|(entry, _)| *entry == j)).collect();
+                // Exclusive: only the entry whose event came runs its actions.
+                if mine.is_empty() && *exclusive {
+                    continue;
                 }
-                for (i, on) in on_events.iter().enumerate() {
-                    for (_, def, event) in got.iter().filter(|(j, _, _)| *j == i) {
-                        merge_event(&mut data, on.filter.as_ref(), event, def);
-                    }
-                    data = run_actions(exec, name, on.mode, &on.actions, data, functions).await?;
+                for (k, event) in mine {
+                    let Some((_, def)) = defs.get(*k) else { return Err(Failure::runtime("event out of range")) };
+                    merge_event(&mut data, on.filter.as_ref(), event, def);
                 }
+                let site = Site { group: format!("on{j}."), ..site.clone() };
+                data = run_actions(exec, name, on.mode, &on.actions, data, functions, &site).await?;
             }
             Ok((data, None))
         }
         SwKind::Callback { action, event, event_filter, timeout } => {
-            data = run_action(exec, name, action, data, functions).await?;
-            let Some((_, ev)) = exec.events().wait(&[event], timeout.map(secs)).await? else {
+            data = run_action(exec, name, action, data, functions, site, "a0").await?;
+            let waited = wait_events(exec, name, site, "event", &[event], false, timeout.map(secs)).await?;
+            let Some((_, ev)) = waited.and_then(first) else {
                 return Err(Failure::new(
                     TIMEOUT,
                     format!("state {name:?}: the callback event did not arrive within its timeout"),
                 ));
             };
-            consumed(exec, name, &ev);
             merge_event(&mut data, event_filter.as_ref(), &ev, event);
             Ok((data, None))
         }
         SwKind::Subflow { wait: true, workflow, .. } => {
-            let out = run_sub(exec, workflow, functions, data.clone()).await?;
+            let out = subflow(exec, name, site, workflow, functions, data.clone()).await?;
             merge(&mut data, out);
             Ok((data, None))
         }
@@ -790,7 +782,7 @@ async fn work<'s>(
                     let exec = exec.branch();
                     in_flight.push(async move {
                         exec.record(EventType::SwIterationStarted, json!({ "name": name, "index": i }));
-                        let out = run_body(&exec, name, body, iteration, functions).await;
+                        let out = run_body(&exec, name, body, iteration, functions, site).await;
                         (i, out)
                     });
                 }
@@ -814,7 +806,7 @@ async fn work<'s>(
                 let input = data.clone();
                 in_flight.push(async move {
                     exec.record(EventType::SwBranchStarted, json!({ "name": name, "branch": b.name }));
-                    (i, run_body_output(&exec, name, &b.body, input, functions).await)
+                    (i, run_body_output(&exec, name, &b.body, input, functions, site).await)
                 });
             }
             let needed = match completion {
@@ -917,13 +909,15 @@ async fn run_body(
     body: &Body,
     input: Value,
     functions: &dyn DynHandler,
+    site: &Site,
 ) -> Result<Value, Failure> {
     match body {
         Body::Actions(actions) => {
             let mut data = input;
             let mut last = Value::Null;
-            for a in actions {
-                let (new_data, result) = action_with_result(exec, name, a, data, functions).await?;
+            for (i, a) in actions.iter().enumerate() {
+                let (new_data, result) =
+                    action_with_result(exec, name, a, data, functions, site, &format!("a{i}")).await?;
                 data = new_data;
                 last = result;
             }
@@ -940,9 +934,12 @@ async fn run_body_output(
     body: &Body,
     input: Value,
     functions: &dyn DynHandler,
+    site: &Site,
 ) -> Result<Value, Failure> {
     match body {
-        Body::Actions(actions) => run_actions(exec, name, ActionMode::Sequential, actions, input, functions).await,
+        Body::Actions(actions) => {
+            run_actions(exec, name, ActionMode::Sequential, actions, input, functions, site).await
+        }
         Body::Workflow(w) => run_sub(exec, w, functions, input).await,
     }
 }
@@ -954,19 +951,20 @@ async fn run_actions(
     actions: &[Action],
     mut data: Value,
     functions: &dyn DynHandler,
+    site: &Site,
 ) -> Result<Value, Failure> {
     match mode {
         ActionMode::Sequential => {
-            for a in actions {
-                data = run_action(exec, name, a, data, functions).await?;
+            for (i, a) in actions.iter().enumerate() {
+                data = run_action(exec, name, a, data, functions, site, &format!("a{i}")).await?;
             }
             Ok(data)
         }
         ActionMode::Parallel => {
-            let calls = actions.iter().map(|a| {
+            let calls = actions.iter().enumerate().map(|(i, a)| {
                 let line = exec.branch();
                 let input = data.clone();
-                async move { action_result(&line, name, a, input, functions).await }
+                async move { action_result(&line, name, a, input, functions, site, &format!("a{i}")).await }
             });
             let results = futures::future::join_all(calls).await;
             for (a, r) in actions.iter().zip(results) {
@@ -983,8 +981,10 @@ async fn run_action(
     action: &Action,
     data: Value,
     functions: &dyn DynHandler,
+    site: &Site,
+    key: &str,
 ) -> Result<Value, Failure> {
-    Ok(action_with_result(exec, name, action, data, functions).await?.0)
+    Ok(action_with_result(exec, name, action, data, functions, site, key).await?.0)
 }
 
 /// Runs an action and merges its result: returns the new data and the filtered result.
@@ -994,8 +994,10 @@ async fn action_with_result(
     action: &Action,
     mut data: Value,
     functions: &dyn DynHandler,
+    site: &Site,
+    key: &str,
 ) -> Result<(Value, Value), Failure> {
-    let result = action_result(exec, name, action, data.clone(), functions).await?;
+    let result = action_result(exec, name, action, data.clone(), functions, site, key).await?;
     let filtered = match action.results_filter.as_ref().and_then(Expr::as_path) {
         Some(p) => select(p, &result).unwrap_or(Value::Null),
         None => result.clone(),
@@ -1011,6 +1013,8 @@ async fn action_result(
     action: &Action,
     data: Value,
     functions: &dyn DynHandler,
+    site: &Site,
+    key: &str,
 ) -> Result<Value, Failure> {
     let input = state_filter(action.input_filter.as_ref(), data);
     match &action.call {
@@ -1021,9 +1025,9 @@ async fn action_result(
             };
             exec.record(EventType::TaskScheduled, json!({ "name": name, "resource": function, "parameters": params }));
             let ctx = TaskContext::new(name, function.as_str(), 0, exec.name());
-            let attempt =
-                run_attempt(|| functions.call(function, params, ctx.clone()), &ctx, action.timeout.map(secs), None)
-                    .await;
+            let run =
+                run_attempt(|| functions.call(function, params, ctx.clone()), &ctx, action.timeout.map(secs), None);
+            let attempt = function_attempt(exec, name, site, key, run).await?;
             match attempt {
                 Attempt::Succeeded(v) => {
                     exec.limits().check_payload(name, &v)?;
@@ -1056,11 +1060,11 @@ async fn action_result(
             exec.record(EventType::EventProduced, json!({ "name": name, "event": event }));
             match result {
                 None => Ok(Value::Object(Map::new())),
-                Some(def) => match exec.events().wait(&[def], action.timeout.map(secs)).await? {
-                    Some((_, ev)) => {
-                        consumed(exec, name, &ev);
-                        Ok(ev.get("data").cloned().unwrap_or(Value::Null))
-                    }
+                Some(def) => match wait_events(exec, name, site, key, &[def], false, action.timeout.map(secs))
+                    .await?
+                    .and_then(first)
+                {
+                    Some((_, ev)) => Ok(ev.get("data").cloned().unwrap_or(Value::Null)),
                     None => Err(Failure::new(
                         TIMEOUT,
                         format!(
@@ -1072,6 +1076,126 @@ async fn action_result(
             }
         }
     }
+}
+
+// -------------------------------------------------------------------------------------------
+// Durable operations (docs/durable.md): with a journal, each runs through it; without, plainly.
+
+/// Where a state's work is, for durable operation ids: the visit to the state on its line of
+/// control (counted as the ASL states count theirs), the state's attempt (retries so far), and
+/// the group of actions (`on<j>.` for an event state's `onEvents` entry `j`).
+#[derive(Debug, Clone)]
+#[cfg_attr(not(feature = "durable"), allow(dead_code))] // the ids are built only when durable
+struct Site {
+    visit: u32,
+    attempt: u32,
+    group: String,
+}
+
+/// The only event of a wait for one event.
+fn first(events: Vec<(usize, Value)>) -> Option<(usize, Value)> {
+    events.into_iter().next()
+}
+
+/// A delay or retry back-off, as a durable WAIT `<State>#<visit><suffix>` when journaled, on the
+/// execution's clock.
+async fn timer(
+    exec: &Execution,
+    name: &str,
+    visit: u32,
+    suffix: &str,
+    subtype: &str,
+    delay: Duration,
+) -> Result<(), Failure> {
+    #[cfg(feature = "durable")]
+    if let Some(journal) = exec.journal() {
+        let id = exec.op_id(name, visit, suffix);
+        return journal.sleep(exec.clock(), id, exec.op_parent(), name, subtype, delay).await;
+    }
+    let _ = (name, visit, suffix, subtype);
+    exec.clock().sleep(delay).await;
+    Ok(())
+}
+
+/// A function action's call, as a durable STEP `<State>#<visit>.<attempt>.<group><key>` when
+/// journaled: replayed when its outcome is recorded, else run and checkpointed.
+async fn function_attempt(
+    exec: &Execution,
+    name: &str,
+    site: &Site,
+    key: &str,
+    run: impl Future<Output = Attempt>,
+) -> Result<Attempt, Failure> {
+    #[cfg(feature = "durable")]
+    if let Some(journal) = exec.journal() {
+        let id = exec.op_id(name, site.visit, &format!(".{}.{}{key}", site.attempt, site.group));
+        return journal.step(id, exec.op_parent(), name, None, run).await;
+    }
+    let _ = (exec, name, site, key);
+    Ok(run.await)
+}
+
+/// Waits for events matching `defs` (the first match of any, or with `all` one event of each,
+/// in any order) and records each consumed; `None` when `timeout` passes first. Journaled, the
+/// wait is a CALLBACK `<State>#<visit>.<attempt>.<group><what>` completed through the store's
+/// event inbox (`wfc event`), with a durable timeout.
+async fn wait_events(
+    exec: &Execution,
+    name: &str,
+    site: &Site,
+    what: &str,
+    defs: &[&EventDef],
+    all: bool,
+    timeout: Option<Duration>,
+) -> Result<Option<Vec<(usize, Value)>>, Failure> {
+    #[cfg(feature = "durable")]
+    if let Some(journal) = exec.journal() {
+        let id = exec.op_id(name, site.visit, &format!(".{}.{}{what}", site.attempt, site.group));
+        let token = crate::callback::task_token(exec.id(), &id);
+        let wait = crate::durable::EventWait { id, parent: exec.op_parent(), name, token, defs, all, timeout };
+        let got = journal.event_wait(exec.clock(), exec.events(), wait).await?;
+        for (_, event) in got.iter().flatten() {
+            consumed(exec, name, event);
+        }
+        return Ok(got);
+    }
+    let _ = (site, what);
+    let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+    let mut wanted: Vec<usize> = (0..defs.len()).collect();
+    let mut got = Vec::new();
+    while !wanted.is_empty() {
+        let refs: Vec<&EventDef> = wanted.iter().filter_map(|&d| defs.get(d).copied()).collect();
+        let remaining = deadline.map(|d| d.saturating_duration_since(tokio::time::Instant::now()));
+        let Some((k, event)) = exec.events().wait(&refs, remaining).await? else { return Ok(None) };
+        consumed(exec, name, &event);
+        got.push((wanted.remove(k), event));
+        if !all {
+            break;
+        }
+    }
+    Ok(Some(got))
+}
+
+/// A subflow the parent waits for, on a line of control of its own. Journaled, it is a
+/// CHAINED_INVOKE `<State>#<visit>.<attempt>` enclosing the child's operations: a finished one
+/// replays its recorded output without running the child again.
+async fn subflow(
+    exec: &Execution,
+    name: &str,
+    site: &Site,
+    workflow: &Workflow,
+    functions: &dyn DynHandler,
+    input: Value,
+) -> Result<Value, Failure> {
+    #[cfg(feature = "durable")]
+    if let Some(journal) = exec.journal() {
+        let id = exec.op_id(name, site.visit, &format!(".{}", site.attempt));
+        let line = exec.sub_scope(id.clone());
+        let child = run_machine(&line, &workflow.machine, functions, input);
+        return journal.subflow(&id, exec.op_parent(), name, child).await;
+    }
+    let _ = (name, site);
+    run_sub(exec, workflow, functions, input).await
 }
 
 /// The status of an execution's result, for callers that only need to know it finished.

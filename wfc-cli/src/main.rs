@@ -5,6 +5,7 @@
 
 mod adapters;
 mod callback_answers;
+mod event_cmd;
 mod case;
 mod check;
 mod compiled;
@@ -52,6 +53,8 @@ enum Command {
     Worker(WorkerArgs),
     /// Complete a `.waitForTaskToken` task through the store: SendTaskSuccess/Failure/Heartbeat.
     Callback(CallbackArgs),
+    /// Deliver a CloudEvent to a running durable Serverless Workflow execution through the store.
+    Event(event_cmd::EventArgs),
     /// Answer an Amazon SWF decision task (PollForDecisionTask JSON on stdin) with the
     /// RespondDecisionTaskCompleted request.
     Decide(adapters::DecideArgs),
@@ -457,6 +460,7 @@ fn main() -> ExitCode {
         Command::Executions(args) => durable::executions(&args),
         Command::Worker(args) => durable::worker(&args),
         Command::Callback(args) => durable::callback(&args),
+        Command::Event(args) => event_cmd::run(&args),
         Command::Test(args) => test_cmd::run(&args),
         Command::Decide(args) => adapters::decide(&args),
         Command::SwfDecider(args) => swf_decider::run(&args),

@@ -47,6 +47,9 @@ pub struct Journal {
     suspended: Mutex<Option<Option<i64>>>,
     /// Replay-only runs (the adapters): park at unrecorded operations instead of running them.
     suspender: Option<Arc<Suspender>>,
+    /// Held while a Serverless Workflow event wait picks events from the inbox and records them
+    /// consumed, so two concurrent waits of one execution never take the same event.
+    event_claims: tokio::sync::Mutex<()>,
 }
 
 /// Crash testing: `WFC_CRASH_AT=<operation id>:<phase>` aborts the process (as `kill -9` would
@@ -192,6 +195,7 @@ impl Journal {
             suspend_after,
             suspended: Mutex::new(None),
             suspender,
+            event_claims: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -629,12 +633,26 @@ impl Journal {
         name: &str,
         subtype: &str,
     ) -> Result<(), Failure> {
-        if self.recorded_as(id, OpType::Context, name)?.is_some() {
+        self.scope_start(OpType::Context, id, parent, name, subtype).await
+    }
+
+    async fn scope_start(
+        &self,
+        op_type: OpType,
+        id: &str,
+        parent: Option<String>,
+        name: &str,
+        subtype: &str,
+    ) -> Result<(), Failure> {
+        if self.recorded_as(id, op_type, name)?.is_some() {
             return Ok(());
         }
-        self.checkpoint(vec![outcome_update(OpType::Context, id, parent, name, subtype, OpStatus::Started, None, None)])
+        crash_point(id, "before-start");
+        self.checkpoint(vec![outcome_update(op_type, id, parent, name, subtype, OpStatus::Started, None, None)])
             .await
-            .map_err(store_failure)
+            .map_err(store_failure)?;
+        crash_point(id, "after-start");
+        Ok(())
     }
 
     /// Records how the CONTEXT operation `id` ended (its output, or its failure), unless the
@@ -647,28 +665,247 @@ impl Journal {
         subtype: &str,
         outcome: &Result<Value, Failure>,
     ) -> Result<(), Failure> {
+        self.scope_end(OpType::Context, id, parent, name, subtype, outcome).await
+    }
+
+    async fn scope_end(
+        &self,
+        op_type: OpType,
+        id: &str,
+        parent: Option<String>,
+        name: &str,
+        subtype: &str,
+        outcome: &Result<Value, Failure>,
+    ) -> Result<(), Failure> {
         // A worker's run that suspended unwinds through its branches with a failure that is not
         // theirs: the CONTEXT stays STARTED until the resumed run finishes it.
-        if self.suspended().is_some()
-            || self.recorded_as(id, OpType::Context, name)?.is_some_and(|op| op.status.is_terminal())
+        if self.suspended().is_some() || self.recorded_as(id, op_type, name)?.is_some_and(|op| op.status.is_terminal())
         {
             return Ok(());
         }
         let update = match outcome {
-            Ok(output) => outcome_update(
-                OpType::Context,
-                id,
-                parent,
-                name,
-                subtype,
-                OpStatus::Succeeded,
-                Some(output.clone()),
-                None,
-            ),
-            Err(f) => outcome_update(OpType::Context, id, parent, name, subtype, OpStatus::Failed, None, Some(f)),
+            Ok(output) => {
+                outcome_update(op_type, id, parent, name, subtype, OpStatus::Succeeded, Some(output.clone()), None)
+            }
+            Err(f) => outcome_update(op_type, id, parent, name, subtype, OpStatus::Failed, None, Some(f)),
         };
-        self.checkpoint(vec![update]).await.map_err(store_failure)
+        crash_point(id, "before-finish");
+        self.checkpoint(vec![update]).await.map_err(store_failure)?;
+        crash_point(id, "after-finish");
+        Ok(())
     }
+}
+
+/// Serverless Workflow operations: subflows and event waits (see [`crate::sw`]).
+impl Journal {
+    /// The operation type of a subflow the parent waits for: CHAINED_INVOKE in wfc's stores; a
+    /// CONTEXT on a service's journal (a Lambda CHAINED_INVOKE invokes another deployed
+    /// function, which a subflow is not).
+    fn subflow_type(&self) -> OpType {
+        if self.suspender.is_some() { OpType::Context } else { OpType::ChainedInvoke }
+    }
+
+    /// Runs a subflow as the operation `id` (see [`Journal::subflow_type`]): a finished one
+    /// replays its recorded output or failure without running `child`; otherwise it is started
+    /// (unless it was already: a resume inside the child), `child` runs (its operations have ids
+    /// under `id`), and its outcome is recorded.
+    pub(crate) async fn subflow<Fut>(
+        &self,
+        id: &str,
+        parent: Option<String>,
+        name: &str,
+        child: Fut,
+    ) -> Result<Value, Failure>
+    where
+        Fut: Future<Output = Result<Value, Failure>>,
+    {
+        let op_type = self.subflow_type();
+        if let Some(op) = self.recorded_as(id, op_type, name)?
+            && op.status.is_terminal()
+        {
+            return match replayed(op) {
+                Some(Attempt::Succeeded(v)) => Ok(v),
+                Some(Attempt::Failed(f)) | Some(Attempt::TimedOut(f)) => Err(f),
+                None => Err(Failure::runtime(format!("the subflow operation '{id}' was cancelled"))),
+            };
+        }
+        self.scope_start(op_type, id, parent.clone(), name, "Subflow").await?;
+        let outcome = child.await;
+        self.scope_end(op_type, id, parent, name, "Subflow", &outcome).await?;
+        outcome
+    }
+
+    /// The inbox numbers of the events that recorded event waits consumed.
+    fn consumed_events(&self) -> std::collections::HashSet<i64> {
+        let recorded = self.recorded.lock().unwrap_or_else(|p| p.into_inner());
+        recorded
+            .values()
+            .filter(|op| op.op_type == OpType::Callback && op.subtype == EVENT_SUBTYPE)
+            .filter_map(|op| op.result.as_ref()?.get("events")?.as_array().cloned())
+            .flatten()
+            .filter_map(|e| e.get("seq")?.as_i64())
+            .collect()
+    }
+
+    /// A Serverless Workflow event wait (an event state, a switch on events, a callback state's
+    /// event, an action's result event) as a CALLBACK operation completed through the store:
+    /// checkpointed STARTED with its timeout instant, then the execution's inbox
+    /// ([`Store::load_events`]; events queued on the in-memory bus are moved there first) is
+    /// read every 200 ms until the events the wait needs are there (see [`crate::events::pick`]);
+    /// they are recorded consumed in the same checkpoint that finishes the operation. A finished
+    /// wait replays its events (and fixes their correlation values again). Returns the events
+    /// with their index in `wait.defs`, or `None` when the timeout passed first.
+    pub(crate) async fn event_wait(
+        &self,
+        clock: &Clock,
+        bus: &crate::events::EventBus,
+        wait: EventWait<'_>,
+    ) -> Result<Option<Vec<(usize, Value)>>, Failure> {
+        let EventWait { id, parent, name, token, defs, all, timeout } = wait;
+        let update = |status, result, failure: Option<&Failure>, due_at_ms, token: Option<String>| OperationUpdate {
+            id: id.clone(),
+            op_type: OpType::Callback,
+            subtype: EVENT_SUBTYPE.into(),
+            name: name.to_owned(),
+            status,
+            result,
+            error: failure.map(|f| f.error.clone()),
+            cause: failure.map(|f| f.cause.clone()),
+            due_at_ms,
+            callback_token: token,
+            parent_id: parent.clone(),
+            heartbeat_seconds: None,
+        };
+        let deadline_ms = match self.recorded_as(&id, OpType::Callback, name)? {
+            Some(op) if op.status.is_terminal() => return replay_events(bus, defs, op),
+            Some(op) => op.due_at_ms,
+            None => {
+                if self.suspender.is_some() {
+                    return Err(Failure::runtime(format!(
+                        "state '{name}' waits for an event, which this service's journal cannot deliver (run Serverless Workflow event waits on a wfc store)"
+                    )));
+                }
+                let due_ms = timeout.and_then(|t| {
+                    let d = jiff::SignedDuration::try_from(t).ok()?;
+                    Some(clock.now().checked_add(d).ok()?.as_millisecond())
+                });
+                crash_point(&id, "before-start");
+                self.checkpoint(vec![update(OpStatus::Started, None, None, due_ms, Some(token))])
+                    .await
+                    .map_err(store_failure)?;
+                crash_point(&id, "after-start");
+                due_ms
+            }
+        };
+        let waiting_since = tokio::time::Instant::now();
+        loop {
+            for event in bus.drain_inbox() {
+                self.store.deliver_event(&self.record.name, event).await.map_err(store_failure)?;
+            }
+            {
+                let _claim = self.event_claims.lock().await;
+                let inbox = self.store.load_events(&self.record.name).await.map_err(store_failure)?;
+                let consumed = self.consumed_events();
+                let queue: Vec<(i64, &Value)> =
+                    inbox.iter().filter(|(seq, _)| !consumed.contains(seq)).map(|(seq, e)| (*seq, e)).collect();
+                if let Some(picked) = crate::events::pick(defs, all, &queue, &bus.correlation()) {
+                    let taken: Vec<(usize, i64, Value)> = picked
+                        .into_iter()
+                        .filter_map(|(i, seq)| {
+                            queue.iter().find(|(s, _)| *s == seq).map(|(_, e)| (i, seq, (*e).clone()))
+                        })
+                        .collect();
+                    let result = serde_json::json!({
+                        "events": taken.iter().map(|(i, seq, e)| serde_json::json!({"index": i, "seq": seq, "event": e})).collect::<Vec<_>>()
+                    });
+                    crash_point(&id, "before-finish");
+                    self.checkpoint(vec![update(OpStatus::Succeeded, Some(result), None, None, None)])
+                        .await
+                        .map_err(store_failure)?;
+                    crash_point(&id, "after-finish");
+                    let mut out = Vec::with_capacity(taken.len());
+                    for (i, _, event) in taken {
+                        if let Some(def) = defs.get(i) {
+                            bus.fix_correlation(def, &event);
+                        }
+                        out.push((i, event));
+                    }
+                    return Ok(Some(out));
+                }
+            }
+            let remaining =
+                deadline_ms.and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok()).map(|due| clock.until(due));
+            if remaining.is_some_and(|r| r.is_zero()) {
+                let f =
+                    Failure::new(crate::sw::TIMEOUT, format!("no matching event arrived for state '{name}' in time"));
+                self.checkpoint(vec![update(OpStatus::TimedOut, None, Some(&f), None, None)])
+                    .await
+                    .map_err(store_failure)?;
+                return Ok(None);
+            }
+            // A worker does not hold an execution that may wait for days: it releases it until
+            // the timeout, or until an event is delivered (which makes it runnable at once).
+            if let Some(limit) = self.suspend_after
+                && waiting_since.elapsed() >= limit
+            {
+                return Err(self.suspend(deadline_ms));
+            }
+            clock.sleep(remaining.map_or(CALLBACK_POLL, |r| r.min(CALLBACK_POLL))).await;
+        }
+    }
+}
+
+/// The CALLBACK subtype of a Serverless Workflow event wait.
+const EVENT_SUBTYPE: &str = "Event";
+
+/// What [`Journal::event_wait`] waits for.
+pub(crate) struct EventWait<'a> {
+    /// The operation id.
+    pub(crate) id: String,
+    /// The enclosing CONTEXT or CHAINED_INVOKE.
+    pub(crate) parent: Option<String>,
+    /// The state's name.
+    pub(crate) name: &'a str,
+    /// The CALLBACK's token (unique in the store).
+    pub(crate) token: String,
+    /// The events it accepts.
+    pub(crate) defs: &'a [&'a wfc_ir::sw::EventDef],
+    /// Whether it needs one event of each definition (else the first match of any).
+    pub(crate) all: bool,
+    /// How long it waits at most.
+    pub(crate) timeout: Option<Duration>,
+}
+
+/// The events a finished event wait consumed, as the wait returns them.
+fn replay_events(
+    bus: &crate::events::EventBus,
+    defs: &[&wfc_ir::sw::EventDef],
+    op: Operation,
+) -> Result<Option<Vec<(usize, Value)>>, Failure> {
+    match op.status {
+        OpStatus::TimedOut => return Ok(None),
+        OpStatus::Failed => {
+            return Err(Failure::new(op.error.unwrap_or_default(), op.cause.unwrap_or_default()));
+        }
+        OpStatus::Cancelled => return Err(Failure::runtime(format!("the event wait '{}' was cancelled", op.id))),
+        OpStatus::Succeeded | OpStatus::Started => {}
+    }
+    let corrupt = || Failure::runtime(format!("the event wait '{}' has a corrupt recorded result", op.id));
+    let events = op.result.as_ref().and_then(|r| r.get("events")).and_then(Value::as_array).ok_or_else(corrupt)?;
+    let mut out = Vec::with_capacity(events.len());
+    for e in events {
+        let i = e.get("index").and_then(Value::as_u64).and_then(|i| usize::try_from(i).ok()).ok_or_else(corrupt)?;
+        let event = e.get("event").cloned().ok_or_else(corrupt)?;
+        let def = defs.get(i).ok_or_else(|| {
+            Failure::runtime(format!(
+                "determinism violation: the journal's event wait '{}' of state '{}' consumed an event for event definition {i}, which the definition does not have there; the definition or the code changed under a running execution",
+                op.id, op.name
+            ))
+        })?;
+        bus.fix_correlation(def, &event);
+        out.push((i, event));
+    }
+    Ok(Some(out))
 }
 
 /// An update of a STEP or CONTEXT operation: its status, and its result or failure.

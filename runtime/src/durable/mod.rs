@@ -32,6 +32,7 @@ pub mod suspend;
 pub mod testing;
 pub mod worker;
 
+pub(crate) use journal::EventWait;
 pub use journal::{Journal, Opened};
 #[cfg(feature = "postgres")]
 pub use postgres::PgStore;
@@ -56,7 +57,8 @@ pub enum OpType {
     Wait,
     /// Waiting for an external completion by task token (`.waitForTaskToken`).
     Callback,
-    /// An invocation of another execution (not yet journaled).
+    /// An invocation of another workflow: a Serverless Workflow subflow that the parent waits
+    /// for (its operations' ids start with the CHAINED_INVOKE's id and `/`).
     ChainedInvoke,
     /// A scope grouping other operations: a Parallel or Map state's attempt, and each of its
     /// branches or iterations (their operations' ids start with the context's id and `/`).
@@ -614,6 +616,35 @@ pub trait Store: Send + Sync + fmt::Debug {
         error: &'a str,
         cause: &'a str,
     ) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// Delivers a CloudEvent to the RUNNING execution `name` from any process (`wfc event`): it is
+    /// queued in the execution's inbox, where a waiting Serverless Workflow state takes the first
+    /// event that matches (events that arrive before the wait stay queued), and the execution is
+    /// made runnable at once, as a callback completion does. Returns the event's inbox number.
+    /// No such execution: [`StoreError::NotFound`]; a finished one: [`StoreError::InvalidUpdate`].
+    fn deliver_event<'a>(&'a self, name: &'a str, event: Value) -> BoxFuture<'a, Result<i64, StoreError>> {
+        let _ = event;
+        Box::pin(async move { Err(StoreError::Unsupported(format!("event delivery to execution '{name}'"))) })
+    }
+
+    /// The events delivered to execution `name` through [`Store::deliver_event`], in delivery
+    /// order, with their inbox numbers (consumed ones included: the journal says which were
+    /// consumed). Stores without an inbox have none.
+    fn load_events<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Vec<(i64, Value)>, StoreError>> {
+        let _ = name;
+        Box::pin(async { Ok(Vec::new()) })
+    }
+}
+
+/// Why an event cannot be delivered to a finished execution.
+pub(crate) fn not_running(record: &ExecutionRecord) -> StoreError {
+    StoreError::InvalidUpdate {
+        execution: record.name.clone(),
+        message: format!(
+            "it has finished ({}); events are delivered only to running executions",
+            record.status.as_str()
+        ),
+    }
 }
 
 /// Opens a store from a URL: `sqlite:PATH` (durability FULL) or `sqlite:PATH?synchronous=normal`.

@@ -28,7 +28,8 @@ use super::{
 use crate::HistoryEvent;
 
 /// The schema, one entry per version (append only), tracked in `wfc_schema`.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE executions (
     name            TEXT PRIMARY KEY,
     workflow        TEXT NOT NULL,
@@ -76,7 +77,17 @@ CREATE TABLE history (
     event     TEXT NOT NULL,
     PRIMARY KEY (execution, event_id)
 );
-"#];
+"#,
+    r#"
+CREATE TABLE events (
+    seq          BIGSERIAL PRIMARY KEY,
+    execution    TEXT NOT NULL REFERENCES executions(name),
+    event        TEXT NOT NULL,
+    delivered_at BIGINT NOT NULL
+);
+CREATE INDEX events_execution ON events(execution, seq);
+"#,
+];
 
 /// The NOTIFY channel that wakes workers.
 const CHANNEL: &str = "wfc_work";
@@ -623,6 +634,60 @@ impl Store for PgStore {
             notify(&tx, &execution).await?;
             tx.commit().await.map_err(pg)?;
             Ok(execution)
+        })
+    }
+
+    fn deliver_event<'a>(&'a self, name: &'a str, event: Value) -> BoxFuture<'a, Result<i64, StoreError>> {
+        Box::pin(async move {
+            let conn = self.conn().await;
+            let mut client = conn.lock().await;
+            let now = now_ms();
+            let tx = client.transaction().await.map_err(pg)?;
+            let row = tx
+                .query_opt(&format!("SELECT {RECORD_COLUMNS} FROM executions WHERE name = $1 FOR UPDATE"), &[&name])
+                .await
+                .map_err(pg)?;
+            let record = match row {
+                Some(row) => record_of(&row)?,
+                None => return Err(StoreError::NotFound(name.to_owned())),
+            };
+            if record.status != ExecutionStatus::Running {
+                return Err(super::not_running(&record));
+            }
+            let row = tx
+                .query_one(
+                    "INSERT INTO events (execution, event, delivered_at) VALUES ($1, $2, $3) RETURNING seq",
+                    &[&name, &event.to_string(), &now],
+                )
+                .await
+                .map_err(pg)?;
+            let seq: i64 = row.get(0);
+            tx.execute(
+                "UPDATE executions SET signals = signals + 1, wake_at = $2, updated_at = $2 WHERE name = $1",
+                &[&name, &now],
+            )
+            .await
+            .map_err(pg)?;
+            notify(&tx, name).await?;
+            tx.commit().await.map_err(pg)?;
+            Ok(seq)
+        })
+    }
+
+    fn load_events<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Vec<(i64, Value)>, StoreError>> {
+        Box::pin(async move {
+            let conn = self.conn().await;
+            let client = conn.lock().await;
+            let rows = client
+                .query("SELECT seq, event FROM events WHERE execution = $1 ORDER BY seq", &[&name])
+                .await
+                .map_err(pg)?;
+            rows.iter()
+                .map(|row| {
+                    let text: String = row.try_get(1).map_err(pg)?;
+                    Ok((row.try_get(0).map_err(pg)?, from_text(&text)?))
+                })
+                .collect()
         })
     }
 

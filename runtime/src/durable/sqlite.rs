@@ -81,6 +81,15 @@ ALTER TABLE executions ADD COLUMN definition_hash TEXT;
 ALTER TABLE executions ADD COLUMN signals INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX executions_runnable ON executions(wake_at) WHERE status = 'RUNNING';
 "#,
+    r#"
+CREATE TABLE events (
+    seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+    execution    TEXT NOT NULL REFERENCES executions(name),
+    event        TEXT NOT NULL,
+    delivered_at INTEGER NOT NULL
+);
+CREATE INDEX events_execution ON events(execution, seq);
+"#,
 ];
 
 /// A [`Store`] in one SQLite file.
@@ -717,6 +726,50 @@ impl Store for SqliteStore {
             .map_err(backend)?;
             tx.commit().map_err(backend)?;
             Ok(execution)
+        })
+    }
+
+    fn deliver_event<'a>(&'a self, name: &'a str, event: Value) -> BoxFuture<'a, Result<i64, StoreError>> {
+        let name = name.to_owned();
+        self.call(move |conn| {
+            let now = now_ms();
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
+            let record = get_record(&tx, &name)?.ok_or_else(|| StoreError::NotFound(name.clone()))?;
+            if record.status != ExecutionStatus::Running {
+                return Err(super::not_running(&record));
+            }
+            let seq: i64 = tx
+                .query_row(
+                    "INSERT INTO events (execution, event, delivered_at) VALUES (?1, ?2, ?3) RETURNING seq",
+                    params![name, to_text(&event), now],
+                    |r| r.get(0),
+                )
+                .map_err(backend)?;
+            // Runnable now, for a worker that released it while it waited for the event.
+            tx.execute(
+                "UPDATE executions SET signals = signals + 1, wake_at = ?2, updated_at = ?2 WHERE name = ?1",
+                params![name, now],
+            )
+            .map_err(backend)?;
+            tx.commit().map_err(backend)?;
+            Ok(seq)
+        })
+    }
+
+    fn load_events<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Vec<(i64, Value)>, StoreError>> {
+        let name = name.to_owned();
+        self.call(move |conn| {
+            let mut stmt = conn
+                .prepare_cached("SELECT seq, event FROM events WHERE execution = ?1 ORDER BY seq")
+                .map_err(backend)?;
+            let rows =
+                stmt.query_map([&name], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))).map_err(backend)?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (seq, text) = row.map_err(backend)?;
+                out.push((seq, from_text(&text)?));
+            }
+            Ok(out)
         })
     }
 

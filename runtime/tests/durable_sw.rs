@@ -1,0 +1,225 @@
+//! Durable Serverless Workflow executions on both engines (the interpreter and generated code):
+//! an execution "crashes" (is dropped) while it waits for its event, is resumed with a new
+//! journal, and the event delivered through the store completes it without running its
+//! completed actions again. Both engines write the same journal (the same operation ids).
+#![cfg(feature = "durable")]
+#![allow(missing_docs)]
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use wfc_runtime::durable::{Journal, OpStatus, Opened, SqliteStore, Store};
+use wfc_runtime::interp::{self, Handlers};
+use wfc_runtime::{Clock, ExecutionResult, Failure, RunOptions, Status, TaskContext};
+
+wfc_runtime::include_workflow!("tests/durable/sw_order.sw.json");
+wfc_runtime::include_workflow!("tests/durable/sw_events.sw.json");
+
+#[derive(Clone, Default)]
+struct Counting {
+    calls: Arc<Mutex<HashMap<String, usize>>>,
+}
+
+impl Counting {
+    fn call(&self, function: &str) -> Value {
+        *self.calls.lock().unwrap().entry(function.into()).or_default() += 1;
+        json!({ function: 1 })
+    }
+
+    fn counts(&self) -> (usize, usize) {
+        let calls = self.calls.lock().unwrap();
+        (calls.get("charge").copied().unwrap_or(0), calls.get("request").copied().unwrap_or(0))
+    }
+}
+
+impl sw_order::Handler for Counting {
+    async fn charge(&self, _input: Value, _ctx: TaskContext) -> Result<Value, wfc_runtime::TaskError> {
+        Ok(self.call("charge"))
+    }
+
+    async fn request(&self, _input: Value, _ctx: TaskContext) -> Result<Value, wfc_runtime::TaskError> {
+        Ok(self.call("request"))
+    }
+}
+
+fn handlers(counting: &Counting) -> Handlers {
+    let (a, b) = (counting.clone(), counting.clone());
+    Handlers::new()
+        .on("charge", move |_, _| {
+            let a = a.clone();
+            async move { Ok::<Value, Failure>(a.call("charge")) }
+        })
+        .on("request", move |_, _| {
+            let b = b.clone();
+            async move { Ok::<Value, Failure>(b.call("request")) }
+        })
+}
+
+async fn open(store: &Arc<dyn Store>, name: &str, input: &Value) -> Arc<Journal> {
+    let workflow = sw_order::ir().unwrap();
+    match Journal::open_definition(Arc::clone(store), name, workflow, input, &Clock::real()).await {
+        Ok(Opened::Running(j)) => j,
+        other => panic!("expected a running execution, got {other:?}"),
+    }
+}
+
+/// Runs `run` until the execution waits for its event, then drops it (the crash).
+async fn crash_while_waiting(
+    store: &Arc<dyn Store>,
+    name: &str,
+    run: impl std::future::Future<Output = ExecutionResult>,
+) {
+    let waiting = async {
+        loop {
+            if store
+                .load_operation(name, "Confirm#1.0.event")
+                .await
+                .unwrap()
+                .is_some_and(|op| op.status == OpStatus::Started)
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::select! {
+        result = run => panic!("the execution should wait for its event: {result:?}"),
+        () = waiting => {}
+    }
+}
+
+fn event(order: &str) -> Value {
+    json!({ "type": "order.confirmed", "source": "shop", "orderid": order, "data": { "confirmation": "ok" } })
+}
+
+fn operation_ids(ops: &[wfc_runtime::durable::Operation]) -> Vec<(String, &'static str)> {
+    ops.iter().map(|op| (op.id.clone(), op.op_type.as_str())).collect()
+}
+
+#[tokio::test]
+async fn both_engines_resume_a_sw_execution_waiting_for_an_event_delivered_through_the_store() {
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
+    let workflow = sw_order::ir().unwrap();
+    let input = json!({ "order": 1 });
+    let expected = json!({ "order": 1, "charge": 1, "request": 1, "confirmation": "ok", "orderid": "o1" });
+    let mut journals = Vec::new();
+    for engine in ["interp", "generated"] {
+        let counting = Counting::default();
+        let name = format!("sw-{engine}");
+        let journal = open(&store, &name, &input).await;
+        let options = RunOptions::real().with_journal(journal);
+        match engine {
+            "interp" => {
+                let h = handlers(&counting);
+                crash_while_waiting(&store, &name, interp::run(workflow, &h, input.clone(), options)).await;
+            }
+            _ => crash_while_waiting(&store, &name, sw_order::run_with(&counting, input.clone(), options)).await,
+        }
+        // Delivered from outside the run: the order's event, and one of another order that
+        // nothing takes (it stays in the inbox).
+        store.deliver_event(&name, event("o1")).await.unwrap();
+        store.deliver_event(&name, event("o2")).await.unwrap();
+        let journal = open(&store, &name, &input).await;
+        let options = RunOptions::real().with_journal(journal);
+        let result = match engine {
+            "interp" => interp::run(workflow, &handlers(&counting), input.clone(), options).await,
+            _ => sw_order::run_with(&counting, input.clone(), options).await,
+        };
+        assert_eq!(result.status, Status::Succeeded, "{engine}: {:?}", result.error);
+        assert_eq!(result.output, Some(expected.clone()), "{engine}");
+        assert_eq!(counting.counts(), (1, 1), "{engine}: a completed action ran again");
+        let ops = store.load_journal(&name).await.unwrap();
+        let wait = ops.iter().find(|op| op.id == "Confirm#1.0.event").expect("the event wait");
+        assert_eq!(wait.result.as_ref().unwrap()["events"][0]["event"]["orderid"], "o1", "{engine}");
+        journals.push(operation_ids(&ops));
+    }
+    assert_eq!(journals[0], journals[1], "both engines journal the same operations");
+    assert_eq!(
+        journals[0],
+        [
+            ("Charge#1.0.a0".to_owned(), "STEP"),
+            ("Nap#1.0".to_owned(), "WAIT"),
+            ("Confirm#1.0.a0".to_owned(), "STEP"),
+            ("Confirm#1.0.event".to_owned(), "CALLBACK"),
+        ]
+    );
+}
+
+/// An event state waiting for two correlated events and an action waiting for a result event:
+/// events delivered before the waits are kept; the correlation value the first consumed event
+/// fixes rules out another key's event; a resume after the event state's CALLBACK replays the
+/// consumed events instead of taking others.
+#[tokio::test]
+async fn event_states_and_result_events_consume_store_events_once_with_correlation() {
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
+    let workflow = sw_events::ir().unwrap();
+    let input = json!({});
+    let name = "events";
+    let ev = |t: &str, key: Option<&str>, data: Value| {
+        let mut e = json!({ "type": t, "source": "s", "data": data });
+        if let Some(k) = key {
+            e["key"] = json!(k);
+        }
+        e
+    };
+    let journal = match Journal::open_definition(Arc::clone(&store), name, workflow, &input, &Clock::real()).await {
+        Ok(Opened::Running(j)) => j,
+        other => panic!("{other:?}"),
+    };
+    for e in [
+        ev("a", Some("k1"), json!({ "a": 1 })),
+        ev("noise", None, json!({})),
+        ev("b", Some("k2"), json!({ "b": "wrong key" })),
+        ev("b", Some("k1"), json!({ "b": 2 })),
+        ev("answered", None, json!({ "answer": 42 })),
+    ] {
+        store.deliver_event(name, e).await.unwrap();
+    }
+    // The first run stops (is dropped) inside the event state's action, after the events were
+    // recorded consumed.
+    let notes = Arc::new(Mutex::new(0usize));
+    let blocking = {
+        let notes = Arc::clone(&notes);
+        Handlers::new().on("note", move |_, _| {
+            let notes = Arc::clone(&notes);
+            async move {
+                *notes.lock().unwrap() += 1;
+                futures::future::pending::<Result<Value, Failure>>().await
+            }
+        })
+    };
+    let run = interp::run(workflow, &blocking, input.clone(), RunOptions::real().with_journal(journal));
+    let gathered = async {
+        loop {
+            if store.load_operation(name, "Gather#1.0.on0.a0").await.unwrap().is_some() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::select! {
+        result = run => panic!("should block in the action: {result:?}"),
+        () = gathered => {}
+    }
+    let journal = match Journal::open_definition(Arc::clone(&store), name, workflow, &input, &Clock::real()).await {
+        Ok(Opened::Running(j)) => j,
+        other => panic!("{other:?}"),
+    };
+    let done = Handlers::new().on("note", |_, _| async { Ok::<Value, Failure>(json!({ "noted": true })) });
+    let result = interp::run(workflow, &done, input, RunOptions::real().with_journal(journal)).await;
+    assert_eq!(result.status, Status::Succeeded, "{:?}", result.error);
+    assert_eq!(result.output, Some(json!({ "a": 1, "b": 2, "key": "k1", "noted": true, "answer": 42 })));
+    assert_eq!(*notes.lock().unwrap(), 1);
+    let ops = store.load_journal(name).await.unwrap();
+    let events_of = |id: &str| -> Vec<Value> {
+        let op = ops.iter().find(|op| op.id == id).unwrap_or_else(|| panic!("no {id}"));
+        op.result.as_ref().unwrap()["events"].as_array().unwrap().iter().map(|e| e["event"]["data"].clone()).collect()
+    };
+    assert_eq!(events_of("Gather#1.0.event"), [json!({ "a": 1 }), json!({ "b": 2 })]);
+    assert_eq!(events_of("Ask#1.0.a0"), [json!({ "answer": 42 })]);
+    let produced: Vec<_> =
+        result.history.iter().filter(|e| e.event_type == wfc_runtime::EventType::EventProduced).collect();
+    assert_eq!(produced.len(), 1, "the trigger event is produced once in the resumed run");
+}
