@@ -475,6 +475,10 @@ impl Journal {
         Fut: Future<Output = Attempt>,
     {
         let heartbeat_seconds = limits.heartbeat.map(|h| h.as_secs());
+        // With HeartbeatSeconds, the countdown's deadline is a WAIT operation `<id>.heartbeat`
+        // (subtype `Heartbeat`), rewritten at each heartbeat, so a resumed wait keeps it.
+        let heartbeat_id = format!("{id}.heartbeat");
+        let mut last_beat_at = None;
         let update = |status, result, failure: Option<&Failure>, due_at_ms, token: Option<String>| OperationUpdate {
             id: id.clone(),
             op_type: OpType::Callback,
@@ -500,6 +504,15 @@ impl Journal {
                 if let Some(due) = op.due_at_ms.and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok()) {
                     limits.timeout_at = Some(tokio::time::Instant::now() + clock.until(due));
                 }
+                // And the heartbeat countdown to the recorded one, unless heartbeats came through
+                // the store after it was recorded (when is unknown: the countdown restarts now).
+                if let (Some(heartbeat), Some(marker)) = (limits.heartbeat, self.recorded(&heartbeat_id))
+                    && marker.status == OpStatus::Started
+                    && op.heartbeats <= stored_beats(&marker)
+                    && let Some(due) = marker.due_at_ms.and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
+                {
+                    last_beat_at = (tokio::time::Instant::now() + clock.until(due)).checked_sub(heartbeat);
+                }
             }
             None => {
                 let due_ms = limits.timeout.and_then(|t| {
@@ -520,9 +533,32 @@ impl Journal {
                     match suspender.park(Pending::Callback { id, name: name.to_owned(), token }).await {}
                 }
                 registration.announce(waiting);
-                let poll =
-                    StorePoll { store: Arc::clone(&self.store), execution: self.record.name.clone(), id: id.clone() };
-                let wait = callback::wait(&mut registration, &limits, Some(CALLBACK_POLL), poll);
+                let beats = match limits.heartbeat {
+                    Some(heartbeat) => {
+                        let marker = HeartbeatMarker {
+                            journal: self,
+                            clock: clock.clone(),
+                            id: heartbeat_id.clone(),
+                            parent: parent.clone(),
+                            name: name.to_owned(),
+                            heartbeat,
+                            stored: self.recorded(&id).map_or(0, |op| op.heartbeats),
+                        };
+                        if last_beat_at.is_none() {
+                            // The countdown starts at the handler's return (or at this resume).
+                            marker.record().await.map_err(store_failure)?;
+                        }
+                        Some(marker)
+                    }
+                    None => None,
+                };
+                let poll = StorePoll {
+                    store: Arc::clone(&self.store),
+                    execution: self.record.name.clone(),
+                    id: id.clone(),
+                    beats,
+                };
+                let wait = callback::wait_from(&mut registration, &limits, Some(CALLBACK_POLL), poll, last_beat_at);
                 match self.suspend_after {
                     // A worker does not hold an execution that may wait for days; one with a
                     // heartbeat is held, since the countdown lives in this process.
@@ -546,6 +582,7 @@ impl Journal {
             && op.status.is_terminal()
         {
             self.mirror(op.clone());
+            self.close_heartbeat(&heartbeat_id).await?;
             return Ok(replayed(op).unwrap_or_else(|| Attempt::Failed(Failure::runtime("the callback was cancelled"))));
         }
         let attempt = callback::into_attempt(outcome);
@@ -554,7 +591,9 @@ impl Journal {
             Attempt::Failed(f) => update(OpStatus::Failed, None, Some(f), None, None),
             Attempt::TimedOut(f) => update(OpStatus::TimedOut, None, Some(f), None, None),
         };
-        match self.checkpoint(vec![done]).await {
+        // The heartbeat countdown ends with the attempt, in the same batch.
+        let batch: Vec<OperationUpdate> = [Some(done), self.heartbeat_closed(&heartbeat_id)].into_iter().flatten().collect();
+        match self.checkpoint(batch).await {
             Ok(()) => Ok(attempt),
             Err(StoreError::InvalidUpdate { .. }) => {
                 // Answered through the store between the look and the write.
@@ -565,6 +604,7 @@ impl Journal {
                     .map_err(store_failure)?
                     .ok_or_else(|| Failure::runtime(format!("the callback operation '{id}' disappeared")))?;
                 self.mirror(op.clone());
+                self.close_heartbeat(&heartbeat_id).await?;
                 Ok(replayed(op).unwrap_or_else(|| Attempt::Failed(Failure::runtime("the callback was cancelled"))))
             }
             Err(e) => Err(store_failure(e)),
@@ -638,7 +678,10 @@ impl Journal {
     }
 
     /// Records how the CONTEXT operation `id` ended (its output, or its failure), unless the
-    /// journal has it finished already (a replay).
+    /// journal has it finished already (a replay). Without its events, a replay re-runs the
+    /// branch: exec uses [`Journal::context_end_with_events`]; this stays for callers that do
+    /// not capture events (other front ends' states).
+    #[allow(dead_code)]
     pub(crate) async fn context_end(
         &self,
         id: &str,
@@ -647,6 +690,71 @@ impl Journal {
         subtype: &str,
         outcome: &Result<Value, Failure>,
     ) -> Result<(), Failure> {
+        self.context_end_with_events(id, parent, name, subtype, outcome, None).await
+    }
+
+    /// Whether a finished CONTEXT stores the history events its branch recorded, so that a
+    /// replay can skip the branch ([`Journal::finished_context`]). The stores wfc owns do; the
+    /// adapters' services (a suspending journal) keep the plain result the service expects.
+    pub(crate) fn keeps_context_events(&self) -> bool {
+        self.suspender.is_none()
+    }
+
+    /// The recorded outcome of the CONTEXT operation `id` when it finished (SUCCEEDED or FAILED)
+    /// with the events its branch recorded: the replay returns it without running the branch,
+    /// as the Lambda durable SDK does. `None` (run the branch, replaying its operations one by
+    /// one) when it is unfinished, or was recorded without its events (an older journal, or
+    /// events kept at another history level than `keeps_history` asks for).
+    pub(crate) fn finished_context(
+        &self,
+        id: &str,
+        name: &str,
+        keeps_history: bool,
+    ) -> Result<Option<FinishedContext>, Failure> {
+        let Some(op) = self.recorded_as(id, OpType::Context, name)? else {
+            return Ok(None);
+        };
+        let Some(Value::Object(stored)) = &op.result else {
+            return Ok(None);
+        };
+        let known = [CONTEXT_OUTPUT, CONTEXT_EVENTS, CONTEXT_EVENT_COUNT];
+        if !stored.keys().all(|k| known.contains(&k.as_str())) {
+            return Ok(None);
+        }
+        let events = match (stored.get(CONTEXT_EVENTS), stored.get(CONTEXT_EVENT_COUNT)) {
+            (Some(events), None) => match serde_json::from_value::<Vec<crate::HistoryEvent>>(events.clone()) {
+                Ok(events) if keeps_history => ContextEvents::Kept(events),
+                Ok(events) => ContextEvents::Counted(events.len() as u64),
+                Err(_) => return Ok(None),
+            },
+            (None, Some(count)) if !keeps_history => match count.as_u64() {
+                Some(n) => ContextEvents::Counted(n),
+                None => return Ok(None),
+            },
+            _ => return Ok(None),
+        };
+        let outcome = match (op.status, stored.get(CONTEXT_OUTPUT)) {
+            (OpStatus::Succeeded, Some(output)) => Ok(output.clone()),
+            (OpStatus::Failed, None) => {
+                Err(Failure::new(op.error.clone().unwrap_or_default(), op.cause.clone().unwrap_or_default()))
+            }
+            _ => return Ok(None),
+        };
+        Ok(Some(FinishedContext { outcome, events }))
+    }
+
+    /// [`Journal::context_end`] that also stores `events`, the history events the branch
+    /// recorded, with the outcome (`{"wfc:output": ..., "wfc:events": [...]}`), so a replay can
+    /// skip the finished branch and still rebuild the whole history.
+    pub(crate) async fn context_end_with_events(
+        &self,
+        id: &str,
+        parent: Option<String>,
+        name: &str,
+        subtype: &str,
+        outcome: &Result<Value, Failure>,
+        events: Option<ContextEvents>,
+    ) -> Result<(), Failure> {
         // A worker's run that suspended unwinds through its branches with a failure that is not
         // theirs: the CONTEXT stays STARTED until the resumed run finishes it.
         if self.suspended().is_some()
@@ -654,6 +762,20 @@ impl Journal {
         {
             return Ok(());
         }
+        let stored = |output: Option<&Value>| -> Option<Value> {
+            let events = events.as_ref()?;
+            let mut stored = serde_json::Map::new();
+            if let Some(output) = output {
+                stored.insert(CONTEXT_OUTPUT.into(), output.clone());
+            }
+            match events {
+                ContextEvents::Kept(events) => {
+                    stored.insert(CONTEXT_EVENTS.into(), serde_json::to_value(events).unwrap_or_default())
+                }
+                ContextEvents::Counted(n) => stored.insert(CONTEXT_EVENT_COUNT.into(), Value::from(*n)),
+            };
+            Some(Value::Object(stored))
+        };
         let update = match outcome {
             Ok(output) => outcome_update(
                 OpType::Context,
@@ -662,13 +784,39 @@ impl Journal {
                 name,
                 subtype,
                 OpStatus::Succeeded,
-                Some(output.clone()),
+                Some(stored(Some(output)).unwrap_or_else(|| output.clone())),
                 None,
             ),
-            Err(f) => outcome_update(OpType::Context, id, parent, name, subtype, OpStatus::Failed, None, Some(f)),
+            Err(f) => {
+                outcome_update(OpType::Context, id, parent, name, subtype, OpStatus::Failed, stored(None), Some(f))
+            }
         };
         self.checkpoint(vec![update]).await.map_err(store_failure)
     }
+}
+
+/// The keys of a finished CONTEXT's stored result when it keeps its branch's events.
+const CONTEXT_OUTPUT: &str = "wfc:output";
+const CONTEXT_EVENTS: &str = "wfc:events";
+const CONTEXT_EVENT_COUNT: &str = "wfc:eventCount";
+
+/// The history events a Parallel branch or Map iteration (or a whole Parallel or Map attempt)
+/// recorded, stored with its CONTEXT so a replay that skips it records them again.
+#[derive(Debug, Clone)]
+pub(crate) enum ContextEvents {
+    /// The events themselves (history level full).
+    Kept(Vec<crate::HistoryEvent>),
+    /// Only how many there were (history level express keeps no events, but numbers them).
+    Counted(u64),
+}
+
+/// A finished CONTEXT operation, as a replay returns it without running its branch.
+#[derive(Debug, Clone)]
+pub(crate) struct FinishedContext {
+    /// The branch's output, or its failure.
+    pub(crate) outcome: Result<Value, Failure>,
+    /// The events it recorded.
+    pub(crate) events: ContextEvents,
 }
 
 /// An update of a STEP or CONTEXT operation: its status, and its result or failure.
@@ -699,14 +847,93 @@ fn outcome_update(
     }
 }
 
-/// Reads a CALLBACK operation from the store while its task waits.
-struct StorePoll {
+impl Journal {
+    /// The update that finishes a callback's heartbeat countdown `id`, if one is running.
+    fn heartbeat_closed(&self, id: &str) -> Option<OperationUpdate> {
+        let marker = self.recorded(id).filter(|op| op.status == OpStatus::Started)?;
+        Some(OperationUpdate {
+            status: OpStatus::Succeeded,
+            due_at_ms: None,
+            ..heartbeat_update(id, &marker.name, None, None, 0)
+        })
+    }
+
+    /// Finishes a callback's heartbeat countdown `id`, if one is running.
+    async fn close_heartbeat(&self, id: &str) -> Result<(), Failure> {
+        match self.heartbeat_closed(id) {
+            Some(update) => self.checkpoint(vec![update]).await.map_err(store_failure),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The heartbeat countdown's WAIT operation, STARTED with its deadline and the number of
+/// heartbeats the store had counted when it was written.
+fn heartbeat_update(id: &str, name: &str, parent: Option<String>, due_at_ms: Option<i64>, stored: u64) -> OperationUpdate {
+    OperationUpdate {
+        id: id.to_owned(),
+        op_type: OpType::Wait,
+        subtype: "Heartbeat".into(),
+        name: name.to_owned(),
+        status: OpStatus::Started,
+        result: Some(serde_json::json!({ "storedHeartbeats": stored })),
+        error: None,
+        cause: None,
+        due_at_ms,
+        callback_token: None,
+        parent_id: parent,
+        heartbeat_seconds: None,
+    }
+}
+
+/// How many store heartbeats a heartbeat countdown had seen when it was written.
+fn stored_beats(marker: &Operation) -> u64 {
+    marker.result.as_ref().and_then(|r| r.get("storedHeartbeats")).and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// Keeps a callback's heartbeat countdown in the journal while it waits.
+struct HeartbeatMarker<'a> {
+    journal: &'a Journal,
+    clock: Clock,
+    id: String,
+    parent: Option<String>,
+    name: String,
+    heartbeat: Duration,
+    /// Heartbeats the store has counted so far (as last polled).
+    stored: u64,
+}
+
+impl HeartbeatMarker<'_> {
+    /// Checkpoints the countdown's deadline: HeartbeatSeconds from now.
+    async fn record(&self) -> Result<(), StoreError> {
+        let due = jiff::SignedDuration::try_from(self.heartbeat)
+            .ok()
+            .and_then(|d| self.clock.now().checked_add(d).ok())
+            .map(|t| t.as_millisecond());
+        let update = heartbeat_update(&self.id, &self.name, self.parent.clone(), due, self.stored);
+        self.journal.checkpoint(vec![update]).await
+    }
+}
+
+/// Reads a CALLBACK operation from the store while its task waits (and, with HeartbeatSeconds,
+/// keeps the countdown's deadline in the journal).
+struct StorePoll<'a> {
     store: Arc<dyn Store>,
     execution: String,
     id: String,
+    beats: Option<HeartbeatMarker<'a>>,
 }
 
-impl callback::AsyncPoll for StorePoll {
+impl callback::AsyncPoll for StorePoll<'_> {
+    async fn beat(&mut self) {
+        if let Some(marker) = &self.beats
+            && let Err(e) = marker.record().await
+        {
+            // A fenced-out process learns it at its next checkpoint; the wait goes on meanwhile.
+            tracing::warn!(execution = %self.execution, error = %e, "could not checkpoint a heartbeat");
+        }
+    }
+
     async fn poll(&mut self) -> Observed {
         match self.store.load_operation(&self.execution, &self.id).await {
             Ok(Some(op)) if op.status.is_terminal() => match replayed(op) {
@@ -714,7 +941,12 @@ impl callback::AsyncPoll for StorePoll {
                 Some(Attempt::Failed(f)) | Some(Attempt::TimedOut(f)) => Observed::Done(CallbackOutcome::Failure(f)),
                 None => Observed::Done(CallbackOutcome::Failure(Failure::runtime("the callback was cancelled"))),
             },
-            Ok(Some(op)) => Observed::Waiting { beats: op.heartbeats },
+            Ok(Some(op)) => {
+                if let Some(marker) = &mut self.beats {
+                    marker.stored = op.heartbeats;
+                }
+                Observed::Waiting { beats: op.heartbeats }
+            }
             // A store that cannot be read now is asked again at the next poll.
             Ok(None) | Err(_) => Observed::Waiting { beats: 0 },
         }

@@ -33,6 +33,7 @@ pub mod testing;
 pub mod worker;
 
 pub use journal::{Journal, Opened};
+pub(crate) use journal::ContextEvents;
 #[cfg(feature = "postgres")]
 pub use postgres::PgStore;
 pub use sqlite::{SqliteStore, Synchronous};
