@@ -25,6 +25,8 @@
 
 mod journal;
 #[cfg(feature = "postgres")]
+mod pg_tls;
+#[cfg(feature = "postgres")]
 mod postgres;
 mod sqlite;
 pub mod suspend;
