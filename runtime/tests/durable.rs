@@ -328,7 +328,8 @@ async fn a_finished_branch_replays_from_its_context_without_running() {
     let input = json!({"n": 2});
     let plain = {
         let counting = Counting::default();
-        interp::run(workflow, &counting.handlers(None, Arc::new(Notify::new())), input.clone(), RunOptions::real()).await
+        let options = RunOptions::real().with_name("skip");
+        interp::run(workflow, &counting.handlers(None, Arc::new(Notify::new())), input.clone(), options).await
     };
     let s = store();
     let counting = Counting::default();

@@ -299,7 +299,9 @@ impl Journal {
             Err(e) => {
                 // They go with the next checkpoint (a refused callback answer must not take
                 // an earlier step's outcome down with it).
-                self.deferred.lock().unwrap_or_else(|p| p.into_inner()).splice(0..0, deferred);
+                let mut queued = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
+                let later = std::mem::replace(&mut *queued, deferred);
+                queued.extend(later);
                 return Err(e);
             }
         }

@@ -245,7 +245,7 @@ fn tls_config(parsed: &Parsed) -> Result<ClientConfig, StoreError> {
             let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots(path)?), provider)
                 .build()
                 .map_err(|e| tls_error(&e))?;
-            if mode == Mode::VerifyFull { webpki } else { Arc::new(ChainOnly(webpki)) }
+            if mode == Mode::VerifyFull { webpki as Arc<dyn ServerCertVerifier> } else { Arc::new(ChainOnly(webpki)) }
         }
     };
     Ok(builder.dangerous().with_custom_certificate_verifier(verifier).with_no_client_auth())
