@@ -196,10 +196,6 @@ fn lit(s: &str) -> String {
     format!("{s:?}")
 }
 
-fn cargo_toml(package: &str, runtime: &Path) -> String {
-    cargo_toml_with(package, runtime, false)
-}
-
 /// The program's manifest; a `durable` program builds the runtime with its stores.
 fn cargo_toml_with(package: &str, runtime: &Path, durable: bool) -> String {
     let toml = format!(
@@ -229,10 +225,6 @@ tokio = {{ version = "1", features = ["rt", "time", "macros", "sync"] }}
         );
     }
     toml
-}
-
-fn main_rs(units: &[Unit<'_>]) -> String {
-    main_rs_with(units, false)
 }
 
 /// The program's source. A `durable` program runs an execution with a journal when the request
