@@ -550,7 +550,8 @@ fn a_resumed_callback_keeps_its_heartbeat_countdown() {
     let resumed_at = t0.checked_add(jiff::SignedDuration::from_secs(8)).unwrap();
     let result = wfc_runtime::block_on_virtual(async {
         let journal = open(&s, "beat", workflow, &input).await;
-        let options = RunOptions { clock: Clock::virtual_from(resumed_at), ..RunOptions::virtual_time() }.with_journal(journal);
+        let options =
+            RunOptions { clock: Clock::virtual_from(resumed_at), ..RunOptions::virtual_time() }.with_journal(journal);
         interp::run(workflow, &handlers, input.clone(), options).await
     });
     assert_eq!(result.status, Status::Failed);

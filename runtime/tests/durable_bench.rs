@@ -160,18 +160,20 @@ async fn replay_of_a_100_step_journal() {
 #[ignore = "benchmark: run with --ignored --nocapture"]
 async fn one_execution_batched_and_unbatched() {
     let workflow = chain(100);
-    let handlers =
-        Handlers::new().fallback(|_r: String, _i: Value, _c: TaskContext| async { Ok::<Value, Failure>(json!({"n": 1})) });
+    let handlers = Handlers::new()
+        .fallback(|_r: String, _i: Value, _c: TaskContext| async { Ok::<Value, Failure>(json!({"n": 1})) });
     for (label, sync) in [("FULL", Synchronous::Full), ("NORMAL", Synchronous::Normal)] {
         let store: Arc<dyn Store> = Arc::new(SqliteStore::open(db_path(&format!("batch-{label}.db")), sync).unwrap());
         let mut rates = Vec::new();
         let mut commits = Vec::new();
         for (name, batching) in [("warm", true), ("unbatched", false), ("batched", true)] {
-            let journal =
-                match Journal::open(Arc::clone(&store), name, &workflow.name, &json!({}), &Clock::real()).await.unwrap() {
-                    Opened::Running(j) => j,
-                    Opened::Finished(r) => panic!("finished: {r:?}"),
-                };
+            let journal = match Journal::open(Arc::clone(&store), name, &workflow.name, &json!({}), &Clock::real())
+                .await
+                .unwrap()
+            {
+                Opened::Running(j) => j,
+                Opened::Finished(r) => panic!("finished: {r:?}"),
+            };
             journal.set_batching(batching);
             let started = Instant::now();
             let result = interp::run(&workflow, &handlers, json!({}), RunOptions::real().with_journal(journal)).await;

@@ -134,9 +134,10 @@ fn a_compiled_durable_run_resumes_after_a_crash() {
     let def = write(&dir, "order.asl.json", DEFINITION);
     let mocks = write(&dir, "mocks.json", r#"{"First": {"return": {"charged": 42}}, "Second": {"return": "shipped"}}"#);
     let store = format!("sqlite:{}", dir.join("store.db").display());
+    let input = r#"{"order": 2}"#;
     let args = [
-        "run", &def, "--mocks", &mocks, "--input", r#"{"order": 2}"#, "--store", &store, "--name", "order-2",
-        "--engine", "compiled",
+        "run", &def, "--mocks", &mocks, "--input", input, "--store", &store, "--name", "order-2", "--engine",
+        "compiled",
     ];
     let cache = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("wfc-cache");
     let crashed =
@@ -149,7 +150,8 @@ fn a_compiled_durable_run_resumes_after_a_crash() {
 
     let out = wfc().args(args).env("WFC_CACHE_DIR", &cache).output().unwrap();
     assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
-    let expected = json!({"status": "SUCCEEDED", "output": {"order": 2, "first": {"charged": 42}, "second": "shipped"}});
+    let expected =
+        json!({"status": "SUCCEEDED", "output": {"order": 2, "first": {"charged": 42}, "second": "shipped"}});
     assert_eq!(json_of(&out), expected);
     let done = describe(&store, "order-2").unwrap();
     assert_eq!(done["status"], "SUCCEEDED");

@@ -695,7 +695,8 @@ impl Journal {
             Attempt::TimedOut(f) => update(OpStatus::TimedOut, None, Some(f), None, None),
         };
         // The heartbeat countdown ends with the attempt, in the same batch.
-        let batch: Vec<OperationUpdate> = [Some(done), self.heartbeat_closed(&heartbeat_id)].into_iter().flatten().collect();
+        let batch: Vec<OperationUpdate> =
+            [Some(done), self.heartbeat_closed(&heartbeat_id)].into_iter().flatten().collect();
         match self.checkpoint(batch).await {
             Ok(()) => Ok(attempt),
             Err(StoreError::InvalidUpdate { .. }) => {
@@ -977,7 +978,13 @@ impl Journal {
 
 /// The heartbeat countdown's WAIT operation, STARTED with its deadline and the number of
 /// heartbeats the store had counted when it was written.
-fn heartbeat_update(id: &str, name: &str, parent: Option<String>, due_at_ms: Option<i64>, stored: u64) -> OperationUpdate {
+fn heartbeat_update(
+    id: &str,
+    name: &str,
+    parent: Option<String>,
+    due_at_ms: Option<i64>,
+    stored: u64,
+) -> OperationUpdate {
     OperationUpdate {
         id: id.to_owned(),
         op_type: OpType::Wait,

@@ -298,8 +298,9 @@ mod tests {
 
     #[test]
     fn tls_options_are_taken_out_of_the_url() {
-        let p = parse("postgres://wfc@db:5432/wfc?sslmode=verify-full&sslrootcert=%2Fetc%2Froot.pem&application_name=w")
-            .unwrap();
+        let p =
+            parse("postgres://wfc@db:5432/wfc?sslmode=verify-full&sslrootcert=%2Fetc%2Froot.pem&application_name=w")
+                .unwrap();
         assert_eq!(p.url, "postgres://wfc@db:5432/wfc?application_name=w");
         assert_eq!(p.mode, Mode::VerifyFull);
         assert_eq!(p.root_cert.as_deref(), Some("/etc/root.pem"));
