@@ -636,7 +636,8 @@ impl Journal {
                 // Nothing deferred (the handler call's outcome) waits for the answer.
                 self.flush().await.map_err(store_failure)?;
                 registration.announce(waiting);
-                let beats = match limits.heartbeat {
+                // The adapters' services keep their own countdowns: no marker in their journals.
+                let beats = match limits.heartbeat.filter(|_| self.suspender.is_none()) {
                     Some(heartbeat) => {
                         let marker = HeartbeatMarker {
                             journal: self,

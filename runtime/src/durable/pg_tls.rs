@@ -267,8 +267,24 @@ async fn connect(url: &str) -> Result<(Client, Connection), StoreError> {
     let tls = MakeRustlsConnect::new(tls_config(&parsed)?);
     config.connect(tls).await.map_err(|e| match parsed.mode {
         Mode::Disable | Mode::Prefer => super::postgres::pg(e),
-        mode => StoreError::Backend(format!("postgres: cannot connect with sslmode={}: {e}", mode.name())),
+        mode => StoreError::Backend(format!("postgres: cannot connect with sslmode={}: {}", mode.name(), chain(&e))),
     })
+}
+
+/// An error with its sources (tokio-postgres shows "error performing TLS handshake" and keeps
+/// the reason, such as the certificate problem, in its source).
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = cause.source();
+    }
+    text
 }
 
 /// A connection (with TLS as the URL says) whose driver runs on the current tokio runtime.
