@@ -468,27 +468,30 @@ fn write_if_changed(path: &Path, contents: &str) -> Result<(), String> {
     std::fs::rename(&tmp, path).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
-/// Writes and builds the program for `units`.
+/// Writes and builds the program for `units` (with SQLite durable runs).
 fn build(units: &[Unit<'_>]) -> Result<Program, String> {
-    build_with(units, None)
+    build_with(units, false)
 }
 
-/// Writes and builds the program for `units`; a durable one (a program of its own, with the
-/// runtime's feature `durable` or `postgres`) can run executions with a journal.
-fn build_with(units: &[Unit<'_>], durable: Option<&str>) -> Result<Program, String> {
+/// Writes and builds the program for `units`. Every program can run an execution durably on
+/// SQLite (the runtime's feature `durable`, so `--store sqlite:...` needs no build of its own);
+/// with `postgres`, a program of its own also has the PostgreSQL store.
+fn build_with(units: &[Unit<'_>], postgres: bool) -> Result<Program, String> {
     let cache = cache_dir()?;
     let runtime = runtime_dir()?;
     let mut keys: Vec<&str> = units.iter().map(|u| u.key.as_str()).collect();
     keys.sort_unstable();
     keys.dedup();
-    let program_key =
-        format!("{:016x}{}", fnv1a(keys.join(",").as_bytes()), durable.map(|f| format!("-{f}")).unwrap_or_default());
+    let program_key = format!("{:016x}{}", fnv1a(keys.join(",").as_bytes()), if postgres { "-postgres" } else { "" });
     let package = format!("wfc-program-{program_key}");
     let dir = cache.join("programs").join(&program_key);
-    write_if_changed(&dir.join("Cargo.toml"), &cargo_toml_with(&package, &runtime, durable))?;
+    write_if_changed(
+        &dir.join("Cargo.toml"),
+        &cargo_toml_with(&package, &runtime, Some(if postgres { "postgres" } else { "durable" })),
+    )?;
     write_if_changed(&dir.join("src").join("mocks.rs"), MOCKS_RS)?;
     write_if_changed(&dir.join("src").join("callback_answers.rs"), CALLBACK_ANSWERS_RS)?;
-    write_if_changed(&dir.join("src").join("main.rs"), &main_rs_with(units, durable.is_some()))?;
+    write_if_changed(&dir.join("src").join("main.rs"), &main_rs_with(units, true))?;
     for u in units {
         write_if_changed(&dir.join("workflows").join(&u.key).join(u.file_name()), &u.text.text)?;
         for (name, text) in u.siblings() {
@@ -565,13 +568,11 @@ pub(crate) fn execute_durable(execution: &Execution<'_>, url: &str, name: &str) 
 fn execute_in(execution: &Execution<'_>, store: Option<(&str, &str)>) -> Result<Outcome, String> {
     let unit = Unit::new(execution.definition, execution.workflow);
     let prepared = PREPARED.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    // A PostgreSQL store needs the program built with it; SQLite is in every program.
+    let postgres = store.is_some_and(|(url, _)| !url.starts_with("sqlite:"));
     let program = match prepared {
-        Some(p) if store.is_none() && p.modules.contains_key(&unit.key) => p,
-        // SQLite needs only feature `durable`: a PostgreSQL URL builds the one with both stores.
-        _ => build_with(
-            std::slice::from_ref(&unit),
-            store.map(|(url, _)| if url.starts_with("sqlite:") { "durable" } else { "postgres" }),
-        )?,
+        Some(p) if !postgres && p.modules.contains_key(&unit.key) => p,
+        _ => build_with(std::slice::from_ref(&unit), postgres)?,
     };
     let module = program.modules.get(&unit.key).cloned().unwrap_or_else(|| unit.module());
     static COUNTER: AtomicU64 = AtomicU64::new(0);
