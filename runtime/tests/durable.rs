@@ -23,6 +23,7 @@ wfc_runtime::include_workflow!("tests/durable/nap.asl.json");
 wfc_runtime::include_workflow!("tests/durable/fanout.asl.json");
 wfc_runtime::include_workflow!("tests/durable/flaky.asl.json");
 wfc_runtime::include_workflow!("tests/durable/beat.asl.json");
+wfc_runtime::include_workflow!("tests/durable/fan8.asl.json");
 
 fn store() -> Arc<dyn Store> {
     Arc::new(SqliteStore::in_memory().expect("an in-memory store opens"))
@@ -568,4 +569,32 @@ fn a_resumed_callback_keeps_its_heartbeat_countdown() {
         "timed out {after:?} after the start, at {}; the heartbeat at 6 s should have set the deadline to 16 s",
         timed_out.timestamp
     );
+}
+
+/// Concurrent Map iterations' checkpoints share commits when batching is on (STARTEDs queued
+/// while another commit holds the token go in the next one, with the deferred outcomes and
+/// CONTEXTs): far fewer commits than one per checkpoint, same output and journal.
+#[tokio::test]
+async fn concurrent_checkpoints_share_commits() {
+    let workflow = fan8::ir().unwrap();
+    let s = store();
+    let input = json!({"items": [1, 2, 3, 4, 5, 6, 7, 8]});
+    let mut seen = Vec::new();
+    for (name, batching) in [("alone", false), ("shared", true)] {
+        let counting = Counting::default();
+        let journal = open(&s, name, workflow, &input).await;
+        journal.set_batching(batching);
+        let handlers = counting.handlers(None, Arc::new(Notify::new()));
+        let result = interp::run(workflow, &handlers, input.clone(), RunOptions::real().with_journal(journal)).await;
+        assert_eq!(result.status, Status::Succeeded, "{:?}", result.error);
+        assert_eq!(counting.count("Work"), 8);
+        let commits = s.describe_execution(name).await.unwrap().unwrap().checkpoint_seq;
+        let ops = s.load_journal(name).await.unwrap();
+        assert_eq!(ops.len(), 1 + 8 * 2, "the Map's CONTEXT, each iteration's and its step: {ops:?}");
+        assert!(ops.iter().all(|o| o.status == OpStatus::Succeeded && o.starts == 1), "{ops:?}");
+        seen.push((commits, result.output));
+    }
+    assert_eq!(seen[0].1, seen[1].1);
+    println!("Map of 8 Tasks: {} commits alone, {} shared", seen[0].0, seen[1].0);
+    assert!(seen[1].0 * 3 < seen[0].0, "commits alone {} and shared {}", seen[0].0, seen[1].0);
 }

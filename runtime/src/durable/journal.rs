@@ -52,10 +52,21 @@ pub struct Journal {
     deferred: Mutex<Vec<OperationUpdate>>,
     /// Whether a flush of `deferred` is scheduled.
     flush_scheduled: std::sync::atomic::AtomicBool,
+    /// Checkpoints waiting for the token, committed together (see [`Journal::checkpoint`]).
+    queue: Mutex<CheckpointQueue>,
     /// Whether outcomes may be deferred ([`Journal::set_batching`]).
     batching: std::sync::atomic::AtomicBool,
     /// This journal, for the flush task.
     this: std::sync::Weak<Journal>,
+}
+
+/// Checkpoints waiting for the token: their tickets and updates, and the results of those a
+/// leader committed for them.
+#[derive(Default)]
+struct CheckpointQueue {
+    next: u64,
+    waiting: Vec<(u64, Vec<OperationUpdate>)>,
+    done: HashMap<u64, Result<(), StoreError>>,
 }
 
 /// How long a deferred outcome waits for the next checkpoint of its execution before it is
@@ -198,6 +209,7 @@ impl Journal {
         let recorded = claim.operations.into_iter().map(|op| (op.id.clone(), op)).collect();
         Arc::new_cyclic(|this| Journal {
             deferred: Mutex::new(Vec::new()),
+            queue: Mutex::new(CheckpointQueue::default()),
             flush_scheduled: std::sync::atomic::AtomicBool::new(false),
             // The adapters' services take one checkpoint call at a time, in order.
             batching: std::sync::atomic::AtomicBool::new(suspender.is_none()),
@@ -288,6 +300,106 @@ impl Journal {
     /// first), then mirrors them in memory.
     pub async fn checkpoint(&self, updates: Vec<OperationUpdate>) -> Result<(), StoreError> {
         let _in_flight = self.suspender.as_ref().map(|s| s.in_flight());
+        if !self.batching.load(std::sync::atomic::Ordering::SeqCst) {
+            return self.commit_alone(updates).await;
+        }
+        // Concurrent checkpoints (Parallel branches, Map iterations) share one commit: each
+        // queues its updates; whoever gets the token next commits everything queued, and the
+        // others find their result when they get it.
+        let ticket = {
+            let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+            queue.next += 1;
+            let ticket = queue.next;
+            queue.waiting.push((ticket, updates));
+            ticket
+        };
+        let mut token = self.token.lock().await;
+        if let Some(result) = self.queue.lock().unwrap_or_else(|p| p.into_inner()).done.remove(&ticket) {
+            return result;
+        }
+        let waiting = std::mem::take(&mut self.queue.lock().unwrap_or_else(|p| p.into_inner()).waiting);
+        let deferred = std::mem::take(&mut *self.deferred.lock().unwrap_or_else(|p| p.into_inner()));
+        let batch: Vec<OperationUpdate> =
+            deferred.iter().cloned().chain(waiting.iter().flat_map(|(_, u)| u.iter().cloned())).collect();
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let results: Vec<(u64, Result<(), StoreError>)> =
+            match self.store.checkpoint(&self.record.name, *token, batch).await {
+                Ok(next) => {
+                    *token = next;
+                    self.committed(&deferred);
+                    for (_, u) in &waiting {
+                        self.mirror_updates(u.clone());
+                    }
+                    waiting.iter().map(|(t, _)| (*t, Ok(()))).collect()
+                }
+                Err(e) if waiting.len() == 1 => {
+                    self.requeue(deferred);
+                    waiting.iter().map(|(t, _)| (*t, Err(e.clone()))).collect()
+                }
+                Err(_) => {
+                    // One of them may be refused on its own (a callback answered meanwhile):
+                    // each again in its own commit, so the others are not refused with it.
+                    self.requeue(deferred);
+                    let mut results = Vec::with_capacity(waiting.len());
+                    for (t, u) in waiting {
+                        let deferred = std::mem::take(&mut *self.deferred.lock().unwrap_or_else(|p| p.into_inner()));
+                        let batch: Vec<OperationUpdate> = deferred.iter().cloned().chain(u.iter().cloned()).collect();
+                        if batch.is_empty() {
+                            results.push((t, Ok(())));
+                            continue;
+                        }
+                        match self.store.checkpoint(&self.record.name, *token, batch).await {
+                            Ok(next) => {
+                                *token = next;
+                                self.committed(&deferred);
+                                self.mirror_updates(u);
+                                results.push((t, Ok(())));
+                            }
+                            Err(e) => {
+                                self.requeue(deferred);
+                                results.push((t, Err(e)));
+                            }
+                        }
+                    }
+                    results
+                }
+            };
+        let mut mine = Ok(());
+        {
+            let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+            for (t, result) in results {
+                if t == ticket {
+                    mine = result;
+                } else {
+                    queue.done.insert(t, result);
+                }
+            }
+        }
+        drop(token);
+        mine
+    }
+
+    /// Deferred updates a refused commit did not write: they go with the next checkpoint (a
+    /// refused callback answer must not take an earlier step's outcome down with it).
+    fn requeue(&self, deferred: Vec<OperationUpdate>) {
+        let mut queued = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
+        let later = std::mem::replace(&mut *queued, deferred);
+        queued.extend(later);
+    }
+
+    /// Deferred updates that were just committed: a step's outcome is now durable.
+    fn committed(&self, deferred: &[OperationUpdate]) {
+        for u in deferred {
+            if u.op_type == OpType::Step {
+                crash_point(&u.id, "after-finish");
+            }
+        }
+    }
+
+    /// One checkpoint in its own commit, with the deferred updates (batching off).
+    async fn commit_alone(&self, updates: Vec<OperationUpdate>) -> Result<(), StoreError> {
         let mut token = self.token.lock().await;
         let deferred = std::mem::take(&mut *self.deferred.lock().unwrap_or_else(|p| p.into_inner()));
         if updates.is_empty() && deferred.is_empty() {
