@@ -249,13 +249,29 @@ pub(crate) async fn wait<P>(
     registration: &mut Registration,
     limits: &Limits,
     poll_every: Option<Duration>,
+    poll: P,
+) -> Result<CallbackOutcome, Failure>
+where
+    P: AsyncPoll,
+{
+    wait_from(registration, limits, poll_every, poll, None).await
+}
+
+/// [`wait`] whose HeartbeatSeconds countdown started at `last_beat_at` (a durable wait resumed
+/// after a restart: the last heartbeat, or the handler's return, before it), now when `None`.
+/// Each heartbeat seen while waiting is reported to `poll` ([`AsyncPoll::beat`]).
+pub(crate) async fn wait_from<P>(
+    registration: &mut Registration,
+    limits: &Limits,
+    poll_every: Option<Duration>,
     mut poll: P,
+    last_beat_at: Option<tokio::time::Instant>,
 ) -> Result<CallbackOutcome, Failure>
 where
     P: AsyncPoll,
 {
     let mut last_beats: Option<u64> = None;
-    let mut last_beat_at = tokio::time::Instant::now();
+    let mut last_beat_at = last_beat_at.unwrap_or_else(tokio::time::Instant::now);
     loop {
         let memory = registration.current();
         if let Some(outcome) = memory.outcome {
@@ -272,6 +288,7 @@ where
         if last_beats != Some(beats) {
             if last_beats.is_some() {
                 last_beat_at = now;
+                poll.beat().await;
             }
             last_beats = Some(beats);
         }
@@ -303,6 +320,11 @@ where
 pub(crate) trait AsyncPoll {
     /// What the store shows now.
     fn poll(&mut self) -> impl std::future::Future<Output = Observed> + Send;
+
+    /// A heartbeat was seen (in memory or in the store): the countdown restarts now.
+    fn beat(&mut self) -> impl std::future::Future<Output = ()> + Send {
+        async {}
+    }
 }
 
 /// Runs one attempt of a callback Task without a store: the handler (`handler`, already under

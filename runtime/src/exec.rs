@@ -249,7 +249,16 @@ struct Scope {
     owner: Option<BranchOf>,
     /// On a branch or iteration line: which state it belongs to, as a CONTEXT of its own.
     branch_of: Option<BranchOf>,
+    /// The event captures of the CONTEXTs this line runs in, outermost first (the last is this
+    /// line's own on a branch line or a Parallel/Map attempt's scope). A capture collects the
+    /// ids of the events recorded while its CONTEXT runs (`None`: not running), which the
+    /// CONTEXT stores when it finishes so a replay can skip it.
+    captures: Vec<EventCapture>,
 }
+
+/// See [`Scope::captures`].
+#[cfg(feature = "durable")]
+type EventCapture = Arc<Mutex<Option<Vec<u64>>>>;
 
 /// The CONTEXT operation of a Parallel branch or a Map iteration: the state's name, the subtype
 /// (`ParallelBranch`, `MapIteration`) and the state attempt's CONTEXT (its parent).
@@ -272,9 +281,10 @@ impl Scope {
                 context: Some(path.trim_end_matches('/').to_owned()),
                 branch_of: Some(owner.clone()),
                 path,
+                captures: self.captures.iter().cloned().chain([EventCapture::default()]).collect(),
                 ..Scope::default()
             },
-            None => Scope { context: self.context.clone(), path, ..Scope::default() },
+            None => Scope { context: self.context.clone(), path, captures: self.captures.clone(), ..Scope::default() },
         }
     }
 }
@@ -613,7 +623,19 @@ impl Execution {
             }
         };
         self.cursor.store(id, Ordering::SeqCst);
+        #[cfg(feature = "durable")]
+        self.capture(id);
         id
+    }
+
+    /// Adds event `id` to the captures of the CONTEXTs running around this line.
+    #[cfg(feature = "durable")]
+    fn capture(&self, id: u64) {
+        for capture in &self.scope.captures {
+            if let Some(ids) = capture.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+                ids.push(id);
+            }
+        }
     }
 
     /// Runs `f` with the execution's seeded random source (retry jitter, `States.UUID`,
@@ -1932,8 +1954,9 @@ impl Execution {
 
     /// Runs one Parallel branch or Map iteration (`line` from [`Execution::branch`] on the
     /// state's branch scope) as a CONTEXT operation when journaled: started before the branch
-    /// runs, finished with its output or failure. A replay re-runs the branch (its operations
-    /// replay from the journal) and finds the CONTEXT already recorded. Both engines call it.
+    /// runs, finished with its output or failure and the history events it recorded. A replay
+    /// that finds the CONTEXT finished does not run the branch (`branch` is dropped unpolled):
+    /// it records the stored events again and returns the recorded outcome. Both engines call it.
     pub async fn in_branch_context<Fut>(&self, branch: Fut) -> Result<Value, Failure>
     where
         Fut: Future<Output = Result<Value, Failure>>,
@@ -1941,12 +1964,67 @@ impl Execution {
         #[cfg(feature = "durable")]
         if let (Some(journal), Some(of), Some(id)) = (&self.shared.journal, &self.scope.branch_of, &self.scope.context)
         {
+            if let Some(done) = journal.finished_context(id, &of.state, self.keeps_history())? {
+                let last = self.replay_context_events(&done.events);
+                self.cursor.store(last, Ordering::SeqCst);
+                return done.outcome;
+            }
             journal.context_start(id, of.parent.clone(), &of.state, of.subtype).await?;
+            let capture = self.scope.captures.last().filter(|_| journal.keeps_context_events());
+            Self::arm(capture);
             let outcome = branch.await;
-            journal.context_end(id, of.parent.clone(), &of.state, of.subtype, &outcome).await?;
+            let events = self.captured(capture);
+            journal.context_end_with_events(id, of.parent.clone(), &of.state, of.subtype, &outcome, events).await?;
             return outcome;
         }
         branch.await
+    }
+
+    /// Starts collecting the events of a CONTEXT about to run.
+    #[cfg(feature = "durable")]
+    fn arm(capture: Option<&EventCapture>) {
+        if let Some(capture) = capture {
+            *capture.lock().unwrap_or_else(|p| p.into_inner()) = Some(Vec::new());
+        }
+    }
+
+    /// The events a CONTEXT recorded since [`Execution::arm`], and stops collecting.
+    #[cfg(feature = "durable")]
+    fn captured(&self, capture: Option<&EventCapture>) -> Option<crate::durable::ContextEvents> {
+        let ids = capture?.lock().unwrap_or_else(|p| p.into_inner()).take()?;
+        Some(if self.keeps_history() {
+            crate::durable::ContextEvents::Kept(self.shared.history.events_with_ids(&ids))
+        } else {
+            crate::durable::ContextEvents::Counted(ids.len() as u64)
+        })
+    }
+
+    /// Records again the events of a skipped CONTEXT (a finished branch, iteration or attempt),
+    /// renumbered after the events recorded so far and chained as they were: an event whose
+    /// previous event is outside the CONTEXT chains to this line's current event. Returns the
+    /// id of the last one (the line's current event when there were none).
+    #[cfg(feature = "durable")]
+    fn replay_context_events(&self, events: &crate::durable::ContextEvents) -> u64 {
+        let start = self.cursor.load(Ordering::SeqCst);
+        let mut last = start;
+        match events {
+            crate::durable::ContextEvents::Kept(events) => {
+                let mut renumbered = std::collections::HashMap::with_capacity(events.len());
+                for e in events {
+                    let previous = renumbered.get(&e.previous_event_id).copied().unwrap_or(start);
+                    last = self.shared.history.record(e.event_type, e.details.clone(), e.timestamp.clone(), previous);
+                    renumbered.insert(e.id, last);
+                    self.capture(last);
+                }
+            }
+            crate::durable::ContextEvents::Counted(n) => {
+                for _ in 0..*n {
+                    last = self.shared.history.count().unwrap_or(last);
+                    self.capture(last);
+                }
+            }
+        }
+        last
     }
 
     /// Runs a Parallel or Map attempt (`scope` from [`Execution::parallel_scope`]) as a
@@ -1965,10 +2043,25 @@ impl Execution {
         if let (Some(journal), Some(id)) = (&self.shared.journal, &scope.scope.context)
             && scope.scope.owner.is_some()
         {
+            if let Some(done) = journal.finished_context(id, name, self.keeps_history())? {
+                // The attempt's branches record on lines of their own: this line's current
+                // event stays where it is, as after a run.
+                scope.replay_context_events(&done.events);
+                return Ok(match done.outcome {
+                    Ok(Value::Array(outputs)) => Ok(outputs),
+                    Ok(other) => Err(Failure::runtime(format!(
+                        "the journal's CONTEXT operation '{id}' of state '{name}' holds {other} where its branches' outputs (an array) belong"
+                    ))),
+                    Err(failure) => Err(failure),
+                });
+            }
             journal.context_start(id, self.op_parent(), name, subtype).await?;
+            let capture = scope.scope.captures.last().filter(|_| journal.keeps_context_events());
+            Self::arm(capture);
             let outcome = attempt.await;
             let recorded = outcome.clone().map(Value::Array);
-            journal.context_end(id, self.op_parent(), name, subtype, &recorded).await?;
+            let events = scope.captured(capture);
+            journal.context_end_with_events(id, self.op_parent(), name, subtype, &recorded, events).await?;
             return Ok(outcome);
         }
         let _ = (scope, name, subtype);
@@ -2131,6 +2224,7 @@ impl Execution {
                 cursor: Arc::clone(&self.cursor),
                 variables: Arc::clone(&self.variables),
                 scope: Arc::new(Scope {
+                    captures: self.scope.captures.iter().cloned().chain([EventCapture::default()]).collect(),
                     path: format!("{context}/"),
                     owner: Some(BranchOf {
                         state: name.to_owned(),

@@ -302,6 +302,16 @@ impl History {
         self.len() == 0
     }
 
+    /// The events with these ids (those still kept), in the order given: a durable Parallel
+    /// branch or Map iteration stores the events it recorded with its result.
+    pub fn events_with_ids(&self, ids: &[u64]) -> Vec<HistoryEvent> {
+        let events = self.lock();
+        ids.iter()
+            .filter_map(|id| usize::try_from(*id).ok().and_then(|i| i.checked_sub(1)).and_then(|i| events.get(i)))
+            .cloned()
+            .collect()
+    }
+
     /// The event types so far, in order (handy in tests and logs).
     pub fn event_types(&self) -> Vec<EventType> {
         self.lock().iter().map(|e| e.event_type).collect()

@@ -22,6 +22,8 @@ wfc_runtime::include_workflow!("tests/durable/two_steps.asl.json");
 wfc_runtime::include_workflow!("tests/durable/nap.asl.json");
 wfc_runtime::include_workflow!("tests/durable/fanout.asl.json");
 wfc_runtime::include_workflow!("tests/durable/flaky.asl.json");
+wfc_runtime::include_workflow!("tests/durable/beat.asl.json");
+wfc_runtime::include_workflow!("tests/durable/fan8.asl.json");
 
 fn store() -> Arc<dyn Store> {
     Arc::new(SqliteStore::in_memory().expect("an in-memory store opens"))
@@ -317,6 +319,76 @@ async fn parallel_branches_replay_their_completed_tasks() {
     assert!(ids.contains(&"Both#1.0/1/R#1.0".to_owned()), "{ids:?}");
 }
 
+/// A Parallel branch whose CONTEXT finished replays from the CONTEXT's recorded result: its
+/// handlers are not called and its operations are not even looked up (they are removed from
+/// the resumed journal here: a branch that re-ran would call Left again, and its checkpoint of
+/// the already finished step would be refused). The history still has the branch's events.
+#[tokio::test]
+async fn a_finished_branch_replays_from_its_context_without_running() {
+    let workflow = fanout::ir().unwrap();
+    let input = json!({"n": 2});
+    let plain = {
+        let counting = Counting::default();
+        let options = RunOptions::real().with_name("skip");
+        interp::run(workflow, &counting.handlers(None, Arc::new(Notify::new())), input.clone(), options).await
+    };
+    let s = store();
+    let counting = Counting::default();
+    let journal = open(&s, "skip", workflow, &input).await;
+    let blocked = Arc::new(Notify::new());
+    let handlers = counting.handlers(Some("Right"), Arc::clone(&blocked));
+    let mut run = Box::pin(interp::run(workflow, &handlers, input.clone(), RunOptions::real().with_journal(journal)));
+    tokio::select! {
+        result = &mut run => panic!("should block: {result:?}"),
+        () = blocked.notified() => {}
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        tokio::select! {
+            result = &mut run => panic!("should block: {result:?}"),
+            () = tokio::time::sleep(Duration::from_millis(20)) => {}
+        }
+        let ops = s.load_journal("skip").await.unwrap();
+        if ops.iter().any(|o| o.id == "Both#1.0/0" && o.status == OpStatus::Succeeded) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "Left's branch never finished: {ops:?}");
+    }
+    drop(run);
+    assert_eq!(counting.count("Left"), 1);
+
+    let new = NewExecution {
+        name: "skip".into(),
+        workflow: workflow.name.clone(),
+        input: input.clone(),
+        start_time: "2024-01-01T00:00:00.000Z".into(),
+        definition_hash: None,
+    };
+    let mut claim = s.open_execution(new).await.unwrap();
+    let before = claim.operations.len();
+    claim.operations.retain(|op| !op.id.starts_with("Both#1.0/0/"));
+    assert_eq!(claim.operations.len(), before - 1, "Left's step was recorded inside its branch");
+    let journal = Journal::from_claim(Arc::clone(&s), claim, None);
+    let handlers = counting.handlers(None, Arc::new(Notify::new()));
+    let result = interp::run(workflow, &handlers, input.clone(), RunOptions::real().with_journal(journal)).await;
+    assert_eq!(result.status, Status::Succeeded, "{:?}", result.error);
+    assert_eq!((counting.count("Left"), counting.count("Right")), (1, 2), "the finished branch did not run");
+    assert_eq!(result.output, plain.output);
+    // The history has every event of an uninterrupted run (branches interleave, so compare as
+    // multisets), numbered from 1 and chained to earlier events only.
+    let types = |r: &wfc_runtime::ExecutionResult| {
+        let mut t: Vec<String> = r.history.iter().map(|e| format!("{:?} {}", e.event_type, e.details)).collect();
+        t.sort();
+        t
+    };
+    assert_eq!(types(&result), types(&plain));
+    for (i, e) in result.history.iter().enumerate() {
+        assert_eq!(e.id, i as u64 + 1);
+        assert!(e.previous_event_id < e.id, "{e:?}");
+    }
+    assert_eq!(s.read_history("skip").await.unwrap(), result.history);
+}
+
 #[tokio::test]
 async fn a_pending_wait_waits_only_the_remainder_and_a_fired_one_not_at_all() {
     let workflow = nap::ir().unwrap();
@@ -444,4 +516,85 @@ async fn generated_code_is_durable_through_the_same_journal() {
     assert_eq!(result.status, Status::Succeeded, "{:?}", result.error);
     assert_eq!((counting.count("First"), counting.count("Second")), (1, 2));
     assert_eq!(result.output, Some(json!({"k": 1, "first": {"saw": {"k": 1}}, "second": "done"})));
+}
+
+/// A `.waitForTaskToken` task's HeartbeatSeconds countdown survives a resume: a heartbeat at
+/// 6 s (through the store), a "crash" at 8 s, and the resumed wait times out 10 s after that
+/// heartbeat (about 16.2 s, the store being polled every 200 ms), not 10 s after the resume.
+/// On virtual time; the second run's clock starts where the first one stopped.
+#[test]
+fn a_resumed_callback_keeps_its_heartbeat_countdown() {
+    let workflow = beat::ir().unwrap();
+    let s = store();
+    let input = json!({});
+    let t0 = jiff::Timestamp::from_second(1_704_067_200).unwrap();
+    let handlers = Handlers::new().fallback(|_r: String, _i: Value, _c: TaskContext| async { Ok(json!(null)) });
+    wfc_runtime::block_on_virtual(async {
+        let journal = open(&s, "beat", workflow, &input).await;
+        let callbacks = wfc_runtime::Callbacks::default();
+        let mut waiting = callbacks.subscribe();
+        let options = RunOptions { clock: Clock::virtual_from(t0), ..RunOptions::virtual_time() }
+            .with_callbacks(callbacks.clone())
+            .with_journal(journal);
+        let run = interp::run(workflow, &handlers, input.clone(), options);
+        let beat = async {
+            let task = waiting.recv().await.expect("the task waits");
+            tokio::time::sleep(Duration::from_secs(6)).await;
+            s.heartbeat_callback(&task.token).await.expect("the heartbeat is taken");
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        };
+        tokio::select! {
+            result = run => panic!("should wait: {result:?}"),
+            () = beat => {}
+        }
+    });
+    let resumed_at = t0.checked_add(jiff::SignedDuration::from_secs(8)).unwrap();
+    let result = wfc_runtime::block_on_virtual(async {
+        let journal = open(&s, "beat", workflow, &input).await;
+        let options =
+            RunOptions { clock: Clock::virtual_from(resumed_at), ..RunOptions::virtual_time() }.with_journal(journal);
+        interp::run(workflow, &handlers, input.clone(), options).await
+    });
+    assert_eq!(result.status, Status::Failed);
+    assert_eq!(result.error.as_ref().map(|f| f.error.as_str()), Some("States.HeartbeatTimeout"), "{:?}", result.error);
+    let timed_out = result
+        .history
+        .iter()
+        .find(|e| e.event_type == wfc_runtime::EventType::TaskTimedOut)
+        .expect("a TaskTimedOut event");
+    let at: jiff::Timestamp = timed_out.timestamp.parse().unwrap();
+    let after = at.duration_since(t0);
+    assert!(
+        after >= jiff::SignedDuration::from_secs(16) && after < jiff::SignedDuration::from_secs(17),
+        "timed out {after:?} after the start, at {}; the heartbeat at 6 s should have set the deadline to 16 s",
+        timed_out.timestamp
+    );
+}
+
+/// Concurrent Map iterations' checkpoints share commits when batching is on (STARTEDs queued
+/// while another commit holds the token go in the next one, with the deferred outcomes and
+/// CONTEXTs): far fewer commits than one per checkpoint, same output and journal.
+#[tokio::test]
+async fn concurrent_checkpoints_share_commits() {
+    let workflow = fan8::ir().unwrap();
+    let s = store();
+    let input = json!({"items": [1, 2, 3, 4, 5, 6, 7, 8]});
+    let mut seen = Vec::new();
+    for (name, batching) in [("alone", false), ("shared", true)] {
+        let counting = Counting::default();
+        let journal = open(&s, name, workflow, &input).await;
+        journal.set_batching(batching);
+        let handlers = counting.handlers(None, Arc::new(Notify::new()));
+        let result = interp::run(workflow, &handlers, input.clone(), RunOptions::real().with_journal(journal)).await;
+        assert_eq!(result.status, Status::Succeeded, "{:?}", result.error);
+        assert_eq!(counting.count("Work"), 8);
+        let commits = s.describe_execution(name).await.unwrap().unwrap().checkpoint_seq;
+        let ops = s.load_journal(name).await.unwrap();
+        assert_eq!(ops.len(), 1 + 8 * 2, "the Map's CONTEXT, each iteration's and its step: {ops:?}");
+        assert!(ops.iter().all(|o| o.status == OpStatus::Succeeded && o.starts == 1), "{ops:?}");
+        seen.push((commits, result.output));
+    }
+    assert_eq!(seen[0].1, seen[1].1);
+    println!("Map of 8 Tasks: {} commits alone, {} shared", seen[0].0, seen[1].0);
+    assert!(seen[1].0 * 3 < seen[0].0, "commits alone {} and shared {}", seen[0].0, seen[1].0);
 }

@@ -152,3 +152,44 @@ async fn replay_of_a_100_step_journal() {
         );
     }
 }
+
+/// One execution of a 100-Task chain, with a checkpoint per operation (batching off: STARTED
+/// and the outcome of each step commit alone, two commits per step) and with a step's outcome
+/// batched with the next step's STARTED (one commit per step), in the same run on the same disk.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "benchmark: run with --ignored --nocapture"]
+async fn one_execution_batched_and_unbatched() {
+    let workflow = chain(100);
+    let handlers = Handlers::new()
+        .fallback(|_r: String, _i: Value, _c: TaskContext| async { Ok::<Value, Failure>(json!({"n": 1})) });
+    for (label, sync) in [("FULL", Synchronous::Full), ("NORMAL", Synchronous::Normal)] {
+        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(db_path(&format!("batch-{label}.db")), sync).unwrap());
+        let mut rates = Vec::new();
+        let mut commits = Vec::new();
+        for (name, batching) in [("warm", true), ("unbatched", false), ("batched", true)] {
+            let journal = match Journal::open(Arc::clone(&store), name, &workflow.name, &json!({}), &Clock::real())
+                .await
+                .unwrap()
+            {
+                Opened::Running(j) => j,
+                Opened::Finished(r) => panic!("finished: {r:?}"),
+            };
+            journal.set_batching(batching);
+            let started = Instant::now();
+            let result = interp::run(&workflow, &handlers, json!({}), RunOptions::real().with_journal(journal)).await;
+            let elapsed = started.elapsed();
+            assert_eq!(result.status, Status::Succeeded);
+            rates.push(100.0 / elapsed.as_secs_f64());
+            // Each checkpoint (commit) bumps the sequence once.
+            commits.push(store.describe_execution(name).await.unwrap().unwrap().checkpoint_seq);
+        }
+        println!(
+            "synchronous={label}: one execution of 100 Tasks: unbatched {:.0} steps/s ({} commits), batched {:.0} steps/s ({} commits): {:.2}x",
+            rates[1],
+            commits[1],
+            rates[2],
+            commits[2],
+            rates[2] / rates[1]
+        );
+    }
+}

@@ -87,9 +87,14 @@ pub(crate) fn run(args: &RunArgs, url: Option<&str>) -> Exit {
         return fatal("--store needs --name EXEC: the execution name is what a rerun resumes");
     }
     if args.engine == EngineChoice::Compiled {
-        return fatal(
-            "--store and --handlers run on the interpreter only (--engine interp); generated code is durable through RunOptions::with_journal",
-        );
+        if args.handlers.is_some() {
+            return fatal(
+                "--handlers runs on the interpreter only (--engine interp); the compiled engine answers tasks from --mocks",
+            );
+        }
+        if let (Some(url), Some(name)) = (url, name) {
+            return run_compiled(args, url, name);
+        }
     }
     let color = ColorChoice::Auto.enabled();
     let workflow = match load_definition(&args.file, color) {
@@ -160,6 +165,57 @@ pub(crate) fn run(args: &RunArgs, url: Option<&str>) -> Exit {
         }
     });
     match outcome {
+        Ok(outcome) => {
+            if let Err(e) = print_json(&outcome.to_json(args.history)) {
+                return fatal(e);
+            }
+            if outcome.succeeded() { Exit::Success } else { Exit::Failure }
+        }
+        Err(e) => fatal(e),
+    }
+}
+
+/// `wfc run FILE --store URL --name EXEC --engine compiled`: the generated code runs EXEC with a
+/// journal (a program built with the runtime's stores), so it resumes like the interpreter.
+fn run_compiled(args: &RunArgs, url: &str, name: &str) -> Exit {
+    let color = ColorChoice::Auto.enabled();
+    let def = match DefinitionText::read(&args.file) {
+        Ok(d) => d,
+        Err(e) => return fatal(e),
+    };
+    let loaded = match def.load() {
+        Ok(l) => l,
+        Err(diags) => return definition_error(&def.path, &diags, color),
+    };
+    crate::check::print_human(&def.path, &loaded.warnings, color);
+    let input = match crate::run::read_input(args) {
+        Ok(v) => v,
+        Err(e) => return fatal(e),
+    };
+    let mocks = match crate::run::read_mocks(
+        args.mocks.as_deref(),
+        args.test_case.as_deref(),
+        args.state_machine.as_deref(),
+        &loaded.workflow.name,
+    ) {
+        Ok(m) => m,
+        Err(e) => return fatal(e),
+    };
+    let execution = crate::engine::Execution {
+        workflow: &loaded.workflow,
+        definition: &def,
+        input,
+        mocks,
+        virtual_time: args.virtual_time,
+        seed: args.seed,
+        name: Some(name.to_owned()),
+        callbacks: None,
+        item_root: args.item_root.clone(),
+        result_root: args.result_root.clone(),
+        history_level: args.history_level,
+        events: Vec::new(),
+    };
+    match crate::compiled::execute_durable(&execution, url, name) {
         Ok(outcome) => {
             if let Err(e) = print_json(&outcome.to_json(args.history)) {
                 return fatal(e);

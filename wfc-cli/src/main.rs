@@ -370,8 +370,8 @@ pub(crate) struct RunArgs {
     /// Directory a DISTRIBUTED Map's ResultWriter writes to: `DIR/<Bucket>/<Prefix>/<run id>/`.
     #[arg(long, value_name = "DIR")]
     pub(crate) result_root: Option<PathBuf>,
-    /// Run durably in this store (`sqlite:PATH`): starts execution `--name` or resumes it where it
-    /// stopped; a finished one prints how it ended.
+    /// Run durably in this store (`sqlite:PATH` or `postgres://...`), on either engine: starts
+    /// execution `--name` or resumes it where it stopped; a finished one prints how it ended.
     #[arg(long, value_name = "URL", requires = "name")]
     pub(crate) store: Option<String>,
     /// Task handlers run as commands: `{"<resource>": {"command": [PROGRAM, ARGS...]}}`; the

@@ -123,3 +123,49 @@ fn durable_run_errors_are_clear() {
     let out = wfc().args(["executions", "--store", &store, "describe", "nope"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `wfc run --store --engine compiled`: the generated code runs durably too. The program is
+/// aborted (`WFC_CRASH_AT`, as `kill -9` would stop it) once Second's start is checkpointed;
+/// the same command resumes the execution without running First again, and a finished
+/// execution prints its stored outcome.
+#[test]
+fn a_compiled_durable_run_resumes_after_a_crash() {
+    let dir = scratch("compiled");
+    let def = write(&dir, "order.asl.json", DEFINITION);
+    let mocks = write(&dir, "mocks.json", r#"{"First": {"return": {"charged": 42}}, "Second": {"return": "shipped"}}"#);
+    let store = format!("sqlite:{}", dir.join("store.db").display());
+    let input = r#"{"order": 2}"#;
+    let args = [
+        "run", &def, "--mocks", &mocks, "--input", input, "--store", &store, "--name", "order-2", "--engine",
+        "compiled",
+    ];
+    let cache = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("wfc-cache");
+    let crashed =
+        wfc().args(args).env("WFC_CACHE_DIR", &cache).env("WFC_CRASH_AT", "Second#1.0:after-start").output().unwrap();
+    assert_eq!(crashed.status.code(), Some(2), "the program aborted: {}", String::from_utf8_lossy(&crashed.stderr));
+    let after_crash = describe(&store, "order-2").expect("the execution is stored");
+    assert_eq!(after_crash["status"], "RUNNING");
+    assert_eq!(op(&after_crash, "First#1.0").unwrap()["status"], "SUCCEEDED");
+    assert_eq!(op(&after_crash, "Second#1.0").unwrap()["status"], "STARTED");
+
+    let out = wfc().args(args).env("WFC_CACHE_DIR", &cache).output().unwrap();
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let expected =
+        json!({"status": "SUCCEEDED", "output": {"order": 2, "first": {"charged": 42}, "second": "shipped"}});
+    assert_eq!(json_of(&out), expected);
+    let done = describe(&store, "order-2").unwrap();
+    assert_eq!(done["status"], "SUCCEEDED");
+    assert_eq!(op(&done, "First#1.0").unwrap()["starts"], 1, "the completed task was not re-run: {done:#}");
+    assert_eq!(op(&done, "Second#1.0").unwrap()["starts"], 2, "the in-flight task ran again: {done:#}");
+
+    // Finished: the stored outcome, on either engine.
+    let again = wfc().args(args).env("WFC_CACHE_DIR", &cache).output().unwrap();
+    assert_eq!(json_of(&again), expected);
+    let interp: Vec<&str> = args.iter().copied().take(args.len() - 2).collect();
+    assert_eq!(json_of(&wfc().args(interp).output().unwrap()), expected);
+    // --handlers stays on the interpreter, with a clear error.
+    let handlers = write(&dir, "handlers.json", "{}");
+    let out = wfc().args(args).args(["--handlers", &handlers]).env("WFC_CACHE_DIR", &cache).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--handlers runs on the interpreter only"));
+}

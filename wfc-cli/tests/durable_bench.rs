@@ -98,6 +98,17 @@ async fn single_commits(store: Arc<dyn Store>, n: usize) -> f64 {
 
 /// One execution of `workflow`, durably (with a store) or not; returns its wall time.
 async fn one_run(store: Option<Arc<dyn Store>>, workflow: &wfc_runtime::ir::Workflow, name: &str) -> Duration {
+    one_run_batched(store, workflow, name, true).await
+}
+
+/// [`one_run`] with the journal's batching of a step's outcome with the next checkpoint on or
+/// off (off: two commits per step, as before batching).
+async fn one_run_batched(
+    store: Option<Arc<dyn Store>>,
+    workflow: &wfc_runtime::ir::Workflow,
+    name: &str,
+    batching: bool,
+) -> Duration {
     let handler = handlers();
     let start = Instant::now();
     let mut options = RunOptions::real();
@@ -107,6 +118,7 @@ async fn one_run(store: Option<Arc<dyn Store>>, workflow: &wfc_runtime::ir::Work
         else {
             panic!("a new execution")
         };
+        journal.set_batching(batching);
         options = options.with_journal(journal);
     }
     let result = wfc_runtime::interp::run(workflow, handler.as_ref(), json!({"n": 1}), options).await;
@@ -194,12 +206,15 @@ fn durable_steps() {
             let n = if label == "FULL" { 300 } else { 3000 };
             let commits = single_commits(sqlite(&dir, &format!("commits-{label}"), sync), n).await;
             let store = sqlite(&dir, label, sync);
+            let unbatched = one_run_batched(Some(Arc::clone(&store)), &chain100, "seq-unbatched", false).await;
+            let unbatched = per_second(100, unbatched);
             let durable = one_run(Some(Arc::clone(&store)), &chain100, "seq").await;
             let overhead = (durable.as_secs_f64() - plain.as_secs_f64()) / 100.0 * 1e3;
             let seq = per_second(100, durable);
             let conc = concurrent_runs(Arc::clone(&store), Arc::clone(&chain20), 32, "conc").await;
             println!(
-                "SQLite {label}: single commits {commits:.0}/s; one execution {seq:.0} steps/s (overhead {overhead:.2} ms/step); 32 executions at once {conc:.0} steps/s ({:.1}x one execution)",
+                "SQLite {label}: single commits {commits:.0}/s; one execution unbatched {unbatched:.0} steps/s, batched {seq:.0} steps/s ({:.1}x; overhead {overhead:.2} ms/step); 32 executions at once {conc:.0} steps/s ({:.1}x one execution)",
+                seq / unbatched,
                 conc / seq
             );
         }
@@ -209,11 +224,13 @@ fn durable_steps() {
     rt.block_on(async {
         let store = durable::connect(&url).await.unwrap();
         let commits = single_commits(Arc::clone(&store), 300).await;
+        let unbatched = per_second(100, one_run_batched(Some(Arc::clone(&store)), &chain100, "pg-unbatched", false).await);
         let durable = one_run(Some(Arc::clone(&store)), &chain100, "pg-seq").await;
         let seq = per_second(100, durable);
         println!(
-            "PostgreSQL: single commits {commits:.0}/s; one execution {seq:.0} steps/s ({:.2} ms/step)",
-            1000.0 / seq
+            "PostgreSQL: single commits {commits:.0}/s; one execution unbatched {unbatched:.0} steps/s, batched {seq:.0} steps/s ({:.2} ms/step, {:.1}x)",
+            1000.0 / seq,
+            seq / unbatched
         );
         for workers in [1, 4] {
             let rate = pg_workers(&url, Arc::clone(&chain20), workers, 200, &format!("pg{workers}")).await;

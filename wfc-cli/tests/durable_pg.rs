@@ -204,3 +204,74 @@ impl WaitOutput for Child {
         serde_json::from_str(&stdout).unwrap_or(Value::Null)
     }
 }
+
+/// TLS to PostgreSQL: a server with `ssl=on`, a self-signed certificate made here (rcgen) and
+/// only `hostssl` entries in pg_hba.conf (so a connection that works used TLS), reached with
+/// `sslmode=require` and with `verify-full` against that certificate; refused with a clear
+/// error when the root certificate is another one, and when the server has no TLS.
+#[test]
+fn postgres_over_tls() {
+    let dir = scratch("tls");
+    let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
+        .expect("a self-signed certificate");
+    let cert_pem = certified.cert.pem();
+    let key_pem = certified.signing_key.serialize_pem();
+    let Some(server) = support::pg::TempPostgres::start_with("tls", |server, data| {
+        server.write_private(&data.join("server.crt"), &cert_pem);
+        server.write_private(&data.join("server.key"), &key_pem);
+        let hba = data.join("pg_hba.conf");
+        let text = std::fs::read_to_string(&hba).expect("initdb wrote pg_hba.conf");
+        let tls_only: Vec<String> = text
+            .lines()
+            .map(|l| match l.strip_prefix("host ") {
+                Some(rest) => format!("hostssl {rest}"),
+                None => l.to_owned(),
+            })
+            .collect();
+        server.write_private(&hba, &tls_only.join("\n"));
+        "-c ssl=on".to_owned()
+    }) else {
+        return;
+    };
+    let root = write(&dir, "root.pem", &cert_pem);
+    let list = |url: &str| wfc().args(["executions", "--store", url, "list"]).output().expect("wfc runs");
+    let stderr = |o: &std::process::Output| String::from_utf8_lossy(&o.stderr).into_owned();
+
+    let require = format!("{}?sslmode=require", server.url);
+    let out = list(&require);
+    assert!(out.status.success(), "sslmode=require: {}", stderr(&out));
+    assert_eq!(json_of(&out), json!([]));
+    let verified = format!("{}?sslmode=verify-full&sslrootcert={root}", server.url);
+    let out = list(&verified);
+    assert!(out.status.success(), "sslmode=verify-full: {}", stderr(&out));
+    // A durable run over TLS.
+    let def = write(&dir, "one.asl.json", r#"{"StartAt": "P", "States": {"P": {"Type": "Pass", "End": true}}}"#);
+    let out = wfc()
+        .args(["run", &def, "--input", r#"{"x": 1}"#, "--store", &verified, "--name", "over-tls"])
+        .output()
+        .expect("wfc runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(json_of(&out), json!({"status": "SUCCEEDED", "output": {"x": 1}}));
+    // Without TLS this server refuses the connection: the ones above used TLS.
+    let out = list(&format!("{}?sslmode=disable", server.url));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    // Another root certificate: the server's certificate is refused.
+    let other = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).expect("another certificate");
+    let wrong = write(&dir, "other.pem", &other.cert.pem());
+    let out = list(&format!("{}?sslmode=verify-full&sslrootcert={wrong}", server.url));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("sslmode=verify-full") && stderr(&out).contains("certificate"), "{}", stderr(&out));
+    drop(server);
+
+    // A server without TLS, and sslmode=require: a clear error.
+    let Some(plain) = support::pg::TempPostgres::start("notls") else { return };
+    let out = list(&format!("{}?sslmode=require", plain.url));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("sslmode=require") && stderr(&out).contains("does not support TLS"),
+        "{}",
+        stderr(&out)
+    );
+    // The default (prefer) still connects to it.
+    assert!(list(&plain.url).status.success());
+}

@@ -25,6 +25,8 @@
 
 mod journal;
 #[cfg(feature = "postgres")]
+mod pg_tls;
+#[cfg(feature = "postgres")]
 mod postgres;
 mod sqlite;
 pub mod suspend;
@@ -34,6 +36,7 @@ pub mod worker;
 
 pub(crate) use journal::EventWait;
 pub use journal::{Journal, Opened};
+pub(crate) use journal::ContextEvents;
 #[cfg(feature = "postgres")]
 pub use postgres::PgStore;
 pub use sqlite::{SqliteStore, Synchronous};

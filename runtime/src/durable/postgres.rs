@@ -19,7 +19,7 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio::sync::{Mutex, Notify, OnceCell};
-use tokio_postgres::{AsyncMessage, Client, GenericClient, NoTls, Row};
+use tokio_postgres::{AsyncMessage, Client, GenericClient, Row};
 
 use super::{
     CallbackCompletion, CheckpointToken, Claim, Completion, ExecutionRecord, ExecutionStatus, NewExecution, OpStatus,
@@ -116,7 +116,7 @@ fn backend(e: impl std::fmt::Display) -> StoreError {
 }
 
 /// A database error with PostgreSQL's own message (tokio-postgres's Display is only "db error").
-fn pg(e: tokio_postgres::Error) -> StoreError {
+pub(super) fn pg(e: tokio_postgres::Error) -> StoreError {
     match e.as_db_error() {
         Some(db) => StoreError::Backend(format!("postgres: {} ({})", db.message(), db.code().code())),
         None => StoreError::Backend(format!("postgres: {e}")),
@@ -136,17 +136,13 @@ fn from_text(text: &str) -> Result<Value, StoreError> {
 }
 
 async fn open_connection(url: &str) -> Result<Client, StoreError> {
-    let (client, connection) = tokio_postgres::connect(url, NoTls).await.map_err(pg)?;
-    tokio::spawn(async move {
-        if let Err(e) = connection.await {
-            tracing::warn!(error = %e, "a PostgreSQL connection ended");
-        }
-    });
-    Ok(client)
+    // With TLS as the URL's sslmode/sslrootcert say (see pg_tls).
+    super::pg_tls::connect_driven(url).await
 }
 
 impl PgStore {
-    /// Connects (`postgres://user@host:port/db`, libpq's URL syntax, no TLS) and migrates the
+    /// Connects (`postgres://user@host:port/db`, libpq's URL syntax; TLS by `sslmode` and
+    /// `sslrootcert`, see docs/durable.md) and migrates the
     /// schema. The connections run on the current tokio runtime.
     pub async fn connect(url: &str) -> Result<PgStore, StoreError> {
         let mut pool = Vec::with_capacity(POOL_SIZE);
@@ -177,11 +173,10 @@ impl PgStore {
     async fn listener(&self) -> Result<Arc<Notify>, StoreError> {
         self.listener
             .get_or_try_init(|| async {
-                let (client, mut connection) = tokio_postgres::connect(&self.url, NoTls).await.map_err(pg)?;
+                let (client, mut messages) = super::pg_tls::connect_listening(&self.url).await?;
                 let notify = Arc::new(Notify::new());
                 let wake = Arc::clone(&notify);
                 tokio::spawn(async move {
-                    let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
                     while let Some(message) = messages.next().await {
                         match message {
                             // notify_one keeps a permit when nobody waits yet, so a wake-up that

@@ -58,6 +58,16 @@ fn skip_or_fail(reason: &str) -> Option<TempPostgres> {
 impl TempPostgres {
     /// Starts a server, or returns `None` (after printing why) when PostgreSQL is not installed.
     pub(crate) fn start(name: &str) -> Option<TempPostgres> {
+        TempPostgres::start_with(name, |_, _| String::new())
+    }
+
+    /// [`TempPostgres::start`] with `configure` run on the new data directory before the server
+    /// starts (as the server's user owns it): it may write files there and returns more
+    /// server options (`-c name=value ...`).
+    pub(crate) fn start_with(
+        name: &str,
+        configure: impl FnOnce(&TempPostgres, &Path) -> String,
+    ) -> Option<TempPostgres> {
         let Some(bin) = find_bin() else {
             return skip_or_fail("no PostgreSQL binaries (initdb) were found");
         };
@@ -81,8 +91,11 @@ impl TempPostgres {
             "initdb",
             &["-D", &data.display().to_string(), "-U", "wfc", "--auth=trust", "-E", "UTF8", "--no-sync"],
         );
-        let options =
-            format!("-p {port} -k {} -c listen_addresses=127.0.0.1 -c max_connections=200", server.dir.display());
+        let extra = configure(&server, &data);
+        let options = format!(
+            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c max_connections=200 {extra}",
+            server.dir.display()
+        );
         server.run_as(
             "pg_ctl",
             &[
@@ -121,6 +134,18 @@ impl TempPostgres {
 
     pub(crate) fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Writes `contents` to `path` as a file the server's user owns, readable by it alone (a
+    /// TLS key must be).
+    pub(crate) fn write_private(&self, path: &Path, contents: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::write(path, contents).expect("write a server file");
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).expect("chmod a server file");
+        if let Some(user) = &self.user {
+            let (uid, gid) = user_ids(user).expect("the server's user exists");
+            std::os::unix::fs::chown(path, Some(uid), Some(gid)).expect("chown a server file");
+        }
     }
 }
 
