@@ -168,6 +168,16 @@ impl EventBus {
         fix(&mut self.lock().correlation, def, event);
     }
 
+    /// A produced event replayed from the journal (not published again): later events get ids
+    /// after its `wfc-<n>`, so ids stay unique across a resume.
+    pub(crate) fn replayed(&self, event: &Value) {
+        let n = event.get("id").and_then(Value::as_str).and_then(|id| id.strip_prefix("wfc-")?.parse::<u64>().ok());
+        if let Some(n) = n {
+            let mut state = self.lock();
+            state.next_id = state.next_id.max(n);
+        }
+    }
+
     /// Takes every event queued in memory (a journaled execution moves them to its store's inbox,
     /// so they are kept across a restart like events delivered through the store).
     pub(crate) fn drain_inbox(&self) -> Vec<Value> {

@@ -735,6 +735,48 @@ impl Journal {
         outcome
     }
 
+    /// A produced event (a transition's `produceEvents`, an event action's trigger) as a STEP of
+    /// subtype `Produce` whose result is the event: a recorded one is returned and not published
+    /// again (`bus` only learns its id, so later events get new ids); otherwise `publish` builds
+    /// and publishes it and it is checkpointed in one checkpoint. A crash between publishing and
+    /// that checkpoint publishes it again on resume (at least once, as a STEP's work).
+    pub(crate) async fn produce(
+        &self,
+        id: String,
+        parent: Option<String>,
+        name: &str,
+        bus: &crate::events::EventBus,
+        publish: impl FnOnce() -> Value,
+    ) -> Result<Value, Failure> {
+        if let Some(op) = self.recorded_as(&id, OpType::Step, name)?
+            && op.status.is_terminal()
+        {
+            return match replayed(op) {
+                Some(Attempt::Succeeded(event)) => {
+                    bus.replayed(&event);
+                    Ok(event)
+                }
+                _ => Err(Failure::runtime(format!("the produced event operation '{id}' did not record its event"))),
+            };
+        }
+        crash_point(&id, "before-start");
+        let event = publish();
+        crash_point(&id, "before-finish");
+        let done = outcome_update(
+            OpType::Step,
+            &id,
+            parent,
+            name,
+            PRODUCE_SUBTYPE,
+            OpStatus::Succeeded,
+            Some(event.clone()),
+            None,
+        );
+        self.checkpoint(vec![done]).await.map_err(store_failure)?;
+        crash_point(&id, "after-finish");
+        Ok(event)
+    }
+
     /// The inbox numbers of the events that recorded event waits consumed.
     fn consumed_events(&self) -> std::collections::HashSet<i64> {
         let recorded = self.recorded.lock().unwrap_or_else(|p| p.into_inner());
@@ -857,6 +899,9 @@ impl Journal {
 
 /// The CALLBACK subtype of a Serverless Workflow event wait.
 const EVENT_SUBTYPE: &str = "Event";
+
+/// The STEP subtype of a Serverless Workflow produced event.
+const PRODUCE_SUBTYPE: &str = "Produce";
 
 /// What [`Journal::event_wait`] waits for.
 pub(crate) struct EventWait<'a> {
