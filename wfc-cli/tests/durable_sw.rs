@@ -300,6 +300,10 @@ fn event_from_another_process(store: &str, s: &Setup, name: &str, order: u64) {
     let consumed = &op(&d, "Confirm#1.0.event").expect("the event wait")["result"]["events"];
     assert_eq!(consumed.as_array().map(Vec::len), Some(1), "{consumed:#}");
     assert_eq!(consumed[0]["event"]["id"], format!("ev-{order}"));
+    // The consumed event left the inbox with the checkpoint that recorded it; the other stays.
+    let inbox: Vec<&Value> = d["inbox"].as_array().expect("the inbox").iter().map(|e| &e["event"]).collect();
+    assert_eq!(inbox.len(), 1, "{d:#}");
+    assert_eq!(inbox[0]["type"], "order.cancelled");
 }
 
 #[test]
