@@ -295,3 +295,41 @@ async fn a_produced_event_is_journaled_and_not_published_again_on_resume() {
     let inbox: Vec<Value> = store.load_events(name).await.unwrap().into_iter().map(|(_, e)| e).collect();
     assert_eq!(inbox, [json!({ "type": "noise", "source": "s", "data": {} })]);
 }
+
+/// A non-exclusive event state that times out consumes the events that did arrive, in memory
+/// and durably alike: `A` arrives, `B` never does; `Both` times out having taken `A`, so `OnlyA`
+/// finds no `A` left and times out too (had `Both` left `A` queued, `OnlyA` would merge it).
+#[tokio::test]
+async fn a_timed_out_non_exclusive_event_state_consumes_the_same_events_in_memory_and_durably() {
+    let workflow = sw_partial::ir().unwrap();
+    let a = json!({ "type": "a", "source": "s", "data": { "a": 1 } });
+    let none = Handlers::new();
+    let consumed = |result: &ExecutionResult| -> Vec<Value> {
+        let events = result.history.iter().filter(|e| e.event_type == wfc_runtime::EventType::EventConsumed);
+        events.map(|e| e.details.clone()).collect()
+    };
+
+    let bus = EventBus::new();
+    bus.deliver(a.clone());
+    let in_memory = interp::run(workflow, &none, json!({}), RunOptions::real().with_events(bus)).await;
+    assert_eq!(in_memory.status, Status::Succeeded, "{:?}", in_memory.error);
+
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
+    let name = "partial";
+    let journal = match Journal::open_definition(Arc::clone(&store), name, workflow, &json!({}), &Clock::real()).await {
+        Ok(Opened::Running(j)) => j,
+        other => panic!("{other:?}"),
+    };
+    store.deliver_event(name, a.clone()).await.unwrap();
+    let durable = interp::run(workflow, &none, json!({}), RunOptions::real().with_journal(journal)).await;
+    assert_eq!(durable.status, Status::Succeeded, "{:?}", durable.error);
+
+    assert_eq!(in_memory.output, Some(json!({})), "in memory, Both took A");
+    assert_eq!(durable.output, in_memory.output, "durably, Both took A too");
+    assert_eq!(consumed(&durable), consumed(&in_memory));
+    assert_eq!(consumed(&durable).len(), 1);
+    let both = store.load_operation(name, "Both#1.0.event").await.unwrap().expect("Both's wait");
+    assert_eq!(both.status, OpStatus::TimedOut);
+    assert_eq!(both.result.as_ref().unwrap()["events"][0]["event"], a, "the timed-out wait records what it took");
+    assert!(store.load_events(name).await.unwrap().is_empty(), "A left the inbox");
+}
