@@ -1183,11 +1183,12 @@ async fn wait_events(
         let id = exec.op_id(name, site.visit, &format!(".{}.{}{what}", site.attempt, site.group));
         let token = crate::callback::task_token(exec.id(), &id);
         let wait = crate::durable::EventWait { id, parent: exec.op_parent(), name, token, defs, all, timeout };
-        let got = journal.event_wait(exec.clock(), exec.events(), wait).await?;
-        for (_, event) in got.iter().flatten() {
+        // A wait that timed out may have consumed some events (one for all), as below.
+        let (got, complete) = journal.event_wait(exec.clock(), exec.events(), wait).await?;
+        for (_, event) in &got {
             consumed(exec, name, event);
         }
-        return Ok(got);
+        return Ok(complete.then_some(got));
     }
     let _ = (site, what);
     let deadline = timeout.map(|t| tokio::time::Instant::now() + t);

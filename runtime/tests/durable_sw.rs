@@ -18,6 +18,7 @@ use wfc_runtime::{Clock, ExecutionResult, Failure, RunOptions, Status, TaskConte
 wfc_runtime::include_workflow!("tests/durable/sw_order.sw.json");
 wfc_runtime::include_workflow!("tests/durable/sw_events.sw.json");
 wfc_runtime::include_workflow!("tests/durable/sw_produce.sw.json");
+wfc_runtime::include_workflow!("tests/durable/sw_partial.sw.json");
 
 #[derive(Clone, Default)]
 struct Counting {
@@ -251,7 +252,11 @@ async fn a_produced_event_is_journaled_and_not_published_again_on_resume() {
     let run = interp::run(workflow, &none, input.clone(), options);
     let waiting = async {
         loop {
-            if store.load_operation(name, "Hold#1.0.event").await.unwrap().is_some_and(|op| op.status == OpStatus::Started)
+            if store
+                .load_operation(name, "Hold#1.0.event")
+                .await
+                .unwrap()
+                .is_some_and(|op| op.status == OpStatus::Started)
             {
                 return;
             }

@@ -289,7 +289,10 @@ fn produced_event_after_a_crash(store: &str, dir: &Path) {
     assert!(stderr(&out).contains("aborting"), "it did not reach the produce's checkpoint: {}", stderr(&out));
     let recorded = op(&describe(store, name), "Charge#1.produce").cloned().expect("the produce's STEP");
     assert_eq!((recorded["type"].as_str(), recorded["subtype"].as_str()), (Some("STEP"), Some("Produce")));
-    assert_eq!((recorded["status"].as_str(), &recorded["result"]["data"]), (Some("SUCCEEDED"), &json!({ "charged": 1 })));
+    assert_eq!(
+        (recorded["status"].as_str(), &recorded["result"]["data"]),
+        (Some("SUCCEEDED"), &json!({ "charged": 1 }))
+    );
     let out = wfc().args(args).output().expect("wfc runs");
     assert_eq!(json_of(&out)["status"], "SUCCEEDED", "{}", stderr(&out));
     let out = wfc().args(["executions", "--store", store, "history", name]).output().expect("wfc runs");
