@@ -168,6 +168,16 @@ impl EventBus {
         fix(&mut self.lock().correlation, def, event);
     }
 
+    /// A produced event replayed from the journal (not published again): later events get ids
+    /// after its `wfc-<n>`, so ids stay unique across a resume.
+    pub(crate) fn replayed(&self, event: &Value) {
+        let n = event.get("id").and_then(Value::as_str).and_then(|id| id.strip_prefix("wfc-")?.parse::<u64>().ok());
+        if let Some(n) = n {
+            let mut state = self.lock();
+            state.next_id = state.next_id.max(n);
+        }
+    }
+
     /// Takes every event queued in memory (a journaled execution moves them to its store's inbox,
     /// so they are kept across a restart like events delivered through the store).
     pub(crate) fn drain_inbox(&self) -> Vec<Value> {
@@ -197,6 +207,21 @@ pub(crate) fn pick(
     queue: &[(i64, &Value)],
     fixed: &HashMap<String, String>,
 ) -> Option<Vec<(usize, i64)>> {
+    let taken = take(defs, all, queue, fixed);
+    let complete = if all { taken.len() == defs.len() } else { !taken.is_empty() };
+    complete.then_some(taken)
+}
+
+/// What [`pick`] takes from `queue`, also when that is not all the wait needs: the events a
+/// wait for all of `defs` consumes when it times out, as [`EventBus::wait`] consumes each event
+/// as it arrives (the in-memory wait and the durable one agree on what a timed-out wait took).
+#[cfg(feature = "durable")]
+pub(crate) fn take(
+    defs: &[&EventDef],
+    all: bool,
+    queue: &[(i64, &Value)],
+    fixed: &HashMap<String, String>,
+) -> Vec<(usize, i64)> {
     let mut fixed = fixed.clone();
     let mut wanted: Vec<usize> = (0..defs.len()).collect();
     let mut taken: Vec<(usize, i64)> = Vec::new();
@@ -204,7 +229,7 @@ pub(crate) fn pick(
         let found = queue.iter().filter(|(seq, _)| !taken.iter().any(|(_, t)| t == seq)).find_map(|(seq, e)| {
             wanted.iter().position(|&d| defs.get(d).is_some_and(|def| matches(def, e, &fixed))).map(|w| (w, *seq, *e))
         });
-        let (w, seq, event) = found?;
+        let Some((w, seq, event)) = found else { break };
         let d = wanted.remove(w);
         if let Some(def) = defs.get(d) {
             fix(&mut fixed, def, event);
@@ -214,7 +239,7 @@ pub(crate) fn pick(
             break;
         }
     }
-    Some(taken)
+    taken
 }
 
 /// A context attribute of an event as a string (numbers and Booleans in their JSON spelling).

@@ -571,11 +571,11 @@ pub async fn step(
     let output = state_filter(spec.output_filter.as_ref(), data);
     let next = next.unwrap_or(&spec.next);
     exec.record(EventType::SwStateExited, json!({ "name": name, "output": output }));
-    follow(exec, name, next, output).await
+    follow(exec, name, visit, next, output).await
 }
 
 /// Takes a transition or end: checks the guard, produces the event.
-async fn follow(exec: &Execution, name: &str, next: &SwNext, output: Value) -> Result<Step, Failure> {
+async fn follow(exec: &Execution, name: &str, visit: u32, next: &SwNext, output: Value) -> Result<Step, Failure> {
     match next {
         SwNext::Transition { target, guard, produce } => {
             if let Some(g) = guard
@@ -590,13 +590,13 @@ async fn follow(exec: &Execution, name: &str, next: &SwNext, output: Value) -> R
                 ));
             }
             if let Some(p) = produce {
-                produce_event(exec, p, &output);
+                produce_event(exec, name, visit, p, &output).await?;
             }
             Ok(Step::Next { target: *target, output })
         }
         SwNext::End { terminate, produce } => {
             if let Some(p) = produce {
-                produce_event(exec, p, &output);
+                produce_event(exec, name, visit, p, &output).await?;
             }
             Ok(if *terminate { Step::Terminate(output) } else { Step::End(output) })
         }
@@ -604,7 +604,14 @@ async fn follow(exec: &Execution, name: &str, next: &SwNext, output: Value) -> R
     }
 }
 
-fn produce_event(exec: &Execution, p: &ProduceEvent, output: &Value) {
+/// A transition's produced event; journaled, the STEP `<State>#<visit>.produce`.
+async fn produce_event(
+    exec: &Execution,
+    name: &str,
+    visit: u32,
+    p: &ProduceEvent,
+    output: &Value,
+) -> Result<(), Failure> {
     let data = event_payload(p.data.as_ref(), output);
     let attributes: Vec<(String, String)> = p
         .context_attributes
@@ -617,8 +624,10 @@ fn produce_event(exec: &Execution, p: &ProduceEvent, output: &Value) {
             (k.clone(), v)
         })
         .collect();
-    let event = exec.events().produce(&p.event, data, &attributes, exec.clock().now_rfc3339());
+    let publish = || exec.events().produce(&p.event, data, &attributes, exec.clock().now_rfc3339());
+    let event = produce(exec, name, visit, ".produce", publish).await?;
     exec.record(EventType::EventProduced, json!({ "event": event }));
+    Ok(())
 }
 
 /// An event's payload from its `data`: a whole-payload expression selects from the state data
@@ -1056,7 +1065,9 @@ async fn action_result(
         }
         ActionCall::Event { trigger, result, data: template, context_attributes } => {
             let payload = event_payload(template.as_ref(), &input);
-            let event = exec.events().produce(trigger, payload, context_attributes, exec.clock().now_rfc3339());
+            let publish = || exec.events().produce(trigger, payload, context_attributes, exec.clock().now_rfc3339());
+            let suffix = format!(".{}.{}{key}.trigger", site.attempt, site.group);
+            let event = produce(exec, name, site.visit, &suffix, publish).await?;
             exec.record(EventType::EventProduced, json!({ "name": name, "event": event }));
             match result {
                 None => Ok(Value::Object(Map::new())),
@@ -1117,6 +1128,25 @@ async fn timer(
     Ok(())
 }
 
+/// Produces an event (`publish` builds it and puts it in the execution's sink). Journaled, it
+/// is a STEP `<State>#<visit><suffix>` whose result is the event: a replay returns the recorded
+/// event and does not publish it again.
+async fn produce(
+    exec: &Execution,
+    name: &str,
+    visit: u32,
+    suffix: &str,
+    publish: impl FnOnce() -> Value,
+) -> Result<Value, Failure> {
+    #[cfg(feature = "durable")]
+    if let Some(journal) = exec.journal() {
+        let id = exec.op_id(name, visit, suffix);
+        return journal.produce(id, exec.op_parent(), name, exec.events(), publish).await;
+    }
+    let _ = (name, visit, suffix);
+    Ok(publish())
+}
+
 /// A function action's call, as a durable STEP `<State>#<visit>.<attempt>.<group><key>` when
 /// journaled: replayed when its outcome is recorded, else run and checkpointed.
 async fn function_attempt(
@@ -1153,11 +1183,12 @@ async fn wait_events(
         let id = exec.op_id(name, site.visit, &format!(".{}.{}{what}", site.attempt, site.group));
         let token = crate::callback::task_token(exec.id(), &id);
         let wait = crate::durable::EventWait { id, parent: exec.op_parent(), name, token, defs, all, timeout };
-        let got = journal.event_wait(exec.clock(), exec.events(), wait).await?;
-        for (_, event) in got.iter().flatten() {
+        // A wait that timed out may have consumed some events (one for all), as below.
+        let (got, complete) = journal.event_wait(exec.clock(), exec.events(), wait).await?;
+        for (_, event) in &got {
             consumed(exec, name, event);
         }
-        return Ok(got);
+        return Ok(complete.then_some(got));
     }
     let _ = (site, what);
     let deadline = timeout.map(|t| tokio::time::Instant::now() + t);

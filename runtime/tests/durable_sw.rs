@@ -11,11 +11,14 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use wfc_runtime::durable::{Journal, OpStatus, Opened, SqliteStore, Store};
+use wfc_runtime::events::EventBus;
 use wfc_runtime::interp::{self, Handlers};
 use wfc_runtime::{Clock, ExecutionResult, Failure, RunOptions, Status, TaskContext};
 
 wfc_runtime::include_workflow!("tests/durable/sw_order.sw.json");
 wfc_runtime::include_workflow!("tests/durable/sw_events.sw.json");
+wfc_runtime::include_workflow!("tests/durable/sw_produce.sw.json");
+wfc_runtime::include_workflow!("tests/durable/sw_partial.sw.json");
 
 #[derive(Clone, Default)]
 struct Counting {
@@ -222,4 +225,116 @@ async fn event_states_and_result_events_consume_store_events_once_with_correlati
     let produced: Vec<_> =
         result.history.iter().filter(|e| e.event_type == wfc_runtime::EventType::EventProduced).collect();
     assert_eq!(produced.len(), 1, "the trigger event is produced once in the resumed run");
+    let trigger = ops.iter().find(|op| op.id == "Ask#1.0.a0.trigger").expect("the trigger's STEP");
+    assert_eq!((trigger.op_type.as_str(), trigger.subtype.as_str()), ("STEP", "Produce"));
+    assert_eq!(trigger.result.as_ref(), Some(&produced[0].details["event"]));
+    // Consumed events left the inbox with the checkpoints that recorded them; the rest stay.
+    let inbox: Vec<Value> = store.load_events(name).await.unwrap().into_iter().map(|(_, e)| e).collect();
+    assert_eq!(inbox, [ev("noise", None, json!({})), ev("b", Some("k2"), json!({ "b": "wrong key" }))]);
+}
+
+/// A produced event is a STEP whose result is the event: a run stopped after it (waiting for an
+/// event) and resumed does not publish it again (the resumed run's sink has only the event
+/// produced after the resume, with a new id), and the history shows the recorded event.
+#[tokio::test]
+async fn a_produced_event_is_journaled_and_not_published_again_on_resume() {
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
+    let workflow = sw_produce::ir().unwrap();
+    let input = json!({});
+    let name = "produce";
+    let journal = match Journal::open_definition(Arc::clone(&store), name, workflow, &input, &Clock::real()).await {
+        Ok(Opened::Running(j)) => j,
+        other => panic!("{other:?}"),
+    };
+    let first_sink = EventBus::new();
+    let options = RunOptions::real().with_journal(journal).with_events(first_sink.clone());
+    let none = Handlers::new();
+    let run = interp::run(workflow, &none, input.clone(), options);
+    let waiting = async {
+        loop {
+            if store
+                .load_operation(name, "Hold#1.0.event")
+                .await
+                .unwrap()
+                .is_some_and(|op| op.status == OpStatus::Started)
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::select! {
+        result = run => panic!("the execution should wait for its event: {result:?}"),
+        () = waiting => {}
+    }
+    let announced = first_sink.produced();
+    assert_eq!(announced.len(), 1);
+    assert_eq!((announced[0]["type"].as_str(), &announced[0]["data"]), (Some("announced"), &json!({ "n": 1 })));
+    let recorded = store.load_operation(name, "Announce#1.produce").await.unwrap().expect("the produce's STEP");
+    assert_eq!((recorded.op_type, recorded.status), (wfc_runtime::durable::OpType::Step, OpStatus::Succeeded));
+    assert_eq!(recorded.result.as_ref(), Some(&announced[0]));
+
+    store.deliver_event(name, json!({ "type": "go", "source": "s", "data": {} })).await.unwrap();
+    store.deliver_event(name, json!({ "type": "noise", "source": "s", "data": {} })).await.unwrap();
+    let journal = match Journal::open_definition(Arc::clone(&store), name, workflow, &input, &Clock::real()).await {
+        Ok(Opened::Running(j)) => j,
+        other => panic!("{other:?}"),
+    };
+    let second_sink = EventBus::new();
+    let options = RunOptions::real().with_journal(journal).with_events(second_sink.clone());
+    let result = interp::run(workflow, &none, input, options).await;
+    assert_eq!(result.status, Status::Succeeded, "{:?}", result.error);
+    let published = second_sink.produced();
+    assert_eq!(published.len(), 1, "only the end's event is published after the resume: {published:?}");
+    assert_eq!(published[0]["type"], "done");
+    assert_ne!(published[0]["id"], announced[0]["id"], "event ids stay unique across the resume");
+    let history: Vec<&Value> = result
+        .history
+        .iter()
+        .filter(|e| e.event_type == wfc_runtime::EventType::EventProduced)
+        .map(|e| &e.details["event"])
+        .collect();
+    assert_eq!(history, [&announced[0], &published[0]]);
+    assert!(store.load_operation(name, "Hold#1.produce").await.unwrap().is_some());
+    // `go` was consumed (and left the inbox); `noise` stays.
+    let inbox: Vec<Value> = store.load_events(name).await.unwrap().into_iter().map(|(_, e)| e).collect();
+    assert_eq!(inbox, [json!({ "type": "noise", "source": "s", "data": {} })]);
+}
+
+/// A non-exclusive event state that times out consumes the events that did arrive, in memory
+/// and durably alike: `A` arrives, `B` never does; `Both` times out having taken `A`, so `OnlyA`
+/// finds no `A` left and times out too (had `Both` left `A` queued, `OnlyA` would merge it).
+#[tokio::test]
+async fn a_timed_out_non_exclusive_event_state_consumes_the_same_events_in_memory_and_durably() {
+    let workflow = sw_partial::ir().unwrap();
+    let a = json!({ "type": "a", "source": "s", "data": { "a": 1 } });
+    let none = Handlers::new();
+    let consumed = |result: &ExecutionResult| -> Vec<Value> {
+        let events = result.history.iter().filter(|e| e.event_type == wfc_runtime::EventType::EventConsumed);
+        events.map(|e| e.details.clone()).collect()
+    };
+
+    let bus = EventBus::new();
+    bus.deliver(a.clone());
+    let in_memory = interp::run(workflow, &none, json!({}), RunOptions::real().with_events(bus)).await;
+    assert_eq!(in_memory.status, Status::Succeeded, "{:?}", in_memory.error);
+
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
+    let name = "partial";
+    let journal = match Journal::open_definition(Arc::clone(&store), name, workflow, &json!({}), &Clock::real()).await {
+        Ok(Opened::Running(j)) => j,
+        other => panic!("{other:?}"),
+    };
+    store.deliver_event(name, a.clone()).await.unwrap();
+    let durable = interp::run(workflow, &none, json!({}), RunOptions::real().with_journal(journal)).await;
+    assert_eq!(durable.status, Status::Succeeded, "{:?}", durable.error);
+
+    assert_eq!(in_memory.output, Some(json!({})), "in memory, Both took A");
+    assert_eq!(durable.output, in_memory.output, "durably, Both took A too");
+    assert_eq!(consumed(&durable), consumed(&in_memory));
+    assert_eq!(consumed(&durable).len(), 1);
+    let both = store.load_operation(name, "Both#1.0.event").await.unwrap().expect("Both's wait");
+    assert_eq!(both.status, OpStatus::TimedOut);
+    assert_eq!(both.result.as_ref().unwrap()["events"][0]["event"], a, "the timed-out wait records what it took");
+    assert!(store.load_events(name).await.unwrap().is_empty(), "A left the inbox");
 }

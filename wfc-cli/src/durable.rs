@@ -283,6 +283,9 @@ pub(crate) fn executions(args: &ExecutionsArgs) -> Exit {
                 let operations = store.load_journal(name).await.map_err(|e| e.to_string())?;
                 let mut v = record_json(&record);
                 v["operations"] = serde_json::to_value(&operations).map_err(|e| e.to_string())?;
+                // Serverless Workflow events delivered and not consumed yet.
+                let inbox = store.load_events(name).await.map_err(|e| e.to_string())?;
+                v["inbox"] = inbox.into_iter().map(|(seq, event)| json!({ "seq": seq, "event": event })).collect();
                 Ok(v)
             }
             ExecutionsCommand::History { name } => {

@@ -75,6 +75,25 @@ const CHILD: &str = r#"{
   ]
 }"#;
 
+/// A function action whose transition produces an event, then a delay.
+const PRODUCER: &str = r#"{
+  "id": "swproduce",
+  "version": "1.0",
+  "name": "swproduce",
+  "functions": [{ "name": "charge", "resource": "res/charge" }],
+  "events": [{ "name": "Charged", "type": "order.charged", "source": "shop", "kind": "produced" }],
+  "states": [
+    {
+      "name": "Charge",
+      "type": "operation",
+      "start": { "kind": "default" },
+      "actions": [{ "functionRef": { "refName": "charge" } }],
+      "transition": { "nextState": "Nap", "produceEvent": { "eventRef": "Charged", "data": "{{ $.charged }}" } }
+    },
+    { "name": "Nap", "type": "delay", "timeDelay": "PT1S", "end": { "kind": "default" } }
+  ]
+}"#;
+
 /// The parent changed under a running execution: `Charge` now produces an event and waits for
 /// its answer where the journal recorded a function call.
 const CHANGED: &str = r#"{
@@ -255,6 +274,39 @@ fn sqlite_sw_crashes_at_chosen_points() {
     let dir = scratch("sw-crash-sqlite");
     let store = format!("sqlite:{}", dir.join("store.db").display());
     chosen_points(&store, &dir);
+    produced_event_after_a_crash(&store, &dir);
+}
+
+/// A produced event is a STEP whose result is the event: crashed just after its checkpoint, the
+/// rerun replays the recorded event (same id and time) instead of producing it again, and the
+/// execution's history holds it once.
+fn produced_event_after_a_crash(store: &str, dir: &Path) {
+    let s = setup(dir);
+    let def = write(dir, "swproduce.sw.json", PRODUCER);
+    let name = "produce-after-finish";
+    let args = ["run", &def, "--handlers", &s.handlers, "--input", "{}", "--store", store, "--name", name];
+    let out = wfc().args(args).env("WFC_CRASH_AT", "Charge#1.produce:after-finish").output().expect("wfc runs");
+    assert!(stderr(&out).contains("aborting"), "it did not reach the produce's checkpoint: {}", stderr(&out));
+    let recorded = op(&describe(store, name), "Charge#1.produce").cloned().expect("the produce's STEP");
+    assert_eq!((recorded["type"].as_str(), recorded["subtype"].as_str()), (Some("STEP"), Some("Produce")));
+    assert_eq!(
+        (recorded["status"].as_str(), &recorded["result"]["data"]),
+        (Some("SUCCEEDED"), &json!({ "charged": 1 }))
+    );
+    let out = wfc().args(args).output().expect("wfc runs");
+    assert_eq!(json_of(&out)["status"], "SUCCEEDED", "{}", stderr(&out));
+    let out = wfc().args(["executions", "--store", store, "history", name]).output().expect("wfc runs");
+    let history = json_of(&out);
+    let produced: Vec<&Value> = history
+        .as_array()
+        .expect("the history")
+        .iter()
+        .filter(|e| e["type"] == "EventProduced")
+        .map(|e| &e["details"]["event"])
+        .collect();
+    assert_eq!(produced, [&recorded["result"]], "the event was produced once, before the crash");
+    let counts = ledger_counts(&s.ledger);
+    assert_eq!(counts.get(&(name.to_owned(), "charge".to_owned())), Some(&1), "the action ran once");
 }
 
 #[test]
@@ -263,6 +315,7 @@ fn postgres_sw_crashes_at_chosen_points() {
     let dir = scratch("sw-crash-postgres");
     chosen_points(&server.url, &dir);
     event_from_another_process(&server.url, &setup(&dir), "pg-live", 20);
+    produced_event_after_a_crash(&server.url, &dir);
 }
 
 /// Runs execution `name` in the background until it waits for its event, delivers the event
@@ -300,6 +353,10 @@ fn event_from_another_process(store: &str, s: &Setup, name: &str, order: u64) {
     let consumed = &op(&d, "Confirm#1.0.event").expect("the event wait")["result"]["events"];
     assert_eq!(consumed.as_array().map(Vec::len), Some(1), "{consumed:#}");
     assert_eq!(consumed[0]["event"]["id"], format!("ev-{order}"));
+    // The consumed event left the inbox with the checkpoint that recorded it; the other stays.
+    let inbox: Vec<&Value> = d["inbox"].as_array().expect("the inbox").iter().map(|e| &e["event"]).collect();
+    assert_eq!(inbox.len(), 1, "{d:#}");
+    assert_eq!(inbox[0]["type"], "order.cancelled");
 }
 
 #[test]

@@ -1092,6 +1092,48 @@ impl Journal {
         outcome
     }
 
+    /// A produced event (a transition's `produceEvents`, an event action's trigger) as a STEP of
+    /// subtype `Produce` whose result is the event: a recorded one is returned and not published
+    /// again (`bus` only learns its id, so later events get new ids); otherwise `publish` builds
+    /// and publishes it and it is checkpointed in one checkpoint. A crash between publishing and
+    /// that checkpoint publishes it again on resume (at least once, as a STEP's work).
+    pub(crate) async fn produce(
+        &self,
+        id: String,
+        parent: Option<String>,
+        name: &str,
+        bus: &crate::events::EventBus,
+        publish: impl FnOnce() -> Value,
+    ) -> Result<Value, Failure> {
+        if let Some(op) = self.recorded_as(&id, OpType::Step, name)?
+            && op.status.is_terminal()
+        {
+            return match replayed(op) {
+                Some(Attempt::Succeeded(event)) => {
+                    bus.replayed(&event);
+                    Ok(event)
+                }
+                _ => Err(Failure::runtime(format!("the produced event operation '{id}' did not record its event"))),
+            };
+        }
+        crash_point(&id, "before-start");
+        let event = publish();
+        crash_point(&id, "before-finish");
+        let done = outcome_update(
+            OpType::Step,
+            &id,
+            parent,
+            name,
+            PRODUCE_SUBTYPE,
+            OpStatus::Succeeded,
+            Some(event.clone()),
+            None,
+        );
+        self.checkpoint(vec![done]).await.map_err(store_failure)?;
+        crash_point(&id, "after-finish");
+        Ok(event)
+    }
+
     /// The inbox numbers of the events that recorded event waits consumed.
     fn consumed_events(&self) -> std::collections::HashSet<i64> {
         let recorded = self.recorded.lock().unwrap_or_else(|p| p.into_inner());
@@ -1111,13 +1153,15 @@ impl Journal {
     /// read every 200 ms until the events the wait needs are there (see [`crate::events::pick`]);
     /// they are recorded consumed in the same checkpoint that finishes the operation. A finished
     /// wait replays its events (and fixes their correlation values again). Returns the events
-    /// with their index in `wait.defs`, or `None` when the timeout passed first.
+    /// consumed, with their index in `wait.defs`, and whether the wait got what it needed
+    /// (`false`: the timeout passed first; a wait for all of `defs` then consumed, and recorded
+    /// in its TIMED_OUT result, the events that had arrived, as the in-memory wait does).
     pub(crate) async fn event_wait(
         &self,
         clock: &Clock,
         bus: &crate::events::EventBus,
         wait: EventWait<'_>,
-    ) -> Result<Option<Vec<(usize, Value)>>, Failure> {
+    ) -> Result<(Vec<(usize, Value)>, bool), Failure> {
         let EventWait { id, parent, name, token, defs, all, timeout } = wait;
         let update = |status, result, failure: Option<&Failure>, due_at_ms, token: Option<String>| OperationUpdate {
             id: id.clone(),
@@ -1159,13 +1203,22 @@ impl Journal {
             for event in bus.drain_inbox() {
                 self.store.deliver_event(&self.record.name, event).await.map_err(store_failure)?;
             }
+            let remaining =
+                deadline_ms.and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok()).map(|due| clock.until(due));
+            let timed_out = remaining.is_some_and(|r| r.is_zero());
             {
                 let _claim = self.event_claims.lock().await;
                 let inbox = self.store.load_events(&self.record.name).await.map_err(store_failure)?;
                 let consumed = self.consumed_events();
                 let queue: Vec<(i64, &Value)> =
                     inbox.iter().filter(|(seq, _)| !consumed.contains(seq)).map(|(seq, e)| (*seq, e)).collect();
-                if let Some(picked) = crate::events::pick(defs, all, &queue, &bus.correlation()) {
+                let fixed = bus.correlation();
+                let finished = match crate::events::pick(defs, all, &queue, &fixed) {
+                    Some(picked) => Some((picked, true)),
+                    None if timed_out => Some((crate::events::take(defs, all, &queue, &fixed), false)),
+                    None => None,
+                };
+                if let Some((picked, complete)) = finished {
                     let taken: Vec<(usize, i64, Value)> = picked
                         .into_iter()
                         .filter_map(|(i, seq)| {
@@ -1175,8 +1228,15 @@ impl Journal {
                     let result = serde_json::json!({
                         "events": taken.iter().map(|(i, seq, e)| serde_json::json!({"index": i, "seq": seq, "event": e})).collect::<Vec<_>>()
                     });
+                    let timeout = (!complete).then(|| {
+                        Failure::new(
+                            crate::sw::TIMEOUT,
+                            format!("no matching event arrived for state '{name}' in time"),
+                        )
+                    });
+                    let status = if complete { OpStatus::Succeeded } else { OpStatus::TimedOut };
                     crash_point(&id, "before-finish");
-                    self.checkpoint(vec![update(OpStatus::Succeeded, Some(result), None, None, None)])
+                    self.checkpoint(vec![update(status, Some(result), timeout.as_ref(), None, None)])
                         .await
                         .map_err(store_failure)?;
                     crash_point(&id, "after-finish");
@@ -1187,18 +1247,8 @@ impl Journal {
                         }
                         out.push((i, event));
                     }
-                    return Ok(Some(out));
+                    return Ok((out, complete));
                 }
-            }
-            let remaining =
-                deadline_ms.and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok()).map(|due| clock.until(due));
-            if remaining.is_some_and(|r| r.is_zero()) {
-                let f =
-                    Failure::new(crate::sw::TIMEOUT, format!("no matching event arrived for state '{name}' in time"));
-                self.checkpoint(vec![update(OpStatus::TimedOut, None, Some(&f), None, None)])
-                    .await
-                    .map_err(store_failure)?;
-                return Ok(None);
             }
             // A worker does not hold an execution that may wait for days: it releases it until
             // the timeout, or until an event is delivered (which makes it runnable at once).
@@ -1214,6 +1264,9 @@ impl Journal {
 
 /// The CALLBACK subtype of a Serverless Workflow event wait.
 const EVENT_SUBTYPE: &str = "Event";
+
+/// The STEP subtype of a Serverless Workflow produced event.
+const PRODUCE_SUBTYPE: &str = "Produce";
 
 /// What [`Journal::event_wait`] waits for.
 pub(crate) struct EventWait<'a> {
@@ -1238,15 +1291,17 @@ fn replay_events(
     bus: &crate::events::EventBus,
     defs: &[&wfc_ir::sw::EventDef],
     op: Operation,
-) -> Result<Option<Vec<(usize, Value)>>, Failure> {
-    match op.status {
-        OpStatus::TimedOut => return Ok(None),
+) -> Result<(Vec<(usize, Value)>, bool), Failure> {
+    let complete = match op.status {
+        // Recorded before timed-out waits kept the events they took: none.
+        OpStatus::TimedOut if op.result.is_none() => return Ok((Vec::new(), false)),
+        OpStatus::TimedOut => false,
         OpStatus::Failed => {
             return Err(Failure::new(op.error.unwrap_or_default(), op.cause.unwrap_or_default()));
         }
         OpStatus::Cancelled => return Err(Failure::runtime(format!("the event wait '{}' was cancelled", op.id))),
-        OpStatus::Succeeded | OpStatus::Started => {}
-    }
+        OpStatus::Succeeded | OpStatus::Started => true,
+    };
     let corrupt = || Failure::runtime(format!("the event wait '{}' has a corrupt recorded result", op.id));
     let events = op.result.as_ref().and_then(|r| r.get("events")).and_then(Value::as_array).ok_or_else(corrupt)?;
     let mut out = Vec::with_capacity(events.len());
@@ -1262,7 +1317,7 @@ fn replay_events(
         bus.fix_correlation(def, &event);
         out.push((i, event));
     }
-    Ok(Some(out))
+    Ok((out, complete))
 }
 
 /// The keys of a finished CONTEXT's stored result when it keeps its branch's events.

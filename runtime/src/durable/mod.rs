@@ -630,13 +630,26 @@ pub trait Store: Send + Sync + fmt::Debug {
         Box::pin(async move { Err(StoreError::Unsupported(format!("event delivery to execution '{name}'"))) })
     }
 
-    /// The events delivered to execution `name` through [`Store::deliver_event`], in delivery
-    /// order, with their inbox numbers (consumed ones included: the journal says which were
-    /// consumed). Stores without an inbox have none.
+    /// The events delivered to execution `name` through [`Store::deliver_event`] and not consumed
+    /// yet, in delivery order, with their inbox numbers. A checkpoint that finishes an event wait
+    /// removes the events it consumed from the inbox in the same transaction (see
+    /// [`consumed_events`]). Stores without an inbox have none.
     fn load_events<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Vec<(i64, Value)>, StoreError>> {
         let _ = name;
         Box::pin(async { Ok(Vec::new()) })
     }
+}
+
+/// The inbox numbers of the events `update` records consumed: those listed (`seq`) in the result
+/// of a finished Serverless Workflow event wait (a CALLBACK of subtype `Event`). A store with an
+/// event inbox deletes them in the checkpoint that writes `update`, so an event is consumed
+/// exactly when its consumption is recorded, and the inbox holds only unconsumed events.
+pub(crate) fn consumed_events(update: &OperationUpdate) -> Vec<i64> {
+    if update.op_type != OpType::Callback || update.subtype != "Event" || !update.status.is_terminal() {
+        return Vec::new();
+    }
+    let events = update.result.as_ref().and_then(|r| r.get("events")).and_then(Value::as_array);
+    events.into_iter().flatten().filter_map(|e| e.get("seq")?.as_i64()).collect()
 }
 
 /// Why an event cannot be delivered to a finished execution.

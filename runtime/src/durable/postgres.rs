@@ -374,6 +374,12 @@ async fn apply_update<C: GenericClient>(
         .await
         .map_err(pg)?;
     }
+    let consumed = super::consumed_events(update);
+    if !consumed.is_empty() {
+        c.execute("DELETE FROM events WHERE execution = $1 AND seq = ANY($2)", &[&name, &consumed])
+            .await
+            .map_err(pg)?;
+    }
     Ok(())
 }
 

@@ -532,6 +532,9 @@ fn apply_update(tx: &Connection, name: &str, update: &OperationUpdate, now: i64)
         )
         .map_err(backend)?;
     }
+    for seq in super::consumed_events(update) {
+        tx.execute("DELETE FROM events WHERE execution = ?1 AND seq = ?2", params![name, seq]).map_err(backend)?;
+    }
     Ok(())
 }
 
