@@ -2144,7 +2144,12 @@ impl Execution {
     /// of it) as the CHAINED_INVOKE `op` when journaled, as a Serverless Workflow subflow is: a
     /// finished child replays that value without running, an unfinished one runs again with
     /// its own operations replayed. The error is a store failure or a suspension.
-    pub(crate) async fn journaled_map_child<Fut>(&self, op: Option<String>, name: &str, run: Fut) -> Result<Value, Failure>
+    pub(crate) async fn journaled_map_child<Fut>(
+        &self,
+        op: Option<String>,
+        name: &str,
+        run: Fut,
+    ) -> Result<Value, Failure>
     where
         Fut: Future<Output = Value>,
     {

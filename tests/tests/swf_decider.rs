@@ -1027,6 +1027,65 @@ fn map_iterations_are_activities_within_max_concurrency_and_a_failed_one_is_retr
     assert_eq!(result, expected);
 }
 
+/// A DISTRIBUTED Map whose children run a Task: each child is a journaled operation
+/// (`Fan#1.0/<i>`), its Task an activity under it, at most MaxConcurrency children open.
+const DISTRIBUTED_MAP: &str = r#"{
+  "StartAt": "Fan",
+  "States": {
+    "Fan": {
+      "Type": "Map", "MaxConcurrency": 2, "ItemsPath": "$.items", "End": true,
+      "ItemProcessor": {
+        "ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+        "StartAt": "Work",
+        "States": {"Work": {"Type": "Task", "Resource": "arn:aws:states:::activity:work", "End": true}}
+      }
+    }
+  }
+}"#;
+
+#[test]
+fn distributed_map_children_schedule_their_tasks_as_activities() {
+    let wf = load(DISTRIBUTED_MAP);
+    let mut h = History(start_events(&json!({ "items": ["a", "b", "c"] })));
+    let decide = |h: &History| swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    let r = decide(&h);
+    assert_eq!(types(&r), ["ScheduleActivityTask", "ScheduleActivityTask", "RecordMarker"], "{r:#}");
+    assert_eq!(controls(&r, "ScheduleActivityTask"), ["Fan#1.0/0/Work#1.0", "Fan#1.0/1/Work#1.0"]);
+    let first = decision(&r, "ScheduleActivityTask")[0];
+    assert_eq!(first["input"], "\"a\"");
+    h.accept(1000.0, &r);
+
+    // Child 1 finishes: child 2 takes its slot.
+    let s1 = scheduled_event(&h, "Fan#1.0/1/Work#1.0");
+    let started = h.add(1001.0, "ActivityTaskStarted", json!({ "scheduledEventId": s1 }));
+    h.add(
+        1002.0,
+        "ActivityTaskCompleted",
+        json!({ "scheduledEventId": s1, "startedEventId": started, "result": "\"B\"" }),
+    );
+    h.decision_task(1002.0);
+    let r = decide(&h);
+    assert_eq!(controls(&r, "ScheduleActivityTask"), ["Fan#1.0/2/Work#1.0"], "{r:#}");
+    assert_eq!(decide(&h), r);
+    h.accept(1002.0, &r);
+
+    for (op, result) in [("Fan#1.0/2/Work#1.0", "\"C\""), ("Fan#1.0/0/Work#1.0", "\"A\"")] {
+        let s = scheduled_event(&h, op);
+        let started = h.add(1003.0, "ActivityTaskStarted", json!({ "scheduledEventId": s }));
+        h.add(
+            1004.0,
+            "ActivityTaskCompleted",
+            json!({ "scheduledEventId": s, "startedEventId": started, "result": result }),
+        );
+    }
+    h.decision_task(1004.0);
+    let r = decide(&h);
+    assert_eq!(types(&r), ["CompleteWorkflowExecution"], "{r:#}");
+    let result: Value =
+        serde_json::from_str(decision(&r, "CompleteWorkflowExecution")[0]["result"].as_str().unwrap()).unwrap();
+    assert_eq!(result, json!(["A", "B", "C"]));
+}
+
 #[test]
 fn a_cancel_request_cancels_open_work_then_the_execution() {
     let wf = load(PARALLEL);

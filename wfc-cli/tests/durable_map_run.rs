@@ -173,12 +173,14 @@ fn postgres_map_run_children_resume_without_running_completed_tasks_again() {
 fn a_durable_map_run_has_the_same_output_as_a_plain_one() {
     let dir = scratch("map-run-plain");
     let s = setup(&dir);
-    let plain = wfc().args(["run", &s.def, "--handlers", &s.handlers, "--input", &input(9)]).output().expect("wfc runs");
+    let plain =
+        wfc().args(["run", &s.def, "--handlers", &s.handlers, "--input", &input(9)]).output().expect("wfc runs");
     let plain: Value = json_of(&plain);
     let store = format!("sqlite:{}", dir.join("store.db").display());
     let durable = json_of(&run(&s, &store, "plain", 9, None));
     assert_eq!(durable["output"], plain["output"]);
     let d = describe(&store, "plain");
-    let children = d["operations"].as_array().map_or(0, |ops| ops.iter().filter(|o| o["type"] == "CHAINED_INVOKE").count());
+    let children =
+        d["operations"].as_array().map_or(0, |ops| ops.iter().filter(|o| o["type"] == "CHAINED_INVOKE").count());
     assert_eq!(children, ITEMS, "{d:#}");
 }
