@@ -165,8 +165,8 @@ pub fn decide(workflow: &wfc_ir::Workflow, task: &Value, config: &SwfConfig) -> 
 
 /// Answers a decision task with any engine: `run` starts the workflow on an input with the
 /// given options (`interp::run`, or a generated module's `run_with`). Its task handler is never
-/// called: every Task attempt becomes a decision or replays from the history (check the
-/// workflow with [`unsupported`] first: a DISTRIBUTED Map's children would call it). Run it on
+/// called: every Task attempt becomes a decision or replays from the history (a DISTRIBUTED
+/// Map's children included: they are journaled operations like any other). Run it on
 /// a runtime with paused time (as [`decide`] and [`crate::clock::block_on_virtual`] do): on a
 /// running clock, the milliseconds the replay takes leak into the timestamps it computes.
 pub async fn decide_with<R, Fut>(
