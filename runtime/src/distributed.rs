@@ -552,6 +552,7 @@ fn string_param<'v>(params: &'v Value, key: &str, what: &str, fail: fn(String) -
 pub async fn map_run<F, Fut>(
     exec: &Execution,
     name: &str,
+    children_op: Option<String>,
     spec: &MapState,
     dist: &DistributedMap,
     effective: &Value,
@@ -580,6 +581,8 @@ where
     let mut guard = RunGuard { exec, arn: &arn, armed: true };
     let outcome = run_children(
         exec,
+        name,
+        children_op,
         spec,
         dist,
         effective,
@@ -639,6 +642,8 @@ fn batch_limits(exec: &Execution, b: &ItemBatcher, effective: &Value, context: &
 #[allow(clippy::too_many_arguments)]
 async fn run_children<F, Fut>(
     exec: &Execution,
+    name: &str,
+    children_op: Option<String>,
     spec: &MapState,
     dist: &DistributedMap,
     effective: &Value,
@@ -707,20 +712,27 @@ where
     let mut runs = Box::pin(
         futures::stream::iter(children.into_iter().enumerate())
             .map(|(index, (size, input))| {
-                let child = exec.child(workflow.clone(), format!("{short}-{index}"), machine_id.clone(), &input);
+                // Journaled, each child is a CHAINED_INVOKE of its own (see
+                // `Execution::journaled_map_child`): a finished one is not run again on resume.
+                let op = children_op.as_ref().map(|prefix| format!("{prefix}/{index}"));
+                let child =
+                    exec.child(workflow.clone(), format!("{short}-{index}"), machine_id.clone(), &input, op.clone());
                 let future = run_child(input.clone(), child.clone());
                 let clock = clock.clone();
                 async move {
-                    let result = child.finish(None, future).await;
-                    let document = child_document(&child, &input, &result, clock.now_rfc3339());
-                    (
-                        index,
-                        ChildRecord {
-                            items: size,
-                            document,
-                            output: result.output.filter(|_| result.status == Status::Succeeded),
-                        },
-                    )
+                    let run = async {
+                        let result = child.finish(None, future).await;
+                        let document = child_document(&child, &input, &result, clock.now_rfc3339());
+                        let output = result.output.filter(|_| result.status == Status::Succeeded);
+                        json!({ "succeeded": output.is_some(), "output": output, "document": document })
+                    };
+                    let kept = exec.journaled_map_child(op, name, run).await;
+                    let record = kept.map(|kept| ChildRecord {
+                        items: size,
+                        output: if kept["succeeded"] == true { Some(kept["output"].clone()) } else { None },
+                        document: kept["document"].clone(),
+                    });
+                    (index, record)
                 }
             })
             .buffer_unordered(parallel),
@@ -729,6 +741,8 @@ where
     let mut failed_items = 0u64;
     let mut exceeded = false;
     while let Some((index, record)) = runs.next().await {
+        // A store failure or a suspension: not the child's failure, the whole run's.
+        let record = record?;
         if record.output.is_none() {
             failed_items += record.items as u64;
         }

@@ -445,8 +445,10 @@ impl Execution {
             history: self.history().take(),
             elapsed: Instant::now().saturating_duration_since(self.shared.started_at),
         };
+        // A Map Run child's end is its CHAINED_INVOKE's, not the journaled execution's.
         #[cfg(feature = "durable")]
         if let Some(journal) = &self.shared.journal
+            && self.scope.context.is_none()
             && let Err(e) = journal.complete(&result).await
         {
             // The outcome could not be made durable (another process owns the execution now):
@@ -524,14 +526,16 @@ impl Execution {
 
     /// A child execution of a DISTRIBUTED Map run: its own history, name, id, input and random
     /// source (seeded from this execution's), on the same clock, limits and object store. It
-    /// records `ExecutionStarted`; [`Execution::finish`] ends it. Children are not journaled:
-    /// a resumed durable execution runs a Map Run's children again.
+    /// records `ExecutionStarted`; [`Execution::finish`] ends it. With `op` (from
+    /// [`Execution::map_run_op`], when journaled) the child's operations have ids under `op` and
+    /// it as parent; [`Execution::journaled_map_child`] runs the child as that operation.
     pub(crate) fn child(
         &self,
         workflow_name: String,
         name: String,
         state_machine_id: String,
         input: &Value,
+        op: Option<String>,
     ) -> Execution {
         use rand::RngCore;
         let seed = self.with_rng(|rng| rng.next_u64());
@@ -552,7 +556,7 @@ impl Execution {
             limits: self.shared.limits,
             input_failure,
             #[cfg(feature = "durable")]
-            journal: None,
+            journal: op.as_ref().and(self.shared.journal.clone()),
             objects: self.shared.objects.clone(),
             // Task tokens of a child's tasks are answered through the parent's handle.
             callbacks: self.shared.callbacks.clone(),
@@ -566,8 +570,13 @@ impl Execution {
             // AWS's Distributed Map child workflows do not.
             variables: Variables::root(),
             #[cfg(feature = "durable")]
-            scope: Arc::new(Scope::default()),
+            scope: Arc::new(match op {
+                Some(id) => Scope { path: format!("{id}/"), context: Some(id), ..Scope::default() },
+                None => Scope::default(),
+            }),
         };
+        #[cfg(not(feature = "durable"))]
+        let _ = op;
         child.record(
             EventType::ExecutionStarted,
             json!({
@@ -1790,6 +1799,7 @@ where
             match crate::distributed::map_run(
                 exec,
                 name,
+                exec.map_run_op(name, visit_no, visit.retry_count),
                 spec,
                 dist,
                 &effective,
@@ -2210,6 +2220,48 @@ impl Execution {
             scope: Arc::new(Scope { path: format!("{context}/"), context: Some(context), ..Scope::default() }),
             ..line
         }
+    }
+
+    /// The operation-id prefix of a DISTRIBUTED Map attempt's children when journaled
+    /// (`<State>#<visit>.<attempt>`; child `i` is the CHAINED_INVOKE `<prefix>/<i>`).
+    pub(crate) fn map_run_op(&self, name: &str, visit_no: u32, attempt_no: u32) -> Option<String> {
+        #[cfg(feature = "durable")]
+        if self.shared.journal.is_some() {
+            return Some(self.op_id(name, visit_no, &format!(".{attempt_no}")));
+        }
+        let _ = (name, visit_no, attempt_no);
+        None
+    }
+
+    /// Runs a Map Run child (`run`: its whole execution, ending in the value the Map Run keeps
+    /// of it) as the CHAINED_INVOKE `op` when journaled, as a Serverless Workflow subflow is: a
+    /// finished child replays that value without running, an unfinished one runs again with
+    /// its own operations replayed. The error is a store failure or a suspension.
+    pub(crate) async fn journaled_map_child<Fut>(
+        &self,
+        op: Option<String>,
+        name: &str,
+        run: Fut,
+    ) -> Result<Value, Failure>
+    where
+        Fut: Future<Output = Value>,
+    {
+        #[cfg(feature = "durable")]
+        if let (Some(journal), Some(id)) = (&self.shared.journal, op.as_deref()) {
+            let child = async {
+                let kept = run.await;
+                // A suspended worker run unwinds through the child's lines with a failure that is
+                // not the child's: the Map Run stops with it instead of counting a failed child
+                // (and the CHAINED_INVOKE stays STARTED).
+                match journal.suspended() {
+                    Some(_) => Err(Failure::runtime("the execution was suspended inside a Map Run child")),
+                    None => Ok(kept),
+                }
+            };
+            return journal.subflow_as(id, self.op_parent(), name, "MapRunChild", child).await;
+        }
+        let _ = (op, name);
+        Ok(run.await)
     }
 
     /// The execution handed to a Parallel attempt's branches: the same line of control, in a

@@ -502,7 +502,6 @@ fn every_eligible_case_runs_to_its_expected_end_through_the_decider() {
     case_files(&cases_dir(), &mut files);
     let (mut ran, mut failures, mut skipped) = (0, Vec::new(), Vec::new());
     let mut with_map = Vec::new();
-    let mut refused = Vec::new();
     for file in files {
         let doc: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
         let cases: Vec<Value> = match doc {
@@ -529,17 +528,6 @@ fn every_eligible_case_runs_to_its_expected_end_through_the_decider() {
             };
             if let Some(reason) = unsupported(&loaded.workflow) {
                 skipped.push(format!("{name}: {reason}"));
-                continue;
-            }
-            // What the decider refuses, it refuses with its reason on the first decision task.
-            if let Some(reason) = swf::unsupported(&loaded.workflow) {
-                let mut sim = Sim::new(&loaded.workflow, &name, &json!({}), HashMap::new(), 0);
-                let (task, _) = sim.poll();
-                match swf::decide(&loaded.workflow, &task, &SwfConfig::default()) {
-                    Err(swf::SwfError::Unsupported(why)) if why == reason => {}
-                    other => failures.push(format!("{name}: not refused as unsupported: {other:?}")),
-                }
-                refused.push(format!("{name}: {reason}"));
                 continue;
             }
             let mocks = match parse_mocks(case.get("mocks").unwrap_or(&Value::Null)) {
@@ -612,9 +600,6 @@ fn every_eligible_case_runs_to_its_expected_end_through_the_decider() {
     for s in &skipped {
         eprintln!("  skipped {s}");
     }
-    for s in &refused {
-        eprintln!("  refused by the decider {s}");
-    }
     assert!(
         failures.is_empty(),
         "{} of {ran} cases differ through the decider:\n{}",
@@ -625,6 +610,10 @@ fn every_eligible_case_runs_to_its_expected_end_through_the_decider() {
     // Inline and DISTRIBUTED Maps (MaxConcurrency, ItemSelector, ItemReader, ResultWriter,
     // tolerated failures) go through the decider too.
     assert!(with_map.len() >= 20, "only {} cases with a Map ran: {with_map:?}", with_map.len());
+    // DISTRIBUTED Maps whose children run Tasks: the children's activities are scheduled from
+    // their journaled CHAINED_INVOKE scopes like any other Task's.
+    let distributed_with_tasks = with_map.iter().filter(|n| n.starts_with("map/distributed-result-writer")).count();
+    assert!(distributed_with_tasks >= 2, "the DISTRIBUTED Maps with Tasks did not run: {with_map:?}");
 }
 
 fn has_map(m: &StateMachine) -> bool {
@@ -1036,6 +1025,65 @@ fn map_iterations_are_activities_within_max_concurrency_and_a_failed_one_is_retr
     let mut expected = input.clone();
     expected["out"] = json!({ "count": 3, "all": [ { "done": "a" }, { "done": "b" }, { "done": "c" } ] });
     assert_eq!(result, expected);
+}
+
+/// A DISTRIBUTED Map whose children run a Task: each child is a journaled operation
+/// (`Fan#1.0/<i>`), its Task an activity under it, at most MaxConcurrency children open.
+const DISTRIBUTED_MAP: &str = r#"{
+  "StartAt": "Fan",
+  "States": {
+    "Fan": {
+      "Type": "Map", "MaxConcurrency": 2, "ItemsPath": "$.items", "End": true,
+      "ItemProcessor": {
+        "ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+        "StartAt": "Work",
+        "States": {"Work": {"Type": "Task", "Resource": "arn:aws:states:::activity:work", "End": true}}
+      }
+    }
+  }
+}"#;
+
+#[test]
+fn distributed_map_children_schedule_their_tasks_as_activities() {
+    let wf = load(DISTRIBUTED_MAP);
+    let mut h = History(start_events(&json!({ "items": ["a", "b", "c"] })));
+    let decide = |h: &History| swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    let r = decide(&h);
+    assert_eq!(types(&r), ["ScheduleActivityTask", "ScheduleActivityTask", "RecordMarker"], "{r:#}");
+    assert_eq!(controls(&r, "ScheduleActivityTask"), ["Fan#1.0/0/Work#1.0", "Fan#1.0/1/Work#1.0"]);
+    let first = decision(&r, "ScheduleActivityTask")[0];
+    assert_eq!(first["input"], "\"a\"");
+    h.accept(1000.0, &r);
+
+    // Child 1 finishes: child 2 takes its slot.
+    let s1 = scheduled_event(&h, "Fan#1.0/1/Work#1.0");
+    let started = h.add(1001.0, "ActivityTaskStarted", json!({ "scheduledEventId": s1 }));
+    h.add(
+        1002.0,
+        "ActivityTaskCompleted",
+        json!({ "scheduledEventId": s1, "startedEventId": started, "result": "\"B\"" }),
+    );
+    h.decision_task(1002.0);
+    let r = decide(&h);
+    assert_eq!(controls(&r, "ScheduleActivityTask"), ["Fan#1.0/2/Work#1.0"], "{r:#}");
+    assert_eq!(decide(&h), r);
+    h.accept(1002.0, &r);
+
+    for (op, result) in [("Fan#1.0/2/Work#1.0", "\"C\""), ("Fan#1.0/0/Work#1.0", "\"A\"")] {
+        let s = scheduled_event(&h, op);
+        let started = h.add(1003.0, "ActivityTaskStarted", json!({ "scheduledEventId": s }));
+        h.add(
+            1004.0,
+            "ActivityTaskCompleted",
+            json!({ "scheduledEventId": s, "startedEventId": started, "result": result }),
+        );
+    }
+    h.decision_task(1004.0);
+    let r = decide(&h);
+    assert_eq!(types(&r), ["CompleteWorkflowExecution"], "{r:#}");
+    let result: Value =
+        serde_json::from_str(decision(&r, "CompleteWorkflowExecution")[0]["result"].as_str().unwrap()).unwrap();
+    assert_eq!(result, json!(["A", "B", "C"]));
 }
 
 #[test]

@@ -50,42 +50,6 @@ pub enum SwfError {
     /// operations this workflow does not have).
     #[error("cannot replay the history: {0}")]
     Replay(String),
-    /// The workflow has something the decider cannot schedule (see [`unsupported`]).
-    #[error("the SWF decider cannot run this workflow: {0}")]
-    Unsupported(String),
-}
-
-/// Why the decider cannot run `workflow`, if it cannot: a DISTRIBUTED Map whose child
-/// executions have a Task or a Wait. The runtime runs a Map Run's children outside the journal
-/// (docs/durable.md), so their Tasks would be called inside the decider, at every replay,
-/// instead of being scheduled as activities. INLINE Maps are fine, and so are DISTRIBUTED Maps
-/// whose children only pass, choose, succeed or fail.
-pub fn unsupported(workflow: &wfc_ir::Workflow) -> Option<String> {
-    use wfc_ir::{StateKind, StateMachine};
-    fn first_task_or_wait(m: &StateMachine) -> Option<(&'static str, String)> {
-        m.states.iter().find_map(|s| match &s.kind {
-            StateKind::Task(_) | StateKind::Wait(_) => Some((s.kind.type_name(), s.name.clone())),
-            StateKind::Parallel(p) => p.branches.iter().find_map(first_task_or_wait),
-            StateKind::Map(m) => first_task_or_wait(&m.item_processor),
-            _ => None,
-        })
-    }
-    fn walk(m: &StateMachine) -> Option<String> {
-        m.states.iter().find_map(|s| match &s.kind {
-            StateKind::Map(map) if map.distributed.is_some() => {
-                first_task_or_wait(&map.item_processor).map(|(kind, name)| {
-                    format!(
-                        "state {:?} is a DISTRIBUTED Map whose child executions have a {kind} state ({name:?}): a Map Run's children are not journaled, so the decider cannot schedule their work; use an INLINE Map",
-                        s.name
-                    )
-                })
-            }
-            StateKind::Map(map) => walk(&map.item_processor),
-            StateKind::Parallel(p) => p.branches.iter().find_map(walk),
-            _ => None,
-        })
-    }
-    walk(&workflow.machine)
 }
 
 /// Where a Task's attempts go.
@@ -185,9 +149,6 @@ impl Default for SwfConfig {
 /// This runs a small current-thread tokio runtime with paused time; inside async code use
 /// [`decide_with`].
 pub fn decide(workflow: &wfc_ir::Workflow, task: &Value, config: &SwfConfig) -> Result<Value, SwfError> {
-    if let Some(why) = unsupported(workflow) {
-        return Err(SwfError::Unsupported(why));
-    }
     // Paused: the replay's clock is the decision's time plus virtual time only, so timestamps
     // the workflow reads (a Map Run child's StartDate, `$$.State.EnteredTime`) do not depend
     // on how long the replay took.
@@ -204,8 +165,8 @@ pub fn decide(workflow: &wfc_ir::Workflow, task: &Value, config: &SwfConfig) -> 
 
 /// Answers a decision task with any engine: `run` starts the workflow on an input with the
 /// given options (`interp::run`, or a generated module's `run_with`). Its task handler is never
-/// called: every Task attempt becomes a decision or replays from the history (check the
-/// workflow with [`unsupported`] first: a DISTRIBUTED Map's children would call it). Run it on
+/// called: every Task attempt becomes a decision or replays from the history (a DISTRIBUTED
+/// Map's children included: they are journaled operations like any other). Run it on
 /// a runtime with paused time (as [`decide`] and [`crate::clock::block_on_virtual`] do): on a
 /// running clock, the milliseconds the replay takes leak into the timestamps it computes.
 pub async fn decide_with<R, Fut>(

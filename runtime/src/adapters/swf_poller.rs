@@ -72,9 +72,6 @@ pub enum PollerError {
         /// What is wrong with it.
         message: String,
     },
-    /// The workflow has something the decider cannot schedule ([`super::swf::unsupported`]).
-    #[error("the SWF decider cannot run this workflow: {0}")]
-    Unsupported(String),
     /// The request could not be signed.
     #[error("cannot sign the SWF {operation} request: {message}")]
     Signing {
@@ -504,8 +501,7 @@ pub async fn poll_decision_task(
     }
 }
 
-/// [`run_decider`] on the interpreter; refuses at once a workflow the decider cannot run
-/// ([`super::swf::unsupported`]).
+/// [`run_decider`] on the interpreter.
 pub async fn run_interpreted_decider<S>(
     client: &SwfClient,
     options: &PollerOptions,
@@ -515,9 +511,6 @@ pub async fn run_interpreted_decider<S>(
 where
     S: Future<Output = ()>,
 {
-    if let Some(why) = super::swf::unsupported(workflow) {
-        return Err(PollerError::Unsupported(why));
-    }
     let handlers = crate::Handlers::new();
     run_decider(
         client,

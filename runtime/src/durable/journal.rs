@@ -1076,6 +1076,22 @@ impl Journal {
     where
         Fut: Future<Output = Result<Value, Failure>>,
     {
+        self.subflow_as(id, parent, name, "Subflow", child).await
+    }
+
+    /// [`Journal::subflow`] with the operation's subtype (`MapRunChild` for a DISTRIBUTED Map
+    /// Run's child execution).
+    pub(crate) async fn subflow_as<Fut>(
+        &self,
+        id: &str,
+        parent: Option<String>,
+        name: &str,
+        subtype: &str,
+        child: Fut,
+    ) -> Result<Value, Failure>
+    where
+        Fut: Future<Output = Result<Value, Failure>>,
+    {
         let op_type = self.subflow_type();
         if let Some(op) = self.recorded_as(id, op_type, name)?
             && op.status.is_terminal()
@@ -1086,9 +1102,9 @@ impl Journal {
                 None => Err(Failure::runtime(format!("the subflow operation '{id}' was cancelled"))),
             };
         }
-        self.scope_start(op_type, id, parent.clone(), name, "Subflow").await?;
+        self.scope_start(op_type, id, parent.clone(), name, subtype).await?;
         let outcome = child.await;
-        self.scope_end(op_type, id, parent, name, "Subflow", &outcome, None).await?;
+        self.scope_end(op_type, id, parent, name, subtype, &outcome, None).await?;
         outcome
     }
 
