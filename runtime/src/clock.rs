@@ -139,15 +139,16 @@ pub fn format_timestamp(ts: jiff::Timestamp) -> String {
                 (second, text) if second == seconds => Some(text),
                 _ => None,
             });
-            cached.or_else(|| {
-                let text = format_second(seconds)?;
-                LAST_SECOND.with(|last| last.set((seconds, text)));
-                Some(text)
-            })
-            .map(|mut text| {
-                put_digits(&mut text[20..23], millis);
-                text
-            })
+            cached
+                .or_else(|| {
+                    let text = format_second(seconds)?;
+                    LAST_SECOND.with(|last| last.set((seconds, text)));
+                    Some(text)
+                })
+                .map(|mut text| {
+                    put_digits(&mut text[20..23], millis);
+                    text
+                })
         }
         _ => None,
     };
@@ -168,7 +169,8 @@ fn format_second(seconds: i64) -> Option<[u8; 24]> {
     }
     let mut text = *b"0000-00-00T00:00:00.000Z";
     let (h, m, s) = (day_seconds / 3600, day_seconds / 60 % 60, day_seconds % 60);
-    for (at, width, value) in [(0, 4, year), (5, 2, month.into()), (8, 2, day.into()), (11, 2, h), (14, 2, m), (17, 2, s)]
+    for (at, width, value) in
+        [(0, 4, year), (5, 2, month.into()), (8, 2, day.into()), (11, 2, h), (14, 2, m), (17, 2, s)]
     {
         put_digits(&mut text[at..at + width], u32::try_from(value).ok()?);
     }

@@ -348,13 +348,17 @@ mod tests {
     #[test]
     fn passes_choose_the_embedded_ir() {
         let dir = scratch("passes");
-        let definition = r#"{ "StartAt": "A", "States": { "A": { "Type": "Pass", "InputPath": "$.a", "End": true } } }"#;
+        let definition =
+            r#"{ "StartAt": "A", "States": { "A": { "Type": "Pass", "InputPath": "$.a", "End": true } } }"#;
         std::fs::write(dir.join("workflows/p.asl.json"), definition).expect("write");
         config(&dir).compile(&["workflows/p.asl.json"]).expect("compiles");
         let optimized = std::fs::read_to_string(dir.join("out/p.rs")).expect("generated");
         // `direct-paths` (a default pass) compiles `$.a` into a step list, marked in the IR JSON.
         assert!(optimized.contains(r#"\"direct\":true"#), "{optimized}");
-        config(&dir).disable_pass(wfc_core::optimize::Pass::DirectPaths).compile(&["workflows/p.asl.json"]).expect("ok");
+        config(&dir)
+            .disable_pass(wfc_core::optimize::Pass::DirectPaths)
+            .compile(&["workflows/p.asl.json"])
+            .expect("ok");
         let plain = std::fs::read_to_string(dir.join("out/p.rs")).expect("generated");
         assert!(!plain.contains(r#"\"direct\":true"#), "{plain}");
         config(&dir).passes(wfc_core::optimize::Passes::none()).compile(&["workflows/p.asl.json"]).expect("ok");

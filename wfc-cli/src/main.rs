@@ -274,7 +274,6 @@ impl OptArgs {
         }
         passes
     }
-
 }
 
 /// Validates a pass name for clap (`all` or one of the optimizer's passes).
