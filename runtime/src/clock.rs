@@ -127,34 +127,61 @@ impl Clock {
 pub fn format_timestamp(ts: jiff::Timestamp) -> String {
     // Every history event carries one of these, so the common case (1970 to 9999) is written
     // directly from the civil date rather than through jiff's general strftime; the result is
-    // the same text (a test compares the two).
+    // the same text (a test compares the two). Events come many per second, so the text up to
+    // the seconds is kept per thread and only the milliseconds are written again.
+    thread_local! {
+        static LAST_SECOND: std::cell::Cell<(i64, [u8; 24])> = const { std::cell::Cell::new((-1, [0; 24])) };
+    }
     let (seconds, millis) = (ts.as_second(), ts.subsec_millisecond());
-    let days = seconds.div_euclid(86_400);
-    let day_seconds = seconds.rem_euclid(86_400);
-    match (u32::try_from(millis), civil_from_days(days)) {
-        (Ok(millis), Some((year, month, day))) if seconds >= 0 && year <= 9999 => {
-            let (h, m, s) = (day_seconds / 3600, day_seconds / 60 % 60, day_seconds % 60);
-            // `YYYY-MM-DDTHH:MM:SS.mmmZ`, digit by digit (`format!` costs ten times as much).
-            let mut text = String::with_capacity(24);
-            let mut digits = |value: i64, width: u32, then: Option<char>| {
-                for place in (0..width).rev() {
-                    let digit = value / 10i64.pow(place) % 10;
-                    text.push(char::from(b'0' + u8::try_from(digit).unwrap_or(0)));
-                }
-                if let Some(c) = then {
-                    text.push(c);
-                }
-            };
-            digits(year, 4, Some('-'));
-            digits(i64::from(month), 2, Some('-'));
-            digits(i64::from(day), 2, Some('T'));
-            digits(h, 2, Some(':'));
-            digits(m, 2, Some(':'));
-            digits(s, 2, Some('.'));
-            digits(i64::from(millis), 3, Some('Z'));
-            text
+    let text = match u32::try_from(millis) {
+        Ok(millis) if seconds >= 0 => {
+            let cached = LAST_SECOND.with(|last| match last.get() {
+                (second, text) if second == seconds => Some(text),
+                _ => None,
+            });
+            cached
+                .or_else(|| {
+                    let text = format_second(seconds)?;
+                    LAST_SECOND.with(|last| last.set((seconds, text)));
+                    Some(text)
+                })
+                .map(|mut text| {
+                    put_digits(&mut text[20..23], millis);
+                    text
+                })
         }
+        _ => None,
+    };
+    // Only ASCII digits and separators were written, so the text is always UTF-8.
+    match text.map(|text| String::from_utf8(text.to_vec())) {
+        Some(Ok(text)) => text,
         _ => ts.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
+    }
+}
+
+/// `YYYY-MM-DDTHH:MM:SS.000Z` for `seconds` since the epoch (non-negative), or `None` past
+/// the year 9999.
+fn format_second(seconds: i64) -> Option<[u8; 24]> {
+    let (days, day_seconds) = (seconds / 86_400, seconds % 86_400);
+    let (year, month, day) = civil_from_days(days)?;
+    if year > 9999 {
+        return None;
+    }
+    let mut text = *b"0000-00-00T00:00:00.000Z";
+    let (h, m, s) = (day_seconds / 3600, day_seconds / 60 % 60, day_seconds % 60);
+    for (at, width, value) in
+        [(0, 4, year), (5, 2, month.into()), (8, 2, day.into()), (11, 2, h), (14, 2, m), (17, 2, s)]
+    {
+        put_digits(&mut text[at..at + width], u32::try_from(value).ok()?);
+    }
+    Some(text)
+}
+
+/// Writes `value`'s last `slots.len()` decimal digits into `slots`, zero-padded.
+fn put_digits(slots: &mut [u8], mut value: u32) {
+    for slot in slots.iter_mut().rev() {
+        *slot = b'0' + (value % 10) as u8;
+        value /= 10;
     }
 }
 

@@ -712,8 +712,9 @@ struct Visit<'a> {
     name: &'a str,
     state_type: &'static str,
     /// When the state was entered (its Entered event's timestamp and `$$.State.EnteredTime`),
-    /// formatted only when something reads it.
-    entered_at: jiff::Timestamp,
+    /// formatted only when something reads it. `None` when nothing will read it (see
+    /// [`Visit::start_timed`]): then not even the clock is read.
+    entered_at: Option<jiff::Timestamp>,
     entered_id: u64,
     retry_count: u32,
     /// `$$.Task.Token` of the current attempt of a `.waitForTaskToken` Task.
@@ -722,9 +723,21 @@ struct Visit<'a> {
 
 impl<'a> Visit<'a> {
     fn enter(exec: &'a Execution, name: &'a str, state_type: &'static str, input: &Value) -> Visit<'a> {
-        let entered_at = exec.clock().now();
+        Visit::enter_timed(exec, name, state_type, input, true)
+    }
+
+    /// [`Visit::enter`]; `timed` false says the state will not build its context object, so
+    /// unless the history stamps the Entered event, the clock is not read at all.
+    fn enter_timed(
+        exec: &'a Execution,
+        name: &'a str,
+        state_type: &'static str,
+        input: &Value,
+        timed: bool,
+    ) -> Visit<'a> {
+        let entered_at = (timed || exec.keeps_history()).then(|| exec.clock().now());
         let entered_id = match EventType::entered(state_type) {
-            Some(ty) => exec.record_at(ty, Some(entered_at), || history_details(name, "input", input)),
+            Some(ty) => exec.record_at(ty, entered_at, || history_details(name, "input", input)),
             None => 0,
         };
         tracing::debug!(state = name, r#type = state_type, "entered");
@@ -740,6 +753,20 @@ impl<'a> Visit<'a> {
     ) -> Result<Visit<'a>, Failure> {
         exec.check_history()?;
         Ok(Visit::enter(exec, name, state_type, input))
+    }
+
+    /// [`Visit::start`] for a state that knows on entry whether it builds its context object
+    /// (`needs_context`) and awaits nothing before it would: Pass, Choice, Succeed. At the
+    /// express level such a state reads no clock when it does not need `$$`.
+    fn start_timed(
+        exec: &'a Execution,
+        name: &'a str,
+        state_type: &'static str,
+        input: &Value,
+        needs_context: bool,
+    ) -> Result<Visit<'a>, Failure> {
+        exec.check_history()?;
+        Ok(Visit::enter_timed(exec, name, state_type, input, needs_context))
     }
 
     /// [`Visit::exit`] after checking the output against the payload and depth limits. The
@@ -777,7 +804,10 @@ impl<'a> Visit<'a> {
     /// The context object, carrying the variables in scope (as of now: called before this
     /// state commits its own `Assign`) for `$name` paths and JSONata.
     fn context(&self) -> Value {
-        let entered_time = crate::clock::format_timestamp(self.entered_at);
+        // Only a state entered with `timed` false lacks the time, and it builds no context; if
+        // one ever did, now is the best reading there is (nothing was awaited since entry).
+        let entered_at = self.entered_at.unwrap_or_else(|| self.exec.clock().now());
+        let entered_time = crate::clock::format_timestamp(entered_at);
         let mut ctx = self.exec.context_object(self.name, &entered_time, self.retry_count);
         if let Some(token) = &self.task_token {
             ctx["Task"] = json!({ "Token": token });
@@ -856,11 +886,11 @@ fn state_span(name: &str, state_type: &'static str) -> tracing::Span {
 /// A Pass state.
 pub async fn pass(exec: &Execution, name: &str, spec: &PassState, input: Value) -> Result<Value, Failure> {
     state_span(name, "Pass").in_scope(|| {
-        let visit = Visit::start(exec, name, "Pass", &input)?;
         let needs_ctx = io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()])
             || spec.parameters.as_ref().is_some_and(io::uses_context)
             || spec.assign.is_some()
             || spec.output.is_some();
+        let visit = Visit::start_timed(exec, name, "Pass", &input, needs_ctx)?;
         let ctx = visit.context_if(needs_ctx);
         if spec.assign.is_none() && spec.output.is_none() {
             let output = exec.with_rng(|rng| pass_io(spec, input, &ctx, rng)).map_err(|f| visit.runtime(f))?;
@@ -1387,13 +1417,13 @@ fn caught(
 /// A Choice state. No match and no Default is `States.NoChoiceMatched`.
 pub fn choice(exec: &Execution, name: &str, spec: &ChoiceState, input: Value) -> Result<Chosen, Failure> {
     state_span(name, "Choice").in_scope(|| {
-        let visit = Visit::start(exec, name, "Choice", &input)?;
         let language = spec.assign.is_some()
             || spec.output.is_some()
             || spec.choices.iter().any(|c| c.assign.is_some() || c.output.is_some());
         let needs_ctx = io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()])
             || spec.choices.iter().any(|c| choice::uses_context(&c.condition))
             || language;
+        let visit = Visit::start_timed(exec, name, "Choice", &input, needs_ctx)?;
         let ctx = visit.context_if(needs_ctx);
         // A JSONata Output or Assign sees the raw input as `$states.input`.
         let raw = if language { Some(input.clone()) } else { None };
@@ -1564,10 +1594,10 @@ async fn wait_inner(exec: &Execution, name: &str, spec: &WaitState, input: Value
 /// A Succeed state.
 pub fn succeed(exec: &Execution, name: &str, spec: &SucceedState, input: Value) -> Result<Value, Failure> {
     state_span(name, "Succeed").in_scope(|| {
-        let visit = Visit::start(exec, name, "Succeed", &input)?;
-        let ctx = visit.context_if(
-            io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()]) || spec.output.is_some(),
-        );
+        let needs_ctx =
+            io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()]) || spec.output.is_some();
+        let visit = Visit::start_timed(exec, name, "Succeed", &input, needs_ctx)?;
+        let ctx = visit.context_if(needs_ctx);
         let output = match &spec.output {
             Some(t) => visit.jsonata(t, "Output", &Bindings::new(&input, &ctx)),
             None => io::input_path_owned(&spec.input_path, input, &ctx)

@@ -74,6 +74,7 @@ pub struct Config {
     runtime_path: Option<String>,
     emit_rerun_if_changed: bool,
     emit_warnings: bool,
+    passes: wfc_core::optimize::Passes,
 }
 
 impl Default for Config {
@@ -94,6 +95,7 @@ impl Config {
             // Cargo sets CARGO for build scripts; elsewhere (tests, tools) the lines are noise.
             emit_rerun_if_changed: std::env::var_os("CARGO").is_some(),
             emit_warnings: std::env::var_os("CARGO").is_some(),
+            passes: wfc_core::optimize::Passes::default(),
         }
     }
 
@@ -132,6 +134,23 @@ impl Config {
     /// lines, which Cargo shows after the build (default: under Cargo).
     pub fn emit_warnings(&mut self, emit: bool) -> &mut Config {
         self.emit_warnings = emit;
+        self
+    }
+
+    /// Sets exactly which optimizer passes run (default: [`Passes::default`], the
+    /// history-preserving ones), as `wfc compile --no-opt/--opt` and `include_workflow!(…,
+    /// no_opt = […], opt = […])` do. [`Passes::none`] generates code for the IR as lowered.
+    ///
+    /// [`Passes::default`]: wfc_core::optimize::Passes::default
+    /// [`Passes::none`]: wfc_core::optimize::Passes::none
+    pub fn passes(&mut self, passes: wfc_core::optimize::Passes) -> &mut Config {
+        self.passes = passes;
+        self
+    }
+
+    /// Turns off one optimizer pass (see [`Config::passes`]).
+    pub fn disable_pass(&mut self, pass: wfc_core::optimize::Pass) -> &mut Config {
+        self.passes.disable(pass);
         self
     }
 
@@ -174,6 +193,7 @@ impl Config {
             };
             let mut settings = wfc_core::Settings::new();
             settings.module_name(module);
+            settings.passes(self.passes);
             if let Some(runtime) = &self.runtime_path {
                 settings.runtime_path(runtime.clone());
             }
@@ -323,6 +343,26 @@ mod tests {
         assert!(matches!(error, Err(Error::Config(_))));
         let error = config(&dir).runtime_path("not a path").compile(&["workflows/x.asl.json"]);
         assert!(matches!(error, Err(Error::Config(_))), "{error:?}");
+    }
+
+    #[test]
+    fn passes_choose_the_embedded_ir() {
+        let dir = scratch("passes");
+        let definition =
+            r#"{ "StartAt": "A", "States": { "A": { "Type": "Pass", "InputPath": "$.a", "End": true } } }"#;
+        std::fs::write(dir.join("workflows/p.asl.json"), definition).expect("write");
+        config(&dir).compile(&["workflows/p.asl.json"]).expect("compiles");
+        let optimized = std::fs::read_to_string(dir.join("out/p.rs")).expect("generated");
+        // `direct-paths` (a default pass) compiles `$.a` into a step list, marked in the IR JSON.
+        assert!(optimized.contains(r#"\"direct\":true"#), "{optimized}");
+        config(&dir)
+            .disable_pass(wfc_core::optimize::Pass::DirectPaths)
+            .compile(&["workflows/p.asl.json"])
+            .expect("ok");
+        let plain = std::fs::read_to_string(dir.join("out/p.rs")).expect("generated");
+        assert!(!plain.contains(r#"\"direct\":true"#), "{plain}");
+        config(&dir).passes(wfc_core::optimize::Passes::none()).compile(&["workflows/p.asl.json"]).expect("ok");
+        assert_eq!(std::fs::read_to_string(dir.join("out/p.rs")).expect("generated"), plain);
     }
 
     #[test]

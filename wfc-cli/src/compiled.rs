@@ -115,10 +115,12 @@ struct Unit<'a> {
     key: String,
     text: &'a DefinitionText,
     workflow: &'a wfc_ir::Workflow,
+    /// The optimizer passes the module is built with (`workflow` was loaded with the same).
+    passes: wfc_core::optimize::Passes,
 }
 
 impl<'a> Unit<'a> {
-    fn new(text: &'a DefinitionText, workflow: &'a wfc_ir::Workflow) -> Unit<'a> {
+    fn new(text: &'a DefinitionText, workflow: &'a wfc_ir::Workflow, passes: wfc_core::optimize::Passes) -> Unit<'a> {
         let ext = match Format::from_path(&text.path) {
             Format::Yaml => "yaml",
             Format::Json => "json",
@@ -131,7 +133,23 @@ impl<'a> Unit<'a> {
                 hashed.push_str(&sibling);
             }
         }
-        Unit { key: format!("{:016x}{ext}", fnv1a(hashed.as_bytes())), text, workflow }
+        // The passes are part of the key: one definition under two pass settings is two
+        // modules (and a program may hold both).
+        if passes != wfc_core::optimize::Passes::default() {
+            hashed.push_str("\0passes:");
+            hashed.push_str(&pass_names(passes).join(","));
+        }
+        Unit { key: format!("{:016x}{ext}", fnv1a(hashed.as_bytes())), text, workflow, passes }
+    }
+
+    /// The macro's pass arguments: none for the defaults, else every pass named exactly
+    /// (`no_opt = ["all"], opt = [...]`).
+    fn pass_args(&self) -> String {
+        if self.passes == wfc_core::optimize::Passes::default() {
+            return String::new();
+        }
+        let names: Vec<String> = pass_names(self.passes).iter().map(|n| lit(n)).collect();
+        format!(", no_opt = [\"all\"], opt = [{}]", names.join(", "))
     }
 
     fn module(&self) -> String {
@@ -162,6 +180,11 @@ impl<'a> Unit<'a> {
             })
             .collect()
     }
+}
+
+/// The names of the passes that run, in pipeline order.
+fn pass_names(passes: wfc_core::optimize::Passes) -> Vec<&'static str> {
+    passes.enabled().into_iter().map(wfc_core::optimize::Pass::name).collect()
 }
 
 /// FNV-1a, 64 bits: a stable hash for cache keys (std's hasher may change between releases).
@@ -255,9 +278,10 @@ use wfc_runtime::{Failure, TaskContext, Value};
     for u in units {
         let _ = writeln!(
             s,
-            "wfc_runtime::include_workflow!(path = {}, name = {});",
+            "wfc_runtime::include_workflow!(path = {}, name = {}{});",
             lit(&format!("workflows/{}/{}", u.key, u.file_name())),
-            lit(&u.module())
+            lit(&u.module()),
+            u.pass_args()
         );
     }
     s.push_str(
@@ -541,10 +565,13 @@ fn build_with(units: &[Unit<'_>], postgres: bool) -> Result<Program, String> {
 }
 
 /// Builds one program containing every given definition, for the executions that follow.
-pub(crate) fn prepare(definitions: &[(&DefinitionText, &wfc_ir::Workflow)]) -> Result<(), String> {
+pub(crate) fn prepare(
+    definitions: &[(&DefinitionText, &wfc_ir::Workflow)],
+    passes: wfc_core::optimize::Passes,
+) -> Result<(), String> {
     let mut units: Vec<Unit<'_>> = Vec::new();
     for (text, workflow) in definitions {
-        let unit = Unit::new(text, workflow);
+        let unit = Unit::new(text, workflow, passes);
         if !units.iter().any(|u| u.key == unit.key) {
             units.push(unit);
         }
@@ -570,7 +597,7 @@ pub(crate) fn execute_durable(execution: &Execution<'_>, url: &str, name: &str) 
 }
 
 fn execute_in(execution: &Execution<'_>, store: Option<(&str, &str)>) -> Result<Outcome, String> {
-    let unit = Unit::new(execution.definition, execution.workflow);
+    let unit = Unit::new(execution.definition, execution.workflow, execution.passes);
     let prepared = PREPARED.lock().unwrap_or_else(|p| p.into_inner()).clone();
     // A PostgreSQL store needs the program built with it; SQLite is in every program.
     let postgres = store.is_some_and(|(url, _)| !url.starts_with("sqlite:"));

@@ -183,7 +183,7 @@ fn run_compiled(args: &RunArgs, url: &str, name: &str) -> Exit {
         Ok(d) => d,
         Err(e) => return fatal(e),
     };
-    let loaded = match def.load() {
+    let loaded = match def.load_with(args.opt.passes()) {
         Ok(l) => l,
         Err(diags) => return definition_error(&def.path, &diags, color),
     };
@@ -214,6 +214,7 @@ fn run_compiled(args: &RunArgs, url: &str, name: &str) -> Exit {
         result_root: args.result_root.clone(),
         history_level: args.history_level,
         events: Vec::new(),
+        passes: args.opt.passes(),
     };
     match crate::compiled::execute_durable(&execution, url, name) {
         Ok(outcome) => {

@@ -41,6 +41,8 @@ pub(crate) struct Execution<'a> {
     pub(crate) history_level: wfc_runtime::HistoryLevel,
     /// Serverless Workflow events to deliver: (seconds after the start, CloudEvent).
     pub(crate) events: Vec<(f64, Value)>,
+    /// The optimizer passes `workflow` was loaded with; the compiled engine builds with them.
+    pub(crate) passes: wfc_core::optimize::Passes,
 }
 
 /// Runs one execution.
@@ -53,8 +55,11 @@ pub(crate) fn execute(engine: EngineChoice, execution: &Execution<'_>) -> Result
 
 /// Builds the compiled engine's program for these definitions up front, so the executions that
 /// follow share one build.
-pub(crate) fn prepare_compiled(definitions: &[(&DefinitionText, &wfc_ir::Workflow)]) -> Result<(), String> {
-    compiled::prepare(definitions)
+pub(crate) fn prepare_compiled(
+    definitions: &[(&DefinitionText, &wfc_ir::Workflow)],
+    passes: wfc_core::optimize::Passes,
+) -> Result<(), String> {
+    compiled::prepare(definitions, passes)
 }
 
 /// Answers every task from a [`MockSet`]: the state name is looked up first, then the resource.

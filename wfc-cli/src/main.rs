@@ -280,12 +280,6 @@ impl OptArgs {
         }
         passes
     }
-
-    /// Whether the passes differ from the defaults (the compiled engine only has the defaults:
-    /// it compiles with `include_workflow!`, which takes no optimizer settings).
-    pub(crate) fn is_default(&self) -> bool {
-        self.passes() == wfc_core::optimize::Passes::default()
-    }
 }
 
 /// Validates a pass name for clap (`all` or one of the optimizer's passes).

@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::check::{DefinitionText, definition_error};
 use crate::engine::{self, Execution};
 use crate::mocks::{MockFormat, MockSet};
-use crate::{ColorChoice, EngineChoice, Exit, RunArgs, fatal};
+use crate::{ColorChoice, Exit, RunArgs, fatal};
 
 /// Reads the execution input from `--input` or `--input-file` (default `{}`); `--store` runs
 /// use it too.
@@ -70,11 +70,6 @@ pub(crate) fn run(args: &RunArgs) -> Exit {
         Ok(d) => d,
         Err(e) => return fatal(e),
     };
-    if args.engine == EngineChoice::Compiled && !args.opt.is_default() {
-        return fatal(
-            "--no-opt/--opt apply to the interpreter only: the compiled engine builds with include_workflow!, which runs the default passes",
-        );
-    }
     let loaded = match def.load_with(args.opt.passes()) {
         Ok(l) => l,
         Err(diags) => return definition_error(&def.path, &diags, color),
@@ -107,6 +102,7 @@ pub(crate) fn run(args: &RunArgs) -> Exit {
         result_root: args.result_root.clone(),
         history_level: args.history_level,
         events: Vec::new(),
+        passes: args.opt.passes(),
     };
     match engine::execute(args.engine, &execution) {
         Ok(outcome) => {

@@ -34,6 +34,8 @@ struct CaseReport {
 struct LoadedDefinition {
     text: DefinitionText,
     workflow: wfc_ir::Workflow,
+    /// The optimizer passes `workflow` was loaded with (the compiled engine builds with them too).
+    passes: wfc_core::optimize::Passes,
 }
 
 fn engine_name(e: EngineChoice) -> &'static str {
@@ -54,7 +56,7 @@ fn load_definition(case: &Case, passes: wfc_core::optimize::Passes) -> Result<Lo
         },
     };
     match text.load_with(passes) {
-        Ok(loaded) => Ok(LoadedDefinition { workflow: loaded.workflow, text }),
+        Ok(loaded) => Ok(LoadedDefinition { workflow: loaded.workflow, text, passes }),
         Err(diags) => {
             let mut lines = vec![format!("the definition {} is invalid:", text.path)];
             lines.extend(diags.render(false).lines().map(str::to_owned));
@@ -116,6 +118,7 @@ fn run_case(
             result_root: Some(result_root.path().to_owned()),
             history_level: wfc_runtime::HistoryLevel::Full,
             events: case.events.clone(),
+            passes: def.passes,
         };
         match engine::execute(engine, &execution) {
             Ok(outcome) => {
@@ -184,11 +187,6 @@ pub(crate) fn run(args: &TestArgs) -> Exit {
         TestEngine::Compiled => vec![EngineChoice::Compiled],
         TestEngine::Both => vec![EngineChoice::Interp, EngineChoice::Compiled],
     };
-    if engines.contains(&EngineChoice::Compiled) && !args.opt.is_default() {
-        return fatal(
-            "--no-opt/--opt apply to the interpreter only: the compiled engine builds with include_workflow!, which runs the default passes",
-        );
-    }
     let matches = |name: &str, file: &std::path::Path| {
         args.filter.as_deref().is_none_or(|f| name.contains(f) || file.display().to_string().contains(f))
     };
@@ -222,7 +220,7 @@ pub(crate) fn run(args: &TestArgs) -> Exit {
         // Build every definition into one program up front, so each case does not pay a build.
         let defs: Vec<(&DefinitionText, &wfc_ir::Workflow)> =
             cache.values().filter_map(|d| d.as_ref().ok()).map(|d| (&d.text, &d.workflow)).collect();
-        if let Err(e) = engine::prepare_compiled(&defs) {
+        if let Err(e) = engine::prepare_compiled(&defs, args.opt.passes()) {
             return fatal(e);
         }
     }

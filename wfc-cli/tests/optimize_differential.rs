@@ -9,6 +9,10 @@
 //!   status, output, error, cause and elapsed time, and the same history once the events of Pass
 //!   and Choice states (the ones they may skip) are left out and event ids are ignored.
 //!
+//! - Every pass is also switched off on both engines (`wfc test --engine both --no-opt=all`;
+//!   each default pass alone too with `WFC_DIFFERENTIAL_EVERY_PASS=1`): generated code built
+//!   with those passes must agree with the interpreter on every case.
+//!
 //! - The express history level (`--history-level=express`) must give the same result as the
 //!   default run, without history events.
 //!
@@ -240,6 +244,59 @@ fn every_case_agrees_with_and_without_each_pass() {
     }
     assert!(runs > 20, "only {runs} cases ran");
     assert!(failures.is_empty(), "{} disagreement(s):\n{}", failures.len(), failures.join("\n"));
+}
+
+/// The passes switched off on both engines. `wfc test --engine both` with a pass configuration
+/// runs every case on the interpreter and on generated code built with the same passes
+/// (`include_workflow!(…, no_opt = ["all"], opt = […])`, one program per configuration holding
+/// every definition) and requires both to pass the case and to agree, whole histories included.
+/// With the test above (each configuration against the unoptimized interpreter), the compiled
+/// engine gives the unoptimized result.
+///
+/// By default one configuration runs: every pass off (`--no-opt=all`), one program build (the
+/// default passes are `tests/cli.rs`'s run). Each program build compiles every definition in
+/// tests/cases, several minutes on a loaded 2-core machine, so the five configurations with one
+/// default pass off each run only with `WFC_DIFFERENTIAL_EVERY_PASS=1`.
+#[test]
+fn both_engines_agree_with_each_pass_off() {
+    // The cache `tests/cli.rs` uses too, so the runtime's dependencies are built once.
+    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("wfc-cache");
+    let mut configurations = vec!["--no-opt=all".to_owned()];
+    if std::env::var_os("WFC_DIFFERENTIAL_EVERY_PASS").is_some_and(|v| v == "1") {
+        configurations.extend(
+            ["fold-intrinsics", "paths", "unreachable", "direct-paths", "native-choice"]
+                .map(|p| format!("--no-opt={p}")),
+        );
+    }
+    let mut failures = Vec::new();
+    for flag in &configurations {
+        let output = Command::new(env!("CARGO_BIN_EXE_wfc"))
+            .arg("test")
+            .arg(cases_dir())
+            .args(["--engine", "both", flag])
+            .env("WFC_CACHE_DIR", &cache)
+            .env_remove("RUST_LOG")
+            .output()
+            .expect("the wfc binary runs");
+        let out = String::from_utf8_lossy(&output.stdout);
+        let last = out.lines().last().unwrap_or_default().to_owned();
+        if !output.status.success() || !last.contains(" 0 failed") {
+            let failed: Vec<&str> = out.lines().filter(|l| !l.ends_with(" ... ok")).take(40).collect();
+            failures.push(format!(
+                "wfc test --engine both {flag}: {last}\n{}\n{}",
+                failed.join("\n"),
+                String::from_utf8_lossy(&output.stderr).lines().rev().take(20).collect::<Vec<_>>().join("\n")
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    // The compiled engine really was built with the passes asked for.
+    let programs = std::fs::read_dir(cache.join("programs")).expect("the compiled engine's programs");
+    let built_without_passes = programs.flatten().any(|p| {
+        std::fs::read_to_string(p.path().join("src").join("main.rs"))
+            .is_ok_and(|main| main.contains(r#"no_opt = ["all"], opt = [])"#))
+    });
+    assert!(built_without_passes, "no program was built with `no_opt = [\"all\"]`");
 }
 
 /// Definitions the history-changing passes do fire on: constant Pass chains, a Choice decided at

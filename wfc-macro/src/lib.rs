@@ -7,7 +7,13 @@
 //! ```ignore
 //! wfc_runtime::include_workflow!("workflows/order.asl.json");
 //! wfc_runtime::include_workflow!(path = "workflows/order.asl.json", name = "order", crate = ::my_runtime);
+//! wfc_runtime::include_workflow!(path = "workflows/order.asl.json", no_opt = ["direct-paths"]);
+//! wfc_runtime::include_workflow!(path = "workflows/order.asl.json", no_opt = ["all"], opt = ["fold-pass"]);
 //! ```
+//!
+//! `no_opt` and `opt` choose the optimizer passes as `wfc compile --no-opt/--opt` do: start from
+//! the defaults (none if `no_opt` names `all`), turn on every `opt` pass, then turn off every
+//! other `no_opt` pass. An unknown pass name is an error at its literal.
 //!
 //! Paths are relative to the including crate's `CARGO_MANIFEST_DIR`; absolute paths are
 //! rejected so a build does not depend on where the checkout lives. Errors in the definition are
@@ -35,6 +41,36 @@ struct Args {
     path: LitStr,
     name: Option<(String, Span)>,
     runtime: Option<syn::Path>,
+    /// `no_opt = [...]`: passes to turn off (`"all"` for every pass).
+    no_opt: Option<Vec<LitStr>>,
+    /// `opt = [...]`: passes to turn on (`"all"` for every pass).
+    opt: Option<Vec<LitStr>>,
+}
+
+/// `["name", ...]`: a bracketed, comma-separated list of string literals.
+fn parse_names(input: ParseStream<'_>) -> syn::Result<Vec<LitStr>> {
+    let content;
+    syn::bracketed!(content in input);
+    let names = content.parse_terminated(|i: ParseStream<'_>| i.parse::<LitStr>(), Token![,])?;
+    Ok(names.into_iter().collect())
+}
+
+impl Args {
+    /// The optimizer passes the arguments select (the defaults when neither key is given).
+    fn passes(&self) -> syn::Result<wfc_core::optimize::Passes> {
+        use wfc_core::optimize::Passes;
+        let no_opt = self.no_opt.as_deref().unwrap_or_default();
+        let opt = self.opt.as_deref().unwrap_or_default();
+        let mut passes = if no_opt.iter().any(|n| n.value() == "all") { Passes::none() } else { Passes::default() };
+        let unknown = |lit: &LitStr, e: wfc_core::optimize::UnknownPass| syn::Error::new(lit.span(), e.to_string());
+        for lit in opt {
+            passes.enable_named(&lit.value()).map_err(|e| unknown(lit, e))?;
+        }
+        for lit in no_opt.iter().filter(|n| n.value() != "all") {
+            passes.disable_named(&lit.value()).map_err(|e| unknown(lit, e))?;
+        }
+        Ok(passes)
+    }
 }
 
 impl Parse for Args {
@@ -44,9 +80,10 @@ impl Parse for Args {
             if !input.is_empty() {
                 return Err(input.error("expected only the path, or `key = value` pairs: `path = \"…\", name = \"…\", crate = ::wfc_runtime`"));
             }
-            return Ok(Args { path, name: None, runtime: None });
+            return Ok(Args { path, name: None, runtime: None, no_opt: None, opt: None });
         }
         let (mut path, mut name, mut runtime) = (None, None, None);
+        let (mut no_opt, mut opt) = (None, None);
         while !input.is_empty() {
             let key: Ident = if input.peek(Token![crate]) {
                 let token: Token![crate] = input.parse()?;
@@ -71,10 +108,14 @@ impl Parse for Args {
                 }
                 "crate" if runtime.is_some() => return Err(duplicate()),
                 "crate" => runtime = Some(input.parse::<syn::Path>()?),
+                "no_opt" if no_opt.is_some() => return Err(duplicate()),
+                "no_opt" => no_opt = Some(parse_names(input)?),
+                "opt" if opt.is_some() => return Err(duplicate()),
+                "opt" => opt = Some(parse_names(input)?),
                 other => {
                     return Err(syn::Error::new(
                         key.span(),
-                        format!("unknown key `{other}`; expected `path`, `name` or `crate`"),
+                        format!("unknown key `{other}`; expected `path`, `name`, `crate`, `no_opt` or `opt`"),
                     ));
                 }
             }
@@ -84,7 +125,7 @@ impl Parse for Args {
         }
         let path =
             path.ok_or_else(|| syn::Error::new(Span::call_site(), "missing `path = \"…\"` (the definition file)"))?;
-        Ok(Args { path, name, runtime })
+        Ok(Args { path, name, runtime, no_opt, opt })
     }
 }
 
@@ -110,6 +151,7 @@ fn expand(args: &Args) -> syn::Result<TokenStream2> {
     let relative = args.path.value();
     let span = args.path.span();
     let mut settings = wfc_core::Settings::new();
+    settings.passes(args.passes()?);
     if let Some(runtime) = &args.runtime {
         settings.runtime_path(quote!(#runtime).to_string().replace(' ', ""));
     }

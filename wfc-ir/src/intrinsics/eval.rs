@@ -146,9 +146,33 @@ impl Env<'_> {
             let values = call.args.iter().skip(1).map(|a| self.arg(a)).collect::<Result<Vec<_>, _>>()?;
             return format(pieces, &values);
         }
+        // `States.MathAdd` of two numbers (a loop's step, `States.MathAdd($.i, 1)`): read both
+        // in place, without copying them into a vector. Anything else (a missing path, a value
+        // that is not a number) takes the general path, which reports it.
+        if f == Function::MathAdd
+            && let [a, b] = call.args.as_slice()
+            && let (Some(a), Some(b)) = (self.number_in_place(a), self.number_in_place(b))
+        {
+            let a = integer_of(f, 0, a, java_round)?;
+            let b = integer_of(f, 1, b, java_round)?;
+            return Ok(Value::from(a + b));
+        }
         let values = call.args.iter().map(|a| self.arg(a)).collect::<Result<Vec<_>, _>>()?;
         check_types(f, &values)?;
         self.apply(f, values)
+    }
+
+    /// A number argument read without copying: a literal, or a direct path to a number.
+    /// `None` for every other argument (the caller evaluates it the general way).
+    fn number_in_place(&self, arg: &Arg) -> Option<f64> {
+        match arg {
+            Arg::Number(n) => n.as_f64(),
+            Arg::Path(p) => match p.select_ref(p.root_doc(self.input, self.context))? {
+                Value::Number(n) => n.as_f64(),
+                _ => None,
+            },
+            _ => None,
+        }
     }
 
     fn apply(&mut self, f: Function, v: Vec<Value>) -> Result<Value, Failure> {
@@ -425,6 +449,11 @@ fn limited(f: Function, value: Value) -> Result<String, Failure> {
 /// in `int`; a value outside it is an invalid argument rather than a silent overflow).
 fn integer(f: Function, index: usize, value: &Value, round: fn(f64) -> f64) -> Result<i64, Failure> {
     let x = value.as_f64().ok_or_else(|| invalid(f, format!("the {} argument must be a number", ordinal(index))))?;
+    integer_of(f, index, x, round)
+}
+
+/// [`integer`] of a number already read.
+fn integer_of(f: Function, index: usize, x: f64, round: fn(f64) -> f64) -> Result<i64, Failure> {
     let r = round(x);
     if !(f64::from(i32::MIN)..=f64::from(i32::MAX)).contains(&r) {
         return Err(invalid(
