@@ -40,25 +40,31 @@ fn read_json(path: Option<&PathBuf>, what: &str) -> Result<Value, String> {
     serde_json::from_str(&text).map_err(|e| format!("the {what} in {from} is not valid JSON: {e}"))
 }
 
+/// The definition a decider runs and its configuration (`--config`, else the defaults): for
+/// `wfc decide` and `wfc swf-decider`. A bad definition is reported with its diagnostics.
+pub(crate) fn load_decider(
+    file: &std::path::Path,
+    config: Option<&PathBuf>,
+) -> Result<(wfc_core::Loaded, SwfConfig), Exit> {
+    let def = DefinitionText::read(file).map_err(fatal)?;
+    let loaded = def.load().map_err(|diags| definition_error(&def.path, &diags, ColorChoice::Auto.enabled()))?;
+    let config = match config {
+        None => SwfConfig::default(),
+        Some(path) => read_json(Some(path), "decider configuration")
+            .and_then(|v| {
+                serde_json::from_value(v).map_err(|e| format!("{}: invalid decider configuration: {e}", path.display()))
+            })
+            .map_err(fatal)?,
+    };
+    Ok((loaded, config))
+}
+
 /// Reads the definition, the config and the decision task, and prints the
 /// RespondDecisionTaskCompleted request.
 pub(crate) fn decide(args: &DecideArgs) -> Exit {
-    let def = match DefinitionText::read(&args.file) {
-        Ok(d) => d,
-        Err(e) => return fatal(e),
-    };
-    let loaded = match def.load() {
-        Ok(l) => l,
-        Err(diags) => return definition_error(&def.path, &diags, ColorChoice::Auto.enabled()),
-    };
-    let config = match &args.config {
-        None => SwfConfig::default(),
-        Some(path) => match read_json(Some(path), "decider configuration").and_then(|v| {
-            serde_json::from_value(v).map_err(|e| format!("{}: invalid decider configuration: {e}", path.display()))
-        }) {
-            Ok(c) => c,
-            Err(e) => return fatal(e),
-        },
+    let (loaded, config) = match load_decider(&args.file, args.config.as_ref()) {
+        Ok(both) => both,
+        Err(exit) => return exit,
     };
     let task = match read_json(args.task.as_ref(), "decision task") {
         Ok(t) => t,

@@ -178,53 +178,7 @@ pub(crate) fn run(args: &RunArgs, url: Option<&str>) -> Exit {
 /// `wfc run FILE --store URL --name EXEC --engine compiled`: the generated code runs EXEC with a
 /// journal (a program built with the runtime's stores), so it resumes like the interpreter.
 fn run_compiled(args: &RunArgs, url: &str, name: &str) -> Exit {
-    let color = ColorChoice::Auto.enabled();
-    let def = match DefinitionText::read(&args.file) {
-        Ok(d) => d,
-        Err(e) => return fatal(e),
-    };
-    let loaded = match def.load_with(args.opt.passes()) {
-        Ok(l) => l,
-        Err(diags) => return definition_error(&def.path, &diags, color),
-    };
-    crate::check::print_human(&def.path, &loaded.warnings, color);
-    let input = match crate::run::read_input(args) {
-        Ok(v) => v,
-        Err(e) => return fatal(e),
-    };
-    let mocks = match crate::run::read_mocks(
-        args.mocks.as_deref(),
-        args.test_case.as_deref(),
-        args.state_machine.as_deref(),
-        &loaded.workflow.name,
-    ) {
-        Ok(m) => m,
-        Err(e) => return fatal(e),
-    };
-    let execution = crate::engine::Execution {
-        workflow: &loaded.workflow,
-        definition: &def,
-        input,
-        mocks,
-        virtual_time: args.virtual_time,
-        seed: args.seed,
-        name: Some(name.to_owned()),
-        callbacks: None,
-        item_root: args.item_root.clone(),
-        result_root: args.result_root.clone(),
-        history_level: args.history_level,
-        events: Vec::new(),
-        passes: args.opt.passes(),
-    };
-    match crate::compiled::execute_durable(&execution, url, name) {
-        Ok(outcome) => {
-            if let Err(e) = print_json(&outcome.to_json(args.history)) {
-                return fatal(e);
-            }
-            if outcome.succeeded() { Exit::Success } else { Exit::Failure }
-        }
-        Err(e) => fatal(e),
-    }
+    crate::run::run_with(args, Some(name.to_owned()), |execution| crate::compiled::execute_durable(execution, url, name))
 }
 
 fn record_json(record: &ExecutionRecord) -> Value {
@@ -429,7 +383,7 @@ pub(crate) fn worker(args: &WorkerArgs) -> Exit {
 }
 
 /// Installs SIGTERM and SIGINT handlers now; the returned future completes on either.
-fn shutdown_signal() -> Result<impl std::future::Future<Output = ()>, String> {
+pub(crate) fn shutdown_signal() -> Result<impl std::future::Future<Output = ()>, String> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate()).map_err(|e| format!("cannot handle SIGTERM: {e}"))?;
     let mut int = signal(SignalKind::interrupt()).map_err(|e| format!("cannot handle SIGINT: {e}"))?;

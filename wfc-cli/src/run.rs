@@ -65,6 +65,16 @@ pub(crate) fn read_mocks(
 
 /// `wfc run FILE ...`.
 pub(crate) fn run(args: &RunArgs) -> Exit {
+    run_with(args, args.name.clone(), |execution| engine::execute(args.engine, execution))
+}
+
+/// Loads what `args` name (definition, input, mocks), runs it as execution `name` with
+/// `execute`, and prints the outcome: `wfc run`, and `wfc run --store --engine compiled`.
+pub(crate) fn run_with(
+    args: &RunArgs,
+    name: Option<String>,
+    execute: impl FnOnce(&Execution<'_>) -> Result<crate::outcome::Outcome, String>,
+) -> Exit {
     let color = ColorChoice::Auto.enabled();
     let def = match DefinitionText::read(&args.file) {
         Ok(d) => d,
@@ -96,7 +106,7 @@ pub(crate) fn run(args: &RunArgs) -> Exit {
         mocks,
         virtual_time: args.virtual_time,
         seed: args.seed,
-        name: args.name.clone(),
+        name,
         callbacks: None,
         item_root: args.item_root.clone(),
         result_root: args.result_root.clone(),
@@ -104,7 +114,7 @@ pub(crate) fn run(args: &RunArgs) -> Exit {
         events: Vec::new(),
         passes: args.opt.passes(),
     };
-    match engine::execute(args.engine, &execution) {
+    match execute(&execution) {
         Ok(outcome) => {
             let json = outcome.to_json(args.history);
             let printed = serde_json::to_string_pretty(&json).map_err(|e| e.to_string()).and_then(|text| {

@@ -6,8 +6,7 @@ use std::path::PathBuf;
 use wfc_runtime::adapters::swf::SwfConfig;
 use wfc_runtime::adapters::swf_poller::{self, AwsCredentials, PollerOptions, SwfClient};
 
-use crate::check::{DefinitionText, definition_error};
-use crate::{ColorChoice, Exit, fatal};
+use crate::{Exit, fatal};
 
 /// `wfc swf-decider`.
 #[derive(Debug, clap::Args)]
@@ -41,25 +40,9 @@ pub(crate) struct SwfDeciderArgs {
 
 /// Polls and decides until SIGTERM/SIGINT; exit 0 then, 2 when polling fails for good.
 pub(crate) fn run(args: &SwfDeciderArgs) -> Exit {
-    let def = match DefinitionText::read(&args.file) {
-        Ok(d) => d,
-        Err(e) => return fatal(e),
-    };
-    let loaded = match def.load() {
-        Ok(l) => l,
-        Err(diags) => return definition_error(&def.path, &diags, ColorChoice::Auto.enabled()),
-    };
-    let decider = match &args.config {
-        None => SwfConfig::default(),
-        Some(path) => match std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))
-            .and_then(|text| {
-                serde_json::from_str(&text)
-                    .map_err(|e| format!("{}: invalid decider configuration: {e}", path.display()))
-            }) {
-            Ok(c) => c,
-            Err(e) => return fatal(e),
-        },
+    let (loaded, decider) = match crate::adapters::load_decider(&args.file, args.config.as_ref()) {
+        Ok(both) => both,
+        Err(exit) => return exit,
     };
     let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
     let Some(region) = args.region.clone().or_else(|| env("AWS_REGION")).or_else(|| env("AWS_DEFAULT_REGION")) else {
@@ -85,7 +68,7 @@ pub(crate) fn run(args: &SwfDeciderArgs) -> Exit {
     }
     let result = rt.block_on(async {
         let client = SwfClient::new(&endpoint, &region, credentials).map_err(|e| e.to_string())?;
-        let shutdown = shutdown_signal()?;
+        let shutdown = crate::durable::shutdown_signal()?;
         eprintln!(
             "wfc swf-decider: deciding {} for domain {:?}, task list {:?} at {endpoint} (SIGTERM or Ctrl-C stops)",
             loaded.workflow.name, options.domain, options.task_list
@@ -104,17 +87,4 @@ pub(crate) fn run(args: &SwfDeciderArgs) -> Exit {
         }
         Err(e) => fatal(e),
     }
-}
-
-/// Installs SIGTERM and SIGINT handlers now; the returned future completes on either.
-fn shutdown_signal() -> Result<impl std::future::Future<Output = ()>, String> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).map_err(|e| format!("cannot handle SIGTERM: {e}"))?;
-    let mut int = signal(SignalKind::interrupt()).map_err(|e| format!("cannot handle SIGINT: {e}"))?;
-    Ok(async move {
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = int.recv() => {}
-        }
-    })
 }
