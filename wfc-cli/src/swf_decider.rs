@@ -3,7 +3,6 @@
 
 use std::path::PathBuf;
 
-use wfc_runtime::adapters::swf::SwfConfig;
 use wfc_runtime::adapters::swf_poller::{self, AwsCredentials, PollerOptions, SwfClient};
 
 use crate::{Exit, fatal};
