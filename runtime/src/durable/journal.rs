@@ -611,18 +611,8 @@ impl Journal {
         delay: Duration,
     ) -> Result<(), Failure> {
         let update = |status, due_at_ms| OperationUpdate {
-            id: id.clone(),
-            op_type: OpType::Wait,
-            subtype: subtype.to_owned(),
-            name: name.to_owned(),
-            status,
-            result: None,
-            error: None,
-            cause: None,
             due_at_ms,
-            callback_token: None,
-            parent_id: parent.clone(),
-            heartbeat_seconds: None,
+            ..outcome_update(OpType::Wait, &id, parent.clone(), name, subtype, status, None, None)
         };
         let recorded = self.recorded_as(&id, OpType::Wait, name)?;
         let parking = self.suspender.as_ref().filter(|s| s.policy().timers);
@@ -697,18 +687,10 @@ impl Journal {
         let heartbeat_id = format!("{id}.heartbeat");
         let mut last_beat_at = None;
         let update = |status, result, failure: Option<&Failure>, due_at_ms, token: Option<String>| OperationUpdate {
-            id: id.clone(),
-            op_type: OpType::Callback,
-            subtype: "TaskToken".into(),
-            name: name.to_owned(),
-            status,
-            result,
-            error: failure.map(|f| f.error.clone()),
-            cause: failure.map(|f| f.cause.clone()),
             due_at_ms,
             callback_token: token,
-            parent_id: parent.clone(),
             heartbeat_seconds: if status == OpStatus::Started { heartbeat_seconds } else { None },
+            ..outcome_update(OpType::Callback, &id, parent.clone(), name, "TaskToken", status, result, failure)
         };
         match self.recorded_as(&id, OpType::Callback, name)? {
             Some(op) if op.status.is_terminal() => {
@@ -861,18 +843,9 @@ impl Journal {
             Some(clock.now().checked_add(d).ok()?.as_millisecond())
         });
         let start = OperationUpdate {
-            id: id.to_owned(),
-            op_type: OpType::Callback,
-            subtype: "TaskToken".into(),
-            name: name.to_owned(),
-            status: OpStatus::Started,
-            result: None,
-            error: None,
-            cause: None,
             due_at_ms,
-            callback_token: None,
-            parent_id: parent,
             heartbeat_seconds: heartbeat.map(|h| h.as_secs()),
+            ..outcome_update(OpType::Callback, id, parent, name, "TaskToken", OpStatus::Started, None, None)
         };
         self.checkpoint(vec![start]).await.map_err(store_failure)?;
         let op = self.store.load_operation(&self.record.name, id).await.map_err(store_failure)?.ok_or_else(no_id)?;
@@ -1180,18 +1153,9 @@ impl Journal {
     ) -> Result<(Vec<(usize, Value)>, bool), Failure> {
         let EventWait { id, parent, name, token, defs, all, timeout } = wait;
         let update = |status, result, failure: Option<&Failure>, due_at_ms, token: Option<String>| OperationUpdate {
-            id: id.clone(),
-            op_type: OpType::Callback,
-            subtype: EVENT_SUBTYPE.into(),
-            name: name.to_owned(),
-            status,
-            result,
-            error: failure.map(|f| f.error.clone()),
-            cause: failure.map(|f| f.cause.clone()),
             due_at_ms,
             callback_token: token,
-            parent_id: parent.clone(),
-            heartbeat_seconds: None,
+            ..outcome_update(OpType::Callback, &id, parent.clone(), name, EVENT_SUBTYPE, status, result, failure)
         };
         let deadline_ms = match self.recorded_as(&id, OpType::Callback, name)? {
             Some(op) if op.status.is_terminal() => return replay_events(bus, defs, op),
@@ -1360,7 +1324,8 @@ pub(crate) struct FinishedContext {
     pub(crate) events: ContextEvents,
 }
 
-/// An update of a STEP or CONTEXT operation: its status, and its result or failure.
+/// An update of an operation: its status, and its result or failure (the other fields empty;
+/// callers that need a deadline, token or heartbeat set them with struct update syntax).
 #[allow(clippy::too_many_arguments)] // each is one field of the update
 fn outcome_update(
     op_type: OpType,
@@ -1417,19 +1382,10 @@ fn heartbeat_update(
     due_at_ms: Option<i64>,
     stored: u64,
 ) -> OperationUpdate {
+    let marker = serde_json::json!({ "storedHeartbeats": stored });
     OperationUpdate {
-        id: id.to_owned(),
-        op_type: OpType::Wait,
-        subtype: "Heartbeat".into(),
-        name: name.to_owned(),
-        status: OpStatus::Started,
-        result: Some(serde_json::json!({ "storedHeartbeats": stored })),
-        error: None,
-        cause: None,
         due_at_ms,
-        callback_token: None,
-        parent_id: parent,
-        heartbeat_seconds: None,
+        ..outcome_update(OpType::Wait, id, parent, name, "Heartbeat", OpStatus::Started, Some(marker), None)
     }
 }
 

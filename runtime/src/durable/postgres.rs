@@ -409,6 +409,18 @@ async fn insert_or_check<C: GenericClient>(c: &C, new: &NewExecution, now: i64) 
     Ok(true)
 }
 
+/// Makes execution `name` runnable now (a callback or event arrived for it) and wakes the
+/// workers listening, for a worker that released it while it waited.
+async fn wake<C: GenericClient>(c: &C, name: &str, now: i64) -> Result<(), StoreError> {
+    c.execute(
+        "UPDATE executions SET signals = signals + 1, wake_at = $2, updated_at = $2 WHERE name = $1",
+        &[&name, &now],
+    )
+    .await
+    .map_err(pg)?;
+    notify(c, name).await
+}
+
 async fn notify<C: GenericClient>(c: &C, name: &str) -> Result<(), StoreError> {
     c.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &name]).await.map_err(pg)?;
     Ok(())
@@ -626,13 +638,7 @@ impl Store for PgStore {
                 return Err(StoreError::UnknownToken(token.to_owned()));
             };
             let execution: String = row.get(0);
-            tx.execute(
-                "UPDATE executions SET signals = signals + 1, wake_at = $2, updated_at = $2 WHERE name = $1",
-                &[&execution, &now],
-            )
-            .await
-            .map_err(pg)?;
-            notify(&tx, &execution).await?;
+            wake(&tx, &execution, now).await?;
             tx.commit().await.map_err(pg)?;
             Ok(execution)
         })
@@ -663,13 +669,7 @@ impl Store for PgStore {
                 .await
                 .map_err(pg)?;
             let seq: i64 = row.get(0);
-            tx.execute(
-                "UPDATE executions SET signals = signals + 1, wake_at = $2, updated_at = $2 WHERE name = $1",
-                &[&name, &now],
-            )
-            .await
-            .map_err(pg)?;
-            notify(&tx, name).await?;
+            wake(&tx, name, now).await?;
             tx.commit().await.map_err(pg)?;
             Ok(seq)
         })

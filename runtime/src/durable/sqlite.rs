@@ -360,6 +360,17 @@ impl ExecutionRecordRaw {
     }
 }
 
+/// Makes execution `name` runnable now (a callback or event arrived for it), for a worker that
+/// released it while it waited.
+fn wake(conn: &Connection, name: &str, now: i64) -> Result<(), StoreError> {
+    conn.execute(
+        "UPDATE executions SET signals = signals + 1, wake_at = ?2, updated_at = ?2 WHERE name = ?1",
+        params![name, now],
+    )
+    .map_err(backend)?;
+    Ok(())
+}
+
 fn get_record(conn: &Connection, name: &str) -> Result<Option<ExecutionRecord>, StoreError> {
     let raw = conn
         .query_row(&format!("SELECT {RECORD_COLUMNS} FROM executions WHERE name = ?1"), [name], record_of)
@@ -721,12 +732,7 @@ impl Store for SqliteStore {
                 params![token, status.as_str(), result, error, cause, now],
             )
             .map_err(backend)?;
-            // Runnable now, for a worker that released it while it waited.
-            tx.execute(
-                "UPDATE executions SET signals = signals + 1, wake_at = ?2, updated_at = ?2 WHERE name = ?1",
-                params![execution, now],
-            )
-            .map_err(backend)?;
+            wake(&tx, &execution, now)?;
             tx.commit().map_err(backend)?;
             Ok(execution)
         })
@@ -748,12 +754,7 @@ impl Store for SqliteStore {
                     |r| r.get(0),
                 )
                 .map_err(backend)?;
-            // Runnable now, for a worker that released it while it waited for the event.
-            tx.execute(
-                "UPDATE executions SET signals = signals + 1, wake_at = ?2, updated_at = ?2 WHERE name = ?1",
-                params![name, now],
-            )
-            .map_err(backend)?;
+            wake(&tx, &name, now)?;
             tx.commit().map_err(backend)?;
             Ok(seq)
         })
