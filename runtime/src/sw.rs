@@ -1143,7 +1143,7 @@ async fn produce(
         let id = exec.op_id(name, visit, suffix);
         return journal.produce(id, exec.op_parent(), name, exec.events(), publish).await;
     }
-    let _ = (name, visit, suffix);
+    let _ = (exec, name, visit, suffix);
     Ok(publish())
 }
 
