@@ -9,9 +9,9 @@
 //!   status, output, error, cause and elapsed time, and the same history once the events of Pass
 //!   and Choice states (the ones they may skip) are left out and event ids are ignored.
 //!
-//! - Every pass is also switched off on both engines (`wfc test --engine both --no-opt=all`;
-//!   each default pass alone too with `WFC_DIFFERENTIAL_EVERY_PASS=1`): generated code built
-//!   with those passes must agree with the interpreter on every case.
+//! - Every pass is also switched off on both engines (`wfc test --engine both --no-opt=all`,
+//!   and each default pass alone): generated code built with those passes must agree with the
+//!   interpreter on every case.
 //!
 //! - The express history level (`--history-level=express`) must give the same result as the
 //!   default run, without history events.
@@ -253,21 +253,17 @@ fn every_case_agrees_with_and_without_each_pass() {
 /// With the test above (each configuration against the unoptimized interpreter), the compiled
 /// engine gives the unoptimized result.
 ///
-/// By default one configuration runs: every pass off (`--no-opt=all`), one program build (the
-/// default passes are `tests/cli.rs`'s run). Each program build compiles every definition in
-/// tests/cases, several minutes on a loaded 2-core machine, so the five configurations with one
-/// default pass off each run only with `WFC_DIFFERENTIAL_EVERY_PASS=1`.
+/// Six configurations: every pass off (`--no-opt=all`) and each default pass off alone (the
+/// default passes are `tests/cli.rs`'s run). Each is one program build of every definition in
+/// tests/cases: about 25 s on a quiet 2-core machine, much longer under load.
 #[test]
 fn both_engines_agree_with_each_pass_off() {
     // The cache `tests/cli.rs` uses too, so the runtime's dependencies are built once.
     let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("wfc-cache");
     let mut configurations = vec!["--no-opt=all".to_owned()];
-    if std::env::var_os("WFC_DIFFERENTIAL_EVERY_PASS").is_some_and(|v| v == "1") {
-        configurations.extend(
-            ["fold-intrinsics", "paths", "unreachable", "direct-paths", "native-choice"]
-                .map(|p| format!("--no-opt={p}")),
-        );
-    }
+    configurations.extend(
+        ["fold-intrinsics", "paths", "unreachable", "direct-paths", "native-choice"].map(|p| format!("--no-opt={p}")),
+    );
     let mut failures = Vec::new();
     for flag in &configurations {
         let output = Command::new(env!("CARGO_BIN_EXE_wfc"))
