@@ -889,22 +889,6 @@ impl Journal {
         Ok(())
     }
 
-    /// Records how the CONTEXT operation `id` ended (its output, or its failure), unless the
-    /// journal has it finished already (a replay). Without its events, a replay re-runs the
-    /// branch: exec uses [`Journal::context_end_with_events`]; this stays for callers that do
-    /// not capture events (other front ends' states).
-    #[allow(dead_code)]
-    pub(crate) async fn context_end(
-        &self,
-        id: &str,
-        parent: Option<String>,
-        name: &str,
-        subtype: &str,
-        outcome: &Result<Value, Failure>,
-    ) -> Result<(), Failure> {
-        self.context_end_with_events(id, parent, name, subtype, outcome, None).await
-    }
-
     /// Whether a finished CONTEXT stores the history events its branch recorded, so that a
     /// replay can skip the branch ([`Journal::finished_context`]). The stores wfc owns do; the
     /// adapters' services (a suspending journal) keep the plain result the service expects.
@@ -955,9 +939,11 @@ impl Journal {
         Ok(Some(FinishedContext { outcome, events }))
     }
 
-    /// [`Journal::context_end`] that also stores `events`, the history events the branch
-    /// recorded, with the outcome (`{"wfc:output": ..., "wfc:events": [...]}`), so a replay can
-    /// skip the finished branch and still rebuild the whole history.
+    /// Records how the CONTEXT operation `id` ended (its output, or its failure), unless the
+    /// journal has it finished already (a replay). With `events`, the history events the branch
+    /// recorded are stored with the outcome (`{"wfc:output": ..., "wfc:events": [...]}`), so a
+    /// replay can skip the finished branch and still rebuild the whole history; without, a
+    /// replay re-runs the branch over its recorded operations.
     pub(crate) async fn context_end_with_events(
         &self,
         id: &str,
@@ -973,7 +959,7 @@ impl Journal {
     /// Records how a CONTEXT or CHAINED_INVOKE operation ended, with the events its scope
     /// recorded when given, unless the journal has it finished already. A CONTEXT's end may
     /// ride along with the next checkpoint ([`Journal::defer`]).
-    #[allow(clippy::too_many_arguments)] // one private function behind two public ones
+    #[allow(clippy::too_many_arguments)] // one private function behind the CONTEXT and subflow ones
     async fn scope_end(
         &self,
         op_type: OpType,

@@ -526,23 +526,16 @@ impl Store for PgStore {
                 .iter()
                 .map(|row| {
                     record_of(row).unwrap_or_else(|e| ExecutionRecord {
-                        name: row.try_get(0).unwrap_or_default(),
-                        workflow: row.try_get(1).unwrap_or_default(),
                         status: ExecutionStatus::Failed,
-                        input: Value::Null,
-                        output: None,
                         error: Some("Wfc.CorruptState".into()),
                         cause: Some(e.to_string()),
-                        start_time: String::new(),
                         epoch: 0,
-                        checkpoint_seq: 0,
-                        created_at_ms: 0,
-                        updated_at_ms: 0,
-                        owner: None,
-                        lease_until_ms: None,
-                        wake_at_ms: None,
-                        definition_hash: None,
-                        signals: 0,
+                        ..ExecutionRecord::running(
+                            row.try_get(0).unwrap_or_default(),
+                            row.try_get(1).unwrap_or_default(),
+                            Value::Null,
+                            String::new(),
+                        )
                     })
                 })
                 .collect())
