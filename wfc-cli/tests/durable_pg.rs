@@ -207,13 +207,14 @@ impl WaitOutput for Child {
 
 /// TLS to PostgreSQL: a server with `ssl=on`, a self-signed certificate made here (rcgen) and
 /// only `hostssl` entries in pg_hba.conf (so a connection that works used TLS), reached with
-/// `sslmode=require` and with `verify-full` against that certificate; refused with a clear
-/// error when the root certificate is another one, and when the server has no TLS.
+/// `sslmode=require`, with `verify-full` against that certificate and with `verify-ca` (which
+/// checks the chain, not the name); refused with a clear error when the root certificate is
+/// another one, when `verify-full` names a host the certificate does not, and when the server
+/// has no TLS.
 #[test]
 fn postgres_over_tls() {
     let dir = scratch("tls");
-    let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
-        .expect("a self-signed certificate");
+    let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).expect("a self-signed certificate");
     let cert_pem = certified.cert.pem();
     let key_pem = certified.signing_key.serialize_pem();
     let Some(server) = support::pg::TempPostgres::start_with("tls", |server, data| {
@@ -241,9 +242,17 @@ fn postgres_over_tls() {
     let out = list(&require);
     assert!(out.status.success(), "sslmode=require: {}", stderr(&out));
     assert_eq!(json_of(&out), json!([]));
-    let verified = format!("{}?sslmode=verify-full&sslrootcert={root}", server.url);
+    // The certificate names `localhost` only: verify-full needs that name in the URL ...
+    let by_name = server.url.replacen("@127.0.0.1:", "@localhost:", 1);
+    let verified = format!("{by_name}?sslmode=verify-full&sslrootcert={root}");
     let out = list(&verified);
     assert!(out.status.success(), "sslmode=verify-full: {}", stderr(&out));
+    let out = list(&format!("{}?sslmode=verify-full&sslrootcert={root}", server.url));
+    assert_eq!(out.status.code(), Some(2), "verify-full by address: {}", stderr(&out));
+    assert!(stderr(&out).contains("sslmode=verify-full") && stderr(&out).contains("certificate"), "{}", stderr(&out));
+    // ... and verify-ca checks the chain only, so the address will do.
+    let out = list(&format!("{}?sslmode=verify-ca&sslrootcert={root}", server.url));
+    assert!(out.status.success(), "sslmode=verify-ca: {}", stderr(&out));
     // A durable run over TLS.
     let def = write(&dir, "one.asl.json", r#"{"StartAt": "P", "States": {"P": {"Type": "Pass", "End": true}}}"#);
     let out = wfc()
@@ -258,9 +267,12 @@ fn postgres_over_tls() {
     // Another root certificate: the server's certificate is refused.
     let other = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).expect("another certificate");
     let wrong = write(&dir, "other.pem", &other.cert.pem());
-    let out = list(&format!("{}?sslmode=verify-full&sslrootcert={wrong}", server.url));
+    let out = list(&format!("{by_name}?sslmode=verify-full&sslrootcert={wrong}"));
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("sslmode=verify-full") && stderr(&out).contains("certificate"), "{}", stderr(&out));
+    let out = list(&format!("{}?sslmode=verify-ca&sslrootcert={wrong}", server.url));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("sslmode=verify-ca") && stderr(&out).contains("certificate"), "{}", stderr(&out));
     drop(server);
 
     // A server without TLS, and sslmode=require: a clear error.

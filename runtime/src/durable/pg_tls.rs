@@ -149,51 +149,19 @@ fn roots(path: &str) -> Result<RootCertStore, StoreError> {
     Ok(roots)
 }
 
-/// `prefer` and `require` without a root certificate: encrypted, the server's certificate not
-/// checked (libpq's meaning of these modes). Handshake signatures are still verified.
+/// The verifier of the modes that check less than `verify-full` (libpq's meanings):
+/// - `prefer` and `require` without a root certificate: encrypted, the server's certificate
+///   not checked (`chain: None`);
+/// - `verify-ca`: the chain is checked against the roots, the name is not.
+///
+/// Handshake signatures are verified in every mode.
 #[derive(Debug)]
-struct Unchecked(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for Unchecked {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
+struct Lenient {
+    chain: Option<Arc<WebPkiServerVerifier>>,
+    provider: Arc<CryptoProvider>,
 }
 
-/// `verify-ca`: the chain is checked against the roots, the name is not.
-#[derive(Debug)]
-struct ChainOnly(Arc<WebPkiServerVerifier>);
-
-impl ServerCertVerifier for ChainOnly {
+impl ServerCertVerifier for Lenient {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -202,7 +170,8 @@ impl ServerCertVerifier for ChainOnly {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        match self.0.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
+        let Some(chain) = &self.chain else { return Ok(ServerCertVerified::assertion()) };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
             Err(rustls::Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
             )) => Ok(ServerCertVerified::assertion()),
@@ -216,7 +185,7 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
+        verify_tls12_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
     }
 
     fn verify_tls13_signature(
@@ -225,11 +194,11 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
+        verify_tls13_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
+        self.provider.signature_verification_algorithms.supported_schemes()
     }
 }
 
@@ -240,12 +209,16 @@ fn tls_config(parsed: &Parsed) -> Result<ClientConfig, StoreError> {
         .with_safe_default_protocol_versions()
         .map_err(|e| tls_error(&e))?;
     let verifier: Arc<dyn ServerCertVerifier> = match (&parsed.root_cert, parsed.mode) {
-        (None, _) | (Some(_), Mode::Disable | Mode::Prefer) => Arc::new(Unchecked(provider)),
+        (None, _) | (Some(_), Mode::Disable | Mode::Prefer) => Arc::new(Lenient { chain: None, provider }),
         (Some(path), mode) => {
-            let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots(path)?), provider)
+            let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots(path)?), Arc::clone(&provider))
                 .build()
                 .map_err(|e| tls_error(&e))?;
-            if mode == Mode::VerifyFull { webpki as Arc<dyn ServerCertVerifier> } else { Arc::new(ChainOnly(webpki)) }
+            if mode == Mode::VerifyFull {
+                webpki as Arc<dyn ServerCertVerifier>
+            } else {
+                Arc::new(Lenient { chain: Some(webpki), provider })
+            }
         }
     };
     Ok(builder.dangerous().with_custom_certificate_verifier(verifier).with_no_client_auth())
