@@ -214,7 +214,8 @@ impl WaitOutput for Child {
 #[test]
 fn postgres_over_tls() {
     let dir = scratch("tls");
-    let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).expect("a self-signed certificate");
+    let certified =
+        rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).expect("a self-signed certificate");
     let cert_pem = certified.cert.pem();
     let key_pem = certified.signing_key.serialize_pem();
     let Some(server) = support::pg::TempPostgres::start_with("tls", |server, data| {
