@@ -625,7 +625,7 @@ async fn produce_event(
         })
         .collect();
     let publish = || exec.events().produce(&p.event, data, &attributes, exec.clock().now_rfc3339());
-    let event = produce(exec, name, visit, ".produce", publish).await?;
+    let event = produce(exec, name, visit, ".produce", &p.event.name, publish).await?;
     exec.record(EventType::EventProduced, json!({ "event": event }));
     Ok(())
 }
@@ -1067,7 +1067,7 @@ async fn action_result(
             let payload = event_payload(template.as_ref(), &input);
             let publish = || exec.events().produce(trigger, payload, context_attributes, exec.clock().now_rfc3339());
             let suffix = format!(".{}.{}{key}.trigger", site.attempt, site.group);
-            let event = produce(exec, name, site.visit, &suffix, publish).await?;
+            let event = produce(exec, name, site.visit, &suffix, &trigger.name, publish).await?;
             exec.record(EventType::EventProduced, json!({ "name": name, "event": event }));
             match result {
                 None => Ok(Value::Object(Map::new())),
@@ -1136,14 +1136,15 @@ async fn produce(
     name: &str,
     visit: u32,
     suffix: &str,
+    event_name: &str,
     publish: impl FnOnce() -> Value,
 ) -> Result<Value, Failure> {
     #[cfg(feature = "durable")]
     if let Some(journal) = exec.journal() {
         let id = exec.op_id(name, visit, suffix);
-        return journal.produce(id, exec.op_parent(), name, exec.events(), publish).await;
+        return journal.produce(id, exec.op_parent(), name, event_name, exec.events(), publish).await;
     }
-    let _ = (exec, name, visit, suffix);
+    let _ = (exec, name, visit, suffix, event_name);
     Ok(publish())
 }
 

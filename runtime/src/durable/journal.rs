@@ -1072,27 +1072,45 @@ impl Journal {
     /// again (`bus` only learns its id, so later events get new ids); otherwise `publish` builds
     /// and publishes it and it is checkpointed in one checkpoint. A crash between publishing and
     /// that checkpoint publishes it again on resume (at least once, as a STEP's work).
+    ///
+    /// A recorded failure (an SWF decider's signal that SWF refused) is returned as the produce's
+    /// error. With a suspender whose [`SignalFilter`](super::suspend::SignalFilter) selects the
+    /// event (`event_name` is its definition's name), the line of control parks as a
+    /// [`Pending::Signal`] until the service records the delivery's outcome.
     pub(crate) async fn produce(
         &self,
         id: String,
         parent: Option<String>,
         name: &str,
+        event_name: &str,
         bus: &crate::events::EventBus,
         publish: impl FnOnce() -> Value,
     ) -> Result<Value, Failure> {
-        if let Some(op) = self.recorded_as(&id, OpType::Step, name)?
+        let recorded = self.recorded_as(&id, OpType::Step, name)?;
+        // CANCELLED (a delivery the service refused for a passing reason) is produced again.
+        if let Some(op) = &recorded
             && op.status.is_terminal()
+            && op.status != OpStatus::Cancelled
         {
-            return match replayed(op) {
+            return match replayed(op.clone()) {
                 Some(Attempt::Succeeded(event)) => {
                     bus.replayed(&event);
                     Ok(event)
                 }
-                _ => Err(Failure::runtime(format!("the produced event operation '{id}' did not record its event"))),
+                Some(Attempt::Failed(f)) | Some(Attempt::TimedOut(f)) => Err(f),
+                None => Err(Failure::runtime(format!("the produced event operation '{id}' did not record its event"))),
             };
         }
         crash_point(&id, "before-start");
         let event = publish();
+        if let Some(suspender) = &self.suspender
+            && let Some(signals) = suspender.signals()
+            && signals.selects(event_name, &event)
+        {
+            let started = recorded.is_some_and(|op| op.status == OpStatus::Started);
+            let pending = Pending::Signal { id, name: name.to_owned(), event_name: event_name.to_owned(), event, started };
+            match suspender.park(pending).await {}
+        }
         crash_point(&id, "before-finish");
         let done = outcome_update(
             OpType::Step,

@@ -1,0 +1,306 @@
+//! The SWF decider's produced Serverless Workflow events (`wfc_runtime::adapters::swf`): golden
+//! histories in which a produced event with a target becomes `SignalExternalWorkflowExecution`
+//! (signalled, refused for good, refused for a passing reason) and one without a target becomes
+//! a `wfc.produced` marker; and a loop in which one workflow's signal is delivered to another
+//! execution by a small simulated SWF service.
+#![allow(missing_docs)]
+
+use serde_json::{Value, json};
+use wfc_runtime::adapters::swf::{self, SignalTarget, SwfConfig};
+use wfc_runtime::ir::Workflow;
+
+fn load(text: &str) -> Workflow {
+    match wfc_core::load(wfc_core::Source { path: "inline.sw.json", text }) {
+        Ok(l) => l.workflow,
+        Err(d) => panic!("definition does not load: {d:?}"),
+    }
+}
+
+fn event(id: u64, ts: f64, event_type: &str, attrs: Value) -> Value {
+    let mut key = event_type[..1].to_lowercase();
+    key.push_str(&event_type[1..]);
+    key.push_str("EventAttributes");
+    json!({ "eventId": id, "eventTimestamp": ts, "eventType": event_type, key: attrs })
+}
+
+fn types(response: &Value) -> Vec<String> {
+    response["decisions"].as_array().unwrap().iter().map(|d| d["decisionType"].as_str().unwrap().to_owned()).collect()
+}
+
+fn decision<'a>(response: &'a Value, decision_type: &str) -> Vec<&'a Value> {
+    let key = format!("{}{}DecisionAttributes", decision_type[..1].to_lowercase(), &decision_type[1..]);
+    response["decisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["decisionType"] == decision_type)
+        .map(|d| &d[&key])
+        .collect()
+}
+
+/// A history being built: the decider's accepted decisions become their `*Initiated`/`*Recorded`
+/// events, as SWF records them.
+struct History {
+    workflow_id: String,
+    events: Vec<Value>,
+}
+
+impl History {
+    fn start(workflow_id: &str, input: &Value) -> History {
+        let mut h = History { workflow_id: workflow_id.to_owned(), events: Vec::new() };
+        h.add(
+            1000.0,
+            "WorkflowExecutionStarted",
+            json!({ "input": input.to_string(), "childPolicy": "TERMINATE", "taskList": { "name": "wfc" }, "workflowType": { "name": "wf", "version": "1" } }),
+        );
+        h.decision_task(1000.0);
+        h
+    }
+    fn add(&mut self, ts: f64, t: &str, attrs: Value) -> u64 {
+        let id = self.events.len() as u64 + 1;
+        self.events.push(event(id, ts, t, attrs));
+        id
+    }
+    fn decision_task(&mut self, ts: f64) {
+        let s = self.add(ts, "DecisionTaskScheduled", json!({ "taskList": { "name": "wfc" } }));
+        self.add(ts, "DecisionTaskStarted", json!({ "scheduledEventId": s }));
+    }
+    fn task(&self) -> Value {
+        json!({ "taskToken": "t", "startedEventId": self.events.len(), "workflowExecution": { "workflowId": self.workflow_id, "runId": "r" },
+                "workflowType": { "name": "wf", "version": "1" }, "events": self.events })
+    }
+    /// Records the decisions of `response`; returns the event id of each, in order.
+    fn accept(&mut self, ts: f64, response: &Value) -> Vec<u64> {
+        let started = self.events.len() as u64;
+        let completed =
+            self.add(ts, "DecisionTaskCompleted", json!({ "scheduledEventId": started - 1, "startedEventId": started }));
+        let mut ids = Vec::new();
+        for d in response["decisions"].as_array().unwrap() {
+            let t = d["decisionType"].as_str().unwrap();
+            let key = format!("{}{}DecisionAttributes", t[..1].to_lowercase(), &t[1..]);
+            let mut a = d[&key].clone();
+            a["decisionTaskCompletedEventId"] = json!(completed);
+            let event_type = match t {
+                "RecordMarker" => "MarkerRecorded",
+                "SignalExternalWorkflowExecution" => "SignalExternalWorkflowExecutionInitiated",
+                "StartTimer" => "TimerStarted",
+                "CompleteWorkflowExecution" => "WorkflowExecutionCompleted",
+                "FailWorkflowExecution" => "WorkflowExecutionFailed",
+                other => panic!("unexpected {other}"),
+            };
+            ids.push(self.add(ts, event_type, a));
+        }
+        ids
+    }
+    fn attributes(&self, id: u64) -> &Value {
+        let e = &self.events[id as usize - 1];
+        let t = e["eventType"].as_str().unwrap();
+        &e[format!("{}{}EventAttributes", t[..1].to_lowercase(), &t[1..])]
+    }
+}
+
+/// Pack (a transition producing `Audit`, no target), Notify (an action triggering `Shipped`,
+/// target configured; a refused signal goes to onError), and an end producing `Thanks` whose
+/// target is the `swfworkflowid` attribute taken from the state data.
+const SHIP: &str = r#"{
+  "id": "ship", "version": "1.0", "name": "ship",
+  "events": [
+    { "name": "Audit", "type": "audit.entry", "kind": "produced" },
+    { "name": "Shipped", "type": "order.shipped", "source": "shop", "kind": "produced" },
+    { "name": "Thanks", "type": "customer.thanks", "source": "shop", "kind": "produced" }
+  ],
+  "states": [
+    { "name": "Pack", "type": "inject", "start": { "kind": "default" },
+      "data": { "order": "o-1", "customer": "cust-7" },
+      "transition": { "nextState": "Notify", "produceEvent": { "eventRef": "Audit", "data": "{{ $.order }}" } } },
+    { "name": "Notify", "type": "operation",
+      "actions": [ { "eventRef": { "triggerEventRef": "Shipped", "data": { "order": "{{ $.order }}" } } } ],
+      "onError": [ { "expression": "{{ $.errors[?(@.name == 'Wfc.SignalFailed')] }}",
+                     "errorDataFilter": { "dataOutputPath": "{{ $.error }}" },
+                     "transition": { "nextState": "Unnotified" } } ],
+      "end": { "kind": "event", "produceEvent": { "eventRef": "Thanks", "data": { "order": "{{ $.order }}" },
+               "contextAttributes": { "swfworkflowid": "{{ $.customer }}", "swfrunid": "run-9" } } } },
+    { "name": "Unnotified", "type": "inject", "data": { "notified": false }, "end": { "kind": "default" } }
+  ]
+}"#;
+
+fn ship_config() -> SwfConfig {
+    let mut config = SwfConfig::default();
+    config.signals.insert(
+        "Shipped".into(),
+        SignalTarget { workflow_id: "warehouse-1".into(), run_id: None, signal_name: None },
+    );
+    config
+}
+
+/// The first decision of SHIP: the Audit marker, the Shipped signal and the state marker.
+fn first_decision(wf: &Workflow, h: &mut History, config: &SwfConfig) -> u64 {
+    let r = swf::decide(wf, &h.task(), config).unwrap();
+    assert_eq!(types(&r), ["RecordMarker", "SignalExternalWorkflowExecution", "RecordMarker"], "{r:#}");
+    let marker = decision(&r, "RecordMarker")[0];
+    assert_eq!(marker["markerName"], swf::PRODUCED_MARKER);
+    let details: Value = serde_json::from_str(marker["details"].as_str().unwrap()).unwrap();
+    assert_eq!(details["id"], "Pack#1.produce");
+    assert_eq!(details["event"]["type"], "audit.entry");
+    assert_eq!(details["event"]["data"], json!({ "order": "o-1" }));
+    let signal = decision(&r, "SignalExternalWorkflowExecution")[0];
+    assert_eq!(signal["workflowId"], "warehouse-1");
+    assert!(signal.get("runId").is_none(), "{signal:#}");
+    assert_eq!(signal["signalName"], "order.shipped");
+    assert_eq!(signal["control"], "Notify#1.0.a0.trigger");
+    let input: Value = serde_json::from_str(signal["input"].as_str().unwrap()).unwrap();
+    assert_eq!(input["type"], "order.shipped");
+    assert_eq!(input["source"], "shop");
+    assert_eq!(input["data"], json!({ "order": "o-1" }));
+    // The ids continue after the recorded Audit event's.
+    assert_eq!(input["id"], "wfc-2");
+    let ids = h.accept(1000.0, &r);
+    ids[1]
+}
+
+#[test]
+fn produced_events_are_signalled_or_recorded_and_the_produce_completes_when_signalled() {
+    let wf = load(SHIP);
+    let config = ship_config();
+    let mut h = History::start("shop-1", &json!({}));
+    let initiated = first_decision(&wf, &mut h, &config);
+
+    // A decision task before the signal is delivered (another event): nothing new is decided,
+    // the Audit event is not recorded again and Shipped is not signalled again.
+    h.decision_task(1001.0);
+    let r = swf::decide(&wf, &h.task(), &config).unwrap();
+    assert_eq!(types(&r), Vec::<String>::new(), "{r:#}");
+
+    // Delivered: Notify finishes, and the end's Thanks is signalled to the workflow its
+    // `swfworkflowid` attribute names (the run id from `swfrunid`).
+    h.add(1002.0, "ExternalWorkflowExecutionSignaled", json!({ "initiatedEventId": initiated, "workflowExecution": { "workflowId": "warehouse-1", "runId": "w" } }));
+    h.decision_task(1002.0);
+    let r = swf::decide(&wf, &h.task(), &config).unwrap();
+    assert_eq!(types(&r), ["SignalExternalWorkflowExecution", "RecordMarker"], "{r:#}");
+    let thanks = decision(&r, "SignalExternalWorkflowExecution")[0];
+    assert_eq!(thanks["workflowId"], "cust-7");
+    assert_eq!(thanks["runId"], "run-9");
+    assert_eq!(thanks["signalName"], "customer.thanks");
+    assert_eq!(thanks["control"], "Notify#1.produce");
+    let thanks_input: Value = serde_json::from_str(thanks["input"].as_str().unwrap()).unwrap();
+    assert_eq!(thanks_input["data"], json!({ "order": "o-1" }));
+    assert_eq!(thanks_input["id"], "wfc-3");
+    let ids = h.accept(1002.0, &r);
+
+    h.add(1003.0, "ExternalWorkflowExecutionSignaled", json!({ "initiatedEventId": ids[0], "workflowExecution": { "workflowId": "cust-7", "runId": "run-9" } }));
+    h.decision_task(1003.0);
+    let r = swf::decide(&wf, &h.task(), &config).unwrap();
+    assert_eq!(types(&r), ["CompleteWorkflowExecution"], "{r:#}");
+    let output: Value =
+        serde_json::from_str(decision(&r, "CompleteWorkflowExecution")[0]["result"].as_str().unwrap()).unwrap();
+    assert_eq!(output, json!({ "order": "o-1", "customer": "cust-7" }));
+}
+
+#[test]
+fn a_refused_signal_fails_the_produce_and_reaches_on_error() {
+    let wf = load(SHIP);
+    let config = ship_config();
+    let mut h = History::start("shop-1", &json!({}));
+    let initiated = first_decision(&wf, &mut h, &config);
+    h.add(1001.0, "SignalExternalWorkflowExecutionFailed", json!({ "workflowId": "warehouse-1", "cause": "UNKNOWN_EXTERNAL_WORKFLOW_EXECUTION", "initiatedEventId": initiated, "decisionTaskCompletedEventId": 4, "control": "Notify#1.0.a0.trigger" }));
+    h.decision_task(1001.0);
+    let r = swf::decide(&wf, &h.task(), &config).unwrap();
+    assert_eq!(types(&r), ["CompleteWorkflowExecution"], "{r:#}");
+    let output: Value =
+        serde_json::from_str(decision(&r, "CompleteWorkflowExecution")[0]["result"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        output,
+        json!({ "order": "o-1", "customer": "cust-7", "notified": false, "error": { "name": "Wfc.SignalFailed",
+                "message": "SWF could not signal workflow execution 'warehouse-1': UNKNOWN_EXTERNAL_WORKFLOW_EXECUTION" } }),
+        "the onError took the error to Unnotified"
+    );
+}
+
+#[test]
+fn a_refused_signal_without_on_error_fails_the_workflow_with_swf_cause() {
+    let wf = load(&SHIP.replace("Wfc.SignalFailed')]", "Other')]"));
+    let config = ship_config();
+    let mut h = History::start("shop-1", &json!({}));
+    let initiated = first_decision(&wf, &mut h, &config);
+    h.add(1001.0, "SignalExternalWorkflowExecutionFailed", json!({ "workflowId": "warehouse-1", "runId": "gone", "cause": "UNKNOWN_EXTERNAL_WORKFLOW_EXECUTION", "initiatedEventId": initiated, "decisionTaskCompletedEventId": 4, "control": "Notify#1.0.a0.trigger" }));
+    h.decision_task(1001.0);
+    let r = swf::decide(&wf, &h.task(), &config).unwrap();
+    assert_eq!(types(&r), ["FailWorkflowExecution"], "{r:#}");
+    let fail = decision(&r, "FailWorkflowExecution")[0];
+    assert_eq!(fail["reason"], swf::SIGNAL_FAILED);
+    assert_eq!(
+        fail["details"],
+        "SWF could not signal workflow execution 'warehouse-1' (run gone): UNKNOWN_EXTERNAL_WORKFLOW_EXECUTION"
+    );
+}
+
+#[test]
+fn a_signal_refused_for_a_passing_reason_is_sent_again() {
+    let wf = load(SHIP);
+    let config = ship_config();
+    let mut h = History::start("shop-1", &json!({}));
+    let initiated = first_decision(&wf, &mut h, &config);
+    let first_input = h.attributes(initiated)["input"].clone();
+    h.add(1001.0, "SignalExternalWorkflowExecutionFailed", json!({ "workflowId": "warehouse-1", "cause": "SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_RATE_EXCEEDED", "initiatedEventId": initiated, "decisionTaskCompletedEventId": 4, "control": "Notify#1.0.a0.trigger" }));
+    h.decision_task(1001.0);
+    let r = swf::decide(&wf, &h.task(), &config).unwrap();
+    assert_eq!(types(&r), ["SignalExternalWorkflowExecution", "RecordMarker"], "{r:#}");
+    let again = decision(&r, "SignalExternalWorkflowExecution")[0];
+    assert_eq!(again["control"], "Notify#1.0.a0.trigger");
+    let (a, b): (Value, Value) = (
+        serde_json::from_str(first_input.as_str().unwrap()).unwrap(),
+        serde_json::from_str(again["input"].as_str().unwrap()).unwrap(),
+    );
+    assert_eq!((&a["id"], &a["data"]), (&b["id"], &b["data"]), "the same event, signalled again");
+    let ids = h.accept(1001.0, &r);
+    h.add(1002.0, "ExternalWorkflowExecutionSignaled", json!({ "initiatedEventId": ids[0], "workflowExecution": { "workflowId": "warehouse-1", "runId": "w" } }));
+    h.decision_task(1002.0);
+    let r = swf::decide(&wf, &h.task(), &config).unwrap();
+    assert_eq!(types(&r), ["SignalExternalWorkflowExecution", "RecordMarker"], "Thanks is next: {r:#}");
+}
+
+#[test]
+fn an_event_with_no_target_is_a_marker_and_replays_from_it() {
+    // No signal targets: Shipped and Audit are markers; Thanks still has its attribute target.
+    let wf = load(SHIP);
+    let config = SwfConfig::default();
+    let mut h = History::start("shop-1", &json!({}));
+    let r = swf::decide(&wf, &h.task(), &config).unwrap();
+    assert_eq!(types(&r), ["RecordMarker", "RecordMarker", "SignalExternalWorkflowExecution", "RecordMarker"], "{r:#}");
+    let markers = decision(&r, "RecordMarker");
+    let ids: Vec<Value> = markers[..2]
+        .iter()
+        .map(|m| serde_json::from_str::<Value>(m["details"].as_str().unwrap()).unwrap()["id"].clone())
+        .collect();
+    assert_eq!(ids, [json!("Pack#1.produce"), json!("Notify#1.0.a0.trigger")]);
+    assert_eq!(markers[2]["markerName"], swf::STATE_MARKER);
+    h.accept(1000.0, &r);
+    // Replayed from the markers: neither is recorded again.
+    h.decision_task(1001.0);
+    let r = swf::decide(&wf, &h.task(), &config).unwrap();
+    assert_eq!(types(&r), Vec::<String>::new(), "{r:#}");
+}
+
+#[test]
+fn signal_targets_in_the_config_are_checked() {
+    let config: SwfConfig = serde_json::from_value(
+        json!({ "signals": { "Shipped": { "workflowId": "w", "runId": "r", "signalName": "s" } } }),
+    )
+    .unwrap();
+    assert_eq!(
+        config.signals["Shipped"],
+        SignalTarget { workflow_id: "w".into(), run_id: Some("r".into()), signal_name: Some("s".into()) }
+    );
+    let err = serde_json::from_value::<SwfConfig>(json!({ "signals": { "Shipped": { "workflow": "w" } } }))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("unknown field `workflow`"), "{err}");
+    // A signal name SWF would refuse fails the workflow with the reason, not the decision call.
+    let wf = load(SHIP);
+    let mut config = ship_config();
+    config.signals.get_mut("Shipped").unwrap().signal_name = Some("x".repeat(300));
+    let h = History::start("shop-1", &json!({}));
+    let r = swf::decide(&wf, &h.task(), &config).unwrap();
+    assert_eq!(types(&r), ["FailWorkflowExecution"], "{r:#}");
+    assert_eq!(decision(&r, "FailWorkflowExecution")[0]["reason"], "wfc.DecisionFailed");
+}
