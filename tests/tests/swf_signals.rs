@@ -72,8 +72,11 @@ impl History {
     /// Records the decisions of `response`; returns the event id of each, in order.
     fn accept(&mut self, ts: f64, response: &Value) -> Vec<u64> {
         let started = self.events.len() as u64;
-        let completed =
-            self.add(ts, "DecisionTaskCompleted", json!({ "scheduledEventId": started - 1, "startedEventId": started }));
+        let completed = self.add(
+            ts,
+            "DecisionTaskCompleted",
+            json!({ "scheduledEventId": started - 1, "startedEventId": started }),
+        );
         let mut ids = Vec::new();
         for d in response["decisions"].as_array().unwrap() {
             let t = d["decisionType"].as_str().unwrap();
@@ -126,10 +129,9 @@ const SHIP: &str = r#"{
 
 fn ship_config() -> SwfConfig {
     let mut config = SwfConfig::default();
-    config.signals.insert(
-        "Shipped".into(),
-        SignalTarget { workflow_id: "warehouse-1".into(), run_id: None, signal_name: None },
-    );
+    config
+        .signals
+        .insert("Shipped".into(), SignalTarget { workflow_id: "warehouse-1".into(), run_id: None, signal_name: None });
     config
 }
 
@@ -173,7 +175,11 @@ fn produced_events_are_signalled_or_recorded_and_the_produce_completes_when_sign
 
     // Delivered: Notify finishes, and the end's Thanks is signalled to the workflow its
     // `swfworkflowid` attribute names (the run id from `swfrunid`).
-    h.add(1002.0, "ExternalWorkflowExecutionSignaled", json!({ "initiatedEventId": initiated, "workflowExecution": { "workflowId": "warehouse-1", "runId": "w" } }));
+    h.add(
+        1002.0,
+        "ExternalWorkflowExecutionSignaled",
+        json!({ "initiatedEventId": initiated, "workflowExecution": { "workflowId": "warehouse-1", "runId": "w" } }),
+    );
     h.decision_task(1002.0);
     let r = swf::decide(&wf, &h.task(), &config).unwrap();
     assert_eq!(types(&r), ["SignalExternalWorkflowExecution", "RecordMarker"], "{r:#}");
@@ -187,7 +193,11 @@ fn produced_events_are_signalled_or_recorded_and_the_produce_completes_when_sign
     assert_eq!(thanks_input["id"], "wfc-3");
     let ids = h.accept(1002.0, &r);
 
-    h.add(1003.0, "ExternalWorkflowExecutionSignaled", json!({ "initiatedEventId": ids[0], "workflowExecution": { "workflowId": "cust-7", "runId": "run-9" } }));
+    h.add(
+        1003.0,
+        "ExternalWorkflowExecutionSignaled",
+        json!({ "initiatedEventId": ids[0], "workflowExecution": { "workflowId": "cust-7", "runId": "run-9" } }),
+    );
     h.decision_task(1003.0);
     let r = swf::decide(&wf, &h.task(), &config).unwrap();
     assert_eq!(types(&r), ["CompleteWorkflowExecution"], "{r:#}");
@@ -253,7 +263,11 @@ fn a_signal_refused_for_a_passing_reason_is_sent_again() {
     );
     assert_eq!((&a["id"], &a["data"]), (&b["id"], &b["data"]), "the same event, signalled again");
     let ids = h.accept(1001.0, &r);
-    h.add(1002.0, "ExternalWorkflowExecutionSignaled", json!({ "initiatedEventId": ids[0], "workflowExecution": { "workflowId": "warehouse-1", "runId": "w" } }));
+    h.add(
+        1002.0,
+        "ExternalWorkflowExecutionSignaled",
+        json!({ "initiatedEventId": ids[0], "workflowExecution": { "workflowId": "warehouse-1", "runId": "w" } }),
+    );
     h.decision_task(1002.0);
     let r = swf::decide(&wf, &h.task(), &config).unwrap();
     assert_eq!(types(&r), ["SignalExternalWorkflowExecution", "RecordMarker"], "Thanks is next: {r:#}");
