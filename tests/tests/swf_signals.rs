@@ -318,3 +318,189 @@ fn signal_targets_in_the_config_are_checked() {
     assert_eq!(types(&r), ["FailWorkflowExecution"], "{r:#}");
     assert_eq!(decision(&r, "FailWorkflowExecution")[0]["reason"], "wfc.DecisionFailed");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Signals delivered as events to Serverless Workflow event waits
+// ---------------------------------------------------------------------------------------------
+
+/// An event state waiting (30 minutes at most) for `payment.done` from `bank`.
+const WAITER: &str = r#"{
+  "id": "waiter", "version": "1.0", "name": "waiter",
+  "events": [ { "name": "Paid", "type": "payment.done", "source": "bank" } ],
+  "states": [
+    { "name": "Begin", "type": "inject", "start": { "kind": "default" }, "data": { "begun": true },
+      "transition": { "nextState": "WaitPayment" } },
+    { "name": "WaitPayment", "type": "event", "timeout": "PT30M",
+      "onEvents": [ { "eventRefs": [ "Paid" ], "actions": [] } ], "end": { "kind": "default" } }
+  ]
+}"#;
+
+fn paid(amount: i64) -> Value {
+    json!({ "specversion": "1.0", "id": format!("p-{amount}"), "type": "payment.done", "source": "bank", "data": { "amount": amount } })
+}
+
+/// The first decision of WAITER: the wait's timeout timer. Returns its TimerStarted event id.
+fn waiter_start(wf: &Workflow, h: &mut History) -> u64 {
+    let r = swf::decide(wf, &h.task(), &SwfConfig::default()).unwrap();
+    assert_eq!(types(&r), ["StartTimer", "RecordMarker"], "{r:#}");
+    let timer = decision(&r, "StartTimer")[0];
+    assert_eq!(timer["startToFireTimeout"], "1800");
+    assert!(
+        timer["control"].as_str().unwrap().starts_with("WaitPayment#1")
+            && timer["control"].as_str().unwrap().ends_with(".timeout"),
+        "{timer:#}"
+    );
+    h.accept(1000.0, &r)[0]
+}
+
+fn completed_output(r: &Value) -> Value {
+    serde_json::from_str(decision(r, "CompleteWorkflowExecution")[0]["result"].as_str().unwrap()).unwrap()
+}
+
+#[test]
+fn a_signal_is_an_event_for_a_waiting_state_and_its_timeout_timer_is_cancelled() {
+    let wf = load(WAITER);
+    let mut h = History::start("waiter-1", &json!({}));
+    let timer = waiter_start(&wf, &mut h);
+    // A signal that matches nothing (a plain signal has source `swf`), and one of another type:
+    // still waiting, nothing to decide.
+    h.add(1001.0, "WorkflowExecutionSignaled", json!({ "signalName": "payment.done", "input": "{\"amount\": 1}" }));
+    h.add(1001.0, "WorkflowExecutionSignaled", json!({ "signalName": "x", "input": json!({ "specversion": "1.0", "type": "other", "source": "bank" }).to_string() }));
+    h.decision_task(1001.0);
+    let r = swf::decide(&wf, &h.task(), &SwfConfig::default()).unwrap();
+    assert_eq!(types(&r), Vec::<String>::new(), "{r:#}");
+    // The CloudEvent arrives: the wait takes it, the timer is cancelled, the workflow completes.
+    h.add(1002.0, "WorkflowExecutionSignaled", json!({ "signalName": "payment.done", "input": paid(10).to_string() }));
+    h.decision_task(1002.0);
+    let r = swf::decide(&wf, &h.task(), &SwfConfig::default()).unwrap();
+    assert_eq!(types(&r), ["CancelTimer", "CompleteWorkflowExecution"], "{r:#}");
+    assert_eq!(decision(&r, "CancelTimer")[0]["timerId"], h.attributes(timer)["timerId"]);
+    assert_eq!(completed_output(&r), json!({ "begun": true, "amount": 10 }));
+}
+
+#[test]
+fn a_wait_whose_timer_fired_goes_on_and_a_later_signal_changes_nothing() {
+    let wf = load(WAITER);
+    let mut h = History::start("waiter-1", &json!({}));
+    let timer = waiter_start(&wf, &mut h);
+    h.add(2800.0, "TimerFired", json!({ "timerId": h.attributes(timer)["timerId"], "startedEventId": timer }));
+    // A payment signalled after the timeout fired, before the decision task: too late.
+    h.add(2801.0, "WorkflowExecutionSignaled", json!({ "signalName": "payment.done", "input": paid(10).to_string() }));
+    h.decision_task(2801.0);
+    let r = swf::decide(&wf, &h.task(), &SwfConfig::default()).unwrap();
+    assert_eq!(types(&r), ["CompleteWorkflowExecution"], "{r:#}");
+    assert_eq!(completed_output(&r), json!({ "begun": true }));
+}
+
+/// A customer waiting for its order to ship, then for the shop's thanks.
+const CUSTOMER: &str = r#"{
+  "id": "customer", "version": "1.0", "name": "customer",
+  "events": [
+    { "name": "Shipped", "type": "order.shipped", "source": "shop" },
+    { "name": "Thanks", "type": "customer.thanks", "source": "shop" }
+  ],
+  "states": [
+    { "name": "AwaitShipment", "type": "event", "start": { "kind": "default" },
+      "onEvents": [ { "eventRefs": [ "Shipped" ], "eventDataFilter": { "dataOutputPath": "{{ $.data.order }}" }, "actions": [] } ],
+      "transition": { "nextState": "AwaitThanks" } },
+    { "name": "AwaitThanks", "type": "event",
+      "onEvents": [ { "eventRefs": [ "Thanks" ], "eventDataFilter": { "dataOutputPath": "{{ $.source }}" }, "actions": [] } ],
+      "end": { "kind": "default" } }
+  ]
+}"#;
+
+/// One execution of the simulated SWF service.
+struct Execution {
+    workflow: Workflow,
+    config: SwfConfig,
+    history: History,
+    decide: bool,
+    closed: Option<Value>,
+}
+
+/// Two workflows on a simulated SWF service that delivers `SignalExternalWorkflowExecution`
+/// to the target's history (`WorkflowExecutionSignaled`) and answers the sender
+/// (`ExternalWorkflowExecutionSignaled`, or `SignalExternalWorkflowExecutionFailed` for an unknown
+/// target), each of which schedules a decision task, until both close.
+#[test]
+fn one_workflows_signals_wake_the_other_workflows_event_waits() {
+    let mut config = SwfConfig::default();
+    config.signals.insert("Shipped".into(), SignalTarget { workflow_id: "cust-7".into(), ..SignalTarget::default() });
+    let mut executions = vec![
+        // The customer first: its waits are reached before anything is signalled.
+        Execution {
+            workflow: load(CUSTOMER),
+            config: SwfConfig::default(),
+            history: History::start("cust-7", &json!({})),
+            decide: true,
+            closed: None,
+        },
+        Execution {
+            workflow: load(SHIP),
+            config,
+            history: History::start("shop-1", &json!({})),
+            decide: true,
+            closed: None,
+        },
+    ];
+    let mut ts = 1000.0;
+    let mut rounds = 0;
+    while executions.iter().any(|e| e.decide) {
+        rounds += 1;
+        assert!(rounds < 20, "the executions do not close");
+        for i in 0..executions.len() {
+            if !executions[i].decide {
+                continue;
+            }
+            ts += 1.0;
+            let e = &mut executions[i];
+            e.decide = false;
+            let r = swf::decide(&e.workflow, &e.history.task(), &e.config).unwrap();
+            let ids = e.history.accept(ts, &r);
+            let sender = e.history.workflow_id.clone();
+            for (d, id) in r["decisions"].as_array().unwrap().iter().zip(ids) {
+                match d["decisionType"].as_str().unwrap() {
+                    "SignalExternalWorkflowExecution" => {
+                        let a = &d["signalExternalWorkflowExecutionDecisionAttributes"];
+                        let target = executions
+                            .iter()
+                            .position(|t| t.history.workflow_id == a["workflowId"] && t.closed.is_none());
+                        let e = &mut executions[i];
+                        match target {
+                            Some(t) => {
+                                e.history.add(ts, "ExternalWorkflowExecutionSignaled", json!({ "initiatedEventId": id, "workflowExecution": { "workflowId": a["workflowId"], "runId": "r" } }));
+                                let target = &mut executions[t];
+                                target.history.add(ts, "WorkflowExecutionSignaled", json!({ "signalName": a["signalName"], "input": a["input"], "externalWorkflowExecution": { "workflowId": sender, "runId": "r" }, "externalInitiatedEventId": id }));
+                                target.history.decision_task(ts);
+                                target.decide = true;
+                            }
+                            None => {
+                                e.history.add(ts, "SignalExternalWorkflowExecutionFailed", json!({ "workflowId": a["workflowId"], "cause": "UNKNOWN_EXTERNAL_WORKFLOW_EXECUTION", "initiatedEventId": id, "decisionTaskCompletedEventId": id - 1, "control": a["control"] }));
+                            }
+                        }
+                        let e = &mut executions[i];
+                        e.history.decision_task(ts);
+                        e.decide = true;
+                    }
+                    "CompleteWorkflowExecution" => {
+                        let result = &d["completeWorkflowExecutionDecisionAttributes"]["result"];
+                        executions[i].closed = Some(serde_json::from_str(result.as_str().unwrap()).unwrap());
+                    }
+                    "RecordMarker" => {}
+                    other => panic!("unexpected decision {other}: {r:#}"),
+                }
+            }
+        }
+    }
+    assert_eq!(executions[1].closed, Some(json!({ "order": "o-1", "customer": "cust-7" })), "the shop completed");
+    assert_eq!(executions[0].closed, Some(json!({ "order": "o-1", "source": "shop" })), "the customer got both events");
+    // The customer's history holds the two signals, in the order the shop sent them.
+    let signals: Vec<&Value> = executions[0]
+        .history
+        .events
+        .iter()
+        .filter(|e| e["eventType"] == "WorkflowExecutionSignaled")
+        .map(|e| &e["workflowExecutionSignaledEventAttributes"]["signalName"])
+        .collect();
+    assert_eq!(signals, [&json!("order.shipped"), &json!("customer.thanks")]);
+}

@@ -223,7 +223,11 @@ where
         return Ok(task.respond(out.0));
     }
 
-    let store = ReplayStore::new(view.operations.clone(), crate::clock::format_timestamp(view.start_time));
+    let store = ReplayStore::with_events(
+        view.operations.clone(),
+        crate::clock::format_timestamp(view.start_time),
+        view.inbox.clone(),
+    );
     let policy = SuspendPolicy { steps: true, timers: true, callbacks: false };
     let targets = config.clone();
     let suspender = Suspender::with_signals(
@@ -262,7 +266,14 @@ where
             out.close(&result);
         }
         Err(pending) => {
-            let waiting: HashSet<&str> = pending.iter().map(Pending::id).collect();
+            // An event wait's timeout timer is waited for by the wait.
+            let waiting: HashSet<&str> = pending
+                .iter()
+                .flat_map(|p| match p {
+                    Pending::Event { id, timer, .. } => vec![id.as_str(), timer.as_str()],
+                    other => vec![other.id()],
+                })
+                .collect();
             out.cancel_open(&view, &waiting);
             out.record_produced(&produced);
             if let Some(continued) = view.continue_as_new(config, &pending).filter(|_| produced.is_empty()) {
@@ -323,6 +334,26 @@ fn new_produced_events(store: &ReplayStore, view: &HistoryView) -> Vec<(String, 
         .filter(|u| view.index.get(&u.id).is_none_or(|&i| view.operations[i].status == OpStatus::Cancelled))
         .map(|u| (u.id, u.result.unwrap_or(Value::Null)))
         .collect()
+}
+
+/// A signal as a CloudEvent: its input when that is a CloudEvent in JSON (what a wfc decider's
+/// `SignalExternalWorkflowExecution` sends), else an event of type `signalName`, source `swf`,
+/// whose data is the input (JSON, or the string when it is not JSON).
+fn signal_event(name: &str, input: Option<&str>, event_id: u64) -> Value {
+    let parsed = input.map(|s| serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.to_owned())));
+    match parsed {
+        Some(Value::Object(m)) if m.contains_key("specversion") && m.get("type").is_some_and(Value::is_string) => {
+            Value::Object(m)
+        }
+        data => json!({
+            "specversion": "1.0",
+            "id": format!("swf-signal-{event_id}"),
+            "source": "swf",
+            "type": name,
+            "datacontenttype": "application/json",
+            "data": data.unwrap_or(Value::Null),
+        }),
+    }
 }
 
 /// The answer to an `UnhandledDecision` fault: respond with no decisions, so SWF schedules a new
@@ -436,6 +467,9 @@ struct HistoryView {
     refused: HashMap<String, String>,
     /// The CloudEvent of each signal initiated, by operation id.
     signal_events: HashMap<String, Value>,
+    /// The signals delivered to this execution as Serverless Workflow events (every signal
+    /// but `wfc.TaskSuccess`/`wfc.TaskFailure`): `(event id, CloudEvent)` in history order.
+    inbox: Vec<(i64, Value)>,
     cancel_requested: Option<String>,
     closed: bool,
     event_count: usize,
@@ -501,6 +535,7 @@ impl HistoryView {
             open: BTreeMap::new(),
             refused: HashMap::new(),
             signal_events: HashMap::new(),
+            inbox: Vec::new(),
             cancel_requested: None,
             closed: false,
             event_count: events.len(),
@@ -683,7 +718,9 @@ impl HistoryView {
             "TimerFired" | "TimerCanceled" => {
                 let status = if event_type == "TimerFired" { OpStatus::Succeeded } else { OpStatus::Cancelled };
                 if let Some(id) = self.scheduled(a, "startedEventId") {
-                    self.upsert(&id, OpType::Wait, status, |_| {});
+                    // Where it fired: an event wait's timeout counts the events before it only.
+                    let fired = (status == OpStatus::Succeeded).then(|| json!({ "eventId": event_id }));
+                    self.upsert(&id, OpType::Wait, status, |op| op.result = fired);
                     self.open.remove(&id);
                 }
             }
@@ -800,7 +837,7 @@ impl HistoryView {
                 let cause = text(a, "cause").unwrap_or("cancel requested").to_owned();
                 self.cancel_requested = Some(cause);
             }
-            "WorkflowExecutionSignaled" => self.signal(a),
+            "WorkflowExecutionSignaled" => self.signal(a, event_id),
             "WorkflowExecutionCompleted"
             | "WorkflowExecutionFailed"
             | "WorkflowExecutionCanceled"
@@ -815,11 +852,14 @@ impl HistoryView {
     }
 
     /// `wfc.TaskSuccess` / `wfc.TaskFailure`: finish a scheduled Task attempt from outside, as
-    /// Step Functions' SendTaskSuccess/SendTaskFailure do. Other signals have no meaning in
-    /// the States Language and are ignored.
-    fn signal(&mut self, a: &Value) {
+    /// Step Functions' SendTaskSuccess/SendTaskFailure do. Any other signal is an event for the
+    /// Serverless Workflow event waits (see [`signal_event`]); the States Language has no use
+    /// for it.
+    fn signal(&mut self, a: &Value, event_id: u64) {
         let name = text(a, "signalName").unwrap_or_default();
         if name != TASK_SUCCESS_SIGNAL && name != TASK_FAILURE_SIGNAL {
+            let seq = i64::try_from(event_id).unwrap_or(i64::MAX);
+            self.inbox.push((seq, signal_event(name, text(a, "input"), event_id)));
             return;
         }
         let input = data(a, "input");
@@ -856,7 +896,9 @@ impl HistoryView {
     /// The input of a `ContinueAsNewWorkflowExecution`, when the history is long, nothing is
     /// open and the journal fits SWF's 32,768-character input.
     fn continue_as_new(&self, config: &SwfConfig, pending: &[Pending]) -> Option<String> {
-        if self.event_count < config.continue_as_new_after_events || pending.is_empty() {
+        // Signals delivered as events are re-read from this run's history at each replay: they
+        // would not reach the next run.
+        if self.event_count < config.continue_as_new_after_events || pending.is_empty() || !self.inbox.is_empty() {
             return None;
         }
         let quiet = self.open.is_empty()
@@ -1001,6 +1043,19 @@ impl Decisions {
             | Pending::Timer { started: true, .. }
             | Pending::Signal { started: true, .. }
             | Pending::Callback { .. } => None,
+            Pending::Event { started: true, .. } | Pending::Event { timeout: None, .. } => None,
+            Pending::Event { id, timer, timeout: Some(delay), .. } => {
+                let timer_id = swf_id(timer);
+                if let Some(cause) = view.refused.get(&timer_id).filter(|c| !transient(c)) {
+                    return Some(format!("timer '{timer_id}' of the event wait '{id}': {cause}"));
+                }
+                let secs = delay.as_secs() + u64::from(delay.subsec_nanos() > 0);
+                self.push(
+                    "StartTimer",
+                    json!({ "timerId": timer_id, "startToFireTimeout": secs.min(99_999_999).to_string(), "control": timer }),
+                );
+                None
+            }
             Pending::Signal { id, event_name, event, .. } => {
                 let target = signal_target(config, event_name, event)?;
                 let signal_name = target

@@ -62,6 +62,22 @@ pub enum Pending {
         /// The task token (the service's callback id).
         token: String,
     },
+    /// A Serverless Workflow event wait that the events the service delivered so far do not
+    /// satisfy (parked only by a suspender with a [`SignalFilter`]: its service delivers events,
+    /// an SWF decider's signals). The service wakes the execution when an event arrives, or when
+    /// the timer `timer` (the wait's timeout) fires.
+    Event {
+        /// The operation id of the wait.
+        id: String,
+        /// The state's name.
+        name: String,
+        /// The wait's timeout, if it has one.
+        timeout: Option<Duration>,
+        /// The operation id of the timeout's timer (`<id>.timeout`).
+        timer: String,
+        /// Whether the journal had recorded the timer as started.
+        started: bool,
+    },
     /// A produced Serverless Workflow event that the service delivers to another execution and
     /// whose delivery the line of control waits for (parked only for events the suspender's
     /// [`SignalFilter`] selects: an SWF decider signals them with
@@ -87,7 +103,8 @@ impl Pending {
             Pending::Step { id, .. }
             | Pending::Timer { id, .. }
             | Pending::Callback { id, .. }
-            | Pending::Signal { id, .. } => id,
+            | Pending::Signal { id, .. }
+            | Pending::Event { id, .. } => id,
         }
     }
 }
