@@ -715,7 +715,8 @@ impl HistoryView {
                 self.by_event.insert(event_id, id.clone());
                 self.open.insert(id, OpenItem { what: Open::Timer { timer_id }, cancel_requested: false });
             }
-            "TimerFired" | "TimerCanceled" => {
+            // moto_server spells it `TimerCancelled`.
+            "TimerFired" | "TimerCanceled" | "TimerCancelled" => {
                 let status = if event_type == "TimerFired" { OpStatus::Succeeded } else { OpStatus::Cancelled };
                 if let Some(id) = self.scheduled(a, "startedEventId") {
                     // Where it fired: an event wait's timeout counts the events before it only.
