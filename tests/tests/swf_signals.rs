@@ -87,6 +87,7 @@ impl History {
                 "RecordMarker" => "MarkerRecorded",
                 "SignalExternalWorkflowExecution" => "SignalExternalWorkflowExecutionInitiated",
                 "StartTimer" => "TimerStarted",
+                "ScheduleActivityTask" => "ActivityTaskScheduled",
                 "CompleteWorkflowExecution" => "WorkflowExecutionCompleted",
                 "FailWorkflowExecution" => "WorkflowExecutionFailed",
                 other => panic!("unexpected {other}"),
@@ -503,4 +504,51 @@ fn one_workflows_signals_wake_the_other_workflows_event_waits() {
         .map(|e| &e["workflowExecutionSignaledEventAttributes"]["signalName"])
         .collect();
     assert_eq!(signals, [&json!("order.shipped"), &json!("customer.thanks")]);
+}
+
+/// A function action with a retry: an activity per attempt, a timer between them.
+const CHARGE: &str = r#"{
+  "id": "charge", "version": "1.0", "name": "charge",
+  "functions": [ { "name": "chargeCard", "resource": "cards.charge" } ],
+  "states": [
+    { "name": "Charge", "type": "operation", "start": { "kind": "default" },
+      "actions": [ { "functionRef": { "refName": "chargeCard", "parameters": { "amount": "{{ $.amount }}" } },
+                      "timeout": "PT1M" } ],
+      "retry": [ { "expression": "{{ $.errors[?(@.name == 'Declined')] }}", "maxAttempts": 1, "interval": "PT5S" } ],
+      "end": { "kind": "default" } }
+  ]
+}"#;
+
+#[test]
+fn function_actions_are_activities_and_their_retries_timers() {
+    let wf = load(CHARGE);
+    let config = SwfConfig::default();
+    let mut h = History::start("charge-1", &json!({ "amount": 30 }));
+    let r = swf::decide(&wf, &h.task(), &config).unwrap();
+    assert_eq!(types(&r), ["ScheduleActivityTask", "RecordMarker"], "{r:#}");
+    let a = decision(&r, "ScheduleActivityTask")[0];
+    assert_eq!(a["activityType"]["name"], "chargeCard");
+    assert_eq!(a["startToCloseTimeout"], "60");
+    assert_eq!(serde_json::from_str::<Value>(a["input"].as_str().unwrap()).unwrap(), json!({ "amount": 30 }));
+    let scheduled = h.accept(1000.0, &r)[0];
+    h.add(1001.0, "ActivityTaskFailed", json!({ "scheduledEventId": scheduled, "startedEventId": scheduled, "reason": "Declined", "details": "try later" }));
+    h.decision_task(1001.0);
+    let r = swf::decide(&wf, &h.task(), &config).unwrap();
+    assert_eq!(types(&r), ["StartTimer", "RecordMarker"], "{r:#}");
+    assert_eq!(decision(&r, "StartTimer")[0]["startToFireTimeout"], "5");
+    let timer = h.accept(1001.0, &r)[0];
+    h.add(1006.0, "TimerFired", json!({ "timerId": h.attributes(timer)["timerId"], "startedEventId": timer }));
+    h.decision_task(1006.0);
+    let r = swf::decide(&wf, &h.task(), &config).unwrap();
+    assert_eq!(types(&r), ["ScheduleActivityTask", "RecordMarker"], "{r:#}");
+    let retry = h.accept(1006.0, &r)[0];
+    h.add(
+        1007.0,
+        "ActivityTaskCompleted",
+        json!({ "scheduledEventId": retry, "startedEventId": retry, "result": json!({ "id": "r-1" }).to_string() }),
+    );
+    h.decision_task(1007.0);
+    let r = swf::decide(&wf, &h.task(), &config).unwrap();
+    assert_eq!(types(&r), ["CompleteWorkflowExecution"], "{r:#}");
+    assert_eq!(completed_output(&r), json!({ "amount": 30, "id": "r-1" }));
 }
