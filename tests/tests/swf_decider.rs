@@ -641,6 +641,24 @@ fn every_eligible_case_runs_to_its_expected_end_through_the_decider() {
                     {
                         problems.push(format!("elapsed {} s != {secs} s", closed.elapsed));
                     }
+                    // Produced events with no signal target are `wfc.produced` markers.
+                    if let Some(wanted) = expected.get("produced_events").and_then(Value::as_array) {
+                        let produced: Vec<Value> = sim
+                            .events
+                            .iter()
+                            .filter(|e| e["eventType"] == "MarkerRecorded")
+                            .map(|e| &e["markerRecordedEventAttributes"])
+                            .filter(|a| a["markerName"] == swf::PRODUCED_MARKER)
+                            .map(|a| serde_json::from_str::<Value>(a["details"].as_str().unwrap()).unwrap()["event"].clone())
+                            .collect();
+                        let same = produced.len() == wanted.len()
+                            && produced.iter().zip(wanted).all(|(got, want)| {
+                                want.as_object().unwrap().iter().all(|(k, v)| got.get(k) == Some(v))
+                            });
+                        if !same {
+                            problems.push(format!("produced events {produced:?} != {wanted:?}"));
+                        }
+                    }
                     if !problems.is_empty() {
                         failures.push(format!("{name}: {}", problems.join("; ")));
                     }
