@@ -136,7 +136,10 @@ struct State {
 /// Which produced events park as [`Pending::Signal`]: called with the event definition's name
 /// and the CloudEvent. Events it does not select are produced and checkpointed as usual.
 #[derive(Clone)]
-pub struct SignalFilter(Arc<dyn Fn(&str, &serde_json::Value) -> bool + Send + Sync>);
+pub struct SignalFilter(Arc<SignalPredicate>);
+
+/// The predicate of a [`SignalFilter`].
+type SignalPredicate = dyn Fn(&str, &serde_json::Value) -> bool + Send + Sync;
 
 impl SignalFilter {
     /// A filter from a predicate on (event name, CloudEvent).
