@@ -877,6 +877,7 @@ impl History {
                 "RecordMarker" => "MarkerRecorded",
                 "RequestCancelActivityTask" => "ActivityTaskCancelRequested",
                 "StartChildWorkflowExecution" => "StartChildWorkflowExecutionInitiated",
+                "RequestCancelExternalWorkflowExecution" => "RequestCancelExternalWorkflowExecutionInitiated",
                 other => panic!("unexpected {other}"),
             };
             ids.push(self.add(ts, event_type, a));
@@ -1377,6 +1378,49 @@ const LAMBDA_THEN_WAIT: &str = r#"{
     "Nap": { "Type": "Wait", "Seconds": 10, "End": true }
   }
 }"#;
+
+/// A child workflow in one Parallel branch, an activity in the other; the Catch waits.
+const CHILD_IN_PARALLEL: &str = r#"{
+  "StartAt": "Both",
+  "States": {
+    "Both": { "Type": "Parallel", "Branches": [
+        { "StartAt": "Bill", "States": { "Bill": { "Type": "Task", "Resource": "arn:aws:states:::states:startExecution.sync:2",
+            "Parameters": { "StateMachineArn": "arn:aws:states:us-east-1:123456789012:stateMachine:Billing" }, "End": true } } },
+        { "StartAt": "Check", "States": { "Check": { "Type": "Task", "Resource": "arn:aws:states:us-east-1:123456789012:activity:Check", "End": true } } }
+      ],
+      "Catch": [ { "ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Pause" } ], "Next": "Pause" },
+    "Pause": { "Type": "Wait", "Seconds": 5, "End": true }
+  }
+}"#;
+
+/// A child no line of control waits for any more (its sibling branch failed) is cancelled with
+/// `RequestCancelExternalWorkflowExecution` (with its run id once started), asked once.
+#[test]
+fn a_child_workflow_abandoned_by_a_failed_sibling_branch_is_cancelled_once() {
+    let wf = load(CHILD_IN_PARALLEL);
+    let decide = |h: &History| swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    let mut h = History(start_events(&json!({})));
+    let r = decide(&h);
+    assert_eq!(types(&r), ["StartChildWorkflowExecution", "ScheduleActivityTask", "RecordMarker"], "{r:#}");
+    h.accept(1000.0, &r);
+    let child_id = decision(&r, "StartChildWorkflowExecution")[0]["workflowId"].clone();
+    let child = json!({ "workflowId": child_id, "runId": "child-run" });
+    let initiated = initiated_event(&h, "Both#1.0/0/Bill#1.0");
+    h.add(1001.0, "ChildWorkflowExecutionStarted", json!({ "initiatedEventId": initiated, "workflowExecution": child }));
+    let check = scheduled_event(&h, "Both#1.0/1/Check#1.0");
+    h.add(1002.0, "ActivityTaskFailed", json!({ "scheduledEventId": check, "startedEventId": check, "reason": "Bad", "details": "no" }));
+    h.decision_task(1002.0);
+    let r = decide(&h);
+    assert_eq!(types(&r), ["RequestCancelExternalWorkflowExecution", "StartTimer", "RecordMarker"], "{r:#}");
+    assert_eq!(decision(&r, "RequestCancelExternalWorkflowExecution")[0], &child);
+    h.accept(1002.0, &r);
+    // Asked once: the next decision task does not ask again.
+    let asked = h.0.iter().find(|e| e["eventType"] == "RequestCancelExternalWorkflowExecutionInitiated").unwrap()["eventId"].clone();
+    h.add(1003.0, "ExternalWorkflowExecutionCancelRequested", json!({ "initiatedEventId": asked, "workflowExecution": child }));
+    h.decision_task(1003.0);
+    let r = decide(&h);
+    assert!(!types(&r).iter().any(|t| t == "RequestCancelExternalWorkflowExecution"), "{r:#}");
+}
 
 #[test]
 fn lambda_failures_and_refused_timers_are_mapped() {
