@@ -310,6 +310,10 @@ fn signal_targets_in_the_config_are_checked() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("unknown field `workflow`"), "{err}");
+    let err = serde_json::from_value::<SwfConfig>(json!({ "signals": { "Shipped": { "runId": "r" } } }))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("missing field `workflowId`"), "{err}");
     // A signal name SWF would refuse fails the workflow with the reason, not the decision call.
     let wf = load(SHIP);
     let mut config = ship_config();

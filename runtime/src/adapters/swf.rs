@@ -95,9 +95,8 @@ pub struct TaskTarget {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SignalTarget {
-    /// The target execution's workflow id (required in the configuration; the event's
-    /// `swfworkflowid` attribute overrides it).
-    #[serde(default)]
+    /// The target execution's workflow id (required; the event's `swfworkflowid` attribute
+    /// overrides it).
     pub workflow_id: String,
     /// The target's run id; default: its current run.
     pub run_id: Option<String>,
