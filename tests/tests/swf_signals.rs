@@ -2,12 +2,66 @@
 //! histories in which a produced event with a target becomes `SignalExternalWorkflowExecution`
 //! (signalled, refused for good, refused for a passing reason) and one without a target becomes
 //! a `wfc.produced` marker; and a loop in which one workflow's signal is delivered to another
-//! execution by a small simulated SWF service.
+//! execution by a small simulated SWF service. Each decision of the compiled definitions
+//! (tests/adapters/*_signals.sw.json) is also made by their generated code, identically.
 #![allow(missing_docs)]
 
 use serde_json::{Value, json};
 use wfc_runtime::adapters::swf::{self, SignalTarget, SwfConfig};
 use wfc_runtime::ir::Workflow;
+
+wfc_runtime::include_workflow!("tests/adapters/ship_signals.sw.json");
+wfc_runtime::include_workflow!("tests/adapters/customer_signals.sw.json");
+wfc_runtime::include_workflow!("tests/adapters/charge_signals.sw.json");
+
+/// The decider never calls a function: every call is an activity or replays.
+struct NoCalls;
+
+impl ship_signals::Handler for NoCalls {}
+impl customer_signals::Handler for NoCalls {}
+impl charge_signals::Handler for NoCalls {
+    async fn charge_card(
+        &self,
+        _input: Value,
+        _ctx: wfc_runtime::TaskContext,
+    ) -> Result<Value, wfc_runtime::TaskError> {
+        panic!("a decider called a function")
+    }
+}
+
+/// The same decision task answered by the generated code of `wf`, when `wf` is one of the
+/// compiled definitions (the decider never calls a function: every call is an activity or
+/// replays).
+fn generated_decision(wf: &Workflow, task: &Value, config: &SwfConfig) -> Option<Value> {
+    let is = |ir: &Workflow| {
+        let mut w = wf.clone();
+        w.name.clone_from(&ir.name);
+        w == *ir
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
+    let name = wf.name.as_str();
+    let decided = if is(ship_signals::ir().unwrap()) {
+        runtime.block_on(swf::decide_with(task, config, name, |input, o| ship_signals::run_with(&NoCalls, input, o)))
+    } else if is(customer_signals::ir().unwrap()) {
+        runtime
+            .block_on(swf::decide_with(task, config, name, |input, o| customer_signals::run_with(&NoCalls, input, o)))
+    } else if is(charge_signals::ir().unwrap()) {
+        runtime.block_on(swf::decide_with(task, config, name, |input, o| charge_signals::run_with(&NoCalls, input, o)))
+    } else {
+        return None;
+    };
+    Some(decided.unwrap())
+}
+
+/// `swf::decide` on the interpreter, checked against the generated code when the definition is
+/// one of the compiled ones.
+fn decide(wf: &Workflow, task: &Value, config: &SwfConfig) -> Value {
+    let interpreted = swf::decide(wf, task, config).unwrap();
+    if let Some(generated) = generated_decision(wf, task, config) {
+        assert_eq!(generated, interpreted, "generated code decided differently on {task:#}");
+    }
+    interpreted
+}
 
 fn load(text: &str) -> Workflow {
     match wfc_core::load(wfc_core::Source { path: "inline.sw.json", text }) {
@@ -106,27 +160,7 @@ impl History {
 /// Pack (a transition producing `Audit`, no target), Notify (an action triggering `Shipped`,
 /// target configured; a refused signal goes to onError), and an end producing `Thanks` whose
 /// target is the `swfworkflowid` attribute taken from the state data.
-const SHIP: &str = r#"{
-  "id": "ship", "version": "1.0", "name": "ship",
-  "events": [
-    { "name": "Audit", "type": "audit.entry", "kind": "produced" },
-    { "name": "Shipped", "type": "order.shipped", "source": "shop", "kind": "produced" },
-    { "name": "Thanks", "type": "customer.thanks", "source": "shop", "kind": "produced" }
-  ],
-  "states": [
-    { "name": "Pack", "type": "inject", "start": { "kind": "default" },
-      "data": { "order": "o-1", "customer": "cust-7" },
-      "transition": { "nextState": "Notify", "produceEvent": { "eventRef": "Audit", "data": "{{ $.order }}" } } },
-    { "name": "Notify", "type": "operation",
-      "actions": [ { "eventRef": { "triggerEventRef": "Shipped", "data": { "order": "{{ $.order }}" } } } ],
-      "onError": [ { "expression": "{{ $.errors[?(@.name == 'Wfc.SignalFailed')] }}",
-                     "errorDataFilter": { "dataOutputPath": "{{ $.error }}" },
-                     "transition": { "nextState": "Unnotified" } } ],
-      "end": { "kind": "event", "produceEvent": { "eventRef": "Thanks", "data": { "order": "{{ $.order }}" },
-               "contextAttributes": { "swfworkflowid": "{{ $.customer }}", "swfrunid": "run-9" } } } },
-    { "name": "Unnotified", "type": "inject", "data": { "notified": false }, "end": { "kind": "default" } }
-  ]
-}"#;
+const SHIP: &str = include_str!("adapters/ship_signals.sw.json");
 
 fn ship_config() -> SwfConfig {
     let mut config = SwfConfig::default();
@@ -138,7 +172,7 @@ fn ship_config() -> SwfConfig {
 
 /// The first decision of SHIP: the Audit marker, the Shipped signal and the state marker.
 fn first_decision(wf: &Workflow, h: &mut History, config: &SwfConfig) -> u64 {
-    let r = swf::decide(wf, &h.task(), config).unwrap();
+    let r = decide(wf, &h.task(), config);
     assert_eq!(types(&r), ["RecordMarker", "SignalExternalWorkflowExecution", "RecordMarker"], "{r:#}");
     let marker = decision(&r, "RecordMarker")[0];
     assert_eq!(marker["markerName"], swf::PRODUCED_MARKER);
@@ -166,12 +200,16 @@ fn produced_events_are_signalled_or_recorded_and_the_produce_completes_when_sign
     let wf = load(SHIP);
     let config = ship_config();
     let mut h = History::start("shop-1", &json!({}));
+    // Every decision of these tests is checked against the generated code too.
+    for compiled in [SHIP, CUSTOMER, CHARGE] {
+        assert!(generated_decision(&load(compiled), &h.task(), &config).is_some());
+    }
     let initiated = first_decision(&wf, &mut h, &config);
 
     // A decision task before the signal is delivered (another event): nothing new is decided,
     // the Audit event is not recorded again and Shipped is not signalled again.
     h.decision_task(1001.0);
-    let r = swf::decide(&wf, &h.task(), &config).unwrap();
+    let r = decide(&wf, &h.task(), &config);
     assert_eq!(types(&r), Vec::<String>::new(), "{r:#}");
 
     // Delivered: Notify finishes, and the end's Thanks is signalled to the workflow its
@@ -182,7 +220,7 @@ fn produced_events_are_signalled_or_recorded_and_the_produce_completes_when_sign
         json!({ "initiatedEventId": initiated, "workflowExecution": { "workflowId": "warehouse-1", "runId": "w" } }),
     );
     h.decision_task(1002.0);
-    let r = swf::decide(&wf, &h.task(), &config).unwrap();
+    let r = decide(&wf, &h.task(), &config);
     assert_eq!(types(&r), ["SignalExternalWorkflowExecution", "RecordMarker"], "{r:#}");
     let thanks = decision(&r, "SignalExternalWorkflowExecution")[0];
     assert_eq!(thanks["workflowId"], "cust-7");
@@ -200,7 +238,7 @@ fn produced_events_are_signalled_or_recorded_and_the_produce_completes_when_sign
         json!({ "initiatedEventId": ids[0], "workflowExecution": { "workflowId": "cust-7", "runId": "run-9" } }),
     );
     h.decision_task(1003.0);
-    let r = swf::decide(&wf, &h.task(), &config).unwrap();
+    let r = decide(&wf, &h.task(), &config);
     assert_eq!(types(&r), ["CompleteWorkflowExecution"], "{r:#}");
     let output: Value =
         serde_json::from_str(decision(&r, "CompleteWorkflowExecution")[0]["result"].as_str().unwrap()).unwrap();
@@ -215,7 +253,7 @@ fn a_refused_signal_fails_the_produce_and_reaches_on_error() {
     let initiated = first_decision(&wf, &mut h, &config);
     h.add(1001.0, "SignalExternalWorkflowExecutionFailed", json!({ "workflowId": "warehouse-1", "cause": "UNKNOWN_EXTERNAL_WORKFLOW_EXECUTION", "initiatedEventId": initiated, "decisionTaskCompletedEventId": 4, "control": "Notify#1.0.a0.trigger" }));
     h.decision_task(1001.0);
-    let r = swf::decide(&wf, &h.task(), &config).unwrap();
+    let r = decide(&wf, &h.task(), &config);
     assert_eq!(types(&r), ["CompleteWorkflowExecution"], "{r:#}");
     let output: Value =
         serde_json::from_str(decision(&r, "CompleteWorkflowExecution")[0]["result"].as_str().unwrap()).unwrap();
@@ -235,7 +273,7 @@ fn a_refused_signal_without_on_error_fails_the_workflow_with_swf_cause() {
     let initiated = first_decision(&wf, &mut h, &config);
     h.add(1001.0, "SignalExternalWorkflowExecutionFailed", json!({ "workflowId": "warehouse-1", "runId": "gone", "cause": "UNKNOWN_EXTERNAL_WORKFLOW_EXECUTION", "initiatedEventId": initiated, "decisionTaskCompletedEventId": 4, "control": "Notify#1.0.a0.trigger" }));
     h.decision_task(1001.0);
-    let r = swf::decide(&wf, &h.task(), &config).unwrap();
+    let r = decide(&wf, &h.task(), &config);
     assert_eq!(types(&r), ["FailWorkflowExecution"], "{r:#}");
     let fail = decision(&r, "FailWorkflowExecution")[0];
     assert_eq!(fail["reason"], swf::SIGNAL_FAILED);
@@ -254,7 +292,7 @@ fn a_signal_refused_for_a_passing_reason_is_sent_again() {
     let first_input = h.attributes(initiated)["input"].clone();
     h.add(1001.0, "SignalExternalWorkflowExecutionFailed", json!({ "workflowId": "warehouse-1", "cause": "SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_RATE_EXCEEDED", "initiatedEventId": initiated, "decisionTaskCompletedEventId": 4, "control": "Notify#1.0.a0.trigger" }));
     h.decision_task(1001.0);
-    let r = swf::decide(&wf, &h.task(), &config).unwrap();
+    let r = decide(&wf, &h.task(), &config);
     assert_eq!(types(&r), ["SignalExternalWorkflowExecution", "RecordMarker"], "{r:#}");
     let again = decision(&r, "SignalExternalWorkflowExecution")[0];
     assert_eq!(again["control"], "Notify#1.0.a0.trigger");
@@ -270,7 +308,7 @@ fn a_signal_refused_for_a_passing_reason_is_sent_again() {
         json!({ "initiatedEventId": ids[0], "workflowExecution": { "workflowId": "warehouse-1", "runId": "w" } }),
     );
     h.decision_task(1002.0);
-    let r = swf::decide(&wf, &h.task(), &config).unwrap();
+    let r = decide(&wf, &h.task(), &config);
     assert_eq!(types(&r), ["SignalExternalWorkflowExecution", "RecordMarker"], "Thanks is next: {r:#}");
 }
 
@@ -280,7 +318,7 @@ fn an_event_with_no_target_is_a_marker_and_replays_from_it() {
     let wf = load(SHIP);
     let config = SwfConfig::default();
     let mut h = History::start("shop-1", &json!({}));
-    let r = swf::decide(&wf, &h.task(), &config).unwrap();
+    let r = decide(&wf, &h.task(), &config);
     assert_eq!(types(&r), ["RecordMarker", "RecordMarker", "SignalExternalWorkflowExecution", "RecordMarker"], "{r:#}");
     let markers = decision(&r, "RecordMarker");
     let ids: Vec<Value> = markers[..2]
@@ -292,7 +330,7 @@ fn an_event_with_no_target_is_a_marker_and_replays_from_it() {
     h.accept(1000.0, &r);
     // Replayed from the markers: neither is recorded again.
     h.decision_task(1001.0);
-    let r = swf::decide(&wf, &h.task(), &config).unwrap();
+    let r = decide(&wf, &h.task(), &config);
     assert_eq!(types(&r), Vec::<String>::new(), "{r:#}");
 }
 
@@ -319,7 +357,7 @@ fn signal_targets_in_the_config_are_checked() {
     let mut config = ship_config();
     config.signals.get_mut("Shipped").unwrap().signal_name = Some("x".repeat(300));
     let h = History::start("shop-1", &json!({}));
-    let r = swf::decide(&wf, &h.task(), &config).unwrap();
+    let r = decide(&wf, &h.task(), &config);
     assert_eq!(types(&r), ["FailWorkflowExecution"], "{r:#}");
     assert_eq!(decision(&r, "FailWorkflowExecution")[0]["reason"], "wfc.DecisionFailed");
 }
@@ -346,7 +384,7 @@ fn paid(amount: i64) -> Value {
 
 /// The first decision of WAITER: the wait's timeout timer. Returns its TimerStarted event id.
 fn waiter_start(wf: &Workflow, h: &mut History) -> u64 {
-    let r = swf::decide(wf, &h.task(), &SwfConfig::default()).unwrap();
+    let r = decide(wf, &h.task(), &SwfConfig::default());
     assert_eq!(types(&r), ["StartTimer", "RecordMarker"], "{r:#}");
     let timer = decision(&r, "StartTimer")[0];
     assert_eq!(timer["startToFireTimeout"], "1800");
@@ -372,12 +410,12 @@ fn a_signal_is_an_event_for_a_waiting_state_and_its_timeout_timer_is_cancelled()
     h.add(1001.0, "WorkflowExecutionSignaled", json!({ "signalName": "payment.done", "input": "{\"amount\": 1}" }));
     h.add(1001.0, "WorkflowExecutionSignaled", json!({ "signalName": "x", "input": json!({ "specversion": "1.0", "type": "other", "source": "bank" }).to_string() }));
     h.decision_task(1001.0);
-    let r = swf::decide(&wf, &h.task(), &SwfConfig::default()).unwrap();
+    let r = decide(&wf, &h.task(), &SwfConfig::default());
     assert_eq!(types(&r), Vec::<String>::new(), "{r:#}");
     // The CloudEvent arrives: the wait takes it, the timer is cancelled, the workflow completes.
     h.add(1002.0, "WorkflowExecutionSignaled", json!({ "signalName": "payment.done", "input": paid(10).to_string() }));
     h.decision_task(1002.0);
-    let r = swf::decide(&wf, &h.task(), &SwfConfig::default()).unwrap();
+    let r = decide(&wf, &h.task(), &SwfConfig::default());
     assert_eq!(types(&r), ["CancelTimer", "CompleteWorkflowExecution"], "{r:#}");
     assert_eq!(decision(&r, "CancelTimer")[0]["timerId"], h.attributes(timer)["timerId"]);
     assert_eq!(completed_output(&r), json!({ "begun": true, "amount": 10 }));
@@ -392,27 +430,13 @@ fn a_wait_whose_timer_fired_goes_on_and_a_later_signal_changes_nothing() {
     // A payment signalled after the timeout fired, before the decision task: too late.
     h.add(2801.0, "WorkflowExecutionSignaled", json!({ "signalName": "payment.done", "input": paid(10).to_string() }));
     h.decision_task(2801.0);
-    let r = swf::decide(&wf, &h.task(), &SwfConfig::default()).unwrap();
+    let r = decide(&wf, &h.task(), &SwfConfig::default());
     assert_eq!(types(&r), ["CompleteWorkflowExecution"], "{r:#}");
     assert_eq!(completed_output(&r), json!({ "begun": true }));
 }
 
 /// A customer waiting for its order to ship, then for the shop's thanks.
-const CUSTOMER: &str = r#"{
-  "id": "customer", "version": "1.0", "name": "customer",
-  "events": [
-    { "name": "Shipped", "type": "order.shipped", "source": "shop" },
-    { "name": "Thanks", "type": "customer.thanks", "source": "shop" }
-  ],
-  "states": [
-    { "name": "AwaitShipment", "type": "event", "start": { "kind": "default" },
-      "onEvents": [ { "eventRefs": [ "Shipped" ], "eventDataFilter": { "dataOutputPath": "{{ $.data.order }}" }, "actions": [] } ],
-      "transition": { "nextState": "AwaitThanks" } },
-    { "name": "AwaitThanks", "type": "event",
-      "onEvents": [ { "eventRefs": [ "Thanks" ], "eventDataFilter": { "dataOutputPath": "{{ $.source }}" }, "actions": [] } ],
-      "end": { "kind": "default" } }
-  ]
-}"#;
+const CUSTOMER: &str = include_str!("adapters/customer_signals.sw.json");
 
 /// One execution of the simulated SWF service.
 struct Execution {
@@ -460,7 +484,7 @@ fn one_workflows_signals_wake_the_other_workflows_event_waits() {
             ts += 1.0;
             let e = &mut executions[i];
             e.decide = false;
-            let r = swf::decide(&e.workflow, &e.history.task(), &e.config).unwrap();
+            let r = decide(&e.workflow, &e.history.task(), &e.config);
             let ids = e.history.accept(ts, &r);
             let sender = e.history.workflow_id.clone();
             for (d, id) in r["decisions"].as_array().unwrap().iter().zip(ids) {
@@ -511,24 +535,14 @@ fn one_workflows_signals_wake_the_other_workflows_event_waits() {
 }
 
 /// A function action with a retry: an activity per attempt, a timer between them.
-const CHARGE: &str = r#"{
-  "id": "charge", "version": "1.0", "name": "charge",
-  "functions": [ { "name": "chargeCard", "resource": "cards.charge" } ],
-  "states": [
-    { "name": "Charge", "type": "operation", "start": { "kind": "default" },
-      "actions": [ { "functionRef": { "refName": "chargeCard", "parameters": { "amount": "{{ $.amount }}" } },
-                      "timeout": "PT1M" } ],
-      "retry": [ { "expression": "{{ $.errors[?(@.name == 'Declined')] }}", "maxAttempts": 1, "interval": "PT5S" } ],
-      "end": { "kind": "default" } }
-  ]
-}"#;
+const CHARGE: &str = include_str!("adapters/charge_signals.sw.json");
 
 #[test]
 fn function_actions_are_activities_and_their_retries_timers() {
     let wf = load(CHARGE);
     let config = SwfConfig::default();
     let mut h = History::start("charge-1", &json!({ "amount": 30 }));
-    let r = swf::decide(&wf, &h.task(), &config).unwrap();
+    let r = decide(&wf, &h.task(), &config);
     assert_eq!(types(&r), ["ScheduleActivityTask", "RecordMarker"], "{r:#}");
     let a = decision(&r, "ScheduleActivityTask")[0];
     assert_eq!(a["activityType"]["name"], "chargeCard");
@@ -537,13 +551,13 @@ fn function_actions_are_activities_and_their_retries_timers() {
     let scheduled = h.accept(1000.0, &r)[0];
     h.add(1001.0, "ActivityTaskFailed", json!({ "scheduledEventId": scheduled, "startedEventId": scheduled, "reason": "Declined", "details": "try later" }));
     h.decision_task(1001.0);
-    let r = swf::decide(&wf, &h.task(), &config).unwrap();
+    let r = decide(&wf, &h.task(), &config);
     assert_eq!(types(&r), ["StartTimer", "RecordMarker"], "{r:#}");
     assert_eq!(decision(&r, "StartTimer")[0]["startToFireTimeout"], "5");
     let timer = h.accept(1001.0, &r)[0];
     h.add(1006.0, "TimerFired", json!({ "timerId": h.attributes(timer)["timerId"], "startedEventId": timer }));
     h.decision_task(1006.0);
-    let r = swf::decide(&wf, &h.task(), &config).unwrap();
+    let r = decide(&wf, &h.task(), &config);
     assert_eq!(types(&r), ["ScheduleActivityTask", "RecordMarker"], "{r:#}");
     let retry = h.accept(1006.0, &r)[0];
     h.add(
@@ -552,7 +566,7 @@ fn function_actions_are_activities_and_their_retries_timers() {
         json!({ "scheduledEventId": retry, "startedEventId": retry, "result": json!({ "id": "r-1" }).to_string() }),
     );
     h.decision_task(1007.0);
-    let r = swf::decide(&wf, &h.task(), &config).unwrap();
+    let r = decide(&wf, &h.task(), &config);
     assert_eq!(types(&r), ["CompleteWorkflowExecution"], "{r:#}");
     assert_eq!(completed_output(&r), json!({ "amount": 30, "id": "r-1" }));
 }
