@@ -625,7 +625,7 @@ async fn produce_event(
         })
         .collect();
     let publish = || exec.events().produce(&p.event, data, &attributes, exec.clock().now_rfc3339());
-    let event = produce(exec, name, visit, ".produce", publish).await?;
+    let event = produce(exec, name, visit, ".produce", &p.event.name, publish).await?;
     exec.record(EventType::EventProduced, json!({ "event": event }));
     Ok(())
 }
@@ -1033,10 +1033,11 @@ async fn action_result(
                 None => input,
             };
             exec.record(EventType::TaskScheduled, json!({ "name": name, "resource": function, "parameters": params }));
+            let request = step_request(exec, function, &params, action.timeout.map(secs));
             let ctx = TaskContext::new(name, function.as_str(), 0, exec.name());
             let run =
                 run_attempt(|| functions.call(function, params, ctx.clone()), &ctx, action.timeout.map(secs), None);
-            let attempt = function_attempt(exec, name, site, key, run).await?;
+            let attempt = function_attempt(exec, name, site, key, request, run).await?;
             match attempt {
                 Attempt::Succeeded(v) => {
                     exec.limits().check_payload(name, &v)?;
@@ -1067,7 +1068,7 @@ async fn action_result(
             let payload = event_payload(template.as_ref(), &input);
             let publish = || exec.events().produce(trigger, payload, context_attributes, exec.clock().now_rfc3339());
             let suffix = format!(".{}.{}{key}.trigger", site.attempt, site.group);
-            let event = produce(exec, name, site.visit, &suffix, publish).await?;
+            let event = produce(exec, name, site.visit, &suffix, &trigger.name, publish).await?;
             exec.record(EventType::EventProduced, json!({ "name": name, "event": event }));
             match result {
                 None => Ok(Value::Object(Map::new())),
@@ -1136,32 +1137,51 @@ async fn produce(
     name: &str,
     visit: u32,
     suffix: &str,
+    event_name: &str,
     publish: impl FnOnce() -> Value,
 ) -> Result<Value, Failure> {
     #[cfg(feature = "durable")]
     if let Some(journal) = exec.journal() {
         let id = exec.op_id(name, visit, suffix);
-        return journal.produce(id, exec.op_parent(), name, exec.events(), publish).await;
+        return journal.produce(id, exec.op_parent(), name, event_name, exec.events(), publish).await;
     }
-    let _ = (exec, name, visit, suffix);
+    let _ = (exec, name, visit, suffix, event_name);
     Ok(publish())
 }
 
+/// What a function action's call asks for, when a suspending journal reports calls instead of
+/// making them (an SWF decider schedules it as an activity: resource = the function's name).
+fn step_request(
+    exec: &Execution,
+    function: &str,
+    params: &Value,
+    timeout: Option<Duration>,
+) -> Option<crate::task::StepRequest> {
+    #[cfg(feature = "durable")]
+    if exec.journal().is_some_and(|j| j.wants_step_requests()) {
+        return Some(crate::task::StepRequest { resource: function.to_owned(), input: params.clone(), timeout, heartbeat: None });
+    }
+    let _ = (exec, function, params, timeout);
+    None
+}
+
 /// A function action's call, as a durable STEP `<State>#<visit>.<attempt>.<group><key>` when
-/// journaled: replayed when its outcome is recorded, else run and checkpointed.
+/// journaled: replayed when its outcome is recorded, else run and checkpointed (or, with
+/// `request`, parked by a suspending journal).
 async fn function_attempt(
     exec: &Execution,
     name: &str,
     site: &Site,
     key: &str,
+    request: Option<crate::task::StepRequest>,
     run: impl Future<Output = Attempt>,
 ) -> Result<Attempt, Failure> {
     #[cfg(feature = "durable")]
     if let Some(journal) = exec.journal() {
         let id = exec.op_id(name, site.visit, &format!(".{}.{}{key}", site.attempt, site.group));
-        return journal.step(id, exec.op_parent(), name, None, run).await;
+        return journal.step(id, exec.op_parent(), name, request, run).await;
     }
-    let _ = (exec, name, site, key);
+    let _ = (exec, name, site, key, request);
     Ok(run.await)
 }
 

@@ -1,7 +1,8 @@
 //! The SWF decider (`wfc_runtime::adapters::swf`): golden histories, and a loop test in which a
 //! small simulated SWF service feeds histories to the decider until the workflow closes, for
-//! every case in tests/cases whose definition has only tasks, waits, choices, parallels and the
-//! data states (the result must equal the case's expected output).
+//! every case in tests/cases whose definition has only tasks, waits, choices, parallels, maps and
+//! the data states, and every Serverless Workflow case (its consumed events are signals) but
+//! those that need the end of event delivery (the result must equal the case's expected output).
 #![allow(missing_docs)]
 
 use std::collections::HashMap;
@@ -101,6 +102,8 @@ fn state_of(op_id: &str) -> &str {
 enum Future {
     Activity { scheduled: u64, outcome: Result<Value, (String, String)>, timeout: Option<String> },
     Timer { started: u64, timer_id: String },
+    /// A case's consumed event, signalled to the execution (signal name = its type).
+    Signal { event: Value },
 }
 
 /// A decider: decision task in, RespondDecisionTaskCompleted request out.
@@ -219,9 +222,11 @@ impl<'a> Sim<'a> {
         (task, started)
     }
 
-    fn mock_for(&mut self, op_id: &str) -> Mock {
+    /// The mock answering activity `activity_type` of operation `op_id`: by state name, else
+    /// by the Task's resource, else by the activity type (a Serverless Workflow function's name).
+    fn mock_for(&mut self, op_id: &str, activity_type: &str) -> Mock {
         let state = state_of(op_id).to_owned();
-        let resource = self.resource_of.get(&state).cloned().unwrap_or_default();
+        let resource = self.resource_of.get(&state).cloned().unwrap_or_else(|| activity_type.to_owned());
         let key = if self.mocks.contains_key(&state) { state } else { resource };
         let Some(list) = self.mocks.get(&key) else {
             // What `wfc test` answers an unmocked Task with.
@@ -278,7 +283,7 @@ impl<'a> Sim<'a> {
                     let scheduled = self.push("ActivityTaskScheduled", attrs);
                     let op = a["control"].as_str().expect("control holds the operation id").to_owned();
                     let input: Value = serde_json::from_str(a["input"].as_str().unwrap()).unwrap();
-                    let mock = self.mock_for(&op);
+                    let mock = self.mock_for(&op, a["activityType"]["name"].as_str().unwrap_or_default());
                     let outcome = match mock.answer {
                         Answer::Return(v) => Ok(v),
                         Answer::Echo => Ok(input),
@@ -412,6 +417,10 @@ impl<'a> Sim<'a> {
                 Future::Timer { started, timer_id } => {
                     self.push("TimerFired", json!({ "timerId": timer_id, "startedEventId": started }));
                 }
+                Future::Signal { event } => {
+                    let name = event["type"].as_str().unwrap_or_default().to_owned();
+                    self.push("WorkflowExecutionSignaled", json!({ "signalName": name, "input": event.to_string() }));
+                }
             }
         }
         true
@@ -421,6 +430,7 @@ impl<'a> Sim<'a> {
         for _ in 0..500 {
             let (task, started) = self.poll();
             let response = swf::decide(self.workflow, &task, &self.config).map_err(|e| e.to_string())?;
+
             if let Some(other) = &self.cross_check {
                 assert_eq!(other(&task), response, "generated code decided differently on {task:#}");
             }
@@ -428,6 +438,11 @@ impl<'a> Sim<'a> {
                 return Ok(closed);
             }
             let has_new_work = !response["decisions"].as_array().unwrap().is_empty();
+            if has_new_work && self.events.last().is_some_and(|e| e["eventType"] == "DecisionTaskCompleted") {
+                // The decisions were refused (UnhandledDecision): SWF schedules a decision task
+                // at once, before anything else is due.
+                continue;
+            }
             if !has_new_work && !self.advance() {
                 // An UnhandledDecision answer: a new decision task follows at once.
                 if self.events.last().is_some_and(|e| e["eventType"] == "DecisionTaskCompleted") {
@@ -482,7 +497,6 @@ fn unsupported(workflow: &Workflow) -> Option<String> {
                 StateKind::Task(t) if wfc_runtime::callback::is_callback_resource(&t.resource) => {
                     return Some(format!("state {} waits for a task token (callbacks are not mapped to SWF)", s.name));
                 }
-                StateKind::Sw(_) => return Some(format!("state {} is a Serverless Workflow state", s.name)),
                 StateKind::Parallel(p) => {
                     if let Some(r) = p.branches.iter().find_map(walk) {
                         return Some(r);
@@ -502,6 +516,7 @@ fn every_eligible_case_runs_to_its_expected_end_through_the_decider() {
     case_files(&cases_dir(), &mut files);
     let (mut ran, mut failures, mut skipped) = (0, Vec::new(), Vec::new());
     let mut with_map = Vec::new();
+    let mut serverless = 0;
     for file in files {
         let doc: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
         let cases: Vec<Value> = match doc {
@@ -522,9 +537,27 @@ fn every_eligible_case_runs_to_its_expected_end_through_the_decider() {
                 }
                 inline => (name.clone(), inline.to_string()),
             };
-            let Ok(loaded) = wfc_core::load(wfc_core::Source { path: &source_path, text: &text }) else {
-                skipped.push(format!("{name}: the definition does not load (an error case)"));
-                continue;
+            // A Serverless Workflow's subflows resolve among the SW definitions beside it, as for
+            // `wfc test`.
+            let mut settings = wfc_core::Settings::default();
+            if let Value::String(rel) = &case["definition"] {
+                let dir = file.parent().unwrap().join(rel).parent().unwrap().to_owned();
+                let mut siblings: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+                siblings.sort();
+                for p in siblings {
+                    let n = p.to_string_lossy().into_owned();
+                    if (n.ends_with(".sw.json") || n.ends_with(".sw.yaml")) && n != source_path {
+                        settings.sw_workflow(n, std::fs::read_to_string(&p).unwrap());
+                    }
+                }
+            }
+            let loaded = match wfc_core::load_with(wfc_core::Source { path: &source_path, text: &text }, &settings) {
+                Ok(loaded) => loaded,
+                Err(d) => {
+                    let first = d.to_string().lines().next().unwrap_or_default().to_owned();
+                    skipped.push(format!("{name}: the definition does not load (an error case): {first}"));
+                    continue;
+                }
             };
             if let Some(reason) = unsupported(&loaded.workflow) {
                 skipped.push(format!("{name}: {reason}"));
@@ -537,9 +570,25 @@ fn every_eligible_case_runs_to_its_expected_end_through_the_decider() {
                     continue;
                 }
             };
+            if case["expected"]["error"] == "Wfc.NoEvent" {
+                // In process the last delivery closes the bus; an SWF execution has no such end:
+                // it waits for a signal until its executionStartToCloseTimeout.
+                skipped.push(format!("{name}: expects Wfc.NoEvent (no more events), which SWF has no notion of"));
+                continue;
+            }
             let input = case.get("input").cloned().unwrap_or(json!({}));
             let seed = case.get("seed").and_then(Value::as_u64).unwrap_or(0);
             let mut sim = Sim::new(&loaded.workflow, &name, &input, mocks, seed);
+            // Serverless Workflow consumed events arrive as signals at their times.
+            for delivery in case.get("events").and_then(Value::as_array).into_iter().flatten() {
+                let (at, event) = match delivery.get("event") {
+                    Some(event) => (delivery.get("after_seconds").and_then(Value::as_f64).unwrap_or(0.0), event.clone()),
+                    None => (0.0, delivery.clone()),
+                };
+                sim.seq += 1;
+                let due = sim.start + at;
+                sim.future.push((due, sim.seq, Future::Signal { event }));
+            }
             // A DISTRIBUTED Map's ItemReader reads the case's fixtures; its ResultWriter writes
             // to a fresh directory.
             sim.config.item_root = case["item_root"].as_str().map(|rel| file.parent().unwrap().join(rel));
@@ -547,6 +596,9 @@ fn every_eligible_case_runs_to_its_expected_end_through_the_decider() {
             sim.config.result_root = Some(result_root.clone());
             if has_map(&loaded.workflow.machine) {
                 with_map.push(name.clone());
+            }
+            if loaded.workflow.machine.states.iter().any(|s| matches!(s.kind, StateKind::Sw(_))) {
+                serverless += 1;
             }
             // Every third case polls in pages of 5 events, newest first.
             if ran % 3 == 1 {
@@ -589,6 +641,24 @@ fn every_eligible_case_runs_to_its_expected_end_through_the_decider() {
                     {
                         problems.push(format!("elapsed {} s != {secs} s", closed.elapsed));
                     }
+                    // Produced events with no signal target are `wfc.produced` markers.
+                    if let Some(wanted) = expected.get("produced_events").and_then(Value::as_array) {
+                        let produced: Vec<Value> = sim
+                            .events
+                            .iter()
+                            .filter(|e| e["eventType"] == "MarkerRecorded")
+                            .map(|e| &e["markerRecordedEventAttributes"])
+                            .filter(|a| a["markerName"] == swf::PRODUCED_MARKER)
+                            .map(|a| serde_json::from_str::<Value>(a["details"].as_str().unwrap()).unwrap()["event"].clone())
+                            .collect();
+                        let same = produced.len() == wanted.len()
+                            && produced.iter().zip(wanted).all(|(got, want)| {
+                                want.as_object().unwrap().iter().all(|(k, v)| got.get(k) == Some(v))
+                            });
+                        if !same {
+                            problems.push(format!("produced events {produced:?} != {wanted:?}"));
+                        }
+                    }
                     if !problems.is_empty() {
                         failures.push(format!("{name}: {}", problems.join("; ")));
                     }
@@ -596,7 +666,11 @@ fn every_eligible_case_runs_to_its_expected_end_through_the_decider() {
             }
         }
     }
-    eprintln!("decider loop: {ran} cases ran ({} with a Map), {} skipped:", with_map.len(), skipped.len());
+    eprintln!(
+        "decider loop: {ran} cases ran ({} with a Map, {serverless} Serverless Workflow), {} skipped:",
+        with_map.len(),
+        skipped.len()
+    );
     for s in &skipped {
         eprintln!("  skipped {s}");
     }
@@ -607,6 +681,9 @@ fn every_eligible_case_runs_to_its_expected_end_through_the_decider() {
         failures.join("\n")
     );
     assert!(ran >= 30, "only {ran} cases ran through the decider loop");
+    // Serverless Workflow cases too: function actions as activities, sleeps and retries as
+    // timers, consumed events as signals, subflows, produced events as markers.
+    assert!(serverless >= 50, "only {serverless} Serverless Workflow cases ran through the decider loop");
     // Inline and DISTRIBUTED Maps (MaxConcurrency, ItemSelector, ItemReader, ResultWriter,
     // tolerated failures) go through the decider too.
     assert!(with_map.len() >= 20, "only {} cases with a Map ran: {with_map:?}", with_map.len());
@@ -800,6 +877,7 @@ impl History {
                 "RecordMarker" => "MarkerRecorded",
                 "RequestCancelActivityTask" => "ActivityTaskCancelRequested",
                 "StartChildWorkflowExecution" => "StartChildWorkflowExecutionInitiated",
+                "RequestCancelExternalWorkflowExecution" => "RequestCancelExternalWorkflowExecutionInitiated",
                 other => panic!("unexpected {other}"),
             };
             ids.push(self.add(ts, event_type, a));
@@ -1300,6 +1378,49 @@ const LAMBDA_THEN_WAIT: &str = r#"{
     "Nap": { "Type": "Wait", "Seconds": 10, "End": true }
   }
 }"#;
+
+/// A child workflow in one Parallel branch, an activity in the other; the Catch waits.
+const CHILD_IN_PARALLEL: &str = r#"{
+  "StartAt": "Both",
+  "States": {
+    "Both": { "Type": "Parallel", "Branches": [
+        { "StartAt": "Bill", "States": { "Bill": { "Type": "Task", "Resource": "arn:aws:states:::states:startExecution.sync:2",
+            "Parameters": { "StateMachineArn": "arn:aws:states:us-east-1:123456789012:stateMachine:Billing" }, "End": true } } },
+        { "StartAt": "Check", "States": { "Check": { "Type": "Task", "Resource": "arn:aws:states:us-east-1:123456789012:activity:Check", "End": true } } }
+      ],
+      "Catch": [ { "ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Pause" } ], "Next": "Pause" },
+    "Pause": { "Type": "Wait", "Seconds": 5, "End": true }
+  }
+}"#;
+
+/// A child no line of control waits for any more (its sibling branch failed) is cancelled with
+/// `RequestCancelExternalWorkflowExecution` (with its run id once started), asked once.
+#[test]
+fn a_child_workflow_abandoned_by_a_failed_sibling_branch_is_cancelled_once() {
+    let wf = load(CHILD_IN_PARALLEL);
+    let decide = |h: &History| swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    let mut h = History(start_events(&json!({})));
+    let r = decide(&h);
+    assert_eq!(types(&r), ["StartChildWorkflowExecution", "ScheduleActivityTask", "RecordMarker"], "{r:#}");
+    h.accept(1000.0, &r);
+    let child_id = decision(&r, "StartChildWorkflowExecution")[0]["workflowId"].clone();
+    let child = json!({ "workflowId": child_id, "runId": "child-run" });
+    let initiated = initiated_event(&h, "Both#1.0/0/Bill#1.0");
+    h.add(1001.0, "ChildWorkflowExecutionStarted", json!({ "initiatedEventId": initiated, "workflowExecution": child }));
+    let check = scheduled_event(&h, "Both#1.0/1/Check#1.0");
+    h.add(1002.0, "ActivityTaskFailed", json!({ "scheduledEventId": check, "startedEventId": check, "reason": "Bad", "details": "no" }));
+    h.decision_task(1002.0);
+    let r = decide(&h);
+    assert_eq!(types(&r), ["RequestCancelExternalWorkflowExecution", "StartTimer", "RecordMarker"], "{r:#}");
+    assert_eq!(decision(&r, "RequestCancelExternalWorkflowExecution")[0], &child);
+    h.accept(1002.0, &r);
+    // Asked once: the next decision task does not ask again.
+    let asked = h.0.iter().find(|e| e["eventType"] == "RequestCancelExternalWorkflowExecutionInitiated").unwrap()["eventId"].clone();
+    h.add(1003.0, "ExternalWorkflowExecutionCancelRequested", json!({ "initiatedEventId": asked, "workflowExecution": child }));
+    h.decision_task(1003.0);
+    let r = decide(&h);
+    assert!(!types(&r).iter().any(|t| t == "RequestCancelExternalWorkflowExecution"), "{r:#}");
+}
 
 #[test]
 fn lambda_failures_and_refused_timers_are_mapped() {

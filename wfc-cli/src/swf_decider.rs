@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use wfc_runtime::adapters::swf_poller::{self, AwsCredentials, PollerOptions, SwfClient};
+use wfc_runtime::adapters::swf_poller::{self, AwsSettings, PollerOptions, SwfClient};
 
 use crate::{Exit, fatal};
 
@@ -18,9 +18,14 @@ pub(crate) struct SwfDeciderArgs {
     /// The decision task list to poll.
     #[arg(long, value_name = "NAME")]
     pub(crate) task_list: String,
-    /// The AWS region (default: AWS_REGION, then AWS_DEFAULT_REGION).
+    /// The AWS region (default: AWS_REGION, then AWS_DEFAULT_REGION, then the profile's
+    /// `region`).
     #[arg(long)]
     pub(crate) region: Option<String>,
+    /// The profile of the shared credentials and config files (default: AWS_PROFILE, then
+    /// `default`); AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY in the environment win over it.
+    #[arg(long)]
+    pub(crate) profile: Option<String>,
     /// The SWF endpoint (default `https://swf.REGION.amazonaws.com`; `http://127.0.0.1:PORT` for
     /// a local emulator).
     #[arg(long, value_name = "URL")]
@@ -43,17 +48,17 @@ pub(crate) fn run(args: &SwfDeciderArgs) -> Exit {
         Ok(both) => both,
         Err(exit) => return exit,
     };
-    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-    let Some(region) = args.region.clone().or_else(|| env("AWS_REGION")).or_else(|| env("AWS_DEFAULT_REGION")) else {
-        return fatal("no AWS region: pass --region or set AWS_REGION");
-    };
     if !(1..=1000).contains(&args.page_size) {
         return fatal(format!("--page-size must be between 1 and 1000, not {}", args.page_size));
     }
-    let credentials = match AwsCredentials::from_env() {
-        Ok(c) => c,
+    let settings = match AwsSettings::load(args.profile.as_deref()) {
+        Ok(s) => s,
         Err(e) => return fatal(e),
     };
+    let Some(region) = args.region.clone().or_else(|| settings.region.clone()) else {
+        return fatal("no AWS region: pass --region, set AWS_REGION, or set `region` in the profile");
+    };
+    let credentials = settings.credentials;
     let endpoint = args.endpoint.clone().unwrap_or_else(|| SwfClient::aws_endpoint(&region));
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
@@ -69,8 +74,8 @@ pub(crate) fn run(args: &SwfDeciderArgs) -> Exit {
         let client = SwfClient::new(&endpoint, &region, credentials).map_err(|e| e.to_string())?;
         let shutdown = crate::durable::shutdown_signal()?;
         eprintln!(
-            "wfc swf-decider: deciding {} for domain {:?}, task list {:?} at {endpoint} (SIGTERM or Ctrl-C stops)",
-            loaded.workflow.name, options.domain, options.task_list
+            "wfc swf-decider: deciding {} for domain {:?}, task list {:?} at {endpoint} with credentials from {} (SIGTERM or Ctrl-C stops)",
+            loaded.workflow.name, options.domain, options.task_list, settings.source
         );
         swf_poller::run_interpreted_decider(&client, &options, &loaded.workflow, shutdown)
             .await

@@ -61,6 +61,11 @@ fn bad_input_is_a_clear_error() {
 #[test]
 fn the_swf_decider_poller_needs_credentials_and_a_valid_endpoint() {
     let definition = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/swf/shipping.asl.json");
+    let dir = std::env::temp_dir().join(format!("wfc-decide-profiles-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (credentials_file, config_file) = (dir.join("credentials"), dir.join("config"));
+    let _ = std::fs::remove_file(&credentials_file);
+    std::fs::write(&config_file, "[profile ci]\nregion = eu-west-1\naws_access_key_id = AKID\naws_secret_access_key = s\n[profile broken\n").unwrap();
     let run = |env: &[(&str, &str)], extra: &[&str]| {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_wfc"));
         cmd.arg("swf-decider")
@@ -70,6 +75,10 @@ fn the_swf_decider_poller_needs_credentials_and_a_valid_endpoint() {
             .env_remove("AWS_ACCESS_KEY_ID")
             .env_remove("AWS_SECRET_ACCESS_KEY")
             .env_remove("AWS_SESSION_TOKEN")
+            .env_remove("AWS_PROFILE")
+            // Not the machine's own ~/.aws files.
+            .env("AWS_SHARED_CREDENTIALS_FILE", &credentials_file)
+            .env("AWS_CONFIG_FILE", &config_file)
             .stdin(Stdio::null());
         for (k, v) in env {
             cmd.env(k, v);
@@ -77,9 +86,21 @@ fn the_swf_decider_poller_needs_credentials_and_a_valid_endpoint() {
         let out = cmd.output().unwrap();
         (out.status.code().unwrap(), String::from_utf8(out.stderr).unwrap())
     };
+    // The shared config file has an error on line 5: named with its file.
+    let (code, err) = run(&[], &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains(&format!("{}:5: a section header is missing its closing `]`", config_file.display())), "{err}");
+    std::fs::write(&config_file, "[profile ci]\nregion = eu-west-1\naws_access_key_id = AKID\naws_secret_access_key = s\n").unwrap();
     let (code, err) = run(&[], &[]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("no AWS credentials") && err.contains("AWS_ACCESS_KEY_ID"), "{err}");
+    let (code, err) = run(&[], &["--profile", "nope"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("the AWS profile \"nope\" is in none of"), "{err}");
+    // A profile's keys get the poller as far as the endpoint check.
+    let (code, err) = run(&[("AWS_PROFILE", "ci")], &["--endpoint", "swf.example.com"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("invalid SWF endpoint \"swf.example.com\""), "{err}");
     let creds = [("AWS_ACCESS_KEY_ID", "AKID"), ("AWS_SECRET_ACCESS_KEY", "secret")];
     let (code, err) = run(&creds, &["--endpoint", "swf.example.com"]);
     assert_eq!(code, 2, "{err}");

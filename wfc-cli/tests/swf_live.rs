@@ -65,7 +65,12 @@ fn dechunk(body: &str) -> String {
 }
 
 fn decide(task: &Value) -> Value {
-    let definition = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/swf/shipping.asl.json");
+    decide_definition("shipping.asl.json", task)
+}
+
+/// `wfc decide tests/swf/<file>` on `task`.
+fn decide_definition(file: &str, task: &Value) -> Value {
+    let definition = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/swf").join(file);
     let mut child = Command::new(env!("CARGO_BIN_EXE_wfc"))
         .arg("decide")
         .arg(definition)
@@ -193,6 +198,67 @@ fn a_decider_loop_runs_a_workflow_to_completion_on_moto_server() {
     for expected in ["ScheduleActivityTask", "StartTimer", "RecordMarker", "CompleteWorkflowExecution"] {
         assert!(decisions_made.iter().any(|d| d == expected), "no {expected} in {decisions_made:?}");
     }
+}
+
+/// A signal sent with `SignalWorkflowExecution` is a Serverless Workflow event: it wakes an event
+/// state waiting on moto_server, whose timeout timer is then cancelled. (moto implements neither
+/// the `SignalExternalWorkflowExecution` decision nor `RequestCancelExternalWorkflowExecution`,
+/// so a workflow signalling another is covered by the simulated service of
+/// tests/tests/swf_signals.rs.)
+#[test]
+fn a_signal_wakes_a_serverless_workflow_event_wait_on_moto_server() {
+    let Some(venv) = venv() else {
+        let why = "moto_server is not installed (set WFC_PY_VENV to a venv with moto[server], as .ci/run does)";
+        assert!(std::env::var("WFC_REQUIRE_PY_SERVERS").as_deref() != Ok("1"), "{why}");
+        eprintln!("skipping the live SWF signal test: {why}");
+        return;
+    };
+    let (_moto, port) = moto_with_types(&venv, "payment-wait", &[]);
+    let execution = json!({ "domain": "wfc", "workflowId": "payment-1" });
+    let mut start = execution.clone();
+    start["workflowType"] = json!({ "name": "payment-wait", "version": "1" });
+    start["input"] = json!("{}");
+    let run_id = swf(port, "StartWorkflowExecution", &start)["runId"].as_str().unwrap().to_owned();
+    let poll = || {
+        let task = swf(
+            port,
+            "PollForDecisionTask",
+            &json!({ "domain": "wfc", "taskList": { "name": "decisions" }, "identity": "wfc" }),
+        );
+        assert!(task.get("taskToken").and_then(Value::as_str).is_some_and(|t| !t.is_empty()), "no decision task");
+        task
+    };
+    let types = |r: &Value| -> Vec<String> {
+        r["decisions"].as_array().unwrap().iter().map(|d| d["decisionType"].as_str().unwrap().to_owned()).collect()
+    };
+    // The wait parks: its timeout is an SWF timer.
+    let first = decide_definition("payment-wait.sw.json", &poll());
+    assert_eq!(types(&first), ["StartTimer", "RecordMarker"], "{first:#}");
+    assert_eq!(first["decisions"][0]["startTimerDecisionAttributes"]["startToFireTimeout"], "1800");
+    swf(port, "RespondDecisionTaskCompleted", &first);
+    let mut signal = execution.clone();
+    signal["signalName"] = json!("payment.done");
+    signal["input"] = json!(
+        json!({ "specversion": "1.0", "id": "p-1", "type": "payment.done", "source": "bank", "data": { "amount": 10 } })
+            .to_string()
+    );
+    swf(port, "SignalWorkflowExecution", &signal);
+    let second = decide_definition("payment-wait.sw.json", &poll());
+    assert_eq!(types(&second), ["CancelTimer", "CompleteWorkflowExecution"], "{second:#}");
+    swf(port, "RespondDecisionTaskCompleted", &second);
+    let mut describe = json!({ "domain": "wfc" });
+    describe["execution"] = json!({ "workflowId": "payment-1", "runId": run_id });
+    let info = swf(port, "DescribeWorkflowExecution", &describe);
+    assert_eq!(info["executionInfo"]["closeStatus"], "COMPLETED", "{info}");
+    let history = swf(port, "GetWorkflowExecutionHistory", &describe);
+    let events = history["events"].as_array().unwrap();
+    // moto spells the event TimerCancelled (SWF: TimerCanceled); the decider reads both.
+    assert!(events.iter().any(|e| e["eventType"] == "TimerCanceled" || e["eventType"] == "TimerCancelled"), "{history:#}");
+    let completed = events.iter().find(|e| e["eventType"] == "WorkflowExecutionCompleted").expect("completed");
+    let result: Value =
+        serde_json::from_str(completed["workflowExecutionCompletedEventAttributes"]["result"].as_str().unwrap())
+            .unwrap();
+    assert_eq!(result, json!({ "begun": true, "amount": 10 }));
 }
 
 /// moto_server on a free loopback port, with domain `wfc`, workflow type `name` (decisions on

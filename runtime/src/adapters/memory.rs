@@ -15,6 +15,8 @@ use crate::durable::{
 #[derive(Debug)]
 pub struct ReplayStore {
     start_time: String,
+    /// The events the service delivered (an SWF decider's signals): the event inbox.
+    events: Vec<(i64, serde_json::Value)>,
     inner: Mutex<Inner>,
 }
 
@@ -30,8 +32,19 @@ impl ReplayStore {
     /// A store holding `operations`, for an execution first started at `start_time`
     /// (`$$.Execution.StartTime`, RFC 3339).
     pub fn new(operations: Vec<Operation>, start_time: impl Into<String>) -> Arc<ReplayStore> {
+        ReplayStore::with_events(operations, start_time, Vec::new())
+    }
+
+    /// [`ReplayStore::new`] whose event inbox ([`Store::load_events`]) holds `events`
+    /// (`(sequence number, CloudEvent)` in delivery order).
+    pub fn with_events(
+        operations: Vec<Operation>,
+        start_time: impl Into<String>,
+        events: Vec<(i64, serde_json::Value)>,
+    ) -> Arc<ReplayStore> {
         Arc::new(ReplayStore {
             start_time: start_time.into(),
+            events,
             inner: Mutex::new(Inner { operations, ..Inner::default() }),
         })
     }
@@ -121,6 +134,14 @@ impl Store for ReplayStore {
     ) -> BoxFuture<'a, Result<Option<Operation>, StoreError>> {
         let op = self.lock().operations.iter().find(|op| op.id == id).cloned();
         Box::pin(async move { Ok(op) })
+    }
+
+    fn load_events<'a>(
+        &'a self,
+        _name: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<(i64, serde_json::Value)>, StoreError>> {
+        let events = self.events.clone();
+        Box::pin(async move { Ok(events) })
     }
 
     super::replay_store_keeps_no_records!();

@@ -19,6 +19,8 @@ pub mod lambda_function;
 pub mod memory;
 pub mod swf;
 #[cfg(feature = "swf-poller")]
+mod aws_profile;
+#[cfg(feature = "swf-poller")]
 pub mod swf_poller;
 
 /// The [`crate::durable::Store`] methods an adapter's replay store does not serve. It lives for

@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 use sha2::Digest;
 
 use super::memory::ReplayStore;
-use crate::durable::suspend::{Pending, StepRequest, SuspendPolicy, Suspender, run_until_suspended};
+use crate::durable::suspend::{Pending, SignalFilter, StepRequest, SuspendPolicy, Suspender, run_until_suspended};
 use crate::durable::{Journal, OpStatus, OpType, Opened, Operation};
 use crate::{Clock, ExecutionResult, RunOptions, Status};
 
@@ -32,6 +32,19 @@ pub const CONTINUED_KEY: &str = "wfc.continued";
 pub const TASK_SUCCESS_SIGNAL: &str = "wfc.TaskSuccess";
 /// A signal that fails a scheduled Task attempt: input `{"id": ..., "error": ..., "cause": ...}`.
 pub const TASK_FAILURE_SIGNAL: &str = "wfc.TaskFailure";
+
+/// The marker recorded for each produced Serverless Workflow event that has no signal target:
+/// details `{"id": <operation id>, "event": <CloudEvent>}`. The replay reads it back, so the
+/// event is produced once and the history shows it.
+pub const PRODUCED_MARKER: &str = "wfc.produced";
+/// The error of a produced event whose `SignalExternalWorkflowExecution` SWF refused
+/// (`SignalExternalWorkflowExecutionFailed`); the cause names the target and SWF's cause.
+pub const SIGNAL_FAILED: &str = "Wfc.SignalFailed";
+/// The CloudEvent context attribute that names the workflow id a produced event is signalled to
+/// (set it with the SW `contextAttributes` of `produceEvents` or of an action's `eventRef`).
+pub const TARGET_WORKFLOW_ATTRIBUTE: &str = "swfworkflowid";
+/// The CloudEvent context attribute that names the target's run id (optional).
+pub const TARGET_RUN_ATTRIBUTE: &str = "swfrunid";
 
 /// SWF's limit on `input`, `result`, `details` and `control` strings.
 const MAX_DATA: usize = 32_768;
@@ -78,6 +91,19 @@ pub struct TaskTarget {
     pub task_list: Option<String>,
 }
 
+/// Where a produced Serverless Workflow event is signalled (`SignalExternalWorkflowExecution`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SignalTarget {
+    /// The target execution's workflow id (required; the event's `swfworkflowid` attribute
+    /// overrides it).
+    pub workflow_id: String,
+    /// The target's run id; default: its current run.
+    pub run_id: Option<String>,
+    /// The signal's name; default: the event's `type`.
+    pub signal_name: Option<String>,
+}
+
 /// How the decider maps Tasks to SWF decisions. Read from JSON (`wfc decide --config`); every
 /// field has a default.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -85,6 +111,10 @@ pub struct TaskTarget {
 pub struct SwfConfig {
     /// Per state name or resource (a state name wins): how its Task is scheduled.
     pub tasks: BTreeMap<String, TaskTarget>,
+    /// Per Serverless Workflow event name: where a produced event of that definition is
+    /// signalled. An event carrying the `swfworkflowid` context attribute is signalled there
+    /// whatever this says; an event with neither is recorded as a `wfc.produced` marker.
+    pub signals: BTreeMap<String, SignalTarget>,
     /// Schedule Tasks as Lambda functions (`ScheduleLambdaFunction`, the resource is the
     /// function's name or ARN) rather than activities.
     pub lambda: bool,
@@ -125,6 +155,7 @@ impl Default for SwfConfig {
     fn default() -> SwfConfig {
         SwfConfig {
             tasks: BTreeMap::new(),
+            signals: BTreeMap::new(),
             lambda: false,
             activity_version: "1".into(),
             task_list: None,
@@ -191,8 +222,17 @@ where
         return Ok(task.respond(out.0));
     }
 
-    let store = ReplayStore::new(view.operations.clone(), crate::clock::format_timestamp(view.start_time));
-    let suspender = Suspender::new(SuspendPolicy { steps: true, timers: true, callbacks: false });
+    let store = ReplayStore::with_events(
+        view.operations.clone(),
+        crate::clock::format_timestamp(view.start_time),
+        view.inbox.clone(),
+    );
+    let policy = SuspendPolicy { steps: true, timers: true, callbacks: false };
+    let targets = config.clone();
+    let suspender = Suspender::with_signals(
+        policy,
+        SignalFilter::new(move |name, event| signal_target(&targets, name, event).is_some()),
+    );
     let clock = Clock::virtual_from(view.now);
     let opened = Journal::open_suspending(
         store.clone(),
@@ -216,16 +256,26 @@ where
         options = options.with_result_root(root.clone());
     }
     let outcome = run_until_suspended(&suspender, run(view.input.clone(), options)).await;
+    let produced = new_produced_events(&store, &view);
 
     match outcome {
         Ok(result) => {
             out.cancel_open(&view, &HashSet::new());
+            out.record_produced(&produced);
             out.close(&result);
         }
         Err(pending) => {
-            let waiting: HashSet<&str> = pending.iter().map(Pending::id).collect();
+            // An event wait's timeout timer is waited for by the wait.
+            let waiting: HashSet<&str> = pending
+                .iter()
+                .flat_map(|p| match p {
+                    Pending::Event { id, timer, .. } => vec![id.as_str(), timer.as_str()],
+                    other => vec![other.id()],
+                })
+                .collect();
             out.cancel_open(&view, &waiting);
-            if let Some(continued) = view.continue_as_new(config, &pending) {
+            out.record_produced(&produced);
+            if let Some(continued) = view.continue_as_new(config, &pending).filter(|_| produced.is_empty()) {
                 out.push("ContinueAsNewWorkflowExecution", json!({ "input": continued }));
                 return Ok(task.respond(out.0));
             }
@@ -256,6 +306,53 @@ where
         }
     }
     Ok(task.respond(out.0))
+}
+
+/// Where a produced event goes: the event's `swfworkflowid` attribute (with `swfrunid`), else
+/// the configured target of its definition's name; `None`: nowhere (it becomes a marker).
+fn signal_target(config: &SwfConfig, event_name: &str, event: &Value) -> Option<SignalTarget> {
+    let configured = config.signals.get(event_name);
+    match event.get(TARGET_WORKFLOW_ATTRIBUTE).and_then(Value::as_str).filter(|w| !w.is_empty()) {
+        Some(workflow_id) => Some(SignalTarget {
+            workflow_id: workflow_id.to_owned(),
+            run_id: event.get(TARGET_RUN_ATTRIBUTE).and_then(Value::as_str).map(str::to_owned),
+            signal_name: configured.and_then(|c| c.signal_name.clone()),
+        }),
+        None => configured.filter(|c| !c.workflow_id.is_empty()).cloned(),
+    }
+}
+
+/// The events the replay produced that the history does not record yet (no signal target):
+/// `(operation id, CloudEvent)` in the order produced.
+fn new_produced_events(store: &ReplayStore, view: &HistoryView) -> Vec<(String, Value)> {
+    store
+        .checkpoints()
+        .into_iter()
+        .flatten()
+        .filter(|u| u.subtype == "Produce" && u.status == OpStatus::Succeeded)
+        .filter(|u| view.index.get(&u.id).is_none_or(|&i| view.operations[i].status == OpStatus::Cancelled))
+        .map(|u| (u.id, u.result.unwrap_or(Value::Null)))
+        .collect()
+}
+
+/// A signal as a CloudEvent: its input when that is a CloudEvent in JSON (what a wfc decider's
+/// `SignalExternalWorkflowExecution` sends), else an event of type `signalName`, source `swf`,
+/// whose data is the input (JSON, or the string when it is not JSON).
+fn signal_event(name: &str, input: Option<&str>, event_id: u64) -> Value {
+    let parsed = input.map(|s| serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.to_owned())));
+    match parsed {
+        Some(Value::Object(m)) if m.contains_key("specversion") && m.get("type").is_some_and(Value::is_string) => {
+            Value::Object(m)
+        }
+        data => json!({
+            "specversion": "1.0",
+            "id": format!("swf-signal-{event_id}"),
+            "source": "swf",
+            "type": name,
+            "datacontenttype": "application/json",
+            "data": data.unwrap_or(Value::Null),
+        }),
+    }
 }
 
 /// The answer to an `UnhandledDecision` fault: respond with no decisions, so SWF schedules a new
@@ -367,6 +464,11 @@ struct HistoryView {
     open: BTreeMap<String, OpenItem>,
     /// The latest refusal of a schedule decision, by SWF id: its cause.
     refused: HashMap<String, String>,
+    /// The CloudEvent of each signal initiated, by operation id.
+    signal_events: HashMap<String, Value>,
+    /// The signals delivered to this execution as Serverless Workflow events (every signal
+    /// but `wfc.TaskSuccess`/`wfc.TaskFailure`): `(event id, CloudEvent)` in history order.
+    inbox: Vec<(i64, Value)>,
     cancel_requested: Option<String>,
     closed: bool,
     event_count: usize,
@@ -431,6 +533,8 @@ impl HistoryView {
             timeouts: HashMap::new(),
             open: BTreeMap::new(),
             refused: HashMap::new(),
+            signal_events: HashMap::new(),
+            inbox: Vec::new(),
             cancel_requested: None,
             closed: false,
             event_count: events.len(),
@@ -610,10 +714,13 @@ impl HistoryView {
                 self.by_event.insert(event_id, id.clone());
                 self.open.insert(id, OpenItem { what: Open::Timer { timer_id }, cancel_requested: false });
             }
-            "TimerFired" | "TimerCanceled" => {
+            // moto_server spells it `TimerCancelled`.
+            "TimerFired" | "TimerCanceled" | "TimerCancelled" => {
                 let status = if event_type == "TimerFired" { OpStatus::Succeeded } else { OpStatus::Cancelled };
                 if let Some(id) = self.scheduled(a, "startedEventId") {
-                    self.upsert(&id, OpType::Wait, status, |_| {});
+                    // Where it fired: an event wait's timeout counts the events before it only.
+                    let fired = (status == OpStatus::Succeeded).then(|| json!({ "eventId": event_id }));
+                    self.upsert(&id, OpType::Wait, status, |op| op.result = fired);
                     self.open.remove(&id);
                 }
             }
@@ -681,6 +788,43 @@ impl HistoryView {
                     Some(cause),
                 );
             }
+            "SignalExternalWorkflowExecutionInitiated" => {
+                let Some(id) = control else { return Ok(()) };
+                let event = data(a, "input");
+                self.upsert(&id, OpType::Step, OpStatus::Started, |_| {});
+                self.by_event.insert(event_id, id.clone());
+                self.signal_events.insert(id, event);
+            }
+            "ExternalWorkflowExecutionSignaled" => {
+                if let Some(id) = self.scheduled(a, "initiatedEventId") {
+                    let event = self.signal_events.get(&id).cloned().unwrap_or(Value::Null);
+                    self.finish(Some(id), OpStatus::Succeeded, event, None, None);
+                }
+            }
+            "SignalExternalWorkflowExecutionFailed" => {
+                let id = self.scheduled(a, "initiatedEventId").or(control);
+                let swf_cause = text(a, "cause").unwrap_or_default();
+                if transient(swf_cause) {
+                    // Signalled again by the next decision (the produce is not finished).
+                    if let Some(id) = id.filter(|id| self.index.contains_key(id)) {
+                        self.upsert(&id, OpType::Step, OpStatus::Cancelled, |_| {});
+                    }
+                } else {
+                    let target = match text(a, "runId") {
+                        Some(run) => format!("'{}' (run {run})", text(a, "workflowId").unwrap_or_default()),
+                        None => format!("'{}'", text(a, "workflowId").unwrap_or_default()),
+                    };
+                    let cause = format!("SWF could not signal workflow execution {target}: {swf_cause}");
+                    self.finish(id, OpStatus::Failed, Value::Null, Some(SIGNAL_FAILED.to_owned()), Some(cause));
+                }
+            }
+            "MarkerRecorded" if text(a, "markerName") == Some(PRODUCED_MARKER) => {
+                let details = data(a, "details");
+                if let Some(id) = details.get("id").and_then(Value::as_str) {
+                    let event = details.get("event").cloned().unwrap_or(Value::Null);
+                    self.upsert(id, OpType::Step, OpStatus::Succeeded, |op| op.result = Some(event));
+                }
+            }
             "RequestCancelExternalWorkflowExecutionInitiated" | "RequestCancelExternalWorkflowExecutionFailed" => {
                 let workflow_id = text(a, "workflowId").unwrap_or_default();
                 for item in self.open.values_mut() {
@@ -693,7 +837,7 @@ impl HistoryView {
                 let cause = text(a, "cause").unwrap_or("cancel requested").to_owned();
                 self.cancel_requested = Some(cause);
             }
-            "WorkflowExecutionSignaled" => self.signal(a),
+            "WorkflowExecutionSignaled" => self.signal(a, event_id),
             "WorkflowExecutionCompleted"
             | "WorkflowExecutionFailed"
             | "WorkflowExecutionCanceled"
@@ -708,11 +852,14 @@ impl HistoryView {
     }
 
     /// `wfc.TaskSuccess` / `wfc.TaskFailure`: finish a scheduled Task attempt from outside, as
-    /// Step Functions' SendTaskSuccess/SendTaskFailure do. Other signals have no meaning in
-    /// the States Language and are ignored.
-    fn signal(&mut self, a: &Value) {
+    /// Step Functions' SendTaskSuccess/SendTaskFailure do. Any other signal is an event for the
+    /// Serverless Workflow event waits (see [`signal_event`]); the States Language has no use
+    /// for it.
+    fn signal(&mut self, a: &Value, event_id: u64) {
         let name = text(a, "signalName").unwrap_or_default();
         if name != TASK_SUCCESS_SIGNAL && name != TASK_FAILURE_SIGNAL {
+            let seq = i64::try_from(event_id).unwrap_or(i64::MAX);
+            self.inbox.push((seq, signal_event(name, text(a, "input"), event_id)));
             return;
         }
         let input = data(a, "input");
@@ -749,7 +896,9 @@ impl HistoryView {
     /// The input of a `ContinueAsNewWorkflowExecution`, when the history is long, nothing is
     /// open and the journal fits SWF's 32,768-character input.
     fn continue_as_new(&self, config: &SwfConfig, pending: &[Pending]) -> Option<String> {
-        if self.event_count < config.continue_as_new_after_events || pending.is_empty() {
+        // Signals delivered as events are re-read from this run's history at each replay: they
+        // would not reach the next run.
+        if self.event_count < config.continue_as_new_after_events || pending.is_empty() || !self.inbox.is_empty() {
             return None;
         }
         let quiet = self.open.is_empty()
@@ -840,6 +989,24 @@ impl Decisions {
         }
     }
 
+    /// A `wfc.produced` marker for each event the replay produced with no signal target.
+    fn record_produced(&mut self, produced: &[(String, Value)]) {
+        for (id, event) in produced {
+            let mut details = json!({ "id": id, "event": event }).to_string();
+            if details.len() > MAX_DATA {
+                // The event without its data still says what was produced; the replay then
+                // reads it back without data (it is not used after the produce).
+                let mut short = event.clone();
+                if let Some(m) = short.as_object_mut() {
+                    m.remove("data");
+                    m.insert("wfcDataOmitted".into(), json!(true));
+                }
+                details = truncate(&json!({ "id": id, "event": short }).to_string(), MAX_DATA);
+            }
+            self.push("RecordMarker", json!({ "markerName": PRODUCED_MARKER, "details": details }));
+        }
+    }
+
     /// The closing decision, last.
     fn close(&mut self, result: &ExecutionResult) {
         match result.status {
@@ -872,7 +1039,59 @@ impl Decisions {
     fn schedule(&mut self, p: &Pending, view: &HistoryView, config: &SwfConfig, workflow_id: &str) -> Option<String> {
         match p {
             // The decider's policy does not park callbacks (SWF has no callback service).
-            Pending::Step { started: true, .. } | Pending::Timer { started: true, .. } | Pending::Callback { .. } => None,
+            Pending::Step { started: true, .. }
+            | Pending::Timer { started: true, .. }
+            | Pending::Signal { started: true, .. }
+            | Pending::Callback { .. } => None,
+            Pending::Event { started: true, .. } | Pending::Event { timeout: None, .. } => None,
+            Pending::Event { id, timer, timeout: Some(delay), .. } => {
+                let timer_id = swf_id(timer);
+                if let Some(cause) = view.refused.get(&timer_id).filter(|c| !transient(c)) {
+                    return Some(format!("timer '{timer_id}' of the event wait '{id}': {cause}"));
+                }
+                let secs = delay.as_secs() + u64::from(delay.subsec_nanos() > 0);
+                self.push(
+                    "StartTimer",
+                    json!({ "timerId": timer_id, "startToFireTimeout": secs.min(99_999_999).to_string(), "control": timer }),
+                );
+                None
+            }
+            Pending::Signal { id, event_name, event, .. } => {
+                let target = signal_target(config, event_name, event)?;
+                let signal_name = target
+                    .signal_name
+                    .clone()
+                    .or_else(|| event.get("type").and_then(Value::as_str).map(str::to_owned))
+                    .unwrap_or_else(|| event_name.clone());
+                let input = event.to_string();
+                if input.len() > MAX_DATA {
+                    return Some(format!(
+                        "the event '{event_name}' of operation '{id}' is {} characters; SWF signals at most {MAX_DATA}",
+                        input.len()
+                    ));
+                }
+                if signal_name.is_empty() || signal_name.chars().count() > MAX_ID {
+                    return Some(format!("the signal name of event '{event_name}' must be 1 to {MAX_ID} characters"));
+                }
+                let valid_id = |s: &str| !s.is_empty() && s.chars().count() <= MAX_ID;
+                if !valid_id(&target.workflow_id) || target.run_id.as_deref().is_some_and(|r| !valid_id(r)) {
+                    return Some(format!(
+                        "the signal target of event '{event_name}' (workflow id '{}') must be 1 to {MAX_ID} characters",
+                        target.workflow_id
+                    ));
+                }
+                let mut a = json!({
+                    "workflowId": target.workflow_id,
+                    "signalName": signal_name,
+                    "input": input,
+                    "control": id,
+                });
+                if let Some(run) = target.run_id {
+                    a["runId"] = json!(run);
+                }
+                self.push("SignalExternalWorkflowExecution", a);
+                None
+            }
             Pending::Timer { id, delay, .. } => {
                 let timer_id = swf_id(id);
                 if let Some(cause) = view.refused.get(&timer_id).filter(|c| !transient(c)) {

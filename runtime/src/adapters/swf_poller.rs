@@ -19,6 +19,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
 
+pub use super::aws_profile::AwsSettings;
 use super::swf::{SwfConfig, SwfError, decide_with};
 use crate::{ExecutionResult, RunOptions};
 
@@ -29,11 +30,16 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(70);
 /// Why the poller stopped, or a call failed.
 #[derive(Debug, thiserror::Error)]
 pub enum PollerError {
-    /// No credentials in the environment.
+    /// No credentials in the environment (nor, for [`AwsSettings::load`], in the default
+    /// profile of the shared files).
     #[error(
-        "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary credentials)"
+        "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary credentials), or put them in a profile of the shared credentials file (~/.aws/credentials; AWS_PROFILE or --profile names it)"
     )]
     MissingCredentials,
+    /// A shared credentials or config file is invalid, or the profile asked for is missing or
+    /// has no static keys (the message names the file and line).
+    #[error("{0}")]
+    Profile(String),
     /// The endpoint is not an `http://` or `https://` URL.
     #[error("invalid SWF endpoint {endpoint:?}: {reason}")]
     BadEndpoint {
@@ -101,7 +107,8 @@ impl std::fmt::Debug for AwsCredentials {
 }
 
 impl AwsCredentials {
-    /// Reads `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN`.
+    /// Reads `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN` only; see
+    /// [`AwsSettings::load`] for the SDKs' order (the environment, then the shared files).
     pub fn from_env() -> Result<AwsCredentials, PollerError> {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
         match (var("AWS_ACCESS_KEY_ID"), var("AWS_SECRET_ACCESS_KEY")) {

@@ -1072,27 +1072,45 @@ impl Journal {
     /// again (`bus` only learns its id, so later events get new ids); otherwise `publish` builds
     /// and publishes it and it is checkpointed in one checkpoint. A crash between publishing and
     /// that checkpoint publishes it again on resume (at least once, as a STEP's work).
+    ///
+    /// A recorded failure (an SWF decider's signal that SWF refused) is returned as the produce's
+    /// error. With a suspender whose [`SignalFilter`](super::suspend::SignalFilter) selects the
+    /// event (`event_name` is its definition's name), the line of control parks as a
+    /// [`Pending::Signal`] until the service records the delivery's outcome.
     pub(crate) async fn produce(
         &self,
         id: String,
         parent: Option<String>,
         name: &str,
+        event_name: &str,
         bus: &crate::events::EventBus,
         publish: impl FnOnce() -> Value,
     ) -> Result<Value, Failure> {
-        if let Some(op) = self.recorded_as(&id, OpType::Step, name)?
+        let recorded = self.recorded_as(&id, OpType::Step, name)?;
+        // CANCELLED (a delivery the service refused for a passing reason) is produced again.
+        if let Some(op) = &recorded
             && op.status.is_terminal()
+            && op.status != OpStatus::Cancelled
         {
-            return match replayed(op) {
+            return match replayed(op.clone()) {
                 Some(Attempt::Succeeded(event)) => {
                     bus.replayed(&event);
                     Ok(event)
                 }
-                _ => Err(Failure::runtime(format!("the produced event operation '{id}' did not record its event"))),
+                Some(Attempt::Failed(f)) | Some(Attempt::TimedOut(f)) => Err(f),
+                None => Err(Failure::runtime(format!("the produced event operation '{id}' did not record its event"))),
             };
         }
         crash_point(&id, "before-start");
         let event = publish();
+        if let Some(suspender) = &self.suspender
+            && let Some(signals) = suspender.signals()
+            && signals.selects(event_name, &event)
+        {
+            let started = recorded.is_some_and(|op| op.status == OpStatus::Started);
+            let pending = Pending::Signal { id, name: name.to_owned(), event_name: event_name.to_owned(), event, started };
+            match suspender.park(pending).await {}
+        }
         crash_point(&id, "before-finish");
         let done = outcome_update(
             OpType::Step,
@@ -1147,7 +1165,11 @@ impl Journal {
             Some(op) if op.status.is_terminal() => return replay_events(bus, defs, op),
             Some(op) => op.due_at_ms,
             None => {
-                if self.suspender.is_some() {
+                if let Some(suspender) = &self.suspender {
+                    if suspender.signals().is_some() {
+                        let wait = EventWait { id, parent, name, token, defs, all, timeout };
+                        return self.event_wait_delivered(suspender, bus, wait).await;
+                    }
                     return Err(Failure::runtime(format!(
                         "state '{name}' waits for an event, which this service's journal cannot deliver (run Serverless Workflow event waits on a wfc store)"
                     )));
@@ -1227,6 +1249,77 @@ impl Journal {
         }
     }
 }
+
+impl Journal {
+    /// An event wait on a service that delivers the events and keeps the timeout's timer (an SWF
+    /// decider: signals are the store's inbox, in history order, and the timeout is the WAIT
+    /// `<id>.timeout` whose result `{"eventId"}` says where in the history it fired). Nothing
+    /// here is recorded by the service: every replay derives again which events each wait
+    /// takes, from the same history, in the same order. An event counts for a wait only if it
+    /// came before the wait's timeout fired, so later events never change a past outcome.
+    /// Without the events it needs, the line of control parks as [`Pending::Event`].
+    async fn event_wait_delivered(
+        &self,
+        suspender: &Suspender,
+        bus: &crate::events::EventBus,
+        wait: EventWait<'_>,
+    ) -> Result<(Vec<(usize, Value)>, bool), Failure> {
+        let EventWait { id, parent, name, defs, all, timeout, .. } = wait;
+        let timer = format!("{id}{EVENT_TIMEOUT_SUFFIX}");
+        let timer_op = self.recorded(&timer);
+        let fired_at = timer_op
+            .as_ref()
+            .filter(|op| op.status == OpStatus::Succeeded)
+            .map(|op| op.result.as_ref().and_then(|r| r.get("eventId")).and_then(Value::as_i64).unwrap_or(i64::MAX));
+        let inbox = self.store.load_events(&self.record.name).await.map_err(store_failure)?;
+        let consumed = self.consumed_events();
+        let queue: Vec<(i64, &Value)> = inbox
+            .iter()
+            .filter(|(seq, _)| !consumed.contains(seq) && fired_at.is_none_or(|at| *seq < at))
+            .map(|(seq, e)| (*seq, e))
+            .collect();
+        let fixed = bus.correlation();
+        let (picked, complete) = match crate::events::pick(defs, all, &queue, &fixed) {
+            Some(picked) => (picked, true),
+            None if fired_at.is_some() => (crate::events::take(defs, all, &queue, &fixed), false),
+            None => {
+                let pending = Pending::Event {
+                    id,
+                    name: name.to_owned(),
+                    timeout,
+                    timer,
+                    started: timer_op.is_some_and(|op| op.status == OpStatus::Started),
+                };
+                match suspender.park(pending).await {}
+            }
+        };
+        let taken: Vec<(usize, i64, Value)> = picked
+            .into_iter()
+            .filter_map(|(i, seq)| queue.iter().find(|(s, _)| *s == seq).map(|(_, e)| (i, seq, (*e).clone())))
+            .collect();
+        let result = serde_json::json!({
+            "events": taken.iter().map(|(i, seq, e)| serde_json::json!({"index": i, "seq": seq, "event": e})).collect::<Vec<_>>()
+        });
+        let failure = (!complete)
+            .then(|| Failure::new(crate::sw::TIMEOUT, format!("no matching event arrived for state '{name}' in time")));
+        let status = if complete { OpStatus::Succeeded } else { OpStatus::TimedOut };
+        let done =
+            outcome_update(OpType::Callback, &id, parent, name, EVENT_SUBTYPE, status, Some(result), failure.as_ref());
+        self.checkpoint(vec![done]).await.map_err(store_failure)?;
+        let mut out = Vec::with_capacity(taken.len());
+        for (i, _, event) in taken {
+            if let Some(def) = defs.get(i) {
+                bus.fix_correlation(def, &event);
+            }
+            out.push((i, event));
+        }
+        Ok((out, complete))
+    }
+}
+
+/// The suffix of the WAIT that times out an event wait delivered by a service
+/// ([`Pending::Event`]'s timer).
+const EVENT_TIMEOUT_SUFFIX: &str = ".timeout";
 
 /// The CALLBACK subtype of a Serverless Workflow event wait.
 const EVENT_SUBTYPE: &str = "Event";

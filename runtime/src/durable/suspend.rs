@@ -62,13 +62,49 @@ pub enum Pending {
         /// The task token (the service's callback id).
         token: String,
     },
+    /// A Serverless Workflow event wait that the events the service delivered so far do not
+    /// satisfy (parked only by a suspender with a [`SignalFilter`]: its service delivers events,
+    /// an SWF decider's signals). The service wakes the execution when an event arrives, or when
+    /// the timer `timer` (the wait's timeout) fires.
+    Event {
+        /// The operation id of the wait.
+        id: String,
+        /// The state's name.
+        name: String,
+        /// The wait's timeout, if it has one.
+        timeout: Option<Duration>,
+        /// The operation id of the timeout's timer (`<id>.timeout`).
+        timer: String,
+        /// Whether the journal had recorded the timer as started.
+        started: bool,
+    },
+    /// A produced Serverless Workflow event that the service delivers to another execution and
+    /// whose delivery the line of control waits for (parked only for events the suspender's
+    /// [`SignalFilter`] selects: an SWF decider signals them with
+    /// `SignalExternalWorkflowExecution`).
+    Signal {
+        /// The operation id.
+        id: String,
+        /// The state's name.
+        name: String,
+        /// The event definition's name.
+        event_name: String,
+        /// The CloudEvent, as the execution would publish it.
+        event: serde_json::Value,
+        /// Whether the journal had recorded the delivery as started (already requested).
+        started: bool,
+    },
 }
 
 impl Pending {
     /// The operation id.
     pub fn id(&self) -> &str {
         match self {
-            Pending::Step { id, .. } | Pending::Timer { id, .. } | Pending::Callback { id, .. } => id,
+            Pending::Step { id, .. }
+            | Pending::Timer { id, .. }
+            | Pending::Callback { id, .. }
+            | Pending::Signal { id, .. }
+            | Pending::Event { id, .. } => id,
         }
     }
 }
@@ -97,17 +133,55 @@ struct State {
     in_flight: usize,
 }
 
+/// Which produced events park as [`Pending::Signal`]: called with the event definition's name
+/// and the CloudEvent. Events it does not select are produced and checkpointed as usual.
+#[derive(Clone)]
+pub struct SignalFilter(Arc<SignalPredicate>);
+
+/// The predicate of a [`SignalFilter`].
+type SignalPredicate = dyn Fn(&str, &serde_json::Value) -> bool + Send + Sync;
+
+impl SignalFilter {
+    /// A filter from a predicate on (event name, CloudEvent).
+    pub fn new(f: impl Fn(&str, &serde_json::Value) -> bool + Send + Sync + 'static) -> SignalFilter {
+        SignalFilter(Arc::new(f))
+    }
+
+    /// Whether the event parks.
+    pub fn selects(&self, event_name: &str, event: &serde_json::Value) -> bool {
+        (self.0)(event_name, event)
+    }
+}
+
+impl std::fmt::Debug for SignalFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SignalFilter")
+    }
+}
+
 /// Collects the operations an execution parks at. Shared by the journal and the caller.
 #[derive(Debug)]
 pub struct Suspender {
     policy: SuspendPolicy,
+    signals: Option<SignalFilter>,
     state: Mutex<State>,
 }
 
 impl Suspender {
     /// A suspender with `policy`.
     pub fn new(policy: SuspendPolicy) -> Arc<Suspender> {
-        Arc::new(Suspender { policy, state: Mutex::new(State::default()) })
+        Arc::new(Suspender { policy, signals: None, state: Mutex::new(State::default()) })
+    }
+
+    /// A suspender with `policy` that also parks the produced events `signals` selects (see
+    /// [`Pending::Signal`]).
+    pub fn with_signals(policy: SuspendPolicy, signals: SignalFilter) -> Arc<Suspender> {
+        Arc::new(Suspender { policy, signals: Some(signals), state: Mutex::new(State::default()) })
+    }
+
+    /// The filter of produced events that park, if any.
+    pub fn signals(&self) -> Option<&SignalFilter> {
+        self.signals.as_ref()
     }
 
     /// Its policy.
