@@ -93,7 +93,12 @@ pub(crate) struct LambdaInvokeArgs {
     pub(crate) mocks: Option<PathBuf>,
     /// Read the invocation event from this file instead of standard input.
     #[arg(long, value_name = "FILE")]
-    pub(crate) event: Option<PathBuf>,
+    pub(crate) event: Option<PathBuf>,    /// Invoke the Serverless Workflow subflows of WORKFLOW_ID (optionally only those whose
+    /// workflow has VERSION) as a Lambda CHAINED_INVOKE of FUNCTION (a function name or ARN,
+    /// with an optional `:QUALIFIER`) instead of running them in this invocation; repeatable
+    /// (docs/adapters.md).
+    #[arg(long = "chained-function", value_name = "WORKFLOW_ID[@VERSION]=FUNCTION")]
+    pub(crate) chained_functions: Vec<String>,
 }
 
 /// `wfc lambda-serve`.
@@ -116,7 +121,12 @@ pub(crate) struct LambdaServeArgs {
     /// token for a callback task) to this file: a ledger that shows replayed steps are not run
     /// again.
     #[arg(long, value_name = "FILE")]
-    pub(crate) ledger: Option<PathBuf>,
+    pub(crate) ledger: Option<PathBuf>,    /// Invoke the Serverless Workflow subflows of WORKFLOW_ID (optionally only those whose
+    /// workflow has VERSION) as a Lambda CHAINED_INVOKE of FUNCTION (a function name or ARN,
+    /// with an optional `:QUALIFIER`) instead of running them in this invocation; repeatable
+    /// (docs/adapters.md).
+    #[arg(long = "chained-function", value_name = "WORKFLOW_ID[@VERSION]=FUNCTION")]
+    pub(crate) chained_functions: Vec<String>,
 }
 
 /// `wfc lambda-callback`.
@@ -208,6 +218,7 @@ struct LambdaSetup {
     workflows: Vec<(String, wfc_ir::Workflow)>,
     handler: LedgerHandler,
     client: std::sync::Arc<dyn lambda_durable::DurableClient>,
+    chained: lambda_durable::ChainedInvokes,
 }
 
 impl LambdaSetup {
@@ -224,6 +235,7 @@ fn lambda_setup(
     mocks: Option<&PathBuf>,
     endpoint: &str,
     ledger: Option<PathBuf>,
+    chained: &[String],
 ) -> Result<LambdaSetup, Exit> {
     let mut workflows = Vec::new();
     for file in files {
@@ -237,12 +249,17 @@ fn lambda_setup(
     let mocks = crate::run::read_mocks(mocks.map(PathBuf::as_path), None, None, &name).map_err(fatal)?;
     let client = lambda_durable::HttpClient::new(endpoint).map_err(fatal)?;
     let handler = LedgerHandler { mocks: crate::engine::MockHandler::new(mocks), ledger };
-    Ok(LambdaSetup { workflows, handler, client: std::sync::Arc::new(client) })
+    // Every mapping must name a subflow one of the served definitions waits for.
+    let chained = lambda_durable::ChainedInvokes::parse(chained.iter().map(String::as_str))
+        .and_then(|c| c.check(workflows.iter().map(|(_, w)| w)).map(|()| c))
+        .map_err(|e| fatal(format!("--chained-function: {e}")))?;
+    Ok(LambdaSetup { workflows, handler, client: std::sync::Arc::new(client), chained })
 }
 
 /// Handles one durable invocation event and prints the invocation output.
 pub(crate) fn lambda_invoke(args: &LambdaInvokeArgs) -> Exit {
-    let setup = match lambda_setup(std::slice::from_ref(&args.file), args.mocks.as_ref(), &args.endpoint, None) {
+    let files = std::slice::from_ref(&args.file);
+    let setup = match lambda_setup(files, args.mocks.as_ref(), &args.endpoint, None, &args.chained_functions) {
         Ok(s) => s,
         Err(exit) => return exit,
     };
@@ -251,7 +268,7 @@ pub(crate) fn lambda_invoke(args: &LambdaInvokeArgs) -> Exit {
         Err(e) => return fatal(e),
     };
     let workflow = &setup.workflows[0].1;
-    match lambda_durable::invoke(workflow, &setup.handler, &event, setup.client.clone()) {
+    match lambda_durable::invoke_chained(workflow, &setup.handler, &event, setup.client.clone(), &setup.chained) {
         Ok(output) => {
             println!("{output}");
             Exit::Success
@@ -265,7 +282,13 @@ pub(crate) fn lambda_invoke(args: &LambdaInvokeArgs) -> Exit {
 
 /// Serves Lambda `Invoke` calls on `--listen`, one at a time, each a durable invocation.
 pub(crate) fn lambda_serve(args: &LambdaServeArgs) -> Exit {
-    let setup = match lambda_setup(&args.files, args.mocks.as_ref(), &args.endpoint, args.ledger.clone()) {
+    let setup = match lambda_setup(
+        &args.files,
+        args.mocks.as_ref(),
+        &args.endpoint,
+        args.ledger.clone(),
+        &args.chained_functions,
+    ) {
         Ok(s) => s,
         Err(exit) => return exit,
     };
@@ -298,7 +321,7 @@ fn serve_one(setup: &LambdaSetup, stream: &mut std::net::TcpStream) -> Result<()
                 .and_then(|workflow| {
                     let event =
                         serde_json::from_slice::<Value>(&body).map_err(|e| format!("the event is not JSON: {e}"))?;
-                    lambda_durable::invoke(workflow, &setup.handler, &event, setup.client.clone())
+                    lambda_durable::invoke_chained(workflow, &setup.handler, &event, setup.client.clone(), &setup.chained)
                         .map_err(|e| e.to_string())
                 }) {
                 Ok(output) => (200, "", output.to_string()),

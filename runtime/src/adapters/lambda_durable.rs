@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 use sha2::Digest;
 
 use crate::durable::suspend::{SuspendPolicy, Suspender, run_until_suspended};
+pub use crate::durable::{ChainedConfigError, ChainedFunction, ChainedInvokes};
 use crate::durable::{
     CheckpointToken, Claim, Completion, ExecutionRecord, Journal, NewExecution, OpStatus, OpType, Opened, Operation,
     OperationUpdate, Store, StoreError,
@@ -353,6 +354,28 @@ fn from_wire(op: &Value) -> Option<Operation> {
             _ => {}
         }
     }
+    let mut status = status;
+    if op_type == OpType::ChainedInvoke {
+        // The target's end, as the subflow's error (which onErrors and Catch see): its own
+        // error for FAILED (a target that could not be invoked: the service's error), the
+        // States Language timeout for TIMED_OUT, and a stopped target as a failure.
+        let what = match status_text {
+            "TIMED_OUT" => Some("the chained invoke timed out"),
+            "STOPPED" => Some("the chained invoke's target execution was stopped"),
+            _ => None,
+        };
+        match status_text {
+            "TIMED_OUT" => error_type = Some(wfc_ir::errors::TIMEOUT.to_owned()),
+            "STOPPED" => status = OpStatus::Failed,
+            _ => {}
+        }
+        if matches!(status, OpStatus::Failed) && error_type.as_deref().is_none_or(str::is_empty) {
+            error_type = Some(wfc_ir::errors::TASK_FAILED.to_owned());
+        }
+        if let Some(what) = what {
+            cause = Some(cause.filter(|c| !c.is_empty()).map_or_else(|| what.to_owned(), |c| format!("{what}: {c}")));
+        }
+    }
     let result = details
         .get("Result")
         .and_then(Value::as_str)
@@ -412,6 +435,14 @@ fn to_wire(u: &OperationUpdate, now_ms: i64) -> Option<Value> {
             w["WaitOptions"] = json!({ "WaitSeconds": secs.max(1) });
         }
         (OpType::Wait, _) => return None,
+        (OpType::ChainedInvoke, OpStatus::Started) => {
+            // A mapped subflow (see `durable::ChainedInvokes`): the payload is the child's input.
+            w["Action"] = json!("START");
+            w["ChainedInvokeOptions"] = json!({ "FunctionName": u.function_name.clone().unwrap_or_default() });
+            w["Payload"] = json!(u.result.clone().unwrap_or(Value::Null).to_string());
+        }
+        // The target's end is the service's to record.
+        (OpType::ChainedInvoke, _) => return None,
         (_, OpStatus::Started) => w["Action"] = json!("START"),
         (_, OpStatus::Succeeded) => {
             w["Action"] = json!("SUCCEED");
@@ -559,11 +590,30 @@ pub enum InvocationError {
 
 /// Handles one durable invocation with any engine: `run` starts the workflow on an input with
 /// the given options (`interp::run` with the task handlers, or a generated module's
-/// `run_with`). Returns the invocation output (`{"Status": ...}`).
+/// `run_with`). Returns the invocation output (`{"Status": ...}`). Every Serverless Workflow
+/// subflow runs in this invocation (as a CONTEXT); see [`invoke_with_chained`].
 pub async fn invoke_with<R, Fut>(
     event: &Value,
     client: Arc<dyn DurableClient>,
     workflow_name: &str,
+    run: R,
+) -> Result<Value, InvocationError>
+where
+    R: FnOnce(Value, RunOptions) -> Fut,
+    Fut: Future<Output = ExecutionResult>,
+{
+    invoke_with_chained(event, client, workflow_name, &ChainedInvokes::none(), run).await
+}
+
+/// [`invoke_with`] where the Serverless Workflow subflows that `chained` maps to a function
+/// are CHAINED_INVOKE operations of that function: started with the child's input as payload,
+/// `PENDING` while the service has them STARTED, and replayed with the target's result or
+/// error. Check the mappings against the definition once with [`ChainedInvokes::check`].
+pub async fn invoke_with_chained<R, Fut>(
+    event: &Value,
+    client: Arc<dyn DurableClient>,
+    workflow_name: &str,
+    chained: &ChainedInvokes,
     run: R,
 ) -> Result<Value, InvocationError>
 where
@@ -619,6 +669,10 @@ where
     let Opened::Running(journal) = opened else {
         return Err(InvocationError::Service(ClientError::Service("the execution is already finished".into())));
     };
+    if !chained.is_empty() {
+        // A new journal: nothing has set it.
+        let _ = journal.set_chained_invokes(chained.clone());
+    }
     let options = RunOptions::real().with_journal(journal);
     let outcome = run_until_suspended(&suspender, run(input, options)).await;
     if let Some(e) = store.error.lock().unwrap_or_else(|p| p.into_inner()).clone() {
@@ -667,11 +721,22 @@ pub fn invoke(
     event: &Value,
     client: Arc<dyn DurableClient>,
 ) -> Result<Value, InvocationError> {
+    invoke_chained(workflow, handlers, event, client, &ChainedInvokes::none())
+}
+
+/// [`invoke`] with subflows mapped to functions (see [`invoke_with_chained`]).
+pub fn invoke_chained(
+    workflow: &wfc_ir::Workflow,
+    handlers: &dyn crate::DynHandler,
+    event: &Value,
+    client: Arc<dyn DurableClient>,
+    chained: &ChainedInvokes,
+) -> Result<Value, InvocationError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
         .map_err(|e| InvocationError::Service(ClientError::Service(e.to_string())))?;
-    runtime.block_on(invoke_with(event, client, &workflow.name, |input, options| {
+    runtime.block_on(invoke_with_chained(event, client, &workflow.name, chained, |input, options| {
         crate::interp::run(workflow, handlers, input, options)
     }))
 }
