@@ -79,6 +79,15 @@ impl Fake {
         }
     }
 
+    /// What the target function's end does to a CHAINED_INVOKE (the service records it).
+    fn complete_chained(&self, name: &str, status: &str, details: Value) {
+        let mut s = self.0.lock().unwrap();
+        let op = s.ops.iter_mut().find(|op| op["Name"] == name && op["Type"] == "CHAINED_INVOKE").expect("a chained invoke");
+        assert_eq!(op["Status"], "STARTED");
+        op["Status"] = json!(status);
+        op["ChainedInvokeDetails"] = details;
+    }
+
     fn calls(&self) -> Vec<Vec<Value>> {
         self.0.lock().unwrap().calls.clone()
     }
@@ -131,6 +140,14 @@ impl DurableClient for Fake {
                     "START" if u["Type"] == "WAIT" => {
                         op["WaitDetails"] = json!({ "ScheduledEndTimestamp": 1_800_000_000 });
                     }
+                    "START" if u["Type"] == "CHAINED_INVOKE" => {
+                        // As the service validates: START only if new, with a target.
+                        assert!(op.get("ChainedInvokeDetails").is_none(), "a second START of {}", u["Name"]);
+                        let target = &u["ChainedInvokeOptions"]["FunctionName"];
+                        assert!(target.as_str().is_some_and(|t| !t.is_empty()), "no FunctionName: {u}");
+                        op["ChainedInvokeDetails"] = json!({});
+                    }
+                    _ if u["Type"] == "CHAINED_INVOKE" => panic!("the function may only start a CHAINED_INVOKE"),
                     "START" if u["Type"] == "CALLBACK" => {
                         // The service issues the callback id.
                         op["CallbackDetails"] = json!({ "CallbackId": format!("cb-{}", i) });
@@ -648,4 +665,160 @@ fn a_failed_branch_fails_its_contexts() {
         ["FAIL STEP Both#1.0/0/L#1.0 < Both#1.0/0", "FAIL CONTEXT Both#1.0/0 < Both#1.0", "FAIL CONTEXT Both#1.0 < -"]
     );
     assert_eq!(calls.last().unwrap()[0]["Error"], json!({ "ErrorType": "Boom", "ErrorMessage": "it broke" }));
+}
+
+// ---------------------------------------------------------------------------------------------
+// CHAINED_INVOKE: Serverless Workflow subflows mapped to functions
+// ---------------------------------------------------------------------------------------------
+
+const ORDER: &str = r#"{
+  "id": "order", "version": "1.0", "name": "order",
+  "functions": [{ "name": "charge", "resource": "res/charge" }, { "name": "refund", "resource": "res/refund" }],
+  "states": [
+    { "name": "Charge", "type": "operation", "start": { "kind": "default" },
+      "actions": [{ "functionRef": { "refName": "charge" } }], "transition": { "nextState": "Ship" } },
+    { "name": "Ship", "type": "subflow", "workflowId": "ship",
+      "onError": [{ "expression": "{{ $.errors[?(@.name == 'Shipping.Lost')] }}",
+                    "errorDataFilter": { "dataOutputPath": "{{ $.error }}" }, "transition": { "nextState": "Refund" } }],
+      "end": { "kind": "default" } },
+    { "name": "Refund", "type": "operation", "actions": [{ "functionRef": { "refName": "refund" } }], "end": { "kind": "default" } }
+  ]
+}"#;
+
+const SHIP: &str = r#"{
+  "id": "ship", "version": "2.0", "name": "ship",
+  "functions": [{ "name": "pack", "resource": "res/pack" }],
+  "states": [
+    { "name": "Pack", "type": "operation", "start": { "kind": "default" },
+      "actions": [{ "functionRef": { "refName": "pack" } }], "end": { "kind": "default" } }
+  ]
+}"#;
+
+fn load_order() -> Workflow {
+    let registry = [("ship.sw.json".to_owned(), SHIP.to_owned())];
+    wfc_core::sw::load(wfc_core::Source { path: "order.sw.json", text: ORDER }, &registry)
+        .expect("definition loads")
+        .workflow
+}
+
+fn invoke_chained(
+    wf: &Workflow,
+    handlers: &Handlers,
+    fake: &Fake,
+    chained: &lambda_durable::ChainedInvokes,
+) -> Value {
+    lambda_durable::invoke_chained(wf, handlers, &fake.event(100), Arc::new(fake.clone()), chained).unwrap()
+}
+
+fn ship_mapping() -> lambda_durable::ChainedInvokes {
+    lambda_durable::ChainedInvokes::parse(["ship=ship-fn:live"]).unwrap()
+}
+
+/// A mapped subflow is a CHAINED_INVOKE of its function: START with the FunctionName and the
+/// child's input as payload, nothing of the child run here, PENDING while the service has it
+/// STARTED (without a second START), and the target's result merged on replay.
+#[test]
+fn a_mapped_subflow_is_a_chained_invoke_of_its_function() {
+    let wf = load_order();
+    let chained = ship_mapping();
+    chained.check([&wf]).unwrap();
+    let (h, runs) = counting(&[("Charge", Ok(json!({ "charged": 10 }))), ("Pack", Ok(json!({ "packed": true })))]);
+    let fake = Fake::new(&json!({ "order": 7 }));
+    assert_eq!(invoke_chained(&wf, &h, &fake, &chained), json!({ "Status": "PENDING" }));
+    let calls = fake.calls();
+    let all: Vec<String> = calls.iter().flat_map(|c| shape(&fake, c)).collect();
+    assert_eq!(
+        all,
+        ["START STEP Charge#1.0.a0 < -", "SUCCEED STEP Charge#1.0.a0 < -", "START CHAINED_INVOKE Ship#1.0 < -"]
+    );
+    let start = &calls[2][0];
+    assert_eq!(start["SubType"], "Subflow");
+    assert_eq!(start["Id"], wire_id("Ship#1.0"));
+    assert!(start.get("ParentId").is_none(), "{start}");
+    assert_eq!(start["ChainedInvokeOptions"], json!({ "FunctionName": "ship-fn:live" }));
+    let payload: Value = serde_json::from_str(start["Payload"].as_str().unwrap()).unwrap();
+    assert_eq!(payload, json!({ "order": 7, "charged": 10 }));
+    assert!(!runs.lock().unwrap().contains_key("Pack"), "the child ran in the parent's invocation");
+
+    // Invoked again while the target runs: still PENDING, nothing sent (no second START).
+    assert_eq!(invoke_chained(&wf, &h, &fake, &chained), json!({ "Status": "PENDING" }));
+    assert_eq!(fake.calls().len(), calls.len());
+
+    // The target succeeded: its result is the subflow's output, merged into the state data.
+    fake.complete_chained("Ship#1.0", "SUCCEEDED", json!({ "Result": "{\"packed\":true}" }));
+    let out = invoke_chained(&wf, &h, &fake, &chained);
+    assert_eq!(out["Status"], "SUCCEEDED", "{out}");
+    let result: Value = serde_json::from_str(out["Result"].as_str().unwrap()).unwrap();
+    assert_eq!(result, json!({ "order": 7, "charged": 10, "packed": true }));
+    assert_eq!(fake.calls().len(), calls.len(), "the replay sent nothing");
+    assert_eq!(runs.lock().unwrap().get("Charge").map(Vec::len), Some(1));
+    assert!(!runs.lock().unwrap().contains_key("Pack"));
+}
+
+/// The target's failure is the subflow's error: it reaches the state's onError (here to a
+/// refund); a timeout and a stop map to States Language errors the execution fails with.
+#[test]
+fn a_chained_invoke_failure_reaches_the_subflow_error_handling() {
+    let wf = load_order();
+    let chained = ship_mapping();
+    let answers = [("Charge", Ok(json!({ "charged": 10 }))), ("Refund", Ok(json!({ "refunded": true })))];
+    let (h, runs) = counting(&answers);
+    let fake = Fake::new(&json!({ "order": 8 }));
+    assert_eq!(invoke_chained(&wf, &h, &fake, &chained), json!({ "Status": "PENDING" }));
+    let sent = fake.calls().len();
+    fake.complete_chained(
+        "Ship#1.0",
+        "FAILED",
+        json!({ "Error": { "ErrorType": "Shipping.Lost", "ErrorMessage": "the parcel is gone" } }),
+    );
+    let out = invoke_chained(&wf, &h, &fake, &chained);
+    assert_eq!(out["Status"], "SUCCEEDED", "{out}");
+    let result: Value = serde_json::from_str(out["Result"].as_str().unwrap()).unwrap();
+    assert_eq!(result["error"], json!({ "name": "Shipping.Lost", "message": "the parcel is gone" }), "{result}");
+    assert_eq!(result["refunded"], true, "{result}");
+    let after: Vec<String> = fake.calls()[sent..].iter().flat_map(|c| shape(&fake, c)).collect();
+    assert_eq!(after, ["START STEP Refund#1.0.a0 < -", "SUCCEED STEP Refund#1.0.a0 < -"]);
+    assert_eq!(runs.lock().unwrap().get("Charge").map(Vec::len), Some(1));
+
+    for (status, details, error, cause) in [
+        (
+            "TIMED_OUT",
+            json!({ "Error": { "ErrorType": "ChainedInvoke.Timeout", "ErrorMessage": "after 120 seconds" } }),
+            "States.Timeout",
+            "the chained invoke timed out: after 120 seconds",
+        ),
+        ("STOPPED", json!({}), "States.TaskFailed", "the chained invoke's target execution was stopped"),
+        ("FAILED", json!({ "Error": { "ErrorMessage": "Function not found: ship-fn" } }), "States.TaskFailed", "Function not found: ship-fn"),
+    ] {
+        let fake = Fake::new(&json!({ "order": 9 }));
+        assert_eq!(invoke_chained(&wf, &h, &fake, &chained), json!({ "Status": "PENDING" }));
+        fake.complete_chained("Ship#1.0", status, details);
+        let out = invoke_chained(&wf, &h, &fake, &chained);
+        assert_eq!(out, json!({ "Status": "FAILED", "Error": { "ErrorType": error, "ErrorMessage": cause } }), "{status}");
+    }
+}
+
+/// Without a mapping the subflow stays a CONTEXT whose child runs in the parent's invocation;
+/// a mapping the definition does not use, or a malformed one, is an error.
+#[test]
+fn an_unmapped_subflow_stays_a_context_and_bad_mappings_are_errors() {
+    let wf = load_order();
+    let (h, runs) = counting(&[("Charge", Ok(json!({ "charged": 1 }))), ("Pack", Ok(json!({ "packed": true })))]);
+    let fake = Fake::new(&json!({}));
+    let out = invoke_chained(&wf, &h, &fake, &lambda_durable::ChainedInvokes::none());
+    assert_eq!(out["Status"], "SUCCEEDED", "{out}");
+    let all: Vec<String> = fake.calls().iter().flat_map(|c| shape(&fake, c)).collect();
+    assert!(all.contains(&"START CONTEXT Ship#1.0 < -".to_owned()), "{all:?}");
+    assert!(all.contains(&"START STEP Ship#1.0/Pack#1.0.a0 < Ship#1.0".to_owned()), "{all:?}");
+    assert_eq!(runs.lock().unwrap().get("Pack").map(Vec::len), Some(1));
+
+    use lambda_durable::{ChainedConfigError, ChainedInvokes};
+    // The child's version is 2.0: a mapping of version 2.0 applies, one of 1.0 does not.
+    assert!(ChainedInvokes::parse(["ship@2.0=f"]).unwrap().check([&wf]).is_ok());
+    let e = ChainedInvokes::parse(["ship@1.0=f"]).unwrap().check([&wf]).unwrap_err();
+    assert!(e.to_string().contains("has version 2.0"), "{e}");
+    let e = ChainedInvokes::parse(["nope=f"]).unwrap().check([&wf]).unwrap_err();
+    assert!(matches!(e, ChainedConfigError::Unused { .. }), "{e}");
+    assert!(e.to_string().contains("its subflows are: ship"), "{e}");
+    assert!(matches!(ChainedInvokes::parse(["ship"]), Err(ChainedConfigError::Malformed { .. })));
 }
