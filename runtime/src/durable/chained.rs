@@ -209,7 +209,7 @@ impl ChainedInvokes {
                     m.workflow_id
                 )
             } else if uses.waited.is_empty() {
-                " (it has no subflow state that waits for its child)".to_owned()
+                " (the definitions have no subflow state that waits for its child)".to_owned()
             } else {
                 let mut ids: Vec<&str> = uses.waited.iter().map(|(id, _)| id.as_str()).collect();
                 ids.sort_unstable();
