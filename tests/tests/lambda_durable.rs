@@ -822,3 +822,94 @@ fn an_unmapped_subflow_stays_a_context_and_bad_mappings_are_errors() {
     assert!(e.to_string().contains("its subflows are: ship"), "{e}");
     assert!(matches!(ChainedInvokes::parse(["ship"]), Err(ChainedConfigError::Malformed { .. })));
 }
+
+/// A mapped subflow inside an unmapped one: the outer child runs here as a CONTEXT, and the
+/// inner CHAINED_INVOKE has it as its parent.
+#[test]
+fn a_chained_invoke_inside_a_context_subflow_names_it_as_parent() {
+    const BATCH: &str = r#"{
+      "id": "batch", "version": "1.0", "name": "batch",
+      "states": [{ "name": "Outer", "type": "subflow", "workflowId": "outer", "start": { "kind": "default" }, "end": { "kind": "default" } }]
+    }"#;
+    const OUTER: &str = r#"{
+      "id": "outer", "version": "1.0", "name": "outer",
+      "states": [{ "name": "Inner", "type": "subflow", "workflowId": "ship", "start": { "kind": "default" }, "end": { "kind": "default" } }]
+    }"#;
+    let registry = [("outer.sw.json".to_owned(), OUTER.to_owned()), ("ship.sw.json".to_owned(), SHIP.to_owned())];
+    let wf = wfc_core::sw::load(wfc_core::Source { path: "batch.sw.json", text: BATCH }, &registry).unwrap().workflow;
+    let chained = ship_mapping();
+    chained.check([&wf]).unwrap();
+    let (h, _) = counting(&[]);
+    let fake = Fake::new(&json!({ "n": 1 }));
+    assert_eq!(invoke_chained(&wf, &h, &fake, &chained), json!({ "Status": "PENDING" }));
+    let all: Vec<String> = fake.calls().iter().flat_map(|c| shape(&fake, c)).collect();
+    assert_eq!(all, ["START CONTEXT Outer#1.0 < -", "START CHAINED_INVOKE Outer#1.0/Inner#1.0 < Outer#1.0"]);
+    fake.complete_chained("Outer#1.0/Inner#1.0", "SUCCEEDED", json!({ "Result": "{\"packed\":1}" }));
+    let out = invoke_chained(&wf, &h, &fake, &chained);
+    assert_eq!(out, json!({ "Status": "SUCCEEDED", "Result": "{\"n\":1,\"packed\":1}" }));
+    let last: Vec<String> = fake.calls().iter().skip(2).flat_map(|c| shape(&fake, c)).collect();
+    assert_eq!(last, ["SUCCEED CONTEXT Outer#1.0 < -"]);
+}
+
+wfc_runtime::include_workflow!("../wfc-cli/tests/lambda/order.sw.json");
+
+/// order.sw.json's task handlers, for generated code.
+#[derive(Default)]
+struct Orders;
+
+impl order::Handler for Orders {
+    async fn charge(&self, _input: Value, _ctx: wfc_runtime::TaskContext) -> Result<Value, wfc_runtime::TaskError> {
+        Ok(json!({ "charged": 10 }))
+    }
+
+    async fn refund(&self, _input: Value, _ctx: wfc_runtime::TaskContext) -> Result<Value, wfc_runtime::TaskError> {
+        Ok(json!({ "refunded": true }))
+    }
+
+    async fn pack(&self, _input: Value, _ctx: wfc_runtime::TaskContext) -> Result<Value, wfc_runtime::TaskError> {
+        panic!("the child runs in its own function")
+    }
+
+    async fn lose(&self, _input: Value, _ctx: wfc_runtime::TaskContext) -> Result<Value, wfc_runtime::TaskError> {
+        panic!("the child runs in its own function")
+    }
+}
+
+/// Generated code invokes a mapped subflow exactly as the interpreter does.
+#[test]
+fn generated_code_chains_a_mapped_subflow_as_the_interpreter_does() {
+    let chained = lambda_durable::ChainedInvokes::parse(["ship=ship"]).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+    let input = json!({ "order": 3, "options": { "lose": true } });
+    let generated = Fake::new(&input);
+    let mut outputs = Vec::new();
+    for round in 0..2 {
+        if round == 1 {
+            let error = json!({ "Error": { "ErrorType": "Shipping.Lost", "ErrorMessage": "gone" } });
+            generated.complete_chained("Ship#1.0", "FAILED", error);
+        }
+        let event = generated.event(100);
+        outputs.push(
+            runtime
+                .block_on(lambda_durable::invoke_with_chained(
+                    &event,
+                    Arc::new(generated.clone()),
+                    "order",
+                    &chained,
+                    |input, options| order::run_with(&Orders, input, options),
+                ))
+                .unwrap(),
+        );
+    }
+    assert_eq!(outputs[0], json!({ "Status": "PENDING" }));
+    assert_eq!(outputs[1]["Status"], "SUCCEEDED", "{}", outputs[1]);
+
+    let wf = order::ir().unwrap().clone();
+    let (h, _) = counting(&[("Charge", Ok(json!({ "charged": 10 }))), ("Refund", Ok(json!({ "refunded": true })))]);
+    let interpreted = Fake::new(&input);
+    assert_eq!(invoke_chained(&wf, &h, &interpreted, &chained), outputs[0]);
+    let error = json!({ "Error": { "ErrorType": "Shipping.Lost", "ErrorMessage": "gone" } });
+    interpreted.complete_chained("Ship#1.0", "FAILED", error);
+    assert_eq!(invoke_chained(&wf, &h, &interpreted, &chained), outputs[1]);
+    assert_eq!(interpreted.calls(), generated.calls());
+}
