@@ -913,3 +913,65 @@ fn generated_code_chains_a_mapped_subflow_as_the_interpreter_does() {
     assert_eq!(invoke_chained(&wf, &h, &interpreted, &chained), outputs[1]);
     assert_eq!(interpreted.calls(), generated.calls());
 }
+
+const FAN: &str = r#"{"StartAt": "Fan", "States": {
+    "Fan": {"Type": "Map", "ItemsPath": "$.items", "ToleratedFailureCount": 1, "End": true,
+        "ItemProcessor": {"ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+            "StartAt": "Work", "States": {"Work": {"Type": "Task", "Resource": "arn:aws:lambda:::function:f", "End": true}}}}}}"#;
+
+/// DISTRIBUTED Map Run children chained to the function itself: each child is a CHAINED_INVOKE
+/// (subtype MapRunChild) whose payload names the child; the function invoked with it runs the
+/// ItemProcessor as its own durable execution and answers what the Map Run keeps of the child
+/// (a failed child too, counted against the tolerance); the parent's replay takes the results.
+#[test]
+fn map_run_children_chain_to_the_function_itself() {
+    use lambda_durable::{ChainedInvokes, MapRunChildren};
+    let wf = load(FAN);
+    let chained = ChainedInvokes::none().with_map_runs(MapRunChildren::chained("").unwrap());
+    chained.check([&wf]).unwrap();
+    let (h, runs) = counting(&[("Work", Ok(json!("worked"))), ("Work", Err(("Boom", "item 2 broke")))]);
+    let parent = Fake::new(&json!({ "items": [1, 2] }));
+    assert_eq!(invoke_chained(&wf, &h, &parent, &chained), json!({ "Status": "PENDING" }));
+    assert!(!runs.lock().unwrap().contains_key("Work"), "a child ran in the parent's invocation");
+    let first: Vec<String> = parent.calls().iter().flat_map(|c| shape(&parent, c)).collect();
+    assert_eq!(first, ["START CHAINED_INVOKE Fan#1.0/0 < -", "START CHAINED_INVOKE Fan#1.0/1 < -"]);
+    let starts: Vec<Value> = parent.calls().concat().into_iter().filter(|u| u["Type"] == "CHAINED_INVOKE").collect();
+    let names: Vec<&str> = starts.iter().map(|u| u["Name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["Fan#1.0/0", "Fan#1.0/1"]);
+    for start in &starts {
+        assert_eq!(start["SubType"], "MapRunChild");
+        // The function itself, by the name in the durable execution ARN.
+        assert_eq!(start["ChainedInvokeOptions"], json!({ "FunctionName": "wf" }));
+    }
+    // The service runs each child: the function invoked with the envelope as its input.
+    for (i, start) in starts.iter().enumerate() {
+        let envelope: Value = serde_json::from_str(start["Payload"].as_str().unwrap()).unwrap();
+        assert_eq!(envelope["wfc:mapRunChild"]["input"], json!(i + 1), "{envelope}");
+        let child = Fake::new(&envelope);
+        let out = invoke_chained(&wf, &h, &child, &chained);
+        assert_eq!(out["Status"], "SUCCEEDED", "{out}");
+        let steps: Vec<String> = child.calls().iter().flat_map(|c| shape(&child, c)).collect();
+        assert_eq!(steps[0], "START STEP Work#1.0 < -", "the child's own operations: {steps:?}");
+        parent.complete_chained(start["Name"].as_str().unwrap(), "SUCCEEDED", json!({ "Result": out["Result"] }));
+    }
+    let out = invoke_chained(&wf, &h, &parent, &chained);
+    assert_eq!(out["Status"], "SUCCEEDED", "{out}");
+    let result: Value = serde_json::from_str(out["Result"].as_str().unwrap()).unwrap();
+    assert_eq!(result[0], "worked", "{result}");
+    assert_eq!((&result[1]["Status"], &result[1]["Error"]), (&json!("FAILED"), &json!("Boom")), "{result}");
+    assert_eq!(runs.lock().unwrap()["Work"], [0, 0], "each child's task ran once");
+
+    // Generated code (or any `invoke_with_chained` closure) refuses a child's envelope.
+    let envelope: Value = serde_json::from_str(starts[0]["Payload"].as_str().unwrap()).unwrap();
+    let child = Fake::new(&envelope);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+    let out = runtime
+        .block_on(lambda_durable::invoke_with_chained(&child.event(100), Arc::new(child.clone()), "wf", &chained, |i, o| {
+            wfc_runtime::interp::run(&wf, &h, i, o)
+        }))
+        .unwrap();
+    assert_eq!(out["Error"]["ErrorType"], "Wfc.MapRunChildUnsupported", "{out}");
+    // And a definition without a DISTRIBUTED Map refuses the setting.
+    let e = chained.check([&load_order()]).unwrap_err();
+    assert_eq!(e, lambda_durable::ChainedConfigError::NoDistributedMap);
+}

@@ -99,6 +99,11 @@ pub(crate) struct LambdaInvokeArgs {
     /// (docs/adapters.md).
     #[arg(long = "chained-function", value_name = "WORKFLOW_ID[@VERSION]=FUNCTION")]
     pub(crate) chained_functions: Vec<String>,
+    /// Run each child of a DISTRIBUTED Map Run as a Lambda CHAINED_INVOKE of FUNCTION (default:
+    /// this function itself), which runs the Map's ItemProcessor as a durable execution of its
+    /// own, instead of in this invocation (docs/adapters.md).
+    #[arg(long = "chained-map-runs", value_name = "FUNCTION", num_args = 0..=1, default_missing_value = "")]
+    pub(crate) chained_map_runs: Option<String>,
 }
 
 /// `wfc lambda-serve`.
@@ -127,6 +132,11 @@ pub(crate) struct LambdaServeArgs {
     /// (docs/adapters.md).
     #[arg(long = "chained-function", value_name = "WORKFLOW_ID[@VERSION]=FUNCTION")]
     pub(crate) chained_functions: Vec<String>,
+    /// Run each child of a DISTRIBUTED Map Run as a Lambda CHAINED_INVOKE of FUNCTION (default:
+    /// this function itself), which runs the Map's ItemProcessor as a durable execution of its
+    /// own, instead of in this invocation (docs/adapters.md).
+    #[arg(long = "chained-map-runs", value_name = "FUNCTION", num_args = 0..=1, default_missing_value = "")]
+    pub(crate) chained_map_runs: Option<String>,
 }
 
 /// `wfc lambda-callback`.
@@ -236,6 +246,7 @@ fn lambda_setup(
     endpoint: &str,
     ledger: Option<PathBuf>,
     chained: &[String],
+    map_runs: Option<&str>,
 ) -> Result<LambdaSetup, Exit> {
     let mut workflows = Vec::new();
     for file in files {
@@ -250,16 +261,22 @@ fn lambda_setup(
     let client = lambda_durable::HttpClient::new(endpoint).map_err(fatal)?;
     let handler = LedgerHandler { mocks: crate::engine::MockHandler::new(mocks), ledger };
     // Every mapping must name a subflow one of the served definitions waits for.
+    let map_runs = match map_runs {
+        None => lambda_durable::MapRunChildren::InParent,
+        Some(f) => lambda_durable::MapRunChildren::chained(f).map_err(|e| fatal(format!("--chained-map-runs: {e}")))?,
+    };
     let chained = lambda_durable::ChainedInvokes::parse(chained.iter().map(String::as_str))
+        .map(|c| c.with_map_runs(map_runs))
         .and_then(|c| c.check(workflows.iter().map(|(_, w)| w)).map(|()| c))
-        .map_err(|e| fatal(format!("--chained-function: {e}")))?;
+        .map_err(|e| fatal(format!("--chained-function/--chained-map-runs: {e}")))?;
     Ok(LambdaSetup { workflows, handler, client: std::sync::Arc::new(client), chained })
 }
 
 /// Handles one durable invocation event and prints the invocation output.
 pub(crate) fn lambda_invoke(args: &LambdaInvokeArgs) -> Exit {
     let files = std::slice::from_ref(&args.file);
-    let setup = match lambda_setup(files, args.mocks.as_ref(), &args.endpoint, None, &args.chained_functions) {
+    let map_runs = args.chained_map_runs.as_deref();
+    let setup = match lambda_setup(files, args.mocks.as_ref(), &args.endpoint, None, &args.chained_functions, map_runs) {
         Ok(s) => s,
         Err(exit) => return exit,
     };
@@ -288,6 +305,7 @@ pub(crate) fn lambda_serve(args: &LambdaServeArgs) -> Exit {
         &args.endpoint,
         args.ledger.clone(),
         &args.chained_functions,
+        args.chained_map_runs.as_deref(),
     ) {
         Ok(s) => s,
         Err(exit) => return exit,
@@ -321,7 +339,9 @@ fn serve_one(setup: &LambdaSetup, stream: &mut std::net::TcpStream) -> Result<()
                 .and_then(|workflow| {
                     let event =
                         serde_json::from_slice::<Value>(&body).map_err(|e| format!("the event is not JSON: {e}"))?;
-                    lambda_durable::invoke_chained(workflow, &setup.handler, &event, setup.client.clone(), &setup.chained)
+                    // Map Run children chain to the function this route serves, unless named.
+                    let chained = setup.chained.for_function(function);
+                    lambda_durable::invoke_chained(workflow, &setup.handler, &event, setup.client.clone(), &chained)
                         .map_err(|e| e.to_string())
                 }) {
                 Ok(output) => (200, "", output.to_string()),

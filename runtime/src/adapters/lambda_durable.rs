@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use sha2::Digest;
 
 use crate::durable::suspend::{SuspendPolicy, Suspender, run_until_suspended};
-pub use crate::durable::{ChainedConfigError, ChainedFunction, ChainedInvokes};
+pub use crate::durable::{ChainedConfigError, ChainedFunction, ChainedInvokes, MapRunChildren};
 use crate::durable::{
     CheckpointToken, Claim, Completion, ExecutionRecord, Journal, NewExecution, OpStatus, OpType, Opened, Operation,
     OperationUpdate, Store, StoreError,
@@ -609,11 +609,46 @@ where
 /// are CHAINED_INVOKE operations of that function: started with the child's input as payload,
 /// `PENDING` while the service has them STARTED, and replayed with the target's result or
 /// error. Check the mappings against the definition once with [`ChainedInvokes::check`].
+///
+/// A Map Run child's invocation ([`MapRunChildren::Chained`]) runs on the interpreter only
+/// ([`invoke_chained`]): here its envelope fails the execution with `Wfc.MapRunChildUnsupported`.
 pub async fn invoke_with_chained<R, Fut>(
     event: &Value,
     client: Arc<dyn DurableClient>,
     workflow_name: &str,
     chained: &ChainedInvokes,
+    run: R,
+) -> Result<Value, InvocationError>
+where
+    R: FnOnce(Value, RunOptions) -> Fut,
+    Fut: Future<Output = ExecutionResult>,
+{
+    invoke_inner(event, client, workflow_name, chained, false, run).await
+}
+
+/// The function's own name for Map Run children that chain to it: from the durable execution
+/// ARN (`arn:aws:lambda:REGION:ACCOUNT:function:NAME[:QUALIFIER]/durable-execution/...` or
+/// `...:durable-execution:NAME:...`), else `AWS_LAMBDA_FUNCTION_NAME`.
+fn own_function_name(arn: &str) -> Option<String> {
+    let head = arn.split('/').next().unwrap_or(arn);
+    let parts: Vec<&str> = head.split(':').collect();
+    let after = |key: &str| parts.iter().position(|p| *p == key).and_then(|i| parts.get(i + 1));
+    let from_arn = match after("function") {
+        Some(name) => {
+            let qualifier = parts.iter().skip_while(|p| **p != *name).nth(1).filter(|q| **q != "$LATEST");
+            Some(qualifier.map_or_else(|| (*name).to_owned(), |q| format!("{name}:{q}")))
+        }
+        None => after("durable-execution").map(|n| (*n).to_owned()),
+    };
+    from_arn.filter(|n| !n.is_empty()).or_else(|| std::env::var("AWS_LAMBDA_FUNCTION_NAME").ok().filter(|n| !n.is_empty()))
+}
+
+async fn invoke_inner<R, Fut>(
+    event: &Value,
+    client: Arc<dyn DurableClient>,
+    workflow_name: &str,
+    chained: &ChainedInvokes,
+    map_run_children: bool,
     run: R,
 ) -> Result<Value, InvocationError>
 where
@@ -644,6 +679,24 @@ where
         None | Some("") => json!({}),
         Some(s) => serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.to_owned())),
     };
+    if !map_run_children && crate::distributed::chained_child(&input).is_some() {
+        return Ok(failed(
+            "Wfc.MapRunChildUnsupported",
+            "this execution is a chained Map Run child, which only the interpreter's entry point (lambda_durable::invoke_chained, wfc lambda-serve) runs",
+        ));
+    }
+    let chained = match chained.map_runs() {
+        MapRunChildren::Chained(None) => match own_function_name(&arn) {
+            Some(own) => chained.for_function(&own),
+            None => {
+                return Ok(failed(
+                    "Wfc.MapRunFunctionUnknown",
+                    "Map Run children are to chain to this function, but its name is not in the durable execution ARN and AWS_LAMBDA_FUNCTION_NAME is not set: name it in the configuration",
+                ));
+            }
+        },
+        _ => chained.clone(),
+    };
     let start_ms = millis(execution.get("StartTimestamp")).unwrap_or_else(|| jiff::Timestamp::now().as_millisecond());
     let start_time =
         jiff::Timestamp::from_millisecond(start_ms).map(crate::clock::format_timestamp).unwrap_or_default();
@@ -671,7 +724,7 @@ where
     };
     if !chained.is_empty() {
         // A new journal: nothing has set it.
-        let _ = journal.set_chained_invokes(chained.clone());
+        let _ = journal.set_chained_invokes(chained);
     }
     let options = RunOptions::real().with_journal(journal);
     let outcome = run_until_suspended(&suspender, run(input, options)).await;
@@ -736,7 +789,11 @@ pub fn invoke_chained(
         .enable_time()
         .build()
         .map_err(|e| InvocationError::Service(ClientError::Service(e.to_string())))?;
-    runtime.block_on(invoke_with_chained(event, client, &workflow.name, chained, |input, options| {
-        crate::interp::run(workflow, handlers, input, options)
+    runtime.block_on(invoke_inner(event, client, &workflow.name, chained, true, |input, options| async move {
+        // A chained Map Run child (this function invoked by itself): the Map's ItemProcessor.
+        match crate::distributed::chained_child(&input) {
+            Some(envelope) => crate::distributed::run_chained_child(workflow, handlers, envelope, options).await,
+            None => crate::interp::run(workflow, handlers, input, options).await,
+        }
     }))
 }

@@ -29,6 +29,9 @@ pub enum ChainedConfigError {
     /// Two mappings for the same workflow id and version.
     #[error("the workflow '{0}' is mapped to a chained function twice")]
     Duplicate(String),
+    /// Map Run children are to chain, and no definition has a DISTRIBUTED Map.
+    #[error("Map Run children are to be chained invokes, but the definition has no DISTRIBUTED Map state")]
+    NoDistributedMap,
     /// A mapping no subflow of the definitions uses.
     #[error("the chained function mapping {mapping} names no subflow the definition waits for{detail}")]
     Unused {
@@ -135,13 +138,70 @@ fn check_function_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The chained invoke targets of an execution: subflow mappings (see the module docs).
+/// Where a DISTRIBUTED Map Run's child executions run on a service's journal.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum MapRunChildren {
+    /// In the parent's invocation, each a CONTEXT of subtype `MapRunChild` (the default).
+    #[default]
+    InParent,
+    /// Each a CHAINED_INVOKE (subtype `MapRunChild`) of the function itself, which runs the
+    /// Map's ItemProcessor as a durable execution of its own: the named function, or with
+    /// `None` the function's own name (from the invocation's ARN, the Invoke route that
+    /// `wfc lambda-serve` answered, or `AWS_LAMBDA_FUNCTION_NAME`).
+    Chained(Option<String>),
+}
+
+impl MapRunChildren {
+    /// `Chained` to the function `text` names, or to the function itself when `text` is empty
+    /// (`wfc lambda-serve --chained-map-runs[=FUNCTION]`).
+    pub fn chained(text: &str) -> Result<MapRunChildren, ChainedConfigError> {
+        if text.is_empty() {
+            return Ok(MapRunChildren::Chained(None));
+        }
+        check_function_name(text)
+            .map_err(|reason| ChainedConfigError::Malformed { text: text.to_owned(), reason })?;
+        Ok(MapRunChildren::Chained(Some(text.to_owned())))
+    }
+}
+
+/// The chained invoke targets of an execution: subflow mappings and where Map Run children
+/// run (see the module docs).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ChainedInvokes {
     subflows: Vec<ChainedFunction>,
+    map_runs: MapRunChildren,
 }
 
 impl ChainedInvokes {
+    /// These mappings with Map Run children run as `map_runs`.
+    pub fn with_map_runs(mut self, map_runs: MapRunChildren) -> ChainedInvokes {
+        self.map_runs = map_runs;
+        self
+    }
+
+    /// Where Map Run children run.
+    pub fn map_runs(&self) -> &MapRunChildren {
+        &self.map_runs
+    }
+
+    /// The function Map Run children are invoked as, once resolved ([`ChainedInvokes::for_function`]).
+    pub fn map_run_function(&self) -> Option<&str> {
+        match &self.map_runs {
+            MapRunChildren::Chained(Some(f)) => Some(f),
+            _ => None,
+        }
+    }
+
+    /// These mappings for the function `function` (its own name, when Map Run children are to
+    /// chain to it and no name was given).
+    pub fn for_function(&self, function: &str) -> ChainedInvokes {
+        let mut out = self.clone();
+        if out.map_runs == MapRunChildren::Chained(None) {
+            out.map_runs = MapRunChildren::Chained(Some(function.to_owned()));
+        }
+        out
+    }
+
     /// No mapping: every subflow runs in the parent's invocation (as a CONTEXT).
     pub fn none() -> ChainedInvokes {
         ChainedInvokes::default()
@@ -164,9 +224,9 @@ impl ChainedInvokes {
         ChainedInvokes::new(texts.into_iter().map(ChainedFunction::parse).collect::<Result<Vec<_>, _>>()?)
     }
 
-    /// Whether there is no mapping.
+    /// Whether there is no mapping (every subflow and Map Run child runs in the parent).
     pub fn is_empty(&self) -> bool {
-        self.subflows.is_empty()
+        self.subflows.is_empty() && self.map_runs == MapRunChildren::InParent
     }
 
     /// The mappings.
@@ -190,6 +250,9 @@ impl ChainedInvokes {
         let mut uses = Uses::default();
         for w in workflows {
             uses.machine(self, &w.machine);
+        }
+        if matches!(self.map_runs, MapRunChildren::Chained(_)) && !uses.distributed_map {
+            return Err(ChainedConfigError::NoDistributedMap);
         }
         for m in &self.subflows {
             if uses.waited.iter().any(|(id, v)| m.matches(id, v.as_deref())) {
@@ -229,12 +292,28 @@ struct Uses {
     waited: Vec<(String, Option<String>)>,
     /// Detached subflows and workflow bodies.
     elsewhere: Vec<String>,
+    /// Whether there is a DISTRIBUTED Map state.
+    distributed_map: bool,
 }
 
 impl Uses {
     fn machine(&mut self, config: &ChainedInvokes, machine: &StateMachine) {
         for state in &machine.states {
-            let StateKind::Sw(sw) = &state.kind else { continue };
+            let sw = match &state.kind {
+                StateKind::Sw(sw) => sw,
+                StateKind::Map(spec) => {
+                    self.distributed_map |= spec.distributed.is_some();
+                    self.machine(config, &spec.item_processor);
+                    continue;
+                }
+                StateKind::Parallel(spec) => {
+                    for b in &spec.branches {
+                        self.machine(config, b);
+                    }
+                    continue;
+                }
+                _ => continue,
+            };
             match &sw.kind {
                 SwKind::Subflow { workflow_id, wait, workflow } => {
                     let version = workflow.version.clone();

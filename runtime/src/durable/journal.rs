@@ -1063,6 +1063,26 @@ impl Journal {
         }
     }
 
+    /// The function a DISTRIBUTED Map Run's children are invoked as (this function itself),
+    /// when the mappings ask for it and this is a service's journal.
+    pub(crate) fn map_run_function(&self) -> Option<String> {
+        self.suspender.as_ref()?;
+        self.chained.get()?.map_run_function().map(str::to_owned)
+    }
+
+    /// A Map Run child as a CHAINED_INVOKE (subtype `MapRunChild`) of `function` with
+    /// `envelope` as payload; its result is what the Map Run keeps of the child.
+    pub(crate) async fn chained_map_run_child(
+        &self,
+        id: &str,
+        parent: Option<String>,
+        name: &str,
+        function: &str,
+        envelope: &Value,
+    ) -> Result<Value, Failure> {
+        self.chained_invoke(id, parent, name, "MapRunChild", function, envelope).await
+    }
+
     /// A CHAINED_INVOKE of the function `function` on a service's journal: a finished one
     /// replays the target's result or error; a new one is started with `input` as its payload;
     /// then, while the service has it STARTED, the line of control parks (the function answers
