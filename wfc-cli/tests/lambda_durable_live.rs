@@ -603,3 +603,46 @@ fn chained_function_mappings_are_checked_against_the_definitions() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("no subflow state that waits for its child"), "{stderr}");
 }
+
+/// DISTRIBUTED Map Run children chained to the function itself (`--chained-map-runs`): each
+/// child is a CHAINED_INVOKE of `fan`, which dex-local-runner (`--function-configs` names `fan`
+/// durable) starts as a durable execution of its own; `wfc lambda-serve`, invoked with the
+/// child's envelope, runs the ItemProcessor there (with a Wait: two invocations). A failed
+/// child counts against the Map's tolerance.
+#[test]
+fn map_run_children_are_chained_invokes_of_the_function_itself() {
+    let configs = r#"{"fan": {"DurableConfig": {"ExecutionTimeout": 300}}}"#;
+    let Some(s) = servers_or_skip_with("map-run", &["--function-configs", configs]) else { return };
+    let mocks = json!({ "Work": { "echo": true }, "Broken": { "throw": { "error": "Item.Bad", "cause": "two" } } });
+    let _serve = s.serve_with(&["fan.asl.json"], &mocks, "ledger", &["--chained-map-runs"]);
+    let arn = s.start_execution("fan", "fan-1", &json!({ "items": [1, 2, 3] }));
+    let (e, h) = s.finished(&arn);
+    assert_eq!(e["Status"], "SUCCEEDED", "{e}");
+    let result: Value = serde_json::from_str(e["Result"].as_str().unwrap()).unwrap();
+    assert_eq!((&result[0], &result[2]), (&json!(1), &json!(3)), "{result}");
+    assert_eq!((&result[1]["Status"], &result[1]["Error"]), (&json!("FAILED"), &json!("Item.Bad")), "{result}");
+    for i in 0..3 {
+        assert_eq!(count(&h, "ChainedInvokeStarted", &format!("Fan#1.0/{i}")), 1, "{h:?}");
+        assert_eq!(count(&h, "ChainedInvokeSucceeded", &format!("Fan#1.0/{i}")), 1, "{h:?}");
+    }
+    // The parent ran no task; each child is its own durable execution (a Wait: PENDING, then
+    // invoked again).
+    assert!(h.iter().all(|(t, _)| !t.starts_with("Step") && !t.starts_with("Wait")), "{h:?}");
+    let history = s.history(&arn);
+    for started in events_of(&history, "ChainedInvokeStarted") {
+        let details = &started["ChainedInvokeStartedDetails"];
+        assert_eq!((&started["SubType"], &details["FunctionName"]), (&json!("MapRunChild"), &json!("fan")));
+        let child = details["DurableExecutionArn"].as_str().unwrap().to_owned();
+        let (c, ch) = s.finished(&child);
+        assert_eq!(c["Status"], "SUCCEEDED", "{c}");
+        if count(&ch, "StepSucceeded", "Work#1.0") == 1 {
+            assert_eq!(count(&ch, "WaitSucceeded", "Nap#1"), 1, "{ch:?}");
+            assert_eq!(count(&ch, "InvocationCompleted", ""), 2, "{ch:?}");
+        } else {
+            assert_eq!(count(&ch, "StepFailed", "Broken#1.0"), 1, "{ch:?}");
+        }
+    }
+    let mut ledger = s.ledger("ledger");
+    ledger.sort();
+    assert_eq!(ledger, ["Broken 0", "Work 0", "Work 0"]);
+}
