@@ -359,7 +359,7 @@ mod tests {
     #[test]
     fn parses_mappings() {
         let m = ChainedFunction::parse("ship=ship-fn").unwrap();
-        assert_eq!((m.workflow_id.as_str(), m.version, m.target()), ("ship", None, "ship-fn".to_owned()));
+        assert_eq!((m.workflow_id.as_str(), m.version.clone(), m.target()), ("ship", None, "ship-fn".to_owned()));
         let m = ChainedFunction::parse("ship@2.0=arn:aws:lambda:us-east-1:123456789012:function:ship:live").unwrap();
         assert_eq!(m.version.as_deref(), Some("2.0"));
         assert_eq!(m.target(), "arn:aws:lambda:us-east-1:123456789012:function:ship:live");
