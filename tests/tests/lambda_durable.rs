@@ -82,7 +82,8 @@ impl Fake {
     /// What the target function's end does to a CHAINED_INVOKE (the service records it).
     fn complete_chained(&self, name: &str, status: &str, details: Value) {
         let mut s = self.0.lock().unwrap();
-        let op = s.ops.iter_mut().find(|op| op["Name"] == name && op["Type"] == "CHAINED_INVOKE").expect("a chained invoke");
+        let op =
+            s.ops.iter_mut().find(|op| op["Name"] == name && op["Type"] == "CHAINED_INVOKE").expect("a chained invoke");
         assert_eq!(op["Status"], "STARTED");
         op["Status"] = json!(status);
         op["ChainedInvokeDetails"] = details;
@@ -701,12 +702,7 @@ fn load_order() -> Workflow {
         .workflow
 }
 
-fn invoke_chained(
-    wf: &Workflow,
-    handlers: &Handlers,
-    fake: &Fake,
-    chained: &lambda_durable::ChainedInvokes,
-) -> Value {
+fn invoke_chained(wf: &Workflow, handlers: &Handlers, fake: &Fake, chained: &lambda_durable::ChainedInvokes) -> Value {
     lambda_durable::invoke_chained(wf, handlers, &fake.event(100), Arc::new(fake.clone()), chained).unwrap()
 }
 
@@ -788,13 +784,22 @@ fn a_chained_invoke_failure_reaches_the_subflow_error_handling() {
             "the chained invoke timed out: after 120 seconds",
         ),
         ("STOPPED", json!({}), "States.TaskFailed", "the chained invoke's target execution was stopped"),
-        ("FAILED", json!({ "Error": { "ErrorMessage": "Function not found: ship-fn" } }), "States.TaskFailed", "Function not found: ship-fn"),
+        (
+            "FAILED",
+            json!({ "Error": { "ErrorMessage": "Function not found: ship-fn" } }),
+            "States.TaskFailed",
+            "Function not found: ship-fn",
+        ),
     ] {
         let fake = Fake::new(&json!({ "order": 9 }));
         assert_eq!(invoke_chained(&wf, &h, &fake, &chained), json!({ "Status": "PENDING" }));
         fake.complete_chained("Ship#1.0", status, details);
         let out = invoke_chained(&wf, &h, &fake, &chained);
-        assert_eq!(out, json!({ "Status": "FAILED", "Error": { "ErrorType": error, "ErrorMessage": cause } }), "{status}");
+        assert_eq!(
+            out,
+            json!({ "Status": "FAILED", "Error": { "ErrorType": error, "ErrorMessage": cause } }),
+            "{status}"
+        );
     }
 }
 
@@ -966,9 +971,13 @@ fn map_run_children_chain_to_the_function_itself() {
     let child = Fake::new(&envelope);
     let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
     let out = runtime
-        .block_on(lambda_durable::invoke_with_chained(&child.event(100), Arc::new(child.clone()), "wf", &chained, |i, o| {
-            wfc_runtime::interp::run(&wf, &h, i, o)
-        }))
+        .block_on(lambda_durable::invoke_with_chained(
+            &child.event(100),
+            Arc::new(child.clone()),
+            "wf",
+            &chained,
+            |i, o| wfc_runtime::interp::run(&wf, &h, i, o),
+        ))
         .unwrap();
     assert_eq!(out["Error"]["ErrorType"], "Wfc.MapRunChildUnsupported", "{out}");
     // And a definition without a DISTRIBUTED Map refuses the setting.

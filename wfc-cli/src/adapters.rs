@@ -93,7 +93,8 @@ pub(crate) struct LambdaInvokeArgs {
     pub(crate) mocks: Option<PathBuf>,
     /// Read the invocation event from this file instead of standard input.
     #[arg(long, value_name = "FILE")]
-    pub(crate) event: Option<PathBuf>,    /// Invoke the Serverless Workflow subflows of WORKFLOW_ID (optionally only those whose
+    pub(crate) event: Option<PathBuf>,
+    /// Invoke the Serverless Workflow subflows of WORKFLOW_ID (optionally only those whose
     /// workflow has VERSION) as a Lambda CHAINED_INVOKE of FUNCTION (a function name or ARN,
     /// with an optional `:QUALIFIER`) instead of running them in this invocation; repeatable
     /// (docs/adapters.md).
@@ -126,7 +127,8 @@ pub(crate) struct LambdaServeArgs {
     /// token for a callback task) to this file: a ledger that shows replayed steps are not run
     /// again.
     #[arg(long, value_name = "FILE")]
-    pub(crate) ledger: Option<PathBuf>,    /// Invoke the Serverless Workflow subflows of WORKFLOW_ID (optionally only those whose
+    pub(crate) ledger: Option<PathBuf>,
+    /// Invoke the Serverless Workflow subflows of WORKFLOW_ID (optionally only those whose
     /// workflow has VERSION) as a Lambda CHAINED_INVOKE of FUNCTION (a function name or ARN,
     /// with an optional `:QUALIFIER`) instead of running them in this invocation; repeatable
     /// (docs/adapters.md).
@@ -276,7 +278,8 @@ fn lambda_setup(
 pub(crate) fn lambda_invoke(args: &LambdaInvokeArgs) -> Exit {
     let files = std::slice::from_ref(&args.file);
     let map_runs = args.chained_map_runs.as_deref();
-    let setup = match lambda_setup(files, args.mocks.as_ref(), &args.endpoint, None, &args.chained_functions, map_runs) {
+    let setup = match lambda_setup(files, args.mocks.as_ref(), &args.endpoint, None, &args.chained_functions, map_runs)
+    {
         Ok(s) => s,
         Err(exit) => return exit,
     };

@@ -640,7 +640,9 @@ fn own_function_name(arn: &str) -> Option<String> {
         }
         None => after("durable-execution").map(|n| (*n).to_owned()),
     };
-    from_arn.filter(|n| !n.is_empty()).or_else(|| std::env::var("AWS_LAMBDA_FUNCTION_NAME").ok().filter(|n| !n.is_empty()))
+    from_arn
+        .filter(|n| !n.is_empty())
+        .or_else(|| std::env::var("AWS_LAMBDA_FUNCTION_NAME").ok().filter(|n| !n.is_empty()))
 }
 
 async fn invoke_inner<R, Fut>(

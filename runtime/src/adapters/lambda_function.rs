@@ -84,9 +84,13 @@ where
     let run = &run;
     let client = &client;
     let handler = service_fn(move |event: LambdaEvent<Value>| async move {
-        lambda_durable::invoke_with_chained(&event.payload, Arc::clone(client), workflow_name, chained, |input, options| {
-            run(input, options)
-        })
+        lambda_durable::invoke_with_chained(
+            &event.payload,
+            Arc::clone(client),
+            workflow_name,
+            chained,
+            |input, options| run(input, options),
+        )
         .await
         .map_err(diagnostic)
     });

@@ -79,7 +79,8 @@ impl ChainedFunction {
     /// Parses `WORKFLOW_ID[@VERSION]=FUNCTION`, where FUNCTION is a function name or ARN with an
     /// optional `:QUALIFIER` (what the Lambda `Invoke` API accepts).
     pub fn parse(text: &str) -> Result<ChainedFunction, ChainedConfigError> {
-        let malformed = |reason: &str| ChainedConfigError::Malformed { text: text.to_owned(), reason: reason.to_owned() };
+        let malformed =
+            |reason: &str| ChainedConfigError::Malformed { text: text.to_owned(), reason: reason.to_owned() };
         let (key, function) =
             text.split_once('=').ok_or_else(|| malformed("expected WORKFLOW_ID[@VERSION]=FUNCTION"))?;
         let (workflow_id, version) = match key.split_once('@') {
@@ -130,7 +131,9 @@ fn check_function_name(name: &str) -> Result<(), String> {
         return Err("the function name is longer than 256 characters".into());
     }
     if let Some(bad) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || "-_.:$".contains(*c))) {
-        return Err(format!("the function name has the character {bad:?} (a Lambda function name or ARN has letters, digits, '-', '_', '.', ':' and '$')"));
+        return Err(format!(
+            "the function name has the character {bad:?} (a Lambda function name or ARN has letters, digits, '-', '_', '.', ':' and '$')"
+        ));
     }
     if name.split(':').any(str::is_empty) {
         return Err("the function name has an empty ':'-separated part".into());
@@ -158,8 +161,7 @@ impl MapRunChildren {
         if text.is_empty() {
             return Ok(MapRunChildren::Chained(None));
         }
-        check_function_name(text)
-            .map_err(|reason| ChainedConfigError::Malformed { text: text.to_owned(), reason })?;
+        check_function_name(text).map_err(|reason| ChainedConfigError::Malformed { text: text.to_owned(), reason })?;
         Ok(MapRunChildren::Chained(Some(text.to_owned())))
     }
 }
@@ -238,7 +240,8 @@ impl ChainedInvokes {
     /// a mapping with that version wins over one for any version.
     pub fn subflow_target(&self, workflow_id: &str, version: Option<&str>) -> Option<String> {
         let exact = self.subflows.iter().find(|m| m.version.is_some() && m.matches(workflow_id, version));
-        exact.or_else(|| self.subflows.iter().find(|m| m.version.is_none() && m.matches(workflow_id, version)))
+        exact
+            .or_else(|| self.subflows.iter().find(|m| m.version.is_none() && m.matches(workflow_id, version)))
             .map(ChainedFunction::target)
     }
 

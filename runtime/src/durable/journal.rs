@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::suspend::{Pending, Suspender};
 use super::ChainedInvokes;
+use super::suspend::{Pending, Suspender};
 use super::{
     CheckpointToken, Claim, Completion, ExecutionRecord, NewExecution, OpStatus, OpType, Operation, OperationUpdate,
     Store, StoreError,
