@@ -984,3 +984,29 @@ fn map_run_children_chain_to_the_function_itself() {
     let e = chained.check([&load_order()]).unwrap_err();
     assert_eq!(e, lambda_durable::ChainedConfigError::NoDistributedMap);
 }
+
+/// A mapping added while an execution runs: the journal has the subflow as a CONTEXT where the
+/// definition now wants a CHAINED_INVOKE, which is a determinism violation, not a silent mix.
+#[test]
+fn a_mapping_changed_mid_execution_is_a_determinism_violation() {
+    const PARENT: &str = r#"{
+      "id": "p", "version": "1.0", "name": "p",
+      "states": [{ "name": "Slow", "type": "subflow", "workflowId": "slow", "start": { "kind": "default" }, "end": { "kind": "default" } }]
+    }"#;
+    const SLOW: &str = r#"{
+      "id": "slow", "version": "1.0", "name": "slow",
+      "states": [{ "name": "Nap", "type": "delay", "timeDelay": "PT5S", "start": { "kind": "default" }, "end": { "kind": "default" } }]
+    }"#;
+    let registry = [("slow.sw.json".to_owned(), SLOW.to_owned())];
+    let wf = wfc_core::sw::load(wfc_core::Source { path: "p.sw.json", text: PARENT }, &registry).unwrap().workflow;
+    let (h, _) = counting(&[]);
+    let fake = Fake::new(&json!({}));
+    let unmapped = lambda_durable::ChainedInvokes::none();
+    assert_eq!(invoke_chained(&wf, &h, &fake, &unmapped), json!({ "Status": "PENDING" }));
+    fake.fire_timers();
+    let mapped = lambda_durable::ChainedInvokes::parse(["slow=slow-fn"]).unwrap();
+    let out = invoke_chained(&wf, &h, &fake, &mapped);
+    assert_eq!(out["Status"], "FAILED", "{out}");
+    assert_eq!(out["Error"]["ErrorType"], "States.Runtime", "{out}");
+    assert!(out["Error"]["ErrorMessage"].as_str().unwrap().contains("determinism violation"), "{out}");
+}
