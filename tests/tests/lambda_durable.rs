@@ -32,6 +32,8 @@ struct Service {
     refuse: Option<ClientError>,
     /// Operations per GetDurableExecutionState page.
     page: usize,
+    /// A chained invoke target the service cannot resolve: its START comes back FAILED.
+    missing_function: Option<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -136,6 +138,7 @@ impl DurableClient for Fake {
                     "CALLBACK" => "CallbackDetails",
                     _ => "StepDetails",
                 };
+                let missing_function = s.missing_function.clone();
                 let op = &mut s.ops[i];
                 match u["Action"].as_str().unwrap() {
                     "START" if u["Type"] == "WAIT" => {
@@ -147,6 +150,12 @@ impl DurableClient for Fake {
                         let target = &u["ChainedInvokeOptions"]["FunctionName"];
                         assert!(target.as_str().is_some_and(|t| !t.is_empty()), "no FunctionName: {u}");
                         op["ChainedInvokeDetails"] = json!({});
+                        if target.as_str() == missing_function.as_deref() {
+                            op["Status"] = json!("FAILED");
+                            let message = format!("Function not found: {}.", target.as_str().unwrap());
+                            let error = json!({ "ErrorType": "ResourceNotFoundException", "ErrorMessage": message });
+                            op["ChainedInvokeDetails"] = json!({ "Error": error });
+                        }
                     }
                     _ if u["Type"] == "CHAINED_INVOKE" => panic!("the function may only start a CHAINED_INVOKE"),
                     "START" if u["Type"] == "CALLBACK" => {
@@ -1009,4 +1018,19 @@ fn a_mapping_changed_mid_execution_is_a_determinism_violation() {
     assert_eq!(out["Status"], "FAILED", "{out}");
     assert_eq!(out["Error"]["ErrorType"], "States.Runtime", "{out}");
     assert!(out["Error"]["ErrorMessage"].as_str().unwrap().contains("determinism violation"), "{out}");
+}
+
+/// A target the service cannot resolve fails the START at once (as dex-local-runner's
+/// preflight does): the subflow fails in the same invocation, with the service's error.
+#[test]
+fn a_target_the_service_cannot_resolve_fails_the_subflow_at_once() {
+    let wf = load_order();
+    let chained = ship_mapping();
+    let (h, _) = counting(&[("Charge", Ok(json!({ "charged": 10 })))]);
+    let fake = Fake::new(&json!({ "order": 1 }));
+    fake.0.lock().unwrap().missing_function = Some("ship-fn:live".into());
+    let out = invoke_chained(&wf, &h, &fake, &chained);
+    let error =
+        json!({ "ErrorType": "ResourceNotFoundException", "ErrorMessage": "Function not found: ship-fn:live." });
+    assert_eq!(out, json!({ "Status": "FAILED", "Error": error }));
 }
