@@ -569,6 +569,17 @@ fn a_mapped_subflow_is_a_chained_invoke_of_another_wfc_function() {
     let mut ledger = s.ledger("ledger");
     ledger.sort();
     assert_eq!(ledger, ["Charge 0", "Charge 0", "Lose 0", "Pack 0", "Refund 0"]);
+
+    // A target the runner does not know fails the START at once: the execution fails with the
+    // service's error in its first invocation.
+    drop(_serve);
+    let _serve = s.serve_with(&files, &mocks, "ledger2", &["--chained-function", "ship=nowhere"]);
+    let arn = s.start_execution("order", "order-nowhere", &json!({ "order": 3 }));
+    let (e, h) = s.finished(&arn);
+    assert_eq!(e["Status"], "FAILED", "{e}");
+    assert_eq!(e["Error"]["ErrorType"], "ResourceNotFoundException", "{e}");
+    assert_eq!(count(&h, "ChainedInvokeFailed", "Ship#1.0"), 1, "{h:?}");
+    assert_eq!(count(&h, "InvocationCompleted", ""), 1, "{h:?}");
 }
 
 /// A malformed `--chained-function`, or one naming no subflow the definitions wait for, is an
