@@ -106,8 +106,7 @@ pub const CHAINED_VARIABLE: &str = "WFC_CHAINED_FUNCTIONS";
 /// not wait for, is an error.
 pub fn chained_from_env(workflow: &wfc_ir::Workflow) -> Result<ChainedInvokes, Error> {
     let text = std::env::var(CHAINED_VARIABLE).unwrap_or_default();
-    let chained = ChainedInvokes::parse(text.split([',', ' ', '\n', '\t']).filter(|t| !t.is_empty()))
-        .map_err(|e| format!("{CHAINED_VARIABLE}: {e}"))?;
+    let chained = ChainedInvokes::parse_list(&text).map_err(|e| format!("{CHAINED_VARIABLE}: {e}"))?;
     chained.check([workflow]).map_err(|e| format!("{CHAINED_VARIABLE}: {e}"))?;
     Ok(chained)
 }

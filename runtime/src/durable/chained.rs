@@ -226,6 +226,12 @@ impl ChainedInvokes {
         ChainedInvokes::new(texts.into_iter().map(ChainedFunction::parse).collect::<Result<Vec<_>, _>>()?)
     }
 
+    /// Parses `WORKFLOW_ID[@VERSION]=FUNCTION` entries separated by commas or whitespace (the
+    /// `WFC_CHAINED_FUNCTIONS` variable of a deployed function); an empty list is no mapping.
+    pub fn parse_list(text: &str) -> Result<ChainedInvokes, ChainedConfigError> {
+        ChainedInvokes::parse(text.split(|c: char| c == ',' || c.is_whitespace()).filter(|t| !t.is_empty()))
+    }
+
     /// Whether there is no mapping (every subflow and Map Run child runs in the parent).
     pub fn is_empty(&self) -> bool {
         self.subflows.is_empty() && self.map_runs == MapRunChildren::InParent
@@ -374,6 +380,15 @@ mod tests {
         }
         let dup = ChainedInvokes::parse(["a=f", "a=g"]).unwrap_err();
         assert_eq!(dup, ChainedConfigError::Duplicate("a".into()));
+    }
+
+    #[test]
+    fn lists_split_on_commas_and_whitespace() {
+        assert!(ChainedInvokes::parse_list("").unwrap().is_empty());
+        let c = ChainedInvokes::parse_list(" a=f,\nb@2=g  c=h ").unwrap();
+        let keys: Vec<String> = c.subflows().iter().map(ToString::to_string).collect();
+        assert_eq!(keys, ["a=f", "b@2=g", "c=h"]);
+        assert!(ChainedInvokes::parse_list("a=f,b").is_err());
     }
 
     #[test]
