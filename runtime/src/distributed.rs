@@ -715,8 +715,12 @@ where
                 // Journaled, each child is a CHAINED_INVOKE of its own (see
                 // `Execution::journaled_map_child`): a finished one is not run again on resume.
                 let op = children_op.as_ref().map(|prefix| format!("{prefix}/{index}"));
+                let seed = exec.with_rng(|rng| rng.next_u64());
+                let child_name = format!("{short}-{index}");
                 let child =
-                    exec.child(workflow.clone(), format!("{short}-{index}"), machine_id.clone(), &input, op.clone());
+                    exec.child(workflow.clone(), child_name.clone(), machine_id.clone(), &input, op.clone(), seed);
+                // What a chained child's own invocation needs to run it (see `run_chained_child`).
+                let envelope = chained_child_envelope(name, &workflow, &child_name, seed, &input);
                 let future = run_child(input.clone(), child.clone());
                 let clock = clock.clone();
                 async move {
@@ -726,7 +730,7 @@ where
                         let output = result.output.filter(|_| result.status == Status::Succeeded);
                         json!({ "succeeded": output.is_some(), "output": output, "document": document })
                     };
-                    let kept = exec.journaled_map_child(op, name, run).await;
+                    let kept = exec.journaled_map_child(op, name, move || envelope, run).await;
                     let record = kept.map(|kept| ChildRecord {
                         items: size,
                         output: if kept["succeeded"] == true { Some(kept["output"].clone()) } else { None },
@@ -844,6 +848,100 @@ async fn write_results(
     let bytes = serde_json::to_vec_pretty(&manifest).map_err(|e| writer_failed(e.to_string()))?;
     store.put_object(bucket, &manifest_key, bytes).await.map_err(writer_failed)?;
     Ok(json!({ "MapRunArn": arn, "ResultWriterDetails": { "Bucket": bucket, "Key": manifest_key } }))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Map Run children as chained invokes (a Lambda durable function invoking itself)
+// ---------------------------------------------------------------------------------------------
+
+/// The key of the envelope a chained Map Run child's execution gets as its input.
+pub const CHAINED_CHILD_KEY: &str = "wfc:mapRunChild";
+
+/// The envelope that names child `name` of the DISTRIBUTED Map state `state`: its workflow
+/// label (`<workflow>/<label>`), random seed and input.
+fn chained_child_envelope(state: &str, workflow: &str, name: &str, seed: u64, input: &Value) -> Value {
+    json!({ CHAINED_CHILD_KEY: { "state": state, "workflow": workflow, "name": name, "seed": seed, "input": input } })
+}
+
+/// The envelope's content when `input` is a chained Map Run child's envelope.
+pub fn chained_child(input: &Value) -> Option<&Value> {
+    match input.as_object() {
+        Some(o) if o.len() == 1 => o.get(CHAINED_CHILD_KEY),
+        _ => None,
+    }
+}
+
+/// The DISTRIBUTED Map state named `name` anywhere in `machine` (state names are unique in a
+/// whole state machine).
+fn find_distributed_map<'a>(machine: &'a wfc_ir::StateMachine, name: &str) -> Option<&'a MapState> {
+    machine.states.iter().find_map(|s| match &s.kind {
+        wfc_ir::StateKind::Map(spec) if s.name == name && spec.distributed.is_some() => Some(spec),
+        wfc_ir::StateKind::Map(spec) => find_distributed_map(&spec.item_processor, name),
+        wfc_ir::StateKind::Parallel(spec) => spec.branches.iter().find_map(|b| find_distributed_map(b, name)),
+        _ => None,
+    })
+}
+
+/// Runs, on the interpreter, the Map Run child an envelope ([`chained_child`]) names: the Map
+/// state's ItemProcessor as an execution of the workflow `<workflow>/<label>` with the seed
+/// and input the parent drew, journaled through `options` (the child's own durable
+/// execution). Its output is what the Map Run keeps of the child, `{"succeeded", "output",
+/// "document"}`, also when the child failed (the parent counts the failure against its
+/// tolerance); an envelope that names no DISTRIBUTED Map of `workflow` fails with
+/// `States.Runtime`.
+pub async fn run_chained_child(
+    workflow: &wfc_ir::Workflow,
+    handler: &dyn crate::DynHandler,
+    envelope: &Value,
+    options: crate::RunOptions,
+) -> crate::ExecutionResult {
+    let text = |k: &str| envelope.get(k).and_then(Value::as_str);
+    let (Some(state), Some(label), Some(seed)) =
+        (text("state"), text("workflow"), envelope.get("seed").and_then(Value::as_u64))
+    else {
+        return refused(format!("a malformed Map Run child envelope: {envelope}"));
+    };
+    let Some(spec) = find_distributed_map(&workflow.machine, state) else {
+        return refused(format!(
+            "the Map Run child envelope names the state '{state}', which is not a DISTRIBUTED Map of '{}'",
+            workflow.name
+        ));
+    };
+    let input = envelope.get("input").cloned().unwrap_or(Value::Null);
+    let child_workflow = wfc_ir::Workflow {
+        name: label.to_owned(),
+        comment: None,
+        version: None,
+        timeout_seconds: None,
+        machine: spec.item_processor.clone(),
+    };
+    let options = match text("name") {
+        Some(name) => options.with_name(name),
+        None => options,
+    }
+    .with_seed(seed);
+    let child = Execution::start(&child_workflow, &input, options);
+    let result =
+        child.finish(None, crate::interp::run_machine(&child, &spec.item_processor, handler, input.clone())).await;
+    let document = child_document(&child, &input, &result, child.clock().now_rfc3339());
+    let output = result.output.clone().filter(|_| result.status == Status::Succeeded);
+    crate::ExecutionResult {
+        status: Status::Succeeded,
+        output: Some(json!({ "succeeded": output.is_some(), "output": output, "document": document })),
+        error: None,
+        history: result.history,
+        elapsed: result.elapsed,
+    }
+}
+
+fn refused(cause: String) -> crate::ExecutionResult {
+    crate::ExecutionResult {
+        status: Status::Failed,
+        output: None,
+        error: Some(Failure::runtime(cause)),
+        history: Vec::new(),
+        elapsed: std::time::Duration::ZERO,
+    }
 }
 
 #[cfg(test)]

@@ -525,8 +525,8 @@ impl Execution {
     }
 
     /// A child execution of a DISTRIBUTED Map run: its own history, name, id, input and random
-    /// source (seeded from this execution's), on the same clock, limits and object store. It
-    /// records `ExecutionStarted`; [`Execution::finish`] ends it. With `op` (from
+    /// source (`seed`, drawn from this execution's), on the same clock, limits and object store.
+    /// It records `ExecutionStarted`; [`Execution::finish`] ends it. With `op` (from
     /// [`Execution::map_run_op`], when journaled) the child's operations have ids under `op` and
     /// it as parent; [`Execution::journaled_map_child`] runs the child as that operation.
     pub(crate) fn child(
@@ -536,9 +536,8 @@ impl Execution {
         state_machine_id: String,
         input: &Value,
         op: Option<String>,
+        seed: u64,
     ) -> Execution {
-        use rand::RngCore;
-        let seed = self.with_rng(|rng| rng.next_u64());
         let input_failure = self.shared.limits.check_payload(&name, input).err();
         let input = if input_failure.is_some() { Value::Null } else { input.clone() };
         let shared = Shared {
@@ -2266,11 +2265,15 @@ impl Execution {
     /// Runs a Map Run child (`run`: its whole execution, ending in the value the Map Run keeps
     /// of it) as the CHAINED_INVOKE `op` when journaled, as a Serverless Workflow subflow is: a
     /// finished child replays that value without running, an unfinished one runs again with
-    /// its own operations replayed. The error is a store failure or a suspension.
+    /// its own operations replayed. On a Lambda durable function configured to chain Map Run
+    /// children, `run` is not run: the function invokes itself with `envelope` (see
+    /// `distributed::run_chained_child`) and the value is that invocation's result. The error
+    /// is a store failure, a suspension, or a chained child that failed to run.
     pub(crate) async fn journaled_map_child<Fut>(
         &self,
         op: Option<String>,
         name: &str,
+        envelope: impl FnOnce() -> Value,
         run: Fut,
     ) -> Result<Value, Failure>
     where
@@ -2278,6 +2281,9 @@ impl Execution {
     {
         #[cfg(feature = "durable")]
         if let (Some(journal), Some(id)) = (&self.shared.journal, op.as_deref()) {
+            if let Some(function) = journal.map_run_function() {
+                return journal.chained_map_run_child(id, self.op_parent(), name, &function, &envelope()).await;
+            }
             let child = async {
                 let kept = run.await;
                 // A suspended worker run unwinds through the child's lines with a failure that is
@@ -2290,7 +2296,7 @@ impl Execution {
             };
             return journal.subflow_as(id, self.op_parent(), name, "MapRunChild", child).await;
         }
-        let _ = (op, name);
+        let _ = (op, name, envelope);
         Ok(run.await)
     }
 

@@ -750,8 +750,8 @@ async fn work<'s>(
             merge_event(&mut data, event_filter.as_ref(), &ev, event);
             Ok((data, None))
         }
-        SwKind::Subflow { wait: true, workflow, .. } => {
-            let out = subflow(exec, name, site, workflow, functions, data.clone()).await?;
+        SwKind::Subflow { wait: true, workflow, workflow_id } => {
+            let out = subflow(exec, name, site, workflow_id, workflow, functions, data.clone()).await?;
             merge(&mut data, out);
             Ok((data, None))
         }
@@ -1229,11 +1229,14 @@ async fn wait_events(
 
 /// A subflow the parent waits for, on a line of control of its own. Journaled, it is a
 /// CHAINED_INVOKE `<State>#<visit>.<attempt>` enclosing the child's operations: a finished one
-/// replays its recorded output without running the child again.
+/// replays its recorded output without running the child again. On a Lambda durable function
+/// whose configuration maps `workflow_id` to a function, that function runs the child instead
+/// (see `Journal::subflow`).
 async fn subflow(
     exec: &Execution,
     name: &str,
     site: &Site,
+    workflow_id: &str,
     workflow: &Workflow,
     functions: &dyn DynHandler,
     input: Value,
@@ -1242,10 +1245,11 @@ async fn subflow(
     if let Some(journal) = exec.journal() {
         let id = exec.op_id(name, site.visit, &format!(".{}", site.attempt));
         let line = exec.sub_scope(id.clone());
-        let child = run_machine(&line, &workflow.machine, functions, input);
-        return journal.subflow(&id, exec.op_parent(), name, child).await;
+        let version = workflow.version.as_deref();
+        let child = run_machine(&line, &workflow.machine, functions, input.clone());
+        return journal.subflow(&id, exec.op_parent(), name, workflow_id, version, &input, child).await;
     }
-    let _ = (name, site);
+    let _ = (name, site, workflow_id);
     run_sub(exec, workflow, functions, input).await
 }
 

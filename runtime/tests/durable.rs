@@ -47,6 +47,7 @@ fn step(id: &str, status: OpStatus, result: Option<Value>) -> OperationUpdate {
         callback_token: None,
         parent_id: None,
         heartbeat_seconds: None,
+        function_name: None,
     }
 }
 

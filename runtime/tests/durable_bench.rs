@@ -68,6 +68,7 @@ async fn checkpoint_commits_per_second() {
                 callback_token: None,
                 parent_id: None,
                 heartbeat_seconds: None,
+                function_name: None,
             };
             let t = Instant::now();
             token = store.checkpoint("bench", token, vec![update]).await.unwrap();

@@ -32,6 +32,8 @@ struct Service {
     refuse: Option<ClientError>,
     /// Operations per GetDurableExecutionState page.
     page: usize,
+    /// A chained invoke target the service cannot resolve: its START comes back FAILED.
+    missing_function: Option<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -77,6 +79,16 @@ impl Fake {
         for (k, v) in details.as_object().unwrap() {
             op["CallbackDetails"][k] = v.clone();
         }
+    }
+
+    /// What the target function's end does to a CHAINED_INVOKE (the service records it).
+    fn complete_chained(&self, name: &str, status: &str, details: Value) {
+        let mut s = self.0.lock().unwrap();
+        let op =
+            s.ops.iter_mut().find(|op| op["Name"] == name && op["Type"] == "CHAINED_INVOKE").expect("a chained invoke");
+        assert_eq!(op["Status"], "STARTED");
+        op["Status"] = json!(status);
+        op["ChainedInvokeDetails"] = details;
     }
 
     fn calls(&self) -> Vec<Vec<Value>> {
@@ -126,11 +138,26 @@ impl DurableClient for Fake {
                     "CALLBACK" => "CallbackDetails",
                     _ => "StepDetails",
                 };
+                let missing_function = s.missing_function.clone();
                 let op = &mut s.ops[i];
                 match u["Action"].as_str().unwrap() {
                     "START" if u["Type"] == "WAIT" => {
                         op["WaitDetails"] = json!({ "ScheduledEndTimestamp": 1_800_000_000 });
                     }
+                    "START" if u["Type"] == "CHAINED_INVOKE" => {
+                        // As the service validates: START only if new, with a target.
+                        assert!(op.get("ChainedInvokeDetails").is_none(), "a second START of {}", u["Name"]);
+                        let target = &u["ChainedInvokeOptions"]["FunctionName"];
+                        assert!(target.as_str().is_some_and(|t| !t.is_empty()), "no FunctionName: {u}");
+                        op["ChainedInvokeDetails"] = json!({});
+                        if target.as_str() == missing_function.as_deref() {
+                            op["Status"] = json!("FAILED");
+                            let message = format!("Function not found: {}.", target.as_str().unwrap());
+                            let error = json!({ "ErrorType": "ResourceNotFoundException", "ErrorMessage": message });
+                            op["ChainedInvokeDetails"] = json!({ "Error": error });
+                        }
+                    }
+                    _ if u["Type"] == "CHAINED_INVOKE" => panic!("the function may only start a CHAINED_INVOKE"),
                     "START" if u["Type"] == "CALLBACK" => {
                         // The service issues the callback id.
                         op["CallbackDetails"] = json!({ "CallbackId": format!("cb-{}", i) });
@@ -648,4 +675,362 @@ fn a_failed_branch_fails_its_contexts() {
         ["FAIL STEP Both#1.0/0/L#1.0 < Both#1.0/0", "FAIL CONTEXT Both#1.0/0 < Both#1.0", "FAIL CONTEXT Both#1.0 < -"]
     );
     assert_eq!(calls.last().unwrap()[0]["Error"], json!({ "ErrorType": "Boom", "ErrorMessage": "it broke" }));
+}
+
+// ---------------------------------------------------------------------------------------------
+// CHAINED_INVOKE: Serverless Workflow subflows mapped to functions
+// ---------------------------------------------------------------------------------------------
+
+const ORDER: &str = r#"{
+  "id": "order", "version": "1.0", "name": "order",
+  "functions": [{ "name": "charge", "resource": "res/charge" }, { "name": "refund", "resource": "res/refund" }],
+  "states": [
+    { "name": "Charge", "type": "operation", "start": { "kind": "default" },
+      "actions": [{ "functionRef": { "refName": "charge" } }], "transition": { "nextState": "Ship" } },
+    { "name": "Ship", "type": "subflow", "workflowId": "ship",
+      "onError": [{ "expression": "{{ $.errors[?(@.name == 'Shipping.Lost')] }}",
+                    "errorDataFilter": { "dataOutputPath": "{{ $.error }}" }, "transition": { "nextState": "Refund" } }],
+      "end": { "kind": "default" } },
+    { "name": "Refund", "type": "operation", "actions": [{ "functionRef": { "refName": "refund" } }], "end": { "kind": "default" } }
+  ]
+}"#;
+
+const SHIP: &str = r#"{
+  "id": "ship", "version": "2.0", "name": "ship",
+  "functions": [{ "name": "pack", "resource": "res/pack" }],
+  "states": [
+    { "name": "Pack", "type": "operation", "start": { "kind": "default" },
+      "actions": [{ "functionRef": { "refName": "pack" } }], "end": { "kind": "default" } }
+  ]
+}"#;
+
+fn load_order() -> Workflow {
+    let registry = [("ship.sw.json".to_owned(), SHIP.to_owned())];
+    wfc_core::sw::load(wfc_core::Source { path: "order.sw.json", text: ORDER }, &registry)
+        .expect("definition loads")
+        .workflow
+}
+
+fn invoke_chained(wf: &Workflow, handlers: &Handlers, fake: &Fake, chained: &lambda_durable::ChainedInvokes) -> Value {
+    lambda_durable::invoke_chained(wf, handlers, &fake.event(100), Arc::new(fake.clone()), chained).unwrap()
+}
+
+fn ship_mapping() -> lambda_durable::ChainedInvokes {
+    lambda_durable::ChainedInvokes::parse(["ship=ship-fn:live"]).unwrap()
+}
+
+/// A mapped subflow is a CHAINED_INVOKE of its function: START with the FunctionName and the
+/// child's input as payload, nothing of the child run here, PENDING while the service has it
+/// STARTED (without a second START), and the target's result merged on replay.
+#[test]
+fn a_mapped_subflow_is_a_chained_invoke_of_its_function() {
+    let wf = load_order();
+    let chained = ship_mapping();
+    chained.check([&wf]).unwrap();
+    let (h, runs) = counting(&[("Charge", Ok(json!({ "charged": 10 }))), ("Pack", Ok(json!({ "packed": true })))]);
+    let fake = Fake::new(&json!({ "order": 7 }));
+    assert_eq!(invoke_chained(&wf, &h, &fake, &chained), json!({ "Status": "PENDING" }));
+    let calls = fake.calls();
+    let all: Vec<String> = calls.iter().flat_map(|c| shape(&fake, c)).collect();
+    assert_eq!(
+        all,
+        ["START STEP Charge#1.0.a0 < -", "SUCCEED STEP Charge#1.0.a0 < -", "START CHAINED_INVOKE Ship#1.0 < -"]
+    );
+    let start = &calls[2][0];
+    assert_eq!(start["SubType"], "Subflow");
+    assert_eq!(start["Id"], wire_id("Ship#1.0"));
+    assert!(start.get("ParentId").is_none(), "{start}");
+    assert_eq!(start["ChainedInvokeOptions"], json!({ "FunctionName": "ship-fn:live" }));
+    let payload: Value = serde_json::from_str(start["Payload"].as_str().unwrap()).unwrap();
+    assert_eq!(payload, json!({ "order": 7, "charged": 10 }));
+    assert!(!runs.lock().unwrap().contains_key("Pack"), "the child ran in the parent's invocation");
+
+    // Invoked again while the target runs: still PENDING, nothing sent (no second START).
+    assert_eq!(invoke_chained(&wf, &h, &fake, &chained), json!({ "Status": "PENDING" }));
+    assert_eq!(fake.calls().len(), calls.len());
+
+    // The target succeeded: its result is the subflow's output, merged into the state data.
+    fake.complete_chained("Ship#1.0", "SUCCEEDED", json!({ "Result": "{\"packed\":true}" }));
+    let out = invoke_chained(&wf, &h, &fake, &chained);
+    assert_eq!(out["Status"], "SUCCEEDED", "{out}");
+    let result: Value = serde_json::from_str(out["Result"].as_str().unwrap()).unwrap();
+    assert_eq!(result, json!({ "order": 7, "charged": 10, "packed": true }));
+    assert_eq!(fake.calls().len(), calls.len(), "the replay sent nothing");
+    assert_eq!(runs.lock().unwrap().get("Charge").map(Vec::len), Some(1));
+    assert!(!runs.lock().unwrap().contains_key("Pack"));
+}
+
+/// The target's failure is the subflow's error: it reaches the state's onError (here to a
+/// refund); a timeout and a stop map to States Language errors the execution fails with.
+#[test]
+fn a_chained_invoke_failure_reaches_the_subflow_error_handling() {
+    let wf = load_order();
+    let chained = ship_mapping();
+    let answers = [("Charge", Ok(json!({ "charged": 10 }))), ("Refund", Ok(json!({ "refunded": true })))];
+    let (h, runs) = counting(&answers);
+    let fake = Fake::new(&json!({ "order": 8 }));
+    assert_eq!(invoke_chained(&wf, &h, &fake, &chained), json!({ "Status": "PENDING" }));
+    let sent = fake.calls().len();
+    fake.complete_chained(
+        "Ship#1.0",
+        "FAILED",
+        json!({ "Error": { "ErrorType": "Shipping.Lost", "ErrorMessage": "the parcel is gone" } }),
+    );
+    let out = invoke_chained(&wf, &h, &fake, &chained);
+    assert_eq!(out["Status"], "SUCCEEDED", "{out}");
+    let result: Value = serde_json::from_str(out["Result"].as_str().unwrap()).unwrap();
+    assert_eq!(result["error"], json!({ "name": "Shipping.Lost", "message": "the parcel is gone" }), "{result}");
+    assert_eq!(result["refunded"], true, "{result}");
+    let after: Vec<String> = fake.calls()[sent..].iter().flat_map(|c| shape(&fake, c)).collect();
+    assert_eq!(after, ["START STEP Refund#1.0.a0 < -", "SUCCEED STEP Refund#1.0.a0 < -"]);
+    assert_eq!(runs.lock().unwrap().get("Charge").map(Vec::len), Some(1));
+
+    for (status, details, error, cause) in [
+        (
+            "TIMED_OUT",
+            json!({ "Error": { "ErrorType": "ChainedInvoke.Timeout", "ErrorMessage": "after 120 seconds" } }),
+            "States.Timeout",
+            "the chained invoke timed out: after 120 seconds",
+        ),
+        ("STOPPED", json!({}), "States.TaskFailed", "the chained invoke's target execution was stopped"),
+        (
+            "FAILED",
+            json!({ "Error": { "ErrorMessage": "Function not found: ship-fn" } }),
+            "States.TaskFailed",
+            "Function not found: ship-fn",
+        ),
+    ] {
+        let fake = Fake::new(&json!({ "order": 9 }));
+        assert_eq!(invoke_chained(&wf, &h, &fake, &chained), json!({ "Status": "PENDING" }));
+        fake.complete_chained("Ship#1.0", status, details);
+        let out = invoke_chained(&wf, &h, &fake, &chained);
+        assert_eq!(
+            out,
+            json!({ "Status": "FAILED", "Error": { "ErrorType": error, "ErrorMessage": cause } }),
+            "{status}"
+        );
+    }
+}
+
+/// Without a mapping the subflow stays a CONTEXT whose child runs in the parent's invocation;
+/// a mapping the definition does not use, or a malformed one, is an error.
+#[test]
+fn an_unmapped_subflow_stays_a_context_and_bad_mappings_are_errors() {
+    let wf = load_order();
+    let (h, runs) = counting(&[("Charge", Ok(json!({ "charged": 1 }))), ("Pack", Ok(json!({ "packed": true })))]);
+    let fake = Fake::new(&json!({}));
+    let out = invoke_chained(&wf, &h, &fake, &lambda_durable::ChainedInvokes::none());
+    assert_eq!(out["Status"], "SUCCEEDED", "{out}");
+    let all: Vec<String> = fake.calls().iter().flat_map(|c| shape(&fake, c)).collect();
+    assert!(all.contains(&"START CONTEXT Ship#1.0 < -".to_owned()), "{all:?}");
+    assert!(all.contains(&"START STEP Ship#1.0/Pack#1.0.a0 < Ship#1.0".to_owned()), "{all:?}");
+    assert_eq!(runs.lock().unwrap().get("Pack").map(Vec::len), Some(1));
+
+    use lambda_durable::{ChainedConfigError, ChainedInvokes};
+    // The child's version is 2.0: a mapping of version 2.0 applies, one of 1.0 does not.
+    assert!(ChainedInvokes::parse(["ship@2.0=f"]).unwrap().check([&wf]).is_ok());
+    let e = ChainedInvokes::parse(["ship@1.0=f"]).unwrap().check([&wf]).unwrap_err();
+    assert!(e.to_string().contains("has version 2.0"), "{e}");
+    let e = ChainedInvokes::parse(["nope=f"]).unwrap().check([&wf]).unwrap_err();
+    assert!(matches!(e, ChainedConfigError::Unused { .. }), "{e}");
+    assert!(e.to_string().contains("its subflows are: ship"), "{e}");
+    assert!(matches!(ChainedInvokes::parse(["ship"]), Err(ChainedConfigError::Malformed { .. })));
+}
+
+/// A mapped subflow inside an unmapped one: the outer child runs here as a CONTEXT, and the
+/// inner CHAINED_INVOKE has it as its parent.
+#[test]
+fn a_chained_invoke_inside_a_context_subflow_names_it_as_parent() {
+    const BATCH: &str = r#"{
+      "id": "batch", "version": "1.0", "name": "batch",
+      "states": [{ "name": "Outer", "type": "subflow", "workflowId": "outer", "start": { "kind": "default" }, "end": { "kind": "default" } }]
+    }"#;
+    const OUTER: &str = r#"{
+      "id": "outer", "version": "1.0", "name": "outer",
+      "states": [{ "name": "Inner", "type": "subflow", "workflowId": "ship", "start": { "kind": "default" }, "end": { "kind": "default" } }]
+    }"#;
+    let registry = [("outer.sw.json".to_owned(), OUTER.to_owned()), ("ship.sw.json".to_owned(), SHIP.to_owned())];
+    let wf = wfc_core::sw::load(wfc_core::Source { path: "batch.sw.json", text: BATCH }, &registry).unwrap().workflow;
+    let chained = ship_mapping();
+    chained.check([&wf]).unwrap();
+    let (h, _) = counting(&[]);
+    let fake = Fake::new(&json!({ "n": 1 }));
+    assert_eq!(invoke_chained(&wf, &h, &fake, &chained), json!({ "Status": "PENDING" }));
+    let all: Vec<String> = fake.calls().iter().flat_map(|c| shape(&fake, c)).collect();
+    assert_eq!(all, ["START CONTEXT Outer#1.0 < -", "START CHAINED_INVOKE Outer#1.0/Inner#1.0 < Outer#1.0"]);
+    fake.complete_chained("Outer#1.0/Inner#1.0", "SUCCEEDED", json!({ "Result": "{\"packed\":1}" }));
+    let out = invoke_chained(&wf, &h, &fake, &chained);
+    assert_eq!(out, json!({ "Status": "SUCCEEDED", "Result": "{\"n\":1,\"packed\":1}" }));
+    let last: Vec<String> = fake.calls().iter().skip(2).flat_map(|c| shape(&fake, c)).collect();
+    assert_eq!(last, ["SUCCEED CONTEXT Outer#1.0 < -"]);
+}
+
+wfc_runtime::include_workflow!("../wfc-cli/tests/lambda/order.sw.json");
+
+/// order.sw.json's task handlers, for generated code.
+#[derive(Default)]
+struct Orders;
+
+impl order::Handler for Orders {
+    async fn charge(&self, _input: Value, _ctx: wfc_runtime::TaskContext) -> Result<Value, wfc_runtime::TaskError> {
+        Ok(json!({ "charged": 10 }))
+    }
+
+    async fn refund(&self, _input: Value, _ctx: wfc_runtime::TaskContext) -> Result<Value, wfc_runtime::TaskError> {
+        Ok(json!({ "refunded": true }))
+    }
+
+    async fn pack(&self, _input: Value, _ctx: wfc_runtime::TaskContext) -> Result<Value, wfc_runtime::TaskError> {
+        panic!("the child runs in its own function")
+    }
+
+    async fn lose(&self, _input: Value, _ctx: wfc_runtime::TaskContext) -> Result<Value, wfc_runtime::TaskError> {
+        panic!("the child runs in its own function")
+    }
+}
+
+/// Generated code invokes a mapped subflow exactly as the interpreter does.
+#[test]
+fn generated_code_chains_a_mapped_subflow_as_the_interpreter_does() {
+    let chained = lambda_durable::ChainedInvokes::parse(["ship=ship"]).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+    let input = json!({ "order": 3, "options": { "lose": true } });
+    let generated = Fake::new(&input);
+    let mut outputs = Vec::new();
+    for round in 0..2 {
+        if round == 1 {
+            let error = json!({ "Error": { "ErrorType": "Shipping.Lost", "ErrorMessage": "gone" } });
+            generated.complete_chained("Ship#1.0", "FAILED", error);
+        }
+        let event = generated.event(100);
+        outputs.push(
+            runtime
+                .block_on(lambda_durable::invoke_with_chained(
+                    &event,
+                    Arc::new(generated.clone()),
+                    "order",
+                    &chained,
+                    |input, options| order::run_with(&Orders, input, options),
+                ))
+                .unwrap(),
+        );
+    }
+    assert_eq!(outputs[0], json!({ "Status": "PENDING" }));
+    assert_eq!(outputs[1]["Status"], "SUCCEEDED", "{}", outputs[1]);
+
+    let wf = order::ir().unwrap().clone();
+    let (h, _) = counting(&[("Charge", Ok(json!({ "charged": 10 }))), ("Refund", Ok(json!({ "refunded": true })))]);
+    let interpreted = Fake::new(&input);
+    assert_eq!(invoke_chained(&wf, &h, &interpreted, &chained), outputs[0]);
+    let error = json!({ "Error": { "ErrorType": "Shipping.Lost", "ErrorMessage": "gone" } });
+    interpreted.complete_chained("Ship#1.0", "FAILED", error);
+    assert_eq!(invoke_chained(&wf, &h, &interpreted, &chained), outputs[1]);
+    assert_eq!(interpreted.calls(), generated.calls());
+}
+
+const FAN: &str = r#"{"StartAt": "Fan", "States": {
+    "Fan": {"Type": "Map", "ItemsPath": "$.items", "ToleratedFailureCount": 1, "End": true,
+        "ItemProcessor": {"ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+            "StartAt": "Work", "States": {"Work": {"Type": "Task", "Resource": "arn:aws:lambda:::function:f", "End": true}}}}}}"#;
+
+/// DISTRIBUTED Map Run children chained to the function itself: each child is a CHAINED_INVOKE
+/// (subtype MapRunChild) whose payload names the child; the function invoked with it runs the
+/// ItemProcessor as its own durable execution and answers what the Map Run keeps of the child
+/// (a failed child too, counted against the tolerance); the parent's replay takes the results.
+#[test]
+fn map_run_children_chain_to_the_function_itself() {
+    use lambda_durable::{ChainedInvokes, MapRunChildren};
+    let wf = load(FAN);
+    let chained = ChainedInvokes::none().with_map_runs(MapRunChildren::chained("").unwrap());
+    chained.check([&wf]).unwrap();
+    let (h, runs) = counting(&[("Work", Ok(json!("worked"))), ("Work", Err(("Boom", "item 2 broke")))]);
+    let parent = Fake::new(&json!({ "items": [1, 2] }));
+    assert_eq!(invoke_chained(&wf, &h, &parent, &chained), json!({ "Status": "PENDING" }));
+    assert!(!runs.lock().unwrap().contains_key("Work"), "a child ran in the parent's invocation");
+    let first: Vec<String> = parent.calls().iter().flat_map(|c| shape(&parent, c)).collect();
+    assert_eq!(first, ["START CHAINED_INVOKE Fan#1.0/0 < -", "START CHAINED_INVOKE Fan#1.0/1 < -"]);
+    let starts: Vec<Value> = parent.calls().concat().into_iter().filter(|u| u["Type"] == "CHAINED_INVOKE").collect();
+    let names: Vec<&str> = starts.iter().map(|u| u["Name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["Fan#1.0/0", "Fan#1.0/1"]);
+    for start in &starts {
+        assert_eq!(start["SubType"], "MapRunChild");
+        // The function itself, by the name in the durable execution ARN.
+        assert_eq!(start["ChainedInvokeOptions"], json!({ "FunctionName": "wf" }));
+    }
+    // The service runs each child: the function invoked with the envelope as its input.
+    for (i, start) in starts.iter().enumerate() {
+        let envelope: Value = serde_json::from_str(start["Payload"].as_str().unwrap()).unwrap();
+        assert_eq!(envelope["wfc:mapRunChild"]["input"], json!(i + 1), "{envelope}");
+        let child = Fake::new(&envelope);
+        let out = invoke_chained(&wf, &h, &child, &chained);
+        assert_eq!(out["Status"], "SUCCEEDED", "{out}");
+        let steps: Vec<String> = child.calls().iter().flat_map(|c| shape(&child, c)).collect();
+        assert_eq!(steps[0], "START STEP Work#1.0 < -", "the child's own operations: {steps:?}");
+        parent.complete_chained(start["Name"].as_str().unwrap(), "SUCCEEDED", json!({ "Result": out["Result"] }));
+    }
+    let out = invoke_chained(&wf, &h, &parent, &chained);
+    assert_eq!(out["Status"], "SUCCEEDED", "{out}");
+    let result: Value = serde_json::from_str(out["Result"].as_str().unwrap()).unwrap();
+    assert_eq!(result[0], "worked", "{result}");
+    assert_eq!((&result[1]["Status"], &result[1]["Error"]), (&json!("FAILED"), &json!("Boom")), "{result}");
+    assert_eq!(runs.lock().unwrap()["Work"], [0, 0], "each child's task ran once");
+
+    // Generated code (or any `invoke_with_chained` closure) refuses a child's envelope.
+    let envelope: Value = serde_json::from_str(starts[0]["Payload"].as_str().unwrap()).unwrap();
+    let child = Fake::new(&envelope);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+    let out = runtime
+        .block_on(lambda_durable::invoke_with_chained(
+            &child.event(100),
+            Arc::new(child.clone()),
+            "wf",
+            &chained,
+            |i, o| wfc_runtime::interp::run(&wf, &h, i, o),
+        ))
+        .unwrap();
+    assert_eq!(out["Error"]["ErrorType"], "Wfc.MapRunChildUnsupported", "{out}");
+    // And a definition without a DISTRIBUTED Map refuses the setting.
+    let e = chained.check([&load_order()]).unwrap_err();
+    assert_eq!(e, lambda_durable::ChainedConfigError::NoDistributedMap);
+}
+
+/// A mapping added while an execution runs: the journal has the subflow as a CONTEXT where the
+/// definition now wants a CHAINED_INVOKE, which is a determinism violation, not a silent mix.
+#[test]
+fn a_mapping_changed_mid_execution_is_a_determinism_violation() {
+    const PARENT: &str = r#"{
+      "id": "p", "version": "1.0", "name": "p",
+      "states": [{ "name": "Slow", "type": "subflow", "workflowId": "slow", "start": { "kind": "default" }, "end": { "kind": "default" } }]
+    }"#;
+    const SLOW: &str = r#"{
+      "id": "slow", "version": "1.0", "name": "slow",
+      "states": [{ "name": "Nap", "type": "delay", "timeDelay": "PT5S", "start": { "kind": "default" }, "end": { "kind": "default" } }]
+    }"#;
+    let registry = [("slow.sw.json".to_owned(), SLOW.to_owned())];
+    let wf = wfc_core::sw::load(wfc_core::Source { path: "p.sw.json", text: PARENT }, &registry).unwrap().workflow;
+    let (h, _) = counting(&[]);
+    let fake = Fake::new(&json!({}));
+    let unmapped = lambda_durable::ChainedInvokes::none();
+    assert_eq!(invoke_chained(&wf, &h, &fake, &unmapped), json!({ "Status": "PENDING" }));
+    fake.fire_timers();
+    let mapped = lambda_durable::ChainedInvokes::parse(["slow=slow-fn"]).unwrap();
+    let out = invoke_chained(&wf, &h, &fake, &mapped);
+    assert_eq!(out["Status"], "FAILED", "{out}");
+    assert_eq!(out["Error"]["ErrorType"], "States.Runtime", "{out}");
+    assert!(out["Error"]["ErrorMessage"].as_str().unwrap().contains("determinism violation"), "{out}");
+}
+
+/// A target the service cannot resolve fails the START at once (as dex-local-runner's
+/// preflight does): the subflow fails in the same invocation, with the service's error.
+#[test]
+fn a_target_the_service_cannot_resolve_fails_the_subflow_at_once() {
+    let wf = load_order();
+    let chained = ship_mapping();
+    let (h, _) = counting(&[("Charge", Ok(json!({ "charged": 10 })))]);
+    let fake = Fake::new(&json!({ "order": 1 }));
+    fake.0.lock().unwrap().missing_function = Some("ship-fn:live".into());
+    let out = invoke_chained(&wf, &h, &fake, &chained);
+    let error =
+        json!({ "ErrorType": "ResourceNotFoundException", "ErrorMessage": "Function not found: ship-fn:live." });
+    assert_eq!(out, json!({ "Status": "FAILED", "Error": error }));
 }

@@ -94,6 +94,17 @@ pub(crate) struct LambdaInvokeArgs {
     /// Read the invocation event from this file instead of standard input.
     #[arg(long, value_name = "FILE")]
     pub(crate) event: Option<PathBuf>,
+    /// Invoke the Serverless Workflow subflows of WORKFLOW_ID (optionally only those whose
+    /// workflow has VERSION) as a Lambda CHAINED_INVOKE of FUNCTION (a function name or ARN,
+    /// with an optional `:QUALIFIER`) instead of running them in this invocation; repeatable
+    /// (docs/adapters.md).
+    #[arg(long = "chained-function", value_name = "WORKFLOW_ID[@VERSION]=FUNCTION")]
+    pub(crate) chained_functions: Vec<String>,
+    /// Run each child of a DISTRIBUTED Map Run as a Lambda CHAINED_INVOKE of FUNCTION (default:
+    /// this function itself), which runs the Map's ItemProcessor as a durable execution of its
+    /// own, instead of in this invocation (docs/adapters.md).
+    #[arg(long = "chained-map-runs", value_name = "FUNCTION", num_args = 0..=1, default_missing_value = "")]
+    pub(crate) chained_map_runs: Option<String>,
 }
 
 /// `wfc lambda-serve`.
@@ -117,6 +128,17 @@ pub(crate) struct LambdaServeArgs {
     /// again.
     #[arg(long, value_name = "FILE")]
     pub(crate) ledger: Option<PathBuf>,
+    /// Invoke the Serverless Workflow subflows of WORKFLOW_ID (optionally only those whose
+    /// workflow has VERSION) as a Lambda CHAINED_INVOKE of FUNCTION (a function name or ARN,
+    /// with an optional `:QUALIFIER`) instead of running them in this invocation; repeatable
+    /// (docs/adapters.md).
+    #[arg(long = "chained-function", value_name = "WORKFLOW_ID[@VERSION]=FUNCTION")]
+    pub(crate) chained_functions: Vec<String>,
+    /// Run each child of a DISTRIBUTED Map Run as a Lambda CHAINED_INVOKE of FUNCTION (default:
+    /// this function itself), which runs the Map's ItemProcessor as a durable execution of its
+    /// own, instead of in this invocation (docs/adapters.md).
+    #[arg(long = "chained-map-runs", value_name = "FUNCTION", num_args = 0..=1, default_missing_value = "")]
+    pub(crate) chained_map_runs: Option<String>,
 }
 
 /// `wfc lambda-callback`.
@@ -208,6 +230,7 @@ struct LambdaSetup {
     workflows: Vec<(String, wfc_ir::Workflow)>,
     handler: LedgerHandler,
     client: std::sync::Arc<dyn lambda_durable::DurableClient>,
+    chained: lambda_durable::ChainedInvokes,
 }
 
 impl LambdaSetup {
@@ -224,6 +247,8 @@ fn lambda_setup(
     mocks: Option<&PathBuf>,
     endpoint: &str,
     ledger: Option<PathBuf>,
+    chained: &[String],
+    map_runs: Option<&str>,
 ) -> Result<LambdaSetup, Exit> {
     let mut workflows = Vec::new();
     for file in files {
@@ -237,12 +262,24 @@ fn lambda_setup(
     let mocks = crate::run::read_mocks(mocks.map(PathBuf::as_path), None, None, &name).map_err(fatal)?;
     let client = lambda_durable::HttpClient::new(endpoint).map_err(fatal)?;
     let handler = LedgerHandler { mocks: crate::engine::MockHandler::new(mocks), ledger };
-    Ok(LambdaSetup { workflows, handler, client: std::sync::Arc::new(client) })
+    // Every mapping must name a subflow one of the served definitions waits for.
+    let map_runs = match map_runs {
+        None => lambda_durable::MapRunChildren::InParent,
+        Some(f) => lambda_durable::MapRunChildren::chained(f).map_err(|e| fatal(format!("--chained-map-runs: {e}")))?,
+    };
+    let chained = lambda_durable::ChainedInvokes::parse(chained.iter().map(String::as_str))
+        .map(|c| c.with_map_runs(map_runs))
+        .and_then(|c| c.check(workflows.iter().map(|(_, w)| w)).map(|()| c))
+        .map_err(|e| fatal(format!("--chained-function/--chained-map-runs: {e}")))?;
+    Ok(LambdaSetup { workflows, handler, client: std::sync::Arc::new(client), chained })
 }
 
 /// Handles one durable invocation event and prints the invocation output.
 pub(crate) fn lambda_invoke(args: &LambdaInvokeArgs) -> Exit {
-    let setup = match lambda_setup(std::slice::from_ref(&args.file), args.mocks.as_ref(), &args.endpoint, None) {
+    let files = std::slice::from_ref(&args.file);
+    let map_runs = args.chained_map_runs.as_deref();
+    let setup = match lambda_setup(files, args.mocks.as_ref(), &args.endpoint, None, &args.chained_functions, map_runs)
+    {
         Ok(s) => s,
         Err(exit) => return exit,
     };
@@ -251,7 +288,7 @@ pub(crate) fn lambda_invoke(args: &LambdaInvokeArgs) -> Exit {
         Err(e) => return fatal(e),
     };
     let workflow = &setup.workflows[0].1;
-    match lambda_durable::invoke(workflow, &setup.handler, &event, setup.client.clone()) {
+    match lambda_durable::invoke_chained(workflow, &setup.handler, &event, setup.client.clone(), &setup.chained) {
         Ok(output) => {
             println!("{output}");
             Exit::Success
@@ -265,7 +302,14 @@ pub(crate) fn lambda_invoke(args: &LambdaInvokeArgs) -> Exit {
 
 /// Serves Lambda `Invoke` calls on `--listen`, one at a time, each a durable invocation.
 pub(crate) fn lambda_serve(args: &LambdaServeArgs) -> Exit {
-    let setup = match lambda_setup(&args.files, args.mocks.as_ref(), &args.endpoint, args.ledger.clone()) {
+    let setup = match lambda_setup(
+        &args.files,
+        args.mocks.as_ref(),
+        &args.endpoint,
+        args.ledger.clone(),
+        &args.chained_functions,
+        args.chained_map_runs.as_deref(),
+    ) {
         Ok(s) => s,
         Err(exit) => return exit,
     };
@@ -298,7 +342,9 @@ fn serve_one(setup: &LambdaSetup, stream: &mut std::net::TcpStream) -> Result<()
                 .and_then(|workflow| {
                     let event =
                         serde_json::from_slice::<Value>(&body).map_err(|e| format!("the event is not JSON: {e}"))?;
-                    lambda_durable::invoke(workflow, &setup.handler, &event, setup.client.clone())
+                    // Map Run children chain to the function this route serves, unless named.
+                    let chained = setup.chained.for_function(function);
+                    lambda_durable::invoke_chained(workflow, &setup.handler, &event, setup.client.clone(), &chained)
                         .map_err(|e| e.to_string())
                 }) {
                 Ok(output) => (200, "", output.to_string()),

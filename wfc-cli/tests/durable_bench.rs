@@ -75,6 +75,7 @@ fn step_update(i: usize) -> OperationUpdate {
         callback_token: None,
         parent_id: None,
         heartbeat_seconds: None,
+        function_name: None,
     }
 }
 

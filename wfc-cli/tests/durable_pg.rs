@@ -75,6 +75,7 @@ fn step(id: &str, status: OpStatus) -> OperationUpdate {
         callback_token: None,
         parent_id: None,
         heartbeat_seconds: None,
+        function_name: None,
     }
 }
 

@@ -61,7 +61,8 @@ struct Servers {
 }
 
 impl Servers {
-    fn start(venv: &Path, name: &str) -> Servers {
+    /// Starts dex-local-runner with `runner_args` added (`--function-configs`).
+    fn start_with(venv: &Path, name: &str, runner_args: &[&str]) -> Servers {
         let dir = std::env::temp_dir().join(format!("wfc-lambda-live-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
@@ -71,6 +72,7 @@ impl Servers {
             .args(["start-server", "--host", "127.0.0.1", "--port", &dex_port.to_string()])
             .args(["--lambda-endpoint", &format!("http://127.0.0.1:{lambda_port}")])
             .args(["--local-runner-endpoint", &format!("http://127.0.0.1:{dex_port}"), "--skip-time"])
+            .args(runner_args)
             .env("AWS_ACCESS_KEY_ID", "local")
             .env("AWS_SECRET_ACCESS_KEY", "local")
             .env("AWS_DEFAULT_REGION", "us-west-2")
@@ -86,12 +88,17 @@ impl Servers {
     }
 
     fn serve(&self, definitions: &[&str], mocks: &Value, ledger: &str) -> Killed {
+        let files: Vec<String> = definitions.iter().map(|d| format!("{d}.asl.json")).collect();
+        let files: Vec<&str> = files.iter().map(String::as_str).collect();
+        self.serve_with(&files, mocks, ledger, &[])
+    }
+
+    /// Serves the definition files `files` of tests/lambda with more `wfc lambda-serve` arguments.
+    fn serve_with(&self, files: &[&str], mocks: &Value, ledger: &str, serve_args: &[&str]) -> Killed {
         let mocks_path = self.dir.join(format!("mocks-{}.json", free_port()));
         std::fs::write(&mocks_path, mocks.to_string()).unwrap();
-        let defs: Vec<PathBuf> = definitions
-            .iter()
-            .map(|d| Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lambda").join(format!("{d}.asl.json")))
-            .collect();
+        let defs: Vec<PathBuf> =
+            files.iter().map(|f| Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lambda").join(f)).collect();
         let child = Command::new(env!("CARGO_BIN_EXE_wfc"))
             .arg("lambda-serve")
             .args(&defs)
@@ -101,6 +108,7 @@ impl Servers {
             .arg(&mocks_path)
             .arg("--ledger")
             .arg(self.dir.join(ledger))
+            .args(serve_args)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -174,8 +182,12 @@ fn count(events: &[(String, String)], event_type: &str, name: &str) -> usize {
 }
 
 fn servers_or_skip(name: &str) -> Option<Servers> {
+    servers_or_skip_with(name, &[])
+}
+
+fn servers_or_skip_with(name: &str, runner_args: &[&str]) -> Option<Servers> {
     match venv() {
-        Some(v) => Some(Servers::start(&v, name)),
+        Some(v) => Some(Servers::start_with(&v, name, runner_args)),
         None => {
             let why = "dex-local-runner is not installed (set WFC_PY_VENV to a venv with aws-durable-execution-sdk-python-testing, as .ci/run does)";
             assert!(std::env::var("WFC_REQUIRE_PY_SERVERS").as_deref() != Ok("1"), "{why}");
@@ -500,4 +512,148 @@ fn parallel_branches_and_map_iterations_are_context_operations() {
     assert!(succeeded.contains(&("Both#1.0".into(), "[\"L\",[1,2]]".into())), "{succeeded:?}");
     assert!(succeeded.contains(&("Both#1.0/1/Each#1.0/1".into(), "2".into())), "{succeeded:?}");
     assert_eq!(s.ledger("ledger"), ["Left 0", "Double 0", "Double 0"]);
+}
+
+/// A Serverless Workflow subflow mapped to a function (`--chained-function ship=ship`) is a
+/// CHAINED_INVOKE: dex-local-runner (`--function-configs` names `ship` a durable function)
+/// starts a child durable execution of `ship`, which `wfc lambda-serve` runs as its own durable
+/// function (ship.sw.json, with a delay: two invocations); its result is the subflow's output
+/// and its failure reaches the parent's onError.
+#[test]
+fn a_mapped_subflow_is_a_chained_invoke_of_another_wfc_function() {
+    let configs = r#"{"ship": {"DurableConfig": {"ExecutionTimeout": 300}}}"#;
+    let Some(s) = servers_or_skip_with("chained", &["--function-configs", configs]) else { return };
+    let mocks = json!({
+        "charge": { "return": { "charged": 10 } }, "pack": { "return": { "packed": true } },
+        "lose": { "throw": { "error": "Shipping.Lost", "cause": "the parcel is gone" } },
+        "refund": { "return": { "refunded": true } },
+    });
+    let files = ["order.sw.json", "ship.sw.json"];
+    let _serve = s.serve_with(&files, &mocks, "ledger", &["--chained-function", "ship=ship"]);
+
+    let arn = s.start_execution("order", "order-ok", &json!({ "order": 1 }));
+    let (e, h) = s.finished(&arn);
+    assert_eq!(e["Status"], "SUCCEEDED", "{e}");
+    let result: Value = serde_json::from_str(e["Result"].as_str().unwrap()).unwrap();
+    assert_eq!(result, json!({ "order": 1, "charged": 10, "packed": true }));
+    assert_eq!(count(&h, "ChainedInvokeStarted", "Ship#1.0"), 1, "{h:?}");
+    assert_eq!(count(&h, "ChainedInvokeSucceeded", "Ship#1.0"), 1, "{h:?}");
+    // Nothing of the child ran in the parent: no CONTEXT, no step of Pack in its history.
+    assert!(h.iter().all(|(t, n)| !t.starts_with("Context") && !n.contains("Pack")), "{h:?}");
+    let history = s.history(&arn);
+    let started = events_of(&history, "ChainedInvokeStarted");
+    let details = &started[0]["ChainedInvokeStartedDetails"];
+    assert_eq!(started[0]["SubType"], "Subflow", "{history:?}");
+    assert_eq!(details["FunctionName"], "ship", "{history:?}");
+    let payload: Value = serde_json::from_str(details["Input"]["Payload"].as_str().unwrap()).unwrap();
+    assert_eq!(payload, json!({ "order": 1, "charged": 10 }));
+    // The child is a durable execution of its own: its step, and its delay (PENDING, then
+    // invoked again).
+    let child = details["DurableExecutionArn"].as_str().expect("the child's execution ARN").to_owned();
+    let (c, ch) = s.finished(&child);
+    assert_eq!(c["Status"], "SUCCEEDED", "{c}");
+    assert_eq!(count(&ch, "StepSucceeded", "Pack#1.0.a0"), 1, "{ch:?}");
+    assert_eq!(count(&ch, "WaitSucceeded", "Settle#1.0"), 1, "{ch:?}");
+    assert_eq!(count(&ch, "InvocationCompleted", ""), 2, "{ch:?}");
+
+    // The child fails: its error is the subflow's, and the parent's onError refunds.
+    let arn = s.start_execution("order", "order-lost", &json!({ "order": 2, "options": { "lose": true } }));
+    let (e, h) = s.finished(&arn);
+    assert_eq!(e["Status"], "SUCCEEDED", "{e}");
+    let result: Value = serde_json::from_str(e["Result"].as_str().unwrap()).unwrap();
+    assert_eq!(result["error"], json!({ "name": "Shipping.Lost", "message": "the parcel is gone" }), "{result}");
+    assert_eq!(result["refunded"], true, "{result}");
+    assert_eq!(count(&h, "ChainedInvokeFailed", "Ship#1.0"), 1, "{h:?}");
+
+    // Each task ran once across every invocation of both functions.
+    let mut ledger = s.ledger("ledger");
+    ledger.sort();
+    assert_eq!(ledger, ["Charge 0", "Charge 0", "Lose 0", "Pack 0", "Refund 0"]);
+
+    // A target the runner does not know fails the START at once: the execution fails with the
+    // service's error in its first invocation.
+    drop(_serve);
+    let _serve = s.serve_with(&files, &mocks, "ledger2", &["--chained-function", "ship=nowhere"]);
+    let arn = s.start_execution("order", "order-nowhere", &json!({ "order": 3 }));
+    let (e, h) = s.finished(&arn);
+    assert_eq!(e["Status"], "FAILED", "{e}");
+    assert_eq!(e["Error"]["ErrorType"], "ResourceNotFoundException", "{e}");
+    assert_eq!(count(&h, "ChainedInvokeFailed", "Ship#1.0"), 1, "{h:?}");
+    assert_eq!(count(&h, "InvocationCompleted", ""), 1, "{h:?}");
+}
+
+/// A malformed `--chained-function`, or one naming no subflow the definitions wait for, is an
+/// error before anything is served (no runner needed).
+#[test]
+fn chained_function_mappings_are_checked_against_the_definitions() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lambda");
+    for (mapping, message) in [
+        ("ship", "expected WORKFLOW_ID[@VERSION]=FUNCTION"),
+        ("ship=bad name", "the function name has the character ' '"),
+        ("nope=ship", "names no subflow the definition waits for (its subflows are: ship)"),
+        ("ship@9=ship", "(the subflow 'ship' has version 1.0)"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_wfc"))
+            .arg("lambda-serve")
+            .arg(dir.join("order.sw.json"))
+            .args(["--endpoint", "http://127.0.0.1:9", "--listen", "127.0.0.1:0", "--chained-function", mapping])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{mapping}: {stderr}");
+        assert!(stderr.contains(message), "{mapping}: {stderr}");
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_wfc"))
+        .arg("lambda-invoke")
+        .arg(dir.join("sequence.asl.json"))
+        .args(["--endpoint", "http://127.0.0.1:9", "--chained-function", "ship=ship"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("no subflow state that waits for its child"), "{stderr}");
+}
+
+/// DISTRIBUTED Map Run children chained to the function itself (`--chained-map-runs`): each
+/// child is a CHAINED_INVOKE of `fan`, which dex-local-runner (`--function-configs` names `fan`
+/// durable) starts as a durable execution of its own; `wfc lambda-serve`, invoked with the
+/// child's envelope, runs the ItemProcessor there (with a Wait: two invocations). A failed
+/// child counts against the Map's tolerance.
+#[test]
+fn map_run_children_are_chained_invokes_of_the_function_itself() {
+    let configs = r#"{"fan": {"DurableConfig": {"ExecutionTimeout": 300}}}"#;
+    let Some(s) = servers_or_skip_with("map-run", &["--function-configs", configs]) else { return };
+    let mocks = json!({ "Work": { "echo": true }, "Broken": { "throw": { "error": "Item.Bad", "cause": "two" } } });
+    let _serve = s.serve_with(&["fan.asl.json"], &mocks, "ledger", &["--chained-map-runs"]);
+    let arn = s.start_execution("fan", "fan-1", &json!({ "items": [1, 2, 3] }));
+    let (e, h) = s.finished(&arn);
+    assert_eq!(e["Status"], "SUCCEEDED", "{e}");
+    let result: Value = serde_json::from_str(e["Result"].as_str().unwrap()).unwrap();
+    assert_eq!((&result[0], &result[2]), (&json!(1), &json!(3)), "{result}");
+    assert_eq!((&result[1]["Status"], &result[1]["Error"]), (&json!("FAILED"), &json!("Item.Bad")), "{result}");
+    for i in 0..3 {
+        assert_eq!(count(&h, "ChainedInvokeStarted", &format!("Fan#1.0/{i}")), 1, "{h:?}");
+        assert_eq!(count(&h, "ChainedInvokeSucceeded", &format!("Fan#1.0/{i}")), 1, "{h:?}");
+    }
+    // The parent ran no task; each child is its own durable execution (a Wait: PENDING, then
+    // invoked again).
+    assert!(h.iter().all(|(t, _)| !t.starts_with("Step") && !t.starts_with("Wait")), "{h:?}");
+    let history = s.history(&arn);
+    for started in events_of(&history, "ChainedInvokeStarted") {
+        let details = &started["ChainedInvokeStartedDetails"];
+        assert_eq!((&started["SubType"], &details["FunctionName"]), (&json!("MapRunChild"), &json!("fan")));
+        let child = details["DurableExecutionArn"].as_str().unwrap().to_owned();
+        let (c, ch) = s.finished(&child);
+        assert_eq!(c["Status"], "SUCCEEDED", "{c}");
+        if count(&ch, "StepSucceeded", "Work#1.0") == 1 {
+            assert_eq!(count(&ch, "WaitSucceeded", "Nap#1"), 1, "{ch:?}");
+            assert_eq!(count(&ch, "InvocationCompleted", ""), 2, "{ch:?}");
+        } else {
+            assert_eq!(count(&ch, "StepFailed", "Broken#1.0"), 1, "{ch:?}");
+        }
+    }
+    let mut ledger = s.ledger("ledger");
+    ledger.sort();
+    assert_eq!(ledger, ["Broken 0", "Work 0", "Work 0"]);
 }

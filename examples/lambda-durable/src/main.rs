@@ -47,6 +47,12 @@ impl approval::Handler for Shop {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     let client = lambda_function::client_from_env()?;
+    // Serverless Workflow subflows mapped to other functions (WFC_CHAINED_FUNCTIONS): this
+    // approval workflow has none, so the variable is left unset (a mapping would be refused).
+    let chained = lambda_function::chained_from_env(approval::ir()?)?;
     let shop = Shop;
-    lambda_function::serve("approval", client, |input, options| approval::run_with(&shop, input, options)).await
+    lambda_function::serve_chained("approval", client, &chained, |input, options| {
+        approval::run_with(&shop, input, options)
+    })
+    .await
 }

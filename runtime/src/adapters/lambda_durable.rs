@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 use sha2::Digest;
 
 use crate::durable::suspend::{SuspendPolicy, Suspender, run_until_suspended};
+pub use crate::durable::{ChainedConfigError, ChainedFunction, ChainedInvokes, MapRunChildren};
 use crate::durable::{
     CheckpointToken, Claim, Completion, ExecutionRecord, Journal, NewExecution, OpStatus, OpType, Opened, Operation,
     OperationUpdate, Store, StoreError,
@@ -353,6 +354,28 @@ fn from_wire(op: &Value) -> Option<Operation> {
             _ => {}
         }
     }
+    let mut status = status;
+    if op_type == OpType::ChainedInvoke {
+        // The target's end, as the subflow's error (which onErrors and Catch see): its own
+        // error for FAILED (a target that could not be invoked: the service's error), the
+        // States Language timeout for TIMED_OUT, and a stopped target as a failure.
+        let what = match status_text {
+            "TIMED_OUT" => Some("the chained invoke timed out"),
+            "STOPPED" => Some("the chained invoke's target execution was stopped"),
+            _ => None,
+        };
+        match status_text {
+            "TIMED_OUT" => error_type = Some(wfc_ir::errors::TIMEOUT.to_owned()),
+            "STOPPED" => status = OpStatus::Failed,
+            _ => {}
+        }
+        if matches!(status, OpStatus::Failed) && error_type.as_deref().is_none_or(str::is_empty) {
+            error_type = Some(wfc_ir::errors::TASK_FAILED.to_owned());
+        }
+        if let Some(what) = what {
+            cause = Some(cause.filter(|c| !c.is_empty()).map_or_else(|| what.to_owned(), |c| format!("{what}: {c}")));
+        }
+    }
     let result = details
         .get("Result")
         .and_then(Value::as_str)
@@ -412,6 +435,14 @@ fn to_wire(u: &OperationUpdate, now_ms: i64) -> Option<Value> {
             w["WaitOptions"] = json!({ "WaitSeconds": secs.max(1) });
         }
         (OpType::Wait, _) => return None,
+        (OpType::ChainedInvoke, OpStatus::Started) => {
+            // A mapped subflow (see `durable::ChainedInvokes`): the payload is the child's input.
+            w["Action"] = json!("START");
+            w["ChainedInvokeOptions"] = json!({ "FunctionName": u.function_name.clone().unwrap_or_default() });
+            w["Payload"] = json!(u.result.clone().unwrap_or(Value::Null).to_string());
+        }
+        // The target's end is the service's to record.
+        (OpType::ChainedInvoke, _) => return None,
         (_, OpStatus::Started) => w["Action"] = json!("START"),
         (_, OpStatus::Succeeded) => {
             w["Action"] = json!("SUCCEED");
@@ -559,11 +590,67 @@ pub enum InvocationError {
 
 /// Handles one durable invocation with any engine: `run` starts the workflow on an input with
 /// the given options (`interp::run` with the task handlers, or a generated module's
-/// `run_with`). Returns the invocation output (`{"Status": ...}`).
+/// `run_with`). Returns the invocation output (`{"Status": ...}`). Every Serverless Workflow
+/// subflow runs in this invocation (as a CONTEXT); see [`invoke_with_chained`].
 pub async fn invoke_with<R, Fut>(
     event: &Value,
     client: Arc<dyn DurableClient>,
     workflow_name: &str,
+    run: R,
+) -> Result<Value, InvocationError>
+where
+    R: FnOnce(Value, RunOptions) -> Fut,
+    Fut: Future<Output = ExecutionResult>,
+{
+    invoke_with_chained(event, client, workflow_name, &ChainedInvokes::none(), run).await
+}
+
+/// [`invoke_with`] where the Serverless Workflow subflows that `chained` maps to a function
+/// are CHAINED_INVOKE operations of that function: started with the child's input as payload,
+/// `PENDING` while the service has them STARTED, and replayed with the target's result or
+/// error. Check the mappings against the definition once with [`ChainedInvokes::check`].
+///
+/// A Map Run child's invocation ([`MapRunChildren::Chained`]) runs on the interpreter only
+/// ([`invoke_chained`]): here its envelope fails the execution with `Wfc.MapRunChildUnsupported`.
+pub async fn invoke_with_chained<R, Fut>(
+    event: &Value,
+    client: Arc<dyn DurableClient>,
+    workflow_name: &str,
+    chained: &ChainedInvokes,
+    run: R,
+) -> Result<Value, InvocationError>
+where
+    R: FnOnce(Value, RunOptions) -> Fut,
+    Fut: Future<Output = ExecutionResult>,
+{
+    invoke_inner(event, client, workflow_name, chained, false, run).await
+}
+
+/// The function's own name for Map Run children that chain to it: from the durable execution
+/// ARN (`arn:aws:lambda:REGION:ACCOUNT:function:NAME[:QUALIFIER]/durable-execution/...` or
+/// `...:durable-execution:NAME:...`), else `AWS_LAMBDA_FUNCTION_NAME`.
+fn own_function_name(arn: &str) -> Option<String> {
+    let head = arn.split('/').next().unwrap_or(arn);
+    let parts: Vec<&str> = head.split(':').collect();
+    let after = |key: &str| parts.iter().position(|p| *p == key).and_then(|i| parts.get(i + 1));
+    let from_arn = match after("function") {
+        Some(name) => {
+            let qualifier = parts.iter().skip_while(|p| **p != *name).nth(1).filter(|q| **q != "$LATEST");
+            Some(qualifier.map_or_else(|| (*name).to_owned(), |q| format!("{name}:{q}")))
+        }
+        None => after("durable-execution").map(|n| (*n).to_owned()),
+    };
+    from_arn
+        .filter(|n| !n.is_empty())
+        .or_else(|| std::env::var("AWS_LAMBDA_FUNCTION_NAME").ok().filter(|n| !n.is_empty()))
+}
+
+async fn invoke_inner<R, Fut>(
+    event: &Value,
+    client: Arc<dyn DurableClient>,
+    workflow_name: &str,
+    chained: &ChainedInvokes,
+    map_run_children: bool,
     run: R,
 ) -> Result<Value, InvocationError>
 where
@@ -594,6 +681,24 @@ where
         None | Some("") => json!({}),
         Some(s) => serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.to_owned())),
     };
+    if !map_run_children && crate::distributed::chained_child(&input).is_some() {
+        return Ok(failed(
+            "Wfc.MapRunChildUnsupported",
+            "this execution is a chained Map Run child, which only the interpreter's entry point (lambda_durable::invoke_chained, wfc lambda-serve) runs",
+        ));
+    }
+    let chained = match chained.map_runs() {
+        MapRunChildren::Chained(None) => match own_function_name(&arn) {
+            Some(own) => chained.for_function(&own),
+            None => {
+                return Ok(failed(
+                    "Wfc.MapRunFunctionUnknown",
+                    "Map Run children are to chain to this function, but its name is not in the durable execution ARN and AWS_LAMBDA_FUNCTION_NAME is not set: name it in the configuration",
+                ));
+            }
+        },
+        _ => chained.clone(),
+    };
     let start_ms = millis(execution.get("StartTimestamp")).unwrap_or_else(|| jiff::Timestamp::now().as_millisecond());
     let start_time =
         jiff::Timestamp::from_millisecond(start_ms).map(crate::clock::format_timestamp).unwrap_or_default();
@@ -619,6 +724,10 @@ where
     let Opened::Running(journal) = opened else {
         return Err(InvocationError::Service(ClientError::Service("the execution is already finished".into())));
     };
+    if !chained.is_empty() {
+        // A new journal: nothing has set it.
+        let _ = journal.set_chained_invokes(chained);
+    }
     let options = RunOptions::real().with_journal(journal);
     let outcome = run_until_suspended(&suspender, run(input, options)).await;
     if let Some(e) = store.error.lock().unwrap_or_else(|p| p.into_inner()).clone() {
@@ -667,11 +776,26 @@ pub fn invoke(
     event: &Value,
     client: Arc<dyn DurableClient>,
 ) -> Result<Value, InvocationError> {
+    invoke_chained(workflow, handlers, event, client, &ChainedInvokes::none())
+}
+
+/// [`invoke`] with subflows mapped to functions (see [`invoke_with_chained`]).
+pub fn invoke_chained(
+    workflow: &wfc_ir::Workflow,
+    handlers: &dyn crate::DynHandler,
+    event: &Value,
+    client: Arc<dyn DurableClient>,
+    chained: &ChainedInvokes,
+) -> Result<Value, InvocationError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
         .map_err(|e| InvocationError::Service(ClientError::Service(e.to_string())))?;
-    runtime.block_on(invoke_with(event, client, &workflow.name, |input, options| {
-        crate::interp::run(workflow, handlers, input, options)
+    runtime.block_on(invoke_inner(event, client, &workflow.name, chained, true, |input, options| async move {
+        // A chained Map Run child (this function invoked by itself): the Map's ItemProcessor.
+        match crate::distributed::chained_child(&input) {
+            Some(envelope) => crate::distributed::run_chained_child(workflow, handlers, envelope, options).await,
+            None => crate::interp::run(workflow, handlers, input, options).await,
+        }
     }))
 }

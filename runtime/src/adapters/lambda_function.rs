@@ -27,7 +27,7 @@ use std::sync::Arc;
 use lambda_runtime::{Diagnostic, LambdaEvent, service_fn};
 use serde_json::Value;
 
-use super::lambda_durable::{self, DurableClient, HttpClient, InvocationError};
+use super::lambda_durable::{self, ChainedInvokes, DurableClient, HttpClient, InvocationError};
 use crate::{ExecutionResult, RunOptions};
 
 /// The error [`serve`] ends with (the Runtime API could not be reached, or its configuration is
@@ -65,14 +65,48 @@ where
     R: Fn(Value, RunOptions) -> Fut,
     Fut: Future<Output = ExecutionResult>,
 {
+    serve_chained(workflow_name, client, &ChainedInvokes::none(), run).await
+}
+
+/// [`serve`] where the Serverless Workflow subflows `chained` maps are CHAINED_INVOKE
+/// operations of their functions ([`lambda_durable::invoke_with_chained`]); check the
+/// mappings against the definition first ([`ChainedInvokes::check`]).
+pub async fn serve_chained<R, Fut>(
+    workflow_name: &str,
+    client: Arc<dyn DurableClient>,
+    chained: &ChainedInvokes,
+    run: R,
+) -> Result<(), Error>
+where
+    R: Fn(Value, RunOptions) -> Fut,
+    Fut: Future<Output = ExecutionResult>,
+{
     let run = &run;
     let client = &client;
     let handler = service_fn(move |event: LambdaEvent<Value>| async move {
-        lambda_durable::invoke_with(&event.payload, Arc::clone(client), workflow_name, |input, options| {
-            run(input, options)
-        })
+        lambda_durable::invoke_with_chained(
+            &event.payload,
+            Arc::clone(client),
+            workflow_name,
+            chained,
+            |input, options| run(input, options),
+        )
         .await
         .map_err(diagnostic)
     });
     lambda_runtime::run(handler).await
+}
+
+/// The variable holding subflow mappings for [`chained_from_env`]: `WORKFLOW_ID[@VERSION]=FUNCTION`
+/// entries separated by commas or whitespace.
+pub const CHAINED_VARIABLE: &str = "WFC_CHAINED_FUNCTIONS";
+
+/// The subflow mappings of a deployed function from `WFC_CHAINED_FUNCTIONS` (none when unset),
+/// checked against `workflow`: a malformed entry, or one naming a subflow the definition does
+/// not wait for, is an error.
+pub fn chained_from_env(workflow: &wfc_ir::Workflow) -> Result<ChainedInvokes, Error> {
+    let text = std::env::var(CHAINED_VARIABLE).unwrap_or_default();
+    let chained = ChainedInvokes::parse_list(&text).map_err(|e| format!("{CHAINED_VARIABLE}: {e}"))?;
+    chained.check([workflow]).map_err(|e| format!("{CHAINED_VARIABLE}: {e}"))?;
+    Ok(chained)
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::ChainedInvokes;
 use super::suspend::{Pending, Suspender};
 use super::{
     CheckpointToken, Claim, Completion, ExecutionRecord, NewExecution, OpStatus, OpType, Operation, OperationUpdate,
@@ -61,6 +62,9 @@ pub struct Journal {
     batching: std::sync::atomic::AtomicBool,
     /// This journal, for the flush task.
     this: std::sync::Weak<Journal>,
+    /// On a service's journal, the functions mapped subflows are invoked as (see
+    /// [`Journal::set_chained_invokes`]); unset: every subflow runs in this process.
+    chained: std::sync::OnceLock<ChainedInvokes>,
 }
 
 /// Checkpoints waiting for the token: their tickets and updates, and the results of those a
@@ -227,6 +231,7 @@ impl Journal {
             suspended: Mutex::new(None),
             suspender,
             event_claims: tokio::sync::Mutex::new(()),
+            chained: std::sync::OnceLock::new(),
         })
     }
 
@@ -1014,28 +1019,129 @@ impl Journal {
 
 /// Serverless Workflow operations: subflows and event waits (see [`crate::sw`]).
 impl Journal {
-    /// The operation type of a subflow the parent waits for: CHAINED_INVOKE in wfc's stores; a
-    /// CONTEXT on a service's journal (a Lambda CHAINED_INVOKE invokes another deployed
-    /// function, which a subflow is not).
+    /// The operation type of a subflow the parent waits for and runs itself: CHAINED_INVOKE in
+    /// wfc's stores; a CONTEXT on a service's journal (a Lambda CHAINED_INVOKE invokes another
+    /// deployed function: only a subflow mapped to one is, see [`Journal::subflow`]).
     fn subflow_type(&self) -> OpType {
         if self.suspender.is_some() { OpType::Context } else { OpType::ChainedInvoke }
     }
 
-    /// Runs a subflow as the operation `id` (see [`Journal::subflow_type`]): a finished one
-    /// replays its recorded output or failure without running `child`; otherwise it is started
-    /// (unless it was already: a resume inside the child), `child` runs (its operations have ids
-    /// under `id`), and its outcome is recorded.
+    /// On a service's journal (a Lambda durable function), invokes the subflows these mappings
+    /// name as CHAINED_INVOKE operations of the mapped functions instead of running them here.
+    /// Set once, before the run; a second call is refused (returns the mappings back).
+    pub fn set_chained_invokes(&self, targets: ChainedInvokes) -> Result<(), ChainedInvokes> {
+        self.chained.set(targets)
+    }
+
+    /// Runs a subflow of `workflow_id` (whose workflow has `version`) on `input` as the
+    /// operation `id`. Mapped to a function ([`Journal::set_chained_invokes`]), it is that
+    /// function's CHAINED_INVOKE and `child` is not run here; otherwise (see
+    /// [`Journal::subflow_type`]) a finished one replays its recorded output or failure without
+    /// running `child`, and an unfinished one is started (unless it was already: a resume
+    /// inside the child), `child` runs (its operations have ids under `id`), and its outcome is
+    /// recorded.
+    #[allow(clippy::too_many_arguments)] // one call site, in sw.rs
     pub(crate) async fn subflow<Fut>(
         &self,
         id: &str,
         parent: Option<String>,
         name: &str,
+        workflow_id: &str,
+        version: Option<&str>,
+        input: &Value,
         child: Fut,
     ) -> Result<Value, Failure>
     where
         Fut: Future<Output = Result<Value, Failure>>,
     {
-        self.subflow_as(id, parent, name, "Subflow", child).await
+        let target = self.chained.get().and_then(|c| c.subflow_target(workflow_id, version));
+        match target {
+            Some(function) if self.suspender.is_some() => {
+                self.chained_invoke(id, parent, name, "Subflow", &function, input).await
+            }
+            _ => self.subflow_as(id, parent, name, "Subflow", child).await,
+        }
+    }
+
+    /// The function a DISTRIBUTED Map Run's children are invoked as (this function itself),
+    /// when the mappings ask for it and this is a service's journal.
+    pub(crate) fn map_run_function(&self) -> Option<String> {
+        self.suspender.as_ref()?;
+        self.chained.get()?.map_run_function().map(str::to_owned)
+    }
+
+    /// A Map Run child as a CHAINED_INVOKE (subtype `MapRunChild`) of `function` with
+    /// `envelope` as payload; its result is what the Map Run keeps of the child.
+    pub(crate) async fn chained_map_run_child(
+        &self,
+        id: &str,
+        parent: Option<String>,
+        name: &str,
+        function: &str,
+        envelope: &Value,
+    ) -> Result<Value, Failure> {
+        self.chained_invoke(id, parent, name, "MapRunChild", function, envelope).await
+    }
+
+    /// A CHAINED_INVOKE of the function `function` on a service's journal: a finished one
+    /// replays the target's result or error; a new one is started with `input` as its payload;
+    /// then, while the service has it STARTED, the line of control parks (the function answers
+    /// PENDING) until the target's end invokes the function again.
+    async fn chained_invoke(
+        &self,
+        id: &str,
+        parent: Option<String>,
+        name: &str,
+        subtype: &str,
+        function: &str,
+        input: &Value,
+    ) -> Result<Value, Failure> {
+        let op = match self.recorded_as(id, OpType::ChainedInvoke, name)? {
+            Some(op) => op,
+            None => {
+                let start = OperationUpdate {
+                    function_name: Some(function.to_owned()),
+                    ..outcome_update(
+                        OpType::ChainedInvoke,
+                        id,
+                        parent,
+                        name,
+                        subtype,
+                        OpStatus::Started,
+                        Some(input.clone()),
+                        None,
+                    )
+                };
+                crash_point(id, "before-start");
+                self.checkpoint(vec![start]).await.map_err(store_failure)?;
+                crash_point(id, "after-start");
+                // The service may end it at once (a target it cannot resolve fails the START).
+                match self.store.load_operation(&self.record.name, id).await.map_err(store_failure)? {
+                    Some(op) if op.status.is_terminal() => {
+                        self.mirror(op.clone());
+                        op
+                    }
+                    _ => self.recorded(id).ok_or_else(|| {
+                        Failure::runtime(format!("the chained invoke '{id}' is not in the journal after its start"))
+                    })?,
+                }
+            }
+        };
+        if op.status.is_terminal() {
+            return match replayed(op) {
+                Some(Attempt::Succeeded(v)) => Ok(v),
+                Some(Attempt::Failed(f)) | Some(Attempt::TimedOut(f)) => Err(f),
+                None => Err(Failure::runtime(format!("the chained invoke '{id}' was cancelled"))),
+            };
+        }
+        match self.suspender.as_ref() {
+            // The target's end (recorded by the service) invokes this function again.
+            Some(suspender) => {
+                let token = function.to_owned();
+                match suspender.park(Pending::Callback { id: id.to_owned(), name: name.to_owned(), token }).await {}
+            }
+            None => Err(Failure::runtime(format!("the chained invoke '{id}' needs a service that runs its target"))),
+        }
     }
 
     /// [`Journal::subflow`] with the operation's subtype (`MapRunChild` for a DISTRIBUTED Map
@@ -1429,6 +1535,7 @@ fn outcome_update(
         callback_token: None,
         parent_id: parent,
         heartbeat_seconds: None,
+        function_name: None,
     }
 }
 

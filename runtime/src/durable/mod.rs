@@ -23,6 +23,7 @@
 //!
 //! Attach a journal with [`crate::RunOptions::with_journal`] after [`Journal::open`].
 
+mod chained;
 mod journal;
 #[cfg(feature = "postgres")]
 mod pg_tls;
@@ -35,6 +36,7 @@ pub mod testing;
 pub mod worker;
 
 pub(crate) use journal::EventWait;
+pub use chained::{ChainedConfigError, ChainedFunction, ChainedInvokes, MapRunChildren};
 pub use journal::{Journal, Opened};
 pub(crate) use journal::ContextEvents;
 #[cfg(feature = "postgres")]
@@ -261,6 +263,10 @@ pub struct OperationUpdate {
     /// A CALLBACK's HeartbeatSeconds, when it starts (the Lambda adapter's
     /// `CallbackOptions.HeartbeatTimeoutSeconds`; the stores count heartbeats instead).
     pub heartbeat_seconds: Option<u64>,
+    /// A CHAINED_INVOKE's target function, when it starts on a service's journal (the Lambda
+    /// adapter's `ChainedInvokeOptions.FunctionName`, its `result` then being the payload the
+    /// target gets); `None` in wfc's stores, where the child runs in the parent's process.
+    pub function_name: Option<String>,
 }
 
 /// The single-use right to write the next checkpoint of one execution. Every successful

@@ -53,13 +53,16 @@ pub enum Pending {
         started: bool,
     },
     /// A `.waitForTaskToken` attempt whose handler ran and that waits for its answer through
-    /// the service (parked only when [`SuspendPolicy::callbacks`]).
+    /// the service (parked only when [`SuspendPolicy::callbacks`]); or a Lambda CHAINED_INVOKE
+    /// (a mapped Serverless Workflow subflow) waiting for its target function to end: the
+    /// service records that end too, and nothing is to be scheduled for either.
     Callback {
         /// The operation id.
         id: String,
-        /// The Task state's name.
+        /// The state's name.
         name: String,
-        /// The task token (the service's callback id).
+        /// The task token (the service's callback id); for a CHAINED_INVOKE, the target's
+        /// `FunctionName`.
         token: String,
     },
     /// A Serverless Workflow event wait that the events the service delivered so far do not
