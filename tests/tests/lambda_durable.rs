@@ -989,6 +989,19 @@ fn map_run_children_chain_to_the_function_itself() {
         ))
         .unwrap();
     assert_eq!(out["Error"]["ErrorType"], "Wfc.MapRunChildUnsupported", "{out}");
+    // So generated code refuses chained Map Run children up front, before starting any child.
+    let fresh = Fake::new(&json!({ "items": [1, 2] }));
+    let out = runtime
+        .block_on(lambda_durable::invoke_with_chained(
+            &fresh.event(100),
+            Arc::new(fresh.clone()),
+            "wf",
+            &chained,
+            |i, o| wfc_runtime::interp::run(&wf, &h, i, o),
+        ))
+        .unwrap();
+    assert_eq!(out["Error"]["ErrorType"], "Wfc.MapRunChildUnsupported", "{out}");
+    assert!(fresh.calls().concat().iter().all(|u| u["Type"] != "CHAINED_INVOKE"), "{:?}", fresh.calls());
     // And a definition without a DISTRIBUTED Map refuses the setting.
     let e = chained.check([&load_order()]).unwrap_err();
     assert_eq!(e, lambda_durable::ChainedConfigError::NoDistributedMap);

@@ -611,7 +611,9 @@ where
 /// error. Check the mappings against the definition once with [`ChainedInvokes::check`].
 ///
 /// A Map Run child's invocation ([`MapRunChildren::Chained`]) runs on the interpreter only
-/// ([`invoke_chained`]): here its envelope fails the execution with `Wfc.MapRunChildUnsupported`.
+/// ([`invoke_chained`]): here its envelope fails the execution with `Wfc.MapRunChildUnsupported`,
+/// and so does a `chained` that asks for chained Map Run children (before anything is started,
+/// rather than starting children that would all fail).
 pub async fn invoke_with_chained<R, Fut>(
     event: &Value,
     client: Arc<dyn DurableClient>,
@@ -623,6 +625,12 @@ where
     R: FnOnce(Value, RunOptions) -> Fut,
     Fut: Future<Output = ExecutionResult>,
 {
+    if matches!(chained.map_runs(), MapRunChildren::Chained(_)) {
+        return Ok(failed(
+            "Wfc.MapRunChildUnsupported",
+            "Map Run children chained to a function run only on the interpreter's entry point (lambda_durable::invoke_chained, wfc lambda-serve); generated code runs them in its own invocation: leave MapRunChildren unchained",
+        ));
+    }
     invoke_inner(event, client, workflow_name, chained, false, run).await
 }
 

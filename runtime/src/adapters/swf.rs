@@ -1038,11 +1038,13 @@ impl Decisions {
     /// refusal SWF will repeat comes back as `Some(cause)`.
     fn schedule(&mut self, p: &Pending, view: &HistoryView, config: &SwfConfig, workflow_id: &str) -> Option<String> {
         match p {
-            // The decider's policy does not park callbacks (SWF has no callback service).
+            // The decider's policy does not park callbacks (SWF has no callback service), and
+            // its journal has no chained invokes (a Lambda function mapping).
             Pending::Step { started: true, .. }
             | Pending::Timer { started: true, .. }
             | Pending::Signal { started: true, .. }
-            | Pending::Callback { .. } => None,
+            | Pending::Callback { .. }
+            | Pending::Invoke { .. } => None,
             Pending::Event { started: true, .. } | Pending::Event { timeout: None, .. } => None,
             Pending::Event { id, timer, timeout: Some(delay), .. } => {
                 let timer_id = swf_id(timer);

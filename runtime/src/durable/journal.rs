@@ -1137,8 +1137,8 @@ impl Journal {
         match self.suspender.as_ref() {
             // The target's end (recorded by the service) invokes this function again.
             Some(suspender) => {
-                let token = function.to_owned();
-                match suspender.park(Pending::Callback { id: id.to_owned(), name: name.to_owned(), token }).await {}
+                let pending = Pending::Invoke { id: id.to_owned(), name: name.to_owned(), function: function.to_owned() };
+                match suspender.park(pending).await {}
             }
             None => Err(Failure::runtime(format!("the chained invoke '{id}' needs a service that runs its target"))),
         }

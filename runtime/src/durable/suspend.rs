@@ -53,17 +53,26 @@ pub enum Pending {
         started: bool,
     },
     /// A `.waitForTaskToken` attempt whose handler ran and that waits for its answer through
-    /// the service (parked only when [`SuspendPolicy::callbacks`]); or a Lambda CHAINED_INVOKE
-    /// (a mapped Serverless Workflow subflow) waiting for its target function to end: the
-    /// service records that end too, and nothing is to be scheduled for either.
+    /// the service (parked only when [`SuspendPolicy::callbacks`]): the service records the
+    /// answer, and nothing is to be scheduled.
     Callback {
         /// The operation id.
         id: String,
         /// The state's name.
         name: String,
-        /// The task token (the service's callback id); for a CHAINED_INVOKE, the target's
-        /// `FunctionName`.
+        /// The task token (the service's callback id).
         token: String,
+    },
+    /// A Lambda CHAINED_INVOKE (a Serverless Workflow subflow mapped to a function, or a Map
+    /// Run child chained to the function itself) waiting for its target function to end: the
+    /// service invokes the target and records its end, so nothing is to be scheduled.
+    Invoke {
+        /// The operation id.
+        id: String,
+        /// The state's name.
+        name: String,
+        /// The target's `FunctionName`.
+        function: String,
     },
     /// A Serverless Workflow event wait that the events the service delivered so far do not
     /// satisfy (parked only by a suspender with a [`SignalFilter`]: its service delivers events,
@@ -106,6 +115,7 @@ impl Pending {
             Pending::Step { id, .. }
             | Pending::Timer { id, .. }
             | Pending::Callback { id, .. }
+            | Pending::Invoke { id, .. }
             | Pending::Signal { id, .. }
             | Pending::Event { id, .. } => id,
         }
