@@ -128,26 +128,28 @@ fn crash_at(dir: &Path, store: &str, name: &str, order: u64, point: &str) -> Vec
     check_exactly_once(s, store, name)
 }
 
-/// Whether the Tasks that ran again are only those of children `maybe_in_flight` (with
-/// MaxConcurrency 2, at most one other child runs beside the one at the crash point).
+/// Whether the Tasks that ran again are only those of children `maybe_in_flight`: with
+/// MaxConcurrency 2, at most one other child runs beside the one at the crash point, and which
+/// one depends on the order in which the children finished (each takes about as long as the
+/// others), so every child that may be running then is allowed.
 fn only_in_flight(v: &[String], maybe_in_flight: &[usize]) -> bool {
     v.len() <= 1 && v.iter().all(|id| maybe_in_flight.iter().any(|i| *id == format!("Fan#1.0/{i}/Work#1.0")))
 }
 
 fn chosen_points(store: &str, dir: &Path) {
     // Inside child 2, its Task committed: on resume the child runs again from its start and
-    // its Task replays; children 0 and 1 finished before and replay whole. Only child 3's Task,
-    // if it was in flight, runs again.
+    // its Task replays. Child 2 started when child 0 or child 1 finished; the other one, or
+    // child 3, may be in flight and run again; nothing else does.
     let v = crash_at(dir, store, "inside-child", 1, "Fan#1.0/2/Work#1.0:after-finish");
-    assert!(only_in_flight(&v, &[3]), "{v:?}");
-    // Child 1's end committed: children 0 and 1 replay from their recorded results.
+    assert!(only_in_flight(&v, &[0, 1, 3]), "{v:?}");
+    // Child 1's end committed: it replays from its recorded result; child 0 (if it had not
+    // finished yet), 2 or 3 may be the one in flight.
     let v = crash_at(dir, store, "after-child", 2, "Fan#1.0/1:after-finish");
-    assert!(only_in_flight(&v, &[2, 3]), "{v:?}");
+    assert!(only_in_flight(&v, &[0, 2, 3]), "{v:?}");
     // Child 3's Task ran, its outcome not committed: that Task (and at most the other one in
-    // flight) runs again, nothing else.
+    // flight, whichever child that is) runs again, nothing else.
     let v = crash_at(dir, store, "in-flight", 3, "Fan#1.0/3/Work#1.0:before-finish");
     assert!(v.contains(&"Fan#1.0/3/Work#1.0".to_owned()) && v.len() <= 2, "{v:?}");
-    assert!(v.iter().all(|id| id == "Fan#1.0/2/Work#1.0" || id == "Fan#1.0/3/Work#1.0"), "{v:?}");
     // After the whole Map Run: B runs once, no child runs again.
     let v = crash_at(dir, store, "after-run", 4, "B#1.0:after-start");
     assert!(v.is_empty(), "{v:?}");
