@@ -12,36 +12,14 @@ use serde_json::{Value, json};
 use wfc_runtime::adapters::swf::{self, SwfConfig};
 use wfc_runtime::ir::{StateKind, StateMachine, Workflow};
 
+mod swf_support;
+use swf_support::{History, attributes_key, decision, event, types};
+
 fn load(text: &str) -> Workflow {
     match wfc_core::load(wfc_core::Source { path: "inline.asl.json", text }) {
         Ok(l) => l.workflow,
         Err(d) => panic!("definition does not load: {d:?}"),
     }
-}
-
-/// One event in SWF's shape.
-fn event(id: u64, ts: f64, event_type: &str, attrs: Value) -> Value {
-    let mut key = event_type[..1].to_lowercase();
-    key.push_str(&event_type[1..]);
-    key.push_str("EventAttributes");
-    json!({ "eventId": id, "eventTimestamp": ts, "eventType": event_type, key: attrs })
-}
-
-fn types(response: &Value) -> Vec<String> {
-    response["decisions"].as_array().unwrap().iter().map(|d| d["decisionType"].as_str().unwrap().to_owned()).collect()
-}
-
-fn decision<'a>(response: &'a Value, decision_type: &str) -> Vec<&'a Value> {
-    let mut key = decision_type[..1].to_lowercase();
-    key.push_str(&decision_type[1..]);
-    key.push_str("DecisionAttributes");
-    response["decisions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|d| d["decisionType"] == decision_type)
-        .map(|d| &d[&key])
-        .collect()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -100,10 +78,19 @@ fn state_of(op_id: &str) -> &str {
 
 #[derive(Debug)]
 enum Future {
-    Activity { scheduled: u64, outcome: Result<Value, (String, String)>, timeout: Option<String> },
-    Timer { started: u64, timer_id: String },
+    Activity {
+        scheduled: u64,
+        outcome: Result<Value, (String, String)>,
+        timeout: Option<String>,
+    },
+    Timer {
+        started: u64,
+        timer_id: String,
+    },
     /// A case's consumed event, signalled to the execution (signal name = its type).
-    Signal { event: Value },
+    Signal {
+        event: Value,
+    },
 }
 
 /// A decider: decision task in, RespondDecisionTaskCompleted request out.
@@ -272,10 +259,7 @@ impl<'a> Sim<'a> {
             self.push("DecisionTaskCompleted", json!({ "scheduledEventId": started - 1, "startedEventId": started }));
         for d in decisions {
             let t = d["decisionType"].as_str().unwrap();
-            let mut key = t[..1].to_lowercase();
-            key.push_str(&t[1..]);
-            key.push_str("DecisionAttributes");
-            let a = &d[&key];
+            let a = &d[&attributes_key(t, "DecisionAttributes")];
             match t {
                 "ScheduleActivityTask" => {
                     let mut attrs = a.clone();
@@ -582,7 +566,9 @@ fn every_eligible_case_runs_to_its_expected_end_through_the_decider() {
             // Serverless Workflow consumed events arrive as signals at their times.
             for delivery in case.get("events").and_then(Value::as_array).into_iter().flatten() {
                 let (at, event) = match delivery.get("event") {
-                    Some(event) => (delivery.get("after_seconds").and_then(Value::as_f64).unwrap_or(0.0), event.clone()),
+                    Some(event) => {
+                        (delivery.get("after_seconds").and_then(Value::as_f64).unwrap_or(0.0), event.clone())
+                    }
                     None => (0.0, delivery.clone()),
                 };
                 sim.seq += 1;
@@ -649,7 +635,9 @@ fn every_eligible_case_runs_to_its_expected_end_through_the_decider() {
                             .filter(|e| e["eventType"] == "MarkerRecorded")
                             .map(|e| &e["markerRecordedEventAttributes"])
                             .filter(|a| a["markerName"] == swf::PRODUCED_MARKER)
-                            .map(|a| serde_json::from_str::<Value>(a["details"].as_str().unwrap()).unwrap()["event"].clone())
+                            .map(|a| {
+                                serde_json::from_str::<Value>(a["details"].as_str().unwrap()).unwrap()["event"].clone()
+                            })
                             .collect();
                         let same = produced.len() == wanted.len()
                             && produced.iter().zip(wanted).all(|(got, want)| {
@@ -826,77 +814,18 @@ const RETRY: &str = r#"{
   }
 }"#;
 
-fn start_events(input: &Value) -> Vec<Value> {
-    vec![
-        event(
-            1,
-            1000.0,
-            "WorkflowExecutionStarted",
-            json!({ "input": input.to_string(), "childPolicy": "TERMINATE", "taskList": { "name": "wfc" }, "workflowType": { "name": "wf", "version": "1" } }),
-        ),
-        event(2, 1000.0, "DecisionTaskScheduled", json!({ "taskList": { "name": "wfc" } })),
-        event(3, 1000.0, "DecisionTaskStarted", json!({ "scheduledEventId": 2 })),
-    ]
-}
-
 fn task_of(events: &[Value]) -> Value {
     json!({ "taskToken": "t", "startedEventId": events.len(), "workflowExecution": { "workflowId": "wf-1", "runId": "r" },
             "workflowType": { "name": "wf", "version": "1" }, "events": events })
-}
-
-/// Appends the events of `decisions` being accepted, then `after(scheduled id)` completions,
-/// then a new decision task.
-struct History(Vec<Value>);
-
-impl History {
-    fn next_id(&self) -> u64 {
-        self.0.len() as u64 + 1
-    }
-    fn add(&mut self, ts: f64, t: &str, attrs: Value) -> u64 {
-        let id = self.next_id();
-        self.0.push(event(id, ts, t, attrs));
-        id
-    }
-    fn accept(&mut self, ts: f64, response: &Value) -> Vec<u64> {
-        let started = self.0.len() as u64;
-        let completed = self.add(
-            ts,
-            "DecisionTaskCompleted",
-            json!({ "scheduledEventId": started - 1, "startedEventId": started }),
-        );
-        let mut ids = Vec::new();
-        for d in response["decisions"].as_array().unwrap() {
-            let t = d["decisionType"].as_str().unwrap();
-            let key = format!("{}{}DecisionAttributes", t[..1].to_lowercase(), &t[1..]);
-            let mut a = d[&key].clone();
-            a["decisionTaskCompletedEventId"] = json!(completed);
-            let event_type = match t {
-                "ScheduleActivityTask" => "ActivityTaskScheduled",
-                "ScheduleLambdaFunction" => "LambdaFunctionScheduled",
-                "StartTimer" => "TimerStarted",
-                "RecordMarker" => "MarkerRecorded",
-                "RequestCancelActivityTask" => "ActivityTaskCancelRequested",
-                "StartChildWorkflowExecution" => "StartChildWorkflowExecutionInitiated",
-                "RequestCancelExternalWorkflowExecution" => "RequestCancelExternalWorkflowExecutionInitiated",
-                other => panic!("unexpected {other}"),
-            };
-            ids.push(self.add(ts, event_type, a));
-        }
-        ids
-    }
-    fn decision_task(&mut self, ts: f64) {
-        let s = self.add(ts, "DecisionTaskScheduled", json!({ "taskList": { "name": "wfc" } }));
-        self.add(ts, "DecisionTaskStarted", json!({ "scheduledEventId": s }));
-    }
 }
 
 #[test]
 fn retries_wait_on_timers_and_the_catch_follows_the_last_failure() {
     let wf = load(RETRY);
     let config: SwfConfig = serde_json::from_value(json!({ "lambda": true })).unwrap();
-    let mut h = History(start_events(&json!({ "order": 7 })));
+    let mut h = History::start("wf-1", &json!({ "order": 7 }));
     let mut t = 1000.0;
-    let decide = |h: &History| swf::decide(&wf, &task_of(&h.0), &config).unwrap();
+    let decide = |h: &History| swf::decide(&wf, &task_of(&h.events), &config).unwrap();
 
     // Attempt 0 is a Lambda function.
     let r = decide(&h);
@@ -909,7 +838,7 @@ fn retries_wait_on_timers_and_the_catch_follows_the_last_failure() {
         let s = h.add(t, "LambdaFunctionStarted", json!({ "scheduledEventId": ids[0] }));
         let _ = s;
         // Each attempt's scheduled event is the first id the last accept returned.
-        let sched = h.0.iter().rev().find(|e| e["eventType"] == "LambdaFunctionScheduled").unwrap()["eventId"]
+        let sched = h.events.iter().rev().find(|e| e["eventType"] == "LambdaFunctionScheduled").unwrap()["eventId"]
             .as_u64()
             .unwrap();
         h.add(
@@ -935,8 +864,9 @@ fn retries_wait_on_timers_and_the_catch_follows_the_last_failure() {
         h.accept(t, &r);
     }
     // The third attempt fails too: retries are exhausted and the Catch goes to Refund.
-    let sched =
-        h.0.iter().rev().find(|e| e["eventType"] == "LambdaFunctionScheduled").unwrap()["eventId"].as_u64().unwrap();
+    let sched = h.events.iter().rev().find(|e| e["eventType"] == "LambdaFunctionScheduled").unwrap()["eventId"]
+        .as_u64()
+        .unwrap();
     let s = h.add(t, "LambdaFunctionStarted", json!({ "scheduledEventId": sched }));
     h.add(
         t,
@@ -968,8 +898,8 @@ const PARALLEL: &str = r#"{
 #[test]
 fn parallel_branches_are_concurrent_activities_and_a_failure_cancels_the_rest() {
     let wf = load(PARALLEL);
-    let mut h = History(start_events(&json!({ "x": 1 })));
-    let r = swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    let mut h = History::start("wf-1", &json!({ "x": 1 }));
+    let r = swf::decide(&wf, &task_of(&h.events), &SwfConfig::default()).unwrap();
     // Branch 0's activity and branch 1's Wait timer, in branch order, in one decision.
     assert_eq!(types(&r), ["ScheduleActivityTask", "StartTimer", "RecordMarker"], "{r:#}");
     // `/` is not allowed in SWF ids: the id is sanitized and hashed; control keeps it whole.
@@ -989,7 +919,7 @@ fn parallel_branches_are_concurrent_activities_and_a_failure_cancels_the_rest() 
         json!({ "scheduledEventId": ids[0], "startedEventId": s, "reason": "Boom", "details": "left broke" }),
     );
     h.decision_task(1002.0);
-    let r = swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    let r = swf::decide(&wf, &task_of(&h.events), &SwfConfig::default()).unwrap();
     assert_eq!(types(&r), ["CancelTimer", "FailWorkflowExecution"], "{r:#}");
     assert_eq!(decision(&r, "CancelTimer")[0]["timerId"], swf::swf_id("Both#1.0/1/Nap#1"));
     assert_eq!(decision(&r, "FailWorkflowExecution")[0]["reason"], "Both.Failed");
@@ -1010,7 +940,8 @@ const MAP: &str = r#"{
 
 /// The scheduled event of the activity whose `control` is `op`.
 fn scheduled_event(h: &History, op: &str) -> u64 {
-    h.0.iter()
+    h.events
+        .iter()
         .find(|e| {
             e["eventType"] == "ActivityTaskScheduled" && e["activityTaskScheduledEventAttributes"]["control"] == op
         })
@@ -1027,8 +958,8 @@ fn controls(response: &Value, decision_type: &str) -> Vec<String> {
 fn map_iterations_are_activities_within_max_concurrency_and_a_failed_one_is_retried() {
     let wf = load(MAP);
     let input = json!({ "region": "eu", "orders": [ { "id": "a" }, { "id": "b" }, { "id": "c" } ] });
-    let mut h = History(start_events(&input));
-    let decide = |h: &History| swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    let mut h = History::start("wf-1", &input);
+    let decide = |h: &History| swf::decide(&wf, &task_of(&h.events), &SwfConfig::default()).unwrap();
 
     // MaxConcurrency 2: two iterations are scheduled, the third waits for a free slot.
     let r = decide(&h);
@@ -1124,8 +1055,8 @@ const DISTRIBUTED_MAP: &str = r#"{
 #[test]
 fn distributed_map_children_schedule_their_tasks_as_activities() {
     let wf = load(DISTRIBUTED_MAP);
-    let mut h = History(start_events(&json!({ "items": ["a", "b", "c"] })));
-    let decide = |h: &History| swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    let mut h = History::start("wf-1", &json!({ "items": ["a", "b", "c"] }));
+    let decide = |h: &History| swf::decide(&wf, &task_of(&h.events), &SwfConfig::default()).unwrap();
     let r = decide(&h);
     assert_eq!(types(&r), ["ScheduleActivityTask", "ScheduleActivityTask", "RecordMarker"], "{r:#}");
     assert_eq!(controls(&r, "ScheduleActivityTask"), ["Fan#1.0/0/Work#1.0", "Fan#1.0/1/Work#1.0"]);
@@ -1167,12 +1098,12 @@ fn distributed_map_children_schedule_their_tasks_as_activities() {
 #[test]
 fn a_cancel_request_cancels_open_work_then_the_execution() {
     let wf = load(PARALLEL);
-    let mut h = History(start_events(&json!({})));
-    let r = swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    let mut h = History::start("wf-1", &json!({}));
+    let r = swf::decide(&wf, &task_of(&h.events), &SwfConfig::default()).unwrap();
     h.accept(1000.0, &r);
     h.add(1005.0, "WorkflowExecutionCancelRequested", json!({ "cause": "Customer canceled order" }));
     h.decision_task(1005.0);
-    let r = swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    let r = swf::decide(&wf, &task_of(&h.events), &SwfConfig::default()).unwrap();
     assert_eq!(types(&r), ["RequestCancelActivityTask", "CancelTimer", "CancelWorkflowExecution"], "{r:#}");
     assert_eq!(decision(&r, "CancelWorkflowExecution")[0]["details"], "Customer canceled order");
 }
@@ -1180,15 +1111,15 @@ fn a_cancel_request_cancels_open_work_then_the_execution() {
 #[test]
 fn paginated_history_in_any_page_order_gives_the_same_decisions() {
     let wf = load(PARALLEL);
-    let mut h = History(start_events(&json!({})));
-    let r = swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    let mut h = History::start("wf-1", &json!({}));
+    let r = swf::decide(&wf, &task_of(&h.events), &SwfConfig::default()).unwrap();
     let ids = h.accept(1000.0, &r);
     h.add(1030.0, "TimerFired", json!({ "timerId": swf::swf_id("Both#1.0/1/Nap#1"), "startedEventId": ids[1] }));
     h.decision_task(1030.0);
-    let whole = swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    let whole = swf::decide(&wf, &task_of(&h.events), &SwfConfig::default()).unwrap();
     assert_eq!(decision(&whole, "ScheduleActivityTask")[0]["control"], "Both#1.0/1/Right#1.0");
-    let all = task_of(&h.0);
-    let newest_first: Vec<Value> = h.0.iter().rev().cloned().collect();
+    let all = task_of(&h.events);
+    let newest_first: Vec<Value> = h.events.iter().rev().cloned().collect();
     let pages: Vec<Value> = newest_first
         .chunks(3)
         .map(|c| {
@@ -1204,7 +1135,7 @@ fn paginated_history_in_any_page_order_gives_the_same_decisions() {
     assert_eq!(swf::decide(&wf, &Value::Array(shuffled), &SwfConfig::default()).unwrap(), whole);
     // A page missing the start is refused, not guessed.
     let mut tail = all.clone();
-    tail["events"] = json!(h.0[3..].to_vec());
+    tail["events"] = json!(h.events[3..].to_vec());
     let err = swf::decide(&wf, &tail, &SwfConfig::default()).unwrap_err();
     assert!(err.to_string().contains("WorkflowExecutionStarted"), "{err}");
 }
@@ -1212,20 +1143,20 @@ fn paginated_history_in_any_page_order_gives_the_same_decisions() {
 #[test]
 fn refused_and_failed_decisions_are_handled() {
     let wf = load(ECOMMERCE);
-    let mut h = History(start_events(&json!({})));
-    let r = swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    let mut h = History::start("wf-1", &json!({}));
+    let r = swf::decide(&wf, &task_of(&h.events), &SwfConfig::default()).unwrap();
     let completed = h.next_id();
     h.add(1000.0, "DecisionTaskCompleted", json!({ "scheduledEventId": 2, "startedEventId": 3 }));
     // A rate limit passes: the same activity is scheduled again.
     h.add(1000.0, "ScheduleActivityTaskFailed", json!({ "activityId": "VerifyOrder#1.0", "activityType": { "name": "VerifyOrderActivity", "version": "1" }, "cause": "ACTIVITY_CREATION_RATE_EXCEEDED", "decisionTaskCompletedEventId": completed }));
     h.decision_task(1001.0);
-    let again = swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    let again = swf::decide(&wf, &task_of(&h.events), &SwfConfig::default()).unwrap();
     assert_eq!(decision(&again, "ScheduleActivityTask"), decision(&r, "ScheduleActivityTask"));
     // An unregistered type does not: the workflow fails with SWF's cause.
     h.add(1002.0, "DecisionTaskCompleted", json!({ "scheduledEventId": 2, "startedEventId": 3 }));
     h.add(1002.0, "ScheduleActivityTaskFailed", json!({ "activityId": "VerifyOrder#1.0", "activityType": { "name": "VerifyOrderActivity", "version": "1" }, "cause": "ACTIVITY_TYPE_DOES_NOT_EXIST", "decisionTaskCompletedEventId": completed }));
     h.decision_task(1003.0);
-    let r = swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    let r = swf::decide(&wf, &task_of(&h.events), &SwfConfig::default()).unwrap();
     assert_eq!(types(&r), ["FailWorkflowExecution"]);
     assert!(
         decision(&r, "FailWorkflowExecution")[0]["details"].as_str().unwrap().contains("ACTIVITY_TYPE_DOES_NOT_EXIST")
@@ -1247,7 +1178,8 @@ const CHILD: &str = r#"{
 
 /// The event that accepted the child workflow decision of operation `op`.
 fn initiated_event(h: &History, op: &str) -> u64 {
-    h.0.iter()
+    h.events
+        .iter()
         .find(|e| {
             e["eventType"] == "StartChildWorkflowExecutionInitiated"
                 && e["startChildWorkflowExecutionInitiatedEventAttributes"]["control"] == op
@@ -1269,8 +1201,8 @@ fn fire_timer(h: &mut History, r: &Value, t: f64, secs: &str) {
 #[test]
 fn child_workflows_start_fail_time_out_complete_and_are_cancelled() {
     let wf = load(CHILD);
-    let decide = |h: &History| swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
-    let mut h = History(start_events(&json!({ "n": 3 })));
+    let decide = |h: &History| swf::decide(&wf, &task_of(&h.events), &SwfConfig::default()).unwrap();
+    let mut h = History::start("wf-1", &json!({ "n": 3 }));
 
     // startExecution: a child workflow of the StateMachineArn's type, Parameters.Input as input.
     let r = decide(&h);
@@ -1312,7 +1244,7 @@ fn child_workflows_start_fail_time_out_complete_and_are_cancelled() {
     assert_eq!(decision(&r, "StartChildWorkflowExecution")[0]["workflowId"], "wf-1--Bill#1.2");
 
     // Branch A: the third child times out: States.Timeout, which the Catch takes.
-    let mut timed_out = History(h.0.clone());
+    let mut timed_out = h.clone();
     timed_out.accept(1006.0, &r);
     let i2 = initiated_event(&timed_out, "Bill#1.2");
     let child = json!({ "workflowId": "wf-1--Bill#1.2", "runId": "child-run-2" });
@@ -1335,7 +1267,7 @@ fn child_workflows_start_fail_time_out_complete_and_are_cancelled() {
 
     // Branch B: the workflow is cancelled while the child runs: the child is asked to cancel
     // (with its run id), then the workflow.
-    let mut cancelled = History(h.0.clone());
+    let mut cancelled = h.clone();
     cancelled.accept(1006.0, &r);
     let i2 = initiated_event(&cancelled, "Bill#1.2");
     cancelled.add(
@@ -1398,25 +1330,39 @@ const CHILD_IN_PARALLEL: &str = r#"{
 #[test]
 fn a_child_workflow_abandoned_by_a_failed_sibling_branch_is_cancelled_once() {
     let wf = load(CHILD_IN_PARALLEL);
-    let decide = |h: &History| swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
-    let mut h = History(start_events(&json!({})));
+    let decide = |h: &History| swf::decide(&wf, &task_of(&h.events), &SwfConfig::default()).unwrap();
+    let mut h = History::start("wf-1", &json!({}));
     let r = decide(&h);
     assert_eq!(types(&r), ["StartChildWorkflowExecution", "ScheduleActivityTask", "RecordMarker"], "{r:#}");
     h.accept(1000.0, &r);
     let child_id = decision(&r, "StartChildWorkflowExecution")[0]["workflowId"].clone();
     let child = json!({ "workflowId": child_id, "runId": "child-run" });
     let initiated = initiated_event(&h, "Both#1.0/0/Bill#1.0");
-    h.add(1001.0, "ChildWorkflowExecutionStarted", json!({ "initiatedEventId": initiated, "workflowExecution": child }));
+    h.add(
+        1001.0,
+        "ChildWorkflowExecutionStarted",
+        json!({ "initiatedEventId": initiated, "workflowExecution": child }),
+    );
     let check = scheduled_event(&h, "Both#1.0/1/Check#1.0");
-    h.add(1002.0, "ActivityTaskFailed", json!({ "scheduledEventId": check, "startedEventId": check, "reason": "Bad", "details": "no" }));
+    h.add(
+        1002.0,
+        "ActivityTaskFailed",
+        json!({ "scheduledEventId": check, "startedEventId": check, "reason": "Bad", "details": "no" }),
+    );
     h.decision_task(1002.0);
     let r = decide(&h);
     assert_eq!(types(&r), ["RequestCancelExternalWorkflowExecution", "StartTimer", "RecordMarker"], "{r:#}");
     assert_eq!(decision(&r, "RequestCancelExternalWorkflowExecution")[0], &child);
     h.accept(1002.0, &r);
     // Asked once: the next decision task does not ask again.
-    let asked = h.0.iter().find(|e| e["eventType"] == "RequestCancelExternalWorkflowExecutionInitiated").unwrap()["eventId"].clone();
-    h.add(1003.0, "ExternalWorkflowExecutionCancelRequested", json!({ "initiatedEventId": asked, "workflowExecution": child }));
+    let asked = h.events.iter().find(|e| e["eventType"] == "RequestCancelExternalWorkflowExecutionInitiated").unwrap()
+        ["eventId"]
+        .clone();
+    h.add(
+        1003.0,
+        "ExternalWorkflowExecutionCancelRequested",
+        json!({ "initiatedEventId": asked, "workflowExecution": child }),
+    );
     h.decision_task(1003.0);
     let r = decide(&h);
     assert!(!types(&r).iter().any(|t| t == "RequestCancelExternalWorkflowExecution"), "{r:#}");
@@ -1426,8 +1372,8 @@ fn a_child_workflow_abandoned_by_a_failed_sibling_branch_is_cancelled_once() {
 fn lambda_failures_and_refused_timers_are_mapped() {
     let wf = load(LAMBDA_THEN_WAIT);
     let config: SwfConfig = serde_json::from_value(json!({ "lambda": true })).unwrap();
-    let decide = |h: &History| swf::decide(&wf, &task_of(&h.0), &config).unwrap();
-    let mut h = History(start_events(&json!({})));
+    let decide = |h: &History| swf::decide(&wf, &task_of(&h.events), &config).unwrap();
+    let mut h = History::start("wf-1", &json!({}));
     let r = decide(&h);
     assert_eq!(decision(&r, "ScheduleLambdaFunction")[0]["startToCloseTimeout"], "30");
     let completed = h.next_id();
@@ -1506,12 +1452,12 @@ fn lambda_failures_and_refused_timers_are_mapped() {
 #[test]
 fn refused_cancels_are_not_asked_again() {
     let wf = load(PARALLEL);
-    let mut h = History(start_events(&json!({})));
-    let r = swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    let mut h = History::start("wf-1", &json!({}));
+    let r = swf::decide(&wf, &task_of(&h.events), &SwfConfig::default()).unwrap();
     h.accept(1000.0, &r);
     h.add(1001.0, "WorkflowExecutionCancelRequested", json!({ "cause": "stop" }));
     h.decision_task(1001.0);
-    let r = swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    let r = swf::decide(&wf, &task_of(&h.events), &SwfConfig::default()).unwrap();
     assert_eq!(types(&r), ["RequestCancelActivityTask", "CancelTimer", "CancelWorkflowExecution"], "{r:#}");
     let activity_id = decision(&r, "RequestCancelActivityTask")[0]["activityId"].clone();
     let timer_id = decision(&r, "CancelTimer")[0]["timerId"].clone();
@@ -1533,7 +1479,7 @@ fn refused_cancels_are_not_asked_again() {
         json!({ "cause": "UNHANDLED_DECISION", "decisionTaskCompletedEventId": completed }),
     );
     h.decision_task(1002.0);
-    let r = swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    let r = swf::decide(&wf, &task_of(&h.events), &SwfConfig::default()).unwrap();
     assert_eq!(types(&r), ["CancelWorkflowExecution"], "{r:#}");
 }
 
@@ -1544,14 +1490,14 @@ fn a_refused_fail_or_marker_is_harmless() {
     let wf = load(
         r#"{"StartAt": "Work", "States": {"Work": {"Type": "Task", "Resource": "arn:aws:states:::activity:work", "End": true}}}"#,
     );
-    let decide = |h: &History| swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
-    let mut h = History(start_events(&json!({})));
+    let decide = |h: &History| swf::decide(&wf, &task_of(&h.events), &SwfConfig::default()).unwrap();
+    let mut h = History::start("wf-1", &json!({}));
     let r = decide(&h);
     assert_eq!(types(&r), ["ScheduleActivityTask", "RecordMarker"]);
     let completed = h.next_id();
     let ids = h.accept(1000.0, &r);
     // SWF refused the marker (scheduled event ids[0] stands).
-    h.0.pop();
+    h.events.pop();
     h.add(1000.0, "RecordMarkerFailed", json!({ "markerName": "wfc.state", "cause": "OPERATION_NOT_PERMITTED", "decisionTaskCompletedEventId": completed }));
     let s = h.add(1001.0, "ActivityTaskStarted", json!({ "scheduledEventId": ids[0] }));
     h.add(
@@ -1576,8 +1522,8 @@ fn a_refused_fail_or_marker_is_harmless() {
 #[test]
 fn a_refused_closing_decision_is_made_again_from_the_newer_history() {
     let wf = load(r#"{"StartAt": "Done", "States": {"Done": {"Type": "Pass", "Result": {"ok": true}, "End": true}}}"#);
-    let mut h = History(start_events(&json!({})));
-    let r = swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    let mut h = History::start("wf-1", &json!({}));
+    let r = swf::decide(&wf, &task_of(&h.events), &SwfConfig::default()).unwrap();
     assert_eq!(types(&r), ["CompleteWorkflowExecution"]);
     let completed = h.add(1000.0, "DecisionTaskCompleted", json!({ "scheduledEventId": 2, "startedEventId": 3 }));
     h.add(
@@ -1587,21 +1533,21 @@ fn a_refused_closing_decision_is_made_again_from_the_newer_history() {
     );
     h.add(1000.0, "WorkflowExecutionSignaled", json!({ "signalName": "poke", "input": "{}" }));
     h.decision_task(1000.0);
-    assert_eq!(swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap()["decisions"], r["decisions"]);
+    assert_eq!(swf::decide(&wf, &task_of(&h.events), &SwfConfig::default()).unwrap()["decisions"], r["decisions"]);
     // A closed workflow gets no decisions.
     h.add(1001.0, "WorkflowExecutionCompleted", json!({ "result": "{}", "decisionTaskCompletedEventId": completed }));
-    assert_eq!(swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap()["decisions"], json!([]));
+    assert_eq!(swf::decide(&wf, &task_of(&h.events), &SwfConfig::default()).unwrap()["decisions"], json!([]));
 }
 
 #[test]
 fn a_signal_completes_a_scheduled_task_and_the_activity_is_cancelled() {
     let wf = load(ECOMMERCE);
-    let mut h = History(start_events(&json!({})));
-    let r = swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    let mut h = History::start("wf-1", &json!({}));
+    let r = swf::decide(&wf, &task_of(&h.events), &SwfConfig::default()).unwrap();
     h.accept(1000.0, &r);
     h.add(1001.0, "WorkflowExecutionSignaled", json!({ "signalName": swf::TASK_SUCCESS_SIGNAL, "input": json!({ "id": "VerifyOrder#1.0", "output": { "verified": true } }).to_string() }));
     h.decision_task(1001.0);
-    let r = swf::decide(&wf, &task_of(&h.0), &SwfConfig::default()).unwrap();
+    let r = swf::decide(&wf, &task_of(&h.events), &SwfConfig::default()).unwrap();
     assert_eq!(types(&r), ["RequestCancelActivityTask", "ScheduleActivityTask", "RecordMarker"], "{r:#}");
     assert_eq!(decision(&r, "ScheduleActivityTask")[0]["input"], json!({ "verified": true }).to_string());
 }
@@ -1610,8 +1556,8 @@ fn a_signal_completes_a_scheduled_task_and_the_activity_is_cancelled() {
 fn long_histories_continue_as_new_with_the_journal() {
     let wf = load(ECOMMERCE);
     let config: SwfConfig = serde_json::from_value(json!({ "continueAsNewAfterEvents": 8 })).unwrap();
-    let mut h = History(start_events(&json!({ "n": 1 })));
-    let r = swf::decide(&wf, &task_of(&h.0), &config).unwrap();
+    let mut h = History::start("wf-1", &json!({ "n": 1 }));
+    let r = swf::decide(&wf, &task_of(&h.events), &config).unwrap();
     let ids = h.accept(1000.0, &r);
     let s = h.add(1001.0, "ActivityTaskStarted", json!({ "scheduledEventId": ids[0] }));
     h.add(
@@ -1620,12 +1566,12 @@ fn long_histories_continue_as_new_with_the_journal() {
         json!({ "scheduledEventId": ids[0], "startedEventId": s, "result": "{\"v\":1}" }),
     );
     h.decision_task(1001.0);
-    let r = swf::decide(&wf, &task_of(&h.0), &config).unwrap();
+    let r = swf::decide(&wf, &task_of(&h.events), &config).unwrap();
     assert_eq!(types(&r), ["ContinueAsNewWorkflowExecution"]);
     let input = decision(&r, "ContinueAsNewWorkflowExecution")[0]["input"].as_str().unwrap().to_owned();
     // The new run replays VerifyOrder from the carried journal and schedules ChargeCreditCard.
-    let next = History(start_events(&serde_json::from_str::<Value>(&input).unwrap()));
-    let r = swf::decide(&wf, &task_of(&next.0), &config).unwrap();
+    let next = History::start("wf-1", &serde_json::from_str::<Value>(&input).unwrap());
+    let r = swf::decide(&wf, &task_of(&next.events), &config).unwrap();
     let scheduled = decision(&r, "ScheduleActivityTask");
     assert_eq!(scheduled[0]["activityId"], "ChargeCreditCard#1.0");
     assert_eq!(scheduled[0]["input"], "{\"v\":1}");

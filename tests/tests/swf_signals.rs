@@ -10,6 +10,9 @@ use serde_json::{Value, json};
 use wfc_runtime::adapters::swf::{self, SignalTarget, SwfConfig};
 use wfc_runtime::ir::Workflow;
 
+mod swf_support;
+use swf_support::{History, decision, types};
+
 wfc_runtime::include_workflow!("tests/adapters/ship_signals.sw.json");
 wfc_runtime::include_workflow!("tests/adapters/customer_signals.sw.json");
 wfc_runtime::include_workflow!("tests/adapters/charge_signals.sw.json");
@@ -67,93 +70,6 @@ fn load(text: &str) -> Workflow {
     match wfc_core::load(wfc_core::Source { path: "inline.sw.json", text }) {
         Ok(l) => l.workflow,
         Err(d) => panic!("definition does not load: {d:?}"),
-    }
-}
-
-fn event(id: u64, ts: f64, event_type: &str, attrs: Value) -> Value {
-    let mut key = event_type[..1].to_lowercase();
-    key.push_str(&event_type[1..]);
-    key.push_str("EventAttributes");
-    json!({ "eventId": id, "eventTimestamp": ts, "eventType": event_type, key: attrs })
-}
-
-fn types(response: &Value) -> Vec<String> {
-    response["decisions"].as_array().unwrap().iter().map(|d| d["decisionType"].as_str().unwrap().to_owned()).collect()
-}
-
-fn decision<'a>(response: &'a Value, decision_type: &str) -> Vec<&'a Value> {
-    let key = format!("{}{}DecisionAttributes", decision_type[..1].to_lowercase(), &decision_type[1..]);
-    response["decisions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|d| d["decisionType"] == decision_type)
-        .map(|d| &d[&key])
-        .collect()
-}
-
-/// A history being built: the decider's accepted decisions become their `*Initiated`/`*Recorded`
-/// events, as SWF records them.
-struct History {
-    workflow_id: String,
-    events: Vec<Value>,
-}
-
-impl History {
-    fn start(workflow_id: &str, input: &Value) -> History {
-        let mut h = History { workflow_id: workflow_id.to_owned(), events: Vec::new() };
-        h.add(
-            1000.0,
-            "WorkflowExecutionStarted",
-            json!({ "input": input.to_string(), "childPolicy": "TERMINATE", "taskList": { "name": "wfc" }, "workflowType": { "name": "wf", "version": "1" } }),
-        );
-        h.decision_task(1000.0);
-        h
-    }
-    fn add(&mut self, ts: f64, t: &str, attrs: Value) -> u64 {
-        let id = self.events.len() as u64 + 1;
-        self.events.push(event(id, ts, t, attrs));
-        id
-    }
-    fn decision_task(&mut self, ts: f64) {
-        let s = self.add(ts, "DecisionTaskScheduled", json!({ "taskList": { "name": "wfc" } }));
-        self.add(ts, "DecisionTaskStarted", json!({ "scheduledEventId": s }));
-    }
-    fn task(&self) -> Value {
-        json!({ "taskToken": "t", "startedEventId": self.events.len(), "workflowExecution": { "workflowId": self.workflow_id, "runId": "r" },
-                "workflowType": { "name": "wf", "version": "1" }, "events": self.events })
-    }
-    /// Records the decisions of `response`; returns the event id of each, in order.
-    fn accept(&mut self, ts: f64, response: &Value) -> Vec<u64> {
-        let started = self.events.len() as u64;
-        let completed = self.add(
-            ts,
-            "DecisionTaskCompleted",
-            json!({ "scheduledEventId": started - 1, "startedEventId": started }),
-        );
-        let mut ids = Vec::new();
-        for d in response["decisions"].as_array().unwrap() {
-            let t = d["decisionType"].as_str().unwrap();
-            let key = format!("{}{}DecisionAttributes", t[..1].to_lowercase(), &t[1..]);
-            let mut a = d[&key].clone();
-            a["decisionTaskCompletedEventId"] = json!(completed);
-            let event_type = match t {
-                "RecordMarker" => "MarkerRecorded",
-                "SignalExternalWorkflowExecution" => "SignalExternalWorkflowExecutionInitiated",
-                "StartTimer" => "TimerStarted",
-                "ScheduleActivityTask" => "ActivityTaskScheduled",
-                "CompleteWorkflowExecution" => "WorkflowExecutionCompleted",
-                "FailWorkflowExecution" => "WorkflowExecutionFailed",
-                other => panic!("unexpected {other}"),
-            };
-            ids.push(self.add(ts, event_type, a));
-        }
-        ids
-    }
-    fn attributes(&self, id: u64) -> &Value {
-        let e = &self.events[id as usize - 1];
-        let t = e["eventType"].as_str().unwrap();
-        &e[format!("{}{}EventAttributes", t[..1].to_lowercase(), &t[1..])]
     }
 }
 
