@@ -757,6 +757,14 @@ async fn work<'s>(
         }
         // The parent goes on at once with its data unchanged; the child runs alongside it.
         SwKind::Subflow { wait: false, workflow, workflow_id } => {
+            // An SWF decider configured to start it as a child workflow does so, unwaited.
+            #[cfg(feature = "durable")]
+            if let Some(journal) = exec.journal() {
+                let id = exec.op_id(name, site.visit, &format!(".{}", site.attempt));
+                if journal.detached_subflow(&id, name, workflow_id, workflow.version.as_deref(), &data)? {
+                    return Ok((data, None));
+                }
+            }
             start_detached(exec, name, workflow_id, workflow, data.clone(), functions).await;
             Ok((data, None))
         }

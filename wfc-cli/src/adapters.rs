@@ -48,7 +48,7 @@ pub(crate) fn load_decider(
 ) -> Result<(wfc_core::Loaded, SwfConfig), Exit> {
     let def = DefinitionText::read(file).map_err(fatal)?;
     let loaded = def.load().map_err(|diags| definition_error(&def.path, &diags, ColorChoice::Auto.enabled()))?;
-    let config = match config {
+    let swf_config = match config {
         None => SwfConfig::default(),
         Some(path) => read_json(Some(path), "decider configuration")
             .and_then(|v| {
@@ -56,7 +56,11 @@ pub(crate) fn load_decider(
             })
             .map_err(fatal)?,
     };
-    Ok((loaded, config))
+    // A `subflows` key the definition never uses is a mistake, not a no-op.
+    if let (Some(path), Err(e)) = (config, swf_config.check_subflows(&loaded.workflow)) {
+        return Err(fatal(format!("{}: {e}", path.display())));
+    }
+    Ok((loaded, swf_config))
 }
 
 /// Reads the definition, the config and the decision task, and prints the

@@ -19,8 +19,10 @@ use serde_json::{Map, Value, json};
 use sha2::Digest;
 
 use super::memory::ReplayStore;
-use crate::durable::suspend::{Pending, SignalFilter, StepRequest, SuspendPolicy, Suspender, run_until_suspended};
-use crate::durable::{Journal, OpStatus, OpType, Opened, Operation};
+use crate::durable::suspend::{
+    Pending, SignalFilter, StepRequest, SubflowRef, SuspendPolicy, Suspender, run_until_suspended,
+};
+use crate::durable::{ANY_WORKFLOW, ChainedFunction, ChainedInvokes, Journal, OpStatus, OpType, Opened, Operation};
 use crate::{Clock, ExecutionResult, RunOptions, Status};
 
 /// The marker recorded with each decision (see [`SwfConfig::record_markers`]).
@@ -46,6 +48,14 @@ pub const TARGET_WORKFLOW_ATTRIBUTE: &str = "swfworkflowid";
 /// The CloudEvent context attribute that names the target's run id (optional).
 pub const TARGET_RUN_ATTRIBUTE: &str = "swfrunid";
 
+/// The tag of a child workflow execution that runs a Serverless Workflow subflow the parent waits
+/// for (in the `tagList` of its `StartChildWorkflowExecution`): the replay reads it back as the
+/// subflow's operation.
+pub const SUBFLOW_TAG: &str = "wfc.subflow";
+/// The tag of a child workflow execution that runs a subflow started without waiting
+/// (`waitForCompletion: false`, child policy `ABANDON`).
+pub const DETACHED_TAG: &str = "wfc.detached";
+
 /// SWF's limit on `input`, `result`, `details` and `control` strings.
 const MAX_DATA: usize = 32_768;
 /// SWF's limit on `reason`.
@@ -63,6 +73,9 @@ pub enum SwfError {
     /// operations this workflow does not have).
     #[error("cannot replay the history: {0}")]
     Replay(String),
+    /// The configuration cannot be used (a malformed `subflows` key).
+    #[error("invalid decider configuration: {0}")]
+    Config(String),
 }
 
 /// Where a Task's attempts go.
@@ -104,6 +117,35 @@ pub struct SignalTarget {
     pub signal_name: Option<String>,
 }
 
+/// The workflow type of a child workflow execution.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WorkflowTypeRef {
+    /// The type's name (default: the subflow's `workflowId`).
+    pub name: Option<String>,
+    /// The type's version (default: the subflow workflow's `version`, else
+    /// [`SwfConfig::child_workflow_version`]).
+    pub version: Option<String>,
+}
+
+/// How a Serverless Workflow subflow is started as a child workflow execution
+/// (`StartChildWorkflowExecution`); every field is optional.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SubflowTarget {
+    /// The child's workflow type.
+    pub workflow_type: Option<WorkflowTypeRef>,
+    /// The child's decision task list; default: the type's registered default.
+    pub task_list: Option<String>,
+    /// `executionStartToCloseTimeout`; default: the type's registered default.
+    pub execution_start_to_close_timeout: Option<String>,
+    /// `taskStartToCloseTimeout`; default: the type's registered default.
+    pub task_start_to_close_timeout: Option<String>,
+    /// The child policy of a subflow the parent waits for (default
+    /// [`SwfConfig::child_policy`]); a subflow started without waiting is always `ABANDON`.
+    pub child_policy: Option<String>,
+}
+
 /// How the decider maps Tasks to SWF decisions. Read from JSON (`wfc decide --config`); every
 /// field has a default.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -115,6 +157,11 @@ pub struct SwfConfig {
     /// signalled. An event carrying the `swfworkflowid` context attribute is signalled there
     /// whatever this says; an event with neither is recorded as a `wfc.produced` marker.
     pub signals: BTreeMap<String, SignalTarget>,
+    /// Which Serverless Workflow subflows are child workflow executions, by `workflowId`,
+    /// `workflowId@version` (the version of the workflow it resolves to; wins over the plain id)
+    /// or `*` (every other subflow). A subflow no key names runs inline, in the parent's replay.
+    /// See docs/adapters.md.
+    pub subflows: BTreeMap<String, SubflowTarget>,
     /// Schedule Tasks as Lambda functions (`ScheduleLambdaFunction`, the resource is the
     /// function's name or ARN) rather than activities.
     pub lambda: bool,
@@ -156,6 +203,7 @@ impl Default for SwfConfig {
         SwfConfig {
             tasks: BTreeMap::new(),
             signals: BTreeMap::new(),
+            subflows: BTreeMap::new(),
             lambda: false,
             activity_version: "1".into(),
             task_list: None,
@@ -171,6 +219,53 @@ impl Default for SwfConfig {
             item_root: None,
             result_root: None,
         }
+    }
+}
+
+impl SwfConfig {
+    /// The `subflows` entries as the journal's chained-invoke mappings: each maps its
+    /// `workflowId[@version]` (or `*`) to its own key, subflows started without waiting included.
+    pub fn subflow_mappings(&self) -> Result<ChainedInvokes, SwfError> {
+        let mut mappings = Vec::new();
+        for key in self.subflows.keys() {
+            let (workflow_id, version) = match key.split_once('@') {
+                Some((id, v)) => (id, Some(v)),
+                None => (key.as_str(), None),
+            };
+            let bad = |why: &str| SwfError::Config(format!("subflows key {key:?}: {why}"));
+            if workflow_id.is_empty() || workflow_id.trim() != workflow_id {
+                return Err(bad("the workflow id is empty or has surrounding spaces"));
+            }
+            if version.is_some_and(|v| v.is_empty() || v.trim() != v) {
+                return Err(bad("the version after '@' is empty or has surrounding spaces"));
+            }
+            if workflow_id == ANY_WORKFLOW && version.is_some() {
+                return Err(bad("'*' takes no version"));
+            }
+            mappings.push(ChainedFunction {
+                workflow_id: workflow_id.to_owned(),
+                version: version.map(str::to_owned),
+                function_name: key.clone(),
+                qualifier: None,
+            });
+        }
+        ChainedInvokes::new(mappings).map(|m| m.with_detached(true)).map_err(|e| SwfError::Config(e.to_string()))
+    }
+
+    /// Checks the `subflows` entries against the definition: each key must parse and name a
+    /// subflow `workflow` starts (waited for or not; `*` needs at least one).
+    pub fn check_subflows(&self, workflow: &wfc_ir::Workflow) -> Result<(), SwfError> {
+        let mappings = self.subflow_mappings()?;
+        mappings.check([workflow]).map_err(|e| match e {
+            crate::durable::ChainedConfigError::Unused { mapping, detail } => {
+                let key = mapping.split_once('=').map_or(mapping.as_str(), |(k, _)| k);
+                SwfError::Config(format!(
+                    "subflows key {key:?} names no subflow of the workflow '{}'{detail}",
+                    workflow.name
+                ))
+            }
+            other => SwfError::Config(other.to_string()),
+        })
     }
 }
 
@@ -247,6 +342,10 @@ where
     let Opened::Running(journal) = opened else {
         return Err(SwfError::Replay("the replay store reported a finished execution".into()));
     };
+    if !config.subflows.is_empty() {
+        // A fresh journal: nothing set the mappings before.
+        let _ = journal.set_chained_invokes(config.subflow_mappings()?);
+    }
     let mut options = RunOptions::virtual_time().with_seed(config.seed).with_journal(journal);
     options.clock = clock;
     if let Some(root) = &config.item_root {
@@ -257,11 +356,25 @@ where
     }
     let outcome = run_until_suspended(&suspender, run(view.input.clone(), options)).await;
     let produced = new_produced_events(&store, &view);
+    let detached = suspender.detached();
+    // The subflows started without waiting, before any closing decision.
+    let start_detached = |out: &mut Decisions| -> Option<String> {
+        detached.iter().find_map(|p| match p {
+            Pending::Invoke { id, function, input, subflow: Some(subflow), .. } => {
+                out.subflow_child(id, function, input, subflow, true, config, &task.workflow_id)
+            }
+            _ => None,
+        })
+    };
 
     match outcome {
         Ok(result) => {
             out.cancel_open(&view, &HashSet::new());
             out.record_produced(&produced);
+            if let Some(failure) = start_detached(&mut out) {
+                out.decision_failed(&failure);
+                return Ok(task.respond(out.0));
+            }
             out.close(&result);
         }
         Err(pending) => {
@@ -275,22 +388,20 @@ where
                 .collect();
             out.cancel_open(&view, &waiting);
             out.record_produced(&produced);
-            if let Some(continued) = view.continue_as_new(config, &pending).filter(|_| produced.is_empty()) {
+            if let Some(continued) =
+                view.continue_as_new(config, &pending).filter(|_| produced.is_empty() && detached.is_empty())
+            {
                 out.push("ContinueAsNewWorkflowExecution", json!({ "input": continued }));
                 return Ok(task.respond(out.0));
             }
-            let mut scheduled = Vec::new();
+            if let Some(failure) = start_detached(&mut out) {
+                out.decision_failed(&failure);
+                return Ok(task.respond(out.0));
+            }
+            let mut scheduled: Vec<&str> = detached.iter().map(Pending::id).collect();
             for p in &pending {
                 if let Some(failure) = out.schedule(p, &view, config, &task.workflow_id) {
-                    // A decision SWF refused for good (an unregistered type, a bad id): the
-                    // workflow cannot go on, so it fails with SWF's cause.
-                    out.0.retain(|d| {
-                        d["decisionType"].as_str().is_some_and(|t| t.starts_with("RequestCancel") || t == "CancelTimer")
-                    });
-                    out.push(
-                        "FailWorkflowExecution",
-                        json!({ "reason": "wfc.DecisionFailed", "details": truncate(&failure, MAX_DATA) }),
-                    );
+                    out.decision_failed(&failure);
                     return Ok(task.respond(out.0));
                 }
                 scheduled.push(p.id());
@@ -736,13 +847,24 @@ impl HistoryView {
                 let Some(id) = control else { return Ok(()) };
                 let workflow_id = text(a, "workflowId").unwrap_or_default().to_owned();
                 self.refused.remove(&workflow_id);
-                self.upsert(&id, OpType::Step, OpStatus::Started, |_| {});
+                let tagged = |tag: &str| {
+                    a.get("tagList").and_then(Value::as_array).is_some_and(|t| t.iter().any(|x| x == tag))
+                };
+                if tagged(DETACHED_TAG) {
+                    // A subflow the parent did not wait for: done as far as the parent is
+                    // concerned (its start, its failure to start and its end change nothing).
+                    self.upsert(&id, OpType::ChainedInvoke, OpStatus::Succeeded, |_| {});
+                    self.by_event.insert(event_id, id);
+                    return Ok(());
+                }
+                let op_type = if tagged(SUBFLOW_TAG) { OpType::ChainedInvoke } else { OpType::Step };
+                self.upsert(&id, op_type, OpStatus::Started, |_| {});
                 self.by_event.insert(event_id, id.clone());
                 self.open
                     .insert(id, OpenItem { what: Open::Child { workflow_id, run_id: None }, cancel_requested: false });
             }
             "StartChildWorkflowExecutionFailed" => {
-                let id = self.scheduled(a, "initiatedEventId");
+                let id = self.scheduled(a, "initiatedEventId").or(control);
                 let cause = format!("SWF could not start the child workflow: {}", text(a, "cause").unwrap_or_default());
                 self.finish(
                     id,
@@ -989,6 +1111,15 @@ impl Decisions {
         }
     }
 
+    /// A decision SWF refused for good (an unregistered type, a bad id), or one it would refuse:
+    /// the workflow cannot go on, so it fails with the cause; only cancels are kept.
+    fn decision_failed(&mut self, failure: &str) {
+        self.0.retain(|d| {
+            d["decisionType"].as_str().is_some_and(|t| t.starts_with("RequestCancel") || t == "CancelTimer")
+        });
+        self.push("FailWorkflowExecution", json!({ "reason": "wfc.DecisionFailed", "details": truncate(failure, MAX_DATA) }));
+    }
+
     /// A `wfc.produced` marker for each event the replay produced with no signal target.
     fn record_produced(&mut self, produced: &[(String, Value)]) {
         for (id, event) in produced {
@@ -1038,13 +1169,19 @@ impl Decisions {
     /// refusal SWF will repeat comes back as `Some(cause)`.
     fn schedule(&mut self, p: &Pending, view: &HistoryView, config: &SwfConfig, workflow_id: &str) -> Option<String> {
         match p {
-            // The decider's policy does not park callbacks (SWF has no callback service), and
-            // its journal has no chained invokes (a Lambda function mapping).
+            // The decider's policy does not park callbacks (SWF has no callback service); its
+            // chained invokes are the subflows its `subflows` entries map (never Map Run children).
             Pending::Step { started: true, .. }
             | Pending::Timer { started: true, .. }
             | Pending::Signal { started: true, .. }
-            | Pending::Callback { .. }
-            | Pending::Invoke { .. } => None,
+            | Pending::Invoke { started: true, .. }
+            | Pending::Invoke { subflow: None, .. }
+            | Pending::Callback { .. } => None,
+            // A subflow a line of control waits for (parked by the journal); one started without
+            // waiting comes from the suspender's detached list (`decide_with`).
+            Pending::Invoke { id, function, input, subflow: Some(subflow), .. } => {
+                self.subflow_child(id, function, input, subflow, false, config, workflow_id)
+            }
             Pending::Event { started: true, .. } | Pending::Event { timeout: None, .. } => None,
             Pending::Event { id, timer, timeout: Some(delay), .. } => {
                 let timer_id = swf_id(timer);
@@ -1203,6 +1340,67 @@ impl Decisions {
             a["taskList"] = json!({ "name": list });
         }
         self.push("StartChildWorkflowExecution", a);
+    }
+}
+
+impl Decisions {
+    /// `StartChildWorkflowExecution` for a Serverless Workflow subflow: the `subflows` entry
+    /// `key` gives the type and settings; `detached` (started without waiting) is `ABANDON`ed.
+    #[allow(clippy::too_many_arguments)] // one call site
+    fn subflow_child(
+        &mut self,
+        id: &str,
+        key: &str,
+        input: &Value,
+        subflow: &SubflowRef,
+        detached: bool,
+        config: &SwfConfig,
+        parent: &str,
+    ) -> Option<String> {
+        let target = config.subflows.get(key).cloned().unwrap_or_default();
+        let ty = target.workflow_type.clone().unwrap_or_default();
+        let name = ty.name.unwrap_or_else(|| subflow.workflow_id.clone());
+        let version =
+            ty.version.or_else(|| subflow.version.clone()).unwrap_or_else(|| config.child_workflow_version.clone());
+        let input = input.to_string();
+        if input.len() > MAX_DATA {
+            return Some(format!(
+                "the input of subflow '{}' (operation '{id}') is {} characters; SWF accepts at most {MAX_DATA}",
+                subflow.workflow_id,
+                input.len()
+            ));
+        }
+        let valid = |s: &str| !s.is_empty() && s.chars().count() <= MAX_ID;
+        if !valid(&name) || !valid(&version) {
+            return Some(format!(
+                "the workflow type of subflow '{}' (name '{name}', version '{version}') must be 1 to {MAX_ID} characters",
+                subflow.workflow_id
+            ));
+        }
+        let child_policy = if detached {
+            "ABANDON".to_owned()
+        } else {
+            target.child_policy.clone().unwrap_or_else(|| config.child_policy.clone())
+        };
+        let mut a = json!({
+            "workflowType": { "name": name, "version": version },
+            "workflowId": child_workflow_id(parent, id),
+            "control": id,
+            "input": input,
+            "childPolicy": child_policy,
+            "tagList": [if detached { DETACHED_TAG } else { SUBFLOW_TAG }],
+        });
+        if let Some(list) = &target.task_list {
+            a["taskList"] = json!({ "name": list });
+        }
+        if let Some(t) = &target.execution_start_to_close_timeout {
+            a["executionStartToCloseTimeout"] = json!(t);
+        }
+        if let Some(t) = &target.task_start_to_close_timeout {
+            a["taskStartToCloseTimeout"] = json!(t);
+        }
+        self.push("StartChildWorkflowExecution", a);
+        None
     }
 }
 

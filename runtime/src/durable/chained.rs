@@ -15,6 +15,10 @@ use std::fmt;
 use wfc_ir::sw::{Body, SwKind};
 use wfc_ir::{StateKind, StateMachine, Workflow};
 
+/// The workflow id of a mapping that applies to every subflow no other mapping names (`*=FUNCTION`,
+/// an SWF decider's `"subflows": {"*": {}}`).
+pub const ANY_WORKFLOW: &str = "*";
+
 /// A malformed mapping, or one the definitions never use.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ChainedConfigError {
@@ -110,7 +114,14 @@ impl ChainedFunction {
     }
 
     fn matches(&self, workflow_id: &str, version: Option<&str>) -> bool {
-        self.workflow_id == workflow_id && self.version.as_deref().is_none_or(|v| Some(v) == version)
+        (self.is_wildcard() || self.workflow_id == workflow_id)
+            && self.version.as_deref().is_none_or(|v| Some(v) == version)
+    }
+
+    /// Whether this mapping's workflow id is [`ANY_WORKFLOW`]: it maps every subflow no other
+    /// mapping names.
+    pub fn is_wildcard(&self) -> bool {
+        self.workflow_id == ANY_WORKFLOW
     }
 }
 
@@ -172,6 +183,9 @@ impl MapRunChildren {
 pub struct ChainedInvokes {
     subflows: Vec<ChainedFunction>,
     map_runs: MapRunChildren,
+    /// Whether subflows started without waiting (`waitForCompletion: false`) are mapped too
+    /// (an SWF decider starts them as child workflows it does not wait for).
+    detached: bool,
 }
 
 impl ChainedInvokes {
@@ -179,6 +193,19 @@ impl ChainedInvokes {
     pub fn with_map_runs(mut self, map_runs: MapRunChildren) -> ChainedInvokes {
         self.map_runs = map_runs;
         self
+    }
+
+    /// These mappings, applied also to the subflows started without waiting when `on` (an SWF
+    /// decider's child workflows; a Lambda durable function runs those in the parent).
+    pub fn with_detached(mut self, on: bool) -> ChainedInvokes {
+        self.detached = on;
+        self
+    }
+
+    /// The target of a subflow of `workflow_id` started without waiting, when these mappings
+    /// apply to such subflows ([`ChainedInvokes::with_detached`]) and one names it.
+    pub fn detached_target(&self, workflow_id: &str, version: Option<&str>) -> Option<String> {
+        if self.detached { self.subflow_target(workflow_id, version) } else { None }
     }
 
     /// Where Map Run children run.
@@ -244,10 +271,17 @@ impl ChainedInvokes {
 
     /// The `FunctionName` a subflow of `workflow_id` whose workflow has `version` is invoked as:
     /// a mapping with that version wins over one for any version.
+    /// A mapping for the workflow id [`ANY_WORKFLOW`] applies last.
     pub fn subflow_target(&self, workflow_id: &str, version: Option<&str>) -> Option<String> {
-        let exact = self.subflows.iter().find(|m| m.version.is_some() && m.matches(workflow_id, version));
-        exact
-            .or_else(|| self.subflows.iter().find(|m| m.version.is_none() && m.matches(workflow_id, version)))
+        let find = |wildcard: bool, versioned: bool| {
+            self.subflows.iter().find(|m| {
+                m.is_wildcard() == wildcard && m.version.is_some() == versioned && m.matches(workflow_id, version)
+            })
+        };
+        find(false, true)
+            .or_else(|| find(false, false))
+            .or_else(|| find(true, true))
+            .or_else(|| find(true, false))
             .map(ChainedFunction::target)
     }
 
@@ -264,26 +298,34 @@ impl ChainedInvokes {
             return Err(ChainedConfigError::NoDistributedMap);
         }
         for m in &self.subflows {
-            if uses.waited.iter().any(|(id, v)| m.matches(id, v.as_deref())) {
+            if uses.waited.iter().any(|(id, v)| m.matches(id, v.as_deref()))
+                || (self.detached && uses.detached.iter().any(|(id, v)| m.matches(id, v.as_deref())))
+            {
                 continue;
             }
-            let versions: Vec<String> = uses
-                .waited
+            // With detached subflows mapped too, those count as subflows in the messages.
+            let candidates: Vec<&(String, Option<String>)> =
+                uses.waited.iter().chain(uses.detached.iter().filter(|_| self.detached)).collect();
+            let versions: Vec<String> = candidates
                 .iter()
                 .filter(|(id, _)| *id == m.workflow_id)
                 .map(|(_, v)| v.clone().unwrap_or_else(|| "none".into()))
                 .collect();
             let detail = if !versions.is_empty() {
                 format!(" (the subflow '{}' has version {})", m.workflow_id, versions.join(", "))
-            } else if uses.elsewhere.contains(&m.workflow_id) {
+            } else if uses.elsewhere.contains(&m.workflow_id) && !self.detached {
                 format!(
                     " ('{}' is only a subflow started without waiting or a foreach/parallel body, which run in the parent)",
                     m.workflow_id
                 )
-            } else if uses.waited.is_empty() {
+            } else if uses.elsewhere.contains(&m.workflow_id) {
+                format!(" ('{}' is only a foreach/parallel body, which runs in the parent)", m.workflow_id)
+            } else if candidates.is_empty() && !self.detached {
                 " (the definitions have no subflow state that waits for its child)".to_owned()
+            } else if candidates.is_empty() {
+                " (the definitions have no subflow state)".to_owned()
             } else {
-                let mut ids: Vec<&str> = uses.waited.iter().map(|(id, _)| id.as_str()).collect();
+                let mut ids: Vec<&str> = candidates.iter().map(|(id, _)| id.as_str()).collect();
                 ids.sort_unstable();
                 ids.dedup();
                 format!(" (its subflows are: {})", ids.join(", "))
@@ -301,6 +343,8 @@ struct Uses {
     waited: Vec<(String, Option<String>)>,
     /// Detached subflows and workflow bodies.
     elsewhere: Vec<String>,
+    /// Detached subflows (`workflowId`, the resolved workflow's version).
+    detached: Vec<(String, Option<String>)>,
     /// Whether there is a DISTRIBUTED Map state.
     distributed_map: bool,
 }
@@ -326,11 +370,16 @@ impl Uses {
             match &sw.kind {
                 SwKind::Subflow { workflow_id, wait, workflow } => {
                     let version = workflow.version.clone();
-                    let mapped = *wait && config.subflow_target(workflow_id, version.as_deref()).is_some();
+                    let mapped = if *wait {
+                        config.subflow_target(workflow_id, version.as_deref()).is_some()
+                    } else {
+                        config.detached_target(workflow_id, version.as_deref()).is_some()
+                    };
                     if *wait {
                         self.waited.push((workflow_id.clone(), version));
                     } else {
                         self.elsewhere.push(workflow_id.clone());
+                        self.detached.push((workflow_id.clone(), version));
                     }
                     // A mapped child runs in its own function, with that function's mappings.
                     if !mapped {

@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::ChainedInvokes;
-use super::suspend::{Pending, Suspender};
+use super::suspend::{Pending, SubflowRef, Suspender};
 use super::{
     CheckpointToken, Claim, Completion, ExecutionRecord, NewExecution, OpStatus, OpType, Operation, OperationUpdate,
     Store, StoreError,
@@ -1057,7 +1057,8 @@ impl Journal {
         let target = self.chained.get().and_then(|c| c.subflow_target(workflow_id, version));
         match target {
             Some(function) if self.suspender.is_some() => {
-                self.chained_invoke(id, parent, name, "Subflow", &function, input).await
+                let subflow = SubflowRef { workflow_id: workflow_id.to_owned(), version: version.map(str::to_owned) };
+                self.chained_invoke(id, parent, name, "Subflow", &function, input, Some(subflow)).await
             }
             _ => self.subflow_as(id, parent, name, "Subflow", child).await,
         }
@@ -1080,7 +1081,39 @@ impl Journal {
         function: &str,
         envelope: &Value,
     ) -> Result<Value, Failure> {
-        self.chained_invoke(id, parent, name, "MapRunChild", function, envelope).await
+        self.chained_invoke(id, parent, name, "MapRunChild", function, envelope, None).await
+    }
+
+    /// A subflow of `workflow_id` started without waiting (`waitForCompletion: false`) as the
+    /// operation `id`, when the mappings apply to such subflows and name it (an SWF decider's
+    /// child workflows, see [`super::ChainedInvokes::with_detached`]): unless the journal has
+    /// it already, it is noted for the service to start ([`super::suspend::Suspender::start_detached`]),
+    /// and nothing of the child runs here. `Ok(false)`: not mapped, the caller runs it itself.
+    pub(crate) fn detached_subflow(
+        &self,
+        id: &str,
+        name: &str,
+        workflow_id: &str,
+        version: Option<&str>,
+        input: &Value,
+    ) -> Result<bool, Failure> {
+        let (Some(suspender), Some(function)) =
+            (&self.suspender, self.chained.get().and_then(|c| c.detached_target(workflow_id, version)))
+        else {
+            return Ok(false);
+        };
+        // Recorded: the service started it (or refused to), which the parent does not wait for.
+        if self.recorded_as(id, OpType::ChainedInvoke, name)?.is_none() {
+            suspender.start_detached(Pending::Invoke {
+                id: id.to_owned(),
+                name: name.to_owned(),
+                function,
+                input: input.clone(),
+                started: false,
+                subflow: Some(SubflowRef { workflow_id: workflow_id.to_owned(), version: version.map(str::to_owned) }),
+            });
+        }
+        Ok(true)
     }
 
     /// A CHAINED_INVOKE of the function `function` on a service's journal: a finished one
@@ -1095,8 +1128,11 @@ impl Journal {
         subtype: &str,
         function: &str,
         input: &Value,
+        subflow: Option<SubflowRef>,
     ) -> Result<Value, Failure> {
-        let op = match self.recorded_as(id, OpType::ChainedInvoke, name)? {
+        let recorded = self.recorded_as(id, OpType::ChainedInvoke, name)?;
+        let started = recorded.is_some();
+        let op = match recorded {
             Some(op) => op,
             None => {
                 let start = OperationUpdate {
@@ -1137,7 +1173,14 @@ impl Journal {
         match self.suspender.as_ref() {
             // The target's end (recorded by the service) invokes this function again.
             Some(suspender) => {
-                let pending = Pending::Invoke { id: id.to_owned(), name: name.to_owned(), function: function.to_owned() };
+                let pending = Pending::Invoke {
+                    id: id.to_owned(),
+                    name: name.to_owned(),
+                    function: function.to_owned(),
+                    input: input.clone(),
+                    started,
+                    subflow,
+                };
                 match suspender.park(pending).await {}
             }
             None => Err(Failure::runtime(format!("the chained invoke '{id}' needs a service that runs its target"))),

@@ -36,7 +36,7 @@ pub mod testing;
 pub mod worker;
 
 pub(crate) use journal::EventWait;
-pub use chained::{ChainedConfigError, ChainedFunction, ChainedInvokes, MapRunChildren};
+pub use chained::{ANY_WORKFLOW, ChainedConfigError, ChainedFunction, ChainedInvokes, MapRunChildren};
 pub use journal::{Journal, Opened};
 pub(crate) use journal::ContextEvents;
 #[cfg(feature = "postgres")]

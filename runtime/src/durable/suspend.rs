@@ -66,13 +66,22 @@ pub enum Pending {
     /// A Lambda CHAINED_INVOKE (a Serverless Workflow subflow mapped to a function, or a Map
     /// Run child chained to the function itself) waiting for its target function to end: the
     /// service invokes the target and records its end, so nothing is to be scheduled.
+    ///
+    /// An SWF decider maps the same operation to a child workflow execution
+    /// (`StartChildWorkflowExecution` while not `started`).
     Invoke {
         /// The operation id.
         id: String,
         /// The state's name.
         name: String,
-        /// The target's `FunctionName`.
+        /// The target's `FunctionName` (on an SWF decider, the `subflows` entry that maps it).
         function: String,
+        /// The target's input (the payload).
+        input: serde_json::Value,
+        /// Whether the journal had recorded the invoke as started (already requested).
+        started: bool,
+        /// The Serverless Workflow subflow it runs (`None` for a Map Run child).
+        subflow: Option<SubflowRef>,
     },
     /// A Serverless Workflow event wait that the events the service delivered so far do not
     /// satisfy (parked only by a suspender with a [`SignalFilter`]: its service delivers events,
@@ -106,6 +115,15 @@ pub enum Pending {
         /// Whether the journal had recorded the delivery as started (already requested).
         started: bool,
     },
+}
+
+/// The Serverless Workflow subflow a [`Pending::Invoke`] runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SubflowRef {
+    /// The subflow's `workflowId`.
+    pub workflow_id: String,
+    /// The `version` of the workflow it resolves to, if it has one.
+    pub version: Option<String>,
 }
 
 impl Pending {
@@ -144,6 +162,9 @@ struct State {
     /// Awaits that something outside the execution will complete (a task handler running, a
     /// checkpoint on its way to the store): while any is in flight the execution is not stuck.
     in_flight: usize,
+    /// Operations started for the service to run and that nobody waits for (see
+    /// [`Suspender::start_detached`]), in the order reached.
+    detached: Vec<Pending>,
 }
 
 /// Which produced events park as [`Pending::Signal`]: called with the event definition's name
@@ -231,6 +252,18 @@ impl Suspender {
         };
         let _withdraw = Withdraw { suspender: self, key };
         futures::future::pending().await
+    }
+
+    /// Notes an operation the service is to start and that no line of control waits for (a
+    /// Serverless Workflow subflow started without waiting, as an SWF child workflow): unlike a
+    /// parked entry it stays when its line of control ends, since it was started all the same.
+    pub(crate) fn start_detached(&self, pending: Pending) {
+        self.lock().detached.push(pending);
+    }
+
+    /// The operations [`Suspender::start_detached`] noted, in the order reached.
+    pub fn detached(&self) -> Vec<Pending> {
+        self.lock().detached.clone()
     }
 
     /// Marks an await that something outside the execution completes, until the guard drops.
