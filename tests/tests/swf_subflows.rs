@@ -107,7 +107,7 @@ fn to_ship_started(config: &SwfConfig) -> History {
     assert_eq!(types(&r), Vec::<String>::new(), "{r:#}");
     h.accept(1001.0, &r);
 
-    let book = scheduled(&h, "Book#1.0");
+    let book = scheduled(&h, "Book#1.0.a0");
     h.add(1002.0, "ActivityTaskStarted", json!({ "scheduledEventId": book }));
     h.add(1003.0, "ActivityTaskCompleted", json!({ "scheduledEventId": book, "result": r#"{"room":12}"# }));
     h.decision_task(1003.0);
@@ -163,7 +163,7 @@ fn a_failed_child_is_the_subflows_error_and_reaches_on_errors() {
     let r = decide(&h, &config);
     assert_eq!(types(&r), ["ScheduleActivityTask", "RecordMarker"], "{r:#}");
     let refund = decision(&r, "ScheduleActivityTask")[0];
-    assert_eq!(refund["control"], "Refund#1.0");
+    assert_eq!(refund["control"], "Refund#1.0.a0");
     let input: Value = serde_json::from_str(refund["input"].as_str().unwrap()).unwrap();
     assert_eq!(input["error"]["name"], "Shipping.Lost", "{input:#}");
 
@@ -195,7 +195,7 @@ fn a_refused_child_start_is_the_subflows_error() {
         json!({ "initiatedEventId": audit, "workflowId": "stay-1--StartAudit#1.0", "cause": "WORKFLOW_TYPE_DOES_NOT_EXIST",
                 "control": "StartAudit#1.0", "workflowType": { "name": "stay-audit", "version": "1.0" } }),
     );
-    let book = scheduled(&h, "Book#1.0");
+    let book = scheduled(&h, "Book#1.0.a0");
     h.add(1002.0, "ActivityTaskCompleted", json!({ "scheduledEventId": book, "result": r#"{"room":12}"# }));
     h.decision_task(1002.0);
     let r = decide(&h, &config);
@@ -246,9 +246,9 @@ fn configured_subflows_set_type_list_timeouts_and_policy_and_the_rest_run_inline
     let r = decide(&h, &config);
     assert_eq!(types(&r), ["ScheduleActivityTask", "ScheduleActivityTask", "RecordMarker"], "{r:#}");
     let controls: Vec<&Value> = decision(&r, "ScheduleActivityTask").iter().map(|a| &a["control"]).collect();
-    assert!(controls.contains(&&json!("Book#1.0")), "{r:#}");
+    assert!(controls.contains(&&json!("Book#1.0.a0")), "{r:#}");
     h.accept(1000.0, &r);
-    let book = scheduled(&h, "Book#1.0");
+    let book = scheduled(&h, "Book#1.0.a0");
     h.add(1001.0, "ActivityTaskCompleted", json!({ "scheduledEventId": book, "result": r#"{"room":12}"# }));
     h.decision_task(1001.0);
     let r = decide(&h, &config);
