@@ -91,6 +91,13 @@ enum Future {
     Signal {
         event: Value,
     },
+    /// A child workflow execution (a Serverless Workflow subflow), already run to its end by its
+    /// own simulated service and decider: how it closed.
+    Child {
+        initiated: u64,
+        execution: Value,
+        closed: Closed,
+    },
 }
 
 /// A decider: decision task in, RespondDecisionTaskCompleted request out.
@@ -127,6 +134,10 @@ struct Sim<'a> {
     resource_of: HashMap<String, String>,
     /// A second decider (generated code) that must answer every decision task identically.
     cross_check: Option<Decider>,
+    /// The workflows child executions run, by workflow type name (`StartChildWorkflowExecution`).
+    children: HashMap<String, Workflow>,
+    /// When the last child execution started from this one (or from its children) ended.
+    children_end: f64,
 }
 
 impl<'a> Sim<'a> {
@@ -163,6 +174,8 @@ impl<'a> Sim<'a> {
             decisions: 0,
             resource_of,
             cross_check: None,
+            children: HashMap::new(),
+            children_end: start,
         };
         sim.push(
             "WorkflowExecutionStarted",
@@ -352,10 +365,67 @@ impl<'a> Sim<'a> {
                     return Some(self.closed("FAILED", None, r, d));
                 }
                 "CancelWorkflowExecution" => return Some(self.closed("CANCELED", None, None, None)),
+                "StartChildWorkflowExecution" => self.start_child(a, completed),
+                "RequestCancelExternalWorkflowExecution" => {
+                    let mut attrs = a.clone();
+                    attrs["decisionTaskCompletedEventId"] = json!(completed);
+                    self.push("RequestCancelExternalWorkflowExecutionInitiated", attrs);
+                    if let Some(pos) = self.future.iter().position(
+                        |(_, _, f)| matches!(f, Future::Child { execution, .. } if execution["workflowId"] == a["workflowId"]),
+                    ) {
+                        let (_, _, f) = self.future.remove(pos);
+                        if let Future::Child { initiated, execution, .. } = f {
+                            self.push(
+                                "ChildWorkflowExecutionCanceled",
+                                json!({ "initiatedEventId": initiated, "workflowExecution": execution }),
+                            );
+                        }
+                    }
+                }
                 other => panic!("the simulated service does not expect {other}"),
             }
         }
         None
+    }
+
+    /// Starts a child workflow execution: run to its end at once by a simulated service of its
+    /// own (the same mocks, in turn with the parent's), its start recorded now and its close
+    /// when its virtual time has passed.
+    fn start_child(&mut self, a: &Value, completed: u64) {
+        let mut attrs = a.clone();
+        attrs["decisionTaskCompletedEventId"] = json!(completed);
+        let initiated = self.push("StartChildWorkflowExecutionInitiated", attrs);
+        let child_id = a["workflowId"].as_str().unwrap().to_owned();
+        let Some(workflow) = a["workflowType"]["name"].as_str().and_then(|n| self.children.get(n)).cloned() else {
+            self.push(
+                "StartChildWorkflowExecutionFailed",
+                json!({ "initiatedEventId": initiated, "workflowId": child_id, "cause": "WORKFLOW_TYPE_DOES_NOT_EXIST", "control": a["control"] }),
+            );
+            return;
+        };
+        let input: Value = serde_json::from_str(a["input"].as_str().unwrap()).unwrap();
+        let mut child = Sim::new(&workflow, &child_id, &input, self.mocks.clone(), self.config.seed);
+        child.config = self.config.clone();
+        child.children = self.children.clone();
+        child.used = std::mem::take(&mut self.used);
+        child.start = self.now;
+        child.now = self.now;
+        child.children_end = self.now;
+        child.events[0]["eventTimestamp"] = json!(self.now);
+        let closed = child.run().unwrap_or_else(|e| Closed {
+            status: "FAILED",
+            output: None,
+            error: Some("Sim.ChildStuck".into()),
+            cause: Some(e),
+            elapsed: 0.0,
+            decisions: 0,
+        });
+        self.used = std::mem::take(&mut child.used);
+        self.children_end = self.children_end.max(child.now).max(child.children_end);
+        let execution = json!({ "workflowId": child_id, "runId": format!("run-{initiated}") });
+        self.push("ChildWorkflowExecutionStarted", json!({ "initiatedEventId": initiated, "workflowExecution": execution }));
+        self.seq += 1;
+        self.future.push((self.now + closed.elapsed, self.seq, Future::Child { initiated, execution, closed }));
     }
 
     fn closed(
@@ -404,6 +474,22 @@ impl<'a> Sim<'a> {
                 Future::Signal { event } => {
                     let name = event["type"].as_str().unwrap_or_default().to_owned();
                     self.push("WorkflowExecutionSignaled", json!({ "signalName": name, "input": event.to_string() }));
+                }
+                Future::Child { initiated, execution, closed } => {
+                    let mut a = json!({ "initiatedEventId": initiated, "workflowExecution": execution });
+                    let event_type = match closed.status {
+                        "SUCCEEDED" => {
+                            a["result"] = json!(closed.output.unwrap_or(Value::Null).to_string());
+                            "ChildWorkflowExecutionCompleted"
+                        }
+                        "FAILED" => {
+                            a["reason"] = json!(closed.error);
+                            a["details"] = json!(closed.cause);
+                            "ChildWorkflowExecutionFailed"
+                        }
+                        _ => "ChildWorkflowExecutionCanceled",
+                    };
+                    self.push(event_type, a);
                 }
             }
         }
@@ -500,6 +586,7 @@ fn every_eligible_case_runs_to_its_expected_end_through_the_decider() {
     case_files(&cases_dir(), &mut files);
     let (mut ran, mut failures, mut skipped) = (0, Vec::new(), Vec::new());
     let mut with_map = Vec::new();
+    let mut with_children: Vec<String> = Vec::new();
     let mut serverless = 0;
     for file in files {
         let doc: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
@@ -562,6 +649,7 @@ fn every_eligible_case_runs_to_its_expected_end_through_the_decider() {
             }
             let input = case.get("input").cloned().unwrap_or(json!({}));
             let seed = case.get("seed").and_then(Value::as_u64).unwrap_or(0);
+            let mocks_again = mocks.clone();
             let mut sim = Sim::new(&loaded.workflow, &name, &input, mocks, seed);
             // Serverless Workflow consumed events arrive as signals at their times.
             for delivery in case.get("events").and_then(Value::as_array).into_iter().flatten() {
@@ -652,10 +740,66 @@ fn every_eligible_case_runs_to_its_expected_end_through_the_decider() {
                     }
                 }
             }
+            // Again with `"subflows": {"*": {}}`: every subflow is a child workflow execution,
+            // run by a decider of its own on the simulated service; the case ends the same way.
+            let children = subflow_workflows(&loaded.workflow);
+            if !children.is_empty() {
+                let mut sim = Sim::new(&loaded.workflow, &name, &input, mocks_again, seed);
+                sim.config.subflows.insert("*".into(), Default::default());
+                sim.config.item_root = case["item_root"].as_str().map(|rel| file.parent().unwrap().join(rel));
+                sim.children = children;
+                for delivery in case.get("events").and_then(Value::as_array).into_iter().flatten() {
+                    let (at, event) = match delivery.get("event") {
+                        Some(event) => {
+                            (delivery.get("after_seconds").and_then(Value::as_f64).unwrap_or(0.0), event.clone())
+                        }
+                        None => (0.0, delivery.clone()),
+                    };
+                    sim.seq += 1;
+                    let due = sim.start + at;
+                    sim.future.push((due, sim.seq, Future::Signal { event }));
+                }
+                match sim.run() {
+                    Err(e) => failures.push(format!("{name} (subflows as children): {e}")),
+                    Ok(closed) => {
+                        // The instance ends when the children it did not wait for have, as in
+                        // process (an ABANDONed child outlives its parent on SWF).
+                        let elapsed = closed.elapsed.max(sim.children_end - sim.start);
+                        let mut problems = Vec::new();
+                        if expected["status"] != closed.status {
+                            problems.push(format!("status {} (error {:?}, cause {:?})", closed.status, closed.error, closed.cause));
+                        }
+                        if let Some(out) = expected.get("output")
+                            && closed.output.as_ref() != Some(out)
+                        {
+                            problems.push(format!("output {} != {out}", closed.output.clone().unwrap_or(Value::Null)));
+                        }
+                        if let Some(err) = expected.get("error").and_then(Value::as_str)
+                            && closed.error.as_deref() != Some(err)
+                        {
+                            problems.push(format!("error {:?} != {err}", closed.error));
+                        }
+                        if let Some(secs) = expected.get("elapsed_seconds").and_then(Value::as_f64)
+                            && (elapsed - secs).abs() > 1.0
+                        {
+                            problems.push(format!("elapsed {elapsed} s != {secs} s"));
+                        }
+                        // Counted when the case's path reaches a subflow (not every case's does).
+                        let started = sim.events.iter().any(|e| e["eventType"] == "StartChildWorkflowExecutionInitiated");
+                        if problems.is_empty() {
+                            if started {
+                                with_children.push(name.clone());
+                            }
+                        } else {
+                            failures.push(format!("{name} (subflows as children): {}", problems.join("; ")));
+                        }
+                    }
+                }
+            }
         }
     }
     eprintln!(
-        "decider loop: {ran} cases ran ({} with a Map, {serverless} Serverless Workflow), {} skipped:",
+        "decider loop: {ran} cases ran ({} with a Map, {serverless} Serverless Workflow), {} skipped; subflows as child executions: {with_children:?}",
         with_map.len(),
         skipped.len()
     );
@@ -677,8 +821,46 @@ fn every_eligible_case_runs_to_its_expected_end_through_the_decider() {
     assert!(with_map.len() >= 20, "only {} cases with a Map ran: {with_map:?}", with_map.len());
     // DISTRIBUTED Maps whose children run Tasks: the children's activities are scheduled from
     // their journaled CHAINED_INVOKE scopes like any other Task's.
+    // Serverless Workflow subflows as child executions (waited for, and started without
+    // waiting) run by their own deciders end as the cases expect.
+    assert!(with_children.len() >= 10, "only {} cases ran subflows as child executions: {with_children:?}", with_children.len());
+    assert!(with_children.iter().any(|n| n == "sw/feat/subflow-no-wait"), "{with_children:?}");
     let distributed_with_tasks = with_map.iter().filter(|n| n.starts_with("map/distributed-result-writer")).count();
     assert!(distributed_with_tasks >= 2, "the DISTRIBUTED Maps with Tasks did not run: {with_map:?}");
+}
+
+/// The workflows of the Serverless Workflow subflows `workflow` starts (nested ones included), by
+/// `workflowId`: the workflow type a `"subflows": {"*": {}}` decider starts each as.
+fn subflow_workflows(workflow: &Workflow) -> HashMap<String, Workflow> {
+    fn walk(m: &StateMachine, out: &mut HashMap<String, Workflow>) {
+        for s in &m.states {
+            match &s.kind {
+                StateKind::Sw(sw) => match &sw.kind {
+                    wfc_ir::sw::SwKind::Subflow { workflow_id, workflow, .. } => {
+                        if !out.contains_key(workflow_id) {
+                            out.insert(workflow_id.clone(), (**workflow).clone());
+                            walk(&workflow.machine, out);
+                        }
+                    }
+                    wfc_ir::sw::SwKind::ForEach { body: wfc_ir::sw::Body::Workflow(w), .. } => walk(&w.machine, out),
+                    wfc_ir::sw::SwKind::Parallel { branches, .. } => {
+                        for b in branches {
+                            if let wfc_ir::sw::Body::Workflow(w) = &b.body {
+                                walk(&w.machine, out);
+                            }
+                        }
+                    }
+                    _ => {}
+                },
+                StateKind::Parallel(p) => p.branches.iter().for_each(|b| walk(b, out)),
+                StateKind::Map(m) => walk(&m.item_processor, out),
+                _ => {}
+            }
+        }
+    }
+    let mut out = HashMap::new();
+    walk(&workflow.machine, &mut out);
+    out
 }
 
 fn has_map(m: &StateMachine) -> bool {
