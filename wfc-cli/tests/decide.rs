@@ -56,6 +56,40 @@ fn bad_input_is_a_clear_error() {
     assert!(err.contains("invalid decider configuration"), "{err}");
 }
 
+/// docs/adapters.md's child workflow example: with `subflows` naming `ship`, the order's Ship
+/// subflow is a child workflow execution; a key the definition never uses is a clear error.
+#[test]
+fn configured_subflows_are_child_workflows_and_unknown_ones_are_errors() {
+    let task = std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/adapters/order-decision-task.json"))
+        .unwrap();
+    let def = "examples/adapters/order.sw.json";
+    let (code, out, err) = decide(&[def, "--config", "examples/adapters/subflow-children.json"], &task);
+    assert_eq!(code, 0, "{err}");
+    let response: Value = serde_json::from_str(&out).unwrap();
+    let first = &response["decisions"][0];
+    assert_eq!(first["decisionType"], "StartChildWorkflowExecution", "{response:#}");
+    let attrs = &first["startChildWorkflowExecutionDecisionAttributes"];
+    assert_eq!(attrs["workflowId"], "order-7--Ship#1.0");
+    assert_eq!(attrs["control"], "Ship#1.0");
+    assert_eq!(attrs["workflowType"], serde_json::json!({ "name": "ship", "version": "1.0" }));
+    assert_eq!(attrs["taskList"]["name"], "ship-decisions");
+    assert_eq!(attrs["input"], "{\"order\":7,\"charged\":10}");
+    // Without the config the subflow runs inline: ship's first Task is an activity of the parent.
+    let (code, out, err) = decide(&[def], &task);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(serde_json::from_str::<Value>(&out).unwrap()["decisions"][0]["decisionType"], "ScheduleActivityTask");
+
+    let dir = std::env::temp_dir().join(format!("wfc-decide-subflows-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, r#"{ "subflows": { "shipping": {} } }"#).unwrap();
+    let (code, _, err) = decide(&[def, "--config", bad.to_str().unwrap()], &task);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("bad.json") && err.contains("\"shipping\" names no subflow of the workflow 'order'"), "{err}");
+    assert!(err.contains("its subflows are: ship"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// `wfc swf-decider` without credentials, or with a bad endpoint, stops at once with a clear
 /// error (exit 2) and never contacts SWF.
 #[test]

@@ -450,4 +450,13 @@ mod tests {
         let only2 = ChainedInvokes::parse(["a@2=two"]).unwrap();
         assert_eq!(only2.subflow_target("a", None), None);
     }
+
+    #[test]
+    fn a_wildcard_applies_last_and_detached_subflows_only_when_asked() {
+        let c = ChainedInvokes::parse(["*=every", "a=any"]).unwrap();
+        assert_eq!(c.subflow_target("a", Some("2")).as_deref(), Some("any"));
+        assert_eq!(c.subflow_target("b", None).as_deref(), Some("every"));
+        assert_eq!(c.detached_target("b", None), None);
+        assert_eq!(c.clone().with_detached(true).detached_target("b", None).as_deref(), Some("every"));
+    }
 }
