@@ -44,9 +44,7 @@ fn decide(h: &History, config: &SwfConfig) -> Value {
     let interpreted = swf::decide(&wf, &h.task(), config).unwrap();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
     let generated = runtime
-        .block_on(swf::decide_with(&h.task(), config, &wf.name, |input, o| {
-            stay_children::run_with(&NoCalls, input, o)
-        }))
+        .block_on(swf::decide_with(&h.task(), config, &wf.name, |input, o| stay_children::run_with(&NoCalls, input, o)))
         .unwrap();
     assert_eq!(generated, interpreted, "generated code decided differently on {:#}", h.task());
     interpreted
@@ -144,8 +142,8 @@ fn a_waited_subflow_is_a_child_whose_result_the_parent_merges() {
     let r = decide(&h, &config);
     // No cancel for the abandoned audit child, no second start: just the completion.
     assert_eq!(types(&r), ["CompleteWorkflowExecution"], "{r:#}");
-    let out: Value = serde_json::from_str(decision(&r, "CompleteWorkflowExecution")[0]["result"].as_str().unwrap())
-        .unwrap();
+    let out: Value =
+        serde_json::from_str(decision(&r, "CompleteWorkflowExecution")[0]["result"].as_str().unwrap()).unwrap();
     assert_eq!(out, json!({ "guest": "ada", "room": 12, "parcel": "P-1" }));
 }
 
@@ -275,7 +273,10 @@ fn subflow_keys_are_checked_against_the_definition() {
     check(json!({ "*": {} })).unwrap();
     check(json!({ "stay-audit": {}, "stay-ship@2.0": {} })).unwrap();
     let e = check(json!({ "stay-shipping": {} })).unwrap_err();
-    assert!(e.contains("\"stay-shipping\" names no subflow of the workflow") && e.contains("stay-audit, stay-ship"), "{e}");
+    assert!(
+        e.contains("\"stay-shipping\" names no subflow of the workflow") && e.contains("stay-audit, stay-ship"),
+        "{e}"
+    );
     let e = check(json!({ "stay-ship@3": {} })).unwrap_err();
     assert!(e.contains("has version 2.0"), "{e}");
     let e = check(json!({ "*@1": {} })).unwrap_err();

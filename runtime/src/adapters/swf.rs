@@ -847,9 +847,8 @@ impl HistoryView {
                 let Some(id) = control else { return Ok(()) };
                 let workflow_id = text(a, "workflowId").unwrap_or_default().to_owned();
                 self.refused.remove(&workflow_id);
-                let tagged = |tag: &str| {
-                    a.get("tagList").and_then(Value::as_array).is_some_and(|t| t.iter().any(|x| x == tag))
-                };
+                let tagged =
+                    |tag: &str| a.get("tagList").and_then(Value::as_array).is_some_and(|t| t.iter().any(|x| x == tag));
                 if tagged(DETACHED_TAG) {
                     // A subflow the parent did not wait for: done as far as the parent is
                     // concerned (its start, its failure to start and its end change nothing).
@@ -1117,7 +1116,10 @@ impl Decisions {
         self.0.retain(|d| {
             d["decisionType"].as_str().is_some_and(|t| t.starts_with("RequestCancel") || t == "CancelTimer")
         });
-        self.push("FailWorkflowExecution", json!({ "reason": "wfc.DecisionFailed", "details": truncate(failure, MAX_DATA) }));
+        self.push(
+            "FailWorkflowExecution",
+            json!({ "reason": "wfc.DecisionFailed", "details": truncate(failure, MAX_DATA) }),
+        );
     }
 
     /// A `wfc.produced` marker for each event the replay produced with no signal target.

@@ -1120,6 +1120,7 @@ impl Journal {
     /// replays the target's result or error; a new one is started with `input` as its payload;
     /// then, while the service has it STARTED, the line of control parks (the function answers
     /// PENDING) until the target's end invokes the function again.
+    #[allow(clippy::too_many_arguments)] // private, two callers (subflows and Map Run children)
     async fn chained_invoke(
         &self,
         id: &str,
