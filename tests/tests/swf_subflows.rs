@@ -294,3 +294,57 @@ fn subflow_keys_are_checked_against_the_definition() {
     assert_eq!(types(&r), ["FailWorkflowExecution"], "{r:#}");
     assert_eq!(decision(&r, "FailWorkflowExecution")[0]["reason"], "wfc.DecisionFailed");
 }
+
+/// A parallel whose first finished branch ends it (`n_of_m`, n = 1): the other branch's subflow
+/// child, no longer waited for, is cancelled once, before the completion.
+#[test]
+fn a_child_in_an_abandoned_branch_is_cancelled_once() {
+    const RACE: &str = r#"{ "id": "race", "version": "1.0", "name": "race",
+      "states": [ { "name": "Race", "type": "parallel", "start": { "kind": "default" }, "completionType": "n_of_m", "n": 1,
+        "branches": [ { "name": "Quick", "workflowId": "quick" }, { "name": "Slow", "workflowId": "slow" } ],
+        "end": { "kind": "default" } } ] }"#;
+    const QUICK: &str = r#"{ "id": "quick", "version": "1.0", "name": "quick",
+      "functions": [ { "name": "quickFn", "resource": "q/quick" } ],
+      "states": [ { "name": "Q", "type": "operation", "start": { "kind": "default" },
+        "actions": [ { "functionRef": { "refName": "quickFn" } } ], "end": { "kind": "default" } } ] }"#;
+    const SLOW: &str = r#"{ "id": "slow", "version": "1.0", "name": "slow",
+      "states": [ { "name": "ShipIt", "type": "subflow", "start": { "kind": "default" }, "workflowId": "stay-ship",
+        "end": { "kind": "default" } } ] }"#;
+    let mut settings = wfc_core::Settings::default();
+    settings.sw_workflow("quick.sw.json", QUICK);
+    settings.sw_workflow("slow.sw.json", SLOW);
+    settings.sw_workflow("stay_ship.sw.json", include_str!("adapters/stay_ship.sw.json"));
+    let wf = match wfc_core::load_with(wfc_core::Source { path: "race.sw.json", text: RACE }, &settings) {
+        Ok(l) => l.workflow,
+        Err(d) => panic!("definition does not load: {d:?}"),
+    };
+    let config = every_subflow();
+    config.check_subflows(&wf).unwrap();
+    let mut h = History::start("race-1", &json!({}));
+    let r = swf::decide(&wf, &h.task(), &config).unwrap();
+    assert_eq!(types(&r), ["ScheduleActivityTask", "StartChildWorkflowExecution", "RecordMarker"], "{r:#}");
+    let child = decision(&r, "StartChildWorkflowExecution")[0].clone();
+    assert_eq!(child["tagList"], json!([swf::SUBFLOW_TAG]));
+    let quick = decision(&r, "ScheduleActivityTask")[0]["control"].as_str().unwrap().to_owned();
+    h.accept(1000.0, &r);
+    let op = child["control"].as_str().unwrap();
+    let execution = json!({ "workflowId": child["workflowId"], "runId": "ship-run" });
+    h.add(
+        1001.0,
+        "ChildWorkflowExecutionStarted",
+        json!({ "initiatedEventId": initiated(&h, op), "workflowExecution": execution }),
+    );
+    let q = scheduled(&h, &quick);
+    h.add(1002.0, "ActivityTaskCompleted", json!({ "scheduledEventId": q, "result": r#"{"fast":true}"# }));
+    h.decision_task(1002.0);
+    let r = swf::decide(&wf, &h.task(), &config).unwrap();
+    assert_eq!(types(&r), ["RequestCancelExternalWorkflowExecution", "CompleteWorkflowExecution"], "{r:#}");
+    assert_eq!(*decision(&r, "RequestCancelExternalWorkflowExecution")[0], execution);
+    // Asked once: with the request in the history, a replay does not ask again.
+    let mut again = h.clone();
+    let ids = again.accept(1002.0, &json!({ "decisions": [r["decisions"][0].clone()] }));
+    assert_eq!(ids.len(), 1);
+    again.decision_task(1003.0);
+    let r = swf::decide(&wf, &again.task(), &config).unwrap();
+    assert_eq!(types(&r), ["CompleteWorkflowExecution"], "{r:#}");
+}
