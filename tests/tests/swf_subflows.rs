@@ -283,6 +283,13 @@ fn subflow_keys_are_checked_against_the_definition() {
     assert!(e.contains("'*' takes no version"), "{e}");
     let e = check(json!({ "ship@": {} })).unwrap_err();
     assert!(e.contains("the version after '@' is empty"), "{e}");
+    // What SWF would refuse with the whole answer (not as a `*Failed` event) is refused here.
+    let e = check(json!({ "*": { "childPolicy": "KEEP" } })).unwrap_err();
+    assert!(e.contains("childPolicy \"KEEP\""), "{e}");
+    let e = check(json!({ "*": { "executionStartToCloseTimeout": "1h" } })).unwrap_err();
+    assert!(e.contains("executionStartToCloseTimeout \"1h\" is not a number of seconds"), "{e}");
+    let e = check(json!({ "*": { "workflowType": { "name": "a:b" } } })).unwrap_err();
+    assert!(e.contains("workflowType.name \"a:b\" is not a name SWF accepts"), "{e}");
     let e = serde_json::from_value::<SwfConfig>(json!({ "subflows": { "*": { "workflowTyp": {} } } }))
         .unwrap_err()
         .to_string();

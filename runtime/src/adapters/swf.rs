@@ -242,6 +242,7 @@ impl SwfConfig {
             if workflow_id == ANY_WORKFLOW && version.is_some() {
                 return Err(bad("'*' takes no version"));
             }
+            check_subflow_target(&self.subflows[key]).map_err(|why| bad(&why))?;
             mappings.push(ChainedFunction {
                 workflow_id: workflow_id.to_owned(),
                 version: version.map(str::to_owned),
@@ -267,6 +268,46 @@ impl SwfConfig {
             other => SwfError::Config(other.to_string()),
         })
     }
+}
+
+/// Whether SWF accepts `s` as a name (a type name or version, a task list): 1 to 256 characters,
+/// none of `:` `/` `|` or a control character, no surrounding whitespace, and not the literal
+/// string `arn`.
+fn swf_name_ok(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars().count() <= MAX_ID
+        && s != "arn"
+        && s.trim() == s
+        && !s.chars().any(|c| matches!(c, ':' | '/' | '|') || c.is_control())
+}
+
+/// What SWF would refuse in a `subflows` entry (it refuses the whole decision task answer, not
+/// one decision, so this is checked before any decision is made).
+fn check_subflow_target(target: &SubflowTarget) -> Result<(), String> {
+    let ty = target.workflow_type.as_ref();
+    for (what, value) in [
+        ("workflowType.name", ty.and_then(|t| t.name.as_deref())),
+        ("workflowType.version", ty.and_then(|t| t.version.as_deref())),
+        ("taskList", target.task_list.as_deref()),
+    ] {
+        if let Some(v) = value.filter(|v| !swf_name_ok(v)) {
+            return Err(format!(
+                "{what} {v:?} is not a name SWF accepts (1 to {MAX_ID} characters, no ':', '/', '|', control characters or surrounding spaces, not \"arn\")"
+            ));
+        }
+    }
+    let seconds = |v: &str| !v.is_empty() && v.len() <= 8 && v.chars().all(|c| c.is_ascii_digit());
+    if let Some(v) = target.execution_start_to_close_timeout.as_deref().filter(|v| !seconds(v)) {
+        return Err(format!("executionStartToCloseTimeout {v:?} is not a number of seconds"));
+    }
+    if let Some(v) = target.task_start_to_close_timeout.as_deref().filter(|v| !seconds(v) && *v != "NONE") {
+        return Err(format!("taskStartToCloseTimeout {v:?} is not a number of seconds or \"NONE\""));
+    }
+    if let Some(v) = target.child_policy.as_deref().filter(|v| !["TERMINATE", "REQUEST_CANCEL", "ABANDON"].contains(v))
+    {
+        return Err(format!("childPolicy {v:?} is not TERMINATE, REQUEST_CANCEL or ABANDON"));
+    }
+    Ok(())
 }
 
 /// Answers a decision task for `workflow` on the interpreter. `task` is the
@@ -1372,10 +1413,9 @@ impl Decisions {
                 input.len()
             ));
         }
-        let valid = |s: &str| !s.is_empty() && s.chars().count() <= MAX_ID;
-        if !valid(&name) || !valid(&version) {
+        if !swf_name_ok(&name) || !swf_name_ok(&version) {
             return Some(format!(
-                "the workflow type of subflow '{}' (name '{name}', version '{version}') must be 1 to {MAX_ID} characters",
+                "the workflow type of subflow '{}' (name '{name}', version '{version}') is not one SWF accepts (1 to {MAX_ID} characters, no ':', '/', '|', control characters or surrounding spaces, not \"arn\"): give its `workflowType` in the decider's `subflows` entry",
                 subflow.workflow_id
             ));
         }
