@@ -355,3 +355,43 @@ fn a_child_in_an_abandoned_branch_is_cancelled_once() {
     let r = swf::decide(&wf, &again.task(), &config).unwrap();
     assert_eq!(types(&r), ["CompleteWorkflowExecution"], "{r:#}");
 }
+
+/// A child start SWF refuses for a passing reason (an open-children or rate limit) is made again
+/// with the same workflow id, for a waited-for subflow and for a detached one alike.
+#[test]
+fn a_child_start_refused_for_a_passing_reason_is_made_again() {
+    let config = every_subflow();
+    let mut h = History::start("stay-1", &json!({ "guest": "ada" }));
+    let r = decide(&h, &config);
+    h.accept(1000.0, &r);
+    let audit = initiated(&h, "StartAudit#1.0");
+    h.add(
+        1001.0,
+        "StartChildWorkflowExecutionFailed",
+        json!({ "initiatedEventId": audit, "workflowId": "stay-1--StartAudit#1.0", "cause": "OPEN_CHILDREN_LIMIT_EXCEEDED",
+                "control": "StartAudit#1.0", "workflowType": { "name": "stay-audit", "version": "1.0" } }),
+    );
+    h.decision_task(1001.0);
+    let r = decide(&h, &config);
+    assert_eq!(types(&r), ["StartChildWorkflowExecution", "RecordMarker"], "{r:#}");
+    let again = decision(&r, "StartChildWorkflowExecution")[0];
+    assert_eq!((&again["workflowId"], &again["childPolicy"]), (&json!("stay-1--StartAudit#1.0"), &json!("ABANDON")));
+    h.accept(1001.0, &r);
+    let book = scheduled(&h, "Book#1.0.a0");
+    h.add(1002.0, "ActivityTaskCompleted", json!({ "scheduledEventId": book, "result": r#"{"room":12}"# }));
+    h.decision_task(1002.0);
+    let r = decide(&h, &config);
+    h.accept(1002.0, &r);
+    let ship = initiated(&h, "Ship#1.0");
+    h.add(
+        1003.0,
+        "StartChildWorkflowExecutionFailed",
+        json!({ "initiatedEventId": ship, "workflowId": "stay-1--Ship#1.0", "cause": "CHILD_CREATION_RATE_EXCEEDED",
+                "control": "Ship#1.0", "workflowType": { "name": "stay-ship", "version": "2.0" } }),
+    );
+    h.decision_task(1003.0);
+    let r = decide(&h, &config);
+    assert_eq!(types(&r), ["StartChildWorkflowExecution", "RecordMarker"], "{r:#}");
+    assert_eq!(decision(&r, "StartChildWorkflowExecution")[0]["workflowId"], "stay-1--Ship#1.0");
+    assert_eq!(decision(&r, "StartChildWorkflowExecution")[0]["tagList"], json!([swf::SUBFLOW_TAG]));
+}

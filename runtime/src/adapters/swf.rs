@@ -905,7 +905,19 @@ impl HistoryView {
             }
             "StartChildWorkflowExecutionFailed" => {
                 let id = self.scheduled(a, "initiatedEventId").or(control);
-                let cause = format!("SWF could not start the child workflow: {}", text(a, "cause").unwrap_or_default());
+                let swf_cause = text(a, "cause").unwrap_or_default();
+                let subflow = id.as_ref().and_then(|id| self.index.get(id)).map(|&i| &self.operations[i]);
+                if let Some(op) = subflow.filter(|op| op.op_type == OpType::ChainedInvoke)
+                    && transient(swf_cause)
+                {
+                    // A subflow's child refused for a passing reason (a rate or open-children
+                    // limit) is started again by the next decision, waited for or not.
+                    let id = op.id.clone();
+                    self.upsert(&id, OpType::ChainedInvoke, OpStatus::Cancelled, |_| {});
+                    self.open.remove(&id);
+                    return Ok(());
+                }
+                let cause = format!("SWF could not start the child workflow: {swf_cause}");
                 self.finish(
                     id,
                     OpStatus::Failed,

@@ -1102,8 +1102,10 @@ impl Journal {
         else {
             return Ok(false);
         };
-        // Recorded: the service started it (or refused to), which the parent does not wait for.
-        if self.recorded_as(id, OpType::ChainedInvoke, name)?.is_none() {
+        // Recorded: the service started it (or refused to), which the parent does not wait for;
+        // CANCELLED: refused for a passing reason, so started again.
+        let recorded = self.recorded_as(id, OpType::ChainedInvoke, name)?;
+        if recorded.is_none_or(|op| op.status == OpStatus::Cancelled) {
             suspender.start_detached(Pending::Invoke {
                 id: id.to_owned(),
                 name: name.to_owned(),
@@ -1132,6 +1134,11 @@ impl Journal {
         subflow: Option<SubflowRef>,
     ) -> Result<Value, Failure> {
         let recorded = self.recorded_as(id, OpType::ChainedInvoke, name)?;
+        // On an SWF decider's journal, CANCELLED is a child start SWF refused for a passing
+        // reason: it is started again (a Lambda service never cancels a chained invoke).
+        let restart = recorded.as_ref().is_some_and(|op| op.status == OpStatus::Cancelled)
+            && self.suspender.as_ref().is_some_and(|s| s.policy().steps);
+        let recorded = recorded.filter(|_| !restart);
         let started = recorded.is_some();
         let op = match recorded {
             Some(op) => op,
