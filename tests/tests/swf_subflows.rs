@@ -294,6 +294,26 @@ fn subflow_keys_are_checked_against_the_definition() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("unknown field `workflowTyp`"), "{e}");
+    // A child type that defaults to a subflow id SWF refuses as a name is refused here too,
+    // not when the subflow is reached; naming the type mends it.
+    const ODD: &str = r#"{ "id": "odd", "version": "1.0", "name": "odd",
+      "states": [ { "name": "Call", "type": "subflow", "start": { "kind": "default" }, "workflowId": "billing:v2",
+        "end": { "kind": "default" } } ] }"#;
+    const BILLING: &str = r#"{ "id": "billing:v2", "version": "1.0", "name": "billing",
+      "states": [ { "name": "B", "type": "inject", "start": { "kind": "default" }, "data": {}, "end": { "kind": "default" } } ] }"#;
+    let mut settings = wfc_core::Settings::default();
+    settings.sw_workflow("billing.sw.json", BILLING);
+    let odd = match wfc_core::load_with(wfc_core::Source { path: "odd.sw.json", text: ODD }, &settings) {
+        Ok(l) => l.workflow,
+        Err(d) => panic!("definition does not load: {d:?}"),
+    };
+    let check_odd = |subflows: Value| {
+        let config: SwfConfig = serde_json::from_value(json!({ "subflows": subflows })).unwrap();
+        config.check_subflows(&odd).map_err(|e| e.to_string())
+    };
+    let e = check_odd(json!({ "*": {} })).unwrap_err();
+    assert!(e.contains("subflow 'billing:v2' (name 'billing:v2', version '1.0') is not one SWF accepts"), "{e}");
+    check_odd(json!({ "*": { "workflowType": { "name": "billing-v2" } } })).unwrap();
     // A child input SWF would refuse fails the workflow with the reason, not the decision call.
     let big = "x".repeat(40_000);
     let h = History::start("stay-1", &json!({ "guest": big }));

@@ -266,8 +266,35 @@ impl SwfConfig {
                 ))
             }
             other => SwfError::Config(other.to_string()),
-        })
+        })?;
+        // A child's workflow type defaults to the subflow's own id and version, which SWF may
+        // refuse as a type name: say so now rather than when the subflow is reached.
+        for (workflow_id, version, key) in mappings.mapped_subflows([workflow]) {
+            let (name, version) = self.child_type(&key, &workflow_id, version.as_deref());
+            if !swf_name_ok(&name) || !swf_name_ok(&version) {
+                return Err(SwfError::Config(bad_child_type(&workflow_id, &name, &version)));
+            }
+        }
+        Ok(())
     }
+
+    /// The workflow type (name, version) of the child a subflow maps to through `subflows`
+    /// entry `key`: the entry's `workflowType`, else the subflow's own id and version, else
+    /// `childWorkflowVersion`.
+    fn child_type(&self, key: &str, workflow_id: &str, version: Option<&str>) -> (String, String) {
+        let ty = self.subflows.get(key).and_then(|t| t.workflow_type.clone()).unwrap_or_default();
+        let name = ty.name.unwrap_or_else(|| workflow_id.to_owned());
+        let version =
+            ty.version.or_else(|| version.map(str::to_owned)).unwrap_or_else(|| self.child_workflow_version.clone());
+        (name, version)
+    }
+}
+
+/// Why a subflow's child workflow type is not one SWF accepts, and what to do.
+fn bad_child_type(workflow_id: &str, name: &str, version: &str) -> String {
+    format!(
+        "the workflow type of subflow '{workflow_id}' (name '{name}', version '{version}') is not one SWF accepts (1 to {MAX_ID} characters, no ':', '/', '|', control characters or surrounding spaces, not \"arn\"): give its `workflowType` in the decider's `subflows` entry"
+    )
 }
 
 /// Whether SWF accepts `s` as a name (a type name or version, a task list): 1 to 256 characters,
@@ -1413,10 +1440,7 @@ impl Decisions {
         parent: &str,
     ) -> Option<String> {
         let target = config.subflows.get(key).cloned().unwrap_or_default();
-        let ty = target.workflow_type.clone().unwrap_or_default();
-        let name = ty.name.unwrap_or_else(|| subflow.workflow_id.clone());
-        let version =
-            ty.version.or_else(|| subflow.version.clone()).unwrap_or_else(|| config.child_workflow_version.clone());
+        let (name, version) = config.child_type(key, &subflow.workflow_id, subflow.version.as_deref());
         let input = input.to_string();
         if input.len() > MAX_DATA {
             return Some(format!(
@@ -1426,10 +1450,7 @@ impl Decisions {
             ));
         }
         if !swf_name_ok(&name) || !swf_name_ok(&version) {
-            return Some(format!(
-                "the workflow type of subflow '{}' (name '{name}', version '{version}') is not one SWF accepts (1 to {MAX_ID} characters, no ':', '/', '|', control characters or surrounding spaces, not \"arn\"): give its `workflowType` in the decider's `subflows` entry",
-                subflow.workflow_id
-            ));
+            return Some(bad_child_type(&subflow.workflow_id, &name, &version));
         }
         let child_policy = if detached {
             "ABANDON".to_owned()

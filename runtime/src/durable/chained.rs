@@ -285,6 +285,19 @@ impl ChainedInvokes {
             .map(ChainedFunction::target)
     }
 
+    /// The subflows of `workflows` these mappings send elsewhere: each as (`workflowId`, the
+    /// resolved workflow's version, the mapping's target), in definition order.
+    pub fn mapped_subflows<'a>(
+        &self,
+        workflows: impl IntoIterator<Item = &'a Workflow>,
+    ) -> Vec<(String, Option<String>, String)> {
+        let mut uses = Uses::default();
+        for w in workflows {
+            uses.machine(self, &w.machine);
+        }
+        uses.mapped
+    }
+
     /// Checks that every mapping is used by a subflow one of `workflows` waits for (the parent
     /// of a mapped subflow; the mapped child's own subflows run in the target function). A
     /// mapping naming a workflow id the definitions use only as a detached subflow or a
@@ -347,6 +360,8 @@ struct Uses {
     detached: Vec<(String, Option<String>)>,
     /// Whether there is a DISTRIBUTED Map state.
     distributed_map: bool,
+    /// The subflows a mapping sends elsewhere (`workflowId`, version, the mapping's target).
+    mapped: Vec<(String, Option<String>, String)>,
 }
 
 impl Uses {
@@ -370,11 +385,15 @@ impl Uses {
             match &sw.kind {
                 SwKind::Subflow { workflow_id, wait, workflow } => {
                     let version = workflow.version.clone();
-                    let mapped = if *wait {
-                        config.subflow_target(workflow_id, version.as_deref()).is_some()
+                    let target = if *wait {
+                        config.subflow_target(workflow_id, version.as_deref())
                     } else {
-                        config.detached_target(workflow_id, version.as_deref()).is_some()
+                        config.detached_target(workflow_id, version.as_deref())
                     };
+                    let mapped = target.is_some();
+                    if let Some(target) = target {
+                        self.mapped.push((workflow_id.clone(), version.clone(), target));
+                    }
                     if *wait {
                         self.waited.push((workflow_id.clone(), version));
                     } else {
