@@ -1265,7 +1265,8 @@ impl Journal {
             && signals.selects(event_name, &event)
         {
             let started = recorded.is_some_and(|op| op.status == OpStatus::Started);
-            let pending = Pending::Signal { id, name: name.to_owned(), event_name: event_name.to_owned(), event, started };
+            let pending =
+                Pending::Signal { id, name: name.to_owned(), event_name: event_name.to_owned(), event, started };
             match suspender.park(pending).await {}
         }
         crash_point(&id, "before-finish");
@@ -1313,11 +1314,6 @@ impl Journal {
         wait: EventWait<'_>,
     ) -> Result<(Vec<(usize, Value)>, bool), Failure> {
         let EventWait { id, parent, name, token, defs, all, timeout } = wait;
-        let update = |status, result, failure: Option<&Failure>, due_at_ms, token: Option<String>| OperationUpdate {
-            due_at_ms,
-            callback_token: token,
-            ..outcome_update(OpType::Callback, &id, parent.clone(), name, EVENT_SUBTYPE, status, result, failure)
-        };
         let deadline_ms = match self.recorded_as(&id, OpType::Callback, name)? {
             Some(op) if op.status.is_terminal() => return replay_events(bus, defs, op),
             Some(op) => op.due_at_ms,
@@ -1335,10 +1331,22 @@ impl Journal {
                     let d = jiff::SignedDuration::try_from(t).ok()?;
                     Some(clock.now().checked_add(d).ok()?.as_millisecond())
                 });
+                let start = OperationUpdate {
+                    due_at_ms: due_ms,
+                    callback_token: Some(token),
+                    ..outcome_update(
+                        OpType::Callback,
+                        &id,
+                        parent.clone(),
+                        name,
+                        EVENT_SUBTYPE,
+                        OpStatus::Started,
+                        None,
+                        None,
+                    )
+                };
                 crash_point(&id, "before-start");
-                self.checkpoint(vec![update(OpStatus::Started, None, None, due_ms, Some(token))])
-                    .await
-                    .map_err(store_failure)?;
+                self.checkpoint(vec![start]).await.map_err(store_failure)?;
                 crash_point(&id, "after-start");
                 due_ms
             }
@@ -1364,35 +1372,8 @@ impl Journal {
                     None => None,
                 };
                 if let Some((picked, complete)) = finished {
-                    let taken: Vec<(usize, i64, Value)> = picked
-                        .into_iter()
-                        .filter_map(|(i, seq)| {
-                            queue.iter().find(|(s, _)| *s == seq).map(|(_, e)| (i, seq, (*e).clone()))
-                        })
-                        .collect();
-                    let result = serde_json::json!({
-                        "events": taken.iter().map(|(i, seq, e)| serde_json::json!({"index": i, "seq": seq, "event": e})).collect::<Vec<_>>()
-                    });
-                    let timeout = (!complete).then(|| {
-                        Failure::new(
-                            crate::sw::TIMEOUT,
-                            format!("no matching event arrived for state '{name}' in time"),
-                        )
-                    });
-                    let status = if complete { OpStatus::Succeeded } else { OpStatus::TimedOut };
-                    crash_point(&id, "before-finish");
-                    self.checkpoint(vec![update(status, Some(result), timeout.as_ref(), None, None)])
-                        .await
-                        .map_err(store_failure)?;
-                    crash_point(&id, "after-finish");
-                    let mut out = Vec::with_capacity(taken.len());
-                    for (i, _, event) in taken {
-                        if let Some(def) = defs.get(i) {
-                            bus.fix_correlation(def, &event);
-                        }
-                        out.push((i, event));
-                    }
-                    return Ok((out, complete));
+                    let finished = FinishedEventWait { id: &id, parent, name, defs, picked, complete };
+                    return self.finish_event_wait(bus, &queue, finished).await;
                 }
             }
             // A worker does not hold an execution that may wait for days: it releases it until
@@ -1450,6 +1431,20 @@ impl Journal {
                 match suspender.park(pending).await {}
             }
         };
+        self.finish_event_wait(bus, &queue, FinishedEventWait { id: &id, parent, name, defs, picked, complete }).await
+    }
+
+    /// Finishes an event wait with the events it `picked` from `queue` (their index in `defs`
+    /// and inbox sequence number): records them, consumed, in the CALLBACK's result (SUCCEEDED,
+    /// or TIMED_OUT when the wait did not get what it needed) and returns them with their index,
+    /// their correlation values fixed on `bus`.
+    async fn finish_event_wait(
+        &self,
+        bus: &crate::events::EventBus,
+        queue: &[(i64, &Value)],
+        wait: FinishedEventWait<'_>,
+    ) -> Result<(Vec<(usize, Value)>, bool), Failure> {
+        let FinishedEventWait { id, parent, name, defs, picked, complete } = wait;
         let taken: Vec<(usize, i64, Value)> = picked
             .into_iter()
             .filter_map(|(i, seq)| queue.iter().find(|(s, _)| *s == seq).map(|(_, e)| (i, seq, (*e).clone())))
@@ -1461,8 +1456,10 @@ impl Journal {
             .then(|| Failure::new(crate::sw::TIMEOUT, format!("no matching event arrived for state '{name}' in time")));
         let status = if complete { OpStatus::Succeeded } else { OpStatus::TimedOut };
         let done =
-            outcome_update(OpType::Callback, &id, parent, name, EVENT_SUBTYPE, status, Some(result), failure.as_ref());
+            outcome_update(OpType::Callback, id, parent, name, EVENT_SUBTYPE, status, Some(result), failure.as_ref());
+        crash_point(id, "before-finish");
         self.checkpoint(vec![done]).await.map_err(store_failure)?;
+        crash_point(id, "after-finish");
         let mut out = Vec::with_capacity(taken.len());
         for (i, _, event) in taken {
             if let Some(def) = defs.get(i) {
@@ -1472,6 +1469,18 @@ impl Journal {
         }
         Ok((out, complete))
     }
+}
+
+/// How an event wait ends (see [`Journal::finish_event_wait`]).
+struct FinishedEventWait<'a> {
+    id: &'a str,
+    parent: Option<String>,
+    name: &'a str,
+    defs: &'a [&'a wfc_ir::sw::EventDef],
+    /// The events taken: (index in `defs`, inbox sequence number).
+    picked: Vec<(usize, i64)>,
+    /// Whether the wait got what it needed (else its timeout passed first).
+    complete: bool,
 }
 
 /// The suffix of the WAIT that times out an event wait delivered by a service
