@@ -1266,16 +1266,7 @@ impl Decisions {
             }
             Pending::Event { started: true, .. } | Pending::Event { timeout: None, .. } => None,
             Pending::Event { id, timer, timeout: Some(delay), .. } => {
-                let timer_id = swf_id(timer);
-                if let Some(cause) = view.refused.get(&timer_id).filter(|c| !transient(c)) {
-                    return Some(format!("timer '{timer_id}' of the event wait '{id}': {cause}"));
-                }
-                let secs = delay.as_secs() + u64::from(delay.subsec_nanos() > 0);
-                self.push(
-                    "StartTimer",
-                    json!({ "timerId": timer_id, "startToFireTimeout": secs.min(99_999_999).to_string(), "control": timer }),
-                );
-                None
+                self.start_timer(view, timer, *delay, &format!("the event wait '{id}'"))
             }
             Pending::Signal { id, event_name, event, .. } => {
                 let target = signal_target(config, event_name, event)?;
@@ -1313,19 +1304,7 @@ impl Decisions {
                 self.push("SignalExternalWorkflowExecution", a);
                 None
             }
-            Pending::Timer { id, delay, .. } => {
-                let timer_id = swf_id(id);
-                if let Some(cause) = view.refused.get(&timer_id).filter(|c| !transient(c)) {
-                    return Some(format!("timer '{timer_id}' of operation '{id}': {cause}"));
-                }
-                // SWF timers count whole seconds; rounding up never fires early.
-                let secs = delay.as_secs() + u64::from(delay.subsec_nanos() > 0);
-                self.push(
-                    "StartTimer",
-                    json!({ "timerId": timer_id, "startToFireTimeout": secs.min(99_999_999).to_string(), "control": id }),
-                );
-                None
-            }
+            Pending::Timer { id, delay, .. } => self.start_timer(view, id, *delay, &format!("operation '{id}'")),
             Pending::Step { id, name, request, .. } => {
                 let target = config.tasks.get(name).or_else(|| config.tasks.get(&request.resource));
                 let kind = target.and_then(|t| t.kind).unwrap_or(
@@ -1426,6 +1405,22 @@ impl Decisions {
 }
 
 impl Decisions {
+    /// `StartTimer` for the WAIT operation `op` (its `control`) of `owner`, unless SWF refused
+    /// that timer for good before (then the refusal, for the caller to fail on).
+    fn start_timer(&mut self, view: &HistoryView, op: &str, delay: Duration, owner: &str) -> Option<String> {
+        let timer_id = swf_id(op);
+        if let Some(cause) = view.refused.get(&timer_id).filter(|c| !transient(c)) {
+            return Some(format!("timer '{timer_id}' of {owner}: {cause}"));
+        }
+        // SWF timers count whole seconds; rounding up never fires early.
+        let secs = delay.as_secs() + u64::from(delay.subsec_nanos() > 0);
+        self.push(
+            "StartTimer",
+            json!({ "timerId": timer_id, "startToFireTimeout": secs.min(99_999_999).to_string(), "control": op }),
+        );
+        None
+    }
+
     /// `StartChildWorkflowExecution` for a Serverless Workflow subflow: the `subflows` entry
     /// `key` gives the type and settings; `detached` (started without waiting) is `ABANDON`ed.
     #[allow(clippy::too_many_arguments)] // one call site
