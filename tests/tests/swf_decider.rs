@@ -423,7 +423,10 @@ impl<'a> Sim<'a> {
         self.used = std::mem::take(&mut child.used);
         self.children_end = self.children_end.max(child.now).max(child.children_end);
         let execution = json!({ "workflowId": child_id, "runId": format!("run-{initiated}") });
-        self.push("ChildWorkflowExecutionStarted", json!({ "initiatedEventId": initiated, "workflowExecution": execution }));
+        self.push(
+            "ChildWorkflowExecutionStarted",
+            json!({ "initiatedEventId": initiated, "workflowExecution": execution }),
+        );
         self.seq += 1;
         self.future.push((self.now + closed.elapsed, self.seq, Future::Child { initiated, execution, closed }));
     }
@@ -767,7 +770,10 @@ fn every_eligible_case_runs_to_its_expected_end_through_the_decider() {
                         let elapsed = closed.elapsed.max(sim.children_end - sim.start);
                         let mut problems = Vec::new();
                         if expected["status"] != closed.status {
-                            problems.push(format!("status {} (error {:?}, cause {:?})", closed.status, closed.error, closed.cause));
+                            problems.push(format!(
+                                "status {} (error {:?}, cause {:?})",
+                                closed.status, closed.error, closed.cause
+                            ));
                         }
                         if let Some(out) = expected.get("output")
                             && closed.output.as_ref() != Some(out)
@@ -785,7 +791,8 @@ fn every_eligible_case_runs_to_its_expected_end_through_the_decider() {
                             problems.push(format!("elapsed {elapsed} s != {secs} s"));
                         }
                         // Counted when the case's path reaches a subflow (not every case's does).
-                        let started = sim.events.iter().any(|e| e["eventType"] == "StartChildWorkflowExecutionInitiated");
+                        let started =
+                            sim.events.iter().any(|e| e["eventType"] == "StartChildWorkflowExecutionInitiated");
                         if problems.is_empty() {
                             if started {
                                 with_children.push(name.clone());
@@ -823,7 +830,11 @@ fn every_eligible_case_runs_to_its_expected_end_through_the_decider() {
     // their journaled CHAINED_INVOKE scopes like any other Task's.
     // Serverless Workflow subflows as child executions (waited for, and started without
     // waiting) run by their own deciders end as the cases expect.
-    assert!(with_children.len() >= 10, "only {} cases ran subflows as child executions: {with_children:?}", with_children.len());
+    assert!(
+        with_children.len() >= 10,
+        "only {} cases ran subflows as child executions: {with_children:?}",
+        with_children.len()
+    );
     assert!(with_children.iter().any(|n| n == "sw/feat/subflow-no-wait"), "{with_children:?}");
     let distributed_with_tasks = with_map.iter().filter(|n| n.starts_with("map/distributed-result-writer")).count();
     assert!(distributed_with_tasks >= 2, "the DISTRIBUTED Maps with Tasks did not run: {with_map:?}");
@@ -1118,18 +1129,6 @@ const MAP: &str = r#"{
   }
 }"#;
 
-/// The scheduled event of the activity whose `control` is `op`.
-fn scheduled_event(h: &History, op: &str) -> u64 {
-    h.events
-        .iter()
-        .find(|e| {
-            e["eventType"] == "ActivityTaskScheduled" && e["activityTaskScheduledEventAttributes"]["control"] == op
-        })
-        .unwrap_or_else(|| panic!("{op} was not scheduled"))["eventId"]
-        .as_u64()
-        .unwrap()
-}
-
 fn controls(response: &Value, decision_type: &str) -> Vec<String> {
     decision(response, decision_type).iter().map(|d| d["control"].as_str().unwrap().to_owned()).collect()
 }
@@ -1157,7 +1156,7 @@ fn map_iterations_are_activities_within_max_concurrency_and_a_failed_one_is_retr
 
     // Iteration 0 fails with a retried error: its back-off is a timer and it keeps its slot,
     // so iteration 2 is not scheduled yet.
-    let s0 = scheduled_event(&h, "Fan#1.0/0/Work#1.0");
+    let s0 = h.scheduled("Fan#1.0/0/Work#1.0");
     let started = h.add(1001.0, "ActivityTaskStarted", json!({ "scheduledEventId": s0 }));
     h.add(
         1002.0,
@@ -1173,7 +1172,7 @@ fn map_iterations_are_activities_within_max_concurrency_and_a_failed_one_is_retr
     let timer_started = h.accept(1002.0, &r)[0];
 
     // Iteration 1 succeeds: its slot goes to iteration 2.
-    let s1 = scheduled_event(&h, "Fan#1.0/1/Work#1.0");
+    let s1 = h.scheduled("Fan#1.0/1/Work#1.0");
     let started = h.add(1003.0, "ActivityTaskStarted", json!({ "scheduledEventId": s1 }));
     h.add(
         1003.0,
@@ -1197,7 +1196,7 @@ fn map_iterations_are_activities_within_max_concurrency_and_a_failed_one_is_retr
     h.accept(1005.0, &r);
 
     for (op, result) in [("Fan#1.0/2/Work#1.0", r#"{"done":"c"}"#), ("Fan#1.0/0/Work#1.1", r#"{"done":"a"}"#)] {
-        let s = scheduled_event(&h, op);
+        let s = h.scheduled(op);
         let started = h.add(1006.0, "ActivityTaskStarted", json!({ "scheduledEventId": s }));
         h.add(
             1007.0,
@@ -1245,7 +1244,7 @@ fn distributed_map_children_schedule_their_tasks_as_activities() {
     h.accept(1000.0, &r);
 
     // Child 1 finishes: child 2 takes its slot.
-    let s1 = scheduled_event(&h, "Fan#1.0/1/Work#1.0");
+    let s1 = h.scheduled("Fan#1.0/1/Work#1.0");
     let started = h.add(1001.0, "ActivityTaskStarted", json!({ "scheduledEventId": s1 }));
     h.add(
         1002.0,
@@ -1259,7 +1258,7 @@ fn distributed_map_children_schedule_their_tasks_as_activities() {
     h.accept(1002.0, &r);
 
     for (op, result) in [("Fan#1.0/2/Work#1.0", "\"C\""), ("Fan#1.0/0/Work#1.0", "\"A\"")] {
-        let s = scheduled_event(&h, op);
+        let s = h.scheduled(op);
         let started = h.add(1003.0, "ActivityTaskStarted", json!({ "scheduledEventId": s }));
         h.add(
             1004.0,
@@ -1356,19 +1355,6 @@ const CHILD: &str = r#"{
   }
 }"#;
 
-/// The event that accepted the child workflow decision of operation `op`.
-fn initiated_event(h: &History, op: &str) -> u64 {
-    h.events
-        .iter()
-        .find(|e| {
-            e["eventType"] == "StartChildWorkflowExecutionInitiated"
-                && e["startChildWorkflowExecutionInitiatedEventAttributes"]["control"] == op
-        })
-        .unwrap_or_else(|| panic!("{op} was not initiated"))["eventId"]
-        .as_u64()
-        .unwrap()
-}
-
 /// A timer of `secs` seconds was asked for: it fires, and a new decision task follows.
 fn fire_timer(h: &mut History, r: &Value, t: f64, secs: &str) {
     let timer = decision(r, "StartTimer")[0].clone();
@@ -1397,7 +1383,7 @@ fn child_workflows_start_fail_time_out_complete_and_are_cancelled() {
     h.accept(1000.0, &r);
 
     // SWF cannot start it: a failed attempt (States.TaskFailed), retried after a timer.
-    let i0 = initiated_event(&h, "Bill#1.0");
+    let i0 = h.initiated("Bill#1.0");
     h.add(
         1001.0,
         "StartChildWorkflowExecutionFailed",
@@ -1413,7 +1399,7 @@ fn child_workflows_start_fail_time_out_complete_and_are_cancelled() {
     h.accept(1002.0, &r);
 
     // The second child starts, then is terminated: another failed attempt, another back-off.
-    let i1 = initiated_event(&h, "Bill#1.1");
+    let i1 = h.initiated("Bill#1.1");
     let child = json!({ "workflowId": "wf-1--Bill#1.1", "runId": "child-run-1" });
     h.add(1003.0, "ChildWorkflowExecutionStarted", json!({ "initiatedEventId": i1, "workflowExecution": child }));
     h.add(1004.0, "ChildWorkflowExecutionTerminated", json!({ "initiatedEventId": i1, "workflowExecution": child }));
@@ -1426,7 +1412,7 @@ fn child_workflows_start_fail_time_out_complete_and_are_cancelled() {
     // Branch A: the third child times out: States.Timeout, which the Catch takes.
     let mut timed_out = h.clone();
     timed_out.accept(1006.0, &r);
-    let i2 = initiated_event(&timed_out, "Bill#1.2");
+    let i2 = timed_out.initiated("Bill#1.2");
     let child = json!({ "workflowId": "wf-1--Bill#1.2", "runId": "child-run-2" });
     timed_out.add(
         1007.0,
@@ -1449,7 +1435,7 @@ fn child_workflows_start_fail_time_out_complete_and_are_cancelled() {
     // (with its run id), then the workflow.
     let mut cancelled = h.clone();
     cancelled.accept(1006.0, &r);
-    let i2 = initiated_event(&cancelled, "Bill#1.2");
+    let i2 = cancelled.initiated("Bill#1.2");
     cancelled.add(
         1007.0,
         "ChildWorkflowExecutionStarted",
@@ -1466,7 +1452,7 @@ fn child_workflows_start_fail_time_out_complete_and_are_cancelled() {
 
     // Branch C: the child completes: its result is the Task's result.
     h.accept(1006.0, &r);
-    let i2 = initiated_event(&h, "Bill#1.2");
+    let i2 = h.initiated("Bill#1.2");
     h.add(1007.0, "ChildWorkflowExecutionStarted", json!({ "initiatedEventId": i2, "workflowExecution": child }));
     h.add(
         1008.0,
@@ -1517,13 +1503,13 @@ fn a_child_workflow_abandoned_by_a_failed_sibling_branch_is_cancelled_once() {
     h.accept(1000.0, &r);
     let child_id = decision(&r, "StartChildWorkflowExecution")[0]["workflowId"].clone();
     let child = json!({ "workflowId": child_id, "runId": "child-run" });
-    let initiated = initiated_event(&h, "Both#1.0/0/Bill#1.0");
+    let initiated = h.initiated("Both#1.0/0/Bill#1.0");
     h.add(
         1001.0,
         "ChildWorkflowExecutionStarted",
         json!({ "initiatedEventId": initiated, "workflowExecution": child }),
     );
-    let check = scheduled_event(&h, "Both#1.0/1/Check#1.0");
+    let check = h.scheduled("Both#1.0/1/Check#1.0");
     h.add(
         1002.0,
         "ActivityTaskFailed",

@@ -54,31 +54,8 @@ fn every_subflow() -> SwfConfig {
     serde_json::from_value(json!({ "subflows": { "*": {} } })).unwrap()
 }
 
-fn initiated(h: &History, op: &str) -> u64 {
-    h.events
-        .iter()
-        .find(|e| {
-            e["eventType"] == "StartChildWorkflowExecutionInitiated"
-                && e["startChildWorkflowExecutionInitiatedEventAttributes"]["control"] == op
-        })
-        .unwrap_or_else(|| panic!("{op} was not initiated"))["eventId"]
-        .as_u64()
-        .unwrap()
-}
-
-fn scheduled(h: &History, op: &str) -> u64 {
-    h.events
-        .iter()
-        .find(|e| {
-            e["eventType"] == "ActivityTaskScheduled" && e["activityTaskScheduledEventAttributes"]["control"] == op
-        })
-        .unwrap_or_else(|| panic!("{op} was not scheduled"))["eventId"]
-        .as_u64()
-        .unwrap()
-}
-
 fn child_started(h: &mut History, t: f64, op: &str) -> Value {
-    let i = initiated(h, op);
+    let i = h.initiated(op);
     let child = json!({ "workflowId": format!("stay-1--{op}"), "runId": format!("run-{op}") });
     h.add(t, "ChildWorkflowExecutionStarted", json!({ "initiatedEventId": i, "workflowExecution": child }));
     child
@@ -105,7 +82,7 @@ fn to_ship_started(config: &SwfConfig) -> History {
     assert_eq!(types(&r), Vec::<String>::new(), "{r:#}");
     h.accept(1001.0, &r);
 
-    let book = scheduled(&h, "Book#1.0.a0");
+    let book = h.scheduled("Book#1.0.a0");
     h.add(1002.0, "ActivityTaskStarted", json!({ "scheduledEventId": book }));
     h.add(1003.0, "ActivityTaskCompleted", json!({ "scheduledEventId": book, "result": r#"{"room":12}"# }));
     h.decision_task(1003.0);
@@ -130,9 +107,9 @@ fn a_waited_subflow_is_a_child_whose_result_the_parent_merges() {
     let config = every_subflow();
     let mut h = to_ship_started(&config);
     // The detached audit child ending (or failing) changes nothing for the parent.
-    let audit = initiated(&h, "StartAudit#1.0");
+    let audit = h.initiated("StartAudit#1.0");
     h.add(1005.0, "ChildWorkflowExecutionFailed", json!({ "initiatedEventId": audit, "reason": "AuditDown" }));
-    let ship = initiated(&h, "Ship#1.0");
+    let ship = h.initiated("Ship#1.0");
     h.add(
         1006.0,
         "ChildWorkflowExecutionCompleted",
@@ -151,7 +128,7 @@ fn a_waited_subflow_is_a_child_whose_result_the_parent_merges() {
 fn a_failed_child_is_the_subflows_error_and_reaches_on_errors() {
     let config = every_subflow();
     let mut h = to_ship_started(&config);
-    let ship = initiated(&h, "Ship#1.0");
+    let ship = h.initiated("Ship#1.0");
     h.add(
         1006.0,
         "ChildWorkflowExecutionFailed",
@@ -167,7 +144,7 @@ fn a_failed_child_is_the_subflows_error_and_reaches_on_errors() {
 
     // A child that times out is States.Timeout, which this onErrors does not take.
     let mut timed_out = to_ship_started(&config);
-    let ship = initiated(&timed_out, "Ship#1.0");
+    let ship = timed_out.initiated("Ship#1.0");
     timed_out.add(
         1006.0,
         "ChildWorkflowExecutionTimedOut",
@@ -186,14 +163,14 @@ fn a_refused_child_start_is_the_subflows_error() {
     let r = decide(&h, &config);
     h.accept(1000.0, &r);
     // SWF refuses the detached audit child: the parent did not wait for it and goes on.
-    let audit = initiated(&h, "StartAudit#1.0");
+    let audit = h.initiated("StartAudit#1.0");
     h.add(
         1001.0,
         "StartChildWorkflowExecutionFailed",
         json!({ "initiatedEventId": audit, "workflowId": "stay-1--StartAudit#1.0", "cause": "WORKFLOW_TYPE_DOES_NOT_EXIST",
                 "control": "StartAudit#1.0", "workflowType": { "name": "stay-audit", "version": "1.0" } }),
     );
-    let book = scheduled(&h, "Book#1.0.a0");
+    let book = h.scheduled("Book#1.0.a0");
     h.add(1002.0, "ActivityTaskCompleted", json!({ "scheduledEventId": book, "result": r#"{"room":12}"# }));
     h.decision_task(1002.0);
     let r = decide(&h, &config);
@@ -202,7 +179,7 @@ fn a_refused_child_start_is_the_subflows_error() {
     h.accept(1002.0, &r);
     // SWF refuses the Ship child: States.TaskFailed with SWF's cause fails the workflow (its
     // onErrors takes only Shipping.Lost).
-    let ship = initiated(&h, "Ship#1.0");
+    let ship = h.initiated("Ship#1.0");
     h.add(
         1003.0,
         "StartChildWorkflowExecutionFailed",
@@ -246,7 +223,7 @@ fn configured_subflows_set_type_list_timeouts_and_policy_and_the_rest_run_inline
     let controls: Vec<&Value> = decision(&r, "ScheduleActivityTask").iter().map(|a| &a["control"]).collect();
     assert!(controls.contains(&&json!("Book#1.0.a0")), "{r:#}");
     h.accept(1000.0, &r);
-    let book = scheduled(&h, "Book#1.0.a0");
+    let book = h.scheduled("Book#1.0.a0");
     h.add(1001.0, "ActivityTaskCompleted", json!({ "scheduledEventId": book, "result": r#"{"room":12}"# }));
     h.decision_task(1001.0);
     let r = decide(&h, &config);
@@ -359,9 +336,9 @@ fn a_child_in_an_abandoned_branch_is_cancelled_once() {
     h.add(
         1001.0,
         "ChildWorkflowExecutionStarted",
-        json!({ "initiatedEventId": initiated(&h, op), "workflowExecution": execution }),
+        json!({ "initiatedEventId": h.initiated(op), "workflowExecution": execution }),
     );
-    let q = scheduled(&h, &quick);
+    let q = h.scheduled(&quick);
     h.add(1002.0, "ActivityTaskCompleted", json!({ "scheduledEventId": q, "result": r#"{"fast":true}"# }));
     h.decision_task(1002.0);
     let r = swf::decide(&wf, &h.task(), &config).unwrap();
@@ -384,7 +361,7 @@ fn a_child_start_refused_for_a_passing_reason_is_made_again() {
     let mut h = History::start("stay-1", &json!({ "guest": "ada" }));
     let r = decide(&h, &config);
     h.accept(1000.0, &r);
-    let audit = initiated(&h, "StartAudit#1.0");
+    let audit = h.initiated("StartAudit#1.0");
     h.add(
         1001.0,
         "StartChildWorkflowExecutionFailed",
@@ -397,12 +374,12 @@ fn a_child_start_refused_for_a_passing_reason_is_made_again() {
     let again = decision(&r, "StartChildWorkflowExecution")[0];
     assert_eq!((&again["workflowId"], &again["childPolicy"]), (&json!("stay-1--StartAudit#1.0"), &json!("ABANDON")));
     h.accept(1001.0, &r);
-    let book = scheduled(&h, "Book#1.0.a0");
+    let book = h.scheduled("Book#1.0.a0");
     h.add(1002.0, "ActivityTaskCompleted", json!({ "scheduledEventId": book, "result": r#"{"room":12}"# }));
     h.decision_task(1002.0);
     let r = decide(&h, &config);
     h.accept(1002.0, &r);
-    let ship = initiated(&h, "Ship#1.0");
+    let ship = h.initiated("Ship#1.0");
     h.add(
         1003.0,
         "StartChildWorkflowExecutionFailed",

@@ -94,6 +94,29 @@ impl History {
         ids
     }
 
+    /// The id of the event of type `event_type` (`ActivityTaskScheduled`,
+    /// `StartChildWorkflowExecutionInitiated`...) that accepted the decision of operation `op`
+    /// (its `control`).
+    pub(crate) fn accepted(&self, event_type: &str, op: &str) -> u64 {
+        let key = attributes_key(event_type, "EventAttributes");
+        self.events
+            .iter()
+            .find(|e| e["eventType"] == event_type && e[&key]["control"] == op)
+            .unwrap_or_else(|| panic!("no {event_type} event for {op}"))["eventId"]
+            .as_u64()
+            .unwrap()
+    }
+
+    /// The scheduled event of the activity of operation `op`.
+    pub(crate) fn scheduled(&self, op: &str) -> u64 {
+        self.accepted("ActivityTaskScheduled", op)
+    }
+
+    /// The event that accepted the child workflow decision of operation `op`.
+    pub(crate) fn initiated(&self, op: &str) -> u64 {
+        self.accepted("StartChildWorkflowExecutionInitiated", op)
+    }
+
     /// The attributes of event `id`.
     pub(crate) fn attributes(&self, id: u64) -> &Value {
         let e = &self.events[id as usize - 1];
