@@ -2107,9 +2107,10 @@ impl Execution {
         Ok(attempt.await)
     }
 
-    /// What a Task attempt asks for, when a suspending journal needs it (a replay-only run
-    /// reports the attempt instead of running it; see [`crate::durable::suspend`]).
-    fn step_request(
+    /// What a Task attempt (or a Serverless Workflow function call) asks for, when a
+    /// suspending journal needs it (a replay-only run reports the attempt instead of running
+    /// it; see [`crate::durable::suspend`]).
+    pub(crate) fn step_request(
         &self,
         resource: &str,
         params: &Value,

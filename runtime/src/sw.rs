@@ -1041,7 +1041,8 @@ async fn action_result(
                 None => input,
             };
             exec.record(EventType::TaskScheduled, json!({ "name": name, "resource": function, "parameters": params }));
-            let request = step_request(exec, function, &params, action.timeout.map(secs));
+            // An SWF decider schedules the call as an activity whose type is the function's name.
+            let request = exec.step_request(function, &params, action.timeout.map(secs), None);
             let ctx = TaskContext::new(name, function.as_str(), 0, exec.name());
             let run =
                 run_attempt(|| functions.call(function, params, ctx.clone()), &ctx, action.timeout.map(secs), None);
@@ -1155,22 +1156,6 @@ async fn produce(
     }
     let _ = (exec, name, visit, suffix, event_name);
     Ok(publish())
-}
-
-/// What a function action's call asks for, when a suspending journal reports calls instead of
-/// making them (an SWF decider schedules it as an activity: resource = the function's name).
-fn step_request(
-    exec: &Execution,
-    function: &str,
-    params: &Value,
-    timeout: Option<Duration>,
-) -> Option<crate::task::StepRequest> {
-    #[cfg(feature = "durable")]
-    if exec.journal().is_some_and(|j| j.wants_step_requests()) {
-        return Some(crate::task::StepRequest { resource: function.to_owned(), input: params.clone(), timeout, heartbeat: None });
-    }
-    let _ = (exec, function, params, timeout);
-    None
 }
 
 /// A function action's call, as a durable STEP `<State>#<visit>.<attempt>.<group><key>` when
