@@ -228,17 +228,8 @@ impl SwfConfig {
     pub fn subflow_mappings(&self) -> Result<ChainedInvokes, SwfError> {
         let mut mappings = Vec::new();
         for key in self.subflows.keys() {
-            let (workflow_id, version) = match key.split_once('@') {
-                Some((id, v)) => (id, Some(v)),
-                None => (key.as_str(), None),
-            };
             let bad = |why: &str| SwfError::Config(format!("subflows key {key:?}: {why}"));
-            if workflow_id.is_empty() || workflow_id.trim() != workflow_id {
-                return Err(bad("the workflow id is empty or has surrounding spaces"));
-            }
-            if version.is_some_and(|v| v.is_empty() || v.trim() != v) {
-                return Err(bad("the version after '@' is empty or has surrounding spaces"));
-            }
+            let (workflow_id, version) = crate::durable::parse_mapping_key(key).map_err(bad)?;
             if workflow_id == ANY_WORKFLOW && version.is_some() {
                 return Err(bad("'*' takes no version"));
             }

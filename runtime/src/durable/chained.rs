@@ -87,16 +87,7 @@ impl ChainedFunction {
             |reason: &str| ChainedConfigError::Malformed { text: text.to_owned(), reason: reason.to_owned() };
         let (key, function) =
             text.split_once('=').ok_or_else(|| malformed("expected WORKFLOW_ID[@VERSION]=FUNCTION"))?;
-        let (workflow_id, version) = match key.split_once('@') {
-            Some((id, v)) => (id, Some(v)),
-            None => (key, None),
-        };
-        if workflow_id.trim().is_empty() || workflow_id.trim() != workflow_id {
-            return Err(malformed("the workflow id is empty or has surrounding spaces"));
-        }
-        if version.is_some_and(|v| v.trim().is_empty() || v.trim() != v) {
-            return Err(malformed("the version after '@' is empty or has surrounding spaces"));
-        }
+        let (workflow_id, version) = parse_key(key).map_err(malformed)?;
         check_function_name(function).map_err(|reason| malformed(&reason))?;
         Ok(ChainedFunction {
             workflow_id: workflow_id.to_owned(),
@@ -134,6 +125,22 @@ impl fmt::Display for ChainedFunction {
 /// Checks a `FunctionName` as Lambda's `Invoke` (and `ChainedInvokeOptions`) accepts it: a name,
 /// `name:qualifier`, a partial ARN or a full ARN; at most 256 characters of
 /// `[a-zA-Z0-9-_.:$]`.
+/// Splits a mapping's key, `WORKFLOW_ID[@VERSION]`, into the workflow id and the version, or
+/// says what is wrong with it.
+pub(crate) fn parse_key(key: &str) -> Result<(&str, Option<&str>), &'static str> {
+    let (workflow_id, version) = match key.split_once('@') {
+        Some((id, v)) => (id, Some(v)),
+        None => (key, None),
+    };
+    if workflow_id.trim().is_empty() || workflow_id.trim() != workflow_id {
+        return Err("the workflow id is empty or has surrounding spaces");
+    }
+    if version.is_some_and(|v| v.trim().is_empty() || v.trim() != v) {
+        return Err("the version after '@' is empty or has surrounding spaces");
+    }
+    Ok((workflow_id, version))
+}
+
 fn check_function_name(name: &str) -> Result<(), String> {
     if name.is_empty() {
         return Err("the function name is empty".into());

@@ -35,10 +35,11 @@ pub mod suspend;
 pub mod testing;
 pub mod worker;
 
-pub(crate) use journal::EventWait;
+pub(crate) use chained::parse_key as parse_mapping_key;
 pub use chained::{ANY_WORKFLOW, ChainedConfigError, ChainedFunction, ChainedInvokes, MapRunChildren};
-pub use journal::{Journal, Opened};
 pub(crate) use journal::ContextEvents;
+pub(crate) use journal::EventWait;
+pub use journal::{Journal, Opened};
 #[cfg(feature = "postgres")]
 pub use postgres::PgStore;
 pub use sqlite::{SqliteStore, Synchronous};
