@@ -84,6 +84,22 @@ pub(crate) fn decide(args: &DecideArgs) -> Exit {
     }
 }
 
+/// The chained-invoke flags of `wfc lambda-invoke` and `wfc lambda-serve`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ChainedArgs {
+    /// Invoke the Serverless Workflow subflows of WORKFLOW_ID (optionally only those whose
+    /// workflow has VERSION) as a Lambda CHAINED_INVOKE of FUNCTION (a function name or ARN,
+    /// with an optional `:QUALIFIER`) instead of running them in this invocation; repeatable
+    /// (docs/adapters.md).
+    #[arg(long = "chained-function", value_name = "WORKFLOW_ID[@VERSION]=FUNCTION")]
+    pub(crate) chained_functions: Vec<String>,
+    /// Run each child of a DISTRIBUTED Map Run as a Lambda CHAINED_INVOKE of FUNCTION (default:
+    /// this function itself), which runs the Map's ItemProcessor as a durable execution of its
+    /// own, instead of in this invocation (docs/adapters.md).
+    #[arg(long = "chained-map-runs", value_name = "FUNCTION", num_args = 0..=1, default_missing_value = "")]
+    pub(crate) chained_map_runs: Option<String>,
+}
+
 /// `wfc lambda-invoke`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct LambdaInvokeArgs {
@@ -98,17 +114,8 @@ pub(crate) struct LambdaInvokeArgs {
     /// Read the invocation event from this file instead of standard input.
     #[arg(long, value_name = "FILE")]
     pub(crate) event: Option<PathBuf>,
-    /// Invoke the Serverless Workflow subflows of WORKFLOW_ID (optionally only those whose
-    /// workflow has VERSION) as a Lambda CHAINED_INVOKE of FUNCTION (a function name or ARN,
-    /// with an optional `:QUALIFIER`) instead of running them in this invocation; repeatable
-    /// (docs/adapters.md).
-    #[arg(long = "chained-function", value_name = "WORKFLOW_ID[@VERSION]=FUNCTION")]
-    pub(crate) chained_functions: Vec<String>,
-    /// Run each child of a DISTRIBUTED Map Run as a Lambda CHAINED_INVOKE of FUNCTION (default:
-    /// this function itself), which runs the Map's ItemProcessor as a durable execution of its
-    /// own, instead of in this invocation (docs/adapters.md).
-    #[arg(long = "chained-map-runs", value_name = "FUNCTION", num_args = 0..=1, default_missing_value = "")]
-    pub(crate) chained_map_runs: Option<String>,
+    #[command(flatten)]
+    pub(crate) chained: ChainedArgs,
 }
 
 /// `wfc lambda-serve`.
@@ -132,17 +139,8 @@ pub(crate) struct LambdaServeArgs {
     /// again.
     #[arg(long, value_name = "FILE")]
     pub(crate) ledger: Option<PathBuf>,
-    /// Invoke the Serverless Workflow subflows of WORKFLOW_ID (optionally only those whose
-    /// workflow has VERSION) as a Lambda CHAINED_INVOKE of FUNCTION (a function name or ARN,
-    /// with an optional `:QUALIFIER`) instead of running them in this invocation; repeatable
-    /// (docs/adapters.md).
-    #[arg(long = "chained-function", value_name = "WORKFLOW_ID[@VERSION]=FUNCTION")]
-    pub(crate) chained_functions: Vec<String>,
-    /// Run each child of a DISTRIBUTED Map Run as a Lambda CHAINED_INVOKE of FUNCTION (default:
-    /// this function itself), which runs the Map's ItemProcessor as a durable execution of its
-    /// own, instead of in this invocation (docs/adapters.md).
-    #[arg(long = "chained-map-runs", value_name = "FUNCTION", num_args = 0..=1, default_missing_value = "")]
-    pub(crate) chained_map_runs: Option<String>,
+    #[command(flatten)]
+    pub(crate) chained: ChainedArgs,
 }
 
 /// `wfc lambda-callback`.
@@ -251,8 +249,7 @@ fn lambda_setup(
     mocks: Option<&PathBuf>,
     endpoint: &str,
     ledger: Option<PathBuf>,
-    chained: &[String],
-    map_runs: Option<&str>,
+    chained: &ChainedArgs,
 ) -> Result<LambdaSetup, Exit> {
     let mut workflows = Vec::new();
     for file in files {
@@ -267,11 +264,11 @@ fn lambda_setup(
     let client = lambda_durable::HttpClient::new(endpoint).map_err(fatal)?;
     let handler = LedgerHandler { mocks: crate::engine::MockHandler::new(mocks), ledger };
     // Every mapping must name a subflow one of the served definitions waits for.
-    let map_runs = match map_runs {
+    let map_runs = match chained.chained_map_runs.as_deref() {
         None => lambda_durable::MapRunChildren::InParent,
         Some(f) => lambda_durable::MapRunChildren::chained(f).map_err(|e| fatal(format!("--chained-map-runs: {e}")))?,
     };
-    let chained = lambda_durable::ChainedInvokes::parse(chained.iter().map(String::as_str))
+    let chained = lambda_durable::ChainedInvokes::parse(chained.chained_functions.iter().map(String::as_str))
         .map(|c| c.with_map_runs(map_runs))
         .and_then(|c| c.check(workflows.iter().map(|(_, w)| w)).map(|()| c))
         .map_err(|e| fatal(format!("--chained-function/--chained-map-runs: {e}")))?;
@@ -281,9 +278,7 @@ fn lambda_setup(
 /// Handles one durable invocation event and prints the invocation output.
 pub(crate) fn lambda_invoke(args: &LambdaInvokeArgs) -> Exit {
     let files = std::slice::from_ref(&args.file);
-    let map_runs = args.chained_map_runs.as_deref();
-    let setup = match lambda_setup(files, args.mocks.as_ref(), &args.endpoint, None, &args.chained_functions, map_runs)
-    {
+    let setup = match lambda_setup(files, args.mocks.as_ref(), &args.endpoint, None, &args.chained) {
         Ok(s) => s,
         Err(exit) => return exit,
     };
@@ -306,14 +301,8 @@ pub(crate) fn lambda_invoke(args: &LambdaInvokeArgs) -> Exit {
 
 /// Serves Lambda `Invoke` calls on `--listen`, one at a time, each a durable invocation.
 pub(crate) fn lambda_serve(args: &LambdaServeArgs) -> Exit {
-    let setup = match lambda_setup(
-        &args.files,
-        args.mocks.as_ref(),
-        &args.endpoint,
-        args.ledger.clone(),
-        &args.chained_functions,
-        args.chained_map_runs.as_deref(),
-    ) {
+    let setup = match lambda_setup(&args.files, args.mocks.as_ref(), &args.endpoint, args.ledger.clone(), &args.chained)
+    {
         Ok(s) => s,
         Err(exit) => return exit,
     };
