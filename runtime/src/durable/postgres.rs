@@ -916,8 +916,10 @@ impl Store for PgStore {
             let wake = wake_at_ms.unwrap_or(i64::MAX);
             let changed = tx
                 .execute(
+                    // The casts matter: PostgreSQL infers untyped CASE results as text, and
+                    // the statement then fails to prepare (wake_at is BIGINT).
                     "UPDATE executions SET owner = NULL, lease_until = NULL,
-                            wake_at = CASE WHEN signals <> $4 THEN $5 ELSE $3 END
+                            wake_at = CASE WHEN signals <> $4::BIGINT THEN $5::BIGINT ELSE $3::BIGINT END
                      WHERE name = $1 AND epoch = $2",
                     &[&name, &epoch, &wake, &signals_seen, &now],
                 )

@@ -498,7 +498,12 @@ async fn run_claimed(shared: &Shared, claim: Claim) -> RunEnd {
     if let Some(due) = journal.suspended() {
         return match store.release(&record.name, journal.epoch(), due, record.signals).await {
             Ok(()) => RunEnd::Suspended,
-            Err(_) => RunEnd::Lost,
+            Err(e) => {
+                // Never silent: a release that keeps failing leaves every suspended execution
+                // leased until its lease runs out (see the PostgreSQL fixture of 35a205a).
+                tracing::warn!(execution = %record.name, error = %e, "could not release a suspended execution; it waits for its lease to expire");
+                RunEnd::Lost
+            }
         };
     }
     let _ = result;
