@@ -167,7 +167,10 @@ fn deploy(store: &str, dir: &Path) {
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stdout));
     assert!(stderr(&out).contains("it was left as it is"), "{}", stderr(&out));
     let after = describe(store, "timer");
-    assert_eq!((&after["epoch"], &after["version"], &after["status"]), (&before["epoch"], &before["version"], &before["status"]));
+    assert_eq!(
+        (&after["epoch"], &after["version"], &after["status"]),
+        (&before["epoch"], &before["version"], &before["status"])
+    );
     // ...and a new one runs on v2.
     let out = wfc()
         .args(["run", &f.v2, "--engine", "compiled", "--mocks", &f.mocks, "--store", store, "--name", "new-compiled"])
@@ -176,7 +179,12 @@ fn deploy(store: &str, dir: &Path) {
         .output()
         .unwrap();
     let v = json_of(&out);
-    assert_eq!(v["output"], json!({"wait": "activity", "work": {"worked": "mocked"}, "version": "v2"}), "{v:#} {}", stderr(&out));
+    assert_eq!(
+        v["output"],
+        json!({"wait": "activity", "work": {"worked": "mocked"}, "version": "v2"}),
+        "{v:#} {}",
+        stderr(&out)
+    );
     let v2_id = describe(store, "new-compiled")["version"].as_str().expect("pinned to v2").to_owned();
     assert_ne!(v1_id, v2_id);
 

@@ -1084,7 +1084,7 @@ impl Store for PgStore {
             let changed = tx
                 .execute(
                     "UPDATE executions SET version_id = $3, updated_at = $5,
-                            wake_at = CASE WHEN $4::BIGINT IS NULL THEN $5 ELSE wake_at END
+                            wake_at = CASE WHEN $4::BIGINT IS NULL THEN $5::BIGINT ELSE wake_at END
                      WHERE name = $1 AND status = 'RUNNING' AND version_id IS NOT DISTINCT FROM $2
                        AND (($4::BIGINT IS NULL AND (lease_until IS NULL OR lease_until < $5)) OR epoch = $4)
                        AND ($6::BIGINT IS NULL OR checkpoint_seq = $6)",
