@@ -13,13 +13,13 @@
 //!
 //! The mappings and what is not supported: docs/adapters.md.
 
+#[cfg(feature = "swf-poller")]
+mod aws_profile;
 pub mod lambda_durable;
 #[cfg(feature = "lambda")]
 pub mod lambda_function;
 pub mod memory;
 pub mod swf;
-#[cfg(feature = "swf-poller")]
-mod aws_profile;
 #[cfg(feature = "swf-poller")]
 pub mod swf_poller;
 
@@ -83,6 +83,7 @@ macro_rules! replay_store_keeps_no_records {
             _owner: &'a str,
             _lease: std::time::Duration,
             _limit: usize,
+            _filter: &'a crate::durable::ClaimFilter,
         ) -> BoxFuture<'a, Result<Vec<Result<Claim, (String, StoreError)>>, StoreError>> {
             Box::pin(async { Ok(Vec::new()) })
         }
