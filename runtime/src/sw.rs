@@ -511,9 +511,13 @@ fn last_name(path: &wfc_ir::Path) -> Option<String> {
     }
 }
 
-/// Shallow merge: an object's keys overwrite the data's; anything else is dropped.
+/// Shallow merge: an object's keys overwrite the data's; anything else is dropped. Nothing to
+/// merge (`{}`) leaves the data as it is, also when that is not an object (a filter may have made
+/// it an array).
 fn merge(data: &mut Value, addition: Value) {
-    if let Value::Object(add) = addition {
+    if let Value::Object(add) = addition
+        && !add.is_empty()
+    {
         match data {
             Value::Object(m) => m.extend(add),
             _ => *data = Value::Object(add),

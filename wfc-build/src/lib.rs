@@ -382,6 +382,48 @@ mod tests {
         assert!(!dir.join("out/ok.rs").exists(), "nothing is written when any definition fails");
     }
 
+    /// An SW workflow whose `dataInputSchema` names a file beside it and whose subflow is given
+    /// with `sw_workflow`.
+    const SW_WITH_SCHEMA: &str = r#"{
+  "id": "order", "name": "order", "dataInputSchema": "schemas/in.json",
+  "states": [
+    { "name": "Sub", "type": "subflow", "start": { "kind": "default" }, "workflowId": "child", "end": true }
+  ]
+}"#;
+    const SW_CHILD: &str = r#"{ "id": "child", "name": "child",
+  "states": [ { "name": "A", "type": "inject", "start": { "kind": "default" }, "data": {}, "end": true } ] }"#;
+
+    #[test]
+    fn sw_schema_files_are_read_beside_the_definition_and_subflows_come_from_sw_workflow() {
+        let dir = scratch("sw-schema");
+        std::fs::create_dir_all(dir.join("workflows/schemas")).expect("dir");
+        std::fs::create_dir_all(dir.join("others")).expect("dir");
+        std::fs::write(dir.join("workflows/order.sw.json"), SW_WITH_SCHEMA).expect("write");
+        std::fs::write(dir.join("workflows/schemas/in.json"), r#"{ "type": "object", "required": ["id"] }"#)
+            .expect("write");
+        std::fs::write(dir.join("others/child.sw.json"), SW_CHILD).expect("write");
+        config(&dir).sw_workflow("others/child.sw.json").compile(&["workflows/order.sw.json"]).expect("compiles");
+        let text = std::fs::read_to_string(dir.join("out/order.rs")).expect("generated");
+        // The schema and the subflow are embedded in the module's IR: no `child` handler method.
+        assert!(text.contains(r#"\"required\":[\"id\"]"#), "the schema is embedded: {text}");
+        assert!(!text.contains("fn child"), "the subflow is embedded, not a handler method: {text}");
+    }
+
+    #[test]
+    fn an_unreadable_or_invalid_sw_schema_fails_the_build_at_its_field() {
+        let dir = scratch("sw-schema-bad");
+        std::fs::write(dir.join("workflows/order.sw.json"), SW_WITH_SCHEMA).expect("write");
+        std::fs::write(dir.join("workflows/child.sw.json"), SW_CHILD).expect("write");
+        let shown = config(&dir).compile(&["workflows/order.sw.json"]).expect_err("no schema file").to_string();
+        assert!(shown.contains("WFC2050") && shown.contains("workflows/order.sw.json:2:"), "{shown}");
+        assert!(shown.contains("cannot read `workflows/schemas/in.json`"), "{shown}");
+        std::fs::create_dir_all(dir.join("workflows/schemas")).expect("dir");
+        std::fs::write(dir.join("workflows/schemas/in.json"), r#"{ "type": 5 }"#).expect("write");
+        let shown = config(&dir).compile(&["workflows/order.sw.json"]).expect_err("a bad schema").to_string();
+        assert!(shown.contains("WFC2050") && shown.contains("not a valid JSON Schema"), "{shown}");
+        assert!(shown.contains("workflows/order.sw.json:2:"), "{shown}");
+    }
+
     #[test]
     fn module_name_and_runtime_path() {
         let dir = scratch("options");
