@@ -85,7 +85,10 @@ pub struct Settings {
 /// (`workflows/order.sw.json` naming `schemas/in.json` → `workflows/schemas/in.json`); returns
 /// its text or why it cannot be read.
 #[derive(Clone)]
-pub struct FileReader(pub std::sync::Arc<dyn Fn(&Path) -> Result<String, String> + Send + Sync>);
+pub struct FileReader(pub std::sync::Arc<ReadFile>);
+
+/// The function a [`FileReader`] calls: a path in, its text or why it cannot be read out.
+pub type ReadFile = dyn Fn(&Path) -> Result<String, String> + Send + Sync;
 
 impl FileReader {
     /// A reader from a closure.
