@@ -242,6 +242,16 @@ pub(crate) fn take(
     taken
 }
 
+/// Whether `event` matches `def` under the correlation values `fixed` (for [`crate::starts`]).
+pub(crate) fn matches_fixed(def: &EventDef, event: &Value, fixed: &HashMap<String, String>) -> bool {
+    matches(def, event, fixed)
+}
+
+/// Fixes in `fixed` the correlation values of `def` that `event` carries (for [`crate::starts`]).
+pub(crate) fn fix_values(fixed: &mut HashMap<String, String>, def: &EventDef, event: &Value) {
+    fix(fixed, def, event);
+}
+
 /// A context attribute of an event as a string (numbers and Booleans in their JSON spelling).
 fn attribute(event: &Value, name: &str) -> Option<String> {
     match event.get(name)? {

@@ -55,6 +55,7 @@ pub mod limits;
 pub mod map;
 pub mod retry;
 pub mod schedule;
+pub mod starts;
 pub mod sw;
 pub mod task;
 pub mod variables;

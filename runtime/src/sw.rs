@@ -22,8 +22,8 @@ use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
 use serde_json::{Map, Value, json};
 use wfc_ir::sw::{
-    Action, ActionCall, ActionMode, Body, Completion, EventDef, Expr, ExprPart, ProduceEvent, SwKind, SwNext, SwState,
-    SwWorkflowMeta,
+    Action, ActionCall, ActionMode, Body, Completion, ErrorMatch, EventDef, Expr, ExprPart, ProduceEvent, SwKind,
+    SwNext, SwState, SwWorkflowMeta,
 };
 use wfc_ir::{StateId, StateKind, StateMachine, Workflow};
 
@@ -172,7 +172,7 @@ where
             check_direct_start(&m.id, schedule, exec)?;
         }
         if let Some(schema) = meta.and_then(|m| m.input_schema.as_ref()) {
-            validate(schema, &input, "input", "dataInputSchema")?;
+            validate(schema, &input, "the workflow input", "dataInputSchema")?;
         }
         let output = match with_detached(exec, functions, body(input)).await {
             Ok(v) => v,
@@ -180,7 +180,7 @@ where
             Err(f) => return Err(f),
         };
         if let Some(schema) = meta.and_then(|m| m.output_schema.as_ref()) {
-            validate(schema, &output, "output", "dataOutputSchema")?;
+            validate(schema, &output, "the workflow output", "dataOutputSchema")?;
         }
         Ok(output)
     };
@@ -271,7 +271,13 @@ impl Drop for RunnerGuard<'_> {
 /// nobody's input, and its failure does not fail the parent, which did not wait for it.
 async fn run_detached(functions: &dyn DynHandler, child: Detached) {
     let Detached { state, workflow_id, workflow, input, line } = child;
-    match run_machine(&line, &workflow.machine, functions, input).await {
+    let ended = run_machine(&line, &workflow.machine, functions, input).await;
+    record_detached_end(&line, &state, &workflow_id, ended);
+}
+
+/// Records how an unwaited subflow ended on its own line.
+fn record_detached_end(line: &Execution, state: &str, workflow_id: &str, ended: Result<Value, Failure>) {
+    match ended {
         Ok(output) => {
             line.record(
                 EventType::SwSubflowSucceeded,
@@ -324,13 +330,13 @@ async fn start_detached(
 
 fn validate(schema: &Value, value: &Value, what: &str, field: &str) -> Result<(), Failure> {
     let validator = jsonschema::validator_for(schema)
-        .map_err(|e| Failure::new(SCHEMA, format!("the workflow's {field} is not a valid JSON Schema: {e}")))?;
+        .map_err(|e| Failure::new(SCHEMA, format!("the {field} of {what} is not a valid JSON Schema: {e}")))?;
     let problems: Vec<String> =
         validator.iter_errors(value).map(|e| format!("{} (at `{}`)", e, e.instance_path)).take(5).collect();
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(Failure::new(SCHEMA, format!("the workflow {what} does not match its {field}: {}", problems.join("; "))))
+        Err(Failure::new(SCHEMA, format!("{what} does not match its {field}: {}", problems.join("; "))))
     }
 }
 
@@ -505,9 +511,13 @@ fn last_name(path: &wfc_ir::Path) -> Option<String> {
     }
 }
 
-/// Shallow merge: an object's keys overwrite the data's; anything else is dropped.
+/// Shallow merge: an object's keys overwrite the data's; anything else is dropped. Nothing to
+/// merge (`{}`) leaves the data as it is, also when that is not an object (a filter may have made
+/// it an array).
 fn merge(data: &mut Value, addition: Value) {
-    if let Value::Object(add) = addition {
+    if let Value::Object(add) = addition
+        && !add.is_empty()
+    {
         match data {
             Value::Object(m) => m.extend(add),
             _ => *data = Value::Object(add),
@@ -531,6 +541,9 @@ pub async fn step(
     exec.record(EventType::SwStateEntered, json!({ "name": name, "type": spec.type_name(), "input": input }));
     // Counted as the ASL states count theirs, so durable operation ids are stable across replays.
     let visit = exec.next_visit(name);
+    if let Some(schema) = &spec.input_schema {
+        validate(schema, &input, &format!("the input of state {name:?}"), "dataInputSchema")?;
+    }
     let data = state_filter(spec.input_filter.as_ref(), input);
     let mut retries = vec![0u32; spec.retry.len()];
     let (data, next) = loop {
@@ -544,7 +557,9 @@ pub async fn step(
                     && let (Some(r), Some(count)) = (spec.retry.get(i), retries.get_mut(i))
                     && *count < r.max_attempts
                 {
-                    let delay = r.interval_seconds * r.multiplier.powi(i32::try_from(*count).unwrap_or(i32::MAX));
+                    // The draft's `multiplier` is a duration added on each retry: `R4/PT1M` with
+                    // `PT2M` waits 1, 3, 5, 7 minutes.
+                    let delay = r.interval_seconds + r.increment_seconds * f64::from(*count);
                     *count += 1;
                     exec.record(
                         EventType::SwStateRetried,
@@ -554,7 +569,7 @@ pub async fn step(
                     timer(exec, name, visit, &format!(".retry{retry_no}"), "Retry", secs(delay)).await?;
                     continue;
                 }
-                match spec.on_error.iter().find(|e| holds(&e.expression, &error_data)) {
+                match spec.on_error.iter().find(|e| handles(&e.matcher, &f, &error_data)) {
                     Some(handler) => {
                         let mut data = data.clone();
                         match &handler.error_filter {
@@ -569,6 +584,9 @@ pub async fn step(
         }
     };
     let output = state_filter(spec.output_filter.as_ref(), data);
+    if let Some(schema) = &spec.output_schema {
+        validate(schema, &output, &format!("the output of state {name:?}"), "dataOutputSchema")?;
+    }
     let next = next.unwrap_or(&spec.next);
     exec.record(EventType::SwStateExited, json!({ "name": name, "output": output }));
     follow(exec, name, visit, next, output).await
@@ -589,26 +607,38 @@ async fn follow(exec: &Execution, name: &str, visit: u32, next: &SwNext, output:
                     ),
                 ));
             }
-            if let Some(p) = produce {
-                produce_event(exec, name, visit, p, &output).await?;
-            }
+            produce_events(exec, name, visit, produce, &output).await?;
             Ok(Step::Next { target: *target, output })
         }
         SwNext::End { terminate, produce } => {
-            if let Some(p) = produce {
-                produce_event(exec, name, visit, p, &output).await?;
-            }
+            produce_events(exec, name, visit, produce, &output).await?;
             Ok(if *terminate { Step::Terminate(output) } else { Step::End(output) })
         }
         SwNext::None => Err(Failure::runtime(format!("state {name:?} has no transition (a corrupted definition)"))),
     }
 }
 
-/// A transition's produced event; journaled, the STEP `<State>#<visit>.produce`.
+/// A transition's produced events, in order; journaled, the STEPs `<State>#<visit>.produce`,
+/// then `.produce1`, `.produce2` … for v0.5's further `produceEvents`.
+async fn produce_events(
+    exec: &Execution,
+    name: &str,
+    visit: u32,
+    produce: &[ProduceEvent],
+    output: &Value,
+) -> Result<(), Failure> {
+    for (i, p) in produce.iter().enumerate() {
+        let suffix = if i == 0 { ".produce".to_owned() } else { format!(".produce{i}") };
+        produce_event(exec, name, visit, &suffix, p, output).await?;
+    }
+    Ok(())
+}
+
 async fn produce_event(
     exec: &Execution,
     name: &str,
     visit: u32,
+    suffix: &str,
     p: &ProduceEvent,
     output: &Value,
 ) -> Result<(), Failure> {
@@ -625,7 +655,7 @@ async fn produce_event(
         })
         .collect();
     let publish = || exec.events().produce(&p.event, data, &attributes, exec.clock().now_rfc3339());
-    let event = produce(exec, name, visit, ".produce", &p.event.name, publish).await?;
+    let event = produce(exec, name, visit, suffix, &p.event.name, publish).await?;
     exec.record(EventType::EventProduced, json!({ "event": event }));
     Ok(())
 }
@@ -641,6 +671,14 @@ fn event_payload(template: Option<&Value>, data: &Value) -> Value {
         },
         Some(t) => eval_template(t, data),
         None => data.clone(),
+    }
+}
+
+/// Whether an `onError` entry handles the failure `f` (seen as `error_data` by expressions).
+fn handles(matcher: &ErrorMatch, f: &Failure, error_data: &Value) -> bool {
+    match matcher {
+        ErrorMatch::Expression(e) => holds(e, error_data),
+        ErrorMatch::Name(n) => n == "*" || *n == f.error,
     }
 }
 
@@ -717,9 +755,14 @@ async fn work<'s>(
             let defs: Vec<(usize, &EventDef)> =
                 on_events.iter().enumerate().flat_map(|(i, o)| o.events.iter().map(move |e| (i, e))).collect();
             let refs: Vec<&EventDef> = defs.iter().map(|(_, e)| *e).collect();
+            // The draft: an exclusive starting event state's events create the instance, so its
+            // `timeout` is ignored there (a workflow's start state is the one holding the
+            // workflow's settings).
+            let starting = spec.workflow.is_some();
+            let timeout = if starting && *exclusive { None } else { timeout.map(secs) };
             // Exclusive: the first event of any entry; else every event of every entry must
             // arrive (in any order), then each entry's actions run, in definition order.
-            let Some(got) = wait_events(exec, name, site, "event", &refs, !*exclusive, timeout.map(secs)).await? else {
+            let Some(got) = wait_events(exec, name, site, "event", &refs, !*exclusive, timeout).await? else {
                 return timed_out(data);
             };
             for (j, on) in on_events.iter().enumerate() {
@@ -750,13 +793,28 @@ async fn work<'s>(
             merge_event(&mut data, event_filter.as_ref(), &ev, event);
             Ok((data, None))
         }
-        SwKind::Subflow { wait: true, workflow, workflow_id } => {
+        SwKind::Subflow { wait: true, workflow: Some(workflow), workflow_id } => {
             let out = subflow(exec, name, site, workflow_id, workflow, functions, data.clone()).await?;
             merge(&mut data, out);
             Ok((data, None))
         }
+        // Not compiled together: the handler runs it, like a function named after the id.
+        SwKind::Subflow { wait: true, workflow: None, workflow_id } => {
+            let out = handler_subflow(exec, name, workflow_id, data.clone(), functions, site, "sub").await?;
+            merge(&mut data, out);
+            Ok((data, None))
+        }
         // The parent goes on at once with its data unchanged; the child runs alongside it.
-        SwKind::Subflow { wait: false, workflow, workflow_id } => {
+        SwKind::Subflow { wait: false, workflow: None, workflow_id } => {
+            // Unwaited, the handler's call still runs to its end (its outcome is recorded, not
+            // used), as a compiled-in child would.
+            let line = exec.branch();
+            line.record(EventType::SwSubflowStarted, json!({ "name": name, "workflowId": workflow_id, "input": data }));
+            let ended = handler_subflow(&line, name, workflow_id, data.clone(), functions, site, "sub").await;
+            record_detached_end(&line, name, workflow_id, ended);
+            Ok((data, None))
+        }
+        SwKind::Subflow { wait: false, workflow: Some(workflow), workflow_id } => {
             // An SWF decider configured to start it as a child workflow does so, unwaited.
             #[cfg(feature = "durable")]
             if let Some(journal) = exec.journal() {
@@ -941,6 +999,7 @@ async fn run_body(
             Ok(last)
         }
         Body::Workflow(w) => run_sub(exec, w, functions, input).await,
+        Body::Handler(id) => handler_subflow(exec, name, id, input, functions, site, "sub").await,
     }
 }
 
@@ -958,7 +1017,31 @@ async fn run_body_output(
             run_actions(exec, name, ActionMode::Sequential, actions, input, functions, site).await
         }
         Body::Workflow(w) => run_sub(exec, w, functions, input).await,
+        Body::Handler(id) => handler_subflow(exec, name, id, input, functions, site, "sub").await,
     }
+}
+
+/// A subflow whose workflow was not compiled together with this one: the handler runs it as a
+/// function named after its `workflowId` (the generated handler has a method for it; a case
+/// mocks it by the id), on the subflow's input; its result is the subflow's output. Journaled
+/// like a function action.
+async fn handler_subflow(
+    exec: &Execution,
+    name: &str,
+    workflow_id: &str,
+    input: Value,
+    functions: &dyn DynHandler,
+    site: &Site,
+    key: &str,
+) -> Result<Value, Failure> {
+    let call = Action {
+        name: None,
+        call: ActionCall::Function { function: workflow_id.to_owned(), parameters: None },
+        input_filter: None,
+        results_filter: None,
+        timeout: None,
+    };
+    action_result(exec, name, &call, input, functions, site, key).await
 }
 
 async fn run_actions(

@@ -847,7 +847,9 @@ fn subflow_workflows(workflow: &Workflow) -> HashMap<String, Workflow> {
         for s in &m.states {
             match &s.kind {
                 StateKind::Sw(sw) => match &sw.kind {
-                    wfc_ir::sw::SwKind::Subflow { workflow_id, workflow, .. } if !out.contains_key(workflow_id) => {
+                    wfc_ir::sw::SwKind::Subflow { workflow_id, workflow: Some(workflow), .. }
+                        if !out.contains_key(workflow_id) =>
+                    {
                         out.insert(workflow_id.clone(), (**workflow).clone());
                         walk(&workflow.machine, out);
                     }

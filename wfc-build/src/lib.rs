@@ -75,6 +75,8 @@ pub struct Config {
     emit_rerun_if_changed: bool,
     emit_warnings: bool,
     passes: wfc_core::optimize::Passes,
+    /// Further SW definitions subflows resolve in (relative to the manifest directory).
+    sw_workflows: Vec<PathBuf>,
 }
 
 impl Default for Config {
@@ -96,6 +98,7 @@ impl Config {
             emit_rerun_if_changed: std::env::var_os("CARGO").is_some(),
             emit_warnings: std::env::var_os("CARGO").is_some(),
             passes: wfc_core::optimize::Passes::default(),
+            sw_workflows: Vec::new(),
         }
     }
 
@@ -154,6 +157,14 @@ impl Config {
         self
     }
 
+    /// Adds a Serverless Workflow definition (relative to the manifest directory) to the registry
+    /// subflows are resolved in, besides the SW definitions next to each compiled file. A
+    /// `workflowId` found nowhere is run by the generated handler (a method named after the id).
+    pub fn sw_workflow(&mut self, path: impl Into<PathBuf>) -> &mut Config {
+        self.sw_workflows.push(path.into());
+        self
+    }
+
     /// Compiles every definition in `paths` (relative to the manifest directory) into
     /// `<out_dir>/<module>.rs`. Nothing is written unless every definition is valid.
     pub fn compile(&self, paths: &[impl AsRef<Path>]) -> Result<(), Error> {
@@ -196,6 +207,33 @@ impl Config {
             settings.passes(self.passes);
             if let Some(runtime) = &self.runtime_path {
                 settings.runtime_path(runtime.clone());
+            }
+            // A Serverless Workflow's subflows resolve among the SW definitions beside it and
+            // those given with `sw_workflow`; the files it names (schema URIs) are read relative
+            // to it and tracked for rebuilds.
+            if wfc_core::Dialect::detect(wfc_core::Source { path: &shown, text: &text }) == wfc_core::Dialect::Sw {
+                let mut registry = full.parent().map(|dir| sw_siblings(dir, &full)).unwrap_or_default();
+                for extra in &self.sw_workflows {
+                    let extra_full = manifest_dir.join(extra);
+                    if self.emit_rerun_if_changed {
+                        println!("cargo:rerun-if-changed={}", extra_full.display());
+                    }
+                    let text = std::fs::read_to_string(&extra_full)
+                        .map_err(|source| Error::Io { path: extra_full.clone(), source })?;
+                    registry.push((extra.display().to_string(), text));
+                }
+                for (path, text) in registry {
+                    settings.sw_workflow(path, text);
+                }
+                let root = manifest_dir.clone();
+                let rerun = self.emit_rerun_if_changed;
+                settings.file_reader(wfc_core::FileReader::new(move |p| {
+                    let full = root.join(p);
+                    if rerun {
+                        println!("cargo:rerun-if-changed={}", full.display());
+                    }
+                    std::fs::read_to_string(&full).map_err(|e| e.to_string())
+                }));
             }
             match wfc_core::compile(wfc_core::Source { path: &shown, text: &text }, &settings) {
                 Ok(compiled) => {
@@ -242,6 +280,22 @@ fn warning_lines(warnings: &wfc_core::Diagnostics) -> Vec<String> {
             format!("cargo:warning={}:{}:{}: {message} [{}]", w.file, w.line, w.column, w.code)
         })
         .collect()
+}
+
+/// The other `*.sw.json`/`*.sw.yaml`/`*.sw.yml` files of `dir`, sorted by name (as the macro
+/// and `wfc` find a Serverless Workflow's subflows).
+fn sw_siblings(dir: &Path, except: &Path) -> Vec<(String, String)> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p != except)
+        .filter(|p| {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            [".sw.json", ".sw.yaml", ".sw.yml"].iter().any(|ext| name.ends_with(ext))
+        })
+        .collect();
+    paths.sort();
+    paths.into_iter().filter_map(|p| std::fs::read_to_string(&p).ok().map(|t| (p.display().to_string(), t))).collect()
 }
 
 /// The module name for a file: its stem before the first dot (`order.asl.json` → `order`).
@@ -326,6 +380,48 @@ mod tests {
         assert!(shown.contains("2 workflow definitions failed"), "{shown}");
         assert_eq!(shown, error.to_string());
         assert!(!dir.join("out/ok.rs").exists(), "nothing is written when any definition fails");
+    }
+
+    /// An SW workflow whose `dataInputSchema` names a file beside it and whose subflow is given
+    /// with `sw_workflow`.
+    const SW_WITH_SCHEMA: &str = r#"{
+  "id": "order", "name": "order", "dataInputSchema": "schemas/in.json",
+  "states": [
+    { "name": "Sub", "type": "subflow", "start": { "kind": "default" }, "workflowId": "child", "end": true }
+  ]
+}"#;
+    const SW_CHILD: &str = r#"{ "id": "child", "name": "child",
+  "states": [ { "name": "A", "type": "inject", "start": { "kind": "default" }, "data": {}, "end": true } ] }"#;
+
+    #[test]
+    fn sw_schema_files_are_read_beside_the_definition_and_subflows_come_from_sw_workflow() {
+        let dir = scratch("sw-schema");
+        std::fs::create_dir_all(dir.join("workflows/schemas")).expect("dir");
+        std::fs::create_dir_all(dir.join("others")).expect("dir");
+        std::fs::write(dir.join("workflows/order.sw.json"), SW_WITH_SCHEMA).expect("write");
+        std::fs::write(dir.join("workflows/schemas/in.json"), r#"{ "type": "object", "required": ["id"] }"#)
+            .expect("write");
+        std::fs::write(dir.join("others/child.sw.json"), SW_CHILD).expect("write");
+        config(&dir).sw_workflow("others/child.sw.json").compile(&["workflows/order.sw.json"]).expect("compiles");
+        let text = std::fs::read_to_string(dir.join("out/order.rs")).expect("generated");
+        // The schema and the subflow are embedded in the module's IR: no `child` handler method.
+        assert!(text.contains(r#"\"required\":[\"id\"]"#), "the schema is embedded: {text}");
+        assert!(!text.contains("fn child"), "the subflow is embedded, not a handler method: {text}");
+    }
+
+    #[test]
+    fn an_unreadable_or_invalid_sw_schema_fails_the_build_at_its_field() {
+        let dir = scratch("sw-schema-bad");
+        std::fs::write(dir.join("workflows/order.sw.json"), SW_WITH_SCHEMA).expect("write");
+        std::fs::write(dir.join("workflows/child.sw.json"), SW_CHILD).expect("write");
+        let shown = config(&dir).compile(&["workflows/order.sw.json"]).expect_err("no schema file").to_string();
+        assert!(shown.contains("WFC2050") && shown.contains("workflows/order.sw.json:2:"), "{shown}");
+        assert!(shown.contains("cannot read `workflows/schemas/in.json`"), "{shown}");
+        std::fs::create_dir_all(dir.join("workflows/schemas")).expect("dir");
+        std::fs::write(dir.join("workflows/schemas/in.json"), r#"{ "type": 5 }"#).expect("write");
+        let shown = config(&dir).compile(&["workflows/order.sw.json"]).expect_err("a bad schema").to_string();
+        assert!(shown.contains("WFC2050") && shown.contains("not a valid JSON Schema"), "{shown}");
+        assert!(shown.contains("workflows/order.sw.json:2:"), "{shown}");
     }
 
     #[test]

@@ -39,16 +39,47 @@ impl DefinitionText {
         wfc_core::load_with(self.source(), &settings)
     }
 
-    /// Default settings, plus (for a Serverless Workflow) the SW definitions in the same
-    /// directory as the registry its subflows resolve in.
+    /// Default settings, plus (for a Serverless Workflow) the registry its subflows resolve in:
+    /// the SW definitions in the same directory, then those of each directory of the search path
+    /// `WFC_SUBFLOW_PATH` (separated as `PATH` is); and the file reader its schema URIs are read
+    /// with (paths relative to the definition, as the shell sees them).
     pub(crate) fn settings(&self) -> wfc_core::Settings {
         let mut settings = wfc_core::Settings::new();
         if wfc_core::Dialect::detect(self.source()) == wfc_core::Dialect::Sw {
-            for (path, text) in self.sw_siblings() {
+            for (path, text) in self.sw_registry() {
                 settings.sw_workflow(path, text);
             }
+            settings.file_reader(wfc_core::FileReader::new(|p| std::fs::read_to_string(p).map_err(|e| e.to_string())));
         }
         settings
+    }
+
+    /// The SW workflows its subflows resolve in: the SW definitions beside it, then those of
+    /// each directory of `WFC_SUBFLOW_PATH`.
+    pub(crate) fn sw_registry(&self) -> Vec<(String, String)> {
+        let mut registry = self.sw_siblings();
+        let dirs = std::env::var_os(SUBFLOW_PATH).map(|p| std::env::split_paths(&p).collect::<Vec<_>>());
+        for dir in dirs.unwrap_or_default() {
+            registry.extend(sw_files(&dir, Path::new(&self.path)));
+        }
+        registry
+    }
+
+    /// The files the definition (and its subflows) name, read while loading it: (path relative to
+    /// the definition's directory, text). The compiled engine copies them beside its copy.
+    pub(crate) fn files_read(&self) -> Vec<(String, String)> {
+        let read: std::sync::Arc<std::sync::Mutex<Vec<(std::path::PathBuf, String)>>> = Default::default();
+        let mut settings = self.settings();
+        let record = read.clone();
+        settings.file_reader(wfc_core::FileReader::new(move |p| {
+            let text = std::fs::read_to_string(p).map_err(|e| e.to_string())?;
+            record.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push((p.to_path_buf(), text.clone()));
+            Ok(text)
+        }));
+        let _ = wfc_core::load_with(self.source(), &settings);
+        let base = Path::new(&self.path).parent().unwrap_or(Path::new(""));
+        let read = read.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        read.iter().filter_map(|(p, t)| Some((p.strip_prefix(base).ok()?.to_str()?.to_owned(), t.clone()))).collect()
     }
 
     /// The other `*.sw.json`/`*.sw.yaml`/`*.sw.yml` files next to this one, sorted by name.
@@ -58,21 +89,26 @@ impl DefinitionText {
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => Path::new("."),
         };
-        let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
-        let mut paths: Vec<std::path::PathBuf> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.file_name() != me.file_name())
-            .filter(|p| {
-                let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-                [".sw.json", ".sw.yaml", ".sw.yml"].iter().any(|ext| name.ends_with(ext))
-            })
-            .collect();
-        paths.sort();
-        paths
-            .into_iter()
-            .filter_map(|p| std::fs::read_to_string(&p).ok().map(|t| (p.display().to_string(), t)))
-            .collect()
+        sw_files(dir, me)
     }
+}
+
+/// The environment variable naming further directories of SW workflows that subflows resolve in.
+pub(crate) const SUBFLOW_PATH: &str = "WFC_SUBFLOW_PATH";
+
+/// The `*.sw.json`/`*.sw.yaml`/`*.sw.yml` files of `dir` other than `me`, sorted by name.
+fn sw_files(dir: &Path, me: &Path) -> Vec<(String, String)> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut paths: Vec<std::path::PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.file_name() != me.file_name())
+        .filter(|p| {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            [".sw.json", ".sw.yaml", ".sw.yml"].iter().any(|ext| name.ends_with(ext))
+        })
+        .collect();
+    paths.sort();
+    paths.into_iter().filter_map(|p| std::fs::read_to_string(&p).ok().map(|t| (p.display().to_string(), t))).collect()
 }
 
 fn count(diags: &Diagnostics, severity: Severity) -> usize {

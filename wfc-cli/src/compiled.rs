@@ -133,7 +133,7 @@ impl<'a> Unit<'a> {
         // The key covers the subflow registry too, so a changed sibling rebuilds the program.
         let mut hashed = text.text.clone();
         if wfc_runtime::sw::is_sw(workflow) {
-            for (path, sibling) in text.sw_siblings() {
+            for (path, sibling) in text.sw_registry().into_iter().chain(text.files_read()) {
                 hashed.push_str(&path);
                 hashed.push_str(&sibling);
             }
@@ -170,20 +170,23 @@ impl<'a> Unit<'a> {
         format!("{}.{lang}.{ext}", self.workflow.name)
     }
 
-    /// For a Serverless Workflow, the SW definitions next to it (its subflow registry), which
-    /// the macro finds next to the stored copy: (file name, text).
+    /// For a Serverless Workflow, the SW definitions of its subflow registry (beside it and on
+    /// `WFC_SUBFLOW_PATH`), which the macro finds next to the stored copy, and the files it names
+    /// (schemas) at their paths relative to it: (relative path, text).
     fn siblings(&self) -> Vec<(String, String)> {
         if !wfc_runtime::sw::is_sw(self.workflow) {
             return Vec::new();
         }
-        self.text
-            .sw_siblings()
-            .into_iter()
-            .filter_map(|(path, text)| {
-                let name = Path::new(&path).file_name()?.to_str()?.to_owned();
-                Some((name, text))
-            })
-            .collect()
+        let mut out: Vec<(String, String)> = Vec::new();
+        for (path, text) in self.text.sw_registry() {
+            let Some(name) = Path::new(&path).file_name().and_then(|n| n.to_str()) else { continue };
+            // The first of two same-named files wins, as it does in the registry.
+            if !out.iter().any(|(n, _)| n == name) {
+                out.push((name.to_owned(), text));
+            }
+        }
+        out.extend(self.text.files_read());
+        out
     }
 }
 
@@ -530,7 +533,11 @@ fn build_with(units: &[Unit<'_>], postgres: bool) -> Result<Program, String> {
         write_if_changed(&dir.join("workflows").join(&u.key).join(u.file_name()), &u.text.text)?;
         for (name, text) in u.siblings() {
             if name != u.file_name() {
-                write_if_changed(&dir.join("workflows").join(&u.key).join(name), &text)?;
+                let path = dir.join("workflows").join(&u.key).join(name);
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+                }
+                write_if_changed(&path, &text)?;
             }
         }
     }

@@ -17,6 +17,8 @@ pub enum Severity {
     Error,
     /// Valid, but probably not what was meant.
     Warning,
+    /// Valid and meant; worth knowing (how something the file cannot settle alone is settled).
+    Note,
 }
 
 /// One problem, at a byte range of the source.
@@ -40,6 +42,11 @@ impl Diagnostic {
     /// An error with `code` at `span`.
     pub fn error(code: &'static str, message: impl Into<String>, span: Range<usize>) -> Diagnostic {
         Diagnostic { code, severity: Severity::Error, message: message.into(), span, labels: Vec::new(), help: None }
+    }
+
+    /// A note with `code` at `span`.
+    pub fn note(code: &'static str, message: impl Into<String>, span: Range<usize>) -> Diagnostic {
+        Diagnostic { code, severity: Severity::Note, message: message.into(), span, labels: Vec::new(), help: None }
     }
 
     /// A warning with `code` at `span`.
@@ -142,6 +149,7 @@ impl Diagnostics {
             let level = match d.severity {
                 Severity::Error => Level::ERROR,
                 Severity::Warning => Level::WARNING,
+                Severity::Note => Level::NOTE,
             };
             let mut snippet = Snippet::source(self.text.as_str())
                 .path(self.path.as_str())
@@ -512,6 +520,12 @@ pub mod codes {
     pub const SW_BAD_CRON: &str = "WFC2041";
     /// SW: invalid dataInputSchema/dataOutputSchema.
     pub const SW_BAD_SCHEMA: &str = "WFC2050";
+    /// SW: an event definition without `type` (warning): its type is its name.
+    pub const SW_EVENT_TYPE_DEFAULTED: &str = "WFC2006";
+    /// SW: a subflow's `workflowId` is not compiled together (note): the handler runs it.
+    pub const SW_HANDLER_SUBFLOW: &str = "WFC2015";
+    /// SW: v0.5 `onErrors` field this draft's error model has no counterpart for (`code`, `retryRef`).
+    pub const SW_UNSUPPORTED_FIELD: &str = "WFC2007";
 
     /// Every code with a short title, in code order (for docs and `wfc explain`).
     pub const TABLE: &[(&str, &str)] = &[
@@ -622,7 +636,10 @@ pub mod codes {
         (SW_CONDITION_TEXT, "SW: text outside a condition's expression (warning)"),
         (SW_BAD_DURATION, "SW: invalid ISO 8601 duration or interval"),
         (SW_BAD_CRON, "SW: invalid cron expression or time zone"),
-        (SW_BAD_SCHEMA, "SW: invalid dataInputSchema/dataOutputSchema"),
+        (SW_BAD_SCHEMA, "SW: invalid or unreadable dataInputSchema/dataOutputSchema"),
+        (SW_EVENT_TYPE_DEFAULTED, "SW: event without `type`: its type is its name (warning)"),
+        (SW_UNSUPPORTED_FIELD, "SW: a field wfc cannot honour (v0.5 `onErrors` `code`/`retryRef`)"),
+        (SW_HANDLER_SUBFLOW, "SW: subflow not compiled together: run by the handler (note)"),
     ];
 
     /// The short title of `code`, if it is one of ours.

@@ -75,6 +75,37 @@ pub struct Settings {
     /// SW workflows compiled together with this one (path, text): the registry a subflow's
     /// `workflowId` is resolved in.
     pub sw_registry: Vec<(String, String)>,
+    /// How the SW front end reads the files a definition names (a `dataInputSchema` URI): this
+    /// crate does no I/O itself, so the caller decides (and learns which files were read, to
+    /// rebuild when they change). `None`: a schema URI cannot be read and is an error.
+    pub file_reader: Option<FileReader>,
+}
+
+/// Reads a file a definition refers to, by its path as resolved against the definition's path
+/// (`workflows/order.sw.json` naming `schemas/in.json` → `workflows/schemas/in.json`); returns
+/// its text or why it cannot be read.
+#[derive(Clone)]
+pub struct FileReader(pub std::sync::Arc<ReadFile>);
+
+/// The function a [`FileReader`] calls: a path in, its text or why it cannot be read out.
+pub type ReadFile = dyn Fn(&Path) -> Result<String, String> + Send + Sync;
+
+impl FileReader {
+    /// A reader from a closure.
+    pub fn new(read: impl Fn(&Path) -> Result<String, String> + Send + Sync + 'static) -> FileReader {
+        FileReader(std::sync::Arc::new(read))
+    }
+
+    /// Reads `path`.
+    pub fn read(&self, path: &Path) -> Result<String, String> {
+        (self.0)(path)
+    }
+}
+
+impl std::fmt::Debug for FileReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FileReader(..)")
+    }
 }
 
 impl Default for Settings {
@@ -84,6 +115,7 @@ impl Default for Settings {
             runtime_path: "::wfc_runtime".to_owned(),
             passes: optimize::Passes::default(),
             sw_registry: Vec::new(),
+            file_reader: None,
         }
     }
 }
@@ -124,6 +156,12 @@ impl Settings {
         self
     }
 
+    /// Sets how the files a definition names (an SW `dataInputSchema` URI) are read.
+    pub fn file_reader(&mut self, reader: FileReader) -> &mut Settings {
+        self.file_reader = Some(reader);
+        self
+    }
+
     /// Sets exactly which optimizer passes run ([`optimize::Passes::none`] for the IR as lowered).
     pub fn passes(&mut self, passes: optimize::Passes) -> &mut Settings {
         self.passes = passes;
@@ -150,7 +188,7 @@ pub fn load(source: Source<'_>) -> Result<Loaded, Diagnostics> {
 pub fn load_with(source: Source<'_>, settings: &Settings) -> Result<Loaded, Diagnostics> {
     let mut loaded = match Dialect::detect(source) {
         Dialect::Asl => asl::load(source)?,
-        Dialect::Sw => sw::load(source, &settings.sw_registry)?,
+        Dialect::Sw => sw::load_with(source, &settings.sw_registry, settings.file_reader.as_ref())?,
     };
     optimize::optimize(&mut loaded.workflow, &settings.passes);
     Ok(loaded)

@@ -122,11 +122,13 @@ const CASES: &[Case] = &[
         "Hi {{ $.name",
     ),
     (
-        "unknown subflow",
-        r#"{"name": "A", "type": "subflow", "start": {"kind": "default"}, "workflowId": "ghost", "end": {"kind": "default"}}"#,
-        "- name: A\n  type: subflow\n  start:\n    kind: default\n  workflowId: ghost\n  end:\n    kind: default\n",
+        // A subflow compiled nowhere is run by the handler under its id, which must not be a
+        // function's name (a subflow merely not found is a note, tested below).
+        "subflow not compiled in, named like a function",
+        r#"{"name": "A", "type": "subflow", "start": {"kind": "default"}, "workflowId": "greet", "end": {"kind": "default"}}"#,
+        "- name: A\n  type: subflow\n  start:\n    kind: default\n  workflowId: greet\n  end:\n    kind: default\n",
         "WFC2013",
-        "ghost",
+        "greet",
     ),
     (
         "n_of_m without n",
@@ -195,10 +197,31 @@ fn diagnostics_are_rendered_with_the_file_and_code() {
 }
 
 #[test]
-fn the_event_based_service_invocation_example_lacks_event_types() {
-    // The draft's example omits `type` on both events; the schema requires it.
+fn the_event_based_service_invocation_example_lacks_event_types_so_each_takes_its_name() {
+    // The draft's example omits `type` on both events (the schema requires it): each event's type
+    // is its name, said in a warning at each (docs/semantics-sw.md).
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/sw-check/VetAppointmentWorkflow.sw.json");
     let text = std::fs::read_to_string(path).expect("fixture");
-    let diags = wfc_core::load(Source { path: "VetAppointmentWorkflow.sw.json", text: &text }).expect_err("invalid");
-    assert_eq!(diags.items.iter().filter(|d| d.code == "WFC2002").count(), 2, "{}", diags.render(false));
+    let loaded = wfc_core::load(Source { path: "VetAppointmentWorkflow.sw.json", text: &text }).expect("valid");
+    let warned = loaded.warnings.items.iter().filter(|d| d.code == "WFC2006" && d.severity == Severity::Warning);
+    assert_eq!(warned.count(), 2, "{}", loaded.warnings.render(false));
+    let ir = serde_json::to_string(&loaded.workflow).expect("IR");
+    for name in ["MakeVetAppointment", "VetAppointmentInfo"] {
+        assert!(ir.contains(&format!(r#""name":"{name}","source""#)), "{ir}");
+        assert!(ir.contains(&format!(r#""event_type":"{name}""#)), "{name}'s type is its name: {ir}");
+    }
+}
+
+#[test]
+fn a_subflow_compiled_nowhere_is_a_note_and_the_handler_runs_it() {
+    let body = r#"{"name": "A", "type": "subflow", "start": {"kind": "default"}, "workflowId": "ghost", "end": {"kind": "default"}}"#;
+    let text = json(body);
+    let loaded = wfc_core::load(Source { path: "w.sw.json", text: &text }).expect("a note, not an error");
+    let notes: Vec<_> = loaded.warnings.located().into_iter().filter(|d| d.severity == Severity::Note).collect();
+    assert_eq!(notes.len(), 1, "{}", loaded.warnings.render(false));
+    assert_eq!(notes[0].code, "WFC2015");
+    assert!(text.lines().nth(notes[0].line - 1).is_some_and(|l| l.contains("ghost")));
+    assert!(loaded.warnings.render(false).starts_with("note[WFC2015]"), "{}", loaded.warnings.render(false));
+    let resources: Vec<&str> = loaded.workflow.resources().into_iter().map(|(r, _)| r).collect();
+    assert_eq!(resources, ["ghost"], "the handler gets a method for the subflow");
 }

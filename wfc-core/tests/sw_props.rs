@@ -14,7 +14,7 @@ const SEED_JSON: &str = r#"{"id": "p", "name": "P", "functions": [{"name": "f", 
    "timeout": "PT1M", "transition": {"nextState": "B"}},
   {"name": "B", "type": "switch", "dataConditions": [{"condition": "{{ $.x[?(@.y > 1)] }}", "transition": {"nextState": "C"}}], "default": {"nextState": "C"}},
   {"name": "C", "type": "foreach", "inputCollection": "{{ $.x }}", "iterationParam": "i", "outputCollection": "{{ $.r }}", "max": 2,
-   "actions": [{"functionRef": "f"}], "retry": [{"expression": "{{ $.error }}", "interval": "R3/PT2S", "multiplier": 2}],
+   "actions": [{"functionRef": "f"}], "retry": [{"expression": "{{ $.error }}", "interval": "R3/PT2S", "multiplier": "PT2S"}],
    "onError": [{"expression": "{{ $.errors[0] }}", "end": {"kind": "terminate"}}], "end": {"kind": "default"}}
  ]}"#;
 

@@ -32,6 +32,10 @@ fn settings(all: &[(String, String)], except: &str) -> Settings {
     for (p, t) in all.iter().filter(|(p, _)| p != except) {
         s.sw_workflow(p.clone(), t.clone());
     }
+    // Schema files are named relative to the definition (paths here are the corpus's file names).
+    s.file_reader(wfc_core::FileReader::new(|p| {
+        std::fs::read_to_string(corpus().join(p)).map_err(|e| e.to_string())
+    }));
     s
 }
 

@@ -63,6 +63,13 @@ pub struct SwState {
     pub next: SwNext,
     /// Workflow-wide settings, held by the start state of a top-level machine only.
     pub workflow: Option<Box<SwWorkflowMeta>>,
+    /// The state's `dataInputSchema`, resolved to a JSON Schema document: the state's input (before
+    /// its `dataInputPath`) must match it.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "crate::present::value")]
+    pub input_schema: Option<Value>,
+    /// The state's `dataOutputSchema`: the state's output (after its `dataOutputPath`) must match it.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "crate::present::value")]
+    pub output_schema: Option<Value>,
 }
 
 impl SwState {
@@ -95,7 +102,9 @@ impl SwState {
                 }
             }
             SwKind::Callback { action, .. } => push_actions(std::slice::from_ref(action), &mut out),
-            SwKind::Subflow { workflow, .. } => workflow_functions(workflow, &mut out),
+            SwKind::Subflow { workflow: Some(workflow), .. } => workflow_functions(workflow, &mut out),
+            // A subflow not compiled in is run by the handler method named after its id.
+            SwKind::Subflow { workflow: None, workflow_id, .. } => out.push(workflow_id.as_str()),
             SwKind::Switch { .. } | SwKind::Delay { .. } | SwKind::Inject { .. } => {}
         }
         out
@@ -219,8 +228,10 @@ pub enum SwKind {
         workflow_id: String,
         /// `waitForCompletion` (default true).
         wait: bool,
-        /// The referenced workflow, resolved at compile time.
-        workflow: Box<Workflow>,
+        /// The referenced workflow, resolved at compile time; `None` when it was not among the
+        /// workflows compiled together: the handler runs it (its method or mock key is the
+        /// `workflowId`, see [`Body::Handler`]).
+        workflow: Option<Box<Workflow>>,
     },
     /// `callback`: run an action, then wait for an event.
     Callback {
@@ -268,6 +279,10 @@ pub enum Body {
     Actions(Vec<Action>),
     /// `workflowId`, resolved.
     Workflow(Box<Workflow>),
+    /// `workflowId` of a workflow not compiled together with this one: the handler runs it, as
+    /// a function named after the id (its input the iteration's or branch's data, its result the
+    /// subflow's output).
+    Handler(String),
 }
 
 impl Body {
@@ -281,6 +296,7 @@ impl Body {
                 }
             }
             Body::Workflow(w) => workflow_functions(w, out),
+            Body::Handler(id) => out.push(id.as_str()),
         }
     }
 }
@@ -412,15 +428,15 @@ pub enum SwNext {
         target: StateId,
         /// `expression`: a guard; when it does not hold, the instance halts with an error.
         guard: Option<Expr>,
-        /// `produceEvent`.
-        produce: Option<ProduceEvent>,
+        /// `produceEvent` (the draft: one), or v0.5's `produceEvents` (several, in order).
+        produce: Vec<ProduceEvent>,
     },
     /// `end`.
     End {
         /// `kind: terminate`: ends the whole instance, branches and iterations too.
         terminate: bool,
-        /// `produceEvent` (`kind: event`).
-        produce: Option<ProduceEvent>,
+        /// `produceEvent` (`kind: event`), or v0.5's `produceEvents` (several, in order).
+        produce: Vec<ProduceEvent>,
     },
     /// No transition of its own (a switch state).
     None,
@@ -445,17 +461,37 @@ pub struct SwRetry {
     pub expression: Expr,
     /// `interval` in seconds (default 1).
     pub interval_seconds: f64,
-    /// `multiplier` (default 1: a constant interval).
-    pub multiplier: f64,
+    /// `multiplier`, the draft's ISO 8601 duration in seconds, added to the wait on each retry
+    /// (default 0: a constant interval): retry k (from 0) waits `interval + k × increment`.
+    pub increment_seconds: f64,
     /// `maxAttempts`: retries after the first run (default 3; from `R<n>/` when only that is given).
     pub max_attempts: u32,
 }
 
-/// One `onError` entry.
+/// Which errors an `onError` entry handles.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ErrorMatch {
+    /// The draft's `expression`, evaluated on the error data: handles the error when it holds.
+    Expression(Expr),
+    /// v0.5's `onErrors` `error`: the error's name exactly, or `*` for every error.
+    Name(String),
+}
+
+impl ErrorMatch {
+    /// The entry as written, for labels.
+    pub fn text(&self) -> &str {
+        match self {
+            ErrorMatch::Expression(e) => &e.text,
+            ErrorMatch::Name(n) => n,
+        }
+    }
+}
+
+/// One `onError` entry (or v0.5 `onErrors` entry).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SwOnError {
-    /// `expression`, evaluated on the error data.
-    pub expression: Expr,
+    /// Which errors it handles.
+    pub matcher: ErrorMatch,
     /// `errorDataFilter.dataOutputPath`: what of the error data is merged into the state data.
     pub error_filter: Option<Expr>,
     /// `transition` or `end`.
@@ -498,7 +534,7 @@ impl SwState {
             _ => out.push((self.next.target(), String::new())),
         }
         for e in &self.on_error {
-            out.push((e.next.target(), format!("onError {}", e.expression.text)));
+            out.push((e.next.target(), format!("onError {}", e.matcher.text())));
         }
         out
     }

@@ -141,10 +141,7 @@ fn sw_siblings(dir: &Path, except: &Path) -> Vec<(String, String)> {
         })
         .collect();
     paths.sort();
-    paths
-        .into_iter()
-        .filter_map(|p| std::fs::read_to_string(&p).ok().map(|t| (p.display().to_string(), t)))
-        .collect()
+    paths.into_iter().filter_map(|p| std::fs::read_to_string(&p).ok().map(|t| (p.display().to_string(), t))).collect()
 }
 
 fn expand(args: &Args) -> syn::Result<TokenStream2> {
@@ -185,13 +182,33 @@ fn expand(args: &Args) -> syn::Result<TokenStream2> {
             settings.sw_workflow(path, text);
         }
     }
+    // Files the definition names (an SW schema URI) are read relative to it, under the crate
+    // root, and tracked like the definition so editing them rebuilds.
+    let read: std::sync::Arc<std::sync::Mutex<Vec<PathBuf>>> = Default::default();
+    if let Ok(manifest) = std::env::var("CARGO_MANIFEST_DIR") {
+        let read = read.clone();
+        settings.file_reader(wfc_core::FileReader::new(move |p| {
+            let full = Path::new(&manifest).join(p);
+            let text = std::fs::read_to_string(&full).map_err(|e| e.to_string())?;
+            read.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(full);
+            Ok(text)
+        }));
+    }
     let absolute = proc_macro2::Literal::string(&resolved.to_string_lossy());
-    match wfc_core::compile(source, &settings) {
+    let compiled = wfc_core::compile(source, &settings);
+    let tracked: Vec<proc_macro2::Literal> = read
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter()
+        .map(|p| proc_macro2::Literal::string(&p.to_string_lossy()))
+        .collect();
+    match compiled {
         Ok(compiled) => {
             let module = compiled.tokens;
             Ok(quote_spanned! {span=>
                 #module
                 const _: &[u8] = ::core::include_bytes!(#absolute);
+                #(const _: &[u8] = ::core::include_bytes!(#tracked);)*
             })
         }
         Err(diagnostics) => {

@@ -390,7 +390,9 @@ impl Uses {
                 _ => continue,
             };
             match &sw.kind {
-                SwKind::Subflow { workflow_id, wait, workflow } => {
+                // Not compiled in: the handler runs it, as it runs a function.
+                SwKind::Subflow { workflow: None, .. } => {}
+                SwKind::Subflow { workflow_id, wait, workflow: Some(workflow) } => {
                     let version = workflow.version.clone();
                     let target = if *wait {
                         config.subflow_target(workflow_id, version.as_deref())

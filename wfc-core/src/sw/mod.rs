@@ -22,7 +22,7 @@ use wfc_ir::{Location, Path, State, StateKind, StateMachine, Workflow};
 
 use crate::diagnostics::{Diagnostic, codes};
 use crate::syntax::{self, LineIndex, SpannedValue, ValueKind};
-use crate::{Diagnostics, Format, Loaded, Source};
+use crate::{Diagnostics, FileReader, Format, Loaded, Source};
 
 /// Deepest chain of subflows (a workflow embedding a workflow embedding ...) accepted.
 pub const MAX_SUBFLOW_DEPTH: usize = 16;
@@ -44,14 +44,24 @@ pub fn looks_like_sw(path: &str, text: &str) -> bool {
 }
 
 /// Parses, validates and lowers an SW definition; `registry` holds the other SW workflows it may
-/// reference by `workflowId`.
+/// reference by `workflowId`. Schema URIs cannot be read (see [`load_with`]).
 pub fn load(source: Source<'_>, registry: &[(String, String)]) -> Result<Loaded, Diagnostics> {
-    load_nested(source, registry, &mut Vec::new())
+    load_with(source, registry, None)
+}
+
+/// [`load`], reading the files the definition names (`dataInputSchema` URIs) with `reader`.
+pub fn load_with(
+    source: Source<'_>,
+    registry: &[(String, String)],
+    reader: Option<&FileReader>,
+) -> Result<Loaded, Diagnostics> {
+    load_nested(source, registry, reader, &mut Vec::new())
 }
 
 fn load_nested(
     source: Source<'_>,
     registry: &[(String, String)],
+    reader: Option<&FileReader>,
     stack: &mut Vec<String>,
 ) -> Result<Loaded, Diagnostics> {
     let format = Format::from_path(source.path);
@@ -64,6 +74,8 @@ fn load_nested(
         lines: LineIndex::new(source.text),
         diags: syntax_diags,
         registry,
+        reader,
+        path: source.path,
         stack,
         state_spans: Vec::new(),
     };
@@ -86,6 +98,10 @@ struct Cx<'a, 's> {
     lines: LineIndex,
     diags: Vec<Diagnostic>,
     registry: &'a [(String, String)],
+    /// Reads the files the definition names (schemas), relative to [`Cx::path`].
+    reader: Option<&'a FileReader>,
+    /// The definition's path, which relative schema paths are resolved against.
+    path: &'a str,
     stack: &'s mut Vec<String>,
     /// The span of each top-level state, for messages about whole states.
     state_spans: Vec<Range<usize>>,
@@ -108,6 +124,7 @@ const STATE_COMMON: &[&str] = &[
     "stateDataFilter",
     "retry",
     "onError",
+    "onErrors",
     "metadata",
     "dataInputSchema",
     "dataOutputSchema",
@@ -399,10 +416,15 @@ impl Cx<'_, '_> {
             }
         }
         let Some((start_at, _)) = start else {
+            // At the `states` key: in YAML the array's own span starts at its first item.
+            let at = tree
+                .as_object()
+                .and_then(|entries| entries.iter().find(|(k, _)| k.name == "states"))
+                .map_or(states_v.span.clone(), |(k, _)| k.span.start..states_v.span.end);
             self.error(
                 codes::SW_NO_START,
                 "no state has `start`: mark the first state with `\"start\": {\"kind\": \"default\"}`",
-                states_v.span.clone(),
+                at,
             );
             return None;
         };
@@ -432,30 +454,78 @@ impl Cx<'_, '_> {
         })
     }
 
-    fn schema(&mut self, tree: &SpannedValue, key: &str) -> Option<Value> {
-        let v = tree.get(key)?;
-        match &v.kind {
-            ValueKind::Object(_) => {
-                let schema = v.to_json();
-                if let Err(e) = jsonschema::validator_for(&schema) {
-                    self.error(
-                        codes::SW_BAD_SCHEMA,
-                        format!("`{key}` is not a valid JSON Schema: {e}"),
-                        v.span.clone(),
-                    );
-                }
-                Some(schema)
-            }
-            ValueKind::String(_) => {
+    /// A `dataInputSchema`/`dataOutputSchema` (of the workflow or a state): the draft's URI, read
+    /// now as a file relative to the definition (the compiled program carries the schema, so it
+    /// does no I/O at run time), or an inline JSON Schema object.
+    pub(super) fn schema(&mut self, obj: &SpannedValue, key: &str) -> Option<Value> {
+        let v = obj.get(key)?;
+        let (schema, span) = match &v.kind {
+            ValueKind::Object(_) => (v.to_json(), v.span.clone()),
+            ValueKind::String(uri) => (self.read_schema(uri, key, v)?, v.span.clone()),
+            _ => {
                 self.error(
-                    codes::SW_BAD_SCHEMA,
-                    format!("`{key}` is a URI; wfc does no I/O while compiling, so write the JSON Schema inline as an object"),
+                    codes::SW_WRONG_TYPE,
+                    format!("`{key}` must be a URI (a file path relative to this definition) or a JSON Schema object"),
                     v.span.clone(),
                 );
-                None
+                return None;
             }
-            _ => {
-                self.error(codes::SW_WRONG_TYPE, format!("`{key}` must be a JSON Schema object"), v.span.clone());
+        };
+        if let Err(e) = jsonschema::validator_for(&schema) {
+            self.error(codes::SW_BAD_SCHEMA, format!("`{key}` is not a valid JSON Schema: {e}"), span);
+            return None;
+        }
+        Some(schema)
+    }
+
+    /// Reads a schema URI: a path (or `file:` URI) relative to the definition's directory.
+    fn read_schema(&mut self, uri: &str, key: &str, at: &SpannedValue) -> Option<Value> {
+        let relative = uri.strip_prefix("file://").or_else(|| uri.strip_prefix("file:")).unwrap_or(uri);
+        if relative.contains("://") || relative.is_empty() {
+            self.diags.push(
+                Diagnostic::error(
+                    codes::SW_BAD_SCHEMA,
+                    format!("`{key}` is `{uri}`: wfc reads a schema from a file at build time, not from the network"),
+                    at.span.clone(),
+                )
+                .with_help(
+                    "save the schema beside the definition and name it by a relative path (`schemas/input.json`)",
+                ),
+            );
+            return None;
+        }
+        let base = std::path::Path::new(self.path).parent().unwrap_or(std::path::Path::new(""));
+        let full = base.join(relative);
+        let Some(reader) = self.reader else {
+            self.error(
+                codes::SW_BAD_SCHEMA,
+                format!("`{key}` names the file `{}`, but this compilation reads no files", full.display()),
+                at.span.clone(),
+            );
+            return None;
+        };
+        let text = match reader.read(&full) {
+            Ok(t) => t,
+            Err(e) => {
+                self.error(
+                    codes::SW_BAD_SCHEMA,
+                    format!("`{key}`: cannot read `{}`: {e}", full.display()),
+                    at.span.clone(),
+                );
+                return None;
+            }
+        };
+        let parsed = syntax::parse(&text, Format::from_path(&full.to_string_lossy()))
+            .map(|t| t.to_json())
+            .map_err(|d| d.first().map(|d| d.message.clone()).unwrap_or_default());
+        match parsed {
+            Ok(schema) => Some(schema),
+            Err(e) => {
+                self.error(
+                    codes::SW_BAD_SCHEMA,
+                    format!("`{key}`: `{}` is not a JSON (or YAML) document: {e}", full.display()),
+                    at.span.clone(),
+                );
                 None
             }
         }
@@ -472,8 +542,27 @@ impl Cx<'_, '_> {
             "an event definition",
         );
         let name = self.required(e, "name", "an event definition").and_then(|v| self.string(v, "an event `name`"));
-        let event_type =
-            self.required(e, "type", "an event definition").and_then(|v| self.string(v, "an event `type`"));
+        // The draft requires `type`, but its *Event Based Service Invocation* example (and the
+        // v0.5 vet appointment example) leave it out. One rule for both kinds: the type is the
+        // event's name, said in a warning, so a produced event has a type and a consumed one
+        // is matched by the type a producer following the same rule gives it.
+        let event_type = match e.get("type") {
+            Some(v) => self.string(v, "an event `type`"),
+            None => {
+                let n = name.clone();
+                if let Some(n) = &n {
+                    self.diags.push(
+                        Diagnostic::warning(
+                            codes::SW_EVENT_TYPE_DEFAULTED,
+                            format!("the event `{n}` has no `type`: its CloudEvent type is taken to be `{n}`"),
+                            e.span.clone(),
+                        )
+                        .with_help("give the event a `type` (the draft requires one)"),
+                    );
+                }
+                n
+            }
+        };
         let source = self.opt_string(e, "source", "an event");
         let produced = match e.get("kind") {
             None => false,

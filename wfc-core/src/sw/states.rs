@@ -1,8 +1,8 @@
 //! SW states, actions, transitions and error handling: validation and lowering.
 
 use wfc_ir::sw::{
-    Action, ActionCall, ActionMode, Body, Branch, Completion, DataCondition, EventCondition, EventDef, OnEvents,
-    ProduceEvent, SwKind, SwNext, SwOnError, SwRetry, SwState,
+    Action, ActionCall, ActionMode, Body, Branch, Completion, DataCondition, ErrorMatch, EventCondition, EventDef,
+    OnEvents, ProduceEvent, SwKind, SwNext, SwOnError, SwRetry, SwState,
 };
 use wfc_ir::{State, StateKind, Workflow};
 
@@ -75,10 +75,27 @@ impl Cx<'_, '_> {
             Some(r) => self.array(r, "`retry`").iter().filter_map(|r| self.retry(r)).collect(),
             None => Vec::new(),
         };
-        let on_error = match s.get("onError") {
-            Some(r) => self.array(r, "`onError`").iter().filter_map(|r| self.on_error(r, defs)).collect(),
-            None => Vec::new(),
+        // The draft's `onError`, or v0.5's `onErrors` (the spelling of the release's examples):
+        // the same list, and never both.
+        let on_error = match (s.get("onError"), s.get("onErrors")) {
+            (Some(a), Some(b)) => {
+                self.diags.push(
+                    Diagnostic::error(
+                        codes::SW_BAD_VALUE,
+                        format!("{what} has both `onError` (the draft) and `onErrors` (v0.5): write one list"),
+                        b.span.clone(),
+                    )
+                    .with_label(a.span.clone(), "`onError` here"),
+                );
+                Vec::new()
+            }
+            (Some(r), None) | (None, Some(r)) => {
+                self.array(r, "`onError`").iter().filter_map(|r| self.on_error(r, defs)).collect()
+            }
+            (None, None) => Vec::new(),
         };
+        let input_schema = self.schema(s, "dataInputSchema");
+        let output_schema = self.schema(s, "dataOutputSchema");
         let kind = match ty.as_deref() {
             Some("operation") => {
                 self.unknown_fields(s, STATE_COMMON, &["actionMode", "actions", "timeout"], &what);
@@ -318,8 +335,11 @@ impl Cx<'_, '_> {
                 let id = self.string(idv, "`workflowId`")?;
                 let wait =
                     !matches!(s.get("waitForCompletion").map(|v| &v.kind), Some(crate::syntax::ValueKind::Bool(false)));
-                let workflow = self.subflow(&id, idv)?;
-                Some(SwKind::Subflow { workflow_id: id, wait, workflow: Box::new(workflow) })
+                let workflow = match self.subflow(&id, idv, defs)? {
+                    Resolved::Embedded(w) => Some(Box::new(w)),
+                    Resolved::Handler => None,
+                };
+                Some(SwKind::Subflow { workflow_id: id, wait, workflow })
             }
             Some("callback") => {
                 self.unknown_fields(s, STATE_COMMON, &["action", "eventRef", "timeout", "eventDataFilter"], &what);
@@ -353,6 +373,8 @@ impl Cx<'_, '_> {
                 on_error,
                 next: next?,
                 workflow: None,
+                input_schema,
+                output_schema,
             })),
         })
     }
@@ -514,7 +536,10 @@ impl Cx<'_, '_> {
             (Some(a), None) => Some(Body::Actions(self.actions(Some(a), obj, defs, what, true))),
             (None, Some(w)) => {
                 let id = self.string(w, "`workflowId`")?;
-                Some(Body::Workflow(Box::new(self.subflow(&id, w)?)))
+                Some(match self.subflow(&id, w, defs)? {
+                    Resolved::Embedded(wf) => Body::Workflow(Box::new(wf)),
+                    Resolved::Handler => Body::Handler(id),
+                })
             }
             (Some(a), Some(_)) => {
                 self.error(codes::SW_BAD_VALUE, format!("{what} has both `actions` and `workflowId`"), a.span.clone());
@@ -531,8 +556,10 @@ impl Cx<'_, '_> {
         }
     }
 
-    /// Resolves `workflowId` in the registry and lowers that workflow to embed it.
-    fn subflow(&mut self, id: &str, at: &SpannedValue) -> Option<Workflow> {
+    /// Resolves `workflowId` in the registry and lowers that workflow to embed it. A workflow not
+    /// in the registry is not an error: a subflow is a reference resolved when the program is
+    /// assembled, so the handler runs it (a method named after the id), said in a note.
+    fn subflow(&mut self, id: &str, at: &SpannedValue, defs: &Defs) -> Option<Resolved> {
         if self.stack.iter().any(|s| s == id) {
             self.error(
                 codes::SW_SUBFLOW_CYCLE,
@@ -551,27 +578,40 @@ impl Cx<'_, '_> {
         }
         let registry = self.registry;
         let Some((path, text)) = registry.iter().find(|(p, t)| workflow_id(p, t).as_deref() == Some(id)) else {
+            // The handler key is the id: it must not be a function's name too.
+            if defs.functions.contains_key(id) {
+                self.error(
+                    codes::SW_UNKNOWN_WORKFLOW,
+                    format!(
+                        "no workflow with id `{id}` is compiled together with this one, and its handler method would be the function `{id}`'s"
+                    ),
+                    at.span.clone(),
+                );
+                return None;
+            }
             let known: Vec<String> = registry.iter().filter_map(|(p, t)| workflow_id(p, t)).collect();
-            let help = if known.is_empty() {
-                "compile the workflow with this `id` together with this one (for `wfc`, put its `.sw.json`/`.sw.yaml` file in the same directory)".to_owned()
+            let compiled = if known.is_empty() {
+                "no other workflow is compiled together with this one".to_owned()
             } else {
                 format!("the workflows compiled together are: {}", known.join(", "))
             };
             self.diags.push(
-                Diagnostic::error(
-                    codes::SW_UNKNOWN_WORKFLOW,
-                    format!("no workflow with id `{id}` is compiled together with this one"),
+                Diagnostic::note(
+                    codes::SW_HANDLER_SUBFLOW,
+                    format!("the subflow `{id}` is not compiled together with this workflow: the handler runs it (handler method / mock key `{id}`)"),
                     at.span.clone(),
                 )
-                .with_help(help),
+                .with_help(format!(
+                    "{compiled}; to embed it instead, put its `.sw.json`/`.sw.yaml` file beside this one or in a directory of `WFC_SUBFLOW_PATH` (wfc), or give it to wfc-build (`Config::sw_workflow`) or `Settings::sw_workflow`"
+                )),
             );
-            return None;
+            return Some(Resolved::Handler);
         };
         self.stack.push(id.to_owned());
-        let loaded = super::load_nested(Source { path, text }, registry, self.stack);
+        let loaded = super::load_nested(Source { path, text }, registry, self.reader, self.stack);
         self.stack.pop();
         match loaded {
-            Ok(l) => Some(l.workflow),
+            Ok(l) => Some(Resolved::Embedded(l.workflow)),
             Err(d) => {
                 let errors = d.items.iter().filter(|i| i.severity == crate::Severity::Error).count();
                 let first = d
@@ -593,17 +633,17 @@ impl Cx<'_, '_> {
     fn transition(&mut self, t: &SpannedValue, defs: &Defs) -> Option<SwNext> {
         if let Some(name) = t.as_str() {
             let target = self.target(name, t, defs)?;
-            return Some(SwNext::Transition { target, guard: None, produce: None });
+            return Some(SwNext::Transition { target, guard: None, produce: Vec::new() });
         }
         if !self.is_object(t, "`transition`") {
             return None;
         }
-        self.unknown_fields(t, &["nextState", "expression", "produceEvent"], &[], "`transition`");
+        self.unknown_fields(t, &["nextState", "expression", "produceEvent", "produceEvents"], &[], "`transition`");
         let nv = self.required(t, "nextState", "`transition`")?;
         let name = self.string(nv, "`nextState`")?;
         let target = self.target(&name, nv, defs);
         let guard = t.get("expression").and_then(|v| self.condition(v, "a transition `expression`"));
-        let produce = t.get("produceEvent").and_then(|p| self.produce(p, defs));
+        let produce = self.produce_events(t, defs);
         Some(SwNext::Transition { target: target?, guard, produce })
     }
 
@@ -619,22 +659,22 @@ impl Cx<'_, '_> {
 
     fn end(&mut self, e: &SpannedValue, defs: &Defs) -> Option<SwNext> {
         if matches!(e.kind, crate::syntax::ValueKind::Bool(true)) {
-            return Some(SwNext::End { terminate: false, produce: None });
+            return Some(SwNext::End { terminate: false, produce: Vec::new() });
         }
         if !self.is_object(e, "`end`") {
             return None;
         }
-        self.unknown_fields(e, &["kind", "produceEvent"], &[], "`end`");
+        self.unknown_fields(e, &["kind", "produceEvent", "produceEvents"], &[], "`end`");
         let kind = self.required(e, "kind", "`end`").and_then(|v| self.string(v, "`end` `kind`"));
-        let produce = e.get("produceEvent").and_then(|p| self.produce(p, defs));
+        let produce = self.produce_events(e, defs);
         match kind.as_deref() {
             Some("default") => Some(SwNext::End { terminate: false, produce }),
             Some("terminate") => Some(SwNext::End { terminate: true, produce }),
             Some("event") => {
-                if e.get("produceEvent").is_none() {
+                if produce.is_empty() && e.get("produceEvent").is_none() && e.get("produceEvents").is_none() {
                     self.error(
                         codes::SW_MISSING_FIELD,
-                        "an `end` of kind `event` needs `produceEvent`",
+                        "an `end` of kind `event` needs `produceEvent` (or v0.5's `produceEvents`)",
                         e.span.clone(),
                     );
                 }
@@ -646,6 +686,33 @@ impl Cx<'_, '_> {
                 None
             }
             None => None,
+        }
+    }
+
+    /// A transition's or end's events: the draft's `produceEvent` (one) or v0.5's
+    /// `produceEvents` (an array, produced in order); not both.
+    fn produce_events(&mut self, obj: &SpannedValue, defs: &Defs) -> Vec<ProduceEvent> {
+        match (obj.get("produceEvent"), obj.get("produceEvents")) {
+            (Some(one), Some(many)) => {
+                self.diags.push(
+                    Diagnostic::error(
+                        codes::SW_BAD_VALUE,
+                        "both `produceEvent` (the draft) and `produceEvents` (v0.5): write one",
+                        many.span.clone(),
+                    )
+                    .with_label(one.span.clone(), "`produceEvent` here"),
+                );
+                Vec::new()
+            }
+            (Some(one), None) => self.produce(one, defs).into_iter().collect(),
+            (None, Some(many)) => {
+                let items = self.array(many, "`produceEvents`");
+                if items.is_empty() {
+                    self.error(codes::SW_MISSING_FIELD, "`produceEvents` is empty", many.span.clone());
+                }
+                items.iter().filter_map(|p| self.produce(p, defs)).collect()
+            }
+            (None, None) => Vec::new(),
         }
     }
 
@@ -723,18 +790,29 @@ impl Cx<'_, '_> {
                 Err(msg) => self.error(codes::SW_BAD_DURATION, format!("`interval`: {msg}"), v.span.clone()),
             }
         }
-        let multiplier = match r.get("multiplier") {
-            None => 1.0,
+        // The draft (§ Retry Definition, and its schema: `"type": "string"`) writes `multiplier`
+        // as an ISO 8601 duration added to the interval on each retry. The later versions'
+        // number (multiply the interval) is another meaning, so a number is refused rather than
+        // read either way.
+        let increment_seconds = match r.get("multiplier") {
+            None => 0.0,
             Some(v) => match &v.kind {
-                crate::syntax::ValueKind::Number(n) if n.as_f64().is_some_and(|m| m >= 1.0) => {
-                    n.as_f64().unwrap_or(1.0)
-                }
-                crate::syntax::ValueKind::String(s) if s.parse::<f64>().is_ok_and(|m| m.is_finite() && m >= 1.0) => {
-                    s.parse().unwrap_or(1.0)
-                }
+                crate::syntax::ValueKind::String(_) => self.duration(v, "`multiplier`").unwrap_or(0.0),
                 _ => {
-                    self.error(codes::SW_BAD_VALUE, "`multiplier` must be a number of at least 1", v.span.clone());
-                    1.0
+                    self.diags.push(
+                        Diagnostic::error(
+                            codes::SW_BAD_VALUE,
+                            format!(
+                                "`multiplier` must be an ISO 8601 duration added on each retry (the 2020 draft), not {}",
+                                v.kind.type_name()
+                            ),
+                            v.span.clone(),
+                        )
+                        .with_help(
+                            "write the increment as a duration: `\"interval\": \"PT1M\", \"multiplier\": \"PT2M\"` retries after 1, 3, 5 … minutes; a number multiplier is a later version's form",
+                        ),
+                    );
+                    0.0
                 }
             },
         };
@@ -751,17 +829,53 @@ impl Cx<'_, '_> {
                 }
             },
         };
-        Some(SwRetry { expression: expression?, interval_seconds, multiplier, max_attempts })
+        Some(SwRetry { expression: expression?, interval_seconds, increment_seconds, max_attempts })
     }
 
+    /// An `onError` entry (the draft: `expression`), or a v0.5 `onErrors` entry (`error`: a name,
+    /// or `*` for every error). v0.5's `code` and `retryRef` have no counterpart here (errors
+    /// carry a name only; retries are the state's own `retry`), so they are refused, not ignored.
     fn on_error(&mut self, r: &SpannedValue, defs: &Defs) -> Option<SwOnError> {
         if !self.is_object(r, "an `onError` entry") {
             return None;
         }
-        self.unknown_fields(r, &["expression", "errorDataFilter", "transition", "end"], &[], "an `onError` entry");
-        let expression = self
-            .required(r, "expression", "an `onError` entry")
-            .and_then(|v| self.condition(v, "an onError `expression`"));
+        self.unknown_fields(
+            r,
+            &["expression", "error", "errorDataFilter", "transition", "end", "code", "retryRef"],
+            &[],
+            "an `onError` entry",
+        );
+        for key in ["code", "retryRef"] {
+            if let Some(v) = r.get(key) {
+                self.error(
+                    codes::SW_UNSUPPORTED_FIELD,
+                    format!(
+                        "an `onErrors` `{key}` cannot be honoured: wfc errors carry a name only and retries are the state's `retry`; match the error by `error` (its name) or `expression`"
+                    ),
+                    v.span.clone(),
+                );
+            }
+        }
+        let matcher = match (r.get("expression"), r.get("error")) {
+            (Some(e), None) => self.condition(e, "an onError `expression`").map(ErrorMatch::Expression),
+            (None, Some(e)) => self.string(e, "an onErrors `error`").map(ErrorMatch::Name),
+            (Some(e), Some(_)) => {
+                self.error(
+                    codes::SW_BAD_VALUE,
+                    "an `onError` entry has both `expression` (the draft) and `error` (v0.5): write one",
+                    e.span.clone(),
+                );
+                None
+            }
+            (None, None) => {
+                self.error(
+                    codes::SW_MISSING_FIELD,
+                    "an `onError` entry has no `expression` (or v0.5's `error`)",
+                    r.span.clone(),
+                );
+                None
+            }
+        };
         let error_filter = match r.get("errorDataFilter") {
             Some(f) if self.is_object(f, "`errorDataFilter`") => {
                 f.get("dataOutputPath").and_then(|v| self.path_expr(v, "`errorDataFilter`"))
@@ -769,6 +883,14 @@ impl Cx<'_, '_> {
             _ => None,
         };
         let next = self.condition_next(r, defs);
-        Some(SwOnError { expression: expression?, error_filter, next: next? })
+        Some(SwOnError { matcher: matcher?, error_filter, next: next? })
     }
+}
+
+/// What a `workflowId` resolved to.
+enum Resolved {
+    /// A workflow compiled together with this one, lowered to be embedded.
+    Embedded(Workflow),
+    /// Not compiled together: the handler runs it.
+    Handler,
 }
