@@ -25,7 +25,7 @@ const V1: &str = r#"{
     "Route": {"Type": "Choice", "Default": "Work", "Choices": [
       {"Variable": "$.wait", "StringEquals": "timer", "Next": "Nap"},
       {"Variable": "$.wait", "StringEquals": "callback", "Next": "Ask"}]},
-    "Nap": {"Type": "Wait", "Seconds": 2, "Next": "Done"},
+    "Nap": {"Type": "Wait", "Seconds": 15, "Next": "Done"},
     "Ask": {"Type": "Task", "Resource": "res:Ask.waitForTaskToken", "Parameters": {"token.$": "$$.Task.Token"},
             "ResultPath": "$.answer", "Next": "Done"},
     "Work": {"Type": "Task", "Resource": "res:Work", "ResultPath": "$.work", "Next": "Done"},
@@ -134,22 +134,25 @@ fn deploy(store: &str, dir: &Path) {
     let f = files(dir);
     start(store, &f.v1, "timer", "timer");
     start(store, &f.v1, "callback", "callback");
+    // v1's workers: the timer and the callback wait are released...
+    let stats = worker(store, &f.v1, &f);
+    assert_eq!(stats["suspended"], 2, "{stats:#}");
+    // ...and a task runs until its worker gets SIGTERM (the timer is not due before the deploy:
+    // it waits 15 s, checked below).
     start(store, &f.v1, "activity", "activity");
-    // v1's worker: the timer and the callback wait are released, the task runs until SIGTERM.
     let child = worker_child(store, &f.v1, &f);
-    wait_until("the waits are released and the task is in flight", || {
-        let (t, c, a) = (describe(store, "timer"), describe(store, "callback"), describe(store, "activity"));
-        released(&t)
-            && op(&t, "Nap#1").is_some()
-            && released(&c)
-            && op(&c, "Ask#1.0").is_some()
-            && op(&a, "Work#1.0").is_some_and(|o| o["status"] == "STARTED")
+    wait_until("the task is in flight", || {
+        op(&describe(store, "activity"), "Work#1.0").is_some_and(|o| o["status"] == "STARTED")
     });
     let kill = std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
     assert!(kill.success());
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(json_of(&out)["released_at_shutdown"], 1, "{}", String::from_utf8_lossy(&out.stdout));
+    for name in ["timer", "callback"] {
+        let d = describe(store, name);
+        assert!(released(&d) && d["wake_at_ms"].as_i64() > Some(now_ms()), "{name} still waits: {d:#}");
+    }
     let v1_id = describe(store, "timer")["version"].as_str().expect("pinned to v1").to_owned();
     for name in ["callback", "activity"] {
         assert_eq!(describe(store, name)["version"], v1_id.as_str());

@@ -109,7 +109,11 @@ pub async fn check(
     {
         // A failure explains the operations it leaves unreached: it is reported first.
         let failure = result.error.clone().unwrap_or_else(|| Failure::runtime("no error recorded"));
-        let before = unreached.map(|op| format!(" before operation '{}'", op.id)).unwrap_or_default();
+        let before = unreached
+            .map(|op| {
+                format!(" before the journal's {} operation '{}' of state '{}'", op.op_type.as_str(), op.id, op.name)
+            })
+            .unwrap_or_default();
         return Err(Divergence {
             operation: unreached.map(|op| op.id.clone()),
             reason: format!(
