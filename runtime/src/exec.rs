@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::FutureExt;
-use rand::SeedableRng;
 use rand::rngs::StdRng;
+use rand::{RngCore, SeedableRng};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 use tracing::Instrument;
@@ -24,9 +24,9 @@ use wfc_ir::{
 
 #[cfg(feature = "durable")]
 use crate::durable::Journal;
+use crate::jsonata::{self, Bindings};
 use crate::limits::Limits;
 use crate::retry::{self, RetryDecision, RetryState};
-use crate::jsonata::{self, Bindings};
 use crate::task::Attempt;
 use crate::variables::{self, Variables};
 use crate::{Clock, EventType, Failure, History, HistoryEvent, HistoryLevel, TaskContext, choice, io};
@@ -60,6 +60,38 @@ pub struct RunOptions {
     /// Who starts the execution: a direct start, or the scheduler (Serverless Workflow
     /// `directInvoke: deny` admits only the latter; see [`crate::schedule`]).
     pub started_by: crate::schedule::StartedBy,
+    /// The state machine's type and how the execution was started: what `$$.Execution.Id`
+    /// looks like and whether `$$.Execution.RedriveCount` exists (see [`MachineType`]).
+    pub machine_type: MachineType,
+}
+
+/// A state machine's type, as AWS distinguishes them in what an execution sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MachineType {
+    /// `STANDARD` (the default): execution ARN `...:execution:MACHINE:NAME`, and
+    /// `$$.Execution.RedriveCount` (0: wfc never redrives).
+    #[default]
+    Standard,
+    /// `EXPRESS` started asynchronously (`StartExecution`): execution ARN
+    /// `...:express:MACHINE:NAME:UUID`, with `RedriveCount` 0, as recorded.
+    Express,
+    /// `EXPRESS` started with `StartSyncExecution`: the express ARN, and no `RedriveCount` in
+    /// the context object (recorded).
+    ExpressSync,
+}
+
+impl std::str::FromStr for MachineType {
+    type Err = String;
+
+    /// `standard`, `express` or `express-sync` (any case; `_` for `-`).
+    fn from_str(s: &str) -> Result<MachineType, String> {
+        match s.to_ascii_lowercase().replace('_', "-").as_str() {
+            "standard" => Ok(MachineType::Standard),
+            "express" => Ok(MachineType::Express),
+            "express-sync" => Ok(MachineType::ExpressSync),
+            _ => Err(format!("unknown state machine type `{s}` (standard, express, express-sync)")),
+        }
+    }
 }
 
 impl RunOptions {
@@ -77,6 +109,7 @@ impl RunOptions {
             callbacks: None,
             objects: crate::distributed::Objects::default(),
             started_by: crate::schedule::StartedBy::Direct,
+            machine_type: MachineType::Standard,
         }
     }
 
@@ -95,12 +128,19 @@ impl RunOptions {
             callbacks: None,
             objects: crate::distributed::Objects::default(),
             started_by: crate::schedule::StartedBy::Direct,
+            machine_type: MachineType::Standard,
         }
     }
 
     /// Sets who starts the execution (the scheduler passes [`crate::schedule::StartedBy::Scheduler`]).
     pub fn with_started_by(mut self, started_by: crate::schedule::StartedBy) -> RunOptions {
         self.started_by = started_by;
+        self
+    }
+
+    /// Sets the state machine type ([`MachineType`]).
+    pub fn with_machine_type(mut self, machine_type: MachineType) -> RunOptions {
+        self.machine_type = machine_type;
         self
     }
 
@@ -195,7 +235,7 @@ pub struct ExecutionResult {
     pub status: Status,
     /// The output when it succeeded.
     pub output: Option<Value>,
-    /// The error when it failed or timed out.
+    /// The error when it failed (`None` when it timed out: AWS records no error or cause then).
     pub error: Option<Failure>,
     /// Every history event, in order.
     pub history: Vec<HistoryEvent>,
@@ -208,9 +248,11 @@ impl ExecutionResult {
     pub fn into_result(self) -> Result<Value, Failure> {
         match self.status {
             Status::Succeeded => Ok(self.output.unwrap_or(Value::Null)),
-            Status::Failed | Status::TimedOut => {
+            Status::Failed => {
                 Err(self.error.unwrap_or_else(|| Failure::runtime("the execution ended without recording its error")))
             }
+            // AWS gives a timed-out execution no error; to a Rust caller it is `States.Timeout`.
+            Status::TimedOut => Err(self.error.unwrap_or_else(|| Failure::new(wfc_ir::errors::TIMEOUT, ""))),
         }
     }
 }
@@ -298,6 +340,7 @@ struct Shared {
     id: String,
     state_machine_id: String,
     role_arn: String,
+    machine_type: MachineType,
     input: Value,
     start_time: String,
     started_at: Instant,
@@ -333,6 +376,7 @@ impl Execution {
             callbacks,
             objects,
             started_by,
+            machine_type,
         } = options;
         let started_at = Instant::now();
         let start_time = clock.now_rfc3339();
@@ -348,8 +392,19 @@ impl Execution {
         // `null`, and `finish` fails the execution before its first state.
         let input_failure = limits.check_payload(&name, input).err();
         let input = if input_failure.is_some() { &Value::Null } else { input };
+        let id = match machine_type {
+            MachineType::Standard => format!("{ARN_PREFIX}:execution:{}:{name}", workflow.name),
+            // AWS adds a uuid after the name; it comes from the seed, so runs stay reproducible
+            // (a source of its own: the execution's random draws are the same in both types).
+            MachineType::Express | MachineType::ExpressSync => {
+                let mut bytes = [0u8; 16];
+                StdRng::seed_from_u64(seed ^ 0x6578_7072_6573_7321).fill_bytes(&mut bytes);
+                format!("{ARN_PREFIX}:express:{}:{name}:{}", workflow.name, crate::intrinsics::uuid_v4(bytes))
+            }
+        };
         let shared = Shared {
-            id: format!("{ARN_PREFIX}:execution:{}:{name}", workflow.name),
+            id,
+            machine_type,
             state_machine_id: format!("{ARN_PREFIX}:stateMachine:{}", workflow.name),
             role_arn: "arn:aws:iam::000000000000:role/wfc-local".to_owned(),
             workflow_name: workflow.name.clone(),
@@ -412,13 +467,9 @@ impl Execution {
         };
         let (status, output, error) = match outcome {
             None => {
-                let secs = timeout_seconds.unwrap_or_default();
-                let failure = Failure::new(
-                    wfc_ir::errors::TIMEOUT,
-                    format!("The execution did not finish within its TimeoutSeconds of {secs} s"),
-                );
-                self.record(EventType::ExecutionTimedOut, json!({ "error": failure.error, "cause": failure.cause }));
-                (Status::TimedOut, None, Some(failure))
+                // AWS records a timed-out execution with neither an error nor a cause.
+                self.record(EventType::ExecutionTimedOut, json!({}));
+                (Status::TimedOut, None, None)
             }
             Some(Ok(Ok(output))) => {
                 self.record_with(EventType::ExecutionSucceeded, || json!({ "output": output }));
@@ -548,6 +599,9 @@ impl Execution {
             name,
             state_machine_id,
             role_arn: self.shared.role_arn.clone(),
+            // A Map Run child is a STANDARD or EXPRESS execution of its own; wfc runs both the
+            // same way, with a standard ARN.
+            machine_type: MachineType::Standard,
             input,
             start_time: self.shared.clock.now_rfc3339(),
             started_at: Instant::now(),
@@ -655,9 +709,13 @@ impl Execution {
     }
 
     /// The context object (`$$`) as seen by state `state_name`, entered at `entered_time`, on its
-    /// `retry_count`-th retry.
-    pub fn context_object(&self, state_name: &str, entered_time: &str, retry_count: u32) -> Value {
-        json!({
+    /// `retry_count`-th retry (`None` for a state that cannot retry: AWS gives a Pass, Choice,
+    /// Wait, Succeed or Fail state no `RetryCount`, recorded).
+    ///
+    /// `Execution.RedriveCount` is 0 (wfc does not redrive), and absent from an Express execution
+    /// started synchronously, as recorded.
+    pub fn context_object(&self, state_name: &str, entered_time: &str, retry_count: Option<u32>) -> Value {
+        let mut ctx = json!({
             "Execution": {
                 "Id": self.shared.id,
                 "Input": self.shared.input,
@@ -668,13 +726,19 @@ impl Execution {
             "State": {
                 "Name": state_name,
                 "EnteredTime": entered_time,
-                "RetryCount": retry_count,
             },
             "StateMachine": {
                 "Id": self.shared.state_machine_id,
                 "Name": self.shared.workflow_name,
             },
-        })
+        });
+        if self.shared.machine_type != MachineType::ExpressSync {
+            ctx["Execution"]["RedriveCount"] = json!(0);
+        }
+        if let Some(n) = retry_count {
+            ctx["State"]["RetryCount"] = json!(n);
+        }
+        ctx
     }
 }
 
@@ -701,9 +765,9 @@ pub struct Chosen {
     pub output: Value,
 }
 
-/// The longest Wait: a year, the longest a Standard execution may run. Longer is
-/// `States.Runtime` "Wait state delay is too long." as on AWS.
-pub const MAX_WAIT: Duration = Duration::from_secs(365 * 86_400);
+/// The longest Wait AWS accepts, [`wfc_ir::MAX_WAIT_SECONDS`] (2³¹ − 1 s, about 68 years:
+/// AWS's recorded boundary). Longer is `States.Runtime` "Wait state delay is too long." as on AWS.
+pub const MAX_WAIT: Duration = Duration::from_secs(wfc_ir::MAX_WAIT_SECONDS);
 
 /// One visit to a state: records Entered/Exited and builds the context object on demand.
 struct Visit<'a> {
@@ -807,7 +871,9 @@ impl<'a> Visit<'a> {
         // one ever did, now is the best reading there is (nothing was awaited since entry).
         let entered_at = self.entered_at.unwrap_or_else(|| self.exec.clock().now());
         let entered_time = crate::clock::format_timestamp(entered_at);
-        let mut ctx = self.exec.context_object(self.name, &entered_time, self.retry_count);
+        // Only the states with `Retry` have a retry count in their context object.
+        let retry_count = matches!(self.state_type, "Task" | "Parallel" | "Map").then_some(self.retry_count);
+        let mut ctx = self.exec.context_object(self.name, &entered_time, retry_count);
         if let Some(token) = &self.task_token {
             ctx["Task"] = json!({ "Token": token });
         }
@@ -993,7 +1059,12 @@ fn resolve_seconds(
             let value = jsonata::evaluate(e, field.trim_end_matches("Path"), &Bindings::new(input, ctx), &mut rng)?;
             match value.as_u64() {
                 Some(s) if s > 0 => Ok(Some(Duration::from_secs(s))),
-                _ => Err(jsonata::unexpected_type(e.as_str(), field.trim_end_matches("Path"), "positive integer", &value)),
+                _ => Err(jsonata::unexpected_type(
+                    e.as_str(),
+                    field.trim_end_matches("Path"),
+                    "positive integer",
+                    &value,
+                )),
             }
         }
         Some(Seconds::Path(p)) => {
@@ -1105,16 +1176,20 @@ where
                 exec.with_rng(|rng| crate::credentials::role_arn(c, &effective, &ctx, rng)).map(Some)
             }
         };
-        let params = role_arn.and_then(|role_arn| match &spec.arguments {
-            Some(arguments) => {
-                let ctx = visit.context();
-                visit.jsonata(arguments, "Arguments", &Bindings::new(&input, &ctx))
+        let params = role_arn.and_then(|role_arn| {
+            match &spec.arguments {
+                Some(arguments) => {
+                    let ctx = visit.context();
+                    visit.jsonata(arguments, "Arguments", &Bindings::new(&input, &ctx))
+                }
+                // No Retry: this is the only attempt, so the effective input itself is sent.
+                None if shape.single_attempt && matches!(parameters, Parameters::None) => {
+                    Ok(std::mem::take(&mut effective))
+                }
+                None => parameters.for_attempt(&effective, &visit),
             }
-            // No Retry: this is the only attempt, so the effective input itself is sent.
-            None if shape.single_attempt && matches!(parameters, Parameters::None) => Ok(std::mem::take(&mut effective)),
-            None => parameters.for_attempt(&effective, &visit),
-        }
-        .map(|params| (role_arn, params)));
+            .map(|params| (role_arn, params))
+        });
         let (role_arn, params) = match params {
             Ok(evaluated) => evaluated,
             // A JSONata failure can be retried and caught, unlike a path failure.
@@ -1129,9 +1204,17 @@ where
         // AWS limits the request a task is sent as it limits results.
         exec.limits().check_payload(name, &params).map_err(|f| visit.runtime(f))?;
         // `lambda:invoke`: the parameters are the Invoke request; the function gets its Payload.
-        let lambda_invoke = crate::lambda::is_invoke(&spec.resource);
-        let lambda_payload =
-            if lambda_invoke { Some(crate::lambda::payload(&params).map_err(|f| visit.runtime(f))?) } else { None };
+        let lambda_invoke = if crate::lambda::is_invoke(&spec.resource) {
+            Some(crate::lambda::request(&params).map_err(|f| visit.runtime(f))?)
+        } else {
+            None
+        };
+        // A Payload Lambda refuses (text that is not JSON) fails the attempt without a call.
+        let (lambda_payload, refused) = match lambda_invoke.as_ref().map(|i| i.event.clone()) {
+            Some(Ok(event)) => (Some(event), None),
+            Some(Err(f)) => (None, Some(f)),
+            None => (None, None),
+        };
         exec.record_with(EventType::TaskScheduled, || {
             let mut details = json!({
                 "resource": spec.resource,
@@ -1168,7 +1251,15 @@ where
                 // suspending journal reports, so an SWF activity receives the same input.
                 let sent = lambda_payload.unwrap_or(params);
                 let request = exec.step_request(spec.resource.as_str(), &sent, timeout, heartbeat);
-                let attempt = crate::task::run_attempt(|| invoke(sent, call_ctx), &task_ctx, timeout, heartbeat);
+                let attempt = match refused {
+                    Some(f) => futures::future::Either::Left(std::future::ready(Attempt::Failed(f))),
+                    None => futures::future::Either::Right(crate::task::run_attempt(
+                        || invoke(sent, call_ctx),
+                        &task_ctx,
+                        timeout,
+                        heartbeat,
+                    )),
+                };
                 exec.journaled_attempt(name, visit_no, visit.retry_count, request, attempt)
                     .await
                     .map_err(|f| visit.runtime(f))?
@@ -1176,7 +1267,10 @@ where
         };
         let failure = match outcome {
             Attempt::Succeeded(result) => {
-                let result = if lambda_invoke { crate::lambda::response(result) } else { result };
+                let result = match &lambda_invoke {
+                    Some(request) => crate::lambda::response(result, request, exec.clock().now()),
+                    None => result,
+                };
                 // Checked before the result is recorded or processed: a result that is too
                 // large or too deep is terminal, and AWS names the resource that returned it.
                 exec.limits().check_payload(spec.resource.as_str(), &result).map_err(|f| visit.runtime(f))?;
@@ -1392,7 +1486,11 @@ fn caught(
 ) -> Result<Step, Failure> {
     let Some(catcher) = retry::find_catcher(catchers, &failure.error) else {
         // A JSONata failure that nothing caught ends the execution with AWS's prefix.
-        return Err(if failure.error == wfc_ir::errors::QUERY_EVALUATION_ERROR { visit.runtime(failure) } else { failure });
+        return Err(if failure.error == wfc_ir::errors::QUERY_EVALUATION_ERROR {
+            visit.runtime(failure)
+        } else {
+            failure
+        });
     };
     if catcher.assign.is_none() && catcher.output.is_none() {
         let output = retry::catch_output(catcher, raw_input, &failure).map_err(|f| visit.runtime(f))?;
@@ -1795,8 +1893,12 @@ where
 {
     let mut visit = Visit::start(exec, name, "Map", &input)?;
     let visit_no = exec.next_visit(name);
-    let io_ctx = io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref(), Some(&spec.items_path)])
-        || spec.items.is_some()
+    let io_ctx = io::paths_use_context([
+        spec.input_path.as_ref(),
+        spec.output_path.as_ref(),
+        Some(&spec.items_path),
+        spec.max_concurrency_path.as_ref(),
+    ]) || spec.items.is_some()
         || spec.item_selector_jsonata.is_some()
         || spec.output.is_some()
         || spec.assign.is_some()
@@ -1899,8 +2001,10 @@ where
 /// JSONata-only fields): its items then come from `Items` (or the input) and `ItemSelector` is
 /// JSONata.
 pub(crate) fn is_jsonata_map(spec: &MapState) -> bool {
-    let jsonata_count = |c: &Option<wfc_ir::distributed::Count>| matches!(c, Some(wfc_ir::distributed::Count::Jsonata(_)));
-    spec.items.is_some()
+    let jsonata_count =
+        |c: &Option<wfc_ir::distributed::Count>| matches!(c, Some(wfc_ir::distributed::Count::Jsonata(_)));
+    spec.jsonata
+        || spec.items.is_some()
         || spec.item_selector_jsonata.is_some()
         || matches!(spec.assign, Some(Assign::Jsonata(_)))
         || spec.output.is_some()
@@ -1921,7 +2025,8 @@ pub(crate) fn jsonata_map_inputs(
     state_ctx: &Value,
     read: Option<Vec<Value>>,
 ) -> Result<Vec<Value>, Failure> {
-    let evaluate = |t: &JsonataTemplate, field: &str, b: &Bindings<'_>| exec.with_rng(|rng| jsonata::template(t, field, b, rng));
+    let evaluate =
+        |t: &JsonataTemplate, field: &str, b: &Bindings<'_>| exec.with_rng(|rng| jsonata::template(t, field, b, rng));
     {
         let b = Bindings::new(input, state_ctx);
         let items = match (read, &spec.items) {

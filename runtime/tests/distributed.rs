@@ -50,6 +50,7 @@ fn jsonl_map(result_writer: bool, max_concurrency: u64) -> Workflow {
     let mut pass = pass_state();
     pass.parameters = Some(tpl(json!({"n.$": "$.n", "child.$": "$$.Execution.Name"})));
     let spec = MapState {
+        jsonata: false,
         input_path: dollar(),
         items_path: path("$"),
         item_selector: None,

@@ -177,7 +177,9 @@ fn spec_choice_example() {
         ("ValueInTwenties", StateKind::Pass(PassState { result: Some(json!("ValueInTwenties")), ..pass_state() })),
         (
             "DefaultState",
-            StateKind::Fail(FailState { cause_computed: None, error_computed: None,
+            StateKind::Fail(FailState {
+                cause_computed: None,
+                error_computed: None,
                 error: None,
                 cause: Some("No Matches!".into()),
                 error_path: None,
@@ -280,8 +282,16 @@ fn wait_bad_values_are_runtime_errors_with_aws_wording() {
     );
     let f = err(&run(&ts, &no_handlers(), json!({"TimestampValue": 5})));
     assert_eq!(f.error, "States.Runtime");
-    let long = workflow(vec![("W", StateKind::Wait(wait_state(WaitDuration::Seconds(40_000_000))))]);
+    // AWS's bound is 2^31 - 1 seconds (its recorded boundary case refuses 24,856 days): one
+    // second more is refused, the bound itself waits (on the virtual clock).
+    let long = workflow(vec![("W", StateKind::Wait(wait_state(WaitDuration::Seconds(2_147_483_648))))]);
     assert_eq!(bare_cause(&err(&run(&long, &no_handlers(), json!({})))), "Wait state delay is too long.");
+    let longest = workflow(vec![("W", StateKind::Wait(wait_state(WaitDuration::Seconds(2_147_483_647))))]);
+    assert_eq!(run(&longest, &no_handlers(), json!({"x": 1})).status, Status::Succeeded);
+    let days = |d: u64| json!({"w": d * 86_400});
+    let by_path = workflow(vec![("W", StateKind::Wait(wait_state(WaitDuration::SecondsPath(path("$.w")))))]);
+    assert_eq!(bare_cause(&err(&run(&by_path, &no_handlers(), days(24_856)))), "Wait state delay is too long.");
+    assert_eq!(run(&by_path, &no_handlers(), days(24_855)).status, Status::Succeeded);
 }
 
 #[test]
@@ -301,7 +311,9 @@ fn spec_fail_state() {
 
 #[test]
 fn fail_error_path_and_cause_path() {
-    let f = FailState { cause_computed: None, error_computed: None,
+    let f = FailState {
+        cause_computed: None,
+        error_computed: None,
         error: None,
         cause: None,
         error_path: Some(path("$.e")),
@@ -310,7 +322,14 @@ fn fail_error_path_and_cause_path() {
     let wf = workflow(vec![("F", StateKind::Fail(f))]);
     assert_eq!(err(&run(&wf, &no_handlers(), json!({"e": "Custom"}))), Failure::new("Custom", "test-run"));
 
-    let f = FailState { cause_computed: None, error_computed: None, error: None, cause: None, error_path: Some(path("$.ErrorX")), cause_path: None };
+    let f = FailState {
+        cause_computed: None,
+        error_computed: None,
+        error: None,
+        cause: None,
+        error_path: Some(path("$.ErrorX")),
+        cause_path: None,
+    };
     let wf = workflow(vec![("F", StateKind::Fail(f))]);
     let failure = err(&run(&wf, &no_handlers(), json!({"e": 1})));
     assert_eq!(failure.error, "States.Runtime");
