@@ -98,9 +98,16 @@ impl Clock {
     }
 
     /// Sleeps for `duration` on this clock.
+    ///
+    /// In steps of at most a year: tokio ends a sleep whose deadline it cannot represent after
+    /// about 30 years, and a Wait may last up to 2³¹ − 1 s (about 68 years) as on AWS.
     pub async fn sleep(&self, duration: Duration) {
-        if !duration.is_zero() {
-            tokio::time::sleep(duration).await;
+        const STEP: Duration = Duration::from_secs(365 * 86_400);
+        let mut left = duration;
+        while !left.is_zero() {
+            let step = left.min(STEP);
+            tokio::time::sleep(step).await;
+            left -= step;
         }
     }
 
@@ -236,6 +243,17 @@ mod tests {
         assert_eq!(format_timestamp(end), "2024-01-01T01:00:00.000Z");
         assert_eq!(elapsed, Duration::from_secs(3600));
         assert!(clock.is_virtual());
+    }
+
+    #[test]
+    fn sleeps_longer_than_tokio_represents_last_their_whole_duration() {
+        let clock = Clock::virtual_default();
+        let long = Duration::from_secs(2_147_483_647);
+        let elapsed = block_on_virtual(async {
+            clock.sleep(long).await;
+            clock.elapsed()
+        });
+        assert_eq!(elapsed, long);
     }
 
     #[test]

@@ -80,6 +80,17 @@ pub enum MachineType {
     ExpressSync,
 }
 
+impl MachineType {
+    /// The name [`MachineType::from_str`](std::str::FromStr) reads back.
+    pub fn name(self) -> &'static str {
+        match self {
+            MachineType::Standard => "standard",
+            MachineType::Express => "express",
+            MachineType::ExpressSync => "express-sync",
+        }
+    }
+}
+
 impl std::str::FromStr for MachineType {
     type Err = String;
 

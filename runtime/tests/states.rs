@@ -459,11 +459,41 @@ fn context_object_is_deterministic_on_virtual_time() {
                 "Name": "test-run",
                 "StartTime": "2024-01-01T00:00:00.000Z",
                 "RoleArn": "arn:aws:iam::000000000000:role/wfc-local",
+                "RedriveCount": 0,
             },
-            "State": {"Name": "P", "EnteredTime": "2024-01-01T00:00:05.000Z", "RetryCount": 0},
+            // A Pass state cannot retry: AWS gives it no RetryCount (recorded).
+            "State": {"Name": "P", "EnteredTime": "2024-01-01T00:00:05.000Z"},
             "StateMachine": {"Id": "arn:aws:states:local:000000000000:stateMachine:Test", "Name": "Test"},
         }})
     );
+}
+
+/// What AWS records per state machine type: `RedriveCount` 0 except for a synchronous Express
+/// start, the `:express:` execution ARN with a uuid after the name, and `RetryCount` only in the
+/// states that can retry.
+#[test]
+fn context_object_per_machine_type_and_state_type() {
+    use wfc_runtime::{MachineType, RunOptions, block_on_virtual, interp};
+    let task = TaskState { parameters: Some(tpl(json!({"ctx.$": "$$"}))), ..task_state("echo") };
+    let wf = workflow(vec![("T", StateKind::Task(task))]);
+    let handlers = Handlers::new().on("echo", |input: Value, _ctx: TaskContext| async move { Ok(input) });
+    let run_as = |machine_type| {
+        let options = RunOptions::virtual_time().with_name("n1").with_machine_type(machine_type);
+        ok(&block_on_virtual(interp::run(&wf, &handlers, json!({}), options)))
+    };
+    let standard = run_as(MachineType::Standard);
+    assert_eq!(standard["ctx"]["State"]["RetryCount"], json!(0));
+    assert_eq!(standard["ctx"]["Execution"]["RedriveCount"], json!(0));
+    assert_eq!(standard["ctx"]["Execution"]["Id"], json!("arn:aws:states:local:000000000000:execution:Test:n1"));
+    let express = run_as(MachineType::Express);
+    assert_eq!(express["ctx"]["Execution"]["RedriveCount"], json!(0));
+    let id = express["ctx"]["Execution"]["Id"].as_str().unwrap().to_owned();
+    let uuid = id.strip_prefix("arn:aws:states:local:000000000000:express:Test:n1:").unwrap_or_else(|| panic!("{id}"));
+    assert_eq!((uuid.len(), uuid.matches('-').count()), (36, 4), "{id}");
+    assert_eq!(express["ctx"]["Execution"]["Name"], json!("n1"));
+    let sync = run_as(MachineType::ExpressSync);
+    assert!(sync["ctx"]["Execution"].get("RedriveCount").is_none(), "{sync}");
+    assert_eq!(sync["ctx"]["Execution"]["Id"], json!(id));
 }
 
 #[test]

@@ -396,6 +396,9 @@ fn real_main() -> Result<Value, String> {
     if request["history_level"].as_str() == Some("express") {
         options = options.with_history(wfc_runtime::HistoryLevel::Express);
     }
+    if let Some(machine_type) = request["machine_type"].as_str() {
+        options = options.with_machine_type(machine_type.parse()?);
+    }
     let input = request["input"].clone();
     let bus = wfc_runtime::events::EventBus::new();
     let options = options.with_events(bus.clone());
@@ -619,6 +622,7 @@ fn execute_in(execution: &Execution<'_>, store: Option<(&str, &str)>) -> Result<
         "item_root": execution.item_root.as_ref().map(|p| p.to_string_lossy().into_owned()),
         "result_root": execution.result_root.as_ref().map(|p| p.to_string_lossy().into_owned()),
         "history_level": execution.history_level.name(),
+        "machine_type": execution.machine_type.name(),
         "events": execution.events.iter().map(|(at, e)| json!([at, e])).collect::<Vec<_>>(),
         "store": store.map(|(url, _)| url),
         "store_name": store.map(|(_, name)| name),

@@ -39,6 +39,8 @@ pub(crate) struct Execution<'a> {
     pub(crate) result_root: Option<std::path::PathBuf>,
     /// How much history the execution keeps.
     pub(crate) history_level: wfc_runtime::HistoryLevel,
+    /// The state machine type (`$$.Execution.Id`'s form, `RedriveCount`).
+    pub(crate) machine_type: wfc_runtime::MachineType,
     /// Serverless Workflow events to deliver: (seconds after the start, CloudEvent).
     pub(crate) events: Vec<(f64, Value)>,
     /// The optimizer passes `workflow` was loaded with; the compiled engine builds with them.
@@ -124,7 +126,7 @@ pub(crate) fn run_options(execution: &Execution<'_>) -> RunOptions {
     if let Some(root) = &execution.result_root {
         options = options.with_result_root(root.clone());
     }
-    let options = options.with_history(execution.history_level);
+    let options = options.with_history(execution.history_level).with_machine_type(execution.machine_type);
     match &execution.name {
         Some(name) => options.with_name(name.clone()),
         None => options,

@@ -351,6 +351,11 @@ pub(crate) struct RunArgs {
     /// `express` (none, as AWS Express workflows: faster, same output and errors).
     #[arg(long, value_name = "LEVEL", default_value = "full")]
     pub(crate) history_level: wfc_runtime::HistoryLevel,
+    /// The state machine type: `standard`, `express` (an Express execution: its
+    /// `$$.Execution.Id` is `arn:...:express:MACHINE:NAME:UUID`) or `express-sync` (also
+    /// without `$$.Execution.RedriveCount`, as a StartSyncExecution).
+    #[arg(long = "type", value_name = "TYPE", default_value = "standard")]
+    pub(crate) machine_type: wfc_runtime::MachineType,
     /// Seed for retry jitter.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub(crate) seed: u64,

@@ -117,6 +117,7 @@ fn run_case(
             item_root: case.item_root.clone(),
             result_root: Some(result_root.path().to_owned()),
             history_level: wfc_runtime::HistoryLevel::Full,
+            machine_type: wfc_runtime::MachineType::Standard,
             events: case.events.clone(),
             passes: def.passes,
         };
