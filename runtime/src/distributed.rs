@@ -576,7 +576,7 @@ where
     };
     let label = dist.label.clone().unwrap_or_else(|| name.to_owned());
     let run_id = exec.with_rng(|rng| uuid(rng));
-    let arn = format!("{}:mapRun:{}/{label}:{run_id}", crate::exec::ARN_PREFIX, exec.workflow_name());
+    let arn = format!("{}:mapRun:{}/{label}:{run_id}", exec.arn_prefix(), exec.workflow_name());
     exec.record(EventType::MapRunStarted, json!({ "mapRunArn": arn }));
     let mut guard = RunGuard { exec, arn: &arn, armed: true };
     let outcome = run_children(

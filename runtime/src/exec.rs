@@ -60,6 +60,12 @@ pub struct RunOptions {
     /// Who starts the execution: a direct start, or the scheduler (Serverless Workflow
     /// `directInvoke: deny` admits only the latter; see [`crate::schedule`]).
     pub started_by: crate::schedule::StartedBy,
+    /// The state machine's name in ARNs and `$$.StateMachine.Name`; `None`: the workflow's
+    /// name. A run-time parameter, so one compiled module serves every name it is run under.
+    pub state_machine_name: Option<String>,
+    /// The region and account that ARNs are minted in; `None`: [`DEFAULT_REGION`] and
+    /// [`DEFAULT_ACCOUNT`] (there is no AWS account locally).
+    pub account: Option<(String, String)>,
 }
 
 impl RunOptions {
@@ -77,6 +83,8 @@ impl RunOptions {
             callbacks: None,
             objects: crate::distributed::Objects::default(),
             started_by: crate::schedule::StartedBy::Direct,
+            state_machine_name: None,
+            account: None,
         }
     }
 
@@ -95,12 +103,26 @@ impl RunOptions {
             callbacks: None,
             objects: crate::distributed::Objects::default(),
             started_by: crate::schedule::StartedBy::Direct,
+            state_machine_name: None,
+            account: None,
         }
     }
 
     /// Sets who starts the execution (the scheduler passes [`crate::schedule::StartedBy::Scheduler`]).
     pub fn with_started_by(mut self, started_by: crate::schedule::StartedBy) -> RunOptions {
         self.started_by = started_by;
+        self
+    }
+
+    /// Sets the state machine's name (ARNs, `$$.StateMachine.Name`) instead of the workflow's.
+    pub fn with_state_machine_name(mut self, name: impl Into<String>) -> RunOptions {
+        self.state_machine_name = Some(name.into());
+        self
+    }
+
+    /// Mints ARNs in `region` and `account` (`arn:aws:states:<region>:<account>:...`).
+    pub fn with_account(mut self, region: impl Into<String>, account: impl Into<String>) -> RunOptions {
+        self.account = Some((region.into(), account.into()));
         self
     }
 
@@ -215,8 +237,10 @@ impl ExecutionResult {
     }
 }
 
-/// The account and region that identifiers are minted in: there is no AWS account locally.
-pub(crate) const ARN_PREFIX: &str = "arn:aws:states:local:000000000000";
+/// The region that identifiers are minted in by default: there is no AWS region locally.
+pub const DEFAULT_REGION: &str = "local";
+/// The account that identifiers are minted in by default: there is no AWS account locally.
+pub const DEFAULT_ACCOUNT: &str = "000000000000";
 
 /// One running execution: its clock, history, context object and random source. Cheap to clone;
 /// clones share state (Parallel branches record into the same history).
@@ -297,6 +321,8 @@ struct Shared {
     name: String,
     id: String,
     state_machine_id: String,
+    /// `arn:aws:states:<region>:<account>`, the start of every ARN the execution mints.
+    arn_prefix: String,
     role_arn: String,
     input: Value,
     start_time: String,
@@ -333,6 +359,8 @@ impl Execution {
             callbacks,
             objects,
             started_by,
+            state_machine_name,
+            account,
         } = options;
         let started_at = Instant::now();
         let start_time = clock.now_rfc3339();
@@ -342,17 +370,21 @@ impl Execution {
             Some(j) => (Some(j.name().to_owned()), j.start_time().to_owned()),
             None => (name, start_time),
         };
-        let name = name.unwrap_or_else(|| format!("{}-{seed:016x}", workflow.name));
+        let machine = state_machine_name.unwrap_or_else(|| workflow.name.clone());
+        let (region, account) = account.unwrap_or_else(|| (DEFAULT_REGION.to_owned(), DEFAULT_ACCOUNT.to_owned()));
+        let arn_prefix = format!("arn:aws:states:{region}:{account}");
+        let name = name.unwrap_or_else(|| format!("{machine}-{seed:016x}"));
         // Checked before the input is copied anywhere: cloning or serializing a document deeper
         // than the limit would recurse past the end of the stack. A refused input is kept as
         // `null`, and `finish` fails the execution before its first state.
         let input_failure = limits.check_payload(&name, input).err();
         let input = if input_failure.is_some() { &Value::Null } else { input };
         let shared = Shared {
-            id: format!("{ARN_PREFIX}:execution:{}:{name}", workflow.name),
-            state_machine_id: format!("{ARN_PREFIX}:stateMachine:{}", workflow.name),
-            role_arn: "arn:aws:iam::000000000000:role/wfc-local".to_owned(),
-            workflow_name: workflow.name.clone(),
+            id: format!("{arn_prefix}:execution:{machine}:{name}"),
+            state_machine_id: format!("{arn_prefix}:stateMachine:{machine}"),
+            role_arn: format!("arn:aws:iam::{account}:role/wfc-local"),
+            workflow_name: machine,
+            arn_prefix,
             name,
             input: input.clone(),
             start_time,
@@ -543,7 +575,8 @@ impl Execution {
         let shared = Shared {
             clock: self.shared.clock.clone(),
             history: History::new(),
-            id: format!("{ARN_PREFIX}:execution:{workflow_name}:{name}"),
+            id: format!("{}:execution:{workflow_name}:{name}", self.shared.arn_prefix),
+            arn_prefix: self.shared.arn_prefix.clone(),
             workflow_name,
             name,
             state_machine_id,
@@ -591,6 +624,11 @@ impl Execution {
     /// The execution's start time (`$$.Execution.StartTime`).
     pub fn start_time(&self) -> &str {
         &self.shared.start_time
+    }
+
+    /// `arn:aws:states:<region>:<account>`: the start of the ARNs this execution mints.
+    pub(crate) fn arn_prefix(&self) -> &str {
+        &self.shared.arn_prefix
     }
 
     /// The state machine's id (`$$.StateMachine.Id`).

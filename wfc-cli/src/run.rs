@@ -113,6 +113,9 @@ pub(crate) fn run_with(
         history_level: args.history_level,
         events: Vec::new(),
         passes: args.opt.passes(),
+        start_time: args.start_time.clone(),
+        state_machine_name: None,
+        account: None,
     };
     match execute(&execution) {
         Ok(outcome) => {
