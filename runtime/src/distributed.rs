@@ -564,6 +564,13 @@ where
     F: FnMut(Value, Execution) -> Fut,
     Fut: Future<Output = Result<Value, Failure>>,
 {
+    // AWS records the Map as started (with the number of items it was given, 0 when an
+    // ItemReader reads them) before it checks the run's configuration.
+    let length = match &dist.item_reader {
+        Some(_) => 0,
+        None => crate::map::items(&spec.items_path, effective, context).map_or(0, |items| items.len()),
+    };
+    exec.record(EventType::MapStateStarted, json!({ "name": name, "length": length }));
     // The state's own fields first: a bad value here is the state's failure, not the run's.
     let tolerance = Tolerance::resolve(dist, effective, context)?;
     let max_items = match dist.item_reader.as_ref().and_then(|r| r.config.max_items.as_ref()) {

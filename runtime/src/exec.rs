@@ -253,6 +253,9 @@ pub struct Execution {
     /// The variables scope of this line of control: the top level, or a Parallel branch's or
     /// Map iteration's own scope (see [`crate::variables`]).
     variables: Arc<Variables>,
+    /// Whether this line of control runs in a Parallel branch (directly, not inside a Map
+    /// iteration of it): a Task failing there records `TaskStateAborted`, as AWS does.
+    in_parallel_branch: bool,
     /// Where this line of control is, for deterministic durable operation ids.
     #[cfg(feature = "durable")]
     scope: Arc<Scope>,
@@ -405,6 +408,7 @@ impl Execution {
             shared: Arc::new(shared),
             cursor: Arc::new(AtomicU64::new(0)),
             variables: Variables::root(),
+            in_parallel_branch: false,
             #[cfg(feature = "durable")]
             scope: Arc::new(Scope::default()),
         };
@@ -449,7 +453,7 @@ impl Execution {
                     wfc_ir::errors::TIMEOUT,
                     format!("The execution did not finish within its TimeoutSeconds of {secs} s"),
                 );
-                self.record(EventType::ExecutionTimedOut, json!({ "error": failure.error, "cause": failure.cause }));
+                self.record(EventType::ExecutionTimedOut, failure_details(&failure));
                 (Status::TimedOut, None, Some(failure))
             }
             Some(Ok(Ok(output))) => {
@@ -457,7 +461,7 @@ impl Execution {
                 (Status::Succeeded, Some(output), None)
             }
             Some(Ok(Err(failure))) => {
-                self.record(EventType::ExecutionFailed, json!({ "error": failure.error, "cause": failure.cause }));
+                self.record(EventType::ExecutionFailed, failure_details(&failure));
                 (Status::Failed, None, Some(failure))
             }
             Some(Err(panic)) => {
@@ -549,6 +553,7 @@ impl Execution {
             cursor: Arc::new(AtomicU64::new(at)),
             // A branch or iteration reads the variables of the line it started from.
             variables: self.variables.child(),
+            in_parallel_branch: self.in_parallel_branch,
             // Branches are created in definition order by both engines, so the index is stable
             // across runs and so are the operation ids inside the branch.
             #[cfg(feature = "durable")]
@@ -601,6 +606,7 @@ impl Execution {
             // A child is an execution of its own: it sees none of the parent's variables, as
             // AWS's Distributed Map child workflows do not.
             variables: Variables::root(),
+            in_parallel_branch: false,
             #[cfg(feature = "durable")]
             scope: Arc::new(match op {
                 Some(id) => Scope { path: format!("{id}/"), context: Some(id), ..Scope::default() },
@@ -893,16 +899,34 @@ impl<'a> Visit<'a> {
         if (failure.error == wfc_ir::errors::RUNTIME || failure.error == wfc_ir::errors::QUERY_EVALUATION_ERROR)
             && !prefixed
         {
-            Failure {
+            let failure = Failure {
                 error: failure.error,
                 cause: format!(
                     "An error occurred while executing the state '{}' (entered at the event id #{}). {}",
                     self.name, self.entered_id, failure.cause
                 ),
+            };
+            if failure.error == wfc_ir::errors::QUERY_EVALUATION_ERROR {
+                self.evaluation_failed(&failure);
             }
+            failure
         } else {
             failure
         }
+    }
+
+    /// Records `EvaluationFailed`: a JSONata evaluation failed the state for good (AWS records
+    /// it before the state's own failure events and `ExecutionFailed`), with the field it failed
+    /// in (`location`) when the cause names one.
+    fn evaluation_failed(&self, failure: &Failure) {
+        self.exec.record_with(EventType::EvaluationFailed, || {
+            let mut details = json!({ "error": failure.error, "cause": failure.cause, "state": self.name });
+            let field = failure.cause.split_once("specified for the field '").and_then(|(_, rest)| rest.split_once('\''));
+            if let Some((location, _)) = field {
+                details["location"] = json!(location);
+            }
+            details
+        });
     }
 }
 
@@ -1071,7 +1095,10 @@ where
 {
     let mut guard = AbortGuard { exec, name, event: EventType::TaskStateAborted, armed: true };
     let outcome = task_inner(exec, name, spec, input, invoke).instrument(state_span(name, "Task")).await;
-    guard.armed = false;
+    // A Task whose failure leaves its Parallel branch is aborted with the branch, as AWS records
+    // it; elsewhere the failure goes straight to the enclosing state or the execution.
+    guard.armed = outcome.is_err() && exec.in_parallel_branch;
+    drop(guard);
     outcome
 }
 
@@ -1128,6 +1155,7 @@ where
     let parameters = Parameters::new(spec.parameters.as_ref(), &effective, exec).map_err(|f| visit.runtime(f))?;
     let mut retries = RetryState::new(&spec.retry);
     let callback = crate::callback::is_callback_resource(&spec.resource);
+    let events = AttemptEvents::of(&spec.resource);
     loop {
         visit.retry_count = retries.retry_count();
         exec.check_history()?;
@@ -1170,13 +1198,22 @@ where
         let lambda_invoke = crate::lambda::is_invoke(&spec.resource);
         let lambda_payload =
             if lambda_invoke { Some(crate::lambda::payload(&params).map_err(|f| visit.runtime(f))?) } else { None };
-        exec.record_with(EventType::TaskScheduled, || {
-            let mut details = json!({
-                "resource": spec.resource,
-                "parameters": params,
-                "timeoutInSeconds": seconds_json(timeout),
-                "heartbeatInSeconds": seconds_json(heartbeat),
-            });
+        exec.record_with(events.scheduled, || {
+            let mut details = if events.lambda {
+                // AWS's LambdaFunctionScheduled: the function's input, and only the limits set.
+                let mut d = json!({ "resource": spec.resource, "input": params });
+                if let Some(t) = timeout {
+                    d["timeoutInSeconds"] = json!(t.as_secs());
+                }
+                d
+            } else {
+                json!({
+                    "resource": spec.resource,
+                    "parameters": params,
+                    "timeoutInSeconds": seconds_json(timeout),
+                    "heartbeatInSeconds": seconds_json(heartbeat),
+                })
+            };
             if let Some(arn) = &role_arn {
                 details["taskCredentials"] = json!({ "roleArn": arn });
             }
@@ -1187,7 +1224,7 @@ where
             Some(arn) => task_ctx.with_role_arn(arn),
             None => task_ctx,
         };
-        exec.record_with(EventType::TaskStarted, || json!({ "resource": spec.resource }));
+        exec.record_with(events.started, || if events.lambda { json!({}) } else { json!({ "resource": spec.resource }) });
         let outcome = match &visit.task_token {
             Some(token) => {
                 // A callback: the handler only hands the token on (its result is ignored); the
@@ -1218,7 +1255,7 @@ where
                 // Checked before the result is recorded or processed: a result that is too
                 // large or too deep is terminal, and AWS names the resource that returned it.
                 exec.limits().check_payload(spec.resource.as_str(), &result).map_err(|f| visit.runtime(f))?;
-                exec.record_with(EventType::TaskSucceeded, || json!({ "resource": spec.resource, "output": result }));
+                exec.record_with(events.succeeded, || events.details(&spec.resource, json!({ "output": result })));
                 let language = Language { assign: spec.assign.as_ref(), output: spec.output.as_ref() };
                 if language.is_plain() && shape.result_is_output {
                     // The output is the result just checked against the same limits.
@@ -1232,17 +1269,11 @@ where
                 }
             }
             Attempt::Failed(f) => {
-                exec.record(
-                    EventType::TaskFailed,
-                    json!({ "resource": spec.resource, "error": f.error, "cause": f.cause }),
-                );
+                exec.record_with(events.failed, || events.details(&spec.resource, failure_details(&f)));
                 f
             }
             Attempt::TimedOut(f) => {
-                exec.record(
-                    EventType::TaskTimedOut,
-                    json!({ "resource": spec.resource, "error": f.error, "cause": f.cause }),
-                );
+                exec.record_with(events.timed_out, || events.details(&spec.resource, failure_details(&f)));
                 f
             }
         };
@@ -1250,6 +1281,64 @@ where
             return caught(&visit, &spec.catch, input, failure);
         }
     }
+}
+
+/// The events a Task attempt records: `LambdaFunction*` for a bare Lambda function ARN, as AWS
+/// records them (no `resource` in the outcome events, `input` instead of `parameters`), else
+/// `Task*`.
+#[derive(Clone, Copy)]
+struct AttemptEvents {
+    lambda: bool,
+    scheduled: EventType,
+    started: EventType,
+    succeeded: EventType,
+    failed: EventType,
+    timed_out: EventType,
+}
+
+impl AttemptEvents {
+    fn of(resource: &str) -> AttemptEvents {
+        if crate::lambda::is_function_arn(resource) {
+            AttemptEvents {
+                lambda: true,
+                scheduled: EventType::LambdaFunctionScheduled,
+                started: EventType::LambdaFunctionStarted,
+                succeeded: EventType::LambdaFunctionSucceeded,
+                failed: EventType::LambdaFunctionFailed,
+                timed_out: EventType::LambdaFunctionTimedOut,
+            }
+        } else {
+            AttemptEvents {
+                lambda: false,
+                scheduled: EventType::TaskScheduled,
+                started: EventType::TaskStarted,
+                succeeded: EventType::TaskSucceeded,
+                failed: EventType::TaskFailed,
+                timed_out: EventType::TaskTimedOut,
+            }
+        }
+    }
+
+    /// An outcome event's details: `fields`, plus the resource on `Task*` events.
+    fn details(&self, resource: &str, mut fields: Value) -> Value {
+        if !self.lambda {
+            fields["resource"] = json!(resource);
+        }
+        fields
+    }
+}
+
+/// `{"error", "cause"}` of a failure event, leaving out an empty error or cause as AWS leaves
+/// out an absent one (a Fail state without `Error`, a timeout without a cause).
+fn failure_details(f: &Failure) -> Value {
+    let mut details = serde_json::Map::new();
+    if !f.error.is_empty() {
+        details.insert("error".into(), json!(f.error));
+    }
+    if !f.cause.is_empty() {
+        details.insert("cause".into(), json!(f.cause));
+    }
+    Value::Object(details)
 }
 
 /// What a Task's fields let [`task`] skip, decided once per visit.
@@ -1419,6 +1508,27 @@ impl Visit<'_> {
             RetryDecision::GiveUp => Ok(Some(failure)),
         }
     }
+}
+
+/// After a Parallel's branches or a Map's iterations failed and retries are exhausted: records
+/// the state's `ParallelStateFailed`/`MapStateFailed` (after `EvaluationFailed` when a JSONata
+/// failure ends the execution, as AWS orders them), then [`caught`]. Only the last attempt
+/// records it: AWS records none for an attempt that is retried.
+fn state_failed(
+    visit: &Visit<'_>,
+    event: EventType,
+    catchers: &[wfc_ir::Catcher],
+    raw_input: Value,
+    failure: Failure,
+) -> Result<Step, Failure> {
+    let uncaught = retry::find_catcher(catchers, &failure.error).is_none();
+    let failure = if uncaught && failure.error == wfc_ir::errors::QUERY_EVALUATION_ERROR {
+        visit.runtime(failure)
+    } else {
+        failure
+    };
+    visit.exec.record(event, json!({ "name": visit.name }));
+    caught(visit, catchers, raw_input, failure)
 }
 
 /// After retries are exhausted: the first matching catcher, or the failure itself.
@@ -1766,7 +1876,7 @@ where
         let branches_exec = exec.parallel_scope(name, visit_no, visit.retry_count, "ParallelBranch");
         let branches = run_branches(branch_input, branches_exec.clone());
         let outcome = exec.in_state_context(&branches_exec, name, "Parallel", branches).await;
-        let failure = match outcome.map_err(|f| visit.runtime(f))? {
+        let (failure, branches_failed) = match outcome.map_err(|f| visit.runtime(f))? {
             Ok(outputs) => {
                 exec.record(EventType::ParallelStateSucceeded, json!({ "name": name }));
                 let result = Value::Array(outputs);
@@ -1774,18 +1884,15 @@ where
                 let paths = (&spec.result_selector, &spec.result_path, &spec.output_path);
                 match finish_success(&visit, language, paths, &mut input, result, io_ctx)? {
                     Ok(output) => return Ok(Step::Next(output)),
-                    Err(failure) => failure,
+                    Err(failure) => (failure, false),
                 }
             }
-            Err(f) => {
-                exec.record(
-                    EventType::ParallelStateFailed,
-                    json!({ "name": name, "error": f.error, "cause": f.cause }),
-                );
-                f
-            }
+            Err(f) => (f, true),
         };
         if let Some(failure) = visit.retry_after(visit_no, &mut retries, &spec.retry, failure).await? {
+            if branches_failed {
+                return state_failed(&visit, EventType::ParallelStateFailed, &spec.catch, input, failure);
+            }
             return caught(&visit, &spec.catch, input, failure);
         }
     }
@@ -1891,10 +1998,11 @@ where
             };
             let inputs = match inputs {
                 Ok(inputs) => inputs,
-                // A JSONata failure can be retried and caught, unlike a path failure.
+                // A JSONata failure can be retried and caught, unlike a path failure. AWS
+                // records the Map as failed (after EvaluationFailed) although it never started.
                 Err(f) if f.error == wfc_ir::errors::QUERY_EVALUATION_ERROR => {
                     if let Some(failure) = visit.retry_after(visit_no, &mut retries, &spec.retry, f).await? {
-                        return caught(&visit, &spec.catch, input, failure);
+                        return state_failed(&visit, EventType::MapStateFailed, &spec.catch, input, failure);
                     }
                     continue;
                 }
@@ -1908,26 +2016,24 @@ where
                 crate::map::run_iterations(&iterations_exec, name, inputs, max_concurrency, &mut run_iteration);
             let outcome =
                 exec.in_state_context(&iterations_exec, name, "Map", iterations).await.map_err(|f| visit.runtime(f))?;
-            match &outcome {
-                Ok(_) => exec.record(EventType::MapStateSucceeded, json!({ "name": name })),
-                Err(f) => {
-                    exec.record(EventType::MapStateFailed, json!({ "name": name, "error": f.error, "cause": f.cause }))
-                }
-            };
             outcome.map(Value::Array)
         };
-        let failure = match outcome {
+        let (failure, iterations_failed) = match outcome {
             Ok(result) => {
+                exec.record(EventType::MapStateSucceeded, json!({ "name": name }));
                 let language = Language { assign: spec.assign.as_ref(), output: spec.output.as_ref() };
                 let paths = (&spec.result_selector, &spec.result_path, &spec.output_path);
                 match finish_success(&visit, language, paths, &mut input, result, io_ctx)? {
                     Ok(output) => return Ok(Step::Next(output)),
-                    Err(failure) => failure,
+                    Err(failure) => (failure, false),
                 }
             }
-            Err(f) => f,
+            Err(f) => (f, true),
         };
         if let Some(failure) = visit.retry_after(visit_no, &mut retries, &spec.retry, failure).await? {
+            if iterations_failed {
+                return state_failed(&visit, EventType::MapStateFailed, &spec.catch, input, failure);
+            }
             return caught(&visit, &spec.catch, input, failure);
         }
     }
@@ -2350,6 +2456,7 @@ impl Execution {
                 shared: Arc::clone(&self.shared),
                 cursor: Arc::clone(&self.cursor),
                 variables: Arc::clone(&self.variables),
+                in_parallel_branch: branch_subtype == "ParallelBranch",
                 scope: Arc::new(Scope {
                     captures: self.scope.captures.iter().cloned().chain([EventCapture::default()]).collect(),
                     path: format!("{context}/"),
@@ -2363,7 +2470,7 @@ impl Execution {
                 }),
             };
         }
-        let _ = (name, visit_no, attempt_no, branch_subtype);
-        self.clone()
+        let _ = (name, visit_no, attempt_no);
+        Execution { in_parallel_branch: branch_subtype == "ParallelBranch", ..self.clone() }
     }
 }

@@ -19,6 +19,14 @@ pub fn is_invoke(resource: &str) -> bool {
     resource == INVOKE_RESOURCE
 }
 
+/// Whether `resource` is a bare Lambda function ARN (`arn:aws:lambda:<region>:<account>:function:
+/// <name>[:<qualifier>]`): AWS records such a Task's attempts as `LambdaFunction*` events, not
+/// `Task*` ones.
+pub fn is_function_arn(resource: &str) -> bool {
+    let parts: Vec<&str> = resource.split(':').collect();
+    parts.len() >= 7 && parts[0] == "arn" && parts[2] == "lambda" && parts[5] == "function" && !parts[6].is_empty()
+}
+
 /// What the function receives from an `Invoke` request: its `Payload` (`{}` when the request
 /// has none, as Lambda invokes with an empty event). A request without `FunctionName` is refused
 /// before the call, as the Lambda API refuses it.
@@ -78,6 +86,10 @@ mod tests {
         assert_eq!(payload(&json!({"FunctionName": "f", "Payload": {"a": 1}})).unwrap(), json!({"a": 1}));
         assert_eq!(payload(&json!({"FunctionName": "f"})).unwrap(), json!({}));
         assert_eq!(payload(&json!({"Payload": 1})).unwrap_err().error, "States.Runtime");
+        assert!(is_function_arn("arn:aws:lambda:us-east-1:111111111111:function:f"));
+        assert!(is_function_arn("arn:aws:lambda:us-east-1:111111111111:function:f:live"));
+        assert!(!is_function_arn(INVOKE_RESOURCE));
+        assert!(!is_function_arn("arn:aws:states:::lambda:invoke.waitForTaskToken"));
         let r = response(json!("hi"));
         assert_eq!(r["Payload"], json!("hi"));
         assert_eq!(r["StatusCode"], json!(200));

@@ -103,10 +103,13 @@ fn recorded_name(event: &Value) -> Option<String> {
 /// The events, with those of each Parallel's branches put in a canonical order when the
 /// recording sorted them.
 fn normalise(events: &[Value], parallel_sorted: bool, name: impl Fn(&Value) -> Option<String>) -> Vec<Value> {
-    let mut out: Vec<Value> = events.to_vec();
     if !parallel_sorted {
-        return out;
+        return events.to_vec();
     }
+    // The recordings' sorting step (LocalStack's SfnNoneRecursiveParallelTransformer) also
+    // drops each `ParallelStateSucceeded`, so the branch events run to `ParallelStateExited`.
+    let mut out: Vec<Value> =
+        events.iter().filter(|e| event_type(e) != Some("ParallelStateSucceeded")).cloned().collect();
     let mut i = 0;
     while i < out.len() {
         if event_type(&out[i]) == Some("ParallelStateStarted") {
@@ -116,16 +119,11 @@ fn normalise(events: &[Value], parallel_sorted: bool, name: impl Fn(&Value) -> O
             for (j, e) in out.iter().enumerate().skip(i + 1) {
                 match event_type(e) {
                     Some("ParallelStateStarted") => depth += 1,
-                    Some(
-                        "ParallelStateSucceeded"
-                        | "ParallelStateFailed"
-                        | "ParallelStateAborted"
-                        | "ParallelStateExited",
-                    ) if depth == 0 => {
+                    Some("ParallelStateFailed" | "ParallelStateAborted" | "ParallelStateExited") if depth == 0 => {
                         end = j;
                         break;
                     }
-                    Some("ParallelStateSucceeded" | "ParallelStateFailed" | "ParallelStateAborted") => depth -= 1,
+                    Some("ParallelStateExited") => depth -= 1,
                     _ => {}
                 }
             }
