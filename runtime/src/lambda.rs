@@ -19,6 +19,14 @@ pub fn is_invoke(resource: &str) -> bool {
     resource == INVOKE_RESOURCE
 }
 
+/// Whether `resource` is a bare Lambda function ARN (`arn:aws:lambda:<region>:<account>:function:
+/// <name>[:<qualifier>]`): AWS records such a Task's attempts as `LambdaFunction*` events, not
+/// `Task*` ones.
+pub fn is_function_arn(resource: &str) -> bool {
+    let parts: Vec<&str> = resource.split(':').collect();
+    parts.len() >= 7 && parts[0] == "arn" && parts[2] == "lambda" && parts[5] == "function" && !parts[6].is_empty()
+}
+
 /// An `Invoke` request as Step Functions sends it to Lambda.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Invoke {
@@ -188,6 +196,14 @@ mod tests {
 
     fn event(request: Value) -> Result<Value, Failure> {
         super::request(&request).unwrap().event
+    }
+
+    #[test]
+    fn function_arns() {
+        assert!(is_function_arn("arn:aws:lambda:us-east-1:111111111111:function:f"));
+        assert!(is_function_arn("arn:aws:lambda:us-east-1:111111111111:function:f:live"));
+        assert!(!is_function_arn(INVOKE_RESOURCE));
+        assert!(!is_function_arn("arn:aws:states:::lambda:invoke.waitForTaskToken"));
     }
 
     #[test]

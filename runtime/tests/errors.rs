@@ -330,7 +330,7 @@ fn parallel_failure_keeps_the_branch_error_and_cancels_siblings() {
     assert!(!finished.load(Ordering::SeqCst), "the sibling branch was cancelled");
     assert!(!r.history.iter().any(|e| e.event_type == EventType::TaskSucceeded));
     assert!(
-        r.history.iter().any(|e| e.event_type == EventType::ParallelStateFailed && e.details["error"] == "FailureType")
+        r.history.iter().any(|e| e.event_type == EventType::ParallelStateFailed && e.details["name"] == "P")
     );
     let aborted: Vec<_> =
         r.history.iter().filter(|e| e.event_type == EventType::TaskStateAborted).map(|e| e.details.clone()).collect();

@@ -114,6 +114,9 @@ pub(crate) fn run_with(
         machine_type: args.machine_type,
         events: Vec::new(),
         passes: args.opt.passes(),
+        start_time: args.start_time.clone(),
+        state_machine_name: None,
+        account: None,
     };
     match execute(&execution) {
         Ok(outcome) => {

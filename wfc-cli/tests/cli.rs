@@ -442,3 +442,26 @@ fn compiled_engine_agrees_with_the_interpreter() {
         json!({"status": "FAILED", "error": "ErrorA", "cause": "Kaiju attack", "elapsed_seconds": 0})
     );
 }
+
+#[test]
+fn compiled_engine_reports_each_cases_own_name_for_a_shared_definition() {
+    // Two case files with the same inline definition share one compiled module (the build cache
+    // is keyed by the definition's text); each execution must still carry its own state machine
+    // and execution name, which are run-time parameters, not baked into the module.
+    let dir = scratch("shared-definition-names");
+    let definition = json!({"StartAt": "Who", "States": {"Who": {"Type": "Pass", "End": true,
+        "Parameters": {"machine.$": "$$.StateMachine.Name", "id.$": "$$.Execution.Id"}}}});
+    for machine in ["alpha", "beta"] {
+        let case = json!({"name": format!("{machine}-case"), "definition": definition, "expected": {
+            "status": "SUCCEEDED",
+            "output": {"machine": machine,
+                       "id": format!("arn:aws:states:local:000000000000:execution:{machine}:{machine}-case")}}});
+        write(&dir, &format!("{machine}.case.json"), &case.to_string());
+    }
+    for engine in ["compiled", "both"] {
+        let o = run(&["test", &dir.display().to_string(), "--engine", engine]);
+        let out = stdout(&o);
+        assert_eq!(code(&o), 0, "{engine}: {out}{}", stderr(&o));
+        assert_eq!(final_counts(&out), (2, 0, 0), "{engine}: {out}");
+    }
+}
