@@ -30,13 +30,7 @@ fn store() -> Arc<dyn Store> {
 }
 
 fn new_exec(name: &str, input: Value) -> NewExecution {
-    NewExecution {
-        name: name.into(),
-        workflow: "wf".into(),
-        input,
-        start_time: "2024-01-01T00:00:00.000Z".into(),
-        definition_hash: None,
-    }
+    NewExecution { name: name.into(), workflow: "wf".into(), input, start_time: "2024-01-01T00:00:00.000Z".into(), definition_hash: None }
 }
 
 fn step(id: &str, status: OpStatus, result: Option<Value>) -> OperationUpdate {

@@ -3,12 +3,14 @@
 //! never assigned (WFC0906), one assigned only in a Parallel branch (WFC0906), an outer name
 //! assigned in a Map iteration (WFC0907, a variable of the iteration), a `.$` key in a JSONata
 //! state (WFC0902, kept literally) and `ToleratedFailureCount` on an INLINE Map (WFC0220).
+//! Their definitions are in `tests/ui/accepted/` (definitions that compile, unlike
+//! `tests/ui/fixtures/`, which the UI cases expect to be refused).
 #![deny(warnings, missing_docs)]
 
-wfc_runtime::include_workflow!("ui/fixtures/undefined_variable.asl.json");
-wfc_runtime::include_workflow!("ui/fixtures/variable_out_of_scope.asl.json");
-wfc_runtime::include_workflow!("ui/fixtures/variable_outer_write.asl.json");
-wfc_runtime::include_workflow!("ui/fixtures/aws_accepted_jsonata.asl.json");
+wfc_runtime::include_workflow!("ui/accepted/undefined_variable.asl.json");
+wfc_runtime::include_workflow!("ui/accepted/variable_out_of_scope.asl.json");
+wfc_runtime::include_workflow!("ui/accepted/variable_outer_write.asl.json");
+wfc_runtime::include_workflow!("ui/accepted/aws_accepted_jsonata.asl.json");
 
 use wfc_runtime::{RunOptions, block_on_virtual, json};
 

@@ -426,9 +426,10 @@ impl<'a> Generator<'a> {
             StateKind::Sw(sw) => sw.edges().into_iter().any(|(target, _)| target.is_some()),
             StateKind::Succeed(_) | StateKind::Fail(_) => false,
         });
-        let uses_handler = machine.states.iter().any(|s| {
-            matches!(s.kind, StateKind::Task(_) | StateKind::Parallel(_) | StateKind::Map(_) | StateKind::Sw(_))
-        });
+        let uses_handler = machine
+            .states
+            .iter()
+            .any(|s| matches!(s.kind, StateKind::Task(_) | StateKind::Parallel(_) | StateKind::Map(_) | StateKind::Sw(_)));
         let unused_handler = if uses_handler { quote!() } else { quote!(let _ = handler;) };
         let body = if needs_loop {
             quote! {
@@ -695,8 +696,7 @@ impl<'a> Generator<'a> {
                 let arms = targets
                     .into_iter()
                     .map(|id| {
-                        let v =
-                            variants.get(id).ok_or_else(|| format!("wfc: transition index {id} is out of range"))?;
+                        let v = variants.get(id).ok_or_else(|| format!("wfc: transition index {id} is out of range"))?;
                         let id = Literal::usize_unsuffixed(id);
                         Ok(quote!(#id => State::#v(output),))
                     })

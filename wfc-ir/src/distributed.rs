@@ -7,8 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::jsonpath::Path;
 use crate::{JsonataExpr, Template};
+use crate::jsonpath::Path;
 
 /// The fields a Map has only in DISTRIBUTED mode.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -8,15 +8,15 @@
 //! compiler accepted is the path the runtime evaluates, parsed by the same code.
 
 pub mod credentials;
-pub mod cron;
 pub mod distributed;
+pub mod cron;
 pub mod errors;
 pub mod graph;
 pub mod intrinsics;
 pub mod jsonata;
 pub mod jsonpath;
-pub mod native;
 mod present;
+pub mod native;
 pub mod sw;
 pub mod timestamp;
 

@@ -33,12 +33,8 @@ impl Cx<'_> {
                 )),
                 other => Some((
                     format!("unknown field `{other}` in `Credentials`"),
-                    if self.jsonata {
-                        "`Credentials` accepts: RoleArn"
-                    } else {
-                        "`Credentials` accepts: RoleArn, RoleArn.$"
-                    }
-                    .to_owned(),
+                    if self.jsonata { "`Credentials` accepts: RoleArn" } else { "`Credentials` accepts: RoleArn, RoleArn.$" }
+                        .to_owned(),
                 )),
             };
             if let Some((message, help)) = problem {
@@ -48,11 +44,7 @@ impl Cx<'_> {
         }
         match (obj.key("RoleArn"), obj.key("RoleArn.$")) {
             (Some(l), Some(p)) => {
-                let d = self.error(
-                    codes::BAD_CREDENTIALS,
-                    "`RoleArn` and `RoleArn.$` cannot both be given",
-                    p.span.clone(),
-                );
+                let d = self.error(codes::BAD_CREDENTIALS, "`RoleArn` and `RoleArn.$` cannot both be given", p.span.clone());
                 d.labels.push((l.span.clone(), "`RoleArn` is here".to_owned()));
                 d.help = Some("keep one of them".to_owned());
                 return Err(());
@@ -71,8 +63,7 @@ impl Cx<'_> {
             _ => {}
         }
         if let Some(r) = obj.get("RoleArn") {
-            let is_expression =
-                self.jsonata && r.as_str().is_some_and(|s| wfc_ir::jsonata::expression_text(s).is_some());
+            let is_expression = self.jsonata && r.as_str().is_some_and(|s| wfc_ir::jsonata::expression_text(s).is_some());
             match r.as_str() {
                 None => {
                     self.error(

@@ -202,9 +202,7 @@ mod tests {
 
     #[test]
     fn pass_output_mirrors_runtime_order() {
-        let spec = PassState {
-            assign: None,
-            output: None,
+        let spec = PassState { assign: None, output: None,
             input_path: Some(p("$.a")),
             parameters: Some(Template::Object(vec![("x".into(), Template::Path(p("$.b")))])),
             result: None,

@@ -318,9 +318,7 @@ pub(crate) mod tests_support {
     pub(crate) fn pass_state(name: &str, transition: Transition) -> State {
         state(
             name,
-            StateKind::Pass(PassState {
-                assign: None,
-                output: None,
+            StateKind::Pass(PassState { assign: None, output: None,
                 input_path: dollar(),
                 parameters: None,
                 result: None,
@@ -353,10 +351,7 @@ pub(crate) mod tests_support {
     pub(crate) fn task_state(name: &str, transition: Transition, catch_to: Option<usize>) -> State {
         state(
             name,
-            StateKind::Task(TaskState {
-                arguments: None,
-                assign: None,
-                output: None,
+            StateKind::Task(TaskState { arguments: None, assign: None, output: None,
                 credentials: None,
                 resource: "arn:aws:lambda:us-east-1:123456789012:function:Work".into(),
                 input_path: dollar(),
@@ -368,9 +363,7 @@ pub(crate) mod tests_support {
                 heartbeat: None,
                 retry: vec![],
                 catch: catch_to
-                    .map(|next| Catcher {
-                        assign: None,
-                        output: None,
+                    .map(|next| Catcher { assign: None, output: None,
                         error_equals: vec!["States.ALL".into()],
                         result_path: ReferencePath::parse("$").ok(),
                         next,
@@ -386,10 +379,7 @@ pub(crate) mod tests_support {
     pub(crate) fn parallel_state(name: &str, branches: Vec<StateMachine>) -> State {
         state(
             name,
-            StateKind::Parallel(ParallelState {
-                arguments: None,
-                assign: None,
-                output: None,
+            StateKind::Parallel(ParallelState { arguments: None, assign: None, output: None,
                 input_path: dollar(),
                 parameters: None,
                 result_selector: None,
@@ -411,9 +401,7 @@ pub(crate) mod tests_support {
     ) -> State {
         let choices = rules
             .into_iter()
-            .map(|(var, operator, operand, next)| ChoiceBranch {
-                assign: None,
-                output: None,
+            .map(|(var, operator, operand, next)| ChoiceBranch { assign: None, output: None,
                 condition: Condition::Compare(Comparison {
                     variable: Path::parse(var).expect("test path"),
                     operator,
@@ -422,16 +410,6 @@ pub(crate) mod tests_support {
                 next,
             })
             .collect();
-        state(
-            name,
-            StateKind::Choice(ChoiceState {
-                assign: None,
-                output: None,
-                input_path: dollar(),
-                output_path: dollar(),
-                choices,
-                default,
-            }),
-        )
+        state(name, StateKind::Choice(ChoiceState { assign: None, output: None, input_path: dollar(), output_path: dollar(), choices, default }))
     }
 }

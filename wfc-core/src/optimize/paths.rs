@@ -49,9 +49,7 @@ fn normalize_state(kind: &mut StateKind) -> bool {
         StateKind::Parallel(s) => fold_opt(&mut s.parameters) | fold_opt(&mut s.result_selector),
         // ItemSelector reads `$$.Map.Item.*`, which is a Path entry, so only constant parts fold.
         StateKind::Map(s) => fold_opt(&mut s.item_selector) | fold_opt(&mut s.result_selector),
-        StateKind::Choice(_) | StateKind::Wait(_) | StateKind::Succeed(_) | StateKind::Fail(_) | StateKind::Sw(_) => {
-            false
-        }
+        StateKind::Choice(_) | StateKind::Wait(_) | StateKind::Succeed(_) | StateKind::Fail(_) | StateKind::Sw(_) => false,
     }
 }
 

@@ -44,10 +44,7 @@ fn decide(machine: &StateMachine, i: usize) -> Option<(serde_json::Value, usize)
     let Transition::Next(j) = pass.transition else { return None };
     let StateKind::Choice(choice) = &machine.states.get(j)?.kind else { return None };
     // Skipping a Choice would skip the variables it assigns and its JSONata Output.
-    if choice.assign.is_some()
-        || choice.output.is_some()
-        || choice.choices.iter().any(|r| r.assign.is_some() || r.output.is_some())
-    {
+    if choice.assign.is_some() || choice.output.is_some() || choice.choices.iter().any(|r| r.assign.is_some() || r.output.is_some()) {
         return None;
     }
     let effective = eval::select(&choice.input_path, &constant)?;

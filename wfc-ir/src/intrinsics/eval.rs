@@ -31,9 +31,7 @@ use rand::{Rng, RngCore, SeedableRng};
 use serde_json::Value;
 use sha1::Digest as _;
 
-use super::{
-    Arg, Call, Function, HASH_ALGORITHMS, Intrinsic, MAX_RANGE_LEN, MAX_STRING_INPUT, Param, ValueType, java_round,
-};
+use super::{Arg, Call, Function, HASH_ALGORITHMS, Intrinsic, MAX_RANGE_LEN, MAX_STRING_INPUT, Param, ValueType, java_round};
 use crate::jsonpath::Path;
 
 /// Why an intrinsic call failed: the runtime raises it as `States.Runtime` with this cause.

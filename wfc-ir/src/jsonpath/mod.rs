@@ -396,9 +396,7 @@ impl ReferencePath {
         if let Root::Variable(name) = &path.root {
             return Err(PathError {
                 offset: 0,
-                message: format!(
-                    "a Reference Path cannot start with the variable `${name}`; assign variables with `Assign`"
-                ),
+                message: format!("a Reference Path cannot start with the variable `${name}`; assign variables with `Assign`"),
             });
         }
         if let Some((f, offset)) = path.function {
