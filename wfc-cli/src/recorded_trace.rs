@@ -92,6 +92,14 @@ fn aws_details(event: &Value) -> Map<String, Value> {
     }
     // Absent limits are absent, not null.
     details.retain(|_, v| !v.is_null());
+    // AWS writes assigned variables as JSON text, which the recordings decoded.
+    if let Some(Value::Object(vars)) = details.get_mut("assignedVariables") {
+        for v in vars.values_mut() {
+            if let Some(parsed) = v.as_str().and_then(|t| serde_json::from_str::<Value>(t).ok()) {
+                *v = parsed;
+            }
+        }
+    }
     details
 }
 
