@@ -266,6 +266,13 @@ fn what_aws_accepts_is_a_warning_at_its_place() {
     );
 }
 
+#[test]
+fn a_wait_at_aws_bound_loads() {
+    let w = load("{\"StartAt\": \"W\", \"States\": {\"W\": {\"Type\": \"Wait\", \"Seconds\": 2147483647, \"End\": true}}}");
+    let StateKind::Wait(wait) = &w.machine.states[0].kind else { panic!("not a Wait") };
+    assert_eq!(wait.duration, WaitDuration::Seconds(wfc_ir::MAX_WAIT_SECONDS));
+}
+
 fn load(text: &str) -> wfc_ir::Workflow {
     match wfc_core::asl::load(Source { path: "t.json", text }) {
         Ok(l) => l.workflow,
