@@ -234,12 +234,12 @@ pub(crate) struct Limits {
 }
 
 /// Why a wait ended without an answer.
-pub(crate) fn timeout_failure(limits: &Limits, heartbeat: bool) -> Failure {
+pub(crate) fn timeout_failure(heartbeat: bool) -> Failure {
     if heartbeat {
         Failure::new(HEARTBEAT_TIMEOUT, "the task did not send a heartbeat within HeartbeatSeconds")
     } else {
-        let secs = limits.timeout.map_or(0, |t| t.as_secs());
-        Failure::new(wfc_ir::errors::TIMEOUT, format!("the task did not finish within TimeoutSeconds ({secs} s)"))
+        // No cause, as AWS records an expired TimeoutSeconds.
+        Failure::new(wfc_ir::errors::TIMEOUT, "")
     }
 }
 
@@ -297,12 +297,12 @@ where
         if let Some(t) = limits.timeout_at
             && now >= t
         {
-            return Err(timeout_failure(limits, false));
+            return Err(timeout_failure(false));
         }
         if let Some(h) = heartbeat_at
             && now >= h
         {
-            return Err(timeout_failure(limits, true));
+            return Err(timeout_failure(true));
         }
         let wake = [limits.timeout_at, heartbeat_at, poll_every.map(|p| now + p)].into_iter().flatten().min();
         tokio::select! {

@@ -58,6 +58,15 @@ impl Clock {
         Clock { inner: Arc::new(Inner { kind: Kind::Virtual { start }, origin: OnceLock::new() }) }
     }
 
+    /// Virtual time starting at an RFC 3339 instant (`2025-01-01T00:00:00Z`): an execution
+    /// started at a given moment (`wfc run --start-time`, a recorded case's `clock`).
+    pub fn virtual_from_rfc3339(start: &str) -> Result<Clock, String> {
+        start
+            .parse::<jiff::Timestamp>()
+            .map(Clock::virtual_from)
+            .map_err(|e| format!("the start time {start:?} is not an RFC 3339 instant: {e}"))
+    }
+
     /// Virtual time starting at 2024-01-01T00:00:00Z, so runs are reproducible.
     pub fn virtual_default() -> Clock {
         // The constant is a valid timestamp; UNIX_EPOCH is only a fallback that cannot happen.
@@ -98,9 +107,16 @@ impl Clock {
     }
 
     /// Sleeps for `duration` on this clock.
+    ///
+    /// In steps of at most a year: tokio ends a sleep whose deadline it cannot represent after
+    /// about 30 years, and a Wait may last up to 2³¹ − 1 s (about 68 years) as on AWS.
     pub async fn sleep(&self, duration: Duration) {
-        if !duration.is_zero() {
-            tokio::time::sleep(duration).await;
+        const STEP: Duration = Duration::from_secs(365 * 86_400);
+        let mut left = duration;
+        while !left.is_zero() {
+            let step = left.min(STEP);
+            tokio::time::sleep(step).await;
+            left -= step;
         }
     }
 
@@ -236,6 +252,18 @@ mod tests {
         assert_eq!(format_timestamp(end), "2024-01-01T01:00:00.000Z");
         assert_eq!(elapsed, Duration::from_secs(3600));
         assert!(clock.is_virtual());
+    }
+
+    #[test]
+    fn sleeps_longer_than_tokio_represents_last_their_whole_duration() {
+        let clock = Clock::virtual_default();
+        let long = Duration::from_secs(2_147_483_647);
+        let (start, end) = block_on_virtual(async {
+            let start = clock.now();
+            clock.sleep(long).await;
+            (start, clock.now())
+        });
+        assert_eq!(end.duration_since(start), jiff::SignedDuration::from_secs(2_147_483_647));
     }
 
     #[test]

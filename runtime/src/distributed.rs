@@ -574,6 +574,13 @@ where
     F: FnMut(Value, Execution) -> Fut,
     Fut: Future<Output = Result<Value, Failure>>,
 {
+    // AWS records the Map as started (with the number of items it was given, 0 when an
+    // ItemReader reads them) before it checks the run's configuration.
+    let length = match &dist.item_reader {
+        Some(_) => 0,
+        None => crate::map::items(&spec.items_path, effective, context).map_or(0, |items| items.len()),
+    };
+    exec.record(EventType::MapStateStarted, json!({ "name": name, "length": length }));
     // The state's own fields first: a bad value here is the state's failure, not the run's.
     let tolerance = Tolerance::resolve(dist, effective, context)?;
     let max_items = match dist.item_reader.as_ref().and_then(|r| r.config.max_items.as_ref()) {
@@ -586,7 +593,7 @@ where
     };
     let label = dist.label.clone().unwrap_or_else(|| name.to_owned());
     let run_id = exec.with_rng(|rng| uuid(rng));
-    let arn = format!("{}:mapRun:{}/{label}:{run_id}", crate::exec::ARN_PREFIX, exec.workflow_name());
+    let arn = format!("{}:mapRun:{}/{label}:{run_id}", exec.arn_prefix(), exec.workflow_name());
     exec.record(EventType::MapRunStarted, json!({ "mapRunArn": arn }));
     let mut guard = RunGuard { exec, arn: &arn, armed: true };
     let outcome = run_children(

@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::FutureExt;
-use rand::SeedableRng;
 use rand::rngs::StdRng;
+use rand::{RngCore, SeedableRng};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 use tracing::Instrument;
@@ -60,6 +60,55 @@ pub struct RunOptions {
     /// Who starts the execution: a direct start, or the scheduler (Serverless Workflow
     /// `directInvoke: deny` admits only the latter; see [`crate::schedule`]).
     pub started_by: crate::schedule::StartedBy,
+    /// The state machine's type and how the execution was started: what `$$.Execution.Id`
+    /// looks like and whether `$$.Execution.RedriveCount` exists (see [`MachineType`]).
+    pub machine_type: MachineType,
+    /// The state machine's name in ARNs and `$$.StateMachine.Name`; `None`: the workflow's
+    /// name. A run-time parameter, so one compiled module serves every name it is run under.
+    pub state_machine_name: Option<String>,
+    /// The region and account that ARNs are minted in; `None`: [`DEFAULT_REGION`] and
+    /// [`DEFAULT_ACCOUNT`] (there is no AWS account locally).
+    pub account: Option<(String, String)>,
+}
+
+/// A state machine's type, as AWS distinguishes them in what an execution sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MachineType {
+    /// `STANDARD` (the default): execution ARN `...:execution:MACHINE:NAME`, and
+    /// `$$.Execution.RedriveCount` (0: wfc never redrives).
+    #[default]
+    Standard,
+    /// `EXPRESS` started asynchronously (`StartExecution`): execution ARN
+    /// `...:express:MACHINE:NAME:UUID`, with `RedriveCount` 0, as recorded.
+    Express,
+    /// `EXPRESS` started with `StartSyncExecution`: the express ARN, and no `RedriveCount` in
+    /// the context object (recorded).
+    ExpressSync,
+}
+
+impl MachineType {
+    /// The name [`MachineType::from_str`](std::str::FromStr) reads back.
+    pub fn name(self) -> &'static str {
+        match self {
+            MachineType::Standard => "standard",
+            MachineType::Express => "express",
+            MachineType::ExpressSync => "express-sync",
+        }
+    }
+}
+
+impl std::str::FromStr for MachineType {
+    type Err = String;
+
+    /// `standard`, `express` or `express-sync` (any case; `_` for `-`).
+    fn from_str(s: &str) -> Result<MachineType, String> {
+        match s.to_ascii_lowercase().replace('_', "-").as_str() {
+            "standard" => Ok(MachineType::Standard),
+            "express" => Ok(MachineType::Express),
+            "express-sync" => Ok(MachineType::ExpressSync),
+            _ => Err(format!("unknown state machine type `{s}` (standard, express, express-sync)")),
+        }
+    }
 }
 
 impl RunOptions {
@@ -77,6 +126,9 @@ impl RunOptions {
             callbacks: None,
             objects: crate::distributed::Objects::default(),
             started_by: crate::schedule::StartedBy::Direct,
+            machine_type: MachineType::Standard,
+            state_machine_name: None,
+            account: None,
         }
     }
 
@@ -95,12 +147,33 @@ impl RunOptions {
             callbacks: None,
             objects: crate::distributed::Objects::default(),
             started_by: crate::schedule::StartedBy::Direct,
+            machine_type: MachineType::Standard,
+            state_machine_name: None,
+            account: None,
         }
     }
 
     /// Sets who starts the execution (the scheduler passes [`crate::schedule::StartedBy::Scheduler`]).
     pub fn with_started_by(mut self, started_by: crate::schedule::StartedBy) -> RunOptions {
         self.started_by = started_by;
+        self
+    }
+
+    /// Sets the state machine type ([`MachineType`]).
+    pub fn with_machine_type(mut self, machine_type: MachineType) -> RunOptions {
+        self.machine_type = machine_type;
+        self
+    }
+
+    /// Sets the state machine's name (ARNs, `$$.StateMachine.Name`) instead of the workflow's.
+    pub fn with_state_machine_name(mut self, name: impl Into<String>) -> RunOptions {
+        self.state_machine_name = Some(name.into());
+        self
+    }
+
+    /// Mints ARNs in `region` and `account` (`arn:aws:states:<region>:<account>:...`).
+    pub fn with_account(mut self, region: impl Into<String>, account: impl Into<String>) -> RunOptions {
+        self.account = Some((region.into(), account.into()));
         self
     }
 
@@ -195,7 +268,7 @@ pub struct ExecutionResult {
     pub status: Status,
     /// The output when it succeeded.
     pub output: Option<Value>,
-    /// The error when it failed or timed out.
+    /// The error when it failed (`None` when it timed out: AWS records no error or cause then).
     pub error: Option<Failure>,
     /// Every history event, in order.
     pub history: Vec<HistoryEvent>,
@@ -208,15 +281,19 @@ impl ExecutionResult {
     pub fn into_result(self) -> Result<Value, Failure> {
         match self.status {
             Status::Succeeded => Ok(self.output.unwrap_or(Value::Null)),
-            Status::Failed | Status::TimedOut => {
+            Status::Failed => {
                 Err(self.error.unwrap_or_else(|| Failure::runtime("the execution ended without recording its error")))
             }
+            // AWS gives a timed-out execution no error; to a Rust caller it is `States.Timeout`.
+            Status::TimedOut => Err(self.error.unwrap_or_else(|| Failure::new(wfc_ir::errors::TIMEOUT, ""))),
         }
     }
 }
 
-/// The account and region that identifiers are minted in: there is no AWS account locally.
-pub(crate) const ARN_PREFIX: &str = "arn:aws:states:local:000000000000";
+/// The region that identifiers are minted in by default: there is no AWS region locally.
+pub const DEFAULT_REGION: &str = "local";
+/// The account that identifiers are minted in by default: there is no AWS account locally.
+pub const DEFAULT_ACCOUNT: &str = "000000000000";
 
 /// One running execution: its clock, history, context object and random source. Cheap to clone;
 /// clones share state (Parallel branches record into the same history).
@@ -229,6 +306,9 @@ pub struct Execution {
     /// The variables scope of this line of control: the top level, or a Parallel branch's or
     /// Map iteration's own scope (see [`crate::variables`]).
     variables: Arc<Variables>,
+    /// Whether this line of control runs in a Parallel branch (directly, not inside a Map
+    /// iteration of it): a Task failing there records `TaskStateAborted`, as AWS does.
+    in_parallel_branch: bool,
     /// Where this line of control is, for deterministic durable operation ids.
     #[cfg(feature = "durable")]
     scope: Arc<Scope>,
@@ -297,7 +377,10 @@ struct Shared {
     name: String,
     id: String,
     state_machine_id: String,
+    /// `arn:aws:states:<region>:<account>`, the start of every ARN the execution mints.
+    arn_prefix: String,
     role_arn: String,
+    machine_type: MachineType,
     input: Value,
     start_time: String,
     started_at: Instant,
@@ -333,6 +416,9 @@ impl Execution {
             callbacks,
             objects,
             started_by,
+            machine_type,
+            state_machine_name,
+            account,
         } = options;
         let started_at = Instant::now();
         let start_time = clock.now_rfc3339();
@@ -342,17 +428,32 @@ impl Execution {
             Some(j) => (Some(j.name().to_owned()), j.start_time().to_owned()),
             None => (name, start_time),
         };
-        let name = name.unwrap_or_else(|| format!("{}-{seed:016x}", workflow.name));
+        let machine = state_machine_name.unwrap_or_else(|| workflow.name.clone());
+        let (region, account) = account.unwrap_or_else(|| (DEFAULT_REGION.to_owned(), DEFAULT_ACCOUNT.to_owned()));
+        let arn_prefix = format!("arn:aws:states:{region}:{account}");
+        let name = name.unwrap_or_else(|| format!("{machine}-{seed:016x}"));
         // Checked before the input is copied anywhere: cloning or serializing a document deeper
         // than the limit would recurse past the end of the stack. A refused input is kept as
         // `null`, and `finish` fails the execution before its first state.
         let input_failure = limits.check_payload(&name, input).err();
         let input = if input_failure.is_some() { &Value::Null } else { input };
+        let id = match machine_type {
+            MachineType::Standard => format!("{arn_prefix}:execution:{machine}:{name}"),
+            // AWS adds a uuid after the name; it comes from the seed, so runs stay reproducible
+            // (a source of its own: the execution's random draws are the same in both types).
+            MachineType::Express | MachineType::ExpressSync => {
+                let mut bytes = [0u8; 16];
+                StdRng::seed_from_u64(seed ^ 0x6578_7072_6573_7321).fill_bytes(&mut bytes);
+                format!("{arn_prefix}:express:{machine}:{name}:{}", crate::intrinsics::uuid_v4(bytes))
+            }
+        };
         let shared = Shared {
-            id: format!("{ARN_PREFIX}:execution:{}:{name}", workflow.name),
-            state_machine_id: format!("{ARN_PREFIX}:stateMachine:{}", workflow.name),
-            role_arn: "arn:aws:iam::000000000000:role/wfc-local".to_owned(),
-            workflow_name: workflow.name.clone(),
+            id,
+            machine_type,
+            state_machine_id: format!("{arn_prefix}:stateMachine:{machine}"),
+            role_arn: format!("arn:aws:iam::{account}:role/wfc-local"),
+            workflow_name: machine,
+            arn_prefix,
             name,
             input: input.clone(),
             start_time,
@@ -373,6 +474,7 @@ impl Execution {
             shared: Arc::new(shared),
             cursor: Arc::new(AtomicU64::new(0)),
             variables: Variables::root(),
+            in_parallel_branch: false,
             #[cfg(feature = "durable")]
             scope: Arc::new(Scope::default()),
         };
@@ -412,20 +514,16 @@ impl Execution {
         };
         let (status, output, error) = match outcome {
             None => {
-                let secs = timeout_seconds.unwrap_or_default();
-                let failure = Failure::new(
-                    wfc_ir::errors::TIMEOUT,
-                    format!("The execution did not finish within its TimeoutSeconds of {secs} s"),
-                );
-                self.record(EventType::ExecutionTimedOut, json!({ "error": failure.error, "cause": failure.cause }));
-                (Status::TimedOut, None, Some(failure))
+                // AWS records a timed-out execution with neither an error nor a cause.
+                self.record(EventType::ExecutionTimedOut, json!({}));
+                (Status::TimedOut, None, None)
             }
             Some(Ok(Ok(output))) => {
                 self.record_with(EventType::ExecutionSucceeded, || json!({ "output": output }));
                 (Status::Succeeded, Some(output), None)
             }
             Some(Ok(Err(failure))) => {
-                self.record(EventType::ExecutionFailed, json!({ "error": failure.error, "cause": failure.cause }));
+                self.record(EventType::ExecutionFailed, failure_details(&failure));
                 (Status::Failed, None, Some(failure))
             }
             Some(Err(panic)) => {
@@ -517,6 +615,7 @@ impl Execution {
             cursor: Arc::new(AtomicU64::new(at)),
             // A branch or iteration reads the variables of the line it started from.
             variables: self.variables.child(),
+            in_parallel_branch: self.in_parallel_branch,
             // Branches are created in definition order by both engines, so the index is stable
             // across runs and so are the operation ids inside the branch.
             #[cfg(feature = "durable")]
@@ -543,11 +642,15 @@ impl Execution {
         let shared = Shared {
             clock: self.shared.clock.clone(),
             history: History::new(),
-            id: format!("{ARN_PREFIX}:execution:{workflow_name}:{name}"),
+            id: format!("{}:execution:{workflow_name}:{name}", self.shared.arn_prefix),
+            arn_prefix: self.shared.arn_prefix.clone(),
             workflow_name,
             name,
             state_machine_id,
             role_arn: self.shared.role_arn.clone(),
+            // A Map Run child is a STANDARD or EXPRESS execution of its own; wfc runs both the
+            // same way, with a standard ARN.
+            machine_type: MachineType::Standard,
             input,
             start_time: self.shared.clock.now_rfc3339(),
             started_at: Instant::now(),
@@ -568,6 +671,7 @@ impl Execution {
             // A child is an execution of its own: it sees none of the parent's variables, as
             // AWS's Distributed Map child workflows do not.
             variables: Variables::root(),
+            in_parallel_branch: false,
             #[cfg(feature = "durable")]
             scope: Arc::new(match op {
                 Some(id) => Scope { path: format!("{id}/"), context: Some(id), ..Scope::default() },
@@ -591,6 +695,11 @@ impl Execution {
     /// The execution's start time (`$$.Execution.StartTime`).
     pub fn start_time(&self) -> &str {
         &self.shared.start_time
+    }
+
+    /// `arn:aws:states:<region>:<account>`: the start of the ARNs this execution mints.
+    pub(crate) fn arn_prefix(&self) -> &str {
+        &self.shared.arn_prefix
     }
 
     /// The state machine's id (`$$.StateMachine.Id`).
@@ -655,9 +764,13 @@ impl Execution {
     }
 
     /// The context object (`$$`) as seen by state `state_name`, entered at `entered_time`, on its
-    /// `retry_count`-th retry.
-    pub fn context_object(&self, state_name: &str, entered_time: &str, retry_count: u32) -> Value {
-        json!({
+    /// `retry_count`-th retry (`None` for a state that cannot retry: AWS gives a Pass, Choice,
+    /// Wait, Succeed or Fail state no `RetryCount`, recorded).
+    ///
+    /// `Execution.RedriveCount` is 0 (wfc does not redrive), and absent from an Express execution
+    /// started synchronously, as recorded.
+    pub fn context_object(&self, state_name: &str, entered_time: &str, retry_count: Option<u32>) -> Value {
+        let mut ctx = json!({
             "Execution": {
                 "Id": self.shared.id,
                 "Input": self.shared.input,
@@ -668,13 +781,19 @@ impl Execution {
             "State": {
                 "Name": state_name,
                 "EnteredTime": entered_time,
-                "RetryCount": retry_count,
             },
             "StateMachine": {
                 "Id": self.shared.state_machine_id,
                 "Name": self.shared.workflow_name,
             },
-        })
+        });
+        if self.shared.machine_type != MachineType::ExpressSync {
+            ctx["Execution"]["RedriveCount"] = json!(0);
+        }
+        if let Some(n) = retry_count {
+            ctx["State"]["RetryCount"] = json!(n);
+        }
+        ctx
     }
 }
 
@@ -701,9 +820,9 @@ pub struct Chosen {
     pub output: Value,
 }
 
-/// The longest Wait: a year, the longest a Standard execution may run. Longer is
-/// `States.Runtime` "Wait state delay is too long." as on AWS.
-pub const MAX_WAIT: Duration = Duration::from_secs(365 * 86_400);
+/// The longest Wait AWS accepts, [`wfc_ir::MAX_WAIT_SECONDS`] (2³¹ − 1 s, about 68 years:
+/// AWS's recorded boundary). Longer is `States.Runtime` "Wait state delay is too long." as on AWS.
+pub const MAX_WAIT: Duration = Duration::from_secs(wfc_ir::MAX_WAIT_SECONDS);
 
 /// One visit to a state: records Entered/Exited and builds the context object on demand.
 struct Visit<'a> {
@@ -807,7 +926,9 @@ impl<'a> Visit<'a> {
         // one ever did, now is the best reading there is (nothing was awaited since entry).
         let entered_at = self.entered_at.unwrap_or_else(|| self.exec.clock().now());
         let entered_time = crate::clock::format_timestamp(entered_at);
-        let mut ctx = self.exec.context_object(self.name, &entered_time, self.retry_count);
+        // Only the states with `Retry` have a retry count in their context object.
+        let retry_count = matches!(self.state_type, "Task" | "Parallel" | "Map").then_some(self.retry_count);
+        let mut ctx = self.exec.context_object(self.name, &entered_time, retry_count);
         if let Some(token) = &self.task_token {
             ctx["Task"] = json!({ "Token": token });
         }
@@ -855,16 +976,35 @@ impl<'a> Visit<'a> {
         if (failure.error == wfc_ir::errors::RUNTIME || failure.error == wfc_ir::errors::QUERY_EVALUATION_ERROR)
             && !prefixed
         {
-            Failure {
+            let failure = Failure {
                 error: failure.error,
                 cause: format!(
                     "An error occurred while executing the state '{}' (entered at the event id #{}). {}",
                     self.name, self.entered_id, failure.cause
                 ),
+            };
+            if failure.error == wfc_ir::errors::QUERY_EVALUATION_ERROR {
+                self.evaluation_failed(&failure);
             }
+            failure
         } else {
             failure
         }
+    }
+
+    /// Records `EvaluationFailed`: a JSONata evaluation failed the state for good (AWS records
+    /// it before the state's own failure events and `ExecutionFailed`), with the field it failed
+    /// in (`location`) when the cause names one.
+    fn evaluation_failed(&self, failure: &Failure) {
+        self.exec.record_with(EventType::EvaluationFailed, || {
+            let mut details = json!({ "error": failure.error, "cause": failure.cause, "state": self.name });
+            let field =
+                failure.cause.split_once("specified for the field '").and_then(|(_, rest)| rest.split_once('\''));
+            if let Some((location, _)) = field {
+                details["location"] = json!(location);
+            }
+            details
+        });
     }
 }
 
@@ -1038,7 +1178,10 @@ where
 {
     let mut guard = AbortGuard { exec, name, event: EventType::TaskStateAborted, armed: true };
     let outcome = task_inner(exec, name, spec, input, invoke).instrument(state_span(name, "Task")).await;
-    guard.armed = false;
+    // A Task whose failure leaves its Parallel branch is aborted with the branch, as AWS records
+    // it; elsewhere the failure goes straight to the enclosing state or the execution.
+    guard.armed = outcome.is_err() && exec.in_parallel_branch;
+    drop(guard);
     outcome
 }
 
@@ -1095,6 +1238,7 @@ where
     let parameters = Parameters::new(spec.parameters.as_ref(), &effective, exec).map_err(|f| visit.runtime(f))?;
     let mut retries = RetryState::new(&spec.retry);
     let callback = crate::callback::is_callback_resource(&spec.resource);
+    let events = AttemptEvents::of(&spec.resource);
     loop {
         visit.retry_count = retries.retry_count();
         exec.check_history()?;
@@ -1138,16 +1282,33 @@ where
         // AWS limits the request a task is sent as it limits results.
         exec.limits().check_payload(name, &params).map_err(|f| visit.runtime(f))?;
         // `lambda:invoke`: the parameters are the Invoke request; the function gets its Payload.
-        let lambda_invoke = crate::lambda::is_invoke(&spec.resource);
-        let lambda_payload =
-            if lambda_invoke { Some(crate::lambda::payload(&params).map_err(|f| visit.runtime(f))?) } else { None };
-        exec.record_with(EventType::TaskScheduled, || {
-            let mut details = json!({
-                "resource": spec.resource,
-                "parameters": params,
-                "timeoutInSeconds": seconds_json(timeout),
-                "heartbeatInSeconds": seconds_json(heartbeat),
-            });
+        let lambda_invoke = if crate::lambda::is_invoke(&spec.resource) {
+            Some(crate::lambda::request(&params).map_err(|f| visit.runtime(f))?)
+        } else {
+            None
+        };
+        // A Payload Lambda refuses (text that is not JSON) fails the attempt without a call.
+        let (lambda_payload, refused) = match lambda_invoke.as_ref().map(|i| i.event.clone()) {
+            Some(Ok(event)) => (Some(event), None),
+            Some(Err(f)) => (None, Some(f)),
+            None => (None, None),
+        };
+        exec.record_with(events.scheduled, || {
+            let mut details = if events.lambda {
+                // AWS's LambdaFunctionScheduled: the function's input, and only the limits set.
+                let mut d = json!({ "resource": spec.resource, "input": params });
+                if let Some(t) = timeout {
+                    d["timeoutInSeconds"] = json!(t.as_secs());
+                }
+                d
+            } else {
+                json!({
+                    "resource": spec.resource,
+                    "parameters": params,
+                    "timeoutInSeconds": seconds_json(timeout),
+                    "heartbeatInSeconds": seconds_json(heartbeat),
+                })
+            };
             if let Some(arn) = &role_arn {
                 details["taskCredentials"] = json!({ "roleArn": arn });
             }
@@ -1158,7 +1319,10 @@ where
             Some(arn) => task_ctx.with_role_arn(arn),
             None => task_ctx,
         };
-        exec.record_with(EventType::TaskStarted, || json!({ "resource": spec.resource }));
+        exec.record_with(
+            events.started,
+            || if events.lambda { json!({}) } else { json!({ "resource": spec.resource }) },
+        );
         let outcome = match &visit.task_token {
             Some(token) => {
                 // A callback: the handler only hands the token on (its result is ignored); the
@@ -1177,7 +1341,15 @@ where
                 // suspending journal reports, so an SWF activity receives the same input.
                 let sent = lambda_payload.unwrap_or(params);
                 let request = exec.step_request(spec.resource.as_str(), &sent, timeout, heartbeat);
-                let attempt = crate::task::run_attempt(|| invoke(sent, call_ctx), &task_ctx, timeout, heartbeat);
+                let attempt = match refused {
+                    Some(f) => futures::future::Either::Left(std::future::ready(Attempt::Failed(f))),
+                    None => futures::future::Either::Right(crate::task::run_attempt(
+                        || invoke(sent, call_ctx),
+                        &task_ctx,
+                        timeout,
+                        heartbeat,
+                    )),
+                };
                 exec.journaled_attempt(name, visit_no, visit.retry_count, request, attempt)
                     .await
                     .map_err(|f| visit.runtime(f))?
@@ -1185,11 +1357,14 @@ where
         };
         let failure = match outcome {
             Attempt::Succeeded(result) => {
-                let result = if lambda_invoke { crate::lambda::response(result) } else { result };
+                let result = match &lambda_invoke {
+                    Some(request) => crate::lambda::response(result, request, exec.clock().now()),
+                    None => result,
+                };
                 // Checked before the result is recorded or processed: a result that is too
                 // large or too deep is terminal, and AWS names the resource that returned it.
                 exec.limits().check_payload(spec.resource.as_str(), &result).map_err(|f| visit.runtime(f))?;
-                exec.record_with(EventType::TaskSucceeded, || json!({ "resource": spec.resource, "output": result }));
+                exec.record_with(events.succeeded, || events.details(&spec.resource, json!({ "output": result })));
                 let language = Language { assign: spec.assign.as_ref(), output: spec.output.as_ref() };
                 if language.is_plain() && shape.result_is_output {
                     // The output is the result just checked against the same limits.
@@ -1203,17 +1378,11 @@ where
                 }
             }
             Attempt::Failed(f) => {
-                exec.record(
-                    EventType::TaskFailed,
-                    json!({ "resource": spec.resource, "error": f.error, "cause": f.cause }),
-                );
+                exec.record_with(events.failed, || events.details(&spec.resource, failure_details(&f)));
                 f
             }
             Attempt::TimedOut(f) => {
-                exec.record(
-                    EventType::TaskTimedOut,
-                    json!({ "resource": spec.resource, "error": f.error, "cause": f.cause }),
-                );
+                exec.record_with(events.timed_out, || events.details(&spec.resource, failure_details(&f)));
                 f
             }
         };
@@ -1221,6 +1390,64 @@ where
             return caught(&visit, &spec.catch, input, failure);
         }
     }
+}
+
+/// The events a Task attempt records: `LambdaFunction*` for a bare Lambda function ARN, as AWS
+/// records them (no `resource` in the outcome events, `input` instead of `parameters`), else
+/// `Task*`.
+#[derive(Clone, Copy)]
+struct AttemptEvents {
+    lambda: bool,
+    scheduled: EventType,
+    started: EventType,
+    succeeded: EventType,
+    failed: EventType,
+    timed_out: EventType,
+}
+
+impl AttemptEvents {
+    fn of(resource: &str) -> AttemptEvents {
+        if crate::lambda::is_function_arn(resource) {
+            AttemptEvents {
+                lambda: true,
+                scheduled: EventType::LambdaFunctionScheduled,
+                started: EventType::LambdaFunctionStarted,
+                succeeded: EventType::LambdaFunctionSucceeded,
+                failed: EventType::LambdaFunctionFailed,
+                timed_out: EventType::LambdaFunctionTimedOut,
+            }
+        } else {
+            AttemptEvents {
+                lambda: false,
+                scheduled: EventType::TaskScheduled,
+                started: EventType::TaskStarted,
+                succeeded: EventType::TaskSucceeded,
+                failed: EventType::TaskFailed,
+                timed_out: EventType::TaskTimedOut,
+            }
+        }
+    }
+
+    /// An outcome event's details: `fields`, plus the resource on `Task*` events.
+    fn details(&self, resource: &str, mut fields: Value) -> Value {
+        if !self.lambda {
+            fields["resource"] = json!(resource);
+        }
+        fields
+    }
+}
+
+/// `{"error", "cause"}` of a failure event, leaving out an empty error or cause as AWS leaves
+/// out an absent one (a Fail state without `Error`, a timeout without a cause).
+fn failure_details(f: &Failure) -> Value {
+    let mut details = serde_json::Map::new();
+    if !f.error.is_empty() {
+        details.insert("error".into(), json!(f.error));
+    }
+    if !f.cause.is_empty() {
+        details.insert("cause".into(), json!(f.cause));
+    }
+    Value::Object(details)
 }
 
 /// What a Task's fields let [`task`] skip, decided once per visit.
@@ -1390,6 +1617,27 @@ impl Visit<'_> {
             RetryDecision::GiveUp => Ok(Some(failure)),
         }
     }
+}
+
+/// After a Parallel's branches or a Map's iterations failed and retries are exhausted: records
+/// the state's `ParallelStateFailed`/`MapStateFailed` (after `EvaluationFailed` when a JSONata
+/// failure ends the execution, as AWS orders them), then [`caught`]. Only the last attempt
+/// records it: AWS records none for an attempt that is retried.
+fn state_failed(
+    visit: &Visit<'_>,
+    event: EventType,
+    catchers: &[wfc_ir::Catcher],
+    raw_input: Value,
+    failure: Failure,
+) -> Result<Step, Failure> {
+    let uncaught = retry::find_catcher(catchers, &failure.error).is_none();
+    let failure = if uncaught && failure.error == wfc_ir::errors::QUERY_EVALUATION_ERROR {
+        visit.runtime(failure)
+    } else {
+        failure
+    };
+    visit.exec.record(event, json!({ "name": visit.name }));
+    caught(visit, catchers, raw_input, failure)
 }
 
 /// After retries are exhausted: the first matching catcher, or the failure itself.
@@ -1741,7 +1989,7 @@ where
         let branches_exec = exec.parallel_scope(name, visit_no, visit.retry_count, "ParallelBranch");
         let branches = run_branches(branch_input, branches_exec.clone());
         let outcome = exec.in_state_context(&branches_exec, name, "Parallel", branches).await;
-        let failure = match outcome.map_err(|f| visit.runtime(f))? {
+        let (failure, branches_failed) = match outcome.map_err(|f| visit.runtime(f))? {
             Ok(outputs) => {
                 exec.record(EventType::ParallelStateSucceeded, json!({ "name": name }));
                 let result = Value::Array(outputs);
@@ -1749,18 +1997,15 @@ where
                 let paths = (&spec.result_selector, &spec.result_path, &spec.output_path);
                 match finish_success(&visit, language, paths, &mut input, result, io_ctx)? {
                     Ok(output) => return Ok(Step::Next(output)),
-                    Err(failure) => failure,
+                    Err(failure) => (failure, false),
                 }
             }
-            Err(f) => {
-                exec.record(
-                    EventType::ParallelStateFailed,
-                    json!({ "name": name, "error": f.error, "cause": f.cause }),
-                );
-                f
-            }
+            Err(f) => (f, true),
         };
         if let Some(failure) = visit.retry_after(visit_no, &mut retries, &spec.retry, failure).await? {
+            if branches_failed {
+                return state_failed(&visit, EventType::ParallelStateFailed, &spec.catch, input, failure);
+            }
             return caught(&visit, &spec.catch, input, failure);
         }
     }
@@ -1808,8 +2053,12 @@ where
 {
     let mut visit = Visit::start(exec, name, "Map", &input)?;
     let visit_no = exec.next_visit(name);
-    let io_ctx = io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref(), Some(&spec.items_path)])
-        || spec.items.is_some()
+    let io_ctx = io::paths_use_context([
+        spec.input_path.as_ref(),
+        spec.output_path.as_ref(),
+        Some(&spec.items_path),
+        spec.max_concurrency_path.as_ref(),
+    ]) || spec.items.is_some()
         || spec.item_selector_jsonata.is_some()
         || spec.output.is_some()
         || spec.assign.is_some()
@@ -1866,10 +2115,11 @@ where
             };
             let inputs = match inputs {
                 Ok(inputs) => inputs,
-                // A JSONata failure can be retried and caught, unlike a path failure.
+                // A JSONata failure can be retried and caught, unlike a path failure. AWS
+                // records the Map as failed (after EvaluationFailed) although it never started.
                 Err(f) if f.error == wfc_ir::errors::QUERY_EVALUATION_ERROR => {
                     if let Some(failure) = visit.retry_after(visit_no, &mut retries, &spec.retry, f).await? {
-                        return caught(&visit, &spec.catch, input, failure);
+                        return state_failed(&visit, EventType::MapStateFailed, &spec.catch, input, failure);
                     }
                     continue;
                 }
@@ -1883,26 +2133,24 @@ where
                 crate::map::run_iterations(&iterations_exec, name, inputs, max_concurrency, &mut run_iteration);
             let outcome =
                 exec.in_state_context(&iterations_exec, name, "Map", iterations).await.map_err(|f| visit.runtime(f))?;
-            match &outcome {
-                Ok(_) => exec.record(EventType::MapStateSucceeded, json!({ "name": name })),
-                Err(f) => {
-                    exec.record(EventType::MapStateFailed, json!({ "name": name, "error": f.error, "cause": f.cause }))
-                }
-            };
             outcome.map(Value::Array)
         };
-        let failure = match outcome {
+        let (failure, iterations_failed) = match outcome {
             Ok(result) => {
+                exec.record(EventType::MapStateSucceeded, json!({ "name": name }));
                 let language = Language { assign: spec.assign.as_ref(), output: spec.output.as_ref() };
                 let paths = (&spec.result_selector, &spec.result_path, &spec.output_path);
                 match finish_success(&visit, language, paths, &mut input, result, io_ctx)? {
                     Ok(output) => return Ok(Step::Next(output)),
-                    Err(failure) => failure,
+                    Err(failure) => (failure, false),
                 }
             }
-            Err(f) => f,
+            Err(f) => (f, true),
         };
         if let Some(failure) = visit.retry_after(visit_no, &mut retries, &spec.retry, failure).await? {
+            if iterations_failed {
+                return state_failed(&visit, EventType::MapStateFailed, &spec.catch, input, failure);
+            }
             return caught(&visit, &spec.catch, input, failure);
         }
     }
@@ -1914,7 +2162,8 @@ where
 pub(crate) fn is_jsonata_map(spec: &MapState) -> bool {
     let jsonata_count =
         |c: &Option<wfc_ir::distributed::Count>| matches!(c, Some(wfc_ir::distributed::Count::Jsonata(_)));
-    spec.items.is_some()
+    spec.jsonata
+        || spec.items.is_some()
         || spec.item_selector_jsonata.is_some()
         || matches!(spec.assign, Some(Assign::Jsonata(_)))
         || spec.output.is_some()
@@ -2327,6 +2576,7 @@ impl Execution {
                 shared: Arc::clone(&self.shared),
                 cursor: Arc::clone(&self.cursor),
                 variables: Arc::clone(&self.variables),
+                in_parallel_branch: branch_subtype == "ParallelBranch",
                 scope: Arc::new(Scope {
                     captures: self.scope.captures.iter().cloned().chain([EventCapture::default()]).collect(),
                     path: format!("{context}/"),
@@ -2340,7 +2590,7 @@ impl Execution {
                 }),
             };
         }
-        let _ = (name, visit_no, attempt_no, branch_subtype);
-        self.clone()
+        let _ = (name, visit_no, attempt_no);
+        Execution { in_parallel_branch: branch_subtype == "ParallelBranch", ..self.clone() }
     }
 }

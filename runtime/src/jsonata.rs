@@ -70,7 +70,7 @@ pub fn evaluate(expr: &JsonataExpr, field: &str, b: &Bindings<'_>, rng: &mut dyn
     let value = run(expr, b, rng).map_err(|e| {
         query_error(format!(
             "The JSONata expression '{text}' specified for the field '{field}' threw an error during evaluation. {}",
-            e.message()
+            aws_message(e.message())
         ))
     })?;
     if value.is_undefined() {
@@ -83,6 +83,14 @@ pub fn evaluate(expr: &JsonataExpr, field: &str, b: &Bindings<'_>, rng: &mut dyn
             "The JSONata expression '{text}' specified for the field '{field}' returned an unsupported result type."
         ))
     })
+}
+
+/// An evaluator message as AWS's JSONata (jsonata-js) words it. jsonata-js keeps the offending
+/// token out of a T1006 message (`T1006: Attempted to invoke a non-function`, recorded on AWS);
+/// jsonata-core appends it (`...: $randomSeeded`).
+fn aws_message(message: &str) -> &str {
+    const T1006: &str = "T1006: Attempted to invoke a non-function";
+    if message.starts_with(T1006) { T1006 } else { message }
 }
 
 /// A `States.QueryEvaluationError` failure.
@@ -143,8 +151,10 @@ fn run(expr: &JsonataExpr, b: &Bindings<'_>, rng: &mut dyn RngCore) -> Result<JV
     };
     let mut ev = Evaluator::with_options(context, options);
     register_functions(&mut ev, rng.next_u64(), entered_millis(&ctx_object))?;
-    // `$` at the top of an expression is the state input, as on AWS.
-    ev.evaluate(expr.ast(), &JValue::from(b.input.clone()))
+    // `$` at the top of an expression is the state input, as on AWS. The result goes through
+    // jsonata-js's sequence rule (an empty sequence is undefined, a sequence of one is its item),
+    // whichever function built the sequence.
+    ev.evaluate(expr.ast(), &JValue::from(b.input.clone())).map(JValue::unwrap_sequence)
 }
 
 /// `$$.State.EnteredTime` in milliseconds: what `$now()` and `$millis()` return, so that an
@@ -195,7 +205,9 @@ fn register_functions(ev: &mut Evaluator, seed: u64, now_millis: Option<i64>) ->
             out.push(JValue::Number(x));
             x += step;
         }
-        Ok(JValue::array(out))
+        // A sequence, as AWS's `$range` returns one: a single element is a value, not an array
+        // (`$range(1, 9, 9)` is `1` on AWS, recorded), and no element is undefined.
+        Ok(JValue::sequence(out))
     })?;
     ev.register_fn("hash", |args: &[JValue]| {
         let (Some(data), Some(alg)) = (args.first().and_then(JValue::as_str), args.get(1).and_then(JValue::as_str))
@@ -294,6 +306,13 @@ mod tests {
     fn aws_functions() {
         assert_eq!(eval("$partition([1,2,3], 2)", json!({})).unwrap(), json!([[1, 2], [3]]));
         assert_eq!(eval("$range(0, 10, 5)", json!({})).unwrap(), json!([0, 5, 10]));
+        // A sequence of one is its item (jsonata-js's rule, and AWS's recorded `$range(1, 9, 9)`);
+        // an array built by `[...]` or returned by `$partition` is not a sequence.
+        assert_eq!(eval("$range(1, 9, 9)", json!({})).unwrap(), json!(1));
+        assert_eq!(eval("{'r': $range(1, 9, 9)}", json!({})).unwrap(), json!({"r": 1}));
+        assert_eq!(eval("[$range(1, 9, 9)]", json!({})).unwrap(), json!([1]));
+        assert_eq!(eval("$partition([0], 1)", json!({})).unwrap(), json!([[0]]));
+        assert_eq!(eval("$map([7], function($v){$v})", json!({})).unwrap(), json!(7));
         assert_eq!(
             eval("$hash('input', 'SHA-1')", json!({})).unwrap(),
             json!("140f86aae51ab9e1cda9b4254fe98a74eb54c1a1")
@@ -312,7 +331,10 @@ mod tests {
             "The JSONata expression '$doesNotExist' specified for the field 'Output' returned nothing (undefined)."
         );
         let f = eval("$randomSeeded()", json!({})).unwrap_err();
-        assert!(f.cause.contains("threw an error during evaluation. T1006"), "{}", f.cause);
+        assert_eq!(
+            f.cause,
+            "The JSONata expression '$randomSeeded()' specified for the field 'Output' threw an error during evaluation. T1006: Attempted to invoke a non-function"
+        );
         let f = eval("function($x){$x}", json!({})).unwrap_err();
         assert!(f.cause.ends_with("returned an unsupported result type."), "{}", f.cause);
     }

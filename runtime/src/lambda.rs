@@ -19,10 +19,33 @@ pub fn is_invoke(resource: &str) -> bool {
     resource == INVOKE_RESOURCE
 }
 
-/// What the function receives from an `Invoke` request: its `Payload` (`{}` when the request
-/// has none, as Lambda invokes with an empty event). A request without `FunctionName` is refused
-/// before the call, as the Lambda API refuses it.
-pub fn payload(request: &Value) -> Result<Value, Failure> {
+/// Whether `resource` is a bare Lambda function ARN (`arn:aws:lambda:<region>:<account>:function:
+/// <name>[:<qualifier>]`): AWS records such a Task's attempts as `LambdaFunction*` events, not
+/// `Task*` ones.
+pub fn is_function_arn(resource: &str) -> bool {
+    let parts: Vec<&str> = resource.split(':').collect();
+    parts.len() >= 7 && parts[0] == "arn" && parts[2] == "lambda" && parts[5] == "function" && !parts[6].is_empty()
+}
+
+/// An `Invoke` request as Step Functions sends it to Lambda.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Invoke {
+    /// The event the function receives, or the failure Lambda answers instead of calling it.
+    pub event: Result<Value, Failure>,
+    /// `LogType: "Tail"`: the response carries `LogResult` (the base64 tail of the function's log).
+    pub log_tail: bool,
+}
+
+/// The `Invoke` request in a task's Parameters (or Arguments). A request without `FunctionName`
+/// is refused before the call, as the Lambda API refuses it (`States.Runtime`).
+///
+/// What the function receives is the `Payload` as the request body, as AWS sends it (recorded):
+/// - absent or `null`: `{}` (a function echoing its event returns `{}`);
+/// - a string: its text **is** the JSON body, so `"0.0"` arrives as the number `0.0` and
+///   `"\"HelloWorld\""` as the string `"HelloWorld"`. Text that is not JSON is refused by Lambda:
+///   the task fails with `Lambda.InvalidRequestContentException` (wording not recorded on AWS);
+/// - anything else: itself.
+pub fn request(request: &Value) -> Result<Invoke, Failure> {
     let Some(fields) = request.as_object() else {
         return Err(Failure::runtime(format!(
             "The Parameters of a '{INVOKE_RESOURCE}' task must be an object with 'FunctionName', got {request}"
@@ -36,51 +59,200 @@ pub fn payload(request: &Value) -> Result<Value, Failure> {
             )));
         }
     }
-    Ok(fields.get("Payload").cloned().unwrap_or_else(|| json!({})))
+    let event = match fields.get("Payload") {
+        None | Some(Value::Null) => Ok(json!({})),
+        Some(Value::String(text)) => serde_json::from_str::<Value>(text).map_err(|e| {
+            Failure::new(
+                "Lambda.InvalidRequestContentException",
+                format!("Could not parse request body into json: {e} (Service: Lambda, Status Code: 400)"),
+            )
+        }),
+        Some(other) => Ok(other.clone()),
+    };
+    let log_tail = fields.get("LogType").and_then(Value::as_str) == Some("Tail");
+    Ok(Invoke { event, log_tail })
 }
 
-/// The `Invoke` response Step Functions hands on, around the function's return value. The
-/// metadata is fixed (there is no HTTP call locally): version `$LATEST`, status 200, and a request
-/// id that is the same for every call, so runs stay reproducible.
-pub fn response(function_result: Value) -> Value {
-    const REQUEST_ID: &str = "00000000-0000-0000-0000-000000000000";
-    json!({
+/// The request id every local call reports: fixed, so runs stay reproducible.
+const REQUEST_ID: &str = "00000000-0000-0000-0000-000000000000";
+
+/// The `Invoke` response Step Functions hands on, around the function's return value, with the
+/// headers AWS's wrapper records: `Content-Length` is the length of the body as a Python Lambda
+/// serializes the value (`json.dumps`: `", "` and `": "` separators, non-ASCII escaped; matches
+/// every recorded length), `Date` is `now` in HTTP form, `X-Amzn-Trace-Id` a trace header minted
+/// from `now`. There is no HTTP call locally, so the rest is fixed: version `$LATEST`, status
+/// 200, one request id. With `LogType: Tail`, `LogResult` (and the `X-Amz-Log-Result` header)
+/// holds the base64 of the log lines the Lambda runtime writes for the call.
+pub fn response(function_result: Value, invoke: &Invoke, now: jiff::Timestamp) -> Value {
+    let length = python_json_len(&function_result).to_string();
+    let date = now.strftime("%a, %d %b %Y %H:%M:%S GMT").to_string();
+    let trace = format!("Root=1-{:08x}-000000000000000000000000;Sampled=0", now.as_second());
+    let mut all = json!({
+        "X-Amz-Executed-Version": ["$LATEST"],
+        "x-amzn-Remapped-Content-Length": ["0"],
+        "Connection": ["keep-alive"],
+        "x-amzn-RequestId": [REQUEST_ID],
+        "Content-Length": [length],
+        "Date": [date],
+        "X-Amzn-Trace-Id": [trace],
+        "Content-Type": ["application/json"],
+    });
+    let mut headers = json!({
+        "Connection": "keep-alive",
+        "Content-Length": length,
+        "Content-Type": "application/json",
+        "Date": date,
+        "X-Amz-Executed-Version": "$LATEST",
+        "x-amzn-Remapped-Content-Length": "0",
+        "x-amzn-RequestId": REQUEST_ID,
+        "X-Amzn-Trace-Id": trace,
+    });
+    let log = invoke.log_tail.then(log_tail);
+    if let Some(log) = &log {
+        all["X-Amz-Log-Result"] = json!([log]);
+        headers["X-Amz-Log-Result"] = json!(log);
+    }
+    let mut out = json!({
         "ExecutedVersion": "$LATEST",
         "Payload": function_result,
         "SdkHttpMetadata": {
-            "AllHttpHeaders": {
-                "X-Amz-Executed-Version": ["$LATEST"],
-                "x-amzn-Remapped-Content-Length": ["0"],
-                "Connection": ["keep-alive"],
-                "x-amzn-RequestId": [REQUEST_ID],
-                "Content-Type": ["application/json"],
-            },
-            "HttpHeaders": {
-                "Connection": "keep-alive",
-                "Content-Type": "application/json",
-                "X-Amz-Executed-Version": "$LATEST",
-                "x-amzn-Remapped-Content-Length": "0",
-                "x-amzn-RequestId": REQUEST_ID,
-            },
+            "AllHttpHeaders": all,
+            "HttpHeaders": headers,
             "HttpStatusCode": 200,
         },
         "SdkResponseMetadata": { "RequestId": REQUEST_ID },
         "StatusCode": 200,
-    })
+    });
+    if let Some(log) = log {
+        out["LogResult"] = json!(log);
+    }
+    out
+}
+
+/// The base64 log tail of one call: the lines the Lambda runtime itself writes (a local handler
+/// writes nothing to a Lambda log).
+fn log_tail() -> String {
+    use base64::Engine as _;
+    let text = format!(
+        "START RequestId: {REQUEST_ID} Version: $LATEST\nEND RequestId: {REQUEST_ID}\nREPORT RequestId: {REQUEST_ID}\tDuration: 1.00 ms\tBilled Duration: 1 ms\tMemory Size: 128 MB\tMax Memory Used: 1 MB\t\n"
+    );
+    base64::engine::general_purpose::STANDARD.encode(text)
+}
+
+/// The length in bytes of `v` as Python's `json.dumps(v)` writes it (what a Python Lambda
+/// returns as its body): `", "` and `": "` separators, non-ASCII characters as `\uXXXX` escapes.
+pub fn python_json_len(v: &Value) -> usize {
+    match v {
+        Value::Null => 4,
+        Value::Bool(b) => {
+            if *b {
+                4
+            } else {
+                5
+            }
+        }
+        Value::Number(n) => python_number(n).len(),
+        Value::String(s) => python_string_len(s),
+        Value::Array(items) => 2 + items.iter().map(python_json_len).sum::<usize>() + 2 * items.len().saturating_sub(1),
+        Value::Object(map) => {
+            2 + map.iter().map(|(k, v)| python_string_len(k) + 2 + python_json_len(v)).sum::<usize>()
+                + 2 * map.len().saturating_sub(1)
+        }
+    }
+}
+
+/// A number as Python prints it: integers as they are, floats by `repr` (`0.0`, `1e+20`).
+fn python_number(n: &serde_json::Number) -> String {
+    if n.is_f64() {
+        let f = n.as_f64().unwrap_or_default();
+        let text = format!("{f:?}");
+        // Rust writes `1e20`, Python `1e+20`.
+        match text.split_once('e') {
+            Some((m, e)) if !e.starts_with('-') => format!("{m}e+{e}"),
+            _ => text,
+        }
+    } else {
+        n.to_string()
+    }
+}
+
+/// A string's length as a JSON string with Python's escapes (`ensure_ascii`).
+fn python_string_len(s: &str) -> usize {
+    2 + s
+        .chars()
+        .map(|c| match c {
+            '"' | '\\' | '\n' | '\r' | '\t' | '\u{8}' | '\u{c}' => 2,
+            c if (c as u32) < 0x20 => 6,
+            c if c.is_ascii() => 1,
+            c if (c as u32) > 0xffff => 12,
+            _ => 6,
+        })
+        .sum::<usize>()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn event(request: Value) -> Result<Value, Failure> {
+        super::request(&request).unwrap().event
+    }
+
     #[test]
-    fn payload_and_response() {
-        assert_eq!(payload(&json!({"FunctionName": "f", "Payload": {"a": 1}})).unwrap(), json!({"a": 1}));
-        assert_eq!(payload(&json!({"FunctionName": "f"})).unwrap(), json!({}));
-        assert_eq!(payload(&json!({"Payload": 1})).unwrap_err().error, "States.Runtime");
-        let r = response(json!("hi"));
-        assert_eq!(r["Payload"], json!("hi"));
+    fn function_arns() {
+        assert!(is_function_arn("arn:aws:lambda:us-east-1:111111111111:function:f"));
+        assert!(is_function_arn("arn:aws:lambda:us-east-1:111111111111:function:f:live"));
+        assert!(!is_function_arn(INVOKE_RESOURCE));
+        assert!(!is_function_arn("arn:aws:states:::lambda:invoke.waitForTaskToken"));
+    }
+
+    #[test]
+    fn payload_as_the_request_body() {
+        assert_eq!(event(json!({"FunctionName": "f", "Payload": {"a": 1}})), Ok(json!({"a": 1})));
+        assert_eq!(event(json!({"FunctionName": "f"})), Ok(json!({})));
+        assert_eq!(event(json!({"FunctionName": "f", "Payload": null})), Ok(json!({})));
+        // A string is the body's text, as AWS sends it (recorded: "0.0" arrives as 0.0).
+        assert_eq!(event(json!({"FunctionName": "f", "Payload": "0.0"})), Ok(json!(0.0)));
+        assert_eq!(event(json!({"FunctionName": "f", "Payload": "\"HelloWorld\""})), Ok(json!("HelloWorld")));
+        assert_eq!(event(json!({"FunctionName": "f", "Payload": "[]"})), Ok(json!([])));
+        let bad = event(json!({"FunctionName": "f", "Payload": "HelloWorld"})).unwrap_err();
+        assert_eq!(bad.error, "Lambda.InvalidRequestContentException");
+        assert_eq!(super::request(&json!({"Payload": 1})).unwrap_err().error, "States.Runtime");
+    }
+
+    #[test]
+    fn response_headers_as_aws_records_them() {
+        let now: jiff::Timestamp = "2024-03-01T10:20:30Z".parse().unwrap();
+        let plain = Invoke { event: Ok(json!({})), log_tail: false };
+        let r = response(json!({"theAnswer": 42, "s": "x"}), &plain, now);
+        assert_eq!(r["Payload"], json!({"theAnswer": 42, "s": "x"}));
         assert_eq!(r["StatusCode"], json!(200));
         assert_eq!(r["ExecutedVersion"], json!("$LATEST"));
+        let headers = &r["SdkHttpMetadata"]["HttpHeaders"];
+        // {"theAnswer": 42, "s": "x"} as json.dumps writes it: 27 bytes.
+        assert_eq!(headers["Content-Length"], json!("27"));
+        assert_eq!(r["SdkHttpMetadata"]["AllHttpHeaders"]["Content-Length"], json!(["27"]));
+        assert_eq!(headers["Date"], json!("Fri, 01 Mar 2024 10:20:30 GMT"));
+        assert!(headers["X-Amzn-Trace-Id"].as_str().unwrap().starts_with("Root=1-65e1abee-"));
+        assert!(r.get("LogResult").is_none());
+        let tail = Invoke { event: Ok(json!({})), log_tail: true };
+        let r = response(json!("HelloWorld"), &tail, now);
+        assert_eq!(r["SdkHttpMetadata"]["HttpHeaders"]["Content-Length"], json!("12"));
+        let log = r["LogResult"].as_str().unwrap();
+        assert_eq!(r["SdkHttpMetadata"]["HttpHeaders"]["X-Amz-Log-Result"], json!(log));
+        use base64::Engine as _;
+        let text = String::from_utf8(base64::engine::general_purpose::STANDARD.decode(log).unwrap()).unwrap();
+        assert!(text.starts_with("START RequestId: "), "{text}");
+    }
+
+    #[test]
+    fn python_lengths() {
+        // The recorded Content-Lengths: 0.0 → 3, 0 → 1, [] → 2, {} → 2, "HelloWorld" → 12.
+        for (v, n) in [(json!(0.0), 3), (json!(0), 1), (json!([]), 2), (json!({}), 2), (json!("HelloWorld"), 12)] {
+            assert_eq!(python_json_len(&v), n, "{v}");
+        }
+        assert_eq!(python_json_len(&json!({"status": "completed"})), 23);
+        assert_eq!(python_json_len(&json!({"input_value": "string literal", "input_values": [1, 2, 3]})), 60);
+        assert_eq!(python_json_len(&json!(["é", "\n", 1e20, null, true])), 35);
     }
 }

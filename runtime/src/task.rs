@@ -179,17 +179,13 @@ where
         }
     };
     let deadline = timeout.map(|t| Instant::now().checked_add(t).unwrap_or_else(far_future));
-    let timeout_cause = timeout
-        .map(|t| format!("the task did not finish within TimeoutSeconds ({} s)", t.as_secs()))
-        .unwrap_or_default();
+    // AWS records an expired TimeoutSeconds, like an expired heartbeat, as `States.Timeout` with
+    // no cause (recorded: `TaskTimedOut` has only `error`, and a catcher sees `"Cause": ""`).
     tokio::select! {
         biased;
         outcome = guarded => outcome,
-        () = sleep_until_opt(deadline) => Attempt::TimedOut(Failure::new(wfc_ir::errors::TIMEOUT, timeout_cause)),
-        () = heartbeat_watch(ctx, heartbeat) => {
-            // AWS records heartbeat expiry as States.Timeout with no cause.
-            Attempt::TimedOut(Failure::new(wfc_ir::errors::TIMEOUT, ""))
-        }
+        () = sleep_until_opt(deadline) => Attempt::TimedOut(Failure::new(wfc_ir::errors::TIMEOUT, "")),
+        () = heartbeat_watch(ctx, heartbeat) => Attempt::TimedOut(Failure::new(wfc_ir::errors::TIMEOUT, "")),
     }
 }
 

@@ -50,6 +50,7 @@ fn jsonl_map(result_writer: bool, max_concurrency: u64) -> Workflow {
     let mut pass = pass_state();
     pass.parameters = Some(tpl(json!({"n.$": "$.n", "child.$": "$$.Execution.Name"})));
     let spec = MapState {
+        jsonata: false,
         input_path: dollar(),
         items_path: path("$"),
         item_selector: None,
@@ -114,8 +115,10 @@ fn items_come_from_a_plugged_in_store_and_children_have_their_own_names() {
         [
             E::ExecutionStarted,
             E::MapStateEntered,
+            E::MapStateStarted,
             E::MapRunStarted,
             E::MapRunSucceeded,
+            E::MapStateSucceeded,
             E::MapStateExited,
             E::ExecutionSucceeded
         ]
@@ -142,14 +145,14 @@ fn results_are_written_through_the_store() {
 }
 
 /// 30,000 items: inline, their events would pass the 25,000-event history limit; as child
-/// executions, each has its own history and the parent records six events. The results go to
+/// executions, each has its own history and the parent records eight events. The results go to
 /// the ResultWriter: without one, 30,000 outputs pass the 256 KiB payload limit, as on AWS.
 #[test]
 fn a_run_larger_than_the_history_limit_succeeds() {
     let store = store_with(30_000);
     let result = run_with(&jsonl_map(true, 0), Arc::clone(&store), Limits::default());
     assert_eq!(result.status, Status::Succeeded, "{:?}", result.error);
-    assert_eq!(result.history.len(), 6);
+    assert_eq!(result.history.len(), 8);
     let objects = store.objects.lock().unwrap_or_else(|p| p.into_inner());
     let succeeded = objects.iter().find(|((_, k), _)| k.ends_with("SUCCEEDED_0.json")).map(|(_, v)| v.clone());
     let results: Value = serde_json::from_slice(&succeeded.unwrap_or_default()).unwrap_or_default();

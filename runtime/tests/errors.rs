@@ -295,10 +295,14 @@ fn workflow_timeout_seconds_times_the_execution_out() {
     wf.timeout_seconds = Some(10);
     let r = run(&wf, &no_handlers(), json!({}));
     assert_eq!(r.status, Status::TimedOut);
-    assert_eq!(err(&r).error, "States.Timeout");
+    // AWS records a timed-out execution with neither an error nor a cause.
+    assert_eq!(r.error, None);
     assert_eq!(r.elapsed, Duration::from_secs(10));
-    assert_eq!(r.history.last().map(|e| e.event_type), Some(EventType::ExecutionTimedOut));
-    assert!(r.clone().into_result().is_err());
+    let last = r.history.last().expect("a history");
+    assert_eq!(last.event_type, EventType::ExecutionTimedOut);
+    assert_eq!(last.details, json!({}));
+    // A Rust caller still gets an error: States.Timeout, no cause.
+    assert_eq!(r.clone().into_result(), Err(Failure::new("States.Timeout", "")));
 }
 
 #[test]
@@ -326,7 +330,7 @@ fn parallel_failure_keeps_the_branch_error_and_cancels_siblings() {
     assert!(!finished.load(Ordering::SeqCst), "the sibling branch was cancelled");
     assert!(!r.history.iter().any(|e| e.event_type == EventType::TaskSucceeded));
     assert!(
-        r.history.iter().any(|e| e.event_type == EventType::ParallelStateFailed && e.details["error"] == "FailureType")
+        r.history.iter().any(|e| e.event_type == EventType::ParallelStateFailed && e.details["name"] == "P")
     );
     let aborted: Vec<_> =
         r.history.iter().filter(|e| e.event_type == EventType::TaskStateAborted).map(|e| e.details.clone()).collect();

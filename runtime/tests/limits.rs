@@ -61,7 +61,9 @@ fn oversized_task_result_is_data_limit_exceeded_naming_the_resource_and_not_caug
         )
     );
     // Neither the retrier nor the catcher ran: one attempt, no state after the Task.
-    let entered = result.history.iter().filter(|e| e.event_type == wfc_runtime::EventType::TaskStarted).count();
+    // RESOURCE is a bare Lambda function ARN: its attempts are LambdaFunction* events, as on AWS.
+    let entered =
+        result.history.iter().filter(|e| e.event_type == wfc_runtime::EventType::LambdaFunctionStarted).count();
     assert_eq!(entered, 1);
     assert!(!result.history.iter().any(|e| e.event_type == wfc_runtime::EventType::SucceedStateEntered));
 }

@@ -17,6 +17,7 @@ const WORK: &str = "work";
 /// A Map over `$.items` whose item processor is one Task calling [`WORK`].
 fn map_state(max_concurrency: u64) -> MapState {
     MapState {
+        jsonata: false,
         assign: None,
         item_selector_jsonata: None,
         items: None,

@@ -282,8 +282,16 @@ fn wait_bad_values_are_runtime_errors_with_aws_wording() {
     );
     let f = err(&run(&ts, &no_handlers(), json!({"TimestampValue": 5})));
     assert_eq!(f.error, "States.Runtime");
-    let long = workflow(vec![("W", StateKind::Wait(wait_state(WaitDuration::Seconds(40_000_000))))]);
+    // AWS's bound is 2^31 - 1 seconds (its recorded boundary case refuses 24,856 days): one
+    // second more is refused, the bound itself waits (on the virtual clock).
+    let long = workflow(vec![("W", StateKind::Wait(wait_state(WaitDuration::Seconds(2_147_483_648))))]);
     assert_eq!(bare_cause(&err(&run(&long, &no_handlers(), json!({})))), "Wait state delay is too long.");
+    let longest = workflow(vec![("W", StateKind::Wait(wait_state(WaitDuration::Seconds(2_147_483_647))))]);
+    assert_eq!(run(&longest, &no_handlers(), json!({"x": 1})).status, Status::Succeeded);
+    let days = |d: u64| json!({"w": d * 86_400});
+    let by_path = workflow(vec![("W", StateKind::Wait(wait_state(WaitDuration::SecondsPath(path("$.w")))))]);
+    assert_eq!(bare_cause(&err(&run(&by_path, &no_handlers(), days(24_856)))), "Wait state delay is too long.");
+    assert_eq!(run(&by_path, &no_handlers(), days(24_855)).status, Status::Succeeded);
 }
 
 #[test]
@@ -451,11 +459,41 @@ fn context_object_is_deterministic_on_virtual_time() {
                 "Name": "test-run",
                 "StartTime": "2024-01-01T00:00:00.000Z",
                 "RoleArn": "arn:aws:iam::000000000000:role/wfc-local",
+                "RedriveCount": 0,
             },
-            "State": {"Name": "P", "EnteredTime": "2024-01-01T00:00:05.000Z", "RetryCount": 0},
+            // A Pass state cannot retry: AWS gives it no RetryCount (recorded).
+            "State": {"Name": "P", "EnteredTime": "2024-01-01T00:00:05.000Z"},
             "StateMachine": {"Id": "arn:aws:states:local:000000000000:stateMachine:Test", "Name": "Test"},
         }})
     );
+}
+
+/// What AWS records per state machine type: `RedriveCount` 0 except for a synchronous Express
+/// start, the `:express:` execution ARN with a uuid after the name, and `RetryCount` only in the
+/// states that can retry.
+#[test]
+fn context_object_per_machine_type_and_state_type() {
+    use wfc_runtime::{MachineType, RunOptions, block_on_virtual, interp};
+    let task = TaskState { parameters: Some(tpl(json!({"ctx.$": "$$"}))), ..task_state("echo") };
+    let wf = workflow(vec![("T", StateKind::Task(task))]);
+    let handlers = Handlers::new().on("echo", |input: Value, _ctx: TaskContext| async move { Ok(input) });
+    let run_as = |machine_type| {
+        let options = RunOptions::virtual_time().with_name("n1").with_machine_type(machine_type);
+        ok(&block_on_virtual(interp::run(&wf, &handlers, json!({}), options)))
+    };
+    let standard = run_as(MachineType::Standard);
+    assert_eq!(standard["ctx"]["State"]["RetryCount"], json!(0));
+    assert_eq!(standard["ctx"]["Execution"]["RedriveCount"], json!(0));
+    assert_eq!(standard["ctx"]["Execution"]["Id"], json!("arn:aws:states:local:000000000000:execution:Test:n1"));
+    let express = run_as(MachineType::Express);
+    assert_eq!(express["ctx"]["Execution"]["RedriveCount"], json!(0));
+    let id = express["ctx"]["Execution"]["Id"].as_str().unwrap().to_owned();
+    let uuid = id.strip_prefix("arn:aws:states:local:000000000000:express:Test:n1:").unwrap_or_else(|| panic!("{id}"));
+    assert_eq!((uuid.len(), uuid.matches('-').count()), (36, 4), "{id}");
+    assert_eq!(express["ctx"]["Execution"]["Name"], json!("n1"));
+    let sync = run_as(MachineType::ExpressSync);
+    assert!(sync["ctx"]["Execution"].get("RedriveCount").is_none(), "{sync}");
+    assert_eq!(sync["ctx"]["Execution"]["Id"], json!(id));
 }
 
 #[test]

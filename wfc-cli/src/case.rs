@@ -37,6 +37,14 @@ pub(crate) struct Case {
     pub(crate) item_root: Option<PathBuf>,
     /// Serverless Workflow events to deliver: (seconds after the start, CloudEvent).
     pub(crate) events: Vec<(f64, Value)>,
+    /// The execution's name, when not the case's name (AWS-recorded cases need a valid one).
+    pub(crate) execution_name: Option<String>,
+    /// The execution's start instant (RFC 3339); default: the virtual clock's default.
+    pub(crate) start_time: Option<String>,
+    /// The state machine type (an EXPRESS one keeps no history).
+    pub(crate) machine_type: wfc_runtime::MachineType,
+    /// An AWS-recorded case's expectations (`expected` then holds only the status).
+    pub(crate) recorded: Option<Box<crate::recorded::Recorded>>,
 }
 
 /// Where a case's definition is.
@@ -164,6 +172,9 @@ fn delivery(entry: &Value) -> Result<(f64, Value), String> {
 pub(crate) fn load_file(path: &Path) -> Result<Vec<Case>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let doc: Value = serde_json::from_str(&text).map_err(|e| format!("{}: not valid JSON: {e}", path.display()))?;
+    if crate::recorded::is_recorded(&doc) {
+        return crate::recorded::load(path, doc).map(|case| vec![case]);
+    }
     let dir = path.parent().unwrap_or(Path::new("."));
     let stem = path.file_name().and_then(|n| n.to_str()).unwrap_or("case").trim_end_matches(".case.json").to_owned();
     let items: Vec<(String, Value)> = match doc {
@@ -253,11 +264,16 @@ fn resolve(raw: RawCase, default_name: String, file: &Path, dir: &Path) -> Resul
         seed: raw.seed.unwrap_or(0),
         callbacks: raw.callbacks,
         item_root: raw.item_root.map(|rel| dir.join(rel)),
+        execution_name: None,
+        start_time: None,
+        machine_type: wfc_runtime::MachineType::Standard,
+        recorded: None,
     })
 }
 
-/// Every `*.case.json` under `paths` (files are taken as given; directories recursively), sorted
-/// so runs are reproducible.
+/// Every case file under `paths` (files are taken as given; directories recursively), sorted so
+/// runs are reproducible: `*.case.json`, and the other `*.json` files that are AWS-recorded cases
+/// (../shared/conformance/asl-aws's format, recognised by their fields).
 pub(crate) fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
         let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -267,8 +283,10 @@ pub(crate) fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
             let ty = entry.file_type().map_err(|e| format!("{}: {e}", path.display()))?;
             if ty.is_dir() {
                 walk(&path, out)?;
-            } else if path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.ends_with(".case.json")) {
-                out.push(path);
+            } else if let Some(name) = path.file_name().and_then(|n| n.to_str()) {
+                if name.ends_with(".case.json") || (name.ends_with(".json") && is_recorded_file(&path)) {
+                    out.push(path);
+                }
             }
         }
         Ok(())
@@ -359,7 +377,17 @@ pub(crate) fn check(expected: &Expected, actual: &Outcome) -> Vec<String> {
     problems
 }
 
-fn compare_lists(field: &str, want: &[String], got: &[String], problems: &mut Vec<String>) {
+/// Whether `path` holds an AWS-recorded case (a JSON object with `snapshot_key` and
+/// `service_class`); definitions and mock files next to case files are not.
+fn is_recorded_file(path: &Path) -> bool {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+        .is_some_and(|doc| crate::recorded::is_recorded(&doc))
+}
+
+/// Compares two lists of names, reporting the first difference as one line.
+pub(crate) fn compare_lists(field: &str, want: &[String], got: &[String], problems: &mut Vec<String>) {
     if want == got {
         return;
     }

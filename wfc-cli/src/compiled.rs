@@ -392,8 +392,19 @@ fn real_main() -> Result<Value, String> {
     let virtual_time = request["virtual_time"].as_bool().unwrap_or(false);
     let options = if virtual_time { wfc_runtime::RunOptions::virtual_time() } else { wfc_runtime::RunOptions::real() };
     let mut options = options.with_seed(request["seed"].as_u64().unwrap_or(0));
+    if let Some(start) = request["start_time"].as_str() {
+        options.clock = wfc_runtime::Clock::virtual_from_rfc3339(start)?;
+    }
     if let Some(name) = request["name"].as_str() {
         options = options.with_name(name);
+    }
+    // The state machine's name is the request's, not the module's: one module serves every
+    // definition with the same text, whatever its name.
+    if let Some(name) = request["state_machine_name"].as_str() {
+        options = options.with_state_machine_name(name);
+    }
+    if let (Some(region), Some(account)) = (request["account"][0].as_str(), request["account"][1].as_str()) {
+        options = options.with_account(region, account);
     }
     if let Some(root) = request["item_root"].as_str() {
         options = options.with_item_root(root);
@@ -403,6 +414,9 @@ fn real_main() -> Result<Value, String> {
     }
     if request["history_level"].as_str() == Some("express") {
         options = options.with_history(wfc_runtime::HistoryLevel::Express);
+    }
+    if let Some(machine_type) = request["machine_type"].as_str() {
+        options = options.with_machine_type(machine_type.parse()?);
     }
     let input = request["input"].clone();
     let bus = wfc_runtime::events::EventBus::new();
@@ -633,10 +647,14 @@ fn execute_in(execution: &Execution<'_>, store: Option<(&str, &str, &str)>) -> R
         "virtual_time": execution.virtual_time,
         "seed": execution.seed,
         "name": execution.name,
+        "state_machine_name": execution.machine_name(),
+        "start_time": execution.start_time,
+        "account": execution.account.as_ref().map(|(region, account)| json!([region, account])),
         "callbacks": execution.callbacks,
         "item_root": execution.item_root.as_ref().map(|p| p.to_string_lossy().into_owned()),
         "result_root": execution.result_root.as_ref().map(|p| p.to_string_lossy().into_owned()),
         "history_level": execution.history_level.name(),
+        "machine_type": execution.machine_type.name(),
         "events": execution.events.iter().map(|(at, e)| json!([at, e])).collect::<Vec<_>>(),
         "store": store.map(|(url, _, _)| url),
         "store_name": store.map(|(_, name, _)| name),

@@ -248,8 +248,15 @@ pub(crate) fn run(args: &RunArgs, url: Option<&str>) -> Exit {
         Err(e) => return fatal(e),
     };
     let virtual_time = args.virtual_time;
+    let clock = if virtual_time {
+        match crate::engine::virtual_clock(args.start_time.as_deref()) {
+            Ok(clock) => clock,
+            Err(e) => return fatal(e),
+        }
+    } else {
+        Clock::real()
+    };
     let outcome = rt.block_on(async {
-        let clock = if virtual_time { Clock::virtual_default() } else { Clock::real() };
         let mut options = if virtual_time { RunOptions::virtual_time() } else { RunOptions::real() };
         options.clock = clock.clone();
         let mut options = options.with_seed(args.seed);

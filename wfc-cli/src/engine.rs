@@ -39,10 +39,35 @@ pub(crate) struct Execution<'a> {
     pub(crate) result_root: Option<std::path::PathBuf>,
     /// How much history the execution keeps.
     pub(crate) history_level: wfc_runtime::HistoryLevel,
+    /// The state machine type (`$$.Execution.Id`'s form, `RedriveCount`).
+    pub(crate) machine_type: wfc_runtime::MachineType,
     /// Serverless Workflow events to deliver: (seconds after the start, CloudEvent).
     pub(crate) events: Vec<(f64, Value)>,
     /// The optimizer passes `workflow` was loaded with; the compiled engine builds with them.
     pub(crate) passes: wfc_core::optimize::Passes,
+    /// The execution's start instant (RFC 3339) on virtual time; `None`: the clock's default.
+    pub(crate) start_time: Option<String>,
+    /// The state machine's name in ARNs; `None`: the workflow's name.
+    pub(crate) state_machine_name: Option<String>,
+    /// The region and account ARNs are minted in; `None`: the runtime's local default.
+    pub(crate) account: Option<(String, String)>,
+}
+
+impl Execution<'_> {
+    /// The state machine's name the execution runs under. Always passed to the runtime as a
+    /// parameter: a compiled module is shared by every definition with the same text, whatever
+    /// the name it was first built under.
+    pub(crate) fn machine_name(&self) -> &str {
+        self.state_machine_name.as_deref().unwrap_or(&self.workflow.name)
+    }
+}
+
+/// The virtual clock starting at `start` (RFC 3339), or the default one.
+pub(crate) fn virtual_clock(start: Option<&str>) -> Result<wfc_runtime::Clock, String> {
+    match start {
+        None => Ok(wfc_runtime::Clock::virtual_default()),
+        Some(text) => wfc_runtime::Clock::virtual_from_rfc3339(text),
+    }
 }
 
 /// Runs one execution.
@@ -115,27 +140,34 @@ pub(crate) fn outcome_of(result: wfc_runtime::ExecutionResult, virtual_time: boo
 }
 
 /// The run options of an execution.
-pub(crate) fn run_options(execution: &Execution<'_>) -> RunOptions {
-    let options = if execution.virtual_time { RunOptions::virtual_time() } else { RunOptions::real() };
-    let mut options = options.with_seed(execution.seed);
+pub(crate) fn run_options(execution: &Execution<'_>) -> Result<RunOptions, String> {
+    let options = if execution.virtual_time {
+        RunOptions { clock: virtual_clock(execution.start_time.as_deref())?, ..RunOptions::virtual_time() }
+    } else {
+        RunOptions::real()
+    };
+    let mut options = options.with_seed(execution.seed).with_state_machine_name(execution.machine_name());
+    if let Some((region, account)) = &execution.account {
+        options = options.with_account(region.clone(), account.clone());
+    }
     if let Some(root) = &execution.item_root {
         options = options.with_item_root(root.clone());
     }
     if let Some(root) = &execution.result_root {
         options = options.with_result_root(root.clone());
     }
-    let options = options.with_history(execution.history_level);
-    match &execution.name {
+    let options = options.with_history(execution.history_level).with_machine_type(execution.machine_type);
+    Ok(match &execution.name {
         Some(name) => options.with_name(name.clone()),
         None => options,
-    }
+    })
 }
 
 fn interp(execution: &Execution<'_>) -> Result<Outcome, String> {
     let handler = MockHandler::new(execution.mocks.clone());
     let callbacks = wfc_runtime::Callbacks::new();
     let bus = wfc_runtime::events::EventBus::new();
-    let options = run_options(execution).with_callbacks(callbacks.clone()).with_events(bus.clone());
+    let options = run_options(execution)?.with_callbacks(callbacks.clone()).with_events(bus.clone());
     let answers = match &execution.callbacks {
         Some(doc) => CallbackAnswers::from_json(doc).map_err(|e| format!("callbacks: {e}"))?,
         None => CallbackAnswers::default(),

@@ -17,6 +17,9 @@ mod engine;
 mod handlers;
 mod mocks;
 mod outcome;
+mod placeholders;
+mod recorded;
+mod recorded_trace;
 mod run;
 mod schedule_cmd;
 mod swf_decider;
@@ -362,6 +365,11 @@ pub(crate) struct RunArgs {
     /// Run on virtual time: waits, retries and timeouts take no real time; prints elapsed_seconds.
     #[arg(long)]
     pub(crate) virtual_time: bool,
+    /// With --virtual-time: the execution starts at this RFC 3339 instant
+    /// (`2025-01-01T00:00:00Z`; default 2024-01-01T00:00:00Z), which `$$.Execution.StartTime`,
+    /// the history's timestamps and timestamp Waits see.
+    #[arg(long, value_name = "RFC3339", requires = "virtual_time")]
+    pub(crate) start_time: Option<String>,
     /// Include the execution history in the output.
     #[arg(long)]
     pub(crate) history: bool,
@@ -369,6 +377,11 @@ pub(crate) struct RunArgs {
     /// `express` (none, as AWS Express workflows: faster, same output and errors).
     #[arg(long, value_name = "LEVEL", default_value = "full")]
     pub(crate) history_level: wfc_runtime::HistoryLevel,
+    /// The state machine type: `standard`, `express` (an Express execution: its
+    /// `$$.Execution.Id` is `arn:...:express:MACHINE:NAME:UUID`) or `express-sync` (also
+    /// without `$$.Execution.RedriveCount`, as a StartSyncExecution).
+    #[arg(long = "type", value_name = "TYPE", default_value = "standard")]
+    pub(crate) machine_type: wfc_runtime::MachineType,
     /// Seed for retry jitter.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub(crate) seed: u64,

@@ -39,8 +39,9 @@ impl Outcome {
         if self.succeeded() {
             map.insert("output".into(), self.output.clone().unwrap_or(Value::Null));
         } else {
-            map.insert("error".into(), json!(self.error.clone().unwrap_or_default()));
-            map.insert("cause".into(), json!(self.cause.clone().unwrap_or_default()));
+            // `null` when there is none: AWS gives a timed-out execution neither.
+            map.insert("error".into(), json!(self.error));
+            map.insert("cause".into(), json!(self.cause));
         }
         if let Some(secs) = self.elapsed_seconds {
             map.insert("elapsed_seconds".into(), seconds_json(secs));
@@ -127,7 +128,8 @@ mod tests {
         let v = failed.to_json(true);
         assert_eq!(
             v,
-            json!({"status": "FAILED", "error": "E", "cause": "", "history": [{"type": "ExecutionStarted"}]})
+            // An absent cause is `null`, not `""`.
+            json!({"status": "FAILED", "error": "E", "cause": null, "history": [{"type": "ExecutionStarted"}]})
         );
         let back = Outcome::from_json(&v).unwrap();
         assert_eq!(back.error.as_deref(), Some("E"));

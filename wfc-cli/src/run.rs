@@ -111,8 +111,12 @@ pub(crate) fn run_with(
         item_root: args.item_root.clone(),
         result_root: args.result_root.clone(),
         history_level: args.history_level,
+        machine_type: args.machine_type,
         events: Vec::new(),
         passes: args.opt.passes(),
+        start_time: args.start_time.clone(),
+        state_machine_name: None,
+        account: None,
     };
     match execute(&execution) {
         Ok(outcome) => {

@@ -28,6 +28,23 @@ struct CaseReport {
     description: Option<String>,
     verdict: Verdict,
     outcomes: Vec<(EngineChoice, Outcome)>,
+    /// For an AWS-recorded case that ran: how it compared, by result and by trace.
+    recorded: Option<RecordedVerdict>,
+}
+
+/// How an AWS-recorded case compared with its recording, on every engine that ran it.
+#[derive(Debug, Clone, Default)]
+struct RecordedVerdict {
+    /// Status, output or error and cause, and states visited agree.
+    result: bool,
+    /// The recording has a trace (an EXPRESS or older recording may not).
+    has_trace: bool,
+    /// The sequence of history event types agrees.
+    trace: bool,
+    /// The recorded details of every event agree too.
+    trace_details: bool,
+    /// The first difference in the details, when they differ (information, not a failure).
+    details_problem: Option<String>,
 }
 
 /// A loaded definition, shared by every case that names the same file.
@@ -87,17 +104,28 @@ fn run_case(
         description: case.description.clone(),
         verdict,
         outcomes,
+        recorded: None,
     };
     if let Some(reason) = &case.skip {
         return report(Verdict::Skipped(reason.clone()), vec![]);
     }
+    // A recorded case that cannot run fails by result and by trace.
+    let not_run =
+        case.recorded.as_ref().map(|r| RecordedVerdict { has_trace: r.trace.is_some(), ..Default::default() });
     let def = match cache.get(&definition_key(case)) {
         Some(Ok(def)) => def,
-        Some(Err(lines)) => return report(Verdict::Failed(lines.clone()), vec![]),
+        Some(Err(lines)) => return CaseReport { recorded: not_run, ..report(Verdict::Failed(lines.clone()), vec![]) },
         None => return report(Verdict::Failed(vec!["internal error: the definition was not loaded".into()]), vec![]),
     };
     let mut problems = Vec::new();
     let mut outcomes = Vec::new();
+    let mut recorded = case.recorded.as_ref().map(|r| RecordedVerdict {
+        result: true,
+        has_trace: r.trace.is_some(),
+        trace: r.trace.is_some(),
+        trace_details: r.trace.is_some(),
+        details_problem: None,
+    });
     for &engine in engines {
         let mocks = match case.mocks.build(&def.workflow.name) {
             Ok(m) => m,
@@ -112,17 +140,37 @@ fn run_case(
             mocks,
             virtual_time: true,
             seed: case.seed,
-            name: Some(case.name.clone()),
+            name: Some(case.execution_name.clone().unwrap_or_else(|| case.name.clone())),
             callbacks: case.callbacks.clone(),
             item_root: case.item_root.clone(),
             result_root: Some(result_root.path().to_owned()),
-            history_level: wfc_runtime::HistoryLevel::Full,
+            // An EXPRESS state machine keeps no history, as AWS keeps none for it.
+            history_level: if case.machine_type == wfc_runtime::MachineType::Standard {
+                wfc_runtime::HistoryLevel::Full
+            } else {
+                wfc_runtime::HistoryLevel::Express
+            },
+            machine_type: case.machine_type,
             events: case.events.clone(),
             passes: def.passes,
+            start_time: case.start_time.clone(),
+            // A recorded case runs under its own name in the recordings' account, so its ARNs
+            // have AWS's shape; a case file's under its definition's name.
+            state_machine_name: case.recorded.as_ref().and(case.execution_name.clone()),
+            account: case
+                .recorded
+                .as_ref()
+                .map(|_| (crate::recorded::REGION.to_owned(), crate::recorded::ACCOUNT.to_owned())),
         };
         match engine::execute(engine, &execution) {
             Ok(outcome) => {
                 let prefix = if engines.len() > 1 { format!("[{}] ", engine_name(engine)) } else { String::new() };
+                if let (Some(rec), Some(verdict)) = (&case.recorded, recorded.as_mut()) {
+                    let found = check_recorded(rec, &outcome, verdict);
+                    problems.extend(found.into_iter().map(|p| format!("{prefix}{p}")));
+                    outcomes.push((engine, outcome));
+                    continue;
+                }
                 problems.extend(case::check(&case.expected, &outcome).into_iter().map(|p| format!("{prefix}{p}")));
                 problems.extend(
                     case::check_result_files(&case.expected, result_root.path())
@@ -131,7 +179,12 @@ fn run_case(
                 );
                 outcomes.push((engine, outcome));
             }
-            Err(e) => problems.push(format!("[{}] the engine could not run the case: {e}", engine_name(engine))),
+            Err(e) => {
+                problems.push(format!("[{}] the engine could not run the case: {e}", engine_name(engine)));
+                if let Some(v) = recorded.as_mut() {
+                    (v.result, v.trace, v.trace_details) = (false, false, false);
+                }
+            }
         }
     }
     // With both engines, the results must agree even where the case does not pin them down.
@@ -140,13 +193,47 @@ fn run_case(
         let name_sides = |d: diff::Difference| d.describe_as(a_name, b_name);
         if let Some(d) = diff::first_difference(&a.to_json(false), &b.to_json(false)) {
             problems.push(format!("results differ between {a_name} and {b_name}: {}", name_sides(d)));
+            if let Some(v) = recorded.as_mut() {
+                v.result = false;
+            }
         }
         if let Some(d) = diff::first_difference(&Value::Array(a.history.clone()), &Value::Array(b.history.clone())) {
             problems.push(format!("histories differ between {a_name} and {b_name}: {}", name_sides(d)));
+            if let Some(v) = recorded.as_mut() {
+                v.trace = false;
+            }
         }
     }
     let verdict = if problems.is_empty() { Verdict::Passed } else { Verdict::Failed(problems) };
-    report(verdict, outcomes)
+    CaseReport { recorded, ..report(verdict, outcomes) }
+}
+
+/// Compares one engine's outcome with an AWS-recorded case: the result, then the trace's event
+/// types (failures), then its details (information: `verdict.details_problem`).
+fn check_recorded(rec: &crate::recorded::Recorded, outcome: &Outcome, verdict: &mut RecordedVerdict) -> Vec<String> {
+    let mut matcher = crate::placeholders::Matcher::new(&rec.placeholders);
+    let mut problems = crate::recorded::check_result(rec, outcome, &mut matcher);
+    if !problems.is_empty() {
+        verdict.result = false;
+    }
+    if let Some(trace) = &rec.trace {
+        match crate::recorded_trace::compare_types(trace, &outcome.history, rec.parallel_sorted) {
+            Some(p) => {
+                verdict.trace = false;
+                verdict.trace_details = false;
+                problems.push(p);
+            }
+            None => {
+                if let Some(p) =
+                    crate::recorded_trace::compare_details(trace, &outcome.history, rec.parallel_sorted, &mut matcher)
+                {
+                    verdict.trace_details = false;
+                    verdict.details_problem.get_or_insert(p);
+                }
+            }
+        }
+    }
+    problems
 }
 
 fn report_json(reports: &[CaseReport], counts: (usize, usize, usize)) -> Value {
@@ -162,6 +249,15 @@ fn report_json(reports: &[CaseReport], counts: (usize, usize, usize)) -> Value {
                 r.outcomes.iter().map(|(e, o)| (engine_name(*e).to_owned(), o.to_json(false))).collect();
             let mut v =
                 json!({"name": r.name, "file": r.file.display().to_string(), "status": status, "outcomes": outcomes});
+            if let Some(rec) = &r.recorded {
+                let word = |ok: bool| if ok { "passed" } else { "failed" };
+                v["result"] = json!(word(rec.result));
+                v["trace"] = if rec.has_trace { json!(word(rec.trace)) } else { Value::Null };
+                v["trace_details"] = if rec.has_trace { json!(word(rec.trace_details)) } else { Value::Null };
+                if let Some(p) = &rec.details_problem {
+                    v["trace_details_difference"] = json!(p);
+                }
+            }
             match status {
                 "failed" => v["problems"] = detail,
                 "skipped" => v["reason"] = detail,
@@ -170,7 +266,52 @@ fn report_json(reports: &[CaseReport], counts: (usize, usize, usize)) -> Value {
             v
         })
         .collect();
-    json!({"passed": counts.0, "failed": counts.1, "skipped": counts.2, "cases": cases})
+    json!({"passed": counts.0, "failed": counts.1, "skipped": counts.2, "recorded": recorded_counts(reports).to_json(), "cases": cases})
+}
+
+/// The AWS-recorded cases' figures: by result, by trace and by trace details.
+#[derive(Debug, Default)]
+struct RecordedCounts {
+    ran: usize,
+    result: usize,
+    with_trace: usize,
+    trace: usize,
+    trace_details: usize,
+    skipped: usize,
+}
+
+impl RecordedCounts {
+    fn to_json(&self) -> Value {
+        json!({
+            "ran": self.ran,
+            "skipped": self.skipped,
+            "result_passed": self.result,
+            "with_trace": self.with_trace,
+            "trace_passed": self.trace,
+            "trace_details_passed": self.trace_details,
+        })
+    }
+}
+
+fn recorded_counts(reports: &[CaseReport]) -> RecordedCounts {
+    let mut c = RecordedCounts::default();
+    for r in reports {
+        if let Some(v) = &r.recorded {
+            c.ran += 1;
+            c.result += usize::from(v.result);
+            c.with_trace += usize::from(v.has_trace);
+            c.trace += usize::from(v.has_trace && v.trace);
+            c.trace_details += usize::from(v.has_trace && v.trace_details);
+        } else if matches!(r.verdict, Verdict::Skipped(_)) && is_recorded_report(r) {
+            c.skipped += 1;
+        }
+    }
+    c
+}
+
+/// Whether a report is of an AWS-recorded case (its file is not a `.case.json`).
+fn is_recorded_report(r: &CaseReport) -> bool {
+    !r.file.to_string_lossy().ends_with(".case.json")
 }
 
 /// `wfc test PATH...`.
@@ -180,7 +321,7 @@ pub(crate) fn run(args: &TestArgs) -> Exit {
         Err(e) => return fatal(e),
     };
     if files.is_empty() {
-        eprintln!("warning: no case files (*.case.json) under the given paths");
+        eprintln!("warning: no case files (*.case.json or AWS-recorded *.json) under the given paths");
     }
     let engines: Vec<EngineChoice> = match args.engine {
         TestEngine::Interp => vec![EngineChoice::Interp],
@@ -206,6 +347,7 @@ pub(crate) fn run(args: &TestArgs) -> Exit {
                         description: None,
                         verdict: Verdict::Failed(vec![e]),
                         outcomes: vec![],
+                        recorded: None,
                     });
                 }
             }
@@ -227,10 +369,11 @@ pub(crate) fn run(args: &TestArgs) -> Exit {
     let mut out = std::io::stdout().lock();
     for c in &cases {
         let r = run_case(c, &engines, &cache);
-        let word = match &r.verdict {
-            Verdict::Passed => "ok",
-            Verdict::Failed(_) => "FAILED",
-            Verdict::Skipped(_) => "skipped",
+        let word = match (&r.verdict, &r.recorded) {
+            (Verdict::Passed, _) => "ok",
+            (Verdict::Failed(_), Some(v)) if v.result => "FAILED (trace)",
+            (Verdict::Failed(_), _) => "FAILED",
+            (Verdict::Skipped(_), _) => "skipped",
         };
         let _ = writeln!(out, "test {} ... {word}", r.name);
         reports.push(r);
@@ -270,6 +413,14 @@ pub(crate) fn run(args: &TestArgs) -> Exit {
             let _ = writeln!(out, "\n{passed} passed, {failed} failed, {skipped} skipped");
             return fatal(format!("cannot write {}: {e}", path.display()));
         }
+    }
+    let rec = recorded_counts(&reports);
+    if rec.ran > 0 {
+        let _ = writeln!(
+            out,
+            "\nAWS-recorded cases: {} ran, {} skipped; by result {}/{}; by trace (event types) {}/{} with a trace; trace details {}/{}",
+            rec.ran, rec.skipped, rec.result, rec.ran, rec.trace, rec.with_trace, rec.trace_details, rec.with_trace
+        );
     }
     let _ = writeln!(out, "\n{passed} passed, {failed} failed, {skipped} skipped");
     if failed == 0 { Exit::Success } else { Exit::Failure }

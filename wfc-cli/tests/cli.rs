@@ -261,7 +261,8 @@ fn run_timed_out_exits_1() {
     assert_eq!(code(&o), 1);
     let v = stdout_json(&o);
     assert_eq!(v["status"], "TIMED_OUT");
-    assert_eq!(v["error"], "States.Timeout");
+    // AWS records a timed-out execution with neither an error nor a cause.
+    assert_eq!((&v["error"], &v["cause"]), (&json!(null), &json!(null)));
     assert_eq!(v["elapsed_seconds"], 5);
 }
 
@@ -444,4 +445,27 @@ fn compiled_engine_agrees_with_the_interpreter() {
         stdout_json(&o),
         json!({"status": "FAILED", "error": "ErrorA", "cause": "Kaiju attack", "elapsed_seconds": 0})
     );
+}
+
+#[test]
+fn compiled_engine_reports_each_cases_own_name_for_a_shared_definition() {
+    // Two case files with the same inline definition share one compiled module (the build cache
+    // is keyed by the definition's text); each execution must still carry its own state machine
+    // and execution name, which are run-time parameters, not baked into the module.
+    let dir = scratch("shared-definition-names");
+    let definition = json!({"StartAt": "Who", "States": {"Who": {"Type": "Pass", "End": true,
+        "Parameters": {"machine.$": "$$.StateMachine.Name", "id.$": "$$.Execution.Id"}}}});
+    for machine in ["alpha", "beta"] {
+        let case = json!({"name": format!("{machine}-case"), "definition": definition, "expected": {
+            "status": "SUCCEEDED",
+            "output": {"machine": machine,
+                       "id": format!("arn:aws:states:local:000000000000:execution:{machine}:{machine}-case")}}});
+        write(&dir, &format!("{machine}.case.json"), &case.to_string());
+    }
+    for engine in ["compiled", "both"] {
+        let o = run(&["test", &dir.display().to_string(), "--engine", engine]);
+        let out = stdout(&o);
+        assert_eq!(code(&o), 0, "{engine}: {out}{}", stderr(&o));
+        assert_eq!(final_counts(&out), (2, 0, 0), "{engine}: {out}");
+    }
 }

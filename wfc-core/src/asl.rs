@@ -20,10 +20,10 @@ use std::ops::Range;
 
 use serde_json::Value;
 use wfc_ir::{
-    Assign, Catcher, ChoiceBranch, ChoiceState, Comparison, ComputedString, Condition, FailState, Jitter,
-    JsonataExpr, JsonataTemplate, Location, MapState, Operand, Operator, ParallelState, PassState, Path,
-    ReferencePath, Retrier, Root, Seconds, State, StateId, StateKind, StateMachine, SucceedState, TaskState, Template,
-    Transition, WaitDuration, WaitState, Workflow,
+    Assign, Catcher, ChoiceBranch, ChoiceState, Comparison, ComputedString, Condition, FailState, Jitter, JsonataExpr,
+    JsonataTemplate, Location, MapState, Operand, Operator, ParallelState, PassState, Path, ReferencePath, Retrier,
+    Root, Seconds, State, StateId, StateKind, StateMachine, SucceedState, TaskState, Template, Transition,
+    WaitDuration, WaitState, Workflow,
 };
 
 use crate::diagnostics::{Diagnostic, codes};
@@ -91,7 +91,10 @@ pub const STATE_FIELDS: &[(&str, &[&str])] = &[
             "Credentials",
         ],
     ),
-    ("Choice", &["Type", "Comment", "QueryLanguage", "InputPath", "OutputPath", "Choices", "Default", "Assign", "Output"]),
+    (
+        "Choice",
+        &["Type", "Comment", "QueryLanguage", "InputPath", "OutputPath", "Choices", "Default", "Assign", "Output"],
+    ),
     (
         "Wait",
         &[
@@ -780,7 +783,9 @@ impl<'t> Cx<'t> {
                     }
                     (true, "ItemsPath") => "use `Items`".to_owned(),
                     (true, _) => format!("give `{}` as a `{{% %}}` expression", name.trim_end_matches("Path")),
-                    (false, _) => "set `\"QueryLanguage\": \"JSONata\"` on the state (or the machine) to use it".to_owned(),
+                    (false, _) => {
+                        "set `\"QueryLanguage\": \"JSONata\"` on the state (or the machine) to use it".to_owned()
+                    }
                 };
                 self.error(
                     codes::WRONG_LANGUAGE_FIELD,
@@ -820,8 +825,13 @@ impl<'t> Cx<'t> {
                     Some(o) => self.inner_span(v, s, o + 2),
                     None => v.span.clone(),
                 };
-                self.error(codes::BAD_JSONATA, format!("invalid JSONata expression in `{field}`: {}", e.message), span)
-                    .help = Some("JSONata strings are `{% expression %}`; quote strings inside with single quotes".to_owned());
+                self.error(
+                    codes::BAD_JSONATA,
+                    format!("invalid JSONata expression in `{field}`: {}", e.message),
+                    span,
+                )
+                .help =
+                    Some("JSONata strings are `{% expression %}`; quote strings inside with single quotes".to_owned());
                 None
             }
         }
@@ -840,14 +850,19 @@ impl<'t> Cx<'t> {
             ValueKind::Object(entries) => {
                 let mut out = Vec::with_capacity(entries.len());
                 for (k, val) in entries {
+                    // AWS keeps such a key and its value literally (recorded), so this is a
+                    // warning: the definition is valid, but the `.$` is most likely a mistake.
                     if k.name.ends_with(".$") {
-                        self.error(
+                        self.warn(
                             codes::WRONG_LANGUAGE_FIELD,
-                            format!("`{}`: keys ending in `.$` are JSONPath; this is a JSONata state", k.name),
+                            format!(
+                                "`{}`: a key ending in `.$` means nothing in a JSONata state; the key and its value are kept as they are",
+                                k.name
+                            ),
                             k.span.clone(),
                         )
                         .help = Some(format!(
-                            "name the key `{}` and give its value as a `{{% %}}` expression",
+                            "to compute it, name the key `{}` and give its value as a `{{% %}}` expression",
                             k.name.trim_end_matches(".$")
                         ));
                     }
@@ -1220,7 +1235,9 @@ impl<'t> Cx<'t> {
         self.comment(obj);
         let saved = self.jsonata;
         self.jsonata = self.state_language(obj, ty);
-        if matches!(ty, "Succeed" | "Fail") && let Some(k) = obj.key("Assign") {
+        if matches!(ty, "Succeed" | "Fail")
+            && let Some(k) = obj.key("Assign")
+        {
             self.error(codes::BAD_ASSIGN, format!("a {ty} state cannot have `Assign`"), k.span.clone()).help =
                 Some("assign variables in an earlier state".to_owned());
         }
@@ -1590,13 +1607,25 @@ impl<'t> Cx<'t> {
         };
         let assign = self.assign(obj);
         let output = self.jsonata_field(obj, "Output");
-        if self.jsonata && let Some(k) = obj.key("ResultPath") {
-            self.error(codes::WRONG_LANGUAGE_FIELD, "`ResultPath` is a JSONPath field; this catcher is in a JSONata state", k.span.clone())
-                .help = Some("use `Output` with `$states.errorOutput`".to_owned());
+        if self.jsonata
+            && let Some(k) = obj.key("ResultPath")
+        {
+            self.error(
+                codes::WRONG_LANGUAGE_FIELD,
+                "`ResultPath` is a JSONPath field; this catcher is in a JSONata state",
+                k.span.clone(),
+            )
+            .help = Some("use `Output` with `$states.errorOutput`".to_owned());
         }
-        if !self.jsonata && let Some(k) = obj.key("Output") {
-            self.error(codes::WRONG_LANGUAGE_FIELD, "`Output` is a JSONata field; this catcher is in a JSONPath state", k.span.clone())
-                .help = Some("use `ResultPath`".to_owned());
+        if !self.jsonata
+            && let Some(k) = obj.key("Output")
+        {
+            self.error(
+                codes::WRONG_LANGUAGE_FIELD,
+                "`Output` is a JSONata field; this catcher is in a JSONPath state",
+                k.span.clone(),
+            )
+            .help = Some("use `ResultPath`".to_owned());
         }
         Some(Catcher { error_equals: error_equals?, result_path, next: next?, assign, output })
     }
@@ -1619,15 +1648,15 @@ impl<'t> Cx<'t> {
             [only] => {
                 let v = obj.get(&only.name)?;
                 match only.name.as_str() {
-                    "Seconds" if self.jsonata && v.as_str().is_some_and(|s| s.starts_with("{%")) => {
-                        self.jsonata_expr(v.as_str().unwrap_or_default(), v, "Seconds").map(WaitDuration::SecondsJsonata)
-                    }
+                    "Seconds" if self.jsonata && v.as_str().is_some_and(|s| s.starts_with("{%")) => self
+                        .jsonata_expr(v.as_str().unwrap_or_default(), v, "Seconds")
+                        .map(WaitDuration::SecondsJsonata),
                     "Timestamp" if self.jsonata && v.as_str().is_some_and(|s| s.starts_with("{%")) => self
                         .jsonata_expr(v.as_str().unwrap_or_default(), v, "Timestamp")
                         .map(WaitDuration::TimestampJsonata),
-                    "Seconds" => {
-                        self.integer(v, "Seconds", codes::BAD_SECONDS, 0, MAX_SECONDS).map(WaitDuration::Seconds)
-                    }
+                    "Seconds" => self
+                        .integer(v, "Seconds", codes::BAD_SECONDS, 0, wfc_ir::MAX_WAIT_SECONDS)
+                        .map(WaitDuration::Seconds),
                     "Timestamp" => match v.as_str() {
                         Some(s) => self.timestamp(s, v).map(|()| WaitDuration::Timestamp(s.to_owned())),
                         None => {
@@ -1731,7 +1760,14 @@ impl<'t> Cx<'t> {
         let [error, cause] = literal;
         let [error_path, cause_path] = paths;
         let [error_computed, cause_computed] = computed;
-        ok.then_some(StateKind::Fail(FailState { error, cause, error_path, cause_path, error_computed, cause_computed }))
+        ok.then_some(StateKind::Fail(FailState {
+            error,
+            cause,
+            error_path,
+            cause_path,
+            error_computed,
+            cause_computed,
+        }))
     }
 
     fn parallel(
@@ -1822,6 +1858,8 @@ impl<'t> Cx<'t> {
     /// A Map state (INLINE or DISTRIBUTED, see `map_fields`). Its `ItemProcessor` (or legacy `Iterator`) is a closed scope, like a
     /// Parallel branch, and counts toward the same nesting limit.
     fn map(&mut self, scope: usize, id: StateId, obj: Obj<'_>, key: &SpannedKey, depth: usize) -> Option<StateKind> {
+        // Read before the item processor's states change it.
+        let jsonata = self.jsonata;
         let mut ok = true;
         let mode = self.map_mode(obj);
         let distributed = match mode {
@@ -1910,6 +1948,7 @@ impl<'t> Cx<'t> {
             return None;
         }
         Some(StateKind::Map(MapState {
+            jsonata,
             assign,
             items,
             item_selector_jsonata,
@@ -2025,7 +2064,9 @@ impl<'t> Cx<'t> {
                 None
             }
             Some(c) => match &c.kind {
-                ValueKind::Bool(b) => JsonataExpr::parse(if *b { "true" } else { "false" }).ok().map(Condition::Jsonata),
+                ValueKind::Bool(b) => {
+                    JsonataExpr::parse(if *b { "true" } else { "false" }).ok().map(Condition::Jsonata)
+                }
                 ValueKind::String(s) if wfc_ir::jsonata::expression_text(s).is_some() => {
                     self.jsonata_expr(s, c, "Condition").map(Condition::Jsonata)
                 }
@@ -2414,18 +2455,33 @@ impl Cx<'_> {
                 }
             }
         }
+        // Both are warnings: AWS accepts such definitions (recorded) and fails at run time
+        // where a read finds nothing (`States.QueryEvaluationError` "returned nothing
+        // (undefined)" in JSONata, the path failure `States.Runtime` in JSONPath).
         for (code, name, span, other) in problems {
             if code == codes::UNDEFINED_VARIABLE {
-                let d = self.error(code, format!("variable `${name}` is read but never assigned"), span);
+                let d = self.warn(
+                    code,
+                    format!("variable `${name}` is read but never assigned; reading it fails at run time"),
+                    span,
+                );
                 match other {
                     Some(sp) => {
                         d.labels.push((sp, "assigned here, in a scope this state cannot see".to_owned()));
-                        d.help = Some("a Parallel branch or Map iteration sees only its own and enclosing variables".to_owned());
+                        d.help = Some(
+                            "a Parallel branch or Map iteration sees only its own and enclosing variables".to_owned(),
+                        );
                     }
                     None => d.help = Some(format!("assign it first with `\"Assign\": {{\"{name}\": ...}}`")),
                 }
             } else {
-                let d = self.error(code, format!("`{name}` is a variable of an enclosing scope; it cannot be assigned here"), span);
+                let d = self.warn(
+                    code,
+                    format!(
+                        "`{name}` is a variable of an enclosing scope; assigned here, it is a new variable of this scope only"
+                    ),
+                    span,
+                );
                 if let Some(sp) = other {
                     d.labels.push((sp, "assigned in the enclosing scope here".to_owned()));
                 }

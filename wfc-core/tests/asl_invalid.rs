@@ -499,6 +499,14 @@ const CASES: &[Case] = &[
         36,
     ),
     (
+        "Wait Seconds beyond AWS's bound of 2^31 - 1",
+        "t.json",
+        "{\"StartAt\": \"W\", \"States\": {\n  \"W\": {\"Type\": \"Wait\", \"Seconds\": 2147483648, \"End\": true}}}",
+        "WFC0703",
+        2,
+        36,
+    ),
+    (
         "Wait fractional Seconds",
         "t.json",
         "{\"StartAt\": \"W\", \"States\": {\n  \"W\": {\"Type\": \"Wait\", \"Seconds\": 1.5, \"End\": true}}}",

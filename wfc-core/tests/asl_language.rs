@@ -59,48 +59,6 @@ const CASES: &[Case] = &[
         42,
     ),
     (
-        ".$ key in a JSONata template",
-        "{\"QueryLanguage\": \"JSONata\", \"StartAt\": \"A\", \"States\": {\n  \"A\": {\"Type\": \"Pass\", \"Output\": {\"x.$\": \"$.a\"}, \"End\": true}}}",
-        "WFC0902",
-        2,
-        36,
-    ),
-    (
-        "variable read but never assigned (path)",
-        "{\"StartAt\": \"A\", \"States\": {\n  \"A\": {\"Type\": \"Pass\", \"Parameters\": {\"x.$\": \"$missing.a\"}, \"End\": true}}}",
-        "WFC0906",
-        2,
-        47,
-    ),
-    (
-        "variable read but never assigned (JSONata)",
-        "{\"QueryLanguage\": \"JSONata\", \"StartAt\": \"A\", \"States\": {\n  \"A\": {\"Type\": \"Pass\", \"Output\": \"{% $nope + 1 %}\", \"End\": true}}}",
-        "WFC0906",
-        2,
-        35,
-    ),
-    (
-        "variable read but never assigned (intrinsic argument)",
-        "{\"StartAt\": \"A\", \"States\": {\n  \"A\": {\"Type\": \"Pass\", \"Parameters\": {\"x.$\": \"States.Format('{}', $who)\"}, \"End\": true}}}",
-        "WFC0906",
-        2,
-        47,
-    ),
-    (
-        "a sibling branch's variable is not visible",
-        "{\"StartAt\": \"P\", \"States\": {\"P\": {\"Type\": \"Parallel\", \"End\": true, \"Branches\": [\n  {\"StartAt\": \"A\", \"States\": {\"A\": {\"Type\": \"Pass\", \"Assign\": {\"x\": 1}, \"End\": true}}},\n  {\"StartAt\": \"B\", \"States\": {\"B\": {\"Type\": \"Pass\", \"OutputPath\": \"$x\", \"End\": true}}}]}}}",
-        "WFC0906",
-        3,
-        67,
-    ),
-    (
-        "an inner scope cannot assign an outer variable",
-        "{\"StartAt\": \"I\", \"States\": {\"I\": {\"Type\": \"Pass\", \"Assign\": {\"x\": 1}, \"Next\": \"P\"}, \"P\": {\"Type\": \"Parallel\", \"End\": true, \"Branches\": [\n  {\"StartAt\": \"A\", \"States\": {\"A\": {\"Type\": \"Pass\", \"Assign\": {\"x\": 2}, \"End\": true}}}]}}}",
-        "WFC0907",
-        2,
-        64,
-    ),
-    (
         "variable name with a sub-path",
         "{\"StartAt\": \"A\", \"States\": {\n  \"A\": {\"Type\": \"Pass\", \"Assign\": {\"x.y\": 1}, \"End\": true}}}",
         "WFC0905",
@@ -233,6 +191,86 @@ fn each_invalid_definition_gets_its_code_at_its_place() {
         }
     }
     assert!(failures.is_empty(), "{} of {} cases failed:\n\n{}", failures.len(), CASES.len(), failures.join("\n\n"));
+}
+
+/// What AWS accepts (recorded) but is most likely a mistake: a warning with its code at its
+/// place, and the definition still loads. Reading a never-assigned variable fails at run time
+/// (`States.QueryEvaluationError` in JSONata, as AWS records it); a `.$` key in a JSONata
+/// template is kept literally.
+const WARNING_CASES: &[Case] = &[
+    (
+        ".$ key in a JSONata template",
+        "{\"QueryLanguage\": \"JSONata\", \"StartAt\": \"A\", \"States\": {\n  \"A\": {\"Type\": \"Pass\", \"Output\": {\"x.$\": \"$.a\"}, \"End\": true}}}",
+        "WFC0902",
+        2,
+        36,
+    ),
+    (
+        "variable read but never assigned (path)",
+        "{\"StartAt\": \"A\", \"States\": {\n  \"A\": {\"Type\": \"Pass\", \"Parameters\": {\"x.$\": \"$missing.a\"}, \"End\": true}}}",
+        "WFC0906",
+        2,
+        47,
+    ),
+    (
+        "variable read but never assigned (JSONata)",
+        "{\"QueryLanguage\": \"JSONata\", \"StartAt\": \"A\", \"States\": {\n  \"A\": {\"Type\": \"Pass\", \"Output\": \"{% $nope + 1 %}\", \"End\": true}}}",
+        "WFC0906",
+        2,
+        35,
+    ),
+    (
+        "variable read but never assigned (intrinsic argument)",
+        "{\"StartAt\": \"A\", \"States\": {\n  \"A\": {\"Type\": \"Pass\", \"Parameters\": {\"x.$\": \"States.Format('{}', $who)\"}, \"End\": true}}}",
+        "WFC0906",
+        2,
+        47,
+    ),
+    (
+        "a sibling branch's variable is not visible",
+        "{\"StartAt\": \"P\", \"States\": {\"P\": {\"Type\": \"Parallel\", \"End\": true, \"Branches\": [\n  {\"StartAt\": \"A\", \"States\": {\"A\": {\"Type\": \"Pass\", \"Assign\": {\"x\": 1}, \"End\": true}}},\n  {\"StartAt\": \"B\", \"States\": {\"B\": {\"Type\": \"Pass\", \"OutputPath\": \"$x\", \"End\": true}}}]}}}",
+        "WFC0906",
+        3,
+        67,
+    ),
+    (
+        "an inner scope assigning an outer variable",
+        "{\"StartAt\": \"I\", \"States\": {\"I\": {\"Type\": \"Pass\", \"Assign\": {\"x\": 1}, \"Next\": \"P\"}, \"P\": {\"Type\": \"Parallel\", \"End\": true, \"Branches\": [\n  {\"StartAt\": \"A\", \"States\": {\"A\": {\"Type\": \"Pass\", \"Assign\": {\"x\": 2}, \"End\": true}}}]}}}",
+        "WFC0907",
+        2,
+        64,
+    ),
+];
+
+#[test]
+fn what_aws_accepts_is_a_warning_at_its_place() {
+    let mut failures = Vec::new();
+    for (what, text, code, line, column) in WARNING_CASES {
+        match wfc_core::asl::load(Source { path: "t.json", text }) {
+            Err(d) => failures.push(format!("{what}: refused:\n{}", d.render(false))),
+            Ok(loaded) => match loaded.warnings.located().into_iter().find(|l| l.code == *code) {
+                Some(l) if (l.line, l.column) == (*line, *column) => {}
+                Some(l) => {
+                    failures.push(format!("{what}: {code} at {}:{}, expected {line}:{column}", l.line, l.column))
+                }
+                None => failures.push(format!("{what}: no warning {code}")),
+            },
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n\n{}",
+        failures.len(),
+        WARNING_CASES.len(),
+        failures.join("\n\n")
+    );
+}
+
+#[test]
+fn a_wait_at_aws_bound_loads() {
+    let w = load("{\"StartAt\": \"W\", \"States\": {\"W\": {\"Type\": \"Wait\", \"Seconds\": 2147483647, \"End\": true}}}");
+    let StateKind::Wait(wait) = &w.machine.states[0].kind else { panic!("not a Wait") };
+    assert_eq!(wait.duration, WaitDuration::Seconds(wfc_ir::MAX_WAIT_SECONDS));
 }
 
 fn load(text: &str) -> wfc_ir::Workflow {

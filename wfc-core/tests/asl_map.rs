@@ -139,6 +139,20 @@ fn distributed_only_fields_are_reported_one_by_one() {
     assert!(p[0].3.contains("`ItemReader` is only allowed in a DISTRIBUTED Map"), "{}", p[0].3);
 }
 
+/// AWS runs an INLINE Map with `ToleratedFailure*` (recorded), so wfc accepts it with a
+/// warning rather than refusing the definition; the other DISTRIBUTED-only fields stay errors.
+#[test]
+fn tolerance_on_an_inline_map_is_a_warning() {
+    for field in [r#""ToleratedFailureCount": 1"#, r#""ToleratedFailurePercentagePath": "$.p""#] {
+        let text = with_map(&format!(r#"{field}, "ItemProcessor": {PROCESSOR}"#));
+        let loaded = wfc_core::asl::load(Source { path: "map.json", text: &text }).expect("a warning only");
+        let codes: Vec<&str> = loaded.warnings.items.iter().map(|d| d.code).collect();
+        assert_eq!(codes, ["WFC0220"], "{text}");
+        let StateKind::Map(m) = &loaded.workflow.machine.states[0].kind else { panic!("not a Map") };
+        assert!(m.distributed.is_none());
+    }
+}
+
 /// Invalid combinations of Map fields, each with its code at the position it names.
 #[test]
 fn invalid_map_field_combinations() {

@@ -445,6 +445,12 @@ pub struct WaitState {
     pub output: Option<JsonataTemplate>,
 }
 
+/// The longest Wait AWS accepts, in seconds: 2³¹ − 1 (a Java `int`). AWS's recorded boundary
+/// case refuses a wait of 24,856 days (2,147,558,400 s) with `States.Runtime` "Wait state delay
+/// is too long."; 24,855 days is within the bound. A literal `Seconds` above it is a
+/// compile-time error (WFC0703), a longer wait computed at run time that failure.
+pub const MAX_WAIT_SECONDS: u64 = i32::MAX as u64;
+
 /// The four forms of a Wait.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum WaitDuration {
@@ -576,6 +582,11 @@ pub struct MapState {
     /// `Output` (JSONata states): the state's output, in place of the JSONPath pipeline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<JsonataTemplate>,
+    /// A JSONata state (its own `QueryLanguage` or the machine's): without `Items`, the state
+    /// input itself must be an array (`States.QueryEvaluationError`, not the JSONPath
+    /// `ItemsPath` failure).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub jsonata: bool,
 }
 
 /// One entry of `Retry`.

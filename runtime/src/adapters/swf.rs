@@ -828,14 +828,11 @@ impl HistoryView {
             "ActivityTaskTimedOut" | "LambdaFunctionTimedOut" => {
                 let id = self.scheduled(a, "scheduledEventId");
                 let kind = text(a, "timeoutType").unwrap_or("START_TO_CLOSE");
-                // The causes the runtime gives its own timeouts: TimeoutSeconds names its
-                // limit, a missed heartbeat has none.
+                // The causes the runtime gives its own timeouts: none for TimeoutSeconds or a
+                // missed heartbeat, as AWS records them.
                 let limit = id.as_ref().and_then(|id| self.timeouts.get(id));
                 let cause = match (kind, limit) {
-                    ("START_TO_CLOSE", Some(secs)) => {
-                        format!("the task did not finish within TimeoutSeconds ({secs} s)")
-                    }
-                    ("HEARTBEAT", _) => String::new(),
+                    ("START_TO_CLOSE", Some(_)) | ("HEARTBEAT", _) => String::new(),
                     (other, _) => format!("the task timed out ({other})"),
                 };
                 self.finish(id, OpStatus::TimedOut, Value::Null, Some(wfc_ir::errors::TIMEOUT.to_owned()), Some(cause));

@@ -151,18 +151,22 @@ impl Cx<'_> {
             return None;
         }
         if obj.get("MaxConcurrencyPath").is_some() {
-            return self
-                .reference_path(obj, "MaxConcurrencyPath")
-                .map(|p| Concurrency { fixed: 0, path: Some(p), jsonata: None });
+            return self.reference_path(obj, "MaxConcurrencyPath").map(|p| Concurrency {
+                fixed: 0,
+                path: Some(p),
+                jsonata: None,
+            });
         }
         match obj.get("MaxConcurrency") {
             None => Some(Concurrency { fixed: 0, path: None, jsonata: None }),
-            Some(v) => match self.jsonata_number(v, "MaxConcurrency") {
-                Some(e) => e.map(|e| Concurrency { fixed: 0, path: None, jsonata: Some(e) }),
-                None => self
-                    .integer(v, "MaxConcurrency", codes::WRONG_TYPE, 0, MAX_CONCURRENCY)
-                    .map(|n| Concurrency { fixed: n, path: None, jsonata: None }),
-            },
+            Some(v) => {
+                match self.jsonata_number(v, "MaxConcurrency") {
+                    Some(e) => e.map(|e| Concurrency { fixed: 0, path: None, jsonata: Some(e) }),
+                    None => self
+                        .integer(v, "MaxConcurrency", codes::WRONG_TYPE, 0, MAX_CONCURRENCY)
+                        .map(|n| Concurrency { fixed: n, path: None, jsonata: None }),
+                }
+            }
         }
     }
 
@@ -232,6 +236,24 @@ impl Cx<'_> {
         let Mode::Distributed(execution_type) = mode else {
             let mut ok = true;
             for field in DISTRIBUTED_ONLY {
+                // AWS accepts the tolerance fields on an INLINE Map (recorded: it runs such a
+                // Map), so they are a warning here, never a refusal; wfc applies no tolerance
+                // to an INLINE Map, as AWS documents them for the DISTRIBUTED Map only.
+                if field.starts_with("ToleratedFailure")
+                    && let Some(k) = obj.key(field)
+                {
+                    self.warn(
+                        codes::MAP_DISTRIBUTED_ONLY,
+                        format!("`{field}` applies to a DISTRIBUTED Map only; this INLINE Map ignores it"),
+                        k.span.clone(),
+                    )
+                    .help = Some(
+                        "remove the field, or add `\"ProcessorConfig\": {\"Mode\": \"DISTRIBUTED\", \"ExecutionType\": \
+                         \"STANDARD\"}` to the `ItemProcessor` to tolerate failures"
+                            .to_owned(),
+                    );
+                    continue;
+                }
                 if let Some(k) = obj.key(field) {
                     self.error(
                         codes::MAP_DISTRIBUTED_ONLY,

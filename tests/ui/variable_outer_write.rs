@@ -1,3 +1,0 @@
-wfc_runtime::include_workflow!("ui/fixtures/variable_outer_write.asl.json");
-
-fn main() {}
