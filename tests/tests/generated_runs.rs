@@ -93,7 +93,8 @@ fn happy_path_output_and_retries() {
     // Two transient failures, retried (MaxAttempts 3): three payment attempts, 0, 1, 2.
     let payments: Vec<u32> = shop.calls().iter().filter(|(m, _)| *m == "take_payment").map(|(_, n)| *n).collect();
     assert_eq!(payments, [0, 1, 2]);
-    assert_eq!(count(&result, EventType::TaskFailed), 2);
+    // Bare Lambda function ARNs: AWS records their attempts as LambdaFunction* events.
+    assert_eq!(count(&result, EventType::LambdaFunctionFailed), 2);
     // IntervalSeconds 1, BackoffRate 1.0: two one-second waits on the virtual clock.
     assert!(result.elapsed >= std::time::Duration::from_secs(2), "{:?}", result.elapsed);
 }
