@@ -83,6 +83,7 @@ macro_rules! replay_store_keeps_no_records {
             _owner: &'a str,
             _lease: std::time::Duration,
             _limit: usize,
+            _filter: &'a crate::durable::ClaimFilter,
         ) -> BoxFuture<'a, Result<Vec<Result<Claim, (String, StoreError)>>, StoreError>> {
             Box::pin(async { Ok(Vec::new()) })
         }

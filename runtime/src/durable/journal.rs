@@ -148,11 +148,13 @@ impl Journal {
         input: &Value,
         clock: &Clock,
     ) -> Result<Opened, StoreError> {
-        Journal::open_checked(store, name, workflow, None, input, clock, None).await
+        Journal::open_checked(store, name, workflow, (None, None), input, clock, None).await
     }
 
-    /// [`Journal::open`] that also records the definition's hash ([`super::definition_hash`]) and
-    /// refuses to resume an execution started with another one ([`StoreError::DefinitionChanged`]).
+    /// [`Journal::open`] that also records the definition's IR hash ([`super::definition_hash`])
+    /// and refuses to resume an execution started with another one
+    /// ([`StoreError::OtherVersion`], the execution left as it is). For callers that have no
+    /// source text to register; [`Journal::open_version`] pins executions to a version.
     pub async fn open_definition(
         store: Arc<dyn Store>,
         name: &str,
@@ -161,7 +163,24 @@ impl Journal {
         clock: &Clock,
     ) -> Result<Opened, StoreError> {
         let hash = super::definition_hash(workflow);
-        Journal::open_checked(store, name, &workflow.name, Some(hash), input, clock, None).await
+        Journal::open_checked(store, name, &workflow.name, (Some(hash), None), input, clock, None).await
+    }
+
+    /// Starts execution `name` pinned to the registered version `version_id` of `workflow`
+    /// (see [`super::Registry`]), or resumes it if it is pinned to that version. An execution
+    /// pinned to another version is refused ([`StoreError::OtherVersion`]) and left as it is;
+    /// an unpinned one (started before versions existed) whose IR hash is `workflow`'s is
+    /// adopted: pinned to `version_id`.
+    pub async fn open_version(
+        store: Arc<dyn Store>,
+        name: &str,
+        workflow: &wfc_ir::Workflow,
+        version_id: &str,
+        input: &Value,
+        clock: &Clock,
+    ) -> Result<Opened, StoreError> {
+        let ids = (Some(super::definition_hash(workflow)), Some(version_id.to_owned()));
+        Journal::open_checked(store, name, &workflow.name, ids, input, clock, None).await
     }
 
     /// [`Journal::open`] for a replay-only run: with a `suspender`, the operations its policy
@@ -174,14 +193,14 @@ impl Journal {
         clock: &Clock,
         suspender: Option<Arc<Suspender>>,
     ) -> Result<Opened, StoreError> {
-        Journal::open_checked(store, name, workflow, None, input, clock, suspender).await
+        Journal::open_checked(store, name, workflow, (None, None), input, clock, suspender).await
     }
 
     async fn open_checked(
         store: Arc<dyn Store>,
         name: &str,
         workflow: &str,
-        definition_hash: Option<String>,
+        (definition_hash, version_id): (Option<String>, Option<String>),
         input: &Value,
         clock: &Clock,
         suspender: Option<Arc<Suspender>>,
@@ -192,6 +211,7 @@ impl Journal {
             input: input.clone(),
             start_time: clock.now_rfc3339(),
             definition_hash,
+            version_id,
         };
         let claim = store.open_execution(new).await?;
         if claim.record.status != super::ExecutionStatus::Running {
@@ -291,6 +311,9 @@ impl Journal {
 
     /// The recorded operation `id`, if any.
     pub fn recorded(&self, id: &str) -> Option<Operation> {
+        if let Some(s) = &self.suspender {
+            s.note_lookup(id);
+        }
         self.recorded.lock().unwrap_or_else(|p| p.into_inner()).get(id).cloned()
     }
 
@@ -547,6 +570,9 @@ impl Journal {
     fn recorded_as(&self, id: &str, op_type: OpType, name: &str) -> Result<Option<Operation>, Failure> {
         match self.recorded(id) {
             Some(op) if op.op_type != op_type || (!op.name.is_empty() && op.name != name) => {
+                if let Some(s) = &self.suspender {
+                    s.note_violation(&op, op_type, name);
+                }
                 Err(determinism_violation(&op, op_type, name))
             }
             other => Ok(other),
@@ -731,7 +757,7 @@ impl Journal {
         let sent = self.step(format!("{id}.send"), parent.clone(), name, None, handler).await?;
         let outcome = match sent {
             Attempt::Succeeded(_) => {
-                if let Some(suspender) = self.suspender.as_ref().filter(|s| s.policy().callbacks) {
+                if let Some(suspender) = self.suspender.as_ref().filter(|s| s.policy().callbacks || s.is_dry_run()) {
                     // The service records the answer (or the timeout) and invokes again.
                     let token = waiting.token.clone();
                     match suspender.park(Pending::Callback { id, name: name.to_owned(), token }).await {}
@@ -1316,7 +1342,15 @@ impl Journal {
         let EventWait { id, parent, name, token, defs, all, timeout } = wait;
         let deadline_ms = match self.recorded_as(&id, OpType::Callback, name)? {
             Some(op) if op.status.is_terminal() => return replay_events(bus, defs, op),
-            Some(op) => op.due_at_ms,
+            Some(op) => {
+                // A replay check stops at a wait that is still waiting.
+                if let Some(suspender) = self.suspender.as_ref().filter(|s| s.is_dry_run()) {
+                    let timer = format!("{id}.timeout");
+                    let pending = Pending::Event { id, name: name.to_owned(), timeout, timer, started: true };
+                    match suspender.park(pending).await {}
+                }
+                op.due_at_ms
+            }
             None => {
                 if let Some(suspender) = &self.suspender {
                     if suspender.signals().is_some() {

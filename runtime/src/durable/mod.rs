@@ -25,10 +25,13 @@
 
 mod chained;
 mod journal;
+pub mod migrations;
 #[cfg(feature = "postgres")]
 mod pg_tls;
 #[cfg(feature = "postgres")]
 mod postgres;
+pub mod registry;
+pub mod replay;
 mod sqlite;
 pub mod suspend;
 #[doc(hidden)]
@@ -42,6 +45,7 @@ pub(crate) use journal::EventWait;
 pub use journal::{Journal, Opened};
 #[cfg(feature = "postgres")]
 pub use postgres::PgStore;
+pub use registry::{Definition, Language, Registry, Syntax, WorkflowVersion};
 pub use sqlite::{SqliteStore, Synchronous};
 pub use worker::{Worker, WorkerConfig, Workflows};
 
@@ -369,9 +373,15 @@ pub struct ExecutionRecord {
     /// `i64::MAX`: only when a callback completes.
     #[serde(default)]
     pub wake_at_ms: Option<i64>,
-    /// A hash of the definition it was started with, so a changed definition is detected.
+    /// The IR hash ([`definition_hash`]) of the definition it was started with. The only
+    /// identification of the definition for executions started before versions existed.
     #[serde(default)]
     pub definition_hash: Option<String>,
+    /// The workflow version it is pinned to ([`registry`]): every process resumes it on that
+    /// version. `None`: started by a wfc without versions (or a caller without a source); the
+    /// first process whose definition fits adopts it (see docs/durable.md).
+    #[serde(default)]
+    pub version_id: Option<String>,
     /// Counts callback completions through the store, so a worker releasing the execution knows
     /// whether one arrived while it held it.
     #[serde(default)]
@@ -399,6 +409,7 @@ impl ExecutionRecord {
             lease_until_ms: None,
             wake_at_ms: None,
             definition_hash: None,
+            version_id: None,
             signals: 0,
         }
     }
@@ -415,12 +426,18 @@ pub struct NewExecution {
     pub input: Value,
     /// `$$.Execution.StartTime` to record if the execution is new.
     pub start_time: String,
-    /// A hash of the definition ([`definition_hash`]); a resume with another one is refused.
+    /// The IR hash of the definition ([`definition_hash`]): a resume of an unpinned execution
+    /// (started before versions existed) with the same hash adopts `version_id`.
     pub definition_hash: Option<String>,
+    /// The version this process runs (registered in the store's [`Registry`]). A new execution
+    /// is pinned to it; an existing one pinned to another version is left as it is
+    /// ([`StoreError::OtherVersion`]).
+    pub version_id: Option<String>,
 }
 
-/// A stable hash of a definition (its IR as JSON), stored with an execution so that resuming it
-/// with a changed definition is detected instead of replaying a journal that no longer fits.
+/// A hash of a definition's IR as JSON: what wfc stored with executions before versions existed
+/// (it changes with the IR, the optimizer or wfc itself; versions do not, see [`registry`]).
+/// Still stored, to match executions of older stores to the definition that started them.
 pub fn definition_hash(workflow: &wfc_ir::Workflow) -> String {
     use sha2::{Digest, Sha256};
     let text = serde_json::to_string(workflow).unwrap_or_default();
@@ -502,11 +519,29 @@ pub enum StoreError {
     /// No CALLBACK waits for this token (never issued, or already completed or timed out).
     #[error("no task is waiting for the task token '{0}' (unknown, completed or timed out)")]
     UnknownToken(String),
-    /// The execution was started with another definition than the one resuming it.
+    /// The execution is pinned to another version of its workflow than the one this process
+    /// runs: it was left as it is, for a process that runs its version (or an upgrade).
     #[error(
-        "execution '{0}' was started with another version of its definition; resuming it with a changed definition would replay a journal that does not fit (start a new execution, or restore the definition)"
+        "execution '{execution}' is pinned to version {pinned} of its workflow, not to version {given} that this process runs; it was left as it is: resume it with a process that runs its version (`wfc worker` or `wfc run` load it from the store), or move it with `wfc executions upgrade`"
     )]
-    DefinitionChanged(String),
+    OtherVersion {
+        /// The execution.
+        execution: String,
+        /// The version it is pinned to (`legacy:<hash>` for an unpinned one).
+        pinned: String,
+        /// The version the caller runs.
+        given: String,
+    },
+    /// The store was written by a newer wfc.
+    #[error(
+        "the store has schema version {found}, newer than this wfc understands ({supported}); it was not changed: use a newer wfc"
+    )]
+    SchemaTooNew {
+        /// The store's schema version.
+        found: i64,
+        /// The newest this build knows.
+        supported: i64,
+    },
     /// The store was built without support for this URL's backend.
     #[error("this build of wfc has no support for '{0}' (enable the cargo feature `postgres`)")]
     Unsupported(String),
@@ -584,14 +619,15 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// [`Store::open_execution`], but claims nothing). Returns the record and whether it existed.
     fn create_execution(&self, new: NewExecution) -> BoxFuture<'_, Result<(ExecutionRecord, bool), StoreError>>;
 
-    /// Claims up to `limit` runnable executions for `owner` for `lease`: RUNNING, not leased
-    /// (or the lease expired), and due (`wake_at` passed). Each claim bumps the epoch. An
+    /// Claims up to `limit` runnable executions that `filter` selects for `owner` for `lease`:
+    /// RUNNING, not leased (or the lease expired), and due (`wake_at` passed). Each claim bumps the epoch. An
     /// execution whose stored state cannot be read is returned as an `Err` with its name.
     fn claim_runnable<'a>(
         &'a self,
         owner: &'a str,
         lease: std::time::Duration,
         limit: usize,
+        filter: &'a ClaimFilter,
     ) -> BoxFuture<'a, Result<Vec<ClaimResult>, StoreError>>;
 
     /// Extends the lease of a held execution; [`StoreError::StaleToken`] if it was lost.
@@ -645,6 +681,159 @@ pub trait Store: Send + Sync + fmt::Debug {
         let _ = name;
         Box::pin(async { Ok(Vec::new()) })
     }
+
+    /// Stores a workflow version unless one with its id exists; with `current_if_new`, a new one
+    /// becomes its workflow's current version. Returns whether it was new. (The [`Registry`] API wraps this.)
+    fn put_version(&self, version: WorkflowVersion, current_if_new: bool) -> BoxFuture<'_, Result<bool, StoreError>> {
+        let _ = (version, current_if_new);
+        Box::pin(async { Err(StoreError::Unsupported("a workflow registry in this store".into())) })
+    }
+
+    /// One stored version.
+    fn get_version<'a>(&'a self, version_id: &'a str) -> BoxFuture<'a, Result<Option<WorkflowVersion>, StoreError>> {
+        let _ = version_id;
+        Box::pin(async { Ok(None) })
+    }
+
+    /// The stored versions of `workflow` (of all workflows if `None`), newest first.
+    fn list_versions<'a>(
+        &'a self,
+        workflow: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Vec<WorkflowVersion>, StoreError>> {
+        let _ = workflow;
+        Box::pin(async { Ok(Vec::new()) })
+    }
+
+    /// The id of the current version of `workflow`.
+    fn current_version<'a>(&'a self, workflow: &'a str) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
+        let _ = workflow;
+        Box::pin(async { Ok(None) })
+    }
+
+    /// Makes `version_id` the current version of `workflow`.
+    fn set_current_version<'a>(
+        &'a self,
+        workflow: &'a str,
+        version_id: &'a str,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let _ = (workflow, version_id);
+        Box::pin(async { Err(StoreError::Unsupported("a workflow registry in this store".into())) })
+    }
+
+    /// Pins the RUNNING execution `name` to the stored version `to` if `guard` holds (see
+    /// [`PinGuard`]). Without `guard.held_epoch` the execution is made runnable at once, so a
+    /// worker resumes it on `to`. A change that does not apply (finished, held, moved or grown
+    /// meanwhile) is [`StoreError::InvalidUpdate`] saying why.
+    fn pin_execution<'a>(
+        &'a self,
+        name: &'a str,
+        to: &'a str,
+        guard: &'a PinGuard,
+    ) -> BoxFuture<'a, Result<ExecutionRecord, StoreError>> {
+        let _ = (to, guard);
+        Box::pin(async move { Err(StoreError::Unsupported(format!("pinning execution '{name}' to a version"))) })
+    }
+}
+
+/// What must still be true for [`Store::pin_execution`] to apply.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PinGuard {
+    /// The version the execution is pinned to now (`None`: unpinned).
+    pub from: Option<String>,
+    /// The caller holds the execution with this epoch (a worker adopting what it claimed).
+    /// `None`: nobody may hold it (an upgrade).
+    pub held_epoch: Option<i64>,
+    /// The journal is still the one checked: no checkpoint since.
+    pub checkpoint_seq: Option<i64>,
+}
+
+/// Which executions [`Store::claim_runnable`] may claim: a worker claims only those it can run
+/// on their own version, and leaves the others to processes that can.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimFilter {
+    /// Any runnable execution.
+    All,
+    /// Executions pinned to one of `versions`, or of one of `workflows` (any version: the
+    /// worker loads stored versions), or unpinned and of one of `unpinned` (the worker adopts
+    /// them, see [`registry`]).
+    Only {
+        /// Version ids.
+        versions: Vec<String>,
+        /// Workflow names whose every version the worker runs.
+        workflows: Vec<String>,
+        /// Workflow names whose unpinned executions the worker may adopt.
+        unpinned: Vec<String>,
+    },
+}
+
+/// Checks that `new` may open the existing execution `record` (the same input; for a running
+/// one, the version this process runs), for both stores' `open_execution`/`create_execution`:
+///
+/// - pinned to a version: only a process running that version resumes it; any other gets
+///   [`StoreError::OtherVersion`] and the execution is left untouched;
+/// - unpinned (started before versions existed): a process whose definition has the hash it
+///   was started with adopts it (returns `true`: pin it to `new.version_id` in the same
+///   transaction); another gets [`StoreError::OtherVersion`];
+/// - a caller that names neither a version nor a hash ([`Journal::open`]) is not checked.
+pub(crate) fn check_version(record: &ExecutionRecord, new: &NewExecution) -> Result<bool, StoreError> {
+    if record.input != new.input {
+        return Err(StoreError::InputMismatch(new.name.clone()));
+    }
+    if record.status != ExecutionStatus::Running {
+        return Ok(false);
+    }
+    let other = |pinned: String| {
+        let given = match (&new.version_id, &new.definition_hash) {
+            (Some(v), _) => v.clone(),
+            (None, Some(h)) => format!("ir:{h}"),
+            (None, None) => "-".into(),
+        };
+        Err(StoreError::OtherVersion { execution: new.name.clone(), pinned, given })
+    };
+    match (&record.version_id, &new.version_id) {
+        (Some(pinned), Some(given)) if pinned == given => Ok(false),
+        (Some(pinned), Some(_)) => other(pinned.clone()),
+        (Some(pinned), None) => match (&record.definition_hash, &new.definition_hash) {
+            (Some(stored), Some(given)) if stored != given => other(pinned.clone()),
+            _ => Ok(false),
+        },
+        (None, _) => match (&record.definition_hash, &new.definition_hash) {
+            (Some(stored), Some(given)) if stored != given => other(format!("legacy:{stored}")),
+            (Some(_), None) => Ok(false),
+            _ => Ok(new.version_id.is_some()),
+        },
+    }
+}
+
+/// Why [`Store::pin_execution`] did not apply, from the record as it is now.
+pub(crate) fn pin_refused(record: Option<&ExecutionRecord>, name: &str, guard: &PinGuard, now: i64) -> StoreError {
+    let from = guard.from.as_deref();
+    let message = match record {
+        None => return StoreError::NotFound(name.to_owned()),
+        Some(r) if r.status != ExecutionStatus::Running => {
+            format!("it has finished ({}); only running executions move to another version", r.status.as_str())
+        }
+        Some(r) if r.version_id.as_deref() != from => format!(
+            "it is pinned to {} now, not to {} (it moved meanwhile)",
+            r.version_id.as_deref().unwrap_or("no version"),
+            from.unwrap_or("no version")
+        ),
+        Some(r) if guard.checkpoint_seq.is_some_and(|seq| seq != r.checkpoint_seq) => {
+            "its journal grew since it was checked (it ran meanwhile); check it again".to_owned()
+        }
+        Some(r) if guard.held_epoch.is_none() && r.lease_until_ms.is_some_and(|until| until >= now) => format!(
+            "it is held by '{}' (a process is running it); a worker releases an execution that waits for a timer or a callback, or stop that process, then try again",
+            r.owner.as_deref().unwrap_or("?")
+        ),
+        Some(_) => "its holder changed meanwhile".to_owned(),
+    };
+    StoreError::InvalidUpdate { execution: name.to_owned(), message }
+}
+
+/// Milliseconds since the Unix epoch (wall clock).
+pub(crate) fn now_ms() -> i64 {
+    use std::time::{SystemTime, UNIX_EPOCH};
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// The inbox numbers of the events `update` records consumed: those listed (`seq`) in the result

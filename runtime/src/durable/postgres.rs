@@ -21,15 +21,20 @@ use serde_json::Value;
 use tokio::sync::{Mutex, Notify, OnceCell};
 use tokio_postgres::{AsyncMessage, Client, GenericClient, Row};
 
+use super::migrations::{Migration, ROW_FORMAT, check_row_format};
+use super::registry::WorkflowVersion;
 use super::{
-    CallbackCompletion, CheckpointToken, Claim, Completion, ExecutionRecord, ExecutionStatus, NewExecution, OpStatus,
+    CallbackCompletion, ClaimFilter, PinGuard, CheckpointToken, Claim, Completion, ExecutionRecord, ExecutionStatus, NewExecution, OpStatus,
     Operation, OperationUpdate, RawOperation, Store, StoreError,
 };
 use crate::HistoryEvent;
 
-/// The schema, one entry per version (append only), tracked in `wfc_schema`.
-const MIGRATIONS: &[&str] = &[
-    r#"
+/// The schema, one entry per version (append only; see [`super::migrations`]), tracked in
+/// `wfc_schema` (the version) and `wfc_migrations` (each migration applied).
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        description: "executions, operations, history, callbacks, leases",
+        sql: r#"
 CREATE TABLE executions (
     name            TEXT PRIMARY KEY,
     workflow        TEXT NOT NULL,
@@ -78,7 +83,10 @@ CREATE TABLE history (
     PRIMARY KEY (execution, event_id)
 );
 "#,
-    r#"
+    },
+    Migration {
+        description: "the Serverless Workflow event inbox",
+        sql: r#"
 CREATE TABLE events (
     seq          BIGSERIAL PRIMARY KEY,
     execution    TEXT NOT NULL REFERENCES executions(name),
@@ -87,6 +95,41 @@ CREATE TABLE events (
 );
 CREATE INDEX events_execution ON events(execution, seq);
 "#,
+    },
+    Migration {
+        description: "workflow versions (the registry), executions pinned to a version, row formats",
+        sql: r#"
+CREATE TABLE wfc_migrations (
+    version     BIGINT PRIMARY KEY,
+    description TEXT NOT NULL,
+    applied_at  BIGINT NOT NULL
+);
+CREATE TABLE workflow_versions (
+    version_id  TEXT PRIMARY KEY,
+    workflow    TEXT NOT NULL,
+    origin      TEXT NOT NULL,
+    source      TEXT NOT NULL,
+    language    TEXT NOT NULL,
+    syntax      TEXT NOT NULL,
+    passes      TEXT NOT NULL,
+    siblings    TEXT NOT NULL,
+    legacy_hash TEXT,
+    format      BIGINT NOT NULL DEFAULT 1,
+    created_at  BIGINT NOT NULL
+);
+CREATE INDEX workflow_versions_workflow ON workflow_versions(workflow, created_at);
+CREATE TABLE workflows (
+    name            TEXT PRIMARY KEY,
+    current_version TEXT NOT NULL REFERENCES workflow_versions(version_id),
+    updated_at      BIGINT NOT NULL
+);
+ALTER TABLE executions ADD COLUMN version_id TEXT REFERENCES workflow_versions(version_id);
+ALTER TABLE executions ADD COLUMN format BIGINT NOT NULL DEFAULT 1;
+ALTER TABLE operations ADD COLUMN format BIGINT NOT NULL DEFAULT 1;
+ALTER TABLE history ADD COLUMN format BIGINT NOT NULL DEFAULT 1;
+ALTER TABLE events ADD COLUMN format BIGINT NOT NULL DEFAULT 1;
+"#,
+    },
 ];
 
 /// The NOTIFY channel that wakes workers.
@@ -207,26 +250,40 @@ async fn migrate(client: &mut Client) -> Result<(), StoreError> {
             0
         }
     };
-    let latest = MIGRATIONS.len() as i64;
-    if version > latest {
-        return Err(backend(format!(
-            "the store has schema version {version}, newer than this wfc understands ({latest})"
-        )));
+    // A newer store is refused before anything is written (the transaction rolls back).
+    let pending = super::migrations::pending(version, MIGRATIONS)?;
+    if pending.is_empty() {
+        return tx.commit().await.map_err(pg);
     }
-    for sql in MIGRATIONS.iter().skip(usize::try_from(version).unwrap_or(0)) {
-        tx.batch_execute(sql).await.map_err(pg)?;
+    for migration in pending {
+        tx.batch_execute(migration.sql)
+            .await
+            .map_err(|e| backend(format!("migration '{}': {}", migration.description, pg(e))))?;
     }
-    tx.execute("UPDATE wfc_schema SET version = $1", &[&latest]).await.map_err(pg)?;
+    let now = now_ms();
+    // Every version, also those applied before the table existed (recorded now).
+    for (i, migration) in MIGRATIONS.iter().enumerate() {
+        tx.execute(
+            "INSERT INTO wfc_migrations (version, description, applied_at) VALUES ($1, $2, $3)
+             ON CONFLICT (version) DO NOTHING",
+            &[&(i as i64 + 1), &migration.description, &now],
+        )
+        .await
+        .map_err(pg)?;
+    }
+    tx.execute("UPDATE wfc_schema SET version = $1", &[&(MIGRATIONS.len() as i64)]).await.map_err(pg)?;
     tx.commit().await.map_err(pg)
 }
 
 const RECORD_COLUMNS: &str = "name, workflow, status, input, output, error, cause, start_time, epoch, checkpoint_seq, \
-     created_at, updated_at, owner, lease_until, wake_at, definition_hash, signals";
+     created_at, updated_at, owner, lease_until, wake_at, definition_hash, signals, version_id, format";
 
 fn record_of(row: &Row) -> Result<ExecutionRecord, StoreError> {
     let status: String = row.try_get(2).map_err(pg)?;
     let input: String = row.try_get(3).map_err(pg)?;
     let output: Option<String> = row.try_get(4).map_err(pg)?;
+    let name: String = row.try_get(0).map_err(pg)?;
+    check_row_format(&format!("execution '{name}'"), row.try_get(18).map_err(pg)?)?;
     Ok(ExecutionRecord {
         name: row.try_get(0).map_err(pg)?,
         workflow: row.try_get(1).map_err(pg)?,
@@ -246,6 +303,7 @@ fn record_of(row: &Row) -> Result<ExecutionRecord, StoreError> {
         wake_at_ms: row.try_get(14).map_err(pg)?,
         definition_hash: row.try_get(15).map_err(pg)?,
         signals: row.try_get(16).map_err(pg)?,
+        version_id: row.try_get(17).map_err(pg)?,
     })
 }
 
@@ -258,7 +316,8 @@ async fn get_record<C: GenericClient>(c: &C, name: &str) -> Result<Option<Execut
 async fn get_operations<C: GenericClient>(c: &C, name: &str) -> Result<Vec<Operation>, StoreError> {
     let rows = c
         .query(
-            "SELECT op_id, type, subtype, name, status, starts, result, error, cause, due_at, callback_token, heartbeats
+            "SELECT op_id, type, subtype, name, status, starts, result, error, cause, due_at, callback_token, heartbeats,
+                    format
              FROM operations WHERE execution = $1 ORDER BY ordinal",
             &[&name],
         )
@@ -266,6 +325,8 @@ async fn get_operations<C: GenericClient>(c: &C, name: &str) -> Result<Vec<Opera
         .map_err(pg)?;
     rows.iter()
         .map(|row| {
+            let id: String = row.try_get(0).map_err(pg)?;
+            check_row_format(&format!("operation '{id}' of execution '{name}'"), row.try_get(12).map_err(pg)?)?;
             super::parse_operation(RawOperation {
                 id: row.try_get(0).map_err(pg)?,
                 op_type: row.try_get(1).map_err(pg)?,
@@ -387,9 +448,18 @@ async fn insert_or_check<C: GenericClient>(c: &C, new: &NewExecution, now: i64) 
     let inserted = c
         .execute(
             "INSERT INTO executions (name, workflow, status, input, start_time, created_at, updated_at,
-                                     definition_hash, wake_at)
-             VALUES ($1, $2, 'RUNNING', $3, $4, $5, $5, $6, $5) ON CONFLICT (name) DO NOTHING",
-            &[&new.name, &new.workflow, &new.input.to_string(), &new.start_time, &now, &new.definition_hash],
+                                     definition_hash, wake_at, version_id, format)
+             VALUES ($1, $2, 'RUNNING', $3, $4, $5, $5, $6, $5, $7, $8) ON CONFLICT (name) DO NOTHING",
+            &[
+                &new.name,
+                &new.workflow,
+                &new.input.to_string(),
+                &new.start_time,
+                &now,
+                &new.definition_hash,
+                &new.version_id,
+                &ROW_FORMAT,
+            ],
         )
         .await
         .map_err(pg)?;
@@ -397,14 +467,14 @@ async fn insert_or_check<C: GenericClient>(c: &C, new: &NewExecution, now: i64) 
         return Ok(false);
     }
     let record = get_record(c, &new.name).await?.ok_or_else(|| StoreError::NotFound(new.name.clone()))?;
-    if record.input != new.input {
-        return Err(StoreError::InputMismatch(new.name.clone()));
-    }
-    if record.status == ExecutionStatus::Running
-        && let (Some(stored), Some(given)) = (&record.definition_hash, &new.definition_hash)
-        && stored != given
-    {
-        return Err(StoreError::DefinitionChanged(new.name.clone()));
+    // Checks the input and version; an unpinned execution is adopted (see check_version).
+    if super::check_version(&record, new)? {
+        c.execute(
+            "UPDATE executions SET version_id = $2 WHERE name = $1 AND version_id IS NULL",
+            &[&new.name, &new.version_id],
+        )
+        .await
+        .map_err(pg)?;
     }
     Ok(true)
 }
@@ -756,7 +826,14 @@ impl Store for PgStore {
         owner: &'a str,
         lease: Duration,
         limit: usize,
+        filter: &'a ClaimFilter,
     ) -> BoxFuture<'a, Result<Vec<super::ClaimResult>, StoreError>> {
+        let (all, versions, workflows, unpinned) = match filter {
+            ClaimFilter::All => (true, Vec::new(), Vec::new(), Vec::new()),
+            ClaimFilter::Only { versions, workflows, unpinned } => {
+                (false, versions.clone(), workflows.clone(), unpinned.clone())
+            }
+        };
         Box::pin(async move {
             let conn = self.conn().await;
             let client = conn.lock().await;
@@ -772,11 +849,13 @@ impl Store for PgStore {
                          SELECT name FROM executions
                          WHERE status = 'RUNNING' AND (lease_until IS NULL OR lease_until < $3)
                            AND (wake_at IS NULL OR wake_at <= $3)
+                           AND ($5 OR version_id = ANY($6) OR workflow = ANY($7)
+                                OR (version_id IS NULL AND workflow = ANY($8)))
                          ORDER BY wake_at NULLS FIRST, created_at
                          LIMIT $4
                          FOR UPDATE SKIP LOCKED)
                      RETURNING name",
-                    &[&owner, &(now + lease_ms(lease)), &now, &limit],
+                    &[&owner, &(now + lease_ms(lease)), &now, &limit, &all, &versions, &workflows, &unpinned],
                 )
                 .await
                 .map_err(pg)?;
@@ -891,4 +970,166 @@ impl Store for PgStore {
             }
         })
     }
+
+    fn put_version(&self, version: WorkflowVersion, current_if_new: bool) -> BoxFuture<'_, Result<bool, StoreError>> {
+        Box::pin(async move {
+            let d = &version.definition;
+            let passes = Value::from(d.passes.clone()).to_string();
+            let siblings = serde_json::to_string(&d.siblings).map_err(backend)?;
+            let conn = self.conn().await;
+            let mut client = conn.lock().await;
+            let tx = client.transaction().await.map_err(pg)?;
+            let inserted = tx
+                .execute(
+                    "INSERT INTO workflow_versions (version_id, workflow, origin, source, language, syntax, passes,
+                                                    siblings, legacy_hash, format, created_at)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (version_id) DO NOTHING",
+                    &[
+                        &version.version_id,
+                        &d.workflow,
+                        &d.origin,
+                        &d.source,
+                        &d.language.as_str(),
+                        &d.syntax.as_str(),
+                        &passes,
+                        &siblings,
+                        &version.legacy_hash,
+                        &ROW_FORMAT,
+                        &version.created_at_ms,
+                    ],
+                )
+                .await
+                .map_err(pg)?
+                == 1;
+            if inserted && current_if_new {
+                // A version seen for the first time is the newest deploy: new executions start on it.
+                set_current(&tx, &d.workflow, &version.version_id).await?;
+            }
+            tx.commit().await.map_err(pg)?;
+            Ok(inserted)
+        })
+    }
+
+    fn get_version<'a>(&'a self, version_id: &'a str) -> BoxFuture<'a, Result<Option<WorkflowVersion>, StoreError>> {
+        Box::pin(async move {
+            let conn = self.conn().await;
+            let client = conn.lock().await;
+            let row = client
+                .query_opt(&format!("SELECT {VERSION_COLUMNS} FROM workflow_versions WHERE version_id = $1"), &[
+                    &version_id,
+                ])
+                .await
+                .map_err(pg)?;
+            row.as_ref().map(version_of).transpose()
+        })
+    }
+
+    fn list_versions<'a>(
+        &'a self,
+        workflow: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Vec<WorkflowVersion>, StoreError>> {
+        Box::pin(async move {
+            let conn = self.conn().await;
+            let client = conn.lock().await;
+            let rows = client
+                .query(
+                    &format!(
+                        "SELECT {VERSION_COLUMNS} FROM workflow_versions WHERE $1::TEXT IS NULL OR workflow = $1
+                         ORDER BY created_at DESC, version_id"
+                    ),
+                    &[&workflow],
+                )
+                .await
+                .map_err(pg)?;
+            rows.iter().map(version_of).collect()
+        })
+    }
+
+    fn current_version<'a>(&'a self, workflow: &'a str) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
+        Box::pin(async move {
+            let conn = self.conn().await;
+            let client = conn.lock().await;
+            let row = client
+                .query_opt("SELECT current_version FROM workflows WHERE name = $1", &[&workflow])
+                .await
+                .map_err(pg)?;
+            Ok(row.map(|r| r.get(0)))
+        })
+    }
+
+    fn set_current_version<'a>(
+        &'a self,
+        workflow: &'a str,
+        version_id: &'a str,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let conn = self.conn().await;
+            let client = conn.lock().await;
+            set_current(&*client, workflow, version_id).await
+        })
+    }
+
+    fn pin_execution<'a>(
+        &'a self,
+        name: &'a str,
+        to: &'a str,
+        guard: &'a PinGuard,
+    ) -> BoxFuture<'a, Result<ExecutionRecord, StoreError>> {
+        Box::pin(async move {
+            let conn = self.conn().await;
+            let mut client = conn.lock().await;
+            let now = now_ms();
+            let tx = client.transaction().await.map_err(pg)?;
+            let changed = tx
+                .execute(
+                    "UPDATE executions SET version_id = $3, updated_at = $5,
+                            wake_at = CASE WHEN $4::BIGINT IS NULL THEN $5 ELSE wake_at END
+                     WHERE name = $1 AND status = 'RUNNING' AND version_id IS NOT DISTINCT FROM $2
+                       AND (($4::BIGINT IS NULL AND (lease_until IS NULL OR lease_until < $5)) OR epoch = $4)
+                       AND ($6::BIGINT IS NULL OR checkpoint_seq = $6)",
+                    &[&name, &guard.from, &to, &guard.held_epoch, &now, &guard.checkpoint_seq],
+                )
+                .await
+                .map_err(pg)?;
+            let record = get_record(&tx, name).await?;
+            if changed == 0 {
+                return Err(super::pin_refused(record.as_ref(), name, guard, now));
+            }
+            if guard.held_epoch.is_none() {
+                notify(&tx, name).await?;
+            }
+            tx.commit().await.map_err(pg)?;
+            record.ok_or_else(|| StoreError::NotFound(name.to_owned()))
+        })
+    }
+}
+
+const VERSION_COLUMNS: &str =
+    "version_id, workflow, origin, source, language, syntax, passes, siblings, legacy_hash, format, created_at";
+
+fn version_of(row: &Row) -> Result<WorkflowVersion, StoreError> {
+    super::registry::parse_version((
+        row.try_get(0).map_err(pg)?,
+        row.try_get(1).map_err(pg)?,
+        row.try_get(2).map_err(pg)?,
+        row.try_get(3).map_err(pg)?,
+        row.try_get(4).map_err(pg)?,
+        row.try_get(5).map_err(pg)?,
+        row.try_get(6).map_err(pg)?,
+        row.try_get(7).map_err(pg)?,
+        row.try_get(8).map_err(pg)?,
+        row.try_get(9).map_err(pg)?,
+        row.try_get(10).map_err(pg)?,
+    ))
+}
+
+async fn set_current<C: GenericClient>(c: &C, workflow: &str, version_id: &str) -> Result<(), StoreError> {
+    c.execute(
+        "INSERT INTO workflows (name, current_version, updated_at) VALUES ($1, $2, $3)
+         ON CONFLICT (name) DO UPDATE SET current_version = $2, updated_at = $3",
+        &[&workflow, &version_id, &now_ms()],
+    )
+    .await
+    .map_err(pg)?;
+    Ok(())
 }

@@ -10,8 +10,10 @@ use futures::future::BoxFuture;
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 use serde_json::Value;
 
+use super::migrations::{Migration, ROW_FORMAT, check_row_format};
+use super::registry::WorkflowVersion;
 use super::{
-    CallbackCompletion, CheckpointToken, Claim, Completion, ExecutionRecord, ExecutionStatus, NewExecution, OpStatus,
+    CallbackCompletion, ClaimFilter, PinGuard, CheckpointToken, Claim, Completion, ExecutionRecord, ExecutionStatus, NewExecution, OpStatus,
     Operation, OperationUpdate, Store, StoreError,
 };
 use crate::HistoryEvent;
@@ -26,10 +28,12 @@ pub enum Synchronous {
     Normal,
 }
 
-/// The schema, one entry per version: `MIGRATIONS[i]` takes `user_version` from `i` to `i + 1`.
-/// Append only; never edit a released entry.
-const MIGRATIONS: &[&str] = &[
-    r#"
+/// The schema, one entry per version: `MIGRATIONS[i]` takes the schema from version `i` to
+/// `i + 1` (see [`super::migrations`]). Append only; never edit a released entry.
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        description: "executions, operations, history",
+        sql: r#"
 CREATE TABLE executions (
     name           TEXT PRIMARY KEY,
     workflow       TEXT NOT NULL,
@@ -70,7 +74,10 @@ CREATE TABLE history (
     PRIMARY KEY (execution, event_id)
 );
 "#,
-    r#"
+    },
+    Migration {
+        description: "callbacks, leases, wake-ups, definition hash",
+        sql: r#"
 ALTER TABLE operations ADD COLUMN callback_token TEXT;
 ALTER TABLE operations ADD COLUMN heartbeats INTEGER NOT NULL DEFAULT 0;
 CREATE UNIQUE INDEX operations_callback ON operations(callback_token) WHERE callback_token IS NOT NULL;
@@ -81,7 +88,10 @@ ALTER TABLE executions ADD COLUMN definition_hash TEXT;
 ALTER TABLE executions ADD COLUMN signals INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX executions_runnable ON executions(wake_at) WHERE status = 'RUNNING';
 "#,
-    r#"
+    },
+    Migration {
+        description: "the Serverless Workflow event inbox",
+        sql: r#"
 CREATE TABLE events (
     seq          INTEGER PRIMARY KEY AUTOINCREMENT,
     execution    TEXT NOT NULL REFERENCES executions(name),
@@ -90,6 +100,41 @@ CREATE TABLE events (
 );
 CREATE INDEX events_execution ON events(execution, seq);
 "#,
+    },
+    Migration {
+        description: "workflow versions (the registry), executions pinned to a version, row formats",
+        sql: r#"
+CREATE TABLE wfc_migrations (
+    version     INTEGER PRIMARY KEY,
+    description TEXT NOT NULL,
+    applied_at  INTEGER NOT NULL
+);
+CREATE TABLE workflow_versions (
+    version_id  TEXT PRIMARY KEY,
+    workflow    TEXT NOT NULL,
+    origin      TEXT NOT NULL,
+    source      TEXT NOT NULL,
+    language    TEXT NOT NULL,
+    syntax      TEXT NOT NULL,
+    passes      TEXT NOT NULL,
+    siblings    TEXT NOT NULL,
+    legacy_hash TEXT,
+    format      INTEGER NOT NULL DEFAULT 1,
+    created_at  INTEGER NOT NULL
+);
+CREATE INDEX workflow_versions_workflow ON workflow_versions(workflow, created_at);
+CREATE TABLE workflows (
+    name            TEXT PRIMARY KEY,
+    current_version TEXT NOT NULL REFERENCES workflow_versions(version_id),
+    updated_at      INTEGER NOT NULL
+);
+ALTER TABLE executions ADD COLUMN version_id TEXT REFERENCES workflow_versions(version_id);
+ALTER TABLE executions ADD COLUMN format INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE operations ADD COLUMN format INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE history ADD COLUMN format INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE events ADD COLUMN format INTEGER NOT NULL DEFAULT 1;
+"#,
+    },
 ];
 
 /// A [`Store`] in one SQLite file.
@@ -243,34 +288,40 @@ impl SqliteStore {
 
 /// Brings the schema to the latest version in one IMMEDIATE transaction: the version is read
 /// under the write lock, so two processes opening a new file at once cannot both migrate it.
+/// The version is `PRAGMA user_version` (read without a table, so even a store older than
+/// `wfc_migrations` says what it is); `wfc_migrations` lists every migration applied.
 fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     // The common case, a store already at the latest version, is read without the write lock:
     // every `wfc executions` call opens the store, and taking the lock each time would make
     // busy readers queue behind (and delay) the process running an execution.
     let current: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(backend)?;
-    if current == MIGRATIONS.len() as i64 {
+    if super::migrations::pending(current, MIGRATIONS)?.is_empty() {
         return Ok(());
     }
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
     let version: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(backend)?;
-    let latest = MIGRATIONS.len() as i64;
-    if version > latest {
-        return Err(backend(format!(
-            "the store has schema version {version}, newer than this wfc understands ({latest})"
-        )));
-    }
-    if version == latest {
+    let pending = super::migrations::pending(version, MIGRATIONS)?;
+    if pending.is_empty() {
         return Ok(());
     }
-    for sql in MIGRATIONS.iter().skip(usize::try_from(version).unwrap_or(0)) {
-        tx.execute_batch(sql).map_err(backend)?;
+    for migration in pending {
+        tx.execute_batch(migration.sql).map_err(|e| backend(format!("migration '{}': {e}", migration.description)))?;
     }
-    tx.pragma_update(None, "user_version", latest).map_err(backend)?;
+    let now = now_ms();
+    // Every version, also those applied before the table existed (recorded now).
+    for (i, migration) in MIGRATIONS.iter().enumerate() {
+        tx.execute(
+            "INSERT OR IGNORE INTO wfc_migrations (version, description, applied_at) VALUES (?1, ?2, ?3)",
+            params![i as i64 + 1, migration.description, now],
+        )
+        .map_err(backend)?;
+    }
+    tx.pragma_update(None, "user_version", MIGRATIONS.len() as i64).map_err(backend)?;
     tx.commit().map_err(backend)
 }
 
 const RECORD_COLUMNS: &str = "name, workflow, status, input, output, error, cause, start_time, epoch, checkpoint_seq, \
-     created_at, updated_at, owner, lease_until, wake_at, definition_hash, signals";
+     created_at, updated_at, owner, lease_until, wake_at, definition_hash, signals, version_id, format";
 
 fn record_of(row: &Row<'_>) -> rusqlite::Result<(ExecutionRecordRaw,)> {
     Ok((ExecutionRecordRaw {
@@ -291,6 +342,8 @@ fn record_of(row: &Row<'_>) -> rusqlite::Result<(ExecutionRecordRaw,)> {
         wake_at_ms: row.get(14)?,
         definition_hash: row.get(15)?,
         signals: row.get(16)?,
+        version_id: row.get(17)?,
+        format: row.get(18)?,
     },))
 }
 
@@ -313,6 +366,8 @@ struct ExecutionRecordRaw {
     wake_at_ms: Option<i64>,
     definition_hash: Option<String>,
     signals: i64,
+    version_id: Option<String>,
+    format: i64,
 }
 
 /// JSON text as listed: itself when it parses, else a JSON string saying what is wrong.
@@ -337,6 +392,7 @@ impl ExecutionRecordRaw {
     }
 
     fn parse(self) -> Result<ExecutionRecord, StoreError> {
+        check_row_format(&format!("execution '{}'", self.name), self.format)?;
         Ok(ExecutionRecord {
             status: ExecutionStatus::parse(&self.status)
                 .ok_or_else(|| backend(format!("unknown execution status '{}'", self.status)))?,
@@ -355,6 +411,7 @@ impl ExecutionRecordRaw {
             lease_until_ms: self.lease_until_ms,
             wake_at_ms: self.wake_at_ms,
             definition_hash: self.definition_hash,
+            version_id: self.version_id,
             signals: self.signals,
         })
     }
@@ -382,7 +439,8 @@ fn get_record(conn: &Connection, name: &str) -> Result<Option<ExecutionRecord>, 
 fn get_operations(conn: &Connection, name: &str) -> Result<Vec<Operation>, StoreError> {
     let mut stmt = conn
         .prepare_cached(
-            "SELECT op_id, type, subtype, name, status, starts, result, error, cause, due_at, callback_token, heartbeats
+            "SELECT op_id, type, subtype, name, status, starts, result, error, cause, due_at, callback_token, heartbeats,
+                    format
              FROM operations WHERE execution = ?1 ORDER BY ordinal",
         )
         .map_err(backend)?;
@@ -401,13 +459,15 @@ fn get_operations(conn: &Connection, name: &str) -> Result<Vec<Operation>, Store
                 row.get::<_, Option<i64>>(9)?,
                 row.get::<_, Option<String>>(10)?,
                 row.get::<_, i64>(11)?,
+                row.get::<_, i64>(12)?,
             ))
         })
         .map_err(backend)?;
     let mut out = Vec::new();
     for row in rows {
-        let (id, ty, subtype, op_name, status, starts, result, error, cause, due_at_ms, callback_token, heartbeats) =
+        let (id, ty, subtype, op_name, status, starts, result, error, cause, due_at_ms, callback_token, heartbeats, format) =
             row.map_err(backend)?;
+        check_row_format(&format!("operation '{id}' of execution '{name}'"), format)?;
         out.push(super::parse_operation(super::RawOperation {
             id,
             op_type: ty,
@@ -430,30 +490,44 @@ fn lease_ms(lease: std::time::Duration) -> i64 {
     i64::try_from(lease.as_millis()).unwrap_or(i64::MAX / 4)
 }
 
-/// Creates the execution if it is new; checks the input and definition of an existing one.
-/// Returns whether it existed.
+/// Creates the execution if it is new; checks the input and version of an existing one (see
+/// [`super::check_version`]; an unpinned one is adopted here). Returns whether it existed.
 fn insert_or_check(tx: &rusqlite::Transaction<'_>, new: &NewExecution, now: i64) -> Result<bool, StoreError> {
     match get_record(tx, &new.name)? {
         Some(record) => {
-            if record.input != new.input {
-                return Err(StoreError::InputMismatch(new.name.clone()));
-            }
-            if record.status == ExecutionStatus::Running
-                && let (Some(stored), Some(given)) = (&record.definition_hash, &new.definition_hash)
-                && stored != given
-            {
-                return Err(StoreError::DefinitionChanged(new.name.clone()));
+            if super::check_version(&record, new)? {
+                tx.execute(
+                    "UPDATE executions SET version_id = ?2 WHERE name = ?1 AND version_id IS NULL",
+                    params![new.name, new.version_id],
+                )
+                .map_err(backend)?;
             }
             Ok(true)
         }
         None => {
             tx.execute(
                 "INSERT INTO executions (name, workflow, status, input, start_time, created_at, updated_at,
-                                         definition_hash, wake_at)
-                 VALUES (?1, ?2, 'RUNNING', ?3, ?4, ?5, ?5, ?6, ?5)",
-                params![new.name, new.workflow, to_text(&new.input), new.start_time, now, new.definition_hash],
+                                         definition_hash, wake_at, version_id, format)
+                 VALUES (?1, ?2, 'RUNNING', ?3, ?4, ?5, ?5, ?6, ?5, ?7, ?8)",
+                params![
+                    new.name,
+                    new.workflow,
+                    to_text(&new.input),
+                    new.start_time,
+                    now,
+                    new.definition_hash,
+                    new.version_id,
+                    ROW_FORMAT
+                ],
             )
-            .map_err(backend)?;
+            .map_err(|e| match e.sqlite_error_code() {
+                Some(rusqlite::ErrorCode::ConstraintViolation) => backend(format!(
+                    "cannot start execution '{}': its version {} is not registered in the store ({e})",
+                    new.name,
+                    new.version_id.as_deref().unwrap_or("-")
+                )),
+                _ => backend(e),
+            })?;
             Ok(false)
         }
     }
@@ -843,8 +917,17 @@ impl Store for SqliteStore {
         owner: &'a str,
         lease: std::time::Duration,
         limit: usize,
+        filter: &'a ClaimFilter,
     ) -> BoxFuture<'a, Result<Vec<super::ClaimResult>, StoreError>> {
         let owner = owner.to_owned();
+        let (all, versions, workflows, unpinned) = match filter {
+            ClaimFilter::All => (true, Vec::new(), Vec::new(), Vec::new()),
+            ClaimFilter::Only { versions, workflows, unpinned } => {
+                (false, versions.clone(), workflows.clone(), unpinned.clone())
+            }
+        };
+        let list = |names: Vec<String>| Value::from(names).to_string();
+        let (versions, workflows, unpinned) = (list(versions), list(workflows), list(unpinned));
         self.call(move |conn| {
             let now = now_ms();
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
@@ -854,11 +937,17 @@ impl Store for SqliteStore {
                         "SELECT name FROM executions
                          WHERE status = 'RUNNING' AND (lease_until IS NULL OR lease_until < ?1)
                            AND (wake_at IS NULL OR wake_at <= ?1)
+                           AND (?3 OR version_id IN (SELECT value FROM json_each(?4))
+                                OR workflow IN (SELECT value FROM json_each(?5))
+                                OR (version_id IS NULL AND workflow IN (SELECT value FROM json_each(?6))))
                          ORDER BY wake_at, created_at LIMIT ?2",
                     )
                     .map_err(backend)?;
                 let rows = stmt
-                    .query_map(params![now, i64::try_from(limit).unwrap_or(i64::MAX)], |r| r.get(0))
+                    .query_map(
+                        params![now, i64::try_from(limit).unwrap_or(i64::MAX), all, versions, workflows, unpinned],
+                        |r| r.get(0),
+                    )
                     .map_err(backend)?;
                 rows.collect::<Result<_, _>>().map_err(backend)?
             };
@@ -950,4 +1039,149 @@ impl Store for SqliteStore {
             Ok(())
         })
     }
+
+    fn put_version(&self, version: WorkflowVersion, current_if_new: bool) -> BoxFuture<'_, Result<bool, StoreError>> {
+        self.call(move |conn| {
+            let d = &version.definition;
+            let passes = Value::from(d.passes.clone()).to_string();
+            let siblings = serde_json::to_string(&d.siblings).map_err(backend)?;
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
+            let inserted = tx
+                .execute(
+                    "INSERT OR IGNORE INTO workflow_versions (version_id, workflow, origin, source, language, syntax,
+                                                              passes, siblings, legacy_hash, format, created_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                    params![
+                        version.version_id,
+                        d.workflow,
+                        d.origin,
+                        d.source,
+                        d.language.as_str(),
+                        d.syntax.as_str(),
+                        passes,
+                        siblings,
+                        version.legacy_hash,
+                        ROW_FORMAT,
+                        version.created_at_ms
+                    ],
+                )
+                .map_err(backend)?
+                == 1;
+            if inserted && current_if_new {
+                // A version seen for the first time is the newest deploy: new executions start on it.
+                tx.execute(
+                    "INSERT INTO workflows (name, current_version, updated_at) VALUES (?1, ?2, ?3)
+                     ON CONFLICT (name) DO UPDATE SET current_version = ?2, updated_at = ?3",
+                    params![d.workflow, version.version_id, version.created_at_ms],
+                )
+                .map_err(backend)?;
+            }
+            tx.commit().map_err(backend)?;
+            Ok(inserted)
+        })
+    }
+
+    fn get_version<'a>(&'a self, version_id: &'a str) -> BoxFuture<'a, Result<Option<WorkflowVersion>, StoreError>> {
+        let id = version_id.to_owned();
+        self.call(move |conn| {
+            let sql = format!("SELECT {VERSION_COLUMNS} FROM workflow_versions WHERE version_id = ?1");
+            let raw = conn.query_row(&sql, [&id], raw_version).optional().map_err(backend)?;
+            raw.map(super::registry::parse_version).transpose()
+        })
+    }
+
+    fn list_versions<'a>(
+        &'a self,
+        workflow: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Vec<WorkflowVersion>, StoreError>> {
+        let workflow = workflow.map(str::to_owned);
+        self.call(move |conn| {
+            let sql = format!(
+                "SELECT {VERSION_COLUMNS} FROM workflow_versions WHERE ?1 IS NULL OR workflow = ?1
+                 ORDER BY created_at DESC, version_id"
+            );
+            let mut stmt = conn.prepare(&sql).map_err(backend)?;
+            let rows = stmt.query_map([&workflow], raw_version).map_err(backend)?;
+            let mut out = Vec::new();
+            for row in rows {
+                out.push(super::registry::parse_version(row.map_err(backend)?)?);
+            }
+            Ok(out)
+        })
+    }
+
+    fn current_version<'a>(&'a self, workflow: &'a str) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
+        let workflow = workflow.to_owned();
+        self.call(move |conn| {
+            conn.query_row("SELECT current_version FROM workflows WHERE name = ?1", [&workflow], |r| r.get(0))
+                .optional()
+                .map_err(backend)
+        })
+    }
+
+    fn set_current_version<'a>(
+        &'a self,
+        workflow: &'a str,
+        version_id: &'a str,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let (workflow, id) = (workflow.to_owned(), version_id.to_owned());
+        self.call(move |conn| {
+            conn.execute(
+                "INSERT INTO workflows (name, current_version, updated_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (name) DO UPDATE SET current_version = ?2, updated_at = ?3",
+                params![workflow, id, now_ms()],
+            )
+            .map_err(backend)?;
+            Ok(())
+        })
+    }
+
+    fn pin_execution<'a>(
+        &'a self,
+        name: &'a str,
+        to: &'a str,
+        guard: &'a PinGuard,
+    ) -> BoxFuture<'a, Result<ExecutionRecord, StoreError>> {
+        let (name, to, guard) = (name.to_owned(), to.to_owned(), guard.clone());
+        self.call(move |conn| {
+            let now = now_ms();
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
+            let changed = tx
+                .execute(
+                    "UPDATE executions SET version_id = ?3, updated_at = ?5,
+                            wake_at = CASE WHEN ?4 IS NULL THEN ?5 ELSE wake_at END
+                     WHERE name = ?1 AND status = 'RUNNING' AND version_id IS ?2
+                       AND ((?4 IS NULL AND (lease_until IS NULL OR lease_until < ?5)) OR epoch = ?4)
+                       AND (?6 IS NULL OR checkpoint_seq = ?6)",
+                    params![name, guard.from, to, guard.held_epoch, now, guard.checkpoint_seq],
+                )
+                .map_err(backend)?;
+            let record = get_record(&tx, &name)?;
+            if changed == 0 {
+                return Err(super::pin_refused(record.as_ref(), &name, &guard, now));
+            }
+            tx.commit().map_err(backend)?;
+            record.ok_or(StoreError::NotFound(name))
+        })
+    }
 }
+
+const VERSION_COLUMNS: &str =
+    "version_id, workflow, origin, source, language, syntax, passes, siblings, legacy_hash, format, created_at";
+
+fn raw_version(row: &Row<'_>) -> rusqlite::Result<super::registry::RawVersion> {
+    Ok((
+        row.get(0)?,
+        row.get(1)?,
+        row.get(2)?,
+        row.get(3)?,
+        row.get(4)?,
+        row.get(5)?,
+        row.get(6)?,
+        row.get(7)?,
+        row.get(8)?,
+        row.get(9)?,
+        row.get(10)?,
+    ))
+}
+

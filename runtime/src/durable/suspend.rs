@@ -199,18 +199,73 @@ pub struct Suspender {
     policy: SuspendPolicy,
     signals: Option<SignalFilter>,
     state: Mutex<State>,
+    /// Set for a replay check ([`super::replay`]): what the run looked up in the journal.
+    dry_run: Option<Mutex<DryRun>>,
+}
+
+/// What a replay check observed.
+#[derive(Debug, Default)]
+pub(crate) struct DryRun {
+    /// Every operation id the run looked up in the journal.
+    pub(crate) lookups: std::collections::HashSet<String>,
+    /// The first recorded operation that did not fit the definition: (its id, why).
+    pub(crate) violation: Option<(String, String)>,
 }
 
 impl Suspender {
     /// A suspender with `policy`.
     pub fn new(policy: SuspendPolicy) -> Arc<Suspender> {
-        Arc::new(Suspender { policy, signals: None, state: Mutex::new(State::default()) })
+        Arc::new(Suspender { policy, signals: None, state: Mutex::new(State::default()), dry_run: None })
     }
 
     /// A suspender with `policy` that also parks the produced events `signals` selects (see
     /// [`Pending::Signal`]).
     pub fn with_signals(policy: SuspendPolicy, signals: SignalFilter) -> Arc<Suspender> {
-        Arc::new(Suspender { policy, signals: Some(signals), state: Mutex::new(State::default()) })
+        Arc::new(Suspender { policy, signals: Some(signals), state: Mutex::new(State::default()), dry_run: None })
+    }
+
+    /// A suspender for a replay check: it parks every operation with no recorded outcome (task
+    /// attempts, timers, callback and event waits) and notes what the run looks up.
+    pub(crate) fn dry_run() -> Arc<Suspender> {
+        Arc::new(Suspender {
+            policy: SuspendPolicy { steps: true, timers: true, callbacks: false },
+            // Produced events are checkpointed as usual; event waits park (see Journal::event_wait).
+            signals: Some(SignalFilter::new(|_, _| false)),
+            state: Mutex::new(State::default()),
+            dry_run: Some(Mutex::new(DryRun::default())),
+        })
+    }
+
+    /// Whether this is a replay check's suspender: a callback wait parks after its handler call.
+    pub(crate) fn is_dry_run(&self) -> bool {
+        self.dry_run.is_some()
+    }
+
+    pub(crate) fn note_lookup(&self, id: &str) {
+        if let Some(d) = &self.dry_run {
+            d.lock().unwrap_or_else(|p| p.into_inner()).lookups.insert(id.to_owned());
+        }
+    }
+
+    pub(crate) fn note_violation(&self, op: &super::Operation, expected: super::OpType, name: &str) {
+        if let Some(d) = &self.dry_run {
+            let mut d = d.lock().unwrap_or_else(|p| p.into_inner());
+            if d.violation.is_none() {
+                let why = format!(
+                    "the journal has {} operation '{}' of state '{}' where the new version runs a {} of state '{name}'",
+                    op.op_type.as_str(),
+                    op.id,
+                    op.name,
+                    expected.as_str()
+                );
+                d.violation = Some((op.id.clone(), why));
+            }
+        }
+    }
+
+    /// What the replay check observed (empty for other suspenders).
+    pub(crate) fn take_dry_run(&self) -> DryRun {
+        self.dry_run.as_ref().map(|d| std::mem::take(&mut *d.lock().unwrap_or_else(|p| p.into_inner()))).unwrap_or_default()
     }
 
     /// The filter of produced events that park, if any.

@@ -65,6 +65,7 @@ pub fn replay_stored_state(data: &[u8]) -> Result<(Status, usize), String> {
             input: json!({}),
             start_time: "2024-01-01T00:00:00.000Z".into(),
             definition_hash: None,
+            version_id: None,
         };
         let opened = store.open_execution(new).await.map_err(|e| e.to_string())?;
         let record =

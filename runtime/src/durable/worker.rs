@@ -17,30 +17,44 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio::task::JoinSet;
 
-use super::{Claim, Journal, Store, StoreError};
+use super::registry::{Definition, Registry, WorkflowVersion};
+use super::{ClaimFilter, Claim, Journal, Store, StoreError};
 use crate::interp::DynHandler;
 use crate::{ExecutionResult, RunOptions};
 
 type RunFn = dyn Fn(Value, RunOptions) -> BoxFuture<'static, ExecutionResult> + Send + Sync;
 
-/// One registered workflow: how to run it, and the hash of its definition.
+/// Loads a stored workflow version into the IR (parse, validate, lower, optimize with the
+/// version's recorded passes): the runtime has no front end, so the caller (`wfc worker`)
+/// provides it.
+pub type Loader = dyn Fn(&WorkflowVersion) -> Result<wfc_ir::Workflow, String> + Send + Sync;
+
+/// One registered workflow: its IR, how to run it, and its version when registered with its
+/// source.
 #[derive(Clone)]
 struct Registered {
+    workflow: Arc<wfc_ir::Workflow>,
+    /// The IR hash ([`super::definition_hash`]): matches executions started before versions.
     hash: String,
+    /// The version, when registered with its source (stored in the registry at start).
+    definition: Option<Definition>,
+    version_id: Option<String>,
     run: Arc<RunFn>,
 }
 
-/// The workflows a worker can run, by workflow name.
+/// The workflows a worker can run: the versions it was deployed with and, for workflows run on
+/// the interpreter, every stored version of them when a [`Workflows::loader`] is set.
 #[derive(Clone, Default)]
 pub struct Workflows {
-    by_name: HashMap<String, Registered>,
+    registered: Vec<Registered>,
+    /// The interpreter's task handler of each interpreted workflow, for its stored versions.
+    interpreters: HashMap<String, Arc<dyn DynHandler>>,
+    loader: Option<Arc<Loader>>,
 }
 
 impl fmt::Debug for Workflows {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut names: Vec<&String> = self.by_name.keys().collect();
-        names.sort();
-        f.debug_struct("Workflows").field("names", &names).finish()
+        f.debug_struct("Workflows").field("names", &self.names()).field("versions", &self.versions()).finish()
     }
 }
 
@@ -50,43 +64,113 @@ impl Workflows {
         Workflows::default()
     }
 
-    /// Registers a workflow run by the interpreter with `handler`.
-    pub fn interpreted(mut self, workflow: Arc<wfc_ir::Workflow>, handler: Arc<dyn DynHandler>) -> Workflows {
+    fn add(mut self, workflow: Arc<wfc_ir::Workflow>, definition: Option<Definition>, run: Arc<RunFn>) -> Workflows {
         let hash = super::definition_hash(&workflow);
-        let name = workflow.name.clone();
-        let run = move |input: Value, options: RunOptions| -> BoxFuture<'static, ExecutionResult> {
-            let (workflow, handler) = (Arc::clone(&workflow), Arc::clone(&handler));
-            Box::pin(async move { crate::interp::run(&workflow, handler.as_ref(), input, options).await })
-        };
-        self.by_name.insert(name, Registered { hash, run: Arc::new(run) });
+        let version_id = definition.as_ref().map(Definition::version_id);
+        // One registration per version (or per IR, without a source): the last one wins.
+        self.registered.retain(|r| if version_id.is_some() { r.version_id != version_id } else { r.hash != hash || r.version_id.is_some() });
+        self.registered.push(Registered { workflow, hash, definition, version_id, run });
         self
     }
 
-    /// Registers a compiled workflow: `workflow` is its module's `ir()`, and `run` calls its
-    /// `run_with`, e.g. `move |input, options| { let h = Arc::clone(&shop); async move { order::run_with(&*h, input, options).await } }`.
-    pub fn compiled<F, Fut>(mut self, workflow: &wfc_ir::Workflow, run: F) -> Workflows
+    fn interpreter_run(workflow: Arc<wfc_ir::Workflow>, handler: Arc<dyn DynHandler>) -> Arc<RunFn> {
+        Arc::new(move |input: Value, options: RunOptions| -> BoxFuture<'static, ExecutionResult> {
+            let (workflow, handler) = (Arc::clone(&workflow), Arc::clone(&handler));
+            Box::pin(async move { crate::interp::run(&workflow, handler.as_ref(), input, options).await })
+        })
+    }
+
+    /// Registers a workflow run by the interpreter with `handler`, without its source: its
+    /// executions are not pinned to a version, only matched by IR hash. Prefer
+    /// [`Workflows::interpreted_version`].
+    pub fn interpreted(mut self, workflow: Arc<wfc_ir::Workflow>, handler: Arc<dyn DynHandler>) -> Workflows {
+        self.interpreters.insert(workflow.name.clone(), Arc::clone(&handler));
+        let run = Workflows::interpreter_run(Arc::clone(&workflow), handler);
+        self.add(workflow, None, run)
+    }
+
+    /// Registers the version `definition` of a workflow (`workflow` is its IR), run by the
+    /// interpreter with `handler`. The version is stored in the store's registry when the worker
+    /// starts, and executions started on it are pinned to it. With a [`Workflows::loader`], the
+    /// worker also runs this workflow's other stored versions on the interpreter, with `handler`.
+    pub fn interpreted_version(
+        mut self,
+        definition: Definition,
+        workflow: Arc<wfc_ir::Workflow>,
+        handler: Arc<dyn DynHandler>,
+    ) -> Workflows {
+        self.interpreters.insert(workflow.name.clone(), Arc::clone(&handler));
+        let run = Workflows::interpreter_run(Arc::clone(&workflow), handler);
+        self.add(workflow, Some(definition), run)
+    }
+
+    fn compiled_run<F, Fut>(run: F) -> Arc<RunFn>
     where
         F: Fn(Value, RunOptions) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ExecutionResult> + Send + 'static,
     {
-        let hash = super::definition_hash(workflow);
-        let boxed = move |input: Value, options: RunOptions| -> BoxFuture<'static, ExecutionResult> {
+        Arc::new(move |input: Value, options: RunOptions| -> BoxFuture<'static, ExecutionResult> {
             Box::pin(run(input, options))
-        };
-        self.by_name.insert(workflow.name.clone(), Registered { hash, run: Arc::new(boxed) });
+        })
+    }
+
+    /// Registers a compiled workflow without its source: `workflow` is its module's `ir()`, and
+    /// `run` calls its `run_with`, e.g. `move |input, options| { let h = Arc::clone(&shop); async move { order::run_with(&*h, input, options).await } }`.
+    /// Prefer [`Workflows::compiled_version`].
+    pub fn compiled<F, Fut>(self, workflow: &wfc_ir::Workflow, run: F) -> Workflows
+    where
+        F: Fn(Value, RunOptions) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ExecutionResult> + Send + 'static,
+    {
+        self.add(Arc::new(workflow.clone()), None, Workflows::compiled_run(run))
+    }
+
+    /// Registers the version `definition` of a compiled workflow (`workflow` is its module's
+    /// `ir()`, `run` calls its `run_with`). Compiled code runs only its own version: executions
+    /// pinned to another version are left for a process that runs theirs (see docs/durable.md).
+    pub fn compiled_version<F, Fut>(self, definition: Definition, workflow: &wfc_ir::Workflow, run: F) -> Workflows
+    where
+        F: Fn(Value, RunOptions) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ExecutionResult> + Send + 'static,
+    {
+        self.add(Arc::new(workflow.clone()), Some(definition), Workflows::compiled_run(run))
+    }
+
+    /// Lets the worker run any stored version of its interpreted workflows: `loader` turns a
+    /// stored version's source into the IR.
+    pub fn loader(mut self, loader: impl Fn(&WorkflowVersion) -> Result<wfc_ir::Workflow, String> + Send + Sync + 'static) -> Workflows {
+        self.loader = Some(Arc::new(loader));
         self
     }
 
     /// The registered workflow names.
     pub fn names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self.by_name.keys().cloned().collect();
+        let mut names: Vec<String> = self.registered.iter().map(|r| r.workflow.name.clone()).collect();
         names.sort();
+        names.dedup();
         names
     }
 
-    /// The definition hash of a registered workflow.
+    /// The registered version ids.
+    pub fn versions(&self) -> Vec<String> {
+        self.registered.iter().filter_map(|r| r.version_id.clone()).collect()
+    }
+
+    /// The IR hash of the (last) registered definition of a workflow.
     pub fn definition_hash(&self, name: &str) -> Option<&str> {
-        self.by_name.get(name).map(|r| r.hash.as_str())
+        self.registered.iter().rev().find(|r| r.workflow.name == name).map(|r| r.hash.as_str())
+    }
+
+    /// Which executions this worker can run.
+    fn claim_filter(&self) -> ClaimFilter {
+        let workflows = if self.loader.is_some() {
+            let mut names: Vec<String> = self.interpreters.keys().cloned().collect();
+            names.sort();
+            names
+        } else {
+            Vec::new()
+        };
+        ClaimFilter::Only { versions: self.versions(), workflows, unpinned: self.names() }
     }
 }
 
@@ -140,6 +224,9 @@ pub struct WorkerStats {
     pub rejected: u64,
     /// Executions released at shutdown before they finished.
     pub released_at_shutdown: u64,
+    /// Executions left for another process: pinned to a version this worker cannot load, or
+    /// started before versions existed with a journal none of its definitions replays.
+    pub left: u64,
 }
 
 /// Runs executions from a store.
@@ -148,6 +235,8 @@ pub struct Worker {
     store: Arc<dyn Store>,
     workflows: Workflows,
     config: WorkerConfig,
+    /// Stored versions loaded for the interpreter, by version id.
+    loaded: Arc<std::sync::Mutex<HashMap<String, Arc<wfc_ir::Workflow>>>>,
 }
 
 /// How one run ended, for the stats.
@@ -155,8 +244,12 @@ enum RunEnd {
     Finished,
     Suspended,
     Lost,
-    Rejected,
+    Left,
 }
+
+/// How long an execution this worker cannot run waits before a worker looks at it again (one
+/// that can run it may be deployed meanwhile; workers that cannot do not claim pinned ones).
+const LEAVE_FOR: Duration = Duration::from_secs(60);
 
 fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
@@ -165,7 +258,7 @@ fn now_ms() -> i64 {
 impl Worker {
     /// A worker on `store` for `workflows`.
     pub fn new(store: Arc<dyn Store>, workflows: Workflows, config: WorkerConfig) -> Worker {
-        Worker { store, workflows, config }
+        Worker { store, workflows, config, loaded: Arc::default() }
     }
 
     /// Runs until `shutdown` completes (or, with `exit_when_idle`, until there is no work).
@@ -174,6 +267,15 @@ impl Worker {
     pub async fn run(&self, shutdown: impl Future<Output = ()>) -> Result<WorkerStats, StoreError> {
         let mut shutdown = std::pin::pin!(shutdown);
         let mut stats = WorkerStats::default();
+        // The versions this worker runs are stored first, so every execution it starts or adopts
+        // is pinned to a version the store can give back to any later process.
+        let registry = Registry::new(Arc::clone(&self.store));
+        for r in &self.workflows.registered {
+            if let Some(definition) = &r.definition {
+                registry.register(definition.clone(), Some(r.hash.clone())).await?;
+            }
+        }
+        let filter = self.workflows.claim_filter();
         let mut running: JoinSet<(String, i64, RunEnd)> = JoinSet::new();
         let mut in_flight: HashMap<String, i64> = HashMap::new();
         let mut claim_errors = 0;
@@ -182,7 +284,7 @@ impl Worker {
             let free = concurrency.saturating_sub(running.len());
             let mut claimed_now = 0;
             if free > 0 {
-                match self.store.claim_runnable(&self.config.owner, self.config.lease, free).await {
+                match self.store.claim_runnable(&self.config.owner, self.config.lease, free, &filter).await {
                     Ok(claims) => {
                         claim_errors = 0;
                         for claim in claims {
@@ -254,16 +356,27 @@ impl Worker {
     }
 
     fn job(&self, claim: Claim) -> impl Future<Output = (String, i64, RunEnd)> + Send + 'static {
-        let store = Arc::clone(&self.store);
-        let registered = self.workflows.by_name.get(&claim.record.workflow).cloned();
-        let config = self.config.clone();
+        let shared = Shared {
+            store: Arc::clone(&self.store),
+            workflows: self.workflows.clone(),
+            config: self.config.clone(),
+            loaded: Arc::clone(&self.loaded),
+        };
         async move {
             let name = claim.record.name.clone();
             let epoch = claim.token.epoch;
-            let end = run_claimed(store, registered, claim, &config).await;
+            let end = run_claimed(&shared, claim).await;
             (name, epoch, end)
         }
     }
+}
+
+/// What a job needs from its worker.
+struct Shared {
+    store: Arc<dyn Store>,
+    workflows: Workflows,
+    config: WorkerConfig,
+    loaded: Arc<std::sync::Mutex<HashMap<String, Arc<wfc_ir::Workflow>>>>,
 }
 
 fn count(stats: &mut WorkerStats, end: RunEnd) {
@@ -271,32 +384,101 @@ fn count(stats: &mut WorkerStats, end: RunEnd) {
         RunEnd::Finished => stats.finished += 1,
         RunEnd::Suspended => stats.suspended += 1,
         RunEnd::Lost => stats.lost += 1,
-        RunEnd::Rejected => stats.rejected += 1,
+        RunEnd::Left => stats.left += 1,
     }
 }
 
-async fn run_claimed(
-    store: Arc<dyn Store>,
-    registered: Option<Registered>,
-    claim: Claim,
-    config: &WorkerConfig,
-) -> RunEnd {
-    let record = claim.record.clone();
-    let Some(registered) = registered else {
-        let cause = format!("no workflow named '{}' is registered with this worker", record.workflow);
-        let _ = store.fail_execution(&record.name, "Wfc.UnknownWorkflow", &cause).await;
-        return RunEnd::Rejected;
-    };
-    if let Some(stored) = &record.definition_hash
-        && *stored != registered.hash
-    {
-        let cause = StoreError::DefinitionChanged(record.name.clone()).to_string();
-        let _ = store.fail_execution(&record.name, "Wfc.DefinitionChanged", &cause).await;
-        return RunEnd::Rejected;
+impl Shared {
+    /// How to run an execution pinned to `version_id`: the registered version, or the stored
+    /// one loaded for the interpreter. `Err`: why this worker cannot.
+    async fn pinned(&self, workflow: &str, version_id: &str) -> Result<Arc<RunFn>, String> {
+        if let Some(r) = self.workflows.registered.iter().find(|r| r.version_id.as_deref() == Some(version_id)) {
+            return Ok(Arc::clone(&r.run));
+        }
+        let (Some(loader), Some(handler)) = (&self.workflows.loader, self.workflows.interpreters.get(workflow)) else {
+            return Err(format!("version {version_id} is not one this worker runs, and it loads no stored versions"));
+        };
+        let cached = self.loaded.lock().unwrap_or_else(|p| p.into_inner()).get(version_id).cloned();
+        let ir = match cached {
+            Some(ir) => ir,
+            None => {
+                let version = Registry::new(Arc::clone(&self.store))
+                    .version(version_id)
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .ok_or_else(|| format!("version {version_id} is not in the store's registry"))?;
+                let ir = loader(&version).map_err(|e| format!("version {version_id} cannot be loaded: {e}"))?;
+                if ir.name != workflow {
+                    return Err(format!("version {version_id} is of workflow '{}', not '{workflow}'", ir.name));
+                }
+                let ir = Arc::new(ir);
+                self.loaded.lock().unwrap_or_else(|p| p.into_inner()).insert(version_id.to_owned(), Arc::clone(&ir));
+                ir
+            }
+        };
+        tracing::info!(workflow, version = version_id, "running a stored version on the interpreter");
+        Ok(Workflows::interpreter_run(ir, Arc::clone(handler)))
     }
+
+    /// Which registration adopts an execution started before versions existed: the one whose
+    /// IR hash it was started with, else the first whose definition replays its journal cleanly
+    /// ([`super::replay::check`]).
+    async fn adopt(&self, claim: &Claim) -> Option<Registered> {
+        let record = &claim.record;
+        let mut candidates: Vec<&Registered> =
+            self.workflows.registered.iter().filter(|r| r.workflow.name == record.workflow).collect();
+        // Versioned registrations first: adopting one pins the execution.
+        candidates.sort_by_key(|r| r.version_id.is_none());
+        if let Some(r) = candidates.iter().find(|r| record.definition_hash.as_deref().is_none_or(|h| h == r.hash)) {
+            return Some((*r).clone());
+        }
+        for r in candidates {
+            match super::replay::check(&r.workflow, record, &claim.operations).await {
+                Ok(_) => return Some(r.clone()),
+                Err(d) => tracing::info!(execution = %record.name, version = ?r.version_id, divergence = %d, "not adopted"),
+            }
+        }
+        None
+    }
+}
+
+/// Gives the execution back for another process (see [`LEAVE_FOR`]).
+async fn leave(shared: &Shared, claim: &Claim, why: &str) -> RunEnd {
+    tracing::warn!(execution = %claim.record.name, reason = why, "left for a process that runs its version");
+    let wake = super::now_ms() + i64::try_from(LEAVE_FOR.as_millis()).unwrap_or(60_000);
+    let _ = shared.store.release(&claim.record.name, claim.token.epoch, Some(wake), claim.record.signals).await;
+    RunEnd::Left
+}
+
+async fn run_claimed(shared: &Shared, claim: Claim) -> RunEnd {
+    let store = Arc::clone(&shared.store);
+    let config = &shared.config;
+    let record = claim.record.clone();
+    let run = match &record.version_id {
+        Some(version_id) => match shared.pinned(&record.workflow, version_id).await {
+            Ok(run) => run,
+            Err(why) => return leave(shared, &claim, &why).await,
+        },
+        None => match shared.adopt(&claim).await {
+            Some(r) => {
+                if let Some(version_id) = &r.version_id {
+                    // Pinned under this claim's epoch: a process that took it meanwhile wins.
+                    let guard = super::PinGuard { from: None, held_epoch: Some(claim.token.epoch), checkpoint_seq: None };
+                    if store.pin_execution(&record.name, version_id, &guard).await.is_err() {
+                        return RunEnd::Lost;
+                    }
+                }
+                r.run
+            }
+            None => {
+                let why = "it was started before versions existed, and none of this worker's definitions replays its journal";
+                return leave(shared, &claim, why).await;
+            }
+        },
+    };
     let journal = Journal::from_claim(Arc::clone(&store), claim, Some(config.suspend_after));
     let options = RunOptions::real().with_journal(Arc::clone(&journal));
-    let run = (registered.run)(record.input.clone(), options);
+    let run = run(record.input.clone(), options);
     let result = tokio::select! {
         result = run => result,
         e = journal.hold_lease(&config.owner, config.lease) => {
