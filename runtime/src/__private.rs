@@ -14,12 +14,12 @@ pub use ::futures::future::try_join_all;
 pub use ::tracing;
 
 pub use crate::exec::{self, Chosen, Step, join_branches};
+pub use crate::interp::DynHandler;
 pub use crate::{
     Clock, EventType, Execution, ExecutionResult, Failure, History, HistoryEvent, RunOptions, Status, TaskContext,
     block_on_virtual,
 };
 pub use crate::{choice, io, retry, sw, task};
-pub use crate::interp::DynHandler;
 
 /// The generated-code/runtime handshake. Generated code contains `const _: () = ...::ABI_V1;`.
 pub const ABI_V1: () = ();

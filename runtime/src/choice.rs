@@ -50,8 +50,7 @@ pub fn uses_context(condition: &Condition) -> bool {
         Condition::And(cs) | Condition::Or(cs) => cs.iter().any(uses_context),
         Condition::Not(c) => uses_context(c),
         Condition::Compare(cmp) => {
-            cmp.variable.root() != Root::Input
-                || matches!(&cmp.operand, Operand::Path(p) if p.root() != Root::Input)
+            cmp.variable.root() != Root::Input || matches!(&cmp.operand, Operand::Path(p) if p.root() != Root::Input)
         }
         // `$states.context` and the variables travel in the context document.
         Condition::Jsonata(_) => true,

@@ -336,14 +336,24 @@ fn count(
 /// type, is `States.QueryEvaluationError` (catchable), as for every JSONata field; range checks
 /// are the caller's. Evaluated with a fixed seed, as Task timeouts are: `$random` here would make
 /// a limit that changes on replay.
-fn jsonata_number(expr: &wfc_ir::JsonataExpr, field: &str, effective: &Value, context: &Value) -> Result<Value, Failure> {
+fn jsonata_number(
+    expr: &wfc_ir::JsonataExpr,
+    field: &str,
+    effective: &Value,
+    context: &Value,
+) -> Result<Value, Failure> {
     let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(0);
     crate::jsonata::evaluate(expr, field, &crate::jsonata::Bindings::new(effective, context), &mut rng)
 }
 
 /// A JSONata numeric field that must yield an integer (negative values are the caller's to
 /// reject with AWS's range message).
-fn jsonata_integer(expr: &wfc_ir::JsonataExpr, field: &str, effective: &Value, context: &Value) -> Result<i64, Failure> {
+fn jsonata_integer(
+    expr: &wfc_ir::JsonataExpr,
+    field: &str,
+    effective: &Value,
+    context: &Value,
+) -> Result<i64, Failure> {
     let value = jsonata_number(expr, field, effective, context)?;
     value.as_i64().ok_or_else(|| crate::jsonata::unexpected_type(expr.as_str(), field, "integer", &value))
 }

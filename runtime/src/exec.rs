@@ -24,9 +24,9 @@ use wfc_ir::{
 
 #[cfg(feature = "durable")]
 use crate::durable::Journal;
+use crate::jsonata::{self, Bindings};
 use crate::limits::Limits;
 use crate::retry::{self, RetryDecision, RetryState};
-use crate::jsonata::{self, Bindings};
 use crate::task::Attempt;
 use crate::variables::{self, Variables};
 use crate::{Clock, EventType, Failure, History, HistoryEvent, HistoryLevel, TaskContext, choice, io};
@@ -993,7 +993,12 @@ fn resolve_seconds(
             let value = jsonata::evaluate(e, field.trim_end_matches("Path"), &Bindings::new(input, ctx), &mut rng)?;
             match value.as_u64() {
                 Some(s) if s > 0 => Ok(Some(Duration::from_secs(s))),
-                _ => Err(jsonata::unexpected_type(e.as_str(), field.trim_end_matches("Path"), "positive integer", &value)),
+                _ => Err(jsonata::unexpected_type(
+                    e.as_str(),
+                    field.trim_end_matches("Path"),
+                    "positive integer",
+                    &value,
+                )),
             }
         }
         Some(Seconds::Path(p)) => {
@@ -1105,16 +1110,20 @@ where
                 exec.with_rng(|rng| crate::credentials::role_arn(c, &effective, &ctx, rng)).map(Some)
             }
         };
-        let params = role_arn.and_then(|role_arn| match &spec.arguments {
-            Some(arguments) => {
-                let ctx = visit.context();
-                visit.jsonata(arguments, "Arguments", &Bindings::new(&input, &ctx))
+        let params = role_arn.and_then(|role_arn| {
+            match &spec.arguments {
+                Some(arguments) => {
+                    let ctx = visit.context();
+                    visit.jsonata(arguments, "Arguments", &Bindings::new(&input, &ctx))
+                }
+                // No Retry: this is the only attempt, so the effective input itself is sent.
+                None if shape.single_attempt && matches!(parameters, Parameters::None) => {
+                    Ok(std::mem::take(&mut effective))
+                }
+                None => parameters.for_attempt(&effective, &visit),
             }
-            // No Retry: this is the only attempt, so the effective input itself is sent.
-            None if shape.single_attempt && matches!(parameters, Parameters::None) => Ok(std::mem::take(&mut effective)),
-            None => parameters.for_attempt(&effective, &visit),
-        }
-        .map(|params| (role_arn, params)));
+            .map(|params| (role_arn, params))
+        });
         let (role_arn, params) = match params {
             Ok(evaluated) => evaluated,
             // A JSONata failure can be retried and caught, unlike a path failure.
@@ -1392,7 +1401,11 @@ fn caught(
 ) -> Result<Step, Failure> {
     let Some(catcher) = retry::find_catcher(catchers, &failure.error) else {
         // A JSONata failure that nothing caught ends the execution with AWS's prefix.
-        return Err(if failure.error == wfc_ir::errors::QUERY_EVALUATION_ERROR { visit.runtime(failure) } else { failure });
+        return Err(if failure.error == wfc_ir::errors::QUERY_EVALUATION_ERROR {
+            visit.runtime(failure)
+        } else {
+            failure
+        });
     };
     if catcher.assign.is_none() && catcher.output.is_none() {
         let output = retry::catch_output(catcher, raw_input, &failure).map_err(|f| visit.runtime(f))?;
@@ -1899,7 +1912,8 @@ where
 /// JSONata-only fields): its items then come from `Items` (or the input) and `ItemSelector` is
 /// JSONata.
 pub(crate) fn is_jsonata_map(spec: &MapState) -> bool {
-    let jsonata_count = |c: &Option<wfc_ir::distributed::Count>| matches!(c, Some(wfc_ir::distributed::Count::Jsonata(_)));
+    let jsonata_count =
+        |c: &Option<wfc_ir::distributed::Count>| matches!(c, Some(wfc_ir::distributed::Count::Jsonata(_)));
     spec.items.is_some()
         || spec.item_selector_jsonata.is_some()
         || matches!(spec.assign, Some(Assign::Jsonata(_)))
@@ -1921,7 +1935,8 @@ pub(crate) fn jsonata_map_inputs(
     state_ctx: &Value,
     read: Option<Vec<Value>>,
 ) -> Result<Vec<Value>, Failure> {
-    let evaluate = |t: &JsonataTemplate, field: &str, b: &Bindings<'_>| exec.with_rng(|rng| jsonata::template(t, field, b, rng));
+    let evaluate =
+        |t: &JsonataTemplate, field: &str, b: &Bindings<'_>| exec.with_rng(|rng| jsonata::template(t, field, b, rng));
     {
         let b = Bindings::new(input, state_ctx);
         let items = match (read, &spec.items) {

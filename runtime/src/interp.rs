@@ -154,7 +154,9 @@ pub async fn run_machine(
             StateKind::Sw(spec) => match crate::sw::step(exec, name, spec, input, handler).await? {
                 crate::sw::Step::Next { target, output } => (output, Transition::Next(target)),
                 crate::sw::Step::End(output) => (output, Transition::End),
-                crate::sw::Step::Terminate(output) => return Err(Failure::new(crate::sw::TERMINATE, output.to_string())),
+                crate::sw::Step::Terminate(output) => {
+                    return Err(Failure::new(crate::sw::TERMINATE, output.to_string()));
+                }
             },
             StateKind::Parallel(spec) => {
                 let step = exec::parallel(exec, name, spec, input, |effective, exec| {

@@ -136,7 +136,11 @@ fn run(expr: &JsonataExpr, b: &Bindings<'_>, rng: &mut dyn RngCore) -> Result<JV
             context.bind(name, JValue::from(value));
         }
     }
-    let options = EvaluatorOptions { max_stack_depth: Some(MAX_DEPTH), max_sequence_length: Some(MAX_SEQUENCE), ..EvaluatorOptions::default() };
+    let options = EvaluatorOptions {
+        max_stack_depth: Some(MAX_DEPTH),
+        max_sequence_length: Some(MAX_SEQUENCE),
+        ..EvaluatorOptions::default()
+    };
     let mut ev = Evaluator::with_options(context, options);
     register_functions(&mut ev, rng.next_u64(), entered_millis(&ctx_object))?;
     // `$` at the top of an expression is the state input, as on AWS.
@@ -164,8 +168,13 @@ fn num(args: &[JValue], i: usize) -> Option<f64> {
 fn register_functions(ev: &mut Evaluator, seed: u64, now_millis: Option<i64>) -> Result<(), EvaluatorError> {
     let rng = Rc::new(RefCell::new(StdRng::seed_from_u64(seed)));
     ev.register_fn("partition", |args: &[JValue]| {
-        let items = args.first().and_then(JValue::as_array).ok_or_else(|| arg_error("partition", "the first argument must be an array"))?;
-        let size = num(args, 1).filter(|n| *n >= 1.0 && n.fract() == 0.0).ok_or_else(|| arg_error("partition", "the size must be a positive integer"))?;
+        let items = args
+            .first()
+            .and_then(JValue::as_array)
+            .ok_or_else(|| arg_error("partition", "the first argument must be an array"))?;
+        let size = num(args, 1)
+            .filter(|n| *n >= 1.0 && n.fract() == 0.0)
+            .ok_or_else(|| arg_error("partition", "the size must be a positive integer"))?;
         let chunks = items.chunks(size as usize).map(|c| JValue::array(c.to_vec())).collect();
         Ok(JValue::array(chunks))
     })?;
@@ -189,7 +198,8 @@ fn register_functions(ev: &mut Evaluator, seed: u64, now_millis: Option<i64>) ->
         Ok(JValue::array(out))
     })?;
     ev.register_fn("hash", |args: &[JValue]| {
-        let (Some(data), Some(alg)) = (args.first().and_then(JValue::as_str), args.get(1).and_then(JValue::as_str)) else {
+        let (Some(data), Some(alg)) = (args.first().and_then(JValue::as_str), args.get(1).and_then(JValue::as_str))
+        else {
             return Err(arg_error("hash", "expected a string and an algorithm name"));
         };
         crate::intrinsics::hash_hex(data, alg).map(JValue::from).ok_or_else(|| {
@@ -233,9 +243,9 @@ pub fn to_json(v: &JValue) -> Option<Value> {
         JValue::Bool(b) => Value::Bool(*b),
         JValue::Number(n) => number(*n),
         JValue::String(s) => Value::String(s.to_string()),
-        JValue::Array(items) => Value::Array(
-            items.iter().filter(|i| !i.is_undefined()).map(to_json).collect::<Option<Vec<_>>>()?,
-        ),
+        JValue::Array(items) => {
+            Value::Array(items.iter().filter(|i| !i.is_undefined()).map(to_json).collect::<Option<Vec<_>>>()?)
+        }
         JValue::Object(map) => {
             let mut out = Map::new();
             for (k, v) in map.iter() {
@@ -284,7 +294,10 @@ mod tests {
     fn aws_functions() {
         assert_eq!(eval("$partition([1,2,3], 2)", json!({})).unwrap(), json!([[1, 2], [3]]));
         assert_eq!(eval("$range(0, 10, 5)", json!({})).unwrap(), json!([0, 5, 10]));
-        assert_eq!(eval("$hash('input', 'SHA-1')", json!({})).unwrap(), json!("140f86aae51ab9e1cda9b4254fe98a74eb54c1a1"));
+        assert_eq!(
+            eval("$hash('input', 'SHA-1')", json!({})).unwrap(),
+            json!("140f86aae51ab9e1cda9b4254fe98a74eb54c1a1")
+        );
         assert_eq!(eval("$parse('{\"a\": [1]}')", json!({})).unwrap(), json!({"a": [1]}));
         assert_eq!(eval("$length($uuid())", json!({})).unwrap(), json!(36));
         assert_eq!(eval("$random(7) = $random(7)", json!({})).unwrap(), json!(true));

@@ -126,7 +126,9 @@ pub fn evaluate(
             .map(|(name, t)| {
                 let value = match t {
                     Template::Path(p) => io::select_field(p, &format!("{name}.$"), dollar, context)?,
-                    Template::Intrinsic(i) => crate::intrinsics::evaluate(i, &format!("{name}.$"), dollar, context, rng)?,
+                    Template::Intrinsic(i) => {
+                        crate::intrinsics::evaluate(i, &format!("{name}.$"), dollar, context, rng)?
+                    }
                     other => io::template(other, dollar, context, rng)?,
                 };
                 Ok((name.clone(), value))

@@ -30,7 +30,14 @@ fn store() -> Arc<dyn Store> {
 }
 
 fn new_exec(name: &str, input: Value) -> NewExecution {
-    NewExecution { name: name.into(), workflow: "wf".into(), input, start_time: "2024-01-01T00:00:00.000Z".into(), definition_hash: None }
+    NewExecution {
+        name: name.into(),
+        workflow: "wf".into(),
+        input,
+        start_time: "2024-01-01T00:00:00.000Z".into(),
+        definition_hash: None,
+        version_id: None,
+    }
 }
 
 fn step(id: &str, status: OpStatus, result: Option<Value>) -> OperationUpdate {
@@ -364,6 +371,7 @@ async fn a_finished_branch_replays_from_its_context_without_running() {
         input: input.clone(),
         start_time: "2024-01-01T00:00:00.000Z".into(),
         definition_hash: None,
+        version_id: None,
     };
     let mut claim = s.open_execution(new).await.unwrap();
     let before = claim.operations.len();

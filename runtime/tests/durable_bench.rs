@@ -48,6 +48,7 @@ async fn checkpoint_commits_per_second() {
                 input: json!({}),
                 start_time: "2024-01-01T00:00:00.000Z".into(),
                 definition_hash: None,
+                version_id: None,
             })
             .await
             .unwrap();

@@ -46,8 +46,10 @@ fn array_arg() -> impl Strategy<Value = String> {
 /// may still resolve to the wrong type at run time).
 fn well_typed_call() -> impl Strategy<Value = String> {
     prop_oneof![
-        (string_arg(), prop::collection::vec(any_arg(), 0..3))
-            .prop_map(|(t, a)| format!("States.Format({})", std::iter::once(t).chain(a).collect::<Vec<_>>().join(", "))),
+        (string_arg(), prop::collection::vec(any_arg(), 0..3)).prop_map(|(t, a)| format!(
+            "States.Format({})",
+            std::iter::once(t).chain(a).collect::<Vec<_>>().join(", ")
+        )),
         string_arg().prop_map(|a| format!("States.StringToJson({a})")),
         any_arg().prop_map(|a| format!("States.JsonToString({a})")),
         prop::collection::vec(any_arg(), 0..4).prop_map(|a| format!("States.Array({})", a.join(", "))),
@@ -59,7 +61,10 @@ fn well_typed_call() -> impl Strategy<Value = String> {
         array_arg().prop_map(|a| format!("States.ArrayUnique({a})")),
         string_arg().prop_map(|a| format!("States.Base64Encode({a})")),
         string_arg().prop_map(|a| format!("States.Base64Decode({a})")),
-        (string_arg(), prop::sample::select(vec!["'MD5'", "'SHA-1'", "'SHA-256'", "'SHA-384'", "'SHA-512'", "'sha-1'"]))
+        (
+            string_arg(),
+            prop::sample::select(vec!["'MD5'", "'SHA-1'", "'SHA-256'", "'SHA-384'", "'SHA-512'", "'sha-1'"])
+        )
             .prop_map(|(a, h)| format!("States.Hash({a}, {h})")),
         (any_arg(), any_arg()).prop_map(|(a, b)| format!("States.JsonMerge({a}, {b}, false)")),
         (number_arg(), number_arg()).prop_map(|(a, b)| format!("States.MathRandom({a}, {b})")),

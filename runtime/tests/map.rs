@@ -16,7 +16,11 @@ const WORK: &str = "work";
 
 /// A Map over `$.items` whose item processor is one Task calling [`WORK`].
 fn map_state(max_concurrency: u64) -> MapState {
-    MapState { assign: None, item_selector_jsonata: None, items: None, output: None,
+    MapState {
+        assign: None,
+        item_selector_jsonata: None,
+        items: None,
+        output: None,
         input_path: dollar(),
         items_path: path("$.items"),
         item_selector: None,

@@ -177,7 +177,9 @@ fn spec_choice_example() {
         ("ValueInTwenties", StateKind::Pass(PassState { result: Some(json!("ValueInTwenties")), ..pass_state() })),
         (
             "DefaultState",
-            StateKind::Fail(FailState { cause_computed: None, error_computed: None,
+            StateKind::Fail(FailState {
+                cause_computed: None,
+                error_computed: None,
                 error: None,
                 cause: Some("No Matches!".into()),
                 error_path: None,
@@ -301,7 +303,9 @@ fn spec_fail_state() {
 
 #[test]
 fn fail_error_path_and_cause_path() {
-    let f = FailState { cause_computed: None, error_computed: None,
+    let f = FailState {
+        cause_computed: None,
+        error_computed: None,
         error: None,
         cause: None,
         error_path: Some(path("$.e")),
@@ -310,7 +314,14 @@ fn fail_error_path_and_cause_path() {
     let wf = workflow(vec![("F", StateKind::Fail(f))]);
     assert_eq!(err(&run(&wf, &no_handlers(), json!({"e": "Custom"}))), Failure::new("Custom", "test-run"));
 
-    let f = FailState { cause_computed: None, error_computed: None, error: None, cause: None, error_path: Some(path("$.ErrorX")), cause_path: None };
+    let f = FailState {
+        cause_computed: None,
+        error_computed: None,
+        error: None,
+        cause: None,
+        error_path: Some(path("$.ErrorX")),
+        cause_path: None,
+    };
     let wf = workflow(vec![("F", StateKind::Fail(f))]);
     let failure = err(&run(&wf, &no_handlers(), json!({"e": 1})));
     assert_eq!(failure.error, "States.Runtime");

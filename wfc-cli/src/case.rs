@@ -153,7 +153,9 @@ fn delivery(entry: &Value) -> Result<(f64, Value), String> {
         return Err(format!("an \"events\" entry has an unknown field {k:?}"));
     }
     if !event.get("type").is_some_and(Value::is_string) {
-        return Err("each \"events\" entry is a CloudEvent with a string \"type\" (or {\"after_seconds\", \"event\"})".into());
+        return Err(
+            "each \"events\" entry is a CloudEvent with a string \"type\" (or {\"after_seconds\", \"event\"})".into()
+        );
     }
     Ok((after, event.clone()))
 }

@@ -68,7 +68,10 @@ impl DefinitionText {
             })
             .collect();
         paths.sort();
-        paths.into_iter().filter_map(|p| std::fs::read_to_string(&p).ok().map(|t| (p.display().to_string(), t))).collect()
+        paths
+            .into_iter()
+            .filter_map(|p| std::fs::read_to_string(&p).ok().map(|t| (p.display().to_string(), t)))
+            .collect()
     }
 }
 

@@ -36,6 +36,8 @@ const DURABLE_RS: &str = r#"
 struct Store {
     url: String,
     name: String,
+    /// The registered version this program's definition is (wfc registers it first).
+    version: String,
 }
 
 /// How a durable run ended: it ran (to its end), or the execution had already finished and
@@ -54,7 +56,10 @@ async fn open_journal(
 ) -> Result<Result<std::sync::Arc<wfc_runtime::durable::Journal>, Value>, String> {
     use wfc_runtime::durable::{Journal, Opened};
     let db = wfc_runtime::durable::connect(&store.url).await.map_err(|e| e.to_string())?;
-    let opened = Journal::open_definition(std::sync::Arc::clone(&db), &store.name, workflow, input, &options.clock)
+    // Pinned to this program's version: an execution pinned to another one is refused and left
+    // as it is (compiled code runs only its own version).
+    let opened =
+        Journal::open_version(std::sync::Arc::clone(&db), &store.name, workflow, &store.version, input, &options.clock)
         .await
         .map_err(|e| e.to_string())?;
     match opened {
@@ -416,7 +421,8 @@ fn real_main() -> Result<Value, String> {
     if durable {
         s.push_str(
             r#"    if let (Some(url), Some(name)) = (request["store"].as_str(), request["store_name"].as_str()) {
-        let store = Store { url: url.to_owned(), name: name.to_owned() };
+        let version = request["store_version"].as_str().ok_or("the request names no store_version")?.to_owned();
+        let store = Store { url: url.to_owned(), name: name.to_owned(), version };
         let ran = match module.as_str() {
 "#,
         );
@@ -592,15 +598,20 @@ pub(crate) fn execute(execution: &Execution<'_>) -> Result<Outcome, String> {
 /// Runs one execution durably with the compiled engine (`wfc run --store URL --name NAME
 /// --engine compiled`): the program opens execution `name` in the store at `url` (starting or
 /// resuming it) and runs it with a journal, as the interpreter does.
-pub(crate) fn execute_durable(execution: &Execution<'_>, url: &str, name: &str) -> Result<Outcome, String> {
-    execute_in(execution, Some((url, name)))
+pub(crate) fn execute_durable(
+    execution: &Execution<'_>,
+    url: &str,
+    name: &str,
+    version: &str,
+) -> Result<Outcome, String> {
+    execute_in(execution, Some((url, name, version)))
 }
 
-fn execute_in(execution: &Execution<'_>, store: Option<(&str, &str)>) -> Result<Outcome, String> {
+fn execute_in(execution: &Execution<'_>, store: Option<(&str, &str, &str)>) -> Result<Outcome, String> {
     let unit = Unit::new(execution.definition, execution.workflow, execution.passes);
     let prepared = PREPARED.lock().unwrap_or_else(|p| p.into_inner()).clone();
     // A PostgreSQL store needs the program built with it; SQLite is in every program.
-    let postgres = store.is_some_and(|(url, _)| !url.starts_with("sqlite:"));
+    let postgres = store.is_some_and(|(url, _, _)| !url.starts_with("sqlite:"));
     let program = match prepared {
         Some(p) if !postgres && p.modules.contains_key(&unit.key) => p,
         _ => build_with(std::slice::from_ref(&unit), postgres)?,
@@ -620,8 +631,9 @@ fn execute_in(execution: &Execution<'_>, store: Option<(&str, &str)>) -> Result<
         "result_root": execution.result_root.as_ref().map(|p| p.to_string_lossy().into_owned()),
         "history_level": execution.history_level.name(),
         "events": execution.events.iter().map(|(at, e)| json!([at, e])).collect::<Vec<_>>(),
-        "store": store.map(|(url, _)| url),
-        "store_name": store.map(|(_, name)| name),
+        "store": store.map(|(url, _, _)| url),
+        "store_name": store.map(|(_, name, _)| name),
+        "store_version": store.map(|(_, _, version)| version),
     });
     std::fs::write(&request_path, request.to_string())
         .map_err(|e| format!("cannot write {}: {e}", request_path.display()))?;

@@ -1,7 +1,7 @@
 //! Durable runs and the store commands (docs/durable.md):
 //!
 //! - `wfc run FILE --store URL --name EXEC` (start or resume), also with `--handlers FILE`;
-//! - `wfc executions --store URL list|describe|history|start|stop`;
+//! - `wfc executions --store URL list|describe|history|start|stop|upgrade|versions`;
 //! - `wfc callback --store URL --token T (--success JSON | --failure ERROR CAUSE | --heartbeat)`;
 //! - `wfc worker --store URL FILE...`.
 
@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use wfc_runtime::durable::{
-    self, CallbackCompletion, ExecutionRecord, ExecutionStatus, Journal, NewExecution, Opened, Store, Worker,
-    WorkerConfig, Workflows,
+    self, CallbackCompletion, Definition, ExecutionRecord, ExecutionStatus, Journal, Language, NewExecution, Opened,
+    PinGuard, Registry, Store, Syntax, Worker, WorkerConfig, WorkflowVersion, Workflows,
 };
 use wfc_runtime::interp::DynHandler;
 use wfc_runtime::{Clock, RunOptions};
@@ -58,12 +58,137 @@ fn stored_outcome(record: &ExecutionRecord, history: Vec<wfc_runtime::HistoryEve
     })
 }
 
-/// A definition loaded for a durable run or a worker.
-fn load_definition(path: &std::path::Path, color: bool) -> Result<wfc_ir::Workflow, Exit> {
+/// A definition loaded for a durable run or a worker (default passes), with its source.
+fn load_definition(path: &std::path::Path, color: bool) -> Result<(wfc_ir::Workflow, Definition), Exit> {
     let def = DefinitionText::read(path).map_err(fatal)?;
     let loaded = def.load().map_err(|diags| definition_error(&def.path, &diags, color))?;
     crate::check::print_human(&def.path, &loaded.warnings, color);
+    let definition = definition_of(&def, &loaded.workflow, wfc_core::optimize::Passes::default());
+    Ok((loaded.workflow, definition))
+}
+
+/// The definition as the store keeps it (docs/durable.md, "Deploys and versions"): the source
+/// text and where it came from, its language and syntax, the passes it is loaded with, and
+/// for a Serverless Workflow the subflow files beside it.
+pub(crate) fn definition_of(
+    text: &DefinitionText,
+    workflow: &wfc_ir::Workflow,
+    passes: wfc_core::optimize::Passes,
+) -> Definition {
+    let language = if wfc_runtime::sw::is_sw(workflow) { Language::Sw } else { Language::Asl };
+    let syntax = match wfc_core::Format::from_path(&text.path) {
+        wfc_core::Format::Yaml => Syntax::Yaml,
+        wfc_core::Format::Json => Syntax::Json,
+    };
+    Definition {
+        workflow: workflow.name.clone(),
+        origin: text.path.clone(),
+        source: text.text.clone(),
+        language,
+        syntax,
+        passes: passes.enabled().into_iter().map(|p| p.name().to_owned()).collect(),
+        siblings: if language == Language::Sw { text.sw_siblings() } else { Vec::new() },
+    }
+}
+
+/// Loads a stored version again from its source text, with its recorded passes (a pass this
+/// wfc no longer has is skipped: passes preserve behaviour, they only simplify the IR).
+pub(crate) fn load_version(version: &WorkflowVersion) -> Result<wfc_ir::Workflow, String> {
+    let d = &version.definition;
+    let mut passes = wfc_core::optimize::Passes::none();
+    for name in &d.passes {
+        let _ = passes.enable_named(name);
+    }
+    let mut settings = wfc_core::Settings::new();
+    settings.passes(passes);
+    for (path, text) in &d.siblings {
+        settings.sw_workflow(path.clone(), text.clone());
+    }
+    let source = wfc_core::Source { path: &d.origin, text: &d.source };
+    let loaded = wfc_core::load_with(source, &settings).map_err(|diags| {
+        let first = diags
+            .items
+            .iter()
+            .find(|d| d.severity == wfc_core::Severity::Error)
+            .map(|d| format!("{}: {}", d.code, d.message));
+        format!(
+            "the stored definition of version {} ({}) does not load: {}",
+            version.version_id,
+            d.origin,
+            first.unwrap_or_else(|| "no error message".into())
+        )
+    })?;
     Ok(loaded.workflow)
+}
+
+/// Registers `definition` (a deploy: a new version becomes the workflow's current one) and
+/// returns its version id.
+async fn register(
+    store: &Arc<dyn Store>,
+    definition: &Definition,
+    workflow: &wfc_ir::Workflow,
+) -> Result<String, String> {
+    let hash = durable::definition_hash(workflow);
+    let (version, _) =
+        Registry::new(Arc::clone(store)).register(definition.clone(), Some(hash)).await.map_err(|e| e.to_string())?;
+    Ok(version.version_id)
+}
+
+/// Which version execution `name` runs on, for a process that runs version `mine` of
+/// `workflow` (see docs/durable.md, "Deploys and versions"):
+///
+/// - a new or finished execution, or one pinned to `mine`: `mine`;
+/// - one pinned to another version: that version, loaded from the store (`Ok(Err(version))`
+///   when `load_others` is false: the compiled engine runs only its own version);
+/// - one started before versions existed: `mine` if its IR hash is this definition's or its
+///   journal replays cleanly on it (then it is pinned to `mine` now); else it is refused.
+async fn resume_on(
+    store: &Arc<dyn Store>,
+    name: &str,
+    workflow: &wfc_ir::Workflow,
+    mine: &str,
+    load_others: bool,
+) -> Result<Result<Option<wfc_ir::Workflow>, WorkflowVersion>, String> {
+    let Some(record) = store.describe_execution(name).await.map_err(|e| e.to_string())? else {
+        return Ok(Ok(None));
+    };
+    if record.status != ExecutionStatus::Running {
+        return Ok(Ok(None));
+    }
+    match &record.version_id {
+        Some(v) if v == mine => Ok(Ok(None)),
+        Some(v) => {
+            let version = Registry::new(Arc::clone(store))
+                .version(v)
+                .await
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| format!("execution '{name}' is pinned to version {v}, which is not in the store"))?;
+            if !load_others {
+                return Ok(Err(version));
+            }
+            eprintln!(
+                "wfc: execution '{name}' is pinned to version {v} (from {}); it resumes on that version",
+                version.definition.origin
+            );
+            Ok(Ok(Some(load_version(&version)?)))
+        }
+        None if record.definition_hash.as_deref().is_none_or(|h| h == durable::definition_hash(workflow)) => {
+            Ok(Ok(None))
+        }
+        None => {
+            let operations = store.load_journal(name).await.map_err(|e| e.to_string())?;
+            if let Err(d) = durable::replay::check(workflow, &record, &operations).await {
+                return Err(format!(
+                    "execution '{name}' was started by an older wfc with another definition, and its journal does not replay on this one ({d}); it was left as it is: run it with the definition that started it, or move it with `wfc executions upgrade`"
+                ));
+            }
+            // Adopted: this process fences any holder when it opens the execution anyway.
+            let guard =
+                PinGuard { from: None, held_epoch: Some(record.epoch), checkpoint_seq: Some(record.checkpoint_seq) };
+            store.pin_execution(name, mine, &guard).await.map_err(|e| e.to_string())?;
+            Ok(Ok(None))
+        }
+    }
 }
 
 /// The task handler of the CLI: `--handlers` commands first, then `--mocks`.
@@ -97,7 +222,7 @@ pub(crate) fn run(args: &RunArgs, url: Option<&str>) -> Exit {
         }
     }
     let color = ColorChoice::Auto.enabled();
-    let workflow = match load_definition(&args.file, color) {
+    let (workflow, definition) = match load_definition(&args.file, color) {
         Ok(w) => w,
         Err(exit) => return exit,
     };
@@ -143,7 +268,17 @@ pub(crate) fn run(args: &RunArgs, url: Option<&str>) -> Exit {
             return outcome_of(result, virtual_time);
         };
         let store = open(url).await?;
-        let opened = Journal::open_definition(Arc::clone(&store), name, &workflow, &input, &clock)
+        let mine = register(&store, &definition, &workflow).await?;
+        // An execution pinned to another version resumes on it, loaded from the store.
+        let (workflow, version) = match resume_on(&store, name, &workflow, &mine, true).await? {
+            Ok(Some(pinned)) => {
+                let record = store.describe_execution(name).await.map_err(|e| e.to_string())?;
+                (pinned, record.and_then(|r| r.version_id).unwrap_or(mine))
+            }
+            _ => (workflow, mine),
+        };
+        let workflow = &workflow;
+        let opened = Journal::open_version(Arc::clone(&store), name, workflow, &version, &input, &clock)
             .await
             .map_err(|e| e.to_string())?;
         match opened {
@@ -154,7 +289,7 @@ pub(crate) fn run(args: &RunArgs, url: Option<&str>) -> Exit {
             Opened::Running(journal) => {
                 let options = options.with_journal(Arc::clone(&journal));
                 let owner = format!("run-{}", std::process::id());
-                let run = wfc_runtime::interp::run(&workflow, handler.as_ref(), input, options);
+                let run = wfc_runtime::interp::run(workflow, handler.as_ref(), input, options);
                 tokio::select! {
                     result = run => outcome_of(result, virtual_time),
                     e = journal.hold_lease(&owner, durable::DEFAULT_LEASE) => {
@@ -177,8 +312,25 @@ pub(crate) fn run(args: &RunArgs, url: Option<&str>) -> Exit {
 
 /// `wfc run FILE --store URL --name EXEC --engine compiled`: the generated code runs EXEC with a
 /// journal (a program built with the runtime's stores), so it resumes like the interpreter.
+///
+/// Compiled code runs only its own version: an execution pinned to another version is left as
+/// it is (refused, exit 2) for a process that runs its version (docs/durable.md).
 fn run_compiled(args: &RunArgs, url: &str, name: &str) -> Exit {
-    crate::run::run_with(args, Some(name.to_owned()), |execution| crate::compiled::execute_durable(execution, url, name))
+    crate::run::run_with(args, Some(name.to_owned()), |execution| {
+        let definition = definition_of(execution.definition, execution.workflow, execution.passes);
+        let version = runtime()?.block_on(async {
+            let store = open(url).await?;
+            let mine = register(&store, &definition, execution.workflow).await?;
+            match resume_on(&store, name, execution.workflow, &mine, false).await? {
+                Ok(_) => Ok(mine),
+                Err(pinned) => Err(format!(
+                    "execution '{name}' is pinned to version {} (from {}), and the compiled engine runs only its own version ({mine}): it was left as it is; resume it with `wfc run {} --store ... --name {name}` (the interpreter loads its version from the store) or a `wfc worker`",
+                    pinned.version_id, pinned.definition.origin, pinned.definition.origin
+                )),
+            }
+        })?;
+        crate::compiled::execute_durable(execution, url, name, &version)
+    })
 }
 
 fn record_json(record: &ExecutionRecord) -> Value {
@@ -192,7 +344,13 @@ fn record_json(record: &ExecutionRecord) -> Value {
         "checkpoint_seq": record.checkpoint_seq,
         "created_at_ms": record.created_at_ms,
         "updated_at_ms": record.updated_at_ms,
+        // The version it is pinned to; an execution started before versions has none, only the
+        // IR hash of the definition that started it.
+        "version": record.version_id,
     });
+    if record.version_id.is_none() {
+        v["legacy_hash"] = json!(record.definition_hash);
+    }
     match record.status {
         ExecutionStatus::Succeeded => v["output"] = record.output.clone().unwrap_or(Value::Null),
         ExecutionStatus::Failed | ExecutionStatus::TimedOut | ExecutionStatus::Aborted => {
@@ -216,10 +374,12 @@ pub(crate) fn executions(args: &ExecutionsArgs) -> Exit {
     };
     // A definition error is reported like `wfc check` does, before the store is opened.
     let start_workflow = match &args.command {
-        ExecutionsCommand::Start { file, .. } => match load_definition(file, ColorChoice::Auto.enabled()) {
-            Ok(w) => Some(w),
-            Err(exit) => return exit,
-        },
+        ExecutionsCommand::Start { file, .. } | ExecutionsCommand::Upgrade { to: file, .. } => {
+            match load_definition(file, ColorChoice::Auto.enabled()) {
+                Ok(w) => Some(w),
+                Err(exit) => return exit,
+            }
+        }
         _ => None,
     };
     let result: Result<Value, String> = rt.block_on(async {
@@ -253,22 +413,47 @@ pub(crate) fn executions(args: &ExecutionsArgs) -> Exit {
                 Ok(record_json(&record))
             }
             ExecutionsCommand::Start { name, input, .. } => {
-                let workflow = start_workflow.as_ref().ok_or("internal error: no definition")?;
+                let (workflow, definition) = start_workflow.as_ref().ok_or("internal error: no definition")?;
                 let input: Value = match input {
                     Some(text) => serde_json::from_str(text).map_err(|e| format!("--input is not valid JSON: {e}"))?,
                     None => json!({}),
                 };
+                let version = register(&store, definition, workflow).await?;
                 let new = NewExecution {
                     name: name.clone(),
                     workflow: workflow.name.clone(),
                     input,
                     start_time: Clock::real().now_rfc3339(),
                     definition_hash: Some(durable::definition_hash(workflow)),
+                    version_id: Some(version),
                 };
                 let (record, existed) = store.create_execution(new).await.map_err(|e| e.to_string())?;
                 let mut v = record_json(&record);
                 v["existed"] = json!(existed);
                 Ok(v)
+            }
+            ExecutionsCommand::Upgrade { name, to, dry_run } => {
+                let (workflow, definition) = start_workflow.as_ref().ok_or("internal error: no definition")?;
+                upgrade(&store, name, &to.display().to_string(), workflow, definition, *dry_run).await
+            }
+            ExecutionsCommand::Versions { workflow } => {
+                let registry = Registry::new(Arc::clone(&store));
+                let versions = registry.versions(workflow.as_deref()).await.map_err(|e| e.to_string())?;
+                let mut out = Vec::new();
+                for v in versions {
+                    let current = store.current_version(&v.definition.workflow).await.map_err(|e| e.to_string())?;
+                    out.push(json!({
+                        "version": v.version_id,
+                        "workflow": v.definition.workflow,
+                        "origin": v.definition.origin,
+                        "language": v.definition.language.as_str(),
+                        "syntax": v.definition.syntax.as_str(),
+                        "passes": v.definition.passes,
+                        "created_at_ms": v.created_at_ms,
+                        "current": current.as_deref() == Some(v.version_id.as_str()),
+                    }));
+                }
+                Ok(Value::Array(out))
             }
         }
     });
@@ -276,6 +461,67 @@ pub(crate) fn executions(args: &ExecutionsArgs) -> Exit {
         Ok(()) => Exit::Success,
         Err(e) => fatal(e),
     }
+}
+
+/// `wfc executions upgrade NAME --to FILE [--dry-run]`: moves a running execution to FILE's
+/// version only if its journal replays cleanly on it (a replay check first, then the move,
+/// guarded so that a journal that grew meanwhile is not moved unchecked); otherwise refuses,
+/// naming the first diverging operation. The execution must not be held by a process.
+async fn upgrade(
+    store: &Arc<dyn Store>,
+    name: &str,
+    file: &str,
+    workflow: &wfc_ir::Workflow,
+    definition: &Definition,
+    dry_run: bool,
+) -> Result<Value, String> {
+    let record = store
+        .describe_execution(name)
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("no execution is named '{name}'"))?;
+    if record.status != ExecutionStatus::Running {
+        return Err(format!(
+            "execution '{name}' has finished ({}); only running executions move to another version",
+            record.status.as_str()
+        ));
+    }
+    if record.workflow != workflow.name {
+        return Err(format!(
+            "execution '{name}' is of workflow '{}', and {file} defines workflow '{}'",
+            record.workflow, workflow.name
+        ));
+    }
+    let to = definition.version_id();
+    let from = record.version_id.clone();
+    let mut v = json!({ "execution": name, "from": from, "to": to, "dry_run": dry_run });
+    if from.as_deref() == Some(to.as_str()) {
+        v["upgraded"] = json!(false);
+        v["note"] = json!("the execution is already on this version");
+        return Ok(v);
+    }
+    let operations = store.load_journal(name).await.map_err(|e| e.to_string())?;
+    let report = durable::replay::check(workflow, &record, &operations).await.map_err(|d| {
+        let at = d.operation.as_deref().map(|op| format!(" at operation '{op}'")).unwrap_or_default();
+        format!("cannot upgrade execution '{name}' to version {to} ({file}): its journal diverges{at}: {d}")
+    })?;
+    v["compatible"] = json!(true);
+    v["replayed"] = json!(report.reached);
+    v["waiting"] = json!(report.waiting);
+    if dry_run {
+        v["upgraded"] = json!(false);
+        return Ok(v);
+    }
+    // Stored without becoming the workflow's current version: new executions are not affected.
+    let hash = durable::definition_hash(workflow);
+    Registry::new(Arc::clone(store)).store(definition.clone(), Some(hash)).await.map_err(|e| e.to_string())?;
+    let guard = PinGuard { from, held_epoch: None, checkpoint_seq: Some(record.checkpoint_seq) };
+    store
+        .pin_execution(name, &to, &guard)
+        .await
+        .map_err(|e| format!("cannot upgrade execution '{name}' to version {to}: {e}"))?;
+    v["upgraded"] = json!(true);
+    Ok(v)
 }
 
 /// `wfc callback --store URL --token T (--success JSON | --failure ERROR CAUSE | --heartbeat)`.
@@ -323,13 +569,15 @@ pub(crate) fn worker(args: &WorkerArgs) -> Exit {
         Ok(h) => h,
         Err(e) => return fatal(e),
     };
-    let mut workflows = Workflows::new();
+    // The versions in FILE... run as they are; any other stored version of these workflows is
+    // loaded from the store's source text (executions keep the version they started on).
+    let mut workflows = Workflows::new().loader(load_version);
     for file in &args.files {
-        let workflow = match load_definition(file, color) {
+        let (workflow, definition) = match load_definition(file, color) {
             Ok(w) => w,
             Err(exit) => return exit,
         };
-        workflows = workflows.interpreted(Arc::new(workflow), Arc::clone(&handler));
+        workflows = workflows.interpreted_version(definition, Arc::new(workflow), Arc::clone(&handler));
     }
     let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(rt) => rt,
@@ -374,6 +622,7 @@ pub(crate) fn worker(args: &WorkerArgs) -> Exit {
             "lost": stats.lost,
             "rejected": stats.rejected,
             "released_at_shutdown": stats.released_at_shutdown,
+            "left": stats.left,
         }))
     });
     match result.and_then(|v| print_json(&v)) {

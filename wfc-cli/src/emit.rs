@@ -3,7 +3,6 @@
 use std::io::Write;
 use std::path::Path;
 
-
 use crate::check::{DefinitionText, definition_error, print_human};
 use crate::{ColorChoice, CompileArgs, Exit, GraphArgs, GraphFormat, fatal};
 

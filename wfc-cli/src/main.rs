@@ -5,10 +5,10 @@
 
 mod adapters;
 mod callback_answers;
-mod event_cmd;
 mod case;
 mod check;
 mod compiled;
+mod event_cmd;
 
 mod diff;
 mod durable;
@@ -171,6 +171,24 @@ pub(crate) enum ExecutionsCommand {
         /// The input, as JSON text (default `{}`).
         #[arg(long, value_name = "JSON")]
         input: Option<String>,
+    },
+    /// Move a running execution to FILE's version, only if its journal replays cleanly on it
+    /// (else refused, naming the first diverging operation).
+    Upgrade {
+        /// The execution name.
+        name: String,
+        /// The new definition.
+        #[arg(long, value_name = "FILE")]
+        to: PathBuf,
+        /// Check only: replay the journal on FILE and report, without moving the execution.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// The workflow versions stored in the registry (newest first), without their sources.
+    Versions {
+        /// Only this workflow's.
+        #[arg(long, value_name = "NAME")]
+        workflow: Option<String>,
     },
     /// Stop (abort) a running execution; the process running it is fenced out.
     Stop {

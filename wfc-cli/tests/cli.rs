@@ -221,14 +221,17 @@ fn run_history_records_assigned_variables_on_exit() {
     let v = stdout_json(&o);
     let exited = |name: &str| {
         let events = v["history"].as_array().unwrap();
-        let exit = events.iter().find(|e| {
-            e["details"]["name"] == name && e["type"].as_str().is_some_and(|t| t.ends_with("StateExited"))
-        });
+        let exit = events
+            .iter()
+            .find(|e| e["details"]["name"] == name && e["type"].as_str().is_some_and(|t| t.ends_with("StateExited")));
         exit.cloned().unwrap_or_else(|| panic!("no exit of {name}: {v}"))
     };
     // Values are JSON-serialized strings, as AWS's GetExecutionHistory records them.
     let init = exited("Init");
-    assert_eq!(init["details"]["assignedVariables"], json!({"x": "1", "s": "\"a \\\"q\\\"\"", "o": "{\"k\":[1,null]}"}));
+    assert_eq!(
+        init["details"]["assignedVariables"],
+        json!({"x": "1", "s": "\"a \\\"q\\\"\"", "o": "{\"k\":[1,null]}"})
+    );
     assert_eq!(init["details"]["assignedVariablesDetails"], json!({"truncated": false}));
     // A catcher's Assign is recorded on the exit of the state that caught.
     assert_eq!(exited("Try")["details"]["assignedVariables"], json!({"err": "\"Wfc.NoMock\""}));

@@ -60,8 +60,9 @@ fn bad_input_is_a_clear_error() {
 /// subflow is a child workflow execution; a key the definition never uses is a clear error.
 #[test]
 fn configured_subflows_are_child_workflows_and_unknown_ones_are_errors() {
-    let task = std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/adapters/order-decision-task.json"))
-        .unwrap();
+    let task =
+        std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/adapters/order-decision-task.json"))
+            .unwrap();
     let def = "examples/adapters/order.sw.json";
     let (code, out, err) = decide(&[def, "--config", "examples/adapters/subflow-children.json"], &task);
     assert_eq!(code, 0, "{err}");
@@ -99,7 +100,11 @@ fn the_swf_decider_poller_needs_credentials_and_a_valid_endpoint() {
     std::fs::create_dir_all(&dir).unwrap();
     let (credentials_file, config_file) = (dir.join("credentials"), dir.join("config"));
     let _ = std::fs::remove_file(&credentials_file);
-    std::fs::write(&config_file, "[profile ci]\nregion = eu-west-1\naws_access_key_id = AKID\naws_secret_access_key = s\n[profile broken\n").unwrap();
+    std::fs::write(
+        &config_file,
+        "[profile ci]\nregion = eu-west-1\naws_access_key_id = AKID\naws_secret_access_key = s\n[profile broken\n",
+    )
+    .unwrap();
     let run = |env: &[(&str, &str)], extra: &[&str]| {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_wfc"));
         cmd.arg("swf-decider")
@@ -123,8 +128,15 @@ fn the_swf_decider_poller_needs_credentials_and_a_valid_endpoint() {
     // The shared config file has an error on line 5: named with its file.
     let (code, err) = run(&[], &[]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains(&format!("{}:5: a section header is missing its closing `]`", config_file.display())), "{err}");
-    std::fs::write(&config_file, "[profile ci]\nregion = eu-west-1\naws_access_key_id = AKID\naws_secret_access_key = s\n").unwrap();
+    assert!(
+        err.contains(&format!("{}:5: a section header is missing its closing `]`", config_file.display())),
+        "{err}"
+    );
+    std::fs::write(
+        &config_file,
+        "[profile ci]\nregion = eu-west-1\naws_access_key_id = AKID\naws_secret_access_key = s\n",
+    )
+    .unwrap();
     let (code, err) = run(&[], &[]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("no AWS credentials") && err.contains("AWS_ACCESS_KEY_ID"), "{err}");

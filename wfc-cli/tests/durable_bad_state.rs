@@ -1,7 +1,8 @@
 //! Bad stored state fails only the execution it belongs to, with a clear error: corrupt rows,
-//! foreign state (another workflow, another application's database, a newer schema), a journal
-//! that does not match the definition (a determinism violation), and a definition changed under
-//! a running execution. Other executions in the same store are unaffected.
+//! foreign state (another application's database, a newer schema), a journal that does not
+//! match the definition (a determinism violation). An execution of a workflow a worker does not
+//! run is left for another worker, and a definition changed under a running execution does not
+//! touch it: it resumes on its own version. Other executions in the same store are unaffected.
 
 mod support;
 
@@ -127,16 +128,19 @@ fn corrupt_rows_fail_that_execution_with_a_clear_error() {
 #[test]
 fn foreign_state_is_refused_clearly() {
     let e = env("bad-foreign");
-    // An execution of a workflow this worker does not know.
+    // An execution of a workflow this worker does not run (another worker's, in a shared store):
+    // it is not claimed, not failed, left exactly as it was.
     half_run(&e, "mine");
-    sql(&e, "UPDATE executions SET workflow = 'someone-else', lease_until = 0 WHERE name = 'mine'");
+    sql(&e, "UPDATE executions SET workflow = 'someone-else', version_id = NULL, lease_until = 0 WHERE name = 'mine'");
+    let before = describe(&e.store, "mine");
     let out = wfc()
         .args(["worker", "--store", &e.store, &e.def, "--mocks", &e.mocks, "--exit-when-idle", "--poll-ms", "50"])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(json_of(&out)["claimed"], 0, "{}", String::from_utf8_lossy(&out.stdout));
     let d = describe(&e.store, "mine");
-    assert_eq!((d["status"].as_str(), d["error"].as_str()), (Some("FAILED"), Some("Wfc.UnknownWorkflow")), "{d:#}");
+    assert_eq!((d["status"].as_str(), d["epoch"].as_i64()), (Some("RUNNING"), before["epoch"].as_i64()), "{d:#}");
     good_execution_still_runs(&e);
 
     // Another application's database.
@@ -169,24 +173,34 @@ fn a_journal_that_does_not_match_the_definition_fails_the_execution() {
 }
 
 #[test]
-fn a_definition_changed_under_a_running_execution_is_refused() {
+fn a_definition_changed_under_a_running_execution_resumes_it_on_its_own_version() {
     let e = env("bad-changed");
     half_run(&e, "changed");
-    // Same workflow name ("bad", the file stem), other definition.
+    half_run(&e, "changed-worker");
+    // Same workflow name ("bad", the file stem), other definition: B is a Pass in v2.
     let v2_dir = e.dir.join("v2");
     std::fs::create_dir_all(&v2_dir).unwrap();
     let v2 = write(&v2_dir, "bad.asl.json", CHANGED);
     let out = run(&e, &v2, "changed", None);
-    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stdout));
-    assert!(stderr(&out).contains("was started with another version of its definition"), "{}", stderr(&out));
-    // A worker that has the new definition fails it (it cannot be replayed), and runs the rest.
+    let v = json_of(&out);
+    // Resumed on v1, loaded from the store: B is v1's task (mocked "b"), not v2's Pass.
+    assert_eq!(v["status"], "SUCCEEDED", "{v:#} {}", stderr(&out));
+    assert_eq!(v["output"], json!({"x": 1, "a": "a", "b": "b"}));
+    assert!(stderr(&out).contains("is pinned to version"), "{}", stderr(&out));
+    // A worker deployed with v2 resumes the other one on v1 too, and starts new ones on v2.
+    let out = wfc()
+        .args(["executions", "--store", &e.store, "start", &v2, "--name", "fresh", "--input", r#"{"x": 3}"#])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
     sql(&e, "UPDATE executions SET lease_until = 0");
     let out = wfc()
         .args(["worker", "--store", &e.store, &v2, "--mocks", &e.mocks, "--exit-when-idle", "--poll-ms", "50"])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    let d = describe(&e.store, "changed");
-    assert_eq!((d["status"].as_str(), d["error"].as_str()), (Some("FAILED"), Some("Wfc.DefinitionChanged")), "{d:#}");
+    assert_eq!(describe(&e.store, "changed-worker")["output"], json!({"x": 1, "a": "a", "b": "b"}));
+    assert_eq!(describe(&e.store, "fresh")["output"], json!({"x": 3, "a": "a", "b": "changed"}));
+    assert_ne!(describe(&e.store, "changed-worker")["version"], describe(&e.store, "fresh")["version"]);
     good_execution_still_runs(&e);
 }

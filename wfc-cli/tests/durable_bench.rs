@@ -87,6 +87,7 @@ async fn single_commits(store: Arc<dyn Store>, n: usize) -> f64 {
         input: json!({}),
         start_time: "2024-01-01T00:00:00.000Z".into(),
         definition_hash: None,
+        version_id: None,
     };
     let claim = store.open_execution(new).await.unwrap();
     let mut token = claim.token;
@@ -167,6 +168,7 @@ async fn pg_workers(
             input: json!({"n": i}),
             start_time: "2024-01-01T00:00:00.000Z".into(),
             definition_hash: None,
+            version_id: None,
         };
         store.create_execution(new).await.unwrap();
     }

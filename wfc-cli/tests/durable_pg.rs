@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use support::{json_of, ledger_counts, ledger_handlers, scratch, wfc, write};
-use wfc_runtime::durable::{self, NewExecution, OpStatus, OpType, OperationUpdate, Store, StoreError};
+use wfc_runtime::durable::{self, ClaimFilter, NewExecution, OpStatus, OpType, OperationUpdate, Store, StoreError};
 
 const DEFINITION: &str = r#"{
   "StartAt": "Prepare",
@@ -58,6 +58,7 @@ fn new_execution(name: &str, input: Value) -> NewExecution {
         input,
         start_time: "2024-01-01T00:00:00.000Z".into(),
         definition_hash: None,
+        version_id: None,
     }
 }
 
@@ -83,11 +84,11 @@ fn step(id: &str, status: OpStatus) -> OperationUpdate {
 /// execution) is a zombie: its next checkpoint, lease renewal and finish are all rejected.
 async fn zombie_is_fenced(store: Arc<dyn Store>) {
     store.create_execution(new_execution("zombie-1", json!({}))).await.unwrap();
-    let zombie = store.claim_runnable("zombie", Duration::from_millis(50), 1).await.unwrap();
+    let zombie = store.claim_runnable("zombie", Duration::from_millis(50), 1, &ClaimFilter::All).await.unwrap();
     let zombie = zombie.into_iter().next().expect("one claim").expect("loadable");
     let token = store.checkpoint("zombie-1", zombie.token, vec![step("Work#1.0", OpStatus::Started)]).await.unwrap();
     tokio::time::sleep(Duration::from_millis(150)).await;
-    let rescuer = store.claim_runnable("rescuer", Duration::from_secs(30), 10).await.unwrap();
+    let rescuer = store.claim_runnable("rescuer", Duration::from_secs(30), 10, &ClaimFilter::All).await.unwrap();
     let rescuer = rescuer.into_iter().find_map(|c| c.ok().filter(|c| c.record.name == "zombie-1")).expect("taken over");
     assert_eq!(rescuer.token.epoch, zombie.token.epoch + 1);
     let late = store.checkpoint("zombie-1", token, vec![step("Work#1.0", OpStatus::Succeeded)]).await;

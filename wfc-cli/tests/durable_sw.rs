@@ -399,11 +399,13 @@ fn a_journal_that_does_not_match_a_changed_sw_definition_fails_the_execution() {
         .output()
         .expect("wfc runs");
     assert!(stderr(&out).contains("aborting"), "{}", stderr(&out));
-    // The definition changes under the running execution. The store's definition check would
-    // refuse it (`Wfc.DefinitionChanged`); a store written without it (an older wfc, the
-    // library API's `Journal::open`) relies on the journal's own check, which this exercises.
+    // The definition changes under the running execution. Its pinned version would make it
+    // resume on the old definition (durable_versions.rs); an execution with neither a version
+    // nor a hash (the library API's `Journal::open`) is run on whatever definition resumes it,
+    // and relies on the journal's own check, which this exercises.
     let conn = rusqlite::Connection::open(dir.join("store.db")).expect("open the store");
-    conn.execute_batch("UPDATE executions SET definition_hash = NULL WHERE name = 'drifted'").expect("update");
+    conn.execute_batch("UPDATE executions SET definition_hash = NULL, version_id = NULL WHERE name = 'drifted'")
+        .expect("update");
     let v2_dir = dir.join("v2");
     std::fs::create_dir_all(&v2_dir).expect("mkdir");
     let v2 = write(&v2_dir, "swcrash.sw.json", CHANGED);

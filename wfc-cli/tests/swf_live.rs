@@ -253,7 +253,10 @@ fn a_signal_wakes_a_serverless_workflow_event_wait_on_moto_server() {
     let history = swf(port, "GetWorkflowExecutionHistory", &describe);
     let events = history["events"].as_array().unwrap();
     // moto spells the event TimerCancelled (SWF: TimerCanceled); the decider reads both.
-    assert!(events.iter().any(|e| e["eventType"] == "TimerCanceled" || e["eventType"] == "TimerCancelled"), "{history:#}");
+    assert!(
+        events.iter().any(|e| e["eventType"] == "TimerCanceled" || e["eventType"] == "TimerCancelled"),
+        "{history:#}"
+    );
     let completed = events.iter().find(|e| e["eventType"] == "WorkflowExecutionCompleted").expect("completed");
     let result: Value =
         serde_json::from_str(completed["workflowExecutionCompletedEventAttributes"]["result"].as_str().unwrap())

@@ -136,10 +136,7 @@ impl Store for ReplayStore {
         Box::pin(async move { Ok(op) })
     }
 
-    fn load_events<'a>(
-        &'a self,
-        _name: &'a str,
-    ) -> BoxFuture<'a, Result<Vec<(i64, serde_json::Value)>, StoreError>> {
+    fn load_events<'a>(&'a self, _name: &'a str) -> BoxFuture<'a, Result<Vec<(i64, serde_json::Value)>, StoreError>> {
         let events = self.events.clone();
         Box::pin(async move { Ok(events) })
     }

@@ -13,13 +13,13 @@
 //!
 //! The mappings and what is not supported: docs/adapters.md.
 
+#[cfg(feature = "swf-poller")]
+mod aws_profile;
 pub mod lambda_durable;
 #[cfg(feature = "lambda")]
 pub mod lambda_function;
 pub mod memory;
 pub mod swf;
-#[cfg(feature = "swf-poller")]
-mod aws_profile;
 #[cfg(feature = "swf-poller")]
 pub mod swf_poller;
 

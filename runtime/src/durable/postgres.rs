@@ -24,8 +24,8 @@ use tokio_postgres::{AsyncMessage, Client, GenericClient, Row};
 use super::migrations::{Migration, ROW_FORMAT, check_row_format};
 use super::registry::WorkflowVersion;
 use super::{
-    CallbackCompletion, ClaimFilter, PinGuard, CheckpointToken, Claim, Completion, ExecutionRecord, ExecutionStatus, NewExecution, OpStatus,
-    Operation, OperationUpdate, RawOperation, Store, StoreError,
+    CallbackCompletion, CheckpointToken, Claim, ClaimFilter, Completion, ExecutionRecord, ExecutionStatus,
+    NewExecution, OpStatus, Operation, OperationUpdate, PinGuard, RawOperation, Store, StoreError,
 };
 use crate::HistoryEvent;
 
@@ -1015,9 +1015,10 @@ impl Store for PgStore {
             let conn = self.conn().await;
             let client = conn.lock().await;
             let row = client
-                .query_opt(&format!("SELECT {VERSION_COLUMNS} FROM workflow_versions WHERE version_id = $1"), &[
-                    &version_id,
-                ])
+                .query_opt(
+                    &format!("SELECT {VERSION_COLUMNS} FROM workflow_versions WHERE version_id = $1"),
+                    &[&version_id],
+                )
                 .await
                 .map_err(pg)?;
             row.as_ref().map(version_of).transpose()

@@ -102,11 +102,15 @@ pub struct Definition {
 }
 
 impl Definition {
-    /// The stable version id: the first 16 bytes, in hex, of a SHA-256 of the source text, the
-    /// subflow files (name and text) and the pass names. Not of the IR: a wfc upgrade keeps it.
+    /// The stable version id: the first 16 bytes, in hex, of a SHA-256 of the workflow's name,
+    /// the source text, the subflow files (name and text) and the pass names. Not of the IR: a
+    /// wfc upgrade keeps it (unless it changes the default passes).
     pub fn version_id(&self) -> String {
         use sha2::{Digest, Sha256};
         let mut hash = Sha256::new();
+        // The workflow's name too: two files with the same text are two workflows.
+        hash.update(self.workflow.as_bytes());
+        hash.update(b"\0source\0");
         hash.update(self.source.as_bytes());
         for (path, text) in &self.siblings {
             let name = std::path::Path::new(path).file_name().and_then(|n| n.to_str()).unwrap_or(path);

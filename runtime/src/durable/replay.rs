@@ -64,7 +64,8 @@ pub async fn check(
     let suspender = Suspender::dry_run();
     let now = jiff::Timestamp::now();
     let clock = Clock::virtual_from(now);
-    let unusable = |e: StoreError| Divergence { operation: None, reason: format!("the journal cannot be replayed: {e}") };
+    let unusable =
+        |e: StoreError| Divergence { operation: None, reason: format!("the journal cannot be replayed: {e}") };
     let opened = Journal::open_suspending(
         store,
         &record.name,
@@ -97,7 +98,9 @@ pub async fn check(
     let reached = |id: &str| {
         observed.lookups.contains(id)
             || observed.lookups.iter().any(|seen| {
-                id.len() > seen.len() && id.starts_with(seen.as_str()) && matches!(id.as_bytes()[seen.len()], b'/' | b'.')
+                id.len() > seen.len()
+                    && id.starts_with(seen.as_str())
+                    && matches!(id.as_bytes()[seen.len()], b'/' | b'.')
             })
     };
     if let Some(op) = operations.iter().find(|op| !reached(&op.id)) {

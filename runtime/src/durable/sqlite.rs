@@ -13,8 +13,8 @@ use serde_json::Value;
 use super::migrations::{Migration, ROW_FORMAT, check_row_format};
 use super::registry::WorkflowVersion;
 use super::{
-    CallbackCompletion, ClaimFilter, PinGuard, CheckpointToken, Claim, Completion, ExecutionRecord, ExecutionStatus, NewExecution, OpStatus,
-    Operation, OperationUpdate, Store, StoreError,
+    CallbackCompletion, CheckpointToken, Claim, ClaimFilter, Completion, ExecutionRecord, ExecutionStatus,
+    NewExecution, OpStatus, Operation, OperationUpdate, PinGuard, Store, StoreError,
 };
 use crate::HistoryEvent;
 
@@ -465,8 +465,21 @@ fn get_operations(conn: &Connection, name: &str) -> Result<Vec<Operation>, Store
         .map_err(backend)?;
     let mut out = Vec::new();
     for row in rows {
-        let (id, ty, subtype, op_name, status, starts, result, error, cause, due_at_ms, callback_token, heartbeats, format) =
-            row.map_err(backend)?;
+        let (
+            id,
+            ty,
+            subtype,
+            op_name,
+            status,
+            starts,
+            result,
+            error,
+            cause,
+            due_at_ms,
+            callback_token,
+            heartbeats,
+            format,
+        ) = row.map_err(backend)?;
         check_row_format(&format!("operation '{id}' of execution '{name}'"), format)?;
         out.push(super::parse_operation(super::RawOperation {
             id,
@@ -1184,4 +1197,3 @@ fn raw_version(row: &Row<'_>) -> rusqlite::Result<super::registry::RawVersion> {
         row.get(10)?,
     ))
 }
-

@@ -265,7 +265,10 @@ impl Suspender {
 
     /// What the replay check observed (empty for other suspenders).
     pub(crate) fn take_dry_run(&self) -> DryRun {
-        self.dry_run.as_ref().map(|d| std::mem::take(&mut *d.lock().unwrap_or_else(|p| p.into_inner()))).unwrap_or_default()
+        self.dry_run
+            .as_ref()
+            .map(|d| std::mem::take(&mut *d.lock().unwrap_or_else(|p| p.into_inner())))
+            .unwrap_or_default()
     }
 
     /// The filter of produced events that park, if any.

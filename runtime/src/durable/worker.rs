@@ -18,7 +18,7 @@ use serde_json::Value;
 use tokio::task::JoinSet;
 
 use super::registry::{Definition, Registry, WorkflowVersion};
-use super::{ClaimFilter, Claim, Journal, Store, StoreError};
+use super::{Claim, ClaimFilter, Journal, Store, StoreError};
 use crate::interp::DynHandler;
 use crate::{ExecutionResult, RunOptions};
 
@@ -68,7 +68,9 @@ impl Workflows {
         let hash = super::definition_hash(&workflow);
         let version_id = definition.as_ref().map(Definition::version_id);
         // One registration per version (or per IR, without a source): the last one wins.
-        self.registered.retain(|r| if version_id.is_some() { r.version_id != version_id } else { r.hash != hash || r.version_id.is_some() });
+        self.registered.retain(|r| {
+            if version_id.is_some() { r.version_id != version_id } else { r.hash != hash || r.version_id.is_some() }
+        });
         self.registered.push(Registered { workflow, hash, definition, version_id, run });
         self
     }
@@ -138,7 +140,10 @@ impl Workflows {
 
     /// Lets the worker run any stored version of its interpreted workflows: `loader` turns a
     /// stored version's source into the IR.
-    pub fn loader(mut self, loader: impl Fn(&WorkflowVersion) -> Result<wfc_ir::Workflow, String> + Send + Sync + 'static) -> Workflows {
+    pub fn loader(
+        mut self,
+        loader: impl Fn(&WorkflowVersion) -> Result<wfc_ir::Workflow, String> + Send + Sync + 'static,
+    ) -> Workflows {
         self.loader = Some(Arc::new(loader));
         self
     }
@@ -435,7 +440,9 @@ impl Shared {
         for r in candidates {
             match super::replay::check(&r.workflow, record, &claim.operations).await {
                 Ok(_) => return Some(r.clone()),
-                Err(d) => tracing::info!(execution = %record.name, version = ?r.version_id, divergence = %d, "not adopted"),
+                Err(d) => {
+                    tracing::info!(execution = %record.name, version = ?r.version_id, divergence = %d, "not adopted")
+                }
             }
         }
         None
@@ -463,7 +470,8 @@ async fn run_claimed(shared: &Shared, claim: Claim) -> RunEnd {
             Some(r) => {
                 if let Some(version_id) = &r.version_id {
                     // Pinned under this claim's epoch: a process that took it meanwhile wins.
-                    let guard = super::PinGuard { from: None, held_epoch: Some(claim.token.epoch), checkpoint_seq: None };
+                    let guard =
+                        super::PinGuard { from: None, held_epoch: Some(claim.token.epoch), checkpoint_seq: None };
                     if store.pin_execution(&record.name, version_id, &guard).await.is_err() {
                         return RunEnd::Lost;
                     }
@@ -471,7 +479,8 @@ async fn run_claimed(shared: &Shared, claim: Claim) -> RunEnd {
                 r.run
             }
             None => {
-                let why = "it was started before versions existed, and none of this worker's definitions replays its journal";
+                let why =
+                    "it was started before versions existed, and none of this worker's definitions replays its journal";
                 return leave(shared, &claim, why).await;
             }
         },

@@ -73,7 +73,9 @@ fn lit(t: Template) -> Value {
 }
 
 pub fn pass_state() -> PassState {
-    PassState { assign: None, output: None,
+    PassState {
+        assign: None,
+        output: None,
         input_path: dollar(),
         parameters: None,
         result: None,
@@ -84,7 +86,10 @@ pub fn pass_state() -> PassState {
 }
 
 pub fn task_state(resource: &str) -> TaskState {
-    TaskState { arguments: None, assign: None, output: None,
+    TaskState {
+        arguments: None,
+        assign: None,
+        output: None,
         credentials: None,
         resource: resource.to_owned(),
         input_path: dollar(),
@@ -109,20 +114,35 @@ pub fn succeed_state() -> SucceedState {
 }
 
 pub fn fail_state(error: &str, cause: &str) -> FailState {
-    FailState { cause_computed: None, error_computed: None, error: Some(error.to_owned()), cause: Some(cause.to_owned()), error_path: None, cause_path: None }
+    FailState {
+        cause_computed: None,
+        error_computed: None,
+        error: Some(error.to_owned()),
+        cause: Some(cause.to_owned()),
+        error_path: None,
+        cause_path: None,
+    }
 }
 
 pub fn choice_state(choices: Vec<(Condition, StateId)>, default: Option<StateId>) -> ChoiceState {
-    ChoiceState { assign: None, output: None,
+    ChoiceState {
+        assign: None,
+        output: None,
         input_path: dollar(),
         output_path: dollar(),
-        choices: choices.into_iter().map(|(condition, next)| ChoiceBranch { assign: None, output: None, condition, next }).collect(),
+        choices: choices
+            .into_iter()
+            .map(|(condition, next)| ChoiceBranch { assign: None, output: None, condition, next })
+            .collect(),
         default,
     }
 }
 
 pub fn parallel_state(branches: Vec<StateMachine>) -> ParallelState {
-    ParallelState { arguments: None, assign: None, output: None,
+    ParallelState {
+        arguments: None,
+        assign: None,
+        output: None,
         input_path: dollar(),
         parameters: None,
         result_selector: None,
@@ -140,7 +160,9 @@ pub fn retrier(errors: &[&str]) -> Retrier {
 }
 
 pub fn catcher(errors: &[&str], result_path: Option<&str>, next: StateId) -> Catcher {
-    Catcher { assign: None, output: None,
+    Catcher {
+        assign: None,
+        output: None,
         error_equals: errors.iter().map(|e| (*e).to_owned()).collect(),
         result_path: result_path.map(rpath),
         next,
