@@ -151,10 +151,23 @@ fn foreign_state_is_refused_clearly() {
     let out = wfc().args(["executions", "--store", &format!("sqlite:{}", foreign.display()), "list"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("store error"), "{}", stderr(&out));
+    // A row written by a newer wfc, in a format this one does not read: refused, naming it.
+    half_run(&e, "newer-row");
+    sql(&e, "UPDATE operations SET format = 2 WHERE execution = 'newer-row'");
+    let out = wfc().args(["executions", "--store", &e.store, "describe", "newer-row"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("operation 'A#1.0' of execution 'newer-row' is stored in row format 2"),
+        "{}",
+        stderr(&out)
+    );
     // A store written by a newer wfc.
     sql(&e, "PRAGMA user_version = 99");
     let out = wfc().args(["executions", "--store", &e.store, "list"]).output().unwrap();
-    assert!(stderr(&out).contains("schema version 99, newer than this wfc understands"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("schema version 99, newer than this wfc understands (4)"), "{}", stderr(&out));
+    // It was not changed.
+    let conn = rusqlite::Connection::open(&e.db).unwrap();
+    assert_eq!(conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0)).unwrap(), 99);
 }
 
 #[test]

@@ -476,9 +476,29 @@ fn a_store_written_before_the_event_inbox_is_migrated_and_stays_readable() {
         .output()
         .expect("wfc runs");
     assert!(stderr(&out).contains("aborting"), "{}", stderr(&out));
-    // Back to schema version 2, as a wfc without the inbox wrote it.
+    // Back to schema version 2, as a wfc without the inbox (nor versions) wrote it: the tables
+    // and columns of versions 3 and 4 go, the executions table is rebuilt without its new
+    // columns (SQLite cannot drop a column that references another table).
     let conn = rusqlite::Connection::open(&db).expect("open the store");
-    conn.execute_batch("DROP TABLE events; PRAGMA user_version = 2;").expect("downgrade");
+    conn.execute_batch(
+        "PRAGMA foreign_keys = OFF;
+         DROP TABLE events; DROP TABLE workflows; DROP TABLE workflow_versions; DROP TABLE wfc_migrations;
+         CREATE TABLE executions_v2 (
+             name TEXT PRIMARY KEY, workflow TEXT NOT NULL, status TEXT NOT NULL, input TEXT NOT NULL,
+             output TEXT, error TEXT, cause TEXT, start_time TEXT NOT NULL,
+             epoch INTEGER NOT NULL DEFAULT 0, checkpoint_seq INTEGER NOT NULL DEFAULT 0,
+             created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, owner TEXT, lease_until INTEGER,
+             wake_at INTEGER, definition_hash TEXT, signals INTEGER NOT NULL DEFAULT 0);
+         INSERT INTO executions_v2 SELECT name, workflow, status, input, output, error, cause, start_time, epoch,
+             checkpoint_seq, created_at, updated_at, owner, lease_until, wake_at, definition_hash, signals
+             FROM executions;
+         DROP TABLE executions;
+         ALTER TABLE executions_v2 RENAME TO executions;
+         ALTER TABLE operations DROP COLUMN format;
+         ALTER TABLE history DROP COLUMN format;
+         PRAGMA user_version = 2;",
+    )
+    .expect("downgrade");
     drop(conn);
     let d = describe(&store, "old");
     assert_eq!(d["status"], "RUNNING", "{d:#}");
@@ -489,7 +509,7 @@ fn a_store_written_before_the_event_inbox_is_migrated_and_stays_readable() {
     assert!(check_exactly_once(&s, &store, "old").is_empty());
     let conn = rusqlite::Connection::open(&db).expect("open the store");
     let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).expect("version");
-    assert_eq!(version, 3);
+    assert_eq!(version, 4);
 }
 
 const TIMERS: &str = r#"{

@@ -167,7 +167,10 @@ fn deploy(store: &str, dir: &Path) {
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stdout));
     assert!(stderr(&out).contains("it was left as it is"), "{}", stderr(&out));
     let after = describe(store, "timer");
-    assert_eq!((&after["epoch"], &after["version"], &after["status"]), (&before["epoch"], &before["version"], &before["status"]));
+    assert_eq!(
+        (&after["epoch"], &after["version"], &after["status"]),
+        (&before["epoch"], &before["version"], &before["status"])
+    );
     // ...and a new one runs on v2.
     let out = wfc()
         .args(["run", &f.v2, "--engine", "compiled", "--mocks", &f.mocks, "--store", store, "--name", "new-compiled"])
@@ -176,9 +179,17 @@ fn deploy(store: &str, dir: &Path) {
         .output()
         .unwrap();
     let v = json_of(&out);
-    assert_eq!(v["output"], json!({"wait": "activity", "work": {"worked": "mocked"}, "version": "v2"}), "{v:#} {}", stderr(&out));
+    assert_eq!(
+        v["output"],
+        json!({"wait": "activity", "work": {"worked": "mocked"}, "version": "v2"}),
+        "{v:#} {}",
+        stderr(&out)
+    );
     let v2_id = describe(store, "new-compiled")["version"].as_str().expect("pinned to v2").to_owned();
     assert_ne!(v1_id, v2_id);
+    // The program's own open refuses too (the compiled engine's guard, in the store's
+    // transaction): an execution of v1 opened as v2 is refused and not fenced.
+    opened_as_other_version_is_left(store, &f.v2, &v2_id, "timer");
 
     // Deploy v2 as a worker (the only file it has): the old executions finish on v1.
     start(store, &f.v2, "new-worker", "activity");
@@ -208,6 +219,32 @@ fn deploy(store: &str, dir: &Path) {
     let current: Vec<&Value> = versions.as_array().unwrap().iter().filter(|v| v["current"] == true).collect();
     assert_eq!(current.len(), 1, "{versions:#}");
     assert_eq!(current[0]["version"], v2_id.as_str());
+}
+
+fn opened_as_other_version_is_left(store: &str, file: &str, version: &str, name: &str) {
+    use wfc_runtime::durable::{self, Journal, StoreError};
+    let text = std::fs::read_to_string(file).unwrap();
+    let workflow = wfc_core::load(wfc_core::Source { path: file, text: &text }).expect("v2 loads").workflow;
+    let before = describe(store, name);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let opened = rt.block_on(async {
+        let db = durable::connect(store).await.unwrap();
+        Journal::open_version(db, name, &workflow, version, &before["input"], &wfc_runtime::Clock::real()).await
+    });
+    match opened {
+        Err(StoreError::OtherVersion { execution, pinned, given }) => {
+            assert_eq!(
+                (execution.as_str(), pinned.as_str(), given.as_str()),
+                (name, before["version"].as_str().unwrap(), version)
+            );
+        }
+        other => panic!("expected OtherVersion, got {other:?}"),
+    }
+    let after = describe(store, name);
+    assert_eq!(
+        (&after["epoch"], &after["checkpoint_seq"], &after["version"]),
+        (&before["epoch"], &before["checkpoint_seq"], &before["version"])
+    );
 }
 
 fn upgrade(store: &str, dir: &Path) {

@@ -649,12 +649,13 @@ impl Store for PgStore {
                 return Err(StoreError::NotFound(name.to_owned()));
             }
             let rows = client
-                .query("SELECT event FROM history WHERE execution = $1 ORDER BY event_id", &[&name])
+                .query("SELECT event, format FROM history WHERE execution = $1 ORDER BY event_id", &[&name])
                 .await
                 .map_err(pg)?;
             rows.iter()
                 .map(|r| {
                     let text: String = r.get(0);
+                    check_row_format(&format!("a history event of execution '{name}'"), r.get(1))?;
                     serde_json::from_str(&text).map_err(|e| backend(format!("a stored event is corrupt: {e}")))
                 })
                 .collect()
@@ -743,12 +744,14 @@ impl Store for PgStore {
             let conn = self.conn().await;
             let client = conn.lock().await;
             let rows = client
-                .query("SELECT seq, event FROM events WHERE execution = $1 ORDER BY seq", &[&name])
+                .query("SELECT seq, event, format FROM events WHERE execution = $1 ORDER BY seq", &[&name])
                 .await
                 .map_err(pg)?;
             rows.iter()
                 .map(|row| {
                     let text: String = row.try_get(1).map_err(pg)?;
+                    let seq: i64 = row.try_get(0).map_err(pg)?;
+                    check_row_format(&format!("inbox event {seq} of execution '{name}'"), row.try_get(2).map_err(pg)?)?;
                     Ok((row.try_get(0).map_err(pg)?, from_text(&text)?))
                 })
                 .collect()
@@ -1084,7 +1087,7 @@ impl Store for PgStore {
             let changed = tx
                 .execute(
                     "UPDATE executions SET version_id = $3, updated_at = $5,
-                            wake_at = CASE WHEN $4::BIGINT IS NULL THEN $5 ELSE wake_at END
+                            wake_at = CASE WHEN $4::BIGINT IS NULL THEN $5::BIGINT ELSE wake_at END
                      WHERE name = $1 AND status = 'RUNNING' AND version_id IS NOT DISTINCT FROM $2
                        AND (($4::BIGINT IS NULL AND (lease_until IS NULL OR lease_until < $5)) OR epoch = $4)
                        AND ($6::BIGINT IS NULL OR checkpoint_seq = $6)",

@@ -13,7 +13,7 @@
 //!   path through the journal: the first such one, in journal order, is the divergence); the
 //!   operations inside a finished Parallel branch or Map iteration count as reached with it;
 //! - the run does not end in a failure of its own (a changed path or expression failing on a
-//!   recorded value).
+//!   recorded value; reported first, since it explains the operations it leaves unreached).
 //!
 //! `wfc executions upgrade` moves an execution to a new version only after this check, and a
 //! worker adopts an execution started before versions existed with it (see docs/durable.md).
@@ -103,7 +103,22 @@ pub async fn check(
                     && matches!(id.as_bytes()[seen.len()], b'/' | b'.')
             })
     };
-    if let Some(op) = operations.iter().find(|op| !reached(&op.id)) {
+    let unreached = operations.iter().find(|op| !reached(&op.id));
+    if let Ok(result) = &outcome
+        && result.status != Status::Succeeded
+    {
+        // A failure explains the operations it leaves unreached: it is reported first.
+        let failure = result.error.clone().unwrap_or_else(|| Failure::runtime("no error recorded"));
+        let before = unreached.map(|op| format!(" before operation '{}'", op.id)).unwrap_or_default();
+        return Err(Divergence {
+            operation: unreached.map(|op| op.id.clone()),
+            reason: format!(
+                "replaying the journal on the new version fails the execution{before}: {}: {}",
+                failure.error, failure.cause
+            ),
+        });
+    }
+    if let Some(op) = unreached {
         return Err(Divergence {
             operation: Some(op.id.clone()),
             reason: format!(
@@ -120,18 +135,6 @@ pub async fn check(
             waiting: pending.iter().map(|p| p.id().to_owned()).collect(),
             finished: false,
         }),
-        Ok(result) if result.status == Status::Succeeded => {
-            Ok(ReplayReport { reached: operations.len(), waiting: Vec::new(), finished: true })
-        }
-        Ok(result) => {
-            let failure = result.error.unwrap_or_else(|| Failure::runtime("no error recorded"));
-            Err(Divergence {
-                operation: None,
-                reason: format!(
-                    "replaying the journal on the new version fails the execution: {}: {}",
-                    failure.error, failure.cause
-                ),
-            })
-        }
+        Ok(_) => Ok(ReplayReport { reached: operations.len(), waiting: Vec::new(), finished: true }),
     }
 }

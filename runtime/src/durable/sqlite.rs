@@ -767,12 +767,15 @@ impl Store for SqliteStore {
             if get_record(conn, &name)?.is_none() {
                 return Err(StoreError::NotFound(name));
             }
-            let mut stmt =
-                conn.prepare("SELECT event FROM history WHERE execution = ?1 ORDER BY event_id").map_err(backend)?;
-            let rows = stmt.query_map([&name], |r| r.get::<_, String>(0)).map_err(backend)?;
+            let mut stmt = conn
+                .prepare("SELECT event, format FROM history WHERE execution = ?1 ORDER BY event_id")
+                .map_err(backend)?;
+            let rows =
+                stmt.query_map([&name], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))).map_err(backend)?;
             let mut out = Vec::new();
             for row in rows {
-                let text = row.map_err(backend)?;
+                let (text, format) = row.map_err(backend)?;
+                check_row_format(&format!("a history event of execution '{name}'"), format)?;
                 out.push(serde_json::from_str(&text).map_err(|e| backend(format!("a stored event is corrupt: {e}")))?);
             }
             Ok(out)
@@ -851,13 +854,15 @@ impl Store for SqliteStore {
         let name = name.to_owned();
         self.call(move |conn| {
             let mut stmt = conn
-                .prepare_cached("SELECT seq, event FROM events WHERE execution = ?1 ORDER BY seq")
+                .prepare_cached("SELECT seq, event, format FROM events WHERE execution = ?1 ORDER BY seq")
                 .map_err(backend)?;
-            let rows =
-                stmt.query_map([&name], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))).map_err(backend)?;
+            let rows = stmt
+                .query_map([&name], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, i64>(2)?)))
+                .map_err(backend)?;
             let mut out = Vec::new();
             for row in rows {
-                let (seq, text) = row.map_err(backend)?;
+                let (seq, text, format) = row.map_err(backend)?;
+                check_row_format(&format!("inbox event {seq} of execution '{name}'"), format)?;
                 out.push((seq, from_text(&text)?));
             }
             Ok(out)

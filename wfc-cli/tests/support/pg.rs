@@ -132,6 +132,23 @@ impl TempPostgres {
         );
     }
 
+    /// Runs the SQL file `path` (a `pg_dump`) against the server's database with `psql`,
+    /// stopping at the first error.
+    pub(crate) fn load_sql(&self, path: &Path) {
+        let out = Command::new(self.bin.join("psql"))
+            .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", &self.url, "-f"])
+            .arg(path)
+            .output()
+            .unwrap_or_else(|e| panic!("run psql: {e}"));
+        assert!(
+            out.status.success(),
+            "psql -f {} failed: {}\n{}",
+            path.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }
