@@ -584,7 +584,21 @@ impl Service {
             events.reverse();
         }
         let (events, next) = page(events, body)?;
-        let items: Vec<Value> = events.iter().map(|e| aws_event(e, &self.arns.region, include)).collect();
+        // The role is the state machine's (the runtime records a placeholder).
+        let role = match &record.version_id {
+            Some(v) => self.machines.version(&record.workflow, v).await?.map(|m| m.role_arn),
+            None => None,
+        };
+        let items: Vec<Value> = events
+            .iter()
+            .map(|e| {
+                let mut event = aws_event(e, &self.arns.region, include);
+                if let (Some(role), Some(details)) = (&role, event.get_mut("executionStartedEventDetails")) {
+                    details["roleArn"] = json!(role);
+                }
+                event
+            })
+            .collect();
         let mut out = json!({ "events": items });
         if let Some(next) = next {
             out["nextToken"] = json!(next);

@@ -175,6 +175,7 @@ def machines_and_executions(sfn):
     assert [e["id"] for e in rev["events"]] == [len(whole), len(whole) - 1, len(whole) - 2] and "nextToken" in rev
     bare = sfn.get_execution_history(executionArn=arns[3], includeExecutionData=False)["events"]
     assert "input" not in bare[0]["executionStartedEventDetails"], bare[0]
+    assert whole[0]["executionStartedEventDetails"]["roleArn"] == ROLE, whole[0]
     sched = next(e for e in whole if e["type"] == "TaskScheduled")["taskScheduledEventDetails"]
     assert json.loads(sched["parameters"]) == {"n": 3} and sched["resource"] == "Double", sched
     expect_error("InvalidToken", sfn.get_execution_history, executionArn=arns[3], nextToken="not-a-token")
