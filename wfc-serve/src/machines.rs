@@ -255,8 +255,17 @@ impl Machines {
 }
 
 /// The worker's loader: a stored version's source back into the IR.
+/// Versions that wfc serve did not register (a `wfc worker`'s files on a shared store) are
+/// refused, so the worker leaves their executions to the processes that run them, with their
+/// own task handlers.
 pub fn load_version(version: &WorkflowVersion) -> Result<wfc_ir::Workflow, String> {
     let d = &version.definition;
+    if metadata(version).is_none() {
+        return Err(format!(
+            "version {} of '{}' was not registered by wfc serve (origin '{}'): it is left for the process that runs it",
+            version.version_id, d.workflow, d.origin
+        ));
+    }
     load_definition(&d.workflow, &d.source).map(|l| l.workflow).map_err(|diags| {
         let first = diags
             .items
