@@ -52,10 +52,8 @@ fn details_shape(event_type: &str) -> Option<(&'static str, &'static [&'static s
 /// AWS's `resourceType` and `resource` of a Task resource: `arn:aws:states:::lambda:invoke` is
 /// `lambda` and `invoke`; another ARN is its service and the whole ARN.
 fn split_resource(resource: &str) -> (String, String) {
-    if let Some(rest) = resource.strip_prefix("arn:aws:states:::") {
-        if let Some((service, action)) = rest.split_once(':') {
-            return (service.to_owned(), action.to_owned());
-        }
+    if let Some((service, action)) = resource.strip_prefix("arn:aws:states:::").and_then(|r| r.split_once(':')) {
+        return (service.to_owned(), action.to_owned());
     }
     let parts: Vec<&str> = resource.split(':').collect();
     match parts.as_slice() {

@@ -7,7 +7,7 @@
 //!   executions stay pinned to the definition they started with);
 //! - [`tasks`]: activities (answered by `GetActivityTask` workers) and the Task handler;
 //! - [`history`]: wfc's history in AWS's `HistoryEvent` shape;
-//! - [`arn`]: ARNs.
+//! - [`arn`]: the ARNs of state machines, executions and activities.
 //!
 //! Executions are durable: `StartExecution` creates them in the store, and the runtime's
 //! durable [`Worker`] running inside the server claims and runs them, resuming any that were
