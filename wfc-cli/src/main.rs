@@ -22,6 +22,7 @@ mod recorded;
 mod recorded_trace;
 mod run;
 mod schedule_cmd;
+mod serve_cmd;
 mod swf_decider;
 mod test_cmd;
 
@@ -75,6 +76,9 @@ enum Command {
     /// Start a Serverless Workflow's instances at the times its `start.schedule` gives (interval,
     /// or cron with time zone) and print each instance's result as a JSON line.
     Schedule(schedule_cmd::ScheduleArgs),
+    /// Serve the AWS Step Functions API (AWS JSON 1.0) on a local port, over a durable store,
+    /// for the AWS CLI, boto3 and the AWS SDKs.
+    Serve(serve_cmd::ServeArgs),
 }
 
 /// `wfc worker`.
@@ -484,6 +488,7 @@ fn main() -> ExitCode {
         },
         Command::Executions(args) => durable::executions(&args),
         Command::Worker(args) => durable::worker(&args),
+        Command::Serve(args) => serve_cmd::run(&args),
         Command::Callback(args) => durable::callback(&args),
         Command::Event(args) => event_cmd::run(&args),
         Command::Test(args) => test_cmd::run(&args),

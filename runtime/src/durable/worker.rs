@@ -49,6 +49,9 @@ pub struct Workflows {
     registered: Vec<Registered>,
     /// The interpreter's task handler of each interpreted workflow, for its stored versions.
     interpreters: HashMap<String, Arc<dyn DynHandler>>,
+    /// The interpreter's task handler of every other workflow ([`Workflows::interpret_stored`]):
+    /// a server whose workflows are created at run time (`wfc serve`'s state machines).
+    any_interpreter: Option<Arc<dyn DynHandler>>,
     loader: Option<Arc<Loader>>,
 }
 
@@ -148,6 +151,15 @@ impl Workflows {
         self
     }
 
+    /// Lets the worker run every stored version of **every** workflow in the store on the
+    /// interpreter with `handler` (with a [`Workflows::loader`]), including workflows registered
+    /// after it started: for a server whose workflows are created at run time (`wfc serve`).
+    /// Such a worker claims any runnable execution.
+    pub fn interpret_stored(mut self, handler: Arc<dyn DynHandler>) -> Workflows {
+        self.any_interpreter = Some(handler);
+        self
+    }
+
     /// The registered workflow names.
     pub fn names(&self) -> Vec<String> {
         let mut names: Vec<String> = self.registered.iter().map(|r| r.workflow.name.clone()).collect();
@@ -168,6 +180,9 @@ impl Workflows {
 
     /// Which executions this worker can run.
     fn claim_filter(&self) -> ClaimFilter {
+        if self.loader.is_some() && self.any_interpreter.is_some() {
+            return ClaimFilter::All;
+        }
         let workflows = if self.loader.is_some() {
             let mut names: Vec<String> = self.interpreters.keys().cloned().collect();
             names.sort();
@@ -400,7 +415,8 @@ impl Shared {
         if let Some(r) = self.workflows.registered.iter().find(|r| r.version_id.as_deref() == Some(version_id)) {
             return Ok(Arc::clone(&r.run));
         }
-        let (Some(loader), Some(handler)) = (&self.workflows.loader, self.workflows.interpreters.get(workflow)) else {
+        let handler = self.workflows.interpreters.get(workflow).or(self.workflows.any_interpreter.as_ref());
+        let (Some(loader), Some(handler)) = (&self.workflows.loader, handler) else {
             return Err(format!("version {version_id} is not one this worker runs, and it loads no stored versions"));
         };
         let cached = self.loaded.lock().unwrap_or_else(|p| p.into_inner()).get(version_id).cloned();

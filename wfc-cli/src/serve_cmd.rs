@@ -1,0 +1,84 @@
+//! `wfc serve`: the AWS Step Functions API on a local port (docs/serve.md), over a durable store.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use wfc_runtime::durable;
+use wfc_runtime::interp::DynHandler;
+
+use crate::handlers::CommandHandlers;
+use crate::{Exit, fatal};
+
+/// `wfc serve`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ServeArgs {
+    /// The address to listen on (loopback only: requests are not authenticated yet).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8083")]
+    listen: SocketAddr,
+    /// The store of state machines and executions: `sqlite:PATH` or `postgres://...`.
+    #[arg(long, value_name = "URL", default_value = "sqlite:wfc-serve.db")]
+    store: String,
+    /// Task handlers: `{"<resource>": {"command": [PROGRAM, ARGS...]}}` (see docs/cli.md).
+    #[arg(long, value_name = "FILE")]
+    handlers: Option<PathBuf>,
+    /// A Step Functions Local MockConfigFile (not implemented yet: refused).
+    #[arg(long, value_name = "FILE")]
+    mock_config: Option<PathBuf>,
+    /// Run each execution on a virtual clock (not implemented yet: refused).
+    #[arg(long)]
+    virtual_time: bool,
+    /// The region in ARNs.
+    #[arg(long, value_name = "REGION", default_value = "us-east-1")]
+    region: String,
+    /// The account id in ARNs.
+    #[arg(long, value_name = "ID", default_value = "123456789012")]
+    account: String,
+    /// How long GetActivityTask waits for a task, in seconds (AWS: 60).
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    activity_poll_seconds: u64,
+}
+
+/// Runs the server until SIGTERM or SIGINT. Prints `{"listening": ADDR, "store": URL}` once it
+/// accepts connections (with `--listen 127.0.0.1:0`, ADDR has the port chosen).
+pub(crate) fn run(args: &ServeArgs) -> Exit {
+    if args.mock_config.is_some() {
+        return fatal("--mock-config is not implemented yet by wfc serve (docs/serve.md); use --handlers");
+    }
+    if args.virtual_time {
+        return fatal("--virtual-time is not implemented yet by wfc serve (docs/serve.md)");
+    }
+    if let Err(e) = wfc_serve::check_listen(&args.listen) {
+        return fatal(e);
+    }
+    let commands = match &args.handlers {
+        Some(path) => match crate::handlers::load(path) {
+            Ok(c) => c,
+            Err(e) => return fatal(e),
+        },
+        None => Default::default(),
+    };
+    let handler: Arc<dyn DynHandler> = Arc::new(CommandHandlers::new(commands, wfc_serve::NoHandler));
+    let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => return fatal(format!("cannot start the async runtime: {e}")),
+    };
+    let result = rt.block_on(async {
+        let shutdown = crate::durable::shutdown_signal()?;
+        let store = durable::connect(&args.store).await.map_err(|e| e.to_string())?;
+        let listener = tokio::net::TcpListener::bind(args.listen)
+            .await
+            .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+        let local = listener.local_addr().map_err(|e| e.to_string())?;
+        let mut config = wfc_serve::Config::new(store, handler);
+        config.arns = wfc_serve::Arns { region: args.region.clone(), account: args.account.clone() };
+        config.activity_poll = Duration::from_secs(args.activity_poll_seconds);
+        println!("{}", serde_json::json!({ "listening": local.to_string(), "store": args.store }));
+        wfc_serve::serve(listener, config, shutdown).await
+    });
+    match result {
+        Ok(()) => Exit::Success,
+        Err(e) => fatal(e),
+    }
+}

@@ -1,0 +1,157 @@
+//! `wfc serve`: the AWS Step Functions API (the AWS JSON 1.0 protocol) on a local port, so the
+//! AWS CLI, boto3 and the AWS SDKs drive wfc unchanged (docs/serve.md).
+//!
+//! - [`http`]: the protocol (`POST /`, `X-Amz-Target`, AWS error bodies, body limit);
+//! - [`api`]: the operations;
+//! - [`machines`]: state machines in the store's workflow registry (they survive restarts;
+//!   executions stay pinned to the definition they started with);
+//! - [`tasks`]: activities (answered by `GetActivityTask` workers) and the Task handler;
+//! - [`history`]: wfc's history in AWS's `HistoryEvent` shape;
+//! - [`arn`]: the ARNs of state machines, executions and activities.
+//!
+//! Executions are durable: `StartExecution` creates them in the store, and the runtime's
+//! durable [`Worker`] running inside the server claims and runs them, resuming any that were
+//! running when the server (or another process on the same store) stopped.
+
+pub mod api;
+pub mod arn;
+pub mod error;
+pub mod history;
+pub mod http;
+pub mod machines;
+pub mod tasks;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+use wfc_runtime::durable::{Store, Worker, WorkerConfig, Workflows};
+use wfc_runtime::interp::DynHandler;
+
+pub use api::{OPERATIONS, Service};
+pub use arn::Arns;
+pub use error::ApiError;
+pub use tasks::NoHandler;
+
+/// How a server runs.
+pub struct Config {
+    /// The region and account of its ARNs.
+    pub arns: Arns,
+    /// The store of its state machines and executions.
+    pub store: Arc<dyn Store>,
+    /// Task resources that are not activities (`--handlers`; [`NoHandler`] fails them).
+    pub handler: Arc<dyn DynHandler>,
+    /// The largest request body accepted (default 1 MiB; execution input is limited to
+    /// 256 KiB separately, as on AWS).
+    pub max_body: usize,
+    /// How long `GetActivityTask` waits for a task (AWS: 60 s).
+    pub activity_poll: Duration,
+    /// The in-server worker (its owner name, concurrency, poll interval, ...).
+    pub worker: WorkerConfig,
+}
+
+impl Config {
+    /// Defaults for `store` and `handler`: us-east-1 / 123456789012, 1 MiB bodies, 60 s
+    /// activity polls, a worker of 64 executions at once polling every 100 ms.
+    pub fn new(store: Arc<dyn Store>, handler: Arc<dyn DynHandler>) -> Config {
+        let worker = WorkerConfig {
+            owner: format!("serve-{}", std::process::id()),
+            concurrency: 64,
+            poll_interval: Duration::from_millis(100),
+            // Activity and callback waits would otherwise hold a stopping server for the default
+            // 10 s; what is released runs again elsewhere (at least once, as after a crash).
+            shutdown_grace: Duration::from_secs(2),
+            ..WorkerConfig::default()
+        };
+        Config {
+            arns: Arns::default(),
+            store,
+            handler,
+            max_body: 1024 * 1024,
+            activity_poll: Duration::from_secs(60),
+            worker,
+        }
+    }
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config").field("arns", &self.arns).field("max_body", &self.max_body).finish_non_exhaustive()
+    }
+}
+
+/// Refuses an address that is not loopback: `StartExecution` can run command handlers, and
+/// requests are not authenticated yet (SigV4 is not implemented), so only this machine may
+/// connect.
+pub fn check_listen(addr: &SocketAddr) -> Result<(), String> {
+    if addr.ip().is_loopback() {
+        Ok(())
+    } else {
+        Err(format!(
+            "wfc serve listens on loopback only ({addr} is not): it does not verify SigV4 signatures yet, and StartExecution can run --handlers commands"
+        ))
+    }
+}
+
+/// Serves the API on `listener` until `shutdown` completes, with the durable worker running
+/// the store's executions. On shutdown the worker releases what it holds (another server or
+/// `wfc worker` on the same store resumes it).
+pub async fn serve(listener: TcpListener, config: Config, shutdown: impl Future<Output = ()>) -> Result<(), String> {
+    let activities = Arc::new(tasks::Activities::default());
+    let handler: Arc<dyn DynHandler> =
+        Arc::new(tasks::ServeHandler::new(config.arns.clone(), Arc::clone(&activities), Arc::clone(&config.handler)));
+    let service = Arc::new(Service {
+        arns: config.arns.clone(),
+        store: Arc::clone(&config.store),
+        machines: machines::Machines::new(Arc::clone(&config.store)),
+        activities,
+        handler: Arc::clone(&handler),
+        activity_poll: config.activity_poll,
+    });
+    let workflows = Workflows::new().loader(machines::load_version).interpret_stored(handler);
+    let worker = Worker::new(Arc::clone(&config.store), workflows, config.worker.clone());
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let worker_task = tokio::spawn(async move {
+        let mut rx = stop_rx;
+        worker.run(async move { while rx.changed().await.is_ok() && !*rx.borrow() {} }).await
+    });
+    let mut shutdown = std::pin::pin!(shutdown);
+    let max_body = config.max_body;
+    let mut connections = tokio::task::JoinSet::new();
+    let result = loop {
+        tokio::select! {
+            () = &mut shutdown => break Ok(()),
+            accepted = listener.accept() => {
+                let (stream, _) = match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        // Out of file descriptors and the like: wait and go on.
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let service = Arc::clone(&service);
+                connections.spawn(async move {
+                    let svc = service_fn(move |req| http::handle(Arc::clone(&service), max_body, req));
+                    if let Err(e) = http1::Builder::new().serve_connection(TokioIo::new(stream), svc).await {
+                        tracing::debug!(error = %e, "connection ended with an error");
+                    }
+                });
+            }
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    };
+    connections.abort_all();
+    let _ = stop_tx.send(true);
+    match worker_task.await {
+        Ok(Ok(_stats)) => result,
+        Ok(Err(e)) => Err(format!("the worker stopped: {e}")),
+        Err(e) => Err(format!("the worker failed: {e}")),
+    }
+}
