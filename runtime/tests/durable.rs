@@ -477,7 +477,9 @@ fn recorded_failures_replay_through_retries_on_virtual_time() {
     });
     assert_eq!(result.status, Status::Succeeded, "{:?}", result.error);
     assert_eq!(calls.load(Ordering::SeqCst), 3, "only the attempt that never ran is invoked");
-    let failed: Vec<_> = result.history.iter().filter(|e| e.event_type == wfc_runtime::EventType::TaskFailed).collect();
+    // A bare Lambda function ARN: AWS records its failures as LambdaFunctionFailed.
+    let failed: Vec<_> =
+        result.history.iter().filter(|e| e.event_type == wfc_runtime::EventType::LambdaFunctionFailed).collect();
     assert_eq!(failed.len(), 2, "the recorded failures are part of the resumed history");
 }
 
