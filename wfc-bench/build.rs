@@ -46,6 +46,6 @@ fn main() {
 }
 
 fn first_message(diags: &wfc_core::Diagnostics) -> String {
-    let error = diags.items.iter().find(|d| d.severity == wfc_core::Severity::Error).or(diags.items.first());
+    let error = diags.first_error().or(diags.items.first());
     error.map_or_else(|| "rejected without diagnostics".to_owned(), |d| format!("{}: {}", d.code, d.message))
 }

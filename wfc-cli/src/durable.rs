@@ -106,11 +106,7 @@ pub(crate) fn load_version(version: &WorkflowVersion) -> Result<wfc_ir::Workflow
     }
     let source = wfc_core::Source { path: &d.origin, text: &d.source };
     let loaded = wfc_core::load_with(source, &settings).map_err(|diags| {
-        let first = diags
-            .items
-            .iter()
-            .find(|d| d.severity == wfc_core::Severity::Error)
-            .map(|d| format!("{}: {}", d.code, d.message));
+        let first = diags.first_error().map(|d| format!("{}: {}", d.code, d.message));
         format!(
             "the stored definition of version {} ({}) does not load: {}",
             version.version_id,

@@ -119,7 +119,13 @@ impl Diagnostics {
 
     /// Whether any diagnostic is an error.
     pub fn has_errors(&self) -> bool {
-        self.items.iter().any(|d| d.severity == Severity::Error)
+        self.first_error().is_some()
+    }
+
+    /// The first error, if any: what a one-line message about a definition that does not load
+    /// names.
+    pub fn first_error(&self) -> Option<&Diagnostic> {
+        self.items.iter().find(|d| d.severity == Severity::Error)
     }
 
     /// Whether there are no diagnostics at all.

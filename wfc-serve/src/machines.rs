@@ -267,11 +267,7 @@ pub fn load_version(version: &WorkflowVersion) -> Result<wfc_ir::Workflow, Strin
         ));
     }
     load_definition(&d.workflow, &d.source).map(|l| l.workflow).map_err(|diags| {
-        let first = diags
-            .items
-            .iter()
-            .find(|d| d.severity == wfc_core::Severity::Error)
-            .map(|d| format!("{}: {}", d.code, d.message));
+        let first = diags.first_error().map(|d| format!("{}: {}", d.code, d.message));
         format!(
             "the stored definition of state machine '{}' (version {}) does not load: {}",
             d.workflow,
