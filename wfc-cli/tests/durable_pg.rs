@@ -101,6 +101,33 @@ async fn zombie_is_fenced(store: Arc<dyn Store>) {
     assert_eq!((op.status, op.starts), (OpStatus::Started, 2));
 }
 
+/// A lease renewal that races the release of the same hold (the renewal task fires just after
+/// the worker gave the execution back) must not take the execution back: it would stay owned,
+/// unclaimable, until the lease ran out.
+async fn a_late_renewal_leaves_a_released_execution_alone(store: Arc<dyn Store>) {
+    store.create_execution(new_execution("released-1", json!({}))).await.unwrap();
+    let held = store.claim_runnable("holder", Duration::from_secs(30), 1, &ClaimFilter::All).await.unwrap();
+    let held = held.into_iter().next().expect("one claim").expect("loadable");
+    let wake = durable_now_ms() + 60_000;
+    store.release("released-1", held.token.epoch, Some(wake), held.record.signals).await.unwrap();
+    store.renew_lease("released-1", held.token.epoch, "holder", Duration::from_secs(30)).await.unwrap();
+    let d = store.describe_execution("released-1").await.unwrap().unwrap();
+    assert_eq!((d.owner.as_deref(), d.lease_until_ms, d.wake_at_ms), (None, None, Some(wake)), "{d:?}");
+}
+
+fn durable_now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64
+}
+
+#[test]
+fn sqlite_a_late_renewal_leaves_a_released_execution_alone() {
+    let dir = scratch("released-sqlite");
+    let url = format!("sqlite:{}", dir.join("store.db").display());
+    rt().block_on(async {
+        a_late_renewal_leaves_a_released_execution_alone(durable::connect(&url).await.unwrap()).await
+    });
+}
+
 #[test]
 fn sqlite_fences_a_zombie() {
     let dir = scratch("zombie-sqlite");
@@ -122,6 +149,7 @@ fn postgres_many_workers_run_each_execution_exactly_once() {
     runtime.block_on(async {
         let store = durable::connect(&url).await.expect("connect");
         zombie_is_fenced(Arc::clone(&store)).await;
+        a_late_renewal_leaves_a_released_execution_alone(Arc::clone(&store)).await;
         for i in 0..total {
             store.create_execution(new_execution(&format!("e{i:04}"), json!({"i": i}))).await.expect("create");
         }

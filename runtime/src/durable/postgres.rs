@@ -893,8 +893,10 @@ impl Store for PgStore {
                 .execute(
                     // Matched on the epoch alone: an execution this hold just finished keeps
                     // its epoch (no error), while a stop or a takeover moves it on (fenced).
-                    "UPDATE executions SET lease_until = CASE WHEN status = 'RUNNING' THEN $4::BIGINT END,
-                            owner = CASE WHEN status = 'RUNNING' THEN $3::TEXT END
+                    // A released execution (no lease) keeps its epoch too, and a renewal that
+                    // races the release must not take it back: only a held lease is extended.
+                    "UPDATE executions SET lease_until = CASE WHEN status = 'RUNNING' AND lease_until IS NOT NULL THEN $4::BIGINT END,
+                            owner = CASE WHEN status = 'RUNNING' AND lease_until IS NOT NULL THEN $3::TEXT END
                      WHERE name = $1 AND epoch = $2",
                     &[&name, &epoch, &owner, &(now_ms() + lease_ms(lease))],
                 )
