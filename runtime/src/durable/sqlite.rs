@@ -253,7 +253,7 @@ impl SqliteStore {
         // Generous: on a loaded machine a FULL commit of another process can take seconds.
         conn.busy_timeout(std::time::Duration::from_secs(30)).map_err(backend)?;
         // WAL: readers do not block the writer, and a commit is one append to the log.
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(backend)?;
+        set_wal(&conn)?;
         conn.pragma_update(None, "synchronous", sync).map_err(backend)?;
         conn.pragma_update(None, "foreign_keys", "ON").map_err(backend)?;
         migrate(&mut conn)?;
@@ -283,6 +283,25 @@ impl SqliteStore {
             .await
             .map_err(|e| backend(format!("the store thread failed: {e}")))?
         })
+    }
+}
+
+/// Switches a store to WAL. A brand-new file is still in rollback mode, where two processes
+/// opening it at once can deadlock on the switch (each holds the shared lock the other's
+/// exclusive lock waits for); SQLite then answers `SQLITE_BUSY` at once instead of calling the
+/// busy handler, so the switch is retried here for as long as the busy timeout would wait.
+fn set_wal(conn: &Connection) -> Result<(), StoreError> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        match conn.pragma_update(None, "journal_mode", "WAL") {
+            Ok(()) => return Ok(()),
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Err(e) => return Err(backend(e)),
+        }
     }
 }
 
