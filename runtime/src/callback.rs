@@ -10,8 +10,9 @@
 //!   [`crate::durable::Store::complete_callback`] completes it from any process (`wfc callback`).
 //!
 //! While it waits, `TimeoutSeconds` (counted from the attempt's start) and `HeartbeatSeconds`
-//! (counted from the last heartbeat, or the start) apply: `States.Timeout` and
-//! `States.HeartbeatTimeout` respectively.
+//! (counted from the last heartbeat, or the start) apply. Either fails the attempt with
+//! `States.Timeout` and no cause, as AWS records both (asl-aws `timeouts/test_heartbeats__*`:
+//! `TaskTimedOut` with `States.Timeout`; the 2016 text's `States.HeartbeatTimeout` never comes).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -26,9 +27,6 @@ use crate::Failure;
 
 /// The suffix that makes a Task resource a callback (`arn:aws:states:::sqs:sendMessage.waitForTaskToken`).
 pub const WAIT_FOR_TASK_TOKEN: &str = ".waitForTaskToken";
-
-/// The error of a callback whose heartbeat did not come in time.
-pub const HEARTBEAT_TIMEOUT: &str = "States.HeartbeatTimeout";
 
 /// Whether a Task with this `Resource` waits for a task token.
 pub fn is_callback_resource(resource: &str) -> bool {
@@ -233,14 +231,10 @@ pub(crate) struct Limits {
     pub(crate) timeout: Option<Duration>,
 }
 
-/// Why a wait ended without an answer.
-pub(crate) fn timeout_failure(heartbeat: bool) -> Failure {
-    if heartbeat {
-        Failure::new(HEARTBEAT_TIMEOUT, "the task did not send a heartbeat within HeartbeatSeconds")
-    } else {
-        // No cause, as AWS records an expired TimeoutSeconds.
-        Failure::new(wfc_ir::errors::TIMEOUT, "")
-    }
+/// Why a wait ended without an answer: an expired TimeoutSeconds and a missed heartbeat alike
+/// are `States.Timeout` with no cause, as AWS records them.
+pub(crate) fn timeout_failure() -> Failure {
+    Failure::new(wfc_ir::errors::TIMEOUT, "")
 }
 
 /// Waits for the answer: `poll` is called at every change and every `poll_every` (for the
@@ -297,12 +291,12 @@ where
         if let Some(t) = limits.timeout_at
             && now >= t
         {
-            return Err(timeout_failure(false));
+            return Err(timeout_failure());
         }
         if let Some(h) = heartbeat_at
             && now >= h
         {
-            return Err(timeout_failure(true));
+            return Err(timeout_failure());
         }
         let wake = [limits.timeout_at, heartbeat_at, poll_every.map(|p| now + p)].into_iter().flatten().min();
         tokio::select! {

@@ -1319,6 +1319,10 @@ where
             Some(arn) => task_ctx.with_role_arn(arn),
             None => task_ctx,
         };
+        let task_ctx = match &lambda_invoke {
+            Some(invoke) => task_ctx.with_function_name(invoke.function_name.clone()),
+            None => task_ctx,
+        };
         exec.record_with(
             events.started,
             || if events.lambda { json!({}) } else { json!({ "resource": spec.resource }) },
@@ -1340,7 +1344,13 @@ where
                 // What the handler gets (for `lambda:invoke`, the Payload) is also what a
                 // suspending journal reports, so an SWF activity receives the same input.
                 let sent = lambda_payload.unwrap_or(params);
-                let request = exec.step_request(spec.resource.as_str(), &sent, timeout, heartbeat);
+                // A refused Payload fails before any call: there is nothing for a remote worker
+                // (an SWF activity, a Lambda step) to run, so the attempt fails here, journaled
+                // like any other.
+                let request = match refused {
+                    Some(_) => None,
+                    None => exec.step_request(spec.resource.as_str(), &sent, timeout, heartbeat),
+                };
                 let attempt = match refused {
                     Some(f) => futures::future::Either::Left(std::future::ready(Attempt::Failed(f))),
                     None => futures::future::Either::Right(crate::task::run_attempt(

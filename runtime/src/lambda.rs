@@ -30,6 +30,8 @@ pub fn is_function_arn(resource: &str) -> bool {
 /// An `Invoke` request as Step Functions sends it to Lambda.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Invoke {
+    /// The function the request names (a name, a partial or a full ARN, maybe qualified).
+    pub function_name: String,
     /// The event the function receives, or the failure Lambda answers instead of calling it.
     pub event: Result<Value, Failure>,
     /// `LogType: "Tail"`: the response carries `LogResult` (the base64 tail of the function's log).
@@ -51,14 +53,14 @@ pub fn request(request: &Value) -> Result<Invoke, Failure> {
             "The Parameters of a '{INVOKE_RESOURCE}' task must be an object with 'FunctionName', got {request}"
         )));
     };
-    match fields.get("FunctionName") {
-        Some(Value::String(_)) => {}
+    let function_name = match fields.get("FunctionName") {
+        Some(Value::String(name)) => name.clone(),
         _ => {
             return Err(Failure::runtime(format!(
                 "The Parameters of a '{INVOKE_RESOURCE}' task must have a string field 'FunctionName'"
             )));
         }
-    }
+    };
     let event = match fields.get("Payload") {
         None | Some(Value::Null) => Ok(json!({})),
         Some(Value::String(text)) => serde_json::from_str::<Value>(text).map_err(|e| {
@@ -70,7 +72,7 @@ pub fn request(request: &Value) -> Result<Invoke, Failure> {
         Some(other) => Ok(other.clone()),
     };
     let log_tail = fields.get("LogType").and_then(Value::as_str) == Some("Tail");
-    Ok(Invoke { event, log_tail })
+    Ok(Invoke { function_name, event, log_tail })
 }
 
 /// The request id every local call reports: fixed, so runs stay reproducible.
@@ -223,7 +225,7 @@ mod tests {
     #[test]
     fn response_headers_as_aws_records_them() {
         let now: jiff::Timestamp = "2024-03-01T10:20:30Z".parse().unwrap();
-        let plain = Invoke { event: Ok(json!({})), log_tail: false };
+        let plain = Invoke { function_name: "f".into(), event: Ok(json!({})), log_tail: false };
         let r = response(json!({"theAnswer": 42, "s": "x"}), &plain, now);
         assert_eq!(r["Payload"], json!({"theAnswer": 42, "s": "x"}));
         assert_eq!(r["StatusCode"], json!(200));
@@ -235,7 +237,7 @@ mod tests {
         assert_eq!(headers["Date"], json!("Fri, 01 Mar 2024 10:20:30 GMT"));
         assert!(headers["X-Amzn-Trace-Id"].as_str().unwrap().starts_with("Root=1-65e1abee-"));
         assert!(r.get("LogResult").is_none());
-        let tail = Invoke { event: Ok(json!({})), log_tail: true };
+        let tail = Invoke { function_name: "f".into(), event: Ok(json!({})), log_tail: true };
         let r = response(json!("HelloWorld"), &tail, now);
         assert_eq!(r["SdkHttpMetadata"]["HttpHeaders"]["Content-Length"], json!("12"));
         let log = r["LogResult"].as_str().unwrap();

@@ -30,6 +30,8 @@ struct ContextInner {
     task_token: Option<String>,
     /// The role ARN of the Task's `Credentials`, evaluated for this attempt.
     role_arn: Option<String>,
+    /// The `FunctionName` of a `lambda:invoke` request (the handler gets only its Payload).
+    function_name: Option<String>,
     /// When the last heartbeat (or the attempt's start) happened, on tokio's clock, so that it
     /// follows virtual time too.
     last_beat: Mutex<Instant>,
@@ -51,6 +53,7 @@ impl TaskContext {
                 execution_name: execution_name.into(),
                 task_token: None,
                 role_arn: None,
+                function_name: None,
                 last_beat: Mutex::new(Instant::now()),
             }),
         }
@@ -84,15 +87,37 @@ impl TaskContext {
 
     /// This context with a task token (a fresh context: clones made before do not see it).
     pub fn with_task_token(self, token: impl Into<String>) -> TaskContext {
-        let inner = ContextInner {
+        let token = token.into();
+        self.with(|inner| inner.task_token = Some(token))
+    }
+
+    /// The `FunctionName` of a `lambda:invoke` Task's request, as evaluated for this attempt (a
+    /// name, a partial or a full ARN): the handler receives the request's Payload, and this says
+    /// which function it stands for. `None` for other Tasks.
+    pub fn function_name(&self) -> Option<&str> {
+        self.inner.function_name.as_deref()
+    }
+
+    /// This context with a `lambda:invoke` request's `FunctionName` (a fresh context: clones
+    /// made before do not see it).
+    pub fn with_function_name(self, function_name: impl Into<String>) -> TaskContext {
+        let function_name = function_name.into();
+        self.with(|inner| inner.function_name = Some(function_name))
+    }
+
+    /// A fresh context: this one's fields, changed by `change`, and its heartbeat time.
+    fn with(self, change: impl FnOnce(&mut ContextInner)) -> TaskContext {
+        let mut inner = ContextInner {
             state_name: self.inner.state_name.clone(),
             resource: self.inner.resource.clone(),
             retry_count: self.inner.retry_count,
             execution_name: self.inner.execution_name.clone(),
-            task_token: Some(token.into()),
+            task_token: self.inner.task_token.clone(),
             role_arn: self.inner.role_arn.clone(),
+            function_name: self.inner.function_name.clone(),
             last_beat: Mutex::new(self.last_beat()),
         };
+        change(&mut inner);
         TaskContext { inner: Arc::new(inner) }
     }
 
@@ -106,16 +131,8 @@ impl TaskContext {
     /// This context with the role ARN of the Task's `Credentials` (a fresh context: clones made
     /// before do not see it).
     pub fn with_role_arn(self, role_arn: impl Into<String>) -> TaskContext {
-        let inner = ContextInner {
-            state_name: self.inner.state_name.clone(),
-            resource: self.inner.resource.clone(),
-            retry_count: self.inner.retry_count,
-            execution_name: self.inner.execution_name.clone(),
-            task_token: self.inner.task_token.clone(),
-            role_arn: Some(role_arn.into()),
-            last_beat: Mutex::new(self.last_beat()),
-        };
-        TaskContext { inner: Arc::new(inner) }
+        let role_arn = role_arn.into();
+        self.with(|inner| inner.role_arn = Some(role_arn))
     }
 
     /// Reports progress: restarts the HeartbeatSeconds countdown. Without HeartbeatSeconds on

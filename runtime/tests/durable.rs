@@ -567,7 +567,7 @@ fn a_resumed_callback_keeps_its_heartbeat_countdown() {
         interp::run(workflow, &handlers, input.clone(), options).await
     });
     assert_eq!(result.status, Status::Failed);
-    assert_eq!(result.error.as_ref().map(|f| f.error.as_str()), Some("States.HeartbeatTimeout"), "{:?}", result.error);
+    assert_eq!(result.error.as_ref().map(|f| f.error.as_str()), Some("States.Timeout"), "{:?}", result.error);
     let timed_out = result
         .history
         .iter()

@@ -571,7 +571,7 @@ fn callback_failures_and_timeouts_map_to_states_errors() {
         (
             "TIMED_OUT",
             json!({ "Error": { "ErrorType": "Callback.Heartbeat", "ErrorMessage": "Callback timed out on heartbeat" } }),
-            "States.HeartbeatTimeout",
+            "States.Timeout",
             "the task did not send a heartbeat within HeartbeatSeconds: Callback timed out on heartbeat",
         ),
     ] {

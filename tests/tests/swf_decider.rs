@@ -650,13 +650,6 @@ fn every_eligible_case_runs_to_its_expected_end_through_the_decider() {
                 skipped.push(format!("{name}: a Wait beyond SWF's longest timer"));
                 continue;
             }
-            if name == "jsonata/lambda-invoke-payload-not-json" {
-                // Known gap (seventh session): the decider's lambda:invoke does not yet apply the
-                // request-body rule (a string Payload is the body's JSON text), so it answers
-                // where the in-process engines fail the task. Skipped, not passed; see status.md.
-                skipped.push(format!("{name}: lambda:invoke request-body rule not applied by the decider (known gap)"));
-                continue;
-            }
             if case["expected"]["error"] == "Wfc.NoEvent" {
                 // In process the last delivery closes the bus; an SWF execution has no such end:
                 // it waits for a signal until its executionStartToCloseTimeout.

@@ -304,6 +304,7 @@ async fn answer(mocks: &mocks::MockSet, resource: &str, input: Value, ctx: TaskC
         let (error, cause) = mocks::MockSet::no_mock(Some(ctx.state_name()), resource);
         return Err(Failure::new(error, cause));
     };
+    let entry = mocks::MockSet::resolve(entry, ctx.function_name());
     if entry.delay_seconds > 0.0 {
         tokio::time::sleep(std::time::Duration::from_secs_f64(entry.delay_seconds)).await;
     }

@@ -108,6 +108,7 @@ impl DynHandler for MockHandler {
                 let (error, cause) = MockSet::no_mock(Some(ctx.state_name()), resource);
                 return Err(Failure::new(error, cause));
             };
+            let entry = MockSet::resolve(entry, ctx.function_name());
             if entry.delay_seconds > 0.0 {
                 tokio::time::sleep(Duration::from_secs_f64(entry.delay_seconds)).await;
             }

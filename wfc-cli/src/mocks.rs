@@ -41,6 +41,60 @@ pub(crate) enum MockAction {
     },
     /// Return the task's effective input unchanged (shows what Parameters/InputPath produced).
     Echo,
+    /// A `lambda:invoke` whose `FunctionName` is known only at run time: the response of the
+    /// function it names (by function ARN), or Lambda's `ResourceNotFoundException` when it
+    /// names none of them, as Lambda answers for a function that does not exist.
+    ByFunction(Vec<(String, MockEntry)>),
+}
+
+/// The function name in a `FunctionName` (a name, a partial or a full ARN, maybe qualified).
+fn function_name(function: &str) -> &str {
+    let name = function.rsplit_once(":function:").map_or(function, |(_, n)| n);
+    name.split(':').next().unwrap_or(name)
+}
+
+/// Lambda's answer for a function that does not exist. A bare name resolves in the account and
+/// region of the functions the mock lists (Lambda resolves it in the caller's).
+fn function_not_found(requested: &str, functions: &[(String, MockEntry)]) -> (String, String) {
+    let arn = if requested.starts_with("arn:") {
+        requested.to_owned()
+    } else {
+        let prefix = functions
+            .first()
+            .and_then(|(arn, _)| arn.rsplit_once(":function:").map(|(p, _)| p.to_owned()))
+            .unwrap_or_else(|| "arn:aws:lambda:us-east-1:123456789012".to_owned());
+        format!("{prefix}:function:{}", function_name(requested))
+    };
+    let qualified = if arn.matches(':').count() >= 7 { arn } else { format!("{arn}:$LATEST") };
+    let cause = format!(
+        "Function not found: {qualified} (Service: AWSLambda; Status Code: 404; Error Code: ResourceNotFoundException; Request ID: 00000000-0000-0000-0000-000000000000; Proxy: null)"
+    );
+    ("Lambda.ResourceNotFoundException".to_owned(), cause)
+}
+
+fn action_json(action: &MockAction) -> (&'static str, Value) {
+    match action {
+        MockAction::Return(v) => ("return", v.clone()),
+        MockAction::Throw { error, cause } => ("throw", serde_json::json!({"error": error, "cause": cause})),
+        MockAction::Echo => ("echo", Value::Bool(true)),
+        MockAction::ByFunction(functions) => (
+            "functions",
+            Value::Object(
+                functions
+                    .iter()
+                    .map(|(arn, e)| {
+                        let (k, v) = action_json(&e.action);
+                        let mut obj = serde_json::Map::new();
+                        obj.insert(k.into(), v);
+                        if e.delay_seconds > 0.0 {
+                            obj.insert("delay_seconds".into(), serde_json::json!(e.delay_seconds));
+                        }
+                        (arn.clone(), Value::Object(obj))
+                    })
+                    .collect(),
+            ),
+        ),
+    }
 }
 
 /// One mocked invocation: an action, after an optional delay on the execution's clock.
@@ -106,13 +160,8 @@ impl MockSet {
                     .iter()
                     .map(|e| {
                         let mut obj = serde_json::Map::new();
-                        match &e.action {
-                            MockAction::Return(v) => obj.insert("return".into(), v.clone()),
-                            MockAction::Throw { error, cause } => {
-                                obj.insert("throw".into(), serde_json::json!({"error": error, "cause": cause}))
-                            }
-                            MockAction::Echo => obj.insert("echo".into(), Value::Bool(true)),
-                        };
+                        let (key, value) = action_json(&e.action);
+                        obj.insert(key.into(), value);
                         if e.delay_seconds > 0.0 {
                             obj.insert("delay_seconds".into(), serde_json::json!(e.delay_seconds));
                         }
@@ -243,6 +292,32 @@ impl MockSet {
             MockAction::Return(v) => Ok(v.clone()),
             MockAction::Echo => Ok(input.clone()),
             MockAction::Throw { error, cause } => Err((error.clone(), cause.clone())),
+            // Resolved by the caller first (it knows the request's FunctionName).
+            MockAction::ByFunction(_) => Self::answer(&Self::resolve(entry.clone(), None), input),
+        }
+    }
+
+    /// The entry that really answers a call: for [`MockAction::ByFunction`], the response (and
+    /// delay) of the function the `lambda:invoke` request's `FunctionName` names
+    /// ([`TaskContext::function_name`](wfc_runtime::TaskContext::function_name)), or Lambda's
+    /// `ResourceNotFoundException` at once. Callers resolve before applying the delay.
+    pub(crate) fn resolve(entry: MockEntry, function: Option<&str>) -> MockEntry {
+        let MockAction::ByFunction(functions) = &entry.action else { return entry };
+        let Some(requested) = function else {
+            let cause = "a \"functions\" mock answers only arn:aws:states:::lambda:invoke Tasks (it picks the \
+                         function the request's FunctionName names); this Task has no FunctionName";
+            return MockEntry {
+                action: MockAction::Throw { error: NO_MOCK_ERROR.to_owned(), cause: cause.to_owned() },
+                delay_seconds: 0.0,
+            };
+        };
+        let name = function_name(requested);
+        match functions.iter().find(|(arn, _)| arn == requested || function_name(arn) == name) {
+            Some((_, chosen)) => chosen.clone(),
+            None => {
+                let (error, cause) = function_not_found(requested, functions);
+                MockEntry { action: MockAction::Throw { error, cause }, delay_seconds: 0.0 }
+            }
         }
     }
 
@@ -281,10 +356,13 @@ fn parse_entry(v: &Value) -> Result<MockEntry, String> {
         ));
     };
     for key in map.keys() {
-        if !matches!(key.as_str(), "return" | "Return" | "throw" | "Throw" | "echo" | "delay_seconds") {
+        if !matches!(key.as_str(), "return" | "Return" | "throw" | "Throw" | "echo" | "functions" | "delay_seconds") {
             return Err(format!(
-                "unknown field {key:?} (expected one of \"return\", \"throw\", \"echo\", \"delay_seconds\")"
+                "unknown field {key:?} (expected one of \"return\", \"throw\", \"echo\", \"functions\", \"delay_seconds\")"
             ));
+        }
+        if key == "functions" && map.len() > 1 {
+            return Err("\"functions\" stands alone: each function's response is inside it".into());
         }
     }
     let delay_seconds = match map.get("delay_seconds") {
@@ -298,6 +376,23 @@ fn parse_entry(v: &Value) -> Result<MockEntry, String> {
             }
         },
     };
+    if let Some(functions) = map.get("functions") {
+        let Value::Object(functions) = functions else {
+            return Err(format!(
+                "\"functions\" must be an object from function ARN to a response, found {}",
+                kind(functions)
+            ));
+        };
+        let mut out = Vec::new();
+        for (arn, response) in functions {
+            let entry = parse_entry(response).map_err(|e| format!("\"functions\"[{arn:?}]: {e}"))?;
+            if matches!(entry.action, MockAction::ByFunction(_)) {
+                return Err(format!("\"functions\"[{arn:?}]: a function's response cannot hold \"functions\""));
+            }
+            out.push((arn.clone(), entry));
+        }
+        return Ok(MockEntry { action: MockAction::ByFunction(out), delay_seconds: 0.0 });
+    }
     let ret = field(map, "return", "Return");
     let throw = field(map, "throw", "Throw");
     let echo = match map.get("echo") {
@@ -482,5 +577,31 @@ mod tests {
         assert!(MockSet::from_step_functions_local(&gap, None, "x", "T").unwrap_err().0.contains("gaps"));
         let huge = json!({"StateMachines": {"M": {"TestCases": {"T": {"S": "H"}}}}, "MockedResponses": {"H": {"0-99999999": {"Return": 1}}}});
         assert!(MockSet::from_step_functions_local(&huge, None, "x", "T").is_err());
+    }
+
+    #[test]
+    fn functions_answer_by_the_requested_name_and_refuse_unknown_ones() {
+        let doc = json!({"arn:aws:states:::lambda:invoke": {"functions": {
+            "arn:aws:lambda:eu-west-1:111111111111:function:f1": {"return": 1, "delay_seconds": 2},
+            "arn:aws:lambda:eu-west-1:111111111111:function:f2": {"echo": true}
+        }}});
+        let m = MockSet::from_wfc(&doc).unwrap();
+        let entry = m.next(Some("S"), "arn:aws:states:::lambda:invoke").unwrap();
+        let f1 = MockSet::resolve(entry.clone(), Some("f1"));
+        assert_eq!((f1.action.clone(), f1.delay_seconds), (MockAction::Return(json!(1)), 2.0));
+        // The function answers the Payload it is sent.
+        let f2 = MockSet::resolve(entry.clone(), Some("arn:aws:lambda:eu-west-1:111111111111:function:f2"));
+        assert_eq!(MockSet::answer(&f2, &json!({"p": 1})), Ok(json!({"p": 1})));
+        let nope = MockSet::resolve(entry.clone(), Some("nope"));
+        let (error, cause) = MockSet::answer(&nope, &json!({})).unwrap_err();
+        assert_eq!(error, "Lambda.ResourceNotFoundException");
+        assert!(cause.starts_with("Function not found: arn:aws:lambda:eu-west-1:111111111111:function:nope:$LATEST (Service: AWSLambda; Status Code: 404;"), "{cause}");
+        // A Task that is not lambda:invoke has no FunctionName: a clear NoMock, not a guess.
+        let (error, cause) = MockSet::answer(&entry, &json!({})).unwrap_err();
+        assert_eq!(error, NO_MOCK_ERROR);
+        assert!(cause.contains("only arn:aws:states:::lambda:invoke"), "{cause}");
+        // The compiled engine's program reads the same responses back.
+        assert_eq!(MockSet::from_wfc(&m.to_wfc_json()).unwrap().to_wfc_json(), m.to_wfc_json());
+        assert!(MockSet::from_wfc(&json!({"A": {"functions": {"f": {"return": 1}}, "return": 2}})).is_err());
     }
 }

@@ -213,8 +213,8 @@ fn execution_name(file: &Path) -> String {
 ///
 /// A bare function ARN `Resource` finds its handler by the ARN. A `lambda:invoke` Task finds it
 /// by its state name when its `FunctionName` is written in the definition, else (a
-/// `FunctionName` computed at run time) through the integration's resource when the case has
-/// a single handler. The `raise` cause document is the Lambda error document, whose JSON
+/// `FunctionName` computed at run time) through the integration's resource, by the function the
+/// request names (a name that matches none is Lambda's `ResourceNotFoundException`). The `raise` cause document is the Lambda error document, whose JSON
 /// separators differ by resource form as AWS records them.
 fn mocks_from_handlers(handlers: &Value, definition: &Definition) -> Result<Value, String> {
     let Some(handlers) = handlers.as_object() else {
@@ -237,9 +237,14 @@ fn mocks_from_handlers(handlers: &Value, definition: &Definition) -> Result<Valu
             None => dynamic = true,
         }
     }
-    if dynamic && handlers.len() == 1 {
-        let (arn, behaviour) = handlers.iter().next().expect("one handler");
-        mocks.insert(wfc_runtime::lambda::INVOKE_RESOURCE.to_owned(), response(arn, behaviour, true)?);
+    if dynamic {
+        // A FunctionName computed at run time: the function it names answers, and a name that
+        // is none of the case's functions gets Lambda's ResourceNotFoundException.
+        let mut functions = Map::new();
+        for (arn, behaviour) in handlers {
+            functions.insert(arn.clone(), response(arn, behaviour, true)?);
+        }
+        mocks.insert(wfc_runtime::lambda::INVOKE_RESOURCE.to_owned(), json!({ "functions": functions }));
     }
     Ok(Value::Object(mocks))
 }
@@ -398,7 +403,11 @@ mod tests {
         let mocks = mocks_from_handlers(&handlers, &def).unwrap();
         assert_eq!(mocks[arn], json!({"echo": true, "delay_seconds": 2.0}));
         assert_eq!(mocks["A"], json!({"echo": true, "delay_seconds": 2.0}));
-        assert_eq!(mocks[wfc_runtime::lambda::INVOKE_RESOURCE], json!({"echo": true, "delay_seconds": 2.0}));
+        // B's FunctionName is known only at run time: the function it names answers.
+        assert_eq!(
+            mocks[wfc_runtime::lambda::INVOKE_RESOURCE],
+            json!({"functions": { arn: {"echo": true, "delay_seconds": 2.0} }})
+        );
         let constant = json!({ arn: {"behaviour": "constant", "value": [1]} });
         assert_eq!(mocks_from_handlers(&constant, &def).unwrap()[arn], json!({"return": [1]}));
         assert!(mocks_from_handlers(&json!({ arn: {"behaviour": "dance"} }), &def).is_err());

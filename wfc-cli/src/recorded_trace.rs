@@ -90,8 +90,9 @@ fn aws_details(event: &Value) -> Map<String, Value> {
         details.insert("resource".into(), Value::String(action.to_owned()));
         details.insert("region".into(), Value::String(crate::recorded::REGION.to_owned()));
     }
-    // Absent limits are absent, not null.
-    details.retain(|_, v| !v.is_null());
+    // Absent limits are absent, not null; a document that is JSON null (a state's `null`
+    // output, a Map item that is null) is recorded by AWS as the text "null", so it stays.
+    details.retain(|k, v| !v.is_null() || matches!(k.as_str(), "input" | "output" | "parameters"));
     // AWS writes assigned variables as JSON text, which the recordings decoded.
     if let Some(Value::Object(vars)) = details.get_mut("assignedVariables") {
         for v in vars.values_mut() {

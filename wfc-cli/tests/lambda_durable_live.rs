@@ -434,7 +434,7 @@ fn a_callback_waits_pending_until_the_service_completes_it() {
     // and invokes again; the replay fails the attempt with the States Language error.
     for (name, input, error) in [
         ("cb-timeout", json!({ "timeout": 1, "heartbeat": 3600 }), "States.Timeout"),
-        ("cb-heartbeat", json!({ "timeout": 3600, "heartbeat": 1 }), "States.HeartbeatTimeout"),
+        ("cb-heartbeat", json!({ "timeout": 3600, "heartbeat": 1 }), "States.Timeout"),
     ] {
         let arn = s.start_execution("callback_timeout", name, &input);
         let (e, h) = s.finished(&arn);

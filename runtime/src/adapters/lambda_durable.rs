@@ -340,7 +340,8 @@ fn from_wire(op: &Value) -> Option<Operation> {
             OpStatus::TimedOut => {
                 let heartbeat = error_type.as_deref().is_some_and(|t| t.contains("Heartbeat"));
                 let (name, text) = if heartbeat {
-                    (crate::callback::HEARTBEAT_TIMEOUT, "the task did not send a heartbeat within HeartbeatSeconds")
+                    // AWS fails a missed heartbeat with States.Timeout too (recorded).
+                    (wfc_ir::errors::TIMEOUT, "the task did not send a heartbeat within HeartbeatSeconds")
                 } else {
                     (wfc_ir::errors::TIMEOUT, "the task did not finish within TimeoutSeconds")
                 };
