@@ -17,8 +17,10 @@
 //! An event that starts nothing is offered to the running instances, as [`EventRouter`] does,
 //! for their later states. Each instance gets its own [`EventBus`]; the router starts it through
 //! a [`Start`] closure (generated code's `run_with`, or [`crate::sw::run`] for the interpreter)
-//! spawned on the current tokio runtime. The durable counterpart (a store's registry of
-//! workflows started by `wfc event`) is not here.
+//! spawned on the current tokio runtime. The durable counterpart is `wfc event --store URL` without
+//! `--execution` (wfc-cli/src/event_cmd.rs): it starts an instance of every workflow of the store's
+//! registry whose (current version's) start state takes the event, with the same rules
+//! ([`StartTrigger::gather`]) and the groups kept in the store (`Store::gather_start_event`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -61,6 +63,91 @@ pub fn start_trigger(workflow: &Workflow) -> Option<StartTrigger> {
     })
 }
 
+impl StartTrigger {
+    /// Whether `event` is one of the start state's events (before any correlation value is
+    /// fixed): for `exclusive`, it creates an instance on its own.
+    pub fn takes(&self, event: &Value) -> bool {
+        let empty = HashMap::new();
+        self.events.iter().any(|d| matches_fixed(d, event, &empty))
+    }
+
+    /// `exclusive: false`: adds `event` to the groups gathered towards instances (`now_ms` on
+    /// the caller's clock, in milliseconds): it joins the first group still missing an event it
+    /// matches under that group's correlation values, else it begins a new group. A group whose
+    /// last event is older than the state's `timeout` is dropped first ("no workflow instance
+    /// should be created"). An event already gathered (same `source` and `id`) is not taken
+    /// twice. The same rules in process ([`StartRouter`]) and in a store (`wfc event`).
+    pub fn gather(&self, groups: &mut Vec<StartGroup>, event: &Value, now_ms: i64) -> Gathered {
+        let empty = HashMap::new();
+        let defs = &self.events;
+        let Some(slot) = defs.iter().position(|d| matches_fixed(d, event, &empty)) else {
+            return Gathered::NotTaken;
+        };
+        if let Some(t) = self.timeout {
+            let t = i64::try_from(t.as_millis()).unwrap_or(i64::MAX);
+            groups.retain(|g| now_ms.saturating_sub(g.last_ms) <= t);
+        }
+        let identity = |e: &Value| (e.get("source").cloned(), e.get("id").cloned());
+        if event.get("id").is_some_and(|id| !id.is_null())
+            && groups.iter().flat_map(|g| g.events.iter().flatten()).any(|e| identity(e) == identity(event))
+        {
+            return Gathered::Waiting;
+        }
+        let open = |g: &StartGroup, i: usize| g.events.get(i).is_some_and(Option::is_none);
+        let joined = groups
+            .iter()
+            .position(|g| defs.iter().enumerate().any(|(i, d)| open(g, i) && matches_fixed(d, event, &g.fixed)));
+        let g = match joined {
+            Some(g) => g,
+            None => {
+                groups.push(StartGroup { events: vec![None; defs.len()], fixed: HashMap::new(), last_ms: now_ms });
+                groups.len() - 1
+            }
+        };
+        let Some(group) = groups.get_mut(g) else { return Gathered::NotTaken };
+        // The first still-empty slot whose definition takes the event (under the group's values).
+        let slot = defs
+            .iter()
+            .enumerate()
+            .position(|(i, d)| open(group, i) && matches_fixed(d, event, &group.fixed))
+            .unwrap_or(slot);
+        if let (Some(cell), Some(def)) = (group.events.get_mut(slot), defs.get(slot)) {
+            *cell = Some(event.clone());
+            fix_values(&mut group.fixed, def, event);
+        }
+        group.last_ms = now_ms;
+        if group.events.iter().all(Option::is_some) {
+            let group = groups.remove(g);
+            Gathered::Complete(group.events.into_iter().flatten().collect())
+        } else {
+            Gathered::Waiting
+        }
+    }
+}
+
+/// Events gathered towards one instance of an `exclusive: false` start state: kept in memory by
+/// [`StartRouter`], as JSON in a durable store by `wfc event`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct StartGroup {
+    /// One slot per trigger event, in order.
+    pub events: Vec<Option<Value>>,
+    /// The correlation values its first events fixed.
+    pub fixed: HashMap<String, String>,
+    /// When its last event came, in milliseconds on the gatherer's clock.
+    pub last_ms: i64,
+}
+
+/// What [`StartTrigger::gather`] did with an event.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Gathered {
+    /// The start state does not take it.
+    NotTaken,
+    /// It joined (or began) a group still waiting for more.
+    Waiting,
+    /// It completed a group: these events, in the start state's order, make one instance.
+    Complete(Vec<Value>),
+}
+
 /// Every event a workflow's states consume, but those of its start state (which its instances
 /// consumed when they were created): what a running instance may still take.
 fn later_events(workflow: &Workflow) -> Vec<EventDef> {
@@ -98,17 +185,7 @@ struct Registered {
     later: Vec<EventDef>,
     start: Start,
     /// `exclusive: false`: the groups of correlated events still waiting for the rest.
-    pending: Vec<Group>,
-}
-
-/// Events gathered towards one instance of an `exclusive: false` start state.
-struct Group {
-    /// One slot per trigger event, in order.
-    events: Vec<Option<Value>>,
-    /// The correlation values its first events fixed.
-    fixed: HashMap<String, String>,
-    /// When its last event came (the current clock: virtual in tests).
-    last: tokio::time::Instant,
+    pending: Vec<StartGroup>,
 }
 
 /// What one delivery did.
@@ -123,11 +200,23 @@ pub struct Delivery {
 }
 
 /// Starts instances of registered workflows from the events delivered to it (see the module).
-#[derive(Default)]
 pub struct StartRouter {
     workflows: Vec<Registered>,
     running: EventRouter,
     instances: Vec<(String, EventBus, tokio::task::JoinHandle<ExecutionResult>)>,
+    /// When the router began, on tokio's clock: group times are counted from it.
+    began: tokio::time::Instant,
+}
+
+impl Default for StartRouter {
+    fn default() -> StartRouter {
+        StartRouter {
+            workflows: Vec::new(),
+            running: EventRouter::default(),
+            instances: Vec::new(),
+            began: tokio::time::Instant::now(),
+        }
+    }
 }
 
 impl StartRouter {
@@ -153,51 +242,20 @@ impl StartRouter {
     /// else offers it to the running instances.
     pub fn deliver(&mut self, event: &Value) -> Delivery {
         let mut delivery = Delivery::default();
-        let now = tokio::time::Instant::now();
+        // Group times on the current clock (virtual in tests), in ms since the router began.
+        let now_ms = i64::try_from(self.began.elapsed().as_millis()).unwrap_or(i64::MAX);
         let mut to_start: Vec<(usize, Vec<Value>)> = Vec::new();
         for (w, reg) in self.workflows.iter_mut().enumerate() {
-            let empty = HashMap::new();
-            let Some(slot) = reg.trigger.events.iter().position(|d| matches_fixed(d, event, &empty)) else { continue };
             if reg.trigger.exclusive {
-                to_start.push((w, vec![event.clone()]));
+                if reg.trigger.takes(event) {
+                    to_start.push((w, vec![event.clone()]));
+                }
                 continue;
             }
-            // The time between two events of one group is bounded by the state's timeout.
-            if let Some(t) = reg.trigger.timeout {
-                reg.pending.retain(|g| now.saturating_duration_since(g.last) <= t);
-            }
-            let defs = &reg.trigger.events;
-            let joined = reg.pending.iter().position(|g| {
-                defs.iter()
-                    .enumerate()
-                    .any(|(i, d)| g.events.get(i).is_some_and(Option::is_none) && matches_fixed(d, event, &g.fixed))
-            });
-            let g = match joined {
-                Some(g) => g,
-                None => {
-                    reg.pending.push(Group { events: vec![None; defs.len()], fixed: HashMap::new(), last: now });
-                    reg.pending.len() - 1
-                }
-            };
-            let Some(group) = reg.pending.get_mut(g) else { continue };
-            // The first still-empty slot whose definition takes the event (under the group's values).
-            let slot = defs
-                .iter()
-                .enumerate()
-                .position(|(i, d)| {
-                    group.events.get(i).is_some_and(Option::is_none) && matches_fixed(d, event, &group.fixed)
-                })
-                .unwrap_or(slot);
-            if let (Some(cell), Some(def)) = (group.events.get_mut(slot), defs.get(slot)) {
-                *cell = Some(event.clone());
-                fix_values(&mut group.fixed, def, event);
-            }
-            group.last = now;
-            if group.events.iter().all(Option::is_some) {
-                let group = reg.pending.remove(g);
-                to_start.push((w, group.events.into_iter().flatten().collect()));
-            } else {
-                delivery.gathered.push(reg.id.clone());
+            match reg.trigger.gather(&mut reg.pending, event, now_ms) {
+                Gathered::NotTaken => {}
+                Gathered::Waiting => delivery.gathered.push(reg.id.clone()),
+                Gathered::Complete(events) => to_start.push((w, events)),
             }
         }
         if to_start.is_empty() && delivery.gathered.is_empty() {

@@ -550,6 +550,13 @@ pub enum StoreError {
     Backend(String),
 }
 
+/// The change [`Store::gather_start_event`] applies to a workflow's stored start groups: the
+/// groups, changed, and the instance (with its events) an event completed, if any.
+pub type StartGather = Box<
+    dyn FnOnce(Vec<crate::starts::StartGroup>) -> (Vec<crate::starts::StartGroup>, Option<(NewExecution, Vec<Value>)>)
+        + Send,
+>;
+
 /// A durable store of executions, their operation journals and histories. Object safe, so a
 /// journal holds `Arc<dyn Store>`; every method is async and implementations keep blocking I/O
 /// off the async threads.
@@ -618,6 +625,38 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// Creates the execution for workers to run (idempotent by name like
     /// [`Store::open_execution`], but claims nothing). Returns the record and whether it existed.
     fn create_execution(&self, new: NewExecution) -> BoxFuture<'_, Result<(ExecutionRecord, bool), StoreError>>;
+
+    /// Creates the execution `new.name` with `events` already in its inbox, in one transaction:
+    /// an event-started Serverless Workflow instance, whose start state consumes them (`wfc event`
+    /// without `--execution`). Idempotent by name: when the execution exists, nothing is added
+    /// (its events came with it), so delivering the same start event again starts nothing new.
+    /// Returns the record and whether it existed.
+    fn create_execution_with_events(
+        &self,
+        new: NewExecution,
+        events: Vec<Value>,
+    ) -> BoxFuture<'_, Result<(ExecutionRecord, bool), StoreError>> {
+        let _ = events;
+        Box::pin(
+            async move { Err(StoreError::Unsupported(format!("starting execution '{}' with its events", new.name))) },
+        )
+    }
+
+    /// The groups of events gathered towards instances of `workflow`'s non-exclusive start
+    /// state, changed by `gather` in one transaction: `gather` gets the stored groups (none at
+    /// first) and returns them changed, with the instance to create when an event completed a
+    /// group (created as [`Store::create_execution_with_events`] does, in the same transaction,
+    /// so a crash loses neither the group nor the instance). Returns the created instance's
+    /// record and whether it existed.
+    fn gather_start_event(
+        &self,
+        workflow: &str,
+        gather: StartGather,
+    ) -> BoxFuture<'_, Result<Option<(ExecutionRecord, bool)>, StoreError>> {
+        let _ = gather;
+        let workflow = workflow.to_owned();
+        Box::pin(async move { Err(StoreError::Unsupported(format!("gathering the start events of '{workflow}'"))) })
+    }
 
     /// Claims up to `limit` runnable executions that `filter` selects for `owner` for `lease`:
     /// RUNNING, not leased (or the lease expired), and due (`wake_at` passed). Each claim bumps the epoch. An

@@ -130,6 +130,17 @@ ALTER TABLE history ADD COLUMN format BIGINT NOT NULL DEFAULT 1;
 ALTER TABLE events ADD COLUMN format BIGINT NOT NULL DEFAULT 1;
 "#,
     },
+    Migration {
+        description: "the events gathered towards event-started instances (non-exclusive start states)",
+        sql: r#"
+CREATE TABLE start_groups (
+    workflow   TEXT PRIMARY KEY,
+    groups     TEXT NOT NULL,
+    format     BIGINT NOT NULL DEFAULT 1,
+    updated_at BIGINT NOT NULL
+);
+"#,
+    },
 ];
 
 /// The NOTIFY channel that wakes workers.
@@ -442,6 +453,28 @@ async fn apply_update<C: GenericClient>(
             .map_err(pg)?;
     }
     Ok(())
+}
+
+/// Creates `new` with `events` in its inbox unless it exists (then adds nothing); whether it
+/// existed.
+async fn create_with_events<C: GenericClient>(
+    c: &C,
+    new: &NewExecution,
+    events: &[Value],
+    now: i64,
+) -> Result<bool, StoreError> {
+    let existed = insert_or_check(c, new, now).await?;
+    if !existed {
+        for event in events {
+            c.execute(
+                "INSERT INTO events (execution, event, delivered_at) VALUES ($1, $2, $3)",
+                &[&new.name, &event.to_string(), &now],
+            )
+            .await
+            .map_err(pg)?;
+        }
+    }
+    Ok(existed)
 }
 
 async fn insert_or_check<C: GenericClient>(c: &C, new: &NewExecution, now: i64) -> Result<bool, StoreError> {
@@ -809,18 +842,79 @@ impl Store for PgStore {
     }
 
     fn create_execution(&self, new: NewExecution) -> BoxFuture<'_, Result<(ExecutionRecord, bool), StoreError>> {
+        self.create_execution_with_events(new, Vec::new())
+    }
+
+    fn create_execution_with_events(
+        &self,
+        new: NewExecution,
+        events: Vec<Value>,
+    ) -> BoxFuture<'_, Result<(ExecutionRecord, bool), StoreError>> {
         Box::pin(async move {
             let conn = self.conn().await;
             let mut client = conn.lock().await;
             let now = now_ms();
             let tx = client.transaction().await.map_err(pg)?;
-            let existed = insert_or_check(&tx, &new, now).await?;
+            let existed = create_with_events(&tx, &new, &events, now).await?;
             if !existed {
                 notify(&tx, &new.name).await?;
             }
             let record = get_record(&tx, &new.name).await?.ok_or_else(|| StoreError::NotFound(new.name.clone()))?;
             tx.commit().await.map_err(pg)?;
             Ok((record, existed))
+        })
+    }
+
+    fn gather_start_event(
+        &self,
+        workflow: &str,
+        gather: super::StartGather,
+    ) -> BoxFuture<'_, Result<Option<(ExecutionRecord, bool)>, StoreError>> {
+        let workflow = workflow.to_owned();
+        Box::pin(async move {
+            let conn = self.conn().await;
+            let mut client = conn.lock().await;
+            let now = now_ms();
+            let tx = client.transaction().await.map_err(pg)?;
+            // The row exists before it is locked, so two first events cannot both begin it.
+            tx.execute(
+                "INSERT INTO start_groups (workflow, groups, format, updated_at) VALUES ($1, '[]', $2, $3)
+                 ON CONFLICT (workflow) DO NOTHING",
+                &[&workflow, &ROW_FORMAT, &now],
+            )
+            .await
+            .map_err(pg)?;
+            let row = tx
+                .query_one("SELECT groups, format FROM start_groups WHERE workflow = $1 FOR UPDATE", &[&workflow])
+                .await
+                .map_err(pg)?;
+            let (text, format): (String, i64) = (row.get(0), row.get(1));
+            check_row_format(&format!("the start groups of workflow '{workflow}'"), format)?;
+            let groups = serde_json::from_str(&text).map_err(|e| {
+                StoreError::Backend(format!("the stored start groups of workflow '{workflow}' are corrupt: {e}"))
+            })?;
+            let (groups, start) = gather(groups);
+            let text = serde_json::to_string(&groups).map_err(|e| StoreError::Backend(e.to_string()))?;
+            tx.execute(
+                "UPDATE start_groups SET groups = $2, format = $3, updated_at = $4 WHERE workflow = $1",
+                &[&workflow, &text, &ROW_FORMAT, &now],
+            )
+            .await
+            .map_err(pg)?;
+            let created = match start {
+                Some((new, events)) => {
+                    let existed = create_with_events(&tx, &new, &events, now).await?;
+                    if !existed {
+                        notify(&tx, &new.name).await?;
+                    }
+                    let record =
+                        get_record(&tx, &new.name).await?.ok_or_else(|| StoreError::NotFound(new.name.clone()))?;
+                    Some((record, existed))
+                }
+                None => None,
+            };
+            tx.commit().await.map_err(pg)?;
+            Ok(created)
         })
     }
 

@@ -135,6 +135,17 @@ ALTER TABLE history ADD COLUMN format INTEGER NOT NULL DEFAULT 1;
 ALTER TABLE events ADD COLUMN format INTEGER NOT NULL DEFAULT 1;
 "#,
     },
+    Migration {
+        description: "the events gathered towards event-started instances (non-exclusive start states)",
+        sql: r#"
+CREATE TABLE start_groups (
+    workflow   TEXT PRIMARY KEY,
+    groups     TEXT NOT NULL,
+    format     INTEGER NOT NULL DEFAULT 1,
+    updated_at INTEGER NOT NULL
+);
+"#,
+    },
 ];
 
 /// A [`Store`] in one SQLite file.
@@ -524,6 +535,27 @@ fn lease_ms(lease: std::time::Duration) -> i64 {
 
 /// Creates the execution if it is new; checks the input and version of an existing one (see
 /// [`super::check_version`]; an unpinned one is adopted here). Returns whether it existed.
+/// Creates `new` with `events` in its inbox unless it exists (then adds nothing); whether it
+/// existed.
+fn create_with_events(
+    tx: &rusqlite::Transaction<'_>,
+    new: &NewExecution,
+    events: &[Value],
+    now: i64,
+) -> Result<bool, StoreError> {
+    let existed = insert_or_check(tx, new, now)?;
+    if !existed {
+        for event in events {
+            tx.execute(
+                "INSERT INTO events (execution, event, delivered_at) VALUES (?1, ?2, ?3)",
+                params![new.name, to_text(event), now],
+            )
+            .map_err(backend)?;
+        }
+    }
+    Ok(existed)
+}
+
 fn insert_or_check(tx: &rusqlite::Transaction<'_>, new: &NewExecution, now: i64) -> Result<bool, StoreError> {
     match get_record(tx, &new.name)? {
         Some(record) => {
@@ -939,13 +971,67 @@ impl Store for SqliteStore {
     }
 
     fn create_execution(&self, new: NewExecution) -> BoxFuture<'_, Result<(ExecutionRecord, bool), StoreError>> {
+        self.create_execution_with_events(new, Vec::new())
+    }
+
+    fn create_execution_with_events(
+        &self,
+        new: NewExecution,
+        events: Vec<Value>,
+    ) -> BoxFuture<'_, Result<(ExecutionRecord, bool), StoreError>> {
         self.call(move |conn| {
             let now = now_ms();
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
-            let existed = insert_or_check(&tx, &new, now)?;
+            let existed = create_with_events(&tx, &new, &events, now)?;
             let record = get_record(&tx, &new.name)?.ok_or_else(|| StoreError::NotFound(new.name.clone()))?;
             tx.commit().map_err(backend)?;
             Ok((record, existed))
+        })
+    }
+
+    fn gather_start_event(
+        &self,
+        workflow: &str,
+        gather: super::StartGather,
+    ) -> BoxFuture<'_, Result<Option<(ExecutionRecord, bool)>, StoreError>> {
+        let workflow = workflow.to_owned();
+        self.call(move |conn| {
+            let now = now_ms();
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
+            let stored: Option<(String, i64)> = tx
+                .query_row("SELECT groups, format FROM start_groups WHERE workflow = ?1", [&workflow], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
+                .optional()
+                .map_err(backend)?;
+            let groups = match stored {
+                Some((text, format)) => {
+                    check_row_format(&format!("the start groups of workflow '{workflow}'"), format)?;
+                    serde_json::from_value(from_text(&text)?).map_err(|e| {
+                        backend(format!("the stored start groups of workflow '{workflow}' are corrupt: {e}"))
+                    })?
+                }
+                None => Vec::new(),
+            };
+            let (groups, start) = gather(groups);
+            let text = serde_json::to_string(&groups).map_err(|e| backend(e.to_string()))?;
+            tx.execute(
+                "INSERT INTO start_groups (workflow, groups, format, updated_at) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (workflow) DO UPDATE SET groups = excluded.groups, format = excluded.format,
+                                                      updated_at = excluded.updated_at",
+                params![workflow, text, ROW_FORMAT, now],
+            )
+            .map_err(backend)?;
+            let created = match start {
+                Some((new, events)) => {
+                    let existed = create_with_events(&tx, &new, &events, now)?;
+                    let record = get_record(&tx, &new.name)?.ok_or_else(|| StoreError::NotFound(new.name.clone()))?;
+                    Some((record, existed))
+                }
+                None => None,
+            };
+            tx.commit().map_err(backend)?;
+            Ok(created)
         })
     }
 
