@@ -397,6 +397,8 @@ fn load_100_clients_10000_executions() {
     });
     let wall = started.elapsed();
     assert_eq!(latencies.len(), total, "every execution succeeded");
+    drop(server);
+    let in_process = in_process(&dir, &definition, total, clients);
     let mut sorted = latencies;
     sorted.sort();
     let pct = |p: f64| sorted[((sorted.len() as f64 * p) as usize).min(sorted.len() - 1)];
@@ -408,4 +410,65 @@ fn load_100_clients_10000_executions() {
         pct(0.50).as_secs_f64() * 1000.0,
         pct(0.99).as_secs_f64() * 1000.0
     );
+    println!(
+        "in process, same store kind and machine: {total} executions created by {clients} tasks in {:.1} s, run by one worker in {:.1} s: {:.0} executions/s ({:.0} steps/s) end to end; the API reaches {:.0}% of it",
+        in_process.0.as_secs_f64(),
+        in_process.1.as_secs_f64(),
+        total as f64 / (in_process.0 + in_process.1).as_secs_f64(),
+        total as f64 * steps_per_execution as f64 / (in_process.0 + in_process.1).as_secs_f64(),
+        100.0 * per_s / (total as f64 / (in_process.0 + in_process.1).as_secs_f64()),
+    );
+}
+
+/// The same executions without the server: `total` executions of `definition` created in a
+/// fresh SQLite store (default settings, as `wfc serve --store sqlite:PATH`) by `clients`
+/// concurrent tasks, then run by one in-process durable worker configured as the server's.
+/// Returns (creation time, run time).
+fn in_process(dir: &Path, definition: &Value, total: usize, clients: usize) -> (Duration, Duration) {
+    use std::sync::Arc;
+    use wfc_runtime::durable::{self, NewExecution, Worker, Workflows};
+    let text = definition.to_string();
+    let workflow = Arc::new(
+        wfc_core::load(wfc_core::Source { path: "Short.asl.json", text: &text }).expect("a valid machine").workflow,
+    );
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let url = format!("sqlite:{}", dir.join("in-process.db").display());
+        let store = durable::connect(&url).await.unwrap();
+        let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let created = Instant::now();
+        let mut set = tokio::task::JoinSet::new();
+        for _ in 0..clients {
+            let (store, next, name) = (Arc::clone(&store), Arc::clone(&next), workflow.name.clone());
+            set.spawn(async move {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if i >= total {
+                        return;
+                    }
+                    let new = NewExecution {
+                        name: format!("x{i}"),
+                        workflow: name.clone(),
+                        input: json!({"i": i}),
+                        start_time: "2026-01-01T00:00:00.000Z".into(),
+                        definition_hash: None,
+                        version_id: None,
+                    };
+                    store.create_execution(new).await.unwrap();
+                }
+            });
+        }
+        while set.join_next().await.is_some() {}
+        let created = created.elapsed();
+        let handlers = Arc::new(wfc_runtime::interp::Handlers::new());
+        let flows = Workflows::new().interpreted(Arc::clone(&workflow), handlers);
+        let mut config = wfc_serve::Config::new(Arc::clone(&store), Arc::new(wfc_serve::NoHandler)).worker;
+        config.exit_when_idle = true;
+        let ran = Instant::now();
+        let stats = Worker::new(store, flows, config).run(futures::future::pending()).await.unwrap();
+        let ran = ran.elapsed();
+        assert_eq!(stats.finished, total as u64, "{stats:?}");
+        eprintln!("in-process worker: {stats:?}");
+        (created, ran)
+    })
 }
