@@ -74,12 +74,11 @@ pub async fn handle(
         Ok(body) => body,
         Err(e) => return Ok(error(&e)),
     };
-    if let Some(verifier) = auth {
-        if let Err(e) = verifier.verify(&parts.method, &parts.uri, &parts.headers, &body, std::time::SystemTime::now())
-        {
-            tracing::info!(error = %e, "request refused");
-            return Ok(error(&e));
-        }
+    if let Some(verifier) = auth
+        && let Err(e) = verifier.verify(&parts.method, &parts.uri, &parts.headers, &body, std::time::SystemTime::now())
+    {
+        tracing::info!(error = %e, "request refused");
+        return Ok(error(&e));
     }
     let operation = parts
         .headers
