@@ -235,7 +235,10 @@ fn kill9_while_executions_wait_loses_and_repeats_nothing() {
         |resource: &str, next: &str| json!({"Type": "Task", "Resource": resource, "ResultPath": null, "Next": next});
     let after = json!({"Type": "Task", "Resource": "After", "ResultPath": null, "End": true});
     let machines = [
-        ("Waits", json!({"Type": "Wait", "Seconds": 4, "Next": "After"})),
+        // A short Wait holds the worker (the execution stays claimed: the next server claims it
+        // when the dead one's lease runs out); a long one is released with a wake-up time.
+        ("Waits", json!({"Type": "Wait", "Seconds": 3, "Next": "After"})),
+        ("Sleeps", json!({"Type": "Wait", "Seconds": 12, "Next": "After"})),
         (
             "Calls",
             json!({"Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
@@ -258,15 +261,22 @@ fn kill9_while_executions_wait_loses_and_repeats_nothing() {
     // Every execution is past Before and waiting: the callbacks have sent their tokens, the
     // activity tasks were handed to this worker (and are never answered: the server dies).
     let limit = Duration::from_secs(120);
-    wait_until("every Before to run", limit, || (support::ledger_counts(&ledger).len() == 9).then_some(()));
-    wait_until("the callback tokens", limit, || (std::fs::read_dir(&tokens).unwrap().count() == 3).then_some(()));
+    wait_until("every Before to run", limit, || (support::ledger_counts(&ledger).len() == 12).then_some(()));
+    let sent = || {
+        std::fs::read_dir(&tokens)
+            .unwrap()
+            .filter(|e| !e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".tmp"))
+            .count()
+    };
+    wait_until("the callback tokens", limit, || (sent() == 3).then_some(()));
     let mut handed = 0;
     while handed < 3 {
         let got = c.ok("GetActivityTask", json!({"activityArn": activity, "workerName": "doomed"}));
         handed += usize::from(got.get("taskToken").is_some());
     }
-    // The Waits executions are still in their 4 s Wait (no After has run yet).
-    assert!(support::ledger_counts(&ledger).keys().all(|(_, state)| state == "Before"));
+    // Not asserted (it depends on the machine's speed): whether the Waits were still waiting.
+    let done = support::ledger_counts(&ledger).keys().filter(|(_, state)| state == "After").count();
+    eprintln!("killing the server with {done} executions past their wait");
     server.kill9();
 
     let server = Server::start(&store, &args, &[("TOKEN_DIR", &tokens)]);
@@ -342,8 +352,8 @@ fn recorded_cases_through_the_api_match_wfc_test() {
 /// load -- --ignored --nocapture`): 100 concurrent clients run 10,000 executions of a short
 /// machine through StartExecution and DescribeExecution on loopback; all must succeed. Prints
 /// executions/s and the p50/p99 latency of an execution (StartExecution to the
-/// DescribeExecution that sees it end), and the in-process steps/s of the same store
-/// (`wfc bench-durable`-style run of the same machine by `wfc worker`'s runtime) for comparison.
+/// DescribeExecution that sees it end), then the same executions run in process by a durable
+/// worker on a store of the same kind ([`in_process`]), for comparison (docs/benchmarks.md).
 #[test]
 #[ignore = "a load test: run it explicitly (docs/benchmarks.md)"]
 fn load_100_clients_10000_executions() {
