@@ -199,6 +199,29 @@ fn sigv4_is_required_with_credentials() {
     let store = format!("sqlite:{}", dir.join("serve.db").display());
     let server = Server::start(&store, &["--credentials", &credentials, "--handlers", &handlers], &[]);
     python(&venv, "sigv4_suite.py", &[&server.endpoint(), ledger.to_str().unwrap(), key, secret]);
+    // The AWS CLI signs as boto3 does: the right keys work, a wrong secret and an unsigned
+    // request (--no-sign-request) are refused.
+    let aws = |secret: &str, extra: &[&str]| {
+        let out = Command::new(venv.join("bin/aws"))
+            .args(["--endpoint-url", &server.endpoint(), "--region", "us-east-1", "--output", "json"])
+            .args(extra)
+            .args(["stepfunctions", "list-state-machines"])
+            .env("AWS_ACCESS_KEY_ID", key)
+            .env("AWS_SECRET_ACCESS_KEY", secret)
+            .env_remove("AWS_PROFILE")
+            .output()
+            .expect("run aws");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
+        )
+    };
+    let (ok, text) = aws(secret, &[]);
+    assert!(ok && text.contains("stateMachine:Signed"), "{text}");
+    let (ok, text) = aws("not-the-secret", &[]);
+    assert!(!ok && text.contains("(InvalidSignatureException)"), "{text}");
+    let (ok, text) = aws(secret, &["--no-sign-request"]);
+    assert!(!ok && text.contains("(UnrecognizedClientException)"), "{text}");
     // The same refusals for the raw client (unsigned), and still one execution in the store.
     let mut client = Client::new(&server.addr);
     let e = client.call("ListStateMachines", &json!({})).unwrap_err();
