@@ -14,9 +14,17 @@ use crate::{Exit, fatal};
 /// `wfc serve`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct ServeArgs {
-    /// The address to listen on (loopback only: requests are not authenticated yet).
+    /// The address to listen on (loopback unless --allow-remote).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8083")]
     listen: SocketAddr,
+    /// Allow a --listen address that is not loopback (requires --credentials).
+    #[arg(long)]
+    allow_remote: bool,
+    /// Require every request to be SigV4-signed with one of these credentials: a file of
+    /// `ACCESS_KEY_ID:SECRET_ACCESS_KEY` lines (else the environment variable
+    /// WFC_SERVE_CREDENTIALS, same format, may hold them).
+    #[arg(long, value_name = "FILE")]
+    credentials: Option<PathBuf>,
     /// The store of state machines and executions: `sqlite:PATH` or `postgres://...`.
     #[arg(long, value_name = "URL", default_value = "sqlite:wfc-serve.db")]
     store: String,
@@ -40,6 +48,19 @@ pub(crate) struct ServeArgs {
     activity_poll_seconds: u64,
 }
 
+/// The credentials requests must be signed with: `--credentials FILE`, else
+/// `WFC_SERVE_CREDENTIALS`, else none (requests are not authenticated).
+fn credentials(args: &ServeArgs) -> Result<Option<wfc_serve::sigv4::Credentials>, String> {
+    if let Some(path) = &args.credentials {
+        return wfc_serve::sigv4::Credentials::load(path).map(Some);
+    }
+    match std::env::var("WFC_SERVE_CREDENTIALS") {
+        Ok(text) => wfc_serve::sigv4::Credentials::parse(&text, "WFC_SERVE_CREDENTIALS").map(Some),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(_)) => Err("WFC_SERVE_CREDENTIALS is not UTF-8".into()),
+    }
+}
+
 /// Runs the server until SIGTERM or SIGINT. Prints `{"listening": ADDR, "store": URL}` once it
 /// accepts connections (with `--listen 127.0.0.1:0`, ADDR has the port chosen).
 pub(crate) fn run(args: &ServeArgs) -> Exit {
@@ -49,7 +70,11 @@ pub(crate) fn run(args: &ServeArgs) -> Exit {
     if args.virtual_time {
         return fatal("--virtual-time is not implemented yet by wfc serve (docs/serve.md)");
     }
-    if let Err(e) = wfc_serve::check_listen(&args.listen) {
+    let credentials = match credentials(args) {
+        Ok(c) => c,
+        Err(e) => return fatal(e),
+    };
+    if let Err(e) = wfc_serve::check_listen(&args.listen, args.allow_remote, credentials.is_some()) {
         return fatal(e);
     }
     let commands = match &args.handlers {
@@ -74,7 +99,9 @@ pub(crate) fn run(args: &ServeArgs) -> Exit {
         let mut config = wfc_serve::Config::new(store, handler);
         config.arns = wfc_serve::Arns { region: args.region.clone(), account: args.account.clone() };
         config.activity_poll = Duration::from_secs(args.activity_poll_seconds);
-        println!("{}", serde_json::json!({ "listening": local.to_string(), "store": args.store }));
+        config.auth = credentials.map(|c| Arc::new(wfc_serve::sigv4::Verifier::new(c, args.region.clone())));
+        let signed = config.auth.is_some();
+        println!("{}", serde_json::json!({ "listening": local.to_string(), "store": args.store, "sigv4": signed }));
         wfc_serve::serve(listener, config, shutdown).await
     });
     match result {

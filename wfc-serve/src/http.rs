@@ -15,6 +15,7 @@ use serde_json::{Map, Value};
 
 use crate::api::Service;
 use crate::error::ApiError;
+use crate::sigv4::Verifier;
 
 /// The content type of the protocol.
 pub const CONTENT_TYPE: &str = "application/x-amz-json-1.0";
@@ -36,24 +37,61 @@ fn error(e: &ApiError) -> Response<Full<Bytes>> {
     respond(e.status, &e.body())
 }
 
-/// Answers one request.
+/// Reads a whole body, refusing one over `max_body` bytes (HTTP 413).
+async fn read_body<B>(body: B, max_body: usize) -> Result<Bytes, ApiError>
+where
+    B: hyper::body::Body<Data = Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    match Limited::new(body, max_body).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) => {
+            let too_large = e.downcast_ref::<http_body_util::LengthLimitError>().is_some();
+            Err(if too_large {
+                ApiError {
+                    status: 413,
+                    code: "RequestEntityTooLargeException",
+                    message: format!("The request body is larger than {max_body} bytes"),
+                }
+            } else {
+                ApiError::client("SerializationException", format!("The request body could not be read: {e}"))
+            })
+        }
+    }
+}
+
+/// Answers one request (verifying its SigV4 signature first when `auth` is set).
 pub async fn handle(
     service: Arc<Service>,
     max_body: usize,
+    auth: Option<Arc<Verifier>>,
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
-    let operation = req
-        .headers()
+    // The body is read first: with signing required, it is part of what is signed, and
+    // nothing else of the request is looked at before the signature is verified.
+    let (parts, incoming) = req.into_parts();
+    let body = match read_body(incoming, max_body).await {
+        Ok(body) => body,
+        Err(e) => return Ok(error(&e)),
+    };
+    if let Some(verifier) = auth
+        && let Err(e) = verifier.verify(&parts.method, &parts.uri, &parts.headers, &body, std::time::SystemTime::now())
+    {
+        tracing::info!(error = %e, "request refused");
+        return Ok(error(&e));
+    }
+    let operation = parts
+        .headers
         .get("x-amz-target")
         .and_then(|v| v.to_str().ok())
         .map(|t| t.strip_prefix(TARGET_PREFIX).map(str::to_owned).ok_or_else(|| t.to_owned()));
-    if req.method() != Method::POST || req.uri().path() != "/" {
+    if parts.method != Method::POST || parts.uri.path() != "/" {
         let e = ApiError::client(
             "UnknownOperationException",
             format!(
                 "{} {} is not an operation: the Step Functions API is POST / with X-Amz-Target",
-                req.method(),
-                req.uri().path()
+                parts.method,
+                parts.uri.path()
             ),
         );
         return Ok(error(&e));
@@ -67,22 +105,6 @@ pub async fn handle(
             )));
         }
         None => return Ok(error(&ApiError::client("UnknownOperationException", "Missing the X-Amz-Target header"))),
-    };
-    let body = match Limited::new(req.into_body(), max_body).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) => {
-            let too_large = e.downcast_ref::<http_body_util::LengthLimitError>().is_some();
-            let e = if too_large {
-                ApiError {
-                    status: 413,
-                    code: "RequestEntityTooLargeException",
-                    message: format!("The request body is larger than {max_body} bytes"),
-                }
-            } else {
-                ApiError::client("SerializationException", format!("The request body could not be read: {e}"))
-            };
-            return Ok(error(&e));
-        }
     };
     // An empty body is an empty request, as the SDKs send for operations without members.
     let parsed: Result<Map<String, Value>, ApiError> = if body.iter().all(u8::is_ascii_whitespace) {

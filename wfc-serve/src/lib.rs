@@ -7,7 +7,8 @@
 //!   executions stay pinned to the definition they started with);
 //! - [`tasks`]: activities (answered by `GetActivityTask` workers) and the Task handler;
 //! - [`history`]: wfc's history in AWS's `HistoryEvent` shape;
-//! - [`arn`]: the ARNs of state machines, executions and activities.
+//! - [`arn`]: the ARNs of state machines, executions and activities;
+//! - [`sigv4`]: SigV4 verification of requests (required with `--credentials`).
 //!
 //! Executions are durable: `StartExecution` creates them in the store, and the runtime's
 //! durable [`Worker`] running inside the server claims and runs them, resuming any that were
@@ -19,6 +20,7 @@ pub mod error;
 pub mod history;
 pub mod http;
 pub mod machines;
+pub mod sigv4;
 pub mod tasks;
 
 use std::future::Future;
@@ -53,6 +55,9 @@ pub struct Config {
     pub activity_poll: Duration,
     /// The in-server worker (its owner name, concurrency, poll interval, ...).
     pub worker: WorkerConfig,
+    /// When set, every request must carry a valid SigV4 signature for one of its credentials
+    /// (default: none, which [`check_listen`] allows on loopback only).
+    pub auth: Option<Arc<sigv4::Verifier>>,
 }
 
 impl Config {
@@ -75,26 +80,37 @@ impl Config {
             max_body: 1024 * 1024,
             activity_poll: Duration::from_secs(60),
             worker,
+            auth: None,
         }
     }
 }
 
 impl std::fmt::Debug for Config {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Config").field("arns", &self.arns).field("max_body", &self.max_body).finish_non_exhaustive()
+        f.debug_struct("Config")
+            .field("arns", &self.arns)
+            .field("max_body", &self.max_body)
+            .field("auth", &self.auth)
+            .finish_non_exhaustive()
     }
 }
 
-/// Refuses an address that is not loopback: `StartExecution` can run command handlers, and
-/// requests are not authenticated yet (SigV4 is not implemented), so only this machine may
-/// connect.
-pub fn check_listen(addr: &SocketAddr) -> Result<(), String> {
+/// Whether a server may listen on `addr`: on loopback always; elsewhere only when asked
+/// explicitly (`allow_remote`, `wfc serve --allow-remote`) and with signatures verified
+/// (`signed`), since `StartExecution` can run `--handlers` commands.
+pub fn check_listen(addr: &SocketAddr, allow_remote: bool, signed: bool) -> Result<(), String> {
     if addr.ip().is_loopback() {
         Ok(())
-    } else {
+    } else if !allow_remote {
         Err(format!(
-            "wfc serve listens on loopback only ({addr} is not): it does not verify SigV4 signatures yet, and StartExecution can run --handlers commands"
+            "wfc serve listens on loopback unless told otherwise ({addr} is not loopback): pass --allow-remote, with --credentials so that every request must be SigV4-signed (StartExecution can run --handlers commands)"
         ))
+    } else if !signed {
+        Err(format!(
+            "--allow-remote needs --credentials (or WFC_SERVE_CREDENTIALS): beyond loopback ({addr}) every request must carry a valid SigV4 signature"
+        ))
+    } else {
+        Ok(())
     }
 }
 
@@ -122,6 +138,7 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: impl Future<
     });
     let mut shutdown = std::pin::pin!(shutdown);
     let max_body = config.max_body;
+    let auth = config.auth.clone();
     let mut connections = tokio::task::JoinSet::new();
     let result = loop {
         tokio::select! {
@@ -137,8 +154,9 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: impl Future<
                     }
                 };
                 let service = Arc::clone(&service);
+                let auth = auth.clone();
                 connections.spawn(async move {
-                    let svc = service_fn(move |req| http::handle(Arc::clone(&service), max_body, req));
+                    let svc = service_fn(move |req| http::handle(Arc::clone(&service), max_body, auth.clone(), req));
                     if let Err(e) = http1::Builder::new().serve_connection(TokioIo::new(stream), svc).await {
                         tracing::debug!(error = %e, "connection ended with an error");
                     }
