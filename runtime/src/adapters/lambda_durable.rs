@@ -335,17 +335,16 @@ fn from_wire(op: &Value) -> Option<Operation> {
     if op_type == OpType::Callback {
         match status {
             // The service timed the callback out (`Callback.Timeout` / `Callback.Heartbeat` in
-            // dex-local-runner): the States Language errors of TimeoutSeconds and
-            // HeartbeatSeconds, which Retry and Catch see.
+            // dex-local-runner): `States.Timeout` either way, as AWS records an expired
+            // TimeoutSeconds and a missed heartbeat alike; Retry and Catch see it.
             OpStatus::TimedOut => {
                 let heartbeat = error_type.as_deref().is_some_and(|t| t.contains("Heartbeat"));
-                let (name, text) = if heartbeat {
-                    // AWS fails a missed heartbeat with States.Timeout too (recorded).
-                    (wfc_ir::errors::TIMEOUT, "the task did not send a heartbeat within HeartbeatSeconds")
+                let text = if heartbeat {
+                    "the task did not send a heartbeat within HeartbeatSeconds"
                 } else {
-                    (wfc_ir::errors::TIMEOUT, "the task did not finish within TimeoutSeconds")
+                    "the task did not finish within TimeoutSeconds"
                 };
-                error_type = Some(name.to_owned());
+                error_type = Some(wfc_ir::errors::TIMEOUT.to_owned());
                 cause = Some(cause.map_or_else(|| text.to_owned(), |c| format!("{text}: {c}")));
             }
             // SendDurableExecutionCallbackFailure with no error type.
