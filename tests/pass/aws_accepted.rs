@@ -1,11 +1,13 @@
 //! Definitions AWS accepts (recorded) that wfc reports only with warnings compile through
-//! `include_workflow!`, warning-free, and fail at run time where AWS fails: a variable read but
+//! `include_workflow!` (their warnings reach rustc as deprecation notes, allowed here: the
+//! UI case `definition_warning` shows them) and fail at run time where AWS fails: a variable read but
 //! never assigned (WFC0906), one assigned only in a Parallel branch (WFC0906), an outer name
 //! assigned in a Map iteration (WFC0907, a variable of the iteration), a `.$` key in a JSONata
 //! state (WFC0902, kept literally) and `ToleratedFailureCount` on an INLINE Map (WFC0220).
 //! Their definitions are in `tests/ui/accepted/` (definitions that compile, unlike
 //! `tests/ui/fixtures/`, which the UI cases expect to be refused).
 #![deny(warnings, missing_docs)]
+#![allow(deprecated)]
 
 wfc_runtime::include_workflow!("ui/accepted/undefined_variable.asl.json");
 wfc_runtime::include_workflow!("ui/accepted/variable_out_of_scope.asl.json");

@@ -17,7 +17,9 @@
 //!
 //! Paths are relative to the including crate's `CARGO_MANIFEST_DIR`; absolute paths are
 //! rejected so a build does not depend on where the checkout lives. Errors in the definition are
-//! reported at the path literal, with `file:line:col` and an excerpt in the message.
+//! reported at the path literal, one rustc error per problem, with `file:line:col` and an
+//! excerpt in the message. Its warnings (and notes) reach rustc as deprecation warnings (stable
+//! Rust has no proc-macro warnings; see `as_warnings`); `#[allow(deprecated)]` silences them.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -26,6 +28,7 @@ use proc_macro2::{Span, TokenStream as TokenStream2};
 use quote::{quote, quote_spanned};
 use syn::parse::{Parse, ParseStream};
 use syn::{Ident, LitStr, Token};
+use wfc_core::{Diagnostics, Severity};
 
 /// Compiles a workflow definition into a module. See the crate docs for the accepted forms.
 #[proc_macro]
@@ -205,23 +208,62 @@ fn expand(args: &Args) -> syn::Result<TokenStream2> {
     match compiled {
         Ok(compiled) => {
             let module = compiled.tokens;
+            let warnings = as_warnings(&compiled.warnings, span);
             Ok(quote_spanned! {span=>
                 #module
+                #warnings
                 const _: &[u8] = ::core::include_bytes!(#absolute);
                 #(const _: &[u8] = ::core::include_bytes!(#tracked);)*
             })
         }
         Err(diagnostics) => {
-            let mut message = diagnostics.render(false);
-            if message.trim().is_empty() {
-                message = format!("`{relative}` is not a valid workflow definition");
-            }
-            let error = syn::Error::new(span, without_severity(message.trim_end()));
+            // One rustc error per problem, each with its own excerpt (not nested in the first).
+            let errors = each_rendered(&diagnostics, |s| s == Severity::Error)
+                .into_iter()
+                .map(|message| syn::Error::new(span, without_severity(message.trim_end())))
+                .reduce(|mut all, next| {
+                    all.combine(next);
+                    all
+                });
+            let error = errors
+                .unwrap_or_else(|| syn::Error::new(span, format!("`{relative}` is not a valid workflow definition")));
             let mut tokens = with_skeleton(error, &settings);
+            tokens.extend(as_warnings(&diagnostics, span));
             // Track the file even when it is invalid, so fixing it triggers a rebuild.
             tokens.extend(quote_spanned! {span=> const _: &[u8] = ::core::include_bytes!(#absolute); });
             Ok(tokens)
         }
+    }
+}
+
+/// Each diagnostic whose severity `keep` selects, rendered on its own (rustc-style, with its
+/// excerpt), in source order.
+fn each_rendered(diagnostics: &Diagnostics, keep: impl Fn(Severity) -> bool) -> Vec<String> {
+    diagnostics
+        .items
+        .iter()
+        .filter(|d| keep(d.severity))
+        .map(|d| Diagnostics::new(diagnostics.path.clone(), diagnostics.text.clone(), vec![d.clone()]).render(false))
+        .collect()
+}
+
+/// The definition's warnings and notes as rustc warnings. Stable Rust gives proc macros no
+/// warnings of their own, so each is the note of a `#[deprecated]` constant the expansion uses
+/// (the known workaround): rustc prints `warning: use of deprecated constant
+/// `_::workflow_definition_warning`: <the rendered diagnostic>`. `#[allow(deprecated)]` on the
+/// macro call silences them; `wfc check` and `wfc-build` show them too.
+fn as_warnings(diagnostics: &Diagnostics, span: Span) -> TokenStream2 {
+    let notes: Vec<String> =
+        each_rendered(diagnostics, |s| s != Severity::Error).iter().map(|m| m.trim_end().to_owned()).collect();
+    quote_spanned! {span=>
+        #(
+            const _: () = {
+                #[deprecated(note = #notes)]
+                #[allow(non_upper_case_globals)]
+                const workflow_definition_warning: () = ();
+                workflow_definition_warning
+            };
+        )*
     }
 }
 
