@@ -69,6 +69,27 @@ pub struct RunOptions {
     /// The region and account that ARNs are minted in; `None`: [`DEFAULT_REGION`] and
     /// [`DEFAULT_ACCOUNT`] (there is no AWS account locally).
     pub account: Option<(String, String)>,
+    /// How a service names the execution ([`Identity`]); `None`: from the fields above (and a
+    /// journaled execution's name is its store name).
+    pub identity: Option<Identity>,
+}
+
+/// The identity a service gives an execution (`wfc serve`: its Step Functions name and ARNs),
+/// which `$$.Execution.Name`/`Id`/`RoleArn`, `$$.StateMachine.Id`/`Name` and the history show.
+/// It wins over the other naming options, and over a journaled execution's store name (which
+/// command handlers still see as `WFC_EXECUTION_NAME`, [`TaskContext::execution_name`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// The execution's name (`$$.Execution.Name`).
+    pub name: String,
+    /// The state machine's name in ARNs and `$$.StateMachine.Name`.
+    pub state_machine: String,
+    /// The region of the ARNs.
+    pub region: String,
+    /// The account of the ARNs.
+    pub account: String,
+    /// `$$.Execution.RoleArn`; `None`: the local default role of the account.
+    pub role_arn: Option<String>,
 }
 
 /// A state machine's type, as AWS distinguishes them in what an execution sees.
@@ -129,6 +150,7 @@ impl RunOptions {
             machine_type: MachineType::Standard,
             state_machine_name: None,
             account: None,
+            identity: None,
         }
     }
 
@@ -150,7 +172,14 @@ impl RunOptions {
             machine_type: MachineType::Standard,
             state_machine_name: None,
             account: None,
+            identity: None,
         }
+    }
+
+    /// Sets the identity a service gives the execution ([`Identity`]).
+    pub fn with_identity(mut self, identity: Identity) -> RunOptions {
+        self.identity = Some(identity);
+        self
     }
 
     /// Sets who starts the execution (the scheduler passes [`crate::schedule::StartedBy::Scheduler`]).
@@ -375,6 +404,9 @@ struct Shared {
     history: History,
     workflow_name: String,
     name: String,
+    /// The name command handlers and callback listings see when a service's [`Identity`]
+    /// renamed the execution: its store name. `None`: [`Shared::name`].
+    task_name: Option<String>,
     id: String,
     state_machine_id: String,
     /// `arn:aws:states:<region>:<account>`, the start of every ARN the execution mints.
@@ -419,6 +451,7 @@ impl Execution {
             machine_type,
             state_machine_name,
             account,
+            identity,
         } = options;
         let started_at = Instant::now();
         let start_time = clock.now_rfc3339();
@@ -427,6 +460,11 @@ impl Execution {
         let (name, start_time) = match &journal {
             Some(j) => (Some(j.name().to_owned()), j.start_time().to_owned()),
             None => (name, start_time),
+        };
+        // A service's identity wins; command handlers keep seeing the store name.
+        let (task_name, name, state_machine_name, account, role_arn) = match identity {
+            Some(id) => (name, Some(id.name), Some(id.state_machine), Some((id.region, id.account)), id.role_arn),
+            None => (None, name, state_machine_name, account, None),
         };
         let machine = state_machine_name.unwrap_or_else(|| workflow.name.clone());
         let (region, account) = account.unwrap_or_else(|| (DEFAULT_REGION.to_owned(), DEFAULT_ACCOUNT.to_owned()));
@@ -451,10 +489,11 @@ impl Execution {
             id,
             machine_type,
             state_machine_id: format!("{arn_prefix}:stateMachine:{machine}"),
-            role_arn: format!("arn:aws:iam::{account}:role/wfc-local"),
+            role_arn: role_arn.unwrap_or_else(|| format!("arn:aws:iam::{account}:role/wfc-local")),
             workflow_name: machine,
             arn_prefix,
             name,
+            task_name,
             input: input.clone(),
             start_time,
             started_at,
@@ -591,6 +630,12 @@ impl Execution {
         &self.shared.name
     }
 
+    /// The name Task handlers see (`TaskContext::execution_name`): the store name of a
+    /// journaled execution a service renamed with an [`Identity`], else [`Execution::name`].
+    pub fn task_execution_name(&self) -> &str {
+        self.shared.task_name.as_deref().unwrap_or(&self.shared.name)
+    }
+
     /// The execution's id (`$$.Execution.Id`), an ARN-shaped identifier.
     pub fn id(&self) -> &str {
         &self.shared.id
@@ -646,6 +691,7 @@ impl Execution {
             arn_prefix: self.shared.arn_prefix.clone(),
             workflow_name,
             name,
+            task_name: None,
             state_machine_id,
             role_arn: self.shared.role_arn.clone(),
             // A Map Run child is a STANDARD or EXPRESS execution of its own; wfc runs both the
@@ -1314,7 +1360,7 @@ where
             }
             details
         });
-        let task_ctx = TaskContext::new(name, spec.resource.as_str(), visit.retry_count, exec.name());
+        let task_ctx = TaskContext::new(name, spec.resource.as_str(), visit.retry_count, exec.task_execution_name());
         let task_ctx = match role_arn {
             Some(arn) => task_ctx.with_role_arn(arn),
             None => task_ctx,
@@ -2475,7 +2521,7 @@ impl Execution {
         let waiting = crate::callback::WaitingTask {
             token: token.to_owned(),
             state_name: name.to_owned(),
-            execution_name: self.name().to_owned(),
+            execution_name: self.task_execution_name().to_owned(),
             input: params,
         };
         let limits = crate::callback::Limits { timeout_at: timeout.map(|t| Instant::now() + t), heartbeat, timeout };

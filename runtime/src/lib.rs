@@ -66,7 +66,7 @@ pub mod __private;
 pub use callback::Callbacks;
 pub use clock::{Clock, block_on_virtual};
 pub use error::{Failure, TaskError};
-pub use exec::{Execution, ExecutionResult, MachineType, RunOptions, Status};
+pub use exec::{Execution, ExecutionResult, Identity, MachineType, RunOptions, Status};
 pub use history::{EventType, History, HistoryEvent, HistoryLevel};
 pub use interp::{DynHandler, Handlers};
 pub use limits::Limits;

@@ -1126,7 +1126,7 @@ async fn action_result(
             exec.record(EventType::TaskScheduled, json!({ "name": name, "resource": function, "parameters": params }));
             // An SWF decider schedules the call as an activity whose type is the function's name.
             let request = exec.step_request(function, &params, action.timeout.map(secs), None);
-            let ctx = TaskContext::new(name, function.as_str(), 0, exec.name());
+            let ctx = TaskContext::new(name, function.as_str(), 0, exec.task_execution_name());
             let run =
                 run_attempt(|| functions.call(function, params, ctx.clone()), &ctx, action.timeout.map(secs), None);
             let attempt = function_attempt(exec, name, site, key, request, run).await?;

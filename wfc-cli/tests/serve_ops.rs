@@ -344,6 +344,50 @@ fn kill9_while_executions_wait_loses_and_repeats_nothing() {
     assert_eq!(counts, expected, "every Task body ran exactly once");
 }
 
+/// Inside an execution the server runs, the context object names it as AWS does: its name,
+/// its execution ARN, its state machine's ARN and name, and the machine's role; command
+/// handlers still see the store name (`<machine>:<name>`) as `WFC_EXECUTION_NAME`.
+#[test]
+fn executions_see_their_own_identity_in_the_context_object() {
+    let dir = support::scratch("identity");
+    let ledger = dir.join("ledger");
+    let handlers = support::ledger_handlers(&dir, &ledger, &[("Record", 0.0)]);
+    let store = format!("sqlite:{}", dir.join("serve.db").display());
+    let server =
+        Server::start(&store, &["--handlers", &handlers, "--region", "eu-west-3", "--account", "210987654321"], &[]);
+    let mut c = Client::new(&server.addr);
+    let definition = json!({"StartAt": "Record", "States": {
+        "Record": {"Type": "Task", "Resource": "Record", "ResultPath": null, "Next": "Who"},
+        "Who": {"Type": "Pass", "Parameters": {
+            "name.$": "$$.Execution.Name", "id.$": "$$.Execution.Id", "role.$": "$$.Execution.RoleArn",
+            "machine.$": "$$.StateMachine.Id", "machineName.$": "$$.StateMachine.Name"}, "End": true}}});
+    let role = "arn:aws:iam::210987654321:role/who-runs";
+    let machine = c.ok("CreateStateMachine", json!({"name": "Who", "definition": definition.to_string(), "roleArn": role}))
+        ["stateMachineArn"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(machine, "arn:aws:states:eu-west-3:210987654321:stateMachine:Who");
+    let arn = c.ok("StartExecution", json!({"stateMachineArn": machine, "name": "me"}))["executionArn"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let d = wait_until("the execution to finish", Duration::from_secs(120), || {
+        let d = c.ok("DescribeExecution", json!({"executionArn": arn}));
+        (d["status"] != "RUNNING").then_some(d)
+    });
+    assert_eq!(d["status"], "SUCCEEDED", "{d:#}");
+    let output: Value = serde_json::from_str(d["output"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        output,
+        json!({"name": "me", "id": arn, "role": role, "machine": machine, "machineName": "Who"}),
+        "the context object"
+    );
+    assert_eq!(arn, "arn:aws:states:eu-west-3:210987654321:execution:Who:me");
+    let counts = support::ledger_counts(&ledger);
+    assert_eq!(counts.into_iter().collect::<Vec<_>>(), [(("Who:me".into(), "Record".into()), 1)]);
+}
+
 /// The runnable AWS-recorded cases with no Task (../shared/conformance/asl-aws), through the
 /// API from concurrent boto3 clients, give the same status, output, error and cause as
 /// `wfc test` (tests/serve/conformance_api.py says which cases are left out and why).

@@ -8,7 +8,8 @@
 //! - [`tasks`]: activities (answered by `GetActivityTask` workers) and the Task handler;
 //! - [`history`]: wfc's history in AWS's `HistoryEvent` shape;
 //! - [`arn`]: the ARNs of state machines, executions and activities;
-//! - [`sigv4`]: SigV4 verification of requests (required with `--credentials`).
+//! - [`sigv4`]: SigV4 verification of requests (required with `--credentials`);
+//! - [`identity`]: the executions' Step Functions name and ARNs in `$$`.
 //!
 //! Executions are durable: `StartExecution` creates them in the store, and the runtime's
 //! durable [`Worker`] running inside the server claims and runs them, resuming any that were
@@ -19,6 +20,7 @@ pub mod arn;
 pub mod error;
 pub mod history;
 pub mod http;
+pub mod identity;
 pub mod machines;
 pub mod sigv4;
 pub mod tasks;
@@ -129,7 +131,11 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: impl Future<
         handler: Arc::clone(&handler),
         activity_poll: config.activity_poll,
     });
-    let workflows = Workflows::new().loader(machines::load_version).interpret_stored(handler);
+    let identities = identity::Identities::new(config.arns.clone());
+    let workflows = Workflows::new().loader(identities.loader()).interpret_stored(handler).identity({
+        let identities = Arc::clone(&identities);
+        move |record| identities.of(record)
+    });
     let worker = Worker::new(Arc::clone(&config.store), workflows, config.worker.clone());
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let worker_task = tokio::spawn(async move {

@@ -78,7 +78,7 @@ fn origin(machine_type: MachineType, role_arn: &str) -> String {
 
 /// The type and role recorded in a version's origin; `None` for a tombstone or a version that
 /// wfc serve did not write (a workflow registered by `wfc worker` or `wfc run`).
-fn metadata(version: &WorkflowVersion) -> Option<(MachineType, String)> {
+pub(crate) fn metadata(version: &WorkflowVersion) -> Option<(MachineType, String)> {
     let rest = version.definition.origin.strip_prefix(ORIGIN_PREFIX)?;
     let (kind, role) = rest.split_once(':')?;
     Some((MachineType::parse(kind)?, role.to_owned()))

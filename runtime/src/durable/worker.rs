@@ -29,6 +29,9 @@ type RunFn = dyn Fn(Value, RunOptions) -> BoxFuture<'static, ExecutionResult> + 
 /// provides it.
 pub type Loader = dyn Fn(&WorkflowVersion) -> Result<wfc_ir::Workflow, String> + Send + Sync;
 
+/// How a service names the executions it runs ([`Workflows::identity`]).
+pub type IdentityFn = dyn Fn(&super::ExecutionRecord) -> Option<crate::Identity> + Send + Sync;
+
 /// One registered workflow: its IR, how to run it, and its version when registered with its
 /// source.
 #[derive(Clone)]
@@ -53,6 +56,7 @@ pub struct Workflows {
     /// a server whose workflows are created at run time (`wfc serve`'s state machines).
     any_interpreter: Option<Arc<dyn DynHandler>>,
     loader: Option<Arc<Loader>>,
+    identity: Option<Arc<IdentityFn>>,
 }
 
 impl fmt::Debug for Workflows {
@@ -157,6 +161,17 @@ impl Workflows {
     /// Such a worker claims any runnable execution.
     pub fn interpret_stored(mut self, handler: Arc<dyn DynHandler>) -> Workflows {
         self.any_interpreter = Some(handler);
+        self
+    }
+
+    /// Gives each execution the identity `identity` returns for it (`wfc serve`: the Step
+    /// Functions name and ARNs in `$$` and the history, instead of the store name and local
+    /// ARNs). Called for every run, after its version is loaded.
+    pub fn identity(
+        mut self,
+        identity: impl Fn(&super::ExecutionRecord) -> Option<crate::Identity> + Send + Sync + 'static,
+    ) -> Workflows {
+        self.identity = Some(Arc::new(identity));
         self
     }
 
@@ -502,7 +517,10 @@ async fn run_claimed(shared: &Shared, claim: Claim) -> RunEnd {
         },
     };
     let journal = Journal::from_claim(Arc::clone(&store), claim, Some(config.suspend_after));
-    let options = RunOptions::real().with_journal(Arc::clone(&journal));
+    let mut options = RunOptions::real().with_journal(Arc::clone(&journal));
+    if let Some(identity) = shared.workflows.identity.as_ref().and_then(|f| f(&record)) {
+        options = options.with_identity(identity);
+    }
     let run = run(record.input.clone(), options);
     let result = tokio::select! {
         result = run => result,
