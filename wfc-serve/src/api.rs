@@ -19,7 +19,8 @@ use crate::history::aws_event;
 use crate::machines::{Machine, MachineType, Machines, load_definition};
 use crate::tasks::{ACTIVITY_TOKEN_PREFIX, Activities, Answer};
 
-/// The operations `wfc serve` implements (every other one is `UnknownOperationException`).
+/// The core operations `wfc serve` implements (with [`crate::MORE_OPERATIONS`]; every other one
+/// is `UnknownOperationException`).
 pub const OPERATIONS: &[&str] = &[
     "CreateStateMachine",
     "DescribeStateMachine",
@@ -46,7 +47,6 @@ pub const OPERATIONS: &[&str] = &[
 
 /// Operations of the service model that are not implemented yet (said so in their error).
 const NOT_YET: &[&str] = &[
-    "TestState",
     "TagResource",
     "UntagResource",
     "ListTagsForResource",
@@ -87,11 +87,11 @@ impl std::fmt::Debug for Service {
 
 // ----- request members -----
 
-fn member<'a>(body: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
+pub(crate) fn member<'a>(body: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
     body.get(name).filter(|v| !v.is_null())
 }
 
-fn req_str<'a>(body: &'a Map<String, Value>, name: &str) -> Result<&'a str, ApiError> {
+pub(crate) fn req_str<'a>(body: &'a Map<String, Value>, name: &str) -> Result<&'a str, ApiError> {
     match member(body, name) {
         Some(Value::String(s)) => Ok(s),
         Some(_) => Err(ApiError::client("SerializationException", format!("'{name}' must be a string"))),
@@ -101,14 +101,14 @@ fn req_str<'a>(body: &'a Map<String, Value>, name: &str) -> Result<&'a str, ApiE
     }
 }
 
-fn opt_str<'a>(body: &'a Map<String, Value>, name: &str) -> Result<Option<&'a str>, ApiError> {
+pub(crate) fn opt_str<'a>(body: &'a Map<String, Value>, name: &str) -> Result<Option<&'a str>, ApiError> {
     match member(body, name) {
         None => Ok(None),
         Some(_) => req_str(body, name).map(Some),
     }
 }
 
-fn opt_bool(body: &Map<String, Value>, name: &str) -> Result<Option<bool>, ApiError> {
+pub(crate) fn opt_bool(body: &Map<String, Value>, name: &str) -> Result<Option<bool>, ApiError> {
     match member(body, name) {
         None => Ok(None),
         Some(Value::Bool(b)) => Ok(Some(*b)),
@@ -134,7 +134,7 @@ const PAGE_PREFIX: &str = "wfc-page-";
 
 /// One page of `items` after `nextToken`, and the token of the next page. Tokens are opaque
 /// to clients; one that this server did not hand out is `InvalidToken`.
-fn page<T>(items: Vec<T>, body: &Map<String, Value>) -> Result<(Vec<T>, Option<String>), ApiError> {
+pub(crate) fn page<T>(items: Vec<T>, body: &Map<String, Value>) -> Result<(Vec<T>, Option<String>), ApiError> {
     let max = max_results(body)?;
     let start = match opt_str(body, "nextToken")? {
         None => 0,
@@ -151,16 +151,16 @@ fn page<T>(items: Vec<T>, body: &Map<String, Value>) -> Result<(Vec<T>, Option<S
     Ok((items.into_iter().skip(start).take(max).collect(), next))
 }
 
-fn seconds(ms: i64) -> Value {
+pub(crate) fn seconds(ms: i64) -> Value {
     json!(ms as f64 / 1000.0)
 }
 
-fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     jiff::Timestamp::now().as_millisecond()
 }
 
 /// A JSON document member (`input`, `output`): text, at most 256 KiB, valid JSON.
-fn document(text: Option<&str>, what: &str, code: &'static str) -> Result<Value, ApiError> {
+pub(crate) fn document(text: Option<&str>, what: &str, code: &'static str) -> Result<Value, ApiError> {
     let text = text.unwrap_or("{}");
     if text.len() > MAX_PAYLOAD {
         return Err(ApiError::client(
@@ -171,7 +171,7 @@ fn document(text: Option<&str>, what: &str, code: &'static str) -> Result<Value,
     serde_json::from_str(text).map_err(|e| ApiError::client(code, format!("Invalid {what}: not valid JSON: {e}")))
 }
 
-fn json_text(v: &Value) -> String {
+pub(crate) fn json_text(v: &Value) -> String {
     serde_json::to_string(v).unwrap_or_default()
 }
 
@@ -182,7 +182,7 @@ fn random_name() -> String {
 }
 
 /// `InvalidDefinition` with every error located (line and column), or the loaded IR.
-fn validated(name: &str, text: &str) -> Result<wfc_ir::Workflow, ApiError> {
+pub(crate) fn validated(name: &str, text: &str) -> Result<wfc_ir::Workflow, ApiError> {
     match load_definition(name, text) {
         Ok(loaded) => Ok(loaded.workflow),
         Err(diags) => {
@@ -229,6 +229,7 @@ impl Service {
             "ListActivities" => self.list_activities(body),
             "DeleteActivity" => self.delete_activity(body),
             "GetActivityTask" => self.get_activity_task(body).await,
+            "TestState" => self.test_state(body).await,
             op if NOT_YET.contains(&op) => Err(ApiError::client(
                 "UnknownOperationException",
                 format!("wfc serve does not implement {op} yet (see docs/serve.md for what it implements)"),

@@ -7,7 +7,8 @@
 //!   executions stay pinned to the definition they started with);
 //! - [`tasks`]: activities (answered by `GetActivityTask` workers) and the Task handler;
 //! - [`history`]: wfc's history in AWS's `HistoryEvent` shape;
-//! - [`arn`]: the ARNs of state machines, executions and activities.
+//! - [`arn`]: the ARNs of state machines, executions and activities;
+//! - [`test_state`]: `TestState`, one state run on the interpreter.
 //!
 //! Executions are durable: `StartExecution` creates them in the store, and the runtime's
 //! durable [`Worker`] running inside the server claims and runs them, resuming any that were
@@ -20,6 +21,7 @@ pub mod history;
 pub mod http;
 pub mod machines;
 pub mod tasks;
+pub mod test_state;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -34,6 +36,10 @@ use wfc_runtime::durable::{Store, Worker, WorkerConfig, Workflows};
 use wfc_runtime::interp::DynHandler;
 
 pub use api::{OPERATIONS, Service};
+
+/// The operations implemented beyond the core [`OPERATIONS`] (tested by their own suite,
+/// wfc-cli/tests/serve_more.rs).
+pub const MORE_OPERATIONS: &[&str] = &["TestState"];
 pub use arn::Arns;
 pub use error::ApiError;
 pub use tasks::NoHandler;

@@ -1,0 +1,179 @@
+"""Drives the operations of `wfc serve` beyond its core (TestState, tags, ...) with boto3.
+
+Run by wfc-cli/tests/serve_more.rs:  python boto3_more_suite.py ENDPOINT PHASE OPERATION...
+
+Every response body is checked against botocore's own service model, as boto3_suite.py does
+(its checker is imported from there), and PHASE `all` asserts that every OPERATION claimed was
+called and checked. `before-restart` / `after-restart` check what must survive a restart.
+"""
+
+import json
+import os
+import sys
+
+sys.argv = [sys.argv[0], sys.argv[1], "/nonexistent", *sys.argv[2:]]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# The shared helpers (client with the model checker, expect_error, ...), without running main().
+SUITE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "boto3_suite.py")
+_source = open(SUITE).read().rsplit("\nmain()", 1)[0]
+_helpers = {"__name__": "boto3_suite_helpers"}
+exec(compile(_source, SUITE, "exec"), _helpers)
+client, expect_error, finished, CHECKED = (
+    _helpers["client"],
+    _helpers["expect_error"],
+    _helpers["finished"],
+    _helpers["CHECKED"],
+)
+ENDPOINT, PHASE = sys.argv[1], sys.argv[3]
+CLAIMED = sys.argv[4:]
+ACCOUNT = "123456789012"
+ROLE = f"arn:aws:iam::{ACCOUNT}:role/wfc-test"
+
+
+def sm_arn(name):
+    return f"arn:aws:states:us-east-1:{ACCOUNT}:stateMachine:{name}"
+
+
+def test_state(sfn):
+    # A lone Pass state, with its data flow at DEBUG.
+    pas = {
+        "Type": "Pass",
+        "InputPath": "$.order",
+        "Parameters": {"id.$": "$.id", "kind": "pass"},
+        "ResultPath": "$.out",
+        "Next": "After",
+    }
+    r = sfn.test_state(definition=json.dumps(pas), input=json.dumps({"order": {"id": 7}}), inspectionLevel="DEBUG")
+    assert r["status"] == "SUCCEEDED", r
+    assert r["nextState"] == "After", r
+    assert json.loads(r["output"]) == {"order": {"id": 7}, "out": {"id": 7, "kind": "pass"}}, r
+    data = r["inspectionData"]
+    assert json.loads(data["input"]) == {"order": {"id": 7}}, data
+    assert json.loads(data["afterInputPath"]) == {"id": 7}, data
+    assert json.loads(data["afterParameters"]) == {"id": 7, "kind": "pass"}, data
+    assert json.loads(data["afterResultPath"]) == json.loads(r["output"]), data
+    # INFO (the default) has no inspection data.
+    r = sfn.test_state(definition=json.dumps(pas), input=json.dumps({"order": {"id": 7}}))
+    assert "inspectionData" not in r, r
+
+    # A Task with a mocked result: ResultSelector and ResultPath apply to it; nothing is called.
+    task = {
+        "Type": "Task",
+        "Resource": "arn:aws:states:::lambda:invoke",
+        "Parameters": {"FunctionName": "f", "Payload.$": "$"},
+        "ResultSelector": {"value.$": "$.Payload.v"},
+        "ResultPath": "$.r",
+        "End": True,
+    }
+    mock = {"result": json.dumps({"Payload": {"v": 42}, "StatusCode": 200})}
+    r = sfn.test_state(definition=json.dumps(task), input='{"a": 1}', mock=mock, inspectionLevel="TRACE")
+    assert r["status"] == "SUCCEEDED" and "nextState" not in r, r
+    assert json.loads(r["output"]) == {"a": 1, "r": {"value": 42}}, r
+    d = r["inspectionData"]
+    assert json.loads(d["afterParameters"]) == {"FunctionName": "f", "Payload": {"a": 1}}, d
+    assert json.loads(d["result"]) == {"Payload": {"v": 42}, "StatusCode": 200}, d
+    assert json.loads(d["afterResultSelector"]) == {"value": 42}, d
+
+    # A mocked error that a retrier takes: RETRIABLE with the retrier and its back-off.
+    retried = dict(
+        task,
+        Retry=[
+            {"ErrorEquals": ["Other"], "MaxAttempts": 5},
+            {"ErrorEquals": ["Boom"], "IntervalSeconds": 2, "BackoffRate": 3.0, "MaxAttempts": 2},
+        ],
+        Catch=[{"ErrorEquals": ["States.ALL"], "ResultPath": "$.err", "Next": "Handle"}],
+    )
+    boom = {"errorOutput": {"error": "Boom", "cause": "it broke"}}
+    r = sfn.test_state(definition=json.dumps(retried), input="{}", mock=boom, inspectionLevel="DEBUG")
+    assert r["status"] == "RETRIABLE", r
+    assert (r["error"], r["cause"]) == ("Boom", "it broke"), r
+    assert r["inspectionData"]["errorDetails"] == {"retryIndex": 1, "retryBackoffIntervalSeconds": 2}, r
+    r = sfn.test_state(
+        definition=json.dumps(retried),
+        input="{}",
+        mock=boom,
+        inspectionLevel="DEBUG",
+        stateConfiguration={"retrierRetryCount": 1},
+    )
+    assert r["status"] == "RETRIABLE" and r["inspectionData"]["errorDetails"]["retryBackoffIntervalSeconds"] == 6, r
+    # Its attempts used up: the Catch takes it.
+    r = sfn.test_state(
+        definition=json.dumps(retried),
+        input='{"x": 1}',
+        mock=boom,
+        inspectionLevel="DEBUG",
+        stateConfiguration={"retrierRetryCount": 2},
+    )
+    assert r["status"] == "CAUGHT_ERROR", r
+    assert r["nextState"] == "Handle" and (r["error"], r["cause"]) == ("Boom", "it broke"), r
+    assert json.loads(r["output"]) == {"x": 1, "err": {"Error": "Boom", "Cause": "it broke"}}, r
+    assert r["inspectionData"]["errorDetails"] == {"catchIndex": 0}, r
+    # No Retry nor Catch: FAILED.
+    r = sfn.test_state(definition=json.dumps(task), input="{}", mock=boom)
+    assert (r["status"], r["error"], r["cause"]) == ("FAILED", "Boom", "it broke"), r
+
+    # One state of a full definition (stateName), through the server's own handler (--handlers).
+    machine = {
+        "StartAt": "Prepare",
+        "States": {
+            "Prepare": {"Type": "Pass", "Next": "Double"},
+            "Double": {"Type": "Task", "Resource": "Double", "Next": "Route"},
+            "Route": {
+                "Type": "Choice",
+                "Choices": [{"Variable": "$.doubled", "NumericGreaterThan": 10, "Next": "Big"}],
+                "Default": "Small",
+            },
+            "Big": {"Type": "Succeed"},
+            "Small": {"Type": "Wait", "Seconds": 3600, "Next": "Big"},
+        },
+    }
+    r = sfn.test_state(definition=json.dumps(machine), stateName="Double", input='{"n": 4}')
+    assert (r["status"], r["nextState"], json.loads(r["output"])) == ("SUCCEEDED", "Route", {"doubled": 8}), r
+    r = sfn.test_state(definition=json.dumps(machine), stateName="Route", input='{"doubled": 8}')
+    assert (r["status"], r["nextState"]) == ("SUCCEEDED", "Small"), r
+    r = sfn.test_state(definition=json.dumps(machine), stateName="Route", input='{"doubled": 12}')
+    assert (r["status"], r["nextState"]) == ("SUCCEEDED", "Big"), r
+    # A Wait of an hour answers at once (TestState does not wait).
+    r = sfn.test_state(definition=json.dumps(machine), stateName="Small", input='{"doubled": 8}')
+    assert (r["status"], r["nextState"]) == ("SUCCEEDED", "Big"), r
+    # A Fail state.
+    r = sfn.test_state(definition=json.dumps({"Type": "Fail", "Error": "E", "Cause": "C"}))
+    assert (r["status"], r["error"], r["cause"]) == ("FAILED", "E", "C"), r
+    # Variables in scope, and a JSONata state.
+    jsonata = {"Type": "Pass", "QueryLanguage": "JSONata", "Output": "{% $states.input.a + $x %}", "End": True}
+    r = sfn.test_state(definition=json.dumps(jsonata), input='{"a": 1}', variables='{"x": 41}')
+    assert (r["status"], json.loads(r["output"])) == ("SUCCEEDED", 42), r
+
+    # Bad input: AWS's errors, with located diagnostics for a definition that does not validate.
+    m = expect_error("InvalidDefinition", sfn.test_state, definition='{"Type": "Pass",\n "Next": 3}')
+    assert "line 2" in m, m
+    expect_error("InvalidDefinition", sfn.test_state, definition="not json")
+    expect_error("ValidationException", sfn.test_state, definition=json.dumps(machine))
+    expect_error("ValidationException", sfn.test_state, definition=json.dumps(machine), stateName="Nope")
+    expect_error("ValidationException", sfn.test_state, definition=json.dumps(pas), mock=mock)
+    expect_error(
+        "ValidationException", sfn.test_state, definition=json.dumps(task), mock={"result": "{}", "errorOutput": {}}
+    )
+    expect_error("ValidationException", sfn.test_state, definition=json.dumps(pas), inspectionLevel="LOUD")
+    expect_error("InvalidExecutionInput", sfn.test_state, definition=json.dumps(pas), input="{nope")
+    expect_error("InvalidArn", sfn.test_state, definition=json.dumps(pas), roleArn="role")
+    callback = {"Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken", "End": True}
+    expect_error("ValidationException", sfn.test_state, definition=json.dumps(callback))
+    # ... but mocked, it runs.
+    r = sfn.test_state(definition=json.dumps(callback), mock={"result": '{"ok": true}'})
+    assert (r["status"], json.loads(r["output"])) == ("SUCCEEDED", {"ok": True}), r
+
+
+def main():
+    sfn = client()
+    if PHASE == "all":
+        names = set(sfn.meta.service_model.operation_names)
+        missing = [op for op in CLAIMED if op not in names]
+        assert not missing, f"operations not in the service model: {missing}"
+        test_state(sfn)
+        unchecked = [op for op in CLAIMED if op not in CHECKED]
+        assert not unchecked, f"operations whose responses were not checked against the model: {unchecked}"
+    print(json.dumps({"phase": PHASE, "checked": CHECKED}), flush=True)
+
+
+main()
