@@ -47,9 +47,6 @@ pub const OPERATIONS: &[&str] = &[
 
 /// Operations of the service model that are not implemented yet (said so in their error).
 const NOT_YET: &[&str] = &[
-    "TagResource",
-    "UntagResource",
-    "ListTagsForResource",
     "PublishStateMachineVersion",
     "ListStateMachineVersions",
     "DeleteStateMachineVersion",
@@ -224,12 +221,15 @@ impl Service {
             "SendTaskSuccess" => self.send_task(body, true).await,
             "SendTaskFailure" => self.send_task(body, false).await,
             "SendTaskHeartbeat" => self.heartbeat(body).await,
-            "CreateActivity" => self.create_activity(body),
+            "CreateActivity" => self.create_activity(body).await,
             "DescribeActivity" => self.describe_activity(body),
             "ListActivities" => self.list_activities(body),
             "DeleteActivity" => self.delete_activity(body),
             "GetActivityTask" => self.get_activity_task(body).await,
             "TestState" => self.test_state(body).await,
+            "TagResource" => self.tag_resource(body).await,
+            "UntagResource" => self.untag_resource(body).await,
+            "ListTagsForResource" => self.list_tags(body).await,
             op if NOT_YET.contains(&op) => Err(ApiError::client(
                 "UnknownOperationException",
                 format!("wfc serve does not implement {op} yet (see docs/serve.md for what it implements)"),
@@ -284,8 +284,11 @@ impl Service {
         Self::refuse_unsupported(body)?;
         check_name(name, "a state machine name")?;
         validated(name, definition)?;
+        let tags = crate::tags::parse(body, "tags")?;
         let arn = self.arns.machine_arn(name);
+        let existed = self.machines.get(name).await?.is_some();
         let machine = self.machines.create(name, definition, machine_type, &role, &arn).await?;
+        self.tags_on_create(&arn, tags, !existed).await?;
         Ok(json!({ "stateMachineArn": arn, "creationDate": seconds(machine.created_at_ms) }))
     }
 
@@ -735,10 +738,13 @@ impl Service {
 
     // ----- activities -----
 
-    fn create_activity(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
+    async fn create_activity(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
         let name = req_str(body, "name")?;
         check_name(name, "an activity name")?;
+        let tags = crate::tags::parse(body, "tags")?;
+        let existed = self.activities.describe(name).is_some();
         let created = self.activities.create(name, now_ms());
+        self.tags_on_create(&self.arns.activity_arn(name), tags, !existed).await?;
         Ok(json!({ "activityArn": self.arns.activity_arn(name), "creationDate": seconds(created) }))
     }
 

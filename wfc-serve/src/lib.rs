@@ -8,7 +8,8 @@
 //! - [`tasks`]: activities (answered by `GetActivityTask` workers) and the Task handler;
 //! - [`history`]: wfc's history in AWS's `HistoryEvent` shape;
 //! - [`arn`]: the ARNs of state machines, executions and activities;
-//! - [`test_state`]: `TestState`, one state run on the interpreter.
+//! - [`test_state`]: `TestState`, one state run on the interpreter;
+//! - [`tags`]: tags of state machines and activities, in the store.
 //!
 //! Executions are durable: `StartExecution` creates them in the store, and the runtime's
 //! durable [`Worker`] running inside the server claims and runs them, resuming any that were
@@ -20,6 +21,7 @@ pub mod error;
 pub mod history;
 pub mod http;
 pub mod machines;
+pub mod tags;
 pub mod tasks;
 pub mod test_state;
 
@@ -39,7 +41,7 @@ pub use api::{OPERATIONS, Service};
 
 /// The operations implemented beyond the core [`OPERATIONS`] (tested by their own suite,
 /// wfc-cli/tests/serve_more.rs).
-pub const MORE_OPERATIONS: &[&str] = &["TestState"];
+pub const MORE_OPERATIONS: &[&str] = &["TestState", "TagResource", "UntagResource", "ListTagsForResource"];
 pub use arn::Arns;
 pub use error::ApiError;
 pub use tasks::NoHandler;

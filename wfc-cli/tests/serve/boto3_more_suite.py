@@ -164,6 +164,48 @@ def test_state(sfn):
     assert (r["status"], json.loads(r["output"])) == ("SUCCEEDED", {"ok": True}), r
 
 
+PASS = json.dumps({"StartAt": "P", "States": {"P": {"Type": "Pass", "End": True}}})
+
+
+def tags(sfn):
+    arn = sfn.create_state_machine(
+        name="Tagged", definition=PASS, roleArn=ROLE, tags=[{"key": "team", "value": "a"}, {"key": "env"}]
+    )["stateMachineArn"]
+    listed = sfn.list_tags_for_resource(resourceArn=arn)["tags"]
+    assert listed == [{"key": "env", "value": ""}, {"key": "team", "value": "a"}], listed
+    sfn.tag_resource(resourceArn=arn, tags=[{"key": "team", "value": "b"}, {"key": "cost", "value": "1"}])
+    sfn.untag_resource(resourceArn=arn, tagKeys=["env", "absent"])
+    listed = sfn.list_tags_for_resource(resourceArn=arn)["tags"]
+    assert listed == [{"key": "cost", "value": "1"}, {"key": "team", "value": "b"}], listed
+    # An idempotent create leaves the tags alone (as on AWS).
+    sfn.create_state_machine(name="Tagged", definition=PASS, roleArn=ROLE, tags=[{"key": "x", "value": "y"}])
+    assert len(sfn.list_tags_for_resource(resourceArn=arn)["tags"]) == 2
+    # Deleted and created again: the new machine has only its own tags.
+    sfn.delete_state_machine(stateMachineArn=arn)
+    expect_error("ResourceNotFound", sfn.list_tags_for_resource, resourceArn=arn)
+    sfn.create_state_machine(name="Tagged", definition=PASS, roleArn=ROLE)
+    assert sfn.list_tags_for_resource(resourceArn=arn)["tags"] == []
+    # Activities.
+    act = sfn.create_activity(name="TaggedActivity", tags=[{"key": "k", "value": "v"}])["activityArn"]
+    assert sfn.list_tags_for_resource(resourceArn=act)["tags"] == [{"key": "k", "value": "v"}]
+    # Bad input.
+    expect_error("InvalidArn", sfn.tag_resource, resourceArn="nope", tags=[])
+    ex = f"arn:aws:states:us-east-1:{ACCOUNT}:execution:Tagged:x"
+    expect_error("InvalidArn", sfn.list_tags_for_resource, resourceArn=ex)
+    expect_error("ResourceNotFound", sfn.list_tags_for_resource, resourceArn=sm_arn("Nope"))
+    expect_error("TooManyTags", sfn.tag_resource, resourceArn=arn, tags=[{"key": f"k{i}"} for i in range(51)])
+    expect_error("ValidationException", sfn.tag_resource, resourceArn=arn, tags=[{"key": "k" * 129}])
+    expect_error(
+        "TooManyTags",
+        sfn.create_state_machine,
+        name="TooMany",
+        definition=PASS,
+        roleArn=ROLE,
+        tags=[{"key": f"k{i}"} for i in range(51)],
+    )
+    expect_error("StateMachineDoesNotExist", sfn.describe_state_machine, stateMachineArn=sm_arn("TooMany"))
+
+
 def main():
     sfn = client()
     if PHASE == "all":
@@ -171,8 +213,15 @@ def main():
         missing = [op for op in CLAIMED if op not in names]
         assert not missing, f"operations not in the service model: {missing}"
         test_state(sfn)
+        tags(sfn)
         unchecked = [op for op in CLAIMED if op not in CHECKED]
         assert not unchecked, f"operations whose responses were not checked against the model: {unchecked}"
+    elif PHASE == "before-restart":
+        arn = sfn.create_state_machine(name="Durable", definition=PASS, roleArn=ROLE)["stateMachineArn"]
+        sfn.tag_resource(resourceArn=arn, tags=[{"key": "kept", "value": "yes"}])
+    elif PHASE == "after-restart":
+        listed = sfn.list_tags_for_resource(resourceArn=sm_arn("Durable"))["tags"]
+        assert listed == [{"key": "kept", "value": "yes"}], listed
     print(json.dumps({"phase": PHASE, "checked": CHECKED}), flush=True)
 
 
