@@ -41,7 +41,7 @@ impl Server {
     }
 }
 
-/// `Double` doubles `n`; `Flaky` always fails with `Flaky.Error`.
+/// `Double` doubles `n`.
 fn handlers(dir: &Path, python: &Path) -> PathBuf {
     let py = python.display().to_string();
     let doc = json!({
@@ -52,10 +52,32 @@ fn handlers(dir: &Path, python: &Path) -> PathBuf {
     path
 }
 
+/// Step Functions Local's MockConfigFile for the `Mocked` machine of the suite.
+fn mock_config(dir: &Path) -> PathBuf {
+    let doc = json!({
+        "StateMachines": {"Mocked": {"TestCases": {
+            "RetryPath": {"Call": "NotReadyThenOk"},
+            "FailPath": {"Call": "Broken"},
+        }}},
+        "MockedResponses": {
+            "NotReadyThenOk": {
+                "0": {"Throw": {"Error": "Lambda.ResourceNotReadyException", "Cause": "not ready"}},
+                "1-2": {"Return": {"StatusCode": 200, "Payload": {"v": 2}}},
+            },
+            "Broken": {"0": {"Throw": {"Error": "Custom.Error", "Cause": "broken"}}},
+        },
+    });
+    let path = dir.join("MockConfigFile.json");
+    std::fs::write(&path, doc.to_string()).unwrap();
+    path
+}
+
 fn start(store: &str, dir: &Path, python: &Path, extra: &[&str]) -> Server {
     let mut child = support::wfc()
         .args(["serve", "--listen", "127.0.0.1:0", "--store", store, "--handlers"])
         .arg(handlers(dir, python))
+        .arg("--mock-config")
+        .arg(mock_config(dir))
         .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())

@@ -74,6 +74,8 @@ pub struct Service {
     pub(crate) handler: Arc<dyn DynHandler>,
     /// How long GetActivityTask waits for a task (AWS: 60 s).
     pub(crate) activity_poll: Duration,
+    /// `--mock-config`: the test cases a `#TestCase` ARN may name.
+    pub(crate) mocks: Option<Arc<crate::mock_config::MockConfig>>,
 }
 
 impl std::fmt::Debug for Service {
@@ -427,12 +429,10 @@ impl Service {
     async fn start_execution(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
         let arn = req_str(body, "stateMachineArn")?;
         let r = self.arns.state_machine(arn)?;
-        if let Some(case) = &r.test_case {
-            return Err(ApiError::validation(format!(
-                "'{arn}' names the mock test case '{case}'; wfc serve does not implement --mock-config yet"
-            )));
-        }
         let machine = self.machines.require(&r.name, arn).await?;
+        if let Some(case) = &r.test_case {
+            crate::mock_config::check_case(self.mocks.as_deref(), &r.name, case, arn)?;
+        }
         let name = match opt_str(body, "name")? {
             Some(n) => n.to_owned(),
             None => random_name(),
@@ -469,6 +469,12 @@ impl Service {
             definition_hash: Some(durable::definition_hash(&workflow)),
             version_id: Some(machine.version.version_id.clone()),
         };
+        if let Some(case) = &r.test_case {
+            // Recorded before the execution exists, so no worker runs it without its case.
+            crate::mock_config::record_case(Arc::clone(&self.store), &new.name, &machine.name, case)
+                .await
+                .map_err(ApiError::internal)?;
+        }
         match self.store.create_execution(new).await {
             Ok((record, _)) => Ok(json!({ "executionArn": execution_arn, "startDate": seconds(record.created_at_ms) })),
             Err(StoreError::InputMismatch(_) | StoreError::OtherVersion { .. }) => Err(exists()),
@@ -480,6 +486,11 @@ impl Service {
     async fn start_sync_execution(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
         let arn = req_str(body, "stateMachineArn")?;
         let r = self.arns.state_machine(arn)?;
+        if let Some(case) = &r.test_case {
+            return Err(ApiError::validation(format!(
+                "'{arn}' names the mock test case '{case}': wfc serve runs test cases through StartExecution only"
+            )));
+        }
         let machine = self.machines.require(&r.name, arn).await?;
         if machine.machine_type != MachineType::Express {
             return Err(ApiError::client(

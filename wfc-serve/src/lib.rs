@@ -9,7 +9,8 @@
 //! - [`history`]: wfc's history in AWS's `HistoryEvent` shape;
 //! - [`arn`]: the ARNs of state machines, executions and activities;
 //! - [`test_state`]: `TestState`, one state run on the interpreter;
-//! - [`tags`]: tags of state machines and activities, in the store.
+//! - [`tags`]: tags of state machines and activities, in the store;
+//! - [`mock_config`]: `--mock-config`, Step Functions Local's mocked test cases.
 //!
 //! Executions are durable: `StartExecution` creates them in the store, and the runtime's
 //! durable [`Worker`] running inside the server claims and runs them, resuming any that were
@@ -21,6 +22,7 @@ pub mod error;
 pub mod history;
 pub mod http;
 pub mod machines;
+pub mod mock_config;
 pub mod tags;
 pub mod tasks;
 pub mod test_state;
@@ -61,6 +63,8 @@ pub struct Config {
     pub activity_poll: Duration,
     /// The in-server worker (its owner name, concurrency, poll interval, ...).
     pub worker: WorkerConfig,
+    /// `--mock-config`: Step Functions Local's mocked test cases (`#TestCase` ARNs).
+    pub mock_config: Option<Arc<mock_config::MockConfig>>,
 }
 
 impl Config {
@@ -83,6 +87,7 @@ impl Config {
             max_body: 1024 * 1024,
             activity_poll: Duration::from_secs(60),
             worker,
+            mock_config: None,
         }
     }
 }
@@ -111,8 +116,11 @@ pub fn check_listen(addr: &SocketAddr) -> Result<(), String> {
 /// `wfc worker` on the same store resumes it).
 pub async fn serve(listener: TcpListener, config: Config, shutdown: impl Future<Output = ()>) -> Result<(), String> {
     let activities = Arc::new(tasks::Activities::default());
-    let handler: Arc<dyn DynHandler> =
+    let mut handler: Arc<dyn DynHandler> =
         Arc::new(tasks::ServeHandler::new(config.arns.clone(), Arc::clone(&activities), Arc::clone(&config.handler)));
+    if let Some(mocks) = &config.mock_config {
+        handler = Arc::new(mock_config::MockHandler::new(Arc::clone(mocks), Arc::clone(&config.store), handler));
+    }
     let service = Arc::new(Service {
         arns: config.arns.clone(),
         store: Arc::clone(&config.store),
@@ -120,6 +128,7 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: impl Future<
         activities,
         handler: Arc::clone(&handler),
         activity_poll: config.activity_poll,
+        mocks: config.mock_config.clone(),
     });
     let workflows = Workflows::new().loader(machines::load_version).interpret_stored(handler);
     let worker = Worker::new(Arc::clone(&config.store), workflows, config.worker.clone());

@@ -206,6 +206,50 @@ def tags(sfn):
     expect_error("StateMachineDoesNotExist", sfn.describe_state_machine, stateMachineArn=sm_arn("TooMany"))
 
 
+MOCKED = json.dumps(
+    {
+        "StartAt": "Call",
+        "States": {
+            "Call": {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::lambda:invoke",
+                "Parameters": {"FunctionName": "f", "Payload.$": "$"},
+                "Retry": [{"ErrorEquals": ["Lambda.ResourceNotReadyException"], "IntervalSeconds": 1, "BackoffRate": 1}],
+                "Catch": [{"ErrorEquals": ["Custom.Error"], "ResultPath": "$.error", "Next": "Handled"}],
+                "ResultSelector": {"n.$": "$.Payload.v", "status.$": "$.StatusCode"},
+                "Next": "Double",
+            },
+            "Double": {"Type": "Task", "Resource": "Double", "End": True},
+            "Handled": {"Type": "Pass", "End": True},
+        },
+    }
+)
+
+
+def mock_config(sfn):
+    arn = sfn.create_state_machine(name="Mocked", definition=MOCKED, roleArn=ROLE)["stateMachineArn"]
+    # RetryPath: the mocked Lambda fails once, is retried, then answers; the next (unmocked) Task
+    # runs through --handlers.
+    ex = sfn.start_execution(stateMachineArn=arn + "#RetryPath", name="retry", input="{}")["executionArn"]
+    assert ex == f"arn:aws:states:us-east-1:{ACCOUNT}:execution:Mocked:retry", ex
+    d = finished(sfn, ex)
+    assert d["status"] == "SUCCEEDED" and json.loads(d["output"]) == {"doubled": 4}, d
+    events = sfn.get_execution_history(executionArn=ex)["events"]
+    failed = [e for e in events if e["type"] == "TaskFailed"]
+    assert len(failed) == 1 and failed[0]["taskFailedEventDetails"]["error"] == "Lambda.ResourceNotReadyException", events
+    # FailPath: the mocked error is caught.
+    ex = sfn.start_execution(stateMachineArn=arn + "#FailPath", name="fail", input='{"x": 1}')["executionArn"]
+    d = finished(sfn, ex)
+    assert d["status"] == "SUCCEEDED", d
+    assert json.loads(d["output"]) == {"x": 1, "error": {"Error": "Custom.Error", "Cause": "broken"}}, d
+    # Without a test case nothing is mocked: the Lambda has no handler here.
+    ex = sfn.start_execution(stateMachineArn=arn, name="plain", input="{}")["executionArn"]
+    d = finished(sfn, ex)
+    assert (d["status"], d["error"]) == ("FAILED", "Wfc.NoTaskHandler"), d
+    expect_error("ValidationException", sfn.start_execution, stateMachineArn=arn + "#NoSuchCase")
+    expect_error("StateMachineDoesNotExist", sfn.start_execution, stateMachineArn=sm_arn("Nope") + "#RetryPath")
+
+
 def main():
     sfn = client()
     if PHASE == "all":
@@ -214,6 +258,7 @@ def main():
         assert not missing, f"operations not in the service model: {missing}"
         test_state(sfn)
         tags(sfn)
+        mock_config(sfn)
         unchecked = [op for op in CLAIMED if op not in CHECKED]
         assert not unchecked, f"operations whose responses were not checked against the model: {unchecked}"
     elif PHASE == "before-restart":
