@@ -47,9 +47,6 @@ pub const OPERATIONS: &[&str] = &[
 
 /// Operations of the service model that are not implemented yet (said so in their error).
 const NOT_YET: &[&str] = &[
-    "PublishStateMachineVersion",
-    "ListStateMachineVersions",
-    "DeleteStateMachineVersion",
     "CreateStateMachineAlias",
     "DescribeStateMachineAlias",
     "UpdateStateMachineAlias",
@@ -232,6 +229,9 @@ impl Service {
             "TagResource" => self.tag_resource(body).await,
             "UntagResource" => self.untag_resource(body).await,
             "ListTagsForResource" => self.list_tags(body).await,
+            "PublishStateMachineVersion" => self.publish_version(body).await,
+            "ListStateMachineVersions" => self.list_versions(body).await,
+            "DeleteStateMachineVersion" => self.delete_version(body).await,
             op if NOT_YET.contains(&op) => Err(ApiError::client(
                 "UnknownOperationException",
                 format!("wfc serve does not implement {op} yet (see docs/serve.md for what it implements)"),
@@ -244,14 +244,14 @@ impl Service {
 
     // ----- state machines -----
 
-    /// Members that would change behaviour and are not implemented are refused, not ignored.
-    fn refuse_unsupported(body: &Map<String, Value>) -> Result<(), ApiError> {
-        if opt_bool(body, "publish")? == Some(true) || member(body, "versionDescription").is_some() {
-            return Err(ApiError::validation(
-                "wfc serve does not implement state machine versions yet ('publish', 'versionDescription')",
-            ));
+    /// `publish` (and its `versionDescription`, which needs it): whether to publish a version.
+    fn refuse_unsupported(body: &Map<String, Value>) -> Result<(bool, Option<&str>), ApiError> {
+        let publish = opt_bool(body, "publish")?.unwrap_or(false);
+        let description = opt_str(body, "versionDescription")?;
+        if description.is_some() && !publish {
+            return Err(ApiError::validation("'versionDescription' is only allowed with 'publish': true"));
         }
-        Ok(())
+        Ok((publish, description))
     }
 
     fn machine_type(body: &Map<String, Value>) -> Result<MachineType, ApiError> {
@@ -283,7 +283,7 @@ impl Service {
         let definition = req_str(body, "definition")?;
         let role = Self::role(body, true)?.unwrap_or_default();
         let machine_type = Self::machine_type(body)?;
-        Self::refuse_unsupported(body)?;
+        let (publish, description) = Self::refuse_unsupported(body)?;
         check_name(name, "a state machine name")?;
         validated(name, definition)?;
         let tags = crate::tags::parse(body, "tags")?;
@@ -291,7 +291,11 @@ impl Service {
         let existed = self.machines.get(name).await?.is_some();
         let machine = self.machines.create(name, definition, machine_type, &role, &arn).await?;
         self.tags_on_create(&arn, tags, !existed).await?;
-        Ok(json!({ "stateMachineArn": arn, "creationDate": seconds(machine.created_at_ms) }))
+        let mut out = json!({ "stateMachineArn": arn, "creationDate": seconds(machine.created_at_ms) });
+        if publish {
+            out["stateMachineVersionArn"] = json!(self.publish(&machine, description).await?.0);
+        }
+        Ok(out)
     }
 
     async fn machine(&self, body: &Map<String, Value>) -> Result<(Machine, String), ApiError> {
@@ -321,6 +325,10 @@ impl Service {
     }
 
     async fn describe_state_machine(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
+        let arn = req_str(body, "stateMachineArn")?;
+        if let Some((name, number)) = self.version_ref(arn)? {
+            return self.describe_version(arn, &name, number).await;
+        }
         let (m, _) = self.machine(body).await?;
         Ok(self.describe_machine(&m))
     }
@@ -329,7 +337,7 @@ impl Service {
         let (m, _) = self.machine(body).await?;
         let definition = opt_str(body, "definition")?;
         let role = Self::role(body, false)?;
-        Self::refuse_unsupported(body)?;
+        let (publish, description) = Self::refuse_unsupported(body)?;
         let observability =
             member(body, "loggingConfiguration").is_some() || member(body, "tracingConfiguration").is_some();
         if definition.is_none() && role.is_none() && !observability {
@@ -342,7 +350,11 @@ impl Service {
             validated(&m.name, text)?;
         }
         let updated = self.machines.update(&m, definition, role.as_deref()).await?;
-        Ok(json!({ "updateDate": seconds(now_ms()), "revisionId": updated.version.version_id }))
+        let mut out = json!({ "updateDate": seconds(now_ms()), "revisionId": updated.version.version_id });
+        if publish {
+            out["stateMachineVersionArn"] = json!(self.publish(&updated, description).await?.0);
+        }
+        Ok(out)
     }
 
     async fn delete_state_machine(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
@@ -351,6 +363,7 @@ impl Service {
         // Deleting what does not exist succeeds, as on AWS.
         if self.machines.get(&r.name).await?.is_some() {
             self.machines.delete(&r.name).await?;
+            self.forget_versions(&r.name).await?;
         }
         Ok(json!({}))
     }
@@ -428,11 +441,18 @@ impl Service {
 
     async fn start_execution(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
         let arn = req_str(body, "stateMachineArn")?;
-        let r = self.arns.state_machine(arn)?;
-        let machine = self.machines.require(&r.name, arn).await?;
-        if let Some(case) = &r.test_case {
-            crate::mock_config::check_case(self.mocks.as_deref(), &r.name, case, arn)?;
-        }
+        // A version ARN starts the execution on that version's definition.
+        let (machine, test_case) = match self.version_ref(arn)? {
+            Some((name, number)) => (self.machine_version(&name, number, arn).await?.0, None),
+            None => {
+                let r = self.arns.state_machine(arn)?;
+                let machine = self.machines.require(&r.name, arn).await?;
+                if let Some(case) = &r.test_case {
+                    crate::mock_config::check_case(self.mocks.as_deref(), &r.name, case, arn)?;
+                }
+                (machine, r.test_case)
+            }
+        };
         let name = match opt_str(body, "name")? {
             Some(n) => n.to_owned(),
             None => random_name(),
@@ -469,7 +489,7 @@ impl Service {
             definition_hash: Some(durable::definition_hash(&workflow)),
             version_id: Some(machine.version.version_id.clone()),
         };
-        if let Some(case) = &r.test_case {
+        if let Some(case) = &test_case {
             // Recorded before the execution exists, so no worker runs it without its case.
             crate::mock_config::record_case(Arc::clone(&self.store), &new.name, &machine.name, case)
                 .await

@@ -10,7 +10,8 @@
 //! - [`arn`]: the ARNs of state machines, executions and activities;
 //! - [`test_state`]: `TestState`, one state run on the interpreter;
 //! - [`tags`]: tags of state machines and activities, in the store;
-//! - [`mock_config`]: `--mock-config`, Step Functions Local's mocked test cases.
+//! - [`mock_config`]: `--mock-config`, Step Functions Local's mocked test cases;
+//! - [`versions`]: state machine versions.
 //!
 //! Executions are durable: `StartExecution` creates them in the store, and the runtime's
 //! durable [`Worker`] running inside the server claims and runs them, resuming any that were
@@ -26,6 +27,7 @@ pub mod mock_config;
 pub mod tags;
 pub mod tasks;
 pub mod test_state;
+pub mod versions;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -43,7 +45,15 @@ pub use api::{OPERATIONS, Service};
 
 /// The operations implemented beyond the core [`OPERATIONS`] (tested by their own suite,
 /// wfc-cli/tests/serve_more.rs).
-pub const MORE_OPERATIONS: &[&str] = &["TestState", "TagResource", "UntagResource", "ListTagsForResource"];
+pub const MORE_OPERATIONS: &[&str] = &[
+    "TestState",
+    "TagResource",
+    "UntagResource",
+    "ListTagsForResource",
+    "PublishStateMachineVersion",
+    "ListStateMachineVersions",
+    "DeleteStateMachineVersion",
+];
 pub use arn::Arns;
 pub use error::ApiError;
 pub use tasks::NoHandler;

@@ -250,6 +250,51 @@ def mock_config(sfn):
     expect_error("StateMachineDoesNotExist", sfn.start_execution, stateMachineArn=sm_arn("Nope") + "#RetryPath")
 
 
+def versions(sfn):
+    v1_def = json.dumps({"StartAt": "P", "States": {"P": {"Type": "Pass", "Result": "v1", "End": True}}})
+    v2_def = json.dumps({"StartAt": "P", "States": {"P": {"Type": "Pass", "Result": "v2", "End": True}}})
+    created = sfn.create_state_machine(
+        name="Versioned", definition=v1_def, roleArn=ROLE, publish=True, versionDescription="first"
+    )
+    arn, v1 = created["stateMachineArn"], created["stateMachineVersionArn"]
+    assert v1 == arn + ":1", created
+    # Publishing the same revision again answers with the same version.
+    assert sfn.publish_state_machine_version(stateMachineArn=arn)["stateMachineVersionArn"] == v1
+    revision = sfn.update_state_machine(stateMachineArn=arn, definition=v2_def)["revisionId"]
+    expect_error("ConflictException", sfn.publish_state_machine_version, stateMachineArn=arn, revisionId="stale")
+    v2 = sfn.publish_state_machine_version(stateMachineArn=arn, revisionId=revision, description="second")[
+        "stateMachineVersionArn"
+    ]
+    assert v2 == arn + ":2", v2
+    listed = [v["stateMachineVersionArn"] for v in sfn.list_state_machine_versions(stateMachineArn=arn)["stateMachineVersions"]]
+    assert listed == [v2, v1], listed
+    d = sfn.describe_state_machine(stateMachineArn=v1)
+    assert (d["stateMachineArn"], d["description"], json.loads(d["definition"])["States"]["P"]["Result"]) == (v1, "first", "v1"), d
+    # An execution started by version ARN runs that version's definition.
+    ex = sfn.start_execution(stateMachineArn=v1, name="on-v1")["executionArn"]
+    assert ex == f"arn:aws:states:us-east-1:{ACCOUNT}:execution:Versioned:on-v1", ex
+    assert json.loads(finished(sfn, ex)["output"]) == "v1"
+    ex = sfn.start_execution(stateMachineArn=arn, name="on-latest")["executionArn"]
+    assert json.loads(finished(sfn, ex)["output"]) == "v2"
+    # Deleting a version: it is gone, its number is not reused.
+    sfn.delete_state_machine_version(stateMachineVersionArn=v1)
+    expect_error("StateMachineDoesNotExist", sfn.describe_state_machine, stateMachineArn=v1)
+    expect_error("StateMachineDoesNotExist", sfn.start_execution, stateMachineArn=v1)
+    sfn.update_state_machine(stateMachineArn=arn, definition=v1_def, publish=True)
+    listed = [v["stateMachineVersionArn"] for v in sfn.list_state_machine_versions(stateMachineArn=arn)["stateMachineVersions"]]
+    assert listed == [arn + ":3", v2], listed
+    # Bad input.
+    expect_error("ValidationException", sfn.update_state_machine, stateMachineArn=arn, definition=v2_def, versionDescription="x")
+    expect_error("ValidationException", sfn.describe_state_machine, stateMachineArn=arn + ":prod")
+    expect_error("InvalidArn", sfn.delete_state_machine_version, stateMachineVersionArn=arn)
+    expect_error("StateMachineDoesNotExist", sfn.describe_state_machine, stateMachineArn=arn + ":99")
+    expect_error("StateMachineDoesNotExist", sfn.list_state_machine_versions, stateMachineArn=sm_arn("Nope"))
+    # A deleted machine takes its versions with it.
+    sfn.delete_state_machine(stateMachineArn=arn)
+    sfn.create_state_machine(name="Versioned", definition=v1_def, roleArn=ROLE)
+    assert sfn.list_state_machine_versions(stateMachineArn=arn)["stateMachineVersions"] == []
+
+
 def main():
     sfn = client()
     if PHASE == "all":
@@ -259,6 +304,7 @@ def main():
         test_state(sfn)
         tags(sfn)
         mock_config(sfn)
+        versions(sfn)
         unchecked = [op for op in CLAIMED if op not in CHECKED]
         assert not unchecked, f"operations whose responses were not checked against the model: {unchecked}"
     elif PHASE == "before-restart":
