@@ -31,7 +31,8 @@ pub(crate) struct ServeArgs {
     /// Task handlers: `{"<resource>": {"command": [PROGRAM, ARGS...]}}` (see docs/cli.md).
     #[arg(long, value_name = "FILE")]
     handlers: Option<PathBuf>,
-    /// A Step Functions Local MockConfigFile (not implemented yet: refused).
+    /// A Step Functions Local MockConfigFile: `StartExecution` on `<state machine ARN>#<TestCase>`
+    /// runs with that test case's mocked Task answers (docs/serve.md).
     #[arg(long, value_name = "FILE")]
     mock_config: Option<PathBuf>,
     /// Run each execution on a virtual clock (not implemented yet: refused).
@@ -64,9 +65,19 @@ fn credentials(args: &ServeArgs) -> Result<Option<wfc_serve::sigv4::Credentials>
 /// Runs the server until SIGTERM or SIGINT. Prints `{"listening": ADDR, "store": URL}` once it
 /// accepts connections (with `--listen 127.0.0.1:0`, ADDR has the port chosen).
 pub(crate) fn run(args: &ServeArgs) -> Exit {
-    if args.mock_config.is_some() {
-        return fatal("--mock-config is not implemented yet by wfc serve (docs/serve.md); use --handlers");
-    }
+    let mock_config = match &args.mock_config {
+        None => None,
+        Some(path) => {
+            let text = match std::fs::read_to_string(path) {
+                Ok(t) => t,
+                Err(e) => return fatal(format!("cannot read the mock config {}: {e}", path.display())),
+            };
+            match wfc_serve::mock_config::MockConfig::parse(&text) {
+                Ok(c) => Some(Arc::new(c)),
+                Err(e) => return fatal(format!("{}: {e}", path.display())),
+            }
+        }
+    };
     if args.virtual_time {
         return fatal("--virtual-time is not implemented yet by wfc serve (docs/serve.md)");
     }
@@ -101,6 +112,7 @@ pub(crate) fn run(args: &ServeArgs) -> Exit {
         config.activity_poll = Duration::from_secs(args.activity_poll_seconds);
         config.auth = credentials.map(|c| Arc::new(wfc_serve::sigv4::Verifier::new(c, args.region.clone())));
         let signed = config.auth.is_some();
+        config.mock_config = mock_config;
         println!("{}", serde_json::json!({ "listening": local.to_string(), "store": args.store, "sigv4": signed }));
         wfc_serve::serve(listener, config, shutdown).await
     });

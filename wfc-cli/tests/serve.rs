@@ -213,7 +213,6 @@ fn aws_cli_drives_serve() {
 fn serve_refuses_non_loopback_and_unimplemented_flags() {
     for args in [
         &["serve", "--listen", "0.0.0.0:0"][..],
-        &["serve", "--listen", "127.0.0.1:0", "--mock-config", "m.json"][..],
         &["serve", "--listen", "127.0.0.1:0", "--virtual-time"][..],
     ] {
         let out = support::wfc().args(args).output().unwrap();

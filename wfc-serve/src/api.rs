@@ -19,7 +19,8 @@ use crate::history::aws_event;
 use crate::machines::{Machine, MachineType, Machines, load_definition};
 use crate::tasks::{ACTIVITY_TOKEN_PREFIX, Activities, Answer};
 
-/// The operations `wfc serve` implements (every other one is `UnknownOperationException`).
+/// The core operations `wfc serve` implements (with [`crate::MORE_OPERATIONS`]; every other one
+/// is `UnknownOperationException`).
 pub const OPERATIONS: &[&str] = &[
     "CreateStateMachine",
     "DescribeStateMachine",
@@ -46,13 +47,6 @@ pub const OPERATIONS: &[&str] = &[
 
 /// Operations of the service model that are not implemented yet (said so in their error).
 const NOT_YET: &[&str] = &[
-    "TestState",
-    "TagResource",
-    "UntagResource",
-    "ListTagsForResource",
-    "PublishStateMachineVersion",
-    "ListStateMachineVersions",
-    "DeleteStateMachineVersion",
     "CreateStateMachineAlias",
     "DescribeStateMachineAlias",
     "UpdateStateMachineAlias",
@@ -77,6 +71,8 @@ pub struct Service {
     pub(crate) handler: Arc<dyn DynHandler>,
     /// How long GetActivityTask waits for a task (AWS: 60 s).
     pub(crate) activity_poll: Duration,
+    /// `--mock-config`: the test cases a `#TestCase` ARN may name.
+    pub(crate) mocks: Option<Arc<crate::mock_config::MockConfig>>,
 }
 
 impl std::fmt::Debug for Service {
@@ -87,11 +83,11 @@ impl std::fmt::Debug for Service {
 
 // ----- request members -----
 
-fn member<'a>(body: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
+pub(crate) fn member<'a>(body: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
     body.get(name).filter(|v| !v.is_null())
 }
 
-fn req_str<'a>(body: &'a Map<String, Value>, name: &str) -> Result<&'a str, ApiError> {
+pub(crate) fn req_str<'a>(body: &'a Map<String, Value>, name: &str) -> Result<&'a str, ApiError> {
     match member(body, name) {
         Some(Value::String(s)) => Ok(s),
         Some(_) => Err(ApiError::client("SerializationException", format!("'{name}' must be a string"))),
@@ -101,14 +97,14 @@ fn req_str<'a>(body: &'a Map<String, Value>, name: &str) -> Result<&'a str, ApiE
     }
 }
 
-fn opt_str<'a>(body: &'a Map<String, Value>, name: &str) -> Result<Option<&'a str>, ApiError> {
+pub(crate) fn opt_str<'a>(body: &'a Map<String, Value>, name: &str) -> Result<Option<&'a str>, ApiError> {
     match member(body, name) {
         None => Ok(None),
         Some(_) => req_str(body, name).map(Some),
     }
 }
 
-fn opt_bool(body: &Map<String, Value>, name: &str) -> Result<Option<bool>, ApiError> {
+pub(crate) fn opt_bool(body: &Map<String, Value>, name: &str) -> Result<Option<bool>, ApiError> {
     match member(body, name) {
         None => Ok(None),
         Some(Value::Bool(b)) => Ok(Some(*b)),
@@ -134,7 +130,7 @@ const PAGE_PREFIX: &str = "wfc-page-";
 
 /// One page of `items` after `nextToken`, and the token of the next page. Tokens are opaque
 /// to clients; one that this server did not hand out is `InvalidToken`.
-fn page<T>(items: Vec<T>, body: &Map<String, Value>) -> Result<(Vec<T>, Option<String>), ApiError> {
+pub(crate) fn page<T>(items: Vec<T>, body: &Map<String, Value>) -> Result<(Vec<T>, Option<String>), ApiError> {
     let max = max_results(body)?;
     let start = match opt_str(body, "nextToken")? {
         None => 0,
@@ -151,16 +147,16 @@ fn page<T>(items: Vec<T>, body: &Map<String, Value>) -> Result<(Vec<T>, Option<S
     Ok((items.into_iter().skip(start).take(max).collect(), next))
 }
 
-fn seconds(ms: i64) -> Value {
+pub(crate) fn seconds(ms: i64) -> Value {
     json!(ms as f64 / 1000.0)
 }
 
-fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     jiff::Timestamp::now().as_millisecond()
 }
 
 /// A JSON document member (`input`, `output`): text, at most 256 KiB, valid JSON.
-fn document(text: Option<&str>, what: &str, code: &'static str) -> Result<Value, ApiError> {
+pub(crate) fn document(text: Option<&str>, what: &str, code: &'static str) -> Result<Value, ApiError> {
     let text = text.unwrap_or("{}");
     if text.len() > MAX_PAYLOAD {
         return Err(ApiError::client(
@@ -171,7 +167,7 @@ fn document(text: Option<&str>, what: &str, code: &'static str) -> Result<Value,
     serde_json::from_str(text).map_err(|e| ApiError::client(code, format!("Invalid {what}: not valid JSON: {e}")))
 }
 
-fn json_text(v: &Value) -> String {
+pub(crate) fn json_text(v: &Value) -> String {
     serde_json::to_string(v).unwrap_or_default()
 }
 
@@ -182,7 +178,7 @@ fn random_name() -> String {
 }
 
 /// `InvalidDefinition` with every error located (line and column), or the loaded IR.
-fn validated(name: &str, text: &str) -> Result<wfc_ir::Workflow, ApiError> {
+pub(crate) fn validated(name: &str, text: &str) -> Result<wfc_ir::Workflow, ApiError> {
     match load_definition(name, text) {
         Ok(loaded) => Ok(loaded.workflow),
         Err(diags) => {
@@ -224,11 +220,18 @@ impl Service {
             "SendTaskSuccess" => self.send_task(body, true).await,
             "SendTaskFailure" => self.send_task(body, false).await,
             "SendTaskHeartbeat" => self.heartbeat(body).await,
-            "CreateActivity" => self.create_activity(body),
+            "CreateActivity" => self.create_activity(body).await,
             "DescribeActivity" => self.describe_activity(body),
             "ListActivities" => self.list_activities(body),
             "DeleteActivity" => self.delete_activity(body),
             "GetActivityTask" => self.get_activity_task(body).await,
+            "TestState" => self.test_state(body).await,
+            "TagResource" => self.tag_resource(body).await,
+            "UntagResource" => self.untag_resource(body).await,
+            "ListTagsForResource" => self.list_tags(body).await,
+            "PublishStateMachineVersion" => self.publish_version(body).await,
+            "ListStateMachineVersions" => self.list_versions(body).await,
+            "DeleteStateMachineVersion" => self.delete_version(body).await,
             op if NOT_YET.contains(&op) => Err(ApiError::client(
                 "UnknownOperationException",
                 format!("wfc serve does not implement {op} yet (see docs/serve.md for what it implements)"),
@@ -241,14 +244,14 @@ impl Service {
 
     // ----- state machines -----
 
-    /// Members that would change behaviour and are not implemented are refused, not ignored.
-    fn refuse_unsupported(body: &Map<String, Value>) -> Result<(), ApiError> {
-        if opt_bool(body, "publish")? == Some(true) || member(body, "versionDescription").is_some() {
-            return Err(ApiError::validation(
-                "wfc serve does not implement state machine versions yet ('publish', 'versionDescription')",
-            ));
+    /// `publish` (and its `versionDescription`, which needs it): whether to publish a version.
+    fn refuse_unsupported(body: &Map<String, Value>) -> Result<(bool, Option<&str>), ApiError> {
+        let publish = opt_bool(body, "publish")?.unwrap_or(false);
+        let description = opt_str(body, "versionDescription")?;
+        if description.is_some() && !publish {
+            return Err(ApiError::validation("'versionDescription' is only allowed with 'publish': true"));
         }
-        Ok(())
+        Ok((publish, description))
     }
 
     fn machine_type(body: &Map<String, Value>) -> Result<MachineType, ApiError> {
@@ -280,12 +283,19 @@ impl Service {
         let definition = req_str(body, "definition")?;
         let role = Self::role(body, true)?.unwrap_or_default();
         let machine_type = Self::machine_type(body)?;
-        Self::refuse_unsupported(body)?;
+        let (publish, description) = Self::refuse_unsupported(body)?;
         check_name(name, "a state machine name")?;
         validated(name, definition)?;
+        let tags = crate::tags::parse(body, "tags")?;
         let arn = self.arns.machine_arn(name);
+        let existed = self.machines.get(name).await?.is_some();
         let machine = self.machines.create(name, definition, machine_type, &role, &arn).await?;
-        Ok(json!({ "stateMachineArn": arn, "creationDate": seconds(machine.created_at_ms) }))
+        self.tags_on_create(&arn, tags, !existed).await?;
+        let mut out = json!({ "stateMachineArn": arn, "creationDate": seconds(machine.created_at_ms) });
+        if publish {
+            out["stateMachineVersionArn"] = json!(self.publish(&machine, description).await?.0);
+        }
+        Ok(out)
     }
 
     async fn machine(&self, body: &Map<String, Value>) -> Result<(Machine, String), ApiError> {
@@ -315,6 +325,10 @@ impl Service {
     }
 
     async fn describe_state_machine(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
+        let arn = req_str(body, "stateMachineArn")?;
+        if let Some((name, number)) = self.version_ref(arn)? {
+            return self.describe_version(arn, &name, number).await;
+        }
         let (m, _) = self.machine(body).await?;
         Ok(self.describe_machine(&m))
     }
@@ -323,7 +337,7 @@ impl Service {
         let (m, _) = self.machine(body).await?;
         let definition = opt_str(body, "definition")?;
         let role = Self::role(body, false)?;
-        Self::refuse_unsupported(body)?;
+        let (publish, description) = Self::refuse_unsupported(body)?;
         let observability =
             member(body, "loggingConfiguration").is_some() || member(body, "tracingConfiguration").is_some();
         if definition.is_none() && role.is_none() && !observability {
@@ -336,7 +350,11 @@ impl Service {
             validated(&m.name, text)?;
         }
         let updated = self.machines.update(&m, definition, role.as_deref()).await?;
-        Ok(json!({ "updateDate": seconds(now_ms()), "revisionId": updated.version.version_id }))
+        let mut out = json!({ "updateDate": seconds(now_ms()), "revisionId": updated.version.version_id });
+        if publish {
+            out["stateMachineVersionArn"] = json!(self.publish(&updated, description).await?.0);
+        }
+        Ok(out)
     }
 
     async fn delete_state_machine(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
@@ -345,6 +363,7 @@ impl Service {
         // Deleting what does not exist succeeds, as on AWS.
         if self.machines.get(&r.name).await?.is_some() {
             self.machines.delete(&r.name).await?;
+            self.forget_versions(&r.name).await?;
         }
         Ok(json!({}))
     }
@@ -422,13 +441,18 @@ impl Service {
 
     async fn start_execution(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
         let arn = req_str(body, "stateMachineArn")?;
-        let r = self.arns.state_machine(arn)?;
-        if let Some(case) = &r.test_case {
-            return Err(ApiError::validation(format!(
-                "'{arn}' names the mock test case '{case}'; wfc serve does not implement --mock-config yet"
-            )));
-        }
-        let machine = self.machines.require(&r.name, arn).await?;
+        // A version ARN starts the execution on that version's definition.
+        let (machine, test_case) = match self.version_ref(arn)? {
+            Some((name, number)) => (self.machine_version(&name, number, arn).await?.0, None),
+            None => {
+                let r = self.arns.state_machine(arn)?;
+                let machine = self.machines.require(&r.name, arn).await?;
+                if let Some(case) = &r.test_case {
+                    crate::mock_config::check_case(self.mocks.as_deref(), &r.name, case, arn)?;
+                }
+                (machine, r.test_case)
+            }
+        };
         let name = match opt_str(body, "name")? {
             Some(n) => n.to_owned(),
             None => random_name(),
@@ -465,6 +489,12 @@ impl Service {
             definition_hash: Some(durable::definition_hash(&workflow)),
             version_id: Some(machine.version.version_id.clone()),
         };
+        if let Some(case) = &test_case {
+            // Recorded before the execution exists, so no worker runs it without its case.
+            crate::mock_config::record_case(Arc::clone(&self.store), &new.name, &machine.name, case)
+                .await
+                .map_err(ApiError::internal)?;
+        }
         match self.store.create_execution(new).await {
             Ok((record, _)) => Ok(json!({ "executionArn": execution_arn, "startDate": seconds(record.created_at_ms) })),
             Err(StoreError::InputMismatch(_) | StoreError::OtherVersion { .. }) => Err(exists()),
@@ -476,6 +506,11 @@ impl Service {
     async fn start_sync_execution(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
         let arn = req_str(body, "stateMachineArn")?;
         let r = self.arns.state_machine(arn)?;
+        if let Some(case) = &r.test_case {
+            return Err(ApiError::validation(format!(
+                "'{arn}' names the mock test case '{case}': wfc serve runs test cases through StartExecution only"
+            )));
+        }
         let machine = self.machines.require(&r.name, arn).await?;
         if machine.machine_type != MachineType::Express {
             return Err(ApiError::client(
@@ -734,10 +769,13 @@ impl Service {
 
     // ----- activities -----
 
-    fn create_activity(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
+    async fn create_activity(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
         let name = req_str(body, "name")?;
         check_name(name, "an activity name")?;
+        let tags = crate::tags::parse(body, "tags")?;
+        let existed = self.activities.describe(name).is_some();
         let created = self.activities.create(name, now_ms());
+        self.tags_on_create(&self.arns.activity_arn(name), tags, !existed).await?;
         Ok(json!({ "activityArn": self.arns.activity_arn(name), "creationDate": seconds(created) }))
     }
 

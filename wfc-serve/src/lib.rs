@@ -10,6 +10,10 @@
 //! - [`arn`]: the ARNs of state machines, executions and activities;
 //! - [`sigv4`]: SigV4 verification of requests (required with `--credentials`);
 //! - [`identity`]: the executions' Step Functions name and ARNs in `$$`.
+//! - [`test_state`]: `TestState`, one state run on the interpreter;
+//! - [`tags`]: tags of state machines and activities, in the store;
+//! - [`mock_config`]: `--mock-config`, Step Functions Local's mocked test cases;
+//! - [`versions`]: state machine versions.
 //!
 //! Executions are durable: `StartExecution` creates them in the store, and the runtime's
 //! durable [`Worker`] running inside the server claims and runs them, resuming any that were
@@ -23,7 +27,11 @@ pub mod http;
 pub mod identity;
 pub mod machines;
 pub mod sigv4;
+pub mod mock_config;
+pub mod tags;
 pub mod tasks;
+pub mod test_state;
+pub mod versions;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -38,6 +46,18 @@ use wfc_runtime::durable::{Store, Worker, WorkerConfig, Workflows};
 use wfc_runtime::interp::DynHandler;
 
 pub use api::{OPERATIONS, Service};
+
+/// The operations implemented beyond the core [`OPERATIONS`] (tested by their own suite,
+/// wfc-cli/tests/serve_more.rs).
+pub const MORE_OPERATIONS: &[&str] = &[
+    "TestState",
+    "TagResource",
+    "UntagResource",
+    "ListTagsForResource",
+    "PublishStateMachineVersion",
+    "ListStateMachineVersions",
+    "DeleteStateMachineVersion",
+];
 pub use arn::Arns;
 pub use error::ApiError;
 pub use tasks::NoHandler;
@@ -60,6 +80,8 @@ pub struct Config {
     /// When set, every request must carry a valid SigV4 signature for one of its credentials
     /// (default: none, which [`check_listen`] allows on loopback only).
     pub auth: Option<Arc<sigv4::Verifier>>,
+    /// `--mock-config`: Step Functions Local's mocked test cases (`#TestCase` ARNs).
+    pub mock_config: Option<Arc<mock_config::MockConfig>>,
 }
 
 impl Config {
@@ -83,6 +105,7 @@ impl Config {
             activity_poll: Duration::from_secs(60),
             worker,
             auth: None,
+            mock_config: None,
         }
     }
 }
@@ -121,8 +144,11 @@ pub fn check_listen(addr: &SocketAddr, allow_remote: bool, signed: bool) -> Resu
 /// `wfc worker` on the same store resumes it).
 pub async fn serve(listener: TcpListener, config: Config, shutdown: impl Future<Output = ()>) -> Result<(), String> {
     let activities = Arc::new(tasks::Activities::default());
-    let handler: Arc<dyn DynHandler> =
+    let mut handler: Arc<dyn DynHandler> =
         Arc::new(tasks::ServeHandler::new(config.arns.clone(), Arc::clone(&activities), Arc::clone(&config.handler)));
+    if let Some(mocks) = &config.mock_config {
+        handler = Arc::new(mock_config::MockHandler::new(Arc::clone(mocks), Arc::clone(&config.store), handler));
+    }
     let service = Arc::new(Service {
         arns: config.arns.clone(),
         store: Arc::clone(&config.store),
@@ -130,6 +156,7 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: impl Future<
         activities,
         handler: Arc::clone(&handler),
         activity_poll: config.activity_poll,
+        mocks: config.mock_config.clone(),
     });
     let identities = identity::Identities::new(config.arns.clone());
     let workflows = Workflows::new().loader(identities.loader()).interpret_stored(handler).identity({

@@ -1,0 +1,319 @@
+"""Drives the operations of `wfc serve` beyond its core (TestState, tags, ...) with boto3.
+
+Run by wfc-cli/tests/serve_more.rs:  python boto3_more_suite.py ENDPOINT PHASE OPERATION...
+
+Every response body is checked against botocore's own service model, as boto3_suite.py does
+(its checker is imported from there), and PHASE `all` asserts that every OPERATION claimed was
+called and checked. `before-restart` / `after-restart` check what must survive a restart.
+"""
+
+import json
+import os
+import sys
+
+sys.argv = [sys.argv[0], sys.argv[1], "/nonexistent", *sys.argv[2:]]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# The shared helpers (client with the model checker, expect_error, ...), without running main().
+SUITE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "boto3_suite.py")
+_source = open(SUITE).read().rsplit("\nmain()", 1)[0]
+_helpers = {"__name__": "boto3_suite_helpers"}
+exec(compile(_source, SUITE, "exec"), _helpers)
+client, expect_error, finished, CHECKED = (
+    _helpers["client"],
+    _helpers["expect_error"],
+    _helpers["finished"],
+    _helpers["CHECKED"],
+)
+ENDPOINT, PHASE = sys.argv[1], sys.argv[3]
+CLAIMED = sys.argv[4:]
+ACCOUNT = "123456789012"
+ROLE = f"arn:aws:iam::{ACCOUNT}:role/wfc-test"
+
+
+def sm_arn(name):
+    return f"arn:aws:states:us-east-1:{ACCOUNT}:stateMachine:{name}"
+
+
+def test_state(sfn):
+    # A lone Pass state, with its data flow at DEBUG.
+    pas = {
+        "Type": "Pass",
+        "InputPath": "$.order",
+        "Parameters": {"id.$": "$.id", "kind": "pass"},
+        "ResultPath": "$.out",
+        "Next": "After",
+    }
+    r = sfn.test_state(definition=json.dumps(pas), input=json.dumps({"order": {"id": 7}}), inspectionLevel="DEBUG")
+    assert r["status"] == "SUCCEEDED", r
+    assert r["nextState"] == "After", r
+    assert json.loads(r["output"]) == {"order": {"id": 7}, "out": {"id": 7, "kind": "pass"}}, r
+    data = r["inspectionData"]
+    assert json.loads(data["input"]) == {"order": {"id": 7}}, data
+    assert json.loads(data["afterInputPath"]) == {"id": 7}, data
+    assert json.loads(data["afterParameters"]) == {"id": 7, "kind": "pass"}, data
+    assert json.loads(data["afterResultPath"]) == json.loads(r["output"]), data
+    # INFO (the default) has no inspection data.
+    r = sfn.test_state(definition=json.dumps(pas), input=json.dumps({"order": {"id": 7}}))
+    assert "inspectionData" not in r, r
+
+    # A Task with a mocked result: ResultSelector and ResultPath apply to it; nothing is called.
+    task = {
+        "Type": "Task",
+        "Resource": "arn:aws:states:::lambda:invoke",
+        "Parameters": {"FunctionName": "f", "Payload.$": "$"},
+        "ResultSelector": {"value.$": "$.Payload.v"},
+        "ResultPath": "$.r",
+        "End": True,
+    }
+    mock = {"result": json.dumps({"Payload": {"v": 42}, "StatusCode": 200})}
+    r = sfn.test_state(definition=json.dumps(task), input='{"a": 1}', mock=mock, inspectionLevel="TRACE")
+    assert r["status"] == "SUCCEEDED" and "nextState" not in r, r
+    assert json.loads(r["output"]) == {"a": 1, "r": {"value": 42}}, r
+    d = r["inspectionData"]
+    assert json.loads(d["afterParameters"]) == {"FunctionName": "f", "Payload": {"a": 1}}, d
+    assert json.loads(d["result"]) == {"Payload": {"v": 42}, "StatusCode": 200}, d
+    assert json.loads(d["afterResultSelector"]) == {"value": 42}, d
+
+    # A mocked error that a retrier takes: RETRIABLE with the retrier and its back-off.
+    retried = dict(
+        task,
+        Retry=[
+            {"ErrorEquals": ["Other"], "MaxAttempts": 5},
+            {"ErrorEquals": ["Boom"], "IntervalSeconds": 2, "BackoffRate": 3.0, "MaxAttempts": 2},
+        ],
+        Catch=[{"ErrorEquals": ["States.ALL"], "ResultPath": "$.err", "Next": "Handle"}],
+    )
+    boom = {"errorOutput": {"error": "Boom", "cause": "it broke"}}
+    r = sfn.test_state(definition=json.dumps(retried), input="{}", mock=boom, inspectionLevel="DEBUG")
+    assert r["status"] == "RETRIABLE", r
+    assert (r["error"], r["cause"]) == ("Boom", "it broke"), r
+    assert r["inspectionData"]["errorDetails"] == {"retryIndex": 1, "retryBackoffIntervalSeconds": 2}, r
+    r = sfn.test_state(
+        definition=json.dumps(retried),
+        input="{}",
+        mock=boom,
+        inspectionLevel="DEBUG",
+        stateConfiguration={"retrierRetryCount": 1},
+    )
+    assert r["status"] == "RETRIABLE" and r["inspectionData"]["errorDetails"]["retryBackoffIntervalSeconds"] == 6, r
+    # Its attempts used up: the Catch takes it.
+    r = sfn.test_state(
+        definition=json.dumps(retried),
+        input='{"x": 1}',
+        mock=boom,
+        inspectionLevel="DEBUG",
+        stateConfiguration={"retrierRetryCount": 2},
+    )
+    assert r["status"] == "CAUGHT_ERROR", r
+    assert r["nextState"] == "Handle" and (r["error"], r["cause"]) == ("Boom", "it broke"), r
+    assert json.loads(r["output"]) == {"x": 1, "err": {"Error": "Boom", "Cause": "it broke"}}, r
+    assert r["inspectionData"]["errorDetails"] == {"catchIndex": 0}, r
+    # No Retry nor Catch: FAILED.
+    r = sfn.test_state(definition=json.dumps(task), input="{}", mock=boom)
+    assert (r["status"], r["error"], r["cause"]) == ("FAILED", "Boom", "it broke"), r
+
+    # One state of a full definition (stateName), through the server's own handler (--handlers).
+    machine = {
+        "StartAt": "Prepare",
+        "States": {
+            "Prepare": {"Type": "Pass", "Next": "Double"},
+            "Double": {"Type": "Task", "Resource": "Double", "Next": "Route"},
+            "Route": {
+                "Type": "Choice",
+                "Choices": [{"Variable": "$.doubled", "NumericGreaterThan": 10, "Next": "Big"}],
+                "Default": "Small",
+            },
+            "Big": {"Type": "Succeed"},
+            "Small": {"Type": "Wait", "Seconds": 3600, "Next": "Big"},
+        },
+    }
+    r = sfn.test_state(definition=json.dumps(machine), stateName="Double", input='{"n": 4}')
+    assert (r["status"], r["nextState"], json.loads(r["output"])) == ("SUCCEEDED", "Route", {"doubled": 8}), r
+    r = sfn.test_state(definition=json.dumps(machine), stateName="Route", input='{"doubled": 8}')
+    assert (r["status"], r["nextState"]) == ("SUCCEEDED", "Small"), r
+    r = sfn.test_state(definition=json.dumps(machine), stateName="Route", input='{"doubled": 12}')
+    assert (r["status"], r["nextState"]) == ("SUCCEEDED", "Big"), r
+    # A Wait of an hour answers at once (TestState does not wait).
+    r = sfn.test_state(definition=json.dumps(machine), stateName="Small", input='{"doubled": 8}')
+    assert (r["status"], r["nextState"]) == ("SUCCEEDED", "Big"), r
+    # A Fail state.
+    r = sfn.test_state(definition=json.dumps({"Type": "Fail", "Error": "E", "Cause": "C"}))
+    assert (r["status"], r["error"], r["cause"]) == ("FAILED", "E", "C"), r
+    # Variables in scope, and a JSONata state.
+    jsonata = {"Type": "Pass", "QueryLanguage": "JSONata", "Output": "{% $states.input.a + $x %}", "End": True}
+    r = sfn.test_state(definition=json.dumps(jsonata), input='{"a": 1}', variables='{"x": 41}')
+    assert (r["status"], json.loads(r["output"])) == ("SUCCEEDED", 42), r
+
+    # Bad input: AWS's errors, with located diagnostics for a definition that does not validate.
+    m = expect_error("InvalidDefinition", sfn.test_state, definition='{"Type": "Pass",\n "Next": 3}')
+    assert "line 2" in m, m
+    expect_error("InvalidDefinition", sfn.test_state, definition="not json")
+    expect_error("ValidationException", sfn.test_state, definition=json.dumps(machine))
+    expect_error("ValidationException", sfn.test_state, definition=json.dumps(machine), stateName="Nope")
+    expect_error("ValidationException", sfn.test_state, definition=json.dumps(pas), mock=mock)
+    expect_error(
+        "ValidationException", sfn.test_state, definition=json.dumps(task), mock={"result": "{}", "errorOutput": {}}
+    )
+    expect_error("ValidationException", sfn.test_state, definition=json.dumps(pas), inspectionLevel="LOUD")
+    expect_error("InvalidExecutionInput", sfn.test_state, definition=json.dumps(pas), input="{nope")
+    expect_error("InvalidArn", sfn.test_state, definition=json.dumps(pas), roleArn="role")
+    callback = {"Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken", "End": True}
+    expect_error("ValidationException", sfn.test_state, definition=json.dumps(callback))
+    # ... but mocked, it runs.
+    r = sfn.test_state(definition=json.dumps(callback), mock={"result": '{"ok": true}'})
+    assert (r["status"], json.loads(r["output"])) == ("SUCCEEDED", {"ok": True}), r
+
+
+PASS = json.dumps({"StartAt": "P", "States": {"P": {"Type": "Pass", "End": True}}})
+
+
+def tags(sfn):
+    arn = sfn.create_state_machine(
+        name="Tagged", definition=PASS, roleArn=ROLE, tags=[{"key": "team", "value": "a"}, {"key": "env"}]
+    )["stateMachineArn"]
+    listed = sfn.list_tags_for_resource(resourceArn=arn)["tags"]
+    assert listed == [{"key": "env", "value": ""}, {"key": "team", "value": "a"}], listed
+    sfn.tag_resource(resourceArn=arn, tags=[{"key": "team", "value": "b"}, {"key": "cost", "value": "1"}])
+    sfn.untag_resource(resourceArn=arn, tagKeys=["env", "absent"])
+    listed = sfn.list_tags_for_resource(resourceArn=arn)["tags"]
+    assert listed == [{"key": "cost", "value": "1"}, {"key": "team", "value": "b"}], listed
+    # An idempotent create leaves the tags alone (as on AWS).
+    sfn.create_state_machine(name="Tagged", definition=PASS, roleArn=ROLE, tags=[{"key": "x", "value": "y"}])
+    assert len(sfn.list_tags_for_resource(resourceArn=arn)["tags"]) == 2
+    # Deleted and created again: the new machine has only its own tags.
+    sfn.delete_state_machine(stateMachineArn=arn)
+    expect_error("ResourceNotFound", sfn.list_tags_for_resource, resourceArn=arn)
+    sfn.create_state_machine(name="Tagged", definition=PASS, roleArn=ROLE)
+    assert sfn.list_tags_for_resource(resourceArn=arn)["tags"] == []
+    # Activities.
+    act = sfn.create_activity(name="TaggedActivity", tags=[{"key": "k", "value": "v"}])["activityArn"]
+    assert sfn.list_tags_for_resource(resourceArn=act)["tags"] == [{"key": "k", "value": "v"}]
+    # Bad input.
+    expect_error("InvalidArn", sfn.tag_resource, resourceArn="nope", tags=[])
+    ex = f"arn:aws:states:us-east-1:{ACCOUNT}:execution:Tagged:x"
+    expect_error("InvalidArn", sfn.list_tags_for_resource, resourceArn=ex)
+    expect_error("ResourceNotFound", sfn.list_tags_for_resource, resourceArn=sm_arn("Nope"))
+    expect_error("TooManyTags", sfn.tag_resource, resourceArn=arn, tags=[{"key": f"k{i}"} for i in range(51)])
+    expect_error("ValidationException", sfn.tag_resource, resourceArn=arn, tags=[{"key": "k" * 129}])
+    expect_error(
+        "TooManyTags",
+        sfn.create_state_machine,
+        name="TooMany",
+        definition=PASS,
+        roleArn=ROLE,
+        tags=[{"key": f"k{i}"} for i in range(51)],
+    )
+    expect_error("StateMachineDoesNotExist", sfn.describe_state_machine, stateMachineArn=sm_arn("TooMany"))
+
+
+MOCKED = json.dumps(
+    {
+        "StartAt": "Call",
+        "States": {
+            "Call": {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::lambda:invoke",
+                "Parameters": {"FunctionName": "f", "Payload.$": "$"},
+                "Retry": [{"ErrorEquals": ["Lambda.ResourceNotReadyException"], "IntervalSeconds": 1, "BackoffRate": 1}],
+                "Catch": [{"ErrorEquals": ["Custom.Error"], "ResultPath": "$.error", "Next": "Handled"}],
+                "ResultSelector": {"n.$": "$.Payload.v", "status.$": "$.StatusCode"},
+                "Next": "Double",
+            },
+            "Double": {"Type": "Task", "Resource": "Double", "End": True},
+            "Handled": {"Type": "Pass", "End": True},
+        },
+    }
+)
+
+
+def mock_config(sfn):
+    arn = sfn.create_state_machine(name="Mocked", definition=MOCKED, roleArn=ROLE)["stateMachineArn"]
+    # RetryPath: the mocked Lambda fails once, is retried, then answers; the next (unmocked) Task
+    # runs through --handlers.
+    ex = sfn.start_execution(stateMachineArn=arn + "#RetryPath", name="retry", input="{}")["executionArn"]
+    assert ex == f"arn:aws:states:us-east-1:{ACCOUNT}:execution:Mocked:retry", ex
+    d = finished(sfn, ex)
+    assert d["status"] == "SUCCEEDED" and json.loads(d["output"]) == {"doubled": 4}, d
+    events = sfn.get_execution_history(executionArn=ex)["events"]
+    failed = [e for e in events if e["type"] == "TaskFailed"]
+    assert len(failed) == 1 and failed[0]["taskFailedEventDetails"]["error"] == "Lambda.ResourceNotReadyException", events
+    # FailPath: the mocked error is caught.
+    ex = sfn.start_execution(stateMachineArn=arn + "#FailPath", name="fail", input='{"x": 1}')["executionArn"]
+    d = finished(sfn, ex)
+    assert d["status"] == "SUCCEEDED", d
+    assert json.loads(d["output"]) == {"x": 1, "error": {"Error": "Custom.Error", "Cause": "broken"}}, d
+    # Without a test case nothing is mocked: the Lambda has no handler here.
+    ex = sfn.start_execution(stateMachineArn=arn, name="plain", input="{}")["executionArn"]
+    d = finished(sfn, ex)
+    assert (d["status"], d["error"]) == ("FAILED", "Wfc.NoTaskHandler"), d
+    expect_error("ValidationException", sfn.start_execution, stateMachineArn=arn + "#NoSuchCase")
+    expect_error("StateMachineDoesNotExist", sfn.start_execution, stateMachineArn=sm_arn("Nope") + "#RetryPath")
+
+
+def versions(sfn):
+    v1_def = json.dumps({"StartAt": "P", "States": {"P": {"Type": "Pass", "Result": "v1", "End": True}}})
+    v2_def = json.dumps({"StartAt": "P", "States": {"P": {"Type": "Pass", "Result": "v2", "End": True}}})
+    created = sfn.create_state_machine(
+        name="Versioned", definition=v1_def, roleArn=ROLE, publish=True, versionDescription="first"
+    )
+    arn, v1 = created["stateMachineArn"], created["stateMachineVersionArn"]
+    assert v1 == arn + ":1", created
+    # Publishing the same revision again answers with the same version.
+    assert sfn.publish_state_machine_version(stateMachineArn=arn)["stateMachineVersionArn"] == v1
+    revision = sfn.update_state_machine(stateMachineArn=arn, definition=v2_def)["revisionId"]
+    expect_error("ConflictException", sfn.publish_state_machine_version, stateMachineArn=arn, revisionId="stale")
+    v2 = sfn.publish_state_machine_version(stateMachineArn=arn, revisionId=revision, description="second")[
+        "stateMachineVersionArn"
+    ]
+    assert v2 == arn + ":2", v2
+    listed = [v["stateMachineVersionArn"] for v in sfn.list_state_machine_versions(stateMachineArn=arn)["stateMachineVersions"]]
+    assert listed == [v2, v1], listed
+    d = sfn.describe_state_machine(stateMachineArn=v1)
+    assert (d["stateMachineArn"], d["description"], json.loads(d["definition"])["States"]["P"]["Result"]) == (v1, "first", "v1"), d
+    # An execution started by version ARN runs that version's definition.
+    ex = sfn.start_execution(stateMachineArn=v1, name="on-v1")["executionArn"]
+    assert ex == f"arn:aws:states:us-east-1:{ACCOUNT}:execution:Versioned:on-v1", ex
+    assert json.loads(finished(sfn, ex)["output"]) == "v1"
+    ex = sfn.start_execution(stateMachineArn=arn, name="on-latest")["executionArn"]
+    assert json.loads(finished(sfn, ex)["output"]) == "v2"
+    # Deleting a version: it is gone, its number is not reused.
+    sfn.delete_state_machine_version(stateMachineVersionArn=v1)
+    expect_error("StateMachineDoesNotExist", sfn.describe_state_machine, stateMachineArn=v1)
+    expect_error("StateMachineDoesNotExist", sfn.start_execution, stateMachineArn=v1)
+    sfn.update_state_machine(stateMachineArn=arn, definition=v1_def, publish=True)
+    listed = [v["stateMachineVersionArn"] for v in sfn.list_state_machine_versions(stateMachineArn=arn)["stateMachineVersions"]]
+    assert listed == [arn + ":3", v2], listed
+    # Bad input.
+    expect_error("ValidationException", sfn.update_state_machine, stateMachineArn=arn, definition=v2_def, versionDescription="x")
+    expect_error("ValidationException", sfn.describe_state_machine, stateMachineArn=arn + ":prod")
+    expect_error("InvalidArn", sfn.delete_state_machine_version, stateMachineVersionArn=arn)
+    expect_error("StateMachineDoesNotExist", sfn.describe_state_machine, stateMachineArn=arn + ":99")
+    expect_error("StateMachineDoesNotExist", sfn.list_state_machine_versions, stateMachineArn=sm_arn("Nope"))
+    # A deleted machine takes its versions with it.
+    sfn.delete_state_machine(stateMachineArn=arn)
+    sfn.create_state_machine(name="Versioned", definition=v1_def, roleArn=ROLE)
+    assert sfn.list_state_machine_versions(stateMachineArn=arn)["stateMachineVersions"] == []
+
+
+def main():
+    sfn = client()
+    if PHASE == "all":
+        names = set(sfn.meta.service_model.operation_names)
+        missing = [op for op in CLAIMED if op not in names]
+        assert not missing, f"operations not in the service model: {missing}"
+        test_state(sfn)
+        tags(sfn)
+        mock_config(sfn)
+        versions(sfn)
+        unchecked = [op for op in CLAIMED if op not in CHECKED]
+        assert not unchecked, f"operations whose responses were not checked against the model: {unchecked}"
+    elif PHASE == "before-restart":
+        arn = sfn.create_state_machine(name="Durable", definition=PASS, roleArn=ROLE)["stateMachineArn"]
+        sfn.tag_resource(resourceArn=arn, tags=[{"key": "kept", "value": "yes"}])
+    elif PHASE == "after-restart":
+        listed = sfn.list_tags_for_resource(resourceArn=sm_arn("Durable"))["tags"]
+        assert listed == [{"key": "kept", "value": "yes"}], listed
+    print(json.dumps({"phase": PHASE, "checked": CHECKED}), flush=True)
+
+
+main()

@@ -1,0 +1,134 @@
+//! The operations of `wfc serve` beyond its core ([`wfc_serve::MORE_OPERATIONS`]: TestState,
+//! tags, ...), driven by boto3 unchanged (tests/serve/boto3_more_suite.py, which checks every
+//! response against botocore's service model and that every claimed operation was exercised).
+//!
+//! Like tests/serve.rs: the clients come from `WFC_PY_VENV` (else `target/py-venv`); without
+//! them the tests print why and pass, unless `WFC_REQUIRE_PY_SERVERS=1` (CI).
+#![allow(missing_docs)]
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+use support::live::{Killed, venv_with};
+
+fn venv(test: &str) -> Option<PathBuf> {
+    let found = venv_with("aws").filter(|v| v.join("bin/python").exists());
+    if found.is_none() {
+        let why = "boto3 is not installed (set WFC_PY_VENV to a venv with boto3 and awscli, as .ci/run does)";
+        assert!(std::env::var("WFC_REQUIRE_PY_SERVERS").as_deref() != Ok("1"), "{why}");
+        eprintln!("skipping {test}: {why}");
+    }
+    found
+}
+
+/// A running `wfc serve` and its endpoint.
+struct Server {
+    child: Killed,
+    endpoint: String,
+}
+
+impl Server {
+    /// SIGTERM and wait: the next server on the store starts from what this one kept.
+    fn stop(mut self) {
+        let pid = self.child.0.id().to_string();
+        assert!(Command::new("kill").args(["-TERM", &pid]).status().expect("run kill").success());
+        let status = self.child.0.wait().expect("wait for wfc serve");
+        assert!(status.success(), "wfc serve exited with {status} on SIGTERM");
+    }
+}
+
+/// `Double` doubles `n`.
+fn handlers(dir: &Path, python: &Path) -> PathBuf {
+    let py = python.display().to_string();
+    let doc = json!({
+        "Double": {"command": [py, "-c", "import json,sys; d=json.load(sys.stdin); print(json.dumps({'doubled': d['n']*2}))"]},
+    });
+    let path = dir.join("handlers.json");
+    std::fs::write(&path, doc.to_string()).unwrap();
+    path
+}
+
+/// Step Functions Local's MockConfigFile for the `Mocked` machine of the suite.
+fn mock_config(dir: &Path) -> PathBuf {
+    let doc = json!({
+        "StateMachines": {"Mocked": {"TestCases": {
+            "RetryPath": {"Call": "NotReadyThenOk"},
+            "FailPath": {"Call": "Broken"},
+        }}},
+        "MockedResponses": {
+            "NotReadyThenOk": {
+                "0": {"Throw": {"Error": "Lambda.ResourceNotReadyException", "Cause": "not ready"}},
+                "1-2": {"Return": {"StatusCode": 200, "Payload": {"v": 2}}},
+            },
+            "Broken": {"0": {"Throw": {"Error": "Custom.Error", "Cause": "broken"}}},
+        },
+    });
+    let path = dir.join("MockConfigFile.json");
+    std::fs::write(&path, doc.to_string()).unwrap();
+    path
+}
+
+fn start(store: &str, dir: &Path, python: &Path, extra: &[&str]) -> Server {
+    let mut child = support::wfc()
+        .args(["serve", "--listen", "127.0.0.1:0", "--store", store, "--handlers"])
+        .arg(handlers(dir, python))
+        .arg("--mock-config")
+        .arg(mock_config(dir))
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start wfc serve");
+    let stdout = child.stdout.take().unwrap();
+    let child = Killed(child);
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).expect("read the listening line");
+    let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not a listening line: {line:?}: {e}"));
+    let endpoint = format!("http://{}", v["listening"].as_str().unwrap());
+    Server { child, endpoint }
+}
+
+fn suite(venv: &Path, server: &Server, phase: &str) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/serve/boto3_more_suite.py");
+    let out = Command::new(venv.join("bin/python"))
+        .arg(script)
+        .args([server.endpoint.as_str(), phase])
+        .args(wfc_serve::MORE_OPERATIONS)
+        .env_remove("AWS_PROFILE")
+        .output()
+        .expect("run the boto3 suite");
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "boto3 more-suite ({phase}) failed:\n{stdout}\n{stderr}");
+    eprintln!("{stdout}");
+}
+
+fn more_suite_on(store: &str, dir: &Path, venv: &Path) {
+    let python = venv.join("bin/python");
+    let server = start(store, dir, &python, &[]);
+    suite(venv, &server, "all");
+    // What must survive a restart (tags) is written before it and read after it.
+    suite(venv, &server, "before-restart");
+    server.stop();
+    let server = start(store, dir, &python, &[]);
+    suite(venv, &server, "after-restart");
+}
+
+#[test]
+fn boto3_drives_more_operations_on_sqlite() {
+    let Some(venv) = venv("boto3_drives_more_operations_on_sqlite") else { return };
+    let dir = support::scratch("more_sqlite");
+    let store = format!("sqlite:{}", dir.join("serve.db").display());
+    more_suite_on(&store, &dir, &venv);
+}
+
+#[test]
+fn boto3_drives_more_operations_on_postgres() {
+    let Some(venv) = venv("boto3_drives_more_operations_on_postgres") else { return };
+    let Some(pg) = support::pg::TempPostgres::start("serve_more") else { return };
+    let dir = support::scratch("more_pg");
+    more_suite_on(&pg.url, &dir, &venv);
+}

@@ -1,0 +1,599 @@
+//! `TestState`: runs one state, alone (`definition` is a state) or taken from a full definition
+//! (`stateName`), with the given input, and answers as AWS does: `output`, `error`/`cause`,
+//! `nextState`, `status` (`SUCCEEDED`, `FAILED`, `RETRIABLE`, `CAUGHT_ERROR`) and, at the
+//! `DEBUG`/`TRACE` inspection levels, `inspectionData`.
+//!
+//! The state runs on the runtime's interpreter, not on a second one: it is wrapped in a small
+//! machine whose other states are `Succeed` placeholders standing for the states it can go to,
+//! so the runtime's own state execution decides the output and the transition, and the
+//! placeholder entered names `nextState` (its input is the tested state's output).
+//!
+//! AWS does not retry inside TestState: a failure that a retrier with attempts left matches is
+//! `RETRIABLE` (with the retrier's index and back-off). So the state runs without its `Retry`;
+//! when it has one, it runs first without its `Catch` too, to see the raw error; only if no
+//! retrier takes it does it run again with its `Catch`, and the Task's calls of the first run are
+//! replayed, not made again (a handler runs once per TestState, as AWS calls a service once).
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use serde_json::{Map, Value, json};
+use wfc_runtime::interp::DynHandler;
+use wfc_runtime::{ExecutionResult, Failure, RunOptions, Status, TaskContext};
+
+use crate::api::{Service, document, json_text, member, opt_bool, opt_str, req_str, validated};
+use crate::error::ApiError;
+use crate::machines::load_definition;
+
+/// The name a lone state (no `stateName`) runs under.
+const LONE_STATE: &str = "TestState";
+/// The placeholder standing for a transition of the tested state back to itself.
+const SELF_PLACEHOLDER: &str = "__wfc_test_state_self";
+/// The resource a mocked Task runs under: the mock stands for the whole service call (a
+/// `lambda:invoke` mock is the `Invoke` response, a `.waitForTaskToken` mock the callback's
+/// answer), so the runtime must not wrap it in an integration's envelope or wait for a token.
+const MOCK_RESOURCE: &str = "wfc:TestState:mock";
+/// The Pass state that assigns the request's `variables` before the tested state runs.
+const VARIABLES_STATE: &str = "__wfc_test_state_variables";
+
+/// `mock`: what the Task's service call returns instead of being made.
+#[derive(Debug, Clone)]
+enum Mock {
+    Result(Value),
+    Error(Failure),
+}
+
+/// The Task handler of a test: the mock, else the server's handler; it records every call (for
+/// `inspectionData` and to replay them in a second run).
+struct TestHandler {
+    mock: Option<Mock>,
+    inner: Arc<dyn DynHandler>,
+    /// Calls of this test so far: (effective input, outcome).
+    calls: Mutex<Vec<(Value, Result<Value, Failure>)>>,
+    /// Calls of a first run, answered again in order without calling anything.
+    replay: Mutex<std::collections::VecDeque<Result<Value, Failure>>>,
+}
+
+impl DynHandler for TestHandler {
+    fn call<'a>(&'a self, resource: &'a str, input: Value, ctx: TaskContext) -> BoxFuture<'a, Result<Value, Failure>> {
+        Box::pin(async move {
+            let replayed = self.replay.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
+            let outcome = match (replayed, &self.mock) {
+                (Some(outcome), _) => outcome,
+                (None, Some(Mock::Result(v))) => Ok(v.clone()),
+                (None, Some(Mock::Error(f))) => Err(f.clone()),
+                (None, None) => self.inner.call(resource, input.clone(), ctx).await,
+            };
+            self.calls.lock().unwrap_or_else(|p| p.into_inner()).push((input, outcome.clone()));
+            outcome
+        })
+    }
+}
+
+fn validation(message: impl Into<String>) -> ApiError {
+    ApiError::validation(message)
+}
+
+/// Every state name `state` can go to (Next, Default, each Choice rule's and catcher's Next).
+fn targets(state: &Map<String, Value>) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut add = |v: Option<&Value>| {
+        if let Some(Value::String(s)) = v {
+            out.insert(s.clone());
+        }
+    };
+    add(state.get("Next"));
+    add(state.get("Default"));
+    for key in ["Choices", "Catch"] {
+        if let Some(Value::Array(items)) = state.get(key) {
+            for item in items {
+                add(item.get("Next"));
+            }
+        }
+    }
+    out
+}
+
+/// Replaces transitions to `from` by transitions to `to` (a state that goes to itself).
+fn retarget(state: &mut Map<String, Value>, from: &str, to: &str) {
+    let fix = |v: &mut Value| {
+        if v.as_str() == Some(from) {
+            *v = json!(to);
+        }
+    };
+    for key in ["Next", "Default"] {
+        if let Some(v) = state.get_mut(key) {
+            fix(v);
+        }
+    }
+    for key in ["Choices", "Catch"] {
+        if let Some(Value::Array(items)) = state.get_mut(key) {
+            for item in items {
+                if let Some(v) = item.get_mut("Next") {
+                    fix(v);
+                }
+            }
+        }
+    }
+}
+
+/// Whether a JSONPath `Assign` of `value` would evaluate something (a `.$` key): the request's
+/// `variables` are values, so they are assigned only when they are taken literally.
+fn has_path_key(value: &Value) -> bool {
+    match value {
+        Value::Object(m) => m.iter().any(|(k, v)| k.ends_with(".$") || has_path_key(v)),
+        Value::Array(items) => items.iter().any(has_path_key),
+        _ => false,
+    }
+}
+
+/// The retrier (index, definition) whose `ErrorEquals` matches `error` first, as the runtime
+/// chooses it.
+fn matching_retrier<'a>(retry: &'a [Value], error: &str) -> Option<(usize, &'a Value)> {
+    retry.iter().enumerate().find(|(_, r)| {
+        let equals: Vec<String> = r
+            .get("ErrorEquals")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(|e| e.as_str().map(str::to_owned)).collect())
+            .unwrap_or_default();
+        wfc_runtime::retry::error_matches(&equals, error)
+    })
+}
+
+/// The back-off before retry `n` (1-based) of a retrier, in seconds, as the runtime computes it.
+fn backoff_seconds(retrier: &Value, n: u32) -> u64 {
+    let mut r = wfc_ir::Retrier::new(Vec::new());
+    if let Some(i) = retrier.get("IntervalSeconds").and_then(Value::as_u64) {
+        r.interval_seconds = i;
+    }
+    if let Some(b) = retrier.get("BackoffRate").and_then(Value::as_f64) {
+        r.backoff_rate = b;
+    }
+    r.max_delay_seconds = retrier.get("MaxDelaySeconds").and_then(Value::as_u64);
+    wfc_runtime::retry::backoff_delay(&r, n).as_secs()
+}
+
+/// What one run of the wrapper machine gave.
+struct Outcome {
+    result: ExecutionResult,
+    /// The placeholder entered after the tested state (its original name) and its input.
+    next: Option<(String, Value)>,
+    /// The tested state's own Exited output.
+    exited: Option<Value>,
+}
+
+/// The request, checked.
+struct Request {
+    /// The tested state's name and its definition.
+    name: String,
+    state: Map<String, Value>,
+    /// The machine's `QueryLanguage` (a full definition's), if any.
+    query_language: Option<Value>,
+    input: Value,
+    mock: Option<Mock>,
+    variables: Option<Map<String, Value>>,
+    retrier_retry_count: u32,
+    debug: bool,
+}
+
+impl Request {
+    fn parse(body: &Map<String, Value>) -> Result<Request, ApiError> {
+        let text = req_str(body, "definition")?;
+        if let Some(role) = opt_str(body, "roleArn")?
+            && !role.starts_with("arn:")
+        {
+            return Err(ApiError::client(
+                "InvalidArn",
+                format!("Invalid Arn: '{role}' (roleArn must be an IAM role ARN)"),
+            ));
+        }
+        let input = document(opt_str(body, "input")?, "input", "InvalidExecutionInput")?;
+        let debug = match opt_str(body, "inspectionLevel")? {
+            None | Some("INFO") => false,
+            Some("DEBUG" | "TRACE") => true,
+            Some(other) => {
+                return Err(validation(format!(
+                    "1 validation error detected: Value '{other}' at 'inspectionLevel' failed to satisfy constraint: Member must satisfy enum value set: [INFO, DEBUG, TRACE]"
+                )));
+            }
+        };
+        opt_bool(body, "revealSecrets")?;
+        if member(body, "context").is_some() {
+            return Err(validation(
+                "wfc serve does not implement TestState's 'context' yet: the runtime builds the context object itself",
+            ));
+        }
+        let variables = match opt_str(body, "variables")? {
+            None => None,
+            Some(text) => match document(Some(text), "variables", "InvalidExecutionInput")? {
+                Value::Object(m) if !has_path_key(&Value::Object(m.clone())) => Some(m),
+                Value::Object(_) => {
+                    return Err(validation(
+                        "wfc serve cannot assign 'variables' whose objects have keys ending in '.$'",
+                    ));
+                }
+                _ => return Err(ApiError::client("InvalidExecutionInput", "'variables' must be a JSON object")),
+            },
+        };
+        let mut retrier_retry_count = 0;
+        if let Some(config) = member(body, "stateConfiguration") {
+            let config = config
+                .as_object()
+                .ok_or_else(|| ApiError::client("SerializationException", "'stateConfiguration' must be an object"))?;
+            for unsupported in ["errorCausedByState", "mapIterationFailureCount", "mapItemReaderData"] {
+                if member(config, unsupported).is_some() {
+                    return Err(validation(format!(
+                        "wfc serve does not implement TestState's stateConfiguration.{unsupported} yet"
+                    )));
+                }
+            }
+            if let Some(n) = member(config, "retrierRetryCount") {
+                retrier_retry_count = n.as_u64().and_then(|n| u32::try_from(n).ok()).ok_or_else(|| {
+                    validation(format!(
+                        "1 validation error detected: Value '{n}' at 'stateConfiguration.retrierRetryCount' failed to satisfy constraint: Member must have value greater than or equal to 0"
+                    ))
+                })?;
+            }
+        }
+        let mock = match member(body, "mock") {
+            None => None,
+            Some(m) => Some(Self::mock(m)?),
+        };
+        let parsed: Value = serde_json::from_str(text).map_err(|e| {
+            ApiError::client("InvalidDefinition", format!("Invalid State Machine Definition: not valid JSON: {e}"))
+        })?;
+        let Value::Object(definition) = parsed else {
+            return Err(ApiError::client("InvalidDefinition", "Invalid State Machine Definition: not a JSON object"));
+        };
+        let (name, state, query_language) = match opt_str(body, "stateName")? {
+            Some(name) => {
+                // A full definition: validate it as it is, so diagnostics are located in it.
+                validated("TestState", text)?;
+                let state =
+                    definition.get("States").and_then(|s| s.get(name)).and_then(Value::as_object).ok_or_else(|| {
+                        validation(format!("stateName '{name}' is not a state of the definition's top level 'States'"))
+                    })?;
+                (name.to_owned(), state.clone(), definition.get("QueryLanguage").cloned())
+            }
+            None => {
+                if definition.contains_key("States") {
+                    return Err(validation(
+                        "the definition is a state machine ('States'): give 'stateName' to say which state to test",
+                    ));
+                }
+                // A lone state: validated inside a machine that starts with its text on line 1,
+                // so the line of every diagnostic is the line in the request.
+                let mut placeholders = String::new();
+                for t in targets(&definition) {
+                    let t = if t == LONE_STATE { SELF_PLACEHOLDER.to_owned() } else { t };
+                    placeholders.push_str(&format!(",{}:{{\"Type\":\"Succeed\"}}", json!(t)));
+                }
+                let wrapper =
+                    format!("{{\"StartAt\":\"{LONE_STATE}\",\"States\":{{\"{LONE_STATE}\":{text}{placeholders}}}}}");
+                validated("TestState", &wrapper)?;
+                (LONE_STATE.to_owned(), definition, None)
+            }
+        };
+        let state_type = state.get("Type").and_then(Value::as_str).unwrap_or_default();
+        if mock.is_some() && state_type != "Task" {
+            return Err(validation(format!(
+                "'mock' is for Task states; '{name}' is a {state_type} state (wfc serve does not mock Map or Parallel states yet)"
+            )));
+        }
+        if mock.is_none() && state_type == "Task" {
+            let resource = state.get("Resource").and_then(Value::as_str).unwrap_or_default();
+            if resource.contains(":activity:") || resource.ends_with(".waitForTaskToken") || resource.ends_with(".sync")
+            {
+                return Err(validation(format!(
+                    "TestState does not run activity Tasks or the .sync and .waitForTaskToken patterns without a 'mock' (as on AWS): '{resource}'"
+                )));
+            }
+        }
+        Ok(Request { name, state, query_language, input, mock, variables, retrier_retry_count, debug })
+    }
+
+    fn mock(m: &Value) -> Result<Mock, ApiError> {
+        let m = m.as_object().ok_or_else(|| ApiError::client("SerializationException", "'mock' must be an object"))?;
+        match opt_str(m, "fieldValidationMode")? {
+            // wfc has no service response shapes to check a mocked result against: every mode
+            // checks only that the result is JSON (docs/serve.md).
+            None | Some("STRICT" | "PRESENT" | "NONE") => {}
+            Some(other) => {
+                return Err(validation(format!(
+                    "1 validation error detected: Value '{other}' at 'mock.fieldValidationMode' failed to satisfy constraint: Member must satisfy enum value set: [STRICT, PRESENT, NONE]"
+                )));
+            }
+        }
+        match (opt_str(m, "result")?, member(m, "errorOutput")) {
+            (Some(_), Some(_)) => Err(validation("'mock' takes either 'result' or 'errorOutput', not both")),
+            (None, None) => Err(validation("'mock' needs 'result' or 'errorOutput'")),
+            (Some(text), None) => Ok(Mock::Result(document(Some(text), "mock result", "ValidationException")?)),
+            (None, Some(e)) => {
+                let e = e.as_object().ok_or_else(|| {
+                    ApiError::client("SerializationException", "'mock.errorOutput' must be an object")
+                })?;
+                Ok(Mock::Error(Failure::new(
+                    opt_str(e, "error")?.unwrap_or_default(),
+                    opt_str(e, "cause")?.unwrap_or_default(),
+                )))
+            }
+        }
+    }
+
+    /// The wrapper machine's definition: the state (without `Retry`, and without `Catch` if
+    /// `catch` is false), placeholders for its transitions, and the variables' Pass state.
+    fn machine(&self, catch: bool) -> (String, Vec<(String, String)>) {
+        let mut state = self.state.clone();
+        state.remove("Retry");
+        if self.mock.is_some() {
+            state.insert("Resource".into(), json!(MOCK_RESOURCE));
+        }
+        if !catch {
+            state.remove("Catch");
+        }
+        if targets(&state).contains(&self.name) {
+            retarget(&mut state, &self.name, SELF_PLACEHOLDER);
+        }
+        let mut states = Map::new();
+        let mut start = self.name.clone();
+        if let Some(vars) = &self.variables {
+            start = VARIABLES_STATE.to_owned();
+            states.insert(
+                VARIABLES_STATE.to_owned(),
+                json!({ "Type": "Pass", "QueryLanguage": "JSONPath", "Assign": vars, "Next": self.name }),
+            );
+        }
+        let mut placeholders = Vec::new();
+        for t in targets(&state) {
+            let shown = if t == SELF_PLACEHOLDER { self.name.clone() } else { t.clone() };
+            states.insert(t.clone(), json!({ "Type": "Succeed" }));
+            placeholders.push((t, shown));
+        }
+        states.insert(self.name.clone(), Value::Object(state));
+        let mut machine = json!({ "StartAt": start, "States": states });
+        if let Some(ql) = &self.query_language {
+            machine["QueryLanguage"] = ql.clone();
+        }
+        (json_text(&machine), placeholders)
+    }
+
+    /// Runs the wrapper machine on the interpreter. Virtual time (waits skipped) unless a real
+    /// handler may be called, whose time must be real.
+    async fn run(&self, handler: Arc<TestHandler>, catch: bool) -> Result<Outcome, ApiError> {
+        let (text, placeholders) = self.machine(catch);
+        let workflow = load_definition("TestState", &text).map_err(|d| {
+            let first = d.first_error().map(|d| format!("{}: {}", d.code, d.message)).unwrap_or_default();
+            ApiError::client("InvalidDefinition", format!("Invalid State Machine Definition: '{first}'"))
+        })?;
+        let workflow = workflow.workflow;
+        let input = self.input.clone();
+        let is_task = self.state.get("Type").and_then(Value::as_str) == Some("Task");
+        let result = if is_task && self.mock.is_none() {
+            let options = RunOptions::real().with_name("TestState");
+            wfc_runtime::interp::run(&workflow, handler.as_ref(), input, options).await
+        } else {
+            let start = jiff::Timestamp::now();
+            let h = Arc::clone(&handler);
+            tokio::task::spawn_blocking(move || {
+                let options =
+                    RunOptions { clock: wfc_runtime::Clock::virtual_from(start), ..RunOptions::virtual_time() }
+                        .with_name("TestState");
+                wfc_runtime::block_on_virtual(wfc_runtime::interp::run(&workflow, h.as_ref(), input, options))
+            })
+            .await
+            .map_err(|e| ApiError::internal(format!("the test run failed: {e}")))?
+        };
+        let mut exited = None;
+        let mut next = None;
+        for e in &result.history {
+            let name = e.details.get("name").and_then(Value::as_str);
+            let is_exit = format!("{:?}", e.event_type).ends_with("StateExited");
+            let is_enter = format!("{:?}", e.event_type).ends_with("StateEntered");
+            if is_exit && name == Some(self.name.as_str()) {
+                exited = e.details.get("output").cloned();
+            }
+            if is_enter
+                && let Some(n) = name
+                && let Some((_, shown)) = placeholders.iter().find(|(p, _)| p == n)
+            {
+                next = Some((shown.clone(), e.details.get("input").cloned().unwrap_or(Value::Null)));
+            }
+        }
+        Ok(Outcome { result, next, exited })
+    }
+
+    /// `inspectionData` (DEBUG, TRACE): the raw input, and for a Task what the runtime passed to
+    /// and got from its handler; for JSONPath states the steps in between that do not read `$$`
+    /// or draw random values (which would differ from the run's).
+    fn inspection(&self, calls: &[(Value, Result<Value, Failure>)]) -> Value {
+        let mut data = Map::new();
+        data.insert("input".into(), json!(json_text(&self.input)));
+        let jsonata =
+            self.state.get("QueryLanguage").or(self.query_language.as_ref()).and_then(Value::as_str) == Some("JSONata");
+        let Ok(loaded) = load_definition("TestState", &self.machine(true).0) else { return Value::Object(data) };
+        let machine = &loaded.workflow.machine;
+        let Some(spec) = machine.find(&self.name).map(|id| &machine.states[id].kind) else {
+            return Value::Object(data);
+        };
+        let null = Value::Null;
+        let put = |data: &mut Map<String, Value>, key: &str, v: &Value| {
+            data.insert(key.into(), json!(json_text(v)));
+        };
+        match spec {
+            wfc_ir::StateKind::Task(t) => {
+                if let Some((effective, result)) = calls.first() {
+                    if jsonata {
+                        put(&mut data, "afterArguments", effective);
+                    } else {
+                        if !wfc_runtime::io::paths_use_context([t.input_path.as_ref()])
+                            && let Ok(v) = wfc_runtime::io::input_path(&t.input_path, &self.input, &null)
+                        {
+                            put(&mut data, "afterInputPath", &v);
+                        }
+                        put(&mut data, "afterParameters", effective);
+                    }
+                    if let Ok(result) = result {
+                        put(&mut data, "result", result);
+                        if !jsonata {
+                            let selected = match &t.result_selector {
+                                None => Some(result.clone()),
+                                Some(s)
+                                    if !wfc_runtime::io::uses_context(s) && !wfc_runtime::io::uses_randomness(s) =>
+                                {
+                                    wfc_runtime::io::template(s, result, &null, &mut rand::rng()).ok()
+                                }
+                                Some(_) => None,
+                            };
+                            if let Some(selected) = selected {
+                                put(&mut data, "afterResultSelector", &selected);
+                                if let Ok(v) =
+                                    wfc_runtime::io::result_path(&t.result_path, self.input.clone(), selected)
+                                {
+                                    put(&mut data, "afterResultPath", &v);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            wfc_ir::StateKind::Pass(p) if !jsonata => {
+                if !wfc_runtime::io::paths_use_context([p.input_path.as_ref()])
+                    && let Ok(after_input) = wfc_runtime::io::input_path(&p.input_path, &self.input, &null)
+                {
+                    put(&mut data, "afterInputPath", &after_input);
+                    let effective = match &p.parameters {
+                        None => Some(after_input.into_owned()),
+                        Some(s) if !wfc_runtime::io::uses_context(s) && !wfc_runtime::io::uses_randomness(s) => {
+                            wfc_runtime::io::template(s, &after_input, &null, &mut rand::rng()).ok()
+                        }
+                        Some(_) => None,
+                    };
+                    if let Some(effective) = effective {
+                        put(&mut data, "afterParameters", &effective);
+                        let result = p.result.clone().unwrap_or(effective);
+                        put(&mut data, "result", &result);
+                        if let Ok(v) = wfc_runtime::io::result_path(&p.result_path, self.input.clone(), result) {
+                            put(&mut data, "afterResultPath", &v);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        Value::Object(data)
+    }
+}
+
+impl Service {
+    /// TestState (see the module documentation).
+    pub(crate) async fn test_state(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
+        let req = Request::parse(body)?;
+        let retry: Vec<Value> = req.state.get("Retry").and_then(Value::as_array).cloned().unwrap_or_default();
+        let handler = Arc::new(TestHandler {
+            mock: req.mock.clone(),
+            inner: Arc::clone(&self.handler),
+            calls: Mutex::new(Vec::new()),
+            replay: Mutex::new(Default::default()),
+        });
+        let has_catch = req.state.get("Catch").is_some_and(|c| c.as_array().is_some_and(|a| !a.is_empty()));
+        // With a Retry or a Catch, the first run has neither, to see the raw error.
+        let outcome = req.run(Arc::clone(&handler), retry.is_empty() && !has_catch).await?;
+        let mut out = Map::new();
+        let mut catch_index = None;
+        let raw_failure = (outcome.result.status != Status::Succeeded).then(|| outcome.result.error.clone()).flatten();
+        let mut outcome = outcome;
+        if let Some(failure) = raw_failure.filter(|_| !retry.is_empty() || has_catch) {
+            // Does a retrier with attempts left take it?
+            if let Some((index, retrier)) = matching_retrier(&retry, &failure.error) {
+                let max = retrier.get("MaxAttempts").and_then(Value::as_u64).unwrap_or(3);
+                if u64::from(req.retrier_retry_count) < max {
+                    out.insert("status".into(), json!("RETRIABLE"));
+                    out.insert("error".into(), json!(failure.error));
+                    out.insert("cause".into(), json!(failure.cause));
+                    if req.debug {
+                        let calls = handler.calls.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                        let mut data = req.inspection(&calls);
+                        data["errorDetails"] = json!({
+                            "retryIndex": index,
+                            "retryBackoffIntervalSeconds": backoff_seconds(retrier, req.retrier_retry_count + 1),
+                        });
+                        out.insert("inspectionData".into(), data);
+                    }
+                    return Ok(Value::Object(out));
+                }
+            }
+            if has_catch {
+                // Run again with the Catch, answering the Task with the first run's outcomes.
+                let calls: Vec<_> = handler.calls.lock().unwrap_or_else(|p| p.into_inner()).drain(..).collect();
+                *handler.replay.lock().unwrap_or_else(|p| p.into_inner()) =
+                    calls.into_iter().map(|(_, outcome)| outcome).collect();
+                outcome = req.run(Arc::clone(&handler), true).await?;
+                if outcome.result.status == Status::Succeeded
+                    && let Some((next, output)) = &outcome.next
+                {
+                    let catchers: Vec<Value> =
+                        req.state.get("Catch").and_then(Value::as_array).cloned().unwrap_or_default();
+                    catch_index = matching_retrier(&catchers, &failure.error).map(|(i, _)| i);
+                    out.insert("status".into(), json!("CAUGHT_ERROR"));
+                    out.insert("nextState".into(), json!(next));
+                    out.insert("output".into(), json!(json_text(output)));
+                    out.insert("error".into(), json!(failure.error));
+                    out.insert("cause".into(), json!(failure.cause));
+                }
+            }
+        }
+        if !out.contains_key("status") {
+            if outcome.result.status == Status::Succeeded {
+                out.insert("status".into(), json!("SUCCEEDED"));
+                let output = match &outcome.next {
+                    Some((name, input)) => {
+                        out.insert("nextState".into(), json!(name));
+                        input.clone()
+                    }
+                    None => outcome.exited.clone().or_else(|| outcome.result.output.clone()).unwrap_or(Value::Null),
+                };
+                out.insert("output".into(), json!(json_text(&output)));
+            } else {
+                out.insert("status".into(), json!("FAILED"));
+                if let Some(f) = &outcome.result.error {
+                    out.insert("error".into(), json!(f.error));
+                    out.insert("cause".into(), json!(f.cause));
+                }
+            }
+        }
+        let calls = handler.calls.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if req.debug {
+            let mut data = req.inspection(&calls);
+            if let Some(i) = catch_index {
+                data["errorDetails"] = json!({ "catchIndex": i });
+            }
+            out.insert("inspectionData".into(), data);
+        }
+        Ok(Value::Object(out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transitions_are_found_and_retargeted() {
+        let mut s = json!({"Type": "Choice", "Choices": [{"Next": "A"}, {"Next": "S"}], "Default": "S",
+            "Catch": [{"Next": "C"}]})
+        .as_object()
+        .cloned()
+        .unwrap();
+        assert_eq!(targets(&s).into_iter().collect::<Vec<_>>(), ["A", "C", "S"]);
+        retarget(&mut s, "S", SELF_PLACEHOLDER);
+        assert!(targets(&s).contains(SELF_PLACEHOLDER) && !targets(&s).contains("S"));
+    }
+
+    #[test]
+    fn backoff_follows_the_retrier() {
+        let r = json!({"IntervalSeconds": 2, "BackoffRate": 3.0, "MaxDelaySeconds": 10});
+        assert_eq!([1, 2, 3].map(|n| backoff_seconds(&r, n)), [2, 6, 10]);
+        assert!(has_path_key(&json!({"a": [{"b.$": "$.x"}]})) && !has_path_key(&json!({"a": "$.x"})));
+    }
+}
