@@ -61,7 +61,7 @@ pub(crate) fn run(args: &EventArgs) -> Exit {
         Err(e) => return fatal(format!("cannot start the async runtime: {e}")),
     };
     let result: Result<Value, String> = rt.block_on(async {
-        let store = wfc_runtime::durable::connect(&args.store).await.map_err(|e| e.to_string())?;
+        let store = crate::durable::open_existing(&args.store).await?;
         let seq = store.deliver_event(&args.execution, event).await.map_err(|e| e.to_string())?;
         Ok(json!({ "delivered": seq, "execution": args.execution }))
     });

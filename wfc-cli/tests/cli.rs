@@ -54,6 +54,17 @@ fn check_valid_definition_exits_0() {
     let o = run(&["check", &definition("order.asl.json"), &definition("fun-with-math.asl.json")]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(!stderr(&o).contains("error"), "{}", stderr(&o));
+    // Each valid file is reported, with what it was checked as.
+    let lines: Vec<String> = stderr(&o).lines().map(str::to_owned).collect();
+    assert_eq!(
+        lines,
+        [
+            format!("{}: ASL, 5 states, no problems", definition("order.asl.json")),
+            format!("{}: ASL, 4 states, no problems", definition("fun-with-math.asl.json")),
+        ],
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -78,7 +89,11 @@ fn check_mixed_files_exits_1_and_reports_only_the_bad_one() {
     let o = run(&["check", &definition("add.asl.json"), &bad]);
     assert_eq!(code(&o), 1);
     let err = stderr(&o);
-    assert!(!err.contains("add.asl.json"), "the valid file is not mentioned: {err}");
+    assert_eq!(
+        err.lines().filter(|l| l.contains("add.asl.json")).collect::<Vec<_>>(),
+        [format!("{}: ASL, 1 state, no problems", definition("add.asl.json"))],
+        "the valid file is mentioned only as checked: {err}"
+    );
     assert_eq!(err.matches("could not compile").count(), 1, "{err}");
 }
 
