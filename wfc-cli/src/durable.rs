@@ -351,7 +351,7 @@ pub(crate) fn run(args: &RunArgs, url: Option<&str>) -> Exit {
                 let run = wfc_runtime::interp::run(workflow, handler.as_ref(), input, options);
                 tokio::select! {
                     result = run => {
-                        let error = result.error.as_ref().map(|e| e.error.clone()).unwrap_or_default();
+                        let error = result.error.as_ref().map(|e| e.error.as_str());
                         tracing::info!(execution = name, status = ?result.status, error, "finished");
                         outcome_of(result, virtual_time)
                     }

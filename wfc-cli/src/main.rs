@@ -486,8 +486,13 @@ fn main() -> ExitCode {
         _ if cli.quiet => tracing_subscriber::EnvFilter::new("error"),
         _ => tracing_subscriber::EnvFilter::new(DEFAULT_LOG),
     };
-    let _ =
-        tracing_subscriber::fmt().with_writer(std::io::stderr).with_target(false).with_env_filter(filter).try_init();
+    // Colors only where a person reads them (as for diagnostics: a terminal, NO_COLOR unset).
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(ColorChoice::Auto.enabled())
+        .with_target(false)
+        .with_env_filter(filter)
+        .try_init();
     let exit = match cli.command {
         Command::Check(args) => check::run(&args),
         Command::Compile(args) => emit::compile(&args),

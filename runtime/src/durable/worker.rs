@@ -538,7 +538,7 @@ async fn run_claimed(shared: &Shared, claim: Claim) -> RunEnd {
             }
         };
     }
-    let error = result.error.as_ref().map(|e| e.error.as_str()).unwrap_or("");
+    let error = result.error.as_ref().map(|e| e.error.as_str());
     tracing::info!(execution = %record.name, status = ?result.status, error, "finished");
     RunEnd::Finished
 }
