@@ -502,13 +502,16 @@ async fn run_claimed(shared: &Shared, claim: Claim) -> RunEnd {
             }
         },
     };
+    // Started: nothing recorded yet (a claim of an execution `executions start` created);
+    // resumed: it has a journal to replay.
+    let fresh = claim.operations.is_empty();
     let journal = Journal::from_claim(Arc::clone(&store), claim, Some(config.suspend_after));
     tracing::info!(
         execution = %record.name,
         workflow = %record.workflow,
         version = record.version_id.as_deref().unwrap_or("-"),
         "{}",
-        if journal.is_resume() { "resumed" } else { "started" }
+        if fresh { "started" } else { "resumed" }
     );
     let options = RunOptions::real().with_journal(Arc::clone(&journal));
     let run = run(record.input.clone(), options);
