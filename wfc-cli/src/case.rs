@@ -177,18 +177,23 @@ pub(crate) fn load_file(path: &Path) -> Result<Vec<Case>, String> {
     }
     let dir = path.parent().unwrap_or(Path::new("."));
     let stem = path.file_name().and_then(|n| n.to_str()).unwrap_or("case").trim_end_matches(".case.json").to_owned();
-    let items: Vec<(String, Value)> = match doc {
-        Value::Array(items) => items.into_iter().enumerate().map(|(i, v)| (format!("{stem}#{i}"), v)).collect(),
-        other => vec![(stem, other)],
+    // Deserialized from the text, not from `doc`, so a misspelt or mistyped field is reported
+    // at its line and column.
+    let located = |e: serde_json::Error| {
+        let message = e.to_string();
+        let message = message.rsplit_once(" at line ").map_or(message.as_str(), |(m, _)| m).to_owned();
+        format!("{}:{}:{}: {message}", path.display(), e.line(), e.column())
     };
-    items
-        .into_iter()
-        .map(|(default_name, v)| {
-            let raw: RawCase =
-                serde_json::from_value(v).map_err(|e| format!("{} ({default_name}): {e}", path.display()))?;
-            resolve(raw, default_name, path, dir)
-        })
-        .collect()
+    let items: Vec<(String, RawCase)> = match doc {
+        Value::Array(_) => serde_json::from_str::<Vec<RawCase>>(&text)
+            .map_err(located)?
+            .into_iter()
+            .enumerate()
+            .map(|(i, raw)| (format!("{stem}#{i}"), raw))
+            .collect(),
+        _ => vec![(stem, serde_json::from_str::<RawCase>(&text).map_err(located)?)],
+    };
+    items.into_iter().map(|(default_name, raw)| resolve(raw, default_name, path, dir)).collect()
 }
 
 fn resolve(raw: RawCase, default_name: String, file: &Path, dir: &Path) -> Result<Case, String> {
@@ -505,6 +510,11 @@ mod tests {
             let err = load_file(&file).unwrap_err();
             assert!(err.contains(needle), "{doc}: {err}");
         }
+        // A misspelt field is located.
+        std::fs::write(&file, "[{\"definition\": \"d\", \"expected\": {\"status\": \"FAILED\"}},\n {\"definition\": \"d\",\n  \"expectd\": {}}]").unwrap();
+        let err = load_file(&file).unwrap_err();
+        assert!(err.starts_with(&format!("{}:3:", file.display())), "{err}");
+        assert!(err.contains(": unknown field `expectd`"), "{err}");
         std::fs::write(&file, "{not json").unwrap();
         assert!(load_file(&file).unwrap_err().contains("not valid JSON"));
         assert!(discover(&[dir.join("missing")]).is_err());

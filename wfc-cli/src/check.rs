@@ -174,6 +174,22 @@ fn paint(line: &str, color: bool) -> String {
     line.to_owned()
 }
 
+/// What `wfc check` says of a valid definition: `order.asl.json: ASL, 5 states, no problems`
+/// (states of Parallel branches and Map item processors included; warnings counted).
+fn checked_line(def: &DefinitionText, loaded: &Loaded) -> String {
+    let language = match wfc_core::Dialect::detect(def.source()) {
+        wfc_core::Dialect::Sw => "Serverless Workflow",
+        wfc_core::Dialect::Asl => "ASL",
+    };
+    // Counted as written: the optimizer may have dropped unreachable states from `loaded`.
+    let as_written = def.load_with(wfc_core::optimize::Passes::none());
+    let workflow = as_written.as_ref().map(|l| &l.workflow).unwrap_or(&loaded.workflow);
+    let states: usize = workflow.machines().iter().map(|m| m.states.len()).sum();
+    let warnings = count(&loaded.warnings, Severity::Warning);
+    let verdict = if warnings == 0 { "no problems".to_owned() } else { plural(warnings, "warning") };
+    format!("{}: {language}, {}, {verdict}", def.path, plural(states, "state"))
+}
+
 /// A definition that failed to load where the command needs a valid one: diagnostics on stderr,
 /// exit 2 (for `compile`, `graph` and `run` an invalid definition is an input error).
 pub(crate) fn definition_error(path: &str, diags: &Diagnostics, color: bool) -> Exit {
@@ -200,16 +216,27 @@ pub(crate) fn run(args: &CheckArgs) -> Exit {
                 continue;
             }
         };
-        let (diags, rejected) = match def.load() {
-            Ok(loaded) => (loaded.warnings, false),
-            Err(diags) => (diags, true),
+        let (diags, rejected, checked) = match def.load() {
+            Ok(loaded) => {
+                let checked = checked_line(&def, &loaded);
+                (loaded.warnings, false, Some(checked))
+            }
+            Err(diags) => (diags, true, None),
         };
         invalid |= rejected;
         // A rejection with no items is still a rejection; make it visible in both formats.
         let silent_rejection = rejected && !diags.has_errors();
+        // What a valid file was checked as, on stderr after its warnings (stdout stays the
+        // JSON lines' own): silence after a check reads as "nothing happened".
+        let report_checked = || {
+            if let Some(line) = &checked {
+                eprintln!("{line}");
+            }
+        };
         match args.format {
             CheckFormat::Human => {
                 print_human(&def.path, &diags, color);
+                report_checked();
                 if silent_rejection {
                     eprintln!(
                         "error: could not compile `{}`: the definition was rejected without diagnostics",
@@ -232,6 +259,7 @@ pub(crate) fn run(args: &CheckArgs) -> Exit {
                 if let Some(line) = summary(&def.path, &diags) {
                     eprintln!("{line}");
                 }
+                report_checked();
                 if silent_rejection {
                     eprintln!(
                         "error: could not compile `{}`: the definition was rejected without diagnostics",

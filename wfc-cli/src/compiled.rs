@@ -3,13 +3,20 @@
 //! `wfc` writes a small cargo project (a "program") into a cache directory, builds it with
 //! `cargo build` (debug profile: these programs do little work, and a debug build of the
 //! runtime's dependencies is much quicker than a release one), and runs the binary once per
-//! execution. The program depends on the workspace's `wfc-runtime` by path, found at
-//! `CARGO_MANIFEST_DIR/../runtime` as it was when `wfc` itself was built (override with
-//! `WFC_RUNTIME_PATH`). Its task handler answers from the same mocks as the interpreter: this
-//! crate's `mocks.rs` is copied into the program verbatim.
+//! execution. Its task handler answers from the same mocks as the interpreter: this crate's
+//! `mocks.rs` is copied into the program verbatim.
 //!
-//! Layout of the cache (`$WFC_CACHE_DIR`, default `.wfc-cache/` in the current directory):
-//! `programs/<hash>/` holds one program per set of definitions (so concurrent `wfc` processes
+//! The program depends on `wfc-runtime` by path, on sources embedded in `wfc` itself
+//! (`build.rs`): the runtime, macro, core and IR crates of this very build and the workspace's
+//! lock file, written once into the cache under `sources/<hash>/`. So an installed `wfc` needs
+//! no clone, and a program never links another runtime than the one `wfc` was built with.
+//! `WFC_RUNTIME_PATH` points it at another runtime crate directory instead (a checkout being
+//! worked on); a `wfc` built from a registry package, which has nothing embedded, depends on
+//! the registry's `wfc-runtime` of its own version.
+//!
+//! Layout of the cache (`$WFC_CACHE_DIR`, default the per-user cache directory: `~/.cache/wfc`
+//! on Linux, `~/Library/Caches/wfc` on macOS): `sources/<hash>/` holds the embedded sources,
+//! `programs/<hash>/` one program per set of definitions (so concurrent `wfc` processes
 //! never rewrite each other's sources) and `target/` is shared by all of them, so the runtime and
 //! its dependencies are compiled once and later builds are incremental.
 
@@ -200,26 +207,60 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3))
 }
 
+/// The sources embedded by `build.rs`: `EMBEDDED` and `EMBEDDED_HASH`.
+mod embedded {
+    include!(concat!(env!("OUT_DIR"), "/embedded.rs"));
+}
+
+/// The cache directory: `$WFC_CACHE_DIR`, else `wfc` in the user's cache directory.
 fn cache_dir() -> Result<PathBuf, String> {
     let dir = match std::env::var_os("WFC_CACHE_DIR") {
         Some(d) if !d.is_empty() => PathBuf::from(d),
-        _ => std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?.join(".wfc-cache"),
+        _ => dirs::cache_dir()
+            .ok_or(
+                "the compiled engine needs a cache directory and this system names none (no HOME?); set WFC_CACHE_DIR",
+            )?
+            .join("wfc"),
     };
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create the cache directory {}: {e}", dir.display()))?;
     Ok(dir)
 }
 
-fn runtime_dir() -> Result<PathBuf, String> {
-    let dir = match std::env::var_os("WFC_RUNTIME_PATH") {
-        Some(d) if !d.is_empty() => PathBuf::from(d),
-        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("runtime"),
-    };
-    dir.canonicalize().map_err(|e| {
-        format!(
-            "the compiled engine needs the wfc-runtime sources, expected at {} ({e}); set WFC_RUNTIME_PATH to the runtime crate's directory",
-            dir.display()
-        )
-    })
+/// Where the program finds `wfc-runtime`.
+enum RuntimeSource {
+    /// A crate directory: `WFC_RUNTIME_PATH`, or the embedded sources written into the cache.
+    Path(PathBuf),
+    /// The registry's `wfc-runtime` of this exact version (a `wfc` with nothing embedded).
+    Registry,
+}
+
+/// Finds (or writes) the runtime sources; the bool says whether anything was written now.
+fn runtime_source(cache: &Path) -> Result<(RuntimeSource, bool), String> {
+    if let Some(d) = std::env::var_os("WFC_RUNTIME_PATH").filter(|d| !d.is_empty()) {
+        let dir = PathBuf::from(d);
+        let dir = dir.canonicalize().map_err(|e| {
+            format!(
+                "WFC_RUNTIME_PATH is {}, which is not a directory ({e}); unset it to use the runtime built into wfc",
+                dir.display()
+            )
+        })?;
+        return Ok((RuntimeSource::Path(dir), false));
+    }
+    if embedded::EMBEDDED.is_empty() {
+        return Ok((RuntimeSource::Registry, false));
+    }
+    let root = cache.join("sources").join(format!("{:016x}", embedded::EMBEDDED_HASH));
+    let mut wrote = false;
+    // A marker written last: a directory without it was interrupted and is written again.
+    // The files are written whole (write then rename), so two processes may do this at once.
+    let marker = root.join(".complete");
+    if !marker.exists() {
+        for (rel, bytes) in embedded::EMBEDDED {
+            wrote |= write_if_changed(&root.join(rel), bytes)?;
+        }
+        write_if_changed(&marker, "")?;
+    }
+    Ok((RuntimeSource::Path(root.join("runtime")), wrote))
 }
 
 /// A Rust string literal for `s` (`{:?}` of a str is valid Rust syntax).
@@ -229,7 +270,11 @@ fn lit(s: &str) -> String {
 
 /// The program's manifest; a durable program builds the runtime with feature `durable`
 /// (SQLite) or `postgres` (both stores).
-fn cargo_toml_with(package: &str, runtime: &Path, durable: Option<&str>) -> String {
+fn cargo_toml_with(package: &str, runtime: &RuntimeSource, durable: Option<&str>) -> String {
+    let runtime_dep = match runtime {
+        RuntimeSource::Path(dir) => format!("path = {}", lit(&dir.to_string_lossy())),
+        RuntimeSource::Registry => format!("version = {}", lit(&format!("={}", env!("CARGO_PKG_VERSION")))),
+    };
     let toml = format!(
         r#"# @generated by wfc (compiled engine). Do not edit.
 [package]
@@ -239,7 +284,7 @@ edition = "2024"
 publish = false
 
 [dependencies]
-wfc-runtime = {{ path = {runtime} }}
+wfc-runtime = {{ {runtime_dep} }}
 serde_json = {{ version = "1", features = ["preserve_order"] }}
 tokio = {{ version = "1", features = ["rt", "time", "macros", "sync"] }}
 
@@ -251,14 +296,11 @@ tokio = {{ version = "1", features = ["rt", "time", "macros", "sync"] }}
 debug = false
 "#,
         package = lit(package),
-        runtime = lit(&runtime.to_string_lossy()),
     );
     match durable {
-        Some(feature) => toml.replacen(
-            "wfc-runtime = { path = ",
-            &format!("wfc-runtime = {{ features = [{}], path = ", lit(feature)),
-            1,
-        ),
+        Some(feature) => {
+            toml.replacen("wfc-runtime = { ", &format!("wfc-runtime = {{ features = [{}], ", lit(feature)), 1)
+        }
         None => toml,
     }
 }
@@ -301,7 +343,7 @@ struct Mocked {
 
 async fn answer(mocks: &mocks::MockSet, resource: &str, input: Value, ctx: TaskContext) -> Result<Value, Failure> {
     let Some(entry) = mocks.next(Some(ctx.state_name()), resource) else {
-        let (error, cause) = mocks::MockSet::no_mock(Some(ctx.state_name()), resource);
+        let (error, cause) = mocks.no_mock(Some(ctx.state_name()), resource);
         return Err(Failure::new(error, cause));
     };
     let entry = mocks::MockSet::resolve(entry, ctx.function_name());
@@ -389,7 +431,10 @@ fn real_main() -> Result<Value, String> {
     };
     let text = std::fs::read_to_string(request).map_err(|e| format!("cannot read {request}: {e}"))?;
     let request: Value = serde_json::from_str(&text).map_err(|e| format!("{request}: {e}"))?;
-    let mocks = mocks::MockSet::from_wfc(&request["mocks"]).map_err(|e| format!("mocks: {e}"))?;
+    let mut mocks = mocks::MockSet::from_wfc(&request["mocks"]).map_err(|e| format!("mocks: {e}"))?;
+    if let Some(hint) = request["mocks_hint"].as_str() {
+        mocks = mocks.with_hint(hint);
+    }
     let virtual_time = request["virtual_time"].as_bool().unwrap_or(false);
     let options = if virtual_time { wfc_runtime::RunOptions::virtual_time() } else { wfc_runtime::RunOptions::real() };
     let mut options = options.with_seed(request["seed"].as_u64().unwrap_or(0));
@@ -506,10 +551,11 @@ fn outcome_json(result: wfc_runtime::ExecutionResult, virtual_time: bool) -> Res
 }
 
 /// Writes `contents` to `path` unless it already holds exactly that, so cargo's change detection
-/// (file modification times) does not rebuild what did not change.
-fn write_if_changed(path: &Path, contents: &str) -> Result<(), String> {
-    if std::fs::read_to_string(path).is_ok_and(|old| old == contents) {
-        return Ok(());
+/// (file modification times) does not rebuild what did not change. True when it wrote.
+fn write_if_changed(path: &Path, contents: impl AsRef<[u8]>) -> Result<bool, String> {
+    let contents = contents.as_ref();
+    if std::fs::read(path).is_ok_and(|old| old == contents) {
+        return Ok(false);
     }
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
@@ -517,7 +563,8 @@ fn write_if_changed(path: &Path, contents: &str) -> Result<(), String> {
     // Write then rename, so a concurrent reader never sees half a file.
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
     std::fs::write(&tmp, contents).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, path).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    std::fs::rename(&tmp, path).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(true)
 }
 
 /// Writes and builds the program for `units` (with SQLite durable runs).
@@ -530,29 +577,25 @@ fn build(units: &[Unit<'_>]) -> Result<Program, String> {
 /// with `postgres`, a program of its own also has the PostgreSQL store.
 fn build_with(units: &[Unit<'_>], postgres: bool) -> Result<Program, String> {
     let cache = cache_dir()?;
-    let runtime = runtime_dir()?;
+    let (runtime, mut changed) = runtime_source(&cache)?;
     let mut keys: Vec<&str> = units.iter().map(|u| u.key.as_str()).collect();
     keys.sort_unstable();
     keys.dedup();
     let program_key = format!("{:016x}{}", fnv1a(keys.join(",").as_bytes()), if postgres { "-postgres" } else { "" });
     let package = format!("wfc-program-{program_key}");
     let dir = cache.join("programs").join(&program_key);
-    write_if_changed(
+    changed |= write_if_changed(
         &dir.join("Cargo.toml"),
         &cargo_toml_with(&package, &runtime, Some(if postgres { "postgres" } else { "durable" })),
     )?;
-    write_if_changed(&dir.join("src").join("mocks.rs"), MOCKS_RS)?;
-    write_if_changed(&dir.join("src").join("callback_answers.rs"), CALLBACK_ANSWERS_RS)?;
-    write_if_changed(&dir.join("src").join("main.rs"), &main_rs_with(units, true))?;
+    changed |= write_if_changed(&dir.join("src").join("mocks.rs"), MOCKS_RS)?;
+    changed |= write_if_changed(&dir.join("src").join("callback_answers.rs"), CALLBACK_ANSWERS_RS)?;
+    changed |= write_if_changed(&dir.join("src").join("main.rs"), &main_rs_with(units, true))?;
     for u in units {
-        write_if_changed(&dir.join("workflows").join(&u.key).join(u.file_name()), &u.text.text)?;
+        changed |= write_if_changed(&dir.join("workflows").join(&u.key).join(u.file_name()), &u.text.text)?;
         for (name, text) in u.siblings() {
             if name != u.file_name() {
-                let path = dir.join("workflows").join(&u.key).join(name);
-                if let Some(parent) = path.parent() {
-                    std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
-                }
-                write_if_changed(&path, &text)?;
+                changed |= write_if_changed(&dir.join("workflows").join(&u.key).join(name), &text)?;
             }
         }
     }
@@ -560,36 +603,70 @@ fn build_with(units: &[Unit<'_>], postgres: bool) -> Result<Program, String> {
     // tested with, and without a registry lookup when they are already downloaded.
     let lock = dir.join("Cargo.lock");
     if !lock.exists()
+        && let RuntimeSource::Path(runtime) = &runtime
         && let Some(ws_lock) = runtime.parent().map(|p| p.join("Cargo.lock"))
         && let Ok(text) = std::fs::read_to_string(ws_lock)
     {
         write_if_changed(&lock, &text)?;
     }
     let target = cache.join("target");
+    let binary = target.join("debug").join(format!("{package}{}", std::env::consts::EXE_SUFFIX));
+    // Say why there is a wait only when there will be one: nothing changed and a built binary
+    // means cargo has nothing to do.
+    if changed || !binary.exists() {
+        eprintln!("wfc: {}", build_note(&target, &dir));
+    }
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    eprintln!("wfc: building the compiled engine in {} (the first build takes a while)", dir.display());
-    let output = Command::new(&cargo)
+    let mut command = Command::new(&cargo);
+    command
         .arg("build")
-        .arg("--quiet")
         .arg("--manifest-path")
         .arg(dir.join("Cargo.toml"))
         .arg("--target-dir")
         .arg(&target)
-        .env_remove("RUSTFLAGS")
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", PathBuf::from(&cargo).display()))?;
-    if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let tail: Vec<&str> = stderr.lines().rev().take(40).collect();
-        let tail: Vec<&str> = tail.into_iter().rev().collect();
-        return Err(format!("building the compiled engine in {} failed:\n{}", dir.display(), tail.join("\n")));
+        .env_remove("RUSTFLAGS");
+    // On a terminal cargo shows its own progress (a bar and the crates it compiles); otherwise
+    // (tests, CI logs, pipes) it is quiet and only its errors are shown, when it fails.
+    use std::io::IsTerminal;
+    let failed = if std::io::stderr().is_terminal() {
+        let status = command.status().map_err(|e| format!("cannot run {}: {e}", PathBuf::from(&cargo).display()))?;
+        (!status.success()).then(|| "(cargo's messages are above)".to_owned())
+    } else {
+        let output = command
+            .arg("--quiet")
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", PathBuf::from(&cargo).display()))?;
+        (!output.status.success()).then(|| {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let tail: Vec<&str> = stderr.lines().rev().take(40).collect();
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        })
+    };
+    if let Some(messages) = failed {
+        return Err(format!("building the compiled engine in {} failed:\n{messages}", dir.display()));
     }
-    let binary = target.join("debug").join(format!("{package}{}", std::env::consts::EXE_SUFFIX));
     if !binary.exists() {
         return Err(format!("cargo reported success but {} does not exist", binary.display()));
     }
     let modules = units.iter().map(|u| (u.key.clone(), u.module())).collect();
     Ok(Program { binary, dir, modules })
+}
+
+/// What the build about to run does: the first one in a cache also compiles the runtime and
+/// its dependencies (minutes); later ones only the program (seconds).
+fn build_note(target: &Path, dir: &Path) -> String {
+    let runtime_built = std::fs::read_dir(target.join("debug").join("deps"))
+        .map(|entries| entries.flatten().any(|e| e.file_name().to_string_lossy().starts_with("libwfc_runtime-")))
+        .unwrap_or(false);
+    if runtime_built {
+        format!("building the compiled engine in {}", dir.display())
+    } else {
+        format!(
+            "building the compiled engine in {}; this first build also compiles the runtime and its dependencies into {} (a few minutes, once)",
+            dir.display(),
+            target.display()
+        )
+    }
 }
 
 /// Builds one program containing every given definition, for the executions that follow.
@@ -645,6 +722,7 @@ fn execute_in(execution: &Execution<'_>, store: Option<(&str, &str, &str)>) -> R
     let request = json!({
         "input": execution.input,
         "mocks": execution.mocks.to_wfc_json(),
+        "mocks_hint": execution.mocks.hint(),
         "virtual_time": execution.virtual_time,
         "seed": execution.seed,
         "name": execution.name,

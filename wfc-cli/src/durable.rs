@@ -32,8 +32,31 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
         .map_err(|e| format!("cannot start the async runtime: {e}"))
 }
 
+/// A current-thread runtime whose clock starts paused (virtual time; it advances only when
+/// every task waits on a timer).
+fn paused_runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))
+}
+
+/// Opens the store at `url`, creating a SQLite file that does not exist: for the commands that
+/// write (`wfc run --store`, `wfc executions start`, `wfc worker`).
 async fn open(url: &str) -> Result<Arc<dyn Store>, String> {
     durable::connect(url).await.map_err(|e| e.to_string())
+}
+
+/// Opens the store at `url` only if it exists: for the commands that read or change existing
+/// executions, so that a misspelt path is an error instead of a new, empty store.
+pub(crate) async fn open_existing(url: &str) -> Result<Arc<dyn Store>, String> {
+    durable::connect_existing(url).await.map_err(|e| match e {
+        durable::StoreError::NoStore(_) => format!(
+            "{e} (only `wfc run --store`, `wfc executions start` and `wfc worker` create a store; check the path)"
+        ),
+        e => e.to_string(),
+    })
 }
 
 fn print_json(value: &Value) -> Result<(), String> {
@@ -187,16 +210,44 @@ async fn resume_on(
     }
 }
 
-/// The task handler of the CLI: `--handlers` commands first, then `--mocks`.
+/// The task handler of the CLI: `--handlers` commands first, then `--mocks`. Keys of either
+/// file that match nothing in `workflows` are warned about.
 fn handler_for(
     handlers: Option<&std::path::Path>,
+    mocks_file: Option<&std::path::Path>,
     mocks: crate::mocks::MockSet,
+    workflows: &[&wfc_ir::Workflow],
+    virtual_time: bool,
 ) -> Result<Arc<dyn DynHandler>, String> {
     let commands = match handlers {
         Some(path) => crate::handlers::load(path)?,
         None => Default::default(),
     };
-    Ok(Arc::new(CommandHandlers::new(commands, MockHandler::new(mocks))))
+    if let Some(path) = handlers {
+        crate::unmatched::warn(
+            "handlers key",
+            &path.display().to_string(),
+            commands.keys().map(String::as_str),
+            workflows,
+        );
+    }
+    if let Some(path) = mocks_file {
+        crate::unmatched::warn("mocks key", &path.display().to_string(), mocks.keys(), workflows);
+    }
+    // A task neither file answers fails with Wfc.NoMock; its cause says where to add an answer.
+    let mocks = match (handlers, mocks_file) {
+        (Some(h), Some(m)) => mocks.with_hint(format!(
+            "add a command for it to {} (--handlers) or a mock to {} (--mocks)",
+            h.display(),
+            m.display()
+        )),
+        (Some(h), None) => mocks.with_hint(format!(
+            "add a command for it to {} (--handlers), or a mock in a file given with --mocks FILE",
+            h.display()
+        )),
+        _ => mocks,
+    };
+    Ok(Arc::new(CommandHandlers::new(commands, MockHandler::new(mocks)).on_virtual_time(virtual_time)))
 }
 
 /// `wfc run FILE --store URL --name EXEC` runs EXEC on the interpreter with a journal, so a
@@ -235,15 +286,18 @@ pub(crate) fn run(args: &RunArgs, url: Option<&str>) -> Exit {
         Ok(m) => m,
         Err(e) => return fatal(e),
     };
-    let handler = match handler_for(args.handlers.as_deref(), mocks) {
-        Ok(h) => h,
-        Err(e) => return fatal(e),
-    };
-    let rt = match runtime() {
+    let handler =
+        match handler_for(args.handlers.as_deref(), args.mocks.as_deref(), mocks, &[&workflow], args.virtual_time) {
+            Ok(h) => h,
+            Err(e) => return fatal(e),
+        };
+    let virtual_time = args.virtual_time;
+    // On virtual time tokio's clock is paused, as `wfc run` without --store/--handlers has it:
+    // waits take no real time and elapsed_seconds counts only virtual time.
+    let rt = match if virtual_time { paused_runtime() } else { runtime() } {
         Ok(rt) => rt,
         Err(e) => return fatal(e),
     };
-    let virtual_time = args.virtual_time;
     let clock = if virtual_time {
         match crate::engine::virtual_clock(args.start_time.as_deref()) {
             Ok(clock) => clock,
@@ -292,9 +346,15 @@ pub(crate) fn run(args: &RunArgs, url: Option<&str>) -> Exit {
             Opened::Running(journal) => {
                 let options = options.with_journal(Arc::clone(&journal));
                 let owner = format!("run-{}", std::process::id());
+                let verb = if journal.is_resume() { "resumed" } else { "started" };
+                tracing::info!(execution = name, workflow = %workflow.name, version = %version, "{verb}");
                 let run = wfc_runtime::interp::run(workflow, handler.as_ref(), input, options);
                 tokio::select! {
-                    result = run => outcome_of(result, virtual_time),
+                    result = run => {
+                        let error = result.error.as_ref().map(|e| e.error.as_str());
+                        tracing::info!(execution = name, status = ?result.status, error, "finished");
+                        outcome_of(result, virtual_time)
+                    }
                     e = journal.hold_lease(&owner, durable::DEFAULT_LEASE) => {
                         Err(format!("execution '{name}' was taken away from this process: {e}"))
                     }
@@ -386,7 +446,11 @@ pub(crate) fn executions(args: &ExecutionsArgs) -> Exit {
         _ => None,
     };
     let result: Result<Value, String> = rt.block_on(async {
-        let store = open(&args.store).await?;
+        // Only `start` creates the store; every other subcommand needs executions to exist.
+        let store = match &args.command {
+            ExecutionsCommand::Start { .. } => open(&args.store).await?,
+            _ => open_existing(&args.store).await?,
+        };
         match &args.command {
             ExecutionsCommand::List => {
                 let records = store.list_executions().await.map_err(|e| e.to_string())?;
@@ -534,7 +598,7 @@ pub(crate) fn callback(args: &CallbackArgs) -> Exit {
         Err(e) => return fatal(e),
     };
     let result: Result<Value, String> = rt.block_on(async {
-        let store = open(&args.store).await?;
+        let store = open_existing(&args.store).await?;
         let (sent, execution) = if let Some(text) = &args.success {
             let output: Value = serde_json::from_str(text).map_err(|e| format!("--success is not valid JSON: {e}"))?;
             let name = store
@@ -568,18 +632,22 @@ pub(crate) fn worker(args: &WorkerArgs) -> Exit {
         Ok(m) => m,
         Err(e) => return fatal(e),
     };
-    let handler = match handler_for(args.handlers.as_deref(), mocks) {
+    let mut loaded = Vec::new();
+    for file in &args.files {
+        match load_definition(file, color) {
+            Ok(w) => loaded.push(w),
+            Err(exit) => return exit,
+        }
+    }
+    let all: Vec<&wfc_ir::Workflow> = loaded.iter().map(|(w, _)| w).collect();
+    let handler = match handler_for(args.handlers.as_deref(), args.mocks.as_deref(), mocks, &all, false) {
         Ok(h) => h,
         Err(e) => return fatal(e),
     };
     // The versions in FILE... run as they are; any other stored version of these workflows is
     // loaded from the store's source text (executions keep the version they started on).
     let mut workflows = Workflows::new().loader(load_version);
-    for file in &args.files {
-        let (workflow, definition) = match load_definition(file, color) {
-            Ok(w) => w,
-            Err(exit) => return exit,
-        };
+    for (workflow, definition) in loaded {
         workflows = workflows.interpreted_version(definition, Arc::new(workflow), Arc::clone(&handler));
     }
     let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {

@@ -105,7 +105,7 @@ impl DynHandler for MockHandler {
     fn call<'a>(&'a self, resource: &'a str, input: Value, ctx: TaskContext) -> BoxFuture<'a, Result<Value, Failure>> {
         Box::pin(async move {
             let Some(entry) = self.mocks.next(Some(ctx.state_name()), resource) else {
-                let (error, cause) = MockSet::no_mock(Some(ctx.state_name()), resource);
+                let (error, cause) = self.mocks.no_mock(Some(ctx.state_name()), resource);
                 return Err(Failure::new(error, cause));
             };
             let entry = MockSet::resolve(entry, ctx.function_name());

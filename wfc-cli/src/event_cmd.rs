@@ -175,7 +175,7 @@ pub(crate) fn run(args: &EventArgs) -> Exit {
         Err(e) => return fatal(format!("cannot start the async runtime: {e}")),
     };
     let result: Result<Value, String> = rt.block_on(async {
-        let store = wfc_runtime::durable::connect(&args.store).await.map_err(|e| e.to_string())?;
+        let store = crate::durable::open_existing(&args.store).await?;
         match &args.execution {
             Some(name) => {
                 let seq = store.deliver_event(name, event).await.map_err(|e| e.to_string())?;

@@ -31,6 +31,9 @@ pub(crate) struct CommandSpec {
 pub(crate) struct CommandHandlers<F> {
     commands: HashMap<String, CommandSpec>,
     fallback: F,
+    /// On virtual time a command takes no execution time: it runs on tokio's blocking pool,
+    /// which holds a paused clock still (no timer fires and nothing is counted meanwhile).
+    virtual_time: bool,
 }
 
 /// Reads a handlers file.
@@ -69,7 +72,13 @@ pub(crate) fn parse(doc: &Value) -> Result<HashMap<String, CommandSpec>, String>
 impl<F: DynHandler> CommandHandlers<F> {
     /// Commands first (state name, then resource), else `fallback`.
     pub(crate) fn new(commands: HashMap<String, CommandSpec>, fallback: F) -> CommandHandlers<F> {
-        CommandHandlers { commands, fallback }
+        CommandHandlers { commands, fallback, virtual_time: false }
+    }
+
+    /// Runs the commands without letting the virtual clock move (see the field).
+    pub(crate) fn on_virtual_time(mut self, on: bool) -> CommandHandlers<F> {
+        self.virtual_time = on;
+        self
     }
 }
 
@@ -77,6 +86,22 @@ impl<F: DynHandler> DynHandler for CommandHandlers<F> {
     fn call<'a>(&'a self, resource: &'a str, input: Value, ctx: TaskContext) -> BoxFuture<'a, Result<Value, Failure>> {
         let spec = self.commands.get(ctx.state_name()).or_else(|| self.commands.get(resource));
         match spec {
+            Some(spec) if self.virtual_time => {
+                let (spec, resource) = (spec.clone(), resource.to_owned());
+                Box::pin(async move {
+                    tokio::task::spawn_blocking(move || {
+                        // The blocking pool's thread has a runtime handle: run the same code there.
+                        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| {
+                            Failure::new(wfc_ir::errors::TASK_FAILED, format!("cannot start the handler runtime: {e}"))
+                        })?;
+                        rt.block_on(run_command(&spec, &resource, input, ctx))
+                    })
+                    .await
+                    .map_err(|e| {
+                        Failure::new(wfc_ir::errors::TASK_FAILED, format!("the handler command failed: {e}"))
+                    })?
+                })
+            }
             Some(spec) => Box::pin(run_command(spec, resource, input, ctx)),
             None => self.fallback.call(resource, input, ctx),
         }

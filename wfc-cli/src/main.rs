@@ -25,6 +25,7 @@ mod schedule_cmd;
 mod serve_cmd;
 mod swf_decider;
 mod test_cmd;
+mod unmatched;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -35,6 +36,9 @@ use clap::{Parser, Subcommand, ValueEnum};
 #[derive(Debug, Parser)]
 #[command(name = "wfc", version, about, propagate_version = true)]
 struct Cli {
+    /// Log only errors (no progress of durable runs and workers); RUST_LOG overrides.
+    #[arg(long, short, global = true)]
+    quiet: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -470,13 +474,25 @@ pub(crate) fn fatal(message: impl std::fmt::Display) -> Exit {
     Exit::Error
 }
 
+/// What is logged on stderr unless RUST_LOG says otherwise: warnings, and the progress of
+/// durable executions (claimed, started, resumed, waiting for a timer or a callback with its
+/// token, finished) from workers and `wfc run --store`.
+const DEFAULT_LOG: &str = "warn,wfc_runtime::durable=info,wfc=info";
+
 fn main() -> ExitCode {
-    // Diagnostics from the runtime (retries, timeouts) go to stderr, off unless RUST_LOG asks.
+    let cli = Cli::parse();
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(directives) if !directives.is_empty() => tracing_subscriber::EnvFilter::new(directives),
+        _ if cli.quiet => tracing_subscriber::EnvFilter::new("error"),
+        _ => tracing_subscriber::EnvFilter::new(DEFAULT_LOG),
+    };
+    // Colors only where a person reads them (as for diagnostics: a terminal, NO_COLOR unset).
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_ansi(ColorChoice::Auto.enabled())
+        .with_target(false)
+        .with_env_filter(filter)
         .try_init();
-    let cli = Cli::parse();
     let exit = match cli.command {
         Command::Check(args) => check::run(&args),
         Command::Compile(args) => emit::compile(&args),

@@ -125,12 +125,15 @@ impl std::error::Error for MockError {}
 pub(crate) struct MockSet {
     by_key: BTreeMap<String, Vec<MockEntry>>,
     calls: Mutex<HashMap<String, usize>>,
+    /// How to add a missing mock, in the command the user ran (the end of the NoMock cause);
+    /// `None`: a case file's, `add one to the case's "mocks"`.
+    hint: Option<String>,
 }
 
 impl Clone for MockSet {
     fn clone(&self) -> MockSet {
         // A clone starts with fresh counters: it is a new execution's view of the same mocks.
-        MockSet { by_key: self.by_key.clone(), calls: Mutex::new(HashMap::new()) }
+        MockSet { by_key: self.by_key.clone(), calls: Mutex::new(HashMap::new()), hint: self.hint.clone() }
     }
 }
 
@@ -147,6 +150,23 @@ impl MockSet {
     /// No mocks: every task fails with [`NO_MOCK_ERROR`].
     pub(crate) fn empty() -> MockSet {
         MockSet::default()
+    }
+
+    /// These mocks, with `hint` ending the cause of a task no mock answers: how to add one with
+    /// the option actually used (`add one to m.json (--mocks)`).
+    pub(crate) fn with_hint(mut self, hint: impl Into<String>) -> MockSet {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    /// The hint given with [`MockSet::with_hint`], if any.
+    pub(crate) fn hint(&self) -> Option<&str> {
+        self.hint.as_deref()
+    }
+
+    /// The keys (state names or resources) that have responses.
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &str> {
+        self.by_key.keys().map(String::as_str)
     }
 
     /// The responses in wfc's own format (what [`MockSet::from_wfc`] reads back), so another
@@ -208,7 +228,7 @@ impl MockSet {
             }
             by_key.insert(key.clone(), entries);
         }
-        Ok(MockSet { by_key, calls: Mutex::new(HashMap::new()) })
+        Ok(MockSet { by_key, calls: Mutex::new(HashMap::new()), hint: None })
     }
 
     /// Reads a Step Functions Local MockConfigFile and selects one test case.
@@ -269,7 +289,7 @@ impl MockSet {
                 .map_err(|e| MockError(format!("MockedResponses[{response_name:?}]: {e}")))?;
             by_key.insert(state.clone(), entries);
         }
-        Ok(MockSet { by_key, calls: Mutex::new(HashMap::new()) })
+        Ok(MockSet { by_key, calls: Mutex::new(HashMap::new()), hint: None })
     }
 
     /// The response for the next invocation of the task in state `state` (when known) calling
@@ -321,11 +341,12 @@ impl MockSet {
         }
     }
 
-    /// The `(error, cause)` of a task that no mock answers.
-    pub(crate) fn no_mock(state: Option<&str>, resource: &str) -> (String, String) {
+    /// The `(error, cause)` of a task that no mock answers; the cause ends with how to add one.
+    pub(crate) fn no_mock(&self, state: Option<&str>, resource: &str) -> (String, String) {
+        let hint = self.hint.as_deref().unwrap_or("add one to the case's \"mocks\"");
         let cause = match state {
-            Some(s) => format!("no mock for state {s:?} (resource {resource:?}); add one to the case's \"mocks\""),
-            None => format!("no mock for resource {resource:?}; add one to the case's \"mocks\""),
+            Some(s) => format!("no mock for state {s:?} (resource {resource:?}); {hint}"),
+            None => format!("no mock for resource {resource:?}; {hint}"),
         };
         (NO_MOCK_ERROR.to_owned(), cause)
     }
@@ -513,6 +534,17 @@ mod tests {
         assert_eq!(m.next(Some("Flaky"), "x").unwrap().action, MockAction::Return(json!(1)));
         assert_eq!(m.next(Some("Other"), "arn:r").unwrap().action, MockAction::Return(json!("by-resource")));
         assert!(m.next(Some("Other"), "arn:none").is_none());
+    }
+
+    #[test]
+    fn the_no_mock_cause_says_how_to_add_one() {
+        let case = MockSet::empty();
+        assert_eq!(
+            case.no_mock(Some("S"), "r").1,
+            r#"no mock for state "S" (resource "r"); add one to the case's "mocks""#
+        );
+        let run = MockSet::empty().with_hint("add one to m.json (--mocks)");
+        assert_eq!(run.clone().no_mock(None, "r").1, r#"no mock for resource "r"; add one to m.json (--mocks)"#);
     }
 
     #[test]

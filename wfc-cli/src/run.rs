@@ -36,12 +36,12 @@ pub(crate) fn read_mocks(
                 "--test-case and --state-machine need --mocks FILE (a Step Functions Local MockConfigFile)".into()
             );
         }
-        return Ok(MockSet::empty());
+        return Ok(MockSet::empty().with_hint("add one in a mocks file given with --mocks FILE"));
     };
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let doc: Value = serde_json::from_str(&text).map_err(|e| format!("{} is not valid JSON: {e}", path.display()))?;
     let at = |e: crate::mocks::MockError| format!("{}: {e}", path.display());
-    match MockSet::detect(&doc) {
+    let mocks = match MockSet::detect(&doc) {
         MockFormat::StepFunctionsLocal => {
             let case = test_case.ok_or_else(|| {
                 format!(
@@ -60,7 +60,8 @@ pub(crate) fn read_mocks(
             }
             MockSet::from_wfc(&doc).map_err(at)
         }
-    }
+    }?;
+    Ok(mocks.with_hint(format!("add one to {} (--mocks)", path.display())))
 }
 
 /// `wfc run FILE ...`.
@@ -99,6 +100,9 @@ pub(crate) fn run_with(
         Ok(m) => m,
         Err(e) => return fatal(e),
     };
+    if let Some(path) = &args.mocks {
+        crate::unmatched::warn("mocks key", &path.display().to_string(), mocks.keys(), &[&loaded.workflow]);
+    }
     let execution = Execution {
         workflow: &loaded.workflow,
         definition: &def,

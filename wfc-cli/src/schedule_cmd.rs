@@ -115,7 +115,8 @@ pub(crate) fn run(args: &ScheduleArgs) -> Exit {
         &clock,
         bounds,
         |n, fire_time| {
-            let handler = CommandHandlers::new(commands.clone(), MockHandler::new(mocks.clone()));
+            let handler =
+                CommandHandlers::new(commands.clone(), MockHandler::new(mocks.clone())).on_virtual_time(virtual_time);
             let mut options = if virtual_time { RunOptions::virtual_time() } else { RunOptions::real() };
             if virtual_time {
                 // The instance's clock reads its fire time when it starts.

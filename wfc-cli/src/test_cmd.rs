@@ -126,6 +126,14 @@ fn run_case(
         trace_details: r.trace.is_some(),
         details_problem: None,
     });
+    // A case file's mocks key that answers no Task is most likely misspelt (an AWS-recorded
+    // case's mocks are generated from its recording).
+    if case.recorded.is_none()
+        && let Ok(mocks) = case.mocks.build(&def.workflow.name)
+    {
+        let place = format!("{} (case {:?})", case.file.display(), case.name);
+        crate::unmatched::warn("mocks key", &place, mocks.keys(), &[&def.workflow]);
+    }
     for &engine in engines {
         let mocks = match case.mocks.build(&def.workflow.name) {
             Ok(m) => m,

@@ -54,6 +54,17 @@ fn check_valid_definition_exits_0() {
     let o = run(&["check", &definition("order.asl.json"), &definition("fun-with-math.asl.json")]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(!stderr(&o).contains("error"), "{}", stderr(&o));
+    // Each valid file is reported, with what it was checked as.
+    let lines: Vec<String> = stderr(&o).lines().map(str::to_owned).collect();
+    assert_eq!(
+        lines,
+        [
+            format!("{}: ASL, 5 states, no problems", definition("order.asl.json")),
+            format!("{}: ASL, 4 states, no problems", definition("fun-with-math.asl.json")),
+        ],
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -78,7 +89,11 @@ fn check_mixed_files_exits_1_and_reports_only_the_bad_one() {
     let o = run(&["check", &definition("add.asl.json"), &bad]);
     assert_eq!(code(&o), 1);
     let err = stderr(&o);
-    assert!(!err.contains("add.asl.json"), "the valid file is not mentioned: {err}");
+    assert_eq!(
+        err.lines().filter(|l| l.contains("add.asl.json")).collect::<Vec<_>>(),
+        [format!("{}: ASL, 1 state, no problems", definition("add.asl.json"))],
+        "the valid file is mentioned only as checked: {err}"
+    );
     assert_eq!(err.matches("could not compile").count(), 1, "{err}");
 }
 
@@ -445,6 +460,26 @@ fn compiled_engine_agrees_with_the_interpreter() {
         stdout_json(&o),
         json!({"status": "FAILED", "error": "ErrorA", "cause": "Kaiju attack", "elapsed_seconds": 0})
     );
+    // The program builds against the runtime sources embedded in wfc, written into the cache:
+    // nothing of this repository is needed (an installed wfc works without its clone).
+    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("wfc-cache");
+    // This run's program: the one holding fail.asl.json alone (the cache is shared).
+    let program = std::fs::read_dir(cache.join("programs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|dir| {
+            let units: Vec<PathBuf> = std::fs::read_dir(dir.join("workflows"))
+                .map(|d| d.map(|e| e.unwrap().path()).collect())
+                .unwrap_or_default();
+            units.len() == 1 && units[0].join("fail.asl.json").exists()
+        })
+        .expect("the program of this run");
+    let text = std::fs::read_to_string(program.join("Cargo.toml")).unwrap();
+    let dep = text.lines().find(|l| l.starts_with("wfc-runtime = ")).expect("a wfc-runtime dependency");
+    assert!(dep.contains(&format!("path = \"{}", cache.join("sources").display())), "{dep}");
+    // A rerun with nothing to rebuild says nothing about building.
+    let o = run(&["run", &definition("fail.asl.json"), "--engine", "compiled", "--virtual-time"]);
+    assert_eq!(stderr(&o), "", "a cached rerun is silent");
 }
 
 #[test]

@@ -125,6 +125,95 @@ fn durable_run_errors_are_clear() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+/// Durable runs and workers say what they do on stderr (tracing, at info by default):
+/// claimed, started, waiting (with the timer's due time), finished; `--quiet` silences them.
+#[test]
+fn durable_runs_and_workers_log_their_progress() {
+    let dir = scratch("logs");
+    let def = write(
+        &dir,
+        "wait.asl.json",
+        r#"{"StartAt": "Pause", "States": {"Pause": {"Type": "Wait", "Seconds": 1, "Next": "Done"}, "Done": {"Type": "Succeed"}}}"#,
+    );
+    let store = format!("sqlite:{}", dir.join("store.db").display());
+    let out = wfc().args(["run", &def, "--store", &store, "--name", "w1"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    for line in ["started", "waiting for a timer", "finished"] {
+        assert!(err.lines().any(|l| l.contains(line) && l.contains("w1")), "no {line:?} line: {err}");
+    }
+    assert!(err.contains("state=\"Pause\"") || err.contains("state=Pause"), "{err}");
+    let out = wfc().args(["--quiet", "run", &def, "--store", &store, "--name", "w2"]).output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "", "--quiet logs nothing");
+
+    let out = wfc().args(["executions", "--store", &store, "start", &def, "--name", "w3"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = wfc().args(["worker", "--store", &store, &def, "--exit-when-idle"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    for line in ["claimed", "started", "waiting for a timer", "finished"] {
+        assert!(err.lines().any(|l| l.contains(line) && l.contains("w3")), "no {line:?} line: {err}");
+    }
+}
+
+/// `--virtual-time` with `--handlers`: a command takes no virtual time, so elapsed_seconds is
+/// the Wait's alone (it was real time: the command's run time leaked in).
+#[test]
+fn a_command_handler_takes_no_virtual_time() {
+    let dir = scratch("virtual-handlers");
+    let def = write(
+        &dir,
+        "slow.asl.json",
+        r#"{"StartAt": "Work", "States": {
+            "Work": {"Type": "Task", "Resource": "arn:aws:lambda:us-east-1:1:function:Work", "Next": "Pause"},
+            "Pause": {"Type": "Wait", "Seconds": 100, "End": true}}}"#,
+    );
+    let handlers = write(&dir, "handlers.json", r#"{"Work": {"command": ["sh", "-c", "sleep 0.3; echo 7"]}}"#);
+    let out = wfc().args(["run", &def, "--handlers", &handlers, "--virtual-time"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v = json_of(&out);
+    assert_eq!(
+        (&v["status"], &v["output"], v["elapsed_seconds"].as_f64()),
+        (&json!("SUCCEEDED"), &json!(7), Some(100.0)),
+        "{v:#}"
+    );
+}
+
+/// A misspelt store path is an error naming it for every command that only reads or changes
+/// existing executions, and creates nothing; the commands that write create the store.
+#[test]
+fn read_only_store_commands_refuse_a_missing_database() {
+    let dir = scratch("missing-store");
+    let def = write(&dir, "order.asl.json", DEFINITION);
+    let event = write(&dir, "event.json", r#"{"type": "x", "source": "y"}"#);
+    let typo = dir.join("typo.db");
+    let store = format!("sqlite:{}", typo.display());
+    let commands: [&[&str]; 9] = [
+        &["executions", "--store", &store, "list"],
+        &["executions", "--store", &store, "describe", "e"],
+        &["executions", "--store", &store, "history", "e"],
+        &["executions", "--store", &store, "versions"],
+        &["executions", "--store", &store, "stop", "e"],
+        &["executions", "--store", &store, "upgrade", "e", "--to", &def],
+        &["callback", "--store", &store, "--token", "t", "--heartbeat"],
+        &["event", "--store", &store, "--execution", "e", &event],
+        &["executions", "--store", &format!("{store}?synchronous=normal"), "list"],
+    ];
+    for args in commands {
+        let out = wfc().args(args).output().expect("wfc runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(&format!("no store at {}: the file does not exist", typo.display())), "{args:?}: {err}");
+        assert!(!typo.exists(), "{args:?} created {}", typo.display());
+    }
+    // `executions start` writes, so it creates the store; then the readers open it.
+    let out = wfc().args(["executions", "--store", &store, "start", &def, "--name", "e"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = wfc().args(["executions", "--store", &store, "list"]).output().unwrap();
+    assert_eq!(json_of(&out).as_array().map(Vec::len), Some(1));
+}
+
 /// `wfc run --store --engine compiled`: the generated code runs durably too. The program is
 /// aborted (`WFC_CRASH_AT`, as `kill -9` would stop it) once Second's start is checkpointed;
 /// the same command resumes the execution without running First again, and a finished

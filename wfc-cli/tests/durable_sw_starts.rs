@@ -111,12 +111,12 @@ fn waits_for_payment(store: &str, name: &str) -> bool {
 
 fn starts_survive_a_kill(store: &str, dir: &Path) {
     let s = setup(dir);
-    // Nothing is registered yet: the event starts nothing, and says so.
-    let out = wfc().args(["event", "--store", store, &event(&s, "placed", "e0", 0)]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("no workflow registered in the store starts on this event"), "{}", stderr(&out));
     // A worker registers the workflow (a deploy); with no executions it has nothing to do.
     assert_eq!(worker(&s, store)["claimed"], 0);
+    // An event no registered workflow starts on starts nothing, and says so.
+    let out = wfc().args(["event", "--store", store, &event(&s, "paid", "e0", 0)]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("no workflow registered in the store starts on this event"), "{}", stderr(&out));
 
     let first = start_on(store, &event(&s, "placed", "e1", 1));
     assert_eq!((first.len(), &first[0]["existed"]), (1, &json!(false)), "{first:?}");

@@ -572,7 +572,12 @@ impl<'t> Cx<'t> {
                         let span = self.inner_span(v, s, e.offset);
                         let d = self.error(
                             codes::BAD_REFERENCE_PATH,
-                            format!("`ResultPath` must be a Reference Path: {}", e.message),
+                            // The parser's message already says "not a Reference Path: why";
+                            // only the why follows here.
+                            format!(
+                                "`ResultPath` must be a Reference Path: {}",
+                                e.message.strip_prefix("not a Reference Path: ").unwrap_or(&e.message)
+                            ),
                             span,
                         );
                         d.help = Some(if s.starts_with("$$") {

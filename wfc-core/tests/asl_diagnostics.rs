@@ -289,3 +289,14 @@ fn heartbeat_timeout_points_to_states_timeout() {
     assert_eq!(d.items[0].code, "WFC0604");
     assert!(d.items[0].help.as_deref().is_some_and(|h| h.contains("`States.Timeout`")));
 }
+
+/// The parser's "not a Reference Path: ..." is not repeated after "must be a Reference Path:".
+#[test]
+fn a_bad_result_path_says_reference_path_once() {
+    let text = r#"{"StartAt": "A", "States": {"A": {"Type": "Pass", "ResultPath": "$.a[*]", "End": true}}}"#;
+    let diags = wfc_core::load(wfc_core::Source { path: "t.json", text }).err().expect("rejected");
+    let message = &diags.items.first().expect("one diagnostic").message;
+    assert!(message.starts_with("`ResultPath` must be a Reference Path: "), "{message}");
+    assert_eq!(message.matches("Reference Path").count(), 2, "{message}");
+    assert!(!message.contains("not a Reference Path"), "{message}");
+}

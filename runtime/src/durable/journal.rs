@@ -681,6 +681,15 @@ impl Journal {
         }
         // Nothing deferred waits for a timer.
         self.flush().await.map_err(store_failure)?;
+        let until = due_ms.and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok());
+        tracing::info!(
+            execution = %self.record.name,
+            state = name,
+            kind = subtype,
+            until = %until.map(|t| t.to_string()).unwrap_or_default(),
+            seconds = remaining.as_secs_f64(),
+            "waiting for a timer"
+        );
         if let Some(limit) = self.suspend_after
             && remaining > limit
         {
@@ -764,6 +773,8 @@ impl Journal {
                 }
                 // Nothing deferred (the handler call's outcome) waits for the answer.
                 self.flush().await.map_err(store_failure)?;
+                // What an operator answers with `wfc callback --token`.
+                tracing::info!(execution = %self.record.name, state = name, token = %waiting.token, "waiting for a callback");
                 registration.announce(waiting);
                 // The adapters' services keep their own countdowns: no marker in their journals.
                 let beats = match limits.heartbeat.filter(|_| self.suspender.is_none()) {

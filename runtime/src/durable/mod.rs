@@ -516,6 +516,9 @@ pub enum StoreError {
     /// The store URL is not understood.
     #[error("invalid store URL '{0}': expected sqlite:PATH or postgres://...")]
     BadUrl(String),
+    /// [`connect_existing`] found no SQLite database at this path (nothing was created).
+    #[error("no store at {0}: the file does not exist")]
+    NoStore(String),
     /// No CALLBACK waits for this token (never issued, or already completed or timed out).
     #[error("no task is waiting for the task token '{0}' (unknown, completed or timed out)")]
     UnknownToken(String),
@@ -898,9 +901,15 @@ pub(crate) fn not_running(record: &ExecutionRecord) -> StoreError {
     }
 }
 
-/// Opens a store from a URL: `sqlite:PATH` (durability FULL) or `sqlite:PATH?synchronous=normal`.
-/// For `postgres://` URLs use [`connect`].
+/// Opens a store from a URL: `sqlite:PATH` (durability FULL) or `sqlite:PATH?synchronous=normal`,
+/// creating the SQLite file if it does not exist. For `postgres://` URLs use [`connect`].
 pub fn open_store(url: &str) -> Result<std::sync::Arc<dyn Store>, StoreError> {
+    open_sqlite(url, true)
+}
+
+/// `sqlite:PATH[?synchronous=...]`, created when `create`, else refused with
+/// [`StoreError::NoStore`] when the file does not exist.
+fn open_sqlite(url: &str, create: bool) -> Result<std::sync::Arc<dyn Store>, StoreError> {
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
         // The PostgreSQL connection is async: use [`connect`].
         return Err(StoreError::Unsupported(format!("{url} (open it with durable::connect)")));
@@ -920,19 +929,33 @@ pub fn open_store(url: &str) -> Result<std::sync::Arc<dyn Store>, StoreError> {
         Some("synchronous=normal") | Some("synchronous=NORMAL") => Synchronous::Normal,
         Some(_) => return Err(StoreError::BadUrl(url.to_owned())),
     };
-    Ok(std::sync::Arc::new(SqliteStore::open(path, synchronous)?))
+    let store =
+        if create { SqliteStore::open(path, synchronous)? } else { SqliteStore::open_existing(path, synchronous)? };
+    Ok(std::sync::Arc::new(store))
 }
 
 /// Opens a store from a URL, as [`open_store`] does, including `postgres://` URLs (feature
 /// `postgres`), which need this async form since the connection runs on the current runtime.
 pub async fn connect(url: &str) -> Result<std::sync::Arc<dyn Store>, StoreError> {
+    connect_with(url, true).await
+}
+
+/// Opens an existing store, as [`connect`] does, except that a SQLite file that does not exist
+/// is refused with [`StoreError::NoStore`] and nothing is created: for commands that only read
+/// or change existing executions, where a misspelt path would otherwise leave an empty store
+/// behind and answer as if it held nothing. (A PostgreSQL database is never created.)
+pub async fn connect_existing(url: &str) -> Result<std::sync::Arc<dyn Store>, StoreError> {
+    connect_with(url, false).await
+}
+
+async fn connect_with(url: &str, create: bool) -> Result<std::sync::Arc<dyn Store>, StoreError> {
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
         #[cfg(feature = "postgres")]
         return Ok(std::sync::Arc::new(postgres::PgStore::connect(url).await?));
         #[cfg(not(feature = "postgres"))]
         return Err(StoreError::Unsupported(url.to_owned()));
     }
-    open_store(url)
+    open_sqlite(url, create)
 }
 
 #[cfg(test)]
@@ -955,5 +978,22 @@ mod tests {
         assert!(matches!(open_store("mysql://x"), Err(StoreError::BadUrl(_))));
         assert!(matches!(open_store("sqlite:"), Err(StoreError::BadUrl(_))));
         assert!(matches!(open_store("sqlite:/tmp/x.db?synchronous=off"), Err(StoreError::BadUrl(_))));
+    }
+
+    #[test]
+    fn an_existing_store_is_not_created() {
+        let dir = std::env::temp_dir().join(format!("wfc-no-store-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("typo.db");
+        let url = format!("sqlite:{}?synchronous=normal", path.display());
+        match open_sqlite(&url, false) {
+            Err(StoreError::NoStore(p)) => assert_eq!(p, path.display().to_string()),
+            other => panic!("expected NoStore, got {:?}", other.map(|_| ())),
+        }
+        assert!(!path.exists(), "a refused open created {}", path.display());
+        // Once created by a writer, it opens.
+        open_sqlite(&url, true).unwrap();
+        assert!(open_sqlite(&url, false).is_ok());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -249,6 +249,22 @@ impl SqliteStore {
         SqliteStore::setup(conn, synchronous)
     }
 
+    /// Opens the store at `path` only if the file exists ([`StoreError::NoStore`] otherwise,
+    /// creating nothing), and migrates its schema.
+    pub fn open_existing(path: impl AsRef<Path>, synchronous: Synchronous) -> Result<SqliteStore, StoreError> {
+        use rusqlite::OpenFlags;
+        let path = path.as_ref();
+        // Without SQLITE_OPEN_CREATE SQLite itself refuses a missing file, so nothing races
+        // between a check and the open.
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = match Connection::open_with_flags(path, flags) {
+            Ok(conn) => conn,
+            Err(_) if !path.exists() => return Err(StoreError::NoStore(path.display().to_string())),
+            Err(e) => return Err(backend(format!("cannot open {}: {e}", path.display()))),
+        };
+        SqliteStore::setup(conn, synchronous)
+    }
+
     /// An in-memory store (nothing survives the process), for tests.
     pub fn in_memory() -> Result<SqliteStore, StoreError> {
         SqliteStore::setup(Connection::open_in_memory().map_err(backend)?, Synchronous::Full)

@@ -327,6 +327,7 @@ impl Worker {
                             stats.claimed += 1;
                             match claim {
                                 Ok(claim) => {
+                                    tracing::info!(execution = %claim.record.name, owner = %self.config.owner, "claimed");
                                     in_flight.insert(claim.record.name.clone(), claim.token.epoch);
                                     let job = self.job(claim);
                                     running.spawn(job);
@@ -516,7 +517,17 @@ async fn run_claimed(shared: &Shared, claim: Claim) -> RunEnd {
             }
         },
     };
+    // Started: nothing recorded yet (a claim of an execution `executions start` created);
+    // resumed: it has a journal to replay.
+    let fresh = claim.operations.is_empty();
     let journal = Journal::from_claim(Arc::clone(&store), claim, Some(config.suspend_after));
+    tracing::info!(
+        execution = %record.name,
+        workflow = %record.workflow,
+        version = record.version_id.as_deref().unwrap_or("-"),
+        "{}",
+        if fresh { "started" } else { "resumed" }
+    );
     let mut options = RunOptions::real().with_journal(Arc::clone(&journal));
     if let Some(identity) = shared.workflows.identity.as_ref().and_then(|f| f(&record)) {
         options = options.with_identity(identity);
@@ -531,7 +542,15 @@ async fn run_claimed(shared: &Shared, claim: Claim) -> RunEnd {
     };
     if let Some(due) = journal.suspended() {
         return match store.release(&record.name, journal.epoch(), due, record.signals).await {
-            Ok(()) => RunEnd::Suspended,
+            Ok(()) => {
+                let until = due.and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok());
+                tracing::info!(
+                    execution = %record.name,
+                    until = %until.map(|t| t.to_string()).unwrap_or_else(|| "an answer".into()),
+                    "suspended (released until it is due)"
+                );
+                RunEnd::Suspended
+            }
             Err(e) => {
                 // Never silent: a release that keeps failing leaves every suspended execution
                 // leased until its lease runs out (see the PostgreSQL fixture of 35a205a).
@@ -540,6 +559,7 @@ async fn run_claimed(shared: &Shared, claim: Claim) -> RunEnd {
             }
         };
     }
-    let _ = result;
+    let error = result.error.as_ref().map(|e| e.error.as_str());
+    tracing::info!(execution = %record.name, status = ?result.status, error, "finished");
     RunEnd::Finished
 }
