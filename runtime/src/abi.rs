@@ -1,11 +1,11 @@
 //! The ABI of states compiled to Rust: what generated code calls when it runs a state's work
 //! itself instead of handing the state's IR to [`crate::exec`].
 //!
-//! Generated code for a JSONPath Pass or Choice state (see docs/status.md, issue 20, for which
+//! Generated code for a JSONPath Pass, Choice or Succeed state (see docs/status.md, issue 20, for which
 //! forms are generated) is built from these pieces:
 //!
-//! - the state's visit, [`pass`] and [`choice`] (`exec::pass_with`, `exec::choice_with`): the
-//!   same functions the interpreter runs its Pass and Choice states through, so both engines
+//! - the state's visit, [`pass`], [`choice`] and [`succeed`] (`exec::pass_with`, `exec::choice_with`,
+//!   `exec::succeed_with`): the same functions the interpreter runs those states through, so both engines
 //!   record the same events with the same JSON and raise the same failures;
 //! - definite paths as steps built at compile time ([`Seg`]): [`get`], [`select`], [`take`],
 //!   [`set`] walk them with one `get` per step, never parsing the path at run time;
@@ -29,7 +29,7 @@ use wfc_ir::{Path, PathError};
 
 use crate::Failure;
 
-pub use crate::exec::{choice_with as choice, pass_with as pass};
+pub use crate::exec::{choice_with as choice, pass_with as pass, succeed_with as succeed};
 pub use wfc_ir::intrinsics::Function;
 pub use wfc_ir::jsonpath::ast::SingularStep as Seg;
 pub use wfc_ir::native::{NativeNumber, Pattern};

@@ -1926,9 +1926,15 @@ async fn wait_inner(exec: &Execution, name: &str, spec: &WaitState, input: Value
 
 /// A Succeed state.
 pub fn succeed(exec: &Execution, name: &str, spec: &SucceedState, input: Value) -> Result<Value, Failure> {
+    let needs_ctx =
+        io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()]) || spec.output.is_some();
+    if spec.output.is_none() {
+        return succeed_with(exec, name, needs_ctx, input, |input, ctx| {
+            io::input_path_owned(&spec.input_path, input, ctx)
+                .and_then(|effective| io::output_path(&spec.output_path, effective, ctx))
+        });
+    }
     state_span(name, "Succeed").in_scope(|| {
-        let needs_ctx =
-            io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()]) || spec.output.is_some();
         let visit = Visit::start_timed(exec, name, "Succeed", &input, needs_ctx)?;
         let ctx = visit.context_if(needs_ctx);
         let output = match &spec.output {
@@ -1937,6 +1943,25 @@ pub fn succeed(exec: &Execution, name: &str, spec: &SucceedState, input: Value) 
                 .and_then(|effective| io::output_path(&spec.output_path, effective, &ctx)),
         }
         .map_err(|f| visit.runtime(f))?;
+        visit.finish(&output)?;
+        Ok(output)
+    })
+}
+
+/// One visit of a JSONPath Succeed state: records its Entered and Exited events around `body`
+/// (InputPath then OutputPath), as [`pass_with`] does for a Pass state. The interpreter's
+/// [`succeed`] and generated code both go through here.
+pub fn succeed_with(
+    exec: &Execution,
+    name: &str,
+    needs_ctx: bool,
+    input: Value,
+    body: impl FnOnce(Value, &Value) -> Result<Value, Failure>,
+) -> Result<Value, Failure> {
+    state_span(name, "Succeed").in_scope(|| {
+        let visit = Visit::start_timed(exec, name, "Succeed", &input, needs_ctx)?;
+        let ctx = visit.context_if(needs_ctx);
+        let output = body(input, &ctx).map_err(|f| visit.runtime(f))?;
         visit.finish(&output)?;
         Ok(output)
     })

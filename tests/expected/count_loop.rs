@@ -177,7 +177,6 @@ pub mod count_loop {
         mut state: State,
     ) -> Result<__wfc::Value, __wfc::Failure> {
         let _ = handler;
-        let machine = machine()?;
         loop {
             state = match state {
                 State::Check(input) => {
@@ -252,11 +251,16 @@ pub mod count_loop {
                     State::Check(output)
                 }
                 State::Done(input) => {
-                    let spec = match machine.states.get(2).map(|s| &s.kind) {
-                        Some(__wfc::ir::StateKind::Succeed(spec)) => spec,
-                        _ => return Err(unexpected("Done", "is not a Succeed state")),
-                    };
-                    return __wfc::exec::succeed(exec, "Done", spec, input);
+                    return __wfc::abi::succeed(
+                        exec,
+                        "Done",
+                        false,
+                        input,
+                        |input: __wfc::Value, _: &__wfc::Value| {
+                            let output = input;
+                            Ok(output)
+                        },
+                    );
                 }
             };
         }

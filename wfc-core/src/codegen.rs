@@ -7,8 +7,11 @@
 //! * `DEFINITION` (the text as written) and the lowered IR as embedded JSON, loaded once;
 //! * `trait Handler`: one method per distinct Task resource;
 //! * `enum State`: one variant per state of the machine, carrying that state's raw input;
-//! * `run`, `run_with`, `resume`: a `loop { state = match state { … } }` driver that calls
-//!   `__private::exec::*` for every state's semantics and only decides where control goes;
+//! * `run`, `run_with`, `resume`: a `loop { state = match state { … } }` driver. JSONPath Pass,
+//!   Choice and Succeed states are generated as Rust ([`states`]: paths as steps, templates as
+//!   construction code, intrinsics as calls, Choice rules as `if` conditions) around the
+//!   runtime's `abi` visit functions; every other state (and those three with `Assign` or
+//!   JSONata) still calls `__private::exec::*` with its spec read from the embedded IR;
 //! * one nested module per Parallel branch, with its own `State` and driver.
 //!
 //! Hygiene: every path is `::`-rooted (the runtime through `Settings::runtime_path`), so user
@@ -502,6 +505,8 @@ impl<'a> Generator<'a> {
                     // A branch whose every path ends in a Succeed or Fail state never names `Ok`.
                     #[allow(unused_imports)]
                     use ::core::result::Result::{self, Err, Ok};
+                    // A branch of generated states only may not name `Some` either.
+                    #[allow(unused_imports)]
                     use ::core::option::Option::Some;
 
                     #items
@@ -693,6 +698,20 @@ impl<'a> Generator<'a> {
                         #items
                         let output = #visit;
                         #next
+                    }
+                },
+                false,
+            ));
+        }
+        if let StateKind::Succeed(spec) = &state.kind
+            && let Some(visit) = states::succeed(&mut items, &name, spec)
+        {
+            let items = items.tokens();
+            return Ok((
+                quote! {
+                    State::#variant(input) => {
+                        #items
+                        return #visit;
                     }
                 },
                 false,

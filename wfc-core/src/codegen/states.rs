@@ -1,5 +1,5 @@
-//! The work of a state as Rust (issue 20): JSONPath Pass and Choice states are generated here;
-//! every other state, and these two when they use `Assign`, a JSONata `Output` or a JSONata
+//! The work of a state as Rust (issue 20): JSONPath Pass, Choice and Succeed states are generated
+//! here; every other state, and these when they use `Assign`, a JSONata `Output` or a JSONata
 //! `Condition`, still hands its IR to `exec.rs` (see [`super::Generator::arm`]).
 //!
 //! What the output calls is the runtime's `abi` module, the ABI of generated code:
@@ -25,7 +25,7 @@ use serde_json::Value;
 use wfc_ir::intrinsics::{Arg, Call, Function};
 use wfc_ir::jsonpath::ast::SingularStep;
 use wfc_ir::native::{NativeForm, NativeLiteral};
-use wfc_ir::{ChoiceState, Comparison, Condition, Operand, Operator, PassState, Path, Root, Template};
+use wfc_ir::{ChoiceState, Comparison, Condition, Operand, Operator, PassState, Path, Root, SucceedState, Template};
 
 /// Items (consts and statics) a state's generated code declares, with names unique in its arm.
 #[derive(Default)]
@@ -243,6 +243,28 @@ pub(super) fn pass(items: &mut Items, name: &Literal, spec: &PassState) -> Optio
         __wfc::abi::pass(exec, #name, #needs_ctx, input, |#input: __wfc::Value, #ctx: &__wfc::Value| {
             #body
         })?
+    })
+}
+
+/// A JSONPath Succeed state's visit (InputPath, then OutputPath), or `None` when it is left to
+/// `exec::succeed` (a JSONata `Output`).
+pub(super) fn succeed(items: &mut Items, name: &Literal, spec: &SucceedState) -> Option<TokenStream> {
+    if spec.output.is_some() {
+        return None;
+    }
+    let needs_ctx = uses_context(spec.input_path.as_ref()) || uses_context(spec.output_path.as_ref());
+    let effective = input_path_owned(items, spec.input_path.as_ref(), quote!(input));
+    let output = output_path(items, spec.output_path.as_ref(), quote!(output));
+    let body = quote! {
+        let output = #effective;
+        #output
+    };
+    let input = param(&body, "input");
+    let ctx = param(&body, "ctx");
+    Some(quote! {
+        __wfc::abi::succeed(exec, #name, #needs_ctx, input, |#input: __wfc::Value, #ctx: &__wfc::Value| {
+            #body
+        })
     })
 }
 

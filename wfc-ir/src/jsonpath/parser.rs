@@ -157,9 +157,7 @@ impl<'a> Parser<'a> {
                     return Ok(Root::Variable(name));
                 }
                 if self.peek().is_some_and(|c| c.is_alphanumeric()) {
-                    return Err(
-                        self.err(1, "expected `.`, `..` or `[` after `$` (a variable name cannot start with a digit)")
-                    );
+                    return Err(self.err(1, "expected `.`, `..` or `[` after `$` (a variable name cannot start with a digit)"));
                 }
                 Ok(Root::Input)
             }
