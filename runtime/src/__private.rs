@@ -19,7 +19,7 @@ pub use crate::{
     Clock, EventType, Execution, ExecutionResult, Failure, History, HistoryEvent, RunOptions, Status, TaskContext,
     block_on_virtual,
 };
-pub use crate::{choice, io, retry, sw, task};
+pub use crate::{abi, choice, io, retry, sw, task};
 
 /// The generated-code/runtime handshake. Generated code contains `const _: () = ...::ABI_V1;`.
 pub const ABI_V1: () = ();

@@ -113,8 +113,38 @@ fn compare_value(cmp: &Comparison, value: &Value, input: &Value, context: &Value
         Operand::Path(p) => Cow::Owned(resolve(p, input, context).ok_or_else(|| missing(p, input, context))?),
     };
     let operand: &Value = &operand;
+    if operator_is_type_test(cmp.operator) {
+        return Ok(type_test(cmp.operator, value) == expect_bool(cmp)?);
+    }
+    Ok(test(cmp.operator, value, operand))
+}
+
+/// Whether the operator is one of the `Is*` tests, whose operand is a Boolean saying whether the
+/// test should hold.
+pub fn operator_is_type_test(operator: Operator) -> bool {
     use Operator as O;
-    Ok(match cmp.operator {
+    matches!(operator, O::IsNull | O::IsNumeric | O::IsString | O::IsBoolean | O::IsTimestamp | O::IsPresent)
+}
+
+/// The `Is*` test itself on a present value (`IsPresent` is true: the value is there).
+pub fn type_test(operator: Operator, value: &Value) -> bool {
+    use Operator as O;
+    match operator {
+        O::IsNull => value.is_null(),
+        O::IsNumeric => value.is_number(),
+        O::IsString => value.is_string(),
+        O::IsBoolean => value.is_boolean(),
+        O::IsTimestamp => value.as_str().is_some_and(|s| wfc_ir::timestamp::parse(s).is_ok()),
+        _ => true,
+    }
+}
+
+/// `value <operator> operand` for the comparing operators (not the `Is*` tests): a value or an
+/// operand of the wrong type makes it false. Generated code calls it for the `*Path` forms,
+/// whose operand is only known at run time.
+pub fn test(operator: Operator, value: &Value, operand: &Value) -> bool {
+    use Operator as O;
+    match operator {
         O::StringEquals => strings(value, operand).is_some_and(|(a, b)| a == b),
         O::StringLessThan => strings(value, operand).is_some_and(|(a, b)| a < b),
         O::StringGreaterThan => strings(value, operand).is_some_and(|(a, b)| a > b),
@@ -134,14 +164,14 @@ fn compare_value(cmp: &Comparison, value: &Value, input: &Value, context: &Value
         O::TimestampGreaterThanEquals => {
             matches!(timestamps(value, operand), Some(Ordering::Greater | Ordering::Equal))
         }
-        O::IsNull => value.is_null() == expect_bool(cmp)?,
-        O::IsNumeric => value.is_number() == expect_bool(cmp)?,
-        O::IsString => value.is_string() == expect_bool(cmp)?,
-        O::IsBoolean => value.is_boolean() == expect_bool(cmp)?,
-        O::IsTimestamp => value.as_str().is_some_and(|s| wfc_ir::timestamp::parse(s).is_ok()) == expect_bool(cmp)?,
-        // Handled before the variable is required to exist.
-        O::IsPresent => true,
-    })
+        O::IsNull | O::IsNumeric | O::IsString | O::IsBoolean | O::IsTimestamp | O::IsPresent => false,
+    }
+}
+
+/// The message of `States.Runtime` when a Choice `Variable` (or `*Path` operand) with the text
+/// `path` selects nothing in `doc` (the document its root names).
+pub fn missing_message(path: &str, doc: &Value) -> String {
+    crate::io::invalid_path_text_message(path, doc)
 }
 
 /// The Boolean literal of an `Is*` test (`false` negates the test).

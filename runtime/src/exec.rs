@@ -1070,20 +1070,42 @@ fn state_span(name: &str, state_type: &'static str) -> tracing::Span {
 
 /// A Pass state.
 pub async fn pass(exec: &Execution, name: &str, spec: &PassState, input: Value) -> Result<Value, Failure> {
+    let needs_ctx = io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()])
+        || spec.parameters.as_ref().is_some_and(io::uses_context)
+        || spec.assign.is_some()
+        || spec.output.is_some();
+    if spec.assign.is_none() && spec.output.is_none() {
+        return pass_with(exec, name, needs_ctx, input, |input, ctx| {
+            exec.with_rng(|rng| pass_io(spec, input, ctx, rng))
+        });
+    }
     state_span(name, "Pass").in_scope(|| {
-        let needs_ctx = io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()])
-            || spec.parameters.as_ref().is_some_and(io::uses_context)
-            || spec.assign.is_some()
-            || spec.output.is_some();
         let visit = Visit::start_timed(exec, name, "Pass", &input, needs_ctx)?;
         let ctx = visit.context_if(needs_ctx);
-        if spec.assign.is_none() && spec.output.is_none() {
-            let output = exec.with_rng(|rng| pass_io(spec, input, &ctx, rng)).map_err(|f| visit.runtime(f))?;
-            visit.finish(&output)?;
-            return Ok(output);
-        }
         let (output, assigned) = pass_assign(&visit, spec, input, &ctx).map_err(|f| visit.runtime(f))?;
         visit.finish_assigned(&output, assigned)?;
+        Ok(output)
+    })
+}
+
+/// One visit of a JSONPath Pass state without `Assign`: records its Entered and Exited events
+/// around `body`, which computes the output from the raw input and the context object (`null`
+/// unless `needs_ctx`). A `States.Runtime` failure of `body` gets AWS's prefix naming the state.
+///
+/// The interpreter's [`pass`] and generated code (which compiles `body` from the state's paths
+/// and Parameters) both go through here, so their histories are the same.
+pub fn pass_with(
+    exec: &Execution,
+    name: &str,
+    needs_ctx: bool,
+    input: Value,
+    body: impl FnOnce(Value, &Value) -> Result<Value, Failure>,
+) -> Result<Value, Failure> {
+    state_span(name, "Pass").in_scope(|| {
+        let visit = Visit::start_timed(exec, name, "Pass", &input, needs_ctx)?;
+        let ctx = visit.context_if(needs_ctx);
+        let output = body(input, &ctx).map_err(|f| visit.runtime(f))?;
+        visit.finish(&output)?;
         Ok(output)
     })
 }
@@ -1732,17 +1754,36 @@ fn caught(
 
 /// A Choice state. No match and no Default is `States.NoChoiceMatched`.
 pub fn choice(exec: &Execution, name: &str, spec: &ChoiceState, input: Value) -> Result<Chosen, Failure> {
+    let language = spec.assign.is_some()
+        || spec.output.is_some()
+        || spec.choices.iter().any(|c| c.assign.is_some() || c.output.is_some());
+    let needs_ctx = io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()])
+        || spec.choices.iter().any(|c| choice::uses_context(&c.condition))
+        || language;
+    if !language {
+        return choice_with(
+            exec,
+            name,
+            needs_ctx,
+            input,
+            spec.default.is_some(),
+            |input, ctx| io::input_path_owned(&spec.input_path, input, ctx),
+            |effective, ctx| {
+                for (i, rule) in spec.choices.iter().enumerate() {
+                    if choice::evaluate(&rule.condition, effective, ctx)? {
+                        return Ok(Some(i));
+                    }
+                }
+                Ok(None)
+            },
+            |effective, ctx| io::output_path(&spec.output_path, effective, ctx),
+        );
+    }
     state_span(name, "Choice").in_scope(|| {
-        let language = spec.assign.is_some()
-            || spec.output.is_some()
-            || spec.choices.iter().any(|c| c.assign.is_some() || c.output.is_some());
-        let needs_ctx = io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()])
-            || spec.choices.iter().any(|c| choice::uses_context(&c.condition))
-            || language;
         let visit = Visit::start_timed(exec, name, "Choice", &input, needs_ctx)?;
         let ctx = visit.context_if(needs_ctx);
         // A JSONata Output or Assign sees the raw input as `$states.input`.
-        let raw = if language { Some(input.clone()) } else { None };
+        let raw = input.clone();
         let effective = io::input_path_owned(&spec.input_path, input, &ctx).map_err(|f| visit.runtime(f))?;
         let mut branch = None;
         for (i, rule) in spec.choices.iter().enumerate() {
@@ -1752,16 +1793,8 @@ pub fn choice(exec: &Execution, name: &str, spec: &ChoiceState, input: Value) ->
             }
         }
         if branch.is_none() && spec.default.is_none() {
-            return Err(Failure::new(
-                wfc_ir::errors::NO_CHOICE_MATCHED,
-                format!("No Choice rule matched the input of state '{name}', and it has no Default"),
-            ));
+            return Err(no_choice_matched(name));
         }
-        let Some(raw) = raw else {
-            let output = io::output_path(&spec.output_path, effective, &ctx).map_err(|f| visit.runtime(f))?;
-            visit.finish(&output)?;
-            return Ok(Chosen { branch, output });
-        };
         // The matched rule's Assign and Output; the state's own only on the Default path.
         let (assign, output_template) = match branch.and_then(|i| spec.choices.get(i)) {
             Some(rule) => (rule.assign.as_ref(), rule.output.as_ref()),
@@ -1774,6 +1807,46 @@ pub fn choice(exec: &Execution, name: &str, spec: &ChoiceState, input: Value) ->
             None => io::output_path(&spec.output_path, effective, &ctx).map_err(|f| visit.runtime(f))?,
         };
         visit.finish_assigned(&output, assigned)?;
+        Ok(Chosen { branch, output })
+    })
+}
+
+fn no_choice_matched(name: &str) -> Failure {
+    Failure::new(
+        wfc_ir::errors::NO_CHOICE_MATCHED,
+        format!("No Choice rule matched the input of state '{name}', and it has no Default"),
+    )
+}
+
+/// One visit of a Choice state without `Assign` or JSONata `Output`: records its Entered and
+/// Exited events around the three steps, each given the context object (`null` unless
+/// `needs_ctx`): `input_path` makes the effective input from the raw one, `rules` returns the
+/// index of the first rule that holds for it (`None`: none does), and `output_path` makes the
+/// output. No match without a Default (`has_default` false) is `States.NoChoiceMatched`.
+///
+/// The interpreter's [`choice`] and generated code (whose `rules` are Rust conditions) both go
+/// through here, so their histories are the same.
+#[allow(clippy::too_many_arguments)] // each argument is one step of the state, in order
+pub fn choice_with(
+    exec: &Execution,
+    name: &str,
+    needs_ctx: bool,
+    input: Value,
+    has_default: bool,
+    input_path: impl FnOnce(Value, &Value) -> Result<Value, Failure>,
+    rules: impl FnOnce(&Value, &Value) -> Result<Option<usize>, Failure>,
+    output_path: impl FnOnce(Value, &Value) -> Result<Value, Failure>,
+) -> Result<Chosen, Failure> {
+    state_span(name, "Choice").in_scope(|| {
+        let visit = Visit::start_timed(exec, name, "Choice", &input, needs_ctx)?;
+        let ctx = visit.context_if(needs_ctx);
+        let effective = input_path(input, &ctx).map_err(|f| visit.runtime(f))?;
+        let branch = rules(&effective, &ctx).map_err(|f| visit.runtime(f))?;
+        if branch.is_none() && !has_default {
+            return Err(no_choice_matched(name));
+        }
+        let output = output_path(effective, &ctx).map_err(|f| visit.runtime(f))?;
+        visit.finish(&output)?;
         Ok(Chosen { branch, output })
     })
 }
@@ -1909,9 +1982,15 @@ async fn wait_inner(exec: &Execution, name: &str, spec: &WaitState, input: Value
 
 /// A Succeed state.
 pub fn succeed(exec: &Execution, name: &str, spec: &SucceedState, input: Value) -> Result<Value, Failure> {
+    let needs_ctx =
+        io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()]) || spec.output.is_some();
+    if spec.output.is_none() {
+        return succeed_with(exec, name, needs_ctx, input, |input, ctx| {
+            io::input_path_owned(&spec.input_path, input, ctx)
+                .and_then(|effective| io::output_path(&spec.output_path, effective, ctx))
+        });
+    }
     state_span(name, "Succeed").in_scope(|| {
-        let needs_ctx =
-            io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()]) || spec.output.is_some();
         let visit = Visit::start_timed(exec, name, "Succeed", &input, needs_ctx)?;
         let ctx = visit.context_if(needs_ctx);
         let output = match &spec.output {
@@ -1920,6 +1999,25 @@ pub fn succeed(exec: &Execution, name: &str, spec: &SucceedState, input: Value) 
                 .and_then(|effective| io::output_path(&spec.output_path, effective, &ctx)),
         }
         .map_err(|f| visit.runtime(f))?;
+        visit.finish(&output)?;
+        Ok(output)
+    })
+}
+
+/// One visit of a JSONPath Succeed state: records its Entered and Exited events around `body`
+/// (InputPath then OutputPath), as [`pass_with`] does for a Pass state. The interpreter's
+/// [`succeed`] and generated code both go through here.
+pub fn succeed_with(
+    exec: &Execution,
+    name: &str,
+    needs_ctx: bool,
+    input: Value,
+    body: impl FnOnce(Value, &Value) -> Result<Value, Failure>,
+) -> Result<Value, Failure> {
+    state_span(name, "Succeed").in_scope(|| {
+        let visit = Visit::start_timed(exec, name, "Succeed", &input, needs_ctx)?;
+        let ctx = visit.context_if(needs_ctx);
+        let output = body(input, &ctx).map_err(|f| visit.runtime(f))?;
         visit.finish(&output)?;
         Ok(output)
     })

@@ -56,6 +56,10 @@ fn take_direct(path: &Path, doc: Value) -> Result<Value, Failure> {
 
 /// Selects with the InputPath/OutputPath error wording AWS records:
 /// `Invalid path '$.x' : No results for path: $['x']`.
+pub fn select_path(path: &Path, input: &Value, context: &Value) -> Result<Value, Failure> {
+    select_invalid_path(path, input, context)
+}
+
 fn select_invalid_path(path: &Path, input: &Value, context: &Value) -> Result<Value, Failure> {
     let doc = match path.root() {
         Root::Input => input,
@@ -172,12 +176,15 @@ pub fn result_path(path: &ResultPath, raw: Value, result: Value) -> Result<Value
         Some(p) if p.is_identity() => Ok(result),
         Some(p) => {
             let mut out = raw;
-            p.set(&mut out, result).map_err(|e| {
-                Failure::runtime(format!("Invalid path '{}' : {}", p.as_str(), capitalize(&e.to_string())))
-            })?;
+            p.set(&mut out, result).map_err(|e| result_path_failure(p.as_str(), &e))?;
             Ok(out)
         }
     }
+}
+
+/// The failure of a ResultPath (whose text is `text`) that cannot be applied.
+pub fn result_path_failure(text: &str, error: &wfc_ir::SetError) -> Failure {
+    Failure::runtime(format!("Invalid path '{}' : {}", text, capitalize(&error.to_string())))
 }
 
 fn capitalize(s: &str) -> String {
@@ -192,12 +199,18 @@ fn capitalize(s: &str) -> String {
 /// nothing. Jayway words it by where the walk stopped: `No results for path: $['x']` when only
 /// the last step is missing, `Missing property in path $['no']` when an earlier one is.
 pub fn invalid_path_message(path: &Path, doc: &Value) -> String {
-    let detail = match simple_steps(path.as_str()) {
+    invalid_path_text_message(path.as_str(), doc)
+}
+
+/// [`invalid_path_message`] for a path known by its text (generated code, which holds the
+/// steps of a definite path rather than a parsed [`Path`]; only called on the failure path).
+pub fn invalid_path_text_message(text: &str, doc: &Value) -> String {
+    let detail = match simple_steps(text) {
         Some((root, steps)) => jayway_detail(root, &steps, doc),
         // Paths with wildcards, filters or slices: fall back to the plain wording.
-        None => format!("No results for path: {}", path.as_str()),
+        None => format!("No results for path: {text}"),
     };
-    format!("Invalid path '{}' : {}", path.as_str(), detail)
+    format!("Invalid path '{text}' : {detail}")
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -45,6 +45,7 @@ pub mod durable;
 pub mod error;
 pub mod events;
 pub mod exec;
+pub mod abi;
 pub mod history;
 pub mod interp;
 pub mod intrinsics;

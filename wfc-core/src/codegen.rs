@@ -7,8 +7,11 @@
 //! * `DEFINITION` (the text as written) and the lowered IR as embedded JSON, loaded once;
 //! * `trait Handler`: one method per distinct Task resource;
 //! * `enum State`: one variant per state of the machine, carrying that state's raw input;
-//! * `run`, `run_with`, `resume`: a `loop { state = match state { … } }` driver that calls
-//!   `__private::exec::*` for every state's semantics and only decides where control goes;
+//! * `run`, `run_with`, `resume`: a `loop { state = match state { … } }` driver. JSONPath Pass,
+//!   Choice and Succeed states are generated as Rust ([`states`]: paths as steps, templates as
+//!   construction code, intrinsics as calls, Choice rules as `if` conditions) around the
+//!   runtime's `abi` visit functions; every other state (and those three with `Assign` or
+//!   JSONata) still calls `__private::exec::*` with its spec read from the embedded IR;
 //! * one nested module per Parallel branch, with its own `State` and driver.
 //!
 //! Hygiene: every path is `::`-rooted (the runtime through `Settings::runtime_path`), so user
@@ -18,6 +21,7 @@
 
 mod docs;
 mod names;
+mod states;
 
 use std::collections::BTreeSet;
 
@@ -411,9 +415,14 @@ impl<'a> Generator<'a> {
 
         let handler_path = Self::handler_path(ctx.depth);
         let mut arms = Vec::with_capacity(machine.states.len());
+        // Whether some state still reads its spec from the embedded IR (not generated yet).
+        let mut reads_ir = false;
         for (i, state) in machine.states.iter().enumerate() {
-            arms.push(self.arm(i, state, &variants, &branches)?);
+            let (arm, from_ir) = self.arm(i, state, &variants, &branches)?;
+            reads_ir |= from_ir;
+            arms.push(arm);
         }
+        let load_machine = if reads_ir { quote!(let machine = machine()?;) } else { quote!() };
         let needs_loop = machine.states.iter().any(|s| match &s.kind {
             StateKind::Pass(p) => matches!(p.transition, Transition::Next(_)),
             StateKind::Wait(w) => matches!(w.transition, Transition::Next(_)),
@@ -426,10 +435,9 @@ impl<'a> Generator<'a> {
             StateKind::Sw(sw) => sw.edges().into_iter().any(|(target, _)| target.is_some()),
             StateKind::Succeed(_) | StateKind::Fail(_) => false,
         });
-        let uses_handler = machine
-            .states
-            .iter()
-            .any(|s| matches!(s.kind, StateKind::Task(_) | StateKind::Parallel(_) | StateKind::Map(_) | StateKind::Sw(_)));
+        let uses_handler = machine.states.iter().any(|s| {
+            matches!(s.kind, StateKind::Task(_) | StateKind::Parallel(_) | StateKind::Map(_) | StateKind::Sw(_))
+        });
         let unused_handler = if uses_handler { quote!() } else { quote!(let _ = handler;) };
         let body = if needs_loop {
             quote! {
@@ -497,6 +505,8 @@ impl<'a> Generator<'a> {
                     // A branch whose every path ends in a Succeed or Fail state never names `Ok`.
                     #[allow(unused_imports)]
                     use ::core::result::Result::{self, Err, Ok};
+                    // A branch of generated states only may not name `Some` either.
+                    #[allow(unused_imports)]
                     use ::core::option::Option::Some;
 
                     #items
@@ -606,7 +616,7 @@ impl<'a> Generator<'a> {
                 #state_param: State,
             ) -> Result<__wfc::Value, __wfc::Failure> {
                 #unused_handler
-                let machine = machine()?;
+                #load_machine
                 #body
             }
 
@@ -619,15 +629,17 @@ impl<'a> Generator<'a> {
         quote!(#(#supers)* Handler)
     }
 
-    /// One arm of the driver's `match state`: fetch the state's spec from the IR, call the
-    /// runtime, and map the outcome to the next `State` (or return at the end).
+    /// One arm of the driver's `match state`: the state's work, generated (JSONPath Pass and
+    /// Choice, see [`states`]) or handed to the runtime's `exec` with the state's spec fetched
+    /// from the IR, then the outcome mapped to the next `State` (or a return at the end). The
+    /// flag says whether the arm reads the IR.
     fn arm(
         &self,
         index: usize,
         state: &State,
         variants: &[Ident],
         branches: &[BranchModule],
-    ) -> Result<TokenStream, String> {
+    ) -> Result<(TokenStream, bool), String> {
         let variant = variants.get(index).ok_or("wfc: internal error: a state without a variant")?;
         let name = Literal::string(&state.name);
         let index_get = element(index);
@@ -672,6 +684,73 @@ impl<'a> Generator<'a> {
             })
         };
 
+        let mut items = states::Items::default();
+        let generated = match &state.kind {
+            StateKind::Pass(p) => states::pass(&mut items, &name, p).map(|visit| (visit, p.transition)),
+            _ => None,
+        };
+        if let Some((visit, transition)) = generated {
+            let next = goto(transition, quote!(output))?;
+            let items = items.tokens();
+            return Ok((
+                quote! {
+                    State::#variant(input) => {
+                        #items
+                        let output = #visit;
+                        #next
+                    }
+                },
+                false,
+            ));
+        }
+        if let StateKind::Succeed(spec) = &state.kind
+            && let Some(visit) = states::succeed(&mut items, &name, spec)
+        {
+            let items = items.tokens();
+            return Ok((
+                quote! {
+                    State::#variant(input) => {
+                        #items
+                        return #visit;
+                    }
+                },
+                false,
+            ));
+        }
+        if let StateKind::Choice(c) = &state.kind
+            && let Some(visit) = states::choice(&mut items, &name, c)
+        {
+            let mut arms = Vec::new();
+            for (i, branch) in c.choices.iter().enumerate() {
+                let v = variants.get(branch.next).ok_or("wfc: Choice Next index out of range")?;
+                let i = Literal::usize_unsuffixed(i);
+                arms.push(quote!(Some(#i) => State::#v(output),));
+            }
+            // `abi::choice` returns no match only when there is a Default.
+            let fallback = match c.default {
+                Some(default) => {
+                    let v = variants.get(default).ok_or("wfc: Choice Default index out of range")?;
+                    quote!(_ => State::#v(output),)
+                }
+                None => quote! {
+                    _ => return Err(__wfc::Failure::runtime(::std::format!("the Choice state {:?} chose no rule and has no Default", #name))),
+                },
+            };
+            let items = items.tokens();
+            return Ok((
+                quote! {
+                    State::#variant(input) => {
+                        #items
+                        let __wfc::Chosen { branch, output } = #visit;
+                        match branch {
+                            #(#arms)*
+                            #fallback
+                        }
+                    }
+                },
+                false,
+            ));
+        }
         let body = match &state.kind {
             StateKind::Pass(p) => {
                 let next = goto(p.transition, quote!(output))?;
@@ -696,7 +775,8 @@ impl<'a> Generator<'a> {
                 let arms = targets
                     .into_iter()
                     .map(|id| {
-                        let v = variants.get(id).ok_or_else(|| format!("wfc: transition index {id} is out of range"))?;
+                        let v =
+                            variants.get(id).ok_or_else(|| format!("wfc: transition index {id} is out of range"))?;
                         let id = Literal::usize_unsuffixed(id);
                         Ok(quote!(#id => State::#v(output),))
                     })
@@ -818,12 +898,15 @@ impl<'a> Generator<'a> {
                 }
             }
         };
-        Ok(quote! {
-            State::#variant(input) => {
-                #spec
-                #body
-            }
-        })
+        Ok((
+            quote! {
+                State::#variant(input) => {
+                    #spec
+                    #body
+                }
+            },
+            true,
+        ))
     }
 }
 

@@ -72,26 +72,38 @@ impl NativeLiteral {
     /// `value <operator> literal`, with the rules of the general path: a value of the wrong
     /// type (or a string that is not a timestamp) makes the comparison false.
     pub fn compare(&self, operator: Operator, value: &Value) -> bool {
-        use Operator as O;
         let order = match &self.form {
             NativeForm::Pattern(p) => return value.as_str().is_some_and(|text| p.matches(text)),
             NativeForm::Number(n) => value.as_number().and_then(|v| n.compare(v)),
-            NativeForm::Timestamp(t) => value.as_str().and_then(|s| crate::timestamp::parse(s).ok()).map(|v| v.cmp(t)),
+            NativeForm::Timestamp(t) => timestamp_order(value, *t),
         };
-        match operator {
-            O::NumericEquals | O::TimestampEquals => order == Some(Ordering::Equal),
-            O::NumericLessThan | O::TimestampLessThan => order == Some(Ordering::Less),
-            O::NumericGreaterThan | O::TimestampGreaterThan => order == Some(Ordering::Greater),
-            O::NumericLessThanEquals | O::TimestampLessThanEquals => {
-                matches!(order, Some(Ordering::Less | Ordering::Equal))
-            }
-            O::NumericGreaterThanEquals | O::TimestampGreaterThanEquals => {
-                matches!(order, Some(Ordering::Greater | Ordering::Equal))
-            }
-            // `compile` prepares no other operator, and the IR is only built through it.
-            _ => false,
-        }
+        order_holds(operator, order)
     }
+}
+
+/// Whether `order` (the variable's value compared with the operand; `None` when they do not
+/// compare) satisfies an ordering operator (`Numeric*`, `Timestamp*`, `String*` other than
+/// `StringMatches`). Any other operator is false.
+pub fn order_holds(operator: Operator, order: Option<Ordering>) -> bool {
+    use Operator as O;
+    match operator {
+        O::NumericEquals | O::TimestampEquals | O::StringEquals => order == Some(Ordering::Equal),
+        O::NumericLessThan | O::TimestampLessThan | O::StringLessThan => order == Some(Ordering::Less),
+        O::NumericGreaterThan | O::TimestampGreaterThan | O::StringGreaterThan => order == Some(Ordering::Greater),
+        O::NumericLessThanEquals | O::TimestampLessThanEquals | O::StringLessThanEquals => {
+            matches!(order, Some(Ordering::Less | Ordering::Equal))
+        }
+        O::NumericGreaterThanEquals | O::TimestampGreaterThanEquals | O::StringGreaterThanEquals => {
+            matches!(order, Some(Ordering::Greater | Ordering::Equal))
+        }
+        _ => false,
+    }
+}
+
+/// `value` (a timestamp string) compared with the instant `literal`; `None` when `value` is not
+/// a string or not an ASL timestamp.
+pub fn timestamp_order(value: &Value, literal: jiff::Timestamp) -> Option<Ordering> {
+    value.as_str().and_then(|s| crate::timestamp::parse(s).ok()).map(|v| v.cmp(&literal))
 }
 
 /// A numeric literal split once into its exact integer (when it is one) and its `f64`.
@@ -104,6 +116,17 @@ pub struct NativeNumber {
 impl NativeNumber {
     fn new(n: &Number) -> NativeNumber {
         NativeNumber { int: exact_int(n), float: n.as_f64() }
+    }
+
+    /// A number from its parts as [`NativeNumber::parts`] gives them (generated code writes
+    /// the parts of a Choice literal as constants).
+    pub const fn from_parts(int: Option<i128>, float: Option<f64>) -> NativeNumber {
+        NativeNumber { int, float }
+    }
+
+    /// The literal's exact integer (when it is one) and its `f64`.
+    pub fn parts(&self) -> (Option<i128>, Option<f64>) {
+        (self.int, self.float)
     }
 
     /// `value` compared with this number, as [`compare_numbers`] compares them.

@@ -31,7 +31,9 @@ use rand::{Rng, RngCore, SeedableRng};
 use serde_json::Value;
 use sha1::Digest as _;
 
-use super::{Arg, Call, Function, HASH_ALGORITHMS, Intrinsic, MAX_RANGE_LEN, MAX_STRING_INPUT, Param, ValueType, java_round};
+use super::{
+    Arg, Call, Function, HASH_ALGORITHMS, Intrinsic, MAX_RANGE_LEN, MAX_STRING_INPUT, Param, ValueType, java_round,
+};
 use crate::jsonpath::Path;
 
 /// Why an intrinsic call failed: the runtime raises it as `States.Runtime` with this cause.
@@ -97,6 +99,43 @@ pub fn evaluate_entry(
 ) -> Result<Value, Failure> {
     let mut env = Env { field: key, suffixed: true, input, context, rng };
     env.call(intrinsic.call())
+}
+
+/// A call whose arguments generated code has already evaluated (in order, each a literal, a
+/// path it read, or a nested call): the types are checked and the function applied exactly as
+/// the evaluator does for a parsed call. `rng` is the execution's random source, read only by
+/// `States.UUID` and unseeded `States.MathRandom`. For `States.Format` with a literal template,
+/// use [`format_pieces`].
+pub fn call_values(function: Function, values: Vec<Value>, rng: &mut dyn RngCore) -> Result<Value, Failure> {
+    check_types(function, &values)?;
+    let mut env = Env { field: "", suffixed: false, input: &Value::Null, context: &Value::Null, rng };
+    env.apply(function, values)
+}
+
+/// `States.MathAdd(a, b)` on evaluated arguments, read in place when both are numbers (a loop's
+/// step, `States.MathAdd($.i, 1)`), as the evaluator does; otherwise the general path, which
+/// reports what is wrong.
+pub fn math_add(a: &Value, b: &Value) -> Result<Value, Failure> {
+    let f = Function::MathAdd;
+    if let (Value::Number(x), Value::Number(y)) = (a, b)
+        && let (Some(x), Some(y)) = (x.as_f64(), y.as_f64())
+    {
+        let x = integer_of(f, 0, x, java_round)?;
+        let y = integer_of(f, 1, y, java_round)?;
+        return Ok(Value::from(x + y));
+    }
+    let values = vec![a.clone(), b.clone()];
+    check_types(f, &values)?;
+    // MathAdd draws nothing; the source only satisfies the signature.
+    let mut rng = StdRng::seed_from_u64(0);
+    let mut env = Env { field: "", suffixed: false, input: &Value::Null, context: &Value::Null, rng: &mut rng };
+    env.apply(f, values)
+}
+
+/// `States.Format` with a literal template (its pieces between `{}` placeholders, unescaped) on
+/// evaluated arguments.
+pub fn format_pieces(pieces: &[&str], values: &[Value]) -> Result<Value, Failure> {
+    format(pieces, values)
 }
 
 struct Env<'a> {
@@ -364,7 +403,7 @@ fn check_types(f: Function, values: &[Value]) -> Result<(), Failure> {
 }
 
 /// Fills `{}` placeholders in order; the counts must match.
-fn format(pieces: &[String], values: &[Value]) -> Result<Value, Failure> {
+fn format<S: AsRef<str>>(pieces: &[S], values: &[Value]) -> Result<Value, Failure> {
     if pieces.len() != values.len() + 1 {
         return Err(invalid(
             Function::Format,
@@ -377,7 +416,7 @@ fn format(pieces: &[String], values: &[Value]) -> Result<Value, Failure> {
     }
     let mut out = String::new();
     for (i, piece) in pieces.iter().enumerate() {
-        out.push_str(piece);
+        out.push_str(piece.as_ref());
         if let Some(v) = values.get(i) {
             java_to_string(v, &mut out);
         }
@@ -498,11 +537,17 @@ pub fn uuid_v4(mut bytes: [u8; 16]) -> String {
 /// for the field 'value.$' could not be found in the input '{...}'` (the document shown is the
 /// one the path's root names).
 pub fn field_not_found(path: &Path, field: &str, input: &Value, context: &Value) -> String {
+    field_not_found_text(path.as_str(), field, path.root_doc(input, context))
+}
+
+/// [`field_not_found`] for a path known by its text, with `doc` the document its root names
+/// (generated code holds a definite path as its steps, not as a parsed [`Path`]).
+pub fn field_not_found_text(text: &str, field: &str, doc: &Value) -> String {
     format!(
         "The JSONPath '{}' specified for the field '{}' could not be found in the input '{}'",
-        path.as_str(),
+        text,
         field,
-        crate::jsonpath::preview(path.root_doc(input, context))
+        crate::jsonpath::preview(doc)
     )
 }
 

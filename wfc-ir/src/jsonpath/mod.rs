@@ -396,7 +396,9 @@ impl ReferencePath {
         if let Root::Variable(name) = &path.root {
             return Err(PathError {
                 offset: 0,
-                message: format!("a Reference Path cannot start with the variable `${name}`; assign variables with `Assign`"),
+                message: format!(
+                    "a Reference Path cannot start with the variable `${name}`; assign variables with `Assign`"
+                ),
             });
         }
         if let Some((f, offset)) = path.function {
@@ -444,7 +446,7 @@ impl ReferencePath {
     }
 
     /// The path's steps after `$`, in order (for code generation).
-    pub fn steps(&self) -> impl Iterator<Item = SingularStep<'_>> {
+    pub fn steps(&self) -> impl Iterator<Item = SingularStep<'_>> + Clone {
         self.0.segments.iter().filter_map(Segment::as_singular)
     }
 
@@ -470,55 +472,102 @@ impl ReferencePath {
     /// document. Fails, leaving `doc` unchanged, when a step meets a value that is not an object
     /// (for a name) or an array (for an index), including `null`, or an index is out of range.
     pub fn set(&self, doc: &mut Value, value: Value) -> Result<(), SetError> {
-        // Check first, without touching `doc`, so that a failure leaves it as it was (and the
-        // error can show it) without cloning the document on the success path.
-        if !self.can_set(doc) {
-            return Err(SetError::NotAContainer { path: self.0.text.clone(), input: preview(doc) });
-        }
-        let mut cur = doc;
-        for st in self.steps() {
-            cur = match (st, cur) {
-                (SingularStep::Name(n), Value::Object(m)) => m.entry(n).or_insert_with(|| Value::Object(Map::new())),
-                (SingularStep::Index(i), Value::Array(a)) => {
-                    let len = a.len();
-                    match eval::resolve_index(len, i).and_then(|at| a.get_mut(at)) {
-                        Some(v) => v,
-                        // Unreachable after `can_set`; kept as an error rather than a panic.
-                        None => {
-                            return Err(SetError::NotAContainer { path: self.0.text.clone(), input: String::new() });
-                        }
-                    }
-                }
-                (_, _) => return Err(SetError::NotAContainer { path: self.0.text.clone(), input: String::new() }),
-            };
-        }
-        *cur = value;
-        Ok(())
+        set_steps(doc, self.steps(), &self.0.text, value)
     }
+}
 
-    /// Whether [`ReferencePath::set`] would succeed: every existing step is a container of the
-    /// right kind, and the steps past the first missing name are all names (they will be created
-    /// as objects; an index into a new object can never be in range).
-    fn can_set(&self, doc: &Value) -> bool {
-        let mut cur = doc;
-        let mut steps = self.steps();
-        while let Some(st) = steps.next() {
-            match (st, cur) {
-                (SingularStep::Name(n), Value::Object(m)) => match m.get(n) {
-                    Some(v) => cur = v,
-                    None => return steps.all(|s| matches!(s, SingularStep::Name(_))),
-                },
-                (SingularStep::Index(i), Value::Array(a)) => {
-                    match eval::resolve_index(a.len(), i).and_then(|at| a.get(at)) {
-                        Some(v) => cur = v,
-                        None => return false,
+/// Writes `value` at the node `steps` name in `doc` (the steps of a Reference Path whose text is
+/// `text`), as [`ReferencePath::set`] does: missing parent objects are created; a step that meets
+/// a value that is not an object (for a name) or an array (for an index), or an index out of
+/// range, fails and leaves `doc` unchanged. Generated code calls it with the steps of its
+/// ResultPath built at compile time; the interpreter through [`ReferencePath::set`].
+pub fn set_steps<'s, I>(doc: &mut Value, steps: I, text: &str, value: Value) -> Result<(), SetError>
+where
+    I: Iterator<Item = SingularStep<'s>> + Clone,
+{
+    // Check first, without touching `doc`, so that a failure leaves it as it was (and the
+    // error can show it) without cloning the document on the success path.
+    if !can_set(doc, steps.clone()) {
+        return Err(SetError::NotAContainer { path: text.to_owned(), input: preview(doc) });
+    }
+    let mut cur = doc;
+    for st in steps {
+        cur = match (st, cur) {
+            (SingularStep::Name(n), Value::Object(m)) => m.entry(n).or_insert_with(|| Value::Object(Map::new())),
+            (SingularStep::Index(i), Value::Array(a)) => {
+                let len = a.len();
+                match eval::resolve_index(len, i).and_then(|at| a.get_mut(at)) {
+                    Some(v) => v,
+                    // Unreachable after `can_set`; kept as an error rather than a panic.
+                    None => {
+                        return Err(SetError::NotAContainer { path: text.to_owned(), input: String::new() });
                     }
                 }
-                _ => return false,
             }
-        }
-        true
+            (_, _) => return Err(SetError::NotAContainer { path: text.to_owned(), input: String::new() }),
+        };
     }
+    *cur = value;
+    Ok(())
+}
+
+/// Whether [`set_steps`] would succeed: every existing step is a container of the right kind,
+/// and the steps past the first missing name are all names (they will be created as objects; an
+/// index into a new object can never be in range).
+fn can_set<'s>(doc: &Value, mut steps: impl Iterator<Item = SingularStep<'s>>) -> bool {
+    let mut cur = doc;
+    while let Some(st) = steps.next() {
+        match (st, cur) {
+            (SingularStep::Name(n), Value::Object(m)) => match m.get(n) {
+                Some(v) => cur = v,
+                None => return steps.all(|s| matches!(s, SingularStep::Name(_))),
+            },
+            (SingularStep::Index(i), Value::Array(a)) => match eval::resolve_index(a.len(), i).and_then(|at| a.get(at))
+            {
+                Some(v) => cur = v,
+                None => return false,
+            },
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// The node `steps` (the steps of a singular `$` path) lead to in `doc`, by reference; `None`
+/// when a step is missing. The same walk as a singular [`Path::select`], for generated code,
+/// which builds the steps at compile time.
+#[inline]
+pub fn get_steps<'a>(doc: &'a Value, steps: &[SingularStep<'_>]) -> Option<&'a Value> {
+    let mut cur = doc;
+    for st in steps {
+        cur = eval::step(cur, *st)?;
+    }
+    Some(cur)
+}
+
+/// The node `steps` lead to, moved out of `doc` (which is consumed) instead of copied;
+/// `Err(doc)` gives the document back, untouched, when a step is missing.
+pub fn take_steps(mut doc: Value, steps: &[SingularStep<'_>]) -> Result<Value, Value> {
+    if get_steps(&doc, steps).is_none() {
+        return Err(doc);
+    }
+    let mut cur = &mut doc;
+    for st in steps {
+        let next = match (st, cur) {
+            (SingularStep::Name(n), Value::Object(m)) => m.get_mut(*n),
+            (SingularStep::Index(i), Value::Array(a)) => {
+                let len = a.len();
+                eval::resolve_index(len, *i).and_then(|at| a.get_mut(at))
+            }
+            _ => None,
+        };
+        // `get_steps` found every step, so this is never `None`; `Null` rather than a panic.
+        match next {
+            Some(v) => cur = v,
+            None => return Ok(Value::Null),
+        }
+    }
+    Ok(std::mem::take(cur))
 }
 
 /// Compact JSON of `doc`, cut to a readable length for error messages.

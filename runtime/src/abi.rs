@@ -1,0 +1,193 @@
+//! The ABI of states compiled to Rust: what generated code calls when it runs a state's work
+//! itself instead of handing the state's IR to [`crate::exec`].
+//!
+//! Generated code for a JSONPath Pass, Choice or Succeed state (see docs/status.md, issue 20, for which
+//! forms are generated) is built from these pieces:
+//!
+//! - the state's visit, [`pass`], [`choice`] and [`succeed`] (`exec::pass_with`, `exec::choice_with`,
+//!   `exec::succeed_with`): the same functions the interpreter runs those states through, so both engines
+//!   record the same events with the same JSON and raise the same failures;
+//! - definite paths as steps built at compile time ([`Seg`]): [`get`], [`select`], [`take`],
+//!   [`set`] walk them with one `get` per step, never parsing the path at run time;
+//! - other paths (`$$`, `$var`, wildcards, filters) as a [`StaticPath`], parsed once on first use
+//!   and evaluated by the same JSONPath evaluator as the interpreter's ([`select_path`],
+//!   [`field_path`], [`select_opt`]);
+//! - payload template fields ([`field`], [`field_ref`]) with the interpreter's error wording;
+//! - intrinsic functions on arguments the generated code evaluated ([`call`], [`call_random`],
+//!   [`math_add`], [`format`]): the same evaluator as the interpreter's, minus the parsing;
+//! - Choice comparisons with their literal converted at compile time ([`numeric`],
+//!   [`timestamp`], [`string`], [`matches`], [`boolean`]) and, for `*Path` operands known only
+//!   at run time, [`crate::choice::test`].
+
+use std::cmp::Ordering;
+use std::sync::LazyLock;
+
+use rand::RngCore;
+use serde_json::{Map, Value};
+use wfc_ir::intrinsics::eval as intrinsic_eval;
+use wfc_ir::{Path, PathError};
+
+use crate::Failure;
+
+pub use crate::exec::{choice_with as choice, pass_with as pass, succeed_with as succeed};
+pub use wfc_ir::intrinsics::Function;
+pub use wfc_ir::jsonpath::ast::SingularStep as Seg;
+pub use wfc_ir::native::{NativeNumber, Pattern};
+
+/// A path that is not a definite `$` path, parsed once on first use. A path that does not parse
+/// (impossible for a definition the compiler accepted) fails the state with `States.Runtime`.
+pub type StaticPath = LazyLock<Result<Path, PathError>>;
+
+/// A `StringMatches` pattern, tokenized once on first use.
+pub type StaticPattern = LazyLock<Pattern>;
+
+/// A literal subtree of a payload template, built once on first use and cloned per visit.
+pub type StaticValue = LazyLock<Value>;
+
+/// The parsed path of a [`StaticPath`].
+pub fn path(path: &'static StaticPath) -> Result<&'static Path, Failure> {
+    path.as_ref().map_err(|e| Failure::runtime(format!("a path compiled into this program does not parse: {e}")))
+}
+
+/// `{}`: what a `null` InputPath or OutputPath gives.
+pub fn empty_object() -> Value {
+    Value::Object(Map::new())
+}
+
+/// The node the steps of a definite `$` path lead to in `doc`; `None` when one is missing.
+#[inline]
+pub fn get<'a>(doc: &'a Value, steps: &[Seg<'_>]) -> Option<&'a Value> {
+    wfc_ir::jsonpath::get_steps(doc, steps)
+}
+
+/// InputPath (a definite `$` path whose text is `text`) on a borrowed input: the node, by
+/// reference, or `States.Runtime` with AWS's `Invalid path` wording.
+pub fn select<'a>(doc: &'a Value, steps: &[Seg<'_>], text: &str) -> Result<&'a Value, Failure> {
+    get(doc, steps).ok_or_else(|| Failure::runtime(crate::io::invalid_path_text_message(text, doc)))
+}
+
+/// InputPath or OutputPath (a definite `$` path) on an owned document: the node is moved out,
+/// not copied; the same failure as [`select`].
+pub fn take(doc: Value, steps: &[Seg<'_>], text: &str) -> Result<Value, Failure> {
+    wfc_ir::jsonpath::take_steps(doc, steps)
+        .map_err(|doc| Failure::runtime(crate::io::invalid_path_text_message(text, &doc)))
+}
+
+/// InputPath or OutputPath with any other path: selects from `doc` (`$`) or the context object
+/// (`$$`, `$var`), with the same failure as [`select`].
+pub fn select_path(path: &Path, doc: &Value, context: &Value) -> Result<Value, Failure> {
+    crate::io::select_path(path, doc, context)
+}
+
+/// ResultPath (a Reference Path other than `$`, whose text is `text`): writes `result` into the
+/// raw input, creating missing parent objects, as [`crate::io::result_path`] does.
+pub fn set(raw: Value, steps: &[Seg<'_>], text: &str, result: Value) -> Result<Value, Failure> {
+    let mut out = raw;
+    wfc_ir::jsonpath::set_steps(&mut out, steps.iter().copied(), text, result)
+        .map_err(|e| crate::io::result_path_failure(text, &e))?;
+    Ok(out)
+}
+
+/// A payload template's `"key.$"` field (`field` is `key.$`) with a definite `$` path: the node,
+/// by reference, or `States.Runtime` with the template wording (`The JSONPath '$.x' specified for
+/// the field 'key.$' could not be found in the input '...'`). Also an intrinsic's path argument.
+pub fn field_ref<'a>(input: &'a Value, steps: &[Seg<'_>], text: &str, field: &str) -> Result<&'a Value, Failure> {
+    get(input, steps).ok_or_else(|| Failure::runtime(intrinsic_eval::field_not_found_text(text, field, input)))
+}
+
+/// [`field_ref`], copied into the value being built.
+pub fn field(input: &Value, steps: &[Seg<'_>], text: &str, field: &str) -> Result<Value, Failure> {
+    field_ref(input, steps, text, field).cloned()
+}
+
+/// A template field or intrinsic argument with any other path, with the template wording.
+pub fn field_path(path: &Path, field: &str, input: &Value, context: &Value) -> Result<Value, Failure> {
+    crate::io::select_field(path, field, input, context)
+}
+
+/// A Choice `Variable` or `*Path` operand with a path other than a definite `$` path: its value,
+/// or `None` when it selects nothing.
+pub fn select_opt(path: &Path, input: &Value, context: &Value) -> Option<Value> {
+    crate::io::select_opt(path, input, context)
+}
+
+/// The failure of a Choice `Variable` (or `*Path` operand) whose definite `$` path `text`
+/// selects nothing in the effective input `input`.
+pub fn missing(text: &str, input: &Value) -> Failure {
+    Failure::runtime(crate::io::invalid_path_text_message(text, input))
+}
+
+/// [`missing`] for any other path (the document shown is the one its root names).
+pub fn missing_path(path: &Path, input: &Value, context: &Value) -> Failure {
+    Failure::runtime(crate::io::invalid_path_message(path, path.root_doc(input, context)))
+}
+
+/// An intrinsic function that draws nothing random, on arguments already evaluated in order.
+pub fn call(function: Function, args: Vec<Value>) -> Result<Value, Failure> {
+    intrinsic_eval::call_values(function, args, &mut NoRandom).map_err(|f| Failure::runtime(f.cause))
+}
+
+/// `States.UUID` or unseeded `States.MathRandom`, drawing from `rng`, the execution's random
+/// source (generated code passes it from [`crate::Execution::with_rng`]).
+pub fn call_random(function: Function, args: Vec<Value>, rng: &mut dyn RngCore) -> Result<Value, Failure> {
+    intrinsic_eval::call_values(function, args, rng).map_err(|f| Failure::runtime(f.cause))
+}
+
+/// `States.MathAdd(a, b)`, reading numbers in place.
+pub fn math_add(a: &Value, b: &Value) -> Result<Value, Failure> {
+    intrinsic_eval::math_add(a, b).map_err(|f| Failure::runtime(f.cause))
+}
+
+/// `States.Format` with a literal template, given as its pieces between placeholders.
+pub fn format(pieces: &[&str], args: &[Value]) -> Result<Value, Failure> {
+    intrinsic_eval::format_pieces(pieces, args).map_err(|f| Failure::runtime(f.cause))
+}
+
+/// A number compared with a Choice literal (split at compile time); `None` when `value` is not a
+/// number.
+#[inline]
+pub fn numeric(value: &Value, literal: &NativeNumber) -> Option<Ordering> {
+    literal.compare(value.as_number()?)
+}
+
+/// A timestamp string compared with a Choice literal parsed at compile time (nanoseconds since
+/// the Unix epoch); `None` when `value` is not an ASL timestamp.
+pub fn timestamp(value: &Value, literal_nanos: i128) -> Option<Ordering> {
+    let literal = jiff::Timestamp::from_nanosecond(literal_nanos).ok()?;
+    wfc_ir::native::timestamp_order(value, literal)
+}
+
+/// A string compared with a Choice literal by code point; `None` when `value` is not a string.
+#[inline]
+pub fn string(value: &Value, literal: &str) -> Option<Ordering> {
+    Some(value.as_str()?.cmp(literal))
+}
+
+/// `StringMatches` with a pattern tokenized once.
+pub fn matches(value: &Value, pattern: &Pattern) -> bool {
+    value.as_str().is_some_and(|text| pattern.matches(text))
+}
+
+/// `BooleanEquals` with a literal.
+#[inline]
+pub fn boolean(value: &Value, literal: bool) -> bool {
+    value.as_bool() == Some(literal)
+}
+
+/// A random source for the intrinsic functions that draw nothing (the evaluator's signature
+/// asks for one). It is never read; if it were, it would give zeros, not panic.
+struct NoRandom;
+
+impl RngCore for NoRandom {
+    fn next_u32(&mut self) -> u32 {
+        0
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        0
+    }
+
+    fn fill_bytes(&mut self, dst: &mut [u8]) {
+        dst.fill(0);
+    }
+}

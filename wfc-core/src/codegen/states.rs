@@ -1,0 +1,707 @@
+//! The work of a state as Rust (issue 20): JSONPath Pass, Choice and Succeed states are generated
+//! here; every other state, and these when they use `Assign`, a JSONata `Output` or a JSONata
+//! `Condition`, still hands its IR to `exec.rs` (see [`super::Generator::arm`]).
+//!
+//! What the output calls is the runtime's `abi` module, the ABI of generated code:
+//!
+//! - a definite `$` path becomes a `const` slice of its steps, walked by `abi::get`/`select`/
+//!   `take`/`set`/`field_ref`; any other path (`$$`, `$var`, wildcards, filters) a `static`
+//!   parsed once on first use, evaluated by the interpreter's JSONPath evaluator;
+//! - a Parameters template becomes the code that builds it, its literal subtrees `static`s built
+//!   once and cloned per visit;
+//! - an intrinsic function becomes a call of the evaluator's function on arguments the code
+//!   evaluates itself (`abi::math_add(abi::field_ref(...)?, &1)`);
+//! - a Choice rule becomes a Rust condition on the value, with its literal converted here:
+//!   numbers split into their exact integer and `f64`, timestamps parsed to nanoseconds,
+//!   `StringMatches` patterns tokenized once (a `static`).
+//!
+//! The state's visit (its events, its context object, the `States.Runtime` prefix) is the
+//! runtime's `abi::pass`/`abi::choice`, which the interpreter runs its own Pass and Choice
+//! states through, so both engines record the same history.
+
+use proc_macro2::{Ident, Literal, TokenStream, TokenTree};
+use quote::{format_ident, quote};
+use serde_json::Value;
+use wfc_ir::intrinsics::{Arg, Call, Function};
+use wfc_ir::jsonpath::ast::SingularStep;
+use wfc_ir::native::{NativeForm, NativeLiteral};
+use wfc_ir::{ChoiceState, Comparison, Condition, Operand, Operator, PassState, Path, Root, SucceedState, Template};
+
+/// Items (consts and statics) a state's generated code declares, with names unique in its arm.
+#[derive(Default)]
+pub(super) struct Items {
+    items: Vec<TokenStream>,
+    /// Paths already declared, by text and kind (steps or static), so each is declared once.
+    paths: Vec<(String, bool, Ident)>,
+}
+
+impl Items {
+    fn push(&mut self, prefix: &str, make: impl FnOnce(&Ident) -> TokenStream) -> Ident {
+        let name = format_ident!("{}_{}", prefix, self.items.len());
+        self.items.push(make(&name));
+        name
+    }
+
+    pub(super) fn tokens(&self) -> TokenStream {
+        let items = &self.items;
+        quote!(#(#items)*)
+    }
+
+    /// The steps of a definite `$` path as a `const`.
+    fn steps(&mut self, path: &Path) -> Option<Ident> {
+        let steps = definite_steps(path)?;
+        if let Some((_, _, name)) = self.paths.iter().find(|(t, definite, _)| *definite && t == path.as_str()) {
+            return Some(name.clone());
+        }
+        let steps = steps.iter().map(|s| match s {
+            SingularStep::Name(n) => {
+                let n = Literal::string(n);
+                quote!(__wfc::abi::Seg::Name(#n))
+            }
+            SingularStep::Index(i) => {
+                let i = Literal::i64_suffixed(*i);
+                quote!(__wfc::abi::Seg::Index(#i))
+            }
+        });
+        let name = self.push("PATH", |name| quote!(const #name: &[__wfc::abi::Seg<'static>] = &[#(#steps),*];));
+        self.paths.push((path.as_str().to_owned(), true, name.clone()));
+        Some(name)
+    }
+
+    /// Any path as a `static` parsed on first use.
+    fn static_path(&mut self, path: &Path) -> Ident {
+        if let Some((_, _, name)) = self.paths.iter().find(|(t, definite, _)| !*definite && t == path.as_str()) {
+            return name.clone();
+        }
+        let text = Literal::string(path.as_str());
+        let name = self.push("PATH", |name| {
+            quote!(static #name: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(#text));)
+        });
+        self.paths.push((path.as_str().to_owned(), false, name.clone()));
+        name
+    }
+
+    /// A literal value: scalars inline, objects and arrays a `static` built once and cloned.
+    fn value(&mut self, value: &Value) -> TokenStream {
+        match value {
+            Value::Array(_) | Value::Object(_) => {
+                let build = value_tokens(value);
+                let name = self.push(
+                    "LITERAL",
+                    |name| quote!(static #name: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| #build);),
+                );
+                quote!(__wfc::Value::clone(&#name))
+            }
+            scalar => value_tokens(scalar),
+        }
+    }
+}
+
+/// The steps of a `$` path of names and indices only; `None` for any other path.
+pub(super) fn definite_steps(path: &Path) -> Option<Vec<SingularStep<'_>>> {
+    if path.root() != Root::Input || !path.is_singular() {
+        return None;
+    }
+    path.segments().iter().map(|s| s.as_singular()).collect()
+}
+
+/// Construction code for a JSON value.
+fn value_tokens(value: &Value) -> TokenStream {
+    match value {
+        Value::Null => quote!(__wfc::Value::Null),
+        Value::Bool(b) => quote!(__wfc::Value::Bool(#b)),
+        Value::Number(n) => {
+            if let Some(u) = n.as_u64() {
+                let u = Literal::u64_suffixed(u);
+                quote!(__wfc::Value::from(#u))
+            } else if let Some(i) = n.as_i64() {
+                let i = Literal::i64_suffixed(i);
+                quote!(__wfc::Value::from(#i))
+            } else {
+                // JSON has no infinities or NaN, so the literal is always finite.
+                let f = Literal::f64_suffixed(n.as_f64().unwrap_or_default());
+                quote!(__wfc::Value::from(#f))
+            }
+        }
+        Value::String(s) => {
+            let s = Literal::string(s);
+            quote!(__wfc::Value::String(::std::string::String::from(#s)))
+        }
+        Value::Array(items) => {
+            let items = items.iter().map(value_tokens);
+            quote!(__wfc::Value::Array(::std::vec![#(#items),*]))
+        }
+        Value::Object(members) => {
+            let n = members.len();
+            let inserts = members.iter().map(|(k, v)| {
+                let k = Literal::string(k);
+                let v = value_tokens(v);
+                quote!(object.insert(::std::string::String::from(#k), #v);)
+            });
+            quote!({
+                let mut object = __wfc::serde_json::Map::with_capacity(#n);
+                #(#inserts)*
+                __wfc::Value::Object(object)
+            })
+        }
+    }
+}
+
+/// Whether `tokens` mention the identifier `name` (to name unused closure parameters `_`).
+fn mentions(tokens: &TokenStream, name: &str) -> bool {
+    tokens.clone().into_iter().any(|t| match t {
+        TokenTree::Ident(i) => i == name,
+        TokenTree::Group(g) => mentions(&g.stream(), name),
+        _ => false,
+    })
+}
+
+/// A closure parameter named `name`, or `_` when `body` does not use it.
+fn param(body: &TokenStream, name: &str) -> TokenStream {
+    if mentions(body, name) {
+        let name = format_ident!("{}", name);
+        quote!(#name)
+    } else {
+        quote!(_)
+    }
+}
+
+fn uses_context(path: Option<&Path>) -> bool {
+    path.is_some_and(|p| p.root() != Root::Input)
+}
+
+fn template_uses_context(t: &Template) -> bool {
+    match t {
+        Template::Literal(_) => false,
+        Template::Path(p) => p.root() != Root::Input,
+        Template::Intrinsic(i) => i.uses_context(),
+        Template::Array(items) => items.iter().any(template_uses_context),
+        Template::Object(entries) => entries.iter().any(|(_, t)| template_uses_context(t)),
+    }
+}
+
+/// A JSONPath Pass state's visit: `abi::pass(exec, name, needs_ctx, input, |input, ctx| …)`,
+/// or `None` when the state is left to `exec::pass` (Assign, JSONata Output).
+pub(super) fn pass(items: &mut Items, name: &Literal, spec: &PassState) -> Option<TokenStream> {
+    if spec.assign.is_some() || spec.output.is_some() {
+        return None;
+    }
+    let needs_ctx = uses_context(spec.input_path.as_ref())
+        || uses_context(spec.output_path.as_ref())
+        || spec.parameters.as_ref().is_some_and(template_uses_context);
+    let replaces_input = spec.result_path.as_ref().is_some_and(|p| p.is_identity());
+    let compute = match (&spec.result, &spec.parameters) {
+        (Some(result), _) => {
+            let result = items.value(result);
+            set_result(items, spec, quote!(input), result)
+        }
+        // `{"Type": "Pass"}` with a ResultPath of `$`: the input moves through InputPath.
+        (None, None) if replaces_input => input_path_owned(items, spec.input_path.as_ref(), quote!(input)),
+        (None, parameters) => {
+            let effective = input_path_borrowed(items, spec.input_path.as_ref());
+            let result = match parameters {
+                Some(t) => template(items, t, "Parameters", &quote!(effective)),
+                None => quote!(__wfc::Value::clone(effective)),
+            };
+            let set = set_result(items, spec, quote!(input), quote!(result));
+            // InputPath and ResultPath naming the same node that exists: writing it back leaves
+            // the input as it is, so nothing is copied (as the interpreter does).
+            let in_place = match (&spec.input_path, &spec.result_path, parameters) {
+                (Some(selected), Some(written), None) if definite_steps(selected).is_some() => {
+                    let written = written.as_path();
+                    (definite_steps(selected) == definite_steps(written)).then(|| items.steps(selected)).flatten()
+                }
+                _ => None,
+            };
+            let general = quote! {
+                let result = {
+                    #effective
+                    #result
+                };
+                #set
+            };
+            match in_place {
+                Some(steps) => quote! {
+                    if __wfc::abi::get(&input, #steps).is_some() {
+                        input
+                    } else {
+                        #general
+                    }
+                },
+                None => quote!({ #general }),
+            }
+        }
+    };
+    let output = output_path(items, spec.output_path.as_ref(), quote!(output));
+    let body = quote! {
+        let output = #compute;
+        #output
+    };
+    let input = param(&body, "input");
+    let ctx = param(&body, "ctx");
+    Some(quote! {
+        __wfc::abi::pass(exec, #name, #needs_ctx, input, |#input: __wfc::Value, #ctx: &__wfc::Value| {
+            #body
+        })?
+    })
+}
+
+/// A JSONPath Succeed state's visit (InputPath, then OutputPath), or `None` when it is left to
+/// `exec::succeed` (a JSONata `Output`).
+pub(super) fn succeed(items: &mut Items, name: &Literal, spec: &SucceedState) -> Option<TokenStream> {
+    if spec.output.is_some() {
+        return None;
+    }
+    let needs_ctx = uses_context(spec.input_path.as_ref()) || uses_context(spec.output_path.as_ref());
+    let effective = input_path_owned(items, spec.input_path.as_ref(), quote!(input));
+    let output = output_path(items, spec.output_path.as_ref(), quote!(output));
+    let body = quote! {
+        let output = #effective;
+        #output
+    };
+    let input = param(&body, "input");
+    let ctx = param(&body, "ctx");
+    Some(quote! {
+        __wfc::abi::succeed(exec, #name, #needs_ctx, input, |#input: __wfc::Value, #ctx: &__wfc::Value| {
+            #body
+        })
+    })
+}
+
+/// InputPath on an owned raw input: an expression of the effective input.
+fn input_path_owned(items: &mut Items, path: Option<&Path>, input: TokenStream) -> TokenStream {
+    match path {
+        None => quote!(__wfc::abi::empty_object()),
+        Some(p) if p.is_identity() => input,
+        Some(p) => match items.steps(p) {
+            Some(steps) => {
+                let text = Literal::string(p.as_str());
+                quote!(__wfc::abi::take(#input, #steps, #text)?)
+            }
+            None => {
+                let path = items.static_path(p);
+                quote!(__wfc::abi::select_path(__wfc::abi::path(&#path)?, &#input, ctx)?)
+            }
+        },
+    }
+}
+
+/// InputPath on the borrowed raw input `input`: statements binding `effective: &Value`.
+fn input_path_borrowed(items: &mut Items, path: Option<&Path>) -> TokenStream {
+    match path {
+        None => quote! {
+            let empty = __wfc::abi::empty_object();
+            let effective = &empty;
+        },
+        Some(p) if p.is_identity() => quote!(let effective = &input;),
+        Some(p) => match items.steps(p) {
+            Some(steps) => {
+                let text = Literal::string(p.as_str());
+                quote!(let effective = __wfc::abi::select(&input, #steps, #text)?;)
+            }
+            None => {
+                let path = items.static_path(p);
+                quote! {
+                    let selected = __wfc::abi::select_path(__wfc::abi::path(&#path)?, &input, ctx)?;
+                    let effective = &selected;
+                }
+            }
+        },
+    }
+}
+
+/// ResultPath: an expression of the raw input `raw` with `result` placed.
+fn set_result(items: &mut Items, spec: &PassState, raw: TokenStream, result: TokenStream) -> TokenStream {
+    match &spec.result_path {
+        // The result is discarded (it was still computed, so its failures still fail the state).
+        None => quote!({
+            let _ = #result;
+            #raw
+        }),
+        Some(p) if p.is_identity() => result,
+        Some(p) => match items.steps(p.as_path()) {
+            Some(steps) => {
+                let text = Literal::string(p.as_str());
+                quote!(__wfc::abi::set(#raw, #steps, #text, #result)?)
+            }
+            // Every Reference Path other than `$` is names and indices only.
+            None => quote!(::core::compile_error!("wfc: internal error: a ResultPath that is not definite")),
+        },
+    }
+}
+
+/// OutputPath on the owned `output`.
+fn output_path(items: &mut Items, path: Option<&Path>, output: TokenStream) -> TokenStream {
+    match path {
+        None => quote!(Ok(__wfc::abi::empty_object())),
+        Some(p) if p.is_identity() => quote!(Ok(#output)),
+        Some(p) => match items.steps(p) {
+            Some(steps) => {
+                let text = Literal::string(p.as_str());
+                quote!(__wfc::abi::take(#output, #steps, #text))
+            }
+            None => {
+                let path = items.static_path(p);
+                quote!(__wfc::abi::select_path(__wfc::abi::path(&#path)?, &#output, ctx))
+            }
+        },
+    }
+}
+
+/// A payload template evaluated against `input` (a `&Value` expression) and `ctx`: an
+/// expression of its value. `field` names the field in messages, as the interpreter does.
+fn template(items: &mut Items, t: &Template, field: &str, input: &TokenStream) -> TokenStream {
+    match t {
+        Template::Literal(v) => items.value(v),
+        Template::Path(p) => path_value(items, p, field, input),
+        Template::Intrinsic(i) => call(items, i.call(), field, input),
+        Template::Array(elements) => {
+            let elements = elements.iter().map(|e| template(items, e, field, input)).collect::<Vec<_>>();
+            quote!(__wfc::Value::Array(::std::vec![#(#elements),*]))
+        }
+        Template::Object(entries) => {
+            let n = entries.len();
+            let inserts = entries
+                .iter()
+                .map(|(key, value)| {
+                    // AWS names a `.$` field as written, with its suffix.
+                    let value = match value {
+                        Template::Path(_) | Template::Intrinsic(_) => {
+                            template(items, value, &format!("{key}.$"), input)
+                        }
+                        other => template(items, other, key, input),
+                    };
+                    let key = Literal::string(key);
+                    quote!(object.insert(::std::string::String::from(#key), #value);)
+                })
+                .collect::<Vec<_>>();
+            quote!({
+                let mut object = __wfc::serde_json::Map::with_capacity(#n);
+                #(#inserts)*
+                __wfc::Value::Object(object)
+            })
+        }
+    }
+}
+
+/// The value a path selects, copied, with the template wording when it selects nothing.
+fn path_value(items: &mut Items, p: &Path, field: &str, input: &TokenStream) -> TokenStream {
+    let field = Literal::string(field);
+    match items.steps(p) {
+        Some(steps) => {
+            let text = Literal::string(p.as_str());
+            quote!(__wfc::abi::field(#input, #steps, #text, #field)?)
+        }
+        None => {
+            let path = items.static_path(p);
+            quote!(__wfc::abi::field_path(__wfc::abi::path(&#path)?, #field, #input, ctx)?)
+        }
+    }
+}
+
+/// An intrinsic argument as a `&Value` expression (paths are read in place).
+fn arg_ref(items: &mut Items, arg: &Arg, field: &str, input: &TokenStream) -> TokenStream {
+    match arg {
+        Arg::Path(p) => match items.steps(p) {
+            Some(steps) => {
+                let text = Literal::string(p.as_str());
+                let field = Literal::string(field);
+                quote!(__wfc::abi::field_ref(#input, #steps, #text, #field)?)
+            }
+            None => {
+                let value = arg_value(items, arg, field, input);
+                quote!(&#value)
+            }
+        },
+        other => {
+            let value = arg_value(items, other, field, input);
+            quote!(&#value)
+        }
+    }
+}
+
+/// An intrinsic argument as a `Value` expression.
+fn arg_value(items: &mut Items, arg: &Arg, field: &str, input: &TokenStream) -> TokenStream {
+    match arg {
+        Arg::String(s) => value_tokens(&Value::String(s.clone())),
+        // Only reached if a template is used as a value: its text with `{}` restored.
+        Arg::Template(pieces) => value_tokens(&Value::String(pieces.join("{}"))),
+        Arg::Number(n) => value_tokens(&Value::Number(n.clone())),
+        Arg::Bool(b) => value_tokens(&Value::Bool(*b)),
+        Arg::Null => value_tokens(&Value::Null),
+        Arg::Path(p) => path_value(items, p, field, input),
+        Arg::Call(c) => call(items, c, field, input),
+    }
+}
+
+/// An intrinsic call on compiled arguments: an expression of its value.
+fn call(items: &mut Items, c: &Call, field: &str, input: &TokenStream) -> TokenStream {
+    let f = c.function;
+    if f == Function::Format
+        && let Some(Arg::Template(pieces)) = c.args.first()
+    {
+        let pieces = pieces.iter().map(|p| Literal::string(p));
+        let args = c.args.iter().skip(1).map(|a| arg_value(items, a, field, input)).collect::<Vec<_>>();
+        return quote!(__wfc::abi::format(&[#(#pieces),*], &[#(#args),*])?);
+    }
+    if f == Function::MathAdd
+        && let [a, b] = c.args.as_slice()
+    {
+        let a = arg_ref(items, a, field, input);
+        let b = arg_ref(items, b, field, input);
+        return quote!(__wfc::abi::math_add(#a, #b)?);
+    }
+    let function = format_ident!("{}", format!("{f:?}"));
+    let args = c.args.iter().map(|a| arg_value(items, a, field, input)).collect::<Vec<_>>();
+    let random = f == Function::Uuid || (f == Function::MathRandom && c.args.len() < 3);
+    if random {
+        // The arguments first (a nested random call draws before this one, as in the
+        // interpreter), then the draw under the execution's random source.
+        quote!({
+            let args = ::std::vec![#(#args),*];
+            exec.with_rng(|rng| __wfc::abi::call_random(__wfc::abi::Function::#function, args, rng))?
+        })
+    } else {
+        quote!(__wfc::abi::call(__wfc::abi::Function::#function, ::std::vec![#(#args),*])?)
+    }
+}
+
+/// A JSONPath Choice state's visit, or `None` when it is left to `exec::choice` (Assign,
+/// JSONata Output or Condition, an `Is*` test whose operand is not a Boolean literal). Gives
+/// the expression of its `Chosen { branch, output }`.
+pub(super) fn choice(items: &mut Items, name: &Literal, spec: &ChoiceState) -> Option<TokenStream> {
+    if spec.assign.is_some() || spec.output.is_some() {
+        return None;
+    }
+    let mut rules = Vec::new();
+    let mut needs_ctx = uses_context(spec.input_path.as_ref()) || uses_context(spec.output_path.as_ref());
+    for (i, rule) in spec.choices.iter().enumerate() {
+        if rule.assign.is_some() || rule.output.is_some() {
+            return None;
+        }
+        needs_ctx |= condition_uses_context(&rule.condition);
+        let condition = condition(items, &rule.condition)?;
+        let i = Literal::usize_unsuffixed(i);
+        rules.push(quote! {
+            if #condition {
+                return Ok(Some(#i));
+            }
+        });
+    }
+    let has_default = spec.default.is_some();
+    let input_path = input_path_owned(items, spec.input_path.as_ref(), quote!(input));
+    let input_path = quote!(Ok(#input_path));
+    let output_path = output_path(items, spec.output_path.as_ref(), quote!(output));
+    let rules = quote! {
+        #(#rules)*
+        Ok(::core::option::Option::None)
+    };
+    let closure = |body: &TokenStream, value: &str, value_type: TokenStream| {
+        let value = param(body, value);
+        let ctx = param(body, "ctx");
+        quote!(|#value: #value_type, #ctx: &__wfc::Value| #body)
+    };
+    let input_path = closure(&input_path, "input", quote!(__wfc::Value));
+    let rules = closure(&quote!({ #rules }), "input", quote!(&__wfc::Value));
+    let output_path = closure(&output_path, "output", quote!(__wfc::Value));
+    Some(quote! {
+        __wfc::abi::choice(exec, #name, #needs_ctx, input, #has_default, #input_path, #rules, #output_path)?
+    })
+}
+
+fn condition_uses_context(c: &Condition) -> bool {
+    match c {
+        Condition::And(cs) | Condition::Or(cs) => cs.iter().any(condition_uses_context),
+        Condition::Not(c) => condition_uses_context(c),
+        Condition::Compare(cmp) => {
+            cmp.variable.root() != Root::Input || matches!(&cmp.operand, Operand::Path(p) if p.root() != Root::Input)
+        }
+        Condition::Jsonata(_) => true,
+    }
+}
+
+/// A rule as a Rust `bool` expression over the effective input `input` (and `ctx`), evaluated
+/// left to right with the interpreter's short-circuits; a Variable that selects nothing returns
+/// `States.Runtime` from the rules closure.
+fn condition(items: &mut Items, c: &Condition) -> Option<TokenStream> {
+    Some(match c {
+        Condition::And(all) => {
+            let all = all.iter().map(|c| condition(items, c)).collect::<Option<Vec<_>>>()?;
+            quote!((#(#all)&&*))
+        }
+        Condition::Or(any) => {
+            let any = any.iter().map(|c| condition(items, c)).collect::<Option<Vec<_>>>()?;
+            quote!((#(#any)||*))
+        }
+        Condition::Not(c) => {
+            let c = condition(items, c)?;
+            quote!(!#c)
+        }
+        Condition::Compare(cmp) => compare(items, cmp)?,
+        Condition::Jsonata(_) => return None,
+    })
+}
+
+/// `expr` (an `Option<Ordering>`) satisfies `operator`.
+fn order(operator: Operator, expr: TokenStream) -> TokenStream {
+    use Operator as O;
+    let ordering = quote!(::core::cmp::Ordering);
+    match operator {
+        O::NumericEquals | O::TimestampEquals | O::StringEquals => quote!(#expr == Some(#ordering::Equal)),
+        O::NumericLessThan | O::TimestampLessThan | O::StringLessThan => quote!(#expr == Some(#ordering::Less)),
+        O::NumericGreaterThan | O::TimestampGreaterThan | O::StringGreaterThan => {
+            quote!(#expr == Some(#ordering::Greater))
+        }
+        O::NumericLessThanEquals | O::TimestampLessThanEquals | O::StringLessThanEquals => {
+            quote!(::core::matches!(#expr, Some(#ordering::Less | #ordering::Equal)))
+        }
+        _ => quote!(::core::matches!(#expr, Some(#ordering::Greater | #ordering::Equal))),
+    }
+}
+
+fn operator_tokens(operator: Operator) -> TokenStream {
+    let op = format_ident!("{}", format!("{operator:?}"));
+    quote!(__wfc::ir::Operator::#op)
+}
+
+/// The value at a path of the effective input or the context object, bound to `binding` in
+/// `some`, with `none` when it selects nothing: a `match` expression.
+fn with_path(items: &mut Items, p: &Path, binding: &str, some: TokenStream, none: TokenStream) -> TokenStream {
+    let binding = format_ident!("{}", binding);
+    match items.steps(p) {
+        Some(steps) => quote! {
+            match __wfc::abi::get(input, #steps) {
+                Some(#binding) => #some,
+                ::core::option::Option::None => #none,
+            }
+        },
+        None => {
+            let path = items.static_path(p);
+            quote! {
+                match __wfc::abi::select_opt(__wfc::abi::path(&#path)?, input, ctx) {
+                    Some(#binding) => {
+                        let #binding = &#binding;
+                        #some
+                    }
+                    ::core::option::Option::None => #none,
+                }
+            }
+        }
+    }
+}
+
+/// The failure of a path that selects nothing.
+fn missing(items: &mut Items, p: &Path) -> TokenStream {
+    if definite_steps(p).is_some() {
+        let text = Literal::string(p.as_str());
+        quote!(return Err(__wfc::abi::missing(#text, input)))
+    } else {
+        let path = items.static_path(p);
+        quote!(return Err(__wfc::abi::missing_path(__wfc::abi::path(&#path)?, input, ctx)))
+    }
+}
+
+/// One data-test expression.
+fn compare(items: &mut Items, cmp: &Comparison) -> Option<TokenStream> {
+    use Operator as O;
+    let op = cmp.operator;
+    let is_test = matches!(op, O::IsNull | O::IsNumeric | O::IsString | O::IsBoolean | O::IsTimestamp | O::IsPresent);
+    if is_test {
+        // The operand says whether the test should hold; anything but a Boolean literal is an
+        // error the interpreter words at run time.
+        let Operand::Literal(Value::Bool(expected)) = &cmp.operand else { return None };
+        let expected = *expected;
+        if op == O::IsPresent {
+            // Present: the test holds when it should; absent: when it should not.
+            let absent = !expected;
+            return Some(with_path(items, &cmp.variable, "_value", quote!(#expected), quote!(#absent)));
+        }
+        let operator = operator_tokens(op);
+        let test = quote!(__wfc::choice::type_test(#operator, value));
+        let test = if expected { test } else { quote!(!#test) };
+        let missing_variable = missing(items, &cmp.variable);
+        return Some(with_path(items, &cmp.variable, "value", test, missing_variable));
+    }
+    let test = match &cmp.operand {
+        Operand::Path(p) => {
+            let operator = operator_tokens(op);
+            let missing_operand = missing(items, p);
+            let some = quote!(__wfc::choice::test(#operator, value, operand));
+            with_path(items, p, "operand", some, missing_operand)
+        }
+        Operand::Literal(literal) => literal_test(items, op, literal),
+        Operand::Native(native) => literal_test(items, op, native.literal()),
+    };
+    let missing_variable = missing(items, &cmp.variable);
+    Some(with_path(items, &cmp.variable, "value", test, missing_variable))
+}
+
+/// `value <op> literal` with the literal converted now; `false` when the literal is not of the
+/// operator's type (the interpreter's comparison is then always false too).
+fn literal_test(items: &mut Items, op: Operator, literal: &Value) -> TokenStream {
+    use Operator as O;
+    let native = NativeLiteral::compile(op, literal);
+    match (op, native.as_ref().map(NativeLiteral::form)) {
+        (_, Some(NativeForm::Number(n))) => {
+            let (int, float) = n.parts();
+            let int = match int {
+                Some(i) => {
+                    let i = Literal::i128_suffixed(i);
+                    quote!(Some(#i))
+                }
+                None => quote!(::core::option::Option::None),
+            };
+            let float = match float {
+                Some(f) if f.is_finite() => {
+                    let f = Literal::f64_suffixed(f);
+                    quote!(Some(#f))
+                }
+                _ => quote!(::core::option::Option::None),
+            };
+            let name = items.push("NUMBER", |name| {
+                quote!(const #name: __wfc::abi::NativeNumber = __wfc::abi::NativeNumber::from_parts(#int, #float);)
+            });
+            order(op, quote!(__wfc::abi::numeric(value, &#name)))
+        }
+        (_, Some(NativeForm::Timestamp(t))) => {
+            let nanos = Literal::i128_suffixed(t.as_nanosecond());
+            order(op, quote!(__wfc::abi::timestamp(value, #nanos)))
+        }
+        (_, Some(NativeForm::Pattern(_))) => {
+            let text = Literal::string(literal.as_str().unwrap_or_default());
+            let name = items.push("PATTERN", |name| {
+                quote!(static #name: __wfc::abi::StaticPattern = __wfc::LazyLock::new(|| __wfc::abi::Pattern::parse(#text));)
+            });
+            quote!(__wfc::abi::matches(value, &#name))
+        }
+        (
+            O::StringEquals
+            | O::StringLessThan
+            | O::StringGreaterThan
+            | O::StringLessThanEquals
+            | O::StringGreaterThanEquals,
+            _,
+        ) => match literal.as_str() {
+            Some(s) => {
+                let s = Literal::string(s);
+                order(op, quote!(__wfc::abi::string(value, #s)))
+            }
+            None => quote!({
+                let _ = value;
+                false
+            }),
+        },
+        (O::BooleanEquals, _) => match literal.as_bool() {
+            Some(b) => quote!(__wfc::abi::boolean(value, #b)),
+            None => quote!({
+                let _ = value;
+                false
+            }),
+        },
+        // A Numeric/Timestamp/StringMatches literal of the wrong type.
+        _ => quote!({
+            let _ = value;
+            false
+        }),
+    }
+}
