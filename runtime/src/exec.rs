@@ -1101,8 +1101,22 @@ pub fn pass_with(
     input: Value,
     body: impl FnOnce(Value, &Value) -> Result<Value, Failure>,
 ) -> Result<Value, Failure> {
-    state_span(name, "Pass").in_scope(|| {
-        let visit = Visit::start_timed(exec, name, "Pass", &input, needs_ctx)?;
+    plain_visit(exec, name, "Pass", needs_ctx, input, body)
+}
+
+/// One visit of a state whose work is `body` on its input and context object: its Entered and
+/// Exited events around it, a `States.Runtime` failure prefixed with the state's name. What
+/// [`pass_with`] and [`succeed_with`] share.
+fn plain_visit(
+    exec: &Execution,
+    name: &str,
+    state_type: &'static str,
+    needs_ctx: bool,
+    input: Value,
+    body: impl FnOnce(Value, &Value) -> Result<Value, Failure>,
+) -> Result<Value, Failure> {
+    state_span(name, state_type).in_scope(|| {
+        let visit = Visit::start_timed(exec, name, state_type, &input, needs_ctx)?;
         let ctx = visit.context_if(needs_ctx);
         let output = body(input, &ctx).map_err(|f| visit.runtime(f))?;
         visit.finish(&output)?;
@@ -2014,13 +2028,7 @@ pub fn succeed_with(
     input: Value,
     body: impl FnOnce(Value, &Value) -> Result<Value, Failure>,
 ) -> Result<Value, Failure> {
-    state_span(name, "Succeed").in_scope(|| {
-        let visit = Visit::start_timed(exec, name, "Succeed", &input, needs_ctx)?;
-        let ctx = visit.context_if(needs_ctx);
-        let output = body(input, &ctx).map_err(|f| visit.runtime(f))?;
-        visit.finish(&output)?;
-        Ok(output)
-    })
+    plain_visit(exec, name, "Succeed", needs_ctx, input, body)
 }
 
 /// A Fail state: the failure that ends the machine (or is caught by an enclosing Parallel's Catch).

@@ -9,41 +9,12 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::live::{Killed, venv_with};
-
-fn venv(test: &str) -> Option<PathBuf> {
-    let found = venv_with("aws").filter(|v| v.join("bin/python").exists());
-    if found.is_none() {
-        let why = "boto3 and the AWS CLI are not installed (set WFC_PY_VENV to a venv with boto3 and awscli, as .ci/run does)";
-        assert!(std::env::var("WFC_REQUIRE_PY_SERVERS").as_deref() != Ok("1"), "{why}");
-        eprintln!("skipping {test}: {why}");
-    }
-    found
-}
-
-/// A running `wfc serve` and its endpoint.
-struct Server {
-    child: Killed,
-    endpoint: String,
-}
-
-impl Server {
-    /// SIGTERM, as a deploy stops a server, and wait for it to exit: it releases the executions
-    /// it holds, so the next server resumes them at once.
-    fn stop(mut self) {
-        let pid = self.child.0.id().to_string();
-        let sent = Command::new("kill").args(["-TERM", &pid]).status().expect("run kill");
-        assert!(sent.success());
-        let status = self.child.0.wait().expect("wait for wfc serve");
-        assert!(status.success(), "wfc serve exited with {status} on SIGTERM");
-    }
-}
+use support::serve::{Server, boto3_venv};
 
 /// The handlers: `Double` doubles `n`; the callback resource writes its task token where the
 /// suite reads it (`TOKEN_DIR/<execution>`), as a real integration would send it to a queue.
@@ -60,21 +31,8 @@ fn handlers(dir: &Path, python: &Path) -> PathBuf {
 }
 
 fn start(store: &str, dir: &Path, python: &Path) -> Server {
-    let mut child = support::wfc()
-        .args(["serve", "--listen", "127.0.0.1:0", "--store", store, "--handlers"])
-        .arg(handlers(dir, python))
-        .env("TOKEN_DIR", dir.join("tokens"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start wfc serve");
-    let stdout = child.stdout.take().unwrap();
-    let child = Killed(child);
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).expect("read the listening line");
-    let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not a listening line: {line:?}: {e}"));
-    let endpoint = format!("http://{}", v["listening"].as_str().unwrap());
-    Server { child, endpoint }
+    let handlers = handlers(dir, python);
+    Server::start(store, &["--handlers", handlers.to_str().unwrap()], &[("TOKEN_DIR", &dir.join("tokens"))])
 }
 
 fn suite(venv: &Path, server: &Server, dir: &Path, phase: &str) {
@@ -82,7 +40,7 @@ fn suite(venv: &Path, server: &Server, dir: &Path, phase: &str) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/serve/boto3_suite.py");
     let out = Command::new(venv.join("bin/python"))
         .arg(script)
-        .args([server.endpoint.as_str(), dir.join("tokens").to_str().unwrap(), phase])
+        .args([server.endpoint().as_str(), dir.join("tokens").to_str().unwrap(), phase])
         .args(wfc_serve::OPERATIONS)
         .env_remove("AWS_PROFILE")
         .output()
@@ -106,7 +64,7 @@ fn boto3_suite_on(store: &str, dir: &Path, venv: &Path) {
 
 #[test]
 fn boto3_drives_serve_on_sqlite() {
-    let Some(venv) = venv("boto3_drives_serve_on_sqlite") else { return };
+    let Some(venv) = boto3_venv("boto3_drives_serve_on_sqlite", true) else { return };
     let dir = support::scratch("boto3_sqlite");
     let store = format!("sqlite:{}", dir.join("serve.db").display());
     boto3_suite_on(&store, &dir, &venv);
@@ -114,7 +72,7 @@ fn boto3_drives_serve_on_sqlite() {
 
 #[test]
 fn boto3_drives_serve_on_postgres() {
-    let Some(venv) = venv("boto3_drives_serve_on_postgres") else { return };
+    let Some(venv) = boto3_venv("boto3_drives_serve_on_postgres", true) else { return };
     let Some(pg) = support::pg::TempPostgres::start("serve") else { return };
     let dir = support::scratch("boto3_pg");
     boto3_suite_on(&pg.url, &dir, &venv);
@@ -123,13 +81,13 @@ fn boto3_drives_serve_on_postgres() {
 /// The AWS CLI, as a Step Functions Local user runs it: only `--endpoint-url` changes.
 #[test]
 fn aws_cli_drives_serve() {
-    let Some(venv) = venv("aws_cli_drives_serve") else { return };
+    let Some(venv) = boto3_venv("aws_cli_drives_serve", true) else { return };
     let dir = support::scratch("aws_cli");
     let store = format!("sqlite:{}", dir.join("serve.db").display());
     let server = start(&store, &dir, &venv.join("bin/python"));
     let aws = |args: &[&str]| -> Result<Value, String> {
         let out = Command::new(venv.join("bin/aws"))
-            .args(["--endpoint-url", &server.endpoint, "--region", "us-east-1", "--output", "json", "stepfunctions"])
+            .args(["--endpoint-url", &server.endpoint(), "--region", "us-east-1", "--output", "json", "stepfunctions"])
             .args(args)
             .env("AWS_ACCESS_KEY_ID", "test")
             .env("AWS_SECRET_ACCESS_KEY", "test")
@@ -211,10 +169,7 @@ fn aws_cli_drives_serve() {
 /// Listening beyond loopback is refused until requests are authenticated (SigV4).
 #[test]
 fn serve_refuses_non_loopback_and_unimplemented_flags() {
-    for args in [
-        &["serve", "--listen", "0.0.0.0:0"][..],
-        &["serve", "--listen", "127.0.0.1:0", "--virtual-time"][..],
-    ] {
+    for args in [&["serve", "--listen", "0.0.0.0:0"][..], &["serve", "--listen", "127.0.0.1:0", "--virtual-time"][..]] {
         let out = support::wfc().args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let stderr = String::from_utf8_lossy(&out.stderr);

@@ -8,38 +8,11 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-use serde_json::{Value, json};
-use support::live::{Killed, venv_with};
-
-fn venv(test: &str) -> Option<PathBuf> {
-    let found = venv_with("aws").filter(|v| v.join("bin/python").exists());
-    if found.is_none() {
-        let why = "boto3 is not installed (set WFC_PY_VENV to a venv with boto3 and awscli, as .ci/run does)";
-        assert!(std::env::var("WFC_REQUIRE_PY_SERVERS").as_deref() != Ok("1"), "{why}");
-        eprintln!("skipping {test}: {why}");
-    }
-    found
-}
-
-/// A running `wfc serve` and its endpoint.
-struct Server {
-    child: Killed,
-    endpoint: String,
-}
-
-impl Server {
-    /// SIGTERM and wait: the next server on the store starts from what this one kept.
-    fn stop(mut self) {
-        let pid = self.child.0.id().to_string();
-        assert!(Command::new("kill").args(["-TERM", &pid]).status().expect("run kill").success());
-        let status = self.child.0.wait().expect("wait for wfc serve");
-        assert!(status.success(), "wfc serve exited with {status} on SIGTERM");
-    }
-}
+use serde_json::json;
+use support::serve::{Server, boto3_venv};
 
 /// `Double` doubles `n`.
 fn handlers(dir: &Path, python: &Path) -> PathBuf {
@@ -72,31 +45,16 @@ fn mock_config(dir: &Path) -> PathBuf {
     path
 }
 
-fn start(store: &str, dir: &Path, python: &Path, extra: &[&str]) -> Server {
-    let mut child = support::wfc()
-        .args(["serve", "--listen", "127.0.0.1:0", "--store", store, "--handlers"])
-        .arg(handlers(dir, python))
-        .arg("--mock-config")
-        .arg(mock_config(dir))
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start wfc serve");
-    let stdout = child.stdout.take().unwrap();
-    let child = Killed(child);
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).expect("read the listening line");
-    let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not a listening line: {line:?}: {e}"));
-    let endpoint = format!("http://{}", v["listening"].as_str().unwrap());
-    Server { child, endpoint }
+fn start(store: &str, dir: &Path, python: &Path) -> Server {
+    let (handlers, mocks) = (handlers(dir, python), mock_config(dir));
+    Server::start(store, &["--handlers", handlers.to_str().unwrap(), "--mock-config", mocks.to_str().unwrap()], &[])
 }
 
 fn suite(venv: &Path, server: &Server, phase: &str) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/serve/boto3_more_suite.py");
     let out = Command::new(venv.join("bin/python"))
         .arg(script)
-        .args([server.endpoint.as_str(), phase])
+        .args([server.endpoint().as_str(), phase])
         .args(wfc_serve::MORE_OPERATIONS)
         .env_remove("AWS_PROFILE")
         .output()
@@ -108,18 +66,18 @@ fn suite(venv: &Path, server: &Server, phase: &str) {
 
 fn more_suite_on(store: &str, dir: &Path, venv: &Path) {
     let python = venv.join("bin/python");
-    let server = start(store, dir, &python, &[]);
+    let server = start(store, dir, &python);
     suite(venv, &server, "all");
     // What must survive a restart (tags) is written before it and read after it.
     suite(venv, &server, "before-restart");
     server.stop();
-    let server = start(store, dir, &python, &[]);
+    let server = start(store, dir, &python);
     suite(venv, &server, "after-restart");
 }
 
 #[test]
 fn boto3_drives_more_operations_on_sqlite() {
-    let Some(venv) = venv("boto3_drives_more_operations_on_sqlite") else { return };
+    let Some(venv) = boto3_venv("boto3_drives_more_operations_on_sqlite", true) else { return };
     let dir = support::scratch("more_sqlite");
     let store = format!("sqlite:{}", dir.join("serve.db").display());
     more_suite_on(&store, &dir, &venv);
@@ -127,7 +85,7 @@ fn boto3_drives_more_operations_on_sqlite() {
 
 #[test]
 fn boto3_drives_more_operations_on_postgres() {
-    let Some(venv) = venv("boto3_drives_more_operations_on_postgres") else { return };
+    let Some(venv) = boto3_venv("boto3_drives_more_operations_on_postgres", true) else { return };
     let Some(pg) = support::pg::TempPostgres::start("serve_more") else { return };
     let dir = support::scratch("more_pg");
     more_suite_on(&pg.url, &dir, &venv);

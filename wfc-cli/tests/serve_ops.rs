@@ -12,60 +12,15 @@ mod support;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::live::{Killed, venv_with, wait_until};
+use support::live::wait_until;
+use support::serve::{Server, boto3_venv};
 
 const ROLE: &str = "arn:aws:iam::123456789012:role/wfc-ops";
-
-fn venv(test: &str) -> Option<PathBuf> {
-    let found = venv_with("python").filter(|v| {
-        Command::new(v.join("bin/python")).args(["-c", "import boto3"]).output().is_ok_and(|o| o.status.success())
-    });
-    if found.is_none() {
-        let why = "boto3 is not installed (set WFC_PY_VENV to a venv with boto3, as .ci/run does)";
-        assert!(std::env::var("WFC_REQUIRE_PY_SERVERS").as_deref() != Ok("1"), "{why}");
-        eprintln!("skipping {test}: {why}");
-    }
-    found
-}
-
-/// A running `wfc serve` and its address.
-struct Server {
-    child: Killed,
-    addr: String,
-}
-
-impl Server {
-    fn start(store: &str, args: &[&str], envs: &[(&str, &Path)]) -> Server {
-        let mut cmd = support::wfc();
-        cmd.env_remove("WFC_SERVE_CREDENTIALS").args(["serve", "--listen", "127.0.0.1:0", "--store", store]).args(args);
-        for (k, v) in envs {
-            cmd.env(k, v);
-        }
-        let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().expect("start wfc serve");
-        let stdout = child.stdout.take().unwrap();
-        let child = Killed(child);
-        let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).expect("read the listening line");
-        let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not a listening line: {line:?}: {e}"));
-        Server { child, addr: v["listening"].as_str().unwrap().to_owned() }
-    }
-
-    fn endpoint(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-
-    /// SIGKILL: nothing is released, nothing flushed beyond what the store committed.
-    fn kill9(mut self) {
-        self.child.0.kill().expect("SIGKILL wfc serve");
-        let status = self.child.0.wait().expect("reap wfc serve");
-        assert!(!status.success(), "wfc serve was killed: {status}");
-    }
-}
 
 /// A minimal AWS JSON 1.0 client over one keep-alive HTTP/1.1 connection (unsigned, as a
 /// loopback server without `--credentials` accepts).
@@ -191,7 +146,7 @@ fn sigv4_is_required_with_credentials() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("line 1"), "{}", String::from_utf8_lossy(&out.stderr));
 
-    let Some(venv) = venv("sigv4_is_required_with_credentials") else { return };
+    let Some(venv) = boto3_venv("sigv4_is_required_with_credentials", false) else { return };
     let (key, secret) = ("AKIDWFCTEST", "wfc/secret+key");
     let credentials = support::write(&dir, "credentials", &format!("# wfc serve keys\n{key}:{secret}\n"));
     let ledger = dir.join("ledger");
@@ -399,7 +354,7 @@ fn recorded_cases_through_the_api_match_wfc_test() {
         eprintln!("\n!!!!!!!! SKIPPED: the AWS-recorded corpus is missing: {} !!!!!!!!\n", corpus.display());
         return;
     }
-    let Some(venv) = venv("recorded_cases_through_the_api_match_wfc_test") else { return };
+    let Some(venv) = boto3_venv("recorded_cases_through_the_api_match_wfc_test", false) else { return };
     let dir = support::scratch("conformance");
     let store = format!("sqlite:{}", dir.join("serve.db").display());
     let server = Server::start(&store, &[], &[]);

@@ -5,6 +5,7 @@
 
 pub(crate) mod live;
 pub(crate) mod pg;
+pub(crate) mod serve;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
