@@ -3,7 +3,7 @@
 
 wfc_runtime::include_workflow!("fixtures/hello.asl.json");
 
-fn main() {
+pub(crate) fn main() {
     // The module's API exists with the documented types.
     let _: &str = hello::DEFINITION;
     let _ = hello::ir().map(|workflow| workflow.machine.states.len());

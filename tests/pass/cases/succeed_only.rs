@@ -3,7 +3,7 @@
 
 wfc_runtime::include_workflow!("fixtures/succeed_only.asl.json");
 
-fn main() {
+pub(crate) fn main() {
     // The module's API exists with the documented types.
     let _: &str = succeed_only::DEFINITION;
     let _ = succeed_only::ir().map(|workflow| workflow.machine.states.len());

@@ -3,7 +3,7 @@
 
 wfc_runtime::include_workflow!("fixtures/wait_forms.asl.json");
 
-fn main() {
+pub(crate) fn main() {
     // The module's API exists with the documented types.
     let _: &str = wait_forms::DEFINITION;
     let _ = wait_forms::ir().map(|workflow| workflow.machine.states.len());

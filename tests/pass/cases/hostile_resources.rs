@@ -3,7 +3,7 @@
 
 wfc_runtime::include_workflow!("fixtures/hostile_resources.asl.json");
 
-fn main() {
+pub(crate) fn main() {
     // The module's API exists with the documented types.
     let _: &str = hostile_resources::DEFINITION;
     let _ = hostile_resources::ir().map(|workflow| workflow.machine.states.len());

@@ -12,9 +12,13 @@ mod bare {
     ::wfc_runtime::include_workflow!("fixtures/parallel_nested.asl.json");
 }
 
-::wfc_runtime::include_workflow!(path = "fixtures/hello.asl.json", name = "renamed", crate = crate::facade);
+::wfc_runtime::include_workflow!(
+    path = "fixtures/hello.asl.json",
+    name = "renamed",
+    crate = crate::no_implicit_prelude::facade
+);
 
-fn main() {
+pub(crate) fn main() {
     let _ = bare::parallel_nested::DEFINITION;
     let _ = renamed::State::Hello(::wfc_runtime::Value::Null).name();
 }

@@ -3,7 +3,7 @@
 
 wfc_runtime::include_workflow!("fixtures/parallel_nested.asl.json");
 
-fn main() {
+pub(crate) fn main() {
     // The module's API exists with the documented types.
     let _: &str = parallel_nested::DEFINITION;
     let _ = parallel_nested::ir().map(|workflow| workflow.machine.states.len());

@@ -3,7 +3,7 @@
 
 wfc_runtime::include_workflow!("fixtures/fail_only.asl.json");
 
-fn main() {
+pub(crate) fn main() {
     // The module's API exists with the documented types.
     let _: &str = fail_only::DEFINITION;
     let _ = fail_only::ir().map(|workflow| workflow.machine.states.len());

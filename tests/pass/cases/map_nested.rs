@@ -17,7 +17,7 @@ impl map_nested::Handler for Squarer {
     }
 }
 
-fn main() {
+pub(crate) fn main() {
     let _: &str = map_nested::DEFINITION;
     let input = wfc_runtime::json!({"rows": [[1, 2], [3]]});
     let result =

@@ -23,7 +23,7 @@ impl variable_out_of_scope::Handler for NoTasks {}
 impl variable_outer_write::Handler for NoTasks {}
 impl aws_accepted_jsonata::Handler for NoTasks {}
 
-fn main() {
+pub(crate) fn main() {
     // A JSONPath read of a variable nobody assigned is a path that selects nothing.
     let r = block_on_virtual(undefined_variable::run_with(&NoTasks, json!({}), RunOptions::virtual_time()));
     assert_eq!(r.error.map(|f| f.error), Some("States.Runtime".to_owned()));
@@ -37,7 +37,13 @@ fn main() {
     let r = block_on_virtual(aws_accepted_jsonata::run_with(&NoTasks, json!({"n": 3}), RunOptions::virtual_time()));
     let failure = r.error.expect("the last state fails");
     assert_eq!(failure.error, "States.QueryEvaluationError");
-    assert!(failure.cause.ends_with("The JSONata expression '$neverAssigned' specified for the field 'Output/v' returned nothing (undefined)."), "{}", failure.cause);
+    assert!(
+        failure.cause.ends_with(
+            "The JSONata expression '$neverAssigned' specified for the field 'Output/v' returned nothing (undefined)."
+        ),
+        "{}",
+        failure.cause
+    );
     let exited = r.history.iter().find(|e| e.details["name"] == "Literal" && e.details.get("output").is_some());
     assert_eq!(exited.map(|e| e.details["output"].clone()), Some(json!({"kept.$": "$", "n": 3})));
 }

@@ -3,7 +3,7 @@
 
 wfc_runtime::include_workflow!("fixtures/task_catch_retry.asl.json");
 
-fn main() {
+pub(crate) fn main() {
     // The module's API exists with the documented types.
     let _: &str = task_catch_retry::DEFINITION;
     let _ = task_catch_retry::ir().map(|workflow| workflow.machine.states.len());

@@ -3,7 +3,7 @@
 
 wfc_runtime::include_workflow!("fixtures/choice_loop.asl.json");
 
-fn main() {
+pub(crate) fn main() {
     // The module's API exists with the documented types.
     let _: &str = choice_loop::DEFINITION;
     let _ = choice_loop::ir().map(|workflow| workflow.machine.states.len());

@@ -28,7 +28,7 @@ impl order::Handler for Shop {
 
 fn assert_send<T: Send>(_: &T) {}
 
-fn main() {
+pub(crate) fn main() {
     let shop = Shop;
     let run = order::run(&shop, Value::Null);
     assert_send(&run);

@@ -3,7 +3,7 @@
 
 wfc_runtime::include_workflow!("fixtures/comments.asl.json");
 
-fn main() {
+pub(crate) fn main() {
     // The module's API exists with the documented types.
     let _: &str = comments::DEFINITION;
     let _ = comments::ir().map(|workflow| workflow.machine.states.len());
