@@ -48,7 +48,7 @@ pub(crate) fn compile(args: &CompileArgs) -> Exit {
     }
 }
 
-/// `wfc graph FILE [--format mermaid|dot]`.
+/// `wfc graph FILE [--format mermaid|dot|svg]`.
 pub(crate) fn graph(args: &GraphArgs) -> Exit {
     let color = ColorChoice::Auto.enabled();
     let def = match DefinitionText::read(&args.file) {
@@ -61,6 +61,7 @@ pub(crate) fn graph(args: &GraphArgs) -> Exit {
             let mut text = match args.format {
                 GraphFormat::Mermaid => wfc_core::render::mermaid(&loaded.workflow),
                 GraphFormat::Dot => wfc_core::render::dot(&loaded.workflow),
+                GraphFormat::Svg => wfc_core::render::svg(&loaded.workflow),
             };
             if !text.ends_with('\n') {
                 text.push('\n');

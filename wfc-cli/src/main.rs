@@ -49,7 +49,7 @@ enum Command {
     Check(CheckArgs),
     /// Print the Rust module generated for a definition.
     Compile(CompileArgs),
-    /// Print the state graph as Mermaid or Graphviz dot.
+    /// Print the state graph as Mermaid, Graphviz dot or an SVG drawing.
     Graph(GraphArgs),
     /// Execute a definition once with mocked tasks and print the result as JSON.
     Run(RunArgs),
@@ -336,6 +336,8 @@ pub(crate) enum GraphFormat {
     Mermaid,
     /// Graphviz dot.
     Dot,
+    /// A self-contained SVG drawing, laid out by wfc (no Graphviz needed).
+    Svg,
 }
 
 /// Which engine executes the workflow.

@@ -1,11 +1,16 @@
-//! Mermaid and Graphviz renderings of the state graph (`wfc graph`, and the diagram in generated
-//! module docs).
+//! Mermaid, Graphviz and SVG renderings of the state graph (`wfc graph`, and the diagram in
+//! generated module docs). The SVG is laid out here ([`svg`]); the other two are text for tools
+//! that lay out themselves.
 //!
 //! Node ids are generated (`s0`, `s3_b1_s0`), never taken from state names, so a name cannot break
 //! the syntax; names appear only in labels, escaped for each format. Parallel branches are nested
 //! composite states (Mermaid, separated by `--`) or clusters (Graphviz).
 
 use std::fmt::Write as _;
+
+pub mod svg;
+
+pub use svg::svg;
 
 use wfc_ir::{Condition, Operand, StateKind, StateMachine, Transition, Workflow};
 

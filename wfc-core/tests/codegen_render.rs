@@ -51,3 +51,151 @@ fn hostile_labels_are_escaped() {
         assert_eq!(unescaped.matches('"').count() % 2, 0, "unbalanced quotes in {line:?}");
     }
 }
+
+/// A state's box in the drawing's coordinates (every enclosing `translate` applied).
+#[derive(Debug, Clone, Copy)]
+struct Box2 {
+    x: f64,
+    y: f64,
+    w: f64,
+    h: f64,
+}
+
+impl Box2 {
+    fn overlaps(&self, o: &Box2) -> bool {
+        self.x < o.x + o.w && o.x < self.x + self.w && self.y < o.y + o.h && o.y < self.y + self.h
+    }
+    fn contains(&self, o: &Box2) -> bool {
+        o.x >= self.x && o.y >= self.y && o.x + o.w <= self.x + self.w && o.y + o.h <= self.y + self.h
+    }
+}
+
+fn translation(node: roxmltree::Node<'_, '_>) -> (f64, f64) {
+    node.ancestors().filter_map(|a| a.attribute("transform")).fold((0.0, 0.0), |(x, y), t| {
+        let inner = t.trim_start_matches("translate(").trim_end_matches(')');
+        let (a, b) = inner.split_once(',').expect("translate(x,y)");
+        (x + a.parse::<f64>().expect("x"), y + b.parse::<f64>().expect("y"))
+    })
+}
+
+fn attr(node: roxmltree::Node<'_, '_>, name: &str) -> f64 {
+    node.attribute(name).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("{name} on {node:?}"))
+}
+
+/// Every state of a machine and its branches, counted.
+fn count_states(machine: &wfc_core::ir::StateMachine) -> usize {
+    machine
+        .states
+        .iter()
+        .map(|s| {
+            1 + match &s.kind {
+                wfc_core::ir::StateKind::Parallel(p) => p.branches.iter().map(count_states).sum(),
+                wfc_core::ir::StateKind::Map(m) => count_states(&m.item_processor),
+                _ => 0,
+            }
+        })
+        .sum()
+}
+
+/// The SVG of every fixture is well-formed XML and is laid out as a graph: every state drawn once
+/// with its positional id; no two states of one machine overlap; a nested machine's states lie
+/// inside their Parallel or Map; every forward edge points down; loops are back edges.
+#[test]
+fn svg_is_a_layered_drawing_of_every_fixture() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/fixtures");
+    let mut back_edges = 0;
+    let mut fixtures = 0;
+    for entry in std::fs::read_dir(&dir).expect("fixtures").flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(stem) = name.strip_suffix(".asl.json") else { continue };
+        fixtures += 1;
+        let workflow = load(stem);
+        let svg = wfc_core::render::svg(&workflow);
+        let doc = roxmltree::Document::parse(&svg).unwrap_or_else(|e| panic!("{stem}: not XML: {e}\n{svg}"));
+        let mut boxes = std::collections::HashMap::new();
+        for g in doc.descendants().filter(|n| n.attribute("class").is_some_and(|c| c.starts_with("state "))) {
+            let id = g.attribute("id").expect("a state has an id").to_owned();
+            let rect = g.children().find(|c| c.has_tag_name("rect")).expect("a state has a box");
+            let (dx, dy) = translation(rect);
+            let b = Box2 {
+                x: attr(rect, "x") + dx,
+                y: attr(rect, "y") + dy,
+                w: attr(rect, "width"),
+                h: attr(rect, "height"),
+            };
+            assert!(boxes.insert(id.clone(), b).is_none(), "{stem}: state id {id} drawn twice");
+        }
+        assert_eq!(boxes.len(), count_states(&workflow.machine), "{stem}: every state is drawn");
+        // The machine a state belongs to: its id without the trailing `s<N>`.
+        let machine_of = |id: &str| id[..id.rfind('s').expect("s<N>")].to_owned();
+        for (a, ba) in &boxes {
+            for (b, bb) in &boxes {
+                if a < b && machine_of(a) == machine_of(b) {
+                    assert!(!ba.overlaps(bb), "{stem}: states {a} and {b} overlap: {ba:?} {bb:?}");
+                }
+            }
+            // `s3_b1_s0` lies inside `s3`, `s5_m_s2` inside `s5`.
+            let machine = machine_of(a);
+            if let Some(parent) = machine.strip_suffix('_').and_then(|m| m.rsplit_once('_')).map(|(p, _)| p) {
+                let outer = boxes.get(parent).unwrap_or_else(|| panic!("{stem}: {a}'s parent {parent} is drawn"));
+                assert!(outer.contains(ba), "{stem}: {a} lies outside its state {parent}: {ba:?} in {outer:?}");
+            }
+        }
+        for edge in doc.descendants().filter(|n| n.attribute("class").is_some_and(|c| c.starts_with("edge"))) {
+            let (Some(from), Some(to)) = (edge.attribute("data-from"), edge.attribute("data-to")) else {
+                panic!("{stem}: an edge without ends")
+            };
+            let back = edge.attribute("class") == Some("edge back");
+            back_edges += usize::from(back);
+            if let (Some(f), Some(t), false) = (boxes.get(from), boxes.get(to), back) {
+                assert!(f.y + f.h <= t.y, "{stem}: forward edge {from} -> {to} does not point down");
+            }
+        }
+    }
+    assert!(fixtures >= 8, "the fixtures were found");
+    assert!(back_edges > 0, "choice_loop's loop is drawn as a back edge");
+}
+
+/// Hostile state names reach the SVG as text: the document parses, each name is the value of its
+/// state's `data-state` (control and bidi characters shown as `\u{...}`), and no raw bidi override
+/// or markup from a name survives.
+#[test]
+fn svg_escapes_hostile_names() {
+    let workflow = load("hostile_names");
+    let svg = wfc_core::render::svg(&workflow);
+    assert!(!svg.contains('\u{202e}'), "bidi control leaked into the SVG");
+    let doc = roxmltree::Document::parse(&svg).expect("the hostile drawing is XML");
+    let names: Vec<&str> = doc.descendants().filter_map(|n| n.attribute("data-state")).collect();
+    for state in &workflow.machine.states {
+        let shown: String = state
+            .name
+            .chars()
+            .map(|c| if c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{feff}') { format!("\\u{{{:x}}}", u32::from(c)) } else { c.to_string() })
+            .collect();
+        assert!(names.contains(&shown.as_str()), "{shown:?} is not a state's data-state: {names:?}");
+    }
+    // Markup in names and Choice labels stays text: a page embedding the drawing runs nothing.
+    let text = r#"{"StartAt": "<script>alert(1)</script>", "States": {
+        "<script>alert(1)</script>": {"Type": "Choice", "Default": "&amp; ]]>",
+            "Choices": [{"Variable": "$.a", "StringEquals": "</text><g onload=x>", "Next": "&amp; ]]>"}]},
+        "&amp; ]]>": {"Type": "Succeed"}}}"#;
+    let markup = match wfc_core::load(wfc_core::Source { path: "markup.asl.json", text }) {
+        Ok(loaded) => wfc_core::render::svg(&loaded.workflow),
+        Err(d) => panic!("{}", d.render(false)),
+    };
+    let markup_doc = roxmltree::Document::parse(&markup).expect("the markup drawing is XML");
+    let states: Vec<&str> = markup_doc.descendants().filter_map(|n| n.attribute("data-state")).collect();
+    assert_eq!(states, ["<script>alert(1)</script>", "&amp; ]]>"]);
+    assert!(
+        markup_doc.descendants().any(|n| n.text() == Some("$.a StringEquals \"</text><g onload=x>\"")),
+        "the Choice rule is a label's text: {markup}"
+    );
+    // Only the drawing's own element names appear.
+    for n in doc.descendants().chain(markup_doc.descendants()).filter(|n| n.is_element()) {
+        let tag = n.tag_name().name();
+        assert!(
+            ["svg", "title", "style", "defs", "marker", "path", "text", "g", "rect", "circle"].contains(&tag),
+            "unexpected element <{tag}>"
+        );
+    }
+}
