@@ -172,7 +172,7 @@ fn compile_invalid_definition_exits_2_with_diagnostics() {
 }
 
 #[test]
-fn graph_prints_mermaid_and_dot() {
+fn graph_prints_mermaid_dot_and_svg() {
     let o = run(&["graph", &definition("choice-state-x.asl.json")]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let text = stdout(&o);
@@ -183,7 +183,13 @@ fn graph_prints_mermaid_and_dot() {
     let text = stdout(&o);
     assert!(text.starts_with("digraph"), "{text}");
     assert!(text.trim_end().ends_with('}'), "{text}");
-    assert_eq!(code(&run(&["graph", "--format", "svg", &definition("add.asl.json")])), 2);
+    let o = run(&["graph", "--format", "svg", &definition("choice-state-x.asl.json")]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""), "{text}");
+    assert!(text.contains(r#"data-state="ValueInTwenties""#), "{text}");
+    assert!(text.trim_end().ends_with("</svg>"), "{text}");
+    assert_eq!(code(&run(&["graph", "--format", "png", &definition("add.asl.json")])), 2);
 }
 
 // ---- run ------------------------------------------------------------------------------------
