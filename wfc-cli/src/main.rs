@@ -383,6 +383,10 @@ pub(crate) struct RunArgs {
     /// Include the execution history in the output.
     #[arg(long)]
     pub(crate) history: bool,
+    /// Also write the execution as one self-contained HTML page: the state graph colored by
+    /// what each state did, the path taken, the history, each state's input and output.
+    #[arg(long, value_name = "FILE.html")]
+    pub(crate) report: Option<PathBuf>,
     /// How much history the execution keeps: `full` (every event, as AWS Standard workflows) or
     /// `express` (none, as AWS Express workflows: faster, same output and errors).
     #[arg(long, value_name = "LEVEL", default_value = "full")]

@@ -124,6 +124,12 @@ pub(crate) fn run_with(
     };
     match execute(&execution) {
         Ok(outcome) => {
+            if let Some(path) = &args.report {
+                let page = wfc_core::render::report::html(&loaded.workflow, &outcome.to_json(true));
+                if let Err(e) = std::fs::write(path, page) {
+                    return fatal(format!("cannot write the report {}: {e}", path.display()));
+                }
+            }
             let json = outcome.to_json(args.history);
             let printed = serde_json::to_string_pretty(&json).map_err(|e| e.to_string()).and_then(|text| {
                 let mut out = std::io::stdout().lock();

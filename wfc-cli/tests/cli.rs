@@ -192,6 +192,80 @@ fn graph_prints_mermaid_dot_and_svg() {
     assert_eq!(code(&run(&["graph", "--format", "png", &definition("add.asl.json")])), 2);
 }
 
+/// The headless Chromium the report test drives: `chromium` (Debian's package) or Chrome on PATH.
+/// Missing, the test says so and stops, unless `WFC_REQUIRE_CHROMIUM=1` (CI), where that fails.
+fn chromium() -> Option<&'static str> {
+    let found = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|name| Command::new(name).arg("--version").output().is_ok_and(|o| o.status.success()));
+    if found.is_none() {
+        assert!(
+            std::env::var("WFC_REQUIRE_CHROMIUM").as_deref() != Ok("1"),
+            "Chromium is required (WFC_REQUIRE_CHROMIUM=1) but none is on PATH"
+        );
+        eprintln!("no Chromium on PATH: the report is checked without a browser");
+    }
+    found
+}
+
+/// `wfc run --report` writes one page: the graph colored by the execution (a caught Task, the
+/// Fail state, states never reached), the history, and a script that works in a real browser
+/// opened offline (headless Chromium: the page's `#selftest` clicks a state and an event and
+/// records what the detail panel showed).
+#[test]
+fn run_report_writes_a_page_that_works_offline() {
+    let dir = scratch("report");
+    let mocks = write(
+        &dir,
+        "mocks.json",
+        r#"{"Check Stock": {"Return": {"ok": true}}, "Take Payment": {"Throw": {"Error": "Payment.Declined", "Cause": "card <b>expired</b>"}},
+            "Refund Stock": {"Return": 3}}"#,
+    );
+    let page = dir.join("order.html");
+    let definition = Path::new(env!("CARGO_MANIFEST_DIR")).join("../wfc-core/tests/snapshots/fixtures/order.asl.json");
+    let o = run(&[
+        "run",
+        &definition.display().to_string(),
+        "--virtual-time",
+        "--mocks",
+        &mocks,
+        "--input",
+        r#"{"amount": 5, "items": [1]}"#,
+        "--report",
+        &page.display().to_string(),
+    ]);
+    assert_eq!(code(&o), 1, "the order fails at its Fail state: {}", stderr(&o));
+    assert_eq!(stdout_json(&o)["error"], "OrderFailed");
+    let html = std::fs::read_to_string(&page).expect("the report was written");
+    assert!(html.contains(r#"class="state Task caught" id="s2" data-state="Take Payment""#), "{html}");
+    assert!(html.contains(r#"class="state Fail failed""#), "{html}");
+    assert!(html.contains(r#"class="state Parallel unreached""#), "{html}");
+    assert!(
+        html.contains("card &lt;b&gt;expired&lt;/b&gt;") || html.contains("card \\u003cb\\u003eexpired"),
+        "the cause is text"
+    );
+    assert!(html.contains("<td>TaskStateEntered</td><td>Take Payment</td>"), "{html}");
+
+    let Some(browser) = chromium() else { return };
+    let url = format!("file://{}#selftest", page.display());
+    let profile = dir.join("chromium-profile");
+    let out = Command::new("timeout")
+        .args(["120", browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(["--proxy-server=127.0.0.1:9", "--dump-dom", &url])
+        .output()
+        .expect("chromium runs");
+    let dom = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        dom.contains(r#"data-ready="yes""#),
+        "the page's script ran offline:\n{}\n{dom}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The first state drawn with a status is Validate Order: its input is in the panel.
+    assert!(dom.contains(r##"data-selftest-state="Validate Orderstatussucceeded#2 input"##), "{dom}");
+    assert!(dom.contains(r##"data-selftest-event="#1 ExecutionStartedtimestamp"##), "{dom}");
+}
+
 // ---- run ------------------------------------------------------------------------------------
 
 #[test]

@@ -8,9 +8,10 @@
 
 use std::fmt::Write as _;
 
+pub mod report;
 pub mod svg;
 
-pub use svg::svg;
+pub use svg::{Annotations, svg, svg_annotated};
 
 use wfc_ir::{Condition, Operand, StateKind, StateMachine, Transition, Workflow};
 

@@ -199,3 +199,113 @@ fn svg_escapes_hostile_names() {
         );
     }
 }
+
+fn entered(name: &str, kind: &str) -> serde_json::Value {
+    serde_json::json!({"type": format!("{kind}StateEntered"), "details": {"name": name, "input": {}}})
+}
+
+fn exited(name: &str, kind: &str) -> serde_json::Value {
+    serde_json::json!({"type": format!("{kind}StateExited"), "details": {"name": name, "output": {}}})
+}
+
+/// An execution's history colors the drawing: succeeded, caught (an error during the visit, then
+/// a Catch target: AWS records the caught state's exit), failed, not reached; the path taken is
+/// the edges between consecutive states. A retried error followed by the Next is no catch.
+#[test]
+fn report_colors_states_by_what_the_history_says() {
+    use wfc_core::render::report::{StateStatus, annotate};
+    let workflow = load("order");
+    let history = vec![
+        serde_json::json!({"type": "ExecutionStarted", "details": {}}),
+        entered("Validate Order", "Choice"),
+        exited("Validate Order", "Choice"),
+        entered("Check Stock", "Task"),
+        exited("Check Stock", "Task"),
+        entered("Take Payment", "Task"),
+        serde_json::json!({"type": "TaskFailed", "details": {"error": "Payment.Declined"}}),
+        exited("Take Payment", "Task"),
+        entered("Refund Stock", "Task"),
+        exited("Refund Stock", "Task"),
+        entered("Order Failed", "Fail"),
+        serde_json::json!({"type": "ExecutionFailed", "details": {"error": "OrderFailed"}}),
+    ];
+    let (annotations, statuses) = annotate(&workflow, "FAILED", &history);
+    let id = |name: &str| format!("s{}", workflow.machine.find(name).expect(name));
+    let status = |name: &str| statuses[&id(name)];
+    assert_eq!(status("Validate Order"), StateStatus::Succeeded);
+    assert_eq!(status("Check Stock"), StateStatus::Succeeded);
+    assert_eq!(status("Take Payment"), StateStatus::Caught);
+    assert_eq!(status("Refund Stock"), StateStatus::Succeeded);
+    assert_eq!(status("Order Failed"), StateStatus::Failed);
+    assert_eq!(status("Fulfil"), StateStatus::Unreached);
+    assert_eq!(statuses["s3_b0_s0"], StateStatus::Unreached, "a branch's state");
+    for (from, to) in [
+        ("start".to_owned(), id("Validate Order")),
+        (id("Validate Order"), id("Check Stock")),
+        (id("Check Stock"), id("Take Payment")),
+        (id("Take Payment"), id("Refund Stock")),
+        (id("Refund Stock"), id("Order Failed")),
+        (id("Order Failed"), "end".to_owned()),
+    ] {
+        assert!(
+            annotations.taken.contains(&(from.clone(), to.clone())),
+            "{from} -> {to} taken: {:?}",
+            annotations.taken
+        );
+    }
+    assert!(
+        !annotations.taken.contains(&(id("Take Payment"), id("Fulfil"))),
+        "the Next of a caught state was not taken"
+    );
+    // The same execution still running: the state without an exit is running, not failed.
+    let (_, running) = annotate(&workflow, "RUNNING", &history[..7]);
+    assert_eq!(running[&id("Take Payment")], StateStatus::Running);
+}
+
+/// The report page carries hostile names and values as text: the only script elements are the
+/// page's own two, and nothing from the execution closes them.
+#[test]
+fn report_page_escapes_names_and_values() {
+    let text = r#"{"StartAt": "<script>alert(1)</script>", "States": {
+        "<script>alert(1)</script>": {"Type": "Pass", "Next": "</script><img src=x>"},
+        "</script><img src=x>": {"Type": "Fail", "Error": "E<b>", "Cause": "c</script>"}}}"#;
+    let workflow = match wfc_core::load(wfc_core::Source { path: "markup.asl.json", text }) {
+        Ok(loaded) => loaded.workflow,
+        Err(d) => panic!("{}", d.render(false)),
+    };
+    let execution = serde_json::json!({
+        "status": "FAILED", "error": "E<b>", "cause": "c</script>",
+        "history": [
+            {"id": 1, "type": "ExecutionStarted", "details": {"input": {"x": "</script><script>alert(2)</script>"}}},
+            {"id": 2, "type": "PassStateEntered", "details": {"name": "<script>alert(1)</script>", "input": {"\u{2028}": "<!--"}}},
+        ]
+    });
+    let page = wfc_core::render::report::html(&workflow, &execution);
+    assert_eq!(page.matches("<script").count(), 2, "only the page's own scripts: {page}");
+    assert_eq!(page.matches("</script>").count(), 2, "nothing closes a script early: {page}");
+    assert!(!page.contains("<img"), "{page}");
+    assert!(!page.contains('\u{2028}'), "a JavaScript line separator is escaped");
+    assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "the name is shown as text");
+    assert!(
+        page.contains(r#"class="state Pass succeeded""#) || page.contains(r#"class="state Pass failed""#),
+        "{page}"
+    );
+    assert!(page.contains("default-src 'none'"), "the page may fetch nothing");
+}
+
+/// An error that a Retry absorbed leaves the state succeeded: the state after it is its Next.
+#[test]
+fn report_a_retried_error_is_not_a_catch() {
+    use wfc_core::render::report::{StateStatus, annotate};
+    let workflow = load("order");
+    let history = vec![
+        entered("Take Payment", "Task"),
+        serde_json::json!({"type": "TaskFailed", "details": {"error": "Payment.Transient"}}),
+        exited("Take Payment", "Task"),
+        entered("Fulfil", "Parallel"),
+    ];
+    let (_, statuses) = annotate(&workflow, "RUNNING", &history);
+    let id = |name: &str| format!("s{}", workflow.machine.find(name).expect(name));
+    assert_eq!(statuses[&id("Take Payment")], StateStatus::Succeeded);
+    assert_eq!(statuses[&id("Fulfil")], StateStatus::Running);
+}

@@ -49,8 +49,23 @@ const MAX_LABEL_CHARS: usize = 48;
 
 /// The whole workflow as an SVG document.
 pub fn svg(workflow: &Workflow) -> String {
+    svg_annotated(workflow, &Annotations::default())
+}
+
+/// What an execution adds to the drawing: a class per state (its status, e.g. `succeeded`), and
+/// the edges it took, both by the drawing's positional ids (`s3`, `s3_b1_s0`, `start`, `end`).
+#[derive(Debug, Clone, Default)]
+pub struct Annotations {
+    /// Extra classes of a state's group, by state id.
+    pub state_class: std::collections::HashMap<String, String>,
+    /// Edges taken, as (from id, to id).
+    pub taken: std::collections::HashSet<(String, String)>,
+}
+
+/// [`svg`] with an execution's statuses and path (the viewer's drawing).
+pub fn svg_annotated(workflow: &Workflow, annotations: &Annotations) -> String {
     let title = display_text(&workflow.name, usize::MAX);
-    let block = layout_machine(&workflow.machine, "");
+    let block = layout_machine(&workflow.machine, "", annotations);
     let margin = 12.0;
     let title_height = 24.0;
     let width = (block.width + 2.0 * margin).max(text_width(&title, 14.0) + 2.0 * margin);
@@ -93,6 +108,14 @@ const STYLE: &str = r#"<style>
 .wfc-graph .edge.error text { fill: #c62828; }
 .wfc-graph .edge rect { fill: #fff; opacity: 0.85; }
 .wfc-graph .marker { fill: #333; }
+.wfc-graph .state.succeeded > rect { fill: #e3f4e4; stroke: #2e7d32; }
+.wfc-graph .state.failed > rect { fill: #fde7e7; stroke: #c62828; stroke-width: 2; }
+.wfc-graph .state.caught > rect { fill: #fff0db; stroke: #e07b00; stroke-width: 2; }
+.wfc-graph .state.running > rect { fill: #e3eefc; stroke: #1565c0; stroke-width: 2; }
+.wfc-graph .state.unreached > rect { fill: #fafafa; stroke: #bbb; }
+.wfc-graph .state.unreached text { fill: #999; }
+.wfc-graph .edge.taken path { stroke: #1b5e20; stroke-width: 2.4; }
+.wfc-graph .state.selected > rect { stroke: #6a1b9a; stroke-width: 3; }
 </style>
 "#;
 
@@ -141,13 +164,13 @@ struct Edge {
     back: bool,
 }
 
-fn layout_machine(machine: &StateMachine, prefix: &str) -> Block {
+fn layout_machine(machine: &StateMachine, prefix: &str, annotations: &Annotations) -> Block {
     let n = machine.states.len();
     let start = n;
     let end = n + 1;
     let mut nodes: Vec<Node> = Vec::with_capacity(n + 2);
     for (i, state) in machine.states.iter().enumerate() {
-        let inner = nested_blocks(&state.kind, &node_id(prefix, i));
+        let inner = nested_blocks(&state.kind, &node_id(prefix, i), annotations);
         let (width, height) = state_size(&state.name, &kind_name(&state.kind), inner.as_deref());
         nodes.push(Node { kind: NodeKind::State(i), width, height, layer: 0, x: 0.0, y: 0.0, inner });
     }
@@ -386,7 +409,8 @@ fn layout_machine(machine: &StateMachine, prefix: &str) -> Block {
         let marker = if e.error { "wfc-arrow-error" } else { "wfc-arrow" };
         let from_id = endpoint_id(prefix, &from.kind);
         let to_id = endpoint_id(prefix, &to.kind);
-        let _ = write!(svg, r#"<g class="{class}" id="{prefix}e{k}" data-from="{from_id}" data-to="{to_id}">"#);
+        let taken = if annotations.taken.contains(&(from_id.clone(), to_id.clone())) { " taken" } else { "" };
+        let _ = write!(svg, r#"<g class="{class}{taken}" id="{prefix}e{k}" data-from="{from_id}" data-to="{to_id}">"#);
         let (path, label_at) = if e.back {
             // Out of the source's right side, up (or down) the edge's own lane, into the
             // target's right side; offset from the centers so a self-loop is a visible loop.
@@ -475,22 +499,30 @@ fn layout_machine(machine: &StateMachine, prefix: &str) -> Block {
                 );
             }
             NodeKind::Waypoint => {}
-            NodeKind::State(i) => draw_state(&mut svg, machine, prefix, i, node),
+            NodeKind::State(i) => draw_state(&mut svg, machine, prefix, i, node, annotations),
         }
     }
     Block { width: width.max(MARKER), height: bottom.max(MARKER), svg }
 }
 
 /// One state's group: its box, name and type, and for Parallel and Map its nested blocks.
-fn draw_state(svg: &mut String, machine: &StateMachine, prefix: &str, i: usize, node: &Node) {
+fn draw_state(
+    svg: &mut String,
+    machine: &StateMachine,
+    prefix: &str,
+    i: usize,
+    node: &Node,
+    annotations: &Annotations,
+) {
     let state = &machine.states[i];
     let kind = kind_name(&state.kind);
     let left = node.x - node.width / 2.0;
     let name = display_text(&state.name, MAX_LABEL_CHARS);
     let _ = write!(
         svg,
-        r#"<g class="state {}" id="{}" data-state="{}" data-type="{}"><title>{}</title>"#,
+        r#"<g class="state {}{}" id="{}" data-state="{}" data-type="{}"><title>{}</title>"#,
         xml(state.kind.type_name()),
+        annotations.state_class.get(&node_id(prefix, i)).map(|c| format!(" {}", xml(c))).unwrap_or_default(),
         node_id(prefix, i),
         xml(&display_text(&state.name, usize::MAX)),
         xml(&kind),
@@ -551,17 +583,17 @@ fn label_size(label: &str) -> (f64, f64) {
 }
 
 /// The nested machines drawn inside a Parallel (its branches) or a Map (its item processor).
-fn nested_blocks(kind: &StateKind, id: &str) -> Option<Vec<(String, Block)>> {
+fn nested_blocks(kind: &StateKind, id: &str, annotations: &Annotations) -> Option<Vec<(String, Block)>> {
     match kind {
         StateKind::Parallel(p) => Some(
             p.branches
                 .iter()
                 .enumerate()
-                .map(|(b, branch)| (format!("branch {b}"), layout_machine(branch, &format!("{id}_b{b}_"))))
+                .map(|(b, branch)| (format!("branch {b}"), layout_machine(branch, &format!("{id}_b{b}_"), annotations)))
                 .collect(),
         ),
         StateKind::Map(m) => {
-            Some(vec![("each item".to_owned(), layout_machine(&m.item_processor, &format!("{id}_m_")))])
+            Some(vec![("each item".to_owned(), layout_machine(&m.item_processor, &format!("{id}_m_"), annotations))])
         }
         _ => None,
     }
