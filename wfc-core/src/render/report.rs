@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use wfc_ir::{StateKind, StateMachine, Workflow};
 
 use super::edges;
-use super::svg::{Annotations, svg_annotated};
+use super::svg::{Annotations, display_text, svg_annotated, xml};
 
 /// What happened to a state in an execution, as the drawing's class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -307,23 +307,10 @@ fn script_json(value: &Value) -> String {
     out
 }
 
-/// HTML text and attribute values.
+/// HTML text and attribute values: the drawing's escaping (control and bidi characters shown as
+/// `\u{...}`, the five special characters as entities) serves HTML as it serves SVG.
 fn html_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c if super::unsafe_char(c) => {
-                let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
-            }
-            c => out.push(c),
-        }
-    }
-    out
+    xml(&display_text(s, usize::MAX))
 }
 
 const PAGE_STYLE: &str = r#"<style>

@@ -674,7 +674,7 @@ fn kind_name(kind: &StateKind) -> String {
 }
 
 /// Text as displayed: unsafe characters shown as `\u{...}`, cut to `max` characters with `…`.
-fn display_text(s: &str, max: usize) -> String {
+pub(super) fn display_text(s: &str, max: usize) -> String {
     let mut out = String::with_capacity(s.len());
     for (count, c) in s.chars().enumerate() {
         if count == max {
@@ -693,7 +693,7 @@ fn display_text(s: &str, max: usize) -> String {
 /// XML character data and attribute values: the five special characters as entities. Text
 /// reaching here went through [`display_text`], so it holds no control characters (which XML 1.0
 /// cannot carry even as references).
-fn xml(s: &str) -> String {
+pub(super) fn xml(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
