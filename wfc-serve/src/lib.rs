@@ -13,12 +13,14 @@
 //! - [`test_state`]: `TestState`, one state run on the interpreter;
 //! - [`tags`]: tags of state machines and activities, in the store;
 //! - [`mock_config`]: `--mock-config`, Step Functions Local's mocked test cases;
-//! - [`versions`]: state machine versions.
+//! - [`versions`]: state machine versions;
+//! - [`aliases`]: state machine aliases, and what an execution was started by.
 //!
 //! Executions are durable: `StartExecution` creates them in the store, and the runtime's
 //! durable [`Worker`] running inside the server claims and runs them, resuming any that were
 //! running when the server (or another process on the same store) stopped.
 
+pub mod aliases;
 pub mod api;
 pub mod arn;
 pub mod error;
@@ -26,8 +28,8 @@ pub mod history;
 pub mod http;
 pub mod identity;
 pub mod machines;
-pub mod sigv4;
 pub mod mock_config;
+pub mod sigv4;
 pub mod tags;
 pub mod tasks;
 pub mod test_state;
@@ -57,6 +59,11 @@ pub const MORE_OPERATIONS: &[&str] = &[
     "PublishStateMachineVersion",
     "ListStateMachineVersions",
     "DeleteStateMachineVersion",
+    "CreateStateMachineAlias",
+    "DescribeStateMachineAlias",
+    "UpdateStateMachineAlias",
+    "DeleteStateMachineAlias",
+    "ListStateMachineAliases",
 ];
 pub use arn::Arns;
 pub use error::ApiError;
