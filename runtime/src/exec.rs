@@ -548,7 +548,8 @@ impl Execution {
         })
         .catch_unwind();
         let outcome = match timeout_seconds {
-            Some(secs) => tokio::time::timeout(Duration::from_secs(secs), guarded).await.ok(),
+            // On the execution's clock: with a skipping clock, skipped waits count towards it.
+            Some(secs) => self.shared.clock.timeout(Duration::from_secs(secs), guarded).await,
             None => Some(guarded.await),
         };
         let (status, output, error) = match outcome {

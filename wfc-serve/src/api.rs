@@ -65,6 +65,9 @@ pub struct Service {
     pub(crate) activity_poll: Duration,
     /// `--mock-config`: the test cases a `#TestCase` ARN may name.
     pub(crate) mocks: Option<Arc<crate::mock_config::MockConfig>>,
+    /// `--virtual-time`: StartSyncExecution runs on a clock that skips its waits, as the
+    /// durable worker's executions do.
+    pub(crate) virtual_time: bool,
 }
 
 impl std::fmt::Debug for Service {
@@ -542,7 +545,10 @@ impl Service {
         let input = document(Some(&input_text), "execution input", "InvalidExecutionInput")?;
         let workflow = self.machines.workflow(&machine.version).map_err(ApiError::internal)?;
         let start = now_ms();
-        let options = RunOptions::real().with_name(name.clone());
+        let mut options = RunOptions::real().with_name(name.clone());
+        if self.virtual_time {
+            options.clock = Clock::skipping();
+        }
         let result = wfc_runtime::interp::run(&workflow, self.handler.as_ref(), input, options).await;
         let mut out = json!({
             "executionArn": self.arns.express_arn(&machine.name, &name, &random_name()),

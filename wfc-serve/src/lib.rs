@@ -89,6 +89,9 @@ pub struct Config {
     pub auth: Option<Arc<sigv4::Verifier>>,
     /// `--mock-config`: Step Functions Local's mocked test cases (`#TestCase` ARNs).
     pub mock_config: Option<Arc<mock_config::MockConfig>>,
+    /// `--virtual-time`: every execution runs on its own clock that skips its waits
+    /// ([`wfc_runtime::Clock::skipping`]); set `worker.skip_waits` with it for durable ones.
+    pub virtual_time: bool,
 }
 
 impl Config {
@@ -113,6 +116,7 @@ impl Config {
             worker,
             auth: None,
             mock_config: None,
+            virtual_time: false,
         }
     }
 }
@@ -164,6 +168,7 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: impl Future<
         handler: Arc::clone(&handler),
         activity_poll: config.activity_poll,
         mocks: config.mock_config.clone(),
+        virtual_time: config.virtual_time,
     });
     let identities = identity::Identities::new(config.arns.clone());
     let workflows = Workflows::new().loader(identities.loader()).interpret_stored(handler).identity({
