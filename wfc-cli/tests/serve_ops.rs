@@ -344,6 +344,33 @@ fn executions_see_their_own_identity_in_the_context_object_and_virtual_time() {
     assert_eq!(arn, "arn:aws:states:eu-west-3:210987654321:execution:Who:me");
     let counts = support::ledger_counts(&ledger);
     assert_eq!(counts.into_iter().collect::<Vec<_>>(), [(("Who:me".into(), "Record".into()), 1)]);
+
+    // StartSyncExecution's in-memory executions too: `$$.Execution.Id` is the ARN the caller
+    // gets, and there is no `RedriveCount` (as AWS records for StartSyncExecution).
+    let sync_definition = json!({"StartAt": "Who", "States": {"Who": {"Type": "Pass", "Parameters": {
+        "name.$": "$$.Execution.Name", "id.$": "$$.Execution.Id", "role.$": "$$.Execution.RoleArn",
+        "machine.$": "$$.StateMachine.Id", "machineName.$": "$$.StateMachine.Name", "execution.$": "$$.Execution"},
+        "End": true}}});
+    let sync_machine = c.ok(
+        "CreateStateMachine",
+        json!({"name": "WhoSync", "definition": sync_definition.to_string(), "roleArn": role, "type": "EXPRESS"}),
+    )["stateMachineArn"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let d = c.ok("StartSyncExecution", json!({"stateMachineArn": sync_machine, "name": "quick"}));
+    let arn = d["executionArn"].as_str().unwrap();
+    assert!(arn.starts_with("arn:aws:states:eu-west-3:210987654321:express:WhoSync:quick:"), "{arn}");
+    let output: Value = serde_json::from_str(d["output"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        (&output["name"], &output["id"], &output["role"], &output["machine"], &output["machineName"]),
+        (&json!("quick"), &json!(arn), &json!(role), &json!(sync_machine), &json!("WhoSync")),
+        "{output:#}"
+    );
+    assert!(output["execution"].get("RedriveCount").is_none(), "{output:#}");
+    // Each run is its own execution: another ARN.
+    let again = c.ok("StartSyncExecution", json!({"stateMachineArn": sync_machine, "name": "quick"}));
+    assert_ne!(again["executionArn"].as_str(), Some(arn));
 }
 
 /// Runs `machine` (created from `definition`) to its end; its description and history.
@@ -474,7 +501,8 @@ fn recorded_cases_through_the_api_match_wfc_test() {
     let Some(venv) = boto3_venv("recorded_cases_through_the_api_match_wfc_test", false) else { return };
     let dir = support::scratch("conformance");
     let store = format!("sqlite:{}", dir.join("serve.db").display());
-    let server = Server::start(&store, &[], &[]);
+    // The recordings' account, and waits skipped as `wfc test` skips them (conformance_api.py).
+    let server = Server::start(&store, &["--account", "111111111111", "--virtual-time"], &[]);
     python(
         &venv,
         "conformance_api.py",

@@ -11,7 +11,7 @@ use wfc_runtime::durable::{
     self, CallbackCompletion, ExecutionRecord, ExecutionStatus, NewExecution, Store, StoreError,
 };
 use wfc_runtime::interp::DynHandler;
-use wfc_runtime::{Clock, Failure, RunOptions, Status};
+use wfc_runtime::{Clock, Failure, Identity, RunOptions, Status};
 
 use crate::aliases::StartedBy;
 use crate::arn::{Arns, check_name};
@@ -545,13 +545,27 @@ impl Service {
         let input = document(Some(&input_text), "execution input", "InvalidExecutionInput")?;
         let workflow = self.machines.workflow(&machine.version).map_err(ApiError::internal)?;
         let start = now_ms();
-        let mut options = RunOptions::real().with_name(name.clone());
+        // The execution sees the server's names and ARNs in `$$`, as durable ones do, and the ARN
+        // its caller gets (the uuid comes from the run's seed, drawn per execution).
+        let seed: u64 = rand::random();
+        let identity = Identity {
+            name: name.clone(),
+            state_machine: machine.name.clone(),
+            region: self.arns.region.clone(),
+            account: self.arns.account.clone(),
+            role_arn: Some(machine.role_arn.clone()),
+        };
+        let mut options = RunOptions::real()
+            .with_name(name.clone())
+            .with_seed(seed)
+            .with_machine_type(wfc_runtime::MachineType::ExpressSync)
+            .with_identity(identity);
         if self.virtual_time {
             options.clock = Clock::skipping();
         }
         let result = wfc_runtime::interp::run(&workflow, self.handler.as_ref(), input, options).await;
         let mut out = json!({
-            "executionArn": self.arns.express_arn(&machine.name, &name, &random_name()),
+            "executionArn": self.arns.express_arn(&machine.name, &name, &wfc_runtime::express_execution_uuid(seed)),
             "stateMachineArn": self.arns.machine_arn(&machine.name),
             "name": name,
             "startDate": seconds(start),
