@@ -264,9 +264,10 @@ fn kill9_while_executions_wait_loses_and_repeats_nothing() {
         let token = std::fs::read_to_string(tokens.join(name)).unwrap();
         c.ok("SendTaskSuccess", json!({"taskToken": token, "output": json!({"answered": name}).to_string()}));
     }
-    // Activities live in the server's memory: created again, their tasks queued again when the
-    // executions resume (after the killed server's lease runs out).
-    assert_eq!(c.ok("CreateActivity", json!({"name": "Work"}))["activityArn"], activity.as_str());
+    // Activities live in the store: the activity is there after the crash without being created
+    // again, and its tasks are queued again when the executions resume (after the killed
+    // server's lease runs out).
+    assert_eq!(c.ok("DescribeActivity", json!({"activityArn": activity}))["name"], "Work");
     let mut answered = 0;
     let deadline = Instant::now() + Duration::from_secs(180); // a hang guard
     while answered < 3 {

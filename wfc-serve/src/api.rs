@@ -216,9 +216,9 @@ impl Service {
             "SendTaskFailure" => self.send_task(body, false).await,
             "SendTaskHeartbeat" => self.heartbeat(body).await,
             "CreateActivity" => self.create_activity(body).await,
-            "DescribeActivity" => self.describe_activity(body),
-            "ListActivities" => self.list_activities(body),
-            "DeleteActivity" => self.delete_activity(body),
+            "DescribeActivity" => self.describe_activity(body).await,
+            "ListActivities" => self.list_activities(body).await,
+            "DeleteActivity" => self.delete_activity(body).await,
             "GetActivityTask" => self.get_activity_task(body).await,
             "TestState" => self.test_state(body).await,
             "TagResource" => self.tag_resource(body).await,
@@ -844,29 +844,29 @@ impl Service {
         let name = req_str(body, "name")?;
         check_name(name, "an activity name")?;
         let tags = crate::tags::parse(body, "tags")?;
-        let existed = self.activities.describe(name).is_some();
-        let created = self.activities.create(name, now_ms());
-        self.tags_on_create(&self.arns.activity_arn(name), tags, !existed).await?;
+        let (created, new) = self.activities.create(name, now_ms()).await?;
+        self.tags_on_create(&self.arns.activity_arn(name), tags, new).await?;
         Ok(json!({ "activityArn": self.arns.activity_arn(name), "creationDate": seconds(created) }))
     }
 
-    fn activity(&self, body: &Map<String, Value>) -> Result<(String, i64), ApiError> {
+    async fn activity(&self, body: &Map<String, Value>) -> Result<(String, i64), ApiError> {
         let arn = req_str(body, "activityArn")?;
         let name = self.arns.activity(arn)?;
         let created = self
             .activities
             .describe(&name)
+            .await?
             .ok_or_else(|| ApiError::client("ActivityDoesNotExist", format!("Activity Does Not Exist: '{arn}'")))?;
         Ok((name, created))
     }
 
-    fn describe_activity(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
-        let (name, created) = self.activity(body)?;
+    async fn describe_activity(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
+        let (name, created) = self.activity(body).await?;
         Ok(json!({ "activityArn": self.arns.activity_arn(&name), "name": name, "creationDate": seconds(created) }))
     }
 
-    fn list_activities(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
-        let (items, next) = page(self.activities.list(), body)?;
+    async fn list_activities(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
+        let (items, next) = page(self.activities.list().await?, body)?;
         let items: Vec<Value> = items
             .into_iter()
             .map(|(name, created)| json!({ "activityArn": self.arns.activity_arn(&name), "name": name, "creationDate": seconds(created) }))
@@ -878,15 +878,15 @@ impl Service {
         Ok(out)
     }
 
-    fn delete_activity(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
+    async fn delete_activity(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
         let arn = req_str(body, "activityArn")?;
         let name = self.arns.activity(arn)?;
-        self.activities.delete(&name);
+        self.activities.delete(&name).await?;
         Ok(json!({}))
     }
 
     async fn get_activity_task(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
-        let (name, _) = self.activity(body)?;
+        let (name, _) = self.activity(body).await?;
         opt_str(body, "workerName")?;
         Ok(match self.activities.poll(&name, self.activity_poll).await {
             Some((token, input)) => json!({ "taskToken": token, "input": json_text(&input) }),

@@ -154,7 +154,7 @@ pub fn check_listen(addr: &SocketAddr, allow_remote: bool, signed: bool) -> Resu
 /// the store's executions. On shutdown the worker releases what it holds (another server or
 /// `wfc worker` on the same store resumes it).
 pub async fn serve(listener: TcpListener, config: Config, shutdown: impl Future<Output = ()>) -> Result<(), String> {
-    let activities = Arc::new(tasks::Activities::default());
+    let activities = Arc::new(tasks::Activities::new(Arc::clone(&config.store)));
     let mut handler: Arc<dyn DynHandler> =
         Arc::new(tasks::ServeHandler::new(config.arns.clone(), Arc::clone(&activities), Arc::clone(&config.handler)));
     if let Some(mocks) = &config.mock_config {

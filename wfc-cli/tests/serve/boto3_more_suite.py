@@ -430,11 +430,25 @@ def main():
     elif PHASE == "before-restart":
         arn = sfn.create_state_machine(name="Durable", definition=PASS, roleArn=ROLE)["stateMachineArn"]
         sfn.tag_resource(resourceArn=arn, tags=[{"key": "kept", "value": "yes"}])
+        act = sfn.create_activity(name="DurableWork", tags=[{"key": "kept", "value": "too"}])
+        gone = sfn.create_activity(name="DeletedWork")["activityArn"]
+        sfn.delete_activity(activityArn=gone)
+        assert act["activityArn"].endswith(":activity:DurableWork"), act
         v = sfn.publish_state_machine_version(stateMachineArn=arn)["stateMachineVersionArn"]
         sfn.create_state_machine_alias(name="live", routingConfiguration=[{"stateMachineVersionArn": v, "weight": 100}])
     elif PHASE == "after-restart":
         listed = sfn.list_tags_for_resource(resourceArn=sm_arn("Durable"))["tags"]
         assert listed == [{"key": "kept", "value": "yes"}], listed
+        # Activities are in the store: there after the restart, with their tags; a deleted one is not.
+        act = f"arn:aws:states:us-east-1:{ACCOUNT}:activity:DurableWork"
+        d = sfn.describe_activity(activityArn=act)
+        assert d["name"] == "DurableWork", d
+        assert sfn.list_tags_for_resource(resourceArn=act)["tags"] == [{"key": "kept", "value": "too"}]
+        names = [a["name"] for a in sfn.list_activities()["activities"]]
+        assert "DurableWork" in names and "DeletedWork" not in names, names
+        expect_error("ActivityDoesNotExist", sfn.describe_activity, activityArn=act.replace("DurableWork", "DeletedWork"))
+        # Created again: the same creation date (idempotent), as it was never forgotten.
+        assert sfn.create_activity(name="DurableWork")["creationDate"] == d["creationDate"]
         d = sfn.describe_state_machine_alias(stateMachineAliasArn=sm_arn("Durable") + ":live")
         assert d["routingConfiguration"] == [{"stateMachineVersionArn": sm_arn("Durable") + ":1", "weight": 100}], d
         d = finished(sfn, sfn.start_execution(stateMachineArn=sm_arn("Durable") + ":live")["executionArn"])
