@@ -15,9 +15,19 @@
 //! A virtual clock measures from its first reading on tokio's clock; use each one within a single
 //! runtime (each [`block_on_virtual`] call starts a fresh paused clock, so a clock carried from
 //! one call to the next would also count the real time spent between them).
+//!
+//! A third kind, [`Clock::skipping`], is for one execution among others on a shared, real-time
+//! runtime (`wfc serve --virtual-time`), where tokio's clock cannot be paused: it reads real time
+//! plus every wait it skipped. Its sleeps (Wait states, retry back-off) return at once and move
+//! the clock forward instead; everything else (a Task's handler, a callback, an activity, and
+//! the timeouts that guard them) takes real time. The execution's own deadline
+//! ([`Clock::timeout`], the machine's `TimeoutSeconds`) is on the clock: a skipped wait that
+//! would cross it moves the clock to the deadline and lets the timeout fire first, as it would
+//! have in real time.
 
 use std::future::Future;
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -41,6 +51,49 @@ struct Inner {
 enum Kind {
     Real,
     Virtual { start: jiff::Timestamp },
+    Skipping(Skips),
+}
+
+/// The state of a [`Clock::skipping`] clock.
+#[derive(Debug, Default)]
+struct Skips {
+    /// Nanoseconds skipped so far (added to real time).
+    skipped_ns: AtomicI64,
+    /// The deadlines of the timeouts running on this clock ([`Clock::timeout`]), each with an id.
+    deadlines: Mutex<Vec<(u64, jiff::Timestamp)>>,
+    next_id: std::sync::atomic::AtomicU64,
+    /// Woken whenever the clock skips or a deadline goes away.
+    moved: tokio::sync::Notify,
+}
+
+impl Skips {
+    fn skipped(&self) -> jiff::SignedDuration {
+        jiff::SignedDuration::from_nanos(self.skipped_ns.load(Ordering::SeqCst))
+    }
+
+    fn earliest_deadline(&self) -> Option<jiff::Timestamp> {
+        self.deadlines.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|(_, d)| *d).min()
+    }
+
+    /// Moves the clock forward by `by` (never backward).
+    fn skip(&self, by: jiff::SignedDuration) {
+        let ns = i64::try_from(by.as_nanos()).unwrap_or(i64::MAX).max(0);
+        let _ = self.skipped_ns.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| Some(v.saturating_add(ns)));
+        self.moved.notify_waiters();
+    }
+}
+
+/// Removes a deadline from its clock when its timeout ends (either way).
+struct DeadlineGuard<'a> {
+    skips: &'a Skips,
+    id: u64,
+}
+
+impl Drop for DeadlineGuard<'_> {
+    fn drop(&mut self) {
+        self.skips.deadlines.lock().unwrap_or_else(|p| p.into_inner()).retain(|(id, _)| *id != self.id);
+        self.skips.moved.notify_waiters();
+    }
 }
 
 /// The fixed start of [`Clock::virtual_default`]: 2024-01-01T00:00:00Z.
@@ -74,9 +127,102 @@ impl Clock {
         Clock::virtual_from(start)
     }
 
+    /// Real time that skips its waits, for one execution on a real-time runtime (`wfc serve
+    /// --virtual-time`; see the module documentation): `now()` is real time plus every wait
+    /// skipped so far.
+    pub fn skipping() -> Clock {
+        Clock { inner: Arc::new(Inner { kind: Kind::Skipping(Skips::default()), origin: OnceLock::new() }) }
+    }
+
     /// Whether this is a virtual clock.
     pub fn is_virtual(&self) -> bool {
         matches!(self.inner.kind, Kind::Virtual { .. })
+    }
+
+    /// Whether sleeps on this clock are skipped ([`Clock::skipping`]): nothing is gained by
+    /// releasing an execution that waits on it.
+    pub fn skips_waits(&self) -> bool {
+        matches!(self.inner.kind, Kind::Skipping(_))
+    }
+
+    /// On a [`Clock::skipping`] clock, moves the clock forward to `instant` if it is behind it
+    /// (a resumed execution replaying a wait that fired before it stopped: its clock goes on
+    /// from there). Other clocks are left alone.
+    pub fn catch_up(&self, instant: jiff::Timestamp) {
+        if let Kind::Skipping(skips) = &self.inner.kind {
+            let behind = instant.duration_since(self.now());
+            if behind.is_positive() {
+                skips.skip(behind);
+            }
+        }
+    }
+
+    /// Runs `f` with a time limit of `limit` on this clock: `None` if it was reached first. On a
+    /// real or virtual clock this is `tokio::time::timeout`; on a skipping clock the deadline is
+    /// on the clock, so skipped waits count towards it (and a wait that would cross it stops
+    /// at it, so the timeout fires first).
+    pub async fn timeout<F: Future>(&self, limit: Duration, f: F) -> Option<F::Output> {
+        let Kind::Skipping(skips) = &self.inner.kind else {
+            return tokio::time::timeout(limit, f).await.ok();
+        };
+        let span = jiff::SignedDuration::try_from(limit).unwrap_or(jiff::SignedDuration::MAX);
+        let deadline = self.now().checked_add(span).unwrap_or(jiff::Timestamp::MAX);
+        let id = skips.next_id.fetch_add(1, Ordering::SeqCst);
+        skips.deadlines.lock().unwrap_or_else(|p| p.into_inner()).push((id, deadline));
+        let _guard = DeadlineGuard { skips, id };
+        tokio::select! {
+            out = f => Some(out),
+            () = self.reach(skips, deadline) => None,
+        }
+    }
+
+    /// Returns once a skipping clock reads `deadline` or later (by real time or by skips).
+    async fn reach(&self, skips: &Skips, deadline: jiff::Timestamp) {
+        loop {
+            let moved = skips.moved.notified();
+            tokio::pin!(moved);
+            moved.as_mut().enable();
+            let left = self.until(deadline);
+            if left.is_zero() {
+                return;
+            }
+            tokio::select! {
+                () = tokio::time::sleep(left) => {}
+                () = moved => {}
+            }
+        }
+    }
+
+    /// A skipped sleep: the clock moves forward by `duration` at once, stopping at any earlier
+    /// deadline of a running [`Clock::timeout`] until that timeout has fired (and taken this
+    /// sleep with it, or, for a timeout elsewhere in the execution, gone).
+    async fn skip(&self, skips: &Skips, duration: Duration) {
+        let span = jiff::SignedDuration::try_from(duration).unwrap_or(jiff::SignedDuration::MAX);
+        let target = self.now().checked_add(span).unwrap_or(jiff::Timestamp::MAX);
+        loop {
+            let moved = skips.moved.notified();
+            tokio::pin!(moved);
+            moved.as_mut().enable();
+            let now = self.now();
+            if now >= target {
+                break;
+            }
+            match skips.earliest_deadline() {
+                Some(deadline) if deadline <= target => {
+                    if deadline > now {
+                        skips.skip(deadline.duration_since(now));
+                    }
+                    // The timeout of that deadline fires now; wait until it is gone.
+                    moved.await;
+                }
+                _ => {
+                    skips.skip(target.duration_since(now));
+                    break;
+                }
+            }
+        }
+        // Let other tasks of the execution see the clock before this one goes on.
+        tokio::task::yield_now().await;
     }
 
     fn origin(&self) -> Instant {
@@ -96,6 +242,10 @@ impl Clock {
                 let span = jiff::SignedDuration::try_from(elapsed).unwrap_or(jiff::SignedDuration::MAX);
                 start.checked_add(span).unwrap_or(jiff::Timestamp::MAX)
             }
+            Kind::Skipping(skips) => {
+                self.origin();
+                jiff::Timestamp::now().checked_add(skips.skipped()).unwrap_or(jiff::Timestamp::MAX)
+            }
         }
     }
 
@@ -111,6 +261,9 @@ impl Clock {
     /// In steps of at most a year: tokio ends a sleep whose deadline it cannot represent after
     /// about 30 years, and a Wait may last up to 2³¹ − 1 s (about 68 years) as on AWS.
     pub async fn sleep(&self, duration: Duration) {
+        if let Kind::Skipping(skips) = &self.inner.kind {
+            return self.skip(skips, duration).await;
+        }
         const STEP: Duration = Duration::from_secs(365 * 86_400);
         let mut left = duration;
         while !left.is_zero() {
@@ -295,6 +448,49 @@ mod tests {
                 assert_eq!(format_timestamp(ts), jiff_format(ts), "{seconds} s {nanos} ns");
             }
         }
+    }
+
+    #[tokio::test]
+    async fn a_skipping_clock_skips_waits_and_keeps_real_time() {
+        let clock = Clock::skipping();
+        assert!(clock.skips_waits() && !clock.is_virtual());
+        let real_start = jiff::Timestamp::now();
+        let start = clock.now();
+        clock.sleep(Duration::from_secs(86_400)).await;
+        let moved = clock.now().duration_since(start);
+        assert!(moved >= jiff::SignedDuration::from_secs(86_400), "{moved:?}");
+        // No day passed in real time: the wait was skipped.
+        assert!(jiff::Timestamp::now().duration_since(real_start) < jiff::SignedDuration::from_secs(86_400));
+        // catch_up only moves forward.
+        let later = clock.now().checked_add(jiff::SignedDuration::from_secs(60)).unwrap();
+        clock.catch_up(later);
+        assert!(clock.now() >= later);
+        clock.catch_up(start);
+        assert!(clock.now() >= later);
+    }
+
+    #[tokio::test]
+    async fn a_skipped_wait_stops_at_the_timeout_on_the_clock() {
+        let clock = Clock::skipping();
+        let start = clock.now();
+        // A wait of a day under a timeout of an hour: the timeout fires, at an hour.
+        let out = clock.timeout(Duration::from_secs(3600), clock.sleep(Duration::from_secs(86_400))).await;
+        assert!(out.is_none());
+        let at = clock.now().duration_since(start);
+        assert!(at >= jiff::SignedDuration::from_secs(3600) && at < jiff::SignedDuration::from_secs(7200), "{at:?}");
+        // Within the limit, the wait ends and the timeout does not fire.
+        let out = clock.timeout(Duration::from_secs(3600), clock.sleep(Duration::from_secs(60))).await;
+        assert!(out.is_some());
+        // A timeout elsewhere does not hold a wait it does not guard for ever: the wait stops at
+        // the deadline, the timeout fires, and the wait goes on to its end.
+        let before = clock.now();
+        let (guarded, other) = tokio::join!(
+            clock.timeout(Duration::from_secs(60), std::future::pending::<()>()),
+            clock.sleep(Duration::from_secs(600)),
+        );
+        assert!(guarded.is_none());
+        let _: () = other;
+        assert!(clock.now().duration_since(before) >= jiff::SignedDuration::from_secs(600));
     }
 
     #[test]

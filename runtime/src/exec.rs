@@ -92,6 +92,15 @@ pub struct Identity {
     pub role_arn: Option<String>,
 }
 
+/// The uuid at the end of an EXPRESS execution's ARN (`...:express:MACHINE:NAME:UUID`) for a
+/// run with `seed`: a service that names the execution to its caller (`wfc serve`'s
+/// StartSyncExecution) gives the same ARN as the execution sees in `$$.Execution.Id`.
+pub fn express_execution_uuid(seed: u64) -> String {
+    let mut bytes = [0u8; 16];
+    StdRng::seed_from_u64(seed ^ 0x6578_7072_6573_7321).fill_bytes(&mut bytes);
+    crate::intrinsics::uuid_v4(bytes)
+}
+
 /// A state machine's type, as AWS distinguishes them in what an execution sees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum MachineType {
@@ -480,9 +489,7 @@ impl Execution {
             // AWS adds a uuid after the name; it comes from the seed, so runs stay reproducible
             // (a source of its own: the execution's random draws are the same in both types).
             MachineType::Express | MachineType::ExpressSync => {
-                let mut bytes = [0u8; 16];
-                StdRng::seed_from_u64(seed ^ 0x6578_7072_6573_7321).fill_bytes(&mut bytes);
-                format!("{arn_prefix}:express:{machine}:{name}:{}", crate::intrinsics::uuid_v4(bytes))
+                format!("{arn_prefix}:express:{machine}:{name}:{}", express_execution_uuid(seed))
             }
         };
         let shared = Shared {
@@ -548,7 +555,8 @@ impl Execution {
         })
         .catch_unwind();
         let outcome = match timeout_seconds {
-            Some(secs) => tokio::time::timeout(Duration::from_secs(secs), guarded).await.ok(),
+            // On the execution's clock: with a skipping clock, skipped waits count towards it.
+            Some(secs) => self.shared.clock.timeout(Duration::from_secs(secs), guarded).await,
             None => Some(guarded.await),
         };
         let (status, output, error) = match outcome {

@@ -33,6 +33,7 @@
 //! assert_eq!(result.elapsed.as_secs(), 3600); // an hour of virtual time, instantly
 //! ```
 
+pub mod abi;
 #[cfg(feature = "durable")]
 pub mod adapters;
 pub mod callback;
@@ -45,7 +46,6 @@ pub mod durable;
 pub mod error;
 pub mod events;
 pub mod exec;
-pub mod abi;
 pub mod history;
 pub mod interp;
 pub mod intrinsics;
@@ -67,7 +67,7 @@ pub mod __private;
 pub use callback::Callbacks;
 pub use clock::{Clock, block_on_virtual};
 pub use error::{Failure, TaskError};
-pub use exec::{Execution, ExecutionResult, Identity, MachineType, RunOptions, Status};
+pub use exec::{Execution, ExecutionResult, Identity, MachineType, RunOptions, Status, express_execution_uuid};
 pub use history::{EventType, History, HistoryEvent, HistoryLevel};
 pub use interp::{DynHandler, Handlers};
 pub use limits::Limits;

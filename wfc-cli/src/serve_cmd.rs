@@ -35,7 +35,8 @@ pub(crate) struct ServeArgs {
     /// runs with that test case's mocked Task answers (docs/serve.md).
     #[arg(long, value_name = "FILE")]
     mock_config: Option<PathBuf>,
-    /// Run each execution on a virtual clock (not implemented yet: refused).
+    /// Run each execution on its own virtual clock that skips its waits (Wait states, retry
+    /// back-off), while Tasks, callbacks and activities take real time (docs/serve.md).
     #[arg(long)]
     virtual_time: bool,
     /// The region in ARNs.
@@ -78,9 +79,6 @@ pub(crate) fn run(args: &ServeArgs) -> Exit {
             }
         }
     };
-    if args.virtual_time {
-        return fatal("--virtual-time is not implemented yet by wfc serve (docs/serve.md)");
-    }
     let credentials = match credentials(args) {
         Ok(c) => c,
         Err(e) => return fatal(e),
@@ -113,7 +111,12 @@ pub(crate) fn run(args: &ServeArgs) -> Exit {
         config.auth = credentials.map(|c| Arc::new(wfc_serve::sigv4::Verifier::new(c, args.region.clone())));
         let signed = config.auth.is_some();
         config.mock_config = mock_config;
-        println!("{}", serde_json::json!({ "listening": local.to_string(), "store": args.store, "sigv4": signed }));
+        config.virtual_time = args.virtual_time;
+        config.worker.skip_waits = args.virtual_time;
+        println!(
+            "{}",
+            serde_json::json!({ "listening": local.to_string(), "store": args.store, "sigv4": signed, "virtual_time": args.virtual_time })
+        );
         wfc_serve::serve(listener, config, shutdown).await
     });
     match result {

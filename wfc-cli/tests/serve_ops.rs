@@ -264,9 +264,10 @@ fn kill9_while_executions_wait_loses_and_repeats_nothing() {
         let token = std::fs::read_to_string(tokens.join(name)).unwrap();
         c.ok("SendTaskSuccess", json!({"taskToken": token, "output": json!({"answered": name}).to_string()}));
     }
-    // Activities live in the server's memory: created again, their tasks queued again when the
-    // executions resume (after the killed server's lease runs out).
-    assert_eq!(c.ok("CreateActivity", json!({"name": "Work"}))["activityArn"], activity.as_str());
+    // Activities live in the store: the activity is there after the crash without being created
+    // again, and its tasks are queued again when the executions resume (after the killed
+    // server's lease runs out).
+    assert_eq!(c.ok("DescribeActivity", json!({"activityArn": activity}))["name"], "Work");
     let mut answered = 0;
     let deadline = Instant::now() + Duration::from_secs(180); // a hang guard
     while answered < 3 {
@@ -301,16 +302,19 @@ fn kill9_while_executions_wait_loses_and_repeats_nothing() {
 
 /// Inside an execution the server runs, the context object names it as AWS does: its name,
 /// its execution ARN, its state machine's ARN and name, and the machine's role; command
-/// handlers still see the store name (`<machine>:<name>`) as `WFC_EXECUTION_NAME`.
+/// handlers still see the store name (`<machine>:<name>`) as `WFC_EXECUTION_NAME`. The same
+/// server runs with `--virtual-time` ([`virtual_time`]), which these executions (no waits)
+/// do not notice.
 #[test]
-fn executions_see_their_own_identity_in_the_context_object() {
+fn executions_see_their_own_identity_in_the_context_object_and_virtual_time() {
     let dir = support::scratch("identity");
     let ledger = dir.join("ledger");
     let handlers = support::ledger_handlers(&dir, &ledger, &[("Record", 0.0)]);
     let store = format!("sqlite:{}", dir.join("serve.db").display());
-    let server =
-        Server::start(&store, &["--handlers", &handlers, "--region", "eu-west-3", "--account", "210987654321"], &[]);
+    let args = ["--handlers", &handlers, "--region", "eu-west-3", "--account", "210987654321", "--virtual-time"];
+    let server = Server::start(&store, &args, &[]);
     let mut c = Client::new(&server.addr);
+    virtual_time(&mut c);
     let definition = json!({"StartAt": "Record", "States": {
         "Record": {"Type": "Task", "Resource": "Record", "ResultPath": null, "Next": "Who"},
         "Who": {"Type": "Pass", "Parameters": {
@@ -341,6 +345,147 @@ fn executions_see_their_own_identity_in_the_context_object() {
     assert_eq!(arn, "arn:aws:states:eu-west-3:210987654321:execution:Who:me");
     let counts = support::ledger_counts(&ledger);
     assert_eq!(counts.into_iter().collect::<Vec<_>>(), [(("Who:me".into(), "Record".into()), 1)]);
+
+    // StartSyncExecution's in-memory executions too: `$$.Execution.Id` is the ARN the caller
+    // gets, and there is no `RedriveCount` (as AWS records for StartSyncExecution).
+    let sync_definition = json!({"StartAt": "Who", "States": {"Who": {"Type": "Pass", "Parameters": {
+        "name.$": "$$.Execution.Name", "id.$": "$$.Execution.Id", "role.$": "$$.Execution.RoleArn",
+        "machine.$": "$$.StateMachine.Id", "machineName.$": "$$.StateMachine.Name", "execution.$": "$$.Execution"},
+        "End": true}}});
+    let sync_machine = c.ok(
+        "CreateStateMachine",
+        json!({"name": "WhoSync", "definition": sync_definition.to_string(), "roleArn": role, "type": "EXPRESS"}),
+    )["stateMachineArn"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let d = c.ok("StartSyncExecution", json!({"stateMachineArn": sync_machine, "name": "quick"}));
+    let arn = d["executionArn"].as_str().unwrap();
+    assert!(arn.starts_with("arn:aws:states:eu-west-3:210987654321:express:WhoSync:quick:"), "{arn}");
+    let output: Value = serde_json::from_str(d["output"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        (&output["name"], &output["id"], &output["role"], &output["machine"], &output["machineName"]),
+        (&json!("quick"), &json!(arn), &json!(role), &json!(sync_machine), &json!("WhoSync")),
+        "{output:#}"
+    );
+    assert!(output["execution"].get("RedriveCount").is_none(), "{output:#}");
+    // Each run is its own execution: another ARN.
+    let again = c.ok("StartSyncExecution", json!({"stateMachineArn": sync_machine, "name": "quick"}));
+    assert_ne!(again["executionArn"].as_str(), Some(arn));
+}
+
+/// Runs `machine` (created from `definition`) to its end; its description and history.
+fn run_to_end(c: &mut Client, name: &str, definition: &Value, kind: &str) -> (Value, Vec<Value>) {
+    let machine = c.ok(
+        "CreateStateMachine",
+        json!({"name": name, "definition": definition.to_string(), "roleArn": ROLE, "type": kind}),
+    )["stateMachineArn"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let arn = c.ok("StartExecution", json!({"stateMachineArn": machine, "name": "one"}))["executionArn"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let d = wait_until("the execution to finish", Duration::from_secs(120), || {
+        let d = c.ok("DescribeExecution", json!({"executionArn": arn}));
+        (d["status"] != "RUNNING").then_some(d)
+    });
+    let events = c.ok("GetExecutionHistory", json!({"executionArn": arn}))["events"].as_array().unwrap().clone();
+    (d, events)
+}
+
+/// The timestamp (seconds) of the first event of `kind` (and, with `name`, of that state).
+fn event_at(events: &[Value], kind: &str, name: Option<&str>) -> f64 {
+    events
+        .iter()
+        .find(|e| {
+            e["type"] == kind
+                && name.is_none_or(|n| {
+                    e.as_object().unwrap().values().any(|v| v.get("name").and_then(Value::as_str) == Some(n))
+                })
+        })
+        .and_then(|e| e["timestamp"].as_f64())
+        .unwrap_or_else(|| panic!("no {kind} event in {events:#?}"))
+}
+
+/// `--virtual-time`: each execution's waits are skipped on its own clock (a Wait of a day ends
+/// at once, its history a day apart; a retry's back-off too; the machine's TimeoutSeconds is
+/// on that clock), while an activity still waits for its worker in real time.
+fn virtual_time(c: &mut Client) {
+    const DAY: f64 = 86_400.0;
+    let definition = json!({"StartAt": "Day", "States": {
+        "Day": {"Type": "Wait", "Seconds": 86400, "Next": "Retried"},
+        "Retried": {"Type": "Parallel", "Branches": [{"StartAt": "Boom", "States": {"Boom": {"Type": "Fail", "Error": "Boom"}}}],
+            "Retry": [{"ErrorEquals": ["Boom"], "IntervalSeconds": 3600, "MaxAttempts": 1}],
+            "Catch": [{"ErrorEquals": ["Boom"], "ResultPath": null, "Next": "Done"}], "Next": "Done"},
+        "Done": {"Type": "Pass", "Parameters": {"entered.$": "$$.State.EnteredTime"}, "End": true}}});
+    let (d, events) = run_to_end(c, "VirtualDay", &definition, "STANDARD");
+    assert_eq!(d["status"], "SUCCEEDED", "{d:#}");
+    let entered = event_at(&events, "WaitStateEntered", Some("Day"));
+    let exited = event_at(&events, "WaitStateExited", Some("Day"));
+    assert!((DAY..DAY + 60.0).contains(&(exited - entered)), "a day apart: {entered} {exited}");
+    let attempts: Vec<f64> = events
+        .iter()
+        .filter(|e| e["type"] == "ParallelStateStarted")
+        .map(|e| e["timestamp"].as_f64().unwrap())
+        .collect();
+    assert_eq!(attempts.len(), 2, "{events:#?}");
+    assert!((3600.0..3660.0).contains(&(attempts[1] - attempts[0])), "the back-off of an hour: {attempts:?}");
+    let start = event_at(&events, "ExecutionStarted", None);
+    let output: Value = serde_json::from_str(d["output"].as_str().unwrap()).unwrap();
+    let entered_done =
+        output["entered"].as_str().unwrap().parse::<jiff::Timestamp>().unwrap().as_millisecond() as f64 / 1000.0;
+    assert!(entered_done - start >= DAY + 3600.0, "$$ sees the clock: {output} from {start}");
+
+    // The machine's TimeoutSeconds is on the execution's clock: a Wait of a day under a timeout
+    // of an hour times out, an hour after the start.
+    let timed = json!({"TimeoutSeconds": 3600, "StartAt": "Day", "States": {
+        "Day": {"Type": "Wait", "Seconds": 86400, "End": true}}});
+    let (d, events) = run_to_end(c, "VirtualTimeout", &timed, "STANDARD");
+    assert_eq!(d["status"], "TIMED_OUT", "{d:#}");
+    let (start, end) = (event_at(&events, "ExecutionStarted", None), event_at(&events, "ExecutionTimedOut", None));
+    assert!((3600.0..3660.0).contains(&(end - start)), "timed out after an hour: {start} {end}");
+
+    // An activity waits for its worker in real time, even after a skipped day and under a
+    // TimeoutSeconds of an hour: the task is handed out and answered, not timed out.
+    let activity = c.ok("CreateActivity", json!({"name": "VirtualWork"}))["activityArn"].as_str().unwrap().to_owned();
+    let definition = json!({"StartAt": "Day", "States": {
+        "Day": {"Type": "Wait", "Seconds": 86400, "Next": "Work"},
+        "Work": {"Type": "Task", "Resource": activity, "TimeoutSeconds": 3600, "End": true}}});
+    let machine = c.ok(
+        "CreateStateMachine",
+        json!({"name": "VirtualActivity", "definition": definition.to_string(), "roleArn": ROLE}),
+    )["stateMachineArn"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let arn = c.ok("StartExecution", json!({"stateMachineArn": machine, "name": "one"}))["executionArn"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let token = wait_until("the activity task", Duration::from_secs(120), || {
+        c.ok("GetActivityTask", json!({"activityArn": activity}))["taskToken"].as_str().map(str::to_owned)
+    });
+    assert_eq!(c.ok("DescribeExecution", json!({"executionArn": arn}))["status"], "RUNNING");
+    c.ok("SendTaskSuccess", json!({"taskToken": token, "output": "{\"worked\": true}"}));
+    let d = wait_until("the execution to finish", Duration::from_secs(120), || {
+        let d = c.ok("DescribeExecution", json!({"executionArn": arn}));
+        (d["status"] != "RUNNING").then_some(d)
+    });
+    assert_eq!((d["status"].as_str(), d["output"].as_str()), (Some("SUCCEEDED"), Some("{\"worked\":true}")), "{d:#}");
+
+    // StartSyncExecution (EXPRESS, in memory) skips its waits too.
+    let express = json!({"StartAt": "Day", "States": {"Day": {"Type": "Wait", "Seconds": 86400, "End": true}}});
+    let machine = c.ok(
+        "CreateStateMachine",
+        json!({"name": "VirtualExpress", "definition": express.to_string(), "roleArn": ROLE, "type": "EXPRESS"}),
+    )["stateMachineArn"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let d = c.ok("StartSyncExecution", json!({"stateMachineArn": machine, "input": "{\"x\": 1}"}));
+    assert_eq!((d["status"].as_str(), d["output"].as_str()), (Some("SUCCEEDED"), Some("{\"x\":1}")), "{d:#}");
 }
 
 /// The runnable AWS-recorded cases with no Task (../shared/conformance/asl-aws), through the
@@ -357,7 +502,8 @@ fn recorded_cases_through_the_api_match_wfc_test() {
     let Some(venv) = boto3_venv("recorded_cases_through_the_api_match_wfc_test", false) else { return };
     let dir = support::scratch("conformance");
     let store = format!("sqlite:{}", dir.join("serve.db").display());
-    let server = Server::start(&store, &[], &[]);
+    // The recordings' account, and waits skipped as `wfc test` skips them (conformance_api.py).
+    let server = Server::start(&store, &["--account", "111111111111", "--virtual-time"], &[]);
     python(
         &venv,
         "conformance_api.py",

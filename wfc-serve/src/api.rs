@@ -11,13 +11,15 @@ use wfc_runtime::durable::{
     self, CallbackCompletion, ExecutionRecord, ExecutionStatus, NewExecution, Store, StoreError,
 };
 use wfc_runtime::interp::DynHandler;
-use wfc_runtime::{Clock, Failure, RunOptions, Status};
+use wfc_runtime::{Clock, Failure, Identity, RunOptions, Status};
 
+use crate::aliases::StartedBy;
 use crate::arn::{Arns, check_name};
 use crate::error::ApiError;
 use crate::history::aws_event;
 use crate::machines::{Machine, MachineType, Machines, load_definition};
 use crate::tasks::{ACTIVITY_TOKEN_PREFIX, Activities, Answer};
+use crate::versions::Qualifier;
 
 /// The core operations `wfc serve` implements (with [`crate::MORE_OPERATIONS`]; every other one
 /// is `UnknownOperationException`).
@@ -46,17 +48,7 @@ pub const OPERATIONS: &[&str] = &[
 ];
 
 /// Operations of the service model that are not implemented yet (said so in their error).
-const NOT_YET: &[&str] = &[
-    "CreateStateMachineAlias",
-    "DescribeStateMachineAlias",
-    "UpdateStateMachineAlias",
-    "DeleteStateMachineAlias",
-    "ListStateMachineAliases",
-    "RedriveExecution",
-    "DescribeMapRun",
-    "ListMapRuns",
-    "UpdateMapRun",
-];
+const NOT_YET: &[&str] = &["RedriveExecution", "DescribeMapRun", "ListMapRuns", "UpdateMapRun"];
 
 /// AWS's limit on execution input and task output (256 KiB).
 pub const MAX_PAYLOAD: usize = 256 * 1024;
@@ -73,6 +65,9 @@ pub struct Service {
     pub(crate) activity_poll: Duration,
     /// `--mock-config`: the test cases a `#TestCase` ARN may name.
     pub(crate) mocks: Option<Arc<crate::mock_config::MockConfig>>,
+    /// `--virtual-time`: StartSyncExecution runs on a clock that skips its waits, as the
+    /// durable worker's executions do.
+    pub(crate) virtual_time: bool,
 }
 
 impl std::fmt::Debug for Service {
@@ -221,9 +216,9 @@ impl Service {
             "SendTaskFailure" => self.send_task(body, false).await,
             "SendTaskHeartbeat" => self.heartbeat(body).await,
             "CreateActivity" => self.create_activity(body).await,
-            "DescribeActivity" => self.describe_activity(body),
-            "ListActivities" => self.list_activities(body),
-            "DeleteActivity" => self.delete_activity(body),
+            "DescribeActivity" => self.describe_activity(body).await,
+            "ListActivities" => self.list_activities(body).await,
+            "DeleteActivity" => self.delete_activity(body).await,
             "GetActivityTask" => self.get_activity_task(body).await,
             "TestState" => self.test_state(body).await,
             "TagResource" => self.tag_resource(body).await,
@@ -232,6 +227,11 @@ impl Service {
             "PublishStateMachineVersion" => self.publish_version(body).await,
             "ListStateMachineVersions" => self.list_versions(body).await,
             "DeleteStateMachineVersion" => self.delete_version(body).await,
+            "CreateStateMachineAlias" => self.create_alias(body).await,
+            "DescribeStateMachineAlias" => self.describe_alias(body).await,
+            "UpdateStateMachineAlias" => self.update_alias(body).await,
+            "DeleteStateMachineAlias" => self.delete_alias(body).await,
+            "ListStateMachineAliases" => self.list_aliases(body).await,
             op if NOT_YET.contains(&op) => Err(ApiError::client(
                 "UnknownOperationException",
                 format!("wfc serve does not implement {op} yet (see docs/serve.md for what it implements)"),
@@ -363,6 +363,7 @@ impl Service {
         // Deleting what does not exist succeeds, as on AWS.
         if self.machines.get(&r.name).await?.is_some() {
             self.machines.delete(&r.name).await?;
+            self.forget_aliases(&r.name).await?;
             self.forget_versions(&r.name).await?;
         }
         Ok(json!({}))
@@ -441,9 +442,23 @@ impl Service {
 
     async fn start_execution(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
         let arn = req_str(body, "stateMachineArn")?;
-        // A version ARN starts the execution on that version's definition.
-        let (machine, test_case) = match self.version_ref(arn)? {
-            Some((name, number)) => (self.machine_version(&name, number, arn).await?.0, None),
+        // A version ARN starts the execution on that version's definition; an alias ARN on one
+        // of the versions it routes to, drawn by weight.
+        let mut started_by = StartedBy::default();
+        let (machine, test_case) = match self.qualifier_ref(arn)? {
+            Some((name, Qualifier::Version(number))) => {
+                started_by.version = Some(number);
+                (self.machine_version(&name, number, arn).await?.0, None)
+            }
+            Some((name, Qualifier::Alias(alias))) => {
+                let alias = self
+                    .alias(&name, &alias)
+                    .await
+                    .map_err(|e| if e.code == "ResourceNotFound" { crate::machines::does_not_exist(arn) } else { e })?;
+                let number = self.route(&alias);
+                started_by = StartedBy { version: Some(number), alias: Some(alias.name) };
+                (self.machine_version(&name, number, arn).await?.0, None)
+            }
             None => {
                 let r = self.arns.state_machine(arn)?;
                 let machine = self.machines.require(&r.name, arn).await?;
@@ -489,6 +504,9 @@ impl Service {
             definition_hash: Some(durable::definition_hash(&workflow)),
             version_id: Some(machine.version.version_id.clone()),
         };
+        if started_by != StartedBy::default() {
+            self.record_started_by(&new.name, &started_by).await?;
+        }
         if let Some(case) = &test_case {
             // Recorded before the execution exists, so no worker runs it without its case.
             crate::mock_config::record_case(Arc::clone(&self.store), &new.name, &machine.name, case)
@@ -527,10 +545,27 @@ impl Service {
         let input = document(Some(&input_text), "execution input", "InvalidExecutionInput")?;
         let workflow = self.machines.workflow(&machine.version).map_err(ApiError::internal)?;
         let start = now_ms();
-        let options = RunOptions::real().with_name(name.clone());
+        // The execution sees the server's names and ARNs in `$$`, as durable ones do, and the ARN
+        // its caller gets (the uuid comes from the run's seed, drawn per execution).
+        let seed: u64 = rand::random();
+        let identity = Identity {
+            name: name.clone(),
+            state_machine: machine.name.clone(),
+            region: self.arns.region.clone(),
+            account: self.arns.account.clone(),
+            role_arn: Some(machine.role_arn.clone()),
+        };
+        let mut options = RunOptions::real()
+            .with_name(name.clone())
+            .with_seed(seed)
+            .with_machine_type(wfc_runtime::MachineType::ExpressSync)
+            .with_identity(identity);
+        if self.virtual_time {
+            options.clock = Clock::skipping();
+        }
         let result = wfc_runtime::interp::run(&workflow, self.handler.as_ref(), input, options).await;
         let mut out = json!({
-            "executionArn": self.arns.express_arn(&machine.name, &name, &random_name()),
+            "executionArn": self.arns.express_arn(&machine.name, &name, &wfc_runtime::express_execution_uuid(seed)),
             "stateMachineArn": self.arns.machine_arn(&machine.name),
             "name": name,
             "startDate": seconds(start),
@@ -574,6 +609,7 @@ impl Service {
         if let Some(cause) = &record.cause {
             out["cause"] = json!(cause);
         }
+        self.put_started_by(&mut out, &machine, &self.started_by(&record.name).await?);
         Ok(out)
     }
 
@@ -645,7 +681,13 @@ impl Service {
         if member(body, "mapRunArn").is_some() {
             return Err(ApiError::validation("wfc serve does not implement Map Runs yet ('mapRunArn')"));
         }
-        let (m, _) = self.machine(body).await?;
+        // A version or alias ARN lists the executions started by it.
+        let arn = req_str(body, "stateMachineArn")?;
+        let filter = self.qualifier_ref(arn)?;
+        let m = match &filter {
+            Some((name, _)) => self.machines.require(name, arn).await?,
+            None => self.machine(body).await?.0,
+        };
         let status = match opt_str(body, "statusFilter")? {
             None => None,
             Some(s) => Some(ExecutionStatus::parse(s).filter(|_| s != "PENDING_REDRIVE").ok_or_else(|| {
@@ -663,10 +705,38 @@ impl Service {
             .filter(|r| r.workflow == m.name && r.name.starts_with(&prefix))
             .filter(|r| status.is_none_or(|s| r.status == s))
             .collect();
+        let mut started = Vec::with_capacity(records.len());
+        let mut kept = Vec::with_capacity(records.len());
+        for r in records {
+            // Only a qualified filter needs every record's origin; otherwise the page's only.
+            if let Some((_, q)) = &filter {
+                let by = self.started_by(&r.name).await?;
+                let matches = match q {
+                    Qualifier::Version(n) => by.version == Some(*n),
+                    Qualifier::Alias(a) => by.alias.as_deref() == Some(a.as_str()),
+                };
+                if !matches {
+                    continue;
+                }
+                started.push(Some(by));
+            } else {
+                started.push(None);
+            }
+            kept.push(r);
+        }
+        let records: Vec<(ExecutionRecord, Option<StartedBy>)> = kept.into_iter().zip(started).collect();
         let (records, next) = page(records, body)?;
-        let items: Vec<Value> = records
+        let mut with_origin = Vec::with_capacity(records.len());
+        for (r, by) in records {
+            let by = match by {
+                Some(by) => by,
+                None => self.started_by(&r.name).await?,
+            };
+            with_origin.push((r, by));
+        }
+        let items: Vec<Value> = with_origin
             .iter()
-            .map(|r| {
+            .map(|(r, by)| {
                 let name = &r.name[prefix.len()..];
                 let mut item = json!({
                     "executionArn": self.arns.execution_arn(&m.name, name),
@@ -678,6 +748,7 @@ impl Service {
                 if r.status != ExecutionStatus::Running {
                     item["stopDate"] = seconds(r.updated_at_ms);
                 }
+                self.put_started_by(&mut item, &m.name, by);
                 item
             })
             .collect();
@@ -773,29 +844,29 @@ impl Service {
         let name = req_str(body, "name")?;
         check_name(name, "an activity name")?;
         let tags = crate::tags::parse(body, "tags")?;
-        let existed = self.activities.describe(name).is_some();
-        let created = self.activities.create(name, now_ms());
-        self.tags_on_create(&self.arns.activity_arn(name), tags, !existed).await?;
+        let (created, new) = self.activities.create(name, now_ms()).await?;
+        self.tags_on_create(&self.arns.activity_arn(name), tags, new).await?;
         Ok(json!({ "activityArn": self.arns.activity_arn(name), "creationDate": seconds(created) }))
     }
 
-    fn activity(&self, body: &Map<String, Value>) -> Result<(String, i64), ApiError> {
+    async fn activity(&self, body: &Map<String, Value>) -> Result<(String, i64), ApiError> {
         let arn = req_str(body, "activityArn")?;
         let name = self.arns.activity(arn)?;
         let created = self
             .activities
             .describe(&name)
+            .await?
             .ok_or_else(|| ApiError::client("ActivityDoesNotExist", format!("Activity Does Not Exist: '{arn}'")))?;
         Ok((name, created))
     }
 
-    fn describe_activity(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
-        let (name, created) = self.activity(body)?;
+    async fn describe_activity(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
+        let (name, created) = self.activity(body).await?;
         Ok(json!({ "activityArn": self.arns.activity_arn(&name), "name": name, "creationDate": seconds(created) }))
     }
 
-    fn list_activities(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
-        let (items, next) = page(self.activities.list(), body)?;
+    async fn list_activities(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
+        let (items, next) = page(self.activities.list().await?, body)?;
         let items: Vec<Value> = items
             .into_iter()
             .map(|(name, created)| json!({ "activityArn": self.arns.activity_arn(&name), "name": name, "creationDate": seconds(created) }))
@@ -807,15 +878,15 @@ impl Service {
         Ok(out)
     }
 
-    fn delete_activity(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
+    async fn delete_activity(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
         let arn = req_str(body, "activityArn")?;
         let name = self.arns.activity(arn)?;
-        self.activities.delete(&name);
+        self.activities.delete(&name).await?;
         Ok(json!({}))
     }
 
     async fn get_activity_task(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
-        let (name, _) = self.activity(body)?;
+        let (name, _) = self.activity(body).await?;
         opt_str(body, "workerName")?;
         Ok(match self.activities.poll(&name, self.activity_poll).await {
             Some((token, input)) => json!({ "taskToken": token, "input": json_text(&input) }),

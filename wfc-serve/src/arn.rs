@@ -149,7 +149,7 @@ impl Arns {
         };
         if name.contains(':') {
             return Err(ApiError::validation(format!(
-                "'{arn}' is a state machine version or alias ARN; wfc serve does not implement versions and aliases yet"
+                "'{arn}' is a state machine version or alias ARN, which this operation does not take"
             )));
         }
         check_name(name, "a state machine name")

@@ -13,12 +13,14 @@
 //! - [`test_state`]: `TestState`, one state run on the interpreter;
 //! - [`tags`]: tags of state machines and activities, in the store;
 //! - [`mock_config`]: `--mock-config`, Step Functions Local's mocked test cases;
-//! - [`versions`]: state machine versions.
+//! - [`versions`]: state machine versions;
+//! - [`aliases`]: state machine aliases, and what an execution was started by.
 //!
 //! Executions are durable: `StartExecution` creates them in the store, and the runtime's
 //! durable [`Worker`] running inside the server claims and runs them, resuming any that were
 //! running when the server (or another process on the same store) stopped.
 
+pub mod aliases;
 pub mod api;
 pub mod arn;
 pub mod error;
@@ -26,8 +28,8 @@ pub mod history;
 pub mod http;
 pub mod identity;
 pub mod machines;
-pub mod sigv4;
 pub mod mock_config;
+pub mod sigv4;
 pub mod tags;
 pub mod tasks;
 pub mod test_state;
@@ -57,6 +59,11 @@ pub const MORE_OPERATIONS: &[&str] = &[
     "PublishStateMachineVersion",
     "ListStateMachineVersions",
     "DeleteStateMachineVersion",
+    "CreateStateMachineAlias",
+    "DescribeStateMachineAlias",
+    "UpdateStateMachineAlias",
+    "DeleteStateMachineAlias",
+    "ListStateMachineAliases",
 ];
 pub use arn::Arns;
 pub use error::ApiError;
@@ -82,6 +89,9 @@ pub struct Config {
     pub auth: Option<Arc<sigv4::Verifier>>,
     /// `--mock-config`: Step Functions Local's mocked test cases (`#TestCase` ARNs).
     pub mock_config: Option<Arc<mock_config::MockConfig>>,
+    /// `--virtual-time`: every execution runs on its own clock that skips its waits
+    /// ([`wfc_runtime::Clock::skipping`]); set `worker.skip_waits` with it for durable ones.
+    pub virtual_time: bool,
 }
 
 impl Config {
@@ -106,6 +116,7 @@ impl Config {
             worker,
             auth: None,
             mock_config: None,
+            virtual_time: false,
         }
     }
 }
@@ -143,7 +154,7 @@ pub fn check_listen(addr: &SocketAddr, allow_remote: bool, signed: bool) -> Resu
 /// the store's executions. On shutdown the worker releases what it holds (another server or
 /// `wfc worker` on the same store resumes it).
 pub async fn serve(listener: TcpListener, config: Config, shutdown: impl Future<Output = ()>) -> Result<(), String> {
-    let activities = Arc::new(tasks::Activities::default());
+    let activities = Arc::new(tasks::Activities::new(Arc::clone(&config.store)));
     let mut handler: Arc<dyn DynHandler> =
         Arc::new(tasks::ServeHandler::new(config.arns.clone(), Arc::clone(&activities), Arc::clone(&config.handler)));
     if let Some(mocks) = &config.mock_config {
@@ -157,6 +168,7 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: impl Future<
         handler: Arc::clone(&handler),
         activity_poll: config.activity_poll,
         mocks: config.mock_config.clone(),
+        virtual_time: config.virtual_time,
     });
     let identities = identity::Identities::new(config.arns.clone());
     let workflows = Workflows::new().loader(identities.loader()).interpret_stored(handler).identity({

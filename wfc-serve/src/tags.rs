@@ -146,7 +146,7 @@ impl Service {
             self.machines.get(&r.name).await?.ok_or_else(not_found)?;
         } else if kind.starts_with("activity:") {
             let name = self.arns.activity(arn).map_err(|e| if e.code == "InvalidArn" { e } else { not_found() })?;
-            self.activities.describe(&name).ok_or_else(not_found)?;
+            self.activities.describe(&name).await?.ok_or_else(not_found)?;
         } else {
             return Err(ApiError::client(
                 "InvalidArn",

@@ -2,9 +2,12 @@
 //!
 //! - a `Resource` that is an activity ARN of this server waits for a worker: the task is queued
 //!   for `GetActivityTask` with a task token, and `SendTaskSuccess`/`SendTaskFailure` with that
-//!   token answers it (`SendTaskHeartbeat` is accepted). Activities and their queues live in the
-//!   server's memory: a task in flight when the server stops runs again (is queued again) when
-//!   its execution resumes, like any step in flight (at least once);
+//!   token answers it (`SendTaskHeartbeat` is accepted). Activities are kept in the store's
+//!   registry (workflow `wfc-serve-activity:<name>`, source `{"created": ms}`, or
+//!   `{"deleted": ms}` once deleted), so they survive a restart and servers sharing a store see
+//!   the same ones; their queues live in the server's memory: a task in flight when the server
+//!   stops runs again (is queued again) when its execution resumes, like any step in flight (at
+//!   least once);
 //! - anything else goes to the handler the server was given (`wfc serve --handlers`, whose own
 //!   fallback fails the Task with an error naming the resource, [`NoHandler`]).
 
@@ -13,8 +16,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::sync::{Notify, oneshot};
+use wfc_runtime::durable::{Definition, Language, Registry, Store, StoreError, Syntax};
 use wfc_runtime::interp::DynHandler;
 use wfc_runtime::{Failure, TaskContext};
 
@@ -62,12 +66,17 @@ struct Inner {
 }
 
 /// The activities of a server and their task queues.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Activities {
     inner: Mutex<Inner>,
     /// Wakes long polls when a task is queued.
     queued: Notify,
+    /// Where activities are kept (the registry); memory holds the ones seen and their queues.
+    registry: Registry,
 }
+
+const ACTIVITY_PREFIX: &str = "wfc-serve-activity:";
+const ACTIVITY_ORIGIN: &str = "wfc-serve:ACTIVITY";
 
 /// How a task answer went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,31 +92,98 @@ impl Activities {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// CreateActivity: idempotent by name; returns the creation time.
-    pub fn create(&self, name: &str, now_ms: i64) -> i64 {
-        let mut inner = self.lock();
-        inner
+    /// The activities of `store`.
+    pub fn new(store: Arc<dyn Store>) -> Activities {
+        Activities { inner: Mutex::default(), queued: Notify::new(), registry: Registry::new(store) }
+    }
+
+    /// The creation time the store keeps for activity `name`, if it exists there.
+    async fn stored(&self, name: &str) -> Result<Option<i64>, StoreError> {
+        let Some(current) = self.registry.current(&format!("{ACTIVITY_PREFIX}{name}")).await? else {
+            return Ok(None);
+        };
+        let doc: Value = serde_json::from_str(&current.definition.source).unwrap_or_default();
+        Ok(doc["created"].as_i64())
+    }
+
+    /// Writes activity `name` to the store: created at `created_ms`, or deleted (`None`).
+    async fn keep(&self, name: &str, created_ms: Option<i64>) -> Result<(), StoreError> {
+        let source = match created_ms {
+            Some(ms) => json!({ "created": ms }),
+            None => json!({ "deleted": jiff::Timestamp::now().as_millisecond() }),
+        };
+        let definition = Definition {
+            workflow: format!("{ACTIVITY_PREFIX}{name}"),
+            origin: ACTIVITY_ORIGIN.to_owned(),
+            source: source.to_string(),
+            language: Language::Asl,
+            syntax: Syntax::Json,
+            passes: Vec::new(),
+            siblings: Vec::new(),
+        };
+        let (version, _) = self.registry.register(definition, None).await?;
+        self.registry.publish(&version.version_id).await
+    }
+
+    /// The creation time of activity `name`, if it exists: in memory, else in the store (one
+    /// created before a restart, or by another server on the same store).
+    pub async fn describe(&self, name: &str) -> Result<Option<i64>, StoreError> {
+        if let Some(created) = self.lock().activities.get(name).map(|a| a.created_at_ms) {
+            return Ok(Some(created));
+        }
+        let Some(created) = self.stored(name).await? else { return Ok(None) };
+        Ok(Some(
+            self.lock()
+                .activities
+                .entry(name.to_owned())
+                .or_insert(Activity { created_at_ms: created, queue: VecDeque::new() })
+                .created_at_ms,
+        ))
+    }
+
+    /// CreateActivity: idempotent by name; returns the creation time and whether it was created
+    /// now.
+    pub async fn create(&self, name: &str, now_ms: i64) -> Result<(i64, bool), StoreError> {
+        if let Some(created) = self.describe(name).await? {
+            return Ok((created, false));
+        }
+        self.keep(name, Some(now_ms)).await?;
+        let created = self
+            .lock()
             .activities
             .entry(name.to_owned())
             .or_insert(Activity { created_at_ms: now_ms, queue: VecDeque::new() })
-            .created_at_ms
+            .created_at_ms;
+        Ok((created, true))
     }
 
-    /// The creation time of an activity, if it exists.
-    pub fn describe(&self, name: &str) -> Option<i64> {
-        self.lock().activities.get(name).map(|a| a.created_at_ms)
+    /// Every activity (name, creation time), by name: the store's.
+    pub async fn list(&self) -> Result<Vec<(String, i64)>, StoreError> {
+        let mut names: Vec<String> = self
+            .registry
+            .versions(None)
+            .await?
+            .into_iter()
+            .filter(|v| v.definition.origin == ACTIVITY_ORIGIN)
+            .filter_map(|v| v.definition.workflow.strip_prefix(ACTIVITY_PREFIX).map(str::to_owned))
+            .collect();
+        names.sort();
+        names.dedup();
+        let mut out = Vec::new();
+        for name in names {
+            if let Some(created) = self.stored(&name).await? {
+                out.push((name, created));
+            }
+        }
+        Ok(out)
     }
 
-    /// Every activity (name, creation time), by name.
-    pub fn list(&self) -> Vec<(String, i64)> {
-        let mut out: Vec<(String, i64)> =
-            self.lock().activities.iter().map(|(n, a)| (n.clone(), a.created_at_ms)).collect();
-        out.sort();
-        out
-    }
-
-    /// DeleteActivity: its queued tasks fail (their executions see the error).
-    pub fn delete(&self, name: &str) {
+    /// DeleteActivity: gone from the store; its queued tasks fail (their executions see the
+    /// error).
+    pub async fn delete(&self, name: &str) -> Result<(), StoreError> {
+        if self.stored(name).await?.is_some() {
+            self.keep(name, None).await?;
+        }
         let mut inner = self.lock();
         if let Some(activity) = inner.activities.remove(name) {
             for q in activity.queue {
@@ -116,6 +192,7 @@ impl Activities {
                 }
             }
         }
+        Ok(())
     }
 
     /// GetActivityTask: the next queued task (token, input) of `name`, waiting up to `wait` for
@@ -161,6 +238,10 @@ impl Activities {
 
     /// Queues a task for `name` and waits for its answer. `Err` if there is no such activity.
     async fn run(&self, name: &str, input: Value) -> Result<Value, Failure> {
+        // Known to the store (created before a restart, or by another server): into memory.
+        self.describe(name).await.map_err(|e| {
+            Failure::new("States.Runtime", format!("cannot read activity '{name}' from the store: {e}"))
+        })?;
         let token = format!("{ACTIVITY_TOKEN_PREFIX}{:032x}", rand::random::<u128>());
         let (tx, rx) = oneshot::channel();
         {

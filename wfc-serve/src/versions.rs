@@ -33,31 +33,44 @@ pub(crate) struct Published {
 }
 
 #[derive(Debug, Default)]
-struct Versions {
-    list: Vec<Published>,
+pub(crate) struct Versions {
+    pub(crate) list: Vec<Published>,
     next: u64,
 }
 
-/// A version ARN taken apart: the machine's name and the version number. `None` for an ARN
-/// without a qualifier (an alias name, not a number, is refused: aliases are not implemented).
-pub(crate) fn qualified(arn: &str) -> Result<Option<(String, u64)>, ApiError> {
+/// What follows a state machine's name in a qualified ARN.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Qualifier {
+    /// `...:stateMachine:<name>:<n>`, a version.
+    Version(u64),
+    /// `...:stateMachine:<name>:<alias>`, an alias ([`crate::aliases`]); alias names always
+    /// have a character that is not a digit, so they never read as a version number.
+    Alias(String),
+}
+
+/// A qualified ARN taken apart: the machine's name and its qualifier. `None` for an ARN
+/// without a qualifier.
+pub(crate) fn qualified(arn: &str) -> Result<Option<(String, Qualifier)>, ApiError> {
     let Some(rest) = arn.splitn(6, ':').nth(5).and_then(|r| r.strip_prefix("stateMachine:")) else {
         return Ok(None);
     };
     let Some((name, qualifier)) = rest.split_once(':') else { return Ok(None) };
-    match qualifier.parse::<u64>() {
-        Ok(n) if n > 0 => Ok(Some((name.to_owned(), n))),
-        _ => Err(ApiError::validation(format!(
-            "'{arn}' is a state machine alias ARN (or a malformed version ARN); wfc serve does not implement aliases yet"
-        ))),
+    if qualifier.bytes().all(|b| b.is_ascii_digit()) {
+        return match qualifier.parse::<u64>() {
+            Ok(n) if n > 0 => Ok(Some((name.to_owned(), Qualifier::Version(n)))),
+            _ => Err(ApiError::client("InvalidArn", format!("Invalid Arn: '{arn}' (a version number is 1 or more)"))),
+        };
     }
+    crate::aliases::check_alias_name(qualifier)
+        .map_err(|_| ApiError::client("InvalidArn", format!("Invalid Arn: '{arn}'")))?;
+    Ok(Some((name.to_owned(), Qualifier::Alias(qualifier.to_owned()))))
 }
 
 impl Service {
     /// [`qualified`], for an ARN of this server's region and account (else
     /// `StateMachineDoesNotExist`, as for an unqualified ARN).
-    pub(crate) fn version_ref(&self, arn: &str) -> Result<Option<(String, u64)>, ApiError> {
-        let Some((name, number)) = qualified(arn)? else { return Ok(None) };
+    pub(crate) fn qualifier_ref(&self, arn: &str) -> Result<Option<(String, Qualifier)>, ApiError> {
+        let Some((name, qualifier)) = qualified(arn)? else { return Ok(None) };
         let base = arn.rsplit_once(':').map_or(arn, |(b, _)| b);
         let r = self
             .arns
@@ -66,14 +79,29 @@ impl Service {
         if r.name != name || r.test_case.is_some() {
             return Err(ApiError::client("InvalidArn", format!("Invalid Arn: '{arn}'")));
         }
-        Ok(Some((name, number)))
+        Ok(Some((name, qualifier)))
+    }
+
+    /// [`Self::qualifier_ref`] where only a version may qualify the ARN (an alias ARN is
+    /// `InvalidArn` naming the operation that takes it).
+    pub(crate) fn version_ref(&self, arn: &str) -> Result<Option<(String, u64)>, ApiError> {
+        match self.qualifier_ref(arn)? {
+            None => Ok(None),
+            Some((name, Qualifier::Version(n))) => Ok(Some((name, n))),
+            Some((_, Qualifier::Alias(_))) => Err(ApiError::client(
+                "InvalidArn",
+                format!(
+                    "Invalid Arn: '{arn}' is an alias ARN, which this operation does not take (DescribeStateMachineAlias does)"
+                ),
+            )),
+        }
     }
 
     fn version_registry(&self) -> Registry {
         Registry::new(Arc::clone(&self.store))
     }
 
-    async fn versions_of(&self, name: &str) -> Result<Versions, ApiError> {
+    pub(crate) async fn versions_of(&self, name: &str) -> Result<Versions, ApiError> {
         let Some(current) = self.version_registry().current(&format!("{WORKFLOW_PREFIX}{name}")).await? else {
             return Ok(Versions { list: Vec::new(), next: 1 });
         };
@@ -121,7 +149,7 @@ impl Service {
         Ok(())
     }
 
-    fn version_arn(&self, name: &str, number: u64) -> String {
+    pub(crate) fn version_arn(&self, name: &str, number: u64) -> String {
         format!("{}:{number}", self.arns.machine_arn(name))
     }
 
@@ -238,6 +266,16 @@ impl Service {
         let Some((name, number)) = self.version_ref(arn)? else {
             return Err(ApiError::client("InvalidArn", format!("Invalid Arn: '{arn}' (not a version ARN)")));
         };
+        let referenced = self.aliases_routing_to(&name, number).await?;
+        if !referenced.is_empty() {
+            return Err(ApiError::client(
+                "ConflictException",
+                format!(
+                    "Version to be deleted must not be referenced by an alias. Current list of aliases referencing this version: [{}]",
+                    referenced.join(", ")
+                ),
+            ));
+        }
         let mut versions = self.versions_of(&name).await?;
         let before = versions.list.len();
         versions.list.retain(|p| p.number != number);
@@ -277,8 +315,9 @@ mod tests {
     fn version_arns_are_taken_apart() {
         let base = "arn:aws:states:us-east-1:123456789012:stateMachine:M";
         assert_eq!(qualified(base).unwrap(), None);
-        assert_eq!(qualified(&format!("{base}:3")).unwrap(), Some(("M".into(), 3)));
-        assert_eq!(qualified(&format!("{base}:prod")).unwrap_err().code, "ValidationException");
-        assert_eq!(qualified(&format!("{base}:0")).unwrap_err().code, "ValidationException");
+        assert_eq!(qualified(&format!("{base}:3")).unwrap(), Some(("M".into(), Qualifier::Version(3))));
+        assert_eq!(qualified(&format!("{base}:prod")).unwrap(), Some(("M".into(), Qualifier::Alias("prod".into()))));
+        assert_eq!(qualified(&format!("{base}:0")).unwrap_err().code, "InvalidArn");
+        assert_eq!(qualified(&format!("{base}:a b")).unwrap_err().code, "InvalidArn");
     }
 }

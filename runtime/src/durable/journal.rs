@@ -648,7 +648,13 @@ impl Journal {
         let recorded = self.recorded_as(&id, OpType::Wait, name)?;
         let parking = self.suspender.as_ref().filter(|s| s.policy().timers);
         let (remaining, due_ms) = match &recorded {
-            Some(op) if op.status.is_terminal() => return Ok(()),
+            Some(op) if op.status.is_terminal() => {
+                // A skipping clock goes on from the instant a replayed wait fired at.
+                if let Some(due) = op.due_at_ms.and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok()) {
+                    clock.catch_up(due);
+                }
+                return Ok(());
+            }
             Some(op) => match op.due_at_ms.and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok()) {
                 Some(due) => (clock.until(due), Some(due.as_millisecond())),
                 None => (delay, None),
@@ -690,8 +696,10 @@ impl Journal {
             seconds = remaining.as_secs_f64(),
             "waiting for a timer"
         );
+        // A skipped wait returns at once: releasing the execution would only delay it.
         if let Some(limit) = self.suspend_after
             && remaining > limit
+            && !clock.skips_waits()
         {
             return Err(self.suspend(due_ms));
         }

@@ -228,6 +228,10 @@ pub struct WorkerConfig {
     /// Stop when no execution is runnable or running, instead of waiting for more (for batch
     /// runs and tests); timers further away than `poll_interval` do not keep it alive.
     pub exit_when_idle: bool,
+    /// Run each execution on its own [`crate::Clock::skipping`] clock (`wfc serve
+    /// --virtual-time`): its Waits and retry back-offs are skipped (never released), while its
+    /// Tasks, callbacks and activities take real time.
+    pub skip_waits: bool,
 }
 
 impl Default for WorkerConfig {
@@ -240,6 +244,7 @@ impl Default for WorkerConfig {
             suspend_after: Duration::from_secs(5),
             shutdown_grace: Duration::from_secs(10),
             exit_when_idle: false,
+            skip_waits: false,
         }
     }
 }
@@ -529,6 +534,9 @@ async fn run_claimed(shared: &Shared, claim: Claim) -> RunEnd {
         if fresh { "started" } else { "resumed" }
     );
     let mut options = RunOptions::real().with_journal(Arc::clone(&journal));
+    if config.skip_waits {
+        options.clock = crate::Clock::skipping();
+    }
     if let Some(identity) = shared.workflows.identity.as_ref().and_then(|f| f(&record)) {
         options = options.with_identity(identity);
     }

@@ -285,7 +285,7 @@ def versions(sfn):
     assert listed == [arn + ":3", v2], listed
     # Bad input.
     expect_error("ValidationException", sfn.update_state_machine, stateMachineArn=arn, definition=v2_def, versionDescription="x")
-    expect_error("ValidationException", sfn.describe_state_machine, stateMachineArn=arn + ":prod")
+    expect_error("InvalidArn", sfn.describe_state_machine, stateMachineArn=arn + ":prod")
     expect_error("InvalidArn", sfn.delete_state_machine_version, stateMachineVersionArn=arn)
     expect_error("StateMachineDoesNotExist", sfn.describe_state_machine, stateMachineArn=arn + ":99")
     expect_error("StateMachineDoesNotExist", sfn.list_state_machine_versions, stateMachineArn=sm_arn("Nope"))
@@ -293,6 +293,125 @@ def versions(sfn):
     sfn.delete_state_machine(stateMachineArn=arn)
     sfn.create_state_machine(name="Versioned", definition=v1_def, roleArn=ROLE)
     assert sfn.list_state_machine_versions(stateMachineArn=arn)["stateMachineVersions"] == []
+
+
+def aliases(sfn):
+    v1_def = json.dumps({"StartAt": "P", "States": {"P": {"Type": "Pass", "Result": "v1", "End": True}}})
+    v2_def = json.dumps({"StartAt": "P", "States": {"P": {"Type": "Pass", "Result": "v2", "End": True}}})
+    created = sfn.create_state_machine(name="Aliased", definition=v1_def, roleArn=ROLE, publish=True)
+    arn, v1 = created["stateMachineArn"], created["stateMachineVersionArn"]
+    v2 = sfn.update_state_machine(stateMachineArn=arn, definition=v2_def, publish=True)["stateMachineVersionArn"]
+    assert sfn.list_state_machine_aliases(stateMachineArn=arn)["stateMachineAliases"] == []
+    # One version: every execution by the alias runs it, and says so.
+    r = sfn.create_state_machine_alias(
+        name="prod", description="live", routingConfiguration=[{"stateMachineVersionArn": v1, "weight": 100}]
+    )
+    prod = r["stateMachineAliasArn"]
+    assert prod == arn + ":prod", r
+    # Idempotent with the same members; a conflict with others.
+    again = sfn.create_state_machine_alias(
+        name="prod", description="live", routingConfiguration=[{"stateMachineVersionArn": v1, "weight": 100}]
+    )
+    assert (again["stateMachineAliasArn"], again["creationDate"]) == (prod, r["creationDate"]), (again, r)
+    expect_error(
+        "ConflictException",
+        sfn.create_state_machine_alias,
+        name="prod",
+        routingConfiguration=[{"stateMachineVersionArn": v2, "weight": 100}],
+    )
+    d = sfn.describe_state_machine_alias(stateMachineAliasArn=prod)
+    assert (d["name"], d["description"], d["routingConfiguration"]) == (
+        "prod",
+        "live",
+        [{"stateMachineVersionArn": v1, "weight": 100}],
+    ), d
+    ex = sfn.start_execution(stateMachineArn=prod, name="by-alias")["executionArn"]
+    assert ex == f"arn:aws:states:us-east-1:{ACCOUNT}:execution:Aliased:by-alias", ex
+    d = finished(sfn, ex)
+    assert json.loads(d["output"]) == "v1", d
+    assert (d["stateMachineArn"], d["stateMachineVersionArn"], d["stateMachineAliasArn"]) == (arn, v1, prod), d
+    # By version ARN: the version, no alias; by the unqualified ARN: neither (as AWS).
+    d = finished(sfn, sfn.start_execution(stateMachineArn=v2, name="by-version")["executionArn"])
+    assert d["stateMachineVersionArn"] == v2 and "stateMachineAliasArn" not in d, d
+    d = finished(sfn, sfn.start_execution(stateMachineArn=arn, name="plain")["executionArn"])
+    assert "stateMachineVersionArn" not in d and "stateMachineAliasArn" not in d, d
+    listed = {e["name"]: e for e in sfn.list_executions(stateMachineArn=arn)["executions"]}
+    assert listed["by-alias"]["stateMachineAliasArn"] == prod and listed["by-alias"]["stateMachineVersionArn"] == v1
+    assert listed["by-version"]["stateMachineVersionArn"] == v2 and "stateMachineAliasArn" not in listed["by-version"]
+    assert "stateMachineVersionArn" not in listed["plain"], listed
+    # ListExecutions of an alias or version ARN: the executions started by it.
+    assert [e["name"] for e in sfn.list_executions(stateMachineArn=prod)["executions"]] == ["by-alias"]
+    assert [e["name"] for e in sfn.list_executions(stateMachineArn=v2)["executions"]] == ["by-version"]
+    # Two versions by weight: 50/50 over 40 executions runs both (the chance of one only is 2^-39).
+    sfn.update_state_machine_alias(
+        stateMachineAliasArn=prod,
+        routingConfiguration=[{"stateMachineVersionArn": v1, "weight": 50}, {"stateMachineVersionArn": v2, "weight": 50}],
+    )
+    d = sfn.describe_state_machine_alias(stateMachineAliasArn=prod)
+    assert d["description"] == "live" and len(d["routingConfiguration"]) == 2 and d["updateDate"] >= d["creationDate"], d
+    seen = set()
+    started = [sfn.start_execution(stateMachineArn=prod, name=f"split-{i}")["executionArn"] for i in range(40)]
+    for ex in started:
+        e = finished(sfn, ex)
+        assert e["stateMachineVersionArn"] == {'"v1"': v1, '"v2"': v2}[e["output"]], e
+        seen.add(e["output"])
+    assert seen == {'"v1"', '"v2"'}, seen
+    # A weight of 0 never runs.
+    sfn.update_state_machine_alias(
+        stateMachineAliasArn=prod,
+        description="canary off",
+        routingConfiguration=[{"stateMachineVersionArn": v1, "weight": 100}, {"stateMachineVersionArn": v2, "weight": 0}],
+    )
+    started = [sfn.start_execution(stateMachineArn=prod, name=f"zero-{i}")["executionArn"] for i in range(10)]
+    for ex in started:
+        assert finished(sfn, ex)["output"] == '"v1"', ex
+    # Pagination, oldest first; a version ARN lists the aliases routing to it.
+    for name in ("beta", "gamma"):
+        sfn.create_state_machine_alias(name=name, routingConfiguration=[{"stateMachineVersionArn": v2, "weight": 100}])
+    page1 = sfn.list_state_machine_aliases(stateMachineArn=arn, maxResults=2)
+    page2 = sfn.list_state_machine_aliases(stateMachineArn=arn, maxResults=2, nextToken=page1["nextToken"])
+    names = [a["stateMachineAliasArn"] for a in page1["stateMachineAliases"] + page2["stateMachineAliases"]]
+    assert names == [prod, arn + ":beta", arn + ":gamma"] and "nextToken" not in page2, (page1, page2)
+    by_v1 = sfn.list_state_machine_aliases(stateMachineArn=v1)["stateMachineAliases"]
+    assert [a["stateMachineAliasArn"] for a in by_v1] == [prod], by_v1
+    # A version an alias routes to cannot be deleted (AWS's ConflictException).
+    m = expect_error("ConflictException", sfn.delete_state_machine_version, stateMachineVersionArn=v2)
+    assert "beta" in m and "gamma" in m and "prod" in m, m
+    # AWS's validation of routing configurations and names.
+    route = lambda *pairs: [{"stateMachineVersionArn": a, "weight": w} for a, w in pairs]
+    m = expect_error("ValidationException", sfn.create_state_machine_alias, name="x", routingConfiguration=route((v1, 70), (v2, 29)))
+    assert "Sum of routing configuration weights must equal 100. Received: [70, 29]" in m, m
+    m = expect_error("ValidationException", sfn.create_state_machine_alias, name="x", routingConfiguration=route((v1, 50), (v1, 50)))
+    assert "distinct" in m, m
+    m = expect_error("ValidationException", sfn.create_state_machine_alias, name="x", routingConfiguration=route((arn, 100)))
+    assert "must contain state machine version ARNs" in m, m
+    expect_error("ValidationException", sfn.create_state_machine_alias, name="x", routingConfiguration=route((v1, 101)))
+    expect_error(
+        "ValidationException",
+        sfn.create_state_machine_alias,
+        name="x",
+        routingConfiguration=route((v1, 50), (v2, 30), (arn + ":3", 20)),
+    )
+    for bad in ("123", "INVALID ALIAS", "ALIAS@", "A" * 81):
+        expect_error("ValidationException", sfn.create_state_machine_alias, name=bad, routingConfiguration=route((v1, 100)))
+    expect_error("ResourceNotFound", sfn.create_state_machine_alias, name="x", routingConfiguration=route((arn + ":9", 100)))
+    other = sfn.create_state_machine(name="AliasedOther", definition=v1_def, roleArn=ROLE, publish=True)["stateMachineVersionArn"]
+    m = expect_error("ValidationException", sfn.create_state_machine_alias, name="x", routingConfiguration=route((v1, 50), (other, 50)))
+    assert "same state machine" in m, m
+    expect_error("ResourceNotFound", sfn.describe_state_machine_alias, stateMachineAliasArn=arn + ":nope")
+    expect_error("ResourceNotFound", sfn.update_state_machine_alias, stateMachineAliasArn=arn + ":nope", description="d")
+    expect_error("ValidationException", sfn.update_state_machine_alias, stateMachineAliasArn=prod)
+    expect_error("InvalidArn", sfn.describe_state_machine_alias, stateMachineAliasArn=v1)
+    expect_error("StateMachineDoesNotExist", sfn.start_execution, stateMachineArn=arn + ":nope")
+    # Delete: gone (and deleting again succeeds, as on AWS); its versions stay.
+    sfn.delete_state_machine_alias(stateMachineAliasArn=arn + ":gamma")
+    sfn.delete_state_machine_alias(stateMachineAliasArn=arn + ":gamma")
+    expect_error("ResourceNotFound", sfn.describe_state_machine_alias, stateMachineAliasArn=arn + ":gamma")
+    sfn.describe_state_machine(stateMachineArn=v2)
+    # A deleted machine takes its aliases with it.
+    sfn.delete_state_machine(stateMachineArn=arn)
+    sfn.create_state_machine(name="Aliased", definition=v1_def, roleArn=ROLE)
+    assert sfn.list_state_machine_aliases(stateMachineArn=arn)["stateMachineAliases"] == []
 
 
 def main():
@@ -305,14 +424,35 @@ def main():
         tags(sfn)
         mock_config(sfn)
         versions(sfn)
+        aliases(sfn)
         unchecked = [op for op in CLAIMED if op not in CHECKED]
         assert not unchecked, f"operations whose responses were not checked against the model: {unchecked}"
     elif PHASE == "before-restart":
         arn = sfn.create_state_machine(name="Durable", definition=PASS, roleArn=ROLE)["stateMachineArn"]
         sfn.tag_resource(resourceArn=arn, tags=[{"key": "kept", "value": "yes"}])
+        act = sfn.create_activity(name="DurableWork", tags=[{"key": "kept", "value": "too"}])
+        gone = sfn.create_activity(name="DeletedWork")["activityArn"]
+        sfn.delete_activity(activityArn=gone)
+        assert act["activityArn"].endswith(":activity:DurableWork"), act
+        v = sfn.publish_state_machine_version(stateMachineArn=arn)["stateMachineVersionArn"]
+        sfn.create_state_machine_alias(name="live", routingConfiguration=[{"stateMachineVersionArn": v, "weight": 100}])
     elif PHASE == "after-restart":
         listed = sfn.list_tags_for_resource(resourceArn=sm_arn("Durable"))["tags"]
         assert listed == [{"key": "kept", "value": "yes"}], listed
+        # Activities are in the store: there after the restart, with their tags; a deleted one is not.
+        act = f"arn:aws:states:us-east-1:{ACCOUNT}:activity:DurableWork"
+        d = sfn.describe_activity(activityArn=act)
+        assert d["name"] == "DurableWork", d
+        assert sfn.list_tags_for_resource(resourceArn=act)["tags"] == [{"key": "kept", "value": "too"}]
+        names = [a["name"] for a in sfn.list_activities()["activities"]]
+        assert "DurableWork" in names and "DeletedWork" not in names, names
+        expect_error("ActivityDoesNotExist", sfn.describe_activity, activityArn=act.replace("DurableWork", "DeletedWork"))
+        # Created again: the same creation date (idempotent), as it was never forgotten.
+        assert sfn.create_activity(name="DurableWork")["creationDate"] == d["creationDate"]
+        d = sfn.describe_state_machine_alias(stateMachineAliasArn=sm_arn("Durable") + ":live")
+        assert d["routingConfiguration"] == [{"stateMachineVersionArn": sm_arn("Durable") + ":1", "weight": 100}], d
+        d = finished(sfn, sfn.start_execution(stateMachineArn=sm_arn("Durable") + ":live")["executionArn"])
+        assert d["stateMachineAliasArn"] == sm_arn("Durable") + ":live", d
     print(json.dumps({"phase": PHASE, "checked": CHECKED}), flush=True)
 
 
