@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::FutureExt;
+use futures::future::BoxFuture;
 use rand::rngs::StdRng;
 use rand::{RngCore, SeedableRng};
 use serde_json::{Value, json};
@@ -1255,7 +1256,7 @@ fn seconds_json(d: Option<Duration>) -> Value {
 /// panics caught, Retry, ResultSelector/ResultPath/OutputPath, and Catch.
 ///
 /// `invoke` is called once per attempt with the effective input (after Parameters).
-pub async fn task<F, Fut>(
+pub async fn task<'a, F, Fut>(
     exec: &Execution,
     name: &str,
     spec: &TaskState,
@@ -1263,10 +1264,25 @@ pub async fn task<F, Fut>(
     invoke: F,
 ) -> Result<Step, Failure>
 where
-    F: FnMut(Value, TaskContext) -> Fut,
-    Fut: Future<Output = Result<Value, Failure>>,
+    F: FnMut(Value, TaskContext) -> Fut + Send + 'a,
+    Fut: Future<Output = Result<Value, Failure>> + Send + 'a,
 {
     task_with(exec, name, &Interpreted(spec), input, invoke).await
+}
+
+/// [`task`] for the interpreter, whose handlers return a boxed future already: it is used as it
+/// is, where [`task_with`] would box it again (an allocation per attempt).
+pub(crate) async fn task_boxed<'a, F>(
+    exec: &Execution,
+    name: &str,
+    spec: &TaskState,
+    input: Value,
+    mut invoke: F,
+) -> Result<Step, Failure>
+where
+    F: FnMut(Value, TaskContext) -> BoxFuture<'a, Result<Value, Failure>> + Send + 'a,
+{
+    task_visit(exec, name, &Erased(&Interpreted(spec)), input, &mut invoke).await
 }
 
 /// One visit of a Task state whose data processing is `code`: its events, the retry loop with
@@ -1276,18 +1292,37 @@ where
 /// The interpreter's [`task`] (whose `code` reads the IR) and generated code (whose `code` is
 /// compiled from the state's paths, templates and Retry/Catch tables) both run through here,
 /// so their histories and failures are the same.
-pub async fn task_with<C, F, Fut>(
+pub async fn task_with<'a, C, F, Fut>(
     exec: &Execution,
     name: &str,
     code: &C,
     input: Value,
-    invoke: F,
+    mut invoke: F,
 ) -> Result<Step, Failure>
 where
-    C: TaskCode + ?Sized,
-    F: FnMut(Value, TaskContext) -> Fut,
-    Fut: Future<Output = Result<Value, Failure>>,
+    C: TaskCode + Sync,
+    F: FnMut(Value, TaskContext) -> Fut + Send + 'a,
+    Fut: Future<Output = Result<Value, Failure>> + Send + 'a,
 {
+    // The types are erased here, so the visit below is one function whatever the state: a
+    // machine of a hundred generated Tasks runs one copy of it, not a hundred.
+    let mut invoke =
+        move |input: Value, ctx: TaskContext| -> BoxFuture<'a, Result<Value, Failure>> { Box::pin(invoke(input, ctx)) };
+    task_visit(exec, name, &Erased(code), input, &mut invoke).await
+}
+
+/// A handler call with its type erased (one boxed future per attempt, as the interpreter's
+/// handlers already are).
+type Invoke<'i, 'a> = dyn FnMut(Value, TaskContext) -> BoxFuture<'a, Result<Value, Failure>> + Send + 'i;
+
+/// [`task_with`] after type erasure.
+async fn task_visit(
+    exec: &Execution,
+    name: &str,
+    code: &(dyn ErasedTask + Sync),
+    input: Value,
+    invoke: &mut Invoke<'_, '_>,
+) -> Result<Step, Failure> {
     let mut guard = AbortGuard { exec, name, event: EventType::TaskStateAborted, armed: true };
     let outcome = task_inner(exec, name, code, input, invoke).instrument(state_span(name, "Task")).await;
     // A Task whose failure leaves its Parallel branch is aborted with the branch, as AWS records
@@ -1295,6 +1330,95 @@ where
     guard.armed = outcome.is_err() && exec.in_parallel_branch;
     drop(guard);
     outcome
+}
+
+/// A [`TaskCode`] seen without its table types, so [`task_inner`] is not generic.
+struct Erased<'c, C>(&'c C);
+
+/// What [`task_inner`] asks of a Task: [`TaskCode`], with Retry and Catch behind methods.
+trait ErasedTask {
+    fn code(&self) -> &(dyn TaskCodeView + Sync);
+    fn decide(&self, retries: &mut RetryState, error: &str, rng: &mut StdRng) -> RetryDecision;
+    fn retry_state(&self) -> RetryState;
+    fn caught(&self, visit: &Visit<'_>, raw_input: Value, failure: Failure) -> Result<Step, Failure>;
+}
+
+/// The table-free part of [`TaskCode`], as a trait object.
+trait TaskCodeView {
+    fn resource(&self) -> &str;
+    fn needs_context(&self) -> bool;
+    fn shape(&self) -> TaskShape;
+    fn input_path(&self, raw: &Value, ctx: &Value) -> Result<Value, Failure>;
+    fn timeout(&self, effective: &Value, ctx: &Value) -> Result<Option<Duration>, Failure>;
+    fn heartbeat(&self, effective: &Value, ctx: &Value) -> Result<Option<Duration>, Failure>;
+    fn parameters_form(&self) -> ParametersForm;
+    fn parameters(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<Value, Failure>;
+    fn finish_needs_context(&self) -> bool;
+    fn finish(&self, exec: &Execution, raw_input: Value, result: Value, ctx: &Value) -> Result<Value, Failure>;
+    fn credentials(&self) -> Option<&wfc_ir::TaskCredentials>;
+    fn arguments(&self) -> Option<&JsonataTemplate>;
+    fn assign(&self) -> Option<&Assign>;
+    fn output(&self) -> Option<&JsonataTemplate>;
+}
+
+impl<C: TaskCode + ?Sized> TaskCodeView for C {
+    fn resource(&self) -> &str {
+        TaskCode::resource(self)
+    }
+    fn needs_context(&self) -> bool {
+        TaskCode::needs_context(self)
+    }
+    fn shape(&self) -> TaskShape {
+        TaskCode::shape(self)
+    }
+    fn input_path(&self, raw: &Value, ctx: &Value) -> Result<Value, Failure> {
+        TaskCode::input_path(self, raw, ctx)
+    }
+    fn timeout(&self, effective: &Value, ctx: &Value) -> Result<Option<Duration>, Failure> {
+        TaskCode::timeout(self, effective, ctx)
+    }
+    fn heartbeat(&self, effective: &Value, ctx: &Value) -> Result<Option<Duration>, Failure> {
+        TaskCode::heartbeat(self, effective, ctx)
+    }
+    fn parameters_form(&self) -> ParametersForm {
+        TaskCode::parameters_form(self)
+    }
+    fn parameters(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<Value, Failure> {
+        TaskCode::parameters(self, exec, effective, ctx)
+    }
+    fn finish_needs_context(&self) -> bool {
+        TaskCode::finish_needs_context(self)
+    }
+    fn finish(&self, exec: &Execution, raw_input: Value, result: Value, ctx: &Value) -> Result<Value, Failure> {
+        TaskCode::finish(self, exec, raw_input, result, ctx)
+    }
+    fn credentials(&self) -> Option<&wfc_ir::TaskCredentials> {
+        TaskCode::credentials(self)
+    }
+    fn arguments(&self) -> Option<&JsonataTemplate> {
+        TaskCode::arguments(self)
+    }
+    fn assign(&self) -> Option<&Assign> {
+        TaskCode::assign(self)
+    }
+    fn output(&self) -> Option<&JsonataTemplate> {
+        TaskCode::output(self)
+    }
+}
+
+impl<C: TaskCode + Sync> ErasedTask for Erased<'_, C> {
+    fn code(&self) -> &(dyn TaskCodeView + Sync) {
+        self.0
+    }
+    fn decide(&self, retries: &mut RetryState, error: &str, rng: &mut StdRng) -> RetryDecision {
+        retries.decide(self.0.retriers(), error, rng)
+    }
+    fn retry_state(&self) -> RetryState {
+        RetryState::new(self.0.retriers())
+    }
+    fn caught(&self, visit: &Visit<'_>, raw_input: Value, failure: Failure) -> Result<Step, Failure> {
+        caught(visit, self.0.catchers(), raw_input, failure)
+    }
 }
 
 /// The data processing of one Task state, which [`task_with`] runs its visit around: what the
@@ -1493,18 +1617,14 @@ impl Drop for AbortGuard<'_> {
     }
 }
 
-async fn task_inner<C, F, Fut>(
+async fn task_inner(
     exec: &Execution,
     name: &str,
-    code: &C,
+    erased: &(dyn ErasedTask + Sync),
     input: Value,
-    mut invoke: F,
-) -> Result<Step, Failure>
-where
-    C: TaskCode + ?Sized,
-    F: FnMut(Value, TaskContext) -> Fut,
-    Fut: Future<Output = Result<Value, Failure>>,
-{
+    invoke: &mut Invoke<'_, '_>,
+) -> Result<Step, Failure> {
+    let code = erased.code();
     let mut visit = Visit::start(exec, name, "Task", &input)?;
     let visit_no = exec.next_visit(name);
     let resource = code.resource();
@@ -1521,8 +1641,7 @@ where
     let timeout = code.timeout(&effective, &ctx).map_err(|f| visit.runtime(f))?;
     let heartbeat = code.heartbeat(&effective, &ctx).map_err(|f| visit.runtime(f))?;
     let parameters = Parameters::new(code, &effective, exec).map_err(|f| visit.runtime(f))?;
-    let retriers = code.retriers();
-    let mut retries = RetryState::new(retriers);
+    let mut retries = erased.retry_state();
     let callback = crate::callback::is_callback_resource(resource);
     let events = AttemptEvents::of(resource);
     loop {
@@ -1558,8 +1677,9 @@ where
             Ok(evaluated) => evaluated,
             // A JSONata failure can be retried and caught, unlike a path failure.
             Err(f) if f.error == wfc_ir::errors::QUERY_EVALUATION_ERROR => {
-                if let Some(failure) = visit.retry_after(visit_no, &mut retries, retriers, f).await? {
-                    return caught(&visit, code.catchers(), input, failure);
+                let decision = exec.with_rng(|rng| erased.decide(&mut retries, &f.error, rng));
+                if let Some(failure) = visit.retry_decided(visit_no, &retries, decision, f).await? {
+                    return erased.caught(&visit, input, failure);
                 }
                 continue;
             }
@@ -1682,8 +1802,9 @@ where
                 f
             }
         };
-        if let Some(failure) = visit.retry_after(visit_no, &mut retries, retriers, failure).await? {
-            return caught(&visit, code.catchers(), input, failure);
+        let decision = exec.with_rng(|rng| erased.decide(&mut retries, &failure.error, rng));
+        if let Some(failure) = visit.retry_decided(visit_no, &retries, decision, failure).await? {
+            return erased.caught(&visit, input, failure);
         }
     }
 }
@@ -1815,7 +1936,7 @@ trait ParametersCode {
     fn evaluate(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<Value, Failure>;
 }
 
-impl<C: TaskCode + ?Sized> ParametersCode for C {
+impl ParametersCode for dyn TaskCodeView + Sync + '_ {
     fn form(&self) -> ParametersForm {
         self.parameters_form()
     }
@@ -1956,7 +2077,19 @@ impl Visit<'_> {
         retriers: &[R],
         failure: Failure,
     ) -> Result<Option<Failure>, Failure> {
-        match self.exec.with_rng(|rng| retries.decide(retriers, &failure.error, rng)) {
+        let decision = self.exec.with_rng(|rng| retries.decide(retriers, &failure.error, rng));
+        self.retry_decided(visit_no, retries, decision, failure).await
+    }
+
+    /// [`retry_after`](Self::retry_after) once the retry driver has decided.
+    async fn retry_decided(
+        &self,
+        visit_no: u32,
+        retries: &RetryState,
+        decision: RetryDecision,
+        failure: Failure,
+    ) -> Result<Option<Failure>, Failure> {
+        match decision {
             RetryDecision::Retry { delay, .. } => {
                 self.exec
                     .backoff(self.name, visit_no, retries.retry_count(), delay)
