@@ -1,12 +1,17 @@
 //! The ABI of states compiled to Rust: what generated code calls when it runs a state's work
 //! itself instead of handing the state's IR to [`crate::exec`].
 //!
-//! Generated code for a JSONPath Pass, Choice or Succeed state (see docs/status.md, issue 20, for which
+//! Generated code for a JSONPath Pass, Choice, Succeed, Task, Wait or Fail state (see docs/status.md, issue 20, for which
 //! forms are generated) is built from these pieces:
 //!
-//! - the state's visit, [`pass`], [`choice`] and [`succeed`] (`exec::pass_with`, `exec::choice_with`,
-//!   `exec::succeed_with`): the same functions the interpreter runs those states through, so both engines
-//!   record the same events with the same JSON and raise the same failures;
+//! - the state's visit, [`pass`], [`choice`], [`succeed`], [`task`], [`wait`] and [`fail`]
+//!   (`exec::pass_with`, `exec::choice_with`, `exec::succeed_with`, `exec::task_with`,
+//!   `exec::wait_with`, `exec::fail_with`): the same functions the
+//!   interpreter runs those states through, so both engines record the same events with the same
+//!   JSON and raise the same failures. A Task's data processing is a [`TaskCode`] the generated
+//!   code implements (paths, Parameters, ResultSelector, timeouts), with its Retry and Catch as
+//!   `const` tables of [`Retrier`]s and [`Catcher`]s; the retry loop, back-offs, events,
+//!   callbacks and Catch stay in `exec::task_with`;
 //! - definite paths as steps built at compile time ([`Seg`]): [`get`], [`select`], [`take`],
 //!   [`set`] walk them with one `get` per step, never parsing the path at run time;
 //! - other paths (`$$`, `$var`, wildcards, filters) as a [`StaticPath`], parsed once on first use
@@ -29,7 +34,13 @@ use wfc_ir::{Path, PathError};
 
 use crate::Failure;
 
-pub use crate::exec::{choice_with as choice, pass_with as pass, succeed_with as succeed};
+pub use crate::exec::{
+    ParametersForm, TaskCode, TaskShape, choice_with as choice, fail_with as fail, pass_with as pass,
+    succeed_with as succeed, task_with as task, wait_with as wait,
+};
+pub use crate::retry::{CatchPath, StaticCatcher as Catcher, StaticRetrier as Retrier};
+pub use std::time::Duration;
+pub use wfc_ir::Jitter;
 pub use wfc_ir::intrinsics::Function;
 pub use wfc_ir::jsonpath::ast::SingularStep as Seg;
 pub use wfc_ir::native::{NativeNumber, Pattern};
@@ -141,6 +152,49 @@ pub fn math_add(a: &Value, b: &Value) -> Result<Value, Failure> {
 /// `States.Format` with a literal template, given as its pieces between placeholders.
 pub fn format(pieces: &[&str], args: &[Value]) -> Result<Value, Failure> {
     intrinsic_eval::format_pieces(pieces, args).map_err(|f| Failure::runtime(f.cause))
+}
+
+/// A Task's TimeoutSecondsPath or HeartbeatSecondsPath (`field`) with a definite `$` path on
+/// the effective input: a positive integer, else `States.Runtime` (the interpreter's wording).
+pub fn seconds(effective: &Value, steps: &[Seg<'_>], text: &str, field: &str) -> Result<Option<Duration>, Failure> {
+    match get(effective, steps) {
+        Some(value) => crate::exec::positive_seconds(field, text, value).map(Some),
+        None => Err(Failure::runtime(crate::io::invalid_path_text_message(text, effective))),
+    }
+}
+
+/// [`seconds`] with any other path.
+pub fn seconds_path(path: &Path, field: &str, effective: &Value, ctx: &Value) -> Result<Option<Duration>, Failure> {
+    crate::exec::seconds_at(path, field, effective, ctx).map(Some)
+}
+
+/// A Wait's delay within the longest wait AWS accepts, else `States.Runtime`.
+pub fn wait_limit(delay: Duration) -> Result<Duration, Failure> {
+    crate::exec::wait_limit(delay)
+}
+
+/// A Wait's `Timestamp` (parsed at compile time: nanoseconds since the Unix epoch): the time
+/// from now until then on the execution's clock.
+pub fn wait_until(exec: &crate::Execution, nanos: i128) -> Result<Duration, Failure> {
+    let instant = jiff::Timestamp::from_nanosecond(nanos)
+        .map_err(|e| Failure::runtime(format!("a timestamp compiled into this program is out of range: {e}")))?;
+    Ok(exec.clock().until(instant))
+}
+
+/// A Wait's `SecondsPath` (whose text is `text`) on what it selected (`None`: nothing).
+pub fn wait_seconds_at(text: &str, value: Option<&Value>) -> Result<Duration, Failure> {
+    crate::exec::wait_seconds_at(text, value)
+}
+
+/// A Wait's `TimestampPath` (whose text is `text`) on what it selected (`None`: nothing).
+pub fn wait_timestamp_at(exec: &crate::Execution, text: &str, value: Option<&Value>) -> Result<Duration, Failure> {
+    crate::exec::wait_timestamp_at(exec, text, value)
+}
+
+/// A Fail state's ErrorPath or CausePath (`field`, whose path is `text`) on what it selected:
+/// a string, else `States.Runtime`.
+pub fn fail_string(field: &str, text: &str, value: Value) -> Result<String, Failure> {
+    crate::exec::fail_string(field, text, value)
 }
 
 /// A number compared with a Choice literal (split at compile time); `None` when `value` is not a

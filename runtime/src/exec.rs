@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::FutureExt;
+use futures::future::BoxFuture;
 use rand::rngs::StdRng;
 use rand::{RngCore, SeedableRng};
 use serde_json::{Value, json};
@@ -1231,19 +1232,27 @@ fn resolve_seconds(
                 )),
             }
         }
-        Some(Seconds::Path(p)) => {
-            let Some(value) = io::select_opt(p, input, ctx) else {
-                let doc = if p.root() == wfc_ir::Root::Context { ctx } else { input };
-                return Err(Failure::runtime(io::invalid_path_message(p, doc)));
-            };
-            match value.as_u64() {
-                Some(s) if s > 0 => Ok(Some(Duration::from_secs(s))),
-                _ => Err(Failure::runtime(format!(
-                    "The {field} field refers to value {value} which is not a valid positive integer: {}",
-                    p.as_str()
-                ))),
-            }
-        }
+        Some(Seconds::Path(p)) => seconds_at(p, field, input, ctx).map(Some),
+    }
+}
+
+/// A TimeoutSecondsPath or HeartbeatSecondsPath (`field`) on the effective input `input`.
+pub(crate) fn seconds_at(p: &wfc_ir::Path, field: &str, input: &Value, ctx: &Value) -> Result<Duration, Failure> {
+    let Some(value) = io::select_opt(p, input, ctx) else {
+        let doc = if p.root() == wfc_ir::Root::Context { ctx } else { input };
+        return Err(Failure::runtime(io::invalid_path_message(p, doc)));
+    };
+    positive_seconds(field, p.as_str(), &value)
+}
+
+/// The value a TimeoutSecondsPath or HeartbeatSecondsPath (`field`, whose path is `text`)
+/// selected, as a duration: a positive integer, else `States.Runtime`.
+pub(crate) fn positive_seconds(field: &str, text: &str, value: &Value) -> Result<Duration, Failure> {
+    match value.as_u64() {
+        Some(s) if s > 0 => Ok(Duration::from_secs(s)),
+        _ => Err(Failure::runtime(format!(
+            "The {field} field refers to value {value} which is not a valid positive integer: {text}"
+        ))),
     }
 }
 
@@ -1255,7 +1264,7 @@ fn seconds_json(d: Option<Duration>) -> Value {
 /// panics caught, Retry, ResultSelector/ResultPath/OutputPath, and Catch.
 ///
 /// `invoke` is called once per attempt with the effective input (after Parameters).
-pub async fn task<F, Fut>(
+pub async fn task<'a, F, Fut>(
     exec: &Execution,
     name: &str,
     spec: &TaskState,
@@ -1263,16 +1272,340 @@ pub async fn task<F, Fut>(
     invoke: F,
 ) -> Result<Step, Failure>
 where
-    F: FnMut(Value, TaskContext) -> Fut,
-    Fut: Future<Output = Result<Value, Failure>>,
+    F: FnMut(Value, TaskContext) -> Fut + Send + 'a,
+    Fut: Future<Output = Result<Value, Failure>> + Send + 'a,
 {
+    task_with(exec, name, &Interpreted(spec), input, invoke).await
+}
+
+/// [`task`] for the interpreter, whose handlers return a boxed future already: it is used as it
+/// is, where [`task_with`] would box it again (an allocation per attempt).
+pub(crate) async fn task_boxed<'a, F>(
+    exec: &Execution,
+    name: &str,
+    spec: &TaskState,
+    input: Value,
+    mut invoke: F,
+) -> Result<Step, Failure>
+where
+    F: FnMut(Value, TaskContext) -> BoxFuture<'a, Result<Value, Failure>> + Send + 'a,
+{
+    task_visit(exec, name, &Erased(&Interpreted(spec)), input, &mut invoke).await
+}
+
+/// One visit of a Task state whose data processing is `code`: its events, the retry loop with
+/// its back-offs on the execution's clock, TimeoutSeconds and HeartbeatSeconds, callbacks
+/// (`.waitForTaskToken`), `lambda:invoke` wrapping, Credentials, the payload limits, and Catch.
+///
+/// The interpreter's [`task`] (whose `code` reads the IR) and generated code (whose `code` is
+/// compiled from the state's paths, templates and Retry/Catch tables) both run through here,
+/// so their histories and failures are the same.
+pub async fn task_with<'a, C, F, Fut>(
+    exec: &Execution,
+    name: &str,
+    code: &C,
+    input: Value,
+    mut invoke: F,
+) -> Result<Step, Failure>
+where
+    C: TaskCode + Sync,
+    F: FnMut(Value, TaskContext) -> Fut + Send + 'a,
+    Fut: Future<Output = Result<Value, Failure>> + Send + 'a,
+{
+    // The types are erased here, so the visit below is one function whatever the state: a
+    // machine of a hundred generated Tasks runs one copy of it, not a hundred.
+    let mut invoke =
+        move |input: Value, ctx: TaskContext| -> BoxFuture<'a, Result<Value, Failure>> { Box::pin(invoke(input, ctx)) };
+    task_visit(exec, name, &Erased(code), input, &mut invoke).await
+}
+
+/// A handler call with its type erased (one boxed future per attempt, as the interpreter's
+/// handlers already are).
+type Invoke<'i, 'a> = dyn FnMut(Value, TaskContext) -> BoxFuture<'a, Result<Value, Failure>> + Send + 'i;
+
+/// [`task_with`] after type erasure.
+async fn task_visit(
+    exec: &Execution,
+    name: &str,
+    code: &(dyn ErasedTask + Sync),
+    input: Value,
+    invoke: &mut Invoke<'_, '_>,
+) -> Result<Step, Failure> {
     let mut guard = AbortGuard { exec, name, event: EventType::TaskStateAborted, armed: true };
-    let outcome = task_inner(exec, name, spec, input, invoke).instrument(state_span(name, "Task")).await;
+    let outcome = task_inner(exec, name, code, input, invoke).instrument(state_span(name, "Task")).await;
     // A Task whose failure leaves its Parallel branch is aborted with the branch, as AWS records
     // it; elsewhere the failure goes straight to the enclosing state or the execution.
     guard.armed = outcome.is_err() && exec.in_parallel_branch;
     drop(guard);
     outcome
+}
+
+/// A [`TaskCode`] seen without its table types, so [`task_inner`] is not generic.
+struct Erased<'c, C>(&'c C);
+
+/// What [`task_inner`] asks of a Task: [`TaskCode`], with Retry and Catch behind methods.
+trait ErasedTask {
+    fn code(&self) -> &(dyn TaskCodeView + Sync);
+    fn decide(&self, retries: &mut RetryState, error: &str, rng: &mut StdRng) -> RetryDecision;
+    fn retry_state(&self) -> RetryState;
+    fn caught(&self, visit: &Visit<'_>, raw_input: Value, failure: Failure) -> Result<Step, Failure>;
+}
+
+/// The table-free part of [`TaskCode`], as a trait object.
+trait TaskCodeView {
+    fn resource(&self) -> &str;
+    fn needs_context(&self) -> bool;
+    fn shape(&self) -> TaskShape;
+    fn input_path(&self, raw: &Value, ctx: &Value) -> Result<Value, Failure>;
+    fn timeout(&self, effective: &Value, ctx: &Value) -> Result<Option<Duration>, Failure>;
+    fn heartbeat(&self, effective: &Value, ctx: &Value) -> Result<Option<Duration>, Failure>;
+    fn parameters_form(&self) -> ParametersForm;
+    fn parameters(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<Value, Failure>;
+    fn finish_needs_context(&self) -> bool;
+    fn finish(&self, exec: &Execution, raw_input: Value, result: Value, ctx: &Value) -> Result<Value, Failure>;
+    fn credentials(&self) -> Option<&wfc_ir::TaskCredentials>;
+    fn arguments(&self) -> Option<&JsonataTemplate>;
+    fn assign(&self) -> Option<&Assign>;
+    fn output(&self) -> Option<&JsonataTemplate>;
+}
+
+impl<C: TaskCode + ?Sized> TaskCodeView for C {
+    fn resource(&self) -> &str {
+        TaskCode::resource(self)
+    }
+    fn needs_context(&self) -> bool {
+        TaskCode::needs_context(self)
+    }
+    fn shape(&self) -> TaskShape {
+        TaskCode::shape(self)
+    }
+    fn input_path(&self, raw: &Value, ctx: &Value) -> Result<Value, Failure> {
+        TaskCode::input_path(self, raw, ctx)
+    }
+    fn timeout(&self, effective: &Value, ctx: &Value) -> Result<Option<Duration>, Failure> {
+        TaskCode::timeout(self, effective, ctx)
+    }
+    fn heartbeat(&self, effective: &Value, ctx: &Value) -> Result<Option<Duration>, Failure> {
+        TaskCode::heartbeat(self, effective, ctx)
+    }
+    fn parameters_form(&self) -> ParametersForm {
+        TaskCode::parameters_form(self)
+    }
+    fn parameters(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<Value, Failure> {
+        TaskCode::parameters(self, exec, effective, ctx)
+    }
+    fn finish_needs_context(&self) -> bool {
+        TaskCode::finish_needs_context(self)
+    }
+    fn finish(&self, exec: &Execution, raw_input: Value, result: Value, ctx: &Value) -> Result<Value, Failure> {
+        TaskCode::finish(self, exec, raw_input, result, ctx)
+    }
+    fn credentials(&self) -> Option<&wfc_ir::TaskCredentials> {
+        TaskCode::credentials(self)
+    }
+    fn arguments(&self) -> Option<&JsonataTemplate> {
+        TaskCode::arguments(self)
+    }
+    fn assign(&self) -> Option<&Assign> {
+        TaskCode::assign(self)
+    }
+    fn output(&self) -> Option<&JsonataTemplate> {
+        TaskCode::output(self)
+    }
+}
+
+impl<C: TaskCode + Sync> ErasedTask for Erased<'_, C> {
+    fn code(&self) -> &(dyn TaskCodeView + Sync) {
+        self.0
+    }
+    fn decide(&self, retries: &mut RetryState, error: &str, rng: &mut StdRng) -> RetryDecision {
+        retries.decide(self.0.retriers(), error, rng)
+    }
+    fn retry_state(&self) -> RetryState {
+        RetryState::new(self.0.retriers())
+    }
+    fn caught(&self, visit: &Visit<'_>, raw_input: Value, failure: Failure) -> Result<Step, Failure> {
+        caught(visit, self.0.catchers(), raw_input, failure)
+    }
+}
+
+/// The data processing of one Task state, which [`task_with`] runs its visit around: what the
+/// interpreter reads from the IR ([`task`]) and generated code compiles (`wfc_runtime::abi`).
+/// Each method is one step of the state's pipeline; none of them records events.
+pub trait TaskCode {
+    /// A retrier of its `Retry` table.
+    type Retrier: retry::RetryRule;
+    /// A catcher of its `Catch` table.
+    type Catcher: retry::CatchRule;
+    /// `Resource`.
+    fn resource(&self) -> &str;
+    /// `Retry`, in order.
+    fn retriers(&self) -> &[Self::Retrier];
+    /// `Catch`, in order.
+    fn catchers(&self) -> &[Self::Catcher];
+    /// Whether the state's processing (InputPath, OutputPath, the timeouts, and the interpreted
+    /// forms: Arguments, Output, Assign, Credentials) reads the context object on entry.
+    fn needs_context(&self) -> bool {
+        false
+    }
+    /// What the visit may skip, decided from the state's fields.
+    fn shape(&self) -> TaskShape;
+    /// InputPath on the raw input: the effective input (by default `$`, a copy).
+    fn input_path(&self, raw: &Value, ctx: &Value) -> Result<Value, Failure> {
+        let _ = ctx;
+        Ok(raw.clone())
+    }
+    /// `TimeoutSeconds` or `TimeoutSecondsPath` (on the effective input); by default none.
+    fn timeout(&self, effective: &Value, ctx: &Value) -> Result<Option<Duration>, Failure> {
+        let _ = (effective, ctx);
+        Ok(None)
+    }
+    /// `HeartbeatSeconds` or `HeartbeatSecondsPath` (on the effective input); by default none.
+    fn heartbeat(&self, effective: &Value, ctx: &Value) -> Result<Option<Duration>, Failure> {
+        let _ = (effective, ctx);
+        Ok(None)
+    }
+    /// Whether there are Parameters, and when they are evaluated; by default there are none.
+    fn parameters_form(&self) -> ParametersForm {
+        ParametersForm::None
+    }
+    /// Parameters on the effective input (`ctx` is `null` unless the form reads it).
+    fn parameters(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<Value, Failure> {
+        let _ = (exec, ctx);
+        Ok(effective.clone())
+    }
+    /// Whether [`finish`](Self::finish) reads the context object beyond
+    /// [`needs_context`](Self::needs_context) (a ResultSelector with `$$`).
+    fn finish_needs_context(&self) -> bool {
+        false
+    }
+    /// ResultSelector on the result, ResultPath into the raw input, OutputPath; by default none
+    /// of them (ResultPath and OutputPath `$`): the result.
+    fn finish(&self, exec: &Execution, raw_input: Value, result: Value, ctx: &Value) -> Result<Value, Failure> {
+        let _ = (exec, raw_input, ctx);
+        Ok(result)
+    }
+    /// `Credentials` (interpreted only).
+    fn credentials(&self) -> Option<&wfc_ir::TaskCredentials> {
+        None
+    }
+    /// JSONata `Arguments` (interpreted only).
+    fn arguments(&self) -> Option<&JsonataTemplate> {
+        None
+    }
+    /// `Assign` (interpreted only).
+    fn assign(&self) -> Option<&Assign> {
+        None
+    }
+    /// JSONata `Output` (interpreted only).
+    fn output(&self) -> Option<&JsonataTemplate> {
+        None
+    }
+}
+
+/// When a Task's Parameters are evaluated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParametersForm {
+    /// No Parameters: the effective input is sent.
+    None,
+    /// Evaluated once per visit, without the context object.
+    Once,
+    /// Evaluated per attempt: the template reads the context object (`$$.State.RetryCount`,
+    /// when `context`) or draws random values (`States.UUID`).
+    PerAttempt {
+        /// Whether it reads the context object.
+        context: bool,
+    },
+}
+
+/// The interpreter's [`TaskCode`]: the state's IR spec, evaluated by [`io`].
+struct Interpreted<'s>(&'s TaskState);
+
+impl TaskCode for Interpreted<'_> {
+    type Retrier = wfc_ir::Retrier;
+    type Catcher = wfc_ir::Catcher;
+
+    fn resource(&self) -> &str {
+        &self.0.resource
+    }
+
+    fn retriers(&self) -> &[wfc_ir::Retrier] {
+        &self.0.retry
+    }
+
+    fn catchers(&self) -> &[wfc_ir::Catcher] {
+        &self.0.catch
+    }
+
+    fn needs_context(&self) -> bool {
+        let spec = self.0;
+        io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()])
+            || spec.arguments.is_some()
+            || spec.output.is_some()
+            || spec.assign.is_some()
+            || matches!(spec.timeout, Some(Seconds::Jsonata(_)))
+            || matches!(spec.heartbeat, Some(Seconds::Jsonata(_)))
+            || spec.credentials.is_some()
+    }
+
+    fn shape(&self) -> TaskShape {
+        TaskShape::of(self.0)
+    }
+
+    fn input_path(&self, raw: &Value, ctx: &Value) -> Result<Value, Failure> {
+        io::input_path(&self.0.input_path, raw, ctx).map(std::borrow::Cow::into_owned)
+    }
+
+    fn timeout(&self, effective: &Value, ctx: &Value) -> Result<Option<Duration>, Failure> {
+        resolve_seconds(&self.0.timeout, "TimeoutSecondsPath", effective, ctx)
+    }
+
+    fn heartbeat(&self, effective: &Value, ctx: &Value) -> Result<Option<Duration>, Failure> {
+        resolve_seconds(&self.0.heartbeat, "HeartbeatSecondsPath", effective, ctx)
+    }
+
+    fn parameters_form(&self) -> ParametersForm {
+        match &self.0.parameters {
+            None => ParametersForm::None,
+            // A random intrinsic (States.UUID) gives each attempt a fresh value, as `$$` does.
+            Some(t) if io::uses_context(t) || io::uses_randomness(t) => {
+                ParametersForm::PerAttempt { context: io::uses_context(t) }
+            }
+            Some(_) => ParametersForm::Once,
+        }
+    }
+
+    fn parameters(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<Value, Failure> {
+        match &self.0.parameters {
+            Some(t) => exec.with_rng(|rng| io::template(t, effective, ctx, rng)),
+            None => Ok(effective.clone()),
+        }
+    }
+
+    fn finish_needs_context(&self) -> bool {
+        self.0.result_selector.as_ref().is_some_and(io::uses_context)
+    }
+
+    fn finish(&self, exec: &Execution, raw_input: Value, result: Value, ctx: &Value) -> Result<Value, Failure> {
+        let spec = self.0;
+        finish_paths(exec, &spec.result_selector, &spec.result_path, &spec.output_path, raw_input, result, ctx)
+    }
+
+    fn credentials(&self) -> Option<&wfc_ir::TaskCredentials> {
+        self.0.credentials.as_ref()
+    }
+
+    fn arguments(&self) -> Option<&JsonataTemplate> {
+        self.0.arguments.as_ref()
+    }
+
+    fn assign(&self) -> Option<&Assign> {
+        self.0.assign.as_ref()
+    }
+
+    fn output(&self) -> Option<&JsonataTemplate> {
+        self.0.output.as_ref()
+    }
 }
 
 /// Records `<Type>StateAborted` when a running state's future is dropped before it finishes:
@@ -1292,43 +1625,33 @@ impl Drop for AbortGuard<'_> {
     }
 }
 
-async fn task_inner<F, Fut>(
+async fn task_inner(
     exec: &Execution,
     name: &str,
-    spec: &TaskState,
+    erased: &(dyn ErasedTask + Sync),
     input: Value,
-    mut invoke: F,
-) -> Result<Step, Failure>
-where
-    F: FnMut(Value, TaskContext) -> Fut,
-    Fut: Future<Output = Result<Value, Failure>>,
-{
+    invoke: &mut Invoke<'_, '_>,
+) -> Result<Step, Failure> {
+    let code = erased.code();
     let mut visit = Visit::start(exec, name, "Task", &input)?;
     let visit_no = exec.next_visit(name);
-    let io_ctx = io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()])
-        || spec.arguments.is_some()
-        || spec.output.is_some()
-        || spec.assign.is_some()
-        || matches!(spec.timeout, Some(Seconds::Jsonata(_)))
-        || matches!(spec.heartbeat, Some(Seconds::Jsonata(_)))
-        || spec.credentials.is_some();
+    let resource = code.resource();
+    let io_ctx = code.needs_context();
     let ctx = visit.context_if(io_ctx);
-    let shape = TaskShape::of(spec);
+    let shape = code.shape();
     let mut input = input;
     let mut effective = if shape.input_moves {
         // Nothing reads the raw input after InputPath `$`: move it instead of copying it.
         std::mem::take(&mut input)
     } else {
-        io::input_path(&spec.input_path, &input, &ctx).map_err(|f| visit.runtime(f))?.into_owned()
+        code.input_path(&input, &ctx).map_err(|f| visit.runtime(f))?
     };
-    let timeout =
-        resolve_seconds(&spec.timeout, "TimeoutSecondsPath", &effective, &ctx).map_err(|f| visit.runtime(f))?;
-    let heartbeat =
-        resolve_seconds(&spec.heartbeat, "HeartbeatSecondsPath", &effective, &ctx).map_err(|f| visit.runtime(f))?;
-    let parameters = Parameters::new(spec.parameters.as_ref(), &effective, exec).map_err(|f| visit.runtime(f))?;
-    let mut retries = RetryState::new(&spec.retry);
-    let callback = crate::callback::is_callback_resource(&spec.resource);
-    let events = AttemptEvents::of(&spec.resource);
+    let timeout = code.timeout(&effective, &ctx).map_err(|f| visit.runtime(f))?;
+    let heartbeat = code.heartbeat(&effective, &ctx).map_err(|f| visit.runtime(f))?;
+    let parameters = Parameters::new(code, &effective, exec).map_err(|f| visit.runtime(f))?;
+    let mut retries = erased.retry_state();
+    let callback = crate::callback::is_callback_resource(resource);
+    let events = AttemptEvents::of(resource);
     loop {
         visit.retry_count = retries.retry_count();
         exec.check_history()?;
@@ -1337,7 +1660,7 @@ where
             visit.task_token = Some(token.map_err(|f| visit.runtime(f))?);
         }
         // Before the parameters: a single attempt may move the effective input into them.
-        let role_arn = match &spec.credentials {
+        let role_arn = match code.credentials() {
             None => Ok(None),
             Some(c) => {
                 let ctx = visit.context();
@@ -1345,7 +1668,7 @@ where
             }
         };
         let params = role_arn.and_then(|role_arn| {
-            match &spec.arguments {
+            match code.arguments() {
                 Some(arguments) => {
                     let ctx = visit.context();
                     visit.jsonata(arguments, "Arguments", &Bindings::new(&input, &ctx))
@@ -1354,7 +1677,7 @@ where
                 None if shape.single_attempt && matches!(parameters, Parameters::None) => {
                     Ok(std::mem::take(&mut effective))
                 }
-                None => parameters.for_attempt(&effective, &visit),
+                None => parameters.for_attempt(code, &effective, &visit),
             }
             .map(|params| (role_arn, params))
         });
@@ -1362,8 +1685,9 @@ where
             Ok(evaluated) => evaluated,
             // A JSONata failure can be retried and caught, unlike a path failure.
             Err(f) if f.error == wfc_ir::errors::QUERY_EVALUATION_ERROR => {
-                if let Some(failure) = visit.retry_after(visit_no, &mut retries, &spec.retry, f).await? {
-                    return caught(&visit, &spec.catch, input, failure);
+                let decision = exec.with_rng(|rng| erased.decide(&mut retries, &f.error, rng));
+                if let Some(failure) = visit.retry_decided(visit_no, &retries, decision, f).await? {
+                    return erased.caught(&visit, input, failure);
                 }
                 continue;
             }
@@ -1372,7 +1696,7 @@ where
         // AWS limits the request a task is sent as it limits results.
         exec.limits().check_payload(name, &params).map_err(|f| visit.runtime(f))?;
         // `lambda:invoke`: the parameters are the Invoke request; the function gets its Payload.
-        let lambda_invoke = if crate::lambda::is_invoke(&spec.resource) {
+        let lambda_invoke = if crate::lambda::is_invoke(resource) {
             Some(crate::lambda::request(&params).map_err(|f| visit.runtime(f))?)
         } else {
             None
@@ -1386,14 +1710,14 @@ where
         exec.record_with(events.scheduled, || {
             let mut details = if events.lambda {
                 // AWS's LambdaFunctionScheduled: the function's input, and only the limits set.
-                let mut d = json!({ "resource": spec.resource, "input": params });
+                let mut d = json!({ "resource": resource, "input": params });
                 if let Some(t) = timeout {
                     d["timeoutInSeconds"] = json!(t.as_secs());
                 }
                 d
             } else {
                 json!({
-                    "resource": spec.resource,
+                    "resource": resource,
                     "parameters": params,
                     "timeoutInSeconds": seconds_json(timeout),
                     "heartbeatInSeconds": seconds_json(heartbeat),
@@ -1404,7 +1728,7 @@ where
             }
             details
         });
-        let task_ctx = TaskContext::new(name, spec.resource.as_str(), visit.retry_count, exec.task_execution_name());
+        let task_ctx = TaskContext::new(name, resource, visit.retry_count, exec.task_execution_name());
         let task_ctx = match role_arn {
             Some(arn) => task_ctx.with_role_arn(arn),
             None => task_ctx,
@@ -1413,10 +1737,7 @@ where
             Some(invoke) => task_ctx.with_function_name(invoke.function_name.clone()),
             None => task_ctx,
         };
-        exec.record_with(
-            events.started,
-            || if events.lambda { json!({}) } else { json!({ "resource": spec.resource }) },
-        );
+        exec.record_with(events.started, || if events.lambda { json!({}) } else { json!({ "resource": resource }) });
         let outcome = match &visit.task_token {
             Some(token) => {
                 // A callback: the handler only hands the token on (its result is ignored); the
@@ -1439,7 +1760,7 @@ where
                 // like any other.
                 let request = match refused {
                     Some(_) => None,
-                    None => exec.step_request(spec.resource.as_str(), &sent, timeout, heartbeat),
+                    None => exec.step_request(resource, &sent, timeout, heartbeat),
                 };
                 let attempt = match refused {
                     Some(f) => futures::future::Either::Left(std::future::ready(Attempt::Failed(f))),
@@ -1463,31 +1784,35 @@ where
                 };
                 // Checked before the result is recorded or processed: a result that is too
                 // large or too deep is terminal, and AWS names the resource that returned it.
-                exec.limits().check_payload(spec.resource.as_str(), &result).map_err(|f| visit.runtime(f))?;
-                exec.record_with(events.succeeded, || events.details(&spec.resource, json!({ "output": result })));
-                let language = Language { assign: spec.assign.as_ref(), output: spec.output.as_ref() };
+                exec.limits().check_payload(resource, &result).map_err(|f| visit.runtime(f))?;
+                exec.record_with(events.succeeded, || events.details(resource, json!({ "output": result })));
+                let language = Language { assign: code.assign(), output: code.output() };
                 if language.is_plain() && shape.result_is_output {
                     // The output is the result just checked against the same limits.
                     visit.exit(&result);
                     return Ok(Step::Next(result));
                 }
-                let paths = (&spec.result_selector, &spec.result_path, &spec.output_path);
-                match finish_success(&visit, language, paths, &mut input, result, io_ctx)? {
+                let finish = Finish {
+                    needs_ctx: io_ctx || code.finish_needs_context(),
+                    run: &|raw: Value, result: Value, ctx: &Value| code.finish(exec, raw, result, ctx),
+                };
+                match finish_success(&visit, language, finish, &mut input, result)? {
                     Ok(output) => return Ok(Step::Next(output)),
                     Err(failure) => failure,
                 }
             }
             Attempt::Failed(f) => {
-                exec.record_with(events.failed, || events.details(&spec.resource, failure_details(&f)));
+                exec.record_with(events.failed, || events.details(resource, failure_details(&f)));
                 f
             }
             Attempt::TimedOut(f) => {
-                exec.record_with(events.timed_out, || events.details(&spec.resource, failure_details(&f)));
+                exec.record_with(events.timed_out, || events.details(resource, failure_details(&f)));
                 f
             }
         };
-        if let Some(failure) = visit.retry_after(visit_no, &mut retries, &spec.retry, failure).await? {
-            return caught(&visit, &spec.catch, input, failure);
+        let decision = exec.with_rng(|rng| erased.decide(&mut retries, &failure.error, rng));
+        if let Some(failure) = visit.retry_decided(visit_no, &retries, decision, failure).await? {
+            return erased.caught(&visit, input, failure);
         }
     }
 }
@@ -1550,15 +1875,16 @@ fn failure_details(f: &Failure) -> Value {
     Value::Object(details)
 }
 
-/// What a Task's fields let [`task`] skip, decided once per visit.
-struct TaskShape {
+/// What a Task's fields let [`task_with`] skip (generated code builds it at compile time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskShape {
     /// InputPath `$`, and nothing reads the raw input afterwards (ResultPath `$` discards it,
     /// and there is no catcher to place an error in it).
-    input_moves: bool,
+    pub input_moves: bool,
     /// No Retry: one attempt at most.
-    single_attempt: bool,
+    pub single_attempt: bool,
     /// No ResultSelector, ResultPath `$` and OutputPath `$`: the output is the task's result.
-    result_is_output: bool,
+    pub result_is_output: bool,
 }
 
 impl TaskShape {
@@ -1577,55 +1903,113 @@ impl TaskShape {
 
 /// Parameters for each attempt: evaluated once when the template cannot change between
 /// attempts, or per attempt when it reads `$$` (for `$$.State.RetryCount`).
-enum Parameters<'t> {
+enum Parameters {
     /// No Parameters: the effective input itself.
     None,
     /// Evaluated once.
     Fixed(Value),
-    /// Reads the context object: evaluated per attempt.
-    PerAttempt(&'t Template),
+    /// Evaluated per attempt, with the context object when it reads it.
+    PerAttempt { context: bool },
 }
 
-impl<'t> Parameters<'t> {
-    fn new(template: Option<&'t Template>, effective: &Value, exec: &Execution) -> Result<Parameters<'t>, Failure> {
-        Ok(match template {
-            None => Parameters::None,
-            // A random intrinsic (States.UUID) gives each attempt a fresh value, as `$$` does.
-            Some(t) if io::uses_context(t) || io::uses_randomness(t) => Parameters::PerAttempt(t),
-            Some(t) => Parameters::Fixed(exec.with_rng(|rng| io::template(t, effective, &Value::Null, rng))?),
+impl Parameters {
+    fn new<C: ParametersCode + ?Sized>(code: &C, effective: &Value, exec: &Execution) -> Result<Parameters, Failure> {
+        Ok(match code.form() {
+            ParametersForm::None => Parameters::None,
+            ParametersForm::PerAttempt { context } => Parameters::PerAttempt { context },
+            ParametersForm::Once => Parameters::Fixed(code.evaluate(exec, effective, &Value::Null)?),
         })
     }
 
-    fn for_attempt(&self, effective: &Value, visit: &Visit<'_>) -> Result<Value, Failure> {
+    fn for_attempt<C: ParametersCode + ?Sized>(
+        &self,
+        code: &C,
+        effective: &Value,
+        visit: &Visit<'_>,
+    ) -> Result<Value, Failure> {
         match self {
             Parameters::None => Ok(effective.clone()),
             Parameters::Fixed(v) => Ok(v.clone()),
-            Parameters::PerAttempt(t) => {
-                let ctx = visit.context_if(io::uses_context(t));
-                visit.exec.with_rng(|rng| io::template(t, effective, &ctx, rng))
+            Parameters::PerAttempt { context } => {
+                let ctx = visit.context_if(*context);
+                code.evaluate(visit.exec, effective, &ctx)
             }
         }
     }
 }
 
-/// ResultSelector (on the raw result), ResultPath (into the raw input), OutputPath.
-fn finish_result(
-    visit: &Visit<'_>,
+/// Where [`Parameters`] come from: a Task's [`TaskCode`], or a Parallel's or Map's template.
+trait ParametersCode {
+    fn form(&self) -> ParametersForm;
+    fn evaluate(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<Value, Failure>;
+}
+
+impl ParametersCode for dyn TaskCodeView + Sync + '_ {
+    fn form(&self) -> ParametersForm {
+        self.parameters_form()
+    }
+
+    fn evaluate(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<Value, Failure> {
+        self.parameters(exec, effective, ctx)
+    }
+}
+
+/// A Parallel's or Map's Parameters template, evaluated by [`io`].
+struct TemplateParameters<'t>(Option<&'t Template>);
+
+impl ParametersCode for TemplateParameters<'_> {
+    fn form(&self) -> ParametersForm {
+        match self.0 {
+            None => ParametersForm::None,
+            Some(t) if io::uses_context(t) || io::uses_randomness(t) => {
+                ParametersForm::PerAttempt { context: io::uses_context(t) }
+            }
+            Some(_) => ParametersForm::Once,
+        }
+    }
+
+    fn evaluate(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<Value, Failure> {
+        match self.0 {
+            Some(t) => exec.with_rng(|rng| io::template(t, effective, ctx, rng)),
+            None => Ok(effective.clone()),
+        }
+    }
+}
+
+/// ResultSelector (on the raw result), ResultPath (into the raw input), OutputPath, as the IR
+/// says: what an interpreted Task, and every Parallel and Map, finish with.
+fn finish_paths(
+    exec: &Execution,
     selector: &Option<Template>,
     result_path: &ResultPath,
     output_path: &OutputPath,
     raw_input: Value,
     result: Value,
-    io_ctx: bool,
+    ctx: &Value,
 ) -> Result<Value, Failure> {
-    let needs_ctx = io_ctx || selector.as_ref().is_some_and(io::uses_context);
-    let ctx = visit.context_if(needs_ctx);
     let result = match selector {
-        Some(t) => visit.exec.with_rng(|rng| io::template(t, &result, &ctx, rng))?,
+        Some(t) => exec.with_rng(|rng| io::template(t, &result, ctx, rng))?,
         None => result,
     };
     let output = io::result_path(result_path, raw_input, result)?;
-    io::output_path(output_path, output, &ctx)
+    io::output_path(output_path, output, ctx)
+}
+
+/// How a successful attempt's result becomes the state's output (ResultSelector, ResultPath,
+/// OutputPath), for [`finish_success`].
+#[derive(Clone, Copy)]
+struct Finish<'f> {
+    /// Whether `run` reads the context object.
+    needs_ctx: bool,
+    /// From the raw input, the result and the context object (`null` unless `needs_ctx`).
+    run: &'f dyn Fn(Value, Value, &Value) -> Result<Value, Failure>,
+}
+
+impl Finish<'_> {
+    fn output(&self, visit: &Visit<'_>, raw_input: Value, result: Value) -> Result<Value, Failure> {
+        let ctx = visit.context_if(self.needs_ctx);
+        (self.run)(raw_input, result, &ctx)
+    }
 }
 
 /// A state's `Assign` and JSONata `Output`, for [`finish_success`].
@@ -1652,20 +2036,17 @@ impl Language<'_> {
 fn finish_success(
     visit: &Visit<'_>,
     language: Language<'_>,
-    (selector, result_path, output_path): (&Option<Template>, &ResultPath, &OutputPath),
+    finish: Finish<'_>,
     raw_input: &mut Value,
     result: Value,
-    io_ctx: bool,
 ) -> Result<Result<Value, Failure>, Failure> {
     if language.is_plain() {
         let raw_input = std::mem::take(raw_input);
-        let output = finish_result(visit, selector, result_path, output_path, raw_input, result, io_ctx)
-            .map_err(|f| visit.runtime(f))?;
+        let output = finish.output(visit, raw_input, result).map_err(|f| visit.runtime(f))?;
         visit.finish(&output)?;
         return Ok(Ok(output));
     }
-    let paths = (selector, result_path, output_path);
-    match finish_with_language(visit, language, paths, raw_input, result, io_ctx) {
+    match finish_with_language(visit, language, finish, raw_input, result) {
         Ok(output) => Ok(Ok(output)),
         Err(f) if f.error == wfc_ir::errors::QUERY_EVALUATION_ERROR => Ok(Err(f)),
         Err(f) => Err(f),
@@ -1678,18 +2059,16 @@ fn finish_success(
 fn finish_with_language(
     visit: &Visit<'_>,
     language: Language<'_>,
-    (selector, result_path, output_path): (&Option<Template>, &ResultPath, &OutputPath),
+    finish: Finish<'_>,
     raw_input: &Value,
     result: Value,
-    io_ctx: bool,
 ) -> Result<Value, Failure> {
     let ctx = visit.context();
     let b = Bindings { result: Some(&result), ..Bindings::new(raw_input, &ctx) };
     let assigned = visit.assign(language.assign, &result, &b)?;
     let output = match language.output {
         Some(t) => visit.jsonata(t, "Output", &b)?,
-        None => finish_result(visit, selector, result_path, output_path, raw_input.clone(), result.clone(), io_ctx)
-            .map_err(|f| visit.runtime(f))?,
+        None => finish.output(visit, raw_input.clone(), result.clone()).map_err(|f| visit.runtime(f))?,
     };
     visit.finish_assigned(&output, assigned)?;
     Ok(output)
@@ -1699,14 +2078,26 @@ impl Visit<'_> {
     /// After a failed attempt of a Task, Parallel or Map: when a retrier matches, waits out its
     /// back-off on the execution's clock and returns `None` (run the attempt again); otherwise
     /// hands the failure back for [`caught`].
-    async fn retry_after(
+    async fn retry_after<R: retry::RetryRule>(
         &self,
         visit_no: u32,
         retries: &mut RetryState,
-        retriers: &[wfc_ir::Retrier],
+        retriers: &[R],
         failure: Failure,
     ) -> Result<Option<Failure>, Failure> {
-        match self.exec.with_rng(|rng| retries.decide(retriers, &failure.error, rng)) {
+        let decision = self.exec.with_rng(|rng| retries.decide(retriers, &failure.error, rng));
+        self.retry_decided(visit_no, retries, decision, failure).await
+    }
+
+    /// [`retry_after`](Self::retry_after) once the retry driver has decided.
+    async fn retry_decided(
+        &self,
+        visit_no: u32,
+        retries: &RetryState,
+        decision: RetryDecision,
+        failure: Failure,
+    ) -> Result<Option<Failure>, Failure> {
+        match decision {
             RetryDecision::Retry { delay, .. } => {
                 self.exec
                     .backoff(self.name, visit_no, retries.retry_count(), delay)
@@ -1741,9 +2132,9 @@ fn state_failed(
 }
 
 /// After retries are exhausted: the first matching catcher, or the failure itself.
-fn caught(
+fn caught<C: retry::CatchRule>(
     visit: &Visit<'_>,
-    catchers: &[wfc_ir::Catcher],
+    catchers: &[C],
     raw_input: Value,
     failure: Failure,
 ) -> Result<Step, Failure> {
@@ -1755,11 +2146,11 @@ fn caught(
             failure
         });
     };
-    if catcher.assign.is_none() && catcher.output.is_none() {
-        let output = retry::catch_output(catcher, raw_input, &failure).map_err(|f| visit.runtime(f))?;
+    let Some(catcher) = catcher.with_language() else {
+        let output = catcher.output(raw_input, &failure).map_err(|f| visit.runtime(f))?;
         visit.finish(&output)?;
-        return Ok(Step::Goto { target: catcher.next, output });
-    }
+        return Ok(Step::Goto { target: catcher.next(), output });
+    };
     // A catcher's Assign and Output see the Error Output (`$`, `$states.errorOutput`); the
     // state's own Assign is not evaluated.
     let error_output = failure.to_error_output();
@@ -1914,92 +2305,132 @@ fn wait_delay(exec: &Execution, duration: &WaitDuration, input: &Value, ctx: &Va
                 )));
             }
         },
-        WaitDuration::SecondsPath(p) => {
-            let Some(value) = io::select_opt(p, input, ctx) else {
-                return Err(Failure::runtime(format!(
-                    "The SecondsPath parameter does not reference an input value: {}",
-                    p.as_str()
-                )));
-            };
-            match (value.as_u64(), value.as_i64()) {
-                (Some(s), _) => Duration::from_secs(s),
-                (None, Some(_)) => {
-                    return Err(Failure::runtime(format!(
-                        "The SecondsPath parameter references a negative value: {} == {}",
-                        p.as_str(),
-                        bare(&value)
-                    )));
-                }
-                (None, None) => {
-                    return Err(Failure::runtime(format!(
-                        "The SecondsPath parameter cannot be parsed as a long value: {} == {}",
-                        p.as_str(),
-                        bare(&value)
-                    )));
-                }
-            }
-        }
-        WaitDuration::TimestampPath(p) => {
-            let Some(value) = io::select_opt(p, input, ctx) else {
-                return Err(Failure::runtime(format!(
-                    "The TimestampPath parameter does not reference an input value: {}",
-                    p.as_str()
-                )));
-            };
-            match value.as_str().map(wfc_ir::timestamp::parse) {
-                Some(Ok(ts)) => exec.clock().until(ts),
-                _ => {
-                    return Err(Failure::runtime(format!(
-                        "The TimestampPath parameter does not reference a valid ISO-8601 extended offset date-time format string: {} == {}",
-                        p.as_str(),
-                        bare(&value)
-                    )));
-                }
-            }
-        }
+        WaitDuration::SecondsPath(p) => wait_seconds_at(p.as_str(), io::select_opt(p, input, ctx).as_ref())?,
+        WaitDuration::TimestampPath(p) => wait_timestamp_at(exec, p.as_str(), io::select_opt(p, input, ctx).as_ref())?,
     };
+    wait_limit(delay)
+}
+
+/// A Wait's delay within [`MAX_WAIT`], else AWS's `States.Runtime`.
+pub(crate) fn wait_limit(delay: Duration) -> Result<Duration, Failure> {
     if delay > MAX_WAIT {
         return Err(Failure::runtime("Wait state delay is too long."));
     }
     Ok(delay)
 }
 
-/// A Wait state, on the execution's clock.
-pub async fn wait(exec: &Execution, name: &str, spec: &WaitState, input: Value) -> Result<Value, Failure> {
-    let mut guard = AbortGuard { exec, name, event: EventType::WaitStateAborted, armed: true };
-    let outcome = wait_inner(exec, name, spec, input).instrument(state_span(name, "Wait")).await;
-    guard.armed = false;
-    outcome
+/// What a `SecondsPath` (whose text is `text`) selected, `None` when nothing: the delay.
+pub(crate) fn wait_seconds_at(text: &str, value: Option<&Value>) -> Result<Duration, Failure> {
+    let Some(value) = value else {
+        return Err(Failure::runtime(format!("The SecondsPath parameter does not reference an input value: {text}")));
+    };
+    match (value.as_u64(), value.as_i64()) {
+        (Some(s), _) => Ok(Duration::from_secs(s)),
+        (None, Some(_)) => Err(Failure::runtime(format!(
+            "The SecondsPath parameter references a negative value: {} == {}",
+            text,
+            bare(value)
+        ))),
+        (None, None) => Err(Failure::runtime(format!(
+            "The SecondsPath parameter cannot be parsed as a long value: {} == {}",
+            text,
+            bare(value)
+        ))),
+    }
 }
 
-async fn wait_inner(exec: &Execution, name: &str, spec: &WaitState, input: Value) -> Result<Value, Failure> {
-    let visit = Visit::start(exec, name, "Wait", &input)?;
-    let visit_no = exec.next_visit(name);
+/// What a `TimestampPath` (whose text is `text`) selected, `None` when nothing: the time from
+/// now on the execution's clock until then.
+pub(crate) fn wait_timestamp_at(exec: &Execution, text: &str, value: Option<&Value>) -> Result<Duration, Failure> {
+    let Some(value) = value else {
+        return Err(Failure::runtime(format!("The TimestampPath parameter does not reference an input value: {text}")));
+    };
+    match value.as_str().map(wfc_ir::timestamp::parse) {
+        Some(Ok(ts)) => Ok(exec.clock().until(ts)),
+        _ => Err(Failure::runtime(format!(
+            "The TimestampPath parameter does not reference a valid ISO-8601 extended offset date-time format string: {} == {}",
+            text,
+            bare(value)
+        ))),
+    }
+}
+
+/// A Wait state, on the execution's clock.
+pub async fn wait(exec: &Execution, name: &str, spec: &WaitState, input: Value) -> Result<Value, Failure> {
     let language = spec.assign.is_some() || spec.output.is_some();
     let needs_ctx = io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()])
         || matches!(&spec.duration, WaitDuration::SecondsPath(p) | WaitDuration::TimestampPath(p) if p.root() != wfc_ir::Root::Input)
         || matches!(&spec.duration, WaitDuration::SecondsJsonata(_) | WaitDuration::TimestampJsonata(_))
         || language;
-    let ctx = visit.context_if(needs_ctx);
-    let raw = if language { Some(input.clone()) } else { None };
-    let effective = io::input_path_owned(&spec.input_path, input, &ctx).map_err(|f| visit.runtime(f))?;
-    let delay = wait_delay(exec, &spec.duration, &effective, &ctx).map_err(|f| visit.runtime(f))?;
-    // Assign and Output are computed before the wait, against the variables as of entry.
-    let (output, assigned) = match &raw {
-        None => (io::output_path(&spec.output_path, effective, &ctx).map_err(|f| visit.runtime(f))?, None),
-        Some(raw) => {
-            let b = Bindings::new(raw, &ctx);
-            let assigned = visit.assign(spec.assign.as_ref(), &effective, &b).map_err(|f| visit.runtime(f))?;
-            let output = match &spec.output {
-                Some(t) => visit.jsonata(t, "Output", &b).map_err(|f| visit.runtime(f))?,
-                None => io::output_path(&spec.output_path, effective, &ctx).map_err(|f| visit.runtime(f))?,
-            };
-            (output, assigned)
-        }
-    };
-    exec.durable_wait(name, visit_no, delay).await.map_err(|f| visit.runtime(f))?;
-    visit.finish_assigned(&output, assigned)?;
-    Ok(output)
+    if !language {
+        return wait_with(exec, name, needs_ctx, input, |input, ctx| {
+            let effective = io::input_path_owned(&spec.input_path, input, ctx)?;
+            let delay = wait_delay(exec, &spec.duration, &effective, ctx)?;
+            Ok((io::output_path(&spec.output_path, effective, ctx)?, delay))
+        })
+        .await;
+    }
+    wait_visit(exec, name, needs_ctx, input, |visit, input, ctx| {
+        let raw = input.clone();
+        let effective = io::input_path_owned(&spec.input_path, input, ctx).map_err(|f| visit.runtime(f))?;
+        let delay = wait_delay(exec, &spec.duration, &effective, ctx).map_err(|f| visit.runtime(f))?;
+        // Assign and Output are computed before the wait, against the variables as of entry.
+        let b = Bindings::new(&raw, ctx);
+        let assigned = visit.assign(spec.assign.as_ref(), &effective, &b).map_err(|f| visit.runtime(f))?;
+        let output = match &spec.output {
+            Some(t) => visit.jsonata(t, "Output", &b).map_err(|f| visit.runtime(f))?,
+            None => io::output_path(&spec.output_path, effective, ctx).map_err(|f| visit.runtime(f))?,
+        };
+        Ok((output, assigned, delay))
+    })
+    .await
+}
+
+/// One visit of a JSONPath Wait state without `Assign`: its events around `body`, which gives
+/// the output and the delay from the raw input and the context object (`null` unless
+/// `needs_ctx`), then the wait on the execution's clock (durable when journaled). A
+/// `States.Runtime` failure of `body` gets AWS's prefix naming the state.
+///
+/// The interpreter's [`wait`] and generated code (which compiles `body` from the state's paths
+/// and its Seconds/Timestamp/SecondsPath/TimestampPath) both go through here.
+pub async fn wait_with(
+    exec: &Execution,
+    name: &str,
+    needs_ctx: bool,
+    input: Value,
+    body: impl FnOnce(Value, &Value) -> Result<(Value, Duration), Failure>,
+) -> Result<Value, Failure> {
+    wait_visit(exec, name, needs_ctx, input, |visit, input, ctx| {
+        let (output, delay) = body(input, ctx).map_err(|f| visit.runtime(f))?;
+        Ok((output, None, delay))
+    })
+    .await
+}
+
+/// The visit every Wait shares: entry, `body` (output, assigned variables, delay), the wait,
+/// exit; a Wait aborted mid-wait records `WaitStateAborted`.
+#[allow(clippy::type_complexity)]
+async fn wait_visit(
+    exec: &Execution,
+    name: &str,
+    needs_ctx: bool,
+    input: Value,
+    body: impl FnOnce(&Visit<'_>, Value, &Value) -> Result<(Value, Option<Vec<(String, Value)>>, Duration), Failure>,
+) -> Result<Value, Failure> {
+    let mut guard = AbortGuard { exec, name, event: EventType::WaitStateAborted, armed: true };
+    let outcome = async {
+        let visit = Visit::start(exec, name, "Wait", &input)?;
+        let visit_no = exec.next_visit(name);
+        let ctx = visit.context_if(needs_ctx);
+        let (output, assigned, delay) = body(&visit, input, &ctx)?;
+        exec.durable_wait(name, visit_no, delay).await.map_err(|f| visit.runtime(f))?;
+        visit.finish_assigned(&output, assigned)?;
+        Ok(output)
+    }
+    .instrument(state_span(name, "Wait"))
+    .await;
+    guard.armed = false;
+    outcome
 }
 
 /// A Succeed state.
@@ -2041,23 +2472,17 @@ pub fn succeed_with(
 
 /// A Fail state: the failure that ends the machine (or is caught by an enclosing Parallel's Catch).
 pub fn fail(exec: &Execution, name: &str, spec: &FailState, input: Value) -> Failure {
-    state_span(name, "Fail").in_scope(|| {
-        if let Err(f) = exec.check_history() {
-            return f;
-        }
-        let visit = Visit::enter(exec, name, "Fail", &input);
-        let ctx = visit.context_if(
-            io::paths_use_context([spec.error_path.as_ref(), spec.cause_path.as_ref()])
-                || spec.error_computed.is_some()
-                || spec.cause_computed.is_some(),
-        );
+    let needs_ctx = io::paths_use_context([spec.error_path.as_ref(), spec.cause_path.as_ref()])
+        || spec.error_computed.is_some()
+        || spec.cause_computed.is_some();
+    fail_with(exec, name, needs_ctx, input, |input, ctx| {
         let computed = |value: &ComputedString, field: &str| -> Result<String, Failure> {
             let (value, text) = match value {
                 ComputedString::Intrinsic(i) => {
-                    (exec.with_rng(|rng| crate::intrinsics::evaluate(i, field, &input, &ctx, rng))?, None)
+                    (exec.with_rng(|rng| crate::intrinsics::evaluate(i, field, input, ctx, rng))?, None)
                 }
                 ComputedString::Jsonata(e) => {
-                    let b = Bindings::new(&input, &ctx);
+                    let b = Bindings::new(input, ctx);
                     (exec.with_rng(|rng| jsonata::evaluate(e, field, &b, rng))?, Some(e.as_str()))
                 }
             };
@@ -2069,13 +2494,7 @@ pub fn fail(exec: &Execution, name: &str, spec: &FailState, input: Value) -> Fai
         };
         let read = |literal: &Option<String>, path: &Option<wfc_ir::Path>, field: &str| -> Result<String, Failure> {
             match path {
-                Some(p) => match io::select_field(p, field, &input, &ctx)? {
-                    Value::String(s) => Ok(s),
-                    other => Err(Failure::runtime(format!(
-                        "The {field} '{}' must select a string, but it selected {other}",
-                        p.as_str()
-                    ))),
-                },
+                Some(p) => fail_string(field, p.as_str(), io::select_field(p, field, input, ctx)?),
                 // AWS leaves an absent Error/Cause out of the event; the Error Output uses "".
                 None => Ok(literal.clone().unwrap_or_default()),
             }
@@ -2089,10 +2508,43 @@ pub fn fail(exec: &Execution, name: &str, spec: &FailState, input: Value) -> Fai
             None => read(&spec.cause, &spec.cause_path, "CausePath"),
         };
         match (error, cause) {
-            (Ok(error), Ok(cause)) => Failure { error, cause },
-            (Err(f), _) | (_, Err(f)) => visit.runtime(f),
+            (Ok(error), Ok(cause)) => Ok(Failure { error, cause }),
+            (Err(f), _) | (_, Err(f)) => Err(f),
         }
     })
+}
+
+/// One visit of a Fail state: its entry event, then `body`, which gives the failure (its Error
+/// and Cause) from the raw input and the context object (`null` unless `needs_ctx`); a
+/// failure of `body` itself (a path that selects nothing or not a string) is the state's
+/// failure, with AWS's prefix when it is `States.Runtime`.
+///
+/// The interpreter's [`fail`] and generated code (which compiles `body` from Error/Cause and
+/// ErrorPath/CausePath) both go through here.
+pub fn fail_with(
+    exec: &Execution,
+    name: &str,
+    needs_ctx: bool,
+    input: Value,
+    body: impl FnOnce(&Value, &Value) -> Result<Failure, Failure>,
+) -> Failure {
+    state_span(name, "Fail").in_scope(|| {
+        if let Err(f) = exec.check_history() {
+            return f;
+        }
+        let visit = Visit::enter(exec, name, "Fail", &input);
+        let ctx = visit.context_if(needs_ctx);
+        body(&input, &ctx).unwrap_or_else(|f| visit.runtime(f))
+    })
+}
+
+/// What a Fail state's ErrorPath or CausePath (`field`, whose path is `text`) selected: a
+/// string, else `States.Runtime`.
+pub(crate) fn fail_string(field: &str, text: &str, value: Value) -> Result<String, Failure> {
+    match value {
+        Value::String(s) => Ok(s),
+        other => Err(Failure::runtime(format!("The {field} '{text}' must select a string, but it selected {other}"))),
+    }
 }
 
 /// A Parallel state. `run_branches` is called once per attempt with the effective input and must
@@ -2133,7 +2585,8 @@ where
         || spec.assign.is_some();
     let ctx = visit.context_if(io_ctx);
     let effective = io::input_path(&spec.input_path, &input, &ctx).map_err(|f| visit.runtime(f))?.into_owned();
-    let parameters = Parameters::new(spec.parameters.as_ref(), &effective, exec).map_err(|f| visit.runtime(f))?;
+    let template = TemplateParameters(spec.parameters.as_ref());
+    let parameters = Parameters::new(&template, &effective, exec).map_err(|f| visit.runtime(f))?;
     let mut retries = RetryState::new(&spec.retry);
     loop {
         visit.retry_count = retries.retry_count();
@@ -2143,7 +2596,7 @@ where
                 let ctx = visit.context();
                 visit.jsonata(arguments, "Arguments", &Bindings::new(&input, &ctx))
             }
-            None => parameters.for_attempt(&effective, &visit),
+            None => parameters.for_attempt(&template, &effective, &visit),
         };
         let branch_input = match branch_input {
             Ok(v) => v,
@@ -2164,8 +2617,21 @@ where
                 exec.record(EventType::ParallelStateSucceeded, json!({ "name": name }));
                 let result = Value::Array(outputs);
                 let language = Language { assign: spec.assign.as_ref(), output: spec.output.as_ref() };
-                let paths = (&spec.result_selector, &spec.result_path, &spec.output_path);
-                match finish_success(&visit, language, paths, &mut input, result, io_ctx)? {
+                let finish = Finish {
+                    needs_ctx: io_ctx || spec.result_selector.as_ref().is_some_and(io::uses_context),
+                    run: &|raw: Value, result: Value, ctx: &Value| {
+                        finish_paths(
+                            exec,
+                            &spec.result_selector,
+                            &spec.result_path,
+                            &spec.output_path,
+                            raw,
+                            result,
+                            ctx,
+                        )
+                    },
+                };
+                match finish_success(&visit, language, finish, &mut input, result)? {
                     Ok(output) => return Ok(Step::Next(output)),
                     Err(failure) => (failure, false),
                 }
@@ -2309,8 +2775,21 @@ where
             Ok(result) => {
                 exec.record(EventType::MapStateSucceeded, json!({ "name": name }));
                 let language = Language { assign: spec.assign.as_ref(), output: spec.output.as_ref() };
-                let paths = (&spec.result_selector, &spec.result_path, &spec.output_path);
-                match finish_success(&visit, language, paths, &mut input, result, io_ctx)? {
+                let finish = Finish {
+                    needs_ctx: io_ctx || spec.result_selector.as_ref().is_some_and(io::uses_context),
+                    run: &|raw: Value, result: Value, ctx: &Value| {
+                        finish_paths(
+                            exec,
+                            &spec.result_selector,
+                            &spec.result_path,
+                            &spec.output_path,
+                            raw,
+                            result,
+                            ctx,
+                        )
+                    },
+                };
+                match finish_success(&visit, language, finish, &mut input, result)? {
                     Ok(output) => return Ok(Step::Next(output)),
                     Err(failure) => (failure, false),
                 }

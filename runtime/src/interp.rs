@@ -120,8 +120,9 @@ pub async fn run_machine(
             StateKind::Pass(spec) => (exec::pass(exec, name, spec, input).await?, spec.transition),
             StateKind::Task(spec) => {
                 let resource = spec.resource.as_str();
-                let step = exec::task(exec, name, spec, input, |effective, ctx| handler.call(resource, effective, ctx))
-                    .await?;
+                let step =
+                    exec::task_boxed(exec, name, spec, input, |effective, ctx| handler.call(resource, effective, ctx))
+                        .await?;
                 match step {
                     Step::Next(output) => (output, spec.transition),
                     Step::Goto { target, output } => (output, Transition::Next(target)),

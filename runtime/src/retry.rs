@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use rand::Rng;
 use serde_json::Value;
-use wfc_ir::{Catcher, Jitter, Retrier};
+use wfc_ir::jsonpath::ast::SingularStep;
+use wfc_ir::{Catcher, Jitter, Retrier, StateId};
 
 use crate::Failure;
 
@@ -27,15 +28,165 @@ pub const MAX_RETRY_DELAY: Duration = Duration::from_secs(31_622_400);
 /// The delay before retry `n` (1-based) of `retrier`, before jitter:
 /// `IntervalSeconds × BackoffRate^(n−1)`, capped by `MaxDelaySeconds` and [`MAX_RETRY_DELAY`].
 pub fn backoff_delay(retrier: &Retrier, n: u32) -> Duration {
+    delay_for(retrier.interval_seconds, retrier.backoff_rate, retrier.max_delay_seconds, n)
+}
+
+/// [`backoff_delay`] on a retrier's numbers, whichever form holds them.
+fn delay_for(interval_seconds: u64, backoff_rate: f64, max_delay_seconds: Option<u64>, n: u32) -> Duration {
     let exponent = i32::try_from(n.saturating_sub(1)).unwrap_or(i32::MAX);
-    let seconds = retrier.interval_seconds as f64 * retrier.backoff_rate.powi(exponent);
+    let seconds = interval_seconds as f64 * backoff_rate.powi(exponent);
     let mut cap = MAX_RETRY_DELAY.as_secs_f64();
-    if let Some(max) = retrier.max_delay_seconds {
+    if let Some(max) = max_delay_seconds {
         cap = cap.min(max as f64);
     }
     // NaN (a nonsensical rate) or negative values fall to zero; infinity to the cap.
     let seconds = if seconds.is_nan() { 0.0 } else { seconds.clamp(0.0, cap) };
     Duration::try_from_secs_f64(seconds).unwrap_or(MAX_RETRY_DELAY)
+}
+
+/// One retrier of a `Retry` field, as the retry driver ([`RetryState::decide`]) reads it: the
+/// IR's [`Retrier`] (the interpreter) or a [`StaticRetrier`] (a table in generated code).
+pub trait RetryRule {
+    /// Whether its `ErrorEquals` matches `error` (see [`error_matches`]).
+    fn matches(&self, error: &str) -> bool;
+    /// `MaxAttempts`.
+    fn max_attempts(&self) -> u32;
+    /// The delay before retry `n` (1-based), before jitter.
+    fn delay(&self, n: u32) -> Duration;
+    /// `JitterStrategy`.
+    fn jitter(&self) -> Jitter;
+}
+
+impl RetryRule for Retrier {
+    fn matches(&self, error: &str) -> bool {
+        error_matches(&self.error_equals, error)
+    }
+
+    fn max_attempts(&self) -> u32 {
+        self.max_attempts
+    }
+
+    fn delay(&self, n: u32) -> Duration {
+        backoff_delay(self, n)
+    }
+
+    fn jitter(&self) -> Jitter {
+        self.jitter
+    }
+}
+
+/// A retrier compiled into generated code: a `const` table entry, its numbers checked and
+/// defaulted at build time, matched and timed by the same rules as [`Retrier`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StaticRetrier {
+    /// `ErrorEquals`.
+    pub error_equals: &'static [&'static str],
+    /// `IntervalSeconds`.
+    pub interval_seconds: u64,
+    /// `MaxAttempts`.
+    pub max_attempts: u32,
+    /// `BackoffRate`.
+    pub backoff_rate: f64,
+    /// `MaxDelaySeconds`.
+    pub max_delay_seconds: Option<u64>,
+    /// `JitterStrategy`.
+    pub jitter: Jitter,
+}
+
+impl RetryRule for StaticRetrier {
+    fn matches(&self, error: &str) -> bool {
+        error_matches(self.error_equals, error)
+    }
+
+    fn max_attempts(&self) -> u32 {
+        self.max_attempts
+    }
+
+    fn delay(&self, n: u32) -> Duration {
+        delay_for(self.interval_seconds, self.backoff_rate, self.max_delay_seconds, n)
+    }
+
+    fn jitter(&self) -> Jitter {
+        self.jitter
+    }
+}
+
+/// One catcher of a `Catch` field, as the state's visit reads it: the IR's [`Catcher`] (the
+/// interpreter) or a [`StaticCatcher`] (a table in generated code).
+pub trait CatchRule {
+    /// Whether its `ErrorEquals` matches `error`.
+    fn matches(&self, error: &str) -> bool;
+    /// Its `Next`.
+    fn next(&self) -> StateId;
+    /// The raw input with the Error Output placed at its ResultPath.
+    fn output(&self, raw_input: Value, failure: &Failure) -> Result<Value, Failure>;
+    /// The catcher itself when it has `Assign` or a JSONata `Output` (only the IR's can).
+    fn with_language(&self) -> Option<&Catcher> {
+        None
+    }
+}
+
+impl CatchRule for Catcher {
+    fn matches(&self, error: &str) -> bool {
+        error_matches(&self.error_equals, error)
+    }
+
+    fn next(&self) -> StateId {
+        self.next
+    }
+
+    fn output(&self, raw_input: Value, failure: &Failure) -> Result<Value, Failure> {
+        catch_output(self, raw_input, failure)
+    }
+
+    fn with_language(&self) -> Option<&Catcher> {
+        (self.assign.is_some() || self.output.is_some()).then_some(self)
+    }
+}
+
+/// A catcher compiled into generated code (no `Assign`, no JSONata `Output`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StaticCatcher {
+    /// `ErrorEquals`.
+    pub error_equals: &'static [&'static str],
+    /// `ResultPath`.
+    pub result_path: CatchPath,
+    /// `Next`.
+    pub next: StateId,
+}
+
+/// A [`StaticCatcher`]'s ResultPath.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum CatchPath {
+    /// `null`: the raw input, unchanged.
+    Discard,
+    /// `$`: the Error Output alone.
+    Replace,
+    /// Any other Reference Path: its steps and its text (for the failure's wording).
+    Steps(&'static [SingularStep<'static>], &'static str),
+}
+
+impl CatchRule for StaticCatcher {
+    fn matches(&self, error: &str) -> bool {
+        error_matches(self.error_equals, error)
+    }
+
+    fn next(&self) -> StateId {
+        self.next
+    }
+
+    fn output(&self, raw_input: Value, failure: &Failure) -> Result<Value, Failure> {
+        match self.result_path {
+            CatchPath::Discard => Ok(raw_input),
+            CatchPath::Replace => Ok(failure.to_error_output()),
+            CatchPath::Steps(steps, text) => {
+                let mut out = raw_input;
+                wfc_ir::jsonpath::set_steps(&mut out, steps.iter().copied(), text, failure.to_error_output())
+                    .map_err(|e| crate::io::result_path_failure(text, &e))?;
+                Ok(out)
+            }
+        }
+    }
 }
 
 /// Applies a jitter strategy to a computed delay. `FULL` draws uniformly from `[0, delay]`.
@@ -76,7 +227,7 @@ pub enum RetryDecision {
 
 impl RetryState {
     /// Fresh counters for `retriers` (all zero).
-    pub fn new(retriers: &[Retrier]) -> RetryState {
+    pub fn new<T>(retriers: &[T]) -> RetryState {
         RetryState { counts: vec![0; retriers.len()], total: 0 }
     }
 
@@ -87,19 +238,19 @@ impl RetryState {
 
     /// Decides whether `error` is retried, counting the retry if so. Terminal errors
     /// (`States.Runtime`, `States.DataLimitExceeded`) never match.
-    pub fn decide<R: Rng + ?Sized>(&mut self, retriers: &[Retrier], error: &str, rng: &mut R) -> RetryDecision {
-        let Some(index) = retriers.iter().position(|r| error_matches(&r.error_equals, error)) else {
+    pub fn decide<T: RetryRule, R: Rng + ?Sized>(&mut self, retriers: &[T], error: &str, rng: &mut R) -> RetryDecision {
+        let Some(index) = retriers.iter().position(|r| r.matches(error)) else {
             return RetryDecision::GiveUp;
         };
         let (Some(retrier), Some(count)) = (retriers.get(index), self.counts.get_mut(index)) else {
             return RetryDecision::GiveUp;
         };
-        if *count >= retrier.max_attempts {
+        if *count >= retrier.max_attempts() {
             return RetryDecision::GiveUp;
         }
         *count += 1;
         self.total = self.total.saturating_add(1);
-        let delay = jittered(backoff_delay(retrier, *count), retrier.jitter, rng);
+        let delay = jittered(retrier.delay(*count), retrier.jitter(), rng);
         RetryDecision::Retry { retrier: index, delay }
     }
 }
@@ -107,13 +258,13 @@ impl RetryState {
 /// Whether a retrier's or catcher's `ErrorEquals` matches `error`. The rule (exact names,
 /// `States.ALL`, `States.TaskFailed` as a wildcard except for `States.Timeout`, terminal errors
 /// never) lives in [`wfc_ir::errors::matches`] so the compiler and runtime share it.
-pub fn error_matches(error_equals: &[String], error: &str) -> bool {
+pub fn error_matches<S: AsRef<str>>(error_equals: &[S], error: &str) -> bool {
     wfc_ir::errors::matches(error_equals, error)
 }
 
 /// The first catcher whose `ErrorEquals` matches `error` (terminal errors match none).
-pub fn find_catcher<'a>(catchers: &'a [Catcher], error: &str) -> Option<&'a Catcher> {
-    catchers.iter().find(|c| error_matches(&c.error_equals, error))
+pub fn find_catcher<'a, C: CatchRule>(catchers: &'a [C], error: &str) -> Option<&'a C> {
+    catchers.iter().find(|c| c.matches(error))
 }
 
 /// A catcher's output: the raw state input with the Error Output `{"Error","Cause"}` placed at

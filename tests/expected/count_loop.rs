@@ -234,7 +234,7 @@ pub mod count_loop {
                                         );
                                         object
                                             .insert(
-                                                ::std::string::String::from("i"),
+                                                ::std::borrow::ToOwned::to_owned("i"),
                                                 __wfc::abi::math_add(
                                                     __wfc::abi::field_ref(effective, PATH_0, "$.i", "i.$")?,
                                                     &__wfc::Value::from(1u64),

@@ -231,24 +231,24 @@ pub mod pass_choice {
                         let mut object = __wfc::serde_json::Map::with_capacity(3usize);
                         object
                             .insert(
-                                ::std::string::String::from("tags"),
+                                ::std::borrow::ToOwned::to_owned("tags"),
                                 __wfc::Value::Array(
                                     ::std::vec![
-                                        __wfc::Value::String(::std::string::String::from("a")),
-                                        __wfc::Value::String(::std::string::String::from("b"))
+                                        __wfc::Value::String(::std::borrow::ToOwned::to_owned("a")),
+                                        __wfc::Value::String(::std::borrow::ToOwned::to_owned("b"))
                                     ],
                                 ),
                             );
                         object
                             .insert(
-                                ::std::string::String::from("limit"),
+                                ::std::borrow::ToOwned::to_owned("limit"),
                                 __wfc::Value::from(3u64),
                             );
                         object
                             .insert(
-                                ::std::string::String::from("when"),
+                                ::std::borrow::ToOwned::to_owned("when"),
                                 __wfc::Value::String(
-                                    ::std::string::String::from("2024-01-02T00:00:00Z"),
+                                    ::std::borrow::ToOwned::to_owned("2024-01-02T00:00:00Z"),
                                 ),
                             );
                         __wfc::Value::Object(object)
@@ -300,12 +300,12 @@ pub mod pass_choice {
                         let mut object = __wfc::serde_json::Map::with_capacity(1usize);
                         object
                             .insert(
-                                ::std::string::String::from("nested"),
+                                ::std::borrow::ToOwned::to_owned("nested"),
                                 __wfc::Value::Array(
                                     ::std::vec![
                                         __wfc::Value::from(1u64), __wfc::Value::from(2.5f64),
                                         __wfc::Value::Null, __wfc::Value::Bool(true),
-                                        __wfc::Value::String(::std::string::String::from("s"))
+                                        __wfc::Value::String(::std::borrow::ToOwned::to_owned("s"))
                                     ],
                                 ),
                             );
@@ -332,7 +332,7 @@ pub mod pass_choice {
                                         );
                                         object
                                             .insert(
-                                                ::std::string::String::from("count"),
+                                                ::std::borrow::ToOwned::to_owned("count"),
                                                 __wfc::abi::math_add(
                                                     __wfc::abi::field_ref(
                                                         effective,
@@ -345,7 +345,7 @@ pub mod pass_choice {
                                             );
                                         object
                                             .insert(
-                                                ::std::string::String::from("label"),
+                                                ::std::borrow::ToOwned::to_owned("label"),
                                                 __wfc::abi::format(
                                                     &["item ", " of ", ""],
                                                     &[
@@ -361,7 +361,7 @@ pub mod pass_choice {
                                             );
                                         object
                                             .insert(
-                                                ::std::string::String::from("first"),
+                                                ::std::borrow::ToOwned::to_owned("first"),
                                                 __wfc::abi::field(
                                                     effective,
                                                     PATH_2,
@@ -371,7 +371,7 @@ pub mod pass_choice {
                                             );
                                         object
                                             .insert(
-                                                ::std::string::String::from("all"),
+                                                ::std::borrow::ToOwned::to_owned("all"),
                                                 __wfc::abi::field_path(
                                                     __wfc::abi::path(&PATH_3)?,
                                                     "all.$",
@@ -381,7 +381,7 @@ pub mod pass_choice {
                                             );
                                         object
                                             .insert(
-                                                ::std::string::String::from("execution"),
+                                                ::std::borrow::ToOwned::to_owned("execution"),
                                                 __wfc::abi::field_path(
                                                     __wfc::abi::path(&PATH_4)?,
                                                     "execution.$",
@@ -391,7 +391,7 @@ pub mod pass_choice {
                                             );
                                         object
                                             .insert(
-                                                ::std::string::String::from("length"),
+                                                ::std::borrow::ToOwned::to_owned("length"),
                                                 __wfc::abi::call(
                                                     __wfc::abi::Function::ArrayLength,
                                                     ::std::vec![
@@ -402,12 +402,12 @@ pub mod pass_choice {
                                             );
                                         object
                                             .insert(
-                                                ::std::string::String::from("fixed"),
+                                                ::std::borrow::ToOwned::to_owned("fixed"),
                                                 __wfc::Value::clone(&LITERAL_6),
                                             );
                                         object
                                             .insert(
-                                                ::std::string::String::from("config"),
+                                                ::std::borrow::ToOwned::to_owned("config"),
                                                 __wfc::abi::field(
                                                     effective,
                                                     PATH_7,
@@ -417,7 +417,7 @@ pub mod pass_choice {
                                             );
                                         object
                                             .insert(
-                                                ::std::string::String::from("name"),
+                                                ::std::borrow::ToOwned::to_owned("name"),
                                                 __wfc::abi::field(effective, PATH_8, "$.name", "name.$")?,
                                             );
                                         __wfc::Value::Object(object)
@@ -606,12 +606,12 @@ pub mod pass_choice {
                                         );
                                         object
                                             .insert(
-                                                ::std::string::String::from("message"),
+                                                ::std::borrow::ToOwned::to_owned("message"),
                                                 __wfc::abi::field(effective, PATH_1, "$", "message.$")?,
                                             );
                                         object
                                             .insert(
-                                                ::std::string::String::from("flag"),
+                                                ::std::borrow::ToOwned::to_owned("flag"),
                                                 __wfc::Value::Bool(true),
                                             );
                                         __wfc::Value::Object(object)

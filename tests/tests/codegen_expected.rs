@@ -4,21 +4,23 @@
 //! test binary includes those files, so the expected code must compile, and runs them against
 //! the interpreter: same status, output, error and whole history on each input.
 //!
-//! The fixtures are made of the states codegen writes as Rust (JSONPath Pass and Choice, see
-//! docs/status.md, issue 20), so these runs exercise the generated paths, templates,
-//! intrinsics and conditions, including their failures.
+//! The fixtures are made of the states codegen writes as Rust (JSONPath Pass, Choice and Task,
+//! see docs/status.md, issue 20), so these runs exercise the generated paths, templates,
+//! intrinsics, conditions and Retry/Catch tables, including their failures.
 
 use std::path::Path;
 
 use serde_json::{Value, json};
 use wfc_core::{Settings, Source, codegen};
 use wfc_runtime::interp::{self, Handlers};
-use wfc_runtime::{ExecutionResult, RunOptions, block_on_virtual};
+use wfc_runtime::{ExecutionResult, Failure, RunOptions, TaskContext, block_on_virtual};
 
 include!("../expected/count_loop.rs");
 include!("../expected/pass_choice.rs");
+include!("../expected/task_retry_catch.rs");
+include!("../expected/wait_fail.rs");
 
-const STEMS: [&str; 2] = ["count_loop", "pass_choice"];
+const STEMS: [&str; 4] = ["count_loop", "pass_choice", "task_retry_catch", "wait_fail"];
 
 fn expected_dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("expected")
@@ -59,11 +61,21 @@ fn expected_code_is_what_codegen_generates() {
     }
 }
 
-/// The Pass and Choice states of these fixtures are Rust in the expected code, not calls into
-/// the per-state interpreter functions.
+/// The Pass, Choice and Task states of these fixtures are Rust in the expected code, not calls
+/// into the per-state interpreter functions.
 #[test]
 fn pass_and_choice_are_generated_not_interpreted() {
-    for stem in STEMS {
+    let tasks = std::fs::read_to_string(expected_dir().join("task_retry_catch.rs")).expect("expected code");
+    assert!(!tasks.contains("exec::task("), "{tasks}");
+    assert_eq!(tasks.matches("__wfc::abi::task(").count(), 3, "{tasks}");
+    assert!(tasks.contains("const RETRY: &[__wfc::abi::Retrier]"), "{tasks}");
+    assert!(tasks.contains("__wfc::abi::CatchPath::Steps(PATH_0, \"$.error\")"), "{tasks}");
+    let waits = std::fs::read_to_string(expected_dir().join("wait_fail.rs")).expect("expected code");
+    assert!(!waits.contains("exec::wait(") && !waits.contains("exec::fail("), "{waits}");
+    assert_eq!(waits.matches("__wfc::abi::wait(").count(), 5, "{waits}");
+    assert_eq!(waits.matches("__wfc::abi::fail(").count(), 2, "{waits}");
+    let stems = ["count_loop", "pass_choice"];
+    for stem in stems {
         let code = std::fs::read_to_string(expected_dir().join(format!("{stem}.rs"))).expect("expected code");
         assert!(!code.contains("exec::pass("), "{stem}");
         assert!(!code.contains("exec::choice("), "{stem}");
@@ -78,11 +90,49 @@ fn pass_and_choice_are_generated_not_interpreted() {
 struct NoTasks;
 impl count_loop::Handler for NoTasks {}
 impl pass_choice::Handler for NoTasks {}
+impl wait_fail::Handler for NoTasks {}
 
 fn interpret(stem: &str, input: &Value) -> ExecutionResult {
     let text = definition(stem);
     let loaded = wfc_core::load(Source { path: stem, text: &text }).unwrap_or_else(|d| panic!("{}", d.render(false)));
-    block_on_virtual(interp::run(&loaded.workflow, &Handlers::new(), input.clone(), options()))
+    let handlers = Handlers::new()
+        .on("arn:aws:lambda:us-east-1:123456789012:function:Flaky", |input, ctx| async move { flaky(input, &ctx) })
+        .on("arn:aws:states:::wfc:echo", echo);
+    block_on_virtual(interp::run(&loaded.workflow, &handlers, input.clone(), options()))
+}
+
+/// task_retry_catch's `Flaky`: fails its first `fail` attempts with the error `kind`, then
+/// returns its input's label and attempt with the retry count it saw.
+fn flaky(input: Value, ctx: &TaskContext) -> Result<Value, Failure> {
+    let retry = ctx.retry_count();
+    if u64::from(retry) < input["fail"].as_u64().unwrap_or(0) {
+        let kind = input["kind"].as_str().unwrap_or("Unnamed");
+        return Err(Failure::new(kind, format!("attempt {retry} failed")));
+    }
+    Ok(json!({ "value": input["label"], "attempt": input["attempt"], "retry": retry, "fields": input }))
+}
+
+/// task_retry_catch's `echo`: waits `payload.sleep` seconds (virtual time), fails with `Boom`
+/// when `payload.boom` is set, else returns its input.
+async fn echo(input: Value, _ctx: TaskContext) -> Result<Value, Failure> {
+    if let Some(seconds) = input["payload"]["sleep"].as_u64() {
+        tokio::time::sleep(std::time::Duration::from_secs(seconds)).await;
+    }
+    if input["payload"]["boom"].as_bool() == Some(true) {
+        return Err(Failure::new("Boom", "echo was told to fail"));
+    }
+    Ok(input)
+}
+
+struct Tasks;
+impl task_retry_catch::Handler for Tasks {
+    async fn flaky(&self, input: Value, ctx: TaskContext) -> Result<Value, Failure> {
+        flaky(input, &ctx)
+    }
+
+    async fn echo(&self, input: Value, ctx: TaskContext) -> Result<Value, Failure> {
+        echo(input, ctx).await
+    }
 }
 
 fn options() -> RunOptions {
@@ -132,4 +182,100 @@ fn pass_choice_runs_as_the_interpreter_does() {
     }
     let wordy = block_on_virtual(pass_choice::run_with(&NoTasks, json!({"count": 0, "name": "word"}), options()));
     assert_eq!(wordy.output, Some(json!({"message": "item 0 of 3", "flag": true})));
+}
+
+#[test]
+fn task_retry_catch_runs_as_the_interpreter_does() {
+    let custom = "Custom \"quoted\" {err} #✓";
+    let job = |fail: u64, kind: &str| json!({"fail": fail, "kind": kind, "id": 7});
+    let inputs = [
+        // Every Task succeeds at once: ResultSelector (with `$.*`), ResultPath, then Echo's
+        // Parameters, TimeoutSecondsPath and OutputPath, then the plain Task.
+        json!({"job": job(0, "X"), "limit": 10}),
+        // Two retries of the quoted error (2 s, then 1.5x capped at 3 s), then success with
+        // `$$.State.RetryCount` 2 in the Parameters.
+        json!({"job": job(2, custom), "limit": 10}),
+        // Retries exhausted: the first catcher places the Error Output at `$.error`.
+        json!({"job": job(3, custom), "limit": 10}),
+        // One retry with FULL jitter (the seeded random source), then success.
+        json!({"job": job(1, "Jittery"), "limit": 10}),
+        // States.TaskFailed with MaxAttempts 0: no retry; `States.ALL` catches, ResultPath null.
+        json!({"job": job(1, "Other"), "limit": 10}),
+        // Echo sleeps past its TimeoutSecondsPath: States.Timeout, caught, then the Fail state.
+        json!({"job": job(0, "X"), "limit": 5, "sleep": 100}),
+        // Echo fails with Boom: caught (Catch ResultPath `$`), then the Fail state.
+        json!({"job": job(0, "X"), "limit": 5, "boom": true}),
+        // TimeoutSecondsPath selects a string, or nothing: States.Runtime, not caught.
+        json!({"job": job(0, "X"), "limit": "x"}),
+        json!({"job": job(0, "X")}),
+        // InputPath selects nothing; then a Parameters field (`$.id`) that selects nothing.
+        json!({"work": 1}),
+        json!({"job": {"fail": 0, "kind": "X"}, "limit": 10}),
+    ];
+    for input in inputs {
+        let compiled = block_on_virtual(task_retry_catch::run_with(&Tasks, input.clone(), options()));
+        assert_same("task_retry_catch", &input, compiled);
+    }
+    let retried =
+        block_on_virtual(task_retry_catch::run_with(&Tasks, json!({"job": job(2, custom), "limit": 10}), options()));
+    let first = retried.output.as_ref().map(|o| o["fields"]["payload"]["result"].clone());
+    assert_eq!(first.as_ref().map(|r| r["attempt"].clone()), Some(json!(2)), "{retried:?}");
+    let caught =
+        block_on_virtual(task_retry_catch::run_with(&Tasks, json!({"job": job(3, custom), "limit": 10}), options()));
+    assert_eq!(
+        caught.output.as_ref().map(|o| o["error"].clone()),
+        Some(json!({"Error": custom, "Cause": "attempt 2 failed"})),
+        "{caught:?}"
+    );
+    let timed_out = block_on_virtual(task_retry_catch::run_with(
+        &Tasks,
+        json!({"job": job(0, "X"), "limit": 5, "sleep": 100}),
+        options(),
+    ));
+    assert_eq!(timed_out.error.as_ref().map(|e| e.error.as_str()), Some("Echo \"failed\""), "{timed_out:?}");
+}
+
+#[test]
+fn wait_fail_runs_as_the_interpreter_does() {
+    let input = |seconds: Value, until: Value, payload: Value| json!({"wait": {"seconds": seconds, "until": until}, "payload": payload, "cause": "from the input ✓"});
+    let failing = json!({"inner": {"fail": {"error": "Custom \"e\" {#}"}}});
+    let plain = json!({"inner": {"x": 1}});
+    let inputs = [
+        // Every Wait, then the Fail state with ErrorPath and a `$$` CausePath.
+        input(json!(2), json!("2016-03-14T02:00:00Z"), failing.clone()),
+        // The Choice's Default: the literal Fail state.
+        input(json!(0), json!("2016-03-14T02:00:00Z"), plain.clone()),
+        // SecondsPath: negative, not a number, missing, too long.
+        input(json!(-1), json!("2016-03-14T02:00:00Z"), plain.clone()),
+        input(json!("x"), json!("2016-03-14T02:00:00Z"), plain.clone()),
+        json!({"wait": {"until": "2016-03-14T02:00:00Z"}, "payload": plain}),
+        input(json!(99_999_999_999u64), json!("2016-03-14T02:00:00Z"), plain.clone()),
+        // TimestampPath: not a timestamp, missing.
+        input(json!(1), json!("nope"), plain.clone()),
+        json!({"wait": {"seconds": 1}, "payload": plain}),
+        // InputPath and OutputPath select nothing.
+        input(json!(1), json!("2016-03-14T02:00:00Z"), json!(null)),
+        input(json!(1), json!("2016-03-14T02:00:00Z"), json!({"other": 1})),
+        // ErrorPath selects a number; CausePath selects nothing.
+        input(json!(1), json!("2016-03-14T02:00:00Z"), json!({"inner": {"fail": {"error": 5}}})),
+        json!({"wait": {"seconds": 1, "until": "2016-03-14T02:00:00Z"}, "payload": failing}),
+    ];
+    for input in inputs {
+        let compiled = block_on_virtual(wait_fail::run_with(&NoTasks, input.clone(), options()));
+        assert_same("wait_fail", &input, compiled);
+    }
+    let failed = block_on_virtual(wait_fail::run_with(
+        &NoTasks,
+        input(json!(2), json!("2016-03-14T02:00:00Z"), failing),
+        options(),
+    ));
+    let error = failed.error.expect("the Fail state fails the execution");
+    assert_eq!((error.error.as_str(), error.cause.as_str()), ("Custom \"e\" {#}", "from the input ✓"));
+    let literal = block_on_virtual(wait_fail::run_with(
+        &NoTasks,
+        input(json!(0), json!("2016-03-14T02:00:00Z"), plain),
+        options(),
+    ));
+    let error = literal.error.expect("the literal Fail state");
+    assert_eq!((error.error.as_str(), error.cause.as_str()), ("Err \"q\" {x} #✓", "cause ✓ \"}"));
 }

@@ -8,10 +8,11 @@
 //! * `trait Handler`: one method per distinct Task resource;
 //! * `enum State`: one variant per state of the machine, carrying that state's raw input;
 //! * `run`, `run_with`, `resume`: a `loop { state = match state { … } }` driver. JSONPath Pass,
-//!   Choice and Succeed states are generated as Rust ([`states`]: paths as steps, templates as
-//!   construction code, intrinsics as calls, Choice rules as `if` conditions) around the
-//!   runtime's `abi` visit functions; every other state (and those three with `Assign` or
-//!   JSONata) still calls `__private::exec::*` with its spec read from the embedded IR;
+//!   Choice, Succeed, Task, Wait and Fail states are generated as Rust ([`states`]: paths as
+//!   steps, templates as construction code, intrinsics as calls, Choice rules as `if`
+//!   conditions, Retry/Catch as `const` tables) around the runtime's `abi` visit functions;
+//!   every other state (and those with `Assign` or JSONata) still calls `__private::exec::*`
+//!   with its spec read from the embedded IR;
 //! * one nested module per Parallel branch, with its own `State` and driver.
 //!
 //! Hygiene: every path is `::`-rooted (the runtime through `Settings::runtime_path`), so user
@@ -629,8 +630,8 @@ impl<'a> Generator<'a> {
         quote!(#(#supers)* Handler)
     }
 
-    /// One arm of the driver's `match state`: the state's work, generated (JSONPath Pass and
-    /// Choice, see [`states`]) or handed to the runtime's `exec` with the state's spec fetched
+    /// One arm of the driver's `match state`: the state's work, generated (JSONPath Pass,
+    /// Choice, Succeed, Task, Wait and Fail, see [`states`]) or handed to the runtime's `exec` with the state's spec fetched
     /// from the IR, then the outcome mapped to the next `State` (or a return at the end). The
     /// flag says whether the arm reads the IR.
     fn arm(
@@ -698,6 +699,61 @@ impl<'a> Generator<'a> {
                         #items
                         let output = #visit;
                         #next
+                    }
+                },
+                false,
+            ));
+        }
+        if let StateKind::Task(t) = &state.kind {
+            let method = self
+                .methods
+                .iter()
+                .find(|(resource, _, _)| *resource == t.resource)
+                .map(|(_, method, _)| method)
+                .ok_or("wfc: internal error: a Task resource without a handler method")?;
+            let invoke = quote!(move |input, ctx| handler.#method(input, ctx));
+            if let Some((decls, visit)) = states::task(&mut items, &name, t, invoke) {
+                let next = goto(t.transition, quote!(output))?;
+                let goto_arm = catch_targets(t.catch.iter().map(|c| c.next).collect())?;
+                return Ok((
+                    quote! {
+                        State::#variant(input) => {
+                            #decls
+                            match #visit {
+                                __wfc::Step::Next(output) => #next,
+                                #goto_arm
+                            }
+                        }
+                    },
+                    false,
+                ));
+            }
+        }
+        if let StateKind::Wait(w) = &state.kind
+            && let Some(visit) = states::wait(&mut items, &name, w)
+        {
+            let next = goto(w.transition, quote!(output))?;
+            let items = items.tokens();
+            return Ok((
+                quote! {
+                    State::#variant(input) => {
+                        #items
+                        let output = #visit;
+                        #next
+                    }
+                },
+                false,
+            ));
+        }
+        if let StateKind::Fail(f) = &state.kind
+            && let Some(visit) = states::fail(&mut items, &name, f)
+        {
+            let items = items.tokens();
+            return Ok((
+                quote! {
+                    State::#variant(input) => {
+                        #items
+                        return Err(#visit);
                     }
                 },
                 false,

@@ -66,11 +66,11 @@ pub fn is_terminal(error: &str) -> bool {
 ///
 /// Besides exact names and `States.ALL`, AWS documents `States.TaskFailed` as a wildcard for
 /// every error except `States.Timeout` (and the terminal ones, which nothing matches).
-pub fn matches(error_equals: &[String], error: &str) -> bool {
+pub fn matches<S: AsRef<str>>(error_equals: &[S], error: &str) -> bool {
     if is_terminal(error) {
         return false;
     }
-    error_equals.iter().any(|e| e == ALL || e == error || (e == TASK_FAILED && error != TIMEOUT))
+    error_equals.iter().map(AsRef::as_ref).any(|e| e == ALL || e == error || (e == TASK_FAILED && error != TIMEOUT))
 }
 
 #[cfg(test)]

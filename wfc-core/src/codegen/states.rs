@@ -1,6 +1,7 @@
-//! The work of a state as Rust (issue 20): JSONPath Pass, Choice and Succeed states are generated
-//! here; every other state, and these when they use `Assign`, a JSONata `Output` or a JSONata
-//! `Condition`, still hands its IR to `exec.rs` (see [`super::Generator::arm`]).
+//! The work of a state as Rust (issue 20): JSONPath Pass, Choice, Succeed, Task, Wait and Fail
+//! states are generated here; Parallel, Map and Serverless Workflow states, and these when they
+//! use `Assign` or JSONata (or a Task `Credentials`, a Fail's intrinsic ErrorPath/CausePath),
+//! still hand their IR to `exec.rs` (see [`super::Generator::arm`]).
 //!
 //! What the output calls is the runtime's `abi` module, the ABI of generated code:
 //!
@@ -13,11 +14,17 @@
 //!   evaluates itself (`abi::math_add(abi::field_ref(...)?, &1)`);
 //! - a Choice rule becomes a Rust condition on the value, with its literal converted here:
 //!   numbers split into their exact integer and `f64`, timestamps parsed to nanoseconds,
-//!   `StringMatches` patterns tokenized once (a `static`).
+//!   `StringMatches` patterns tokenized once (a `static`);
+//! - a Task becomes a `Code` type implementing `abi::TaskCode` (InputPath, Parameters,
+//!   ResultSelector, ResultPath, OutputPath, TimeoutSeconds/HeartbeatSeconds and their `*Path`
+//!   forms), with its Retry and Catch as `const` tables; a Wait's delay is a constant, a
+//!   timestamp parsed here, or its `*Path` read from the value; a Fail's Error and Cause are
+//!   literals or path reads.
 //!
-//! The state's visit (its events, its context object, the `States.Runtime` prefix) is the
-//! runtime's `abi::pass`/`abi::choice`, which the interpreter runs its own Pass and Choice
-//! states through, so both engines record the same history.
+//! The state's visit (its events, its context object, the `States.Runtime` prefix; for a Task
+//! the retry loop, timeouts, heartbeats, callbacks and Catch; for a Wait the clock) is the
+//! runtime's `abi::pass`/`choice`/`succeed`/`task`/`wait`/`fail`, which the interpreter runs
+//! its own states through, so both engines record the same history.
 
 use proc_macro2::{Ident, Literal, TokenStream, TokenTree};
 use quote::{format_ident, quote};
@@ -25,7 +32,10 @@ use serde_json::Value;
 use wfc_ir::intrinsics::{Arg, Call, Function};
 use wfc_ir::jsonpath::ast::SingularStep;
 use wfc_ir::native::{NativeForm, NativeLiteral};
-use wfc_ir::{ChoiceState, Comparison, Condition, Operand, Operator, PassState, Path, Root, SucceedState, Template};
+use wfc_ir::{
+    Catcher, ChoiceState, Comparison, Condition, FailState, Jitter, Operand, Operator, PassState, Path, ReferencePath,
+    Retrier, Root, Seconds, SucceedState, TaskState, Template, WaitDuration, WaitState,
+};
 
 /// Items (consts and statics) a state's generated code declares, with names unique in its arm.
 #[derive(Default)]
@@ -125,7 +135,7 @@ fn value_tokens(value: &Value) -> TokenStream {
         }
         Value::String(s) => {
             let s = Literal::string(s);
-            quote!(__wfc::Value::String(::std::string::String::from(#s)))
+            quote!(__wfc::Value::String(::std::borrow::ToOwned::to_owned(#s)))
         }
         Value::Array(items) => {
             let items = items.iter().map(value_tokens);
@@ -136,7 +146,7 @@ fn value_tokens(value: &Value) -> TokenStream {
             let inserts = members.iter().map(|(k, v)| {
                 let k = Literal::string(k);
                 let v = value_tokens(v);
-                quote!(object.insert(::std::string::String::from(#k), #v);)
+                quote!(object.insert(::std::borrow::ToOwned::to_owned(#k), #v);)
             });
             quote!({
                 let mut object = __wfc::serde_json::Map::with_capacity(#n);
@@ -193,7 +203,7 @@ pub(super) fn pass(items: &mut Items, name: &Literal, spec: &PassState) -> Optio
     let compute = match (&spec.result, &spec.parameters) {
         (Some(result), _) => {
             let result = items.value(result);
-            set_result(items, spec, quote!(input), result)
+            set_result(items, spec.result_path.as_ref(), quote!(input), result)
         }
         // `{"Type": "Pass"}` with a ResultPath of `$`: the input moves through InputPath.
         (None, None) if replaces_input => input_path_owned(items, spec.input_path.as_ref(), quote!(input)),
@@ -203,7 +213,7 @@ pub(super) fn pass(items: &mut Items, name: &Literal, spec: &PassState) -> Optio
                 Some(t) => template(items, t, "Parameters", &quote!(effective)),
                 None => quote!(__wfc::Value::clone(effective)),
             };
-            let set = set_result(items, spec, quote!(input), quote!(result));
+            let set = set_result(items, spec.result_path.as_ref(), quote!(input), quote!(result));
             // InputPath and ResultPath naming the same node that exists: writing it back leaves
             // the input as it is, so nothing is copied (as the interpreter does).
             let in_place = match (&spec.input_path, &spec.result_path, parameters) {
@@ -311,8 +321,8 @@ fn input_path_borrowed(items: &mut Items, path: Option<&Path>) -> TokenStream {
 }
 
 /// ResultPath: an expression of the raw input `raw` with `result` placed.
-fn set_result(items: &mut Items, spec: &PassState, raw: TokenStream, result: TokenStream) -> TokenStream {
-    match &spec.result_path {
+fn set_result(items: &mut Items, path: Option<&ReferencePath>, raw: TokenStream, result: TokenStream) -> TokenStream {
+    match path {
         // The result is discarded (it was still computed, so its failures still fail the state).
         None => quote!({
             let _ = #result;
@@ -372,7 +382,7 @@ fn template(items: &mut Items, t: &Template, field: &str, input: &TokenStream) -
                         other => template(items, other, key, input),
                     };
                     let key = Literal::string(key);
-                    quote!(object.insert(::std::string::String::from(#key), #value);)
+                    quote!(object.insert(::std::borrow::ToOwned::to_owned(#key), #value);)
                 })
                 .collect::<Vec<_>>();
             quote!({
@@ -704,4 +714,402 @@ fn literal_test(items: &mut Items, op: Operator, literal: &Value) -> TokenStream
             false
         }),
     }
+}
+
+/// A JSONPath Task state as Rust: `(items, visit)`, where `items` declare `Code`, the state's
+/// [`TaskCode`](wfc_runtime::abi::TaskCode) (its paths, Parameters, ResultSelector, timeouts,
+/// and its Retry and Catch as `const` tables), and `visit` is the `abi::task` call (awaited)
+/// that runs the visit around it with `invoke` (a closure calling the handler method). `None`
+/// when the state is left to `exec::task`: `Assign`, JSONata `Arguments`/`Output`/timeouts,
+/// `Credentials`, or a catcher with `Assign` or `Output`.
+pub(super) fn task(
+    items: &mut Items,
+    name: &Literal,
+    spec: &TaskState,
+    invoke: TokenStream,
+) -> Option<(TokenStream, TokenStream)> {
+    let jsonata_seconds = |s: &Option<Seconds>| matches!(s, Some(Seconds::Jsonata(_)));
+    if spec.assign.is_some()
+        || spec.output.is_some()
+        || spec.arguments.is_some()
+        || spec.credentials.is_some()
+        || jsonata_seconds(&spec.timeout)
+        || jsonata_seconds(&spec.heartbeat)
+        || spec.catch.iter().any(|c| c.assign.is_some() || c.output.is_some())
+    {
+        return None;
+    }
+    let identity = |p: Option<&Path>| p.is_some_and(Path::is_identity);
+    let result_replaces = spec.result_path.as_ref().is_some_and(|p| p.is_identity());
+    let input_moves = identity(spec.input_path.as_ref()) && result_replaces && spec.catch.is_empty();
+    let single_attempt = spec.retry.is_empty();
+    let result_is_output = spec.result_selector.is_none() && result_replaces && identity(spec.output_path.as_ref());
+    let needs_ctx = uses_context(spec.input_path.as_ref()) || uses_context(spec.output_path.as_ref());
+    let finish_needs_ctx = spec.result_selector.as_ref().is_some_and(template_uses_context);
+
+    let resource = Literal::string(&spec.resource);
+    let retry = retry_table(&spec.retry);
+    let catch = catch_table(items, &spec.catch);
+
+    // InputPath: the effective input, owned (the raw input is kept for ResultPath and Catch).
+    let input_body = match spec.input_path.as_ref() {
+        None => quote!(Ok(__wfc::abi::empty_object())),
+        Some(p) if p.is_identity() => quote!(Ok(__wfc::Value::clone(input))),
+        Some(p) => match items.steps(p) {
+            Some(steps) => {
+                let text = Literal::string(p.as_str());
+                quote!(__wfc::abi::select(input, #steps, #text).cloned())
+            }
+            None => {
+                let path = items.static_path(p);
+                quote!(__wfc::abi::select_path(__wfc::abi::path(&#path)?, input, ctx))
+            }
+        },
+    };
+    let timeout_body = seconds(items, spec.timeout.as_ref(), "TimeoutSecondsPath");
+    let heartbeat_body = seconds(items, spec.heartbeat.as_ref(), "HeartbeatSecondsPath");
+    let (form, parameters_body) = match &spec.parameters {
+        None => (quote!(None), quote!(Ok(__wfc::Value::clone(effective)))),
+        Some(t) => {
+            let form = if template_uses_context(t) || template_uses_randomness(t) {
+                let context = template_uses_context(t);
+                quote!(PerAttempt { context: #context })
+            } else {
+                quote!(Once)
+            };
+            let built = template(items, t, "Parameters", &quote!(effective));
+            (form, quote!(Ok(#built)))
+        }
+    };
+    let selected = match &spec.result_selector {
+        Some(t) => {
+            let built = template(items, t, "Parameters", &quote!(&result));
+            quote!(let result = #built;)
+        }
+        None => quote!(),
+    };
+    let placed = set_result(items, spec.result_path.as_ref(), quote!(raw_input), quote!(result));
+    let output = output_path(items, spec.output_path.as_ref(), quote!(output));
+    let finish_body = quote! {
+        #selected
+        let output = #placed;
+        #output
+    };
+
+    let value = quote!(__wfc::Value);
+    let failure = quote!(__wfc::Failure);
+    let input_params = {
+        let input = param(&input_body, "input");
+        let ctx = param(&input_body, "ctx");
+        quote!(#input: &#value, #ctx: &#value)
+    };
+    let seconds_params = |body: &TokenStream| {
+        let effective = param(body, "effective");
+        let ctx = param(body, "ctx");
+        quote!(#effective: &#value, #ctx: &#value)
+    };
+    let timeout_params = seconds_params(&timeout_body);
+    let heartbeat_params = seconds_params(&heartbeat_body);
+    let parameters_params = {
+        let exec = param(&parameters_body, "exec");
+        let effective = param(&parameters_body, "effective");
+        let ctx = param(&parameters_body, "ctx");
+        quote!(#exec: &__wfc::Execution, #effective: &#value, #ctx: &#value)
+    };
+    let finish_params = {
+        let exec = param(&finish_body, "exec");
+        let raw_input = param(&finish_body, "raw_input");
+        let result = param(&finish_body, "result");
+        let ctx = param(&finish_body, "ctx");
+        quote!(#exec: &__wfc::Execution, #raw_input: #value, #result: #value, #ctx: &#value)
+    };
+    // Only what differs from the trait's defaults (the absent field's meaning) is written out,
+    // so a plain Task compiles to a resource, its tables and its shape.
+    let seconds_type = quote!(Result<::core::option::Option<__wfc::abi::Duration>, #failure>);
+    let mut methods = Vec::new();
+    if needs_ctx {
+        methods.push(quote!(
+            fn needs_context(&self) -> bool {
+                true
+            }
+        ));
+    }
+    if !identity(spec.input_path.as_ref()) {
+        methods.push(quote!(fn input_path(&self, #input_params) -> Result<#value, #failure> { #input_body }));
+    }
+    if spec.timeout.is_some() {
+        methods.push(quote!(fn timeout(&self, #timeout_params) -> #seconds_type { #timeout_body }));
+    }
+    if spec.heartbeat.is_some() {
+        methods.push(quote!(fn heartbeat(&self, #heartbeat_params) -> #seconds_type { #heartbeat_body }));
+    }
+    if spec.parameters.is_some() {
+        methods.push(quote! {
+            fn parameters_form(&self) -> __wfc::abi::ParametersForm {
+                __wfc::abi::ParametersForm::#form
+            }
+        });
+        methods.push(quote!(fn parameters(&self, #parameters_params) -> Result<#value, #failure> { #parameters_body }));
+    }
+    if finish_needs_ctx {
+        methods.push(quote!(
+            fn finish_needs_context(&self) -> bool {
+                true
+            }
+        ));
+    }
+    if !result_is_output {
+        methods.push(quote!(fn finish(&self, #finish_params) -> Result<#value, #failure> { #finish_body }));
+    }
+    let (retry, retriers) = if spec.retry.is_empty() { (quote!(), quote!(&[])) } else { (retry, quote!(RETRY)) };
+    let (catch, catchers) = if spec.catch.is_empty() { (quote!(), quote!(&[])) } else { (catch, quote!(CATCH)) };
+    let declared = items.tokens();
+    let decls = quote! {
+        #declared
+        #retry
+        #catch
+        /// The state's data processing; its visit is `abi::task`'s.
+        struct Code;
+
+        impl __wfc::abi::TaskCode for Code {
+            type Retrier = __wfc::abi::Retrier;
+            type Catcher = __wfc::abi::Catcher;
+
+            fn resource(&self) -> &str {
+                #resource
+            }
+
+            fn retriers(&self) -> &[__wfc::abi::Retrier] {
+                #retriers
+            }
+
+            fn catchers(&self) -> &[__wfc::abi::Catcher] {
+                #catchers
+            }
+
+            fn shape(&self) -> __wfc::abi::TaskShape {
+                __wfc::abi::TaskShape {
+                    input_moves: #input_moves,
+                    single_attempt: #single_attempt,
+                    result_is_output: #result_is_output,
+                }
+            }
+
+            #(#methods)*
+        }
+    };
+    let visit = quote!(__wfc::abi::task(exec, #name, &Code, input, #invoke).await?);
+    Some((decls, visit))
+}
+
+/// Whether a template draws random values (`States.UUID`, unseeded `States.MathRandom`), so that
+/// a Task evaluates its Parameters per attempt, as the interpreter does.
+fn template_uses_randomness(t: &Template) -> bool {
+    match t {
+        Template::Literal(_) | Template::Path(_) => false,
+        Template::Intrinsic(i) => i.uses_randomness(),
+        Template::Array(items) => items.iter().any(template_uses_randomness),
+        Template::Object(entries) => entries.iter().any(|(_, t)| template_uses_randomness(t)),
+    }
+}
+
+/// TimeoutSeconds or HeartbeatSeconds (`field` names the `*Path` form in messages): a body of
+/// type `Result<Option<Duration>, Failure>` over `effective` (and `ctx`).
+fn seconds(items: &mut Items, seconds: Option<&Seconds>, field: &str) -> TokenStream {
+    match seconds {
+        None => quote!(Ok(::core::option::Option::None)),
+        Some(Seconds::Fixed(s)) => {
+            let s = Literal::u64_suffixed(*s);
+            quote!(Ok(Some(__wfc::abi::Duration::from_secs(#s))))
+        }
+        Some(Seconds::Path(p)) => {
+            let field = Literal::string(field);
+            match items.steps(p) {
+                Some(steps) => {
+                    let text = Literal::string(p.as_str());
+                    quote!(__wfc::abi::seconds(effective, #steps, #text, #field))
+                }
+                None => {
+                    let path = items.static_path(p);
+                    quote!(__wfc::abi::seconds_path(__wfc::abi::path(&#path)?, #field, effective, ctx))
+                }
+            }
+        }
+        // Left to `exec::task` (see [`task`]).
+        Some(Seconds::Jsonata(_)) => {
+            quote!(::core::compile_error!("wfc: internal error: a JSONata timeout in a generated Task"))
+        }
+    }
+}
+
+/// `ErrorEquals` as a `&'static [&'static str]` expression.
+fn error_names(names: &[String]) -> TokenStream {
+    let names = names.iter().map(|n| Literal::string(n));
+    quote!(&[#(#names),*])
+}
+
+/// `const RETRY`: the Retry table, its numbers as the IR holds them (defaults applied, checked).
+fn retry_table(retriers: &[Retrier]) -> TokenStream {
+    let rows = retriers.iter().map(|r| {
+        let errors = error_names(&r.error_equals);
+        let interval = Literal::u64_suffixed(r.interval_seconds);
+        let attempts = Literal::u32_suffixed(r.max_attempts);
+        let rate = float(r.backoff_rate);
+        let max_delay = match r.max_delay_seconds {
+            Some(s) => {
+                let s = Literal::u64_suffixed(s);
+                quote!(Some(#s))
+            }
+            None => quote!(::core::option::Option::None),
+        };
+        let jitter = match r.jitter {
+            Jitter::None => quote!(__wfc::abi::Jitter::None),
+            Jitter::Full => quote!(__wfc::abi::Jitter::Full),
+        };
+        quote! {
+            __wfc::abi::Retrier {
+                error_equals: #errors,
+                interval_seconds: #interval,
+                max_attempts: #attempts,
+                backoff_rate: #rate,
+                max_delay_seconds: #max_delay,
+                jitter: #jitter,
+            }
+        }
+    });
+    quote!(const RETRY: &[__wfc::abi::Retrier] = &[#(#rows),*];)
+}
+
+/// An `f64` literal; JSON numbers are finite, but a rate beyond `f64`'s range reads as infinity.
+fn float(f: f64) -> TokenStream {
+    if f.is_finite() {
+        let f = Literal::f64_suffixed(f);
+        quote!(#f)
+    } else if f.is_nan() {
+        quote!(::core::f64::NAN)
+    } else if f > 0.0 {
+        quote!(::core::f64::INFINITY)
+    } else {
+        quote!(::core::f64::NEG_INFINITY)
+    }
+}
+
+/// `const CATCH`: the Catch table (catchers without `Assign` or `Output`).
+fn catch_table(items: &mut Items, catchers: &[Catcher]) -> TokenStream {
+    let rows = catchers
+        .iter()
+        .map(|c| {
+            let errors = error_names(&c.error_equals);
+            let result_path = match &c.result_path {
+                None => quote!(__wfc::abi::CatchPath::Discard),
+                Some(p) if p.is_identity() => quote!(__wfc::abi::CatchPath::Replace),
+                Some(p) => match items.steps(p.as_path()) {
+                    Some(steps) => {
+                        let text = Literal::string(p.as_str());
+                        quote!(__wfc::abi::CatchPath::Steps(#steps, #text))
+                    }
+                    None => {
+                        quote!(::core::compile_error!("wfc: internal error: a catcher ResultPath that is not definite"))
+                    }
+                },
+            };
+            let next = Literal::usize_suffixed(c.next);
+            quote! {
+                __wfc::abi::Catcher { error_equals: #errors, result_path: #result_path, next: #next }
+            }
+        })
+        .collect::<Vec<_>>();
+    quote!(const CATCH: &[__wfc::abi::Catcher] = &[#(#rows),*];)
+}
+
+/// A JSONPath Wait state's visit (awaited), or `None` when it is left to `exec::wait`
+/// (`Assign`, JSONata `Output`, `Seconds` or `Timestamp`). The body computes InputPath, the
+/// delay (a literal `Seconds` as a constant, a `Timestamp` parsed here to nanoseconds, a
+/// `*Path` read from the effective input) and OutputPath; the wait itself is `abi::wait`'s.
+pub(super) fn wait(items: &mut Items, name: &Literal, spec: &WaitState) -> Option<TokenStream> {
+    if spec.assign.is_some() || spec.output.is_some() {
+        return None;
+    }
+    let mut needs_ctx = uses_context(spec.input_path.as_ref()) || uses_context(spec.output_path.as_ref());
+    let delay = match &spec.duration {
+        WaitDuration::Seconds(s) => {
+            let s = Literal::u64_suffixed(*s);
+            quote!(__wfc::abi::Duration::from_secs(#s))
+        }
+        WaitDuration::Timestamp(text) => {
+            // Validation accepted only timestamps that parse; any other is left to the runtime.
+            let nanos = Literal::i128_suffixed(wfc_ir::timestamp::parse(text).ok()?.as_nanosecond());
+            quote!(__wfc::abi::wait_until(exec, #nanos)?)
+        }
+        WaitDuration::SecondsPath(p) | WaitDuration::TimestampPath(p) => {
+            needs_ctx |= p.root() != Root::Input;
+            let text = Literal::string(p.as_str());
+            let selected = match items.steps(p) {
+                Some(steps) => quote!(__wfc::abi::get(&effective, #steps)),
+                None => {
+                    let path = items.static_path(p);
+                    quote!(__wfc::abi::select_opt(__wfc::abi::path(&#path)?, &effective, ctx).as_ref())
+                }
+            };
+            if matches!(spec.duration, WaitDuration::SecondsPath(_)) {
+                quote!(__wfc::abi::wait_seconds_at(#text, #selected)?)
+            } else {
+                quote!(__wfc::abi::wait_timestamp_at(exec, #text, #selected)?)
+            }
+        }
+        WaitDuration::SecondsJsonata(_) | WaitDuration::TimestampJsonata(_) => return None,
+    };
+    let effective = input_path_owned(items, spec.input_path.as_ref(), quote!(input));
+    let output = output_path(items, spec.output_path.as_ref(), quote!(effective));
+    let body = quote! {
+        let effective = #effective;
+        let delay = __wfc::abi::wait_limit(#delay)?;
+        #output.map(|output| (output, delay))
+    };
+    let input = param(&body, "input");
+    let ctx = param(&body, "ctx");
+    Some(quote! {
+        __wfc::abi::wait(exec, #name, #needs_ctx, input, |#input: __wfc::Value, #ctx: &__wfc::Value| {
+            #body
+        })
+        .await?
+    })
+}
+
+/// A Fail state's visit (an expression of its `Failure`), or `None` when it is left to
+/// `exec::fail` (an intrinsic ErrorPath/CausePath, or JSONata Error/Cause).
+pub(super) fn fail(items: &mut Items, name: &Literal, spec: &FailState) -> Option<TokenStream> {
+    if spec.error_computed.is_some() || spec.cause_computed.is_some() {
+        return None;
+    }
+    let needs_ctx = uses_context(spec.error_path.as_ref()) || uses_context(spec.cause_path.as_ref());
+    let mut read = |literal: &Option<String>, path: &Option<Path>, field: &str| match path {
+        Some(p) => {
+            let text = Literal::string(p.as_str());
+            let field = Literal::string(field);
+            let selected = match items.steps(p) {
+                Some(steps) => quote!(__wfc::abi::field(input, #steps, #text, #field)?),
+                None => {
+                    let path = items.static_path(p);
+                    quote!(__wfc::abi::field_path(__wfc::abi::path(&#path)?, #field, input, ctx)?)
+                }
+            };
+            quote!(__wfc::abi::fail_string(#field, #text, #selected)?)
+        }
+        // AWS leaves an absent Error/Cause out of the event; the Error Output uses "".
+        None => {
+            let literal = Literal::string(literal.as_deref().unwrap_or_default());
+            quote!(::std::borrow::ToOwned::to_owned(#literal))
+        }
+    };
+    let error = read(&spec.error, &spec.error_path, "ErrorPath");
+    let cause = read(&spec.cause, &spec.cause_path, "CausePath");
+    // Error before Cause, as the interpreter reads them (a Cause failure shows only when the
+    // Error succeeded; both are reads without side effects).
+    let body = quote!(Ok(__wfc::Failure { error: #error, cause: #cause }));
+    let input = param(&body, "input");
+    let ctx = param(&body, "ctx");
+    Some(quote! {
+        __wfc::abi::fail(exec, #name, #needs_ctx, input, |#input: &__wfc::Value, #ctx: &__wfc::Value| #body)
+    })
 }
