@@ -46,23 +46,25 @@ impl StateStatus {
     }
 }
 
-/// One state of the drawing: its positional id, name, machine prefix and outgoing edges.
+/// One state of the drawing: its positional id, name and outgoing edges.
 struct DrawnState {
     id: String,
     name: String,
-    /// (target id, is a Catch edge); the machine's end is `{prefix}end`.
-    edges: Vec<(String, bool)>,
+    /// (target id, target state's name, is a Catch edge); the machine's end is `{prefix}end`,
+    /// with no name.
+    edges: Vec<(String, Option<String>, bool)>,
 }
 
 fn collect(machine: &StateMachine, prefix: &str, out: &mut Vec<DrawnState>, starts: &mut Vec<(String, String)>) {
-    starts.push((format!("{prefix}start"), format!("{prefix}s{}", machine.start_at)));
+    starts.push((format!("{prefix}start"), super::id(prefix, machine.start_at)));
     for (i, state) in machine.states.iter().enumerate() {
-        let id = format!("{prefix}s{i}");
+        let id = super::id(prefix, i);
         let edges = edges(&state.kind)
             .into_iter()
             .map(|(target, label)| {
-                let to = target.map_or_else(|| format!("{prefix}end"), |t| format!("{prefix}s{t}"));
-                (to, label.starts_with("catch") || label.starts_with("onError"))
+                let to = target.map_or_else(|| format!("{prefix}end"), |t| super::id(prefix, t));
+                let name = target.map(|t| machine.states[t].name.clone());
+                (to, name, label.starts_with("catch") || label.starts_with("onError"))
             })
             .collect();
         match &state.kind {
@@ -84,6 +86,16 @@ pub fn annotate(workflow: &Workflow, status: &str, history: &[Value]) -> (Annota
     let mut states = Vec::new();
     let mut starts = Vec::new();
     collect(&workflow.machine, "", &mut states, &mut starts);
+    annotate_drawn(&states, starts, status, history)
+}
+
+/// [`annotate`] over the drawing's states, walked once by the caller.
+fn annotate_drawn(
+    states: &[DrawnState],
+    starts: Vec<(String, String)>,
+    status: &str,
+    history: &[Value],
+) -> (Annotations, HashMap<String, StateStatus>) {
     let by_name: HashMap<&str, Vec<usize>> = states.iter().enumerate().fold(HashMap::new(), |mut m, (k, s)| {
         m.entry(s.name.as_str()).or_default().push(k);
         m
@@ -123,11 +135,8 @@ pub fn annotate(workflow: &Workflow, status: &str, history: &[Value]) -> (Annota
     let mut caught: HashSet<&str> = HashSet::new();
     for (name, position) in failed_exits {
         let Some(state) = by_name.get(name).and_then(|ks| ks.first()).map(|&k| &states[k]) else { continue };
-        let targets: Vec<(&str, bool)> = state
-            .edges
-            .iter()
-            .filter_map(|(to, catch)| states.iter().find(|s| &s.id == to).map(|s| (s.name.as_str(), *catch)))
-            .collect();
+        let targets: Vec<(&str, bool)> =
+            state.edges.iter().filter_map(|(_, to, catch)| to.as_deref().map(|to| (to, *catch))).collect();
         let next =
             sequence.iter().filter(|(p, _)| *p > position).find_map(|(_, n)| targets.iter().find(|(t, _)| t == n));
         if next.is_some_and(|(_, catch)| *catch) {
@@ -137,7 +146,7 @@ pub fn annotate(workflow: &Workflow, status: &str, history: &[Value]) -> (Annota
     let running = status == "RUNNING";
     let id_of = |k: usize| states[k].id.clone();
     let mut statuses = HashMap::new();
-    for state in &states {
+    for state in states {
         let entries = entered.get(state.name.as_str()).map_or(&[][..], Vec::as_slice);
         let left = exited.get(state.name.as_str()).copied().unwrap_or(0);
         let status = match entries.last() {
@@ -147,12 +156,8 @@ pub fn annotate(workflow: &Workflow, status: &str, history: &[Value]) -> (Annota
             Some(&last) => {
                 // Not left: caught if a Catch target ran after it (an engine that records no
                 // exit for a caught state), running if the execution is, failed otherwise.
-                let caught_later = state.edges.iter().filter(|(_, catch)| *catch).any(|(to, _)| {
-                    states
-                        .iter()
-                        .find(|s| &s.id == to)
-                        .and_then(|s| entered.get(s.name.as_str()))
-                        .is_some_and(|later| later.iter().any(|&p| p > last))
+                let caught_later = state.edges.iter().filter(|(_, _, catch)| *catch).any(|(_, to, _)| {
+                    to.as_deref().and_then(|to| entered.get(to)).is_some_and(|later| later.iter().any(|&p| p > last))
                 });
                 if caught_later {
                     StateStatus::Caught
@@ -167,7 +172,7 @@ pub fn annotate(workflow: &Workflow, status: &str, history: &[Value]) -> (Annota
     }
 
     let mut taken = HashSet::new();
-    let has_edge = |from: &DrawnState, to: &str| from.edges.iter().any(|(t, _)| t == to);
+    let has_edge = |from: &DrawnState, to: &str| from.edges.iter().any(|(t, _, _)| t == to);
     // A state entered right after another one, along an edge of the graph.
     for pair in sequence.windows(2) {
         for &a in by_name.get(pair[0].1).map_or(&[][..], Vec::as_slice) {
@@ -184,13 +189,13 @@ pub fn annotate(workflow: &Workflow, status: &str, history: &[Value]) -> (Annota
             taken.insert((start, first));
         }
     }
-    for state in &states {
+    for state in states {
         let status = statuses.get(&state.id).copied().unwrap_or(StateStatus::Unreached);
         // A state that succeeded, or a Fail state (whose only edge is to the end), ended its path.
         let ended = status == StateStatus::Succeeded
-            || (status == StateStatus::Failed && state.edges.iter().all(|(to, _)| to.ends_with("end")));
-        for (to, catch) in &state.edges {
-            if !catch && to.ends_with("end") && ended {
+            || (status == StateStatus::Failed && state.edges.iter().all(|(_, to, _)| to.is_none()));
+        for (to, target, catch) in &state.edges {
+            if !catch && target.is_none() && ended {
                 taken.insert((state.id.clone(), to.clone()));
             }
         }
@@ -204,12 +209,11 @@ pub fn annotate(workflow: &Workflow, status: &str, history: &[Value]) -> (Annota
 pub fn html(workflow: &Workflow, execution: &Value) -> String {
     let status = execution.get("status").and_then(Value::as_str).unwrap_or("UNKNOWN");
     let history: &[Value] = execution.get("history").and_then(Value::as_array).map_or(&[], Vec::as_slice);
-    let (annotations, statuses) = annotate(workflow, status, history);
-    let drawing = svg_annotated(workflow, &annotations);
-
     let mut names = Vec::new();
     let mut starts = Vec::new();
     collect(&workflow.machine, "", &mut names, &mut starts);
+    let (annotations, statuses) = annotate_drawn(&names, starts, status, history);
+    let drawing = svg_annotated(workflow, &annotations);
     let state_names: serde_json::Map<String, Value> =
         names.iter().map(|s| (s.id.clone(), Value::String(s.name.clone()))).collect();
     let data = json!({

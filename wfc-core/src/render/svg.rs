@@ -30,7 +30,7 @@ use std::fmt::Write as _;
 
 use wfc_ir::{StateKind, StateMachine, Workflow};
 
-use super::{edges, unsafe_char};
+use super::{edges, id, unsafe_char};
 
 /// Layout constants (SVG user units, i.e. pixels at 100%).
 const FONT_SIZE: f64 = 12.0;
@@ -170,7 +170,7 @@ fn layout_machine(machine: &StateMachine, prefix: &str, annotations: &Annotation
     let end = n + 1;
     let mut nodes: Vec<Node> = Vec::with_capacity(n + 2);
     for (i, state) in machine.states.iter().enumerate() {
-        let inner = nested_blocks(&state.kind, &node_id(prefix, i), annotations);
+        let inner = nested_blocks(&state.kind, &id(prefix, i), annotations);
         let (width, height) = state_size(&state.name, &kind_name(&state.kind), inner.as_deref());
         nodes.push(Node { kind: NodeKind::State(i), width, height, layer: 0, x: 0.0, y: 0.0, inner });
     }
@@ -522,8 +522,8 @@ fn draw_state(
         svg,
         r#"<g class="state {}{}" id="{}" data-state="{}" data-type="{}"><title>{}</title>"#,
         xml(state.kind.type_name()),
-        annotations.state_class.get(&node_id(prefix, i)).map(|c| format!(" {}", xml(c))).unwrap_or_default(),
-        node_id(prefix, i),
+        annotations.state_class.get(&id(prefix, i)).map(|c| format!(" {}", xml(c))).unwrap_or_default(),
+        id(prefix, i),
         xml(&display_text(&state.name, usize::MAX)),
         xml(&kind),
         xml(&display_text(&state.name, usize::MAX))
@@ -652,15 +652,11 @@ fn fit_in_order(wanted: &[f64], widths: &[f64]) -> Vec<f64> {
     out
 }
 
-fn node_id(prefix: &str, i: usize) -> String {
-    format!("{prefix}s{i}")
-}
-
 fn endpoint_id(prefix: &str, kind: &NodeKind) -> String {
     match kind {
         NodeKind::Start => format!("{prefix}start"),
         NodeKind::End => format!("{prefix}end"),
-        NodeKind::State(i) => node_id(prefix, *i),
+        NodeKind::State(i) => id(prefix, *i),
         NodeKind::Waypoint => String::new(),
     }
 }
