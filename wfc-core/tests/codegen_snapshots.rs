@@ -1,7 +1,7 @@
 //! Snapshot tests of generated code: every `snapshots/fixtures/*.asl.json` is compiled and its
 //! formatted module compared with `snapshots/codegen_snapshots__<stem>.snap` (insta; bless with
 //! `INSTA_UPDATE=always` or `cargo insta review` after reading the diff). The same fixtures are
-//! compiled warning-free by `tests/tests/codegen_pass.rs` in the `wfc-tests` crate.
+//! compiled warning-free by `tests/compile/tests/codegen_pass.rs` in the `wfc-compile-tests` crate.
 
 use std::path::Path;
 

@@ -3,7 +3,7 @@
 //! The cases are modules of one trybuild crate (`tests/pass/generated.rs`): fourteen separate
 //! crates cost about two minutes of builds and links in CI; one costs seconds.
 //!
-//! trybuild compiles each case in its own crate under `<target>/tests/trybuild/wfc-tests/`, and
+//! trybuild compiles each case in its own crate under `<target>/tests/trybuild/wfc-compile-tests/`, and
 //! that crate is the `CARGO_MANIFEST_DIR` the macro resolves paths against. So, like askama's UI
 //! tests, we link the fixture directories into it: `fixtures/` (the snapshot fixtures) and `ui/`
 //! (this crate's UI fixtures), which keeps macro paths short, relative and identical in
@@ -18,7 +18,7 @@ use trybuild_support::link;
 #[test]
 fn generated_code_compiles_warning_free() {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    link("fixtures", &manifest.join("../wfc-core/tests/snapshots/fixtures"));
+    link("fixtures", &manifest.join("../../wfc-core/tests/snapshots/fixtures"));
     link("ui", &manifest.join("ui"));
 
     // Every fixture has a pass case, and every case is a module of the one crate, so a new
@@ -38,7 +38,7 @@ fn generated_code_compiles_warning_free() {
             );
         }
     }
-    let fixtures = std::fs::read_dir(manifest.join("../wfc-core/tests/snapshots/fixtures")).expect("fixtures");
+    let fixtures = std::fs::read_dir(manifest.join("../../wfc-core/tests/snapshots/fixtures")).expect("fixtures");
     for entry in fixtures.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         if let Some(stem) = name.strip_suffix(".asl.json") {

@@ -4,7 +4,7 @@
 //! fixtures are `*.asl.json`; Serverless Workflow ones (`sw_*`) come in JSON and YAML.
 //! Re-bless with `TRYBUILD=overwrite` only after reading the new `.stderr` files.
 //!
-//! trybuild compiles each case in a crate under `<target>/tests/trybuild/wfc-tests/`, which is
+//! trybuild compiles each case in a crate under `<target>/tests/trybuild/wfc-compile-tests/`, which is
 //! the `CARGO_MANIFEST_DIR` the macro resolves paths against; `ui/` is linked into it so the
 //! paths in the cases (`ui/fixtures/…`) resolve there exactly as they do in this crate.
 
@@ -18,7 +18,7 @@ use trybuild_support::link;
 fn ui() {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     link("ui", &manifest.join("ui"));
-    link("fixtures", &manifest.join("../wfc-core/tests/snapshots/fixtures"));
+    link("fixtures", &manifest.join("../../wfc-core/tests/snapshots/fixtures"));
 
     // Every invalid fixture has a case (`two_tasks` is the valid one the API cases use).
     for entry in std::fs::read_dir(manifest.join("ui/fixtures")).expect("ui fixtures").flatten() {

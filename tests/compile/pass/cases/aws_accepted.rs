@@ -4,8 +4,8 @@
 //! never assigned (WFC0906), one assigned only in a Parallel branch (WFC0906), an outer name
 //! assigned in a Map iteration (WFC0907, a variable of the iteration), a `.$` key in a JSONata
 //! state (WFC0902, kept literally) and `ToleratedFailureCount` on an INLINE Map (WFC0220).
-//! Their definitions are in `tests/ui/accepted/` (definitions that compile, unlike
-//! `tests/ui/fixtures/`, which the UI cases expect to be refused).
+//! Their definitions are in `tests/compile/ui/accepted/` (definitions that compile, unlike
+//! `tests/compile/ui/fixtures/`, which the UI cases expect to be refused).
 #![deny(warnings, missing_docs)]
 #![allow(deprecated)]
 

@@ -1,10 +1,10 @@
 //! Shared by the trybuild tests (`ui.rs`, `codegen_pass.rs`): trybuild compiles each case in a
-//! crate under `<target>/tests/trybuild/wfc-tests/`, which is the `CARGO_MANIFEST_DIR` the macro
+//! crate under `<target>/tests/trybuild/wfc-compile-tests/`, which is the `CARGO_MANIFEST_DIR` the macro
 //! resolves definition paths against, so the fixture directories are linked into it.
 
 use std::path::{Path, PathBuf};
 
-/// `<target>/tests/trybuild/wfc-tests`. The target dir is found from this test binary's path
+/// `<target>/tests/trybuild/wfc-compile-tests`. The target dir is found from this test binary's path
 /// (`<target>/[<triple>/]<profile>/deps/…`): the nearest ancestor holding Cargo's `CACHEDIR.TAG`.
 fn trybuild_project_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary's path");
@@ -13,7 +13,7 @@ fn trybuild_project_dir() -> PathBuf {
         .find(|dir| dir.join("CACHEDIR.TAG").is_file())
         .or_else(|| exe.ancestors().nth(3))
         .expect("a test binary lives in <target>/<profile>/deps");
-    target.join("tests").join("trybuild").join("wfc-tests")
+    target.join("tests").join("trybuild").join("wfc-compile-tests")
 }
 
 /// Makes `<trybuild project>/<name>` point at `dir` (a symlink; a copy where symlinks are unavailable).
