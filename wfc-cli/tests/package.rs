@@ -24,8 +24,16 @@ const CRATES: [(&str, &str); 7] = [
 ];
 
 /// The workspace members that are not published.
-const UNPUBLISHED: [&str; 7] =
-    ["approval-durable", "order-macro", "order-build", "sw-events", "lambda-durable", "wfc-tests", "wfc-compile-tests", "wfc-bench"];
+const UNPUBLISHED: [&str; 8] = [
+    "approval-durable",
+    "order-macro",
+    "order-build",
+    "sw-events",
+    "lambda-durable",
+    "wfc-tests",
+    "wfc-compile-tests",
+    "wfc-bench",
+];
 
 fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("wfc-cli is inside the workspace").to_path_buf()
