@@ -384,7 +384,8 @@ pub(crate) struct RunArgs {
     #[arg(long)]
     pub(crate) history: bool,
     /// Also write the execution as one self-contained HTML page: the state graph colored by
-    /// what each state did, the path taken, the history, each state's input and output.
+    /// what each state did, the path taken, the history, each state's input and output (for a
+    /// definition that does not validate: its diagnostics, located in its source).
     #[arg(long, value_name = "FILE.html")]
     pub(crate) report: Option<PathBuf>,
     /// How much history the execution keeps: `full` (every event, as AWS Standard workflows) or

@@ -83,7 +83,16 @@ pub(crate) fn run_with(
     };
     let loaded = match def.load_with(args.opt.passes()) {
         Ok(l) => l,
-        Err(diags) => return definition_error(&def.path, &diags, color),
+        Err(diags) => {
+            // The report of a definition that does not validate is its located diagnostics.
+            if let Some(path) = &args.report {
+                let page = wfc_core::render::report::diagnostics_page(&def.path, &def.text, &diags.located(), None);
+                if let Err(e) = std::fs::write(path, page) {
+                    return fatal(format!("cannot write the report {}: {e}", path.display()));
+                }
+            }
+            return definition_error(&def.path, &diags, color);
+        }
     };
     // Warnings do not stop a run, but the user should see them.
     crate::check::print_human(&def.path, &loaded.warnings, color);

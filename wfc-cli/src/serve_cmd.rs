@@ -63,7 +63,7 @@ fn credentials(args: &ServeArgs) -> Result<Option<wfc_serve::sigv4::Credentials>
     }
 }
 
-/// Runs the server until SIGTERM or SIGINT. Prints `{"listening": ADDR, "store": URL}` once it
+/// Runs the server until SIGTERM or SIGINT. Prints `{"listening": ADDR, "store": URL, "ui": ...}` once it
 /// accepts connections (with `--listen 127.0.0.1:0`, ADDR has the port chosen).
 pub(crate) fn run(args: &ServeArgs) -> Exit {
     let mock_config = match &args.mock_config {
@@ -113,9 +113,17 @@ pub(crate) fn run(args: &ServeArgs) -> Exit {
         config.mock_config = mock_config;
         config.virtual_time = args.virtual_time;
         config.worker.skip_waits = args.virtual_time;
+        // With SigV4 required, the UI needs its own credential: a token printed here only.
+        let ui = if signed {
+            let token = wfc_serve::ui::new_token();
+            config.ui_token = Some(token.clone());
+            format!("http://{local}/ui?token={token}")
+        } else {
+            format!("http://{local}/ui")
+        };
         println!(
             "{}",
-            serde_json::json!({ "listening": local.to_string(), "store": args.store, "sigv4": signed, "virtual_time": args.virtual_time })
+            serde_json::json!({ "listening": local.to_string(), "store": args.store, "sigv4": signed, "virtual_time": args.virtual_time, "ui": ui })
         );
         wfc_serve::serve(listener, config, shutdown).await
     });

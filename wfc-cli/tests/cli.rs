@@ -266,6 +266,27 @@ fn run_report_writes_a_page_that_works_offline() {
     assert!(dom.contains(r##"data-selftest-event="#1 ExecutionStartedtimestamp"##), "{dom}");
 }
 
+/// `wfc run --report` on a definition that does not validate writes the page of its located
+/// diagnostics (the definition's text shown as text) and fails as `wfc check` does.
+#[test]
+fn run_report_of_an_invalid_definition_locates_its_diagnostics() {
+    let dir = scratch("report-invalid");
+    let def = write(
+        &dir,
+        "bad.asl.json",
+        "{\"StartAt\": \"A\",\n \"States\": {\"A\": {\"Type\": \"Pass\", \"Next\": \"<b>Nowhere</b>\"}}}",
+    );
+    let page = dir.join("bad.html");
+    let o = run(&["run", &def, "--report", &page.display().to_string()]);
+    assert_ne!(code(&o), 0, "{}", stderr(&o));
+    let html = std::fs::read_to_string(&page).expect("the report was written");
+    assert!(html.contains("does not validate"), "{html}");
+    assert!(html.contains("<span id=\"L2\" class=\"marked\">"), "the Next on line 2 is marked: {html}");
+    assert!(html.contains("<a href=\"#L2\">line 2, column "), "{html}");
+    assert!(html.contains("&lt;b&gt;Nowhere&lt;/b&gt;") && !html.contains("<b>"), "{html}");
+    assert!(html.contains("default-src 'none'"), "{html}");
+}
+
 // ---- run ------------------------------------------------------------------------------------
 
 #[test]

@@ -650,3 +650,406 @@ fn in_process(dir: &Path, definition: &Value, total: usize, clients: usize) -> (
         (created, ran)
     })
 }
+
+// ---- the UI (issue 23) ---------------------------------------------------------------------
+
+/// A GET of `path` on the server: (status, headers in lower case, body).
+fn get(addr: &str, path: &str, cookie: Option<&str>) -> (u16, String, String) {
+    let mut s = TcpStream::connect(addr).expect("connect to wfc serve");
+    let cookie = cookie.map(|c| format!("Cookie: {c}\r\n")).unwrap_or_default();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{cookie}Connection: close\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).expect("read the answer");
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, head.to_lowercase(), body.to_owned())
+}
+
+/// The `Chromium` on PATH (Debian's package), or `None` (then only the HTML is checked), unless
+/// `WFC_REQUIRE_CHROMIUM=1`.
+fn chromium() -> Option<&'static str> {
+    let found = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|name| Command::new(name).arg("--version").output().is_ok_and(|o| o.status.success()));
+    if found.is_none() {
+        assert!(
+            std::env::var("WFC_REQUIRE_CHROMIUM").as_deref() != Ok("1"),
+            "Chromium is required (WFC_REQUIRE_CHROMIUM=1) but none is on PATH"
+        );
+        eprintln!("no Chromium on PATH: the UI is checked without a browser");
+    }
+    found
+}
+
+/// Headless Chromium on `url` with `what` (`--dump-dom`, or `--screenshot=PATH`); its stdout.
+fn browse(browser: &str, profile: &Path, what: &str, url: &str) -> String {
+    let out = Command::new("timeout")
+        .args(["120", browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"])
+        .args(["--hide-scrollbars", "--window-size=1400,1000"])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args([what, url])
+        .output()
+        .expect("chromium runs");
+    let dom = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "chromium {what} {url}: {}\n{dom}", String::from_utf8_lossy(&out.stderr));
+    dom
+}
+
+/// Undoes the serializer's escaping of text and attribute values.
+fn unescape(s: &str) -> String {
+    s.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&#39;", "'").replace("&amp;", "&")
+}
+
+/// Each drawn state's status (the third word of its class), by name, from a page or DOM dump:
+/// `<g class="state TYPE STATUS" id="..." data-state="NAME">` (a `"` inside a value is always
+/// escaped, so the tag splits on quotes).
+fn drawn_statuses(page: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for piece in page.split("<g class=\"state ").skip(1) {
+        let parts: Vec<&str> = piece.splitn(6, '"').collect();
+        if parts.len() < 5 || parts[3].trim() != "data-state=" {
+            continue;
+        }
+        let status = parts[0].split(' ').skip(1).collect::<Vec<_>>().join(" ");
+        out.insert(unescape(parts[4]), if status.is_empty() { "none".to_owned() } else { status });
+    }
+    out
+}
+
+/// The document without its attribute values (where a serializer may leave `<` as it is).
+fn without_attributes(dom: &str) -> String {
+    let mut out = String::with_capacity(dom.len());
+    for (i, piece) in dom.split("=\"").enumerate() {
+        if i == 0 {
+            out.push_str(piece);
+        } else {
+            out.push_str(piece.split_once('"').map_or("", |(_, rest)| rest));
+        }
+    }
+    out
+}
+
+/// The history table's rows as (id, type), from a page or DOM dump.
+fn history_rows(page: &str) -> Vec<(String, String)> {
+    let Some(table) = page.split("<table id=\"events\"").nth(1) else { return Vec::new() };
+    let body = table.split("</table>").next().unwrap_or_default();
+    body.split("<tr data-event=")
+        .skip(1)
+        .map(|row| {
+            let cells: Vec<String> =
+                row.split("<td>").skip(1).map(|c| unescape(c.split("</td>").next().unwrap_or_default())).collect();
+            (cells.first().cloned().unwrap_or_default(), cells.get(2).cloned().unwrap_or_default())
+        })
+        .collect()
+}
+
+/// What a state's status should be from the API's history: not entered is unreached; the
+/// test names the others it expects.
+fn entered_states(events: &[Value]) -> std::collections::BTreeSet<String> {
+    events
+        .iter()
+        .filter_map(|e| e.get("stateEnteredEventDetails").and_then(|d| d["name"].as_str()).map(str::to_owned))
+        .collect()
+}
+
+/// `wfc serve`'s `/ui`: executions that succeeded, failed after a caught error, wait on a
+/// callback, and run a Map of 100 items, shown as the API answers them. Without a browser the
+/// served HTML is checked (statuses, rows, escaping, headers, access); with headless Chromium
+/// (one launch per page, run side by side) the pages' scripts run offline, a state is clicked to
+/// show its input, and screenshots are saved under the test's scratch directory.
+#[test]
+fn ui_shows_executions_as_the_api_answers() {
+    let dir = support::scratch("ui");
+    let tokens = dir.join("tokens");
+    std::fs::create_dir_all(&tokens).unwrap();
+    let handlers = support::write(
+        &dir,
+        "handlers.json",
+        &json!({"arn:aws:states:::sqs:sendMessage.waitForTaskToken": {"command": ["sh", "-c",
+            "printf %s \"$WFC_TASK_TOKEN\" > \"$TOKEN_DIR/t.tmp\" && mv \"$TOKEN_DIR/t.tmp\" \"$TOKEN_DIR/t\" && echo '{}'"]}})
+        .to_string(),
+    );
+    let store = format!("sqlite:{}", dir.join("serve.db").display());
+    let server = Server::start(&store, &["--handlers", &handlers], &[("TOKEN_DIR", &tokens)]);
+    let mut c = Client::new(&server.addr);
+    let hostile = "Charge <img src=x onerror=alert(1)>";
+    let machines = [
+        (
+            "Greets",
+            json!({"StartAt": "Hello", "States": {
+            "Hello": {"Type": "Pass", "Result": "hi", "ResultPath": "$.greeting", "Next": "Pick"},
+            "Pick": {"Type": "Choice", "Choices": [{"Variable": "$.who", "StringEquals": "you", "Next": "Done"}],
+                "Default": "Never"},
+            "Done": {"Type": "Succeed"},
+            "Never": {"Type": "Pass", "End": true}}}),
+            json!({"who": "you"}),
+        ),
+        (
+            "Charges",
+            json!({"StartAt": hostile, "States": {
+            hostile: {"Type": "Task", "Resource": "arn:aws:lambda:us-east-1:123456789012:function:charge",
+                "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "Declined"}], "Next": "Shipped"},
+            "Shipped": {"Type": "Succeed"},
+            "Declined": {"Type": "Fail", "Error": "E<b>", "Cause": "</script><script>alert(3)</script>"}}}),
+            json!({"note": "</script><b>bold</b>"}),
+        ),
+        (
+            "Calls",
+            json!({"StartAt": "Ask", "States": {
+            "Ask": {"Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
+                "Parameters": {"MessageBody.$": "$"}, "Next": "After"},
+            "After": {"Type": "Pass", "End": true}}}),
+            json!({"q": 1}),
+        ),
+        (
+            "Maps",
+            json!({"StartAt": "Each", "States": {
+            "Each": {"Type": "Map", "ItemsPath": "$.items", "ItemProcessor": {"StartAt": "Double", "States": {
+                "Double": {"Type": "Pass", "End": true}}}, "End": true}}}),
+            json!({"items": (0..100).collect::<Vec<_>>()}),
+        ),
+    ];
+    let mut arns = BTreeMap::new();
+    for (name, definition, input) in &machines {
+        c.ok("CreateStateMachine", json!({"name": name, "definition": definition.to_string(), "roleArn": ROLE}));
+        let arn = c.ok(
+            "StartExecution",
+            json!({"stateMachineArn": machine_arn(name), "name": "run-1", "input": input.to_string()}),
+        )["executionArn"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        arns.insert(*name, arn);
+    }
+    let described: BTreeMap<&str, Value> = arns
+        .iter()
+        .map(|(name, arn)| {
+            let d = wait_until("the execution to finish or wait", Duration::from_secs(120), || {
+                let d = c.ok("DescribeExecution", json!({"executionArn": arn}));
+                let settled = if *name == "Calls" { tokens.join("t").exists() } else { d["status"] != "RUNNING" };
+                settled.then_some(d)
+            });
+            (*name, d)
+        })
+        .collect();
+    let statuses: Vec<&str> = described.values().map(|d| d["status"].as_str().unwrap()).collect();
+    assert_eq!(statuses, ["RUNNING", "FAILED", "SUCCEEDED", "SUCCEEDED"], "Calls, Charges, Greets, Maps");
+    let history: BTreeMap<&str, Vec<Value>> = arns
+        .iter()
+        .map(|(name, arn)| {
+            let events = c.ok("GetExecutionHistory", json!({"executionArn": arn, "maxResults": 1000}))["events"]
+                .as_array()
+                .unwrap()
+                .clone();
+            (*name, events)
+        })
+        .collect();
+    assert!(history["Maps"].len() > 400, "a Map of 100 items: {}", history["Maps"].len());
+
+    // The list: every execution with its status; the filter narrows it.
+    let (status, headers, list) = get(&server.addr, "/ui", None);
+    assert_eq!(status, 200, "{list}");
+    assert!(headers.contains("content-security-policy: default-src 'none'"), "{headers}");
+    assert!(headers.contains("frame-ancestors 'none'"), "{headers}");
+    for (name, d) in &described {
+        let row = format!("<a href=\"/ui/machine?arn={}\">{name}</a>", machine_arn(name).replace(':', "%3A"));
+        assert!(list.contains(&row), "{row} in {list}");
+        assert!(list.contains(&format!(
+            "<span class=\"badge {0}\">{1}</span>",
+            d["status"].as_str().unwrap().to_lowercase(),
+            d["status"].as_str().unwrap()
+        )));
+    }
+    let (_, _, failed) = get(&server.addr, "/ui?status=FAILED", None);
+    assert_eq!(failed.matches("<tr data-status=").count(), 1, "{failed}");
+    assert!(failed.contains("data-status=\"FAILED\""), "{failed}");
+    let (_, _, named) = get(&server.addr, "/ui?q=map", None);
+    assert_eq!(named.matches("<tr data-status=").count(), 1, "{named}");
+    // A request naming another host (DNS rebinding) is refused; so are other methods.
+    let mut s = TcpStream::connect(&server.addr).unwrap();
+    write!(s, "GET /ui HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    assert!(text.starts_with("HTTP/1.1 403"), "{text}");
+    // Bad addresses answer pages, never a panic.
+    for path in [
+        "/ui/execution",
+        "/ui/execution?arn=%",
+        "/ui/execution?arn=arn%3Aaws%3Astates%3Aus-east-1%3A123456789012%3Aexecution%3ANo%3Ax",
+        "/ui/machine?arn=x",
+        "/ui/nothing",
+    ] {
+        let (status, _, page) = get(&server.addr, path, None);
+        assert!((400..500).contains(&status), "{path}: {status} {page}");
+        assert!(page.contains("<h1>"), "{path}: {page}");
+    }
+
+    // Each execution's page, as served: the graph's colors and the history rows agree with the
+    // API; hostile names and values are text.
+    let expected: BTreeMap<&str, BTreeMap<&str, &str>> = BTreeMap::from([
+        (
+            "Greets",
+            BTreeMap::from([
+                ("Hello", "succeeded"),
+                ("Pick", "succeeded"),
+                ("Done", "succeeded"),
+                ("Never", "unreached"),
+            ]),
+        ),
+        ("Charges", BTreeMap::from([(hostile, "caught"), ("Declined", "failed"), ("Shipped", "unreached")])),
+        ("Calls", BTreeMap::from([("Ask", "running"), ("After", "unreached")])),
+        ("Maps", BTreeMap::from([("Each", "succeeded"), ("Double", "succeeded")])),
+    ]);
+    let mut pages = BTreeMap::new();
+    for (name, arn) in &arns {
+        let path = format!("/ui/execution?arn={}", arn.replace(':', "%3A"));
+        let (status, headers, page) = get(&server.addr, &path, None);
+        assert_eq!(status, 200, "{page}");
+        assert!(headers.contains("script-src 'nonce-"), "{headers}");
+        let drawn = drawn_statuses(&page);
+        let entered = entered_states(&history[name]);
+        // A finished execution's colors come from its history (a running one's from its journal).
+        if *name != "Calls" {
+            for (state, status) in &drawn {
+                assert_eq!(status == "unreached", !entered.contains(state), "{name} {state}: {status}");
+            }
+        }
+        let want: BTreeMap<String, String> =
+            expected[name].iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        assert_eq!(drawn, want, "{name}");
+        let rows = history_rows(&page);
+        let api_rows: Vec<(String, String)> = history[name]
+            .iter()
+            .take(rows.len().max(1))
+            .map(|e| (e["id"].to_string(), e["type"].as_str().unwrap().to_owned()))
+            .collect();
+        assert_eq!(rows, api_rows, "{name}: the history table's first page is the API's history");
+        assert!(page.contains(&format!("data-events=\"{}\"", history[name].len())), "{name}");
+        assert_eq!(page.matches("<script").count(), 2, "{name}: only the page's own scripts");
+        assert!(!page.contains("<img") && !page.contains("<b>"), "{name}: markup stays text");
+        pages.insert(*name, (path, page));
+    }
+    assert!(pages["Charges"].1.contains("Charge &lt;img src=x onerror=alert(1)&gt;"));
+    assert!(pages["Calls"].1.contains("<table id=\"journal\">") && pages["Calls"].1.contains("CALLBACK"));
+    assert!(pages["Calls"].1.contains("<span class=\"meta live\" id=\"live\">"));
+    let json_path = format!("/ui/execution.json?arn={}", arns["Calls"].replace(':', "%3A"));
+    let (status, _, poll) = get(&server.addr, &json_path, None);
+    assert_eq!(status, 200);
+    let poll: Value = serde_json::from_str(&poll).unwrap();
+    assert_eq!(poll["status"], "RUNNING");
+    assert!(pages["Calls"].1.contains(poll["version"].as_str().unwrap()), "the page knows the version it shows");
+
+    let Some(browser) = chromium() else { return };
+    let base = server.endpoint();
+    let profile = |n: &str| dir.join(format!("chromium-{n}"));
+    // One browser per page, side by side: the DOM after the page's script clicked a state.
+    let jobs: Vec<(String, String, String)> = vec![
+        (
+            "Charges".into(),
+            format!("{base}{}#state={}", pages["Charges"].0, "Charge%20%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E"),
+            "--dump-dom".into(),
+        ),
+        ("Maps".into(), format!("{base}{}#state=Double", pages["Maps"].0), "--dump-dom".into()),
+        ("Calls".into(), format!("{base}{}#state=Ask", pages["Calls"].0), "--dump-dom".into()),
+        ("Greets".into(), format!("{base}{}#state=Hello", pages["Greets"].0), "--dump-dom".into()),
+        ("list.png".into(), format!("{base}/ui"), format!("--screenshot={}", dir.join("ui-list.png").display())),
+        (
+            "charges.png".into(),
+            format!("{base}{}#state=Declined", pages["Charges"].0),
+            format!("--screenshot={}", dir.join("ui-execution.png").display()),
+        ),
+    ];
+    let doms: BTreeMap<String, String> = std::thread::scope(|scope| {
+        let handles: Vec<_> = jobs
+            .iter()
+            .map(|(name, url, what)| {
+                let p = profile(name);
+                scope.spawn(move || (name.clone(), browse(browser, &p, what, url)))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("a browser thread")).collect()
+    });
+    for (name, (_, page)) in &pages {
+        let dom = &doms[*name];
+        assert!(dom.contains("data-ready=\"yes\""), "{name}: the page's script ran:\n{dom}");
+        std::fs::write(dir.join(format!("{name}.dom.html")), dom).unwrap();
+        // (The panel's own labels are `<b>` elements: the execution's markup is `<b>bold`.)
+        let markup = without_attributes(dom);
+        assert!(
+            !markup.contains("<img") && !markup.contains("<b>bold") && !markup.contains("<script>alert"),
+            "{name}: no markup from the execution"
+        );
+        let mut drawn = drawn_statuses(dom);
+        // The clicked state is also `selected`.
+        drawn.values_mut().for_each(|s| *s = s.split(' ').next().unwrap_or_default().to_owned());
+        assert_eq!(drawn, drawn_statuses(page), "{name}: the browser shows the served colors");
+        assert_eq!(history_rows(dom), history_rows(page), "{name}: the browser's first page of rows");
+    }
+    let panel = |name: &str| {
+        let dom = &doms[name];
+        let attr = dom.split("data-selftest-state=\"").nth(1).and_then(|r| r.split('"').next()).unwrap_or_default();
+        unescape(attr)
+    };
+    let charges = panel("Charges");
+    assert!(charges.starts_with(hostile), "{charges}");
+    assert!(
+        charges.contains("caught") && charges.contains(r#""note": "</script><b>bold</b>""#),
+        "the input, as text: {charges}"
+    );
+    let maps = panel("Maps");
+    assert!(maps.starts_with("Doublestatussucceeded") && maps.contains(" input0"), "{maps}");
+    assert!(maps.contains("150 more events of this state"), "100 visits, 50 events shown: {maps}");
+    let calls = panel("Calls");
+    assert!(calls.starts_with("Askstatusrunning") && calls.contains("CALLBACK"), "{calls}");
+    assert!(panel("Greets").contains(r#""who": "you""#), "{}", panel("Greets"));
+    for png in ["ui-list.png", "ui-execution.png"] {
+        let bytes = std::fs::read(dir.join(png)).unwrap_or_default();
+        assert!(bytes.starts_with(b"\x89PNG") && bytes.len() > 10_000, "{png}: a screenshot was saved");
+        eprintln!("screenshot: {}", dir.join(png).display());
+    }
+}
+
+/// With `--credentials` the UI is never open: it needs the token printed at start, which sets
+/// a cookie; a wrong token or none is refused.
+#[test]
+fn ui_needs_its_token_when_the_api_needs_sigv4() {
+    let dir = support::scratch("ui-token");
+    let credentials = support::write(&dir, "credentials", "AKIDUI:wJalrXUtnFEMI/K7MDENG/bPxRfiCYUI\n");
+    let store = format!("sqlite:{}", dir.join("serve.db").display());
+    let mut cmd = support::wfc();
+    cmd.env_remove("WFC_SERVE_CREDENTIALS").args([
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--store",
+        &store,
+        "--credentials",
+        &credentials,
+    ]);
+    let mut child = cmd.stdout(std::process::Stdio::piped()).spawn().expect("start wfc serve");
+    let stdout = child.stdout.take().unwrap();
+    let _child = support::live::Killed(child);
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).unwrap();
+    let started: Value = serde_json::from_str(&line).unwrap();
+    let addr = started["listening"].as_str().unwrap();
+    let ui = started["ui"].as_str().unwrap();
+    let token = ui.split("token=").nth(1).expect("the UI address carries its token");
+    assert_eq!(token.len(), 64, "{ui}");
+    assert_eq!(get(addr, "/ui", None).0, 401);
+    assert_eq!(get(addr, "/ui?token=wrong", None).0, 401);
+    assert_eq!(get(addr, "/ui", Some("wfc_ui_token=wrong")).0, 401);
+    let (status, headers, _) = get(addr, &format!("/ui?token={token}"), None);
+    assert_eq!(status, 303);
+    assert!(
+        headers.contains(&format!("set-cookie: wfc_ui_token={token}; path=/ui; httponly; samesite=strict")),
+        "{headers}"
+    );
+    assert!(headers.contains("location: /ui\r\n"), "{headers}");
+    let (status, _, page) = get(addr, "/ui", Some(&format!("wfc_ui_token={token}")));
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("<h1>wfc serve</h1>"));
+    // The API still needs SigV4.
+    let mut c = Client::new(addr);
+    assert_eq!(c.call("ListStateMachines", &json!({})).unwrap_err().0, "UnrecognizedClientException");
+}

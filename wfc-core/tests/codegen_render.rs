@@ -309,3 +309,56 @@ fn report_a_retried_error_is_not_a_catch() {
     assert_eq!(statuses[&id("Take Payment")], StateStatus::Succeeded);
     assert_eq!(statuses[&id("Fulfil")], StateStatus::Running);
 }
+
+/// A definition that does not validate gets a page of its located diagnostics, with its source
+/// as text (markup in it stays text) and the diagnosed lines marked.
+#[test]
+fn report_diagnostics_page_locates_and_escapes() {
+    let text = "{\"StartAt\": \"<b>x</b>\",\n \"States\": {\"A\": {\"Type\": \"Pass\", \"Next\": \"</pre><script>alert(1)</script>\"}}}";
+    let diags = match wfc_core::load(wfc_core::Source { path: "bad.asl.json", text }) {
+        Ok(_) => panic!("the definition is invalid"),
+        Err(d) => d.located(),
+    };
+    assert!(!diags.is_empty());
+    let page = wfc_core::render::report::diagnostics_page("bad <i>", text, &diags, None);
+    // (The line numbers are `<i>` elements of the page's own.)
+    assert!(!page.contains("<script") && !page.contains("<b>") && !page.contains("bad <i>"), "{page}");
+    assert!(page.contains("bad &lt;i&gt;"), "{page}");
+    for d in &diags {
+        let place = format!("<a href=\"#L{0}\">line {0}, column {1}</a>", d.line, d.column);
+        assert!(page.contains(&place), "{place} in {page}");
+        assert!(page.contains(&format!("<span id=\"L{}\" class=\"marked\">", d.line)), "{page}");
+    }
+    assert!(page.contains("&lt;/pre&gt;&lt;script&gt;alert(1)&lt;/script&gt;"), "the source is text: {page}");
+}
+
+/// Served by `wfc serve`, the page's script runs under the page's nonce, it may poll its own
+/// server, and a running execution is colored from its journal (its history is stored at the end).
+#[test]
+fn report_served_page_polls_and_shows_the_journal() {
+    use wfc_core::render::report::{Served, page};
+    let workflow = load("order");
+    let execution =
+        serde_json::json!({"status": "RUNNING", "history": [{"id": 1, "type": "ExecutionStarted", "details": {}}]});
+    let served = Served {
+        nav: vec![("/ui?x=\"<".into(), "all <executions>".into())],
+        poll: Some("/ui/execution.json?arn=a".into()),
+        version: "v1".into(),
+        journal: Some(vec![
+            serde_json::json!({"id": "s0#1", "type": "STEP", "name": "Validate Order", "status": "SUCCEEDED", "starts": 1}),
+            serde_json::json!({"id": "s1#1", "type": "CALLBACK", "name": "Check Stock", "status": "STARTED", "starts": 1}),
+        ]),
+        nonce: "abc123".into(),
+    };
+    let html = page(&workflow, &execution, Some(&served));
+    assert!(html.contains("script-src 'nonce-abc123'; img-src data:; connect-src 'self'"), "{html}");
+    assert!(html.contains("<script nonce=\"abc123\">"), "{html}");
+    assert!(html.contains("<a href=\"/ui?x=&quot;&lt;\">all &lt;executions&gt;</a>"), "{html}");
+    assert!(html.contains(r#"data-state="Validate Order""#));
+    assert!(html.contains(r#"class="state Pass succeeded""#) || html.contains(r#"succeeded" id="s0""#), "{html}");
+    assert!(html.contains(r#"running" id="s1""#), "{html}");
+    assert!(html.contains("<td>CALLBACK</td><td>Check Stock</td><td>STARTED</td>"), "{html}");
+    // The file page has none of it.
+    let file = wfc_core::render::report::html(&workflow, &execution);
+    assert!(!file.contains("connect-src") && !file.contains("nonce") && !file.contains("id=\"journal\""));
+}

@@ -60,11 +60,13 @@ where
     }
 }
 
-/// Answers one request (verifying its SigV4 signature first when `auth` is set).
+/// Answers one request (verifying its SigV4 signature first when `auth` is set); `GET /ui...`
+/// goes to the UI, which has its own access rule (`ui`).
 pub async fn handle(
     service: Arc<Service>,
     max_body: usize,
     auth: Option<Arc<Verifier>>,
+    ui: Arc<crate::ui::Access>,
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     // The body is read first: with signing required, it is part of what is signed, and
@@ -74,6 +76,13 @@ pub async fn handle(
         Ok(body) => body,
         Err(e) => return Ok(error(&e)),
     };
+    if crate::ui::is_ui(parts.uri.path()) {
+        let page = std::panic::AssertUnwindSafe(crate::ui::handle(&service, &ui, &parts)).catch_unwind().await;
+        return Ok(page.unwrap_or_else(|_| {
+            tracing::error!(path = %parts.uri.path(), "the UI panicked");
+            error(&ApiError::internal("the UI failed inside wfc serve (a bug: please report it)"))
+        }));
+    }
     if let Some(verifier) = auth
         && let Err(e) = verifier.verify(&parts.method, &parts.uri, &parts.headers, &body, std::time::SystemTime::now())
     {

@@ -14,7 +14,8 @@
 //! - [`tags`]: tags of state machines and activities, in the store;
 //! - [`mock_config`]: `--mock-config`, Step Functions Local's mocked test cases;
 //! - [`versions`]: state machine versions;
-//! - [`aliases`]: state machine aliases, and what an execution was started by.
+//! - [`aliases`]: state machine aliases, and what an execution was started by;
+//! - [`ui`]: the execution viewer on `GET /ui` (issue 23).
 //!
 //! Executions are durable: `StartExecution` creates them in the store, and the runtime's
 //! durable [`Worker`] running inside the server claims and runs them, resuming any that were
@@ -33,6 +34,7 @@ pub mod sigv4;
 pub mod tags;
 pub mod tasks;
 pub mod test_state;
+pub mod ui;
 pub mod versions;
 
 use std::future::Future;
@@ -92,6 +94,9 @@ pub struct Config {
     /// `--virtual-time`: every execution runs on its own clock that skips its waits
     /// ([`wfc_runtime::Clock::skipping`]); set `worker.skip_waits` with it for durable ones.
     pub virtual_time: bool,
+    /// The UI's token (`/ui?token=...`): required when set. Without it the UI is open on a
+    /// server without `auth`, and closed on one with it.
+    pub ui_token: Option<String>,
 }
 
 impl Config {
@@ -117,6 +122,7 @@ impl Config {
             auth: None,
             mock_config: None,
             virtual_time: false,
+            ui_token: None,
         }
     }
 }
@@ -184,6 +190,11 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: impl Future<
     let mut shutdown = std::pin::pin!(shutdown);
     let max_body = config.max_body;
     let auth = config.auth.clone();
+    let ui = Arc::new(match (&config.ui_token, &auth) {
+        (Some(token), _) => ui::Access::Token(token.clone()),
+        (None, None) => ui::Access::Open,
+        (None, Some(_)) => ui::Access::Closed,
+    });
     let mut connections = tokio::task::JoinSet::new();
     let result = loop {
         tokio::select! {
@@ -200,8 +211,11 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: impl Future<
                 };
                 let service = Arc::clone(&service);
                 let auth = auth.clone();
+                let ui = Arc::clone(&ui);
                 connections.spawn(async move {
-                    let svc = service_fn(move |req| http::handle(Arc::clone(&service), max_body, auth.clone(), req));
+                    let svc = service_fn(move |req| {
+                        http::handle(Arc::clone(&service), max_body, auth.clone(), Arc::clone(&ui), req)
+                    });
                     if let Err(e) = http1::Builder::new().serve_connection(TokioIo::new(stream), svc).await {
                         tracing::debug!(error = %e, "connection ended with an error");
                     }

@@ -204,15 +204,116 @@ fn annotate_drawn(
     (Annotations { state_class, taken }, statuses)
 }
 
+/// What a page gains when `wfc serve` serves it (`/ui`) instead of a file being written.
+#[derive(Debug, Clone, Default)]
+pub struct Served {
+    /// Links shown before the title, `(href, text)`: the way back to the lists.
+    pub nav: Vec<(String, String)>,
+    /// A same-origin URL the page polls every second while the execution runs; it answers a
+    /// small JSON object whose `version` changes with the execution, and the page then reloads.
+    pub poll: Option<String>,
+    /// The `version` the page was made from.
+    pub version: String,
+    /// The execution's journal operations (`id`, `type`, `name`, `status`, `starts`, ...): a
+    /// running execution's history is stored when it ends, so until then the page shows them
+    /// and colors the graph from them (see [`journal_progress`]).
+    pub journal: Option<Vec<Value>>,
+    /// The nonce of the page's script (the server's Content-Security-Policy allows that one).
+    pub nonce: String,
+}
+
+/// Events that stand for a running execution's journal when coloring its graph: each state with
+/// operations is entered; it is left when all its operations finished and the last one
+/// succeeded, failed when the last one failed, and still running when one has not finished (a
+/// callback's STEP succeeded while its CALLBACK waits). Used for the colors only; the page shows
+/// the operations themselves.
+pub fn journal_progress(journal: &[Value]) -> Vec<Value> {
+    let mut order: Vec<&str> = Vec::new();
+    let mut last: HashMap<&str, (&str, bool)> = HashMap::new();
+    for op in journal {
+        let Some(name) = op.get("name").and_then(Value::as_str) else { continue };
+        let status = op.get("status").and_then(Value::as_str).unwrap_or_default();
+        let entry = last.entry(name).or_insert_with(|| {
+            order.push(name);
+            (status, false)
+        });
+        entry.0 = status;
+        entry.1 |= status == "STARTED";
+    }
+    let mut events = Vec::new();
+    for name in order {
+        events.push(json!({"type": "ProgressStateEntered", "details": {"name": name}}));
+        match last.get(name) {
+            Some((_, true)) => {}
+            Some(("FAILED" | "TIMED_OUT", _)) => events.push(json!({"type": "ProgressFailed", "details": {}})),
+            _ => events.push(json!({"type": "ProgressStateExited", "details": {"name": name}})),
+        }
+    }
+    events
+}
+
+/// How many history rows the page shows at once: the table is paged in the browser, so an
+/// execution of tens of thousands of events renders as fast as a small one.
+pub const PAGE_ROWS: usize = 200;
+
 /// The page for one execution. `execution` is what `wfc run --history` prints: `status`,
 /// `output` or `error`/`cause`, `elapsed_seconds`, `history`.
 pub fn html(workflow: &Workflow, execution: &Value) -> String {
+    page(workflow, execution, None)
+}
+
+fn csp(served: Option<&Served>) -> String {
+    match served {
+        None => "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:".to_owned(),
+        Some(s) => format!(
+            "default-src 'none'; style-src 'unsafe-inline'; script-src 'nonce-{}'; img-src data:; connect-src 'self'; form-action 'self'; base-uri 'none'",
+            s.nonce
+        ),
+    }
+}
+
+/// Starts a page: the head (Content-Security-Policy, styles, title) and an open `<header>`
+/// with the served page's links. The caller closes the header.
+pub fn head(page: &mut String, title: &str, served: Option<&Served>) {
+    page.push_str("<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    let _ = writeln!(page, "<meta http-equiv=\"Content-Security-Policy\" content=\"{}\">", csp(served));
+    page.push_str("<meta name=\"referrer\" content=\"no-referrer\">\n");
+    let _ = writeln!(page, "<title>{}</title>", html_escape(title));
+    page.push_str(PAGE_STYLE);
+    page.push_str("</head>\n<body>\n<header>\n");
+    if let Some(served) = served {
+        page.push_str("<nav>");
+        for (href, text) in &served.nav {
+            let _ = write!(page, "<a href=\"{}\">{}</a>", html_escape(href), html_escape(text));
+        }
+        page.push_str("</nav>\n");
+    }
+}
+
+fn script_open(page: &mut String, served: Option<&Served>) {
+    match served {
+        Some(s) => {
+            let _ = write!(page, "<script nonce=\"{}\">", html_escape(&s.nonce));
+        }
+        None => page.push_str("<script>"),
+    }
+}
+
+/// The page for one execution, as a file (`served` is `None`) or as `wfc serve`'s `/ui` shows
+/// it (with its links, live updates and journal).
+pub fn page(workflow: &Workflow, execution: &Value, served: Option<&Served>) -> String {
     let status = execution.get("status").and_then(Value::as_str).unwrap_or("UNKNOWN");
     let history: &[Value] = execution.get("history").and_then(Value::as_array).map_or(&[], Vec::as_slice);
+    let journal = served.and_then(|s| s.journal.as_deref());
     let mut names = Vec::new();
     let mut starts = Vec::new();
     collect(&workflow.machine, "", &mut names, &mut starts);
-    let (annotations, statuses) = annotate_drawn(&names, starts, status, history);
+    // Until a running execution's history is stored, its journal says where it is.
+    let progress = match journal {
+        Some(ops) if status == "RUNNING" && history.len() <= 1 => Some(journal_progress(ops)),
+        _ => None,
+    };
+    let (annotations, statuses) = annotate_drawn(&names, starts, status, progress.as_deref().unwrap_or(history));
     let drawing = svg_annotated(workflow, &annotations);
     let state_names: serde_json::Map<String, Value> =
         names.iter().map(|s| (s.id.clone(), Value::String(s.name.clone()))).collect();
@@ -223,6 +324,10 @@ pub fn html(workflow: &Workflow, execution: &Value) -> String {
         "cause": execution.get("cause"),
         "history": history,
         "states": state_names,
+        "journal": journal,
+        "poll": served.and_then(|s| s.poll.as_deref()),
+        "version": served.map(|s| s.version.as_str()),
+        "pageRows": PAGE_ROWS,
     });
 
     let mut counts: HashMap<StateStatus, usize> = HashMap::new();
@@ -231,14 +336,10 @@ pub fn html(workflow: &Workflow, execution: &Value) -> String {
     }
     let title = format!("{} — {}", workflow.name, status);
     let mut page = String::with_capacity(drawing.len() + history.len() * 200 + 8_000);
-    page.push_str("<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
-    page.push_str("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n");
-    let _ = writeln!(page, "<title>{}</title>", html_escape(&title));
-    page.push_str(PAGE_STYLE);
-    page.push_str("</head>\n<body>\n<header>\n");
+    head(&mut page, &title, served);
     let _ = writeln!(
         page,
-        "<h1>{}</h1><span class=\"badge {}\">{}</span>",
+        "<h1>{}</h1><span class=\"badge {}\" id=\"status\">{}</span>",
         html_escape(&workflow.name),
         html_escape(&status.to_ascii_lowercase()),
         html_escape(status)
@@ -249,6 +350,9 @@ pub fn html(workflow: &Workflow, execution: &Value) -> String {
     if let Some(error) = execution.get("error").and_then(Value::as_str) {
         let cause = execution.get("cause").and_then(Value::as_str).unwrap_or("");
         let _ = writeln!(page, "<span class=\"meta error\">{}: {}</span>", html_escape(error), html_escape(cause));
+    }
+    if status == "RUNNING" && served.is_some_and(|s| s.poll.is_some()) {
+        page.push_str("<span class=\"meta live\" id=\"live\">live</span>\n");
     }
     page.push_str("<span class=\"legend\">");
     for s in
@@ -264,19 +368,39 @@ pub fn html(workflow: &Workflow, execution: &Value) -> String {
     page.push_str("</span>\n</header>\n<main>\n<section class=\"graph\">\n");
     page.push_str(&drawing);
     page.push_str("</section>\n<section class=\"detail\" id=\"detail\"><p class=\"hint\">Click a state or an event to see its data.</p></section>\n</main>\n");
-    page.push_str("<section class=\"history\">\n<h2>History <input id=\"filter\" type=\"search\" placeholder=\"filter by type or state\" aria-label=\"filter the history\"></h2>\n");
-    page.push_str(
-        "<table id=\"events\"><thead><tr><th>id</th><th>time</th><th>type</th><th>state</th></tr></thead>\n<tbody>\n",
+    if let Some(ops) = journal.filter(|_| progress.is_some()) {
+        page.push_str("<section class=\"history\">\n<h2>Progress (the journal: the history is stored when the execution ends)</h2>\n");
+        page.push_str("<table id=\"journal\"><thead><tr><th>operation</th><th>type</th><th>state</th><th>status</th><th>starts</th></tr></thead>\n<tbody>\n");
+        for op in ops {
+            let text = |key: &str| op.get(key).map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned));
+            let _ = writeln!(
+                page,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                html_escape(&text("id").unwrap_or_default()),
+                html_escape(&text("type").unwrap_or_default()),
+                html_escape(&text("name").unwrap_or_default()),
+                html_escape(&text("status").unwrap_or_default()),
+                html_escape(&text("starts").unwrap_or_default())
+            );
+        }
+        page.push_str("</tbody></table>\n</section>\n");
+    }
+    let _ = writeln!(
+        page,
+        "<section class=\"history\">\n<h2>History <input id=\"filter\" type=\"search\" placeholder=\"filter by type or state\" aria-label=\"filter the history\"> <span class=\"pager\"><button id=\"prev\" type=\"button\">&lt; previous</button> <span id=\"range\">{}</span> <button id=\"next\" type=\"button\">next &gt;</button></span></h2>",
+        range_text(0, history.len().min(PAGE_ROWS), history.len())
     );
-    for (position, event) in history.iter().enumerate() {
+    let _ = writeln!(
+        page,
+        "<table id=\"events\" data-events=\"{}\"><thead><tr><th>id</th><th>time</th><th>type</th><th>state</th></tr></thead>\n<tbody>",
+        history.len()
+    );
+    // The first page is in the HTML (readable without the script); the script renders the others.
+    for (position, event) in history.iter().enumerate().take(PAGE_ROWS) {
         let text =
             |pointer: &str| event.pointer(pointer).map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned));
         let kind = text("/type").unwrap_or_default();
-        let class = if kind.ends_with("Failed") || kind.ends_with("TimedOut") || kind.ends_with("Aborted") {
-            " class=\"bad\""
-        } else {
-            ""
-        };
+        let class = if is_bad(&kind) { " class=\"bad\"" } else { "" };
         let _ = writeln!(
             page,
             "<tr data-event=\"{position}\"{class}><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
@@ -288,8 +412,73 @@ pub fn html(workflow: &Workflow, execution: &Value) -> String {
     }
     page.push_str("</tbody></table>\n</section>\n");
     let _ = writeln!(page, "<script type=\"application/json\" id=\"wfc-data\">{}</script>", script_json(&data));
+    script_open(&mut page, served);
     page.push_str(PAGE_SCRIPT);
     page.push_str("</body>\n</html>\n");
+    page
+}
+
+fn is_bad(kind: &str) -> bool {
+    kind.ends_with("Failed") || kind.ends_with("TimedOut") || kind.ends_with("Aborted")
+}
+
+fn range_text(from: usize, to: usize, total: usize) -> String {
+    if total == 0 { "no events".to_owned() } else { format!("events {}–{} of {}", from + 1, to, total) }
+}
+
+/// The page for a definition that does not validate: every diagnostic with its line and column,
+/// and the source with those lines marked.
+pub fn diagnostics_page(
+    name: &str,
+    source: &str,
+    diagnostics: &[crate::diagnostics::LocatedDiagnostic],
+    served: Option<&Served>,
+) -> String {
+    let mut page = String::with_capacity(source.len() * 2 + 8_000);
+    head(&mut page, &format!("{name} — does not validate"), served);
+    let errors = diagnostics.iter().filter(|d| d.severity == crate::Severity::Error).count();
+    let _ = writeln!(
+        page,
+        "<h1>{}</h1><span class=\"badge failed\">does not validate</span><span class=\"meta error\">{errors} error{}</span>",
+        html_escape(name),
+        if errors == 1 { "" } else { "s" }
+    );
+    page.push_str("</header>\n<section class=\"history\">\n<h2>Diagnostics</h2>\n<table id=\"diagnostics\"><thead><tr><th>where</th><th>code</th><th>severity</th><th>message</th></tr></thead>\n<tbody>\n");
+    for d in diagnostics {
+        let severity = if d.severity == crate::Severity::Error { "error" } else { "warning" };
+        let help = d.help.as_deref().map(|h| format!(" (help: {h})")).unwrap_or_default();
+        let _ = writeln!(
+            page,
+            "<tr class=\"{}\"><td><a href=\"#L{line}\">line {line}, column {}</a></td><td>{}</td><td>{severity}</td><td>{}</td></tr>",
+            if severity == "error" { "bad" } else { "" },
+            d.column,
+            html_escape(&d.code),
+            html_escape(&format!("{}{help}", d.message)),
+            line = d.line,
+        );
+    }
+    page.push_str("</tbody></table>\n<h2>Definition</h2>\n");
+    let marked: HashSet<usize> = diagnostics.iter().flat_map(|d| d.line..=d.end_line.max(d.line)).collect();
+    page.push_str(&source_listing(source, &marked));
+    page.push_str("</section>\n</body>\n</html>\n");
+    page
+}
+
+/// A definition's text with numbered lines (`id="L7"`), the `marked` ones highlighted.
+pub fn source_listing(source: &str, marked: &HashSet<usize>) -> String {
+    let mut page = String::with_capacity(source.len() * 2);
+    page.push_str("<pre class=\"source\">");
+    for (i, line) in source.lines().enumerate() {
+        let n = i + 1;
+        let class = if marked.contains(&n) { " class=\"marked\"" } else { "" };
+        let _ = writeln!(
+            page,
+            "<span id=\"L{n}\"{class}><i>{n:>4}</i> {}</span>",
+            html_escape(&line.replace('\t', "    "))
+        );
+    }
+    page.push_str("</pre>\n");
+
     page
 }
 
@@ -309,6 +498,11 @@ fn script_json(value: &Value) -> String {
         }
     }
     out
+}
+
+/// Text for HTML (text or a quoted attribute value): see `html_escape`.
+pub fn escape(s: &str) -> String {
+    html_escape(s)
 }
 
 /// HTML text and attribute values: the drawing's escaping (control and bidi characters shown as
@@ -346,17 +540,29 @@ tbody tr { cursor: pointer; }
 tbody tr:hover { background: #f3f6fb; }
 tr.bad td { color: #b71c1c; }
 tr.selected { background: #efe3f7 !important; }
-tr.hidden { display: none; }
+nav { display: flex; gap: 10px; } nav a { color: #0d47a1; }
+.pager { font-weight: normal; font-size: 12px; color: #555; }
+.meta.live { color: #0d47a1; }
+pre.source { background: #f7f7f9; padding: 8px; font-size: 12px; overflow: auto; }
+pre.source span { display: block; } pre.source i { color: #999; font-style: normal; }
+pre.source .marked { background: #fde7e7; }
 </style>
 "#;
 
 /// The page's behaviour: show a clicked event's details or a clicked state's inputs and outputs,
-/// filter the table. Values go through `textContent` only.
-const PAGE_SCRIPT: &str = r#"<script>
+/// filter and page the history table, and (served) reload when a running execution moves on.
+/// Values go through `textContent` only. (The `<script>` tag is written by the caller, with the
+/// served page's nonce.)
+const PAGE_SCRIPT: &str = r#"
 (function () {
   const data = JSON.parse(document.getElementById('wfc-data').textContent);
   const detail = document.getElementById('detail');
-  const rows = Array.from(document.querySelectorAll('#events tbody tr'));
+  const tbody = document.querySelector('#events tbody');
+  const range = document.getElementById('range');
+  const size = data.pageRows;
+  let shown = data.history.map(function (_, i) { return i; });
+  let first = 0;
+  let selected = new Set();
   function show(title, sections) {
     detail.replaceChildren();
     const h = document.createElement('h3');
@@ -370,47 +576,113 @@ const PAGE_SCRIPT: &str = r#"<script>
       detail.append(b, pre);
     }
   }
-  function select(predicate) {
-    rows.forEach(function (tr) { tr.classList.toggle('selected', predicate(tr)); });
-    document.querySelectorAll('.wfc-graph .state.selected').forEach(function (g) { g.classList.remove('selected'); });
+  function cell(tr, text) {
+    const td = document.createElement('td');
+    td.textContent = text === undefined || text === null ? '' : String(text);
+    tr.append(td);
   }
-  rows.forEach(function (tr) {
-    tr.addEventListener('click', function () {
-      const e = data.history[Number(tr.dataset.event)];
-      select(function (r) { return r === tr; });
-      show('#' + e.id + ' ' + e.type, [['timestamp', e.timestamp], ['details', e.details || {}]]);
-    });
+  function bad(type) { return /(Failed|TimedOut|Aborted)$/.test(type || ''); }
+  // Only one page of rows is in the document at a time.
+  function render() {
+    const rows = [];
+    for (const i of shown.slice(first, first + size)) {
+      const e = data.history[i];
+      const tr = document.createElement('tr');
+      tr.dataset.event = String(i);
+      if (bad(e.type)) tr.classList.add('bad');
+      if (selected.has(i)) tr.classList.add('selected');
+      cell(tr, e.id); cell(tr, e.timestamp); cell(tr, e.type); cell(tr, e.details && e.details.name);
+      rows.push(tr);
+    }
+    tbody.replaceChildren.apply(tbody, rows);
+    range.textContent = shown.length === 0 ? 'no events'
+      : 'events ' + (first + 1) + '–' + Math.min(first + size, shown.length) + ' of ' + shown.length;
+  }
+  function showEvent(i) {
+    const e = data.history[i];
+    selected = new Set([i]);
+    document.querySelectorAll('.wfc-graph .state.selected').forEach(function (g) { g.classList.remove('selected'); });
+    show('#' + e.id + ' ' + e.type, [['timestamp', e.timestamp], ['details', e.details || {}]]);
+  }
+  tbody.addEventListener('click', function (ev) {
+    const tr = ev.target.closest('tr');
+    if (!tr || tr.dataset.event === undefined) return;
+    showEvent(Number(tr.dataset.event));
+    render();
   });
-  document.querySelectorAll('.wfc-graph .state').forEach(function (g) {
-    g.addEventListener('click', function (ev) {
-      ev.stopPropagation();
-      const name = data.states[g.id];
-      const mine = data.history.map(function (e, i) { return [e, i]; })
-        .filter(function (p) { return p[0].details && p[0].details.name === name; });
-      select(function (r) { return mine.some(function (p) { return String(p[1]) === r.dataset.event; }); });
-      const sections = [['status', (g.getAttribute('class') || '').split(' ').slice(2).join(' ') || 'not reached']];
-      g.classList.add('selected');
-      mine.forEach(function (p) {
-        const e = p[0];
-        if (e.type.endsWith('StateEntered')) sections.push(['#' + e.id + ' input', e.details.input]);
-        if (e.type.endsWith('StateExited')) sections.push(['#' + e.id + ' output', e.details.output]);
-      });
-      show(name, sections);
+  document.getElementById('prev').addEventListener('click', function () { first = Math.max(0, first - size); render(); });
+  document.getElementById('next').addEventListener('click', function () {
+    if (first + size < shown.length) first += size;
+    render();
+  });
+  function clickState(g) {
+    const name = data.states[g.id];
+    const mine = [];
+    data.history.forEach(function (e, i) { if (e.details && e.details.name === name) mine.push(i); });
+    selected = new Set(mine);
+    document.querySelectorAll('.wfc-graph .state.selected').forEach(function (s) { s.classList.remove('selected'); });
+    // Show the page holding the state's first event.
+    const at = mine.length ? shown.indexOf(mine[0]) : -1;
+    if (at >= 0) first = at - (at % size);
+    render();
+    const sections = [['status', (g.getAttribute('class') || '').split(' ').slice(2).join(' ') || 'not reached']];
+    g.classList.add('selected');
+    mine.slice(0, 50).forEach(function (i) {
+      const e = data.history[i];
+      if (/StateEntered$/.test(e.type)) sections.push(['#' + e.id + ' input', e.details.input]);
+      if (/StateExited$/.test(e.type)) sections.push(['#' + e.id + ' output', e.details.output]);
     });
+    if (mine.length > 50) sections.push(['more', (mine.length - 50) + ' more events of this state: filter the history by its name']);
+    (data.journal || []).filter(function (op) { return op.name === name; }).forEach(function (op) {
+      sections.push(['operation ' + op.id, op]);
+    });
+    show(name, sections);
+  }
+  document.querySelectorAll('.wfc-graph .state').forEach(function (g) {
+    g.addEventListener('click', function (ev) { ev.stopPropagation(); clickState(g); });
   });
   document.getElementById('filter').addEventListener('input', function (ev) {
     const q = ev.target.value.toLowerCase();
-    rows.forEach(function (tr) { tr.classList.toggle('hidden', q !== '' && !tr.textContent.toLowerCase().includes(q)); });
+    shown = [];
+    data.history.forEach(function (e, i) {
+      const text = [e.id, e.timestamp, e.type, e.details && e.details.name].join(' ').toLowerCase();
+      if (q === '' || text.includes(q)) shown.push(i);
+    });
+    first = 0;
+    render();
   });
+  // Served by `wfc serve` and still running: reload when the execution moves on.
+  if (data.poll && data.status === 'RUNNING') {
+    const live = document.getElementById('live');
+    const tick = function () {
+      fetch(data.poll, { credentials: 'same-origin', cache: 'no-store' })
+        .then(function (r) { return r.ok ? r.json() : Promise.reject(r.status); })
+        .then(function (now) {
+          if (now.version !== data.version) location.reload();
+          else setTimeout(tick, 1000);
+        })
+        .catch(function (e) { if (live) live.textContent = 'live updates stopped (' + e + ')'; });
+    };
+    setTimeout(tick, 1000);
+  }
   document.body.dataset.ready = 'yes';
+  // When the page was usable, in ms since navigation started (docs/benchmarks.md).
+  document.body.dataset.readyMs = String(Math.round(performance.now()));
   // `#selftest`: click the first entered state and the first event, and record what the detail
   // panel showed, so a headless browser's DOM dump proves the page works (wfc-cli's tests).
   if (location.hash === '#selftest') {
     const state = document.querySelector('.wfc-graph .state:not(.unreached)');
-    if (state) state.dispatchEvent(new MouseEvent('click', { bubbles: true }));
+    if (state) clickState(state);
     document.body.dataset.selftestState = detail.textContent;
-    if (rows[0]) rows[0].click();
+    if (data.history.length) { showEvent(shown[0]); render(); }
     document.body.dataset.selftestEvent = detail.textContent;
+  }
+  // `#state=NAME`: click that state (the UI's test opens a page on a chosen state).
+  const wanted = location.hash.startsWith('#state=') ? decodeURIComponent(location.hash.slice(7)) : null;
+  if (wanted !== null) {
+    const g = Array.from(document.querySelectorAll('.wfc-graph .state')).find(function (s) { return data.states[s.id] === wanted; });
+    if (g) clickState(g);
+    document.body.dataset.selftestState = detail.textContent;
   }
 })();
 </script>
