@@ -42,9 +42,9 @@ use wfc_ir::{Path, PathError};
 use crate::Failure;
 
 pub use crate::exec::{
-    MapCode, NestedCode, ParallelCode, ParametersForm, TaskCode, TaskShape, choice_with as choice, fail_with as fail,
-    join_branches, map_with as map, parallel_with as parallel, pass_with as pass, succeed_with as succeed,
-    task_with as task, wait_with as wait,
+    Assigned, MapCode, NestedCode, ParallelCode, ParametersForm, TaskCode, TaskShape, choice_with as choice,
+    fail_with as fail, join_branches, map_with as map, parallel_with as parallel, pass_assign_with as pass_assign,
+    pass_with as pass, succeed_with as succeed, task_with as task, wait_assign_with as wait_assign, wait_with as wait,
 };
 pub use crate::retry::{CatchPath, StaticCatcher as Catcher, StaticRetrier as Retrier};
 pub use std::time::Duration;

@@ -1088,6 +1088,14 @@ pub async fn pass(exec: &Execution, name: &str, spec: &PassState, input: Value) 
             exec.with_rng(|rng| pass_io(spec, input, ctx, rng))
         });
     }
+    if let (Some(assign @ Assign::JsonPath(_)), None) = (&spec.assign, &spec.output) {
+        return pass_assign_with(exec, name, input, |input, ctx| {
+            let result = pass_result(exec, spec, &input, ctx)?;
+            let assigned = assign_jsonpath(exec, assign, &result, ctx)?;
+            let output = io::result_path(&spec.result_path, input, result)?;
+            Ok((io::output_path(&spec.output_path, output, ctx)?, assigned))
+        });
+    }
     state_span(name, "Pass").in_scope(|| {
         let visit = Visit::start_timed(exec, name, "Pass", &input, needs_ctx)?;
         let ctx = visit.context_if(needs_ctx);
@@ -1111,6 +1119,55 @@ pub fn pass_with(
     body: impl FnOnce(Value, &Value) -> Result<Value, Failure>,
 ) -> Result<Value, Failure> {
     plain_visit(exec, name, "Pass", needs_ctx, input, body)
+}
+
+/// Variables a state assigns, `(name, value)` in the order written.
+pub type Assigned = Vec<(String, Value)>;
+
+/// One visit of a JSONPath Pass state with `Assign` (and no JSONata `Output`): its Entered
+/// event, `body` (the output and the assigned values, from the raw input and the context
+/// object, which carries the variables as of entry), then the Exited event with AWS's
+/// `assignedVariables`, after which the values are visible. A `States.Runtime` failure of
+/// `body` gets AWS's prefix naming the state.
+///
+/// The interpreter's [`pass`] and generated code (which compiles `body` from the state's paths,
+/// Parameters and Assign) both go through here.
+pub fn pass_assign_with(
+    exec: &Execution,
+    name: &str,
+    input: Value,
+    body: impl FnOnce(Value, &Value) -> Result<(Value, Assigned), Failure>,
+) -> Result<Value, Failure> {
+    state_span(name, "Pass").in_scope(|| {
+        let visit = Visit::start_timed(exec, name, "Pass", &input, true)?;
+        let ctx = visit.context();
+        let (output, assigned) = body(input, &ctx).map_err(|f| visit.runtime(f))?;
+        visit.finish_assigned(&output, Some(assigned))?;
+        Ok(output)
+    })
+}
+
+/// A JSONPath `Assign` block evaluated on `dollar` (what `$` means for the state) with the
+/// context object `ctx` (`$$`, and `$name` for the variables as of entry).
+fn assign_jsonpath(exec: &Execution, assign: &Assign, dollar: &Value, ctx: &Value) -> Result<Assigned, Failure> {
+    // A JSONPath block reads no JSONata bindings; these only satisfy the evaluator's signature.
+    let bindings = Bindings::new(dollar, ctx);
+    exec.with_rng(|rng| variables::evaluate(assign, dollar, &bindings, ctx, rng))
+}
+
+/// A JSONPath Pass state's result before ResultPath: its `Result`, else Parameters (or the
+/// effective input itself) over InputPath.
+fn pass_result(exec: &Execution, spec: &PassState, input: &Value, ctx: &Value) -> Result<Value, Failure> {
+    Ok(match (&spec.result, &spec.parameters) {
+        (Some(result), _) => result.clone(),
+        (None, parameters) => {
+            let effective = io::input_path(&spec.input_path, input, ctx)?;
+            match parameters {
+                Some(t) => exec.with_rng(|rng| io::template(t, &effective, ctx, rng))?,
+                None => effective.into_owned(),
+            }
+        }
+    })
 }
 
 /// One visit of a state whose work is `body` on its input and context object: its Entered and
@@ -1153,16 +1210,7 @@ fn pass_assign(
         };
         return Ok((output, assigned));
     }
-    let result = match (&spec.result, &spec.parameters) {
-        (Some(result), _) => result.clone(),
-        (None, parameters) => {
-            let effective = io::input_path(&spec.input_path, &input, ctx)?;
-            match parameters {
-                Some(t) => visit.exec.with_rng(|rng| io::template(t, &effective, ctx, rng))?,
-                None => effective.into_owned(),
-            }
-        }
-    };
+    let result = pass_result(visit.exec, spec, &input, ctx)?;
     let assigned = visit.assign(spec.assign.as_ref(), &result, &b)?;
     let output = io::output_path(&spec.output_path, io::result_path(&spec.result_path, input.clone(), result)?, ctx)?;
     Ok((output, assigned))
@@ -2370,6 +2418,16 @@ pub async fn wait(exec: &Execution, name: &str, spec: &WaitState, input: Value) 
         })
         .await;
     }
+    if let (Some(assign @ Assign::JsonPath(_)), None) = (&spec.assign, &spec.output) {
+        return wait_assign_with(exec, name, input, |input, ctx| {
+            let effective = io::input_path_owned(&spec.input_path, input, ctx)?;
+            let delay = wait_delay(exec, &spec.duration, &effective, ctx)?;
+            // Assign is computed before the wait, against the variables as of entry.
+            let assigned = assign_jsonpath(exec, assign, &effective, ctx)?;
+            Ok((io::output_path(&spec.output_path, effective, ctx)?, assigned, delay))
+        })
+        .await;
+    }
     wait_visit(exec, name, needs_ctx, input, |visit, input, ctx| {
         let raw = input.clone();
         let effective = io::input_path_owned(&spec.input_path, input, ctx).map_err(|f| visit.runtime(f))?;
@@ -2403,6 +2461,25 @@ pub async fn wait_with(
     wait_visit(exec, name, needs_ctx, input, |visit, input, ctx| {
         let (output, delay) = body(input, ctx).map_err(|f| visit.runtime(f))?;
         Ok((output, None, delay))
+    })
+    .await
+}
+
+/// One visit of a JSONPath Wait state with `Assign` (and no JSONata `Output`): as
+/// [`wait_with`], with `body` also giving the assigned values (evaluated before the wait, on
+/// the effective input, against the variables as of entry), which the Exited event records and
+/// which are visible from the next state on.
+///
+/// The interpreter's [`wait`] and generated code both go through here.
+pub async fn wait_assign_with(
+    exec: &Execution,
+    name: &str,
+    input: Value,
+    body: impl FnOnce(Value, &Value) -> Result<(Value, Assigned, Duration), Failure>,
+) -> Result<Value, Failure> {
+    wait_visit(exec, name, true, input, |visit, input, ctx| {
+        let (output, assigned, delay) = body(input, ctx).map_err(|f| visit.runtime(f))?;
+        Ok((output, Some(assigned), delay))
     })
     .await
 }

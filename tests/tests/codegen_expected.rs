@@ -20,8 +20,9 @@ include!("../expected/pass_choice.rs");
 include!("../expected/task_retry_catch.rs");
 include!("../expected/wait_fail.rs");
 include!("../expected/parallel_map.rs");
+include!("../expected/assign.rs");
 
-const STEMS: [&str; 5] = ["count_loop", "pass_choice", "task_retry_catch", "wait_fail", "parallel_map"];
+const STEMS: [&str; 6] = ["count_loop", "pass_choice", "task_retry_catch", "wait_fail", "parallel_map", "assign"];
 
 fn expected_dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("expected")
@@ -83,6 +84,12 @@ fn pass_and_choice_are_generated_not_interpreted() {
     assert_eq!(nested.matches("__wfc::abi::map(").count(), 2, "{nested}");
     assert_eq!(nested.matches("pub enum State {").count(), 5, "{nested}");
     assert!(!nested.contains("let machine = machine()?;"), "{nested}");
+    // Assign on Pass and Wait: construction code, through `abi::pass_assign`/`abi::wait_assign`.
+    let assign = std::fs::read_to_string(expected_dir().join("assign.rs")).expect("expected code");
+    assert!(!assign.contains("exec::pass(") && !assign.contains("exec::wait("), "{assign}");
+    assert_eq!(assign.matches("__wfc::abi::pass_assign(").count(), 2, "{assign}");
+    assert_eq!(assign.matches("__wfc::abi::wait_assign(").count(), 1, "{assign}");
+    assert!(!assign.contains("let machine = machine()?;"), "{assign}");
     let stems = ["count_loop", "pass_choice"];
     for stem in stems {
         let code = std::fs::read_to_string(expected_dir().join(format!("{stem}.rs"))).expect("expected code");
@@ -100,6 +107,7 @@ struct NoTasks;
 impl count_loop::Handler for NoTasks {}
 impl pass_choice::Handler for NoTasks {}
 impl wait_fail::Handler for NoTasks {}
+impl assign::Handler for NoTasks {}
 
 fn interpret(stem: &str, input: &Value) -> ExecutionResult {
     let text = definition(stem);
@@ -369,4 +377,32 @@ fn parallel_map_runs_as_the_interpreter_does() {
     assert_eq!(caught.status, wfc_runtime::Status::Succeeded, "{caught:?}");
     let error = exited(&caught, wfc_runtime::EventType::ParallelStateExited).map(|o| o["error"]["Error"].clone());
     assert_eq!(error, Some(json!("Boom")), "{caught:?}");
+}
+
+#[test]
+fn assign_runs_as_the_interpreter_does() {
+    let inputs = [
+        // Every Assign evaluates; the variables are read back by Parameters, an intrinsic, a
+        // Choice and a later Assign.
+        json!({"wait": 2, "opt": "o ✓"}),
+        // The Wait's Assign reads `$.opt`, which is missing: States.Runtime naming `opt.$`.
+        json!({"wait": 2}),
+        // SecondsPath fails before the Assign is evaluated.
+        json!({"wait": "x", "opt": 1}),
+        // OutputPath-free Pass over an array input: ResultPath `$.init` fails after Assign.
+        json!([1]),
+    ];
+    for input in inputs {
+        let compiled = block_on_virtual(assign::run_with(&NoTasks, input.clone(), options()));
+        assert_same("assign", &input, compiled);
+    }
+    let done = block_on_virtual(assign::run_with(&NoTasks, json!({"wait": 2, "opt": "o ✓"}), options()));
+    let output = done.output.expect("assign succeeds");
+    assert_eq!((output["count"].clone(), output["copy"].clone()), (json!(2), json!(1)), "{output}");
+    assert_eq!(output["vars"]["both"], json!("t \"✓\" {#} and 2"), "{output}");
+    assert_eq!(output["vars"]["sum"], json!(42), "{output}");
+    assert_eq!(output["vars"]["started"], json!("expected"), "{output}");
+    let missing = block_on_virtual(assign::run_with(&NoTasks, json!({"wait": 2}), options()));
+    let cause = missing.error.map(|e| e.cause).unwrap_or_default();
+    assert!(cause.contains("opt.$"), "{cause}");
 }

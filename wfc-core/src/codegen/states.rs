@@ -39,7 +39,7 @@ use wfc_ir::intrinsics::{Arg, Call, Function};
 use wfc_ir::jsonpath::ast::SingularStep;
 use wfc_ir::native::{NativeForm, NativeLiteral};
 use wfc_ir::{
-    Catcher, ChoiceState, Comparison, Condition, FailState, Jitter, MapState, Operand, Operator, ParallelState,
+    Assign, Catcher, ChoiceState, Comparison, Condition, FailState, Jitter, MapState, Operand, Operator, ParallelState,
     PassState, Path, ReferencePath, Retrier, Root, Seconds, SucceedState, TaskState, Template, WaitDuration, WaitState,
 };
 
@@ -199,8 +199,11 @@ fn template_uses_context(t: &Template) -> bool {
 /// A JSONPath Pass state's visit: `abi::pass(exec, name, needs_ctx, input, |input, ctx| …)`,
 /// or `None` when the state is left to `exec::pass` (Assign, JSONata Output).
 pub(super) fn pass(items: &mut Items, name: &Literal, spec: &PassState) -> Option<TokenStream> {
-    if spec.assign.is_some() || spec.output.is_some() {
+    if spec.output.is_some() {
         return None;
+    }
+    if let Some(assign) = &spec.assign {
+        return pass_assign(items, name, spec, assign);
     }
     let needs_ctx = uses_context(spec.input_path.as_ref())
         || uses_context(spec.output_path.as_ref())
@@ -260,6 +263,63 @@ pub(super) fn pass(items: &mut Items, name: &Literal, spec: &PassState) -> Optio
             #body
         })?
     })
+}
+
+/// A JSONPath Pass state with `Assign`: `abi::pass_assign(exec, name, input, |input, ctx| …)`,
+/// whose body computes the result (`Result`, or Parameters over InputPath), the assigned values
+/// over it, then ResultPath and OutputPath, in the interpreter's order. `None` for a JSONata
+/// Assign.
+fn pass_assign(items: &mut Items, name: &Literal, spec: &PassState, assign: &Assign) -> Option<TokenStream> {
+    let assigned = assign_code(items, assign, &quote!(&result))?;
+    let result = match (&spec.result, &spec.parameters) {
+        (Some(result), _) => items.value(result),
+        (None, parameters) => {
+            let effective = input_path_borrowed(items, spec.input_path.as_ref());
+            let result = match parameters {
+                Some(t) => template(items, t, "Parameters", &quote!(effective)),
+                None => quote!(__wfc::Value::clone(effective)),
+            };
+            quote!({
+                #effective
+                #result
+            })
+        }
+    };
+    let set = set_result(items, spec.result_path.as_ref(), quote!(input), quote!(result));
+    let output = output_path(items, spec.output_path.as_ref(), quote!(output));
+    let body = quote! {
+        let result = #result;
+        let assigned = #assigned;
+        let output = #set;
+        #output.map(|output| (output, assigned))
+    };
+    let input = param(&body, "input");
+    let ctx = param(&body, "ctx");
+    Some(quote! {
+        __wfc::abi::pass_assign(exec, #name, input, |#input: __wfc::Value, #ctx: &__wfc::Value| {
+            #body
+        })?
+    })
+}
+
+/// A JSONPath `Assign` block as construction code over `dollar` (a `&Value` expression: what
+/// `$` means for the state) and `ctx` (the context object, with the variables as of entry): an
+/// expression of its `abi::Assigned`, evaluated in the order written, with the interpreter's
+/// field names in messages. `None` for a JSONata block.
+fn assign_code(items: &mut Items, assign: &Assign, dollar: &TokenStream) -> Option<TokenStream> {
+    let Assign::JsonPath(entries) = assign else { return None };
+    let entries = entries
+        .iter()
+        .map(|(name, t)| {
+            let value = match t {
+                Template::Path(_) | Template::Intrinsic(_) => template(items, t, &format!("{name}.$"), dollar),
+                other => template(items, other, "Parameters", dollar),
+            };
+            let name = Literal::string(name);
+            quote!((::std::borrow::ToOwned::to_owned(#name), #value))
+        })
+        .collect::<Vec<_>>();
+    Some(quote!(::std::vec![#(#entries),*]))
 }
 
 /// A JSONPath Succeed state's visit (InputPath, then OutputPath), or `None` when it is left to
@@ -1033,7 +1093,7 @@ fn catch_table(items: &mut Items, catchers: &[Catcher]) -> TokenStream {
 /// delay (a literal `Seconds` as a constant, a `Timestamp` parsed here to nanoseconds, a
 /// `*Path` read from the effective input) and OutputPath; the wait itself is `abi::wait`'s.
 pub(super) fn wait(items: &mut Items, name: &Literal, spec: &WaitState) -> Option<TokenStream> {
-    if spec.assign.is_some() || spec.output.is_some() {
+    if spec.output.is_some() {
         return None;
     }
     let mut needs_ctx = uses_context(spec.input_path.as_ref()) || uses_context(spec.output_path.as_ref());
@@ -1066,6 +1126,25 @@ pub(super) fn wait(items: &mut Items, name: &Literal, spec: &WaitState) -> Optio
         WaitDuration::SecondsJsonata(_) | WaitDuration::TimestampJsonata(_) => return None,
     };
     let effective = input_path_owned(items, spec.input_path.as_ref(), quote!(input));
+    if let Some(assign) = &spec.assign {
+        // Assign is computed before the wait, on the effective input, as the interpreter does.
+        let assigned = assign_code(items, assign, &quote!(&effective))?;
+        let output = output_path(items, spec.output_path.as_ref(), quote!(effective));
+        let body = quote! {
+            let effective = #effective;
+            let delay = __wfc::abi::wait_limit(#delay)?;
+            let assigned = #assigned;
+            #output.map(|output| (output, assigned, delay))
+        };
+        let input = param(&body, "input");
+        let ctx = param(&body, "ctx");
+        return Some(quote! {
+            __wfc::abi::wait_assign(exec, #name, input, |#input: __wfc::Value, #ctx: &__wfc::Value| {
+                #body
+            })
+            .await?
+        });
+    }
     let output = output_path(items, spec.output_path.as_ref(), quote!(effective));
     let body = quote! {
         let effective = #effective;
