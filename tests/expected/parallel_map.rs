@@ -659,7 +659,9 @@ pub mod parallel_map {
                             &Code,
                             input,
                             move |item: __wfc::Value, line: __wfc::Execution| async move {
-                                each_item_m_item_processor::drive(handler, &line, item)
+                                __wfc::FutureExt::boxed(
+                                        each_item_m_item_processor::drive(handler, &line, item),
+                                    )
                                     .await
                             },
                         )
@@ -758,7 +760,10 @@ pub mod parallel_map {
                             &Code,
                             input,
                             move |item: __wfc::Value, line: __wfc::Execution| async move {
-                                limits_item_processor::drive(handler, &line, item).await
+                                __wfc::FutureExt::boxed(
+                                        limits_item_processor::drive(handler, &line, item),
+                                    )
+                                    .await
                             },
                         )
                         .await?

@@ -676,9 +676,13 @@ impl<'a> Generator<'a> {
             .find(|((s, _), _)| *s == index)
             .map(|(_, module)| module)
             .ok_or("wfc: internal error: a Map state without its item processor module")?;
+        // The driver's future is boxed: it holds the item processor's whole state machine, and
+        // an unboxed one would be copied each time the iteration's future moves (into the
+        // concurrency helper's queue, with every item in flight), as the interpreter's, which
+        // is boxed, is not.
         Ok(quote! {
             move |item: __wfc::Value, line: __wfc::Execution| async move {
-                #module::drive(handler, &line, item).await
+                __wfc::FutureExt::boxed(#module::drive(handler, &line, item)).await
             }
         })
     }
