@@ -4,9 +4,10 @@
 //! test binary includes those files, so the expected code must compile, and runs them against
 //! the interpreter: same status, output, error and whole history on each input.
 //!
-//! The fixtures are made of the states codegen writes as Rust (JSONPath Pass, Choice and Task,
-//! see docs/status.md, issue 20), so these runs exercise the generated paths, templates,
-//! intrinsics, conditions and Retry/Catch tables, including their failures.
+//! The fixtures are made of the states codegen writes as Rust (JSONPath Pass, Choice, Succeed,
+//! Task, Wait, Fail, Parallel and INLINE Map, and JSONPath Assign on Pass and Wait; see
+//! docs/status.md, issue 20), so these runs exercise the generated paths, templates, intrinsics,
+//! conditions, Retry/Catch tables, nested machines and Assign blocks, including their failures.
 
 use std::path::Path;
 
