@@ -1,8 +1,9 @@
 //! The ABI of states compiled to Rust: what generated code calls when it runs a state's work
 //! itself instead of handing the state's IR to [`crate::exec`].
 //!
-//! Generated code for a JSONPath Pass, Choice, Succeed, Task, Wait or Fail state (see docs/status.md, issue 20, for which
-//! forms are generated) is built from these pieces:
+//! Generated code for a JSONPath Pass, Choice, Succeed, Task, Wait, Fail, Parallel or INLINE Map
+//! state (see docs/status.md, issue 20, for which forms are generated) is built from these
+//! pieces:
 //!
 //! - the state's visit, [`pass`], [`choice`], [`succeed`], [`task`], [`wait`] and [`fail`]
 //!   (`exec::pass_with`, `exec::choice_with`, `exec::succeed_with`, `exec::task_with`,
@@ -12,6 +13,12 @@
 //!   code implements (paths, Parameters, ResultSelector, timeouts), with its Retry and Catch as
 //!   `const` tables of [`Retrier`]s and [`Catcher`]s; the retry loop, back-offs, events,
 //!   callbacks and Catch stay in `exec::task_with`;
+//! - a Parallel's or Map's visit, [`parallel`] and [`map`] (`exec::parallel_with`,
+//!   `exec::map_with`): the events, the branches' and iterations' lines of control (and their
+//!   CONTEXT operations when journaled), MaxConcurrency, the item-count limit, Retry and Catch.
+//!   Generated code implements [`NestedCode`] with [`ParallelCode`] (Parameters) or [`MapCode`]
+//!   (ItemsPath, ItemSelector, MaxConcurrency), and runs its branches and item processor as
+//!   generated machines ([`join_branches`] runs the branches together);
 //! - definite paths as steps built at compile time ([`Seg`]): [`get`], [`select`], [`take`],
 //!   [`set`] walk them with one `get` per step, never parsing the path at run time;
 //! - other paths (`$$`, `$var`, wildcards, filters) as a [`StaticPath`], parsed once on first use
@@ -35,8 +42,9 @@ use wfc_ir::{Path, PathError};
 use crate::Failure;
 
 pub use crate::exec::{
-    ParametersForm, TaskCode, TaskShape, choice_with as choice, fail_with as fail, pass_with as pass,
-    succeed_with as succeed, task_with as task, wait_with as wait,
+    Assigned, MapCode, NestedCode, ParallelCode, ParametersForm, TaskCode, TaskShape, choice_with as choice,
+    fail_with as fail, join_branches, map_with as map, parallel_with as parallel, pass_assign_with as pass_assign,
+    pass_with as pass, succeed_with as succeed, task_with as task, wait_assign_with as wait_assign, wait_with as wait,
 };
 pub use crate::retry::{CatchPath, StaticCatcher as Catcher, StaticRetrier as Retrier};
 pub use std::time::Duration;
@@ -195,6 +203,28 @@ pub fn wait_timestamp_at(exec: &crate::Execution, text: &str, value: Option<&Val
 /// a string, else `States.Runtime`.
 pub fn fail_string(field: &str, text: &str, value: Value) -> Result<String, Failure> {
     crate::exec::fail_string(field, text, value)
+}
+
+/// A Map's ItemsPath (a definite `$` path whose text is `text`) on the effective input: a copy
+/// of the array it selects, else `States.Runtime` with the interpreter's wordings.
+pub fn items(effective: &Value, steps: &[Seg<'_>], text: &str) -> Result<Vec<Value>, Failure> {
+    crate::map::items_at(text, get(effective, steps).cloned(), effective)
+}
+
+/// A Map's ItemsPath with any other path (`$$`, `$var`, wildcards, filters).
+pub fn items_path(path: &Path, effective: &Value, ctx: &Value) -> Result<Vec<Value>, Failure> {
+    crate::map::items(path, effective, ctx)
+}
+
+/// The context object an ItemSelector sees for the item at `index`: the Map's context object
+/// with `Map.Item.Index` and `Map.Item.Value` added.
+pub fn item_context(state_ctx: &Value, index: usize, item: &Value) -> Value {
+    crate::map::item_context(state_ctx, index, item)
+}
+
+/// A Map's `MaxConcurrencyPath`: the non-negative integer it selects, else `States.Runtime`.
+pub fn max_concurrency_path(path: &Path, effective: &Value, ctx: &Value) -> Result<u64, Failure> {
+    crate::distributed::max_concurrency_at(path, effective, ctx)
 }
 
 /// A number compared with a Choice literal (split at compile time); `None` when `value` is not a

@@ -302,9 +302,14 @@ pub fn max_concurrency(spec: &MapState, effective: &Value, context: &Value) -> R
         let n = jsonata_integer(e, "MaxConcurrency", effective, context)?;
         return u64::try_from(n).map_err(|_| Failure::runtime("MaxConcurrency cannot be negative."));
     }
-    let Some(path) = &spec.max_concurrency_path else {
-        return Ok(spec.max_concurrency);
-    };
+    match &spec.max_concurrency_path {
+        Some(path) => max_concurrency_at(path, effective, context),
+        None => Ok(spec.max_concurrency),
+    }
+}
+
+/// What `MaxConcurrencyPath` selects: a non-negative integer, else `States.Runtime`.
+pub fn max_concurrency_at(path: &Path, effective: &Value, context: &Value) -> Result<u64, Failure> {
     let n = path_integer(path, "MaxConcurrencyPath", effective, context)?;
     u64::try_from(n).map_err(|_| Failure::runtime("MaxConcurrency cannot be negative."))
 }

@@ -1088,6 +1088,14 @@ pub async fn pass(exec: &Execution, name: &str, spec: &PassState, input: Value) 
             exec.with_rng(|rng| pass_io(spec, input, ctx, rng))
         });
     }
+    if let (Some(assign @ Assign::JsonPath(_)), None) = (&spec.assign, &spec.output) {
+        return pass_assign_with(exec, name, input, |input, ctx| {
+            let result = pass_result(exec, spec, &input, ctx)?;
+            let assigned = assign_jsonpath(exec, assign, &result, ctx)?;
+            let output = io::result_path(&spec.result_path, input, result)?;
+            Ok((io::output_path(&spec.output_path, output, ctx)?, assigned))
+        });
+    }
     state_span(name, "Pass").in_scope(|| {
         let visit = Visit::start_timed(exec, name, "Pass", &input, needs_ctx)?;
         let ctx = visit.context_if(needs_ctx);
@@ -1111,6 +1119,55 @@ pub fn pass_with(
     body: impl FnOnce(Value, &Value) -> Result<Value, Failure>,
 ) -> Result<Value, Failure> {
     plain_visit(exec, name, "Pass", needs_ctx, input, body)
+}
+
+/// Variables a state assigns, `(name, value)` in the order written.
+pub type Assigned = Vec<(String, Value)>;
+
+/// One visit of a JSONPath Pass state with `Assign` (and no JSONata `Output`): its Entered
+/// event, `body` (the output and the assigned values, from the raw input and the context
+/// object, which carries the variables as of entry), then the Exited event with AWS's
+/// `assignedVariables`, after which the values are visible. A `States.Runtime` failure of
+/// `body` gets AWS's prefix naming the state.
+///
+/// The interpreter's [`pass`] and generated code (which compiles `body` from the state's paths,
+/// Parameters and Assign) both go through here.
+pub fn pass_assign_with(
+    exec: &Execution,
+    name: &str,
+    input: Value,
+    body: impl FnOnce(Value, &Value) -> Result<(Value, Assigned), Failure>,
+) -> Result<Value, Failure> {
+    state_span(name, "Pass").in_scope(|| {
+        let visit = Visit::start_timed(exec, name, "Pass", &input, true)?;
+        let ctx = visit.context();
+        let (output, assigned) = body(input, &ctx).map_err(|f| visit.runtime(f))?;
+        visit.finish_assigned(&output, Some(assigned))?;
+        Ok(output)
+    })
+}
+
+/// A JSONPath `Assign` block evaluated on `dollar` (what `$` means for the state) with the
+/// context object `ctx` (`$$`, and `$name` for the variables as of entry).
+fn assign_jsonpath(exec: &Execution, assign: &Assign, dollar: &Value, ctx: &Value) -> Result<Assigned, Failure> {
+    // A JSONPath block reads no JSONata bindings; these only satisfy the evaluator's signature.
+    let bindings = Bindings::new(dollar, ctx);
+    exec.with_rng(|rng| variables::evaluate(assign, dollar, &bindings, ctx, rng))
+}
+
+/// A JSONPath Pass state's result before ResultPath: its `Result`, else Parameters (or the
+/// effective input itself) over InputPath.
+fn pass_result(exec: &Execution, spec: &PassState, input: &Value, ctx: &Value) -> Result<Value, Failure> {
+    Ok(match (&spec.result, &spec.parameters) {
+        (Some(result), _) => result.clone(),
+        (None, parameters) => {
+            let effective = io::input_path(&spec.input_path, input, ctx)?;
+            match parameters {
+                Some(t) => exec.with_rng(|rng| io::template(t, &effective, ctx, rng))?,
+                None => effective.into_owned(),
+            }
+        }
+    })
 }
 
 /// One visit of a state whose work is `body` on its input and context object: its Entered and
@@ -1153,16 +1210,7 @@ fn pass_assign(
         };
         return Ok((output, assigned));
     }
-    let result = match (&spec.result, &spec.parameters) {
-        (Some(result), _) => result.clone(),
-        (None, parameters) => {
-            let effective = io::input_path(&spec.input_path, &input, ctx)?;
-            match parameters {
-                Some(t) => visit.exec.with_rng(|rng| io::template(t, &effective, ctx, rng))?,
-                None => effective.into_owned(),
-            }
-        }
-    };
+    let result = pass_result(visit.exec, spec, &input, ctx)?;
     let assigned = visit.assign(spec.assign.as_ref(), &result, &b)?;
     let output = io::output_path(&spec.output_path, io::result_path(&spec.result_path, input.clone(), result)?, ctx)?;
     Ok((output, assigned))
@@ -2114,10 +2162,10 @@ impl Visit<'_> {
 /// the state's `ParallelStateFailed`/`MapStateFailed` (after `EvaluationFailed` when a JSONata
 /// failure ends the execution, as AWS orders them), then [`caught`]. Only the last attempt
 /// records it: AWS records none for an attempt that is retried.
-fn state_failed(
+fn state_failed<C: retry::CatchRule>(
     visit: &Visit<'_>,
     event: EventType,
-    catchers: &[wfc_ir::Catcher],
+    catchers: &[C],
     raw_input: Value,
     failure: Failure,
 ) -> Result<Step, Failure> {
@@ -2370,6 +2418,16 @@ pub async fn wait(exec: &Execution, name: &str, spec: &WaitState, input: Value) 
         })
         .await;
     }
+    if let (Some(assign @ Assign::JsonPath(_)), None) = (&spec.assign, &spec.output) {
+        return wait_assign_with(exec, name, input, |input, ctx| {
+            let effective = io::input_path_owned(&spec.input_path, input, ctx)?;
+            let delay = wait_delay(exec, &spec.duration, &effective, ctx)?;
+            // Assign is computed before the wait, against the variables as of entry.
+            let assigned = assign_jsonpath(exec, assign, &effective, ctx)?;
+            Ok((io::output_path(&spec.output_path, effective, ctx)?, assigned, delay))
+        })
+        .await;
+    }
     wait_visit(exec, name, needs_ctx, input, |visit, input, ctx| {
         let raw = input.clone();
         let effective = io::input_path_owned(&spec.input_path, input, ctx).map_err(|f| visit.runtime(f))?;
@@ -2403,6 +2461,25 @@ pub async fn wait_with(
     wait_visit(exec, name, needs_ctx, input, |visit, input, ctx| {
         let (output, delay) = body(input, ctx).map_err(|f| visit.runtime(f))?;
         Ok((output, None, delay))
+    })
+    .await
+}
+
+/// One visit of a JSONPath Wait state with `Assign` (and no JSONata `Output`): as
+/// [`wait_with`], with `body` also giving the assigned values (evaluated before the wait, on
+/// the effective input, against the variables as of entry), which the Exited event records and
+/// which are visible from the next state on.
+///
+/// The interpreter's [`wait`] and generated code both go through here.
+pub async fn wait_assign_with(
+    exec: &Execution,
+    name: &str,
+    input: Value,
+    body: impl FnOnce(Value, &Value) -> Result<(Value, Assigned, Duration), Failure>,
+) -> Result<Value, Failure> {
+    wait_visit(exec, name, true, input, |visit, input, ctx| {
+        let (output, assigned, delay) = body(input, ctx).map_err(|f| visit.runtime(f))?;
+        Ok((output, Some(assigned), delay))
     })
     .await
 }
@@ -2547,6 +2624,246 @@ pub(crate) fn fail_string(field: &str, text: &str, value: Value) -> Result<Strin
     }
 }
 
+/// The data processing a Parallel or Map state shares, which [`parallel_with`] and [`map_with`]
+/// run their visits around: what the interpreter reads from the IR ([`parallel`], [`map`]) and
+/// generated code compiles (`wfc_runtime::abi`). Each method is one step of the state's
+/// pipeline; none of them records events.
+pub trait NestedCode {
+    /// A retrier of its `Retry` table.
+    type Retrier: retry::RetryRule;
+    /// A catcher of its `Catch` table.
+    type Catcher: retry::CatchRule;
+    /// `Retry`, in order.
+    fn retriers(&self) -> &[Self::Retrier];
+    /// `Catch`, in order.
+    fn catchers(&self) -> &[Self::Catcher];
+    /// Whether the state's processing on entry (InputPath, OutputPath; for a Map ItemsPath and
+    /// MaxConcurrencyPath; and the interpreted JSONata forms) reads the context object.
+    fn needs_context(&self) -> bool {
+        false
+    }
+    /// InputPath on the raw input: the effective input (by default `$`, a copy).
+    fn input_path(&self, raw: &Value, ctx: &Value) -> Result<Value, Failure> {
+        let _ = ctx;
+        Ok(raw.clone())
+    }
+    /// Whether [`finish`](Self::finish) reads the context object beyond
+    /// [`needs_context`](Self::needs_context) (a ResultSelector with `$$`).
+    fn finish_needs_context(&self) -> bool {
+        false
+    }
+    /// ResultSelector on the result (the array of branch or iteration outputs), ResultPath into
+    /// the raw input, OutputPath; by default none of them: the result.
+    fn finish(&self, exec: &Execution, raw_input: Value, result: Value, ctx: &Value) -> Result<Value, Failure> {
+        let _ = (exec, raw_input, ctx);
+        Ok(result)
+    }
+    /// `Assign` (interpreted only).
+    fn assign(&self) -> Option<&Assign> {
+        None
+    }
+    /// JSONata `Output` (interpreted only).
+    fn output(&self) -> Option<&JsonataTemplate> {
+        None
+    }
+}
+
+/// A Parallel state's own data processing, beyond [`NestedCode`]: what its branches get.
+pub trait ParallelCode: NestedCode {
+    /// Whether there are Parameters, and when they are evaluated; by default there are none.
+    fn parameters_form(&self) -> ParametersForm {
+        ParametersForm::None
+    }
+    /// Parameters on the effective input (`ctx` is `null` unless the form reads it).
+    fn parameters(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<Value, Failure> {
+        let _ = (exec, ctx);
+        Ok(effective.clone())
+    }
+    /// JSONata `Arguments` (interpreted only).
+    fn arguments(&self) -> Option<&JsonataTemplate> {
+        None
+    }
+}
+
+/// A Map state's own data processing, beyond [`NestedCode`]: its items and their inputs.
+pub trait MapCode: NestedCode {
+    /// Whether each attempt's iteration inputs read the context object beyond
+    /// [`needs_context`](NestedCode::needs_context) (an ItemSelector with `$$`, for
+    /// `$$.Map.Item.*` and `$$.State.RetryCount`; a DISTRIBUTED Map's fields).
+    fn attempt_needs_context(&self) -> bool {
+        false
+    }
+    /// `MaxConcurrency` or `MaxConcurrencyPath` (on the effective input); 0 is no limit.
+    fn max_concurrency(&self, effective: &Value, ctx: &Value) -> Result<u64, Failure> {
+        let _ = (effective, ctx);
+        Ok(0)
+    }
+    /// ItemsPath, then ItemSelector on each item (with `$$.Map.Item.Index`/`Value` in the
+    /// context object): each iteration's input, in item order. `ctx` is the state's context
+    /// object (`null` unless one of the two `needs_context` methods asks for it).
+    fn iteration_inputs(
+        &self,
+        exec: &Execution,
+        raw_input: &Value,
+        effective: &Value,
+        ctx: &Value,
+    ) -> Result<Vec<Value>, Failure>;
+    /// A DISTRIBUTED Map's spec (interpreted only): its iterations are a Map Run's children.
+    fn distributed(&self) -> Option<(&MapState, &wfc_ir::DistributedMap)> {
+        None
+    }
+}
+
+/// The interpreter's [`ParallelCode`] and [`MapCode`]: the state's IR spec, evaluated by [`io`].
+struct InterpretedNested<'s, S>(&'s S);
+
+impl NestedCode for InterpretedNested<'_, ParallelState> {
+    type Retrier = wfc_ir::Retrier;
+    type Catcher = wfc_ir::Catcher;
+
+    fn retriers(&self) -> &[wfc_ir::Retrier] {
+        &self.0.retry
+    }
+
+    fn catchers(&self) -> &[wfc_ir::Catcher] {
+        &self.0.catch
+    }
+
+    fn needs_context(&self) -> bool {
+        let spec = self.0;
+        io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()])
+            || spec.arguments.is_some()
+            || spec.output.is_some()
+            || spec.assign.is_some()
+    }
+
+    fn input_path(&self, raw: &Value, ctx: &Value) -> Result<Value, Failure> {
+        io::input_path(&self.0.input_path, raw, ctx).map(std::borrow::Cow::into_owned)
+    }
+
+    fn finish_needs_context(&self) -> bool {
+        self.0.result_selector.as_ref().is_some_and(io::uses_context)
+    }
+
+    fn finish(&self, exec: &Execution, raw_input: Value, result: Value, ctx: &Value) -> Result<Value, Failure> {
+        let spec = self.0;
+        finish_paths(exec, &spec.result_selector, &spec.result_path, &spec.output_path, raw_input, result, ctx)
+    }
+
+    fn assign(&self) -> Option<&Assign> {
+        self.0.assign.as_ref()
+    }
+
+    fn output(&self) -> Option<&JsonataTemplate> {
+        self.0.output.as_ref()
+    }
+}
+
+impl ParallelCode for InterpretedNested<'_, ParallelState> {
+    fn parameters_form(&self) -> ParametersForm {
+        TemplateParameters(self.0.parameters.as_ref()).form()
+    }
+
+    fn parameters(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<Value, Failure> {
+        TemplateParameters(self.0.parameters.as_ref()).evaluate(exec, effective, ctx)
+    }
+
+    fn arguments(&self) -> Option<&JsonataTemplate> {
+        self.0.arguments.as_ref()
+    }
+}
+
+impl NestedCode for InterpretedNested<'_, MapState> {
+    type Retrier = wfc_ir::Retrier;
+    type Catcher = wfc_ir::Catcher;
+
+    fn retriers(&self) -> &[wfc_ir::Retrier] {
+        &self.0.retry
+    }
+
+    fn catchers(&self) -> &[wfc_ir::Catcher] {
+        &self.0.catch
+    }
+
+    fn needs_context(&self) -> bool {
+        let spec = self.0;
+        io::paths_use_context([
+            spec.input_path.as_ref(),
+            spec.output_path.as_ref(),
+            Some(&spec.items_path),
+            spec.max_concurrency_path.as_ref(),
+        ]) || spec.items.is_some()
+            || spec.item_selector_jsonata.is_some()
+            || spec.output.is_some()
+            || spec.assign.is_some()
+            || spec.max_concurrency_jsonata.is_some()
+    }
+
+    fn input_path(&self, raw: &Value, ctx: &Value) -> Result<Value, Failure> {
+        io::input_path(&self.0.input_path, raw, ctx).map(std::borrow::Cow::into_owned)
+    }
+
+    fn finish_needs_context(&self) -> bool {
+        self.0.result_selector.as_ref().is_some_and(io::uses_context)
+    }
+
+    fn finish(&self, exec: &Execution, raw_input: Value, result: Value, ctx: &Value) -> Result<Value, Failure> {
+        let spec = self.0;
+        finish_paths(exec, &spec.result_selector, &spec.result_path, &spec.output_path, raw_input, result, ctx)
+    }
+
+    fn assign(&self) -> Option<&Assign> {
+        self.0.assign.as_ref()
+    }
+
+    fn output(&self) -> Option<&JsonataTemplate> {
+        self.0.output.as_ref()
+    }
+}
+
+impl MapCode for InterpretedNested<'_, MapState> {
+    fn attempt_needs_context(&self) -> bool {
+        // A DISTRIBUTED Map's reader, batcher and writer parameters may use `$$` too.
+        self.0.item_selector.as_ref().is_some_and(io::uses_context) || self.0.distributed.is_some()
+    }
+
+    fn max_concurrency(&self, effective: &Value, ctx: &Value) -> Result<u64, Failure> {
+        crate::distributed::max_concurrency(self.0, effective, ctx)
+    }
+
+    fn iteration_inputs(
+        &self,
+        exec: &Execution,
+        raw_input: &Value,
+        effective: &Value,
+        ctx: &Value,
+    ) -> Result<Vec<Value>, Failure> {
+        let spec = self.0;
+        if is_jsonata_map(spec) {
+            return jsonata_map_inputs(exec, spec, raw_input, ctx, None);
+        }
+        let items = crate::map::items(&spec.items_path, effective, ctx)?;
+        exec.with_rng(|rng| crate::map::iteration_inputs(spec.item_selector.as_ref(), effective, items, ctx, rng))
+    }
+
+    fn distributed(&self) -> Option<(&MapState, &wfc_ir::DistributedMap)> {
+        self.0.distributed.as_deref().map(|dist| (self.0, dist))
+    }
+}
+
+/// A [`ParallelCode`]'s Parameters, for [`Parameters`].
+struct ParallelParameters<'c, C>(&'c C);
+
+impl<C: ParallelCode> ParametersCode for ParallelParameters<'_, C> {
+    fn form(&self) -> ParametersForm {
+        self.0.parameters_form()
+    }
+
+    fn evaluate(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<Value, Failure> {
+        self.0.parameters(exec, effective, ctx)
+    }
+}
+
 /// A Parallel state. `run_branches` is called once per attempt with the effective input and must
 /// run every branch on it concurrently (see [`join_branches`]) and return their outputs in order.
 pub async fn parallel<F, Fut>(
@@ -2560,38 +2877,60 @@ where
     F: FnMut(Value, Execution) -> Fut,
     Fut: Future<Output = Result<Vec<Value>, Failure>>,
 {
+    parallel_with(exec, name, &InterpretedNested(spec), input, run_branches).await
+}
+
+/// One visit of a Parallel state whose data processing is `code`: its events, the branches'
+/// line of control and CONTEXT operation (durable), the retry loop with its back-offs on the
+/// execution's clock, the history limit, and Catch. `run_branches` is called once per attempt
+/// with the branches' input (after Parameters) and must run every branch on it concurrently
+/// (see [`join_branches`]) and return their outputs in order.
+///
+/// The interpreter's [`parallel`] (whose `code` reads the IR) and generated code (whose `code`
+/// is compiled from the state's paths, templates and Retry/Catch tables, and whose branches are
+/// generated machines) both run through here, so their histories and failures are the same.
+pub async fn parallel_with<C, F, Fut>(
+    exec: &Execution,
+    name: &str,
+    code: &C,
+    input: Value,
+    run_branches: F,
+) -> Result<Step, Failure>
+where
+    C: ParallelCode,
+    F: FnMut(Value, Execution) -> Fut,
+    Fut: Future<Output = Result<Vec<Value>, Failure>>,
+{
     let mut guard = AbortGuard { exec, name, event: EventType::ParallelStateAborted, armed: true };
-    let outcome = parallel_inner(exec, name, spec, input, run_branches).instrument(state_span(name, "Parallel")).await;
+    let outcome = parallel_inner(exec, name, code, input, run_branches).instrument(state_span(name, "Parallel")).await;
     guard.armed = false;
     outcome
 }
 
-async fn parallel_inner<F, Fut>(
+async fn parallel_inner<C, F, Fut>(
     exec: &Execution,
     name: &str,
-    spec: &ParallelState,
+    code: &C,
     mut input: Value,
     mut run_branches: F,
 ) -> Result<Step, Failure>
 where
+    C: ParallelCode,
     F: FnMut(Value, Execution) -> Fut,
     Fut: Future<Output = Result<Vec<Value>, Failure>>,
 {
     let mut visit = Visit::start(exec, name, "Parallel", &input)?;
     let visit_no = exec.next_visit(name);
-    let io_ctx = io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()])
-        || spec.arguments.is_some()
-        || spec.output.is_some()
-        || spec.assign.is_some();
+    let io_ctx = code.needs_context();
     let ctx = visit.context_if(io_ctx);
-    let effective = io::input_path(&spec.input_path, &input, &ctx).map_err(|f| visit.runtime(f))?.into_owned();
-    let template = TemplateParameters(spec.parameters.as_ref());
+    let effective = code.input_path(&input, &ctx).map_err(|f| visit.runtime(f))?;
+    let template = ParallelParameters(code);
     let parameters = Parameters::new(&template, &effective, exec).map_err(|f| visit.runtime(f))?;
-    let mut retries = RetryState::new(&spec.retry);
+    let mut retries = RetryState::new(code.retriers());
     loop {
         visit.retry_count = retries.retry_count();
         exec.check_history()?;
-        let branch_input = match &spec.arguments {
+        let branch_input = match code.arguments() {
             Some(arguments) => {
                 let ctx = visit.context();
                 visit.jsonata(arguments, "Arguments", &Bindings::new(&input, &ctx))
@@ -2601,8 +2940,8 @@ where
         let branch_input = match branch_input {
             Ok(v) => v,
             Err(f) if f.error == wfc_ir::errors::QUERY_EVALUATION_ERROR => {
-                if let Some(failure) = visit.retry_after(visit_no, &mut retries, &spec.retry, f).await? {
-                    return caught(&visit, &spec.catch, input, failure);
+                if let Some(failure) = visit.retry_after(visit_no, &mut retries, code.retriers(), f).await? {
+                    return caught(&visit, code.catchers(), input, failure);
                 }
                 continue;
             }
@@ -2616,20 +2955,10 @@ where
             Ok(outputs) => {
                 exec.record(EventType::ParallelStateSucceeded, json!({ "name": name }));
                 let result = Value::Array(outputs);
-                let language = Language { assign: spec.assign.as_ref(), output: spec.output.as_ref() };
+                let language = Language { assign: code.assign(), output: code.output() };
                 let finish = Finish {
-                    needs_ctx: io_ctx || spec.result_selector.as_ref().is_some_and(io::uses_context),
-                    run: &|raw: Value, result: Value, ctx: &Value| {
-                        finish_paths(
-                            exec,
-                            &spec.result_selector,
-                            &spec.result_path,
-                            &spec.output_path,
-                            raw,
-                            result,
-                            ctx,
-                        )
-                    },
+                    needs_ctx: io_ctx || code.finish_needs_context(),
+                    run: &|raw: Value, result: Value, ctx: &Value| code.finish(exec, raw, result, ctx),
                 };
                 match finish_success(&visit, language, finish, &mut input, result)? {
                     Ok(output) => return Ok(Step::Next(output)),
@@ -2638,11 +2967,11 @@ where
             }
             Err(f) => (f, true),
         };
-        if let Some(failure) = visit.retry_after(visit_no, &mut retries, &spec.retry, failure).await? {
+        if let Some(failure) = visit.retry_after(visit_no, &mut retries, code.retriers(), failure).await? {
             if branches_failed {
-                return state_failed(&visit, EventType::ParallelStateFailed, &spec.catch, input, failure);
+                return state_failed(&visit, EventType::ParallelStateFailed, code.catchers(), input, failure);
             }
-            return caught(&visit, &spec.catch, input, failure);
+            return caught(&visit, code.catchers(), input, failure);
         }
     }
 }
@@ -2655,10 +2984,11 @@ pub async fn join_branches<'a>(
     futures::future::try_join_all(branches).await
 }
 
-/// An inline Map state. `run_iteration` is called once per item per attempt with the item's
-/// input (after `ItemSelector`) and the iteration's own line of control, and must run the item
-/// processor on it; [`crate::map::run_iterations`] bounds the concurrency, records the iteration
-/// events and keeps the results in item order. A Retry re-runs every iteration.
+/// A Map state (INLINE, or DISTRIBUTED through a Map Run). `run_iteration` is called once per
+/// item per attempt with the item's input (after `ItemSelector`) and the iteration's own line of
+/// control, and must run the item processor on it; [`crate::map::run_iterations`] bounds the
+/// concurrency, records the iteration events and keeps the results in item order. A Retry
+/// re-runs every iteration.
 pub async fn map<F, Fut>(
     exec: &Execution,
     name: &str,
@@ -2670,57 +3000,71 @@ where
     F: FnMut(Value, Execution) -> Fut,
     Fut: Future<Output = Result<Value, Failure>>,
 {
+    map_with(exec, name, &InterpretedNested(spec), input, run_iteration).await
+}
+
+/// One visit of a Map state whose data processing is `code`: its events, MaxConcurrency, the
+/// iterations (each on its own line of control and, when journaled, its own CONTEXT operation,
+/// through [`crate::map::run_iterations`]), the item-count limit, the retry loop with its
+/// back-offs on the execution's clock, the history limit, and Catch.
+///
+/// The interpreter's [`map`] (whose `code` reads the IR) and generated code (whose `code` is
+/// compiled from the state's paths, ItemSelector and Retry/Catch tables, and whose item
+/// processor is a generated machine) both run through here, so their histories are the same.
+pub async fn map_with<C, F, Fut>(
+    exec: &Execution,
+    name: &str,
+    code: &C,
+    input: Value,
+    run_iteration: F,
+) -> Result<Step, Failure>
+where
+    C: MapCode,
+    F: FnMut(Value, Execution) -> Fut,
+    Fut: Future<Output = Result<Value, Failure>>,
+{
     let mut guard = AbortGuard { exec, name, event: EventType::MapStateAborted, armed: true };
-    let outcome = map_inner(exec, name, spec, input, run_iteration).instrument(state_span(name, "Map")).await;
+    let outcome = map_inner(exec, name, code, input, run_iteration).instrument(state_span(name, "Map")).await;
     guard.armed = false;
     outcome
 }
 
-async fn map_inner<F, Fut>(
+async fn map_inner<C, F, Fut>(
     exec: &Execution,
     name: &str,
-    spec: &MapState,
+    code: &C,
     mut input: Value,
     mut run_iteration: F,
 ) -> Result<Step, Failure>
 where
+    C: MapCode,
     F: FnMut(Value, Execution) -> Fut,
     Fut: Future<Output = Result<Value, Failure>>,
 {
     let mut visit = Visit::start(exec, name, "Map", &input)?;
     let visit_no = exec.next_visit(name);
-    let io_ctx = io::paths_use_context([
-        spec.input_path.as_ref(),
-        spec.output_path.as_ref(),
-        Some(&spec.items_path),
-        spec.max_concurrency_path.as_ref(),
-    ]) || spec.items.is_some()
-        || spec.item_selector_jsonata.is_some()
-        || spec.output.is_some()
-        || spec.assign.is_some()
-        || spec.max_concurrency_jsonata.is_some();
+    let io_ctx = code.needs_context();
     let ctx = visit.context_if(io_ctx);
-    let effective = io::input_path(&spec.input_path, &input, &ctx).map_err(|f| visit.runtime(f))?.into_owned();
-    let selector_ctx = spec.item_selector.as_ref().is_some_and(io::uses_context);
-    let mut retries = RetryState::new(&spec.retry);
+    let effective = code.input_path(&input, &ctx).map_err(|f| visit.runtime(f))?;
+    let attempt_ctx = code.attempt_needs_context();
+    let mut retries = RetryState::new(code.retriers());
     loop {
         visit.retry_count = retries.retry_count();
         exec.check_history()?;
         // Per attempt: the context object (and so `$$.State.RetryCount` in ItemSelector) changes.
-        // A DISTRIBUTED Map's reader, batcher and writer parameters may use `$$` too.
-        let state_ctx = visit.context_if(io_ctx || selector_ctx || spec.distributed.is_some());
-        let max_concurrency = match crate::distributed::max_concurrency(spec, &effective, &state_ctx) {
+        let state_ctx = visit.context_if(io_ctx || attempt_ctx);
+        let max_concurrency = match code.max_concurrency(&effective, &state_ctx) {
             Ok(n) => n,
             // A JSONata `MaxConcurrency` failing is catchable and retriable, like any JSONata field.
             Err(f) if f.error == wfc_ir::errors::QUERY_EVALUATION_ERROR => {
-                if let Some(failure) = visit.retry_after(visit_no, &mut retries, &spec.retry, f).await? {
-                    return caught(&visit, &spec.catch, input, failure);
+                if let Some(failure) = visit.retry_after(visit_no, &mut retries, code.retriers(), f).await? {
+                    return caught(&visit, code.catchers(), input, failure);
                 }
                 continue;
             }
             Err(f) => return Err(visit.runtime(f)),
         };
-        let outcome = if let Some(dist) = &spec.distributed {
+        let outcome = if let Some((spec, dist)) = code.distributed() {
             // A Map Run records its own MapRunStarted/Succeeded/Failed; its children have
             // histories of their own.
             match crate::distributed::map_run(
@@ -2740,22 +3084,13 @@ where
                 other => other,
             }
         } else {
-            let inputs = if is_jsonata_map(spec) {
-                jsonata_map_inputs(exec, spec, &input, &state_ctx, None)
-            } else {
-                crate::map::items(&spec.items_path, &effective, &state_ctx).and_then(|items| {
-                    exec.with_rng(|rng| {
-                        crate::map::iteration_inputs(spec.item_selector.as_ref(), &effective, items, &state_ctx, rng)
-                    })
-                })
-            };
-            let inputs = match inputs {
+            let inputs = match code.iteration_inputs(exec, &input, &effective, &state_ctx) {
                 Ok(inputs) => inputs,
                 // A JSONata failure can be retried and caught, unlike a path failure. AWS
                 // records the Map as failed (after EvaluationFailed) although it never started.
                 Err(f) if f.error == wfc_ir::errors::QUERY_EVALUATION_ERROR => {
-                    if let Some(failure) = visit.retry_after(visit_no, &mut retries, &spec.retry, f).await? {
-                        return state_failed(&visit, EventType::MapStateFailed, &spec.catch, input, failure);
+                    if let Some(failure) = visit.retry_after(visit_no, &mut retries, code.retriers(), f).await? {
+                        return state_failed(&visit, EventType::MapStateFailed, code.catchers(), input, failure);
                     }
                     continue;
                 }
@@ -2774,20 +3109,10 @@ where
         let (failure, iterations_failed) = match outcome {
             Ok(result) => {
                 exec.record(EventType::MapStateSucceeded, json!({ "name": name }));
-                let language = Language { assign: spec.assign.as_ref(), output: spec.output.as_ref() };
+                let language = Language { assign: code.assign(), output: code.output() };
                 let finish = Finish {
-                    needs_ctx: io_ctx || spec.result_selector.as_ref().is_some_and(io::uses_context),
-                    run: &|raw: Value, result: Value, ctx: &Value| {
-                        finish_paths(
-                            exec,
-                            &spec.result_selector,
-                            &spec.result_path,
-                            &spec.output_path,
-                            raw,
-                            result,
-                            ctx,
-                        )
-                    },
+                    needs_ctx: io_ctx || code.finish_needs_context(),
+                    run: &|raw: Value, result: Value, ctx: &Value| code.finish(exec, raw, result, ctx),
                 };
                 match finish_success(&visit, language, finish, &mut input, result)? {
                     Ok(output) => return Ok(Step::Next(output)),
@@ -2796,11 +3121,11 @@ where
             }
             Err(f) => (f, true),
         };
-        if let Some(failure) = visit.retry_after(visit_no, &mut retries, &spec.retry, failure).await? {
+        if let Some(failure) = visit.retry_after(visit_no, &mut retries, code.retriers(), failure).await? {
             if iterations_failed {
-                return state_failed(&visit, EventType::MapStateFailed, &spec.catch, input, failure);
+                return state_failed(&visit, EventType::MapStateFailed, code.catchers(), input, failure);
             }
-            return caught(&visit, &spec.catch, input, failure);
+            return caught(&visit, code.catchers(), input, failure);
         }
     }
 }

@@ -24,10 +24,18 @@ pub fn items(items_path: &Path, effective: &Value, context: &Value) -> Result<Ve
         Root::Input => effective,
         Root::Context | Root::Variable(_) => context,
     };
-    let selected = items_path.select(doc).map_err(|_| Failure::runtime(io::invalid_path_message(items_path, doc)))?;
+    let selected = items_path.select(doc).ok();
+    items_at(items_path.as_str(), selected, doc)
+}
+
+/// [`items`] once the path (whose text is `text`) is evaluated on `doc`: what it `selected`
+/// (`None`: nothing), which must be an array. Generated code walks a definite ItemsPath itself
+/// and calls this for the items and the failures.
+pub fn items_at(text: &str, selected: Option<Value>, doc: &Value) -> Result<Vec<Value>, Failure> {
     match selected {
-        Value::Array(items) => Ok(items),
-        _ => Err(Failure::runtime(format!("Reference path \"{}\" must point to array.", items_path.as_str()))),
+        Some(Value::Array(items)) => Ok(items),
+        Some(_) => Err(Failure::runtime(format!("Reference path \"{text}\" must point to array."))),
+        None => Err(Failure::runtime(io::invalid_path_text_message(text, doc))),
     }
 }
 
@@ -141,7 +149,8 @@ where
                 let outcome = line.in_branch_context(future).await;
                 guard.armed = false;
                 // AWS's MapIterationFailed names the iteration only; the error is the Map's.
-                let event = if outcome.is_ok() { EventType::MapIterationSucceeded } else { EventType::MapIterationFailed };
+                let event =
+                    if outcome.is_ok() { EventType::MapIterationSucceeded } else { EventType::MapIterationFailed };
                 line.record(event, json!({ "name": name, "index": index }));
                 (index, outcome)
             }

@@ -4,9 +4,10 @@
 //! test binary includes those files, so the expected code must compile, and runs them against
 //! the interpreter: same status, output, error and whole history on each input.
 //!
-//! The fixtures are made of the states codegen writes as Rust (JSONPath Pass, Choice and Task,
-//! see docs/status.md, issue 20), so these runs exercise the generated paths, templates,
-//! intrinsics, conditions and Retry/Catch tables, including their failures.
+//! The fixtures are made of the states codegen writes as Rust (JSONPath Pass, Choice, Succeed,
+//! Task, Wait, Fail, Parallel and INLINE Map, and JSONPath Assign on Pass and Wait; see
+//! docs/status.md, issue 20), so these runs exercise the generated paths, templates, intrinsics,
+//! conditions, Retry/Catch tables, nested machines and Assign blocks, including their failures.
 
 use std::path::Path;
 
@@ -19,8 +20,10 @@ include!("../expected/count_loop.rs");
 include!("../expected/pass_choice.rs");
 include!("../expected/task_retry_catch.rs");
 include!("../expected/wait_fail.rs");
+include!("../expected/parallel_map.rs");
+include!("../expected/assign.rs");
 
-const STEMS: [&str; 4] = ["count_loop", "pass_choice", "task_retry_catch", "wait_fail"];
+const STEMS: [&str; 6] = ["count_loop", "pass_choice", "task_retry_catch", "wait_fail", "parallel_map", "assign"];
 
 fn expected_dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("expected")
@@ -74,6 +77,20 @@ fn pass_and_choice_are_generated_not_interpreted() {
     assert!(!waits.contains("exec::wait(") && !waits.contains("exec::fail("), "{waits}");
     assert_eq!(waits.matches("__wfc::abi::wait(").count(), 5, "{waits}");
     assert_eq!(waits.matches("__wfc::abi::fail(").count(), 2, "{waits}");
+    // Parallel and Map: their visits through `abi`, their branches and item processors generated
+    // machines, and no state anywhere reads the embedded IR.
+    let nested = std::fs::read_to_string(expected_dir().join("parallel_map.rs")).expect("expected code");
+    assert!(!nested.contains("exec::parallel(") && !nested.contains("exec::map("), "{nested}");
+    assert_eq!(nested.matches("__wfc::abi::parallel(").count(), 1, "{nested}");
+    assert_eq!(nested.matches("__wfc::abi::map(").count(), 2, "{nested}");
+    assert_eq!(nested.matches("pub enum State {").count(), 5, "{nested}");
+    assert!(!nested.contains("let machine = machine()?;"), "{nested}");
+    // Assign on Pass and Wait: construction code, through `abi::pass_assign`/`abi::wait_assign`.
+    let assign = std::fs::read_to_string(expected_dir().join("assign.rs")).expect("expected code");
+    assert!(!assign.contains("exec::pass(") && !assign.contains("exec::wait("), "{assign}");
+    assert_eq!(assign.matches("__wfc::abi::pass_assign(").count(), 2, "{assign}");
+    assert_eq!(assign.matches("__wfc::abi::wait_assign(").count(), 1, "{assign}");
+    assert!(!assign.contains("let machine = machine()?;"), "{assign}");
     let stems = ["count_loop", "pass_choice"];
     for stem in stems {
         let code = std::fs::read_to_string(expected_dir().join(format!("{stem}.rs"))).expect("expected code");
@@ -91,6 +108,7 @@ struct NoTasks;
 impl count_loop::Handler for NoTasks {}
 impl pass_choice::Handler for NoTasks {}
 impl wait_fail::Handler for NoTasks {}
+impl assign::Handler for NoTasks {}
 
 fn interpret(stem: &str, input: &Value) -> ExecutionResult {
     let text = definition(stem);
@@ -130,6 +148,12 @@ impl task_retry_catch::Handler for Tasks {
         flaky(input, &ctx)
     }
 
+    async fn echo(&self, input: Value, ctx: TaskContext) -> Result<Value, Failure> {
+        echo(input, ctx).await
+    }
+}
+
+impl parallel_map::Handler for Tasks {
     async fn echo(&self, input: Value, ctx: TaskContext) -> Result<Value, Failure> {
         echo(input, ctx).await
     }
@@ -278,4 +302,108 @@ fn wait_fail_runs_as_the_interpreter_does() {
     ));
     let error = literal.error.expect("the literal Fail state");
     assert_eq!((error.error.as_str(), error.cause.as_str()), ("Err \"q\" {x} #✓", "cause ✓ \"}"));
+}
+
+#[test]
+fn parallel_map_runs_as_the_interpreter_does() {
+    let job = |fail: u64, boom: bool| json!({"fail": fail, "data": {"d": "✓ \"q\""}, "boom": boom});
+    let items = json!([{"sleep": 3, "x": 1}, {"x": 2}, {"sleep": 1, "x": 3}, {"x": 4}, {"x": 5}]);
+    let copy = |list: Value, limit: Value| json!({"list": list, "limit": limit});
+    let inputs = [
+        // Every state succeeds at once: branches joined, ResultSelector and ResultPath; the
+        // items out of order in time (sleeps) but in item order in the result, two at a time.
+        json!({"job": job(0, false), "items": items, "tag": "t ✓", "copy": copy(json!([1, 2, 3]), json!(1))}),
+        // The Parallel is retried once ($$.State.RetryCount reaches the branches), then succeeds.
+        json!({"job": job(1, false), "items": [], "tag": "t", "copy": copy(json!([]), json!(0))}),
+        // Retries exhausted: the branch's Fail error ends the execution (ParallelStateFailed).
+        json!({"job": job(5, false), "items": [], "tag": "t", "copy": copy(json!([]), json!(0))}),
+        // A failing branch (Boom) cancels its sibling and is caught into `$.error`.
+        json!({"job": job(0, true), "items": [{"x": 1}], "tag": "t", "copy": copy(json!([1]), json!("2"))}),
+        // A failing item (Boom): the Map is caught into `$.mapError`.
+        json!({"job": job(0, false), "items": [{"x": 1}, {"sleep": 1, "boom": true}, {"x": 3}, {"x": 4}], "tag": "t", "copy": copy(json!([1]), json!(0))}),
+        // ItemsPath selects a number, or nothing: States.Runtime, not caught.
+        json!({"job": job(0, false), "items": 5, "tag": "t", "copy": copy(json!([1]), json!(0))}),
+        json!({"job": job(0, false), "tag": "t", "copy": copy(json!([1]), json!(0))}),
+        // ItemSelector's `$.tag` selects nothing in the first item: States.Runtime.
+        json!({"job": job(0, false), "items": [1], "copy": copy(json!([1]), json!(0))}),
+        // MaxConcurrencyPath: not an integer, negative, missing.
+        json!({"job": job(0, false), "items": [], "tag": "t", "copy": copy(json!([1]), json!("x"))}),
+        json!({"job": job(0, false), "items": [], "tag": "t", "copy": copy(json!([1]), json!(-1))}),
+        json!({"job": job(0, false), "items": [], "tag": "t", "copy": {"list": [1]}}),
+        // The Parallel's InputPath, then a Parameters field (`$.data`), select nothing.
+        json!({"items": []}),
+        json!({"job": {"fail": 0, "boom": false}, "items": []}),
+    ];
+    for input in inputs {
+        let compiled = block_on_virtual(parallel_map::run_with(&Tasks, input.clone(), options()));
+        assert_same("parallel_map", &input, compiled);
+    }
+    let input = json!({"job": job(1, false), "items": items, "tag": "t", "copy": copy(json!([1, 2]), json!(1))});
+    let done = block_on_virtual(parallel_map::run_with(&Tasks, input, options()));
+    assert_eq!(done.output, Some(json!([1, 2])), "{done:?}");
+    let exited = |result: &ExecutionResult, event: wfc_runtime::EventType| {
+        result.history.iter().find(|e| e.event_type == event).map(|e| e.details["output"].clone())
+    };
+    let fan = exited(&done, wfc_runtime::EventType::ParallelStateExited).map(|o| o["fan"].clone());
+    assert_eq!(fan, Some(json!({"left": {"d": "✓ \"q\""}, "attempt": 1, "right": "right ✓"})), "{done:?}");
+    let mapped = exited(&done, wfc_runtime::EventType::MapStateExited).map(|o| o["mapped"].clone());
+    assert_eq!(mapped.as_ref().map(|m| m["count"].clone()), Some(json!(5)), "{done:?}");
+    let second = mapped.map(|m| m["all"][1].clone());
+    assert_eq!(second, Some(json!({"index": 1, "v": {"x": 2}, "tag": "t"})), "{done:?}");
+    let input =
+        json!({"job": job(1, false), "items": items, "tag": "t", "copy": {"list": [], "limit": 0, "keep": true}});
+    let fan = block_on_virtual(parallel_map::run_with(&Tasks, input, options()));
+    assert_eq!(fan.status, wfc_runtime::Status::Succeeded, "{fan:?}");
+    let mapped = fan.history.iter().filter(|e| e.event_type == wfc_runtime::EventType::MapIterationSucceeded).count();
+    assert_eq!(mapped, 5, "{fan:?}");
+    let exhausted = block_on_virtual(parallel_map::run_with(
+        &Tasks,
+        json!({"job": job(5, false), "items": [], "tag": "t", "copy": copy(json!([]), json!(0))}),
+        options(),
+    ));
+    assert_eq!(exhausted.error.map(|e| e.error), Some("Flaky \"p\" {#}".to_owned()));
+    let item_failed = block_on_virtual(parallel_map::run_with(
+        &Tasks,
+        json!({"job": job(0, false), "items": [{"x": 1}, {"boom": true}], "tag": "t", "copy": {"list": [], "limit": 0}}),
+        options(),
+    ));
+    let map_error =
+        exited(&item_failed, wfc_runtime::EventType::MapStateExited).map(|o| o["mapError"]["Error"].clone());
+    assert_eq!(map_error, Some(json!("Boom")), "{item_failed:?}");
+    let caught = block_on_virtual(parallel_map::run_with(
+        &Tasks,
+        json!({"job": job(0, true), "items": [], "tag": "t", "copy": copy(json!([]), json!(0))}),
+        options(),
+    ));
+    assert_eq!(caught.status, wfc_runtime::Status::Succeeded, "{caught:?}");
+    let error = exited(&caught, wfc_runtime::EventType::ParallelStateExited).map(|o| o["error"]["Error"].clone());
+    assert_eq!(error, Some(json!("Boom")), "{caught:?}");
+}
+
+#[test]
+fn assign_runs_as_the_interpreter_does() {
+    let inputs = [
+        // Every Assign evaluates; the variables are read back by Parameters, an intrinsic, a
+        // Choice and a later Assign.
+        json!({"wait": 2, "opt": "o ✓"}),
+        // The Wait's Assign reads `$.opt`, which is missing: States.Runtime naming `opt.$`.
+        json!({"wait": 2}),
+        // SecondsPath fails before the Assign is evaluated.
+        json!({"wait": "x", "opt": 1}),
+        // OutputPath-free Pass over an array input: ResultPath `$.init` fails after Assign.
+        json!([1]),
+    ];
+    for input in inputs {
+        let compiled = block_on_virtual(assign::run_with(&NoTasks, input.clone(), options()));
+        assert_same("assign", &input, compiled);
+    }
+    let done = block_on_virtual(assign::run_with(&NoTasks, json!({"wait": 2, "opt": "o ✓"}), options()));
+    let output = done.output.expect("assign succeeds");
+    assert_eq!((output["count"].clone(), output["copy"].clone()), (json!(2), json!(1)), "{output}");
+    assert_eq!(output["vars"]["both"], json!("t \"✓\" {#} and 2"), "{output}");
+    assert_eq!(output["vars"]["sum"], json!(42), "{output}");
+    assert_eq!(output["vars"]["started"], json!("expected"), "{output}");
+    let missing = block_on_virtual(assign::run_with(&NoTasks, json!({"wait": 2}), options()));
+    let cause = missing.error.map(|e| e.cause).unwrap_or_default();
+    assert!(cause.contains("opt.$"), "{cause}");
 }

@@ -8,12 +8,13 @@
 //! * `trait Handler`: one method per distinct Task resource;
 //! * `enum State`: one variant per state of the machine, carrying that state's raw input;
 //! * `run`, `run_with`, `resume`: a `loop { state = match state { … } }` driver. JSONPath Pass,
-//!   Choice, Succeed, Task, Wait and Fail states are generated as Rust ([`states`]: paths as
-//!   steps, templates as construction code, intrinsics as calls, Choice rules as `if`
-//!   conditions, Retry/Catch as `const` tables) around the runtime's `abi` visit functions;
-//!   every other state (and those with `Assign` or JSONata) still calls `__private::exec::*`
-//!   with its spec read from the embedded IR;
-//! * one nested module per Parallel branch, with its own `State` and driver.
+//!   Choice, Succeed, Task, Wait, Fail, Parallel and INLINE Map states are generated as Rust
+//!   ([`states`]: paths as steps, templates as construction code, intrinsics as calls, Choice
+//!   rules as `if` conditions, Retry/Catch as `const` tables) around the runtime's `abi` visit
+//!   functions; every other state (and those with `Assign` or JSONata, a DISTRIBUTED Map) still
+//!   calls `__private::exec::*` with its spec read from the embedded IR;
+//! * one nested module per Parallel branch and per Map item processor, with its own `State` and
+//!   driver, run by the Parallel's or Map's visit (`abi::parallel`, `abi::map`).
 //!
 //! Hygiene: every path is `::`-rooted (the runtime through `Settings::runtime_path`), so user
 //! imports, a shadowed prelude or `#[no_implicit_prelude]` cannot change the meaning. Every string
@@ -630,6 +631,62 @@ impl<'a> Generator<'a> {
         quote!(#(#supers)* Handler)
     }
 
+    /// The closure a Parallel's visit calls once per attempt: every branch's generated machine
+    /// (`<module>::drive`) on the branches' input, joined by `join` (the first failure cancels
+    /// the others).
+    fn run_branches(index: usize, branches: &[BranchModule], join: TokenStream) -> Result<TokenStream, String> {
+        let modules: Vec<&Ident> =
+            branches.iter().filter(|((s, _), _)| *s == index).map(|(_, module)| module).collect();
+        let count = modules.len();
+        // Each branch records on its own line of control (`Execution::branch`), so its
+        // events chain `previousEventId` within the branch, exactly as the interpreter does.
+        let branch_execs: Vec<Ident> = (0..count).map(|i| format_ident!("__wfc_branch_exec_{}", i)).collect();
+        let futures = modules.iter().zip(&branch_execs).enumerate().map(|(i, (module, branch_exec))| {
+            let input = if i + 1 == count { quote!(input) } else { quote!(::core::clone::Clone::clone(&input)) };
+            // Each branch is a CONTEXT operation when journaled (see `in_branch_context`).
+            quote!(__wfc::FutureExt::boxed(
+                #branch_exec.in_branch_context(#module::drive(handler, &#branch_exec, #input))
+            ))
+        });
+        Ok(if count == 0 {
+            // A Parallel without branches is rejected by validation; if one reaches
+            // here, it yields an empty array as AWS would.
+            quote! {
+                move |input: __wfc::Value, exec: __wfc::Execution| async move {
+                    let _ = (input, exec, handler);
+                    #join(::std::vec::Vec::new()).await
+                }
+            }
+        } else {
+            quote! {
+                move |input: __wfc::Value, exec: __wfc::Execution| async move {
+                    #(let #branch_execs = exec.branch();)*
+                    #join(::std::vec![#(#futures),*]).await
+                }
+            }
+        })
+    }
+
+    /// The closure a Map's visit calls once per item per attempt: the item processor's generated
+    /// machine on the iteration's input, on the iteration's own line of control (which the
+    /// visit creates, so its events chain within the iteration, as the interpreter's do).
+    fn run_iteration(index: usize, branches: &[BranchModule]) -> Result<TokenStream, String> {
+        let module = branches
+            .iter()
+            .find(|((s, _), _)| *s == index)
+            .map(|(_, module)| module)
+            .ok_or("wfc: internal error: a Map state without its item processor module")?;
+        // The driver's future is boxed: it holds the item processor's whole state machine, and
+        // an unboxed one would be copied each time the iteration's future moves (into the
+        // concurrency helper's queue, with every item in flight), as the interpreter's, which
+        // is boxed, is not.
+        Ok(quote! {
+            move |item: __wfc::Value, line: __wfc::Execution| async move {
+                __wfc::FutureExt::boxed(#module::drive(handler, &line, item)).await
+            }
+        })
+    }
+
     /// One arm of the driver's `match state`: the state's work, generated (JSONPath Pass,
     /// Choice, Succeed, Task, Wait and Fail, see [`states`]) or handed to the runtime's `exec` with the state's spec fetched
     /// from the IR, then the outcome mapped to the next `State` (or a return at the end). The
@@ -807,6 +864,44 @@ impl<'a> Generator<'a> {
                 false,
             ));
         }
+        if let StateKind::Parallel(p) = &state.kind
+            && let Some(decls) = states::parallel(&mut items, p)
+        {
+            let run_branches = Self::run_branches(index, branches, quote!(__wfc::abi::join_branches))?;
+            let next = goto(p.transition, quote!(output))?;
+            let goto_arm = catch_targets(p.catch.iter().map(|c| c.next).collect())?;
+            return Ok((
+                quote! {
+                    State::#variant(input) => {
+                        #decls
+                        match __wfc::abi::parallel(exec, #name, &Code, input, #run_branches).await? {
+                            __wfc::Step::Next(output) => #next,
+                            #goto_arm
+                        }
+                    }
+                },
+                false,
+            ));
+        }
+        if let StateKind::Map(m) = &state.kind
+            && let Some(decls) = states::map(&mut items, m)
+        {
+            let run_iteration = Self::run_iteration(index, branches)?;
+            let next = goto(m.transition, quote!(output))?;
+            let goto_arm = catch_targets(m.catch.iter().map(|c| c.next).collect())?;
+            return Ok((
+                quote! {
+                    State::#variant(input) => {
+                        #decls
+                        match __wfc::abi::map(exec, #name, &Code, input, #run_iteration).await? {
+                            __wfc::Step::Next(output) => #next,
+                            #goto_arm
+                        }
+                    }
+                },
+                false,
+            ));
+        }
         let body = match &state.kind {
             StateKind::Pass(p) => {
                 let next = goto(p.transition, quote!(output))?;
@@ -886,39 +981,9 @@ impl<'a> Generator<'a> {
                 }
             }
             StateKind::Parallel(p) => {
-                let modules: Vec<&Ident> =
-                    branches.iter().filter(|((s, _), _)| *s == index).map(|(_, module)| module).collect();
-                let count = modules.len();
-                // Each branch records on its own line of control (`Execution::branch`), so its
-                // events chain `previousEventId` within the branch, exactly as the interpreter does.
-                let branch_execs: Vec<Ident> = (0..count).map(|i| format_ident!("__wfc_branch_exec_{}", i)).collect();
-                let futures = modules.iter().zip(&branch_execs).enumerate().map(|(i, (module, branch_exec))| {
-                    let input =
-                        if i + 1 == count { quote!(input) } else { quote!(::core::clone::Clone::clone(&input)) };
-                    // Each branch is a CONTEXT operation when journaled (see `in_branch_context`).
-                    quote!(__wfc::FutureExt::boxed(
-                        #branch_exec.in_branch_context(#module::drive(handler, &#branch_exec, #input))
-                    ))
-                });
+                let run_branches = Self::run_branches(index, branches, quote!(__wfc::exec::join_branches))?;
                 let next = goto(p.transition, quote!(output))?;
                 let goto_arm = catch_targets(p.catch.iter().map(|c| c.next).collect())?;
-                let run_branches = if count == 0 {
-                    // A Parallel without branches is rejected by validation; if one reaches
-                    // here, it yields an empty array as AWS would.
-                    quote! {
-                        move |input: __wfc::Value, exec: __wfc::Execution| async move {
-                            let _ = (input, exec, handler);
-                            __wfc::exec::join_branches(::std::vec::Vec::new()).await
-                        }
-                    }
-                } else {
-                    quote! {
-                        move |input: __wfc::Value, exec: __wfc::Execution| async move {
-                            #(let #branch_execs = exec.branch();)*
-                            __wfc::exec::join_branches(::std::vec![#(#futures),*]).await
-                        }
-                    }
-                };
                 quote! {
                     match __wfc::exec::parallel(exec, #name, spec, input, #run_branches).await? {
                         __wfc::Step::Next(output) => #next,
@@ -927,27 +992,11 @@ impl<'a> Generator<'a> {
                 }
             }
             StateKind::Map(m) => {
-                let module = branches
-                    .iter()
-                    .find(|((s, _), _)| *s == index)
-                    .map(|(_, module)| module)
-                    .ok_or("wfc: internal error: a Map state without its item processor module")?;
+                let run_iteration = Self::run_iteration(index, branches)?;
                 let next = goto(m.transition, quote!(output))?;
                 let goto_arm = catch_targets(m.catch.iter().map(|c| c.next).collect())?;
-                // `exec::map` hands each iteration its own line of control (`Execution::branch`),
-                // so its events chain within the iteration, exactly as the interpreter's do.
                 quote! {
-                    match __wfc::exec::map(
-                        exec,
-                        #name,
-                        spec,
-                        input,
-                        move |item: __wfc::Value, line: __wfc::Execution| async move {
-                            #module::drive(handler, &line, item).await
-                        },
-                    )
-                    .await?
-                    {
+                    match __wfc::exec::map(exec, #name, spec, input, #run_iteration).await? {
                         __wfc::Step::Next(output) => #next,
                         #goto_arm
                     }

@@ -1,7 +1,9 @@
-//! The work of a state as Rust (issue 20): JSONPath Pass, Choice, Succeed, Task, Wait and Fail
-//! states are generated here; Parallel, Map and Serverless Workflow states, and these when they
-//! use `Assign` or JSONata (or a Task `Credentials`, a Fail's intrinsic ErrorPath/CausePath),
-//! still hand their IR to `exec.rs` (see [`super::Generator::arm`]).
+//! The work of a state as Rust (issue 20): JSONPath Pass, Choice, Succeed, Task, Wait, Fail,
+//! Parallel and INLINE Map states are generated here; DISTRIBUTED Maps and Serverless Workflow
+//! states, and the others when they use `Assign` or JSONata (or a Task `Credentials`, a Fail's
+//! intrinsic ErrorPath/CausePath), still hand their IR to `exec.rs` (see
+//! [`super::Generator::arm`]). A Parallel's branches and a Map's item processor are generated
+//! machines of their own (`super::Generator::machine_items`); here is the state's own work.
 //!
 //! What the output calls is the runtime's `abi` module, the ABI of generated code:
 //!
@@ -19,12 +21,16 @@
 //!   ResultSelector, ResultPath, OutputPath, TimeoutSeconds/HeartbeatSeconds and their `*Path`
 //!   forms), with its Retry and Catch as `const` tables; a Wait's delay is a constant, a
 //!   timestamp parsed here, or its `*Path` read from the value; a Fail's Error and Cause are
-//!   literals or path reads.
+//!   literals or path reads;
+//! - a Parallel or Map becomes a `Code` type implementing `abi::NestedCode` (InputPath,
+//!   ResultSelector, ResultPath, OutputPath, Retry and Catch tables) and `abi::ParallelCode`
+//!   (Parameters) or `abi::MapCode` (ItemsPath, ItemSelector built per item, MaxConcurrency or
+//!   MaxConcurrencyPath).
 //!
 //! The state's visit (its events, its context object, the `States.Runtime` prefix; for a Task
 //! the retry loop, timeouts, heartbeats, callbacks and Catch; for a Wait the clock) is the
-//! runtime's `abi::pass`/`choice`/`succeed`/`task`/`wait`/`fail`, which the interpreter runs
-//! its own states through, so both engines record the same history.
+//! runtime's `abi::pass`/`choice`/`succeed`/`task`/`wait`/`fail`/`parallel`/`map`, which the
+//! interpreter runs its own states through, so both engines record the same history.
 
 use proc_macro2::{Ident, Literal, TokenStream, TokenTree};
 use quote::{format_ident, quote};
@@ -33,8 +39,8 @@ use wfc_ir::intrinsics::{Arg, Call, Function};
 use wfc_ir::jsonpath::ast::SingularStep;
 use wfc_ir::native::{NativeForm, NativeLiteral};
 use wfc_ir::{
-    Catcher, ChoiceState, Comparison, Condition, FailState, Jitter, Operand, Operator, PassState, Path, ReferencePath,
-    Retrier, Root, Seconds, SucceedState, TaskState, Template, WaitDuration, WaitState,
+    Assign, Catcher, ChoiceState, Comparison, Condition, FailState, Jitter, MapState, Operand, Operator, ParallelState,
+    PassState, Path, ReferencePath, Retrier, Root, Seconds, SucceedState, TaskState, Template, WaitDuration, WaitState,
 };
 
 /// Items (consts and statics) a state's generated code declares, with names unique in its arm.
@@ -193,8 +199,11 @@ fn template_uses_context(t: &Template) -> bool {
 /// A JSONPath Pass state's visit: `abi::pass(exec, name, needs_ctx, input, |input, ctx| …)`,
 /// or `None` when the state is left to `exec::pass` (Assign, JSONata Output).
 pub(super) fn pass(items: &mut Items, name: &Literal, spec: &PassState) -> Option<TokenStream> {
-    if spec.assign.is_some() || spec.output.is_some() {
+    if spec.output.is_some() {
         return None;
+    }
+    if let Some(assign) = &spec.assign {
+        return pass_assign(items, name, spec, assign);
     }
     let needs_ctx = uses_context(spec.input_path.as_ref())
         || uses_context(spec.output_path.as_ref())
@@ -254,6 +263,63 @@ pub(super) fn pass(items: &mut Items, name: &Literal, spec: &PassState) -> Optio
             #body
         })?
     })
+}
+
+/// A JSONPath Pass state with `Assign`: `abi::pass_assign(exec, name, input, |input, ctx| …)`,
+/// whose body computes the result (`Result`, or Parameters over InputPath), the assigned values
+/// over it, then ResultPath and OutputPath, in the interpreter's order. `None` for a JSONata
+/// Assign.
+fn pass_assign(items: &mut Items, name: &Literal, spec: &PassState, assign: &Assign) -> Option<TokenStream> {
+    let assigned = assign_code(items, assign, &quote!(&result))?;
+    let result = match (&spec.result, &spec.parameters) {
+        (Some(result), _) => items.value(result),
+        (None, parameters) => {
+            let effective = input_path_borrowed(items, spec.input_path.as_ref());
+            let result = match parameters {
+                Some(t) => template(items, t, "Parameters", &quote!(effective)),
+                None => quote!(__wfc::Value::clone(effective)),
+            };
+            quote!({
+                #effective
+                #result
+            })
+        }
+    };
+    let set = set_result(items, spec.result_path.as_ref(), quote!(input), quote!(result));
+    let output = output_path(items, spec.output_path.as_ref(), quote!(output));
+    let body = quote! {
+        let result = #result;
+        let assigned = #assigned;
+        let output = #set;
+        #output.map(|output| (output, assigned))
+    };
+    let input = param(&body, "input");
+    let ctx = param(&body, "ctx");
+    Some(quote! {
+        __wfc::abi::pass_assign(exec, #name, input, |#input: __wfc::Value, #ctx: &__wfc::Value| {
+            #body
+        })?
+    })
+}
+
+/// A JSONPath `Assign` block as construction code over `dollar` (a `&Value` expression: what
+/// `$` means for the state) and `ctx` (the context object, with the variables as of entry): an
+/// expression of its `abi::Assigned`, evaluated in the order written, with the interpreter's
+/// field names in messages. `None` for a JSONata block.
+fn assign_code(items: &mut Items, assign: &Assign, dollar: &TokenStream) -> Option<TokenStream> {
+    let Assign::JsonPath(entries) = assign else { return None };
+    let entries = entries
+        .iter()
+        .map(|(name, t)| {
+            let value = match t {
+                Template::Path(_) | Template::Intrinsic(_) => template(items, t, &format!("{name}.$"), dollar),
+                other => template(items, other, "Parameters", dollar),
+            };
+            let name = Literal::string(name);
+            quote!((::std::borrow::ToOwned::to_owned(#name), #value))
+        })
+        .collect::<Vec<_>>();
+    Some(quote!(::std::vec![#(#entries),*]))
 }
 
 /// A JSONPath Succeed state's visit (InputPath, then OutputPath), or `None` when it is left to
@@ -1027,7 +1093,7 @@ fn catch_table(items: &mut Items, catchers: &[Catcher]) -> TokenStream {
 /// delay (a literal `Seconds` as a constant, a `Timestamp` parsed here to nanoseconds, a
 /// `*Path` read from the effective input) and OutputPath; the wait itself is `abi::wait`'s.
 pub(super) fn wait(items: &mut Items, name: &Literal, spec: &WaitState) -> Option<TokenStream> {
-    if spec.assign.is_some() || spec.output.is_some() {
+    if spec.output.is_some() {
         return None;
     }
     let mut needs_ctx = uses_context(spec.input_path.as_ref()) || uses_context(spec.output_path.as_ref());
@@ -1060,6 +1126,25 @@ pub(super) fn wait(items: &mut Items, name: &Literal, spec: &WaitState) -> Optio
         WaitDuration::SecondsJsonata(_) | WaitDuration::TimestampJsonata(_) => return None,
     };
     let effective = input_path_owned(items, spec.input_path.as_ref(), quote!(input));
+    if let Some(assign) = &spec.assign {
+        // Assign is computed before the wait, on the effective input, as the interpreter does.
+        let assigned = assign_code(items, assign, &quote!(&effective))?;
+        let output = output_path(items, spec.output_path.as_ref(), quote!(effective));
+        let body = quote! {
+            let effective = #effective;
+            let delay = __wfc::abi::wait_limit(#delay)?;
+            let assigned = #assigned;
+            #output.map(|output| (output, assigned, delay))
+        };
+        let input = param(&body, "input");
+        let ctx = param(&body, "ctx");
+        return Some(quote! {
+            __wfc::abi::wait_assign(exec, #name, input, |#input: __wfc::Value, #ctx: &__wfc::Value| {
+                #body
+            })
+            .await?
+        });
+    }
     let output = output_path(items, spec.output_path.as_ref(), quote!(effective));
     let body = quote! {
         let effective = #effective;
@@ -1111,5 +1196,321 @@ pub(super) fn fail(items: &mut Items, name: &Literal, spec: &FailState) -> Optio
     let ctx = param(&body, "ctx");
     Some(quote! {
         __wfc::abi::fail(exec, #name, #needs_ctx, input, |#input: &__wfc::Value, #ctx: &__wfc::Value| #body)
+    })
+}
+
+/// InputPath on the borrowed raw input `input`, as a body of type `Result<Value, Failure>` (the
+/// effective input, owned: the raw input is kept for ResultPath and Catch).
+fn input_path_copied(items: &mut Items, path: Option<&Path>) -> TokenStream {
+    match path {
+        None => quote!(Ok(__wfc::abi::empty_object())),
+        Some(p) if p.is_identity() => quote!(Ok(__wfc::Value::clone(input))),
+        Some(p) => match items.steps(p) {
+            Some(steps) => {
+                let text = Literal::string(p.as_str());
+                quote!(__wfc::abi::select(input, #steps, #text).cloned())
+            }
+            None => {
+                let path = items.static_path(p);
+                quote!(__wfc::abi::select_path(__wfc::abi::path(&#path)?, input, ctx))
+            }
+        },
+    }
+}
+
+/// ResultSelector on `result`, ResultPath into `raw_input`, OutputPath: a body of type
+/// `Result<Value, Failure>`.
+fn finish_body(
+    items: &mut Items,
+    selector: Option<&Template>,
+    result_path: Option<&ReferencePath>,
+    output: Option<&Path>,
+) -> TokenStream {
+    let selected = match selector {
+        Some(t) => {
+            let built = template(items, t, "Parameters", &quote!(&result));
+            quote!(let result = #built;)
+        }
+        None => quote!(),
+    };
+    let placed = set_result(items, result_path, quote!(raw_input), quote!(result));
+    let output = output_path(items, output, quote!(output));
+    quote! {
+        #selected
+        let output = #placed;
+        #output
+    }
+}
+
+/// The parts of a Parallel's or Map's `Code` that `abi::NestedCode` describes.
+struct NestedParts<'s> {
+    input_path: Option<&'s Path>,
+    result_selector: Option<&'s Template>,
+    result_path: Option<&'s ReferencePath>,
+    output_path: Option<&'s Path>,
+    retry: &'s [Retrier],
+    catch: &'s [Catcher],
+    /// Whether its own fields (ItemsPath, MaxConcurrencyPath) read the context object on entry.
+    more_context: bool,
+}
+
+/// `const RETRY`/`CATCH` and the `impl abi::NestedCode for Code` of a Parallel or Map state,
+/// writing out only what differs from the trait's defaults. The items the bodies need are
+/// declared in `items` (the caller writes them out).
+fn nested_code(items: &mut Items, parts: &NestedParts<'_>) -> TokenStream {
+    let value = quote!(__wfc::Value);
+    let failure = quote!(__wfc::Failure);
+    let catch = catch_table(items, parts.catch);
+    let needs_ctx = uses_context(parts.input_path) || uses_context(parts.output_path) || parts.more_context;
+    let identity = |p: Option<&Path>| p.is_some_and(Path::is_identity);
+    let mut methods = Vec::new();
+    if needs_ctx {
+        methods.push(quote!(
+            fn needs_context(&self) -> bool {
+                true
+            }
+        ));
+    }
+    if !identity(parts.input_path) {
+        let body = input_path_copied(items, parts.input_path);
+        let input = param(&body, "input");
+        let ctx = param(&body, "ctx");
+        methods
+            .push(quote!(fn input_path(&self, #input: &#value, #ctx: &#value) -> Result<#value, #failure> { #body }));
+    }
+    if parts.result_selector.is_some_and(template_uses_context) {
+        methods.push(quote!(
+            fn finish_needs_context(&self) -> bool {
+                true
+            }
+        ));
+    }
+    let result_is_output = parts.result_selector.is_none()
+        && parts.result_path.is_some_and(|p| p.is_identity())
+        && identity(parts.output_path);
+    if !result_is_output {
+        let body = finish_body(items, parts.result_selector, parts.result_path, parts.output_path);
+        let exec = param(&body, "exec");
+        let raw_input = param(&body, "raw_input");
+        let result = param(&body, "result");
+        let ctx = param(&body, "ctx");
+        methods.push(quote! {
+            fn finish(&self, #exec: &__wfc::Execution, #raw_input: #value, #result: #value, #ctx: &#value) -> Result<#value, #failure> {
+                #body
+            }
+        });
+    }
+    let (retry, retriers) =
+        if parts.retry.is_empty() { (quote!(), quote!(&[])) } else { (retry_table(parts.retry), quote!(RETRY)) };
+    let (catch, catchers) = if parts.catch.is_empty() { (quote!(), quote!(&[])) } else { (catch, quote!(CATCH)) };
+    quote! {
+        #retry
+        #catch
+        /// The state's data processing; its visit is the runtime's.
+        struct Code;
+
+        impl __wfc::abi::NestedCode for Code {
+            type Retrier = __wfc::abi::Retrier;
+            type Catcher = __wfc::abi::Catcher;
+
+            fn retriers(&self) -> &[__wfc::abi::Retrier] {
+                #retriers
+            }
+
+            fn catchers(&self) -> &[__wfc::abi::Catcher] {
+                #catchers
+            }
+
+            #(#methods)*
+        }
+    }
+}
+
+/// A JSONPath Parallel state's `Code` (`abi::NestedCode` and `abi::ParallelCode`: InputPath,
+/// Parameters, ResultSelector, ResultPath, OutputPath, its Retry and Catch as `const` tables),
+/// with the items it uses; the caller runs it through `abi::parallel` with the branches'
+/// generated machines. `None` when the state is left to `exec::parallel`: `Assign`, JSONata
+/// `Arguments`/`Output`, or a catcher with `Assign` or `Output`.
+pub(super) fn parallel(items: &mut Items, spec: &ParallelState) -> Option<TokenStream> {
+    if spec.assign.is_some()
+        || spec.output.is_some()
+        || spec.arguments.is_some()
+        || spec.catch.iter().any(|c| c.assign.is_some() || c.output.is_some())
+    {
+        return None;
+    }
+    let nested = nested_code(
+        items,
+        &NestedParts {
+            input_path: spec.input_path.as_ref(),
+            result_selector: spec.result_selector.as_ref(),
+            result_path: spec.result_path.as_ref(),
+            output_path: spec.output_path.as_ref(),
+            retry: &spec.retry,
+            catch: &spec.catch,
+            more_context: false,
+        },
+    );
+    let mut methods = Vec::new();
+    if let Some(t) = &spec.parameters {
+        // Evaluated once, or per attempt when it reads `$$` or draws random values, as the
+        // interpreter decides.
+        let form = if template_uses_context(t) || template_uses_randomness(t) {
+            let context = template_uses_context(t);
+            quote!(PerAttempt { context: #context })
+        } else {
+            quote!(Once)
+        };
+        let built = template(items, t, "Parameters", &quote!(effective));
+        let body = quote!(Ok(#built));
+        let exec = param(&body, "exec");
+        let effective = param(&body, "effective");
+        let ctx = param(&body, "ctx");
+        methods.push(quote! {
+            fn parameters_form(&self) -> __wfc::abi::ParametersForm {
+                __wfc::abi::ParametersForm::#form
+            }
+        });
+        methods.push(quote! {
+            fn parameters(&self, #exec: &__wfc::Execution, #effective: &__wfc::Value, #ctx: &__wfc::Value) -> Result<__wfc::Value, __wfc::Failure> {
+                #body
+            }
+        });
+    }
+    let declared = items.tokens();
+    Some(quote! {
+        #declared
+        #nested
+
+        impl __wfc::abi::ParallelCode for Code {
+            #(#methods)*
+        }
+    })
+}
+
+/// A JSONPath INLINE Map state's `Code` (`abi::NestedCode` and `abi::MapCode`: InputPath,
+/// ItemsPath, ItemSelector as construction code per item, MaxConcurrency or
+/// MaxConcurrencyPath, ResultSelector, ResultPath, OutputPath, its Retry and Catch as `const`
+/// tables), with the items it uses; the caller runs it through `abi::map` with the item
+/// processor's generated machine. `None` when the state is left to `exec::map`: a DISTRIBUTED
+/// Map, a JSONata Map, `Assign`, or a catcher with `Assign` or `Output`.
+pub(super) fn map(items: &mut Items, spec: &MapState) -> Option<TokenStream> {
+    if spec.distributed.is_some()
+        || spec.jsonata
+        || spec.items.is_some()
+        || spec.item_selector_jsonata.is_some()
+        || spec.max_concurrency_jsonata.is_some()
+        || spec.assign.is_some()
+        || spec.output.is_some()
+        || spec.catch.iter().any(|c| c.assign.is_some() || c.output.is_some())
+    {
+        return None;
+    }
+    let nested = nested_code(
+        items,
+        &NestedParts {
+            input_path: spec.input_path.as_ref(),
+            result_selector: spec.result_selector.as_ref(),
+            result_path: spec.result_path.as_ref(),
+            output_path: spec.output_path.as_ref(),
+            retry: &spec.retry,
+            catch: &spec.catch,
+            more_context: uses_context(Some(&spec.items_path)) || uses_context(spec.max_concurrency_path.as_ref()),
+        },
+    );
+    let value = quote!(__wfc::Value);
+    let failure = quote!(__wfc::Failure);
+    let mut methods = Vec::new();
+    let selector_ctx = spec.item_selector.as_ref().is_some_and(template_uses_context);
+    if selector_ctx {
+        methods.push(quote!(
+            fn attempt_needs_context(&self) -> bool {
+                true
+            }
+        ));
+    }
+    let max_concurrency = match &spec.max_concurrency_path {
+        Some(p) => {
+            let path = items.static_path(p);
+            Some(quote!(__wfc::abi::max_concurrency_path(__wfc::abi::path(&#path)?, effective, ctx)))
+        }
+        None if spec.max_concurrency != 0 => {
+            let n = Literal::u64_suffixed(spec.max_concurrency);
+            Some(quote!(Ok(#n)))
+        }
+        None => None,
+    };
+    if let Some(body) = max_concurrency {
+        let effective = param(&body, "effective");
+        let ctx = param(&body, "ctx");
+        methods.push(
+            quote!(fn max_concurrency(&self, #effective: &#value, #ctx: &#value) -> Result<u64, #failure> { #body }),
+        );
+    }
+    let steps = if spec.items_path.is_identity() {
+        Some(quote!(&[]))
+    } else {
+        items.steps(&spec.items_path).map(|s| quote!(#s))
+    };
+    // An expression of `Result<Vec<Value>, Failure>`: the items.
+    let selected = match steps {
+        Some(steps) => {
+            let text = Literal::string(spec.items_path.as_str());
+            quote!(__wfc::abi::items(effective, #steps, #text))
+        }
+        None => {
+            let path = items.static_path(&spec.items_path);
+            quote!(__wfc::abi::items_path(__wfc::abi::path(&#path)?, effective, ctx))
+        }
+    };
+    let body = match &spec.item_selector {
+        None => selected,
+        Some(t) => {
+            let built = template(items, t, "Parameters", &quote!(effective));
+            if selector_ctx {
+                // `$$.Map.Item.Index` and `$$.Map.Item.Value` join the Map's context object.
+                quote! {
+                    let items = #selected?;
+                    let mut inputs = ::std::vec::Vec::with_capacity(items.len());
+                    for (index, item) in items.iter().enumerate() {
+                        let ctx = &__wfc::abi::item_context(ctx, index, item);
+                        inputs.push(#built);
+                    }
+                    Ok(inputs)
+                }
+            } else {
+                quote! {
+                    let items = #selected?;
+                    let mut inputs = ::std::vec::Vec::with_capacity(items.len());
+                    for _ in &items {
+                        inputs.push(#built);
+                    }
+                    Ok(inputs)
+                }
+            }
+        }
+    };
+    let exec = param(&body, "exec");
+    let effective = param(&body, "effective");
+    let ctx = param(&body, "ctx");
+    methods.push(quote! {
+        fn iteration_inputs(
+            &self,
+            #exec: &__wfc::Execution,
+            _raw_input: &#value,
+            #effective: &#value,
+            #ctx: &#value,
+        ) -> Result<::std::vec::Vec<#value>, #failure> {
+            #body
+        }
+    });
+    let declared = items.tokens();
+    Some(quote! {
+        #declared
+        #nested
+
+        impl __wfc::abi::MapCode for Code {
+            #(#methods)*
+        }
     })
 }
