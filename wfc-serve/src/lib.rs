@@ -14,7 +14,8 @@
 //! - [`tags`]: tags of state machines and activities, in the store;
 //! - [`mock_config`]: `--mock-config`, Step Functions Local's mocked test cases;
 //! - [`versions`]: state machine versions;
-//! - [`aliases`]: state machine aliases, and what an execution was started by.
+//! - [`aliases`]: state machine aliases, and what an execution was started by;
+//! - [`redrive`]: RedriveExecution.
 //!
 //! Executions are durable: `StartExecution` creates them in the store, and the runtime's
 //! durable [`Worker`] running inside the server claims and runs them, resuming any that were
@@ -29,6 +30,7 @@ pub mod http;
 pub mod identity;
 pub mod machines;
 pub mod mock_config;
+pub mod redrive;
 pub mod sigv4;
 pub mod tags;
 pub mod tasks;
@@ -64,6 +66,7 @@ pub const MORE_OPERATIONS: &[&str] = &[
     "UpdateStateMachineAlias",
     "DeleteStateMachineAlias",
     "ListStateMachineAliases",
+    "RedriveExecution",
 ];
 pub use arn::Arns;
 pub use error::ApiError;
@@ -169,6 +172,7 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: impl Future<
         activity_poll: config.activity_poll,
         mocks: config.mock_config.clone(),
         virtual_time: config.virtual_time,
+        redrives: Default::default(),
     });
     let identities = identity::Identities::new(config.arns.clone());
     let workflows = Workflows::new().loader(identities.loader()).interpret_stored(handler).identity({
