@@ -361,6 +361,9 @@ pub struct Execution {
 struct Scope {
     path: String,
     visits: Mutex<std::collections::HashMap<String, u32>>,
+    /// The redrive generation of a state visit that a redrive runs again (see
+    /// [`Execution::rerun_for_redrive`]): its operations' ids carry it (`Task#1!1.0`). Absent: 0.
+    generations: Mutex<std::collections::HashMap<(String, u32), u32>>,
     branches: std::sync::atomic::AtomicU32,
     /// The CONTEXT operation enclosing this line's operations (`None` at the top level).
     context: Option<String>,
@@ -822,8 +825,8 @@ impl Execution {
     /// `retry_count`-th retry (`None` for a state that cannot retry: AWS gives a Pass, Choice,
     /// Wait, Succeed or Fail state no `RetryCount`, recorded).
     ///
-    /// `Execution.RedriveCount` is 0 (wfc does not redrive), and absent from an Express execution
-    /// started synchronously, as recorded.
+    /// `Execution.RedriveCount` is how often a durable execution was redriven (0 otherwise), and
+    /// absent from an Express execution started synchronously, as recorded.
     pub fn context_object(&self, state_name: &str, entered_time: &str, retry_count: Option<u32>) -> Value {
         let mut ctx = json!({
             "Execution": {
@@ -843,7 +846,7 @@ impl Execution {
             },
         });
         if self.shared.machine_type != MachineType::ExpressSync {
-            ctx["Execution"]["RedriveCount"] = json!(0);
+            ctx["Execution"]["RedriveCount"] = json!(self.redrive_count());
         }
         if let Some(n) = retry_count {
             ctx["State"]["RetryCount"] = json!(n);
@@ -1397,6 +1400,7 @@ trait ErasedTask {
     fn decide(&self, retries: &mut RetryState, error: &str, rng: &mut StdRng) -> RetryDecision;
     fn retry_state(&self) -> RetryState;
     fn caught(&self, visit: &Visit<'_>, raw_input: Value, failure: Failure) -> Result<Step, Failure>;
+    fn catches(&self, error: &str) -> bool;
 }
 
 /// The table-free part of [`TaskCode`], as a trait object.
@@ -1474,6 +1478,9 @@ impl<C: TaskCode + Sync> ErasedTask for Erased<'_, C> {
     }
     fn caught(&self, visit: &Visit<'_>, raw_input: Value, failure: Failure) -> Result<Step, Failure> {
         caught(visit, self.0.catchers(), raw_input, failure)
+    }
+    fn catches(&self, error: &str) -> bool {
+        retry::find_catcher(self.0.catchers(), error).is_some()
     }
 }
 
@@ -1860,6 +1867,16 @@ async fn task_inner(
         };
         let decision = exec.with_rng(|rng| erased.decide(&mut retries, &failure.error, rng));
         if let Some(failure) = visit.retry_decided(visit_no, &retries, decision, failure).await? {
+            // A redriven execution runs this visit again when its failure ended the execution.
+            if !erased.catches(&failure.error) && exec.rerun_for_redrive(name, visit_no, visit.retry_count) {
+                // The history goes on as it was: how the execution ended, then its redrive (the
+                // generation this visit now runs in).
+                exec.record(EventType::ExecutionFailed, failure_details(&failure));
+                let generation = exec.redrive_generation(name, visit_no);
+                exec.record(EventType::ExecutionRedriven, json!({ "redriveCount": generation }));
+                retries = erased.retry_state();
+                continue;
+            }
             return erased.caught(&visit, input, failure);
         }
     }
@@ -3220,7 +3237,62 @@ impl Execution {
     /// The deterministic operation id of `name`'s `visit_no`-th visit on this line of control.
     #[cfg(feature = "durable")]
     pub(crate) fn op_id(&self, name: &str, visit_no: u32, suffix: &str) -> String {
-        format!("{}{name}#{visit_no}{suffix}", self.scope.path)
+        let generation = {
+            let generations = self.scope.generations.lock().unwrap_or_else(|p| p.into_inner());
+            generations.get(&(name.to_owned(), visit_no)).copied().unwrap_or(0)
+        };
+        match generation {
+            0 => format!("{}{name}#{visit_no}{suffix}", self.scope.path),
+            g => format!("{}{name}#{visit_no}!{g}{suffix}", self.scope.path),
+        }
+    }
+
+    /// The redrive generation visit `visit_no` of `name` runs in (0: not run again).
+    pub(crate) fn redrive_generation(&self, name: &str, visit_no: u32) -> u32 {
+        #[cfg(feature = "durable")]
+        {
+            let generations = self.scope.generations.lock().unwrap_or_else(|p| p.into_inner());
+            generations.get(&(name.to_owned(), visit_no)).copied().unwrap_or(0)
+        }
+        #[cfg(not(feature = "durable"))]
+        {
+            let _ = (name, visit_no);
+            0
+        }
+    }
+
+    /// `$$.Execution.RedriveCount`: how often the journaled execution was redriven (0 without a
+    /// journal).
+    pub(crate) fn redrive_count(&self) -> u32 {
+        #[cfg(feature = "durable")]
+        if let Some(journal) = &self.shared.journal {
+            return journal.redrive_count();
+        }
+        0
+    }
+
+    /// RedriveExecution runs again the states that did not succeed: called when attempt
+    /// `attempt_no` of visit `visit_no` of Task `name` ended the visit with a failure no
+    /// catcher takes. When that failure was recorded before this run (it ended the execution,
+    /// which was redriven since) and the visit has not yet been run again for every redrive, the
+    /// visit moves to its next redrive generation (new operation ids, so its attempts run
+    /// again, retries counted from zero) and this returns `true`. A failure of this run returns
+    /// `false`: it is the execution's failure.
+    pub(crate) fn rerun_for_redrive(&self, name: &str, visit_no: u32, attempt_no: u32) -> bool {
+        #[cfg(feature = "durable")]
+        if let Some(journal) = &self.shared.journal {
+            let redrives = journal.redrive_count();
+            let id = self.op_id(name, visit_no, &format!(".{attempt_no}"));
+            let mut generations = self.scope.generations.lock().unwrap_or_else(|p| p.into_inner());
+            let generation = generations.entry((name.to_owned(), visit_no)).or_insert(0);
+            if *generation < redrives && journal.failed_before_run(&id) {
+                *generation += 1;
+                return true;
+            }
+            return false;
+        }
+        let _ = (name, visit_no, attempt_no);
+        false
     }
 
     /// The CONTEXT operation the operations of this line of control belong to.

@@ -609,3 +609,97 @@ async fn concurrent_checkpoints_share_commits() {
     println!("Map of 8 Tasks: {} commits alone, {} shared", seen[0].0, seen[1].0);
     assert!(seen[1].0 * 3 < seen[0].0, "commits alone {} and shared {}", seen[0].0, seen[1].0);
 }
+
+// ---------------------------------------------------------------- redrive
+
+/// `Second` fails until `fixed` is set; each call is counted.
+struct Redrivable {
+    counting: Counting,
+    fixed: bool,
+}
+
+impl two_steps::Handler for Redrivable {
+    async fn first(&self, _input: Value, _ctx: TaskContext) -> Result<Value, wfc_runtime::TaskError> {
+        *self.counting.calls.lock().unwrap().entry("First".into()).or_default() += 1;
+        Ok(json!("first"))
+    }
+
+    async fn second(&self, _input: Value, _ctx: TaskContext) -> Result<Value, wfc_runtime::TaskError> {
+        *self.counting.calls.lock().unwrap().entry("Second".into()).or_default() += 1;
+        if self.fixed { Ok(json!("second")) } else { Err(Failure::new("Not.Fixed", "not fixed yet")) }
+    }
+}
+
+/// RedriveExecution through the journal, on both engines: a redriven execution replays the Task
+/// that succeeded, runs the failed one again (a new generation each redrive), records its
+/// earlier ending and `ExecutionRedriven`, and only FAILED/TIMED_OUT/ABORTED ones are redriven.
+#[tokio::test]
+async fn a_redriven_execution_reruns_only_the_failed_task_on_both_engines() {
+    let workflow = two_steps::ir().unwrap();
+    let s = store();
+    let input = json!({});
+    for engine in ["interp", "generated"] {
+        let name = format!("redrive-{engine}");
+        let counting = Counting::default();
+        let run = |fixed: bool, journal: Arc<Journal>| {
+            let counting = counting.clone();
+            async move {
+                let handler = Redrivable { counting: counting.clone(), fixed };
+                if engine == "interp" {
+                    let handlers = Handlers::new().fallback(move |resource: String, input: Value, ctx: TaskContext| {
+                        let handler = Redrivable { counting: counting.clone(), fixed };
+                        async move {
+                            use two_steps::Handler;
+                            if resource.ends_with(":First") {
+                                handler.first(input, ctx).await
+                            } else {
+                                handler.second(input, ctx).await
+                            }
+                        }
+                    });
+                    interp::run(workflow, &handlers, json!({}), RunOptions::real().with_journal(journal)).await
+                } else {
+                    two_steps::run_with(&handler, json!({}), RunOptions::real().with_journal(journal)).await
+                }
+            }
+        };
+        let result = run(false, open(&s, &name, workflow, &input).await).await;
+        assert_eq!(result.status, Status::Failed, "{engine}");
+        // Only an ended, unsuccessful execution is redriven.
+        let redriven = s.redrive_execution(&name).await.unwrap();
+        assert_eq!((redriven.status, redriven.redrive_count), (ExecutionStatus::Running, 1), "{engine}");
+        assert!(matches!(s.redrive_execution(&name).await, Err(StoreError::InvalidUpdate { .. })), "{engine}");
+        let result = run(false, open(&s, &name, workflow, &input).await).await;
+        assert_eq!(result.status, Status::Failed, "{engine}");
+        assert_eq!((counting.count("First"), counting.count("Second")), (1, 2), "{engine}");
+        s.redrive_execution(&name).await.unwrap();
+        let result = run(true, open(&s, &name, workflow, &input).await).await;
+        assert_eq!(result.status, Status::Succeeded, "{engine}: {:?}", result.error);
+        assert_eq!(result.output, Some(json!({"first": "first", "second": "second"})), "{engine}");
+        assert_eq!((counting.count("First"), counting.count("Second")), (1, 3), "{engine}");
+        let kinds: Vec<&str> = result.history.iter().map(|e| e.event_type.name()).collect();
+        let redrives: Vec<&Value> = result
+            .history
+            .iter()
+            .filter(|e| e.event_type.name() == "ExecutionRedriven")
+            .map(|e| &e.details["redriveCount"])
+            .collect();
+        assert_eq!(redrives, [&json!(1), &json!(2)], "{engine}: {kinds:?}");
+        assert_eq!(kinds.iter().filter(|k| **k == "ExecutionFailed").count(), 2, "{engine}: {kinds:?}");
+        assert_eq!(kinds.last(), Some(&"ExecutionSucceeded"), "{engine}");
+        // The journal: the failed attempt of each generation, then the successful one.
+        let ops = s.load_journal(&name).await.unwrap();
+        let status: HashMap<&str, OpStatus> = ops.iter().map(|o| (o.id.as_str(), o.status)).collect();
+        assert_eq!(status["First#1.0"], OpStatus::Succeeded, "{engine}");
+        assert_eq!(
+            (status["Second#1.0"], status["Second#1!1.0"], status["Second#1!2.0"]),
+            (OpStatus::Failed, OpStatus::Failed, OpStatus::Succeeded),
+            "{engine}"
+        );
+        let record = s.describe_execution(&name).await.unwrap().unwrap();
+        assert_eq!((record.status, record.redrive_count), (ExecutionStatus::Succeeded, 2), "{engine}");
+        assert!(record.redrive_date_ms.is_some(), "{engine}");
+        assert!(matches!(s.redrive_execution(&name).await, Err(StoreError::InvalidUpdate { .. })), "{engine}");
+    }
+    assert!(matches!(s.redrive_execution("nobody").await, Err(StoreError::NotFound(_))));
+}

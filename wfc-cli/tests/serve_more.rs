@@ -14,11 +14,31 @@ use std::process::Command;
 use serde_json::json;
 use support::serve::{Server, boto3_venv};
 
-/// `Double` doubles `n`.
+/// RedriveExecution's Tasks: each writes `<execution> <tag>` to `DIR/ledger` (so the suite
+/// counts what ran); `Broken` always fails, `Flaky` fails until `DIR/fixed-<execution>` exists.
+const REDRIVE_HANDLER: &str = r#"
+import json, os, sys
+tag, d = sys.argv[1], sys.argv[2]
+execution = os.environ.get("WFC_EXECUTION_NAME", "?").split(":")[-1]
+with open(os.path.join(d, "ledger"), "a") as f:
+    f.write(f"{execution} {tag}\n")
+if tag == "Broken" or (tag == "Flaky" and not os.path.exists(os.path.join(d, "fixed-" + execution))):
+    sys.stderr.write(f"{tag} is not fixed yet")
+    sys.exit(2)
+print(json.dumps({tag: True}))
+"#;
+
+/// `Double` doubles `n`; `First`, `Broken` and `Flaky` are [`REDRIVE_HANDLER`].
 fn handlers(dir: &Path, python: &Path) -> PathBuf {
     let py = python.display().to_string();
+    let script = dir.join("redrive_handler.py");
+    std::fs::write(&script, REDRIVE_HANDLER).unwrap();
+    let redrive = |tag: &str| json!({"command": [py, script.display().to_string(), tag, dir.display().to_string()]});
     let doc = json!({
         "Double": {"command": [py, "-c", "import json,sys; d=json.load(sys.stdin); print(json.dumps({'doubled': d['n']*2}))"]},
+        "First": redrive("First"),
+        "Broken": redrive("Broken"),
+        "Flaky": redrive("Flaky"),
     });
     let path = dir.join("handlers.json");
     std::fs::write(&path, doc.to_string()).unwrap();
@@ -50,13 +70,14 @@ fn start(store: &str, dir: &Path, python: &Path) -> Server {
     Server::start(store, &["--handlers", handlers.to_str().unwrap(), "--mock-config", mocks.to_str().unwrap()], &[])
 }
 
-fn suite(venv: &Path, server: &Server, phase: &str) {
+fn suite(venv: &Path, server: &Server, dir: &Path, phase: &str) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/serve/boto3_more_suite.py");
     let out = Command::new(venv.join("bin/python"))
         .arg(script)
         .args([server.endpoint().as_str(), phase])
         .args(wfc_serve::MORE_OPERATIONS)
         .env_remove("AWS_PROFILE")
+        .env("WFC_SERVE_TEST_DIR", dir)
         .output()
         .expect("run the boto3 suite");
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
@@ -67,12 +88,13 @@ fn suite(venv: &Path, server: &Server, phase: &str) {
 fn more_suite_on(store: &str, dir: &Path, venv: &Path) {
     let python = venv.join("bin/python");
     let server = start(store, dir, &python);
-    suite(venv, &server, "all");
-    // What must survive a restart (tags) is written before it and read after it.
-    suite(venv, &server, "before-restart");
+    suite(venv, &server, dir, "all");
+    // What must survive a restart (tags, a failed execution to redrive) is written before it
+    // and read after it.
+    suite(venv, &server, dir, "before-restart");
     server.stop();
     let server = start(store, dir, &python);
-    suite(venv, &server, "after-restart");
+    suite(venv, &server, dir, "after-restart");
 }
 
 #[test]

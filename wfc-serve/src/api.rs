@@ -48,7 +48,7 @@ pub const OPERATIONS: &[&str] = &[
 ];
 
 /// Operations of the service model that are not implemented yet (said so in their error).
-const NOT_YET: &[&str] = &["RedriveExecution", "DescribeMapRun", "ListMapRuns", "UpdateMapRun"];
+const NOT_YET: &[&str] = &["DescribeMapRun", "ListMapRuns", "UpdateMapRun"];
 
 /// AWS's limit on execution input and task output (256 KiB).
 pub const MAX_PAYLOAD: usize = 256 * 1024;
@@ -68,6 +68,8 @@ pub struct Service {
     /// `--virtual-time`: StartSyncExecution runs on a clock that skips its waits, as the
     /// durable worker's executions do.
     pub(crate) virtual_time: bool,
+    /// RedriveExecution's recent client tokens.
+    pub(crate) redrives: crate::redrive::Tokens,
 }
 
 impl std::fmt::Debug for Service {
@@ -232,6 +234,7 @@ impl Service {
             "UpdateStateMachineAlias" => self.update_alias(body).await,
             "DeleteStateMachineAlias" => self.delete_alias(body).await,
             "ListStateMachineAliases" => self.list_aliases(body).await,
+            "RedriveExecution" => self.redrive_execution(body).await,
             op if NOT_YET.contains(&op) => Err(ApiError::client(
                 "UnknownOperationException",
                 format!("wfc serve does not implement {op} yet (see docs/serve.md for what it implements)"),
@@ -430,7 +433,10 @@ impl Service {
 
     // ----- executions -----
 
-    async fn record(&self, body: &Map<String, Value>) -> Result<(ExecutionRecord, String, String), ApiError> {
+    pub(crate) async fn record(
+        &self,
+        body: &Map<String, Value>,
+    ) -> Result<(ExecutionRecord, String, String), ApiError> {
         let arn = req_str(body, "executionArn")?;
         let (store_name, machine) = self.arns.execution(arn)?;
         let record =
@@ -610,7 +616,18 @@ impl Service {
             out["cause"] = json!(cause);
         }
         self.put_started_by(&mut out, &machine, &self.started_by(&record.name).await?);
+        if self.is_standard(&machine, &record).await? {
+            crate::redrive::put_redrive(&mut out, &record, true);
+        }
         Ok(out)
+    }
+
+    /// Whether `record` is an execution of a STANDARD machine (only those have `redrive*`).
+    async fn is_standard(&self, machine: &str, record: &ExecutionRecord) -> Result<bool, ApiError> {
+        Ok(match &record.version_id {
+            Some(v) => self.machines.version(machine, v).await?.is_none_or(|m| m.machine_type == MachineType::Standard),
+            None => true,
+        })
     }
 
     async fn describe_for_execution(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
@@ -696,6 +713,7 @@ impl Service {
                 ))
             })?),
         };
+        let redriven = crate::redrive::filter(body)?;
         let prefix = format!("{}:", m.name);
         let records: Vec<ExecutionRecord> = self
             .store
@@ -704,6 +722,7 @@ impl Service {
             .into_iter()
             .filter(|r| r.workflow == m.name && r.name.starts_with(&prefix))
             .filter(|r| status.is_none_or(|s| r.status == s))
+            .filter(|r| redriven.is_none_or(|want| (r.redrive_count > 0) == want))
             .collect();
         let mut started = Vec::with_capacity(records.len());
         let mut kept = Vec::with_capacity(records.len());
@@ -749,6 +768,9 @@ impl Service {
                     item["stopDate"] = seconds(r.updated_at_ms);
                 }
                 self.put_started_by(&mut item, &m.name, by);
+                if m.machine_type == MachineType::Standard {
+                    crate::redrive::put_redrive(&mut item, r, false);
+                }
                 item
             })
             .collect();

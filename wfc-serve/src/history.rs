@@ -20,6 +20,7 @@ fn details_shape(event_type: &str) -> Option<(&'static str, &'static [&'static s
         "ExecutionFailed" => ("executionFailedEventDetails", ERROR),
         "ExecutionTimedOut" => ("executionTimedOutEventDetails", ERROR),
         "ExecutionAborted" => ("executionAbortedEventDetails", ERROR),
+        "ExecutionRedriven" => ("executionRedrivenEventDetails", &["redriveCount"]),
         "MapStateStarted" => ("mapStateStartedEventDetails", &["length"]),
         "MapIterationStarted" => ("mapIterationStartedEventDetails", ITERATION),
         "MapIterationSucceeded" => ("mapIterationSucceededEventDetails", ITERATION),

@@ -15,6 +15,7 @@
 //! - [`mock_config`]: `--mock-config`, Step Functions Local's mocked test cases;
 //! - [`versions`]: state machine versions;
 //! - [`aliases`]: state machine aliases, and what an execution was started by;
+//! - [`redrive`]: RedriveExecution;
 //! - [`ui`]: the execution viewer on `GET /ui` (issue 23).
 //!
 //! Executions are durable: `StartExecution` creates them in the store, and the runtime's
@@ -30,6 +31,7 @@ pub mod http;
 pub mod identity;
 pub mod machines;
 pub mod mock_config;
+pub mod redrive;
 pub mod sigv4;
 pub mod tags;
 pub mod tasks;
@@ -66,6 +68,7 @@ pub const MORE_OPERATIONS: &[&str] = &[
     "UpdateStateMachineAlias",
     "DeleteStateMachineAlias",
     "ListStateMachineAliases",
+    "RedriveExecution",
 ];
 pub use arn::Arns;
 pub use error::ApiError;
@@ -175,6 +178,7 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: impl Future<
         activity_poll: config.activity_poll,
         mocks: config.mock_config.clone(),
         virtual_time: config.virtual_time,
+        redrives: Default::default(),
     });
     let identities = identity::Identities::new(config.arns.clone());
     let workflows = Workflows::new().loader(identities.loader()).interpret_stored(handler).identity({

@@ -36,6 +36,9 @@ pub struct Journal {
     record: ExecutionRecord,
     existed: bool,
     recorded: Mutex<HashMap<String, Operation>>,
+    /// The operations that had failed or timed out when the journal was opened: on a redriven
+    /// execution, the attempts that ended it (see [`crate::Execution`]'s redrive reruns).
+    failed_before_run: std::collections::HashSet<String>,
     /// Held across a checkpoint so concurrent Parallel branches write one batch at a time, each
     /// with the token the previous one returned.
     token: tokio::sync::Mutex<CheckpointToken>,
@@ -233,8 +236,15 @@ impl Journal {
         suspend_after: Option<Duration>,
         suspender: Option<Arc<Suspender>>,
     ) -> Arc<Journal> {
+        let failed_before_run = claim
+            .operations
+            .iter()
+            .filter(|op| matches!(op.status, OpStatus::Failed | OpStatus::TimedOut))
+            .map(|op| op.id.clone())
+            .collect();
         let recorded = claim.operations.into_iter().map(|op| (op.id.clone(), op)).collect();
         Arc::new_cyclic(|this| Journal {
+            failed_before_run,
             deferred: Mutex::new(Vec::new()),
             queue: Mutex::new(CheckpointQueue::default()),
             flush_scheduled: std::sync::atomic::AtomicBool::new(false),
@@ -253,6 +263,16 @@ impl Journal {
             event_claims: tokio::sync::Mutex::new(()),
             chained: std::sync::OnceLock::new(),
         })
+    }
+
+    /// How often the execution was redriven (`$$.Execution.RedriveCount`).
+    pub fn redrive_count(&self) -> u32 {
+        u32::try_from(self.record.redrive_count).unwrap_or(u32::MAX)
+    }
+
+    /// Whether operation `id` had failed or timed out before this run (when it was opened).
+    pub(crate) fn failed_before_run(&self, id: &str) -> bool {
+        self.failed_before_run.contains(id)
     }
 
     /// The execution name.

@@ -386,6 +386,13 @@ pub struct ExecutionRecord {
     /// whether one arrived while it held it.
     #[serde(default)]
     pub signals: i64,
+    /// How many times the execution was redriven ([`Store::redrive_execution`]):
+    /// `$$.Execution.RedriveCount`, and the generation of the states a redrive runs again.
+    #[serde(default)]
+    pub redrive_count: i64,
+    /// When it was last redriven (ms since the Unix epoch).
+    #[serde(default)]
+    pub redrive_date_ms: Option<i64>,
 }
 
 impl ExecutionRecord {
@@ -411,6 +418,8 @@ impl ExecutionRecord {
             definition_hash: None,
             version_id: None,
             signals: 0,
+            redrive_count: 0,
+            redrive_date_ms: None,
         }
     }
 }
@@ -624,6 +633,16 @@ pub trait Store: Send + Sync + fmt::Debug {
         error: Option<String>,
         cause: Option<String>,
     ) -> BoxFuture<'a, Result<ExecutionRecord, StoreError>>;
+
+    /// RedriveExecution: a FAILED, TIMED_OUT or ABORTED execution becomes RUNNING again, its
+    /// `redrive_count` one more and its `redrive_date_ms` now, runnable at once; its journal
+    /// keeps every finished operation (the redriven run replays what succeeded and runs again
+    /// the states that did not, see [`crate::durable`]), except those that were in flight when
+    /// it ended (STARTED or CANCELLED), which run again. Its epoch is bumped. Another status is
+    /// [`StoreError::InvalidUpdate`] saying it; no such execution: [`StoreError::NotFound`].
+    fn redrive_execution<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<ExecutionRecord, StoreError>> {
+        Box::pin(async move { Err(StoreError::Unsupported(format!("redriving execution '{name}'"))) })
+    }
 
     /// Creates the execution for workers to run (idempotent by name like
     /// [`Store::open_execution`], but claims nothing). Returns the record and whether it existed.
@@ -870,6 +889,24 @@ pub(crate) fn pin_refused(record: Option<&ExecutionRecord>, name: &str, guard: &
         Some(_) => "its holder changed meanwhile".to_owned(),
     };
     StoreError::InvalidUpdate { execution: name.to_owned(), message }
+}
+
+/// Why an execution of this status cannot be redriven (AWS's `redriveStatusReason`), or
+/// `None` when it can (FAILED, TIMED_OUT, ABORTED).
+pub fn not_redrivable(status: ExecutionStatus) -> Option<&'static str> {
+    match status {
+        ExecutionStatus::Running => Some("Execution is RUNNING and cannot be redriven"),
+        ExecutionStatus::Succeeded => Some("Execution is SUCCEEDED and cannot be redriven"),
+        ExecutionStatus::Failed | ExecutionStatus::TimedOut | ExecutionStatus::Aborted => None,
+    }
+}
+
+/// The refusal of [`Store::redrive_execution`] for `record`.
+pub(crate) fn redrive_refused(record: &ExecutionRecord) -> StoreError {
+    StoreError::InvalidUpdate {
+        execution: record.name.clone(),
+        message: not_redrivable(record.status).unwrap_or("it changed meanwhile").to_owned(),
+    }
 }
 
 /// Milliseconds since the Unix epoch (wall clock).

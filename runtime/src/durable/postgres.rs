@@ -141,6 +141,13 @@ CREATE TABLE start_groups (
 );
 "#,
     },
+    Migration {
+        description: "redrives of executions (RedriveExecution): their count and last date",
+        sql: r#"
+ALTER TABLE executions ADD COLUMN redrive_count BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE executions ADD COLUMN redrive_date BIGINT;
+"#,
+    },
 ];
 
 /// The NOTIFY channel that wakes workers.
@@ -287,7 +294,8 @@ async fn migrate(client: &mut Client) -> Result<(), StoreError> {
 }
 
 const RECORD_COLUMNS: &str = "name, workflow, status, input, output, error, cause, start_time, epoch, checkpoint_seq, \
-     created_at, updated_at, owner, lease_until, wake_at, definition_hash, signals, version_id, format";
+     created_at, updated_at, owner, lease_until, wake_at, definition_hash, signals, version_id, format, \
+     redrive_count, redrive_date";
 
 fn record_of(row: &Row) -> Result<ExecutionRecord, StoreError> {
     let status: String = row.try_get(2).map_err(pg)?;
@@ -315,6 +323,8 @@ fn record_of(row: &Row) -> Result<ExecutionRecord, StoreError> {
         definition_hash: row.try_get(15).map_err(pg)?,
         signals: row.try_get(16).map_err(pg)?,
         version_id: row.try_get(17).map_err(pg)?,
+        redrive_count: row.try_get(19).map_err(pg)?,
+        redrive_date_ms: row.try_get(20).map_err(pg)?,
     })
 }
 
@@ -835,6 +845,40 @@ impl Store for PgStore {
                 .await
                 .map_err(pg)?;
             }
+            let record = get_record(&tx, name).await?.ok_or_else(|| StoreError::NotFound(name.to_owned()))?;
+            tx.commit().await.map_err(pg)?;
+            Ok(record)
+        })
+    }
+
+    fn redrive_execution<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<ExecutionRecord, StoreError>> {
+        Box::pin(async move {
+            let conn = self.conn().await;
+            let mut client = conn.lock().await;
+            let now = now_ms();
+            let tx = client.transaction().await.map_err(pg)?;
+            let row = tx
+                .query_opt(&format!("SELECT {RECORD_COLUMNS} FROM executions WHERE name = $1 FOR UPDATE"), &[&name])
+                .await
+                .map_err(pg)?;
+            let record =
+                row.as_ref().map(record_of).transpose()?.ok_or_else(|| StoreError::NotFound(name.to_owned()))?;
+            if super::not_redrivable(record.status).is_some() {
+                return Err(super::redrive_refused(&record));
+            }
+            tx.execute(
+                "UPDATE executions SET status = 'RUNNING', output = NULL, error = NULL, cause = NULL, epoch = epoch + 1,
+                        owner = NULL, lease_until = NULL, wake_at = $2, updated_at = $2,
+                        redrive_count = redrive_count + 1, redrive_date = $2
+                 WHERE name = $1",
+                &[&name, &now],
+            )
+            .await
+            .map_err(pg)?;
+            tx.execute("DELETE FROM operations WHERE execution = $1 AND status IN ('STARTED', 'CANCELLED')", &[&name])
+                .await
+                .map_err(pg)?;
+            notify(&tx, name).await?;
             let record = get_record(&tx, name).await?.ok_or_else(|| StoreError::NotFound(name.to_owned()))?;
             tx.commit().await.map_err(pg)?;
             Ok(record)

@@ -146,6 +146,13 @@ CREATE TABLE start_groups (
 );
 "#,
     },
+    Migration {
+        description: "redrives of executions (RedriveExecution): their count and last date",
+        sql: r#"
+ALTER TABLE executions ADD COLUMN redrive_count INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE executions ADD COLUMN redrive_date INTEGER;
+"#,
+    },
 ];
 
 /// A [`Store`] in one SQLite file.
@@ -367,7 +374,8 @@ fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
 }
 
 const RECORD_COLUMNS: &str = "name, workflow, status, input, output, error, cause, start_time, epoch, checkpoint_seq, \
-     created_at, updated_at, owner, lease_until, wake_at, definition_hash, signals, version_id, format";
+     created_at, updated_at, owner, lease_until, wake_at, definition_hash, signals, version_id, format, \
+     redrive_count, redrive_date";
 
 fn record_of(row: &Row<'_>) -> rusqlite::Result<(ExecutionRecordRaw,)> {
     Ok((ExecutionRecordRaw {
@@ -390,6 +398,8 @@ fn record_of(row: &Row<'_>) -> rusqlite::Result<(ExecutionRecordRaw,)> {
         signals: row.get(16)?,
         version_id: row.get(17)?,
         format: row.get(18)?,
+        redrive_count: row.get(19)?,
+        redrive_date_ms: row.get(20)?,
     },))
 }
 
@@ -414,6 +424,8 @@ struct ExecutionRecordRaw {
     signals: i64,
     version_id: Option<String>,
     format: i64,
+    redrive_count: i64,
+    redrive_date_ms: Option<i64>,
 }
 
 /// JSON text as listed: itself when it parses, else a JSON string saying what is wrong.
@@ -459,6 +471,8 @@ impl ExecutionRecordRaw {
             definition_hash: self.definition_hash,
             version_id: self.version_id,
             signals: self.signals,
+            redrive_count: self.redrive_count,
+            redrive_date_ms: self.redrive_date_ms,
         })
     }
 }
@@ -978,6 +992,34 @@ impl Store for SqliteStore {
             tx.execute(
                 "UPDATE operations SET status = 'CANCELLED', end_ts = ?2 WHERE execution = ?1 AND status = 'STARTED'",
                 params![name, now],
+            )
+            .map_err(backend)?;
+            let record = get_record(&tx, &name)?.ok_or_else(|| StoreError::NotFound(name.clone()))?;
+            tx.commit().map_err(backend)?;
+            Ok(record)
+        })
+    }
+
+    fn redrive_execution<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<ExecutionRecord, StoreError>> {
+        let name = name.to_owned();
+        self.call(move |conn| {
+            let now = now_ms();
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
+            let record = get_record(&tx, &name)?.ok_or_else(|| StoreError::NotFound(name.clone()))?;
+            if super::not_redrivable(record.status).is_some() {
+                return Err(super::redrive_refused(&record));
+            }
+            tx.execute(
+                "UPDATE executions SET status = 'RUNNING', output = NULL, error = NULL, cause = NULL, epoch = epoch + 1,
+                        owner = NULL, lease_until = NULL, wake_at = ?2, updated_at = ?2,
+                        redrive_count = redrive_count + 1, redrive_date = ?2
+                 WHERE name = ?1",
+                params![name, now],
+            )
+            .map_err(backend)?;
+            tx.execute(
+                "DELETE FROM operations WHERE execution = ?1 AND status IN ('STARTED', 'CANCELLED')",
+                params![name],
             )
             .map_err(backend)?;
             let record = get_record(&tx, &name)?.ok_or_else(|| StoreError::NotFound(name.clone()))?;

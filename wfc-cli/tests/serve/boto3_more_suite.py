@@ -414,6 +414,105 @@ def aliases(sfn):
     assert sfn.list_state_machine_aliases(stateMachineArn=arn)["stateMachineAliases"] == []
 
 
+REDRIVE = json.dumps(
+    {
+        "StartAt": "First",
+        "States": {
+            "First": {"Type": "Task", "Resource": "First", "ResultPath": "$.first", "Next": "Caught"},
+            "Caught": {
+                "Type": "Task",
+                "Resource": "Broken",
+                "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.caught", "Next": "Flaky"}],
+                "Next": "Flaky",
+            },
+            "Flaky": {
+                "Type": "Task",
+                "Resource": "Flaky",
+                "ResultPath": "$.flaky",
+                "Retry": [{"ErrorEquals": ["States.ALL"], "IntervalSeconds": 1, "MaxAttempts": 1, "BackoffRate": 1}],
+                "Next": "Check",
+            },
+            "Check": {"Type": "Pass", "Parameters": {"redriveCount.$": "$$.Execution.RedriveCount"}, "End": True},
+        },
+    }
+)
+TEST_DIR = os.environ.get("WFC_SERVE_TEST_DIR", "")
+
+
+def ledger(execution):
+    """What the redrive Tasks of `execution` ran, in order."""
+    path = os.path.join(TEST_DIR, "ledger")
+    lines = open(path).read().split("\n") if os.path.exists(path) else []
+    return [line.split(" ", 1)[1] for line in lines if line.startswith(execution + " ")]
+
+
+def fix(execution):
+    open(os.path.join(TEST_DIR, "fixed-" + execution), "w").close()
+
+
+def redrive(sfn):
+    arn = sfn.create_state_machine(name="Redriven", definition=REDRIVE, roleArn=ROLE)["stateMachineArn"]
+    ex = sfn.start_execution(stateMachineArn=arn, name="r1", input="{}")["executionArn"]
+    d = finished(sfn, ex)
+    assert (d["status"], d["redriveCount"], d["redriveStatus"]) == ("FAILED", 0, "REDRIVABLE"), d
+    assert "redriveStatusReason" not in d and "redriveDate" not in d, d
+    assert ledger("r1") == ["First", "Broken", "Flaky", "Flaky"], ledger("r1")
+    # Redriven unfixed: only Flaky runs again (First succeeded, Broken's failure was caught),
+    # its retries counted from zero; the same clientToken answers without a second redrive.
+    first = sfn.redrive_execution(executionArn=ex, clientToken="token-1")["redriveDate"]
+    again = sfn.redrive_execution(executionArn=ex, clientToken="token-1")["redriveDate"]
+    assert first == again, (first, again)
+    d = finished(sfn, ex)
+    assert (d["status"], d["redriveCount"], d["redriveDate"]) == ("FAILED", 1, first), d
+    assert ledger("r1") == ["First", "Broken"] + ["Flaky"] * 4, ledger("r1")
+    # Fixed, redriven again: it succeeds and `$$.Execution.RedriveCount` says 2.
+    fix("r1")
+    sfn.redrive_execution(executionArn=ex)
+    d = finished(sfn, ex)
+    assert (d["status"], d["redriveCount"], d["redriveStatus"]) == ("SUCCEEDED", 2, "NOT_REDRIVABLE"), d
+    assert d["redriveStatusReason"] == "Execution is SUCCEEDED and cannot be redriven", d
+    assert json.loads(d["output"]) == {"redriveCount": 2}, d
+    assert ledger("r1") == ["First", "Broken"] + ["Flaky"] * 5, ledger("r1")
+    # The history keeps each ending and appends ExecutionRedriven.
+    events = sfn.get_execution_history(executionArn=ex, maxResults=1000)["events"]
+    kinds = [e["type"] for e in events]
+    assert [e["id"] for e in events] == list(range(1, len(events) + 1)), events
+    assert kinds.count("ExecutionFailed") == 2 and kinds[-1] == "ExecutionSucceeded", kinds
+    redriven = [e["executionRedrivenEventDetails"]["redriveCount"] for e in events if e["type"] == "ExecutionRedriven"]
+    assert redriven == [1, 2], kinds
+    failed_at = kinds.index("ExecutionFailed")
+    assert kinds[failed_at + 1] == "ExecutionRedriven", kinds
+    assert kinds.count("TaskStateEntered") == 3, kinds
+    # ListExecutions: redriveCount, redriveDate, and redriveFilter.
+    sfn.start_execution(stateMachineArn=arn, name="never", input="{}")
+    fix("never")
+    finished(sfn, f"arn:aws:states:us-east-1:{ACCOUNT}:execution:Redriven:never")
+    items = sfn.list_executions(stateMachineArn=arn, redriveFilter="REDRIVEN")["executions"]
+    assert [(i["name"], i["redriveCount"]) for i in items] == [("r1", 2)], items
+    assert "redriveDate" in items[0], items
+    items = sfn.list_executions(stateMachineArn=arn, redriveFilter="NOT_REDRIVEN")["executions"]
+    assert [(i["name"], i["redriveCount"]) for i in items] == [("never", 0)], items
+    expect_error("ValidationException", sfn.list_executions, stateMachineArn=arn, redriveFilter="SOMETIMES")
+    # Refusals: succeeded, running, unknown, malformed.
+    expect_error("ExecutionNotRedrivable", sfn.redrive_execution, executionArn=ex)
+    wait = json.dumps({"StartAt": "W", "States": {"W": {"Type": "Wait", "Seconds": 600, "End": True}}})
+    warn = sfn.create_state_machine(name="RedriveWait", definition=wait, roleArn=ROLE)["stateMachineArn"]
+    running = sfn.start_execution(stateMachineArn=warn, name="w1")["executionArn"]
+    d = sfn.describe_execution(executionArn=running)
+    assert (d["redriveStatus"], d["redriveStatusReason"]) == ("NOT_REDRIVABLE", "Execution is RUNNING and cannot be redriven"), d
+    expect_error("ExecutionNotRedrivable", sfn.redrive_execution, executionArn=running)
+    # Aborted: redriven, it runs again (and is stopped again here).
+    sfn.stop_execution(executionArn=running)
+    assert sfn.describe_execution(executionArn=running)["status"] == "ABORTED"
+    sfn.redrive_execution(executionArn=running)
+    d = sfn.describe_execution(executionArn=running)
+    assert (d["status"], d["redriveCount"]) == ("RUNNING", 1), d
+    sfn.stop_execution(executionArn=running)
+    expect_error("ExecutionDoesNotExist", sfn.redrive_execution, executionArn=ex.replace(":r1", ":nope"))
+    expect_error("InvalidArn", sfn.redrive_execution, executionArn="arn:nope")
+    expect_error("ValidationException", sfn.redrive_execution, executionArn=ex, clientToken="x" * 65)
+
+
 def main():
     sfn = client()
     if PHASE == "all":
@@ -425,6 +524,7 @@ def main():
         mock_config(sfn)
         versions(sfn)
         aliases(sfn)
+        redrive(sfn)
         unchecked = [op for op in CLAIMED if op not in CHECKED]
         assert not unchecked, f"operations whose responses were not checked against the model: {unchecked}"
     elif PHASE == "before-restart":
@@ -436,6 +536,10 @@ def main():
         assert act["activityArn"].endswith(":activity:DurableWork"), act
         v = sfn.publish_state_machine_version(stateMachineArn=arn)["stateMachineVersionArn"]
         sfn.create_state_machine_alias(name="live", routingConfiguration=[{"stateMachineVersionArn": v, "weight": 100}])
+        # A failed execution, redriven after the restart.
+        arn = sfn.create_state_machine(name="RedriveLater", definition=REDRIVE, roleArn=ROLE)["stateMachineArn"]
+        d = finished(sfn, sfn.start_execution(stateMachineArn=arn, name="later", input="{}")["executionArn"])
+        assert d["status"] == "FAILED", d
     elif PHASE == "after-restart":
         listed = sfn.list_tags_for_resource(resourceArn=sm_arn("Durable"))["tags"]
         assert listed == [{"key": "kept", "value": "yes"}], listed
@@ -453,6 +557,14 @@ def main():
         assert d["routingConfiguration"] == [{"stateMachineVersionArn": sm_arn("Durable") + ":1", "weight": 100}], d
         d = finished(sfn, sfn.start_execution(stateMachineArn=sm_arn("Durable") + ":live")["executionArn"])
         assert d["stateMachineAliasArn"] == sm_arn("Durable") + ":live", d
+        # Redriven after the restart: the journal is in the store, so First does not run again.
+        ex = f"arn:aws:states:us-east-1:{ACCOUNT}:execution:RedriveLater:later"
+        assert ledger("later") == ["First", "Broken", "Flaky", "Flaky"], ledger("later")
+        fix("later")
+        sfn.redrive_execution(executionArn=ex)
+        d = finished(sfn, ex)
+        assert (d["status"], d["redriveCount"], json.loads(d["output"])) == ("SUCCEEDED", 1, {"redriveCount": 1}), d
+        assert ledger("later") == ["First", "Broken", "Flaky", "Flaky", "Flaky"], ledger("later")
     print(json.dumps({"phase": PHASE, "checked": CHECKED}), flush=True)
 
 
