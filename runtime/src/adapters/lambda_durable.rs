@@ -428,9 +428,7 @@ impl LambdaStore {
     /// the target's end), and the replay ignores their outcome, as it ignores the branch.
     fn abandoned_updates(&self, waiting: &[String]) -> Vec<Value> {
         let open = self.open.lock().unwrap_or_else(|p| p.into_inner());
-        let started = |t: OpType| {
-            open.iter().filter(move |(_, o)| o.op_type == t && o.status == "STARTED").map(|(id, o)| (id, o))
-        };
+        let started = |t: OpType| open.iter().filter(move |(_, o)| o.op_type == t && o.status == "STARTED");
         let with_parent = |mut w: Value, o: &OpenOp| {
             if let Some(p) = &o.parent {
                 w["ParentId"] = json!(p);
