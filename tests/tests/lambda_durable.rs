@@ -17,6 +17,12 @@ use wfc_runtime::interp::Handlers;
 use wfc_runtime::ir::Workflow;
 use wfc_runtime::{Failure, Limits};
 
+/// An error object's `ErrorType` and `ErrorMessage` (its `ErrorData` and `StackTrace` are
+/// checked where they are the point).
+fn type_and_message(error: &Value) -> Value {
+    json!({ "ErrorType": error["ErrorType"], "ErrorMessage": error["ErrorMessage"] })
+}
+
 fn load(text: &str) -> Workflow {
     wfc_core::load(wfc_core::Source { path: "inline.asl.json", text }).expect("definition loads").workflow
 }
@@ -173,6 +179,11 @@ impl DurableClient for Fake {
                         op["Status"] = json!("FAILED");
                         op[details] = json!({ "Error": u["Error"] });
                     }
+                    // As the service validates: only a started WAIT is cancelled.
+                    "CANCEL" if u["Type"] == "WAIT" => {
+                        assert_eq!(op["Status"], "STARTED", "CANCEL of a finished WAIT {}", u["Name"]);
+                        op["Status"] = json!("CANCELLED");
+                    }
                     other => panic!("unexpected action {other}"),
                 }
                 changed.push(op.clone());
@@ -283,7 +294,11 @@ fn a2_step_with_retry() {
         calls.iter().map(|c| actions(c)).collect::<Vec<_>>(),
         [vec!["START STEP step1#1.0"], vec!["FAIL STEP step1#1.0"], vec!["START WAIT step1#1.retry1"]]
     );
-    assert_eq!(calls[1][0]["Error"], json!({ "ErrorType": "Oops", "ErrorMessage": "first try" }));
+    let error = &calls[1][0]["Error"];
+    assert_eq!(type_and_message(error), json!({ "ErrorType": "Oops", "ErrorMessage": "first try" }));
+    // §8.3.3's SHOULDs: the error and cause for machines, and the operation's scopes.
+    assert_eq!(error["ErrorData"], json!({ "Error": "Oops", "Cause": "first try" }).to_string());
+    assert_eq!(error["StackTrace"], json!(["step1#1.0"]));
     assert_eq!(calls[2][0]["WaitOptions"]["WaitSeconds"], 5);
     assert_eq!(calls[2][0]["SubType"], "Retry");
     // Invocation 2, after the service fired the timer: the failure replays, attempt 1 runs.
@@ -667,14 +682,20 @@ fn a_failed_branch_fails_its_contexts() {
     let (h, _) = counting(&[("L", Err(("Boom", "it broke")))]);
     let fake = Fake::new(&json!({}));
     let out = invoke(&wf, &h, &fake, 100).unwrap();
-    assert_eq!(out, json!({ "Status": "FAILED", "Error": { "ErrorType": "Boom", "ErrorMessage": "it broke" } }));
+    assert_eq!(out["Status"], "FAILED", "{out}");
+    assert_eq!(type_and_message(&out["Error"]), json!({ "ErrorType": "Boom", "ErrorMessage": "it broke" }));
     let calls = fake.calls();
     let all: Vec<String> = calls.iter().flat_map(|c| shape(&fake, c)).collect();
     assert_eq!(
         &all[3..],
         ["FAIL STEP Both#1.0/0/L#1.0 < Both#1.0/0", "FAIL CONTEXT Both#1.0/0 < Both#1.0", "FAIL CONTEXT Both#1.0 < -"]
     );
-    assert_eq!(calls.last().unwrap()[0]["Error"], json!({ "ErrorType": "Boom", "ErrorMessage": "it broke" }));
+    let step_error = &calls.iter().flatten().find(|u| u["Type"] == "STEP" && u["Action"] == "FAIL").unwrap()["Error"];
+    assert_eq!(step_error["StackTrace"], json!(["Both#1.0/0/L#1.0", "Both#1.0/0", "Both#1.0"]));
+    assert_eq!(
+        type_and_message(&calls.last().unwrap()[0]["Error"]),
+        json!({ "ErrorType": "Boom", "ErrorMessage": "it broke" })
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -804,11 +825,8 @@ fn a_chained_invoke_failure_reaches_the_subflow_error_handling() {
         assert_eq!(invoke_chained(&wf, &h, &fake, &chained), json!({ "Status": "PENDING" }));
         fake.complete_chained("Ship#1.0", status, details);
         let out = invoke_chained(&wf, &h, &fake, &chained);
-        assert_eq!(
-            out,
-            json!({ "Status": "FAILED", "Error": { "ErrorType": error, "ErrorMessage": cause } }),
-            "{status}"
-        );
+        assert_eq!(out["Status"], "FAILED", "{status}");
+        assert_eq!(type_and_message(&out["Error"]), json!({ "ErrorType": error, "ErrorMessage": cause }), "{status}");
     }
 }
 
@@ -1045,5 +1063,73 @@ fn a_target_the_service_cannot_resolve_fails_the_subflow_at_once() {
     let out = invoke_chained(&wf, &h, &fake, &chained);
     let error =
         json!({ "ErrorType": "ResourceNotFoundException", "ErrorMessage": "Function not found: ship-fn:live." });
-    assert_eq!(out, json!({ "Status": "FAILED", "Error": error }));
+    assert_eq!(out["Status"], "FAILED", "{out}");
+    assert_eq!(type_and_message(&out["Error"]), error);
+}
+
+/// §4.5.2(6): a Parallel whose second branch fails while the first waits, caught: the first
+/// branch's WAIT is cancelled and its CONTEXT failed before the PENDING answer (the caught
+/// workflow waits on); the next invocation replays the abandoned branch up to the cancelled
+/// wait, never past it, starts nothing again and cancels nothing twice.
+#[test]
+fn an_abandoned_branch_is_closed_once_and_replayed_up_to_its_cancelled_wait() {
+    let wf = load(
+        r#"{"StartAt": "P", "States": {
+            "P": {"Type": "Parallel", "Next": "Done", "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "Later"}],
+                  "Branches": [
+                {"StartAt": "Slow", "States": {"Slow": {"Type": "Wait", "Seconds": 3600, "Next": "After"},
+                                               "After": {"Type": "Task", "Resource": "arn:aws:lambda:::function:f", "End": true}}},
+                {"StartAt": "Boom", "States": {"Boom": {"Type": "Task", "Resource": "arn:aws:lambda:::function:f", "End": true}}}]},
+            "Later": {"Type": "Wait", "Seconds": 5, "Next": "Done"},
+            "Done": {"Type": "Pass", "End": true}}}"#,
+    );
+    let (h, runs) = counting(&[("Boom", Err(("Boom.Failed", "no luck")))]);
+    let fake = Fake::new(&json!({}));
+    assert_eq!(invoke(&wf, &h, &fake, 100).unwrap(), json!({ "Status": "PENDING" }));
+    let all: Vec<String> = fake.calls().iter().flat_map(|c| shape(&fake, c)).collect();
+    assert!(all.contains(&"START WAIT P#1.0/0/Slow#1 < P#1.0/0".to_owned()), "{all:?}");
+    let closing: Vec<&String> =
+        all.iter().filter(|a| a.starts_with("CANCEL") || a.contains("CONTEXT P#1.0/0 ")).collect();
+    assert_eq!(
+        closing,
+        ["START CONTEXT P#1.0/0 < P#1.0", "CANCEL WAIT P#1.0/0/Slow#1 < P#1.0/0", "FAIL CONTEXT P#1.0/0 < P#1.0"]
+    );
+    let failed_branch =
+        fake.calls().concat().into_iter().find(|u| u["Action"] == "FAIL" && u["Name"] == "P#1.0/0").unwrap();
+    assert_eq!(failed_branch["Error"]["ErrorType"], "Wfc.BranchAbandoned");
+    // The service fires the caught path's timer (the cancelled one stays cancelled).
+    fake.fire_timers();
+    let before = fake.calls().len();
+    let out = invoke(&wf, &h, &fake, 100).unwrap();
+    assert_eq!(out["Status"], "SUCCEEDED", "{out}");
+    let again: Vec<String> = fake.calls()[before..].iter().flat_map(|c| actions(c)).collect();
+    assert!(
+        again.iter().all(|a| !a.contains("Slow") && !a.contains("P#1.0/0 ") && !a.ends_with("P#1.0/0")),
+        "{again:?}"
+    );
+    // The branch never went past its wait: After never ran.
+    assert!(runs.lock().unwrap().get("After").is_none());
+}
+
+/// §9.3: a checkpointed result that is not JSON (here a step's, as another writer could leave
+/// it) fails the execution at once instead of being read as a string.
+#[test]
+fn a_result_that_does_not_deserialize_is_a_terminal_failure() {
+    let wf = load(
+        r#"{"StartAt": "A", "States": {"A": {"Type": "Task", "Resource": "arn:aws:lambda:::function:f", "Next": "W"},
+            "W": {"Type": "Wait", "Seconds": 5, "End": true}}}"#,
+    );
+    let (h, _) = counting(&[("A", Ok(json!({ "ok": true })))]);
+    let fake = Fake::new(&json!({}));
+    assert_eq!(invoke(&wf, &h, &fake, 100).unwrap(), json!({ "Status": "PENDING" }));
+    for op in &mut fake.0.lock().unwrap().ops {
+        if op["Type"] == "STEP" {
+            op["StepDetails"]["Result"] = json!("{not json");
+        }
+    }
+    fake.fire_timers();
+    let out = invoke(&wf, &h, &fake, 100).unwrap();
+    assert_eq!(out["Status"], "FAILED", "{out}");
+    assert_eq!(out["Error"]["ErrorType"], "Wfc.ResultNotDeserializable", "{out}");
+    assert!(out["Error"]["ErrorMessage"].as_str().unwrap().contains("A#1.0"), "{out}");
 }

@@ -3,8 +3,10 @@
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde_json::Value;
+use wfc_runtime::adapters::lambda_client::SdkClient;
 use wfc_runtime::adapters::lambda_durable;
 use wfc_runtime::adapters::swf::{self, SwfConfig};
 
@@ -105,9 +107,10 @@ pub(crate) struct ChainedArgs {
 pub(crate) struct LambdaInvokeArgs {
     /// The definition file.
     pub(crate) file: PathBuf,
-    /// The durable execution API endpoint, `http://HOST:PORT` (e.g. dex-local-runner).
+    /// The durable execution API endpoint (`http://` or `https://`, e.g. dex-local-runner);
+    /// default: aws-config's (`AWS_ENDPOINT_URL_LAMBDA`, else AWS's for the region).
     #[arg(long, value_name = "URL")]
-    pub(crate) endpoint: String,
+    pub(crate) endpoint: Option<String>,
     /// Mocked task responses (wfc's format): the Task attempts this invocation runs.
     #[arg(long, value_name = "FILE")]
     pub(crate) mocks: Option<PathBuf>,
@@ -128,9 +131,10 @@ pub(crate) struct LambdaServeArgs {
     /// Where to answer Lambda `Invoke` calls (`POST /2015-03-31/functions/NAME/invocations`).
     #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:3011")]
     pub(crate) listen: String,
-    /// The durable execution API endpoint, `http://HOST:PORT`.
+    /// The durable execution API endpoint (`http://` or `https://`); default: aws-config's
+    /// (`AWS_ENDPOINT_URL_LAMBDA`, else AWS's for the region).
     #[arg(long, value_name = "URL")]
-    pub(crate) endpoint: String,
+    pub(crate) endpoint: Option<String>,
     /// Mocked task responses (wfc's format), shared by every invocation this process serves.
     #[arg(long, value_name = "FILE")]
     pub(crate) mocks: Option<PathBuf>,
@@ -147,9 +151,10 @@ pub(crate) struct LambdaServeArgs {
 #[derive(Debug, clap::Args)]
 #[command(group(clap::ArgGroup::new("answer").required(true).args(["success", "failure", "heartbeat"])))]
 pub(crate) struct LambdaCallbackArgs {
-    /// The durable execution API endpoint, `http://HOST:PORT`.
+    /// The durable execution API endpoint (`http://` or `https://`); default: aws-config's
+    /// (`AWS_ENDPOINT_URL_LAMBDA`, else AWS's for the region).
     #[arg(long, value_name = "URL")]
-    pub(crate) endpoint: String,
+    pub(crate) endpoint: Option<String>,
     /// The callback id (the task token the `.waitForTaskToken` task's handler was given).
     #[arg(long, value_name = "ID")]
     pub(crate) id: String,
@@ -164,19 +169,23 @@ pub(crate) struct LambdaCallbackArgs {
     pub(crate) heartbeat: bool,
 }
 
+/// A runtime for the Lambda commands, and the service client made on it (its connections
+/// belong to this runtime).
+fn lambda_runtime_and_client(endpoint: Option<&str>) -> Result<(tokio::runtime::Runtime, SdkClient), Exit> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(fatal)?;
+    let client = runtime.block_on(SdkClient::from_env(endpoint)).map_err(fatal)?;
+    Ok((runtime, client))
+}
+
 /// Sends a callback answer to the durable execution service.
 pub(crate) fn lambda_callback(args: &LambdaCallbackArgs) -> Exit {
-    let client = match lambda_durable::HttpClient::new(&args.endpoint) {
-        Ok(c) => c,
-        Err(e) => return fatal(e),
-    };
     let success = match args.success.as_deref().map(serde_json::from_str::<Value>).transpose() {
         Ok(v) => v,
         Err(e) => return fatal(format!("--success is not valid JSON: {e}")),
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(r) => r,
-        Err(e) => return fatal(e),
+    let (runtime, client) = match lambda_runtime_and_client(args.endpoint.as_deref()) {
+        Ok(both) => both,
+        Err(exit) => return exit,
     };
     let sent = runtime.block_on(async {
         match (&success, &args.failure) {
@@ -231,7 +240,6 @@ impl wfc_runtime::DynHandler for LedgerHandler {
 struct LambdaSetup {
     workflows: Vec<(String, wfc_ir::Workflow)>,
     handler: LedgerHandler,
-    client: std::sync::Arc<dyn lambda_durable::DurableClient>,
     chained: lambda_durable::ChainedInvokes,
 }
 
@@ -247,7 +255,6 @@ impl LambdaSetup {
 fn lambda_setup(
     files: &[PathBuf],
     mocks: Option<&PathBuf>,
-    endpoint: &str,
     ledger: Option<PathBuf>,
     chained: &ChainedArgs,
 ) -> Result<LambdaSetup, Exit> {
@@ -261,7 +268,6 @@ fn lambda_setup(
     }
     let name = workflows.first().map(|(_, w)| w.name.clone()).unwrap_or_default();
     let mocks = crate::run::read_mocks(mocks.map(PathBuf::as_path), None, None, &name).map_err(fatal)?;
-    let client = lambda_durable::HttpClient::new(endpoint).map_err(fatal)?;
     let handler = LedgerHandler { mocks: crate::engine::MockHandler::new(mocks), ledger };
     // Every mapping must name a subflow one of the served definitions waits for.
     let map_runs = match chained.chained_map_runs.as_deref() {
@@ -272,13 +278,13 @@ fn lambda_setup(
         .map(|c| c.with_map_runs(map_runs))
         .and_then(|c| c.check(workflows.iter().map(|(_, w)| w)).map(|()| c))
         .map_err(|e| fatal(format!("--chained-function/--chained-map-runs: {e}")))?;
-    Ok(LambdaSetup { workflows, handler, client: std::sync::Arc::new(client), chained })
+    Ok(LambdaSetup { workflows, handler, chained })
 }
 
 /// Handles one durable invocation event and prints the invocation output.
 pub(crate) fn lambda_invoke(args: &LambdaInvokeArgs) -> Exit {
     let files = std::slice::from_ref(&args.file);
-    let setup = match lambda_setup(files, args.mocks.as_ref(), &args.endpoint, None, &args.chained) {
+    let setup = match lambda_setup(files, args.mocks.as_ref(), None, &args.chained) {
         Ok(s) => s,
         Err(exit) => return exit,
     };
@@ -286,8 +292,21 @@ pub(crate) fn lambda_invoke(args: &LambdaInvokeArgs) -> Exit {
         Ok(e) => e,
         Err(e) => return fatal(e),
     };
+    let (runtime, client) = match lambda_runtime_and_client(args.endpoint.as_deref()) {
+        Ok(both) => both,
+        Err(exit) => return exit,
+    };
     let workflow = &setup.workflows[0].1;
-    match lambda_durable::invoke_chained(workflow, &setup.handler, &event, setup.client.clone(), &setup.chained) {
+    let client: Arc<dyn lambda_durable::DurableClient> = Arc::new(client);
+    let answer = runtime.block_on(lambda_durable::invoke_interpreted(
+        workflow,
+        &setup.handler,
+        &event,
+        client,
+        &setup.chained,
+        None,
+    ));
+    match answer {
         Ok(output) => {
             println!("{output}");
             Exit::Success
@@ -299,102 +318,112 @@ pub(crate) fn lambda_invoke(args: &LambdaInvokeArgs) -> Exit {
     }
 }
 
-/// Serves Lambda `Invoke` calls on `--listen`, one at a time, each a durable invocation.
+/// Serves Lambda `Invoke` calls on `--listen` over hyper, one at a time (as Lambda hands one
+/// event at a time to an execution environment), each a durable invocation.
 pub(crate) fn lambda_serve(args: &LambdaServeArgs) -> Exit {
-    let setup = match lambda_setup(&args.files, args.mocks.as_ref(), &args.endpoint, args.ledger.clone(), &args.chained)
-    {
+    let setup = match lambda_setup(&args.files, args.mocks.as_ref(), args.ledger.clone(), &args.chained) {
         Ok(s) => s,
         Err(exit) => return exit,
     };
-    let listener = match std::net::TcpListener::bind(&args.listen) {
-        Ok(l) => l,
-        Err(e) => return fatal(format!("cannot listen on {}: {e}", args.listen)),
+    let (runtime, client) = match lambda_runtime_and_client(args.endpoint.as_deref()) {
+        Ok(both) => both,
+        Err(exit) => return exit,
     };
-    let names: Vec<&str> = setup.workflows.iter().map(|(stem, _)| stem.as_str()).collect();
-    eprintln!("wfc lambda-serve: answering Invoke on http://{} for {}", args.listen, names.join(", "));
-    for stream in listener.incoming() {
-        let Ok(mut stream) = stream else { continue };
-        if let Err(e) = serve_one(&setup, &mut stream) {
-            eprintln!("wfc lambda-serve: {e}");
-        }
-    }
-    Exit::Success
-}
-
-fn serve_one(setup: &LambdaSetup, stream: &mut std::net::TcpStream) -> Result<(), String> {
-    let request = read_request(stream)?;
-    let (status, headers, body) = match request {
-        (method, path, _) if method == "GET" && path.starts_with("/health") => (200, "", "{}".to_owned()),
-        (method, path, body) if method == "POST" && path.ends_with("/invocations") => {
-            // /2015-03-31/functions/NAME/invocations (NAME may carry a :qualifier).
-            let function = path.rsplit('/').nth(1).unwrap_or_default();
-            let function = function.split(['%', ':']).next().unwrap_or_default();
-            match setup
-                .workflow(function)
-                .ok_or_else(|| format!("no definition is served for function '{function}'"))
-                .and_then(|workflow| {
-                    let event =
-                        serde_json::from_slice::<Value>(&body).map_err(|e| format!("the event is not JSON: {e}"))?;
-                    // Map Run children chain to the function this route serves, unless named.
-                    let chained = setup.chained.for_function(function);
-                    lambda_durable::invoke_chained(workflow, &setup.handler, &event, setup.client.clone(), &chained)
-                        .map_err(|e| e.to_string())
-                }) {
-                Ok(output) => (200, "", output.to_string()),
-                // As Lambda reports a function error: 200 with X-Amz-Function-Error.
-                Err(e) => (
-                    200,
-                    "X-Amz-Function-Error: Unhandled\r\n",
-                    serde_json::json!({ "errorType": "Wfc.InvocationError", "errorMessage": e }).to_string(),
-                ),
+    let client: Arc<dyn lambda_durable::DurableClient> = Arc::new(client);
+    runtime.block_on(async {
+        let listener = match tokio::net::TcpListener::bind(&args.listen).await {
+            Ok(l) => l,
+            Err(e) => return fatal(format!("cannot listen on {}: {e}", args.listen)),
+        };
+        let names: Vec<&str> = setup.workflows.iter().map(|(stem, _)| stem.as_str()).collect();
+        eprintln!("wfc lambda-serve: answering Invoke on http://{} for {}", args.listen, names.join(", "));
+        loop {
+            let stream = match listener.accept().await {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    eprintln!("wfc lambda-serve: {e}");
+                    continue;
+                }
+            };
+            let setup = &setup;
+            let client = &client;
+            let service = hyper::service::service_fn(move |request| answer(setup, client, request));
+            // Connections are served one after the other (one invocation at a time), each for
+            // one request: a kept-alive idle connection would hold up the next caller's.
+            let served = hyper::server::conn::http1::Builder::new()
+                .keep_alive(false)
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                .await;
+            if let Err(e) = served {
+                eprintln!("wfc lambda-serve: {e}");
             }
         }
-        (method, path, _) => {
-            (404, "", serde_json::json!({ "message": format!("no route {method} {path}") }).to_string())
-        }
-    };
-    let reason = if status == 200 { "OK" } else { "Not Found" };
-    let head = format!(
-        "HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(body.as_bytes())).map_err(|e| e.to_string())
+    })
 }
 
-/// Reads one HTTP/1.1 request: method, path and body (by Content-Length).
-fn read_request(stream: &mut std::net::TcpStream) -> Result<(String, String, Vec<u8>), String> {
-    let mut raw = Vec::new();
-    let mut buf = [0u8; 8192];
-    let header_end = loop {
-        let n = stream.read(&mut buf).map_err(|e| e.to_string())?;
-        if n == 0 {
-            return Err("the connection closed before a request".into());
-        }
-        raw.extend_from_slice(&buf[..n]);
-        if let Some(i) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
+type Response = hyper::Response<http_body_util::Full<hyper::body::Bytes>>;
+
+fn json_response(status: u16, function_error: bool, body: &Value) -> Result<Response, std::convert::Infallible> {
+    let mut response = hyper::Response::new(http_body_util::Full::new(hyper::body::Bytes::from(body.to_string())));
+    *response.status_mut() = hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    let headers = response.headers_mut();
+    headers.insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
+    if function_error {
+        // As Lambda reports a function error: 200 with X-Amz-Function-Error.
+        headers.insert("x-amz-function-error", hyper::header::HeaderValue::from_static("Unhandled"));
+    }
+    Ok(response)
+}
+
+/// One request: `GET /health`, or a Lambda `Invoke` (`POST /2015-03-31/functions/NAME/invocations`,
+/// NAME possibly with a `:qualifier`; the tenant of a tenant-isolated function in `X-Amz-Tenant-Id`).
+async fn answer(
+    setup: &LambdaSetup,
+    client: &Arc<dyn lambda_durable::DurableClient>,
+    request: hyper::Request<hyper::body::Incoming>,
+) -> Result<Response, std::convert::Infallible> {
+    use http_body_util::BodyExt;
+    let (method, path) = (request.method().clone(), request.uri().path().to_owned());
+    if method == hyper::Method::GET && path.starts_with("/health") {
+        return json_response(200, false, &serde_json::json!({}));
+    }
+    if !(method == hyper::Method::POST && path.ends_with("/invocations")) {
+        return json_response(404, false, &serde_json::json!({ "message": format!("no route {method} {path}") }));
+    }
+    let function = path.rsplit('/').nth(1).unwrap_or_default();
+    let function = function.split(['%', ':']).next().unwrap_or_default().to_owned();
+    let tenant = request.headers().get("x-amz-tenant-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let body = match request.into_body().collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) => {
+            return json_response(
+                400,
+                false,
+                &serde_json::json!({ "message": format!("cannot read the request: {e}") }),
+            );
         }
     };
-    let head = String::from_utf8_lossy(&raw[..header_end]).into_owned();
-    let mut first = head.lines().next().unwrap_or_default().split_whitespace();
-    let method = first.next().unwrap_or_default().to_owned();
-    let path = first.next().unwrap_or_default().to_owned();
-    let length = head
-        .lines()
-        .find_map(|l| {
-            l.split_once(':')
-                .filter(|(k, _)| k.eq_ignore_ascii_case("content-length"))
-                .map(|(_, v)| v.trim().to_owned())
-        })
-        .and_then(|v| v.parse::<usize>().ok())
-        .unwrap_or(0);
-    let mut body = raw[header_end..].to_vec();
-    while body.len() < length {
-        let n = stream.read(&mut buf).map_err(|e| e.to_string())?;
-        if n == 0 {
-            break;
+    let outcome = async {
+        let workflow =
+            setup.workflow(&function).ok_or_else(|| format!("no definition is served for function '{function}'"))?;
+        let event = serde_json::from_slice::<Value>(&body).map_err(|e| format!("the event is not JSON: {e}"))?;
+        // Map Run children chain to the function this route serves, unless named.
+        let chained = setup.chained.for_function(&function);
+        lambda_durable::invoke_interpreted(
+            workflow,
+            &setup.handler,
+            &event,
+            Arc::clone(client),
+            &chained,
+            tenant.as_deref(),
+        )
+        .await
+        .map_err(|e| e.to_string())
+    };
+    match outcome.await {
+        Ok(output) => json_response(200, false, &output),
+        Err(e) => {
+            json_response(200, true, &serde_json::json!({ "errorType": "Wfc.InvocationError", "errorMessage": e }))
         }
-        body.extend_from_slice(&buf[..n]);
     }
-    Ok((method, path, body))
 }

@@ -23,6 +23,19 @@ fn venv() -> Option<PathBuf> {
     venv_with("dex-local-runner")
 }
 
+/// `wfc` with the credentials and region aws-config reads (dex-local-runner does not check
+/// signatures, but the SDK signs every request and needs them).
+fn wfc_cmd() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_wfc"));
+    c.env("AWS_ACCESS_KEY_ID", "local")
+        .env("AWS_SECRET_ACCESS_KEY", "local")
+        .env("AWS_REGION", "us-west-2")
+        .env_remove("AWS_PROFILE")
+        .env_remove("AWS_ENDPOINT_URL")
+        .env_remove("AWS_ENDPOINT_URL_LAMBDA");
+    c
+}
+
 /// One HTTP/1.1 exchange; returns the status and the JSON body.
 fn http(port: u16, method: &str, path: &str, body: Option<&Value>) -> Result<(u16, Value), String> {
     let mut s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
@@ -61,8 +74,12 @@ struct Servers {
 }
 
 impl Servers {
-    /// Starts dex-local-runner with `runner_args` added (`--function-configs`).
+    /// Starts dex-local-runner with `runner_args` added (`--function-configs`), skipping the
+    /// time of waits (`--skip-time`) unless `runner_args` has `--real-time` (wfc's marker, not
+    /// the runner's: its waits then take their time).
     fn start_with(venv: &Path, name: &str, runner_args: &[&str]) -> Servers {
+        let skip_time: &[&str] = if runner_args.contains(&"--real-time") { &[] } else { &["--skip-time"] };
+        let runner_args: Vec<&str> = runner_args.iter().copied().filter(|a| *a != "--real-time").collect();
         let dir = std::env::temp_dir().join(format!("wfc-lambda-live-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
@@ -71,8 +88,9 @@ impl Servers {
         let dex = Command::new(venv.join("bin/dex-local-runner"))
             .args(["start-server", "--host", "127.0.0.1", "--port", &dex_port.to_string()])
             .args(["--lambda-endpoint", &format!("http://127.0.0.1:{lambda_port}")])
-            .args(["--local-runner-endpoint", &format!("http://127.0.0.1:{dex_port}"), "--skip-time"])
-            .args(runner_args)
+            .args(["--local-runner-endpoint", &format!("http://127.0.0.1:{dex_port}")])
+            .args(skip_time)
+            .args(&runner_args)
             .env("AWS_ACCESS_KEY_ID", "local")
             .env("AWS_SECRET_ACCESS_KEY", "local")
             .env("AWS_DEFAULT_REGION", "us-west-2")
@@ -99,7 +117,7 @@ impl Servers {
         std::fs::write(&mocks_path, mocks.to_string()).unwrap();
         let defs: Vec<PathBuf> =
             files.iter().map(|f| Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lambda").join(f)).collect();
-        let child = Command::new(env!("CARGO_BIN_EXE_wfc"))
+        let child = wfc_cmd()
             .arg("lambda-serve")
             .args(&defs)
             .args(["--listen", &format!("127.0.0.1:{}", self.lambda_port)])
@@ -163,7 +181,7 @@ impl Servers {
 
     /// Runs `wfc lambda-callback` against the runner.
     fn callback(&self, id: &str, answer: &[&str]) {
-        let out = Command::new(env!("CARGO_BIN_EXE_wfc"))
+        let out = wfc_cmd()
             .arg("lambda-callback")
             .args(["--endpoint", &format!("http://127.0.0.1:{}", self.dex_port), "--id", id])
             .args(answer)
@@ -332,7 +350,7 @@ fn lambda_invoke_answers_each_event_the_runner_sends() {
                 let n = stream.read(&mut buf).unwrap();
                 raw.extend_from_slice(&buf[..n]);
             }
-            let mut child = Command::new(env!("CARGO_BIN_EXE_wfc"))
+            let mut child = wfc_cmd()
                 .arg("lambda-invoke")
                 .arg(&definition)
                 .args(["--endpoint", &format!("http://127.0.0.1:{dex_port}"), "--mocks"])
@@ -409,7 +427,7 @@ fn a_callback_waits_pending_until_the_service_completes_it() {
     assert_eq!(count(&h, "CallbackSucceeded", "Ask#1.0"), 1, "{h:?}");
     assert_eq!(count(&h, "StepSucceeded", "Ask#1.0.send"), 1, "{h:?}");
     // A second answer to a finished callback is refused.
-    let out = Command::new(env!("CARGO_BIN_EXE_wfc"))
+    let out = wfc_cmd()
         .args(["lambda-callback", "--endpoint", &format!("http://127.0.0.1:{}", s.dex_port), "--id", &token])
         .args(["--success", "1"])
         .output()
@@ -593,7 +611,7 @@ fn chained_function_mappings_are_checked_against_the_definitions() {
         ("nope=ship", "names no subflow the definition waits for (its subflows are: ship)"),
         ("ship@9=ship", "(the subflow 'ship' has version 1.0)"),
     ] {
-        let out = Command::new(env!("CARGO_BIN_EXE_wfc"))
+        let out = wfc_cmd()
             .arg("lambda-serve")
             .arg(dir.join("order.sw.json"))
             .args(["--endpoint", "http://127.0.0.1:9", "--listen", "127.0.0.1:0", "--chained-function", mapping])
@@ -603,7 +621,7 @@ fn chained_function_mappings_are_checked_against_the_definitions() {
         assert_eq!(out.status.code(), Some(2), "{mapping}: {stderr}");
         assert!(stderr.contains(message), "{mapping}: {stderr}");
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_wfc"))
+    let out = wfc_cmd()
         .arg("lambda-invoke")
         .arg(dir.join("sequence.asl.json"))
         .args(["--endpoint", "http://127.0.0.1:9", "--chained-function", "ship=ship"])
@@ -656,4 +674,119 @@ fn map_run_children_are_chained_invokes_of_the_function_itself() {
     let mut ledger = s.ledger("ledger");
     ledger.sort();
     assert_eq!(ledger, ["Broken 0", "Work 0", "Work 0"]);
+}
+
+/// §4.5.2(6): a Parallel whose second branch fails while the first waits. The execution fails
+/// with the branch's error, and the service's history shows the abandoned branch closed: its
+/// WAIT cancelled (not left STARTED) and its CONTEXT failed with `Wfc.BranchAbandoned`.
+#[test]
+fn an_abandoned_branch_has_its_wait_cancelled_and_its_context_closed() {
+    // In real time: a skipped wait would have fired before the branch failed.
+    let Some(s) = servers_or_skip_with("abandon", &["--real-time"]) else { return };
+    let mocks = json!({ "Boom": { "throw": { "error": "Boom.Failed", "cause": "no luck" } } });
+    let _serve = s.serve(&["abandon"], &mocks, "ledger");
+    let arn = s.start_execution("abandon", "abandon-1", &json!({}));
+    let (e, events) = s.finished(&arn);
+    assert_eq!(e["Status"], "FAILED", "{e}");
+    assert_eq!(e["Error"]["ErrorType"], "Boom.Failed", "{e}");
+    assert_eq!(count(&events, "WaitStarted", "P#1.0/0/Slow#1"), 1, "{events:?}");
+    assert_eq!(count(&events, "WaitCancelled", "P#1.0/0/Slow#1"), 1, "{events:?}");
+    assert_eq!(count(&events, "WaitSucceeded", "P#1.0/0/Slow#1"), 0, "{events:?}");
+    let history = s.history(&arn);
+    let branch_failed: Vec<&Value> =
+        events_of(&history, "ContextFailed").into_iter().filter(|e| e["Name"] == "P#1.0/0").collect();
+    assert_eq!(branch_failed.len(), 1, "{history:?}");
+    assert!(branch_failed[0].to_string().contains("Wfc.BranchAbandoned"), "{}", branch_failed[0]);
+    // The failed step carries the SHOULD fields of §8.3.3.
+    let step_failed = events_of(&history, "StepFailed");
+    assert_eq!(step_failed.len(), 1, "{history:?}");
+    let text = step_failed[0].to_string();
+    assert!(text.contains("StackTrace") && text.contains("ErrorData"), "{text}");
+    assert_eq!(s.ledger("ledger"), ["Boom 0"]);
+}
+
+/// Runs `wfc lambda-invoke` on a one-Task workflow against `sigv4_server.py` answering `script`;
+/// returns the invocation's output and the server's log (one entry per request).
+fn invoke_against_checking_endpoint(venv: &Path, name: &str, script: &str) -> (Value, Vec<Value>) {
+    let dir = std::env::temp_dir().join(format!("wfc-lambda-sigv4-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (port, log) = (free_port(), dir.join("requests.jsonl"));
+    let server = Command::new(venv.join("bin/python"))
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lambda/sigv4_server.py"))
+        .args([&port.to_string(), log.to_str().unwrap(), script])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("the checking endpoint starts");
+    let _server = Killed(server);
+    wait_until("the checking endpoint to listen", Duration::from_secs(600), || {
+        TcpStream::connect(("127.0.0.1", port)).ok()
+    });
+    // The log holds the probe's connection only: nothing was sent on it.
+    let event = json!({
+        "DurableExecutionArn": "arn:aws:lambda:us-east-1:000000000000:function:seq/durable-execution/e-1/r-1",
+        "CheckpointToken": "token-0",
+        "InitialExecutionState": { "Operations": [{
+            "Id": "exec", "Type": "EXECUTION", "Status": "STARTED", "StartTimestamp": 1_700_000_000,
+            "ExecutionDetails": { "InputPayload": "{}" },
+        }] },
+    });
+    let event_path = dir.join("event.json");
+    std::fs::write(&event_path, event.to_string()).unwrap();
+    let mocks = dir.join("mocks.json");
+    std::fs::write(
+        &mocks,
+        json!({ "One": { "return": 1 }, "Two": { "return": 2 }, "Three": { "return": 3 } }).to_string(),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_wfc"))
+        .arg("lambda-invoke")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lambda/sequence.asl.json"))
+        .args(["--endpoint", &format!("http://127.0.0.1:{port}")])
+        .arg("--mocks")
+        .arg(&mocks)
+        .arg("--event")
+        .arg(&event_path)
+        .env("AWS_ACCESS_KEY_ID", "AKIDWFCTEST")
+        .env("AWS_SECRET_ACCESS_KEY", "wfc/test/secret")
+        .env("AWS_REGION", "us-east-1")
+        .env_remove("AWS_SESSION_TOKEN")
+        .env_remove("AWS_PROFILE")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "wfc lambda-invoke: {stdout} {}", String::from_utf8_lossy(&out.stderr));
+    let output: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    let requests =
+        std::fs::read_to_string(&log).unwrap_or_default().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    (output, requests)
+}
+
+/// §15.2/§15.3 through aws-sdk-lambda, against a local plain-HTTP endpoint (the SDK's endpoint
+/// override takes http://) that checks every request's SigV4 signature with botocore's signer:
+/// ThrottlingException twice, then success: the invocation retries with back-off and goes on;
+/// ResourceNotFoundException: the execution fails at once, after one request.
+#[test]
+fn signed_requests_are_retried_when_throttled_and_a_terminal_error_fails_at_once() {
+    let Some(venv) = venv() else {
+        assert!(std::env::var("WFC_REQUIRE_PY_SERVERS").as_deref() != Ok("1"), "the Python venv is missing");
+        return;
+    };
+    let (output, requests) = invoke_against_checking_endpoint(&venv, "throttled", "throttle,throttle,ok");
+    // sequence.asl.json runs One and Two, then starts its Wait: PENDING.
+    assert_eq!(output["Status"], "PENDING", "{output}");
+    assert!(requests.iter().all(|r| r["valid"] == true), "{requests:?}");
+    let answers: Vec<&str> = requests.iter().map(|r| r["answer"].as_str().unwrap()).collect();
+    assert_eq!(answers[..3], ["throttle", "throttle", "ok"], "{requests:?}");
+    assert!(requests.iter().all(|r| r["path"].as_str().unwrap().ends_with("/checkpoint")), "{requests:?}");
+    // The same checkpoint, retried: every later one succeeded at once.
+    assert!(answers[2..].iter().all(|a| *a == "ok"), "{requests:?}");
+
+    let (output, requests) = invoke_against_checking_endpoint(&venv, "notfound", "notfound");
+    assert_eq!(output["Status"], "FAILED", "{output}");
+    assert_eq!(output["Error"]["ErrorType"], "Wfc.DurableServiceError", "{output}");
+    let message = output["Error"]["ErrorMessage"].as_str().unwrap();
+    assert!(message.contains("ResourceNotFoundException"), "{output}");
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    assert_eq!(requests[0]["valid"], true, "{requests:?}");
 }

@@ -46,7 +46,7 @@ impl approval::Handler for Shop {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
-    let client = lambda_function::client_from_env()?;
+    let client = lambda_function::client_from_env().await?;
     // Serverless Workflow subflows mapped to other functions (WFC_CHAINED_FUNCTIONS): this
     // approval workflow has none, so the variable is left unset (a mapping would be refused).
     let chained = lambda_function::chained_from_env(approval::ir()?)?;

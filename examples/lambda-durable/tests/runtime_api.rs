@@ -246,6 +246,12 @@ fn the_binary_runs_as_a_durable_function_under_the_runtime_api() {
         .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
         .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
         .env("AWS_ENDPOINT_URL_LAMBDA", format!("http://127.0.0.1:{dex_port}"))
+        // The role's session credentials and the region, as Lambda sets them (aws-config reads them).
+        .env("AWS_ACCESS_KEY_ID", "local")
+        .env("AWS_SECRET_ACCESS_KEY", "local")
+        .env("AWS_SESSION_TOKEN", "local-session")
+        .env("AWS_REGION", "us-west-2")
+        .env_remove("AWS_PROFILE")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

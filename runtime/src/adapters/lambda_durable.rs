@@ -20,7 +20,7 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use sha2::Digest;
 
-use crate::durable::suspend::{SuspendPolicy, Suspender, run_until_suspended};
+use crate::durable::suspend::{Pending, SuspendPolicy, Suspender, run_until_suspended};
 pub use crate::durable::{ChainedConfigError, ChainedFunction, ChainedInvokes, MapRunChildren};
 use crate::durable::{
     CheckpointToken, Claim, Completion, ExecutionRecord, Journal, NewExecution, OpStatus, OpType, Opened, Operation,
@@ -32,9 +32,6 @@ use crate::{ExecutionResult, RunOptions, Status};
 /// envelope, as the AWS SDKs use); a larger one is checkpointed on the `EXECUTION` operation.
 pub const MAX_INLINE_RESULT: usize = 6 * 1024 * 1024 - 50;
 
-/// The REST API version prefix of the durable execution endpoints.
-const API: &str = "/2025-12-01/durable-executions";
-
 /// Why a call to the durable execution service failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ClientError {
@@ -45,9 +42,17 @@ pub enum ClientError {
     /// A payload or batch over the service's size limits: the execution fails with this message.
     #[error("request too large: {0}")]
     TooLarge(String),
-    /// Any other refusal or transport failure.
+    /// A transient failure (throttling, a service error, no answer) that outlasted its retries:
+    /// propagated, so that Lambda invokes the function again.
     #[error("durable execution service error: {0}")]
     Service(String),
+    /// A refusal no retry changes (`ResourceNotFoundException`, an invalid parameter, no
+    /// credentials): the execution fails at once (spec §8.2.1, §15.3).
+    #[error("durable execution service error: {0}")]
+    Terminal(String),
+    /// A checkpointed result that is not JSON (spec §9.3: a terminal failure).
+    #[error("{0}")]
+    Undeserializable(String),
 }
 
 /// What `CheckpointDurableExecution` returns.
@@ -68,8 +73,8 @@ pub struct StatePage {
     pub next_marker: Option<String>,
 }
 
-/// The two calls a durable function makes. [`HttpClient`] speaks the REST API; tests can
-/// substitute their own.
+/// The two calls a durable function makes. `lambda_client::SdkClient` (feature `lambda-sdk`)
+/// makes them through aws-sdk-lambda; tests can substitute their own.
 pub trait DurableClient: Send + Sync + fmt::Debug {
     /// `CheckpointDurableExecution` with `updates` (OperationUpdate objects).
     fn checkpoint<'a>(
@@ -86,177 +91,11 @@ pub trait DurableClient: Send + Sync + fmt::Debug {
         token: &'a str,
         marker: &'a str,
     ) -> BoxFuture<'a, Result<StatePage, ClientError>>;
-}
 
-/// The REST API over plain HTTP/1.1 (a local endpoint such as `dex-local-runner`, or a signing
-/// proxy in front of the real service: this client does not sign requests with SigV4).
-#[derive(Debug, Clone)]
-pub struct HttpClient {
-    host: String,
-    port: u16,
-}
-
-impl HttpClient {
-    /// A client for `http://HOST:PORT` (no path, no TLS).
-    pub fn new(endpoint: &str) -> Result<HttpClient, ClientError> {
-        let rest = endpoint
-            .strip_prefix("http://")
-            .ok_or_else(|| ClientError::Service(format!("endpoint '{endpoint}' must start with http://")))?;
-        let rest = rest.trim_end_matches('/');
-        let (host, port) = match rest.rsplit_once(':') {
-            Some((h, p)) => (h, p.parse().map_err(|_| ClientError::Service(format!("bad port in '{endpoint}'")))?),
-            None => (rest, 80),
-        };
-        Ok(HttpClient { host: host.to_owned(), port })
-    }
-
-    async fn request(&self, method: &'static str, path: String, body: Option<String>) -> Result<Value, ClientError> {
-        let (host, port) = (self.host.clone(), self.port);
-        let exchange = move || -> Result<(u16, String), String> {
-            use std::io::{Read, Write};
-            let mut stream = std::net::TcpStream::connect((host.as_str(), port)).map_err(|e| e.to_string())?;
-            stream.set_read_timeout(Some(std::time::Duration::from_secs(60))).map_err(|e| e.to_string())?;
-            let body = body.unwrap_or_default();
-            let head = format!(
-                "{method} {path} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                body.len()
-            );
-            stream
-                .write_all(head.as_bytes())
-                .and_then(|()| stream.write_all(body.as_bytes()))
-                .map_err(|e| e.to_string())?;
-            let mut raw = Vec::new();
-            stream.read_to_end(&mut raw).map_err(|e| e.to_string())?;
-            let text = String::from_utf8_lossy(&raw).into_owned();
-            let (head, body) = text.split_once("\r\n\r\n").ok_or("malformed HTTP response")?;
-            let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).ok_or("malformed status line")?;
-            let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
-                dechunk(body)
-            } else {
-                body.to_owned()
-            };
-            Ok((status, body))
-        };
-        let (status, body) = tokio::task::spawn_blocking(exchange)
-            .await
-            .map_err(|e| ClientError::Service(e.to_string()))?
-            .map_err(ClientError::Service)?;
-        let value: Value = if body.trim().is_empty() {
-            json!({})
-        } else {
-            serde_json::from_str(&body).unwrap_or(json!({ "message": body }))
-        };
-        if (200..300).contains(&status) {
-            return Ok(value);
-        }
-        let message = ["message", "Message"]
-            .iter()
-            .find_map(|k| value.get(*k).and_then(Value::as_str))
-            .unwrap_or_default()
-            .to_owned();
-        let kind =
-            ["Type", "__type", "code"].iter().find_map(|k| value.get(*k).and_then(Value::as_str)).unwrap_or_default();
-        if message.starts_with("Invalid checkpoint token") {
-            Err(ClientError::InvalidToken(message))
-        } else if status == 413 || kind.contains("TooLarge") || message.to_ascii_lowercase().contains("size") {
-            Err(ClientError::TooLarge(format!("{status} {kind} {message}")))
-        } else {
-            Err(ClientError::Service(format!("{status} {kind} {message}")))
-        }
-    }
-}
-
-/// The callback completion API, which the external system that holds a callback id calls (not
-/// the function itself): `wfc lambda-callback` uses it.
-impl HttpClient {
-    fn callback_path(callback_id: &str, action: &str) -> String {
-        format!("/2025-12-01/durable-execution-callbacks/{}/{action}", encode(callback_id))
-    }
-
-    /// `SendDurableExecutionCallbackSuccess`: the CALLBACK succeeds with `result`.
-    pub async fn callback_success(&self, callback_id: &str, result: &Value) -> Result<(), ClientError> {
-        self.request("POST", HttpClient::callback_path(callback_id, "succeed"), Some(result.to_string()))
-            .await
-            .map(drop)
-    }
-
-    /// `SendDurableExecutionCallbackFailure`: the CALLBACK fails with `error` and `cause`
-    /// (`ErrorType`, `ErrorMessage`), which Retry and Catch see.
-    pub async fn callback_failure(&self, callback_id: &str, error: &str, cause: &str) -> Result<(), ClientError> {
-        let body = json!({ "ErrorType": error, "ErrorMessage": cause }).to_string();
-        self.request("POST", HttpClient::callback_path(callback_id, "fail"), Some(body)).await.map(drop)
-    }
-
-    /// `SendDurableExecutionCallbackHeartbeat`: restarts the callback's heartbeat countdown.
-    pub async fn callback_heartbeat(&self, callback_id: &str) -> Result<(), ClientError> {
-        self.request("POST", HttpClient::callback_path(callback_id, "heartbeat"), None).await.map(drop)
-    }
-}
-
-fn dechunk(body: &str) -> String {
-    let mut out = String::new();
-    let mut rest = body;
-    while let Some((size, after)) = rest.split_once("\r\n") {
-        let Ok(n) = usize::from_str_radix(size.trim(), 16) else { break };
-        if n == 0 || after.len() < n {
-            break;
-        }
-        out.push_str(&after[..n]);
-        rest = after[n..].trim_start_matches("\r\n");
-    }
-    out
-}
-
-/// Percent-encodes what is not safe in a URL path segment or query value.
-fn encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
-impl DurableClient for HttpClient {
-    fn checkpoint<'a>(
-        &'a self,
-        arn: &'a str,
-        token: &'a str,
-        updates: Vec<Value>,
-    ) -> BoxFuture<'a, Result<Checkpointed, ClientError>> {
-        Box::pin(async move {
-            let body = json!({ "CheckpointToken": token, "Updates": updates }).to_string();
-            let v = self.request("POST", format!("{API}/{}/checkpoint", encode(arn)), Some(body)).await?;
-            let token = v
-                .get("CheckpointToken")
-                .and_then(Value::as_str)
-                .ok_or_else(|| ClientError::Service("the checkpoint response has no CheckpointToken".into()))?
-                .to_owned();
-            let operations =
-                v.pointer("/NewExecutionState/Operations").and_then(Value::as_array).cloned().unwrap_or_default();
-            Ok(Checkpointed { token, operations })
-        })
-    }
-
-    fn state<'a>(
-        &'a self,
-        arn: &'a str,
-        token: &'a str,
-        marker: &'a str,
-    ) -> BoxFuture<'a, Result<StatePage, ClientError>> {
-        Box::pin(async move {
-            let path = format!(
-                "{API}/{}/state?CheckpointToken={}&Marker={}&MaxItems=1000",
-                encode(arn),
-                encode(token),
-                encode(marker)
-            );
-            let v = self.request("GET", path, None).await?;
-            Ok(StatePage {
-                operations: v.get("Operations").and_then(Value::as_array).cloned().unwrap_or_default(),
-                next_marker: v.get("NextMarker").and_then(Value::as_str).filter(|m| !m.is_empty()).map(str::to_owned),
-            })
-        })
+    /// This client for one invocation that must answer by `deadline` (Lambda's): retries stop
+    /// in time. `None`: the client has no retries to bound.
+    fn with_deadline(&self, _deadline: std::time::SystemTime) -> Option<Arc<dyn DurableClient>> {
+        None
     }
 }
 
@@ -329,6 +168,9 @@ fn from_wire(op: &Value) -> Option<Operation> {
         "FAILED" if error_type.as_deref() == Some(wfc_ir::errors::TIMEOUT) => OpStatus::TimedOut,
         "FAILED" => OpStatus::Failed,
         "TIMED_OUT" => OpStatus::TimedOut,
+        // A WAIT cancelled because its branch was abandoned (see `abandoned_updates`): the
+        // replay parks at it again, as it did when the branch was dropped, and never passes it.
+        "CANCELLED" if op_type == OpType::Wait => OpStatus::Started,
         "CANCELLED" | "STOPPED" => OpStatus::Cancelled,
         _ => OpStatus::Started,
     };
@@ -391,16 +233,54 @@ fn from_wire(op: &Value) -> Option<Operation> {
         result,
         error: error_type,
         cause,
-        due_at_ms: millis(details.get("ScheduledEndTimestamp")),
+        due_at_ms: if status_text == "CANCELLED" { None } else { millis(details.get("ScheduledEndTimestamp")) },
         callback_token: details.get("CallbackId").and_then(Value::as_str).map(str::to_owned),
         heartbeats: 0,
     })
 }
 
+/// Why an operation wfc wrote carries a `Result` that is not JSON (spec §9.3: deserialization
+/// errors are terminal), or `None`. wfc checkpoints JSON only: such a result came from
+/// elsewhere (a callback answered with plain text, a chained target's non-JSON output).
+fn undeserializable(op: &Value) -> Option<String> {
+    let name = op.get("Name").and_then(Value::as_str)?;
+    let id = journal_id(name)?;
+    if op.get("Id").and_then(Value::as_str) != Some(wire_id(&id).as_str()) {
+        return None;
+    }
+    ["StepDetails", "CallbackDetails", "ChainedInvokeDetails", "ContextDetails"].iter().find_map(|k| {
+        let text = op.get(*k)?.get("Result")?.as_str()?;
+        let e = serde_json::from_str::<Value>(text).err()?;
+        let mut shown: String = text.chars().take(80).collect();
+        if shown.len() < text.len() {
+            shown.push_str("...");
+        }
+        Some(format!("the result of operation '{id}' is not JSON ({e}): {shown:?}"))
+    })
+}
+
+/// The `Error` object of an update (spec §8.3.3): `ErrorType` and `ErrorMessage`, and the
+/// SHOULDs: `ErrorData` (the error and cause as JSON, for machines) and `StackTrace` (the
+/// operation's scopes, innermost first: `P#1.0/0/Work#1.0`, `P#1.0/0`, `P#1.0`).
+fn error_object(error: &str, cause: &str, id: Option<&str>) -> Value {
+    let mut e = json!({
+        "ErrorType": error,
+        "ErrorMessage": cause,
+        "ErrorData": json!({ "Error": error, "Cause": cause }).to_string(),
+    });
+    if let Some(id) = id {
+        let frames: Vec<&str> = id.char_indices().filter(|(_, c)| *c == '/').map(|(i, _)| &id[..i]).collect();
+        let mut stack = vec![id];
+        stack.extend(frames.into_iter().rev());
+        e["StackTrace"] = json!(stack);
+    }
+    e
+}
+
 /// The journal's update as service `OperationUpdate`s (none for what the service owns: a WAIT
 /// is finished by the service, a CALLBACK by SendDurableExecutionCallback* or its timeout; the
 /// function only starts them).
-fn to_wire(u: &OperationUpdate, now_ms: i64) -> Option<Value> {
+fn to_wire(u: &OperationUpdate, now_ms: i64, tenant: Option<&str>) -> Option<Value> {
     let mut w =
         json!({ "Id": wire_id(&u.id), "Name": wire_name(&u.id), "Type": u.op_type.as_str(), "SubType": u.subtype });
     if let Some(parent) = &u.parent_id {
@@ -439,6 +319,10 @@ fn to_wire(u: &OperationUpdate, now_ms: i64) -> Option<Value> {
             // A mapped subflow (see `durable::ChainedInvokes`): the payload is the child's input.
             w["Action"] = json!("START");
             w["ChainedInvokeOptions"] = json!({ "FunctionName": u.function_name.clone().unwrap_or_default() });
+            // A tenant-isolated function's chained invokes run in the invocation's tenant.
+            if let Some(tenant) = tenant {
+                w["ChainedInvokeOptions"]["TenantId"] = json!(tenant);
+            }
             w["Payload"] = json!(u.result.clone().unwrap_or(Value::Null).to_string());
         }
         // The target's end is the service's to record.
@@ -450,11 +334,25 @@ fn to_wire(u: &OperationUpdate, now_ms: i64) -> Option<Value> {
         }
         (_, OpStatus::Failed | OpStatus::TimedOut) => {
             w["Action"] = json!("FAIL");
-            w["Error"] = json!({ "ErrorType": u.error.clone().unwrap_or_default(), "ErrorMessage": u.cause.clone().unwrap_or_default() });
+            w["Error"] = error_object(
+                u.error.as_deref().unwrap_or_default(),
+                u.cause.as_deref().unwrap_or_default(),
+                Some(&u.id),
+            );
         }
         (_, OpStatus::Cancelled) => w["Action"] = json!("CANCEL"),
     }
     Some(w)
+}
+
+/// What [`LambdaStore`] knows of one operation wfc wrote.
+#[derive(Debug, Clone)]
+struct OpenOp {
+    op_type: OpType,
+    /// The service's status (`STARTED`, `SUCCEEDED`, `CANCELLED`, ...).
+    status: String,
+    /// The wire `ParentId`, if any.
+    parent: Option<String>,
 }
 
 /// The journal's store for one invocation: the operations the service sent, and checkpoints
@@ -471,9 +369,100 @@ struct LambdaStore {
     changed: Mutex<std::collections::HashMap<String, Operation>>,
     token: Mutex<String>,
     error: Mutex<Option<ClientError>>,
+    /// Every operation wfc wrote, by journal id: its type and its status on the service as
+    /// far as this invocation knows (the state it was given, then each update it sent and each
+    /// checkpoint answer), to find what abandoned branches left open (`abandoned_updates`).
+    open: Mutex<std::collections::BTreeMap<String, OpenOp>>,
+    /// The invocation's tenant (a tenant-isolated function), given to chained invokes.
+    tenant: Option<String>,
 }
 
 impl LambdaStore {
+    /// Notes the service's operations (the state, or a checkpoint's answer) in `open`.
+    fn note_wire(&self, ops: &[Value]) {
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        for op in ops {
+            let text = |k: &str| op.get(k).and_then(Value::as_str);
+            let (Some(t), Some(name), Some(wire), Some(status)) =
+                (text("Type"), text("Name"), text("Id"), text("Status"))
+            else {
+                continue;
+            };
+            if let (Some(op_type), Some(id)) = (OpType::parse(t), journal_id(name))
+                && wire_id(&id) == wire
+            {
+                let parent = text("ParentId").map(str::to_owned);
+                open.insert(id, OpenOp { op_type, status: status.to_owned(), parent });
+            }
+        }
+    }
+
+    /// Notes the updates this invocation sends in `open`.
+    fn note_sent(&self, updates: &[Value]) {
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        for u in updates {
+            let text = |k: &str| u.get(k).and_then(Value::as_str);
+            let (Some(t), Some(name), Some(action)) = (text("Type"), text("Name"), text("Action")) else {
+                continue;
+            };
+            let status = match action {
+                "START" => "STARTED",
+                "SUCCEED" => "SUCCEEDED",
+                "FAIL" => "FAILED",
+                "CANCEL" => "CANCELLED",
+                _ => "STARTED",
+            };
+            if let (Some(op_type), Some(id)) = (OpType::parse(t), journal_id(name)) {
+                let parent = text("ParentId").map(str::to_owned);
+                let parent = parent.or_else(|| open.get(&id).and_then(|o| o.parent.clone()));
+                open.insert(id, OpenOp { op_type, status: status.to_owned(), parent });
+            }
+        }
+    }
+
+    /// The updates that close what no line of control waits for any more (spec §4.5.2(6),
+    /// §8.3.2): each STARTED WAIT not in `waiting` is cancelled, and each STARTED CONTEXT with
+    /// nothing in `waiting` under it (an abandoned Parallel branch or Map iteration, or any
+    /// scope left when the execution ended) fails with `Wfc.BranchAbandoned`, innermost first.
+    /// CALLBACK and CHAINED_INVOKE have no action but START: the service ends them (a timeout,
+    /// the target's end), and the replay ignores their outcome, as it ignores the branch.
+    fn abandoned_updates(&self, waiting: &[String]) -> Vec<Value> {
+        let open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let started = |t: OpType| open.iter().filter(move |(_, o)| o.op_type == t && o.status == "STARTED");
+        let with_parent = |mut w: Value, o: &OpenOp| {
+            if let Some(p) = &o.parent {
+                w["ParentId"] = json!(p);
+            }
+            w
+        };
+        let mut updates: Vec<Value> = started(OpType::Wait)
+            .filter(|(id, _)| !waiting.contains(id))
+            .map(|(id, o)| {
+                with_parent(json!({ "Id": wire_id(id), "Name": wire_name(id), "Type": "WAIT", "Action": "CANCEL" }), o)
+            })
+            .collect();
+        let mut contexts: Vec<(&String, &OpenOp)> = started(OpType::Context)
+            .filter(|(id, _)| {
+                let under = format!("{id}/");
+                !waiting.iter().any(|w| w == *id || w.starts_with(&under))
+            })
+            .collect();
+        // Innermost first: a longer id is nested deeper.
+        contexts.sort_by_key(|(id, _)| std::cmp::Reverse(id.matches('/').count()));
+        for (id, o) in contexts {
+            let w = json!({
+                "Id": wire_id(id), "Name": wire_name(id), "Type": "CONTEXT", "Action": "FAIL",
+                "Error": error_object(
+                    "Wfc.BranchAbandoned",
+                    "no line of control waits for this scope any more (a sibling branch failed, or the execution ended)",
+                    Some(id),
+                ),
+            });
+            updates.push(with_parent(w, o));
+        }
+        updates
+    }
+
     fn fail(&self, e: ClientError) -> StoreError {
         let out = match &e {
             ClientError::InvalidToken(m) => StoreError::StaleToken(m.clone()),
@@ -515,14 +504,22 @@ impl Store for LambdaStore {
                     && u.status == OpStatus::Started
                     && self.operations.iter().any(|op| op.id == u.id && op.status == OpStatus::Started)
             };
-            let wire: Vec<Value> =
-                updates.iter().filter(|u| !already_started(u)).filter_map(|u| to_wire(u, now_ms)).collect();
+            let wire: Vec<Value> = updates
+                .iter()
+                .filter(|u| !already_started(u))
+                .filter_map(|u| to_wire(u, now_ms, self.tenant.as_deref()))
+                .collect();
             if wire.is_empty() {
                 return Ok(token);
             }
             let current = self.token.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            self.note_sent(&wire);
             let done = self.client.checkpoint(&self.arn, &current, wire).await.map_err(|e| self.fail(e))?;
             *self.token.lock().unwrap_or_else(|p| p.into_inner()) = done.token;
+            if let Some(why) = done.operations.iter().find_map(undeserializable) {
+                return Err(self.fail(ClientError::Undeserializable(why)));
+            }
+            self.note_wire(&done.operations);
             let mut changed = self.changed.lock().unwrap_or_else(|p| p.into_inner());
             for op in done.operations.iter().filter_map(from_wire) {
                 changed.insert(op.id.clone(), op);
@@ -560,6 +557,9 @@ impl Store for LambdaStore {
             let mut marker = String::new();
             loop {
                 let page = self.client.state(&self.arn, &token, &marker).await.map_err(|e| self.fail(e))?;
+                if let Some(why) = page.operations.iter().find_map(undeserializable) {
+                    return Err(self.fail(ClientError::Undeserializable(why)));
+                }
                 if let Some(op) = page.operations.iter().filter_map(from_wire).find(|op| op.id == id) {
                     return Ok(Some(op));
                 }
@@ -625,13 +625,30 @@ where
     R: FnOnce(Value, RunOptions) -> Fut,
     Fut: Future<Output = ExecutionResult>,
 {
+    invoke_for_tenant(event, client, workflow_name, chained, None, run).await
+}
+
+/// [`invoke_with_chained`] for an invocation of a tenant-isolated function: its CHAINED_INVOKE
+/// operations carry the invocation's `tenant` (`ChainedInvokeOptions.TenantId`).
+pub async fn invoke_for_tenant<R, Fut>(
+    event: &Value,
+    client: Arc<dyn DurableClient>,
+    workflow_name: &str,
+    chained: &ChainedInvokes,
+    tenant: Option<&str>,
+    run: R,
+) -> Result<Value, InvocationError>
+where
+    R: FnOnce(Value, RunOptions) -> Fut,
+    Fut: Future<Output = ExecutionResult>,
+{
     if matches!(chained.map_runs(), MapRunChildren::Chained(_)) {
         return Ok(failed(
             "Wfc.MapRunChildUnsupported",
             "Map Run children chained to a function run only on the interpreter's entry point (lambda_durable::invoke_chained, wfc lambda-serve); generated code runs them in its own invocation: leave MapRunChildren unchained",
         ));
     }
-    invoke_inner(event, client, workflow_name, chained, false, run).await
+    invoke_inner(event, client, workflow_name, chained, tenant, false, run).await
 }
 
 /// The function's own name for Map Run children that chain to it: from the durable execution
@@ -653,11 +670,13 @@ fn own_function_name(arn: &str) -> Option<String> {
         .or_else(|| std::env::var("AWS_LAMBDA_FUNCTION_NAME").ok().filter(|n| !n.is_empty()))
 }
 
+#[allow(clippy::too_many_arguments)] // private; the public entry points each fix some
 async fn invoke_inner<R, Fut>(
     event: &Value,
     client: Arc<dyn DurableClient>,
     workflow_name: &str,
     chained: &ChainedInvokes,
+    tenant: Option<&str>,
     map_run_children: bool,
     run: R,
 ) -> Result<Value, InvocationError>
@@ -674,10 +693,10 @@ where
     let mut wire: Vec<Value> = state.get("Operations").and_then(Value::as_array).cloned().unwrap_or_default();
     let mut marker = state.get("NextMarker").and_then(Value::as_str).filter(|m| !m.is_empty()).map(str::to_owned);
     while let Some(m) = marker {
-        let page = client.state(&arn, &token, &m).await.map_err(|e| match e {
-            ClientError::InvalidToken(_) => InvocationError::InvalidToken(e),
-            other => InvocationError::Service(other),
-        })?;
+        let page = match client.state(&arn, &token, &m).await {
+            Ok(page) => page,
+            Err(e) => return answer_for(e),
+        };
         wire.extend(page.operations);
         marker = page.next_marker;
     }
@@ -711,6 +730,9 @@ where
     let start_time =
         jiff::Timestamp::from_millisecond(start_ms).map(crate::clock::format_timestamp).unwrap_or_default();
     let execution_id = execution.get("Id").and_then(Value::as_str).unwrap_or_default().to_owned();
+    if let Some(why) = wire.iter().find_map(undeserializable) {
+        return Ok(failed("Wfc.ResultNotDeserializable", &why));
+    }
     let operations: Vec<Operation> = wire.iter().filter_map(from_wire).collect();
     let store = Arc::new(LambdaStore {
         client: Arc::clone(&client),
@@ -721,7 +743,10 @@ where
         changed: Mutex::default(),
         token: Mutex::new(token),
         error: Mutex::new(None),
+        open: Mutex::default(),
+        tenant: tenant.map(str::to_owned),
     });
+    store.note_wire(&wire);
     let suspender = Suspender::new(SuspendPolicy { steps: false, timers: true, callbacks: true });
     // The execution's name is the last segment of its ARN.
     let name = arn.rsplit('/').next().unwrap_or(&arn).to_owned();
@@ -739,12 +764,28 @@ where
     let options = RunOptions::real().with_journal(journal);
     let outcome = run_until_suspended(&suspender, run(input, options)).await;
     if let Some(e) = store.error.lock().unwrap_or_else(|p| p.into_inner()).clone() {
-        return match e {
-            ClientError::InvalidToken(_) => Err(InvocationError::InvalidToken(e)),
-            // §3.4: a size limit fails the execution with a clear message, no retry.
-            ClientError::TooLarge(m) => Ok(failed("Wfc.CheckpointTooLarge", &m)),
-            other => Err(InvocationError::Service(other)),
-        };
+        return answer_for(e);
+    }
+    // What no line of control waits for any more is closed before the answer (§4.5.2(6)):
+    // everything, when the execution ended; else all but what the parked lines wait for.
+    let waiting: Vec<String> = match &outcome {
+        Ok(_) => Vec::new(),
+        Err(pending) => pending
+            .iter()
+            .flat_map(|p| match p {
+                // An event wait's timeout is a WAIT of its own.
+                Pending::Event { id, timer, .. } => vec![id.clone(), timer.clone()],
+                other => vec![other.id().to_owned()],
+            })
+            .collect(),
+    };
+    let abandoned = store.abandoned_updates(&waiting);
+    if !abandoned.is_empty() {
+        let current = store.token.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        match client.checkpoint(&arn, &current, abandoned).await {
+            Ok(done) => *store.token.lock().unwrap_or_else(|p| p.into_inner()) = done.token,
+            Err(e) => return answer_for(e),
+        }
     }
     let Ok(result) = outcome else {
         return Ok(json!({ "Status": "PENDING" }));
@@ -772,8 +813,23 @@ where
     }
 }
 
+/// The invocation's answer to a service error: an error (the invocation is retried) for an
+/// invalid token or a transient failure, a FAILED execution for what no retry changes.
+fn answer_for(e: ClientError) -> Result<Value, InvocationError> {
+    match e {
+        ClientError::InvalidToken(_) => Err(InvocationError::InvalidToken(e)),
+        // §3.4: a size limit fails the execution with a clear message, no retry.
+        ClientError::TooLarge(m) => Ok(failed("Wfc.CheckpointTooLarge", &m)),
+        // §8.2.1, §15.3: a terminal refusal fails the execution at once.
+        ClientError::Terminal(m) => Ok(failed("Wfc.DurableServiceError", &m)),
+        // §9.3: a result that does not deserialize is a terminal failure.
+        ClientError::Undeserializable(m) => Ok(failed("Wfc.ResultNotDeserializable", &m)),
+        other @ ClientError::Service(_) => Err(InvocationError::Service(other)),
+    }
+}
+
 fn failed(error: &str, message: &str) -> Value {
-    json!({ "Status": "FAILED", "Error": { "ErrorType": error, "ErrorMessage": message } })
+    json!({ "Status": "FAILED", "Error": error_object(error, message, None) })
 }
 
 /// [`invoke_with`] on the interpreter with `handlers` for the Tasks, on a new current-thread
@@ -795,15 +851,42 @@ pub fn invoke_chained(
     client: Arc<dyn DurableClient>,
     chained: &ChainedInvokes,
 ) -> Result<Value, InvocationError> {
+    invoke_chained_for_tenant(workflow, handlers, event, client, chained, None)
+}
+
+/// [`invoke_chained`] for an invocation of a tenant-isolated function (see
+/// [`invoke_for_tenant`]).
+pub fn invoke_chained_for_tenant(
+    workflow: &wfc_ir::Workflow,
+    handlers: &dyn crate::DynHandler,
+    event: &Value,
+    client: Arc<dyn DurableClient>,
+    chained: &ChainedInvokes,
+    tenant: Option<&str>,
+) -> Result<Value, InvocationError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
+        .enable_all()
         .build()
         .map_err(|e| InvocationError::Service(ClientError::Service(e.to_string())))?;
-    runtime.block_on(invoke_inner(event, client, &workflow.name, chained, true, |input, options| async move {
+    runtime.block_on(invoke_interpreted(workflow, handlers, event, client, chained, tenant))
+}
+
+/// [`invoke_chained_for_tenant`] on the caller's runtime (a server that keeps one runtime, so
+/// that the service client's connections live across invocations).
+pub async fn invoke_interpreted(
+    workflow: &wfc_ir::Workflow,
+    handlers: &dyn crate::DynHandler,
+    event: &Value,
+    client: Arc<dyn DurableClient>,
+    chained: &ChainedInvokes,
+    tenant: Option<&str>,
+) -> Result<Value, InvocationError> {
+    invoke_inner(event, client, &workflow.name, chained, tenant, true, |input, options| async move {
         // A chained Map Run child (this function invoked by itself): the Map's ItemProcessor.
         match crate::distributed::chained_child(&input) {
             Some(envelope) => crate::distributed::run_chained_child(workflow, handlers, envelope, options).await,
             None => crate::interp::run(workflow, handlers, input, options).await,
         }
-    }))
+    })
+    .await
 }

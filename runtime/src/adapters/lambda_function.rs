@@ -9,7 +9,7 @@
 //! #[tokio::main]
 //! async fn main() -> Result<(), wfc_runtime::adapters::lambda_function::Error> {
 //!     let shop = Shop::default();
-//!     let client = wfc_runtime::adapters::lambda_function::client_from_env()?;
+//!     let client = wfc_runtime::adapters::lambda_function::client_from_env().await?;
 //!     wfc_runtime::adapters::lambda_function::serve("approval", client, |input, options| {
 //!         approval::run_with(&shop, input, options)
 //!     })
@@ -17,9 +17,9 @@
 //! }
 //! ```
 //!
-//! The checkpoint calls go to `AWS_ENDPOINT_URL_LAMBDA` (the variable the AWS SDKs read): a
-//! local service such as `dex-local-runner`, or a signing proxy in front of the real one, since
-//! [`super::lambda_durable::HttpClient`] does not sign requests (docs/adapters.md).
+//! The checkpoint calls go through aws-sdk-lambda ([`super::lambda_client::SdkClient`]) with
+//! the function's role credentials and region from the environment, to AWS, or to
+//! `AWS_ENDPOINT_URL_LAMBDA` when set (a local service such as `dex-local-runner`).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -27,22 +27,22 @@ use std::sync::Arc;
 use lambda_runtime::{Diagnostic, LambdaEvent, service_fn};
 use serde_json::Value;
 
-use super::lambda_durable::{self, ChainedInvokes, DurableClient, HttpClient, InvocationError};
+use super::lambda_client::SdkClient;
+use super::lambda_durable::{self, ChainedInvokes, DurableClient, InvocationError};
 use crate::{ExecutionResult, RunOptions};
 
 /// The error [`serve`] ends with (the Runtime API could not be reached, or its configuration is
 /// missing).
 pub type Error = lambda_runtime::Error;
 
-/// The variable naming the durable execution API endpoint.
+/// The variable naming a durable execution API endpoint other than AWS's (read by aws-config).
 pub const ENDPOINT_VARIABLE: &str = "AWS_ENDPOINT_URL_LAMBDA";
 
-/// The durable execution API client of a deployed function: `http://HOST:PORT` from
-/// `AWS_ENDPOINT_URL_LAMBDA`.
-pub fn client_from_env() -> Result<Arc<dyn DurableClient>, Error> {
-    let endpoint = std::env::var(ENDPOINT_VARIABLE)
-        .map_err(|_| format!("{ENDPOINT_VARIABLE} is not set: it names the durable execution API endpoint"))?;
-    Ok(Arc::new(HttpClient::new(&endpoint)?))
+/// The durable execution API client of a deployed function: aws-sdk-lambda with aws-config's
+/// credential and region chain (in Lambda, the role's credentials and `AWS_REGION` from the
+/// environment), at `AWS_ENDPOINT_URL_LAMBDA` when it is set.
+pub async fn client_from_env() -> Result<Arc<dyn DurableClient>, Error> {
+    Ok(Arc::new(SdkClient::from_env(None).await?))
 }
 
 /// The function error an invocation that produced no answer reports: Lambda then retries the
@@ -84,11 +84,14 @@ where
     let run = &run;
     let client = &client;
     let handler = service_fn(move |event: LambdaEvent<Value>| async move {
-        lambda_durable::invoke_with_chained(
+        // Retries of the service's calls stop in time for this invocation's answer.
+        let client = client.with_deadline(event.context.deadline()).unwrap_or_else(|| Arc::clone(client));
+        lambda_durable::invoke_for_tenant(
             &event.payload,
-            Arc::clone(client),
+            client,
             workflow_name,
             chained,
+            event.context.tenant_id.as_deref(),
             |input, options| run(input, options),
         )
         .await

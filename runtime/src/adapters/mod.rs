@@ -8,6 +8,7 @@
 //!
 //! - [`swf`]: an Amazon SWF decider, a pure function from a decision task to its decisions.
 //! - [`lambda_durable`]: an AWS Lambda durable function (the invocation and checkpoint protocol).
+//! - `lambda_client` (feature `lambda-sdk`): its service client, aws-sdk-lambda with aws-config.
 //! - `lambda_function` (feature `lambda`): that function deployed with the `lambda_runtime` crate.
 //! - `swf_poller` (feature `swf-poller`): a long-polling SWF decider over [`swf`], SigV4-signed.
 //!
@@ -15,6 +16,8 @@
 
 #[cfg(feature = "swf-poller")]
 mod aws_profile;
+#[cfg(feature = "lambda-sdk")]
+pub mod lambda_client;
 pub mod lambda_durable;
 #[cfg(feature = "lambda")]
 pub mod lambda_function;
