@@ -17,6 +17,7 @@
 
 mod alloc;
 mod compile_cost;
+mod durable;
 
 use std::time::{Duration, Instant};
 
@@ -668,9 +669,16 @@ const USAGE: &str = "usage: wfc-bench [--quick] [--json] [--only WORKLOAD]... [-
   --build-time       also time `cargo build` of a crate with a 200-state workflow (minutes)
   --unoptimized      also run the interpreter on the IR with no optimizer pass (`interp-noopt`)
   --map-memory       also measure the peak heap of the MaxConcurrency-10 Map at 1,000, 10,000
-                     and 100,000 items (one execution each, both history levels)";
+                     and 100,000 items (one execution each, both history levels)
+  --durable          durable steps per second on SQLite and PostgreSQL instead (`--durable --help`)";
 
 fn main() -> std::process::ExitCode {
+    // `--durable` (and its worker processes) is a benchmark of its own, with its own flags.
+    let mut all_args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(at) = all_args.iter().position(|a| a == "--durable" || a == "--durable-worker") {
+        let worker = all_args.remove(at) == "--durable-worker";
+        return durable::main(worker, all_args);
+    }
     let mut quick = false;
     let mut as_json = false;
     let mut only: Vec<String> = Vec::new();

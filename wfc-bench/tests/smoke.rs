@@ -55,3 +55,55 @@ fn rejects_unknown_arguments() {
     let output = Command::new(env!("CARGO_BIN_EXE_wfc-bench")).args(["--only", "nope"]).output().expect("runs");
     assert_eq!(output.status.code(), Some(2));
 }
+
+/// `--durable` with two executions per row: every row is reported with its figures, the
+/// PostgreSQL rows included (the server is started by the benchmark; CI requires it with
+/// `WFC_REQUIRE_POSTGRES=1`). Nothing about speed is asserted.
+#[test]
+fn durable_run_reports_every_store_and_concurrency() {
+    let output = Command::new(env!("CARGO_BIN_EXE_wfc-bench"))
+        .args(["--durable", "--json", "--executions", "2"])
+        .output()
+        .expect("the benchmark binary runs");
+    assert!(output.status.success(), "stderr: {}", String::from_utf8_lossy(&output.stderr));
+    let doc: Value = serde_json::from_slice(&output.stdout).expect("--json prints JSON");
+    let rows = doc["durable"].as_array().expect("a durable array");
+    let mut configs: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {} c{} w{}",
+                r["store"].as_str().unwrap(),
+                r["durability"].as_str().unwrap(),
+                r["concurrency"],
+                r["workers"]
+            )
+        })
+        .collect();
+    let postgres_ran = configs.iter().any(|c| c.starts_with("postgres"));
+    if !postgres_ran {
+        assert!(std::env::var("WFC_REQUIRE_POSTGRES").is_err(), "PostgreSQL rows are missing");
+        eprintln!("SKIPPED: the PostgreSQL rows (no PostgreSQL here)");
+    }
+    configs.retain(|c| !c.starts_with("postgres") || postgres_ran);
+    let mut expected: Vec<String> = Vec::new();
+    for durability in ["full", "normal"] {
+        for c in [1, 8, 32, 128] {
+            expected.push(format!("sqlite {durability} c{c} w1"));
+        }
+    }
+    if postgres_ran {
+        for (w, cs) in [(1, &[1, 8, 32, 128][..]), (4, &[8, 32, 128][..])] {
+            for c in cs {
+                expected.push(format!("postgres full c{c} w{w}"));
+            }
+        }
+    }
+    assert_eq!(configs, expected);
+    for row in rows {
+        for field in ["steps_per_sec", "commits_per_sec", "fsync_per_sec", "p50_ms", "p99_ms"] {
+            assert!(row[field].as_f64().is_some_and(|x| x > 0.0), "{field} in {row}");
+        }
+        assert_eq!(row["executions"], 2, "{row}");
+    }
+}

@@ -165,6 +165,9 @@ ALTER TABLE executions ADD COLUMN redrive_date INTEGER;
 pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
     committer: std::sync::mpsc::Sender<CheckpointRequest>,
+    /// Write transactions committed since the store was opened (SQLite's commit hook): each
+    /// one an fsync of the log at [`Synchronous::Full`]. Read by `wfc-bench --durable`.
+    commits: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// One checkpoint waiting for the group committer.
@@ -291,6 +294,12 @@ impl SqliteStore {
         conn.pragma_update(None, "synchronous", sync).map_err(backend)?;
         conn.pragma_update(None, "foreign_keys", "ON").map_err(backend)?;
         migrate(&mut conn)?;
+        let commits = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let counter = Arc::clone(&commits);
+        conn.commit_hook(Some(move || {
+            counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            false // never turn the commit into a rollback
+        }));
         let conn = Arc::new(Mutex::new(conn));
         let (committer, requests) = std::sync::mpsc::channel();
         let shared = Arc::clone(&conn);
@@ -298,7 +307,13 @@ impl SqliteStore {
             .name("wfc-sqlite-commit".into())
             .spawn(move || group_committer(shared, requests))
             .map_err(|e| backend(format!("cannot start the commit thread: {e}")))?;
-        Ok(SqliteStore { conn, committer })
+        Ok(SqliteStore { conn, committer, commits })
+    }
+
+    /// Write transactions this handle has committed since it was opened (all of its
+    /// connection's commits: checkpoints, group commits of many checkpoints, claims, creates).
+    pub fn commits(&self) -> u64 {
+        self.commits.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Runs `f` on the connection on tokio's blocking pool, so no async thread ever waits on
