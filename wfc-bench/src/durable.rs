@@ -46,8 +46,9 @@ const STEPS_PER_EXECUTION: usize = 10;
 /// Concurrent executions per row.
 const CONCURRENCY: [usize; 4] = [1, 8, 32, 128];
 
-pub(crate) const USAGE: &str = "usage: wfc-bench --durable [--quick] [--json] [--executions N]
+pub(crate) const USAGE: &str = "usage: wfc-bench --durable [--quick] [--json] [--executions N] [--store STORE]
   --quick            fewer executions per row (about a quarter)
+  --store STORE      only `sqlite` or only `postgres` (e.g. to profile one store)
   --json             print {\"durable\": [...]} instead of a table
   --executions N     exactly N executions per row (CI smoke runs)";
 
@@ -108,6 +109,7 @@ pub(crate) fn main(worker: bool, args: Vec<String>) -> ExitCode {
     let mut quick = false;
     let mut as_json = false;
     let mut exact = None;
+    let mut stores = vec!["sqlite", "postgres"];
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -116,6 +118,11 @@ pub(crate) fn main(worker: bool, args: Vec<String>) -> ExitCode {
             "--executions" => match args.next().map(|n| n.parse::<usize>()) {
                 Some(Ok(n)) if n > 0 => exact = Some(n),
                 _ => return usage_error("`--executions` needs a positive number"),
+            },
+            "--store" => match args.next().as_deref() {
+                Some("sqlite") => stores = vec!["sqlite"],
+                Some("postgres") => stores = vec!["postgres"],
+                _ => return usage_error("`--store` needs `sqlite` or `postgres`"),
             },
             "-h" | "--help" => {
                 println!("{USAGE}");
@@ -127,7 +134,7 @@ pub(crate) fn main(worker: bool, args: Vec<String>) -> ExitCode {
     // Per row: enough executions that the concurrency is reached and held for a while.
     let executions =
         |concurrency: usize| exact.unwrap_or(if quick { (2 * concurrency).max(16) } else { (8 * concurrency).max(64) });
-    match run(executions, as_json) {
+    match run(executions, &stores, as_json) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("wfc-bench --durable: {message}");
@@ -141,14 +148,19 @@ fn usage_error(message: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
-fn run(executions: impl Fn(usize) -> usize, as_json: bool) -> Result<(), String> {
+fn run(executions: impl Fn(usize) -> usize, stores: &[&str], as_json: bool) -> Result<(), String> {
     let dir = std::env::temp_dir().join(format!("wfc-bench-durable-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let _cleanup = RemoveOnDrop(dir.clone());
     let rt = runtime()?;
     let fsync = disk_fsync_rate(&dir)?;
     let mut rows = Vec::new();
-    for (sync, durability) in [(Synchronous::Full, "full"), (Synchronous::Normal, "normal")] {
+    let sqlite_rows = if stores.contains(&"sqlite") {
+        &[(Synchronous::Full, "full"), (Synchronous::Normal, "normal")][..]
+    } else {
+        &[]
+    };
+    for &(sync, durability) in sqlite_rows {
         for concurrency in CONCURRENCY {
             let n = executions(concurrency);
             let path = dir.join(format!("bench-{durability}-{concurrency}.db"));
@@ -157,7 +169,8 @@ fn run(executions: impl Fn(usize) -> usize, as_json: bool) -> Result<(), String>
             progress(as_json, rows.last());
         }
     }
-    match pg::TempPostgres::start("bench") {
+    let server = if stores.contains(&"postgres") { pg::TempPostgres::start("bench") } else { None };
+    match server {
         Some(server) => {
             for workers in [1, 4] {
                 for concurrency in CONCURRENCY.into_iter().filter(|&c| c >= workers) {
@@ -169,7 +182,10 @@ fn run(executions: impl Fn(usize) -> usize, as_json: bool) -> Result<(), String>
                 }
             }
         }
-        None => eprintln!("PostgreSQL rows skipped: no server could be started (see above)"),
+        None if stores.contains(&"postgres") => {
+            eprintln!("PostgreSQL rows skipped: no server could be started (see above)")
+        }
+        None => {}
     }
     if as_json {
         let doc = json!({"durable": rows.iter().map(Row::to_json).collect::<Vec<_>>()});
