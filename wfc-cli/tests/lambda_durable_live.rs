@@ -238,14 +238,21 @@ fn workflows_run_as_durable_functions_under_dex_local_runner() {
     assert_eq!(count(&h, "WaitSucceeded", "Nap#1"), 1, "{h:?}");
     assert_eq!(count(&h, "InvocationCompleted", ""), 2, "{h:?}");
 
-    // A retry: the failed attempt, the back-off as a WAIT, the second attempt.
+    // A retry (§4.4.5): one STEP, its failed attempt a RETRY with the attempt number and the
+    // back-off (the runner's StepFailed with RetryDetails), then the second attempt SUCCEEDs it.
     let arn = s.start_execution("retry", "retry-1", &json!({}));
     let (e, h) = s.finished(&arn);
     assert_eq!(e["Status"], "SUCCEEDED", "{e}");
     assert_eq!(e["Result"], "\"made it\"");
     assert_eq!(count(&h, "StepFailed", "Flaky#1.0"), 1, "{h:?}");
-    assert_eq!(count(&h, "WaitSucceeded", "Flaky#1.retry1"), 1, "{h:?}");
-    assert_eq!(count(&h, "StepSucceeded", "Flaky#1.1"), 1, "{h:?}");
+    assert_eq!(count(&h, "StepSucceeded", "Flaky#1.0"), 1, "{h:?}");
+    assert_eq!(count(&h, "WaitStarted", "Flaky#1.retry1") + count(&h, "StepStarted", "Flaky#1.1"), 0, "{h:?}");
+    let events = s.history(&arn);
+    let failed = events_of(&events, "StepFailed");
+    let retry = &failed[0]["StepFailedDetails"];
+    assert_eq!(retry["RetryDetails"]["NextAttemptDelaySeconds"], 5, "{retry}");
+    assert_eq!(retry["RetryDetails"]["CurrentAttempt"], 1, "{retry}");
+    assert_eq!(retry["Error"]["Payload"]["ErrorType"], "Busy", "{retry}");
 
     // A Parallel: one branch waits while the other runs its step.
     let arn = s.start_execution("parallel", "par-1", &json!({}));
