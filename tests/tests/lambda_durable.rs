@@ -73,6 +73,11 @@ impl Fake {
             if op["Type"] == "WAIT" && op["Status"] == "STARTED" {
                 op["Status"] = json!("SUCCEEDED");
             }
+            // A STEP's retry back-off (RETRY): PENDING, then READY for the next attempt.
+            if op["Type"] == "STEP" && op["Status"] == "PENDING" {
+                op["Status"] = json!("READY");
+                op["StepDetails"].as_object_mut().unwrap().remove("NextAttemptTimestamp");
+            }
         }
     }
 
@@ -168,8 +173,21 @@ impl DurableClient for Fake {
                         // The service issues the callback id.
                         op["CallbackDetails"] = json!({ "CallbackId": format!("cb-{}", i) });
                     }
-                    "START" => {}
+                    // As dex-local-runner validates: a STEP starts once (a READY one needs none).
+                    "START" => assert_eq!(op["Status"], "STARTED", "START of a {} STEP {}", op["Status"], u["Name"]),
                     "SUCCEED" if u["Type"] == "EXECUTION" => op["Status"] = json!("SUCCEEDED"),
+                    // As the service does (§4.4.5): PENDING until the delay passes, the attempt
+                    // counted, the error kept.
+                    "RETRY" => {
+                        assert_eq!(u["Type"], "STEP");
+                        assert!(["STARTED", "READY"].contains(&op["Status"].as_str().unwrap()), "RETRY of {op}");
+                        let attempt = op["StepDetails"]["Attempt"].as_i64().unwrap_or(0) + 1;
+                        assert!(u["StepOptions"]["NextAttemptDelaySeconds"].as_i64().is_some(), "{u}");
+                        op["Status"] = json!("PENDING");
+                        op["StepDetails"] = json!({
+                            "Attempt": attempt, "Error": u["Error"], "NextAttemptTimestamp": 1_800_000_000,
+                        });
+                    }
                     _ if u["Type"] == "CALLBACK" => panic!("the function may only start a CALLBACK"),
                     "SUCCEED" => {
                         op["Status"] = json!("SUCCEEDED");
@@ -277,9 +295,9 @@ fn a1_simple_step() {
     assert_eq!(runs.lock().unwrap()["step1"], [0]);
 }
 
-/// A.2 Step with retry. wfc journals each attempt as its own STEP and the back-off as a WAIT
-/// (subtype Retry), where the SDKs use one STEP with RETRY/READY: the service sees a failed
-/// step, a timer, and a new step (docs/adapters.md).
+/// A.2 Step with retry (§4.4.5): one STEP, whose failed attempt is its RETRY with the error and
+/// `NextAttemptDelaySeconds`; the service makes it PENDING, then READY, and the next attempt
+/// runs on it without a START and SUCCEEDs it.
 #[test]
 fn a2_step_with_retry() {
     let wf = load(
@@ -292,24 +310,100 @@ fn a2_step_with_retry() {
     let calls = fake.calls();
     assert_eq!(
         calls.iter().map(|c| actions(c)).collect::<Vec<_>>(),
-        [vec!["START STEP step1#1.0"], vec!["FAIL STEP step1#1.0"], vec!["START WAIT step1#1.retry1"]]
+        [vec!["START STEP step1#1.0"], vec!["RETRY STEP step1#1.0"]]
     );
-    let error = &calls[1][0]["Error"];
+    let retry = &calls[1][0];
+    assert_eq!(retry["StepOptions"], json!({ "NextAttemptDelaySeconds": 5 }));
+    let error = &retry["Error"];
     assert_eq!(type_and_message(error), json!({ "ErrorType": "Oops", "ErrorMessage": "first try" }));
     // §8.3.3's SHOULDs: the error and cause for machines, and the operation's scopes.
     assert_eq!(error["ErrorData"], json!({ "Error": "Oops", "Cause": "first try" }).to_string());
     assert_eq!(error["StackTrace"], json!(["step1#1.0"]));
-    assert_eq!(calls[2][0]["WaitOptions"]["WaitSeconds"], 5);
-    assert_eq!(calls[2][0]["SubType"], "Retry");
-    // Invocation 2, after the service fired the timer: the failure replays, attempt 1 runs.
+    assert_eq!(fake.0.lock().unwrap().ops[1]["StepDetails"]["Attempt"], 1);
+    // The delay has not passed: the replay parks at the back-off again, sending nothing.
+    assert_eq!(invoke(&wf, &h, &fake, 100).unwrap(), json!({ "Status": "PENDING" }));
+    assert_eq!(fake.calls().len(), 2);
+    // Invocation 2, the STEP READY: the failure replays, attempt 1 runs on the same STEP.
     fake.fire_timers();
     assert_eq!(invoke(&wf, &h, &fake, 100).unwrap(), json!({ "Status": "SUCCEEDED", "Result": "\"result\"" }));
     let calls = fake.calls();
-    assert_eq!(
-        calls[3..].iter().map(|c| actions(c)).collect::<Vec<_>>(),
-        [["START STEP step1#1.1"], ["SUCCEED STEP step1#1.1"]]
-    );
+    assert_eq!(calls[2..].iter().map(|c| actions(c)).collect::<Vec<_>>(), [["SUCCEED STEP step1#1.0"]]);
+    // The earlier attempts' error names travel with the result (a SUCCEED has no Error).
+    let payload: Value = serde_json::from_str(calls[2][0]["Payload"].as_str().unwrap()).unwrap();
+    assert_eq!(payload, json!({ "wfc:result": "result", "wfc:retriedErrors": ["Oops"] }));
     assert_eq!(runs.lock().unwrap()["step1"], [0, 1]);
+    // A replay of the finished execution runs nothing and answers the unwrapped result.
+    assert_eq!(invoke(&wf, &h, &fake, 100).unwrap(), json!({ "Status": "SUCCEEDED", "Result": "\"result\"" }));
+    assert_eq!((fake.calls().len(), runs.lock().unwrap()["step1"].len()), (3, 2));
+}
+
+/// Retries on one STEP pick and count retriers by each attempt's error: the earlier attempts'
+/// error names travel in the RETRY's and FAIL's `ErrorData` (the service keeps only the latest
+/// error), so a replay decides as the first run did.
+#[test]
+fn retried_attempts_replay_each_error_to_choose_the_retrier() {
+    let wf = load(
+        r#"{"StartAt": "s", "States": {"s": {"Type": "Task", "Resource": "arn:aws:lambda:::function:f",
+            "Retry": [{"ErrorEquals": ["A"], "IntervalSeconds": 2, "MaxAttempts": 1},
+                      {"ErrorEquals": ["States.ALL"], "IntervalSeconds": 3, "MaxAttempts": 1}], "End": true}}}"#,
+    );
+    let (h, runs) = counting(&[("s", Err(("A", "a"))), ("s", Err(("B", "b"))), ("s", Err(("C", "c")))]);
+    let fake = Fake::new(&json!({}));
+    for _ in 0..2 {
+        assert_eq!(invoke(&wf, &h, &fake, 100).unwrap(), json!({ "Status": "PENDING" }));
+        fake.fire_timers();
+    }
+    let out = invoke(&wf, &h, &fake, 100).unwrap();
+    assert_eq!(out["Status"], "FAILED", "{out}");
+    assert_eq!(type_and_message(&out["Error"]), json!({ "ErrorType": "C", "ErrorMessage": "c" }));
+    let calls = fake.calls();
+    assert_eq!(
+        calls.iter().map(|c| actions(c)).collect::<Vec<_>>(),
+        [vec!["START STEP s#1.0"], vec!["RETRY STEP s#1.0"], vec!["RETRY STEP s#1.0"], vec!["FAIL STEP s#1.0"]]
+    );
+    let delays: Vec<&Value> = calls[1..3].iter().map(|c| &c[0]["StepOptions"]["NextAttemptDelaySeconds"]).collect();
+    assert_eq!(delays, [2, 3]);
+    let data = |i: usize| serde_json::from_str::<Value>(calls[i][0]["Error"]["ErrorData"].as_str().unwrap()).unwrap();
+    assert_eq!(data(2), json!({ "Error": "B", "Cause": "b", "RetriedErrors": ["A"] }));
+    assert_eq!(data(3), json!({ "Error": "C", "Cause": "c", "RetriedErrors": ["A", "B"] }));
+    assert_eq!(runs.lock().unwrap()["s"], [0, 1, 2]);
+    // A replay of the FAILED STEP fails the same way without running anything.
+    assert_eq!(invoke(&wf, &h, &fake, 100).unwrap(), out);
+    assert_eq!((fake.calls().len(), runs.lock().unwrap()["s"].len()), (4, 3));
+}
+
+/// A failure that no retrier matches is its STEP's FAIL, and a Catch goes on after it; a retry
+/// of a Parallel (no STEP of its own) keeps its back-off as a WAIT.
+#[test]
+fn a_caught_failure_is_a_fail_and_state_retries_keep_their_wait() {
+    let wf = load(
+        r#"{"StartAt": "s", "States": {
+            "s": {"Type": "Task", "Resource": "arn:aws:lambda:::function:f",
+                  "Retry": [{"ErrorEquals": ["X"]}], "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "t"}], "Next": "t"},
+            "t": {"Type": "Task", "Resource": "arn:aws:lambda:::function:f", "End": true}}}"#,
+    );
+    let (h, _) = counting(&[("s", Err(("Y", "no retrier"))), ("t", Ok(json!("after")))]);
+    let fake = Fake::new(&json!({}));
+    assert_eq!(invoke(&wf, &h, &fake, 100).unwrap(), json!({ "Status": "SUCCEEDED", "Result": "\"after\"" }));
+    let all: Vec<String> = fake.calls().iter().flat_map(|c| actions(c)).collect();
+    assert_eq!(all, ["START STEP s#1.0", "FAIL STEP s#1.0", "START STEP t#1.0", "SUCCEED STEP t#1.0"]);
+
+    let wf = load(
+        r#"{"StartAt": "P", "States": {"P": {"Type": "Parallel", "End": true,
+            "Retry": [{"ErrorEquals": ["E"], "IntervalSeconds": 4, "MaxAttempts": 1}],
+            "Branches": [{"StartAt": "w", "States": {"w": {"Type": "Task", "Resource": "arn:aws:lambda:::function:f", "End": true}}}]}}}"#,
+    );
+    let (h, _) = counting(&[("w", Err(("E", "once"))), ("w", Ok(json!("ok")))]);
+    let fake = Fake::new(&json!({}));
+    assert_eq!(invoke(&wf, &h, &fake, 100).unwrap(), json!({ "Status": "PENDING" }));
+    let all: Vec<String> = fake.calls().iter().flat_map(|c| actions(c)).collect();
+    let at = |a: &str| all.iter().position(|x| x == a).unwrap_or_else(|| panic!("no {a} in {all:?}"));
+    // The branch's failure is final for its STEP (the branch ended), before its CONTEXT fails.
+    assert!(at("FAIL STEP P#1.0/0/w#1.0") < at("FAIL CONTEXT P#1.0/0"), "{all:?}");
+    assert!(at("START WAIT P#1.retry1") > at("FAIL CONTEXT P#1.0/0"), "{all:?}");
+    assert!(!all.iter().any(|a| a.starts_with("RETRY")), "{all:?}");
+    fake.fire_timers();
+    assert_eq!(invoke(&wf, &h, &fake, 100).unwrap(), json!({ "Status": "SUCCEEDED", "Result": "[\"ok\"]" }));
 }
 
 /// A.3 Wait: START with WaitSeconds, PENDING; then the completed wait is skipped.

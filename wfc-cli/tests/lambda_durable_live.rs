@@ -238,14 +238,21 @@ fn workflows_run_as_durable_functions_under_dex_local_runner() {
     assert_eq!(count(&h, "WaitSucceeded", "Nap#1"), 1, "{h:?}");
     assert_eq!(count(&h, "InvocationCompleted", ""), 2, "{h:?}");
 
-    // A retry: the failed attempt, the back-off as a WAIT, the second attempt.
+    // A retry (§4.4.5): one STEP, its failed attempt a RETRY with the attempt number and the
+    // back-off (the runner's StepFailed with RetryDetails), then the second attempt SUCCEEDs it.
     let arn = s.start_execution("retry", "retry-1", &json!({}));
     let (e, h) = s.finished(&arn);
     assert_eq!(e["Status"], "SUCCEEDED", "{e}");
     assert_eq!(e["Result"], "\"made it\"");
     assert_eq!(count(&h, "StepFailed", "Flaky#1.0"), 1, "{h:?}");
-    assert_eq!(count(&h, "WaitSucceeded", "Flaky#1.retry1"), 1, "{h:?}");
-    assert_eq!(count(&h, "StepSucceeded", "Flaky#1.1"), 1, "{h:?}");
+    assert_eq!(count(&h, "StepSucceeded", "Flaky#1.0"), 1, "{h:?}");
+    assert_eq!(count(&h, "WaitStarted", "Flaky#1.retry1") + count(&h, "StepStarted", "Flaky#1.1"), 0, "{h:?}");
+    let events = s.history(&arn);
+    let failed = events_of(&events, "StepFailed");
+    let retry = &failed[0]["StepFailedDetails"];
+    assert_eq!(retry["RetryDetails"]["NextAttemptDelaySeconds"], 5, "{retry}");
+    assert_eq!(retry["RetryDetails"]["CurrentAttempt"], 1, "{retry}");
+    assert_eq!(retry["Error"]["Payload"]["ErrorType"], "Busy", "{retry}");
 
     // A Parallel: one branch waits while the other runs its step.
     let arn = s.start_execution("parallel", "par-1", &json!({}));
@@ -705,17 +712,24 @@ fn an_abandoned_branch_has_its_wait_cancelled_and_its_context_closed() {
     assert_eq!(s.ledger("ledger"), ["Boom 0"]);
 }
 
-/// Runs `wfc lambda-invoke` on a one-Task workflow against `sigv4_server.py` answering `script`;
-/// returns the invocation's output and the server's log (one entry per request).
+/// Runs `wfc lambda-invoke` on a one-Task workflow against `sigv4_server.py` answering `script`
+/// over HTTPS, with a certificate for 127.0.0.1 made here that the client trusts through
+/// `AWS_CA_BUNDLE`; returns the invocation's output and the server's log (one entry per request).
 fn invoke_against_checking_endpoint(venv: &Path, name: &str, script: &str) -> (Value, Vec<Value>) {
     let dir = std::env::temp_dir().join(format!("wfc-lambda-sigv4-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
+    let certified = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
+        .expect("a self-signed certificate");
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert, certified.cert.pem()).unwrap();
+    std::fs::write(&key, certified.signing_key.serialize_pem()).unwrap();
     let (port, log) = (free_port(), dir.join("requests.jsonl"));
     let server = Command::new(venv.join("bin/python"))
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lambda/sigv4_server.py"))
-        .args([&port.to_string(), log.to_str().unwrap(), script])
+        .args([&port.to_string(), log.to_str().unwrap(), script, cert.to_str().unwrap(), key.to_str().unwrap()])
         .stdout(Stdio::null())
+        .stderr(Stdio::null())
         .spawn()
         .expect("the checking endpoint starts");
     let _server = Killed(server);
@@ -742,11 +756,12 @@ fn invoke_against_checking_endpoint(venv: &Path, name: &str, script: &str) -> (V
     let out = Command::new(env!("CARGO_BIN_EXE_wfc"))
         .arg("lambda-invoke")
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lambda/sequence.asl.json"))
-        .args(["--endpoint", &format!("http://127.0.0.1:{port}")])
+        .args(["--endpoint", &format!("https://127.0.0.1:{port}")])
         .arg("--mocks")
         .arg(&mocks)
         .arg("--event")
         .arg(&event_path)
+        .env("AWS_CA_BUNDLE", &cert)
         .env("AWS_ACCESS_KEY_ID", "AKIDWFCTEST")
         .env("AWS_SECRET_ACCESS_KEY", "wfc/test/secret")
         .env("AWS_REGION", "us-east-1")
@@ -762,10 +777,11 @@ fn invoke_against_checking_endpoint(venv: &Path, name: &str, script: &str) -> (V
     (output, requests)
 }
 
-/// §15.2/§15.3 through aws-sdk-lambda, against a local plain-HTTP endpoint (the SDK's endpoint
-/// override takes http://) that checks every request's SigV4 signature with botocore's signer:
-/// ThrottlingException twice, then success: the invocation retries with back-off and goes on;
-/// ResourceNotFoundException: the execution fails at once, after one request.
+/// §15.2/§15.3 through aws-sdk-lambda over TLS, against a local HTTPS endpoint (its certificate
+/// made by the test, trusted through AWS_CA_BUNDLE) that checks every request's SigV4 signature
+/// with botocore's signer: ThrottlingException twice, then success: the invocation retries with
+/// back-off and goes on; ResourceNotFoundException: the execution fails at once, after one
+/// request. An AWS_CA_BUNDLE that holds no certificate is a clear error before any request.
 #[test]
 fn signed_requests_are_retried_when_throttled_and_a_terminal_error_fails_at_once() {
     let Some(venv) = venv() else {
@@ -789,4 +805,23 @@ fn signed_requests_are_retried_when_throttled_and_a_terminal_error_fails_at_once
     assert!(message.contains("ResourceNotFoundException"), "{output}");
     assert_eq!(requests.len(), 1, "{requests:?}");
     assert_eq!(requests[0]["valid"], true, "{requests:?}");
+
+    let bundle = std::env::temp_dir().join(format!("wfc-lambda-bad-bundle-{}.pem", std::process::id()));
+    std::fs::write(&bundle, "not a certificate\n").unwrap();
+    let event = bundle.with_extension("json");
+    std::fs::write(&event, "{}").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_wfc"))
+        .arg("lambda-invoke")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lambda/sequence.asl.json"))
+        .args(["--endpoint", "https://127.0.0.1:9", "--event", event.to_str().unwrap()])
+        .env("AWS_CA_BUNDLE", &bundle)
+        .env("AWS_ACCESS_KEY_ID", "AKIDWFCTEST")
+        .env("AWS_SECRET_ACCESS_KEY", "wfc/test/secret")
+        .env("AWS_REGION", "us-east-1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("AWS_CA_BUNDLE") && stderr.contains("no certificate"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let _ = (std::fs::remove_file(&bundle), std::fs::remove_file(&event));
 }

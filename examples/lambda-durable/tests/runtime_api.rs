@@ -239,8 +239,9 @@ fn the_binary_runs_as_a_durable_function_under_the_runtime_api() {
             .filter(|(s, _)| *s == 200)
     });
 
-    // The function, as Lambda starts a custom runtime: its configuration in the environment.
-    let mut function = Command::new(env!("CARGO_BIN_EXE_lambda-durable"))
+    // The function, as Lambda starts a custom runtime (its `bootstrap`): its configuration in
+    // the environment.
+    let mut function = Command::new(bootstrap())
         .env("AWS_LAMBDA_RUNTIME_API", format!("127.0.0.1:{runtime_port}"))
         .env("AWS_LAMBDA_FUNCTION_NAME", "approval")
         .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
@@ -305,4 +306,43 @@ fn the_binary_runs_as_a_durable_function_under_the_runtime_api() {
     // Each task ran once across the three invocations.
     lines.extend(lines_rx.try_iter());
     assert_eq!(lines, ["prepare 7".to_owned(), format!("request 7 {token}"), "ship 7".to_owned()]);
+}
+
+/// The example's `bootstrap` executable (what a `provided.al2023` function runs), checked to load
+/// on Amazon Linux 2023: no glibc symbol version newer than its glibc 2.34.
+fn bootstrap() -> PathBuf {
+    let path = PathBuf::from(env!("CARGO_BIN_EXE_bootstrap"));
+    assert_eq!(path.file_name().and_then(|n| n.to_str()), Some("bootstrap"));
+    let newest = newest_glibc(&std::fs::read(&path).expect("the bootstrap binary"));
+    assert!(
+        newest.is_none_or(|minor| minor <= 34),
+        "{} needs GLIBC_2.{} but provided.al2023 has glibc 2.34: build it with cargo lambda (README)",
+        path.display(),
+        newest.unwrap_or_default()
+    );
+    path
+}
+
+/// The newest `GLIBC_2.N` symbol version an ELF executable names (its version needs are strings
+/// of `.dynstr`), or `None` for one that needs no glibc (static musl).
+fn newest_glibc(elf: &[u8]) -> Option<u32> {
+    let tag = b"GLIBC_2.";
+    let mut newest = None;
+    for i in 0..elf.len().saturating_sub(tag.len()) {
+        if &elf[i..i + tag.len()] == tag {
+            let digits: String =
+                elf[i + tag.len()..].iter().take_while(|b| b.is_ascii_digit()).map(|b| *b as char).collect();
+            if let Ok(minor) = digits.parse::<u32>() {
+                newest = newest.max(Some(minor));
+            }
+        }
+    }
+    newest
+}
+
+#[test]
+fn the_glibc_version_scan_reads_version_names() {
+    assert_eq!(newest_glibc(b"\0GLIBC_2.2.5\0GLIBC_2.34\0GLIBC_2.17\0"), Some(34));
+    assert_eq!(newest_glibc(b"\0GLIBC_PRIVATE\0musl\0"), None);
+    assert_eq!(newest_glibc(b"GLIBC_2.39"), Some(39));
 }

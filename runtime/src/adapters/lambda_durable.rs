@@ -12,6 +12,7 @@
 //! across replays; on the wire the `Id` is their SHA-256 (64 hex digits, what the service
 //! accepts) and the `Name` is the readable id, which is how a replay finds them again.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -259,15 +260,167 @@ fn undeserializable(op: &Value) -> Option<String> {
     })
 }
 
+/// `ErrorData`'s list of the earlier attempts' error names, on a STEP that holds several
+/// attempts of one Task (a `RETRY`, and the `FAIL` that ends the chain).
+const RETRIED_ERRORS: &str = "RetriedErrors";
+/// The `Result` of a STEP that succeeded after retries: `{"wfc:result": R, "wfc:retriedErrors":
+/// [...]}` (a `SUCCEED` carries no `Error`, and the service keeps no earlier one once it
+/// succeeded, while a replay needs each attempt's error name to choose and count retriers).
+const WRAPPED_RESULT: &str = "wfc:result";
+const WRAPPED_ERRORS: &str = "wfc:retriedErrors";
+/// The cause of an attempt before the last of a chain: only its error name travels (the
+/// retriers match names; no output shows an earlier attempt's cause).
+const EARLIER_CAUSE: &str = "(the cause of an attempt before the last is not kept by the service)";
+
+/// A Task attempt's journal id `<base>.<attempt>` split (`Charge#1.2` → (`Charge#1`, 2)).
+fn attempt_parts(id: &str) -> Option<(&str, u32)> {
+    let (base, k) = id.rsplit_once('.')?;
+    if base.is_empty() || k.is_empty() || !k.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some((base, k.parse().ok()?))
+}
+
+/// A retry back-off's journal id `<base>.retry<n>` split (`Charge#1.retry2` → (`Charge#1`, 2)).
+fn retry_parts(id: &str) -> Option<(&str, u32)> {
+    let (base, n) = id.rsplit_once(".retry")?;
+    if base.is_empty() || n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some((base, n.parse().ok()?))
+}
+
+fn error_names(v: Option<&Value>) -> Option<Vec<String>> {
+    v?.as_array()?.iter().map(|n| n.as_str().map(str::to_owned)).collect()
+}
+
+/// The consecutive attempts of one Task visit that one wire STEP holds (spec §4.4.5: a retry is
+/// the STEP's `RETRY`, not a new STEP): attempts `first..` of journal base `<base>`, the wire
+/// operation named by attempt `head`, the error names of its failed attempts so far.
+#[derive(Debug, Clone, PartialEq)]
+struct Chain {
+    head: String,
+    first: u32,
+    errors: Vec<String>,
+    /// `RETRY` was its last action (the service has it PENDING or READY): the next attempt runs
+    /// on it, without a START (spec A.2).
+    open: bool,
+}
+
+impl Chain {
+    fn fresh(head: &str, first: u32) -> Chain {
+        Chain { head: head.to_owned(), first, errors: Vec::new(), open: false }
+    }
+
+    /// The attempt the chain's wire STEP takes next.
+    fn next_attempt(&self) -> u32 {
+        self.first + self.errors.len() as u32
+    }
+}
+
+/// A service `Operation` as the journal's operations: [`from_wire`], and for a STEP holding
+/// retried attempts, each attempt (`<base>.<k>`, failed with its error name) and each back-off
+/// between them (the WAIT `<base>.retry<k>` the journal expects, fired, or STARTED until the
+/// STEP's `NextAttemptTimestamp` while the service has it PENDING). Also the chain it is.
+fn expand(op: &Value) -> (Vec<Operation>, Option<(String, Chain)>) {
+    let Some(last) = from_wire(op) else { return (Vec::new(), None) };
+    let parts = if last.op_type == OpType::Step { attempt_parts(&last.id) } else { None };
+    let Some((base, j)) = parts.map(|(b, k)| (b.to_owned(), k)) else { return (vec![last], None) };
+    let details = op.get("StepDetails");
+    let retried = details
+        .and_then(|d| d.pointer("/Error/ErrorData"))
+        .and_then(Value::as_str)
+        .and_then(|t| serde_json::from_str::<Value>(t).ok())
+        .and_then(|d| error_names(d.get(RETRIED_ERRORS)));
+    let failed = |k: u32, error: &str, cause: &str| Operation {
+        id: format!("{base}.{k}"),
+        status: if error == wfc_ir::errors::TIMEOUT { OpStatus::TimedOut } else { OpStatus::Failed },
+        result: None,
+        error: Some(error.to_owned()),
+        cause: Some(cause.to_owned()),
+        ..last.clone()
+    };
+    let backoff = |n: u32, due_at_ms: Option<i64>| Operation {
+        id: format!("{base}.retry{n}"),
+        op_type: OpType::Wait,
+        subtype: "Retry".to_owned(),
+        status: if due_at_ms.is_some() { OpStatus::Started } else { OpStatus::Succeeded },
+        result: None,
+        error: None,
+        cause: None,
+        due_at_ms,
+        callback_token: None,
+        ..last.clone()
+    };
+    // The earlier attempts (failed) and the back-offs after them (fired).
+    let history = |errors: &[String]| -> Vec<Operation> {
+        let mut ops = Vec::new();
+        for (i, e) in errors.iter().enumerate() {
+            ops.push(failed(j + i as u32, e, EARLIER_CAUSE));
+            ops.push(backoff(j + i as u32 + 1, None));
+        }
+        ops
+    };
+    let mut chain = Chain::fresh(&last.id, j);
+    let status = op.get("Status").and_then(Value::as_str).unwrap_or("STARTED");
+    let ops = match status {
+        // RETRY was its last action: every attempt so far failed; the next one waits for its
+        // back-off (PENDING) or may run (READY).
+        "PENDING" | "READY" => {
+            let mut errors = retried.unwrap_or_default();
+            let error = last.error.clone().unwrap_or_default();
+            let mut ops = history(&errors);
+            let k = j + errors.len() as u32;
+            ops.push(failed(k, &error, last.cause.as_deref().unwrap_or_default()));
+            let due = details.and_then(|d| millis(d.get("NextAttemptTimestamp")));
+            ops.push(backoff(k + 1, if status == "PENDING" { Some(due.unwrap_or(0)) } else { None }));
+            errors.push(error);
+            chain.errors = errors;
+            chain.open = true;
+            ops
+        }
+        "FAILED" | "TIMED_OUT" => {
+            let errors = retried.unwrap_or_default();
+            let mut ops = history(&errors);
+            let k = j + errors.len() as u32;
+            chain.errors = errors;
+            chain.errors.push(last.error.clone().unwrap_or_default());
+            ops.push(Operation { id: format!("{base}.{k}"), ..last });
+            ops
+        }
+        "SUCCEEDED" => {
+            let wrapped = last.result.as_ref().and_then(Value::as_object).filter(|o| {
+                o.len() == 2 && o.contains_key(WRAPPED_RESULT) && error_names(o.get(WRAPPED_ERRORS)).is_some()
+            });
+            match wrapped {
+                Some(o) => {
+                    let errors = error_names(o.get(WRAPPED_ERRORS)).unwrap_or_default();
+                    let result = o.get(WRAPPED_RESULT).cloned();
+                    let mut ops = history(&errors);
+                    let k = j + errors.len() as u32;
+                    chain.errors = errors;
+                    ops.push(Operation { id: format!("{base}.{k}"), result, ..last });
+                    ops
+                }
+                None => vec![last],
+            }
+        }
+        _ => vec![last],
+    };
+    (ops, Some((base, chain)))
+}
+
 /// The `Error` object of an update (spec §8.3.3): `ErrorType` and `ErrorMessage`, and the
 /// SHOULDs: `ErrorData` (the error and cause as JSON, for machines) and `StackTrace` (the
-/// operation's scopes, innermost first: `P#1.0/0/Work#1.0`, `P#1.0/0`, `P#1.0`).
-fn error_object(error: &str, cause: &str, id: Option<&str>) -> Value {
-    let mut e = json!({
-        "ErrorType": error,
-        "ErrorMessage": cause,
-        "ErrorData": json!({ "Error": error, "Cause": cause }).to_string(),
-    });
+/// operation's scopes, innermost first: `P#1.0/0/Work#1.0`, `P#1.0/0`, `P#1.0`). A STEP's
+/// `ErrorData` also lists the error names of the attempts before this one that it held
+/// (`RetriedErrors`, see [`Chain`]).
+fn error_object(error: &str, cause: &str, id: Option<&str>, retried: &[String]) -> Value {
+    let mut data = json!({ "Error": error, "Cause": cause });
+    if !retried.is_empty() {
+        data[RETRIED_ERRORS] = json!(retried);
+    }
+    let mut e = json!({ "ErrorType": error, "ErrorMessage": cause, "ErrorData": data.to_string() });
     if let Some(id) = id {
         let frames: Vec<&str> = id.char_indices().filter(|(_, c)| *c == '/').map(|(i, _)| &id[..i]).collect();
         let mut stack = vec![id];
@@ -338,6 +491,7 @@ fn to_wire(u: &OperationUpdate, now_ms: i64, tenant: Option<&str>) -> Option<Val
                 u.error.as_deref().unwrap_or_default(),
                 u.cause.as_deref().unwrap_or_default(),
                 Some(&u.id),
+                &[],
             );
         }
         (_, OpStatus::Cancelled) => w["Action"] = json!("CANCEL"),
@@ -366,7 +520,7 @@ struct LambdaStore {
     operations: Vec<Operation>,
     /// Operations as the checkpoint responses returned them during this invocation (a
     /// CALLBACK's `CallbackId` is issued when it starts), by journal id.
-    changed: Mutex<std::collections::HashMap<String, Operation>>,
+    changed: Mutex<HashMap<String, Operation>>,
     token: Mutex<String>,
     error: Mutex<Option<ClientError>>,
     /// Every operation wfc wrote, by journal id: its type and its status on the service as
@@ -375,6 +529,13 @@ struct LambdaStore {
     open: Mutex<std::collections::BTreeMap<String, OpenOp>>,
     /// The invocation's tenant (a tenant-isolated function), given to chained invokes.
     tenant: Option<String>,
+    /// The latest wire STEP of each Task visit (journal base `<State>#<visit>`): where its next
+    /// attempt goes (see [`Chain`]).
+    chains: Mutex<HashMap<String, Chain>>,
+    /// Failed attempts not sent yet: a retry back-off that follows makes the failure the STEP's
+    /// `RETRY` (spec §4.4.5); anything else on the same line of control, or the invocation's
+    /// end, makes it the `FAIL` it is.
+    held: Mutex<Vec<OperationUpdate>>,
 }
 
 impl LambdaStore {
@@ -456,11 +617,139 @@ impl LambdaStore {
                     "Wfc.BranchAbandoned",
                     "no line of control waits for this scope any more (a sibling branch failed, or the execution ended)",
                     Some(id),
+                    &[],
                 ),
             });
             updates.push(with_parent(w, o));
         }
         updates
+    }
+
+    /// A STEP START the service already has as STARTED (its invocation was interrupted): the
+    /// step runs again without a second START, which the service refuses; SUCCEED/FAIL follow.
+    fn already_started(&self, u: &OperationUpdate) -> bool {
+        u.op_type == OpType::Step
+            && u.status == OpStatus::Started
+            && self.operations.iter().any(|op| op.id == u.id && op.status == OpStatus::Started)
+    }
+
+    /// The wire update ending attempt `h` (failed) of its chain: `RETRY` after `retry_seconds`
+    /// of back-off, else `FAIL`. Either carries the chain's earlier error names.
+    fn step_end(&self, h: &OperationUpdate, retry_seconds: Option<i64>, chains: &mut HashMap<String, Chain>) -> Value {
+        let (base, k) = attempt_parts(&h.id).unwrap_or((h.id.as_str(), 0));
+        let chain = chains.entry(base.to_owned()).or_insert_with(|| Chain::fresh(&h.id, k));
+        if chain.next_attempt() != k {
+            // Not the attempt the chain expects (cannot happen: its START made the chain).
+            *chain = Chain::fresh(&h.id, k);
+        }
+        let error = h.error.clone().unwrap_or_default();
+        let mut w = json!({
+            "Id": wire_id(&chain.head), "Name": wire_name(&chain.head), "Type": "STEP", "SubType": h.subtype,
+            "Error": error_object(&error, h.cause.as_deref().unwrap_or_default(), Some(&h.id), &chain.errors),
+        });
+        if let Some(parent) = &h.parent_id {
+            w["ParentId"] = json!(wire_id(parent));
+        }
+        match retry_seconds {
+            Some(seconds) => {
+                w["Action"] = json!("RETRY");
+                w["StepOptions"] = json!({ "NextAttemptDelaySeconds": seconds });
+            }
+            None => w["Action"] = json!("FAIL"),
+        }
+        chain.errors.push(error);
+        chain.open = retry_seconds.is_some();
+        w
+    }
+
+    /// The wire update for a STEP attempt's START or SUCCEED (`None`: nothing to send).
+    fn step_update(&self, u: &OperationUpdate, now_ms: i64, chains: &mut HashMap<String, Chain>) -> Option<Value> {
+        let (base, k) = attempt_parts(&u.id)?;
+        let chain = chains.get(base).filter(|c| c.next_attempt() == k && (c.open || c.head == u.id)).cloned();
+        match u.status {
+            OpStatus::Started => {
+                if chain.as_ref().is_some_and(|c| c.open) {
+                    // The service made the STEP READY: the attempt runs without a START (A.2).
+                    return None;
+                }
+                chains.insert(base.to_owned(), Chain::fresh(&u.id, k));
+                if self.already_started(u) {
+                    return None;
+                }
+                to_wire(u, now_ms, self.tenant.as_deref())
+            }
+            OpStatus::Succeeded => {
+                let chain = chain.unwrap_or_else(|| Chain::fresh(&u.id, k));
+                let mut w = to_wire(u, now_ms, self.tenant.as_deref())?;
+                w["Id"] = json!(wire_id(&chain.head));
+                w["Name"] = json!(wire_name(&chain.head));
+                if !chain.errors.is_empty() {
+                    let result = u.result.clone().unwrap_or(Value::Null);
+                    w["Payload"] = json!(json!({ WRAPPED_RESULT: result, WRAPPED_ERRORS: chain.errors }).to_string());
+                }
+                chains.insert(base.to_owned(), Chain { open: false, ..chain });
+                Some(w)
+            }
+            _ => to_wire(u, now_ms, self.tenant.as_deref()),
+        }
+    }
+
+    /// The journal's updates as wire updates, holding failed attempts until it is known whether
+    /// a retry follows them (see `held`).
+    fn wire_updates(&self, updates: &[OperationUpdate], now_ms: i64) -> Vec<Value> {
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        let mut chains = self.chains.lock().unwrap_or_else(|p| p.into_inner());
+        let mut wire = Vec::new();
+        for u in updates {
+            let retried = (u.op_type == OpType::Wait && u.status == OpStatus::Started && u.subtype == "Retry")
+                .then(|| retry_parts(&u.id))
+                .flatten()
+                .and_then(|(base, n)| {
+                    held.iter().position(|h| attempt_parts(&h.id).is_some_and(|(b, k)| b == base && k + 1 == n))
+                });
+            if let Some(i) = retried {
+                let h = held.remove(i);
+                // Whole seconds, rounded up so the attempt never comes early; at least 1.
+                let seconds = ((u.due_at_ms.unwrap_or(now_ms) - now_ms).max(0) + 999) / 1000;
+                wire.push(self.step_end(&h, Some(seconds.max(1)), &mut chains));
+                continue;
+            }
+            // The line of control of a held failure went on without a retry: it is final. (A
+            // sibling line's update, under another parent, says nothing about it.)
+            let (done, keep): (Vec<_>, Vec<_>) = held.drain(..).partition(|h| {
+                h.parent_id == u.parent_id || h.id.strip_prefix(u.id.as_str()).is_some_and(|r| r.starts_with('/'))
+            });
+            *held = keep;
+            for h in &done {
+                wire.push(self.step_end(h, None, &mut chains));
+            }
+            let attempt = u.op_type == OpType::Step && attempt_parts(&u.id).is_some();
+            match u.status {
+                OpStatus::Failed | OpStatus::TimedOut if attempt => held.push(u.clone()),
+                _ if attempt => wire.extend(self.step_update(u, now_ms, &mut chains)),
+                _ if self.already_started(u) => {}
+                _ => wire.extend(to_wire(u, now_ms, self.tenant.as_deref())),
+            }
+        }
+        wire
+    }
+
+    /// Sends the failures still held (the invocation is answering): each is its STEP's `FAIL`.
+    async fn flush_held(&self) -> Result<(), ClientError> {
+        let wire: Vec<Value> = {
+            let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+            let mut chains = self.chains.lock().unwrap_or_else(|p| p.into_inner());
+            held.drain(..).collect::<Vec<_>>().iter().map(|h| self.step_end(h, None, &mut chains)).collect()
+        };
+        if wire.is_empty() {
+            return Ok(());
+        }
+        self.note_sent(&wire);
+        let current = self.token.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let done = self.client.checkpoint(&self.arn, &current, wire).await?;
+        *self.token.lock().unwrap_or_else(|p| p.into_inner()) = done.token;
+        self.note_wire(&done.operations);
+        Ok(())
     }
 
     fn fail(&self, e: ClientError) -> StoreError {
@@ -497,18 +786,7 @@ impl Store for LambdaStore {
     ) -> BoxFuture<'a, Result<CheckpointToken, StoreError>> {
         Box::pin(async move {
             let now_ms = jiff::Timestamp::now().as_millisecond();
-            // A step the service already has as STARTED (its invocation was interrupted) runs
-            // again without a second START, which the service refuses; SUCCEED/FAIL follow it.
-            let already_started = |u: &OperationUpdate| {
-                u.op_type == OpType::Step
-                    && u.status == OpStatus::Started
-                    && self.operations.iter().any(|op| op.id == u.id && op.status == OpStatus::Started)
-            };
-            let wire: Vec<Value> = updates
-                .iter()
-                .filter(|u| !already_started(u))
-                .filter_map(|u| to_wire(u, now_ms, self.tenant.as_deref()))
-                .collect();
+            let wire = self.wire_updates(&updates, now_ms);
             if wire.is_empty() {
                 return Ok(token);
             }
@@ -521,7 +799,7 @@ impl Store for LambdaStore {
             }
             self.note_wire(&done.operations);
             let mut changed = self.changed.lock().unwrap_or_else(|p| p.into_inner());
-            for op in done.operations.iter().filter_map(from_wire) {
+            for op in done.operations.iter().flat_map(|op| expand(op).0) {
                 changed.insert(op.id.clone(), op);
             }
             Ok(CheckpointToken { epoch: token.epoch, seq: token.seq + 1 })
@@ -560,7 +838,7 @@ impl Store for LambdaStore {
                 if let Some(why) = page.operations.iter().find_map(undeserializable) {
                     return Err(self.fail(ClientError::Undeserializable(why)));
                 }
-                if let Some(op) = page.operations.iter().filter_map(from_wire).find(|op| op.id == id) {
+                if let Some(op) = page.operations.iter().flat_map(|op| expand(op).0).find(|op| op.id == id) {
                     return Ok(Some(op));
                 }
                 match page.next_marker {
@@ -733,7 +1011,18 @@ where
     if let Some(why) = wire.iter().find_map(undeserializable) {
         return Ok(failed("Wfc.ResultNotDeserializable", &why));
     }
-    let operations: Vec<Operation> = wire.iter().filter_map(from_wire).collect();
+    let mut operations: Vec<Operation> = Vec::new();
+    let mut chains: HashMap<String, Chain> = HashMap::new();
+    for op in &wire {
+        let (ops, chain) = expand(op);
+        operations.extend(ops);
+        // A visit's latest wire STEP is the one its next attempt may go on.
+        if let Some((base, chain)) = chain
+            && chains.get(&base).is_none_or(|c| c.first < chain.first)
+        {
+            chains.insert(base, chain);
+        }
+    }
     let store = Arc::new(LambdaStore {
         client: Arc::clone(&client),
         arn: arn.clone(),
@@ -745,6 +1034,8 @@ where
         error: Mutex::new(None),
         open: Mutex::default(),
         tenant: tenant.map(str::to_owned),
+        chains: Mutex::new(chains),
+        held: Mutex::default(),
     });
     store.note_wire(&wire);
     let suspender = Suspender::new(SuspendPolicy { steps: false, timers: true, callbacks: true });
@@ -763,6 +1054,12 @@ where
     }
     let options = RunOptions::real().with_journal(journal);
     let outcome = run_until_suspended(&suspender, run(input, options)).await;
+    // Failed attempts no retry followed are their STEPs' FAIL, before anything else is closed.
+    if store.error.lock().unwrap_or_else(|p| p.into_inner()).is_none()
+        && let Err(e) = store.flush_held().await
+    {
+        return answer_for(e);
+    }
     if let Some(e) = store.error.lock().unwrap_or_else(|p| p.into_inner()).clone() {
         return answer_for(e);
     }
@@ -829,7 +1126,7 @@ fn answer_for(e: ClientError) -> Result<Value, InvocationError> {
 }
 
 fn failed(error: &str, message: &str) -> Value {
-    json!({ "Status": "FAILED", "Error": error_object(error, message, None) })
+    json!({ "Status": "FAILED", "Error": error_object(error, message, None, &[]) })
 }
 
 /// [`invoke_with`] on the interpreter with `handlers` for the Tasks, on a new current-thread

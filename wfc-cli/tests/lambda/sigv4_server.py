@@ -6,6 +6,7 @@ is logged as a JSON line: {"path", "target", "valid", "answer"}."""
 
 import hashlib
 import json
+import ssl
 import sys
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
@@ -87,4 +88,10 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
 
-HTTPServer(("127.0.0.1", PORT), Handler).serve_forever()
+server = HTTPServer(("127.0.0.1", PORT), Handler)
+if len(sys.argv) > 5:
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(sys.argv[4], sys.argv[5])
+    # The handshake happens in the handler, so a probe that connects and leaves costs nothing.
+    server.socket = tls.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
+server.serve_forever()
