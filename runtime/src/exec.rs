@@ -19,8 +19,8 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 use tracing::Instrument;
 use wfc_ir::{
-    Assign, ChoiceState, ComputedString, FailState, JsonataTemplate, MapState, OutputPath, ParallelState, PassState,
-    ResultPath, Seconds, StateId, SucceedState, TaskState, Template, WaitDuration, WaitState, Workflow,
+    Assign, ChoiceState, ComputedString, FailState, InputPath, JsonataTemplate, MapState, OutputPath, ParallelState,
+    PassState, ResultPath, Seconds, StateId, SucceedState, TaskState, Template, WaitDuration, WaitState, Workflow,
 };
 
 #[cfg(feature = "durable")]
@@ -2734,45 +2734,125 @@ pub trait MapCode: NestedCode {
 /// The interpreter's [`ParallelCode`] and [`MapCode`]: the state's IR spec, evaluated by [`io`].
 struct InterpretedNested<'s, S>(&'s S);
 
-impl NestedCode for InterpretedNested<'_, ParallelState> {
+/// The fields a Parallel and a Map state share in the IR, so one [`NestedCode`] implementation
+/// (below) serves both; each state type adds only what the context object check needs of its
+/// own fields.
+trait NestedSpec {
+    fn input_path(&self) -> &InputPath;
+    fn result_selector(&self) -> &Option<Template>;
+    fn result_path(&self) -> &ResultPath;
+    fn output_path(&self) -> &OutputPath;
+    fn retry(&self) -> &[wfc_ir::Retrier];
+    fn catch(&self) -> &[wfc_ir::Catcher];
+    fn assign(&self) -> Option<&Assign>;
+    fn output(&self) -> Option<&JsonataTemplate>;
+    /// Whether the state's own fields (beyond the shared paths, `Assign` and `Output`) read the
+    /// context object on entry.
+    fn own_fields_use_context(&self) -> bool;
+}
+
+impl NestedSpec for ParallelState {
+    fn input_path(&self) -> &InputPath {
+        &self.input_path
+    }
+    fn result_selector(&self) -> &Option<Template> {
+        &self.result_selector
+    }
+    fn result_path(&self) -> &ResultPath {
+        &self.result_path
+    }
+    fn output_path(&self) -> &OutputPath {
+        &self.output_path
+    }
+    fn retry(&self) -> &[wfc_ir::Retrier] {
+        &self.retry
+    }
+    fn catch(&self) -> &[wfc_ir::Catcher] {
+        &self.catch
+    }
+    fn assign(&self) -> Option<&Assign> {
+        self.assign.as_ref()
+    }
+    fn output(&self) -> Option<&JsonataTemplate> {
+        self.output.as_ref()
+    }
+    fn own_fields_use_context(&self) -> bool {
+        self.arguments.is_some()
+    }
+}
+
+impl NestedSpec for MapState {
+    fn input_path(&self) -> &InputPath {
+        &self.input_path
+    }
+    fn result_selector(&self) -> &Option<Template> {
+        &self.result_selector
+    }
+    fn result_path(&self) -> &ResultPath {
+        &self.result_path
+    }
+    fn output_path(&self) -> &OutputPath {
+        &self.output_path
+    }
+    fn retry(&self) -> &[wfc_ir::Retrier] {
+        &self.retry
+    }
+    fn catch(&self) -> &[wfc_ir::Catcher] {
+        &self.catch
+    }
+    fn assign(&self) -> Option<&Assign> {
+        self.assign.as_ref()
+    }
+    fn output(&self) -> Option<&JsonataTemplate> {
+        self.output.as_ref()
+    }
+    fn own_fields_use_context(&self) -> bool {
+        io::paths_use_context([Some(&self.items_path), self.max_concurrency_path.as_ref()])
+            || self.items.is_some()
+            || self.item_selector_jsonata.is_some()
+            || self.max_concurrency_jsonata.is_some()
+    }
+}
+
+impl<S: NestedSpec> NestedCode for InterpretedNested<'_, S> {
     type Retrier = wfc_ir::Retrier;
     type Catcher = wfc_ir::Catcher;
 
     fn retriers(&self) -> &[wfc_ir::Retrier] {
-        &self.0.retry
+        self.0.retry()
     }
 
     fn catchers(&self) -> &[wfc_ir::Catcher] {
-        &self.0.catch
+        self.0.catch()
     }
 
     fn needs_context(&self) -> bool {
         let spec = self.0;
-        io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()])
-            || spec.arguments.is_some()
-            || spec.output.is_some()
-            || spec.assign.is_some()
+        io::paths_use_context([spec.input_path().as_ref(), spec.output_path().as_ref()])
+            || spec.own_fields_use_context()
+            || spec.output().is_some()
+            || spec.assign().is_some()
     }
 
     fn input_path(&self, raw: &Value, ctx: &Value) -> Result<Value, Failure> {
-        io::input_path(&self.0.input_path, raw, ctx).map(std::borrow::Cow::into_owned)
+        io::input_path(self.0.input_path(), raw, ctx).map(std::borrow::Cow::into_owned)
     }
 
     fn finish_needs_context(&self) -> bool {
-        self.0.result_selector.as_ref().is_some_and(io::uses_context)
+        self.0.result_selector().as_ref().is_some_and(io::uses_context)
     }
 
     fn finish(&self, exec: &Execution, raw_input: Value, result: Value, ctx: &Value) -> Result<Value, Failure> {
         let spec = self.0;
-        finish_paths(exec, &spec.result_selector, &spec.result_path, &spec.output_path, raw_input, result, ctx)
+        finish_paths(exec, spec.result_selector(), spec.result_path(), spec.output_path(), raw_input, result, ctx)
     }
 
     fn assign(&self) -> Option<&Assign> {
-        self.0.assign.as_ref()
+        self.0.assign()
     }
 
     fn output(&self) -> Option<&JsonataTemplate> {
-        self.0.output.as_ref()
+        self.0.output()
     }
 }
 
@@ -2787,54 +2867,6 @@ impl ParallelCode for InterpretedNested<'_, ParallelState> {
 
     fn arguments(&self) -> Option<&JsonataTemplate> {
         self.0.arguments.as_ref()
-    }
-}
-
-impl NestedCode for InterpretedNested<'_, MapState> {
-    type Retrier = wfc_ir::Retrier;
-    type Catcher = wfc_ir::Catcher;
-
-    fn retriers(&self) -> &[wfc_ir::Retrier] {
-        &self.0.retry
-    }
-
-    fn catchers(&self) -> &[wfc_ir::Catcher] {
-        &self.0.catch
-    }
-
-    fn needs_context(&self) -> bool {
-        let spec = self.0;
-        io::paths_use_context([
-            spec.input_path.as_ref(),
-            spec.output_path.as_ref(),
-            Some(&spec.items_path),
-            spec.max_concurrency_path.as_ref(),
-        ]) || spec.items.is_some()
-            || spec.item_selector_jsonata.is_some()
-            || spec.output.is_some()
-            || spec.assign.is_some()
-            || spec.max_concurrency_jsonata.is_some()
-    }
-
-    fn input_path(&self, raw: &Value, ctx: &Value) -> Result<Value, Failure> {
-        io::input_path(&self.0.input_path, raw, ctx).map(std::borrow::Cow::into_owned)
-    }
-
-    fn finish_needs_context(&self) -> bool {
-        self.0.result_selector.as_ref().is_some_and(io::uses_context)
-    }
-
-    fn finish(&self, exec: &Execution, raw_input: Value, result: Value, ctx: &Value) -> Result<Value, Failure> {
-        let spec = self.0;
-        finish_paths(exec, &spec.result_selector, &spec.result_path, &spec.output_path, raw_input, result, ctx)
-    }
-
-    fn assign(&self) -> Option<&Assign> {
-        self.0.assign.as_ref()
-    }
-
-    fn output(&self) -> Option<&JsonataTemplate> {
-        self.0.output.as_ref()
     }
 }
 
