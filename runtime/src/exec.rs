@@ -1418,6 +1418,8 @@ trait TaskCodeView {
     fn credentials(&self) -> Option<&wfc_ir::TaskCredentials>;
     fn arguments(&self) -> Option<&JsonataTemplate>;
     fn assign(&self) -> Option<&Assign>;
+    fn assigns(&self) -> bool;
+    fn assigned(&self, exec: &Execution, dollar: &Value, ctx: &Value) -> Result<Assigned, Failure>;
     fn output(&self) -> Option<&JsonataTemplate>;
 }
 
@@ -1460,6 +1462,12 @@ impl<C: TaskCode + ?Sized> TaskCodeView for C {
     }
     fn assign(&self) -> Option<&Assign> {
         TaskCode::assign(self)
+    }
+    fn assigns(&self) -> bool {
+        TaskCode::assigns(self)
+    }
+    fn assigned(&self, exec: &Execution, dollar: &Value, ctx: &Value) -> Result<Assigned, Failure> {
+        TaskCode::assigned(self, exec, dollar, ctx)
     }
     fn output(&self) -> Option<&JsonataTemplate> {
         TaskCode::output(self)
@@ -1551,6 +1559,16 @@ pub trait TaskCode {
     /// `Assign` (interpreted only).
     fn assign(&self) -> Option<&Assign> {
         None
+    }
+    /// Whether the state has a JSONPath `Assign` compiled to Rust ([`assigned`](Self::assigned)).
+    fn assigns(&self) -> bool {
+        false
+    }
+    /// The compiled `Assign`'s values, in the order written, on `dollar` (the result) with the
+    /// context object `ctx` (the variables as of entry).
+    fn assigned(&self, exec: &Execution, dollar: &Value, ctx: &Value) -> Result<Assigned, Failure> {
+        let _ = (exec, dollar, ctx);
+        Ok(Vec::new())
     }
     /// JSONata `Output` (interpreted only).
     fn output(&self) -> Option<&JsonataTemplate> {
@@ -1841,7 +1859,9 @@ async fn task_inner(
                 // large or too deep is terminal, and AWS names the resource that returned it.
                 exec.limits().check_payload(resource, &result).map_err(|f| visit.runtime(f))?;
                 exec.record_with(events.succeeded, || events.details(resource, json!({ "output": result })));
-                let language = Language { assign: code.assign(), output: code.output() };
+                let assign_code = |dollar: &Value, ctx: &Value| code.assigned(exec, dollar, ctx);
+                let assign = AssignRef::of(code.assign(), code.assigns(), &assign_code);
+                let language = Language { assign, output: code.output() };
                 if language.is_plain() && shape.result_is_output {
                     // The output is the result just checked against the same limits.
                     visit.exit(&result);
@@ -2080,8 +2100,28 @@ impl Finish<'_> {
 /// A state's `Assign` and JSONata `Output`, for [`finish_success`].
 #[derive(Clone, Copy)]
 struct Language<'s> {
-    assign: Option<&'s Assign>,
+    assign: Option<AssignRef<'s>>,
     output: Option<&'s JsonataTemplate>,
+}
+
+/// A Task's, Parallel's or Map's `Assign` block as its visit evaluates it: the IR's (the
+/// interpreter), or a JSONPath block compiled to Rust (generated code's `assigned`), called
+/// with what `$` means and the context object.
+#[derive(Clone, Copy)]
+enum AssignRef<'s> {
+    Ir(&'s Assign),
+    Code(&'s (dyn Fn(&Value, &Value) -> Result<Assigned, Failure> + 's)),
+}
+
+impl<'s> AssignRef<'s> {
+    /// The IR's block, or the generated one when `generated` (the state's code says it has one).
+    fn of(
+        ir: Option<&'s Assign>,
+        generated: bool,
+        code: &'s (dyn Fn(&Value, &Value) -> Result<Assigned, Failure> + 's),
+    ) -> Option<AssignRef<'s>> {
+        if generated { Some(AssignRef::Code(code)) } else { ir.map(AssignRef::Ir) }
+    }
 }
 
 impl Language<'_> {
@@ -2130,7 +2170,11 @@ fn finish_with_language(
 ) -> Result<Value, Failure> {
     let ctx = visit.context();
     let b = Bindings { result: Some(&result), ..Bindings::new(raw_input, &ctx) };
-    let assigned = visit.assign(language.assign, &result, &b)?;
+    let assigned = match language.assign {
+        Some(AssignRef::Code(code)) => Some(code(&result, &ctx)?),
+        Some(AssignRef::Ir(assign)) => visit.assign(Some(assign), &result, &b)?,
+        None => None,
+    };
     let output = match language.output {
         Some(t) => visit.jsonata(t, "Output", &b)?,
         None => finish.output(visit, raw_input.clone(), result.clone()).map_err(|f| visit.runtime(f))?,
@@ -2211,6 +2255,15 @@ fn caught<C: retry::CatchRule>(
             failure
         });
     };
+    if let Some(assign) = catcher.assign_code() {
+        // As below: the Assign on the Error Output first, then the catcher's ResultPath.
+        let error_output = failure.to_error_output();
+        let ctx = visit.context();
+        let assigned = assign(visit.exec, &error_output, &ctx).map_err(|f| visit.runtime(f))?;
+        let output = catcher.output(raw_input, &failure).map_err(|f| visit.runtime(f))?;
+        visit.finish_assigned(&output, Some(assigned))?;
+        return Ok(Step::Goto { target: catcher.next(), output });
+    }
     let Some(catcher) = catcher.with_language() else {
         let output = catcher.output(raw_input, &failure).map_err(|f| visit.runtime(f))?;
         visit.finish(&output)?;
@@ -2315,6 +2368,46 @@ pub fn choice_with(
     rules: impl FnOnce(&Value, &Value) -> Result<Option<usize>, Failure>,
     output_path: impl FnOnce(Value, &Value) -> Result<Value, Failure>,
 ) -> Result<Chosen, Failure> {
+    let no_assign: Option<fn(Option<usize>, &Value, &Value) -> Result<Option<Assigned>, Failure>> = None;
+    choice_visit(exec, name, needs_ctx, input, has_default, input_path, rules, no_assign, output_path)
+}
+
+/// One visit of a JSONPath Choice state with `Assign` (its own, or a rule's): as
+/// [`choice_with`], with `assign` giving, for the chosen rule (`None`: the Default), the values
+/// of its `Assign` block (`None` when it has none) on the effective input, evaluated after the
+/// rules and before OutputPath, as [`choice`] does. The Exited event records them as
+/// `assignedVariables`; they are visible from the next state on.
+#[allow(clippy::too_many_arguments)] // each argument is one step of the state, in order
+pub fn choice_assign_with(
+    exec: &Execution,
+    name: &str,
+    needs_ctx: bool,
+    input: Value,
+    has_default: bool,
+    input_path: impl FnOnce(Value, &Value) -> Result<Value, Failure>,
+    rules: impl FnOnce(&Value, &Value) -> Result<Option<usize>, Failure>,
+    assign: impl FnOnce(Option<usize>, &Value, &Value) -> Result<Option<Assigned>, Failure>,
+    output_path: impl FnOnce(Value, &Value) -> Result<Value, Failure>,
+) -> Result<Chosen, Failure> {
+    choice_visit(exec, name, needs_ctx, input, has_default, input_path, rules, Some(assign), output_path)
+}
+
+/// The visit [`choice_with`] and [`choice_assign_with`] share. Inlined into both, so a Choice
+/// without `Assign` (`assign` is `None`) compiles to no Assign step at all: the counting loop's
+/// Choice cost ~26 instructions more per visit when it went through the Assign path.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)] // as choice_assign_with
+fn choice_visit(
+    exec: &Execution,
+    name: &str,
+    needs_ctx: bool,
+    input: Value,
+    has_default: bool,
+    input_path: impl FnOnce(Value, &Value) -> Result<Value, Failure>,
+    rules: impl FnOnce(&Value, &Value) -> Result<Option<usize>, Failure>,
+    assign: Option<impl FnOnce(Option<usize>, &Value, &Value) -> Result<Option<Assigned>, Failure>>,
+    output_path: impl FnOnce(Value, &Value) -> Result<Value, Failure>,
+) -> Result<Chosen, Failure> {
     state_span(name, "Choice").in_scope(|| {
         let visit = Visit::start_timed(exec, name, "Choice", &input, needs_ctx)?;
         let ctx = visit.context_if(needs_ctx);
@@ -2323,8 +2416,14 @@ pub fn choice_with(
         if branch.is_none() && !has_default {
             return Err(no_choice_matched(name));
         }
+        let Some(assign) = assign else {
+            let output = output_path(effective, &ctx).map_err(|f| visit.runtime(f))?;
+            visit.finish(&output)?;
+            return Ok(Chosen { branch, output });
+        };
+        let assigned = assign(branch, &effective, &ctx).map_err(|f| visit.runtime(f))?;
         let output = output_path(effective, &ctx).map_err(|f| visit.runtime(f))?;
-        visit.finish(&output)?;
+        visit.finish_assigned(&output, assigned)?;
         Ok(Chosen { branch, output })
     })
 }
@@ -2679,6 +2778,16 @@ pub trait NestedCode {
     fn assign(&self) -> Option<&Assign> {
         None
     }
+    /// Whether the state has a JSONPath `Assign` compiled to Rust ([`assigned`](Self::assigned)).
+    fn assigns(&self) -> bool {
+        false
+    }
+    /// The compiled `Assign`'s values, in the order written, on `dollar` (the result) with the
+    /// context object `ctx` (the variables as of entry).
+    fn assigned(&self, exec: &Execution, dollar: &Value, ctx: &Value) -> Result<Assigned, Failure> {
+        let _ = (exec, dollar, ctx);
+        Ok(Vec::new())
+    }
     /// JSONata `Output` (interpreted only).
     fn output(&self) -> Option<&JsonataTemplate> {
         None
@@ -3004,7 +3113,9 @@ where
             Ok(outputs) => {
                 exec.record(EventType::ParallelStateSucceeded, json!({ "name": name }));
                 let result = Value::Array(outputs);
-                let language = Language { assign: code.assign(), output: code.output() };
+                let assign_code = |dollar: &Value, ctx: &Value| code.assigned(exec, dollar, ctx);
+                let assign = AssignRef::of(code.assign(), code.assigns(), &assign_code);
+                let language = Language { assign, output: code.output() };
                 let finish = Finish {
                     needs_ctx: io_ctx || code.finish_needs_context(),
                     run: &|raw: Value, result: Value, ctx: &Value| code.finish(exec, raw, result, ctx),
@@ -3158,7 +3269,9 @@ where
         let (failure, iterations_failed) = match outcome {
             Ok(result) => {
                 exec.record(EventType::MapStateSucceeded, json!({ "name": name }));
-                let language = Language { assign: code.assign(), output: code.output() };
+                let assign_code = |dollar: &Value, ctx: &Value| code.assigned(exec, dollar, ctx);
+                let assign = AssignRef::of(code.assign(), code.assigns(), &assign_code);
+                let language = Language { assign, output: code.output() };
                 let finish = Finish {
                     needs_ctx: io_ctx || code.finish_needs_context(),
                     run: &|raw: Value, result: Value, ctx: &Value| code.finish(exec, raw, result, ctx),
