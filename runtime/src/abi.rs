@@ -11,8 +11,12 @@
 //!   interpreter runs those states through, so both engines record the same events with the same
 //!   JSON and raise the same failures. A Task's data processing is a [`TaskCode`] the generated
 //!   code implements (paths, Parameters, ResultSelector, timeouts), with its Retry and Catch as
-//!   `const` tables of [`Retrier`]s and [`Catcher`]s; the retry loop, back-offs, events,
-//!   callbacks and Catch stay in `exec::task_with`;
+//!   `const` tables of [`Retrier`]s and [`Catcher`]s (or [`AssignCatcher`]s, when a catcher
+//!   has a JSONPath `Assign`, compiled to a [`CatchAssign`] function); the retry loop,
+//!   back-offs, events, callbacks and Catch stay in `exec::task_with`;
+//! - JSONPath `Assign` blocks as construction code giving [`Assigned`]: through
+//!   [`pass_assign`], [`wait_assign`] and [`choice_assign`] for a Pass, Wait or Choice, and the
+//!   `assigns`/`assigned` methods of a Task's, Parallel's or Map's code;
 //! - a Parallel's or Map's visit, [`parallel`] and [`map`] (`exec::parallel_with`,
 //!   `exec::map_with`): the events, the branches' and iterations' lines of control (and their
 //!   CONTEXT operations when journaled), MaxConcurrency, the item-count limit, Retry and Catch.
@@ -29,9 +33,13 @@
 //!   [`math_add`], [`format`]): the same evaluator as the interpreter's, minus the parsing;
 //! - Choice comparisons with their literal converted at compile time ([`numeric`],
 //!   [`timestamp`], [`string`], [`matches`], [`boolean`]) and, for `*Path` operands known only
-//!   at run time, [`crate::choice::test`].
+//!   at run time, [`crate::choice::test`];
+//! - the driver loop, once for every machine: a generated machine (the workflow, each Parallel
+//!   branch, each Map item processor) supplies only its `step`, one state's work giving a
+//!   [`Flow`], and [`drive`] runs the steps until one ends the machine.
 
 use std::cmp::Ordering;
+use std::future::Future;
 use std::sync::LazyLock;
 
 use rand::RngCore;
@@ -42,16 +50,48 @@ use wfc_ir::{Path, PathError};
 use crate::Failure;
 
 pub use crate::exec::{
-    Assigned, MapCode, NestedCode, ParallelCode, ParametersForm, TaskCode, TaskShape, choice_with as choice,
-    fail_with as fail, join_branches, map_with as map, parallel_with as parallel, pass_assign_with as pass_assign,
-    pass_with as pass, succeed_with as succeed, task_with as task, wait_assign_with as wait_assign, wait_with as wait,
+    Assigned, MapCode, NestedCode, ParallelCode, ParametersForm, TaskCode, TaskShape,
+    choice_assign_with as choice_assign, choice_with as choice, fail_with as fail, join_branches, map_with as map,
+    parallel_with as parallel, pass_assign_with as pass_assign, pass_with as pass, succeed_with as succeed,
+    task_with as task, wait_assign_with as wait_assign, wait_with as wait,
 };
-pub use crate::retry::{CatchPath, StaticCatcher as Catcher, StaticRetrier as Retrier};
+pub use crate::retry::{AssignCatcher, CatchAssign, CatchPath, StaticCatcher as Catcher, StaticRetrier as Retrier};
 pub use std::time::Duration;
 pub use wfc_ir::Jitter;
 pub use wfc_ir::intrinsics::Function;
 pub use wfc_ir::jsonpath::ast::SingularStep as Seg;
 pub use wfc_ir::native::{NativeNumber, Pattern};
+
+/// Where a generated machine goes after one state: on to the next state (a variant of the
+/// machine's `State` enum, carrying its raw input), or out of the machine with its output.
+pub enum Flow<S> {
+    /// The next state.
+    Next(S),
+    /// The machine ended (a Succeed state, or a state with `End`) with this output.
+    End(Value),
+}
+
+/// The driver of every generated machine: runs `step` (the machine's generated per-state work)
+/// from `state` until a state ends the machine, and returns its output or the failure that ended
+/// it. Generated code carries only the steps; the loop is this one.
+pub async fn drive<S, F, Fut>(mut state: S, mut step: F) -> Result<Value, Failure>
+where
+    F: FnMut(S) -> Fut,
+    Fut: Future<Output = Result<Flow<S>, Failure>>,
+{
+    loop {
+        match step(state).await? {
+            Flow::Next(next) => state = next,
+            Flow::End(output) => return Ok(output),
+        }
+    }
+}
+
+/// A `States.Runtime` failure for a state whose generated code and embedded IR disagree (only
+/// possible if a build mixed outputs of different definitions).
+pub fn unexpected(state: &str, problem: &str) -> Failure {
+    Failure::runtime(format!("state {state:?} {problem} (the generated code does not match its embedded definition)"))
+}
 
 /// A path that is not a definite `$` path, parsed once on first use. A path that does not parse
 /// (impossible for a definition the compiler accepted) fails the state with `States.Runtime`.

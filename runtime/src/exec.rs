@@ -19,8 +19,8 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 use tracing::Instrument;
 use wfc_ir::{
-    Assign, ChoiceState, ComputedString, FailState, JsonataTemplate, MapState, OutputPath, ParallelState, PassState,
-    ResultPath, Seconds, StateId, SucceedState, TaskState, Template, WaitDuration, WaitState, Workflow,
+    Assign, ChoiceState, ComputedString, FailState, InputPath, JsonataTemplate, MapState, OutputPath, ParallelState,
+    PassState, ResultPath, Seconds, StateId, SucceedState, TaskState, Template, WaitDuration, WaitState, Workflow,
 };
 
 #[cfg(feature = "durable")]
@@ -1418,6 +1418,8 @@ trait TaskCodeView {
     fn credentials(&self) -> Option<&wfc_ir::TaskCredentials>;
     fn arguments(&self) -> Option<&JsonataTemplate>;
     fn assign(&self) -> Option<&Assign>;
+    fn assigns(&self) -> bool;
+    fn assigned(&self, exec: &Execution, dollar: &Value, ctx: &Value) -> Result<Assigned, Failure>;
     fn output(&self) -> Option<&JsonataTemplate>;
 }
 
@@ -1460,6 +1462,12 @@ impl<C: TaskCode + ?Sized> TaskCodeView for C {
     }
     fn assign(&self) -> Option<&Assign> {
         TaskCode::assign(self)
+    }
+    fn assigns(&self) -> bool {
+        TaskCode::assigns(self)
+    }
+    fn assigned(&self, exec: &Execution, dollar: &Value, ctx: &Value) -> Result<Assigned, Failure> {
+        TaskCode::assigned(self, exec, dollar, ctx)
     }
     fn output(&self) -> Option<&JsonataTemplate> {
         TaskCode::output(self)
@@ -1551,6 +1559,16 @@ pub trait TaskCode {
     /// `Assign` (interpreted only).
     fn assign(&self) -> Option<&Assign> {
         None
+    }
+    /// Whether the state has a JSONPath `Assign` compiled to Rust ([`assigned`](Self::assigned)).
+    fn assigns(&self) -> bool {
+        false
+    }
+    /// The compiled `Assign`'s values, in the order written, on `dollar` (the result) with the
+    /// context object `ctx` (the variables as of entry).
+    fn assigned(&self, exec: &Execution, dollar: &Value, ctx: &Value) -> Result<Assigned, Failure> {
+        let _ = (exec, dollar, ctx);
+        Ok(Vec::new())
     }
     /// JSONata `Output` (interpreted only).
     fn output(&self) -> Option<&JsonataTemplate> {
@@ -1841,7 +1859,9 @@ async fn task_inner(
                 // large or too deep is terminal, and AWS names the resource that returned it.
                 exec.limits().check_payload(resource, &result).map_err(|f| visit.runtime(f))?;
                 exec.record_with(events.succeeded, || events.details(resource, json!({ "output": result })));
-                let language = Language { assign: code.assign(), output: code.output() };
+                let assign_code = |dollar: &Value, ctx: &Value| code.assigned(exec, dollar, ctx);
+                let assign = AssignRef::of(code.assign(), code.assigns(), &assign_code);
+                let language = Language { assign, output: code.output() };
                 if language.is_plain() && shape.result_is_output {
                     // The output is the result just checked against the same limits.
                     visit.exit(&result);
@@ -2080,8 +2100,28 @@ impl Finish<'_> {
 /// A state's `Assign` and JSONata `Output`, for [`finish_success`].
 #[derive(Clone, Copy)]
 struct Language<'s> {
-    assign: Option<&'s Assign>,
+    assign: Option<AssignRef<'s>>,
     output: Option<&'s JsonataTemplate>,
+}
+
+/// A Task's, Parallel's or Map's `Assign` block as its visit evaluates it: the IR's (the
+/// interpreter), or a JSONPath block compiled to Rust (generated code's `assigned`), called
+/// with what `$` means and the context object.
+#[derive(Clone, Copy)]
+enum AssignRef<'s> {
+    Ir(&'s Assign),
+    Code(&'s (dyn Fn(&Value, &Value) -> Result<Assigned, Failure> + 's)),
+}
+
+impl<'s> AssignRef<'s> {
+    /// The IR's block, or the generated one when `generated` (the state's code says it has one).
+    fn of(
+        ir: Option<&'s Assign>,
+        generated: bool,
+        code: &'s (dyn Fn(&Value, &Value) -> Result<Assigned, Failure> + 's),
+    ) -> Option<AssignRef<'s>> {
+        if generated { Some(AssignRef::Code(code)) } else { ir.map(AssignRef::Ir) }
+    }
 }
 
 impl Language<'_> {
@@ -2130,7 +2170,11 @@ fn finish_with_language(
 ) -> Result<Value, Failure> {
     let ctx = visit.context();
     let b = Bindings { result: Some(&result), ..Bindings::new(raw_input, &ctx) };
-    let assigned = visit.assign(language.assign, &result, &b)?;
+    let assigned = match language.assign {
+        Some(AssignRef::Code(code)) => Some(code(&result, &ctx)?),
+        Some(AssignRef::Ir(assign)) => visit.assign(Some(assign), &result, &b)?,
+        None => None,
+    };
     let output = match language.output {
         Some(t) => visit.jsonata(t, "Output", &b)?,
         None => finish.output(visit, raw_input.clone(), result.clone()).map_err(|f| visit.runtime(f))?,
@@ -2211,6 +2255,15 @@ fn caught<C: retry::CatchRule>(
             failure
         });
     };
+    if let Some(assign) = catcher.assign_code() {
+        // As below: the Assign on the Error Output first, then the catcher's ResultPath.
+        let error_output = failure.to_error_output();
+        let ctx = visit.context();
+        let assigned = assign(visit.exec, &error_output, &ctx).map_err(|f| visit.runtime(f))?;
+        let output = catcher.output(raw_input, &failure).map_err(|f| visit.runtime(f))?;
+        visit.finish_assigned(&output, Some(assigned))?;
+        return Ok(Step::Goto { target: catcher.next(), output });
+    }
     let Some(catcher) = catcher.with_language() else {
         let output = catcher.output(raw_input, &failure).map_err(|f| visit.runtime(f))?;
         visit.finish(&output)?;
@@ -2315,6 +2368,46 @@ pub fn choice_with(
     rules: impl FnOnce(&Value, &Value) -> Result<Option<usize>, Failure>,
     output_path: impl FnOnce(Value, &Value) -> Result<Value, Failure>,
 ) -> Result<Chosen, Failure> {
+    let no_assign: Option<fn(Option<usize>, &Value, &Value) -> Result<Option<Assigned>, Failure>> = None;
+    choice_visit(exec, name, needs_ctx, input, has_default, input_path, rules, no_assign, output_path)
+}
+
+/// One visit of a JSONPath Choice state with `Assign` (its own, or a rule's): as
+/// [`choice_with`], with `assign` giving, for the chosen rule (`None`: the Default), the values
+/// of its `Assign` block (`None` when it has none) on the effective input, evaluated after the
+/// rules and before OutputPath, as [`choice`] does. The Exited event records them as
+/// `assignedVariables`; they are visible from the next state on.
+#[allow(clippy::too_many_arguments)] // each argument is one step of the state, in order
+pub fn choice_assign_with(
+    exec: &Execution,
+    name: &str,
+    needs_ctx: bool,
+    input: Value,
+    has_default: bool,
+    input_path: impl FnOnce(Value, &Value) -> Result<Value, Failure>,
+    rules: impl FnOnce(&Value, &Value) -> Result<Option<usize>, Failure>,
+    assign: impl FnOnce(Option<usize>, &Value, &Value) -> Result<Option<Assigned>, Failure>,
+    output_path: impl FnOnce(Value, &Value) -> Result<Value, Failure>,
+) -> Result<Chosen, Failure> {
+    choice_visit(exec, name, needs_ctx, input, has_default, input_path, rules, Some(assign), output_path)
+}
+
+/// The visit [`choice_with`] and [`choice_assign_with`] share. Inlined into both, so a Choice
+/// without `Assign` (`assign` is `None`) compiles to no Assign step at all (no no-op closure
+/// call, no `finish_assigned`): the hot path of the counting loop stays as it was.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)] // as choice_assign_with
+fn choice_visit(
+    exec: &Execution,
+    name: &str,
+    needs_ctx: bool,
+    input: Value,
+    has_default: bool,
+    input_path: impl FnOnce(Value, &Value) -> Result<Value, Failure>,
+    rules: impl FnOnce(&Value, &Value) -> Result<Option<usize>, Failure>,
+    assign: Option<impl FnOnce(Option<usize>, &Value, &Value) -> Result<Option<Assigned>, Failure>>,
+    output_path: impl FnOnce(Value, &Value) -> Result<Value, Failure>,
+) -> Result<Chosen, Failure> {
     state_span(name, "Choice").in_scope(|| {
         let visit = Visit::start_timed(exec, name, "Choice", &input, needs_ctx)?;
         let ctx = visit.context_if(needs_ctx);
@@ -2323,8 +2416,14 @@ pub fn choice_with(
         if branch.is_none() && !has_default {
             return Err(no_choice_matched(name));
         }
+        let Some(assign) = assign else {
+            let output = output_path(effective, &ctx).map_err(|f| visit.runtime(f))?;
+            visit.finish(&output)?;
+            return Ok(Chosen { branch, output });
+        };
+        let assigned = assign(branch, &effective, &ctx).map_err(|f| visit.runtime(f))?;
         let output = output_path(effective, &ctx).map_err(|f| visit.runtime(f))?;
-        visit.finish(&output)?;
+        visit.finish_assigned(&output, assigned)?;
         Ok(Chosen { branch, output })
     })
 }
@@ -2679,6 +2778,16 @@ pub trait NestedCode {
     fn assign(&self) -> Option<&Assign> {
         None
     }
+    /// Whether the state has a JSONPath `Assign` compiled to Rust ([`assigned`](Self::assigned)).
+    fn assigns(&self) -> bool {
+        false
+    }
+    /// The compiled `Assign`'s values, in the order written, on `dollar` (the result) with the
+    /// context object `ctx` (the variables as of entry).
+    fn assigned(&self, exec: &Execution, dollar: &Value, ctx: &Value) -> Result<Assigned, Failure> {
+        let _ = (exec, dollar, ctx);
+        Ok(Vec::new())
+    }
     /// JSONata `Output` (interpreted only).
     fn output(&self) -> Option<&JsonataTemplate> {
         None
@@ -2734,45 +2843,125 @@ pub trait MapCode: NestedCode {
 /// The interpreter's [`ParallelCode`] and [`MapCode`]: the state's IR spec, evaluated by [`io`].
 struct InterpretedNested<'s, S>(&'s S);
 
-impl NestedCode for InterpretedNested<'_, ParallelState> {
+/// The fields a Parallel and a Map state share in the IR, so one [`NestedCode`] implementation
+/// (below) serves both; each state type adds only what the context object check needs of its
+/// own fields.
+trait NestedSpec {
+    fn input_path(&self) -> &InputPath;
+    fn result_selector(&self) -> &Option<Template>;
+    fn result_path(&self) -> &ResultPath;
+    fn output_path(&self) -> &OutputPath;
+    fn retry(&self) -> &[wfc_ir::Retrier];
+    fn catch(&self) -> &[wfc_ir::Catcher];
+    fn assign(&self) -> Option<&Assign>;
+    fn output(&self) -> Option<&JsonataTemplate>;
+    /// Whether the state's own fields (beyond the shared paths, `Assign` and `Output`) read the
+    /// context object on entry.
+    fn own_fields_use_context(&self) -> bool;
+}
+
+impl NestedSpec for ParallelState {
+    fn input_path(&self) -> &InputPath {
+        &self.input_path
+    }
+    fn result_selector(&self) -> &Option<Template> {
+        &self.result_selector
+    }
+    fn result_path(&self) -> &ResultPath {
+        &self.result_path
+    }
+    fn output_path(&self) -> &OutputPath {
+        &self.output_path
+    }
+    fn retry(&self) -> &[wfc_ir::Retrier] {
+        &self.retry
+    }
+    fn catch(&self) -> &[wfc_ir::Catcher] {
+        &self.catch
+    }
+    fn assign(&self) -> Option<&Assign> {
+        self.assign.as_ref()
+    }
+    fn output(&self) -> Option<&JsonataTemplate> {
+        self.output.as_ref()
+    }
+    fn own_fields_use_context(&self) -> bool {
+        self.arguments.is_some()
+    }
+}
+
+impl NestedSpec for MapState {
+    fn input_path(&self) -> &InputPath {
+        &self.input_path
+    }
+    fn result_selector(&self) -> &Option<Template> {
+        &self.result_selector
+    }
+    fn result_path(&self) -> &ResultPath {
+        &self.result_path
+    }
+    fn output_path(&self) -> &OutputPath {
+        &self.output_path
+    }
+    fn retry(&self) -> &[wfc_ir::Retrier] {
+        &self.retry
+    }
+    fn catch(&self) -> &[wfc_ir::Catcher] {
+        &self.catch
+    }
+    fn assign(&self) -> Option<&Assign> {
+        self.assign.as_ref()
+    }
+    fn output(&self) -> Option<&JsonataTemplate> {
+        self.output.as_ref()
+    }
+    fn own_fields_use_context(&self) -> bool {
+        io::paths_use_context([Some(&self.items_path), self.max_concurrency_path.as_ref()])
+            || self.items.is_some()
+            || self.item_selector_jsonata.is_some()
+            || self.max_concurrency_jsonata.is_some()
+    }
+}
+
+impl<S: NestedSpec> NestedCode for InterpretedNested<'_, S> {
     type Retrier = wfc_ir::Retrier;
     type Catcher = wfc_ir::Catcher;
 
     fn retriers(&self) -> &[wfc_ir::Retrier] {
-        &self.0.retry
+        self.0.retry()
     }
 
     fn catchers(&self) -> &[wfc_ir::Catcher] {
-        &self.0.catch
+        self.0.catch()
     }
 
     fn needs_context(&self) -> bool {
         let spec = self.0;
-        io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()])
-            || spec.arguments.is_some()
-            || spec.output.is_some()
-            || spec.assign.is_some()
+        io::paths_use_context([spec.input_path().as_ref(), spec.output_path().as_ref()])
+            || spec.own_fields_use_context()
+            || spec.output().is_some()
+            || spec.assign().is_some()
     }
 
     fn input_path(&self, raw: &Value, ctx: &Value) -> Result<Value, Failure> {
-        io::input_path(&self.0.input_path, raw, ctx).map(std::borrow::Cow::into_owned)
+        io::input_path(self.0.input_path(), raw, ctx).map(std::borrow::Cow::into_owned)
     }
 
     fn finish_needs_context(&self) -> bool {
-        self.0.result_selector.as_ref().is_some_and(io::uses_context)
+        self.0.result_selector().as_ref().is_some_and(io::uses_context)
     }
 
     fn finish(&self, exec: &Execution, raw_input: Value, result: Value, ctx: &Value) -> Result<Value, Failure> {
         let spec = self.0;
-        finish_paths(exec, &spec.result_selector, &spec.result_path, &spec.output_path, raw_input, result, ctx)
+        finish_paths(exec, spec.result_selector(), spec.result_path(), spec.output_path(), raw_input, result, ctx)
     }
 
     fn assign(&self) -> Option<&Assign> {
-        self.0.assign.as_ref()
+        self.0.assign()
     }
 
     fn output(&self) -> Option<&JsonataTemplate> {
-        self.0.output.as_ref()
+        self.0.output()
     }
 }
 
@@ -2787,54 +2976,6 @@ impl ParallelCode for InterpretedNested<'_, ParallelState> {
 
     fn arguments(&self) -> Option<&JsonataTemplate> {
         self.0.arguments.as_ref()
-    }
-}
-
-impl NestedCode for InterpretedNested<'_, MapState> {
-    type Retrier = wfc_ir::Retrier;
-    type Catcher = wfc_ir::Catcher;
-
-    fn retriers(&self) -> &[wfc_ir::Retrier] {
-        &self.0.retry
-    }
-
-    fn catchers(&self) -> &[wfc_ir::Catcher] {
-        &self.0.catch
-    }
-
-    fn needs_context(&self) -> bool {
-        let spec = self.0;
-        io::paths_use_context([
-            spec.input_path.as_ref(),
-            spec.output_path.as_ref(),
-            Some(&spec.items_path),
-            spec.max_concurrency_path.as_ref(),
-        ]) || spec.items.is_some()
-            || spec.item_selector_jsonata.is_some()
-            || spec.output.is_some()
-            || spec.assign.is_some()
-            || spec.max_concurrency_jsonata.is_some()
-    }
-
-    fn input_path(&self, raw: &Value, ctx: &Value) -> Result<Value, Failure> {
-        io::input_path(&self.0.input_path, raw, ctx).map(std::borrow::Cow::into_owned)
-    }
-
-    fn finish_needs_context(&self) -> bool {
-        self.0.result_selector.as_ref().is_some_and(io::uses_context)
-    }
-
-    fn finish(&self, exec: &Execution, raw_input: Value, result: Value, ctx: &Value) -> Result<Value, Failure> {
-        let spec = self.0;
-        finish_paths(exec, &spec.result_selector, &spec.result_path, &spec.output_path, raw_input, result, ctx)
-    }
-
-    fn assign(&self) -> Option<&Assign> {
-        self.0.assign.as_ref()
-    }
-
-    fn output(&self) -> Option<&JsonataTemplate> {
-        self.0.output.as_ref()
     }
 }
 
@@ -2972,7 +3113,9 @@ where
             Ok(outputs) => {
                 exec.record(EventType::ParallelStateSucceeded, json!({ "name": name }));
                 let result = Value::Array(outputs);
-                let language = Language { assign: code.assign(), output: code.output() };
+                let assign_code = |dollar: &Value, ctx: &Value| code.assigned(exec, dollar, ctx);
+                let assign = AssignRef::of(code.assign(), code.assigns(), &assign_code);
+                let language = Language { assign, output: code.output() };
                 let finish = Finish {
                     needs_ctx: io_ctx || code.finish_needs_context(),
                     run: &|raw: Value, result: Value, ctx: &Value| code.finish(exec, raw, result, ctx),
@@ -3126,7 +3269,9 @@ where
         let (failure, iterations_failed) = match outcome {
             Ok(result) => {
                 exec.record(EventType::MapStateSucceeded, json!({ "name": name }));
-                let language = Language { assign: code.assign(), output: code.output() };
+                let assign_code = |dollar: &Value, ctx: &Value| code.assigned(exec, dollar, ctx);
+                let assign = AssignRef::of(code.assign(), code.assigns(), &assign_code);
+                let language = Language { assign, output: code.output() };
                 let finish = Finish {
                     needs_ctx: io_ctx || code.finish_needs_context(),
                     run: &|raw: Value, result: Value, ctx: &Value| code.finish(exec, raw, result, ctx),

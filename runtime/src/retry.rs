@@ -120,11 +120,20 @@ pub trait CatchRule {
     fn next(&self) -> StateId;
     /// The raw input with the Error Output placed at its ResultPath.
     fn output(&self, raw_input: Value, failure: &Failure) -> Result<Value, Failure>;
-    /// The catcher itself when it has `Assign` or a JSONata `Output` (only the IR's can).
+    /// The catcher itself when it has `Assign` or a JSONata `Output` (the IR's).
     fn with_language(&self) -> Option<&Catcher> {
         None
     }
+    /// A JSONPath `Assign` compiled to Rust (an [`AssignCatcher`]'s), evaluated on the Error
+    /// Output before the catcher's ResultPath.
+    fn assign_code(&self) -> Option<CatchAssign> {
+        None
+    }
 }
+
+/// A catcher's JSONPath `Assign` compiled to Rust: its values from the execution (for random
+/// intrinsics), the Error Output (`$`) and the context object (`$$`, `$name` as of entry).
+pub type CatchAssign = fn(&crate::Execution, &Value, &Value) -> Result<crate::exec::Assigned, crate::Failure>;
 
 impl CatchRule for Catcher {
     fn matches(&self, error: &str) -> bool {
@@ -186,6 +195,34 @@ impl CatchRule for StaticCatcher {
                 Ok(out)
             }
         }
+    }
+}
+
+/// A catcher compiled into generated code, for a `Catch` table in which some catcher has a
+/// JSONPath `Assign`: a [`StaticCatcher`] and, where it has one, its `Assign` as Rust.
+#[derive(Clone, Copy)]
+pub struct AssignCatcher {
+    /// ErrorEquals, ResultPath and Next.
+    pub catcher: StaticCatcher,
+    /// `Assign`.
+    pub assign: Option<CatchAssign>,
+}
+
+impl CatchRule for AssignCatcher {
+    fn matches(&self, error: &str) -> bool {
+        self.catcher.matches(error)
+    }
+
+    fn next(&self) -> StateId {
+        self.catcher.next
+    }
+
+    fn output(&self, raw_input: Value, failure: &Failure) -> Result<Value, Failure> {
+        self.catcher.output(raw_input, failure)
+    }
+
+    fn assign_code(&self) -> Option<CatchAssign> {
+        self.assign
     }
 }
 

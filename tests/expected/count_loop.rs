@@ -120,16 +120,6 @@ pub mod count_loop {
             )
             .await
     }
-    /// A `States.Runtime` failure for a state whose generated code and embedded IR
-    /// disagree (only possible if the build mixed outputs of different definitions).
-    fn unexpected(state: &str, problem: &str) -> __wfc::Failure {
-        __wfc::Failure::runtime(
-            ::std::format!(
-                "state {:?} {} (the generated code does not match its embedded definition)",
-                state, problem,
-            ),
-        )
-    }
     /// Where an execution of the workflow is: one variant per state, carrying the state's raw input.
     ///
     /// Serializable, so an execution can be checkpointed and continued with [`resume`].
@@ -174,84 +164,91 @@ pub mod count_loop {
     pub async fn resume<H: Handler>(
         handler: &H,
         exec: &__wfc::Execution,
-        mut state: State,
+        state: State,
     ) -> Result<__wfc::Value, __wfc::Failure> {
+        __wfc::abi::drive(state, |state| step(handler, exec, state)).await
+    }
+    /// One state of the workflow: its work, then where control goes (run by the runtime's driver, `abi::drive`).
+    async fn step<H: Handler>(
+        handler: &H,
+        exec: &__wfc::Execution,
+        state: State,
+    ) -> Result<__wfc::abi::Flow<State>, __wfc::Failure> {
         let _ = handler;
-        loop {
-            state = match state {
-                State::Check(input) => {
-                    const NUMBER_0: __wfc::abi::NativeNumber = __wfc::abi::NativeNumber::from_parts(
-                        Some(1000i128),
-                        Some(1000f64),
-                    );
-                    const PATH_1: &[__wfc::abi::Seg<'static>] = &[
-                        __wfc::abi::Seg::Name("i"),
-                    ];
-                    let __wfc::Chosen { branch, output } = __wfc::abi::choice(
-                        exec,
-                        "Check",
-                        false,
-                        input,
-                        true,
-                        |input: __wfc::Value, _: &__wfc::Value| Ok(input),
-                        |input: &__wfc::Value, _: &__wfc::Value| {
-                            if match __wfc::abi::get(input, PATH_1) {
-                                Some(value) => {
-                                    __wfc::abi::numeric(value, &NUMBER_0)
-                                        == Some(::core::cmp::Ordering::Less)
-                                }
-                                ::core::option::Option::None => {
-                                    return Err(__wfc::abi::missing("$.i", input));
-                                }
-                            } {
-                                return Ok(Some(0));
+        let next = match state {
+            State::Check(input) => {
+                const NUMBER_0: __wfc::abi::NativeNumber = __wfc::abi::NativeNumber::from_parts(
+                    Some(1000i128),
+                    Some(1000f64),
+                );
+                const PATH_1: &[__wfc::abi::Seg<'static>] = &[
+                    __wfc::abi::Seg::Name("i"),
+                ];
+                let __wfc::Chosen { branch, output } = __wfc::abi::choice(
+                    exec,
+                    "Check",
+                    false,
+                    input,
+                    true,
+                    |input: __wfc::Value, _: &__wfc::Value| Ok(input),
+                    |input: &__wfc::Value, _: &__wfc::Value| {
+                        if match __wfc::abi::get(input, PATH_1) {
+                            Some(value) => {
+                                __wfc::abi::numeric(value, &NUMBER_0)
+                                    == Some(::core::cmp::Ordering::Less)
                             }
-                            Ok(::core::option::Option::None)
-                        },
-                        |output: __wfc::Value, _: &__wfc::Value| Ok(output),
-                    )?;
-                    match branch {
-                        Some(0) => State::Increment(output),
-                        _ => State::Done(output),
-                    }
+                            ::core::option::Option::None => {
+                                return Err(__wfc::abi::missing("$.i", input));
+                            }
+                        } {
+                            return Ok(Some(0));
+                        }
+                        Ok(::core::option::Option::None)
+                    },
+                    |output: __wfc::Value, _: &__wfc::Value| Ok(output),
+                )?;
+                match branch {
+                    Some(0) => State::Increment(output),
+                    _ => State::Done(output),
                 }
-                State::Increment(input) => {
-                    const PATH_0: &[__wfc::abi::Seg<'static>] = &[
-                        __wfc::abi::Seg::Name("i"),
-                    ];
-                    let output = __wfc::abi::pass(
-                        exec,
-                        "Increment",
-                        false,
-                        input,
-                        |input: __wfc::Value, _: &__wfc::Value| {
-                            let output = {
-                                let result = {
-                                    let effective = &input;
-                                    {
-                                        let mut object = __wfc::serde_json::Map::with_capacity(
-                                            1usize,
+            }
+            State::Increment(input) => {
+                const PATH_0: &[__wfc::abi::Seg<'static>] = &[
+                    __wfc::abi::Seg::Name("i"),
+                ];
+                let output = __wfc::abi::pass(
+                    exec,
+                    "Increment",
+                    false,
+                    input,
+                    |input: __wfc::Value, _: &__wfc::Value| {
+                        let output = {
+                            let result = {
+                                let effective = &input;
+                                {
+                                    let mut object = __wfc::serde_json::Map::with_capacity(
+                                        1usize,
+                                    );
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("i"),
+                                            __wfc::abi::math_add(
+                                                __wfc::abi::field_ref(effective, PATH_0, "$.i", "i.$")?,
+                                                &__wfc::Value::from(1u64),
+                                            )?,
                                         );
-                                        object
-                                            .insert(
-                                                ::std::borrow::ToOwned::to_owned("i"),
-                                                __wfc::abi::math_add(
-                                                    __wfc::abi::field_ref(effective, PATH_0, "$.i", "i.$")?,
-                                                    &__wfc::Value::from(1u64),
-                                                )?,
-                                            );
-                                        __wfc::Value::Object(object)
-                                    }
-                                };
-                                result
+                                    __wfc::Value::Object(object)
+                                }
                             };
-                            Ok(output)
-                        },
-                    )?;
-                    State::Check(output)
-                }
-                State::Done(input) => {
-                    return __wfc::abi::succeed(
+                            result
+                        };
+                        Ok(output)
+                    },
+                )?;
+                State::Check(output)
+            }
+            State::Done(input) => {
+                return __wfc::abi::succeed(
                         exec,
                         "Done",
                         false,
@@ -260,9 +257,10 @@ pub mod count_loop {
                             let output = input;
                             Ok(output)
                         },
-                    );
-                }
-            };
-        }
+                    )
+                    .map(__wfc::abi::Flow::End);
+            }
+        };
+        Ok(__wfc::abi::Flow::Next(next))
     }
 }

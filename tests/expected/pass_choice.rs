@@ -157,16 +157,6 @@ pub mod pass_choice {
         exec.finish(workflow.timeout_seconds, resume(handler, &exec, State::Init(input)))
             .await
     }
-    /// A `States.Runtime` failure for a state whose generated code and embedded IR
-    /// disagree (only possible if the build mixed outputs of different definitions).
-    fn unexpected(state: &str, problem: &str) -> __wfc::Failure {
-        __wfc::Failure::runtime(
-            ::std::format!(
-                "state {:?} {} (the generated code does not match its embedded definition)",
-                state, problem,
-            ),
-        )
-    }
     /// Where an execution of the workflow is: one variant per state, carrying the state's raw input.
     ///
     /// Serializable, so an execution can be checkpointed and continued with [`resume`].
@@ -221,423 +211,431 @@ pub mod pass_choice {
     pub async fn resume<H: Handler>(
         handler: &H,
         exec: &__wfc::Execution,
-        mut state: State,
+        state: State,
     ) -> Result<__wfc::Value, __wfc::Failure> {
+        __wfc::abi::drive(state, |state| step(handler, exec, state)).await
+    }
+    /// One state of the workflow: its work, then where control goes (run by the runtime's driver, `abi::drive`).
+    async fn step<H: Handler>(
+        handler: &H,
+        exec: &__wfc::Execution,
+        state: State,
+    ) -> Result<__wfc::abi::Flow<State>, __wfc::Failure> {
         let _ = handler;
-        loop {
-            state = match state {
-                State::Init(input) => {
-                    static LITERAL_0: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
-                        let mut object = __wfc::serde_json::Map::with_capacity(3usize);
-                        object
-                            .insert(
-                                ::std::borrow::ToOwned::to_owned("tags"),
-                                __wfc::Value::Array(
-                                    ::std::vec![
-                                        __wfc::Value::String(::std::borrow::ToOwned::to_owned("a")),
-                                        __wfc::Value::String(::std::borrow::ToOwned::to_owned("b"))
-                                    ],
-                                ),
-                            );
-                        object
-                            .insert(
-                                ::std::borrow::ToOwned::to_owned("limit"),
-                                __wfc::Value::from(3u64),
-                            );
-                        object
-                            .insert(
-                                ::std::borrow::ToOwned::to_owned("when"),
-                                __wfc::Value::String(
-                                    ::std::borrow::ToOwned::to_owned("2024-01-02T00:00:00Z"),
-                                ),
-                            );
-                        __wfc::Value::Object(object)
-                    });
-                    const PATH_1: &[__wfc::abi::Seg<'static>] = &[
-                        __wfc::abi::Seg::Name("config"),
-                    ];
-                    let output = __wfc::abi::pass(
-                        exec,
-                        "Init",
-                        false,
-                        input,
-                        |input: __wfc::Value, _: &__wfc::Value| {
-                            let output = __wfc::abi::set(
-                                input,
-                                PATH_1,
-                                "$.config",
-                                __wfc::Value::clone(&LITERAL_0),
-                            )?;
-                            Ok(output)
-                        },
-                    )?;
-                    State::Shape(output)
-                }
-                State::Shape(input) => {
-                    const PATH_0: &[__wfc::abi::Seg<'static>] = &[
-                        __wfc::abi::Seg::Name("count"),
-                    ];
-                    const PATH_1: &[__wfc::abi::Seg<'static>] = &[
-                        __wfc::abi::Seg::Name("config"),
-                        __wfc::abi::Seg::Name("limit"),
-                    ];
-                    const PATH_2: &[__wfc::abi::Seg<'static>] = &[
-                        __wfc::abi::Seg::Name("config"),
-                        __wfc::abi::Seg::Name("tags"),
-                        __wfc::abi::Seg::Index(0i64),
-                    ];
-                    static PATH_3: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
-                        "$.config.tags[*]",
-                    ));
-                    static PATH_4: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
-                        "$$.Execution.Name",
-                    ));
-                    const PATH_5: &[__wfc::abi::Seg<'static>] = &[
-                        __wfc::abi::Seg::Name("config"),
-                        __wfc::abi::Seg::Name("tags"),
-                    ];
-                    static LITERAL_6: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
-                        let mut object = __wfc::serde_json::Map::with_capacity(1usize);
-                        object
-                            .insert(
-                                ::std::borrow::ToOwned::to_owned("nested"),
-                                __wfc::Value::Array(
-                                    ::std::vec![
-                                        __wfc::Value::from(1u64), __wfc::Value::from(2.5f64),
-                                        __wfc::Value::Null, __wfc::Value::Bool(true),
-                                        __wfc::Value::String(::std::borrow::ToOwned::to_owned("s"))
-                                    ],
-                                ),
-                            );
-                        __wfc::Value::Object(object)
-                    });
-                    const PATH_7: &[__wfc::abi::Seg<'static>] = &[
-                        __wfc::abi::Seg::Name("config"),
-                    ];
-                    const PATH_8: &[__wfc::abi::Seg<'static>] = &[
-                        __wfc::abi::Seg::Name("name"),
-                    ];
-                    let output = __wfc::abi::pass(
-                        exec,
-                        "Shape",
-                        true,
-                        input,
-                        |input: __wfc::Value, ctx: &__wfc::Value| {
-                            let output = {
-                                let result = {
-                                    let effective = &input;
-                                    {
-                                        let mut object = __wfc::serde_json::Map::with_capacity(
-                                            9usize,
+        let next = match state {
+            State::Init(input) => {
+                static LITERAL_0: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
+                    let mut object = __wfc::serde_json::Map::with_capacity(3usize);
+                    object
+                        .insert(
+                            ::std::borrow::ToOwned::to_owned("tags"),
+                            __wfc::Value::Array(
+                                ::std::vec![
+                                    __wfc::Value::String(::std::borrow::ToOwned::to_owned("a")),
+                                    __wfc::Value::String(::std::borrow::ToOwned::to_owned("b"))
+                                ],
+                            ),
+                        );
+                    object
+                        .insert(
+                            ::std::borrow::ToOwned::to_owned("limit"),
+                            __wfc::Value::from(3u64),
+                        );
+                    object
+                        .insert(
+                            ::std::borrow::ToOwned::to_owned("when"),
+                            __wfc::Value::String(
+                                ::std::borrow::ToOwned::to_owned("2024-01-02T00:00:00Z"),
+                            ),
+                        );
+                    __wfc::Value::Object(object)
+                });
+                const PATH_1: &[__wfc::abi::Seg<'static>] = &[
+                    __wfc::abi::Seg::Name("config"),
+                ];
+                let output = __wfc::abi::pass(
+                    exec,
+                    "Init",
+                    false,
+                    input,
+                    |input: __wfc::Value, _: &__wfc::Value| {
+                        let output = __wfc::abi::set(
+                            input,
+                            PATH_1,
+                            "$.config",
+                            __wfc::Value::clone(&LITERAL_0),
+                        )?;
+                        Ok(output)
+                    },
+                )?;
+                State::Shape(output)
+            }
+            State::Shape(input) => {
+                const PATH_0: &[__wfc::abi::Seg<'static>] = &[
+                    __wfc::abi::Seg::Name("count"),
+                ];
+                const PATH_1: &[__wfc::abi::Seg<'static>] = &[
+                    __wfc::abi::Seg::Name("config"),
+                    __wfc::abi::Seg::Name("limit"),
+                ];
+                const PATH_2: &[__wfc::abi::Seg<'static>] = &[
+                    __wfc::abi::Seg::Name("config"),
+                    __wfc::abi::Seg::Name("tags"),
+                    __wfc::abi::Seg::Index(0i64),
+                ];
+                static PATH_3: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                    "$.config.tags[*]",
+                ));
+                static PATH_4: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                    "$$.Execution.Name",
+                ));
+                const PATH_5: &[__wfc::abi::Seg<'static>] = &[
+                    __wfc::abi::Seg::Name("config"),
+                    __wfc::abi::Seg::Name("tags"),
+                ];
+                static LITERAL_6: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
+                    let mut object = __wfc::serde_json::Map::with_capacity(1usize);
+                    object
+                        .insert(
+                            ::std::borrow::ToOwned::to_owned("nested"),
+                            __wfc::Value::Array(
+                                ::std::vec![
+                                    __wfc::Value::from(1u64), __wfc::Value::from(2.5f64),
+                                    __wfc::Value::Null, __wfc::Value::Bool(true),
+                                    __wfc::Value::String(::std::borrow::ToOwned::to_owned("s"))
+                                ],
+                            ),
+                        );
+                    __wfc::Value::Object(object)
+                });
+                const PATH_7: &[__wfc::abi::Seg<'static>] = &[
+                    __wfc::abi::Seg::Name("config"),
+                ];
+                const PATH_8: &[__wfc::abi::Seg<'static>] = &[
+                    __wfc::abi::Seg::Name("name"),
+                ];
+                let output = __wfc::abi::pass(
+                    exec,
+                    "Shape",
+                    true,
+                    input,
+                    |input: __wfc::Value, ctx: &__wfc::Value| {
+                        let output = {
+                            let result = {
+                                let effective = &input;
+                                {
+                                    let mut object = __wfc::serde_json::Map::with_capacity(
+                                        9usize,
+                                    );
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("count"),
+                                            __wfc::abi::math_add(
+                                                __wfc::abi::field_ref(
+                                                    effective,
+                                                    PATH_0,
+                                                    "$.count",
+                                                    "count.$",
+                                                )?,
+                                                &__wfc::Value::from(1u64),
+                                            )?,
                                         );
-                                        object
-                                            .insert(
-                                                ::std::borrow::ToOwned::to_owned("count"),
-                                                __wfc::abi::math_add(
-                                                    __wfc::abi::field_ref(
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("label"),
+                                            __wfc::abi::format(
+                                                &["item ", " of ", ""],
+                                                &[
+                                                    __wfc::abi::field(effective, PATH_0, "$.count", "label.$")?,
+                                                    __wfc::abi::field(
                                                         effective,
-                                                        PATH_0,
-                                                        "$.count",
-                                                        "count.$",
+                                                        PATH_1,
+                                                        "$.config.limit",
+                                                        "label.$",
                                                     )?,
-                                                    &__wfc::Value::from(1u64),
-                                                )?,
-                                            );
-                                        object
-                                            .insert(
-                                                ::std::borrow::ToOwned::to_owned("label"),
-                                                __wfc::abi::format(
-                                                    &["item ", " of ", ""],
-                                                    &[
-                                                        __wfc::abi::field(effective, PATH_0, "$.count", "label.$")?,
-                                                        __wfc::abi::field(
-                                                            effective,
-                                                            PATH_1,
-                                                            "$.config.limit",
-                                                            "label.$",
-                                                        )?,
-                                                    ],
-                                                )?,
-                                            );
-                                        object
-                                            .insert(
-                                                ::std::borrow::ToOwned::to_owned("first"),
-                                                __wfc::abi::field(
-                                                    effective,
-                                                    PATH_2,
-                                                    "$.config.tags[0]",
-                                                    "first.$",
-                                                )?,
-                                            );
-                                        object
-                                            .insert(
-                                                ::std::borrow::ToOwned::to_owned("all"),
-                                                __wfc::abi::field_path(
-                                                    __wfc::abi::path(&PATH_3)?,
-                                                    "all.$",
-                                                    effective,
-                                                    ctx,
-                                                )?,
-                                            );
-                                        object
-                                            .insert(
-                                                ::std::borrow::ToOwned::to_owned("execution"),
-                                                __wfc::abi::field_path(
-                                                    __wfc::abi::path(&PATH_4)?,
-                                                    "execution.$",
-                                                    effective,
-                                                    ctx,
-                                                )?,
-                                            );
-                                        object
-                                            .insert(
-                                                ::std::borrow::ToOwned::to_owned("length"),
-                                                __wfc::abi::call(
-                                                    __wfc::abi::Function::ArrayLength,
-                                                    ::std::vec![
-                                                        __wfc::abi::field(effective, PATH_5, "$.config.tags",
-                                                        "length.$") ?
-                                                    ],
-                                                )?,
-                                            );
-                                        object
-                                            .insert(
-                                                ::std::borrow::ToOwned::to_owned("fixed"),
-                                                __wfc::Value::clone(&LITERAL_6),
-                                            );
-                                        object
-                                            .insert(
-                                                ::std::borrow::ToOwned::to_owned("config"),
-                                                __wfc::abi::field(
-                                                    effective,
-                                                    PATH_7,
-                                                    "$.config",
-                                                    "config.$",
-                                                )?,
-                                            );
-                                        object
-                                            .insert(
-                                                ::std::borrow::ToOwned::to_owned("name"),
-                                                __wfc::abi::field(effective, PATH_8, "$.name", "name.$")?,
-                                            );
-                                        __wfc::Value::Object(object)
-                                    }
-                                };
-                                result
+                                                ],
+                                            )?,
+                                        );
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("first"),
+                                            __wfc::abi::field(
+                                                effective,
+                                                PATH_2,
+                                                "$.config.tags[0]",
+                                                "first.$",
+                                            )?,
+                                        );
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("all"),
+                                            __wfc::abi::field_path(
+                                                __wfc::abi::path(&PATH_3)?,
+                                                "all.$",
+                                                effective,
+                                                ctx,
+                                            )?,
+                                        );
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("execution"),
+                                            __wfc::abi::field_path(
+                                                __wfc::abi::path(&PATH_4)?,
+                                                "execution.$",
+                                                effective,
+                                                ctx,
+                                            )?,
+                                        );
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("length"),
+                                            __wfc::abi::call(
+                                                __wfc::abi::Function::ArrayLength,
+                                                ::std::vec![
+                                                    __wfc::abi::field(effective, PATH_5, "$.config.tags",
+                                                    "length.$") ?
+                                                ],
+                                            )?,
+                                        );
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("fixed"),
+                                            __wfc::Value::clone(&LITERAL_6),
+                                        );
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("config"),
+                                            __wfc::abi::field(
+                                                effective,
+                                                PATH_7,
+                                                "$.config",
+                                                "config.$",
+                                            )?,
+                                        );
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("name"),
+                                            __wfc::abi::field(effective, PATH_8, "$.name", "name.$")?,
+                                        );
+                                    __wfc::Value::Object(object)
+                                }
                             };
-                            Ok(output)
-                        },
-                    )?;
-                    State::Route(output)
-                }
-                State::Route(input) => {
-                    const PATH_0: &[__wfc::abi::Seg<'static>] = &[
-                        __wfc::abi::Seg::Name("config"),
-                        __wfc::abi::Seg::Name("limit"),
-                    ];
-                    const PATH_1: &[__wfc::abi::Seg<'static>] = &[
-                        __wfc::abi::Seg::Name("count"),
-                    ];
-                    static PATTERN_2: __wfc::abi::StaticPattern = __wfc::LazyLock::new(||
-                    __wfc::abi::Pattern::parse("w*d"));
-                    const PATH_3: &[__wfc::abi::Seg<'static>] = &[
-                        __wfc::abi::Seg::Name("name"),
-                    ];
-                    const PATH_4: &[__wfc::abi::Seg<'static>] = &[
-                        __wfc::abi::Seg::Name("missing"),
-                    ];
-                    const PATH_5: &[__wfc::abi::Seg<'static>] = &[
-                        __wfc::abi::Seg::Name("config"),
-                        __wfc::abi::Seg::Name("when"),
-                    ];
-                    const PATH_6: &[__wfc::abi::Seg<'static>] = &[
-                        __wfc::abi::Seg::Name("fixed"),
-                        __wfc::abi::Seg::Name("nested"),
-                        __wfc::abi::Seg::Index(3i64),
-                    ];
-                    const NUMBER_7: __wfc::abi::NativeNumber = __wfc::abi::NativeNumber::from_parts(
-                        ::core::option::Option::None,
-                        Some(2.5f64),
-                    );
-                    static PATH_8: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
-                        "$$.Execution.Name",
-                    ));
-                    let __wfc::Chosen { branch, output } = __wfc::abi::choice(
-                        exec,
-                        "Route",
-                        true,
-                        input,
-                        true,
-                        |input: __wfc::Value, _: &__wfc::Value| Ok(input),
-                        |input: &__wfc::Value, ctx: &__wfc::Value| {
-                            if match __wfc::abi::get(input, PATH_1) {
-                                Some(value) => {
-                                    match __wfc::abi::get(input, PATH_0) {
-                                        Some(operand) => {
-                                            __wfc::choice::test(
-                                                __wfc::ir::Operator::NumericGreaterThan,
-                                                value,
-                                                operand,
-                                            )
-                                        }
-                                        ::core::option::Option::None => {
-                                            return Err(__wfc::abi::missing("$.config.limit", input));
-                                        }
+                            result
+                        };
+                        Ok(output)
+                    },
+                )?;
+                State::Route(output)
+            }
+            State::Route(input) => {
+                const PATH_0: &[__wfc::abi::Seg<'static>] = &[
+                    __wfc::abi::Seg::Name("config"),
+                    __wfc::abi::Seg::Name("limit"),
+                ];
+                const PATH_1: &[__wfc::abi::Seg<'static>] = &[
+                    __wfc::abi::Seg::Name("count"),
+                ];
+                static PATTERN_2: __wfc::abi::StaticPattern = __wfc::LazyLock::new(|| __wfc::abi::Pattern::parse(
+                    "w*d",
+                ));
+                const PATH_3: &[__wfc::abi::Seg<'static>] = &[
+                    __wfc::abi::Seg::Name("name"),
+                ];
+                const PATH_4: &[__wfc::abi::Seg<'static>] = &[
+                    __wfc::abi::Seg::Name("missing"),
+                ];
+                const PATH_5: &[__wfc::abi::Seg<'static>] = &[
+                    __wfc::abi::Seg::Name("config"),
+                    __wfc::abi::Seg::Name("when"),
+                ];
+                const PATH_6: &[__wfc::abi::Seg<'static>] = &[
+                    __wfc::abi::Seg::Name("fixed"),
+                    __wfc::abi::Seg::Name("nested"),
+                    __wfc::abi::Seg::Index(3i64),
+                ];
+                const NUMBER_7: __wfc::abi::NativeNumber = __wfc::abi::NativeNumber::from_parts(
+                    ::core::option::Option::None,
+                    Some(2.5f64),
+                );
+                static PATH_8: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                    "$$.Execution.Name",
+                ));
+                let __wfc::Chosen { branch, output } = __wfc::abi::choice(
+                    exec,
+                    "Route",
+                    true,
+                    input,
+                    true,
+                    |input: __wfc::Value, _: &__wfc::Value| Ok(input),
+                    |input: &__wfc::Value, ctx: &__wfc::Value| {
+                        if match __wfc::abi::get(input, PATH_1) {
+                            Some(value) => {
+                                match __wfc::abi::get(input, PATH_0) {
+                                    Some(operand) => {
+                                        __wfc::choice::test(
+                                            __wfc::ir::Operator::NumericGreaterThan,
+                                            value,
+                                            operand,
+                                        )
                                     }
+                                    ::core::option::Option::None => {
+                                        return Err(__wfc::abi::missing("$.config.limit", input));
+                                    }
+                                }
+                            }
+                            ::core::option::Option::None => {
+                                return Err(__wfc::abi::missing("$.count", input));
+                            }
+                        } {
+                            return Ok(Some(0));
+                        }
+                        if (match __wfc::abi::get(input, PATH_3) {
+                            Some(value) => __wfc::abi::matches(value, &PATTERN_2),
+                            ::core::option::Option::None => {
+                                return Err(__wfc::abi::missing("$.name", input));
+                            }
+                        }
+                            && match __wfc::abi::get(input, PATH_4) {
+                                Some(_value) => false,
+                                ::core::option::Option::None => true,
+                            }
+                            && match __wfc::abi::get(input, PATH_5) {
+                                Some(value) => {
+                                    __wfc::abi::timestamp(value, 1735689600000000000i128)
+                                        == Some(::core::cmp::Ordering::Less)
+                                }
+                                ::core::option::Option::None => {
+                                    return Err(__wfc::abi::missing("$.config.when", input));
+                                }
+                            }
+                            && match __wfc::abi::get(input, PATH_6) {
+                                Some(value) => __wfc::abi::boolean(value, true),
+                                ::core::option::Option::None => {
+                                    return Err(__wfc::abi::missing("$.fixed.nested[3]", input));
+                                }
+                            })
+                        {
+                            return Ok(Some(1));
+                        }
+                        if (match __wfc::abi::get(input, PATH_3) {
+                            Some(value) => {
+                                __wfc::abi::string(value, "stop")
+                                    == Some(::core::cmp::Ordering::Equal)
+                            }
+                            ::core::option::Option::None => {
+                                return Err(__wfc::abi::missing("$.name", input));
+                            }
+                        }
+                            || !match __wfc::abi::get(input, PATH_1) {
+                                Some(value) => {
+                                    ::core::matches!(
+                                        __wfc::abi::numeric(value, & NUMBER_7),
+                                        Some(::core::cmp::Ordering::Less |
+                                        ::core::cmp::Ordering::Equal)
+                                    )
                                 }
                                 ::core::option::Option::None => {
                                     return Err(__wfc::abi::missing("$.count", input));
                                 }
-                            } {
-                                return Ok(Some(0));
+                            })
+                        {
+                            return Ok(Some(2));
+                        }
+                        if match __wfc::abi::select_opt(
+                            __wfc::abi::path(&PATH_8)?,
+                            input,
+                            ctx,
+                        ) {
+                            Some(value) => {
+                                let value = &value;
+                                __wfc::choice::type_test(
+                                    __wfc::ir::Operator::IsString,
+                                    value,
+                                )
                             }
-                            if (match __wfc::abi::get(input, PATH_3) {
-                                Some(value) => __wfc::abi::matches(value, &PATTERN_2),
-                                ::core::option::Option::None => {
-                                    return Err(__wfc::abi::missing("$.name", input));
-                                }
+                            ::core::option::Option::None => {
+                                return Err(
+                                    __wfc::abi::missing_path(
+                                        __wfc::abi::path(&PATH_8)?,
+                                        input,
+                                        ctx,
+                                    ),
+                                );
                             }
-                                && match __wfc::abi::get(input, PATH_4) {
-                                    Some(_value) => false,
-                                    ::core::option::Option::None => true,
-                                }
-                                && match __wfc::abi::get(input, PATH_5) {
-                                    Some(value) => {
-                                        __wfc::abi::timestamp(value, 1735689600000000000i128)
-                                            == Some(::core::cmp::Ordering::Less)
-                                    }
-                                    ::core::option::Option::None => {
-                                        return Err(__wfc::abi::missing("$.config.when", input));
-                                    }
-                                }
-                                && match __wfc::abi::get(input, PATH_6) {
-                                    Some(value) => __wfc::abi::boolean(value, true),
-                                    ::core::option::Option::None => {
-                                        return Err(__wfc::abi::missing("$.fixed.nested[3]", input));
-                                    }
-                                })
-                            {
-                                return Ok(Some(1));
-                            }
-                            if (match __wfc::abi::get(input, PATH_3) {
-                                Some(value) => {
-                                    __wfc::abi::string(value, "stop")
-                                        == Some(::core::cmp::Ordering::Equal)
-                                }
-                                ::core::option::Option::None => {
-                                    return Err(__wfc::abi::missing("$.name", input));
-                                }
-                            }
-                                || !match __wfc::abi::get(input, PATH_1) {
-                                    Some(value) => {
-                                        ::core::matches!(
-                                            __wfc::abi::numeric(value, & NUMBER_7),
-                                            Some(::core::cmp::Ordering::Less |
-                                            ::core::cmp::Ordering::Equal)
-                                        )
-                                    }
-                                    ::core::option::Option::None => {
-                                        return Err(__wfc::abi::missing("$.count", input));
-                                    }
-                                })
-                            {
-                                return Ok(Some(2));
-                            }
-                            if match __wfc::abi::select_opt(
-                                __wfc::abi::path(&PATH_8)?,
-                                input,
-                                ctx,
-                            ) {
-                                Some(value) => {
-                                    let value = &value;
-                                    __wfc::choice::type_test(
-                                        __wfc::ir::Operator::IsString,
-                                        value,
-                                    )
-                                }
-                                ::core::option::Option::None => {
-                                    return Err(
-                                        __wfc::abi::missing_path(
-                                            __wfc::abi::path(&PATH_8)?,
-                                            input,
-                                            ctx,
-                                        ),
+                        } {
+                            return Ok(Some(3));
+                        }
+                        Ok(::core::option::Option::None)
+                    },
+                    |output: __wfc::Value, _: &__wfc::Value| Ok(output),
+                )?;
+                match branch {
+                    Some(0) => State::Done(output),
+                    Some(1) => State::Wordy(output),
+                    Some(2) => State::Done(output),
+                    Some(3) => State::Shape(output),
+                    _ => State::Done(output),
+                }
+            }
+            State::Wordy(input) => {
+                const PATH_0: &[__wfc::abi::Seg<'static>] = &[
+                    __wfc::abi::Seg::Name("label"),
+                ];
+                const PATH_1: &[__wfc::abi::Seg<'static>] = &[];
+                const PATH_2: &[__wfc::abi::Seg<'static>] = &[
+                    __wfc::abi::Seg::Name("out"),
+                ];
+                let output = __wfc::abi::pass(
+                    exec,
+                    "Wordy",
+                    false,
+                    input,
+                    |input: __wfc::Value, _: &__wfc::Value| {
+                        let output = {
+                            let result = {
+                                let effective = __wfc::abi::select(
+                                    &input,
+                                    PATH_0,
+                                    "$.label",
+                                )?;
+                                {
+                                    let mut object = __wfc::serde_json::Map::with_capacity(
+                                        2usize,
                                     );
-                                }
-                            } {
-                                return Ok(Some(3));
-                            }
-                            Ok(::core::option::Option::None)
-                        },
-                        |output: __wfc::Value, _: &__wfc::Value| Ok(output),
-                    )?;
-                    match branch {
-                        Some(0) => State::Done(output),
-                        Some(1) => State::Wordy(output),
-                        Some(2) => State::Done(output),
-                        Some(3) => State::Shape(output),
-                        _ => State::Done(output),
-                    }
-                }
-                State::Wordy(input) => {
-                    const PATH_0: &[__wfc::abi::Seg<'static>] = &[
-                        __wfc::abi::Seg::Name("label"),
-                    ];
-                    const PATH_1: &[__wfc::abi::Seg<'static>] = &[];
-                    const PATH_2: &[__wfc::abi::Seg<'static>] = &[
-                        __wfc::abi::Seg::Name("out"),
-                    ];
-                    let output = __wfc::abi::pass(
-                        exec,
-                        "Wordy",
-                        false,
-                        input,
-                        |input: __wfc::Value, _: &__wfc::Value| {
-                            let output = {
-                                let result = {
-                                    let effective = __wfc::abi::select(
-                                        &input,
-                                        PATH_0,
-                                        "$.label",
-                                    )?;
-                                    {
-                                        let mut object = __wfc::serde_json::Map::with_capacity(
-                                            2usize,
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("message"),
+                                            __wfc::abi::field(effective, PATH_1, "$", "message.$")?,
                                         );
-                                        object
-                                            .insert(
-                                                ::std::borrow::ToOwned::to_owned("message"),
-                                                __wfc::abi::field(effective, PATH_1, "$", "message.$")?,
-                                            );
-                                        object
-                                            .insert(
-                                                ::std::borrow::ToOwned::to_owned("flag"),
-                                                __wfc::Value::Bool(true),
-                                            );
-                                        __wfc::Value::Object(object)
-                                    }
-                                };
-                                __wfc::abi::set(input, PATH_2, "$.out", result)?
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("flag"),
+                                            __wfc::Value::Bool(true),
+                                        );
+                                    __wfc::Value::Object(object)
+                                }
                             };
-                            __wfc::abi::take(output, PATH_2, "$.out")
-                        },
-                    )?;
-                    return Ok(output);
-                }
-                State::Done(input) => {
-                    let output = __wfc::abi::pass(
-                        exec,
-                        "Done",
-                        false,
-                        input,
-                        |input: __wfc::Value, _: &__wfc::Value| {
-                            let output = input;
-                            Ok(output)
-                        },
-                    )?;
-                    return Ok(output);
-                }
-            };
-        }
+                            __wfc::abi::set(input, PATH_2, "$.out", result)?
+                        };
+                        __wfc::abi::take(output, PATH_2, "$.out")
+                    },
+                )?;
+                return Ok(__wfc::abi::Flow::End(output));
+            }
+            State::Done(input) => {
+                let output = __wfc::abi::pass(
+                    exec,
+                    "Done",
+                    false,
+                    input,
+                    |input: __wfc::Value, _: &__wfc::Value| {
+                        let output = input;
+                        Ok(output)
+                    },
+                )?;
+                return Ok(__wfc::abi::Flow::End(output));
+            }
+        };
+        Ok(__wfc::abi::Flow::Next(next))
     }
 }

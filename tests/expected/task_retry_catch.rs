@@ -178,16 +178,6 @@ pub mod task_retry_catch {
             )
             .await
     }
-    /// A `States.Runtime` failure for a state whose generated code and embedded IR
-    /// disagree (only possible if the build mixed outputs of different definitions).
-    fn unexpected(state: &str, problem: &str) -> __wfc::Failure {
-        __wfc::Failure::runtime(
-            ::std::format!(
-                "state {:?} {} (the generated code does not match its embedded definition)",
-                state, problem,
-            ),
-        )
-    }
     /// Where an execution of the workflow is: one variant per state, carrying the state's raw input.
     ///
     /// Serializable, so an execution can be checkpointed and continued with [`resume`].
@@ -242,479 +232,486 @@ pub mod task_retry_catch {
     pub async fn resume<H: Handler>(
         handler: &H,
         exec: &__wfc::Execution,
-        mut state: State,
+        state: State,
     ) -> Result<__wfc::Value, __wfc::Failure> {
-        loop {
-            state = match state {
-                State::CallQuoted1(input) => {
-                    const PATH_0: &[__wfc::abi::Seg<'static>] = &[
-                        __wfc::abi::Seg::Name("error"),
-                    ];
-                    const PATH_1: &[__wfc::abi::Seg<'static>] = &[
-                        __wfc::abi::Seg::Name("job"),
-                    ];
-                    const PATH_2: &[__wfc::abi::Seg<'static>] = &[
-                        __wfc::abi::Seg::Name("fail"),
-                    ];
-                    const PATH_3: &[__wfc::abi::Seg<'static>] = &[
-                        __wfc::abi::Seg::Name("kind"),
-                    ];
-                    static PATH_4: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
-                        "$$.State.RetryCount",
-                    ));
-                    const PATH_5: &[__wfc::abi::Seg<'static>] = &[
-                        __wfc::abi::Seg::Name("id"),
-                    ];
-                    static LITERAL_6: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| __wfc::Value::Array(
-                        ::std::vec![
-                            __wfc::Value::from(1u64), __wfc::Value::from(2.5f64), { let
-                            mut object = __wfc::serde_json::Map::with_capacity(1usize);
-                            object.insert(::std::borrow::ToOwned::to_owned("x"),
-                            __wfc::Value::Null); __wfc::Value::Object(object) }
-                        ],
-                    ));
-                    const PATH_7: &[__wfc::abi::Seg<'static>] = &[
-                        __wfc::abi::Seg::Name("value"),
-                    ];
-                    const PATH_8: &[__wfc::abi::Seg<'static>] = &[
-                        __wfc::abi::Seg::Name("attempt"),
-                    ];
-                    static PATH_9: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
-                        "$.*",
-                    ));
-                    const PATH_10: &[__wfc::abi::Seg<'static>] = &[
-                        __wfc::abi::Seg::Name("result"),
-                    ];
-                    const RETRY: &[__wfc::abi::Retrier] = &[
-                        __wfc::abi::Retrier {
-                            error_equals: &["Custom \"quoted\" {err} #✓"],
-                            interval_seconds: 2u64,
-                            max_attempts: 2u32,
-                            backoff_rate: 1.5f64,
-                            max_delay_seconds: Some(3u64),
-                            jitter: __wfc::abi::Jitter::None,
-                        },
-                        __wfc::abi::Retrier {
-                            error_equals: &["Jittery"],
-                            interval_seconds: 4u64,
-                            max_attempts: 1u32,
-                            backoff_rate: 2f64,
-                            max_delay_seconds: ::core::option::Option::None,
-                            jitter: __wfc::abi::Jitter::Full,
-                        },
-                        __wfc::abi::Retrier {
-                            error_equals: &["States.TaskFailed"],
-                            interval_seconds: 1u64,
-                            max_attempts: 0u32,
-                            backoff_rate: 2f64,
-                            max_delay_seconds: ::core::option::Option::None,
-                            jitter: __wfc::abi::Jitter::None,
-                        },
-                    ];
-                    const CATCH: &[__wfc::abi::Catcher] = &[
-                        __wfc::abi::Catcher {
-                            error_equals: &["Custom \"quoted\" {err} #✓"],
-                            result_path: __wfc::abi::CatchPath::Steps(PATH_0, "$.error"),
-                            next: 3usize,
-                        },
-                        __wfc::abi::Catcher {
-                            error_equals: &["States.ALL"],
-                            result_path: __wfc::abi::CatchPath::Discard,
-                            next: 3usize,
-                        },
-                    ];
-                    /// The state's data processing; its visit is `abi::task`'s.
-                    struct Code;
-                    impl __wfc::abi::TaskCode for Code {
-                        type Retrier = __wfc::abi::Retrier;
-                        type Catcher = __wfc::abi::Catcher;
-                        fn resource(&self) -> &str {
-                            "arn:aws:lambda:us-east-1:123456789012:function:Flaky"
-                        }
-                        fn retriers(&self) -> &[__wfc::abi::Retrier] {
-                            RETRY
-                        }
-                        fn catchers(&self) -> &[__wfc::abi::Catcher] {
-                            CATCH
-                        }
-                        fn shape(&self) -> __wfc::abi::TaskShape {
-                            __wfc::abi::TaskShape {
-                                input_moves: false,
-                                single_attempt: false,
-                                result_is_output: false,
-                            }
-                        }
-                        fn input_path(
-                            &self,
-                            input: &__wfc::Value,
-                            _: &__wfc::Value,
-                        ) -> Result<__wfc::Value, __wfc::Failure> {
-                            __wfc::abi::select(input, PATH_1, "$.job").cloned()
-                        }
-                        fn timeout(
-                            &self,
-                            _: &__wfc::Value,
-                            _: &__wfc::Value,
-                        ) -> Result<
-                            ::core::option::Option<__wfc::abi::Duration>,
-                            __wfc::Failure,
-                        > {
-                            Ok(Some(__wfc::abi::Duration::from_secs(30u64)))
-                        }
-                        fn heartbeat(
-                            &self,
-                            _: &__wfc::Value,
-                            _: &__wfc::Value,
-                        ) -> Result<
-                            ::core::option::Option<__wfc::abi::Duration>,
-                            __wfc::Failure,
-                        > {
-                            Ok(Some(__wfc::abi::Duration::from_secs(10u64)))
-                        }
-                        fn parameters_form(&self) -> __wfc::abi::ParametersForm {
-                            __wfc::abi::ParametersForm::PerAttempt {
-                                context: true,
-                            }
-                        }
-                        fn parameters(
-                            &self,
-                            _: &__wfc::Execution,
-                            effective: &__wfc::Value,
-                            ctx: &__wfc::Value,
-                        ) -> Result<__wfc::Value, __wfc::Failure> {
-                            Ok({
-                                let mut object = __wfc::serde_json::Map::with_capacity(
-                                    7usize,
-                                );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("fail"),
-                                        __wfc::abi::field(effective, PATH_2, "$.fail", "fail.$")?,
-                                    );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("kind"),
-                                        __wfc::abi::field(effective, PATH_3, "$.kind", "kind.$")?,
-                                    );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("attempt"),
-                                        __wfc::abi::field_path(
-                                            __wfc::abi::path(&PATH_4)?,
-                                            "attempt.$",
-                                            effective,
-                                            ctx,
-                                        )?,
-                                    );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("label"),
-                                        __wfc::abi::format(
-                                            &["job ", " ✓"],
-                                            &[__wfc::abi::field(effective, PATH_5, "$.id", "label.$")?],
-                                        )?,
-                                    );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("we\"ird {key} #✓"),
-                                        __wfc::Value::String(
-                                            ::std::borrow::ToOwned::to_owned("literal \"}{\" #"),
-                                        ),
-                                    );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("na\"me"),
-                                        __wfc::abi::field(effective, PATH_5, "$.id", "na\"me.$")?,
-                                    );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("list"),
-                                        __wfc::Value::clone(&LITERAL_6),
-                                    );
-                                __wfc::Value::Object(object)
-                            })
-                        }
-                        fn finish(
-                            &self,
-                            _: &__wfc::Execution,
-                            raw_input: __wfc::Value,
-                            result: __wfc::Value,
-                            ctx: &__wfc::Value,
-                        ) -> Result<__wfc::Value, __wfc::Failure> {
-                            let result = {
-                                let mut object = __wfc::serde_json::Map::with_capacity(
-                                    3usize,
-                                );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("value"),
-                                        __wfc::abi::field(&result, PATH_7, "$.value", "value.$")?,
-                                    );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("attempt"),
-                                        __wfc::abi::field(
-                                            &result,
-                                            PATH_8,
-                                            "$.attempt",
-                                            "attempt.$",
-                                        )?,
-                                    );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("all"),
-                                        __wfc::abi::field_path(
-                                            __wfc::abi::path(&PATH_9)?,
-                                            "all.$",
-                                            &result,
-                                            ctx,
-                                        )?,
-                                    );
-                                __wfc::Value::Object(object)
-                            };
-                            let output = __wfc::abi::set(
-                                raw_input,
-                                PATH_10,
-                                "$.result",
-                                result,
-                            )?;
-                            Ok(output)
+        __wfc::abi::drive(state, |state| step(handler, exec, state)).await
+    }
+    /// One state of the workflow: its work, then where control goes (run by the runtime's driver, `abi::drive`).
+    async fn step<H: Handler>(
+        handler: &H,
+        exec: &__wfc::Execution,
+        state: State,
+    ) -> Result<__wfc::abi::Flow<State>, __wfc::Failure> {
+        let next = match state {
+            State::CallQuoted1(input) => {
+                const PATH_0: &[__wfc::abi::Seg<'static>] = &[
+                    __wfc::abi::Seg::Name("error"),
+                ];
+                const PATH_1: &[__wfc::abi::Seg<'static>] = &[
+                    __wfc::abi::Seg::Name("job"),
+                ];
+                const PATH_2: &[__wfc::abi::Seg<'static>] = &[
+                    __wfc::abi::Seg::Name("fail"),
+                ];
+                const PATH_3: &[__wfc::abi::Seg<'static>] = &[
+                    __wfc::abi::Seg::Name("kind"),
+                ];
+                static PATH_4: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                    "$$.State.RetryCount",
+                ));
+                const PATH_5: &[__wfc::abi::Seg<'static>] = &[
+                    __wfc::abi::Seg::Name("id"),
+                ];
+                static LITERAL_6: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| __wfc::Value::Array(
+                    ::std::vec![
+                        __wfc::Value::from(1u64), __wfc::Value::from(2.5f64), { let mut
+                        object = __wfc::serde_json::Map::with_capacity(1usize); object
+                        .insert(::std::borrow::ToOwned::to_owned("x"),
+                        __wfc::Value::Null); __wfc::Value::Object(object) }
+                    ],
+                ));
+                const PATH_7: &[__wfc::abi::Seg<'static>] = &[
+                    __wfc::abi::Seg::Name("value"),
+                ];
+                const PATH_8: &[__wfc::abi::Seg<'static>] = &[
+                    __wfc::abi::Seg::Name("attempt"),
+                ];
+                static PATH_9: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                    "$.*",
+                ));
+                const PATH_10: &[__wfc::abi::Seg<'static>] = &[
+                    __wfc::abi::Seg::Name("result"),
+                ];
+                const RETRY: &[__wfc::abi::Retrier] = &[
+                    __wfc::abi::Retrier {
+                        error_equals: &["Custom \"quoted\" {err} #✓"],
+                        interval_seconds: 2u64,
+                        max_attempts: 2u32,
+                        backoff_rate: 1.5f64,
+                        max_delay_seconds: Some(3u64),
+                        jitter: __wfc::abi::Jitter::None,
+                    },
+                    __wfc::abi::Retrier {
+                        error_equals: &["Jittery"],
+                        interval_seconds: 4u64,
+                        max_attempts: 1u32,
+                        backoff_rate: 2f64,
+                        max_delay_seconds: ::core::option::Option::None,
+                        jitter: __wfc::abi::Jitter::Full,
+                    },
+                    __wfc::abi::Retrier {
+                        error_equals: &["States.TaskFailed"],
+                        interval_seconds: 1u64,
+                        max_attempts: 0u32,
+                        backoff_rate: 2f64,
+                        max_delay_seconds: ::core::option::Option::None,
+                        jitter: __wfc::abi::Jitter::None,
+                    },
+                ];
+                const CATCH: &[__wfc::abi::Catcher] = &[
+                    __wfc::abi::Catcher {
+                        error_equals: &["Custom \"quoted\" {err} #✓"],
+                        result_path: __wfc::abi::CatchPath::Steps(PATH_0, "$.error"),
+                        next: 3usize,
+                    },
+                    __wfc::abi::Catcher {
+                        error_equals: &["States.ALL"],
+                        result_path: __wfc::abi::CatchPath::Discard,
+                        next: 3usize,
+                    },
+                ];
+                /// The state's data processing; its visit is `abi::task`'s.
+                struct Code;
+                impl __wfc::abi::TaskCode for Code {
+                    type Retrier = __wfc::abi::Retrier;
+                    type Catcher = __wfc::abi::Catcher;
+                    fn resource(&self) -> &str {
+                        "arn:aws:lambda:us-east-1:123456789012:function:Flaky"
+                    }
+                    fn retriers(&self) -> &[__wfc::abi::Retrier] {
+                        RETRY
+                    }
+                    fn catchers(&self) -> &[__wfc::abi::Catcher] {
+                        CATCH
+                    }
+                    fn shape(&self) -> __wfc::abi::TaskShape {
+                        __wfc::abi::TaskShape {
+                            input_moves: false,
+                            single_attempt: false,
+                            result_is_output: false,
                         }
                     }
-                    match __wfc::abi::task(
-                            exec,
-                            "Call \"quoted\" {#1} ✓",
-                            &Code,
-                            input,
-                            move |input, ctx| handler.flaky(input, ctx),
-                        )
-                        .await?
-                    {
-                        __wfc::Step::Next(output) => State::Echo(output),
-                        __wfc::Step::Goto { target, output } => {
-                            match target {
-                                3 => State::Recover(output),
-                                _ => {
-                                    return Err(
-                                        unexpected(
-                                            "Call \"quoted\" {#1} ✓",
-                                            &::std::format!(
-                                                "has no catcher leading to state {}", target
-                                            ),
-                                        ),
-                                    );
-                                }
-                            }
+                    fn input_path(
+                        &self,
+                        input: &__wfc::Value,
+                        _: &__wfc::Value,
+                    ) -> Result<__wfc::Value, __wfc::Failure> {
+                        __wfc::abi::select(input, PATH_1, "$.job").cloned()
+                    }
+                    fn timeout(
+                        &self,
+                        _: &__wfc::Value,
+                        _: &__wfc::Value,
+                    ) -> Result<
+                        ::core::option::Option<__wfc::abi::Duration>,
+                        __wfc::Failure,
+                    > {
+                        Ok(Some(__wfc::abi::Duration::from_secs(30u64)))
+                    }
+                    fn heartbeat(
+                        &self,
+                        _: &__wfc::Value,
+                        _: &__wfc::Value,
+                    ) -> Result<
+                        ::core::option::Option<__wfc::abi::Duration>,
+                        __wfc::Failure,
+                    > {
+                        Ok(Some(__wfc::abi::Duration::from_secs(10u64)))
+                    }
+                    fn parameters_form(&self) -> __wfc::abi::ParametersForm {
+                        __wfc::abi::ParametersForm::PerAttempt {
+                            context: true,
                         }
                     }
-                }
-                State::Echo(input) => {
-                    const PATH_0: &[__wfc::abi::Seg<'static>] = &[
-                        __wfc::abi::Seg::Name("limit"),
-                    ];
-                    const PATH_1: &[__wfc::abi::Seg<'static>] = &[];
-                    const PATH_2: &[__wfc::abi::Seg<'static>] = &[
-                        __wfc::abi::Seg::Name("echo"),
-                    ];
-                    const CATCH: &[__wfc::abi::Catcher] = &[
-                        __wfc::abi::Catcher {
-                            error_equals: &["States.Timeout", "Boom"],
-                            result_path: __wfc::abi::CatchPath::Replace,
-                            next: 4usize,
-                        },
-                    ];
-                    /// The state's data processing; its visit is `abi::task`'s.
-                    struct Code;
-                    impl __wfc::abi::TaskCode for Code {
-                        type Retrier = __wfc::abi::Retrier;
-                        type Catcher = __wfc::abi::Catcher;
-                        fn resource(&self) -> &str {
-                            "arn:aws:states:::wfc:echo"
-                        }
-                        fn retriers(&self) -> &[__wfc::abi::Retrier] {
-                            &[]
-                        }
-                        fn catchers(&self) -> &[__wfc::abi::Catcher] {
-                            CATCH
-                        }
-                        fn shape(&self) -> __wfc::abi::TaskShape {
-                            __wfc::abi::TaskShape {
-                                input_moves: false,
-                                single_attempt: true,
-                                result_is_output: false,
-                            }
-                        }
-                        fn timeout(
-                            &self,
-                            effective: &__wfc::Value,
-                            _: &__wfc::Value,
-                        ) -> Result<
-                            ::core::option::Option<__wfc::abi::Duration>,
-                            __wfc::Failure,
-                        > {
-                            __wfc::abi::seconds(
-                                effective,
-                                PATH_0,
-                                "$.limit",
-                                "TimeoutSecondsPath",
-                            )
-                        }
-                        fn heartbeat(
-                            &self,
-                            _: &__wfc::Value,
-                            _: &__wfc::Value,
-                        ) -> Result<
-                            ::core::option::Option<__wfc::abi::Duration>,
-                            __wfc::Failure,
-                        > {
-                            Ok(Some(__wfc::abi::Duration::from_secs(5u64)))
-                        }
-                        fn parameters_form(&self) -> __wfc::abi::ParametersForm {
-                            __wfc::abi::ParametersForm::Once
-                        }
-                        fn parameters(
-                            &self,
-                            _: &__wfc::Execution,
-                            effective: &__wfc::Value,
-                            _: &__wfc::Value,
-                        ) -> Result<__wfc::Value, __wfc::Failure> {
-                            Ok({
-                                let mut object = __wfc::serde_json::Map::with_capacity(
-                                    2usize,
-                                );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("payload"),
-                                        __wfc::abi::field(effective, PATH_1, "$", "payload.$")?,
-                                    );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("tag"),
-                                        __wfc::Value::String(
-                                            ::std::borrow::ToOwned::to_owned("echo"),
-                                        ),
-                                    );
-                                __wfc::Value::Object(object)
-                            })
-                        }
-                        fn finish(
-                            &self,
-                            _: &__wfc::Execution,
-                            raw_input: __wfc::Value,
-                            result: __wfc::Value,
-                            _: &__wfc::Value,
-                        ) -> Result<__wfc::Value, __wfc::Failure> {
-                            let output = __wfc::abi::set(
-                                raw_input,
-                                PATH_2,
-                                "$.echo",
-                                result,
-                            )?;
-                            __wfc::abi::take(output, PATH_2, "$.echo")
-                        }
-                    }
-                    match __wfc::abi::task(
-                            exec,
-                            "Echo",
-                            &Code,
-                            input,
-                            move |input, ctx| handler.echo(input, ctx),
-                        )
-                        .await?
-                    {
-                        __wfc::Step::Next(output) => State::Plain(output),
-                        __wfc::Step::Goto { target, output } => {
-                            match target {
-                                4 => State::Failed(output),
-                                _ => {
-                                    return Err(
-                                        unexpected(
-                                            "Echo",
-                                            &::std::format!(
-                                                "has no catcher leading to state {}", target
-                                            ),
-                                        ),
-                                    );
-                                }
-                            }
-                        }
-                    }
-                }
-                State::Plain(input) => {
-                    /// The state's data processing; its visit is `abi::task`'s.
-                    struct Code;
-                    impl __wfc::abi::TaskCode for Code {
-                        type Retrier = __wfc::abi::Retrier;
-                        type Catcher = __wfc::abi::Catcher;
-                        fn resource(&self) -> &str {
-                            "arn:aws:lambda:us-east-1:123456789012:function:Flaky"
-                        }
-                        fn retriers(&self) -> &[__wfc::abi::Retrier] {
-                            &[]
-                        }
-                        fn catchers(&self) -> &[__wfc::abi::Catcher] {
-                            &[]
-                        }
-                        fn shape(&self) -> __wfc::abi::TaskShape {
-                            __wfc::abi::TaskShape {
-                                input_moves: true,
-                                single_attempt: true,
-                                result_is_output: true,
-                            }
-                        }
-                    }
-                    match __wfc::abi::task(
-                            exec,
-                            "Plain",
-                            &Code,
-                            input,
-                            move |input, ctx| handler.flaky(input, ctx),
-                        )
-                        .await?
-                    {
-                        __wfc::Step::Next(output) => return Ok(output),
-                        __wfc::Step::Goto { target, .. } => {
-                            return Err(
-                                unexpected(
-                                    "Plain",
-                                    &::std::format!(
-                                        "has no catcher leading to state {}", target
-                                    ),
-                                ),
+                    fn parameters(
+                        &self,
+                        _: &__wfc::Execution,
+                        effective: &__wfc::Value,
+                        ctx: &__wfc::Value,
+                    ) -> Result<__wfc::Value, __wfc::Failure> {
+                        Ok({
+                            let mut object = __wfc::serde_json::Map::with_capacity(
+                                7usize,
                             );
+                            object
+                                .insert(
+                                    ::std::borrow::ToOwned::to_owned("fail"),
+                                    __wfc::abi::field(effective, PATH_2, "$.fail", "fail.$")?,
+                                );
+                            object
+                                .insert(
+                                    ::std::borrow::ToOwned::to_owned("kind"),
+                                    __wfc::abi::field(effective, PATH_3, "$.kind", "kind.$")?,
+                                );
+                            object
+                                .insert(
+                                    ::std::borrow::ToOwned::to_owned("attempt"),
+                                    __wfc::abi::field_path(
+                                        __wfc::abi::path(&PATH_4)?,
+                                        "attempt.$",
+                                        effective,
+                                        ctx,
+                                    )?,
+                                );
+                            object
+                                .insert(
+                                    ::std::borrow::ToOwned::to_owned("label"),
+                                    __wfc::abi::format(
+                                        &["job ", " ✓"],
+                                        &[__wfc::abi::field(effective, PATH_5, "$.id", "label.$")?],
+                                    )?,
+                                );
+                            object
+                                .insert(
+                                    ::std::borrow::ToOwned::to_owned("we\"ird {key} #✓"),
+                                    __wfc::Value::String(
+                                        ::std::borrow::ToOwned::to_owned("literal \"}{\" #"),
+                                    ),
+                                );
+                            object
+                                .insert(
+                                    ::std::borrow::ToOwned::to_owned("na\"me"),
+                                    __wfc::abi::field(effective, PATH_5, "$.id", "na\"me.$")?,
+                                );
+                            object
+                                .insert(
+                                    ::std::borrow::ToOwned::to_owned("list"),
+                                    __wfc::Value::clone(&LITERAL_6),
+                                );
+                            __wfc::Value::Object(object)
+                        })
+                    }
+                    fn finish(
+                        &self,
+                        _: &__wfc::Execution,
+                        raw_input: __wfc::Value,
+                        result: __wfc::Value,
+                        ctx: &__wfc::Value,
+                    ) -> Result<__wfc::Value, __wfc::Failure> {
+                        let result = {
+                            let mut object = __wfc::serde_json::Map::with_capacity(
+                                3usize,
+                            );
+                            object
+                                .insert(
+                                    ::std::borrow::ToOwned::to_owned("value"),
+                                    __wfc::abi::field(&result, PATH_7, "$.value", "value.$")?,
+                                );
+                            object
+                                .insert(
+                                    ::std::borrow::ToOwned::to_owned("attempt"),
+                                    __wfc::abi::field(
+                                        &result,
+                                        PATH_8,
+                                        "$.attempt",
+                                        "attempt.$",
+                                    )?,
+                                );
+                            object
+                                .insert(
+                                    ::std::borrow::ToOwned::to_owned("all"),
+                                    __wfc::abi::field_path(
+                                        __wfc::abi::path(&PATH_9)?,
+                                        "all.$",
+                                        &result,
+                                        ctx,
+                                    )?,
+                                );
+                            __wfc::Value::Object(object)
+                        };
+                        let output = __wfc::abi::set(
+                            raw_input,
+                            PATH_10,
+                            "$.result",
+                            result,
+                        )?;
+                        Ok(output)
+                    }
+                }
+                match __wfc::abi::task(
+                        exec,
+                        "Call \"quoted\" {#1} ✓",
+                        &Code,
+                        input,
+                        move |input, ctx| handler.flaky(input, ctx),
+                    )
+                    .await?
+                {
+                    __wfc::Step::Next(output) => State::Echo(output),
+                    __wfc::Step::Goto { target, output } => {
+                        match target {
+                            3 => State::Recover(output),
+                            _ => {
+                                return Err(
+                                    __wfc::abi::unexpected(
+                                        "Call \"quoted\" {#1} ✓",
+                                        &::std::format!(
+                                            "has no catcher leading to state {}", target
+                                        ),
+                                    ),
+                                );
+                            }
                         }
                     }
                 }
-                State::Recover(input) => {
-                    let output = __wfc::abi::pass(
+            }
+            State::Echo(input) => {
+                const PATH_0: &[__wfc::abi::Seg<'static>] = &[
+                    __wfc::abi::Seg::Name("limit"),
+                ];
+                const PATH_1: &[__wfc::abi::Seg<'static>] = &[];
+                const PATH_2: &[__wfc::abi::Seg<'static>] = &[
+                    __wfc::abi::Seg::Name("echo"),
+                ];
+                const CATCH: &[__wfc::abi::Catcher] = &[
+                    __wfc::abi::Catcher {
+                        error_equals: &["States.Timeout", "Boom"],
+                        result_path: __wfc::abi::CatchPath::Replace,
+                        next: 4usize,
+                    },
+                ];
+                /// The state's data processing; its visit is `abi::task`'s.
+                struct Code;
+                impl __wfc::abi::TaskCode for Code {
+                    type Retrier = __wfc::abi::Retrier;
+                    type Catcher = __wfc::abi::Catcher;
+                    fn resource(&self) -> &str {
+                        "arn:aws:states:::wfc:echo"
+                    }
+                    fn retriers(&self) -> &[__wfc::abi::Retrier] {
+                        &[]
+                    }
+                    fn catchers(&self) -> &[__wfc::abi::Catcher] {
+                        CATCH
+                    }
+                    fn shape(&self) -> __wfc::abi::TaskShape {
+                        __wfc::abi::TaskShape {
+                            input_moves: false,
+                            single_attempt: true,
+                            result_is_output: false,
+                        }
+                    }
+                    fn timeout(
+                        &self,
+                        effective: &__wfc::Value,
+                        _: &__wfc::Value,
+                    ) -> Result<
+                        ::core::option::Option<__wfc::abi::Duration>,
+                        __wfc::Failure,
+                    > {
+                        __wfc::abi::seconds(
+                            effective,
+                            PATH_0,
+                            "$.limit",
+                            "TimeoutSecondsPath",
+                        )
+                    }
+                    fn heartbeat(
+                        &self,
+                        _: &__wfc::Value,
+                        _: &__wfc::Value,
+                    ) -> Result<
+                        ::core::option::Option<__wfc::abi::Duration>,
+                        __wfc::Failure,
+                    > {
+                        Ok(Some(__wfc::abi::Duration::from_secs(5u64)))
+                    }
+                    fn parameters_form(&self) -> __wfc::abi::ParametersForm {
+                        __wfc::abi::ParametersForm::Once
+                    }
+                    fn parameters(
+                        &self,
+                        _: &__wfc::Execution,
+                        effective: &__wfc::Value,
+                        _: &__wfc::Value,
+                    ) -> Result<__wfc::Value, __wfc::Failure> {
+                        Ok({
+                            let mut object = __wfc::serde_json::Map::with_capacity(
+                                2usize,
+                            );
+                            object
+                                .insert(
+                                    ::std::borrow::ToOwned::to_owned("payload"),
+                                    __wfc::abi::field(effective, PATH_1, "$", "payload.$")?,
+                                );
+                            object
+                                .insert(
+                                    ::std::borrow::ToOwned::to_owned("tag"),
+                                    __wfc::Value::String(
+                                        ::std::borrow::ToOwned::to_owned("echo"),
+                                    ),
+                                );
+                            __wfc::Value::Object(object)
+                        })
+                    }
+                    fn finish(
+                        &self,
+                        _: &__wfc::Execution,
+                        raw_input: __wfc::Value,
+                        result: __wfc::Value,
+                        _: &__wfc::Value,
+                    ) -> Result<__wfc::Value, __wfc::Failure> {
+                        let output = __wfc::abi::set(
+                            raw_input,
+                            PATH_2,
+                            "$.echo",
+                            result,
+                        )?;
+                        __wfc::abi::take(output, PATH_2, "$.echo")
+                    }
+                }
+                match __wfc::abi::task(
                         exec,
-                        "Recover",
+                        "Echo",
+                        &Code,
+                        input,
+                        move |input, ctx| handler.echo(input, ctx),
+                    )
+                    .await?
+                {
+                    __wfc::Step::Next(output) => State::Plain(output),
+                    __wfc::Step::Goto { target, output } => {
+                        match target {
+                            4 => State::Failed(output),
+                            _ => {
+                                return Err(
+                                    __wfc::abi::unexpected(
+                                        "Echo",
+                                        &::std::format!(
+                                            "has no catcher leading to state {}", target
+                                        ),
+                                    ),
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+            State::Plain(input) => {
+                /// The state's data processing; its visit is `abi::task`'s.
+                struct Code;
+                impl __wfc::abi::TaskCode for Code {
+                    type Retrier = __wfc::abi::Retrier;
+                    type Catcher = __wfc::abi::Catcher;
+                    fn resource(&self) -> &str {
+                        "arn:aws:lambda:us-east-1:123456789012:function:Flaky"
+                    }
+                    fn retriers(&self) -> &[__wfc::abi::Retrier] {
+                        &[]
+                    }
+                    fn catchers(&self) -> &[__wfc::abi::Catcher] {
+                        &[]
+                    }
+                    fn shape(&self) -> __wfc::abi::TaskShape {
+                        __wfc::abi::TaskShape {
+                            input_moves: true,
+                            single_attempt: true,
+                            result_is_output: true,
+                        }
+                    }
+                }
+                match __wfc::abi::task(
+                        exec,
+                        "Plain",
+                        &Code,
+                        input,
+                        move |input, ctx| handler.flaky(input, ctx),
+                    )
+                    .await?
+                {
+                    __wfc::Step::Next(output) => return Ok(__wfc::abi::Flow::End(output)),
+                    __wfc::Step::Goto { target, .. } => {
+                        return Err(
+                            __wfc::abi::unexpected(
+                                "Plain",
+                                &::std::format!(
+                                    "has no catcher leading to state {}", target
+                                ),
+                            ),
+                        );
+                    }
+                }
+            }
+            State::Recover(input) => {
+                let output = __wfc::abi::pass(
+                    exec,
+                    "Recover",
+                    false,
+                    input,
+                    |input: __wfc::Value, _: &__wfc::Value| {
+                        let output = input;
+                        Ok(output)
+                    },
+                )?;
+                return Ok(__wfc::abi::Flow::End(output));
+            }
+            State::Failed(input) => {
+                return Err(
+                    __wfc::abi::fail(
+                        exec,
+                        "Failed",
                         false,
                         input,
-                        |input: __wfc::Value, _: &__wfc::Value| {
-                            let output = input;
-                            Ok(output)
-                        },
-                    )?;
-                    return Ok(output);
-                }
-                State::Failed(input) => {
-                    return Err(
-                        __wfc::abi::fail(
-                            exec,
-                            "Failed",
-                            false,
-                            input,
-                            |_: &__wfc::Value, _: &__wfc::Value| Ok(__wfc::Failure {
-                                error: ::std::borrow::ToOwned::to_owned("Echo \"failed\""),
-                                cause: ::std::borrow::ToOwned::to_owned(
-                                    "see {the} #history ✓",
-                                ),
-                            }),
-                        ),
-                    );
-                }
-            };
-        }
+                        |_: &__wfc::Value, _: &__wfc::Value| Ok(__wfc::Failure {
+                            error: ::std::borrow::ToOwned::to_owned("Echo \"failed\""),
+                            cause: ::std::borrow::ToOwned::to_owned(
+                                "see {the} #history ✓",
+                            ),
+                        }),
+                    ),
+                );
+            }
+        };
+        Ok(__wfc::abi::Flow::Next(next))
     }
 }

@@ -5,7 +5,7 @@
 //! the interpreter: same status, output, error and whole history on each input.
 //!
 //! The fixtures are made of the states codegen writes as Rust (JSONPath Pass, Choice, Succeed,
-//! Task, Wait, Fail, Parallel and INLINE Map, and JSONPath Assign on Pass and Wait; see
+//! Task, Wait, Fail, Parallel and INLINE Map, and JSONPath Assign on all of them; see
 //! docs/status.md, issue 20), so these runs exercise the generated paths, templates, intrinsics,
 //! conditions, Retry/Catch tables, nested machines and Assign blocks, including their failures.
 
@@ -22,8 +22,10 @@ include!("../expected/task_retry_catch.rs");
 include!("../expected/wait_fail.rs");
 include!("../expected/parallel_map.rs");
 include!("../expected/assign.rs");
+include!("../expected/assign_states.rs");
 
-const STEMS: [&str; 6] = ["count_loop", "pass_choice", "task_retry_catch", "wait_fail", "parallel_map", "assign"];
+const STEMS: [&str; 7] =
+    ["count_loop", "pass_choice", "task_retry_catch", "wait_fail", "parallel_map", "assign", "assign_states"];
 
 fn expected_dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("expected")
@@ -91,6 +93,22 @@ fn pass_and_choice_are_generated_not_interpreted() {
     assert_eq!(assign.matches("__wfc::abi::pass_assign(").count(), 2, "{assign}");
     assert_eq!(assign.matches("__wfc::abi::wait_assign(").count(), 1, "{assign}");
     assert!(!assign.contains("let machine = machine()?;"), "{assign}");
+    // Assign on Choice (state and rules), Task, Parallel, Map and catchers: construction code
+    // (`assigned`, catcher functions), no state handed to `exec`.
+    let states = std::fs::read_to_string(expected_dir().join("assign_states.rs")).expect("expected code");
+    for interpreted in ["exec::choice(", "exec::task(", "exec::parallel(", "exec::map(", "exec::pass("] {
+        assert!(!states.contains(interpreted), "{interpreted}: {states}");
+    }
+    assert_eq!(states.matches("__wfc::abi::choice_assign(").count(), 1, "{states}");
+    assert_eq!(states.matches("fn assigns(&self) -> bool").count(), 3, "{states}");
+    assert_eq!(states.matches("as __wfc::abi::CatchAssign)").count(), 3, "{states}");
+    assert!(!states.contains("let machine = machine()?;"), "{states}");
+    // The driver loop is the runtime's: generated machines supply only their steps.
+    for stem in STEMS {
+        let code = std::fs::read_to_string(expected_dir().join(format!("{stem}.rs"))).expect("expected code");
+        assert!(!code.contains("state = match state"), "{stem}");
+        assert_eq!(code.matches("__wfc::abi::drive(").count(), code.matches("pub enum State {").count(), "{stem}");
+    }
     let stems = ["count_loop", "pass_choice"];
     for stem in stems {
         let code = std::fs::read_to_string(expected_dir().join(format!("{stem}.rs"))).expect("expected code");
@@ -406,4 +424,68 @@ fn assign_runs_as_the_interpreter_does() {
     let missing = block_on_virtual(assign::run_with(&NoTasks, json!({"wait": 2}), options()));
     let cause = missing.error.map(|e| e.cause).unwrap_or_default();
     assert!(cause.contains("opt.$"), "{cause}");
+}
+
+impl assign_states::Handler for Tasks {
+    async fn echo(&self, input: Value, ctx: TaskContext) -> Result<Value, Failure> {
+        echo(input, ctx).await
+    }
+}
+
+#[test]
+fn assign_states_runs_as_the_interpreter_does() {
+    let input = |mode: &str, task: Value, fan: Value, items: Value| json!({"mode": mode, "task": task, "fan": fan, "items": items});
+    let task = json!({"name": "t \"✓\" {#}", "n": 1});
+    let fan = json!({"name": "f ✓"});
+    let items = json!([{"x": 1}, {"sleep": 1, "x": 2}, {"x": 3}]);
+    let inputs = [
+        // Every Assign evaluates: the Choice rule's, the Task's (with `$route` and `$n` from the
+        // Choice, and a random UUID), the Parallel's and the Map's.
+        input("task", task.clone(), fan.clone(), items.clone()),
+        // The Task fails with Boom: its catcher's Assign on the Error Output, not the Task's.
+        input("task", json!({"name": "t", "n": 1, "boom": true}), fan.clone(), items.clone()),
+        // A branch fails: the Parallel's catcher assigns (a Format over `$route`).
+        input("task", task.clone(), json!({"name": "f", "boom": true}), items.clone()),
+        // An item fails: the Map's catcher assigns and discards the error (ResultPath null).
+        input("task", task.clone(), fan.clone(), json!([{"x": 1}, {"sleep": 1, "boom": true}])),
+        // The Default: the Choice's own Assign (`$`, `$$.State.Name`).
+        input("other ✓", task.clone(), fan.clone(), items.clone()),
+        // A rule without Assign: nothing is assigned, so the Task's `$route` selects nothing:
+        // States.Runtime from the Task's Assign.
+        input("plain", task.clone(), fan.clone(), items.clone()),
+        // The rule's Assign reads `$.task.n`, which is missing: States.Runtime naming `n.$`.
+        input("task", json!({"name": "t"}), fan.clone(), items.clone()),
+        // MathAdd of a string in the Task's Assign.
+        input("task", json!({"name": "t", "n": "x"}), fan.clone(), items.clone()),
+        // No items: the Map's Assign (`$[0]`) selects nothing.
+        input("task", task.clone(), fan.clone(), json!([])),
+        // The Parallel's Assign: its first branch's output has no `payload.name`.
+        input("task", task.clone(), json!({"other": 1}), items.clone()),
+    ];
+    for input in inputs {
+        let compiled = block_on_virtual(assign_states::run_with(&Tasks, input.clone(), options()));
+        assert_same("assign_states", &input, compiled);
+    }
+    let assigned = |result: &ExecutionResult, event: wfc_runtime::EventType| {
+        result.history.iter().find(|e| e.event_type == event).map(|e| e.details["assignedVariables"].clone())
+    };
+    let done = block_on_virtual(assign_states::run_with(&Tasks, inputs_first(), options()));
+    assert_eq!(done.status, wfc_runtime::Status::Succeeded, "{done:?}");
+    let task_vars = assigned(&done, wfc_runtime::EventType::TaskStateExited).expect("the Task assigns");
+    assert_eq!(task_vars["called"], json!("\"t \\\"✓\\\" {#}\""), "{done:?}");
+    assert_eq!(task_vars["sum"], json!("2"), "{done:?}");
+    let map_vars = assigned(&done, wfc_runtime::EventType::MapStateExited).expect("the Map assigns");
+    assert_eq!(map_vars["mappedCount"], json!("3"), "{done:?}");
+    let caught = block_on_virtual(assign_states::run_with(
+        &Tasks,
+        json!({"mode": "task", "task": {"name": "t", "n": 1, "boom": true}, "fan": {"name": "f"}, "items": [{"x": 1}]}),
+        options(),
+    ));
+    let task_vars = assigned(&caught, wfc_runtime::EventType::TaskStateExited).expect("the catcher assigns");
+    assert_eq!(task_vars["caught"], json!("\"Boom\""), "{caught:?}");
+    assert!(task_vars.get("called").is_none(), "{caught:?}");
+}
+
+fn inputs_first() -> Value {
+    json!({"mode": "task", "task": {"name": "t \"✓\" {#}", "n": 1}, "fan": {"name": "f ✓"}, "items": [{"x": 1}, {"sleep": 1, "x": 2}, {"x": 3}]})
 }

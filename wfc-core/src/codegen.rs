@@ -1,5 +1,5 @@
 //! IR → Rust tokens: one module per workflow, with a `Handler` trait, a serializable `State`
-//! enum and an async driver loop per state machine.
+//! enum and a per-state `step` function per state machine.
 //!
 //! Shape (see the crate docs of `wfc-runtime` for how it is used):
 //!
@@ -7,14 +7,15 @@
 //! * `DEFINITION` (the text as written) and the lowered IR as embedded JSON, loaded once;
 //! * `trait Handler`: one method per distinct Task resource;
 //! * `enum State`: one variant per state of the machine, carrying that state's raw input;
-//! * `run`, `run_with`, `resume`: a `loop { state = match state { … } }` driver. JSONPath Pass,
-//!   Choice, Succeed, Task, Wait, Fail, Parallel and INLINE Map states are generated as Rust
+//! * `run`, `run_with`, `resume`, and `step`: one state's work (`match state { … }`) giving the
+//!   next `State` or the machine's end, run by the runtime's one driver loop (`abi::drive`).
+//!   JSONPath Pass, Choice, Succeed, Task, Wait, Fail, Parallel and INLINE Map states are generated as Rust
 //!   ([`states`]: paths as steps, templates as construction code, intrinsics as calls, Choice
 //!   rules as `if` conditions, Retry/Catch as `const` tables) around the runtime's `abi` visit
-//!   functions; every other state (and those with `Assign` or JSONata, a DISTRIBUTED Map) still
+//!   functions; every other state (those with JSONata, a DISTRIBUTED Map, SW states) still
 //!   calls `__private::exec::*` with its spec read from the embedded IR;
 //! * one nested module per Parallel branch and per Map item processor, with its own `State` and
-//!   driver, run by the Parallel's or Map's visit (`abi::parallel`, `abi::map`).
+//!   `step`, run by the Parallel's or Map's visit (`abi::parallel`, `abi::map`).
 //!
 //! Hygiene: every path is `::`-rooted (the runtime through `Settings::runtime_path`), so user
 //! imports, a shadowed prelude or `#[no_implicit_prelude]` cannot change the meaning. Every string
@@ -383,7 +384,7 @@ impl<'a> Generator<'a> {
                 _ => {}
             }
         }
-        let reserved = ["ir", "machine", "resume", "drive", "run", "run_with", "__wfc"];
+        let reserved = ["ir", "machine", "resume", "drive", "step", "run", "run_with", "__wfc"];
         keys.into_iter().zip(names::dedupe(candidates, false, &reserved)).map(|(k, n)| Ok((k, ident(&n)?))).collect()
     }
 
@@ -424,7 +425,12 @@ impl<'a> Generator<'a> {
             reads_ir |= from_ir;
             arms.push(arm);
         }
-        let load_machine = if reads_ir { quote!(let machine = machine()?;) } else { quote!() };
+        // The IR is looked up once per run of the machine and handed to every step.
+        let (load_machine, machine_arg, machine_param) = if reads_ir {
+            (quote!(let machine = machine()?;), quote!(machine,), quote!(machine: &'static __wfc::ir::StateMachine,))
+        } else {
+            (quote!(), quote!(), quote!())
+        };
         let needs_loop = machine.states.iter().any(|s| match &s.kind {
             StateKind::Pass(p) => matches!(p.transition, Transition::Next(_)),
             StateKind::Wait(w) => matches!(w.transition, Transition::Next(_)),
@@ -441,13 +447,14 @@ impl<'a> Generator<'a> {
             matches!(s.kind, StateKind::Task(_) | StateKind::Parallel(_) | StateKind::Map(_) | StateKind::Sw(_))
         });
         let unused_handler = if uses_handler { quote!() } else { quote!(let _ = handler;) };
+        // Each arm evaluates to the next `State`, or returns the machine's end (`Flow::End`) or
+        // a failure; a machine whose every state ends it has no next state to wrap.
         let body = if needs_loop {
             quote! {
-                loop {
-                    state = match state {
-                        #(#arms)*
-                    };
-                }
+                let next = match state {
+                    #(#arms)*
+                };
+                Ok(__wfc::abi::Flow::Next(next))
             }
         } else {
             quote! {
@@ -456,7 +463,6 @@ impl<'a> Generator<'a> {
                 }
             }
         };
-        let state_param = if needs_loop { quote!(mut state) } else { quote!(state) };
 
         let mut nested = Vec::new();
         for ((p, b), module) in &branches {
@@ -568,18 +574,11 @@ impl<'a> Generator<'a> {
         let resume_doc = doc(&format!(
             "Runs {title} from `state` until it ends, in the execution `exec` (its clock, history and context)."
         ));
+        let step_doc = doc(&format!(
+            "One state of {title}: its work, then where control goes (run by the runtime's driver, `abi::drive`)."
+        ));
 
         Ok(quote! {
-            /// A `States.Runtime` failure for a state whose generated code and embedded IR
-            /// disagree (only possible if the build mixed outputs of different definitions).
-            fn unexpected(state: &str, problem: &str) -> __wfc::Failure {
-                __wfc::Failure::runtime(::std::format!(
-                    "state {:?} {} (the generated code does not match its embedded definition)",
-                    state,
-                    problem,
-                ))
-            }
-
             #enum_doc
             #[derive(
                 ::core::fmt::Debug,
@@ -615,10 +614,20 @@ impl<'a> Generator<'a> {
             pub async fn resume<H: #handler_path>(
                 handler: &H,
                 exec: &__wfc::Execution,
-                #state_param: State,
+                state: State,
             ) -> Result<__wfc::Value, __wfc::Failure> {
-                #unused_handler
                 #load_machine
+                __wfc::abi::drive(state, |state| step(handler, exec, #machine_arg state)).await
+            }
+
+            #step_doc
+            async fn step<H: #handler_path>(
+                handler: &H,
+                exec: &__wfc::Execution,
+                #machine_param
+                state: State,
+            ) -> Result<__wfc::abi::Flow<State>, __wfc::Failure> {
+                #unused_handler
                 #body
             }
 
@@ -706,7 +715,7 @@ impl<'a> Generator<'a> {
         let spec = quote! {
             let spec = match machine.states #index_get.map(|s| &s.kind) {
                 Some(__wfc::ir::StateKind::#kind(spec)) => spec,
-                _ => return Err(unexpected(#name, #expected)),
+                _ => return Err(__wfc::abi::unexpected(#name, #expected)),
             };
         };
         let goto = |transition: Transition, value: TokenStream| -> Result<TokenStream, String> {
@@ -715,7 +724,7 @@ impl<'a> Generator<'a> {
                     let next = variants.get(id).ok_or_else(|| format!("wfc: Next index {id} is out of range"))?;
                     quote!(State::#next(#value))
                 }
-                Transition::End => quote!(return Ok(#value)),
+                Transition::End => quote!(return Ok(__wfc::abi::Flow::End(#value))),
             })
         };
         let catch_targets = |targets: BTreeSet<usize>| -> Result<TokenStream, String> {
@@ -728,7 +737,7 @@ impl<'a> Generator<'a> {
                 })
                 .collect::<Result<Vec<_>, String>>()?;
             let fallback = quote! {
-                return Err(unexpected(#name, &::std::format!("has no catcher leading to state {}", target)))
+                return Err(__wfc::abi::unexpected(#name, &::std::format!("has no catcher leading to state {}", target)))
             };
             Ok(if arms.is_empty() {
                 quote!(__wfc::Step::Goto { target, .. } => #fallback,)
@@ -824,7 +833,7 @@ impl<'a> Generator<'a> {
                 quote! {
                     State::#variant(input) => {
                         #items
-                        return #visit;
+                        return #visit.map(__wfc::abi::Flow::End);
                     }
                 },
                 false,
@@ -918,7 +927,7 @@ impl<'a> Generator<'a> {
                 }
             }
             StateKind::Succeed(_) => quote! {
-                return __wfc::exec::succeed(exec, #name, spec, input);
+                return __wfc::exec::succeed(exec, #name, spec, input).map(__wfc::abi::Flow::End);
             },
             StateKind::Sw(sw) => {
                 // Every target a Serverless Workflow state can send control to.
@@ -936,9 +945,9 @@ impl<'a> Generator<'a> {
                     match __wfc::sw::step(exec, #name, spec, input, &Dispatch(handler)).await? {
                         __wfc::sw::Step::Next { target, output } => match target {
                             #(#arms)*
-                            _ => return Err(unexpected(#name, &::std::format!("has no transition to state {}", target))),
+                            _ => return Err(__wfc::abi::unexpected(#name, &::std::format!("has no transition to state {}", target))),
                         },
-                        __wfc::sw::Step::End(output) | __wfc::sw::Step::Terminate(output) => return Ok(output),
+                        __wfc::sw::Step::End(output) | __wfc::sw::Step::Terminate(output) => return Ok(__wfc::abi::Flow::End(output)),
                     }
                 }
             }
@@ -960,7 +969,7 @@ impl<'a> Generator<'a> {
                     let __wfc::Chosen { branch, output } = __wfc::exec::choice(exec, #name, spec, input)?;
                     match branch {
                         #(#arms)*
-                        _ => return Err(unexpected(#name, &::std::format!("has no choice rule {:?}", branch))),
+                        _ => return Err(__wfc::abi::unexpected(#name, &::std::format!("has no choice rule {:?}", branch))),
                     }
                 }
             }

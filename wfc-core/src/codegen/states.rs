@@ -322,6 +322,37 @@ fn assign_code(items: &mut Items, assign: &Assign, dollar: &TokenStream) -> Opti
     Some(quote!(::std::vec![#(#entries),*]))
 }
 
+/// Whether `assign` is absent or a JSONPath block (which codegen writes as Rust).
+fn jsonpath_assign(assign: Option<&Assign>) -> bool {
+    matches!(assign, None | Some(Assign::JsonPath(_)))
+}
+
+/// Whether every catcher can be a generated table row: no JSONata `Output`, and `Assign` (if
+/// any) in JSONPath.
+fn catchers_generated(catchers: &[Catcher]) -> bool {
+    catchers.iter().all(|c| c.output.is_none() && jsonpath_assign(c.assign.as_ref()))
+}
+
+/// A Task's, Parallel's or Map's JSONPath `Assign` as the methods `assigns` and `assigned` of
+/// its `Code` (`$` is the state's result), or nothing without one.
+fn assign_methods(items: &mut Items, assign: Option<&Assign>) -> Option<TokenStream> {
+    let Some(assign) = assign else { return Some(quote!()) };
+    let built = assign_code(items, assign, &quote!(dollar))?;
+    let body = quote!(Ok(#built));
+    let exec = param(&body, "exec");
+    let dollar = param(&body, "dollar");
+    let ctx = param(&body, "ctx");
+    Some(quote! {
+        fn assigns(&self) -> bool {
+            true
+        }
+
+        fn assigned(&self, #exec: &__wfc::Execution, #dollar: &__wfc::Value, #ctx: &__wfc::Value) -> Result<__wfc::abi::Assigned, __wfc::Failure> {
+            #body
+        }
+    })
+}
+
 /// A JSONPath Succeed state's visit (InputPath, then OutputPath), or `None` when it is left to
 /// `exec::succeed` (a JSONata `Output`).
 pub(super) fn succeed(items: &mut Items, name: &Literal, spec: &SucceedState) -> Option<TokenStream> {
@@ -542,18 +573,27 @@ fn call(items: &mut Items, c: &Call, field: &str, input: &TokenStream) -> TokenS
     }
 }
 
-/// A JSONPath Choice state's visit, or `None` when it is left to `exec::choice` (Assign,
-/// JSONata Output or Condition, an `Is*` test whose operand is not a Boolean literal). Gives
-/// the expression of its `Chosen { branch, output }`.
+/// A JSONPath Choice state's visit (`abi::choice`, or `abi::choice_assign` when the state or a
+/// rule has a JSONPath `Assign`), or `None` when it is left to `exec::choice` (JSONata Assign,
+/// Output or Condition, an `Is*` test whose operand is not a Boolean literal). Gives the
+/// expression of its `Chosen { branch, output }`.
 pub(super) fn choice(items: &mut Items, name: &Literal, spec: &ChoiceState) -> Option<TokenStream> {
-    if spec.assign.is_some() || spec.output.is_some() {
+    if spec.output.is_some() || !jsonpath_assign(spec.assign.as_ref()) {
         return None;
     }
     let mut rules = Vec::new();
-    let mut needs_ctx = uses_context(spec.input_path.as_ref()) || uses_context(spec.output_path.as_ref());
+    // `Assign` reads the context object (`$$`, and `$name` for the variables as of entry).
+    let assigns = spec.assign.is_some() || spec.choices.iter().any(|c| c.assign.is_some());
+    let mut needs_ctx = uses_context(spec.input_path.as_ref()) || uses_context(spec.output_path.as_ref()) || assigns;
+    let mut assign_arms = Vec::new();
     for (i, rule) in spec.choices.iter().enumerate() {
-        if rule.assign.is_some() || rule.output.is_some() {
+        if rule.output.is_some() || !jsonpath_assign(rule.assign.as_ref()) {
             return None;
+        }
+        if let Some(assign) = &rule.assign {
+            let built = assign_code(items, assign, &quote!(input))?;
+            let i = Literal::usize_unsuffixed(i);
+            assign_arms.push(quote!(Some(#i) => Some(#built),));
         }
         needs_ctx |= condition_uses_context(&rule.condition);
         let condition = condition(items, &rule.condition)?;
@@ -580,8 +620,25 @@ pub(super) fn choice(items: &mut Items, name: &Literal, spec: &ChoiceState) -> O
     let input_path = closure(&input_path, "input", quote!(__wfc::Value));
     let rules = closure(&quote!({ #rules }), "input", quote!(&__wfc::Value));
     let output_path = closure(&output_path, "output", quote!(__wfc::Value));
+    if !assigns {
+        return Some(quote! {
+            __wfc::abi::choice(exec, #name, #needs_ctx, input, #has_default, #input_path, #rules, #output_path)?
+        });
+    }
+    // The chosen rule's Assign; the state's own only on the Default path (as `exec::choice`).
+    if let Some(assign) = &spec.assign {
+        let built = assign_code(items, assign, &quote!(input))?;
+        assign_arms.push(quote!(::core::option::Option::None => Some(#built),));
+    }
+    let assign = quote!(Ok(match branch {
+        #(#assign_arms)*
+        _ => ::core::option::Option::None,
+    }));
+    let input = param(&assign, "input");
+    let ctx = param(&assign, "ctx");
+    let assign = quote!(|branch: ::core::option::Option<usize>, #input: &__wfc::Value, #ctx: &__wfc::Value| #assign);
     Some(quote! {
-        __wfc::abi::choice(exec, #name, #needs_ctx, input, #has_default, #input_path, #rules, #output_path)?
+        __wfc::abi::choice_assign(exec, #name, #needs_ctx, input, #has_default, #input_path, #rules, #assign, #output_path)?
     })
 }
 
@@ -785,9 +842,10 @@ fn literal_test(items: &mut Items, op: Operator, literal: &Value) -> TokenStream
 /// A JSONPath Task state as Rust: `(items, visit)`, where `items` declare `Code`, the state's
 /// [`TaskCode`](wfc_runtime::abi::TaskCode) (its paths, Parameters, ResultSelector, timeouts,
 /// and its Retry and Catch as `const` tables), and `visit` is the `abi::task` call (awaited)
-/// that runs the visit around it with `invoke` (a closure calling the handler method). `None`
-/// when the state is left to `exec::task`: `Assign`, JSONata `Arguments`/`Output`/timeouts,
-/// `Credentials`, or a catcher with `Assign` or `Output`.
+/// that runs the visit around it with `invoke` (a closure calling the handler method), with a
+/// JSONPath `Assign` as `assigned` and catchers' as functions. `None` when the state is left to
+/// `exec::task`: JSONata `Assign`/`Arguments`/`Output`/timeouts, `Credentials`, or a catcher
+/// with a JSONata `Assign` or `Output`.
 pub(super) fn task(
     items: &mut Items,
     name: &Literal,
@@ -795,27 +853,31 @@ pub(super) fn task(
     invoke: TokenStream,
 ) -> Option<(TokenStream, TokenStream)> {
     let jsonata_seconds = |s: &Option<Seconds>| matches!(s, Some(Seconds::Jsonata(_)));
-    if spec.assign.is_some()
+    if !jsonpath_assign(spec.assign.as_ref())
         || spec.output.is_some()
         || spec.arguments.is_some()
         || spec.credentials.is_some()
         || jsonata_seconds(&spec.timeout)
         || jsonata_seconds(&spec.heartbeat)
-        || spec.catch.iter().any(|c| c.assign.is_some() || c.output.is_some())
+        || !catchers_generated(&spec.catch)
     {
         return None;
     }
     let identity = |p: Option<&Path>| p.is_some_and(Path::is_identity);
     let result_replaces = spec.result_path.as_ref().is_some_and(|p| p.is_identity());
-    let input_moves = identity(spec.input_path.as_ref()) && result_replaces && spec.catch.is_empty();
+    // As `TaskShape::of`: with Assign, the raw input is kept.
+    let input_moves =
+        spec.assign.is_none() && identity(spec.input_path.as_ref()) && result_replaces && spec.catch.is_empty();
     let single_attempt = spec.retry.is_empty();
     let result_is_output = spec.result_selector.is_none() && result_replaces && identity(spec.output_path.as_ref());
-    let needs_ctx = uses_context(spec.input_path.as_ref()) || uses_context(spec.output_path.as_ref());
+    let needs_ctx =
+        uses_context(spec.input_path.as_ref()) || uses_context(spec.output_path.as_ref()) || spec.assign.is_some();
     let finish_needs_ctx = spec.result_selector.as_ref().is_some_and(template_uses_context);
 
     let resource = Literal::string(&spec.resource);
     let retry = retry_table(&spec.retry);
-    let catch = catch_table(items, &spec.catch);
+    let (catch, catcher_type) = catch_table(items, &spec.catch);
+    let assign = assign_methods(items, spec.assign.as_ref())?;
 
     // InputPath: the effective input, owned (the raw input is kept for ResultPath and Catch).
     let input_body = match spec.input_path.as_ref() {
@@ -927,6 +989,7 @@ pub(super) fn task(
     if !result_is_output {
         methods.push(quote!(fn finish(&self, #finish_params) -> Result<#value, #failure> { #finish_body }));
     }
+    methods.push(assign);
     let (retry, retriers) = if spec.retry.is_empty() { (quote!(), quote!(&[])) } else { (retry, quote!(RETRY)) };
     let (catch, catchers) = if spec.catch.is_empty() { (quote!(), quote!(&[])) } else { (catch, quote!(CATCH)) };
     let declared = items.tokens();
@@ -939,7 +1002,7 @@ pub(super) fn task(
 
         impl __wfc::abi::TaskCode for Code {
             type Retrier = __wfc::abi::Retrier;
-            type Catcher = __wfc::abi::Catcher;
+            type Catcher = #catcher_type;
 
             fn resource(&self) -> &str {
                 #resource
@@ -949,7 +1012,7 @@ pub(super) fn task(
                 #retriers
             }
 
-            fn catchers(&self) -> &[__wfc::abi::Catcher] {
+            fn catchers(&self) -> &[#catcher_type] {
                 #catchers
             }
 
@@ -1060,8 +1123,12 @@ fn float(f: f64) -> TokenStream {
     }
 }
 
-/// `const CATCH`: the Catch table (catchers without `Assign` or `Output`).
-fn catch_table(items: &mut Items, catchers: &[Catcher]) -> TokenStream {
+/// `const CATCH`: the Catch table, and the type of its rows: `abi::Catcher`, or
+/// `abi::AssignCatcher` when some catcher has a JSONPath `Assign` (each such block a function
+/// over the Error Output, `$`, declared in `items`). Catchers with a JSONata `Output` are not
+/// generated (see [`catchers_generated`]).
+fn catch_table(items: &mut Items, catchers: &[Catcher]) -> (TokenStream, TokenStream) {
+    let with_assign = catchers.iter().any(|c| c.assign.is_some());
     let rows = catchers
         .iter()
         .map(|c| {
@@ -1080,12 +1147,35 @@ fn catch_table(items: &mut Items, catchers: &[Catcher]) -> TokenStream {
                 },
             };
             let next = Literal::usize_suffixed(c.next);
-            quote! {
+            let row = quote! {
                 __wfc::abi::Catcher { error_equals: #errors, result_path: #result_path, next: #next }
+            };
+            if !with_assign {
+                return row;
             }
+            let assign = match c.assign.as_ref().and_then(|a| assign_code(items, a, &quote!(dollar))) {
+                Some(built) => {
+                    let body = quote!(Ok(#built));
+                    let exec = param(&body, "exec");
+                    let dollar = param(&body, "dollar");
+                    let ctx = param(&body, "ctx");
+                    let function = items.push("catch_assign", |name| {
+                        quote! {
+                            /// A catcher's `Assign`, on the Error Output.
+                            fn #name(#exec: &__wfc::Execution, #dollar: &__wfc::Value, #ctx: &__wfc::Value) -> Result<__wfc::abi::Assigned, __wfc::Failure> {
+                                #body
+                            }
+                        }
+                    });
+                    quote!(Some(#function as __wfc::abi::CatchAssign))
+                }
+                None => quote!(::core::option::Option::None),
+            };
+            quote!(__wfc::abi::AssignCatcher { catcher: #row, assign: #assign })
         })
         .collect::<Vec<_>>();
-    quote!(const CATCH: &[__wfc::abi::Catcher] = &[#(#rows),*];)
+    let row_type = if with_assign { quote!(__wfc::abi::AssignCatcher) } else { quote!(__wfc::abi::Catcher) };
+    (quote!(const CATCH: &[#row_type] = &[#(#rows),*];), row_type)
 }
 
 /// A JSONPath Wait state's visit (awaited), or `None` when it is left to `exec::wait`
@@ -1250,6 +1340,8 @@ struct NestedParts<'s> {
     output_path: Option<&'s Path>,
     retry: &'s [Retrier],
     catch: &'s [Catcher],
+    /// `Assign` (JSONPath), on the state's result.
+    assign: Option<&'s Assign>,
     /// Whether its own fields (ItemsPath, MaxConcurrencyPath) read the context object on entry.
     more_context: bool,
 }
@@ -1257,11 +1349,15 @@ struct NestedParts<'s> {
 /// `const RETRY`/`CATCH` and the `impl abi::NestedCode for Code` of a Parallel or Map state,
 /// writing out only what differs from the trait's defaults. The items the bodies need are
 /// declared in `items` (the caller writes them out).
-fn nested_code(items: &mut Items, parts: &NestedParts<'_>) -> TokenStream {
+fn nested_code(items: &mut Items, parts: &NestedParts<'_>) -> Option<TokenStream> {
     let value = quote!(__wfc::Value);
     let failure = quote!(__wfc::Failure);
-    let catch = catch_table(items, parts.catch);
-    let needs_ctx = uses_context(parts.input_path) || uses_context(parts.output_path) || parts.more_context;
+    let (catch, catcher_type) = catch_table(items, parts.catch);
+    let assign = assign_methods(items, parts.assign)?;
+    let needs_ctx = uses_context(parts.input_path)
+        || uses_context(parts.output_path)
+        || parts.more_context
+        || parts.assign.is_some();
     let identity = |p: Option<&Path>| p.is_some_and(Path::is_identity);
     let mut methods = Vec::new();
     if needs_ctx {
@@ -1303,7 +1399,8 @@ fn nested_code(items: &mut Items, parts: &NestedParts<'_>) -> TokenStream {
     let (retry, retriers) =
         if parts.retry.is_empty() { (quote!(), quote!(&[])) } else { (retry_table(parts.retry), quote!(RETRY)) };
     let (catch, catchers) = if parts.catch.is_empty() { (quote!(), quote!(&[])) } else { (catch, quote!(CATCH)) };
-    quote! {
+    methods.push(assign);
+    Some(quote! {
         #retry
         #catch
         /// The state's data processing; its visit is the runtime's.
@@ -1311,31 +1408,31 @@ fn nested_code(items: &mut Items, parts: &NestedParts<'_>) -> TokenStream {
 
         impl __wfc::abi::NestedCode for Code {
             type Retrier = __wfc::abi::Retrier;
-            type Catcher = __wfc::abi::Catcher;
+            type Catcher = #catcher_type;
 
             fn retriers(&self) -> &[__wfc::abi::Retrier] {
                 #retriers
             }
 
-            fn catchers(&self) -> &[__wfc::abi::Catcher] {
+            fn catchers(&self) -> &[#catcher_type] {
                 #catchers
             }
 
             #(#methods)*
         }
-    }
+    })
 }
 
 /// A JSONPath Parallel state's `Code` (`abi::NestedCode` and `abi::ParallelCode`: InputPath,
 /// Parameters, ResultSelector, ResultPath, OutputPath, its Retry and Catch as `const` tables),
 /// with the items it uses; the caller runs it through `abi::parallel` with the branches'
-/// generated machines. `None` when the state is left to `exec::parallel`: `Assign`, JSONata
-/// `Arguments`/`Output`, or a catcher with `Assign` or `Output`.
+/// generated machines. `None` when the state is left to `exec::parallel`: JSONata
+/// `Assign`/`Arguments`/`Output`, or a catcher with a JSONata `Assign` or `Output`.
 pub(super) fn parallel(items: &mut Items, spec: &ParallelState) -> Option<TokenStream> {
-    if spec.assign.is_some()
+    if !jsonpath_assign(spec.assign.as_ref())
         || spec.output.is_some()
         || spec.arguments.is_some()
-        || spec.catch.iter().any(|c| c.assign.is_some() || c.output.is_some())
+        || !catchers_generated(&spec.catch)
     {
         return None;
     }
@@ -1348,9 +1445,10 @@ pub(super) fn parallel(items: &mut Items, spec: &ParallelState) -> Option<TokenS
             output_path: spec.output_path.as_ref(),
             retry: &spec.retry,
             catch: &spec.catch,
+            assign: spec.assign.as_ref(),
             more_context: false,
         },
-    );
+    )?;
     let mut methods = Vec::new();
     if let Some(t) = &spec.parameters {
         // Evaluated once, or per attempt when it reads `$$` or draws random values, as the
@@ -1393,16 +1491,16 @@ pub(super) fn parallel(items: &mut Items, spec: &ParallelState) -> Option<TokenS
 /// MaxConcurrencyPath, ResultSelector, ResultPath, OutputPath, its Retry and Catch as `const`
 /// tables), with the items it uses; the caller runs it through `abi::map` with the item
 /// processor's generated machine. `None` when the state is left to `exec::map`: a DISTRIBUTED
-/// Map, a JSONata Map, `Assign`, or a catcher with `Assign` or `Output`.
+/// Map, a JSONata Map, a JSONata `Assign`, or a catcher with a JSONata `Assign` or `Output`.
 pub(super) fn map(items: &mut Items, spec: &MapState) -> Option<TokenStream> {
     if spec.distributed.is_some()
         || spec.jsonata
         || spec.items.is_some()
         || spec.item_selector_jsonata.is_some()
         || spec.max_concurrency_jsonata.is_some()
-        || spec.assign.is_some()
+        || !jsonpath_assign(spec.assign.as_ref())
         || spec.output.is_some()
-        || spec.catch.iter().any(|c| c.assign.is_some() || c.output.is_some())
+        || !catchers_generated(&spec.catch)
     {
         return None;
     }
@@ -1415,9 +1513,10 @@ pub(super) fn map(items: &mut Items, spec: &MapState) -> Option<TokenStream> {
             output_path: spec.output_path.as_ref(),
             retry: &spec.retry,
             catch: &spec.catch,
+            assign: spec.assign.as_ref(),
             more_context: uses_context(Some(&spec.items_path)) || uses_context(spec.max_concurrency_path.as_ref()),
         },
-    );
+    )?;
     let value = quote!(__wfc::Value);
     let failure = quote!(__wfc::Failure);
     let mut methods = Vec::new();
