@@ -228,6 +228,8 @@ pub(crate) enum Observed {
 pub(crate) struct Limits {
     pub(crate) timeout_at: Option<tokio::time::Instant>,
     pub(crate) heartbeat: Option<Duration>,
+    /// Read by the durable journal only (a user's crate without `durable` was warned about it).
+    #[cfg_attr(not(feature = "durable"), allow(dead_code))]
     pub(crate) timeout: Option<Duration>,
 }
 

@@ -10,7 +10,10 @@ use wfc_ir::intrinsics::eval::{self, IntrinsicFailure};
 
 use crate::Failure;
 
-pub(crate) use eval::{hash_hex, uuid_v4};
+// `$hash` of JSONata uses the same hashing as `States.Hash`.
+#[cfg(feature = "jsonata")]
+pub(crate) use eval::hash_hex;
+pub(crate) use eval::uuid_v4;
 
 fn runtime(failure: IntrinsicFailure) -> Failure {
     Failure::runtime(failure.cause)

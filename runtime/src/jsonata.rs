@@ -5,15 +5,27 @@
 //! module only evaluates them. The evaluator (`jsonata-core`) is single-threaded (its values use
 //! `Rc`), so every evaluation here is synchronous and hands back plain `serde_json` values:
 //! nothing of it is held across an `.await`.
+//!
+//! The evaluator is the crate feature `jsonata`. Without it no [`JsonataExpr`] can exist (parsing
+//! one fails, so a definition that uses JSONata does not compile or load), and [`evaluate`] is a
+//! `States.Runtime` failure naming the feature.
 
+#[cfg(feature = "jsonata")]
 use std::cell::RefCell;
+#[cfg(feature = "jsonata")]
 use std::rc::Rc;
 
+#[cfg(feature = "jsonata")]
 use indexmap::IndexMap;
+#[cfg(feature = "jsonata")]
 use jsonata_core::evaluator::{Context, Evaluator, EvaluatorError, EvaluatorOptions};
+#[cfg(feature = "jsonata")]
 use jsonata_core::value::JValue;
+use rand::RngCore;
+#[cfg(feature = "jsonata")]
 use rand::rngs::StdRng;
-use rand::{Rng, RngCore, SeedableRng};
+#[cfg(feature = "jsonata")]
+use rand::{Rng, SeedableRng};
 use serde_json::{Map, Value};
 use wfc_ir::{JsonataExpr, JsonataTemplate};
 
@@ -65,6 +77,7 @@ pub fn template(t: &JsonataTemplate, field: &str, b: &Bindings<'_>, rng: &mut dy
 
 /// Evaluates one expression. Failures are `States.QueryEvaluationError` with AWS's causes:
 /// an evaluation error (with its JSONata code), `undefined`, or a function-valued result.
+#[cfg(feature = "jsonata")]
 pub fn evaluate(expr: &JsonataExpr, field: &str, b: &Bindings<'_>, rng: &mut dyn RngCore) -> Result<Value, Failure> {
     let text = expr.as_str().trim();
     let value = run(expr, b, rng).map_err(|e| {
@@ -85,6 +98,21 @@ pub fn evaluate(expr: &JsonataExpr, field: &str, b: &Bindings<'_>, rng: &mut dyn
     })
 }
 
+/// Without the `jsonata` feature: a `States.Runtime` failure that names the feature (no
+/// expression can have been parsed in this build, so this is only reached by a mismatched build).
+#[cfg(not(feature = "jsonata"))]
+pub fn evaluate(expr: &JsonataExpr, field: &str, _b: &Bindings<'_>, _rng: &mut dyn RngCore) -> Result<Value, Failure> {
+    Err(Failure::new(
+        wfc_ir::errors::RUNTIME,
+        format!(
+            "the JSONata expression '{}' of field '{field}' cannot be evaluated: {}",
+            expr.as_str().trim(),
+            wfc_ir::jsonata::FEATURE_OFF
+        ),
+    ))
+}
+
+#[cfg(feature = "jsonata")]
 /// An evaluator message as AWS's JSONata (jsonata-js) words it. jsonata-js keeps the offending
 /// token out of a T1006 message (`T1006: Attempted to invoke a non-function`, recorded on AWS);
 /// jsonata-core appends it (`...: $randomSeeded`).
@@ -120,11 +148,14 @@ pub fn type_name(v: &Value) -> &'static str {
     }
 }
 
+#[cfg(feature = "jsonata")]
 /// Largest recursion depth of one evaluation, and longest sequence: a definition cannot make an
 /// evaluation run away with the stack or the memory.
 const MAX_DEPTH: usize = 500;
+#[cfg(feature = "jsonata")]
 const MAX_SEQUENCE: usize = 1_000_000;
 
+#[cfg(feature = "jsonata")]
 fn run(expr: &JsonataExpr, b: &Bindings<'_>, rng: &mut dyn RngCore) -> Result<JValue, EvaluatorError> {
     let mut context = Context::new();
     let mut states = IndexMap::new();
@@ -157,6 +188,7 @@ fn run(expr: &JsonataExpr, b: &Bindings<'_>, rng: &mut dyn RngCore) -> Result<JV
     ev.evaluate(expr.ast(), &JValue::from(b.input.clone())).map(JValue::unwrap_sequence)
 }
 
+#[cfg(feature = "jsonata")]
 /// `$$.State.EnteredTime` in milliseconds: what `$now()` and `$millis()` return, so that an
 /// execution on the virtual clock stays reproducible.
 fn entered_millis(ctx: &Value) -> Option<i64> {
@@ -165,14 +197,17 @@ fn entered_millis(ctx: &Value) -> Option<i64> {
     Some(ts.as_millisecond())
 }
 
+#[cfg(feature = "jsonata")]
 fn arg_error(function: &str, detail: &str) -> EvaluatorError {
     EvaluatorError::EvaluationError(format!("D3137: Invalid arguments to ${function}: {detail}"))
 }
 
+#[cfg(feature = "jsonata")]
 fn num(args: &[JValue], i: usize) -> Option<f64> {
     args.get(i).and_then(JValue::as_f64)
 }
 
+#[cfg(feature = "jsonata")]
 /// Step Functions' additions to JSONata: `$partition`, `$range`, `$hash`, `$random([seed])`,
 /// `$uuid` and `$parse`, and a deterministic `$now`/`$millis`.
 fn register_functions(ev: &mut Evaluator, seed: u64, now_millis: Option<i64>) -> Result<(), EvaluatorError> {
@@ -247,6 +282,7 @@ fn register_functions(ev: &mut Evaluator, seed: u64, now_millis: Option<i64>) ->
     Ok(())
 }
 
+#[cfg(feature = "jsonata")]
 /// Converts a JSONata value to JSON. Whole numbers print without a fraction (`3`, not `3.0`),
 /// as jsonata-js prints them; `None` for a function-valued result.
 pub fn to_json(v: &JValue) -> Option<Value> {
@@ -273,6 +309,7 @@ pub fn to_json(v: &JValue) -> Option<Value> {
     })
 }
 
+#[cfg(feature = "jsonata")]
 fn number(n: f64) -> Value {
     const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
     if n.fract() == 0.0 && n.abs() <= MAX_SAFE {
@@ -282,6 +319,7 @@ fn number(n: f64) -> Value {
     }
 }
 
+#[cfg(feature = "jsonata")]
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -328,6 +328,20 @@ async fn start_detached(
     }
 }
 
+/// Without the `json-schema` feature a definition with a schema does not compile (WFC0230); an IR
+/// loaded from elsewhere with one fails here, naming the feature, rather than going unchecked.
+#[cfg(not(feature = "json-schema"))]
+fn validate(_schema: &Value, _value: &Value, what: &str, field: &str) -> Result<(), Failure> {
+    Err(Failure::new(
+        SCHEMA,
+        format!(
+            "the {field} of {what} cannot be checked: JSON Schema is not compiled into this build of wfc: enable the \
+             `json-schema` feature of wfc-runtime"
+        ),
+    ))
+}
+
+#[cfg(feature = "json-schema")]
 fn validate(schema: &Value, value: &Value, what: &str, field: &str) -> Result<(), Failure> {
     let validator = jsonschema::validator_for(schema)
         .map_err(|e| Failure::new(SCHEMA, format!("the {field} of {what} is not a valid JSON Schema: {e}")))?;

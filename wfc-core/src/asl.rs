@@ -28,7 +28,7 @@ use wfc_ir::{
 
 use crate::diagnostics::{Diagnostic, codes};
 use crate::syntax::{self, LineIndex, SpannedKey, SpannedValue, ValueKind};
-use crate::{Diagnostics, Format, Loaded, Source};
+use crate::{Diagnostics, Features, Format, Loaded, Source};
 
 mod credentials;
 mod map_fields;
@@ -223,6 +223,12 @@ const PREDEFINED_ERRORS: &[&str] = wfc_ir::errors::PREDEFINED;
 /// Every problem is collected before this fails; warnings of a valid definition come back in
 /// [`Loaded::warnings`].
 pub fn load(source: Source<'_>) -> Result<Loaded, Diagnostics> {
+    load_with(source, Features::COMPILED)
+}
+
+/// [`load`], accepting only the optional languages in `features` (a JSONata definition is error
+/// `WFC0230` without `features.jsonata`).
+pub fn load_with(source: Source<'_>, features: Features) -> Result<Loaded, Diagnostics> {
     let format = Format::from_path(source.path);
     // Recoverable syntax problems (duplicate keys, ...) are reported together with validation's.
     let (tree, syntax_diags) = syntax::parse_recovering(source.text, format);
@@ -231,6 +237,7 @@ pub fn load(source: Source<'_>) -> Result<Loaded, Diagnostics> {
     };
     let mut cx = Cx::new(source.text);
     cx.diags = syntax_diags;
+    cx.jsonata_available = features.and_compiled().jsonata;
     let workflow = cx.workflow(&tree, workflow_name(source.path));
     cx.finish();
     let diags = Diagnostics::new(source.path, source.text, cx.diags);
@@ -295,6 +302,10 @@ struct Cx<'t> {
     jsonata_machine: bool,
     /// The state being lowered is a JSONata state.
     jsonata: bool,
+    /// JSONata can be used (the `jsonata` feature); when not, the first use is error WFC0230.
+    jsonata_available: bool,
+    /// WFC0230 has been reported for JSONata (once per definition: it is one fix).
+    jsonata_off_reported: bool,
 }
 
 /// An object's entries, for field lookups.
@@ -334,6 +345,8 @@ impl<'t> Cx<'t> {
             scope_stack: Vec::new(),
             jsonata_machine: false,
             jsonata: false,
+            jsonata_available: wfc_ir::jsonata::AVAILABLE,
+            jsonata_off_reported: false,
         }
     }
 
@@ -748,7 +761,10 @@ impl<'t> Cx<'t> {
         let (s, v) = self.string(obj, "QueryLanguage")?;
         match s {
             "JSONPath" => Some(false),
-            "JSONata" => Some(true),
+            "JSONata" => {
+                self.require_jsonata(v.span.clone());
+                Some(true)
+            }
             other => {
                 self.error(codes::BAD_QUERY_LANGUAGE, format!("unknown `QueryLanguage` \"{other}\""), v.span.clone())
                     .help = Some("the query languages are \"JSONPath\" (the default) and \"JSONata\"".to_owned());
@@ -815,9 +831,34 @@ impl<'t> Cx<'t> {
         }
     }
 
+    /// Reports, once per definition, that JSONata is needed at `span` and this build has none.
+    /// Returns whether JSONata is available.
+    fn require_jsonata(&mut self, span: Range<usize>) -> bool {
+        if self.jsonata_available {
+            return true;
+        }
+        if !self.jsonata_off_reported {
+            self.jsonata_off_reported = true;
+            self.error(
+                codes::FEATURE_OFF,
+                "this definition uses JSONata, which this build of wfc leaves out (cargo feature `jsonata`)",
+                span,
+            )
+            .help = Some(
+                "enable it on the runtime: `wfc-runtime = { version = \"0.1\", features = [\"jsonata\"] }` \
+                 (for wfc-build in build.rs, on wfc-build as well); the `wfc` command has it"
+                    .to_owned(),
+            );
+        }
+        false
+    }
+
     /// A `{% %}` expression (the text between the delimiters of string `s`, the value `v`).
     fn jsonata_expr(&mut self, s: &str, v: &SpannedValue, field: &str) -> Option<JsonataExpr> {
         let text = wfc_ir::jsonata::expression_text(s)?;
+        if !self.require_jsonata(v.span.clone()) {
+            return None;
+        }
         match JsonataExpr::parse(text) {
             Ok(e) => {
                 for name in e.variables_read() {

@@ -246,6 +246,7 @@ impl std::error::Error for Diagnostics {}
 /// | WFC0226 | invalid ItemBatcher |
 /// | WFC0227 | invalid ResultWriter |
 /// | WFC0228 | invalid Map Label |
+/// | WFC0230 | the definition needs a feature this build of wfc leaves out (JSONata, JSON Schema) |
 /// | **WFC03xx** | **Graph: transitions, reachability, names** |
 /// | WFC0301 | a transition target (`StartAt`, `Next`, `Default`) names no state |
 /// | WFC0302 | a transition leaves or enters a Parallel branch |
@@ -356,6 +357,9 @@ pub mod codes {
     pub const BAD_RESULT_WRITER: &str = "WFC0227";
     /// Invalid Map Label.
     pub const BAD_MAP_LABEL: &str = "WFC0228";
+    /// The definition needs a cargo feature this build of wfc was compiled without (JSONata,
+    /// JSON Schema): the message names the feature and how to enable it.
+    pub const FEATURE_OFF: &str = "WFC0230";
 
     /// Unknown transition target.
     pub const UNKNOWN_TARGET: &str = "WFC0301";
@@ -562,6 +566,7 @@ pub mod codes {
         (BAD_ITEM_BATCHER, "invalid ItemBatcher"),
         (BAD_RESULT_WRITER, "invalid ResultWriter"),
         (BAD_MAP_LABEL, "invalid Map Label"),
+        (FEATURE_OFF, "the definition needs a feature this build of wfc leaves out (JSONata, JSON Schema)"),
         (UNKNOWN_TARGET, "unknown transition target"),
         (CROSS_SCOPE_TARGET, "transition crosses a Parallel branch boundary"),
         (DUPLICATE_STATE, "duplicate state name"),

@@ -79,6 +79,45 @@ pub struct Settings {
     /// crate does no I/O itself, so the caller decides (and learns which files were read, to
     /// rebuild when they change). `None`: a schema URI cannot be read and is an error.
     pub file_reader: Option<FileReader>,
+    /// The optional languages the definition may use: by default what this build has
+    /// ([`Features::COMPILED`]). A definition that needs one that is off is error `WFC0230`,
+    /// located at what needs it and naming the cargo feature to enable.
+    pub features: Features,
+}
+
+/// The optional languages of a definition, each a cargo feature of wfc-core (and of wfc-runtime,
+/// wfc-macro and wfc-build, which enable wfc-core's): off by default because of what they cost a
+/// cold build (jsonata-core; jsonschema and its URL, IDNA and regex crates).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Features {
+    /// JSONata expressions (`QueryLanguage: "JSONata"`), feature `jsonata`.
+    pub jsonata: bool,
+    /// Serverless Workflow `dataInputSchema`/`dataOutputSchema` (JSON Schema), feature `json-schema`.
+    pub json_schema: bool,
+}
+
+impl Features {
+    /// What this build of wfc-core was compiled with. Asking for more than this has no effect:
+    /// the code is not there.
+    pub const COMPILED: Features =
+        Features { jsonata: wfc_ir::jsonata::AVAILABLE, json_schema: cfg!(feature = "json-schema") };
+
+    /// Both off: what a build with default features accepts.
+    pub const NONE: Features = Features { jsonata: false, json_schema: false };
+
+    /// Only what both `self` and this build have.
+    pub fn and_compiled(self) -> Features {
+        Features {
+            jsonata: self.jsonata && Features::COMPILED.jsonata,
+            json_schema: self.json_schema && Features::COMPILED.json_schema,
+        }
+    }
+}
+
+impl Default for Features {
+    fn default() -> Features {
+        Features::COMPILED
+    }
 }
 
 /// Reads a file a definition refers to, by its path as resolved against the definition's path
@@ -116,6 +155,7 @@ impl Default for Settings {
             passes: optimize::Passes::default(),
             sw_registry: Vec::new(),
             file_reader: None,
+            features: Features::COMPILED,
         }
     }
 }
@@ -162,6 +202,12 @@ impl Settings {
         self
     }
 
+    /// Sets the optional languages a definition may use (at most what this build has).
+    pub fn features(&mut self, features: Features) -> &mut Settings {
+        self.features = features.and_compiled();
+        self
+    }
+
     /// Sets exactly which optimizer passes run ([`optimize::Passes::none`] for the IR as lowered).
     pub fn passes(&mut self, passes: optimize::Passes) -> &mut Settings {
         self.passes = passes;
@@ -187,8 +233,8 @@ pub fn load(source: Source<'_>) -> Result<Loaded, Diagnostics> {
 /// [`load`] with the optimizer passes of `settings` (the other settings only matter to codegen).
 pub fn load_with(source: Source<'_>, settings: &Settings) -> Result<Loaded, Diagnostics> {
     let mut loaded = match Dialect::detect(source) {
-        Dialect::Asl => asl::load(source)?,
-        Dialect::Sw => sw::load_with(source, &settings.sw_registry, settings.file_reader.as_ref())?,
+        Dialect::Asl => asl::load_with(source, settings.features)?,
+        Dialect::Sw => sw::load_with(source, &settings.sw_registry, settings.file_reader.as_ref(), settings.features)?,
     };
     optimize::optimize(&mut loaded.workflow, &settings.passes);
     Ok(loaded)

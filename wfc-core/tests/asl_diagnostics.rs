@@ -300,3 +300,56 @@ fn a_bad_result_path_says_reference_path_once() {
     assert_eq!(message.matches("Reference Path").count(), 2, "{message}");
     assert!(!message.contains("not a Reference Path"), "{message}");
 }
+
+/// Loads `text` as a build without the optional languages would (`Features::NONE`): what
+/// `include_workflow!` does when wfc-runtime's `jsonata`/`json-schema` features are off.
+fn errors_without_features(path: &str, text: &str) -> wfc_core::Diagnostics {
+    let mut settings = wfc_core::Settings::new();
+    settings.features(wfc_core::Features::NONE);
+    match wfc_core::load_with(Source { path, text }, &settings) {
+        Ok(_) => panic!("{path} should not load without the optional features"),
+        Err(d) => d,
+    }
+}
+
+#[test]
+fn jsonata_without_its_feature_is_one_located_error_naming_the_feature() {
+    // The machine's QueryLanguage and two expressions: one error, at the first use.
+    let text = r#"{
+  "QueryLanguage": "JSONata",
+  "StartAt": "A",
+  "States": {
+    "A": {"Type": "Pass", "Output": "{% $states.input.n + 1 %}", "Next": "B"},
+    "B": {"Type": "Pass", "Output": {"x": "{% $states.input %}"}, "End": true}
+  }
+}"#;
+    let d = errors_without_features("jsonata.asl.json", text);
+    assert_eq!(located_codes(&d), [("WFC0230".to_owned(), 2, 20)]);
+    assert!(d.items[0].message.contains("cargo feature `jsonata`"), "{}", d.items[0].message);
+    let help = d.items[0].help.as_deref().unwrap_or_default();
+    assert!(help.contains(r#"features = ["jsonata"]"#), "{help}");
+    // A state's own QueryLanguage is where it is reported when the machine uses JSONPath.
+    let text = r#"{"StartAt": "A", "States": {
+  "A": {"Type": "Pass", "QueryLanguage": "JSONata", "Output": "{% 1 %}", "End": true}}}"#;
+    let d = errors_without_features("state.asl.json", text);
+    assert_eq!(located_codes(&d), [("WFC0230".to_owned(), 2, 42)]);
+    // With the feature (what this test build has: the workspace enables it), both load.
+    if wfc_core::Features::COMPILED.jsonata {
+        assert!(wfc_core::asl::load(Source { path: "state.asl.json", text }).is_ok());
+    }
+}
+
+#[test]
+fn a_json_schema_without_its_feature_is_one_located_error_naming_the_feature() {
+    let text = r#"{
+"id": "w", "name": "W",
+"dataInputSchema": {"type": "object"},
+"states": [{"name": "A", "type": "inject", "start": {"kind": "default"}, "data": {},
+  "dataInputSchema": {"type": "object"}, "end": {"kind": "default"}}]
+}"#;
+    let d = errors_without_features("schema.sw.json", text);
+    assert_eq!(located_codes(&d), [("WFC0230".to_owned(), 3, 20)]);
+    assert!(d.items[0].message.contains("cargo feature `json-schema`"), "{}", d.items[0].message);
+    let help = d.items[0].help.as_deref().unwrap_or_default();
+    assert!(help.contains(r#"features = ["json-schema"]"#), "{help}");
+}

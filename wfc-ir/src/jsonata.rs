@@ -6,14 +6,32 @@
 //! it, so the compiler and the runtime accept exactly the same expressions. Like the path types,
 //! a [`JsonataExpr`] serializes as its text and is parsed again when deserialized, which is how
 //! generated code gets the syntax tree back from the embedded IR.
+//!
+//! JSONata is the crate feature `jsonata` (jsonata-core is about a minute of a cold build's CPU,
+//! and most definitions use JSONPath). Without it the types remain, so the IR has one shape, but
+//! [`JsonataExpr::parse`] (and so deserializing one) fails with [`FEATURE_OFF`]: no expression
+//! exists to evaluate. The compiler reports a definition that needs it at its `QueryLanguage`.
 
 use std::fmt;
+#[cfg(feature = "jsonata")]
 use std::sync::Arc;
 
+#[cfg(feature = "jsonata")]
 use jsonata_core::ast::AstNode;
+#[cfg(feature = "jsonata")]
 use jsonata_core::parser::{Lexer, Token};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
+
+/// Whether this build has JSONata (the `jsonata` feature of wfc-ir, which the `jsonata` features
+/// of wfc-runtime, wfc-macro, wfc-core and wfc-build enable).
+pub const AVAILABLE: bool = cfg!(feature = "jsonata");
+
+/// Why an expression cannot be parsed or run in a build without the `jsonata` feature, and how
+/// to enable it.
+pub const FEATURE_OFF: &str = "JSONata is not compiled into this build of wfc: enable the `jsonata` feature of \
+    wfc-runtime (`wfc-runtime = { version = \"0.1\", features = [\"jsonata\"] }`; of wfc-build too when \
+    compiling from build.rs)";
 
 /// Longest expression accepted, in bytes: the parser recurses per nesting level, so this bounds
 /// its stack use whatever a definition holds (AWS's whole definition limit is 1 MB).
@@ -26,6 +44,7 @@ pub const MAX_EXPRESSION_NESTING: usize = 64;
 pub struct JsonataExpr {
     /// The expression as written between the delimiters (not trimmed).
     text: String,
+    #[cfg(feature = "jsonata")]
     ast: Arc<AstNode>,
 }
 
@@ -53,7 +72,8 @@ pub struct JsonataError {
 
 impl JsonataExpr {
     /// Parses the text between `{%` and `%}`. Also rejects what AWS does not allow at the top
-    /// of an expression: `$eval` (AWS removed it) and an empty expression.
+    /// of an expression: `$eval` (AWS removed it) and an empty expression. Without the `jsonata`
+    /// feature every expression fails with [`FEATURE_OFF`].
     pub fn parse(text: &str) -> Result<JsonataExpr, JsonataError> {
         if text.trim().is_empty() {
             return Err(JsonataError { message: "the expression is empty".to_owned(), offset: None });
@@ -80,6 +100,16 @@ impl JsonataExpr {
                 _ => {}
             }
         }
+        Self::parse_checked(text)
+    }
+
+    #[cfg(not(feature = "jsonata"))]
+    fn parse_checked(_text: &str) -> Result<JsonataExpr, JsonataError> {
+        Err(JsonataError { message: FEATURE_OFF.to_owned(), offset: None })
+    }
+
+    #[cfg(feature = "jsonata")]
+    fn parse_checked(text: &str) -> Result<JsonataExpr, JsonataError> {
         let tokens = tokens(text).map_err(|message| JsonataError { message, offset: None })?;
         if tokens.iter().any(|t| matches!(t, Token::Variable(v) if v == "eval")) {
             return Err(JsonataError {
@@ -99,6 +129,7 @@ impl JsonataExpr {
     }
 
     /// The syntax tree, for the evaluator.
+    #[cfg(feature = "jsonata")]
     pub fn ast(&self) -> &AstNode {
         &self.ast
     }
@@ -106,6 +137,13 @@ impl JsonataExpr {
     /// The workflow variables the expression reads (`$name`), excluding `$states`, functions
     /// called by name (`$sum(...)`), and names the expression binds itself (`$x := ...`,
     /// `function($x) {...}` parameters). Used for the compiler's "variable never assigned" check.
+    #[cfg(not(feature = "jsonata"))]
+    pub fn variables_read(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// The workflow variables the expression reads (see the `jsonata` build of this method).
+    #[cfg(feature = "jsonata")]
     pub fn variables_read(&self) -> Vec<String> {
         let Ok(tokens) = tokens(&self.text) else { return Vec::new() };
         let mut bound = std::collections::HashSet::new();
@@ -146,6 +184,7 @@ impl JsonataExpr {
 }
 
 /// Splits an expression into tokens with the crate's own lexer.
+#[cfg(feature = "jsonata")]
 fn tokens(text: &str) -> Result<Vec<Token>, String> {
     let mut lexer = Lexer::new(text.to_owned());
     let mut out = Vec::new();
@@ -218,6 +257,16 @@ impl JsonataTemplate {
 mod tests {
     use super::*;
 
+    #[cfg(not(feature = "jsonata"))]
+    #[test]
+    fn without_the_feature_every_expression_is_refused_with_the_feature_to_enable() {
+        let e = JsonataExpr::parse("$states.input").unwrap_err();
+        assert_eq!(e.message, FEATURE_OFF);
+        let e = serde_json::from_str::<JsonataExpr>("\"1 + 1\"").unwrap_err();
+        assert!(e.to_string().contains("enable the `jsonata` feature"), "{e}");
+    }
+
+    #[cfg(feature = "jsonata")]
     #[test]
     fn parses_and_round_trips() {
         let e = JsonataExpr::parse(" $states.input.a + 1 ").unwrap();
@@ -227,6 +276,7 @@ mod tests {
         assert_eq!(back, e);
     }
 
+    #[cfg(feature = "jsonata")]
     #[test]
     fn rejects_bad_syntax_and_eval() {
         assert!(JsonataExpr::parse("$states.input.(").is_err());
@@ -235,6 +285,7 @@ mod tests {
         assert!(JsonataExpr::parse(&"(".repeat(200)).is_err());
     }
 
+    #[cfg(feature = "jsonata")]
     #[test]
     fn variables_read_skips_functions_and_local_bindings() {
         let e = JsonataExpr::parse("($y := 2; $sum([$x, $y, $states.input.n]) ~> function($v) { $v + $z })").unwrap();

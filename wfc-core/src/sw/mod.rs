@@ -22,7 +22,7 @@ use wfc_ir::{Location, Path, State, StateKind, StateMachine, Workflow};
 
 use crate::diagnostics::{Diagnostic, codes};
 use crate::syntax::{self, LineIndex, SpannedValue, ValueKind};
-use crate::{Diagnostics, FileReader, Format, Loaded, Source};
+use crate::{Diagnostics, Features, FileReader, Format, Loaded, Source};
 
 /// Deepest chain of subflows (a workflow embedding a workflow embedding ...) accepted.
 pub const MAX_SUBFLOW_DEPTH: usize = 16;
@@ -46,22 +46,26 @@ pub fn looks_like_sw(path: &str, text: &str) -> bool {
 /// Parses, validates and lowers an SW definition; `registry` holds the other SW workflows it may
 /// reference by `workflowId`. Schema URIs cannot be read (see [`load_with`]).
 pub fn load(source: Source<'_>, registry: &[(String, String)]) -> Result<Loaded, Diagnostics> {
-    load_with(source, registry, None)
+    load_with(source, registry, None, Features::COMPILED)
 }
 
-/// [`load`], reading the files the definition names (`dataInputSchema` URIs) with `reader`.
+/// [`load`], reading the files the definition names (`dataInputSchema` URIs) with `reader`, and
+/// accepting only the optional languages in `features` (a schema is error `WFC0230` without
+/// `features.json_schema`).
 pub fn load_with(
     source: Source<'_>,
     registry: &[(String, String)],
     reader: Option<&FileReader>,
+    features: Features,
 ) -> Result<Loaded, Diagnostics> {
-    load_nested(source, registry, reader, &mut Vec::new())
+    load_nested(source, registry, reader, features.and_compiled(), &mut Vec::new())
 }
 
 fn load_nested(
     source: Source<'_>,
     registry: &[(String, String)],
     reader: Option<&FileReader>,
+    features: Features,
     stack: &mut Vec<String>,
 ) -> Result<Loaded, Diagnostics> {
     let format = Format::from_path(source.path);
@@ -76,6 +80,8 @@ fn load_nested(
         registry,
         reader,
         path: source.path,
+        features,
+        schema_off_reported: false,
         stack,
         state_spans: Vec::new(),
     };
@@ -102,6 +108,10 @@ struct Cx<'a, 's> {
     reader: Option<&'a FileReader>,
     /// The definition's path, which relative schema paths are resolved against.
     path: &'a str,
+    /// The optional languages available (JSON Schema); subflows compiled together share them.
+    features: Features,
+    /// WFC0230 has been reported for a schema (once per definition: it is one fix).
+    schema_off_reported: bool,
     stack: &'s mut Vec<String>,
     /// The span of each top-level state, for messages about whole states.
     state_spans: Vec<Range<usize>>,
@@ -471,11 +481,46 @@ impl Cx<'_, '_> {
                 return None;
             }
         };
+        self.check_schema(schema, key, span)
+    }
+
+    /// Validates a schema itself, with the `json-schema` feature; without it a schema is error
+    /// WFC0230 (the program could not check data against it), reported once per definition.
+    #[cfg(feature = "json-schema")]
+    fn check_schema(&mut self, schema: Value, key: &str, span: Range<usize>) -> Option<Value> {
+        if !self.features.json_schema {
+            return self.schema_off(key, span);
+        }
         if let Err(e) = jsonschema::validator_for(&schema) {
             self.error(codes::SW_BAD_SCHEMA, format!("`{key}` is not a valid JSON Schema: {e}"), span);
             return None;
         }
         Some(schema)
+    }
+
+    #[cfg(not(feature = "json-schema"))]
+    fn check_schema(&mut self, _schema: Value, key: &str, span: Range<usize>) -> Option<Value> {
+        self.schema_off(key, span)
+    }
+
+    fn schema_off(&mut self, key: &str, span: Range<usize>) -> Option<Value> {
+        if !self.schema_off_reported {
+            self.schema_off_reported = true;
+            self.diags.push(
+                Diagnostic::error(
+                    codes::FEATURE_OFF,
+                    format!(
+                        "`{key}` needs JSON Schema validation, which this build of wfc leaves out (cargo feature `json-schema`)"
+                    ),
+                    span,
+                )
+                .with_help(
+                    "enable it on the runtime: `wfc-runtime = { version = \"0.1\", features = [\"json-schema\"] }` \
+                     (for wfc-build in build.rs, on wfc-build as well); the `wfc` command has it",
+                ),
+            );
+        }
+        None
     }
 
     /// Reads a schema URI: a path (or `file:` URI) relative to the definition's directory.

@@ -608,7 +608,7 @@ impl Cx<'_, '_> {
             return Some(Resolved::Handler);
         };
         self.stack.push(id.to_owned());
-        let loaded = super::load_nested(Source { path, text }, registry, self.reader, self.stack);
+        let loaded = super::load_nested(Source { path, text }, registry, self.reader, self.features, self.stack);
         self.stack.pop();
         match loaded {
             Ok(l) => Some(Resolved::Embedded(l.workflow)),
