@@ -41,6 +41,27 @@ struct State {
     stored: Option<Vec<HistoryEvent>>,
     /// Whether `stored` was loaded (it is loaded lazily, at the first write).
     loaded: bool,
+    /// The replay's events from id `.0` on are stored `.1` ids later: they come after the end
+    /// and redrive events of a redriven ABORTED or TIMED_OUT execution (see [`redrive_tail`]).
+    shift: Option<(u64, u64)>,
+}
+
+/// Whether `tail` (the stored events from where the replay differs) is how a stopped or timed-out
+/// execution ended and was redriven: `ExecutionAborted`/`ExecutionTimedOut`, then the
+/// `ExecutionRedriven` the store appended (`Store::redrive_execution`), as the last events. The
+/// redriven run's events then go after them, as on AWS, instead of replacing them.
+fn redrive_tail(tail: &[HistoryEvent]) -> bool {
+    use crate::EventType::{ExecutionAborted, ExecutionRedriven, ExecutionTimedOut};
+    match tail.split_last() {
+        Some((last, ended)) => {
+            last.event_type == ExecutionRedriven
+                && !ended.is_empty()
+                && ended
+                    .iter()
+                    .all(|e| matches!(e.event_type, ExecutionAborted | ExecutionTimedOut | ExecutionRedriven))
+        }
+        None => false,
+    }
 }
 
 /// The events one commit writes, and what the live history becomes once it is committed.
@@ -52,6 +73,8 @@ pub(super) struct Pending {
     upto: u64,
     /// The replay diverged from (or went past) the stored events: stop comparing.
     done_comparing: bool,
+    /// A shift found by this snapshot (see `State::shift`).
+    shift: Option<(u64, u64)>,
 }
 
 impl Pending {
@@ -114,6 +137,7 @@ impl LiveHistory {
         let state = self.lock();
         let mut pending = Pending { upto, ..Pending::default() };
         let mut first = state.written + 1;
+        let mut shift = state.shift;
         if let Some(stored) = &state.stored {
             let mut diverged = false;
             for event in &fresh {
@@ -127,7 +151,13 @@ impl LiveHistory {
                 }
             }
             let stored_len = stored.len() as u64;
-            if diverged || (last && stored_len > upto) {
+            let from = usize::try_from(first - 1).unwrap_or(usize::MAX);
+            if diverged && stored.get(from..).is_some_and(redrive_tail) {
+                // After the redrive's events: the run goes on from there.
+                shift = Some((first, stored_len - (first - 1)));
+                pending.shift = shift;
+                pending.done_comparing = true;
+            } else if diverged || (last && stored_len > upto) {
                 // The stored tail is another version of what this run recorded: replaced.
                 pending.write.truncate_after = Some(upto);
                 pending.done_comparing = true;
@@ -135,7 +165,19 @@ impl LiveHistory {
                 pending.done_comparing = true;
             }
         }
-        pending.write.events = fresh.into_iter().filter(|e| e.id >= first).collect();
+        pending.write.events = fresh
+            .into_iter()
+            .filter(|e| e.id >= first)
+            .map(|mut e| {
+                if let Some((from, by)) = shift {
+                    e.id += by;
+                    if e.previous_event_id >= from {
+                        e.previous_event_id += by;
+                    }
+                }
+                e
+            })
+            .collect();
         pending
     }
 
@@ -145,6 +187,9 @@ impl LiveHistory {
         state.written = state.written.max(pending.upto);
         if pending.done_comparing {
             state.stored = None;
+        }
+        if pending.shift.is_some() {
+            state.shift = pending.shift;
         }
     }
 }
@@ -211,6 +256,30 @@ mod tests {
         let p = live.last(&h.take());
         assert_eq!(p.write.events.iter().map(|e| e.id).collect::<Vec<_>>(), [5]);
         assert_eq!(p.write.truncate_after, None);
+    }
+
+    #[test]
+    fn a_redriven_stop_keeps_its_end_and_redrive_events() {
+        let first = History::new();
+        record(&first, EventType::ExecutionStarted, "x", "old");
+        record(&first, EventType::WaitStateEntered, "W", "old");
+        record(&first, EventType::ExecutionAborted, "", "old");
+        record(&first, EventType::ExecutionRedriven, "", "old");
+        let h = History::new();
+        let live = LiveHistory::new(h.clone());
+        live.loaded(first.events());
+        record(&h, EventType::ExecutionStarted, "x", "new");
+        record(&h, EventType::WaitStateEntered, "W", "new");
+        record(&h, EventType::WaitStateExited, "W", "new");
+        let p = live.snapshot();
+        let written: Vec<(u64, u64)> = p.write.events.iter().map(|e| (e.id, e.previous_event_id)).collect();
+        assert_eq!(written, [(5, 2)], "after the redrive's events, chained to what it follows");
+        assert_eq!(p.write.truncate_after, None);
+        live.committed(&p);
+        record(&h, EventType::ExecutionSucceeded, "", "new");
+        let p = live.last(&h.take());
+        let written: Vec<(u64, u64)> = p.write.events.iter().map(|e| (e.id, e.previous_event_id)).collect();
+        assert_eq!(written, [(6, 5)]);
     }
 
     #[test]

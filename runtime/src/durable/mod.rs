@@ -612,6 +612,30 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// Every execution, newest first.
     fn list_executions(&self) -> BoxFuture<'_, Result<Vec<ExecutionRecord>, StoreError>>;
 
+    /// The newest executions first, at most `limit`: of `workflow` if given, of `status` if
+    /// given, whose name contains `name_contains` (ASCII case-insensitive) if given. What a
+    /// listing shows, read with the store's indexes and a limit instead of every record. The
+    /// default filters [`Store::list_executions`].
+    fn list_executions_page<'a>(
+        &'a self,
+        workflow: Option<&'a str>,
+        status: Option<ExecutionStatus>,
+        name_contains: Option<&'a str>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<ExecutionRecord>, StoreError>> {
+        Box::pin(async move {
+            let needle = name_contains.map(str::to_ascii_lowercase);
+            let mut records = self.list_executions().await?;
+            records.retain(|r| {
+                workflow.is_none_or(|w| r.workflow == w)
+                    && status.is_none_or(|s| r.status == s)
+                    && needle.as_deref().is_none_or(|n| r.name.to_ascii_lowercase().contains(n))
+            });
+            records.truncate(limit);
+            Ok(records)
+        })
+    }
+
     /// One execution, or `None`.
     fn describe_execution<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<ExecutionRecord>, StoreError>>;
 
@@ -1014,6 +1038,25 @@ pub(crate) fn aborted_events(record: &ExecutionRecord, last: u64, now: i64) -> V
         details: Value::Object(details),
     });
     events
+}
+
+/// The `ExecutionRedriven` event [`Store::redrive_execution`] appends to the stored history of
+/// `record` (as it was before the redrive) whose last stored event is `last`: for an ABORTED or
+/// TIMED_OUT execution, whose end is in the history before it, so the redriven run's events go
+/// after both (see `durable::live_history`). A FAILED execution's redriven run records its own
+/// `ExecutionFailed` and `ExecutionRedriven` where the failed Task runs again (`exec.rs`).
+pub(crate) fn redriven_event(record: &ExecutionRecord, last: u64, now: i64) -> Option<HistoryEvent> {
+    if !matches!(record.status, ExecutionStatus::Aborted | ExecutionStatus::TimedOut) || last == 0 {
+        return None;
+    }
+    let stamp = jiff::Timestamp::from_millisecond(now).map(crate::clock::format_timestamp).unwrap_or_default();
+    Some(HistoryEvent {
+        id: last + 1,
+        previous_event_id: last,
+        timestamp: stamp,
+        event_type: crate::EventType::ExecutionRedriven,
+        details: serde_json::json!({ "redriveCount": record.redrive_count + 1 }),
+    })
 }
 
 /// Milliseconds since the Unix epoch (wall clock).

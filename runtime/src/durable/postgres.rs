@@ -148,6 +148,13 @@ ALTER TABLE executions ADD COLUMN redrive_count BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE executions ADD COLUMN redrive_date BIGINT;
 "#,
     },
+    Migration {
+        description: "listings of the newest executions (of a workflow) by index",
+        sql: r#"
+CREATE INDEX executions_created ON executions(created_at);
+CREATE INDEX executions_workflow_created ON executions(workflow, created_at);
+"#,
+    },
 ];
 
 /// The NOTIFY channel that wakes workers.
@@ -411,6 +418,18 @@ async fn write_aborted_event<C: GenericClient>(c: &C, record: &ExecutionRecord, 
         .map_err(pg)?;
     let last: i64 = row.get(0);
     let events = super::aborted_events(record, u64::try_from(last).unwrap_or(0), now);
+    write_history(c, &record.name, &HistoryWrite { events, truncate_after: None }).await
+}
+
+/// RedriveExecution's `ExecutionRedriven` event (an ABORTED or TIMED_OUT execution), after the
+/// last stored one, in the redrive's transaction (see `durable::redriven_event`).
+async fn write_redriven_event<C: GenericClient>(c: &C, record: &ExecutionRecord, now: i64) -> Result<(), StoreError> {
+    let row = c
+        .query_one("SELECT COALESCE(MAX(event_id), 0)::BIGINT FROM history WHERE execution = $1", &[&record.name])
+        .await
+        .map_err(pg)?;
+    let last: i64 = row.get(0);
+    let events = super::redriven_event(record, u64::try_from(last).unwrap_or(0), now).into_iter().collect();
     write_history(c, &record.name, &HistoryWrite { events, truncate_after: None }).await
 }
 
@@ -725,6 +744,35 @@ impl Store for PgStore {
         })
     }
 
+    fn list_executions_page<'a>(
+        &'a self,
+        workflow: Option<&'a str>,
+        status: Option<ExecutionStatus>,
+        name_contains: Option<&'a str>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<ExecutionRecord>, StoreError>> {
+        Box::pin(async move {
+            let conn = self.conn().await;
+            let client = conn.lock().await;
+            let status = status.map(ExecutionStatus::as_str);
+            let needle = name_contains.map(str::to_ascii_lowercase);
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            let rows = client
+                .query(
+                    &format!(
+                        "SELECT {RECORD_COLUMNS} FROM executions
+                         WHERE ($1::TEXT IS NULL OR workflow = $1) AND ($2::TEXT IS NULL OR status = $2)
+                           AND ($3::TEXT IS NULL OR strpos(lower(name), $3) > 0)
+                         ORDER BY created_at DESC, name LIMIT $4"
+                    ),
+                    &[&workflow, &status, &needle, &limit],
+                )
+                .await
+                .map_err(pg)?;
+            rows.iter().map(record_of).collect()
+        })
+    }
+
     fn describe_execution<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<ExecutionRecord>, StoreError>> {
         Box::pin(async move {
             let conn = self.conn().await;
@@ -947,6 +995,7 @@ impl Store for PgStore {
             if super::not_redrivable(record.status).is_some() {
                 return Err(super::redrive_refused(&record));
             }
+            write_redriven_event(&tx, &record, now).await?;
             tx.execute(
                 "UPDATE executions SET status = 'RUNNING', output = NULL, error = NULL, cause = NULL, epoch = epoch + 1,
                         owner = NULL, lease_until = NULL, wake_at = $2, updated_at = $2,

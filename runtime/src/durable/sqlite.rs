@@ -153,6 +153,13 @@ ALTER TABLE executions ADD COLUMN redrive_count INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE executions ADD COLUMN redrive_date INTEGER;
 "#,
     },
+    Migration {
+        description: "listings of the newest executions (of a workflow) by index",
+        sql: r#"
+CREATE INDEX executions_created ON executions(created_at);
+CREATE INDEX executions_workflow_created ON executions(workflow, created_at);
+"#,
+    },
 ];
 
 /// A [`Store`] in one SQLite file.
@@ -265,6 +272,16 @@ fn write_aborted_event(tx: &Connection, record: &ExecutionRecord, now: i64) -> R
         .query_row("SELECT COALESCE(MAX(event_id), 0) FROM history WHERE execution = ?1", [&record.name], |r| r.get(0))
         .map_err(backend)?;
     let events = super::aborted_events(record, u64::try_from(last).unwrap_or(0), now);
+    write_history(tx, &record.name, &HistoryWrite { events, truncate_after: None })
+}
+
+/// RedriveExecution's `ExecutionRedriven` event (an ABORTED or TIMED_OUT execution), after the
+/// last stored one, in the redrive's transaction (see `durable::redriven_event`).
+fn write_redriven_event(tx: &Connection, record: &ExecutionRecord, now: i64) -> Result<(), StoreError> {
+    let last: i64 = tx
+        .query_row("SELECT COALESCE(MAX(event_id), 0) FROM history WHERE execution = ?1", [&record.name], |r| r.get(0))
+        .map_err(backend)?;
+    let events = super::redriven_event(record, u64::try_from(last).unwrap_or(0), now).into_iter().collect();
     write_history(tx, &record.name, &HistoryWrite { events, truncate_after: None })
 }
 
@@ -881,6 +898,35 @@ impl Store for SqliteStore {
         self.call(move |conn| get_record(conn, &name))
     }
 
+    fn list_executions_page<'a>(
+        &'a self,
+        workflow: Option<&'a str>,
+        status: Option<ExecutionStatus>,
+        name_contains: Option<&'a str>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<ExecutionRecord>, StoreError>> {
+        let workflow = workflow.map(str::to_owned);
+        let status = status.map(ExecutionStatus::as_str);
+        let needle = name_contains.map(str::to_ascii_lowercase);
+        self.call(move |conn| {
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            let mut stmt = conn
+                .prepare_cached(&format!(
+                    "SELECT {RECORD_COLUMNS} FROM executions
+                     WHERE (?1 IS NULL OR workflow = ?1) AND (?2 IS NULL OR status = ?2)
+                       AND (?3 IS NULL OR instr(lower(name), ?3) > 0)
+                     ORDER BY created_at DESC, name LIMIT ?4"
+                ))
+                .map_err(backend)?;
+            let rows = stmt.query_map(params![workflow, status, needle, limit], record_of).map_err(backend)?;
+            let mut out = Vec::new();
+            for row in rows {
+                out.push(row.map_err(backend)?.0.parse_lenient()?);
+            }
+            Ok(out)
+        })
+    }
+
     fn append_history<'a>(&'a self, name: &'a str, events: Vec<HistoryEvent>) -> BoxFuture<'a, Result<(), StoreError>> {
         let name = name.to_owned();
         self.call(move |conn| {
@@ -1092,6 +1138,7 @@ impl Store for SqliteStore {
             if super::not_redrivable(record.status).is_some() {
                 return Err(super::redrive_refused(&record));
             }
+            write_redriven_event(&tx, &record, now)?;
             tx.execute(
                 "UPDATE executions SET status = 'RUNNING', output = NULL, error = NULL, cause = NULL, epoch = epoch + 1,
                         owner = NULL, lease_until = NULL, wake_at = ?2, updated_at = ?2,

@@ -502,12 +502,23 @@ def redrive(sfn):
     assert (d["redriveStatus"], d["redriveStatusReason"]) == ("NOT_REDRIVABLE", "Execution is RUNNING and cannot be redriven"), d
     expect_error("ExecutionNotRedrivable", sfn.redrive_execution, executionArn=running)
     # Aborted: redriven, it runs again (and is stopped again here).
+    def waiting():
+        events = sfn.get_execution_history(executionArn=running)["events"]
+        return any(e["type"] == "WaitStateEntered" for e in events)
+
+    _helpers["wait_for"]("the Wait to be entered", waiting)
     sfn.stop_execution(executionArn=running)
     assert sfn.describe_execution(executionArn=running)["status"] == "ABORTED"
     sfn.redrive_execution(executionArn=running)
     d = sfn.describe_execution(executionArn=running)
     assert (d["status"], d["redriveCount"]) == ("RUNNING", 1), d
     sfn.stop_execution(executionArn=running)
+    # Its history keeps how it ended, then ExecutionRedriven, then what the redriven run did.
+    events = sfn.get_execution_history(executionArn=running)["events"]
+    kinds = [e["type"] for e in events]
+    assert kinds == ["ExecutionStarted", "WaitStateEntered", "ExecutionAborted", "ExecutionRedriven", "ExecutionAborted"], kinds
+    assert events[3]["executionRedrivenEventDetails"] == {"redriveCount": 1}, events[3]
+    assert [e["id"] for e in events] == [1, 2, 3, 4, 5] and events[4]["previousEventId"] == 4, events
     expect_error("ExecutionDoesNotExist", sfn.redrive_execution, executionArn=ex.replace(":r1", ":nope"))
     expect_error("InvalidArn", sfn.redrive_execution, executionArn="arn:nope")
     expect_error("ValidationException", sfn.redrive_execution, executionArn=ex, clientToken="x" * 65)
