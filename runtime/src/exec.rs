@@ -496,6 +496,12 @@ impl Execution {
                 format!("{arn_prefix}:express:{machine}:{name}:{}", express_execution_uuid(seed))
             }
         };
+        let history = History::with_level(history);
+        // A durable run's history goes to the store as it grows, with its checkpoints.
+        #[cfg(feature = "durable")]
+        if let Some(journal) = &journal {
+            journal.attach_history(&history);
+        }
         let shared = Shared {
             id,
             machine_type,
@@ -513,7 +519,7 @@ impl Execution {
             events,
             input_failure,
             clock,
-            history: History::with_level(history),
+            history,
             #[cfg(feature = "durable")]
             journal,
             callbacks: callbacks.unwrap_or_default(),

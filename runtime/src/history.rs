@@ -326,6 +326,13 @@ impl History {
             .collect()
     }
 
+    /// Copies of the events after the first `skip`, in order: what a durable run has recorded
+    /// since it last wrote its history to the store.
+    pub fn events_from(&self, skip: u64) -> Vec<HistoryEvent> {
+        let events = self.lock();
+        events.get(usize::try_from(skip).unwrap_or(usize::MAX)..).map(<[HistoryEvent]>::to_vec).unwrap_or_default()
+    }
+
     /// The event types so far, in order (handy in tests and logs).
     pub fn event_types(&self) -> Vec<EventType> {
         self.lock().iter().map(|e| e.event_type).collect()

@@ -227,6 +227,24 @@ async fn interp_resume_does_not_rerun_a_completed_task_and_reruns_the_in_flight_
     assert!(!journal.is_resume());
     crash_interp(workflow, journal, &counting, "Second", input.clone()).await;
     assert_eq!((counting.count("First"), counting.count("Second")), (1, 1));
+    // The history of the running execution is in the store as far as its journal: Second's
+    // STARTED checkpoint wrote the events up to its start (with First's outcome).
+    let running = s.read_history("order-7").await.unwrap();
+    let kinds: Vec<String> = running.iter().map(|e| e.event_type.to_string()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "ExecutionStarted",
+            "TaskStateEntered",
+            "LambdaFunctionScheduled",
+            "LambdaFunctionStarted",
+            "LambdaFunctionSucceeded",
+            "TaskStateExited",
+            "TaskStateEntered",
+            "LambdaFunctionScheduled",
+            "LambdaFunctionStarted"
+        ]
+    );
 
     // "Restart the process": reopen the same execution and run it to the end.
     let journal = open(&s, "order-7", workflow, &input).await;
@@ -246,9 +264,11 @@ async fn interp_resume_does_not_rerun_a_completed_task_and_reruns_the_in_flight_
     assert_eq!(by_id["First#1.0"].starts, 1);
     assert_eq!(by_id["Second#1.0"].starts, 2);
     assert!(ops.iter().all(|o| o.status == OpStatus::Succeeded));
-    // The stored history is the resumed run's, which replays the whole execution.
+    // The stored history is the resumed run's, which replays the whole execution; the events
+    // the first run had written keep the instants they happened at (the replay stamps them anew).
     let history = s.read_history("order-7").await.unwrap();
-    assert_eq!(history, result.history);
+    assert_eq!(unstamped(&history), unstamped(&result.history));
+    assert_eq!(history[..running.len()], running[..], "the events written before the crash are kept as they were");
     assert_eq!(s.describe_execution("order-7").await.unwrap().unwrap().status, ExecutionStatus::Succeeded);
 
     // A finished execution is not run again.
@@ -395,7 +415,13 @@ async fn a_finished_branch_replays_from_its_context_without_running() {
         assert_eq!(e.id, i as u64 + 1);
         assert!(e.previous_event_id < e.id, "{e:?}");
     }
-    assert_eq!(s.read_history("skip").await.unwrap(), result.history);
+    assert_eq!(unstamped(&s.read_history("skip").await.unwrap()), unstamped(&result.history));
+}
+
+/// History events without their timestamps: a replayed event is stamped anew in the run's
+/// memory, while the store keeps the instant it was first written at.
+fn unstamped(events: &[wfc_runtime::HistoryEvent]) -> Vec<wfc_runtime::HistoryEvent> {
+    events.iter().map(|e| wfc_runtime::HistoryEvent { timestamp: String::new(), ..e.clone() }).collect()
 }
 
 #[tokio::test]

@@ -195,3 +195,48 @@ async fn one_execution_batched_and_unbatched() {
         );
     }
 }
+
+/// The cost of writing a running execution's history as it grows (each checkpoint also writes
+/// the events recorded since the last one) against writing it when the execution ends, in the
+/// same run on the same store: one execution of a 100-Task chain, batched, each way three times
+/// alternately (the best of each is printed, the machine being shared).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "benchmark: run with --ignored --nocapture"]
+async fn one_execution_live_history() {
+    let workflow = chain(100);
+    let handlers = Handlers::new()
+        .fallback(|_r: String, _i: Value, _c: TaskContext| async { Ok::<Value, Failure>(json!({"n": 1})) });
+    for (label, sync) in [("FULL", Synchronous::Full), ("NORMAL", Synchronous::Normal)] {
+        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(db_path(&format!("live-{label}.db")), sync).unwrap());
+        let mut best = [0.0f64; 2];
+        let runs = [("warm", true)].into_iter().chain([("end", false), ("live", true)].repeat(3));
+        for (i, (kind, live)) in runs.enumerate() {
+            let name = format!("{kind}-{i}");
+            let journal = match Journal::open(Arc::clone(&store), &name, &workflow.name, &json!({}), &Clock::real())
+                .await
+                .unwrap()
+            {
+                Opened::Running(j) => j,
+                Opened::Finished(r) => panic!("finished: {r:?}"),
+            };
+            journal.set_live_history(live);
+            let started = Instant::now();
+            let result = interp::run(&workflow, &handlers, json!({}), RunOptions::real().with_journal(journal)).await;
+            let rate = 100.0 / started.elapsed().as_secs_f64();
+            assert_eq!(result.status, Status::Succeeded);
+            assert_eq!(store.read_history(&name).await.unwrap().len(), result.history.len());
+            if kind != "warm" {
+                let slot = &mut best[usize::from(live)];
+                *slot = slot.max(rate);
+            }
+        }
+        println!(
+            "synchronous={label}: one execution of 100 Tasks (batched): history at the end {:.0} steps/s ({:.3} ms/step), live history {:.0} steps/s ({:.3} ms/step): {:+.3} ms per step",
+            best[0],
+            1e3 / best[0],
+            best[1],
+            1e3 / best[1],
+            1e3 / best[1] - 1e3 / best[0]
+        );
+    }
+}

@@ -82,6 +82,22 @@ fn finish(s: &Setup, store: &str, name: &str, input: &str, order: u64) {
     let v = json_of(&out);
     assert_eq!(v["status"], "SUCCEEDED", "{name}: {v:#}\n{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(v["output"], expected_output(order), "{name}");
+    // The stored history (written with the checkpoints as the runs went) has every event of an
+    // uninterrupted run once: the crashed run's events and the resumed run's replay of them
+    // are not both stored, none is missing, and the ids run from 1 without a gap.
+    let out = wfc().args(["executions", "--store", store, "history", name]).output().expect("wfc runs");
+    let history = json_of(&out);
+    let events = history.as_array().unwrap_or_else(|| panic!("{name}: {history:#}"));
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e["id"].as_u64(), Some(i as u64 + 1), "{name}: {history:#}");
+        let what = e["details"].get("name").or_else(|| e["details"].get("resource")).cloned().unwrap_or(Value::Null);
+        assert!(seen.insert((e["type"].to_string(), what.to_string())), "{name}: a repeated event {e}: {history:#}");
+    }
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert_eq!(kinds.iter().filter(|k| **k == "TaskSucceeded").count(), 4, "{name}: {kinds:?}");
+    assert_eq!(kinds.first().copied(), Some("ExecutionStarted"), "{name}");
+    assert_eq!(kinds.last().copied(), Some("ExecutionSucceeded"), "{name}");
 }
 
 /// Crash at `point`, then run again to the end; returns the steps that ran more than once.

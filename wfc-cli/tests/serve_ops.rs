@@ -187,7 +187,10 @@ fn sigv4_is_required_with_credentials() {
 
 /// A kill -9 of the server while executions wait (a Wait state, a callback by task token, an
 /// activity), then a restart on the same SQLite store: every execution finishes, and every Task
-/// body ran exactly once (the command handlers append to a ledger).
+/// body ran exactly once (the command handlers append to a ledger). The history of a running
+/// execution is in the store as it grows: the events read before the kill (the Pass and Choice
+/// states passed through included) are the first events of the final history, unchanged, and
+/// the final history has every event once.
 #[test]
 fn kill9_while_executions_wait_loses_and_repeats_nothing() {
     let dir = support::scratch("kill9");
@@ -226,7 +229,12 @@ fn kill9_while_executions_wait_loses_and_repeats_nothing() {
     ];
     let mut executions = Vec::new();
     for (name, waiting) in &machines {
-        let definition = json!({"StartAt": "Before", "States": {"Before": task("Before", "Waiting"), "Waiting": waiting, "After": after}});
+        let definition = json!({"StartAt": "Before", "States": {
+            "Before": task("Before", "Mark"),
+            "Mark": {"Type": "Pass", "Result": true, "ResultPath": "$.marked", "Next": "Pick"},
+            "Pick": {"Type": "Choice", "Choices": [{"Variable": "$.marked", "BooleanEquals": true, "Next": "Waiting"}],
+                     "Default": "After"},
+            "Waiting": waiting, "After": after}});
         c.ok("CreateStateMachine", json!({"name": name, "definition": definition.to_string(), "roleArn": ROLE}));
         for i in 0..3 {
             let started = c.ok(
@@ -254,6 +262,24 @@ fn kill9_while_executions_wait_loses_and_repeats_nothing() {
     }
     // Not asserted (it depends on the machine's speed): whether the Waits were still waiting.
     let done = support::ledger_counts(&ledger).keys().filter(|(_, state)| state == "After").count();
+    let history = |c: &mut Client, arn: &str| {
+        let page = c.ok("GetExecutionHistory", json!({"executionArn": arn, "maxResults": 1000}));
+        page["events"].as_array().unwrap().clone()
+    };
+    let before: Vec<Vec<Value>> = executions.iter().map(|(_, arn)| history(&mut c, arn)).collect();
+    let kinds = |events: &[Value]| events.iter().map(|e| e["type"].as_str().unwrap().to_owned()).collect::<Vec<_>>();
+    let passed = ["ExecutionStarted", "TaskStateEntered", "TaskScheduled", "TaskStarted", "TaskSucceeded"]
+        .into_iter()
+        .chain(["TaskStateExited", "PassStateEntered", "PassStateExited", "ChoiceStateEntered", "ChoiceStateExited"]);
+    for ((name, _), events) in executions.iter().zip(&before) {
+        // Waiting for the callback (answered after the restart): the states so far, and the
+        // waiting Task scheduled and started.
+        if name.starts_with("Calls:") {
+            let expected: Vec<&str> =
+                passed.clone().chain(["TaskStateEntered", "TaskScheduled", "TaskStarted"]).collect();
+            assert_eq!(kinds(events), expected, "{name}");
+        }
+    }
     eprintln!("killing the server with {done} executions past their wait");
     server.kill9();
 
@@ -298,6 +324,23 @@ fn kill9_while_executions_wait_loses_and_repeats_nothing() {
         .flat_map(|(name, _)| [((name.clone(), "Before".into()), 1), ((name.clone(), "After".into()), 1)])
         .collect();
     assert_eq!(counts, expected, "every Task body ran exactly once");
+    // No event lost or repeated by the kill and the resume: the final history is the one an
+    // uninterrupted run records, and starts with the events read before the kill, unchanged.
+    let task = ["TaskStateEntered", "TaskScheduled", "TaskStarted", "TaskSucceeded", "TaskStateExited"];
+    for ((name, arn), before) in executions.iter().zip(&before) {
+        let events = history(&mut c, arn);
+        let waiting: &[&str] = if name.starts_with("Waits:") || name.starts_with("Sleeps:") {
+            &["WaitStateEntered", "WaitStateExited"]
+        } else {
+            &task
+        };
+        let expected: Vec<&str> =
+            passed.clone().chain(waiting.iter().copied()).chain(task).chain(["ExecutionSucceeded"]).collect();
+        assert_eq!(kinds(&events), expected, "{name}");
+        let ids: Vec<u64> = events.iter().map(|e| e["id"].as_u64().unwrap()).collect();
+        assert_eq!(ids, (1..=events.len() as u64).collect::<Vec<_>>(), "{name}");
+        assert!(!before.is_empty() && events.starts_with(before), "{name}: {before:#?}\n{events:#?}");
+    }
 }
 
 /// Inside an execution the server runs, the context object names it as AWS does: its name,
@@ -795,7 +838,8 @@ fn ui_shows_executions_as_the_api_answers() {
         ),
         (
             "Calls",
-            json!({"StartAt": "Ask", "States": {
+            json!({"StartAt": "Prep", "States": {
+            "Prep": {"Type": "Pass", "Result": 1, "ResultPath": "$.prepared", "Next": "Ask"},
             "Ask": {"Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
                 "Parameters": {"MessageBody.$": "$"}, "Next": "After"},
             "After": {"Type": "Pass", "End": true}}}),
@@ -897,7 +941,7 @@ fn ui_shows_executions_as_the_api_answers() {
             ]),
         ),
         ("Charges", BTreeMap::from([(hostile, "caught"), ("Declined", "failed"), ("Shipped", "unreached")])),
-        ("Calls", BTreeMap::from([("Ask", "running"), ("After", "unreached")])),
+        ("Calls", BTreeMap::from([("Prep", "succeeded"), ("Ask", "running"), ("After", "unreached")])),
         ("Maps", BTreeMap::from([("Each", "succeeded"), ("Double", "succeeded")])),
     ]);
     let mut pages = BTreeMap::new();
@@ -908,11 +952,9 @@ fn ui_shows_executions_as_the_api_answers() {
         assert!(headers.contains("script-src 'nonce-"), "{headers}");
         let drawn = drawn_statuses(&page);
         let entered = entered_states(&history[name]);
-        // A finished execution's colors come from its history (a running one's from its journal).
-        if *name != "Calls" {
-            for (state, status) in &drawn {
-                assert_eq!(status == "unreached", !entered.contains(state), "{name} {state}: {status}");
-            }
+        // The colors come from the history, a running execution's too (it is stored as it grows).
+        for (state, status) in &drawn {
+            assert_eq!(status == "unreached", !entered.contains(state), "{name} {state}: {status}");
         }
         let want: BTreeMap<String, String> =
             expected[name].iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
@@ -930,14 +972,29 @@ fn ui_shows_executions_as_the_api_answers() {
         pages.insert(*name, (path, page));
     }
     assert!(pages["Charges"].1.contains("Charge &lt;img src=x onerror=alert(1)&gt;"));
-    assert!(pages["Calls"].1.contains("<table id=\"journal\">") && pages["Calls"].1.contains("CALLBACK"));
+    // The running execution's page: its live history (the Pass passed through, the waiting
+    // Task scheduled and started), not its journal.
+    let calls_kinds: Vec<&str> = history["Calls"].iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        calls_kinds,
+        ["ExecutionStarted", "PassStateEntered", "PassStateExited", "TaskStateEntered", "TaskScheduled", "TaskStarted"]
+    );
+    assert!(!pages["Calls"].1.contains("<table id=\"journal\">"));
     assert!(pages["Calls"].1.contains("<span class=\"meta live\" id=\"live\">"));
     let json_path = format!("/ui/execution.json?arn={}", arns["Calls"].replace(':', "%3A"));
     let (status, _, poll) = get(&server.addr, &json_path, None);
     assert_eq!(status, 200);
     let poll: Value = serde_json::from_str(&poll).unwrap();
     assert_eq!(poll["status"], "RUNNING");
+    assert!(poll.get("events").is_none(), "{poll}");
     assert!(pages["Calls"].1.contains(poll["version"].as_str().unwrap()), "the page knows the version it shows");
+    // The poll answers the events after the last one the page has (by the store's index).
+    let (_, _, poll) = get(&server.addr, &format!("{json_path}&after=2"), None);
+    let poll: Value = serde_json::from_str(&poll).unwrap();
+    let ids: Vec<u64> = poll["events"].as_array().unwrap().iter().map(|e| e["id"].as_u64().unwrap()).collect();
+    assert_eq!(ids, [3, 4, 5, 6], "{poll}");
+    let (_, _, poll) = get(&server.addr, &format!("{json_path}&after=6"), None);
+    assert_eq!(serde_json::from_str::<Value>(&poll).unwrap()["events"], json!([]));
 
     let Some(browser) = chromium() else { return };
     let base = server.endpoint();
@@ -1000,7 +1057,7 @@ fn ui_shows_executions_as_the_api_answers() {
     assert!(maps.starts_with("Doublestatussucceeded") && maps.contains(" input0"), "{maps}");
     assert!(maps.contains("150 more events of this state"), "100 visits, 50 events shown: {maps}");
     let calls = panel("Calls");
-    assert!(calls.starts_with("Askstatusrunning") && calls.contains("CALLBACK"), "{calls}");
+    assert!(calls.starts_with("Askstatusrunning") && calls.contains(r#""q": 1"#), "{calls}");
     assert!(panel("Greets").contains(r#""who": "you""#), "{}", panel("Greets"));
     for png in ["ui-list.png", "ui-execution.png"] {
         let bytes = std::fs::read(dir.join(png)).unwrap_or_default();

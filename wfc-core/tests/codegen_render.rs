@@ -333,7 +333,8 @@ fn report_diagnostics_page_locates_and_escapes() {
 }
 
 /// Served by `wfc serve`, the page's script runs under the page's nonce, it may poll its own
-/// server, and a running execution is colored from its journal (its history is stored at the end).
+/// server, and a running execution with no stored history yet (before its first checkpoint)
+/// is colored from its journal.
 #[test]
 fn report_served_page_polls_and_shows_the_journal() {
     use wfc_core::render::report::{Served, page};

@@ -323,20 +323,17 @@ async fn list_page(service: &Service, parts: &Parts) -> Result<Response<Full<Byt
     let status = query(parts, "status").filter(|s| STATUSES.contains(&s.as_str()));
     let needle = q.to_lowercase();
     let machines = service.machines.list().await?;
-    let executions = serve_executions(service.store.list_executions().await?);
-    let total = executions.len();
-    let matching: Vec<_> = executions
-        .into_iter()
-        .filter(|(m, n, r)| {
-            (needle.is_empty() || m.to_lowercase().contains(&needle) || n.to_lowercase().contains(&needle))
-                && status.as_deref().is_none_or(|s| r.status.as_str() == s)
-        })
-        .collect();
+    // The store filters and limits (by its indexes): one more than shown tells there are more.
+    let status_filter = status.as_deref().and_then(ExecutionStatus::parse);
+    let contains = (!needle.is_empty()).then_some(needle.as_str());
+    let records = service.store.list_executions_page(None, status_filter, contains, LIST_LIMIT + 1).await?;
+    let more = records.len() > LIST_LIMIT;
+    let matching = serve_executions(records);
     let served = served(Vec::new());
     let mut page = String::new();
     report::head(&mut page, "wfc serve", Some(&served));
     page.push_str("<h1>wfc serve</h1>\n");
-    let _ = writeln!(page, "<span class=\"meta\">{} state machines, {total} executions</span>", machines.len());
+    let _ = writeln!(page, "<span class=\"meta\">{} state machines</span>", machines.len());
     page.push_str("</header>\n<section class=\"history\">\n<h2>State machines</h2>\n");
     page.push_str("<table id=\"machines\"><thead><tr><th>name</th><th>type</th><th>created</th><th>executions</th></tr></thead>\n<tbody>\n");
     for m in &machines {
@@ -364,10 +361,8 @@ async fn list_page(service: &Service, parts: &Parts) -> Result<Response<Full<Byt
     let shown = matching.len().min(LIST_LIMIT);
     let _ = writeln!(
         page,
-        "<p class=\"meta\" id=\"count\">{} of {} executions{}</p>",
-        shown,
-        matching.len(),
-        if matching.len() > shown { " (the newest; narrow the filter to see others)" } else { "" }
+        "<p class=\"meta\" id=\"count\">{shown} executions{}</p>",
+        if more { format!(" (the newest {LIST_LIMIT}; narrow the filter to see others)") } else { String::new() }
     );
     execution_rows(service, &mut page, &matching[..shown]);
     page.push_str("</section>\n</body>\n</html>\n");
@@ -387,11 +382,8 @@ async fn machine_page(service: &Service, parts: &Parts) -> Result<Response<Full<
             return Ok(html(200, page, &served.nonce));
         }
     };
-    let executions: Vec<_> = serve_executions(service.store.list_executions().await?)
-        .into_iter()
-        .filter(|(machine, _, _)| *machine == m.name)
-        .take(LIST_LIMIT)
-        .collect();
+    let records = service.store.list_executions_page(Some(&m.name), None, None, LIST_LIMIT).await?;
+    let executions = serve_executions(records);
     let mut page = String::new();
     report::head(&mut page, &m.name, Some(&served));
     let _ = writeln!(
@@ -425,8 +417,8 @@ async fn record(service: &Service, parts: &Parts) -> Result<(ExecutionRecord, St
 }
 
 /// What the page polls for: changes whenever the execution moves on (its status, its stored
-/// history, or an operation of its journal).
-fn version(record: &ExecutionRecord, history: usize, journal: &[Operation]) -> String {
+/// history's last event, or an operation of its journal).
+fn version(record: &ExecutionRecord, history: u64, journal: &[Operation]) -> String {
     let ops: Vec<String> = journal.iter().map(|o| format!("{}={}", o.id, o.status.as_str())).collect();
     let digest = ops.join(",");
     format!("{}:{history}:{}:{:016x}", record.status.as_str(), journal.len(), fnv(digest.as_bytes()))
@@ -444,11 +436,25 @@ async fn journal(service: &Service, record: &ExecutionRecord) -> Result<Vec<Oper
     }
 }
 
+/// The id of the last stored history event (0: none), read by the index, not the history.
+async fn last_event_id(service: &Service, record: &ExecutionRecord) -> Result<u64, ApiError> {
+    Ok(service.store.read_history_page(&record.name, 0, 1, true).await?.first().map_or(0, |e| e.id))
+}
+
+/// The most events one poll answers with: a page far behind catches up over a few polls.
+const POLL_EVENTS: usize = 500;
+
+/// The poll of a running execution's page: its status and version and, with `after=ID`, the
+/// stored history events after that one (the page appends them instead of reloading).
 async fn execution_json(service: &Service, parts: &Parts) -> Result<Response<Full<Bytes>>, ApiError> {
     let (record, _, _) = record(service, parts).await?;
-    let history = service.store.read_history(&record.name).await?.len();
+    let last = last_event_id(service, &record).await?;
     let journal = journal(service, &record).await?;
-    let body = json!({ "status": record.status.as_str(), "version": version(&record, history, &journal) });
+    let mut body = json!({ "status": record.status.as_str(), "version": version(&record, last, &journal) });
+    if let Some(after) = query(parts, "after").and_then(|a| a.parse::<u64>().ok()) {
+        let events = service.store.read_history_page(&record.name, after, POLL_EVENTS, false).await?;
+        body["events"] = serde_json::to_value(events).unwrap_or(Value::Null);
+    }
     Ok(response(200, "application/json", serde_json::to_vec(&body).unwrap_or_default()))
 }
 
@@ -477,9 +483,10 @@ async fn execution_page(service: &Service, parts: &Parts) -> Result<Response<Ful
         }
     };
     let mut events = service.store.read_history(&record.name).await?;
-    let stored = events.len();
+    let stored = events.last().map_or(0, |e| e.id);
     if events.is_empty() {
-        // As GetExecutionHistory: a running execution's history is its start until it ends.
+        // As GetExecutionHistory: a running execution's history is its start until its first
+        // checkpoint writes it.
         events.push(wfc_runtime::HistoryEvent {
             id: 1,
             previous_event_id: 0,

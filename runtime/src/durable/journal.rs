@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::ChainedInvokes;
+use super::live_history::{LiveHistory, Pending as HistoryPending};
 use super::suspend::{Pending, SubflowRef, Suspender};
 use super::{
     CheckpointToken, Claim, Completion, ExecutionRecord, NewExecution, OpStatus, OpType, Operation, OperationUpdate,
@@ -68,6 +69,11 @@ pub struct Journal {
     /// On a service's journal, the functions mapped subflows are invoked as (see
     /// [`Journal::set_chained_invokes`]); unset: every subflow runs in this process.
     chained: std::sync::OnceLock<ChainedInvokes>,
+    /// The run's history, written to the store with the checkpoints as it grows (see
+    /// [`super::live_history`]); unset until the execution attaches it, or when not kept.
+    live: std::sync::OnceLock<LiveHistory>,
+    /// Whether the history is written while the run goes ([`Journal::set_live_history`]).
+    live_on: std::sync::atomic::AtomicBool,
 }
 
 /// Checkpoints waiting for the token: their tickets and updates, and the results of those a
@@ -243,6 +249,8 @@ impl Journal {
             .map(|op| op.id.clone())
             .collect();
         let recorded = claim.operations.into_iter().map(|op| (op.id.clone(), op)).collect();
+        // The adapters' services keep the history themselves.
+        let live_on = suspender.is_none();
         Arc::new_cyclic(|this| Journal {
             failed_before_run,
             deferred: Mutex::new(Vec::new()),
@@ -262,6 +270,8 @@ impl Journal {
             suspender,
             event_claims: tokio::sync::Mutex::new(()),
             chained: std::sync::OnceLock::new(),
+            live: std::sync::OnceLock::new(),
+            live_on: std::sync::atomic::AtomicBool::new(live_on),
         })
     }
 
@@ -348,12 +358,67 @@ impl Journal {
         }
     }
 
+    /// Attaches the run's history (by [`crate::Execution::start`]): from now on the events it
+    /// records are written with the checkpoints, so the store shows a running execution's history
+    /// as it grows. A history that keeps no events (express level) is not attached.
+    pub(crate) fn attach_history(&self, history: &crate::History) {
+        if history.keeps_events() && self.live_on.load(std::sync::atomic::Ordering::SeqCst) {
+            let _ = self.live.set(LiveHistory::new(history.clone()));
+        }
+    }
+
+    /// Turns the writing of the history while the run goes on or off (on by default, except for
+    /// the adapters' journals). Off, the history is written when the execution ends, as the
+    /// benchmark's "history at the end" figure measures. Set it before the run starts.
+    pub fn set_live_history(&self, on: bool) {
+        self.live_on.store(on, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The history events the next commit writes. Taken **before** the operation updates that
+    /// commit takes, so an event recorded after its operation's update was queued is never
+    /// written without it (see [`super::live_history`]). Called with the token held.
+    async fn history_snapshot(&self) -> Result<Option<HistoryPending>, StoreError> {
+        let Some(live) = self.live.get() else { return Ok(None) };
+        if live.needs_load() {
+            // A resumed run compares its replay with what the store has (read once).
+            let stored = if self.existed { self.store.read_history(&self.record.name).await? } else { Vec::new() };
+            live.loaded(stored);
+        }
+        Ok(Some(live.snapshot()))
+    }
+
+    /// One commit of `batch` with the history events of `history`, if any.
+    async fn commit(
+        &self,
+        token: CheckpointToken,
+        batch: Vec<OperationUpdate>,
+        history: &mut Option<HistoryPending>,
+    ) -> Result<CheckpointToken, StoreError> {
+        let next = match history.as_mut().filter(|h| !h.is_empty()) {
+            Some(h) => {
+                let write = std::mem::take(&mut h.write);
+                self.store.checkpoint_with_history(&self.record.name, token, batch, write).await?
+            }
+            None => self.store.checkpoint(&self.record.name, token, batch).await?,
+        };
+        if let (Some(live), Some(h)) = (self.live.get(), history.as_ref()) {
+            live.committed(h);
+        }
+        Ok(next)
+    }
+
     /// Writes `updates` as one atomic checkpoint, together with the deferred updates (written
-    /// first), then mirrors them in memory.
+    /// first) and the history recorded since the last one, then mirrors them in memory.
     pub async fn checkpoint(&self, updates: Vec<OperationUpdate>) -> Result<(), StoreError> {
+        self.checkpoint_with(updates, false).await
+    }
+
+    /// [`Journal::checkpoint`]; with `history_alone`, the history recorded since the last
+    /// checkpoint is written even when there is no update to go with it.
+    async fn checkpoint_with(&self, updates: Vec<OperationUpdate>, history_alone: bool) -> Result<(), StoreError> {
         let _in_flight = self.suspender.as_ref().map(|s| s.in_flight());
         if !self.batching.load(std::sync::atomic::Ordering::SeqCst) {
-            return self.commit_alone(updates).await;
+            return self.commit_alone(updates, history_alone).await;
         }
         // Concurrent checkpoints (Parallel branches, Map iterations) share one commit: each
         // queues its updates; whoever gets the token next commits everything queued, and the
@@ -369,55 +434,63 @@ impl Journal {
         if let Some(result) = self.queue.lock().unwrap_or_else(|p| p.into_inner()).done.remove(&ticket) {
             return result;
         }
+        let mut history = self.history_snapshot().await?;
         let waiting = std::mem::take(&mut self.queue.lock().unwrap_or_else(|p| p.into_inner()).waiting);
         let deferred = std::mem::take(&mut *self.deferred.lock().unwrap_or_else(|p| p.into_inner()));
         let batch: Vec<OperationUpdate> =
             deferred.iter().cloned().chain(waiting.iter().flat_map(|(_, u)| u.iter().cloned())).collect();
-        if batch.is_empty() {
+        let history_to_write = history_alone && history.as_ref().is_some_and(|h| !h.is_empty());
+        if batch.is_empty() && !history_to_write {
             return Ok(());
         }
-        let results: Vec<(u64, Result<(), StoreError>)> =
-            match self.store.checkpoint(&self.record.name, *token, batch).await {
-                Ok(next) => {
-                    *token = next;
-                    self.committed(&deferred);
-                    for (_, u) in &waiting {
-                        self.mirror_updates(u.clone());
-                    }
-                    waiting.iter().map(|(t, _)| (*t, Ok(()))).collect()
+        let results: Vec<(u64, Result<(), StoreError>)> = match self.commit(*token, batch, &mut history).await {
+            Ok(next) => {
+                *token = next;
+                self.committed(&deferred);
+                for (_, u) in &waiting {
+                    self.mirror_updates(u.clone());
                 }
-                Err(e) if waiting.len() == 1 => {
-                    self.requeue(deferred);
-                    waiting.iter().map(|(t, _)| (*t, Err(e.clone()))).collect()
-                }
-                Err(_) => {
-                    // One of them may be refused on its own (a callback answered meanwhile):
-                    // each again in its own commit, so the others are not refused with it.
-                    self.requeue(deferred);
-                    let mut results = Vec::with_capacity(waiting.len());
-                    for (t, u) in waiting {
-                        let deferred = std::mem::take(&mut *self.deferred.lock().unwrap_or_else(|p| p.into_inner()));
-                        let batch: Vec<OperationUpdate> = deferred.iter().cloned().chain(u.iter().cloned()).collect();
-                        if batch.is_empty() {
-                            results.push((t, Ok(())));
+                waiting.iter().map(|(t, _)| (*t, Ok(()))).collect()
+            }
+            Err(e) if waiting.len() == 1 => {
+                self.requeue(deferred);
+                waiting.iter().map(|(t, _)| (*t, Err(e.clone()))).collect()
+            }
+            Err(_) => {
+                // One of them may be refused on its own (a callback answered meanwhile):
+                // each again in its own commit, so the others are not refused with it.
+                self.requeue(deferred);
+                let mut results = Vec::with_capacity(waiting.len());
+                for (t, u) in waiting {
+                    let mut history = match self.history_snapshot().await {
+                        Ok(h) => h,
+                        Err(e) => {
+                            results.push((t, Err(e)));
                             continue;
                         }
-                        match self.store.checkpoint(&self.record.name, *token, batch).await {
-                            Ok(next) => {
-                                *token = next;
-                                self.committed(&deferred);
-                                self.mirror_updates(u);
-                                results.push((t, Ok(())));
-                            }
-                            Err(e) => {
-                                self.requeue(deferred);
-                                results.push((t, Err(e)));
-                            }
+                    };
+                    let deferred = std::mem::take(&mut *self.deferred.lock().unwrap_or_else(|p| p.into_inner()));
+                    let batch: Vec<OperationUpdate> = deferred.iter().cloned().chain(u.iter().cloned()).collect();
+                    if batch.is_empty() {
+                        results.push((t, Ok(())));
+                        continue;
+                    }
+                    match self.commit(*token, batch, &mut history).await {
+                        Ok(next) => {
+                            *token = next;
+                            self.committed(&deferred);
+                            self.mirror_updates(u);
+                            results.push((t, Ok(())));
+                        }
+                        Err(e) => {
+                            self.requeue(deferred);
+                            results.push((t, Err(e)));
                         }
                     }
-                    results
                 }
-            };
+                results
+            }
+        };
         let mut mine = Ok(());
         {
             let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
@@ -451,14 +524,16 @@ impl Journal {
     }
 
     /// One checkpoint in its own commit, with the deferred updates (batching off).
-    async fn commit_alone(&self, updates: Vec<OperationUpdate>) -> Result<(), StoreError> {
+    async fn commit_alone(&self, updates: Vec<OperationUpdate>, history_alone: bool) -> Result<(), StoreError> {
         let mut token = self.token.lock().await;
+        let mut history = self.history_snapshot().await?;
         let deferred = std::mem::take(&mut *self.deferred.lock().unwrap_or_else(|p| p.into_inner()));
-        if updates.is_empty() && deferred.is_empty() {
+        let history_to_write = history_alone && history.as_ref().is_some_and(|h| !h.is_empty());
+        if updates.is_empty() && deferred.is_empty() && !history_to_write {
             return Ok(());
         }
         let batch = deferred.iter().cloned().chain(updates.iter().cloned()).collect();
-        match self.store.checkpoint(&self.record.name, *token, batch).await {
+        match self.commit(*token, batch, &mut history).await {
             Ok(next) => *token = next,
             Err(e) => {
                 // They go with the next checkpoint (a refused callback answer must not take
@@ -479,9 +554,10 @@ impl Journal {
         Ok(())
     }
 
-    /// Commits the deferred updates now, if there are any.
+    /// Commits the deferred updates and the history recorded since the last checkpoint now, if
+    /// there are any: before the run waits (a timer, a callback), so the store shows where it is.
     pub async fn flush(&self) -> Result<(), StoreError> {
-        self.checkpoint(Vec::new()).await
+        self.checkpoint_with(Vec::new(), true).await
     }
 
     /// Turns the batching of an outcome with the next checkpoint on or off (on by default,
@@ -516,7 +592,9 @@ impl Journal {
                 tokio::time::sleep(BATCH_LINGER).await;
                 if let Some(journal) = this.upgrade() {
                     journal.flush_scheduled.store(false, Ordering::SeqCst);
-                    if let Err(e) = journal.flush().await {
+                    // The deferred outcomes (with the history so far); history alone waits for
+                    // the next checkpoint, so a fast run does not commit every linger.
+                    if let Err(e) = journal.checkpoint(Vec::new()).await {
                         // The run learns it at its next checkpoint (a fenced-out process).
                         tracing::warn!(execution = %journal.record.name, error = %e, "could not commit a deferred outcome");
                     }
@@ -573,14 +651,30 @@ impl Journal {
             });
         }
         let mut token = self.token.lock().await;
-        self.store.append_history(&self.record.name, result.history.clone()).await?;
         let completion = Completion {
             status: result.status.into(),
             output: result.output.clone(),
             error: result.error.as_ref().map(|f| f.error.clone()),
             cause: result.error.as_ref().map(|f| f.cause.clone()),
         };
-        *token = self.store.finish(&self.record.name, *token, completion).await?;
+        // The events since the last checkpoint (the closing one at least), in the transaction
+        // that ends the execution; without a live history, the whole history, as it was.
+        let (write, pending) = match self.live.get() {
+            Some(live) => {
+                if live.needs_load() {
+                    let stored =
+                        if self.existed { self.store.read_history(&self.record.name).await? } else { Vec::new() };
+                    live.loaded(stored);
+                }
+                let mut pending = live.last(&result.history);
+                (std::mem::take(&mut pending.write), Some(pending))
+            }
+            None => (super::HistoryWrite { events: result.history.clone(), truncate_after: None }, None),
+        };
+        *token = self.store.finish_with_history(&self.record.name, *token, completion, write).await?;
+        if let (Some(live), Some(pending)) = (self.live.get(), pending) {
+            live.committed(&pending);
+        }
         Ok(())
     }
 

@@ -25,6 +25,7 @@
 
 mod chained;
 mod journal;
+mod live_history;
 pub mod migrations;
 #[cfg(feature = "postgres")]
 mod pg_tls;
@@ -282,6 +283,17 @@ pub struct CheckpointToken {
     pub epoch: i64,
     /// Bumped by each checkpoint.
     pub seq: i64,
+}
+
+/// History events written with a checkpoint ([`Store::checkpoint_with_history`]): a running
+/// execution's history as it grows.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HistoryWrite {
+    /// Events to insert (an id already stored is replaced).
+    pub events: Vec<HistoryEvent>,
+    /// First delete the stored events with greater ids: a resumed run whose replay recorded the
+    /// history differently from the run before it replaces that run's tail.
+    pub truncate_after: Option<u64>,
 }
 
 /// Where an execution is.
@@ -600,6 +612,30 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// Every execution, newest first.
     fn list_executions(&self) -> BoxFuture<'_, Result<Vec<ExecutionRecord>, StoreError>>;
 
+    /// The newest executions first, at most `limit`: of `workflow` if given, of `status` if
+    /// given, whose name contains `name_contains` (ASCII case-insensitive) if given. What a
+    /// listing shows, read with the store's indexes and a limit instead of every record. The
+    /// default filters [`Store::list_executions`].
+    fn list_executions_page<'a>(
+        &'a self,
+        workflow: Option<&'a str>,
+        status: Option<ExecutionStatus>,
+        name_contains: Option<&'a str>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<ExecutionRecord>, StoreError>> {
+        Box::pin(async move {
+            let needle = name_contains.map(str::to_ascii_lowercase);
+            let mut records = self.list_executions().await?;
+            records.retain(|r| {
+                workflow.is_none_or(|w| r.workflow == w)
+                    && status.is_none_or(|s| r.status == s)
+                    && needle.as_deref().is_none_or(|n| r.name.to_ascii_lowercase().contains(n))
+            });
+            records.truncate(limit);
+            Ok(records)
+        })
+    }
+
     /// One execution, or `None`.
     fn describe_execution<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<ExecutionRecord>, StoreError>>;
 
@@ -609,6 +645,67 @@ pub trait Store: Send + Sync + fmt::Debug {
 
     /// The stored history, in event-id order.
     fn read_history<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Vec<HistoryEvent>, StoreError>>;
+
+    /// [`Store::checkpoint`] that also writes `history` (the events of the running execution
+    /// that this checkpoint makes true, see docs/durable.md "Live history") in the same
+    /// transaction. The default writes them after the checkpoint, for stores that keep no
+    /// history of their own.
+    fn checkpoint_with_history<'a>(
+        &'a self,
+        name: &'a str,
+        token: CheckpointToken,
+        updates: Vec<OperationUpdate>,
+        history: HistoryWrite,
+    ) -> BoxFuture<'a, Result<CheckpointToken, StoreError>> {
+        Box::pin(async move {
+            let next = self.checkpoint(name, token, updates).await?;
+            if !history.events.is_empty() {
+                self.append_history(name, history.events).await?;
+            }
+            Ok(next)
+        })
+    }
+
+    /// [`Store::finish`] that also writes the last `history` events in the same transaction.
+    /// The default writes them first, then finishes.
+    fn finish_with_history<'a>(
+        &'a self,
+        name: &'a str,
+        token: CheckpointToken,
+        completion: Completion,
+        history: HistoryWrite,
+    ) -> BoxFuture<'a, Result<CheckpointToken, StoreError>> {
+        Box::pin(async move {
+            if !history.events.is_empty() {
+                self.append_history(name, history.events).await?;
+            }
+            self.finish(name, token, completion).await
+        })
+    }
+
+    /// The stored events with ids greater than `after`, in event-id order, at most `limit`
+    /// (`reverse`: the events with ids less than `after`, `0` meaning from the last, newest
+    /// first): a page of a long history, or what a viewer has not seen yet, read by the index
+    /// instead of the whole history. The default filters [`Store::read_history`].
+    fn read_history_page<'a>(
+        &'a self,
+        name: &'a str,
+        after: u64,
+        limit: usize,
+        reverse: bool,
+    ) -> BoxFuture<'a, Result<Vec<HistoryEvent>, StoreError>> {
+        Box::pin(async move {
+            let mut events = self.read_history(name).await?;
+            if reverse {
+                events.reverse();
+                events.retain(|e| after == 0 || e.id < after);
+            } else {
+                events.retain(|e| e.id > after);
+            }
+            events.truncate(limit);
+            Ok(events)
+        })
+    }
 
     /// One operation of an execution, or `None`.
     fn load_operation<'a>(&'a self, name: &'a str, id: &'a str)
@@ -907,6 +1004,59 @@ pub(crate) fn redrive_refused(record: &ExecutionRecord) -> StoreError {
         execution: record.name.clone(),
         message: not_redrivable(record.status).unwrap_or("it changed meanwhile").to_owned(),
     }
+}
+
+/// The events StopExecution adds to the stored history of `record` (just stopped), whose last
+/// stored event is `last` (0: none): `ExecutionStarted` when the run never wrote its history,
+/// then `ExecutionAborted` with the stop's error and cause, as AWS records them.
+pub(crate) fn aborted_events(record: &ExecutionRecord, last: u64, now: i64) -> Vec<HistoryEvent> {
+    use crate::EventType;
+    let stamp = jiff::Timestamp::from_millisecond(now).map(crate::clock::format_timestamp).unwrap_or_default();
+    let mut events = Vec::new();
+    if last == 0 {
+        events.push(HistoryEvent {
+            id: 1,
+            previous_event_id: 0,
+            timestamp: record.start_time.clone(),
+            event_type: EventType::ExecutionStarted,
+            details: serde_json::json!({ "input": record.input, "name": record.name }),
+        });
+    }
+    let mut details = serde_json::Map::new();
+    if let Some(error) = &record.error {
+        details.insert("error".into(), Value::String(error.clone()));
+    }
+    if let Some(cause) = &record.cause {
+        details.insert("cause".into(), Value::String(cause.clone()));
+    }
+    let previous = last.max(events.len() as u64);
+    events.push(HistoryEvent {
+        id: previous + 1,
+        previous_event_id: previous,
+        timestamp: stamp,
+        event_type: EventType::ExecutionAborted,
+        details: Value::Object(details),
+    });
+    events
+}
+
+/// The `ExecutionRedriven` event [`Store::redrive_execution`] appends to the stored history of
+/// `record` (as it was before the redrive) whose last stored event is `last`: for an ABORTED or
+/// TIMED_OUT execution, whose end is in the history before it, so the redriven run's events go
+/// after both (see `durable::live_history`). A FAILED execution's redriven run records its own
+/// `ExecutionFailed` and `ExecutionRedriven` where the failed Task runs again (`exec.rs`).
+pub(crate) fn redriven_event(record: &ExecutionRecord, last: u64, now: i64) -> Option<HistoryEvent> {
+    if !matches!(record.status, ExecutionStatus::Aborted | ExecutionStatus::TimedOut) || last == 0 {
+        return None;
+    }
+    let stamp = jiff::Timestamp::from_millisecond(now).map(crate::clock::format_timestamp).unwrap_or_default();
+    Some(HistoryEvent {
+        id: last + 1,
+        previous_event_id: last,
+        timestamp: stamp,
+        event_type: crate::EventType::ExecutionRedriven,
+        details: serde_json::json!({ "redriveCount": record.redrive_count + 1 }),
+    })
 }
 
 /// Milliseconds since the Unix epoch (wall clock).

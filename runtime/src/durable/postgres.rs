@@ -25,7 +25,7 @@ use super::migrations::{Migration, ROW_FORMAT, check_row_format};
 use super::registry::WorkflowVersion;
 use super::{
     CallbackCompletion, CheckpointToken, Claim, ClaimFilter, Completion, ExecutionRecord, ExecutionStatus,
-    NewExecution, OpStatus, Operation, OperationUpdate, PinGuard, RawOperation, Store, StoreError,
+    HistoryWrite, NewExecution, OpStatus, Operation, OperationUpdate, PinGuard, RawOperation, Store, StoreError,
 };
 use crate::HistoryEvent;
 
@@ -146,6 +146,13 @@ CREATE TABLE start_groups (
         sql: r#"
 ALTER TABLE executions ADD COLUMN redrive_count BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE executions ADD COLUMN redrive_date BIGINT;
+"#,
+    },
+    Migration {
+        description: "listings of the newest executions (of a workflow) by index",
+        sql: r#"
+CREATE INDEX executions_created ON executions(created_at);
+CREATE INDEX executions_workflow_created ON executions(workflow, created_at);
 "#,
     },
 ];
@@ -366,6 +373,66 @@ async fn get_operations<C: GenericClient>(c: &C, name: &str) -> Result<Vec<Opera
         .collect()
 }
 
+/// The execution `name`, locked (`FOR UPDATE`) until the transaction ends: what a change that
+/// depends on its status reads first. No such execution: [`StoreError::NotFound`].
+async fn lock_record<C: GenericClient>(tx: &C, name: &str) -> Result<ExecutionRecord, StoreError> {
+    let row = tx
+        .query_opt(&format!("SELECT {RECORD_COLUMNS} FROM executions WHERE name = $1 FOR UPDATE"), &[&name])
+        .await
+        .map_err(pg)?;
+    row.as_ref().map(record_of).transpose()?.ok_or_else(|| StoreError::NotFound(name.to_owned()))
+}
+
+/// Writes a running execution's history events (live history, see `durable::live_history`) in
+/// the caller's transaction: the tail a resumed run replaced first, then the events, each by
+/// its id. Kept apart from the checkpoint's operation updates.
+async fn write_history<C: GenericClient>(c: &C, name: &str, history: &HistoryWrite) -> Result<(), StoreError> {
+    if let Some(after) = history.truncate_after {
+        let after = i64::try_from(after).map_err(backend)?;
+        c.execute("DELETE FROM history WHERE execution = $1 AND event_id > $2", &[&name, &after]).await.map_err(pg)?;
+    }
+    if history.events.is_empty() {
+        return Ok(());
+    }
+    let stmt = c
+        .prepare(
+            "INSERT INTO history (execution, event_id, event) VALUES ($1, $2, $3)
+             ON CONFLICT (execution, event_id) DO UPDATE SET event = EXCLUDED.event",
+        )
+        .await
+        .map_err(pg)?;
+    for event in &history.events {
+        let text = serde_json::to_string(event).map_err(backend)?;
+        let id = i64::try_from(event.id).map_err(backend)?;
+        c.execute(&stmt, &[&name, &id, &text]).await.map_err(pg)?;
+    }
+    Ok(())
+}
+
+/// StopExecution's `ExecutionAborted` event, after the last stored one, in the stop's
+/// transaction (an execution that never wrote its history gets its `ExecutionStarted` first).
+async fn write_aborted_event<C: GenericClient>(c: &C, record: &ExecutionRecord, now: i64) -> Result<(), StoreError> {
+    let row = c
+        .query_one("SELECT COALESCE(MAX(event_id), 0)::BIGINT FROM history WHERE execution = $1", &[&record.name])
+        .await
+        .map_err(pg)?;
+    let last: i64 = row.get(0);
+    let events = super::aborted_events(record, u64::try_from(last).unwrap_or(0), now);
+    write_history(c, &record.name, &HistoryWrite { events, truncate_after: None }).await
+}
+
+/// RedriveExecution's `ExecutionRedriven` event (an ABORTED or TIMED_OUT execution), after the
+/// last stored one, in the redrive's transaction (see `durable::redriven_event`).
+async fn write_redriven_event<C: GenericClient>(c: &C, record: &ExecutionRecord, now: i64) -> Result<(), StoreError> {
+    let row = c
+        .query_one("SELECT COALESCE(MAX(event_id), 0)::BIGINT FROM history WHERE execution = $1", &[&record.name])
+        .await
+        .map_err(pg)?;
+    let last: i64 = row.get(0);
+    let events = super::redriven_event(record, u64::try_from(last).unwrap_or(0), now).into_iter().collect();
+    write_history(c, &record.name, &HistoryWrite { events, truncate_after: None }).await
+}
+
 async fn advance_token<C: GenericClient>(
     c: &C,
     name: &str,
@@ -580,6 +647,16 @@ impl Store for PgStore {
         token: CheckpointToken,
         updates: Vec<OperationUpdate>,
     ) -> BoxFuture<'a, Result<CheckpointToken, StoreError>> {
+        self.checkpoint_with_history(name, token, updates, HistoryWrite::default())
+    }
+
+    fn checkpoint_with_history<'a>(
+        &'a self,
+        name: &'a str,
+        token: CheckpointToken,
+        updates: Vec<OperationUpdate>,
+        history: HistoryWrite,
+    ) -> BoxFuture<'a, Result<CheckpointToken, StoreError>> {
         Box::pin(async move {
             let conn = self.conn().await;
             let mut client = conn.lock().await;
@@ -589,6 +666,7 @@ impl Store for PgStore {
             for update in &updates {
                 apply_update(&tx, name, update, now).await?;
             }
+            write_history(&tx, name, &history).await?;
             tx.commit().await.map_err(pg)?;
             Ok(next)
         })
@@ -599,6 +677,16 @@ impl Store for PgStore {
         name: &'a str,
         token: CheckpointToken,
         completion: Completion,
+    ) -> BoxFuture<'a, Result<CheckpointToken, StoreError>> {
+        self.finish_with_history(name, token, completion, HistoryWrite::default())
+    }
+
+    fn finish_with_history<'a>(
+        &'a self,
+        name: &'a str,
+        token: CheckpointToken,
+        completion: Completion,
+        history: HistoryWrite,
     ) -> BoxFuture<'a, Result<CheckpointToken, StoreError>> {
         Box::pin(async move {
             if completion.status == ExecutionStatus::Running {
@@ -612,6 +700,7 @@ impl Store for PgStore {
             let now = now_ms();
             let tx = client.transaction().await.map_err(pg)?;
             let next = advance_token(&tx, name, token, now).await?;
+            write_history(&tx, name, &history).await?;
             let output = completion.output.as_ref().map(Value::to_string);
             tx.execute(
                 "UPDATE executions SET status = $2, output = $3, error = $4, cause = $5, owner = NULL,
@@ -655,6 +744,35 @@ impl Store for PgStore {
         })
     }
 
+    fn list_executions_page<'a>(
+        &'a self,
+        workflow: Option<&'a str>,
+        status: Option<ExecutionStatus>,
+        name_contains: Option<&'a str>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<ExecutionRecord>, StoreError>> {
+        Box::pin(async move {
+            let conn = self.conn().await;
+            let client = conn.lock().await;
+            let status = status.map(ExecutionStatus::as_str);
+            let needle = name_contains.map(str::to_ascii_lowercase);
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            let rows = client
+                .query(
+                    &format!(
+                        "SELECT {RECORD_COLUMNS} FROM executions
+                         WHERE ($1::TEXT IS NULL OR workflow = $1) AND ($2::TEXT IS NULL OR status = $2)
+                           AND ($3::TEXT IS NULL OR strpos(lower(name), $3) > 0)
+                         ORDER BY created_at DESC, name LIMIT $4"
+                    ),
+                    &[&workflow, &status, &needle, &limit],
+                )
+                .await
+                .map_err(pg)?;
+            rows.iter().map(record_of).collect()
+        })
+    }
+
     fn describe_execution<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<ExecutionRecord>, StoreError>> {
         Box::pin(async move {
             let conn = self.conn().await;
@@ -668,19 +786,40 @@ impl Store for PgStore {
             let conn = self.conn().await;
             let mut client = conn.lock().await;
             let tx = client.transaction().await.map_err(pg)?;
-            let stmt = tx
-                .prepare(
-                    "INSERT INTO history (execution, event_id, event) VALUES ($1, $2, $3)
-                     ON CONFLICT (execution, event_id) DO UPDATE SET event = EXCLUDED.event",
-                )
-                .await
-                .map_err(pg)?;
-            for event in &events {
-                let text = serde_json::to_string(event).map_err(backend)?;
-                let id = i64::try_from(event.id).map_err(backend)?;
-                tx.execute(&stmt, &[&name, &id, &text]).await.map_err(pg)?;
-            }
+            write_history(&tx, name, &HistoryWrite { events, truncate_after: None }).await?;
             tx.commit().await.map_err(pg)
+        })
+    }
+
+    fn read_history_page<'a>(
+        &'a self,
+        name: &'a str,
+        after: u64,
+        limit: usize,
+        reverse: bool,
+    ) -> BoxFuture<'a, Result<Vec<HistoryEvent>, StoreError>> {
+        Box::pin(async move {
+            let conn = self.conn().await;
+            let client = conn.lock().await;
+            if get_record(&*client, name).await?.is_none() {
+                return Err(StoreError::NotFound(name.to_owned()));
+            }
+            let after = i64::try_from(after).unwrap_or(i64::MAX);
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            let sql = if reverse {
+                "SELECT event, format FROM history WHERE execution = $1 AND ($2::BIGINT = 0 OR event_id < $2::BIGINT)
+                 ORDER BY event_id DESC LIMIT $3"
+            } else {
+                "SELECT event, format FROM history WHERE execution = $1 AND event_id > $2 ORDER BY event_id LIMIT $3"
+            };
+            let rows = client.query(sql, &[&name, &after, &limit]).await.map_err(pg)?;
+            rows.iter()
+                .map(|r| {
+                    let text: String = r.get(0);
+                    check_row_format(&format!("a history event of execution '{name}'"), r.get(1))?;
+                    serde_json::from_str(&text).map_err(|e| backend(format!("a stored event is corrupt: {e}")))
+                })
+                .collect()
         })
     }
 
@@ -757,14 +896,7 @@ impl Store for PgStore {
             let mut client = conn.lock().await;
             let now = now_ms();
             let tx = client.transaction().await.map_err(pg)?;
-            let row = tx
-                .query_opt(&format!("SELECT {RECORD_COLUMNS} FROM executions WHERE name = $1 FOR UPDATE"), &[&name])
-                .await
-                .map_err(pg)?;
-            let record = match row {
-                Some(row) => record_of(&row)?,
-                None => return Err(StoreError::NotFound(name.to_owned())),
-            };
+            let record = lock_record(&tx, name).await?;
             if record.status != ExecutionStatus::Running {
                 return Err(super::not_running(&record));
             }
@@ -837,6 +969,7 @@ impl Store for PgStore {
                 )
                 .await
                 .map_err(pg)?;
+            let record_now = get_record(&tx, name).await?.ok_or_else(|| StoreError::NotFound(name.to_owned()))?;
             if changed == 1 {
                 tx.execute(
                     "UPDATE operations SET status = 'CANCELLED', end_ts = $2 WHERE execution = $1 AND status = 'STARTED'",
@@ -844,8 +977,9 @@ impl Store for PgStore {
                 )
                 .await
                 .map_err(pg)?;
+                write_aborted_event(&tx, &record_now, now).await?;
             }
-            let record = get_record(&tx, name).await?.ok_or_else(|| StoreError::NotFound(name.to_owned()))?;
+            let record = record_now;
             tx.commit().await.map_err(pg)?;
             Ok(record)
         })
@@ -857,15 +991,11 @@ impl Store for PgStore {
             let mut client = conn.lock().await;
             let now = now_ms();
             let tx = client.transaction().await.map_err(pg)?;
-            let row = tx
-                .query_opt(&format!("SELECT {RECORD_COLUMNS} FROM executions WHERE name = $1 FOR UPDATE"), &[&name])
-                .await
-                .map_err(pg)?;
-            let record =
-                row.as_ref().map(record_of).transpose()?.ok_or_else(|| StoreError::NotFound(name.to_owned()))?;
+            let record = lock_record(&tx, name).await?;
             if super::not_redrivable(record.status).is_some() {
                 return Err(super::redrive_refused(&record));
             }
+            write_redriven_event(&tx, &record, now).await?;
             tx.execute(
                 "UPDATE executions SET status = 'RUNNING', output = NULL, error = NULL, cause = NULL, epoch = epoch + 1,
                         owner = NULL, lease_until = NULL, wake_at = $2, updated_at = $2,

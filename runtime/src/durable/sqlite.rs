@@ -14,7 +14,7 @@ use super::migrations::{Migration, ROW_FORMAT, check_row_format};
 use super::registry::WorkflowVersion;
 use super::{
     CallbackCompletion, CheckpointToken, Claim, ClaimFilter, Completion, ExecutionRecord, ExecutionStatus,
-    NewExecution, OpStatus, Operation, OperationUpdate, PinGuard, Store, StoreError,
+    HistoryWrite, NewExecution, OpStatus, Operation, OperationUpdate, PinGuard, Store, StoreError,
 };
 use crate::HistoryEvent;
 
@@ -153,6 +153,13 @@ ALTER TABLE executions ADD COLUMN redrive_count INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE executions ADD COLUMN redrive_date INTEGER;
 "#,
     },
+    Migration {
+        description: "listings of the newest executions (of a workflow) by index",
+        sql: r#"
+CREATE INDEX executions_created ON executions(created_at);
+CREATE INDEX executions_workflow_created ON executions(workflow, created_at);
+"#,
+    },
 ];
 
 /// A [`Store`] in one SQLite file.
@@ -176,6 +183,8 @@ struct CheckpointRequest {
     name: String,
     token: CheckpointToken,
     updates: Vec<OperationUpdate>,
+    /// The running execution's history events this checkpoint makes true ([`write_history`]).
+    history: HistoryWrite,
     reply: tokio::sync::oneshot::Sender<Result<CheckpointToken, StoreError>>,
 }
 
@@ -214,6 +223,7 @@ fn checkpoint_in_savepoint(
     for update in &request.updates {
         apply_update(&sp, &request.name, update, now)?;
     }
+    write_history(&sp, &request.name, &request.history)?;
     sp.commit().map_err(backend)?;
     Ok(next)
 }
@@ -233,6 +243,49 @@ fn commit_group(conn: &mut Connection, group: &[CheckpointRequest]) -> Vec<Resul
         Ok(()) => results,
         Err(e) => all_fail(&e),
     }
+}
+
+/// Writes a running execution's history events (live history, see `durable::live_history`) in
+/// the caller's transaction: the tail a resumed run replaced first, then the events, each by
+/// its id. Kept apart from the checkpoint's operation updates.
+fn write_history(tx: &Connection, name: &str, history: &HistoryWrite) -> Result<(), StoreError> {
+    if let Some(after) = history.truncate_after {
+        let after = i64::try_from(after).map_err(backend)?;
+        tx.execute("DELETE FROM history WHERE execution = ?1 AND event_id > ?2", params![name, after])
+            .map_err(backend)?;
+    }
+    if history.events.is_empty() {
+        return Ok(());
+    }
+    let mut stmt = tx
+        .prepare_cached("INSERT OR REPLACE INTO history (execution, event_id, event) VALUES (?1, ?2, ?3)")
+        .map_err(backend)?;
+    for event in &history.events {
+        let text = serde_json::to_string(event).map_err(backend)?;
+        let id = i64::try_from(event.id).map_err(backend)?;
+        stmt.execute(params![name, id, text]).map_err(backend)?;
+    }
+    Ok(())
+}
+
+/// StopExecution's `ExecutionAborted` event, after the last stored one, in the stop's
+/// transaction (an execution that never wrote its history gets its `ExecutionStarted` first).
+fn write_aborted_event(tx: &Connection, record: &ExecutionRecord, now: i64) -> Result<(), StoreError> {
+    let last: i64 = tx
+        .query_row("SELECT COALESCE(MAX(event_id), 0) FROM history WHERE execution = ?1", [&record.name], |r| r.get(0))
+        .map_err(backend)?;
+    let events = super::aborted_events(record, u64::try_from(last).unwrap_or(0), now);
+    write_history(tx, &record.name, &HistoryWrite { events, truncate_after: None })
+}
+
+/// RedriveExecution's `ExecutionRedriven` event (an ABORTED or TIMED_OUT execution), after the
+/// last stored one, in the redrive's transaction (see `durable::redriven_event`).
+fn write_redriven_event(tx: &Connection, record: &ExecutionRecord, now: i64) -> Result<(), StoreError> {
+    let last: i64 = tx
+        .query_row("SELECT COALESCE(MAX(event_id), 0) FROM history WHERE execution = ?1", [&record.name], |r| r.get(0))
+        .map_err(backend)?;
+    let events = super::redriven_event(record, u64::try_from(last).unwrap_or(0), now).into_iter().collect();
+    write_history(tx, &record.name, &HistoryWrite { events, truncate_after: None })
 }
 
 fn backend(e: impl std::fmt::Display) -> StoreError {
@@ -771,8 +824,18 @@ impl Store for SqliteStore {
         token: CheckpointToken,
         updates: Vec<OperationUpdate>,
     ) -> BoxFuture<'a, Result<CheckpointToken, StoreError>> {
+        self.checkpoint_with_history(name, token, updates, HistoryWrite::default())
+    }
+
+    fn checkpoint_with_history<'a>(
+        &'a self,
+        name: &'a str,
+        token: CheckpointToken,
+        updates: Vec<OperationUpdate>,
+        history: HistoryWrite,
+    ) -> BoxFuture<'a, Result<CheckpointToken, StoreError>> {
         let (reply, answer) = tokio::sync::oneshot::channel();
-        let request = CheckpointRequest { name: name.to_owned(), token, updates, reply };
+        let request = CheckpointRequest { name: name.to_owned(), token, updates, history, reply };
         let sent = self.committer.send(request);
         Box::pin(async move {
             sent.map_err(|_| backend("the commit thread has stopped"))?;
@@ -791,6 +854,16 @@ impl Store for SqliteStore {
         token: CheckpointToken,
         completion: Completion,
     ) -> BoxFuture<'a, Result<CheckpointToken, StoreError>> {
+        self.finish_with_history(name, token, completion, HistoryWrite::default())
+    }
+
+    fn finish_with_history<'a>(
+        &'a self,
+        name: &'a str,
+        token: CheckpointToken,
+        completion: Completion,
+        history: HistoryWrite,
+    ) -> BoxFuture<'a, Result<CheckpointToken, StoreError>> {
         let name = name.to_owned();
         self.call(move |conn| {
             if completion.status == ExecutionStatus::Running {
@@ -802,6 +875,7 @@ impl Store for SqliteStore {
             let now = now_ms();
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
             let next = advance_token(&tx, &name, token, now)?;
+            write_history(&tx, &name, &history)?;
             tx.execute(
                 "UPDATE executions SET status = ?2, output = ?3, error = ?4, cause = ?5, owner = NULL,
                         lease_until = NULL, wake_at = NULL
@@ -839,21 +913,75 @@ impl Store for SqliteStore {
         self.call(move |conn| get_record(conn, &name))
     }
 
+    fn list_executions_page<'a>(
+        &'a self,
+        workflow: Option<&'a str>,
+        status: Option<ExecutionStatus>,
+        name_contains: Option<&'a str>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<ExecutionRecord>, StoreError>> {
+        let workflow = workflow.map(str::to_owned);
+        let status = status.map(ExecutionStatus::as_str);
+        let needle = name_contains.map(str::to_ascii_lowercase);
+        self.call(move |conn| {
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            let mut stmt = conn
+                .prepare_cached(&format!(
+                    "SELECT {RECORD_COLUMNS} FROM executions
+                     WHERE (?1 IS NULL OR workflow = ?1) AND (?2 IS NULL OR status = ?2)
+                       AND (?3 IS NULL OR instr(lower(name), ?3) > 0)
+                     ORDER BY created_at DESC, name LIMIT ?4"
+                ))
+                .map_err(backend)?;
+            let rows = stmt.query_map(params![workflow, status, needle, limit], record_of).map_err(backend)?;
+            let mut out = Vec::new();
+            for row in rows {
+                out.push(row.map_err(backend)?.0.parse_lenient()?);
+            }
+            Ok(out)
+        })
+    }
+
     fn append_history<'a>(&'a self, name: &'a str, events: Vec<HistoryEvent>) -> BoxFuture<'a, Result<(), StoreError>> {
         let name = name.to_owned();
         self.call(move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
-            {
-                let mut stmt = tx
-                    .prepare_cached("INSERT OR REPLACE INTO history (execution, event_id, event) VALUES (?1, ?2, ?3)")
-                    .map_err(backend)?;
-                for event in &events {
-                    let text = serde_json::to_string(event).map_err(backend)?;
-                    let id = i64::try_from(event.id).map_err(backend)?;
-                    stmt.execute(params![name, id, text]).map_err(backend)?;
-                }
-            }
+            write_history(&tx, &name, &HistoryWrite { events, truncate_after: None })?;
             tx.commit().map_err(backend)
+        })
+    }
+
+    fn read_history_page<'a>(
+        &'a self,
+        name: &'a str,
+        after: u64,
+        limit: usize,
+        reverse: bool,
+    ) -> BoxFuture<'a, Result<Vec<HistoryEvent>, StoreError>> {
+        let name = name.to_owned();
+        self.call(move |conn| {
+            if get_record(conn, &name)?.is_none() {
+                return Err(StoreError::NotFound(name));
+            }
+            let after = i64::try_from(after).unwrap_or(i64::MAX);
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            let sql = if reverse {
+                "SELECT event, format FROM history WHERE execution = ?1 AND (?2 = 0 OR event_id < ?2)
+                 ORDER BY event_id DESC LIMIT ?3"
+            } else {
+                "SELECT event, format FROM history WHERE execution = ?1 AND event_id > ?2 ORDER BY event_id LIMIT ?3"
+            };
+            let mut stmt = conn.prepare_cached(sql).map_err(backend)?;
+            let rows = stmt
+                .query_map(params![name, after, limit], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
+                .map_err(backend)?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (text, format) = row.map_err(backend)?;
+                check_row_format(&format!("a history event of execution '{name}'"), format)?;
+                out.push(serde_json::from_str(&text).map_err(|e| backend(format!("a stored event is corrupt: {e}")))?);
+            }
+            Ok(out)
         })
     }
 
@@ -1010,6 +1138,7 @@ impl Store for SqliteStore {
             )
             .map_err(backend)?;
             let record = get_record(&tx, &name)?.ok_or_else(|| StoreError::NotFound(name.clone()))?;
+            write_aborted_event(&tx, &record, now)?;
             tx.commit().map_err(backend)?;
             Ok(record)
         })
@@ -1024,6 +1153,7 @@ impl Store for SqliteStore {
             if super::not_redrivable(record.status).is_some() {
                 return Err(super::redrive_refused(&record));
             }
+            write_redriven_event(&tx, &record, now)?;
             tx.execute(
                 "UPDATE executions SET status = 'RUNNING', output = NULL, error = NULL, cause = NULL, epoch = epoch + 1,
                         owner = NULL, lease_until = NULL, wake_at = ?2, updated_at = ?2,

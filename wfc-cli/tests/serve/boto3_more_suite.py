@@ -502,15 +502,101 @@ def redrive(sfn):
     assert (d["redriveStatus"], d["redriveStatusReason"]) == ("NOT_REDRIVABLE", "Execution is RUNNING and cannot be redriven"), d
     expect_error("ExecutionNotRedrivable", sfn.redrive_execution, executionArn=running)
     # Aborted: redriven, it runs again (and is stopped again here).
+    def waiting():
+        events = sfn.get_execution_history(executionArn=running)["events"]
+        return any(e["type"] == "WaitStateEntered" for e in events)
+
+    _helpers["wait_for"]("the Wait to be entered", waiting)
     sfn.stop_execution(executionArn=running)
     assert sfn.describe_execution(executionArn=running)["status"] == "ABORTED"
     sfn.redrive_execution(executionArn=running)
     d = sfn.describe_execution(executionArn=running)
     assert (d["status"], d["redriveCount"]) == ("RUNNING", 1), d
     sfn.stop_execution(executionArn=running)
+    # Its history keeps how it ended, then ExecutionRedriven, then what the redriven run did.
+    events = sfn.get_execution_history(executionArn=running)["events"]
+    kinds = [e["type"] for e in events]
+    assert kinds == ["ExecutionStarted", "WaitStateEntered", "ExecutionAborted", "ExecutionRedriven", "ExecutionAborted"], kinds
+    assert events[3]["executionRedrivenEventDetails"] == {"redriveCount": 1}, events[3]
+    assert [e["id"] for e in events] == [1, 2, 3, 4, 5] and events[4]["previousEventId"] == 4, events
     expect_error("ExecutionDoesNotExist", sfn.redrive_execution, executionArn=ex.replace(":r1", ":nope"))
     expect_error("InvalidArn", sfn.redrive_execution, executionArn="arn:nope")
     expect_error("ValidationException", sfn.redrive_execution, executionArn=ex, clientToken="x" * 65)
+
+
+def live_history(sfn):
+    """A running execution's history grows as it runs, as on AWS: while it waits for an activity
+    worker, GetExecutionHistory (paged, reversed, without data) shows the states passed
+    through; once it ends, those events are still the first ones, unchanged."""
+    machine = json.dumps(
+        {
+            "StartAt": "Mark",
+            "States": {
+                "Mark": {"Type": "Pass", "Result": {"go": True}, "Next": "Pick"},
+                "Pick": {"Type": "Choice", "Choices": [{"Variable": "$.go", "BooleanEquals": True, "Next": "Work"}], "Default": "Mark"},
+                "Work": {"Type": "Task", "Resource": LIVE_ACTIVITY, "End": True},
+            },
+        }
+    )
+    sfn.create_activity(name="LiveWork")
+    arn = sfn.create_state_machine(name="Live", definition=machine, roleArn=ROLE)["stateMachineArn"]
+    ex = sfn.start_execution(stateMachineArn=arn, name="l1", input='{"n": 1}')["executionArn"]
+
+    def waiting():
+        events = sfn.get_execution_history(executionArn=ex, maxResults=1000)["events"]
+        return events if any(e["type"] == "TaskStarted" for e in events) else None
+
+    running = _helpers["wait_for"]("the running history to show the Task started", waiting)
+    kinds = [e["type"] for e in running]
+    assert kinds == [
+        "ExecutionStarted",
+        "PassStateEntered",
+        "PassStateExited",
+        "ChoiceStateEntered",
+        "ChoiceStateExited",
+        "TaskStateEntered",
+        "TaskScheduled",
+        "TaskStarted",
+    ], kinds
+    assert sfn.describe_execution(executionArn=ex)["status"] == "RUNNING"
+    assert running[1]["stateEnteredEventDetails"] == {"name": "Mark", "input": '{"n":1}'}, running[1]
+    assert running[2]["stateExitedEventDetails"]["output"] == '{"go":true}', running[2]
+    # Paged (2 a page), newest first, without data: the same events.
+    pages, token = [], None
+    while True:
+        args = {"executionArn": ex, "maxResults": 2, "reverseOrder": True, "includeExecutionData": False}
+        page = sfn.get_execution_history(**args, **({"nextToken": token} if token else {}))
+        pages += page["events"]
+        token = page.get("nextToken")
+        if not token:
+            break
+    assert [e["id"] for e in pages] == list(range(len(running), 0, -1)), pages
+    assert pages[-2]["stateEnteredEventDetails"] == {"name": "Mark", "inputDetails": {"truncated": False}}, pages[-2]
+    task = sfn.get_activity_task(activityArn=LIVE_ACTIVITY, workerName="live")
+    sfn.send_task_success(taskToken=task["taskToken"], output='{"done": true}')
+    d = finished(sfn, ex)
+    assert d["status"] == "SUCCEEDED", d
+    final = sfn.get_execution_history(executionArn=ex, maxResults=1000)["events"]
+    assert final[: len(running)] == running, (final, running)
+    assert [e["type"] for e in final[len(running) :]] == ["TaskSucceeded", "TaskStateExited", "ExecutionSucceeded"], final
+    # A stopped execution's history ends with ExecutionAborted, with the stop's error and cause.
+    wait = json.dumps({"StartAt": "W", "States": {"W": {"Type": "Wait", "Seconds": 600, "End": True}}})
+    warn = sfn.create_state_machine(name="LiveWait", definition=wait, roleArn=ROLE)["stateMachineArn"]
+    ex = sfn.start_execution(stateMachineArn=warn, name="w1")["executionArn"]
+
+    def entered():
+        events = sfn.get_execution_history(executionArn=ex)["events"]
+        return events if any(e["type"] == "WaitStateEntered" for e in events) else None
+
+    _helpers["wait_for"]("the Wait to be entered", entered)
+    sfn.stop_execution(executionArn=ex, error="Operator.Stop", cause="enough")
+    events = sfn.get_execution_history(executionArn=ex)["events"]
+    assert [e["type"] for e in events] == ["ExecutionStarted", "WaitStateEntered", "ExecutionAborted"], events
+    assert events[-1]["executionAbortedEventDetails"] == {"error": "Operator.Stop", "cause": "enough"}, events[-1]
+    assert events[-1]["previousEventId"] == 2, events[-1]
+
+
+LIVE_ACTIVITY = f"arn:aws:states:us-east-1:{ACCOUNT}:activity:LiveWork"
 
 
 def main():
@@ -525,6 +611,7 @@ def main():
         versions(sfn)
         aliases(sfn)
         redrive(sfn)
+        live_history(sfn)
         unchecked = [op for op in CLAIMED if op not in CHECKED]
         assert not unchecked, f"operations whose responses were not checked against the model: {unchecked}"
     elif PHASE == "before-restart":

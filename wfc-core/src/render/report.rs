@@ -209,14 +209,19 @@ fn annotate_drawn(
 pub struct Served {
     /// Links shown before the title, `(href, text)`: the way back to the lists.
     pub nav: Vec<(String, String)>,
-    /// A same-origin URL the page polls every second while the execution runs; it answers a
-    /// small JSON object whose `version` changes with the execution, and the page then reloads.
+    /// A same-origin URL the page polls every second while the execution runs, with
+    /// `&after=<last event id>`; it answers a small JSON object: `status`, `version` (changes
+    /// with the execution) and `events`, the stored history events after that one, which the
+    /// page appends to its table and colors the graph with. It reloads when the status changes
+    /// (the final colors are the server's) or an event reports an error (caught or not: the
+    /// server tells which).
     pub poll: Option<String>,
     /// The `version` the page was made from.
     pub version: String,
-    /// The execution's journal operations (`id`, `type`, `name`, `status`, `starts`, ...): a
-    /// running execution's history is stored when it ends, so until then the page shows them
-    /// and colors the graph from them (see [`journal_progress`]).
+    /// The execution's journal operations (`id`, `type`, `name`, `status`, `starts`, ...). A
+    /// running execution's history is stored with its checkpoints as it grows; one that has
+    /// none stored yet (before its first checkpoint, or run by an older wfc, which stored the
+    /// history at the end) is shown and colored from them (see [`journal_progress`]).
     pub journal: Option<Vec<Value>>,
     /// The nonce of the page's script (the server's Content-Security-Policy allows that one).
     pub nonce: String,
@@ -325,6 +330,7 @@ pub fn page(workflow: &Workflow, execution: &Value, served: Option<&Served>) -> 
         "history": history,
         "states": state_names,
         "journal": journal,
+        "fromJournal": progress.is_some(),
         "poll": served.and_then(|s| s.poll.as_deref()),
         "version": served.map(|s| s.version.as_str()),
         "pageRows": PAGE_ROWS,
@@ -369,7 +375,7 @@ pub fn page(workflow: &Workflow, execution: &Value, served: Option<&Served>) -> 
     page.push_str(&drawing);
     page.push_str("</section>\n<section class=\"detail\" id=\"detail\"><p class=\"hint\">Click a state or an event to see its data.</p></section>\n</main>\n");
     if let Some(ops) = journal.filter(|_| progress.is_some()) {
-        page.push_str("<section class=\"history\">\n<h2>Progress (the journal: the history is stored when the execution ends)</h2>\n");
+        page.push_str("<section class=\"history\">\n<h2>Progress (the journal: no history is stored yet)</h2>\n");
         page.push_str("<table id=\"journal\"><thead><tr><th>operation</th><th>type</th><th>state</th><th>status</th><th>starts</th></tr></thead>\n<tbody>\n");
         for op in ops {
             let text = |key: &str| op.get(key).map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned));
@@ -651,15 +657,59 @@ const PAGE_SCRIPT: &str = r#"
     first = 0;
     render();
   });
-  // Served by `wfc serve` and still running: reload when the execution moves on.
+  // A new event's color for its state, while the execution runs: entered is running, exited
+  // succeeded. (Errors reload the page: whether one was caught or retried is the server's call.)
+  const statusClasses = ['succeeded', 'failed', 'caught', 'running', 'unreached'];
+  function color(e) {
+    const name = e.details && e.details.name;
+    const cls = /StateEntered$/.test(e.type) ? 'running' : /StateExited$/.test(e.type) ? 'succeeded' : null;
+    if (!cls || typeof name !== 'string') return;
+    document.querySelectorAll('.wfc-graph .state').forEach(function (g) {
+      if (data.states[g.id] !== name) return;
+      statusClasses.forEach(function (c) { g.classList.remove(c); });
+      g.classList.add(cls);
+    });
+  }
+  function recount() {
+    document.querySelectorAll('.legend .key').forEach(function (k) {
+      const c = statusClasses.find(function (s) { return k.classList.contains(s); });
+      if (c) k.textContent = c + ' ' + document.querySelectorAll('.wfc-graph .state.' + c).length;
+    });
+  }
+  // Appends new events to the table (the rows the filter keeps), and colors their states.
+  function append(events) {
+    const q = document.getElementById('filter').value.toLowerCase();
+    let last = data.history.length ? data.history[data.history.length - 1].id : 0;
+    for (const e of events) {
+      if (e.id <= last) continue;
+      last = e.id;
+      const i = data.history.push(e) - 1;
+      const text = [e.id, e.timestamp, e.type, e.details && e.details.name].join(' ').toLowerCase();
+      if (q === '' || text.includes(q)) shown.push(i);
+      color(e);
+    }
+    document.getElementById('events').dataset.events = String(data.history.length);
+    recount();
+    render();
+  }
+  // Served by `wfc serve` and still running: fetch the events stored since the last one shown.
   if (data.poll && data.status === 'RUNNING') {
     const live = document.getElementById('live');
     const tick = function () {
-      fetch(data.poll, { credentials: 'same-origin', cache: 'no-store' })
+      const last = data.history.length ? data.history[data.history.length - 1].id : 0;
+      fetch(data.poll + '&after=' + last, { credentials: 'same-origin', cache: 'no-store' })
         .then(function (r) { return r.ok ? r.json() : Promise.reject(r.status); })
         .then(function (now) {
-          if (now.version !== data.version) location.reload();
-          else setTimeout(tick, 1000);
+          const events = now.events || [];
+          // Ended (the final colors), an error to judge, or a page drawn from the journal.
+          if (now.status !== data.status || events.some(function (e) { return bad(e.type); })
+              || (data.fromJournal && events.length)) {
+            location.reload();
+            return;
+          }
+          if (events.length) append(events);
+          document.body.dataset.polled = String(Number(document.body.dataset.polled || 0) + 1);
+          setTimeout(tick, 1000);
         })
         .catch(function (e) { if (live) live.textContent = 'live updates stopped (' + e + ')'; });
     };
