@@ -547,7 +547,20 @@ impl Execution {
 
     /// Runs the machine future under the workflow's TimeoutSeconds, records the closing event
     /// (`ExecutionSucceeded`/`Failed`/`TimedOut`) and returns the result.
-    pub async fn finish<F>(&self, timeout_seconds: Option<u64>, machine: F) -> ExecutionResult
+    ///
+    /// The machine future is moved to the heap here, before anything awaits it: a whole
+    /// workflow's future is tens of kilobytes, and in a debug build every layer that holds it
+    /// inline (this one, the timeout, the panic guard, the caller's `run_with`, the caller's own
+    /// async code) reserves stack for copies of it when polled, which overflowed a 2 MiB thread.
+    /// Boxed, each layer holds a pointer. One allocation per execution.
+    pub fn finish<F>(&self, timeout_seconds: Option<u64>, machine: F) -> impl Future<Output = ExecutionResult>
+    where
+        F: Future<Output = Result<Value, Failure>>,
+    {
+        self.finish_boxed(timeout_seconds, Box::pin(machine))
+    }
+
+    async fn finish_boxed<F>(&self, timeout_seconds: Option<u64>, machine: std::pin::Pin<Box<F>>) -> ExecutionResult
     where
         F: Future<Output = Result<Value, Failure>>,
     {

@@ -101,25 +101,8 @@ fn operation_ids(ops: &[wfc_runtime::durable::Operation]) -> Vec<(String, &'stat
     ops.iter().map(|op| (op.id.clone(), op.op_type.as_str())).collect()
 }
 
-// The SW engine's nested futures outgrow the 2 MiB test thread in a debug build (a stack
-// overflow in CI since the eleventh session's merges): run on a thread with a larger stack.
-#[test]
-fn both_engines_resume_a_sw_execution_waiting_for_an_event_delivered_through_the_store() {
-    std::thread::Builder::new()
-        .stack_size(16 * 1024 * 1024)
-        .spawn(|| {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap()
-                .block_on(resume_through_the_store())
-        })
-        .unwrap()
-        .join()
-        .unwrap();
-}
-
-async fn resume_through_the_store() {
+#[tokio::test]
+async fn both_engines_resume_a_sw_execution_waiting_for_an_event_delivered_through_the_store() {
     let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
     let workflow = sw_order::ir().unwrap();
     let input = json!({ "order": 1 });
