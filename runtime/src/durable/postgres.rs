@@ -409,28 +409,21 @@ async fn write_history<C: GenericClient>(c: &C, name: &str, history: &HistoryWri
     Ok(())
 }
 
-/// StopExecution's `ExecutionAborted` event, after the last stored one, in the stop's
-/// transaction (an execution that never wrote its history gets its `ExecutionStarted` first).
-async fn write_aborted_event<C: GenericClient>(c: &C, record: &ExecutionRecord, now: i64) -> Result<(), StoreError> {
+/// Appends events after the last stored one, in the caller's transaction: `events` gets that
+/// last id. For StopExecution's `ExecutionAborted` (`durable::aborted_events`) and
+/// RedriveExecution's `ExecutionRedriven` (`durable::redriven_event`).
+async fn append_after_last<C: GenericClient>(
+    c: &C,
+    name: &str,
+    events: impl FnOnce(u64) -> Vec<HistoryEvent>,
+) -> Result<(), StoreError> {
     let row = c
-        .query_one("SELECT COALESCE(MAX(event_id), 0)::BIGINT FROM history WHERE execution = $1", &[&record.name])
+        .query_one("SELECT COALESCE(MAX(event_id), 0)::BIGINT FROM history WHERE execution = $1", &[&name])
         .await
         .map_err(pg)?;
     let last: i64 = row.get(0);
-    let events = super::aborted_events(record, u64::try_from(last).unwrap_or(0), now);
-    write_history(c, &record.name, &HistoryWrite { events, truncate_after: None }).await
-}
-
-/// RedriveExecution's `ExecutionRedriven` event (an ABORTED or TIMED_OUT execution), after the
-/// last stored one, in the redrive's transaction (see `durable::redriven_event`).
-async fn write_redriven_event<C: GenericClient>(c: &C, record: &ExecutionRecord, now: i64) -> Result<(), StoreError> {
-    let row = c
-        .query_one("SELECT COALESCE(MAX(event_id), 0)::BIGINT FROM history WHERE execution = $1", &[&record.name])
-        .await
-        .map_err(pg)?;
-    let last: i64 = row.get(0);
-    let events = super::redriven_event(record, u64::try_from(last).unwrap_or(0), now).into_iter().collect();
-    write_history(c, &record.name, &HistoryWrite { events, truncate_after: None }).await
+    let events = events(u64::try_from(last).unwrap_or(0));
+    write_history(c, name, &HistoryWrite { events, truncate_after: None }).await
 }
 
 async fn advance_token<C: GenericClient>(
@@ -977,7 +970,7 @@ impl Store for PgStore {
                 )
                 .await
                 .map_err(pg)?;
-                write_aborted_event(&tx, &record_now, now).await?;
+                append_after_last(&tx, &record_now.name, |last| super::aborted_events(&record_now, last, now)).await?;
             }
             let record = record_now;
             tx.commit().await.map_err(pg)?;
@@ -995,7 +988,10 @@ impl Store for PgStore {
             if super::not_redrivable(record.status).is_some() {
                 return Err(super::redrive_refused(&record));
             }
-            write_redriven_event(&tx, &record, now).await?;
+            append_after_last(&tx, &record.name, |last| {
+                super::redriven_event(&record, last, now).into_iter().collect()
+            })
+            .await?;
             tx.execute(
                 "UPDATE executions SET status = 'RUNNING', output = NULL, error = NULL, cause = NULL, epoch = epoch + 1,
                         owner = NULL, lease_until = NULL, wake_at = $2, updated_at = $2,

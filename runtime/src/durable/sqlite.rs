@@ -268,24 +268,20 @@ fn write_history(tx: &Connection, name: &str, history: &HistoryWrite) -> Result<
     Ok(())
 }
 
-/// StopExecution's `ExecutionAborted` event, after the last stored one, in the stop's
-/// transaction (an execution that never wrote its history gets its `ExecutionStarted` first).
-fn write_aborted_event(tx: &Connection, record: &ExecutionRecord, now: i64) -> Result<(), StoreError> {
+/// Appends events after the last stored one, in the caller's transaction: `events` gets that
+/// last id. For StopExecution's `ExecutionAborted` (`durable::aborted_events`: an execution that
+/// never wrote its history gets its `ExecutionStarted` first) and RedriveExecution's
+/// `ExecutionRedriven` (`durable::redriven_event`).
+fn append_after_last(
+    tx: &Connection,
+    name: &str,
+    events: impl FnOnce(u64) -> Vec<HistoryEvent>,
+) -> Result<(), StoreError> {
     let last: i64 = tx
-        .query_row("SELECT COALESCE(MAX(event_id), 0) FROM history WHERE execution = ?1", [&record.name], |r| r.get(0))
+        .query_row("SELECT COALESCE(MAX(event_id), 0) FROM history WHERE execution = ?1", [name], |r| r.get(0))
         .map_err(backend)?;
-    let events = super::aborted_events(record, u64::try_from(last).unwrap_or(0), now);
-    write_history(tx, &record.name, &HistoryWrite { events, truncate_after: None })
-}
-
-/// RedriveExecution's `ExecutionRedriven` event (an ABORTED or TIMED_OUT execution), after the
-/// last stored one, in the redrive's transaction (see `durable::redriven_event`).
-fn write_redriven_event(tx: &Connection, record: &ExecutionRecord, now: i64) -> Result<(), StoreError> {
-    let last: i64 = tx
-        .query_row("SELECT COALESCE(MAX(event_id), 0) FROM history WHERE execution = ?1", [&record.name], |r| r.get(0))
-        .map_err(backend)?;
-    let events = super::redriven_event(record, u64::try_from(last).unwrap_or(0), now).into_iter().collect();
-    write_history(tx, &record.name, &HistoryWrite { events, truncate_after: None })
+    let events = events(u64::try_from(last).unwrap_or(0));
+    write_history(tx, name, &HistoryWrite { events, truncate_after: None })
 }
 
 fn backend(e: impl std::fmt::Display) -> StoreError {
@@ -1138,7 +1134,7 @@ impl Store for SqliteStore {
             )
             .map_err(backend)?;
             let record = get_record(&tx, &name)?.ok_or_else(|| StoreError::NotFound(name.clone()))?;
-            write_aborted_event(&tx, &record, now)?;
+            append_after_last(&tx, &record.name, |last| super::aborted_events(&record, last, now))?;
             tx.commit().map_err(backend)?;
             Ok(record)
         })
@@ -1153,7 +1149,9 @@ impl Store for SqliteStore {
             if super::not_redrivable(record.status).is_some() {
                 return Err(super::redrive_refused(&record));
             }
-            write_redriven_event(&tx, &record, now)?;
+            append_after_last(&tx, &record.name, |last| {
+                super::redriven_event(&record, last, now).into_iter().collect()
+            })?;
             tx.execute(
                 "UPDATE executions SET status = 'RUNNING', output = NULL, error = NULL, cause = NULL, epoch = epoch + 1,
                         owner = NULL, lease_until = NULL, wake_at = ?2, updated_at = ?2,
