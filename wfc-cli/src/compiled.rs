@@ -767,4 +767,23 @@ mod tests {
     fn rust_literals_escape() {
         assert_eq!(lit("a\"b\\c"), r#""a\"b\\c""#);
     }
+
+    /// The "first build" warning is given only while the cache holds no built runtime (the
+    /// minutes-long build); once it does, the note is one line.
+    #[test]
+    fn the_first_build_note_only_on_a_cache_without_the_runtime() {
+        let root = std::env::temp_dir().join(format!("wfc-build-note-{}", std::process::id()));
+        let (target, program) = (root.join("target"), root.join("programs").join("p"));
+        let _ = std::fs::remove_dir_all(&root);
+        let cold = build_note(&target, &program);
+        assert!(cold.contains("this first build also compiles the runtime"), "{cold}");
+        let deps = target.join("debug").join("deps");
+        std::fs::create_dir_all(&deps).unwrap();
+        std::fs::write(deps.join("libserde-0123456789abcdef.rlib"), b"").unwrap();
+        assert!(build_note(&target, &program).contains("first build"), "another crate is not the runtime");
+        std::fs::write(deps.join("libwfc_runtime-0123456789abcdef.rlib"), b"").unwrap();
+        let warm = build_note(&target, &program);
+        assert_eq!(warm, format!("building the compiled engine in {}", program.display()));
+        let _ = std::fs::remove_dir_all(&root);
+    }
 }

@@ -581,6 +581,31 @@ fn compiled_engine_agrees_with_the_interpreter() {
     // A rerun with nothing to rebuild says nothing about building.
     let o = run(&["run", &definition("fail.asl.json"), "--engine", "compiled", "--virtual-time"]);
     assert_eq!(stderr(&o), "", "a cached rerun is silent");
+
+    // On a terminal, a build that has work to do says so in one line (without the "first build"
+    // warning: the runtime is already built in this cache) and shows cargo's own progress.
+    // `script` (util-linux, essential on Debian) gives the run a pseudo-terminal; the definition
+    // is this test's own, so its program is built now.
+    let dir = scratch("compiled-terminal");
+    let def = write(
+        &dir,
+        "terminal.asl.json",
+        r#"{"Comment": "cli.rs: compiled engine on a terminal", "StartAt": "P", "States": {"P": {"Type": "Pass", "End": true}}}"#,
+    );
+    let command = format!("'{}' run '{def}' --engine compiled", env!("CARGO_BIN_EXE_wfc"));
+    let o = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env("WFC_CACHE_DIR", &cache)
+        .env_remove("RUST_LOG")
+        .env_remove("CARGO_TERM_QUIET")
+        .output()
+        .expect("script (util-linux) runs");
+    let terminal = stdout(&o);
+    assert!(o.status.success(), "{terminal}");
+    assert!(terminal.contains("wfc: building the compiled engine in "), "{terminal}");
+    assert!(!terminal.contains("first build"), "the runtime is built in this cache: {terminal}");
+    assert!(terminal.contains("Compiling") && terminal.contains("Finished"), "cargo's progress: {terminal}");
+    assert!(terminal.contains("SUCCEEDED"), "{terminal}");
 }
 
 #[test]

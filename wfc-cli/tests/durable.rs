@@ -155,6 +155,24 @@ fn durable_runs_and_workers_log_their_progress() {
     for line in ["claimed", "started", "waiting for a timer", "finished"] {
         assert!(err.lines().any(|l| l.contains(line) && l.contains("w3")), "no {line:?} line: {err}");
     }
+
+    // RUST_LOG replaces the default filter: naming the runtime at info shows a worker's progress
+    // lines (the issue's `RUST_LOG=wfc_runtime=info` added nothing), and `error` silences them.
+    let out = wfc().args(["executions", "--store", &store, "start", &def, "--name", "w4"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = wfc()
+        .args(["worker", "--store", &store, &def, "--exit-when-idle"])
+        .env("RUST_LOG", "wfc_runtime=info")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    for line in ["claimed", "started", "waiting for a timer", "finished"] {
+        assert!(err.lines().any(|l| l.contains(line) && l.contains("w4")), "no {line:?} line under RUST_LOG: {err}");
+    }
+    let out = wfc().args(["run", &def, "--store", &store, "--name", "w5"]).env("RUST_LOG", "error").output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "", "RUST_LOG=error replaces the default");
 }
 
 /// `--virtual-time` with `--handlers`: a command takes no virtual time, so elapsed_seconds is
