@@ -663,7 +663,9 @@ struct Place<'a>(&'a MapRunControl);
 impl Drop for Place<'_> {
     fn drop(&mut self) {
         *self.0.in_flight.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
-        self.0.freed.notify_waiters();
+        // One place freed: one waiter (waking them all would cost each finished child a pass
+        // over every waiting one).
+        self.0.freed.notify_one();
     }
 }
 

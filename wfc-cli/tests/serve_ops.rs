@@ -786,11 +786,12 @@ fn history_rows(page: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-/// An execution list's rows (the whole `<tr>`), from a page.
+/// An execution list's rows, from a page: each row's status and execution link (not its
+/// duration, which grows while an execution runs).
 fn list_rows(page: &str) -> Vec<String> {
     let Some(table) = page.split("<table id=\"executions\"").nth(1) else { return Vec::new() };
     let body = table.split("</table>").next().unwrap_or_default();
-    body.split("<tr data-status=").skip(1).map(|r| r.split("</tr>").next().unwrap_or_default().to_owned()).collect()
+    body.split("<tr data-status=").skip(1).map(|r| r.split("</a>").next().unwrap_or_default().to_owned()).collect()
 }
 
 /// The "next page" link of an execution list, if any.
