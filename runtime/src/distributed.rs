@@ -555,8 +555,11 @@ pub struct MapRunControl {
     /// `MaxConcurrency` (0: no limit).
     max_concurrency: std::sync::atomic::AtomicU64,
     tolerance: std::sync::Mutex<Tolerance>,
-    /// Children running now.
-    in_flight: std::sync::Mutex<usize>,
+    /// Children running now, and their items.
+    in_flight: std::sync::Mutex<(usize, u64)>,
+    /// The children and items of the run, and how those that finished ended (while it runs,
+    /// for `DescribeMapRun`).
+    progress: std::sync::Mutex<(Counts, Counts)>,
     /// Wakes children waiting for a place when one frees or the limit grows.
     freed: tokio::sync::Notify,
 }
@@ -611,12 +614,27 @@ pub fn map_run_limits(arn: &str) -> Option<MapRunLimits> {
     running().get(arn).map(|c| c.limits())
 }
 
+/// The item and child execution counts (`DescribeMapRun`'s `itemCounts`, `executionCounts`)
+/// of a Map Run running in this process, or `None`: `running` are the children holding a
+/// place now, `pending` those neither running nor finished.
+pub fn map_run_counts(arn: &str) -> Option<(Value, Value)> {
+    let control = running().get(arn).cloned()?;
+    let (executions_running, items_running) = *control.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+    let (mut items, mut executions) = *control.progress.lock().unwrap_or_else(|p| p.into_inner());
+    for (c, running) in [(&mut items, items_running), (&mut executions, executions_running as u64)] {
+        c.running = running;
+        c.pending = c.total.saturating_sub(c.succeeded + c.failed + c.timed_out + c.aborted + running);
+    }
+    Some((items.json(), executions.json()))
+}
+
 impl MapRunControl {
     fn new(max_concurrency: u64, tolerance: Tolerance) -> MapRunControl {
         MapRunControl {
             max_concurrency: max_concurrency.into(),
             tolerance: std::sync::Mutex::new(tolerance),
-            in_flight: std::sync::Mutex::new(0),
+            in_flight: std::sync::Mutex::new((0, 0)),
+            progress: std::sync::Mutex::new(Default::default()),
             freed: tokio::sync::Notify::new(),
         }
     }
@@ -634,9 +652,9 @@ impl MapRunControl {
         self.tolerance.lock().unwrap_or_else(|p| p.into_inner()).exceeded(failed, total)
     }
 
-    /// Waits for a place under the current concurrency limit; the place is freed when the
-    /// returned guard drops.
-    async fn place(&self) -> Place<'_> {
+    /// Waits for a place under the current concurrency limit for a child of `items` items;
+    /// the place is freed when the returned guard drops.
+    async fn place(&self, items: u64) -> Place<'_> {
         loop {
             let freed = self.freed.notified();
             futures::pin_mut!(freed);
@@ -647,9 +665,10 @@ impl MapRunControl {
                     Ok(0) | Err(_) => MAX_CHILD_CONCURRENCY,
                     Ok(l) => l.min(MAX_CHILD_CONCURRENCY),
                 };
-                if *n < limit {
-                    *n += 1;
-                    return Place(self);
+                if n.0 < limit {
+                    n.0 += 1;
+                    n.1 += items;
+                    return Place(self, items);
                 }
             }
             freed.await;
@@ -657,12 +676,16 @@ impl MapRunControl {
     }
 }
 
-/// A child's place under its Map Run's concurrency limit.
-struct Place<'a>(&'a MapRunControl);
+/// A child's place under its Map Run's concurrency limit (and its items).
+struct Place<'a>(&'a MapRunControl, u64);
 
 impl Drop for Place<'_> {
     fn drop(&mut self) {
-        *self.0.in_flight.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
+        {
+            let mut n = self.0.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+            n.0 = n.0.saturating_sub(1);
+            n.1 = n.1.saturating_sub(self.1);
+        }
         // One place freed: one waiter (waking them all would cost each finished child a pass
         // over every waiting one).
         self.0.freed.notify_one();
@@ -673,6 +696,7 @@ impl Drop for Place<'_> {
 /// `itemCounts` and `executionCounts`), recorded on its `MapRunSucceeded`/`MapRunFailed`.
 #[derive(Debug, Clone, Copy, Default)]
 struct Counts {
+    running: u64,
     succeeded: u64,
     failed: u64,
     timed_out: u64,
@@ -682,10 +706,25 @@ struct Counts {
     results_written: u64,
 }
 
+/// Counts a child (`None`: it never finished) of `size` items where it ended.
+fn count_child(counts: &mut (Counts, Counts), record: Option<&ChildRecord>, size: u64) {
+    let (items, executions) = (&mut counts.0, &mut counts.1);
+    let status = record.map(|r| r.document.get("Status").and_then(Value::as_str).unwrap_or("FAILED"));
+    let (item_slot, execution_slot) = match (record, status) {
+        (None, _) => (&mut items.aborted, &mut executions.aborted),
+        (Some(ChildRecord { output: Some(_), .. }), _) => (&mut items.succeeded, &mut executions.succeeded),
+        (Some(_), Some("TIMED_OUT")) => (&mut items.timed_out, &mut executions.timed_out),
+        (Some(_), Some("ABORTED")) => (&mut items.aborted, &mut executions.aborted),
+        (Some(_), _) => (&mut items.failed, &mut executions.failed),
+    };
+    *item_slot += size;
+    *execution_slot += 1;
+}
+
 impl Counts {
     fn json(&self) -> Value {
         json!({
-            "pending": self.pending, "running": 0, "succeeded": self.succeeded, "failed": self.failed,
+            "pending": self.pending, "running": self.running, "succeeded": self.succeeded, "failed": self.failed,
             "timedOut": self.timed_out, "aborted": self.aborted, "total": self.total,
             "resultsWritten": self.results_written,
         })
@@ -905,6 +944,7 @@ where
     counts.0.total = total_items as u64;
     counts.1.total = count as u64;
     let sizes: Vec<usize> = children.iter().map(|(size, _)| *size).collect();
+    *control.progress.lock().unwrap_or_else(|p| p.into_inner()) = *counts;
     let workflow = format!("{}/{label}", exec.workflow_name());
     let machine_id = format!("{}/{label}", exec.state_machine_id());
     let short = run_id.get(..8).unwrap_or(run_id);
@@ -927,7 +967,7 @@ where
                 let clock = clock.clone();
                 async move {
                     let run = async {
-                        let _place = control.place().await;
+                        let _place = control.place(size as u64).await;
                         let result = child.finish(None, future).await;
                         let document = child_document(&child, &input, &result, clock.now_rfc3339());
                         let output = result.output.filter(|_| result.status == Status::Succeeded);
@@ -953,6 +993,11 @@ where
         if record.output.is_none() {
             failed_items += record.items as u64;
         }
+        count_child(
+            &mut control.progress.lock().unwrap_or_else(|p| p.into_inner()),
+            Some(&record),
+            record.items as u64,
+        );
         if let Some(slot) = records.get_mut(index) {
             *slot = Some(record);
         }
@@ -964,18 +1009,7 @@ where
     // Children still running are dropped here (aborted); those never started stay pending.
     drop(runs);
     for (record, size) in records.iter().zip(&sizes) {
-        let size = *size as u64;
-        let (items, executions) = (&mut counts.0, &mut counts.1);
-        let status = record.as_ref().map(|r| r.document.get("Status").and_then(Value::as_str).unwrap_or("FAILED"));
-        let (item_slot, execution_slot) = match (record, status) {
-            (None, _) => (&mut items.aborted, &mut executions.aborted),
-            (Some(ChildRecord { output: Some(_), .. }), _) => (&mut items.succeeded, &mut executions.succeeded),
-            (Some(_), Some("TIMED_OUT")) => (&mut items.timed_out, &mut executions.timed_out),
-            (Some(_), Some("ABORTED")) => (&mut items.aborted, &mut executions.aborted),
-            (Some(_), _) => (&mut items.failed, &mut executions.failed),
-        };
-        *item_slot += size;
-        *execution_slot += 1;
+        count_child(counts, record.as_ref(), *size as u64);
     }
     let written = match &dist.result_writer {
         None => None,

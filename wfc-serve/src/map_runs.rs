@@ -145,10 +145,17 @@ impl Service {
                 number("toleratedFailureCount").map(|n| n as u64),
             ),
         };
-        // The counts are recorded when the run ends; a running run has not counted yet.
+        // The counts are recorded when the run ends; while it runs in this server, the runtime
+        // counts its children (elsewhere, as after a restart before it resumes, they are zeros).
         let zero = json!({"pending": 0, "running": 0, "succeeded": 0, "failed": 0, "timedOut": 0, "aborted": 0,
             "total": 0, "resultsWritten": 0});
-        let counts = |key: &str| details.get(key).filter(|v| v.is_object()).cloned().unwrap_or_else(|| zero.clone());
+        let live_counts = if run.ended.is_none() { wfc_runtime::distributed::map_run_counts(arn) } else { None };
+        let counts = |key: &str| {
+            if let Some((items, executions)) = &live_counts {
+                return if key == "itemCounts" { items.clone() } else { executions.clone() };
+            }
+            details.get(key).filter(|v| v.is_object()).cloned().unwrap_or_else(|| zero.clone())
+        };
         let mut out = json!({
             "mapRunArn": arn,
             "executionArn": self.arns.execution_arn(machine, name),

@@ -642,12 +642,17 @@ def map_runs(sfn):
     # One child at a time: the first one's task, and no second until the update.
     first = sfn.get_activity_task(activityArn=MAP_ACTIVITY, workerName="map")
     assert json.loads(first["input"]) == 1, first
+    d = sfn.describe_map_run(mapRunArn=run_arn)
+    for counts in (d["itemCounts"], d["executionCounts"]):
+        assert (counts["running"], counts["pending"], counts["total"], counts["succeeded"]) == (1, 3, 4, 0), d
     sfn.update_map_run(mapRunArn=run_arn, maxConcurrency=4, toleratedFailureCount=1)
     d = sfn.describe_map_run(mapRunArn=run_arn)
     assert (d["maxConcurrency"], d["toleratedFailureCount"]) == (4, 1), d
     # The other three now run beside the first (whose task is not answered yet).
     tasks = [sfn.get_activity_task(activityArn=MAP_ACTIVITY, workerName="map") for _ in range(3)]
     assert sorted(json.loads(t["input"]) for t in tasks) == [2, 3, 4], tasks
+    counts = sfn.describe_map_run(mapRunArn=run_arn)["executionCounts"]
+    assert (counts["running"], counts["pending"]) == (4, 0), counts
     sfn.send_task_failure(taskToken=first["taskToken"], error="Item.Bad", cause="one")
     for t in tasks:
         sfn.send_task_success(taskToken=t["taskToken"], output=t["input"])
