@@ -530,7 +530,7 @@ fn uuid(rng: &mut dyn RngCore) -> String {
 }
 
 /// Records `MapRunAborted` when a Map Run that started is dropped unfinished (an enclosing
-/// state or the execution was cancelled).
+/// state or the execution was cancelled), and takes the run out of [`RUNNING`].
 struct RunGuard<'a> {
     exec: &'a Execution,
     arn: &'a str,
@@ -539,9 +539,195 @@ struct RunGuard<'a> {
 
 impl Drop for RunGuard<'_> {
     fn drop(&mut self) {
+        running().remove(self.arn);
         if self.armed {
             self.exec.record(EventType::MapRunAborted, json!({ "mapRunArn": self.arn }));
         }
+    }
+}
+
+// ----- UpdateMapRun: the limits of a running Map Run -----
+
+/// The limits of a running Map Run that `UpdateMapRun` changes while it runs: how many children
+/// run at once, and the tolerance the run checks each finished child against.
+#[derive(Debug)]
+pub struct MapRunControl {
+    /// `MaxConcurrency` (0: no limit).
+    max_concurrency: std::sync::atomic::AtomicU64,
+    tolerance: std::sync::Mutex<Tolerance>,
+    /// Children running now, and their items.
+    in_flight: std::sync::Mutex<(usize, u64)>,
+    /// The children and items of the run, and how those that finished ended (while it runs,
+    /// for `DescribeMapRun`).
+    progress: std::sync::Mutex<(Counts, Counts)>,
+    /// Wakes children waiting for a place when one frees or the limit grows.
+    freed: tokio::sync::Notify,
+}
+
+/// A running Map Run's limits, as [`MapRunControl`] holds them now.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MapRunLimits {
+    /// `MaxConcurrency` (0: no limit).
+    pub max_concurrency: u64,
+    /// `ToleratedFailurePercentage`, if set.
+    pub tolerated_failure_percentage: Option<f64>,
+    /// `ToleratedFailureCount`, if set.
+    pub tolerated_failure_count: Option<u64>,
+}
+
+/// The Map Runs running in this process, by Map Run ARN (a Map Run's ARN holds a random id).
+fn running() -> std::sync::MutexGuard<'static, std::collections::HashMap<String, Arc<MapRunControl>>> {
+    static RUNNING: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<String, Arc<MapRunControl>>>> =
+        std::sync::LazyLock::new(Default::default);
+    RUNNING.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Changes a Map Run running in this process (`UpdateMapRun`): `None` leaves a limit as it is.
+/// The new concurrency applies to children not yet started (running ones are not stopped);
+/// the new tolerance to the next child that finishes. Returns the limits now, or `None` when no
+/// such run is running here.
+pub fn update_map_run(
+    arn: &str,
+    max_concurrency: Option<u64>,
+    tolerated_failure_percentage: Option<f64>,
+    tolerated_failure_count: Option<u64>,
+) -> Option<MapRunLimits> {
+    let control = running().get(arn).cloned()?;
+    if let Some(n) = max_concurrency {
+        control.max_concurrency.store(n, std::sync::atomic::Ordering::SeqCst);
+        control.freed.notify_waiters();
+    }
+    {
+        let mut tolerance = control.tolerance.lock().unwrap_or_else(|p| p.into_inner());
+        if tolerated_failure_percentage.is_some() {
+            tolerance.percentage = tolerated_failure_percentage;
+        }
+        if tolerated_failure_count.is_some() {
+            tolerance.count = tolerated_failure_count;
+        }
+    }
+    Some(control.limits())
+}
+
+/// The limits of a Map Run running in this process, or `None`.
+pub fn map_run_limits(arn: &str) -> Option<MapRunLimits> {
+    running().get(arn).map(|c| c.limits())
+}
+
+/// The item and child execution counts (`DescribeMapRun`'s `itemCounts`, `executionCounts`)
+/// of a Map Run running in this process, or `None`: `running` are the children holding a
+/// place now, `pending` those neither running nor finished.
+pub fn map_run_counts(arn: &str) -> Option<(Value, Value)> {
+    let control = running().get(arn).cloned()?;
+    let (executions_running, items_running) = *control.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+    let (mut items, mut executions) = *control.progress.lock().unwrap_or_else(|p| p.into_inner());
+    for (c, running) in [(&mut items, items_running), (&mut executions, executions_running as u64)] {
+        c.running = running;
+        c.pending = c.total.saturating_sub(c.succeeded + c.failed + c.timed_out + c.aborted + running);
+    }
+    Some((items.json(), executions.json()))
+}
+
+impl MapRunControl {
+    fn new(max_concurrency: u64, tolerance: Tolerance) -> MapRunControl {
+        MapRunControl {
+            max_concurrency: max_concurrency.into(),
+            tolerance: std::sync::Mutex::new(tolerance),
+            in_flight: std::sync::Mutex::new((0, 0)),
+            progress: std::sync::Mutex::new(Default::default()),
+            freed: tokio::sync::Notify::new(),
+        }
+    }
+
+    fn limits(&self) -> MapRunLimits {
+        let tolerance = self.tolerance.lock().unwrap_or_else(|p| p.into_inner());
+        MapRunLimits {
+            max_concurrency: self.max_concurrency.load(std::sync::atomic::Ordering::SeqCst),
+            tolerated_failure_percentage: tolerance.percentage,
+            tolerated_failure_count: tolerance.count,
+        }
+    }
+
+    fn exceeded(&self, failed: u64, total: u64) -> bool {
+        self.tolerance.lock().unwrap_or_else(|p| p.into_inner()).exceeded(failed, total)
+    }
+
+    /// Waits for a place under the current concurrency limit for a child of `items` items;
+    /// the place is freed when the returned guard drops.
+    async fn place(&self, items: u64) -> Place<'_> {
+        loop {
+            let freed = self.freed.notified();
+            futures::pin_mut!(freed);
+            freed.as_mut().enable();
+            {
+                let mut n = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+                let limit = match usize::try_from(self.max_concurrency.load(std::sync::atomic::Ordering::SeqCst)) {
+                    Ok(0) | Err(_) => MAX_CHILD_CONCURRENCY,
+                    Ok(l) => l.min(MAX_CHILD_CONCURRENCY),
+                };
+                if n.0 < limit {
+                    n.0 += 1;
+                    n.1 += items;
+                    return Place(self, items);
+                }
+            }
+            freed.await;
+        }
+    }
+}
+
+/// A child's place under its Map Run's concurrency limit (and its items).
+struct Place<'a>(&'a MapRunControl, u64);
+
+impl Drop for Place<'_> {
+    fn drop(&mut self) {
+        {
+            let mut n = self.0.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+            n.0 = n.0.saturating_sub(1);
+            n.1 = n.1.saturating_sub(self.1);
+        }
+        // One place freed: one waiter (waking them all would cost each finished child a pass
+        // over every waiting one).
+        self.0.freed.notify_one();
+    }
+}
+
+/// How many items and child executions of a Map Run ended how (`DescribeMapRun`'s
+/// `itemCounts` and `executionCounts`), recorded on its `MapRunSucceeded`/`MapRunFailed`.
+#[derive(Debug, Clone, Copy, Default)]
+struct Counts {
+    running: u64,
+    succeeded: u64,
+    failed: u64,
+    timed_out: u64,
+    aborted: u64,
+    pending: u64,
+    total: u64,
+    results_written: u64,
+}
+
+/// Counts a child (`None`: it never finished) of `size` items where it ended.
+fn count_child(counts: &mut (Counts, Counts), record: Option<&ChildRecord>, size: u64) {
+    let (items, executions) = (&mut counts.0, &mut counts.1);
+    let status = record.map(|r| r.document.get("Status").and_then(Value::as_str).unwrap_or("FAILED"));
+    let (item_slot, execution_slot) = match (record, status) {
+        (None, _) => (&mut items.aborted, &mut executions.aborted),
+        (Some(ChildRecord { output: Some(_), .. }), _) => (&mut items.succeeded, &mut executions.succeeded),
+        (Some(_), Some("TIMED_OUT")) => (&mut items.timed_out, &mut executions.timed_out),
+        (Some(_), Some("ABORTED")) => (&mut items.aborted, &mut executions.aborted),
+        (Some(_), _) => (&mut items.failed, &mut executions.failed),
+    };
+    *item_slot += size;
+    *execution_slot += 1;
+}
+
+impl Counts {
+    fn json(&self) -> Value {
+        json!({
+            "pending": self.pending, "running": self.running, "succeeded": self.succeeded, "failed": self.failed,
+            "timedOut": self.timed_out, "aborted": self.aborted, "total": self.total,
+            "resultsWritten": self.results_written,
+        })
     }
 }
 
@@ -599,8 +785,22 @@ where
     let label = dist.label.clone().unwrap_or_else(|| name.to_owned());
     let run_id = exec.with_rng(|rng| uuid(rng));
     let arn = format!("{}:mapRun:{}/{label}:{run_id}", exec.arn_prefix(), exec.workflow_name());
-    exec.record(EventType::MapRunStarted, json!({ "mapRunArn": arn }));
+    // The run's limits as it starts (AWS's `DescribeMapRun` members; wfc keeps them in the
+    // event's details, which AWS's history shape does not show).
+    exec.record(
+        EventType::MapRunStarted,
+        json!({
+            "mapRunArn": arn,
+            "maxConcurrency": max_concurrency,
+            "toleratedFailurePercentage": tolerance.percentage,
+            "toleratedFailureCount": tolerance.count,
+        }),
+    );
+    let control = Arc::new(MapRunControl::new(max_concurrency, tolerance));
+    running().insert(arn.clone(), control.clone());
     let mut guard = RunGuard { exec, arn: &arn, armed: true };
+    // (items, child executions)
+    let mut counts = (Counts::default(), Counts::default());
     let outcome = run_children(
         exec,
         name,
@@ -609,10 +809,10 @@ where
         dist,
         effective,
         context,
-        max_concurrency,
         max_items,
         batch_limits,
-        tolerance,
+        &control,
+        &mut counts,
         &label,
         &run_id,
         &arn,
@@ -620,9 +820,27 @@ where
     )
     .await;
     guard.armed = false;
+    // The counts and the limits it ended with (an UpdateMapRun may have changed them).
+    let limits = control.limits();
+    let mut details = json!({
+        "mapRunArn": arn,
+        "maxConcurrency": limits.max_concurrency,
+        "toleratedFailurePercentage": limits.tolerated_failure_percentage,
+        "toleratedFailureCount": limits.tolerated_failure_count,
+    });
     match &outcome {
-        Ok(_) => exec.record(EventType::MapRunSucceeded, json!({ "mapRunArn": arn })),
-        Err(f) => exec.record(EventType::MapRunFailed, json!({ "mapRunArn": arn, "error": f.error, "cause": f.cause })),
+        Ok(_) => {
+            details["itemCounts"] = counts.0.json();
+            details["executionCounts"] = counts.1.json();
+            exec.record(EventType::MapRunSucceeded, details)
+        }
+        Err(f) => {
+            details["itemCounts"] = counts.0.json();
+            details["executionCounts"] = counts.1.json();
+            details["error"] = json!(f.error);
+            details["cause"] = json!(f.cause);
+            exec.record(EventType::MapRunFailed, details)
+        }
     };
     outcome
 }
@@ -670,10 +888,10 @@ async fn run_children<F, Fut>(
     dist: &DistributedMap,
     effective: &Value,
     context: &Value,
-    max_concurrency: u64,
     max_items: Result<u64, Failure>,
     batch_limits: Option<BatchLimits>,
-    tolerance: Tolerance,
+    control: &MapRunControl,
+    counts: &mut (Counts, Counts),
     label: &str,
     run_id: &str,
     arn: &str,
@@ -720,11 +938,13 @@ where
     // Kept for the ResultWriter's PENDING file (children that never finished).
     let child_inputs: Vec<Value> =
         if dist.result_writer.is_some() { children.iter().map(|(_, i)| i.clone()).collect() } else { Vec::new() };
-    let parallel = match usize::try_from(max_concurrency) {
-        Ok(0) | Err(_) => MAX_CHILD_CONCURRENCY,
-        Ok(n) => n.min(MAX_CHILD_CONCURRENCY),
-    }
-    .min(count.max(1));
+    // The children wait for a place under the run's concurrency limit (`control`, which
+    // UpdateMapRun may change while they run); at most MAX_CHILD_CONCURRENCY are in flight.
+    let parallel = MAX_CHILD_CONCURRENCY.min(count.max(1));
+    counts.0.total = total_items as u64;
+    counts.1.total = count as u64;
+    let sizes: Vec<usize> = children.iter().map(|(size, _)| *size).collect();
+    *control.progress.lock().unwrap_or_else(|p| p.into_inner()) = *counts;
     let workflow = format!("{}/{label}", exec.workflow_name());
     let machine_id = format!("{}/{label}", exec.state_machine_id());
     let short = run_id.get(..8).unwrap_or(run_id);
@@ -747,6 +967,7 @@ where
                 let clock = clock.clone();
                 async move {
                     let run = async {
+                        let _place = control.place(size as u64).await;
                         let result = child.finish(None, future).await;
                         let document = child_document(&child, &input, &result, clock.now_rfc3339());
                         let output = result.output.filter(|_| result.status == Status::Succeeded);
@@ -772,20 +993,34 @@ where
         if record.output.is_none() {
             failed_items += record.items as u64;
         }
+        count_child(
+            &mut control.progress.lock().unwrap_or_else(|p| p.into_inner()),
+            Some(&record),
+            record.items as u64,
+        );
         if let Some(slot) = records.get_mut(index) {
             *slot = Some(record);
         }
-        if tolerance.exceeded(failed_items, total_items as u64) {
+        if control.exceeded(failed_items, total_items as u64) {
             exceeded = true;
             break;
         }
     }
     // Children still running are dropped here (aborted); those never started stay pending.
     drop(runs);
+    for (record, size) in records.iter().zip(&sizes) {
+        count_child(counts, record.as_ref(), *size as u64);
+    }
     let written = match &dist.result_writer {
         None => None,
         Some(writer) => {
-            Some(write_results(exec, writer, effective, context, run_id, arn, &records, &child_inputs).await)
+            let written = write_results(exec, writer, effective, context, run_id, arn, &records, &child_inputs).await;
+            if written.is_ok() {
+                counts.0.results_written =
+                    records.iter().zip(&sizes).filter(|(r, _)| r.is_some()).map(|(_, s)| *s as u64).sum();
+                counts.1.results_written = records.iter().filter(|r| r.is_some()).count() as u64;
+            }
+            Some(written)
         }
     };
     if exceeded {

@@ -786,6 +786,39 @@ fn history_rows(page: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// An execution list's rows, from a page: each row's status and execution link (not its
+/// duration, which grows while an execution runs).
+fn list_rows(page: &str) -> Vec<String> {
+    let Some(table) = page.split("<table id=\"executions\"").nth(1) else { return Vec::new() };
+    let body = table.split("</table>").next().unwrap_or_default();
+    body.split("<tr data-status=").skip(1).map(|r| r.split("</a>").next().unwrap_or_default().to_owned()).collect()
+}
+
+/// The "next page" link of an execution list, if any.
+fn next_page(page: &str) -> Option<String> {
+    let link = page.split("id=\"next-page\" href=\"").nth(1)?;
+    Some(unescape(link.split('"').next()?))
+}
+
+/// The event ids of iteration `index` of Map state `map` in an API history: the events whose
+/// chain of `previousEventId` reaches that iteration's `MapIterationStarted`.
+fn iteration_events(events: &[Value], map: &str, index: u64) -> Vec<String> {
+    let mut member: BTreeMap<u64, bool> = BTreeMap::new();
+    let mut out = Vec::new();
+    for e in events {
+        let id = e["id"].as_u64().unwrap();
+        let started = e["type"] == "MapIterationStarted"
+            && e["mapIterationStartedEventDetails"]["name"] == map
+            && e["mapIterationStartedEventDetails"]["index"] == index;
+        let inside = started || member.get(&e["previousEventId"].as_u64().unwrap_or(0)).copied().unwrap_or(false);
+        member.insert(id, inside);
+        if inside {
+            out.push(id.to_string());
+        }
+    }
+    out
+}
+
 /// What a state's status should be from the API's history: not entered is unreached; the
 /// test names the others it expects.
 fn entered_states(events: &[Value]) -> std::collections::BTreeSet<String> {
@@ -842,14 +875,19 @@ fn ui_shows_executions_as_the_api_answers() {
             "Prep": {"Type": "Pass", "Result": 1, "ResultPath": "$.prepared", "Next": "Ask"},
             "Ask": {"Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
                 "Parameters": {"MessageBody.$": "$"}, "Next": "After"},
-            "After": {"Type": "Pass", "End": true}}}),
+            "After": {"Type": "Pass", "Next": "Again"},
+            "Again": {"Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
+                "Parameters": {"MessageBody.$": "$"}, "End": true}}}),
             json!({"q": 1}),
         ),
         (
             "Maps",
             json!({"StartAt": "Each", "States": {
             "Each": {"Type": "Map", "ItemsPath": "$.items", "ItemProcessor": {"StartAt": "Double", "States": {
-                "Double": {"Type": "Pass", "End": true}}}, "End": true}}}),
+                "Double": {"Type": "Choice", "Choices": [{"Variable": "$", "NumericLessThan": 50, "Next": "Low"}],
+                    "Default": "High"},
+                "Low": {"Type": "Pass", "End": true},
+                "High": {"Type": "Pass", "End": true}}}, "End": true}}}),
             json!({"items": (0..100).collect::<Vec<_>>()}),
         ),
     ];
@@ -909,6 +947,37 @@ fn ui_shows_executions_as_the_api_answers() {
     assert!(failed.contains("data-status=\"FAILED\""), "{failed}");
     let (_, _, named) = get(&server.addr, "/ui?q=map", None);
     assert_eq!(named.matches("<tr data-status=").count(), 1, "{named}");
+    // The list pages by the store: `n` rows a page and a "next page" link that keeps the filter.
+    let all = list_rows(&list);
+    assert_eq!(all.len(), 4, "{list}");
+    assert!(!list.contains("id=\"next-page\""), "one page holds them all: {list}");
+    let mut paged = Vec::new();
+    let mut path = "/ui?n=3".to_owned();
+    for _ in 0..3 {
+        let (status, _, page) = get(&server.addr, &path, None);
+        assert_eq!(status, 200, "{path}: {page}");
+        paged.extend(list_rows(&page));
+        match next_page(&page) {
+            Some(next) => path = next,
+            None => break,
+        }
+    }
+    assert_eq!(paged, all, "pages of 3 rows give the one list, in its order");
+    let (_, _, first) = get(&server.addr, "/ui?status=SUCCEEDED&n=1", None);
+    let next = next_page(&first).expect("a next page of succeeded executions");
+    assert!(next.contains("status=SUCCEEDED") && next.contains("n=1&"), "the link keeps the filter: {next}");
+    let (_, _, second) = get(&server.addr, &next, None);
+    assert!(next_page(&second).is_none(), "two succeeded executions: {second}");
+    assert!(second.contains("id=\"first-page\""), "{second}");
+    let succeeded: Vec<String> = [list_rows(&first), list_rows(&second)].concat();
+    let want: Vec<String> = all.iter().filter(|r| r.contains("SUCCEEDED")).cloned().collect();
+    assert_eq!(succeeded, want);
+    let (status, _, _) = get(&server.addr, "/ui?after=nonsense", None);
+    assert_eq!(status, 400, "a cursor that is not one is refused");
+    let machine_page = format!("/ui/machine?arn={}&n=1", machine_arn("Maps").replace(':', "%3A"));
+    let (_, _, maps_list) = get(&server.addr, &machine_page, None);
+    assert_eq!(list_rows(&maps_list).len(), 1, "{maps_list}");
+    assert!(next_page(&maps_list).is_none(), "{maps_list}");
     // A request naming another host (DNS rebinding) is refused; so are other methods.
     let mut s = TcpStream::connect(&server.addr).unwrap();
     write!(s, "GET /ui HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n").unwrap();
@@ -941,8 +1010,19 @@ fn ui_shows_executions_as_the_api_answers() {
             ]),
         ),
         ("Charges", BTreeMap::from([(hostile, "caught"), ("Declined", "failed"), ("Shipped", "unreached")])),
-        ("Calls", BTreeMap::from([("Prep", "succeeded"), ("Ask", "running"), ("After", "unreached")])),
-        ("Maps", BTreeMap::from([("Each", "succeeded"), ("Double", "succeeded")])),
+        (
+            "Calls",
+            BTreeMap::from([("Prep", "succeeded"), ("Ask", "running"), ("After", "unreached"), ("Again", "unreached")]),
+        ),
+        (
+            "Maps",
+            BTreeMap::from([
+                ("Each", "succeeded"),
+                ("Double", "succeeded"),
+                ("Low", "succeeded"),
+                ("High", "succeeded"),
+            ]),
+        ),
     ]);
     let mut pages = BTreeMap::new();
     for (name, arn) in &arns {
@@ -1007,6 +1087,8 @@ fn ui_shows_executions_as_the_api_answers() {
             "--dump-dom".into(),
         ),
         ("Maps".into(), format!("{base}{}#state=Double", pages["Maps"].0), "--dump-dom".into()),
+        ("Maps-3".into(), format!("{base}{}#state=Each&iteration=3", pages["Maps"].0), "--dump-dom".into()),
+        ("Maps-70".into(), format!("{base}{}#state=Each&iteration=70", pages["Maps"].0), "--dump-dom".into()),
         ("Calls".into(), format!("{base}{}#state=Ask", pages["Calls"].0), "--dump-dom".into()),
         ("Greets".into(), format!("{base}{}#state=Hello", pages["Greets"].0), "--dump-dom".into()),
         ("list.png".into(), format!("{base}/ui"), format!("--screenshot={}", dir.join("ui-list.png").display())),
@@ -1059,10 +1141,185 @@ fn ui_shows_executions_as_the_api_answers() {
     let calls = panel("Calls");
     assert!(calls.starts_with("Askstatusrunning") && calls.contains(r#""q": 1"#), "{calls}");
     assert!(panel("Greets").contains(r#""who": "you""#), "{}", panel("Greets"));
+    // A Map iteration chosen: the item processor colored from that iteration's events (item 3
+    // took Low, item 70 High), the table showing them, as the API's history chains them.
+    for (job, index, low, high) in [("Maps-3", 3, "succeeded", "unreached"), ("Maps-70", 70, "unreached", "succeeded")]
+    {
+        let dom = &doms[job];
+        std::fs::write(dir.join(format!("{job}.dom.html")), dom).unwrap();
+        assert!(dom.contains(&format!("data-iteration=\"{index}\"")), "{job}: the iteration was chosen:\n{dom}");
+        let drawn = drawn_statuses(dom);
+        let first_word = |s: &str| drawn[s].split(' ').next().unwrap_or_default().to_owned();
+        assert_eq!(
+            [first_word("Each"), first_word("Double"), first_word("Low"), first_word("High")],
+            ["succeeded", "succeeded", low, high],
+            "{job}: {drawn:?}"
+        );
+        let rows: Vec<String> = history_rows(dom).into_iter().map(|(id, _)| id).collect();
+        let want = iteration_events(&history["Maps"], "Each", index);
+        assert_eq!(rows, want, "{job}: the iteration's events, as the API chains them");
+        let kinds: Vec<String> = history_rows(dom).into_iter().map(|(_, kind)| kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                "MapIterationStarted",
+                "ChoiceStateEntered",
+                "ChoiceStateExited",
+                "PassStateEntered",
+                "PassStateExited",
+                "MapIterationSucceeded"
+            ],
+            "{job}"
+        );
+    }
     for png in ["ui-list.png", "ui-execution.png"] {
         let bytes = std::fs::read(dir.join(png)).unwrap_or_default();
         assert!(bytes.starts_with(b"\x89PNG") && bytes.len() > 10_000, "{png}: a screenshot was saved");
         eprintln!("screenshot: {}", dir.join(png).display());
+    }
+
+    // The waiting execution's page left open in a browser: a callback moves the execution on
+    // (to a second callback), and the page appends the new events and recolors their states
+    // without reloading; the last callback ends it, and the page reloads with the final colors.
+    let mut tab = Cdp::open(browser, &profile("live"), &format!("{base}{}", pages["Calls"].0));
+    tab.wait_for("the page's script", "document.body && document.body.dataset.ready === 'yes'");
+    // A reload would clear this.
+    tab.eval("window.wfcStayed = true");
+    let token = |c: &mut Client| {
+        let t = wait_until("a task token", Duration::from_secs(60), || std::fs::read_to_string(tokens.join("t")).ok());
+        std::fs::remove_file(tokens.join("t")).unwrap();
+        c.ok("SendTaskSuccess", json!({"taskToken": t, "output": "{\"answer\": 42}"}));
+    };
+    token(&mut c);
+    let classes = "JSON.stringify(Array.from(document.querySelectorAll('.wfc-graph .state')).map(function (g) { return [g.dataset.state, g.getAttribute('class')]; }))";
+    // The second Task has started (its handler wrote the token): the stored history has every
+    // event up to its TaskStarted, which the open page must come to show.
+    wait_until("the second task token", Duration::from_secs(60), || tokens.join("t").exists().then_some(()));
+    let events = c.ok("GetExecutionHistory", json!({"executionArn": arns["Calls"], "maxResults": 1000}))["events"]
+        .as_array()
+        .unwrap()
+        .clone();
+    tab.wait_for(
+        "the second callback's Task on the open page",
+        &format!(
+            "document.querySelectorAll('#events tbody tr').length === {} && document.querySelector('.wfc-graph .state.running[data-state=\"Again\"]') !== null",
+            events.len()
+        ),
+    );
+    assert_eq!(tab.eval("window.wfcStayed === true"), json!(true), "appended, not reloaded");
+    let drawn: Vec<(String, String)> = serde_json::from_str(tab.eval(classes).as_str().unwrap()).unwrap();
+    let drawn: BTreeMap<String, String> =
+        drawn.into_iter().map(|(n, c)| (n, c.split(' ').nth(2).unwrap_or_default().to_owned())).collect();
+    let want: BTreeMap<String, String> =
+        [("Prep", "succeeded"), ("Ask", "succeeded"), ("After", "succeeded"), ("Again", "running")]
+            .into_iter()
+            .map(|(a, b)| (a.to_owned(), b.to_owned()))
+            .collect();
+    assert_eq!(drawn, want, "the open page's colors after the callback");
+    let rows: Vec<Vec<String>> = serde_json::from_str(
+        tab.eval("JSON.stringify(Array.from(document.querySelectorAll('#events tbody tr')).map(function (tr) { return [tr.cells[0].textContent, tr.cells[2].textContent]; }))")
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    let api_rows: Vec<Vec<String>> =
+        events.iter().map(|e| vec![e["id"].to_string(), e["type"].as_str().unwrap().to_owned()]).collect();
+    assert_eq!(rows, api_rows, "the appended rows are the API's history");
+    assert!(api_rows.len() > history["Calls"].len(), "the callback added events");
+    token(&mut c);
+    tab.wait_for("the ended execution's page", "document.getElementById('status').textContent === 'SUCCEEDED'");
+    tab.wait_for("the page's script", "document.body && document.body.dataset.ready === 'yes'");
+    let drawn: Vec<(String, String)> = serde_json::from_str(tab.eval(classes).as_str().unwrap()).unwrap();
+    assert!(drawn.iter().all(|(_, c)| c.ends_with(" succeeded")), "every state succeeded: {drawn:?}");
+    tab.close();
+}
+
+/// Headless Chromium driven over the DevTools protocol on a pipe (`--remote-debugging-pipe`:
+/// the browser reads NUL-terminated JSON commands on fd 3 and answers on fd 4; a shell maps the
+/// child's stdin and stdout there), for a page left open while the test acts.
+struct Cdp {
+    _child: support::live::Killed,
+    commands: std::process::ChildStdin,
+    answers: std::sync::mpsc::Receiver<Value>,
+    session: String,
+    next: u64,
+}
+
+impl Cdp {
+    fn open(browser: &str, profile: &Path, url: &str) -> Cdp {
+        let mut child = Command::new("sh")
+            .args(["-c", "exec 3<&0 4>&1 </dev/null >&2; exec timeout 300 \"$@\"", "sh", browser])
+            .args(["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--remote-debugging-pipe"])
+            .arg(format!("--user-data-dir={}", profile.display()))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("chromium runs");
+        let commands = child.stdin.take().unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let (tx, answers) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut message = Vec::new();
+            while out.read_until(0, &mut message).is_ok_and(|n| n > 0) {
+                message.pop();
+                if let Ok(v) = serde_json::from_slice::<Value>(&message)
+                    && tx.send(v).is_err()
+                {
+                    break;
+                }
+                message.clear();
+            }
+        });
+        let mut cdp = Cdp { _child: support::live::Killed(child), commands, answers, session: String::new(), next: 0 };
+        let target = cdp.call("Target.createTarget", json!({"url": url})).expect("a tab")["targetId"].clone();
+        let attached = cdp.call("Target.attachToTarget", json!({"targetId": target, "flatten": true}));
+        cdp.session = attached.expect("a session")["sessionId"].as_str().expect("a session id").to_owned();
+        cdp
+    }
+
+    /// Sends a command (to the page once attached) and returns its result or its error.
+    fn call(&mut self, method: &str, params: Value) -> Result<Value, Value> {
+        self.next += 1;
+        let id = self.next;
+        let mut message = json!({"id": id, "method": method, "params": params});
+        if !self.session.is_empty() {
+            message["sessionId"] = json!(self.session);
+        }
+        let mut bytes = message.to_string().into_bytes();
+        bytes.push(0);
+        self.commands.write_all(&bytes).expect("write to chromium");
+        loop {
+            // A hang guard: the browser answers each command.
+            let answer = self.answers.recv_timeout(Duration::from_secs(120)).expect("chromium answers");
+            if answer["id"] == id {
+                return match answer.get("error") {
+                    Some(error) => Err(error.clone()),
+                    None => Ok(answer["result"].clone()),
+                };
+            }
+        }
+    }
+
+    /// The value of a JavaScript expression in the page (null while it has no document, as
+    /// during a reload).
+    fn eval(&mut self, expression: &str) -> Value {
+        self.call("Runtime.evaluate", json!({"expression": expression, "returnByValue": true}))
+            .map_or(Value::Null, |r| r["result"]["value"].clone())
+    }
+
+    /// Polls `condition` in the page until it is true (a bounded wait, not a timing assertion).
+    fn wait_for(&mut self, what: &str, condition: &str) {
+        let expression =
+            format!("(function () {{ try {{ return !!({condition}); }} catch (e) {{ return false; }} }})()");
+        wait_until(what, Duration::from_secs(120), || (self.eval(&expression) == json!(true)).then_some(()));
+    }
+
+    /// Asks the browser to close (the child is killed and reaped when dropped in any case).
+    fn close(mut self) {
+        let message = json!({"id": self.next + 1, "method": "Browser.close"});
+        let _ = self.commands.write_all(format!("{message}\0").as_bytes());
+        let _ = self.answers.recv_timeout(Duration::from_secs(10));
     }
 }
 

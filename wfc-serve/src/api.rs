@@ -47,9 +47,6 @@ pub const OPERATIONS: &[&str] = &[
     "GetActivityTask",
 ];
 
-/// Operations of the service model that are not implemented yet (said so in their error).
-const NOT_YET: &[&str] = &["DescribeMapRun", "ListMapRuns", "UpdateMapRun"];
-
 /// AWS's limit on execution input and task output (256 KiB).
 pub const MAX_PAYLOAD: usize = 256 * 1024;
 
@@ -70,6 +67,8 @@ pub struct Service {
     pub(crate) virtual_time: bool,
     /// RedriveExecution's recent client tokens.
     pub(crate) redrives: crate::redrive::Tokens,
+    /// Where the Map Runs seen so far are.
+    pub(crate) map_runs: crate::map_runs::Found,
 }
 
 impl std::fmt::Debug for Service {
@@ -235,10 +234,9 @@ impl Service {
             "DeleteStateMachineAlias" => self.delete_alias(body).await,
             "ListStateMachineAliases" => self.list_aliases(body).await,
             "RedriveExecution" => self.redrive_execution(body).await,
-            op if NOT_YET.contains(&op) => Err(ApiError::client(
-                "UnknownOperationException",
-                format!("wfc serve does not implement {op} yet (see docs/serve.md for what it implements)"),
-            )),
+            "DescribeMapRun" => self.describe_map_run(body).await,
+            "ListMapRuns" => self.list_map_runs(body).await,
+            "UpdateMapRun" => self.update_map_run(body).await,
             op => {
                 Err(ApiError::client("UnknownOperationException", format!("Unknown operation: AWSStepFunctions.{op}")))
             }

@@ -30,6 +30,7 @@ pub mod history;
 pub mod http;
 pub mod identity;
 pub mod machines;
+pub mod map_runs;
 pub mod mock_config;
 pub mod redrive;
 pub mod sigv4;
@@ -69,6 +70,9 @@ pub const MORE_OPERATIONS: &[&str] = &[
     "DeleteStateMachineAlias",
     "ListStateMachineAliases",
     "RedriveExecution",
+    "DescribeMapRun",
+    "ListMapRuns",
+    "UpdateMapRun",
 ];
 pub use arn::Arns;
 pub use error::ApiError;
@@ -179,6 +183,7 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: impl Future<
         mocks: config.mock_config.clone(),
         virtual_time: config.virtual_time,
         redrives: Default::default(),
+        map_runs: Default::default(),
     });
     let identities = identity::Identities::new(config.arns.clone());
     let workflows = Workflows::new().loader(identities.loader()).interpret_stored(handler).identity({

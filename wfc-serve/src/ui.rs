@@ -2,7 +2,8 @@
 //! server's own store reads (no calls to its own API):
 //!
 //! - `GET /ui`: the state machines and the executions (status, start, duration), filtered by
-//!   `?q=` (a machine or execution name contains it) and `?status=`;
+//!   `?q=` (a machine or execution name contains it) and `?status=`, paged by the store
+//!   (`?n=` rows, `?after=` where the "next page" link continues);
 //! - `GET /ui/machine?arn=`: a state machine's graph and executions, or, for a definition that
 //!   does not validate, its located diagnostics;
 //! - `GET /ui/execution?arn=`: the execution page of [`wfc_core::render::report`] (the graph
@@ -34,7 +35,8 @@ use crate::machines::load_definition;
 /// The cookie that carries the UI's token.
 const COOKIE: &str = "wfc_ui_token";
 
-/// The executions the list shows at most (the newest first); the filter narrows them.
+/// The executions a list page shows at most (the newest first); `?n=` asks for fewer, and the
+/// page links to the next one.
 const LIST_LIMIT: usize = 1000;
 
 /// Who may see the UI.
@@ -280,17 +282,16 @@ fn duration_text(ms: i64) -> String {
     }
 }
 
-/// The executions of the store that wfc serve started (`machine:name`), the newest first.
+/// The executions of the store that wfc serve started (`machine:name`), in the store's order
+/// (the newest first; a page's cursor is its last record in that order).
 fn serve_executions(records: Vec<ExecutionRecord>) -> Vec<(String, String, ExecutionRecord)> {
-    let mut out: Vec<(String, String, ExecutionRecord)> = records
+    records
         .into_iter()
         .filter_map(|r| {
             let name = r.name.strip_prefix(&format!("{}:", r.workflow))?.to_owned();
             Some((r.workflow.clone(), name, r))
         })
-        .collect();
-    out.sort_by(|a, b| b.2.created_at_ms.cmp(&a.2.created_at_ms).then_with(|| a.2.name.cmp(&b.2.name)));
-    out
+        .collect()
 }
 
 fn execution_rows(service: &Service, page: &mut String, executions: &[(String, String, ExecutionRecord)]) {
@@ -318,17 +319,77 @@ fn execution_rows(service: &Service, page: &mut String, executions: &[(String, S
 
 const STATUSES: &[&str] = &["RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"];
 
+/// One page of an execution list: the store's keyset paging (`?after=MS:NAME`, the last record
+/// of the previous page, as the store orders them: newest first, then by name) and `?n=` rows.
+struct ListPage {
+    /// The executions wfc serve started, in the store's order.
+    executions: Vec<(String, String, ExecutionRecord)>,
+    /// Where the next page starts (`MS:NAME`), when there are more.
+    next: Option<String>,
+    /// Whether this is a later page (it links back to the first).
+    later: bool,
+    size: usize,
+}
+
+/// The `(created_at_ms, store name)` a page continues after: `MS:NAME` (the name may hold `:`).
+fn cursor(text: &str) -> Option<(i64, String)> {
+    let (ms, name) = text.split_once(':')?;
+    Some((ms.parse().ok()?, name.to_owned()))
+}
+
+/// Reads one page of executions (`workflow`, `status`, `contains` filter them in the store).
+async fn list_executions(
+    service: &Service,
+    parts: &Parts,
+    workflow: Option<&str>,
+    status: Option<ExecutionStatus>,
+    contains: Option<&str>,
+) -> Result<ListPage, ApiError> {
+    let size = query(parts, "n").and_then(|n| n.parse::<usize>().ok()).unwrap_or(LIST_LIMIT).clamp(1, LIST_LIMIT);
+    let after = match query(parts, "after").filter(|a| !a.is_empty()) {
+        None => None,
+        Some(text) => Some(cursor(&text).ok_or_else(|| {
+            ApiError::client("InvalidCursor", format!("'{text}' is not a page of this list (after=MS:NAME)"))
+        })?),
+    };
+    // One more than shown tells there is a next page.
+    let mut records = service
+        .store
+        .list_executions_page(workflow, status, contains, after.as_ref().map(|(ms, n)| (*ms, n.as_str())), size + 1)
+        .await?;
+    let more = records.len() > size;
+    records.truncate(size);
+    let next = records.last().filter(|_| more).map(|r| format!("{}:{}", r.created_at_ms, r.name));
+    Ok(ListPage { executions: serve_executions(records), next, later: after.is_some(), size })
+}
+
+/// The links under a page of executions: to the next page and back to the first, keeping the
+/// filter (`base` is the page's path with its filter, ending in `?` or `&`).
+fn paging_links(page: &mut String, list: &ListPage, base: &str) {
+    let n = if list.size == LIST_LIMIT { String::new() } else { format!("n={}&", list.size) };
+    page.push_str("<p class=\"pager\" id=\"pages\">");
+    if list.later {
+        let _ = write!(page, "<a id=\"first-page\" href=\"{}\">newest</a> ", escape(&format!("{base}{n}")));
+    }
+    if let Some(next) = &list.next {
+        let _ = write!(
+            page,
+            "<a id=\"next-page\" href=\"{}\">next page</a>",
+            escape(&format!("{base}{n}after={}", percent_encode(next)))
+        );
+    }
+    page.push_str("</p>\n");
+}
+
 async fn list_page(service: &Service, parts: &Parts) -> Result<Response<Full<Bytes>>, ApiError> {
     let q = query(parts, "q").unwrap_or_default();
     let status = query(parts, "status").filter(|s| STATUSES.contains(&s.as_str()));
     let needle = q.to_lowercase();
     let machines = service.machines.list().await?;
-    // The store filters and limits (by its indexes): one more than shown tells there are more.
+    // The store filters and pages (by its indexes).
     let status_filter = status.as_deref().and_then(ExecutionStatus::parse);
     let contains = (!needle.is_empty()).then_some(needle.as_str());
-    let records = service.store.list_executions_page(None, status_filter, contains, LIST_LIMIT + 1).await?;
-    let more = records.len() > LIST_LIMIT;
-    let matching = serve_executions(records);
+    let list = list_executions(service, parts, None, status_filter, contains).await?;
     let served = served(Vec::new());
     let mut page = String::new();
     report::head(&mut page, "wfc serve", Some(&served));
@@ -358,13 +419,22 @@ async fn list_page(service: &Service, parts: &Parts) -> Result<Response<Full<Byt
         let _ = write!(page, "<option{chosen}>{s}</option>");
     }
     page.push_str("</select> <button type=\"submit\">filter</button></form>\n");
-    let shown = matching.len().min(LIST_LIMIT);
     let _ = writeln!(
         page,
-        "<p class=\"meta\" id=\"count\">{shown} executions{}</p>",
-        if more { format!(" (the newest {LIST_LIMIT}; narrow the filter to see others)") } else { String::new() }
+        "<p class=\"meta\" id=\"count\">{} executions{}{}</p>",
+        list.executions.len(),
+        if list.later { " (a later page)" } else { "" },
+        if list.next.is_some() { " (more on the next page)" } else { "" },
     );
-    execution_rows(service, &mut page, &matching[..shown]);
+    execution_rows(service, &mut page, &list.executions);
+    let mut base = String::from("/ui?");
+    if !q.is_empty() {
+        let _ = write!(base, "q={}&", percent_encode(&q));
+    }
+    if let Some(s) = &status {
+        let _ = write!(base, "status={s}&");
+    }
+    paging_links(&mut page, &list, &base);
     page.push_str("</section>\n</body>\n</html>\n");
     Ok(html(200, page, &served.nonce))
 }
@@ -382,8 +452,7 @@ async fn machine_page(service: &Service, parts: &Parts) -> Result<Response<Full<
             return Ok(html(200, page, &served.nonce));
         }
     };
-    let records = service.store.list_executions_page(Some(&m.name), None, None, LIST_LIMIT).await?;
-    let executions = serve_executions(records);
+    let list = list_executions(service, parts, Some(&m.name), None, None).await?;
     let mut page = String::new();
     report::head(&mut page, &m.name, Some(&served));
     let _ = writeln!(
@@ -396,7 +465,8 @@ async fn machine_page(service: &Service, parts: &Parts) -> Result<Response<Full<
     page.push_str("<main><section class=\"graph\">\n");
     page.push_str(&wfc_core::render::svg(&workflow));
     page.push_str("</section></main>\n<section class=\"history\">\n<h2>Executions</h2>\n");
-    execution_rows(service, &mut page, &executions);
+    execution_rows(service, &mut page, &list.executions);
+    paging_links(&mut page, &list, &format!("/ui/machine?arn={}&", percent_encode(&arn)));
     page.push_str("<h2>Definition</h2>\n");
     page.push_str(&report::source_listing(source, &Default::default()));
     page.push_str("</section>\n</body>\n</html>\n");

@@ -612,15 +612,19 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// Every execution, newest first.
     fn list_executions(&self) -> BoxFuture<'_, Result<Vec<ExecutionRecord>, StoreError>>;
 
-    /// The newest executions first, at most `limit`: of `workflow` if given, of `status` if
-    /// given, whose name contains `name_contains` (ASCII case-insensitive) if given. What a
-    /// listing shows, read with the store's indexes and a limit instead of every record. The
-    /// default filters [`Store::list_executions`].
+    /// The newest executions first (then by name), at most `limit`: of `workflow` if given, of
+    /// `status` if given, whose name contains `name_contains` (ASCII case-insensitive) if given,
+    /// and with `after` = the `(created_at_ms, name)` of the last record of the previous page,
+    /// those that come after it in that order (keyset paging: a page costs the same however
+    /// deep it is, and executions started meanwhile do not shift it). What a listing shows,
+    /// read with the store's indexes and a limit instead of every record. The default filters
+    /// [`Store::list_executions`].
     fn list_executions_page<'a>(
         &'a self,
         workflow: Option<&'a str>,
         status: Option<ExecutionStatus>,
         name_contains: Option<&'a str>,
+        after: Option<(i64, &'a str)>,
         limit: usize,
     ) -> BoxFuture<'a, Result<Vec<ExecutionRecord>, StoreError>> {
         Box::pin(async move {
@@ -630,6 +634,9 @@ pub trait Store: Send + Sync + fmt::Debug {
                 workflow.is_none_or(|w| r.workflow == w)
                     && status.is_none_or(|s| r.status == s)
                     && needle.as_deref().is_none_or(|n| r.name.to_ascii_lowercase().contains(n))
+                    && after.is_none_or(|(at, name)| {
+                        r.created_at_ms < at || (r.created_at_ms == at && r.name.as_str() > name)
+                    })
             });
             records.truncate(limit);
             Ok(records)

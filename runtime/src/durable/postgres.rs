@@ -742,6 +742,7 @@ impl Store for PgStore {
         workflow: Option<&'a str>,
         status: Option<ExecutionStatus>,
         name_contains: Option<&'a str>,
+        after: Option<(i64, &'a str)>,
         limit: usize,
     ) -> BoxFuture<'a, Result<Vec<ExecutionRecord>, StoreError>> {
         Box::pin(async move {
@@ -750,15 +751,17 @@ impl Store for PgStore {
             let status = status.map(ExecutionStatus::as_str);
             let needle = name_contains.map(str::to_ascii_lowercase);
             let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            let (after_at, after_name) = (after.map(|a| a.0), after.map(|a| a.1));
             let rows = client
                 .query(
                     &format!(
                         "SELECT {RECORD_COLUMNS} FROM executions
                          WHERE ($1::TEXT IS NULL OR workflow = $1) AND ($2::TEXT IS NULL OR status = $2)
                            AND ($3::TEXT IS NULL OR strpos(lower(name), $3) > 0)
+                           AND ($5::BIGINT IS NULL OR created_at < $5 OR (created_at = $5 AND name > $6::TEXT))
                          ORDER BY created_at DESC, name LIMIT $4"
                     ),
-                    &[&workflow, &status, &needle, &limit],
+                    &[&workflow, &status, &needle, &limit, &after_at, &after_name],
                 )
                 .await
                 .map_err(pg)?;

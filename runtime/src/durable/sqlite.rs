@@ -914,11 +914,13 @@ impl Store for SqliteStore {
         workflow: Option<&'a str>,
         status: Option<ExecutionStatus>,
         name_contains: Option<&'a str>,
+        after: Option<(i64, &'a str)>,
         limit: usize,
     ) -> BoxFuture<'a, Result<Vec<ExecutionRecord>, StoreError>> {
         let workflow = workflow.map(str::to_owned);
         let status = status.map(ExecutionStatus::as_str);
         let needle = name_contains.map(str::to_ascii_lowercase);
+        let (after_at, after_name) = after.map_or((None, None), |(at, name)| (Some(at), Some(name.to_owned())));
         self.call(move |conn| {
             let limit = i64::try_from(limit).unwrap_or(i64::MAX);
             let mut stmt = conn
@@ -926,10 +928,13 @@ impl Store for SqliteStore {
                     "SELECT {RECORD_COLUMNS} FROM executions
                      WHERE (?1 IS NULL OR workflow = ?1) AND (?2 IS NULL OR status = ?2)
                        AND (?3 IS NULL OR instr(lower(name), ?3) > 0)
+                       AND (?5 IS NULL OR created_at < ?5 OR (created_at = ?5 AND name > ?6))
                      ORDER BY created_at DESC, name LIMIT ?4"
                 ))
                 .map_err(backend)?;
-            let rows = stmt.query_map(params![workflow, status, needle, limit], record_of).map_err(backend)?;
+            let rows = stmt
+                .query_map(params![workflow, status, needle, limit, after_at, after_name], record_of)
+                .map_err(backend)?;
             let mut out = Vec::new();
             for row in rows {
                 out.push(row.map_err(backend)?.0.parse_lenient()?);

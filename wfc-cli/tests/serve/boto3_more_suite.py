@@ -597,6 +597,81 @@ def live_history(sfn):
 
 
 LIVE_ACTIVITY = f"arn:aws:states:us-east-1:{ACCOUNT}:activity:LiveWork"
+MAP_ACTIVITY = f"arn:aws:states:us-east-1:{ACCOUNT}:activity:MapWork"
+
+
+def map_runs(sfn):
+    """A DISTRIBUTED Map's Map Run: listed, described while it runs and after, and updated
+    while it runs (UpdateMapRun): its children are activity Tasks, one at a time until the
+    update lets them all run, and the failure of one is tolerated only by the updated count."""
+    machine = json.dumps(
+        {
+            "StartAt": "Fan",
+            "States": {
+                "Fan": {
+                    "Type": "Map",
+                    "ItemsPath": "$.items",
+                    "MaxConcurrency": 1,
+                    "Label": "fan",
+                    "ItemProcessor": {
+                        "ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+                        "StartAt": "Work",
+                        "States": {"Work": {"Type": "Task", "Resource": MAP_ACTIVITY, "End": True}},
+                    },
+                    "End": True,
+                }
+            },
+        }
+    )
+    sfn.create_activity(name="MapWork")
+    arn = sfn.create_state_machine(name="Runs", definition=machine, roleArn=ROLE)["stateMachineArn"]
+    ex = sfn.start_execution(stateMachineArn=arn, name="r1", input=json.dumps({"items": [1, 2, 3, 4]}))["executionArn"]
+
+    def started():
+        events = sfn.get_execution_history(executionArn=ex, maxResults=1000)["events"]
+        return [e for e in events if e["type"] == "MapRunStarted"]
+
+    run_arn = _helpers["wait_for"]("the Map Run to start", started)[0]["mapRunStartedEventDetails"]["mapRunArn"]
+    assert run_arn.startswith(f"arn:aws:states:us-east-1:{ACCOUNT}:mapRun:Runs/fan:"), run_arn
+    runs = sfn.list_map_runs(executionArn=ex)["mapRuns"]
+    assert [(r["mapRunArn"], r["executionArn"], r["stateMachineArn"]) for r in runs] == [(run_arn, ex, arn)], runs
+    assert "stopDate" not in runs[0], runs
+    d = sfn.describe_map_run(mapRunArn=run_arn)
+    assert (d["status"], d["executionArn"], d["maxConcurrency"], d["toleratedFailureCount"]) == ("RUNNING", ex, 1, 0), d
+    assert "stopDate" not in d, d
+    # One child at a time: the first one's task, and no second until the update.
+    first = sfn.get_activity_task(activityArn=MAP_ACTIVITY, workerName="map")
+    assert json.loads(first["input"]) == 1, first
+    d = sfn.describe_map_run(mapRunArn=run_arn)
+    for counts in (d["itemCounts"], d["executionCounts"]):
+        assert (counts["running"], counts["pending"], counts["total"], counts["succeeded"]) == (1, 3, 4, 0), d
+    sfn.update_map_run(mapRunArn=run_arn, maxConcurrency=4, toleratedFailureCount=1)
+    d = sfn.describe_map_run(mapRunArn=run_arn)
+    assert (d["maxConcurrency"], d["toleratedFailureCount"]) == (4, 1), d
+    # The other three now run beside the first (whose task is not answered yet).
+    tasks = [sfn.get_activity_task(activityArn=MAP_ACTIVITY, workerName="map") for _ in range(3)]
+    assert sorted(json.loads(t["input"]) for t in tasks) == [2, 3, 4], tasks
+    counts = sfn.describe_map_run(mapRunArn=run_arn)["executionCounts"]
+    assert (counts["running"], counts["pending"]) == (4, 0), counts
+    sfn.send_task_failure(taskToken=first["taskToken"], error="Item.Bad", cause="one")
+    for t in tasks:
+        sfn.send_task_success(taskToken=t["taskToken"], output=t["input"])
+    d = finished(sfn, ex)
+    assert d["status"] == "SUCCEEDED", d
+    d = sfn.describe_map_run(mapRunArn=run_arn)
+    assert d["status"] == "SUCCEEDED" and "stopDate" in d, d
+    counts = {k: d["itemCounts"][k] for k in ("succeeded", "failed", "total", "pending", "running")}
+    assert counts == {"succeeded": 3, "failed": 1, "total": 4, "pending": 0, "running": 0}, d
+    assert d["executionCounts"]["succeeded"] == 3 and d["executionCounts"]["failed"] == 1, d
+    assert "stopDate" in sfn.list_map_runs(executionArn=ex)["mapRuns"][0]
+    # Refusals, with AWS's codes.
+    expect_error("ValidationException", sfn.update_map_run, mapRunArn=run_arn, maxConcurrency=2)
+    expect_error("ResourceNotFound", sfn.describe_map_run, mapRunArn=run_arn[:-4] + "0000")
+    expect_error("InvalidArn", sfn.describe_map_run, mapRunArn="arn:aws:states:us-east-1:1:nothing")
+    expect_error("ExecutionDoesNotExist", sfn.list_map_runs, executionArn=ex.replace(":r1", ":r9"))
+    # An execution with no Map Run (live_history's) has none.
+    live = f"arn:aws:states:us-east-1:{ACCOUNT}:execution:Live:l1"
+    assert sfn.list_map_runs(executionArn=live)["mapRuns"] == []
 
 
 def main():
@@ -612,6 +687,7 @@ def main():
         aliases(sfn)
         redrive(sfn)
         live_history(sfn)
+        map_runs(sfn)
         unchecked = [op for op in CLAIMED if op not in CHECKED]
         assert not unchecked, f"operations whose responses were not checked against the model: {unchecked}"
     elif PHASE == "before-restart":

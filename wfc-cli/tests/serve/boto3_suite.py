@@ -367,7 +367,7 @@ def validation_and_errors(sfn):
     status, body = raw("AWSStepFunctions.StartExecution", json.dumps({"stateMachineArn": sm_arn("Order"), "input": "x" * (2 << 20)}).encode())
     assert (status, body["__type"]) == (413, "RequestEntityTooLargeException"), (status, body)
     status, body = raw("AWSStepFunctions.DescribeMapRun", b"{}")
-    assert (status, body["__type"]) == (400, "UnknownOperationException") and "not implement" in body["message"], body
+    assert (status, body["__type"]) == (400, "ValidationException") and "mapRunArn" in body["message"], body
 
 
 def before_restart(sfn):

@@ -318,10 +318,17 @@ pub fn page(workflow: &Workflow, execution: &Value, served: Option<&Served>) -> 
         Some(ops) if status == "RUNNING" && history.len() <= 1 => Some(journal_progress(ops)),
         _ => None,
     };
+    let start_edges: Vec<Value> = starts.iter().map(|(start, first)| json!([start, first])).collect();
     let (annotations, statuses) = annotate_drawn(&names, starts, status, progress.as_deref().unwrap_or(history));
     let drawing = svg_annotated(workflow, &annotations);
     let state_names: serde_json::Map<String, Value> =
         names.iter().map(|s| (s.id.clone(), Value::String(s.name.clone()))).collect();
+    // The graph's edges, for the script's coloring of one Map iteration (the same rule as
+    // `annotate`, over that iteration's events).
+    let state_edges: serde_json::Map<String, Value> = names
+        .iter()
+        .map(|s| (s.id.clone(), s.edges.iter().map(|(to, name, catch)| json!([to, name, catch])).collect()))
+        .collect();
     let data = json!({
         "status": status,
         "output": execution.get("output"),
@@ -329,6 +336,8 @@ pub fn page(workflow: &Workflow, execution: &Value, served: Option<&Served>) -> 
         "cause": execution.get("cause"),
         "history": history,
         "states": state_names,
+        "edges": state_edges,
+        "starts": start_edges,
         "journal": journal,
         "fromJournal": progress.is_some(),
         "poll": served.and_then(|s| s.poll.as_deref()),
@@ -549,6 +558,7 @@ tr.selected { background: #efe3f7 !important; }
 nav { display: flex; gap: 10px; } nav a { color: #0d47a1; }
 .pager { font-weight: normal; font-size: 12px; color: #555; }
 .meta.live { color: #0d47a1; }
+.iteration { margin: 4px 0 8px; } .iteration input { width: 6em; }
 pre.source { background: #f7f7f9; padding: 8px; font-size: 12px; overflow: auto; }
 pre.source span { display: block; } pre.source i { color: #999; font-style: normal; }
 pre.source .marked { background: #fde7e7; }
@@ -643,6 +653,160 @@ const PAGE_SCRIPT: &str = r#"
       sections.push(['operation ' + op.id, op]);
     });
     show(name, sections);
+    iterationControl(g, name);
+  }
+  // ----- one Map iteration -----
+  // Each event's line of control: an event chains to the previous event of its line
+  // (previousEventId), and a Map iteration's line starts with its MapIterationStarted, so
+  // following the chain names the iterations (and nested ones) an event belongs to.
+  function lineOf() {
+    const byId = new Map();
+    const lines = [];
+    data.history.forEach(function (e, i) {
+      const before = byId.has(e.previousEventId) ? lines[byId.get(e.previousEventId)] : null;
+      lines.push(e.type === 'MapIterationStarted' && e.details
+        ? { map: e.details.name, index: e.details.index, parent: before } : before);
+      byId.set(e.id, i);
+    });
+    return lines;
+  }
+  function inIteration(line, map, index) {
+    for (let l = line; l; l = l.parent) if (l.map === map && l.index === index) return true;
+    return false;
+  }
+  // The statuses and edges taken in `events`: `annotate`'s rule (wfc-core/src/render/report.rs).
+  function annotateEvents(events, running) {
+    const entered = new Map(), exited = new Map(), open = new Map(), sequence = [], failedExits = [];
+    events.forEach(function (e, position) {
+      const kind = e.type || '';
+      const name = e.details && typeof e.details.name === 'string' ? e.details.name : null;
+      if (name !== null && /StateEntered$/.test(kind)) {
+        if (!entered.has(name)) entered.set(name, []);
+        entered.get(name).push(position);
+        sequence.push([position, name]);
+        open.set(name, false);
+      } else if (name !== null && /StateExited$/.test(kind)) {
+        exited.set(name, (exited.get(name) || 0) + 1);
+        if (open.get(name) === true) failedExits.push([name, position]);
+        open.delete(name);
+      } else if (!/^Execution/.test(kind) && /(Failed|TimedOut)$/.test(kind)) {
+        for (const k of open.keys()) open.set(k, true);
+      }
+    });
+    const ids = Object.keys(data.states);
+    const byName = new Map();
+    ids.forEach(function (id) {
+      const n = data.states[id];
+      if (!byName.has(n)) byName.set(n, []);
+      byName.get(n).push(id);
+    });
+    const caught = new Set();
+    failedExits.forEach(function ([name, position]) {
+      const first = (byName.get(name) || [])[0];
+      if (first === undefined) return;
+      const targets = data.edges[first].filter(function (ed) { return ed[1] !== null; });
+      const after = sequence.find(function ([p, n]) { return p > position && targets.some(function (t) { return t[1] === n; }); });
+      if (after && targets.find(function (t) { return t[1] === after[1]; })[2]) caught.add(name);
+    });
+    const statuses = {};
+    ids.forEach(function (id) {
+      const name = data.states[id];
+      const entries = entered.get(name) || [];
+      const left = exited.get(name) || 0;
+      let s;
+      if (!entries.length) s = 'unreached';
+      else if (caught.has(name)) s = 'caught';
+      else if (left >= entries.length) s = 'succeeded';
+      else {
+        const last = entries[entries.length - 1];
+        const later = data.edges[id].some(function (ed) {
+          return ed[2] && ed[1] !== null && (entered.get(ed[1]) || []).some(function (p) { return p > last; });
+        });
+        s = later ? 'caught' : running ? 'running' : 'failed';
+      }
+      statuses[id] = s;
+    });
+    const taken = new Set();
+    for (let k = 1; k < sequence.length; k++) {
+      (byName.get(sequence[k - 1][1]) || []).forEach(function (a) {
+        (byName.get(sequence[k][1]) || []).forEach(function (b) {
+          if (data.edges[a].some(function (ed) { return ed[0] === b; })) taken.add(a + ' ' + b);
+        });
+      });
+    }
+    data.starts.forEach(function ([start, first]) { if (statuses[first] !== 'unreached') taken.add(start + ' ' + first); });
+    ids.forEach(function (id) {
+      const ended = statuses[id] === 'succeeded'
+        || (statuses[id] === 'failed' && data.edges[id].every(function (ed) { return ed[1] === null; }));
+      data.edges[id].forEach(function (ed) { if (!ed[2] && ed[1] === null && ended) taken.add(id + ' ' + ed[0]); });
+    });
+    return { statuses: statuses, taken: taken };
+  }
+  // Colors the item processor of Map state `g` from iteration `index` (null: every iteration,
+  // as the page was drawn), shows that iteration's events in the table and its states' data.
+  function selectIteration(g, name, index) {
+    const prefix = g.id + '_m_';
+    const inner = Array.from(document.querySelectorAll('.wfc-graph .state, .wfc-graph .edge'))
+      .filter(function (el) { return el.id.startsWith(prefix); });
+    inner.forEach(function (el) {
+      if (el.dataset.aggregate === undefined) el.dataset.aggregate = el.getAttribute('class') || '';
+    });
+    if (index === null) {
+      inner.forEach(function (el) { el.setAttribute('class', el.dataset.aggregate); });
+      delete g.dataset.iteration;
+      shown = data.history.map(function (_, i) { return i; });
+    } else {
+      const lines = lineOf();
+      const mine = [];
+      lines.forEach(function (l, i) { if (inIteration(l, name, index)) mine.push(i); });
+      const events = mine.map(function (i) { return data.history[i]; });
+      const ended = events.some(function (e) { return /^MapIteration(Succeeded|Failed|Aborted)$/.test(e.type); });
+      const result = annotateEvents(events, data.status === 'RUNNING' && !ended);
+      inner.forEach(function (el) {
+        if (el.classList.contains('state')) {
+          statusClasses.forEach(function (c) { el.classList.remove(c); });
+          el.classList.add(result.statuses[el.id] || 'unreached');
+        } else {
+          el.classList.toggle('taken', result.taken.has(el.dataset.from + ' ' + el.dataset.to));
+        }
+      });
+      g.dataset.iteration = String(index);
+      shown = mine;
+    }
+    first = 0;
+    recount();
+    render();
+  }
+  // The iteration selector of a clicked Map state that has iterations in the history.
+  function iterationControl(g, name) {
+    const count = data.history.filter(function (e) {
+      return e.type === 'MapIterationStarted' && e.details && e.details.name === name;
+    }).length;
+    if (!count) return;
+    const box = document.createElement('div');
+    box.className = 'iteration';
+    const label = document.createElement('label');
+    label.textContent = 'iteration ';
+    const input = document.createElement('input');
+    input.id = 'iteration';
+    input.type = 'number';
+    input.min = '0';
+    input.max = String(count - 1);
+    input.placeholder = 'all';
+    if (g.dataset.iteration !== undefined) input.value = g.dataset.iteration;
+    label.append(input);
+    const of = document.createElement('span');
+    of.textContent = ' of ' + count + ' (0–' + (count - 1) + '; empty: all) ';
+    const all = document.createElement('button');
+    all.type = 'button';
+    all.textContent = 'all iterations';
+    box.append(label, of, all);
+    detail.insertBefore(box, detail.children[1] || null);
+    input.addEventListener('change', function () {
+      const n = Number(input.value);
+      selectIteration(g, name, input.value === '' || !Number.isInteger(n) ? null : n);
+    });
+    all.addEventListener('click', function () { input.value = ''; selectIteration(g, name, null); });
   }
   document.querySelectorAll('.wfc-graph .state').forEach(function (g) {
     g.addEventListener('click', function (ev) { ev.stopPropagation(); clickState(g); });
@@ -727,11 +891,18 @@ const PAGE_SCRIPT: &str = r#"
     if (data.history.length) { showEvent(shown[0]); render(); }
     document.body.dataset.selftestEvent = detail.textContent;
   }
-  // `#state=NAME`: click that state (the UI's test opens a page on a chosen state).
-  const wanted = location.hash.startsWith('#state=') ? decodeURIComponent(location.hash.slice(7)) : null;
-  if (wanted !== null) {
+  // `#state=NAME`: click that state (the UI's test opens a page on a chosen state), and with
+  // `&iteration=N` (a Map state) choose that iteration.
+  const hash = location.hash.startsWith('#state=') ? location.hash.slice(7).split('&iteration=') : null;
+  if (hash !== null) {
+    const wanted = decodeURIComponent(hash[0]);
     const g = Array.from(document.querySelectorAll('.wfc-graph .state')).find(function (s) { return data.states[s.id] === wanted; });
     if (g) clickState(g);
+    const input = document.getElementById('iteration');
+    if (g && input && hash.length > 1) {
+      input.value = hash[1];
+      input.dispatchEvent(new Event('change'));
+    }
     document.body.dataset.selftestState = detail.textContent;
   }
 })();
