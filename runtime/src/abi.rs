@@ -45,17 +45,23 @@ use std::sync::LazyLock;
 use rand::RngCore;
 use serde_json::{Map, Value};
 use wfc_ir::intrinsics::eval as intrinsic_eval;
-use wfc_ir::{Path, PathError};
+use wfc_ir::jsonata::JsonataError;
+use wfc_ir::{JsonataExpr, Path, PathError};
 
 use crate::Failure;
 
 pub use crate::exec::{
     Assigned, MapCode, NestedCode, ParallelCode, ParametersForm, TaskCode, TaskShape,
-    choice_assign_with as choice_assign, choice_with as choice, fail_with as fail, join_branches, map_with as map,
-    parallel_with as parallel, pass_assign_with as pass_assign, pass_with as pass, succeed_with as succeed,
-    task_with as task, wait_assign_with as wait_assign, wait_with as wait,
+    choice_assign_with as choice_assign, choice_language_with as choice_language, choice_with as choice,
+    fail_with as fail, join_branches, map_with as map, parallel_with as parallel, pass_assign_with as pass_assign,
+    pass_language_with as pass_language, pass_with as pass, succeed_with as succeed, task_with as task,
+    wait_assign_with as wait_assign, wait_language_with as wait_language, wait_with as wait,
 };
-pub use crate::retry::{AssignCatcher, CatchAssign, CatchPath, StaticCatcher as Catcher, StaticRetrier as Retrier};
+pub use crate::jsonata::Bindings;
+pub use crate::retry::{
+    AssignCatcher, CatchAssign, CatchJsonataAssign, CatchJsonataOutput, CatchPath, JsonataCatcher,
+    StaticCatcher as Catcher, StaticRetrier as Retrier,
+};
 pub use std::time::Duration;
 pub use wfc_ir::Jitter;
 pub use wfc_ir::intrinsics::Function;
@@ -102,6 +108,84 @@ pub type StaticPattern = LazyLock<Pattern>;
 
 /// A literal subtree of a payload template, built once on first use and cloned per visit.
 pub type StaticValue = LazyLock<Value>;
+
+/// A JSONata expression (the text between `{%` and `%}`), parsed once on first use. One that
+/// does not parse (impossible for a definition the compiler accepted, in a build with the
+/// `jsonata` feature, which every definition using JSONata needs) fails the state with
+/// `States.Runtime`.
+pub type StaticJsonata = LazyLock<Result<JsonataExpr, JsonataError>>;
+
+/// The parsed expression of a [`StaticJsonata`].
+pub fn jsonata_expr(expr: &'static StaticJsonata) -> Result<&'static JsonataExpr, Failure> {
+    expr.as_ref().map_err(|e| {
+        Failure::runtime(format!("a JSONata expression compiled into this program does not parse: {}", e.message))
+    })
+}
+
+/// A JSONata expression of a template (`Arguments`, `Output`, an `Assign` value) at `field`
+/// (`Output/key/0`, named in causes as AWS names it), evaluated with `states` under the
+/// execution's random source: the interpreter's evaluator and causes
+/// (`States.QueryEvaluationError`).
+pub fn jsonata(
+    exec: &crate::Execution,
+    expr: &JsonataExpr,
+    field: &str,
+    states: &Bindings<'_>,
+) -> Result<Value, Failure> {
+    exec.with_rng(|rng| crate::jsonata::evaluate(expr, field, states, rng))
+}
+
+/// A Choice rule's JSONata `Condition` on the state input `input`: a Boolean, else
+/// `States.QueryEvaluationError`.
+pub fn jsonata_condition(expr: &JsonataExpr, input: &Value, ctx: &Value) -> Result<bool, Failure> {
+    crate::choice::jsonata_condition(expr, input, ctx)
+}
+
+/// A Task's JSONata `TimeoutSeconds` or `HeartbeatSeconds` (`field`) on the state input: a
+/// positive integer, else `States.QueryEvaluationError`.
+pub fn jsonata_seconds(
+    expr: &JsonataExpr,
+    field: &str,
+    input: &Value,
+    ctx: &Value,
+) -> Result<Option<Duration>, Failure> {
+    crate::exec::jsonata_seconds(expr, field, input, ctx).map(Some)
+}
+
+/// A Wait's JSONata `Seconds`: a non-negative integer, else `States.QueryEvaluationError`.
+pub fn wait_seconds_jsonata(
+    exec: &crate::Execution,
+    expr: &JsonataExpr,
+    states: &Bindings<'_>,
+) -> Result<Duration, Failure> {
+    crate::exec::wait_seconds_jsonata(exec, expr, states)
+}
+
+/// A Wait's JSONata `Timestamp`: the time from now until then on the execution's clock.
+pub fn wait_timestamp_jsonata(
+    exec: &crate::Execution,
+    expr: &JsonataExpr,
+    states: &Bindings<'_>,
+) -> Result<Duration, Failure> {
+    crate::exec::wait_timestamp_jsonata(exec, expr, states)
+}
+
+/// A Fail state's JSONata `Error` or `Cause` (`field`): a string, else
+/// `States.QueryEvaluationError`.
+pub fn fail_jsonata(
+    exec: &crate::Execution,
+    expr: &JsonataExpr,
+    field: &str,
+    states: &Bindings<'_>,
+) -> Result<String, Failure> {
+    crate::exec::fail_jsonata(exec, expr, field, states)
+}
+
+/// What a Fail state's intrinsic ErrorPath or CausePath (`field`) gave: a string, else
+/// `States.Runtime`.
+pub fn fail_computed(field: &str, value: Value) -> Result<String, Failure> {
+    crate::exec::computed_string(field, value)
+}
 
 /// The parsed path of a [`StaticPath`].
 pub fn path(path: &'static StaticPath) -> Result<&'static Path, Failure> {
