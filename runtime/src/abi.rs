@@ -1,9 +1,9 @@
 //! The ABI of states compiled to Rust: what generated code calls when it runs a state's work
 //! itself instead of handing the state's IR to [`crate::exec`].
 //!
-//! Generated code for a JSONPath Pass, Choice, Succeed, Task, Wait, Fail, Parallel or INLINE Map
-//! state (see docs/status.md, issue 20, for which forms are generated) is built from these
-//! pieces:
+//! Generated code for a Pass, Choice, Succeed, Task, Wait or Fail state (JSONPath or JSONata),
+//! or a JSONPath Parallel or INLINE Map state (see docs/status.md, issue 20, for which forms are
+//! generated) is built from these pieces:
 //!
 //! - the state's visit, [`pass`], [`choice`], [`succeed`], [`task`], [`wait`] and [`fail`]
 //!   (`exec::pass_with`, `exec::choice_with`, `exec::succeed_with`, `exec::task_with`,
@@ -23,6 +23,13 @@
 //!   Generated code implements [`NestedCode`] with [`ParallelCode`] (Parameters) or [`MapCode`]
 //!   (ItemsPath, ItemSelector, MaxConcurrency), and runs its branches and item processor as
 //!   generated machines ([`join_branches`] runs the branches together);
+//! - JSONata: each expression a [`StaticJsonata`] parsed once on first use, evaluated with the
+//!   `$states` [`Bindings`] by [`jsonata`] (templates), [`jsonata_condition`],
+//!   [`jsonata_seconds`], [`wait_seconds_jsonata`]/[`wait_timestamp_jsonata`] and
+//!   [`fail_jsonata`], the interpreter's evaluator and causes; the visits of JSONata Pass, Choice
+//!   and Wait states are [`pass_language`], [`choice_language`] and [`wait_language`], a Task's
+//!   Arguments/Output/Assign are [`TaskCode`] methods, and its catchers' JSONata `Assign` and
+//!   `Output` a [`JsonataCatcher`] table;
 //! - definite paths as steps built at compile time ([`Seg`]): [`get`], [`select`], [`take`],
 //!   [`set`] walk them with one `get` per step, never parsing the path at run time;
 //! - other paths (`$$`, `$var`, wildcards, filters) as a [`StaticPath`], parsed once on first use

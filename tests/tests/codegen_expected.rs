@@ -5,9 +5,10 @@
 //! the interpreter: same status, output, error and whole history on each input.
 //!
 //! The fixtures are made of the states codegen writes as Rust (JSONPath Pass, Choice, Succeed,
-//! Task, Wait, Fail, Parallel and INLINE Map, and JSONPath Assign on all of them; see
-//! docs/status.md, issue 20), so these runs exercise the generated paths, templates, intrinsics,
-//! conditions, Retry/Catch tables, nested machines and Assign blocks, including their failures.
+//! Task, Wait, Fail, Parallel and INLINE Map, and JSONPath Assign on all of them; JSONata Pass,
+//! Choice, Succeed, Task, Wait and Fail; see docs/status.md, issue 20), so these runs exercise
+//! the generated paths, templates, intrinsics, conditions, Retry/Catch tables, nested machines,
+//! Assign blocks and JSONata expressions, including their failures.
 
 use std::path::Path;
 

@@ -1,8 +1,8 @@
-//! The work of a state as Rust (issue 20): JSONPath Pass, Choice, Succeed, Task, Wait, Fail,
-//! Parallel and INLINE Map states are generated here; DISTRIBUTED Maps and Serverless Workflow
-//! states, and the others when they use `Assign` or JSONata (or a Task `Credentials`, a Fail's
-//! intrinsic ErrorPath/CausePath), still hand their IR to `exec.rs` (see
-//! [`super::Generator::arm`]). A Parallel's branches and a Map's item processor are generated
+//! The work of a state as Rust (issue 20): Pass, Choice, Succeed, Task, Wait and Fail states
+//! (JSONPath or JSONata) and JSONPath Parallel and INLINE Map states are generated here;
+//! DISTRIBUTED Maps, JSONata Parallel and Map states, Serverless Workflow states, a Task with
+//! `Credentials` and a Choice with an `Is*` test on a non-Boolean operand still hand their IR to
+//! `exec.rs` (see [`super::Generator::arm`]). A Parallel's branches and a Map's item processor are generated
 //! machines of their own (`super::Generator::machine_items`); here is the state's own work.
 //!
 //! What the output calls is the runtime's `abi` module, the ABI of generated code:
@@ -22,6 +22,10 @@
 //!   forms), with its Retry and Catch as `const` tables; a Wait's delay is a constant, a
 //!   timestamp parsed here, or its `*Path` read from the value; a Fail's Error and Cause are
 //!   literals or path reads;
+//! - a JSONata expression becomes a `static` parsed once on first use and evaluated by the
+//!   interpreter's evaluator (`abi::jsonata`); a JSONata template (`Arguments`, `Output`, an
+//!   `Assign` value) construction code whose literal subtrees are `static`s built once, with
+//!   `$states` an `abi::Bindings` built as the interpreter builds it;
 //! - a Parallel or Map becomes a `Code` type implementing `abi::NestedCode` (InputPath,
 //!   ResultSelector, ResultPath, OutputPath, Retry and Catch tables) and `abi::ParallelCode`
 //!   (Parameters) or `abi::MapCode` (ItemsPath, ItemSelector built per item, MaxConcurrency or
