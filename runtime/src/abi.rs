@@ -1,9 +1,9 @@
 //! The ABI of states compiled to Rust: what generated code calls when it runs a state's work
 //! itself instead of handing the state's IR to [`crate::exec`].
 //!
-//! Generated code for a JSONPath Pass, Choice, Succeed, Task, Wait, Fail, Parallel or INLINE Map
-//! state (see docs/status.md, issue 20, for which forms are generated) is built from these
-//! pieces:
+//! Generated code for a Pass, Choice, Succeed, Task, Wait or Fail state (JSONPath or JSONata),
+//! or a JSONPath Parallel or INLINE Map state (see docs/status.md, issue 20, for which forms are
+//! generated) is built from these pieces:
 //!
 //! - the state's visit, [`pass`], [`choice`], [`succeed`], [`task`], [`wait`] and [`fail`]
 //!   (`exec::pass_with`, `exec::choice_with`, `exec::succeed_with`, `exec::task_with`,
@@ -23,6 +23,13 @@
 //!   Generated code implements [`NestedCode`] with [`ParallelCode`] (Parameters) or [`MapCode`]
 //!   (ItemsPath, ItemSelector, MaxConcurrency), and runs its branches and item processor as
 //!   generated machines ([`join_branches`] runs the branches together);
+//! - JSONata: each expression a [`StaticJsonata`] parsed once on first use, evaluated with the
+//!   `$states` [`Bindings`] by [`jsonata`] (templates), [`jsonata_condition`],
+//!   [`jsonata_seconds`], [`wait_seconds_jsonata`]/[`wait_timestamp_jsonata`] and
+//!   [`fail_jsonata`], the interpreter's evaluator and causes; the visits of JSONata Pass, Choice
+//!   and Wait states are [`pass_language`], [`choice_language`] and [`wait_language`], a Task's
+//!   Arguments/Output/Assign are [`TaskCode`] methods, and its catchers' JSONata `Assign` and
+//!   `Output` a [`JsonataCatcher`] table;
 //! - definite paths as steps built at compile time ([`Seg`]): [`get`], [`select`], [`take`],
 //!   [`set`] walk them with one `get` per step, never parsing the path at run time;
 //! - other paths (`$$`, `$var`, wildcards, filters) as a [`StaticPath`], parsed once on first use
@@ -45,17 +52,23 @@ use std::sync::LazyLock;
 use rand::RngCore;
 use serde_json::{Map, Value};
 use wfc_ir::intrinsics::eval as intrinsic_eval;
-use wfc_ir::{Path, PathError};
+use wfc_ir::jsonata::JsonataError;
+use wfc_ir::{JsonataExpr, Path, PathError};
 
 use crate::Failure;
 
 pub use crate::exec::{
     Assigned, MapCode, NestedCode, ParallelCode, ParametersForm, TaskCode, TaskShape,
-    choice_assign_with as choice_assign, choice_with as choice, fail_with as fail, join_branches, map_with as map,
-    parallel_with as parallel, pass_assign_with as pass_assign, pass_with as pass, succeed_with as succeed,
-    task_with as task, wait_assign_with as wait_assign, wait_with as wait,
+    choice_assign_with as choice_assign, choice_language_with as choice_language, choice_with as choice,
+    fail_with as fail, join_branches, map_with as map, parallel_with as parallel, pass_assign_with as pass_assign,
+    pass_language_with as pass_language, pass_with as pass, succeed_with as succeed, task_with as task,
+    wait_assign_with as wait_assign, wait_language_with as wait_language, wait_with as wait,
 };
-pub use crate::retry::{AssignCatcher, CatchAssign, CatchPath, StaticCatcher as Catcher, StaticRetrier as Retrier};
+pub use crate::jsonata::Bindings;
+pub use crate::retry::{
+    AssignCatcher, CatchAssign, CatchJsonataAssign, CatchJsonataOutput, CatchPath, JsonataCatcher,
+    StaticCatcher as Catcher, StaticRetrier as Retrier,
+};
 pub use std::time::Duration;
 pub use wfc_ir::Jitter;
 pub use wfc_ir::intrinsics::Function;
@@ -102,6 +115,84 @@ pub type StaticPattern = LazyLock<Pattern>;
 
 /// A literal subtree of a payload template, built once on first use and cloned per visit.
 pub type StaticValue = LazyLock<Value>;
+
+/// A JSONata expression (the text between `{%` and `%}`), parsed once on first use. One that
+/// does not parse (impossible for a definition the compiler accepted, in a build with the
+/// `jsonata` feature, which every definition using JSONata needs) fails the state with
+/// `States.Runtime`.
+pub type StaticJsonata = LazyLock<Result<JsonataExpr, JsonataError>>;
+
+/// The parsed expression of a [`StaticJsonata`].
+pub fn jsonata_expr(expr: &'static StaticJsonata) -> Result<&'static JsonataExpr, Failure> {
+    expr.as_ref().map_err(|e| {
+        Failure::runtime(format!("a JSONata expression compiled into this program does not parse: {}", e.message))
+    })
+}
+
+/// A JSONata expression of a template (`Arguments`, `Output`, an `Assign` value) at `field`
+/// (`Output/key/0`, named in causes as AWS names it), evaluated with `states` under the
+/// execution's random source: the interpreter's evaluator and causes
+/// (`States.QueryEvaluationError`).
+pub fn jsonata(
+    exec: &crate::Execution,
+    expr: &JsonataExpr,
+    field: &str,
+    states: &Bindings<'_>,
+) -> Result<Value, Failure> {
+    exec.with_rng(|rng| crate::jsonata::evaluate(expr, field, states, rng))
+}
+
+/// A Choice rule's JSONata `Condition` on the state input `input`: a Boolean, else
+/// `States.QueryEvaluationError`.
+pub fn jsonata_condition(expr: &JsonataExpr, input: &Value, ctx: &Value) -> Result<bool, Failure> {
+    crate::choice::jsonata_condition(expr, input, ctx)
+}
+
+/// A Task's JSONata `TimeoutSeconds` or `HeartbeatSeconds` (`field`) on the state input: a
+/// positive integer, else `States.QueryEvaluationError`.
+pub fn jsonata_seconds(
+    expr: &JsonataExpr,
+    field: &str,
+    input: &Value,
+    ctx: &Value,
+) -> Result<Option<Duration>, Failure> {
+    crate::exec::jsonata_seconds(expr, field, input, ctx).map(Some)
+}
+
+/// A Wait's JSONata `Seconds`: a non-negative integer, else `States.QueryEvaluationError`.
+pub fn wait_seconds_jsonata(
+    exec: &crate::Execution,
+    expr: &JsonataExpr,
+    states: &Bindings<'_>,
+) -> Result<Duration, Failure> {
+    crate::exec::wait_seconds_jsonata(exec, expr, states)
+}
+
+/// A Wait's JSONata `Timestamp`: the time from now until then on the execution's clock.
+pub fn wait_timestamp_jsonata(
+    exec: &crate::Execution,
+    expr: &JsonataExpr,
+    states: &Bindings<'_>,
+) -> Result<Duration, Failure> {
+    crate::exec::wait_timestamp_jsonata(exec, expr, states)
+}
+
+/// A Fail state's JSONata `Error` or `Cause` (`field`): a string, else
+/// `States.QueryEvaluationError`.
+pub fn fail_jsonata(
+    exec: &crate::Execution,
+    expr: &JsonataExpr,
+    field: &str,
+    states: &Bindings<'_>,
+) -> Result<String, Failure> {
+    crate::exec::fail_jsonata(exec, expr, field, states)
+}
+
+/// What a Fail state's intrinsic ErrorPath or CausePath (`field`) gave: a string, else
+/// `States.Runtime`.
+pub fn fail_computed(field: &str, value: Value) -> Result<String, Failure> {
+    crate::exec::computed_string(field, value)
+}
 
 /// The parsed path of a [`StaticPath`].
 pub fn path(path: &'static StaticPath) -> Result<&'static Path, Failure> {

@@ -60,7 +60,7 @@ pub fn uses_context(condition: &Condition) -> bool {
 /// A JSONata `Condition`, which must yield a Boolean (else `States.QueryEvaluationError`).
 /// `input` is `$states.input`: JSONata states have no InputPath, so it is the raw input.
 /// `$random()` here draws from a fixed seed: a condition is not the place for randomness.
-fn jsonata_condition(expr: &wfc_ir::JsonataExpr, input: &Value, context: &Value) -> Result<bool, Failure> {
+pub(crate) fn jsonata_condition(expr: &wfc_ir::JsonataExpr, input: &Value, context: &Value) -> Result<bool, Failure> {
     use rand::SeedableRng;
     let mut rng = rand::rngs::StdRng::seed_from_u64(0);
     let b = crate::jsonata::Bindings::new(input, context);

@@ -1118,10 +1118,29 @@ pub async fn pass(exec: &Execution, name: &str, spec: &PassState, input: Value) 
             Ok((io::output_path(&spec.output_path, output, ctx)?, assigned))
         });
     }
+    pass_language_with(exec, name, input, |input, ctx| pass_assign(exec, spec, input, ctx))
+}
+
+/// One visit of a Pass state with a JSONata `Output` or `Assign` (or, in the interpreter, any
+/// `Assign` with an `Output`): its Entered event, `body` (the output and the assigned values,
+/// `None` without an `Assign`, from the raw input and the context object, which carries the
+/// variables as of entry), then the Exited event (with AWS's `assignedVariables` when there
+/// are some), after which the values are visible. A `States.Runtime` or
+/// `States.QueryEvaluationError` failure of `body` gets AWS's prefix naming the state (and the
+/// latter its `EvaluationFailed` event).
+///
+/// The interpreter's [`pass`] and generated code (which compiles `body` from the state's
+/// JSONata `Output` and `Assign`) both go through here.
+pub fn pass_language_with(
+    exec: &Execution,
+    name: &str,
+    input: Value,
+    body: impl FnOnce(Value, &Value) -> Result<(Value, Option<Assigned>), Failure>,
+) -> Result<Value, Failure> {
     state_span(name, "Pass").in_scope(|| {
-        let visit = Visit::start_timed(exec, name, "Pass", &input, needs_ctx)?;
-        let ctx = visit.context_if(needs_ctx);
-        let (output, assigned) = pass_assign(&visit, spec, input, &ctx).map_err(|f| visit.runtime(f))?;
+        let visit = Visit::start_timed(exec, name, "Pass", &input, true)?;
+        let ctx = visit.context();
+        let (output, assigned) = body(input, &ctx).map_err(|f| visit.runtime(f))?;
         visit.finish_assigned(&output, assigned)?;
         Ok(output)
     })
@@ -1217,23 +1236,29 @@ fn plain_visit(
 /// `Output` (default: the input) and Assign see `$states.input`.
 #[allow(clippy::type_complexity)]
 fn pass_assign(
-    visit: &Visit<'_>,
+    exec: &Execution,
     spec: &PassState,
     input: Value,
     ctx: &Value,
 ) -> Result<(Value, Option<Vec<(String, Value)>>), Failure> {
     let b = Bindings::new(&input, ctx);
+    let assign = |dollar: &Value| -> Result<Option<Assigned>, Failure> {
+        match &spec.assign {
+            Some(assign) => exec.with_rng(|rng| variables::evaluate(assign, dollar, &b, ctx, rng)).map(Some),
+            None => Ok(None),
+        }
+    };
     let jsonata = spec.output.is_some() || matches!(spec.assign, Some(Assign::Jsonata(_)));
     if jsonata {
-        let assigned = visit.assign(spec.assign.as_ref(), &input, &b)?;
+        let assigned = assign(&input)?;
         let output = match &spec.output {
-            Some(t) => visit.jsonata(t, "Output", &b)?,
+            Some(t) => exec.with_rng(|rng| jsonata::template(t, "Output", &b, rng))?,
             None => input.clone(),
         };
         return Ok((output, assigned));
     }
-    let result = pass_result(visit.exec, spec, &input, ctx)?;
-    let assigned = visit.assign(spec.assign.as_ref(), &result, &b)?;
+    let result = pass_result(exec, spec, &input, ctx)?;
+    let assigned = assign(&result)?;
     let output = io::output_path(&spec.output_path, io::result_path(&spec.result_path, input.clone(), result)?, ctx)?;
     Ok((output, assigned))
 }
@@ -1288,21 +1313,25 @@ fn resolve_seconds(
     match seconds {
         None => Ok(None),
         Some(Seconds::Fixed(s)) => Ok(Some(Duration::from_secs(*s))),
-        Some(Seconds::Jsonata(e)) => {
-            // Evaluated with a fixed seed: a timeout is not the place for randomness.
-            let mut rng = <StdRng as SeedableRng>::seed_from_u64(0);
-            let value = jsonata::evaluate(e, field.trim_end_matches("Path"), &Bindings::new(input, ctx), &mut rng)?;
-            match value.as_u64() {
-                Some(s) if s > 0 => Ok(Some(Duration::from_secs(s))),
-                _ => Err(jsonata::unexpected_type(
-                    e.as_str(),
-                    field.trim_end_matches("Path"),
-                    "positive integer",
-                    &value,
-                )),
-            }
-        }
+        Some(Seconds::Jsonata(e)) => jsonata_seconds(e, field.trim_end_matches("Path"), input, ctx).map(Some),
         Some(Seconds::Path(p)) => seconds_at(p, field, input, ctx).map(Some),
+    }
+}
+
+/// A JSONata TimeoutSeconds or HeartbeatSeconds (`field`) on the state input: a positive
+/// integer, else `States.QueryEvaluationError`.
+pub(crate) fn jsonata_seconds(
+    expr: &wfc_ir::JsonataExpr,
+    field: &str,
+    input: &Value,
+    ctx: &Value,
+) -> Result<Duration, Failure> {
+    // Evaluated with a fixed seed: a timeout is not the place for randomness.
+    let mut rng = <StdRng as SeedableRng>::seed_from_u64(0);
+    let value = jsonata::evaluate(expr, field, &Bindings::new(input, ctx), &mut rng)?;
+    match value.as_u64() {
+        Some(s) if s > 0 => Ok(Duration::from_secs(s)),
+        _ => Err(jsonata::unexpected_type(expr.as_str(), field, "positive integer", &value)),
     }
 }
 
@@ -1435,11 +1464,12 @@ trait TaskCodeView {
     fn finish_needs_context(&self) -> bool;
     fn finish(&self, exec: &Execution, raw_input: Value, result: Value, ctx: &Value) -> Result<Value, Failure>;
     fn credentials(&self) -> Option<&wfc_ir::TaskCredentials>;
-    fn arguments(&self) -> Option<&JsonataTemplate>;
-    fn assign(&self) -> Option<&Assign>;
+    fn has_arguments(&self) -> bool;
+    fn arguments(&self, exec: &Execution, states: &Bindings<'_>) -> Result<Value, Failure>;
     fn assigns(&self) -> bool;
-    fn assigned(&self, exec: &Execution, dollar: &Value, ctx: &Value) -> Result<Assigned, Failure>;
-    fn output(&self) -> Option<&JsonataTemplate>;
+    fn assigned(&self, exec: &Execution, dollar: &Value, states: &Bindings<'_>) -> Result<Assigned, Failure>;
+    fn has_output(&self) -> bool;
+    fn output(&self, exec: &Execution, states: &Bindings<'_>) -> Result<Value, Failure>;
 }
 
 impl<C: TaskCode + ?Sized> TaskCodeView for C {
@@ -1476,20 +1506,23 @@ impl<C: TaskCode + ?Sized> TaskCodeView for C {
     fn credentials(&self) -> Option<&wfc_ir::TaskCredentials> {
         TaskCode::credentials(self)
     }
-    fn arguments(&self) -> Option<&JsonataTemplate> {
-        TaskCode::arguments(self)
+    fn has_arguments(&self) -> bool {
+        TaskCode::has_arguments(self)
     }
-    fn assign(&self) -> Option<&Assign> {
-        TaskCode::assign(self)
+    fn arguments(&self, exec: &Execution, states: &Bindings<'_>) -> Result<Value, Failure> {
+        TaskCode::arguments(self, exec, states)
     }
     fn assigns(&self) -> bool {
         TaskCode::assigns(self)
     }
-    fn assigned(&self, exec: &Execution, dollar: &Value, ctx: &Value) -> Result<Assigned, Failure> {
-        TaskCode::assigned(self, exec, dollar, ctx)
+    fn assigned(&self, exec: &Execution, dollar: &Value, states: &Bindings<'_>) -> Result<Assigned, Failure> {
+        TaskCode::assigned(self, exec, dollar, states)
     }
-    fn output(&self) -> Option<&JsonataTemplate> {
-        TaskCode::output(self)
+    fn has_output(&self) -> bool {
+        TaskCode::has_output(self)
+    }
+    fn output(&self, exec: &Execution, states: &Bindings<'_>) -> Result<Value, Failure> {
+        TaskCode::output(self, exec, states)
     }
 }
 
@@ -1525,8 +1558,8 @@ pub trait TaskCode {
     fn retriers(&self) -> &[Self::Retrier];
     /// `Catch`, in order.
     fn catchers(&self) -> &[Self::Catcher];
-    /// Whether the state's processing (InputPath, OutputPath, the timeouts, and the interpreted
-    /// forms: Arguments, Output, Assign, Credentials) reads the context object on entry.
+    /// Whether the state's processing (InputPath, OutputPath, the timeouts, JSONata Arguments,
+    /// Output and Assign, Credentials) reads the context object on entry.
     fn needs_context(&self) -> bool {
         false
     }
@@ -1571,27 +1604,37 @@ pub trait TaskCode {
     fn credentials(&self) -> Option<&wfc_ir::TaskCredentials> {
         None
     }
-    /// JSONata `Arguments` (interpreted only).
-    fn arguments(&self) -> Option<&JsonataTemplate> {
-        None
+    /// Whether the state has JSONata `Arguments` ([`arguments`](Self::arguments)).
+    fn has_arguments(&self) -> bool {
+        false
     }
-    /// `Assign` (interpreted only).
-    fn assign(&self) -> Option<&Assign> {
-        None
+    /// JSONata `Arguments`, evaluated with `states` (`$states.input` is the raw input,
+    /// `states.context` the context object of the attempt); called only when
+    /// [`has_arguments`](Self::has_arguments).
+    fn arguments(&self, exec: &Execution, states: &Bindings<'_>) -> Result<Value, Failure> {
+        let _ = exec;
+        Ok(states.input.clone())
     }
-    /// Whether the state has a JSONPath `Assign` compiled to Rust ([`assigned`](Self::assigned)).
+    /// Whether the state has an `Assign` ([`assigned`](Self::assigned)).
     fn assigns(&self) -> bool {
         false
     }
-    /// The compiled `Assign`'s values, in the order written, on `dollar` (the result) with the
-    /// context object `ctx` (the variables as of entry).
-    fn assigned(&self, exec: &Execution, dollar: &Value, ctx: &Value) -> Result<Assigned, Failure> {
-        let _ = (exec, dollar, ctx);
+    /// The `Assign` block's values, in the order written: a JSONPath block on `dollar` (the
+    /// result) with the context object `states.context` (the variables as of entry); a JSONata
+    /// block with `states` (`$states.input`, `$states.result`, `$states.context`).
+    fn assigned(&self, exec: &Execution, dollar: &Value, states: &Bindings<'_>) -> Result<Assigned, Failure> {
+        let _ = (exec, dollar, states);
         Ok(Vec::new())
     }
-    /// JSONata `Output` (interpreted only).
-    fn output(&self) -> Option<&JsonataTemplate> {
-        None
+    /// Whether the state has a JSONata `Output` ([`output`](Self::output)).
+    fn has_output(&self) -> bool {
+        false
+    }
+    /// JSONata `Output`, evaluated with `states` (as for [`assigned`](Self::assigned)); called
+    /// only when [`has_output`](Self::has_output).
+    fn output(&self, exec: &Execution, states: &Bindings<'_>) -> Result<Value, Failure> {
+        let _ = exec;
+        Ok(states.result.cloned().unwrap_or(Value::Null))
     }
 }
 
@@ -1687,16 +1730,37 @@ impl TaskCode for Interpreted<'_> {
         self.0.credentials.as_ref()
     }
 
-    fn arguments(&self) -> Option<&JsonataTemplate> {
-        self.0.arguments.as_ref()
+    fn has_arguments(&self) -> bool {
+        self.0.arguments.is_some()
     }
 
-    fn assign(&self) -> Option<&Assign> {
-        self.0.assign.as_ref()
+    fn arguments(&self, exec: &Execution, states: &Bindings<'_>) -> Result<Value, Failure> {
+        match &self.0.arguments {
+            Some(t) => exec.with_rng(|rng| jsonata::template(t, "Arguments", states, rng)),
+            None => Ok(states.input.clone()),
+        }
     }
 
-    fn output(&self) -> Option<&JsonataTemplate> {
-        self.0.output.as_ref()
+    fn assigns(&self) -> bool {
+        self.0.assign.is_some()
+    }
+
+    fn assigned(&self, exec: &Execution, dollar: &Value, states: &Bindings<'_>) -> Result<Assigned, Failure> {
+        match &self.0.assign {
+            Some(assign) => exec.with_rng(|rng| variables::evaluate(assign, dollar, states, states.context, rng)),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    fn has_output(&self) -> bool {
+        self.0.output.is_some()
+    }
+
+    fn output(&self, exec: &Execution, states: &Bindings<'_>) -> Result<Value, Failure> {
+        match &self.0.output {
+            Some(t) => exec.with_rng(|rng| jsonata::template(t, "Output", states, rng)),
+            None => Ok(states.result.cloned().unwrap_or(Value::Null)),
+        }
     }
 }
 
@@ -1760,16 +1824,14 @@ async fn task_inner(
             }
         };
         let params = role_arn.and_then(|role_arn| {
-            match code.arguments() {
-                Some(arguments) => {
-                    let ctx = visit.context();
-                    visit.jsonata(arguments, "Arguments", &Bindings::new(&input, &ctx))
-                }
+            if code.has_arguments() {
+                let ctx = visit.context();
+                code.arguments(exec, &Bindings::new(&input, &ctx))
+            } else if shape.single_attempt && matches!(parameters, Parameters::None) {
                 // No Retry: this is the only attempt, so the effective input itself is sent.
-                None if shape.single_attempt && matches!(parameters, Parameters::None) => {
-                    Ok(std::mem::take(&mut effective))
-                }
-                None => parameters.for_attempt(code, &effective, &visit),
+                Ok(std::mem::take(&mut effective))
+            } else {
+                parameters.for_attempt(code, &effective, &visit)
             }
             .map(|params| (role_arn, params))
         });
@@ -1878,9 +1940,12 @@ async fn task_inner(
                 // large or too deep is terminal, and AWS names the resource that returned it.
                 exec.limits().check_payload(resource, &result).map_err(|f| visit.runtime(f))?;
                 exec.record_with(events.succeeded, || events.details(resource, json!({ "output": result })));
-                let assign_code = |dollar: &Value, ctx: &Value| code.assigned(exec, dollar, ctx);
-                let assign = AssignRef::of(code.assign(), code.assigns(), &assign_code);
-                let language = Language { assign, output: code.output() };
+                let assign_code = |dollar: &Value, states: &Bindings<'_>| code.assigned(exec, dollar, states);
+                let output_code = |states: &Bindings<'_>| code.output(exec, states);
+                let language = Language {
+                    assign: code.assigns().then_some(AssignRef::Code(&assign_code)),
+                    output: code.has_output().then_some(OutputRef::Code(&output_code)),
+                };
                 if language.is_plain() && shape.result_is_output {
                     // The output is the result just checked against the same limits.
                     visit.exit(&result);
@@ -2120,16 +2185,28 @@ impl Finish<'_> {
 #[derive(Clone, Copy)]
 struct Language<'s> {
     assign: Option<AssignRef<'s>>,
-    output: Option<&'s JsonataTemplate>,
+    output: Option<OutputRef<'s>>,
 }
 
+/// A function of the `$states` bindings, for [`AssignRef`] and [`OutputRef`].
+type StatesFn<'s, T> = dyn Fn(&Bindings<'_>) -> Result<T, Failure> + 's;
+
 /// A Task's, Parallel's or Map's `Assign` block as its visit evaluates it: the IR's (the
-/// interpreter), or a JSONPath block compiled to Rust (generated code's `assigned`), called
-/// with what `$` means and the context object.
+/// interpreter's Parallel and Map), or the state's code (a Task's `TaskCode::assigned`, a
+/// generated Parallel's or Map's JSONPath block), called with what `$` means and the `$states`
+/// bindings (whose `context` is the context object).
 #[derive(Clone, Copy)]
 enum AssignRef<'s> {
     Ir(&'s Assign),
-    Code(&'s (dyn Fn(&Value, &Value) -> Result<Assigned, Failure> + 's)),
+    Code(&'s (dyn Fn(&Value, &Bindings<'_>) -> Result<Assigned, Failure> + 's)),
+}
+
+/// A Task's, Parallel's or Map's JSONata `Output` as its visit evaluates it: the IR's template,
+/// or the state's code (`TaskCode::output`).
+#[derive(Clone, Copy)]
+enum OutputRef<'s> {
+    Ir(&'s JsonataTemplate),
+    Code(&'s StatesFn<'s, Value>),
 }
 
 impl<'s> AssignRef<'s> {
@@ -2137,7 +2214,7 @@ impl<'s> AssignRef<'s> {
     fn of(
         ir: Option<&'s Assign>,
         generated: bool,
-        code: &'s (dyn Fn(&Value, &Value) -> Result<Assigned, Failure> + 's),
+        code: &'s (dyn Fn(&Value, &Bindings<'_>) -> Result<Assigned, Failure> + 's),
     ) -> Option<AssignRef<'s>> {
         if generated { Some(AssignRef::Code(code)) } else { ir.map(AssignRef::Ir) }
     }
@@ -2190,12 +2267,13 @@ fn finish_with_language(
     let ctx = visit.context();
     let b = Bindings { result: Some(&result), ..Bindings::new(raw_input, &ctx) };
     let assigned = match language.assign {
-        Some(AssignRef::Code(code)) => Some(code(&result, &ctx)?),
+        Some(AssignRef::Code(code)) => Some(code(&result, &b)?),
         Some(AssignRef::Ir(assign)) => visit.assign(Some(assign), &result, &b)?,
         None => None,
     };
     let output = match language.output {
-        Some(t) => visit.jsonata(t, "Output", &b)?,
+        Some(OutputRef::Ir(t)) => visit.jsonata(t, "Output", &b)?,
+        Some(OutputRef::Code(code)) => code(&b)?,
         None => finish.output(visit, raw_input.clone(), result.clone()).map_err(|f| visit.runtime(f))?,
     };
     visit.finish_assigned(&output, assigned)?;
@@ -2283,23 +2361,57 @@ fn caught<C: retry::CatchRule>(
         visit.finish_assigned(&output, Some(assigned))?;
         return Ok(Step::Goto { target: catcher.next(), output });
     }
+    if let Some(code) = catcher.jsonata_code() {
+        return caught_language(
+            visit,
+            code.catcher.next,
+            raw_input,
+            failure,
+            |_, b| code.assign.map(|assign| assign(visit.exec, b)).transpose(),
+            |b| code.output.map(|output| output(visit.exec, b)),
+            |raw, failure| retry::CatchRule::output(&code.catcher, raw, failure),
+        );
+    }
     let Some(catcher) = catcher.with_language() else {
         let output = catcher.output(raw_input, &failure).map_err(|f| visit.runtime(f))?;
         visit.finish(&output)?;
         return Ok(Step::Goto { target: catcher.next(), output });
     };
-    // A catcher's Assign and Output see the Error Output (`$`, `$states.errorOutput`); the
-    // state's own Assign is not evaluated.
+    caught_language(
+        visit,
+        catcher.next,
+        raw_input,
+        failure,
+        |error_output, b| visit.assign(catcher.assign.as_ref(), error_output, b),
+        |b| catcher.output.as_ref().map(|t| visit.jsonata(t, "Output", b)),
+        |raw, failure| retry::catch_output(catcher, raw, failure),
+    )
+}
+
+/// A catcher with `Assign` or a JSONata `Output`, the IR's or compiled: `assign` (on the Error
+/// Output, `$`, and the `$states` bindings; `None` without an `Assign`), then `output` (`None`
+/// without an `Output`: `result_path` places the Error Output in the raw input), then the
+/// Exited event and the new variables. The state's own Assign is not evaluated.
+fn caught_language(
+    visit: &Visit<'_>,
+    next: StateId,
+    raw_input: Value,
+    failure: Failure,
+    assign: impl FnOnce(&Value, &Bindings<'_>) -> Result<Option<Assigned>, Failure>,
+    output: impl FnOnce(&Bindings<'_>) -> Option<Result<Value, Failure>>,
+    result_path: impl FnOnce(Value, &Failure) -> Result<Value, Failure>,
+) -> Result<Step, Failure> {
+    // A catcher's Assign and Output see the Error Output (`$`, `$states.errorOutput`).
     let error_output = failure.to_error_output();
     let ctx = visit.context();
     let b = Bindings { error_output: Some(&error_output), ..Bindings::new(&raw_input, &ctx) };
-    let assigned = visit.assign(catcher.assign.as_ref(), &error_output, &b).map_err(|f| visit.runtime(f))?;
-    let output = match &catcher.output {
-        Some(t) => visit.jsonata(t, "Output", &b).map_err(|f| visit.runtime(f))?,
-        None => retry::catch_output(catcher, raw_input.clone(), &failure).map_err(|f| visit.runtime(f))?,
+    let assigned = assign(&error_output, &b).map_err(|f| visit.runtime(f))?;
+    let output = match output(&b) {
+        Some(evaluated) => evaluated.map_err(|f| visit.runtime(f))?,
+        None => result_path(raw_input.clone(), &failure).map_err(|f| visit.runtime(f))?,
     };
     visit.finish_assigned(&output, assigned)?;
-    Ok(Step::Goto { target: catcher.next, output })
+    Ok(Step::Goto { target: next, output })
 }
 
 /// A Choice state. No match and no Default is `States.NoChoiceMatched`.
@@ -2329,33 +2441,72 @@ pub fn choice(exec: &Execution, name: &str, spec: &ChoiceState, input: Value) ->
             |effective, ctx| io::output_path(&spec.output_path, effective, ctx),
         );
     }
+    choice_language_with(
+        exec,
+        name,
+        needs_ctx,
+        input,
+        spec.default.is_some(),
+        |input, ctx| io::input_path_owned(&spec.input_path, input, ctx),
+        |effective, ctx| {
+            for (i, rule) in spec.choices.iter().enumerate() {
+                if choice::evaluate(&rule.condition, effective, ctx)? {
+                    return Ok(Some(i));
+                }
+            }
+            Ok(None)
+        },
+        |branch, raw, effective, ctx| {
+            // The matched rule's Assign and Output; the state's own only on the Default path.
+            let (assign, output_template) = match branch.and_then(|i| spec.choices.get(i)) {
+                Some(rule) => (rule.assign.as_ref(), rule.output.as_ref()),
+                None => (spec.assign.as_ref(), spec.output.as_ref()),
+            };
+            let b = Bindings::new(raw, ctx);
+            let assigned = match assign {
+                Some(assign) => Some(exec.with_rng(|rng| variables::evaluate(assign, &effective, &b, ctx, rng))?),
+                None => None,
+            };
+            let output = match output_template {
+                Some(t) => exec.with_rng(|rng| jsonata::template(t, "Output", &b, rng))?,
+                None => io::output_path(&spec.output_path, effective, ctx)?,
+            };
+            Ok((output, assigned))
+        },
+    )
+}
+
+/// One visit of a Choice state with a JSONata `Output` or `Assign` (or, in the interpreter, any
+/// `Assign` or `Output`): as [`choice_with`], then `finish`, given the chosen rule (`None`: the
+/// Default), the raw input (`$states.input`), the effective input and the context object,
+/// gives the output and the chosen block's assigned values (`None`: it has no `Assign`), which
+/// the Exited event records and which are visible from the next state on.
+///
+/// The interpreter's [`choice`] and generated code (whose `rules` are Rust conditions and
+/// JSONata `Condition`s, and whose `finish` is compiled from each rule's `Output` and
+/// `Assign`) both go through here.
+#[allow(clippy::too_many_arguments, clippy::type_complexity)] // each argument is one step of the state, in order
+pub fn choice_language_with(
+    exec: &Execution,
+    name: &str,
+    needs_ctx: bool,
+    input: Value,
+    has_default: bool,
+    input_path: impl FnOnce(Value, &Value) -> Result<Value, Failure>,
+    rules: impl FnOnce(&Value, &Value) -> Result<Option<usize>, Failure>,
+    finish: impl FnOnce(Option<usize>, &Value, Value, &Value) -> Result<(Value, Option<Assigned>), Failure>,
+) -> Result<Chosen, Failure> {
     state_span(name, "Choice").in_scope(|| {
         let visit = Visit::start_timed(exec, name, "Choice", &input, needs_ctx)?;
         let ctx = visit.context_if(needs_ctx);
         // A JSONata Output or Assign sees the raw input as `$states.input`.
         let raw = input.clone();
-        let effective = io::input_path_owned(&spec.input_path, input, &ctx).map_err(|f| visit.runtime(f))?;
-        let mut branch = None;
-        for (i, rule) in spec.choices.iter().enumerate() {
-            if choice::evaluate(&rule.condition, &effective, &ctx).map_err(|f| visit.runtime(f))? {
-                branch = Some(i);
-                break;
-            }
-        }
-        if branch.is_none() && spec.default.is_none() {
+        let effective = input_path(input, &ctx).map_err(|f| visit.runtime(f))?;
+        let branch = rules(&effective, &ctx).map_err(|f| visit.runtime(f))?;
+        if branch.is_none() && !has_default {
             return Err(no_choice_matched(name));
         }
-        // The matched rule's Assign and Output; the state's own only on the Default path.
-        let (assign, output_template) = match branch.and_then(|i| spec.choices.get(i)) {
-            Some(rule) => (rule.assign.as_ref(), rule.output.as_ref()),
-            None => (spec.assign.as_ref(), spec.output.as_ref()),
-        };
-        let b = Bindings::new(&raw, &ctx);
-        let assigned = visit.assign(assign, &effective, &b).map_err(|f| visit.runtime(f))?;
-        let output = match output_template {
-            Some(t) => visit.jsonata(t, "Output", &b).map_err(|f| visit.runtime(f))?,
-            None => io::output_path(&spec.output_path, effective, &ctx).map_err(|f| visit.runtime(f))?,
-        };
+        let (output, assigned) = finish(branch, &raw, effective, &ctx).map_err(|f| visit.runtime(f))?;
         visit.finish_assigned(&output, assigned)?;
         Ok(Chosen { branch, output })
     })
@@ -2458,27 +2609,8 @@ fn bare(value: &Value) -> String {
 /// How long a Wait waits, with AWS's messages for bad values.
 fn wait_delay(exec: &Execution, duration: &WaitDuration, input: &Value, ctx: &Value) -> Result<Duration, Failure> {
     let delay = match duration {
-        WaitDuration::SecondsJsonata(e) => {
-            let b = Bindings::new(input, ctx);
-            let value = exec.with_rng(|rng| jsonata::evaluate(e, "Seconds", &b, rng))?;
-            match value.as_u64() {
-                Some(s) => Duration::from_secs(s),
-                None => return Err(jsonata::unexpected_type(e.as_str(), "Seconds", "non-negative integer", &value)),
-            }
-        }
-        WaitDuration::TimestampJsonata(e) => {
-            let b = Bindings::new(input, ctx);
-            let value = exec.with_rng(|rng| jsonata::evaluate(e, "Timestamp", &b, rng))?;
-            match value.as_str().map(wfc_ir::timestamp::parse) {
-                Some(Ok(ts)) => exec.clock().until(ts),
-                _ => {
-                    return Err(jsonata::query_error(format!(
-                        "The Timestamp field cannot be parsed as an ISO-8601 extended offset date-time format string: {}",
-                        bare(&value)
-                    )));
-                }
-            }
-        }
+        WaitDuration::SecondsJsonata(e) => wait_seconds_jsonata(exec, e, &Bindings::new(input, ctx))?,
+        WaitDuration::TimestampJsonata(e) => wait_timestamp_jsonata(exec, e, &Bindings::new(input, ctx))?,
         WaitDuration::Seconds(s) => Duration::from_secs(*s),
         WaitDuration::Timestamp(text) => match wfc_ir::timestamp::parse(text) {
             Ok(ts) => exec.clock().until(ts),
@@ -2492,6 +2624,36 @@ fn wait_delay(exec: &Execution, duration: &WaitDuration, input: &Value, ctx: &Va
         WaitDuration::TimestampPath(p) => wait_timestamp_at(exec, p.as_str(), io::select_opt(p, input, ctx).as_ref())?,
     };
     wait_limit(delay)
+}
+
+/// A Wait's JSONata `Seconds`: a non-negative integer, else `States.QueryEvaluationError`.
+pub(crate) fn wait_seconds_jsonata(
+    exec: &Execution,
+    expr: &wfc_ir::JsonataExpr,
+    b: &Bindings<'_>,
+) -> Result<Duration, Failure> {
+    let value = exec.with_rng(|rng| jsonata::evaluate(expr, "Seconds", b, rng))?;
+    match value.as_u64() {
+        Some(s) => Ok(Duration::from_secs(s)),
+        None => Err(jsonata::unexpected_type(expr.as_str(), "Seconds", "non-negative integer", &value)),
+    }
+}
+
+/// A Wait's JSONata `Timestamp`: the time from now until then on the execution's clock; a value
+/// that is not an ASL timestamp is `States.QueryEvaluationError`.
+pub(crate) fn wait_timestamp_jsonata(
+    exec: &Execution,
+    expr: &wfc_ir::JsonataExpr,
+    b: &Bindings<'_>,
+) -> Result<Duration, Failure> {
+    let value = exec.with_rng(|rng| jsonata::evaluate(expr, "Timestamp", b, rng))?;
+    match value.as_str().map(wfc_ir::timestamp::parse) {
+        Some(Ok(ts)) => Ok(exec.clock().until(ts)),
+        _ => Err(jsonata::query_error(format!(
+            "The Timestamp field cannot be parsed as an ISO-8601 extended offset date-time format string: {}",
+            bare(&value)
+        ))),
+    }
 }
 
 /// A Wait's delay within [`MAX_WAIT`], else AWS's `States.Runtime`.
@@ -2563,20 +2725,42 @@ pub async fn wait(exec: &Execution, name: &str, spec: &WaitState, input: Value) 
         })
         .await;
     }
-    wait_visit(exec, name, needs_ctx, input, |visit, input, ctx| {
+    wait_language_with(exec, name, needs_ctx, input, |input, ctx| {
         let raw = input.clone();
-        let effective = io::input_path_owned(&spec.input_path, input, ctx).map_err(|f| visit.runtime(f))?;
-        let delay = wait_delay(exec, &spec.duration, &effective, ctx).map_err(|f| visit.runtime(f))?;
+        let effective = io::input_path_owned(&spec.input_path, input, ctx)?;
+        let delay = wait_delay(exec, &spec.duration, &effective, ctx)?;
         // Assign and Output are computed before the wait, against the variables as of entry.
         let b = Bindings::new(&raw, ctx);
-        let assigned = visit.assign(spec.assign.as_ref(), &effective, &b).map_err(|f| visit.runtime(f))?;
+        let assigned = match &spec.assign {
+            Some(assign) => Some(exec.with_rng(|rng| variables::evaluate(assign, &effective, &b, ctx, rng))?),
+            None => None,
+        };
         let output = match &spec.output {
-            Some(t) => visit.jsonata(t, "Output", &b).map_err(|f| visit.runtime(f))?,
-            None => io::output_path(&spec.output_path, effective, ctx).map_err(|f| visit.runtime(f))?,
+            Some(t) => exec.with_rng(|rng| jsonata::template(t, "Output", &b, rng))?,
+            None => io::output_path(&spec.output_path, effective, ctx)?,
         };
         Ok((output, assigned, delay))
     })
     .await
+}
+
+/// One visit of a Wait state with a JSONata `Output` or `Assign` (or, in the interpreter, any
+/// `Assign` with an `Output`): as [`wait_with`], with `body` also giving the assigned values
+/// (`None` without an `Assign`; evaluated before the wait, against the variables as of entry),
+/// which the Exited event records and which are visible from the next state on. A failure of
+/// `body` gets AWS's prefix naming the state (and a `States.QueryEvaluationError` its
+/// `EvaluationFailed` event).
+///
+/// The interpreter's [`wait`] and generated code (which compiles `body` from the state's
+/// JSONata `Seconds`/`Timestamp`, `Output` and `Assign`) both go through here.
+pub async fn wait_language_with(
+    exec: &Execution,
+    name: &str,
+    needs_ctx: bool,
+    input: Value,
+    body: impl FnOnce(Value, &Value) -> Result<(Value, Option<Assigned>, Duration), Failure>,
+) -> Result<Value, Failure> {
+    wait_visit(exec, name, needs_ctx, input, |visit, input, ctx| body(input, ctx).map_err(|f| visit.runtime(f))).await
 }
 
 /// One visit of a JSONPath Wait state without `Assign`: its events around `body`, which gives
@@ -2649,29 +2833,17 @@ async fn wait_visit(
 pub fn succeed(exec: &Execution, name: &str, spec: &SucceedState, input: Value) -> Result<Value, Failure> {
     let needs_ctx =
         io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()]) || spec.output.is_some();
-    if spec.output.is_none() {
-        return succeed_with(exec, name, needs_ctx, input, |input, ctx| {
-            io::input_path_owned(&spec.input_path, input, ctx)
-                .and_then(|effective| io::output_path(&spec.output_path, effective, ctx))
-        });
-    }
-    state_span(name, "Succeed").in_scope(|| {
-        let visit = Visit::start_timed(exec, name, "Succeed", &input, needs_ctx)?;
-        let ctx = visit.context_if(needs_ctx);
-        let output = match &spec.output {
-            Some(t) => visit.jsonata(t, "Output", &Bindings::new(&input, &ctx)),
-            None => io::input_path_owned(&spec.input_path, input, &ctx)
-                .and_then(|effective| io::output_path(&spec.output_path, effective, &ctx)),
-        }
-        .map_err(|f| visit.runtime(f))?;
-        visit.finish(&output)?;
-        Ok(output)
+    succeed_with(exec, name, needs_ctx, input, |input, ctx| match &spec.output {
+        Some(t) => exec.with_rng(|rng| jsonata::template(t, "Output", &Bindings::new(&input, ctx), rng)),
+        None => io::input_path_owned(&spec.input_path, input, ctx)
+            .and_then(|effective| io::output_path(&spec.output_path, effective, ctx)),
     })
 }
 
-/// One visit of a JSONPath Succeed state: records its Entered and Exited events around `body`
-/// (InputPath then OutputPath), as [`pass_with`] does for a Pass state. The interpreter's
-/// [`succeed`] and generated code both go through here.
+/// One visit of a Succeed state: records its Entered and Exited events around `body`
+/// (InputPath then OutputPath, or a JSONata `Output` with the context object: `needs_ctx`), as
+/// [`pass_with`] does for a Pass state. The interpreter's [`succeed`] and generated code both
+/// go through here.
 pub fn succeed_with(
     exec: &Execution,
     name: &str,
@@ -2689,19 +2861,11 @@ pub fn fail(exec: &Execution, name: &str, spec: &FailState, input: Value) -> Fai
         || spec.cause_computed.is_some();
     fail_with(exec, name, needs_ctx, input, |input, ctx| {
         let computed = |value: &ComputedString, field: &str| -> Result<String, Failure> {
-            let (value, text) = match value {
+            match value {
                 ComputedString::Intrinsic(i) => {
-                    (exec.with_rng(|rng| crate::intrinsics::evaluate(i, field, input, ctx, rng))?, None)
+                    computed_string(field, exec.with_rng(|rng| crate::intrinsics::evaluate(i, field, input, ctx, rng))?)
                 }
-                ComputedString::Jsonata(e) => {
-                    let b = Bindings::new(input, ctx);
-                    (exec.with_rng(|rng| jsonata::evaluate(e, field, &b, rng))?, Some(e.as_str()))
-                }
-            };
-            match (value, text) {
-                (Value::String(s), _) => Ok(s),
-                (other, Some(text)) => Err(jsonata::unexpected_type(text, field, "string", &other)),
-                (other, None) => Err(Failure::runtime(format!("The {field} must be a string, but it was {other}"))),
+                ComputedString::Jsonata(e) => fail_jsonata(exec, e, field, &Bindings::new(input, ctx)),
             }
         };
         let read = |literal: &Option<String>, path: &Option<wfc_ir::Path>, field: &str| -> Result<String, Failure> {
@@ -2748,6 +2912,29 @@ pub fn fail_with(
         let ctx = visit.context_if(needs_ctx);
         body(&input, &ctx).unwrap_or_else(|f| visit.runtime(f))
     })
+}
+
+/// A Fail state's JSONata `Error` or `Cause` (`field`): a string, else
+/// `States.QueryEvaluationError` with AWS's wording.
+pub(crate) fn fail_jsonata(
+    exec: &Execution,
+    expr: &wfc_ir::JsonataExpr,
+    field: &str,
+    b: &Bindings<'_>,
+) -> Result<String, Failure> {
+    match exec.with_rng(|rng| jsonata::evaluate(expr, field, b, rng))? {
+        Value::String(s) => Ok(s),
+        other => Err(jsonata::unexpected_type(expr.as_str(), field, "string", &other)),
+    }
+}
+
+/// What a Fail state's intrinsic ErrorPath or CausePath (`field`) gave: a string, else
+/// `States.Runtime`.
+pub(crate) fn computed_string(field: &str, value: Value) -> Result<String, Failure> {
+    match value {
+        Value::String(s) => Ok(s),
+        other => Err(Failure::runtime(format!("The {field} must be a string, but it was {other}"))),
+    }
 }
 
 /// What a Fail state's ErrorPath or CausePath (`field`, whose path is `text`) selected: a
@@ -3132,9 +3319,9 @@ where
             Ok(outputs) => {
                 exec.record(EventType::ParallelStateSucceeded, json!({ "name": name }));
                 let result = Value::Array(outputs);
-                let assign_code = |dollar: &Value, ctx: &Value| code.assigned(exec, dollar, ctx);
+                let assign_code = |dollar: &Value, states: &Bindings<'_>| code.assigned(exec, dollar, states.context);
                 let assign = AssignRef::of(code.assign(), code.assigns(), &assign_code);
-                let language = Language { assign, output: code.output() };
+                let language = Language { assign, output: code.output().map(OutputRef::Ir) };
                 let finish = Finish {
                     needs_ctx: io_ctx || code.finish_needs_context(),
                     run: &|raw: Value, result: Value, ctx: &Value| code.finish(exec, raw, result, ctx),
@@ -3288,9 +3475,9 @@ where
         let (failure, iterations_failed) = match outcome {
             Ok(result) => {
                 exec.record(EventType::MapStateSucceeded, json!({ "name": name }));
-                let assign_code = |dollar: &Value, ctx: &Value| code.assigned(exec, dollar, ctx);
+                let assign_code = |dollar: &Value, states: &Bindings<'_>| code.assigned(exec, dollar, states.context);
                 let assign = AssignRef::of(code.assign(), code.assigns(), &assign_code);
-                let language = Language { assign, output: code.output() };
+                let language = Language { assign, output: code.output().map(OutputRef::Ir) };
                 let finish = Finish {
                     needs_ctx: io_ctx || code.finish_needs_context(),
                     run: &|raw: Value, result: Value, ctx: &Value| code.finish(exec, raw, result, ctx),

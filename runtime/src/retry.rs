@@ -19,6 +19,7 @@ use wfc_ir::jsonpath::ast::SingularStep;
 use wfc_ir::{Catcher, Jitter, Retrier, StateId};
 
 use crate::Failure;
+use crate::jsonata::Bindings;
 
 /// The longest single back-off, whatever the retrier says: a year (AWS's MaxDelaySeconds limit,
 /// 31,622,400 s), since no Standard execution outlives a year. It also keeps the arithmetic
@@ -129,6 +130,11 @@ pub trait CatchRule {
     fn assign_code(&self) -> Option<CatchAssign> {
         None
     }
+    /// The catcher's JSONata `Assign` and `Output` compiled to Rust (a [`JsonataCatcher`]'s),
+    /// when it has either.
+    fn jsonata_code(&self) -> Option<&JsonataCatcher> {
+        None
+    }
 }
 
 /// A catcher's JSONPath `Assign` compiled to Rust: its values from the execution (for random
@@ -206,6 +212,43 @@ pub struct AssignCatcher {
     pub catcher: StaticCatcher,
     /// `Assign`.
     pub assign: Option<CatchAssign>,
+}
+
+/// A catcher's JSONata `Assign` compiled to Rust: its values from the execution (for `$random()`
+/// and `$uuid()`) and the `$states` bindings (`errorOutput`, `input`, `context`).
+pub type CatchJsonataAssign = fn(&crate::Execution, &Bindings<'_>) -> Result<crate::exec::Assigned, Failure>;
+
+/// A catcher's JSONata `Output` compiled to Rust, as [`CatchJsonataAssign`].
+pub type CatchJsonataOutput = fn(&crate::Execution, &Bindings<'_>) -> Result<Value, Failure>;
+
+/// A catcher compiled into generated code, for a `Catch` table of a JSONata state in which some
+/// catcher has an `Assign` or `Output`: a [`StaticCatcher`] and those two as Rust.
+#[derive(Clone, Copy)]
+pub struct JsonataCatcher {
+    /// ErrorEquals, ResultPath (the Error Output when there is no `Output`) and Next.
+    pub catcher: StaticCatcher,
+    /// `Assign`.
+    pub assign: Option<CatchJsonataAssign>,
+    /// `Output`.
+    pub output: Option<CatchJsonataOutput>,
+}
+
+impl CatchRule for JsonataCatcher {
+    fn matches(&self, error: &str) -> bool {
+        self.catcher.matches(error)
+    }
+
+    fn next(&self) -> StateId {
+        self.catcher.next
+    }
+
+    fn output(&self, raw_input: Value, failure: &Failure) -> Result<Value, Failure> {
+        self.catcher.output(raw_input, failure)
+    }
+
+    fn jsonata_code(&self) -> Option<&JsonataCatcher> {
+        (self.assign.is_some() || self.output.is_some()).then_some(self)
+    }
 }
 
 impl CatchRule for AssignCatcher {

@@ -529,8 +529,9 @@ pub mod assign_states {
                         &self,
                         exec: &__wfc::Execution,
                         dollar: &__wfc::Value,
-                        ctx: &__wfc::Value,
+                        states: &__wfc::abi::Bindings<'_>,
                     ) -> Result<__wfc::abi::Assigned, __wfc::Failure> {
+                        let ctx = states.context;
                         Ok(
                             ::std::vec![
                                 (::std::borrow::ToOwned::to_owned("called"),

@@ -5,9 +5,10 @@
 //! the interpreter: same status, output, error and whole history on each input.
 //!
 //! The fixtures are made of the states codegen writes as Rust (JSONPath Pass, Choice, Succeed,
-//! Task, Wait, Fail, Parallel and INLINE Map, and JSONPath Assign on all of them; see
-//! docs/status.md, issue 20), so these runs exercise the generated paths, templates, intrinsics,
-//! conditions, Retry/Catch tables, nested machines and Assign blocks, including their failures.
+//! Task, Wait, Fail, Parallel and INLINE Map, and JSONPath Assign on all of them; JSONata Pass,
+//! Choice, Succeed, Task, Wait and Fail; see docs/status.md, issue 20), so these runs exercise
+//! the generated paths, templates, intrinsics, conditions, Retry/Catch tables, nested machines,
+//! Assign blocks and JSONata expressions, including their failures.
 
 use std::path::Path;
 
@@ -23,9 +24,18 @@ include!("../expected/wait_fail.rs");
 include!("../expected/parallel_map.rs");
 include!("../expected/assign.rs");
 include!("../expected/assign_states.rs");
+include!("../expected/jsonata_states.rs");
 
-const STEMS: [&str; 7] =
-    ["count_loop", "pass_choice", "task_retry_catch", "wait_fail", "parallel_map", "assign", "assign_states"];
+const STEMS: [&str; 8] = [
+    "count_loop",
+    "pass_choice",
+    "task_retry_catch",
+    "wait_fail",
+    "parallel_map",
+    "assign",
+    "assign_states",
+    "jsonata_states",
+];
 
 fn expected_dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("expected")
@@ -103,6 +113,22 @@ fn pass_and_choice_are_generated_not_interpreted() {
     assert_eq!(states.matches("fn assigns(&self) -> bool").count(), 3, "{states}");
     assert_eq!(states.matches("as __wfc::abi::CatchAssign)").count(), 3, "{states}");
     assert!(!states.contains("let machine = machine()?;"), "{states}");
+    // JSONata Pass, Choice, Wait, Task, Fail and Succeed: construction code over `static`
+    // expressions, evaluated through `abi::jsonata`; no state handed to `exec`.
+    let jsonata = std::fs::read_to_string(expected_dir().join("jsonata_states.rs")).expect("expected code");
+    for interpreted in ["exec::choice(", "exec::task(", "exec::pass(", "exec::wait(", "exec::fail(", "exec::succeed("] {
+        assert!(!jsonata.contains(interpreted), "{interpreted}: {jsonata}");
+    }
+    assert_eq!(jsonata.matches("__wfc::abi::pass_language(").count(), 2, "{jsonata}");
+    assert_eq!(jsonata.matches("__wfc::abi::choice_language(").count(), 1, "{jsonata}");
+    assert_eq!(jsonata.matches("__wfc::abi::jsonata_condition(").count(), 5, "{jsonata}");
+    assert_eq!(jsonata.matches("__wfc::abi::wait_language(").count(), 2, "{jsonata}");
+    assert_eq!(jsonata.matches("__wfc::abi::fail_jsonata(").count(), 3, "{jsonata}");
+    assert_eq!(jsonata.matches("__wfc::abi::jsonata_seconds(").count(), 2, "{jsonata}");
+    assert!(jsonata.contains("const CATCH: &[__wfc::abi::JsonataCatcher]"), "{jsonata}");
+    assert!(jsonata.contains("\"Arguments/list/2\""), "{jsonata}");
+    assert!(jsonata.contains("static JSONATA_0: __wfc::abi::StaticJsonata"), "{jsonata}");
+    assert!(!jsonata.contains("let machine = machine()?;"), "{jsonata}");
     // The driver loop is the runtime's: generated machines supply only their steps.
     for stem in STEMS {
         let code = std::fs::read_to_string(expected_dir().join(format!("{stem}.rs"))).expect("expected code");
@@ -488,4 +514,91 @@ fn assign_states_runs_as_the_interpreter_does() {
 
 fn inputs_first() -> Value {
     json!({"mode": "task", "task": {"name": "t \"✓\" {#}", "n": 1}, "fan": {"name": "f ✓"}, "items": [{"x": 1}, {"sleep": 1, "x": 2}, {"x": 3}]})
+}
+
+impl jsonata_states::Handler for Tasks {
+    async fn echo(&self, input: Value, ctx: TaskContext) -> Result<Value, Failure> {
+        echo(input, ctx).await
+    }
+}
+
+#[test]
+fn jsonata_states_run_as_the_interpreter_does() {
+    let wait = |args: Value| json!({"mode": "wait", "n": 1, "args": args});
+    let task = |task: Value| json!({"mode": "task", "n": 1, "args": {"task": task}});
+    let fail = |fail: Value| json!({"mode": "fail", "n": 1, "args": {"fail": fail}});
+    let until = "2016-03-14T01:59:00Z";
+    let inputs = [
+        // Wait: JSONata Seconds and Timestamp, the rule's Assign and Output, the Wait's Assign and
+        // Output, the Pass's Assign, the Condition-only Choice, Succeed's Output.
+        wait(json!({"seconds": 2, "until": until})),
+        // Seconds of the wrong types: a string, a negative number (States.QueryEvaluationError).
+        wait(json!({"seconds": "x", "until": until})),
+        wait(json!({"seconds": -1, "until": until})),
+        // A Timestamp that is not one, and a number.
+        wait(json!({"seconds": 1, "until": "soon \"✓\""})),
+        wait(json!({"seconds": 1, "until": 5})),
+        // Napped too long: the Fail's Cause expression.
+        wait(json!({"seconds": 60, "until": until})),
+        // No `n`: the first Pass's Assign returns nothing.
+        json!({"mode": "wait", "args": {}}),
+        // The rule's Output reads a missing `until`.
+        wait(json!({"seconds": 1})),
+        // Task: Arguments, the timeouts, Assign and Output on the result.
+        task(json!({"name": "t \"✓\" {#}", "add": 2})),
+        // Boom: the catcher's Assign and Output on the Error Output.
+        task(json!({"name": "t", "boom": true})),
+        // Boom, and the catcher's Assign fails.
+        task(json!({"name": "t", "boom": true, "catchFail": true})),
+        // A timeout from TimeoutSeconds: caught, Output the error's name.
+        task(json!({"name": "t", "timeout": 1, "sleep": 3})),
+        // TimeoutSeconds and HeartbeatSeconds of the wrong types.
+        task(json!({"name": "t", "timeout": "x"})),
+        task(json!({"name": "t", "heartbeat": 0})),
+        // Arguments, Output and Assign that fail.
+        task(json!({"name": "t", "explode": true})),
+        task(json!({"name": "t", "add": "x"})),
+        task(json!({"add": 1})),
+        // Fail: Error and Cause expressions, then each of the wrong type or missing.
+        fail(json!({"error": "E \"✓\" {#}", "cause": "c ✓"})),
+        fail(json!({"error": 1, "cause": "c"})),
+        fail(json!({"error": "E", "cause": {"x": 1}})),
+        fail(json!({"cause": "c"})),
+        // A Condition that gives a number, and the Default's Assign and Output.
+        json!({"mode": "bad", "n": 1, "args": {}}),
+        json!({"mode": "other ✓", "n": 1, "args": {}}),
+    ];
+    for input in &inputs {
+        let compiled = block_on_virtual(jsonata_states::run_with(&Tasks, input.clone(), options()));
+        assert_same("jsonata_states", input, compiled);
+    }
+    let done = block_on_virtual(jsonata_states::run_with(&Tasks, inputs[0].clone(), options()));
+    let output = done.output.clone().expect("the wait path succeeds");
+    assert_eq!(output["vars"]["napped"], json!(4), "{done:?}");
+    assert_eq!(output["vars"]["route"], json!("wait \"✓\" lit \"✓\" {#}"), "{done:?}");
+    let called = block_on_virtual(jsonata_states::run_with(&Tasks, inputs[8].clone(), options()));
+    let output = called.output.clone().expect("the task path succeeds");
+    assert_eq!((output["final"]["sum"].clone(), output["vars"]["called"].clone()), (json!(3), json!("t \"✓\" {#}")));
+    // Where each evaluation failed, as AWS's EvaluationFailed names it (a Timestamp that does not
+    // parse names no field: its cause is the interpreter's wording, not an evaluation's).
+    let failures = [
+        (1, json!("Seconds")),
+        (3, Value::Null),
+        (12, json!("TimeoutSeconds")),
+        (14, json!("Arguments/list/2")),
+        (15, json!("Output/sum")),
+        (16, json!("Assign/called")),
+        (18, json!("Error")),
+        (19, json!("Cause")),
+        (21, json!("Condition")),
+    ];
+    for (i, field) in failures {
+        let failed = block_on_virtual(jsonata_states::run_with(&Tasks, inputs[i].clone(), options()));
+        let error = failed.error.clone().expect("fails");
+        assert_eq!(error.error, "States.QueryEvaluationError", "{i}: {failed:?}");
+        let evaluation = failed.history.iter().find(|e| e.event_type == wfc_runtime::EventType::EvaluationFailed);
+        assert_eq!(evaluation.map(|e| e.details["location"].clone()), Some(field), "{i}: {failed:?}");
+    }
+    let caught = block_on_virtual(jsonata_states::run_with(&Tasks, inputs[9].clone(), options()));
+    assert_eq!(caught.output.map(|o| o["vars"]["caught"].clone()), Some(json!("Boom")), "{:?}", caught.history);
 }

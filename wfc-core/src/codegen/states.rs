@@ -1,8 +1,8 @@
-//! The work of a state as Rust (issue 20): JSONPath Pass, Choice, Succeed, Task, Wait, Fail,
-//! Parallel and INLINE Map states are generated here; DISTRIBUTED Maps and Serverless Workflow
-//! states, and the others when they use `Assign` or JSONata (or a Task `Credentials`, a Fail's
-//! intrinsic ErrorPath/CausePath), still hand their IR to `exec.rs` (see
-//! [`super::Generator::arm`]). A Parallel's branches and a Map's item processor are generated
+//! The work of a state as Rust (issue 20): Pass, Choice, Succeed, Task, Wait and Fail states
+//! (JSONPath or JSONata) and JSONPath Parallel and INLINE Map states are generated here;
+//! DISTRIBUTED Maps, JSONata Parallel and Map states, Serverless Workflow states, a Task with
+//! `Credentials` and a Choice with an `Is*` test on a non-Boolean operand still hand their IR to
+//! `exec.rs` (see [`super::Generator::arm`]). A Parallel's branches and a Map's item processor are generated
 //! machines of their own (`super::Generator::machine_items`); here is the state's own work.
 //!
 //! What the output calls is the runtime's `abi` module, the ABI of generated code:
@@ -22,6 +22,10 @@
 //!   forms), with its Retry and Catch as `const` tables; a Wait's delay is a constant, a
 //!   timestamp parsed here, or its `*Path` read from the value; a Fail's Error and Cause are
 //!   literals or path reads;
+//! - a JSONata expression becomes a `static` parsed once on first use and evaluated by the
+//!   interpreter's evaluator (`abi::jsonata`); a JSONata template (`Arguments`, `Output`, an
+//!   `Assign` value) construction code whose literal subtrees are `static`s built once, with
+//!   `$states` an `abi::Bindings` built as the interpreter builds it;
 //! - a Parallel or Map becomes a `Code` type implementing `abi::NestedCode` (InputPath,
 //!   ResultSelector, ResultPath, OutputPath, Retry and Catch tables) and `abi::ParallelCode`
 //!   (Parameters) or `abi::MapCode` (ItemsPath, ItemSelector built per item, MaxConcurrency or
@@ -39,8 +43,9 @@ use wfc_ir::intrinsics::{Arg, Call, Function};
 use wfc_ir::jsonpath::ast::SingularStep;
 use wfc_ir::native::{NativeForm, NativeLiteral};
 use wfc_ir::{
-    Assign, Catcher, ChoiceState, Comparison, Condition, FailState, Jitter, MapState, Operand, Operator, ParallelState,
-    PassState, Path, ReferencePath, Retrier, Root, Seconds, SucceedState, TaskState, Template, WaitDuration, WaitState,
+    Assign, Catcher, ChoiceState, Comparison, ComputedString, Condition, FailState, Jitter, JsonataExpr,
+    JsonataTemplate, MapState, Operand, Operator, ParallelState, PassState, Path, ReferencePath, Retrier, Root,
+    Seconds, SucceedState, TaskState, Template, WaitDuration, WaitState,
 };
 
 /// Items (consts and statics) a state's generated code declares, with names unique in its arm.
@@ -49,6 +54,8 @@ pub(super) struct Items {
     items: Vec<TokenStream>,
     /// Paths already declared, by text and kind (steps or static), so each is declared once.
     paths: Vec<(String, bool, Ident)>,
+    /// JSONata expressions already declared, by text.
+    expressions: Vec<(String, Ident)>,
 }
 
 impl Items {
@@ -95,6 +102,23 @@ impl Items {
         });
         self.paths.push((path.as_str().to_owned(), false, name.clone()));
         name
+    }
+
+    /// A JSONata expression as a `static` parsed on first use; an expression of its
+    /// `&'static JsonataExpr` (`?` on a parse failure, which the compiler already excluded).
+    fn jsonata(&mut self, expr: &JsonataExpr) -> TokenStream {
+        let name = match self.expressions.iter().find(|(t, _)| t == expr.as_str()) {
+            Some((_, name)) => name.clone(),
+            None => {
+                let text = Literal::string(expr.as_str());
+                let name = self.push("JSONATA", |name| {
+                    quote!(static #name: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(#text));)
+                });
+                self.expressions.push((expr.as_str().to_owned(), name.clone()));
+                name
+            }
+        };
+        quote!(__wfc::abi::jsonata_expr(&#name)?)
     }
 
     /// A literal value: scalars inline, objects and arrays a `static` built once and cloned.
@@ -196,11 +220,134 @@ fn template_uses_context(t: &Template) -> bool {
     }
 }
 
+/// A JSONata template (`Arguments`, `Output`, an `Assign` value) as construction code over the
+/// `$states` bindings `states` (a `&Bindings` expression): literal subtrees are `static`s built
+/// once, each `{% %}` string an evaluation of its `static` expression, named in causes by its
+/// field path (`Output/key/0`), in the interpreter's order (`jsonata::template`'s).
+fn jsonata_template(items: &mut Items, t: &JsonataTemplate, field: &str, states: &TokenStream) -> TokenStream {
+    match t {
+        JsonataTemplate::Literal(v) => items.value(v),
+        JsonataTemplate::Expr(e) => {
+            let expr = items.jsonata(e);
+            let field = Literal::string(field);
+            quote!(__wfc::abi::jsonata(exec, #expr, #field, #states)?)
+        }
+        JsonataTemplate::Array(elements) => {
+            let elements = elements
+                .iter()
+                .enumerate()
+                .map(|(i, e)| jsonata_template(items, e, &format!("{field}/{i}"), states))
+                .collect::<Vec<_>>();
+            quote!(__wfc::Value::Array(::std::vec![#(#elements),*]))
+        }
+        JsonataTemplate::Object(entries) => {
+            let n = entries.len();
+            let inserts = entries
+                .iter()
+                .map(|(key, value)| {
+                    let value = jsonata_template(items, value, &format!("{field}/{key}"), states);
+                    let key = Literal::string(key);
+                    quote!(object.insert(::std::borrow::ToOwned::to_owned(#key), #value);)
+                })
+                .collect::<Vec<_>>();
+            quote!({
+                let mut object = __wfc::serde_json::Map::with_capacity(#n);
+                #(#inserts)*
+                __wfc::Value::Object(object)
+            })
+        }
+    }
+}
+
+/// An `Assign` block as an expression of its `abi::Assigned`: a JSONPath block over `dollar`
+/// and `ctx` ([`assign_code`]), a JSONata block over `states` (each value named `Assign/name`
+/// in causes).
+fn assign_any(items: &mut Items, assign: &Assign, dollar: &TokenStream, states: &TokenStream) -> TokenStream {
+    match assign {
+        Assign::JsonPath(_) => assign_code(items, assign, dollar).unwrap_or_default(),
+        Assign::Jsonata(entries) => {
+            let entries = entries
+                .iter()
+                .map(|(name, t)| {
+                    let value = jsonata_template(items, t, &format!("Assign/{name}"), states);
+                    let name = Literal::string(name);
+                    quote!((::std::borrow::ToOwned::to_owned(#name), #value))
+                })
+                .collect::<Vec<_>>();
+            quote!(::std::vec![#(#entries),*])
+        }
+    }
+}
+
+/// An optional `Assign` as an expression of `Option<abi::Assigned>`.
+fn assign_option(
+    items: &mut Items,
+    assign: Option<&Assign>,
+    dollar: &TokenStream,
+    states: &TokenStream,
+) -> TokenStream {
+    match assign {
+        Some(assign) => {
+            let built = assign_any(items, assign, dollar, states);
+            quote!(Some(#built))
+        }
+        None => quote!(::core::option::Option::None),
+    }
+}
+
+/// `body` preceded by the `$states` bindings of a JSONata state (`states`, over the raw input
+/// `input` and the context object `ctx`) when it reads them.
+fn with_states(body: TokenStream, input: TokenStream) -> TokenStream {
+    if mentions(&body, "states") {
+        quote! {
+            let states = &__wfc::abi::Bindings::new(#input, ctx);
+            #body
+        }
+    } else {
+        body
+    }
+}
+
+/// Whether the state's InputPath and OutputPath are `$` (always so in a JSONata state), so its
+/// JSONata forms may be generated without them.
+fn identity_paths(input_path: Option<&Path>, output_path: Option<&Path>) -> bool {
+    input_path.is_some_and(Path::is_identity) && output_path.is_some_and(Path::is_identity)
+}
+
+/// A JSONata Pass state (an `Output` or a JSONata `Assign`): `abi::pass_language`, whose body
+/// evaluates the Assign then the Output (default: the input) with `$states.input` the raw input.
+fn pass_jsonata(items: &mut Items, name: &Literal, spec: &PassState) -> Option<TokenStream> {
+    if !identity_paths(spec.input_path.as_ref(), spec.output_path.as_ref()) {
+        return None;
+    }
+    let states = quote!(states);
+    let assigned = assign_option(items, spec.assign.as_ref(), &quote!(&input), &states);
+    let output = match &spec.output {
+        Some(t) => jsonata_template(items, t, "Output", &states),
+        None => quote!(input),
+    };
+    let body = with_states(
+        quote! {
+            let assigned = #assigned;
+            let output = #output;
+            Ok((output, assigned))
+        },
+        quote!(&input),
+    );
+    let input = param(&body, "input");
+    let ctx = param(&body, "ctx");
+    Some(quote! {
+        __wfc::abi::pass_language(exec, #name, input, |#input: __wfc::Value, #ctx: &__wfc::Value| {
+            #body
+        })?
+    })
+}
+
 /// A JSONPath Pass state's visit: `abi::pass(exec, name, needs_ctx, input, |input, ctx| …)`,
 /// or `None` when the state is left to `exec::pass` (Assign, JSONata Output).
 pub(super) fn pass(items: &mut Items, name: &Literal, spec: &PassState) -> Option<TokenStream> {
-    if spec.output.is_some() {
-        return None;
+    if spec.output.is_some() || matches!(spec.assign, Some(Assign::Jsonata(_))) {
+        return pass_jsonata(items, name, spec);
     }
     if let Some(assign) = &spec.assign {
         return pass_assign(items, name, spec, assign);
@@ -333,9 +480,38 @@ fn catchers_generated(catchers: &[Catcher]) -> bool {
     catchers.iter().all(|c| c.output.is_none() && jsonpath_assign(c.assign.as_ref()))
 }
 
-/// A Task's, Parallel's or Map's JSONPath `Assign` as the methods `assigns` and `assigned` of
-/// its `Code` (`$` is the state's result), or nothing without one.
-fn assign_methods(items: &mut Items, assign: Option<&Assign>) -> Option<TokenStream> {
+/// A Task's `Assign` (JSONPath or JSONata) as the methods `assigns` and `assigned` of its
+/// `Code` (`$` is the state's result; `states` the `$states` bindings, whose `context` is the
+/// context object), or nothing without one.
+fn assign_methods(items: &mut Items, assign: Option<&Assign>) -> TokenStream {
+    let Some(assign) = assign else { return quote!() };
+    let built = assign_any(items, assign, &quote!(dollar), &quote!(states));
+    let body = quote!(Ok(#built));
+    let body = if mentions(&body, "ctx") {
+        quote! {
+            let ctx = states.context;
+            #body
+        }
+    } else {
+        body
+    };
+    let exec = param(&body, "exec");
+    let dollar = param(&body, "dollar");
+    let states = param(&body, "states");
+    quote! {
+        fn assigns(&self) -> bool {
+            true
+        }
+
+        fn assigned(&self, #exec: &__wfc::Execution, #dollar: &__wfc::Value, #states: &__wfc::abi::Bindings<'_>) -> Result<__wfc::abi::Assigned, __wfc::Failure> {
+            #body
+        }
+    }
+}
+
+/// A Parallel's or Map's JSONPath `Assign` as the methods `assigns` and `assigned` of its
+/// `Code` (`$` is the state's result), or nothing without one.
+fn nested_assign_methods(items: &mut Items, assign: Option<&Assign>) -> Option<TokenStream> {
     let Some(assign) = assign else { return Some(quote!()) };
     let built = assign_code(items, assign, &quote!(dollar))?;
     let body = quote!(Ok(#built));
@@ -356,8 +532,20 @@ fn assign_methods(items: &mut Items, assign: Option<&Assign>) -> Option<TokenStr
 /// A JSONPath Succeed state's visit (InputPath, then OutputPath), or `None` when it is left to
 /// `exec::succeed` (a JSONata `Output`).
 pub(super) fn succeed(items: &mut Items, name: &Literal, spec: &SucceedState) -> Option<TokenStream> {
-    if spec.output.is_some() {
-        return None;
+    if let Some(t) = &spec.output {
+        // A JSONata Output, on `$states.input` (the raw input).
+        if !identity_paths(spec.input_path.as_ref(), spec.output_path.as_ref()) {
+            return None;
+        }
+        let built = jsonata_template(items, t, "Output", &quote!(states));
+        let body = with_states(quote!(Ok(#built)), quote!(&input));
+        let input = param(&body, "input");
+        let ctx = param(&body, "ctx");
+        return Some(quote! {
+            __wfc::abi::succeed(exec, #name, true, input, |#input: __wfc::Value, #ctx: &__wfc::Value| {
+                #body
+            })
+        });
     }
     let needs_ctx = uses_context(spec.input_path.as_ref()) || uses_context(spec.output_path.as_ref());
     let effective = input_path_owned(items, spec.input_path.as_ref(), quote!(input));
@@ -578,8 +766,11 @@ fn call(items: &mut Items, c: &Call, field: &str, input: &TokenStream) -> TokenS
 /// Output or Condition, an `Is*` test whose operand is not a Boolean literal). Gives the
 /// expression of its `Chosen { branch, output }`.
 pub(super) fn choice(items: &mut Items, name: &Literal, spec: &ChoiceState) -> Option<TokenStream> {
-    if spec.output.is_some() || !jsonpath_assign(spec.assign.as_ref()) {
-        return None;
+    let jsonata_language = |assign: Option<&Assign>, output: bool| output || !jsonpath_assign(assign);
+    if jsonata_language(spec.assign.as_ref(), spec.output.is_some())
+        || spec.choices.iter().any(|c| jsonata_language(c.assign.as_ref(), c.output.is_some()))
+    {
+        return choice_jsonata(items, name, spec);
     }
     let mut rules = Vec::new();
     // `Assign` reads the context object (`$$`, and `$name` for the variables as of entry).
@@ -642,6 +833,72 @@ pub(super) fn choice(items: &mut Items, name: &Literal, spec: &ChoiceState) -> O
     })
 }
 
+/// A JSONata Choice state with an `Output` or `Assign` (its own or a rule's):
+/// `abi::choice_language`, whose rules are the Rust conditions and JSONata `Condition`s, and
+/// whose `finish` evaluates the chosen rule's Assign then Output (the state's own on the Default
+/// path; default Output: the input) with `$states.input` the raw input.
+fn choice_jsonata(items: &mut Items, name: &Literal, spec: &ChoiceState) -> Option<TokenStream> {
+    if !identity_paths(spec.input_path.as_ref(), spec.output_path.as_ref()) {
+        return None;
+    }
+    let states = quote!(states);
+    let mut rules = Vec::new();
+    let mut arms = Vec::new();
+    let block = |items: &mut Items, assign: Option<&Assign>, output: Option<&JsonataTemplate>| {
+        let assigned = assign_option(items, assign, &quote!(&effective), &states);
+        let output = match output {
+            Some(t) => jsonata_template(items, t, "Output", &states),
+            None => quote!(effective),
+        };
+        quote!({
+            let assigned = #assigned;
+            let output = #output;
+            Ok((output, assigned))
+        })
+    };
+    for (i, rule) in spec.choices.iter().enumerate() {
+        let condition = condition(items, &rule.condition)?;
+        let i = Literal::usize_unsuffixed(i);
+        rules.push(quote! {
+            if #condition {
+                return Ok(Some(#i));
+            }
+        });
+        if rule.assign.is_some() || rule.output.is_some() {
+            let block = block(items, rule.assign.as_ref(), rule.output.as_ref());
+            arms.push(quote!(Some(#i) => #block,));
+        }
+    }
+    // A rule without Assign or Output: the input, nothing assigned.
+    arms.push(quote!(Some(_) => Ok((effective, ::core::option::Option::None)),));
+    let default = block(items, spec.assign.as_ref(), spec.output.as_ref());
+    arms.push(quote!(::core::option::Option::None => #default,));
+    let has_default = spec.default.is_some();
+    let rules = quote!({
+        #(#rules)*
+        Ok(::core::option::Option::None)
+    });
+    let rules_input = param(&rules, "input");
+    let rules_ctx = param(&rules, "ctx");
+    let finish = with_states(quote!(match branch { #(#arms)* }), quote!(raw));
+    let raw = param(&finish, "raw");
+    let ctx = param(&finish, "ctx");
+    Some(quote! {
+        __wfc::abi::choice_language(
+            exec,
+            #name,
+            true,
+            input,
+            #has_default,
+            |input: __wfc::Value, _: &__wfc::Value| Ok(input),
+            |#rules_input: &__wfc::Value, #rules_ctx: &__wfc::Value| #rules,
+            |branch: ::core::option::Option<usize>, #raw: &__wfc::Value, effective: __wfc::Value, #ctx: &__wfc::Value| {
+                #finish
+            },
+        )?
+    })
+}
+
 fn condition_uses_context(c: &Condition) -> bool {
     match c {
         Condition::And(cs) | Condition::Or(cs) => cs.iter().any(condition_uses_context),
@@ -671,7 +928,11 @@ fn condition(items: &mut Items, c: &Condition) -> Option<TokenStream> {
             quote!(!#c)
         }
         Condition::Compare(cmp) => compare(items, cmp)?,
-        Condition::Jsonata(_) => return None,
+        // `$states.input` is the state input (a JSONata state has no InputPath).
+        Condition::Jsonata(e) => {
+            let expr = items.jsonata(e);
+            quote!(__wfc::abi::jsonata_condition(#expr, input, ctx)?)
+        }
     })
 }
 
@@ -853,31 +1114,29 @@ pub(super) fn task(
     invoke: TokenStream,
 ) -> Option<(TokenStream, TokenStream)> {
     let jsonata_seconds = |s: &Option<Seconds>| matches!(s, Some(Seconds::Jsonata(_)));
-    if !jsonpath_assign(spec.assign.as_ref())
-        || spec.output.is_some()
-        || spec.arguments.is_some()
-        || spec.credentials.is_some()
-        || jsonata_seconds(&spec.timeout)
-        || jsonata_seconds(&spec.heartbeat)
-        || !catchers_generated(&spec.catch)
-    {
+    if spec.credentials.is_some() {
         return None;
     }
     let identity = |p: Option<&Path>| p.is_some_and(Path::is_identity);
     let result_replaces = spec.result_path.as_ref().is_some_and(|p| p.is_identity());
-    // As `TaskShape::of`: with Assign, the raw input is kept.
-    let input_moves =
-        spec.assign.is_none() && identity(spec.input_path.as_ref()) && result_replaces && spec.catch.is_empty();
+    // As `TaskShape::of`: with Assign or JSONata Arguments/Output (which read `$states.input`),
+    // the raw input is kept.
+    let plain = spec.assign.is_none() && spec.arguments.is_none() && spec.output.is_none();
+    let input_moves = plain && identity(spec.input_path.as_ref()) && result_replaces && spec.catch.is_empty();
     let single_attempt = spec.retry.is_empty();
     let result_is_output = spec.result_selector.is_none() && result_replaces && identity(spec.output_path.as_ref());
-    let needs_ctx =
-        uses_context(spec.input_path.as_ref()) || uses_context(spec.output_path.as_ref()) || spec.assign.is_some();
+    // As `exec`'s `Interpreted::needs_context`.
+    let needs_ctx = uses_context(spec.input_path.as_ref())
+        || uses_context(spec.output_path.as_ref())
+        || !plain
+        || jsonata_seconds(&spec.timeout)
+        || jsonata_seconds(&spec.heartbeat);
     let finish_needs_ctx = spec.result_selector.as_ref().is_some_and(template_uses_context);
 
     let resource = Literal::string(&spec.resource);
     let retry = retry_table(&spec.retry);
     let (catch, catcher_type) = catch_table(items, &spec.catch);
-    let assign = assign_methods(items, spec.assign.as_ref())?;
+    let assign = assign_methods(items, spec.assign.as_ref());
 
     // InputPath: the effective input, owned (the raw input is kept for ResultPath and Catch).
     let input_body = match spec.input_path.as_ref() {
@@ -990,6 +1249,36 @@ pub(super) fn task(
         methods.push(quote!(fn finish(&self, #finish_params) -> Result<#value, #failure> { #finish_body }));
     }
     methods.push(assign);
+    if let Some(t) = &spec.arguments {
+        let built = jsonata_template(items, t, "Arguments", &quote!(states));
+        let body = quote!(Ok(#built));
+        let exec = param(&body, "exec");
+        let states = param(&body, "states");
+        methods.push(quote! {
+            fn has_arguments(&self) -> bool {
+                true
+            }
+
+            fn arguments(&self, #exec: &__wfc::Execution, #states: &__wfc::abi::Bindings<'_>) -> Result<#value, #failure> {
+                #body
+            }
+        });
+    }
+    if let Some(t) = &spec.output {
+        let built = jsonata_template(items, t, "Output", &quote!(states));
+        let body = quote!(Ok(#built));
+        let exec = param(&body, "exec");
+        let states = param(&body, "states");
+        methods.push(quote! {
+            fn has_output(&self) -> bool {
+                true
+            }
+
+            fn output(&self, #exec: &__wfc::Execution, #states: &__wfc::abi::Bindings<'_>) -> Result<#value, #failure> {
+                #body
+            }
+        });
+    }
     let (retry, retriers) = if spec.retry.is_empty() { (quote!(), quote!(&[])) } else { (retry, quote!(RETRY)) };
     let (catch, catchers) = if spec.catch.is_empty() { (quote!(), quote!(&[])) } else { (catch, quote!(CATCH)) };
     let declared = items.tokens();
@@ -1064,9 +1353,11 @@ fn seconds(items: &mut Items, seconds: Option<&Seconds>, field: &str) -> TokenSt
                 }
             }
         }
-        // Left to `exec::task` (see [`task`]).
-        Some(Seconds::Jsonata(_)) => {
-            quote!(::core::compile_error!("wfc: internal error: a JSONata timeout in a generated Task"))
+        // On the state input (a JSONata Task has no InputPath), named without `Path`.
+        Some(Seconds::Jsonata(e)) => {
+            let expr = items.jsonata(e);
+            let field = Literal::string(field.trim_end_matches("Path"));
+            quote!(__wfc::abi::jsonata_seconds(#expr, #field, effective, ctx))
         }
     }
 }
@@ -1128,7 +1419,8 @@ fn float(f: f64) -> TokenStream {
 /// over the Error Output, `$`, declared in `items`). Catchers with a JSONata `Output` are not
 /// generated (see [`catchers_generated`]).
 fn catch_table(items: &mut Items, catchers: &[Catcher]) -> (TokenStream, TokenStream) {
-    let with_assign = catchers.iter().any(|c| c.assign.is_some());
+    let jsonata = catchers.iter().any(|c| c.output.is_some() || matches!(c.assign, Some(Assign::Jsonata(_))));
+    let with_assign = !jsonata && catchers.iter().any(|c| c.assign.is_some());
     let rows = catchers
         .iter()
         .map(|c| {
@@ -1150,6 +1442,9 @@ fn catch_table(items: &mut Items, catchers: &[Catcher]) -> (TokenStream, TokenSt
             let row = quote! {
                 __wfc::abi::Catcher { error_equals: #errors, result_path: #result_path, next: #next }
             };
+            if jsonata {
+                return jsonata_catcher(items, c, row);
+            }
             if !with_assign {
                 return row;
             }
@@ -1174,8 +1469,59 @@ fn catch_table(items: &mut Items, catchers: &[Catcher]) -> (TokenStream, TokenSt
             quote!(__wfc::abi::AssignCatcher { catcher: #row, assign: #assign })
         })
         .collect::<Vec<_>>();
-    let row_type = if with_assign { quote!(__wfc::abi::AssignCatcher) } else { quote!(__wfc::abi::Catcher) };
+    let row_type = if jsonata {
+        quote!(__wfc::abi::JsonataCatcher)
+    } else if with_assign {
+        quote!(__wfc::abi::AssignCatcher)
+    } else {
+        quote!(__wfc::abi::Catcher)
+    };
     (quote!(const CATCH: &[#row_type] = &[#(#rows),*];), row_type)
+}
+
+/// A catcher of a JSONata state as an `abi::JsonataCatcher` row: `row` (ErrorEquals,
+/// ResultPath, Next) and its `Assign` and `Output` as functions of the `$states` bindings
+/// (`errorOutput`, `input`, `context`), declared in `items`.
+fn jsonata_catcher(items: &mut Items, c: &Catcher, row: TokenStream) -> TokenStream {
+    let function = |items: &mut Items, prefix: &str, body: TokenStream, returns: TokenStream| {
+        let body = quote!(Ok(#body));
+        let exec = param(&body, "exec");
+        let states = param(&body, "states");
+        let name = items.push(prefix, |name| {
+            quote! {
+                /// A catcher's JSONata field, on the `$states` bindings.
+                fn #name(#exec: &__wfc::Execution, #states: &__wfc::abi::Bindings<'_>) -> Result<#returns, __wfc::Failure> {
+                    #body
+                }
+            }
+        });
+        quote!(Some(#name as _))
+    };
+    let assign = match &c.assign {
+        Some(assign) => {
+            // A JSONPath block here would be on `$` (the Error Output) and `ctx`.
+            let built =
+                assign_any(items, assign, &quote!(states.error_output.unwrap_or(&__wfc::Value::Null)), &quote!(states));
+            let built = if mentions(&built, "ctx") {
+                quote!({
+                    let ctx = states.context;
+                    #built
+                })
+            } else {
+                built
+            };
+            function(items, "catch_assign", built, quote!(__wfc::abi::Assigned))
+        }
+        None => quote!(::core::option::Option::None),
+    };
+    let output = match &c.output {
+        Some(t) => {
+            let built = jsonata_template(items, t, "Output", &quote!(states));
+            function(items, "catch_output", built, quote!(__wfc::Value))
+        }
+        None => quote!(::core::option::Option::None),
+    };
+    quote!(__wfc::abi::JsonataCatcher { catcher: #row, assign: #assign, output: #output })
 }
 
 /// A JSONPath Wait state's visit (awaited), or `None` when it is left to `exec::wait`
@@ -1183,8 +1529,9 @@ fn catch_table(items: &mut Items, catchers: &[Catcher]) -> (TokenStream, TokenSt
 /// delay (a literal `Seconds` as a constant, a `Timestamp` parsed here to nanoseconds, a
 /// `*Path` read from the effective input) and OutputPath; the wait itself is `abi::wait`'s.
 pub(super) fn wait(items: &mut Items, name: &Literal, spec: &WaitState) -> Option<TokenStream> {
-    if spec.output.is_some() {
-        return None;
+    let jsonata_duration = matches!(spec.duration, WaitDuration::SecondsJsonata(_) | WaitDuration::TimestampJsonata(_));
+    if spec.output.is_some() || matches!(spec.assign, Some(Assign::Jsonata(_))) || jsonata_duration {
+        return wait_jsonata(items, name, spec);
     }
     let mut needs_ctx = uses_context(spec.input_path.as_ref()) || uses_context(spec.output_path.as_ref());
     let delay = match &spec.duration {
@@ -1251,13 +1598,86 @@ pub(super) fn wait(items: &mut Items, name: &Literal, spec: &WaitState) -> Optio
     })
 }
 
+/// A JSONata Wait state (a JSONata `Seconds`/`Timestamp`, `Output` or `Assign`):
+/// `abi::wait_language`, whose body computes the delay, the Assign and the Output (default: the
+/// input) before the wait, with `$states.input` the raw input, as `exec::wait` does.
+fn wait_jsonata(items: &mut Items, name: &Literal, spec: &WaitState) -> Option<TokenStream> {
+    if !identity_paths(spec.input_path.as_ref(), spec.output_path.as_ref()) {
+        return None;
+    }
+    let states = quote!(states);
+    let delay = match &spec.duration {
+        WaitDuration::Seconds(s) => {
+            let s = Literal::u64_suffixed(*s);
+            quote!(__wfc::abi::Duration::from_secs(#s))
+        }
+        WaitDuration::Timestamp(text) => {
+            let nanos = Literal::i128_suffixed(wfc_ir::timestamp::parse(text).ok()?.as_nanosecond());
+            quote!(__wfc::abi::wait_until(exec, #nanos)?)
+        }
+        WaitDuration::SecondsJsonata(e) => {
+            let expr = items.jsonata(e);
+            quote!(__wfc::abi::wait_seconds_jsonata(exec, #expr, #states)?)
+        }
+        WaitDuration::TimestampJsonata(e) => {
+            let expr = items.jsonata(e);
+            quote!(__wfc::abi::wait_timestamp_jsonata(exec, #expr, #states)?)
+        }
+        // A JSONata state has no `*Path` fields.
+        WaitDuration::SecondsPath(_) | WaitDuration::TimestampPath(_) => return None,
+    };
+    let assigned = assign_option(items, spec.assign.as_ref(), &quote!(&input), &states);
+    let output = match &spec.output {
+        Some(t) => jsonata_template(items, t, "Output", &states),
+        None => quote!(input),
+    };
+    let body = with_states(
+        quote! {
+            let delay = __wfc::abi::wait_limit(#delay)?;
+            let assigned = #assigned;
+            let output = #output;
+            Ok((output, assigned, delay))
+        },
+        quote!(&input),
+    );
+    let input = param(&body, "input");
+    let ctx = param(&body, "ctx");
+    Some(quote! {
+        __wfc::abi::wait_language(exec, #name, true, input, |#input: __wfc::Value, #ctx: &__wfc::Value| {
+            #body
+        })
+        .await?
+    })
+}
+
 /// A Fail state's visit (an expression of its `Failure`), or `None` when it is left to
 /// `exec::fail` (an intrinsic ErrorPath/CausePath, or JSONata Error/Cause).
 pub(super) fn fail(items: &mut Items, name: &Literal, spec: &FailState) -> Option<TokenStream> {
-    if spec.error_computed.is_some() || spec.cause_computed.is_some() {
-        return None;
-    }
-    let needs_ctx = uses_context(spec.error_path.as_ref()) || uses_context(spec.cause_path.as_ref());
+    // As `exec::fail`: a computed Error or Cause (an intrinsic, JSONata) reads the context.
+    let needs_ctx = uses_context(spec.error_path.as_ref())
+        || uses_context(spec.cause_path.as_ref())
+        || spec.error_computed.is_some()
+        || spec.cause_computed.is_some();
+    let mut computed = |value: &ComputedString, field: &str| match value {
+        ComputedString::Intrinsic(i) => {
+            let value = call(items, i.call(), field, &quote!(input));
+            let field = Literal::string(field);
+            quote!(__wfc::abi::fail_computed(#field, #value)?)
+        }
+        ComputedString::Jsonata(e) => {
+            let expr = items.jsonata(e);
+            let field = Literal::string(field);
+            quote!(__wfc::abi::fail_jsonata(exec, #expr, #field, states)?)
+        }
+    };
+    let error = spec
+        .error_computed
+        .as_ref()
+        .map(|c| computed(c, if matches!(c, ComputedString::Jsonata(_)) { "Error" } else { "ErrorPath" }));
+    let cause = spec
+        .cause_computed
+        .as_ref()
+        .map(|c| computed(c, if matches!(c, ComputedString::Jsonata(_)) { "Cause" } else { "CausePath" }));
     let mut read = |literal: &Option<String>, path: &Option<Path>, field: &str| match path {
         Some(p) => {
             let text = Literal::string(p.as_str());
@@ -1277,11 +1697,18 @@ pub(super) fn fail(items: &mut Items, name: &Literal, spec: &FailState) -> Optio
             quote!(::std::borrow::ToOwned::to_owned(#literal))
         }
     };
-    let error = read(&spec.error, &spec.error_path, "ErrorPath");
-    let cause = read(&spec.cause, &spec.cause_path, "CausePath");
+    let error = error.unwrap_or_else(|| read(&spec.error, &spec.error_path, "ErrorPath"));
+    let cause = cause.unwrap_or_else(|| read(&spec.cause, &spec.cause_path, "CausePath"));
     // Error before Cause, as the interpreter reads them (a Cause failure shows only when the
-    // Error succeeded; both are reads without side effects).
+    // Error succeeded; whatever the Cause draws at random then no longer matters: the Fail
+    // ends the machine).
     let body = quote!(Ok(__wfc::Failure { error: #error, cause: #cause }));
+    let body = if mentions(&body, "states") {
+        let body = with_states(body, quote!(input));
+        quote!({ #body })
+    } else {
+        body
+    };
     let input = param(&body, "input");
     let ctx = param(&body, "ctx");
     Some(quote! {
@@ -1353,7 +1780,7 @@ fn nested_code(items: &mut Items, parts: &NestedParts<'_>) -> Option<TokenStream
     let value = quote!(__wfc::Value);
     let failure = quote!(__wfc::Failure);
     let (catch, catcher_type) = catch_table(items, parts.catch);
-    let assign = assign_methods(items, parts.assign)?;
+    let assign = nested_assign_methods(items, parts.assign)?;
     let needs_ctx = uses_context(parts.input_path)
         || uses_context(parts.output_path)
         || parts.more_context
