@@ -326,6 +326,12 @@ fn append_after_last(
     write_history(tx, name, &HistoryWrite { events, truncate_after: None })
 }
 
+/// Runs `sql` as a statement prepared once per connection (the hot paths: a group commit runs
+/// the same few statements for every write; parsing them each time cost more than running them).
+fn cached(conn: &Connection, sql: &str, params: impl rusqlite::Params) -> Result<usize, rusqlite::Error> {
+    conn.prepare_cached(sql)?.execute(params)
+}
+
 fn backend(e: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(e.to_string())
 }
@@ -385,6 +391,7 @@ impl SqliteStore {
         conn.pragma_update(None, "synchronous", sync).map_err(backend)?;
         conn.pragma_update(None, "foreign_keys", "ON").map_err(backend)?;
         migrate(&mut conn)?;
+        conn.set_prepared_statement_cache_capacity(64);
         let commits = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let counter = Arc::clone(&commits);
         conn.commit_hook(Some(move || {
@@ -761,13 +768,13 @@ fn get_operation(conn: &Connection, name: &str, id: &str) -> Result<Option<Opera
 /// The compare-and-swap that makes tokens single-use and fences older processes: it succeeds
 /// only for the current (epoch, seq), and moves seq on.
 fn advance_token(tx: &Connection, name: &str, token: CheckpointToken, now: i64) -> Result<CheckpointToken, StoreError> {
-    let changed = tx
-        .execute(
-            "UPDATE executions SET checkpoint_seq = checkpoint_seq + 1, updated_at = ?4
+    let changed = cached(
+        tx,
+        "UPDATE executions SET checkpoint_seq = checkpoint_seq + 1, updated_at = ?4
              WHERE name = ?1 AND epoch = ?2 AND checkpoint_seq = ?3",
-            params![name, token.epoch, token.seq, now],
-        )
-        .map_err(backend)?;
+        params![name, token.epoch, token.seq, now],
+    )
+    .map_err(backend)?;
     if changed == 0 {
         return Err(match get_record(tx, name)? {
             Some(_) => StoreError::StaleToken(name.to_owned()),
@@ -780,9 +787,8 @@ fn advance_token(tx: &Connection, name: &str, token: CheckpointToken, now: i64) 
 fn apply_update(tx: &Connection, name: &str, update: &OperationUpdate, now: i64) -> Result<(), StoreError> {
     let invalid = |message: String| StoreError::InvalidUpdate { execution: name.to_owned(), message };
     let existing: Option<String> = tx
-        .query_row("SELECT status FROM operations WHERE execution = ?1 AND op_id = ?2", [name, &update.id], |r| {
-            r.get(0)
-        })
+        .prepare_cached("SELECT status FROM operations WHERE execution = ?1 AND op_id = ?2")
+        .and_then(|mut stmt| stmt.query_row([name, &update.id], |r| r.get(0)))
         .optional()
         .map_err(backend)?;
     // A finished operation is history: replay reads it, nothing may rewrite it.
@@ -795,7 +801,8 @@ fn apply_update(tx: &Connection, name: &str, update: &OperationUpdate, now: i64)
     let started = i64::from(update.status == OpStatus::Started);
     let end_ts = update.status.is_terminal().then_some(now);
     if existing.is_none() {
-        tx.execute(
+        cached(
+            tx,
             "INSERT INTO operations (execution, op_id, ordinal, type, subtype, name, status, starts, result, error,
                                      cause, due_at, start_ts, end_ts, callback_token)
              VALUES (?1, ?2, (SELECT COUNT(*) FROM operations WHERE execution = ?1), ?3, ?4, ?5, ?6, ?7, ?8, ?9,
@@ -819,7 +826,8 @@ fn apply_update(tx: &Connection, name: &str, update: &OperationUpdate, now: i64)
         )
         .map_err(backend)?;
     } else {
-        tx.execute(
+        cached(
+            tx,
             "UPDATE operations SET status = ?3, starts = starts + ?4, result = ?5, error = ?6, cause = ?7,
                     due_at = COALESCE(?8, due_at), end_ts = ?9
              WHERE execution = ?1 AND op_id = ?2",
@@ -838,7 +846,7 @@ fn apply_update(tx: &Connection, name: &str, update: &OperationUpdate, now: i64)
         .map_err(backend)?;
     }
     for seq in super::consumed_events(update) {
-        tx.execute("DELETE FROM events WHERE execution = ?1 AND seq = ?2", params![name, seq]).map_err(backend)?;
+        cached(tx, "DELETE FROM events WHERE execution = ?1 AND seq = ?2", params![name, seq]).map_err(backend)?;
     }
     Ok(())
 }
@@ -923,7 +931,8 @@ impl Store for SqliteStore {
         self.grouped(move |tx| {
             let next = advance_token(tx, &name, token, now_ms())?;
             write_history(tx, &name, &history)?;
-            tx.execute(
+            cached(
+                tx,
                 "UPDATE executions SET status = ?2, output = ?3, error = ?4, cause = ?5, owner = NULL,
                         lease_until = NULL, wake_at = NULL
                  WHERE name = ?1",
@@ -1323,7 +1332,8 @@ impl Store for SqliteStore {
             };
             let mut claims = Vec::new();
             for name in names {
-                tx.execute(
+                cached(
+                    tx,
                     "UPDATE executions SET epoch = epoch + 1, owner = ?2, lease_until = ?3, wake_at = NULL,
                             updated_at = ?4
                      WHERE name = ?1",
@@ -1353,18 +1363,18 @@ impl Store for SqliteStore {
         // Grouped: the leases of a process's executions are renewed in the commits they share.
         self.grouped(move |conn| {
             let now = now_ms();
-            let changed = conn
-                .execute(
-                    // Matched on the epoch alone: an execution this hold just finished keeps
-                    // its epoch (no error), while a stop or a takeover moves it on (fenced).
-                    // A released execution (no lease) keeps its epoch too, and a renewal that
-                    // races the release must not take it back: only a held lease is extended.
-                    "UPDATE executions SET lease_until = CASE WHEN status = 'RUNNING' AND lease_until IS NOT NULL THEN ?4 END,
-                            owner = CASE WHEN status = 'RUNNING' AND lease_until IS NOT NULL THEN ?3 END
-                     WHERE name = ?1 AND epoch = ?2",
-                    params![name, epoch, owner, now + lease_ms(lease)],
-                )
-                .map_err(backend)?;
+            // Matched on the epoch alone: an execution this hold just finished keeps its epoch
+            // (no error), while a stop or a takeover moves it on (fenced). A released execution
+            // (no lease) keeps its epoch too, and a renewal that races the release must not take
+            // it back: only a held lease is extended.
+            let changed = cached(
+                conn,
+                "UPDATE executions SET lease_until = CASE WHEN status = 'RUNNING' AND lease_until IS NOT NULL THEN ?4 END,
+                        owner = CASE WHEN status = 'RUNNING' AND lease_until IS NOT NULL THEN ?3 END
+                 WHERE name = ?1 AND epoch = ?2",
+                params![name, epoch, owner, now + lease_ms(lease)],
+            )
+            .map_err(backend)?;
             if changed == 0 { Err(StoreError::StaleToken(name)) } else { Ok(()) }
         })
     }
