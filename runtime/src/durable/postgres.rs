@@ -1408,20 +1408,21 @@ impl Store for PgStore {
                 )
                 .await
                 .map_err(pg)?;
-            let mut claims = Vec::with_capacity(rows.len());
-            for row in rows {
+            // The claimed executions are loaded concurrently: tokio-postgres pipelines the
+            // queries on the connection instead of waiting for each answer in turn.
+            let client = &*client;
+            let loads = rows.iter().map(|row| async move {
                 let name: String = row.get(0);
                 let loaded = async {
-                    let record =
-                        get_record(&*client, &name).await?.ok_or_else(|| StoreError::NotFound(name.clone()))?;
-                    let operations = get_operations(&*client, &name).await?;
+                    let record = get_record(client, &name).await?.ok_or_else(|| StoreError::NotFound(name.clone()))?;
+                    let operations = get_operations(client, &name).await?;
                     let token = CheckpointToken { epoch: record.epoch, seq: record.checkpoint_seq };
                     Ok(Claim { record, operations, token, existed: true })
                 }
                 .await;
-                claims.push(loaded.map_err(|e| (name, e)));
-            }
-            Ok(claims)
+                loaded.map_err(|e| (name, e))
+            });
+            Ok(futures::future::join_all(loads).await)
         })
     }
 
