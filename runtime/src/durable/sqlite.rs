@@ -425,12 +425,25 @@ impl SqliteStore {
     {
         let (reply, answer) = tokio::sync::oneshot::channel();
         let sent = self.committer.send(Box::new(Write { run: Some(f), result: None, reply }));
+        // A paused clock exists only on a current-thread runtime (tokio refuses to pause
+        // another): there the answer is waited for on the blocking pool, which keeps the clock
+        // from jumping. On a multi-thread runtime (a worker's, the benchmark's) it is awaited
+        // directly: a blocking-pool thread per write cost two thread switches per step.
+        let paused_possible = match tokio::runtime::Handle::try_current() {
+            Ok(h) => h.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread,
+            Err(_) => true,
+        };
         Box::pin(async move {
             sent.map_err(|_| backend("the commit thread has stopped"))?;
-            tokio::task::spawn_blocking(move || answer.blocking_recv())
-                .await
-                .map_err(|e| backend(format!("the store thread failed: {e}")))?
-                .map_err(|_| backend("the commit thread dropped a write"))?
+            let dropped = |_| backend("the commit thread dropped a write");
+            if paused_possible {
+                tokio::task::spawn_blocking(move || answer.blocking_recv())
+                    .await
+                    .map_err(|e| backend(format!("the store thread failed: {e}")))?
+                    .map_err(dropped)?
+            } else {
+                answer.await.map_err(dropped)?
+            }
         })
     }
 
