@@ -374,14 +374,17 @@ const MAX_GROUP: usize = 512;
 enum PgWrite {
     /// A checkpoint, or a finish (`wfc_commit`).
     Commit(Box<CommitArgs>, tokio::sync::oneshot::Sender<Result<CheckpointToken, StoreError>>),
-    /// A lease renewal.
-    Renew {
-        name: String,
-        epoch: i64,
-        owner: String,
-        until: i64,
-        reply: tokio::sync::oneshot::Sender<Result<(), StoreError>>,
-    },
+    /// Lease renewals: one statement for all those of a group.
+    Renew(Vec<Renewal>),
+}
+
+/// One execution's lease renewal.
+struct Renewal {
+    name: String,
+    epoch: i64,
+    owner: String,
+    until: i64,
+    reply: tokio::sync::oneshot::Sender<Result<(), StoreError>>,
 }
 
 /// The parameters of one `wfc_commit` call, serialized by the caller (not by the committer).
@@ -452,12 +455,13 @@ impl CommitArgs {
 /// What one write of a group answers.
 enum Answer {
     Commit(Result<CheckpointToken, StoreError>),
-    Renew(Result<(), StoreError>),
+    /// The executions whose lease was renewed (the others' epoch moved on: fenced).
+    Renew(Result<std::collections::HashSet<String>, StoreError>),
 }
 
 /// Commits the writes of a process's executions in groups, on a connection of its own: it takes
-/// every write waiting at that moment and sends `BEGIN`, one statement per write (a `wfc_commit`
-/// call per checkpoint or finish, an `UPDATE` per lease renewal) and `COMMIT` **pipelined**
+/// every write waiting at that moment and sends `BEGIN`, a `wfc_commit` call per checkpoint or
+/// finish, one `UPDATE` for all the group's lease renewals, and `COMMIT` **pipelined**
 /// (tokio-postgres sends them without waiting for each answer), so a group costs about one round
 /// trip and one WAL flush however many executions it carries. Each caller is answered once the
 /// group's `COMMIT` has returned: no write is acknowledged before it is durable.
@@ -483,13 +487,17 @@ impl GroupCommitter {
             .map_err(pg)?;
         let renew = client
             .prepare(
-                // Matched on the epoch alone: an execution this hold just finished keeps its epoch
-                // (no error), while a stop or a takeover moves it on (fenced). A released
-                // execution (no lease) keeps its epoch too, and a renewal that races the release
-                // must not take it back: only a held lease is extended.
-                "UPDATE executions SET lease_until = CASE WHEN status = 'RUNNING' AND lease_until IS NOT NULL THEN $4::BIGINT END,
-                        owner = CASE WHEN status = 'RUNNING' AND lease_until IS NOT NULL THEN $3::TEXT END
-                 WHERE name = $1 AND epoch = $2",
+                // All the renewals of a group in one statement. Matched on the epoch alone: an
+                // execution this hold just finished keeps its epoch (renewed, no error), while a
+                // stop or a takeover moves it on (fenced). A released execution (no lease) keeps
+                // its epoch too, and a renewal that races the release must not take it back:
+                // only a held lease is extended.
+                "UPDATE executions e
+                 SET lease_until = CASE WHEN e.status = 'RUNNING' AND e.lease_until IS NOT NULL THEN r.until END,
+                     owner = CASE WHEN e.status = 'RUNNING' AND e.lease_until IS NOT NULL THEN r.owner END
+                 FROM unnest($1::TEXT[], $2::BIGINT[], $3::TEXT[], $4::BIGINT[]) AS r(name, epoch, owner, until)
+                 WHERE e.name = r.name AND e.epoch = r.epoch
+                 RETURNING e.name",
             )
             .await
             .map_err(pg)?;
@@ -502,37 +510,60 @@ impl GroupCommitter {
     /// Ends when every handle of the store is dropped.
     async fn run(self, mut requests: tokio::sync::mpsc::UnboundedReceiver<PgWrite>) {
         while let Some(first) = requests.recv().await {
-            let mut group = vec![first];
-            while group.len() < MAX_GROUP {
+            let mut taken = vec![first];
+            while taken.len() < MAX_GROUP {
                 match requests.try_recv() {
-                    Ok(w) => group.push(w),
+                    Ok(w) => taken.push(w),
                     Err(_) => break,
                 }
             }
-            let answers = self.commit_group(&group).await;
-            super::group_crash_point(group.len(), "after-commit");
+            // The group's lease renewals become one write (one statement); the crash tests'
+            // point counts them one by one, as the writes they are.
+            let writes = taken.len();
+            let mut renewals = Vec::new();
+            let mut group = Vec::with_capacity(taken.len());
+            for write in taken {
+                match write {
+                    PgWrite::Renew(r) => renewals.extend(r),
+                    other => group.push(other),
+                }
+            }
+            if !renewals.is_empty() {
+                group.push(PgWrite::Renew(renewals));
+            }
+            let answers = self.commit_group(&group, writes).await;
+            super::group_crash_point(writes, "after-commit");
             for (write, answer) in group.into_iter().zip(answers) {
                 match (write, answer) {
                     (PgWrite::Commit(_, reply), Answer::Commit(a)) => {
                         let _ = reply.send(a);
                     }
-                    (PgWrite::Renew { reply, .. }, Answer::Renew(a)) => {
-                        let _ = reply.send(a);
+                    (PgWrite::Renew(renewals), Answer::Renew(renewed)) => {
+                        for r in renewals {
+                            let answer = match &renewed {
+                                Ok(names) if names.contains(&r.name) => Ok(()),
+                                Ok(_) => Err(StoreError::StaleToken(r.name)),
+                                Err(e) => Err(e.clone()),
+                            };
+                            let _ = r.reply.send(answer);
+                        }
                     }
                     (PgWrite::Commit(_, reply), Answer::Renew(_)) => {
                         let _ = reply.send(Err(backend("the group committer mixed up its answers")));
                     }
-                    (PgWrite::Renew { reply, .. }, Answer::Commit(_)) => {
-                        let _ = reply.send(Err(backend("the group committer mixed up its answers")));
+                    (PgWrite::Renew(renewals), Answer::Commit(_)) => {
+                        for r in renewals {
+                            let _ = r.reply.send(Err(backend("the group committer mixed up its answers")));
+                        }
                     }
                 }
             }
         }
     }
 
-    async fn commit_group(&self, group: &[PgWrite]) -> Vec<Answer> {
+    async fn commit_group(&self, group: &[PgWrite], writes: usize) -> Vec<Answer> {
         if group.len() > 1 {
-            let (begin, statements, commit) = self.pipelined(group).await;
+            let (begin, statements, commit) = self.pipelined(group, writes).await;
             let failed = begin.is_err() || statements.iter().any(Result::is_err);
             if !failed {
                 return match commit {
@@ -559,6 +590,7 @@ impl GroupCommitter {
     async fn pipelined(
         &self,
         group: &[PgWrite],
+        writes: usize,
     ) -> (
         Result<(), tokio_postgres::Error>,
         Vec<Result<Answer, tokio_postgres::Error>>,
@@ -577,7 +609,7 @@ impl GroupCommitter {
             }
             done &= commit.as_mut().poll(cx).is_ready();
             if std::mem::take(&mut first) {
-                super::group_crash_point(group.len(), "before-commit");
+                super::group_crash_point(writes, "before-commit");
             }
             if done { std::task::Poll::Ready(()) } else { std::task::Poll::Pending }
         })
@@ -639,9 +671,14 @@ impl GroupCommitter {
                     },
                 }))
             }
-            PgWrite::Renew { name, epoch, owner, until, .. } => {
-                let changed = self.client.execute(&self.renew, &[name, epoch, owner, until]).await?;
-                Ok(Answer::Renew(if changed == 0 { Err(StoreError::StaleToken(name.clone())) } else { Ok(()) }))
+            PgWrite::Renew(renewals) => {
+                let names: Vec<&str> = renewals.iter().map(|r| r.name.as_str()).collect();
+                let epochs: Vec<i64> = renewals.iter().map(|r| r.epoch).collect();
+                let owners: Vec<&str> = renewals.iter().map(|r| r.owner.as_str()).collect();
+                let until: Vec<i64> = renewals.iter().map(|r| r.until).collect();
+                let rows = self.client.query(&self.renew, &[&names, &epochs, &owners, &until]).await?;
+                let renewed = rows.iter().map(|row| row.try_get::<_, String>(0)).collect::<Result<_, _>>()?;
+                Ok(Answer::Renew(Ok(renewed)))
             }
         }
     }
@@ -666,7 +703,7 @@ fn failed_answer(write: &PgWrite, e: StoreError) -> Answer {
             }
             other => other,
         })),
-        PgWrite::Renew { .. } => Answer::Renew(Err(e)),
+        PgWrite::Renew(_) => Answer::Renew(Err(e)),
     }
 }
 
@@ -1435,13 +1472,13 @@ impl Store for PgStore {
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         // Grouped: the leases of a process's executions are renewed in the commits they share.
         let (reply, answer) = tokio::sync::oneshot::channel();
-        let write = PgWrite::Renew {
+        let write = PgWrite::Renew(vec![Renewal {
             name: name.to_owned(),
             epoch,
             owner: owner.to_owned(),
             until: now_ms() + lease_ms(lease),
             reply,
-        };
+        }]);
         let sent = self.committer.send(write);
         Box::pin(async move {
             sent.map_err(|_| backend("the group committer has stopped"))?;
