@@ -1353,9 +1353,9 @@ impl Store for SqliteStore {
                     params![name, owner, now + lease_ms(lease), now],
                 )
                 .map_err(backend)?;
-                let loaded = get_record(&tx, &name).and_then(|record| {
+                let loaded = get_record(tx, &name).and_then(|record| {
                     let record = record.ok_or_else(|| StoreError::NotFound(name.clone()))?;
-                    let operations = get_operations(&tx, &name)?;
+                    let operations = get_operations(tx, &name)?;
                     let token = CheckpointToken { epoch: record.epoch, seq: record.checkpoint_seq };
                     Ok(Claim { record, operations, token, existed: true })
                 });
