@@ -1066,6 +1066,28 @@ pub(crate) fn redriven_event(record: &ExecutionRecord, last: u64, now: i64) -> O
     })
 }
 
+/// The crash tests' point inside a group commit: `WFC_CRASH_AT=group:<N>:<phase>` aborts the
+/// process (exactly as `kill -9` would) in the first group commit that carries at least `N`
+/// writes, at `phase`: `before-commit` (SQLite: every write of the group applied in its
+/// transaction, not committed; PostgreSQL: the group's statements and its COMMIT handed to the
+/// connection, no answer read) or `after-commit` (committed, no caller answered yet). Read once;
+/// unset in normal use.
+pub(crate) fn group_crash_point(size: usize, phase: &str) {
+    static CRASH_AT: std::sync::OnceLock<Option<(usize, String)>> = std::sync::OnceLock::new();
+    let target = CRASH_AT.get_or_init(|| {
+        let value = std::env::var("WFC_CRASH_AT").ok()?;
+        let (n, phase) = value.strip_prefix("group:")?.split_once(':')?;
+        Some((n.parse().ok()?, phase.to_owned()))
+    });
+    if let Some((n, at)) = target
+        && size >= *n
+        && at == phase
+    {
+        eprintln!("wfc: WFC_CRASH_AT=group:{n}:{phase}: aborting in a group commit of {size} writes");
+        std::process::abort();
+    }
+}
+
 /// Milliseconds since the Unix epoch (wall clock).
 pub(crate) fn now_ms() -> i64 {
     use std::time::{SystemTime, UNIX_EPOCH};

@@ -155,7 +155,99 @@ CREATE INDEX executions_created ON executions(created_at);
 CREATE INDEX executions_workflow_created ON executions(workflow, created_at);
 "#,
     },
+    Migration {
+        description: "one-statement checkpoints and finishes (wfc_commit), for group commits",
+        sql: COMMIT_FUNCTION,
+    },
 ];
+
+/// `wfc_commit`: one checkpoint, or an execution's finish, as **one statement** (a call of this
+/// function), so a group of them is sent pipelined in one transaction (see [`GroupCommitter`]).
+/// It does what `advance_token`, `apply_update` and `write_history` do in as many round trips:
+/// - it first locks the batch's operation rows that exist and returns `finished <message>`
+///   (writing nothing) when one of them already finished: a finished operation is history,
+///   nothing may rewrite it (a callback answered meanwhile). Locking them before the execution's
+///   row keeps `complete_callback`'s lock order (operation, then execution);
+/// - then the compare-and-swap of the token: `stale` or `not found` (nothing written) unless
+///   `(epoch, seq)` is current;
+/// - then each update in order (an operation updated twice in one batch, a CONTEXT's start and
+///   end, sees its first update), the consumed inbox events, the history (the replaced tail
+///   first), and with `p_finish` the execution's end. It returns `ok`.
+///
+/// A finished operation met inside the loop (an operation finished and updated again in the
+/// same batch) raises `WF001`: the statement fails, so the group falls back to one transaction
+/// per write and that write alone is refused. No EXCEPTION block: each would be a
+/// subtransaction, and a group of them overflows PostgreSQL's per-backend subtransaction cache.
+const COMMIT_FUNCTION: &str = r#"
+CREATE OR REPLACE FUNCTION wfc_commit(
+    p_name TEXT, p_epoch BIGINT, p_seq BIGINT, p_now BIGINT,
+    p_ids TEXT[], p_types TEXT[], p_subtypes TEXT[], p_names TEXT[], p_statuses TEXT[],
+    p_results TEXT[], p_errors TEXT[], p_causes TEXT[], p_due BIGINT[], p_tokens TEXT[],
+    p_consumed BIGINT[], p_truncate BIGINT, p_event_ids BIGINT[], p_events TEXT[],
+    p_finish TEXT, p_output TEXT, p_error TEXT, p_cause TEXT
+) RETURNS TEXT LANGUAGE plpgsql AS $fn$
+DECLARE
+    i INTEGER;
+    found_id TEXT;
+    found_status TEXT;
+    existing TEXT;
+BEGIN
+    FOR found_id, found_status IN
+        SELECT op_id, status FROM operations WHERE execution = p_name AND op_id = ANY(p_ids) ORDER BY op_id FOR UPDATE
+    LOOP
+        IF found_status IN ('SUCCEEDED', 'FAILED', 'TIMED_OUT', 'CANCELLED') THEN
+            RETURN format('finished operation ''%s'' already finished (%s)', found_id, found_status);
+        END IF;
+    END LOOP;
+    UPDATE executions SET checkpoint_seq = checkpoint_seq + 1, updated_at = p_now
+     WHERE name = p_name AND epoch = p_epoch AND checkpoint_seq = p_seq;
+    IF NOT FOUND THEN
+        IF EXISTS (SELECT 1 FROM executions WHERE name = p_name) THEN
+            RETURN 'stale';
+        END IF;
+        RETURN 'not found';
+    END IF;
+    FOR i IN 1 .. coalesce(array_length(p_ids, 1), 0) LOOP
+        SELECT status INTO existing FROM operations WHERE execution = p_name AND op_id = p_ids[i];
+        IF NOT FOUND THEN
+            INSERT INTO operations (execution, op_id, ordinal, type, subtype, name, status, starts, result, error,
+                                    cause, due_at, start_ts, end_ts, callback_token)
+            VALUES (p_name, p_ids[i], (SELECT COUNT(*) FROM operations WHERE execution = p_name), p_types[i],
+                    p_subtypes[i], p_names[i], p_statuses[i], CASE WHEN p_statuses[i] = 'STARTED' THEN 1 ELSE 0 END,
+                    p_results[i], p_errors[i], p_causes[i], p_due[i], p_now,
+                    CASE WHEN p_statuses[i] = 'STARTED' THEN NULL ELSE p_now END, p_tokens[i]);
+        ELSIF existing IN ('SUCCEEDED', 'FAILED', 'TIMED_OUT', 'CANCELLED') THEN
+            RAISE EXCEPTION USING ERRCODE = 'WF001',
+                MESSAGE = format('operation ''%s'' already finished (%s)', p_ids[i], existing);
+        ELSE
+            UPDATE operations SET status = p_statuses[i],
+                   starts = starts + CASE WHEN p_statuses[i] = 'STARTED' THEN 1 ELSE 0 END,
+                   result = p_results[i], error = p_errors[i], cause = p_causes[i],
+                   due_at = COALESCE(p_due[i], due_at),
+                   end_ts = CASE WHEN p_statuses[i] = 'STARTED' THEN NULL ELSE p_now END
+             WHERE execution = p_name AND op_id = p_ids[i];
+        END IF;
+    END LOOP;
+    IF coalesce(array_length(p_consumed, 1), 0) > 0 THEN
+        DELETE FROM events WHERE execution = p_name AND seq = ANY(p_consumed);
+    END IF;
+    IF p_truncate IS NOT NULL THEN
+        DELETE FROM history WHERE execution = p_name AND event_id > p_truncate;
+    END IF;
+    IF coalesce(array_length(p_event_ids, 1), 0) > 0 THEN
+        INSERT INTO history (execution, event_id, event)
+        SELECT p_name, e.id, e.body FROM unnest(p_event_ids, p_events) AS e(id, body)
+        ON CONFLICT (execution, event_id) DO UPDATE SET event = EXCLUDED.event;
+    END IF;
+    IF p_finish IS NOT NULL THEN
+        UPDATE executions SET status = p_finish, output = p_output, error = p_error, cause = p_cause, owner = NULL,
+               lease_until = NULL, wake_at = NULL
+         WHERE name = p_name;
+    END IF;
+    RETURN 'ok';
+END
+$fn$;
+"#;
 
 /// The NOTIFY channel that wakes workers.
 const CHANNEL: &str = "wfc_work";
@@ -169,6 +261,8 @@ pub struct PgStore {
     url: String,
     pool: Vec<Arc<Mutex<Client>>>,
     next: AtomicUsize,
+    /// The group committer of this process's checkpoints, finishes and lease renewals.
+    committer: tokio::sync::mpsc::UnboundedSender<PgWrite>,
     /// The LISTEN connection's client (kept so the session lasts) and the wake-up it feeds.
     listener: OnceCell<(Client, Arc<Notify>)>,
 }
@@ -217,13 +311,23 @@ impl PgStore {
         for _ in 0..POOL_SIZE {
             pool.push(Arc::new(Mutex::new(open_connection(url).await?)));
         }
-        let store = PgStore { url: url.to_owned(), pool, next: AtomicUsize::new(0), listener: OnceCell::new() };
-        {
-            let conn = store.conn().await;
-            let mut client = conn.lock().await;
-            migrate(&mut client).await?;
-        }
-        Ok(store)
+        migrate(&mut *pool[0].lock().await).await?;
+        // After the migration: the committer prepares its statements, `wfc_commit` among them.
+        let committer = GroupCommitter::start(open_connection(url).await?).await?;
+        Ok(PgStore { url: url.to_owned(), pool, next: AtomicUsize::new(0), committer, listener: OnceCell::new() })
+    }
+
+    /// Sends a checkpoint or finish to the group committer; answered once its group committed.
+    fn group_commit(
+        &self,
+        args: Result<CommitArgs, StoreError>,
+    ) -> BoxFuture<'static, Result<CheckpointToken, StoreError>> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let sent = args.map(|args| self.committer.send(PgWrite::Commit(Box::new(args), reply)));
+        Box::pin(async move {
+            sent?.map_err(|_| backend("the group committer has stopped"))?;
+            answer.await.map_err(|_| backend("the group committer dropped a write"))?
+        })
     }
 
     /// A connection: a free one if any, else the next in turn.
@@ -260,6 +364,346 @@ impl PgStore {
             })
             .await
             .map(|(_, notify)| Arc::clone(notify))
+    }
+}
+
+/// The most writes one group commit takes.
+const MAX_GROUP: usize = 512;
+
+/// A write waiting for the [`GroupCommitter`].
+enum PgWrite {
+    /// A checkpoint, or a finish (`wfc_commit`).
+    Commit(Box<CommitArgs>, tokio::sync::oneshot::Sender<Result<CheckpointToken, StoreError>>),
+    /// Lease renewals: one statement for all those of a group.
+    Renew(Vec<Renewal>),
+}
+
+/// One execution's lease renewal.
+struct Renewal {
+    name: String,
+    epoch: i64,
+    owner: String,
+    until: i64,
+    reply: tokio::sync::oneshot::Sender<Result<(), StoreError>>,
+}
+
+/// The parameters of one `wfc_commit` call, serialized by the caller (not by the committer).
+struct CommitArgs {
+    name: String,
+    token: CheckpointToken,
+    now: i64,
+    ids: Vec<String>,
+    types: Vec<String>,
+    subtypes: Vec<String>,
+    names: Vec<String>,
+    statuses: Vec<String>,
+    results: Vec<Option<String>>,
+    errors: Vec<Option<String>>,
+    causes: Vec<Option<String>>,
+    due: Vec<Option<i64>>,
+    tokens: Vec<Option<String>>,
+    consumed: Vec<i64>,
+    truncate: Option<i64>,
+    event_ids: Vec<i64>,
+    events: Vec<String>,
+    finish: Option<String>,
+    output: Option<String>,
+    error: Option<String>,
+    cause: Option<String>,
+}
+
+impl CommitArgs {
+    fn new(
+        name: &str,
+        token: CheckpointToken,
+        updates: &[OperationUpdate],
+        history: &HistoryWrite,
+        completion: Option<&Completion>,
+    ) -> Result<CommitArgs, StoreError> {
+        let mut events = Vec::with_capacity(history.events.len());
+        let mut event_ids = Vec::with_capacity(history.events.len());
+        for event in &history.events {
+            events.push(serde_json::to_string(event).map_err(backend)?);
+            event_ids.push(i64::try_from(event.id).map_err(backend)?);
+        }
+        Ok(CommitArgs {
+            name: name.to_owned(),
+            token,
+            now: now_ms(),
+            ids: updates.iter().map(|u| u.id.clone()).collect(),
+            types: updates.iter().map(|u| u.op_type.as_str().to_owned()).collect(),
+            subtypes: updates.iter().map(|u| u.subtype.clone()).collect(),
+            names: updates.iter().map(|u| u.name.clone()).collect(),
+            statuses: updates.iter().map(|u| u.status.as_str().to_owned()).collect(),
+            results: updates.iter().map(|u| u.result.as_ref().map(Value::to_string)).collect(),
+            errors: updates.iter().map(|u| u.error.clone()).collect(),
+            causes: updates.iter().map(|u| u.cause.clone()).collect(),
+            due: updates.iter().map(|u| u.due_at_ms).collect(),
+            tokens: updates.iter().map(|u| u.callback_token.clone()).collect(),
+            consumed: updates.iter().flat_map(super::consumed_events).collect(),
+            truncate: history.truncate_after.map(i64::try_from).transpose().map_err(backend)?,
+            event_ids,
+            events,
+            finish: completion.map(|c| c.status.as_str().to_owned()),
+            output: completion.and_then(|c| c.output.as_ref().map(Value::to_string)),
+            error: completion.and_then(|c| c.error.clone()),
+            cause: completion.and_then(|c| c.cause.clone()),
+        })
+    }
+}
+
+/// What one write of a group answers.
+enum Answer {
+    Commit(Result<CheckpointToken, StoreError>),
+    /// The executions whose lease was renewed (the others' epoch moved on: fenced).
+    Renew(Result<std::collections::HashSet<String>, StoreError>),
+}
+
+/// Commits the writes of a process's executions in groups, on a connection of its own: it takes
+/// every write waiting at that moment and sends `BEGIN`, a `wfc_commit` call per checkpoint or
+/// finish, one `UPDATE` for all the group's lease renewals, and `COMMIT` **pipelined**
+/// (tokio-postgres sends them without waiting for each answer), so a group costs about one round
+/// trip and one WAL flush however many executions it carries. Each caller is answered once the
+/// group's `COMMIT` has returned: no write is acknowledged before it is durable.
+///
+/// A refusal (`stale`, an operation already finished) is an answer of its statement, not an
+/// error, so it does not abort the group. A statement that fails (a deadlock with another
+/// process, `WF001`) aborts the group's transaction; the group is then retried one write per
+/// transaction (each statement alone, pipelined), so only the failing write fails.
+struct GroupCommitter {
+    client: Client,
+    commit: tokio_postgres::Statement,
+    renew: tokio_postgres::Statement,
+}
+
+impl GroupCommitter {
+    async fn start(client: Client) -> Result<tokio::sync::mpsc::UnboundedSender<PgWrite>, StoreError> {
+        let commit = client
+            .prepare(
+                "SELECT wfc_commit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
+                                   $19, $20, $21, $22)",
+            )
+            .await
+            .map_err(pg)?;
+        let renew = client
+            .prepare(
+                // All the renewals of a group in one statement. Matched on the epoch alone: an
+                // execution this hold just finished keeps its epoch (renewed, no error), while a
+                // stop or a takeover moves it on (fenced). A released execution (no lease) keeps
+                // its epoch too, and a renewal that races the release must not take it back:
+                // only a held lease is extended.
+                "UPDATE executions e
+                 SET lease_until = CASE WHEN e.status = 'RUNNING' AND e.lease_until IS NOT NULL THEN r.until END,
+                     owner = CASE WHEN e.status = 'RUNNING' AND e.lease_until IS NOT NULL THEN r.owner END
+                 FROM unnest($1::TEXT[], $2::BIGINT[], $3::TEXT[], $4::BIGINT[]) AS r(name, epoch, owner, until)
+                 WHERE e.name = r.name AND e.epoch = r.epoch
+                 RETURNING e.name",
+            )
+            .await
+            .map_err(pg)?;
+        let (sender, requests) = tokio::sync::mpsc::unbounded_channel();
+        let committer = GroupCommitter { client, commit, renew };
+        tokio::spawn(committer.run(requests));
+        Ok(sender)
+    }
+
+    /// Ends when every handle of the store is dropped.
+    async fn run(self, mut requests: tokio::sync::mpsc::UnboundedReceiver<PgWrite>) {
+        while let Some(first) = requests.recv().await {
+            let mut taken = vec![first];
+            while taken.len() < MAX_GROUP {
+                match requests.try_recv() {
+                    Ok(w) => taken.push(w),
+                    Err(_) => break,
+                }
+            }
+            // The group's lease renewals become one write (one statement); the crash tests'
+            // point counts them one by one, as the writes they are.
+            let writes = taken.len();
+            let mut renewals = Vec::new();
+            let mut group = Vec::with_capacity(taken.len());
+            for write in taken {
+                match write {
+                    PgWrite::Renew(r) => renewals.extend(r),
+                    other => group.push(other),
+                }
+            }
+            if !renewals.is_empty() {
+                group.push(PgWrite::Renew(renewals));
+            }
+            let answers = self.commit_group(&group, writes).await;
+            super::group_crash_point(writes, "after-commit");
+            for (write, answer) in group.into_iter().zip(answers) {
+                match (write, answer) {
+                    (PgWrite::Commit(_, reply), Answer::Commit(a)) => {
+                        let _ = reply.send(a);
+                    }
+                    (PgWrite::Renew(renewals), Answer::Renew(renewed)) => {
+                        for r in renewals {
+                            let answer = match &renewed {
+                                Ok(names) if names.contains(&r.name) => Ok(()),
+                                Ok(_) => Err(StoreError::StaleToken(r.name)),
+                                Err(e) => Err(e.clone()),
+                            };
+                            let _ = r.reply.send(answer);
+                        }
+                    }
+                    (PgWrite::Commit(_, reply), Answer::Renew(_)) => {
+                        let _ = reply.send(Err(backend("the group committer mixed up its answers")));
+                    }
+                    (PgWrite::Renew(renewals), Answer::Commit(_)) => {
+                        for r in renewals {
+                            let _ = r.reply.send(Err(backend("the group committer mixed up its answers")));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    async fn commit_group(&self, group: &[PgWrite], writes: usize) -> Vec<Answer> {
+        if group.len() > 1 {
+            let (begin, statements, commit) = self.pipelined(group, writes).await;
+            let failed = begin.is_err() || statements.iter().any(Result::is_err);
+            if !failed {
+                return match commit {
+                    Ok(()) => statements.into_iter().flatten().collect(),
+                    // Whether it committed is unknown: every write of the group fails (a resumed
+                    // run finds in the journal what was committed).
+                    Err(e) => {
+                        let e = pg(e);
+                        group.iter().map(|w| failed_answer(w, e.clone())).collect()
+                    }
+                };
+            }
+            // A statement failed, so `COMMIT` rolled the group back: each write alone.
+            let _ = self.client.batch_execute("ROLLBACK").await;
+        }
+        let statements = futures::future::join_all(group.iter().map(|w| self.statement(w))).await;
+        group.iter().zip(statements).map(|(w, s)| s.unwrap_or_else(|e| failed_answer(w, statement_error(e)))).collect()
+    }
+
+    /// `BEGIN`, the group's statements and `COMMIT`, sent in this order without waiting for
+    /// answers (a tokio-postgres request is sent when its future is first polled, and every
+    /// future here is polled in order, every time), then their answers.
+    #[allow(clippy::type_complexity)]
+    async fn pipelined(
+        &self,
+        group: &[PgWrite],
+        writes: usize,
+    ) -> (
+        Result<(), tokio_postgres::Error>,
+        Vec<Result<Answer, tokio_postgres::Error>>,
+        Result<(), tokio_postgres::Error>,
+    ) {
+        use futures::future::maybe_done;
+        use std::future::Future;
+        let mut begin = Box::pin(maybe_done(self.client.batch_execute("BEGIN")));
+        let mut statements: Vec<_> = group.iter().map(|w| Box::pin(maybe_done(self.statement(w)))).collect();
+        let mut commit = Box::pin(maybe_done(self.client.batch_execute("COMMIT")));
+        let mut first = true;
+        std::future::poll_fn(|cx| {
+            let mut done = begin.as_mut().poll(cx).is_ready();
+            for s in &mut statements {
+                done &= s.as_mut().poll(cx).is_ready();
+            }
+            done &= commit.as_mut().poll(cx).is_ready();
+            if std::mem::take(&mut first) {
+                super::group_crash_point(writes, "before-commit");
+            }
+            if done { std::task::Poll::Ready(()) } else { std::task::Poll::Pending }
+        })
+        .await;
+        // Every future is done here, so each has its output.
+        let begin = begin.as_mut().take_output().unwrap_or(Ok(()));
+        let commit = commit.as_mut().take_output().unwrap_or(Ok(()));
+        let statements = statements
+            .iter_mut()
+            .map(|s| s.as_mut().take_output().unwrap_or_else(|| Ok(Answer::Commit(Err(backend("no answer"))))))
+            .collect();
+        (begin, statements, commit)
+    }
+
+    /// The write's statement, and its answer if it ran.
+    async fn statement(&self, write: &PgWrite) -> Result<Answer, tokio_postgres::Error> {
+        match write {
+            PgWrite::Commit(a, _) => {
+                let row = self
+                    .client
+                    .query_one(
+                        &self.commit,
+                        &[
+                            &a.name,
+                            &a.token.epoch,
+                            &a.token.seq,
+                            &a.now,
+                            &a.ids,
+                            &a.types,
+                            &a.subtypes,
+                            &a.names,
+                            &a.statuses,
+                            &a.results,
+                            &a.errors,
+                            &a.causes,
+                            &a.due,
+                            &a.tokens,
+                            &a.consumed,
+                            &a.truncate,
+                            &a.event_ids,
+                            &a.events,
+                            &a.finish,
+                            &a.output,
+                            &a.error,
+                            &a.cause,
+                        ],
+                    )
+                    .await?;
+                let outcome: String = row.try_get(0)?;
+                Ok(Answer::Commit(match outcome.as_str() {
+                    "ok" => Ok(CheckpointToken { epoch: a.token.epoch, seq: a.token.seq + 1 }),
+                    "stale" => Err(StoreError::StaleToken(a.name.clone())),
+                    "not found" => Err(StoreError::NotFound(a.name.clone())),
+                    other => match other.strip_prefix("finished ") {
+                        Some(message) => {
+                            Err(StoreError::InvalidUpdate { execution: a.name.clone(), message: message.to_owned() })
+                        }
+                        None => Err(backend(format!("wfc_commit answered '{other}'"))),
+                    },
+                }))
+            }
+            PgWrite::Renew(renewals) => {
+                let names: Vec<&str> = renewals.iter().map(|r| r.name.as_str()).collect();
+                let epochs: Vec<i64> = renewals.iter().map(|r| r.epoch).collect();
+                let owners: Vec<&str> = renewals.iter().map(|r| r.owner.as_str()).collect();
+                let until: Vec<i64> = renewals.iter().map(|r| r.until).collect();
+                let rows = self.client.query(&self.renew, &[&names, &epochs, &owners, &until]).await?;
+                let renewed = rows.iter().map(|row| row.try_get::<_, String>(0)).collect::<Result<_, _>>()?;
+                Ok(Answer::Renew(Ok(renewed)))
+            }
+        }
+    }
+}
+
+/// `err` as the store error of a write run alone: `WF001` is `wfc_commit`'s refusal of an
+/// operation updated after it finished in the same batch.
+fn statement_error(e: tokio_postgres::Error) -> StoreError {
+    match e.as_db_error() {
+        Some(db) if db.code().code() == "WF001" => {
+            StoreError::InvalidUpdate { execution: String::new(), message: db.message().to_owned() }
+        }
+        _ => pg(e),
+    }
+}
+
+fn failed_answer(write: &PgWrite, e: StoreError) -> Answer {
+    match write {
+        PgWrite::Commit(a, _) => Answer::Commit(Err(match e {
+            StoreError::InvalidUpdate { message, .. } => {
+                StoreError::InvalidUpdate { execution: a.name.clone(), message }
+            }
+            other => other,
+        })),
+        PgWrite::Renew(_) => Answer::Renew(Err(e)),
     }
 }
 
@@ -426,105 +870,6 @@ async fn append_after_last<C: GenericClient>(
     write_history(c, name, &HistoryWrite { events, truncate_after: None }).await
 }
 
-async fn advance_token<C: GenericClient>(
-    c: &C,
-    name: &str,
-    token: CheckpointToken,
-    now: i64,
-) -> Result<CheckpointToken, StoreError> {
-    let changed = c
-        .execute(
-            "UPDATE executions SET checkpoint_seq = checkpoint_seq + 1, updated_at = $4
-             WHERE name = $1 AND epoch = $2 AND checkpoint_seq = $3",
-            &[&name, &token.epoch, &token.seq, &now],
-        )
-        .await
-        .map_err(pg)?;
-    if changed == 0 {
-        return Err(match get_record(c, name).await? {
-            Some(_) => StoreError::StaleToken(name.to_owned()),
-            None => StoreError::NotFound(name.to_owned()),
-        });
-    }
-    Ok(CheckpointToken { epoch: token.epoch, seq: token.seq + 1 })
-}
-
-async fn apply_update<C: GenericClient>(
-    c: &C,
-    name: &str,
-    update: &OperationUpdate,
-    now: i64,
-) -> Result<(), StoreError> {
-    let existing = c
-        .query_opt("SELECT status FROM operations WHERE execution = $1 AND op_id = $2 FOR UPDATE", &[&name, &update.id])
-        .await
-        .map_err(pg)?;
-    let existing: Option<String> = existing.map(|r| r.get(0));
-    if let Some(status) = &existing
-        && OpStatus::parse(status).is_some_and(OpStatus::is_terminal)
-    {
-        return Err(StoreError::InvalidUpdate {
-            execution: name.to_owned(),
-            message: format!("operation '{}' already finished ({status})", update.id),
-        });
-    }
-    let result = update.result.as_ref().map(Value::to_string);
-    let started = i64::from(update.status == OpStatus::Started);
-    let end_ts = update.status.is_terminal().then_some(now);
-    if existing.is_none() {
-        c.execute(
-            "INSERT INTO operations (execution, op_id, ordinal, type, subtype, name, status, starts, result, error,
-                                     cause, due_at, start_ts, end_ts, callback_token)
-             VALUES ($1, $2, (SELECT COUNT(*) FROM operations WHERE execution = $1), $3, $4, $5, $6, $7, $8, $9,
-                     $10, $11, $12, $13, $14)",
-            &[
-                &name,
-                &update.id,
-                &update.op_type.as_str(),
-                &update.subtype,
-                &update.name,
-                &update.status.as_str(),
-                &started,
-                &result,
-                &update.error,
-                &update.cause,
-                &update.due_at_ms,
-                &now,
-                &end_ts,
-                &update.callback_token,
-            ],
-        )
-        .await
-        .map_err(pg)?;
-    } else {
-        c.execute(
-            "UPDATE operations SET status = $3, starts = starts + $4, result = $5, error = $6, cause = $7,
-                    due_at = COALESCE($8, due_at), end_ts = $9
-             WHERE execution = $1 AND op_id = $2",
-            &[
-                &name,
-                &update.id,
-                &update.status.as_str(),
-                &started,
-                &result,
-                &update.error,
-                &update.cause,
-                &update.due_at_ms,
-                &end_ts,
-            ],
-        )
-        .await
-        .map_err(pg)?;
-    }
-    let consumed = super::consumed_events(update);
-    if !consumed.is_empty() {
-        c.execute("DELETE FROM events WHERE execution = $1 AND seq = ANY($2)", &[&name, &consumed])
-            .await
-            .map_err(pg)?;
-    }
-    Ok(())
-}
-
 /// Creates `new` with `events` in its inbox unless it exists (then adds nothing); whether it
 /// existed.
 async fn create_with_events<C: GenericClient>(
@@ -650,19 +995,8 @@ impl Store for PgStore {
         updates: Vec<OperationUpdate>,
         history: HistoryWrite,
     ) -> BoxFuture<'a, Result<CheckpointToken, StoreError>> {
-        Box::pin(async move {
-            let conn = self.conn().await;
-            let mut client = conn.lock().await;
-            let now = now_ms();
-            let tx = client.transaction().await.map_err(pg)?;
-            let next = advance_token(&tx, name, token, now).await?;
-            for update in &updates {
-                apply_update(&tx, name, update, now).await?;
-            }
-            write_history(&tx, name, &history).await?;
-            tx.commit().await.map_err(pg)?;
-            Ok(next)
-        })
+        let args = CommitArgs::new(name, token, &updates, &history, None);
+        self.group_commit(args)
     }
 
     fn finish<'a>(
@@ -681,31 +1015,16 @@ impl Store for PgStore {
         completion: Completion,
         history: HistoryWrite,
     ) -> BoxFuture<'a, Result<CheckpointToken, StoreError>> {
-        Box::pin(async move {
-            if completion.status == ExecutionStatus::Running {
-                return Err(StoreError::InvalidUpdate {
-                    execution: name.to_owned(),
-                    message: "an execution cannot finish as RUNNING".into(),
-                });
-            }
-            let conn = self.conn().await;
-            let mut client = conn.lock().await;
-            let now = now_ms();
-            let tx = client.transaction().await.map_err(pg)?;
-            let next = advance_token(&tx, name, token, now).await?;
-            write_history(&tx, name, &history).await?;
-            let output = completion.output.as_ref().map(Value::to_string);
-            tx.execute(
-                "UPDATE executions SET status = $2, output = $3, error = $4, cause = $5, owner = NULL,
-                        lease_until = NULL, wake_at = NULL
-                 WHERE name = $1",
-                &[&name, &completion.status.as_str(), &output, &completion.error, &completion.cause],
-            )
-            .await
-            .map_err(pg)?;
-            tx.commit().await.map_err(pg)?;
-            Ok(next)
-        })
+        if completion.status == ExecutionStatus::Running {
+            let refused = StoreError::InvalidUpdate {
+                execution: name.to_owned(),
+                message: "an execution cannot finish as RUNNING".into(),
+            };
+            return Box::pin(async move { Err(refused) });
+        }
+        // Its history and its end in one statement, grouped with the process's checkpoints.
+        let args = CommitArgs::new(name, token, &[], &history, Some(&completion));
+        self.group_commit(args)
     }
 
     fn list_executions(&self) -> BoxFuture<'_, Result<Vec<ExecutionRecord>, StoreError>> {
@@ -1129,20 +1448,21 @@ impl Store for PgStore {
                 )
                 .await
                 .map_err(pg)?;
-            let mut claims = Vec::with_capacity(rows.len());
-            for row in rows {
+            // The claimed executions are loaded concurrently: tokio-postgres pipelines the
+            // queries on the connection instead of waiting for each answer in turn.
+            let client = &*client;
+            let loads = rows.iter().map(|row| async move {
                 let name: String = row.get(0);
                 let loaded = async {
-                    let record =
-                        get_record(&*client, &name).await?.ok_or_else(|| StoreError::NotFound(name.clone()))?;
-                    let operations = get_operations(&*client, &name).await?;
+                    let record = get_record(client, &name).await?.ok_or_else(|| StoreError::NotFound(name.clone()))?;
+                    let operations = get_operations(client, &name).await?;
                     let token = CheckpointToken { epoch: record.epoch, seq: record.checkpoint_seq };
                     Ok(Claim { record, operations, token, existed: true })
                 }
                 .await;
-                claims.push(loaded.map_err(|e| (name, e)));
-            }
-            Ok(claims)
+                loaded.map_err(|e| (name, e))
+            });
+            Ok(futures::future::join_all(loads).await)
         })
     }
 
@@ -1153,23 +1473,19 @@ impl Store for PgStore {
         owner: &'a str,
         lease: Duration,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
+        // Grouped: the leases of a process's executions are renewed in the commits they share.
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let write = PgWrite::Renew(vec![Renewal {
+            name: name.to_owned(),
+            epoch,
+            owner: owner.to_owned(),
+            until: now_ms() + lease_ms(lease),
+            reply,
+        }]);
+        let sent = self.committer.send(write);
         Box::pin(async move {
-            let conn = self.conn().await;
-            let client = conn.lock().await;
-            let changed = client
-                .execute(
-                    // Matched on the epoch alone: an execution this hold just finished keeps
-                    // its epoch (no error), while a stop or a takeover moves it on (fenced).
-                    // A released execution (no lease) keeps its epoch too, and a renewal that
-                    // races the release must not take it back: only a held lease is extended.
-                    "UPDATE executions SET lease_until = CASE WHEN status = 'RUNNING' AND lease_until IS NOT NULL THEN $4::BIGINT END,
-                            owner = CASE WHEN status = 'RUNNING' AND lease_until IS NOT NULL THEN $3::TEXT END
-                     WHERE name = $1 AND epoch = $2",
-                    &[&name, &epoch, &owner, &(now_ms() + lease_ms(lease))],
-                )
-                .await
-                .map_err(pg)?;
-            if changed == 0 { Err(StoreError::StaleToken(name.to_owned())) } else { Ok(()) }
+            sent.map_err(|_| backend("the group committer has stopped"))?;
+            answer.await.map_err(|_| backend("the group committer dropped a write"))?
         })
     }
 

@@ -164,35 +164,78 @@ CREATE INDEX executions_workflow_created ON executions(workflow, created_at);
 
 /// A [`Store`] in one SQLite file.
 ///
-/// Checkpoints go through a **group committer**: one thread takes every checkpoint waiting at
-/// that moment (of any execution) and commits them in one transaction, each in its own
-/// savepoint (a refused batch rolls back alone). With `synchronous=FULL` that is one fsync for
-/// the group, so concurrent executions commit at a multiple of the single-commit rate.
+/// Every write an execution makes while it runs (its claim, checkpoints, lease renewals, history
+/// appends, its finish, a release) goes through a **group committer**: one thread takes every
+/// write waiting at that moment (of any execution of the process) and commits them in one
+/// transaction, each in its own savepoint (a refused write rolls back alone), and answers each
+/// caller only once that transaction has committed. With `synchronous=FULL` that is one fsync
+/// for the group, so concurrent executions commit at a multiple of the single-commit rate, and
+/// no write is acknowledged before it is durable.
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
-    committer: std::sync::mpsc::Sender<CheckpointRequest>,
+    committer: std::sync::mpsc::Sender<Box<dyn GroupWrite>>,
     /// Write transactions committed since the store was opened (SQLite's commit hook): each
     /// one an fsync of the log at [`Synchronous::Full`]. Read by `wfc-bench --durable`.
     commits: Arc<std::sync::atomic::AtomicU64>,
 }
 
-/// One checkpoint waiting for the group committer.
-#[derive(Debug)]
-struct CheckpointRequest {
-    name: String,
-    token: CheckpointToken,
-    updates: Vec<OperationUpdate>,
-    /// The running execution's history events this checkpoint makes true ([`write_history`]).
-    history: HistoryWrite,
-    reply: tokio::sync::oneshot::Sender<Result<CheckpointToken, StoreError>>,
+/// One write waiting for the group committer: run in the group's transaction, in a savepoint of
+/// its own, and answered once that transaction has committed (or failed).
+trait GroupWrite: Send + std::fmt::Debug {
+    /// Runs the write on the group's connection; `false` when it failed (its savepoint is then
+    /// rolled back, and its error is its answer).
+    fn apply(&mut self, conn: &Connection) -> bool;
+    /// Answers the caller: the write's own result once the group committed, else the group's error.
+    fn answer(self: Box<Self>, committed: Result<(), StoreError>);
 }
 
-/// The most checkpoints one group commit takes.
+/// A [`GroupWrite`] running `run`, answering on `reply`.
+struct Write<T, F> {
+    run: Option<F>,
+    result: Option<Result<T, StoreError>>,
+    reply: tokio::sync::oneshot::Sender<Result<T, StoreError>>,
+}
+
+impl<T, F> std::fmt::Debug for Write<T, F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Write").field("applied", &self.result.is_some()).finish()
+    }
+}
+
+impl<T, F> GroupWrite for Write<T, F>
+where
+    T: Send,
+    F: FnOnce(&Connection) -> Result<T, StoreError> + Send,
+{
+    fn apply(&mut self, conn: &Connection) -> bool {
+        let result = match self.run.take() {
+            Some(run) => run(conn),
+            None => Err(backend("a grouped write ran twice")),
+        };
+        let ok = result.is_ok();
+        self.result = Some(result);
+        ok
+    }
+
+    fn answer(self: Box<Self>, committed: Result<(), StoreError>) {
+        let this = *self;
+        let result = match (committed, this.result) {
+            (Ok(()), Some(result)) => result,
+            (Ok(()), None) => Err(backend("a grouped write was not run")),
+            // A refusal of the write itself says more than the group's failure.
+            (Err(_), Some(Err(own))) => Err(own),
+            (Err(e), _) => Err(e),
+        };
+        let _ = this.reply.send(result);
+    }
+}
+
+/// The most writes one group commit takes.
 const MAX_GROUP: usize = 512;
 
 /// The group committer's loop: ends when every handle of the store is dropped.
-fn group_committer(conn: Arc<Mutex<Connection>>, requests: std::sync::mpsc::Receiver<CheckpointRequest>) {
+fn group_committer(conn: Arc<Mutex<Connection>>, requests: std::sync::mpsc::Receiver<Box<dyn GroupWrite>>) {
     while let Ok(first) = requests.recv() {
         let mut group = vec![first];
         while group.len() < MAX_GROUP {
@@ -201,48 +244,47 @@ fn group_committer(conn: Arc<Mutex<Connection>>, requests: std::sync::mpsc::Rece
                 Err(_) => break,
             }
         }
-        let results = {
+        let committed = {
             let mut guard = conn.lock().unwrap_or_else(|p| p.into_inner());
-            commit_group(&mut guard, &group)
+            commit_group(&mut guard, &mut group)
         };
-        for (request, result) in group.into_iter().zip(results) {
-            let _ = request.reply.send(result);
+        super::group_crash_point(group.len(), "after-commit");
+        for write in group {
+            write.answer(committed.clone());
         }
     }
 }
 
-/// One checkpoint of a group, in its own savepoint: an error drops (rolls back) the savepoint,
-/// so that checkpoint alone is refused.
-fn checkpoint_in_savepoint(
-    tx: &mut rusqlite::Transaction<'_>,
-    request: &CheckpointRequest,
-    now: i64,
-) -> Result<CheckpointToken, StoreError> {
-    let sp = tx.savepoint().map_err(backend)?;
-    let next = advance_token(&sp, &request.name, request.token, now)?;
-    for update in &request.updates {
-        apply_update(&sp, &request.name, update, now)?;
+/// Runs every write of `group` in one IMMEDIATE transaction, each in its own savepoint (a write
+/// that fails rolls back alone), and commits it: one fsync for the group at FULL.
+fn commit_group(conn: &mut Connection, group: &mut [Box<dyn GroupWrite>]) -> Result<(), StoreError> {
+    let mut tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
+    for write in group.iter_mut() {
+        let sp = tx.savepoint().map_err(backend)?;
+        if write.apply(&sp) {
+            sp.commit().map_err(backend)?;
+        }
+        // A failed write's savepoint is rolled back when it is dropped.
     }
-    write_history(&sp, &request.name, &request.history)?;
-    sp.commit().map_err(backend)?;
-    Ok(next)
+    super::group_crash_point(group.len(), "before-commit");
+    tx.commit().map_err(backend)
 }
 
-fn commit_group(conn: &mut Connection, group: &[CheckpointRequest]) -> Vec<Result<CheckpointToken, StoreError>> {
+/// One checkpoint in the caller's transaction (a savepoint of a group).
+fn checkpoint_in(
+    conn: &Connection,
+    name: &str,
+    token: CheckpointToken,
+    updates: &[OperationUpdate],
+    history: &HistoryWrite,
+) -> Result<CheckpointToken, StoreError> {
     let now = now_ms();
-    let all_fail = |e: &dyn std::fmt::Display| group.iter().map(|_| Err(backend(e))).collect();
-    let mut tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
-        Ok(tx) => tx,
-        Err(e) => return all_fail(&e),
-    };
-    let mut results = Vec::with_capacity(group.len());
-    for request in group {
-        results.push(checkpoint_in_savepoint(&mut tx, request, now));
+    let next = advance_token(conn, name, token, now)?;
+    for update in updates {
+        apply_update(conn, name, update, now)?;
     }
-    match tx.commit() {
-        Ok(()) => results,
-        Err(e) => all_fail(&e),
-    }
+    write_history(conn, name, history)?;
+    Ok(next)
 }
 
 /// Writes a running execution's history events (live history, see `durable::live_history`) in
@@ -282,6 +324,12 @@ fn append_after_last(
         .map_err(backend)?;
     let events = events(u64::try_from(last).unwrap_or(0));
     write_history(tx, name, &HistoryWrite { events, truncate_after: None })
+}
+
+/// Runs `sql` as a statement prepared once per connection (the hot paths: a group commit runs
+/// the same few statements for every write; parsing them each time cost more than running them).
+fn cached(conn: &Connection, sql: &str, params: impl rusqlite::Params) -> Result<usize, rusqlite::Error> {
+    conn.prepare_cached(sql)?.execute(params)
 }
 
 fn backend(e: impl std::fmt::Display) -> StoreError {
@@ -343,6 +391,7 @@ impl SqliteStore {
         conn.pragma_update(None, "synchronous", sync).map_err(backend)?;
         conn.pragma_update(None, "foreign_keys", "ON").map_err(backend)?;
         migrate(&mut conn)?;
+        conn.set_prepared_statement_cache_capacity(64);
         let commits = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let counter = Arc::clone(&commits);
         conn.commit_hook(Some(move || {
@@ -363,6 +412,39 @@ impl SqliteStore {
     /// connection's commits: checkpoints, group commits of many checkpoints, claims, creates).
     pub fn commits(&self) -> u64 {
         self.commits.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Runs the write `f` through the group committer: in the next group's transaction (in a
+    /// savepoint of its own), answered once that transaction has committed, so the answer
+    /// means the write is durable (at FULL). Waited for on the blocking pool, as every other
+    /// store call: a paused virtual clock does not jump while a commit is in progress.
+    fn grouped<T, F>(&self, f: F) -> BoxFuture<'static, Result<T, StoreError>>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let sent = self.committer.send(Box::new(Write { run: Some(f), result: None, reply }));
+        // A paused clock exists only on a current-thread runtime (tokio refuses to pause
+        // another): there the answer is waited for on the blocking pool, which keeps the clock
+        // from jumping. On a multi-thread runtime (a worker's, the benchmark's) it is awaited
+        // directly: a blocking-pool thread per write cost two thread switches per step.
+        let paused_possible = match tokio::runtime::Handle::try_current() {
+            Ok(h) => h.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread,
+            Err(_) => true,
+        };
+        Box::pin(async move {
+            sent.map_err(|_| backend("the commit thread has stopped"))?;
+            let dropped = |_| backend("the commit thread dropped a write");
+            if paused_possible {
+                tokio::task::spawn_blocking(move || answer.blocking_recv())
+                    .await
+                    .map_err(|e| backend(format!("the store thread failed: {e}")))?
+                    .map_err(dropped)?
+            } else {
+                answer.await.map_err(dropped)?
+            }
+        })
     }
 
     /// Runs `f` on the connection on tokio's blocking pool, so no async thread ever waits on
@@ -699,13 +781,13 @@ fn get_operation(conn: &Connection, name: &str, id: &str) -> Result<Option<Opera
 /// The compare-and-swap that makes tokens single-use and fences older processes: it succeeds
 /// only for the current (epoch, seq), and moves seq on.
 fn advance_token(tx: &Connection, name: &str, token: CheckpointToken, now: i64) -> Result<CheckpointToken, StoreError> {
-    let changed = tx
-        .execute(
-            "UPDATE executions SET checkpoint_seq = checkpoint_seq + 1, updated_at = ?4
+    let changed = cached(
+        tx,
+        "UPDATE executions SET checkpoint_seq = checkpoint_seq + 1, updated_at = ?4
              WHERE name = ?1 AND epoch = ?2 AND checkpoint_seq = ?3",
-            params![name, token.epoch, token.seq, now],
-        )
-        .map_err(backend)?;
+        params![name, token.epoch, token.seq, now],
+    )
+    .map_err(backend)?;
     if changed == 0 {
         return Err(match get_record(tx, name)? {
             Some(_) => StoreError::StaleToken(name.to_owned()),
@@ -718,9 +800,8 @@ fn advance_token(tx: &Connection, name: &str, token: CheckpointToken, now: i64) 
 fn apply_update(tx: &Connection, name: &str, update: &OperationUpdate, now: i64) -> Result<(), StoreError> {
     let invalid = |message: String| StoreError::InvalidUpdate { execution: name.to_owned(), message };
     let existing: Option<String> = tx
-        .query_row("SELECT status FROM operations WHERE execution = ?1 AND op_id = ?2", [name, &update.id], |r| {
-            r.get(0)
-        })
+        .prepare_cached("SELECT status FROM operations WHERE execution = ?1 AND op_id = ?2")
+        .and_then(|mut stmt| stmt.query_row([name, &update.id], |r| r.get(0)))
         .optional()
         .map_err(backend)?;
     // A finished operation is history: replay reads it, nothing may rewrite it.
@@ -733,7 +814,8 @@ fn apply_update(tx: &Connection, name: &str, update: &OperationUpdate, now: i64)
     let started = i64::from(update.status == OpStatus::Started);
     let end_ts = update.status.is_terminal().then_some(now);
     if existing.is_none() {
-        tx.execute(
+        cached(
+            tx,
             "INSERT INTO operations (execution, op_id, ordinal, type, subtype, name, status, starts, result, error,
                                      cause, due_at, start_ts, end_ts, callback_token)
              VALUES (?1, ?2, (SELECT COUNT(*) FROM operations WHERE execution = ?1), ?3, ?4, ?5, ?6, ?7, ?8, ?9,
@@ -757,7 +839,8 @@ fn apply_update(tx: &Connection, name: &str, update: &OperationUpdate, now: i64)
         )
         .map_err(backend)?;
     } else {
-        tx.execute(
+        cached(
+            tx,
             "UPDATE operations SET status = ?3, starts = starts + ?4, result = ?5, error = ?6, cause = ?7,
                     due_at = COALESCE(?8, due_at), end_ts = ?9
              WHERE execution = ?1 AND op_id = ?2",
@@ -776,7 +859,7 @@ fn apply_update(tx: &Connection, name: &str, update: &OperationUpdate, now: i64)
         .map_err(backend)?;
     }
     for seq in super::consumed_events(update) {
-        tx.execute("DELETE FROM events WHERE execution = ?1 AND seq = ?2", params![name, seq]).map_err(backend)?;
+        cached(tx, "DELETE FROM events WHERE execution = ?1 AND seq = ?2", params![name, seq]).map_err(backend)?;
     }
     Ok(())
 }
@@ -830,18 +913,8 @@ impl Store for SqliteStore {
         updates: Vec<OperationUpdate>,
         history: HistoryWrite,
     ) -> BoxFuture<'a, Result<CheckpointToken, StoreError>> {
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        let request = CheckpointRequest { name: name.to_owned(), token, updates, history, reply };
-        let sent = self.committer.send(request);
-        Box::pin(async move {
-            sent.map_err(|_| backend("the commit thread has stopped"))?;
-            // Waited for on the blocking pool, as every other store call: a paused virtual
-            // clock does not jump while a commit is in progress.
-            tokio::task::spawn_blocking(move || answer.blocking_recv())
-                .await
-                .map_err(|e| backend(format!("the store thread failed: {e}")))?
-                .map_err(|_| backend("the commit thread dropped a checkpoint"))?
-        })
+        let name = name.to_owned();
+        self.grouped(move |conn| checkpoint_in(conn, &name, token, &updates, &history))
     }
 
     fn finish<'a>(
@@ -861,18 +934,18 @@ impl Store for SqliteStore {
         history: HistoryWrite,
     ) -> BoxFuture<'a, Result<CheckpointToken, StoreError>> {
         let name = name.to_owned();
-        self.call(move |conn| {
-            if completion.status == ExecutionStatus::Running {
-                return Err(StoreError::InvalidUpdate {
-                    execution: name,
-                    message: "an execution cannot finish as RUNNING".into(),
-                });
-            }
-            let now = now_ms();
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
-            let next = advance_token(&tx, &name, token, now)?;
-            write_history(&tx, &name, &history)?;
-            tx.execute(
+        if completion.status == ExecutionStatus::Running {
+            let refused =
+                StoreError::InvalidUpdate { execution: name, message: "an execution cannot finish as RUNNING".into() };
+            return Box::pin(async move { Err(refused) });
+        }
+        // Its history and its end in one grouped write: the finish of many executions shares
+        // their checkpoints' commit.
+        self.grouped(move |tx| {
+            let next = advance_token(tx, &name, token, now_ms())?;
+            write_history(tx, &name, &history)?;
+            cached(
+                tx,
                 "UPDATE executions SET status = ?2, output = ?3, error = ?4, cause = ?5, owner = NULL,
                         lease_until = NULL, wake_at = NULL
                  WHERE name = ?1",
@@ -885,7 +958,6 @@ impl Store for SqliteStore {
                 ],
             )
             .map_err(backend)?;
-            tx.commit().map_err(backend)?;
             Ok(next)
         })
     }
@@ -945,11 +1017,7 @@ impl Store for SqliteStore {
 
     fn append_history<'a>(&'a self, name: &'a str, events: Vec<HistoryEvent>) -> BoxFuture<'a, Result<(), StoreError>> {
         let name = name.to_owned();
-        self.call(move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
-            write_history(&tx, &name, &HistoryWrite { events, truncate_after: None })?;
-            tx.commit().map_err(backend)
-        })
+        self.grouped(move |tx| write_history(tx, &name, &HistoryWrite { events, truncate_after: None }))
     }
 
     fn read_history_page<'a>(
@@ -1257,9 +1325,9 @@ impl Store for SqliteStore {
         };
         let list = |names: Vec<String>| Value::from(names).to_string();
         let (versions, workflows, unpinned) = (list(versions), list(workflows), list(unpinned));
-        self.call(move |conn| {
+        // Grouped: a claim shares its commit with the running executions' checkpoints.
+        self.grouped(move |tx| {
             let now = now_ms();
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
             let names: Vec<String> = {
                 let mut stmt = tx
                     .prepare_cached(
@@ -1282,22 +1350,22 @@ impl Store for SqliteStore {
             };
             let mut claims = Vec::new();
             for name in names {
-                tx.execute(
+                cached(
+                    tx,
                     "UPDATE executions SET epoch = epoch + 1, owner = ?2, lease_until = ?3, wake_at = NULL,
                             updated_at = ?4
                      WHERE name = ?1",
                     params![name, owner, now + lease_ms(lease), now],
                 )
                 .map_err(backend)?;
-                let loaded = get_record(&tx, &name).and_then(|record| {
+                let loaded = get_record(tx, &name).and_then(|record| {
                     let record = record.ok_or_else(|| StoreError::NotFound(name.clone()))?;
-                    let operations = get_operations(&tx, &name)?;
+                    let operations = get_operations(tx, &name)?;
                     let token = CheckpointToken { epoch: record.epoch, seq: record.checkpoint_seq };
                     Ok(Claim { record, operations, token, existed: true })
                 });
                 claims.push(loaded.map_err(|e| (name, e)));
             }
-            tx.commit().map_err(backend)?;
             Ok(claims)
         })
     }
@@ -1310,20 +1378,21 @@ impl Store for SqliteStore {
         lease: std::time::Duration,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         let (name, owner) = (name.to_owned(), owner.to_owned());
-        self.call(move |conn| {
+        // Grouped: the leases of a process's executions are renewed in the commits they share.
+        self.grouped(move |conn| {
             let now = now_ms();
-            let changed = conn
-                .execute(
-                    // Matched on the epoch alone: an execution this hold just finished keeps
-                    // its epoch (no error), while a stop or a takeover moves it on (fenced).
-                    // A released execution (no lease) keeps its epoch too, and a renewal that
-                    // races the release must not take it back: only a held lease is extended.
-                    "UPDATE executions SET lease_until = CASE WHEN status = 'RUNNING' AND lease_until IS NOT NULL THEN ?4 END,
-                            owner = CASE WHEN status = 'RUNNING' AND lease_until IS NOT NULL THEN ?3 END
-                     WHERE name = ?1 AND epoch = ?2",
-                    params![name, epoch, owner, now + lease_ms(lease)],
-                )
-                .map_err(backend)?;
+            // Matched on the epoch alone: an execution this hold just finished keeps its epoch
+            // (no error), while a stop or a takeover moves it on (fenced). A released execution
+            // (no lease) keeps its epoch too, and a renewal that races the release must not take
+            // it back: only a held lease is extended.
+            let changed = cached(
+                conn,
+                "UPDATE executions SET lease_until = CASE WHEN status = 'RUNNING' AND lease_until IS NOT NULL THEN ?4 END,
+                        owner = CASE WHEN status = 'RUNNING' AND lease_until IS NOT NULL THEN ?3 END
+                 WHERE name = ?1 AND epoch = ?2",
+                params![name, epoch, owner, now + lease_ms(lease)],
+            )
+            .map_err(backend)?;
             if changed == 0 { Err(StoreError::StaleToken(name)) } else { Ok(()) }
         })
     }
@@ -1336,9 +1405,8 @@ impl Store for SqliteStore {
         signals_seen: i64,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         let name = name.to_owned();
-        self.call(move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
-            let record = get_record(&tx, &name)?.ok_or_else(|| StoreError::NotFound(name.clone()))?;
+        self.grouped(move |tx| {
+            let record = get_record(tx, &name)?.ok_or_else(|| StoreError::NotFound(name.clone()))?;
             if record.epoch != epoch {
                 return Err(StoreError::StaleToken(name));
             }
@@ -1348,7 +1416,7 @@ impl Store for SqliteStore {
                 params![name, epoch, wake],
             )
             .map_err(backend)?;
-            tx.commit().map_err(backend)
+            Ok(())
         })
     }
 
