@@ -1,9 +1,9 @@
 //! A live decider loop against moto_server (PyPI `moto[server]`), a local SWF emulator, on
 //! loopback: the test registers the types, starts an execution, and then acts as the decider
 //! (PollForDecisionTask, `wfc decide`, RespondDecisionTaskCompleted) and as the activity worker
-//! (answering from mocks) until the execution closes. It speaks SWF's JSON protocol directly
-//! (docs/adapters.md says why not aws-sdk-swf). moto implements 7 of the 13 decision types;
-//! the workflow uses only those. A second test runs `wfc swf-decider` (the SigV4-signing poller)
+//! (answering from mocks) until the execution closes. It speaks SWF's JSON protocol directly,
+//! the documents `wfc decide` reads and writes. moto implements 7 of the 13 decision types;
+//! the workflow uses only those. A second test runs `wfc swf-decider` (the poller, on aws-sdk-swf)
 //! as the decider, a child process, while the test is the activity worker of a Map workflow.
 //!
 //! moto_server is found in the virtual environment named by `WFC_PY_VENV` (set by .ci/run), else
