@@ -193,7 +193,11 @@ impl SwfClient {
         let credentials =
             provider.provide_credentials().await.map_err(|e| PollerError::Credentials(error_chain(&e)))?;
         let client = aws_sdk_swf::Client::new(&config);
-        let endpoint = endpoint.unwrap_or_else(|| format!("https://swf.{region}.amazonaws.com"));
+        // For the log: the override, else the environment's or the profile's, else AWS's.
+        let endpoint = endpoint
+            .or_else(|| std::env::var("AWS_ENDPOINT_URL_SWF").ok().filter(|v| !v.is_empty()))
+            .or_else(|| config.endpoint_url().map(str::to_owned))
+            .unwrap_or_else(|| format!("https://swf.{region}.amazonaws.com"));
         // The provider's name is in the credentials' Debug output only.
         let credentials_source = format!("{credentials:?}")
             .split("provider_name: \"")
