@@ -699,6 +699,32 @@ fn run_invokes_lambda_resources_at_the_lambda_endpoint() {
     let cause = out["cause"].as_str().unwrap();
     assert!(cause.contains(&format!("function 'echo' of Task state 'Invoke', Lambda endpoint {closed}")), "{cause}");
 
+    // `wfc worker` takes the same task sources: a stored execution run by a worker.
+    let dir = scratch("lambda-endpoint-worker");
+    let store = format!("sqlite:{}", dir.join("store.db").display());
+    let input = json!({"order": {"id": 8}, "fn": "fails"}).to_string();
+    let o = wfc()
+        .args(["executions", "--store", &store, "start", &def, "--name", "w1", "--input", &input])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = wfc()
+        .args(["worker", "--store", &store, &def, "--exit-when-idle", "--lambda-endpoint", &fake.endpoint])
+        .env("AWS_ACCESS_KEY_ID", "AKIDLAMBDA")
+        .env("AWS_SECRET_ACCESS_KEY", "secret")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let described = support::describe(&store, "w1");
+    assert_eq!(described["status"], "SUCCEEDED", "{described}");
+    let output = &described["output"];
+    assert_eq!(output["bare"], json!({"echoed": {"id": 8}}), "{described}");
+    assert_eq!(output["caught"]["Error"], "CardDeclined", "{described}");
+    // Two runs of three calls, the unknown function's three, and the worker's three.
+    assert_eq!(fake.seen().len(), 12, "{:?}", fake.seen());
+
     // The compiled engine answers from mocks only.
     let o = wfc().args(["run", &def, "--engine", "compiled", "--lambda-endpoint", &fake.endpoint]).output().unwrap();
     assert_eq!(code(&o), 2, "{}", stderr(&o));
