@@ -268,9 +268,14 @@ pub(crate) fn run(args: &RunArgs, url: Option<&str>) -> Exit {
         return fatal("--store needs --name EXEC: the execution name is what a rerun resumes");
     }
     if args.engine == EngineChoice::Compiled {
-        if args.handlers.is_some() || args.lambda_endpoint.is_some() {
+        if args.handlers.is_some() {
             return fatal(
-                "--handlers and --lambda-endpoint run on the interpreter only (--engine interp); the compiled engine answers tasks from --mocks",
+                "--handlers runs on the interpreter only (--engine interp); the compiled engine answers tasks from --mocks",
+            );
+        }
+        if args.lambda_endpoint.is_some() {
+            return fatal(
+                "--lambda-endpoint runs on the interpreter only (--engine interp); the compiled engine answers tasks from --mocks",
             );
         }
         if let (Some(url), Some(name)) = (url, name) {

@@ -728,5 +728,5 @@ fn run_invokes_lambda_resources_at_the_lambda_endpoint() {
     // The compiled engine answers from mocks only.
     let o = wfc().args(["run", &def, "--engine", "compiled", "--lambda-endpoint", &fake.endpoint]).output().unwrap();
     assert_eq!(code(&o), 2, "{}", stderr(&o));
-    assert!(stderr(&o).contains("--lambda-endpoint run on the interpreter only"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--lambda-endpoint runs on the interpreter only"), "{}", stderr(&o));
 }
