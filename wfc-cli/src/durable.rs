@@ -210,10 +210,12 @@ async fn resume_on(
     }
 }
 
-/// The task handler of the CLI: `--handlers` commands first, then `--mocks`. Keys of either
-/// file that match nothing in `workflows` are warned about.
+/// The task handler of the CLI: `--handlers` commands first, then Lambda resources at
+/// `--lambda-endpoint`, then `--mocks`. Keys of either file that match nothing in `workflows`
+/// are warned about.
 fn handler_for(
     handlers: Option<&std::path::Path>,
+    lambda_endpoint: Option<&str>,
     mocks_file: Option<&std::path::Path>,
     mocks: crate::mocks::MockSet,
     workflows: &[&wfc_ir::Workflow],
@@ -247,7 +249,14 @@ fn handler_for(
         )),
         _ => mocks,
     };
-    Ok(Arc::new(CommandHandlers::new(commands, MockHandler::new(mocks)).on_virtual_time(virtual_time)))
+    let mocks = MockHandler::new(mocks);
+    Ok(match lambda_endpoint {
+        Some(endpoint) => {
+            let lambda = crate::lambda_tasks::LambdaTasks::new(endpoint, mocks, virtual_time)?;
+            Arc::new(CommandHandlers::new(commands, lambda).on_virtual_time(virtual_time))
+        }
+        None => Arc::new(CommandHandlers::new(commands, mocks).on_virtual_time(virtual_time)),
+    })
 }
 
 /// `wfc run FILE --store URL --name EXEC` runs EXEC on the interpreter with a journal, so a
@@ -262,6 +271,11 @@ pub(crate) fn run(args: &RunArgs, url: Option<&str>) -> Exit {
         if args.handlers.is_some() {
             return fatal(
                 "--handlers runs on the interpreter only (--engine interp); the compiled engine answers tasks from --mocks",
+            );
+        }
+        if args.lambda_endpoint.is_some() {
+            return fatal(
+                "--lambda-endpoint runs on the interpreter only (--engine interp); the compiled engine answers tasks from --mocks",
             );
         }
         if let (Some(url), Some(name)) = (url, name) {
@@ -286,11 +300,17 @@ pub(crate) fn run(args: &RunArgs, url: Option<&str>) -> Exit {
         Ok(m) => m,
         Err(e) => return fatal(e),
     };
-    let handler =
-        match handler_for(args.handlers.as_deref(), args.mocks.as_deref(), mocks, &[&workflow], args.virtual_time) {
-            Ok(h) => h,
-            Err(e) => return fatal(e),
-        };
+    let handler = match handler_for(
+        args.handlers.as_deref(),
+        args.lambda_endpoint.as_deref(),
+        args.mocks.as_deref(),
+        mocks,
+        &[&workflow],
+        args.virtual_time,
+    ) {
+        Ok(h) => h,
+        Err(e) => return fatal(e),
+    };
     let virtual_time = args.virtual_time;
     // On virtual time tokio's clock is paused, as `wfc run` without --store/--handlers has it:
     // waits take no real time and elapsed_seconds counts only virtual time.
@@ -640,7 +660,14 @@ pub(crate) fn worker(args: &WorkerArgs) -> Exit {
         }
     }
     let all: Vec<&wfc_ir::Workflow> = loaded.iter().map(|(w, _)| w).collect();
-    let handler = match handler_for(args.handlers.as_deref(), args.mocks.as_deref(), mocks, &all, false) {
+    let handler = match handler_for(
+        args.handlers.as_deref(),
+        args.lambda_endpoint.as_deref(),
+        args.mocks.as_deref(),
+        mocks,
+        &all,
+        false,
+    ) {
         Ok(h) => h,
         Err(e) => return fatal(e),
     };

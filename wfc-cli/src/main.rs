@@ -15,6 +15,7 @@ mod durable;
 mod emit;
 mod engine;
 mod handlers;
+mod lambda_tasks;
 mod mocks;
 mod outcome;
 mod placeholders;
@@ -97,6 +98,11 @@ pub(crate) struct WorkerArgs {
     /// Task handlers: `{"<resource>": {"command": [PROGRAM, ARGS...]}}` (see docs/cli.md).
     #[arg(long, value_name = "FILE")]
     pub(crate) handlers: Option<PathBuf>,
+    /// Invoke Lambda Task resources (`arn:aws:lambda:...:function:...`, `lambda:invoke`)
+    /// through the Lambda Invoke API at this URL (LocalStack, `sam local start-lambda`, AWS),
+    /// as Step Functions Local's LAMBDA_ENDPOINT; credentials and region from the AWS chain.
+    #[arg(long, value_name = "URL")]
+    pub(crate) lambda_endpoint: Option<String>,
     /// Mocked task responses for resources without a handler (wfc's mocks format).
     #[arg(long, value_name = "FILE")]
     pub(crate) mocks: Option<PathBuf>,
@@ -418,6 +424,12 @@ pub(crate) struct RunArgs {
     /// command reads the input on stdin and prints the result (see docs/cli.md). Interpreter only.
     #[arg(long, value_name = "FILE")]
     pub(crate) handlers: Option<PathBuf>,
+    /// Invoke Lambda Task resources (`arn:aws:lambda:...:function:...`, `lambda:invoke`)
+    /// through the Lambda Invoke API at this URL (LocalStack, `sam local start-lambda`, AWS),
+    /// as Step Functions Local's LAMBDA_ENDPOINT; credentials and region from the AWS chain.
+    /// Interpreter only.
+    #[arg(long, value_name = "URL")]
+    pub(crate) lambda_endpoint: Option<String>,
     /// Optimizer passes.
     #[command(flatten)]
     pub(crate) opt: OptArgs,
@@ -504,10 +516,10 @@ fn main() -> ExitCode {
         Command::Check(args) => check::run(&args),
         Command::Compile(args) => emit::compile(&args),
         Command::Graph(args) => emit::graph(&args),
-        Command::Run(args) => match (&args.store, &args.handlers) {
+        Command::Run(args) => match (&args.store, args.handlers.is_some() || args.lambda_endpoint.is_some()) {
             (Some(url), _) => durable::run(&args, Some(url)),
-            (None, Some(_)) => durable::run(&args, None),
-            (None, None) => run::run(&args),
+            (None, true) => durable::run(&args, None),
+            (None, false) => run::run(&args),
         },
         Command::Executions(args) => durable::executions(&args),
         Command::Worker(args) => durable::worker(&args),

@@ -31,6 +31,11 @@ pub(crate) struct ServeArgs {
     /// Task handlers: `{"<resource>": {"command": [PROGRAM, ARGS...]}}` (see docs/cli.md).
     #[arg(long, value_name = "FILE")]
     handlers: Option<PathBuf>,
+    /// Invoke Lambda Task resources (`arn:aws:lambda:...:function:...`, `lambda:invoke`)
+    /// through the Lambda Invoke API at this URL (LocalStack, `sam local start-lambda`, AWS),
+    /// as Step Functions Local's LAMBDA_ENDPOINT; credentials and region from the AWS chain.
+    #[arg(long, value_name = "URL")]
+    lambda_endpoint: Option<String>,
     /// A Step Functions Local MockConfigFile: `StartExecution` on `<state machine ARN>#<TestCase>`
     /// runs with that test case's mocked Task answers (docs/serve.md).
     #[arg(long, value_name = "FILE")]
@@ -93,7 +98,16 @@ pub(crate) fn run(args: &ServeArgs) -> Exit {
         },
         None => Default::default(),
     };
-    let handler: Arc<dyn DynHandler> = Arc::new(CommandHandlers::new(commands, wfc_serve::NoHandler));
+    // Commands first, then Lambda resources at --lambda-endpoint, then NoHandler's error.
+    let handler: Arc<dyn DynHandler> = match &args.lambda_endpoint {
+        Some(endpoint) => {
+            match crate::lambda_tasks::LambdaTasks::new(endpoint, wfc_serve::NoHandler, args.virtual_time) {
+                Ok(lambda) => Arc::new(CommandHandlers::new(commands, lambda)),
+                Err(e) => return fatal(e),
+            }
+        }
+        None => Arc::new(CommandHandlers::new(commands, wfc_serve::NoHandler)),
+    };
     let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(rt) => rt,
         Err(e) => return fatal(format!("cannot start the async runtime: {e}")),

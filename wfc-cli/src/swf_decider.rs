@@ -19,15 +19,17 @@ pub(crate) struct SwfDeciderArgs {
     #[arg(long, value_name = "NAME")]
     pub(crate) task_list: String,
     /// The AWS region (default: AWS_REGION, then AWS_DEFAULT_REGION, then the profile's
-    /// `region`).
+    /// `region`, as aws-config resolves it).
     #[arg(long)]
     pub(crate) region: Option<String>,
-    /// The profile of the shared credentials and config files (default: AWS_PROFILE, then
-    /// `default`); AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY in the environment win over it.
+    /// The profile of the shared config and credentials files (default: AWS_PROFILE, then
+    /// `default`): static keys, `role_arn`, SSO and `credential_process` profiles, as the AWS
+    /// CLI. Credentials come from aws-config's chain: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY
+    /// in the environment win over the profile.
     #[arg(long)]
     pub(crate) profile: Option<String>,
-    /// The SWF endpoint (default `https://swf.REGION.amazonaws.com`; `http://127.0.0.1:PORT` for
-    /// a local emulator).
+    /// The SWF endpoint (default: AWS_ENDPOINT_URL_SWF, AWS_ENDPOINT_URL, then
+    /// `https://swf.REGION.amazonaws.com`; `http://127.0.0.1:PORT` for a local emulator).
     #[arg(long, value_name = "URL")]
     pub(crate) endpoint: Option<String>,
     /// The decider's configuration (activity types, task list, timeouts) as JSON, as for
@@ -51,15 +53,12 @@ pub(crate) fn run(args: &SwfDeciderArgs) -> Exit {
     if !(1..=1000).contains(&args.page_size) {
         return fatal(format!("--page-size must be between 1 and 1000, not {}", args.page_size));
     }
-    let settings = match AwsSettings::load(args.profile.as_deref()) {
-        Ok(s) => s,
-        Err(e) => return fatal(e),
+    let settings = AwsSettings {
+        profile: args.profile.clone(),
+        region: args.region.clone(),
+        endpoint: args.endpoint.clone(),
+        ..AwsSettings::default()
     };
-    let Some(region) = args.region.clone().or_else(|| settings.region.clone()) else {
-        return fatal("no AWS region: pass --region, set AWS_REGION, or set `region` in the profile");
-    };
-    let credentials = settings.credentials;
-    let endpoint = args.endpoint.clone().unwrap_or_else(|| SwfClient::aws_endpoint(&region));
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => return fatal(format!("cannot start the async runtime: {e}")),
@@ -71,11 +70,15 @@ pub(crate) fn run(args: &SwfDeciderArgs) -> Exit {
         options.identity = identity.clone();
     }
     let result = rt.block_on(async {
-        let client = SwfClient::new(&endpoint, &region, credentials).map_err(|e| e.to_string())?;
+        let client = SwfClient::new(&settings).await.map_err(|e| e.to_string())?;
         let shutdown = crate::durable::shutdown_signal()?;
         eprintln!(
-            "wfc swf-decider: deciding {} for domain {:?}, task list {:?} at {endpoint} with credentials from {} (SIGTERM or Ctrl-C stops)",
-            loaded.workflow.name, options.domain, options.task_list, settings.source
+            "wfc swf-decider: deciding {} for domain {:?}, task list {:?} at {} with credentials from {} (SIGTERM or Ctrl-C stops)",
+            loaded.workflow.name,
+            options.domain,
+            options.task_list,
+            client.endpoint(),
+            client.credentials_source()
         );
         swf_poller::run_interpreted_decider(&client, &options, &loaded.workflow, shutdown)
             .await

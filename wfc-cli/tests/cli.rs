@@ -656,3 +656,102 @@ fn help_and_the_cli_doc_list_every_command() {
         commands.iter().filter(|c| !synopsis.lines().any(|l| l.starts_with(&format!("wfc {c} ")))).collect();
     assert!(missing.is_empty(), "docs/cli.md's synopsis has no line for {missing:?}");
 }
+
+/// `wfc run --lambda-endpoint`: Lambda resources invoked through the Invoke API of a fake Lambda
+/// (support/lambda_fake.rs), SigV4-signed with the environment's credentials: success (the
+/// `lambda:invoke` result is the Invoke response, a function ARN's its payload), a function error
+/// caught by its name, an unknown function and an endpoint that does not answer, each failing
+/// with Lambda's error and a cause naming the function and the endpoint; on virtual time too.
+#[test]
+fn run_invokes_lambda_resources_at_the_lambda_endpoint() {
+    let fake = support::lambda_fake::LambdaFake::start();
+    let def = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lambda/endpoint.asl.json").display().to_string();
+    let lambda_run = |endpoint: &str, function: &str, extra: &[&str]| {
+        let input = json!({"order": {"id": 7}, "fn": function}).to_string();
+        let o = wfc()
+            .args(["run", &def, "--input", &input, "--lambda-endpoint", endpoint])
+            .args(extra)
+            .env("AWS_ACCESS_KEY_ID", "AKIDLAMBDA")
+            .env("AWS_SECRET_ACCESS_KEY", "secret")
+            .env("AWS_REGION", "us-east-1")
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env_remove("AWS_SESSION_TOKEN")
+            .env_remove("AWS_PROFILE")
+            .env_remove("AWS_ENDPOINT_URL")
+            .output()
+            .unwrap();
+        (o.status.code(), stdout_json(&o), stderr(&o))
+    };
+    for extra in [&[][..], &["--virtual-time"][..]] {
+        let (status, out, err) = lambda_run(&fake.endpoint, "fails", extra);
+        assert_eq!(status, Some(0), "{out} {err}");
+        assert_eq!(out["status"], "SUCCEEDED", "{out}");
+        let output = &out["output"];
+        assert_eq!(output["invoked"], json!({"payload": {"echoed": {"order": {"id": 7}}}, "status": 200}), "{out}");
+        assert_eq!(output["bare"], json!({"echoed": {"id": 7}}), "{out}");
+        assert_eq!(output["caught"]["Error"], "CardDeclined", "{out}");
+        assert_eq!(output["caught"]["Cause"], support::lambda_fake::ERROR_DOCUMENT, "{out}");
+    }
+    let seen = fake.seen();
+    assert_eq!(seen.len(), 6, "{seen:?}");
+    assert_eq!(seen[0].function, "echo");
+    assert_eq!(seen[0].body, r#"{"order":{"id":7}}"#);
+    assert_eq!(seen[1].function, "arn:aws:lambda:us-east-1:123456789012:function:echo");
+    assert_eq!((seen[2].function.as_str(), seen[2].body.as_str()), ("fails", "{}"));
+    assert!(
+        seen.iter().all(|s| s.authorization.contains("Credential=AKIDLAMBDA/")
+            && s.authorization.contains("/us-east-1/lambda/aws4_request")),
+        "{seen:?}"
+    );
+
+    // An unknown function: Lambda's error, AWS's cause wording, and where.
+    let (status, out, err) = lambda_run(&fake.endpoint, "nope", &[]);
+    assert_ne!(status, Some(0), "{out} {err}");
+    assert_eq!(out["status"], "FAILED", "{out}");
+    assert_eq!(out["error"], "Lambda.ResourceNotFoundException", "{out}");
+    let cause = out["cause"].as_str().unwrap();
+    assert!(cause.starts_with("Function not found: arn:aws:lambda:us-east-1:123456789012:function:nope (Service: AWSLambda; Status Code: 404; Error Code: ResourceNotFoundException; Request ID: req-1"), "{cause}");
+    assert!(
+        cause.contains(&format!("function 'nope' of Task state 'Last', Lambda endpoint {}", fake.endpoint)),
+        "{cause}"
+    );
+
+    // Nothing listening: the SDK's client error, naming the endpoint.
+    let closed = format!("http://127.0.0.1:{}", support::live::free_port());
+    let (_, out, err) = lambda_run(&closed, "fails", &[]);
+    assert_eq!(out["status"], "FAILED", "{out} {err}");
+    assert_eq!(out["error"], "Lambda.SdkClientException", "{out}");
+    let cause = out["cause"].as_str().unwrap();
+    assert!(cause.contains(&format!("function 'echo' of Task state 'Invoke', Lambda endpoint {closed}")), "{cause}");
+
+    // `wfc worker` takes the same task sources: a stored execution run by a worker.
+    let dir = scratch("lambda-endpoint-worker");
+    let store = format!("sqlite:{}", dir.join("store.db").display());
+    let input = json!({"order": {"id": 8}, "fn": "fails"}).to_string();
+    let o = wfc()
+        .args(["executions", "--store", &store, "start", &def, "--name", "w1", "--input", &input])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = wfc()
+        .args(["worker", "--store", &store, &def, "--exit-when-idle", "--lambda-endpoint", &fake.endpoint])
+        .env("AWS_ACCESS_KEY_ID", "AKIDLAMBDA")
+        .env("AWS_SECRET_ACCESS_KEY", "secret")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let described = support::describe(&store, "w1");
+    assert_eq!(described["status"], "SUCCEEDED", "{described}");
+    let output = &described["output"];
+    assert_eq!(output["bare"], json!({"echoed": {"id": 8}}), "{described}");
+    assert_eq!(output["caught"]["Error"], "CardDeclined", "{described}");
+    // Two runs of three calls, the unknown function's three, and the worker's three.
+    assert_eq!(fake.seen().len(), 12, "{:?}", fake.seen());
+
+    // The compiled engine answers from mocks only.
+    let o = wfc().args(["run", &def, "--engine", "compiled", "--lambda-endpoint", &fake.endpoint]).output().unwrap();
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("--lambda-endpoint runs on the interpreter only"), "{}", stderr(&o));
+}

@@ -91,8 +91,9 @@ fn configured_subflows_are_child_workflows_and_unknown_ones_are_errors() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// `wfc swf-decider` without credentials, or with a bad endpoint, stops at once with a clear
-/// error (exit 2) and never contacts SWF.
+/// `wfc swf-decider` without credentials, with a broken or missing profile, or with a bad
+/// endpoint, stops at once with a clear error (exit 2) and never contacts SWF. Credentials and
+/// profiles are aws-config's: the file and line of a parse error are in its warning.
 #[test]
 fn the_swf_decider_poller_needs_credentials_and_a_valid_endpoint() {
     let definition = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/swf/shipping.asl.json");
@@ -115,9 +116,12 @@ fn the_swf_decider_poller_needs_credentials_and_a_valid_endpoint() {
             .env_remove("AWS_SECRET_ACCESS_KEY")
             .env_remove("AWS_SESSION_TOKEN")
             .env_remove("AWS_PROFILE")
-            // Not the machine's own ~/.aws files.
+            .env_remove("AWS_ENDPOINT_URL")
+            .env_remove("AWS_ENDPOINT_URL_SWF")
+            // Not the machine's own ~/.aws files, and no instance metadata service to wait for.
             .env("AWS_SHARED_CREDENTIALS_FILE", &credentials_file)
             .env("AWS_CONFIG_FILE", &config_file)
+            .env("AWS_EC2_METADATA_DISABLED", "true")
             .stdin(Stdio::null());
         for (k, v) in env {
             cmd.env(k, v);
@@ -128,10 +132,9 @@ fn the_swf_decider_poller_needs_credentials_and_a_valid_endpoint() {
     // The shared config file has an error on line 5: named with its file.
     let (code, err) = run(&[], &[]);
     assert_eq!(code, 2, "{err}");
-    assert!(
-        err.contains(&format!("{}:5: a section header is missing its closing `]`", config_file.display())),
-        "{err}"
-    );
+    assert!(err.contains(&format!("error parsing {} on line 5", config_file.display())), "{err}");
+    assert!(err.contains("Profile definition must end with ']'"), "{err}");
+    assert!(err.contains("error: no AWS credentials: "), "{err}");
     std::fs::write(
         &config_file,
         "[profile ci]\nregion = eu-west-1\naws_access_key_id = AKID\naws_secret_access_key = s\n",
@@ -142,7 +145,18 @@ fn the_swf_decider_poller_needs_credentials_and_a_valid_endpoint() {
     assert!(err.contains("no AWS credentials") && err.contains("AWS_ACCESS_KEY_ID"), "{err}");
     let (code, err) = run(&[], &["--profile", "nope"]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("the AWS profile \"nope\" is in none of"), "{err}");
+    assert!(err.contains("profile `nope` was not defined"), "{err}");
+    // A role profile whose source profile is missing: aws-config reads role profiles (the
+    // hand-written reader before it refused them).
+    std::fs::write(
+        &config_file,
+        "[profile ci]\nregion = eu-west-1\naws_access_key_id = AKID\naws_secret_access_key = s\n\
+         [profile role]\nrole_arn = arn:aws:iam::123456789012:role/r\nsource_profile = gone\n",
+    )
+    .unwrap();
+    let (code, err) = run(&[], &["--profile", "role"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("could not find source profile gone"), "{err}");
     // A profile's keys get the poller as far as the endpoint check.
     let (code, err) = run(&[("AWS_PROFILE", "ci")], &["--endpoint", "swf.example.com"]);
     assert_eq!(code, 2, "{err}");

@@ -279,3 +279,60 @@ async fn aws_sdk_sfn_drives_serve_on_postgres() {
     let dir = support::scratch("sdk_pg");
     suite_on(&pg.url, &dir).await;
 }
+
+/// `wfc serve --lambda-endpoint`: the machine's Lambda Tasks invoked through a fake Lambda
+/// (support/lambda_fake.rs): a success whose function error at the end a Catch takes, and an
+/// unknown function failing the execution with Lambda's error and a cause naming the function
+/// and the endpoint.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_invokes_lambda_resources_at_the_lambda_endpoint() {
+    let fake = support::lambda_fake::LambdaFake::start();
+    let dir = support::scratch("sdk_lambda_endpoint");
+    let store = format!("sqlite:{}", dir.join("serve.db").display());
+    let server = Server::start(
+        &store,
+        &["--lambda-endpoint", &fake.endpoint],
+        &[
+            ("AWS_ACCESS_KEY_ID", Path::new("AKIDLAMBDA")),
+            ("AWS_SECRET_ACCESS_KEY", Path::new("secret")),
+            ("AWS_REGION", Path::new("us-east-1")),
+            ("AWS_EC2_METADATA_DISABLED", Path::new("true")),
+        ],
+    );
+    let sfn = client(&server.endpoint());
+    let definition =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lambda/endpoint.asl.json")).unwrap();
+    let machine = sfn
+        .create_state_machine()
+        .name("LambdaEndpoint")
+        .definition(definition)
+        .role_arn(ROLE)
+        .send()
+        .await
+        .expect("CreateStateMachine")
+        .state_machine_arn()
+        .to_owned();
+    let start = |function: &str| {
+        let input = json!({"order": {"id": 7}, "fn": function}).to_string();
+        let request = sfn.start_execution().state_machine_arn(&machine).input(input);
+        async move { request.send().await.expect("StartExecution").execution_arn().to_owned() }
+    };
+    let caught = finished(&sfn, &start("fails").await).await;
+    assert_eq!(caught.status(), &ExecutionStatus::Succeeded, "{caught:?}");
+    let output: Value = serde_json::from_str(caught.output().unwrap()).unwrap();
+    assert_eq!(output["invoked"], json!({"payload": {"echoed": {"order": {"id": 7}}}, "status": 200}));
+    assert_eq!(output["bare"], json!({"echoed": {"id": 7}}));
+    assert_eq!(output["caught"], json!({"Error": "CardDeclined", "Cause": support::lambda_fake::ERROR_DOCUMENT}));
+
+    let unknown = finished(&sfn, &start("nope").await).await;
+    assert_eq!(unknown.status(), &ExecutionStatus::Failed, "{unknown:?}");
+    assert_eq!(unknown.error(), Some("Lambda.ResourceNotFoundException"));
+    let cause = unknown.cause().unwrap();
+    assert!(cause.starts_with("Function not found: arn:aws:lambda:us-east-1:123456789012:function:nope"), "{cause}");
+    assert!(
+        cause.contains(&format!("function 'nope' of Task state 'Last', Lambda endpoint {}", fake.endpoint)),
+        "{cause}"
+    );
+    assert_eq!(fake.seen().len(), 6);
+    server.stop();
+}

@@ -1,9 +1,9 @@
 //! A live decider loop against moto_server (PyPI `moto[server]`), a local SWF emulator, on
 //! loopback: the test registers the types, starts an execution, and then acts as the decider
 //! (PollForDecisionTask, `wfc decide`, RespondDecisionTaskCompleted) and as the activity worker
-//! (answering from mocks) until the execution closes. It speaks SWF's JSON protocol directly
-//! (docs/adapters.md says why not aws-sdk-swf). moto implements 7 of the 13 decision types;
-//! the workflow uses only those. A second test runs `wfc swf-decider` (the SigV4-signing poller)
+//! (answering from mocks) until the execution closes. It speaks SWF's JSON protocol directly,
+//! the documents `wfc decide` reads and writes. moto implements 7 of the 13 decision types;
+//! the workflow uses only those. A second test runs `wfc swf-decider` (the poller, on aws-sdk-swf)
 //! as the decider, a child process, while the test is the activity worker of a Map workflow.
 //!
 //! moto_server is found in the virtual environment named by `WFC_PY_VENV` (set by .ci/run), else
@@ -318,15 +318,32 @@ fn the_swf_decider_poller_runs_a_map_workflow_on_moto_server() {
     };
     let (_moto, port) = moto_with_types(&venv, "fanout", &["Pack", "Ship"]);
     let definition = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/swf/fanout.asl.json");
-    // An unknown domain: the first poll is refused, and the poller stops with SWF's error.
+    // An unknown domain: the first poll is refused, and the poller stops with SWF's error. Its
+    // credentials come from a role profile (aws-config assumes the role through moto's STS) and
+    // its endpoint from AWS_ENDPOINT_URL.
+    let profiles = std::env::temp_dir().join(format!("wfc-swf-live-role-{}", std::process::id()));
+    std::fs::create_dir_all(&profiles).unwrap();
+    std::fs::write(
+        profiles.join("config"),
+        "[profile base]\naws_access_key_id = AKIDBASE\naws_secret_access_key = secret\n\
+         [profile deciders]\nrole_arn = arn:aws:iam::123456789012:role/deciders\nsource_profile = base\nregion = us-east-1\n",
+    )
+    .unwrap();
     let mut wrong = Killed(
         Command::new(env!("CARGO_BIN_EXE_wfc"))
             .arg("swf-decider")
             .arg(&definition)
-            .args(["--endpoint", &format!("http://127.0.0.1:{port}"), "--region", "us-east-1"])
+            .args(["--profile", "deciders"])
             .args(["--domain", "nope", "--task-list", "decisions"])
-            .env("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
-            .env("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
+            .env_remove("AWS_ACCESS_KEY_ID")
+            .env_remove("AWS_SECRET_ACCESS_KEY")
+            .env_remove("AWS_SESSION_TOKEN")
+            .env_remove("AWS_REGION")
+            .env_remove("AWS_ENDPOINT_URL_SWF")
+            .env("AWS_ENDPOINT_URL", format!("http://127.0.0.1:{port}"))
+            .env("AWS_CONFIG_FILE", profiles.join("config"))
+            .env("AWS_SHARED_CREDENTIALS_FILE", profiles.join("credentials"))
+            .env("AWS_EC2_METADATA_DISABLED", "true")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -347,6 +364,8 @@ fn the_swf_decider_poller_runs_a_map_workflow_on_moto_server() {
         said.contains("SWF PollForDecisionTask failed with HTTP 400: UnknownResourceFault: Unknown domain: nope"),
         "{said}"
     );
+    assert!(said.contains(&format!("at http://127.0.0.1:{port} with credentials from AssumeRoleProvider")), "{said}");
+    std::fs::remove_dir_all(&profiles).unwrap();
 
     let log = std::env::temp_dir().join(format!("wfc-swf-decider-{}.log", std::process::id()));
     let mut decider = Killed(

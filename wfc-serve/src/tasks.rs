@@ -8,8 +8,9 @@
 //!   the same ones; their queues live in the server's memory: a task in flight when the server
 //!   stops runs again (is queued again) when its execution resumes, like any step in flight (at
 //!   least once);
-//! - anything else goes to the handler the server was given (`wfc serve --handlers`, whose own
-//!   fallback fails the Task with an error naming the resource, [`NoHandler`]).
+//! - anything else goes to the handler the server was given (`wfc serve --handlers`, then Lambda
+//!   resources at `--lambda-endpoint`; the last fallback fails the Task with an error naming the
+//!   resource, [`NoHandler`]).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -37,7 +38,7 @@ pub struct NoHandler;
 impl DynHandler for NoHandler {
     fn call<'a>(&'a self, resource: &'a str, _input: Value, ctx: TaskContext) -> BoxFuture<'a, Result<Value, Failure>> {
         let cause = format!(
-            "wfc serve has no handler for the resource '{resource}' of Task state '{}': give one in --handlers FILE, or make the resource an activity ARN answered by GetActivityTask workers",
+            "wfc serve has no handler for the resource '{resource}' of Task state '{}': give one in --handlers FILE, make the resource an activity ARN answered by GetActivityTask workers, or, for a Lambda resource, give --lambda-endpoint URL",
             ctx.state_name()
         );
         Box::pin(async move { Err(Failure::new(NO_HANDLER_ERROR, cause)) })

@@ -22,10 +22,7 @@ use aws_sdk_lambda::types::{
     CallbackOptions, ChainedInvokeOptions, ContextOptions, ErrorObject, Operation, OperationAction, OperationType,
     OperationUpdate, StepOptions, WaitOptions,
 };
-use aws_smithy_http_client::tls;
 use futures::future::BoxFuture;
-use rustls::pki_types::CertificateDer;
-use rustls::pki_types::pem::PemObject;
 use serde_json::{Map, Value, json};
 
 use super::lambda_durable::{Checkpointed, ClientError, DurableClient, StatePage};
@@ -68,45 +65,13 @@ pub struct SdkClient {
 #[error("{0}")]
 pub struct ConfigError(String);
 
-/// The certificates an `https://` endpoint is checked against: the platform's roots (which
-/// `SSL_CERT_FILE`/`SSL_CERT_DIR` replace, as rustls-native-certs reads them), and those of the
-/// PEM file named by `AWS_CA_BUNDLE`, as the AWS CLI and the other AWS SDKs honour it (a local
-/// endpoint with its own certificate authority). A file that is unreadable or holds no valid
-/// certificate is an error here (the HTTP client would panic on it).
-fn trust_store() -> Result<tls::TrustStore, ConfigError> {
-    let store = tls::TrustStore::default();
-    let Some(path) = std::env::var_os("AWS_CA_BUNDLE").filter(|p| !p.is_empty()) else { return Ok(store) };
-    let shown = std::path::Path::new(&path).display().to_string();
-    let pem = std::fs::read(&path).map_err(|e| ConfigError(format!("AWS_CA_BUNDLE '{shown}': {e}")))?;
-    let bad = |why: String| ConfigError(format!("AWS_CA_BUNDLE '{shown}' {why}"));
-    let certs = CertificateDer::pem_slice_iter(&pem)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| bad(format!("is not PEM: {e}")))?;
-    if certs.is_empty() {
-        return Err(bad("holds no certificate".to_owned()));
-    }
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in certs {
-        roots.add(cert).map_err(|e| bad(format!("holds a certificate that cannot be a root: {e}")))?;
-    }
-    Ok(store.with_pem_certificate(pem))
-}
-
 impl SdkClient {
     /// A client from aws-config's chain (environment, shared files, container and instance
     /// credentials; `AWS_REGION`...), sent to `endpoint` when given (`http://` or `https://`),
     /// else to the chain's endpoint (`AWS_ENDPOINT_URL_LAMBDA`, `AWS_ENDPOINT_URL`, or AWS's).
     pub async fn from_env(endpoint: Option<&str>) -> Result<SdkClient, ConfigError> {
-        // rustls on ring, as the rest of the tree (the SDK's default client builds aws-lc-rs),
-        // trusting the platform's roots and the certificates of AWS_CA_BUNDLE.
-        let tls_context = tls::TlsContext::builder()
-            .with_trust_store(trust_store()?)
-            .build()
-            .map_err(|e| ConfigError(format!("the TLS configuration: {e}")))?;
-        let http = aws_smithy_http_client::Builder::new()
-            .tls_provider(tls::Provider::Rustls(tls::rustls_provider::CryptoMode::Ring))
-            .tls_context(tls_context)
-            .build_https();
+        // rustls on ring, trusting the platform's roots and the certificates of AWS_CA_BUNDLE.
+        let http = super::aws_http::https_client().map_err(ConfigError)?;
         let mut loader =
             aws_config::defaults(BehaviorVersion::latest()).http_client(http).retry_config(RetryConfig::disabled());
         if let Some(endpoint) = endpoint {

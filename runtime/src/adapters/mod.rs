@@ -10,12 +10,13 @@
 //! - [`lambda_durable`]: an AWS Lambda durable function (the invocation and checkpoint protocol).
 //! - `lambda_client` (feature `lambda-sdk`): its service client, aws-sdk-lambda with aws-config.
 //! - `lambda_function` (feature `lambda`): that function deployed with the `lambda_runtime` crate.
-//! - `swf_poller` (feature `swf-poller`): a long-polling SWF decider over [`swf`], SigV4-signed.
+//! - `swf_poller` (feature `swf-poller`): a long-polling SWF decider over [`swf`], through
+//!   aws-sdk-swf with aws-config.
 //!
 //! The mappings and what is not supported: docs/adapters.md.
 
-#[cfg(feature = "swf-poller")]
-mod aws_profile;
+#[cfg(any(feature = "lambda-sdk", feature = "swf-poller"))]
+mod aws_http;
 #[cfg(feature = "lambda-sdk")]
 pub mod lambda_client;
 pub mod lambda_durable;

@@ -4,42 +4,56 @@
 //! `RespondDecisionTaskCompleted`, until its shutdown future resolves (the task in hand is
 //! answered first).
 //!
-//! Calls are SWF's JSON protocol (`awsJson1.0`, `X-Amz-Target: SimpleWorkflowService.<Op>`),
-//! signed with AWS Signature Version 4 (the `aws-sigv4` crate), over hyper with rustls for
-//! `https://` endpoints. Network errors, 5xx answers and throttling are retried with
+//! Calls go through **aws-sdk-swf** with **aws-config**'s credential and region chain (the
+//! environment, the shared config and credentials files with role, SSO and `credential_process`
+//! profiles, web identity, container and instance credentials), SigV4-signed, over rustls; the
+//! SDK's standard retry policy retries throttling, 5xx answers and network errors with
 //! exponential back-off; any other refusal is an error naming the operation.
+//!
+//! The decider is a pure function over SWF's JSON documents (the `awsJson1.0` wire format, the
+//! same documents `aws swf poll-for-decision-task` prints and `wfc swf decide` reads and
+//! writes), so the poller hands it each page exactly as SWF sent it and sends its decisions as
+//! it wrote them: an interceptor ([`WireJson`]) keeps the response body the SDK read and puts
+//! the decider's JSON in the request body before it is signed. The SDK's typed shapes would be
+//! a second, lossy mapping of 55 event attribute and 13 decision shapes (an event field the SDK
+//! version does not know, or moto's `TimerCancelled`, would be dropped on the way).
 
 use std::future::Future;
-use std::time::{Duration, Instant, SystemTime};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use http_body_util::{BodyExt, Full};
-use hyper::body::Bytes;
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
+use aws_config::BehaviorVersion;
+use aws_config::retry::RetryConfig;
+use aws_config::timeout::TimeoutConfig;
+use aws_sdk_swf::config::http::HttpResponse;
+use aws_sdk_swf::config::interceptors::{
+    AfterDeserializationInterceptorContextRef, BeforeTransmitInterceptorContextMut, BeforeTransmitInterceptorContextRef,
+};
+use aws_sdk_swf::config::{ConfigBag, Credentials, Intercept, ProvideCredentials, Region, RuntimeComponents};
+use aws_sdk_swf::error::{BoxError, DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_smithy_types::body::SdkBody;
 use serde_json::{Value, json};
 
-pub use super::aws_profile::AwsSettings;
 use super::swf::{SwfConfig, SwfError, decide_with};
 use crate::{ExecutionResult, RunOptions};
 
-/// The longest SWF holds a poll open (60 s), plus a margin: a call taking longer is a network
-/// failure.
+/// The longest SWF holds a poll open (60 s), plus a margin: an attempt taking longer is a
+/// network failure.
 const CALL_TIMEOUT: Duration = Duration::from_secs(70);
 
 /// Why the poller stopped, or a call failed.
 #[derive(Debug, thiserror::Error)]
 pub enum PollerError {
-    /// No credentials in the environment (nor, for [`AwsSettings::load`], in the default
-    /// profile of the shared files).
+    /// aws-config's chain found no credentials, or the source it found failed (a profile that
+    /// does not parse or does not exist, an SSO token that expired, a role that cannot be
+    /// assumed): the chain's own message.
     #[error(
-        "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary credentials), or put them in a profile of the shared credentials file (~/.aws/credentials; AWS_PROFILE or --profile names it)"
+        "no AWS credentials: {0}. Set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary credentials), or name a profile of ~/.aws/config or ~/.aws/credentials (AWS_PROFILE or --profile); role, SSO and credential_process profiles work"
     )]
-    MissingCredentials,
-    /// A shared credentials or config file is invalid, or the profile asked for is missing or
-    /// has no static keys (the message names the file and line).
-    #[error("{0}")]
-    Profile(String),
+    Credentials(String),
+    /// No region from the arguments, the environment or the profile.
+    #[error("no AWS region: pass --region, set AWS_REGION, or set `region` in the profile")]
+    MissingRegion,
     /// The endpoint is not an `http://` or `https://` URL.
     #[error("invalid SWF endpoint {endpoint:?}: {reason}")]
     BadEndpoint {
@@ -55,19 +69,19 @@ pub enum PollerError {
         operation: String,
         /// The HTTP status.
         status: u16,
-        /// The error's `__type` (e.g. `UnknownResourceFault`), without its namespace.
+        /// The error's code (e.g. `UnknownResourceFault`), without its namespace.
         error_type: String,
         /// The error's message.
         message: String,
     },
-    /// The call did not get an answer after every retry.
+    /// The call did not get an answer, or only throttling and server errors, after every retry.
     #[error("SWF {operation} failed after {attempts} attempts: {message}")]
     Transport {
         /// The SWF operation.
         operation: String,
         /// How many times it was tried.
         attempts: u32,
-        /// The last network error.
+        /// The last error.
         message: String,
     },
     /// SWF answered with something that is not a JSON object.
@@ -78,89 +92,13 @@ pub enum PollerError {
         /// What is wrong with it.
         message: String,
     },
-    /// The request could not be signed.
-    #[error("cannot sign the SWF {operation} request: {message}")]
-    Signing {
-        /// The SWF operation.
-        operation: String,
-        /// The signer's error.
-        message: String,
-    },
+    /// The TLS setup (`AWS_CA_BUNDLE`) is invalid.
+    #[error("{0}")]
+    Tls(String),
 }
 
-/// AWS credentials for SigV4.
-#[derive(Clone)]
-pub struct AwsCredentials {
-    /// `AWS_ACCESS_KEY_ID`.
-    pub access_key_id: String,
-    /// `AWS_SECRET_ACCESS_KEY`.
-    pub secret_access_key: String,
-    /// `AWS_SESSION_TOKEN`, for temporary credentials.
-    pub session_token: Option<String>,
-}
-
-impl std::fmt::Debug for AwsCredentials {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Never print the secret.
-        f.debug_struct("AwsCredentials").field("access_key_id", &self.access_key_id).finish_non_exhaustive()
-    }
-}
-
-impl AwsCredentials {
-    /// Reads `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN` only; see
-    /// [`AwsSettings::load`] for the SDKs' order (the environment, then the shared files).
-    pub fn from_env() -> Result<AwsCredentials, PollerError> {
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-        match (var("AWS_ACCESS_KEY_ID"), var("AWS_SECRET_ACCESS_KEY")) {
-            (Some(access_key_id), Some(secret_access_key)) => {
-                Ok(AwsCredentials { access_key_id, secret_access_key, session_token: var("AWS_SESSION_TOKEN") })
-            }
-            _ => Err(PollerError::MissingCredentials),
-        }
-    }
-}
-
-/// Signs a request with SigV4 (headers, the body's SHA-256 in the canonical request) and
-/// returns the headers to add: `x-amz-date`, `authorization`, and `x-amz-security-token` with
-/// temporary credentials. `headers` must hold every header that is sent and signed (`host`
-/// included).
-#[allow(clippy::too_many_arguments)]
-pub fn sign_request(
-    method: &str,
-    url: &str,
-    headers: &[(&str, &str)],
-    body: &[u8],
-    credentials: &AwsCredentials,
-    region: &str,
-    service: &str,
-    time: SystemTime,
-) -> Result<Vec<(String, String)>, String> {
-    use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
-    let creds = aws_credential_types::Credentials::new(
-        credentials.access_key_id.clone(),
-        credentials.secret_access_key.clone(),
-        credentials.session_token.clone(),
-        None,
-        "wfc",
-    );
-    let identity = aws_smithy_runtime_api::client::identity::Identity::from(creds);
-    let params = aws_sigv4::sign::v4::SigningParams::builder()
-        .identity(&identity)
-        .region(region)
-        .name(service)
-        .time(time)
-        .settings(SigningSettings::default())
-        .build()
-        .map_err(|e| e.to_string())?
-        .into();
-    let request = SignableRequest::new(method, url, headers.iter().copied(), SignableBody::Bytes(body))
-        .map_err(|e| e.to_string())?;
-    let (instructions, _signature) = sign(request, &params).map_err(|e| e.to_string())?.into_parts();
-    Ok(instructions.headers().map(|(k, v)| (k.to_owned(), v.to_owned())).collect())
-}
-
-/// How failed calls are retried: `attempts` tries in all, waiting `base · 2ⁿ` (at most `max`,
-/// with full jitter) between them.
+/// How failed calls are retried (the SDK's standard retry policy): `attempts` tries in all,
+/// waiting up to `base · 2ⁿ` (at most `max`, with jitter) between them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
     /// Tries per call, the first included.
@@ -177,160 +115,251 @@ impl Default for RetryPolicy {
     }
 }
 
-impl RetryPolicy {
-    fn backoff(&self, retry: u32) -> Duration {
-        let ceiling = self.base.saturating_mul(1u32 << retry.min(16)).min(self.max);
-        ceiling.mul_f64(0.5 + rand::random::<f64>() / 2.0)
-    }
-}
-
-type Https = hyper_rustls::HttpsConnector<HttpConnector>;
-
-/// A SigV4-signing client of SWF's JSON API.
-#[derive(Clone)]
-pub struct SwfClient {
-    endpoint: http::Uri,
-    host: String,
-    region: String,
-    credentials: AwsCredentials,
-    http: Client<Https, Full<Bytes>>,
+/// Where the client's settings come from; each `None` falls back to aws-config's chain.
+#[derive(Debug, Clone, Default)]
+pub struct AwsSettings {
+    /// The profile of the shared files (`--profile`; else `AWS_PROFILE`, else `default`).
+    pub profile: Option<String>,
+    /// The region (`--region`; else `AWS_REGION`, `AWS_DEFAULT_REGION`, the profile's).
+    pub region: Option<String>,
+    /// The SWF endpoint (`--endpoint`; else `AWS_ENDPOINT_URL_SWF`, `AWS_ENDPOINT_URL`, or
+    /// `https://swf.REGION.amazonaws.com`); `http://127.0.0.1:PORT` for a local emulator.
+    pub endpoint: Option<String>,
+    /// Static credentials in place of the chain (tests).
+    pub credentials: Option<Credentials>,
     /// How failed calls are retried.
     pub retry: RetryPolicy,
 }
 
-impl std::fmt::Debug for SwfClient {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SwfClient").field("endpoint", &self.endpoint).field("region", &self.region).finish()
+/// Checks an endpoint override: `http://` or `https://`, a host, nothing after it but `/`.
+fn check_endpoint(endpoint: &str) -> Result<String, PollerError> {
+    let bad = |reason: &str| PollerError::BadEndpoint { endpoint: endpoint.to_owned(), reason: reason.to_owned() };
+    let uri: http::Uri = endpoint.parse().map_err(|e: http::uri::InvalidUri| bad(&e.to_string()))?;
+    let scheme = uri.scheme_str().ok_or_else(|| bad("it has no scheme (http:// or https://)"))?;
+    if scheme != "http" && scheme != "https" {
+        return Err(bad("the scheme must be http or https"));
     }
+    let authority = uri.authority().ok_or_else(|| bad("it has no host"))?;
+    if uri.path() != "/" && !uri.path().is_empty() {
+        return Err(bad("SWF is served at the root path: give only scheme, host and port"));
+    }
+    Ok(format!("{scheme}://{authority}"))
+}
+
+/// The SWF client: aws-sdk-swf on aws-config's chain, with the wire JSON passed through.
+#[derive(Debug, Clone)]
+pub struct SwfClient {
+    client: aws_sdk_swf::Client,
+    /// Where calls go, for messages.
+    endpoint: String,
+    /// Where the credentials came from, for the log (the provider's name).
+    credentials_source: String,
 }
 
 impl SwfClient {
-    /// A client of the SWF endpoint `endpoint` (`https://swf.REGION.amazonaws.com` for AWS,
-    /// `http://127.0.0.1:PORT` for a local emulator) in `region`.
-    pub fn new(endpoint: &str, region: &str, credentials: AwsCredentials) -> Result<SwfClient, PollerError> {
-        let bad = |reason: &str| PollerError::BadEndpoint { endpoint: endpoint.to_owned(), reason: reason.to_owned() };
-        let uri: http::Uri = endpoint.parse().map_err(|e: http::uri::InvalidUri| bad(&e.to_string()))?;
-        let scheme = uri.scheme_str().ok_or_else(|| bad("it has no scheme (http:// or https://)"))?;
-        if scheme != "http" && scheme != "https" {
-            return Err(bad("the scheme must be http or https"));
+    /// A client from `settings` and aws-config's chain. The credentials are resolved here, so a
+    /// missing or broken profile is an error before the first poll.
+    pub async fn new(settings: &AwsSettings) -> Result<SwfClient, PollerError> {
+        let endpoint = settings.endpoint.as_deref().map(check_endpoint).transpose()?;
+        // rustls on ring, trusting the platform's roots and AWS_CA_BUNDLE's certificates.
+        let http = super::aws_http::https_client().map_err(PollerError::Tls)?;
+        let retry = settings.retry;
+        let mut loader = aws_config::defaults(BehaviorVersion::latest())
+            .http_client(http)
+            .retry_config(
+                RetryConfig::standard()
+                    .with_max_attempts(retry.attempts.max(1))
+                    .with_initial_backoff(retry.base)
+                    .with_max_backoff(retry.max),
+            )
+            .timeout_config(TimeoutConfig::builder().operation_attempt_timeout(CALL_TIMEOUT).build());
+        if let Some(profile) = &settings.profile {
+            loader = loader.profile_name(profile);
         }
-        let authority = uri.authority().ok_or_else(|| bad("it has no host"))?;
-        if uri.path() != "/" && !uri.path().is_empty() {
-            return Err(bad("SWF is served at the root path: give only scheme, host and port"));
+        if let Some(region) = &settings.region {
+            loader = loader.region(Region::new(region.clone()));
         }
-        let default_port = if scheme == "https" { 443 } else { 80 };
-        let host = match authority.port_u16() {
-            Some(p) if p != default_port => format!("{}:{p}", authority.host()),
-            _ => authority.host().to_owned(),
-        };
-        let endpoint: http::Uri =
-            format!("{scheme}://{host}/").parse().map_err(|e: http::uri::InvalidUri| bad(&e.to_string()))?;
-        let connector =
-            hyper_rustls::HttpsConnectorBuilder::new().with_webpki_roots().https_or_http().enable_http1().build();
-        let http = Client::builder(TokioExecutor::new()).build(connector);
-        Ok(SwfClient { endpoint, host, region: region.to_owned(), credentials, http, retry: RetryPolicy::default() })
+        if let Some(endpoint) = &endpoint {
+            loader = loader.endpoint_url(endpoint);
+        }
+        if let Some(credentials) = &settings.credentials {
+            loader = loader.credentials_provider(credentials.clone());
+        }
+        let config = loader.load().await;
+        let region = config.region().ok_or(PollerError::MissingRegion)?.to_string();
+        let provider = config
+            .credentials_provider()
+            .ok_or_else(|| PollerError::Credentials("no credentials provider".to_owned()))?;
+        let credentials =
+            provider.provide_credentials().await.map_err(|e| PollerError::Credentials(error_chain(&e)))?;
+        let client = aws_sdk_swf::Client::new(&config);
+        // For the log: the override, else the environment's or the profile's, else AWS's.
+        let endpoint = endpoint
+            .or_else(|| std::env::var("AWS_ENDPOINT_URL_SWF").ok().filter(|v| !v.is_empty()))
+            .or_else(|| config.endpoint_url().map(str::to_owned))
+            .unwrap_or_else(|| format!("https://swf.{region}.amazonaws.com"));
+        // The provider's name is in the credentials' Debug output only.
+        let credentials_source = format!("{credentials:?}")
+            .split("provider_name: \"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .unwrap_or("aws-config's chain")
+            .to_owned();
+        Ok(SwfClient { client, endpoint, credentials_source })
     }
 
-    /// The default endpoint of `region`.
-    pub fn aws_endpoint(region: &str) -> String {
-        format!("https://swf.{region}.amazonaws.com")
+    /// Where calls go (the endpoint override, else AWS's endpoint of the region).
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
     }
 
-    /// Calls SWF operation `operation` with `body`; retries network errors, throttling and
-    /// server errors.
-    pub async fn call(&self, operation: &str, body: &Value) -> Result<Value, PollerError> {
-        let payload = body.to_string();
-        let mut last = String::new();
-        for attempt in 0..self.retry.attempts.max(1) {
-            if attempt > 0 {
-                tokio::time::sleep(self.retry.backoff(attempt - 1)).await;
-            }
-            match self.call_once(operation, &payload).await {
-                Ok(value) => return Ok(value),
-                Err(Failure::Fatal(e)) => return Err(e),
-                Err(Failure::Retry(why)) => {
-                    tracing::warn!(operation, attempt, "SWF call failed, retrying: {why}");
-                    last = why;
-                }
-            }
-        }
-        Err(PollerError::Transport {
-            operation: operation.to_owned(),
-            attempts: self.retry.attempts.max(1),
-            message: last,
-        })
+    /// Where the credentials came from (the credential provider's name, e.g. `Environment`,
+    /// `ProfileFile`, `SSO`).
+    pub fn credentials_source(&self) -> &str {
+        &self.credentials_source
     }
 
-    async fn call_once(&self, operation: &str, payload: &str) -> Result<Value, Failure> {
-        let target = format!("SimpleWorkflowService.{operation}");
-        let content_type = "application/x-amz-json-1.0";
-        let headers = [("host", self.host.as_str()), ("content-type", content_type), ("x-amz-target", target.as_str())];
-        let signed = sign_request(
-            "POST",
-            &self.endpoint.to_string(),
-            &headers,
-            payload.as_bytes(),
-            &self.credentials,
-            &self.region,
-            "swf",
-            SystemTime::now(),
-        )
-        .map_err(|message| Failure::Fatal(PollerError::Signing { operation: operation.to_owned(), message }))?;
-        let mut request = http::Request::post(self.endpoint.clone());
-        for (k, v) in headers.iter().map(|(k, v)| (*k, *v)).chain(signed.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        {
-            request = request.header(k, v);
-        }
-        let request = request.body(Full::new(Bytes::from(payload.to_owned()))).map_err(|e| {
-            Failure::Fatal(PollerError::Signing { operation: operation.to_owned(), message: e.to_string() })
-        })?;
-        let answer = tokio::time::timeout(CALL_TIMEOUT, async {
-            let response = self.http.request(request).await.map_err(|e| format!("{e:?}"))?;
-            let status = response.status().as_u16();
-            let body = response.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
-            Ok::<_, String>((status, body))
-        })
-        .await;
-        let (status, body) = match answer {
-            Err(_) => return Err(Failure::Retry(format!("no answer within {} s", CALL_TIMEOUT.as_secs()))),
-            Ok(Err(e)) => return Err(Failure::Retry(e)),
-            Ok(Ok(x)) => x,
-        };
-        let text = String::from_utf8_lossy(&body);
-        let parsed: Option<Value> =
-            if text.trim().is_empty() { Some(json!({})) } else { serde_json::from_str(&text).ok() };
-        if (200..300).contains(&status) {
-            return match parsed {
-                Some(v) if v.is_object() => Ok(v),
-                _ => Err(Failure::Fatal(PollerError::BadResponse {
-                    operation: operation.to_owned(),
-                    message: format!("expected a JSON object, got {:?}", truncate_chars(&text, 200)),
-                })),
-            };
-        }
-        let error_type = parsed
-            .as_ref()
-            .and_then(|v| v.get("__type"))
-            .and_then(Value::as_str)
-            .map(|t| t.rsplit('#').next().unwrap_or(t).to_owned())
-            .unwrap_or_default();
-        let message = parsed
-            .as_ref()
-            .and_then(|v| v.get("message").or_else(|| v.get("Message")))
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .unwrap_or_else(|| truncate_chars(&text, 200));
-        let throttled = error_type.contains("Throttl") || status == 429;
-        if throttled || status >= 500 {
-            return Err(Failure::Retry(format!("HTTP {status} {error_type}: {message}")));
-        }
-        Err(Failure::Fatal(PollerError::Service { operation: operation.to_owned(), status, error_type, message }))
+    /// The SDK's client, for other SWF calls.
+    pub fn sdk(&self) -> &aws_sdk_swf::Client {
+        &self.client
+    }
+
+    /// `PollForDecisionTask` with `request` (its JSON body); the answer as SWF sent it.
+    pub async fn poll_for_decision_task(&self, request: &Value) -> Result<Value, PollerError> {
+        let wire = WireJson::new(request);
+        let result = self.client.poll_for_decision_task().customize().interceptor(wire.clone()).send().await;
+        wire.answer("PollForDecisionTask", result.map(drop))
+    }
+
+    /// `RespondDecisionTaskCompleted` with `response` (the decider's answer: `taskToken`,
+    /// `decisions`).
+    pub async fn respond_decision_task_completed(&self, response: &Value) -> Result<Value, PollerError> {
+        let wire = WireJson::new(response);
+        let result = self.client.respond_decision_task_completed().customize().interceptor(wire.clone()).send().await;
+        wire.answer("RespondDecisionTaskCompleted", result.map(drop))
     }
 }
 
-enum Failure {
-    Retry(String),
-    Fatal(PollerError),
+/// One call's wire JSON: the request body put in place of the SDK's serialization of its (empty)
+/// input before signing, each attempt counted, and the response body kept after the SDK read it.
+#[derive(Debug, Clone)]
+struct WireJson {
+    request: Arc<str>,
+    attempts: Arc<Mutex<u32>>,
+    response: Arc<Mutex<Option<Vec<u8>>>>,
+}
+
+impl WireJson {
+    fn new(request: &Value) -> WireJson {
+        WireJson { request: request.to_string().into(), attempts: Arc::default(), response: Arc::default() }
+    }
+
+    fn attempts(&self) -> u32 {
+        *self.attempts.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The call's outcome: the response body as a JSON object, or the error.
+    fn answer<E>(&self, operation: &str, result: Result<(), SdkError<E, HttpResponse>>) -> Result<Value, PollerError>
+    where
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    {
+        let bad = |message: String| PollerError::BadResponse { operation: operation.to_owned(), message };
+        let attempts = self.attempts().max(1);
+        match result {
+            Ok(()) => {
+                let body = self.response.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_default();
+                let text = String::from_utf8_lossy(&body);
+                if text.trim().is_empty() {
+                    return Ok(json!({}));
+                }
+                match serde_json::from_str::<Value>(&text) {
+                    Ok(v) if v.is_object() => Ok(v),
+                    _ => Err(bad(format!("expected a JSON object, got {:?}", truncate_chars(&text, 200)))),
+                }
+            }
+            Err(SdkError::ServiceError(e)) if e.raw().status().is_success() => {
+                // A 2xx answer whose body the SDK could not read as the operation's output.
+                let body = String::from_utf8_lossy(e.raw().body().bytes().unwrap_or_default()).into_owned();
+                Err(bad(format!("expected a JSON object, got {:?}", truncate_chars(&body, 200))))
+            }
+            Err(SdkError::ServiceError(e)) => {
+                let status = e.raw().status().as_u16();
+                let error = e.err();
+                let error_type = error.code().unwrap_or_default().to_owned();
+                let message = error.message().map(str::to_owned).unwrap_or_else(|| {
+                    truncate_chars(&String::from_utf8_lossy(e.raw().body().bytes().unwrap_or_default()), 200)
+                });
+                let transient = status >= 500 || status == 429 || error_type.contains("Throttl");
+                if transient {
+                    let message = format!("HTTP {status} {error_type}: {message}");
+                    Err(PollerError::Transport { operation: operation.to_owned(), attempts, message })
+                } else {
+                    Err(PollerError::Service { operation: operation.to_owned(), status, error_type, message })
+                }
+            }
+            // A 2xx answer the SDK could not read.
+            Err(e @ SdkError::ResponseError(_)) => Err(bad(DisplayErrorContext(&e).to_string())),
+            Err(e) => Err(PollerError::Transport {
+                operation: operation.to_owned(),
+                attempts,
+                message: DisplayErrorContext(&e).to_string(),
+            }),
+        }
+    }
+}
+
+impl Intercept for WireJson {
+    fn name(&self) -> &'static str {
+        "WireJson"
+    }
+
+    fn read_before_attempt(
+        &self,
+        _context: &BeforeTransmitInterceptorContextRef<'_>,
+        _components: &RuntimeComponents,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        *self.attempts.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        Ok(())
+    }
+
+    fn modify_before_signing(
+        &self,
+        context: &mut BeforeTransmitInterceptorContextMut<'_>,
+        _components: &RuntimeComponents,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let request = context.request_mut();
+        *request.body_mut() = SdkBody::from(self.request.as_bytes().to_vec());
+        request.headers_mut().insert("content-length", self.request.len().to_string());
+        Ok(())
+    }
+
+    fn read_after_deserialization(
+        &self,
+        context: &AfterDeserializationInterceptorContextRef<'_>,
+        _components: &RuntimeComponents,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let body = context.response().body().bytes().map(<[u8]>::to_vec);
+        *self.response.lock().unwrap_or_else(|e| e.into_inner()) = body;
+        Ok(())
+    }
+}
+
+/// An error and its sources, `: `-separated (aws-config's own errors say little at the top).
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let next = s.to_string();
+        if !text.contains(&next) {
+            text.push_str(": ");
+            text.push_str(&next);
+        }
+        source = s.source();
+    }
+    text
 }
 
 fn truncate_chars(s: &str, n: usize) -> String {
@@ -425,7 +454,7 @@ where
         match decide_paused(&task, &options.decider, workflow_name, &run) {
             Ok(response) => {
                 let decisions = response["decisions"].as_array().map_or(0, Vec::len);
-                match client.call("RespondDecisionTaskCompleted", &response).await {
+                match client.respond_decision_task_completed(&response).await {
                     Ok(_) => {
                         stats.answered += 1;
                         tracing::info!(decisions, workflow_id = workflow_id_of(&task), "answered a decision task");
@@ -496,7 +525,7 @@ pub async fn poll_decision_task(
         if let Some(token) = &next {
             request["nextPageToken"] = json!(token);
         }
-        let page = client.call("PollForDecisionTask", &request).await?;
+        let page = client.poll_for_decision_task(&request).await?;
         if pages.is_empty() && page.get("taskToken").and_then(Value::as_str).is_none_or(str::is_empty) {
             return Ok(None);
         }
@@ -533,94 +562,6 @@ where
 mod tests {
     use super::*;
 
-    fn example() -> AwsCredentials {
-        AwsCredentials {
-            access_key_id: "AKIDEXAMPLE".into(),
-            secret_access_key: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY".into(),
-            session_token: None,
-        }
-    }
-
-    fn at_2015_08_30() -> SystemTime {
-        // 2015-08-30T12:36:00Z, the date of AWS's SigV4 test suite.
-        SystemTime::UNIX_EPOCH + Duration::from_secs(1_440_938_160)
-    }
-
-    fn header<'a>(headers: &'a [(String, String)], name: &str) -> &'a str {
-        headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str()).unwrap_or("")
-    }
-
-    /// `get-vanilla` from AWS's Signature Version 4 test suite.
-    #[test]
-    fn signs_the_get_vanilla_vector_of_the_sigv4_test_suite() {
-        let headers = sign_request(
-            "GET",
-            "https://example.amazonaws.com/",
-            &[("host", "example.amazonaws.com")],
-            b"",
-            &example(),
-            "us-east-1",
-            "service",
-            at_2015_08_30(),
-        )
-        .unwrap();
-        assert_eq!(header(&headers, "x-amz-date"), "20150830T123600Z");
-        assert_eq!(
-            header(&headers, "authorization"),
-            "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, \
-             SignedHeaders=host;x-amz-date, \
-             Signature=5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31"
-        );
-    }
-
-    /// A PollForDecisionTask request as the poller sends it; the expected signatures were
-    /// computed by botocore's `SigV4Auth` (the AWS CLI's signer) for the same request and time.
-    #[test]
-    fn signs_an_swf_request_as_botocore_does() {
-        let body = br#"{"domain":"d","taskList":{"name":"t"}}"#;
-        let headers = [
-            ("host", "swf.us-east-1.amazonaws.com"),
-            ("content-type", "application/x-amz-json-1.0"),
-            ("x-amz-target", "SimpleWorkflowService.PollForDecisionTask"),
-        ];
-        let signed = sign_request(
-            "POST",
-            "https://swf.us-east-1.amazonaws.com/",
-            &headers,
-            body,
-            &example(),
-            "us-east-1",
-            "swf",
-            at_2015_08_30(),
-        )
-        .unwrap();
-        assert_eq!(
-            header(&signed, "authorization"),
-            "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/swf/aws4_request, \
-             SignedHeaders=content-type;host;x-amz-date;x-amz-target, \
-             Signature=cca803369c1648df49f87992b1bf2ffd057f97d90d694b332bc721e4d76fb469"
-        );
-        let temporary = AwsCredentials { session_token: Some("SESSIONTOKEN".into()), ..example() };
-        let signed = sign_request(
-            "POST",
-            "https://swf.us-east-1.amazonaws.com/",
-            &headers,
-            body,
-            &temporary,
-            "us-east-1",
-            "swf",
-            at_2015_08_30(),
-        )
-        .unwrap();
-        assert_eq!(header(&signed, "x-amz-security-token"), "SESSIONTOKEN");
-        assert_eq!(
-            header(&signed, "authorization"),
-            "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/swf/aws4_request, \
-             SignedHeaders=content-type;host;x-amz-date;x-amz-security-token;x-amz-target, \
-             Signature=2774de70e8b8af2baf4a8bde4870648392dde42b3c69e4f7a52e40dd09928da8"
-        );
-    }
-
     #[test]
     fn endpoints_are_checked() {
         for (endpoint, problem) in [
@@ -628,13 +569,14 @@ mod tests {
             ("ftp://example.com", "http or https"),
             ("http://127.0.0.1:5000/swf", "root path"),
         ] {
-            let e = SwfClient::new(endpoint, "us-east-1", example()).unwrap_err().to_string();
+            let e = check_endpoint(endpoint).unwrap_err().to_string();
             assert!(e.contains(problem), "{endpoint}: {e}");
         }
-        let client = SwfClient::new("https://swf.eu-west-1.amazonaws.com:443", "eu-west-1", example()).unwrap();
-        assert_eq!(client.host, "swf.eu-west-1.amazonaws.com");
-        let client = SwfClient::new("http://127.0.0.1:5000", "us-east-1", example()).unwrap();
-        assert_eq!(client.host, "127.0.0.1:5000");
+        assert_eq!(check_endpoint("http://127.0.0.1:5000/").unwrap(), "http://127.0.0.1:5000");
+        assert_eq!(
+            check_endpoint("https://swf.eu-west-1.amazonaws.com").unwrap(),
+            "https://swf.eu-west-1.amazonaws.com"
+        );
     }
 
     /// A one-thread HTTP server on loopback answering each request with the next canned
@@ -683,34 +625,54 @@ mod tests {
         (port, handle)
     }
 
-    fn fast_client(port: u16) -> SwfClient {
-        let mut client = SwfClient::new(&format!("http://127.0.0.1:{port}"), "us-east-1", example()).unwrap();
-        client.retry = RetryPolicy { attempts: 4, base: Duration::from_millis(1), max: Duration::from_millis(5) };
-        client
+    fn fast_client(runtime: &tokio::runtime::Runtime, port: u16) -> SwfClient {
+        let settings = AwsSettings {
+            region: Some("us-east-1".into()),
+            endpoint: Some(format!("http://127.0.0.1:{port}")),
+            credentials: Some(Credentials::new(
+                "AKIDEXAMPLE",
+                "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+                None,
+                None,
+                "test",
+            )),
+            retry: RetryPolicy { attempts: 4, base: Duration::from_millis(1), max: Duration::from_millis(5) },
+            ..AwsSettings::default()
+        };
+        runtime.block_on(SwfClient::new(&settings)).unwrap()
+    }
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
     }
 
     #[test]
-    fn throttling_and_server_errors_are_retried_and_requests_are_signed() {
+    fn throttling_and_server_errors_are_retried_and_the_wire_json_is_signed_and_passed_through() {
         let (port, server) = canned_server(vec![
             (400, r#"{"__type":"com.amazon.coral.availability#ThrottlingException","message":"Rate exceeded"}"#),
             (503, "Service Unavailable"),
-            (200, r#"{"taskToken":"tok","events":[]}"#),
+            (200, r#"{"taskToken":"tok","events":[{"eventId":1,"eventType":"TimerCancelled","x":{"y":1}}]}"#),
         ]);
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        let answer =
-            runtime.block_on(fast_client(port).call("PollForDecisionTask", &json!({ "domain": "d" }))).unwrap();
-        assert_eq!(answer["taskToken"], "tok");
+        let runtime = runtime();
+        let client = fast_client(&runtime, port);
+        assert_eq!(client.credentials_source(), "test");
+        let answer = runtime.block_on(client.poll_for_decision_task(&json!({ "domain": "d" }))).unwrap();
+        // Exactly what was sent, with what the SDK's shapes do not know (moto's event name, `x`).
+        assert_eq!(
+            answer,
+            json!({"taskToken":"tok","events":[{"eventId":1,"eventType":"TimerCancelled","x":{"y":1}}]})
+        );
         let seen = server.join().unwrap();
         assert_eq!(seen.len(), 3);
         let last = seen[2].to_ascii_lowercase();
         assert!(last.starts_with("post / http/1.1"), "{last}");
         assert!(last.contains("x-amz-target: simpleworkflowservice.pollfordecisiontask"), "{last}");
         assert!(last.contains(&format!("host: 127.0.0.1:{port}")), "{last}");
+        assert!(last.contains("content-length: 14\r\n"), "{last}");
         assert!(
             last.contains("authorization: aws4-hmac-sha256 credential=akidexample/")
-                && last.contains(
-                    "/us-east-1/swf/aws4_request, signedheaders=content-type;host;x-amz-date;x-amz-target, signature="
-                ),
+                && last.contains("/us-east-1/swf/aws4_request, signedheaders=")
+                && last.contains("x-amz-target"),
             "{last}"
         );
         assert!(last.ends_with(r#"{"domain":"d"}"#), "{last}");
@@ -718,12 +680,12 @@ mod tests {
 
     #[test]
     fn a_refusal_is_an_error_naming_the_operation_and_retries_run_out() {
+        let runtime = runtime();
         let (port, server) = canned_server(vec![(
             400,
             r#"{"__type":"com.amazonaws.swf.base.model#UnknownResourceFault","message":"Unknown domain: nope"}"#,
         )]);
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        let e = runtime.block_on(fast_client(port).call("PollForDecisionTask", &json!({}))).unwrap_err();
+        let e = runtime.block_on(fast_client(&runtime, port).poll_for_decision_task(&json!({}))).unwrap_err();
         assert_eq!(
             e.to_string(),
             "SWF PollForDecisionTask failed with HTTP 400: UnknownResourceFault: Unknown domain: nope"
@@ -732,28 +694,21 @@ mod tests {
 
         // 5xx every time: the attempts run out, and the error says so.
         let (port, server) = canned_server(vec![(500, "{}"); 4]);
-        let e = runtime.block_on(fast_client(port).call("RespondDecisionTaskCompleted", &json!({}))).unwrap_err();
+        let e = runtime.block_on(fast_client(&runtime, port).respond_decision_task_completed(&json!({}))).unwrap_err();
         assert!(e.to_string().starts_with("SWF RespondDecisionTaskCompleted failed after 4 attempts: HTTP 500"), "{e}");
-        assert_eq!(server.join().unwrap().len(), 4);
+        let seen = server.join().unwrap();
+        assert_eq!(seen.len(), 4);
+        assert!(seen[0].contains("SimpleWorkflowService.RespondDecisionTaskCompleted"), "{}", seen[0]);
 
         // Nothing listening: network errors are retried, then reported.
         let port = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap().local_addr().unwrap().port();
-        let e = runtime.block_on(fast_client(port).call("PollForDecisionTask", &json!({}))).unwrap_err();
+        let e = runtime.block_on(fast_client(&runtime, port).poll_for_decision_task(&json!({}))).unwrap_err();
         assert!(e.to_string().starts_with("SWF PollForDecisionTask failed after 4 attempts: "), "{e}");
 
         // A 200 that is not a JSON object.
         let (port, server) = canned_server(vec![(200, "<html>")]);
-        let e = runtime.block_on(fast_client(port).call("PollForDecisionTask", &json!({}))).unwrap_err();
+        let e = runtime.block_on(fast_client(&runtime, port).poll_for_decision_task(&json!({}))).unwrap_err();
         assert!(e.to_string().contains("PollForDecisionTask answered with an invalid body"), "{e}");
         server.join().unwrap();
-    }
-
-    #[test]
-    fn back_off_grows_and_is_capped() {
-        let policy = RetryPolicy::default();
-        assert!(policy.backoff(0) <= Duration::from_millis(200));
-        assert!(policy.backoff(0) >= Duration::from_millis(100));
-        assert!(policy.backoff(30) <= Duration::from_secs(20));
-        assert!(policy.backoff(30) >= Duration::from_secs(10));
     }
 }

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)] // each test file uses a different part
 
+pub(crate) mod lambda_fake;
 pub(crate) mod live;
 pub(crate) mod pg;
 pub(crate) mod serve;
