@@ -2414,6 +2414,16 @@ fn caught_language(
     Ok(Step::Goto { target: next, output })
 }
 
+/// The index of the first rule of `spec` that matches the effective input, in the order written.
+fn first_matching_rule(spec: &ChoiceState, effective: &Value, ctx: &Value) -> Result<Option<usize>, Failure> {
+    for (i, rule) in spec.choices.iter().enumerate() {
+        if choice::evaluate(&rule.condition, effective, ctx)? {
+            return Ok(Some(i));
+        }
+    }
+    Ok(None)
+}
+
 /// A Choice state. No match and no Default is `States.NoChoiceMatched`.
 pub fn choice(exec: &Execution, name: &str, spec: &ChoiceState, input: Value) -> Result<Chosen, Failure> {
     let language = spec.assign.is_some()
@@ -2430,14 +2440,7 @@ pub fn choice(exec: &Execution, name: &str, spec: &ChoiceState, input: Value) ->
             input,
             spec.default.is_some(),
             |input, ctx| io::input_path_owned(&spec.input_path, input, ctx),
-            |effective, ctx| {
-                for (i, rule) in spec.choices.iter().enumerate() {
-                    if choice::evaluate(&rule.condition, effective, ctx)? {
-                        return Ok(Some(i));
-                    }
-                }
-                Ok(None)
-            },
+            |effective, ctx| first_matching_rule(spec, effective, ctx),
             |effective, ctx| io::output_path(&spec.output_path, effective, ctx),
         );
     }
@@ -2448,14 +2451,7 @@ pub fn choice(exec: &Execution, name: &str, spec: &ChoiceState, input: Value) ->
         input,
         spec.default.is_some(),
         |input, ctx| io::input_path_owned(&spec.input_path, input, ctx),
-        |effective, ctx| {
-            for (i, rule) in spec.choices.iter().enumerate() {
-                if choice::evaluate(&rule.condition, effective, ctx)? {
-                    return Ok(Some(i));
-                }
-            }
-            Ok(None)
-        },
+        |effective, ctx| first_matching_rule(spec, effective, ctx),
         |branch, raw, effective, ctx| {
             // The matched rule's Assign and Output; the state's own only on the Default path.
             let (assign, output_template) = match branch.and_then(|i| spec.choices.get(i)) {
