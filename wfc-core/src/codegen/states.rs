@@ -171,20 +171,23 @@ fn value_tokens(value: &Value) -> TokenStream {
             let items = items.iter().map(value_tokens);
             quote!(__wfc::Value::Array(::std::vec![#(#items),*]))
         }
-        Value::Object(members) => {
-            let n = members.len();
-            let inserts = members.iter().map(|(k, v)| {
-                let k = Literal::string(k);
-                let v = value_tokens(v);
-                quote!(object.insert(::std::borrow::ToOwned::to_owned(#k), #v);)
-            });
-            quote!({
-                let mut object = __wfc::serde_json::Map::with_capacity(#n);
-                #(#inserts)*
-                __wfc::Value::Object(object)
-            })
-        }
+        Value::Object(members) => object_code(members.iter().map(|(k, v)| (k.as_str(), value_tokens(v)))),
     }
+}
+
+/// Construction code of a JSON object from its keys and the code of each value, in order: one
+/// `insert` per key into a map of the right capacity.
+fn object_code<'a>(entries: impl ExactSizeIterator<Item = (&'a str, TokenStream)>) -> TokenStream {
+    let n = entries.len();
+    let inserts = entries.map(|(key, value)| {
+        let key = Literal::string(key);
+        quote!(object.insert(::std::borrow::ToOwned::to_owned(#key), #value);)
+    });
+    quote!({
+        let mut object = __wfc::serde_json::Map::with_capacity(#n);
+        #(#inserts)*
+        __wfc::Value::Object(object)
+    })
 }
 
 /// Whether `tokens` mention the identifier `name` (to name unused closure parameters `_`).
@@ -241,20 +244,11 @@ fn jsonata_template(items: &mut Items, t: &JsonataTemplate, field: &str, states:
             quote!(__wfc::Value::Array(::std::vec![#(#elements),*]))
         }
         JsonataTemplate::Object(entries) => {
-            let n = entries.len();
-            let inserts = entries
+            let values = entries
                 .iter()
-                .map(|(key, value)| {
-                    let value = jsonata_template(items, value, &format!("{field}/{key}"), states);
-                    let key = Literal::string(key);
-                    quote!(object.insert(::std::borrow::ToOwned::to_owned(#key), #value);)
-                })
+                .map(|(key, value)| (key.as_str(), jsonata_template(items, value, &format!("{field}/{key}"), states)))
                 .collect::<Vec<_>>();
-            quote!({
-                let mut object = __wfc::serde_json::Map::with_capacity(#n);
-                #(#inserts)*
-                __wfc::Value::Object(object)
-            })
+            object_code(values.into_iter())
         }
     }
 }
@@ -655,8 +649,7 @@ fn template(items: &mut Items, t: &Template, field: &str, input: &TokenStream) -
             quote!(__wfc::Value::Array(::std::vec![#(#elements),*]))
         }
         Template::Object(entries) => {
-            let n = entries.len();
-            let inserts = entries
+            let values = entries
                 .iter()
                 .map(|(key, value)| {
                     // AWS names a `.$` field as written, with its suffix.
@@ -666,15 +659,10 @@ fn template(items: &mut Items, t: &Template, field: &str, input: &TokenStream) -
                         }
                         other => template(items, other, key, input),
                     };
-                    let key = Literal::string(key);
-                    quote!(object.insert(::std::borrow::ToOwned::to_owned(#key), #value);)
+                    (key.as_str(), value)
                 })
                 .collect::<Vec<_>>();
-            quote!({
-                let mut object = __wfc::serde_json::Map::with_capacity(#n);
-                #(#inserts)*
-                __wfc::Value::Object(object)
-            })
+            object_code(values.into_iter())
         }
     }
 }
