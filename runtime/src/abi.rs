@@ -49,7 +49,7 @@ use std::cmp::Ordering;
 use std::future::Future;
 use std::sync::LazyLock;
 
-use rand::RngCore;
+use rand::Rng;
 use serde_json::{Map, Value};
 use wfc_ir::intrinsics::eval as intrinsic_eval;
 use wfc_ir::jsonata::JsonataError;
@@ -279,7 +279,7 @@ pub fn call(function: Function, args: Vec<Value>) -> Result<Value, Failure> {
 
 /// `States.UUID` or unseeded `States.MathRandom`, drawing from `rng`, the execution's random
 /// source (generated code passes it from [`crate::Execution::with_rng`]).
-pub fn call_random(function: Function, args: Vec<Value>, rng: &mut dyn RngCore) -> Result<Value, Failure> {
+pub fn call_random(function: Function, args: Vec<Value>, rng: &mut dyn Rng) -> Result<Value, Failure> {
     intrinsic_eval::call_values(function, args, rng).map_err(|f| Failure::runtime(f.cause))
 }
 
@@ -393,16 +393,19 @@ pub fn boolean(value: &Value, literal: bool) -> bool {
 /// asks for one). It is never read; if it were, it would give zeros, not panic.
 struct NoRandom;
 
-impl RngCore for NoRandom {
-    fn next_u32(&mut self) -> u32 {
-        0
+impl rand::TryRng for NoRandom {
+    type Error = std::convert::Infallible;
+
+    fn try_next_u32(&mut self) -> Result<u32, Self::Error> {
+        Ok(0)
     }
 
-    fn next_u64(&mut self) -> u64 {
-        0
+    fn try_next_u64(&mut self) -> Result<u64, Self::Error> {
+        Ok(0)
     }
 
-    fn fill_bytes(&mut self, dst: &mut [u8]) {
+    fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Self::Error> {
         dst.fill(0);
+        Ok(())
     }
 }

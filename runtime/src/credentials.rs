@@ -6,7 +6,7 @@
 //! [`TaskContext`](crate::TaskContext) (`role_arn()`), so a handler that calls AWS itself can
 //! assume the role. Bad values fail the Task rather than being dropped.
 
-use rand::RngCore;
+use rand::Rng;
 use serde_json::Value;
 use wfc_ir::{JsonataTemplate, TaskCredentials};
 
@@ -23,7 +23,7 @@ pub fn role_arn(
     credentials: &TaskCredentials,
     effective: &Value,
     context: &Value,
-    rng: &mut dyn RngCore,
+    rng: &mut dyn Rng,
 ) -> Result<String, Failure> {
     match credentials {
         TaskCredentials::JsonPath(t) => {

@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use futures::future::BoxFuture;
-use rand::RngCore;
+use rand::Rng;
 use serde_json::{Value, json};
 use wfc_ir::distributed::{Count, CsvHeaders, DistributedMap, InputType, ItemBatcher, Percentage, ReaderConfig};
 use wfc_ir::errors::{EXCEED_TOLERATED_FAILURE_THRESHOLD, ITEM_READER_FAILED, RESULT_WRITER_FAILED};
@@ -520,7 +520,7 @@ fn child_document(child: &Execution, input: &Value, result: &crate::ExecutionRes
 
 /// A UUID (version 4 layout) from the execution's seeded random source, so Map Run ids are
 /// reproducible under a fixed seed.
-fn uuid(rng: &mut dyn RngCore) -> String {
+fn uuid(rng: &mut dyn Rng) -> String {
     let mut b = [0u8; 16];
     rng.fill_bytes(&mut b);
     b[6] = (b[6] & 0x0f) | 0x40;

@@ -14,7 +14,7 @@ use std::time::Duration;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use rand::rngs::StdRng;
-use rand::{RngCore, SeedableRng};
+use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 use tracing::Instrument;

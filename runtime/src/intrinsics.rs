@@ -3,7 +3,7 @@
 //! are all literals); this module raises its failures as `States.Runtime`, which is what AWS
 //! raises (see that module for the quirks kept).
 
-use rand::RngCore;
+use rand::Rng;
 use serde_json::Value;
 use wfc_ir::intrinsics::Intrinsic;
 use wfc_ir::intrinsics::eval::{self, IntrinsicFailure};
@@ -27,7 +27,7 @@ pub fn evaluate(
     field: &str,
     input: &Value,
     context: &Value,
-    rng: &mut dyn RngCore,
+    rng: &mut dyn Rng,
 ) -> Result<Value, Failure> {
     eval::evaluate(intrinsic, field, input, context, rng).map_err(runtime)
 }
@@ -39,7 +39,7 @@ pub fn evaluate_entry(
     key: &str,
     input: &Value,
     context: &Value,
-    rng: &mut dyn RngCore,
+    rng: &mut dyn Rng,
 ) -> Result<Value, Failure> {
     eval::evaluate_entry(intrinsic, key, input, context, rng).map_err(runtime)
 }

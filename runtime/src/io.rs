@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 
-use rand::RngCore;
+use rand::Rng;
 use serde_json::{Map, Value};
 use wfc_ir::{InputPath, OutputPath, Path, ResultPath, Root, Template};
 
@@ -95,7 +95,7 @@ pub fn select_opt(path: &Path, input: &Value, context: &Value) -> Option<Value> 
 /// `States.UUID` and unseeded `States.MathRandom` draw from (see [`Execution::with_rng`]).
 ///
 /// [`Execution::with_rng`]: crate::exec::Execution::with_rng
-pub fn template(template: &Template, input: &Value, context: &Value, rng: &mut dyn RngCore) -> Result<Value, Failure> {
+pub fn template(template: &Template, input: &Value, context: &Value, rng: &mut dyn Rng) -> Result<Value, Failure> {
     eval_template(template, "Parameters", input, context, rng)
 }
 
@@ -104,7 +104,7 @@ fn eval_template(
     field: &str,
     input: &Value,
     context: &Value,
-    rng: &mut dyn RngCore,
+    rng: &mut dyn Rng,
 ) -> Result<Value, Failure> {
     match template {
         Template::Literal(v) => Ok(v.clone()),

@@ -21,11 +21,11 @@ use indexmap::IndexMap;
 use jsonata_core::evaluator::{Context, Evaluator, EvaluatorError, EvaluatorOptions};
 #[cfg(feature = "jsonata")]
 use jsonata_core::value::JValue;
-use rand::RngCore;
+use rand::Rng;
 #[cfg(feature = "jsonata")]
 use rand::rngs::StdRng;
 #[cfg(feature = "jsonata")]
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use serde_json::{Map, Value};
 use wfc_ir::{JsonataExpr, JsonataTemplate};
 
@@ -55,7 +55,7 @@ impl<'a> Bindings<'a> {
 /// Evaluates a template (`Arguments`, `Output`, `Items`, an `Assign` value): literal parts are
 /// copied, each `{% %}` string is replaced by its value. `field` names the template in causes
 /// (`Output`), and a leaf inside it adds its key path (`Arguments/FunctionName`), as AWS does.
-pub fn template(t: &JsonataTemplate, field: &str, b: &Bindings<'_>, rng: &mut dyn RngCore) -> Result<Value, Failure> {
+pub fn template(t: &JsonataTemplate, field: &str, b: &Bindings<'_>, rng: &mut dyn Rng) -> Result<Value, Failure> {
     match t {
         JsonataTemplate::Literal(v) => Ok(v.clone()),
         JsonataTemplate::Expr(e) => evaluate(e, field, b, rng),
@@ -78,7 +78,7 @@ pub fn template(t: &JsonataTemplate, field: &str, b: &Bindings<'_>, rng: &mut dy
 /// Evaluates one expression. Failures are `States.QueryEvaluationError` with AWS's causes:
 /// an evaluation error (with its JSONata code), `undefined`, or a function-valued result.
 #[cfg(feature = "jsonata")]
-pub fn evaluate(expr: &JsonataExpr, field: &str, b: &Bindings<'_>, rng: &mut dyn RngCore) -> Result<Value, Failure> {
+pub fn evaluate(expr: &JsonataExpr, field: &str, b: &Bindings<'_>, rng: &mut dyn Rng) -> Result<Value, Failure> {
     let text = expr.as_str().trim();
     let value = run(expr, b, rng).map_err(|e| {
         query_error(format!(
@@ -101,7 +101,7 @@ pub fn evaluate(expr: &JsonataExpr, field: &str, b: &Bindings<'_>, rng: &mut dyn
 /// Without the `jsonata` feature: a `States.Runtime` failure that names the feature (no
 /// expression can have been parsed in this build, so this is only reached by a mismatched build).
 #[cfg(not(feature = "jsonata"))]
-pub fn evaluate(expr: &JsonataExpr, field: &str, _b: &Bindings<'_>, _rng: &mut dyn RngCore) -> Result<Value, Failure> {
+pub fn evaluate(expr: &JsonataExpr, field: &str, _b: &Bindings<'_>, _rng: &mut dyn Rng) -> Result<Value, Failure> {
     Err(Failure::new(
         wfc_ir::errors::RUNTIME,
         format!(
@@ -156,7 +156,7 @@ const MAX_DEPTH: usize = 500;
 const MAX_SEQUENCE: usize = 1_000_000;
 
 #[cfg(feature = "jsonata")]
-fn run(expr: &JsonataExpr, b: &Bindings<'_>, rng: &mut dyn RngCore) -> Result<JValue, EvaluatorError> {
+fn run(expr: &JsonataExpr, b: &Bindings<'_>, rng: &mut dyn Rng) -> Result<JValue, EvaluatorError> {
     let mut context = Context::new();
     let mut states = IndexMap::new();
     states.insert("input".to_owned(), JValue::from(b.input.clone()));

@@ -8,7 +8,7 @@
 use std::future::Future;
 
 use futures::StreamExt;
-use rand::RngCore;
+use rand::Rng;
 use serde_json::{Value, json};
 use wfc_ir::{Path, Root, Template};
 
@@ -70,7 +70,7 @@ pub fn iteration_inputs(
     effective: &Value,
     items: Vec<Value>,
     state_context: &Value,
-    rng: &mut dyn RngCore,
+    rng: &mut dyn Rng,
 ) -> Result<Vec<Value>, Failure> {
     let Some(selector) = selector else {
         return Ok(items);

@@ -13,7 +13,7 @@
 
 use std::time::Duration;
 
-use rand::Rng;
+use rand::{Rng, RngExt};
 use serde_json::Value;
 use wfc_ir::jsonpath::ast::SingularStep;
 use wfc_ir::{Catcher, Jitter, Retrier, StateId};

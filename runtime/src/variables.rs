@@ -10,7 +10,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use rand::RngCore;
+use rand::Rng;
 use serde_json::{Map, Value};
 use wfc_ir::{Assign, Template};
 
@@ -118,7 +118,7 @@ pub fn evaluate(
     dollar: &Value,
     bindings: &Bindings<'_>,
     context: &Value,
-    rng: &mut dyn RngCore,
+    rng: &mut dyn Rng,
 ) -> Result<Vec<(String, Value)>, Failure> {
     match assign {
         Assign::JsonPath(entries) => entries

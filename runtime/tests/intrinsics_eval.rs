@@ -249,3 +249,22 @@ fn string_length_limits() {
     }
     assert!(run("States.Base64Encode($.ok)", &input).is_ok());
 }
+
+/// Stored executions replay their random draws (`States.UUID`, unseeded `States.MathRandom`,
+/// retry jitter, JSONata's `$random`) from the execution's seed, so the generator's stream is part
+/// of the stored format: a `rand` upgrade that changed it would silently change what a resumed
+/// execution computes. These values were drawn with rand 0.9's `StdRng` (ChaCha12, before the
+/// move to rand 0.10, which draws the same stream through the `chacha20` crate).
+#[test]
+fn the_random_stream_is_pinned() {
+    use rand::{Rng, RngExt};
+    let mut rng = StdRng::seed_from_u64(7);
+    assert_eq!(rng.next_u64(), 559_256_596_868_823_998);
+    assert_eq!(rng.next_u32(), 612_261_766);
+    let mut bytes = [0u8; 16];
+    rng.fill_bytes(&mut bytes);
+    assert_eq!(bytes, [232, 52, 157, 78, 205, 188, 139, 15, 70, 50, 132, 36, 153, 160, 223, 166]);
+    assert_eq!(rng.random_range(0..1000i64), 618);
+    assert_eq!(rng.random_range(0.0..=1.0f64), 0.7370669767895008);
+    assert_eq!(rng.random::<f64>(), 0.5960686697976503);
+}

@@ -27,7 +27,7 @@
 
 use base64::Engine as _;
 use rand::rngs::StdRng;
-use rand::{Rng, RngCore, SeedableRng};
+use rand::{Rng, RngExt, SeedableRng};
 use serde_json::Value;
 use sha1::Digest as _;
 
@@ -82,7 +82,7 @@ pub fn evaluate(
     field: &str,
     input: &Value,
     context: &Value,
-    rng: &mut dyn RngCore,
+    rng: &mut dyn Rng,
 ) -> Result<Value, Failure> {
     let mut env = Env { field, suffixed: false, input, context, rng };
     env.call(intrinsic.call())
@@ -95,7 +95,7 @@ pub fn evaluate_entry(
     key: &str,
     input: &Value,
     context: &Value,
-    rng: &mut dyn RngCore,
+    rng: &mut dyn Rng,
 ) -> Result<Value, Failure> {
     let mut env = Env { field: key, suffixed: true, input, context, rng };
     env.call(intrinsic.call())
@@ -106,7 +106,7 @@ pub fn evaluate_entry(
 /// the evaluator does for a parsed call. `rng` is the execution's random source, read only by
 /// `States.UUID` and unseeded `States.MathRandom`. For `States.Format` with a literal template,
 /// use [`format_pieces`].
-pub fn call_values(function: Function, values: Vec<Value>, rng: &mut dyn RngCore) -> Result<Value, Failure> {
+pub fn call_values(function: Function, values: Vec<Value>, rng: &mut dyn Rng) -> Result<Value, Failure> {
     check_types(function, &values)?;
     let mut env = Env { field: "", suffixed: false, input: &Value::Null, context: &Value::Null, rng };
     env.apply(function, values)
@@ -144,7 +144,7 @@ struct Env<'a> {
     suffixed: bool,
     input: &'a Value,
     context: &'a Value,
-    rng: &'a mut dyn RngCore,
+    rng: &'a mut dyn Rng,
 }
 
 /// `Invalid arguments in States.X: detail`.
