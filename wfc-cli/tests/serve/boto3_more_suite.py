@@ -674,6 +674,120 @@ def map_runs(sfn):
     assert sfn.list_map_runs(executionArn=live)["mapRuns"] == []
 
 
+QUEUED_ACTIVITY = f"arn:aws:states:us-east-1:{ACCOUNT}:activity:QueuedWork"
+GATE_ACTIVITY = f"arn:aws:states:us-east-1:{ACCOUNT}:activity:GateWork"
+SHARED_ACTIVITY = f"arn:aws:states:us-east-1:{ACCOUNT}:activity:SharedWork"
+# A mocked Task (its invocations counted per execution), then an activity gate and the Task
+# again, until its second answer: run across a restart, the count goes on where it was.
+GATED = json.dumps(
+    {
+        "StartAt": "Call",
+        "States": {
+            "Call": {"Type": "Task", "Resource": "Counted", "ResultPath": "$.call", "Next": "Check"},
+            "Check": {
+                "Type": "Choice",
+                "Choices": [{"Variable": "$.call.n", "NumericEquals": 1, "Next": "Done"}],
+                "Default": "Gate",
+            },
+            "Gate": {"Type": "Task", "Resource": GATE_ACTIVITY, "ResultPath": None, "Next": "Call"},
+            "Done": {"Type": "Succeed"},
+        },
+    }
+)
+
+
+def task_started(sfn, ex, count=1):
+    def started():
+        events = sfn.get_execution_history(executionArn=ex, maxResults=1000)["events"]
+        return sum(e["type"] == "TaskStarted" for e in events) >= count
+
+    _helpers["wait_for"](f"{ex} to wait for its activity task", started)
+
+
+def saved(name, value=None):
+    path = os.path.join(TEST_DIR, name)
+    if value is not None:
+        open(path, "w").write(value)
+    return open(path).read()
+
+
+def queues_before_restart(sfn):
+    """Activity tasks, mock counters and redrive client tokens are in the store: written here,
+    used after the restart (queues_after_restart)."""
+    sfn.create_activity(name="QueuedWork")
+    arn = sfn.create_state_machine(
+        name="Queued",
+        definition=json.dumps({"StartAt": "W", "States": {"W": {"Type": "Task", "Resource": QUEUED_ACTIVITY, "End": True}}}),
+        roleArn=ROLE,
+    )["stateMachineArn"]
+    # One task handed to a worker before the restart (answered after it), one still queued.
+    handed = sfn.start_execution(stateMachineArn=arn, name="handed", input='{"k": "handed"}')["executionArn"]
+    task_started(sfn, handed)
+    task = sfn.get_activity_task(activityArn=QUEUED_ACTIVITY, workerName="before")
+    assert json.loads(task["input"]) == {"k": "handed"}, task
+    saved("handed-token", task["taskToken"])
+    queued = sfn.start_execution(stateMachineArn=arn, name="queued", input='{"k": "queued"}')["executionArn"]
+    task_started(sfn, queued)
+    # The mocked Call answered once (invocation 0), the execution waits at the gate.
+    sfn.create_activity(name="GateWork")
+    gated = sfn.create_state_machine(name="Gated", definition=GATED, roleArn=ROLE)["stateMachineArn"]
+    ex = sfn.start_execution(stateMachineArn=gated + "#Counted", name="counted", input="{}")["executionArn"]
+    task_started(sfn, ex, 2)
+    # Redriven with a client token before the restart: the same token after it redrives nothing.
+    arn = sfn.create_state_machine(name="Tokened", definition=REDRIVE, roleArn=ROLE)["stateMachineArn"]
+    ex = sfn.start_execution(stateMachineArn=arn, name="tokened", input="{}")["executionArn"]
+    assert finished(sfn, ex)["status"] == "FAILED"
+    saved("redrive-date", str(sfn.redrive_execution(executionArn=ex, clientToken="keep-1")["redriveDate"]))
+    d = finished(sfn, ex)
+    assert (d["status"], d["redriveCount"]) == ("FAILED", 1), d
+
+
+def queues_after_restart(sfn):
+    ex = lambda name: f"arn:aws:states:us-east-1:{ACCOUNT}:execution:{name}"  # noqa: E731
+    # The queued task is still queued; the handed-out one is answered with its old token.
+    task = sfn.get_activity_task(activityArn=QUEUED_ACTIVITY, workerName="after")
+    assert json.loads(task["input"]) == {"k": "queued"}, task
+    sfn.send_task_success(taskToken=task["taskToken"], output='{"done": "queued"}')
+    sfn.send_task_success(taskToken=saved("handed-token"), output='{"done": "handed"}')
+    for name in ("queued", "handed"):
+        d = finished(sfn, ex(f"Queued:{name}"))
+        assert (d["status"], json.loads(d["output"])) == ("SUCCEEDED", {"done": name}), d
+    expect_error("TaskDoesNotExist", sfn.send_task_success, taskToken=saved("handed-token"), output="{}")
+    # The gate opens; the Call's second invocation answers n = 1 (a count started again would
+    # answer n = 0 and wait at the gate again).
+    gate = sfn.get_activity_task(activityArn=GATE_ACTIVITY, workerName="after")
+    sfn.send_task_success(taskToken=gate["taskToken"], output="{}")
+    d = finished(sfn, ex("Gated:counted"))
+    assert (d["status"], json.loads(d["output"])["call"]) == ("SUCCEEDED", {"n": 1}), d
+    # The client token of the redrive before the restart: the same date, no second redrive.
+    tokened = ex("Tokened:tokened")
+    date = sfn.redrive_execution(executionArn=tokened, clientToken="keep-1")["redriveDate"]
+    assert str(date) == saved("redrive-date"), (date, saved("redrive-date"))
+    d = sfn.describe_execution(executionArn=tokened)
+    assert (d["status"], d["redriveCount"]) == ("FAILED", 1), d
+
+
+def two_servers_a(sfn):
+    """Server A (the only one yet) queues a task; two_servers_b, on server B of the same store,
+    hands it to a worker and takes the answer."""
+    sfn.create_activity(name="SharedWork")
+    arn = sfn.create_state_machine(
+        name="Shared",
+        definition=json.dumps({"StartAt": "W", "States": {"W": {"Type": "Task", "Resource": SHARED_ACTIVITY, "End": True}}}),
+        roleArn=ROLE,
+    )["stateMachineArn"]
+    task_started(sfn, sfn.start_execution(stateMachineArn=arn, name="s1", input='{"on": "A"}')["executionArn"])
+
+
+def two_servers_b(sfn):
+    task = sfn.get_activity_task(activityArn=SHARED_ACTIVITY, workerName="on-b")
+    assert json.loads(task["input"]) == {"on": "A"}, task
+    sfn.send_task_heartbeat(taskToken=task["taskToken"])
+    sfn.send_task_success(taskToken=task["taskToken"], output='{"by": "B"}')
+    d = finished(sfn, f"arn:aws:states:us-east-1:{ACCOUNT}:execution:Shared:s1")
+    assert (d["status"], json.loads(d["output"])) == ("SUCCEEDED", {"by": "B"}), d
+
+
 def main():
     sfn = client()
     if PHASE == "all":
@@ -703,6 +817,7 @@ def main():
         arn = sfn.create_state_machine(name="RedriveLater", definition=REDRIVE, roleArn=ROLE)["stateMachineArn"]
         d = finished(sfn, sfn.start_execution(stateMachineArn=arn, name="later", input="{}")["executionArn"])
         assert d["status"] == "FAILED", d
+        queues_before_restart(sfn)
     elif PHASE == "after-restart":
         listed = sfn.list_tags_for_resource(resourceArn=sm_arn("Durable"))["tags"]
         assert listed == [{"key": "kept", "value": "yes"}], listed
@@ -728,6 +843,11 @@ def main():
         d = finished(sfn, ex)
         assert (d["status"], d["redriveCount"], json.loads(d["output"])) == ("SUCCEEDED", 1, {"redriveCount": 1}), d
         assert ledger("later") == ["First", "Broken", "Flaky", "Flaky", "Flaky"], ledger("later")
+        queues_after_restart(sfn)
+    elif PHASE == "two-servers-a":
+        two_servers_a(sfn)
+    elif PHASE == "two-servers-b":
+        two_servers_b(sfn)
     print(json.dumps({"phase": PHASE, "checked": CHECKED}), flush=True)
 
 
