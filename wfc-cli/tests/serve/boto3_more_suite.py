@@ -162,6 +162,117 @@ def test_state(sfn):
     # ... but mocked, it runs.
     r = sfn.test_state(definition=json.dumps(callback), mock={"result": '{"ok": true}'})
     assert (r["status"], json.loads(r["output"])) == ("SUCCEEDED", {"ok": True}), r
+    test_state_context(sfn)
+    test_state_map_parallel(sfn)
+
+
+def test_state_context(sfn):
+    # `context` is laid over the context object: named fields replace the runtime's, the
+    # others (State.Name) stay.
+    pas = {
+        "Type": "Pass",
+        "Parameters": {"name.$": "$$.Execution.Name", "token.$": "$$.Task.Token", "state.$": "$$.State.Name"},
+        "End": True,
+    }
+    context = json.dumps({"Execution": {"Name": "given"}, "Task": {"Token": "t-1"}})
+    r = sfn.test_state(definition=json.dumps(pas), context=context)
+    assert (r["status"], json.loads(r["output"])) == ("SUCCEEDED", {"name": "given", "token": "t-1", "state": "TestState"}), r
+    jsonata = {"Type": "Pass", "QueryLanguage": "JSONata", "Output": "{% $states.context.Execution.Name %}", "End": True}
+    r = sfn.test_state(definition=json.dumps(jsonata), context=context)
+    assert json.loads(r["output"]) == "given", r
+    # A mocked Task sees it too (its Parameters read `$$`).
+    task = {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke", "Parameters": {"id.$": "$$.Execution.Id"}, "End": True}
+    r = sfn.test_state(definition=json.dumps(task), context='{"Execution": {"Id": "x"}}', mock={"result": "{}"}, inspectionLevel="DEBUG")
+    assert json.loads(r["inspectionData"]["afterParameters"]) == {"id": "x"}, r
+    expect_error("InvalidExecutionInput", sfn.test_state, definition=json.dumps(pas), context="{nope")
+    expect_error("InvalidExecutionInput", sfn.test_state, definition=json.dumps(pas), context="[1]")
+
+
+def test_state_map_parallel(sfn):
+    fan = {
+        "Type": "Map",
+        "ItemsPath": "$.items",
+        "MaxConcurrency": 2,
+        "ToleratedFailureCount": 1,
+        "ItemProcessor": {"StartAt": "Work", "States": {"Work": {"Type": "Task", "Resource": "Nothing", "End": True}}},
+        "ResultPath": "$.results",
+        "Next": "After",
+    }
+    items = json.dumps({"items": [1, 2, 3]})
+    # The mocked result stands for the iterations (which do not run): ResultPath applies.
+    r = sfn.test_state(definition=json.dumps(fan), input=items, mock={"result": '["a", "b", "c"]'}, inspectionLevel="DEBUG")
+    assert (r["status"], r["nextState"]) == ("SUCCEEDED", "After"), r
+    assert json.loads(r["output"]) == {"items": [1, 2, 3], "results": ["a", "b", "c"]}, r
+    d = r["inspectionData"]
+    assert json.loads(d["afterItemsPath"]) == [1, 2, 3] and json.loads(d["afterItemSelector"]) == [1, 2, 3], d
+    assert (d["maxConcurrency"], d["toleratedFailureCount"]) == (2, 1) and "afterParameters" not in d, d
+    # Failed iterations against the tolerated count: one is tolerated, two are not.
+    conf = lambda n: {"mapIterationFailureCount": n}  # noqa: E731
+    r = sfn.test_state(definition=json.dumps(fan), input=items, mock={"result": "[]"}, stateConfiguration=conf(1))
+    assert r["status"] == "SUCCEEDED", r
+    r = sfn.test_state(definition=json.dumps(fan), input=items, mock={"result": "[]"}, stateConfiguration=conf(2))
+    assert (r["status"], r["error"]) == ("FAILED", "States.ExceedToleratedFailureThreshold"), r
+    caught = dict(fan, Catch=[{"ErrorEquals": ["States.ALL"], "ResultPath": "$.err", "Next": "Recover"}])
+    r = sfn.test_state(definition=json.dumps(caught), input=items, mock={"result": "[]"}, stateConfiguration=conf(2))
+    assert (r["status"], r["nextState"], r["error"]) == ("CAUGHT_ERROR", "Recover", "States.ExceedToleratedFailureThreshold"), r
+    # ... and against a percentage of the items (here those a Distributed Map's ItemReader read).
+    reader = dict(fan, ItemReader={"Resource": "arn:aws:states:::s3:getObject", "ReaderConfig": {"InputType": "JSON"}, "Parameters": {"Bucket": "b", "Key": "k"}})
+    reader["ItemProcessor"] = dict(fan["ItemProcessor"], ProcessorConfig={"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"})
+    reader["ItemSelector"] = {"kind": "item"}
+    del reader["ItemsPath"], reader["ToleratedFailureCount"]
+    reader["ToleratedFailurePercentage"] = 50
+    data = lambda n: {"mapItemReaderData": json.dumps([{"a": i} for i in range(4)]), "mapIterationFailureCount": n}  # noqa: E731
+    r = sfn.test_state(definition=json.dumps(reader), mock={"result": "[]"}, stateConfiguration=data(2), inspectionLevel="DEBUG")
+    assert r["status"] == "SUCCEEDED", r
+    d = r["inspectionData"]
+    assert json.loads(d["afterItemSelector"]) == [{"kind": "item"}] * 4 and d["toleratedFailurePercentage"] == 50, d
+    r = sfn.test_state(definition=json.dumps(reader), mock={"result": "[]"}, stateConfiguration=data(3))
+    assert (r["status"], r["error"]) == ("FAILED", "States.ExceedToleratedFailureThreshold"), r
+    # A mocked error of a Map, with its Retry: RETRIABLE, as for a Task.
+    retried = dict(fan, Retry=[{"ErrorEquals": ["Boom"], "MaxAttempts": 1}])
+    boom = {"errorOutput": {"error": "Boom", "cause": "one item broke"}}
+    r = sfn.test_state(definition=json.dumps(retried), input=items, mock=boom)
+    assert (r["status"], r["error"]) == ("RETRIABLE", "Boom"), r
+    r = sfn.test_state(definition=json.dumps(retried), input=items, mock=boom, stateConfiguration={"retrierRetryCount": 1})
+    assert (r["status"], r["error"], r["cause"]) == ("FAILED", "Boom", "one item broke"), r
+
+    # Parallel: one result per branch; the error of a state inside it.
+    par = {
+        "Type": "Parallel",
+        "Branches": [
+            {"StartAt": "A", "States": {"A": {"Type": "Pass", "End": True}}},
+            {"StartAt": "B", "States": {"B": {"Type": "Task", "Resource": "Nothing", "End": True}}},
+        ],
+        "ResultSelector": {"first.$": "$[0]"},
+        "End": True,
+    }
+    r = sfn.test_state(definition=json.dumps(par), mock={"result": '[{"x": 1}, 2]'})
+    assert (r["status"], json.loads(r["output"])) == ("SUCCEEDED", {"first": {"x": 1}}), r
+    r = sfn.test_state(definition=json.dumps(par), mock=boom, stateConfiguration={"errorCausedByState": "B"})
+    assert (r["status"], r["error"], r["cause"]) == ("FAILED", "Boom", "one item broke"), r
+
+    # Misuse: AWS's ValidationException.
+    bad = [
+        ({"definition": json.dumps(fan), "input": items}, "a Map without a mock"),
+        ({"definition": json.dumps(par)}, "a Parallel without a mock"),
+        ({"definition": json.dumps(fan), "input": items, "mock": {"result": '{"not": "an array"}'}}, "a Map result that is no array"),
+        ({"definition": json.dumps(par), "mock": {"result": "[1]"}}, "a result per branch"),
+        ({"definition": json.dumps(par), "mock": boom, "stateConfiguration": {"errorCausedByState": "Nope"}}, "no such inner state"),
+        ({"definition": json.dumps(par), "mock": {"result": "[1, 2]"}, "stateConfiguration": {"errorCausedByState": "B"}}, "no mocked error"),
+        ({"definition": json.dumps({"Type": "Pass", "End": True}), "stateConfiguration": {"mapIterationFailureCount": 1}}, "not a Map"),
+        ({"definition": json.dumps(fan), "input": items, "mock": boom, "stateConfiguration": conf(1)}, "a Map with a mocked error"),
+        ({"definition": json.dumps(fan), "input": items, "mock": {"result": "[]"}, "stateConfiguration": {"mapItemReaderData": "[]"}}, "no ItemReader"),
+        ({"definition": json.dumps(reader), "mock": {"result": "[]"}, "stateConfiguration": {"mapItemReaderData": "{}"}}, "reader data that is no array"),
+        ({"definition": json.dumps(fan), "input": items, "mock": {"result": "[]"}, "stateConfiguration": {"retrierRetryCount": 1}}, "no Retry"),
+    ]
+    for kwargs, why in bad:
+        try:
+            expect_error("ValidationException", sfn.test_state, **kwargs)
+        except AssertionError as e:
+            raise AssertionError(f"{why}: {e}") from e
+    # With fieldValidationMode NONE, the mocked result is taken as it is.
+    r = sfn.test_state(definition=json.dumps(par), mock={"result": "[1]", "fieldValidationMode": "NONE"})
+    assert (r["status"], json.loads(r["output"])) == ("SUCCEEDED", {"first": 1}), r
 
 
 PASS = json.dumps({"StartAt": "P", "States": {"P": {"Type": "Pass", "End": True}}})
