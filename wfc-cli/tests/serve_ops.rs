@@ -125,7 +125,8 @@ fn python(venv: &Path, script: &str, args: &[&str]) {
     eprintln!("{stdout}");
 }
 
-/// With `--credentials`, a correctly signed boto3 client works, and unsigned, wrongly signed,
+/// With `--credentials`, a correctly signed boto3 client works (also with a session token, and
+/// presigned), and unsigned, wrongly signed,
 /// unknown-key and expired requests are refused with AWS's errors and run nothing
 /// (tests/serve/sigv4_suite.py). Beyond loopback, the server needs `--allow-remote` and
 /// credentials.
@@ -148,7 +149,15 @@ fn sigv4_is_required_with_credentials() {
 
     let Some(venv) = boto3_venv("sigv4_is_required_with_credentials", false) else { return };
     let (key, secret) = ("AKIDWFCTEST", "wfc/secret+key");
-    let credentials = support::write(&dir, "credentials", &format!("# wfc serve keys\n{key}:{secret}\n"));
+    // With temporary credentials (sigv4_suite.py's TEMP and OLD keys): a session token, and one
+    // that expired.
+    let credentials = support::write(
+        &dir,
+        "credentials",
+        &format!(
+            "# wfc serve keys\n{key}:{secret}\nAKIDWFCTEMP:temp/secret token=session/token+1==\nAKIDWFCOLD:old/secret token=old-token expires=2020-01-01T00:00:00Z\n"
+        ),
+    );
     let ledger = dir.join("ledger");
     let handlers = support::ledger_handlers(&dir, &ledger, &[("Append", 0.0)]);
     let store = format!("sqlite:{}", dir.join("serve.db").display());
@@ -177,12 +186,14 @@ fn sigv4_is_required_with_credentials() {
     assert!(!ok && text.contains("(InvalidSignatureException)"), "{text}");
     let (ok, text) = aws(secret, &["--no-sign-request"]);
     assert!(!ok && text.contains("(UnrecognizedClientException)"), "{text}");
-    // The same refusals for the raw client (unsigned), and still one execution in the store.
+    // The same refusals for the raw client (unsigned), and still only the three accepted
+    // executions (signed, with a session token, presigned) ran.
     let mut client = Client::new(&server.addr);
     let e = client.call("ListStateMachines", &json!({})).unwrap_err();
     assert_eq!(e.0, "UnrecognizedClientException", "{e:?}");
     let counts = support::ledger_counts(&ledger);
-    assert_eq!(counts.into_iter().collect::<Vec<_>>(), [(("Signed:good".into(), "Append".into()), 1)]);
+    let ran = ["Signed:good", "Signed:presigned", "Signed:session"].map(|e| ((e.to_owned(), "Append".to_owned()), 1));
+    assert_eq!(counts.into_iter().collect::<Vec<_>>(), ran);
 }
 
 /// A kill -9 of the server while executions wait (a Wait state, a callback by task token, an
