@@ -94,7 +94,7 @@ impl Credentials {
                 let is_attribute = |w: &&str| {
                     w.split_once('=').is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_lowercase()))
                 };
-                let split = words.iter().position(|w| is_attribute(w)).unwrap_or(words.len());
+                let split = words.iter().position(is_attribute).unwrap_or(words.len());
                 let (pair, attributes) = (words[..split].join(""), words[split..].join(" "));
                 let Some((id, secret)) = pair.split_once(':').filter(|_| !pair.is_empty()) else {
                     return Err(format!("{at}: expected ACCESS_KEY_ID:SECRET_ACCESS_KEY"));
