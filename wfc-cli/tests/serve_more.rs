@@ -73,6 +73,11 @@ fn start(store: &str, dir: &Path, python: &Path) -> Server {
 }
 
 fn suite(venv: &Path, server: &Server, dir: &Path, phase: &str) {
+    suite_with(venv, server, None, dir, phase);
+}
+
+/// [`suite`], with `other` (another server on the same store) in `WFC_SERVE_OTHER_ENDPOINT`.
+fn suite_with(venv: &Path, server: &Server, other: Option<&Server>, dir: &Path, phase: &str) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/serve/boto3_more_suite.py");
     let out = Command::new(venv.join("bin/python"))
         .arg(script)
@@ -80,6 +85,7 @@ fn suite(venv: &Path, server: &Server, dir: &Path, phase: &str) {
         .args(wfc_serve::MORE_OPERATIONS)
         .env_remove("AWS_PROFILE")
         .env("WFC_SERVE_TEST_DIR", dir)
+        .env("WFC_SERVE_OTHER_ENDPOINT", other.map(Server::endpoint).unwrap_or_default())
         .output()
         .expect("run the boto3 suite");
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
@@ -116,11 +122,12 @@ fn boto3_drives_more_operations_on_postgres() {
     let Some(pg) = support::pg::TempPostgres::start("serve_more") else { return };
     let dir = support::scratch("more_pg");
     let a = more_suite_on(&pg.url, &dir, &venv);
-    // Two servers on one store: A queues an activity task (B is not there yet, so A runs the
-    // execution); a worker polling B gets it and answers it through B; A's Task gets the answer.
+    // Two servers on one store: A queues activity tasks (B is not there yet, so A runs the
+    // executions); a worker polling B gets them, heartbeats them through A and B, and answers
+    // them through B; A's Tasks get the heartbeats and the answers.
     suite(&venv, &a, &dir, "two-servers-a");
     let b = start(&pg.url, &dir, &venv.join("bin/python"));
-    suite(&venv, &b, &dir, "two-servers-b");
+    suite_with(&venv, &b, Some(&a), &dir, "two-servers-b");
     b.stop();
     a.stop();
 }

@@ -60,6 +60,8 @@ const BY_EXECUTION: &str = "serve/activity-by-execution/";
 /// `ANSWER<token>` → `{"output"}` or `{"error", "cause"}`: SendTaskSuccess/Failure, through
 /// any server; the server whose Task waits takes it.
 const ANSWER: &str = "serve/activity-answer/";
+/// `BEAT<token>` → `{}`: a SendTaskHeartbeat through another server than the waiting one.
+const BEAT: &str = "serve/activity-beat/";
 
 /// How often a server looks in the store for what another server did: a task queued there
 /// (long polls), an answer given there (waiting Tasks).
@@ -70,7 +72,15 @@ struct Inner {
     /// Creation times of the activities seen (the store's registry is the truth).
     created: HashMap<String, i64>,
     /// The Tasks of this server waiting for an answer, by token.
-    waiting: HashMap<String, oneshot::Sender<Result<Value, Failure>>>,
+    waiting: HashMap<String, Waiter>,
+}
+
+/// A Task of this server waiting for its activity task's answer.
+#[derive(Debug)]
+struct Waiter {
+    answer: oneshot::Sender<Result<Value, Failure>>,
+    /// Its context: a heartbeat resets its `HeartbeatSeconds` countdown.
+    ctx: TaskContext,
 }
 
 /// The activities of a server; their task queues are rows of the store's key/value table
@@ -289,16 +299,24 @@ impl Activities {
         // Stored first: a Task that waits on another server (or runs again after a restart)
         // finds it there.
         self.store.kv_put(&format!("{ANSWER}{token}"), answer_row(&result)).await?;
-        if let Some(tx) = self.lock().waiting.remove(token) {
-            let _ = tx.send(result);
+        if let Some(waiter) = self.lock().waiting.remove(token) {
+            let _ = waiter.answer.send(result);
         }
         Ok(Answer::Delivered)
     }
 
-    /// SendTaskHeartbeat for an activity token.
+    /// SendTaskHeartbeat for an activity token: resets the waiting Task's `HeartbeatSeconds`
+    /// countdown, at once on this server, else through the store within [`STORE_POLL`].
     pub async fn heartbeat(&self, token: &str) -> Result<Answer, StoreError> {
-        let known = self.store.kv_get(&format!("{TASK}{token}")).await?.is_some();
-        Ok(if known { Answer::Delivered } else { Answer::Unknown })
+        if self.store.kv_get(&format!("{TASK}{token}")).await?.is_none() {
+            return Ok(Answer::Unknown);
+        }
+        let local = self.lock().waiting.get(token).map(|w| w.ctx.clone());
+        match local {
+            Some(ctx) => ctx.heartbeat(),
+            None => self.store.kv_put(&format!("{BEAT}{token}"), json!({})).await?,
+        }
+        Ok(Answer::Delivered)
     }
 
     /// Hands the answers given on other servers to this server's waiting Tasks, every
@@ -312,18 +330,30 @@ impl Activities {
             if self.lock().waiting.is_empty() {
                 continue;
             }
-            let answers = match self.store.kv_list(ANSWER).await {
-                Ok(a) => a,
-                Err(e) => {
+            let (answers, beats) = match (self.store.kv_list(ANSWER).await, self.store.kv_list(BEAT).await) {
+                (Ok(a), Ok(b)) => (a, b),
+                (Err(e), _) | (_, Err(e)) => {
                     tracing::warn!(error = %e, "cannot read activity answers from the store");
                     continue;
                 }
             };
-            let mut inner = self.lock();
-            for (key, row) in answers {
-                if let Some(tx) = key.strip_prefix(ANSWER).and_then(|token| inner.waiting.remove(token)) {
-                    let _ = tx.send(answer_of(&row));
+            let mut taken = Vec::new();
+            {
+                let mut inner = self.lock();
+                for (key, row) in answers {
+                    if let Some(waiter) = key.strip_prefix(ANSWER).and_then(|token| inner.waiting.remove(token)) {
+                        let _ = waiter.answer.send(answer_of(&row));
+                    }
                 }
+                for (key, _) in beats {
+                    if let Some(waiter) = key.strip_prefix(BEAT).and_then(|token| inner.waiting.get(token)) {
+                        waiter.ctx.heartbeat();
+                        taken.push(key);
+                    }
+                }
+            }
+            for key in taken {
+                let _ = self.store.kv_delete(&key).await;
             }
         }
     }
@@ -394,14 +424,14 @@ impl Activities {
                 return answer;
             }
             Some((token, None)) => {
-                self.lock().waiting.insert(token.clone(), tx);
+                self.lock().waiting.insert(token.clone(), Waiter { answer: tx, ctx: ctx.clone() });
                 token
             }
             None => {
                 let token = format!("{ACTIVITY_TOKEN_PREFIX}{:032x}", rand::random::<u128>());
                 let queued_ms = jiff::Timestamp::now().as_millisecond();
                 task["queue"] = json!(format!("{QUEUE}{name}/{queued_ms:015}-{token}"));
-                self.lock().waiting.insert(token.clone(), tx);
+                self.lock().waiting.insert(token.clone(), Waiter { answer: tx, ctx: ctx.clone() });
                 // The task, then its index, then its queue row: a poller that sees the queue
                 // row finds the task.
                 let written = async {
@@ -430,8 +460,12 @@ impl Activities {
 /// Deletes a task's rows (best effort: what is left is skipped or taken over later).
 async fn forget_rows(store: &dyn Store, token: &str, execution: &str) {
     let task = store.kv_get(&format!("{TASK}{token}")).await.ok().flatten();
-    let mut keys =
-        vec![format!("{TASK}{token}"), format!("{BY_EXECUTION}{execution}/{token}"), format!("{ANSWER}{token}")];
+    let mut keys = vec![
+        format!("{TASK}{token}"),
+        format!("{BY_EXECUTION}{execution}/{token}"),
+        format!("{ANSWER}{token}"),
+        format!("{BEAT}{token}"),
+    ];
     if let Some(queue) = task.as_ref().and_then(|t| t["queue"].as_str()) {
         keys.push(queue.to_owned());
     }

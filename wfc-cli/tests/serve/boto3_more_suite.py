@@ -10,6 +10,10 @@ called and checked. `before-restart` / `after-restart` check what must survive a
 import json
 import os
 import sys
+import time
+
+import boto3
+from botocore.config import Config
 
 sys.argv = [sys.argv[0], sys.argv[1], "/nonexistent", *sys.argv[2:]]
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -879,24 +883,43 @@ def queues_after_restart(sfn):
 
 
 def two_servers_a(sfn):
-    """Server A (the only one yet) queues a task; two_servers_b, on server B of the same store,
-    hands it to a worker and takes the answer."""
+    """Server A (the only one yet) queues two tasks; two_servers_b, on server B of the same store,
+    hands them to a worker, which heartbeats one through A and one through B (each Task's
+    HeartbeatSeconds would end it otherwise) and answers both through B."""
     sfn.create_activity(name="SharedWork")
+    task = {"Type": "Task", "Resource": SHARED_ACTIVITY, "HeartbeatSeconds": 2, "End": True}
     arn = sfn.create_state_machine(
-        name="Shared",
-        definition=json.dumps({"StartAt": "W", "States": {"W": {"Type": "Task", "Resource": SHARED_ACTIVITY, "End": True}}}),
-        roleArn=ROLE,
+        name="Shared", definition=json.dumps({"StartAt": "W", "States": {"W": task}}), roleArn=ROLE
     )["stateMachineArn"]
-    task_started(sfn, sfn.start_execution(stateMachineArn=arn, name="s1", input='{"on": "A"}')["executionArn"])
+    for name in ("s0", "s1"):
+        ex = sfn.start_execution(stateMachineArn=arn, name=name, input=json.dumps({"on": "A", "n": name}))["executionArn"]
+        task_started(sfn, ex)
 
 
 def two_servers_b(sfn):
-    task = sfn.get_activity_task(activityArn=SHARED_ACTIVITY, workerName="on-b")
-    assert json.loads(task["input"]) == {"on": "A"}, task
-    sfn.send_task_heartbeat(taskToken=task["taskToken"])
-    sfn.send_task_success(taskToken=task["taskToken"], output='{"by": "B"}')
-    d = finished(sfn, f"arn:aws:states:us-east-1:{ACCOUNT}:execution:Shared:s1")
-    assert (d["status"], json.loads(d["output"])) == ("SUCCEEDED", {"by": "B"}), d
+    # A client of server A (the suite's own client is B's).
+    a = boto3.client(
+        "stepfunctions",
+        endpoint_url=os.environ["WFC_SERVE_OTHER_ENDPOINT"],
+        region_name="us-east-1",
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+        config=Config(retries={"max_attempts": 1}),
+    )
+    tasks = [sfn.get_activity_task(activityArn=SHARED_ACTIVITY, workerName="on-b") for _ in range(2)]
+    by_name = {json.loads(t["input"])["n"]: t["taskToken"] for t in tasks}
+    assert sorted(by_name) == ["s0", "s1"], tasks
+    # Longer than HeartbeatSeconds (2 s), with a heartbeat every 0.4 s: s0's through A (where
+    # its Task waits), s1's through B (it reaches A through the store).
+    for _ in range(8):
+        a.send_task_heartbeat(taskToken=by_name["s0"])
+        sfn.send_task_heartbeat(taskToken=by_name["s1"])
+        time.sleep(0.4)
+    for name, token in by_name.items():
+        sfn.send_task_success(taskToken=token, output=json.dumps({"by": "B", "n": name}))
+    for name in ("s0", "s1"):
+        d = finished(sfn, f"arn:aws:states:us-east-1:{ACCOUNT}:execution:Shared:{name}")
+        assert (d["status"], json.loads(d["output"])) == ("SUCCEEDED", {"by": "B", "n": name}), d
 
 
 def main():
