@@ -73,6 +73,9 @@ pub struct RunOptions {
     /// How a service names the execution ([`Identity`]); `None`: from the fields above (and a
     /// journaled execution's name is its store name).
     pub identity: Option<Identity>,
+    /// Fields laid over every context object (`$$`) the execution builds
+    /// ([`crate::io::overlay_context`]): `wfc serve`'s TestState `context`.
+    pub context_overlay: Option<Value>,
 }
 
 /// The identity a service gives an execution (`wfc serve`: its Step Functions name and ARNs),
@@ -161,6 +164,7 @@ impl RunOptions {
             state_machine_name: None,
             account: None,
             identity: None,
+            context_overlay: None,
         }
     }
 
@@ -183,6 +187,7 @@ impl RunOptions {
             state_machine_name: None,
             account: None,
             identity: None,
+            context_overlay: None,
         }
     }
 
@@ -439,6 +444,8 @@ struct Shared {
     callbacks: crate::Callbacks,
     objects: crate::distributed::Objects,
     sw: crate::sw::SwShared,
+    /// [`RunOptions::context_overlay`].
+    context_overlay: Option<Value>,
 }
 
 impl Execution {
@@ -465,6 +472,7 @@ impl Execution {
             state_machine_name,
             account,
             identity,
+            context_overlay,
         } = options;
         let started_at = Instant::now();
         let start_time = clock.now_rfc3339();
@@ -525,6 +533,7 @@ impl Execution {
             callbacks: callbacks.unwrap_or_default(),
             objects,
             sw: crate::sw::SwShared::new(started_by),
+            context_overlay,
         };
         let exec = Execution {
             shared: Arc::new(shared),
@@ -741,6 +750,7 @@ impl Execution {
             callbacks: self.shared.callbacks.clone(),
             events: self.shared.events.clone(),
             sw: crate::sw::SwShared::default(),
+            context_overlay: None,
         };
         let child = Execution {
             shared: Arc::new(shared),
@@ -869,6 +879,9 @@ impl Execution {
         }
         if let Some(n) = retry_count {
             ctx["State"]["RetryCount"] = json!(n);
+        }
+        if let Some(overlay) = &self.shared.context_overlay {
+            crate::io::overlay_context(&mut ctx, overlay);
         }
         ctx
     }

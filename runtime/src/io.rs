@@ -163,6 +163,25 @@ pub fn paths_use_context<'a>(paths: impl IntoIterator<Item = Option<&'a Path>>) 
     paths.into_iter().flatten().any(|p| p.root() != Root::Input)
 }
 
+/// Lays `overlay` over the context object `ctx`: each member of an object in `overlay` replaces
+/// the same member of `ctx`, objects merging member by member (so `{"Execution": {"Name": "x"}}`
+/// changes only `$$.Execution.Name`); what `overlay` does not name stays as the runtime built it.
+pub fn overlay_context(ctx: &mut Value, overlay: &Value) {
+    match (ctx, overlay) {
+        (Value::Object(ctx), Value::Object(overlay)) => {
+            for (key, value) in overlay {
+                match ctx.get_mut(key) {
+                    Some(existing) if existing.is_object() && value.is_object() => overlay_context(existing, value),
+                    _ => {
+                        ctx.insert(key.clone(), value.clone());
+                    }
+                }
+            }
+        }
+        (ctx, overlay) => *ctx = overlay.clone(),
+    }
+}
+
 /// `ResultPath`: `None` (ASL `null`) discards `result` and passes the raw input on; `$` makes the
 /// result the output; any other reference path writes the result into the raw input (the input
 /// before InputPath), creating missing parent objects.

@@ -20,8 +20,9 @@ pub(crate) struct ServeArgs {
     /// Allow a --listen address that is not loopback (requires --credentials).
     #[arg(long)]
     allow_remote: bool,
-    /// Require every request to be SigV4-signed with one of these credentials: a file of
-    /// `ACCESS_KEY_ID:SECRET_ACCESS_KEY` lines (else the environment variable
+    /// Require every request to be SigV4-signed (or presigned) with one of these credentials: a
+    /// file of `ACCESS_KEY_ID:SECRET_ACCESS_KEY` lines, temporary ones followed by
+    /// ` token=SESSION_TOKEN [expires=RFC3339]` (else the environment variable
     /// WFC_SERVE_CREDENTIALS, same format, may hold them).
     #[arg(long, value_name = "FILE")]
     credentials: Option<PathBuf>,

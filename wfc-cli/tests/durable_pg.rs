@@ -115,6 +115,31 @@ async fn a_late_renewal_leaves_a_released_execution_alone(store: Arc<dyn Store>)
     assert_eq!((d.owner.as_deref(), d.lease_until_ms, d.wake_at_ms), (None, None, Some(wake)), "{d:?}");
 }
 
+/// The key/value table (schema 8): rows by key and by prefix in key order, replaced in place,
+/// and deleted by exactly one of two claimants.
+async fn kv_rows(store: Arc<dyn Store>) {
+    assert_eq!(store.kv_get("q/a/1").await.unwrap(), None);
+    store.kv_put("q/a/2", json!({"n": 2})).await.unwrap();
+    store.kv_put("q/a/1", json!({"n": 1})).await.unwrap();
+    store.kv_put("q/b/1", json!("other queue")).await.unwrap();
+    store.kv_put("q/a/1", json!({"n": 10})).await.unwrap();
+    assert_eq!(store.kv_get("q/a/1").await.unwrap(), Some(json!({"n": 10})));
+    let listed = store.kv_list("q/a/").await.unwrap();
+    assert_eq!(listed, vec![("q/a/1".to_owned(), json!({"n": 10})), ("q/a/2".to_owned(), json!({"n": 2}))]);
+    assert_eq!(store.kv_list("q/").await.unwrap().len(), 3);
+    assert!(store.kv_list("q/c").await.unwrap().is_empty());
+    let (first, second) = tokio::join!(store.kv_delete("q/a/1"), store.kv_delete("q/a/1"));
+    assert!(first.unwrap() ^ second.unwrap(), "exactly one delete claims the row");
+    assert_eq!(store.kv_get("q/a/1").await.unwrap(), None);
+}
+
+#[test]
+fn sqlite_kv_rows() {
+    let dir = scratch("kv-sqlite");
+    let url = format!("sqlite:{}", dir.join("store.db").display());
+    rt().block_on(async { kv_rows(durable::connect(&url).await.unwrap()).await });
+}
+
 fn durable_now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64
 }
@@ -150,6 +175,7 @@ fn postgres_many_workers_run_each_execution_exactly_once() {
         let store = durable::connect(&url).await.expect("connect");
         zombie_is_fenced(Arc::clone(&store)).await;
         a_late_renewal_leaves_a_released_execution_alone(Arc::clone(&store)).await;
+        kv_rows(Arc::clone(&store)).await;
         for i in 0..total {
             store.create_execution(new_execution(&format!("e{i:04}"), json!({"i": i}))).await.expect("create");
         }

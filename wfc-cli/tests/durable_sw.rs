@@ -482,7 +482,7 @@ fn a_store_written_before_the_event_inbox_is_migrated_and_stays_readable() {
     let conn = rusqlite::Connection::open(&db).expect("open the store");
     conn.execute_batch(
         "PRAGMA foreign_keys = OFF;
-         DROP TABLE start_groups; DROP TABLE events; DROP TABLE workflows; DROP TABLE workflow_versions; DROP TABLE wfc_migrations;
+         DROP TABLE kv; DROP TABLE start_groups; DROP TABLE events; DROP TABLE workflows; DROP TABLE workflow_versions; DROP TABLE wfc_migrations;
          CREATE TABLE executions_v2 (
              name TEXT PRIMARY KEY, workflow TEXT NOT NULL, status TEXT NOT NULL, input TEXT NOT NULL,
              output TEXT, error TEXT, cause TEXT, start_time TEXT NOT NULL,
@@ -509,7 +509,7 @@ fn a_store_written_before_the_event_inbox_is_migrated_and_stays_readable() {
     assert!(check_exactly_once(&s, &store, "old").is_empty());
     let conn = rusqlite::Connection::open(&db).expect("open the store");
     let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).expect("version");
-    assert_eq!(version, 7);
+    assert_eq!(version, 8);
 }
 
 const TIMERS: &str = r#"{

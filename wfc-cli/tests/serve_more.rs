@@ -51,13 +51,15 @@ fn mock_config(dir: &Path) -> PathBuf {
         "StateMachines": {"Mocked": {"TestCases": {
             "RetryPath": {"Call": "NotReadyThenOk"},
             "FailPath": {"Call": "Broken"},
-        }}},
+        }},
+        "Gated": {"TestCases": {"Counted": {"Call": "CountedCalls"}}}},
         "MockedResponses": {
             "NotReadyThenOk": {
                 "0": {"Throw": {"Error": "Lambda.ResourceNotReadyException", "Cause": "not ready"}},
                 "1-2": {"Return": {"StatusCode": 200, "Payload": {"v": 2}}},
             },
             "Broken": {"0": {"Throw": {"Error": "Custom.Error", "Cause": "broken"}}},
+            "CountedCalls": {"0": {"Return": {"n": 0}}, "1": {"Return": {"n": 1}}},
         },
     });
     let path = dir.join("MockConfigFile.json");
@@ -71,6 +73,11 @@ fn start(store: &str, dir: &Path, python: &Path) -> Server {
 }
 
 fn suite(venv: &Path, server: &Server, dir: &Path, phase: &str) {
+    suite_with(venv, server, None, dir, phase);
+}
+
+/// [`suite`], with `other` (another server on the same store) in `WFC_SERVE_OTHER_ENDPOINT`.
+fn suite_with(venv: &Path, server: &Server, other: Option<&Server>, dir: &Path, phase: &str) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/serve/boto3_more_suite.py");
     let out = Command::new(venv.join("bin/python"))
         .arg(script)
@@ -78,6 +85,7 @@ fn suite(venv: &Path, server: &Server, dir: &Path, phase: &str) {
         .args(wfc_serve::MORE_OPERATIONS)
         .env_remove("AWS_PROFILE")
         .env("WFC_SERVE_TEST_DIR", dir)
+        .env("WFC_SERVE_OTHER_ENDPOINT", other.map(Server::endpoint).unwrap_or_default())
         .output()
         .expect("run the boto3 suite");
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
@@ -85,16 +93,19 @@ fn suite(venv: &Path, server: &Server, dir: &Path, phase: &str) {
     eprintln!("{stdout}");
 }
 
-fn more_suite_on(store: &str, dir: &Path, venv: &Path) {
+/// Returns the server, still running.
+fn more_suite_on(store: &str, dir: &Path, venv: &Path) -> Server {
     let python = venv.join("bin/python");
     let server = start(store, dir, &python);
     suite(venv, &server, dir, "all");
-    // What must survive a restart (tags, a failed execution to redrive) is written before it
-    // and read after it.
+    // What must survive a restart (tags, a failed execution to redrive, activity tasks queued
+    // and handed out, mock invocation counts, redrive client tokens) is written before it and
+    // read after it.
     suite(venv, &server, dir, "before-restart");
     server.stop();
     let server = start(store, dir, &python);
     suite(venv, &server, dir, "after-restart");
+    server
 }
 
 #[test]
@@ -102,7 +113,7 @@ fn boto3_drives_more_operations_on_sqlite() {
     let Some(venv) = boto3_venv("boto3_drives_more_operations_on_sqlite", true) else { return };
     let dir = support::scratch("more_sqlite");
     let store = format!("sqlite:{}", dir.join("serve.db").display());
-    more_suite_on(&store, &dir, &venv);
+    more_suite_on(&store, &dir, &venv).stop();
 }
 
 #[test]
@@ -110,5 +121,13 @@ fn boto3_drives_more_operations_on_postgres() {
     let Some(venv) = boto3_venv("boto3_drives_more_operations_on_postgres", true) else { return };
     let Some(pg) = support::pg::TempPostgres::start("serve_more") else { return };
     let dir = support::scratch("more_pg");
-    more_suite_on(&pg.url, &dir, &venv);
+    let a = more_suite_on(&pg.url, &dir, &venv);
+    // Two servers on one store: A queues activity tasks (B is not there yet, so A runs the
+    // executions); a worker polling B gets them, heartbeats them through A and B, and answers
+    // them through B; A's Tasks get the heartbeats and the answers.
+    suite(&venv, &a, &dir, "two-servers-a");
+    let b = start(&pg.url, &dir, &venv.join("bin/python"));
+    suite_with(&venv, &b, Some(&a), &dir, "two-servers-b");
+    b.stop();
+    a.stop();
 }

@@ -65,8 +65,8 @@ pub struct Service {
     /// `--virtual-time`: StartSyncExecution runs on a clock that skips its waits, as the
     /// durable worker's executions do.
     pub(crate) virtual_time: bool,
-    /// RedriveExecution's recent client tokens.
-    pub(crate) redrives: crate::redrive::Tokens,
+    /// RedriveExecution's recent client tokens (in the store).
+    pub(crate) redrives: crate::redrive_tokens::Tokens,
     /// Where the Map Runs seen so far are.
     pub(crate) map_runs: crate::map_runs::Found,
 }
@@ -827,7 +827,7 @@ impl Service {
             Err(Failure::new(opt_str(body, "error")?.unwrap_or_default(), opt_str(body, "cause")?.unwrap_or_default()))
         };
         if token.starts_with(ACTIVITY_TOKEN_PREFIX) {
-            return match self.activities.answer(token, answer) {
+            return match self.activities.answer(token, answer).await? {
                 Answer::Delivered => Ok(json!({})),
                 Answer::Unknown => Err(Self::no_task(token)),
             };
@@ -846,7 +846,7 @@ impl Service {
     async fn heartbeat(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
         let token = Self::token(body)?;
         if token.starts_with(ACTIVITY_TOKEN_PREFIX) {
-            return match self.activities.heartbeat(token) {
+            return match self.activities.heartbeat(token).await? {
                 Answer::Delivered => Ok(json!({})),
                 Answer::Unknown => Err(Self::no_task(token)),
             };
@@ -908,7 +908,7 @@ impl Service {
     async fn get_activity_task(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
         let (name, _) = self.activity(body).await?;
         opt_str(body, "workerName")?;
-        Ok(match self.activities.poll(&name, self.activity_poll).await {
+        Ok(match self.activities.poll(&name, self.activity_poll).await? {
             Some((token, input)) => json!({ "taskToken": token, "input": json_text(&input) }),
             None => json!({}),
         })

@@ -15,7 +15,7 @@
 //! - [`mock_config`]: `--mock-config`, Step Functions Local's mocked test cases;
 //! - [`versions`]: state machine versions;
 //! - [`aliases`]: state machine aliases, and what an execution was started by;
-//! - [`redrive`]: RedriveExecution;
+//! - [`redrive`]: RedriveExecution (its client tokens: `redrive_tokens`, in the store);
 //! - [`ui`]: the execution viewer on `GET /ui` (issue 23).
 //!
 //! Executions are durable: `StartExecution` creates them in the store, and the runtime's
@@ -33,6 +33,7 @@ pub mod machines;
 pub mod map_runs;
 pub mod mock_config;
 pub mod redrive;
+mod redrive_tokens;
 pub mod sigv4;
 pub mod tags;
 pub mod tasks;
@@ -168,6 +169,7 @@ pub fn check_listen(addr: &SocketAddr, allow_remote: bool, signed: bool) -> Resu
 /// `wfc worker` on the same store resumes it).
 pub async fn serve(listener: TcpListener, config: Config, shutdown: impl Future<Output = ()>) -> Result<(), String> {
     let activities = Arc::new(tasks::Activities::new(Arc::clone(&config.store)));
+    let answers = tokio::spawn(Arc::clone(&activities).deliver_remote_answers());
     let mut handler: Arc<dyn DynHandler> =
         Arc::new(tasks::ServeHandler::new(config.arns.clone(), Arc::clone(&activities), Arc::clone(&config.handler)));
     if let Some(mocks) = &config.mock_config {
@@ -182,7 +184,7 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: impl Future<
         activity_poll: config.activity_poll,
         mocks: config.mock_config.clone(),
         virtual_time: config.virtual_time,
-        redrives: Default::default(),
+        redrives: redrive_tokens::Tokens::new(Arc::clone(&config.store)),
         map_runs: Default::default(),
     });
     let identities = identity::Identities::new(config.arns.clone());
@@ -234,6 +236,9 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: impl Future<
         }
     };
     connections.abort_all();
+    // The Tasks the worker drops now keep their activity tasks for the next server.
+    service.activities.stop();
+    answers.abort();
     let _ = stop_tx.send(true);
     match worker_task.await {
         Ok(Ok(_stats)) => result,

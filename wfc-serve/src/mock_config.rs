@@ -10,8 +10,10 @@
 //! case: each Task of a state the case names answers with its mocked response instead of
 //! running; the other states run as usual (as Step Functions Local calls the real service for
 //! them). The case an execution runs under is kept in the store's registry (workflow
-//! `wfc-serve-mockcase:<execution>`) so that it survives a restart; the invocation counters are
-//! the server's (a restart starts them again, see docs/serve.md).
+//! `wfc-serve-mockcase:<execution>`) so that it survives a restart, and so are the invocation
+//! counters (the key/value rows `serve/mock-count/<execution>/<state>`): after a restart, or on
+//! another server of the store, an execution goes on with the next answer. A Task in flight when
+//! a server stops runs again (at least once, as every step), and counts again.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -24,6 +26,7 @@ use wfc_runtime::{Failure, TaskContext};
 
 const CASE_PREFIX: &str = "wfc-serve-mockcase:";
 const CASE_ORIGIN: &str = "wfc-serve:MOCKCASE";
+const COUNT_PREFIX: &str = "serve/mock-count/";
 
 /// One mocked answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -139,8 +142,8 @@ pub struct MockHandler {
     inner: Arc<dyn DynHandler>,
     /// Executions known to run under a test case (store name → (machine, case)); `None`: none.
     cases: Mutex<HashMap<String, Option<(String, String)>>>,
-    /// Invocations so far, per (execution, state).
-    counts: Mutex<HashMap<(String, String), u32>>,
+    /// Where the invocation counters are.
+    store: Arc<dyn Store>,
 }
 
 impl MockHandler {
@@ -148,11 +151,23 @@ impl MockHandler {
     pub fn new(config: Arc<MockConfig>, store: Arc<dyn Store>, inner: Arc<dyn DynHandler>) -> MockHandler {
         MockHandler {
             config,
-            registry: Registry::new(store),
+            registry: Registry::new(Arc::clone(&store)),
             inner,
             cases: Mutex::new(HashMap::new()),
-            counts: Mutex::new(HashMap::new()),
+            store,
         }
+    }
+
+    /// The number of this invocation of `state` in `execution` (from 0), counted in the store.
+    /// One server runs an execution at a time, so reading and writing it back is safe.
+    async fn invocation(&self, execution: &str, state: &str) -> Result<u32, Failure> {
+        let key = format!("{COUNT_PREFIX}{execution}/{state}");
+        let failed = |e: wfc_runtime::durable::StoreError| {
+            Failure::new("States.Runtime", format!("cannot count the invocations of mocked state '{state}': {e}"))
+        };
+        let n = self.store.kv_get(&key).await.map_err(failed)?.and_then(|v| v.as_u64()).unwrap_or(0);
+        self.store.kv_put(&key, Value::from(n + 1)).await.map_err(failed)?;
+        Ok(u32::try_from(n).unwrap_or(u32::MAX))
     }
 
     /// The test case of execution `execution` (store name), from memory or the store.
@@ -213,12 +228,7 @@ impl DynHandler for MockHandler {
             if self.config.answer(&machine, &case, &state, 0).is_none() {
                 return self.inner.call(resource, input, ctx).await;
             }
-            let invocation = {
-                let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
-                let n = counts.entry((execution, state.clone())).or_insert(0);
-                *n += 1;
-                *n - 1
-            };
+            let invocation = self.invocation(&execution, &state).await?;
             match self.config.answer(&machine, &case, &state, invocation) {
                 Some(Ok(Answer::Return(v))) => {
                     // The runtime builds the Lambda Invoke response around the function's result,

@@ -2,10 +2,6 @@
 //! states that did not succeed (the store's `redrive_execution`, the runtime's redrive reruns),
 //! and the `redrive*` members of DescribeExecution and ListExecutions.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
-
 use serde_json::{Map, Value, json};
 use wfc_runtime::durable::{ExecutionRecord, ExecutionStatus, StoreError, not_redrivable};
 
@@ -17,33 +13,6 @@ use crate::machines::MachineType;
 const REDRIVABLE_PERIOD_MS: i64 = 14 * 24 * 3600 * 1000;
 /// AWS's history limit: a redrive needs room for `ExecutionRedriven` and one more event.
 const MAX_HISTORY_EVENTS: usize = 24_999;
-/// How long a `clientToken` answers idempotently (AWS: 15 minutes, the last 10 per execution).
-const TOKEN_TTL: Duration = Duration::from_secs(15 * 60);
-const TOKENS_KEPT: usize = 10;
-
-/// The client tokens of recent redrives, per execution (in this server's memory).
-#[derive(Debug, Default)]
-pub(crate) struct Tokens {
-    by_execution: Mutex<HashMap<String, Vec<(String, i64, Instant)>>>,
-}
-
-impl Tokens {
-    fn answered(&self, execution: &str, token: &str) -> Option<i64> {
-        let map = self.by_execution.lock().unwrap_or_else(|p| p.into_inner());
-        map.get(execution)?.iter().find(|(t, _, at)| t == token && at.elapsed() < TOKEN_TTL).map(|(_, date, _)| *date)
-    }
-
-    fn remember(&self, execution: &str, token: &str, date: i64) {
-        let mut map = self.by_execution.lock().unwrap_or_else(|p| p.into_inner());
-        let kept = map.entry(execution.to_owned()).or_default();
-        kept.retain(|(_, _, at)| at.elapsed() < TOKEN_TTL);
-        kept.push((token.to_owned(), date, Instant::now()));
-        if kept.len() > TOKENS_KEPT {
-            kept.remove(0);
-        }
-    }
-}
-
 /// Why `record` cannot be redriven now (AWS's `redriveStatusReason`), or `None`.
 fn reason(record: &ExecutionRecord, now: i64) -> Option<&'static str> {
     not_redrivable(record.status).or_else(|| {
@@ -96,7 +65,9 @@ impl Service {
             )));
         }
         let (record, arn, machine) = self.record(body).await?;
-        if let Some(date) = token.and_then(|t| self.redrives.answered(&record.name, t)) {
+        if let Some(t) = token
+            && let Some(date) = self.redrives.answered(&record.name, t).await?
+        {
             return Ok(json!({ "redriveDate": seconds(date) }));
         }
         // EXPRESS executions are not redriven (AWS: only Standard ones).
@@ -121,7 +92,7 @@ impl Service {
         debug_assert_eq!(redriven.status, ExecutionStatus::Running);
         let date = redriven.redrive_date_ms.unwrap_or(redriven.updated_at_ms);
         if let Some(t) = token {
-            self.redrives.remember(&record.name, t, date);
+            self.redrives.remember(&record.name, t, date).await?;
         }
         Ok(json!({ "redriveDate": seconds(date) }))
     }

@@ -1,6 +1,12 @@
 //! SigV4 verification: with credentials configured (`wfc serve --credentials FILE`), every
-//! request must carry a valid AWS Signature Version 4 `Authorization` header for one of them,
-//! as AWS requires; the AWS CLI and SDKs sign every request already.
+//! request must carry a valid AWS Signature Version 4 signature for one of them, as AWS
+//! requires; the AWS CLI and SDKs sign every request already. The signature is in the
+//! `Authorization` header, or in the query string of a presigned request (`X-Amz-Algorithm`,
+//! `X-Amz-Credential`, `X-Amz-Date`, `X-Amz-Expires`, `X-Amz-SignedHeaders`,
+//! `X-Amz-Signature`; refused once `X-Amz-Date` + `X-Amz-Expires` has passed). Temporary
+//! credentials (a `token=` in the credentials file, with an optional `expires=`) require their
+//! session token (`X-Amz-Security-Token`, header or query); past their expiry they are refused
+//! with AWS's `ExpiredTokenException`.
 //!
 //! The expected signature is computed by the `aws-sigv4` crate (the signer of aws-sdk-rust)
 //! over the request as received, restricted to the headers the client says it signed, so the
@@ -29,11 +35,36 @@ pub const MAX_SKEW: Duration = Duration::from_secs(15 * 60);
 
 const ALGORITHM: &str = "AWS4-HMAC-SHA256";
 
-/// The access keys a server accepts: access key id → secret access key.
+/// The access keys a server accepts: access key id → its secret (and session token).
 #[derive(Clone, Default)]
 pub struct Credentials {
-    keys: HashMap<String, String>,
+    keys: HashMap<String, Key>,
 }
+
+/// One access key.
+#[derive(Clone, PartialEq, Eq)]
+struct Key {
+    secret: String,
+    /// Temporary credentials: the session token requests must carry.
+    token: Option<String>,
+    /// When temporary credentials stop working.
+    expires: Option<SystemTime>,
+}
+
+/// The longest `X-Amz-Expires` of a presigned request (AWS: 7 days).
+const MAX_EXPIRES: u64 = 7 * 24 * 3600;
+
+/// The query parameters of a presigned request that carry its signature (not signed themselves,
+/// except the token, which the signer adds back).
+const QUERY_AUTH: &[&str] = &[
+    "X-Amz-Algorithm",
+    "X-Amz-Credential",
+    "X-Amz-Date",
+    "X-Amz-Expires",
+    "X-Amz-SignedHeaders",
+    "X-Amz-Signature",
+    "X-Amz-Security-Token",
+];
 
 impl std::fmt::Debug for Credentials {
     /// Never prints a secret.
@@ -46,7 +77,9 @@ impl std::fmt::Debug for Credentials {
 
 impl Credentials {
     /// Parses `ACCESS_KEY_ID:SECRET_ACCESS_KEY` entries, one a line (or separated by commas);
-    /// blank lines and lines starting with `#` are skipped. `origin` names the source in errors.
+    /// blank lines and lines starting with `#` are skipped. Temporary credentials add
+    /// ` token=SESSION_TOKEN` and optionally ` expires=RFC3339-TIME` after the secret. `origin`
+    /// names the source in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Credentials, String> {
         let mut keys = HashMap::new();
         for (index, line) in text.lines().enumerate() {
@@ -56,17 +89,44 @@ impl Credentials {
             }
             for entry in line.split(',').map(str::trim).filter(|e| !e.is_empty()) {
                 let at = format!("{origin}, line {}", index + 1);
-                let Some((id, secret)) = entry.split_once(':') else {
+                // The attributes are the trailing `name=value` words (lowercase names).
+                let words: Vec<&str> = entry.split_whitespace().collect();
+                let is_attribute = |w: &&str| {
+                    w.split_once('=').is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_lowercase()))
+                };
+                let split = words.iter().position(is_attribute).unwrap_or(words.len());
+                let (pair, attributes) = (words[..split].join(""), words[split..].join(" "));
+                let Some((id, secret)) = pair.split_once(':').filter(|_| !pair.is_empty()) else {
                     return Err(format!("{at}: expected ACCESS_KEY_ID:SECRET_ACCESS_KEY"));
                 };
                 let (id, secret) = (id.trim(), secret.trim());
+                let (mut token, mut expires) = (None, None);
+                for attribute in attributes.split_whitespace() {
+                    match attribute.split_once('=') {
+                        Some(("token", t)) if !t.is_empty() => token = Some(t.to_owned()),
+                        Some(("expires", e)) => {
+                            let time: jiff::Timestamp = e.parse().map_err(|err| {
+                                format!("{at}: expires={e} is not an RFC 3339 time (2026-01-01T00:00:00Z): {err}")
+                            })?;
+                            expires = Some(SystemTime::from(time));
+                        }
+                        _ => {
+                            return Err(format!(
+                                "{at}: unknown '{attribute}' after the secret (token=SESSION_TOKEN, expires=TIME)"
+                            ));
+                        }
+                    }
+                }
+                if expires.is_some() && token.is_none() {
+                    return Err(format!("{at}: expires= is for temporary credentials, which need a token="));
+                }
                 if id.is_empty() || secret.is_empty() {
                     return Err(format!("{at}: the access key id and the secret must not be empty"));
                 }
                 if !id.bytes().all(|b| b.is_ascii_alphanumeric()) {
                     return Err(format!("{at}: an access key id is letters and digits only"));
                 }
-                if keys.insert(id.to_owned(), secret.to_owned()).is_some() {
+                if keys.insert(id.to_owned(), Key { secret: secret.to_owned(), token, expires }).is_some() {
                     return Err(format!("{at}: access key id {id} is given twice"));
                 }
             }
@@ -102,7 +162,7 @@ pub struct Verifier {
 }
 
 /// The parts of an `Authorization: AWS4-HMAC-SHA256 Credential=..., SignedHeaders=...,
-/// Signature=...` header.
+/// Signature=...` header, or of a presigned request's query.
 struct Authorization<'a> {
     access_key: &'a str,
     date: &'a str,
@@ -111,6 +171,48 @@ struct Authorization<'a> {
     terminator: &'a str,
     signed_headers: Vec<&'a str>,
     signature: &'a str,
+}
+
+/// A presigned request's query parameters: the signature's, and the others (as sent).
+struct Presigned {
+    auth: HashMap<String, String>,
+    /// The query without the signature's parameters, still encoded.
+    rest: String,
+}
+
+impl Presigned {
+    /// `None` when the query has no `X-Amz-Algorithm` (not presigned).
+    fn parse(uri: &Uri) -> Option<Presigned> {
+        let query = uri.query()?;
+        let mut auth = HashMap::new();
+        let mut rest = Vec::new();
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let decoded: Vec<(String, String)> =
+                form_urlencoded::parse(pair.as_bytes()).map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
+            match decoded.into_iter().next() {
+                Some((k, v)) if QUERY_AUTH.contains(&k.as_str()) => {
+                    auth.insert(k, v);
+                }
+                _ => rest.push(pair),
+            }
+        }
+        auth.contains_key("X-Amz-Algorithm").then(|| Presigned { auth, rest: rest.join("&") })
+    }
+
+    fn get(&self, name: &str) -> Result<&str, ApiError> {
+        self.auth
+            .get(name)
+            .map(String::as_str)
+            .ok_or_else(|| incomplete(format!("A presigned request requires the '{name}' query parameter")))
+    }
+}
+
+fn expired_token() -> ApiError {
+    ApiError::client("ExpiredTokenException", "The security token included in the request is expired")
+}
+
+fn invalid_token() -> ApiError {
+    unrecognized("The security token included in the request is invalid.")
 }
 
 fn unrecognized(message: impl Into<String>) -> ApiError {
@@ -152,6 +254,10 @@ fn parse_authorization(value: &str) -> Result<Authorization<'_>, ApiError> {
     let credential = credential.ok_or_else(|| missing("Credential"))?;
     let signed = signed.ok_or_else(|| missing("SignedHeaders"))?;
     let signature = signature.ok_or_else(|| missing("Signature"))?;
+    authorization(credential, signed, signature)
+}
+
+fn authorization<'a>(credential: &'a str, signed: &'a str, signature: &'a str) -> Result<Authorization<'a>, ApiError> {
     let scope: Vec<&str> = credential.split('/').collect();
     let [access_key, date, region, service, terminator] = scope[..] else {
         return Err(incomplete(format!(
@@ -195,28 +301,85 @@ impl Verifier {
         body: &[u8],
         now: SystemTime,
     ) -> Result<(), ApiError> {
-        let Some(value) = headers.get(http::header::AUTHORIZATION) else {
-            return Err(unrecognized(
-                "The request is not signed (no Authorization header): this server requires AWS SigV4 signed requests",
-            ));
+        let presigned = Presigned::parse(uri);
+        let header = headers.get(http::header::AUTHORIZATION);
+        let (auth, date_value, token, expires) = match (header, &presigned) {
+            (Some(_), Some(_)) => {
+                return Err(incomplete(
+                    "Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter or the Authorization header should be specified",
+                ));
+            }
+            (None, None) => {
+                return Err(unrecognized(
+                    "The request is not signed (no Authorization header nor X-Amz-Algorithm query parameter): this server requires AWS SigV4 signed requests",
+                ));
+            }
+            (Some(value), None) => {
+                let value = value.to_str().map_err(|_| incomplete("The Authorization header is not ASCII"))?;
+                let Some(date_value) = headers.get("x-amz-date").and_then(|v| v.to_str().ok()) else {
+                    let auth = parse_authorization(value)?;
+                    self.key(auth.access_key, now)?;
+                    return Err(incomplete("Authorization header requires existence of a 'X-Amz-Date' header."));
+                };
+                let token = headers.get("x-amz-security-token").and_then(|v| v.to_str().ok());
+                (parse_authorization(value)?, date_value, token, None)
+            }
+            (None, Some(p)) => {
+                let algorithm = p.get("X-Amz-Algorithm")?;
+                if algorithm != ALGORITHM {
+                    return Err(incomplete(format!(
+                        "Unsupported signing algorithm '{algorithm}' in X-Amz-Algorithm: this server verifies {ALGORITHM} (SigV4) only"
+                    )));
+                }
+                let auth = authorization(
+                    p.get("X-Amz-Credential")?,
+                    p.get("X-Amz-SignedHeaders")?,
+                    p.get("X-Amz-Signature")?,
+                )?;
+                let expires = p.get("X-Amz-Expires")?;
+                let seconds =
+                    expires.parse::<u64>().ok().filter(|s| (1..=MAX_EXPIRES).contains(s)).ok_or_else(|| {
+                        incomplete(format!(
+                            "X-Amz-Expires '{expires}' must be a number of seconds from 1 to {MAX_EXPIRES}"
+                        ))
+                    })?;
+                let token = p.auth.get("X-Amz-Security-Token").map(String::as_str);
+                (auth, p.get("X-Amz-Date")?, token, Some(seconds))
+            }
         };
-        let value = value.to_str().map_err(|_| incomplete("The Authorization header is not ASCII"))?;
-        let auth = parse_authorization(value)?;
-        let Some(secret) = self.credentials.keys.get(auth.access_key) else {
-            return Err(unrecognized("The security token included in the request is invalid."));
+        let key = self.key(auth.access_key, now)?;
+        // The session token of temporary credentials, and none for the others.
+        let token_matches = match (&key.token, token) {
+            (Some(expected), Some(given)) => bool::from(expected.as_bytes().ct_eq(given.as_bytes())),
+            (None, None) => true,
+            _ => false,
         };
-        let Some(date_value) = headers.get("x-amz-date").and_then(|v| v.to_str().ok()) else {
-            return Err(incomplete("Authorization header requires existence of a 'X-Amz-Date' header."));
-        };
+        if !token_matches {
+            return Err(invalid_token());
+        }
         let Some(date) = parse_amz_date(date_value) else {
             return Err(incomplete(format!("X-Amz-Date '{date_value}' is not YYYYMMDDTHHMMSSZ")));
         };
-        if now.duration_since(date).is_ok_and(|late| late > MAX_SKEW) {
-            return Err(invalid(format!(
-                "Signature expired: {date_value} is now earlier than {} ({} - 15 min.)",
-                amz_date(now - MAX_SKEW),
-                amz_date(now)
-            )));
+        match expires {
+            // A presigned request works from its date until its expiry.
+            Some(seconds) => {
+                let until = date + Duration::from_secs(seconds);
+                if now > until {
+                    return Err(invalid(format!(
+                        "Signature expired: the presigned request expired at {} (X-Amz-Date {date_value} + X-Amz-Expires {seconds} s); it is now {}",
+                        amz_date(until),
+                        amz_date(now)
+                    )));
+                }
+            }
+            None if now.duration_since(date).is_ok_and(|late| late > MAX_SKEW) => {
+                return Err(invalid(format!(
+                    "Signature expired: {date_value} is now earlier than {} ({} - 15 min.)",
+                    amz_date(now - MAX_SKEW),
+                    amz_date(now)
+                )));
+            }
+            None => {}
         }
         if date.duration_since(now).is_ok_and(|early| early > MAX_SKEW) {
             return Err(invalid(format!(
@@ -244,9 +407,10 @@ impl Verifier {
         if auth.terminator != "aws4_request" {
             return Err(invalid("Credential should be scoped with a valid terminator: 'aws4_request'."));
         }
-        // The signer always signs host and x-amz-date; a client that did not sign them (or did
-        // not send them) cannot match, and the signer needs a host to work with.
-        for required in ["host", "x-amz-date"] {
+        // The signer always signs host (and, in the header, x-amz-date); a client that did not
+        // sign them (or did not send them) cannot match, and the signer needs a host.
+        let required: &[&str] = if expires.is_some() { &["host"] } else { &["host", "x-amz-date"] };
+        for &required in required {
             if !auth.signed_headers.contains(&required) || !headers.contains_key(required) {
                 return Err(invalid(format!("'{required}' must be a signed header")));
             }
@@ -265,7 +429,22 @@ impl Verifier {
                 signed.push((*name, v));
             }
         }
-        let expected = self.signature(method, uri, &signed, body, (auth.access_key, secret), date, SERVICE)?;
+        let expected = match (&presigned, expires) {
+            (Some(p), Some(seconds)) => {
+                let presign = Presign { query: &p.rest, expires: Duration::from_secs(seconds), token };
+                self.signature_with(
+                    method,
+                    uri,
+                    &signed,
+                    body,
+                    (auth.access_key, &key.secret),
+                    date,
+                    SERVICE,
+                    Some(presign),
+                )?
+            }
+            _ => self.signature(method, uri, &signed, body, (auth.access_key, &key.secret), date, SERVICE)?,
+        };
         if bool::from(expected.as_bytes().ct_eq(auth.signature.as_bytes())) {
             Ok(())
         } else {
@@ -273,6 +452,17 @@ impl Verifier {
                 "The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details.",
             ))
         }
+    }
+
+    /// The key `access_key` names, if it is known and not expired.
+    fn key(&self, access_key: &str, now: SystemTime) -> Result<&Key, ApiError> {
+        let Some(key) = self.credentials.keys.get(access_key) else {
+            return Err(invalid_token());
+        };
+        if key.expires.is_some_and(|e| now >= e) {
+            return Err(expired_token());
+        }
+        Ok(key)
     }
 
     /// The signature `aws-sigv4` computes for the request with the signed headers only.
@@ -283,17 +473,39 @@ impl Verifier {
         uri: &Uri,
         headers: &[(&str, &str)],
         body: &[u8],
-        (access_key, secret): (&str, &str),
+        key: (&str, &str),
         time: SystemTime,
         service: &str,
     ) -> Result<String, ApiError> {
-        use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
-        let creds = aws_credential_types::Credentials::new(access_key, secret, None, None, "wfc-serve");
+        self.signature_with(method, uri, headers, body, key, time, service, None)
+    }
+
+    /// [`Verifier::signature`], or with `presign` that of a presigned request: the signer adds
+    /// the query's signature parameters (and the session token) to the rest of its query.
+    #[allow(clippy::too_many_arguments)]
+    fn signature_with(
+        &self,
+        method: &Method,
+        uri: &Uri,
+        headers: &[(&str, &str)],
+        body: &[u8],
+        (access_key, secret): (&str, &str),
+        time: SystemTime,
+        service: &str,
+        presign: Option<Presign<'_>>,
+    ) -> Result<String, ApiError> {
+        use aws_sigv4::http_request::{SignableBody, SignableRequest, SignatureLocation, SigningSettings, sign};
+        let token = presign.as_ref().and_then(|p| p.token).map(str::to_owned);
+        let creds = aws_credential_types::Credentials::new(access_key, secret, token, None, "wfc-serve");
         let identity = aws_smithy_runtime_api::client::identity::Identity::from(creds);
         let mut settings = SigningSettings::default();
         // Sign exactly what the client listed: the default settings would drop user-agent and
         // the like, which some clients do sign.
         settings.excluded_headers = None;
+        if let Some(p) = &presign {
+            settings.signature_location = SignatureLocation::QueryParams;
+            settings.expires_in = Some(p.expires);
+        }
         let params = aws_sigv4::sign::v4::SigningParams::builder()
             .identity(&identity)
             .region(&self.region)
@@ -303,14 +515,26 @@ impl Verifier {
             .build()
             .map_err(|e| invalid(format!("cannot verify the signature: {e}")))?
             .into();
-        let path_and_query = uri.path_and_query().map_or("/", |p| p.as_str());
+        let path_and_query = match &presign {
+            Some(p) if !p.query.is_empty() => format!("{}?{}", uri.path(), p.query),
+            Some(_) => uri.path().to_owned(),
+            None => uri.path_and_query().map_or("/", |p| p.as_str()).to_owned(),
+        };
         let request =
-            SignableRequest::new(method.as_str(), path_and_query, headers.iter().copied(), SignableBody::Bytes(body))
+            SignableRequest::new(method.as_str(), &path_and_query, headers.iter().copied(), SignableBody::Bytes(body))
                 .map_err(|e| invalid(format!("cannot verify the signature: {e}")))?;
         let (_, signature) =
             sign(request, &params).map_err(|e| invalid(format!("cannot verify the signature: {e}")))?.into_parts();
         Ok(signature)
     }
+}
+
+/// What makes a signature a presigned request's.
+struct Presign<'a> {
+    /// The query without the signature's parameters.
+    query: &'a str,
+    expires: Duration,
+    token: Option<&'a str>,
 }
 
 #[cfg(test)]
@@ -432,10 +656,21 @@ mod tests {
     fn parses_credentials() {
         let c = Credentials::parse("# keys\nA1:s1\n\n B2 : s2 , C3:s:3\n", "f").unwrap();
         assert_eq!(c.len(), 3);
-        assert_eq!(c.keys["C3"], "s:3");
+        assert_eq!(c.keys["C3"].secret, "s:3");
         assert!(Credentials::parse("", "f").unwrap_err().contains("no credentials"));
         assert!(Credentials::parse("A1", "f").unwrap_err().contains("f, line 1"));
         assert!(Credentials::parse("A1:x\nA1:y", "f").unwrap_err().contains("twice"));
         assert!(!format!("{c:?}").contains("s1"));
+        // Temporary credentials: a session token, and an expiry.
+        let c = Credentials::parse("T1:s1 token=tok/en+1= expires=2030-01-02T03:04:05Z\nT2:s2 token=t2", "f").unwrap();
+        assert_eq!(c.keys["T1"].token.as_deref(), Some("tok/en+1="));
+        assert_eq!(
+            c.keys["T1"].expires,
+            Some(SystemTime::from("2030-01-02T03:04:05Z".parse::<jiff::Timestamp>().unwrap()))
+        );
+        assert_eq!((c.keys["T2"].token.as_deref(), c.keys["T2"].expires), (Some("t2"), None));
+        assert!(Credentials::parse("T1:s1 expires=2030-01-01T00:00:00Z", "f").unwrap_err().contains("need a token"));
+        assert!(Credentials::parse("T1:s1 token=t expires=soon", "f").unwrap_err().contains("RFC 3339"));
+        assert!(Credentials::parse("T1:s1 color=red", "f").unwrap_err().contains("unknown 'color=red'"));
     }
 }

@@ -5,21 +5,23 @@
 //!   token answers it (`SendTaskHeartbeat` is accepted). Activities are kept in the store's
 //!   registry (workflow `wfc-serve-activity:<name>`, source `{"created": ms}`, or
 //!   `{"deleted": ms}` once deleted), so they survive a restart and servers sharing a store see
-//!   the same ones; their queues live in the server's memory: a task in flight when the server
-//!   stops runs again (is queued again) when its execution resumes, like any step in flight (at
-//!   least once);
+//!   the same ones. Their task queues are in the store's key/value table too (see
+//!   [`Activities`]): a task queued by one server is handed to a worker polling another server on
+//!   the same store, answered through any of them, and a task queued (or handed out) before a
+//!   restart is the same task after it;
 //! - anything else goes to the handler the server was given (`wfc serve --handlers`, then Lambda
 //!   resources at `--lambda-endpoint`; the last fallback fails the Task with an error naming the
 //!   resource, [`NoHandler`]).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, oneshot};
-use wfc_runtime::durable::{Definition, Language, Registry, Store, StoreError, Syntax};
+use wfc_runtime::durable::{Definition, ExecutionStatus, Language, Registry, Store, StoreError, Syntax};
 use wfc_runtime::interp::DynHandler;
 use wfc_runtime::{Failure, TaskContext};
 
@@ -45,35 +47,67 @@ impl DynHandler for NoHandler {
     }
 }
 
-/// One task waiting for an activity worker.
-#[derive(Debug)]
-struct Queued {
-    token: String,
-    input: Value,
-}
+// The key/value rows of activity tasks (Store::kv_*). Names and tokens hold no '/'.
+/// `QUEUE<activity>/<queued ms, 15 digits>-<token>` → `{"token"}`: the tasks not handed out
+/// yet, oldest first; a poller claims one by deleting its row.
+const QUEUE: &str = "serve/activity-queue/";
+/// `TASK<token>` → the task (activity, execution, state, retry, input, the execution's epoch
+/// when it was queued, its queue row): there until it is answered or its Task stops waiting.
+const TASK: &str = "serve/activity-task/";
+/// `BY_EXECUTION<execution>/<token>` → `{}`: an execution's tasks, for a resumed run to find
+/// the one its interrupted attempt queued.
+const BY_EXECUTION: &str = "serve/activity-by-execution/";
+/// `ANSWER<token>` → `{"output"}` or `{"error", "cause"}`: SendTaskSuccess/Failure, through
+/// any server; the server whose Task waits takes it.
+const ANSWER: &str = "serve/activity-answer/";
+/// `BEAT<token>` → `{}`: a SendTaskHeartbeat through another server than the waiting one.
+const BEAT: &str = "serve/activity-beat/";
 
-/// One activity.
-#[derive(Debug)]
-struct Activity {
-    created_at_ms: i64,
-    queue: VecDeque<Queued>,
-}
+/// How often a server looks in the store for what another server did: a task queued there
+/// (long polls), an answer given there (waiting Tasks).
+const STORE_POLL: Duration = Duration::from_millis(200);
 
 #[derive(Debug, Default)]
 struct Inner {
-    activities: HashMap<String, Activity>,
-    /// Tasks handed to a worker (or queued), by token: how to answer them.
-    waiting: HashMap<String, oneshot::Sender<Result<Value, Failure>>>,
+    /// Creation times of the activities seen (the store's registry is the truth).
+    created: HashMap<String, i64>,
+    /// The Tasks of this server waiting for an answer, by token.
+    waiting: HashMap<String, Waiter>,
 }
 
-/// The activities of a server and their task queues.
+/// A Task of this server waiting for its activity task's answer.
+#[derive(Debug)]
+struct Waiter {
+    answer: oneshot::Sender<Result<Value, Failure>>,
+    /// Its context: a heartbeat resets its `HeartbeatSeconds` countdown.
+    ctx: TaskContext,
+}
+
+/// The activities of a server; their task queues are rows of the store's key/value table
+/// (`serve/activity-*`), shared by the servers on one store and kept across restarts:
+///
+/// - a Task queues a row and waits; `GetActivityTask` on any server claims the oldest queued
+///   row of its activity (deleting it; of two pollers, one gets it), skipping those of
+///   executions that are no longer running;
+/// - `SendTaskSuccess`/`Failure` on any server writes the answer row; the waiting server gets
+///   it at once if it is the same one, else within [`STORE_POLL`];
+/// - a Task run again after a restart (the step was in flight: at least once, as every step)
+///   takes over the task its interrupted attempt queued, found by its execution, state, retry
+///   count and input with an older fencing epoch: a worker that got it before the restart
+///   answers it after, and a queued one keeps its place; an answer given meanwhile is there.
 #[derive(Debug)]
 pub struct Activities {
     inner: Mutex<Inner>,
-    /// Wakes long polls when a task is queued.
+    /// Wakes this server's long polls when it queues a task.
     queued: Notify,
-    /// Where activities are kept (the registry); memory holds the ones seen and their queues.
+    /// Where activities are kept (the registry).
     registry: Registry,
+    store: Arc<dyn Store>,
+    /// Set when the server stops: the Tasks it drops then keep their rows (a restart takes them
+    /// over); otherwise a Task that stops waiting (timeout, stop) deletes its rows.
+    stopping: AtomicBool,
+    /// One takeover at a time (the identical tasks of a Map each take a different row).
+    takeover: tokio::sync::Mutex<()>,
 }
 
 const ACTIVITY_PREFIX: &str = "wfc-serve-activity:";
@@ -82,10 +116,28 @@ const ACTIVITY_ORIGIN: &str = "wfc-serve:ACTIVITY";
 /// How a task answer went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Answer {
-    /// The waiting Task got it.
+    /// The waiting Task got it (or will, on the server where it waits).
     Delivered,
     /// No activity task has this token (answered, timed out or unknown).
     Unknown,
+}
+
+fn answer_row(result: &Result<Value, Failure>) -> Value {
+    match result {
+        Ok(output) => json!({ "output": output }),
+        Err(f) => json!({ "error": f.error, "cause": f.cause }),
+    }
+}
+
+fn answer_of(row: &Value) -> Result<Value, Failure> {
+    match row.get("output") {
+        Some(output) => Ok(output.clone()),
+        None => Err(Failure::new(row["error"].as_str().unwrap_or_default(), row["cause"].as_str().unwrap_or_default())),
+    }
+}
+
+fn store_failure(what: &str, e: &StoreError) -> Failure {
+    Failure::new("States.Runtime", format!("{what}: {e}"))
 }
 
 impl Activities {
@@ -95,7 +147,19 @@ impl Activities {
 
     /// The activities of `store`.
     pub fn new(store: Arc<dyn Store>) -> Activities {
-        Activities { inner: Mutex::default(), queued: Notify::new(), registry: Registry::new(store) }
+        Activities {
+            inner: Mutex::default(),
+            queued: Notify::new(),
+            registry: Registry::new(Arc::clone(&store)),
+            store,
+            stopping: AtomicBool::new(false),
+            takeover: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// The server stops: Tasks dropped from now on keep their rows for the next one.
+    pub fn stop(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
     }
 
     /// The creation time the store keeps for activity `name`, if it exists there.
@@ -129,17 +193,11 @@ impl Activities {
     /// The creation time of activity `name`, if it exists: in memory, else in the store (one
     /// created before a restart, or by another server on the same store).
     pub async fn describe(&self, name: &str) -> Result<Option<i64>, StoreError> {
-        if let Some(created) = self.lock().activities.get(name).map(|a| a.created_at_ms) {
-            return Ok(Some(created));
+        if let Some(created) = self.lock().created.get(name) {
+            return Ok(Some(*created));
         }
         let Some(created) = self.stored(name).await? else { return Ok(None) };
-        Ok(Some(
-            self.lock()
-                .activities
-                .entry(name.to_owned())
-                .or_insert(Activity { created_at_ms: created, queue: VecDeque::new() })
-                .created_at_ms,
-        ))
+        Ok(Some(*self.lock().created.entry(name.to_owned()).or_insert(created)))
     }
 
     /// CreateActivity: idempotent by name; returns the creation time and whether it was created
@@ -149,12 +207,7 @@ impl Activities {
             return Ok((created, false));
         }
         self.keep(name, Some(now_ms)).await?;
-        let created = self
-            .lock()
-            .activities
-            .entry(name.to_owned())
-            .or_insert(Activity { created_at_ms: now_ms, queue: VecDeque::new() })
-            .created_at_ms;
+        let created = *self.lock().created.entry(name.to_owned()).or_insert(now_ms);
         Ok((created, true))
     }
 
@@ -180,102 +233,272 @@ impl Activities {
     }
 
     /// DeleteActivity: gone from the store; its queued tasks fail (their executions see the
-    /// error).
+    /// error, on whichever server they wait).
     pub async fn delete(&self, name: &str) -> Result<(), StoreError> {
         if self.stored(name).await?.is_some() {
             self.keep(name, None).await?;
         }
-        let mut inner = self.lock();
-        if let Some(activity) = inner.activities.remove(name) {
-            for q in activity.queue {
-                if let Some(tx) = inner.waiting.remove(&q.token) {
-                    let _ = tx.send(Err(Failure::new("States.TaskFailed", format!("activity '{name}' was deleted"))));
-                }
+        self.lock().created.remove(name);
+        for (key, row) in self.store.kv_list(&format!("{QUEUE}{name}/")).await? {
+            if self.store.kv_delete(&key).await?
+                && let Some(token) = row["token"].as_str()
+            {
+                let failure = Failure::new("States.TaskFailed", format!("activity '{name}' was deleted"));
+                self.answer(token, Err(failure)).await?;
             }
         }
         Ok(())
     }
 
+    /// Claims the oldest queued task of `name` that still has a running execution.
+    async fn take(&self, name: &str) -> Result<Option<(String, Value)>, StoreError> {
+        for (key, row) in self.store.kv_list(&format!("{QUEUE}{name}/")).await? {
+            if !self.store.kv_delete(&key).await? {
+                continue; // another poller got it
+            }
+            let Some(token) = row["token"].as_str() else { continue };
+            let Some(task) = self.store.kv_get(&format!("{TASK}{token}")).await? else { continue };
+            let execution = task["execution"].as_str().unwrap_or_default();
+            // A task of an execution that is known to the store but no longer runs is dropped
+            // (the execution was stopped or failed while its Task waited on a stopped server).
+            if task["epoch"].is_i64() {
+                let running = self.store.describe_execution(execution).await?;
+                if running.is_none_or(|r| r.status != ExecutionStatus::Running) {
+                    forget_rows(self.store.as_ref(), token, execution).await;
+                    continue;
+                }
+            }
+            return Ok(Some((token.to_owned(), task["input"].clone())));
+        }
+        Ok(None)
+    }
+
     /// GetActivityTask: the next queued task (token, input) of `name`, waiting up to `wait` for
-    /// one. `None` when none came (AWS then answers with no token). Tasks whose Task state
-    /// stopped waiting (timed out, execution stopped) are skipped.
-    pub async fn poll(&self, name: &str, wait: Duration) -> Option<(String, Value)> {
+    /// one (queued here: at once; on another server: seen within [`STORE_POLL`]). `None` when
+    /// none came (AWS then answers with no token).
+    pub async fn poll(&self, name: &str, wait: Duration) -> Result<Option<(String, Value)>, StoreError> {
         let deadline = tokio::time::Instant::now() + wait;
         loop {
             let notified = self.queued.notified();
+            if let Some(task) = self.take(name).await? {
+                return Ok(Some(task));
+            }
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                return Ok(None);
+            }
+            let _ = tokio::time::timeout_at(deadline.min(now + STORE_POLL), notified).await;
+        }
+    }
+
+    /// SendTaskSuccess / SendTaskFailure for an activity token, through any server.
+    pub async fn answer(&self, token: &str, result: Result<Value, Failure>) -> Result<Answer, StoreError> {
+        if self.store.kv_get(&format!("{TASK}{token}")).await?.is_none() {
+            return Ok(Answer::Unknown);
+        }
+        // Stored first: a Task that waits on another server (or runs again after a restart)
+        // finds it there.
+        self.store.kv_put(&format!("{ANSWER}{token}"), answer_row(&result)).await?;
+        if let Some(waiter) = self.lock().waiting.remove(token) {
+            let _ = waiter.answer.send(result);
+        }
+        Ok(Answer::Delivered)
+    }
+
+    /// SendTaskHeartbeat for an activity token: resets the waiting Task's `HeartbeatSeconds`
+    /// countdown, at once on this server, else through the store within [`STORE_POLL`].
+    pub async fn heartbeat(&self, token: &str) -> Result<Answer, StoreError> {
+        if self.store.kv_get(&format!("{TASK}{token}")).await?.is_none() {
+            return Ok(Answer::Unknown);
+        }
+        let local = self.lock().waiting.get(token).map(|w| w.ctx.clone());
+        match local {
+            Some(ctx) => ctx.heartbeat(),
+            None => self.store.kv_put(&format!("{BEAT}{token}"), json!({})).await?,
+        }
+        Ok(Answer::Delivered)
+    }
+
+    /// Hands the answers given on other servers to this server's waiting Tasks, every
+    /// [`STORE_POLL`] while some wait, until the server stops.
+    pub async fn deliver_remote_answers(self: Arc<Self>) {
+        loop {
+            tokio::time::sleep(STORE_POLL).await;
+            if self.stopping.load(Ordering::SeqCst) {
+                return;
+            }
+            if self.lock().waiting.is_empty() {
+                continue;
+            }
+            let (answers, beats) = match (self.store.kv_list(ANSWER).await, self.store.kv_list(BEAT).await) {
+                (Ok(a), Ok(b)) => (a, b),
+                (Err(e), _) | (_, Err(e)) => {
+                    tracing::warn!(error = %e, "cannot read activity answers from the store");
+                    continue;
+                }
+            };
+            let mut taken = Vec::new();
             {
                 let mut inner = self.lock();
-                let inner = &mut *inner;
-                let activity = inner.activities.get_mut(name)?;
-                while let Some(q) = activity.queue.pop_front() {
-                    if inner.waiting.get(&q.token).is_some_and(|tx| !tx.is_closed()) {
-                        return Some((q.token, q.input));
+                for (key, row) in answers {
+                    if let Some(waiter) = key.strip_prefix(ANSWER).and_then(|token| inner.waiting.remove(token)) {
+                        let _ = waiter.answer.send(answer_of(&row));
                     }
-                    inner.waiting.remove(&q.token);
+                }
+                for (key, _) in beats {
+                    if let Some(waiter) = key.strip_prefix(BEAT).and_then(|token| inner.waiting.get(token)) {
+                        waiter.ctx.heartbeat();
+                        taken.push(key);
+                    }
                 }
             }
-            if tokio::time::timeout_at(deadline, notified).await.is_err() {
-                return None;
+            for key in taken {
+                let _ = self.store.kv_delete(&key).await;
             }
         }
     }
 
-    /// SendTaskSuccess / SendTaskFailure for an activity token.
-    pub fn answer(&self, token: &str, result: Result<Value, Failure>) -> Answer {
-        let waiting = self.lock().waiting.remove(token);
-        match waiting.map(|tx| tx.send(result)) {
-            Some(Ok(())) => Answer::Delivered,
-            _ => Answer::Unknown,
+    /// The task an interrupted attempt of this same Task queued (an older epoch of its
+    /// execution), taken over: its token, and its answer if one came meanwhile.
+    async fn take_over(
+        &self,
+        task: &Value,
+        epoch: i64,
+    ) -> Result<Option<(String, Option<Result<Value, Failure>>)>, StoreError> {
+        let execution = task["execution"].as_str().unwrap_or_default();
+        for (key, _) in self.store.kv_list(&format!("{BY_EXECUTION}{execution}/")).await? {
+            let Some(token) = key.rsplit('/').next() else { continue };
+            let Some(mut old) = self.store.kv_get(&format!("{TASK}{token}")).await? else { continue };
+            let same = ["activity", "execution", "state", "retry", "input"].iter().all(|k| old[k] == task[k]);
+            if !same || old["epoch"].as_i64().is_none_or(|e| e >= epoch) {
+                continue;
+            }
+            old["epoch"] = json!(epoch);
+            self.store.kv_put(&format!("{TASK}{token}"), old).await?;
+            let answer = self.store.kv_get(&format!("{ANSWER}{token}")).await?.map(|row| answer_of(&row));
+            return Ok(Some((token.to_owned(), answer)));
         }
+        Ok(None)
     }
 
-    /// SendTaskHeartbeat for an activity token.
-    pub fn heartbeat(&self, token: &str) -> Answer {
-        match self.lock().waiting.get(token) {
-            Some(tx) if !tx.is_closed() => Answer::Delivered,
-            _ => Answer::Unknown,
-        }
-    }
-
-    /// Queues a task for `name` and waits for its answer. `Err` if there is no such activity.
-    async fn run(&self, name: &str, input: Value) -> Result<Value, Failure> {
+    /// Queues a task for `name` (or takes over the one an interrupted attempt queued) and waits
+    /// for its answer. `Err` if there is no such activity.
+    async fn run(&self, name: &str, input: Value, ctx: &TaskContext) -> Result<Value, Failure> {
         // Known to the store (created before a restart, or by another server): into memory.
-        self.describe(name).await.map_err(|e| {
-            Failure::new("States.Runtime", format!("cannot read activity '{name}' from the store: {e}"))
-        })?;
-        let token = format!("{ACTIVITY_TOKEN_PREFIX}{:032x}", rand::random::<u128>());
-        let (tx, rx) = oneshot::channel();
-        {
-            let mut inner = self.lock();
-            let Some(activity) = inner.activities.get_mut(name) else {
-                return Err(Failure::new(
-                    "States.Runtime",
-                    format!(
-                        "the activity '{name}' does not exist (create it with CreateActivity before starting executions that use it)"
-                    ),
-                ));
-            };
-            activity.queue.push_back(Queued { token: token.clone(), input });
-            inner.waiting.insert(token.clone(), tx);
+        let exists = self
+            .describe(name)
+            .await
+            .map_err(|e| store_failure(&format!("cannot read activity '{name}' from the store"), &e))?;
+        if exists.is_none() {
+            return Err(Failure::new(
+                "States.Runtime",
+                format!(
+                    "the activity '{name}' does not exist (create it with CreateActivity before starting executions that use it)"
+                ),
+            ));
         }
-        self.queued.notify_waiters();
-        // If the Task stops waiting (timeout, stop), the token is forgotten.
-        let guard = Forget { activities: self, token: &token };
+        let execution = ctx.execution_name().to_owned();
+        let queue_failure = |e: StoreError| store_failure(&format!("cannot queue a task of activity '{name}'"), &e);
+        // The fencing epoch this server holds the execution at (executions outside the store,
+        // StartSyncExecution's, have none).
+        let epoch = self.store.describe_execution(&execution).await.map_err(queue_failure)?.map(|r| r.epoch);
+        let mut task = json!({
+            "activity": name,
+            "execution": execution,
+            "state": ctx.state_name(),
+            "retry": ctx.retry_count(),
+            "input": input,
+            "epoch": epoch,
+        });
+        let (tx, rx) = oneshot::channel();
+        let taken = match epoch {
+            Some(epoch) => {
+                let _one = self.takeover.lock().await;
+                self.take_over(&task, epoch).await.map_err(queue_failure)?
+            }
+            None => None,
+        };
+        let token = match taken {
+            Some((token, Some(answer))) => {
+                forget_rows(self.store.as_ref(), &token, &execution).await;
+                return answer;
+            }
+            Some((token, None)) => {
+                self.lock().waiting.insert(token.clone(), Waiter { answer: tx, ctx: ctx.clone() });
+                token
+            }
+            None => {
+                let token = format!("{ACTIVITY_TOKEN_PREFIX}{:032x}", rand::random::<u128>());
+                let queued_ms = jiff::Timestamp::now().as_millisecond();
+                task["queue"] = json!(format!("{QUEUE}{name}/{queued_ms:015}-{token}"));
+                self.lock().waiting.insert(token.clone(), Waiter { answer: tx, ctx: ctx.clone() });
+                // The task, then its index, then its queue row: a poller that sees the queue
+                // row finds the task.
+                let written = async {
+                    self.store.kv_put(&format!("{TASK}{token}"), task.clone()).await?;
+                    self.store.kv_put(&format!("{BY_EXECUTION}{execution}/{token}"), json!({})).await?;
+                    self.store.kv_put(task["queue"].as_str().unwrap_or_default(), json!({ "token": token })).await
+                };
+                if let Err(e) = written.await {
+                    self.lock().waiting.remove(&token);
+                    forget_rows(self.store.as_ref(), &token, &execution).await;
+                    return Err(queue_failure(e));
+                }
+                self.queued.notify_waiters();
+                token
+            }
+        };
+        // If the Task stops waiting (timeout, stop), its rows go, unless the server is stopping.
+        let mut guard = Forget { activities: self, token: &token, execution: &execution, armed: true };
         let answer = rx.await;
-        drop(guard);
+        guard.armed = false;
+        forget_rows(self.store.as_ref(), &token, &execution).await;
         answer.unwrap_or_else(|_| Err(Failure::new("States.TaskFailed", format!("activity '{name}' went away"))))
     }
 }
 
-/// Removes a task's token when its Task stops waiting.
+/// Deletes a task's rows (best effort: what is left is skipped or taken over later).
+async fn forget_rows(store: &dyn Store, token: &str, execution: &str) {
+    let task = store.kv_get(&format!("{TASK}{token}")).await.ok().flatten();
+    let mut keys = vec![
+        format!("{TASK}{token}"),
+        format!("{BY_EXECUTION}{execution}/{token}"),
+        format!("{ANSWER}{token}"),
+        format!("{BEAT}{token}"),
+    ];
+    if let Some(queue) = task.as_ref().and_then(|t| t["queue"].as_str()) {
+        keys.push(queue.to_owned());
+    }
+    for key in keys {
+        if let Err(e) = store.kv_delete(&key).await {
+            tracing::warn!(error = %e, key, "cannot delete an activity task row");
+        }
+    }
+}
+
+/// Forgets a task when its Task stops waiting: its token here, and its rows in the store unless
+/// the server is stopping (the next one takes them over).
 struct Forget<'a> {
     activities: &'a Activities,
     token: &'a str,
+    execution: &'a str,
+    armed: bool,
 }
 
 impl Drop for Forget<'_> {
     fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
         self.activities.lock().waiting.remove(self.token);
+        if self.activities.stopping.load(Ordering::SeqCst) {
+            return;
+        }
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let store = Arc::clone(&self.activities.store);
+            let (token, execution) = (self.token.to_owned(), self.execution.to_owned());
+            runtime.spawn(async move { forget_rows(store.as_ref(), &token, &execution).await });
+        }
     }
 }
 
@@ -297,7 +520,7 @@ impl DynHandler for ServeHandler {
     fn call<'a>(&'a self, resource: &'a str, input: Value, ctx: TaskContext) -> BoxFuture<'a, Result<Value, Failure>> {
         let activity = resource.contains(":activity:").then(|| self.arns.activity(resource));
         match activity {
-            Some(Ok(name)) => Box::pin(async move { self.activities.run(&name, input).await }),
+            Some(Ok(name)) => Box::pin(async move { self.activities.run(&name, input, &ctx).await }),
             Some(Err(e)) => Box::pin(async move { Err(Failure::new("States.Runtime", e.message)) }),
             None => self.inner.call(resource, input, ctx),
         }

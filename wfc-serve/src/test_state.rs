@@ -8,6 +8,17 @@
 //! so the runtime's own state execution decides the output and the transition, and the
 //! placeholder entered names `nextState` (its input is the tested state's output).
 //!
+//! A Map or Parallel state runs only with a `mock` (as on AWS): its result (an array: one
+//! element per item, or per branch) or its error stands for its iterations or branches, which
+//! do not run; the state's own data flow (InputPath, ResultSelector, ResultPath, OutputPath,
+//! Assign, Output, Retry, Catch) applies to it. `stateConfiguration` says what a whole run would
+//! have reached: `retrierRetryCount` (the retries already made), `mapIterationFailureCount`
+//! (failed iterations, against the Map's tolerated failure count or percentage),
+//! `mapItemReaderData` (the items a Distributed Map's ItemReader read, for the inspection data
+//! and the percentage) and `errorCausedByState` (which state inside the Map or Parallel raised
+//! the mocked error). `context` is laid over the context object the state sees as `$$`
+//! ([`wfc_runtime::io::overlay_context`]).
+//!
 //! AWS does not retry inside TestState: a failure that a retrier with attempts left matches is
 //! `RETRIABLE` (with the retrier's index and back-off). So the state runs without its `Retry`;
 //! when it has one, it runs first without its `Catch` too, to see the raw error; only if no
@@ -36,6 +47,30 @@ const SELF_PLACEHOLDER: &str = "__wfc_test_state_self";
 const MOCK_RESOURCE: &str = "wfc:TestState:mock";
 /// The Pass state that assigns the request's `variables` before the tested state runs.
 const VARIABLES_STATE: &str = "__wfc_test_state_variables";
+/// The members of a Map or Parallel state that run its iterations or branches: a mocked one runs
+/// as a Task without them.
+const ITERATION_MEMBERS: &[&str] = &[
+    "ItemsPath",
+    "ItemSelector",
+    "Parameters",
+    "Arguments",
+    "Items",
+    "ItemProcessor",
+    "Iterator",
+    "MaxConcurrency",
+    "MaxConcurrencyPath",
+    "ItemReader",
+    "ItemBatcher",
+    "ResultWriter",
+    "Label",
+    "ToleratedFailureCount",
+    "ToleratedFailureCountPath",
+    "ToleratedFailurePercentage",
+    "ToleratedFailurePercentagePath",
+    "Branches",
+];
+/// AWS's error when a Map's failed iterations exceed what it tolerates.
+const EXCEEDED: &str = "States.ExceedToleratedFailureThreshold";
 
 /// `mock`: what the Task's service call returns instead of being made.
 #[derive(Debug, Clone)]
@@ -174,7 +209,52 @@ struct Request {
     mock: Option<Mock>,
     variables: Option<Map<String, Value>>,
     retrier_retry_count: u32,
+    /// `context`: laid over the context object.
+    context: Option<Value>,
+    /// `stateConfiguration.mapItemReaderData`: the items a Distributed Map's ItemReader read.
+    item_reader_data: Option<Vec<Value>>,
     debug: bool,
+}
+
+/// The state types a `mock` applies to.
+fn mockable(state_type: &str) -> bool {
+    matches!(state_type, "Task" | "Map" | "Parallel")
+}
+
+/// Every state name inside a Map's processor or a Parallel's branches, at any depth.
+fn inner_states(state: &Map<String, Value>, out: &mut BTreeSet<String>) {
+    let mut machines: Vec<&Value> = Vec::new();
+    for key in ["ItemProcessor", "Iterator"] {
+        machines.extend(state.get(key));
+    }
+    if let Some(Value::Array(branches)) = state.get("Branches") {
+        machines.extend(branches);
+    }
+    for machine in machines {
+        if let Some(Value::Object(states)) = machine.get("States") {
+            for (name, inner) in states {
+                out.insert(name.clone());
+                if let Value::Object(inner) = inner {
+                    inner_states(inner, out);
+                }
+            }
+        }
+    }
+}
+
+fn config_error(member: &str, why: impl std::fmt::Display) -> ApiError {
+    validation(format!("Invalid 'stateConfiguration.{member}': {why}"))
+}
+
+fn count_member(config: &Map<String, Value>, name: &str) -> Result<Option<u32>, ApiError> {
+    match member(config, name) {
+        None => Ok(None),
+        Some(n) => n.as_u64().and_then(|n| u32::try_from(n).ok()).map(Some).ok_or_else(|| {
+            validation(format!(
+                "1 validation error detected: Value '{n}' at 'stateConfiguration.{name}' failed to satisfy constraint: Member must have value greater than or equal to 0"
+            ))
+        }),
+    }
 }
 
 impl Request {
@@ -199,11 +279,13 @@ impl Request {
             }
         };
         opt_bool(body, "revealSecrets")?;
-        if member(body, "context").is_some() {
-            return Err(validation(
-                "wfc serve does not implement TestState's 'context' yet: the runtime builds the context object itself",
-            ));
-        }
+        let context = match opt_str(body, "context")? {
+            None => None,
+            Some(text) => match document(Some(text), "context", "InvalidExecutionInput")? {
+                v @ Value::Object(_) => Some(v),
+                _ => return Err(ApiError::client("InvalidExecutionInput", "'context' must be a JSON object")),
+            },
+        };
         let variables = match opt_str(body, "variables")? {
             None => None,
             Some(text) => match document(Some(text), "variables", "InvalidExecutionInput")? {
@@ -216,29 +298,29 @@ impl Request {
                 _ => return Err(ApiError::client("InvalidExecutionInput", "'variables' must be a JSON object")),
             },
         };
-        let mut retrier_retry_count = 0;
-        if let Some(config) = member(body, "stateConfiguration") {
-            let config = config
+        let empty = Map::new();
+        let config = match member(body, "stateConfiguration") {
+            None => &empty,
+            Some(c) => c
                 .as_object()
-                .ok_or_else(|| ApiError::client("SerializationException", "'stateConfiguration' must be an object"))?;
-            for unsupported in ["errorCausedByState", "mapIterationFailureCount", "mapItemReaderData"] {
-                if member(config, unsupported).is_some() {
-                    return Err(validation(format!(
-                        "wfc serve does not implement TestState's stateConfiguration.{unsupported} yet"
-                    )));
-                }
-            }
-            if let Some(n) = member(config, "retrierRetryCount") {
-                retrier_retry_count = n.as_u64().and_then(|n| u32::try_from(n).ok()).ok_or_else(|| {
-                    validation(format!(
-                        "1 validation error detected: Value '{n}' at 'stateConfiguration.retrierRetryCount' failed to satisfy constraint: Member must have value greater than or equal to 0"
-                    ))
-                })?;
-            }
-        }
-        let mock = match member(body, "mock") {
+                .ok_or_else(|| ApiError::client("SerializationException", "'stateConfiguration' must be an object"))?,
+        };
+        let retrier_retry_count = count_member(config, "retrierRetryCount")?.unwrap_or(0);
+        let map_failures = count_member(config, "mapIterationFailureCount")?;
+        let error_caused_by = opt_str(config, "errorCausedByState")?;
+        let item_reader_data = match opt_str(config, "mapItemReaderData")? {
             None => None,
-            Some(m) => Some(Self::mock(m)?),
+            Some(text) => match document(Some(text), "stateConfiguration.mapItemReaderData", "ValidationException")? {
+                Value::Array(items) => Some(items),
+                _ => return Err(config_error("mapItemReaderData", "it must be a JSON array (the items read)")),
+            },
+        };
+        let (mut mock, validation_mode) = match member(body, "mock") {
+            None => (None, "STRICT"),
+            Some(m) => {
+                let (mock, mode) = Self::mock(m)?;
+                (Some(mock), mode)
+            }
         };
         let parsed: Value = serde_json::from_str(text).map_err(|e| {
             ApiError::client("InvalidDefinition", format!("Invalid State Machine Definition: not valid JSON: {e}"))
@@ -276,10 +358,47 @@ impl Request {
             }
         };
         let state_type = state.get("Type").and_then(Value::as_str).unwrap_or_default();
-        if mock.is_some() && state_type != "Task" {
+        if mock.is_some() && !mockable(state_type) {
             return Err(validation(format!(
-                "'mock' is for Task states; '{name}' is a {state_type} state (wfc serve does not mock Map or Parallel states yet)"
+                "'mock' is for Task, Map and Parallel states; '{name}' is a {state_type} state"
             )));
+        }
+        if mock.is_none() && matches!(state_type, "Map" | "Parallel") {
+            return Err(validation(format!(
+                "TestState runs a {state_type} state only with a 'mock' (its result or error stands for its iterations or branches, as on AWS): '{name}'"
+            )));
+        }
+        Self::check_mocked_result(&name, &state, state_type, mock.as_ref(), validation_mode)?;
+        if let Some(caused_by) = error_caused_by {
+            if !matches!(state_type, "Map" | "Parallel") || !matches!(mock, Some(Mock::Error(_))) {
+                return Err(config_error(
+                    "errorCausedByState",
+                    "it names the state inside a Map or Parallel state that raised the mocked error ('mock.errorOutput')",
+                ));
+            }
+            let mut inner = BTreeSet::new();
+            inner_states(&state, &mut inner);
+            if !inner.contains(caused_by) {
+                return Err(config_error(
+                    "errorCausedByState",
+                    format!("'{caused_by}' is not a state of the {state_type} state '{name}'"),
+                ));
+            }
+        }
+        if item_reader_data.is_some() && (state_type != "Map" || !state.contains_key("ItemReader")) {
+            return Err(config_error("mapItemReaderData", "it is for a Map state with an ItemReader"));
+        }
+        if let Some(failures) = map_failures {
+            if state_type != "Map" || !matches!(mock, Some(Mock::Result(_))) {
+                return Err(config_error("mapIterationFailureCount", "it is for a Map state with a 'mock.result'"));
+            }
+            let total = item_reader_data.as_ref().map(Vec::len).or_else(|| Self::item_count(&state, &input));
+            if let Some(f) = Self::exceeded(&state, failures, total) {
+                mock = Some(Mock::Error(f));
+            }
+        }
+        if retrier_retry_count > 0 && !state.contains_key("Retry") {
+            return Err(config_error("retrierRetryCount", format!("state '{name}' has no Retry")));
         }
         if mock.is_none() && state_type == "Task" {
             let resource = state.get("Resource").and_then(Value::as_str).unwrap_or_default();
@@ -290,43 +409,143 @@ impl Request {
                 )));
             }
         }
-        Ok(Request { name, state, query_language, input, mock, variables, retrier_retry_count, debug })
+        Ok(Request {
+            name,
+            state,
+            query_language,
+            input,
+            mock,
+            variables,
+            retrier_retry_count,
+            context,
+            item_reader_data,
+            debug,
+        })
     }
 
-    fn mock(m: &Value) -> Result<Mock, ApiError> {
+    /// Whether the tested state is a Map or Parallel state.
+    fn iterates(&self) -> bool {
+        matches!(self.state.get("Type").and_then(Value::as_str), Some("Map" | "Parallel"))
+    }
+
+    /// A mocked result of a Map is an array (one result per item), of a Parallel an array of
+    /// one result per branch; `fieldValidationMode` `NONE` checks nothing.
+    fn check_mocked_result(
+        name: &str,
+        state: &Map<String, Value>,
+        state_type: &str,
+        mock: Option<&Mock>,
+        mode: &str,
+    ) -> Result<(), ApiError> {
+        let Some(Mock::Result(result)) = mock else { return Ok(()) };
+        if mode == "NONE" {
+            return Ok(());
+        }
+        match (state_type, result) {
+            ("Map", Value::Array(_)) => Ok(()),
+            ("Map", _) => Err(validation(format!(
+                "the mocked result of Map state '{name}' must be a JSON array (one result per item)"
+            ))),
+            ("Parallel", Value::Array(results)) => {
+                let branches = state.get("Branches").and_then(Value::as_array).map_or(0, Vec::len);
+                if results.len() == branches {
+                    Ok(())
+                } else {
+                    Err(validation(format!(
+                        "the mocked result of Parallel state '{name}' has {} elements; it must have one per branch ({branches})",
+                        results.len()
+                    )))
+                }
+            }
+            ("Parallel", _) => Err(validation(format!(
+                "the mocked result of Parallel state '{name}' must be a JSON array (one result per branch)"
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// How many items a JSONPath Map iterates over: the array at its ItemsPath (after its
+    /// InputPath) in `input`; `None` when that is not a literal path to an array.
+    fn item_count(state: &Map<String, Value>, input: &Value) -> Option<usize> {
+        let select = |key: &str, doc: &Value| -> Option<Value> {
+            match state.get(key).and_then(Value::as_str) {
+                None => Some(doc.clone()),
+                Some(text) => {
+                    let path = wfc_ir::Path::parse(text).ok()?;
+                    wfc_runtime::io::select_path(&path, doc, &Value::Null).ok()
+                }
+            }
+        };
+        let after_input = select("InputPath", input)?;
+        match state.get("Items") {
+            Some(Value::Array(items)) => Some(items.len()),
+            Some(_) => None,
+            None => select("ItemsPath", &after_input)?.as_array().map(Vec::len),
+        }
+    }
+
+    /// The failure of a Map whose `failures` failed iterations exceed what it tolerates
+    /// (`ToleratedFailureCount`, `ToleratedFailurePercentage` of `total` items; none: 0).
+    fn exceeded(state: &Map<String, Value>, failures: u32, total: Option<usize>) -> Option<Failure> {
+        let count = state.get("ToleratedFailureCount").and_then(Value::as_u64);
+        let percentage = state.get("ToleratedFailurePercentage").and_then(Value::as_f64);
+        let over_count = count.is_some_and(|c| u64::from(failures) > c);
+        let over_percentage =
+            percentage.is_some_and(|p| total.is_some_and(|t| t > 0 && f64::from(failures) * 100.0 / t as f64 > p));
+        let tolerated_none = count.is_none() && percentage.is_none() && failures > 0;
+        (over_count || over_percentage || tolerated_none)
+            .then(|| Failure::new(EXCEEDED, "The specified tolerated failure threshold was exceeded"))
+    }
+
+    fn mock(m: &Value) -> Result<(Mock, &str), ApiError> {
         let m = m.as_object().ok_or_else(|| ApiError::client("SerializationException", "'mock' must be an object"))?;
-        match opt_str(m, "fieldValidationMode")? {
-            // wfc has no service response shapes to check a mocked result against: every mode
-            // checks only that the result is JSON (docs/serve.md).
-            None | Some("STRICT" | "PRESENT" | "NONE") => {}
+        let mode = match opt_str(m, "fieldValidationMode")? {
+            // wfc has no service response shapes to check a mocked Task result against: every
+            // mode checks that it is JSON, and for a Map or Parallel state, STRICT and PRESENT
+            // its shape (docs/serve.md).
+            None => "STRICT",
+            Some(mode @ ("STRICT" | "PRESENT" | "NONE")) => mode,
             Some(other) => {
                 return Err(validation(format!(
                     "1 validation error detected: Value '{other}' at 'mock.fieldValidationMode' failed to satisfy constraint: Member must satisfy enum value set: [STRICT, PRESENT, NONE]"
                 )));
             }
-        }
-        match (opt_str(m, "result")?, member(m, "errorOutput")) {
-            (Some(_), Some(_)) => Err(validation("'mock' takes either 'result' or 'errorOutput', not both")),
-            (None, None) => Err(validation("'mock' needs 'result' or 'errorOutput'")),
-            (Some(text), None) => Ok(Mock::Result(document(Some(text), "mock result", "ValidationException")?)),
+        };
+        let mock = match (opt_str(m, "result")?, member(m, "errorOutput")) {
+            (Some(_), Some(_)) => return Err(validation("'mock' takes either 'result' or 'errorOutput', not both")),
+            (None, None) => return Err(validation("'mock' needs 'result' or 'errorOutput'")),
+            (Some(text), None) => Mock::Result(document(Some(text), "mock result", "ValidationException")?),
             (None, Some(e)) => {
                 let e = e.as_object().ok_or_else(|| {
                     ApiError::client("SerializationException", "'mock.errorOutput' must be an object")
                 })?;
-                Ok(Mock::Error(Failure::new(
+                Mock::Error(Failure::new(
                     opt_str(e, "error")?.unwrap_or_default(),
                     opt_str(e, "cause")?.unwrap_or_default(),
-                )))
+                ))
             }
-        }
+        };
+        Ok((mock, mode))
     }
 
     /// The wrapper machine's definition: the state (without `Retry`, and without `Catch` if
     /// `catch` is false), placeholders for its transitions, and the variables' Pass state.
     fn machine(&self, catch: bool) -> (String, Vec<(String, String)>) {
+        self.machine_of(catch, self.mock.is_some())
+    }
+
+    /// [`Request::machine`], with the state mocked (a Task on the mock) or as it is.
+    fn machine_of(&self, catch: bool, mocked: bool) -> (String, Vec<(String, String)>) {
         let mut state = self.state.clone();
         state.remove("Retry");
-        if self.mock.is_some() {
+        if mocked {
+            // A mocked Map or Parallel runs as a Task: its result (or error) is the mock's.
+            if self.iterates() {
+                for key in ITERATION_MEMBERS {
+                    state.remove(*key);
+                }
+                state.insert("Type".into(), json!("Task"));
+            }
             state.insert("Resource".into(), json!(MOCK_RESOURCE));
         }
         if !catch {
@@ -370,15 +589,20 @@ impl Request {
         let input = self.input.clone();
         let is_task = self.state.get("Type").and_then(Value::as_str) == Some("Task");
         let result = if is_task && self.mock.is_none() {
-            let options = RunOptions::real().with_name("TestState");
+            let options =
+                RunOptions { context_overlay: self.context.clone(), ..RunOptions::real() }.with_name("TestState");
             wfc_runtime::interp::run(&workflow, handler.as_ref(), input, options).await
         } else {
             let start = jiff::Timestamp::now();
             let h = Arc::clone(&handler);
+            let context_overlay = self.context.clone();
             tokio::task::spawn_blocking(move || {
-                let options =
-                    RunOptions { clock: wfc_runtime::Clock::virtual_from(start), ..RunOptions::virtual_time() }
-                        .with_name("TestState");
+                let options = RunOptions {
+                    clock: wfc_runtime::Clock::virtual_from(start),
+                    context_overlay,
+                    ..RunOptions::virtual_time()
+                }
+                .with_name("TestState");
                 wfc_runtime::block_on_virtual(wfc_runtime::interp::run(&workflow, h.as_ref(), input, options))
             })
             .await
@@ -407,6 +631,68 @@ impl Request {
     /// and got from its handler; for JSONPath states the steps in between that do not read `$$`
     /// or draw random values (which would differ from the run's).
     fn inspection(&self, calls: &[(Value, Result<Value, Failure>)]) -> Value {
+        let mut data = self.flow_inspection(calls);
+        if self.iterates()
+            && let Value::Object(data) = &mut data
+        {
+            // The mocked Task it ran as had parameters; a Map or Parallel state has none.
+            data.remove("afterParameters");
+            self.map_inspection(data);
+        }
+        data
+    }
+
+    /// The Map-specific `inspectionData`: its items (from ItemsPath, or the ItemReader's
+    /// `mapItemReaderData`), what ItemSelector makes of them when it reads neither `$$` nor
+    /// randomness, and its concurrency and tolerated failures as written.
+    fn map_inspection(&self, data: &mut Map<String, Value>) {
+        for (member, key) in [
+            ("ToleratedFailureCount", "toleratedFailureCount"),
+            ("ToleratedFailurePercentage", "toleratedFailurePercentage"),
+            ("MaxConcurrency", "maxConcurrency"),
+        ] {
+            if let Some(v) = self.state.get(member).filter(|v| v.is_number()) {
+                data.insert(key.into(), v.clone());
+            }
+        }
+        let Ok(loaded) = load_definition("TestState", &self.machine_of(true, false).0) else { return };
+        let machine = &loaded.workflow.machine;
+        let Some(wfc_ir::StateKind::Map(m)) = machine.find(&self.name).map(|id| &machine.states[id].kind) else {
+            return;
+        };
+        if m.items.is_some() || wfc_runtime::io::paths_use_context([m.input_path.as_ref()]) {
+            return; // JSONata, or a path that reads `$$`
+        }
+        let null = Value::Null;
+        let Ok(after_input) = wfc_runtime::io::input_path(&m.input_path, &self.input, &null) else { return };
+        let items = match &self.item_reader_data {
+            Some(items) => Value::Array(items.clone()),
+            None if self.state.contains_key("ItemReader") => return,
+            None => match wfc_runtime::io::select_path(&m.items_path, &after_input, &null) {
+                Ok(items @ Value::Array(_)) => {
+                    data.insert("afterItemsPath".into(), json!(json_text(&items)));
+                    items
+                }
+                _ => return,
+            },
+        };
+        let selected = match &m.item_selector {
+            None => Some(items),
+            Some(s) if !wfc_runtime::io::uses_context(s) && !wfc_runtime::io::uses_randomness(s) => {
+                let n = items.as_array().map_or(0, Vec::len);
+                wfc_runtime::io::template(s, &after_input, &null, &mut rand::rng())
+                    .ok()
+                    .map(|one| Value::Array(vec![one; n]))
+            }
+            Some(_) => None,
+        };
+        if let Some(selected) = selected {
+            data.insert("afterItemSelector".into(), json!(json_text(&selected)));
+        }
+    }
+
+    /// `inspectionData`'s data flow (see [`Request::inspection`]).
+    fn flow_inspection(&self, calls: &[(Value, Result<Value, Failure>)]) -> Value {
         let mut data = Map::new();
         data.insert("input".into(), json!(json_text(&self.input)));
         let jsonata =

@@ -885,6 +885,35 @@ pub trait Store: Send + Sync + fmt::Debug {
         Box::pin(async { Err(StoreError::Unsupported("a workflow registry in this store".into())) })
     }
 
+    /// The row `key` of the store's key/value table (schema 8), or `None`. The table keeps what
+    /// a process serving the store would otherwise keep only in memory, so that it survives a
+    /// restart and is shared by the processes on one store (`wfc serve`'s activity task queues,
+    /// client tokens, mock invocation counters). Keys are namespaced by their users (`"a/b/"`
+    /// prefixes); values are JSON.
+    fn kv_get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
+        let _ = key;
+        Box::pin(async { Err(StoreError::Unsupported("a key/value table in this store".into())) })
+    }
+
+    /// Writes the row `key` (replacing the one there).
+    fn kv_put<'a>(&'a self, key: &'a str, value: Value) -> BoxFuture<'a, Result<(), StoreError>> {
+        let _ = (key, value);
+        Box::pin(async { Err(StoreError::Unsupported("a key/value table in this store".into())) })
+    }
+
+    /// Deletes the row `key`; whether there was one. Of several processes deleting the same row,
+    /// exactly one gets `true`: deleting is how a row is claimed (a queued task handed out once).
+    fn kv_delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        let _ = key;
+        Box::pin(async { Err(StoreError::Unsupported("a key/value table in this store".into())) })
+    }
+
+    /// The rows whose key starts with `prefix`, in key order (bytewise).
+    fn kv_list<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Vec<(String, Value)>, StoreError>> {
+        let _ = prefix;
+        Box::pin(async { Err(StoreError::Unsupported("a key/value table in this store".into())) })
+    }
+
     /// Pins the RUNNING execution `name` to the stored version `to` if `guard` holds (see
     /// [`PinGuard`]). Without `guard.held_epoch` the execution is made runnable at once, so a
     /// worker resumes it on `to`. A change that does not apply (finished, held, moved or grown
@@ -1086,6 +1115,12 @@ pub(crate) fn group_crash_point(size: usize, phase: &str) {
         eprintln!("wfc: WFC_CRASH_AT=group:{n}:{phase}: aborting in a group commit of {size} writes");
         std::process::abort();
     }
+}
+
+/// The end of the key range of [`Store::kv_list`]'s `prefix` (exclusive): every key that starts
+/// with `prefix` sorts below it bytewise, as no key holds U+10FFFF (the largest character).
+pub(crate) fn kv_prefix_end(prefix: &str) -> String {
+    format!("{prefix}\u{10FFFF}")
 }
 
 /// Milliseconds since the Unix epoch (wall clock).

@@ -159,6 +159,18 @@ CREATE INDEX executions_workflow_created ON executions(workflow, created_at);
         description: "one-statement checkpoints and finishes (wfc_commit), for group commits",
         sql: COMMIT_FUNCTION,
     },
+    Migration {
+        description: "a key/value table for what servers share beyond executions (activity task queues, client tokens)",
+        // Keys compare bytewise (the "C" collation), so a prefix is a key range on the index.
+        sql: r#"
+CREATE TABLE kv (
+    key        TEXT COLLATE "C" PRIMARY KEY,
+    value      TEXT NOT NULL,
+    format     BIGINT NOT NULL DEFAULT 1,
+    updated_at BIGINT NOT NULL
+);
+"#,
+    },
 ];
 
 /// `wfc_commit`: one checkpoint, or an execution's finish, as **one statement** (a call of this
@@ -742,6 +754,12 @@ async fn migrate(client: &mut Client) -> Result<(), StoreError> {
     }
     tx.execute("UPDATE wfc_schema SET version = $1", &[&(MIGRATIONS.len() as i64)]).await.map_err(pg)?;
     tx.commit().await.map_err(pg)
+}
+
+/// A key/value row's value, read back.
+fn kv_value(key: &str, value: &str, format: i64) -> Result<Value, StoreError> {
+    check_row_format(&format!("key/value row '{key}'"), format)?;
+    from_text(value)
 }
 
 const RECORD_COLUMNS: &str = "name, workflow, status, input, output, error, cause, start_time, epoch, checkpoint_seq, \
@@ -1556,6 +1574,58 @@ impl Store for PgStore {
                     tokio::time::sleep(max).await;
                 }
             }
+        })
+    }
+
+    fn kv_get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
+        Box::pin(async move {
+            let conn = self.conn().await;
+            let client = conn.lock().await;
+            let row = client.query_opt("SELECT value, format FROM kv WHERE key = $1", &[&key]).await.map_err(pg)?;
+            row.map(|r| kv_value(key, r.get(0), r.get(1))).transpose()
+        })
+    }
+
+    fn kv_put<'a>(&'a self, key: &'a str, value: Value) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let conn = self.conn().await;
+            let client = conn.lock().await;
+            client
+                .execute(
+                    "INSERT INTO kv (key, value, format, updated_at) VALUES ($1, $2, $3, $4)
+                     ON CONFLICT (key) DO UPDATE SET value = $2, format = $3, updated_at = $4",
+                    &[&key, &value.to_string(), &ROW_FORMAT, &now_ms()],
+                )
+                .await
+                .map_err(pg)?;
+            Ok(())
+        })
+    }
+
+    fn kv_delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move {
+            let conn = self.conn().await;
+            let client = conn.lock().await;
+            Ok(client.execute("DELETE FROM kv WHERE key = $1", &[&key]).await.map_err(pg)? == 1)
+        })
+    }
+
+    fn kv_list<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Vec<(String, Value)>, StoreError>> {
+        Box::pin(async move {
+            let end = super::kv_prefix_end(prefix);
+            let conn = self.conn().await;
+            let client = conn.lock().await;
+            let rows = client
+                .query("SELECT key, value, format FROM kv WHERE key >= $1 AND key < $2 ORDER BY key", &[&prefix, &end])
+                .await
+                .map_err(pg)?;
+            rows.iter()
+                .map(|r| {
+                    let key: String = r.get(0);
+                    let value = kv_value(&key, r.get(1), r.get(2))?;
+                    Ok((key, value))
+                })
+                .collect()
         })
     }
 

@@ -160,6 +160,17 @@ CREATE INDEX executions_created ON executions(created_at);
 CREATE INDEX executions_workflow_created ON executions(workflow, created_at);
 "#,
     },
+    Migration {
+        description: "a key/value table for what servers share beyond executions (activity task queues, client tokens)",
+        sql: r#"
+CREATE TABLE kv (
+    key        TEXT PRIMARY KEY,
+    value      TEXT NOT NULL,
+    format     INTEGER NOT NULL DEFAULT 1,
+    updated_at INTEGER NOT NULL
+);
+"#,
+    },
 ];
 
 /// A [`Store`] in one SQLite file.
@@ -1535,6 +1546,60 @@ impl Store for SqliteStore {
         })
     }
 
+    fn kv_get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
+        let key = key.to_owned();
+        self.call(move |conn| {
+            let row: Option<(String, i64)> = conn
+                .prepare_cached("SELECT value, format FROM kv WHERE key = ?1")
+                .and_then(|mut s| s.query_row([&key], |r| Ok((r.get(0)?, r.get(1)?))).optional())
+                .map_err(backend)?;
+            row.map(|(value, format)| kv_value(&key, &value, format)).transpose()
+        })
+    }
+
+    fn kv_put<'a>(&'a self, key: &'a str, value: Value) -> BoxFuture<'a, Result<(), StoreError>> {
+        let key = key.to_owned();
+        self.call(move |conn| {
+            conn.prepare_cached(
+                "INSERT INTO kv (key, value, format, updated_at) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (key) DO UPDATE SET value = ?2, format = ?3, updated_at = ?4",
+            )
+            .and_then(|mut s| s.execute(params![key, value.to_string(), ROW_FORMAT, now_ms()]))
+            .map_err(backend)?;
+            Ok(())
+        })
+    }
+
+    fn kv_delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        let key = key.to_owned();
+        self.call(move |conn| {
+            let deleted = conn
+                .prepare_cached("DELETE FROM kv WHERE key = ?1")
+                .and_then(|mut s| s.execute([&key]))
+                .map_err(backend)?;
+            Ok(deleted == 1)
+        })
+    }
+
+    fn kv_list<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Vec<(String, Value)>, StoreError>> {
+        let (prefix, end) = (prefix.to_owned(), super::kv_prefix_end(prefix));
+        self.call(move |conn| {
+            let mut stmt = conn
+                .prepare_cached("SELECT key, value, format FROM kv WHERE key >= ?1 AND key < ?2 ORDER BY key")
+                .map_err(backend)?;
+            let rows = stmt
+                .query_map([&prefix, &end], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get(2)?)))
+                .map_err(backend)?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (key, value, format) = row.map_err(backend)?;
+                let value = kv_value(&key, &value, format)?;
+                out.push((key, value));
+            }
+            Ok(out)
+        })
+    }
+
     fn pin_execution<'a>(
         &'a self,
         name: &'a str,
@@ -1563,6 +1628,12 @@ impl Store for SqliteStore {
             record.ok_or(StoreError::NotFound(name))
         })
     }
+}
+
+/// A key/value row's value, read back.
+fn kv_value(key: &str, value: &str, format: i64) -> Result<Value, StoreError> {
+    check_row_format(&format!("key/value row '{key}'"), format)?;
+    serde_json::from_str(value).map_err(|e| backend(format!("key/value row '{key}' is corrupt: {e}")))
 }
 
 const VERSION_COLUMNS: &str =

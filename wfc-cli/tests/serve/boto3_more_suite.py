@@ -10,6 +10,10 @@ called and checked. `before-restart` / `after-restart` check what must survive a
 import json
 import os
 import sys
+import time
+
+import boto3
+from botocore.config import Config
 
 sys.argv = [sys.argv[0], sys.argv[1], "/nonexistent", *sys.argv[2:]]
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -162,6 +166,117 @@ def test_state(sfn):
     # ... but mocked, it runs.
     r = sfn.test_state(definition=json.dumps(callback), mock={"result": '{"ok": true}'})
     assert (r["status"], json.loads(r["output"])) == ("SUCCEEDED", {"ok": True}), r
+    test_state_context(sfn)
+    test_state_map_parallel(sfn)
+
+
+def test_state_context(sfn):
+    # `context` is laid over the context object: named fields replace the runtime's, the
+    # others (State.Name) stay.
+    pas = {
+        "Type": "Pass",
+        "Parameters": {"name.$": "$$.Execution.Name", "token.$": "$$.Task.Token", "state.$": "$$.State.Name"},
+        "End": True,
+    }
+    context = json.dumps({"Execution": {"Name": "given"}, "Task": {"Token": "t-1"}})
+    r = sfn.test_state(definition=json.dumps(pas), context=context)
+    assert (r["status"], json.loads(r["output"])) == ("SUCCEEDED", {"name": "given", "token": "t-1", "state": "TestState"}), r
+    jsonata = {"Type": "Pass", "QueryLanguage": "JSONata", "Output": "{% $states.context.Execution.Name %}", "End": True}
+    r = sfn.test_state(definition=json.dumps(jsonata), context=context)
+    assert json.loads(r["output"]) == "given", r
+    # A mocked Task sees it too (its Parameters read `$$`).
+    task = {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke", "Parameters": {"id.$": "$$.Execution.Id"}, "End": True}
+    r = sfn.test_state(definition=json.dumps(task), context='{"Execution": {"Id": "x"}}', mock={"result": "{}"}, inspectionLevel="DEBUG")
+    assert json.loads(r["inspectionData"]["afterParameters"]) == {"id": "x"}, r
+    expect_error("InvalidExecutionInput", sfn.test_state, definition=json.dumps(pas), context="{nope")
+    expect_error("InvalidExecutionInput", sfn.test_state, definition=json.dumps(pas), context="[1]")
+
+
+def test_state_map_parallel(sfn):
+    fan = {
+        "Type": "Map",
+        "ItemsPath": "$.items",
+        "MaxConcurrency": 2,
+        "ToleratedFailureCount": 1,
+        "ItemProcessor": {"StartAt": "Work", "States": {"Work": {"Type": "Task", "Resource": "Nothing", "End": True}}},
+        "ResultPath": "$.results",
+        "Next": "After",
+    }
+    items = json.dumps({"items": [1, 2, 3]})
+    # The mocked result stands for the iterations (which do not run): ResultPath applies.
+    r = sfn.test_state(definition=json.dumps(fan), input=items, mock={"result": '["a", "b", "c"]'}, inspectionLevel="DEBUG")
+    assert (r["status"], r["nextState"]) == ("SUCCEEDED", "After"), r
+    assert json.loads(r["output"]) == {"items": [1, 2, 3], "results": ["a", "b", "c"]}, r
+    d = r["inspectionData"]
+    assert json.loads(d["afterItemsPath"]) == [1, 2, 3] and json.loads(d["afterItemSelector"]) == [1, 2, 3], d
+    assert (d["maxConcurrency"], d["toleratedFailureCount"]) == (2, 1) and "afterParameters" not in d, d
+    # Failed iterations against the tolerated count: one is tolerated, two are not.
+    conf = lambda n: {"mapIterationFailureCount": n}  # noqa: E731
+    r = sfn.test_state(definition=json.dumps(fan), input=items, mock={"result": "[]"}, stateConfiguration=conf(1))
+    assert r["status"] == "SUCCEEDED", r
+    r = sfn.test_state(definition=json.dumps(fan), input=items, mock={"result": "[]"}, stateConfiguration=conf(2))
+    assert (r["status"], r["error"]) == ("FAILED", "States.ExceedToleratedFailureThreshold"), r
+    caught = dict(fan, Catch=[{"ErrorEquals": ["States.ALL"], "ResultPath": "$.err", "Next": "Recover"}])
+    r = sfn.test_state(definition=json.dumps(caught), input=items, mock={"result": "[]"}, stateConfiguration=conf(2))
+    assert (r["status"], r["nextState"], r["error"]) == ("CAUGHT_ERROR", "Recover", "States.ExceedToleratedFailureThreshold"), r
+    # ... and against a percentage of the items (here those a Distributed Map's ItemReader read).
+    reader = dict(fan, ItemReader={"Resource": "arn:aws:states:::s3:getObject", "ReaderConfig": {"InputType": "JSON"}, "Parameters": {"Bucket": "b", "Key": "k"}})
+    reader["ItemProcessor"] = dict(fan["ItemProcessor"], ProcessorConfig={"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"})
+    reader["ItemSelector"] = {"kind": "item"}
+    del reader["ItemsPath"], reader["ToleratedFailureCount"]
+    reader["ToleratedFailurePercentage"] = 50
+    data = lambda n: {"mapItemReaderData": json.dumps([{"a": i} for i in range(4)]), "mapIterationFailureCount": n}  # noqa: E731
+    r = sfn.test_state(definition=json.dumps(reader), mock={"result": "[]"}, stateConfiguration=data(2), inspectionLevel="DEBUG")
+    assert r["status"] == "SUCCEEDED", r
+    d = r["inspectionData"]
+    assert json.loads(d["afterItemSelector"]) == [{"kind": "item"}] * 4 and d["toleratedFailurePercentage"] == 50, d
+    r = sfn.test_state(definition=json.dumps(reader), mock={"result": "[]"}, stateConfiguration=data(3))
+    assert (r["status"], r["error"]) == ("FAILED", "States.ExceedToleratedFailureThreshold"), r
+    # A mocked error of a Map, with its Retry: RETRIABLE, as for a Task.
+    retried = dict(fan, Retry=[{"ErrorEquals": ["Boom"], "MaxAttempts": 1}])
+    boom = {"errorOutput": {"error": "Boom", "cause": "one item broke"}}
+    r = sfn.test_state(definition=json.dumps(retried), input=items, mock=boom)
+    assert (r["status"], r["error"]) == ("RETRIABLE", "Boom"), r
+    r = sfn.test_state(definition=json.dumps(retried), input=items, mock=boom, stateConfiguration={"retrierRetryCount": 1})
+    assert (r["status"], r["error"], r["cause"]) == ("FAILED", "Boom", "one item broke"), r
+
+    # Parallel: one result per branch; the error of a state inside it.
+    par = {
+        "Type": "Parallel",
+        "Branches": [
+            {"StartAt": "A", "States": {"A": {"Type": "Pass", "End": True}}},
+            {"StartAt": "B", "States": {"B": {"Type": "Task", "Resource": "Nothing", "End": True}}},
+        ],
+        "ResultSelector": {"first.$": "$[0]"},
+        "End": True,
+    }
+    r = sfn.test_state(definition=json.dumps(par), mock={"result": '[{"x": 1}, 2]'})
+    assert (r["status"], json.loads(r["output"])) == ("SUCCEEDED", {"first": {"x": 1}}), r
+    r = sfn.test_state(definition=json.dumps(par), mock=boom, stateConfiguration={"errorCausedByState": "B"})
+    assert (r["status"], r["error"], r["cause"]) == ("FAILED", "Boom", "one item broke"), r
+
+    # Misuse: AWS's ValidationException.
+    bad = [
+        ({"definition": json.dumps(fan), "input": items}, "a Map without a mock"),
+        ({"definition": json.dumps(par)}, "a Parallel without a mock"),
+        ({"definition": json.dumps(fan), "input": items, "mock": {"result": '{"not": "an array"}'}}, "a Map result that is no array"),
+        ({"definition": json.dumps(par), "mock": {"result": "[1]"}}, "a result per branch"),
+        ({"definition": json.dumps(par), "mock": boom, "stateConfiguration": {"errorCausedByState": "Nope"}}, "no such inner state"),
+        ({"definition": json.dumps(par), "mock": {"result": "[1, 2]"}, "stateConfiguration": {"errorCausedByState": "B"}}, "no mocked error"),
+        ({"definition": json.dumps({"Type": "Pass", "End": True}), "stateConfiguration": {"mapIterationFailureCount": 1}}, "not a Map"),
+        ({"definition": json.dumps(fan), "input": items, "mock": boom, "stateConfiguration": conf(1)}, "a Map with a mocked error"),
+        ({"definition": json.dumps(fan), "input": items, "mock": {"result": "[]"}, "stateConfiguration": {"mapItemReaderData": "[]"}}, "no ItemReader"),
+        ({"definition": json.dumps(reader), "mock": {"result": "[]"}, "stateConfiguration": {"mapItemReaderData": "{}"}}, "reader data that is no array"),
+        ({"definition": json.dumps(fan), "input": items, "mock": {"result": "[]"}, "stateConfiguration": {"retrierRetryCount": 1}}, "no Retry"),
+    ]
+    for kwargs, why in bad:
+        try:
+            expect_error("ValidationException", sfn.test_state, **kwargs)
+        except AssertionError as e:
+            raise AssertionError(f"{why}: {e}") from e
+    # With fieldValidationMode NONE, the mocked result is taken as it is.
+    r = sfn.test_state(definition=json.dumps(par), mock={"result": "[1]", "fieldValidationMode": "NONE"})
+    assert (r["status"], json.loads(r["output"])) == ("SUCCEEDED", {"first": 1}), r
 
 
 PASS = json.dumps({"StartAt": "P", "States": {"P": {"Type": "Pass", "End": True}}})
@@ -674,6 +789,139 @@ def map_runs(sfn):
     assert sfn.list_map_runs(executionArn=live)["mapRuns"] == []
 
 
+QUEUED_ACTIVITY = f"arn:aws:states:us-east-1:{ACCOUNT}:activity:QueuedWork"
+GATE_ACTIVITY = f"arn:aws:states:us-east-1:{ACCOUNT}:activity:GateWork"
+SHARED_ACTIVITY = f"arn:aws:states:us-east-1:{ACCOUNT}:activity:SharedWork"
+# A mocked Task (its invocations counted per execution), then an activity gate and the Task
+# again, until its second answer: run across a restart, the count goes on where it was.
+GATED = json.dumps(
+    {
+        "StartAt": "Call",
+        "States": {
+            "Call": {"Type": "Task", "Resource": "Counted", "ResultPath": "$.call", "Next": "Check"},
+            "Check": {
+                "Type": "Choice",
+                "Choices": [{"Variable": "$.call.n", "NumericEquals": 1, "Next": "Done"}],
+                "Default": "Gate",
+            },
+            "Gate": {"Type": "Task", "Resource": GATE_ACTIVITY, "ResultPath": None, "Next": "Call"},
+            "Done": {"Type": "Succeed"},
+        },
+    }
+)
+
+
+def task_started(sfn, ex, count=1):
+    def started():
+        events = sfn.get_execution_history(executionArn=ex, maxResults=1000)["events"]
+        return sum(e["type"] == "TaskStarted" for e in events) >= count
+
+    _helpers["wait_for"](f"{ex} to wait for its activity task", started)
+
+
+def saved(name, value=None):
+    path = os.path.join(TEST_DIR, name)
+    if value is not None:
+        open(path, "w").write(value)
+    return open(path).read()
+
+
+def queues_before_restart(sfn):
+    """Activity tasks, mock counters and redrive client tokens are in the store: written here,
+    used after the restart (queues_after_restart)."""
+    sfn.create_activity(name="QueuedWork")
+    arn = sfn.create_state_machine(
+        name="Queued",
+        definition=json.dumps({"StartAt": "W", "States": {"W": {"Type": "Task", "Resource": QUEUED_ACTIVITY, "End": True}}}),
+        roleArn=ROLE,
+    )["stateMachineArn"]
+    # One task handed to a worker before the restart (answered after it), one still queued.
+    handed = sfn.start_execution(stateMachineArn=arn, name="handed", input='{"k": "handed"}')["executionArn"]
+    task_started(sfn, handed)
+    task = sfn.get_activity_task(activityArn=QUEUED_ACTIVITY, workerName="before")
+    assert json.loads(task["input"]) == {"k": "handed"}, task
+    saved("handed-token", task["taskToken"])
+    queued = sfn.start_execution(stateMachineArn=arn, name="queued", input='{"k": "queued"}')["executionArn"]
+    task_started(sfn, queued)
+    # The mocked Call answered once (invocation 0), the execution waits at the gate.
+    sfn.create_activity(name="GateWork")
+    gated = sfn.create_state_machine(name="Gated", definition=GATED, roleArn=ROLE)["stateMachineArn"]
+    ex = sfn.start_execution(stateMachineArn=gated + "#Counted", name="counted", input="{}")["executionArn"]
+    task_started(sfn, ex, 2)
+    # Redriven with a client token before the restart: the same token after it redrives nothing.
+    arn = sfn.create_state_machine(name="Tokened", definition=REDRIVE, roleArn=ROLE)["stateMachineArn"]
+    ex = sfn.start_execution(stateMachineArn=arn, name="tokened", input="{}")["executionArn"]
+    assert finished(sfn, ex)["status"] == "FAILED"
+    saved("redrive-date", str(sfn.redrive_execution(executionArn=ex, clientToken="keep-1")["redriveDate"]))
+    d = finished(sfn, ex)
+    assert (d["status"], d["redriveCount"]) == ("FAILED", 1), d
+
+
+def queues_after_restart(sfn):
+    ex = lambda name: f"arn:aws:states:us-east-1:{ACCOUNT}:execution:{name}"  # noqa: E731
+    # The queued task is still queued; the handed-out one is answered with its old token.
+    task = sfn.get_activity_task(activityArn=QUEUED_ACTIVITY, workerName="after")
+    assert json.loads(task["input"]) == {"k": "queued"}, task
+    sfn.send_task_success(taskToken=task["taskToken"], output='{"done": "queued"}')
+    sfn.send_task_success(taskToken=saved("handed-token"), output='{"done": "handed"}')
+    for name in ("queued", "handed"):
+        d = finished(sfn, ex(f"Queued:{name}"))
+        assert (d["status"], json.loads(d["output"])) == ("SUCCEEDED", {"done": name}), d
+    expect_error("TaskDoesNotExist", sfn.send_task_success, taskToken=saved("handed-token"), output="{}")
+    # The gate opens; the Call's second invocation answers n = 1 (a count started again would
+    # answer n = 0 and wait at the gate again).
+    gate = sfn.get_activity_task(activityArn=GATE_ACTIVITY, workerName="after")
+    sfn.send_task_success(taskToken=gate["taskToken"], output="{}")
+    d = finished(sfn, ex("Gated:counted"))
+    assert (d["status"], json.loads(d["output"])["call"]) == ("SUCCEEDED", {"n": 1}), d
+    # The client token of the redrive before the restart: the same date, no second redrive.
+    tokened = ex("Tokened:tokened")
+    date = sfn.redrive_execution(executionArn=tokened, clientToken="keep-1")["redriveDate"]
+    assert str(date) == saved("redrive-date"), (date, saved("redrive-date"))
+    d = sfn.describe_execution(executionArn=tokened)
+    assert (d["status"], d["redriveCount"]) == ("FAILED", 1), d
+
+
+def two_servers_a(sfn):
+    """Server A (the only one yet) queues two tasks; two_servers_b, on server B of the same store,
+    hands them to a worker, which heartbeats one through A and one through B (each Task's
+    HeartbeatSeconds would end it otherwise) and answers both through B."""
+    sfn.create_activity(name="SharedWork")
+    task = {"Type": "Task", "Resource": SHARED_ACTIVITY, "HeartbeatSeconds": 2, "End": True}
+    arn = sfn.create_state_machine(
+        name="Shared", definition=json.dumps({"StartAt": "W", "States": {"W": task}}), roleArn=ROLE
+    )["stateMachineArn"]
+    for name in ("s0", "s1"):
+        ex = sfn.start_execution(stateMachineArn=arn, name=name, input=json.dumps({"on": "A", "n": name}))["executionArn"]
+        task_started(sfn, ex)
+
+
+def two_servers_b(sfn):
+    # A client of server A (the suite's own client is B's).
+    a = boto3.client(
+        "stepfunctions",
+        endpoint_url=os.environ["WFC_SERVE_OTHER_ENDPOINT"],
+        region_name="us-east-1",
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+        config=Config(retries={"max_attempts": 1}),
+    )
+    tasks = [sfn.get_activity_task(activityArn=SHARED_ACTIVITY, workerName="on-b") for _ in range(2)]
+    by_name = {json.loads(t["input"])["n"]: t["taskToken"] for t in tasks}
+    assert sorted(by_name) == ["s0", "s1"], tasks
+    # Longer than HeartbeatSeconds (2 s), with a heartbeat every 0.4 s: s0's through A (where
+    # its Task waits), s1's through B (it reaches A through the store).
+    for _ in range(8):
+        a.send_task_heartbeat(taskToken=by_name["s0"])
+        sfn.send_task_heartbeat(taskToken=by_name["s1"])
+        time.sleep(0.4)
+    for name, token in by_name.items():
+        sfn.send_task_success(taskToken=token, output=json.dumps({"by": "B", "n": name}))
+    for name in ("s0", "s1"):
+        d = finished(sfn, f"arn:aws:states:us-east-1:{ACCOUNT}:execution:Shared:{name}")
+        assert (d["status"], json.loads(d["output"])) == ("SUCCEEDED", {"by": "B", "n": name}), d
+
+
 def main():
     sfn = client()
     if PHASE == "all":
@@ -703,6 +951,7 @@ def main():
         arn = sfn.create_state_machine(name="RedriveLater", definition=REDRIVE, roleArn=ROLE)["stateMachineArn"]
         d = finished(sfn, sfn.start_execution(stateMachineArn=arn, name="later", input="{}")["executionArn"])
         assert d["status"] == "FAILED", d
+        queues_before_restart(sfn)
     elif PHASE == "after-restart":
         listed = sfn.list_tags_for_resource(resourceArn=sm_arn("Durable"))["tags"]
         assert listed == [{"key": "kept", "value": "yes"}], listed
@@ -728,6 +977,11 @@ def main():
         d = finished(sfn, ex)
         assert (d["status"], d["redriveCount"], json.loads(d["output"])) == ("SUCCEEDED", 1, {"redriveCount": 1}), d
         assert ledger("later") == ["First", "Broken", "Flaky", "Flaky", "Flaky"], ledger("later")
+        queues_after_restart(sfn)
+    elif PHASE == "two-servers-a":
+        two_servers_a(sfn)
+    elif PHASE == "two-servers-b":
+        two_servers_b(sfn)
     print(json.dumps({"phase": PHASE, "checked": CHECKED}), flush=True)
 
 
