@@ -10,6 +10,7 @@ called and checked. `before-restart` / `after-restart` check what must survive a
 import json
 import os
 import sys
+import time
 
 sys.argv = [sys.argv[0], sys.argv[1], "/nonexistent", *sys.argv[2:]]
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -524,6 +525,71 @@ def redrive(sfn):
     expect_error("ValidationException", sfn.redrive_execution, executionArn=ex, clientToken="x" * 65)
 
 
+NESTED = json.dumps(
+    {
+        "StartAt": "Fan",
+        "States": {
+            "Fan": {
+                "Type": "Parallel",
+                "ResultPath": "$.fan",
+                "Next": "Each",
+                "Branches": [
+                    {"StartAt": "L", "States": {"L": {"Type": "Task", "Resource": "First", "End": True}}},
+                    {"StartAt": "R", "States": {"R": {"Type": "Task", "Resource": "Flaky", "End": True}}},
+                ],
+            },
+            "Each": {
+                "Type": "Map",
+                "ItemsPath": "$.items",
+                "MaxConcurrency": 1,
+                "ResultPath": "$.each",
+                "End": True,
+                "ItemProcessor": {
+                    "ProcessorConfig": {"Mode": "INLINE"},
+                    "StartAt": "Item",
+                    "States": {"Item": {"Type": "Task", "Resource": "Item", "End": True}},
+                },
+            },
+        },
+    }
+)
+
+
+def redrive_nested(sfn):
+    """A failure inside a Parallel branch, then inside a Map iteration: each redrive reruns only
+    the failed branch or iteration (and the iteration the failure kept from starting)."""
+    t0 = time.monotonic()
+    arn = sfn.create_state_machine(name="RedriveNested", definition=NESTED, roleArn=ROLE)["stateMachineArn"]
+    ex = sfn.start_execution(stateMachineArn=arn, name="nested", input=json.dumps({"items": [1, 2, 3]}))["executionArn"]
+    d = finished(sfn, ex)
+    assert (d["status"], d["redriveCount"]) == ("FAILED", 0), d
+    # The branches run concurrently: in either order.
+    assert sorted(ledger("nested")) == ["First", "Flaky"], ledger("nested")
+    fix("nested")
+    sfn.redrive_execution(executionArn=ex)
+    d = finished(sfn, ex)
+    assert (d["status"], d["redriveCount"]) == ("FAILED", 1), d
+    # Only the failed branch ran again; then item 2 failed (item 3 never started).
+    assert ledger("nested")[2:] == ["Flaky", "Item1", "Item2"], ledger("nested")
+    open(os.path.join(TEST_DIR, "fixed-nested-items"), "w").close()
+    sfn.redrive_execution(executionArn=ex)
+    d = finished(sfn, ex)
+    assert (d["status"], d["redriveCount"]) == ("SUCCEEDED", 2), d
+    assert ledger("nested")[2:] == ["Flaky", "Item1", "Item2", "Item2", "Item3"], ledger("nested")
+    expected = {"items": [1, 2, 3], "fan": [{"First": True}, {"Flaky": True}], "each": [{"item": n} for n in [1, 2, 3]]}
+    assert json.loads(d["output"]) == expected, d
+    # The history: each ending, then ExecutionRedriven, then what the redrive ran.
+    events = sfn.get_execution_history(executionArn=ex, maxResults=1000)["events"]
+    kinds = [e["type"] for e in events]
+    assert [e["id"] for e in events] == list(range(1, len(events) + 1)), events
+    redriven = [e["executionRedrivenEventDetails"]["redriveCount"] for e in events if e["type"] == "ExecutionRedriven"]
+    assert redriven == [1, 2], kinds
+    assert [kinds[i + 1] for i, k in enumerate(kinds) if k == "ExecutionFailed"] == ["ExecutionRedriven"] * 2, kinds
+    assert kinds.count("ParallelStateFailed") == 1 and kinds.count("MapStateFailed") == 1, kinds
+    assert kinds.count("TaskScheduled") == 7 and kinds[-1] == "ExecutionSucceeded", kinds
+    print(f"redrive_nested: {time.monotonic() - t0:.2f} s", flush=True)
+
+
 def live_history(sfn):
     """A running execution's history grows as it runs, as on AWS: while it waits for an activity
     worker, GetExecutionHistory (paged, reversed, without data) shows the states passed
@@ -686,6 +752,7 @@ def main():
         versions(sfn)
         aliases(sfn)
         redrive(sfn)
+        redrive_nested(sfn)
         live_history(sfn)
         map_runs(sfn)
         unchecked = [op for op in CLAIMED if op not in CHECKED]
