@@ -730,6 +730,17 @@ def map_runs(sfn):
     assert counts == {"succeeded": 3, "failed": 1, "total": 4, "pending": 0, "running": 0}, d
     assert d["executionCounts"]["succeeded"] == 3 and d["executionCounts"]["failed"] == 1, d
     assert "stopDate" in sfn.list_map_runs(executionArn=ex)["mapRuns"][0]
+    # ListExecutions by mapRunArn: the run's child executions, read from the parent's journal.
+    children = sfn.list_executions(mapRunArn=run_arn)["executions"]
+    got = [(c["status"], c["mapRunArn"], c["itemCount"]) for c in children]
+    assert got == [("FAILED", run_arn, 1)] + [("SUCCEEDED", run_arn, 1)] * 3, children
+    child_arn = f"arn:aws:states:us-east-1:{ACCOUNT}:execution:Runs/fan:"
+    assert all(c["executionArn"].startswith(child_arn) and "stopDate" in c for c in children), children
+    failed = sfn.list_executions(mapRunArn=run_arn, statusFilter="FAILED")["executions"]
+    assert [c["name"] for c in failed] == [children[0]["name"]], failed
+    first_page = sfn.list_executions(mapRunArn=run_arn, maxResults=3)
+    assert first_page["executions"] == children[:3] and "nextToken" in first_page, first_page
+    expect_error("ResourceNotFound", sfn.list_executions, mapRunArn=run_arn[:-4] + "0000")
     # Refusals, with AWS's codes.
     expect_error("ValidationException", sfn.update_map_run, mapRunArn=run_arn, maxConcurrency=2)
     expect_error("ResourceNotFound", sfn.describe_map_run, mapRunArn=run_arn[:-4] + "0000")
