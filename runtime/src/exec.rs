@@ -381,6 +381,12 @@ struct Scope {
     /// ids of the events recorded while its CONTEXT runs (`None`: not running), which the
     /// CONTEXT stores when it finishes so a replay can skip it.
     captures: Vec<EventCapture>,
+    /// Under a Parallel or Map attempt that a redrive reopened: the mute flags of this line and
+    /// of the lines it runs in, outermost first. While one is set, the line records no history
+    /// event: it replays a branch or iteration whose events the reopened attempt recorded again
+    /// already (see [`Execution::in_state_context`]), until the failed Task it leads to runs
+    /// again and unmutes its path ([`Execution::unmute`]).
+    mute: Vec<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 /// See [`Scope::captures`].
@@ -409,10 +415,22 @@ impl Scope {
                 branch_of: Some(owner.clone()),
                 path,
                 captures: self.captures.iter().cloned().chain([EventCapture::default()]).collect(),
+                mute: self.mute.clone(),
                 ..Scope::default()
             },
-            None => Scope { context: self.context.clone(), path, captures: self.captures.clone(), ..Scope::default() },
+            None => Scope {
+                context: self.context.clone(),
+                path,
+                captures: self.captures.clone(),
+                mute: self.mute.clone(),
+                ..Scope::default()
+            },
         }
+    }
+
+    /// Whether this line records no history events now (see [`Scope::mute`]).
+    fn muted(&self) -> bool {
+        self.mute.iter().any(|m| m.load(Ordering::SeqCst))
     }
 }
 
@@ -704,7 +722,60 @@ impl Execution {
             // Branches are created in definition order by both engines, so the index is stable
             // across runs and so are the operation ids inside the branch.
             #[cfg(feature = "durable")]
-            scope: Arc::new(self.scope.branch_scope()),
+            scope: Arc::new(self.muted_if_replayed(self.scope.branch_scope())),
+        }
+    }
+
+    /// `line` (a new branch or iteration line of this scope), muted when this is a Parallel or
+    /// Map attempt that a redrive reopened and the line ran before: its events up to how it
+    /// ended are among those the reopened attempt records again (see [`Scope::mute`]). A line
+    /// that never ran (an iteration the failure kept from starting) records its events.
+    #[cfg(feature = "durable")]
+    fn muted_if_replayed(&self, mut line: Scope) -> Scope {
+        if let (Some(journal), Some(owner), Some(id)) = (&self.shared.journal, &self.scope.context, &line.context)
+            && line.branch_of.is_some()
+            && journal.is_reopened(owner)
+            && journal.recorded(id).is_some()
+        {
+            line.mute.push(Arc::new(std::sync::atomic::AtomicBool::new(true)));
+        }
+        line
+    }
+
+    /// After a redrive moved visit `visit_no` of Task `name` to its next generation
+    /// ([`Execution::rerun_for_redrive`]): when nothing of that generation is recorded, the
+    /// visit runs from here, so a muted line records again ([`Execution::unmute`]). A
+    /// generation an earlier redrive ran is replayed muted (its events are the reopened
+    /// attempt's).
+    fn unmute_if_live(&self, name: &str, visit_no: u32) {
+        #[cfg(feature = "durable")]
+        if let Some(journal) = &self.shared.journal
+            && self.scope.muted()
+            && journal.recorded(&self.op_id(name, visit_no, ".0")).is_none()
+        {
+            self.unmute();
+        }
+        let _ = (name, visit_no);
+    }
+
+    /// Lets this line and the lines it runs in record history events again (see
+    /// [`Scope::mute`]): the redriven failure runs again here, so what follows is new.
+    #[cfg(feature = "durable")]
+    fn unmute(&self) {
+        for m in &self.scope.mute {
+            m.store(false, Ordering::SeqCst);
+        }
+    }
+
+    /// Whether this line records no history events now (see [`Scope::mute`]).
+    fn muted(&self) -> bool {
+        #[cfg(feature = "durable")]
+        {
+            self.scope.muted()
+        }
+        #[cfg(not(feature = "durable"))]
+        {
+            false
         }
     }
 
@@ -818,6 +889,9 @@ impl Execution {
 
     /// Records an event stamped `at` (now when `None`).
     fn record_at(&self, event_type: EventType, at: Option<jiff::Timestamp>, details: impl FnOnce() -> Value) -> u64 {
+        if self.muted() {
+            return self.cursor.load(Ordering::SeqCst);
+        }
         let id = match self.shared.history.count() {
             Some(id) => id,
             None => {
@@ -1840,8 +1914,9 @@ async fn task_inner(
             if code.has_arguments() {
                 let ctx = visit.context();
                 code.arguments(exec, &Bindings::new(&input, &ctx))
-            } else if shape.single_attempt && matches!(parameters, Parameters::None) {
-                // No Retry: this is the only attempt, so the effective input itself is sent.
+            } else if shape.single_attempt && matches!(parameters, Parameters::None) && exec.redrive_count() == 0 {
+                // No Retry: this is the only attempt, so the effective input itself is sent
+                // (a redriven execution may run the visit again: see `rerun_for_redrive`).
                 Ok(std::mem::take(&mut effective))
             } else {
                 parameters.for_attempt(code, &effective, &visit)
@@ -1987,10 +2062,13 @@ async fn task_inner(
             // A redriven execution runs this visit again when its failure ended the execution.
             if !erased.catches(&failure.error) && exec.rerun_for_redrive(name, visit_no, visit.retry_count) {
                 // The history goes on as it was: how the execution ended, then its redrive (the
-                // generation this visit now runs in).
-                exec.record(EventType::ExecutionFailed, failure_details(&failure));
+                // generation this visit now runs in). Inside a reopened Parallel or Map, the
+                // attempt recorded them (see `Execution::record_reopened`): this line records
+                // again from the redrive it was rerun for last.
                 let generation = exec.redrive_generation(name, visit_no);
+                exec.record(EventType::ExecutionFailed, failure_details(&failure));
                 exec.record(EventType::ExecutionRedriven, json!({ "redriveCount": generation }));
+                exec.unmute_if_live(name, visit_no);
                 retries = erased.retry_state();
                 continue;
             }
@@ -3322,6 +3400,9 @@ where
         };
         exec.record(EventType::ParallelStateStarted, json!({ "name": name }));
         let branches_exec = exec.parallel_scope(name, visit_no, visit.retry_count, "ParallelBranch");
+        exec.reopen_for_redrive(&branches_exec, name, visit_no, visit.retry_count, |error| {
+            retry::find_catcher(code.catchers(), error).is_none()
+        });
         let branches = run_branches(branch_input, branches_exec.clone());
         let outcome = exec.in_state_context(&branches_exec, name, "Parallel", branches).await;
         let (failure, branches_failed) = match outcome.map_err(|f| visit.runtime(f))? {
@@ -3475,6 +3556,9 @@ where
             crate::map::check_item_count(exec.limits(), length).map_err(|f| visit.runtime(f))?;
             exec.record(EventType::MapStateStarted, json!({ "name": name, "length": length }));
             let iterations_exec = exec.parallel_scope(name, visit_no, visit.retry_count, "MapIteration");
+            exec.reopen_for_redrive(&iterations_exec, name, visit_no, visit.retry_count, |error| {
+                retry::find_catcher(code.catchers(), error).is_none()
+            });
             let iterations =
                 crate::map::run_iterations(&iterations_exec, name, inputs, max_concurrency, &mut run_iteration);
             let outcome =
@@ -3673,9 +3757,16 @@ impl Execution {
         #[cfg(feature = "durable")]
         if let (Some(journal), Some(of), Some(id)) = (&self.shared.journal, &self.scope.branch_of, &self.scope.context)
         {
+            // Under a reopened attempt, a branch or iteration that failed runs again (its
+            // events are the attempt's, recorded again already: its line is muted).
+            if of.parent.as_deref().is_some_and(|attempt| journal.is_reopened(attempt)) && journal.may_reopen(id) {
+                journal.reopen(id);
+            }
             if let Some(done) = journal.finished_context(id, &of.state, self.keeps_history())? {
-                let last = self.replay_context_events(&done.events);
-                self.cursor.store(last, Ordering::SeqCst);
+                if !self.muted() {
+                    let last = self.replay_context_events(&done.events);
+                    self.cursor.store(last, Ordering::SeqCst);
+                }
                 return done.outcome;
             }
             journal.context_start(id, of.parent.clone(), &of.state, of.subtype).await?;
@@ -3767,6 +3858,9 @@ impl Execution {
             journal.context_start(id, self.op_parent(), name, subtype).await?;
             let capture = scope.scope.captures.last().filter(|_| journal.keeps_context_events());
             Self::arm(capture);
+            if journal.is_reopened(id) && !scope.muted() {
+                scope.record_reopened(journal, id, name, subtype)?;
+            }
             let outcome = attempt.await;
             let recorded = outcome.clone().map(Value::Array);
             let events = scope.captured(capture);
@@ -3775,6 +3869,63 @@ impl Execution {
         }
         let _ = (scope, name, subtype);
         Ok(attempt.await)
+    }
+
+    /// The history of a Parallel or Map attempt that a redrive reopened (on the outermost one;
+    /// those inside it are in its events), recorded on the attempt's `scope` so the attempt's
+    /// CONTEXT keeps it: the attempt's events as they were, how the state and the execution
+    /// failed, then `ExecutionRedriven`. The branches then run muted up to the failed Task
+    /// that runs again (see [`Scope::mute`]), so the history is AWS's: what happened, the
+    /// redrive, what the redrive ran.
+    #[cfg(feature = "durable")]
+    fn record_reopened(&self, journal: &Journal, id: &str, name: &str, subtype: &str) -> Result<(), Failure> {
+        let Some(done) = journal.reopened_context(id, name, self.keeps_history())? else {
+            return Ok(());
+        };
+        self.replay_context_events(&done.events);
+        let failure = done.outcome.err().unwrap_or_else(|| Failure::runtime("the reopened attempt had not failed"));
+        let failed = if subtype == "Map" { EventType::MapStateFailed } else { EventType::ParallelStateFailed };
+        self.record(failed, json!({ "name": name }));
+        self.record(EventType::ExecutionFailed, failure_details(&failure));
+        self.record(EventType::ExecutionRedriven, json!({ "redriveCount": journal.redrive_count() }));
+        Ok(())
+    }
+
+    /// Reopens attempt `attempt_no` of visit `visit_no` of Parallel or Map `name` (its CONTEXT is
+    /// `scope`'s, from [`Execution::parallel_scope`]) when a redrive runs it again: it failed
+    /// before the redrive, on this run's redriven path (this line is the top level or a branch
+    /// the redrive reopened), it was the state's last attempt (no retry followed it) and
+    /// `uncaught` says no catcher took its failure. So the failure ended the execution and its
+    /// failed branches or iterations run again (the others replay their results); a failure
+    /// that was caught or retried replays as it ended. Called before the attempt's lines are
+    /// made, so they know they run under a reopened attempt.
+    fn reopen_for_redrive(
+        &self,
+        scope: &Execution,
+        name: &str,
+        visit_no: u32,
+        attempt_no: u32,
+        uncaught: impl FnOnce(&str) -> bool,
+    ) {
+        #[cfg(feature = "durable")]
+        if let (Some(journal), Some(id)) = (&self.shared.journal, &scope.scope.context)
+            && journal.redrive_count() > 0
+            && journal.may_reopen(id)
+        {
+            let on_path = match &self.scope.context {
+                None => true,
+                Some(line) => journal.is_reopened(line),
+            };
+            let retried = [format!(".{}", attempt_no + 1), format!(".retry{}", attempt_no + 1)]
+                .iter()
+                .any(|suffix| journal.recorded(&self.op_id(name, visit_no, suffix)).is_some());
+            let error = journal.recorded(id).and_then(|op| op.error).unwrap_or_default();
+            if on_path && !retried && uncaught(&error) {
+                journal.reopen(id);
+            }
+        }
+        #[cfg(not(feature = "durable"))]
+        let _ = (scope, name, visit_no, attempt_no, uncaught);
     }
 
     /// What a Task attempt (or a Serverless Workflow function call) asks for, when a
@@ -3985,6 +4136,7 @@ impl Execution {
                 in_parallel_branch: branch_subtype == "ParallelBranch",
                 scope: Arc::new(Scope {
                     captures: self.scope.captures.iter().cloned().chain([EventCapture::default()]).collect(),
+                    mute: self.scope.mute.clone(),
                     path: format!("{context}/"),
                     owner: Some(BranchOf {
                         state: name.to_owned(),

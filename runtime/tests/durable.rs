@@ -24,6 +24,7 @@ wfc_runtime::include_workflow!("tests/durable/fanout.asl.json");
 wfc_runtime::include_workflow!("tests/durable/flaky.asl.json");
 wfc_runtime::include_workflow!("tests/durable/beat.asl.json");
 wfc_runtime::include_workflow!("tests/durable/fan8.asl.json");
+wfc_runtime::include_workflow!("tests/durable/redrive_nested.asl.json");
 
 fn store() -> Arc<dyn Store> {
     Arc::new(SqliteStore::in_memory().expect("an in-memory store opens"))
@@ -728,4 +729,144 @@ async fn a_redriven_execution_reruns_only_the_failed_task_on_both_engines() {
         assert!(matches!(s.redrive_execution(&name).await, Err(StoreError::InvalidUpdate { .. })), "{engine}");
     }
     assert!(matches!(s.redrive_execution("nobody").await, Err(StoreError::NotFound(_))));
+}
+
+/// `Right` fails until `right_fixed`, `Item` fails on item 2 until `item_fixed`; each call is
+/// counted (`Item` per item: `Item2`).
+#[derive(Clone)]
+struct NestedRedrivable {
+    counting: Counting,
+    right_fixed: bool,
+    item_fixed: bool,
+}
+
+impl NestedRedrivable {
+    fn called(&self, function: &str) {
+        *self.counting.calls.lock().unwrap().entry(function.into()).or_default() += 1;
+    }
+}
+
+impl redrive_nested::Handler for NestedRedrivable {
+    async fn left(&self, _input: Value, _ctx: TaskContext) -> Result<Value, wfc_runtime::TaskError> {
+        self.called("Left");
+        Ok(json!("left"))
+    }
+
+    async fn right(&self, _input: Value, _ctx: TaskContext) -> Result<Value, wfc_runtime::TaskError> {
+        self.called("Right");
+        // Left's branch finishes first (its handler returns at once; a few polls finish its
+        // branch), so the failure finds it SUCCEEDED rather than cancelling it.
+        while self.counting.count("Left") == 0 {
+            tokio::task::yield_now().await;
+        }
+        for _ in 0..8 {
+            tokio::task::yield_now().await;
+        }
+        if self.right_fixed { Ok(json!("right")) } else { Err(Failure::new("Right.Broken", "not fixed yet")) }
+    }
+
+    async fn item(&self, input: Value, _ctx: TaskContext) -> Result<Value, wfc_runtime::TaskError> {
+        self.called(&format!("Item{input}"));
+        match input.as_i64() {
+            Some(2) if !self.item_fixed => Err(Failure::new("Item.Broken", "item 2 is not fixed yet")),
+            _ => Ok(json!({ "item": input })),
+        }
+    }
+}
+
+/// RedriveExecution of failures inside a Parallel branch and a Map iteration, on both engines:
+/// the failed branch's and iteration's Tasks run again, the succeeded branch and iteration
+/// replay their results (their Tasks do not run), the iteration the failure kept from starting
+/// runs, and the history is the earlier one (unchanged), then `ExecutionRedriven`, then the
+/// rerun's events.
+#[tokio::test]
+async fn a_redrive_reruns_only_the_failed_parallel_branch_and_map_iteration_on_both_engines() {
+    let workflow = redrive_nested::ir().unwrap();
+    let s = store();
+    let input = json!({"items": [1, 2, 3]});
+    for engine in ["interp", "generated"] {
+        let name = format!("redrive-nested-{engine}");
+        let counting = Counting::default();
+        let run = |right_fixed: bool, item_fixed: bool, journal: Arc<Journal>| {
+            let handler = NestedRedrivable { counting: counting.clone(), right_fixed, item_fixed };
+            let input = input.clone();
+            async move {
+                if engine == "interp" {
+                    let handlers = Handlers::new().fallback(move |resource: String, input: Value, ctx: TaskContext| {
+                        let handler = handler.clone();
+                        async move {
+                            use redrive_nested::Handler;
+                            match resource.rsplit(':').next() {
+                                Some("Left") => handler.left(input, ctx).await,
+                                Some("Right") => handler.right(input, ctx).await,
+                                _ => handler.item(input, ctx).await,
+                            }
+                        }
+                    });
+                    interp::run(workflow, &handlers, input, RunOptions::real().with_journal(journal)).await
+                } else {
+                    redrive_nested::run_with(&handler, input, RunOptions::real().with_journal(journal)).await
+                }
+            }
+        };
+        let calls = |c: &Counting| ["Left", "Right", "Item1", "Item2", "Item3"].map(|f| c.count(f));
+        let kinds = |r: &wfc_runtime::ExecutionResult| -> Vec<String> {
+            r.history.iter().map(|e| format!("{} {}", e.event_type.name(), e.details)).collect()
+        };
+        // Right fails: the Parallel fails, Left succeeded.
+        let first = run(false, false, open(&s, &name, workflow, &input).await).await;
+        assert_eq!(first.status, Status::Failed, "{engine}");
+        assert_eq!(first.error.as_ref().map(|f| f.error.as_str()), Some("Right.Broken"), "{engine}");
+        assert_eq!(calls(&counting), [1, 1, 0, 0, 0], "{engine}");
+        // Redriven: only Right runs again; then item 2 fails (item 3 never started).
+        s.redrive_execution(&name).await.unwrap();
+        let second = run(true, false, open(&s, &name, workflow, &input).await).await;
+        assert_eq!(second.status, Status::Failed, "{engine}: {:?}", second.error);
+        assert_eq!(second.error.as_ref().map(|f| f.error.as_str()), Some("Item.Broken"), "{engine}");
+        assert_eq!(calls(&counting), [1, 2, 1, 1, 0], "{engine}");
+        // Redriven again: item 2 runs again and item 3 for the first time; nothing else runs.
+        s.redrive_execution(&name).await.unwrap();
+        let third = run(true, true, open(&s, &name, workflow, &input).await).await;
+        assert_eq!(third.status, Status::Succeeded, "{engine}: {:?}", third.error);
+        assert_eq!(calls(&counting), [1, 2, 1, 2, 1], "{engine}");
+        assert_eq!(
+            third.output,
+            Some(json!({
+                "items": [1, 2, 3],
+                "fan": ["left", "right"],
+                "each": [{"item": 1}, {"item": 2}, {"item": 3}],
+            })),
+            "{engine}"
+        );
+        // The history: each run's is the previous one's, then `ExecutionRedriven`, then what ran.
+        let (first, second, third) = (kinds(&first), kinds(&second), kinds(&third));
+        assert_eq!(second[..first.len()], first[..], "{engine}");
+        assert_eq!(third[..second.len()], second[..], "{engine}");
+        assert!(second[first.len()].starts_with("ExecutionRedriven {\"redriveCount\":1}"), "{engine}: {second:#?}");
+        assert!(third[second.len()].starts_with("ExecutionRedriven {\"redriveCount\":2}"), "{engine}: {third:#?}");
+        let count = |history: &[String], prefix: &str| history.iter().filter(|e| e.starts_with(prefix)).count();
+        assert_eq!(
+            [
+                "LambdaFunctionScheduled",
+                "ParallelStateFailed",
+                "MapStateFailed",
+                "ExecutionFailed",
+                "MapIterationStarted"
+            ]
+            .map(|kind| count(&third, kind)),
+            [1 + 2 + 4, 1, 1, 2, 3],
+            "{engine}: {third:#?}"
+        );
+        // What the store keeps is the run's history.
+        let stored: Vec<String> = s
+            .read_history(&name)
+            .await
+            .unwrap()
+            .iter()
+            .map(|e| format!("{} {}", e.event_type.name(), e.details))
+            .collect();
+        assert_eq!(stored, third, "{engine}");
+        let ops = s.load_journal(&name).await.unwrap();
+        assert!(ops.iter().all(|o| o.status != OpStatus::Started), "{engine}: {ops:?}");
+    }
 }

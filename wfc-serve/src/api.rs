@@ -693,8 +693,8 @@ impl Service {
     }
 
     async fn list_executions(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
-        if member(body, "mapRunArn").is_some() {
-            return Err(ApiError::validation("wfc serve does not implement Map Runs yet ('mapRunArn')"));
+        if let Some(map_run) = opt_str(body, "mapRunArn")? {
+            return self.list_map_run_executions(map_run, body).await;
         }
         // A version or alias ARN lists the executions started by it.
         let arn = req_str(body, "stateMachineArn")?;

@@ -20,7 +20,7 @@ use serde_json::{Map, Value, json};
 use wfc_runtime::durable::{ExecutionRecord, ExecutionStatus};
 use wfc_runtime::{EventType, HistoryEvent};
 
-use crate::api::{Service, member, page, req_str, seconds};
+use crate::api::{Service, member, opt_str, page, req_str, seconds};
 use crate::error::ApiError;
 
 /// Where each Map Run seen so far is: its execution's store name (a run never moves).
@@ -172,6 +172,66 @@ impl Service {
             Some(end) => out["stopDate"] = seconds(millis(end)),
             None if status == "ABORTED" => out["stopDate"] = seconds(record.updated_at_ms),
             None => {}
+        }
+        Ok(out)
+    }
+
+    /// `ListExecutions` with `mapRunArn`: the Map Run's child executions that finished, from
+    /// the parent's journal (each child is a CHAINED_INVOKE operation keeping the child's
+    /// document; its name is the run id's first 8 characters and its index), in index order,
+    /// with `statusFilter` and paging. A child still running is not listed (its document is
+    /// written when it ends).
+    pub(crate) async fn list_map_run_executions(
+        &self,
+        arn: &str,
+        body: &Map<String, Value>,
+    ) -> Result<Value, ApiError> {
+        let (record, _) = self.map_run(arn).await?;
+        let status = opt_str(body, "statusFilter")?;
+        let short = arn.rsplit(':').next().and_then(|id| id.get(..8)).unwrap_or_default();
+        let child_prefix = format!("{short}-");
+        let index = |name: &str| name.strip_prefix(&child_prefix).and_then(|i| i.parse::<u64>().ok());
+        let mut children: Vec<(u64, Value)> = self
+            .store
+            .load_journal(&record.name)
+            .await?
+            .into_iter()
+            .filter(|op| op.subtype == "MapRunChild")
+            .filter_map(|op| op.result?.get("document").cloned())
+            .filter_map(|doc| Some((index(doc.get("Name")?.as_str()?)?, doc)))
+            .filter(|(_, doc)| status.is_none_or(|s| doc.get("Status").and_then(Value::as_str) == Some(s)))
+            .collect();
+        children.sort_by_key(|(i, _)| *i);
+        let (children, next) = page(children, body)?;
+        let date = |doc: &Value, key: &str| {
+            doc.get(key)
+                .and_then(Value::as_str)
+                .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+                .map(|t| seconds(t.as_millisecond()))
+        };
+        let items: Vec<Value> = children
+            .iter()
+            .map(|(_, doc)| {
+                let mut item = json!({
+                    "executionArn": doc["ExecutionArn"],
+                    "stateMachineArn": doc["StateMachineArn"],
+                    "name": doc["Name"],
+                    "status": doc["Status"],
+                    "mapRunArn": arn,
+                    "itemCount": 1,
+                });
+                if let Some(start) = date(doc, "StartDate") {
+                    item["startDate"] = start;
+                }
+                if let Some(stop) = date(doc, "StopDate") {
+                    item["stopDate"] = stop;
+                }
+                item
+            })
+            .collect();
+        let mut out = json!({ "executions": items });
+        if let Some(next) = next {
+            out["nextToken"] = json!(next);
         }
         Ok(out)
     }

@@ -40,6 +40,9 @@ pub struct Journal {
     /// The operations that had failed or timed out when the journal was opened: on a redriven
     /// execution, the attempts that ended it (see [`crate::Execution`]'s redrive reruns).
     failed_before_run: std::collections::HashSet<String>,
+    /// The CONTEXT operations that failed before a redrive and run again in this one (see
+    /// [`Journal::reopen`]).
+    reopened: Mutex<std::collections::HashSet<String>>,
     /// Held across a checkpoint so concurrent Parallel branches write one batch at a time, each
     /// with the token the previous one returned.
     token: tokio::sync::Mutex<CheckpointToken>,
@@ -253,6 +256,7 @@ impl Journal {
         let live_on = suspender.is_none();
         Arc::new_cyclic(|this| Journal {
             failed_before_run,
+            reopened: Mutex::new(std::collections::HashSet::new()),
             deferred: Mutex::new(Vec::new()),
             queue: Mutex::new(CheckpointQueue::default()),
             flush_scheduled: std::sync::atomic::AtomicBool::new(false),
@@ -283,6 +287,26 @@ impl Journal {
     /// Whether operation `id` had failed or timed out before this run (when it was opened).
     pub(crate) fn failed_before_run(&self, id: &str) -> bool {
         self.failed_before_run.contains(id)
+    }
+
+    /// Whether the CONTEXT operation `id` failed before a redrive and may run again in this
+    /// run: `Store::redrive_execution` sets a failed CONTEXT back to STARTED and keeps its
+    /// failure and events, so a redriven run can either replay it as it ended (a failure that
+    /// was caught, or retried) or reopen it ([`Journal::reopen`]) to run its failed branch
+    /// again. Not once it was reopened.
+    pub(crate) fn may_reopen(&self, id: &str) -> bool {
+        self.recorded(id).is_some_and(|op| failed_before_redrive(&op)) && !self.is_reopened(id)
+    }
+
+    /// Runs the CONTEXT operation `id` (see [`Journal::may_reopen`]) again in this run: it is no
+    /// longer replayed as it ended ([`Journal::finished_context`]), and its end is recorded anew.
+    pub(crate) fn reopen(&self, id: &str) {
+        self.reopened.lock().unwrap_or_else(|p| p.into_inner()).insert(id.to_owned());
+    }
+
+    /// Whether the CONTEXT operation `id` was reopened in this run.
+    pub(crate) fn is_reopened(&self, id: &str) -> bool {
+        self.reopened.lock().unwrap_or_else(|p| p.into_inner()).contains(id)
     }
 
     /// The execution name.
@@ -1071,6 +1095,24 @@ impl Journal {
         name: &str,
         keeps_history: bool,
     ) -> Result<Option<FinishedContext>, Failure> {
+        if self.is_reopened(id) {
+            return Ok(None);
+        }
+        self.stored_context(id, name, keeps_history)
+    }
+
+    /// How the reopened CONTEXT operation `id` had ended before the redrive, with its events
+    /// (see [`Journal::reopen`]): the redriven run records them again before it runs it.
+    pub(crate) fn reopened_context(
+        &self,
+        id: &str,
+        name: &str,
+        keeps_history: bool,
+    ) -> Result<Option<FinishedContext>, Failure> {
+        self.stored_context(id, name, keeps_history)
+    }
+
+    fn stored_context(&self, id: &str, name: &str, keeps_history: bool) -> Result<Option<FinishedContext>, Failure> {
         let Some(op) = self.recorded_as(id, OpType::Context, name)? else {
             return Ok(None);
         };
@@ -1095,7 +1137,10 @@ impl Journal {
         };
         let outcome = match (op.status, stored.get(CONTEXT_OUTPUT)) {
             (OpStatus::Succeeded, Some(output)) => Ok(output.clone()),
-            (OpStatus::Failed, None) => {
+            // Or failed before a redrive (see [`Journal::may_reopen`]), and not reopened.
+            (OpStatus::Failed, None) | (OpStatus::Started, None)
+                if op.status == OpStatus::Failed || failed_before_redrive(&op) =>
+            {
                 Err(Failure::new(op.error.clone().unwrap_or_default(), op.cause.clone().unwrap_or_default()))
             }
             _ => return Ok(None),
@@ -1710,6 +1755,12 @@ fn replay_events(
         out.push((i, event));
     }
     Ok((out, complete))
+}
+
+/// Whether `op` is a CONTEXT that had failed when its execution was redriven: the store set it
+/// back to STARTED and kept its failure (see [`Journal::may_reopen`]).
+fn failed_before_redrive(op: &Operation) -> bool {
+    op.op_type == OpType::Context && op.status == OpStatus::Started && op.error.is_some()
 }
 
 /// The keys of a finished CONTEXT's stored result when it keeps its branch's events.

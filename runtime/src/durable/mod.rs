@@ -1076,6 +1076,21 @@ pub(crate) fn aborted_events(record: &ExecutionRecord, last: u64, now: i64) -> V
     events
 }
 
+/// What [`Store::redrive_execution`] drops of a journal (`?1`, PostgreSQL's `$1`: the execution): the operations
+/// in flight when it ended, which the redriven run starts again. Not a CONTEXT that had failed
+/// before an earlier redrive (STARTED with its failure kept, see below): it is still how that
+/// branch ended.
+pub(crate) const REDRIVE_DROP_IN_FLIGHT: &str = "DELETE FROM operations WHERE execution = ?1
+     AND status IN ('STARTED', 'CANCELLED') AND NOT (type = 'CONTEXT' AND error IS NOT NULL)";
+
+/// How [`Store::redrive_execution`] lets the redriven run reopen a failed Parallel or Map attempt
+/// and its failed branch or iteration (`?1`: the execution): a finished operation cannot be
+/// rewritten, so a FAILED CONTEXT becomes STARTED, keeping its failure and stored events. The
+/// run replays it as it ended unless the failure is the one that ended the execution; then it
+/// runs it again (`Journal::may_reopen`).
+pub(crate) const REDRIVE_REOPEN_CONTEXTS: &str =
+    "UPDATE operations SET status = 'STARTED' WHERE execution = ?1 AND type = 'CONTEXT' AND status = 'FAILED'";
+
 /// The `ExecutionRedriven` event [`Store::redrive_execution`] appends to the stored history of
 /// `record` (as it was before the redrive) whose last stored event is `last`: for an ABORTED or
 /// TIMED_OUT execution, whose end is in the history before it, so the redriven run's events go

@@ -1341,9 +1341,10 @@ impl Store for PgStore {
             )
             .await
             .map_err(pg)?;
-            tx.execute("DELETE FROM operations WHERE execution = $1 AND status IN ('STARTED', 'CANCELLED')", &[&name])
-                .await
-                .map_err(pg)?;
+            let drop_in_flight = super::REDRIVE_DROP_IN_FLIGHT.replace("?1", "$1");
+            tx.execute(drop_in_flight.as_str(), &[&name]).await.map_err(pg)?;
+            let reopen = super::REDRIVE_REOPEN_CONTEXTS.replace("?1", "$1");
+            tx.execute(reopen.as_str(), &[&name]).await.map_err(pg)?;
             notify(&tx, name).await?;
             let record = get_record(&tx, name).await?.ok_or_else(|| StoreError::NotFound(name.to_owned()))?;
             tx.commit().await.map_err(pg)?;

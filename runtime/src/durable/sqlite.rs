@@ -1244,11 +1244,8 @@ impl Store for SqliteStore {
                 params![name, now],
             )
             .map_err(backend)?;
-            tx.execute(
-                "DELETE FROM operations WHERE execution = ?1 AND status IN ('STARTED', 'CANCELLED')",
-                params![name],
-            )
-            .map_err(backend)?;
+            tx.execute(super::REDRIVE_DROP_IN_FLIGHT, params![name]).map_err(backend)?;
+            tx.execute(super::REDRIVE_REOPEN_CONTEXTS, params![name]).map_err(backend)?;
             let record = get_record(&tx, &name)?.ok_or_else(|| StoreError::NotFound(name.clone()))?;
             tx.commit().map_err(backend)?;
             Ok(record)

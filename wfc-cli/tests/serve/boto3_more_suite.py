@@ -639,6 +639,71 @@ def redrive(sfn):
     expect_error("ValidationException", sfn.redrive_execution, executionArn=ex, clientToken="x" * 65)
 
 
+NESTED = json.dumps(
+    {
+        "StartAt": "Fan",
+        "States": {
+            "Fan": {
+                "Type": "Parallel",
+                "ResultPath": "$.fan",
+                "Next": "Each",
+                "Branches": [
+                    {"StartAt": "L", "States": {"L": {"Type": "Task", "Resource": "First", "End": True}}},
+                    {"StartAt": "R", "States": {"R": {"Type": "Task", "Resource": "Flaky", "End": True}}},
+                ],
+            },
+            "Each": {
+                "Type": "Map",
+                "ItemsPath": "$.items",
+                "MaxConcurrency": 1,
+                "ResultPath": "$.each",
+                "End": True,
+                "ItemProcessor": {
+                    "ProcessorConfig": {"Mode": "INLINE"},
+                    "StartAt": "Item",
+                    "States": {"Item": {"Type": "Task", "Resource": "Item", "End": True}},
+                },
+            },
+        },
+    }
+)
+
+
+def redrive_nested(sfn):
+    """A failure inside a Parallel branch, then inside a Map iteration: each redrive reruns only
+    the failed branch or iteration (and the iteration the failure kept from starting)."""
+    t0 = time.monotonic()
+    arn = sfn.create_state_machine(name="RedriveNested", definition=NESTED, roleArn=ROLE)["stateMachineArn"]
+    ex = sfn.start_execution(stateMachineArn=arn, name="nested", input=json.dumps({"items": [1, 2, 3]}))["executionArn"]
+    d = finished(sfn, ex)
+    assert (d["status"], d["redriveCount"]) == ("FAILED", 0), d
+    # The branches run concurrently: in either order.
+    assert sorted(ledger("nested")) == ["First", "Flaky"], ledger("nested")
+    fix("nested")
+    sfn.redrive_execution(executionArn=ex)
+    d = finished(sfn, ex)
+    assert (d["status"], d["redriveCount"]) == ("FAILED", 1), d
+    # Only the failed branch ran again; then item 2 failed (item 3 never started).
+    assert ledger("nested")[2:] == ["Flaky", "Item1", "Item2"], ledger("nested")
+    open(os.path.join(TEST_DIR, "fixed-nested-items"), "w").close()
+    sfn.redrive_execution(executionArn=ex)
+    d = finished(sfn, ex)
+    assert (d["status"], d["redriveCount"]) == ("SUCCEEDED", 2), d
+    assert ledger("nested")[2:] == ["Flaky", "Item1", "Item2", "Item2", "Item3"], ledger("nested")
+    expected = {"items": [1, 2, 3], "fan": [{"First": True}, {"Flaky": True}], "each": [{"item": n} for n in [1, 2, 3]]}
+    assert json.loads(d["output"]) == expected, d
+    # The history: each ending, then ExecutionRedriven, then what the redrive ran.
+    events = sfn.get_execution_history(executionArn=ex, maxResults=1000)["events"]
+    kinds = [e["type"] for e in events]
+    assert [e["id"] for e in events] == list(range(1, len(events) + 1)), events
+    redriven = [e["executionRedrivenEventDetails"]["redriveCount"] for e in events if e["type"] == "ExecutionRedriven"]
+    assert redriven == [1, 2], kinds
+    assert [kinds[i + 1] for i, k in enumerate(kinds) if k == "ExecutionFailed"] == ["ExecutionRedriven"] * 2, kinds
+    assert kinds.count("ParallelStateFailed") == 1 and kinds.count("MapStateFailed") == 1, kinds
+    assert kinds.count("TaskScheduled") == 7 and kinds[-1] == "ExecutionSucceeded", kinds
+    print(f"redrive_nested: {time.monotonic() - t0:.2f} s", flush=True)
+
+
 def live_history(sfn):
     """A running execution's history grows as it runs, as on AWS: while it waits for an activity
     worker, GetExecutionHistory (paged, reversed, without data) shows the states passed
@@ -779,6 +844,17 @@ def map_runs(sfn):
     assert counts == {"succeeded": 3, "failed": 1, "total": 4, "pending": 0, "running": 0}, d
     assert d["executionCounts"]["succeeded"] == 3 and d["executionCounts"]["failed"] == 1, d
     assert "stopDate" in sfn.list_map_runs(executionArn=ex)["mapRuns"][0]
+    # ListExecutions by mapRunArn: the run's child executions, read from the parent's journal.
+    children = sfn.list_executions(mapRunArn=run_arn)["executions"]
+    got = [(c["status"], c["mapRunArn"], c["itemCount"]) for c in children]
+    assert got == [("FAILED", run_arn, 1)] + [("SUCCEEDED", run_arn, 1)] * 3, children
+    child_arn = f"arn:aws:states:us-east-1:{ACCOUNT}:execution:Runs/fan:"
+    assert all(c["executionArn"].startswith(child_arn) and "stopDate" in c for c in children), children
+    failed = sfn.list_executions(mapRunArn=run_arn, statusFilter="FAILED")["executions"]
+    assert [c["name"] for c in failed] == [children[0]["name"]], failed
+    first_page = sfn.list_executions(mapRunArn=run_arn, maxResults=3)
+    assert first_page["executions"] == children[:3] and "nextToken" in first_page, first_page
+    expect_error("ResourceNotFound", sfn.list_executions, mapRunArn=run_arn[:-4] + "0000")
     # Refusals, with AWS's codes.
     expect_error("ValidationException", sfn.update_map_run, mapRunArn=run_arn, maxConcurrency=2)
     expect_error("ResourceNotFound", sfn.describe_map_run, mapRunArn=run_arn[:-4] + "0000")
@@ -934,6 +1010,7 @@ def main():
         versions(sfn)
         aliases(sfn)
         redrive(sfn)
+        redrive_nested(sfn)
         live_history(sfn)
         map_runs(sfn)
         unchecked = [op for op in CLAIMED if op not in CHECKED]
