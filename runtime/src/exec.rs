@@ -1100,6 +1100,11 @@ fn history_details(exec: &Execution, name: &str, key: &'static str, value: &Valu
     Details::named(name, key, exec.share(value))
 }
 
+/// `{"name": name}`, the details of a state's events that carry nothing else.
+fn name_details(name: &str) -> Details {
+    Details::with_capacity(1).with("name", Value::String(name.to_owned()))
+}
+
 fn state_span(name: &str, state_type: &'static str) -> tracing::Span {
     tracing::info_span!("state", name = name, r#type = state_type)
 }
@@ -1781,7 +1786,7 @@ struct AbortGuard<'a> {
 impl Drop for AbortGuard<'_> {
     fn drop(&mut self) {
         if self.armed {
-            self.exec.record(self.event, json!({ "name": self.name }));
+            self.exec.record_with(self.event, || name_details(self.name));
         }
     }
 }
@@ -1895,7 +1900,9 @@ async fn task_inner(
             Some(invoke) => task_ctx.with_function_name(invoke.function_name.clone()),
             None => task_ctx,
         };
-        exec.record_with(events.started, || if events.lambda { json!({}) } else { json!({ "resource": resource }) });
+        exec.record_with(events.started, || {
+            if events.lambda { Details::new() } else { Details::with_capacity(1).with("resource", json!(resource)) }
+        });
         let outcome = match &visit.task_token {
             Some(token) => {
                 // A callback: the handler only hands the token on (its result is ignored); the
@@ -2336,7 +2343,7 @@ fn state_failed<C: retry::CatchRule>(
     } else {
         failure
     };
-    visit.exec.record(event, json!({ "name": visit.name }));
+    visit.exec.record_with(event, || name_details(visit.name));
     caught(visit, catchers, raw_input, failure)
 }
 
@@ -3310,13 +3317,13 @@ where
             }
             Err(f) => return Err(visit.runtime(f)),
         };
-        exec.record(EventType::ParallelStateStarted, json!({ "name": name }));
+        exec.record_with(EventType::ParallelStateStarted, || name_details(name));
         let branches_exec = exec.parallel_scope(name, visit_no, visit.retry_count, "ParallelBranch");
         let branches = run_branches(branch_input, branches_exec.clone());
         let outcome = exec.in_state_context(&branches_exec, name, "Parallel", branches).await;
         let (failure, branches_failed) = match outcome.map_err(|f| visit.runtime(f))? {
             Ok(outputs) => {
-                exec.record(EventType::ParallelStateSucceeded, json!({ "name": name }));
+                exec.record_with(EventType::ParallelStateSucceeded, || name_details(name));
                 let result = Value::Array(outputs);
                 let assign_code = |dollar: &Value, states: &Bindings<'_>| code.assigned(exec, dollar, states.context);
                 let assign = AssignRef::of(code.assign(), code.assigns(), &assign_code);
@@ -3473,7 +3480,7 @@ where
         };
         let (failure, iterations_failed) = match outcome {
             Ok(result) => {
-                exec.record(EventType::MapStateSucceeded, json!({ "name": name }));
+                exec.record_with(EventType::MapStateSucceeded, || name_details(name));
                 let assign_code = |dollar: &Value, states: &Bindings<'_>| code.assigned(exec, dollar, states.context);
                 let assign = AssignRef::of(code.assign(), code.assigns(), &assign_code);
                 let language = Language { assign, output: code.output().map(OutputRef::Ir) };

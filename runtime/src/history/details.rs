@@ -32,7 +32,10 @@ pub struct Details {
 
 #[derive(Clone)]
 enum Repr {
-    /// Built field by field, in order (what the engine records).
+    /// `{"name": name, <key>: document}`, a state's Entered or Exited event: the most common
+    /// details, built without a `Vec`.
+    Named { name: Value, key: &'static str, document: Arc<Value> },
+    /// Built field by field, in order (the engine's other events).
     Fields(Vec<(Key, Field)>),
     /// Built from a JSON value (hand-built events, events read back from a store).
     Value(Value),
@@ -52,10 +55,10 @@ enum Field {
 }
 
 impl Field {
-    fn value(&self) -> &Value {
+    fn as_ref(&self) -> FieldRef<'_> {
         match self {
-            Field::Owned(v) => v,
-            Field::Shared(v) => v,
+            Field::Owned(v) => FieldRef::Value(v),
+            Field::Shared(doc) => FieldRef::Shared(doc),
         }
     }
 
@@ -82,7 +85,7 @@ impl Details {
 
     /// `{"name": name, <key>: document}`: a state's Entered (`input`) or Exited (`output`) event.
     pub fn named(name: &str, key: &'static str, document: Arc<Value>) -> Details {
-        Details::with_capacity(2).with("name", Value::String(name.to_owned())).with_shared(key, document)
+        Details { repr: Repr::Named { name: Value::String(name.to_owned()), key, document } }
     }
 
     /// These details with `key` set to `value` (replaced in place when already set, as
@@ -105,6 +108,13 @@ impl Details {
     }
 
     fn set(&mut self, key: Key, field: Field) {
+        if let Repr::Named { name, key, document } = &mut self.repr {
+            let fields = vec![
+                (Key::Borrowed("name"), Field::Owned(std::mem::take(name))),
+                (Key::Borrowed(*key), Field::Shared(Arc::clone(document))),
+            ];
+            self.repr = Repr::Fields(fields);
+        }
         match &mut self.repr {
             Repr::Fields(fields) => match fields.iter_mut().find(|(k, _)| *k == key) {
                 Some((_, slot)) => *slot = field,
@@ -113,32 +123,30 @@ impl Details {
             Repr::Value(Value::Object(map)) => {
                 map.insert(key.into_owned(), field.into_value());
             }
-            Repr::Value(_) => {}
+            Repr::Named { .. } | Repr::Value(_) => {}
         }
     }
 
     /// The value of field `key`, if the details are an object that has it.
     pub fn get(&self, key: &str) -> Option<&Value> {
         match &self.repr {
-            Repr::Fields(fields) => fields.iter().find(|(k, _)| k == key).map(|(_, f)| f.value()),
             Repr::Value(v) => v.get(key),
+            _ => self.fields()?.find(|(k, _)| *k == key).map(|(_, v)| v.value()),
         }
     }
 
     /// The shared document of field `key`, if it holds one (see [`DocumentCache`]).
     pub fn shared(&self, key: &str) -> Option<&Arc<Value>> {
-        match &self.repr {
-            Repr::Fields(fields) => fields.iter().find_map(|(k, f)| match f {
-                Field::Shared(doc) if k == key => Some(doc),
-                _ => None,
-            }),
-            Repr::Value(_) => None,
-        }
+        self.fields()?.find_map(|(k, v)| match v {
+            FieldRef::Shared(doc) if k == key => Some(doc),
+            _ => None,
+        })
     }
 
     /// The fields in order, when the details are an object.
     fn fields(&self) -> Option<Fields<'_>> {
         match &self.repr {
+            Repr::Named { name, key, document } => Some(Fields::Named(Some(name), Some((key, document)))),
             Repr::Fields(fields) => Some(Fields::Built(fields.iter())),
             Repr::Value(Value::Object(map)) => Some(Fields::Map(map.iter())),
             Repr::Value(_) => None,
@@ -147,6 +155,7 @@ impl Details {
 
     fn len(&self) -> Option<usize> {
         match &self.repr {
+            Repr::Named { .. } => Some(2),
             Repr::Fields(fields) => Some(fields.len()),
             Repr::Value(Value::Object(map)) => Some(map.len()),
             Repr::Value(_) => None,
@@ -155,17 +164,23 @@ impl Details {
 
     /// A copy as a JSON value.
     pub fn to_value(&self) -> Value {
-        match &self.repr {
-            Repr::Fields(fields) => {
-                Value::Object(fields.iter().map(|(k, f)| (k.clone().into_owned(), f.value().clone())).collect())
+        match (&self.repr, self.fields()) {
+            (Repr::Value(v), _) => v.clone(),
+            (_, fields) => {
+                Value::Object(fields.into_iter().flatten().map(|(k, v)| (k.to_owned(), v.value().clone())).collect())
             }
-            Repr::Value(v) => v.clone(),
         }
     }
 
     /// The details as a JSON value (copying only the documents something else still shares).
     pub fn into_value(self) -> Value {
         match self.repr {
+            Repr::Named { name, key, document } => {
+                let mut map = Map::with_capacity(2);
+                map.insert("name".to_owned(), name);
+                map.insert(key.to_owned(), Arc::unwrap_or_clone(document));
+                Value::Object(map)
+            }
             Repr::Fields(fields) => {
                 Value::Object(fields.into_iter().map(|(k, f)| (k.into_owned(), f.into_value())).collect())
             }
@@ -176,6 +191,7 @@ impl Details {
 
 /// The fields of a [`Details`] object, whichever way it was built.
 enum Fields<'a> {
+    Named(Option<&'a Value>, Option<(&'static str, &'a Arc<Value>)>),
     Built(std::slice::Iter<'a, (Key, Field)>),
     Map(serde_json::map::Iter<'a>),
 }
@@ -185,13 +201,11 @@ impl<'a> Iterator for Fields<'a> {
 
     fn next(&mut self) -> Option<Self::Item> {
         match self {
-            Fields::Built(it) => it.next().map(|(k, f)| {
-                let value = match f {
-                    Field::Owned(v) => FieldRef::Value(v),
-                    Field::Shared(doc) => FieldRef::Shared(doc),
-                };
-                (k.as_ref(), value)
-            }),
+            Fields::Named(name, document) => match name.take() {
+                Some(name) => Some(("name", FieldRef::Value(name))),
+                None => document.take().map(|(key, doc)| (key, FieldRef::Shared(doc))),
+            },
+            Fields::Built(it) => it.next().map(|(k, f)| (k.as_ref(), f.as_ref())),
             Fields::Map(it) => it.next().map(|(k, v)| (k.as_str(), FieldRef::Value(v))),
         }
     }
@@ -243,40 +257,36 @@ impl From<Details> for Value {
 /// Equal as JSON values are (an object's key order does not matter), however each was built.
 impl PartialEq for Details {
     fn eq(&self, other: &Details) -> bool {
-        match (self.fields(), other.fields()) {
-            (Some(fields), Some(_)) => {
-                self.len() == other.len() && { fields }.all(|(k, v)| other.get(k) == Some(v.value()))
-            }
-            (None, None) => matches!((&self.repr, &other.repr), (Repr::Value(a), Repr::Value(b)) if a == b),
-            _ => false,
+        match (self.fields(), &other.repr) {
+            (None, Repr::Value(b)) => matches!(&self.repr, Repr::Value(a) if a == b),
+            (None, _) => false,
+            (Some(mut fields), _) => self.len() == other.len() && fields.all(|(k, v)| other.get(k) == Some(v.value())),
         }
     }
 }
 
 impl PartialEq<Value> for Details {
     fn eq(&self, other: &Value) -> bool {
-        match (&self.repr, other) {
-            (Repr::Value(v), other) => v == other,
-            (Repr::Fields(fields), Value::Object(map)) => {
-                fields.len() == map.len() && fields.iter().all(|(k, f)| map.get(k.as_ref()) == Some(f.value()))
+        match (&self.repr, self.fields(), other) {
+            (Repr::Value(v), _, other) => v == other,
+            (_, Some(mut fields), Value::Object(map)) => {
+                self.len() == Some(map.len()) && fields.all(|(k, v)| map.get(k) == Some(v.value()))
             }
-            (Repr::Fields(_), _) => false,
+            _ => false,
         }
     }
 }
 
 impl Serialize for Details {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match &self.repr {
-            Repr::Fields(fields) => {
-                let mut map = serializer.serialize_map(Some(fields.len()))?;
-                for (k, f) in fields {
-                    map.serialize_entry(k.as_ref(), f.value())?;
-                }
-                map.end()
-            }
-            Repr::Value(v) => v.serialize(serializer),
+        if let Repr::Value(v) = &self.repr {
+            return v.serialize(serializer);
         }
+        let mut map = serializer.serialize_map(self.len())?;
+        for (k, v) in self.fields().into_iter().flatten() {
+            map.serialize_entry(k, v.value())?;
+        }
+        map.end()
     }
 }
 
