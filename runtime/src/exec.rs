@@ -30,7 +30,7 @@ use crate::limits::Limits;
 use crate::retry::{self, RetryDecision, RetryState};
 use crate::task::Attempt;
 use crate::variables::{self, Variables};
-use crate::{Clock, EventType, Failure, History, HistoryEvent, HistoryLevel, TaskContext, choice, io};
+use crate::{Clock, Details, EventType, Failure, History, HistoryEvent, HistoryLevel, TaskContext, choice, io};
 
 /// How to run an execution.
 #[derive(Debug, Clone)]
@@ -449,7 +449,8 @@ struct Shared {
     arn_prefix: String,
     role_arn: String,
     machine_type: MachineType,
-    input: Value,
+    /// The execution input (`$$.Execution.Input`), shared with `ExecutionStarted`.
+    input: Arc<Value>,
     start_time: String,
     started_at: Instant,
     rng: Mutex<StdRng>,
@@ -537,7 +538,7 @@ impl Execution {
             arn_prefix,
             name,
             task_name,
-            input: input.clone(),
+            input: Arc::new(input.clone()),
             start_time,
             started_at,
             rng: Mutex::new(StdRng::seed_from_u64(seed)),
@@ -561,14 +562,7 @@ impl Execution {
             #[cfg(feature = "durable")]
             scope: Arc::new(Scope::default()),
         };
-        exec.record_with(EventType::ExecutionStarted, || {
-            json!({
-                "input": input,
-                "name": exec.shared.name,
-                "roleArn": exec.shared.role_arn,
-                "stateMachineArn": exec.shared.state_machine_id,
-            })
-        });
+        exec.record_with(EventType::ExecutionStarted, || exec.started_details());
         exec
     }
 
@@ -616,7 +610,9 @@ impl Execution {
                 (Status::TimedOut, None, None)
             }
             Some(Ok(Ok(output))) => {
-                self.record_with(EventType::ExecutionSucceeded, || json!({ "output": output }));
+                self.record_with(EventType::ExecutionSucceeded, || {
+                    Details::with_capacity(1).with_shared("output", self.share(&output))
+                });
                 (Status::Succeeded, Some(output), None)
             }
             Some(Ok(Err(failure))) => {
@@ -794,7 +790,7 @@ impl Execution {
         seed: u64,
     ) -> Execution {
         let input_failure = self.shared.limits.check_payload(&name, input).err();
-        let input = if input_failure.is_some() { Value::Null } else { input.clone() };
+        let input = Arc::new(if input_failure.is_some() { Value::Null } else { input.clone() });
         let shared = Shared {
             clock: self.shared.clock.clone(),
             history: History::new(),
@@ -838,16 +834,18 @@ impl Execution {
         };
         #[cfg(not(feature = "durable"))]
         let _ = op;
-        child.record(
-            EventType::ExecutionStarted,
-            json!({
-                "input": child.shared.input,
-                "name": child.shared.name,
-                "roleArn": child.shared.role_arn,
-                "stateMachineArn": child.shared.state_machine_id,
-            }),
-        );
+        child.record(EventType::ExecutionStarted, child.started_details());
         child
+    }
+
+    /// The details of `ExecutionStarted`: the input (shared with the history's documents, so
+    /// the first state's Entered event shares it too), the name and the ARNs.
+    fn started_details(&self) -> Details {
+        Details::with_capacity(4)
+            .with_shared("input", self.shared.history.adopt(Arc::clone(&self.shared.input)))
+            .with("name", Value::String(self.shared.name.clone()))
+            .with("roleArn", Value::String(self.shared.role_arn.clone()))
+            .with("stateMachineArn", Value::String(self.shared.state_machine_id.clone()))
     }
 
     /// The execution's start time (`$$.Execution.StartTime`).
@@ -872,14 +870,20 @@ impl Execution {
 
     /// Records an event now, chained to the previous event of this line of control, and
     /// returns its id.
-    pub fn record(&self, event_type: EventType, details: Value) -> u64 {
+    pub fn record(&self, event_type: EventType, details: impl Into<Details>) -> u64 {
         self.record_at(event_type, None, || details)
     }
 
     /// [`Execution::record`] with details built only when the history keeps events (at
     /// [`HistoryLevel::Express`] neither the details nor the timestamp are computed).
-    pub fn record_with(&self, event_type: EventType, details: impl FnOnce() -> Value) -> u64 {
+    pub fn record_with<D: Into<Details>>(&self, event_type: EventType, details: impl FnOnce() -> D) -> u64 {
         self.record_at(event_type, None, details)
+    }
+
+    /// A document for an event's details, shared with the events before it while it is the
+    /// same JSON instead of copied (see [`History::share`]).
+    pub fn share(&self, document: &Value) -> Arc<Value> {
+        self.shared.history.share(document)
     }
 
     /// Whether this execution keeps its history's events ([`HistoryLevel::Full`]).
@@ -888,7 +892,12 @@ impl Execution {
     }
 
     /// Records an event stamped `at` (now when `None`).
-    fn record_at(&self, event_type: EventType, at: Option<jiff::Timestamp>, details: impl FnOnce() -> Value) -> u64 {
+    fn record_at<D: Into<Details>>(
+        &self,
+        event_type: EventType,
+        at: Option<jiff::Timestamp>,
+        details: impl FnOnce() -> D,
+    ) -> u64 {
         if self.muted() {
             return self.cursor.load(Ordering::SeqCst);
         }
@@ -934,7 +943,7 @@ impl Execution {
         let mut ctx = json!({
             "Execution": {
                 "Id": self.shared.id,
-                "Input": self.shared.input,
+                "Input": *self.shared.input,
                 "Name": self.shared.name,
                 "StartTime": self.shared.start_time,
                 "RoleArn": self.shared.role_arn,
@@ -1019,7 +1028,7 @@ impl<'a> Visit<'a> {
     ) -> Visit<'a> {
         let entered_at = (timed || exec.keeps_history()).then(|| exec.clock().now());
         let entered_id = match EventType::entered(state_type) {
-            Some(ty) => exec.record_at(ty, entered_at, || history_details(name, "input", input)),
+            Some(ty) => exec.record_at(ty, entered_at, || history_details(exec, name, "input", input)),
             None => 0,
         };
         tracing::debug!(state = name, r#type = state_type, "entered");
@@ -1061,7 +1070,7 @@ impl<'a> Visit<'a> {
 
     fn exit(&self, output: &Value) {
         if let Some(ty) = EventType::exited(self.state_type) {
-            self.exec.record_with(ty, || history_details(self.name, "output", output));
+            self.exec.record_with(ty, || history_details(self.exec, self.name, "output", output));
         }
     }
 
@@ -1075,7 +1084,7 @@ impl<'a> Visit<'a> {
         self.exec.limits().check_payload(self.name, output).map_err(|f| self.runtime(f))?;
         if let Some(ty) = EventType::exited(self.state_type) {
             self.exec.record_with(ty, || {
-                let mut details = history_details(self.name, "output", output);
+                let mut details = history_details(self.exec, self.name, "output", output);
                 crate::variables::record_assigned(&mut details, &values);
                 details
             });
@@ -1172,14 +1181,15 @@ impl<'a> Visit<'a> {
     }
 }
 
-/// `{"name": name, <key>: value}`, the details of an Entered/Exited event. The value is cloned:
-/// `json!` would run it through `to_value`, which re-inserts (and re-hashes) every key and costs
-/// several times as many instructions.
-fn history_details(name: &str, key: &str, value: &Value) -> Value {
-    let mut details = serde_json::Map::with_capacity(2);
-    details.insert("name".to_owned(), Value::String(name.to_owned()));
-    details.insert(key.to_owned(), value.clone());
-    Value::Object(details)
+/// `{"name": name, <key>: value}`, the details of an Entered/Exited event, the value shared
+/// (not copied) with the events around it while it is the same document.
+fn history_details(exec: &Execution, name: &str, key: &'static str, value: &Value) -> Details {
+    Details::named(name, key, exec.share(value))
+}
+
+/// `{"name": name}`, the details of a state's events that carry nothing else.
+fn name_details(name: &str) -> Details {
+    Details::with_capacity(1).with("name", Value::String(name.to_owned()))
 }
 
 fn state_span(name: &str, state_type: &'static str) -> tracing::Span {
@@ -1863,7 +1873,7 @@ struct AbortGuard<'a> {
 impl Drop for AbortGuard<'_> {
     fn drop(&mut self) {
         if self.armed {
-            self.exec.record(self.event, json!({ "name": self.name }));
+            self.exec.record_with(self.event, || name_details(self.name));
         }
     }
 }
@@ -1950,23 +1960,22 @@ async fn task_inner(
             None => (None, None),
         };
         exec.record_with(events.scheduled, || {
+            let details = Details::with_capacity(5).with("resource", json!(resource));
             let mut details = if events.lambda {
                 // AWS's LambdaFunctionScheduled: the function's input, and only the limits set.
-                let mut d = json!({ "resource": resource, "input": params });
-                if let Some(t) = timeout {
-                    d["timeoutInSeconds"] = json!(t.as_secs());
+                let d = details.with_shared("input", exec.share(&params));
+                match timeout {
+                    Some(t) => d.with("timeoutInSeconds", json!(t.as_secs())),
+                    None => d,
                 }
-                d
             } else {
-                json!({
-                    "resource": resource,
-                    "parameters": params,
-                    "timeoutInSeconds": seconds_json(timeout),
-                    "heartbeatInSeconds": seconds_json(heartbeat),
-                })
+                details
+                    .with_shared("parameters", exec.share(&params))
+                    .with("timeoutInSeconds", seconds_json(timeout))
+                    .with("heartbeatInSeconds", seconds_json(heartbeat))
             };
             if let Some(arn) = &role_arn {
-                details["taskCredentials"] = json!({ "roleArn": arn });
+                details.insert("taskCredentials", json!({ "roleArn": arn }));
             }
             details
         });
@@ -1979,7 +1988,9 @@ async fn task_inner(
             Some(invoke) => task_ctx.with_function_name(invoke.function_name.clone()),
             None => task_ctx,
         };
-        exec.record_with(events.started, || if events.lambda { json!({}) } else { json!({ "resource": resource }) });
+        exec.record_with(events.started, || {
+            if events.lambda { Details::new() } else { Details::with_capacity(1).with("resource", json!(resource)) }
+        });
         let outcome = match &visit.task_token {
             Some(token) => {
                 // A callback: the handler only hands the token on (its result is ignored); the
@@ -2027,7 +2038,9 @@ async fn task_inner(
                 // Checked before the result is recorded or processed: a result that is too
                 // large or too deep is terminal, and AWS names the resource that returned it.
                 exec.limits().check_payload(resource, &result).map_err(|f| visit.runtime(f))?;
-                exec.record_with(events.succeeded, || events.details(resource, json!({ "output": result })));
+                exec.record_with(events.succeeded, || {
+                    events.details(resource, Details::with_capacity(2).with_shared("output", exec.share(&result)))
+                });
                 let assign_code = |dollar: &Value, states: &Bindings<'_>| code.assigned(exec, dollar, states);
                 let output_code = |states: &Bindings<'_>| code.output(exec, states);
                 let language = Language {
@@ -2114,25 +2127,22 @@ impl AttemptEvents {
     }
 
     /// An outcome event's details: `fields`, plus the resource on `Task*` events.
-    fn details(&self, resource: &str, mut fields: Value) -> Value {
-        if !self.lambda {
-            fields["resource"] = json!(resource);
-        }
-        fields
+    fn details(&self, resource: &str, fields: Details) -> Details {
+        if self.lambda { fields } else { fields.with("resource", json!(resource)) }
     }
 }
 
 /// `{"error", "cause"}` of a failure event, leaving out an empty error or cause as AWS leaves
 /// out an absent one (a Fail state without `Error`, a timeout without a cause).
-fn failure_details(f: &Failure) -> Value {
-    let mut details = serde_json::Map::new();
+fn failure_details(f: &Failure) -> Details {
+    let mut details = Details::with_capacity(3);
     if !f.error.is_empty() {
-        details.insert("error".into(), json!(f.error));
+        details.insert("error", json!(f.error));
     }
     if !f.cause.is_empty() {
-        details.insert("cause".into(), json!(f.cause));
+        details.insert("cause", json!(f.cause));
     }
-    Value::Object(details)
+    details
 }
 
 /// What a Task's fields let [`task_with`] skip (generated code builds it at compile time).
@@ -2424,7 +2434,7 @@ fn state_failed<C: retry::CatchRule>(
     } else {
         failure
     };
-    visit.exec.record(event, json!({ "name": visit.name }));
+    visit.exec.record_with(event, || name_details(visit.name));
     caught(visit, catchers, raw_input, failure)
 }
 
@@ -3398,7 +3408,7 @@ where
             }
             Err(f) => return Err(visit.runtime(f)),
         };
-        exec.record(EventType::ParallelStateStarted, json!({ "name": name }));
+        exec.record_with(EventType::ParallelStateStarted, || name_details(name));
         let branches_exec = exec.parallel_scope(name, visit_no, visit.retry_count, "ParallelBranch");
         exec.reopen_for_redrive(&branches_exec, name, visit_no, visit.retry_count, |error| {
             retry::find_catcher(code.catchers(), error).is_none()
@@ -3407,7 +3417,7 @@ where
         let outcome = exec.in_state_context(&branches_exec, name, "Parallel", branches).await;
         let (failure, branches_failed) = match outcome.map_err(|f| visit.runtime(f))? {
             Ok(outputs) => {
-                exec.record(EventType::ParallelStateSucceeded, json!({ "name": name }));
+                exec.record_with(EventType::ParallelStateSucceeded, || name_details(name));
                 let result = Value::Array(outputs);
                 let assign_code = |dollar: &Value, states: &Bindings<'_>| code.assigned(exec, dollar, states.context);
                 let assign = AssignRef::of(code.assign(), code.assigns(), &assign_code);
@@ -3567,7 +3577,7 @@ where
         };
         let (failure, iterations_failed) = match outcome {
             Ok(result) => {
-                exec.record(EventType::MapStateSucceeded, json!({ "name": name }));
+                exec.record_with(EventType::MapStateSucceeded, || name_details(name));
                 let assign_code = |dollar: &Value, states: &Bindings<'_>| code.assigned(exec, dollar, states.context);
                 let assign = AssignRef::of(code.assign(), code.assigns(), &assign_code);
                 let language = Language { assign, output: code.output().map(OutputRef::Ir) };

@@ -23,8 +23,13 @@ pub fn is_invoke(resource: &str) -> bool {
 /// <name>[:<qualifier>]`): AWS records such a Task's attempts as `LambdaFunction*` events, not
 /// `Task*` ones.
 pub fn is_function_arn(resource: &str) -> bool {
-    let parts: Vec<&str> = resource.split(':').collect();
-    parts.len() >= 7 && parts[0] == "arn" && parts[2] == "lambda" && parts[5] == "function" && !parts[6].is_empty()
+    // Every Task attempt asks, so without collecting the parts: `arn`, a partition, `lambda`,
+    // a region, an account, `function`, then a non-empty name.
+    let mut parts = resource.split(':');
+    parts.next() == Some("arn")
+        && parts.nth(1) == Some("lambda")
+        && parts.nth(2) == Some("function")
+        && parts.next().is_some_and(|name| !name.is_empty())
 }
 
 /// An `Invoke` request as Step Functions sends it to Lambda.
@@ -206,6 +211,10 @@ mod tests {
         assert!(is_function_arn("arn:aws:lambda:us-east-1:111111111111:function:f:live"));
         assert!(!is_function_arn(INVOKE_RESOURCE));
         assert!(!is_function_arn("arn:aws:states:::lambda:invoke.waitForTaskToken"));
+        assert!(!is_function_arn("arn:aws:lambda:us-east-1:111111111111:function:"));
+        assert!(!is_function_arn("arn:aws:lambda:us-east-1:111111111111:function"));
+        assert!(!is_function_arn("arn:aws:lambda:us-east-1:111111111111:layer:f"));
+        assert!(!is_function_arn("work"));
     }
 
     #[test]

@@ -31,7 +31,7 @@ use crate::exec::{Execution, ExecutionResult, RunOptions, Status};
 use crate::interp::DynHandler;
 use crate::schedule::{DIRECT_INVOKE_DENIED, StartedBy};
 use crate::task::{Attempt, run_attempt};
-use crate::{EventType, Failure, TaskContext};
+use crate::{Details, EventType, Failure, TaskContext};
 
 /// The error name an `end` of kind `terminate` travels under out of nested machines; the top
 /// level turns it back into a successful end.
@@ -275,22 +275,29 @@ async fn run_detached(functions: &dyn DynHandler, child: Detached) {
     record_detached_end(&line, &state, &workflow_id, ended);
 }
 
+/// `{"name", "workflowId", <key>: document}`: a subflow's start or successful end, the document
+/// shared with the history's others.
+fn subflow_details(line: &Execution, name: &str, workflow_id: &str, key: &'static str, document: &Value) -> Details {
+    Details::with_capacity(3)
+        .with("name", json!(name))
+        .with("workflowId", json!(workflow_id))
+        .with_shared(key, line.share(document))
+}
+
 /// Records how an unwaited subflow ended on its own line.
 fn record_detached_end(line: &Execution, state: &str, workflow_id: &str, ended: Result<Value, Failure>) {
     match ended {
         Ok(output) => {
-            line.record(
-                EventType::SwSubflowSucceeded,
-                json!({ "name": state, "workflowId": workflow_id, "output": output }),
-            );
+            line.record_with(EventType::SwSubflowSucceeded, || {
+                subflow_details(line, state, workflow_id, "output", &output)
+            });
         }
         // `terminate` ends the subflow's own instance, which nothing else waits on.
         Err(f) if f.error == TERMINATE => {
             let output: Value = serde_json::from_str(&f.cause).unwrap_or(Value::Null);
-            line.record(
-                EventType::SwSubflowSucceeded,
-                json!({ "name": state, "workflowId": workflow_id, "output": output }),
-            );
+            line.record_with(EventType::SwSubflowSucceeded, || {
+                subflow_details(line, state, workflow_id, "output", &output)
+            });
         }
         Err(f) => {
             line.record(
@@ -313,7 +320,7 @@ async fn start_detached(
     functions: &dyn DynHandler,
 ) {
     let line = exec.branch();
-    line.record(EventType::SwSubflowStarted, json!({ "name": name, "workflowId": workflow_id, "input": input }));
+    line.record_with(EventType::SwSubflowStarted, || subflow_details(&line, name, workflow_id, "input", &input));
     let child = Detached {
         state: name.to_owned(),
         workflow_id: workflow_id.to_owned(),
@@ -552,7 +559,12 @@ pub async fn step(
     functions: &dyn DynHandler,
 ) -> Result<Step, Failure> {
     exec.check_history()?;
-    exec.record(EventType::SwStateEntered, json!({ "name": name, "type": spec.type_name(), "input": input }));
+    exec.record_with(EventType::SwStateEntered, || {
+        Details::with_capacity(3)
+            .with("name", json!(name))
+            .with("type", json!(spec.type_name()))
+            .with_shared("input", exec.share(&input))
+    });
     // Counted as the ASL states count theirs, so durable operation ids are stable across replays.
     let visit = exec.next_visit(name);
     if let Some(schema) = &spec.input_schema {
@@ -602,7 +614,7 @@ pub async fn step(
         validate(schema, &output, &format!("the output of state {name:?}"), "dataOutputSchema")?;
     }
     let next = next.unwrap_or(&spec.next);
-    exec.record(EventType::SwStateExited, json!({ "name": name, "output": output }));
+    exec.record_with(EventType::SwStateExited, || Details::named(name, "output", exec.share(&output)));
     follow(exec, name, visit, next, output).await
 }
 
@@ -670,7 +682,7 @@ async fn produce_event(
         .collect();
     let publish = || exec.events().produce(&p.event, data, &attributes, exec.clock().now_rfc3339());
     let event = produce(exec, name, visit, suffix, &p.event.name, publish).await?;
-    exec.record(EventType::EventProduced, json!({ "event": event }));
+    exec.record_with(EventType::EventProduced, || Details::with_capacity(1).with_shared("event", exec.share(&event)));
     Ok(())
 }
 
@@ -823,7 +835,7 @@ async fn work<'s>(
             // Unwaited, the handler's call still runs to its end (its outcome is recorded, not
             // used), as a compiled-in child would.
             let line = exec.branch();
-            line.record(EventType::SwSubflowStarted, json!({ "name": name, "workflowId": workflow_id, "input": data }));
+            line.record_with(EventType::SwSubflowStarted, || subflow_details(&line, name, workflow_id, "input", &data));
             let ended = handler_subflow(&line, name, workflow_id, data.clone(), functions, site, "sub").await;
             record_detached_end(&line, name, workflow_id, ended);
             Ok((data, None))
@@ -946,7 +958,7 @@ fn secs(s: f64) -> Duration {
 }
 
 fn consumed(exec: &Execution, name: &str, event: &Value) {
-    exec.record(EventType::EventConsumed, json!({ "name": name, "event": event }));
+    exec.record_with(EventType::EventConsumed, || Details::named(name, "event", exec.share(event)));
 }
 
 /// Merges a consumed event through an event data filter: the filter applies to the whole
@@ -1137,7 +1149,12 @@ async fn action_result(
                 Some(t) => eval_template(t, &input),
                 None => input,
             };
-            exec.record(EventType::TaskScheduled, json!({ "name": name, "resource": function, "parameters": params }));
+            exec.record_with(EventType::TaskScheduled, || {
+                Details::with_capacity(3)
+                    .with("name", json!(name))
+                    .with("resource", json!(function))
+                    .with_shared("parameters", exec.share(&params))
+            });
             // An SWF decider schedules the call as an activity whose type is the function's name.
             let request = exec.step_request(function, &params, action.timeout.map(secs), None);
             let ctx = TaskContext::new(name, function.as_str(), 0, exec.task_execution_name());
@@ -1147,7 +1164,12 @@ async fn action_result(
             match attempt {
                 Attempt::Succeeded(v) => {
                     exec.limits().check_payload(name, &v)?;
-                    exec.record(EventType::TaskSucceeded, json!({ "name": name, "resource": function, "output": v }));
+                    exec.record_with(EventType::TaskSucceeded, || {
+                        Details::with_capacity(3)
+                            .with("name", json!(name))
+                            .with("resource", json!(function))
+                            .with_shared("output", exec.share(&v))
+                    });
                     Ok(v)
                 }
                 Attempt::Failed(f) => {
@@ -1175,7 +1197,7 @@ async fn action_result(
             let publish = || exec.events().produce(trigger, payload, context_attributes, exec.clock().now_rfc3339());
             let suffix = format!(".{}.{}{key}.trigger", site.attempt, site.group);
             let event = produce(exec, name, site.visit, &suffix, &trigger.name, publish).await?;
-            exec.record(EventType::EventProduced, json!({ "name": name, "event": event }));
+            exec.record_with(EventType::EventProduced, || Details::named(name, "event", exec.share(&event)));
             match result {
                 None => Ok(Value::Object(Map::new())),
                 Some(def) => match wait_events(exec, name, site, key, &[def], false, action.timeout.map(secs))

@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use wfc_ir::{Assign, Template};
 
 use crate::jsonata::{self, Bindings};
-use crate::{Failure, io};
+use crate::{Details, Failure, io};
 
 /// Largest value one variable may hold, in bytes of compact JSON (AWS: 256 KiB).
 pub const MAX_VARIABLE_BYTES: usize = 256 * 1024;
@@ -98,12 +98,11 @@ impl Variables {
 /// JSON (a string holding JSON, as AWS records it), and `assignedVariablesDetails.truncated` says
 /// whether that map was cut short, which wfc never does (AWS reports `false` too: a history
 /// event's variables fit the 256 KiB an Assign block may set).
-pub fn record_assigned(details: &mut Value, values: &[(String, Value)]) {
-    let Some(details) = details.as_object_mut() else { return };
+pub fn record_assigned(details: &mut Details, values: &[(String, Value)]) {
     let assigned: Map<String, Value> =
         values.iter().map(|(name, value)| (name.clone(), Value::String(value.to_string()))).collect();
-    details.insert("assignedVariables".to_owned(), Value::Object(assigned));
-    details.insert("assignedVariablesDetails".to_owned(), serde_json::json!({ "truncated": false }));
+    details.insert("assignedVariables", Value::Object(assigned));
+    details.insert("assignedVariablesDetails", serde_json::json!({ "truncated": false }));
 }
 
 fn limit(cause: String) -> Failure {

@@ -132,7 +132,7 @@ async fn finishing_and_history_are_recorded() {
         previous_event_id: 0,
         timestamp: "t".into(),
         event_type: wfc_runtime::EventType::ExecutionStarted,
-        details: json!({}),
+        details: json!({}).into(),
     }];
     s.append_history("e", events.clone()).await.unwrap();
     assert_eq!(s.read_history("e").await.unwrap(), events);

@@ -311,7 +311,7 @@ async fn a_timed_out_non_exclusive_event_state_consumes_the_same_events_in_memor
     let none = Handlers::new();
     let consumed = |result: &ExecutionResult| -> Vec<Value> {
         let events = result.history.iter().filter(|e| e.event_type == wfc_runtime::EventType::EventConsumed);
-        events.map(|e| e.details.clone()).collect()
+        events.map(|e| e.details.to_value()).collect()
     };
 
     let bus = EventBus::new();

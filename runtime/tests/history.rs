@@ -69,13 +69,13 @@ fn event_sequence_of_a_successful_run() {
         assert_eq!(e.previous_event_id, i as u64);
     }
     let by_type = |t: E| r.history.iter().find(|e| e.event_type == t).cloned();
-    let entered = by_type(E::TaskStateEntered).map(|e| e.details);
+    let entered = by_type(E::TaskStateEntered).map(|e| e.details.to_value());
     assert_eq!(entered, Some(json!({"name": "Work", "input": {"want": true}})));
-    let exited = by_type(E::TaskStateExited).map(|e| e.details);
+    let exited = by_type(E::TaskStateExited).map(|e| e.details.to_value());
     assert_eq!(exited, Some(json!({"name": "Work", "output": {"ok": true}})));
-    let failed = by_type(E::TaskFailed).map(|e| e.details);
+    let failed = by_type(E::TaskFailed).map(|e| e.details.to_value());
     assert_eq!(failed, Some(json!({"resource": "work", "error": "Flaky", "cause": "first try"})));
-    let scheduled = by_type(E::TaskScheduled).map(|e| e.details);
+    let scheduled = by_type(E::TaskScheduled).map(|e| e.details.to_value());
     assert_eq!(scheduled.as_ref().map(|d| d["parameters"].clone()), Some(json!({"want": true})));
     // Timestamps follow the virtual clock: 1 s of back-off, then a 2 s Wait.
     let stamp = |t: E| by_type(t).map(|e| e.timestamp).unwrap_or_default();
@@ -94,7 +94,7 @@ fn event_sequence_of_a_failed_run() {
         &[E::ChoiceStateEntered, E::ChoiceStateExited, E::FailStateEntered, E::ExecutionFailed]
     );
     assert_eq!(
-        r.history.last().map(|e| e.details.clone()),
+        r.history.last().map(|e| e.details.to_value()),
         Some(json!({"error": "NotOk", "cause": "the task said no"}))
     );
 }
@@ -129,4 +129,34 @@ fn parallel_branches_record_into_one_history_with_their_own_chains() {
         assert_eq!(entered.map(|e| e.previous_event_id), started, "branch {name}");
     }
     assert_eq!(r.history.iter().filter(|e| e.event_type == E::PassStateExited).count(), 2);
+}
+
+#[test]
+fn events_share_each_document_instead_of_copying_it() {
+    // Input {"want": true} passes through Start, Work's first attempt and its retry; Work's
+    // result {"ok": true} is its output and goes through Decide, Pause and Done unchanged.
+    let r = run(&small_machine(), &work_handler(), json!({"want": true}));
+    let mut documents: Vec<&std::sync::Arc<Value>> = Vec::new();
+    for e in &r.history {
+        for key in ["input", "output", "parameters"] {
+            if e.details.get(key).is_none() {
+                continue;
+            }
+            let shared = e.details.shared(key);
+            assert!(shared.is_some(), "event {} ({:?}) copies its {key}", e.id, e.event_type);
+            if let Some(doc) = shared.filter(|d| !documents.iter().any(|seen| std::sync::Arc::ptr_eq(seen, d))) {
+                documents.push(doc);
+            }
+        }
+    }
+    // Fifteen events carry a document; the history holds two.
+    let carrying =
+        r.history.iter().filter(|e| ["input", "output", "parameters"].iter().any(|k| e.details.get(k).is_some()));
+    assert_eq!(carrying.count(), 15);
+    let held: Vec<Value> = documents.iter().map(|d| Value::clone(d)).collect();
+    assert_eq!(held, vec![json!({"want": true}), json!({"ok": true})]);
+    // And serializes as before: a shared document is written out in full in each event.
+    let exited =
+        serde_json::to_value(r.history.iter().find(|e| e.event_type == E::ChoiceStateExited)).unwrap_or_default();
+    assert_eq!(exited["details"], json!({"name": "Decide", "output": {"ok": true}}));
 }

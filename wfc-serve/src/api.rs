@@ -663,7 +663,7 @@ impl Service {
                 previous_event_id: 0,
                 timestamp: record.start_time.clone(),
                 event_type: wfc_runtime::EventType::ExecutionStarted,
-                details: json!({ "input": record.input }),
+                details: json!({ "input": record.input }).into(),
             });
         }
         if reverse {

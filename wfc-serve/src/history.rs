@@ -91,9 +91,10 @@ pub fn aws_event(event: &HistoryEvent, region: &str, include_data: bool) -> Valu
                 "region" => Some(json!(region)),
                 "input" | "output" if !include_data => None,
                 "input" | "output" | "parameters" => {
-                    let v = event.details.get(field).cloned().unwrap_or(Value::Null);
+                    // Serialized from the event as it is: no copy of the document first.
+                    let v = event.details.get(field).unwrap_or(&Value::Null);
                     (field == "parameters" || !v.is_null() || event_type.starts_with("Execution"))
-                        .then(|| json!(serde_json::to_string(&v).unwrap_or_default()))
+                        .then(|| Value::String(serde_json::to_string(v).unwrap_or_default()))
                 }
                 _ => event.details.get(field).filter(|v| !v.is_null()).cloned(),
             };

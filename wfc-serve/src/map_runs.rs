@@ -325,7 +325,7 @@ mod tests {
             previous_event_id: id - 1,
             timestamp: format!("2024-01-01T00:00:0{id}.000Z"),
             event_type,
-            details: json!({ "mapRunArn": arn }),
+            details: json!({ "mapRunArn": arn }).into(),
         }
     }
 

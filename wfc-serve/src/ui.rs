@@ -562,7 +562,7 @@ async fn execution_page(service: &Service, parts: &Parts) -> Result<Response<Ful
             previous_event_id: 0,
             timestamp: record.start_time.clone(),
             event_type: wfc_runtime::EventType::ExecutionStarted,
-            details: json!({ "input": record.input }),
+            details: json!({ "input": record.input }).into(),
         });
     }
     let ops = journal(service, &record).await?;

@@ -1055,7 +1055,7 @@ pub(crate) fn aborted_events(record: &ExecutionRecord, last: u64, now: i64) -> V
             previous_event_id: 0,
             timestamp: record.start_time.clone(),
             event_type: EventType::ExecutionStarted,
-            details: serde_json::json!({ "input": record.input, "name": record.name }),
+            details: serde_json::json!({ "input": record.input, "name": record.name }).into(),
         });
     }
     let mut details = serde_json::Map::new();
@@ -1071,7 +1071,7 @@ pub(crate) fn aborted_events(record: &ExecutionRecord, last: u64, now: i64) -> V
         previous_event_id: previous,
         timestamp: stamp,
         event_type: EventType::ExecutionAborted,
-        details: Value::Object(details),
+        details: details.into(),
     });
     events
 }
@@ -1106,7 +1106,7 @@ pub(crate) fn redriven_event(record: &ExecutionRecord, last: u64, now: i64) -> O
         previous_event_id: last,
         timestamp: stamp,
         event_type: crate::EventType::ExecutionRedriven,
-        details: serde_json::json!({ "redriveCount": record.redrive_count + 1 }),
+        details: serde_json::json!({ "redriveCount": record.redrive_count + 1 }).into(),
     })
 }
 

@@ -434,8 +434,10 @@ impl CommitArgs {
     ) -> Result<CommitArgs, StoreError> {
         let mut events = Vec::with_capacity(history.events.len());
         let mut event_ids = Vec::with_capacity(history.events.len());
+        // Consecutive events that share a document serialize it once.
+        let mut writer = crate::history::EventWriter::new();
         for event in &history.events {
-            events.push(serde_json::to_string(event).map_err(backend)?);
+            events.push(writer.to_json(event).map_err(backend)?);
             event_ids.push(i64::try_from(event.id).map_err(backend)?);
         }
         Ok(CommitArgs {
@@ -863,8 +865,9 @@ async fn write_history<C: GenericClient>(c: &C, name: &str, history: &HistoryWri
         )
         .await
         .map_err(pg)?;
+    let mut writer = crate::history::EventWriter::new();
     for event in &history.events {
-        let text = serde_json::to_string(event).map_err(backend)?;
+        let text = writer.to_json(event).map_err(backend)?;
         let id = i64::try_from(event.id).map_err(backend)?;
         c.execute(&stmt, &[&name, &id, &text]).await.map_err(pg)?;
     }

@@ -313,8 +313,10 @@ fn write_history(tx: &Connection, name: &str, history: &HistoryWrite) -> Result<
     let mut stmt = tx
         .prepare_cached("INSERT OR REPLACE INTO history (execution, event_id, event) VALUES (?1, ?2, ?3)")
         .map_err(backend)?;
+    // Consecutive events that share a document serialize it once.
+    let mut writer = crate::history::EventWriter::new();
     for event in &history.events {
-        let text = serde_json::to_string(event).map_err(backend)?;
+        let text = writer.to_json(event).map_err(backend)?;
         let id = i64::try_from(event.id).map_err(backend)?;
         stmt.execute(params![name, id, text]).map_err(backend)?;
     }

@@ -1,6 +1,10 @@
 //! Execution history in the shape of AWS `GetExecutionHistory`: numbered events, each pointing at
 //! the event that led to it.
 
+mod details;
+
+pub use details::{Details, DocumentCache, EventWriter, same_json};
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -192,8 +196,9 @@ pub struct HistoryEvent {
     #[serde(rename = "type")]
     pub event_type: EventType,
     /// Event-specific data: `{"name","input"}` for Entered, `{"name","output"}` for Exited,
-    /// `{"error","cause"}` for failures.
-    pub details: Value,
+    /// `{"error","cause"}` for failures. Documents in it are shared, not copied (see
+    /// [`Details`]).
+    pub details: Details,
 }
 
 /// How much history an execution keeps ([`crate::RunOptions::history`]).
@@ -210,8 +215,8 @@ pub enum HistoryLevel {
     #[default]
     Full,
     /// No events are kept: [`crate::ExecutionResult::history`] is empty. AWS Express workflows
-    /// keep no execution history either. Much cheaper for states that carry large documents,
-    /// which the full history copies twice per state.
+    /// keep no execution history either. Cheaper still: no event is built or timestamped
+    /// (the full history shares each state's documents, see [`Details`], but builds every event).
     Express,
 }
 
@@ -245,6 +250,8 @@ pub struct History {
     /// `Some` at [`HistoryLevel::Express`]: events are only counted (for their ids and the
     /// history limit), never stored.
     counted: Option<Arc<AtomicU64>>,
+    /// The documents events share (see [`History::share`]).
+    documents: Arc<DocumentCache>,
 }
 
 impl History {
@@ -280,14 +287,34 @@ impl History {
     }
 
     /// Appends an event and returns its id.
-    pub fn record(&self, event_type: EventType, details: Value, timestamp: String, previous_event_id: u64) -> u64 {
+    pub fn record(
+        &self,
+        event_type: EventType,
+        details: impl Into<Details>,
+        timestamp: String,
+        previous_event_id: u64,
+    ) -> u64 {
         if let Some(id) = self.count() {
             return id;
         }
+        let details = details.into();
         let mut events = self.lock();
         let id = events.len() as u64 + 1;
         events.push(HistoryEvent { id, previous_event_id, timestamp, event_type, details });
         id
+    }
+
+    /// A document for an event's [`Details`], shared instead of copied: the same `Arc` as the
+    /// last document shared while this one is the same JSON (a state's input is the previous
+    /// state's output), else a copy (see [`DocumentCache`]).
+    pub fn share(&self, document: &Value) -> Arc<Value> {
+        self.documents.share(document)
+    }
+
+    /// `document` for an event's [`Details`], made the one the next [`History::share`]
+    /// compares with: for a document that is already shared (the execution input).
+    pub fn adopt(&self, document: Arc<Value>) -> Arc<Value> {
+        self.documents.adopt(document)
     }
 
     /// A snapshot of every event so far, in order.

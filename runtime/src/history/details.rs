@@ -1,0 +1,512 @@
+//! The details of a history event ([`Details`]): a JSON object whose documents (a state's input
+//! and output, a Task's parameters and result) are shared with the execution instead of copied.
+//!
+//! A Standard execution keeps every event, and every state records its input on entry and its
+//! output on exit. Copying each document into its event cost more than everything else a state
+//! does (a deep clone on recording, a walk of every copy when the history is dropped). Here an
+//! event holds an [`Arc`] of the document, and [`DocumentCache`] hands consecutive events the
+//! same `Arc` while the document stays the same (a state's output is the next state's input),
+//! so recording is a reference-count increment and the history holds each distinct document
+//! once. The JSON is exactly what a [`Value`] of the same fields serializes to.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+/// A field name: the event builders' are static (`"name"`, `"input"`), stored ones owned.
+type Key = Cow<'static, str>;
+
+/// The details of one history event: a JSON object (or, when read back or built by hand, any
+/// JSON value), serialized exactly as the same [`Value`] is.
+///
+/// Read it like a `Value` (`details["name"]`, [`Details::get`]); [`Details::to_value`] makes
+/// an owned copy.
+#[derive(Clone, Default)]
+pub struct Details {
+    repr: Repr,
+}
+
+#[derive(Clone)]
+enum Repr {
+    /// `{"name": name, <key>: document}`, a state's Entered or Exited event: the most common
+    /// details, built without a `Vec`.
+    Named { name: Value, key: &'static str, document: Arc<Value> },
+    /// Built field by field, in order (the engine's other events).
+    Fields(Vec<(Key, Field)>),
+    /// Built from a JSON value (hand-built events, events read back from a store).
+    Value(Value),
+}
+
+impl Default for Repr {
+    fn default() -> Repr {
+        Repr::Fields(Vec::new())
+    }
+}
+
+#[derive(Clone)]
+enum Field {
+    Owned(Value),
+    /// A document shared with the execution (and with other events).
+    Shared(Arc<Value>),
+}
+
+impl Field {
+    fn as_ref(&self) -> FieldRef<'_> {
+        match self {
+            Field::Owned(v) => FieldRef::Value(v),
+            Field::Shared(doc) => FieldRef::Shared(doc),
+        }
+    }
+
+    fn into_value(self) -> Value {
+        match self {
+            Field::Owned(v) => v,
+            Field::Shared(v) => Arc::unwrap_or_clone(v),
+        }
+    }
+}
+
+static NULL: Value = Value::Null;
+
+impl Details {
+    /// An empty object (`{}`).
+    pub fn new() -> Details {
+        Details::default()
+    }
+
+    /// An empty object with room for `n` fields.
+    pub fn with_capacity(n: usize) -> Details {
+        Details { repr: Repr::Fields(Vec::with_capacity(n)) }
+    }
+
+    /// `{"name": name, <key>: document}`: a state's Entered (`input`) or Exited (`output`) event.
+    pub fn named(name: &str, key: &'static str, document: Arc<Value>) -> Details {
+        Details { repr: Repr::Named { name: Value::String(name.to_owned()), key, document } }
+    }
+
+    /// These details with `key` set to `value` (replaced in place when already set, as
+    /// [`Map::insert`] does).
+    pub fn with(mut self, key: impl Into<Key>, value: Value) -> Details {
+        self.insert(key, value);
+        self
+    }
+
+    /// These details with `key` set to a shared document.
+    pub fn with_shared(mut self, key: impl Into<Key>, document: Arc<Value>) -> Details {
+        self.set(key.into(), Field::Shared(document));
+        self
+    }
+
+    /// Sets `key` to `value` (in place when already set, as [`Map::insert`] does). Details
+    /// that are not an object (only hand-built ones can be) are left as they are.
+    pub fn insert(&mut self, key: impl Into<Key>, value: Value) {
+        self.set(key.into(), Field::Owned(value));
+    }
+
+    fn set(&mut self, key: Key, field: Field) {
+        if let Repr::Named { name, key, document } = &mut self.repr {
+            let fields = vec![
+                (Key::Borrowed("name"), Field::Owned(std::mem::take(name))),
+                (Key::Borrowed(*key), Field::Shared(Arc::clone(document))),
+            ];
+            self.repr = Repr::Fields(fields);
+        }
+        match &mut self.repr {
+            Repr::Fields(fields) => match fields.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, slot)) => *slot = field,
+                None => fields.push((key, field)),
+            },
+            Repr::Value(Value::Object(map)) => {
+                map.insert(key.into_owned(), field.into_value());
+            }
+            Repr::Named { .. } | Repr::Value(_) => {}
+        }
+    }
+
+    /// The value of field `key`, if the details are an object that has it.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        match &self.repr {
+            Repr::Value(v) => v.get(key),
+            _ => self.fields()?.find(|(k, _)| *k == key).map(|(_, v)| v.value()),
+        }
+    }
+
+    /// The shared document of field `key`, if it holds one (see [`DocumentCache`]).
+    pub fn shared(&self, key: &str) -> Option<&Arc<Value>> {
+        self.fields()?.find_map(|(k, v)| match v {
+            FieldRef::Shared(doc) if k == key => Some(doc),
+            _ => None,
+        })
+    }
+
+    /// The fields in order, when the details are an object.
+    fn fields(&self) -> Option<Fields<'_>> {
+        match &self.repr {
+            Repr::Named { name, key, document } => Some(Fields::Named(Some(name), Some((key, document)))),
+            Repr::Fields(fields) => Some(Fields::Built(fields.iter())),
+            Repr::Value(Value::Object(map)) => Some(Fields::Map(map.iter())),
+            Repr::Value(_) => None,
+        }
+    }
+
+    fn len(&self) -> Option<usize> {
+        match &self.repr {
+            Repr::Named { .. } => Some(2),
+            Repr::Fields(fields) => Some(fields.len()),
+            Repr::Value(Value::Object(map)) => Some(map.len()),
+            Repr::Value(_) => None,
+        }
+    }
+
+    /// A copy as a JSON value.
+    pub fn to_value(&self) -> Value {
+        match (&self.repr, self.fields()) {
+            (Repr::Value(v), _) => v.clone(),
+            (_, fields) => {
+                Value::Object(fields.into_iter().flatten().map(|(k, v)| (k.to_owned(), v.value().clone())).collect())
+            }
+        }
+    }
+
+    /// The details as a JSON value (copying only the documents something else still shares).
+    pub fn into_value(self) -> Value {
+        match self.repr {
+            Repr::Named { name, key, document } => {
+                let mut map = Map::with_capacity(2);
+                map.insert("name".to_owned(), name);
+                map.insert(key.to_owned(), Arc::unwrap_or_clone(document));
+                Value::Object(map)
+            }
+            Repr::Fields(fields) => {
+                Value::Object(fields.into_iter().map(|(k, f)| (k.into_owned(), f.into_value())).collect())
+            }
+            Repr::Value(v) => v,
+        }
+    }
+}
+
+/// The fields of a [`Details`] object, whichever way it was built.
+enum Fields<'a> {
+    Named(Option<&'a Value>, Option<(&'static str, &'a Arc<Value>)>),
+    Built(std::slice::Iter<'a, (Key, Field)>),
+    Map(serde_json::map::Iter<'a>),
+}
+
+impl<'a> Iterator for Fields<'a> {
+    type Item = (&'a str, FieldRef<'a>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Fields::Named(name, document) => match name.take() {
+                Some(name) => Some(("name", FieldRef::Value(name))),
+                None => document.take().map(|(key, doc)| (key, FieldRef::Shared(doc))),
+            },
+            Fields::Built(it) => it.next().map(|(k, f)| (k.as_ref(), f.as_ref())),
+            Fields::Map(it) => it.next().map(|(k, v)| (k.as_str(), FieldRef::Value(v))),
+        }
+    }
+}
+
+/// One field's value, telling a shared document apart (for [`EventWriter`]).
+#[derive(Clone, Copy)]
+enum FieldRef<'a> {
+    Value(&'a Value),
+    Shared(&'a Arc<Value>),
+}
+
+impl<'a> FieldRef<'a> {
+    fn value(self) -> &'a Value {
+        match self {
+            FieldRef::Value(v) => v,
+            FieldRef::Shared(doc) => doc,
+        }
+    }
+}
+
+impl std::ops::Index<&str> for Details {
+    type Output = Value;
+
+    /// The value of field `key`, `null` when absent (as indexing a [`Value`] does).
+    fn index(&self, key: &str) -> &Value {
+        self.get(key).unwrap_or(&NULL)
+    }
+}
+
+impl From<Value> for Details {
+    fn from(value: Value) -> Details {
+        Details { repr: Repr::Value(value) }
+    }
+}
+
+impl From<Map<String, Value>> for Details {
+    fn from(map: Map<String, Value>) -> Details {
+        Details { repr: Repr::Value(Value::Object(map)) }
+    }
+}
+
+impl From<Details> for Value {
+    fn from(details: Details) -> Value {
+        details.into_value()
+    }
+}
+
+/// Equal as JSON values are (an object's key order does not matter), however each was built.
+impl PartialEq for Details {
+    fn eq(&self, other: &Details) -> bool {
+        match (self.fields(), &other.repr) {
+            (None, Repr::Value(b)) => matches!(&self.repr, Repr::Value(a) if a == b),
+            (None, _) => false,
+            (Some(mut fields), _) => self.len() == other.len() && fields.all(|(k, v)| other.get(k) == Some(v.value())),
+        }
+    }
+}
+
+impl PartialEq<Value> for Details {
+    fn eq(&self, other: &Value) -> bool {
+        match (&self.repr, self.fields(), other) {
+            (Repr::Value(v), _, other) => v == other,
+            (_, Some(mut fields), Value::Object(map)) => {
+                self.len() == Some(map.len()) && fields.all(|(k, v)| map.get(k) == Some(v.value()))
+            }
+            _ => false,
+        }
+    }
+}
+
+impl Serialize for Details {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if let Repr::Value(v) = &self.repr {
+            return v.serialize(serializer);
+        }
+        let mut map = serializer.serialize_map(self.len())?;
+        for (k, v) in self.fields().into_iter().flatten() {
+            map.serialize_entry(k, v.value())?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Details {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Details, D::Error> {
+        Value::deserialize(deserializer).map(Details::from)
+    }
+}
+
+/// Compact JSON, as a [`Value`] displays.
+impl fmt::Display for Details {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = serde_json::to_string(self).map_err(|_| fmt::Error)?;
+        f.write_str(&text)
+    }
+}
+
+impl fmt::Debug for Details {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Details({self})")
+    }
+}
+
+/// Hands out shared copies of the documents events record: the last document handed out is
+/// handed out again (its [`Arc`]) while the next one is the same JSON, which is the common case
+/// (a state's input is the previous state's output, and a Task's parameters, result and
+/// output are often its input or each other). A different document is copied once.
+///
+/// "The same" is exact: the same key order and the same numbers (`1` and `1.0`, `0.0` and
+/// `-0.0` differ), so the shared document serializes exactly as the recorded one would.
+#[derive(Debug, Default)]
+pub struct DocumentCache {
+    last: Mutex<Option<Arc<Value>>>,
+}
+
+impl DocumentCache {
+    /// A shared copy of `document`.
+    pub fn share(&self, document: &Value) -> Arc<Value> {
+        // The comparison and the copy run outside the lock: Parallel branches record at once.
+        let last = self.last.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if let Some(last) = last
+            && same_json(&last, document)
+        {
+            return last;
+        }
+        let shared = Arc::new(document.clone());
+        *self.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::clone(&shared));
+        shared
+    }
+}
+
+impl DocumentCache {
+    /// `document`, made the last one handed out: for a document that is already shared.
+    pub fn adopt(&self, document: Arc<Value>) -> Arc<Value> {
+        *self.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::clone(&document));
+        document
+    }
+}
+
+/// Whether `a` and `b` serialize to the same JSON text (unlike `==`, which ignores key order).
+pub fn same_json(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Null, Value::Null) => true,
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::Number(x), Value::Number(y)) => match (x.as_f64(), x.is_f64(), y.is_f64()) {
+            // `0.0 == -0.0`, but they print differently.
+            (Some(fx), true, true) => y.as_f64().is_some_and(|fy| fx.to_bits() == fy.to_bits()),
+            _ => x == y,
+        },
+        (Value::String(x), Value::String(y)) => x == y,
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_json(x, y)),
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|((kx, vx), (ky, vy))| kx == ky && same_json(vx, vy))
+        }
+        _ => false,
+    }
+}
+
+/// Writes events as JSON text one at a time (a store's rows, JSON lines), exactly as
+/// `serde_json::to_string` of each would, but serializes a shared document once for
+/// consecutive events that hold it (a state's Exited output and the next state's Entered
+/// input).
+#[derive(Debug, Default)]
+pub struct EventWriter {
+    /// The last shared document written and its JSON text.
+    last: Option<(Arc<Value>, String)>,
+}
+
+impl EventWriter {
+    /// A writer with nothing cached.
+    pub fn new() -> EventWriter {
+        EventWriter::default()
+    }
+
+    /// `event` as compact JSON.
+    pub fn to_json(&mut self, event: &super::HistoryEvent) -> Result<String, serde_json::Error> {
+        let mut out = String::with_capacity(128);
+        out.push_str("{\"id\":");
+        out.push_str(&event.id.to_string());
+        out.push_str(",\"previousEventId\":");
+        out.push_str(&event.previous_event_id.to_string());
+        out.push_str(",\"timestamp\":");
+        out.push_str(&serde_json::to_string(&event.timestamp)?);
+        out.push_str(",\"type\":");
+        out.push_str(&serde_json::to_string(&event.event_type)?);
+        out.push_str(",\"details\":");
+        match event.details.fields() {
+            Some(fields) => {
+                out.push('{');
+                for (i, (key, value)) in fields.enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&serde_json::to_string(key)?);
+                    out.push(':');
+                    match value {
+                        FieldRef::Shared(doc) => out.push_str(self.document(doc)?),
+                        FieldRef::Value(v) => out.push_str(&serde_json::to_string(v)?),
+                    }
+                }
+                out.push('}');
+            }
+            None => out.push_str(&serde_json::to_string(&event.details)?),
+        }
+        out.push('}');
+        Ok(out)
+    }
+
+    fn document(&mut self, doc: &Arc<Value>) -> Result<&str, serde_json::Error> {
+        let cached = self.last.as_ref().is_some_and(|(last, _)| Arc::ptr_eq(last, doc));
+        if !cached {
+            self.last = Some((Arc::clone(doc), serde_json::to_string(doc.as_ref())?));
+        }
+        Ok(self.last.as_ref().map_or("", |(_, text)| text.as_str()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn built_details_serialize_as_the_same_value() {
+        let doc = Arc::new(json!({"b": 1, "a": [1.0, -0.0, "x"]}));
+        let d = Details::named("S", "input", Arc::clone(&doc)).with("extra", json!(null));
+        let expected = json!({"name": "S", "input": {"b": 1, "a": [1.0, -0.0, "x"]}, "extra": null});
+        assert_eq!(serde_json::to_string(&d).ok(), serde_json::to_string(&expected).ok());
+        assert_eq!(d, expected);
+        assert_eq!(d, Details::from(expected.clone()));
+        assert_eq!(d.to_value(), expected);
+        assert_eq!(d["input"]["b"], 1);
+        assert_eq!(d["missing"], Value::Null);
+        assert!(d.shared("input").is_some_and(|s| Arc::ptr_eq(s, &doc)));
+        assert_eq!(d.to_string(), expected.to_string());
+        // Replacing a field keeps its place, as `Map::insert` does.
+        let d = d.with("name", json!("T"));
+        assert_eq!(
+            serde_json::to_string(&d).ok().as_deref(),
+            Some(r#"{"name":"T","input":{"b":1,"a":[1.0,-0.0,"x"]},"extra":null}"#)
+        );
+        let round: Details = serde_json::from_str(&d.to_string()).unwrap_or_default();
+        assert_eq!(round, d);
+    }
+
+    #[test]
+    fn the_cache_shares_only_the_same_json() {
+        let cache = DocumentCache::default();
+        let a = cache.share(&json!({"i": 1}));
+        assert!(Arc::ptr_eq(&a, &cache.share(&json!({"i": 1}))));
+        // Different text: a new copy each time.
+        for other in [json!({"i": 1.0}), json!({"i": 2}), json!({"j": 1}), json!([1])] {
+            assert!(!Arc::ptr_eq(&a, &cache.share(&other)));
+        }
+        let zero = cache.share(&json!(0.0));
+        assert!(!Arc::ptr_eq(&zero, &cache.share(&json!(-0.0))));
+        // Key order matters: `==` calls these equal, their JSON differs.
+        let ab = cache.share(&json!({"a": 1, "b": 2}));
+        let ba: Value = serde_json::from_str(r#"{"b": 2, "a": 1}"#).unwrap_or_default();
+        assert_eq!(*ab, ba);
+        assert!(!Arc::ptr_eq(&ab, &cache.share(&ba)));
+    }
+
+    #[test]
+    fn the_writer_writes_what_serde_does() {
+        use super::super::{EventType, HistoryEvent};
+        let doc = Arc::new(json!({"big": "x".repeat(100), "n": [1, 2.5]}));
+        let events = [
+            HistoryEvent {
+                id: 1,
+                previous_event_id: 0,
+                timestamp: "t\"1".into(),
+                event_type: EventType::PassStateExited,
+                details: Details::named("A", "output", Arc::clone(&doc)),
+            },
+            HistoryEvent {
+                id: 2,
+                previous_event_id: 1,
+                timestamp: "t2".into(),
+                event_type: EventType::PassStateEntered,
+                details: Details::named("B\n", "input", Arc::clone(&doc)),
+            },
+            HistoryEvent {
+                id: 3,
+                previous_event_id: 2,
+                timestamp: "t3".into(),
+                event_type: EventType::TaskFailed,
+                details: json!({"error": "E", "cause": "c"}).into(),
+            },
+            HistoryEvent {
+                id: 4,
+                previous_event_id: 3,
+                timestamp: "t4".into(),
+                event_type: EventType::TaskFailed,
+                details: Value::Null.into(),
+            },
+        ];
+        let mut writer = EventWriter::new();
+        for event in &events {
+            assert_eq!(writer.to_json(event).ok(), serde_json::to_string(event).ok());
+        }
+    }
+}
