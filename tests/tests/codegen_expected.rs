@@ -709,7 +709,8 @@ fn jsonata_nested_runs_as_the_interpreter_does() {
         .history
         .iter()
         .filter(|e| e.event_type == wfc_runtime::EventType::TaskScheduled)
-        .filter_map(|e| e.details.get("taskCredentials").cloned())
+        .map(|e| e.details["taskCredentials"].clone())
+        .filter(|credentials| !credentials.is_null())
         .collect();
     assert_eq!(roles, [json!({"roleArn": role}), json!({"roleArn": jrole})], "{done:?}");
     let retried = &results[1];
