@@ -1,9 +1,9 @@
 //! The ABI of states compiled to Rust: what generated code calls when it runs a state's work
 //! itself instead of handing the state's IR to [`crate::exec`].
 //!
-//! Generated code for a Pass, Choice, Succeed, Task, Wait or Fail state (JSONPath or JSONata),
-//! or a JSONPath Parallel or INLINE Map state (see docs/status.md, issue 20, for which forms are
-//! generated) is built from these pieces:
+//! Generated code for a Pass, Choice, Succeed, Task, Wait, Fail, Parallel or INLINE Map state
+//! (JSONPath or JSONata; see docs/status.md, issue 20, for what is still handed to `exec`) is
+//! built from these pieces:
 //!
 //! - the state's visit, [`pass`], [`choice`], [`succeed`], [`task`], [`wait`] and [`fail`]
 //!   (`exec::pass_with`, `exec::choice_with`, `exec::succeed_with`, `exec::task_with`,
@@ -23,6 +23,13 @@
 //!   Generated code implements [`NestedCode`] with [`ParallelCode`] (Parameters) or [`MapCode`]
 //!   (ItemsPath, ItemSelector, MaxConcurrency), and runs its branches and item processor as
 //!   generated machines ([`join_branches`] runs the branches together);
+//! - a JSONata Parallel's or Map's `Arguments`, `Output` and `Assign` as the `has_arguments`/
+//!   `arguments`, `has_output`/`output` and `assigns`/`assigned` methods of its code (as a
+//!   Task's), a JSONata Map's `Items` and `ItemSelector` as its `iteration_inputs` (through
+//!   [`jsonata_items`] or [`input_items`], and [`item_context`]), its `MaxConcurrency`
+//!   expression through [`max_concurrency_jsonata`];
+//! - a Task's `Credentials` as its code's `has_credentials`/`role_arn`: the object built as a
+//!   template, its `RoleArn` checked by [`jsonpath_role_arn`] or [`jsonata_role_arn`];
 //! - JSONata: each expression a [`StaticJsonata`] parsed once on first use, evaluated with the
 //!   `$states` [`Bindings`] by [`jsonata`] (templates), [`jsonata_condition`],
 //!   [`jsonata_seconds`], [`wait_seconds_jsonata`]/[`wait_timestamp_jsonata`] and
@@ -356,6 +363,35 @@ pub fn item_context(state_ctx: &Value, index: usize, item: &Value) -> Value {
 /// A Map's `MaxConcurrencyPath`: the non-negative integer it selects, else `States.Runtime`.
 pub fn max_concurrency_path(path: &Path, effective: &Value, ctx: &Value) -> Result<u64, Failure> {
     crate::distributed::max_concurrency_at(path, effective, ctx)
+}
+
+/// A JSONata Map's items from its evaluated `Items` (`expr`: the field's expression text when
+/// it is one `{% %}` expression): the array, else `States.QueryEvaluationError`.
+pub fn jsonata_items(items: Value, expr: Option<&str>) -> Result<Vec<Value>, Failure> {
+    crate::map::jsonata_items(items, expr)
+}
+
+/// A JSONata Map's items without `Items`: a copy of the state input, which must be an array.
+pub fn input_items(input: &Value) -> Result<Vec<Value>, Failure> {
+    crate::map::input_items(input)
+}
+
+/// A JSONata Map's `MaxConcurrency` expression on the state input: a non-negative integer
+/// (evaluated with a fixed seed, as the interpreter does).
+pub fn max_concurrency_jsonata(expr: &JsonataExpr, input: &Value, ctx: &Value) -> Result<u64, Failure> {
+    crate::distributed::max_concurrency_jsonata(expr, input, ctx)
+}
+
+/// A JSONPath Task's `Credentials` object, built by generated code: its `RoleArn` string, else
+/// `States.Runtime`.
+pub fn jsonpath_role_arn(credentials: Value) -> Result<String, Failure> {
+    crate::credentials::jsonpath_role_arn(credentials)
+}
+
+/// A JSONata Task's `Credentials` object, built by generated code (`expr`: `RoleArn`'s
+/// expression text when it is one): its `RoleArn` string, else `States.QueryEvaluationError`.
+pub fn jsonata_role_arn(credentials: Value, expr: Option<&str>) -> Result<String, Failure> {
+    crate::credentials::jsonata_role_arn(credentials, expr)
 }
 
 /// A number compared with a Choice literal (split at compile time); `None` when `value` is not a

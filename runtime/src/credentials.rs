@@ -26,32 +26,43 @@ pub fn role_arn(
     rng: &mut dyn Rng,
 ) -> Result<String, Failure> {
     match credentials {
-        TaskCredentials::JsonPath(t) => {
-            let value = io::template(t, effective, context, rng)?;
-            match value.get("RoleArn") {
-                Some(Value::String(arn)) => Ok(arn.clone()),
-                other => Err(Failure::runtime(format!(
-                    "The field 'RoleArn' of 'Credentials' must be a string, but was: {}",
-                    other.unwrap_or(&Value::Null)
-                ))),
-            }
-        }
+        TaskCredentials::JsonPath(t) => jsonpath_role_arn(io::template(t, effective, context, rng)?),
         TaskCredentials::Jsonata(t) => {
             let value = jsonata::template(t, "Credentials", &Bindings::new(effective, context), rng)?;
-            match value.get("RoleArn") {
-                Some(Value::String(arn)) => Ok(arn.clone()),
-                other => {
-                    let other = other.cloned().unwrap_or(Value::Null);
-                    let text = match t {
-                        JsonataTemplate::Object(entries) => match entries.iter().find(|(k, _)| k == "RoleArn") {
-                            Some((_, JsonataTemplate::Expr(e))) => e.as_str().to_owned(),
-                            _ => other.to_string(),
-                        },
-                        _ => other.to_string(),
-                    };
-                    Err(jsonata::unexpected_type(&text, "Credentials/RoleArn", "string", &other))
-                }
-            }
+            let expr = match t {
+                JsonataTemplate::Object(entries) => match entries.iter().find(|(k, _)| k == "RoleArn") {
+                    Some((_, JsonataTemplate::Expr(e))) => Some(e.as_str()),
+                    _ => None,
+                },
+                _ => None,
+            };
+            jsonata_role_arn(value, expr)
+        }
+    }
+}
+
+/// The role ARN of a JSONPath state's evaluated `Credentials` object (generated code builds the
+/// object itself): its `RoleArn` string, else `States.Runtime`.
+pub fn jsonpath_role_arn(credentials: Value) -> Result<String, Failure> {
+    match credentials.get("RoleArn") {
+        Some(Value::String(arn)) => Ok(arn.clone()),
+        other => Err(Failure::runtime(format!(
+            "The field 'RoleArn' of 'Credentials' must be a string, but was: {}",
+            other.unwrap_or(&Value::Null)
+        ))),
+    }
+}
+
+/// The role ARN of a JSONata state's evaluated `Credentials` object: its `RoleArn` string, else
+/// `States.QueryEvaluationError` naming `expr` (the text of `RoleArn`'s `{% %}` expression, when
+/// it is one; otherwise the value).
+pub fn jsonata_role_arn(credentials: Value, expr: Option<&str>) -> Result<String, Failure> {
+    match credentials.get("RoleArn") {
+        Some(Value::String(arn)) => Ok(arn.clone()),
+        other => {
+            let other = other.cloned().unwrap_or(Value::Null);
+            let text = expr.map_or_else(|| other.to_string(), str::to_owned);
+            Err(jsonata::unexpected_type(&text, "Credentials/RoleArn", "string", &other))
         }
     }
 }

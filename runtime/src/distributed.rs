@@ -299,13 +299,19 @@ fn path_float(path: &Path, field: &str, effective: &Value, context: &Value) -> R
 /// non-negative integer; else `States.Runtime`).
 pub fn max_concurrency(spec: &MapState, effective: &Value, context: &Value) -> Result<u64, Failure> {
     if let Some(e) = &spec.max_concurrency_jsonata {
-        let n = jsonata_integer(e, "MaxConcurrency", effective, context)?;
-        return u64::try_from(n).map_err(|_| Failure::runtime("MaxConcurrency cannot be negative."));
+        return max_concurrency_jsonata(e, effective, context);
     }
     match &spec.max_concurrency_path {
         Some(path) => max_concurrency_at(path, effective, context),
         None => Ok(spec.max_concurrency),
     }
+}
+
+/// A JSONata `MaxConcurrency` expression's value: a non-negative integer (a wrong type is
+/// `States.QueryEvaluationError`, a negative number `States.Runtime`).
+pub fn max_concurrency_jsonata(expr: &wfc_ir::JsonataExpr, effective: &Value, context: &Value) -> Result<u64, Failure> {
+    let n = jsonata_integer(expr, "MaxConcurrency", effective, context)?;
+    u64::try_from(n).map_err(|_| Failure::runtime("MaxConcurrency cannot be negative."))
 }
 
 /// What `MaxConcurrencyPath` selects: a non-negative integer, else `States.Runtime`.

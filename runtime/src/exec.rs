@@ -1560,7 +1560,8 @@ trait TaskCodeView {
     fn parameters(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<Value, Failure>;
     fn finish_needs_context(&self) -> bool;
     fn finish(&self, exec: &Execution, raw_input: Value, result: Value, ctx: &Value) -> Result<Value, Failure>;
-    fn credentials(&self) -> Option<&wfc_ir::TaskCredentials>;
+    fn has_credentials(&self) -> bool;
+    fn role_arn(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<String, Failure>;
     fn has_arguments(&self) -> bool;
     fn arguments(&self, exec: &Execution, states: &Bindings<'_>) -> Result<Value, Failure>;
     fn assigns(&self) -> bool;
@@ -1600,8 +1601,11 @@ impl<C: TaskCode + ?Sized> TaskCodeView for C {
     fn finish(&self, exec: &Execution, raw_input: Value, result: Value, ctx: &Value) -> Result<Value, Failure> {
         TaskCode::finish(self, exec, raw_input, result, ctx)
     }
-    fn credentials(&self) -> Option<&wfc_ir::TaskCredentials> {
-        TaskCode::credentials(self)
+    fn has_credentials(&self) -> bool {
+        TaskCode::has_credentials(self)
+    }
+    fn role_arn(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<String, Failure> {
+        TaskCode::role_arn(self, exec, effective, ctx)
     }
     fn has_arguments(&self) -> bool {
         TaskCode::has_arguments(self)
@@ -1697,9 +1701,16 @@ pub trait TaskCode {
         let _ = (exec, raw_input, ctx);
         Ok(result)
     }
-    /// `Credentials` (interpreted only).
-    fn credentials(&self) -> Option<&wfc_ir::TaskCredentials> {
-        None
+    /// Whether the state has `Credentials` ([`role_arn`](Self::role_arn)).
+    fn has_credentials(&self) -> bool {
+        false
+    }
+    /// `Credentials`' role ARN, evaluated per attempt on the effective input (`$states.input`
+    /// in a JSONata state) with the context object `ctx`; called only when
+    /// [`has_credentials`](Self::has_credentials).
+    fn role_arn(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<String, Failure> {
+        let _ = (exec, effective, ctx);
+        Err(Failure::runtime("the Task has no Credentials"))
     }
     /// Whether the state has JSONata `Arguments` ([`arguments`](Self::arguments)).
     fn has_arguments(&self) -> bool {
@@ -1823,8 +1834,15 @@ impl TaskCode for Interpreted<'_> {
         finish_paths(exec, &spec.result_selector, &spec.result_path, &spec.output_path, raw_input, result, ctx)
     }
 
-    fn credentials(&self) -> Option<&wfc_ir::TaskCredentials> {
-        self.0.credentials.as_ref()
+    fn has_credentials(&self) -> bool {
+        self.0.credentials.is_some()
+    }
+
+    fn role_arn(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<String, Failure> {
+        match &self.0.credentials {
+            Some(c) => exec.with_rng(|rng| crate::credentials::role_arn(c, effective, ctx, rng)),
+            None => Err(Failure::runtime("the Task has no Credentials")),
+        }
     }
 
     fn has_arguments(&self) -> bool {
@@ -1913,12 +1931,11 @@ async fn task_inner(
             visit.task_token = Some(token.map_err(|f| visit.runtime(f))?);
         }
         // Before the parameters: a single attempt may move the effective input into them.
-        let role_arn = match code.credentials() {
-            None => Ok(None),
-            Some(c) => {
-                let ctx = visit.context();
-                exec.with_rng(|rng| crate::credentials::role_arn(c, &effective, &ctx, rng)).map(Some)
-            }
+        let role_arn = if code.has_credentials() {
+            let ctx = visit.context();
+            code.role_arn(exec, &effective, &ctx).map(Some)
+        } else {
+            Ok(None)
         };
         let params = role_arn.and_then(|role_arn| {
             if code.has_arguments() {
@@ -2292,33 +2309,20 @@ struct Language<'s> {
 /// A function of the `$states` bindings, for [`AssignRef`] and [`OutputRef`].
 type StatesFn<'s, T> = dyn Fn(&Bindings<'_>) -> Result<T, Failure> + 's;
 
-/// A Task's, Parallel's or Map's `Assign` block as its visit evaluates it: the IR's (the
-/// interpreter's Parallel and Map), or the state's code (a Task's `TaskCode::assigned`, a
-/// generated Parallel's or Map's JSONPath block), called with what `$` means and the `$states`
-/// bindings (whose `context` is the context object).
+/// A Task's, Parallel's or Map's `Assign` block as its visit evaluates it: the state's code
+/// (`TaskCode::assigned`, `NestedCode::assigned`, reading the IR in the interpreter, compiled in
+/// generated code), called with what `$` means and the `$states` bindings (whose `context` is
+/// the context object).
 #[derive(Clone, Copy)]
 enum AssignRef<'s> {
-    Ir(&'s Assign),
     Code(&'s (dyn Fn(&Value, &Bindings<'_>) -> Result<Assigned, Failure> + 's)),
 }
 
-/// A Task's, Parallel's or Map's JSONata `Output` as its visit evaluates it: the IR's template,
-/// or the state's code (`TaskCode::output`).
+/// A Task's, Parallel's or Map's JSONata `Output` as its visit evaluates it: the state's code
+/// (`TaskCode::output`, `NestedCode::output`).
 #[derive(Clone, Copy)]
 enum OutputRef<'s> {
-    Ir(&'s JsonataTemplate),
     Code(&'s StatesFn<'s, Value>),
-}
-
-impl<'s> AssignRef<'s> {
-    /// The IR's block, or the generated one when `generated` (the state's code says it has one).
-    fn of(
-        ir: Option<&'s Assign>,
-        generated: bool,
-        code: &'s (dyn Fn(&Value, &Bindings<'_>) -> Result<Assigned, Failure> + 's),
-    ) -> Option<AssignRef<'s>> {
-        if generated { Some(AssignRef::Code(code)) } else { ir.map(AssignRef::Ir) }
-    }
 }
 
 impl Language<'_> {
@@ -2369,11 +2373,9 @@ fn finish_with_language(
     let b = Bindings { result: Some(&result), ..Bindings::new(raw_input, &ctx) };
     let assigned = match language.assign {
         Some(AssignRef::Code(code)) => Some(code(&result, &b)?),
-        Some(AssignRef::Ir(assign)) => visit.assign(Some(assign), &result, &b)?,
         None => None,
     };
     let output = match language.output {
-        Some(OutputRef::Ir(t)) => visit.jsonata(t, "Output", &b)?,
         Some(OutputRef::Code(code)) => code(&b)?,
         None => finish.output(visit, raw_input.clone(), result.clone()).map_err(|f| visit.runtime(f))?,
     };
@@ -3077,23 +3079,26 @@ pub trait NestedCode {
         let _ = (exec, raw_input, ctx);
         Ok(result)
     }
-    /// `Assign` (interpreted only).
-    fn assign(&self) -> Option<&Assign> {
-        None
-    }
-    /// Whether the state has a JSONPath `Assign` compiled to Rust ([`assigned`](Self::assigned)).
+    /// Whether the state has an `Assign` ([`assigned`](Self::assigned)).
     fn assigns(&self) -> bool {
         false
     }
-    /// The compiled `Assign`'s values, in the order written, on `dollar` (the result) with the
-    /// context object `ctx` (the variables as of entry).
-    fn assigned(&self, exec: &Execution, dollar: &Value, ctx: &Value) -> Result<Assigned, Failure> {
-        let _ = (exec, dollar, ctx);
+    /// The `Assign` block's values, in the order written: a JSONPath block on `dollar` (the
+    /// result) with the context object `states.context` (the variables as of entry); a JSONata
+    /// block with `states` (`$states.input`, `$states.result`, `$states.context`).
+    fn assigned(&self, exec: &Execution, dollar: &Value, states: &Bindings<'_>) -> Result<Assigned, Failure> {
+        let _ = (exec, dollar, states);
         Ok(Vec::new())
     }
-    /// JSONata `Output` (interpreted only).
-    fn output(&self) -> Option<&JsonataTemplate> {
-        None
+    /// Whether the state has a JSONata `Output` ([`output`](Self::output)).
+    fn has_output(&self) -> bool {
+        false
+    }
+    /// JSONata `Output`, evaluated with `states` (as for [`assigned`](Self::assigned)); called
+    /// only when [`has_output`](Self::has_output).
+    fn output(&self, exec: &Execution, states: &Bindings<'_>) -> Result<Value, Failure> {
+        let _ = exec;
+        Ok(states.result.cloned().unwrap_or(Value::Null))
     }
 }
 
@@ -3108,9 +3113,16 @@ pub trait ParallelCode: NestedCode {
         let _ = (exec, ctx);
         Ok(effective.clone())
     }
-    /// JSONata `Arguments` (interpreted only).
-    fn arguments(&self) -> Option<&JsonataTemplate> {
-        None
+    /// Whether the state has JSONata `Arguments` ([`arguments`](Self::arguments)).
+    fn has_arguments(&self) -> bool {
+        false
+    }
+    /// JSONata `Arguments`, evaluated with `states` (`$states.input` is the raw input,
+    /// `states.context` the context object of the attempt); called only when
+    /// [`has_arguments`](Self::has_arguments).
+    fn arguments(&self, exec: &Execution, states: &Bindings<'_>) -> Result<Value, Failure> {
+        let _ = exec;
+        Ok(states.input.clone())
     }
 }
 
@@ -3259,12 +3271,26 @@ impl<S: NestedSpec> NestedCode for InterpretedNested<'_, S> {
         finish_paths(exec, spec.result_selector(), spec.result_path(), spec.output_path(), raw_input, result, ctx)
     }
 
-    fn assign(&self) -> Option<&Assign> {
-        self.0.assign()
+    fn assigns(&self) -> bool {
+        self.0.assign().is_some()
     }
 
-    fn output(&self) -> Option<&JsonataTemplate> {
-        self.0.output()
+    fn assigned(&self, exec: &Execution, dollar: &Value, states: &Bindings<'_>) -> Result<Assigned, Failure> {
+        match self.0.assign() {
+            Some(assign) => exec.with_rng(|rng| variables::evaluate(assign, dollar, states, states.context, rng)),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    fn has_output(&self) -> bool {
+        self.0.output().is_some()
+    }
+
+    fn output(&self, exec: &Execution, states: &Bindings<'_>) -> Result<Value, Failure> {
+        match self.0.output() {
+            Some(t) => exec.with_rng(|rng| jsonata::template(t, "Output", states, rng)),
+            None => Ok(states.result.cloned().unwrap_or(Value::Null)),
+        }
     }
 }
 
@@ -3277,8 +3303,15 @@ impl ParallelCode for InterpretedNested<'_, ParallelState> {
         TemplateParameters(self.0.parameters.as_ref()).evaluate(exec, effective, ctx)
     }
 
-    fn arguments(&self) -> Option<&JsonataTemplate> {
-        self.0.arguments.as_ref()
+    fn has_arguments(&self) -> bool {
+        self.0.arguments.is_some()
+    }
+
+    fn arguments(&self, exec: &Execution, states: &Bindings<'_>) -> Result<Value, Failure> {
+        match &self.0.arguments {
+            Some(t) => exec.with_rng(|rng| jsonata::template(t, "Arguments", states, rng)),
+            None => Ok(states.input.clone()),
+        }
     }
 }
 
@@ -3391,12 +3424,11 @@ where
     loop {
         visit.retry_count = retries.retry_count();
         exec.check_history()?;
-        let branch_input = match code.arguments() {
-            Some(arguments) => {
-                let ctx = visit.context();
-                visit.jsonata(arguments, "Arguments", &Bindings::new(&input, &ctx))
-            }
-            None => parameters.for_attempt(&template, &effective, &visit),
+        let branch_input = if code.has_arguments() {
+            let ctx = visit.context();
+            code.arguments(exec, &Bindings::new(&input, &ctx))
+        } else {
+            parameters.for_attempt(&template, &effective, &visit)
         };
         let branch_input = match branch_input {
             Ok(v) => v,
@@ -3419,9 +3451,12 @@ where
             Ok(outputs) => {
                 exec.record_with(EventType::ParallelStateSucceeded, || name_details(name));
                 let result = Value::Array(outputs);
-                let assign_code = |dollar: &Value, states: &Bindings<'_>| code.assigned(exec, dollar, states.context);
-                let assign = AssignRef::of(code.assign(), code.assigns(), &assign_code);
-                let language = Language { assign, output: code.output().map(OutputRef::Ir) };
+                let assign_code = |dollar: &Value, states: &Bindings<'_>| code.assigned(exec, dollar, states);
+                let output_code = |states: &Bindings<'_>| code.output(exec, states);
+                let language = Language {
+                    assign: code.assigns().then_some(AssignRef::Code(&assign_code)),
+                    output: code.has_output().then_some(OutputRef::Code(&output_code)),
+                };
                 let finish = Finish {
                     needs_ctx: io_ctx || code.finish_needs_context(),
                     run: &|raw: Value, result: Value, ctx: &Value| code.finish(exec, raw, result, ctx),
@@ -3578,9 +3613,12 @@ where
         let (failure, iterations_failed) = match outcome {
             Ok(result) => {
                 exec.record_with(EventType::MapStateSucceeded, || name_details(name));
-                let assign_code = |dollar: &Value, states: &Bindings<'_>| code.assigned(exec, dollar, states.context);
-                let assign = AssignRef::of(code.assign(), code.assigns(), &assign_code);
-                let language = Language { assign, output: code.output().map(OutputRef::Ir) };
+                let assign_code = |dollar: &Value, states: &Bindings<'_>| code.assigned(exec, dollar, states);
+                let output_code = |states: &Bindings<'_>| code.output(exec, states);
+                let language = Language {
+                    assign: code.assigns().then_some(AssignRef::Code(&assign_code)),
+                    output: code.has_output().then_some(OutputRef::Code(&output_code)),
+                };
                 let finish = Finish {
                     needs_ctx: io_ctx || code.finish_needs_context(),
                     run: &|raw: Value, result: Value, ctx: &Value| code.finish(exec, raw, result, ctx),
@@ -3635,22 +3673,14 @@ pub(crate) fn jsonata_map_inputs(
         let b = Bindings::new(input, state_ctx);
         let items = match (read, &spec.items) {
             (Some(items), _) => items,
-            (None, Some(t)) => match evaluate(t, "Items", &b)? {
-                Value::Array(items) => items,
-                other => {
-                    let text = match t {
-                        JsonataTemplate::Expr(e) => e.as_str().to_owned(),
-                        _ => other.to_string(),
-                    };
-                    return Err(jsonata::unexpected_type(&text, "Items", "array", &other));
-                }
-            },
-            (None, None) => match input {
-                Value::Array(items) => items.clone(),
-                other => {
-                    return Err(jsonata::query_error(format!("Map state input must be an array but was: {other}")));
-                }
-            },
+            (None, Some(t)) => {
+                let expr = match t {
+                    JsonataTemplate::Expr(e) => Some(e.as_str()),
+                    _ => None,
+                };
+                crate::map::jsonata_items(evaluate(t, "Items", &b)?, expr)?
+            }
+            (None, None) => crate::map::input_items(input)?,
         };
         let Some(selector) = &spec.item_selector_jsonata else { return Ok(items) };
         items

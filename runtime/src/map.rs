@@ -28,6 +28,28 @@ pub fn items(items_path: &Path, effective: &Value, context: &Value) -> Result<Ve
     items_at(items_path.as_str(), selected, doc)
 }
 
+/// A JSONata Map's items from its evaluated `Items` field: the array, else
+/// `States.QueryEvaluationError` naming `expr` (the field's `{% %}` expression text, when it is
+/// one; otherwise the value).
+pub fn jsonata_items(items: Value, expr: Option<&str>) -> Result<Vec<Value>, Failure> {
+    match items {
+        Value::Array(items) => Ok(items),
+        other => {
+            let text = expr.map_or_else(|| other.to_string(), str::to_owned);
+            Err(crate::jsonata::unexpected_type(&text, "Items", "array", &other))
+        }
+    }
+}
+
+/// A JSONata Map's items without an `Items` field: the state input, which must be an array
+/// (else `States.QueryEvaluationError`).
+pub fn input_items(input: &Value) -> Result<Vec<Value>, Failure> {
+    match input {
+        Value::Array(items) => Ok(items.clone()),
+        other => Err(crate::jsonata::query_error(format!("Map state input must be an array but was: {other}"))),
+    }
+}
+
 /// [`items`] once the path (whose text is `text`) is evaluated on `doc`: what it `selected`
 /// (`None`: nothing), which must be an array. Generated code walks a definite ItemsPath itself
 /// and calls this for the items and the failures.

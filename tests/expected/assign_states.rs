@@ -674,7 +674,7 @@ pub mod assign_states {
                         &self,
                         _: &__wfc::Execution,
                         dollar: &__wfc::Value,
-                        _: &__wfc::Value,
+                        _: &__wfc::abi::Bindings<'_>,
                     ) -> Result<__wfc::abi::Assigned, __wfc::Failure> {
                         Ok(
                             ::std::vec![
@@ -828,8 +828,9 @@ pub mod assign_states {
                         &self,
                         _: &__wfc::Execution,
                         dollar: &__wfc::Value,
-                        ctx: &__wfc::Value,
+                        states: &__wfc::abi::Bindings<'_>,
                     ) -> Result<__wfc::abi::Assigned, __wfc::Failure> {
+                        let ctx = states.context;
                         Ok(
                             ::std::vec![
                                 (::std::borrow::ToOwned::to_owned("mappedCount"),

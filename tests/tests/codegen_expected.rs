@@ -6,7 +6,8 @@
 //!
 //! The fixtures are made of the states codegen writes as Rust (JSONPath Pass, Choice, Succeed,
 //! Task, Wait, Fail, Parallel and INLINE Map, and JSONPath Assign on all of them; JSONata Pass,
-//! Choice, Succeed, Task, Wait and Fail; see docs/status.md, issue 20), so these runs exercise
+//! Choice, Succeed, Task, Wait, Fail, Parallel and INLINE Map; Task Credentials; see
+//! docs/status.md, issue 20), so these runs exercise
 //! the generated paths, templates, intrinsics, conditions, Retry/Catch tables, nested machines,
 //! Assign blocks and JSONata expressions, including their failures.
 
@@ -25,8 +26,9 @@ include!("../expected/parallel_map.rs");
 include!("../expected/assign.rs");
 include!("../expected/assign_states.rs");
 include!("../expected/jsonata_states.rs");
+include!("../expected/jsonata_nested.rs");
 
-const STEMS: [&str; 8] = [
+const STEMS: [&str; 9] = [
     "count_loop",
     "pass_choice",
     "task_retry_catch",
@@ -35,6 +37,7 @@ const STEMS: [&str; 8] = [
     "assign",
     "assign_states",
     "jsonata_states",
+    "jsonata_nested",
 ];
 
 fn expected_dir() -> std::path::PathBuf {
@@ -129,6 +132,22 @@ fn pass_and_choice_are_generated_not_interpreted() {
     assert!(jsonata.contains("\"Arguments/list/2\""), "{jsonata}");
     assert!(jsonata.contains("static JSONATA_0: __wfc::abi::StaticJsonata"), "{jsonata}");
     assert!(!jsonata.contains("let machine = machine()?;"), "{jsonata}");
+    // JSONata Parallel and Map (Arguments, Items, ItemSelector, MaxConcurrency, Output, Assign,
+    // catchers) and Task Credentials: the states' code, no state handed to `exec`.
+    let nested = std::fs::read_to_string(expected_dir().join("jsonata_nested.rs")).expect("expected code");
+    for interpreted in ["exec::parallel(", "exec::map(", "exec::task(", "exec::pass("] {
+        assert!(!nested.contains(interpreted), "{interpreted}: {nested}");
+    }
+    assert_eq!(nested.matches("__wfc::abi::parallel(").count(), 1, "{nested}");
+    assert_eq!(nested.matches("__wfc::abi::map(").count(), 2, "{nested}");
+    assert_eq!(nested.matches("fn has_credentials(&self) -> bool").count(), 2, "{nested}");
+    assert_eq!(nested.matches("__wfc::abi::jsonpath_role_arn(").count(), 1, "{nested}");
+    assert_eq!(nested.matches("__wfc::abi::jsonata_role_arn(").count(), 1, "{nested}");
+    assert_eq!(nested.matches("__wfc::abi::jsonata_items(").count(), 1, "{nested}");
+    assert_eq!(nested.matches("__wfc::abi::input_items(").count(), 1, "{nested}");
+    assert_eq!(nested.matches("__wfc::abi::max_concurrency_jsonata(").count(), 1, "{nested}");
+    assert!(nested.contains("\"ItemSelector/check\""), "{nested}");
+    assert!(!nested.contains("let machine = machine()?;"), "{nested}");
     // The driver loop is the runtime's: generated machines supply only their steps.
     for stem in STEMS {
         let code = std::fs::read_to_string(expected_dir().join(format!("{stem}.rs"))).expect("expected code");
@@ -601,4 +620,127 @@ fn jsonata_states_run_as_the_interpreter_does() {
     }
     let caught = block_on_virtual(jsonata_states::run_with(&Tasks, inputs[9].clone(), options()));
     assert_eq!(caught.output.map(|o| o["vars"]["caught"].clone()), Some(json!("Boom")), "{:?}", caught.history);
+}
+
+impl jsonata_nested::Handler for Tasks {
+    async fn echo(&self, input: Value, ctx: TaskContext) -> Result<Value, Failure> {
+        echo(input, ctx).await
+    }
+}
+
+#[test]
+fn jsonata_nested_runs_as_the_interpreter_does() {
+    let role = "arn:aws:iam::123456789012:role/path \"✓\"";
+    let jrole = "arn:aws:iam::123456789012:role/jsonata {#}";
+    let base = json!({
+        "mode": "go ✓",
+        "n": 2,
+        "fan": {"x": 1},
+        "items": [{"x": 1, "sleep": 2}, {"x": 2}, {"x": 3, "sleep": 1}],
+        "cfg": {"max": 2, "role": role, "jrole": jrole},
+    });
+    let with = |key: &str, value: Value| {
+        let mut input = base.clone();
+        input[key] = value;
+        input
+    };
+    let cfg = |key: &str, value: Value| {
+        let mut input = base.clone();
+        if let Some(cfg) = input["cfg"].as_object_mut() {
+            // `null` removes the field.
+            match value {
+                Value::Null => cfg.remove(key),
+                value => cfg.insert(key.to_owned(), value),
+            };
+        }
+        input
+    };
+    let inputs = [
+        // 0: every state succeeds; the items finish out of order (sleeps), two at a time.
+        base.clone(),
+        // 1: the Parallel's Arguments fail on the first attempt only: retried, then succeed.
+        with("failFirst", json!(true)),
+        // 2: ... on every attempt: States.QueryEvaluationError after the retry, not caught.
+        with("failAlways", json!(true)),
+        // 3: a branch fails with Boom: the catcher's Assign and Output.
+        with("fan", json!({"boom": true})),
+        // 4, 5: the Parallel's Assign, then its Output, fail.
+        with("assignBad", json!(true)),
+        with("outBad", json!(true)),
+        // 6: Items is not an array; 7: no items; 8: an item fails with Boom (the Map's catcher).
+        with("items", json!(5)),
+        with("items", json!([])),
+        with("items", json!([{"x": 1, "boom": true, "sleep": 1}, {"x": 2}])),
+        // 9: ItemSelector fails on an item.
+        with("items", json!([{"x": 1}, {"x": 2, "bad": true}])),
+        // 10-13: MaxConcurrency a string, negative, 0 (no limit), 1.
+        cfg("max", json!("x")),
+        cfg("max", json!(-1)),
+        cfg("max", json!(0)),
+        cfg("max", json!(1)),
+        // 14: the Map's Output fails; 15: the second Map's input is not an array.
+        cfg("mapOutBad", json!(true)),
+        with("mode", json!("notarray")),
+        // 16: the JSONPath Credentials' role is a number; 17: missing (the Map's Output fails).
+        cfg("role", json!(5)),
+        cfg("role", Value::Null),
+        // 18, 19: the JSONata Credentials' role is a number, or missing.
+        cfg("jrole", json!(7)),
+        cfg("jrole", Value::Null),
+        // 20: no Items at all.
+        base.as_object()
+            .map(|o| {
+                let mut o = o.clone();
+                o.remove("items");
+                Value::Object(o)
+            })
+            .expect("an object"),
+    ];
+    let mut results = Vec::new();
+    for input in &inputs {
+        let compiled = block_on_virtual(jsonata_nested::run_with(&Tasks, input.clone(), options()));
+        assert_same("jsonata_nested", input, compiled.clone());
+        results.push(compiled);
+    }
+    let done = &results[0];
+    assert_eq!(done.output, Some(json!({"total": 6, "again": [2, 3, 4], "doubled": 4, "fanned": 0})), "{done:?}");
+    // Both Credentials reach the history (and the handler's context) as the role evaluated.
+    let roles: Vec<Value> = done
+        .history
+        .iter()
+        .filter(|e| e.event_type == wfc_runtime::EventType::TaskScheduled)
+        .map(|e| e.details["taskCredentials"].clone())
+        .filter(|credentials| !credentials.is_null())
+        .collect();
+    assert_eq!(roles, [json!({"roleArn": role}), json!({"roleArn": jrole})], "{done:?}");
+    let retried = &results[1];
+    assert_eq!(retried.output.as_ref().map(|o| o["fanned"].clone()), Some(json!(1)), "{retried:?}");
+    let caught = &results[3];
+    assert_eq!(caught.status, wfc_runtime::Status::Succeeded, "{caught:?}");
+    let caught_map = &results[8];
+    assert_eq!(caught_map.output.as_ref().map(|o| o["end"]["mapCaught"].clone()), Some(json!("Boom")));
+    // Where each JSONata evaluation failed, as AWS's EvaluationFailed names it.
+    let failures = [
+        (2, json!("Arguments/check")),
+        (4, json!("Assign/fanned")),
+        (5, json!("Output/n")),
+        (6, json!("Items")),
+        (9, json!("ItemSelector/check")),
+        (10, json!("MaxConcurrency")),
+        (14, json!("Output/sum")),
+        (17, json!("Output/role")),
+        (18, json!("Credentials/RoleArn")),
+        (19, json!("Credentials/RoleArn")),
+    ];
+    for (i, field) in failures {
+        let failed = &results[i];
+        let Some(error) = failed.error.clone() else { panic!("{i} does not fail: {:?}", failed.output) };
+        assert_eq!(error.error, "States.QueryEvaluationError", "{i}: {failed:?}");
+        let evaluation = failed.history.iter().find(|e| e.event_type == wfc_runtime::EventType::EvaluationFailed);
+        assert_eq!(evaluation.map(|e| e.details["location"].clone()), Some(field), "{i}: {failed:?}");
+    }
+    for i in [11, 16] {
+        let error = results[i].error.clone().expect("fails");
+        assert_eq!(error.error, "States.Runtime", "{i}: {:?}", results[i]);
+    }
 }

@@ -9,11 +9,14 @@
 //! * `enum State`: one variant per state of the machine, carrying that state's raw input;
 //! * `run`, `run_with`, `resume`, and `step`: one state's work (`match state { … }`) giving the
 //!   next `State` or the machine's end, run by the runtime's one driver loop (`abi::drive`).
-//!   JSONPath Pass, Choice, Succeed, Task, Wait, Fail, Parallel and INLINE Map states are generated as Rust
-//!   ([`states`]: paths as steps, templates as construction code, intrinsics as calls, Choice
-//!   rules as `if` conditions, Retry/Catch as `const` tables) around the runtime's `abi` visit
-//!   functions; every other state (those with JSONata, a DISTRIBUTED Map, SW states) still
-//!   calls `__private::exec::*` with its spec read from the embedded IR;
+//!   Pass, Choice, Succeed, Task, Wait, Fail, Parallel and INLINE Map states (JSONPath or
+//!   JSONata) are generated as Rust ([`states`]: paths as steps, templates as construction
+//!   code, intrinsics as calls, Choice rules as `if` conditions, JSONata expressions as
+//!   `static`s, Retry/Catch as `const` tables) around the runtime's `abi` visit functions; the
+//!   other states (a DISTRIBUTED Map, SW states, a Choice with an `Is*` test on a non-Boolean
+//!   operand, which the front end refuses) still call `__private::exec::*` (or `sw::step`)
+//!   with their spec read from the embedded IR (`codegen_snapshots` checks this list over every
+//!   definition of tests/cases and the AWS corpus);
 //! * one nested module per Parallel branch and per Map item processor, with its own `State` and
 //!   `step`, run by the Parallel's or Map's visit (`abi::parallel`, `abi::map`).
 //!
@@ -696,9 +699,8 @@ impl<'a> Generator<'a> {
         })
     }
 
-    /// One arm of the driver's `match state`: the state's work, generated (JSONPath Pass,
-    /// Choice, Succeed, Task, Wait and Fail, see [`states`]) or handed to the runtime's `exec` with the state's spec fetched
-    /// from the IR, then the outcome mapped to the next `State` (or a return at the end). The
+    /// One arm of the driver's `match state`: the state's work, generated (see [`states`]) or
+    /// handed to the runtime's `exec` with the state's spec fetched from the IR, then the outcome mapped to the next `State` (or a return at the end). The
     /// flag says whether the arm reads the IR.
     fn arm(
         &self,

@@ -3,7 +3,7 @@
 //! `INSTA_UPDATE=always` or `cargo insta review` after reading the diff). The same fixtures are
 //! compiled warning-free by `tests/compile/tests/codegen_pass.rs` in the `wfc-compile-tests` crate.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use wfc_core::{Settings, Source, codegen};
 
@@ -112,4 +112,254 @@ fn variant_and_method_names() {
     ] {
         assert!(code.contains(method), "missing method {method}\n{code}");
     }
+}
+
+// What codegen hands to the interpreter, over every definition we have (issue 20): the
+// definitions of tests/cases (each case file's, deduplicated) and of the AWS-recorded corpus
+// (../shared/conformance/asl-aws; CI has it: there a missing folder fails, elsewhere it is
+// skipped with a loud message). No state's generated code may call a per-state function of
+// `exec` (or `sw::step`) unless it is one of `INTERPRETED`'s kinds, each with its reason.
+
+/// The states codegen still hands to the interpreter, and why. Anything else must be generated.
+const INTERPRETED: [(&str, &str); 3] = [
+    ("Serverless Workflow", "no SW codegen yet: generated code dispatches each SW state to `sw::step`"),
+    (
+        "DISTRIBUTED Map",
+        "its Map Run (runtime distributed.rs) reads ItemReader, ItemBatcher, ResultWriter and the tolerated failures from the IR",
+    ),
+    (
+        "Choice with an Is* test whose operand is not a Boolean literal",
+        "no valid definition has one (the front end refuses it, WFC0508): only a hand-built IR, whose run-time error the interpreter words",
+    ),
+];
+
+/// Which of [`INTERPRETED`]'s reasons covers `state`, if any.
+fn interpreted_reason(state: &wfc_ir::State) -> Option<&'static str> {
+    use wfc_ir::{Condition, Operand, Operator as O, StateKind};
+    fn bad_is_test(c: &Condition) -> bool {
+        match c {
+            Condition::And(cs) | Condition::Or(cs) => cs.iter().any(bad_is_test),
+            Condition::Not(c) => bad_is_test(c),
+            Condition::Compare(cmp) => {
+                matches!(
+                    cmp.operator,
+                    O::IsNull | O::IsNumeric | O::IsString | O::IsBoolean | O::IsTimestamp | O::IsPresent
+                ) && !matches!(cmp.operand, Operand::Literal(serde_json::Value::Bool(_)))
+            }
+            Condition::Jsonata(_) => false,
+        }
+    }
+    match &state.kind {
+        StateKind::Sw(_) => Some(INTERPRETED[0].0),
+        StateKind::Map(m) if m.distributed.is_some() => Some(INTERPRETED[1].0),
+        StateKind::Choice(c) if c.choices.iter().any(|r| bad_is_test(&r.condition)) => Some(INTERPRETED[2].0),
+        _ => None,
+    }
+}
+
+/// Every state of `machine` and of its Parallel branches and Map item processors.
+fn all_states<'a>(machine: &'a wfc_ir::StateMachine, out: &mut Vec<&'a wfc_ir::State>) {
+    for state in &machine.states {
+        out.push(state);
+        match &state.kind {
+            wfc_ir::StateKind::Parallel(p) => p.branches.iter().for_each(|b| all_states(b, out)),
+            wfc_ir::StateKind::Map(m) => all_states(&m.item_processor, out),
+            _ => {}
+        }
+    }
+}
+
+/// The calls of a per-state interpreter function in generated code: `__wfc::exec::KIND(exec,
+/// "name", …)` for the ASL state types, `__wfc::sw::step(exec, "name", …)`; each as the
+/// function's path and the state name's literal, as written in the code.
+fn interpreter_calls(tokens: proc_macro2::TokenStream, out: &mut Vec<(String, String)>) {
+    use proc_macro2::TokenTree as T;
+    const FUNCTIONS: [(&str, &str); 9] = [
+        ("exec", "pass"),
+        ("exec", "wait"),
+        ("exec", "succeed"),
+        ("exec", "fail"),
+        ("exec", "choice"),
+        ("exec", "task"),
+        ("exec", "parallel"),
+        ("exec", "map"),
+        ("sw", "step"),
+    ];
+    let trees: Vec<T> = tokens.into_iter().collect();
+    for (i, tree) in trees.iter().enumerate() {
+        if let T::Group(g) = tree {
+            interpreter_calls(g.stream(), out);
+        }
+        // `__wfc :: MODULE :: FUNCTION (exec , "name" …)`: 8 trees from `__wfc`.
+        let Some(window) = trees.get(i..i + 8) else { continue };
+        let text = |t: &T| t.to_string();
+        if text(&window[0]) != "__wfc" || text(&window[1]) != ":" || text(&window[4]) != ":" {
+            continue;
+        }
+        let (module, function) = (text(&window[3]), text(&window[6]));
+        if !FUNCTIONS.iter().any(|(m, f)| *m == module && *f == function) {
+            continue;
+        }
+        let T::Group(args) = &window[7] else { continue };
+        let args: Vec<T> = args.stream().into_iter().collect();
+        if let [T::Ident(first), T::Punct(_), T::Literal(name), ..] = args.as_slice()
+            && first == "exec"
+        {
+            out.push((format!("{module}::{function}"), name.to_string()));
+        }
+    }
+}
+
+/// The definitions the case files of `dir` (recursively) use: (a path for diagnostics, text).
+fn case_definitions(dir: &Path, seen: &mut std::collections::BTreeSet<PathBuf>, out: &mut Vec<(String, String)>) {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("entry").path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            case_definitions(&path, seen, out);
+            continue;
+        }
+        if !path.to_string_lossy().ends_with(".case.json") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let json: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let cases = match json {
+            serde_json::Value::Array(cases) => cases,
+            one => vec![one],
+        };
+        for (i, case) in cases.iter().enumerate() {
+            match &case["definition"] {
+                serde_json::Value::String(relative) => {
+                    let file = path.parent().expect("a parent").join(relative);
+                    let file = file.canonicalize().unwrap_or(file);
+                    if seen.insert(file.clone()) {
+                        let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+                        out.push((file.to_string_lossy().into_owned(), text));
+                    }
+                }
+                inline @ serde_json::Value::Object(_) => {
+                    out.push((format!("{}#{i}/definition", path.display()), inline.to_string()));
+                }
+                other => panic!("{}: case {i} has no definition: {other}", path.display()),
+            }
+        }
+    }
+}
+
+/// The definitions of the AWS-recorded corpus, or `None` when the folder is missing here.
+fn corpus_definitions() -> Option<Vec<(String, String)>> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/conformance/asl-aws");
+    if !dir.is_dir() {
+        let msg = format!("the AWS-recorded corpus is missing: {} does not exist", dir.display());
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("{msg} (CI must have it)");
+        }
+        eprintln!("\n!!!!!!!! SKIPPED (the corpus part): {msg} !!!!!!!!\n");
+        return None;
+    }
+    let mut files = Vec::new();
+    for category in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let category = category.expect("entry").path();
+        if !category.is_dir() {
+            continue;
+        }
+        for file in std::fs::read_dir(&category).unwrap_or_else(|e| panic!("{}: {e}", category.display())) {
+            let file = file.expect("entry").path();
+            if file.extension().is_some_and(|e| e == "json") {
+                files.push(file);
+            }
+        }
+    }
+    files.sort();
+    let out = files
+        .into_iter()
+        .map(|file| {
+            let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            let case: serde_json::Value =
+                serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            (format!("{}#definition", file.display()), case["definition"].to_string())
+        })
+        .collect();
+    Some(out)
+}
+
+/// Per corpus: definitions compiled and refused, states generated, states interpreted by reason.
+#[derive(Default, Debug)]
+struct Tally {
+    compiled: usize,
+    refused: usize,
+    generated: usize,
+    interpreted: std::collections::BTreeMap<&'static str, usize>,
+    jsonata: usize,
+    jsonata_interpreting: usize,
+}
+
+fn tally(definitions: &[(String, String)], problems: &mut Vec<String>) -> Tally {
+    let mut t = Tally::default();
+    let settings = Settings::new();
+    for (path, text) in definitions {
+        let Ok(compiled) = wfc_core::compile(Source { path, text }, &settings) else {
+            // Invalid on purpose (cases that expect a diagnostic), or needing what this build
+            // lacks: nothing is generated for them.
+            t.refused += 1;
+            continue;
+        };
+        t.compiled += 1;
+        let mut states = Vec::new();
+        all_states(&compiled.workflow.machine, &mut states);
+        let mut calls = Vec::new();
+        interpreter_calls(compiled.tokens, &mut calls);
+        // Each call must be a state of an allowed kind (matched by name; a name used by several
+        // states is matched against as many allowed ones).
+        let mut allowed: Vec<(String, &'static str)> = states
+            .iter()
+            .filter_map(|s| interpreted_reason(s).map(|r| (proc_macro2::Literal::string(&s.name).to_string(), r)))
+            .collect();
+        for (function, name) in &calls {
+            match allowed.iter().position(|(n, _)| n == name) {
+                Some(i) => *t.interpreted.entry(allowed.swap_remove(i).1).or_default() += 1,
+                None => problems.push(format!("{path}: state {name} is handed to the interpreter ({function})")),
+            }
+        }
+        t.generated += states.len() - calls.len();
+        if text.contains("\"JSONata\"") {
+            t.jsonata += 1;
+            t.jsonata_interpreting += usize::from(!calls.is_empty());
+        }
+    }
+    t
+}
+
+#[test]
+fn codegen_hands_only_the_listed_states_to_the_interpreter() {
+    let cases_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/cases");
+    let mut definitions = Vec::new();
+    case_definitions(&cases_dir, &mut Default::default(), &mut definitions);
+    assert!(definitions.len() >= 100, "tests/cases has only {} definitions", definitions.len());
+    let mut problems = Vec::new();
+    let cases = tally(&definitions, &mut problems);
+    eprintln!("tests/cases: {cases:?}");
+    assert!(cases.compiled >= 100, "{cases:?}");
+    let corpus = corpus_definitions().map(|definitions| {
+        let corpus = tally(&definitions, &mut problems);
+        eprintln!("asl-aws: {corpus:?}");
+        assert!(corpus.compiled >= 700, "{corpus:?}");
+        assert_eq!(corpus.jsonata_interpreting, 0, "asl-aws JSONata definitions handing states to exec: {corpus:?}");
+        corpus
+    });
+    let interpreted: usize =
+        [Some(&cases), corpus.as_ref()].into_iter().flatten().flat_map(|t| t.interpreted.values()).sum();
+    let generated: usize = [Some(&cases), corpus.as_ref()].into_iter().flatten().map(|t| t.generated).sum();
+    eprintln!("states generated: {generated}, interpreted: {interpreted}");
+    for (reason, why) in INTERPRETED {
+        let n: usize =
+            [Some(&cases), corpus.as_ref()].into_iter().flatten().filter_map(|t| t.interpreted.get(reason)).sum();
+        eprintln!("  interpreted, {reason}: {n} ({why})");
+    }
+    assert!(problems.is_empty(), "{} states handed to the interpreter:\n{}", problems.len(), problems.join("\n"));
+    assert!(generated > interpreted, "generated {generated}, interpreted {interpreted}");
 }

@@ -1,8 +1,7 @@
-//! The work of a state as Rust (issue 20): Pass, Choice, Succeed, Task, Wait and Fail states
-//! (JSONPath or JSONata) and JSONPath Parallel and INLINE Map states are generated here;
-//! DISTRIBUTED Maps, JSONata Parallel and Map states, Serverless Workflow states, a Task with
-//! `Credentials` and a Choice with an `Is*` test on a non-Boolean operand still hand their IR to
-//! `exec.rs` (see [`super::Generator::arm`]). A Parallel's branches and a Map's item processor are generated
+//! The work of a state as Rust (issue 20): Pass, Choice, Succeed, Task (with `Credentials`),
+//! Wait, Fail, Parallel and INLINE Map states (JSONPath or JSONata) are generated here;
+//! DISTRIBUTED Maps, Serverless Workflow states and a Choice with an `Is*` test on a
+//! non-Boolean operand still hand their IR to `exec.rs` (see [`super::Generator::arm`]). A Parallel's branches and a Map's item processor are generated
 //! machines of their own (`super::Generator::machine_items`); here is the state's own work.
 //!
 //! What the output calls is the runtime's `abi` module, the ABI of generated code:
@@ -27,9 +26,12 @@
 //!   `Assign` value) construction code whose literal subtrees are `static`s built once, with
 //!   `$states` an `abi::Bindings` built as the interpreter builds it;
 //! - a Parallel or Map becomes a `Code` type implementing `abi::NestedCode` (InputPath,
-//!   ResultSelector, ResultPath, OutputPath, Retry and Catch tables) and `abi::ParallelCode`
-//!   (Parameters) or `abi::MapCode` (ItemsPath, ItemSelector built per item, MaxConcurrency or
-//!   MaxConcurrencyPath).
+//!   ResultSelector, ResultPath, OutputPath, JSONata Output, Assign, Retry and Catch tables) and
+//!   `abi::ParallelCode` (Parameters or JSONata Arguments) or `abi::MapCode` (ItemsPath,
+//!   ItemSelector built per item, MaxConcurrency or MaxConcurrencyPath; or JSONata Items,
+//!   ItemSelector and MaxConcurrency);
+//! - a Task's `Credentials` becomes its `Code`'s `role_arn`, the object built as a template
+//!   and its `RoleArn` checked by `abi::jsonpath_role_arn`/`jsonata_role_arn`.
 //!
 //! The state's visit (its events, its context object, the `States.Runtime` prefix; for a Task
 //! the retry loop, timeouts, heartbeats, callbacks and Catch; for a Wait the clock) is the
@@ -45,7 +47,7 @@ use wfc_ir::native::{NativeForm, NativeLiteral};
 use wfc_ir::{
     Assign, Catcher, ChoiceState, Comparison, ComputedString, Condition, FailState, Jitter, JsonataExpr,
     JsonataTemplate, MapState, Operand, Operator, ParallelState, PassState, Path, ReferencePath, Retrier, Root,
-    Seconds, SucceedState, TaskState, Template, WaitDuration, WaitState,
+    Seconds, SucceedState, TaskCredentials, TaskState, Template, WaitDuration, WaitState,
 };
 
 /// Items (consts and statics) a state's generated code declares, with names unique in its arm.
@@ -468,12 +470,6 @@ fn jsonpath_assign(assign: Option<&Assign>) -> bool {
     matches!(assign, None | Some(Assign::JsonPath(_)))
 }
 
-/// Whether every catcher can be a generated table row: no JSONata `Output`, and `Assign` (if
-/// any) in JSONPath.
-fn catchers_generated(catchers: &[Catcher]) -> bool {
-    catchers.iter().all(|c| c.output.is_none() && jsonpath_assign(c.assign.as_ref()))
-}
-
 /// A Task's `Assign` (JSONPath or JSONata) as the methods `assigns` and `assigned` of its
 /// `Code` (`$` is the state's result; `states` the `$states` bindings, whose `context` is the
 /// context object), or nothing without one.
@@ -503,24 +499,24 @@ fn assign_methods(items: &mut Items, assign: Option<&Assign>) -> TokenStream {
     }
 }
 
-/// A Parallel's or Map's JSONPath `Assign` as the methods `assigns` and `assigned` of its
-/// `Code` (`$` is the state's result), or nothing without one.
-fn nested_assign_methods(items: &mut Items, assign: Option<&Assign>) -> Option<TokenStream> {
-    let Some(assign) = assign else { return Some(quote!()) };
-    let built = assign_code(items, assign, &quote!(dollar))?;
+/// A JSONata template (`Arguments`, `Output`) as a pair of methods of a state's `Code`: `has`
+/// (true) and `method`, which builds the value from the `$states` bindings.
+fn states_methods(items: &mut Items, t: &JsonataTemplate, field: &str, has: &str, method: &str) -> TokenStream {
+    let built = jsonata_template(items, t, field, &quote!(states));
     let body = quote!(Ok(#built));
     let exec = param(&body, "exec");
-    let dollar = param(&body, "dollar");
-    let ctx = param(&body, "ctx");
-    Some(quote! {
-        fn assigns(&self) -> bool {
+    let states = param(&body, "states");
+    let has = format_ident!("{}", has);
+    let method = format_ident!("{}", method);
+    quote! {
+        fn #has(&self) -> bool {
             true
         }
 
-        fn assigned(&self, #exec: &__wfc::Execution, #dollar: &__wfc::Value, #ctx: &__wfc::Value) -> Result<__wfc::abi::Assigned, __wfc::Failure> {
+        fn #method(&self, #exec: &__wfc::Execution, #states: &__wfc::abi::Bindings<'_>) -> Result<__wfc::Value, __wfc::Failure> {
             #body
         }
-    })
+    }
 }
 
 /// A JSONPath Succeed state's visit (InputPath, then OutputPath), or `None` when it is left to
@@ -1102,9 +1098,6 @@ pub(super) fn task(
     invoke: TokenStream,
 ) -> Option<(TokenStream, TokenStream)> {
     let jsonata_seconds = |s: &Option<Seconds>| matches!(s, Some(Seconds::Jsonata(_)));
-    if spec.credentials.is_some() {
-        return None;
-    }
     let identity = |p: Option<&Path>| p.is_some_and(Path::is_identity);
     let result_replaces = spec.result_path.as_ref().is_some_and(|p| p.is_identity());
     // As `TaskShape::of`: with Assign or JSONata Arguments/Output (which read `$states.input`),
@@ -1118,7 +1111,8 @@ pub(super) fn task(
         || uses_context(spec.output_path.as_ref())
         || !plain
         || jsonata_seconds(&spec.timeout)
-        || jsonata_seconds(&spec.heartbeat);
+        || jsonata_seconds(&spec.heartbeat)
+        || spec.credentials.is_some();
     let finish_needs_ctx = spec.result_selector.as_ref().is_some_and(template_uses_context);
 
     let resource = Literal::string(&spec.resource);
@@ -1238,34 +1232,13 @@ pub(super) fn task(
     }
     methods.push(assign);
     if let Some(t) = &spec.arguments {
-        let built = jsonata_template(items, t, "Arguments", &quote!(states));
-        let body = quote!(Ok(#built));
-        let exec = param(&body, "exec");
-        let states = param(&body, "states");
-        methods.push(quote! {
-            fn has_arguments(&self) -> bool {
-                true
-            }
-
-            fn arguments(&self, #exec: &__wfc::Execution, #states: &__wfc::abi::Bindings<'_>) -> Result<#value, #failure> {
-                #body
-            }
-        });
+        methods.push(states_methods(items, t, "Arguments", "has_arguments", "arguments"));
     }
     if let Some(t) = &spec.output {
-        let built = jsonata_template(items, t, "Output", &quote!(states));
-        let body = quote!(Ok(#built));
-        let exec = param(&body, "exec");
-        let states = param(&body, "states");
-        methods.push(quote! {
-            fn has_output(&self) -> bool {
-                true
-            }
-
-            fn output(&self, #exec: &__wfc::Execution, #states: &__wfc::abi::Bindings<'_>) -> Result<#value, #failure> {
-                #body
-            }
-        });
+        methods.push(states_methods(items, t, "Output", "has_output", "output"));
+    }
+    if let Some(credentials) = &spec.credentials {
+        methods.push(credentials_methods(items, credentials));
     }
     let (retry, retriers) = if spec.retry.is_empty() { (quote!(), quote!(&[])) } else { (retry, quote!(RETRY)) };
     let (catch, catchers) = if spec.catch.is_empty() { (quote!(), quote!(&[])) } else { (catch, quote!(CATCH)) };
@@ -1306,6 +1279,45 @@ pub(super) fn task(
     };
     let visit = quote!(__wfc::abi::task(exec, #name, &Code, input, #invoke).await?);
     Some((decls, visit))
+}
+
+/// A Task's `Credentials` as the methods `has_credentials` and `role_arn` of its `Code`: the
+/// object built on the effective input (a payload template in a JSONPath state, a JSONata
+/// template on `$states.input` in a JSONata one), its `RoleArn` checked by the runtime.
+fn credentials_methods(items: &mut Items, credentials: &TaskCredentials) -> TokenStream {
+    let body = match credentials {
+        TaskCredentials::JsonPath(t) => {
+            let built = template(items, t, "Parameters", &quote!(effective));
+            quote!(__wfc::abi::jsonpath_role_arn(#built))
+        }
+        TaskCredentials::Jsonata(t) => {
+            let built = jsonata_template(items, t, "Credentials", &quote!(states));
+            // The cause names `RoleArn`'s expression when it is one, as the interpreter's does.
+            let expr = match t {
+                JsonataTemplate::Object(entries) => match entries.iter().find(|(k, _)| k == "RoleArn") {
+                    Some((_, JsonataTemplate::Expr(e))) => {
+                        let text = Literal::string(e.as_str());
+                        quote!(Some(#text))
+                    }
+                    _ => quote!(::core::option::Option::None),
+                },
+                _ => quote!(::core::option::Option::None),
+            };
+            with_states(quote!(__wfc::abi::jsonata_role_arn(#built, #expr)), quote!(effective))
+        }
+    };
+    let exec = param(&body, "exec");
+    let effective = param(&body, "effective");
+    let ctx = param(&body, "ctx");
+    quote! {
+        fn has_credentials(&self) -> bool {
+            true
+        }
+
+        fn role_arn(&self, #exec: &__wfc::Execution, #effective: &__wfc::Value, #ctx: &__wfc::Value) -> Result<::std::string::String, __wfc::Failure> {
+            #body
+        }
+    }
 }
 
 /// Whether a template draws random values (`States.UUID`, unseeded `States.MathRandom`), so that
@@ -1404,8 +1416,8 @@ fn float(f: f64) -> TokenStream {
 
 /// `const CATCH`: the Catch table, and the type of its rows: `abi::Catcher`, or
 /// `abi::AssignCatcher` when some catcher has a JSONPath `Assign` (each such block a function
-/// over the Error Output, `$`, declared in `items`). Catchers with a JSONata `Output` are not
-/// generated (see [`catchers_generated`]).
+/// over the Error Output, `$`, declared in `items`), or `abi::JsonataCatcher` when some catcher
+/// has a JSONata `Assign` or `Output`.
 fn catch_table(items: &mut Items, catchers: &[Catcher]) -> (TokenStream, TokenStream) {
     let jsonata = catchers.iter().any(|c| c.output.is_some() || matches!(c.assign, Some(Assign::Jsonata(_))));
     let with_assign = !jsonata && catchers.iter().any(|c| c.assign.is_some());
@@ -1755,9 +1767,12 @@ struct NestedParts<'s> {
     output_path: Option<&'s Path>,
     retry: &'s [Retrier],
     catch: &'s [Catcher],
-    /// `Assign` (JSONPath), on the state's result.
+    /// `Assign` (JSONPath or JSONata), on the state's result.
     assign: Option<&'s Assign>,
-    /// Whether its own fields (ItemsPath, MaxConcurrencyPath) read the context object on entry.
+    /// JSONata `Output`.
+    output: Option<&'s JsonataTemplate>,
+    /// Whether its own fields (ItemsPath, MaxConcurrencyPath; JSONata Arguments, Items,
+    /// ItemSelector, MaxConcurrency) read the context object on entry.
     more_context: bool,
 }
 
@@ -1768,11 +1783,13 @@ fn nested_code(items: &mut Items, parts: &NestedParts<'_>) -> Option<TokenStream
     let value = quote!(__wfc::Value);
     let failure = quote!(__wfc::Failure);
     let (catch, catcher_type) = catch_table(items, parts.catch);
-    let assign = nested_assign_methods(items, parts.assign)?;
+    let assign = assign_methods(items, parts.assign);
+    // As `exec`'s `InterpretedNested::needs_context`.
     let needs_ctx = uses_context(parts.input_path)
         || uses_context(parts.output_path)
         || parts.more_context
-        || parts.assign.is_some();
+        || parts.assign.is_some()
+        || parts.output.is_some();
     let identity = |p: Option<&Path>| p.is_some_and(Path::is_identity);
     let mut methods = Vec::new();
     if needs_ctx {
@@ -1815,6 +1832,9 @@ fn nested_code(items: &mut Items, parts: &NestedParts<'_>) -> Option<TokenStream
         if parts.retry.is_empty() { (quote!(), quote!(&[])) } else { (retry_table(parts.retry), quote!(RETRY)) };
     let (catch, catchers) = if parts.catch.is_empty() { (quote!(), quote!(&[])) } else { (catch, quote!(CATCH)) };
     methods.push(assign);
+    if let Some(t) = parts.output {
+        methods.push(states_methods(items, t, "Output", "has_output", "output"));
+    }
     Some(quote! {
         #retry
         #catch
@@ -1838,19 +1858,11 @@ fn nested_code(items: &mut Items, parts: &NestedParts<'_>) -> Option<TokenStream
     })
 }
 
-/// A JSONPath Parallel state's `Code` (`abi::NestedCode` and `abi::ParallelCode`: InputPath,
-/// Parameters, ResultSelector, ResultPath, OutputPath, its Retry and Catch as `const` tables),
-/// with the items it uses; the caller runs it through `abi::parallel` with the branches'
-/// generated machines. `None` when the state is left to `exec::parallel`: JSONata
-/// `Assign`/`Arguments`/`Output`, or a catcher with a JSONata `Assign` or `Output`.
+/// A Parallel state's `Code` (`abi::NestedCode` and `abi::ParallelCode`: InputPath,
+/// Parameters, ResultSelector, ResultPath, OutputPath, or JSONata Arguments and Output; Assign;
+/// its Retry and Catch as `const` tables), with the items it uses; the caller runs it through
+/// `abi::parallel` with the branches' generated machines.
 pub(super) fn parallel(items: &mut Items, spec: &ParallelState) -> Option<TokenStream> {
-    if !jsonpath_assign(spec.assign.as_ref())
-        || spec.output.is_some()
-        || spec.arguments.is_some()
-        || !catchers_generated(&spec.catch)
-    {
-        return None;
-    }
     let nested = nested_code(
         items,
         &NestedParts {
@@ -1861,10 +1873,14 @@ pub(super) fn parallel(items: &mut Items, spec: &ParallelState) -> Option<TokenS
             retry: &spec.retry,
             catch: &spec.catch,
             assign: spec.assign.as_ref(),
-            more_context: false,
+            output: spec.output.as_ref(),
+            more_context: spec.arguments.is_some(),
         },
     )?;
     let mut methods = Vec::new();
+    if let Some(t) = &spec.arguments {
+        methods.push(states_methods(items, t, "Arguments", "has_arguments", "arguments"));
+    }
     if let Some(t) = &spec.parameters {
         // Evaluated once, or per attempt when it reads `$$` or draws random values, as the
         // interpreter decides.
@@ -1901,24 +1917,17 @@ pub(super) fn parallel(items: &mut Items, spec: &ParallelState) -> Option<TokenS
     })
 }
 
-/// A JSONPath INLINE Map state's `Code` (`abi::NestedCode` and `abi::MapCode`: InputPath,
-/// ItemsPath, ItemSelector as construction code per item, MaxConcurrency or
-/// MaxConcurrencyPath, ResultSelector, ResultPath, OutputPath, its Retry and Catch as `const`
-/// tables), with the items it uses; the caller runs it through `abi::map` with the item
-/// processor's generated machine. `None` when the state is left to `exec::map`: a DISTRIBUTED
-/// Map, a JSONata Map, a JSONata `Assign`, or a catcher with a JSONata `Assign` or `Output`.
+/// An INLINE Map state's `Code` (`abi::NestedCode` and `abi::MapCode`: InputPath, ItemsPath,
+/// ItemSelector as construction code per item, MaxConcurrency or MaxConcurrencyPath,
+/// ResultSelector, ResultPath, OutputPath; or JSONata Items, ItemSelector, MaxConcurrency and
+/// Output; Assign; its Retry and Catch as `const` tables), with the items it uses; the caller
+/// runs it through `abi::map` with the item processor's generated machine. `None` for a
+/// DISTRIBUTED Map, which is left to `exec::map` (its Map Run reads the IR).
 pub(super) fn map(items: &mut Items, spec: &MapState) -> Option<TokenStream> {
-    if spec.distributed.is_some()
-        || spec.jsonata
-        || spec.items.is_some()
-        || spec.item_selector_jsonata.is_some()
-        || spec.max_concurrency_jsonata.is_some()
-        || !jsonpath_assign(spec.assign.as_ref())
-        || spec.output.is_some()
-        || !catchers_generated(&spec.catch)
-    {
+    if spec.distributed.is_some() {
         return None;
     }
+    let jsonata = is_jsonata_map(spec);
     let nested = nested_code(
         items,
         &NestedParts {
@@ -1929,7 +1938,12 @@ pub(super) fn map(items: &mut Items, spec: &MapState) -> Option<TokenStream> {
             retry: &spec.retry,
             catch: &spec.catch,
             assign: spec.assign.as_ref(),
-            more_context: uses_context(Some(&spec.items_path)) || uses_context(spec.max_concurrency_path.as_ref()),
+            output: spec.output.as_ref(),
+            more_context: uses_context(Some(&spec.items_path))
+                || uses_context(spec.max_concurrency_path.as_ref())
+                || spec.items.is_some()
+                || spec.item_selector_jsonata.is_some()
+                || spec.max_concurrency_jsonata.is_some(),
         },
     )?;
     let value = quote!(__wfc::Value);
@@ -1944,6 +1958,10 @@ pub(super) fn map(items: &mut Items, spec: &MapState) -> Option<TokenStream> {
         ));
     }
     let max_concurrency = match &spec.max_concurrency_path {
+        _ if spec.max_concurrency_jsonata.is_some() => spec.max_concurrency_jsonata.as_ref().map(|e| {
+            let expr = items.jsonata(e);
+            quote!(__wfc::abi::max_concurrency_jsonata(#expr, effective, ctx))
+        }),
         Some(p) => {
             let path = items.static_path(p);
             Some(quote!(__wfc::abi::max_concurrency_path(__wfc::abi::path(&#path)?, effective, ctx)))
@@ -1960,6 +1978,32 @@ pub(super) fn map(items: &mut Items, spec: &MapState) -> Option<TokenStream> {
         methods.push(
             quote!(fn max_concurrency(&self, #effective: &#value, #ctx: &#value) -> Result<u64, #failure> { #body }),
         );
+    }
+    if jsonata {
+        let body = jsonata_iteration_inputs(items, spec);
+        let exec = param(&body, "exec");
+        let raw_input = param(&body, "raw_input");
+        let ctx = param(&body, "ctx");
+        methods.push(quote! {
+            fn iteration_inputs(
+                &self,
+                #exec: &__wfc::Execution,
+                #raw_input: &#value,
+                _effective: &#value,
+                #ctx: &#value,
+            ) -> Result<::std::vec::Vec<#value>, #failure> {
+                #body
+            }
+        });
+        let declared = items.tokens();
+        return Some(quote! {
+            #declared
+            #nested
+
+            impl __wfc::abi::MapCode for Code {
+                #(#methods)*
+            }
+        });
     }
     let steps = if spec.items_path.is_identity() {
         Some(quote!(&[]))
@@ -2027,4 +2071,53 @@ pub(super) fn map(items: &mut Items, spec: &MapState) -> Option<TokenStream> {
             #(#methods)*
         }
     })
+}
+
+/// Whether a Map state is a JSONata state, as `exec::is_jsonata_map` decides (the IR keeps no
+/// query language): its items then come from `Items` (or the input) and `ItemSelector` is
+/// JSONata.
+fn is_jsonata_map(spec: &MapState) -> bool {
+    spec.jsonata
+        || spec.items.is_some()
+        || spec.item_selector_jsonata.is_some()
+        || matches!(spec.assign, Some(Assign::Jsonata(_)))
+        || spec.output.is_some()
+        || spec.max_concurrency_jsonata.is_some()
+}
+
+/// A JSONata Map's iteration inputs, a body of type `Result<Vec<Value>, Failure>` over the raw
+/// input `raw_input` and the context object `ctx`: the items (`Items`, else the input, which
+/// must be an array), each through `ItemSelector` with `$states.context.Map.Item`, as
+/// `exec::jsonata_map_inputs` evaluates them.
+fn jsonata_iteration_inputs(items: &mut Items, spec: &MapState) -> TokenStream {
+    let selected = match &spec.items {
+        Some(t) => {
+            let built = jsonata_template(items, t, "Items", &quote!(states));
+            let expr = match t {
+                JsonataTemplate::Expr(e) => {
+                    let text = Literal::string(e.as_str());
+                    quote!(Some(#text))
+                }
+                _ => quote!(::core::option::Option::None),
+            };
+            with_states(quote!(__wfc::abi::jsonata_items(#built, #expr)), quote!(raw_input))
+        }
+        None => quote!(__wfc::abi::input_items(raw_input)),
+    };
+    match &spec.item_selector_jsonata {
+        None => selected,
+        Some(t) => {
+            let built = jsonata_template(items, t, "ItemSelector", &quote!(states));
+            quote! {
+                let items = { #selected }?;
+                let mut inputs = ::std::vec::Vec::with_capacity(items.len());
+                for (index, item) in items.iter().enumerate() {
+                    let ctx = &__wfc::abi::item_context(ctx, index, item);
+                    let states = &__wfc::abi::Bindings::new(raw_input, ctx);
+                    inputs.push(#built);
+                }
+                Ok(inputs)
+            }
+        }
+    }
 }
