@@ -2,12 +2,15 @@
 //! library crates and the CLI) and each package carries its sources, the README and both
 //! license texts, and nothing else (no tests, fixtures or snapshots, which need the workspace).
 //!
-//! `--no-verify`: verifying would compile every package and its dependencies again from the
-//! packaged sources (many minutes on CI's two cores); packaging itself takes seconds. It still
-//! resolves each package's dependencies as a registry would see them: `cargo package
-//! --workspace` puts the packaged crates in a local overlay of the registry, so `wfc-core`'s
-//! `wfc-ir = "=0.1.0"` resolves to the freshly packaged `wfc-ir` (this needs the crates to be
-//! publishable: with `publish = false` cargo looks for `wfc-ir` on crates.io and fails).
+//! Packaging verifies, as `cargo publish` would: each package is compiled from its packaged
+//! sources alone, against the other packaged crates (`cargo package --workspace` puts them in a
+//! local overlay of the registry, so `wfc-core`'s `wfc-ir = "=0.1.0"` resolves to the freshly
+//! packaged `wfc-ir`; this needs the crates to be publishable: with `publish = false` cargo looks
+//! for `wfc-ir` on crates.io and fails). That catches a source reading a file the package does
+//! not carry (an `include_str!` or `#[path]` out of the crate), which listing the files cannot.
+//! The verification build is the test's cost: it compiles the seven crates and their dependencies
+//! once more in its own target directory (a packaged crate has no workspace profile, so nothing
+//! of the workspace's build can be reused), without debug info, which it does not need.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -64,7 +67,11 @@ fn the_library_crates_and_the_cli_package() {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(&root)
-        .args(["package", "--workspace", "--no-verify", "--allow-dirty", "--offline", "--quiet"])
+        .args(["package", "--workspace", "--allow-dirty", "--offline", "--quiet"])
+        // Only whether the packages compile matters here: no debug info and no incremental
+        // state (the verification build is thrown away with its target directory).
+        .env("CARGO_PROFILE_DEV_DEBUG", "false")
+        .env("CARGO_INCREMENTAL", "0")
         .arg("--target-dir")
         .arg(&target);
     for name in UNPUBLISHED {
