@@ -1528,7 +1528,14 @@ async fn task_visit(
     invoke: &mut Invoke<'_, '_>,
 ) -> Result<Step, Failure> {
     let mut guard = AbortGuard { exec, name, event: EventType::TaskStateAborted, armed: true };
-    let outcome = task_inner(exec, name, code, input, invoke).instrument(state_span(name, "Task")).await;
+    // Without a subscriber for the span, the visit's future is awaited where it is built:
+    // wrapping it moves it (a memcpy of the whole future, ~1,200 instructions a visit).
+    let span = state_span(name, "Task");
+    let outcome = if span.is_disabled() {
+        task_inner(exec, name, code, input, invoke).await
+    } else {
+        task_inner(exec, name, code, input, invoke).instrument(span).await
+    };
     // A Task whose failure leaves its Parallel branch is aborted with the branch, as AWS records
     // it; elsewhere the failure goes straight to the enclosing state or the execution.
     guard.armed = outcome.is_err() && exec.in_parallel_branch;
