@@ -366,6 +366,21 @@ pub fn items_path(path: &Path, effective: &Value, ctx: &Value) -> Result<Vec<Val
     crate::map::items(path, effective, ctx)
 }
 
+/// How many items a definite `$` ItemsPath selects (0 when it selects no array): a DISTRIBUTED
+/// Map's `MapStateStarted` length, counted without copying the items.
+pub fn items_length(effective: &Value, steps: &[Seg<'_>]) -> usize {
+    get(effective, steps).and_then(Value::as_array).map_or(0, Vec::len)
+}
+
+/// [`items_length`] with any other path (one that does not parse counts 0, as selecting
+/// nothing does).
+pub fn items_path_length(path: &'static StaticPath, effective: &Value, ctx: &Value) -> usize {
+    match path.as_ref() {
+        Ok(path) => crate::map::items(path, effective, ctx).map_or(0, |items| items.len()),
+        Err(_) => 0,
+    }
+}
+
 /// The context object an ItemSelector sees for the item at `index`: the Map's context object
 /// with `Map.Item.Index` and `Map.Item.Value` added.
 pub fn item_context(state_ctx: &Value, index: usize, item: &Value) -> Value {

@@ -459,11 +459,7 @@ pub mod distributed_map {
                         effective: &__wfc::Value,
                         _: &__wfc::Value,
                     ) -> usize {
-                        let items = (|| -> Result<
-                            ::std::vec::Vec<__wfc::Value>,
-                            __wfc::Failure,
-                        > { __wfc::abi::items(effective, &[], "$") })();
-                        items.map_or(0, |items| items.len())
+                        __wfc::abi::items_length(effective, &[])
                     }
                     fn items(
                         &self,
@@ -759,11 +755,7 @@ pub mod distributed_map {
                         effective: &__wfc::Value,
                         _: &__wfc::Value,
                     ) -> usize {
-                        let items = (|| -> Result<
-                            ::std::vec::Vec<__wfc::Value>,
-                            __wfc::Failure,
-                        > { __wfc::abi::items(effective, PATH_1, "$.list") })();
-                        items.map_or(0, |items| items.len())
+                        __wfc::abi::items_length(effective, PATH_1)
                     }
                     fn items(
                         &self,
@@ -973,11 +965,7 @@ pub mod distributed_map {
                         effective: &__wfc::Value,
                         _: &__wfc::Value,
                     ) -> usize {
-                        let items = (|| -> Result<
-                            ::std::vec::Vec<__wfc::Value>,
-                            __wfc::Failure,
-                        > { __wfc::abi::items(effective, &[], "$") })();
-                        items.map_or(0, |items| items.len())
+                        __wfc::abi::items_length(effective, &[])
                     }
                     fn items(
                         &self,
@@ -1286,11 +1274,7 @@ pub mod distributed_map {
                         effective: &__wfc::Value,
                         _: &__wfc::Value,
                     ) -> usize {
-                        let items = (|| -> Result<
-                            ::std::vec::Vec<__wfc::Value>,
-                            __wfc::Failure,
-                        > { __wfc::abi::items(effective, &[], "$") })();
-                        items.map_or(0, |items| items.len())
+                        __wfc::abi::items_length(effective, &[])
                     }
                     fn items(
                         &self,

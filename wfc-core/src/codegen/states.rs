@@ -2074,10 +2074,17 @@ fn distributed_code(
     }
     // `MapStateStarted`'s length: ItemsPath's array (also in a JSONata Map, whose ItemsPath
     // is `$`), as the interpreter counts it.
-    let length = items_path_body(items, spec);
-    let body = quote! {
-        let items = (|| -> Result<::std::vec::Vec<#value>, #failure> { #length })();
-        items.map_or(0, |items| items.len())
+    let steps = if spec.items_path.is_identity() {
+        Some(quote!(&[]))
+    } else {
+        items.steps(&spec.items_path).map(|s| quote!(#s))
+    };
+    let body = match steps {
+        Some(steps) => quote!(__wfc::abi::items_length(effective, #steps)),
+        None => {
+            let path = items.static_path(&spec.items_path);
+            quote!(__wfc::abi::items_path_length(&#path, effective, ctx))
+        }
     };
     let (effective, ctx) = (param(&body, "effective"), param(&body, "ctx"));
     methods.push(quote!(fn items_path_length(&self, #effective: &#value, #ctx: &#value) -> usize { #body }));
