@@ -1,7 +1,7 @@
 //! The ABI of states compiled to Rust: what generated code calls when it runs a state's work
 //! itself instead of handing the state's IR to [`crate::exec`].
 //!
-//! Generated code for a Pass, Choice, Succeed, Task, Wait, Fail, Parallel or INLINE Map state
+//! Generated code for a Pass, Choice, Succeed, Task, Wait, Fail, Parallel or Map state
 //! (JSONPath or JSONata; see docs/status.md, issue 20, for what is still handed to `exec`) is
 //! built from these pieces:
 //!
@@ -30,6 +30,16 @@
 //!   expression through [`max_concurrency_jsonata`];
 //! - a Task's `Credentials` as its code's `has_credentials`/`role_arn`: the object built as a
 //!   template, its `RoleArn` checked by [`jsonpath_role_arn`] or [`jsonata_role_arn`];
+//! - a DISTRIBUTED Map's own fields as a [`DistributedCode`] its `MapCode::distributed` returns:
+//!   `Label`, `ToleratedFailureCount`/`Percentage` (literals, or [`count_path`]/
+//!   [`percentage_path`] on a static path, or [`count_jsonata`]/[`percentage_jsonata`]), the
+//!   `ItemReader`'s `Parameters` as construction code, its `ReaderConfig` as [`parse_items`]'s
+//!   arguments and its `MaxItems` as a [`CountField`], the `ItemBatcher`'s sizes and
+//!   `BatchInput`, the `ResultWriter`'s `Parameters`, and the items (`items`) and
+//!   `ItemSelector` (`select_inputs`) split so that items an `ItemReader` read go through the
+//!   same selector. The Map Run itself (`MapRunStarted`, the children as executions of the
+//!   generated item processor, the tolerance, the result files) is
+//!   [`crate::distributed::map_run`], which the interpreter's visit runs too;
 //! - JSONata: each expression a [`StaticJsonata`] parsed once on first use, evaluated with the
 //!   `$states` [`Bindings`] by [`jsonata`] (templates), [`jsonata_condition`],
 //!   [`jsonata_seconds`], [`wait_seconds_jsonata`]/[`wait_timestamp_jsonata`] and
@@ -64,6 +74,7 @@ use wfc_ir::{JsonataExpr, Path, PathError};
 
 use crate::Failure;
 
+pub use crate::distributed::{CountField, DistributedCode};
 pub use crate::exec::{
     Assigned, MapCode, NestedCode, ParallelCode, ParametersForm, TaskCode, TaskShape,
     choice_assign_with as choice_assign, choice_language_with as choice_language, choice_with as choice,
@@ -78,6 +89,7 @@ pub use crate::retry::{
 };
 pub use std::time::Duration;
 pub use wfc_ir::Jitter;
+pub use wfc_ir::distributed::InputType;
 pub use wfc_ir::intrinsics::Function;
 pub use wfc_ir::jsonpath::ast::SingularStep as Seg;
 pub use wfc_ir::native::{NativeNumber, Pattern};
@@ -354,6 +366,21 @@ pub fn items_path(path: &Path, effective: &Value, ctx: &Value) -> Result<Vec<Val
     crate::map::items(path, effective, ctx)
 }
 
+/// How many items a definite `$` ItemsPath selects (0 when it selects no array): a DISTRIBUTED
+/// Map's `MapStateStarted` length, counted without copying the items.
+pub fn items_length(effective: &Value, steps: &[Seg<'_>]) -> usize {
+    get(effective, steps).and_then(Value::as_array).map_or(0, Vec::len)
+}
+
+/// [`items_length`] with any other path (one that does not parse counts 0, as selecting
+/// nothing does).
+pub fn items_path_length(path: &'static StaticPath, effective: &Value, ctx: &Value) -> usize {
+    match path.as_ref() {
+        Ok(path) => crate::map::items(path, effective, ctx).map_or(0, |items| items.len()),
+        Err(_) => 0,
+    }
+}
+
 /// The context object an ItemSelector sees for the item at `index`: the Map's context object
 /// with `Map.Item.Index` and `Map.Item.Value` added.
 pub fn item_context(state_ctx: &Value, index: usize, item: &Value) -> Value {
@@ -380,6 +407,43 @@ pub fn input_items(input: &Value) -> Result<Vec<Value>, Failure> {
 /// (evaluated with a fixed seed, as the interpreter does).
 pub fn max_concurrency_jsonata(expr: &JsonataExpr, input: &Value, ctx: &Value) -> Result<u64, Failure> {
     crate::distributed::max_concurrency_jsonata(expr, input, ctx)
+}
+
+/// A DISTRIBUTED Map's count field (`ToleratedFailureCountPath`, `MaxItemsPath`,
+/// `MaxItemsPerBatchPath`, `MaxInputBytesPerBatchPath`): the non-negative integer the path
+/// selects, else the field's failure in AWS's words.
+pub fn count_path(path: &Path, field: CountField, effective: &Value, ctx: &Value) -> Result<u64, Failure> {
+    crate::distributed::count_at(path, field, effective, ctx)
+}
+
+/// A DISTRIBUTED Map's count field as a JSONata expression on the state input (evaluated with a
+/// fixed seed, as the interpreter does).
+pub fn count_jsonata(expr: &JsonataExpr, field: CountField, input: &Value, ctx: &Value) -> Result<u64, Failure> {
+    crate::distributed::count_jsonata(expr, field, input, ctx)
+}
+
+/// `ToleratedFailurePercentagePath`: the number from 0 to 100 the path selects, else
+/// `States.Runtime`.
+pub fn percentage_path(path: &Path, effective: &Value, ctx: &Value) -> Result<f64, Failure> {
+    crate::distributed::percentage_at(path, effective, ctx)
+}
+
+/// A JSONata `ToleratedFailurePercentage` on the state input.
+pub fn percentage_jsonata(expr: &JsonataExpr, input: &Value, ctx: &Value) -> Result<f64, Failure> {
+    crate::distributed::percentage_jsonata(expr, input, ctx)
+}
+
+/// An `ItemReader`'s object as items, its `ReaderConfig` written out: the `InputType` and the
+/// `GIVEN` CSV headers (`None`: the first row); at most `max_items` (0: all), more than `limit`
+/// is `States.ItemReaderFailed`.
+pub fn parse_items(
+    bytes: &[u8],
+    input_type: InputType,
+    given_headers: Option<&[&str]>,
+    max_items: usize,
+    limit: usize,
+) -> Result<Vec<Value>, Failure> {
+    crate::distributed::parse_items_as(bytes, input_type, given_headers, max_items, limit)
 }
 
 /// A JSONPath Task's `Credentials` object, built by generated code: its `RoleArn` string, else

@@ -28,7 +28,7 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use rand::Rng;
 use serde_json::{Value, json};
-use wfc_ir::distributed::{Count, CsvHeaders, DistributedMap, InputType, ItemBatcher, Percentage, ReaderConfig};
+use wfc_ir::distributed::{Count, CsvHeaders, InputType, Percentage, ReaderConfig};
 use wfc_ir::errors::{EXCEED_TOLERATED_FAILURE_THRESHOLD, ITEM_READER_FAILED, RESULT_WRITER_FAILED};
 use wfc_ir::{MapState, Path, Root};
 
@@ -166,10 +166,26 @@ fn reader_failed(cause: impl Into<String>) -> Failure {
 /// rows as objects of strings. At most `max_items` items are kept (and, for JSONL and CSV,
 /// read); more than `limit` items to keep is `States.ItemReaderFailed`.
 pub fn parse_items(bytes: &[u8], config: &ReaderConfig, max_items: usize, limit: usize) -> Result<Vec<Value>, Failure> {
+    let given = match &config.csv_headers {
+        CsvHeaders::Given(h) => Some(h.as_slice()),
+        CsvHeaders::FirstRow => None,
+    };
+    parse_items_as(bytes, config.input_type, given, max_items, limit)
+}
+
+/// [`parse_items`] with the `ReaderConfig` given as its parts: the input type and, for CSV with
+/// `"CSVHeaderLocation": "GIVEN"`, the headers (`None`: the first row).
+pub fn parse_items_as<H: AsRef<str>>(
+    bytes: &[u8],
+    input_type: InputType,
+    given_headers: Option<&[H]>,
+    max_items: usize,
+    limit: usize,
+) -> Result<Vec<Value>, Failure> {
     let wanted = if max_items == 0 { usize::MAX } else { max_items };
     let too_many = || reader_failed(format!("The ItemReader read more than the Map item limit of {limit} items."));
     let mut items = Vec::new();
-    match config.input_type {
+    match input_type {
         InputType::Json => {
             let doc: Value = serde_json::from_slice(bytes)
                 .map_err(|e| reader_failed(format!("The object is not valid JSON: {e}")))?;
@@ -202,9 +218,9 @@ pub fn parse_items(bytes: &[u8], config: &ReaderConfig, max_items: usize, limit:
         InputType::Csv => {
             let mut reader = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(bytes);
             let mut records = reader.records();
-            let headers: Vec<String> = match &config.csv_headers {
-                CsvHeaders::Given(h) => h.clone(),
-                CsvHeaders::FirstRow => match records.next() {
+            let headers: Vec<String> = match given_headers {
+                Some(h) => h.iter().map(|h| h.as_ref().to_owned()).collect(),
+                None => match records.next() {
                     None => return Ok(items),
                     Some(row) => row
                         .map_err(|e| reader_failed(format!("The CSV object cannot be read: {e}")))?
@@ -320,24 +336,93 @@ pub fn max_concurrency_at(path: &Path, effective: &Value, context: &Value) -> Re
     u64::try_from(n).map_err(|_| Failure::runtime("MaxConcurrency cannot be negative."))
 }
 
-/// A [`Count`] field's value; a negative one is `on_negative`.
-fn count(
-    count: &Count,
-    field: &str,
-    effective: &Value,
-    context: &Value,
-    on_negative: impl FnOnce() -> Failure,
-) -> Result<u64, Failure> {
+/// A numeric field of a DISTRIBUTED Map that has a `*Path` and a JSONata form: its name in
+/// AWS's messages, and the failure a negative value is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CountField {
+    /// `ToleratedFailureCount`: a negative value is `States.Runtime`.
+    ToleratedFailureCount,
+    /// `ReaderConfig.MaxItems`: a negative value is `States.ItemReaderFailed`.
+    MaxItems,
+    /// `ItemBatcher.MaxItemsPerBatch`: a negative value is `States.Runtime`.
+    MaxItemsPerBatch,
+    /// `ItemBatcher.MaxInputBytesPerBatch`: a negative value is `States.Runtime`.
+    MaxInputBytesPerBatch,
+}
+
+impl CountField {
+    /// The field's name as written (without `Path`).
+    pub fn name(self) -> &'static str {
+        match self {
+            CountField::ToleratedFailureCount => "ToleratedFailureCount",
+            CountField::MaxItems => "MaxItems",
+            CountField::MaxItemsPerBatch => "MaxItemsPerBatch",
+            CountField::MaxInputBytesPerBatch => "MaxInputBytesPerBatch",
+        }
+    }
+
+    /// The failure of a negative value, in AWS's words.
+    fn negative(self) -> Failure {
+        match self {
+            CountField::ToleratedFailureCount => Failure::runtime("ToleratedFailureCount cannot be negative."),
+            CountField::MaxItems => reader_failed("field MaxItems must be positive"),
+            CountField::MaxItemsPerBatch | CountField::MaxInputBytesPerBatch => {
+                Failure::runtime(format!("field {} must be positive", self.name()))
+            }
+        }
+    }
+}
+
+/// A [`Count`] field's value (the interpreter's reading of the IR).
+fn count(count: &Count, field: CountField, effective: &Value, context: &Value) -> Result<u64, Failure> {
     match count {
         Count::Fixed(n) => Ok(*n),
-        Count::Path(p) => {
-            let n = path_integer(p, &format!("{field}Path"), effective, context)?;
-            u64::try_from(n).map_err(|_| on_negative())
-        }
-        Count::Jsonata(e) => {
-            let n = jsonata_integer(e, field, effective, context)?;
-            u64::try_from(n).map_err(|_| on_negative())
-        }
+        Count::Path(p) => count_at(p, field, effective, context),
+        Count::Jsonata(e) => count_jsonata(e, field, effective, context),
+    }
+}
+
+/// What a count field's `*Path` form (`ToleratedFailureCountPath`...) selects: a non-negative
+/// integer (or a string holding one), else the failure AWS words.
+pub fn count_at(path: &Path, field: CountField, effective: &Value, context: &Value) -> Result<u64, Failure> {
+    let n = path_integer(path, &format!("{}Path", field.name()), effective, context)?;
+    u64::try_from(n).map_err(|_| field.negative())
+}
+
+/// A count field's JSONata expression on the state input: a non-negative integer (a wrong type
+/// is `States.QueryEvaluationError`).
+pub fn count_jsonata(
+    expr: &wfc_ir::JsonataExpr,
+    field: CountField,
+    effective: &Value,
+    context: &Value,
+) -> Result<u64, Failure> {
+    let n = jsonata_integer(expr, field.name(), effective, context)?;
+    u64::try_from(n).map_err(|_| field.negative())
+}
+
+/// What `ToleratedFailurePercentagePath` selects: a number from 0 to 100 (or a string holding
+/// one), else `States.Runtime`.
+pub fn percentage_at(path: &Path, effective: &Value, context: &Value) -> Result<f64, Failure> {
+    let p = path_float(path, "ToleratedFailurePercentagePath", effective, context)?;
+    percentage_in_range(p)
+}
+
+/// A JSONata `ToleratedFailurePercentage` on the state input: a number from 0 to 100 (a wrong
+/// type is `States.QueryEvaluationError`, one out of range `States.Runtime`).
+pub fn percentage_jsonata(expr: &wfc_ir::JsonataExpr, effective: &Value, context: &Value) -> Result<f64, Failure> {
+    let value = jsonata_number(expr, "ToleratedFailurePercentage", effective, context)?;
+    let Some(p) = value.as_f64() else {
+        return Err(crate::jsonata::unexpected_type(expr.as_str(), "ToleratedFailurePercentage", "number", &value));
+    };
+    percentage_in_range(p)
+}
+
+fn percentage_in_range(p: f64) -> Result<f64, Failure> {
+    if (0.0..=100.0).contains(&p) {
+        Ok(p)
+    } else {
+        Err(Failure::runtime("ToleratedFailurePercentage must be between 0 and 100."))
     }
 }
 
@@ -379,41 +464,12 @@ pub struct Tolerance {
 }
 
 impl Tolerance {
-    /// The thresholds of `dist`, resolving their `*Path` forms (`States.Runtime` on bad values,
-    /// with AWS's messages).
-    pub fn resolve(dist: &DistributedMap, effective: &Value, context: &Value) -> Result<Tolerance, Failure> {
-        let count = match &dist.tolerated_failure_count {
-            None => None,
-            Some(c) => Some(count(c, "ToleratedFailureCount", effective, context, || {
-                Failure::runtime("ToleratedFailureCount cannot be negative.")
-            })?),
-        };
-        let percentage = match &dist.tolerated_failure_percentage {
-            None => None,
-            Some(Percentage::Fixed(p)) => Some(*p),
-            Some(Percentage::Path(path)) => {
-                let p = path_float(path, "ToleratedFailurePercentagePath", effective, context)?;
-                if !(0.0..=100.0).contains(&p) {
-                    return Err(Failure::runtime("ToleratedFailurePercentage must be between 0 and 100."));
-                }
-                Some(p)
-            }
-            Some(Percentage::Jsonata(e)) => {
-                let value = jsonata_number(e, "ToleratedFailurePercentage", effective, context)?;
-                let Some(p) = value.as_f64() else {
-                    return Err(crate::jsonata::unexpected_type(
-                        e.as_str(),
-                        "ToleratedFailurePercentage",
-                        "number",
-                        &value,
-                    ));
-                };
-                if !(0.0..=100.0).contains(&p) {
-                    return Err(Failure::runtime("ToleratedFailurePercentage must be between 0 and 100."));
-                }
-                Some(p)
-            }
-        };
+    /// The thresholds of a DISTRIBUTED Map, `ToleratedFailureCount` then
+    /// `ToleratedFailurePercentage`, resolving their `*Path` and JSONata forms (`States.Runtime`
+    /// on bad values, with AWS's messages).
+    pub fn resolve(code: &dyn DistributedCode, effective: &Value, context: &Value) -> Result<Tolerance, Failure> {
+        let count = code.tolerated_failure_count(effective, context)?;
+        let percentage = code.tolerated_failure_percentage(effective, context)?;
         Ok(Tolerance { count, percentage })
     }
 
@@ -746,6 +802,225 @@ fn string_param<'v>(params: &'v Value, key: &str, what: &str, fail: fn(String) -
     }
 }
 
+/// A DISTRIBUTED Map's own fields, as its Map Run ([`map_run`]) reads them: the interpreter's
+/// implementation (on [`MapState`]) reads the IR; generated code writes each field as a
+/// constant, construction code (templates) or a `static` path or JSONata expression (see
+/// [`crate::abi`]). The methods without a default are the items, which every Map has.
+///
+/// Each `has_*` method says whether the field is present; its value methods are called only
+/// when it is (their defaults fail with `States.Runtime` naming the missing field).
+pub trait DistributedCode: Sync {
+    /// `Label`: names the Map Run and its children (the state name when absent).
+    fn label(&self) -> Option<&str> {
+        None
+    }
+    /// How many items `ItemsPath` selects from the effective input (0 when it selects no
+    /// array): the `length` of `MapStateStarted` when there is no `ItemReader`.
+    fn items_path_length(&self, effective: &Value, ctx: &Value) -> usize;
+    /// The items without an `ItemReader`: `ItemsPath` on the effective input, or a JSONata
+    /// Map's `Items` (else its input, which must be an array) with `$states.input` the raw input.
+    fn items(&self, exec: &Execution, raw_input: &Value, effective: &Value, ctx: &Value)
+    -> Result<Vec<Value>, Failure>;
+    /// `ItemSelector` on each item (JSONPath with `$$.Map.Item.*`, or JSONata with
+    /// `$states.context.Map.Item`); without one, the items themselves.
+    fn select_inputs(
+        &self,
+        exec: &Execution,
+        raw_input: &Value,
+        effective: &Value,
+        ctx: &Value,
+        items: Vec<Value>,
+    ) -> Result<Vec<Value>, Failure> {
+        let _ = (exec, raw_input, effective, ctx);
+        Ok(items)
+    }
+    /// `ToleratedFailureCount` (or its `Path` or JSONata form), if set.
+    fn tolerated_failure_count(&self, effective: &Value, ctx: &Value) -> Result<Option<u64>, Failure> {
+        let _ = (effective, ctx);
+        Ok(None)
+    }
+    /// `ToleratedFailurePercentage` (or its `Path` or JSONata form), if set.
+    fn tolerated_failure_percentage(&self, effective: &Value, ctx: &Value) -> Result<Option<f64>, Failure> {
+        let _ = (effective, ctx);
+        Ok(None)
+    }
+    /// Whether there is an `ItemReader`.
+    fn has_item_reader(&self) -> bool {
+        false
+    }
+    /// The `ItemReader`'s `Parameters` (`Bucket`, `Key`) on the effective input.
+    fn reader_parameters(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<Value, Failure> {
+        let _ = (exec, effective, ctx);
+        Err(absent("ItemReader"))
+    }
+    /// `ReaderConfig.MaxItems` (or its `Path` or JSONata form); 0 reads every item.
+    fn max_items(&self, effective: &Value, ctx: &Value) -> Result<u64, Failure> {
+        let _ = (effective, ctx);
+        Ok(0)
+    }
+    /// The object's bytes as items, as `ReaderConfig` (`InputType`, CSV headers) says: through
+    /// [`parse_items`] or [`parse_items_as`].
+    fn read_items(&self, bytes: &[u8], max_items: usize, limit: usize) -> Result<Vec<Value>, Failure> {
+        let _ = (bytes, max_items, limit);
+        Err(absent("ItemReader"))
+    }
+    /// Whether there is an `ItemBatcher`.
+    fn has_item_batcher(&self) -> bool {
+        false
+    }
+    /// `MaxItemsPerBatch` (or its `Path` or JSONata form), if set.
+    fn max_items_per_batch(&self, effective: &Value, ctx: &Value) -> Result<Option<u64>, Failure> {
+        let _ = (effective, ctx);
+        Ok(None)
+    }
+    /// `MaxInputBytesPerBatch` (or its `Path` or JSONata form), if set.
+    fn max_input_bytes_per_batch(&self, effective: &Value, ctx: &Value) -> Result<Option<u64>, Failure> {
+        let _ = (effective, ctx);
+        Ok(None)
+    }
+    /// `BatchInput` on the effective input, if set.
+    fn batch_input(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<Option<Value>, Failure> {
+        let _ = (exec, effective, ctx);
+        Ok(None)
+    }
+    /// Whether there is a `ResultWriter`.
+    fn has_result_writer(&self) -> bool {
+        false
+    }
+    /// The `ResultWriter`'s `Parameters` (`Bucket`, `Prefix`) on the effective input.
+    fn writer_parameters(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<Value, Failure> {
+        let _ = (exec, effective, ctx);
+        Err(absent("ResultWriter"))
+    }
+}
+
+/// The failure of a [`DistributedCode`] value method called for a field it does not have.
+fn absent(field: &str) -> Failure {
+    Failure::runtime(format!("the DISTRIBUTED Map has no {field} (its code was asked for one)"))
+}
+
+/// The interpreter's [`DistributedCode`]: the Map state's IR, read at each call.
+impl DistributedCode for MapState {
+    fn label(&self) -> Option<&str> {
+        self.distributed.as_deref().and_then(|d| d.label.as_deref())
+    }
+
+    fn items_path_length(&self, effective: &Value, ctx: &Value) -> usize {
+        crate::map::items(&self.items_path, effective, ctx).map_or(0, |items| items.len())
+    }
+
+    fn items(
+        &self,
+        exec: &Execution,
+        raw_input: &Value,
+        effective: &Value,
+        ctx: &Value,
+    ) -> Result<Vec<Value>, Failure> {
+        if crate::exec::is_jsonata_map(self) {
+            return crate::exec::jsonata_map_items(exec, self, raw_input, ctx);
+        }
+        crate::map::items(&self.items_path, effective, ctx)
+    }
+
+    fn select_inputs(
+        &self,
+        exec: &Execution,
+        raw_input: &Value,
+        effective: &Value,
+        ctx: &Value,
+        items: Vec<Value>,
+    ) -> Result<Vec<Value>, Failure> {
+        if crate::exec::is_jsonata_map(self) {
+            return crate::exec::jsonata_map_select(exec, self, raw_input, ctx, items);
+        }
+        exec.with_rng(|rng| crate::map::iteration_inputs(self.item_selector.as_ref(), effective, items, ctx, rng))
+    }
+
+    fn tolerated_failure_count(&self, effective: &Value, ctx: &Value) -> Result<Option<u64>, Failure> {
+        match self.distributed.as_deref().and_then(|d| d.tolerated_failure_count.as_ref()) {
+            None => Ok(None),
+            Some(c) => count(c, CountField::ToleratedFailureCount, effective, ctx).map(Some),
+        }
+    }
+
+    fn tolerated_failure_percentage(&self, effective: &Value, ctx: &Value) -> Result<Option<f64>, Failure> {
+        match self.distributed.as_deref().and_then(|d| d.tolerated_failure_percentage.as_ref()) {
+            None => Ok(None),
+            Some(Percentage::Fixed(p)) => Ok(Some(*p)),
+            Some(Percentage::Path(path)) => percentage_at(path, effective, ctx).map(Some),
+            Some(Percentage::Jsonata(e)) => percentage_jsonata(e, effective, ctx).map(Some),
+        }
+    }
+
+    fn has_item_reader(&self) -> bool {
+        self.distributed.as_deref().is_some_and(|d| d.item_reader.is_some())
+    }
+
+    fn reader_parameters(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<Value, Failure> {
+        match self.distributed.as_deref().and_then(|d| d.item_reader.as_ref()) {
+            Some(reader) => exec.with_rng(|rng| io::template(&reader.parameters, effective, ctx, rng)),
+            None => Err(absent("ItemReader")),
+        }
+    }
+
+    fn max_items(&self, effective: &Value, ctx: &Value) -> Result<u64, Failure> {
+        match self.distributed.as_deref().and_then(|d| d.item_reader.as_ref()).and_then(|r| r.config.max_items.as_ref())
+        {
+            None => Ok(0),
+            Some(c) => count(c, CountField::MaxItems, effective, ctx),
+        }
+    }
+
+    fn read_items(&self, bytes: &[u8], max_items: usize, limit: usize) -> Result<Vec<Value>, Failure> {
+        match self.distributed.as_deref().and_then(|d| d.item_reader.as_ref()) {
+            Some(reader) => parse_items(bytes, &reader.config, max_items, limit),
+            None => Err(absent("ItemReader")),
+        }
+    }
+
+    fn has_item_batcher(&self) -> bool {
+        self.distributed.as_deref().is_some_and(|d| d.item_batcher.is_some())
+    }
+
+    fn max_items_per_batch(&self, effective: &Value, ctx: &Value) -> Result<Option<u64>, Failure> {
+        match self
+            .distributed
+            .as_deref()
+            .and_then(|d| d.item_batcher.as_ref())
+            .and_then(|b| b.max_items_per_batch.as_ref())
+        {
+            None => Ok(None),
+            Some(c) => count(c, CountField::MaxItemsPerBatch, effective, ctx).map(Some),
+        }
+    }
+
+    fn max_input_bytes_per_batch(&self, effective: &Value, ctx: &Value) -> Result<Option<u64>, Failure> {
+        let batcher = self.distributed.as_deref().and_then(|d| d.item_batcher.as_ref());
+        match batcher.and_then(|b| b.max_input_bytes_per_batch.as_ref()) {
+            None => Ok(None),
+            Some(c) => count(c, CountField::MaxInputBytesPerBatch, effective, ctx).map(Some),
+        }
+    }
+
+    fn batch_input(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<Option<Value>, Failure> {
+        match self.distributed.as_deref().and_then(|d| d.item_batcher.as_ref()).and_then(|b| b.batch_input.as_ref()) {
+            None => Ok(None),
+            Some(t) => exec.with_rng(|rng| io::template(t, effective, ctx, rng)).map(Some),
+        }
+    }
+
+    fn has_result_writer(&self) -> bool {
+        self.distributed.as_deref().is_some_and(|d| d.result_writer.is_some())
+    }
+
+    fn writer_parameters(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<Value, Failure> {
+        match self.distributed.as_deref().and_then(|d| d.result_writer.as_ref()) {
+            Some(writer) => exec.with_rng(|rng| io::template(&writer.parameters, effective, ctx, rng)),
+            None => Err(absent("ResultWriter")),
+        }
+    }
+}
+
 /// One Map Run: records `MapRunStarted`, reads (or selects) the items, applies `ItemSelector`
 /// and `ItemBatcher`, runs one child execution per item or batch (at most `max_concurrency` at
 /// once, 0 = no limit) through `run_child`, applies the tolerance, writes the results when there
@@ -755,13 +1030,16 @@ fn string_param<'v>(params: &'v Value, key: &str, what: &str, fail: fn(String) -
 /// its execution-result document, as AWS does), or with a `ResultWriter` the summary
 /// `{"MapRunArn", "ResultWriterDetails": {"Bucket", "Key"}}`. `States.Runtime` failures come
 /// back before `MapRunStarted` when they concern the state's own fields.
+///
+/// `code` is the state's fields ([`DistributedCode`]: the IR's for the interpreter, compiled
+/// for generated code); `input` is the state's raw input (a JSONata Map's `$states.input`).
 #[allow(clippy::too_many_arguments)] // the pieces of one state visit, kept apart for clarity
 pub async fn map_run<F, Fut>(
     exec: &Execution,
     name: &str,
     children_op: Option<String>,
-    spec: &MapState,
-    dist: &DistributedMap,
+    code: &dyn DistributedCode,
+    input: &Value,
     effective: &Value,
     context: &Value,
     max_concurrency: u64,
@@ -773,22 +1051,14 @@ where
 {
     // AWS records the Map as started (with the number of items it was given, 0 when an
     // ItemReader reads them) before it checks the run's configuration.
-    let length = match &dist.item_reader {
-        Some(_) => 0,
-        None => crate::map::items(&spec.items_path, effective, context).map_or(0, |items| items.len()),
-    };
+    let length = if code.has_item_reader() { 0 } else { code.items_path_length(effective, context) };
     exec.record(EventType::MapStateStarted, json!({ "name": name, "length": length }));
     // The state's own fields first: a bad value here is the state's failure, not the run's.
-    let tolerance = Tolerance::resolve(dist, effective, context)?;
-    let max_items = match dist.item_reader.as_ref().and_then(|r| r.config.max_items.as_ref()) {
-        None => Ok(0),
-        Some(c) => count(c, "MaxItems", effective, context, || reader_failed("field MaxItems must be positive")),
-    };
-    let batch_limits = match &dist.item_batcher {
-        None => None,
-        Some(b) => Some(batch_limits(exec, b, effective, context)?),
-    };
-    let label = dist.label.clone().unwrap_or_else(|| name.to_owned());
+    let tolerance = Tolerance::resolve(code, effective, context)?;
+    // A bad MaxItems is the run's failure (ItemReaderFailed, after MapRunStarted).
+    let max_items = if code.has_item_reader() { code.max_items(effective, context) } else { Ok(0) };
+    let batch_limits = if code.has_item_batcher() { Some(batch_limits(exec, code, effective, context)?) } else { None };
+    let label = code.label().unwrap_or(name).to_owned();
     let run_id = exec.with_rng(|rng| uuid(rng));
     let arn = format!("{}:mapRun:{}/{label}:{run_id}", exec.arn_prefix(), exec.workflow_name());
     // The run's limits as it starts (AWS's `DescribeMapRun` members; wfc keeps them in the
@@ -811,8 +1081,8 @@ where
         exec,
         name,
         children_op,
-        spec,
-        dist,
+        code,
+        input,
         effective,
         context,
         max_items,
@@ -854,16 +1124,15 @@ where
 /// `ItemBatcher`'s limits and evaluated `BatchInput`.
 type BatchLimits = (Option<u64>, Option<u64>, Option<Value>);
 
-fn batch_limits(exec: &Execution, b: &ItemBatcher, effective: &Value, context: &Value) -> Result<BatchLimits, Failure> {
+fn batch_limits(
+    exec: &Execution,
+    code: &dyn DistributedCode,
+    effective: &Value,
+    context: &Value,
+) -> Result<BatchLimits, Failure> {
     let positive = |field: &'static str| move || Failure::runtime(format!("field {field} must be positive"));
-    let items = match &b.max_items_per_batch {
-        None => None,
-        Some(c) => Some(count(c, "MaxItemsPerBatch", effective, context, positive("MaxItemsPerBatch"))?),
-    };
-    let bytes = match &b.max_input_bytes_per_batch {
-        None => None,
-        Some(c) => Some(count(c, "MaxInputBytesPerBatch", effective, context, positive("MaxInputBytesPerBatch"))?),
-    };
+    let items = code.max_items_per_batch(effective, context)?;
+    let bytes = code.max_input_bytes_per_batch(effective, context)?;
     if items == Some(0) {
         return Err(positive("MaxItemsPerBatch")());
     }
@@ -878,10 +1147,7 @@ fn batch_limits(exec: &Execution, b: &ItemBatcher, effective: &Value, context: &
             wfc_ir::distributed::MAX_BATCH_BYTES
         )));
     }
-    let batch_input = match &b.batch_input {
-        None => None,
-        Some(t) => Some(exec.with_rng(|rng| io::template(t, effective, context, rng))?),
-    };
+    let batch_input = code.batch_input(exec, effective, context)?;
     Ok((items, bytes, batch_input))
 }
 
@@ -890,8 +1156,8 @@ async fn run_children<F, Fut>(
     exec: &Execution,
     name: &str,
     children_op: Option<String>,
-    spec: &MapState,
-    dist: &DistributedMap,
+    code: &dyn DistributedCode,
+    input: &Value,
     effective: &Value,
     context: &Value,
     max_items: Result<u64, Failure>,
@@ -908,33 +1174,20 @@ where
     Fut: Future<Output = Result<Value, Failure>>,
 {
     let limit = exec.limits().max_map_items;
-    let read = match &dist.item_reader {
-        None => None,
-        Some(reader) => {
-            let max_items = usize::try_from(max_items?).unwrap_or(usize::MAX);
-            let params = exec.with_rng(|rng| io::template(&reader.parameters, effective, context, rng))?;
-            let bucket = string_param(&params, "Bucket", "ItemReader", reader_failed_owned)?;
-            let key = string_param(&params, "Key", "ItemReader", reader_failed_owned)?;
-            let bytes = exec.objects().store().get_object(bucket, key).await.map_err(reader_failed)?;
-            Some(parse_items(&bytes, &reader.config, max_items, limit)?)
-        }
-    };
-    // A JSONata state has no InputPath: its effective input is its input.
-    let inputs = if crate::exec::is_jsonata_map(spec) {
-        let inputs = crate::exec::jsonata_map_inputs(exec, spec, effective, context, read)?;
-        crate::map::check_item_count(exec.limits(), inputs.len())?;
-        inputs
+    let items = if code.has_item_reader() {
+        let max_items = usize::try_from(max_items?).unwrap_or(usize::MAX);
+        let params = code.reader_parameters(exec, effective, context)?;
+        let bucket = string_param(&params, "Bucket", "ItemReader", reader_failed_owned)?;
+        let key = string_param(&params, "Key", "ItemReader", reader_failed_owned)?;
+        let bytes = exec.objects().store().get_object(bucket, key).await.map_err(reader_failed)?;
+        // At most `limit` items: `read_items` refuses more.
+        code.read_items(&bytes, max_items, limit)?
     } else {
-        let items = match read {
-            Some(items) => items,
-            None => {
-                let items = crate::map::items(&spec.items_path, effective, context)?;
-                crate::map::check_item_count(exec.limits(), items.len())?;
-                items
-            }
-        };
-        exec.with_rng(|rng| crate::map::iteration_inputs(spec.item_selector.as_ref(), effective, items, context, rng))?
+        let items = code.items(exec, input, effective, context)?;
+        crate::map::check_item_count(exec.limits(), items.len())?;
+        items
     };
+    let inputs = code.select_inputs(exec, input, effective, context, items)?;
     let total_items = inputs.len();
     let children: Vec<(usize, Value)> = match batch_limits {
         None => inputs.into_iter().map(|i| (1, i)).collect(),
@@ -943,7 +1196,7 @@ where
     let count = children.len();
     // Kept for the ResultWriter's PENDING file (children that never finished).
     let child_inputs: Vec<Value> =
-        if dist.result_writer.is_some() { children.iter().map(|(_, i)| i.clone()).collect() } else { Vec::new() };
+        if code.has_result_writer() { children.iter().map(|(_, i)| i.clone()).collect() } else { Vec::new() };
     // The children wait for a place under the run's concurrency limit (`control`, which
     // UpdateMapRun may change while they run); at most MAX_CHILD_CONCURRENCY are in flight.
     let parallel = MAX_CHILD_CONCURRENCY.min(count.max(1));
@@ -1017,10 +1270,10 @@ where
     for (record, size) in records.iter().zip(&sizes) {
         count_child(counts, record.as_ref(), *size as u64);
     }
-    let written = match &dist.result_writer {
-        None => None,
-        Some(writer) => {
-            let written = write_results(exec, writer, effective, context, run_id, arn, &records, &child_inputs).await;
+    let written = match code.has_result_writer() {
+        false => None,
+        true => {
+            let written = write_results(exec, code, effective, context, run_id, arn, &records, &child_inputs).await;
             if written.is_ok() {
                 counts.0.results_written =
                     records.iter().zip(&sizes).filter(|(r, _)| r.is_some()).map(|(_, s)| *s as u64).sum();
@@ -1062,7 +1315,7 @@ pub const MAX_CHILD_CONCURRENCY: usize = 10_000;
 #[allow(clippy::too_many_arguments)]
 async fn write_results(
     exec: &Execution,
-    writer: &wfc_ir::distributed::ResultWriter,
+    code: &dyn DistributedCode,
     effective: &Value,
     context: &Value,
     run_id: &str,
@@ -1070,7 +1323,7 @@ async fn write_results(
     records: &[Option<ChildRecord>],
     inputs: &[Value],
 ) -> Result<Value, Failure> {
-    let params = exec.with_rng(|rng| io::template(&writer.parameters, effective, context, rng))?;
+    let params = code.writer_parameters(exec, effective, context)?;
     let bucket = string_param(&params, "Bucket", "ResultWriter", writer_failed)?;
     let prefix = match params.get("Prefix") {
         None | Some(Value::Null) => String::new(),

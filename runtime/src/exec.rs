@@ -3156,8 +3156,9 @@ pub trait MapCode: NestedCode {
         effective: &Value,
         ctx: &Value,
     ) -> Result<Vec<Value>, Failure>;
-    /// A DISTRIBUTED Map's spec (interpreted only): its iterations are a Map Run's children.
-    fn distributed(&self) -> Option<(&MapState, &wfc_ir::DistributedMap)> {
+    /// A DISTRIBUTED Map's own fields (ItemReader, ItemBatcher, ResultWriter, tolerance,
+    /// Label): its iterations are then a Map Run's children ([`crate::distributed::map_run`]).
+    fn distributed(&self) -> Option<&dyn crate::distributed::DistributedCode> {
         None
     }
 }
@@ -3341,14 +3342,14 @@ impl MapCode for InterpretedNested<'_, MapState> {
     ) -> Result<Vec<Value>, Failure> {
         let spec = self.0;
         if is_jsonata_map(spec) {
-            return jsonata_map_inputs(exec, spec, raw_input, ctx, None);
+            return jsonata_map_inputs(exec, spec, raw_input, ctx);
         }
         let items = crate::map::items(&spec.items_path, effective, ctx)?;
         exec.with_rng(|rng| crate::map::iteration_inputs(spec.item_selector.as_ref(), effective, items, ctx, rng))
     }
 
-    fn distributed(&self) -> Option<(&MapState, &wfc_ir::DistributedMap)> {
-        self.0.distributed.as_deref().map(|dist| (self.0, dist))
+    fn distributed(&self) -> Option<&dyn crate::distributed::DistributedCode> {
+        self.0.distributed.is_some().then_some(self.0 as &dyn crate::distributed::DistributedCode)
     }
 }
 
@@ -3572,15 +3573,15 @@ where
             }
             Err(f) => return Err(visit.runtime(f)),
         };
-        let outcome = if let Some((spec, dist)) = code.distributed() {
+        let outcome = if let Some(dist) = code.distributed() {
             // A Map Run records its own MapRunStarted/Succeeded/Failed; its children have
             // histories of their own.
             match crate::distributed::map_run(
                 exec,
                 name,
                 exec.map_run_op(name, visit_no, visit.retry_count),
-                spec,
                 dist,
+                &input,
                 &effective,
                 &state_ctx,
                 max_concurrency,
@@ -3664,41 +3665,57 @@ pub(crate) fn is_jsonata_map(spec: &MapState) -> bool {
         })
 }
 
-/// A JSONata Map's iteration inputs: the items (`read` by a DISTRIBUTED Map's ItemReader, else
-/// `Items`, else the state input, which must then be an array), each through `ItemSelector` with
-/// `$states.context.Map.Item`.
+/// A JSONata Map's iteration inputs: the items (`Items`, else the state input, which must then
+/// be an array), each through `ItemSelector` with `$states.context.Map.Item`.
 pub(crate) fn jsonata_map_inputs(
     exec: &Execution,
     spec: &MapState,
     input: &Value,
     state_ctx: &Value,
-    read: Option<Vec<Value>>,
 ) -> Result<Vec<Value>, Failure> {
-    let evaluate =
-        |t: &JsonataTemplate, field: &str, b: &Bindings<'_>| exec.with_rng(|rng| jsonata::template(t, field, b, rng));
-    {
-        let b = Bindings::new(input, state_ctx);
-        let items = match (read, &spec.items) {
-            (Some(items), _) => items,
-            (None, Some(t)) => {
-                let expr = match t {
-                    JsonataTemplate::Expr(e) => Some(e.as_str()),
-                    _ => None,
-                };
-                crate::map::jsonata_items(evaluate(t, "Items", &b)?, expr)?
-            }
-            (None, None) => crate::map::input_items(input)?,
-        };
-        let Some(selector) = &spec.item_selector_jsonata else { return Ok(items) };
-        items
-            .iter()
-            .enumerate()
-            .map(|(index, item)| {
-                let ctx = crate::map::item_context(state_ctx, index, item);
-                evaluate(selector, "ItemSelector", &Bindings::new(input, &ctx))
-            })
-            .collect()
+    let items = jsonata_map_items(exec, spec, input, state_ctx)?;
+    jsonata_map_select(exec, spec, input, state_ctx, items)
+}
+
+/// A JSONata Map's items: `Items`, else the state input, which must then be an array.
+pub(crate) fn jsonata_map_items(
+    exec: &Execution,
+    spec: &MapState,
+    input: &Value,
+    state_ctx: &Value,
+) -> Result<Vec<Value>, Failure> {
+    match &spec.items {
+        Some(t) => {
+            let b = Bindings::new(input, state_ctx);
+            let expr = match t {
+                JsonataTemplate::Expr(e) => Some(e.as_str()),
+                _ => None,
+            };
+            let items = exec.with_rng(|rng| jsonata::template(t, "Items", &b, rng))?;
+            crate::map::jsonata_items(items, expr)
+        }
+        None => crate::map::input_items(input),
     }
+}
+
+/// A JSONata Map's `ItemSelector` on each item, with `$states.context.Map.Item`; without one,
+/// the items.
+pub(crate) fn jsonata_map_select(
+    exec: &Execution,
+    spec: &MapState,
+    input: &Value,
+    state_ctx: &Value,
+    items: Vec<Value>,
+) -> Result<Vec<Value>, Failure> {
+    let Some(selector) = &spec.item_selector_jsonata else { return Ok(items) };
+    items
+        .iter()
+        .enumerate()
+        .map(|(index, item)| {
+            let ctx = crate::map::item_context(state_ctx, index, item);
+            exec.with_rng(|rng| jsonata::template(selector, "ItemSelector", &Bindings::new(input, &ctx), rng))
+        })
+        .collect()
 }
 
 /// The journal hooks: each runs the plain behaviour when the execution has no journal (or the

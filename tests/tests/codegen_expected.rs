@@ -6,8 +6,9 @@
 //!
 //! The fixtures are made of the states codegen writes as Rust (JSONPath Pass, Choice, Succeed,
 //! Task, Wait, Fail, Parallel and INLINE Map, and JSONPath Assign on all of them; JSONata Pass,
-//! Choice, Succeed, Task, Wait, Fail, Parallel and INLINE Map; Task Credentials; see
-//! docs/status.md, issue 20), so these runs exercise
+//! Choice, Succeed, Task, Wait, Fail, Parallel and INLINE Map; Task Credentials; DISTRIBUTED
+//! Maps, JSONPath and JSONata, with their Map Runs' fields; see docs/status.md, issue 20), so
+//! these runs exercise
 //! the generated paths, templates, intrinsics, conditions, Retry/Catch tables, nested machines,
 //! Assign blocks and JSONata expressions, including their failures.
 
@@ -27,8 +28,9 @@ include!("../expected/assign.rs");
 include!("../expected/assign_states.rs");
 include!("../expected/jsonata_states.rs");
 include!("../expected/jsonata_nested.rs");
+include!("../expected/distributed_map.rs");
 
-const STEMS: [&str; 9] = [
+const STEMS: [&str; 10] = [
     "count_loop",
     "pass_choice",
     "task_retry_catch",
@@ -38,6 +40,7 @@ const STEMS: [&str; 9] = [
     "assign_states",
     "jsonata_states",
     "jsonata_nested",
+    "distributed_map",
 ];
 
 fn expected_dir() -> std::path::PathBuf {
@@ -148,6 +151,21 @@ fn pass_and_choice_are_generated_not_interpreted() {
     assert_eq!(nested.matches("__wfc::abi::max_concurrency_jsonata(").count(), 1, "{nested}");
     assert!(nested.contains("\"ItemSelector/check\""), "{nested}");
     assert!(!nested.contains("let machine = machine()?;"), "{nested}");
+    // DISTRIBUTED Maps: their fields as `DistributedCode` (constants, templates, static paths
+    // and expressions), their visits through `abi::map`, no state handed to `exec`.
+    let dist = std::fs::read_to_string(expected_dir().join("distributed_map.rs")).expect("expected code");
+    assert!(!dist.contains("exec::map(") && !dist.contains("exec::task("), "{dist}");
+    assert_eq!(dist.matches("__wfc::abi::map(").count(), 4, "{dist}");
+    assert_eq!(dist.matches("impl __wfc::abi::DistributedCode for Code").count(), 4, "{dist}");
+    assert_eq!(dist.matches("fn has_item_reader(&self) -> bool").count(), 2, "{dist}");
+    assert_eq!(dist.matches("fn has_item_batcher(&self) -> bool").count(), 3, "{dist}");
+    assert_eq!(dist.matches("fn has_result_writer(&self) -> bool").count(), 1, "{dist}");
+    assert!(dist.contains("__wfc::abi::InputType::Csv"), "{dist}");
+    assert_eq!(dist.matches("__wfc::abi::count_jsonata(").count(), 2, "{dist}");
+    assert_eq!(dist.matches("__wfc::abi::percentage_jsonata(").count(), 1, "{dist}");
+    assert_eq!(dist.matches("__wfc::abi::count_path(").count(), 4, "{dist}");
+    assert_eq!(dist.matches("__wfc::abi::percentage_path(").count(), 1, "{dist}");
+    assert!(!dist.contains("let machine = machine()?;"), "{dist}");
     // The driver loop is the runtime's: generated machines supply only their steps.
     for stem in STEMS {
         let code = std::fs::read_to_string(expected_dir().join(format!("{stem}.rs"))).expect("expected code");
@@ -743,4 +761,248 @@ fn jsonata_nested_runs_as_the_interpreter_does() {
         let error = results[i].error.clone().expect("fails");
         assert_eq!(error.error, "States.Runtime", "{i}: {:?}", results[i]);
     }
+}
+
+impl distributed_map::Handler for Tasks {
+    async fn echo(&self, input: Value, ctx: TaskContext) -> Result<Value, Failure> {
+        echo(input, ctx).await
+    }
+}
+
+/// An in-memory S3 for the DISTRIBUTED Maps' ItemReader and ResultWriter: the objects the
+/// fixture reads, and whatever a run writes.
+#[derive(Debug, Default)]
+struct MemoryObjects(std::sync::Mutex<std::collections::BTreeMap<(String, String), Vec<u8>>>);
+
+impl MemoryObjects {
+    fn with_items() -> std::sync::Arc<MemoryObjects> {
+        let store = MemoryObjects::default();
+        let items = json!([{"a": 1}, {"a": 2}, {"a": 3, "s": "\"{#}\" ✓"}, {"a": 4}, {"a": 5}]);
+        let boom = json!([{"a": 1, "boom": true}, {"a": 2}, {"a": 3}, {"a": 4}]);
+        for (bucket, key, bytes) in [
+            ("items", "in ✓/items.json", items.to_string().into_bytes()),
+            ("items", "in ✓/boom.json", boom.to_string().into_bytes()),
+            ("items", "in ✓/bad.json", b"[1, ".to_vec()),
+            ("items", "rows \"1\".csv", b"1,a\n2,\"b, c\"\n3,d\n4,e\n".to_vec()),
+        ] {
+            store.0.lock().expect("store").insert((bucket.to_owned(), key.to_owned()), bytes);
+        }
+        std::sync::Arc::new(store)
+    }
+
+    fn keys(&self) -> Vec<(String, String)> {
+        self.0.lock().expect("store").keys().cloned().collect()
+    }
+}
+
+impl wfc_runtime::distributed::ObjectStore for MemoryObjects {
+    fn get_object<'a>(
+        &'a self,
+        bucket: &'a str,
+        key: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<Vec<u8>, String>> {
+        let found = self.0.lock().expect("store").get(&(bucket.to_owned(), key.to_owned())).cloned();
+        Box::pin(async move { found.ok_or_else(|| format!("NoSuchKey: s3://{bucket}/{key}")) })
+    }
+
+    fn put_object<'a>(
+        &'a self,
+        bucket: &'a str,
+        key: &'a str,
+        bytes: Vec<u8>,
+    ) -> futures::future::BoxFuture<'a, Result<(), String>> {
+        self.0.lock().expect("store").insert((bucket.to_owned(), key.to_owned()), bytes);
+        Box::pin(async { Ok(()) })
+    }
+}
+
+#[test]
+fn distributed_map_runs_as_the_interpreter_does() {
+    let base = json!({
+        "bucket": "items", "dir": "in ✓", "file": "items", "max": 0, "tag": "t \"{#}\" ✓", "tolerate": 0,
+        "list": [{"x": 1}, {"x": 2}, {"x": 3}], "pct": 50, "prefix": "out \"✓\"",
+        "per": 2, "bytes": 1000,
+        "orders": [{"id": 1}, {"id": 2}, {"id": 3}], "perBatch": 2, "tol": 0, "pct2": 0,
+    });
+    let with = |pairs: &[(&str, Value)]| {
+        let mut input = base.clone();
+        for (key, value) in pairs {
+            match (value, input.as_object_mut()) {
+                // `null` removes the field.
+                (Value::Null, Some(o)) => {
+                    o.remove(*key);
+                }
+                (value, _) => input[*key] = value.clone(),
+            }
+        }
+        input
+    };
+    let inputs = [
+        // 0: every Map succeeds.
+        base.clone(),
+        // 1: a child of the reader's Map fails (its batch of 2 items): over the tolerance, caught.
+        with(&[("file", json!("boom"))]),
+        // 2: ... tolerated (ToleratedFailureCountPath 5; 2 of 4 items is within 50%).
+        with(&[("file", json!("boom")), ("tolerate", json!(5))]),
+        // 3-5: the object is missing, not JSON, or the Bucket is not a string: ItemReaderFailed, caught.
+        with(&[("file", json!("missing"))]),
+        with(&[("file", json!("bad"))]),
+        with(&[("bucket", json!(5))]),
+        // 6: the Bucket path selects nothing: States.Runtime.
+        with(&[("bucket", Value::Null)]),
+        // 7-9: MaxItemsPath 2; negative (ItemReaderFailed, caught); not a number (States.Runtime).
+        with(&[("max", json!(2))]),
+        with(&[("max", json!(-1))]),
+        with(&[("max", json!("x"))]),
+        // 10, 11: ToleratedFailureCountPath not a number, or negative: States.Runtime.
+        with(&[("tolerate", json!("x"))]),
+        with(&[("tolerate", json!(-1))]),
+        // 12, 13: ToleratedFailurePercentagePath over 100, or not a number.
+        with(&[("pct", json!(150))]),
+        with(&[("pct", json!("x"))]),
+        // 14: the ResultWriter's Prefix is not a string: ResultWriterFailed.
+        with(&[("prefix", json!(5))]),
+        // 15: two of three items fail (ToleratedFailureCount 1): the results are written, then
+        // the threshold fails the Map; 16: one fails, tolerated.
+        with(&[("list", json!([{"boom": true}, {"x": 2}, {"boom": true}]))]),
+        with(&[("list", json!([{"boom": true}, {"x": 2}, {"x": 3}]))]),
+        // 17-20: MaxItemsPerBatchPath 0 or negative; MaxInputBytesPerBatchPath too small for a
+        // row, or over AWS's limit.
+        with(&[("per", json!(0))]),
+        with(&[("per", json!(-1))]),
+        with(&[("bytes", json!(5))]),
+        with(&[("bytes", json!(300_000))]),
+        // 21: batches of one row each by size.
+        with(&[("per", json!(10)), ("bytes", json!(60))]),
+        // 22: Items is not an array: States.QueryEvaluationError, caught.
+        with(&[("orders", json!({"id": 1}))]),
+        // 23: an order fails, none tolerated: caught; 24: tolerated by count and percentage.
+        with(&[("orders", json!([{"id": 1, "fail": true}, {"id": 2}, {"id": 3}])), ("perBatch", json!(1))]),
+        with(&[
+            ("orders", json!([{"id": 1, "fail": true}, {"id": 2}, {"id": 3}])),
+            ("perBatch", json!(1)),
+            ("tol", json!(1)),
+            ("pct2", json!(40)),
+        ]),
+        // 25, 26: the ToleratedFailureCount expression gives a string (caught) or a negative number.
+        with(&[("tol", json!("x"))]),
+        with(&[("tol", json!(-1))]),
+        // 27: the ToleratedFailurePercentage expression gives 200.
+        with(&[("pct2", json!(200))]),
+        // 28, 29: the MaxItemsPerBatch expression gives a negative number, or a string (caught).
+        with(&[("perBatch", json!(-1))]),
+        with(&[("perBatch", json!("x"))]),
+        // 30: the ItemSelector fails on an item (caught).
+        with(&[("orders", json!([{"id": 1}, {"id": 2, "bad": true}]))]),
+    ];
+    let mut results = Vec::new();
+    for input in &inputs {
+        let store = MemoryObjects::with_items();
+        let run_options = || options().with_object_store(store.clone());
+        let compiled = block_on_virtual(distributed_map::run_with(&Tasks, input.clone(), run_options()));
+        let written = store.keys();
+        let interpreted_store = MemoryObjects::with_items();
+        let interpreted =
+            interpret_with("distributed_map", input, options().with_object_store(interpreted_store.clone()));
+        assert_eq!(compiled.status, interpreted.status, "{input}");
+        assert_eq!(compiled.output, interpreted.output, "{input}");
+        assert_eq!(compiled.error, interpreted.error, "{input}");
+        assert_eq!(compiled.history, interpreted.history, "{input}: histories differ");
+        assert_eq!(written, interpreted_store.keys(), "{input}: the result files differ");
+        results.push((compiled, written));
+    }
+    let (done, written) = &results[0];
+    assert_eq!(done.status, wfc_runtime::Status::Succeeded, "{done:?}");
+    let output = done.output.clone().unwrap_or_default();
+    // Five items in batches of two; the first batch's first item with its selector's fields.
+    assert_eq!(output["written"]["ResultWriterDetails"]["Bucket"], json!("results"), "{output}");
+    assert_eq!(output["csv"]["batches"], json!(2), "{output}");
+    assert_eq!(
+        output["csv"]["first"],
+        json!({"Items": [{"id": "1", "v \"{#}\"": "a"}, {"id": "2", "v \"{#}\"": "b, c"}]})
+    );
+    // (JSONata gives a one-item sequence as the item itself.)
+    assert_eq!(output["orders"], json!([[0, 1], 2]), "{output}");
+    // The ResultWriter's files and manifest, under the prefix and the Map Run's id.
+    assert_eq!(written.iter().filter(|(b, _)| b == "results").count(), 2, "{written:?}");
+    // Each run's Map Runs, named by Label or state name.
+    let runs: Vec<String> = done
+        .history
+        .iter()
+        .filter(|e| e.event_type == wfc_runtime::EventType::MapRunStarted)
+        .filter_map(|e| e.details["mapRunArn"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(runs.len(), 4, "{runs:?}");
+    assert!(runs[0].contains("/Reader:") && runs[3].contains("/Orders:"), "{runs:?}");
+    let error = |i: usize| results[i].0.error.clone().map(|e| e.error);
+    let caught = |i: usize, key: &str| results[i].0.output.as_ref().map(|o| o[key].clone());
+    // Where each run ended, by the field that failed.
+    assert_eq!(
+        caught(1, "readError").map(|e| e["Error"].clone()),
+        Some(json!("States.ExceedToleratedFailureThreshold"))
+    );
+    assert_eq!(caught(2, "readError"), Some(Value::Null));
+    for i in [3, 4, 5, 8] {
+        assert_eq!(caught(i, "readError").map(|e| e["Error"].clone()), Some(json!("States.ItemReaderFailed")), "{i}");
+    }
+    for i in [6, 9, 10, 11, 12, 13, 17, 18, 19, 20, 26, 27, 28] {
+        assert_eq!(error(i), Some("States.Runtime".to_owned()), "{i}: {:?}", results[i].0);
+    }
+    assert_eq!(error(14), Some("States.ResultWriterFailed".to_owned()));
+    assert_eq!(error(15), Some("States.ExceedToleratedFailureThreshold".to_owned()));
+    assert_eq!(results[16].0.status, wfc_runtime::Status::Succeeded);
+    assert_eq!(caught(21, "csv").map(|c| c["batches"].clone()), Some(json!(3)));
+    for i in [22, 25, 29, 30] {
+        assert_eq!(caught(i, "caught"), Some(json!("States.QueryEvaluationError")), "{i}: {:?}", results[i].0);
+    }
+    assert_eq!(caught(23, "caught"), Some(json!("States.ExceedToleratedFailureThreshold")));
+    // A failed child contributes its execution's result document, the others their outputs.
+    let orders = caught(24, "orders").unwrap_or_default();
+    assert_eq!(
+        (orders[0]["Status"].clone(), orders[1].clone(), orders[2].clone()),
+        (json!("FAILED"), json!(1), json!(2))
+    );
+    // Each failure names its field, in AWS's words: the execution's cause, or the caught one.
+    let cause = |i: usize| match &results[i].0.error {
+        Some(error) => error.cause.clone(),
+        None => {
+            let output = results[i].0.output.clone().unwrap_or_default();
+            let caught = if output["cause"].is_string() { &output["cause"] } else { &output["readError"]["Cause"] };
+            caught.as_str().unwrap_or_default().to_owned()
+        }
+    };
+    let causes = [
+        (3, "NoSuchKey: s3://items/in ✓/missing.json"),
+        (4, "The object is not valid JSON"),
+        (5, "The ItemReader parameter `Bucket` must be a string, found 5"),
+        (6, "The JSONPath '$.bucket' specified for the field 'Bucket.$' could not be found"),
+        (8, "field MaxItems must be positive"),
+        (9, "The MaxItemsPath field refers to value \"x\" which is not a valid integer: $.max"),
+        (10, "The ToleratedFailureCountPath field refers to value \"x\""),
+        (11, "ToleratedFailureCount cannot be negative."),
+        (12, "ToleratedFailurePercentage must be between 0 and 100."),
+        (13, "The ToleratedFailurePercentagePath field refers to value \"x\" which is not a valid float: $.pct"),
+        (14, "The ResultWriter parameter `Prefix` must be a string, found 5"),
+        (17, "field MaxItemsPerBatch must be positive"),
+        (18, "field MaxItemsPerBatch must be positive"),
+        (19, "too large for a batch of at most 5 bytes (MaxInputBytesPerBatch)"),
+        (20, "field MaxInputBytesPerBatch must be at most 262144 bytes, found 300000"),
+        (22, "specified for the field 'Items' returned an unexpected result type"),
+        (25, "specified for the field 'ToleratedFailureCount' returned an unexpected result type"),
+        (26, "ToleratedFailureCount cannot be negative."),
+        (27, "ToleratedFailurePercentage must be between 0 and 100."),
+        (28, "field MaxItemsPerBatch must be positive"),
+        (29, "specified for the field 'MaxItemsPerBatch' returned an unexpected result type"),
+        (30, "specified for the field 'ItemSelector/check' threw an error"),
+    ];
+    for (i, expected) in causes {
+        assert!(cause(i).contains(expected), "{i}: {:?} does not contain {expected:?}", cause(i));
+    }
+}
+
+fn interpret_with(stem: &str, input: &Value, options: RunOptions) -> ExecutionResult {
+    let text = definition(stem);
+    let loaded = wfc_core::load(Source { path: stem, text: &text }).unwrap_or_else(|d| panic!("{}", d.render(false)));
+    let handlers = Handlers::new().on("arn:aws:states:::wfc:echo", echo);
+    block_on_virtual(interp::run(&loaded.workflow, &handlers, input.clone(), options))
 }

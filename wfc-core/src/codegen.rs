@@ -9,11 +9,11 @@
 //! * `enum State`: one variant per state of the machine, carrying that state's raw input;
 //! * `run`, `run_with`, `resume`, and `step`: one state's work (`match state { … }`) giving the
 //!   next `State` or the machine's end, run by the runtime's one driver loop (`abi::drive`).
-//!   Pass, Choice, Succeed, Task, Wait, Fail, Parallel and INLINE Map states (JSONPath or
-//!   JSONata) are generated as Rust ([`states`]: paths as steps, templates as construction
-//!   code, intrinsics as calls, Choice rules as `if` conditions, JSONata expressions as
-//!   `static`s, Retry/Catch as `const` tables) around the runtime's `abi` visit functions; the
-//!   other states (a DISTRIBUTED Map, SW states, a Choice with an `Is*` test on a non-Boolean
+//!   Pass, Choice, Succeed, Task, Wait, Fail, Parallel and Map states (INLINE or DISTRIBUTED,
+//!   JSONPath or JSONata) are generated as Rust ([`states`]: paths as steps, templates as
+//!   construction code, intrinsics as calls, Choice rules as `if` conditions, JSONata
+//!   expressions as `static`s, Retry/Catch as `const` tables) around the runtime's `abi` visit
+//!   functions; the other states (SW states, a Choice with an `Is*` test on a non-Boolean
 //!   operand, which the front end refuses) still call `__private::exec::*` (or `sw::step`)
 //!   with their spec read from the embedded IR (`codegen_snapshots` checks this list over every
 //!   definition of tests/cases and the AWS corpus);

@@ -121,12 +121,8 @@ fn variant_and_method_names() {
 // `exec` (or `sw::step`) unless it is one of `INTERPRETED`'s kinds, each with its reason.
 
 /// The states codegen still hands to the interpreter, and why. Anything else must be generated.
-const INTERPRETED: [(&str, &str); 3] = [
+const INTERPRETED: [(&str, &str); 2] = [
     ("Serverless Workflow", "no SW codegen yet: generated code dispatches each SW state to `sw::step`"),
-    (
-        "DISTRIBUTED Map",
-        "its Map Run (runtime distributed.rs) reads ItemReader, ItemBatcher, ResultWriter and the tolerated failures from the IR",
-    ),
     (
         "Choice with an Is* test whose operand is not a Boolean literal",
         "no valid definition has one (the front end refuses it, WFC0508): only a hand-built IR, whose run-time error the interpreter words",
@@ -151,8 +147,7 @@ fn interpreted_reason(state: &wfc_ir::State) -> Option<&'static str> {
     }
     match &state.kind {
         StateKind::Sw(_) => Some(INTERPRETED[0].0),
-        StateKind::Map(m) if m.distributed.is_some() => Some(INTERPRETED[1].0),
-        StateKind::Choice(c) if c.choices.iter().any(|r| bad_is_test(&r.condition)) => Some(INTERPRETED[2].0),
+        StateKind::Choice(c) if c.choices.iter().any(|r| bad_is_test(&r.condition)) => Some(INTERPRETED[1].0),
         _ => None,
     }
 }

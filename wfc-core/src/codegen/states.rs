@@ -1,8 +1,9 @@
 //! The work of a state as Rust (issue 20): Pass, Choice, Succeed, Task (with `Credentials`),
-//! Wait, Fail, Parallel and INLINE Map states (JSONPath or JSONata) are generated here;
-//! DISTRIBUTED Maps, Serverless Workflow states and a Choice with an `Is*` test on a
-//! non-Boolean operand still hand their IR to `exec.rs` (see [`super::Generator::arm`]). A Parallel's branches and a Map's item processor are generated
-//! machines of their own (`super::Generator::machine_items`); here is the state's own work.
+//! Wait, Fail, Parallel and Map (INLINE or DISTRIBUTED) states, JSONPath or JSONata, are
+//! generated here; Serverless Workflow states and a Choice with an `Is*` test on a non-Boolean
+//! operand still hand their IR to `exec.rs` (see [`super::Generator::arm`]). A Parallel's
+//! branches and a Map's item processor are generated machines of their own
+//! (`super::Generator::machine_items`); here is the state's own work.
 //!
 //! What the output calls is the runtime's `abi` module, the ABI of generated code:
 //!
@@ -30,6 +31,11 @@
 //!   `abi::ParallelCode` (Parameters or JSONata Arguments) or `abi::MapCode` (ItemsPath,
 //!   ItemSelector built per item, MaxConcurrency or MaxConcurrencyPath; or JSONata Items,
 //!   ItemSelector and MaxConcurrency);
+//! - a DISTRIBUTED Map's own fields become its `Code`'s `abi::DistributedCode`: `Label` and
+//!   literal counts constants, their `*Path` forms `static` paths, their JSONata forms `static`
+//!   expressions, the ItemReader's, ItemBatcher's and ResultWriter's templates construction code,
+//!   `ReaderConfig` the arguments of `abi::parse_items`; its Map Run is the runtime's
+//!   (`distributed::map_run`, through `abi::map`), its children the generated item processor;
 //! - a Task's `Credentials` becomes its `Code`'s `role_arn`, the object built as a template
 //!   and its `RoleArn` checked by `abi::jsonpath_role_arn`/`jsonata_role_arn`.
 //!
@@ -41,6 +47,7 @@
 use proc_macro2::{Ident, Literal, TokenStream, TokenTree};
 use quote::{format_ident, quote};
 use serde_json::Value;
+use wfc_ir::distributed::{Count, CsvHeaders, DistributedMap, InputType, Percentage};
 use wfc_ir::intrinsics::{Arg, Call, Function};
 use wfc_ir::jsonpath::ast::SingularStep;
 use wfc_ir::native::{NativeForm, NativeLiteral};
@@ -1917,16 +1924,13 @@ pub(super) fn parallel(items: &mut Items, spec: &ParallelState) -> Option<TokenS
     })
 }
 
-/// An INLINE Map state's `Code` (`abi::NestedCode` and `abi::MapCode`: InputPath, ItemsPath,
+/// A Map state's `Code` (`abi::NestedCode` and `abi::MapCode`: InputPath, ItemsPath,
 /// ItemSelector as construction code per item, MaxConcurrency or MaxConcurrencyPath,
 /// ResultSelector, ResultPath, OutputPath; or JSONata Items, ItemSelector, MaxConcurrency and
-/// Output; Assign; its Retry and Catch as `const` tables), with the items it uses; the caller
-/// runs it through `abi::map` with the item processor's generated machine. `None` for a
-/// DISTRIBUTED Map, which is left to `exec::map` (its Map Run reads the IR).
+/// Output; Assign; its Retry and Catch as `const` tables; for a DISTRIBUTED Map also
+/// `abi::DistributedCode`, see [`distributed_code`]), with the items it uses; the caller runs it
+/// through `abi::map` with the item processor's generated machine.
 pub(super) fn map(items: &mut Items, spec: &MapState) -> Option<TokenStream> {
-    if spec.distributed.is_some() {
-        return None;
-    }
     let jsonata = is_jsonata_map(spec);
     let nested = nested_code(
         items,
@@ -1950,7 +1954,9 @@ pub(super) fn map(items: &mut Items, spec: &MapState) -> Option<TokenStream> {
     let failure = quote!(__wfc::Failure);
     let mut methods = Vec::new();
     let selector_ctx = spec.item_selector.as_ref().is_some_and(template_uses_context);
-    if selector_ctx {
+    // A DISTRIBUTED Map's reader, batcher and writer parameters may read `$$` too (as the
+    // interpreter decides, without looking).
+    if selector_ctx || spec.distributed.is_some() {
         methods.push(quote!(
             fn attempt_needs_context(&self) -> bool {
                 true
@@ -1979,22 +1985,27 @@ pub(super) fn map(items: &mut Items, spec: &MapState) -> Option<TokenStream> {
             quote!(fn max_concurrency(&self, #effective: &#value, #ctx: &#value) -> Result<u64, #failure> { #body }),
         );
     }
-    if jsonata {
-        let body = jsonata_iteration_inputs(items, spec);
-        let exec = param(&body, "exec");
-        let raw_input = param(&body, "raw_input");
-        let ctx = param(&body, "ctx");
-        methods.push(quote! {
-            fn iteration_inputs(
-                &self,
-                #exec: &__wfc::Execution,
-                #raw_input: &#value,
-                _effective: &#value,
-                #ctx: &#value,
-            ) -> Result<::std::vec::Vec<#value>, #failure> {
-                #body
-            }
-        });
+    // The items (a body of type `Result<Vec<Value>, Failure>`) and the selector's statements on
+    // `items` (ending in `Ok(inputs)`; `None` without an ItemSelector), in the order the
+    // interpreter evaluates them.
+    let (selected, selection) = if jsonata {
+        (jsonata_items_body(items, spec), jsonata_selection(items, spec))
+    } else {
+        (items_path_body(items, spec), selection(items, spec, selector_ctx))
+    };
+    let Some(dist) = &spec.distributed else {
+        let body = match selection {
+            None => selected,
+            Some(selection) if jsonata => quote! {
+                let items = { #selected }?;
+                #selection
+            },
+            Some(selection) => quote! {
+                let items = #selected?;
+                #selection
+            },
+        };
+        methods.push(iteration_inputs(&body, jsonata));
         let declared = items.tokens();
         return Some(quote! {
             #declared
@@ -2004,64 +2015,26 @@ pub(super) fn map(items: &mut Items, spec: &MapState) -> Option<TokenStream> {
                 #(#methods)*
             }
         });
-    }
-    let steps = if spec.items_path.is_identity() {
-        Some(quote!(&[]))
-    } else {
-        items.steps(&spec.items_path).map(|s| quote!(#s))
     };
-    // An expression of `Result<Vec<Value>, Failure>`: the items.
-    let selected = match steps {
-        Some(steps) => {
-            let text = Literal::string(spec.items_path.as_str());
-            quote!(__wfc::abi::items(effective, #steps, #text))
-        }
-        None => {
-            let path = items.static_path(&spec.items_path);
-            quote!(__wfc::abi::items_path(__wfc::abi::path(&#path)?, effective, ctx))
-        }
-    };
-    let body = match &spec.item_selector {
-        None => selected,
-        Some(t) => {
-            let built = template(items, t, "Parameters", &quote!(effective));
-            if selector_ctx {
-                // `$$.Map.Item.Index` and `$$.Map.Item.Value` join the Map's context object.
-                quote! {
-                    let items = #selected?;
-                    let mut inputs = ::std::vec::Vec::with_capacity(items.len());
-                    for (index, item) in items.iter().enumerate() {
-                        let ctx = &__wfc::abi::item_context(ctx, index, item);
-                        inputs.push(#built);
-                    }
-                    Ok(inputs)
-                }
-            } else {
-                quote! {
-                    let items = #selected?;
-                    let mut inputs = ::std::vec::Vec::with_capacity(items.len());
-                    for _ in &items {
-                        inputs.push(#built);
-                    }
-                    Ok(inputs)
-                }
-            }
-        }
-    };
-    let exec = param(&body, "exec");
-    let effective = param(&body, "effective");
-    let ctx = param(&body, "ctx");
+    // A Map Run takes its items apart: `items` unless an ItemReader reads them, then
+    // `select_inputs` on them. `iteration_inputs` is what they give without a reader.
     methods.push(quote! {
         fn iteration_inputs(
             &self,
-            #exec: &__wfc::Execution,
-            _raw_input: &#value,
-            #effective: &#value,
-            #ctx: &#value,
+            exec: &__wfc::Execution,
+            raw_input: &#value,
+            effective: &#value,
+            ctx: &#value,
         ) -> Result<::std::vec::Vec<#value>, #failure> {
-            #body
+            let items = __wfc::abi::DistributedCode::items(self, exec, raw_input, effective, ctx)?;
+            __wfc::abi::DistributedCode::select_inputs(self, exec, raw_input, effective, ctx, items)
+        }
+
+        fn distributed(&self) -> ::core::option::Option<&dyn __wfc::abi::DistributedCode> {
+            Some(self)
         }
     });
+    let distributed = distributed_code(items, spec, dist, selected, selection);
     let declared = items.tokens();
     Some(quote! {
         #declared
@@ -2070,6 +2043,308 @@ pub(super) fn map(items: &mut Items, spec: &MapState) -> Option<TokenStream> {
         impl __wfc::abi::MapCode for Code {
             #(#methods)*
         }
+
+        #distributed
+    })
+}
+
+/// A DISTRIBUTED Map's `impl abi::DistributedCode for Code`: what its Map Run reads, written
+/// out (only what differs from the trait's defaults). `Label` and the literals are constants;
+/// the `*Path` forms `static` paths read by `abi::count_path`/`percentage_path`; the JSONata
+/// forms `static` expressions; the ItemReader's, ItemBatcher's and ResultWriter's templates
+/// construction code; `ReaderConfig` the arguments of `abi::parse_items`. `selected` and
+/// `selection` are the items and the ItemSelector ([`map`]'s).
+fn distributed_code(
+    items: &mut Items,
+    spec: &MapState,
+    dist: &DistributedMap,
+    selected: TokenStream,
+    selection: Option<TokenStream>,
+) -> TokenStream {
+    let value = quote!(__wfc::Value);
+    let failure = quote!(__wfc::Failure);
+    let mut methods = Vec::new();
+    if let Some(label) = &dist.label {
+        let label = Literal::string(label);
+        methods.push(quote! {
+            fn label(&self) -> ::core::option::Option<&str> {
+                Some(#label)
+            }
+        });
+    }
+    // `MapStateStarted`'s length: ItemsPath's array (also in a JSONata Map, whose ItemsPath
+    // is `$`), as the interpreter counts it.
+    let steps = if spec.items_path.is_identity() {
+        Some(quote!(&[]))
+    } else {
+        items.steps(&spec.items_path).map(|s| quote!(#s))
+    };
+    let body = match steps {
+        Some(steps) => quote!(__wfc::abi::items_length(effective, #steps)),
+        None => {
+            let path = items.static_path(&spec.items_path);
+            quote!(__wfc::abi::items_path_length(&#path, effective, ctx))
+        }
+    };
+    let (effective, ctx) = (param(&body, "effective"), param(&body, "ctx"));
+    methods.push(quote!(fn items_path_length(&self, #effective: &#value, #ctx: &#value) -> usize { #body }));
+    let (exec, raw_input, effective, ctx) = (
+        param(&selected, "exec"),
+        param(&selected, "raw_input"),
+        param(&selected, "effective"),
+        param(&selected, "ctx"),
+    );
+    methods.push(quote! {
+        fn items(&self, #exec: &__wfc::Execution, #raw_input: &#value, #effective: &#value, #ctx: &#value) -> Result<::std::vec::Vec<#value>, #failure> {
+            #selected
+        }
+    });
+    if let Some(body) = selection {
+        let (exec, raw_input, effective, ctx) =
+            (param(&body, "exec"), param(&body, "raw_input"), param(&body, "effective"), param(&body, "ctx"));
+        methods.push(quote! {
+            fn select_inputs(
+                &self,
+                #exec: &__wfc::Execution,
+                #raw_input: &#value,
+                #effective: &#value,
+                #ctx: &#value,
+                items: ::std::vec::Vec<#value>,
+            ) -> Result<::std::vec::Vec<#value>, #failure> {
+                #body
+            }
+        });
+    }
+    if let Some(c) = &dist.tolerated_failure_count {
+        let body = count_body(items, c, "ToleratedFailureCount", true);
+        methods.push(values_method(
+            "tolerated_failure_count",
+            quote!(Result<::core::option::Option<u64>, #failure>),
+            body,
+        ));
+    }
+    if let Some(p) = &dist.tolerated_failure_percentage {
+        let body = match p {
+            Percentage::Fixed(p) => {
+                let p = float(*p);
+                quote!(Ok(Some(#p)))
+            }
+            Percentage::Path(p) => {
+                let path = items.static_path(p);
+                quote!(__wfc::abi::percentage_path(__wfc::abi::path(&#path)?, effective, ctx).map(Some))
+            }
+            Percentage::Jsonata(e) => {
+                let expr = items.jsonata(e);
+                quote!(__wfc::abi::percentage_jsonata(#expr, effective, ctx).map(Some))
+            }
+        };
+        methods.push(values_method(
+            "tolerated_failure_percentage",
+            quote!(Result<::core::option::Option<f64>, #failure>),
+            body,
+        ));
+    }
+    if let Some(reader) = &dist.item_reader {
+        methods.push(quote! {
+            fn has_item_reader(&self) -> bool {
+                true
+            }
+        });
+        methods.push(template_method(items, "reader_parameters", &reader.parameters, false));
+        if let Some(c) = &reader.config.max_items {
+            let body = count_body(items, c, "MaxItems", false);
+            methods.push(values_method("max_items", quote!(Result<u64, #failure>), body));
+        }
+        let input_type = format_ident!(
+            "{}",
+            match reader.config.input_type {
+                InputType::Json => "Json",
+                InputType::Jsonl => "Jsonl",
+                InputType::Csv => "Csv",
+            }
+        );
+        let headers = match &reader.config.csv_headers {
+            CsvHeaders::FirstRow => quote!(::core::option::Option::None),
+            CsvHeaders::Given(headers) => {
+                let headers = headers.iter().map(|h| Literal::string(h));
+                quote!(Some(&[#(#headers),*]))
+            }
+        };
+        methods.push(quote! {
+            fn read_items(&self, bytes: &[u8], max_items: usize, limit: usize) -> Result<::std::vec::Vec<#value>, #failure> {
+                __wfc::abi::parse_items(bytes, __wfc::abi::InputType::#input_type, #headers, max_items, limit)
+            }
+        });
+    }
+    if let Some(batcher) = &dist.item_batcher {
+        methods.push(quote! {
+            fn has_item_batcher(&self) -> bool {
+                true
+            }
+        });
+        if let Some(c) = &batcher.max_items_per_batch {
+            let body = count_body(items, c, "MaxItemsPerBatch", true);
+            methods.push(values_method(
+                "max_items_per_batch",
+                quote!(Result<::core::option::Option<u64>, #failure>),
+                body,
+            ));
+        }
+        if let Some(c) = &batcher.max_input_bytes_per_batch {
+            let body = count_body(items, c, "MaxInputBytesPerBatch", true);
+            methods.push(values_method(
+                "max_input_bytes_per_batch",
+                quote!(Result<::core::option::Option<u64>, #failure>),
+                body,
+            ));
+        }
+        if let Some(t) = &batcher.batch_input {
+            methods.push(template_method(items, "batch_input", t, true));
+        }
+    }
+    if let Some(writer) = &dist.result_writer {
+        methods.push(quote! {
+            fn has_result_writer(&self) -> bool {
+                true
+            }
+        });
+        methods.push(template_method(items, "writer_parameters", &writer.parameters, false));
+    }
+    quote! {
+        impl __wfc::abi::DistributedCode for Code {
+            #(#methods)*
+        }
+    }
+}
+
+/// A count field's value (`field` names its `abi::CountField`), a body over `effective` and
+/// `ctx`: a literal, its `*Path` or its JSONata expression; wrapped in `Some` when `optional`.
+fn count_body(items: &mut Items, count: &Count, field: &str, optional: bool) -> TokenStream {
+    let field = format_ident!("{}", field);
+    let some = if optional { quote!(.map(Some)) } else { quote!() };
+    match count {
+        Count::Fixed(n) => {
+            let n = Literal::u64_suffixed(*n);
+            if optional { quote!(Ok(Some(#n))) } else { quote!(Ok(#n)) }
+        }
+        Count::Path(p) => {
+            let path = items.static_path(p);
+            quote!(__wfc::abi::count_path(__wfc::abi::path(&#path)?, __wfc::abi::CountField::#field, effective, ctx)#some)
+        }
+        Count::Jsonata(e) => {
+            let expr = items.jsonata(e);
+            quote!(__wfc::abi::count_jsonata(#expr, __wfc::abi::CountField::#field, effective, ctx)#some)
+        }
+    }
+}
+
+/// A `DistributedCode` method `name(&self, effective, ctx) -> returns` with `body`.
+fn values_method(name: &str, returns: TokenStream, body: TokenStream) -> TokenStream {
+    let name = format_ident!("{}", name);
+    let (effective, ctx) = (param(&body, "effective"), param(&body, "ctx"));
+    quote! {
+        fn #name(&self, #effective: &__wfc::Value, #ctx: &__wfc::Value) -> #returns {
+            #body
+        }
+    }
+}
+
+/// A `DistributedCode` method `name(&self, exec, effective, ctx)` building the template `t` on
+/// the effective input (`Parameters` in causes, as the interpreter names it); its value in
+/// `Some` when `optional`.
+fn template_method(items: &mut Items, name: &str, t: &Template, optional: bool) -> TokenStream {
+    let name = format_ident!("{}", name);
+    let built = template(items, t, "Parameters", &quote!(effective));
+    let (body, returns) = if optional {
+        (quote!(Ok(Some(#built))), quote!(Result<::core::option::Option<__wfc::Value>, __wfc::Failure>))
+    } else {
+        (quote!(Ok(#built)), quote!(Result<__wfc::Value, __wfc::Failure>))
+    };
+    let (exec, effective, ctx) = (param(&body, "exec"), param(&body, "effective"), param(&body, "ctx"));
+    quote! {
+        fn #name(&self, #exec: &__wfc::Execution, #effective: &__wfc::Value, #ctx: &__wfc::Value) -> #returns {
+            #body
+        }
+    }
+}
+
+/// `MapCode::iteration_inputs` with `body` (over `raw_input` for a JSONata Map, else
+/// `effective`, and `ctx`).
+fn iteration_inputs(body: &TokenStream, jsonata: bool) -> TokenStream {
+    let value = quote!(__wfc::Value);
+    let failure = quote!(__wfc::Failure);
+    let exec = param(body, "exec");
+    let ctx = param(body, "ctx");
+    if jsonata {
+        let raw_input = param(body, "raw_input");
+        quote! {
+            fn iteration_inputs(
+                &self,
+                #exec: &__wfc::Execution,
+                #raw_input: &#value,
+                _effective: &#value,
+                #ctx: &#value,
+            ) -> Result<::std::vec::Vec<#value>, #failure> {
+                #body
+            }
+        }
+    } else {
+        let effective = param(body, "effective");
+        quote! {
+            fn iteration_inputs(
+                &self,
+                #exec: &__wfc::Execution,
+                _raw_input: &#value,
+                #effective: &#value,
+                #ctx: &#value,
+            ) -> Result<::std::vec::Vec<#value>, #failure> {
+                #body
+            }
+        }
+    }
+}
+
+/// ItemsPath on `effective`: an expression of `Result<Vec<Value>, Failure>`.
+fn items_path_body(items: &mut Items, spec: &MapState) -> TokenStream {
+    let steps = if spec.items_path.is_identity() {
+        Some(quote!(&[]))
+    } else {
+        items.steps(&spec.items_path).map(|s| quote!(#s))
+    };
+    match steps {
+        Some(steps) => {
+            let text = Literal::string(spec.items_path.as_str());
+            quote!(__wfc::abi::items(effective, #steps, #text))
+        }
+        None => {
+            let path = items.static_path(&spec.items_path);
+            quote!(__wfc::abi::items_path(__wfc::abi::path(&#path)?, effective, ctx))
+        }
+    }
+}
+
+/// A JSONPath ItemSelector on `items`: statements ending in `Ok(inputs)`; `None` without one.
+fn selection(items: &mut Items, spec: &MapState, selector_ctx: bool) -> Option<TokenStream> {
+    let t = spec.item_selector.as_ref()?;
+    let built = template(items, t, "Parameters", &quote!(effective));
+    Some(if selector_ctx {
+        // `$$.Map.Item.Index` and `$$.Map.Item.Value` join the Map's context object.
+        quote! {
+            let mut inputs = ::std::vec::Vec::with_capacity(items.len());
+            for (index, item) in items.iter().enumerate() {
+                let ctx = &__wfc::abi::item_context(ctx, index, item);
+                inputs.push(#built);
+            }
+            Ok(inputs)
+        }
+    } else {
+        quote! {
+            let mut inputs = ::std::vec::Vec::with_capacity(items.len());
+            for _ in &items {
+                inputs.push(#built);
+            }
+            Ok(inputs)
+        }
     })
 }
 
@@ -2077,20 +2352,24 @@ pub(super) fn map(items: &mut Items, spec: &MapState) -> Option<TokenStream> {
 /// query language): its items then come from `Items` (or the input) and `ItemSelector` is
 /// JSONata.
 fn is_jsonata_map(spec: &MapState) -> bool {
+    let jsonata_count = |c: &Option<Count>| matches!(c, Some(Count::Jsonata(_)));
     spec.jsonata
         || spec.items.is_some()
         || spec.item_selector_jsonata.is_some()
         || matches!(spec.assign, Some(Assign::Jsonata(_)))
         || spec.output.is_some()
         || spec.max_concurrency_jsonata.is_some()
+        || spec.distributed.as_ref().is_some_and(|d| {
+            jsonata_count(&d.tolerated_failure_count)
+                || matches!(d.tolerated_failure_percentage, Some(Percentage::Jsonata(_)))
+        })
 }
 
-/// A JSONata Map's iteration inputs, a body of type `Result<Vec<Value>, Failure>` over the raw
-/// input `raw_input` and the context object `ctx`: the items (`Items`, else the input, which
-/// must be an array), each through `ItemSelector` with `$states.context.Map.Item`, as
-/// `exec::jsonata_map_inputs` evaluates them.
-fn jsonata_iteration_inputs(items: &mut Items, spec: &MapState) -> TokenStream {
-    let selected = match &spec.items {
+/// A JSONata Map's items, a body of type `Result<Vec<Value>, Failure>` over the raw input
+/// `raw_input` and the context object `ctx`: `Items`, else the input, which must be an array,
+/// as `exec::jsonata_map_items` evaluates them.
+fn jsonata_items_body(items: &mut Items, spec: &MapState) -> TokenStream {
+    match &spec.items {
         Some(t) => {
             let built = jsonata_template(items, t, "Items", &quote!(states));
             let expr = match t {
@@ -2103,21 +2382,22 @@ fn jsonata_iteration_inputs(items: &mut Items, spec: &MapState) -> TokenStream {
             with_states(quote!(__wfc::abi::jsonata_items(#built, #expr)), quote!(raw_input))
         }
         None => quote!(__wfc::abi::input_items(raw_input)),
-    };
-    match &spec.item_selector_jsonata {
-        None => selected,
-        Some(t) => {
-            let built = jsonata_template(items, t, "ItemSelector", &quote!(states));
-            quote! {
-                let items = { #selected }?;
-                let mut inputs = ::std::vec::Vec::with_capacity(items.len());
-                for (index, item) in items.iter().enumerate() {
-                    let ctx = &__wfc::abi::item_context(ctx, index, item);
-                    let states = &__wfc::abi::Bindings::new(raw_input, ctx);
-                    inputs.push(#built);
-                }
-                Ok(inputs)
-            }
-        }
     }
+}
+
+/// A JSONata Map's `ItemSelector` on `items`, with `$states.context.Map.Item`, as
+/// `exec::jsonata_map_select` evaluates it: statements ending in `Ok(inputs)`; `None` without
+/// one.
+fn jsonata_selection(items: &mut Items, spec: &MapState) -> Option<TokenStream> {
+    let t = spec.item_selector_jsonata.as_ref()?;
+    let built = jsonata_template(items, t, "ItemSelector", &quote!(states));
+    Some(quote! {
+        let mut inputs = ::std::vec::Vec::with_capacity(items.len());
+        for (index, item) in items.iter().enumerate() {
+            let ctx = &__wfc::abi::item_context(ctx, index, item);
+            let states = &__wfc::abi::Bindings::new(raw_input, ctx);
+            inputs.push(#built);
+        }
+        Ok(inputs)
+    })
 }
