@@ -303,7 +303,9 @@ impl Service {
                     "name": doc["Name"],
                     "status": doc["Status"],
                     "mapRunArn": arn,
-                    "itemCount": doc.get("ItemCount").and_then(Value::as_u64).unwrap_or(1),
+                    // As before this session: a batch's child counts as one (the journal's
+                    // documents of finished children do not keep their item count).
+                    "itemCount": 1,
                 });
                 // A rerun child keeps its first start; its redrive is the latest run's start.
                 let redrives = c.runs.saturating_sub(1) + u64::from(doc["Status"] == "RUNNING" && c.runs > 0);
