@@ -232,6 +232,27 @@ def test_state_map_parallel(sfn):
     assert json.loads(d["afterItemSelector"]) == [{"kind": "item"}] * 4 and d["toleratedFailurePercentage"] == 50, d
     r = sfn.test_state(definition=json.dumps(reader), mock={"result": "[]"}, stateConfiguration=data(3))
     assert (r["status"], r["error"]) == ("FAILED", "States.ExceedToleratedFailureThreshold"), r
+    # A Distributed Map's ItemBatcher (afterItemBatcher) and tolerated failures given by paths
+    # into the input (inspected, and checked against the failed iterations).
+    batched = dict(fan, ItemBatcher={"MaxItemsPerBatch": 2, "BatchInput": {"run": "b"}}, ToleratedFailureCountPath="$.tolerate")
+    batched["ItemProcessor"] = dict(fan["ItemProcessor"], ProcessorConfig={"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"})
+    del batched["ToleratedFailureCount"]
+    given = lambda **kw: json.dumps(dict({"items": [1, 2, 3]}, **kw))  # noqa: E731
+    r = sfn.test_state(definition=json.dumps(batched), input=given(tolerate=1), mock={"result": "[]"}, inspectionLevel="DEBUG")
+    d = r["inspectionData"]
+    batches = [{"Items": [1, 2], "BatchInput": {"run": "b"}}, {"Items": [3], "BatchInput": {"run": "b"}}]
+    assert json.loads(d["afterItemBatcher"]) == batches and d["toleratedFailureCount"] == 1, d
+    ok = sfn.test_state(definition=json.dumps(batched), input=given(tolerate=1), mock={"result": "[]"}, stateConfiguration=conf(1))
+    over = sfn.test_state(definition=json.dumps(batched), input=given(tolerate=1), mock={"result": "[]"}, stateConfiguration=conf(2))
+    assert (ok["status"], over["status"], over["error"]) == ("SUCCEEDED", "FAILED", "States.ExceedToleratedFailureThreshold"), (ok, over)
+    bad = sfn.test_state(definition=json.dumps(batched), input=given(tolerate="x"), mock={"result": "[]"}, stateConfiguration=conf(1))
+    assert (bad["status"], bad["error"]) == ("FAILED", "States.Runtime") and "ToleratedFailureCountPath" in bad["cause"], bad
+    shared = dict(batched, ToleratedFailurePercentagePath="$.share")
+    del shared["ToleratedFailureCountPath"]
+    r = sfn.test_state(definition=json.dumps(shared), input=given(share="50"), mock={"result": "[]"}, stateConfiguration=conf(1), inspectionLevel="DEBUG")
+    assert (r["status"], r["inspectionData"]["toleratedFailurePercentage"]) == ("SUCCEEDED", 50), r
+    r = sfn.test_state(definition=json.dumps(shared), input=given(share="50"), mock={"result": "[]"}, stateConfiguration=conf(2))
+    assert (r["status"], r["error"]) == ("FAILED", "States.ExceedToleratedFailureThreshold"), r
     # A mocked error of a Map, with its Retry: RETRIABLE, as for a Task.
     retried = dict(fan, Retry=[{"ErrorEquals": ["Boom"], "MaxAttempts": 1}])
     boom = {"errorOutput": {"error": "Boom", "cause": "one item broke"}}
