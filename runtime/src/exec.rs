@@ -2001,6 +2001,10 @@ async fn task_inner(
             Some(arn) => task_ctx.with_role_arn(arn),
             None => task_ctx,
         };
+        let task_ctx = match exec.stored_execution_name() {
+            Some(stored) => task_ctx.with_stored_execution(stored),
+            None => task_ctx,
+        };
         let task_ctx = match &lambda_invoke {
             Some(invoke) => task_ctx.with_function_name(invoke.function_name.clone()),
             None => task_ctx,
@@ -4001,6 +4005,18 @@ impl Execution {
         }
         #[cfg(not(feature = "durable"))]
         let _ = (name, visit_no, attempt_no, uncaught);
+    }
+
+    /// The journal's execution name when it differs from [`Execution::task_execution_name`] (a
+    /// DISTRIBUTED Map Run's child, journaled in its parent's execution).
+    pub(crate) fn stored_execution_name(&self) -> Option<String> {
+        #[cfg(feature = "durable")]
+        if let Some(journal) = &self.shared.journal
+            && journal.name() != self.task_execution_name()
+        {
+            return Some(journal.name().to_owned());
+        }
+        None
     }
 
     /// Lets this line record history events again when a redrive muted it (see [`Scope::mute`]):

@@ -1003,6 +1003,26 @@ def map_run_before_restart(sfn):
     saved("keep-run", run_arn)
 
 
+KEEP_ACTIVITY = f"arn:aws:states:us-east-1:{ACCOUNT}:activity:MapKeepWork"
+
+
+def map_activity_before_restart(sfn):
+    """A Map Run child's activity task handed to a worker before a restart is answered after
+    it: the resumed child takes over the task it queued (fenced by its parent's epoch)."""
+    sfn.create_activity(name="MapKeepWork")
+    arn = sfn.create_state_machine(name="MapAct", definition=map_machine(KEEP_ACTIVITY, "act"), roleArn=ROLE)["stateMachineArn"]
+    sfn.start_execution(stateMachineArn=arn, name="a1", input=json.dumps({"items": [7]}))
+    task = sfn.get_activity_task(activityArn=KEEP_ACTIVITY, workerName="before")
+    assert json.loads(task["input"]) == 7, task
+    saved("map-act-token", task["taskToken"])
+
+
+def map_activity_after_restart(sfn):
+    sfn.send_task_success(taskToken=saved("map-act-token"), output='"done"')
+    d = finished(sfn, f"arn:aws:states:us-east-1:{ACCOUNT}:execution:MapAct:a1")
+    assert (d["status"], json.loads(d["output"])) == ("SUCCEEDED", ["done"]), d
+
+
 def map_run_after_restart(sfn):
     run_arn = saved("keep-run")
     d = sfn.describe_map_run(mapRunArn=run_arn)
@@ -1225,6 +1245,7 @@ def main():
         assert d["status"] == "FAILED", d
         queues_before_restart(sfn)
         map_run_before_restart(sfn)
+        map_activity_before_restart(sfn)
     elif PHASE == "after-restart":
         listed = sfn.list_tags_for_resource(resourceArn=sm_arn("Durable"))["tags"]
         assert listed == [{"key": "kept", "value": "yes"}], listed
@@ -1252,6 +1273,7 @@ def main():
         assert ledger("later") == ["First", "Broken", "Flaky", "Flaky", "Flaky"], ledger("later")
         queues_after_restart(sfn)
         map_run_after_restart(sfn)
+        map_activity_after_restart(sfn)
     elif PHASE == "two-servers-a":
         two_servers_a(sfn)
         two_servers_map_a(sfn)
