@@ -910,6 +910,7 @@ def map_run_redrive(sfn):
             },
         }
     )
+    t0 = time.monotonic()
     arn = sfn.create_state_machine(name="MapRedrive", definition=machine, roleArn=ROLE)["stateMachineArn"]
     ex = sfn.start_execution(stateMachineArn=arn, name="m1", input=json.dumps({"items": [1, 2, 3]}))["executionArn"]
     d = finished(sfn, ex)
@@ -945,6 +946,7 @@ def map_run_redrive(sfn):
     assert events[at + 1]["mapRunRedrivenEventDetails"] == {"mapRunArn": run_arn, "redriveCount": 1}, events[at + 1]
     assert kinds[-4:] == ["MapRunSucceeded", "MapStateSucceeded", "MapStateExited", "ExecutionSucceeded"], kinds
     assert kinds.count("MapRunStarted") == 1, kinds
+    print(f"map_run_redrive: {time.monotonic() - t0:.2f} s", flush=True)
 
 
 def map_machine(activity, label):
@@ -1244,8 +1246,12 @@ def main():
         d = finished(sfn, sfn.start_execution(stateMachineArn=arn, name="later", input="{}")["executionArn"])
         assert d["status"] == "FAILED", d
         queues_before_restart(sfn)
+        t0 = time.monotonic()
         map_run_before_restart(sfn)
+        print(f"map_run_before_restart: {time.monotonic() - t0:.2f} s", flush=True)
+        t0 = time.monotonic()
         map_activity_before_restart(sfn)
+        print(f"map_activity_before_restart: {time.monotonic() - t0:.2f} s", flush=True)
     elif PHASE == "after-restart":
         listed = sfn.list_tags_for_resource(resourceArn=sm_arn("Durable"))["tags"]
         assert listed == [{"key": "kept", "value": "yes"}], listed
@@ -1272,14 +1278,22 @@ def main():
         assert (d["status"], d["redriveCount"], json.loads(d["output"])) == ("SUCCEEDED", 1, {"redriveCount": 1}), d
         assert ledger("later") == ["First", "Broken", "Flaky", "Flaky", "Flaky"], ledger("later")
         queues_after_restart(sfn)
+        t0 = time.monotonic()
         map_run_after_restart(sfn)
+        print(f"map_run_after_restart: {time.monotonic() - t0:.2f} s", flush=True)
+        t0 = time.monotonic()
         map_activity_after_restart(sfn)
+        print(f"map_activity_after_restart: {time.monotonic() - t0:.2f} s", flush=True)
     elif PHASE == "two-servers-a":
         two_servers_a(sfn)
+        t0 = time.monotonic()
         two_servers_map_a(sfn)
+        print(f"two_servers_map_a: {time.monotonic() - t0:.2f} s", flush=True)
     elif PHASE == "two-servers-b":
         two_servers_b(sfn)
+        t0 = time.monotonic()
         two_servers_map_b(sfn)
+        print(f"two_servers_map_b: {time.monotonic() - t0:.2f} s", flush=True)
     print(json.dumps({"phase": PHASE, "checked": CHECKED}), flush=True)
 
 
