@@ -34,6 +34,9 @@ use wfc_ir::{MapState, Path, Root};
 
 use crate::{EventType, Execution, Failure, Status, io};
 
+mod store_sync;
+pub use store_sync::{SYNC_INTERVAL, child_level, limits_key, progress_key};
+
 /// Where a DISTRIBUTED Map's `ItemReader` reads objects and its `ResultWriter` writes them.
 ///
 /// Implement it to read from real S3 (or anything else); errors are plain messages, which
@@ -619,6 +622,9 @@ pub struct MapRunControl {
     tolerance: std::sync::Mutex<Tolerance>,
     /// Children running now, and their items.
     in_flight: std::sync::Mutex<(usize, u64)>,
+    /// The children holding a place now, by index: their execution documents (status
+    /// RUNNING), for `ListExecutions` of the run from any server (see [`store_sync`]).
+    running_children: std::sync::Mutex<std::collections::BTreeMap<usize, Value>>,
     /// The children and items of the run, and how those that finished ended (while it runs,
     /// for `DescribeMapRun`).
     progress: std::sync::Mutex<(Counts, Counts)>,
@@ -680,14 +686,15 @@ pub fn map_run_limits(arn: &str) -> Option<MapRunLimits> {
 /// of a Map Run running in this process, or `None`: `running` are the children holding a
 /// place now, `pending` those neither running nor finished.
 pub fn map_run_counts(arn: &str) -> Option<(Value, Value)> {
+    running().get(arn).cloned().map(|control| control.counts_now())
+}
+
+/// The execution documents (status RUNNING) of the children of a Map Run running in this
+/// process that hold a place now, in item order, or `None`.
+pub fn map_run_running_children(arn: &str) -> Option<Vec<Value>> {
     let control = running().get(arn).cloned()?;
-    let (executions_running, items_running) = *control.in_flight.lock().unwrap_or_else(|p| p.into_inner());
-    let (mut items, mut executions) = *control.progress.lock().unwrap_or_else(|p| p.into_inner());
-    for (c, running) in [(&mut items, items_running), (&mut executions, executions_running as u64)] {
-        c.running = running;
-        c.pending = c.total.saturating_sub(c.succeeded + c.failed + c.timed_out + c.aborted + running);
-    }
-    Some((items.json(), executions.json()))
+    let children = control.running_children.lock().unwrap_or_else(|p| p.into_inner());
+    Some(children.values().cloned().collect())
 }
 
 impl MapRunControl {
@@ -696,6 +703,7 @@ impl MapRunControl {
             max_concurrency: max_concurrency.into(),
             tolerance: std::sync::Mutex::new(tolerance),
             in_flight: std::sync::Mutex::new((0, 0)),
+            running_children: std::sync::Mutex::new(Default::default()),
             progress: std::sync::Mutex::new(Default::default()),
             freed: tokio::sync::Notify::new(),
         }
@@ -710,13 +718,26 @@ impl MapRunControl {
         }
     }
 
+    /// Sets the limits (an `UpdateMapRun`, possibly made on another server, read from the store).
+    fn apply(&self, limits: &MapRunLimits) {
+        if self.max_concurrency.swap(limits.max_concurrency, std::sync::atomic::Ordering::SeqCst)
+            != limits.max_concurrency
+        {
+            self.freed.notify_waiters();
+        }
+        let mut tolerance = self.tolerance.lock().unwrap_or_else(|p| p.into_inner());
+        tolerance.percentage = limits.tolerated_failure_percentage;
+        tolerance.count = limits.tolerated_failure_count;
+    }
+
     fn exceeded(&self, failed: u64, total: u64) -> bool {
         self.tolerance.lock().unwrap_or_else(|p| p.into_inner()).exceeded(failed, total)
     }
 
-    /// Waits for a place under the current concurrency limit for a child of `items` items;
-    /// the place is freed when the returned guard drops.
-    async fn place(&self, items: u64) -> Place<'_> {
+    /// Waits for a place under the current concurrency limit for child `index` of `items` items
+    /// (`running`: its execution document while it runs); the place is freed when the returned
+    /// guard drops.
+    async fn place(&self, items: u64, index: usize, running: Value) -> Place<'_> {
         loop {
             let freed = self.freed.notified();
             futures::pin_mut!(freed);
@@ -730,7 +751,8 @@ impl MapRunControl {
                 if n.0 < limit {
                     n.0 += 1;
                     n.1 += items;
-                    return Place(self, items);
+                    self.running_children.lock().unwrap_or_else(|p| p.into_inner()).insert(index, running);
+                    return Place(self, items, index);
                 }
             }
             freed.await;
@@ -738,11 +760,12 @@ impl MapRunControl {
     }
 }
 
-/// A child's place under its Map Run's concurrency limit (and its items).
-struct Place<'a>(&'a MapRunControl, u64);
+/// A child's place under its Map Run's concurrency limit (its items, its index).
+struct Place<'a>(&'a MapRunControl, u64, usize);
 
 impl Drop for Place<'_> {
     fn drop(&mut self) {
+        self.0.running_children.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.2);
         {
             let mut n = self.0.in_flight.lock().unwrap_or_else(|p| p.into_inner());
             n.0 = n.0.saturating_sub(1);
@@ -1077,22 +1100,28 @@ where
     let mut guard = RunGuard { exec, arn: &arn, armed: true };
     // (items, child executions)
     let mut counts = (Counts::default(), Counts::default());
-    let outcome = run_children(
+    // The run's limits and progress are also kept in the store (see `store_sync`).
+    let outcome = store_sync::synced(
         exec,
-        name,
-        children_op,
-        code,
-        input,
-        effective,
-        context,
-        max_items,
-        batch_limits,
-        &control,
-        &mut counts,
-        &label,
-        &run_id,
         &arn,
-        &mut run_child,
+        &control,
+        run_children(
+            exec,
+            name,
+            children_op,
+            code,
+            input,
+            effective,
+            context,
+            max_items,
+            batch_limits,
+            &control,
+            &mut counts,
+            &label,
+            &run_id,
+            &arn,
+            &mut run_child,
+        ),
     )
     .await;
     guard.armed = false;
@@ -1208,6 +1237,8 @@ where
     let machine_id = format!("{}/{label}", exec.state_machine_id());
     let short = run_id.get(..8).unwrap_or(run_id);
     let clock = exec.clock().clone();
+    // A redriven execution whose Map Run failed reruns only the children that did not succeed.
+    let redrive = store_sync::RedrivePlan::make(exec, name, arn, children_op.as_deref(), &sizes, control, code.has_result_writer());
     // Boxed rather than pinned on the stack, so that `drop` below really drops the children
     // still running.
     let mut runs = Box::pin(
@@ -1222,17 +1253,19 @@ where
                     exec.child(workflow.clone(), child_name.clone(), machine_id.clone(), &input, op.clone(), seed);
                 // What a chained child's own invocation needs to run it (see `run_chained_child`).
                 let envelope = chained_child_envelope(name, &workflow, &child_name, seed, &input);
+                let running = store_sync::running_document(&child, size);
+                let run_op = redrive.run_op(index, op.clone());
                 let future = run_child(input.clone(), child.clone());
                 let clock = clock.clone();
                 async move {
                     let run = async {
-                        let _place = control.place(size as u64).await;
+                        let _place = control.place(size as u64, index, running).await;
                         let result = child.finish(None, future).await;
                         let document = child_document(&child, &input, &result, clock.now_rfc3339());
                         let output = result.output.filter(|_| result.status == Status::Succeeded);
                         json!({ "succeeded": output.is_some(), "output": output, "document": document })
                     };
-                    let kept = exec.journaled_map_child(op, name, move || envelope, run).await;
+                    let kept = exec.journaled_map_child(run_op, name, move || envelope, run).await;
                     let record = kept.map(|kept| ChildRecord {
                         items: size,
                         output: if kept["succeeded"] == true { Some(kept["output"].clone()) } else { None },

@@ -2008,6 +2008,10 @@ async fn task_inner(
             Some(arn) => task_ctx.with_role_arn(arn),
             None => task_ctx,
         };
+        let task_ctx = match exec.stored_execution_name() {
+            Some(stored) => task_ctx.with_stored_execution(stored),
+            None => task_ctx,
+        };
         let task_ctx = match &lambda_invoke {
             Some(invoke) => task_ctx.with_function_name(invoke.function_name.clone()),
             None => task_ctx,
@@ -2158,7 +2162,7 @@ impl AttemptEvents {
 
 /// `{"error", "cause"}` of a failure event, leaving out an empty error or cause as AWS leaves
 /// out an absent one (a Fail state without `Error`, a timeout without a cause).
-fn failure_details(f: &Failure) -> Details {
+pub(crate) fn failure_details(f: &Failure) -> Details {
     let mut details = Details::with_capacity(3);
     if !f.error.is_empty() {
         details.insert("error", json!(f.error));
@@ -3576,6 +3580,9 @@ where
         let outcome = if let Some(dist) = code.distributed() {
             // A Map Run records its own MapRunStarted/Succeeded/Failed; its children have
             // histories of their own.
+            exec.reopen_map_run_for_redrive(name, visit_no, visit.retry_count, |error| {
+                retry::find_catcher(code.catchers(), error).is_none()
+            });
             match crate::distributed::map_run(
                 exec,
                 name,
@@ -3990,6 +3997,59 @@ impl Execution {
         }
         #[cfg(not(feature = "durable"))]
         let _ = (scope, name, visit_no, attempt_no, uncaught);
+    }
+
+    /// Marks attempt `attempt_no` of visit `visit_no` of DISTRIBUTED Map `name` (its children's
+    /// operation prefix) for a redrive to run its children that did not succeed again, as
+    /// [`Execution::reopen_for_redrive`] reopens a Parallel or inline Map attempt: on this run's
+    /// redriven path, the state's last attempt, and its Map Run's failure (a tolerance exceeded)
+    /// not caught. The Map Run then checks, from the journal, whether it had failed
+    /// (`distributed::store_sync::RedrivePlan`).
+    fn reopen_map_run_for_redrive(
+        &self,
+        name: &str,
+        visit_no: u32,
+        attempt_no: u32,
+        uncaught: impl FnOnce(&str) -> bool,
+    ) {
+        #[cfg(feature = "durable")]
+        if let Some(journal) = &self.shared.journal
+            && journal.redrive_count() > 0
+        {
+            let on_path = match &self.scope.context {
+                None => true,
+                Some(line) => journal.is_reopened(line),
+            };
+            let retried = [format!(".{}/0", attempt_no + 1), format!(".retry{}", attempt_no + 1)]
+                .iter()
+                .any(|suffix| journal.recorded(&self.op_id(name, visit_no, suffix)).is_some());
+            if on_path && !retried && uncaught(wfc_ir::errors::EXCEED_TOLERATED_FAILURE_THRESHOLD) {
+                journal.reopen(&self.op_id(name, visit_no, &format!(".{attempt_no}")));
+            }
+        }
+        #[cfg(not(feature = "durable"))]
+        let _ = (name, visit_no, attempt_no, uncaught);
+    }
+
+    /// The journal's execution name when it differs from [`Execution::task_execution_name`] (a
+    /// DISTRIBUTED Map Run's child, journaled in its parent's execution).
+    pub(crate) fn stored_execution_name(&self) -> Option<String> {
+        #[cfg(feature = "durable")]
+        if let Some(journal) = &self.shared.journal
+            && journal.name() != self.task_execution_name()
+        {
+            return Some(journal.name().to_owned());
+        }
+        None
+    }
+
+    /// Lets this line record history events again when a redrive muted it (see [`Scope::mute`]):
+    /// a DISTRIBUTED Map Run that the redrive runs again records from there.
+    pub(crate) fn unmute_for_redrive(&self) {
+        #[cfg(feature = "durable")]
+        if self.scope.muted() {
+            self.unmute();
+        }
     }
 
     /// What a Task attempt (or a Serverless Workflow function call) asks for, when a

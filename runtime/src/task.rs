@@ -37,6 +37,9 @@ struct ContextInner {
     role_arn: Option<String>,
     /// The `FunctionName` of a `lambda:invoke` request (the handler gets only its Payload).
     function_name: Option<String>,
+    /// The name of the durable execution the attempt is journaled in, when it is not
+    /// `execution_name` (a DISTRIBUTED Map Run's child runs in its parent's journal).
+    stored_execution: Option<String>,
     /// When the last heartbeat (or the attempt's start) happened, on tokio's clock, so that it
     /// follows virtual time too.
     last_beat: Mutex<Instant>,
@@ -64,6 +67,7 @@ impl TaskContext {
                 task_token: None,
                 role_arn: None,
                 function_name: None,
+                stored_execution: None,
                 last_beat: Mutex::new(Instant::now()),
             }),
         }
@@ -115,6 +119,19 @@ impl TaskContext {
         self.with(|inner| inner.function_name = Some(function_name))
     }
 
+    /// The name of the stored (durable) execution this attempt is journaled in when it differs
+    /// from [`TaskContext::execution_name`]: a DISTRIBUTED Map Run's child execution runs in its
+    /// parent's journal, under the parent's name. `None` otherwise.
+    pub fn stored_execution(&self) -> Option<&str> {
+        self.inner.stored_execution.as_deref()
+    }
+
+    /// This context with the stored execution's name (a fresh context).
+    pub fn with_stored_execution(self, name: impl Into<String>) -> TaskContext {
+        let name = name.into();
+        self.with(|inner| inner.stored_execution = Some(name))
+    }
+
     /// A fresh context: this one's fields, changed by `change`, and its heartbeat time.
     fn with(self, change: impl FnOnce(&mut ContextInner)) -> TaskContext {
         let mut inner = ContextInner {
@@ -125,6 +142,7 @@ impl TaskContext {
             task_token: self.inner.task_token.clone(),
             role_arn: self.inner.role_arn.clone(),
             function_name: self.inner.function_name.clone(),
+            stored_execution: self.inner.stored_execution.clone(),
             last_beat: Mutex::new(self.last_beat()),
         };
         change(&mut inner);

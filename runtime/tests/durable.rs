@@ -25,6 +25,7 @@ wfc_runtime::include_workflow!("tests/durable/flaky.asl.json");
 wfc_runtime::include_workflow!("tests/durable/beat.asl.json");
 wfc_runtime::include_workflow!("tests/durable/fan8.asl.json");
 wfc_runtime::include_workflow!("tests/durable/redrive_nested.asl.json");
+wfc_runtime::include_workflow!("tests/durable/redrive_distributed.asl.json");
 
 fn store() -> Arc<dyn Store> {
     Arc::new(SqliteStore::in_memory().expect("an in-memory store opens"))
@@ -868,5 +869,117 @@ async fn a_redrive_reruns_only_the_failed_parallel_branch_and_map_iteration_on_b
         assert_eq!(stored, third, "{engine}");
         let ops = s.load_journal(&name).await.unwrap();
         assert!(ops.iter().all(|o| o.status != OpStatus::Started), "{engine}: {ops:?}");
+    }
+}
+
+/// `Item` fails for the items in `broken`; each call is counted per item (`Item2`).
+#[derive(Clone)]
+struct MapRunRedrivable {
+    counting: Counting,
+    broken: Vec<i64>,
+}
+
+impl redrive_distributed::Handler for MapRunRedrivable {
+    async fn item(&self, input: Value, _ctx: TaskContext) -> Result<Value, wfc_runtime::TaskError> {
+        *self.counting.calls.lock().unwrap().entry(format!("Item{input}")).or_default() += 1;
+        match input.as_i64() {
+            Some(n) if self.broken.contains(&n) => Err(Failure::new("Item.Broken", format!("item {n} is broken"))),
+            _ => Ok(json!({ "item": input })),
+        }
+    }
+}
+
+/// RedriveExecution of a DISTRIBUTED Map Run, on both engines: the run fails on item 2 (no
+/// failure tolerated, one child at a time, so items 3 and 4 never start); redriven, only item 2
+/// runs again (item 1's child replays its result) and item 3 fails, so the run fails again;
+/// redriven again, item 3 runs again and item 4 for the first time. Each run's history is the
+/// previous one's, then `ExecutionRedriven` and `MapRunRedriven` (the Map Run's own count), then
+/// what ran; the Map Run's ARN stays the same.
+#[tokio::test]
+async fn a_redrive_reruns_only_the_failed_children_of_a_distributed_map_run_on_both_engines() {
+    let workflow = redrive_distributed::ir().unwrap();
+    let s = store();
+    let input = json!({"items": [1, 2, 3, 4]});
+    for engine in ["interp", "generated"] {
+        let name = format!("redrive-distributed-{engine}");
+        let counting = Counting::default();
+        let run = |broken: Vec<i64>, journal: Arc<Journal>| {
+            let handler = MapRunRedrivable { counting: counting.clone(), broken };
+            let input = input.clone();
+            async move {
+                if engine == "interp" {
+                    let handlers =
+                        Handlers::new().fallback(move |_resource: String, input: Value, ctx: TaskContext| {
+                            let handler = handler.clone();
+                            async move {
+                                use redrive_distributed::Handler;
+                                handler.item(input, ctx).await
+                            }
+                        });
+                    interp::run(workflow, &handlers, input, RunOptions::real().with_journal(journal)).await
+                } else {
+                    redrive_distributed::run_with(&handler, input, RunOptions::real().with_journal(journal)).await
+                }
+            }
+        };
+        let calls = |c: &Counting| ["Item1", "Item2", "Item3", "Item4"].map(|f| c.count(f));
+        let kinds = |r: &wfc_runtime::ExecutionResult| -> Vec<String> {
+            r.history.iter().map(|e| format!("{} {}", e.event_type.name(), e.details)).collect()
+        };
+        let threshold = Some("States.ExceedToleratedFailureThreshold");
+        let first = run(vec![2, 3], open(&s, &name, workflow, &input).await).await;
+        assert_eq!(first.error.as_ref().map(|f| f.error.as_str()), threshold, "{engine}");
+        assert_eq!(calls(&counting), [1, 1, 0, 0], "{engine}");
+        s.redrive_execution(&name).await.unwrap();
+        let second = run(vec![3], open(&s, &name, workflow, &input).await).await;
+        assert_eq!(second.error.as_ref().map(|f| f.error.as_str()), threshold, "{engine}");
+        assert_eq!(calls(&counting), [1, 2, 1, 0], "{engine}");
+        s.redrive_execution(&name).await.unwrap();
+        let third = run(vec![], open(&s, &name, workflow, &input).await).await;
+        assert_eq!(third.status, Status::Succeeded, "{engine}: {:?}", third.error);
+        assert_eq!(calls(&counting), [1, 2, 2, 1], "{engine}");
+        let each: Vec<Value> = (1..=4).map(|n| json!({ "item": n })).collect();
+        assert_eq!(third.output, Some(json!({"items": [1, 2, 3, 4], "each": each})), "{engine}");
+        let (first, second, third) = (kinds(&first), kinds(&second), kinds(&third));
+        assert_eq!(second[..first.len()], first[..], "{engine}");
+        assert_eq!(third[..second.len()], second[..], "{engine}");
+        let arn = |history: &[String]| -> Vec<String> {
+            history.iter().filter(|e| e.starts_with("MapRunStarted")).cloned().collect()
+        };
+        assert_eq!(arn(&third).len(), 1, "{engine}: one Map Run, redriven: {third:#?}");
+        assert!(second[first.len()].starts_with("ExecutionRedriven {\"redriveCount\":1}"), "{engine}: {second:#?}");
+        assert!(second[first.len() + 1].starts_with("MapRunRedriven {\"mapRunArn\":"), "{engine}: {second:#?}");
+        assert!(second[first.len() + 1].ends_with("\"redriveCount\":1}"), "{engine}: {second:#?}");
+        assert!(third[second.len()].starts_with("ExecutionRedriven {\"redriveCount\":2}"), "{engine}: {third:#?}");
+        assert!(third[second.len() + 1].ends_with("\"redriveCount\":2}"), "{engine}: {third:#?}");
+        let count = |history: &[String], prefix: &str| history.iter().filter(|e| e.starts_with(prefix)).count();
+        assert_eq!(
+            ["MapRunFailed", "MapStateFailed", "ExecutionFailed", "MapRunRedriven", "MapRunSucceeded"]
+                .map(|kind| count(&third, kind)),
+            [2, 2, 2, 2, 1],
+            "{engine}: {third:#?}"
+        );
+        // The run's end counts every child where it ended last.
+        let end = third.iter().find(|e| e.starts_with("MapRunSucceeded")).unwrap();
+        assert!(end.contains("\"executionCounts\":{\"pending\":0,\"running\":0,\"succeeded\":4,"), "{engine}: {end}");
+        let stored: Vec<String> = s
+            .read_history(&name)
+            .await
+            .unwrap()
+            .iter()
+            .map(|e| format!("{} {}", e.event_type.name(), e.details))
+            .collect();
+        assert_eq!(stored, third, "{engine}");
+        // The journal: one CHAINED_INVOKE per child and run it had (`!<level>`), none in flight.
+        let ops = s.load_journal(&name).await.unwrap();
+        assert!(ops.iter().all(|o| o.status != OpStatus::Started), "{engine}: {ops:?}");
+        let mut children: Vec<&str> =
+            ops.iter().filter(|o| o.subtype == "MapRunChild").map(|o| o.id.as_str()).collect();
+        children.sort();
+        assert_eq!(
+            children,
+            ["Fan#1.0/0", "Fan#1.0/1", "Fan#1.0/1!1", "Fan#1.0/2!1", "Fan#1.0/2!2", "Fan#1.0/3!2"],
+            "{engine}"
+        );
     }
 }

@@ -17,11 +17,30 @@ use support::serve::{Server, boto3_venv};
 /// RedriveExecution's Tasks: each writes `<execution> <tag>` to `DIR/ledger` (so the suite
 /// counts what ran); `Broken` always fails, `Flaky` fails until `DIR/fixed-<execution>` exists
 /// (after `First` of the same execution ran, when both are Parallel branches); `Item` (tagged
-/// `Item<n>` for its input `n`) fails on item 2 until `DIR/fixed-<execution>-items` exists.
+/// `Item<n>` for its input `n`) fails on item 2 until `DIR/fixed-<execution>-items` exists;
+/// `MapItem` is `Item` for the children of a DISTRIBUTED Map Run (execution `dmap`); `Hold`
+/// notes `hold <n>` when it starts, waits for `DIR/release-hold`, then fails on item 1 and
+/// returns other items.
 const REDRIVE_HANDLER: &str = r#"
 import json, os, sys, time
 tag, d = sys.argv[1], sys.argv[2]
 execution = os.environ.get("WFC_EXECUTION_NAME", "?").split(":")[-1]
+if tag == "Hold":
+    # Holds until DIR/release-hold exists (a hang guard bounds it), then fails on item 1.
+    n = json.load(sys.stdin)
+    with open(os.path.join(d, "ledger"), "a") as f:
+        f.write(f"hold {n}\n")
+    for _ in range(600):
+        if os.path.exists(os.path.join(d, "release-hold")):
+            break
+        time.sleep(0.05)
+    if n == 1:
+        sys.exit(2)
+    print(json.dumps(n))
+    sys.exit(0)
+if tag == "MapItem":
+    # The child executions of a DISTRIBUTED Map Run: one ledger, `dmap`.
+    execution, tag = "dmap", "Item"
 def ran(line):
     path = os.path.join(d, "ledger")
     return os.path.exists(path) and f"{execution} {line}" in open(path).read().split("\n")
@@ -60,6 +79,8 @@ fn handlers(dir: &Path, python: &Path) -> PathBuf {
         "Broken": redrive("Broken"),
         "Flaky": redrive("Flaky"),
         "Item": redrive("Item"),
+        "MapItem": redrive("MapItem"),
+        "Hold": redrive("Hold"),
     });
     let path = dir.join("handlers.json");
     std::fs::write(&path, doc.to_string()).unwrap();

@@ -28,6 +28,7 @@ fn details_shape(event_type: &str) -> Option<(&'static str, &'static [&'static s
         "MapIterationAborted" => ("mapIterationAbortedEventDetails", ITERATION),
         "MapRunStarted" => ("mapRunStartedEventDetails", &["mapRunArn"]),
         "MapRunFailed" => ("mapRunFailedEventDetails", ERROR),
+        "MapRunRedriven" => ("mapRunRedrivenEventDetails", &["mapRunArn", "redriveCount"]),
         "TaskScheduled" => (
             "taskScheduledEventDetails",
             &[

@@ -1,22 +1,28 @@
-//! Map Runs of DISTRIBUTED Map states: `DescribeMapRun`, `ListMapRuns`, `UpdateMapRun`.
+//! Map Runs of DISTRIBUTED Map states: `DescribeMapRun`, `ListMapRuns`, `UpdateMapRun`, and
+//! `ListExecutions` by `mapRunArn`.
 //!
 //! A Map Run is what its execution's history says of it: `MapRunStarted` (its ARN and, in wfc's
-//! details, the limits it started with) and `MapRunSucceeded`/`MapRunFailed`/`MapRunAborted`
-//! (the limits and the item and child execution counts it ended with). Nothing else is stored,
-//! so Map Runs survive a restart with their execution. A Map Run's ARN names its state machine
+//! details, the limits it started with), `MapRunRedriven` when a redrive ran it again, and
+//! `MapRunSucceeded`/`MapRunFailed`/`MapRunAborted` (the limits and the item and child
+//! execution counts it ended with). A Map Run's ARN names its state machine
 //! (`...:mapRun:<machine>/<label>:<id>`), not its execution: `DescribeMapRun` looks through
 //! that machine's executions (the newest first) and remembers where it found each run.
 //!
-//! `UpdateMapRun` changes a running Map Run's `maxConcurrency` and tolerated failures through
-//! the runtime ([`wfc_runtime::distributed::update_map_run`]): children not started yet wait for
-//! the new limit, and the next child that finishes is checked against the new tolerance. The
-//! change lives in the server running the execution: a run resumed after a restart (or on
-//! another server sharing the store) starts again from its definition's limits.
+//! While a run runs, what is not in its history yet comes from the store's key/value table,
+//! which the run itself keeps (`wfc_runtime::distributed::limits_key`/`progress_key`): its
+//! limits as `UpdateMapRun` set them, its counts and its running children, so every server of
+//! the store answers the same, also after a restart. The server running it answers from its
+//! memory (the runtime's `distributed::map_run_counts`), which is newer.
+//!
+//! `UpdateMapRun` writes the limits row, and changes the run at once when this server runs it
+//! ([`wfc_runtime::distributed::update_map_run`]); a run on another server (or resumed after a
+//! restart) reads the row within `wfc_runtime::distributed::SYNC_INTERVAL`, or when it starts.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 use serde_json::{Map, Value, json};
+use wfc_runtime::distributed::MapRunLimits;
 use wfc_runtime::durable::{ExecutionRecord, ExecutionStatus};
 use wfc_runtime::{EventType, HistoryEvent};
 
@@ -34,6 +40,9 @@ struct MapRun {
     arn: String,
     started: HistoryEvent,
     ended: Option<HistoryEvent>,
+    /// How often it was redriven (`MapRunRedriven`), and when last.
+    redrive_count: u64,
+    redriven: Option<HistoryEvent>,
 }
 
 fn millis(event: &HistoryEvent) -> i64 {
@@ -47,7 +56,21 @@ fn runs(history: &[HistoryEvent]) -> Vec<MapRun> {
         let Some(arn) = event.details.get("mapRunArn").and_then(Value::as_str) else { continue };
         match event.event_type {
             EventType::MapRunStarted => {
-                out.push(MapRun { arn: arn.to_owned(), started: event.clone(), ended: None });
+                out.push(MapRun {
+                    arn: arn.to_owned(),
+                    started: event.clone(),
+                    ended: None,
+                    redrive_count: 0,
+                    redriven: None,
+                });
+            }
+            // Redriven, it runs again until its next end.
+            EventType::MapRunRedriven => {
+                if let Some(run) = out.iter_mut().rev().find(|r| r.arn == arn) {
+                    run.ended = None;
+                    run.redrive_count = event.details.get("redriveCount").and_then(Value::as_u64).unwrap_or(0);
+                    run.redriven = Some(event.clone());
+                }
             }
             EventType::MapRunSucceeded | EventType::MapRunFailed | EventType::MapRunAborted => {
                 // A redriven run records its start again: the last start ends here.
@@ -121,13 +144,31 @@ impl Service {
         }
     }
 
+    /// A running Map Run's key/value row `key` (see the module documentation).
+    async fn map_run_row(&self, key: String) -> Result<Option<Value>, ApiError> {
+        Ok(self.store.kv_get(&key).await?)
+    }
+
+    /// The limits of a running Map Run: this server's, else the store's row, else those its
+    /// history has.
+    async fn running_limits(&self, arn: &str, run: &MapRun) -> Result<MapRunLimits, ApiError> {
+        if let Some(live) = wfc_runtime::distributed::map_run_limits(arn) {
+            return Ok(live);
+        }
+        if let Some(row) = self.map_run_row(wfc_runtime::distributed::limits_key(arn)).await?
+            && let Some(limits) = MapRunLimits::from_json(&row)
+        {
+            return Ok(limits);
+        }
+        Ok(recorded_limits(&run.started))
+    }
+
     pub(crate) async fn describe_map_run(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
         let arn = req_str(body, "mapRunArn")?;
         let (record, run) = self.map_run(arn).await?;
         let (machine, name) = record.name.split_once(':').unwrap_or((record.workflow.as_str(), record.name.as_str()));
         // A run with no end event is running, unless its execution has ended (then it was
         // stopped with it).
-        let live = wfc_runtime::distributed::map_run_limits(arn);
         let status = match run.ended.as_ref().map(|e| e.event_type) {
             Some(EventType::MapRunSucceeded) => "SUCCEEDED",
             Some(EventType::MapRunFailed) => "FAILED",
@@ -135,39 +176,43 @@ impl Service {
             None if record.status == ExecutionStatus::Running => "RUNNING",
             None => "ABORTED",
         };
-        let details = run.ended.as_ref().map_or(&run.started.details, |e| &e.details);
-        let number = |key: &str| details.get(key).and_then(Value::as_f64);
-        let (max_concurrency, percentage, count) = match &live {
-            Some(l) => (l.max_concurrency, l.tolerated_failure_percentage, l.tolerated_failure_count),
-            None => (
-                number("maxConcurrency").map_or(0, |n| n as u64),
-                number("toleratedFailurePercentage"),
-                number("toleratedFailureCount").map(|n| n as u64),
-            ),
+        let running = status == "RUNNING";
+        let limits = match &run.ended {
+            Some(end) => recorded_limits(end),
+            None if running => self.running_limits(arn, &run).await?,
+            None => recorded_limits(&run.started),
         };
-        // The counts are recorded when the run ends; while it runs in this server, the runtime
-        // counts its children (elsewhere, as after a restart before it resumes, they are zeros).
+        // The counts are recorded when the run ends; while it runs, the server running it
+        // counts its children, and the run keeps them in the store for the others.
         let zero = json!({"pending": 0, "running": 0, "succeeded": 0, "failed": 0, "timedOut": 0, "aborted": 0,
             "total": 0, "resultsWritten": 0});
-        let live_counts = if run.ended.is_none() { wfc_runtime::distributed::map_run_counts(arn) } else { None };
-        let counts = |key: &str| {
-            if let Some((items, executions)) = &live_counts {
-                return if key == "itemCounts" { items.clone() } else { executions.clone() };
-            }
-            details.get(key).filter(|v| v.is_object()).cloned().unwrap_or_else(|| zero.clone())
+        let counts: (Value, Value) = match &run.ended {
+            Some(end) => (object(&end.details, "itemCounts"), object(&end.details, "executionCounts")),
+            None if running => match wfc_runtime::distributed::map_run_counts(arn) {
+                Some(live) => live,
+                None => match self.map_run_row(wfc_runtime::distributed::progress_key(arn)).await? {
+                    Some(row) => (object(&row, "itemCounts"), object(&row, "executionCounts")),
+                    None => (Value::Null, Value::Null),
+                },
+            },
+            None => (Value::Null, Value::Null),
         };
+        let or_zero = |v: Value| if v.is_object() { v } else { zero.clone() };
         let mut out = json!({
             "mapRunArn": arn,
             "executionArn": self.arns.execution_arn(machine, name),
             "status": status,
             "startDate": seconds(millis(&run.started)),
-            "maxConcurrency": max_concurrency,
-            "toleratedFailurePercentage": percentage.unwrap_or(0.0),
-            "toleratedFailureCount": count.unwrap_or(0),
-            "itemCounts": counts("itemCounts"),
-            "executionCounts": counts("executionCounts"),
-            "redriveCount": 0,
+            "maxConcurrency": limits.max_concurrency,
+            "toleratedFailurePercentage": limits.tolerated_failure_percentage.unwrap_or(0.0),
+            "toleratedFailureCount": limits.tolerated_failure_count.unwrap_or(0),
+            "itemCounts": or_zero(counts.0),
+            "executionCounts": or_zero(counts.1),
+            "redriveCount": run.redrive_count,
         });
+        if let Some(redriven) = &run.redriven {
+            out["redriveDate"] = seconds(millis(redriven));
+        }
         match &run.ended {
             Some(end) => out["stopDate"] = seconds(millis(end)),
             None if status == "ABORTED" => out["stopDate"] = seconds(record.updated_at_ms),
@@ -176,54 +221,104 @@ impl Service {
         Ok(out)
     }
 
-    /// `ListExecutions` with `mapRunArn`: the Map Run's child executions that finished, from
-    /// the parent's journal (each child is a CHAINED_INVOKE operation keeping the child's
-    /// document; its name is the run id's first 8 characters and its index), in index order,
-    /// with `statusFilter` and paging. A child still running is not listed (its document is
-    /// written when it ends).
+    /// `ListExecutions` with `mapRunArn`: the Map Run's child executions, in index order, with
+    /// `statusFilter` and paging. Those that finished are read from the parent's journal (each
+    /// child is a CHAINED_INVOKE operation keeping the child's document; its name is the run
+    /// id's first 8 characters and its index; a child a redrive ran again has one operation per
+    /// run, `<op>!<level>`, the last one counts); those running, from this server's memory or
+    /// the run's row in the store.
     pub(crate) async fn list_map_run_executions(
         &self,
         arn: &str,
         body: &Map<String, Value>,
     ) -> Result<Value, ApiError> {
-        let (record, _) = self.map_run(arn).await?;
+        let (record, run) = self.map_run(arn).await?;
         let status = opt_str(body, "statusFilter")?;
         let short = arn.rsplit(':').next().and_then(|id| id.get(..8)).unwrap_or_default();
         let child_prefix = format!("{short}-");
-        let index = |name: &str| name.strip_prefix(&child_prefix).and_then(|i| i.parse::<u64>().ok());
-        let mut children: Vec<(u64, Value)> = self
-            .store
-            .load_journal(&record.name)
-            .await?
-            .into_iter()
-            .filter(|op| op.subtype == "MapRunChild")
-            .filter_map(|op| op.result?.get("document").cloned())
-            .filter_map(|doc| Some((index(doc.get("Name")?.as_str()?)?, doc)))
-            .filter(|(_, doc)| status.is_none_or(|s| doc.get("Status").and_then(Value::as_str) == Some(s)))
+        let index =
+            |doc: &Value| doc.get("Name")?.as_str()?.strip_prefix(&child_prefix).and_then(|i| i.parse::<u64>().ok());
+        // Per child: its latest document, its first start and how often it was redriven.
+        struct Child {
+            doc: Value,
+            level: u32,
+            first_start: Option<Value>,
+            runs: u64,
+        }
+        let mut children: std::collections::BTreeMap<u64, Child> = Default::default();
+        for op in self.store.load_journal(&record.name).await? {
+            if op.subtype != "MapRunChild" {
+                continue;
+            }
+            let Some(doc) = op.result.as_ref().and_then(|r| r.get("document")).cloned() else { continue };
+            let Some(i) = index(&doc) else { continue };
+            let level = wfc_runtime::distributed::child_level(&op.id);
+            let start = doc.get("StartDate").cloned();
+            let child = children.entry(i).or_insert(Child { doc: Value::Null, level: 0, first_start: None, runs: 0 });
+            child.runs += 1;
+            if child.doc.is_null() || level >= child.level {
+                child.doc = doc;
+                child.level = level;
+            }
+            if level == 0 || child.first_start.is_none() {
+                child.first_start = start;
+            }
+        }
+        if run.ended.is_none() && record.status == ExecutionStatus::Running {
+            let running = match wfc_runtime::distributed::map_run_running_children(arn) {
+                Some(running) => running,
+                None => self
+                    .map_run_row(wfc_runtime::distributed::progress_key(arn))
+                    .await?
+                    .and_then(|row| row.get("running").and_then(Value::as_array).cloned())
+                    .unwrap_or_default(),
+            };
+            for doc in running {
+                let Some(i) = index(&doc) else { continue };
+                let child =
+                    children.entry(i).or_insert(Child { doc: Value::Null, level: 0, first_start: None, runs: 0 });
+                if child.first_start.is_none() {
+                    child.first_start = doc.get("StartDate").cloned();
+                }
+                child.doc = doc;
+            }
+        }
+        let children: Vec<Child> = children
+            .into_values()
+            .filter(|c| status.is_none_or(|s| c.doc.get("Status").and_then(Value::as_str) == Some(s)))
             .collect();
-        children.sort_by_key(|(i, _)| *i);
         let (children, next) = page(children, body)?;
-        let date = |doc: &Value, key: &str| {
-            doc.get(key)
-                .and_then(Value::as_str)
+        let date = |doc: Option<&Value>| {
+            doc.and_then(Value::as_str)
                 .and_then(|t| t.parse::<jiff::Timestamp>().ok())
                 .map(|t| seconds(t.as_millisecond()))
         };
         let items: Vec<Value> = children
             .iter()
-            .map(|(_, doc)| {
+            .map(|c| {
+                let doc = &c.doc;
                 let mut item = json!({
                     "executionArn": doc["ExecutionArn"],
                     "stateMachineArn": doc["StateMachineArn"],
                     "name": doc["Name"],
                     "status": doc["Status"],
                     "mapRunArn": arn,
+                    // As before this session: a batch's child counts as one (the journal's
+                    // documents of finished children do not keep their item count).
                     "itemCount": 1,
                 });
-                if let Some(start) = date(doc, "StartDate") {
+                // A rerun child keeps its first start; its redrive is the latest run's start.
+                let redrives = c.runs.saturating_sub(1) + u64::from(doc["Status"] == "RUNNING" && c.runs > 0);
+                if let Some(start) = date(c.first_start.as_ref()) {
                     item["startDate"] = start;
                 }
-                if let Some(stop) = date(doc, "StopDate") {
+                if redrives > 0 {
+                    item["redriveCount"] = json!(redrives);
+                    if let Some(redriven) = date(doc.get("StartDate")) {
+                        item["redriveDate"] = redriven;
+                    }
+                }
+                if let Some(stop) = date(doc.get("StopDate")) {
                     item["stopDate"] = stop;
                 }
                 item
@@ -304,15 +399,38 @@ impl Service {
                 "Map Run '{arn}' is not running: only a running Map Run can be updated"
             )));
         }
-        match wfc_runtime::distributed::update_map_run(arn, max_concurrency, percentage, count) {
-            Some(_) => Ok(json!({})),
-            // Running, but not in this server (another server sharing the store runs it, or it
-            // has not resumed since a restart).
-            None => Err(ApiError::validation(format!(
-                "Map Run '{arn}' is not running in this server: update it on the server that runs its execution"
-            ))),
+        // Kept in the store (the run, on whichever server, reads it), and applied at once here
+        // when this server runs it. Two updates at the same instant: the last one written wins.
+        let mut limits = self.running_limits(arn, &run).await?;
+        if let Some(n) = max_concurrency {
+            limits.max_concurrency = n;
         }
+        if percentage.is_some() {
+            limits.tolerated_failure_percentage = percentage;
+        }
+        if count.is_some() {
+            limits.tolerated_failure_count = count;
+        }
+        self.store.kv_put(&wfc_runtime::distributed::limits_key(arn), limits.to_json()).await?;
+        wfc_runtime::distributed::update_map_run(arn, max_concurrency, percentage, count);
+        Ok(json!({}))
     }
+}
+
+/// The limits an event of a run records (wfc's details of `MapRunStarted` and its end).
+fn recorded_limits(event: &HistoryEvent) -> MapRunLimits {
+    let number = |key: &str| event.details.get(key).and_then(Value::as_f64);
+    MapRunLimits {
+        max_concurrency: number("maxConcurrency").map_or(0, |n| n as u64),
+        tolerated_failure_percentage: number("toleratedFailurePercentage"),
+        tolerated_failure_count: number("toleratedFailureCount").map(|n| n as u64),
+    }
+}
+
+/// Member `key` of `details` when it is an object, else `null`.
+fn object(details: &impl std::ops::Index<&'static str, Output = Value>, key: &'static str) -> Value {
+    let v = &details[key];
+    if v.is_object() { v.clone() } else { Value::Null }
 }
 
 #[cfg(test)]

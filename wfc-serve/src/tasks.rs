@@ -369,7 +369,7 @@ impl Activities {
         for (key, _) in self.store.kv_list(&format!("{BY_EXECUTION}{execution}/")).await? {
             let Some(token) = key.rsplit('/').next() else { continue };
             let Some(mut old) = self.store.kv_get(&format!("{TASK}{token}")).await? else { continue };
-            let same = ["activity", "execution", "state", "retry", "input"].iter().all(|k| old[k] == task[k]);
+            let same = ["activity", "execution", "child", "state", "retry", "input"].iter().all(|k| old[k] == task[k]);
             if !same || old["epoch"].as_i64().is_none_or(|e| e >= epoch) {
                 continue;
             }
@@ -397,7 +397,10 @@ impl Activities {
                 ),
             ));
         }
-        let execution = ctx.execution_name().to_owned();
+        // The stored execution (a Map Run child's is its parent's): its epoch fences the task,
+        // and a resumed run finds its tasks by it (and by the child's own name).
+        let execution = ctx.stored_execution().unwrap_or(ctx.execution_name()).to_owned();
+        let child = ctx.stored_execution().map(|_| ctx.execution_name().to_owned());
         let queue_failure = |e: StoreError| store_failure(&format!("cannot queue a task of activity '{name}'"), &e);
         // The fencing epoch this server holds the execution at (executions outside the store,
         // StartSyncExecution's, have none).
@@ -405,6 +408,7 @@ impl Activities {
         let mut task = json!({
             "activity": name,
             "execution": execution,
+            "child": child,
             "state": ctx.state_name(),
             "retry": ctx.retry_count(),
             "input": input,

@@ -393,7 +393,9 @@ impl Request {
                 return Err(config_error("mapIterationFailureCount", "it is for a Map state with a 'mock.result'"));
             }
             let total = item_reader_data.as_ref().map(Vec::len).or_else(|| Self::item_count(&state, &input));
-            if let Some(f) = Self::exceeded(&state, failures, total) {
+            let exceeded =
+                Self::tolerance(&state, &input).and_then(|t| Self::exceeded(t, failures, total).map_or(Ok(()), Err));
+            if let Err(f) = exceeded {
                 mock = Some(Mock::Error(f));
             }
         }
@@ -484,11 +486,69 @@ impl Request {
         }
     }
 
+    /// What a Map tolerates: `ToleratedFailureCount` and `ToleratedFailurePercentage`, or what
+    /// their `...Path` forms select from the input (after `InputPath`), checked as the runtime
+    /// checks them when the state runs (`States.Runtime` with AWS's message otherwise).
+    fn tolerance(state: &Map<String, Value>, input: &Value) -> Result<(Option<u64>, Option<f64>), Failure> {
+        let null = Value::Null;
+        let path = |key: &str| -> Result<Option<wfc_ir::Path>, Failure> {
+            match state.get(key).and_then(Value::as_str) {
+                None => Ok(None),
+                Some(text) => wfc_ir::Path::parse(text)
+                    .map(Some)
+                    .map_err(|e| Failure::runtime(format!("{key} is not a valid path: {e:?}"))),
+            }
+        };
+        let selected = |p: &wfc_ir::Path, doc: &Value| {
+            wfc_runtime::io::select_path(p, doc, &null)
+                .map_err(|_| Failure::runtime(wfc_runtime::io::invalid_path_message(p, doc)))
+        };
+        let effective = match path("InputPath")? {
+            None if state.get("InputPath").is_some_and(Value::is_null) => json!({}),
+            None => input.clone(),
+            Some(p) => selected(&p, input)?,
+        };
+        let count =
+            match (state.get("ToleratedFailureCount").and_then(Value::as_u64), path("ToleratedFailureCountPath")?) {
+                (Some(n), _) => Some(n),
+                (None, Some(p)) => {
+                    let n = wfc_runtime::distributed::path_integer(&p, "ToleratedFailureCountPath", &effective, &null)?;
+                    Some(u64::try_from(n).map_err(|_| Failure::runtime("ToleratedFailureCount cannot be negative."))?)
+                }
+                (None, None) => None,
+            };
+        let literal = state.get("ToleratedFailurePercentage").and_then(Value::as_f64);
+        let percentage = match (literal, path("ToleratedFailurePercentagePath")?) {
+            (Some(p), _) => Some(p),
+            (None, Some(path)) => {
+                let value = selected(&path, &effective)?;
+                let p = match &value {
+                    Value::Number(n) => n.as_f64(),
+                    Value::String(s) => s.trim().parse::<f64>().ok().filter(|f| f.is_finite()),
+                    _ => None,
+                };
+                let p = p.ok_or_else(|| {
+                    Failure::runtime(format!(
+                        "The ToleratedFailurePercentagePath field refers to value \"{}\" which is not a valid float: {}",
+                        value.as_str().map_or_else(|| value.to_string(), str::to_owned),
+                        path.as_str()
+                    ))
+                })?;
+                if !(0.0..=100.0).contains(&p) {
+                    return Err(Failure::runtime("ToleratedFailurePercentage must be between 0 and 100."));
+                }
+                Some(p)
+            }
+            (None, None) => None,
+        };
+        Ok((count, percentage))
+    }
+
     /// The failure of a Map whose `failures` failed iterations exceed what it tolerates
-    /// (`ToleratedFailureCount`, `ToleratedFailurePercentage` of `total` items; none: 0).
-    fn exceeded(state: &Map<String, Value>, failures: u32, total: Option<usize>) -> Option<Failure> {
-        let count = state.get("ToleratedFailureCount").and_then(Value::as_u64);
-        let percentage = state.get("ToleratedFailurePercentage").and_then(Value::as_f64);
+    /// (`tolerance`: the count and percentage of `total` items from [`Request::tolerance`];
+    /// none: 0).
+    fn exceeded(tolerance: (Option<u64>, Option<f64>), failures: u32, total: Option<usize>) -> Option<Failure> {
+        let (count, percentage) = tolerance;
         let over_count = count.is_some_and(|c| u64::from(failures) > c);
         let over_percentage =
             percentage.is_some_and(|p| total.is_some_and(|t| t > 0 && f64::from(failures) * 100.0 / t as f64 > p));
@@ -646,13 +706,16 @@ impl Request {
     /// `mapItemReaderData`), what ItemSelector makes of them when it reads neither `$$` nor
     /// randomness, and its concurrency and tolerated failures as written.
     fn map_inspection(&self, data: &mut Map<String, Value>) {
-        for (member, key) in [
-            ("ToleratedFailureCount", "toleratedFailureCount"),
-            ("ToleratedFailurePercentage", "toleratedFailurePercentage"),
-            ("MaxConcurrency", "maxConcurrency"),
-        ] {
-            if let Some(v) = self.state.get(member).filter(|v| v.is_number()) {
-                data.insert(key.into(), v.clone());
+        if let Some(v) = self.state.get("MaxConcurrency").filter(|v| v.is_number()) {
+            data.insert("maxConcurrency".into(), v.clone());
+        }
+        // As written, or as their `...Path` forms select them from the input.
+        if let Ok((count, percentage)) = Self::tolerance(&self.state, &self.input) {
+            if let Some(n) = count {
+                data.insert("toleratedFailureCount".into(), json!(n));
+            }
+            if let Some(p) = percentage {
+                data.insert("toleratedFailurePercentage".into(), json!(p));
             }
         }
         let Ok(loaded) = load_definition("TestState", &self.machine_of(true, false).0) else { return };
@@ -688,6 +751,11 @@ impl Request {
         };
         if let Some(selected) = selected {
             data.insert("afterItemSelector".into(), json!(json_text(&selected)));
+            if let Some(batcher) = m.distributed.as_ref().and_then(|d| d.item_batcher.as_ref())
+                && let Some(batches) = after_item_batcher(batcher, selected, &after_input)
+            {
+                data.insert("afterItemBatcher".into(), json!(json_text(&batches)));
+            }
         }
     }
 
@@ -858,6 +926,44 @@ impl Service {
         }
         Ok(Value::Object(out))
     }
+}
+
+/// `inspectionData.afterItemBatcher`: the child inputs `batcher` makes of the `selected` items
+/// (`{"Items": [...], "BatchInput": ...}`), when its limits are literals or paths into the
+/// input (after InputPath) and its BatchInput reads neither `$$` nor randomness; else `None`.
+fn after_item_batcher(
+    batcher: &wfc_ir::distributed::ItemBatcher,
+    selected: Value,
+    after_input: &Value,
+) -> Option<Value> {
+    use wfc_ir::distributed::Count;
+    let null = Value::Null;
+    let limit = |count: &Option<Count>, field: &str| -> Option<Option<u64>> {
+        match count {
+            None => Some(None),
+            Some(Count::Fixed(n)) => Some(Some(*n)),
+            Some(Count::Path(p)) => wfc_runtime::distributed::path_integer(p, field, after_input, &null)
+                .ok()
+                .and_then(|n| u64::try_from(n).ok())
+                .map(Some),
+            Some(Count::Jsonata(_)) => None,
+        }
+    };
+    let max_items = limit(&batcher.max_items_per_batch, "MaxItemsPerBatchPath")?;
+    let max_bytes = limit(&batcher.max_input_bytes_per_batch, "MaxInputBytesPerBatchPath")?;
+    if max_items == Some(0) || max_bytes == Some(0) {
+        return None;
+    }
+    let batch_input = match &batcher.batch_input {
+        None => None,
+        Some(t) if !wfc_runtime::io::uses_context(t) && !wfc_runtime::io::uses_randomness(t) => {
+            Some(wfc_runtime::io::template(t, after_input, &null, &mut rand::rng()).ok()?)
+        }
+        Some(_) => return None,
+    };
+    let Value::Array(items) = selected else { return None };
+    let batches = wfc_runtime::distributed::batches(items, max_items, max_bytes, batch_input.as_ref()).ok()?;
+    Some(Value::Array(batches.into_iter().map(|(_, batch)| batch).collect()))
 }
 
 #[cfg(test)]

@@ -232,6 +232,27 @@ def test_state_map_parallel(sfn):
     assert json.loads(d["afterItemSelector"]) == [{"kind": "item"}] * 4 and d["toleratedFailurePercentage"] == 50, d
     r = sfn.test_state(definition=json.dumps(reader), mock={"result": "[]"}, stateConfiguration=data(3))
     assert (r["status"], r["error"]) == ("FAILED", "States.ExceedToleratedFailureThreshold"), r
+    # A Distributed Map's ItemBatcher (afterItemBatcher) and tolerated failures given by paths
+    # into the input (inspected, and checked against the failed iterations).
+    batched = dict(fan, ItemBatcher={"MaxItemsPerBatch": 2, "BatchInput": {"run": "b"}}, ToleratedFailureCountPath="$.tolerate")
+    batched["ItemProcessor"] = dict(fan["ItemProcessor"], ProcessorConfig={"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"})
+    del batched["ToleratedFailureCount"]
+    given = lambda **kw: json.dumps(dict({"items": [1, 2, 3]}, **kw))  # noqa: E731
+    r = sfn.test_state(definition=json.dumps(batched), input=given(tolerate=1), mock={"result": "[]"}, inspectionLevel="DEBUG")
+    d = r["inspectionData"]
+    batches = [{"Items": [1, 2], "BatchInput": {"run": "b"}}, {"Items": [3], "BatchInput": {"run": "b"}}]
+    assert json.loads(d["afterItemBatcher"]) == batches and d["toleratedFailureCount"] == 1, d
+    ok = sfn.test_state(definition=json.dumps(batched), input=given(tolerate=1), mock={"result": "[]"}, stateConfiguration=conf(1))
+    over = sfn.test_state(definition=json.dumps(batched), input=given(tolerate=1), mock={"result": "[]"}, stateConfiguration=conf(2))
+    assert (ok["status"], over["status"], over["error"]) == ("SUCCEEDED", "FAILED", "States.ExceedToleratedFailureThreshold"), (ok, over)
+    bad = sfn.test_state(definition=json.dumps(batched), input=given(tolerate="x"), mock={"result": "[]"}, stateConfiguration=conf(1))
+    assert (bad["status"], bad["error"]) == ("FAILED", "States.Runtime") and "ToleratedFailureCountPath" in bad["cause"], bad
+    shared = dict(batched, ToleratedFailurePercentagePath="$.share")
+    del shared["ToleratedFailureCountPath"]
+    r = sfn.test_state(definition=json.dumps(shared), input=given(share="50"), mock={"result": "[]"}, stateConfiguration=conf(1), inspectionLevel="DEBUG")
+    assert (r["status"], r["inspectionData"]["toleratedFailurePercentage"]) == ("SUCCEEDED", 50), r
+    r = sfn.test_state(definition=json.dumps(shared), input=given(share="50"), mock={"result": "[]"}, stateConfiguration=conf(2))
+    assert (r["status"], r["error"]) == ("FAILED", "States.ExceedToleratedFailureThreshold"), r
     # A mocked error of a Map, with its Retry: RETRIABLE, as for a Task.
     retried = dict(fan, Retry=[{"ErrorEquals": ["Boom"], "MaxAttempts": 1}])
     boom = {"errorOutput": {"error": "Boom", "cause": "one item broke"}}
@@ -865,6 +886,165 @@ def map_runs(sfn):
     assert sfn.list_map_runs(executionArn=live)["mapRuns"] == []
 
 
+def map_run_redrive(sfn):
+    """RedriveExecution of an execution whose DISTRIBUTED Map Run failed (item 2 of 3, one child
+    at a time, no failure tolerated): the redrive reruns only item 2's child (item 1's is not
+    run again) and runs item 3's; the Map Run keeps its ARN, records MapRunRedriven, and
+    DescribeMapRun shows its redriveCount and redriveDate."""
+    machine = json.dumps(
+        {
+            "StartAt": "Fan",
+            "States": {
+                "Fan": {
+                    "Type": "Map",
+                    "ItemsPath": "$.items",
+                    "MaxConcurrency": 1,
+                    "Label": "dmap",
+                    "ItemProcessor": {
+                        "ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+                        "StartAt": "Each",
+                        "States": {"Each": {"Type": "Task", "Resource": "MapItem", "End": True}},
+                    },
+                    "End": True,
+                }
+            },
+        }
+    )
+    t0 = time.monotonic()
+    arn = sfn.create_state_machine(name="MapRedrive", definition=machine, roleArn=ROLE)["stateMachineArn"]
+    ex = sfn.start_execution(stateMachineArn=arn, name="m1", input=json.dumps({"items": [1, 2, 3]}))["executionArn"]
+    d = finished(sfn, ex)
+    assert (d["status"], d["error"]) == ("FAILED", "States.ExceedToleratedFailureThreshold"), d
+    assert ledger("dmap") == ["Item1", "Item2"], ledger("dmap")
+    run_arn = sfn.list_map_runs(executionArn=ex)["mapRuns"][0]["mapRunArn"]
+    d = sfn.describe_map_run(mapRunArn=run_arn)
+    assert (d["status"], d["redriveCount"]) == ("FAILED", 0) and "redriveDate" not in d, d
+    before = sfn.list_executions(mapRunArn=run_arn)["executions"]
+    assert [c["status"] for c in before] == ["SUCCEEDED", "FAILED"], before
+    open(os.path.join(TEST_DIR, "fixed-dmap-items"), "w").close()
+    sfn.redrive_execution(executionArn=ex)
+    d = finished(sfn, ex)
+    assert (d["status"], d["redriveCount"]) == ("SUCCEEDED", 1), d
+    assert json.loads(d["output"]) == [{"item": n} for n in [1, 2, 3]], d
+    assert ledger("dmap") == ["Item1", "Item2", "Item2", "Item3"], ledger("dmap")
+    # The same Map Run, redriven once, every child succeeded.
+    assert [r["mapRunArn"] for r in sfn.list_map_runs(executionArn=ex)["mapRuns"]] == [run_arn]
+    d = sfn.describe_map_run(mapRunArn=run_arn)
+    assert (d["status"], d["redriveCount"]) == ("SUCCEEDED", 1) and "redriveDate" in d, d
+    for counts in (d["itemCounts"], d["executionCounts"]):
+        assert (counts["succeeded"], counts["failed"], counts["total"]) == (3, 0, 3), d
+    # Item 2's child was redriven (same ARN, first start kept); item 3's ran once.
+    after = sfn.list_executions(mapRunArn=run_arn)["executions"]
+    assert [c["status"] for c in after] == ["SUCCEEDED"] * 3, after
+    assert [c["executionArn"] for c in after[:2]] == [c["executionArn"] for c in before], (before, after)
+    assert after[1]["startDate"] == before[1]["startDate"] and after[1]["redriveCount"] == 1, after
+    assert "redriveDate" in after[1] and "redriveCount" not in after[0] and "redriveCount" not in after[2], after
+    events = sfn.get_execution_history(executionArn=ex, maxResults=1000)["events"]
+    kinds = [e["type"] for e in events]
+    at = kinds.index("ExecutionRedriven")
+    assert kinds[at - 3 : at + 2] == ["MapRunFailed", "MapStateFailed", "ExecutionFailed", "ExecutionRedriven", "MapRunRedriven"], kinds
+    assert events[at + 1]["mapRunRedrivenEventDetails"] == {"mapRunArn": run_arn, "redriveCount": 1}, events[at + 1]
+    assert kinds[-4:] == ["MapRunSucceeded", "MapStateSucceeded", "MapStateExited", "ExecutionSucceeded"], kinds
+    assert kinds.count("MapRunStarted") == 1, kinds
+    print(f"map_run_redrive: {time.monotonic() - t0:.2f} s", flush=True)
+
+
+def map_machine(activity, label):
+    """A DISTRIBUTED Map of Tasks of `resource`, one child at a time."""
+    machine = json.dumps(
+        {
+            "StartAt": "Fan",
+            "States": {
+                "Fan": {
+                    "Type": "Map",
+                    "ItemsPath": "$.items",
+                    "MaxConcurrency": 1,
+                    "Label": label,
+                    "ItemProcessor": {
+                        "ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+                        "StartAt": "Work",
+                        "States": {"Work": {"Type": "Task", "Resource": activity, "End": True}},
+                    },
+                    "End": True,
+                }
+            },
+        }
+    )
+    return machine
+
+
+def running_children(sfn, run_arn, n):
+    """Waits until Map Run `run_arn` has `n` children running (DescribeMapRun), and returns
+    them as ListExecutions lists them."""
+
+    def running():
+        counts = sfn.describe_map_run(mapRunArn=run_arn)["executionCounts"]
+        return counts["running"] == n or None
+
+    _helpers["wait_for"](f"{n} children of {run_arn} to run", running)
+    listed = sfn.list_executions(mapRunArn=run_arn, statusFilter="RUNNING")["executions"]
+    assert len(listed) == n and all(c["status"] == "RUNNING" and "stopDate" not in c for c in listed), listed
+    return listed
+
+
+def map_run_before_restart(sfn):
+    """UpdateMapRun's limits are kept in the store: a run updated to 3 children at a time
+    before the restart runs 3 at a time after it (not its definition's 1). Its children are
+    `Hold` commands, which wait for the release file."""
+    arn = sfn.create_state_machine(name="MapKeep", definition=map_machine("Hold", "keep"), roleArn=ROLE)["stateMachineArn"]
+    ex = sfn.start_execution(stateMachineArn=arn, name="k1", input=json.dumps({"items": [1, 2, 3, 4]}))["executionArn"]
+
+    def started():
+        return sfn.list_map_runs(executionArn=ex)["mapRuns"]
+
+    run_arn = _helpers["wait_for"]("the Map Run to start", started)[0]["mapRunArn"]
+    running_children(sfn, run_arn, 1)
+    sfn.update_map_run(mapRunArn=run_arn, maxConcurrency=3, toleratedFailureCount=1)
+    running_children(sfn, run_arn, 3)
+    _helpers["wait_for"]("3 children to start", lambda: sorted(ledger("hold")) == ["1", "2", "3"])
+    saved("keep-run", run_arn)
+
+
+KEEP_ACTIVITY = f"arn:aws:states:us-east-1:{ACCOUNT}:activity:MapKeepWork"
+
+
+def map_activity_before_restart(sfn):
+    """A Map Run child's activity task handed to a worker before a restart is answered after
+    it: the resumed child takes over the task it queued (fenced by its parent's epoch)."""
+    sfn.create_activity(name="MapKeepWork")
+    arn = sfn.create_state_machine(name="MapAct", definition=map_machine(KEEP_ACTIVITY, "act"), roleArn=ROLE)["stateMachineArn"]
+    sfn.start_execution(stateMachineArn=arn, name="a1", input=json.dumps({"items": [7]}))
+    task = sfn.get_activity_task(activityArn=KEEP_ACTIVITY, workerName="before")
+    assert json.loads(task["input"]) == 7, task
+    saved("map-act-token", task["taskToken"])
+
+
+def map_activity_after_restart(sfn):
+    sfn.send_task_success(taskToken=saved("map-act-token"), output='"done"')
+    d = finished(sfn, f"arn:aws:states:us-east-1:{ACCOUNT}:execution:MapAct:a1")
+    assert (d["status"], json.loads(d["output"])) == ("SUCCEEDED", ["done"]), d
+
+
+def map_run_after_restart(sfn):
+    run_arn = saved("keep-run")
+    d = sfn.describe_map_run(mapRunArn=run_arn)
+    assert (d["status"], d["maxConcurrency"], d["toleratedFailureCount"]) == ("RUNNING", 3, 1), d
+    # Resumed, it runs 3 children at a time again (they start again, item 4 still waits).
+    _helpers["wait_for"]("3 children to start again", lambda: len(ledger("hold")) >= 6)
+    assert sorted(ledger("hold")) == ["1", "1", "2", "2", "3", "3"], ledger("hold")
+    listed = running_children(sfn, run_arn, 3)
+    counts = sfn.describe_map_run(mapRunArn=run_arn)["itemCounts"]
+    assert (counts["running"], counts["pending"], counts["total"]) == (3, 1, 4), counts
+    # Released: item 1 fails, tolerated by the updated count; the others succeed.
+    open(os.path.join(TEST_DIR, "release-hold"), "w").close()
+    d = finished(sfn, f"arn:aws:states:us-east-1:{ACCOUNT}:execution:MapKeep:k1")
+    assert (d["status"], json.loads(d["output"])[1:]) == ("SUCCEEDED", [2, 3, 4]), d
+    d = sfn.describe_map_run(mapRunArn=run_arn)
+    assert (d["status"], d["executionCounts"]["succeeded"], d["executionCounts"]["failed"]) == ("SUCCEEDED", 3, 1), d
+    children = sfn.list_executions(mapRunArn=run_arn)["executions"]
+    assert [c["executionArn"] for c in children[:3]] == [c["executionArn"] for c in listed], (listed, children)
+
+
 QUEUED_ACTIVITY = f"arn:aws:states:us-east-1:{ACCOUNT}:activity:QueuedWork"
 GATE_ACTIVITY = f"arn:aws:states:us-east-1:{ACCOUNT}:activity:GateWork"
 SHARED_ACTIVITY = f"arn:aws:states:us-east-1:{ACCOUNT}:activity:SharedWork"
@@ -972,6 +1152,42 @@ def two_servers_a(sfn):
         task_started(sfn, ex)
 
 
+SHARED_MAP_ACTIVITY = f"arn:aws:states:us-east-1:{ACCOUNT}:activity:SharedMapWork"
+
+
+def two_servers_map_a(sfn):
+    """A runs a Map Run (one child at a time); two_servers_map_b describes, updates and lists
+    it through B."""
+    sfn.create_activity(name="SharedMapWork")
+    machine = map_machine(SHARED_MAP_ACTIVITY, "shared")
+    arn = sfn.create_state_machine(name="SharedMap", definition=machine, roleArn=ROLE)["stateMachineArn"]
+    ex = sfn.start_execution(stateMachineArn=arn, name="m1", input=json.dumps({"items": [1, 2, 3]}))["executionArn"]
+
+    def started():
+        return sfn.list_map_runs(executionArn=ex)["mapRuns"]
+
+    run_arn = _helpers["wait_for"]("the Map Run to start", started)[0]["mapRunArn"]
+    running_children(sfn, run_arn, 1)
+    saved("shared-run", run_arn)
+
+
+def two_servers_map_b(sfn):
+    # B does not run it: its counts and children come from the run's rows in the store.
+    run_arn = saved("shared-run")
+    running_children(sfn, run_arn, 1)
+    counts = sfn.describe_map_run(mapRunArn=run_arn)["itemCounts"]
+    assert (counts["running"], counts["pending"], counts["total"]) == (1, 2, 3), counts
+    # Updated through B, the run on A lets all three run.
+    sfn.update_map_run(mapRunArn=run_arn, maxConcurrency=3)
+    assert sfn.describe_map_run(mapRunArn=run_arn)["maxConcurrency"] == 3
+    running_children(sfn, run_arn, 3)
+    tasks = [sfn.get_activity_task(activityArn=SHARED_MAP_ACTIVITY, workerName="on-b") for _ in range(3)]
+    for t in tasks:
+        sfn.send_task_success(taskToken=t["taskToken"], output=t["input"])
+    d = finished(sfn, f"arn:aws:states:us-east-1:{ACCOUNT}:execution:SharedMap:m1")
+    assert (d["status"], json.loads(d["output"])) == ("SUCCEEDED", [1, 2, 3]), d
+
+
 def two_servers_b(sfn):
     # A client of server A (the suite's own client is B's).
     a = boto3.client(
@@ -1013,6 +1229,7 @@ def main():
         redrive_nested(sfn)
         live_history(sfn)
         map_runs(sfn)
+        map_run_redrive(sfn)
         unchecked = [op for op in CLAIMED if op not in CHECKED]
         assert not unchecked, f"operations whose responses were not checked against the model: {unchecked}"
     elif PHASE == "before-restart":
@@ -1029,6 +1246,12 @@ def main():
         d = finished(sfn, sfn.start_execution(stateMachineArn=arn, name="later", input="{}")["executionArn"])
         assert d["status"] == "FAILED", d
         queues_before_restart(sfn)
+        t0 = time.monotonic()
+        map_run_before_restart(sfn)
+        print(f"map_run_before_restart: {time.monotonic() - t0:.2f} s", flush=True)
+        t0 = time.monotonic()
+        map_activity_before_restart(sfn)
+        print(f"map_activity_before_restart: {time.monotonic() - t0:.2f} s", flush=True)
     elif PHASE == "after-restart":
         listed = sfn.list_tags_for_resource(resourceArn=sm_arn("Durable"))["tags"]
         assert listed == [{"key": "kept", "value": "yes"}], listed
@@ -1055,10 +1278,22 @@ def main():
         assert (d["status"], d["redriveCount"], json.loads(d["output"])) == ("SUCCEEDED", 1, {"redriveCount": 1}), d
         assert ledger("later") == ["First", "Broken", "Flaky", "Flaky", "Flaky"], ledger("later")
         queues_after_restart(sfn)
+        t0 = time.monotonic()
+        map_run_after_restart(sfn)
+        print(f"map_run_after_restart: {time.monotonic() - t0:.2f} s", flush=True)
+        t0 = time.monotonic()
+        map_activity_after_restart(sfn)
+        print(f"map_activity_after_restart: {time.monotonic() - t0:.2f} s", flush=True)
     elif PHASE == "two-servers-a":
         two_servers_a(sfn)
+        t0 = time.monotonic()
+        two_servers_map_a(sfn)
+        print(f"two_servers_map_a: {time.monotonic() - t0:.2f} s", flush=True)
     elif PHASE == "two-servers-b":
         two_servers_b(sfn)
+        t0 = time.monotonic()
+        two_servers_map_b(sfn)
+        print(f"two_servers_map_b: {time.monotonic() - t0:.2f} s", flush=True)
     print(json.dumps({"phase": PHASE, "checked": CHECKED}), flush=True)
 
 

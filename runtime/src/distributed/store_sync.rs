@@ -1,0 +1,310 @@
+//! A Map Run beyond the memory of the process running it, when its execution is journaled in a
+//! store with a key/value table ([`crate::durable::Store::kv_get`]; wfc's SQLite and PostgreSQL
+//! stores):
+//!
+//! - **Limits** (`UpdateMapRun`): the row [`limits_key`] holds the run's `maxConcurrency` and
+//!   tolerated failures when they were changed. The run reads it when it starts (also when it
+//!   resumes after a restart, or on another process of the store) and again every
+//!   [`SYNC_INTERVAL`] while it runs, so a change written by any process reaches the one
+//!   running it.
+//! - **Progress**: while it runs, the run writes its item and child execution counts and the
+//!   documents of its running children to the row [`progress_key`] (at most every
+//!   [`SYNC_INTERVAL`], when they changed), so `DescribeMapRun` and `ListExecutions` answer from
+//!   any process; the row is deleted when the run ends (its end event has the counts).
+//! - **Redrive**: a redriven execution whose Map Run failed runs only the children that did not
+//!   succeed again ([`RedrivePlan`]).
+//!
+//! Without a journal, or on a store without the table (an adapter's), the run is in memory only.
+
+use std::future::Future;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::{Counts, MapRunControl, MapRunLimits};
+use crate::{EventType, Execution};
+
+/// How often a running Map Run reads its limits and writes its progress.
+pub const SYNC_INTERVAL: Duration = Duration::from_millis(400);
+
+/// The key/value row of Map Run `arn`'s limits as `UpdateMapRun` set them last
+/// (`{"maxConcurrency", "toleratedFailurePercentage", "toleratedFailureCount"}`).
+pub fn limits_key(arn: &str) -> String {
+    format!("wfc/map-run/limits/{arn}")
+}
+
+/// The key/value row of running Map Run `arn`'s progress: `{"itemCounts", "executionCounts",
+/// "running": [child execution documents]}`.
+pub fn progress_key(arn: &str) -> String {
+    format!("wfc/map-run/progress/{arn}")
+}
+
+impl MapRunLimits {
+    /// The row [`limits_key`] holds.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "maxConcurrency": self.max_concurrency,
+            "toleratedFailurePercentage": self.tolerated_failure_percentage,
+            "toleratedFailureCount": self.tolerated_failure_count,
+        })
+    }
+
+    /// The limits a [`limits_key`] row holds (`None` when it is not such a row).
+    pub fn from_json(value: &Value) -> Option<MapRunLimits> {
+        Some(MapRunLimits {
+            max_concurrency: value.get("maxConcurrency")?.as_u64()?,
+            tolerated_failure_percentage: value.get("toleratedFailurePercentage").and_then(Value::as_f64),
+            tolerated_failure_count: value.get("toleratedFailureCount").and_then(Value::as_u64),
+        })
+    }
+}
+
+/// A child's execution document while it runs (`ListExecutions` of its Map Run).
+pub(super) fn running_document(child: &Execution, items: usize) -> Value {
+    json!({
+        "ExecutionArn": child.id(),
+        "Name": child.name(),
+        "StartDate": child.start_time(),
+        "StateMachineArn": child.state_machine_id(),
+        "Status": "RUNNING",
+        "ItemCount": items,
+    })
+}
+
+impl MapRunControl {
+    /// The item and child execution counts now: `running` are the children holding a place,
+    /// `pending` those neither running nor finished.
+    pub(super) fn counts_now(&self) -> (Value, Value) {
+        let (executions_running, items_running) = *self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+        let (mut items, mut executions) = *self.progress.lock().unwrap_or_else(|p| p.into_inner());
+        for (c, running) in [(&mut items, items_running), (&mut executions, executions_running as u64)] {
+            c.running = running;
+            c.pending = c.total.saturating_sub(c.succeeded + c.failed + c.timed_out + c.aborted + running);
+        }
+        (items.json(), executions.json())
+    }
+
+    /// The row [`progress_key`] holds.
+    fn snapshot(&self) -> Value {
+        let (items, executions) = self.counts_now();
+        let running: Vec<Value> =
+            self.running_children.lock().unwrap_or_else(|p| p.into_inner()).values().cloned().collect();
+        json!({ "itemCounts": items, "executionCounts": executions, "running": running })
+    }
+}
+
+/// Runs `work` (the run's children) with Map Run `arn`'s limits and progress kept in the
+/// execution's store (see the module documentation).
+pub(super) async fn synced<T>(
+    exec: &Execution,
+    arn: &str,
+    control: &MapRunControl,
+    work: impl Future<Output = T>,
+) -> T {
+    #[cfg(feature = "durable")]
+    if let Some(journal) = exec.journal() {
+        let store = std::sync::Arc::clone(journal.store());
+        let limits = limits_key(arn);
+        match store.kv_get(&limits).await {
+            // No key/value table (an adapter's store): in memory only.
+            Err(_) => return work.await,
+            Ok(row) => {
+                if let Some(l) = row.as_ref().and_then(MapRunLimits::from_json) {
+                    control.apply(&l);
+                }
+            }
+        }
+        let progress = progress_key(arn);
+        let refresh = async {
+            let mut written: Option<Value> = None;
+            loop {
+                tokio::time::sleep(SYNC_INTERVAL).await;
+                if let Ok(Some(row)) = store.kv_get(&limits).await
+                    && let Some(l) = MapRunLimits::from_json(&row)
+                    && l != control.limits()
+                {
+                    control.apply(&l);
+                }
+                let now = control.snapshot();
+                if written.as_ref() != Some(&now) && store.kv_put(&progress, now.clone()).await.is_ok() {
+                    written = Some(now);
+                }
+            }
+        };
+        futures::pin_mut!(work, refresh);
+        let out = match futures::future::select(work, refresh).await {
+            futures::future::Either::Left((out, _)) => out,
+            futures::future::Either::Right(((), work)) => work.await,
+        };
+        // Best effort: a row left behind is read only while the execution is RUNNING without
+        // this run's end event.
+        let _ = store.kv_delete(&progress).await;
+        return out;
+    }
+    let _ = (exec, arn, control);
+    work.await
+}
+
+/// How a redriven execution runs the children of a DISTRIBUTED Map Run whose failure (its
+/// tolerance exceeded) ended the execution before (AWS's Map Run redrive): the children that
+/// succeeded replay their results, the others (failed, timed out, aborted, never started) run
+/// again, each as a new CHAINED_INVOKE operation of the run's *redrive level* (child `i` of
+/// level `L` > 0 is `<prefix>/<i>!<L>`) whose child execution keeps its operations under
+/// `<prefix>/<i>/`, so a rerun child replays what succeeded in it and runs its failed Task again
+/// (as a redriven execution does). Level `L` is the run after `L` redrives of the Map Run: a
+/// level whose children, as the journal has them, exceed the tolerance failed and was redriven
+/// (while the execution's redrive count allows). The history records, for each such level, the
+/// run's failure as it ended then (`MapRunFailed`, `MapStateFailed`, `ExecutionFailed`), the
+/// `ExecutionRedriven` and AWS's `MapRunRedriven` (`redriveCount`: the level).
+#[derive(Debug, Default)]
+pub(super) struct RedrivePlan {
+    /// The operation each child runs as (empty when the run is not redriven).
+    ops: Vec<String>,
+}
+
+impl RedrivePlan {
+    /// The plan of the children (of `sizes` items each) of the attempt whose operations are
+    /// under `prefix`, when [`Execution::reopen_map_run_for_redrive`] marked it (and records the
+    /// redrive's events); else an empty plan.
+    pub(super) fn make(
+        exec: &Execution,
+        name: &str,
+        arn: &str,
+        prefix: Option<&str>,
+        sizes: &[usize],
+        control: &MapRunControl,
+        has_result_writer: bool,
+    ) -> RedrivePlan {
+        #[cfg(feature = "durable")]
+        if let (Some(journal), Some(prefix)) = (exec.journal(), prefix)
+            && journal.is_reopened(prefix)
+        {
+            return plan(exec, journal, name, arn, prefix, sizes, control, has_result_writer);
+        }
+        let _ = (exec, name, arn, prefix, sizes, control, has_result_writer);
+        RedrivePlan::default()
+    }
+
+    /// The operation child `index` runs as: `op` unless the plan says otherwise.
+    pub(super) fn run_op(&self, index: usize, op: Option<String>) -> Option<String> {
+        self.ops.get(index).cloned().or(op)
+    }
+}
+
+/// The operation of child `index` at redrive level `level`.
+fn op_at(prefix: &str, index: usize, level: u32) -> String {
+    match level {
+        0 => format!("{prefix}/{index}"),
+        l => format!("{prefix}/{index}!{l}"),
+    }
+}
+
+/// The redrive level of a Map Run child's operation id (`...!<level>`, else 0).
+pub fn child_level(op_id: &str) -> u32 {
+    let last = op_id.rsplit('/').next().unwrap_or(op_id);
+    last.split_once('!').and_then(|(_, l)| l.parse().ok()).unwrap_or(0)
+}
+
+#[cfg(feature = "durable")]
+#[allow(clippy::too_many_arguments)] // the pieces of `RedrivePlan::make`
+fn plan(
+    exec: &Execution,
+    journal: &crate::durable::Journal,
+    name: &str,
+    arn: &str,
+    prefix: &str,
+    sizes: &[usize],
+    control: &MapRunControl,
+    writes_results: bool,
+) -> RedrivePlan {
+    let redrives = journal.redrive_count();
+    let total_items: u64 = sizes.iter().map(|s| *s as u64).sum();
+    // How child `index` had ended as of `level`: the level of its last finished operation, and
+    // the child's status.
+    let end = |index: usize, level: u32| -> Option<(u32, String)> {
+        (0..=level).rev().find_map(|l| {
+            let op = journal.recorded(&op_at(prefix, index, l)).filter(|op| op.status.is_terminal())?;
+            let kept = op.result.as_ref();
+            let status = if kept.and_then(|k| k.get("succeeded")) == Some(&Value::Bool(true)) {
+                "SUCCEEDED".to_owned()
+            } else {
+                kept.and_then(|k| k.pointer("/document/Status")).and_then(Value::as_str).unwrap_or("FAILED").to_owned()
+            };
+            Some((l, status))
+        })
+    };
+    let mut failed_levels: Vec<(Counts, Counts)> = Vec::new();
+    let mut level = 0u32;
+    while level < redrives {
+        let mut counts = (Counts::default(), Counts::default());
+        counts.0.total = total_items;
+        counts.1.total = sizes.len() as u64;
+        let mut failed_items = 0u64;
+        for (index, size) in sizes.iter().enumerate() {
+            let size = *size as u64;
+            let status = end(index, level).map(|(_, s)| s);
+            let (items, executions) = (&mut counts.0, &mut counts.1);
+            let (item_slot, execution_slot) = match status.as_deref() {
+                None | Some("ABORTED") => (&mut items.aborted, &mut executions.aborted),
+                Some("SUCCEEDED") => (&mut items.succeeded, &mut executions.succeeded),
+                Some("TIMED_OUT") => (&mut items.timed_out, &mut executions.timed_out),
+                Some(_) => (&mut items.failed, &mut executions.failed),
+            };
+            *item_slot += size;
+            *execution_slot += 1;
+            if status.as_deref().is_some_and(|s| s != "SUCCEEDED") {
+                failed_items += size;
+            }
+            if writes_results && status.is_some() {
+                counts.0.results_written += size;
+                counts.1.results_written += 1;
+            }
+        }
+        // Within its tolerance, the run at this level did not fail: it is the one to go on with.
+        if !control.exceeded(failed_items, total_items) {
+            break;
+        }
+        failed_levels.push(counts);
+        level += 1;
+    }
+    if level == 0 {
+        return RedrivePlan::default();
+    }
+    // How each failed level ended, and its redrive (the execution was redriven once per level,
+    // the last time by this run's redrive).
+    let failure = super::threshold_exceeded();
+    let limits = control.limits();
+    for (k, counts) in failed_levels.iter().enumerate() {
+        let mut details = json!({
+            "mapRunArn": arn,
+            "maxConcurrency": limits.max_concurrency,
+            "toleratedFailurePercentage": limits.tolerated_failure_percentage,
+            "toleratedFailureCount": limits.tolerated_failure_count,
+        });
+        details["itemCounts"] = counts.0.json();
+        details["executionCounts"] = counts.1.json();
+        details["error"] = json!(failure.error);
+        details["cause"] = json!(failure.cause);
+        exec.record(EventType::MapRunFailed, details);
+        exec.record(EventType::MapStateFailed, json!({ "name": name }));
+        exec.record(EventType::ExecutionFailed, crate::exec::failure_details(&failure));
+        let execution_redrive = redrives - level + k as u32 + 1;
+        exec.record(EventType::ExecutionRedriven, json!({ "redriveCount": execution_redrive }));
+        // Under an attempt a redrive reopened, the events up to here were its own (muted here).
+        exec.unmute_for_redrive();
+        exec.record(EventType::MapRunRedriven, json!({ "mapRunArn": arn, "redriveCount": k + 1 }));
+    }
+    let ops = (0..sizes.len())
+        .map(|index| match end(index, level) {
+            Some((l, status)) if status == "SUCCEEDED" => op_at(prefix, index, l),
+            Some((l, _)) if l < level => {
+                // Rerun: a Parallel or Map inside it that failed may reopen (see
+                // `Execution::reopen_for_redrive`).
+                journal.reopen(&op_at(prefix, index, 0));
+                op_at(prefix, index, level)
+            }
+            _ => op_at(prefix, index, level),
+        })
+        .collect();
+    RedrivePlan { ops }
+}
