@@ -72,6 +72,7 @@ pub use crate::exec::{
     wait_assign_with as wait_assign, wait_language_with as wait_language, wait_with as wait,
 };
 pub use crate::jsonata::Bindings;
+pub use crate::typed::call as typed_task;
 pub use crate::retry::{
     AssignCatcher, CatchAssign, CatchJsonataAssign, CatchJsonataOutput, CatchPath, JsonataCatcher,
     StaticCatcher as Catcher, StaticRetrier as Retrier,

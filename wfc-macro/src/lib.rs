@@ -9,7 +9,22 @@
 //! wfc_runtime::include_workflow!(path = "workflows/order.asl.json", name = "order", crate = ::my_runtime);
 //! wfc_runtime::include_workflow!(path = "workflows/order.asl.json", no_opt = ["direct-paths"]);
 //! wfc_runtime::include_workflow!(path = "workflows/order.asl.json", no_opt = ["all"], opt = ["fold-pass"]);
+//! wfc_runtime::include_workflow!(
+//!     path = "workflows/order.asl.json",
+//!     types = {
+//!         "arn:aws:lambda:us-east-1:123456789012:function:CheckStock": StockQuery -> StockReply,
+//!         "arn:aws:lambda:us-east-1:123456789012:function:TakePayment": Payment -> _,
+//!     },
+//! );
 //! ```
+//!
+//! `types` makes a Task resource's `Handler` method take and return Rust types instead of JSON:
+//! `"<Resource as in the definition>": Input -> Result`, `_` for a side that stays
+//! `serde_json::Value`. The types are resolved where the macro is called (write them as you would
+//! there), the input must implement `serde::de::DeserializeOwned` and the result
+//! `serde::Serialize`; a value that does not convert fails the Task with `Wfc.TypeMismatch`,
+//! naming the resource and the field. A resource that names no Task of the definition is an error
+//! at its literal, with a did-you-mean.
 //!
 //! `no_opt` and `opt` choose the optimizer passes as `wfc compile --no-opt/--opt` do: start from
 //! the defaults (none if `no_opt` names `all`), turn on every `opt` pass, then turn off every
@@ -48,6 +63,45 @@ struct Args {
     no_opt: Option<Vec<LitStr>>,
     /// `opt = [...]`: passes to turn on (`"all"` for every pass).
     opt: Option<Vec<LitStr>>,
+    /// `types = { "resource": Input -> Result, ... }`: typed handler methods (`None`: `_`, JSON).
+    types: Option<Vec<TypedResource>>,
+}
+
+/// One `"resource": Input -> Result` entry of `types`.
+struct TypedResource {
+    resource: LitStr,
+    input: Option<syn::Type>,
+    result: Option<syn::Type>,
+}
+
+/// `{ "resource": Input -> Result, ... }`.
+fn parse_types(input: ParseStream<'_>) -> syn::Result<Vec<TypedResource>> {
+    let content;
+    syn::braced!(content in input);
+    let entries = content.parse_terminated(
+        |i: ParseStream<'_>| {
+            let resource: LitStr = i.parse()?;
+            i.parse::<Token![:]>()?;
+            // `_` keeps that side JSON.
+            let side = |i: ParseStream<'_>| -> syn::Result<Option<syn::Type>> {
+                Ok(match i.parse::<syn::Type>()? {
+                    syn::Type::Infer(_) => None,
+                    ty => Some(ty),
+                })
+            };
+            let input = side(i)?;
+            i.parse::<Token![->]>().map_err(|e| {
+                syn::Error::new(
+                    e.span(),
+                    "expected `->`: each entry is `\"<Resource>\": Input -> Result` (`_` for JSON)",
+                )
+            })?;
+            let result = side(i)?;
+            Ok(TypedResource { resource, input, result })
+        },
+        Token![,],
+    )?;
+    Ok(entries.into_iter().collect())
 }
 
 /// `["name", ...]`: a bracketed, comma-separated list of string literals.
@@ -83,10 +137,10 @@ impl Parse for Args {
             if !input.is_empty() {
                 return Err(input.error("expected only the path, or `key = value` pairs: `path = \"…\", name = \"…\", crate = ::wfc_runtime`"));
             }
-            return Ok(Args { path, name: None, runtime: None, no_opt: None, opt: None });
+            return Ok(Args { path, name: None, runtime: None, no_opt: None, opt: None, types: None });
         }
         let (mut path, mut name, mut runtime) = (None, None, None);
-        let (mut no_opt, mut opt) = (None, None);
+        let (mut no_opt, mut opt, mut types) = (None, None, None);
         while !input.is_empty() {
             let key: Ident = if input.peek(Token![crate]) {
                 let token: Token![crate] = input.parse()?;
@@ -115,10 +169,12 @@ impl Parse for Args {
                 "no_opt" => no_opt = Some(parse_names(input)?),
                 "opt" if opt.is_some() => return Err(duplicate()),
                 "opt" => opt = Some(parse_names(input)?),
+                "types" if types.is_some() => return Err(duplicate()),
+                "types" => types = Some(parse_types(input)?),
                 other => {
                     return Err(syn::Error::new(
                         key.span(),
-                        format!("unknown key `{other}`; expected `path`, `name`, `crate`, `no_opt` or `opt`"),
+                        format!("unknown key `{other}`; expected `path`, `name`, `crate`, `no_opt`, `opt` or `types`"),
                     ));
                 }
             }
@@ -128,7 +184,7 @@ impl Parse for Args {
         }
         let path =
             path.ok_or_else(|| syn::Error::new(Span::call_site(), "missing `path = \"…\"` (the definition file)"))?;
-        Ok(Args { path, name, runtime, no_opt, opt })
+        Ok(Args { path, name, runtime, no_opt, opt, types })
     }
 }
 
@@ -164,6 +220,15 @@ fn expand(args: &Args) -> syn::Result<TokenStream2> {
         }
     };
     settings.module_name(module);
+    let typed = args.types.as_deref().unwrap_or_default();
+    for entry in typed {
+        let text = |ty: &Option<syn::Type>| ty.as_ref().map(|ty| quote!(#ty).to_string());
+        settings.task_types(wfc_core::TaskTypes {
+            resource: entry.resource.value(),
+            input: text(&entry.input),
+            result: text(&entry.result),
+        });
+    }
     let resolved = resolve(&relative, span)?;
     let text = std::fs::read_to_string(&resolved).map_err(|e| {
         let error = syn::Error::new(
@@ -207,6 +272,20 @@ fn expand(args: &Args) -> syn::Result<TokenStream2> {
         .collect();
     match compiled {
         Ok(compiled) => {
+            // A declared type for no Task of the definition: an error at its resource literal,
+            // instead of the generated module (whose untyped method would add a second error).
+            let problems = wfc_core::codegen::check_task_types(&compiled.workflow, &settings);
+            let errors = problems
+                .iter()
+                .filter_map(|p| typed.get(p.index).map(|entry| syn::Error::new(entry.resource.span(), &p.message)));
+            if let Some(error) = errors.reduce(|mut all, next| {
+                all.combine(next);
+                all
+            }) {
+                let mut tokens = with_skeleton(error, &settings);
+                tokens.extend(quote_spanned! {span=> const _: &[u8] = ::core::include_bytes!(#absolute); });
+                return Ok(tokens);
+            }
             let module = compiled.tokens;
             let warnings = as_warnings(&compiled.warnings, span);
             Ok(quote_spanned! {span=>
