@@ -315,10 +315,11 @@ impl<'a> Generator<'a> {
         };
         let sw_dispatch = if is_sw { self.sw_dispatch() } else { quote!() };
         let aliases = &self.aliases;
-        // A typed method names the user's types, which may be private to the crate: the trait is
-        // the workflow's API either way. (rustc does not apply this to the futures the methods
-        // return, rust-lang/rust#143531's lint of RPITIT: a result type less visible than the
-        // module is warned about where the module is included; the README says to make it `pub`.)
+        // A typed method names the user's types, which may be less visible than the trait (its
+        // parameters): the trait is the workflow's API either way. rustc applies no `allow` in
+        // the module to the futures the methods return (its `private_interfaces` check of
+        // return-position `impl Trait` in traits, rust-lang/rust#143531, is leveled at the
+        // crate), so a *result* type must be as visible as the module: the README says so.
         let typed_allow = if self.typed.is_empty() { quote!() } else { quote!(private_interfaces,) };
         Ok(quote! {
             #aliases
