@@ -388,3 +388,42 @@ fn with_skeleton(error: syn::Error, settings: &wfc_core::Settings) -> TokenStrea
         pub mod #module {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> syn::Result<Args> {
+        syn::parse_str::<Args>(text)
+    }
+
+    #[test]
+    fn types_entries_parse_with_underscore_for_json() {
+        let args =
+            parse(r#"path = "w.asl.json", types = { "arn:a:function:A": Vec<Line> -> crate::Out, "B": _ -> String, }"#)
+                .unwrap_or_else(|e| panic!("{e}"));
+        let types = args.types.expect("types");
+        let shown: Vec<(String, Option<String>, Option<String>)> = types
+            .iter()
+            .map(|t| {
+                let text = |ty: &Option<syn::Type>| ty.as_ref().map(|ty| quote!(#ty).to_string().replace(' ', ""));
+                (t.resource.value(), text(&t.input), text(&t.result))
+            })
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ("arn:a:function:A".to_owned(), Some("Vec<Line>".to_owned()), Some("crate::Out".to_owned())),
+                ("B".to_owned(), None, Some("String".to_owned())),
+            ]
+        );
+    }
+
+    #[test]
+    fn malformed_types_are_errors_with_what_was_expected() {
+        let error = |text: &str| parse(text).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(error(r#"path = "w.json", types = { "A": u8 }"#).contains("expected `->`"));
+        assert!(error(r#"path = "w.json", types = { A: u8 -> u8 }"#).contains("expected string literal"));
+        assert!(error(r#"path = "w.json", types = {}, types = {}"#).contains("`types` is given twice"));
+    }
+}
