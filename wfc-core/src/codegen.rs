@@ -288,6 +288,13 @@ impl<'a> Generator<'a> {
         let wf = self.workflow;
         let private = &self.private;
         let module = &self.module;
+        let aliases = &self.aliases;
+        // A typed method names the user's types, which may be less visible than the trait (its
+        // parameters): the trait is the workflow's API either way. rustc applies no `allow` in
+        // the module to the futures the methods return (its `private_interfaces` check of
+        // return-position `impl Trait` in traits, rust-lang/rust#143531, is leveled at the
+        // crate), so a *result* type must be as visible as the module: the README says so.
+        let typed_allow = if self.typed.is_empty() { quote!() } else { quote!(private_interfaces,) };
         let module_doc = doc(&self.module_doc());
         let definition = Literal::string(self.source.text);
         let definition_doc = doc(&format!("The definition as written ({}).", docs::code(self.source.path)));
@@ -314,13 +321,6 @@ impl<'a> Generator<'a> {
             quote!(exec.finish(workflow.timeout_seconds, resume(handler, &exec, State::#start(input))).await)
         };
         let sw_dispatch = if is_sw { self.sw_dispatch() } else { quote!() };
-        let aliases = &self.aliases;
-        // A typed method names the user's types, which may be less visible than the trait (its
-        // parameters): the trait is the workflow's API either way. rustc applies no `allow` in
-        // the module to the futures the methods return (its `private_interfaces` check of
-        // return-position `impl Trait` in traits, rust-lang/rust#143531, is leveled at the
-        // crate), so a *result* type must be as visible as the module: the README says so.
-        let typed_allow = if self.typed.is_empty() { quote!() } else { quote!(private_interfaces,) };
         Ok(quote! {
             #aliases
             #module_doc
@@ -1281,6 +1281,23 @@ mod tests {
         );
         assert_eq!(messages[3], (4, "Task resource `arn:aws:lambda:us-east-1:1:function:CheckStock` is typed twice"));
         assert!(check_task_types(&order(), &Settings::new()).is_empty());
+    }
+
+    /// A Serverless Workflow's functions are called through the JSON dispatch table: typing one
+    /// is refused by the check, and codegen emits a `compile_error!` rather than a broken module.
+    #[test]
+    fn a_serverless_workflow_is_not_typed() {
+        let text = r#"{ "id": "w", "name": "w", "functions": [ { "name": "f", "operation": "f" } ],
+  "states": [ { "name": "A", "type": "operation", "start": { "kind": "default" },
+    "actions": [ { "functionRef": { "refName": "f" } } ], "end": true } ] }"#;
+        let source = Source { path: "w.sw.json", text };
+        let loaded = crate::load(source).unwrap_or_else(|d| panic!("{}", d.render(false)));
+        let mut settings = Settings::new();
+        settings.task_types(crate::TaskTypes { resource: "f".into(), input: Some("u8".into()), result: None });
+        let problems = check_task_types(&loaded.workflow, &settings);
+        assert_eq!(problems, [TaskTypesProblem { index: 0, message: SW_UNTYPED.to_owned() }]);
+        let text = generate(&loaded.workflow, source, &settings).to_string();
+        assert!(text.contains("compile_error") && text.contains("typed handler methods are for ASL"), "{text}");
     }
 
     #[test]
