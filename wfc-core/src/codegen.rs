@@ -87,6 +87,24 @@ pub fn handler_methods(workflow: &Workflow) -> Vec<(String, String, Vec<String>)
         .collect()
 }
 
+/// The name of the type alias generated for one side (`"input"` or `"result"`) of a typed
+/// handler method: `__wfc_<module>_<method>_<side>`, beside the module, which the `Handler`
+/// trait names as `super::<alias>`.
+pub fn task_type_alias(module: &str, method: &str, side: &str) -> String {
+    format!("__wfc_{module}_{method}_{side}")
+}
+
+/// The alias item itself: `type <alias> = <ty>;`, hidden from docs. `include_workflow!` emits it
+/// with the user's own tokens (see [`Settings::emit_task_type_aliases`]), so rustc reports a type
+/// that does not resolve at the type in the macro call.
+pub fn task_type_alias_item(alias: &Ident, ty: TokenStream) -> TokenStream {
+    quote! {
+        #[doc(hidden)]
+        #[allow(non_camel_case_types)]
+        type #alias = #ty;
+    }
+}
+
 /// Why a Serverless Workflow cannot have typed handler methods (its functions are called by
 /// name through the runtime's JSON function table).
 const SW_UNTYPED: &str = "typed handler methods are for ASL Task resources; a Serverless Workflow's functions take and \
@@ -259,12 +277,10 @@ impl<'a> Generator<'a> {
                         declared.resource
                     )
                 })?;
-                let name = format_ident!("__wfc_{}_{}_{}", module, method, side);
-                aliases.extend(quote! {
-                    #[doc(hidden)]
-                    #[allow(non_camel_case_types)]
-                    type #name = #ty;
-                });
+                let name = ident(&task_type_alias(&module.to_string(), &method.to_string(), side))?;
+                if settings.emit_task_type_aliases {
+                    aliases.extend(task_type_alias_item(&name, quote!(#ty)));
+                }
                 Ok(Some((name, quote!(#ty).to_string())))
             };
             let input = alias("input", &declared.input)?;

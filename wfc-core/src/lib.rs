@@ -87,6 +87,10 @@ pub struct Settings {
     /// and return them (serde at the boundary) instead of JSON. Empty by default: every method is
     /// untyped. See [`TaskTypes`].
     pub task_types: Vec<TaskTypes>,
+    /// Whether codegen emits the type aliases of [`Settings::task_types`] beside the module
+    /// (default). `include_workflow!` turns it off and emits them itself from the user's tokens
+    /// ([`codegen::task_type_alias_item`]), so rustc points at the type in the macro call.
+    pub emit_task_type_aliases: bool,
 }
 
 /// The Rust types of one Task resource's effective input and result, as Rust type text resolved
@@ -176,6 +180,7 @@ impl Default for Settings {
             file_reader: None,
             features: Features::COMPILED,
             task_types: Vec::new(),
+            emit_task_type_aliases: true,
         }
     }
 }

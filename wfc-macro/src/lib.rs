@@ -221,6 +221,8 @@ fn expand(args: &Args) -> syn::Result<TokenStream2> {
     };
     settings.module_name(module);
     let typed = args.types.as_deref().unwrap_or_default();
+    // The aliases are emitted below from the user's tokens, so their spans survive.
+    settings.emit_task_type_aliases = false;
     for entry in typed {
         let text = |ty: &Option<syn::Type>| ty.as_ref().map(|ty| quote!(#ty).to_string());
         settings.task_types(wfc_core::TaskTypes {
@@ -286,9 +288,11 @@ fn expand(args: &Args) -> syn::Result<TokenStream2> {
                 tokens.extend(quote_spanned! {span=> const _: &[u8] = ::core::include_bytes!(#absolute); });
                 return Ok(tokens);
             }
+            let aliases = task_type_aliases(&compiled.workflow, &settings, typed)?;
             let module = compiled.tokens;
             let warnings = as_warnings(&compiled.warnings, span);
             Ok(quote_spanned! {span=>
+                #aliases
                 #module
                 #warnings
                 const _: &[u8] = ::core::include_bytes!(#absolute);
@@ -313,6 +317,32 @@ fn expand(args: &Args) -> syn::Result<TokenStream2> {
             Ok(tokens)
         }
     }
+}
+
+/// The type aliases of the typed handler methods (see `wfc_core::codegen::task_type_alias`),
+/// made of the user's own type tokens: rustc reports a type that does not resolve, or a bound it
+/// does not meet, at the type as written in the macro call. Called after `check_task_types`
+/// passed, so every entry names a Task resource once.
+fn task_type_aliases(
+    workflow: &wfc_core::ir::Workflow,
+    settings: &wfc_core::Settings,
+    typed: &[TypedResource],
+) -> syn::Result<TokenStream2> {
+    let module = wfc_core::codegen::module_name(workflow, settings);
+    let methods = wfc_core::codegen::handler_methods(workflow);
+    let mut aliases = TokenStream2::new();
+    for entry in typed {
+        let resource = entry.resource.value();
+        let Some((_, method, _)) = methods.iter().find(|(r, _, _)| *r == resource) else { continue };
+        for (side, ty) in [("input", &entry.input), ("result", &entry.result)] {
+            if let Some(ty) = ty {
+                let name = wfc_core::codegen::task_type_alias(&module, method, side);
+                let alias = syn::parse_str::<Ident>(&name).map_err(|e| syn::Error::new(entry.resource.span(), e))?;
+                aliases.extend(wfc_core::codegen::task_type_alias_item(&alias, quote!(#ty)));
+            }
+        }
+    }
+    Ok(aliases)
 }
 
 /// Each diagnostic whose severity `keep` selects, rendered on its own (rustc-style, with its
