@@ -105,6 +105,18 @@ pub fn task_type_alias_item(alias: &Ident, ty: TokenStream) -> TokenStream {
     }
 }
 
+/// A type's tokens as text for docs: `Vec < crate :: Line >` → `Vec<crate::Line>`, keeping the
+/// spaces words need (`&'static str`, `dyn Fn() + Send`).
+fn type_text(tokens: &str) -> String {
+    let mut text = tokens.to_owned();
+    for (spaced, tight) in
+        [(" :: ", "::"), (":: ", "::"), (" < ", "<"), ("< ", "<"), (" >", ">"), (" ,", ","), ("& ", "&")]
+    {
+        text = text.replace(spaced, tight);
+    }
+    text
+}
+
 /// Why a Serverless Workflow cannot have typed handler methods (its functions are called by
 /// name through the runtime's JSON function table).
 const SW_UNTYPED: &str = "typed handler methods are for ASL Task resources; a Serverless Workflow's functions take and \
@@ -492,7 +504,7 @@ impl<'a> Generator<'a> {
             let result = side(typed.and_then(|t| t.result.as_ref()));
             if let Some(typed) = typed {
                 let shown = |side: Option<&(Ident, String)>| {
-                    side.map_or_else(|| "JSON".to_owned(), |(_, text)| docs::code(&text.replace(' ', "")))
+                    side.map_or_else(|| "JSON".to_owned(), |(_, text)| docs::code(&type_text(text)))
                 };
                 text.push_str(&format!(
                     "\n\nTyped: the input is {}, the result {} (serde at the boundary; a value that does not \
@@ -1268,6 +1280,17 @@ mod tests {
                 && !plain.contains("__wfc_order_flow")
                 && !plain.contains("private_interfaces")
         );
+    }
+
+    #[test]
+    fn type_text_reads_as_written() {
+        let parse = |text: &str| syn::parse_str::<syn::Type>(text).expect("a type");
+        for text in
+            ["Vec<crate::shop::Line>", "&'static str", "HashMap<String, (u8, bool)>", "::core::option::Option<u8>"]
+        {
+            let ty = parse(text);
+            assert_eq!(type_text(&quote!(#ty).to_string()), text);
+        }
     }
 
     #[test]
