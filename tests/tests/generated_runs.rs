@@ -194,10 +194,13 @@ mod typed {
         skus: Vec<String>,
     }
 
-    /// `Price`'s result.
+    /// `Price`'s result. `surcharges` has no JSON form when present (its keys are not
+    /// strings): what a result that does not convert looks like.
     #[derive(Debug, Serialize)]
     pub(crate) struct PriceReply {
         total: u32,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        surcharges: Option<std::collections::BTreeMap<(u8, u8), u32>>,
     }
 
     /// One quoted line: `Pack`'s input, one Map item.
@@ -218,13 +221,21 @@ mod typed {
     struct Warehouse {
         quote: Value,
         calls: std::sync::Mutex<Vec<&'static str>>,
+        /// `Price` answers with surcharges that do not serialize.
+        price_unserializable: bool,
         pack_hangs: bool,
         packing: tokio::sync::Notify,
     }
 
     impl Warehouse {
         fn new(quote: Value) -> Warehouse {
-            Warehouse { quote, calls: Default::default(), pack_hangs: false, packing: tokio::sync::Notify::new() }
+            Warehouse {
+                quote,
+                calls: Default::default(),
+                price_unserializable: false,
+                pack_hangs: false,
+                packing: tokio::sync::Notify::new(),
+            }
         }
 
         fn record(&self, method: &'static str) {
@@ -244,7 +255,8 @@ mod typed {
 
         async fn price(&self, query: PriceQuery, _ctx: TaskContext) -> Result<PriceReply, TaskError> {
             self.record("price");
-            Ok(PriceReply { total: 10 * u32::try_from(query.skus.len()).unwrap_or(u32::MAX) })
+            let surcharges = self.price_unserializable.then(|| std::collections::BTreeMap::from([((1, 2), 5)]));
+            Ok(PriceReply { total: 10 * u32::try_from(query.skus.len()).unwrap_or(u32::MAX), surcharges })
         }
 
         async fn label(&self, input: Value, _ctx: TaskContext) -> Result<String, TaskError> {
@@ -309,6 +321,27 @@ mod typed {
         assert_eq!(warehouse.calls("price"), 0, "a mismatch fails the attempt before the handler runs");
         let failed = result.history.iter().find(|e| e.event_type == wfc_runtime::EventType::LambdaFunctionFailed);
         assert_eq!(failed.map(|e| &e.details["error"]), Some(&json!("Wfc.TypeMismatch")), "{:?}", result.history);
+    }
+
+    /// The other way: a typed result that does not serialize fails the Task the same way, caught.
+    #[test]
+    fn a_result_that_does_not_convert_fails_the_task_and_is_caught() {
+        let mut warehouse = Warehouse::new(lines(json!({ "sku": "b", "qty": 2 })));
+        warehouse.price_unserializable = true;
+        let result = run(&warehouse);
+        assert_eq!(result.status, Status::Succeeded, "{:?}", result.error);
+        let error = &result.output.expect("output")["error"];
+        assert_eq!(error["Error"], "Wfc.TypeMismatch");
+        let cause = error["Cause"].as_str().expect("cause");
+        assert!(
+            cause.starts_with(
+                "Task \"Price\" (resource \"arn:aws:lambda:us-east-1:123456789012:function:Price\"): its result does \
+                 not convert from `generated_runs::typed::PriceReply` at field `surcharges"
+            ),
+            "{cause}"
+        );
+        assert!(cause.ends_with("key must be a string"), "{cause}");
+        assert_eq!(warehouse.calls("price"), 1);
     }
 
     /// In a Map item processor inside a Parallel branch, uncaught: the execution fails with it.
