@@ -58,6 +58,9 @@
 //! - Choice comparisons with their literal converted at compile time ([`numeric`],
 //!   [`timestamp`], [`string`], [`matches`], [`boolean`]) and, for `*Path` operands known only
 //!   at run time, [`crate::choice::test`];
+//! - a typed handler method's call ([`typed_task`], `crate::typed::call`): the serde boundary
+//!   around the method of a Task resource declared with Rust types, `Wfc.TypeMismatch` when a
+//!   value does not convert;
 //! - the driver loop, once for every machine: a generated machine (the workflow, each Parallel
 //!   branch, each Map item processor) supplies only its `step`, one state's work giving a
 //!   [`Flow`], and [`drive`] runs the steps until one ends the machine.
@@ -83,6 +86,7 @@ pub use crate::exec::{
     wait_assign_with as wait_assign, wait_language_with as wait_language, wait_with as wait,
 };
 pub use crate::jsonata::Bindings;
+pub use crate::typed::call as typed_task;
 pub use crate::retry::{
     AssignCatcher, CatchAssign, CatchJsonataAssign, CatchJsonataOutput, CatchPath, JsonataCatcher,
     StaticCatcher as Catcher, StaticRetrier as Retrier,

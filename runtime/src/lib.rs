@@ -59,6 +59,7 @@ pub mod schedule;
 pub mod starts;
 pub mod sw;
 pub mod task;
+pub mod typed;
 pub mod variables;
 
 #[doc(hidden)]

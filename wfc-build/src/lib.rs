@@ -77,6 +77,8 @@ pub struct Config {
     passes: wfc_core::optimize::Passes,
     /// Further SW definitions subflows resolve in (relative to the manifest directory).
     sw_workflows: Vec<PathBuf>,
+    /// Typed Task resources, each with where in build.rs it was declared (for its errors).
+    task_types: Vec<(wfc_core::TaskTypes, &'static std::panic::Location<'static>)>,
 }
 
 impl Default for Config {
@@ -99,6 +101,7 @@ impl Config {
             emit_warnings: std::env::var_os("CARGO").is_some(),
             passes: wfc_core::optimize::Passes::default(),
             sw_workflows: Vec::new(),
+            task_types: Vec::new(),
         }
     }
 
@@ -165,6 +168,24 @@ impl Config {
         self
     }
 
+    /// Makes the `Handler` method of the Task resource `resource` (as written in the definition)
+    /// take `input` and return `result`, Rust types written as at the place that includes the
+    /// generated module (`include_workflow_out!`), e.g. `"crate::shop::StockQuery"`; `"_"` keeps
+    /// that side JSON. The input type must implement `serde::de::DeserializeOwned`, the result
+    /// type `serde::Serialize`; a value that does not convert fails the Task with
+    /// `Wfc.TypeMismatch`, naming the resource and the field. It applies to every ASL definition
+    /// compiled with this `Config` that has the resource; one that none has fails [`compile`]
+    /// with an [`Error::Config`] located at this call in build.rs, with a did-you-mean.
+    ///
+    /// [`compile`]: Config::compile
+    #[track_caller]
+    pub fn task_types(&mut self, resource: impl Into<String>, input: &str, result: &str) -> &mut Config {
+        let side = |ty: &str| (ty.trim() != "_").then(|| ty.trim().to_owned());
+        let types = wfc_core::TaskTypes { resource: resource.into(), input: side(input), result: side(result) };
+        self.task_types.push((types, std::panic::Location::caller()));
+        self
+    }
+
     /// Compiles every definition in `paths` (relative to the manifest directory) into
     /// `<out_dir>/<module>.rs`. Nothing is written unless every definition is valid.
     pub fn compile(&self, paths: &[impl AsRef<Path>]) -> Result<(), Error> {
@@ -188,8 +209,28 @@ impl Config {
             None => env_dir("OUT_DIR")?,
         };
 
+        for (types, at) in &self.task_types {
+            // Checked here because generated code would otherwise carry a `compile_error!`.
+            for (side, ty) in [("input", &types.input), ("result", &types.result)] {
+                if let Some(ty) = ty {
+                    syn::parse_str::<syn::Type>(ty).map_err(|e| {
+                        Error::Config(format!(
+                            "{}:{}:{}: wfc-build: the {side} type `{ty}` of Task resource `{}` is not a Rust type: {e}",
+                            at.file(),
+                            at.line(),
+                            at.column(),
+                            types.resource
+                        ))
+                    })?;
+                }
+            }
+        }
         let mut outputs: Vec<(String, PathBuf, String)> = Vec::new();
         let mut failures = Vec::new();
+        // Per declared task type, why each ASL definition compiled so far does not have it
+        // (`None`: one has it). All-unknown declarations fail the build after the loop.
+        let mut unknown: Vec<Option<String>> = vec![Some(String::new()); self.task_types.len()];
+        let mut typed_asl = false;
         for path in paths {
             let relative = path.as_ref();
             let full = manifest_dir.join(relative);
@@ -211,7 +252,15 @@ impl Config {
             // A Serverless Workflow's subflows resolve among the SW definitions beside it and
             // those given with `sw_workflow`; the files it names (schema URIs) are read relative
             // to it and tracked for rebuilds.
-            if wfc_core::Dialect::detect(wfc_core::Source { path: &shown, text: &text }) == wfc_core::Dialect::Sw {
+            let is_sw =
+                wfc_core::Dialect::detect(wfc_core::Source { path: &shown, text: &text }) == wfc_core::Dialect::Sw;
+            // A Serverless Workflow's functions stay JSON (see `codegen::check_task_types`).
+            if !is_sw {
+                for (types, _) in &self.task_types {
+                    settings.task_types(types.clone());
+                }
+            }
+            if is_sw {
                 let mut registry = full.parent().map(|dir| sw_siblings(dir, &full)).unwrap_or_default();
                 for extra in &self.sw_workflows {
                     let extra_full = manifest_dir.join(extra);
@@ -237,6 +286,21 @@ impl Config {
             }
             match wfc_core::compile(wfc_core::Source { path: &shown, text: &text }, &settings) {
                 Ok(compiled) => {
+                    if !is_sw && !self.task_types.is_empty() {
+                        typed_asl = true;
+                        let problems = wfc_core::codegen::check_task_types(&compiled.workflow, &settings);
+                        for (index, slot) in unknown.iter_mut().enumerate() {
+                            let problem = problems.iter().find(|p| p.index == index);
+                            *slot = match (slot.take(), problem) {
+                                // A duplicate is wrong whichever definition has the resource.
+                                (_, Some(p)) if p.message.ends_with("typed twice") => {
+                                    return Err(self.task_types_error(index, &shown, &p.message));
+                                }
+                                (Some(_), Some(p)) => Some(format!("{shown}: {}", p.message)),
+                                _ => None,
+                            };
+                        }
+                    }
                     let module = wfc_core::codegen::module_name(&compiled.workflow, &settings);
                     if let Some((_, other, _)) = outputs.iter().find(|(m, _, _)| *m == module) {
                         return Err(Error::Config(format!(
@@ -259,6 +323,10 @@ impl Config {
         if !failures.is_empty() {
             return Err(Error::Invalid(failures));
         }
+        if let Some((index, why)) = unknown.iter().enumerate().find_map(|(i, why)| Some((i, why.as_ref()?))) {
+            let why = if typed_asl { why.clone() } else { "no ASL definition is compiled with it".to_owned() };
+            return Err(self.task_types_error(index, "", &why));
+        }
 
         std::fs::create_dir_all(&out_dir).map_err(|source| Error::Io { path: out_dir.clone(), source })?;
         for (module, _, code) in outputs {
@@ -266,6 +334,21 @@ impl Config {
             write_if_changed(&out_dir.join(format!("{module}.rs")), &contents)?;
         }
         Ok(())
+    }
+}
+
+impl Config {
+    /// An [`Error::Config`] for the `index`th task type, located at its `task_types` call.
+    fn task_types_error(&self, index: usize, file: &str, message: &str) -> Error {
+        let (types, at) = &self.task_types[index];
+        let file = if file.is_empty() { String::new() } else { format!("{file}: ") };
+        Error::Config(format!(
+            "{}:{}:{}: wfc-build: task_types(\"{}\", …): {file}{message}",
+            at.file(),
+            at.line(),
+            at.column(),
+            types.resource
+        ))
     }
 }
 
@@ -469,6 +552,52 @@ mod tests {
         assert!(!lines.is_empty(), "an empty Comment is a warning");
         assert!(lines[0].starts_with("cargo:warning=workflows/w.asl.json:3:"), "{lines:?}");
         assert!(lines.iter().all(|l| !l.contains('\n')));
+    }
+
+    const TWO_TASKS: &str = r#"{ "StartAt": "A", "States": {
+  "A": { "Type": "Task", "Resource": "arn:aws:lambda:us-east-1:1:function:CheckStock", "Next": "B" },
+  "B": { "Type": "Task", "Resource": "arn:aws:lambda:us-east-1:1:function:Notify", "End": true } } }"#;
+
+    #[test]
+    fn task_types_type_the_handler_method() {
+        let dir = scratch("typed");
+        std::fs::write(dir.join("workflows/t.asl.json"), TWO_TASKS).expect("write");
+        config(&dir)
+            .task_types("arn:aws:lambda:us-east-1:1:function:CheckStock", "crate::StockQuery", "Vec<u32>")
+            .task_types("arn:aws:lambda:us-east-1:1:function:Notify", "_", "String")
+            .compile(&["workflows/t.asl.json"])
+            .expect("compiles");
+        let text = std::fs::read_to_string(dir.join("out/t.rs")).expect("generated");
+        assert!(text.contains("type __wfc_t_check_stock_input = crate::StockQuery;"), "{text}");
+        assert!(text.contains("type __wfc_t_check_stock_result = Vec<u32>;"), "{text}");
+        assert!(text.contains("type __wfc_t_notify_result = String;"), "{text}");
+        assert!(!text.contains("__wfc_t_notify_input"), "`_` keeps the input JSON: {text}");
+        assert!(text.contains("input: super::__wfc_t_check_stock_input,"), "{text}");
+    }
+
+    #[test]
+    fn a_task_type_for_no_task_is_an_error_at_its_call() {
+        let dir = scratch("typed-unknown");
+        std::fs::write(dir.join("workflows/t.asl.json"), TWO_TASKS).expect("write");
+        let line = line!() + 2;
+        let error = config(&dir)
+            .task_types("arn:aws:lambda:us-east-1:1:function:CheckStok", "u8", "_")
+            .compile(&["workflows/t.asl.json"])
+            .expect_err("no such resource");
+        let shown = error.to_string();
+        assert!(matches!(error, Error::Config(_)), "{shown}");
+        assert!(shown.starts_with(&format!("{}:{line}:", file!())), "{shown}");
+        assert!(
+            shown.ends_with(
+                "workflows/t.asl.json: no Task in the definition has Resource \
+                 `arn:aws:lambda:us-east-1:1:function:CheckStok`; did you mean \
+                 `arn:aws:lambda:us-east-1:1:function:CheckStock`?"
+            ),
+            "{shown}"
+        );
+        assert!(!dir.join("out/t.rs").exists(), "nothing is written");
+        let error = config(&dir).task_types("x", "not a type!", "_").compile(&["workflows/t.asl.json"]);
+        assert!(error.is_err_and(|e| e.to_string().contains("the input type `not a type!`")));
     }
 
     #[test]

@@ -87,6 +87,91 @@ pub fn handler_methods(workflow: &Workflow) -> Vec<(String, String, Vec<String>)
         .collect()
 }
 
+/// The name of the type alias generated for one side (`"input"` or `"result"`) of a typed
+/// handler method: `__wfc_<module>_<method>_<side>`, beside the module, which the `Handler`
+/// trait names as `super::<alias>`.
+pub fn task_type_alias(module: &str, method: &str, side: &str) -> String {
+    format!("__wfc_{module}_{method}_{side}")
+}
+
+/// The alias item itself: `type <alias> = <ty>;`, hidden from docs. `include_workflow!` emits it
+/// with the user's own tokens (see [`Settings::emit_task_type_aliases`]), so rustc reports a type
+/// that does not resolve at the type in the macro call.
+pub fn task_type_alias_item(alias: &Ident, ty: TokenStream) -> TokenStream {
+    quote! {
+        #[doc(hidden)]
+        #[allow(non_camel_case_types)]
+        type #alias = #ty;
+    }
+}
+
+/// A type's tokens as text for docs: `Vec < crate :: Line >` → `Vec<crate::Line>`, keeping the
+/// spaces words need (`&'static str`, `dyn Fn() + Send`).
+fn type_text(tokens: &str) -> String {
+    let mut text = tokens.to_owned();
+    for (spaced, tight) in
+        [(" :: ", "::"), (":: ", "::"), (" < ", "<"), ("< ", "<"), (" >", ">"), (" ,", ","), ("& ", "&")]
+    {
+        text = text.replace(spaced, tight);
+    }
+    text
+}
+
+/// Why a Serverless Workflow cannot have typed handler methods (its functions are called by
+/// name through the runtime's JSON function table).
+const SW_UNTYPED: &str = "typed handler methods are for ASL Task resources; a Serverless Workflow's functions take and \
+                          return JSON";
+
+/// A problem with [`Settings::task_types`] against a workflow: `index` is the declaration's
+/// position in `task_types`, for the caller to locate it (the macro argument, the build.rs call).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskTypesProblem {
+    /// Which declaration.
+    pub index: usize,
+    /// What is wrong, with a suggestion where there is one.
+    pub message: String,
+}
+
+/// Checks the declared task types of `settings` against `workflow`: each must name a Task
+/// resource of the definition (did-you-mean for a near miss, or a resource whose handler method
+/// or last segment is what was written), at most once, and the workflow must be ASL.
+pub fn check_task_types(workflow: &Workflow, settings: &Settings) -> Vec<TaskTypesProblem> {
+    let mut problems = Vec::new();
+    if settings.task_types.is_empty() {
+        return problems;
+    }
+    if workflow.machines().iter().any(|m| m.states.iter().any(|s| matches!(s.kind, StateKind::Sw(_)))) {
+        problems.push(TaskTypesProblem { index: 0, message: SW_UNTYPED.to_owned() });
+        return problems;
+    }
+    let methods = handler_methods(workflow);
+    for (index, declared) in settings.task_types.iter().enumerate() {
+        let wanted = declared.resource.as_str();
+        if methods.iter().any(|(resource, _, _)| resource == wanted) {
+            if settings.task_types[..index].iter().any(|earlier| earlier.resource == wanted) {
+                problems.push(TaskTypesProblem { index, message: format!("Task resource `{wanted}` is typed twice") });
+            }
+            continue;
+        }
+        // `check_stock` or `CheckStock` for `…:function:CheckStock`, else the nearest spelling.
+        let by_name =
+            methods.iter().find(|(resource, method, _)| method == wanted || names::resource_tail(resource) == wanted);
+        let suggestion = by_name
+            .map(|(resource, _, _)| resource.as_str())
+            .or_else(|| crate::asl::suggest(wanted, methods.iter().map(|(resource, _, _)| resource.as_str())));
+        let message = match suggestion {
+            Some(resource) => format!("no Task in the definition has Resource `{wanted}`; did you mean `{resource}`?"),
+            None if methods.is_empty() => format!("no Task in the definition has Resource `{wanted}`: it has no Tasks"),
+            None => {
+                let all = methods.iter().map(|(resource, _, _)| format!("`{resource}`")).collect::<Vec<_>>();
+                format!("no Task in the definition has Resource `{wanted}`; its Task resources are {}", all.join(", "))
+            }
+        };
+        problems.push(TaskTypesProblem { index, message });
+    }
+    problems
+}
+
 /// `#[doc = " line"]` attributes, one per line of `text`, so the formatted output reads as `///`
 /// comments (the leading space is what `///` comments carry; rustdoc strips it).
 fn doc(text: &str) -> TokenStream {
@@ -128,6 +213,19 @@ struct Generator<'a> {
     serde_crate: String,
     /// `(resource, method, states)` in sorted-resource order.
     methods: Vec<(String, Ident, Vec<String>)>,
+    /// The typed handler methods, by resource (`Settings::task_types`); absent: JSON in and out.
+    typed: std::collections::BTreeMap<String, Typed>,
+    /// The type aliases of the typed methods, placed beside the module (see [`Typed`]).
+    aliases: TokenStream,
+}
+
+/// The declared types of a typed handler method. Each is a private type alias generated beside
+/// the module (`__wfc_<module>_<method>_input = <the declared type>;`), so the type is resolved
+/// exactly as the user wrote it, in the scope that includes the workflow, and the `Handler`
+/// trait names it as `super::<alias>`. `None`: that side stays JSON.
+struct Typed {
+    input: Option<(Ident, String)>,
+    result: Option<(Ident, String)>,
 }
 
 /// Where a state machine sits: the top level, or a branch reached through Parallel states.
@@ -155,14 +253,76 @@ impl<'a> Generator<'a> {
         let methods = handler_methods(workflow)
             .into_iter()
             .map(|(resource, method, states)| Ok((resource, ident(&method)?, states)))
-            .collect::<Result<_, String>>()?;
-        Ok(Generator { workflow, source, module, private, serde_crate, methods })
+            .collect::<Result<Vec<_>, String>>()?;
+        let (typed, aliases) = Self::typed_methods(workflow, settings, &module, &methods)?;
+        Ok(Generator { workflow, source, module, private, serde_crate, methods, typed, aliases })
+    }
+
+    /// The typed methods declared in `settings` and their aliases. A declaration naming no Task
+    /// resource is skipped here ([`check_task_types`] reports it, with the caller's location).
+    fn typed_methods(
+        workflow: &Workflow,
+        settings: &Settings,
+        module: &Ident,
+        methods: &[(String, Ident, Vec<String>)],
+    ) -> Result<(std::collections::BTreeMap<String, Typed>, TokenStream), String> {
+        let mut typed = std::collections::BTreeMap::new();
+        let mut aliases = TokenStream::new();
+        if settings.task_types.is_empty() {
+            return Ok((typed, aliases));
+        }
+        if workflow.machines().iter().any(|m| m.states.iter().any(|s| matches!(s.kind, StateKind::Sw(_)))) {
+            return Err(SW_UNTYPED.to_owned());
+        }
+        for declared in &settings.task_types {
+            let Some((_, method, _)) = methods.iter().find(|(resource, _, _)| *resource == declared.resource) else {
+                continue;
+            };
+            if typed.contains_key(&declared.resource) {
+                continue;
+            }
+            let mut alias = |side: &str, text: &Option<String>| -> Result<Option<(Ident, String)>, String> {
+                let Some(text) = text else { return Ok(None) };
+                let ty: syn::Type = syn::parse_str(text).map_err(|e| {
+                    format!(
+                        "wfc: the {side} type `{text}` declared for Task resource `{}` is not a Rust type: {e}",
+                        declared.resource
+                    )
+                })?;
+                let name = ident(&task_type_alias(&module.to_string(), &method.to_string(), side))?;
+                if settings.emit_task_type_aliases {
+                    aliases.extend(task_type_alias_item(&name, quote!(#ty)));
+                }
+                Ok(Some((name, quote!(#ty).to_string())))
+            };
+            let input = alias("input", &declared.input)?;
+            let result = alias("result", &declared.result)?;
+            typed.insert(declared.resource.clone(), Typed { input, result });
+        }
+        Ok((typed, aliases))
+    }
+
+    /// The closure a Task's visit calls per attempt: the handler method, through the runtime's
+    /// serde boundary (`abi::typed_task`) when its resource is typed.
+    fn invoke(&self, resource: &str, method: &Ident) -> TokenStream {
+        if self.typed.contains_key(resource) {
+            quote!(move |input, ctx| __wfc::abi::typed_task(input, ctx, move |input, ctx| handler.#method(input, ctx)))
+        } else {
+            quote!(move |input, ctx| handler.#method(input, ctx))
+        }
     }
 
     fn module(&self) -> Result<TokenStream, String> {
         let wf = self.workflow;
         let private = &self.private;
         let module = &self.module;
+        let aliases = &self.aliases;
+        // A typed method names the user's types, which may be less visible than the trait (its
+        // parameters): the trait is the workflow's API either way. rustc applies no `allow` in
+        // the module to the futures the methods return (its `private_interfaces` check of
+        // return-position `impl Trait` in traits, rust-lang/rust#143531, is leveled at the
+        // crate), so a *result* type must be as visible as the module: the README says so.
+        let typed_allow = if self.typed.is_empty() { quote!() } else { quote!(private_interfaces,) };
         let module_doc = doc(&self.module_doc());
         let definition = Literal::string(self.source.text);
         let definition_doc = doc(&format!("The definition as written ({}).", docs::code(self.source.path)));
@@ -190,6 +350,7 @@ impl<'a> Generator<'a> {
         };
         let sw_dispatch = if is_sw { self.sw_dispatch() } else { quote!() };
         Ok(quote! {
+            #aliases
             #module_doc
             pub mod #module {
                 #![allow(
@@ -205,6 +366,7 @@ impl<'a> Generator<'a> {
                     clippy::needless_return,
                     // `LazyLock<Result<Workflow, Failure>>` spelled with `::`-rooted paths.
                     clippy::type_complexity,
+                    #typed_allow
                 )]
 
                 use #private as __wfc;
@@ -332,14 +494,33 @@ impl<'a> Generator<'a> {
         let private = quote!(__wfc);
         let methods = self.methods.iter().map(|(resource, method, states)| {
             let states = states.iter().map(|s| docs::code(s)).collect::<Vec<_>>().join(", ");
-            let doc = doc(&format!("Resource {}. Used by states: {states}.", docs::code(resource)));
+            let mut text = format!("Resource {}. Used by states: {states}.", docs::code(resource));
+            let typed = self.typed.get(resource);
+            let side = |side: Option<&(Ident, String)>| match side {
+                Some((alias, _)) => quote!(super::#alias),
+                None => quote!(#private::Value),
+            };
+            let input = side(typed.and_then(|t| t.input.as_ref()));
+            let result = side(typed.and_then(|t| t.result.as_ref()));
+            if let Some(typed) = typed {
+                let shown = |side: Option<&(Ident, String)>| {
+                    side.map_or_else(|| "JSON".to_owned(), |(_, text)| docs::code(&type_text(text)))
+                };
+                text.push_str(&format!(
+                    "\n\nTyped: the input is {}, the result {} (serde at the boundary; a value that does not \
+                     convert fails the Task with `Wfc.TypeMismatch`).",
+                    shown(typed.input.as_ref()),
+                    shown(typed.result.as_ref())
+                ));
+            }
+            let doc = doc(&text);
             quote! {
                 #doc
                 fn #method(
                     &self,
-                    input: #private::Value,
+                    input: #input,
                     ctx: #private::TaskContext,
-                ) -> impl ::core::future::Future<Output = Result<#private::Value, #private::Failure>> + ::core::marker::Send;
+                ) -> impl ::core::future::Future<Output = Result<#result, #private::Failure>> + ::core::marker::Send;
             }
         });
         quote! {
@@ -779,7 +960,7 @@ impl<'a> Generator<'a> {
                 .find(|(resource, _, _)| *resource == t.resource)
                 .map(|(_, method, _)| method)
                 .ok_or("wfc: internal error: a Task resource without a handler method")?;
-            let invoke = quote!(move |input, ctx| handler.#method(input, ctx));
+            let invoke = self.invoke(&t.resource, method);
             if let Some((decls, visit)) = states::task(&mut items, &name, t, invoke) {
                 let next = goto(t.transition, quote!(output))?;
                 let goto_arm = catch_targets(t.catch.iter().map(|c| c.next).collect())?;
@@ -984,8 +1165,9 @@ impl<'a> Generator<'a> {
                     .ok_or("wfc: internal error: a Task resource without a handler method")?;
                 let next = goto(t.transition, quote!(output))?;
                 let goto_arm = catch_targets(t.catch.iter().map(|c| c.next).collect())?;
+                let invoke = self.invoke(&t.resource, method);
                 quote! {
-                    match __wfc::exec::task(exec, #name, spec, input, move |input, ctx| handler.#method(input, ctx)).await? {
+                    match __wfc::exec::task(exec, #name, spec, input, #invoke).await? {
                         __wfc::Step::Next(output) => #next,
                         #goto_arm
                     }
@@ -1071,6 +1253,90 @@ mod tests {
         assert!(text.contains("CheckStock(__wfc::Value)"), "{text}");
         assert!(text.contains("#[serde(rename = \"Failed \\\"x\\\"\")]"), "{text}");
         assert!(!text.contains("compile_error"), "{text}");
+    }
+
+    #[test]
+    fn typed_resources_get_aliases_and_the_serde_boundary() {
+        let mut settings = Settings::new();
+        settings.task_types(crate::TaskTypes {
+            resource: "arn:aws:lambda:us-east-1:1:function:CheckStock".into(),
+            input: Some("crate::shop::Query".into()),
+            result: Some("Vec<u32>".into()),
+        });
+        let text = format(generate(&order(), Source { path: "order.asl.json", text: "{}" }, &settings));
+        assert!(text.contains("type __wfc_order_flow_check_stock_input = crate::shop::Query;"), "{text}");
+        assert!(text.contains("type __wfc_order_flow_check_stock_result = Vec<u32>;"), "{text}");
+        assert!(text.contains("input: super::__wfc_order_flow_check_stock_input,"), "{text}");
+        assert!(text.contains("Output = Result<super::__wfc_order_flow_check_stock_result, __wfc::Failure>"), "{text}");
+        let compact: String = text.split_whitespace().collect();
+        let call = "__wfc::abi::typed_task(input,ctx,move|input,ctx|handler.check_stock(input,ctx),)";
+        assert!(compact.contains(call), "{text}");
+        assert!(text.contains("private_interfaces"), "{text}");
+        assert!(!text.contains("compile_error"), "{text}");
+        // Untyped, nothing of it appears.
+        let plain = format(generate(&order(), Source { path: "order.asl.json", text: "{}" }, &Settings::new()));
+        assert!(
+            !plain.contains("typed_task")
+                && !plain.contains("__wfc_order_flow")
+                && !plain.contains("private_interfaces")
+        );
+    }
+
+    #[test]
+    fn type_text_reads_as_written() {
+        let parse = |text: &str| syn::parse_str::<syn::Type>(text).expect("a type");
+        for text in
+            ["Vec<crate::shop::Line>", "&'static str", "HashMap<String, (u8, bool)>", "::core::option::Option<u8>"]
+        {
+            let ty = parse(text);
+            assert_eq!(type_text(&quote!(#ty).to_string()), text);
+        }
+    }
+
+    #[test]
+    fn task_types_must_name_a_task_resource() {
+        let mut settings = Settings::new();
+        let declare = |settings: &mut Settings, resource: &str| {
+            settings.task_types(crate::TaskTypes { resource: resource.into(), input: Some("u8".into()), result: None });
+        };
+        declare(&mut settings, "arn:aws:lambda:us-east-1:1:function:CheckStock");
+        declare(&mut settings, "arn:aws:lambda:us-east-1:1:function:CheckStok");
+        declare(&mut settings, "check_stock");
+        declare(&mut settings, "nothing like it");
+        declare(&mut settings, "arn:aws:lambda:us-east-1:1:function:CheckStock");
+        let problems = check_task_types(&order(), &settings);
+        let messages: Vec<(usize, &str)> = problems.iter().map(|p| (p.index, p.message.as_str())).collect();
+        let hint = "did you mean `arn:aws:lambda:us-east-1:1:function:CheckStock`?";
+        assert_eq!(messages.len(), 4, "{messages:?}");
+        assert!(messages[0].0 == 1 && messages[0].1.ends_with(hint), "{messages:?}");
+        assert!(messages[1].0 == 2 && messages[1].1.ends_with(hint), "{messages:?}");
+        assert_eq!(
+            messages[2],
+            (
+                3,
+                "no Task in the definition has Resource `nothing like it`; its Task resources are \
+                 `arn:aws:lambda:us-east-1:1:function:CheckStock`"
+            )
+        );
+        assert_eq!(messages[3], (4, "Task resource `arn:aws:lambda:us-east-1:1:function:CheckStock` is typed twice"));
+        assert!(check_task_types(&order(), &Settings::new()).is_empty());
+    }
+
+    /// A Serverless Workflow's functions are called through the JSON dispatch table: typing one
+    /// is refused by the check, and codegen emits a `compile_error!` rather than a broken module.
+    #[test]
+    fn a_serverless_workflow_is_not_typed() {
+        let text = r#"{ "id": "w", "name": "w", "functions": [ { "name": "f", "operation": "f" } ],
+  "states": [ { "name": "A", "type": "operation", "start": { "kind": "default" },
+    "actions": [ { "functionRef": { "refName": "f" } } ], "end": true } ] }"#;
+        let source = Source { path: "w.sw.json", text };
+        let loaded = crate::load(source).unwrap_or_else(|d| panic!("{}", d.render(false)));
+        let mut settings = Settings::new();
+        settings.task_types(crate::TaskTypes { resource: "f".into(), input: Some("u8".into()), result: None });
+        let problems = check_task_types(&loaded.workflow, &settings);
+        assert_eq!(problems, [TaskTypesProblem { index: 0, message: SW_UNTYPED.to_owned() }]);
+        let text = generate(&loaded.workflow, source, &settings).to_string();
+        assert!(text.contains("compile_error") && text.contains("typed handler methods are for ASL"), "{text}");
     }
 
     #[test]

@@ -83,6 +83,29 @@ pub struct Settings {
     /// ([`Features::COMPILED`]). A definition that needs one that is off is error `WFC0230`,
     /// located at what needs it and naming the cargo feature to enable.
     pub features: Features,
+    /// Rust types declared for Task resources: each makes that resource's `Handler` method take
+    /// and return them (serde at the boundary) instead of JSON. Empty by default: every method is
+    /// untyped. See [`TaskTypes`].
+    pub task_types: Vec<TaskTypes>,
+    /// Whether codegen emits the type aliases of [`Settings::task_types`] beside the module
+    /// (default). `include_workflow!` turns it off and emits them itself from the user's tokens
+    /// ([`codegen::task_type_alias_item`]), so rustc points at the type in the macro call.
+    pub emit_task_type_aliases: bool,
+}
+
+/// The Rust types of one Task resource's effective input and result, as Rust type text resolved
+/// in the scope the generated module is placed in (where `include_workflow!` or
+/// `include_workflow_out!` is called): `crate::shop::StockQuery`, `Vec<Line>`, `String`. `None`
+/// keeps that side JSON (`serde_json::Value`). The input type must implement
+/// `serde::de::DeserializeOwned`, the result type `serde::Serialize`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskTypes {
+    /// The Task's `Resource`, exactly as written in the definition.
+    pub resource: String,
+    /// The type of the Task's effective input (after `InputPath` and `Parameters`).
+    pub input: Option<String>,
+    /// The type of the Task's result (before `ResultSelector` and `ResultPath`).
+    pub result: Option<String>,
 }
 
 /// The optional languages of a definition, each a cargo feature of wfc-core (and of wfc-runtime,
@@ -156,6 +179,8 @@ impl Default for Settings {
             sw_registry: Vec::new(),
             file_reader: None,
             features: Features::COMPILED,
+            task_types: Vec::new(),
+            emit_task_type_aliases: true,
         }
     }
 }
@@ -205,6 +230,13 @@ impl Settings {
     /// Sets the optional languages a definition may use (at most what this build has).
     pub fn features(&mut self, features: Features) -> &mut Settings {
         self.features = features.and_compiled();
+        self
+    }
+
+    /// Declares the Rust types of a Task resource's input and result (see [`TaskTypes`]); check
+    /// them against the definition with [`codegen::check_task_types`].
+    pub fn task_types(&mut self, types: TaskTypes) -> &mut Settings {
+        self.task_types.push(types);
         self
     }
 

@@ -9,7 +9,22 @@
 //! wfc_runtime::include_workflow!(path = "workflows/order.asl.json", name = "order", crate = ::my_runtime);
 //! wfc_runtime::include_workflow!(path = "workflows/order.asl.json", no_opt = ["direct-paths"]);
 //! wfc_runtime::include_workflow!(path = "workflows/order.asl.json", no_opt = ["all"], opt = ["fold-pass"]);
+//! wfc_runtime::include_workflow!(
+//!     path = "workflows/order.asl.json",
+//!     types = {
+//!         "arn:aws:lambda:us-east-1:123456789012:function:CheckStock": StockQuery -> StockReply,
+//!         "arn:aws:lambda:us-east-1:123456789012:function:TakePayment": Payment -> _,
+//!     },
+//! );
 //! ```
+//!
+//! `types` makes a Task resource's `Handler` method take and return Rust types instead of JSON:
+//! `"<Resource as in the definition>": Input -> Result`, `_` for a side that stays
+//! `serde_json::Value`. The types are resolved where the macro is called (write them as you would
+//! there), the input must implement `serde::de::DeserializeOwned` and the result
+//! `serde::Serialize`; a value that does not convert fails the Task with `Wfc.TypeMismatch`,
+//! naming the resource and the field. A resource that names no Task of the definition is an error
+//! at its literal, with a did-you-mean.
 //!
 //! `no_opt` and `opt` choose the optimizer passes as `wfc compile --no-opt/--opt` do: start from
 //! the defaults (none if `no_opt` names `all`), turn on every `opt` pass, then turn off every
@@ -48,6 +63,45 @@ struct Args {
     no_opt: Option<Vec<LitStr>>,
     /// `opt = [...]`: passes to turn on (`"all"` for every pass).
     opt: Option<Vec<LitStr>>,
+    /// `types = { "resource": Input -> Result, ... }`: typed handler methods (`None`: `_`, JSON).
+    types: Option<Vec<TypedResource>>,
+}
+
+/// One `"resource": Input -> Result` entry of `types`.
+struct TypedResource {
+    resource: LitStr,
+    input: Option<syn::Type>,
+    result: Option<syn::Type>,
+}
+
+/// `{ "resource": Input -> Result, ... }`.
+fn parse_types(input: ParseStream<'_>) -> syn::Result<Vec<TypedResource>> {
+    let content;
+    syn::braced!(content in input);
+    let entries = content.parse_terminated(
+        |i: ParseStream<'_>| {
+            let resource: LitStr = i.parse()?;
+            i.parse::<Token![:]>()?;
+            // `_` keeps that side JSON.
+            let side = |i: ParseStream<'_>| -> syn::Result<Option<syn::Type>> {
+                Ok(match i.parse::<syn::Type>()? {
+                    syn::Type::Infer(_) => None,
+                    ty => Some(ty),
+                })
+            };
+            let input = side(i)?;
+            i.parse::<Token![->]>().map_err(|e| {
+                syn::Error::new(
+                    e.span(),
+                    "expected `->`: each entry is `\"<Resource>\": Input -> Result` (`_` for JSON)",
+                )
+            })?;
+            let result = side(i)?;
+            Ok(TypedResource { resource, input, result })
+        },
+        Token![,],
+    )?;
+    Ok(entries.into_iter().collect())
 }
 
 /// `["name", ...]`: a bracketed, comma-separated list of string literals.
@@ -83,10 +137,10 @@ impl Parse for Args {
             if !input.is_empty() {
                 return Err(input.error("expected only the path, or `key = value` pairs: `path = \"…\", name = \"…\", crate = ::wfc_runtime`"));
             }
-            return Ok(Args { path, name: None, runtime: None, no_opt: None, opt: None });
+            return Ok(Args { path, name: None, runtime: None, no_opt: None, opt: None, types: None });
         }
         let (mut path, mut name, mut runtime) = (None, None, None);
-        let (mut no_opt, mut opt) = (None, None);
+        let (mut no_opt, mut opt, mut types) = (None, None, None);
         while !input.is_empty() {
             let key: Ident = if input.peek(Token![crate]) {
                 let token: Token![crate] = input.parse()?;
@@ -115,10 +169,12 @@ impl Parse for Args {
                 "no_opt" => no_opt = Some(parse_names(input)?),
                 "opt" if opt.is_some() => return Err(duplicate()),
                 "opt" => opt = Some(parse_names(input)?),
+                "types" if types.is_some() => return Err(duplicate()),
+                "types" => types = Some(parse_types(input)?),
                 other => {
                     return Err(syn::Error::new(
                         key.span(),
-                        format!("unknown key `{other}`; expected `path`, `name`, `crate`, `no_opt` or `opt`"),
+                        format!("unknown key `{other}`; expected `path`, `name`, `crate`, `no_opt`, `opt` or `types`"),
                     ));
                 }
             }
@@ -128,7 +184,7 @@ impl Parse for Args {
         }
         let path =
             path.ok_or_else(|| syn::Error::new(Span::call_site(), "missing `path = \"…\"` (the definition file)"))?;
-        Ok(Args { path, name, runtime, no_opt, opt })
+        Ok(Args { path, name, runtime, no_opt, opt, types })
     }
 }
 
@@ -164,6 +220,17 @@ fn expand(args: &Args) -> syn::Result<TokenStream2> {
         }
     };
     settings.module_name(module);
+    let typed = args.types.as_deref().unwrap_or_default();
+    // The aliases are emitted below from the user's tokens, so their spans survive.
+    settings.emit_task_type_aliases = false;
+    for entry in typed {
+        let text = |ty: &Option<syn::Type>| ty.as_ref().map(|ty| quote!(#ty).to_string());
+        settings.task_types(wfc_core::TaskTypes {
+            resource: entry.resource.value(),
+            input: text(&entry.input),
+            result: text(&entry.result),
+        });
+    }
     let resolved = resolve(&relative, span)?;
     let text = std::fs::read_to_string(&resolved).map_err(|e| {
         let error = syn::Error::new(
@@ -207,9 +274,25 @@ fn expand(args: &Args) -> syn::Result<TokenStream2> {
         .collect();
     match compiled {
         Ok(compiled) => {
+            // A declared type for no Task of the definition: an error at its resource literal,
+            // instead of the generated module (whose untyped method would add a second error).
+            let problems = wfc_core::codegen::check_task_types(&compiled.workflow, &settings);
+            let errors = problems
+                .iter()
+                .filter_map(|p| typed.get(p.index).map(|entry| syn::Error::new(entry.resource.span(), &p.message)));
+            if let Some(error) = errors.reduce(|mut all, next| {
+                all.combine(next);
+                all
+            }) {
+                let mut tokens = with_skeleton(error, &settings);
+                tokens.extend(quote_spanned! {span=> const _: &[u8] = ::core::include_bytes!(#absolute); });
+                return Ok(tokens);
+            }
+            let aliases = task_type_aliases(&compiled.workflow, &settings, typed)?;
             let module = compiled.tokens;
             let warnings = as_warnings(&compiled.warnings, span);
             Ok(quote_spanned! {span=>
+                #aliases
                 #module
                 #warnings
                 const _: &[u8] = ::core::include_bytes!(#absolute);
@@ -234,6 +317,32 @@ fn expand(args: &Args) -> syn::Result<TokenStream2> {
             Ok(tokens)
         }
     }
+}
+
+/// The type aliases of the typed handler methods (see `wfc_core::codegen::task_type_alias`),
+/// made of the user's own type tokens: rustc reports a type that does not resolve, or a bound it
+/// does not meet, at the type as written in the macro call. Called after `check_task_types`
+/// passed, so every entry names a Task resource once.
+fn task_type_aliases(
+    workflow: &wfc_core::ir::Workflow,
+    settings: &wfc_core::Settings,
+    typed: &[TypedResource],
+) -> syn::Result<TokenStream2> {
+    let module = wfc_core::codegen::module_name(workflow, settings);
+    let methods = wfc_core::codegen::handler_methods(workflow);
+    let mut aliases = TokenStream2::new();
+    for entry in typed {
+        let resource = entry.resource.value();
+        let Some((_, method, _)) = methods.iter().find(|(r, _, _)| *r == resource) else { continue };
+        for (side, ty) in [("input", &entry.input), ("result", &entry.result)] {
+            if let Some(ty) = ty {
+                let name = wfc_core::codegen::task_type_alias(&module, method, side);
+                let alias = syn::parse_str::<Ident>(&name).map_err(|e| syn::Error::new(entry.resource.span(), e))?;
+                aliases.extend(wfc_core::codegen::task_type_alias_item(&alias, quote!(#ty)));
+            }
+        }
+    }
+    Ok(aliases)
 }
 
 /// Each diagnostic whose severity `keep` selects, rendered on its own (rustc-style, with its
@@ -307,5 +416,44 @@ fn with_skeleton(error: syn::Error, settings: &wfc_core::Settings) -> TokenStrea
         #error
         /// Not generated: the workflow definition has errors.
         pub mod #module {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> syn::Result<Args> {
+        syn::parse_str::<Args>(text)
+    }
+
+    #[test]
+    fn types_entries_parse_with_underscore_for_json() {
+        let args =
+            parse(r#"path = "w.asl.json", types = { "arn:a:function:A": Vec<Line> -> crate::Out, "B": _ -> String, }"#)
+                .unwrap_or_else(|e| panic!("{e}"));
+        let types = args.types.expect("types");
+        let shown: Vec<(String, Option<String>, Option<String>)> = types
+            .iter()
+            .map(|t| {
+                let text = |ty: &Option<syn::Type>| ty.as_ref().map(|ty| quote!(#ty).to_string().replace(' ', ""));
+                (t.resource.value(), text(&t.input), text(&t.result))
+            })
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ("arn:a:function:A".to_owned(), Some("Vec<Line>".to_owned()), Some("crate::Out".to_owned())),
+                ("B".to_owned(), None, Some("String".to_owned())),
+            ]
+        );
+    }
+
+    #[test]
+    fn malformed_types_are_errors_with_what_was_expected() {
+        let error = |text: &str| parse(text).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(error(r#"path = "w.json", types = { "A": u8 }"#).contains("expected `->`"));
+        assert!(error(r#"path = "w.json", types = { A: u8 -> u8 }"#).contains("expected string literal"));
+        assert!(error(r#"path = "w.json", types = {}, types = {}"#).contains("`types` is given twice"));
     }
 }

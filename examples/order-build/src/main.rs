@@ -4,12 +4,26 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
+use serde::{Deserialize, Serialize};
 use wfc_runtime::{RunOptions, TaskContext, TaskError, Value, json};
 
 wfc_runtime::include_workflow_out!("shipment");
 
 /// The parcel's journey, one step per tracking call.
 const STEPS: [&str; 4] = ["label_created", "picked_up", "in_transit", "delivered"];
+
+/// `Track Parcel`'s input (typed in build.rs).
+#[derive(Debug, Deserialize)]
+pub struct TrackingQuery {
+    tracking_id: String,
+}
+
+/// `Track Parcel`'s result.
+#[derive(Debug, Serialize)]
+pub struct TrackingStatus {
+    tracking_id: String,
+    status: &'static str,
+}
 
 /// A carrier that tracks parcels in memory.
 struct Carrier {
@@ -29,12 +43,12 @@ impl shipment::Handler for Carrier {
         Ok(json!({ "tracking_id": tracking_id }))
     }
 
-    async fn track_parcel(&self, input: Value, _ctx: TaskContext) -> Result<Value, TaskError> {
-        let id = input["tracking_id"].as_str().ok_or_else(|| TaskError::new("UnknownParcel", "no tracking_id"))?;
+    async fn track_parcel(&self, query: TrackingQuery, _ctx: TaskContext) -> Result<TrackingStatus, TaskError> {
+        let id = query.tracking_id;
         let mut parcels = self.parcels.lock().map_err(|_| TaskError::new("States.TaskFailed", "lock poisoned"))?;
-        let step = parcels.get_mut(id).ok_or_else(|| TaskError::new("UnknownParcel", format!("no parcel {id}")))?;
+        let step = parcels.get_mut(&id).ok_or_else(|| TaskError::new("UnknownParcel", format!("no parcel {id}")))?;
         *step = (*step + 1).min(STEPS.len() - 1);
-        Ok(json!({ "tracking_id": id, "status": STEPS[*step] }))
+        Ok(TrackingStatus { tracking_id: id, status: STEPS[*step] })
     }
 }
 

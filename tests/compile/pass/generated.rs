@@ -30,6 +30,8 @@ mod parallel_nested;
 mod succeed_only;
 #[path = "cases/task_catch_retry.rs"]
 mod task_catch_retry;
+#[path = "cases/typed.rs"]
+mod typed;
 #[path = "cases/wait_forms.rs"]
 mod wait_forms;
 
@@ -47,5 +49,6 @@ fn main() {
     parallel_nested::main();
     succeed_only::main();
     task_catch_retry::main();
+    typed::main();
     wait_forms::main();
 }
