@@ -35,7 +35,7 @@ use wfc_ir::{MapState, Path, Root};
 use crate::{EventType, Execution, Failure, Status, io};
 
 mod store_sync;
-pub use store_sync::{SYNC_INTERVAL, child_level, limits_key, progress_key};
+pub use store_sync::{MAX_LISTED_RUNNING, SYNC_INTERVAL, child_level, limits_key, progress_key};
 
 /// Where a DISTRIBUTED Map's `ItemReader` reads objects and its `ResultWriter` writes them.
 ///

@@ -27,6 +27,10 @@ use crate::{EventType, Execution};
 /// How often a running Map Run reads its limits and writes its progress.
 pub const SYNC_INTERVAL: Duration = Duration::from_millis(400);
 
+/// Most running children the progress row lists (in item order): a run of up to 10,000
+/// children at once would otherwise rewrite megabytes every [`SYNC_INTERVAL`].
+pub const MAX_LISTED_RUNNING: usize = 1_000;
+
 /// The key/value row of Map Run `arn`'s limits as `UpdateMapRun` set them last
 /// (`{"maxConcurrency", "toleratedFailurePercentage", "toleratedFailureCount"}`).
 pub fn limits_key(arn: &str) -> String {
@@ -84,11 +88,17 @@ impl MapRunControl {
         (items.json(), executions.json())
     }
 
-    /// The row [`progress_key`] holds.
+    /// The row [`progress_key`] holds (the first [`MAX_LISTED_RUNNING`] running children).
     fn snapshot(&self) -> Value {
         let (items, executions) = self.counts_now();
-        let running: Vec<Value> =
-            self.running_children.lock().unwrap_or_else(|p| p.into_inner()).values().cloned().collect();
+        let running: Vec<Value> = self
+            .running_children
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .take(MAX_LISTED_RUNNING)
+            .cloned()
+            .collect();
         json!({ "itemCounts": items, "executionCounts": executions, "running": running })
     }
 }
@@ -115,6 +125,8 @@ pub(super) async fn synced<T>(
             }
         }
         let progress = progress_key(arn);
+        // Whether a progress row was written (a run shorter than one interval writes none).
+        let wrote = std::sync::atomic::AtomicBool::new(false);
         let refresh = async {
             let mut written: Option<Value> = None;
             loop {
@@ -128,6 +140,7 @@ pub(super) async fn synced<T>(
                 let now = control.snapshot();
                 if written.as_ref() != Some(&now) && store.kv_put(&progress, now.clone()).await.is_ok() {
                     written = Some(now);
+                    wrote.store(true, std::sync::atomic::Ordering::Relaxed);
                 }
             }
         };
@@ -138,7 +151,9 @@ pub(super) async fn synced<T>(
         };
         // Best effort: a row left behind is read only while the execution is RUNNING without
         // this run's end event.
-        let _ = store.kv_delete(&progress).await;
+        if wrote.load(std::sync::atomic::Ordering::Relaxed) {
+            let _ = store.kv_delete(&progress).await;
+        }
         return out;
     }
     let _ = (exec, arn, control);
