@@ -830,30 +830,25 @@ where
     let mut guard = RunGuard { exec, arn: &arn, armed: true };
     // (items, child executions)
     let mut counts = (Counts::default(), Counts::default());
-    // The run's limits and progress are also kept in the store (see `store_sync`).
-    let outcome = store_sync::synced(
+    let outcome = run_children(
         exec,
-        &arn,
+        name,
+        children_op,
+        spec,
+        dist,
+        effective,
+        context,
+        max_items,
+        batch_limits,
         &control,
-        run_children(
-            exec,
-            name,
-            children_op,
-            spec,
-            dist,
-            effective,
-            context,
-            max_items,
-            batch_limits,
-            &control,
-            &mut counts,
-            &label,
-            &run_id,
-            &arn,
-            &mut run_child,
-        ),
-    )
-    .await;
+        &mut counts,
+        &label,
+        &run_id,
+        &arn,
+        &mut run_child,
+    );
+    // The run's limits and progress are also kept in the store (see `store_sync`).
+    let outcome = store_sync::synced(exec, &arn, &control, outcome).await;
     guard.armed = false;
     // The counts and the limits it ended with (an UpdateMapRun may have changed them).
     let limits = control.limits();
