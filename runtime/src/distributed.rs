@@ -662,18 +662,6 @@ impl MapRunControl {
         }
     }
 
-    /// Sets the limits (an `UpdateMapRun`, possibly made on another server, read from the store).
-    fn apply(&self, limits: &MapRunLimits) {
-        if self.max_concurrency.swap(limits.max_concurrency, std::sync::atomic::Ordering::SeqCst)
-            != limits.max_concurrency
-        {
-            self.freed.notify_waiters();
-        }
-        let mut tolerance = self.tolerance.lock().unwrap_or_else(|p| p.into_inner());
-        tolerance.percentage = limits.tolerated_failure_percentage;
-        tolerance.count = limits.tolerated_failure_count;
-    }
-
     fn exceeded(&self, failed: u64, total: u64) -> bool {
         self.tolerance.lock().unwrap_or_else(|p| p.into_inner()).exceeded(failed, total)
     }

@@ -21,8 +21,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{Counts, MapRunControl, MapRunLimits};
-use crate::{EventType, Execution};
+use super::{MapRunControl, MapRunLimits};
+use crate::Execution;
 
 /// How often a running Map Run reads its limits and writes its progress.
 pub const SYNC_INTERVAL: Duration = Duration::from_millis(400);
@@ -88,7 +88,21 @@ impl MapRunControl {
         (items.json(), executions.json())
     }
 
+    /// Sets the limits (an `UpdateMapRun`, possibly made on another server, read from the store).
+    #[cfg(feature = "durable")]
+    fn apply(&self, limits: &MapRunLimits) {
+        if self.max_concurrency.swap(limits.max_concurrency, std::sync::atomic::Ordering::SeqCst)
+            != limits.max_concurrency
+        {
+            self.freed.notify_waiters();
+        }
+        let mut tolerance = self.tolerance.lock().unwrap_or_else(|p| p.into_inner());
+        tolerance.percentage = limits.tolerated_failure_percentage;
+        tolerance.count = limits.tolerated_failure_count;
+    }
+
     /// The row [`progress_key`] holds (the first [`MAX_LISTED_RUNNING`] running children).
+    #[cfg(feature = "durable")]
     fn snapshot(&self) -> Value {
         let (items, executions) = self.counts_now();
         let running: Vec<Value> = self
@@ -207,6 +221,7 @@ impl RedrivePlan {
 }
 
 /// The operation of child `index` at redrive level `level`.
+#[cfg(feature = "durable")]
 fn op_at(prefix: &str, index: usize, level: u32) -> String {
     match level {
         0 => format!("{prefix}/{index}"),
@@ -232,6 +247,8 @@ fn plan(
     control: &MapRunControl,
     writes_results: bool,
 ) -> RedrivePlan {
+    use super::Counts;
+    use crate::EventType;
     let redrives = journal.redrive_count();
     let total_items: u64 = sizes.iter().map(|s| *s as u64).sum();
     // How child `index` had ended as of `level`: the level of its last finished operation, and
