@@ -35,7 +35,7 @@ use wfc_ir::{MapState, Path, Root};
 use crate::{EventType, Execution, Failure, Status, io};
 
 mod store_sync;
-pub use store_sync::{SYNC_INTERVAL, child_level, limits_key, progress_key};
+pub use store_sync::{MAX_LISTED_RUNNING, SYNC_INTERVAL, child_level, limits_key, progress_key};
 
 /// Where a DISTRIBUTED Map's `ItemReader` reads objects and its `ResultWriter` writes them.
 ///
@@ -718,18 +718,6 @@ impl MapRunControl {
         }
     }
 
-    /// Sets the limits (an `UpdateMapRun`, possibly made on another server, read from the store).
-    fn apply(&self, limits: &MapRunLimits) {
-        if self.max_concurrency.swap(limits.max_concurrency, std::sync::atomic::Ordering::SeqCst)
-            != limits.max_concurrency
-        {
-            self.freed.notify_waiters();
-        }
-        let mut tolerance = self.tolerance.lock().unwrap_or_else(|p| p.into_inner());
-        tolerance.percentage = limits.tolerated_failure_percentage;
-        tolerance.count = limits.tolerated_failure_count;
-    }
-
     fn exceeded(&self, failed: u64, total: u64) -> bool {
         self.tolerance.lock().unwrap_or_else(|p| p.into_inner()).exceeded(failed, total)
     }
@@ -1100,30 +1088,25 @@ where
     let mut guard = RunGuard { exec, arn: &arn, armed: true };
     // (items, child executions)
     let mut counts = (Counts::default(), Counts::default());
-    // The run's limits and progress are also kept in the store (see `store_sync`).
-    let outcome = store_sync::synced(
+    let outcome = run_children(
         exec,
-        &arn,
+        name,
+        children_op,
+        code,
+        input,
+        effective,
+        context,
+        max_items,
+        batch_limits,
         &control,
-        run_children(
-            exec,
-            name,
-            children_op,
-            code,
-            input,
-            effective,
-            context,
-            max_items,
-            batch_limits,
-            &control,
-            &mut counts,
-            &label,
-            &run_id,
-            &arn,
-            &mut run_child,
-        ),
-    )
-    .await;
+        &mut counts,
+        &label,
+        &run_id,
+        &arn,
+        &mut run_child,
+    );
+    // The run's limits and progress are also kept in the store (see `store_sync`).
+    let outcome = store_sync::synced(exec, &arn, &control, outcome).await;
     guard.armed = false;
     // The counts and the limits it ended with (an UpdateMapRun may have changed them).
     let limits = control.limits();

@@ -4045,8 +4045,8 @@ impl Execution {
 
     /// Lets this line record history events again when a redrive muted it (see [`Scope::mute`]):
     /// a DISTRIBUTED Map Run that the redrive runs again records from there.
+    #[cfg(feature = "durable")]
     pub(crate) fn unmute_for_redrive(&self) {
-        #[cfg(feature = "durable")]
         if self.scope.muted() {
             self.unmute();
         }

@@ -234,6 +234,16 @@ impl Service {
     ) -> Result<Value, ApiError> {
         let (record, run) = self.map_run(arn).await?;
         let status = opt_str(body, "statusFilter")?;
+        // AWS's statuses; PENDING_REDRIVE (only with mapRunArn) lists nothing here: a redrive
+        // runs a Map Run's unsuccessful children at once.
+        if let Some(s) = status
+            && !["RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED", "PENDING_REDRIVE"].contains(&s)
+        {
+            return Err(ApiError::validation(format!(
+                "1 validation error detected: Value '{s}' at 'statusFilter' failed to satisfy constraint: Member must satisfy enum value set: [RUNNING, SUCCEEDED, FAILED, TIMED_OUT, ABORTED, PENDING_REDRIVE]"
+            )));
+        }
+        let redriven = crate::redrive::filter(body)?;
         let short = arn.rsplit(':').next().and_then(|id| id.get(..8)).unwrap_or_default();
         let child_prefix = format!("{short}-");
         let index =
@@ -283,9 +293,12 @@ impl Service {
                 child.doc = doc;
             }
         }
+        // How often a child was redriven: its earlier runs (one more while it runs again).
+        let redrives = |c: &Child| c.runs.saturating_sub(1) + u64::from(c.doc["Status"] == "RUNNING" && c.runs > 0);
         let children: Vec<Child> = children
             .into_values()
             .filter(|c| status.is_none_or(|s| c.doc.get("Status").and_then(Value::as_str) == Some(s)))
+            .filter(|c| redriven.is_none_or(|wanted| (redrives(c) > 0) == wanted))
             .collect();
         let (children, next) = page(children, body)?;
         let date = |doc: Option<&Value>| {
@@ -308,7 +321,7 @@ impl Service {
                     "itemCount": 1,
                 });
                 // A rerun child keeps its first start; its redrive is the latest run's start.
-                let redrives = c.runs.saturating_sub(1) + u64::from(doc["Status"] == "RUNNING" && c.runs > 0);
+                let redrives = redrives(c);
                 if let Some(start) = date(c.first_start.as_ref()) {
                     item["startDate"] = start;
                 }

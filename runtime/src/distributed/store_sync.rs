@@ -21,11 +21,15 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{Counts, MapRunControl, MapRunLimits};
-use crate::{EventType, Execution};
+use super::{MapRunControl, MapRunLimits};
+use crate::Execution;
 
 /// How often a running Map Run reads its limits and writes its progress.
 pub const SYNC_INTERVAL: Duration = Duration::from_millis(400);
+
+/// Most running children the progress row lists (in item order): a run of up to 10,000
+/// children at once would otherwise rewrite megabytes every [`SYNC_INTERVAL`].
+pub const MAX_LISTED_RUNNING: usize = 1_000;
 
 /// The key/value row of Map Run `arn`'s limits as `UpdateMapRun` set them last
 /// (`{"maxConcurrency", "toleratedFailurePercentage", "toleratedFailureCount"}`).
@@ -84,11 +88,31 @@ impl MapRunControl {
         (items.json(), executions.json())
     }
 
-    /// The row [`progress_key`] holds.
+    /// Sets the limits (an `UpdateMapRun`, possibly made on another server, read from the store).
+    #[cfg(feature = "durable")]
+    fn apply(&self, limits: &MapRunLimits) {
+        if self.max_concurrency.swap(limits.max_concurrency, std::sync::atomic::Ordering::SeqCst)
+            != limits.max_concurrency
+        {
+            self.freed.notify_waiters();
+        }
+        let mut tolerance = self.tolerance.lock().unwrap_or_else(|p| p.into_inner());
+        tolerance.percentage = limits.tolerated_failure_percentage;
+        tolerance.count = limits.tolerated_failure_count;
+    }
+
+    /// The row [`progress_key`] holds (the first [`MAX_LISTED_RUNNING`] running children).
+    #[cfg(feature = "durable")]
     fn snapshot(&self) -> Value {
         let (items, executions) = self.counts_now();
-        let running: Vec<Value> =
-            self.running_children.lock().unwrap_or_else(|p| p.into_inner()).values().cloned().collect();
+        let running: Vec<Value> = self
+            .running_children
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .take(MAX_LISTED_RUNNING)
+            .cloned()
+            .collect();
         json!({ "itemCounts": items, "executionCounts": executions, "running": running })
     }
 }
@@ -115,6 +139,8 @@ pub(super) async fn synced<T>(
             }
         }
         let progress = progress_key(arn);
+        // Whether a progress row was written (a run shorter than one interval writes none).
+        let wrote = std::sync::atomic::AtomicBool::new(false);
         let refresh = async {
             let mut written: Option<Value> = None;
             loop {
@@ -128,6 +154,7 @@ pub(super) async fn synced<T>(
                 let now = control.snapshot();
                 if written.as_ref() != Some(&now) && store.kv_put(&progress, now.clone()).await.is_ok() {
                     written = Some(now);
+                    wrote.store(true, std::sync::atomic::Ordering::Relaxed);
                 }
             }
         };
@@ -138,7 +165,9 @@ pub(super) async fn synced<T>(
         };
         // Best effort: a row left behind is read only while the execution is RUNNING without
         // this run's end event.
-        let _ = store.kv_delete(&progress).await;
+        if wrote.load(std::sync::atomic::Ordering::Relaxed) {
+            let _ = store.kv_delete(&progress).await;
+        }
         return out;
     }
     let _ = (exec, arn, control);
@@ -192,6 +221,7 @@ impl RedrivePlan {
 }
 
 /// The operation of child `index` at redrive level `level`.
+#[cfg(feature = "durable")]
 fn op_at(prefix: &str, index: usize, level: u32) -> String {
     match level {
         0 => format!("{prefix}/{index}"),
@@ -217,6 +247,8 @@ fn plan(
     control: &MapRunControl,
     writes_results: bool,
 ) -> RedrivePlan {
+    use super::Counts;
+    use crate::EventType;
     let redrives = journal.redrive_count();
     let total_items: u64 = sizes.iter().map(|s| *s as u64).sum();
     // How child `index` had ended as of `level`: the level of its last finished operation, and

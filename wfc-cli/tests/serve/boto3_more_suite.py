@@ -939,6 +939,11 @@ def map_run_redrive(sfn):
     assert [c["executionArn"] for c in after[:2]] == [c["executionArn"] for c in before], (before, after)
     assert after[1]["startDate"] == before[1]["startDate"] and after[1]["redriveCount"] == 1, after
     assert "redriveDate" in after[1] and "redriveCount" not in after[0] and "redriveCount" not in after[2], after
+    redriven = sfn.list_executions(mapRunArn=run_arn, redriveFilter="REDRIVEN")["executions"]
+    assert [c["name"] for c in redriven] == [after[1]["name"]], redriven
+    assert len(sfn.list_executions(mapRunArn=run_arn, redriveFilter="NOT_REDRIVEN")["executions"]) == 2
+    assert sfn.list_executions(mapRunArn=run_arn, statusFilter="PENDING_REDRIVE")["executions"] == []
+    expect_error("ValidationException", sfn.list_executions, mapRunArn=run_arn, statusFilter="SOMETIMES")
     events = sfn.get_execution_history(executionArn=ex, maxResults=1000)["events"]
     kinds = [e["type"] for e in events]
     at = kinds.index("ExecutionRedriven")
