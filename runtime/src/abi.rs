@@ -48,6 +48,13 @@
 //! - Choice comparisons with their literal converted at compile time ([`numeric`],
 //!   [`timestamp`], [`string`], [`matches`], [`boolean`]) and, for `*Path` operands known only
 //!   at run time, [`crate::choice::test`];
+//! - Serverless Workflow states: a state's code implements [`SwCode`] (its filters, `retry`
+//!   and `onError` matching, and its work) and its visit is [`sw_step`] (`sw::step_with`, which
+//!   the interpreter runs its SW states through too); `{{ }}` expressions are [`StaticSwExpr`]s
+//!   built once on first use from their parts ([`sw_expr`]) and evaluated by [`sw_eval`],
+//!   [`sw_holds`], [`sw_filter`] and [`sw_merge_filtered`]; a function action is [`sw_call`]
+//!   with the generated handler method, actions in `parallel` mode joined by [`sw_join`]; an
+//!   inject is [`sw_inject`], a delay [`sw_delay`], a transition's guard [`sw_guard`];
 //! - the driver loop, once for every machine: a generated machine (the workflow, each Parallel
 //!   branch, each Map item processor) supplies only its `step`, one state's work giving a
 //!   [`Flow`], and [`drive`] runs the steps until one ends the machine.
@@ -75,6 +82,12 @@ pub use crate::jsonata::Bindings;
 pub use crate::retry::{
     AssignCatcher, CatchAssign, CatchJsonataAssign, CatchJsonataOutput, CatchPath, JsonataCatcher,
     StaticCatcher as Catcher, StaticRetrier as Retrier,
+};
+pub use crate::sw::{
+    Exit as SwExit, Retrier as SwRetrier, Site as SwSite, SwCode, Visited as SwVisited, call as sw_call,
+    delay as sw_delay, eval_expr as sw_eval, guard as sw_guard, holds as sw_holds, inject as sw_inject,
+    merge_filtered as sw_merge_filtered, no_condition as sw_no_condition, state_filter as sw_filter,
+    step_with as sw_step,
 };
 pub use std::time::Duration;
 pub use wfc_ir::Jitter;
@@ -444,4 +457,45 @@ impl rand::TryRng for NoRandom {
         dst.fill(0);
         Ok(())
     }
+}
+
+/// A Serverless Workflow `{{ }}` expression string, built once on first use from the parts the
+/// compiler wrote out ([`sw_expr`]).
+pub type StaticSwExpr = LazyLock<Result<wfc_ir::sw::Expr, Failure>>;
+
+/// One part of an SW expression string, as generated code writes it.
+#[derive(Debug, Clone, Copy)]
+pub enum SwPart {
+    /// Literal text.
+    Text(&'static str),
+    /// A JsonPath between `{{` and `}}`.
+    Path(&'static str),
+}
+
+/// Builds an SW expression from its text and parts. A path that does not parse (impossible for
+/// a definition the compiler accepted) is a `States.Runtime` failure of the state using it.
+pub fn sw_expr(text: &str, parts: &[SwPart]) -> Result<wfc_ir::sw::Expr, Failure> {
+    let parts = parts
+        .iter()
+        .map(|p| match p {
+            SwPart::Text(t) => Ok(wfc_ir::sw::ExprPart::Text((*t).to_owned())),
+            SwPart::Path(p) => Path::parse(p)
+                .map(wfc_ir::sw::ExprPart::Path)
+                .map_err(|e| Failure::runtime(format!("the expression {text:?} does not parse: {e}"))),
+        })
+        .collect::<Result<_, Failure>>()?;
+    Ok(wfc_ir::sw::Expr { text: text.to_owned(), parts })
+}
+
+/// The expression of a [`StaticSwExpr`], or its build failure.
+pub fn sw_expr_ref(expr: &'static StaticSwExpr) -> Result<&'static wfc_ir::sw::Expr, Failure> {
+    expr.as_ref().map_err(Clone::clone)
+}
+
+/// Runs the calls of an operation's actions in `parallel` mode together (each on its own line
+/// of control, made before any runs), and gives their results in definition order.
+pub async fn sw_join(
+    calls: Vec<futures::future::BoxFuture<'_, Result<Value, Failure>>>,
+) -> Vec<Result<Value, Failure>> {
+    futures::future::join_all(calls).await
 }

@@ -489,7 +489,7 @@ fn crate_expr(s: &str) -> Option<Expr> {
 /// its name when the path names one place (`{{ $.order.id }}` gives `{"id": ...}`), or the data
 /// unchanged when it selects nothing. Every SW filter keeps the name of what it selects, so state
 /// data stays an object (see docs/semantics-sw.md).
-fn state_filter(filter: Option<&Expr>, data: Value) -> Value {
+pub fn state_filter(filter: Option<&Expr>, data: Value) -> Value {
     let Some(p) = filter.and_then(Expr::as_path) else { return data };
     let Some(selected) = select(p, &data) else { return data };
     match last_name(p) {
@@ -503,7 +503,7 @@ fn state_filter(filter: Option<&Expr>, data: Value) -> Value {
 /// its path (`{{ $.data.greet }}` adds `greet`); an object selection of a path without a final
 /// name is merged key by key. Without a filter, an object is merged key by key and anything else
 /// is dropped (state data stays an object).
-fn merge_filtered(data: &mut Value, filter: Option<&Expr>, addition: Value) {
+pub fn merge_filtered(data: &mut Value, filter: Option<&Expr>, addition: Value) {
     let Some(path) = filter.and_then(Expr::as_path) else {
         merge(data, addition);
         return;
@@ -549,8 +549,169 @@ fn merge(data: &mut Value, addition: Value) {
 // -------------------------------------------------------------------------------------------
 // States
 
-/// Runs one SW state on `input`: filters, the state's work with its retries and onError, the
-/// transition's guard and produced event.
+/// Which way a state leaves, as its [`SwCode::work`] or its `onError` decided: the state's own
+/// `transition`/`end`, a switch's data condition or event condition (by index), a switch's
+/// `default`, or an `onError` entry (by index). The interpreter turns it into the IR's
+/// [`SwNext`]; generated code into a variant of its `State` enum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// The state's own `transition` or `end`.
+    Next,
+    /// A switch's `dataConditions` entry.
+    Condition(usize),
+    /// A switch's `eventConditions` entry.
+    Event(usize),
+    /// A switch's `default`.
+    Default,
+    /// An `onError` entry.
+    OnError(usize),
+}
+
+/// A state's visit up to its transition: the visit number (for durable operation ids), the way
+/// out, and the state's output (after `dataOutputPath` and `dataOutputSchema`).
+#[derive(Debug)]
+pub struct Visited {
+    /// The visit to the state on its line of control.
+    pub visit: u32,
+    /// Which way the state leaves.
+    pub exit: Exit,
+    /// The state's output.
+    pub output: Value,
+}
+
+/// The `retry` entry that applies to an error: its index, and how it waits.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Retrier {
+    /// Its index among the state's `retry` entries.
+    pub index: usize,
+    /// `interval` in seconds.
+    pub interval_seconds: f64,
+    /// `multiplier` in seconds, added on each retry.
+    pub increment_seconds: f64,
+    /// `maxAttempts`.
+    pub max_attempts: u32,
+}
+
+/// One SW state's data handling and work, as [`step_with`] runs it: the interpreter implements
+/// it from the IR ([`SwState`]), generated code with generated functions over `static` parsed
+/// expressions. Everything else of the visit (events, retries and their back-offs, `onError`,
+/// schemas, durable operation ids) is [`step_with`]'s, so both engines run one code path.
+pub trait SwCode: Sync {
+    /// The SW `type` (`operation`, `switch` ...), for `SwStateEntered`.
+    fn type_name(&self) -> &'static str;
+    /// `dataInputSchema`, resolved.
+    fn input_schema(&self) -> Option<&Value> {
+        None
+    }
+    /// `dataOutputSchema`, resolved.
+    fn output_schema(&self) -> Option<&Value> {
+        None
+    }
+    /// `stateDataFilter.dataInputPath` on the state's input.
+    fn input_filter(&self, data: Value) -> Result<Value, Failure> {
+        Ok(data)
+    }
+    /// `stateDataFilter.dataOutputPath` on the state data after its work.
+    fn output_filter(&self, data: Value) -> Result<Value, Failure> {
+        Ok(data)
+    }
+    /// How many `retry` entries the state has.
+    fn retries(&self) -> usize {
+        0
+    }
+    /// The first `retry` entry whose expression holds on `error_data`.
+    fn retry(&self, error_data: &Value) -> Result<Option<Retrier>, Failure> {
+        let _ = error_data;
+        Ok(None)
+    }
+    /// The first `onError` entry that handles `failure` (seen as `error_data` by expressions).
+    fn on_error(&self, failure: &Failure, error_data: &Value) -> Result<Option<usize>, Failure> {
+        let _ = (failure, error_data);
+        Ok(None)
+    }
+    /// Merges the error data into the state data through entry `handler`'s `errorDataFilter`.
+    fn error_filter(&self, handler: usize, data: &mut Value, error_data: Value) -> Result<(), Failure> {
+        let _ = handler;
+        merge(data, error_data);
+        Ok(())
+    }
+    /// The state's own work on the (filtered) state data: the new data and the way out.
+    fn work<'a>(
+        &'a self,
+        exec: &'a Execution,
+        name: &'a str,
+        data: Value,
+        site: &'a Site,
+    ) -> BoxFuture<'a, Result<(Value, Exit), Failure>>;
+}
+
+/// The interpreter's [`SwCode`]: the state's IR, and the handler its actions call by name.
+struct IrCode<'s> {
+    spec: &'s SwState,
+    functions: &'s dyn DynHandler,
+}
+
+impl SwCode for IrCode<'_> {
+    fn type_name(&self) -> &'static str {
+        self.spec.type_name()
+    }
+
+    fn input_schema(&self) -> Option<&Value> {
+        self.spec.input_schema.as_ref()
+    }
+
+    fn output_schema(&self) -> Option<&Value> {
+        self.spec.output_schema.as_ref()
+    }
+
+    fn input_filter(&self, data: Value) -> Result<Value, Failure> {
+        Ok(state_filter(self.spec.input_filter.as_ref(), data))
+    }
+
+    fn output_filter(&self, data: Value) -> Result<Value, Failure> {
+        Ok(state_filter(self.spec.output_filter.as_ref(), data))
+    }
+
+    fn retries(&self) -> usize {
+        self.spec.retry.len()
+    }
+
+    fn retry(&self, error_data: &Value) -> Result<Option<Retrier>, Failure> {
+        Ok(self.spec.retry.iter().enumerate().find(|(_, r)| holds(&r.expression, error_data)).map(|(index, r)| {
+            Retrier {
+                index,
+                interval_seconds: r.interval_seconds,
+                increment_seconds: r.increment_seconds,
+                max_attempts: r.max_attempts,
+            }
+        }))
+    }
+
+    fn on_error(&self, failure: &Failure, error_data: &Value) -> Result<Option<usize>, Failure> {
+        Ok(self.spec.on_error.iter().position(|e| handles(&e.matcher, failure, error_data)))
+    }
+
+    fn error_filter(&self, handler: usize, data: &mut Value, error_data: Value) -> Result<(), Failure> {
+        match self.spec.on_error.get(handler).and_then(|h| h.error_filter.as_ref()) {
+            Some(filter) => merge_filtered(data, Some(filter), error_data),
+            None => merge(data, error_data),
+        }
+        Ok(())
+    }
+
+    fn work<'a>(
+        &'a self,
+        exec: &'a Execution,
+        name: &'a str,
+        data: Value,
+        site: &'a Site,
+    ) -> BoxFuture<'a, Result<(Value, Exit), Failure>> {
+        Box::pin(work(exec, name, self.spec, data, self.functions, site))
+    }
+}
+
+/// Runs one SW state on `input` with the interpreter: [`step_with`] on its IR, then the
+/// transition's guard and produced events.
 pub async fn step(
     exec: &Execution,
     name: &str,
@@ -558,29 +719,52 @@ pub async fn step(
     input: Value,
     functions: &dyn DynHandler,
 ) -> Result<Step, Failure> {
+    let visited = step_with(exec, name, &IrCode { spec, functions }, input).await?;
+    let next = ir_next(name, spec, visited.exit)?;
+    follow(exec, name, visited.visit, next, visited.output).await
+}
+
+/// The IR's transition for a way out of `spec`.
+fn ir_next<'s>(name: &str, spec: &'s SwState, exit: Exit) -> Result<&'s SwNext, Failure> {
+    let next = match (exit, &spec.kind) {
+        (Exit::Next, _) => Some(&spec.next),
+        (Exit::Condition(i), SwKind::Switch { data, .. }) => data.get(i).map(|c| &c.next),
+        (Exit::Event(i), SwKind::Switch { events, .. }) => events.get(i).map(|c| &c.next),
+        (Exit::Default, SwKind::Switch { default, .. }) => default.as_ref(),
+        (Exit::OnError(i), _) => spec.on_error.get(i).map(|e| &e.next),
+        _ => None,
+    };
+    next.ok_or_else(|| Failure::runtime(format!("state {name:?} has no way out {exit:?} (a corrupted definition)")))
+}
+
+/// Runs one SW state on `input` up to its transition: `SwStateEntered`, `dataInputSchema`, the
+/// input filter, the state's work (`code`) with its retries and `onError`, the output filter,
+/// `dataOutputSchema`, `SwStateExited`. The state's code is a trait object so one copy of the
+/// visit runs for every state of every machine, interpreted or generated.
+pub async fn step_with(exec: &Execution, name: &str, code: &dyn SwCode, input: Value) -> Result<Visited, Failure> {
     exec.check_history()?;
     exec.record_with(EventType::SwStateEntered, || {
         Details::with_capacity(3)
             .with("name", json!(name))
-            .with("type", json!(spec.type_name()))
+            .with("type", json!(code.type_name()))
             .with_shared("input", exec.share(&input))
     });
     // Counted as the ASL states count theirs, so durable operation ids are stable across replays.
     let visit = exec.next_visit(name);
-    if let Some(schema) = &spec.input_schema {
+    if let Some(schema) = code.input_schema() {
         validate(schema, &input, &format!("the input of state {name:?}"), "dataInputSchema")?;
     }
-    let data = state_filter(spec.input_filter.as_ref(), input);
-    let mut retries = vec![0u32; spec.retry.len()];
-    let (data, next) = loop {
+    let data = code.input_filter(input)?;
+    let mut retries = vec![0u32; code.retries()];
+    let (data, exit) = loop {
         let site = Site { visit, attempt: retries.iter().sum(), group: String::new() };
-        match work(exec, name, spec, data.clone(), functions, &site).await {
+        match code.work(exec, name, data.clone(), &site).await {
             Ok(done) => break done,
             Err(f) if f.error == TERMINATE => return Err(f),
             Err(f) => {
                 let error_data = error_data(&f);
-                if let Some(i) = spec.retry.iter().position(|r| holds(&r.expression, &error_data))
-                    && let (Some(r), Some(count)) = (spec.retry.get(i), retries.get_mut(i))
+                if let Some(r) = code.retry(&error_data)?
+                    && let Some(count) = retries.get_mut(r.index)
                     && *count < r.max_attempts
                 {
                     // The draft's `multiplier` is a duration added on each retry: `R4/PT1M` with
@@ -595,43 +779,46 @@ pub async fn step(
                     timer(exec, name, visit, &format!(".retry{retry_no}"), "Retry", secs(delay)).await?;
                     continue;
                 }
-                match spec.on_error.iter().find(|e| handles(&e.matcher, &f, &error_data)) {
+                match code.on_error(&f, &error_data)? {
                     Some(handler) => {
                         let mut data = data.clone();
-                        match &handler.error_filter {
-                            Some(filter) => merge_filtered(&mut data, Some(filter), error_data),
-                            None => merge(&mut data, error_data),
-                        }
-                        break (data, Some(&handler.next));
+                        code.error_filter(handler, &mut data, error_data)?;
+                        break (data, Exit::OnError(handler));
                     }
                     None => return Err(f),
                 }
             }
         }
     };
-    let output = state_filter(spec.output_filter.as_ref(), data);
-    if let Some(schema) = &spec.output_schema {
+    let output = code.output_filter(data)?;
+    if let Some(schema) = code.output_schema() {
         validate(schema, &output, &format!("the output of state {name:?}"), "dataOutputSchema")?;
     }
-    let next = next.unwrap_or(&spec.next);
     exec.record_with(EventType::SwStateExited, || Details::named(name, "output", exec.share(&output)));
-    follow(exec, name, visit, next, output).await
+    Ok(Visited { visit, exit, output })
+}
+
+/// A transition's `expression` guard: `Wfc.TransitionGuardFailed` when it does not hold on the
+/// state's output.
+pub fn guard(name: &str, guard: &Expr, output: &Value) -> Result<(), Failure> {
+    if holds(guard, output) {
+        return Ok(());
+    }
+    Err(Failure::new(
+        GUARD_FAILED,
+        format!(
+            "the transition out of state {name:?} is guarded by {:?}, which does not hold on the state's output",
+            guard.text
+        ),
+    ))
 }
 
 /// Takes a transition or end: checks the guard, produces the event.
 async fn follow(exec: &Execution, name: &str, visit: u32, next: &SwNext, output: Value) -> Result<Step, Failure> {
     match next {
         SwNext::Transition { target, guard, produce } => {
-            if let Some(g) = guard
-                && !holds(g, &output)
-            {
-                return Err(Failure::new(
-                    GUARD_FAILED,
-                    format!(
-                        "the transition out of state {name:?} is guarded by {:?}, which does not hold on the state's output",
-                        g.text
-                    ),
-                ));
+            if let Some(g) = guard {
+                self::guard(name, g, &output)?;
             }
             produce_events(exec, name, visit, produce, &output).await?;
             Ok(Step::Next { target: *target, output })
@@ -716,26 +903,26 @@ fn error_data(f: &Failure) -> Value {
 }
 
 /// The state's own work; returns the state data and, for a switch, where to go.
-async fn work<'s>(
+async fn work(
     exec: &Execution,
     name: &str,
-    spec: &'s SwState,
+    spec: &SwState,
     mut data: Value,
     functions: &dyn DynHandler,
     site: &Site,
-) -> Result<(Value, Option<&'s SwNext>), Failure> {
+) -> Result<(Value, Exit), Failure> {
     match &spec.kind {
         SwKind::Operation { mode, actions } => {
             let data = run_actions(exec, name, *mode, actions, data, functions, site).await?;
-            Ok((data, None))
+            Ok((data, Exit::Next))
         }
         SwKind::Inject { data: add } => {
-            merge(&mut data, add.clone());
-            Ok((data, None))
+            inject(&mut data, add.clone());
+            Ok((data, Exit::Next))
         }
         SwKind::Delay { seconds } => {
-            timer(exec, name, site.visit, &format!(".{}", site.attempt), "Wait", secs(*seconds)).await?;
-            Ok((data, None))
+            delay(exec, name, site, *seconds).await?;
+            Ok((data, Exit::Next))
         }
         SwKind::Switch { data: conditions, events, event_timeout, default } => {
             if !events.is_empty() {
@@ -747,10 +934,10 @@ async fn work<'s>(
                             return Err(Failure::runtime("event condition out of range"));
                         };
                         merge_event(&mut data, cond.filter.as_ref(), &event, &cond.event);
-                        Ok((data, Some(&cond.next)))
+                        Ok((data, Exit::Event(i)))
                     }
                     None => match default {
-                        Some(d) => Ok((data, Some(d))),
+                        Some(_) => Ok((data, Exit::Default)),
                         None => Err(Failure::new(
                             TIMEOUT,
                             format!("state {name:?}: no event arrived within the eventTimeout"),
@@ -758,17 +945,14 @@ async fn work<'s>(
                     },
                 };
             }
-            for c in conditions {
+            for (i, c) in conditions.iter().enumerate() {
                 if holds(&c.condition, &data) {
-                    return Ok((data, Some(&c.next)));
+                    return Ok((data, Exit::Condition(i)));
                 }
             }
             match default {
-                Some(d) => Ok((data, Some(d))),
-                None => Err(Failure::new(
-                    NO_CONDITION,
-                    format!("state {name:?}: no condition holds and there is no default"),
-                )),
+                Some(_) => Ok((data, Exit::Default)),
+                None => Err(no_condition(name)),
             }
         }
         SwKind::Event { exclusive, on_events, timeout } => {
@@ -776,7 +960,7 @@ async fn work<'s>(
             // performing any actions.
             let timed_out = |data: Value| {
                 exec.record(EventType::SwStateTimedOut, json!({ "name": name }));
-                Ok((data, None))
+                Ok((data, Exit::Next))
             };
             let defs: Vec<(usize, &EventDef)> =
                 on_events.iter().enumerate().flat_map(|(i, o)| o.events.iter().map(move |e| (i, e))).collect();
@@ -805,7 +989,7 @@ async fn work<'s>(
                 let site = Site { group: format!("on{j}."), ..site.clone() };
                 data = run_actions(exec, name, on.mode, &on.actions, data, functions, &site).await?;
             }
-            Ok((data, None))
+            Ok((data, Exit::Next))
         }
         SwKind::Callback { action, event, event_filter, timeout } => {
             data = run_action(exec, name, action, data, functions, site, "a0").await?;
@@ -817,18 +1001,18 @@ async fn work<'s>(
                 ));
             };
             merge_event(&mut data, event_filter.as_ref(), &ev, event);
-            Ok((data, None))
+            Ok((data, Exit::Next))
         }
         SwKind::Subflow { wait: true, workflow: Some(workflow), workflow_id } => {
             let out = subflow(exec, name, site, workflow_id, workflow, functions, data.clone()).await?;
             merge(&mut data, out);
-            Ok((data, None))
+            Ok((data, Exit::Next))
         }
         // Not compiled together: the handler runs it, like a function named after the id.
         SwKind::Subflow { wait: true, workflow: None, workflow_id } => {
             let out = handler_subflow(exec, name, workflow_id, data.clone(), functions, site, "sub").await?;
             merge(&mut data, out);
-            Ok((data, None))
+            Ok((data, Exit::Next))
         }
         // The parent goes on at once with its data unchanged; the child runs alongside it.
         SwKind::Subflow { wait: false, workflow: None, workflow_id } => {
@@ -838,7 +1022,7 @@ async fn work<'s>(
             line.record_with(EventType::SwSubflowStarted, || subflow_details(&line, name, workflow_id, "input", &data));
             let ended = handler_subflow(&line, name, workflow_id, data.clone(), functions, site, "sub").await;
             record_detached_end(&line, name, workflow_id, ended);
-            Ok((data, None))
+            Ok((data, Exit::Next))
         }
         SwKind::Subflow { wait: false, workflow: Some(workflow), workflow_id } => {
             // An SWF decider configured to start it as a child workflow does so, unwaited.
@@ -846,11 +1030,11 @@ async fn work<'s>(
             if let Some(journal) = exec.journal() {
                 let id = exec.op_id(name, site.visit, &format!(".{}", site.attempt));
                 if journal.detached_subflow(&id, name, workflow_id, workflow.version.as_deref(), &data)? {
-                    return Ok((data, None));
+                    return Ok((data, Exit::Next));
                 }
             }
             start_detached(exec, name, workflow_id, workflow, data.clone(), functions).await;
-            Ok((data, None))
+            Ok((data, Exit::Next))
         }
         SwKind::ForEach { input_collection, output_collection, iteration_param, max, body } => {
             let items = match eval_expr(input_collection, &data) {
@@ -898,7 +1082,7 @@ async fn work<'s>(
                 let results = Value::Array(results.into_iter().map(|r| r.unwrap_or(Value::Null)).collect());
                 set_at(&mut data, path, results);
             }
-            Ok((data, None))
+            Ok((data, Exit::Next))
         }
         SwKind::Parallel { completion, branches } => {
             let mut in_flight = FuturesUnordered::new();
@@ -937,9 +1121,24 @@ async fn work<'s>(
             for (_, out) in done {
                 merge(&mut data, out);
             }
-            Ok((data, None))
+            Ok((data, Exit::Next))
         }
     }
+}
+
+/// A switch state's failure when no data condition holds and it has no `default`.
+pub fn no_condition(name: &str) -> Failure {
+    Failure::new(NO_CONDITION, format!("state {name:?}: no condition holds and there is no default"))
+}
+
+/// An inject state's work: `data` merged into the state data.
+pub fn inject(data: &mut Value, add: Value) {
+    merge(data, add);
+}
+
+/// A delay state's work: `timeDelay` on the execution's clock (a durable WAIT when journaled).
+pub async fn delay(exec: &Execution, name: &str, site: &Site, seconds: f64) -> Result<(), Failure> {
+    timer(exec, name, site.visit, &format!(".{}", site.attempt), "Wait", secs(seconds)).await
 }
 
 fn kind_of(v: &Value) -> &'static str {
@@ -1149,48 +1348,10 @@ async fn action_result(
                 Some(t) => eval_template(t, &input),
                 None => input,
             };
-            exec.record_with(EventType::TaskScheduled, || {
-                Details::with_capacity(3)
-                    .with("name", json!(name))
-                    .with("resource", json!(function))
-                    .with_shared("parameters", exec.share(&params))
-            });
-            // An SWF decider schedules the call as an activity whose type is the function's name.
-            let request = exec.step_request(function, &params, action.timeout.map(secs), None);
-            let ctx = TaskContext::new(name, function.as_str(), 0, exec.task_execution_name());
-            let run =
-                run_attempt(|| functions.call(function, params, ctx.clone()), &ctx, action.timeout.map(secs), None);
-            let attempt = function_attempt(exec, name, site, key, request, run).await?;
-            match attempt {
-                Attempt::Succeeded(v) => {
-                    exec.limits().check_payload(name, &v)?;
-                    exec.record_with(EventType::TaskSucceeded, || {
-                        Details::with_capacity(3)
-                            .with("name", json!(name))
-                            .with("resource", json!(function))
-                            .with_shared("output", exec.share(&v))
-                    });
-                    Ok(v)
-                }
-                Attempt::Failed(f) => {
-                    exec.record(
-                        EventType::TaskFailed,
-                        json!({ "name": name, "resource": function, "error": f.error, "cause": f.cause }),
-                    );
-                    Err(f)
-                }
-                Attempt::TimedOut(_) => {
-                    let f = Failure::new(
-                        TIMEOUT,
-                        format!("function {function:?} did not finish within the action's timeout"),
-                    );
-                    exec.record(
-                        EventType::TaskTimedOut,
-                        json!({ "name": name, "resource": function, "error": f.error, "cause": f.cause }),
-                    );
-                    Err(f)
-                }
-            }
+            call(exec, name, function, params, action.timeout, site, key, |params, ctx| {
+                functions.call(function, params, ctx)
+            })
+            .await
         }
         ActionCall::Event { trigger, result, data: template, context_attributes } => {
             let payload = event_payload(template.as_ref(), &input);
@@ -1218,15 +1379,76 @@ async fn action_result(
     }
 }
 
+/// A function action's call of `function` with `params` (its parameters, evaluated): the
+/// `TaskScheduled`/`TaskSucceeded`/`TaskFailed`/`TaskTimedOut` events, the action's `timeout`,
+/// the payload limit, and (journaled) the durable STEP `<State>#<visit>.<attempt>.<group><key>`.
+/// `invoke` runs the handler: the interpreter's calls the handler by the function's name,
+/// generated code's calls the generated handler method directly.
+#[allow(clippy::too_many_arguments)] // the call's identity (state, site, key) and its parts
+pub async fn call<F, Fut>(
+    exec: &Execution,
+    name: &str,
+    function: &str,
+    params: Value,
+    timeout: Option<f64>,
+    site: &Site,
+    key: &str,
+    invoke: F,
+) -> Result<Value, Failure>
+where
+    F: FnOnce(Value, TaskContext) -> Fut,
+    Fut: Future<Output = Result<Value, Failure>>,
+{
+    exec.record_with(EventType::TaskScheduled, || {
+        Details::with_capacity(3)
+            .with("name", json!(name))
+            .with("resource", json!(function))
+            .with_shared("parameters", exec.share(&params))
+    });
+    // An SWF decider schedules the call as an activity whose type is the function's name.
+    let request = exec.step_request(function, &params, timeout.map(secs), None);
+    let ctx = TaskContext::new(name, function, 0, exec.task_execution_name());
+    let run = run_attempt(|| invoke(params, ctx.clone()), &ctx, timeout.map(secs), None);
+    let attempt = function_attempt(exec, name, site, key, request, run).await?;
+    match attempt {
+        Attempt::Succeeded(v) => {
+            exec.limits().check_payload(name, &v)?;
+            exec.record_with(EventType::TaskSucceeded, || {
+                Details::with_capacity(3)
+                    .with("name", json!(name))
+                    .with("resource", json!(function))
+                    .with_shared("output", exec.share(&v))
+            });
+            Ok(v)
+        }
+        Attempt::Failed(f) => {
+            exec.record(
+                EventType::TaskFailed,
+                json!({ "name": name, "resource": function, "error": f.error, "cause": f.cause }),
+            );
+            Err(f)
+        }
+        Attempt::TimedOut(_) => {
+            let f = Failure::new(TIMEOUT, format!("function {function:?} did not finish within the action's timeout"));
+            exec.record(
+                EventType::TaskTimedOut,
+                json!({ "name": name, "resource": function, "error": f.error, "cause": f.cause }),
+            );
+            Err(f)
+        }
+    }
+}
+
 // -------------------------------------------------------------------------------------------
 // Durable operations (docs/durable.md): with a journal, each runs through it; without, plainly.
 
 /// Where a state's work is, for durable operation ids: the visit to the state on its line of
 /// control (counted as the ASL states count theirs), the state's attempt (retries so far), and
-/// the group of actions (`on<j>.` for an event state's `onEvents` entry `j`).
+/// the group of actions (`on<j>.` for an event state's `onEvents` entry `j`). [`step_with`]
+/// makes one per attempt; a state's [`SwCode::work`] hands it on to [`call`] and [`delay`].
 #[derive(Debug, Clone)]
 #[cfg_attr(not(feature = "durable"), allow(dead_code))] // the ids are built only when durable
-struct Site {
+pub struct Site {
     visit: u32,
     attempt: u32,
     group: String,

@@ -27,8 +27,9 @@ include!("../expected/assign.rs");
 include!("../expected/assign_states.rs");
 include!("../expected/jsonata_states.rs");
 include!("../expected/jsonata_nested.rs");
+include!("../expected/sw_states.rs");
 
-const STEMS: [&str; 9] = [
+const STEMS: [&str; 10] = [
     "count_loop",
     "pass_choice",
     "task_retry_catch",
@@ -38,20 +39,28 @@ const STEMS: [&str; 9] = [
     "assign_states",
     "jsonata_states",
     "jsonata_nested",
+    "sw_states",
 ];
 
 fn expected_dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("expected")
 }
 
+/// The definition's file name: `<stem>.sw.json` for a Serverless Workflow fixture, else
+/// `<stem>.asl.json`.
+fn file_name(stem: &str) -> String {
+    let sw = format!("{stem}.sw.json");
+    if expected_dir().join(&sw).is_file() { sw } else { format!("{stem}.asl.json") }
+}
+
 fn definition(stem: &str) -> String {
-    let path = expected_dir().join(format!("{stem}.asl.json"));
+    let path = expected_dir().join(file_name(stem));
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 fn generate(stem: &str) -> String {
     let text = definition(stem);
-    let path = format!("expected/{stem}.asl.json");
+    let path = format!("expected/{}", file_name(stem));
     let mut settings = Settings::new();
     settings.module_name(stem);
     match wfc_core::compile(Source { path: &path, text: &text }, &settings) {
@@ -178,7 +187,9 @@ fn interpret(stem: &str, input: &Value) -> ExecutionResult {
     let loaded = wfc_core::load(Source { path: stem, text: &text }).unwrap_or_else(|d| panic!("{}", d.render(false)));
     let handlers = Handlers::new()
         .on("arn:aws:lambda:us-east-1:123456789012:function:Flaky", |input, ctx| async move { flaky(input, &ctx) })
-        .on("arn:aws:states:::wfc:echo", echo);
+        .on("arn:aws:states:::wfc:echo", echo)
+        .on("echo", sw_echo)
+        .on("flaky \"f\" {#} ✓", sw_flaky);
     block_on_virtual(interp::run(&loaded.workflow, &handlers, input.clone(), options()))
 }
 
@@ -743,4 +754,83 @@ fn jsonata_nested_runs_as_the_interpreter_does() {
         let error = results[i].error.clone().expect("fails");
         assert_eq!(error.error, "States.Runtime", "{i}: {:?}", results[i]);
     }
+}
+
+/// sw_states' `echo`: waits `sleep` seconds (virtual time), fails with `Boom` when `boom` is
+/// set, else returns `{"out": input, "echoed": true}`.
+async fn sw_echo(input: Value, _ctx: TaskContext) -> Result<Value, Failure> {
+    if let Some(seconds) = input["sleep"].as_u64() {
+        tokio::time::sleep(std::time::Duration::from_secs(seconds)).await;
+    }
+    if input["boom"].as_bool() == Some(true) {
+        return Err(Failure::new("Boom", "echo was asked to fail \"✓\""));
+    }
+    Ok(json!({ "out": input, "echoed": true }))
+}
+
+/// sw_states' `flaky`: fails with `Flaky` when its input's `order.flaky` is set, else returns
+/// `{"flaked": "no ✓"}`.
+async fn sw_flaky(input: Value, _ctx: TaskContext) -> Result<Value, Failure> {
+    if input["order"]["flaky"].as_bool() == Some(true) {
+        return Err(Failure::new("Flaky", "flaky failed"));
+    }
+    Ok(json!({ "flaked": "no ✓" }))
+}
+
+impl sw_states::Handler for Tasks {
+    async fn echo(&self, input: Value, ctx: TaskContext) -> Result<Value, Failure> {
+        sw_echo(input, ctx).await
+    }
+
+    async fn flaky_f(&self, input: Value, ctx: TaskContext) -> Result<Value, Failure> {
+        sw_flaky(input, ctx).await
+    }
+}
+
+#[test]
+fn sw_states_run_as_the_interpreter_does() {
+    let order = |order: Value| json!({ "items": [{"price": 5}, {"price": 500}], "order": order });
+    let inputs = [
+        // 0: the first condition: both actions, the guard holds, the delay, Check's `out`, Done.
+        order(json!({"n": 2})),
+        // 1: the guard does not hold (no `order.n`): Wfc.TransitionGuardFailed.
+        order(json!({"m": 1})),
+        // 2: echo fails with Boom: onError by expression, its errorDataFilter, Recover terminates.
+        order(json!({"n": 1, "boom": true})),
+        // 3: flaky fails on every attempt: two retries (1 s, then 3 s), then the failure.
+        order(json!({"n": 1, "flaky": true})),
+        // 4: echo outlasts the action's timeout: Wfc.Timeout, onError to Done.
+        order(json!({"n": 1, "sleep": 20})),
+        // 5: the second condition: both actions at once (the first slower), merged in order; the
+        // output filter keeps `out`.
+        json!({"items": [], "fan": {"x": "✓ \"{#}\"", "sleep": 3}}),
+        // 6: a parallel action fails with Boom: the state has no onError, the run fails.
+        json!({"fan": {"x": 1, "boom": true}}),
+        // 7, 8: the default: Check's third condition (Recover), or none holds
+        // (Wfc.NoConditionMatched).
+        json!({"ok": "yes"}),
+        json!({"items": [{"price": 1}]}),
+        // 9: the state data is not an object.
+        json!([1, 2]),
+    ];
+    let mut results = Vec::new();
+    for input in &inputs {
+        let compiled = block_on_virtual(sw_states::run_with(&Tasks, input.clone(), options()));
+        assert_same("sw_states", input, compiled.clone());
+        results.push(compiled);
+    }
+    let done = &results[0];
+    assert_eq!(done.output.as_ref().map(|o| o["done"].clone()), Some(json!("✓ \"{#}\" {{ $.x }}")), "{done:?}");
+    assert_eq!(done.output.as_ref().map(|o| o["out"]["msg"].clone()), Some(json!("n=2 \"q\" ✓ {#}")), "{done:?}");
+    let errors: Vec<Option<String>> = results.iter().map(|r| r.error.as_ref().map(|e| e.error.clone())).collect();
+    assert_eq!(errors[1].as_deref(), Some("Wfc.TransitionGuardFailed"));
+    assert_eq!(errors[3].as_deref(), Some("Flaky"));
+    assert_eq!(errors[6].as_deref(), Some("Boom"));
+    assert_eq!(errors[8].as_deref(), Some("Wfc.NoConditionMatched"));
+    assert_eq!(results[2].output.as_ref().map(|o| o["recovered"].clone()), Some(json!(true)));
+    assert_eq!(results[2].output.as_ref().map(|o| o["error"]["name"].clone()), Some(json!("Boom")));
+    let retried = results[3].history.iter().filter(|e| e.event_type == wfc_runtime::EventType::SwStateRetried).count();
+    assert_eq!(retried, 2, "{:?}", results[3].history);
+    assert_eq!(results[4].output.as_ref().map(|o| o["done"].is_string()), Some(true), "{:?}", results[4]);
+    assert_eq!(results[5].output.as_ref().map(|o| o["out"]["x"]["x"].clone()), Some(json!("✓ \"{#}\"")));
 }

@@ -28,6 +28,7 @@
 mod docs;
 mod names;
 mod states;
+mod sw;
 
 use std::collections::BTreeSet;
 
@@ -912,6 +913,18 @@ impl<'a> Generator<'a> {
                 },
                 false,
             ));
+        }
+        if let StateKind::Sw(spec) = &state.kind
+            && sw::generated(spec)
+        {
+            let methods = |function: &str| {
+                self.methods.iter().find(|(resource, _, _)| resource == function).map(|(_, method, _)| method.clone())
+            };
+            let target = |id: usize| {
+                variants.get(id).cloned().ok_or_else(|| format!("wfc: transition index {id} is out of range"))
+            };
+            let code = sw::state(&name, spec, &methods, &target)?;
+            return Ok((quote!(State::#variant(input) => { #code }), false));
         }
         let body = match &state.kind {
             StateKind::Pass(p) => {

@@ -121,8 +121,14 @@ fn variant_and_method_names() {
 // `exec` (or `sw::step`) unless it is one of `INTERPRETED`'s kinds, each with its reason.
 
 /// The states codegen still hands to the interpreter, and why. Anything else must be generated.
-const INTERPRETED: [(&str, &str); 3] = [
-    ("Serverless Workflow", "no SW codegen yet: generated code dispatches each SW state to `sw::step`"),
+const INTERPRETED: [(&str, &str); 6] = [
+    (
+        "SW event, callback, parallel, foreach or subflow state",
+        "not generated yet: it goes to `sw::step` with its IR (waits for events, nested machines and subflows run by the SW interpreter)",
+    ),
+    ("SW switch on events", "not generated yet: its event conditions wait through `sw::step`"),
+    ("SW operation with an event action", "not generated yet: producing and awaiting events goes through `sw::step`"),
+    ("SW transition or end producing events", "not generated yet: `produceEvent(s)` goes through `sw::step`"),
     (
         "DISTRIBUTED Map",
         "its Map Run (runtime distributed.rs) reads ItemReader, ItemBatcher, ResultWriter and the tolerated failures from the IR",
@@ -150,11 +156,37 @@ fn interpreted_reason(state: &wfc_ir::State) -> Option<&'static str> {
         }
     }
     match &state.kind {
-        StateKind::Sw(_) => Some(INTERPRETED[0].0),
-        StateKind::Map(m) if m.distributed.is_some() => Some(INTERPRETED[1].0),
-        StateKind::Choice(c) if c.choices.iter().any(|r| bad_is_test(&r.condition)) => Some(INTERPRETED[2].0),
+        StateKind::Sw(sw) => sw_reason(sw),
+        StateKind::Map(m) if m.distributed.is_some() => Some(INTERPRETED[4].0),
+        StateKind::Choice(c) if c.choices.iter().any(|r| bad_is_test(&r.condition)) => Some(INTERPRETED[5].0),
         _ => None,
     }
+}
+
+/// Which of [`INTERPRETED`]'s SW reasons covers `sw`, if any: codegen writes operation states
+/// with function actions, switch states on data, inject and delay states, when no way out of
+/// them produces events.
+fn sw_reason(sw: &wfc_ir::sw::SwState) -> Option<&'static str> {
+    use wfc_ir::sw::{ActionCall, SwKind, SwNext};
+    match &sw.kind {
+        SwKind::Operation { actions, .. } if actions.iter().any(|a| matches!(a.call, ActionCall::Event { .. })) => {
+            return Some(INTERPRETED[2].0);
+        }
+        SwKind::Switch { events, .. } if !events.is_empty() => return Some(INTERPRETED[1].0),
+        SwKind::Operation { .. } | SwKind::Switch { .. } | SwKind::Inject { .. } | SwKind::Delay { .. } => {}
+        _ => return Some(INTERPRETED[0].0),
+    }
+    let mut nexts = vec![&sw.next];
+    if let SwKind::Switch { data, default, .. } = &sw.kind {
+        nexts.extend(data.iter().map(|c| &c.next));
+        nexts.extend(default.iter());
+    }
+    nexts.extend(sw.on_error.iter().map(|e| &e.next));
+    let produces = nexts.iter().any(|n| match n {
+        SwNext::Transition { produce, .. } | SwNext::End { produce, .. } => !produce.is_empty(),
+        SwNext::None => false,
+    });
+    produces.then_some(INTERPRETED[3].0)
 }
 
 /// Every state of `machine` and of its Parallel branches and Map item processors.

@@ -1,0 +1,511 @@
+//! Serverless Workflow states as Rust (issue 20): operation states (function actions, in
+//! `sequential` or `parallel` mode), switch states on data conditions, inject and delay states,
+//! with their state data filters, `retry`, `onError` and transition guards. The other SW states
+//! (event, callback, parallel, foreach, subflow, a switch on events, an operation with an event
+//! action, a state whose transition or end produces events) still go to `sw::step` with their IR
+//! (see [`super::Generator::arm`]).
+//!
+//! A generated state is a `Code` type implementing the runtime's `abi::SwCode`, the trait the
+//! interpreter implements from the IR, and its visit is `abi::sw_step` (`sw::step_with`), so both
+//! engines run one code path (events, retries and their back-offs, `onError`, schemas, durable
+//! operation ids). Generated here:
+//!
+//! - each `{{ }}` expression (filters, conditions, `retry` and `onError` expressions, guards,
+//!   the expression strings of a function's `parameters`) is a `static abi::StaticSwExpr`, built
+//!   once on first use from the parts written out here, evaluated by `abi::sw_eval`/`sw_holds`/
+//!   `sw_filter`/`sw_merge_filtered`;
+//! - a switch's data conditions are an `if` per condition, in order, each giving its way out;
+//! - a function action builds its parameters (construction code, literal subtrees `static`s) and
+//!   calls the generated `Handler` method directly through `abi::sw_call` (the call's events,
+//!   timeout and durable step are the runtime's); actions in `parallel` mode are joined by
+//!   `abi::sw_join` and their results merged in definition order;
+//! - an inject's data is a `static` merged by `abi::sw_inject`; a delay's `timeDelay` a constant
+//!   for `abi::sw_delay`;
+//! - each way out (`transition`, a condition, `default`, an `onError` entry) is a variant of the
+//!   machine's `State` enum, or the machine's end: no look-up of the next state at run time.
+
+use proc_macro2::{Ident, Literal, TokenStream};
+use quote::quote;
+use serde_json::Value;
+use wfc_ir::sw::{Action, ActionCall, ActionMode, ErrorMatch, Expr, ExprPart, SwKind, SwNext, SwState};
+
+use super::states::{Items, value_tokens};
+
+/// Whether codegen writes `spec` as Rust (else it goes to `sw::step` with its IR).
+pub(super) fn generated(spec: &SwState) -> bool {
+    let kind = match &spec.kind {
+        SwKind::Operation { actions, .. } => actions.iter().all(|a| matches!(a.call, ActionCall::Function { .. })),
+        SwKind::Switch { events, .. } => events.is_empty(),
+        SwKind::Inject { .. } | SwKind::Delay { .. } => true,
+        _ => false,
+    };
+    kind && nexts(spec).iter().all(|n| match n {
+        SwNext::Transition { produce, .. } | SwNext::End { produce, .. } => produce.is_empty(),
+        SwNext::None => true,
+    })
+}
+
+/// Every way out of `spec`, with the `abi::SwExit` pattern that takes it.
+fn exits(spec: &SwState) -> Vec<(TokenStream, &SwNext)> {
+    let mut out = Vec::new();
+    match &spec.kind {
+        SwKind::Switch { data, default, .. } => {
+            for (i, c) in data.iter().enumerate() {
+                let i = Literal::usize_unsuffixed(i);
+                out.push((quote!(__wfc::abi::SwExit::Condition(#i)), &c.next));
+            }
+            if let Some(d) = default {
+                out.push((quote!(__wfc::abi::SwExit::Default), d));
+            }
+        }
+        _ => out.push((quote!(__wfc::abi::SwExit::Next), &spec.next)),
+    }
+    for (i, e) in spec.on_error.iter().enumerate() {
+        let i = Literal::usize_unsuffixed(i);
+        out.push((quote!(__wfc::abi::SwExit::OnError(#i)), &e.next));
+    }
+    out
+}
+
+fn nexts(spec: &SwState) -> Vec<&SwNext> {
+    exits(spec).into_iter().map(|(_, n)| n).collect()
+}
+
+/// The expression of `expr`, as a `static` built once (declared once per state and text):
+/// `&'static Expr` (`?` on a build failure, which the compiler already excluded).
+fn expr(items: &mut Items, expressions: &mut Vec<(String, Ident)>, e: &Expr) -> TokenStream {
+    let parts = e.parts.iter().map(|p| match p {
+        ExprPart::Text(t) => {
+            let t = Literal::string(t);
+            quote!(__wfc::abi::SwPart::Text(#t))
+        }
+        ExprPart::Path(p) => {
+            let p = Literal::string(p.as_str());
+            quote!(__wfc::abi::SwPart::Path(#p))
+        }
+    });
+    let text = Literal::string(&e.text);
+    let build = quote!(__wfc::abi::sw_expr(#text, &[#(#parts),*]));
+    let key = build.to_string();
+    let name = match expressions.iter().find(|(k, _)| *k == key) {
+        Some((_, name)) => name.clone(),
+        None => {
+            let name = items.push(
+                "SW_EXPR",
+                |name| quote!(static #name: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| #build);),
+            );
+            expressions.push((key, name.clone()));
+            name
+        }
+    };
+    quote!(__wfc::abi::sw_expr_ref(&#name)?)
+}
+
+/// The expressions of a template string (`text {{ path }} text`), split as the runtime splits
+/// them; `None` when a `{{` is not closed or a path does not parse (the string is then literal).
+fn template_expr(s: &str) -> Option<Expr> {
+    let mut parts = Vec::new();
+    let mut rest = s;
+    while let Some(open) = rest.find("{{") {
+        if open > 0 {
+            parts.push(ExprPart::Text(rest[..open].to_owned()));
+        }
+        let after = &rest[open + 2..];
+        let close = after.find("}}")?;
+        parts.push(ExprPart::Path(wfc_ir::Path::parse(after[..close].trim()).ok()?));
+        rest = &after[close + 2..];
+    }
+    if !rest.is_empty() {
+        parts.push(ExprPart::Text(rest.to_owned()));
+    }
+    Some(Expr { text: s.to_owned(), parts })
+}
+
+/// Construction code of a function's `parameters` over `input`: objects and arrays built in
+/// order, each string holding `{{ }}` evaluated, literal subtrees `static`s.
+fn parameters(items: &mut Items, expressions: &mut Vec<(String, Ident)>, t: &Value) -> TokenStream {
+    fn has_expr(v: &Value) -> bool {
+        match v {
+            Value::String(s) => s.contains("{{") && template_expr(s).is_some(),
+            Value::Array(a) => a.iter().any(has_expr),
+            Value::Object(o) => o.values().any(has_expr),
+            _ => false,
+        }
+    }
+    if !has_expr(t) {
+        return items.value(t);
+    }
+    match t {
+        Value::String(s) => match template_expr(s) {
+            Some(e) => {
+                let e = expr(items, expressions, &e);
+                quote!(__wfc::abi::sw_eval(#e, &input))
+            }
+            None => value_tokens(t),
+        },
+        Value::Array(a) => {
+            let elements: Vec<TokenStream> = a.iter().map(|v| parameters(items, expressions, v)).collect();
+            quote!(__wfc::Value::Array(::std::vec![#(#elements),*]))
+        }
+        Value::Object(o) => {
+            let n = o.len();
+            let inserts: Vec<TokenStream> = o
+                .iter()
+                .map(|(k, v)| {
+                    let k = Literal::string(k);
+                    let v = parameters(items, expressions, v);
+                    quote!(object.insert(::std::borrow::ToOwned::to_owned(#k), #v);)
+                })
+                .collect();
+            quote!({
+                let mut object = __wfc::serde_json::Map::with_capacity(#n);
+                #(#inserts)*
+                __wfc::Value::Object(object)
+            })
+        }
+        other => value_tokens(other),
+    }
+}
+
+fn option_expr(items: &mut Items, expressions: &mut Vec<(String, Ident)>, e: Option<&Expr>) -> TokenStream {
+    match e {
+        Some(e) => {
+            let e = expr(items, expressions, e);
+            quote!(::core::option::Option::Some(#e))
+        }
+        None => quote!(::core::option::Option::None),
+    }
+}
+
+/// One function action's call on the state data `data` (on the line of control `line`): its
+/// input filter, its parameters, the handler method, giving the raw result.
+fn call(
+    items: &mut Items,
+    expressions: &mut Vec<(String, Ident)>,
+    methods: &dyn Fn(&str) -> Option<Ident>,
+    action: &Action,
+    key: &str,
+    line: &TokenStream,
+) -> Result<TokenStream, String> {
+    let ActionCall::Function { function, parameters: template } = &action.call else {
+        return Err("wfc: internal error: an SW event action in generated code".to_owned());
+    };
+    let method = methods(function).ok_or("wfc: internal error: an SW function without a handler method")?;
+    let input = match &action.input_filter {
+        Some(f) => {
+            let f = expr(items, expressions, f);
+            quote!(__wfc::abi::sw_filter(::core::option::Option::Some(#f), ::core::clone::Clone::clone(&data)))
+        }
+        None => quote!(::core::clone::Clone::clone(&data)),
+    };
+    let params = match template {
+        Some(t) => {
+            let built = parameters(items, expressions, t);
+            if super::states::mentions(&built, "input") {
+                quote!({
+                    let input = #input;
+                    #built
+                })
+            } else {
+                built
+            }
+        }
+        None => input,
+    };
+    let function = Literal::string(function);
+    let key = Literal::string(key);
+    let timeout = match action.timeout {
+        Some(t) => {
+            let t = Literal::f64_suffixed(t);
+            quote!(::core::option::Option::Some(#t))
+        }
+        None => quote!(::core::option::Option::None),
+    };
+    Ok(quote! {
+        __wfc::abi::sw_call(#line, name, #function, #params, #timeout, site, #key, |input, ctx| handler.#method(input, ctx)).await
+    })
+}
+
+/// The `work` of an operation, switch, inject or delay state.
+fn work(
+    items: &mut Items,
+    expressions: &mut Vec<(String, Ident)>,
+    methods: &dyn Fn(&str) -> Option<Ident>,
+    spec: &SwState,
+) -> Result<TokenStream, String> {
+    Ok(match &spec.kind {
+        SwKind::Operation { mode: ActionMode::Sequential, actions } => {
+            let mut steps = Vec::new();
+            for (i, a) in actions.iter().enumerate() {
+                let call = call(items, expressions, methods, a, &format!("a{i}"), &quote!(exec))?;
+                let filter = option_expr(items, expressions, a.results_filter.as_ref());
+                steps.push(quote! {
+                    let result = #call?;
+                    __wfc::abi::sw_merge_filtered(&mut data, #filter, result);
+                });
+            }
+            quote! {
+                let mut data = data;
+                #(#steps)*
+                Ok((data, __wfc::abi::SwExit::Next))
+            }
+        }
+        SwKind::Operation { mode: ActionMode::Parallel, actions } => {
+            let lines: Vec<Ident> = (0..actions.len()).map(|i| quote::format_ident!("line_{}", i)).collect();
+            let mut calls = Vec::new();
+            let mut merges = Vec::new();
+            for (i, (a, line)) in actions.iter().zip(&lines).enumerate() {
+                let call = call(items, expressions, methods, a, &format!("a{i}"), &quote!(&#line))?;
+                calls.push(quote!(__wfc::FutureExt::boxed({
+                    let data = ::core::clone::Clone::clone(&data);
+                    async move { #call }
+                })));
+                let filter = option_expr(items, expressions, a.results_filter.as_ref());
+                merges.push(quote! {
+                    if let Some(result) = results.next() {
+                        __wfc::abi::sw_merge_filtered(&mut data, #filter, result?);
+                    }
+                });
+            }
+            quote! {
+                let mut data = data;
+                // Each action on its own line of control, made in definition order.
+                #(let #lines = exec.branch();)*
+                let mut results = ::core::iter::IntoIterator::into_iter(__wfc::abi::sw_join(::std::vec![#(#calls),*]).await);
+                #(#merges)*
+                Ok((data, __wfc::abi::SwExit::Next))
+            }
+        }
+        SwKind::Inject { data: add } => {
+            let add = items.value(add);
+            quote! {
+                let mut data = data;
+                __wfc::abi::sw_inject(&mut data, #add);
+                Ok((data, __wfc::abi::SwExit::Next))
+            }
+        }
+        SwKind::Delay { seconds } => {
+            let seconds = Literal::f64_suffixed(*seconds);
+            quote! {
+                __wfc::abi::sw_delay(exec, name, site, #seconds).await?;
+                Ok((data, __wfc::abi::SwExit::Next))
+            }
+        }
+        SwKind::Switch { data: conditions, default, .. } => {
+            let mut tests = Vec::new();
+            for (i, c) in conditions.iter().enumerate() {
+                let e = expr(items, expressions, &c.condition);
+                let i = Literal::usize_unsuffixed(i);
+                tests.push(quote! {
+                    if __wfc::abi::sw_holds(#e, &data) {
+                        return Ok((data, __wfc::abi::SwExit::Condition(#i)));
+                    }
+                });
+            }
+            let fallback = match default {
+                Some(_) => quote!(Ok((data, __wfc::abi::SwExit::Default))),
+                None => quote!(Err(__wfc::abi::sw_no_condition(name))),
+            };
+            quote! {
+                #(#tests)*
+                #fallback
+            }
+        }
+        _ => return Err("wfc: internal error: an SW state kind codegen does not write".to_owned()),
+    })
+}
+
+/// The arm of an SW state that [`generated`] accepts: its items, its `Code` type, the visit
+/// (`abi::sw_step`), and each way out mapped to a `State` variant (`target(id)`) or the end.
+pub(super) fn state(
+    name: &Literal,
+    spec: &SwState,
+    methods: &dyn Fn(&str) -> Option<Ident>,
+    target: &dyn Fn(usize) -> Result<Ident, String>,
+) -> Result<TokenStream, String> {
+    let mut items = Items::default();
+    let mut expressions = Vec::new();
+    let type_name = Literal::string(spec.type_name());
+    let mut methods_code = Vec::new();
+    methods_code.push(quote! {
+        fn type_name(&self) -> &'static str {
+            #type_name
+        }
+    });
+    for (method, schema) in [("input_schema", &spec.input_schema), ("output_schema", &spec.output_schema)] {
+        if let Some(schema) = schema {
+            let build = value_tokens(schema);
+            let schema =
+                items.push("SCHEMA", |n| quote!(static #n: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| #build);));
+            let method = quote::format_ident!("{}", method);
+            methods_code.push(quote! {
+                fn #method(&self) -> ::core::option::Option<&__wfc::Value> {
+                    ::core::option::Option::Some(&#schema)
+                }
+            });
+        }
+    }
+    for (method, filter) in [("input_filter", &spec.input_filter), ("output_filter", &spec.output_filter)] {
+        if let Some(f) = filter {
+            let f = expr(&mut items, &mut expressions, f);
+            let method = quote::format_ident!("{}", method);
+            methods_code.push(quote! {
+                fn #method(&self, data: __wfc::Value) -> Result<__wfc::Value, __wfc::Failure> {
+                    Ok(__wfc::abi::sw_filter(::core::option::Option::Some(#f), data))
+                }
+            });
+        }
+    }
+    if !spec.retry.is_empty() {
+        let n = spec.retry.len();
+        let rules = spec.retry.iter().enumerate().map(|(i, r)| {
+            let e = expr(&mut items, &mut expressions, &r.expression);
+            let interval = Literal::f64_suffixed(r.interval_seconds);
+            let increment = Literal::f64_suffixed(r.increment_seconds);
+            let max = Literal::u32_suffixed(r.max_attempts);
+            quote! {
+                if __wfc::abi::sw_holds(#e, error_data) {
+                    return Ok(::core::option::Option::Some(__wfc::abi::SwRetrier {
+                        index: #i,
+                        interval_seconds: #interval,
+                        increment_seconds: #increment,
+                        max_attempts: #max,
+                    }));
+                }
+            }
+        });
+        let rules: Vec<TokenStream> = rules.collect();
+        methods_code.push(quote! {
+            fn retries(&self) -> usize {
+                #n
+            }
+
+            fn retry(&self, error_data: &__wfc::Value) -> Result<::core::option::Option<__wfc::abi::SwRetrier>, __wfc::Failure> {
+                #(#rules)*
+                Ok(::core::option::Option::None)
+            }
+        });
+    }
+    if !spec.on_error.is_empty() {
+        let mut tests = Vec::new();
+        let mut filters = Vec::new();
+        for (i, e) in spec.on_error.iter().enumerate() {
+            let test = match &e.matcher {
+                ErrorMatch::Expression(x) => {
+                    let x = expr(&mut items, &mut expressions, x);
+                    quote!(__wfc::abi::sw_holds(#x, error_data))
+                }
+                ErrorMatch::Name(n) if n == "*" => quote!(true),
+                ErrorMatch::Name(n) => {
+                    let n = Literal::string(n);
+                    quote!(failure.error == #n)
+                }
+            };
+            let index = Literal::usize_unsuffixed(i);
+            tests.push(quote! {
+                if #test {
+                    return Ok(::core::option::Option::Some(#index));
+                }
+            });
+            if let Some(f) = &e.error_filter {
+                let f = expr(&mut items, &mut expressions, f);
+                filters.push(quote!(#index => __wfc::abi::sw_merge_filtered(data, ::core::option::Option::Some(#f), error_data),));
+            }
+        }
+        let failure =
+            if tests.iter().any(|t| super::states::mentions(t, "failure")) { quote!(failure) } else { quote!(_) };
+        let error_data =
+            if tests.iter().any(|t| super::states::mentions(t, "error_data")) { quote!(error_data) } else { quote!(_) };
+        methods_code.push(quote! {
+            fn on_error(&self, #failure: &__wfc::Failure, #error_data: &__wfc::Value) -> Result<::core::option::Option<usize>, __wfc::Failure> {
+                #(#tests)*
+                Ok(::core::option::Option::None)
+            }
+        });
+        if !filters.is_empty() {
+            methods_code.push(quote! {
+                fn error_filter(&self, handler: usize, data: &mut __wfc::Value, error_data: __wfc::Value) -> Result<(), __wfc::Failure> {
+                    match handler {
+                        #(#filters)*
+                        _ => __wfc::abi::sw_inject(data, error_data),
+                    }
+                    Ok(())
+                }
+            });
+        }
+    }
+    let body = work(&mut items, &mut expressions, methods, spec)?;
+    let uses_handler = super::states::mentions(&body, "handler");
+    let exec = if super::states::mentions(&body, "exec") { quote!(exec) } else { quote!(_) };
+    let name_param = if super::states::mentions(&body, "name") { quote!(name) } else { quote!(_) };
+    let site = if super::states::mentions(&body, "site") { quote!(site) } else { quote!(_) };
+    let (code_type, code_impl, code_value, handler_binding) = if uses_handler {
+        (
+            quote!(
+                struct Code<'h, H>(&'h H);
+            ),
+            quote!(impl<H: Handler> __wfc::abi::SwCode for Code<'_, H>),
+            quote!(Code(handler)),
+            quote!(let handler = self.0;),
+        )
+    } else {
+        (
+            quote!(
+                struct Code;
+            ),
+            quote!(impl __wfc::abi::SwCode for Code),
+            quote!(Code),
+            quote!(),
+        )
+    };
+    methods_code.push(quote! {
+        fn work<'a>(
+            &'a self,
+            #exec: &'a __wfc::Execution,
+            #name_param: &'a str,
+            data: __wfc::Value,
+            #site: &'a __wfc::abi::SwSite,
+        ) -> __wfc::BoxFuture<'a, Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>> {
+            #handler_binding
+            __wfc::FutureExt::boxed(async move {
+                #body
+            })
+        }
+    });
+
+    let mut arms = Vec::new();
+    for (pattern, next) in exits(spec) {
+        let take = match next {
+            SwNext::Transition { target: id, guard, .. } => {
+                let v = target(*id)?;
+                let guard = guard.as_ref().map(|g| {
+                    let g = expr(&mut items, &mut expressions, g);
+                    quote!(__wfc::abi::sw_guard(#name, #g, &visited.output)?;)
+                });
+                quote!({
+                    #guard
+                    State::#v(visited.output)
+                })
+            }
+            // `terminate` ends the whole instance: at the top level, the machine's end.
+            SwNext::End { .. } => quote!(return Ok(__wfc::abi::Flow::End(visited.output))),
+            SwNext::None => quote! {
+                return Err(__wfc::Failure::runtime(::std::format!("state {:?} has no transition (a corrupted definition)", #name)))
+            },
+        };
+        arms.push(quote!(#pattern => #take,));
+    }
+    let items = items.tokens();
+    Ok(quote! {
+        #items
+        #code_type
+        #code_impl {
+            #(#methods_code)*
+        }
+        let visited = __wfc::abi::sw_step(exec, #name, &#code_value, input).await?;
+        match visited.exit {
+            #(#arms)*
+            other => return Err(__wfc::abi::unexpected(#name, &::std::format!("has no way out {:?}", other))),
+        }
+    })
+}
