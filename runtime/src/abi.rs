@@ -54,7 +54,10 @@
 //!   built once on first use from their parts ([`sw_expr`]) and evaluated by [`sw_eval`],
 //!   [`sw_holds`], [`sw_filter`] and [`sw_merge_filtered`]; a function action is [`sw_call`]
 //!   with the generated handler method, actions in `parallel` mode joined by [`sw_join`]; an
-//!   inject is [`sw_inject`], a delay [`sw_delay`], a transition's guard [`sw_guard`];
+//!   inject is [`sw_inject`], a delay [`sw_delay`], a transition's guard [`sw_guard`]; a
+//!   foreach's loop is [`sw_foreach`] and a parallel state's branches [`sw_parallel`], each
+//!   around a generated body (an iteration's or branch's actions, or a subflow the handler runs),
+//!   an iteration's result through [`sw_action_result`];
 //! - the driver loop, once for every machine: a generated machine (the workflow, each Parallel
 //!   branch, each Map item processor) supplies only its `step`, one state's work giving a
 //!   [`Flow`], and [`drive`] runs the steps until one ends the machine.
@@ -84,16 +87,18 @@ pub use crate::retry::{
     StaticCatcher as Catcher, StaticRetrier as Retrier,
 };
 pub use crate::sw::{
-    Exit as SwExit, Retrier as SwRetrier, Site as SwSite, SwCode, Visited as SwVisited, call as sw_call,
-    delay as sw_delay, eval_expr as sw_eval, guard as sw_guard, holds as sw_holds, inject as sw_inject,
-    merge_filtered as sw_merge_filtered, no_condition as sw_no_condition, state_filter as sw_filter,
-    step_with as sw_step,
+    Exit as SwExit, ForEach as SwForEach, Retrier as SwRetrier, Site as SwSite, SwCode, Visited as SwVisited,
+    action_result_filtered as sw_action_result, call as sw_call, delay as sw_delay, eval_expr as sw_eval,
+    foreach as sw_foreach, guard as sw_guard, holds as sw_holds, inject as sw_inject,
+    merge_filtered as sw_merge_filtered, no_condition as sw_no_condition, parallel as sw_parallel,
+    state_filter as sw_filter, step_with as sw_step,
 };
 pub use std::time::Duration;
 pub use wfc_ir::Jitter;
 pub use wfc_ir::intrinsics::Function;
 pub use wfc_ir::jsonpath::ast::SingularStep as Seg;
 pub use wfc_ir::native::{NativeNumber, Pattern};
+pub use wfc_ir::sw::Completion as SwCompletion;
 
 /// Where a generated machine goes after one state: on to the next state (a variant of the
 /// machine's `State` enum, carrying its raw input), or out of the machine with its output.

@@ -1037,92 +1037,167 @@ async fn work(
             Ok((data, Exit::Next))
         }
         SwKind::ForEach { input_collection, output_collection, iteration_param, max, body } => {
-            let items = match eval_expr(input_collection, &data) {
-                Value::Array(items) => items,
-                Value::Null => Vec::new(),
-                other => {
-                    return Err(Failure::new(
-                        DATA,
-                        format!(
-                            "state {name:?}: inputCollection {:?} selects {}, not an array",
-                            input_collection.text,
-                            kind_of(&other)
-                        ),
-                    ));
-                }
+            let body = |_: usize, line: Execution, iteration: Value| async move {
+                run_body(&line, name, body, iteration, functions, site).await
             };
-            // `max` 0 (the draft's default) means no limit.
-            let limit = match max {
-                None | Some(0) => usize::MAX,
-                Some(m) => usize::try_from(*m).unwrap_or(usize::MAX),
-            };
-            let mut results: Vec<Option<Value>> = vec![None; items.len()];
-            let mut in_flight = FuturesUnordered::new();
-            let mut pending = items.into_iter().enumerate();
-            loop {
-                while in_flight.len() < limit {
-                    let Some((i, item)) = pending.next() else { break };
-                    // An iteration sees only its element, under the iteration parameter.
-                    let iteration = json!({ iteration_param.as_str(): item });
-                    let exec = exec.branch();
-                    in_flight.push(async move {
-                        exec.record(EventType::SwIterationStarted, json!({ "name": name, "index": i }));
-                        let out = run_body(&exec, name, body, iteration, functions, site).await;
-                        (i, out)
-                    });
-                }
-                let Some((i, out)) = in_flight.next().await else { break };
-                if let Some(slot) = results.get_mut(i) {
-                    *slot = Some(out?);
-                }
-            }
-            if let Some(oc) = output_collection
-                && let Some(path) = oc.as_path()
-            {
-                let results = Value::Array(results.into_iter().map(|r| r.unwrap_or(Value::Null)).collect());
-                set_at(&mut data, path, results);
-            }
-            Ok((data, Exit::Next))
+            let each =
+                ForEach { input_collection, output_collection: output_collection.as_ref(), iteration_param, max: *max };
+            Ok((foreach(exec, name, data, each, body).await?, Exit::Next))
         }
         SwKind::Parallel { completion, branches } => {
-            let mut in_flight = FuturesUnordered::new();
-            for (i, b) in branches.iter().enumerate() {
-                let exec = exec.branch();
-                let input = data.clone();
-                in_flight.push(async move {
-                    exec.record(EventType::SwBranchStarted, json!({ "name": name, "branch": b.name }));
-                    (i, run_body_output(&exec, name, &b.body, input, functions, site).await)
-                });
-            }
-            let needed = match completion {
-                Completion::And => branches.len(),
-                Completion::Xor => 1,
-                Completion::NOfM(n) => usize::try_from(*n).unwrap_or(usize::MAX).min(branches.len()),
-            };
-            let mut done: Vec<(usize, Value)> = Vec::new();
-            let mut failures = Vec::new();
-            while done.len() < needed {
-                let Some((i, out)) = in_flight.next().await else { break };
-                match out {
-                    Ok(v) => done.push((i, v)),
-                    Err(f) if f.error == TERMINATE || *completion == Completion::And => return Err(f),
-                    Err(f) => failures.push(f),
+            let names: Vec<&str> = branches.iter().map(|b| b.name.as_str()).collect();
+            let body = |i: usize, line: Execution, input: Value| async move {
+                match branches.get(i) {
+                    Some(b) => run_body_output(&line, name, &b.body, input, functions, site).await,
+                    None => Err(Failure::runtime("a parallel branch out of range")),
                 }
-            }
-            // The branches still running are cancelled by dropping them.
-            drop(in_flight);
-            if done.len() < needed {
-                let first = failures.into_iter().next().unwrap_or_else(|| Failure::runtime("a branch failed"));
-                return Err(first);
-            }
-            if *completion == Completion::And {
-                done.sort_by_key(|(i, _)| *i);
-            }
-            for (_, out) in done {
-                merge(&mut data, out);
-            }
-            Ok((data, Exit::Next))
+            };
+            Ok((parallel(exec, name, data, *completion, &names, body).await?, Exit::Next))
         }
+    }
+}
+
+/// A foreach state's settings, as [`foreach`] reads them.
+#[derive(Debug, Clone, Copy)]
+pub struct ForEach<'a> {
+    /// `inputCollection`.
+    pub input_collection: &'a Expr,
+    /// `outputCollection`.
+    pub output_collection: Option<&'a Expr>,
+    /// `iterationParam`.
+    pub iteration_param: &'a str,
+    /// `max`.
+    pub max: Option<u64>,
+}
+
+/// A foreach state's work: `body(index, line, iteration)` per element of the input collection
+/// (on its own line of control, `SwIterationStarted` first), at most `max` in flight, the
+/// results stored at `outputCollection` in input order; the first failure (in completion order)
+/// fails the state. The body is the interpreter's run of the IR's actions or subflow, or
+/// generated code's.
+pub async fn foreach<'a, F, Fut>(
+    exec: &'a Execution,
+    name: &'a str,
+    mut data: Value,
+    each: ForEach<'_>,
+    body: F,
+) -> Result<Value, Failure>
+where
+    F: Fn(usize, Execution, Value) -> Fut,
+    Fut: Future<Output = Result<Value, Failure>> + 'a,
+{
+    let ForEach { input_collection, output_collection, iteration_param, max } = each;
+    let items = match eval_expr(input_collection, &data) {
+        Value::Array(items) => items,
+        Value::Null => Vec::new(),
+        other => {
+            return Err(Failure::new(
+                DATA,
+                format!(
+                    "state {name:?}: inputCollection {:?} selects {}, not an array",
+                    input_collection.text,
+                    kind_of(&other)
+                ),
+            ));
+        }
+    };
+    // `max` 0 (the draft's default) means no limit.
+    let limit = match max {
+        None | Some(0) => usize::MAX,
+        Some(m) => usize::try_from(m).unwrap_or(usize::MAX),
+    };
+    let mut results: Vec<Option<Value>> = vec![None; items.len()];
+    let mut in_flight = FuturesUnordered::new();
+    let mut pending = items.into_iter().enumerate();
+    let body = &body;
+    loop {
+        while in_flight.len() < limit {
+            let Some((i, item)) = pending.next() else { break };
+            // An iteration sees only its element, under the iteration parameter.
+            let iteration = json!({ iteration_param: item });
+            let line = exec.branch();
+            in_flight.push(async move {
+                line.record(EventType::SwIterationStarted, json!({ "name": name, "index": i }));
+                (i, body(i, line, iteration).await)
+            });
+        }
+        let Some((i, out)) = in_flight.next().await else { break };
+        if let Some(slot) = results.get_mut(i) {
+            *slot = Some(out?);
+        }
+    }
+    if let Some(oc) = output_collection
+        && let Some(path) = oc.as_path()
+    {
+        let results = Value::Array(results.into_iter().map(|r| r.unwrap_or(Value::Null)).collect());
+        set_at(&mut data, path, results);
+    }
+    Ok(data)
+}
+
+/// A parallel state's work: `body(index, line, data)` per branch (named `branches`, each on its
+/// own line of control, `SwBranchStarted` first), until `completion` is met; the others are
+/// cancelled. Each finished branch's output merges into the data (for `and` in branch order,
+/// else in completion order). The body is the interpreter's run of the IR's branch, or
+/// generated code's.
+pub async fn parallel<'a, F, Fut>(
+    exec: &'a Execution,
+    name: &'a str,
+    mut data: Value,
+    completion: Completion,
+    branches: &[&str],
+    body: F,
+) -> Result<Value, Failure>
+where
+    F: Fn(usize, Execution, Value) -> Fut,
+    Fut: Future<Output = Result<Value, Failure>> + 'a,
+{
+    let mut in_flight = FuturesUnordered::new();
+    let body = &body;
+    for (i, branch) in branches.iter().enumerate() {
+        let line = exec.branch();
+        let input = data.clone();
+        in_flight.push(async move {
+            line.record(EventType::SwBranchStarted, json!({ "name": name, "branch": branch }));
+            (i, body(i, line, input).await)
+        });
+    }
+    let needed = match completion {
+        Completion::And => branches.len(),
+        Completion::Xor => 1,
+        Completion::NOfM(n) => usize::try_from(n).unwrap_or(usize::MAX).min(branches.len()),
+    };
+    let mut done: Vec<(usize, Value)> = Vec::new();
+    let mut failures = Vec::new();
+    while done.len() < needed {
+        let Some((i, out)) = in_flight.next().await else { break };
+        match out {
+            Ok(v) => done.push((i, v)),
+            Err(f) if f.error == TERMINATE || completion == Completion::And => return Err(f),
+            Err(f) => failures.push(f),
+        }
+    }
+    // The branches still running are cancelled by dropping them.
+    drop(in_flight);
+    if done.len() < needed {
+        let first = failures.into_iter().next().unwrap_or_else(|| Failure::runtime("a branch failed"));
+        return Err(first);
+    }
+    if completion == Completion::And {
+        done.sort_by_key(|(i, _)| *i);
+    }
+    for (_, out) in done {
+        merge(&mut data, out);
+    }
+    Ok(data)
+}
+
+/// What a foreach iteration's action gives as the iteration's result: its result through its
+/// `dataResultsPath` (the selection itself), or the whole result.
+pub fn action_result_filtered(filter: Option<&Expr>, result: &Value) -> Value {
+    match filter.and_then(Expr::as_path) {
+        Some(p) => select(p, result).unwrap_or(Value::Null),
+        None => result.clone(),
     }
 }
 
@@ -1323,10 +1398,7 @@ async fn action_with_result(
     key: &str,
 ) -> Result<(Value, Value), Failure> {
     let result = action_result(exec, name, action, data.clone(), functions, site, key).await?;
-    let filtered = match action.results_filter.as_ref().and_then(Expr::as_path) {
-        Some(p) => select(p, &result).unwrap_or(Value::Null),
-        None => result.clone(),
-    };
+    let filtered = action_result_filtered(action.results_filter.as_ref(), &result);
     merge_filtered(&mut data, action.results_filter.as_ref(), result);
     Ok((data, filtered))
 }

@@ -189,7 +189,8 @@ fn interpret(stem: &str, input: &Value) -> ExecutionResult {
         .on("arn:aws:lambda:us-east-1:123456789012:function:Flaky", |input, ctx| async move { flaky(input, &ctx) })
         .on("arn:aws:states:::wfc:echo", echo)
         .on("echo", sw_echo)
-        .on("flaky \"f\" {#} ✓", sw_flaky);
+        .on("flaky \"f\" {#} ✓", sw_flaky)
+        .on("audit-sub", sw_audit);
     block_on_virtual(interp::run(&loaded.workflow, &handlers, input.clone(), options()))
 }
 
@@ -777,7 +778,20 @@ async fn sw_flaky(input: Value, _ctx: TaskContext) -> Result<Value, Failure> {
     Ok(json!({ "flaked": "no ✓" }))
 }
 
+/// sw_states' subflow `audit-sub`, which the handler runs: fails with `AuditFailed` when its
+/// input's `auditBoom` is set, else returns `{"audited": "✓", "seen": <its input's results>}`.
+async fn sw_audit(input: Value, _ctx: TaskContext) -> Result<Value, Failure> {
+    if input["auditBoom"].as_bool() == Some(true) {
+        return Err(Failure::new("AuditFailed", "the audit \"{#}\" failed"));
+    }
+    Ok(json!({ "audited": "✓", "seen": input["results"] }))
+}
+
 impl sw_states::Handler for Tasks {
+    async fn audit_sub(&self, input: Value, ctx: TaskContext) -> Result<Value, Failure> {
+        sw_audit(input, ctx).await
+    }
+
     async fn echo(&self, input: Value, ctx: TaskContext) -> Result<Value, Failure> {
         sw_echo(input, ctx).await
     }
@@ -812,6 +826,15 @@ fn sw_states_run_as_the_interpreter_does() {
         json!({"items": [{"price": 1}]}),
         // 9: the state data is not an object.
         json!([1, 2]),
+        // 10: the third condition: the foreach (two at a time, finishing out of order), the
+        // parallel state's actions branch and handler-run subflow branch, the subflow state.
+        json!({"list": [{"v": 1, "sleep": 2}, {"v": "✓ {#}"}, {"v": 3, "sleep": 1}]}),
+        // 11: an iteration fails with Boom; 12: the input collection is not an array.
+        json!({"list": [{"v": 1, "sleep": 1}, {"v": 2, "boom": true}]}),
+        json!({"list": 5}),
+        // 13, 14: the parallel state's actions branch, then its subflow branch, fail.
+        json!({"list": [{"v": 1}], "parBoom": true}),
+        json!({"list": [{"v": 1}], "auditBoom": true}),
     ];
     let mut results = Vec::new();
     for input in &inputs {
@@ -833,4 +856,13 @@ fn sw_states_run_as_the_interpreter_does() {
     assert_eq!(retried, 2, "{:?}", results[3].history);
     assert_eq!(results[4].output.as_ref().map(|o| o["done"].is_string()), Some(true), "{:?}", results[4]);
     assert_eq!(results[5].output.as_ref().map(|o| o["out"]["x"]["x"].clone()), Some(json!("✓ \"{#}\"")));
+    let each = results[10].output.clone().unwrap_or_default();
+    let values: Vec<Value> = each["results"].as_array().into_iter().flatten().map(|r| r["v"].clone()).collect();
+    assert_eq!(values, [json!("1 \"✓\""), json!("✓ {#} \"✓\""), json!("3 \"✓\"")], "{each}");
+    assert_eq!((each["audited"].clone(), each["echoed"].clone()), (json!("✓"), json!(true)), "{each}");
+    assert_eq!(each["seen"], each["results"], "{each}");
+    assert_eq!(errors[11].as_deref(), Some("Boom"));
+    assert_eq!(errors[12].as_deref(), Some("Wfc.DataError"));
+    assert_eq!(errors[13].as_deref(), Some("Boom"));
+    assert_eq!(errors[14].as_deref(), Some("AuditFailed"));
 }

@@ -27,7 +27,9 @@
 use proc_macro2::{Ident, Literal, TokenStream};
 use quote::quote;
 use serde_json::Value;
-use wfc_ir::sw::{Action, ActionCall, ActionMode, ErrorMatch, Expr, ExprPart, SwKind, SwNext, SwState};
+use wfc_ir::sw::{
+    Action, ActionCall, ActionMode, Body, Completion, ErrorMatch, Expr, ExprPart, SwKind, SwNext, SwState,
+};
 
 use super::states::{Items, value_tokens};
 
@@ -37,12 +39,26 @@ pub(super) fn generated(spec: &SwState) -> bool {
         SwKind::Operation { actions, .. } => actions.iter().all(|a| matches!(a.call, ActionCall::Function { .. })),
         SwKind::Switch { events, .. } => events.is_empty(),
         SwKind::Inject { .. } | SwKind::Delay { .. } => true,
+        SwKind::ForEach { body, .. } => generated_body(body),
+        SwKind::Parallel { branches, .. } => branches.iter().all(|b| generated_body(&b.body)),
+        // A subflow not compiled together, awaited: the handler runs it, like a function.
+        SwKind::Subflow { wait: true, workflow: None, .. } => true,
         _ => false,
     };
     kind && nexts(spec).iter().all(|n| match n {
         SwNext::Transition { produce, .. } | SwNext::End { produce, .. } => produce.is_empty(),
         SwNext::None => true,
     })
+}
+
+/// Whether a foreach's or parallel branch's body is generated: function actions, or a subflow
+/// the handler runs (a subflow compiled together runs its embedded IR through `sw::step`).
+fn generated_body(body: &Body) -> bool {
+    match body {
+        Body::Actions(actions) => actions.iter().all(|a| matches!(a.call, ActionCall::Function { .. })),
+        Body::Handler(_) => true,
+        Body::Workflow(_) => false,
+    }
 }
 
 /// Every way out of `spec`, with the `abi::SwExit` pattern that takes it.
@@ -226,6 +242,63 @@ fn call(
     })
 }
 
+/// The handler's run of the subflow `workflow_id` (not compiled together) on `data`, on `exec`
+/// (as the interpreter's `handler_subflow`: a call of the method named after the id, key `sub`).
+fn handler_subflow(methods: &dyn Fn(&str) -> Option<Ident>, workflow_id: &str) -> Result<TokenStream, String> {
+    let method = methods(workflow_id).ok_or("wfc: internal error: an SW subflow without a handler method")?;
+    let id = Literal::string(workflow_id);
+    Ok(quote! {
+        __wfc::abi::sw_call(exec, name, #id, ::core::clone::Clone::clone(&data), ::core::option::Option::None, site, "sub", |input, ctx| handler.#method(input, ctx)).await
+    })
+}
+
+/// A foreach iteration's body (`last`: its result is the last action's filtered result) or a
+/// parallel branch's (its result is the data after its actions), on `data` and `exec`.
+fn body(
+    items: &mut Items,
+    expressions: &mut Vec<(String, Ident)>,
+    methods: &dyn Fn(&str) -> Option<Ident>,
+    body: &Body,
+    last: bool,
+) -> Result<TokenStream, String> {
+    match body {
+        Body::Actions(actions) => {
+            let mut steps = Vec::new();
+            for (i, a) in actions.iter().enumerate() {
+                let call = call(items, expressions, methods, a, &format!("a{i}"), &quote!(exec))?;
+                let filter = option_expr(items, expressions, a.results_filter.as_ref());
+                // Only the last action's result is the iteration's.
+                let keep = (last && i + 1 == actions.len())
+                    .then(|| quote!(let last = __wfc::abi::sw_action_result(#filter, &result);));
+                steps.push(quote! {
+                    let result = #call?;
+                    #keep
+                    __wfc::abi::sw_merge_filtered(&mut data, #filter, result);
+                });
+            }
+            Ok(if actions.is_empty() {
+                let out = if last { quote!(__wfc::Value::Null) } else { quote!(data) };
+                quote!(Ok(#out))
+            } else if last {
+                quote! {
+                    let mut data = data;
+                    #(#steps)*
+                    let _ = data;
+                    Ok(last)
+                }
+            } else {
+                quote! {
+                    let mut data = data;
+                    #(#steps)*
+                    Ok(data)
+                }
+            })
+        }
+        Body::Handler(id) => handler_subflow(methods, id),
+        Body::Workflow(_) => Err("wfc: internal error: an embedded SW subflow in generated code".to_owned()),
+    }
+}
+
 /// The `work` of an operation, switch, inject or delay state.
 fn work(
     items: &mut Items,
@@ -309,6 +382,70 @@ fn work(
             quote! {
                 #(#tests)*
                 #fallback
+            }
+        }
+        SwKind::ForEach { input_collection, output_collection, iteration_param, max, body: b } => {
+            let input_collection = expr(items, expressions, input_collection);
+            let output_collection = option_expr(items, expressions, output_collection.as_ref());
+            let iteration_param = Literal::string(iteration_param);
+            let max = match max {
+                Some(m) => {
+                    let m = Literal::u64_suffixed(*m);
+                    quote!(::core::option::Option::Some(#m))
+                }
+                None => quote!(::core::option::Option::None),
+            };
+            let b = body(items, expressions, methods, b, true)?;
+            quote! {
+                let each = __wfc::abi::SwForEach {
+                    input_collection: #input_collection,
+                    output_collection: #output_collection,
+                    iteration_param: #iteration_param,
+                    max: #max,
+                };
+                let data = __wfc::abi::sw_foreach(exec, name, data, each, move |_, line: __wfc::Execution, data: __wfc::Value| async move {
+                    let exec = &line;
+                    #b
+                })
+                .await?;
+                Ok((data, __wfc::abi::SwExit::Next))
+            }
+        }
+        SwKind::Parallel { completion, branches } => {
+            let completion = match completion {
+                Completion::And => quote!(__wfc::abi::SwCompletion::And),
+                Completion::Xor => quote!(__wfc::abi::SwCompletion::Xor),
+                Completion::NOfM(n) => {
+                    let n = Literal::u64_suffixed(*n);
+                    quote!(__wfc::abi::SwCompletion::NOfM(#n))
+                }
+            };
+            let names = branches.iter().map(|b| Literal::string(&b.name));
+            let mut arms = Vec::new();
+            for (i, branch) in branches.iter().enumerate() {
+                let b = body(items, expressions, methods, &branch.body, false)?;
+                let i = Literal::usize_unsuffixed(i);
+                arms.push(quote!(#i => { #b }));
+            }
+            quote! {
+                let data = __wfc::abi::sw_parallel(exec, name, data, #completion, &[#(#names),*], move |i, line: __wfc::Execution, data: __wfc::Value| async move {
+                    let exec = &line;
+                    match i {
+                        #(#arms)*
+                        _ => Err(__wfc::Failure::runtime("a parallel branch out of range")),
+                    }
+                })
+                .await?;
+                Ok((data, __wfc::abi::SwExit::Next))
+            }
+        }
+        SwKind::Subflow { wait: true, workflow: None, workflow_id } => {
+            let call = handler_subflow(methods, workflow_id)?;
+            quote! {
+                let mut data = data;
+                let out = #call?;
+                __wfc::abi::sw_inject(&mut data, out);
+                Ok((data, __wfc::abi::SwExit::Next))
             }
         }
         _ => return Err("wfc: internal error: an SW state kind codegen does not write".to_owned()),
