@@ -57,7 +57,10 @@
 //!   inject is [`sw_inject`], a delay [`sw_delay`], a transition's guard [`sw_guard`]; a
 //!   foreach's loop is [`sw_foreach`] and a parallel state's branches [`sw_parallel`], each
 //!   around a generated body (an iteration's or branch's actions, or a subflow the handler runs),
-//!   an iteration's result through [`sw_action_result`];
+//!   an iteration's result through [`sw_action_result`]; events are [`StaticEventDef`]s (built
+//!   once), produced on a transition or end by [`sw_produce`] with their payload and attributes
+//!   built by the generated code ([`sw_attribute`]), awaited by a callback or a switch on events
+//!   through [`sw_wait_first`] and merged by [`sw_merge_event`];
 //! - the driver loop, once for every machine: a generated machine (the workflow, each Parallel
 //!   branch, each Map item processor) supplies only its `step`, one state's work giving a
 //!   [`Flow`], and [`drive`] runs the steps until one ends the machine.
@@ -88,10 +91,12 @@ pub use crate::retry::{
 };
 pub use crate::sw::{
     Exit as SwExit, ForEach as SwForEach, Retrier as SwRetrier, Site as SwSite, SwCode, Visited as SwVisited,
-    action_result_filtered as sw_action_result, call as sw_call, delay as sw_delay, eval_expr as sw_eval,
-    foreach as sw_foreach, guard as sw_guard, holds as sw_holds, inject as sw_inject,
-    merge_filtered as sw_merge_filtered, no_condition as sw_no_condition, parallel as sw_parallel,
-    state_filter as sw_filter, step_with as sw_step,
+    action_result_filtered as sw_action_result, attribute as sw_attribute, call as sw_call,
+    callback_timeout as sw_callback_timeout, delay as sw_delay, eval_expr as sw_eval,
+    event_timeout_failure as sw_event_timeout, foreach as sw_foreach, guard as sw_guard, holds as sw_holds,
+    inject as sw_inject, merge_event as sw_merge_event, merge_filtered as sw_merge_filtered,
+    no_condition as sw_no_condition, parallel as sw_parallel, produce_event as sw_produce, state_filter as sw_filter,
+    step_with as sw_step, wait_first as sw_wait_first,
 };
 pub use std::time::Duration;
 pub use wfc_ir::Jitter;
@@ -504,3 +509,6 @@ pub async fn sw_join(
 ) -> Vec<Result<Value, Failure>> {
     futures::future::join_all(calls).await
 }
+
+/// A Serverless Workflow event definition, built once on first use.
+pub type StaticEventDef = LazyLock<wfc_ir::sw::EventDef>;

@@ -841,34 +841,39 @@ async fn produce_events(
     output: &Value,
 ) -> Result<(), Failure> {
     for (i, p) in produce.iter().enumerate() {
-        let suffix = if i == 0 { ".produce".to_owned() } else { format!(".produce{i}") };
-        produce_event(exec, name, visit, &suffix, p, output).await?;
+        let data = event_payload(p.data.as_ref(), output);
+        let attributes: Vec<(String, String)> =
+            p.context_attributes.iter().map(|(k, v)| (k.clone(), attribute(eval_template(v, output)))).collect();
+        produce_event(exec, name, visit, i, &p.event, data, attributes).await?;
     }
     Ok(())
 }
 
-async fn produce_event(
+/// A `contextAttributes` value as the attribute's string: a string as it is, anything else as
+/// JSON.
+pub fn attribute(value: Value) -> String {
+    match value {
+        Value::String(s) => s,
+        other => other.to_string(),
+    }
+}
+
+/// Produces the `index`-th event of a transition or end (`produceEvent(s)`), its payload and
+/// attributes evaluated by the caller on the state's output: published to the execution's sink
+/// and recorded (`EventProduced`); journaled, the STEP `<State>#<visit>.produce`, then
+/// `.produce1`, `.produce2` ….
+pub async fn produce_event(
     exec: &Execution,
     name: &str,
     visit: u32,
-    suffix: &str,
-    p: &ProduceEvent,
-    output: &Value,
+    index: usize,
+    event: &EventDef,
+    data: Value,
+    attributes: Vec<(String, String)>,
 ) -> Result<(), Failure> {
-    let data = event_payload(p.data.as_ref(), output);
-    let attributes: Vec<(String, String)> = p
-        .context_attributes
-        .iter()
-        .map(|(k, v)| {
-            let v = match eval_template(v, output) {
-                Value::String(s) => s,
-                other => other.to_string(),
-            };
-            (k.clone(), v)
-        })
-        .collect();
-    let publish = || exec.events().produce(&p.event, data, &attributes, exec.clock().now_rfc3339());
-    let event = produce(exec, name, visit, suffix, &p.event.name, publish).await?;
+    let suffix = if index == 0 { ".produce".to_owned() } else { format!(".produce{index}") };
+    let publish = || exec.events().produce(event, data, &attributes, exec.clock().now_rfc3339());
+    let event = produce(exec, name, visit, &suffix, &event.name, publish).await?;
     exec.record_with(EventType::EventProduced, || Details::with_capacity(1).with_shared("event", exec.share(&event)));
     Ok(())
 }
@@ -927,8 +932,7 @@ async fn work(
         SwKind::Switch { data: conditions, events, event_timeout, default } => {
             if !events.is_empty() {
                 let defs: Vec<&EventDef> = events.iter().map(|c| &c.event).collect();
-                let timeout = event_timeout.map(secs);
-                return match wait_events(exec, name, site, "event", &defs, false, timeout).await?.and_then(first) {
+                return match wait_first(exec, name, site, &defs, *event_timeout).await? {
                     Some((i, event)) => {
                         let Some(cond) = events.get(i) else {
                             return Err(Failure::runtime("event condition out of range"));
@@ -938,10 +942,7 @@ async fn work(
                     }
                     None => match default {
                         Some(_) => Ok((data, Exit::Default)),
-                        None => Err(Failure::new(
-                            TIMEOUT,
-                            format!("state {name:?}: no event arrived within the eventTimeout"),
-                        )),
+                        None => Err(event_timeout_failure(name)),
                     },
                 };
             }
@@ -993,12 +994,8 @@ async fn work(
         }
         SwKind::Callback { action, event, event_filter, timeout } => {
             data = run_action(exec, name, action, data, functions, site, "a0").await?;
-            let waited = wait_events(exec, name, site, "event", &[event], false, timeout.map(secs)).await?;
-            let Some((_, ev)) = waited.and_then(first) else {
-                return Err(Failure::new(
-                    TIMEOUT,
-                    format!("state {name:?}: the callback event did not arrive within its timeout"),
-                ));
+            let Some((_, ev)) = wait_first(exec, name, site, &[event], *timeout).await? else {
+                return Err(callback_timeout(name));
             };
             merge_event(&mut data, event_filter.as_ref(), &ev, event);
             Ok((data, Exit::Next))
@@ -1216,6 +1213,30 @@ pub async fn delay(exec: &Execution, name: &str, site: &Site, seconds: f64) -> R
     timer(exec, name, site.visit, &format!(".{}", site.attempt), "Wait", secs(seconds)).await
 }
 
+/// A callback state's failure when its event does not arrive within its `timeout`.
+pub fn callback_timeout(name: &str) -> Failure {
+    Failure::new(TIMEOUT, format!("state {name:?}: the callback event did not arrive within its timeout"))
+}
+
+/// A switch on events' failure when no event arrives within its `eventTimeout` and it has no
+/// `default`.
+pub fn event_timeout_failure(name: &str) -> Failure {
+    Failure::new(TIMEOUT, format!("state {name:?}: no event arrived within the eventTimeout"))
+}
+
+/// Waits for the first event matching any of `defs` (a callback's event, a switch's event
+/// conditions): its index among `defs` and the event, recorded as consumed; `None` when
+/// `timeout_seconds` pass first. Journaled, a CALLBACK `<State>#<visit>.<attempt>.<group>event`.
+pub async fn wait_first(
+    exec: &Execution,
+    name: &str,
+    site: &Site,
+    defs: &[&EventDef],
+    timeout_seconds: Option<f64>,
+) -> Result<Option<(usize, Value)>, Failure> {
+    Ok(wait_events(exec, name, site, "event", defs, false, timeout_seconds.map(secs)).await?.and_then(first))
+}
+
 fn kind_of(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
@@ -1239,7 +1260,7 @@ fn consumed(exec: &Execution, name: &str, event: &Value) {
 /// CloudEvent, or to its `data` when it selects nothing there. Without a filter, `data` merges.
 /// Without a filter, the event's correlation attributes (those its definition names) are merged
 /// too, so actions can use the correlation key (`{{ $.patientId }}`).
-fn merge_event(data: &mut Value, filter: Option<&Expr>, event: &Value, def: &EventDef) {
+pub fn merge_event(data: &mut Value, filter: Option<&Expr>, event: &Value, def: &EventDef) {
     let payload = event.get("data").cloned().unwrap_or(Value::Null);
     match filter.and_then(Expr::as_path) {
         Some(p) if select(p, event).is_some() => merge_filtered(data, filter, event.clone()),

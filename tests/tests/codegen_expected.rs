@@ -182,7 +182,7 @@ impl pass_choice::Handler for NoTasks {}
 impl wait_fail::Handler for NoTasks {}
 impl assign::Handler for NoTasks {}
 
-fn interpret(stem: &str, input: &Value) -> ExecutionResult {
+fn interpret_with(stem: &str, input: &Value, options: RunOptions) -> ExecutionResult {
     let text = definition(stem);
     let loaded = wfc_core::load(Source { path: stem, text: &text }).unwrap_or_else(|d| panic!("{}", d.render(false)));
     let handlers = Handlers::new()
@@ -191,7 +191,7 @@ fn interpret(stem: &str, input: &Value) -> ExecutionResult {
         .on("echo", sw_echo)
         .on("flaky \"f\" {#} ✓", sw_flaky)
         .on("audit-sub", sw_audit);
-    block_on_virtual(interp::run(&loaded.workflow, &handlers, input.clone(), options()))
+    block_on_virtual(interp::run(&loaded.workflow, &handlers, input.clone(), options))
 }
 
 /// task_retry_catch's `Flaky`: fails its first `fail` attempts with the error `kind`, then
@@ -239,7 +239,11 @@ fn options() -> RunOptions {
 }
 
 fn assert_same(stem: &str, input: &Value, compiled: ExecutionResult) {
-    let interpreted = interpret(stem, input);
+    assert_same_with(stem, input, compiled, options());
+}
+
+fn assert_same_with(stem: &str, input: &Value, compiled: ExecutionResult, options: RunOptions) {
+    let interpreted = interpret_with(stem, input, options);
     assert_eq!(compiled.status, interpreted.status, "{stem} on {input}");
     assert_eq!(compiled.output, interpreted.output, "{stem} on {input}");
     assert_eq!(compiled.error, interpreted.error, "{stem} on {input}");
@@ -836,10 +840,45 @@ fn sw_states_run_as_the_interpreter_does() {
         json!({"list": [{"v": 1}], "parBoom": true}),
         json!({"list": [{"v": 1}], "auditBoom": true}),
     ];
+    let reply = |answer: Value, region: &str| {
+        json!({"specversion": "1.0", "id": "r1", "type": "reply \"✓\"", "source": "tests {#}", "region": region,
+               "data": {"answer": answer}})
+    };
+    let go = json!({"specversion": "1.0", "id": "g1", "type": "go", "source": "x", "data": {"go": "✓"}});
+    let stop = json!({"specversion": "1.0", "id": "s1", "type": "stop", "source": "x", "data": {"why": "\"{#}\""}});
+    let call = |events: Vec<Value>, open: bool| json!({"call": {"who": "me {#}"}, "events": events, "open": open});
+    let inputs = [
+        inputs.to_vec(),
+        vec![
+            // 15: the callback's action and event (its filter), the produced event, then the
+            // switch's first event condition, whose transition produces two events.
+            call(vec![reply(json!(42), "eu ✓"), go.clone()], false),
+            // 16: the switch's second event condition (its filter), to Recover.
+            call(vec![reply(json!({"k": "✓"}), "eu ✓"), stop], false),
+            // 17: no event for the switch within its eventTimeout: the default.
+            call(vec![reply(json!(1), "eu ✓")], true),
+            // 18: the reply does not correlate: the callback times out (Wfc.Timeout).
+            call(vec![reply(json!(1), "us"), go], true),
+            // 19: no event, and the bus is closed: the callback's wait ends at its timeout.
+            call(vec![], false),
+        ],
+    ]
+    .concat();
+    // Each run's events queued on a bus of its own (closed after them unless `open`).
+    let options_for = |input: &Value| {
+        let bus = wfc_runtime::events::EventBus::new();
+        for event in input["events"].as_array().into_iter().flatten() {
+            bus.deliver(event.clone());
+        }
+        if input["open"].as_bool() != Some(true) {
+            bus.close();
+        }
+        options().with_events(bus)
+    };
     let mut results = Vec::new();
     for input in &inputs {
-        let compiled = block_on_virtual(sw_states::run_with(&Tasks, input.clone(), options()));
-        assert_same("sw_states", input, compiled.clone());
+        let compiled = block_on_virtual(sw_states::run_with(&Tasks, input.clone(), options_for(input)));
+        assert_same_with("sw_states", input, compiled.clone(), options_for(input));
         results.push(compiled);
     }
     let done = &results[0];
@@ -865,4 +904,18 @@ fn sw_states_run_as_the_interpreter_does() {
     assert_eq!(errors[12].as_deref(), Some("Wfc.DataError"));
     assert_eq!(errors[13].as_deref(), Some("Boom"));
     assert_eq!(errors[14].as_deref(), Some("AuditFailed"));
+    let produced = |r: &ExecutionResult| -> Vec<Value> {
+        r.history
+            .iter()
+            .filter(|e| e.event_type == wfc_runtime::EventType::EventProduced)
+            .map(|e| e.details["event"]["type"].clone())
+            .collect()
+    };
+    let called = results[15].output.clone().unwrap_or_default();
+    assert_eq!((called["answer"].clone(), called["done"].is_string()), (json!(42), true), "{called}");
+    assert_eq!(produced(&results[15]), [json!("rang ✓"), json!("went"), json!("rang ✓")], "{:?}", results[15]);
+    assert_eq!(results[16].output.as_ref().map(|o| o["why"].clone()), Some(json!("\"{#}\"")), "{:?}", results[16]);
+    assert_eq!(results[17].output.as_ref().map(|o| o["done"].is_string()), Some(true), "{:?}", results[17]);
+    assert_eq!(errors[18].as_deref(), Some("Wfc.Timeout"));
+    assert_eq!(errors[19].as_deref(), Some("Wfc.Timeout"));
 }

@@ -121,18 +121,16 @@ fn variant_and_method_names() {
 // `exec` (or `sw::step`) unless it is one of `INTERPRETED`'s kinds, each with its reason.
 
 /// The states codegen still hands to the interpreter, and why. Anything else must be generated.
-const INTERPRETED: [(&str, &str); 7] = [
-    ("SW event or callback state", "not generated yet: its wait for events goes to `sw::step` with its IR"),
+const INTERPRETED: [(&str, &str); 5] = [
+    ("SW event state", "not generated yet: its wait for all or any of its events goes to `sw::step` with its IR"),
     (
         "SW subflow compiled together, or not awaited",
         "not generated yet: the embedded workflow (a subflow state's, a foreach's or a parallel branch's `workflowId`) runs through the SW interpreter, and an unawaited subflow's detached run through `sw::step`",
     ),
-    ("SW switch on events", "not generated yet: its event conditions wait through `sw::step`"),
     (
         "SW action producing or awaiting events",
-        "not generated yet: an event action (in an operation, foreach or parallel branch) goes through `sw::step`",
+        "not generated yet: an event action (in an operation, callback, foreach or parallel branch) goes through `sw::step`",
     ),
-    ("SW transition or end producing events", "not generated yet: `produceEvent(s)` goes through `sw::step`"),
     (
         "DISTRIBUTED Map",
         "its Map Run (runtime distributed.rs) reads ItemReader, ItemBatcher, ResultWriter and the tolerated failures from the IR",
@@ -161,48 +159,36 @@ fn interpreted_reason(state: &wfc_ir::State) -> Option<&'static str> {
     }
     match &state.kind {
         StateKind::Sw(sw) => sw_reason(sw),
-        StateKind::Map(m) if m.distributed.is_some() => Some(INTERPRETED[5].0),
-        StateKind::Choice(c) if c.choices.iter().any(|r| bad_is_test(&r.condition)) => Some(INTERPRETED[6].0),
+        StateKind::Map(m) if m.distributed.is_some() => Some(INTERPRETED[3].0),
+        StateKind::Choice(c) if c.choices.iter().any(|r| bad_is_test(&r.condition)) => Some(INTERPRETED[4].0),
         _ => None,
     }
 }
 
-/// Which of [`INTERPRETED`]'s SW reasons covers `sw`, if any: codegen writes operation, switch
-/// (on data), inject, delay, foreach and parallel states whose actions call functions and whose
-/// bodies are actions or subflows the handler runs, and awaited subflow states the handler runs,
-/// when no way out of them produces events.
+/// Which of [`INTERPRETED`]'s SW reasons covers `sw`, if any: codegen writes every SW state
+/// but event states, subflows compiled together (or not awaited), and event actions.
 fn sw_reason(sw: &wfc_ir::sw::SwState) -> Option<&'static str> {
-    use wfc_ir::sw::{Action, ActionCall, Body, SwKind, SwNext};
+    use wfc_ir::sw::{Action, ActionCall, Body, SwKind};
     let event_action = |actions: &[Action]| actions.iter().any(|a| matches!(a.call, ActionCall::Event { .. }));
     let body = |b: &Body| match b {
-        Body::Actions(actions) if event_action(actions) => Some(INTERPRETED[3].0),
+        Body::Actions(actions) if event_action(actions) => Some(INTERPRETED[2].0),
         Body::Workflow(_) => Some(INTERPRETED[1].0),
         Body::Actions(_) | Body::Handler(_) => None,
     };
-    let kind = match &sw.kind {
-        SwKind::Operation { actions, .. } if event_action(actions) => Some(INTERPRETED[3].0),
-        SwKind::Switch { events, .. } if !events.is_empty() => Some(INTERPRETED[2].0),
-        SwKind::Event { .. } | SwKind::Callback { .. } => Some(INTERPRETED[0].0),
+    match &sw.kind {
+        SwKind::Operation { actions, .. } if event_action(actions) => Some(INTERPRETED[2].0),
+        SwKind::Callback { action, .. } if event_action(std::slice::from_ref(action)) => Some(INTERPRETED[2].0),
+        SwKind::Event { .. } => Some(INTERPRETED[0].0),
         SwKind::Subflow { wait: true, workflow: None, .. } => None,
         SwKind::Subflow { .. } => Some(INTERPRETED[1].0),
         SwKind::ForEach { body: b, .. } => body(b),
         SwKind::Parallel { branches, .. } => branches.iter().find_map(|b| body(&b.body)),
-        SwKind::Operation { .. } | SwKind::Switch { .. } | SwKind::Inject { .. } | SwKind::Delay { .. } => None,
-    };
-    if kind.is_some() {
-        return kind;
+        SwKind::Operation { .. }
+        | SwKind::Callback { .. }
+        | SwKind::Switch { .. }
+        | SwKind::Inject { .. }
+        | SwKind::Delay { .. } => None,
     }
-    let mut nexts = vec![&sw.next];
-    if let SwKind::Switch { data, default, .. } = &sw.kind {
-        nexts.extend(data.iter().map(|c| &c.next));
-        nexts.extend(default.iter());
-    }
-    nexts.extend(sw.on_error.iter().map(|e| &e.next));
-    let produces = nexts.iter().any(|n| match n {
-        SwNext::Transition { produce, .. } | SwNext::End { produce, .. } => !produce.is_empty(),
-        SwNext::None => false,
-    });
-    produces.then_some(INTERPRETED[4].0)
 }
 
 /// Every state of `machine` and of its Parallel branches and Map item processors.

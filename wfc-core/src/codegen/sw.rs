@@ -28,34 +28,35 @@ use proc_macro2::{Ident, Literal, TokenStream};
 use quote::quote;
 use serde_json::Value;
 use wfc_ir::sw::{
-    Action, ActionCall, ActionMode, Body, Completion, ErrorMatch, Expr, ExprPart, SwKind, SwNext, SwState,
+    Action, ActionCall, ActionMode, Body, Completion, ErrorMatch, EventDef, Expr, ExprPart, ProduceEvent, SwKind,
+    SwNext, SwState,
 };
 
 use super::states::{Items, value_tokens};
 
 /// Whether codegen writes `spec` as Rust (else it goes to `sw::step` with its IR).
 pub(super) fn generated(spec: &SwState) -> bool {
-    let kind = match &spec.kind {
-        SwKind::Operation { actions, .. } => actions.iter().all(|a| matches!(a.call, ActionCall::Function { .. })),
-        SwKind::Switch { events, .. } => events.is_empty(),
-        SwKind::Inject { .. } | SwKind::Delay { .. } => true,
+    match &spec.kind {
+        SwKind::Operation { actions, .. } => functions_only(actions),
+        SwKind::Switch { .. } | SwKind::Inject { .. } | SwKind::Delay { .. } => true,
         SwKind::ForEach { body, .. } => generated_body(body),
         SwKind::Parallel { branches, .. } => branches.iter().all(|b| generated_body(&b.body)),
         // A subflow not compiled together, awaited: the handler runs it, like a function.
         SwKind::Subflow { wait: true, workflow: None, .. } => true,
+        SwKind::Callback { action, .. } => functions_only(std::slice::from_ref(action)),
         _ => false,
-    };
-    kind && nexts(spec).iter().all(|n| match n {
-        SwNext::Transition { produce, .. } | SwNext::End { produce, .. } => produce.is_empty(),
-        SwNext::None => true,
-    })
+    }
+}
+
+fn functions_only(actions: &[Action]) -> bool {
+    actions.iter().all(|a| matches!(a.call, ActionCall::Function { .. }))
 }
 
 /// Whether a foreach's or parallel branch's body is generated: function actions, or a subflow
 /// the handler runs (a subflow compiled together runs its embedded IR through `sw::step`).
 fn generated_body(body: &Body) -> bool {
     match body {
-        Body::Actions(actions) => actions.iter().all(|a| matches!(a.call, ActionCall::Function { .. })),
+        Body::Actions(actions) => functions_only(actions),
         Body::Handler(_) => true,
         Body::Workflow(_) => false,
     }
@@ -65,10 +66,14 @@ fn generated_body(body: &Body) -> bool {
 fn exits(spec: &SwState) -> Vec<(TokenStream, &SwNext)> {
     let mut out = Vec::new();
     match &spec.kind {
-        SwKind::Switch { data, default, .. } => {
+        SwKind::Switch { data, events, default, .. } => {
             for (i, c) in data.iter().enumerate() {
                 let i = Literal::usize_unsuffixed(i);
                 out.push((quote!(__wfc::abi::SwExit::Condition(#i)), &c.next));
+            }
+            for (i, c) in events.iter().enumerate() {
+                let i = Literal::usize_unsuffixed(i);
+                out.push((quote!(__wfc::abi::SwExit::Event(#i)), &c.next));
             }
             if let Some(d) = default {
                 out.push((quote!(__wfc::abi::SwExit::Default), d));
@@ -83,8 +88,91 @@ fn exits(spec: &SwState) -> Vec<(TokenStream, &SwNext)> {
     out
 }
 
-fn nexts(spec: &SwState) -> Vec<&SwNext> {
-    exits(spec).into_iter().map(|(_, n)| n).collect()
+/// An event definition as a `static` built once (declared once per state and event name):
+/// its name, for `&NAME` (an `&EventDef` through the `LazyLock`).
+fn event_def(items: &mut Items, events: &mut Vec<(String, Ident)>, def: &EventDef) -> Ident {
+    let build = {
+        let string = |s: &str| {
+            let s = Literal::string(s);
+            quote!(::std::borrow::ToOwned::to_owned(#s))
+        };
+        let option = |s: Option<&str>| match s {
+            Some(s) => {
+                let s = string(s);
+                quote!(::core::option::Option::Some(#s))
+            }
+            None => quote!(::core::option::Option::None),
+        };
+        let name = string(&def.name);
+        let source = option(def.source.as_deref());
+        let event_type = string(&def.event_type);
+        let produced = def.produced;
+        let correlation = def.correlation.iter().map(|c| {
+            let name = string(&c.name);
+            let value = option(c.value.as_deref());
+            quote!(__wfc::ir::sw::Correlation { name: #name, value: #value })
+        });
+        quote!(__wfc::ir::sw::EventDef {
+            name: #name,
+            source: #source,
+            event_type: #event_type,
+            produced: #produced,
+            correlation: ::std::vec![#(#correlation),*],
+        })
+    };
+    let key = build.to_string();
+    if let Some((_, name)) = events.iter().find(|(k, _)| *k == key) {
+        return name.clone();
+    }
+    let name =
+        items.push("EVENT", |n| quote!(static #n: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| #build);));
+    events.push((key, name.clone()));
+    name
+}
+
+/// The code producing a transition's or end's events, in order, on the state's output
+/// (`visited.output`): each event's payload (a whole-payload expression selects like a filter,
+/// an object or string is a template, absent the output) and attributes built here.
+fn produce_code(
+    items: &mut Items,
+    expressions: &mut Vec<(String, Ident)>,
+    events: &mut Vec<(String, Ident)>,
+    name: &Literal,
+    produce: &[ProduceEvent],
+) -> TokenStream {
+    let mut out = Vec::new();
+    for (i, p) in produce.iter().enumerate() {
+        let def = event_def(items, events, &p.event);
+        let payload = match &p.data {
+            Some(Value::String(s)) => match template_expr(s) {
+                Some(e) if e.as_path().is_some() => {
+                    let e = expr(items, expressions, &e);
+                    quote!(__wfc::abi::sw_filter(::core::option::Option::Some(#e), ::core::clone::Clone::clone(input)))
+                }
+                _ => parameters(items, expressions, &Value::String(s.clone())),
+            },
+            Some(t) => parameters(items, expressions, t),
+            None => quote!(::core::clone::Clone::clone(input)),
+        };
+        let attributes = p.context_attributes.iter().map(|(k, v)| {
+            let k = Literal::string(k);
+            let v = parameters(items, expressions, v);
+            quote!((::std::borrow::ToOwned::to_owned(#k), __wfc::abi::sw_attribute(#v)))
+        });
+        let attributes: Vec<TokenStream> = attributes.collect();
+        let i = Literal::usize_unsuffixed(i);
+        out.push(quote! {
+            let payload = #payload;
+            __wfc::abi::sw_produce(exec, #name, visited.visit, #i, &#def, payload, ::std::vec![#(#attributes),*]).await?;
+        });
+    }
+    let out = quote!(#(#out)*);
+    // The templates read the output as `input` (a reference here: the output goes on).
+    let input = super::states::mentions(&out, "input").then(|| quote!(let input = &visited.output;));
+    quote! {
+        #input
+        #out
+    }
 }
 
 /// The expression of `expr`, as a `static` built once (declared once per state and text):
@@ -180,6 +268,16 @@ fn parameters(items: &mut Items, expressions: &mut Vec<(String, Ident)>, t: &Val
             })
         }
         other => value_tokens(other),
+    }
+}
+
+fn option_f64(v: Option<f64>) -> TokenStream {
+    match v {
+        Some(v) => {
+            let v = Literal::f64_suffixed(v);
+            quote!(::core::option::Option::Some(#v))
+        }
+        None => quote!(::core::option::Option::None),
     }
 }
 
@@ -303,6 +401,7 @@ fn body(
 fn work(
     items: &mut Items,
     expressions: &mut Vec<(String, Ident)>,
+    events: &mut Vec<(String, Ident)>,
     methods: &dyn Fn(&str) -> Option<Ident>,
     spec: &SwState,
 ) -> Result<TokenStream, String> {
@@ -361,6 +460,50 @@ fn work(
             let seconds = Literal::f64_suffixed(*seconds);
             quote! {
                 __wfc::abi::sw_delay(exec, name, site, #seconds).await?;
+                Ok((data, __wfc::abi::SwExit::Next))
+            }
+        }
+        SwKind::Switch { events: conditions, event_timeout, default, .. } if !conditions.is_empty() => {
+            let defs: Vec<Ident> = conditions.iter().map(|c| event_def(items, events, &c.event)).collect();
+            let timeout = option_f64(*event_timeout);
+            let mut arms = Vec::new();
+            for (i, (c, def)) in conditions.iter().zip(&defs).enumerate() {
+                let filter = option_expr(items, expressions, c.filter.as_ref());
+                let i = Literal::usize_unsuffixed(i);
+                arms.push(quote! {
+                    ::core::option::Option::Some((#i, event)) => {
+                        __wfc::abi::sw_merge_event(&mut data, #filter, &event, &#def);
+                        Ok((data, __wfc::abi::SwExit::Event(#i)))
+                    }
+                });
+            }
+            let fallback = match default {
+                Some(_) => quote!(Ok((data, __wfc::abi::SwExit::Default))),
+                None => quote!(Err(__wfc::abi::sw_event_timeout(name))),
+            };
+            quote! {
+                let mut data = data;
+                match __wfc::abi::sw_wait_first(exec, name, site, &[#(&*#defs),*], #timeout).await? {
+                    #(#arms)*
+                    ::core::option::Option::Some(_) => Err(__wfc::Failure::runtime("event condition out of range")),
+                    ::core::option::Option::None => #fallback,
+                }
+            }
+        }
+        SwKind::Callback { action, event, event_filter, timeout } => {
+            let call = call(items, expressions, methods, action, "a0", &quote!(exec))?;
+            let results = option_expr(items, expressions, action.results_filter.as_ref());
+            let def = event_def(items, events, event);
+            let filter = option_expr(items, expressions, event_filter.as_ref());
+            let timeout = option_f64(*timeout);
+            quote! {
+                let mut data = data;
+                let result = #call?;
+                __wfc::abi::sw_merge_filtered(&mut data, #results, result);
+                let ::core::option::Option::Some((_, event)) = __wfc::abi::sw_wait_first(exec, name, site, &[&*#def], #timeout).await? else {
+                    return Err(__wfc::abi::sw_callback_timeout(name));
+                };
+                __wfc::abi::sw_merge_event(&mut data, #filter, &event, &#def);
                 Ok((data, __wfc::abi::SwExit::Next))
             }
         }
@@ -571,7 +714,8 @@ pub(super) fn state(
             });
         }
     }
-    let body = work(&mut items, &mut expressions, methods, spec)?;
+    let mut events = Vec::new();
+    let body = work(&mut items, &mut expressions, &mut events, methods, spec)?;
     let uses_handler = super::states::mentions(&body, "handler");
     let exec = if super::states::mentions(&body, "exec") { quote!(exec) } else { quote!(_) };
     let name_param = if super::states::mentions(&body, "name") { quote!(name) } else { quote!(_) };
@@ -613,19 +757,29 @@ pub(super) fn state(
     let mut arms = Vec::new();
     for (pattern, next) in exits(spec) {
         let take = match next {
-            SwNext::Transition { target: id, guard, .. } => {
+            SwNext::Transition { target: id, guard, produce } => {
                 let v = target(*id)?;
                 let guard = guard.as_ref().map(|g| {
                     let g = expr(&mut items, &mut expressions, g);
                     quote!(__wfc::abi::sw_guard(#name, #g, &visited.output)?;)
                 });
+                let produce = (!produce.is_empty())
+                    .then(|| produce_code(&mut items, &mut expressions, &mut events, name, produce));
                 quote!({
                     #guard
+                    #produce
                     State::#v(visited.output)
                 })
             }
             // `terminate` ends the whole instance: at the top level, the machine's end.
-            SwNext::End { .. } => quote!(return Ok(__wfc::abi::Flow::End(visited.output))),
+            SwNext::End { produce, .. } => {
+                let produce = (!produce.is_empty())
+                    .then(|| produce_code(&mut items, &mut expressions, &mut events, name, produce));
+                quote!({
+                    #produce
+                    return Ok(__wfc::abi::Flow::End(visited.output))
+                })
+            }
             SwNext::None => quote! {
                 return Err(__wfc::Failure::runtime(::std::format!("state {:?} has no transition (a corrupted definition)", #name)))
             },
