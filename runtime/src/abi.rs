@@ -60,7 +60,9 @@
 //!   an iteration's result through [`sw_action_result`]; events are [`StaticEventDef`]s (built
 //!   once), produced on a transition or end by [`sw_produce`] with their payload and attributes
 //!   built by the generated code ([`sw_attribute`]), awaited by a callback or a switch on events
-//!   through [`sw_wait_first`] and merged by [`sw_merge_event`];
+//!   through [`sw_wait_first`] (an event state's through [`sw_wait_events`], its timeout
+//!   recorded by [`sw_timed_out`], each `onEvents` entry's actions on `SwSite::on_events`) and
+//!   merged by [`sw_merge_event`];
 //! - the driver loop, once for every machine: a generated machine (the workflow, each Parallel
 //!   branch, each Map item processor) supplies only its `step`, one state's work giving a
 //!   [`Flow`], and [`drive`] runs the steps until one ends the machine.
@@ -93,10 +95,11 @@ pub use crate::sw::{
     Exit as SwExit, ForEach as SwForEach, Retrier as SwRetrier, Site as SwSite, SwCode, Visited as SwVisited,
     action_result_filtered as sw_action_result, attribute as sw_attribute, call as sw_call,
     callback_timeout as sw_callback_timeout, delay as sw_delay, eval_expr as sw_eval,
-    event_timeout_failure as sw_event_timeout, foreach as sw_foreach, guard as sw_guard, holds as sw_holds,
-    inject as sw_inject, merge_event as sw_merge_event, merge_filtered as sw_merge_filtered,
-    no_condition as sw_no_condition, parallel as sw_parallel, produce_event as sw_produce, state_filter as sw_filter,
-    step_with as sw_step, wait_first as sw_wait_first,
+    event_timeout_failure as sw_event_timeout, events_timed_out as sw_timed_out, foreach as sw_foreach,
+    guard as sw_guard, holds as sw_holds, inject as sw_inject, merge_event as sw_merge_event,
+    merge_filtered as sw_merge_filtered, no_condition as sw_no_condition, parallel as sw_parallel,
+    produce_event as sw_produce, state_filter as sw_filter, step_with as sw_step, wait_all_or_any as sw_wait_events,
+    wait_first as sw_wait_first,
 };
 pub use std::time::Duration;
 pub use wfc_ir::Jitter;

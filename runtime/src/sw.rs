@@ -960,7 +960,7 @@ async fn work(
             // The draft: when the events do not arrive in time, the state goes on without
             // performing any actions.
             let timed_out = |data: Value| {
-                exec.record(EventType::SwStateTimedOut, json!({ "name": name }));
+                events_timed_out(exec, name);
                 Ok((data, Exit::Next))
             };
             let defs: Vec<(usize, &EventDef)> =
@@ -976,6 +976,7 @@ async fn work(
             let Some(got) = wait_events(exec, name, site, "event", &refs, !*exclusive, timeout).await? else {
                 return timed_out(data);
             };
+            // (Generated code makes the same wait through `wait_all_or_any`.)
             for (j, on) in on_events.iter().enumerate() {
                 let mine: Vec<&(usize, Value)> =
                     got.iter().filter(|(k, _)| defs.get(*k).is_some_and(|(entry, _)| *entry == j)).collect();
@@ -987,7 +988,7 @@ async fn work(
                     let Some((_, def)) = defs.get(*k) else { return Err(Failure::runtime("event out of range")) };
                     merge_event(&mut data, on.filter.as_ref(), event, def);
                 }
-                let site = Site { group: format!("on{j}."), ..site.clone() };
+                let site = site.on_events(j);
                 data = run_actions(exec, name, on.mode, &on.actions, data, functions, &site).await?;
             }
             Ok((data, Exit::Next))
@@ -1235,6 +1236,26 @@ pub async fn wait_first(
     timeout_seconds: Option<f64>,
 ) -> Result<Option<(usize, Value)>, Failure> {
     Ok(wait_events(exec, name, site, "event", defs, false, timeout_seconds.map(secs)).await?.and_then(first))
+}
+
+/// An event state whose events did not arrive within its `timeout`: `SwStateTimedOut`; the
+/// state goes on without performing any actions.
+pub fn events_timed_out(exec: &Execution, name: &str) {
+    exec.record(EventType::SwStateTimedOut, json!({ "name": name }));
+}
+
+/// An event state's wait: with `all`, one event of each of `defs` (in any order), else the first
+/// of any; each with its index among `defs`, recorded as consumed; `None` when
+/// `timeout_seconds` pass first. Journaled, a CALLBACK `<State>#<visit>.<attempt>.event`.
+pub async fn wait_all_or_any(
+    exec: &Execution,
+    name: &str,
+    site: &Site,
+    defs: &[&EventDef],
+    all: bool,
+    timeout_seconds: Option<f64>,
+) -> Result<Option<Vec<(usize, Value)>>, Failure> {
+    wait_events(exec, name, site, "event", defs, all, timeout_seconds.map(secs)).await
 }
 
 fn kind_of(v: &Value) -> &'static str {
@@ -1545,6 +1566,13 @@ pub struct Site {
     visit: u32,
     attempt: u32,
     group: String,
+}
+
+impl Site {
+    /// The site of the actions of an event state's `onEvents` entry `entry` (group `on<entry>.`).
+    pub fn on_events(&self, entry: usize) -> Site {
+        Site { group: format!("on{entry}."), ..self.clone() }
+    }
 }
 
 /// The only event of a wait for one event.

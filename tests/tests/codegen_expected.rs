@@ -854,13 +854,20 @@ fn sw_states_run_as_the_interpreter_does() {
             // switch's first event condition, whose transition produces two events.
             call(vec![reply(json!(42), "eu ✓"), go.clone()], false),
             // 16: the switch's second event condition (its filter), to Recover.
-            call(vec![reply(json!({"k": "✓"}), "eu ✓"), stop], false),
+            call(vec![reply(json!({"k": "✓"}), "eu ✓"), stop.clone()], false),
             // 17: no event for the switch within its eventTimeout: the default.
             call(vec![reply(json!(1), "eu ✓")], true),
             // 18: the reply does not correlate: the callback times out (Wfc.Timeout).
-            call(vec![reply(json!(1), "us"), go], true),
+            call(vec![reply(json!(1), "us"), go.clone()], true),
             // 19: no event, and the bus is closed: the callback's wait ends at its timeout.
             call(vec![], false),
+            // 20: the exclusive event state takes Go (its filter and actions), then the other
+            // waits for both events.
+            json!({"wait": true, "events": [go.clone(), go.clone(), stop.clone()]}),
+            // 21: ... takes Stop (its actions in parallel mode).
+            json!({"wait": true, "events": [stop.clone(), go.clone(), stop.clone()]}),
+            // 22: no event: both event states time out and go on without actions.
+            json!({"wait": true, "events": [], "open": true}),
         ],
     ]
     .concat();
@@ -918,4 +925,9 @@ fn sw_states_run_as_the_interpreter_does() {
     assert_eq!(results[17].output.as_ref().map(|o| o["done"].is_string()), Some(true), "{:?}", results[17]);
     assert_eq!(errors[18].as_deref(), Some("Wfc.Timeout"));
     assert_eq!(errors[19].as_deref(), Some("Wfc.Timeout"));
+    assert_eq!(results[20].output.as_ref().map(|o| o["out"]["g"].clone()), Some(json!("✓ {#}")), "{:?}", results[20]);
+    assert_eq!(results[21].output.as_ref().map(|o| o["out"]["s"].clone()), Some(json!("\"{#}\"")), "{:?}", results[21]);
+    let timed_out =
+        results[22].history.iter().filter(|e| e.event_type == wfc_runtime::EventType::SwStateTimedOut).count();
+    assert_eq!((timed_out, errors[22].as_deref()), (2, Some("Wfc.NoConditionMatched")), "{:?}", results[22]);
 }

@@ -121,15 +121,14 @@ fn variant_and_method_names() {
 // `exec` (or `sw::step`) unless it is one of `INTERPRETED`'s kinds, each with its reason.
 
 /// The states codegen still hands to the interpreter, and why. Anything else must be generated.
-const INTERPRETED: [(&str, &str); 5] = [
-    ("SW event state", "not generated yet: its wait for all or any of its events goes to `sw::step` with its IR"),
+const INTERPRETED: [(&str, &str); 4] = [
     (
         "SW subflow compiled together, or not awaited",
         "not generated yet: the embedded workflow (a subflow state's, a foreach's or a parallel branch's `workflowId`) runs through the SW interpreter, and an unawaited subflow's detached run through `sw::step`",
     ),
     (
         "SW action producing or awaiting events",
-        "not generated yet: an event action (in an operation, callback, foreach or parallel branch) goes through `sw::step`",
+        "not generated yet: an event action (in an operation, event, callback, foreach or parallel branch) goes through `sw::step`",
     ),
     (
         "DISTRIBUTED Map",
@@ -159,31 +158,34 @@ fn interpreted_reason(state: &wfc_ir::State) -> Option<&'static str> {
     }
     match &state.kind {
         StateKind::Sw(sw) => sw_reason(sw),
-        StateKind::Map(m) if m.distributed.is_some() => Some(INTERPRETED[3].0),
-        StateKind::Choice(c) if c.choices.iter().any(|r| bad_is_test(&r.condition)) => Some(INTERPRETED[4].0),
+        StateKind::Map(m) if m.distributed.is_some() => Some(INTERPRETED[2].0),
+        StateKind::Choice(c) if c.choices.iter().any(|r| bad_is_test(&r.condition)) => Some(INTERPRETED[3].0),
         _ => None,
     }
 }
 
 /// Which of [`INTERPRETED`]'s SW reasons covers `sw`, if any: codegen writes every SW state
-/// but event states, subflows compiled together (or not awaited), and event actions.
+/// but subflows compiled together (or not awaited) and states with event actions.
 fn sw_reason(sw: &wfc_ir::sw::SwState) -> Option<&'static str> {
     use wfc_ir::sw::{Action, ActionCall, Body, SwKind};
     let event_action = |actions: &[Action]| actions.iter().any(|a| matches!(a.call, ActionCall::Event { .. }));
     let body = |b: &Body| match b {
-        Body::Actions(actions) if event_action(actions) => Some(INTERPRETED[2].0),
-        Body::Workflow(_) => Some(INTERPRETED[1].0),
+        Body::Actions(actions) if event_action(actions) => Some(INTERPRETED[1].0),
+        Body::Workflow(_) => Some(INTERPRETED[0].0),
         Body::Actions(_) | Body::Handler(_) => None,
     };
     match &sw.kind {
-        SwKind::Operation { actions, .. } if event_action(actions) => Some(INTERPRETED[2].0),
-        SwKind::Callback { action, .. } if event_action(std::slice::from_ref(action)) => Some(INTERPRETED[2].0),
-        SwKind::Event { .. } => Some(INTERPRETED[0].0),
+        SwKind::Operation { actions, .. } if event_action(actions) => Some(INTERPRETED[1].0),
+        SwKind::Callback { action, .. } if event_action(std::slice::from_ref(action)) => Some(INTERPRETED[1].0),
+        SwKind::Event { on_events, .. } if on_events.iter().any(|on| event_action(&on.actions)) => {
+            Some(INTERPRETED[1].0)
+        }
         SwKind::Subflow { wait: true, workflow: None, .. } => None,
-        SwKind::Subflow { .. } => Some(INTERPRETED[1].0),
+        SwKind::Subflow { .. } => Some(INTERPRETED[0].0),
         SwKind::ForEach { body: b, .. } => body(b),
         SwKind::Parallel { branches, .. } => branches.iter().find_map(|b| body(&b.body)),
         SwKind::Operation { .. }
+        | SwKind::Event { .. }
         | SwKind::Callback { .. }
         | SwKind::Switch { .. }
         | SwKind::Inject { .. }

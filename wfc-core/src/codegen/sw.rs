@@ -44,6 +44,7 @@ pub(super) fn generated(spec: &SwState) -> bool {
         // A subflow not compiled together, awaited: the handler runs it, like a function.
         SwKind::Subflow { wait: true, workflow: None, .. } => true,
         SwKind::Callback { action, .. } => functions_only(std::slice::from_ref(action)),
+        SwKind::Event { on_events, .. } => on_events.iter().all(|on| functions_only(&on.actions)),
         _ => false,
     }
 }
@@ -397,16 +398,18 @@ fn body(
     }
 }
 
-/// The `work` of an operation, switch, inject or delay state.
-fn work(
+/// The code running `actions` in `mode` on the state data `data` (mutable), on `exec` at `site`:
+/// each function action's call, its result merged through its `dataResultsPath`; in `parallel`
+/// mode the calls run together, each on its own line of control, merged in definition order.
+fn actions_code(
     items: &mut Items,
     expressions: &mut Vec<(String, Ident)>,
-    events: &mut Vec<(String, Ident)>,
     methods: &dyn Fn(&str) -> Option<Ident>,
-    spec: &SwState,
+    mode: ActionMode,
+    actions: &[Action],
 ) -> Result<TokenStream, String> {
-    Ok(match &spec.kind {
-        SwKind::Operation { mode: ActionMode::Sequential, actions } => {
+    Ok(match mode {
+        ActionMode::Sequential => {
             let mut steps = Vec::new();
             for (i, a) in actions.iter().enumerate() {
                 let call = call(items, expressions, methods, a, &format!("a{i}"), &quote!(exec))?;
@@ -416,20 +419,19 @@ fn work(
                     __wfc::abi::sw_merge_filtered(&mut data, #filter, result);
                 });
             }
-            quote! {
-                let mut data = data;
-                #(#steps)*
-                Ok((data, __wfc::abi::SwExit::Next))
-            }
+            quote!(#(#steps)*)
         }
-        SwKind::Operation { mode: ActionMode::Parallel, actions } => {
+        ActionMode::Parallel => {
             let lines: Vec<Ident> = (0..actions.len()).map(|i| quote::format_ident!("line_{}", i)).collect();
             let mut calls = Vec::new();
             let mut merges = Vec::new();
             for (i, (a, line)) in actions.iter().zip(&lines).enumerate() {
                 let call = call(items, expressions, methods, a, &format!("a{i}"), &quote!(&#line))?;
+                // Each call on its own copy of the data (when it reads it).
+                let copy = super::states::mentions(&call, "data")
+                    .then(|| quote!(let data = ::core::clone::Clone::clone(&data);));
                 calls.push(quote!(__wfc::FutureExt::boxed({
-                    let data = ::core::clone::Clone::clone(&data);
+                    #copy
                     async move { #call }
                 })));
                 let filter = option_expr(items, expressions, a.results_filter.as_ref());
@@ -440,11 +442,94 @@ fn work(
                 });
             }
             quote! {
+                {
+                    // Each action on its own line of control, made in definition order.
+                    #(let #lines = exec.branch();)*
+                    let mut results = ::core::iter::IntoIterator::into_iter(__wfc::abi::sw_join(::std::vec![#(#calls),*]).await);
+                    #(#merges)*
+                }
+            }
+        }
+    })
+}
+
+/// The `work` of an operation, switch, inject or delay state.
+fn work(
+    items: &mut Items,
+    expressions: &mut Vec<(String, Ident)>,
+    events: &mut Vec<(String, Ident)>,
+    methods: &dyn Fn(&str) -> Option<Ident>,
+    spec: &SwState,
+) -> Result<TokenStream, String> {
+    Ok(match &spec.kind {
+        SwKind::Operation { mode, actions } => {
+            if actions.is_empty() {
+                quote!(Ok((data, __wfc::abi::SwExit::Next)))
+            } else {
+                let actions = actions_code(items, expressions, methods, *mode, actions)?;
+                quote! {
+                    let mut data = data;
+                    #actions
+                    Ok((data, __wfc::abi::SwExit::Next))
+                }
+            }
+        }
+        SwKind::Event { exclusive, on_events, timeout } => {
+            let mut defs = Vec::new();
+            let mut entries = Vec::new();
+            for (j, on) in on_events.iter().enumerate() {
+                let filter = option_expr(items, expressions, on.filter.as_ref());
+                let mut merges = Vec::new();
+                let mut keys = Vec::new();
+                for e in &on.events {
+                    let def = event_def(items, events, e);
+                    let k = Literal::usize_unsuffixed(defs.len());
+                    keys.push(k.clone());
+                    merges.push(quote!(#k => __wfc::abi::sw_merge_event(&mut data, #filter, event, &#def),));
+                    defs.push(def);
+                }
+                let actions = if on.actions.is_empty() {
+                    quote!()
+                } else {
+                    let actions = actions_code(items, expressions, methods, on.mode, &on.actions)?;
+                    let j = Literal::usize_unsuffixed(j);
+                    quote! {
+                        let site = &site.on_events(#j);
+                        #actions
+                    }
+                };
+                // Whether the event of flat index `k` is one of this entry's.
+                let entry_has = if keys.is_empty() { quote!(false) } else { quote!(::core::matches!(*k, #(#keys)|*)) };
+                // Exclusive: only the entry whose event came runs its actions.
+                let run = if *exclusive { quote!(if !mine.is_empty()) } else { quote!() };
+                entries.push(quote! {
+                    {
+                        let mine = ::core::iter::Iterator::filter(got.iter(), |(k, _)| #entry_has);
+                        let mine: ::std::vec::Vec<&(usize, __wfc::Value)> = ::core::iter::Iterator::collect(mine);
+                        #run {
+                            for (k, event) in mine {
+                                match k {
+                                    #(#merges)*
+                                    _ => return Err(__wfc::Failure::runtime("event out of range")),
+                                }
+                            }
+                            #actions
+                        }
+                    }
+                });
+            }
+            // An exclusive starting event state's events create the instance: its `timeout` is
+            // ignored there (the start state of a top-level machine holds the workflow's settings).
+            let timeout = if spec.workflow.is_some() && *exclusive { None } else { *timeout };
+            let timeout = option_f64(timeout);
+            let all = !*exclusive;
+            quote! {
                 let mut data = data;
-                // Each action on its own line of control, made in definition order.
-                #(let #lines = exec.branch();)*
-                let mut results = ::core::iter::IntoIterator::into_iter(__wfc::abi::sw_join(::std::vec![#(#calls),*]).await);
-                #(#merges)*
+                let ::core::option::Option::Some(got) = __wfc::abi::sw_wait_events(exec, name, site, &[#(&*#defs),*], #all, #timeout).await? else {
+                    __wfc::abi::sw_timed_out(exec, name);
+                    return Ok((data, __wfc::abi::SwExit::Next));
+                };
+                #(#entries)*
                 Ok((data, __wfc::abi::SwExit::Next))
             }
         }
