@@ -2,8 +2,8 @@
 //! itself instead of handing the state's IR to [`crate::exec`].
 //!
 //! Generated code for a Pass, Choice, Succeed, Task, Wait, Fail, Parallel or INLINE Map state
-//! (JSONPath or JSONata; see docs/status.md, issue 20, for what is still handed to `exec`) is
-//! built from these pieces:
+//! (JSONPath or JSONata), or a Serverless Workflow state (see docs/status.md, issue 20, for what
+//! is still handed to `exec` or `sw::step`), is built from these pieces:
 //!
 //! - the state's visit, [`pass`], [`choice`], [`succeed`], [`task`], [`wait`] and [`fail`]
 //!   (`exec::pass_with`, `exec::choice_with`, `exec::succeed_with`, `exec::task_with`,

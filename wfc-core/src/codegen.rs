@@ -12,11 +12,15 @@
 //!   Pass, Choice, Succeed, Task, Wait, Fail, Parallel and INLINE Map states (JSONPath or
 //!   JSONata) are generated as Rust ([`states`]: paths as steps, templates as construction
 //!   code, intrinsics as calls, Choice rules as `if` conditions, JSONata expressions as
-//!   `static`s, Retry/Catch as `const` tables) around the runtime's `abi` visit functions; the
-//!   other states (a DISTRIBUTED Map, SW states, a Choice with an `Is*` test on a non-Boolean
-//!   operand, which the front end refuses) still call `__private::exec::*` (or `sw::step`)
-//!   with their spec read from the embedded IR (`codegen_snapshots` checks this list over every
-//!   definition of tests/cases and the AWS corpus);
+//!   `static`s, Retry/Catch as `const` tables) around the runtime's `abi` visit functions;
+//!   Serverless Workflow states likewise ([`sw`]: an `abi::SwCode` per state, `{{ }}`
+//!   expressions as `static`s, function actions calling the `Handler` method, each way out a
+//!   `State` variant) around `abi::sw_step`; the other states (a DISTRIBUTED Map, an SW state
+//!   with an event action or a subflow compiled together or not awaited, a Choice with an `Is*`
+//!   test on a non-Boolean operand, which the front end refuses) still call
+//!   `__private::exec::*` (or `sw::step`) with their spec read from the embedded IR
+//!   (`codegen_snapshots` checks this list over every definition of tests/cases and the AWS
+//!   corpus);
 //! * one nested module per Parallel branch and per Map item processor, with its own `State` and
 //!   `step`, run by the Parallel's or Map's visit (`abi::parallel`, `abi::map`).
 //!
