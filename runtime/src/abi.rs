@@ -53,7 +53,8 @@
 //!   the interpreter runs its SW states through too); `{{ }}` expressions are [`StaticSwExpr`]s
 //!   built once on first use from their parts ([`sw_expr`]) and evaluated by [`sw_eval`],
 //!   [`sw_holds`], [`sw_filter`] and [`sw_merge_filtered`]; a function action is [`sw_call`]
-//!   with the generated handler method, actions in `parallel` mode joined by [`sw_join`]; an
+//!   with the generated handler method (an event action [`sw_event_action`]), actions in
+//!   `parallel` mode joined by [`sw_join`]; an
 //!   inject is [`sw_inject`], a delay [`sw_delay`], a transition's guard [`sw_guard`]; a
 //!   foreach's loop is [`sw_foreach`] and a parallel state's branches [`sw_parallel`], each
 //!   around a generated body (an iteration's or branch's actions, or a subflow the handler runs),
@@ -92,9 +93,9 @@ pub use crate::retry::{
     StaticCatcher as Catcher, StaticRetrier as Retrier,
 };
 pub use crate::sw::{
-    Exit as SwExit, ForEach as SwForEach, Retrier as SwRetrier, Site as SwSite, SwCode, Visited as SwVisited,
-    action_result_filtered as sw_action_result, attribute as sw_attribute, call as sw_call,
-    callback_timeout as sw_callback_timeout, delay as sw_delay, eval_expr as sw_eval,
+    EventAction as SwEventAction, Exit as SwExit, ForEach as SwForEach, Retrier as SwRetrier, Site as SwSite, SwCode,
+    Visited as SwVisited, action_result_filtered as sw_action_result, attribute as sw_attribute, call as sw_call,
+    callback_timeout as sw_callback_timeout, delay as sw_delay, eval_expr as sw_eval, event_action as sw_event_action,
     event_timeout_failure as sw_event_timeout, events_timed_out as sw_timed_out, foreach as sw_foreach,
     guard as sw_guard, holds as sw_holds, inject as sw_inject, merge_event as sw_merge_event,
     merge_filtered as sw_merge_filtered, no_condition as sw_no_condition, parallel as sw_parallel,

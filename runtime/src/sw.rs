@@ -1469,25 +1469,60 @@ async fn action_result(
         }
         ActionCall::Event { trigger, result, data: template, context_attributes } => {
             let payload = event_payload(template.as_ref(), &input);
-            let publish = || exec.events().produce(trigger, payload, context_attributes, exec.clock().now_rfc3339());
-            let suffix = format!(".{}.{}{key}.trigger", site.attempt, site.group);
-            let event = produce(exec, name, site.visit, &suffix, &trigger.name, publish).await?;
-            exec.record_with(EventType::EventProduced, || Details::named(name, "event", exec.share(&event)));
-            match result {
-                None => Ok(Value::Object(Map::new())),
-                Some(def) => match wait_events(exec, name, site, key, &[def], false, action.timeout.map(secs))
-                    .await?
-                    .and_then(first)
-                {
-                    Some((_, ev)) => Ok(ev.get("data").cloned().unwrap_or(Value::Null)),
-                    None => Err(Failure::new(
-                        TIMEOUT,
-                        format!(
-                            "state {name:?}: the result event {:?} did not arrive within the action's timeout",
-                            def.name
-                        ),
-                    )),
-                },
+            let action = EventAction {
+                trigger,
+                attributes: context_attributes,
+                result: result.as_ref(),
+                timeout: action.timeout,
+            };
+            event_action(exec, name, site, key, action, payload).await
+        }
+    }
+}
+
+/// An event action (`eventRef`) as [`event_action`] runs it.
+#[derive(Debug, Clone, Copy)]
+pub struct EventAction<'a> {
+    /// `triggerEventRef`, resolved.
+    pub trigger: &'a EventDef,
+    /// `contextAttributes` added to the trigger event.
+    pub attributes: &'a [(String, String)],
+    /// `resultEventRef`, resolved.
+    pub result: Option<&'a EventDef>,
+    /// The action's `timeout` in seconds.
+    pub timeout: Option<f64>,
+}
+
+/// An event action's run: produces its trigger event with `payload` (the action's `data`,
+/// evaluated by the caller on the action's input) and, with a result event, waits for it: its
+/// `data` is the action's result (`{}` without one); `Wfc.Timeout` when it does not arrive
+/// within the action's timeout. Journaled, the trigger is a STEP
+/// `<State>#<visit>.<attempt>.<group><key>.trigger` and the wait a CALLBACK.
+pub async fn event_action(
+    exec: &Execution,
+    name: &str,
+    site: &Site,
+    key: &str,
+    action: EventAction<'_>,
+    payload: Value,
+) -> Result<Value, Failure> {
+    let EventAction { trigger, attributes, result, timeout } = action;
+    let publish = || exec.events().produce(trigger, payload, attributes, exec.clock().now_rfc3339());
+    let suffix = format!(".{}.{}{key}.trigger", site.attempt, site.group);
+    let event = produce(exec, name, site.visit, &suffix, &trigger.name, publish).await?;
+    exec.record_with(EventType::EventProduced, || Details::named(name, "event", exec.share(&event)));
+    match result {
+        None => Ok(Value::Object(Map::new())),
+        Some(def) => {
+            match wait_events(exec, name, site, key, &[def], false, timeout.map(secs)).await?.and_then(first) {
+                Some((_, ev)) => Ok(ev.get("data").cloned().unwrap_or(Value::Null)),
+                None => Err(Failure::new(
+                    TIMEOUT,
+                    format!(
+                        "state {name:?}: the result event {:?} did not arrive within the action's timeout",
+                        def.name
+                    ),
+                )),
             }
         }
     }

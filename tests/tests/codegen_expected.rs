@@ -863,11 +863,13 @@ fn sw_states_run_as_the_interpreter_does() {
             call(vec![], false),
             // 20: the exclusive event state takes Go (its filter and actions), then the other
             // waits for both events.
-            json!({"wait": true, "events": [go.clone(), go.clone(), stop.clone()]}),
+            json!({"wait": true, "events": [go.clone(), reply(json!("✓"), "eu ✓"), go.clone(), stop.clone()]}),
             // 21: ... takes Stop (its actions in parallel mode).
             json!({"wait": true, "events": [stop.clone(), go.clone(), stop.clone()]}),
             // 22: no event: both event states time out and go on without actions.
             json!({"wait": true, "events": [], "open": true}),
+            // 23: Go, but no reply to the event action: Wfc.Timeout.
+            json!({"wait": true, "events": [go.clone()], "open": true}),
         ],
     ]
     .concat();
@@ -926,6 +928,11 @@ fn sw_states_run_as_the_interpreter_does() {
     assert_eq!(errors[18].as_deref(), Some("Wfc.Timeout"));
     assert_eq!(errors[19].as_deref(), Some("Wfc.Timeout"));
     assert_eq!(results[20].output.as_ref().map(|o| o["out"]["g"].clone()), Some(json!("✓ {#}")), "{:?}", results[20]);
+    // The event action: its trigger produced, its result event's data merged.
+    assert_eq!(results[20].output.as_ref().map(|o| o["answer"].clone()), Some(json!("✓")), "{:?}", results[20]);
+    assert_eq!(produced(&results[20]), [json!("rang ✓")], "{:?}", results[20]);
+    assert_eq!(produced(&results[21]), [json!("went")], "{:?}", results[21]);
+    assert_eq!(errors[23].as_deref(), Some("Wfc.Timeout"));
     assert_eq!(results[21].output.as_ref().map(|o| o["out"]["s"].clone()), Some(json!("\"{#}\"")), "{:?}", results[21]);
     let timed_out =
         results[22].history.iter().filter(|e| e.event_type == wfc_runtime::EventType::SwStateTimedOut).count();

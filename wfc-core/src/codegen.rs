@@ -15,9 +15,9 @@
 //!   `static`s, Retry/Catch as `const` tables) around the runtime's `abi` visit functions;
 //!   Serverless Workflow states likewise ([`sw`]: an `abi::SwCode` per state, `{{ }}`
 //!   expressions as `static`s, function actions calling the `Handler` method, each way out a
-//!   `State` variant) around `abi::sw_step`; the other states (a DISTRIBUTED Map, an SW state
-//!   with an event action or a subflow compiled together or not awaited, a Choice with an `Is*`
-//!   test on a non-Boolean operand, which the front end refuses) still call
+//!   `State` variant) around `abi::sw_step`; the other states (a DISTRIBUTED Map, an SW subflow
+//!   compiled together or not awaited, a Choice with an `Is*` test on a non-Boolean operand,
+//!   which the front end refuses) still call
 //!   `__private::exec::*` (or `sw::step`) with their spec read from the embedded IR
 //!   (`codegen_snapshots` checks this list over every definition of tests/cases and the AWS
 //!   corpus);

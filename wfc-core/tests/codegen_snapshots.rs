@@ -121,14 +121,10 @@ fn variant_and_method_names() {
 // `exec` (or `sw::step`) unless it is one of `INTERPRETED`'s kinds, each with its reason.
 
 /// The states codegen still hands to the interpreter, and why. Anything else must be generated.
-const INTERPRETED: [(&str, &str); 4] = [
+const INTERPRETED: [(&str, &str); 3] = [
     (
         "SW subflow compiled together, or not awaited",
         "not generated yet: the embedded workflow (a subflow state's, a foreach's or a parallel branch's `workflowId`) runs through the SW interpreter, and an unawaited subflow's detached run through `sw::step`",
-    ),
-    (
-        "SW action producing or awaiting events",
-        "not generated yet: an event action (in an operation, event, callback, foreach or parallel branch) goes through `sw::step`",
     ),
     (
         "DISTRIBUTED Map",
@@ -158,39 +154,25 @@ fn interpreted_reason(state: &wfc_ir::State) -> Option<&'static str> {
     }
     match &state.kind {
         StateKind::Sw(sw) => sw_reason(sw),
-        StateKind::Map(m) if m.distributed.is_some() => Some(INTERPRETED[2].0),
-        StateKind::Choice(c) if c.choices.iter().any(|r| bad_is_test(&r.condition)) => Some(INTERPRETED[3].0),
+        StateKind::Map(m) if m.distributed.is_some() => Some(INTERPRETED[1].0),
+        StateKind::Choice(c) if c.choices.iter().any(|r| bad_is_test(&r.condition)) => Some(INTERPRETED[2].0),
         _ => None,
     }
 }
 
 /// Which of [`INTERPRETED`]'s SW reasons covers `sw`, if any: codegen writes every SW state
-/// but subflows compiled together (or not awaited) and states with event actions.
+/// but subflows compiled together (a subflow state's, a foreach's or a parallel branch's) and
+/// subflows not awaited.
 fn sw_reason(sw: &wfc_ir::sw::SwState) -> Option<&'static str> {
-    use wfc_ir::sw::{Action, ActionCall, Body, SwKind};
-    let event_action = |actions: &[Action]| actions.iter().any(|a| matches!(a.call, ActionCall::Event { .. }));
-    let body = |b: &Body| match b {
-        Body::Actions(actions) if event_action(actions) => Some(INTERPRETED[1].0),
-        Body::Workflow(_) => Some(INTERPRETED[0].0),
-        Body::Actions(_) | Body::Handler(_) => None,
+    use wfc_ir::sw::{Body, SwKind};
+    let embedded = |b: &Body| matches!(b, Body::Workflow(_));
+    let interpreted = match &sw.kind {
+        SwKind::Subflow { wait, workflow, .. } => !*wait || workflow.is_some(),
+        SwKind::ForEach { body, .. } => embedded(body),
+        SwKind::Parallel { branches, .. } => branches.iter().any(|b| embedded(&b.body)),
+        _ => false,
     };
-    match &sw.kind {
-        SwKind::Operation { actions, .. } if event_action(actions) => Some(INTERPRETED[1].0),
-        SwKind::Callback { action, .. } if event_action(std::slice::from_ref(action)) => Some(INTERPRETED[1].0),
-        SwKind::Event { on_events, .. } if on_events.iter().any(|on| event_action(&on.actions)) => {
-            Some(INTERPRETED[1].0)
-        }
-        SwKind::Subflow { wait: true, workflow: None, .. } => None,
-        SwKind::Subflow { .. } => Some(INTERPRETED[0].0),
-        SwKind::ForEach { body: b, .. } => body(b),
-        SwKind::Parallel { branches, .. } => branches.iter().find_map(|b| body(&b.body)),
-        SwKind::Operation { .. }
-        | SwKind::Event { .. }
-        | SwKind::Callback { .. }
-        | SwKind::Switch { .. }
-        | SwKind::Inject { .. }
-        | SwKind::Delay { .. } => None,
-    }
+    interpreted.then_some(INTERPRETED[0].0)
 }
 
 /// Every state of `machine` and of its Parallel branches and Map item processors.

@@ -1,9 +1,9 @@
-//! Serverless Workflow states as Rust (issue 20): operation states (function actions, in
-//! `sequential` or `parallel` mode), switch states on data conditions, inject and delay states,
-//! with their state data filters, `retry`, `onError` and transition guards. The other SW states
-//! (event, callback, parallel, foreach, subflow, a switch on events, an operation with an event
-//! action, a state whose transition or end produces events) still go to `sw::step` with their IR
-//! (see [`super::Generator::arm`]).
+//! Serverless Workflow states as Rust (issue 20): every SW state kind (operation, switch on data
+//! or events, inject, delay, foreach, parallel, callback, event, and an awaited subflow the
+//! handler runs), with its state data filters, `retry`, `onError`, transition guards and produced
+//! events. A subflow compiled together (a subflow state's, a foreach's or a parallel branch's
+//! embedded workflow) and a subflow not awaited still go to `sw::step` with their IR (see
+//! [`generated`] and [`super::Generator::arm`]).
 //!
 //! A generated state is a `Code` type implementing the runtime's `abi::SwCode`, the trait the
 //! interpreter implements from the IR, and its visit is `abi::sw_step` (`sw::step_with`), so both
@@ -11,18 +11,26 @@
 //! operation ids). Generated here:
 //!
 //! - each `{{ }}` expression (filters, conditions, `retry` and `onError` expressions, guards,
-//!   the expression strings of a function's `parameters`) is a `static abi::StaticSwExpr`, built
-//!   once on first use from the parts written out here, evaluated by `abi::sw_eval`/`sw_holds`/
-//!   `sw_filter`/`sw_merge_filtered`;
-//! - a switch's data conditions are an `if` per condition, in order, each giving its way out;
+//!   the expression strings of `parameters`, event `data` and `contextAttributes`) is a
+//!   `static abi::StaticSwExpr`, built once on first use from the parts written out here,
+//!   evaluated by `abi::sw_eval`/`sw_holds`/`sw_filter`/`sw_merge_filtered`;
+//! - a switch's data conditions are an `if` per condition, in order, each giving its way out; its
+//!   event conditions a `match` on the event that came (`abi::sw_wait_first`);
 //! - a function action builds its parameters (construction code, literal subtrees `static`s) and
 //!   calls the generated `Handler` method directly through `abi::sw_call` (the call's events,
 //!   timeout and durable step are the runtime's); actions in `parallel` mode are joined by
-//!   `abi::sw_join` and their results merged in definition order;
+//!   `abi::sw_join` and their results merged in definition order; an event action builds its
+//!   trigger's payload and goes through `abi::sw_event_action`;
+//! - event definitions are `static`s built once; a callback awaits its event through
+//!   `abi::sw_wait_first`, an event state its events through `abi::sw_wait_events`, each
+//!   `onEvents` entry's actions on the entry's site;
+//! - a foreach's and a parallel state's bodies are generated closures run by `abi::sw_foreach`
+//!   and `abi::sw_parallel`;
 //! - an inject's data is a `static` merged by `abi::sw_inject`; a delay's `timeDelay` a constant
 //!   for `abi::sw_delay`;
-//! - each way out (`transition`, a condition, `default`, an `onError` entry) is a variant of the
-//!   machine's `State` enum, or the machine's end: no look-up of the next state at run time.
+//! - each way out (`transition` with its guard and produced events, `end`, a condition,
+//!   `default`, an `onError` entry) is a variant of the machine's `State` enum, or the machine's
+//!   end: no look-up of the next state at run time.
 
 use proc_macro2::{Ident, Literal, TokenStream};
 use quote::quote;
@@ -37,30 +45,18 @@ use super::states::{Items, value_tokens};
 /// Whether codegen writes `spec` as Rust (else it goes to `sw::step` with its IR).
 pub(super) fn generated(spec: &SwState) -> bool {
     match &spec.kind {
-        SwKind::Operation { actions, .. } => functions_only(actions),
-        SwKind::Switch { .. } | SwKind::Inject { .. } | SwKind::Delay { .. } => true,
         SwKind::ForEach { body, .. } => generated_body(body),
         SwKind::Parallel { branches, .. } => branches.iter().all(|b| generated_body(&b.body)),
-        // A subflow not compiled together, awaited: the handler runs it, like a function.
-        SwKind::Subflow { wait: true, workflow: None, .. } => true,
-        SwKind::Callback { action, .. } => functions_only(std::slice::from_ref(action)),
-        SwKind::Event { on_events, .. } => on_events.iter().all(|on| functions_only(&on.actions)),
-        _ => false,
+        // Only a subflow not compiled together, awaited: the handler runs it, like a function.
+        SwKind::Subflow { wait, workflow, .. } => *wait && workflow.is_none(),
+        _ => true,
     }
 }
 
-fn functions_only(actions: &[Action]) -> bool {
-    actions.iter().all(|a| matches!(a.call, ActionCall::Function { .. }))
-}
-
-/// Whether a foreach's or parallel branch's body is generated: function actions, or a subflow
-/// the handler runs (a subflow compiled together runs its embedded IR through `sw::step`).
+/// Whether a foreach's or parallel branch's body is generated: actions, or a subflow the
+/// handler runs (a subflow compiled together runs its embedded IR through `sw::step`).
 fn generated_body(body: &Body) -> bool {
-    match body {
-        Body::Actions(actions) => functions_only(actions),
-        Body::Handler(_) => true,
-        Body::Workflow(_) => false,
-    }
+    !matches!(body, Body::Workflow(_))
 }
 
 /// Every way out of `spec`, with the `abi::SwExit` pattern that takes it.
@@ -144,17 +140,7 @@ fn produce_code(
     let mut out = Vec::new();
     for (i, p) in produce.iter().enumerate() {
         let def = event_def(items, events, &p.event);
-        let payload = match &p.data {
-            Some(Value::String(s)) => match template_expr(s) {
-                Some(e) if e.as_path().is_some() => {
-                    let e = expr(items, expressions, &e);
-                    quote!(__wfc::abi::sw_filter(::core::option::Option::Some(#e), ::core::clone::Clone::clone(input)))
-                }
-                _ => parameters(items, expressions, &Value::String(s.clone())),
-            },
-            Some(t) => parameters(items, expressions, t),
-            None => quote!(::core::clone::Clone::clone(input)),
-        };
+        let payload = payload_code(items, expressions, p.data.as_ref());
         let attributes = p.context_attributes.iter().map(|(k, v)| {
             let k = Literal::string(k);
             let v = parameters(items, expressions, v);
@@ -302,8 +288,18 @@ fn call(
     key: &str,
     line: &TokenStream,
 ) -> Result<TokenStream, String> {
-    let ActionCall::Function { function, parameters: template } = &action.call else {
-        return Err("wfc: internal error: an SW event action in generated code".to_owned());
+    let (function, template) = match &action.call {
+        ActionCall::Function { function, parameters } => (function, parameters),
+        ActionCall::Event { trigger, result, data, context_attributes } => {
+            return Ok(event_call(
+                items,
+                expressions,
+                action,
+                key,
+                line,
+                (trigger, result.as_ref(), data.as_ref(), context_attributes),
+            ));
+        }
     };
     let method = methods(function).ok_or("wfc: internal error: an SW function without a handler method")?;
     let input = match &action.input_filter {
@@ -451,6 +447,69 @@ fn actions_code(
             }
         }
     })
+}
+
+/// An event action's run on the state data `data`: its input filter, its trigger's payload
+/// (built here as a `produceEvent`'s), the trigger and result events as `static`s.
+fn event_call(
+    items: &mut Items,
+    expressions: &mut Vec<(String, Ident)>,
+    action: &Action,
+    key: &str,
+    line: &TokenStream,
+    (trigger, result, data, attributes): (&EventDef, Option<&EventDef>, Option<&Value>, &[(String, String)]),
+) -> TokenStream {
+    let mut events = Vec::new();
+    let input = match &action.input_filter {
+        Some(f) => {
+            let f = expr(items, expressions, f);
+            quote!(&__wfc::abi::sw_filter(::core::option::Option::Some(#f), ::core::clone::Clone::clone(&data)))
+        }
+        None => quote!(&data),
+    };
+    let payload = payload_code(items, expressions, data);
+    let trigger = event_def(items, &mut events, trigger);
+    let result = match result {
+        Some(r) => {
+            let r = event_def(items, &mut events, r);
+            quote!(::core::option::Option::Some(&#r))
+        }
+        None => quote!(::core::option::Option::None),
+    };
+    let attributes = attributes.iter().map(|(k, v)| {
+        let (k, v) = (Literal::string(k), Literal::string(v));
+        quote!((::std::borrow::ToOwned::to_owned(#k), ::std::borrow::ToOwned::to_owned(#v)))
+    });
+    let timeout = option_f64(action.timeout);
+    let key = Literal::string(key);
+    let input = super::states::mentions(&payload, "input").then(|| quote!(let input = #input;));
+    quote!({
+        #input
+        let payload = #payload;
+        let action = __wfc::abi::SwEventAction {
+            trigger: &#trigger,
+            attributes: &[#(#attributes),*],
+            result: #result,
+            timeout: #timeout,
+        };
+        __wfc::abi::sw_event_action(#line, name, site, #key, action, payload).await
+    })
+}
+
+/// An event's payload from its `data` on `input` (a `&Value`): a whole-payload expression
+/// selects like a filter, an object or string is a template, absent the value itself.
+fn payload_code(items: &mut Items, expressions: &mut Vec<(String, Ident)>, data: Option<&Value>) -> TokenStream {
+    match data {
+        Some(Value::String(s)) => match template_expr(s) {
+            Some(e) if e.as_path().is_some() => {
+                let e = expr(items, expressions, &e);
+                quote!(__wfc::abi::sw_filter(::core::option::Option::Some(#e), ::core::clone::Clone::clone(input)))
+            }
+            _ => parameters(items, expressions, &Value::String(s.clone())),
+        },
+        Some(t) => parameters(items, expressions, t),
+        None => quote!(::core::clone::Clone::clone(input)),
+    }
 }
 
 /// The `work` of an operation, switch, inject or delay state.
