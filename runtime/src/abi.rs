@@ -99,8 +99,8 @@ pub use crate::sw::{
     event_timeout_failure as sw_event_timeout, events_timed_out as sw_timed_out, foreach as sw_foreach,
     guard as sw_guard, holds as sw_holds, inject as sw_inject, merge_event as sw_merge_event,
     merge_filtered as sw_merge_filtered, no_condition as sw_no_condition, parallel as sw_parallel,
-    produce_event as sw_produce, state_filter as sw_filter, step_with as sw_step, wait_all_or_any as sw_wait_events,
-    wait_first as sw_wait_first,
+    produce_event as sw_produce, state_filter as sw_filter, step_with as sw_step, subflow_with as sw_subflow,
+    terminate_with as sw_terminate, wait_all_or_any as sw_wait_events, wait_first as sw_wait_first,
 };
 pub use std::time::Duration;
 pub use wfc_ir::Jitter;

@@ -1731,16 +1731,60 @@ async fn subflow(
     functions: &dyn DynHandler,
     input: Value,
 ) -> Result<Value, Failure> {
+    let machine = &workflow.machine;
+    let child = |line: Execution, input: Value| async move { run_machine(&line, machine, functions, input).await };
+    subflow_with(exec, name, site, workflow_id, workflow.version.as_deref(), input, child).await
+}
+
+/// An awaited subflow compiled together: `child` runs the embedded workflow's machine (the
+/// interpreter's run of its IR, or its generated machine) on `input` on a line of control of
+/// its own. Journaled, it is a CHAINED_INVOKE `<State>#<visit>.<attempt>` enclosing the child's
+/// operations: a finished one replays its recorded output without running the child again. On
+/// a Lambda durable function whose configuration maps `workflow_id` to a function, that function
+/// runs the child instead (see `Journal::subflow`).
+pub async fn subflow_with<F, Fut>(
+    exec: &Execution,
+    name: &str,
+    site: &Site,
+    workflow_id: &str,
+    version: Option<&str>,
+    input: Value,
+    child: F,
+) -> Result<Value, Failure>
+where
+    F: FnOnce(Execution, Value) -> Fut,
+    Fut: Future<Output = Result<Value, Failure>>,
+{
     #[cfg(feature = "durable")]
     if let Some(journal) = exec.journal() {
         let id = exec.op_id(name, site.visit, &format!(".{}", site.attempt));
         let line = exec.sub_scope(id.clone());
-        let version = workflow.version.as_deref();
-        let child = run_machine(&line, &workflow.machine, functions, input.clone());
-        return journal.subflow(&id, exec.op_parent(), name, workflow_id, version, &input, child).await;
+        let run = child(line, input.clone());
+        return journal.subflow(&id, exec.op_parent(), name, workflow_id, version, &input, run).await;
     }
-    let _ = (name, site, workflow_id);
-    run_sub(exec, workflow, functions, input).await
+    let _ = (name, site, workflow_id, version);
+    child(exec.branch(), input).await
+}
+
+/// The failure `end` of kind `terminate` travels as out of a nested machine (a subflow, branch
+/// or iteration), carrying the output; the top level turns it back into a successful end.
+pub fn terminate_with(output: Value) -> Failure {
+    terminate(output)
+}
+
+/// The machine of `spec`'s subflow compiled together number `branch` (0 for a subflow state
+/// or a foreach; the branch's index for a parallel state), as generated code numbers its nested
+/// machines.
+pub fn embedded_machine(spec: &SwState, branch: usize) -> Option<&StateMachine> {
+    match &spec.kind {
+        SwKind::Subflow { workflow: Some(w), .. } if branch == 0 => Some(&w.machine),
+        SwKind::ForEach { body: Body::Workflow(w), .. } if branch == 0 => Some(&w.machine),
+        SwKind::Parallel { branches, .. } => match branches.get(branch).map(|b| &b.body) {
+            Some(Body::Workflow(w)) => Some(&w.machine),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// The status of an execution's result, for callers that only need to know it finished.

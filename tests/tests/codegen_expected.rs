@@ -58,10 +58,30 @@ fn definition(stem: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// The settings a fixture compiles with: for an SW fixture, the other `*.sw.json` files of
+/// tests/expected are compiled together with it (its subflows' registry).
+fn settings_for(stem: &str) -> Settings {
+    let mut settings = Settings::new();
+    let own = file_name(stem);
+    let mut others: Vec<std::path::PathBuf> = std::fs::read_dir(expected_dir())
+        .expect("tests/expected")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.to_string_lossy().ends_with(".sw.json") && !p.ends_with(&own))
+        .collect();
+    others.sort();
+    if own.ends_with(".sw.json") {
+        for other in others {
+            let text = std::fs::read_to_string(&other).unwrap_or_else(|e| panic!("{}: {e}", other.display()));
+            settings.sw_workflow(other.to_string_lossy(), text);
+        }
+    }
+    settings
+}
+
 fn generate(stem: &str) -> String {
     let text = definition(stem);
     let path = format!("expected/{}", file_name(stem));
-    let mut settings = Settings::new();
+    let mut settings = settings_for(stem);
     settings.module_name(stem);
     match wfc_core::compile(Source { path: &path, text: &text }, &settings) {
         Ok(compiled) => codegen::format(compiled.tokens),
@@ -157,6 +177,14 @@ fn pass_and_choice_are_generated_not_interpreted() {
     assert_eq!(nested.matches("__wfc::abi::max_concurrency_jsonata(").count(), 1, "{nested}");
     assert!(nested.contains("\"ItemSelector/check\""), "{nested}");
     assert!(!nested.contains("let machine = machine()?;"), "{nested}");
+    // Serverless Workflow: every state (16 of the workflow, 4 of each of the two generated
+    // machines of its subflow compiled together) through `abi::sw_step`, none through `sw::step`
+    // nor reading the embedded IR.
+    let sw = std::fs::read_to_string(expected_dir().join("sw_states.rs")).expect("expected code");
+    assert!(!sw.contains("__wfc::sw::step("), "{sw}");
+    assert_eq!(sw.matches("__wfc::abi::sw_step(").count(), 24, "{sw}");
+    assert_eq!(sw.matches("pub enum State {").count(), 3, "{sw}");
+    assert!(!sw.contains("let machine = machine()?;"), "{sw}");
     // The driver loop is the runtime's: generated machines supply only their steps.
     for stem in STEMS {
         let code = std::fs::read_to_string(expected_dir().join(format!("{stem}.rs"))).expect("expected code");
@@ -184,7 +212,8 @@ impl assign::Handler for NoTasks {}
 
 fn interpret_with(stem: &str, input: &Value, options: RunOptions) -> ExecutionResult {
     let text = definition(stem);
-    let loaded = wfc_core::load(Source { path: stem, text: &text }).unwrap_or_else(|d| panic!("{}", d.render(false)));
+    let loaded = wfc_core::load_with(Source { path: stem, text: &text }, &settings_for(stem))
+        .unwrap_or_else(|d| panic!("{}", d.render(false)));
     let handlers = Handlers::new()
         .on("arn:aws:lambda:us-east-1:123456789012:function:Flaky", |input, ctx| async move { flaky(input, &ctx) })
         .on("arn:aws:states:::wfc:echo", echo)
@@ -870,6 +899,10 @@ fn sw_states_run_as_the_interpreter_does() {
             json!({"wait": true, "events": [], "open": true}),
             // 23: Go, but no reply to the event action: Wfc.Timeout.
             json!({"wait": true, "events": [go.clone()], "open": true}),
+            // 24: the subflow compiled together, as a subflow state and per element of a foreach.
+            json!({"inner": [{"x": 1}, {"x": "✓ {#}"}]}),
+            // 25: ... which terminates the whole instance from the subflow state.
+            json!({"inner": [{"x": 1}], "stopAll": true}),
         ],
     ]
     .concat();
@@ -933,6 +966,12 @@ fn sw_states_run_as_the_interpreter_does() {
     assert_eq!(produced(&results[20]), [json!("rang ✓")], "{:?}", results[20]);
     assert_eq!(produced(&results[21]), [json!("went")], "{:?}", results[21]);
     assert_eq!(errors[23].as_deref(), Some("Wfc.Timeout"));
+    let nested = results[24].output.clone().unwrap_or_else(|| panic!("{:?}", results[24]));
+    let xs: Vec<Value> =
+        nested["innerResults"].as_array().into_iter().flatten().map(|r| r["out"]["x"].clone()).collect();
+    assert_eq!((xs, nested["innerDone"].clone()), (vec![json!(1), json!("✓ {#}")], json!("done \"✓\"")), "{nested}");
+    let stopped = results[25].output.clone().unwrap_or_default();
+    assert_eq!((stopped["stopped"].clone(), stopped.get("done")), (json!("✓"), None), "{stopped}");
     assert_eq!(results[21].output.as_ref().map(|o| o["out"]["s"].clone()), Some(json!("\"{#}\"")), "{:?}", results[21]);
     let timed_out =
         results[22].history.iter().filter(|e| e.event_type == wfc_runtime::EventType::SwStateTimedOut).count();

@@ -123,8 +123,8 @@ fn variant_and_method_names() {
 /// The states codegen still hands to the interpreter, and why. Anything else must be generated.
 const INTERPRETED: [(&str, &str); 3] = [
     (
-        "SW subflow compiled together, or not awaited",
-        "not generated yet: the embedded workflow (a subflow state's, a foreach's or a parallel branch's `workflowId`) runs through the SW interpreter, and an unawaited subflow's detached run through `sw::step`",
+        "SW subflow not awaited",
+        "`waitForCompletion: false`: its detached run alongside the parent (queued for `sw::run_top`, or an SWF child started unwaited) goes through `sw::step`",
     ),
     (
         "DISTRIBUTED Map",
@@ -160,28 +160,35 @@ fn interpreted_reason(state: &wfc_ir::State) -> Option<&'static str> {
     }
 }
 
-/// Which of [`INTERPRETED`]'s SW reasons covers `sw`, if any: codegen writes every SW state
-/// but subflows compiled together (a subflow state's, a foreach's or a parallel branch's) and
-/// subflows not awaited.
+/// Which of [`INTERPRETED`]'s SW reasons covers `sw`, if any: codegen writes every SW state but
+/// a subflow not awaited.
 fn sw_reason(sw: &wfc_ir::sw::SwState) -> Option<&'static str> {
-    use wfc_ir::sw::{Body, SwKind};
-    let embedded = |b: &Body| matches!(b, Body::Workflow(_));
-    let interpreted = match &sw.kind {
-        SwKind::Subflow { wait, workflow, .. } => !*wait || workflow.is_some(),
-        SwKind::ForEach { body, .. } => embedded(body),
-        SwKind::Parallel { branches, .. } => branches.iter().any(|b| embedded(&b.body)),
-        _ => false,
-    };
-    interpreted.then_some(INTERPRETED[0].0)
+    matches!(sw.kind, wfc_ir::sw::SwKind::Subflow { wait: false, .. }).then_some(INTERPRETED[0].0)
 }
 
-/// Every state of `machine` and of its Parallel branches and Map item processors.
+/// Every state of `machine` and of its Parallel branches, Map item processors and generated SW
+/// subflows.
 fn all_states<'a>(machine: &'a wfc_ir::StateMachine, out: &mut Vec<&'a wfc_ir::State>) {
     for state in &machine.states {
         out.push(state);
         match &state.kind {
             wfc_ir::StateKind::Parallel(p) => p.branches.iter().for_each(|b| all_states(b, out)),
             wfc_ir::StateKind::Map(m) => all_states(&m.item_processor, out),
+            // The subflows compiled together of a generated SW state are generated machines too.
+            wfc_ir::StateKind::Sw(sw) => {
+                use wfc_ir::sw::{Body, SwKind};
+                let body = |b: &'a Body| match b {
+                    Body::Workflow(w) => Some(&w.machine),
+                    _ => None,
+                };
+                let machines: Vec<&wfc_ir::StateMachine> = match &sw.kind {
+                    SwKind::Subflow { wait: true, workflow: Some(w), .. } => vec![&w.machine],
+                    SwKind::ForEach { body: b, .. } => body(b).into_iter().collect(),
+                    SwKind::Parallel { branches, .. } => branches.iter().filter_map(|b| body(&b.body)).collect(),
+                    _ => Vec::new(),
+                };
+                machines.into_iter().for_each(|m| all_states(m, out));
+            }
             _ => {}
         }
     }

@@ -40,23 +40,33 @@ use wfc_ir::sw::{
     SwNext, SwState,
 };
 
+use wfc_ir::Workflow;
+
 use super::states::{Items, value_tokens};
 
 /// Whether codegen writes `spec` as Rust (else it goes to `sw::step` with its IR).
 pub(super) fn generated(spec: &SwState) -> bool {
-    match &spec.kind {
-        SwKind::ForEach { body, .. } => generated_body(body),
-        SwKind::Parallel { branches, .. } => branches.iter().all(|b| generated_body(&b.body)),
-        // Only a subflow not compiled together, awaited: the handler runs it, like a function.
-        SwKind::Subflow { wait, workflow, .. } => *wait && workflow.is_none(),
-        _ => true,
-    }
+    // A subflow not awaited runs detached, alongside the parent, through `sw::step`.
+    !matches!(spec.kind, SwKind::Subflow { wait: false, .. })
 }
 
-/// Whether a foreach's or parallel branch's body is generated: actions, or a subflow the
-/// handler runs (a subflow compiled together runs its embedded IR through `sw::step`).
-fn generated_body(body: &Body) -> bool {
-    !matches!(body, Body::Workflow(_))
+/// The subflows compiled together of `spec`, numbered as generated code numbers their machines
+/// (0 for a subflow state's or a foreach's; the branch's index for a parallel state's), each a
+/// generated machine of its own.
+pub(super) fn embedded(spec: &SwState) -> Vec<(usize, &Workflow)> {
+    match &spec.kind {
+        SwKind::Subflow { wait: true, workflow: Some(w), .. } => vec![(0, w.as_ref())],
+        SwKind::ForEach { body: Body::Workflow(w), .. } => vec![(0, w.as_ref())],
+        SwKind::Parallel { branches, .. } => branches
+            .iter()
+            .enumerate()
+            .filter_map(|(b, branch)| match &branch.body {
+                Body::Workflow(w) => Some((b, w.as_ref())),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// Every way out of `spec`, with the `abi::SwExit` pattern that takes it.
@@ -355,6 +365,7 @@ fn body(
     methods: &dyn Fn(&str) -> Option<Ident>,
     body: &Body,
     last: bool,
+    module: Option<Ident>,
 ) -> Result<TokenStream, String> {
     match body {
         Body::Actions(actions) => {
@@ -390,7 +401,14 @@ fn body(
             })
         }
         Body::Handler(id) => handler_subflow(methods, id),
-        Body::Workflow(_) => Err("wfc: internal error: an embedded SW subflow in generated code".to_owned()),
+        // Its generated machine, on a line of control of its own.
+        Body::Workflow(_) => {
+            let module = module.ok_or("wfc: internal error: an SW subflow without its module")?;
+            Ok(quote! {
+                let line = exec.branch();
+                #module::drive(handler, &line, data).await
+            })
+        }
     }
 }
 
@@ -518,6 +536,7 @@ fn work(
     expressions: &mut Vec<(String, Ident)>,
     events: &mut Vec<(String, Ident)>,
     methods: &dyn Fn(&str) -> Option<Ident>,
+    module: &dyn Fn(usize) -> Option<Ident>,
     spec: &SwState,
 ) -> Result<TokenStream, String> {
     Ok(match &spec.kind {
@@ -682,7 +701,7 @@ fn work(
                 }
                 None => quote!(::core::option::Option::None),
             };
-            let b = body(items, expressions, methods, b, true)?;
+            let b = body(items, expressions, methods, b, true, module(0))?;
             quote! {
                 let each = __wfc::abi::SwForEach {
                     input_collection: #input_collection,
@@ -710,7 +729,7 @@ fn work(
             let names = branches.iter().map(|b| Literal::string(&b.name));
             let mut arms = Vec::new();
             for (i, branch) in branches.iter().enumerate() {
-                let b = body(items, expressions, methods, &branch.body, false)?;
+                let b = body(items, expressions, methods, &branch.body, false, module(i))?;
                 let i = Literal::usize_unsuffixed(i);
                 arms.push(quote!(#i => { #b }));
             }
@@ -723,6 +742,27 @@ fn work(
                     }
                 })
                 .await?;
+                Ok((data, __wfc::abi::SwExit::Next))
+            }
+        }
+        SwKind::Subflow { wait: true, workflow: Some(workflow), workflow_id } => {
+            let module = module(0).ok_or("wfc: internal error: an SW subflow without its module")?;
+            let id = Literal::string(workflow_id);
+            let version = match &workflow.version {
+                Some(v) => {
+                    let v = Literal::string(v);
+                    quote!(::core::option::Option::Some(#v))
+                }
+                None => quote!(::core::option::Option::None),
+            };
+            quote! {
+                let mut data = data;
+                let input = ::core::clone::Clone::clone(&data);
+                let child = move |line: __wfc::Execution, input: __wfc::Value| async move {
+                    #module::drive(handler, &line, input).await
+                };
+                let out = __wfc::abi::sw_subflow(exec, name, site, #id, #version, input, child).await?;
+                __wfc::abi::sw_inject(&mut data, out);
                 Ok((data, __wfc::abi::SwExit::Next))
             }
         }
@@ -746,6 +786,9 @@ pub(super) fn state(
     spec: &SwState,
     methods: &dyn Fn(&str) -> Option<Ident>,
     target: &dyn Fn(usize) -> Result<Ident, String>,
+    module: &dyn Fn(usize) -> Option<Ident>,
+    handler_path: &TokenStream,
+    nested: bool,
 ) -> Result<TokenStream, String> {
     let mut items = Items::default();
     let mut expressions = Vec::new();
@@ -859,7 +902,7 @@ pub(super) fn state(
         }
     }
     let mut events = Vec::new();
-    let body = work(&mut items, &mut expressions, &mut events, methods, spec)?;
+    let body = work(&mut items, &mut expressions, &mut events, methods, module, spec)?;
     let uses_handler = super::states::mentions(&body, "handler");
     let exec = if super::states::mentions(&body, "exec") { quote!(exec) } else { quote!(_) };
     let name_param = if super::states::mentions(&body, "name") { quote!(name) } else { quote!(_) };
@@ -869,7 +912,7 @@ pub(super) fn state(
             quote!(
                 struct Code<'h, H>(&'h H);
             ),
-            quote!(impl<H: Handler> __wfc::abi::SwCode for Code<'_, H>),
+            quote!(impl<H: #handler_path> __wfc::abi::SwCode for Code<'_, H>),
             quote!(Code(handler)),
             quote!(let handler = self.0;),
         )
@@ -915,13 +958,19 @@ pub(super) fn state(
                     State::#v(visited.output)
                 })
             }
-            // `terminate` ends the whole instance: at the top level, the machine's end.
-            SwNext::End { produce, .. } => {
+            SwNext::End { produce, terminate } => {
                 let produce = (!produce.is_empty())
                     .then(|| produce_code(&mut items, &mut expressions, &mut events, name, produce));
+                // `terminate` ends the whole instance: at the top level, the machine's end; out of
+                // a nested machine (a subflow), the `Wfc.Terminate` failure, as the interpreter's.
+                let end = if *terminate && nested {
+                    quote!(return Err(__wfc::abi::sw_terminate(visited.output)))
+                } else {
+                    quote!(return Ok(__wfc::abi::Flow::End(visited.output)))
+                };
                 quote!({
                     #produce
-                    return Ok(__wfc::abi::Flow::End(visited.output))
+                    #end
                 })
             }
             SwNext::None => quote! {
