@@ -2,8 +2,8 @@
 //! itself instead of handing the state's IR to [`crate::exec`].
 //!
 //! Generated code for a Pass, Choice, Succeed, Task, Wait, Fail, Parallel or Map state
-//! (JSONPath or JSONata; see docs/status.md, issue 20, for what is still handed to `exec`) is
-//! built from these pieces:
+//! (JSONPath or JSONata), or a Serverless Workflow state (see docs/status.md, issue 20, for what
+//! is still handed to `exec` or `sw::step`), is built from these pieces:
 //!
 //! - the state's visit, [`pass`], [`choice`], [`succeed`], [`task`], [`wait`] and [`fail`]
 //!   (`exec::pass_with`, `exec::choice_with`, `exec::succeed_with`, `exec::task_with`,
@@ -61,6 +61,22 @@
 //! - a typed handler method's call ([`typed_task`], `crate::typed::call`): the serde boundary
 //!   around the method of a Task resource declared with Rust types, `Wfc.TypeMismatch` when a
 //!   value does not convert;
+//! - Serverless Workflow states: a state's code implements [`SwCode`] (its filters, `retry`
+//!   and `onError` matching, and its work) and its visit is [`sw_step`] (`sw::step_with`, which
+//!   the interpreter runs its SW states through too); `{{ }}` expressions are [`StaticSwExpr`]s
+//!   built once on first use from their parts ([`sw_expr`]) and evaluated by [`sw_eval`],
+//!   [`sw_holds`], [`sw_filter`] and [`sw_merge_filtered`]; a function action is [`sw_call`]
+//!   with the generated handler method (an event action [`sw_event_action`]), actions in
+//!   `parallel` mode joined by [`sw_join`]; an
+//!   inject is [`sw_inject`], a delay [`sw_delay`], a transition's guard [`sw_guard`]; a
+//!   foreach's loop is [`sw_foreach`] and a parallel state's branches [`sw_parallel`], each
+//!   around a generated body (an iteration's or branch's actions, or a subflow the handler runs),
+//!   an iteration's result through [`sw_action_result`]; events are [`StaticEventDef`]s (built
+//!   once), produced on a transition or end by [`sw_produce`] with their payload and attributes
+//!   built by the generated code ([`sw_attribute`]), awaited by a callback or a switch on events
+//!   through [`sw_wait_first`] (an event state's through [`sw_wait_events`], its timeout
+//!   recorded by [`sw_timed_out`], each `onEvents` entry's actions on `SwSite::on_events`) and
+//!   merged by [`sw_merge_event`];
 //! - the driver loop, once for every machine: a generated machine (the workflow, each Parallel
 //!   branch, each Map item processor) supplies only its `step`, one state's work giving a
 //!   [`Flow`], and [`drive`] runs the steps until one ends the machine.
@@ -91,12 +107,23 @@ pub use crate::retry::{
     AssignCatcher, CatchAssign, CatchJsonataAssign, CatchJsonataOutput, CatchPath, JsonataCatcher,
     StaticCatcher as Catcher, StaticRetrier as Retrier,
 };
+pub use crate::sw::{
+    EventAction as SwEventAction, Exit as SwExit, ForEach as SwForEach, Retrier as SwRetrier, Site as SwSite, SwCode,
+    Visited as SwVisited, action_result_filtered as sw_action_result, attribute as sw_attribute, call as sw_call,
+    callback_timeout as sw_callback_timeout, delay as sw_delay, eval_expr as sw_eval, event_action as sw_event_action,
+    event_timeout_failure as sw_event_timeout, events_timed_out as sw_timed_out, foreach as sw_foreach,
+    guard as sw_guard, holds as sw_holds, inject as sw_inject, merge_event as sw_merge_event,
+    merge_filtered as sw_merge_filtered, no_condition as sw_no_condition, parallel as sw_parallel,
+    produce_event as sw_produce, state_filter as sw_filter, step_with as sw_step, subflow_with as sw_subflow,
+    terminate_with as sw_terminate, wait_all_or_any as sw_wait_events, wait_first as sw_wait_first,
+};
 pub use std::time::Duration;
 pub use wfc_ir::Jitter;
 pub use wfc_ir::distributed::InputType;
 pub use wfc_ir::intrinsics::Function;
 pub use wfc_ir::jsonpath::ast::SingularStep as Seg;
 pub use wfc_ir::native::{NativeNumber, Pattern};
+pub use wfc_ir::sw::Completion as SwCompletion;
 
 /// Where a generated machine goes after one state: on to the next state (a variant of the
 /// machine's `State` enum, carrying its raw input), or out of the machine with its output.
@@ -513,3 +540,47 @@ impl rand::TryRng for NoRandom {
         Ok(())
     }
 }
+
+/// A Serverless Workflow `{{ }}` expression string, built once on first use from the parts the
+/// compiler wrote out ([`sw_expr`]).
+pub type StaticSwExpr = LazyLock<Result<wfc_ir::sw::Expr, Failure>>;
+
+/// One part of an SW expression string, as generated code writes it.
+#[derive(Debug, Clone, Copy)]
+pub enum SwPart {
+    /// Literal text.
+    Text(&'static str),
+    /// A JsonPath between `{{` and `}}`.
+    Path(&'static str),
+}
+
+/// Builds an SW expression from its text and parts. A path that does not parse (impossible for
+/// a definition the compiler accepted) is a `States.Runtime` failure of the state using it.
+pub fn sw_expr(text: &str, parts: &[SwPart]) -> Result<wfc_ir::sw::Expr, Failure> {
+    let parts = parts
+        .iter()
+        .map(|p| match p {
+            SwPart::Text(t) => Ok(wfc_ir::sw::ExprPart::Text((*t).to_owned())),
+            SwPart::Path(p) => Path::parse(p)
+                .map(wfc_ir::sw::ExprPart::Path)
+                .map_err(|e| Failure::runtime(format!("the expression {text:?} does not parse: {e}"))),
+        })
+        .collect::<Result<_, Failure>>()?;
+    Ok(wfc_ir::sw::Expr { text: text.to_owned(), parts })
+}
+
+/// The expression of a [`StaticSwExpr`], or its build failure.
+pub fn sw_expr_ref(expr: &'static StaticSwExpr) -> Result<&'static wfc_ir::sw::Expr, Failure> {
+    expr.as_ref().map_err(Clone::clone)
+}
+
+/// Runs the calls of an operation's actions in `parallel` mode together (each on its own line
+/// of control, made before any runs), and gives their results in definition order.
+pub async fn sw_join(
+    calls: Vec<futures::future::BoxFuture<'_, Result<Value, Failure>>>,
+) -> Vec<Result<Value, Failure>> {
+    futures::future::join_all(calls).await
+}
+
+/// A Serverless Workflow event definition, built once on first use.
+pub type StaticEventDef = LazyLock<wfc_ir::sw::EventDef>;

@@ -489,7 +489,7 @@ fn crate_expr(s: &str) -> Option<Expr> {
 /// its name when the path names one place (`{{ $.order.id }}` gives `{"id": ...}`), or the data
 /// unchanged when it selects nothing. Every SW filter keeps the name of what it selects, so state
 /// data stays an object (see docs/semantics-sw.md).
-fn state_filter(filter: Option<&Expr>, data: Value) -> Value {
+pub fn state_filter(filter: Option<&Expr>, data: Value) -> Value {
     let Some(p) = filter.and_then(Expr::as_path) else { return data };
     let Some(selected) = select(p, &data) else { return data };
     match last_name(p) {
@@ -503,7 +503,7 @@ fn state_filter(filter: Option<&Expr>, data: Value) -> Value {
 /// its path (`{{ $.data.greet }}` adds `greet`); an object selection of a path without a final
 /// name is merged key by key. Without a filter, an object is merged key by key and anything else
 /// is dropped (state data stays an object).
-fn merge_filtered(data: &mut Value, filter: Option<&Expr>, addition: Value) {
+pub fn merge_filtered(data: &mut Value, filter: Option<&Expr>, addition: Value) {
     let Some(path) = filter.and_then(Expr::as_path) else {
         merge(data, addition);
         return;
@@ -549,8 +549,169 @@ fn merge(data: &mut Value, addition: Value) {
 // -------------------------------------------------------------------------------------------
 // States
 
-/// Runs one SW state on `input`: filters, the state's work with its retries and onError, the
-/// transition's guard and produced event.
+/// Which way a state leaves, as its [`SwCode::work`] or its `onError` decided: the state's own
+/// `transition`/`end`, a switch's data condition or event condition (by index), a switch's
+/// `default`, or an `onError` entry (by index). The interpreter turns it into the IR's
+/// [`SwNext`]; generated code into a variant of its `State` enum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// The state's own `transition` or `end`.
+    Next,
+    /// A switch's `dataConditions` entry.
+    Condition(usize),
+    /// A switch's `eventConditions` entry.
+    Event(usize),
+    /// A switch's `default`.
+    Default,
+    /// An `onError` entry.
+    OnError(usize),
+}
+
+/// A state's visit up to its transition: the visit number (for durable operation ids), the way
+/// out, and the state's output (after `dataOutputPath` and `dataOutputSchema`).
+#[derive(Debug)]
+pub struct Visited {
+    /// The visit to the state on its line of control.
+    pub visit: u32,
+    /// Which way the state leaves.
+    pub exit: Exit,
+    /// The state's output.
+    pub output: Value,
+}
+
+/// The `retry` entry that applies to an error: its index, and how it waits.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Retrier {
+    /// Its index among the state's `retry` entries.
+    pub index: usize,
+    /// `interval` in seconds.
+    pub interval_seconds: f64,
+    /// `multiplier` in seconds, added on each retry.
+    pub increment_seconds: f64,
+    /// `maxAttempts`.
+    pub max_attempts: u32,
+}
+
+/// One SW state's data handling and work, as [`step_with`] runs it: the interpreter implements
+/// it from the IR ([`SwState`]), generated code with generated functions over `static` parsed
+/// expressions. Everything else of the visit (events, retries and their back-offs, `onError`,
+/// schemas, durable operation ids) is [`step_with`]'s, so both engines run one code path.
+pub trait SwCode: Sync {
+    /// The SW `type` (`operation`, `switch` ...), for `SwStateEntered`.
+    fn type_name(&self) -> &'static str;
+    /// `dataInputSchema`, resolved.
+    fn input_schema(&self) -> Option<&Value> {
+        None
+    }
+    /// `dataOutputSchema`, resolved.
+    fn output_schema(&self) -> Option<&Value> {
+        None
+    }
+    /// `stateDataFilter.dataInputPath` on the state's input.
+    fn input_filter(&self, data: Value) -> Result<Value, Failure> {
+        Ok(data)
+    }
+    /// `stateDataFilter.dataOutputPath` on the state data after its work.
+    fn output_filter(&self, data: Value) -> Result<Value, Failure> {
+        Ok(data)
+    }
+    /// How many `retry` entries the state has.
+    fn retries(&self) -> usize {
+        0
+    }
+    /// The first `retry` entry whose expression holds on `error_data`.
+    fn retry(&self, error_data: &Value) -> Result<Option<Retrier>, Failure> {
+        let _ = error_data;
+        Ok(None)
+    }
+    /// The first `onError` entry that handles `failure` (seen as `error_data` by expressions).
+    fn on_error(&self, failure: &Failure, error_data: &Value) -> Result<Option<usize>, Failure> {
+        let _ = (failure, error_data);
+        Ok(None)
+    }
+    /// Merges the error data into the state data through entry `handler`'s `errorDataFilter`.
+    fn error_filter(&self, handler: usize, data: &mut Value, error_data: Value) -> Result<(), Failure> {
+        let _ = handler;
+        merge(data, error_data);
+        Ok(())
+    }
+    /// The state's own work on the (filtered) state data: the new data and the way out.
+    fn work<'a>(
+        &'a self,
+        exec: &'a Execution,
+        name: &'a str,
+        data: Value,
+        site: &'a Site,
+    ) -> BoxFuture<'a, Result<(Value, Exit), Failure>>;
+}
+
+/// The interpreter's [`SwCode`]: the state's IR, and the handler its actions call by name.
+struct IrCode<'s> {
+    spec: &'s SwState,
+    functions: &'s dyn DynHandler,
+}
+
+impl SwCode for IrCode<'_> {
+    fn type_name(&self) -> &'static str {
+        self.spec.type_name()
+    }
+
+    fn input_schema(&self) -> Option<&Value> {
+        self.spec.input_schema.as_ref()
+    }
+
+    fn output_schema(&self) -> Option<&Value> {
+        self.spec.output_schema.as_ref()
+    }
+
+    fn input_filter(&self, data: Value) -> Result<Value, Failure> {
+        Ok(state_filter(self.spec.input_filter.as_ref(), data))
+    }
+
+    fn output_filter(&self, data: Value) -> Result<Value, Failure> {
+        Ok(state_filter(self.spec.output_filter.as_ref(), data))
+    }
+
+    fn retries(&self) -> usize {
+        self.spec.retry.len()
+    }
+
+    fn retry(&self, error_data: &Value) -> Result<Option<Retrier>, Failure> {
+        Ok(self.spec.retry.iter().enumerate().find(|(_, r)| holds(&r.expression, error_data)).map(|(index, r)| {
+            Retrier {
+                index,
+                interval_seconds: r.interval_seconds,
+                increment_seconds: r.increment_seconds,
+                max_attempts: r.max_attempts,
+            }
+        }))
+    }
+
+    fn on_error(&self, failure: &Failure, error_data: &Value) -> Result<Option<usize>, Failure> {
+        Ok(self.spec.on_error.iter().position(|e| handles(&e.matcher, failure, error_data)))
+    }
+
+    fn error_filter(&self, handler: usize, data: &mut Value, error_data: Value) -> Result<(), Failure> {
+        match self.spec.on_error.get(handler).and_then(|h| h.error_filter.as_ref()) {
+            Some(filter) => merge_filtered(data, Some(filter), error_data),
+            None => merge(data, error_data),
+        }
+        Ok(())
+    }
+
+    fn work<'a>(
+        &'a self,
+        exec: &'a Execution,
+        name: &'a str,
+        data: Value,
+        site: &'a Site,
+    ) -> BoxFuture<'a, Result<(Value, Exit), Failure>> {
+        Box::pin(work(exec, name, self.spec, data, self.functions, site))
+    }
+}
+
+/// Runs one SW state on `input` with the interpreter: [`step_with`] on its IR, then the
+/// transition's guard and produced events.
 pub async fn step(
     exec: &Execution,
     name: &str,
@@ -558,29 +719,52 @@ pub async fn step(
     input: Value,
     functions: &dyn DynHandler,
 ) -> Result<Step, Failure> {
+    let visited = step_with(exec, name, &IrCode { spec, functions }, input).await?;
+    let next = ir_next(name, spec, visited.exit)?;
+    follow(exec, name, visited.visit, next, visited.output).await
+}
+
+/// The IR's transition for a way out of `spec`.
+fn ir_next<'s>(name: &str, spec: &'s SwState, exit: Exit) -> Result<&'s SwNext, Failure> {
+    let next = match (exit, &spec.kind) {
+        (Exit::Next, _) => Some(&spec.next),
+        (Exit::Condition(i), SwKind::Switch { data, .. }) => data.get(i).map(|c| &c.next),
+        (Exit::Event(i), SwKind::Switch { events, .. }) => events.get(i).map(|c| &c.next),
+        (Exit::Default, SwKind::Switch { default, .. }) => default.as_ref(),
+        (Exit::OnError(i), _) => spec.on_error.get(i).map(|e| &e.next),
+        _ => None,
+    };
+    next.ok_or_else(|| Failure::runtime(format!("state {name:?} has no way out {exit:?} (a corrupted definition)")))
+}
+
+/// Runs one SW state on `input` up to its transition: `SwStateEntered`, `dataInputSchema`, the
+/// input filter, the state's work (`code`) with its retries and `onError`, the output filter,
+/// `dataOutputSchema`, `SwStateExited`. The state's code is a trait object so one copy of the
+/// visit runs for every state of every machine, interpreted or generated.
+pub async fn step_with(exec: &Execution, name: &str, code: &dyn SwCode, input: Value) -> Result<Visited, Failure> {
     exec.check_history()?;
     exec.record_with(EventType::SwStateEntered, || {
         Details::with_capacity(3)
             .with("name", json!(name))
-            .with("type", json!(spec.type_name()))
+            .with("type", json!(code.type_name()))
             .with_shared("input", exec.share(&input))
     });
     // Counted as the ASL states count theirs, so durable operation ids are stable across replays.
     let visit = exec.next_visit(name);
-    if let Some(schema) = &spec.input_schema {
+    if let Some(schema) = code.input_schema() {
         validate(schema, &input, &format!("the input of state {name:?}"), "dataInputSchema")?;
     }
-    let data = state_filter(spec.input_filter.as_ref(), input);
-    let mut retries = vec![0u32; spec.retry.len()];
-    let (data, next) = loop {
+    let data = code.input_filter(input)?;
+    let mut retries = vec![0u32; code.retries()];
+    let (data, exit) = loop {
         let site = Site { visit, attempt: retries.iter().sum(), group: String::new() };
-        match work(exec, name, spec, data.clone(), functions, &site).await {
+        match code.work(exec, name, data.clone(), &site).await {
             Ok(done) => break done,
             Err(f) if f.error == TERMINATE => return Err(f),
             Err(f) => {
                 let error_data = error_data(&f);
-                if let Some(i) = spec.retry.iter().position(|r| holds(&r.expression, &error_data))
-                    && let (Some(r), Some(count)) = (spec.retry.get(i), retries.get_mut(i))
+                if let Some(r) = code.retry(&error_data)?
+                    && let Some(count) = retries.get_mut(r.index)
                     && *count < r.max_attempts
                 {
                     // The draft's `multiplier` is a duration added on each retry: `R4/PT1M` with
@@ -595,43 +779,46 @@ pub async fn step(
                     timer(exec, name, visit, &format!(".retry{retry_no}"), "Retry", secs(delay)).await?;
                     continue;
                 }
-                match spec.on_error.iter().find(|e| handles(&e.matcher, &f, &error_data)) {
+                match code.on_error(&f, &error_data)? {
                     Some(handler) => {
                         let mut data = data.clone();
-                        match &handler.error_filter {
-                            Some(filter) => merge_filtered(&mut data, Some(filter), error_data),
-                            None => merge(&mut data, error_data),
-                        }
-                        break (data, Some(&handler.next));
+                        code.error_filter(handler, &mut data, error_data)?;
+                        break (data, Exit::OnError(handler));
                     }
                     None => return Err(f),
                 }
             }
         }
     };
-    let output = state_filter(spec.output_filter.as_ref(), data);
-    if let Some(schema) = &spec.output_schema {
+    let output = code.output_filter(data)?;
+    if let Some(schema) = code.output_schema() {
         validate(schema, &output, &format!("the output of state {name:?}"), "dataOutputSchema")?;
     }
-    let next = next.unwrap_or(&spec.next);
     exec.record_with(EventType::SwStateExited, || Details::named(name, "output", exec.share(&output)));
-    follow(exec, name, visit, next, output).await
+    Ok(Visited { visit, exit, output })
+}
+
+/// A transition's `expression` guard: `Wfc.TransitionGuardFailed` when it does not hold on the
+/// state's output.
+pub fn guard(name: &str, guard: &Expr, output: &Value) -> Result<(), Failure> {
+    if holds(guard, output) {
+        return Ok(());
+    }
+    Err(Failure::new(
+        GUARD_FAILED,
+        format!(
+            "the transition out of state {name:?} is guarded by {:?}, which does not hold on the state's output",
+            guard.text
+        ),
+    ))
 }
 
 /// Takes a transition or end: checks the guard, produces the event.
 async fn follow(exec: &Execution, name: &str, visit: u32, next: &SwNext, output: Value) -> Result<Step, Failure> {
     match next {
         SwNext::Transition { target, guard, produce } => {
-            if let Some(g) = guard
-                && !holds(g, &output)
-            {
-                return Err(Failure::new(
-                    GUARD_FAILED,
-                    format!(
-                        "the transition out of state {name:?} is guarded by {:?}, which does not hold on the state's output",
-                        g.text
-                    ),
-                ));
+            if let Some(g) = guard {
+                self::guard(name, g, &output)?;
             }
             produce_events(exec, name, visit, produce, &output).await?;
             Ok(Step::Next { target: *target, output })
@@ -654,34 +841,39 @@ async fn produce_events(
     output: &Value,
 ) -> Result<(), Failure> {
     for (i, p) in produce.iter().enumerate() {
-        let suffix = if i == 0 { ".produce".to_owned() } else { format!(".produce{i}") };
-        produce_event(exec, name, visit, &suffix, p, output).await?;
+        let data = event_payload(p.data.as_ref(), output);
+        let attributes: Vec<(String, String)> =
+            p.context_attributes.iter().map(|(k, v)| (k.clone(), attribute(eval_template(v, output)))).collect();
+        produce_event(exec, name, visit, i, &p.event, data, attributes).await?;
     }
     Ok(())
 }
 
-async fn produce_event(
+/// A `contextAttributes` value as the attribute's string: a string as it is, anything else as
+/// JSON.
+pub fn attribute(value: Value) -> String {
+    match value {
+        Value::String(s) => s,
+        other => other.to_string(),
+    }
+}
+
+/// Produces the `index`-th event of a transition or end (`produceEvent(s)`), its payload and
+/// attributes evaluated by the caller on the state's output: published to the execution's sink
+/// and recorded (`EventProduced`); journaled, the STEP `<State>#<visit>.produce`, then
+/// `.produce1`, `.produce2` ….
+pub async fn produce_event(
     exec: &Execution,
     name: &str,
     visit: u32,
-    suffix: &str,
-    p: &ProduceEvent,
-    output: &Value,
+    index: usize,
+    event: &EventDef,
+    data: Value,
+    attributes: Vec<(String, String)>,
 ) -> Result<(), Failure> {
-    let data = event_payload(p.data.as_ref(), output);
-    let attributes: Vec<(String, String)> = p
-        .context_attributes
-        .iter()
-        .map(|(k, v)| {
-            let v = match eval_template(v, output) {
-                Value::String(s) => s,
-                other => other.to_string(),
-            };
-            (k.clone(), v)
-        })
-        .collect();
-    let publish = || exec.events().produce(&p.event, data, &attributes, exec.clock().now_rfc3339());
-    let event = produce(exec, name, visit, suffix, &p.event.name, publish).await?;
+    let suffix = if index == 0 { ".produce".to_owned() } else { format!(".produce{index}") };
+    let publish = || exec.events().produce(event, data, &attributes, exec.clock().now_rfc3339());
+    let event = produce(exec, name, visit, &suffix, &event.name, publish).await?;
     exec.record_with(EventType::EventProduced, || Details::with_capacity(1).with_shared("event", exec.share(&event)));
     Ok(())
 }
@@ -716,67 +908,60 @@ fn error_data(f: &Failure) -> Value {
 }
 
 /// The state's own work; returns the state data and, for a switch, where to go.
-async fn work<'s>(
+async fn work(
     exec: &Execution,
     name: &str,
-    spec: &'s SwState,
+    spec: &SwState,
     mut data: Value,
     functions: &dyn DynHandler,
     site: &Site,
-) -> Result<(Value, Option<&'s SwNext>), Failure> {
+) -> Result<(Value, Exit), Failure> {
     match &spec.kind {
         SwKind::Operation { mode, actions } => {
             let data = run_actions(exec, name, *mode, actions, data, functions, site).await?;
-            Ok((data, None))
+            Ok((data, Exit::Next))
         }
         SwKind::Inject { data: add } => {
-            merge(&mut data, add.clone());
-            Ok((data, None))
+            inject(&mut data, add.clone());
+            Ok((data, Exit::Next))
         }
         SwKind::Delay { seconds } => {
-            timer(exec, name, site.visit, &format!(".{}", site.attempt), "Wait", secs(*seconds)).await?;
-            Ok((data, None))
+            delay(exec, name, site, *seconds).await?;
+            Ok((data, Exit::Next))
         }
         SwKind::Switch { data: conditions, events, event_timeout, default } => {
             if !events.is_empty() {
                 let defs: Vec<&EventDef> = events.iter().map(|c| &c.event).collect();
-                let timeout = event_timeout.map(secs);
-                return match wait_events(exec, name, site, "event", &defs, false, timeout).await?.and_then(first) {
+                return match wait_first(exec, name, site, &defs, *event_timeout).await? {
                     Some((i, event)) => {
                         let Some(cond) = events.get(i) else {
                             return Err(Failure::runtime("event condition out of range"));
                         };
                         merge_event(&mut data, cond.filter.as_ref(), &event, &cond.event);
-                        Ok((data, Some(&cond.next)))
+                        Ok((data, Exit::Event(i)))
                     }
                     None => match default {
-                        Some(d) => Ok((data, Some(d))),
-                        None => Err(Failure::new(
-                            TIMEOUT,
-                            format!("state {name:?}: no event arrived within the eventTimeout"),
-                        )),
+                        Some(_) => Ok((data, Exit::Default)),
+                        None => Err(event_timeout_failure(name)),
                     },
                 };
             }
-            for c in conditions {
+            for (i, c) in conditions.iter().enumerate() {
                 if holds(&c.condition, &data) {
-                    return Ok((data, Some(&c.next)));
+                    return Ok((data, Exit::Condition(i)));
                 }
             }
             match default {
-                Some(d) => Ok((data, Some(d))),
-                None => Err(Failure::new(
-                    NO_CONDITION,
-                    format!("state {name:?}: no condition holds and there is no default"),
-                )),
+                Some(_) => Ok((data, Exit::Default)),
+                None => Err(no_condition(name)),
             }
         }
         SwKind::Event { exclusive, on_events, timeout } => {
             // The draft: when the events do not arrive in time, the state goes on without
             // performing any actions.
             let timed_out = |data: Value| {
-                exec.record(EventType::SwStateTimedOut, json!({ "name": name }));
-                Ok((data, None))
+                events_timed_out(exec, name);
+                Ok((data, Exit::Next))
             };
             let defs: Vec<(usize, &EventDef)> =
                 on_events.iter().enumerate().flat_map(|(i, o)| o.events.iter().map(move |e| (i, e))).collect();
@@ -791,6 +976,7 @@ async fn work<'s>(
             let Some(got) = wait_events(exec, name, site, "event", &refs, !*exclusive, timeout).await? else {
                 return timed_out(data);
             };
+            // (Generated code makes the same wait through `wait_all_or_any`.)
             for (j, on) in on_events.iter().enumerate() {
                 let mine: Vec<&(usize, Value)> =
                     got.iter().filter(|(k, _)| defs.get(*k).is_some_and(|(entry, _)| *entry == j)).collect();
@@ -802,33 +988,29 @@ async fn work<'s>(
                     let Some((_, def)) = defs.get(*k) else { return Err(Failure::runtime("event out of range")) };
                     merge_event(&mut data, on.filter.as_ref(), event, def);
                 }
-                let site = Site { group: format!("on{j}."), ..site.clone() };
+                let site = site.on_events(j);
                 data = run_actions(exec, name, on.mode, &on.actions, data, functions, &site).await?;
             }
-            Ok((data, None))
+            Ok((data, Exit::Next))
         }
         SwKind::Callback { action, event, event_filter, timeout } => {
             data = run_action(exec, name, action, data, functions, site, "a0").await?;
-            let waited = wait_events(exec, name, site, "event", &[event], false, timeout.map(secs)).await?;
-            let Some((_, ev)) = waited.and_then(first) else {
-                return Err(Failure::new(
-                    TIMEOUT,
-                    format!("state {name:?}: the callback event did not arrive within its timeout"),
-                ));
+            let Some((_, ev)) = wait_first(exec, name, site, &[event], *timeout).await? else {
+                return Err(callback_timeout(name));
             };
             merge_event(&mut data, event_filter.as_ref(), &ev, event);
-            Ok((data, None))
+            Ok((data, Exit::Next))
         }
         SwKind::Subflow { wait: true, workflow: Some(workflow), workflow_id } => {
             let out = subflow(exec, name, site, workflow_id, workflow, functions, data.clone()).await?;
             merge(&mut data, out);
-            Ok((data, None))
+            Ok((data, Exit::Next))
         }
         // Not compiled together: the handler runs it, like a function named after the id.
         SwKind::Subflow { wait: true, workflow: None, workflow_id } => {
             let out = handler_subflow(exec, name, workflow_id, data.clone(), functions, site, "sub").await?;
             merge(&mut data, out);
-            Ok((data, None))
+            Ok((data, Exit::Next))
         }
         // The parent goes on at once with its data unchanged; the child runs alongside it.
         SwKind::Subflow { wait: false, workflow: None, workflow_id } => {
@@ -838,7 +1020,7 @@ async fn work<'s>(
             line.record_with(EventType::SwSubflowStarted, || subflow_details(&line, name, workflow_id, "input", &data));
             let ended = handler_subflow(&line, name, workflow_id, data.clone(), functions, site, "sub").await;
             record_detached_end(&line, name, workflow_id, ended);
-            Ok((data, None))
+            Ok((data, Exit::Next))
         }
         SwKind::Subflow { wait: false, workflow: Some(workflow), workflow_id } => {
             // An SWF decider configured to start it as a child workflow does so, unwaited.
@@ -846,100 +1028,234 @@ async fn work<'s>(
             if let Some(journal) = exec.journal() {
                 let id = exec.op_id(name, site.visit, &format!(".{}", site.attempt));
                 if journal.detached_subflow(&id, name, workflow_id, workflow.version.as_deref(), &data)? {
-                    return Ok((data, None));
+                    return Ok((data, Exit::Next));
                 }
             }
             start_detached(exec, name, workflow_id, workflow, data.clone(), functions).await;
-            Ok((data, None))
+            Ok((data, Exit::Next))
         }
         SwKind::ForEach { input_collection, output_collection, iteration_param, max, body } => {
-            let items = match eval_expr(input_collection, &data) {
-                Value::Array(items) => items,
-                Value::Null => Vec::new(),
-                other => {
-                    return Err(Failure::new(
-                        DATA,
-                        format!(
-                            "state {name:?}: inputCollection {:?} selects {}, not an array",
-                            input_collection.text,
-                            kind_of(&other)
-                        ),
-                    ));
-                }
+            let body = |_: usize, line: Execution, iteration: Value| async move {
+                run_body(&line, name, body, iteration, functions, site).await
             };
-            // `max` 0 (the draft's default) means no limit.
-            let limit = match max {
-                None | Some(0) => usize::MAX,
-                Some(m) => usize::try_from(*m).unwrap_or(usize::MAX),
-            };
-            let mut results: Vec<Option<Value>> = vec![None; items.len()];
-            let mut in_flight = FuturesUnordered::new();
-            let mut pending = items.into_iter().enumerate();
-            loop {
-                while in_flight.len() < limit {
-                    let Some((i, item)) = pending.next() else { break };
-                    // An iteration sees only its element, under the iteration parameter.
-                    let iteration = json!({ iteration_param.as_str(): item });
-                    let exec = exec.branch();
-                    in_flight.push(async move {
-                        exec.record(EventType::SwIterationStarted, json!({ "name": name, "index": i }));
-                        let out = run_body(&exec, name, body, iteration, functions, site).await;
-                        (i, out)
-                    });
-                }
-                let Some((i, out)) = in_flight.next().await else { break };
-                if let Some(slot) = results.get_mut(i) {
-                    *slot = Some(out?);
-                }
-            }
-            if let Some(oc) = output_collection
-                && let Some(path) = oc.as_path()
-            {
-                let results = Value::Array(results.into_iter().map(|r| r.unwrap_or(Value::Null)).collect());
-                set_at(&mut data, path, results);
-            }
-            Ok((data, None))
+            let each =
+                ForEach { input_collection, output_collection: output_collection.as_ref(), iteration_param, max: *max };
+            Ok((foreach(exec, name, data, each, body).await?, Exit::Next))
         }
         SwKind::Parallel { completion, branches } => {
-            let mut in_flight = FuturesUnordered::new();
-            for (i, b) in branches.iter().enumerate() {
-                let exec = exec.branch();
-                let input = data.clone();
-                in_flight.push(async move {
-                    exec.record(EventType::SwBranchStarted, json!({ "name": name, "branch": b.name }));
-                    (i, run_body_output(&exec, name, &b.body, input, functions, site).await)
-                });
-            }
-            let needed = match completion {
-                Completion::And => branches.len(),
-                Completion::Xor => 1,
-                Completion::NOfM(n) => usize::try_from(*n).unwrap_or(usize::MAX).min(branches.len()),
-            };
-            let mut done: Vec<(usize, Value)> = Vec::new();
-            let mut failures = Vec::new();
-            while done.len() < needed {
-                let Some((i, out)) = in_flight.next().await else { break };
-                match out {
-                    Ok(v) => done.push((i, v)),
-                    Err(f) if f.error == TERMINATE || *completion == Completion::And => return Err(f),
-                    Err(f) => failures.push(f),
+            let names: Vec<&str> = branches.iter().map(|b| b.name.as_str()).collect();
+            let body = |i: usize, line: Execution, input: Value| async move {
+                match branches.get(i) {
+                    Some(b) => run_body_output(&line, name, &b.body, input, functions, site).await,
+                    None => Err(Failure::runtime("a parallel branch out of range")),
                 }
-            }
-            // The branches still running are cancelled by dropping them.
-            drop(in_flight);
-            if done.len() < needed {
-                let first = failures.into_iter().next().unwrap_or_else(|| Failure::runtime("a branch failed"));
-                return Err(first);
-            }
-            if *completion == Completion::And {
-                done.sort_by_key(|(i, _)| *i);
-            }
-            for (_, out) in done {
-                merge(&mut data, out);
-            }
-            Ok((data, None))
+            };
+            Ok((parallel(exec, name, data, *completion, &names, body).await?, Exit::Next))
         }
     }
+}
+
+/// A foreach state's settings, as [`foreach`] reads them.
+#[derive(Debug, Clone, Copy)]
+pub struct ForEach<'a> {
+    /// `inputCollection`.
+    pub input_collection: &'a Expr,
+    /// `outputCollection`.
+    pub output_collection: Option<&'a Expr>,
+    /// `iterationParam`.
+    pub iteration_param: &'a str,
+    /// `max`.
+    pub max: Option<u64>,
+}
+
+/// A foreach state's work: `body(index, line, iteration)` per element of the input collection
+/// (on its own line of control, `SwIterationStarted` first), at most `max` in flight, the
+/// results stored at `outputCollection` in input order; the first failure (in completion order)
+/// fails the state. The body is the interpreter's run of the IR's actions or subflow, or
+/// generated code's.
+pub async fn foreach<'a, F, Fut>(
+    exec: &'a Execution,
+    name: &'a str,
+    mut data: Value,
+    each: ForEach<'_>,
+    body: F,
+) -> Result<Value, Failure>
+where
+    F: Fn(usize, Execution, Value) -> Fut,
+    Fut: Future<Output = Result<Value, Failure>> + 'a,
+{
+    let ForEach { input_collection, output_collection, iteration_param, max } = each;
+    let items = match eval_expr(input_collection, &data) {
+        Value::Array(items) => items,
+        Value::Null => Vec::new(),
+        other => {
+            return Err(Failure::new(
+                DATA,
+                format!(
+                    "state {name:?}: inputCollection {:?} selects {}, not an array",
+                    input_collection.text,
+                    kind_of(&other)
+                ),
+            ));
+        }
+    };
+    // `max` 0 (the draft's default) means no limit.
+    let limit = match max {
+        None | Some(0) => usize::MAX,
+        Some(m) => usize::try_from(m).unwrap_or(usize::MAX),
+    };
+    let mut results: Vec<Option<Value>> = vec![None; items.len()];
+    let mut in_flight = FuturesUnordered::new();
+    let mut pending = items.into_iter().enumerate();
+    let body = &body;
+    loop {
+        while in_flight.len() < limit {
+            let Some((i, item)) = pending.next() else { break };
+            // An iteration sees only its element, under the iteration parameter.
+            let iteration = json!({ iteration_param: item });
+            let line = exec.branch();
+            in_flight.push(async move {
+                line.record(EventType::SwIterationStarted, json!({ "name": name, "index": i }));
+                (i, body(i, line, iteration).await)
+            });
+        }
+        let Some((i, out)) = in_flight.next().await else { break };
+        if let Some(slot) = results.get_mut(i) {
+            *slot = Some(out?);
+        }
+    }
+    if let Some(oc) = output_collection
+        && let Some(path) = oc.as_path()
+    {
+        let results = Value::Array(results.into_iter().map(|r| r.unwrap_or(Value::Null)).collect());
+        set_at(&mut data, path, results);
+    }
+    Ok(data)
+}
+
+/// A parallel state's work: `body(index, line, data)` per branch (named `branches`, each on its
+/// own line of control, `SwBranchStarted` first), until `completion` is met; the others are
+/// cancelled. Each finished branch's output merges into the data (for `and` in branch order,
+/// else in completion order). The body is the interpreter's run of the IR's branch, or
+/// generated code's.
+pub async fn parallel<'a, F, Fut>(
+    exec: &'a Execution,
+    name: &'a str,
+    mut data: Value,
+    completion: Completion,
+    branches: &[&str],
+    body: F,
+) -> Result<Value, Failure>
+where
+    F: Fn(usize, Execution, Value) -> Fut,
+    Fut: Future<Output = Result<Value, Failure>> + 'a,
+{
+    let mut in_flight = FuturesUnordered::new();
+    let body = &body;
+    for (i, branch) in branches.iter().enumerate() {
+        let line = exec.branch();
+        let input = data.clone();
+        in_flight.push(async move {
+            line.record(EventType::SwBranchStarted, json!({ "name": name, "branch": branch }));
+            (i, body(i, line, input).await)
+        });
+    }
+    let needed = match completion {
+        Completion::And => branches.len(),
+        Completion::Xor => 1,
+        Completion::NOfM(n) => usize::try_from(n).unwrap_or(usize::MAX).min(branches.len()),
+    };
+    let mut done: Vec<(usize, Value)> = Vec::new();
+    let mut failures = Vec::new();
+    while done.len() < needed {
+        let Some((i, out)) = in_flight.next().await else { break };
+        match out {
+            Ok(v) => done.push((i, v)),
+            Err(f) if f.error == TERMINATE || completion == Completion::And => return Err(f),
+            Err(f) => failures.push(f),
+        }
+    }
+    // The branches still running are cancelled by dropping them.
+    drop(in_flight);
+    if done.len() < needed {
+        let first = failures.into_iter().next().unwrap_or_else(|| Failure::runtime("a branch failed"));
+        return Err(first);
+    }
+    if completion == Completion::And {
+        done.sort_by_key(|(i, _)| *i);
+    }
+    for (_, out) in done {
+        merge(&mut data, out);
+    }
+    Ok(data)
+}
+
+/// What a foreach iteration's action gives as the iteration's result: its result through its
+/// `dataResultsPath` (the selection itself), or the whole result.
+pub fn action_result_filtered(filter: Option<&Expr>, result: &Value) -> Value {
+    match filter.and_then(Expr::as_path) {
+        Some(p) => select(p, result).unwrap_or(Value::Null),
+        None => result.clone(),
+    }
+}
+
+/// A switch state's failure when no data condition holds and it has no `default`.
+pub fn no_condition(name: &str) -> Failure {
+    Failure::new(NO_CONDITION, format!("state {name:?}: no condition holds and there is no default"))
+}
+
+/// An inject state's work: `data` merged into the state data.
+pub fn inject(data: &mut Value, add: Value) {
+    merge(data, add);
+}
+
+/// A delay state's work: `timeDelay` on the execution's clock (a durable WAIT when journaled).
+pub async fn delay(exec: &Execution, name: &str, site: &Site, seconds: f64) -> Result<(), Failure> {
+    timer(exec, name, site.visit, &format!(".{}", site.attempt), "Wait", secs(seconds)).await
+}
+
+/// A callback state's failure when its event does not arrive within its `timeout`.
+pub fn callback_timeout(name: &str) -> Failure {
+    Failure::new(TIMEOUT, format!("state {name:?}: the callback event did not arrive within its timeout"))
+}
+
+/// A switch on events' failure when no event arrives within its `eventTimeout` and it has no
+/// `default`.
+pub fn event_timeout_failure(name: &str) -> Failure {
+    Failure::new(TIMEOUT, format!("state {name:?}: no event arrived within the eventTimeout"))
+}
+
+/// Waits for the first event matching any of `defs` (a callback's event, a switch's event
+/// conditions): its index among `defs` and the event, recorded as consumed; `None` when
+/// `timeout_seconds` pass first. Journaled, a CALLBACK `<State>#<visit>.<attempt>.<group>event`.
+pub async fn wait_first(
+    exec: &Execution,
+    name: &str,
+    site: &Site,
+    defs: &[&EventDef],
+    timeout_seconds: Option<f64>,
+) -> Result<Option<(usize, Value)>, Failure> {
+    Ok(wait_events(exec, name, site, "event", defs, false, timeout_seconds.map(secs)).await?.and_then(first))
+}
+
+/// An event state whose events did not arrive within its `timeout`: `SwStateTimedOut`; the
+/// state goes on without performing any actions.
+pub fn events_timed_out(exec: &Execution, name: &str) {
+    exec.record(EventType::SwStateTimedOut, json!({ "name": name }));
+}
+
+/// An event state's wait: with `all`, one event of each of `defs` (in any order), else the first
+/// of any; each with its index among `defs`, recorded as consumed; `None` when
+/// `timeout_seconds` pass first. Journaled, a CALLBACK `<State>#<visit>.<attempt>.event`.
+pub async fn wait_all_or_any(
+    exec: &Execution,
+    name: &str,
+    site: &Site,
+    defs: &[&EventDef],
+    all: bool,
+    timeout_seconds: Option<f64>,
+) -> Result<Option<Vec<(usize, Value)>>, Failure> {
+    wait_events(exec, name, site, "event", defs, all, timeout_seconds.map(secs)).await
 }
 
 fn kind_of(v: &Value) -> &'static str {
@@ -965,7 +1281,7 @@ fn consumed(exec: &Execution, name: &str, event: &Value) {
 /// CloudEvent, or to its `data` when it selects nothing there. Without a filter, `data` merges.
 /// Without a filter, the event's correlation attributes (those its definition names) are merged
 /// too, so actions can use the correlation key (`{{ $.patientId }}`).
-fn merge_event(data: &mut Value, filter: Option<&Expr>, event: &Value, def: &EventDef) {
+pub fn merge_event(data: &mut Value, filter: Option<&Expr>, event: &Value, def: &EventDef) {
     let payload = event.get("data").cloned().unwrap_or(Value::Null);
     match filter.and_then(Expr::as_path) {
         Some(p) if select(p, event).is_some() => merge_filtered(data, filter, event.clone()),
@@ -1124,10 +1440,7 @@ async fn action_with_result(
     key: &str,
 ) -> Result<(Value, Value), Failure> {
     let result = action_result(exec, name, action, data.clone(), functions, site, key).await?;
-    let filtered = match action.results_filter.as_ref().and_then(Expr::as_path) {
-        Some(p) => select(p, &result).unwrap_or(Value::Null),
-        None => result.clone(),
-    };
+    let filtered = action_result_filtered(action.results_filter.as_ref(), &result);
     merge_filtered(&mut data, action.results_filter.as_ref(), result);
     Ok((data, filtered))
 }
@@ -1149,71 +1462,128 @@ async fn action_result(
                 Some(t) => eval_template(t, &input),
                 None => input,
             };
-            exec.record_with(EventType::TaskScheduled, || {
-                Details::with_capacity(3)
-                    .with("name", json!(name))
-                    .with("resource", json!(function))
-                    .with_shared("parameters", exec.share(&params))
-            });
-            // An SWF decider schedules the call as an activity whose type is the function's name.
-            let request = exec.step_request(function, &params, action.timeout.map(secs), None);
-            let ctx = TaskContext::new(name, function.as_str(), 0, exec.task_execution_name());
-            let run =
-                run_attempt(|| functions.call(function, params, ctx.clone()), &ctx, action.timeout.map(secs), None);
-            let attempt = function_attempt(exec, name, site, key, request, run).await?;
-            match attempt {
-                Attempt::Succeeded(v) => {
-                    exec.limits().check_payload(name, &v)?;
-                    exec.record_with(EventType::TaskSucceeded, || {
-                        Details::with_capacity(3)
-                            .with("name", json!(name))
-                            .with("resource", json!(function))
-                            .with_shared("output", exec.share(&v))
-                    });
-                    Ok(v)
-                }
-                Attempt::Failed(f) => {
-                    exec.record(
-                        EventType::TaskFailed,
-                        json!({ "name": name, "resource": function, "error": f.error, "cause": f.cause }),
-                    );
-                    Err(f)
-                }
-                Attempt::TimedOut(_) => {
-                    let f = Failure::new(
-                        TIMEOUT,
-                        format!("function {function:?} did not finish within the action's timeout"),
-                    );
-                    exec.record(
-                        EventType::TaskTimedOut,
-                        json!({ "name": name, "resource": function, "error": f.error, "cause": f.cause }),
-                    );
-                    Err(f)
-                }
-            }
+            call(exec, name, function, params, action.timeout, site, key, |params, ctx| {
+                functions.call(function, params, ctx)
+            })
+            .await
         }
         ActionCall::Event { trigger, result, data: template, context_attributes } => {
             let payload = event_payload(template.as_ref(), &input);
-            let publish = || exec.events().produce(trigger, payload, context_attributes, exec.clock().now_rfc3339());
-            let suffix = format!(".{}.{}{key}.trigger", site.attempt, site.group);
-            let event = produce(exec, name, site.visit, &suffix, &trigger.name, publish).await?;
-            exec.record_with(EventType::EventProduced, || Details::named(name, "event", exec.share(&event)));
-            match result {
-                None => Ok(Value::Object(Map::new())),
-                Some(def) => match wait_events(exec, name, site, key, &[def], false, action.timeout.map(secs))
-                    .await?
-                    .and_then(first)
-                {
-                    Some((_, ev)) => Ok(ev.get("data").cloned().unwrap_or(Value::Null)),
-                    None => Err(Failure::new(
-                        TIMEOUT,
-                        format!(
-                            "state {name:?}: the result event {:?} did not arrive within the action's timeout",
-                            def.name
-                        ),
-                    )),
-                },
+            let action = EventAction {
+                trigger,
+                attributes: context_attributes,
+                result: result.as_ref(),
+                timeout: action.timeout,
+            };
+            event_action(exec, name, site, key, action, payload).await
+        }
+    }
+}
+
+/// An event action (`eventRef`) as [`event_action`] runs it.
+#[derive(Debug, Clone, Copy)]
+pub struct EventAction<'a> {
+    /// `triggerEventRef`, resolved.
+    pub trigger: &'a EventDef,
+    /// `contextAttributes` added to the trigger event.
+    pub attributes: &'a [(String, String)],
+    /// `resultEventRef`, resolved.
+    pub result: Option<&'a EventDef>,
+    /// The action's `timeout` in seconds.
+    pub timeout: Option<f64>,
+}
+
+/// An event action's run: produces its trigger event with `payload` (the action's `data`,
+/// evaluated by the caller on the action's input) and, with a result event, waits for it: its
+/// `data` is the action's result (`{}` without one); `Wfc.Timeout` when it does not arrive
+/// within the action's timeout. Journaled, the trigger is a STEP
+/// `<State>#<visit>.<attempt>.<group><key>.trigger` and the wait a CALLBACK.
+pub async fn event_action(
+    exec: &Execution,
+    name: &str,
+    site: &Site,
+    key: &str,
+    action: EventAction<'_>,
+    payload: Value,
+) -> Result<Value, Failure> {
+    let EventAction { trigger, attributes, result, timeout } = action;
+    let publish = || exec.events().produce(trigger, payload, attributes, exec.clock().now_rfc3339());
+    let suffix = format!(".{}.{}{key}.trigger", site.attempt, site.group);
+    let event = produce(exec, name, site.visit, &suffix, &trigger.name, publish).await?;
+    exec.record_with(EventType::EventProduced, || Details::named(name, "event", exec.share(&event)));
+    match result {
+        None => Ok(Value::Object(Map::new())),
+        Some(def) => {
+            match wait_events(exec, name, site, key, &[def], false, timeout.map(secs)).await?.and_then(first) {
+                Some((_, ev)) => Ok(ev.get("data").cloned().unwrap_or(Value::Null)),
+                None => Err(Failure::new(
+                    TIMEOUT,
+                    format!(
+                        "state {name:?}: the result event {:?} did not arrive within the action's timeout",
+                        def.name
+                    ),
+                )),
             }
+        }
+    }
+}
+
+/// A function action's call of `function` with `params` (its parameters, evaluated): the
+/// `TaskScheduled`/`TaskSucceeded`/`TaskFailed`/`TaskTimedOut` events, the action's `timeout`,
+/// the payload limit, and (journaled) the durable STEP `<State>#<visit>.<attempt>.<group><key>`.
+/// `invoke` runs the handler: the interpreter's calls the handler by the function's name,
+/// generated code's calls the generated handler method directly.
+#[allow(clippy::too_many_arguments)] // the call's identity (state, site, key) and its parts
+pub async fn call<F, Fut>(
+    exec: &Execution,
+    name: &str,
+    function: &str,
+    params: Value,
+    timeout: Option<f64>,
+    site: &Site,
+    key: &str,
+    invoke: F,
+) -> Result<Value, Failure>
+where
+    F: FnOnce(Value, TaskContext) -> Fut,
+    Fut: Future<Output = Result<Value, Failure>>,
+{
+    exec.record_with(EventType::TaskScheduled, || {
+        Details::with_capacity(3)
+            .with("name", json!(name))
+            .with("resource", json!(function))
+            .with_shared("parameters", exec.share(&params))
+    });
+    // An SWF decider schedules the call as an activity whose type is the function's name.
+    let request = exec.step_request(function, &params, timeout.map(secs), None);
+    let ctx = TaskContext::new(name, function, 0, exec.task_execution_name());
+    let run = run_attempt(|| invoke(params, ctx.clone()), &ctx, timeout.map(secs), None);
+    let attempt = function_attempt(exec, name, site, key, request, run).await?;
+    match attempt {
+        Attempt::Succeeded(v) => {
+            exec.limits().check_payload(name, &v)?;
+            exec.record_with(EventType::TaskSucceeded, || {
+                Details::with_capacity(3)
+                    .with("name", json!(name))
+                    .with("resource", json!(function))
+                    .with_shared("output", exec.share(&v))
+            });
+            Ok(v)
+        }
+        Attempt::Failed(f) => {
+            exec.record(
+                EventType::TaskFailed,
+                json!({ "name": name, "resource": function, "error": f.error, "cause": f.cause }),
+            );
+            Err(f)
+        }
+        Attempt::TimedOut(_) => {
+            let f = Failure::new(TIMEOUT, format!("function {function:?} did not finish within the action's timeout"));
+            exec.record(
+                EventType::TaskTimedOut,
+                json!({ "name": name, "resource": function, "error": f.error, "cause": f.cause }),
+            );
+            Err(f)
         }
     }
 }
@@ -1223,13 +1593,21 @@ async fn action_result(
 
 /// Where a state's work is, for durable operation ids: the visit to the state on its line of
 /// control (counted as the ASL states count theirs), the state's attempt (retries so far), and
-/// the group of actions (`on<j>.` for an event state's `onEvents` entry `j`).
+/// the group of actions (`on<j>.` for an event state's `onEvents` entry `j`). [`step_with`]
+/// makes one per attempt; a state's [`SwCode::work`] hands it on to [`call`] and [`delay`].
 #[derive(Debug, Clone)]
 #[cfg_attr(not(feature = "durable"), allow(dead_code))] // the ids are built only when durable
-struct Site {
+pub struct Site {
     visit: u32,
     attempt: u32,
     group: String,
+}
+
+impl Site {
+    /// The site of the actions of an event state's `onEvents` entry `entry` (group `on<entry>.`).
+    pub fn on_events(&self, entry: usize) -> Site {
+        Site { group: format!("on{entry}."), ..self.clone() }
+    }
 }
 
 /// The only event of a wait for one event.
@@ -1353,16 +1731,60 @@ async fn subflow(
     functions: &dyn DynHandler,
     input: Value,
 ) -> Result<Value, Failure> {
+    let machine = &workflow.machine;
+    let child = |line: Execution, input: Value| async move { run_machine(&line, machine, functions, input).await };
+    subflow_with(exec, name, site, workflow_id, workflow.version.as_deref(), input, child).await
+}
+
+/// An awaited subflow compiled together: `child` runs the embedded workflow's machine (the
+/// interpreter's run of its IR, or its generated machine) on `input` on a line of control of
+/// its own. Journaled, it is a CHAINED_INVOKE `<State>#<visit>.<attempt>` enclosing the child's
+/// operations: a finished one replays its recorded output without running the child again. On
+/// a Lambda durable function whose configuration maps `workflow_id` to a function, that function
+/// runs the child instead (see `Journal::subflow`).
+pub async fn subflow_with<F, Fut>(
+    exec: &Execution,
+    name: &str,
+    site: &Site,
+    workflow_id: &str,
+    version: Option<&str>,
+    input: Value,
+    child: F,
+) -> Result<Value, Failure>
+where
+    F: FnOnce(Execution, Value) -> Fut,
+    Fut: Future<Output = Result<Value, Failure>>,
+{
     #[cfg(feature = "durable")]
     if let Some(journal) = exec.journal() {
         let id = exec.op_id(name, site.visit, &format!(".{}", site.attempt));
         let line = exec.sub_scope(id.clone());
-        let version = workflow.version.as_deref();
-        let child = run_machine(&line, &workflow.machine, functions, input.clone());
-        return journal.subflow(&id, exec.op_parent(), name, workflow_id, version, &input, child).await;
+        let run = child(line, input.clone());
+        return journal.subflow(&id, exec.op_parent(), name, workflow_id, version, &input, run).await;
     }
-    let _ = (name, site, workflow_id);
-    run_sub(exec, workflow, functions, input).await
+    let _ = (name, site, workflow_id, version);
+    child(exec.branch(), input).await
+}
+
+/// The failure `end` of kind `terminate` travels as out of a nested machine (a subflow, branch
+/// or iteration), carrying the output; the top level turns it back into a successful end.
+pub fn terminate_with(output: Value) -> Failure {
+    terminate(output)
+}
+
+/// The machine of `spec`'s subflow compiled together number `branch` (0 for a subflow state
+/// or a foreach; the branch's index for a parallel state), as generated code numbers its nested
+/// machines.
+pub fn embedded_machine(spec: &SwState, branch: usize) -> Option<&StateMachine> {
+    match &spec.kind {
+        SwKind::Subflow { workflow: Some(w), .. } if branch == 0 => Some(&w.machine),
+        SwKind::ForEach { body: Body::Workflow(w), .. } if branch == 0 => Some(&w.machine),
+        SwKind::Parallel { branches, .. } => match branches.get(branch).map(|b| &b.body) {
+            Some(Body::Workflow(w)) => Some(&w.machine),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// The status of an execution's result, for callers that only need to know it finished.

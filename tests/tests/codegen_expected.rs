@@ -29,8 +29,9 @@ include!("../expected/assign_states.rs");
 include!("../expected/jsonata_states.rs");
 include!("../expected/jsonata_nested.rs");
 include!("../expected/distributed_map.rs");
+include!("../expected/sw_states.rs");
 
-const STEMS: [&str; 10] = [
+const STEMS: [&str; 11] = [
     "count_loop",
     "pass_choice",
     "task_retry_catch",
@@ -41,21 +42,49 @@ const STEMS: [&str; 10] = [
     "jsonata_states",
     "jsonata_nested",
     "distributed_map",
+    "sw_states",
 ];
 
 fn expected_dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("expected")
 }
 
+/// The definition's file name: `<stem>.sw.json` for a Serverless Workflow fixture, else
+/// `<stem>.asl.json`.
+fn file_name(stem: &str) -> String {
+    let sw = format!("{stem}.sw.json");
+    if expected_dir().join(&sw).is_file() { sw } else { format!("{stem}.asl.json") }
+}
+
 fn definition(stem: &str) -> String {
-    let path = expected_dir().join(format!("{stem}.asl.json"));
+    let path = expected_dir().join(file_name(stem));
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The settings a fixture compiles with: for an SW fixture, the other `*.sw.json` files of
+/// tests/expected are compiled together with it (its subflows' registry).
+fn settings_for(stem: &str) -> Settings {
+    let mut settings = Settings::new();
+    let own = file_name(stem);
+    let mut others: Vec<std::path::PathBuf> = std::fs::read_dir(expected_dir())
+        .expect("tests/expected")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.to_string_lossy().ends_with(".sw.json") && !p.ends_with(&own))
+        .collect();
+    others.sort();
+    if own.ends_with(".sw.json") {
+        for other in others {
+            let text = std::fs::read_to_string(&other).unwrap_or_else(|e| panic!("{}: {e}", other.display()));
+            settings.sw_workflow(other.to_string_lossy(), text);
+        }
+    }
+    settings
 }
 
 fn generate(stem: &str) -> String {
     let text = definition(stem);
-    let path = format!("expected/{stem}.asl.json");
-    let mut settings = Settings::new();
+    let path = format!("expected/{}", file_name(stem));
+    let mut settings = settings_for(stem);
     settings.module_name(stem);
     match wfc_core::compile(Source { path: &path, text: &text }, &settings) {
         Ok(compiled) => codegen::format(compiled.tokens),
@@ -151,6 +180,14 @@ fn pass_and_choice_are_generated_not_interpreted() {
     assert_eq!(nested.matches("__wfc::abi::max_concurrency_jsonata(").count(), 1, "{nested}");
     assert!(nested.contains("\"ItemSelector/check\""), "{nested}");
     assert!(!nested.contains("let machine = machine()?;"), "{nested}");
+    // Serverless Workflow: every state (16 of the workflow, 4 of each of the two generated
+    // machines of its subflow compiled together) through `abi::sw_step`, none through `sw::step`
+    // nor reading the embedded IR.
+    let sw = std::fs::read_to_string(expected_dir().join("sw_states.rs")).expect("expected code");
+    assert!(!sw.contains("__wfc::sw::step("), "{sw}");
+    assert_eq!(sw.matches("__wfc::abi::sw_step(").count(), 24, "{sw}");
+    assert_eq!(sw.matches("pub enum State {").count(), 3, "{sw}");
+    assert!(!sw.contains("let machine = machine()?;"), "{sw}");
     // DISTRIBUTED Maps: their fields as `DistributedCode` (constants, templates, static paths
     // and expressions), their visits through `abi::map`, no state handed to `exec`.
     let dist = std::fs::read_to_string(expected_dir().join("distributed_map.rs")).expect("expected code");
@@ -191,13 +228,17 @@ impl pass_choice::Handler for NoTasks {}
 impl wait_fail::Handler for NoTasks {}
 impl assign::Handler for NoTasks {}
 
-fn interpret(stem: &str, input: &Value) -> ExecutionResult {
+fn interpret_with(stem: &str, input: &Value, options: RunOptions) -> ExecutionResult {
     let text = definition(stem);
-    let loaded = wfc_core::load(Source { path: stem, text: &text }).unwrap_or_else(|d| panic!("{}", d.render(false)));
+    let loaded = wfc_core::load_with(Source { path: stem, text: &text }, &settings_for(stem))
+        .unwrap_or_else(|d| panic!("{}", d.render(false)));
     let handlers = Handlers::new()
         .on("arn:aws:lambda:us-east-1:123456789012:function:Flaky", |input, ctx| async move { flaky(input, &ctx) })
-        .on("arn:aws:states:::wfc:echo", echo);
-    block_on_virtual(interp::run(&loaded.workflow, &handlers, input.clone(), options()))
+        .on("arn:aws:states:::wfc:echo", echo)
+        .on("echo", sw_echo)
+        .on("flaky \"f\" {#} ✓", sw_flaky)
+        .on("audit-sub", sw_audit);
+    block_on_virtual(interp::run(&loaded.workflow, &handlers, input.clone(), options))
 }
 
 /// task_retry_catch's `Flaky`: fails its first `fail` attempts with the error `kind`, then
@@ -245,7 +286,11 @@ fn options() -> RunOptions {
 }
 
 fn assert_same(stem: &str, input: &Value, compiled: ExecutionResult) {
-    let interpreted = interpret(stem, input);
+    assert_same_with(stem, input, compiled, options());
+}
+
+fn assert_same_with(stem: &str, input: &Value, compiled: ExecutionResult, options: RunOptions) {
+    let interpreted = interpret_with(stem, input, options);
     assert_eq!(compiled.status, interpreted.status, "{stem} on {input}");
     assert_eq!(compiled.output, interpreted.output, "{stem} on {input}");
     assert_eq!(compiled.error, interpreted.error, "{stem} on {input}");
@@ -1000,9 +1045,190 @@ fn distributed_map_runs_as_the_interpreter_does() {
     }
 }
 
-fn interpret_with(stem: &str, input: &Value, options: RunOptions) -> ExecutionResult {
-    let text = definition(stem);
-    let loaded = wfc_core::load(Source { path: stem, text: &text }).unwrap_or_else(|d| panic!("{}", d.render(false)));
-    let handlers = Handlers::new().on("arn:aws:states:::wfc:echo", echo);
-    block_on_virtual(interp::run(&loaded.workflow, &handlers, input.clone(), options))
+/// sw_states' `echo`: waits `sleep` seconds (virtual time), fails with `Boom` when `boom` is
+/// set, else returns `{"out": input, "echoed": true}`.
+async fn sw_echo(input: Value, _ctx: TaskContext) -> Result<Value, Failure> {
+    if let Some(seconds) = input["sleep"].as_u64() {
+        tokio::time::sleep(std::time::Duration::from_secs(seconds)).await;
+    }
+    if input["boom"].as_bool() == Some(true) {
+        return Err(Failure::new("Boom", "echo was asked to fail \"✓\""));
+    }
+    Ok(json!({ "out": input, "echoed": true }))
+}
+
+/// sw_states' `flaky`: fails with `Flaky` when its input's `order.flaky` is set, else returns
+/// `{"flaked": "no ✓"}`.
+async fn sw_flaky(input: Value, _ctx: TaskContext) -> Result<Value, Failure> {
+    if input["order"]["flaky"].as_bool() == Some(true) {
+        return Err(Failure::new("Flaky", "flaky failed"));
+    }
+    Ok(json!({ "flaked": "no ✓" }))
+}
+
+/// sw_states' subflow `audit-sub`, which the handler runs: fails with `AuditFailed` when its
+/// input's `auditBoom` is set, else returns `{"audited": "✓", "seen": <its input's results>}`.
+async fn sw_audit(input: Value, _ctx: TaskContext) -> Result<Value, Failure> {
+    if input["auditBoom"].as_bool() == Some(true) {
+        return Err(Failure::new("AuditFailed", "the audit \"{#}\" failed"));
+    }
+    Ok(json!({ "audited": "✓", "seen": input["results"] }))
+}
+
+impl sw_states::Handler for Tasks {
+    async fn audit_sub(&self, input: Value, ctx: TaskContext) -> Result<Value, Failure> {
+        sw_audit(input, ctx).await
+    }
+
+    async fn echo(&self, input: Value, ctx: TaskContext) -> Result<Value, Failure> {
+        sw_echo(input, ctx).await
+    }
+
+    async fn flaky_f(&self, input: Value, ctx: TaskContext) -> Result<Value, Failure> {
+        sw_flaky(input, ctx).await
+    }
+}
+
+#[test]
+fn sw_states_run_as_the_interpreter_does() {
+    let order = |order: Value| json!({ "items": [{"price": 5}, {"price": 500}], "order": order });
+    let inputs = [
+        // 0: the first condition: both actions, the guard holds, the delay, Check's `out`, Done.
+        order(json!({"n": 2})),
+        // 1: the guard does not hold (no `order.n`): Wfc.TransitionGuardFailed.
+        order(json!({"m": 1})),
+        // 2: echo fails with Boom: onError by expression, its errorDataFilter, Recover terminates.
+        order(json!({"n": 1, "boom": true})),
+        // 3: flaky fails on every attempt: two retries (1 s, then 3 s), then the failure.
+        order(json!({"n": 1, "flaky": true})),
+        // 4: echo outlasts the action's timeout: Wfc.Timeout, onError to Done.
+        order(json!({"n": 1, "sleep": 20})),
+        // 5: the second condition: both actions at once (the first slower), merged in order; the
+        // output filter keeps `out`.
+        json!({"items": [], "fan": {"x": "✓ \"{#}\"", "sleep": 3}}),
+        // 6: a parallel action fails with Boom: the state has no onError, the run fails.
+        json!({"fan": {"x": 1, "boom": true}}),
+        // 7, 8: the default: Check's third condition (Recover), or none holds
+        // (Wfc.NoConditionMatched).
+        json!({"ok": "yes"}),
+        json!({"items": [{"price": 1}]}),
+        // 9: the state data is not an object.
+        json!([1, 2]),
+        // 10: the third condition: the foreach (two at a time, finishing out of order), the
+        // parallel state's actions branch and handler-run subflow branch, the subflow state.
+        json!({"list": [{"v": 1, "sleep": 2}, {"v": "✓ {#}"}, {"v": 3, "sleep": 1}]}),
+        // 11: an iteration fails with Boom; 12: the input collection is not an array.
+        json!({"list": [{"v": 1, "sleep": 1}, {"v": 2, "boom": true}]}),
+        json!({"list": 5}),
+        // 13, 14: the parallel state's actions branch, then its subflow branch, fail.
+        json!({"list": [{"v": 1}], "parBoom": true}),
+        json!({"list": [{"v": 1}], "auditBoom": true}),
+    ];
+    let reply = |answer: Value, region: &str| {
+        json!({"specversion": "1.0", "id": "r1", "type": "reply \"✓\"", "source": "tests {#}", "region": region,
+               "data": {"answer": answer}})
+    };
+    let go = json!({"specversion": "1.0", "id": "g1", "type": "go", "source": "x", "data": {"go": "✓"}});
+    let stop = json!({"specversion": "1.0", "id": "s1", "type": "stop", "source": "x", "data": {"why": "\"{#}\""}});
+    let call = |events: Vec<Value>, open: bool| json!({"call": {"who": "me {#}"}, "events": events, "open": open});
+    let inputs = [
+        inputs.to_vec(),
+        vec![
+            // 15: the callback's action and event (its filter), the produced event, then the
+            // switch's first event condition, whose transition produces two events.
+            call(vec![reply(json!(42), "eu ✓"), go.clone()], false),
+            // 16: the switch's second event condition (its filter), to Recover.
+            call(vec![reply(json!({"k": "✓"}), "eu ✓"), stop.clone()], false),
+            // 17: no event for the switch within its eventTimeout: the default.
+            call(vec![reply(json!(1), "eu ✓")], true),
+            // 18: the reply does not correlate: the callback times out (Wfc.Timeout).
+            call(vec![reply(json!(1), "us"), go.clone()], true),
+            // 19: no event, and the bus is closed: the callback's wait ends at its timeout.
+            call(vec![], false),
+            // 20: the exclusive event state takes Go (its filter and actions), then the other
+            // waits for both events.
+            json!({"wait": true, "events": [go.clone(), reply(json!("✓"), "eu ✓"), go.clone(), stop.clone()]}),
+            // 21: ... takes Stop (its actions in parallel mode).
+            json!({"wait": true, "events": [stop.clone(), go.clone(), stop.clone()]}),
+            // 22: no event: both event states time out and go on without actions.
+            json!({"wait": true, "events": [], "open": true}),
+            // 23: Go, but no reply to the event action: Wfc.Timeout.
+            json!({"wait": true, "events": [go.clone()], "open": true}),
+            // 24: the subflow compiled together, as a subflow state and per element of a foreach.
+            json!({"inner": [{"x": 1}, {"x": "✓ {#}"}]}),
+            // 25: ... which terminates the whole instance from the subflow state.
+            json!({"inner": [{"x": 1}], "stopAll": true}),
+        ],
+    ]
+    .concat();
+    // Each run's events queued on a bus of its own (closed after them unless `open`).
+    let options_for = |input: &Value| {
+        let bus = wfc_runtime::events::EventBus::new();
+        for event in input["events"].as_array().into_iter().flatten() {
+            bus.deliver(event.clone());
+        }
+        if input["open"].as_bool() != Some(true) {
+            bus.close();
+        }
+        options().with_events(bus)
+    };
+    let mut results = Vec::new();
+    for input in &inputs {
+        let compiled = block_on_virtual(sw_states::run_with(&Tasks, input.clone(), options_for(input)));
+        assert_same_with("sw_states", input, compiled.clone(), options_for(input));
+        results.push(compiled);
+    }
+    let done = &results[0];
+    assert_eq!(done.output.as_ref().map(|o| o["done"].clone()), Some(json!("✓ \"{#}\" {{ $.x }}")), "{done:?}");
+    assert_eq!(done.output.as_ref().map(|o| o["out"]["msg"].clone()), Some(json!("n=2 \"q\" ✓ {#}")), "{done:?}");
+    let errors: Vec<Option<String>> = results.iter().map(|r| r.error.as_ref().map(|e| e.error.clone())).collect();
+    assert_eq!(errors[1].as_deref(), Some("Wfc.TransitionGuardFailed"));
+    assert_eq!(errors[3].as_deref(), Some("Flaky"));
+    assert_eq!(errors[6].as_deref(), Some("Boom"));
+    assert_eq!(errors[8].as_deref(), Some("Wfc.NoConditionMatched"));
+    assert_eq!(results[2].output.as_ref().map(|o| o["recovered"].clone()), Some(json!(true)));
+    assert_eq!(results[2].output.as_ref().map(|o| o["error"]["name"].clone()), Some(json!("Boom")));
+    let retried = results[3].history.iter().filter(|e| e.event_type == wfc_runtime::EventType::SwStateRetried).count();
+    assert_eq!(retried, 2, "{:?}", results[3].history);
+    assert_eq!(results[4].output.as_ref().map(|o| o["done"].is_string()), Some(true), "{:?}", results[4]);
+    assert_eq!(results[5].output.as_ref().map(|o| o["out"]["x"]["x"].clone()), Some(json!("✓ \"{#}\"")));
+    let each = results[10].output.clone().unwrap_or_default();
+    let values: Vec<Value> = each["results"].as_array().into_iter().flatten().map(|r| r["v"].clone()).collect();
+    assert_eq!(values, [json!("1 \"✓\""), json!("✓ {#} \"✓\""), json!("3 \"✓\"")], "{each}");
+    assert_eq!((each["audited"].clone(), each["echoed"].clone()), (json!("✓"), json!(true)), "{each}");
+    assert_eq!(each["seen"], each["results"], "{each}");
+    assert_eq!(errors[11].as_deref(), Some("Boom"));
+    assert_eq!(errors[12].as_deref(), Some("Wfc.DataError"));
+    assert_eq!(errors[13].as_deref(), Some("Boom"));
+    assert_eq!(errors[14].as_deref(), Some("AuditFailed"));
+    let produced = |r: &ExecutionResult| -> Vec<Value> {
+        r.history
+            .iter()
+            .filter(|e| e.event_type == wfc_runtime::EventType::EventProduced)
+            .map(|e| e.details["event"]["type"].clone())
+            .collect()
+    };
+    let called = results[15].output.clone().unwrap_or_default();
+    assert_eq!((called["answer"].clone(), called["done"].is_string()), (json!(42), true), "{called}");
+    assert_eq!(produced(&results[15]), [json!("rang ✓"), json!("went"), json!("rang ✓")], "{:?}", results[15]);
+    assert_eq!(results[16].output.as_ref().map(|o| o["why"].clone()), Some(json!("\"{#}\"")), "{:?}", results[16]);
+    assert_eq!(results[17].output.as_ref().map(|o| o["done"].is_string()), Some(true), "{:?}", results[17]);
+    assert_eq!(errors[18].as_deref(), Some("Wfc.Timeout"));
+    assert_eq!(errors[19].as_deref(), Some("Wfc.Timeout"));
+    assert_eq!(results[20].output.as_ref().map(|o| o["out"]["g"].clone()), Some(json!("✓ {#}")), "{:?}", results[20]);
+    // The event action: its trigger produced, its result event's data merged.
+    assert_eq!(results[20].output.as_ref().map(|o| o["answer"].clone()), Some(json!("✓")), "{:?}", results[20]);
+    assert_eq!(produced(&results[20]), [json!("rang ✓")], "{:?}", results[20]);
+    assert_eq!(produced(&results[21]), [json!("went")], "{:?}", results[21]);
+    assert_eq!(errors[23].as_deref(), Some("Wfc.Timeout"));
+    let nested = results[24].output.clone().unwrap_or_else(|| panic!("{:?}", results[24]));
+    let xs: Vec<Value> =
+        nested["innerResults"].as_array().into_iter().flatten().map(|r| r["out"]["x"].clone()).collect();
+    assert_eq!((xs, nested["innerDone"].clone()), (vec![json!(1), json!("✓ {#}")], json!("done \"✓\"")), "{nested}");
+    let stopped = results[25].output.clone().unwrap_or_default();
+    assert_eq!((stopped["stopped"].clone(), stopped.get("done")), (json!("✓"), None), "{stopped}");
+    assert_eq!(results[21].output.as_ref().map(|o| o["out"]["s"].clone()), Some(json!("\"{#}\"")), "{:?}", results[21]);
+    let timed_out =
+        results[22].history.iter().filter(|e| e.event_type == wfc_runtime::EventType::SwStateTimedOut).count();
+    assert_eq!((timed_out, errors[22].as_deref()), (2, Some("Wfc.NoConditionMatched")), "{:?}", results[22]);
 }

@@ -10,13 +10,17 @@
 //! * `run`, `run_with`, `resume`, and `step`: one state's work (`match state { … }`) giving the
 //!   next `State` or the machine's end, run by the runtime's one driver loop (`abi::drive`).
 //!   Pass, Choice, Succeed, Task, Wait, Fail, Parallel and Map states (INLINE or DISTRIBUTED,
-//!   JSONPath or JSONata) are generated as Rust ([`states`]: paths as steps, templates as
-//!   construction code, intrinsics as calls, Choice rules as `if` conditions, JSONata
-//!   expressions as `static`s, Retry/Catch as `const` tables) around the runtime's `abi` visit
-//!   functions; the other states (SW states, a Choice with an `Is*` test on a non-Boolean
-//!   operand, which the front end refuses) still call `__private::exec::*` (or `sw::step`)
-//!   with their spec read from the embedded IR (`codegen_snapshots` checks this list over every
-//!   definition of tests/cases and the AWS corpus);
+//!   JSONPath or JSONata) are generated as Rust ([`states`]: paths as steps, templates as construction
+//!   code, intrinsics as calls, Choice rules as `if` conditions, JSONata expressions as
+//!   `static`s, Retry/Catch as `const` tables) around the runtime's `abi` visit functions;
+//!   Serverless Workflow states likewise ([`sw`]: an `abi::SwCode` per state, `{{ }}`
+//!   expressions as `static`s, function actions calling the `Handler` method, each way out a
+//!   `State` variant) around `abi::sw_step`; the other states (an SW subflow
+//!   compiled together or not awaited, a Choice with an `Is*` test on a non-Boolean operand,
+//!   which the front end refuses) still call
+//!   `__private::exec::*` (or `sw::step`) with their spec read from the embedded IR
+//!   (`codegen_snapshots` checks this list over every definition of tests/cases and the AWS
+//!   corpus);
 //! * one nested module per Parallel branch and per Map item processor, with its own `State` and
 //!   `step`, run by the Parallel's or Map's visit (`abi::parallel`, `abi::map`).
 //!
@@ -28,6 +32,7 @@
 mod docs;
 mod names;
 mod states;
+mod sw;
 
 use std::collections::BTreeSet;
 
@@ -237,6 +242,8 @@ struct MachineCtx<'a> {
     parent: Option<(usize, usize)>,
     /// Whether the parent state is a Map (this machine is its item processor), not a Parallel.
     map_processor: bool,
+    /// Whether this machine is a subflow compiled together of a Serverless Workflow state.
+    sw_subflow: bool,
     /// A plain description for runtime messages (`branch 1 of Parallel state "Fan out"`).
     title: String,
     /// The same in Markdown, for docs.
@@ -335,6 +342,7 @@ impl<'a> Generator<'a> {
             depth: 0,
             parent: None,
             map_processor: false,
+            sw_subflow: false,
             title: "the workflow".to_owned(),
             title_doc: "the workflow".to_owned(),
         };
@@ -565,6 +573,15 @@ impl<'a> Generator<'a> {
                     keys.push((i, 0));
                     candidates.push(format!("{}_item_processor", names::snake(&state.name, "map")));
                 }
+                // A generated SW state's subflows compiled together: a generated machine each.
+                StateKind::Sw(spec) if sw::generated(spec) => {
+                    let base = names::snake(&state.name, "subflow");
+                    for (b, _) in sw::embedded(spec) {
+                        keys.push((i, b));
+                        // `loop_` (a keyword's escape) must not give `loop__subflow_0`.
+                        candidates.push(format!("{}_subflow_{b}", base.trim_end_matches('_')));
+                    }
+                }
                 _ => {}
             }
         }
@@ -605,7 +622,7 @@ impl<'a> Generator<'a> {
         // Whether some state still reads its spec from the embedded IR (not generated yet).
         let mut reads_ir = false;
         for (i, state) in machine.states.iter().enumerate() {
-            let (arm, from_ir) = self.arm(i, state, &variants, &branches)?;
+            let (arm, from_ir) = self.arm(i, state, &variants, &branches, ctx.depth)?;
             reads_ir |= from_ir;
             arms.push(arm);
         }
@@ -661,6 +678,7 @@ impl<'a> Generator<'a> {
                         depth: ctx.depth + 1,
                         parent: Some((*p, *b)),
                         map_processor: false,
+                        sw_subflow: false,
                         title: format!("branch {b} of Parallel state {state_name:?}"),
                         title_doc: format!("branch {b} of the Parallel state {}", docs::code(state_name)),
                     };
@@ -676,12 +694,33 @@ impl<'a> Generator<'a> {
                         depth: ctx.depth + 1,
                         parent: Some((*p, 0)),
                         map_processor: true,
+                        sw_subflow: false,
                         title: format!("item processor of Map state {state_name:?}"),
                         title_doc: format!("the item processor of the Map state {}", docs::code(state_name)),
                     };
                     let doc = doc(&format!(
                         "The item processor of the Map state {}: the states each item runs through, and \
                          their driver.",
+                        docs::code(state_name)
+                    ));
+                    (child, doc)
+                }
+                Some(StateKind::Sw(spec)) => {
+                    let Some((_, workflow)) = sw::embedded(spec).into_iter().find(|(i, _)| i == b) else {
+                        return Err("wfc: internal error: a subflow module without its workflow".to_owned());
+                    };
+                    let child = MachineCtx {
+                        machine: &workflow.machine,
+                        depth: ctx.depth + 1,
+                        parent: Some((*p, *b)),
+                        map_processor: false,
+                        sw_subflow: true,
+                        title: format!("subflow {b} of state {state_name:?}"),
+                        title_doc: format!("subflow {b} of the state {}", docs::code(state_name)),
+                    };
+                    let doc = doc(&format!(
+                        "The subflow {} ({b}) of the Serverless Workflow state {}: its own states and driver.",
+                        docs::code(&workflow.name),
                         docs::code(state_name)
                     ));
                     (child, doc)
@@ -715,7 +754,16 @@ impl<'a> Generator<'a> {
                     ctx.title
                 ));
                 let start = self.start_variant(machine)?;
-                let find = if ctx.map_processor {
+                let find = if ctx.sw_subflow {
+                    let b = Literal::usize_unsuffixed(b);
+                    quote! {
+                        match super::machine()?.states #p_get.map(|s| &s.kind) {
+                            Some(__wfc::ir::StateKind::Sw(spec)) => __wfc::sw::embedded_machine(spec, #b)
+                                .ok_or_else(|| __wfc::Failure::runtime(#msg)),
+                            _ => Err(__wfc::Failure::runtime(#msg)),
+                        }
+                    }
+                } else if ctx.map_processor {
                     quote! {
                         match super::machine()?.states #p_get.map(|s| &s.kind) {
                             Some(__wfc::ir::StateKind::Map(spec)) => Ok(&spec.item_processor),
@@ -889,6 +937,7 @@ impl<'a> Generator<'a> {
         state: &State,
         variants: &[Ident],
         branches: &[BranchModule],
+        depth: usize,
     ) -> Result<(TokenStream, bool), String> {
         let variant = variants.get(index).ok_or("wfc: internal error: a state without a variant")?;
         let name = Literal::string(&state.name);
@@ -1094,6 +1143,20 @@ impl<'a> Generator<'a> {
                 false,
             ));
         }
+        if let StateKind::Sw(spec) = &state.kind
+            && sw::generated(spec)
+        {
+            let methods = |function: &str| {
+                self.methods.iter().find(|(resource, _, _)| resource == function).map(|(_, method, _)| method.clone())
+            };
+            let target = |id: usize| {
+                variants.get(id).cloned().ok_or_else(|| format!("wfc: transition index {id} is out of range"))
+            };
+            let module = |b: usize| branches.iter().find(|(key, _)| *key == (index, b)).map(|(_, m)| m.clone());
+            let handler_path = Self::handler_path(depth);
+            let code = sw::state(&name, spec, &methods, &target, &module, &handler_path, depth > 0)?;
+            return Ok((quote!(State::#variant(input) => { #code }), false));
+        }
         let body = match &state.kind {
             StateKind::Pass(p) => {
                 let next = goto(p.transition, quote!(output))?;
@@ -1124,13 +1187,22 @@ impl<'a> Generator<'a> {
                         Ok(quote!(#id => State::#v(output),))
                     })
                     .collect::<Result<Vec<_>, String>>()?;
+                let supers = std::iter::repeat_n(quote!(super::), depth);
+                // `terminate` ends the whole instance: out of a nested machine (a subflow), it
+                // travels as the `Wfc.Terminate` failure, as the interpreter's does.
+                let terminate = if depth > 0 {
+                    quote!(return Err(__wfc::abi::sw_terminate(output)))
+                } else {
+                    quote!(return Ok(__wfc::abi::Flow::End(output)))
+                };
                 quote! {
-                    match __wfc::sw::step(exec, #name, spec, input, &Dispatch(handler)).await? {
+                    match __wfc::sw::step(exec, #name, spec, input, &#(#supers)* Dispatch(handler)).await? {
                         __wfc::sw::Step::Next { target, output } => match target {
                             #(#arms)*
                             _ => return Err(__wfc::abi::unexpected(#name, &::std::format!("has no transition to state {}", target))),
                         },
-                        __wfc::sw::Step::End(output) | __wfc::sw::Step::Terminate(output) => return Ok(__wfc::abi::Flow::End(output)),
+                        __wfc::sw::Step::End(output) => return Ok(__wfc::abi::Flow::End(output)),
+                        __wfc::sw::Step::Terminate(output) => #terminate,
                     }
                 }
             }

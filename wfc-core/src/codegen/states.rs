@@ -68,7 +68,7 @@ pub(super) struct Items {
 }
 
 impl Items {
-    fn push(&mut self, prefix: &str, make: impl FnOnce(&Ident) -> TokenStream) -> Ident {
+    pub(super) fn push(&mut self, prefix: &str, make: impl FnOnce(&Ident) -> TokenStream) -> Ident {
         let name = format_ident!("{}_{}", prefix, self.items.len());
         self.items.push(make(&name));
         name
@@ -131,7 +131,7 @@ impl Items {
     }
 
     /// A literal value: scalars inline, objects and arrays a `static` built once and cloned.
-    fn value(&mut self, value: &Value) -> TokenStream {
+    pub(super) fn value(&mut self, value: &Value) -> TokenStream {
         match value {
             Value::Array(_) | Value::Object(_) => {
                 let build = value_tokens(value);
@@ -155,7 +155,7 @@ pub(super) fn definite_steps(path: &Path) -> Option<Vec<SingularStep<'_>>> {
 }
 
 /// Construction code for a JSON value.
-fn value_tokens(value: &Value) -> TokenStream {
+pub(super) fn value_tokens(value: &Value) -> TokenStream {
     match value {
         Value::Null => quote!(__wfc::Value::Null),
         Value::Bool(b) => quote!(__wfc::Value::Bool(#b)),
@@ -200,7 +200,7 @@ fn object_code<'a>(entries: impl ExactSizeIterator<Item = (&'a str, TokenStream)
 }
 
 /// Whether `tokens` mention the identifier `name` (to name unused closure parameters `_`).
-fn mentions(tokens: &TokenStream, name: &str) -> bool {
+pub(super) fn mentions(tokens: &TokenStream, name: &str) -> bool {
     tokens.clone().into_iter().any(|t| match t {
         TokenTree::Ident(i) => i == name,
         TokenTree::Group(g) => mentions(&g.stream(), name),
