@@ -324,17 +324,41 @@ fn write_history(tx: &Connection, name: &str, history: &HistoryWrite) -> Result<
     if history.events.is_empty() {
         return Ok(());
     }
-    let mut stmt = tx
-        .prepare_cached("INSERT OR REPLACE INTO history (execution, event_id, event) VALUES (?1, ?2, ?3)")
-        .map_err(backend)?;
     // Consecutive events that share a document serialize it once.
     let mut writer = crate::history::EventWriter::new();
-    for event in &history.events {
-        let text = writer.to_json(event).map_err(backend)?;
-        let id = i64::try_from(event.id).map_err(backend)?;
-        stmt.execute(params![name, id, text]).map_err(backend)?;
+    // Up to HISTORY_ROWS_PER_INSERT events per statement (a step records about 5): running a
+    // statement costs about as much again as the row it inserts.
+    for chunk in history.events.chunks(HISTORY_ROWS_PER_INSERT) {
+        let mut stmt = tx.prepare_cached(history_insert_sql(chunk.len())).map_err(backend)?;
+        for (i, event) in chunk.iter().enumerate() {
+            let text = writer.to_json(event).map_err(backend)?;
+            let id = i64::try_from(event.id).map_err(backend)?;
+            stmt.raw_bind_parameter(3 * i + 1, name).map_err(backend)?;
+            stmt.raw_bind_parameter(3 * i + 2, id).map_err(backend)?;
+            stmt.raw_bind_parameter(3 * i + 3, text).map_err(backend)?;
+        }
+        stmt.raw_execute().map_err(backend)?;
     }
     Ok(())
+}
+
+/// The most history rows one `INSERT` writes.
+const HISTORY_ROWS_PER_INSERT: usize = 8;
+
+/// `INSERT OR REPLACE INTO history ... VALUES (?, ?, ?), ...` with `rows` rows (1 to
+/// [`HISTORY_ROWS_PER_INSERT`]): the rows go in order, so a later one of the same id wins, as
+/// with one statement per row.
+fn history_insert_sql(rows: usize) -> &'static str {
+    static SQL: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| {
+        (1..=HISTORY_ROWS_PER_INSERT)
+            .map(|n| {
+                let values: Vec<String> =
+                    (0..n).map(|i| format!("(?{}, ?{}, ?{})", 3 * i + 1, 3 * i + 2, 3 * i + 3)).collect();
+                format!("INSERT OR REPLACE INTO history (execution, event_id, event) VALUES {}", values.join(", "))
+            })
+            .collect()
+    });
+    &SQL[rows - 1]
 }
 
 /// Appends events after the last stored one, in the caller's transaction: `events` gets that
