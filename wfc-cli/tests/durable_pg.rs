@@ -22,7 +22,12 @@ const DEFINITION: &str = r#"{
   }
 }"#;
 
+/// A `wfc worker` process; its stdout (the final stats) is piped, its stderr (a log line per
+/// execution, warnings) goes to `OWNER.stderr` beside `handlers`: a pipe nobody reads until
+/// the worker ends fills up and blocks it mid-run (the test reads the workers one at a time).
 fn worker(store: &str, def: &str, handlers: &str, owner: &str) -> Child {
+    let log = std::path::Path::new(handlers).with_file_name(format!("{owner}.stderr"));
+    let log = std::fs::OpenOptions::new().create(true).append(true).open(&log).expect("a worker's log file");
     wfc()
         .args([
             "worker",
@@ -42,7 +47,7 @@ fn worker(store: &str, def: &str, handlers: &str, owner: &str) -> Child {
             owner,
         ])
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(log)
         .spawn()
         .expect("wfc worker starts")
 }
@@ -256,7 +261,10 @@ impl WaitOutput for Child {
             let _ = s.read_to_string(&mut stderr);
         }
         let status = self.wait().expect("wait for a worker");
-        assert!(status.success(), "a worker failed ({status}): {stdout}\n{stderr}");
+        assert!(
+            status.success(),
+            "a worker failed ({status}): {stdout}\n{stderr}(its log: OWNER.stderr in the scratch directory)"
+        );
         serde_json::from_str(&stdout).unwrap_or(Value::Null)
     }
 }
