@@ -1,9 +1,10 @@
 //! Serverless Workflow states as Rust (issue 20): every SW state kind (operation, switch on data
 //! or events, inject, delay, foreach, parallel, callback, event, and an awaited subflow the
-//! handler runs), with its state data filters, `retry`, `onError`, transition guards and produced
-//! events. A subflow compiled together (a subflow state's, a foreach's or a parallel branch's
-//! embedded workflow) and a subflow not awaited still go to `sw::step` with their IR (see
-//! [`generated`] and [`super::Generator::arm`]).
+//! handler runs or compiled together), with its state data filters, `retry`, `onError`,
+//! transition guards and produced events. A subflow compiled together (a subflow state's, a
+//! foreach's or a parallel branch's embedded workflow) is a generated machine of its own
+//! ([`embedded`], a nested module, as a Parallel branch's). A subflow not awaited still goes to
+//! `sw::step` with its IR (see [`generated`] and [`super::Generator::arm`]).
 //!
 //! A generated state is a `Code` type implementing the runtime's `abi::SwCode`, the trait the
 //! interpreter implements from the IR, and its visit is `abi::sw_step` (`sw::step_with`), so both
