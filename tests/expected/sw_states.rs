@@ -1917,7 +1917,7 @@ pub mod sw_states {
                                 ::std::vec![
                                     (::std::borrow::ToOwned::to_owned("who"),
                                     __wfc::abi::sw_attribute(__wfc::abi::sw_eval(__wfc::abi::sw_expr_ref(&
-                                    SW_EXPR_6) ?, & input)))
+                                    SW_EXPR_6) ?, input)))
                                 ],
                             )
                             .await?;
@@ -2053,7 +2053,7 @@ pub mod sw_states {
                                     ::std::borrow::ToOwned::to_owned("n"),
                                     __wfc::abi::sw_eval(
                                         __wfc::abi::sw_expr_ref(&SW_EXPR_5)?,
-                                        &input,
+                                        input,
                                     ),
                                 );
                             object
@@ -2361,7 +2361,7 @@ pub mod sw_states {
                                                         __wfc::serde_json::Map::with_capacity(1usize); object
                                                         .insert(::std::borrow::ToOwned::to_owned("why"),
                                                         __wfc::abi::sw_eval(__wfc::abi::sw_expr_ref(& SW_EXPR_12) ?,
-                                                        & input)); __wfc::Value::Object(object) }; let action =
+                                                        input)); __wfc::Value::Object(object) }; let action =
                                                         __wfc::abi::SwEventAction { trigger : & EVENT_13, attributes
                                                         : & [], result : ::core::option::Option::None, timeout :
                                                         ::core::option::Option::None, };
