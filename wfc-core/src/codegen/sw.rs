@@ -47,8 +47,9 @@ use super::states::{Items, value_tokens};
 
 /// Whether codegen writes `spec` as Rust (else it goes to `sw::step` with its IR).
 pub(super) fn generated(spec: &SwState) -> bool {
-    // A subflow not awaited runs detached, alongside the parent, through `sw::step`.
-    !matches!(spec.kind, SwKind::Subflow { wait: false, .. })
+    // A subflow compiled together and not awaited runs detached, alongside the parent, queued
+    // (as IR) for the top-level run: through `sw::step`.
+    !matches!(spec.kind, SwKind::Subflow { wait: false, workflow: Some(_), .. })
 }
 
 /// The subflows compiled together of `spec`, numbered as generated code numbers their machines
@@ -762,6 +763,14 @@ fn work(
                 };
                 let out = __wfc::abi::sw_subflow(exec, name, site, #id, #version, input, child).await?;
                 __wfc::abi::sw_inject(&mut data, out);
+                Ok((data, __wfc::abi::SwExit::Next))
+            }
+        }
+        SwKind::Subflow { wait: false, workflow: None, workflow_id } => {
+            let method = methods(workflow_id).ok_or("wfc: internal error: an SW subflow without a handler method")?;
+            let id = Literal::string(workflow_id);
+            quote! {
+                __wfc::abi::sw_unawaited_subflow(exec, name, site, #id, &data, |input, ctx| handler.#method(input, ctx)).await;
                 Ok((data, __wfc::abi::SwExit::Next))
             }
         }
