@@ -16,9 +16,9 @@
 //!   Serverless Workflow states likewise ([`sw`]: an `abi::SwCode` per state, `{{ }}`
 //!   expressions as `static`s, function actions calling the `Handler` method, each way out a
 //!   `State` variant, a subflow compiled together a nested machine) around `abi::sw_step`; the
-//!   other states (a DISTRIBUTED Map, an SW subflow not awaited, a Choice with an `Is*` test on
-//!   a non-Boolean operand, which the front end refuses) still call
-//!   `__private::exec::*` (or `sw::step`) with their spec read from the embedded IR
+//!   other states (a DISTRIBUTED Map, an SW subflow compiled together and not awaited, a
+//!   Choice with an `Is*` test on a non-Boolean operand, which the front end refuses) still
+//!   call `__private::exec::*` (or `sw::step`) with their spec read from the embedded IR
 //!   (`codegen_snapshots` checks this list over every definition of tests/cases and the AWS
 //!   corpus);
 //! * one nested module per Parallel branch and per Map item processor, with its own `State` and

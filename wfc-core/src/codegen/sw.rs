@@ -3,8 +3,9 @@
 //! handler runs or compiled together), with its state data filters, `retry`, `onError`,
 //! transition guards and produced events. A subflow compiled together (a subflow state's, a
 //! foreach's or a parallel branch's embedded workflow) is a generated machine of its own
-//! ([`embedded`], a nested module, as a Parallel branch's). A subflow not awaited still goes to
-//! `sw::step` with its IR (see [`generated`] and [`super::Generator::arm`]).
+//! ([`embedded`], a nested module, as a Parallel branch's). A subflow compiled together and not
+//! awaited still goes to `sw::step` with its IR (see [`generated`] and
+//! [`super::Generator::arm`]).
 //!
 //! A generated state is a `Code` type implementing the runtime's `abi::SwCode`, the trait the
 //! interpreter implements from the IR, and its visit is `abi::sw_step` (`sw::step_with`), so both
