@@ -68,7 +68,8 @@
 //!   [`sw_holds`], [`sw_filter`] and [`sw_merge_filtered`]; a function action is [`sw_call`]
 //!   with the generated handler method (an event action [`sw_event_action`]), actions in
 //!   `parallel` mode joined by [`sw_join`]; an
-//!   inject is [`sw_inject`], a delay [`sw_delay`], a transition's guard [`sw_guard`]; a
+//!   inject is [`sw_inject`], a delay [`sw_delay`], an unawaited subflow the handler runs
+//!   [`sw_unawaited_subflow`], a transition's guard [`sw_guard`]; a
 //!   foreach's loop is [`sw_foreach`] and a parallel state's branches [`sw_parallel`], each
 //!   around a generated body (an iteration's or branch's actions, or a subflow the handler runs),
 //!   an iteration's result through [`sw_action_result`]; events are [`StaticEventDef`]s (built
@@ -115,7 +116,8 @@ pub use crate::sw::{
     guard as sw_guard, holds as sw_holds, inject as sw_inject, merge_event as sw_merge_event,
     merge_filtered as sw_merge_filtered, no_condition as sw_no_condition, parallel as sw_parallel,
     produce_event as sw_produce, state_filter as sw_filter, step_with as sw_step, subflow_with as sw_subflow,
-    terminate_with as sw_terminate, wait_all_or_any as sw_wait_events, wait_first as sw_wait_first,
+    terminate_with as sw_terminate, unawaited_handler_subflow as sw_unawaited_subflow,
+    wait_all_or_any as sw_wait_events, wait_first as sw_wait_first,
 };
 pub use std::time::Duration;
 pub use wfc_ir::Jitter;

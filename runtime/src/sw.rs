@@ -1016,10 +1016,8 @@ async fn work(
         SwKind::Subflow { wait: false, workflow: None, workflow_id } => {
             // Unwaited, the handler's call still runs to its end (its outcome is recorded, not
             // used), as a compiled-in child would.
-            let line = exec.branch();
-            line.record_with(EventType::SwSubflowStarted, || subflow_details(&line, name, workflow_id, "input", &data));
-            let ended = handler_subflow(&line, name, workflow_id, data.clone(), functions, site, "sub").await;
-            record_detached_end(&line, name, workflow_id, ended);
+            let invoke = |input, ctx| functions.call(workflow_id, input, ctx);
+            unawaited_handler_subflow(exec, name, site, workflow_id, &data, invoke).await;
             Ok((data, Exit::Next))
         }
         SwKind::Subflow { wait: false, workflow: Some(workflow), workflow_id } => {
@@ -1785,6 +1783,27 @@ pub fn embedded_machine(spec: &SwState, branch: usize) -> Option<&StateMachine> 
         },
         _ => None,
     }
+}
+
+/// A subflow not compiled together and not awaited: the handler's call (`invoke`, the method
+/// named after `workflow_id`) runs to its end on a line of its own, between `SwSubflowStarted`
+/// and `SwSubflowSucceeded`/`SwSubflowFailed`; its outcome is recorded, not used, and the parent
+/// goes on with its data unchanged.
+pub async fn unawaited_handler_subflow<F, Fut>(
+    exec: &Execution,
+    name: &str,
+    site: &Site,
+    workflow_id: &str,
+    data: &Value,
+    invoke: F,
+) where
+    F: FnOnce(Value, TaskContext) -> Fut,
+    Fut: Future<Output = Result<Value, Failure>>,
+{
+    let line = exec.branch();
+    line.record_with(EventType::SwSubflowStarted, || subflow_details(&line, name, workflow_id, "input", data));
+    let ended = call(&line, name, workflow_id, data.clone(), None, site, "sub", invoke).await;
+    record_detached_end(&line, name, workflow_id, ended);
 }
 
 /// The status of an execution's result, for callers that only need to know it finished.

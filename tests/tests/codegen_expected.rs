@@ -180,12 +180,12 @@ fn pass_and_choice_are_generated_not_interpreted() {
     assert_eq!(nested.matches("__wfc::abi::max_concurrency_jsonata(").count(), 1, "{nested}");
     assert!(nested.contains("\"ItemSelector/check\""), "{nested}");
     assert!(!nested.contains("let machine = machine()?;"), "{nested}");
-    // Serverless Workflow: every state (16 of the workflow, 4 of each of the two generated
+    // Serverless Workflow: every state (17 of the workflow, 4 of each of the two generated
     // machines of its subflow compiled together) through `abi::sw_step`, none through `sw::step`
     // nor reading the embedded IR.
     let sw = std::fs::read_to_string(expected_dir().join("sw_states.rs")).expect("expected code");
     assert!(!sw.contains("__wfc::sw::step("), "{sw}");
-    assert_eq!(sw.matches("__wfc::abi::sw_step(").count(), 24, "{sw}");
+    assert_eq!(sw.matches("__wfc::abi::sw_step(").count(), 25, "{sw}");
     assert_eq!(sw.matches("pub enum State {").count(), 3, "{sw}");
     assert!(!sw.contains("let machine = machine()?;"), "{sw}");
     // DISTRIBUTED Maps: their fields as `DistributedCode` (constants, templates, static paths
@@ -1197,6 +1197,14 @@ fn sw_states_run_as_the_interpreter_does() {
     assert_eq!(values, [json!("1 \"✓\""), json!("✓ {#} \"✓\""), json!("3 \"✓\"")], "{each}");
     assert_eq!((each["audited"].clone(), each["echoed"].clone()), (json!("✓"), json!(true)), "{each}");
     assert_eq!(each["seen"], each["results"], "{each}");
+    // The unawaited subflow: its own line, its outcome recorded, the data unchanged.
+    let detached: Vec<_> = results[10]
+        .history
+        .iter()
+        .filter(|e| e.event_type == wfc_runtime::EventType::SwSubflowSucceeded)
+        .map(|e| e.details["workflowId"].clone())
+        .collect();
+    assert_eq!(detached, [json!("audit-sub")], "{:?}", results[10]);
     assert_eq!(errors[11].as_deref(), Some("Boom"));
     assert_eq!(errors[12].as_deref(), Some("Wfc.DataError"));
     assert_eq!(errors[13].as_deref(), Some("Boom"));

@@ -15,14 +15,16 @@
 //!   `static`s, Retry/Catch as `const` tables) around the runtime's `abi` visit functions;
 //!   Serverless Workflow states likewise ([`sw`]: an `abi::SwCode` per state, `{{ }}`
 //!   expressions as `static`s, function actions calling the `Handler` method, each way out a
-//!   `State` variant) around `abi::sw_step`; the other states (an SW subflow
-//!   compiled together or not awaited, a Choice with an `Is*` test on a non-Boolean operand,
-//!   which the front end refuses) still call
-//!   `__private::exec::*` (or `sw::step`) with their spec read from the embedded IR
+//!   `State` variant, a subflow compiled together a nested machine) around `abi::sw_step`; the
+//!   other states (an SW subflow compiled together and not awaited, a
+//!   Choice with an `Is*` test on a non-Boolean operand, which the front end refuses) still
+//!   call `__private::exec::*` (or `sw::step`) with their spec read from the embedded IR
 //!   (`codegen_snapshots` checks this list over every definition of tests/cases and the AWS
 //!   corpus);
 //! * one nested module per Parallel branch and per Map item processor, with its own `State` and
-//!   `step`, run by the Parallel's or Map's visit (`abi::parallel`, `abi::map`).
+//!   `step`, run by the Parallel's or Map's visit (`abi::parallel`, `abi::map`), and per
+//!   Serverless Workflow subflow compiled together (`abi::sw_subflow`, a foreach's or parallel
+//!   branch's body).
 //!
 //! Hygiene: every path is `::`-rooted (the runtime through `Settings::runtime_path`), so user
 //! imports, a shadowed prelude or `#[no_implicit_prelude]` cannot change the meaning. Every string

@@ -1,9 +1,11 @@
 //! Serverless Workflow states as Rust (issue 20): every SW state kind (operation, switch on data
 //! or events, inject, delay, foreach, parallel, callback, event, and an awaited subflow the
-//! handler runs), with its state data filters, `retry`, `onError`, transition guards and produced
-//! events. A subflow compiled together (a subflow state's, a foreach's or a parallel branch's
-//! embedded workflow) and a subflow not awaited still go to `sw::step` with their IR (see
-//! [`generated`] and [`super::Generator::arm`]).
+//! handler runs or compiled together), with its state data filters, `retry`, `onError`,
+//! transition guards and produced events. A subflow compiled together (a subflow state's, a
+//! foreach's or a parallel branch's embedded workflow) is a generated machine of its own
+//! ([`embedded`], a nested module, as a Parallel branch's). A subflow compiled together and not
+//! awaited still goes to `sw::step` with its IR (see [`generated`] and
+//! [`super::Generator::arm`]).
 //!
 //! A generated state is a `Code` type implementing the runtime's `abi::SwCode`, the trait the
 //! interpreter implements from the IR, and its visit is `abi::sw_step` (`sw::step_with`), so both
@@ -46,8 +48,9 @@ use super::states::{Items, value_tokens};
 
 /// Whether codegen writes `spec` as Rust (else it goes to `sw::step` with its IR).
 pub(super) fn generated(spec: &SwState) -> bool {
-    // A subflow not awaited runs detached, alongside the parent, through `sw::step`.
-    !matches!(spec.kind, SwKind::Subflow { wait: false, .. })
+    // A subflow compiled together and not awaited runs detached, alongside the parent, queued
+    // (as IR) for the top-level run: through `sw::step`.
+    !matches!(spec.kind, SwKind::Subflow { wait: false, workflow: Some(_), .. })
 }
 
 /// The subflows compiled together of `spec`, numbered as generated code numbers their machines
@@ -153,7 +156,7 @@ fn produce_code(
         let payload = payload_code(items, expressions, p.data.as_ref());
         let attributes = p.context_attributes.iter().map(|(k, v)| {
             let k = Literal::string(k);
-            let v = parameters(items, expressions, v);
+            let v = parameters(items, expressions, v, &quote!(input));
             quote!((::std::borrow::ToOwned::to_owned(#k), __wfc::abi::sw_attribute(#v)))
         });
         let attributes: Vec<TokenStream> = attributes.collect();
@@ -224,7 +227,12 @@ fn template_expr(s: &str) -> Option<Expr> {
 
 /// Construction code of a function's `parameters` over `input`: objects and arrays built in
 /// order, each string holding `{{ }}` evaluated, literal subtrees `static`s.
-fn parameters(items: &mut Items, expressions: &mut Vec<(String, Ident)>, t: &Value) -> TokenStream {
+fn parameters(
+    items: &mut Items,
+    expressions: &mut Vec<(String, Ident)>,
+    t: &Value,
+    input: &TokenStream,
+) -> TokenStream {
     fn has_expr(v: &Value) -> bool {
         match v {
             Value::String(s) => s.contains("{{") && template_expr(s).is_some(),
@@ -240,12 +248,12 @@ fn parameters(items: &mut Items, expressions: &mut Vec<(String, Ident)>, t: &Val
         Value::String(s) => match template_expr(s) {
             Some(e) => {
                 let e = expr(items, expressions, &e);
-                quote!(__wfc::abi::sw_eval(#e, &input))
+                quote!(__wfc::abi::sw_eval(#e, #input))
             }
             None => value_tokens(t),
         },
         Value::Array(a) => {
-            let elements: Vec<TokenStream> = a.iter().map(|v| parameters(items, expressions, v)).collect();
+            let elements: Vec<TokenStream> = a.iter().map(|v| parameters(items, expressions, v, input)).collect();
             quote!(__wfc::Value::Array(::std::vec![#(#elements),*]))
         }
         Value::Object(o) => {
@@ -254,7 +262,7 @@ fn parameters(items: &mut Items, expressions: &mut Vec<(String, Ident)>, t: &Val
                 .iter()
                 .map(|(k, v)| {
                     let k = Literal::string(k);
-                    let v = parameters(items, expressions, v);
+                    let v = parameters(items, expressions, v, input);
                     quote!(object.insert(::std::borrow::ToOwned::to_owned(#k), #v);)
                 })
                 .collect();
@@ -300,16 +308,7 @@ fn call(
 ) -> Result<TokenStream, String> {
     let (function, template) = match &action.call {
         ActionCall::Function { function, parameters } => (function, parameters),
-        ActionCall::Event { trigger, result, data, context_attributes } => {
-            return Ok(event_call(
-                items,
-                expressions,
-                action,
-                key,
-                line,
-                (trigger, result.as_ref(), data.as_ref(), context_attributes),
-            ));
-        }
+        ActionCall::Event { .. } => return event_call(items, expressions, action, key, line),
     };
     let method = methods(function).ok_or("wfc: internal error: an SW function without a handler method")?;
     let input = match &action.input_filter {
@@ -321,7 +320,7 @@ fn call(
     };
     let params = match template {
         Some(t) => {
-            let built = parameters(items, expressions, t);
+            let built = parameters(items, expressions, t, &quote!(&input));
             if super::states::mentions(&built, "input") {
                 quote!({
                     let input = #input;
@@ -475,8 +474,10 @@ fn event_call(
     action: &Action,
     key: &str,
     line: &TokenStream,
-    (trigger, result, data, attributes): (&EventDef, Option<&EventDef>, Option<&Value>, &[(String, String)]),
-) -> TokenStream {
+) -> Result<TokenStream, String> {
+    let ActionCall::Event { trigger, result, data, context_attributes: attributes } = &action.call else {
+        return Err("wfc: internal error: a function action as an event action".to_owned());
+    };
     let mut events = Vec::new();
     let input = match &action.input_filter {
         Some(f) => {
@@ -485,9 +486,9 @@ fn event_call(
         }
         None => quote!(&data),
     };
-    let payload = payload_code(items, expressions, data);
+    let payload = payload_code(items, expressions, data.as_ref());
     let trigger = event_def(items, &mut events, trigger);
-    let result = match result {
+    let result = match result.as_ref() {
         Some(r) => {
             let r = event_def(items, &mut events, r);
             quote!(::core::option::Option::Some(&#r))
@@ -501,7 +502,7 @@ fn event_call(
     let timeout = option_f64(action.timeout);
     let key = Literal::string(key);
     let input = super::states::mentions(&payload, "input").then(|| quote!(let input = #input;));
-    quote!({
+    Ok(quote!({
         #input
         let payload = #payload;
         let action = __wfc::abi::SwEventAction {
@@ -511,7 +512,7 @@ fn event_call(
             timeout: #timeout,
         };
         __wfc::abi::sw_event_action(#line, name, site, #key, action, payload).await
-    })
+    }))
 }
 
 /// An event's payload from its `data` on `input` (a `&Value`): a whole-payload expression
@@ -523,9 +524,9 @@ fn payload_code(items: &mut Items, expressions: &mut Vec<(String, Ident)>, data:
                 let e = expr(items, expressions, &e);
                 quote!(__wfc::abi::sw_filter(::core::option::Option::Some(#e), ::core::clone::Clone::clone(input)))
             }
-            _ => parameters(items, expressions, &Value::String(s.clone())),
+            _ => parameters(items, expressions, &Value::String(s.clone()), &quote!(input)),
         },
-        Some(t) => parameters(items, expressions, t),
+        Some(t) => parameters(items, expressions, t, &quote!(input)),
         None => quote!(::core::clone::Clone::clone(input)),
     }
 }
@@ -763,6 +764,14 @@ fn work(
                 };
                 let out = __wfc::abi::sw_subflow(exec, name, site, #id, #version, input, child).await?;
                 __wfc::abi::sw_inject(&mut data, out);
+                Ok((data, __wfc::abi::SwExit::Next))
+            }
+        }
+        SwKind::Subflow { wait: false, workflow: None, workflow_id } => {
+            let method = methods(workflow_id).ok_or("wfc: internal error: an SW subflow without a handler method")?;
+            let id = Literal::string(workflow_id);
+            quote! {
+                __wfc::abi::sw_unawaited_subflow(exec, name, site, #id, &data, |input, ctx| handler.#method(input, ctx)).await;
                 Ok((data, __wfc::abi::SwExit::Next))
             }
         }
