@@ -431,6 +431,43 @@ def versions(sfn):
     assert sfn.list_state_machine_versions(stateMachineArn=arn)["stateMachineVersions"] == []
 
 
+def role_update(sfn):
+    # UpdateStateMachine changing only the roleArn: a new revision with the new role, as on AWS.
+    reads_role = json.dumps(
+        {"StartAt": "P", "States": {"P": {"Type": "Pass", "Parameters": {"role.$": "$$.Execution.RoleArn"}, "End": True}}}
+    )
+    other = f"arn:aws:iam::{ACCOUNT}:role/other"
+    arn = sfn.create_state_machine(name="Roled", definition=reads_role, roleArn=ROLE, publish=True)["stateMachineArn"]
+    first = sfn.describe_state_machine(stateMachineArn=arn)["revisionId"]
+    before = sfn.start_execution(stateMachineArn=arn, name="before")["executionArn"]
+    assert json.loads(finished(sfn, before)["output"]) == {"role": ROLE}
+    revision = sfn.update_state_machine(stateMachineArn=arn, roleArn=other)["revisionId"]
+    assert revision != first, revision
+    d = sfn.describe_state_machine(stateMachineArn=arn)
+    assert (d["roleArn"], d["revisionId"], d["definition"]) == (other, revision, reads_role), d
+    after = sfn.start_execution(stateMachineArn=arn, name="after")["executionArn"]
+    assert json.loads(finished(sfn, after)["output"]) == {"role": other}
+    for ex, role in [(before, ROLE), (after, other)]:
+        assert sfn.describe_state_machine_for_execution(executionArn=ex)["roleArn"] == role, ex
+        started = sfn.get_execution_history(executionArn=ex, maxResults=1)["events"][0]
+        assert started["executionStartedEventDetails"]["roleArn"] == role, started
+    # The role change is a revision of its own: publishing it makes version 2, version 1 keeps its role.
+    v2 = sfn.publish_state_machine_version(stateMachineArn=arn, revisionId=revision)["stateMachineVersionArn"]
+    assert v2 == arn + ":2", v2
+    assert sfn.describe_state_machine(stateMachineArn=arn + ":1")["roleArn"] == ROLE
+    assert sfn.describe_state_machine(stateMachineArn=v2)["roleArn"] == other
+    # Back to the first role: that revision again, current, with its role.
+    sfn.update_state_machine(stateMachineArn=arn, roleArn=ROLE)
+    assert sfn.describe_state_machine(stateMachineArn=arn)["roleArn"] == ROLE
+    again = sfn.start_execution(stateMachineArn=arn, name="again")["executionArn"]
+    assert json.loads(finished(sfn, again)["output"]) == {"role": ROLE}
+    # Deleted and created again with the same definition and another role: that role.
+    sfn.delete_state_machine(stateMachineArn=arn)
+    sfn.create_state_machine(name="Roled", definition=reads_role, roleArn=other, type="EXPRESS")
+    d = sfn.describe_state_machine(stateMachineArn=arn)
+    assert (d["roleArn"], d["type"]) == (other, "EXPRESS"), d
+
+
 def aliases(sfn):
     v1_def = json.dumps({"StartAt": "P", "States": {"P": {"Type": "Pass", "Result": "v1", "End": True}}})
     v2_def = json.dumps({"StartAt": "P", "States": {"P": {"Type": "Pass", "Result": "v2", "End": True}}})
@@ -1229,6 +1266,7 @@ def main():
         tags(sfn)
         mock_config(sfn)
         versions(sfn)
+        role_update(sfn)
         aliases(sfn)
         redrive(sfn)
         redrive_nested(sfn)
