@@ -10,6 +10,7 @@ called and checked. `before-restart` / `after-restart` check what must survive a
 import json
 import os
 import sys
+import threading
 import time
 
 import boto3
@@ -1249,9 +1250,22 @@ def two_servers_b(sfn):
         a.send_task_heartbeat(taskToken=by_name["s0"])
         sfn.send_task_heartbeat(taskToken=by_name["s1"])
         time.sleep(0.4)
+    # A worker long-polling B while A queues a task: B's poll is woken by A's NOTIFY (the
+    # servers' fallback read of the store is an hour here, longer than the poll).
+    polled = {}
+    poller = threading.Thread(
+        target=lambda: polled.update(sfn.get_activity_task(activityArn=SHARED_ACTIVITY, workerName="waiting-on-b"))
+    )
+    poller.start()
+    time.sleep(0.3)  # let the poll start waiting (it passes either way if not)
+    arn = f"arn:aws:states:us-east-1:{ACCOUNT}:stateMachine:Shared"
+    a.start_execution(stateMachineArn=arn, name="s2", input=json.dumps({"on": "A", "n": "s2"}))
+    poller.join()
+    assert json.loads(polled.get("input", "{}")).get("n") == "s2", polled
+    by_name["s2"] = polled["taskToken"]
     for name, token in by_name.items():
         sfn.send_task_success(taskToken=token, output=json.dumps({"by": "B", "n": name}))
-    for name in ("s0", "s1"):
+    for name in ("s0", "s1", "s2"):
         d = finished(sfn, f"arn:aws:states:us-east-1:{ACCOUNT}:execution:Shared:{name}")
         assert (d["status"], json.loads(d["output"])) == ("SUCCEEDED", {"by": "B", "n": name}), d
 
