@@ -811,10 +811,17 @@ def live_history(sfn):
             break
     assert [e["id"] for e in pages] == list(range(len(running), 0, -1)), pages
     assert pages[-2]["stateEnteredEventDetails"] == {"name": "Mark", "inputDetails": {"truncated": False}}, pages[-2]
+    # A page token is an event index: the next reverse page after the history grew (the
+    # execution ended meanwhile) goes on from where the first ended, not from an offset.
+    first = sfn.get_execution_history(executionArn=ex, maxResults=2, reverseOrder=True)
     task = sfn.get_activity_task(activityArn=LIVE_ACTIVITY, workerName="live")
     sfn.send_task_success(taskToken=task["taskToken"], output='{"done": true}')
     d = finished(sfn, ex)
     assert d["status"] == "SUCCEEDED", d
+    rest = sfn.get_execution_history(executionArn=ex, maxResults=100, reverseOrder=True, nextToken=first["nextToken"])
+    ids = [e["id"] for e in first["events"] + rest["events"]]
+    assert ids == list(range(len(running), 0, -1)), ids
+    expect_error("InvalidToken", sfn.get_execution_history, executionArn=ex, nextToken=first["nextToken"])
     final = sfn.get_execution_history(executionArn=ex, maxResults=1000)["events"]
     assert final[: len(running)] == running, (final, running)
     assert [e["type"] for e in final[len(running) :]] == ["TaskSucceeded", "TaskStateExited", "ExecutionSucceeded"], final
@@ -902,6 +909,9 @@ def map_runs(sfn):
     counts = {k: d["itemCounts"][k] for k in ("succeeded", "failed", "total", "pending", "running")}
     assert counts == {"succeeded": 3, "failed": 1, "total": 4, "pending": 0, "running": 0}, d
     assert d["executionCounts"]["succeeded"] == 3 and d["executionCounts"]["failed"] == 1, d
+    # The tolerated failure: the run succeeded, so no redrive runs that child again.
+    for counts in (d["itemCounts"], d["executionCounts"]):
+        assert (counts["failuresNotRedrivable"], counts["pendingRedrive"]) == (1, 0), d
     assert "stopDate" in sfn.list_map_runs(executionArn=ex)["mapRuns"][0]
     # ListExecutions by mapRunArn: the run's child executions, read from the parent's journal.
     children = sfn.list_executions(mapRunArn=run_arn)["executions"]
@@ -957,6 +967,10 @@ def map_run_redrive(sfn):
     run_arn = sfn.list_map_runs(executionArn=ex)["mapRuns"][0]["mapRunArn"]
     d = sfn.describe_map_run(mapRunArn=run_arn)
     assert (d["status"], d["redriveCount"]) == ("FAILED", 0) and "redriveDate" not in d, d
+    # Item 2 failed, item 3 never ran (aborted): both wait for the execution's redrive.
+    for counts in (d["itemCounts"], d["executionCounts"]):
+        got = {k: counts[k] for k in ("succeeded", "failed", "aborted", "pendingRedrive", "failuresNotRedrivable")}
+        assert got == {"succeeded": 1, "failed": 1, "aborted": 1, "pendingRedrive": 2, "failuresNotRedrivable": 0}, d
     before = sfn.list_executions(mapRunArn=run_arn)["executions"]
     assert [c["status"] for c in before] == ["SUCCEEDED", "FAILED"], before
     open(os.path.join(TEST_DIR, "fixed-dmap-items"), "w").close()
@@ -971,6 +985,7 @@ def map_run_redrive(sfn):
     assert (d["status"], d["redriveCount"]) == ("SUCCEEDED", 1) and "redriveDate" in d, d
     for counts in (d["itemCounts"], d["executionCounts"]):
         assert (counts["succeeded"], counts["failed"], counts["total"]) == (3, 0, 3), d
+        assert (counts["pendingRedrive"], counts["failuresNotRedrivable"]) == (0, 0), d
     # Item 2's child was redriven (same ARN, first start kept); item 3's ran once.
     after = sfn.list_executions(mapRunArn=run_arn)["executions"]
     assert [c["status"] for c in after] == ["SUCCEEDED"] * 3, after
