@@ -69,6 +69,8 @@ pub struct Service {
     pub(crate) redrives: crate::redrive_tokens::Tokens,
     /// Where the Map Runs seen so far are.
     pub(crate) map_runs: crate::map_runs::Found,
+    /// Where DISTRIBUTED Maps read and write objects (StartSyncExecution's; the worker has its own).
+    pub(crate) objects: wfc_runtime::distributed::Objects,
 }
 
 impl std::fmt::Debug for Service {
@@ -569,6 +571,7 @@ impl Service {
         if self.virtual_time {
             options.clock = Clock::skipping();
         }
+        options.objects = self.objects.clone();
         let result = wfc_runtime::interp::run(&workflow, self.handler.as_ref(), input, options).await;
         let mut out = json!({
             "executionArn": self.arns.express_arn(&machine.name, &name, &wfc_runtime::express_execution_uuid(seed)),

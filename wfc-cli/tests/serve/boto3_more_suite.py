@@ -1005,6 +1005,62 @@ def map_run_redrive(sfn):
     assert kinds[-4:] == ["MapRunSucceeded", "MapStateSucceeded", "MapStateExited", "ExecutionSucceeded"], kinds
     assert kinds.count("MapRunStarted") == 1, kinds
     print(f"map_run_redrive: {time.monotonic() - t0:.2f} s", flush=True)
+    map_run_reader_redrive(sfn)
+
+
+def map_run_reader_redrive(sfn):
+    """A DISTRIBUTED Map whose ItemReader reads a file of the server's --item-root and whose
+    ResultWriter writes under its --result-root: its object missing, the run fails with
+    States.ItemReaderFailed (nothing pending a redrive); once the object is there, the redrive
+    runs the Map Run again and the results are written."""
+    machine = json.dumps(
+        {
+            "StartAt": "Fan",
+            "States": {
+                "Fan": {
+                    "Type": "Map",
+                    "Label": "reader",
+                    "ItemReader": {
+                        "Resource": "arn:aws:states:::s3:getObject",
+                        "ReaderConfig": {"InputType": "JSON"},
+                        "Parameters": {"Bucket": "in", "Key.$": "$.key"},
+                    },
+                    "ResultWriter": {"Resource": "arn:aws:states:::s3:putObject", "Parameters": {"Bucket": "out", "Prefix": "runs"}},
+                    "ItemProcessor": {
+                        "ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+                        "StartAt": "P",
+                        "States": {"P": {"Type": "Pass", "Parameters": {"doubled.$": "States.MathAdd($, $)"}, "End": True}},
+                    },
+                    "End": True,
+                }
+            },
+        }
+    )
+    arn = sfn.create_state_machine(name="MapReader", definition=machine, roleArn=ROLE)["stateMachineArn"]
+    ex = sfn.start_execution(stateMachineArn=arn, name="r1", input=json.dumps({"key": "list.json"}))["executionArn"]
+    d = finished(sfn, ex)
+    assert (d["status"], d["error"]) == ("FAILED", "States.ItemReaderFailed"), d
+    run_arn = sfn.list_map_runs(executionArn=ex)["mapRuns"][0]["mapRunArn"]
+    d = sfn.describe_map_run(mapRunArn=run_arn)
+    assert d["status"] == "FAILED" and d["executionCounts"]["total"] == 0, d
+    assert (d["itemCounts"]["pendingRedrive"], d["itemCounts"]["failuresNotRedrivable"]) == (0, 0), d
+    os.makedirs(os.path.join(TEST_DIR, "items", "in"), exist_ok=True)
+    with open(os.path.join(TEST_DIR, "items", "in", "list.json"), "w") as f:
+        json.dump([1, 2, 3], f)
+    sfn.redrive_execution(executionArn=ex)
+    d = finished(sfn, ex)
+    assert (d["status"], d["redriveCount"]) == ("SUCCEEDED", 1), d
+    out = json.loads(d["output"])
+    run_arn = out["MapRunArn"]
+    key = out["ResultWriterDetails"]["Key"]
+    assert out["ResultWriterDetails"]["Bucket"] == "out" and key.startswith("runs/"), out
+    manifest = json.load(open(os.path.join(TEST_DIR, "results", "out", key)))
+    assert manifest["MapRunArn"] == run_arn and manifest["DestinationBucket"] == "out", manifest
+    [written] = manifest["ResultFiles"]["SUCCEEDED"]
+    results = json.load(open(os.path.join(TEST_DIR, "results", "out", written["Key"])))
+    assert sorted(json.loads(r["Output"])["doubled"] for r in results) == [2, 4, 6], results
+    d = sfn.describe_map_run(mapRunArn=run_arn)
+    assert d["status"] == "SUCCEEDED" and d["itemCounts"]["resultsWritten"] == 3, d
 
 
 def map_machine(activity, label):
