@@ -89,14 +89,15 @@ fn runs(history: &[HistoryEvent]) -> Vec<MapRun> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum RedriveShare {
     /// None: it is running, or it succeeded (a redrive does not run it again), or its
+    /// ItemReader or ResultWriter failed (a redrive starts a new Map Run instead), or its
     /// execution cannot be redriven (running, succeeded, or past the redrivable period).
     Nothing,
     /// All of them: its tolerated failure threshold was exceeded and that failed the
     /// execution (the redrive runs the same Map Run again, its unsuccessful children only).
     Unsuccessful,
-    /// Only the aborted ones (those that had not finished): it ended otherwise (its execution
-    /// was stopped, or its ItemReader or ResultWriter failed), where wfc's redrive reruns the
-    /// children that had not finished and replays the failed ones as failed.
+    /// Only the aborted ones (those that had not finished): its execution was stopped, where
+    /// wfc's redrive reruns the children that had not finished and replays the failed ones as
+    /// failed.
     Aborted,
 }
 
@@ -105,10 +106,10 @@ fn redrive_shares(status: &str, ended: Option<&HistoryEvent>, record: &Execution
         return RedriveShare::Nothing;
     }
     let error = ended.and_then(|e| e.details.get("error")).and_then(Value::as_str);
-    if status == "FAILED" && error == Some(wfc_ir::errors::EXCEED_TOLERATED_FAILURE_THRESHOLD) {
-        RedriveShare::Unsuccessful
-    } else {
-        RedriveShare::Aborted
+    match error {
+        Some(wfc_ir::errors::EXCEED_TOLERATED_FAILURE_THRESHOLD) if status == "FAILED" => RedriveShare::Unsuccessful,
+        Some(wfc_ir::errors::ITEM_READER_FAILED | wfc_ir::errors::RESULT_WRITER_FAILED) => RedriveShare::Nothing,
+        _ => RedriveShare::Aborted,
     }
 }
 

@@ -1010,9 +1010,11 @@ def map_run_redrive(sfn):
 
 def map_run_reader_redrive(sfn):
     """A DISTRIBUTED Map whose ItemReader reads a file of the server's --item-root and whose
-    ResultWriter writes under its --result-root: its object missing, the run fails with
-    States.ItemReaderFailed (nothing pending a redrive); once the object is there, the redrive
-    runs the Map Run again and the results are written."""
+    ResultWriter writes under its --result-root. Its object missing, the Map Run fails with
+    States.ItemReaderFailed; redriven once the object is there, the Map state starts a new Map
+    Run (as AWS does), whose ResultWriter fails (a file where its bucket's directory goes);
+    redriven once that is gone, a third Map Run runs the children again and writes the results.
+    The history keeps each failure and redrive."""
     machine = json.dumps(
         {
             "StartAt": "Fan",
@@ -1047,11 +1049,23 @@ def map_run_reader_redrive(sfn):
     os.makedirs(os.path.join(TEST_DIR, "items", "in"), exist_ok=True)
     with open(os.path.join(TEST_DIR, "items", "in", "list.json"), "w") as f:
         json.dump([1, 2, 3], f)
+    blocker = os.path.join(TEST_DIR, "results", "out")
+    os.makedirs(os.path.dirname(blocker), exist_ok=True)
+    open(blocker, "w").close()
     sfn.redrive_execution(executionArn=ex)
     d = finished(sfn, ex)
-    assert (d["status"], d["redriveCount"]) == ("SUCCEEDED", 1), d
+    assert (d["status"], d["error"], d["redriveCount"]) == ("FAILED", "States.ResultWriterFailed", 1), d
+    runs = [r["mapRunArn"] for r in sfn.list_map_runs(executionArn=ex)["mapRuns"]]
+    assert len(runs) == 2 and runs[0] == run_arn, runs
+    d = sfn.describe_map_run(mapRunArn=runs[1])
+    assert (d["status"], d["executionCounts"]["succeeded"], d["itemCounts"]["resultsWritten"]) == ("FAILED", 3, 0), d
+    os.remove(blocker)
+    sfn.redrive_execution(executionArn=ex)
+    d = finished(sfn, ex)
+    assert (d["status"], d["redriveCount"]) == ("SUCCEEDED", 2), d
     out = json.loads(d["output"])
     run_arn = out["MapRunArn"]
+    assert [r["mapRunArn"] for r in sfn.list_map_runs(executionArn=ex)["mapRuns"]] == runs + [run_arn], runs
     key = out["ResultWriterDetails"]["Key"]
     assert out["ResultWriterDetails"]["Bucket"] == "out" and key.startswith("runs/"), out
     manifest = json.load(open(os.path.join(TEST_DIR, "results", "out", key)))
@@ -1061,6 +1075,12 @@ def map_run_reader_redrive(sfn):
     assert sorted(json.loads(r["Output"])["doubled"] for r in results) == [2, 4, 6], results
     d = sfn.describe_map_run(mapRunArn=run_arn)
     assert d["status"] == "SUCCEEDED" and d["itemCounts"]["resultsWritten"] == 3, d
+    kinds = [e["type"] for e in sfn.get_execution_history(executionArn=ex, maxResults=1000)["events"]]
+    failed_run = ["MapRunFailed", "MapStateFailed", "ExecutionFailed", "ExecutionRedriven", "MapStateStarted", "MapRunStarted"]
+    assert kinds == [
+        "ExecutionStarted", "MapStateEntered", "MapStateStarted", "MapRunStarted", *failed_run, *failed_run,
+        "MapRunSucceeded", "MapStateSucceeded", "MapStateExited", "ExecutionSucceeded",
+    ], kinds
 
 
 def map_machine(activity, label):
