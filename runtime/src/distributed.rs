@@ -1187,13 +1187,16 @@ where
 {
     let limit = exec.limits().max_map_items;
     let items = if code.has_item_reader() {
-        let max_items = usize::try_from(max_items?).unwrap_or(usize::MAX);
-        let params = code.reader_parameters(exec, effective, context)?;
-        let bucket = string_param(&params, "Bucket", "ItemReader", reader_failed_owned)?;
-        let key = string_param(&params, "Key", "ItemReader", reader_failed_owned)?;
-        let bytes = exec.objects().store().get_object(bucket, key).await.map_err(reader_failed)?;
-        // At most `limit` items: `read_items` refuses more.
-        code.read_items(&bytes, max_items, limit)?
+        let read = async {
+            let max_items = usize::try_from(max_items?).unwrap_or(usize::MAX);
+            let params = code.reader_parameters(exec, effective, context)?;
+            let bucket = string_param(&params, "Bucket", "ItemReader", reader_failed_owned)?;
+            let key = string_param(&params, "Key", "ItemReader", reader_failed_owned)?;
+            let bytes = exec.objects().store().get_object(bucket, key).await.map_err(reader_failed)?;
+            // At most `limit` items: `read_items` refuses more.
+            code.read_items(&bytes, max_items, limit)
+        };
+        journaled_run_failure(exec, children_op.as_deref(), name, read).await?
     } else {
         let items = code.items(exec, input, effective, context)?;
         crate::map::check_item_count(exec.limits(), items.len())?;
@@ -1289,7 +1292,8 @@ where
     let written = match code.has_result_writer() {
         false => None,
         true => {
-            let written = write_results(exec, code, effective, context, run_id, arn, &records, &child_inputs).await;
+            let write = write_results(exec, code, effective, context, run_id, arn, &records, &child_inputs);
+            let written = journaled_run_failure(exec, children_op.as_deref(), name, write).await;
             if written.is_ok() {
                 counts.0.results_written =
                     records.iter().zip(&sizes).filter(|(r, _)| r.is_some()).map(|(_, s)| *s as u64).sum();
@@ -1313,6 +1317,36 @@ where
         })
         .collect();
     Ok(Value::Array(outputs))
+}
+
+/// Runs a Map Run's `ItemReader` read or `ResultWriter` write (`io`); journaled (`op`: the
+/// run's children prefix, [`Execution::map_run_op`]), its failure is kept as a failed STEP of
+/// that id, and a failure recorded before this run replays without reading or writing again.
+/// A redrive of the execution that failure ended then runs the Map state again as a new Map
+/// Run (AWS's "Redriving Map Runs": `exec::map_inner` moves the visit to its next redrive
+/// generation, so the new run has new operations and ARN).
+async fn journaled_run_failure<T>(
+    exec: &Execution,
+    op: Option<&str>,
+    name: &str,
+    io: impl Future<Output = Result<T, Failure>>,
+) -> Result<T, Failure> {
+    #[cfg(feature = "durable")]
+    if let (Some(journal), Some(id)) = (exec.journal(), op) {
+        if let Some(recorded) = journal.recorded(id)
+            && matches!(recorded.status, crate::durable::OpStatus::Failed)
+        {
+            return Err(Failure::new(recorded.error.unwrap_or_default(), recorded.cause.unwrap_or_default()));
+        }
+        let result = io.await;
+        if let Err(f) = &result {
+            let failed = crate::task::Attempt::Failed(f.clone());
+            journal.step(id.to_owned(), exec.op_parent(), name, None, async move { failed }).await?;
+        }
+        return result;
+    }
+    let _ = (exec, op, name);
+    io.await
 }
 
 fn reader_failed_owned(cause: String) -> Failure {

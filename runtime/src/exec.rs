@@ -3646,6 +3646,22 @@ where
             Err(f) => (f, true),
         };
         if let Some(failure) = visit.retry_after(visit_no, &mut retries, code.retriers(), failure).await? {
+            // A Map Run whose ItemReader or ResultWriter failure ended the execution: redriven,
+            // the state runs again as a new Map Run (see `distributed::journaled_run_failure`).
+            if code.distributed().is_some()
+                && [wfc_ir::errors::ITEM_READER_FAILED, wfc_ir::errors::RESULT_WRITER_FAILED]
+                    .contains(&failure.error.as_str())
+                && retry::find_catcher(code.catchers(), &failure.error).is_none()
+                && exec.rerun_for_redrive(name, visit_no, visit.retry_count)
+            {
+                let generation = exec.redrive_generation(name, visit_no);
+                exec.record_with(EventType::MapStateFailed, || name_details(name));
+                exec.record(EventType::ExecutionFailed, failure_details(&failure));
+                exec.record(EventType::ExecutionRedriven, json!({ "redriveCount": generation }));
+                exec.unmute_if_live(name, visit_no);
+                retries = RetryState::new(code.retriers());
+                continue;
+            }
             if iterations_failed {
                 return state_failed(&visit, EventType::MapStateFailed, code.catchers(), input, failure);
             }

@@ -686,6 +686,8 @@ pub(crate) fn worker(args: &WorkerArgs) -> Exit {
     if let Some(owner) = &args.owner {
         config.owner = owner.clone();
     }
+    config.objects.item_root = args.item_root.clone();
+    config.objects.result_root = args.result_root.clone();
     if let Some(ms) = args.poll_ms {
         config.poll_interval = Duration::from_millis(ms);
     }

@@ -128,6 +128,13 @@ pub(crate) struct WorkerArgs {
     /// On SIGTERM, how long in-flight executions may finish before they are released (default 10).
     #[arg(long, value_name = "SECONDS")]
     pub(crate) shutdown_grace_seconds: Option<f64>,
+    /// Directory a DISTRIBUTED Map's ItemReader reads from: `Bucket` and `Key` name the file
+    /// `DIR/<Bucket>/<Key>` (never outside DIR), as `wfc run --item-root`.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) item_root: Option<PathBuf>,
+    /// Directory a DISTRIBUTED Map's ResultWriter writes to: `DIR/<Bucket>/<Prefix>/<run id>/`.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) result_root: Option<PathBuf>,
 }
 
 /// `wfc callback`.

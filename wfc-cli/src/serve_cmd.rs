@@ -45,6 +45,13 @@ pub(crate) struct ServeArgs {
     /// back-off), while Tasks, callbacks and activities take real time (docs/serve.md).
     #[arg(long)]
     virtual_time: bool,
+    /// Directory a DISTRIBUTED Map's ItemReader reads from: `Bucket` and `Key` name the file
+    /// `DIR/<Bucket>/<Key>` (never outside DIR), as `wfc run --item-root`.
+    #[arg(long, value_name = "DIR")]
+    item_root: Option<PathBuf>,
+    /// Directory a DISTRIBUTED Map's ResultWriter writes to: `DIR/<Bucket>/<Prefix>/<run id>/`.
+    #[arg(long, value_name = "DIR")]
+    result_root: Option<PathBuf>,
     /// The region in ARNs.
     #[arg(long, value_name = "REGION", default_value = "us-east-1")]
     region: String,
@@ -128,6 +135,8 @@ pub(crate) fn run(args: &ServeArgs) -> Exit {
         config.mock_config = mock_config;
         config.virtual_time = args.virtual_time;
         config.worker.skip_waits = args.virtual_time;
+        config.worker.objects.item_root = args.item_root.clone();
+        config.worker.objects.result_root = args.result_root.clone();
         // With SigV4 required, the UI needs its own credential: a token printed here only.
         let ui = if signed {
             let token = wfc_serve::ui::new_token();

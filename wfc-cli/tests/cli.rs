@@ -755,3 +755,41 @@ fn run_invokes_lambda_resources_at_the_lambda_endpoint() {
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     assert!(stderr(&o).contains("--lambda-endpoint runs on the interpreter only"), "{}", stderr(&o));
 }
+
+/// `wfc worker --item-root/--result-root`: a stored execution's DISTRIBUTED Map reads its items
+/// from the item root and writes its results under the result root, as with `wfc run`.
+#[test]
+fn worker_reads_and_writes_distributed_map_objects() {
+    let dir = scratch("worker-objects");
+    std::fs::create_dir_all(dir.join("items/in")).unwrap();
+    std::fs::write(dir.join("items/in/list.json"), "[1, 2, 3]").unwrap();
+    let machine = json!({
+        "StartAt": "Fan",
+        "States": {"Fan": {
+            "Type": "Map",
+            "ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "ReaderConfig": {"InputType": "JSON"},
+                "Parameters": {"Bucket": "in", "Key": "list.json"}},
+            "ResultWriter": {"Resource": "arn:aws:states:::s3:putObject", "Parameters": {"Bucket": "out", "Prefix": "runs"}},
+            "ItemProcessor": {"ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+                "StartAt": "P", "States": {"P": {"Type": "Pass", "End": true}}},
+            "End": true
+        }}
+    });
+    let def = write(&dir, "reader.asl.json", &machine.to_string());
+    let store = format!("sqlite:{}", dir.join("store.db").display());
+    let o = wfc().args(["executions", "--store", &store, "start", &def, "--name", "r1"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (items, results) = (dir.join("items"), dir.join("results"));
+    let o = wfc()
+        .args(["worker", "--store", &store, &def, "--exit-when-idle"])
+        .args(["--item-root", items.to_str().unwrap(), "--result-root", results.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let described = support::describe(&store, "r1");
+    assert_eq!(described["status"], "SUCCEEDED", "{described}");
+    let key = described["output"]["ResultWriterDetails"]["Key"].as_str().unwrap();
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(results.join("out").join(key)).unwrap()).unwrap();
+    assert_eq!(manifest["ResultFiles"]["SUCCEEDED"].as_array().map(Vec::len), Some(1), "{manifest}");
+}

@@ -69,6 +69,8 @@ pub struct Service {
     pub(crate) redrives: crate::redrive_tokens::Tokens,
     /// Where the Map Runs seen so far are.
     pub(crate) map_runs: crate::map_runs::Found,
+    /// Where DISTRIBUTED Maps read and write objects (StartSyncExecution's; the worker has its own).
+    pub(crate) objects: wfc_runtime::distributed::Objects,
 }
 
 impl std::fmt::Debug for Service {
@@ -123,6 +125,8 @@ fn max_results(body: &Map<String, Value>) -> Result<usize, ApiError> {
 }
 
 const PAGE_PREFIX: &str = "wfc-page-";
+/// GetExecutionHistory's tokens: `<prefix><f|r>-<the last event id of the page>`.
+const HISTORY_PAGE_PREFIX: &str = "wfc-history-";
 
 /// One page of `items` after `nextToken`, and the token of the next page. Tokens are opaque
 /// to clients; one that this server did not hand out is `InvalidToken`.
@@ -567,6 +571,7 @@ impl Service {
         if self.virtual_time {
             options.clock = Clock::skipping();
         }
+        options.objects = self.objects.clone();
         let result = wfc_runtime::interp::run(&workflow, self.handler.as_ref(), input, options).await;
         let mut out = json!({
             "executionArn": self.arns.express_arn(&machine.name, &name, &wfc_runtime::express_execution_uuid(seed)),
@@ -654,8 +659,35 @@ impl Service {
         let (record, _, _) = self.record(body).await?;
         let reverse = opt_bool(body, "reverseOrder")?.unwrap_or(false);
         let include = opt_bool(body, "includeExecutionData")?.unwrap_or(true);
-        let mut events = self.store.read_history(&record.name).await?;
-        if events.is_empty() {
+        // Read by the event index, one page at a time (the store reads only the page): a page's
+        // token is the id of its last event and the direction, so it stays right while a running
+        // execution's history grows (a reverse page after the newest events still goes on
+        // from where the last one ended).
+        let max = max_results(body)?;
+        let direction = if reverse { "r" } else { "f" };
+        let after = match opt_str(body, "nextToken")? {
+            None => 0,
+            Some(token) => token
+                .strip_prefix(HISTORY_PAGE_PREFIX)
+                .and_then(|t| t.strip_prefix(direction))
+                .and_then(|t| t.strip_prefix('-'))
+                .and_then(|id| id.parse::<u64>().ok())
+                .filter(|id| *id > 0)
+                .ok_or_else(|| {
+                    ApiError::client(
+                        "InvalidToken",
+                        format!("Invalid Token: '{token}' is not a nextToken of this request"),
+                    )
+                })?,
+        };
+        let mut events = self.store.read_history_page(&record.name, after, max + 1, reverse).await?;
+        let next = if events.len() > max {
+            events.truncate(max);
+            events.last().map(|e| format!("{HISTORY_PAGE_PREFIX}{direction}-{}", e.id))
+        } else {
+            None
+        };
+        if events.is_empty() && after == 0 {
             // A running execution's history is written when it ends (docs/durable.md): until
             // then it is its start.
             events.push(wfc_runtime::HistoryEvent {
@@ -666,10 +698,6 @@ impl Service {
                 details: json!({ "input": record.input }).into(),
             });
         }
-        if reverse {
-            events.reverse();
-        }
-        let (events, next) = page(events, body)?;
         // The role is the state machine's (the runtime records a placeholder).
         let role = match &record.version_id {
             Some(v) => self.machines.version(&record.workflow, v).await?.map(|m| m.role_arn),

@@ -186,6 +186,7 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: impl Future<
         virtual_time: config.virtual_time,
         redrives: redrive_tokens::Tokens::new(Arc::clone(&config.store)),
         map_runs: Default::default(),
+        objects: config.worker.objects.clone(),
     });
     let identities = identity::Identities::new(config.arns.clone());
     let workflows = Workflows::new().loader(identities.loader()).interpret_stored(handler).identity({

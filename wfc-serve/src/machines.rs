@@ -7,10 +7,16 @@
 //!   **version**, and the current version is its definition now. `CreateStateMachine` and
 //!   `UpdateStateMachine` register the definition and make it current; running executions keep
 //!   the version they are pinned to, new ones start on the current one.
-//! - The registry keeps no Step Functions metadata, so the machine's `type` and `roleArn` ride
-//!   in the version's `origin`: `wfc-serve:<TYPE>:<roleArn>`. A version id covers the source
-//!   text, not the origin, so a change of `roleArn` alone (same definition) keeps the role the
-//!   definition was first registered with (see docs/serve.md, "Not done yet").
+//! - A registry version is a Step Functions **revision**: a definition with its `type` and
+//!   `roleArn`, which ride in the version's `origin` (`wfc-serve:<TYPE>:<roleArn>`), so an
+//!   execution pinned to a version runs under the role its revision had (`$$.Execution.RoleArn`,
+//!   DescribeStateMachineForExecution) without another read of the store. A version id covers
+//!   the source text, not the origin; so that an `UpdateStateMachine` changing only the role
+//!   (or a machine created again with the same definition and another type or role) gets a
+//!   revision of its own, as on AWS, such a revision's definition carries its metadata as a
+//!   hashed entry [`REVISION_ENTRY`] among the definition's extra files (which an ASL
+//!   definition otherwise has none of, and which its loading ignores). The first revision of
+//!   a definition has no entry, so versions written before keep their ids.
 //! - `DeleteStateMachine` registers a **tombstone** version (origin `wfc-serve:DELETED`, a source
 //!   unique to the deletion) and makes it current: a machine whose current version is a
 //!   tombstone does not exist. Its executions keep running on their own versions.
@@ -24,6 +30,9 @@ use crate::error::ApiError;
 
 const ORIGIN_PREFIX: &str = "wfc-serve:";
 const DELETED: &str = "wfc-serve:DELETED";
+/// The name of the extra file that makes a revision's id cover its type and role (see the
+/// module documentation).
+pub(crate) const REVISION_ENTRY: &str = "wfc-serve-revision.json";
 
 /// STANDARD or EXPRESS.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,7 +120,7 @@ pub fn load_definition(name: &str, text: &str) -> Result<wfc_core::Loaded, wfc_c
     Ok(loaded)
 }
 
-/// The registry's definition of a machine's source.
+/// The registry's definition of a machine's source, without the revision entry.
 fn definition(name: &str, text: &str, origin: String) -> Definition {
     Definition {
         workflow: name.to_owned(),
@@ -179,9 +188,17 @@ impl Machines {
     }
 
     /// Registers `text` as the definition of `name` and makes it current. The caller has
-    /// validated it.
+    /// validated it. If the plain definition is already a version with another origin (another
+    /// type or role), the revision entry gives this one an id of its own.
     async fn put(&self, name: &str, text: &str, origin: String) -> Result<WorkflowVersion, ApiError> {
-        let (version, _) = self.registry.register(definition(name, text, origin), None).await?;
+        let mut definition = definition(name, text, origin);
+        if let Some(plain) = self.registry.version(&definition.version_id()).await?
+            && plain.definition.origin != definition.origin
+        {
+            let entry = serde_json::json!({ "origin": definition.origin }).to_string();
+            definition.siblings = vec![(REVISION_ENTRY.to_owned(), entry)];
+        }
+        let (version, _) = self.registry.register(definition, None).await?;
         self.registry.publish(&version.version_id).await?;
         Ok(version)
     }

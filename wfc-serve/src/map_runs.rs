@@ -84,6 +84,51 @@ fn runs(history: &[HistoryEvent]) -> Vec<MapRun> {
     out
 }
 
+/// Which of an ended Map Run's unsuccessful children a redrive of its execution would run
+/// again (AWS's `pendingRedrive`; the others are `failuresNotRedrivable`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RedriveShare {
+    /// None: it is running, or it succeeded (a redrive does not run it again), or its
+    /// ItemReader or ResultWriter failed (a redrive starts a new Map Run instead), or its
+    /// execution cannot be redriven (running, succeeded, or past the redrivable period).
+    Nothing,
+    /// All of them: its tolerated failure threshold was exceeded and that failed the
+    /// execution (the redrive runs the same Map Run again, its unsuccessful children only).
+    Unsuccessful,
+    /// Only the aborted ones (those that had not finished): its execution was stopped, where
+    /// wfc's redrive reruns the children that had not finished and replays the failed ones as
+    /// failed.
+    Aborted,
+}
+
+fn redrive_shares(status: &str, ended: Option<&HistoryEvent>, record: &ExecutionRecord) -> RedriveShare {
+    if matches!(status, "RUNNING" | "SUCCEEDED") || !crate::redrive::is_redrivable(record) {
+        return RedriveShare::Nothing;
+    }
+    let error = ended.and_then(|e| e.details.get("error")).and_then(Value::as_str);
+    match error {
+        Some(wfc_ir::errors::EXCEED_TOLERATED_FAILURE_THRESHOLD) if status == "FAILED" => RedriveShare::Unsuccessful,
+        Some(wfc_ir::errors::ITEM_READER_FAILED | wfc_ir::errors::RESULT_WRITER_FAILED) => RedriveShare::Nothing,
+        _ => RedriveShare::Aborted,
+    }
+}
+
+/// Adds `pendingRedrive` and `failuresNotRedrivable` to an `itemCounts`/`executionCounts`
+/// object: its failed, timed-out and aborted children, as `share` splits them.
+fn split_unsuccessful(counts: &mut Value, share: RedriveShare) {
+    let n = |k: &str| counts.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let (failed, timed_out, aborted) = (n("failed"), n("timedOut"), n("aborted"));
+    let pending = match share {
+        RedriveShare::Nothing => 0,
+        RedriveShare::Unsuccessful => failed + timed_out + aborted,
+        RedriveShare::Aborted => aborted,
+    };
+    // While a run runs, nothing is pending a redrive, and nothing is final yet.
+    let not_redrivable = if n("running") > 0 { 0 } else { failed + timed_out + aborted - pending };
+    counts["pendingRedrive"] = json!(pending);
+    counts["failuresNotRedrivable"] = json!(not_redrivable);
+}
+
 /// `arn:aws:states:<region>:<account>:mapRun:<machine>/<label>:<id>`: the machine's name.
 fn machine_of(service: &Service, arn: &str) -> Result<String, ApiError> {
     let invalid =
@@ -185,7 +230,7 @@ impl Service {
         // The counts are recorded when the run ends; while it runs, the server running it
         // counts its children, and the run keeps them in the store for the others.
         let zero = json!({"pending": 0, "running": 0, "succeeded": 0, "failed": 0, "timedOut": 0, "aborted": 0,
-            "total": 0, "resultsWritten": 0});
+            "total": 0, "resultsWritten": 0, "failuresNotRedrivable": 0, "pendingRedrive": 0});
         let counts: (Value, Value) = match &run.ended {
             Some(end) => (object(&end.details, "itemCounts"), object(&end.details, "executionCounts")),
             None if running => match wfc_runtime::distributed::map_run_counts(arn) {
@@ -197,7 +242,12 @@ impl Service {
             },
             None => (Value::Null, Value::Null),
         };
-        let or_zero = |v: Value| if v.is_object() { v } else { zero.clone() };
+        let redrive = redrive_shares(status, run.ended.as_ref(), &record);
+        let or_zero = |v: Value| {
+            let mut v = if v.is_object() { v } else { zero.clone() };
+            split_unsuccessful(&mut v, redrive);
+            v
+        };
         let mut out = json!({
             "mapRunArn": arn,
             "executionArn": self.arns.execution_arn(machine, name),

@@ -12,12 +12,17 @@ use crate::machines::MachineType;
 /// AWS's redrivable period: 14 days from the end of the execution.
 const REDRIVABLE_PERIOD_MS: i64 = 14 * 24 * 3600 * 1000;
 /// AWS's history limit: a redrive needs room for `ExecutionRedriven` and one more event.
-const MAX_HISTORY_EVENTS: usize = 24_999;
+const MAX_HISTORY_EVENTS: u64 = 24_999;
 /// Why `record` cannot be redriven now (AWS's `redriveStatusReason`), or `None`.
 fn reason(record: &ExecutionRecord, now: i64) -> Option<&'static str> {
     not_redrivable(record.status).or_else(|| {
         (now - record.updated_at_ms > REDRIVABLE_PERIOD_MS).then_some("Execution redrivable period exceeded")
     })
+}
+
+/// Whether RedriveExecution would accept `record` now (`redriveStatus` REDRIVABLE).
+pub(crate) fn is_redrivable(record: &ExecutionRecord) -> bool {
+    reason(record, crate::api::now_ms()).is_none()
 }
 
 /// Adds `redriveCount`, `redriveDate` (once redriven) and, with `status`, `redriveStatus` and
@@ -80,7 +85,9 @@ impl Service {
         if let Some(why) = reason(&record, crate::api::now_ms()) {
             return Err(not_redrivable_error(&arn, why));
         }
-        if self.store.read_history(&record.name).await?.len() >= MAX_HISTORY_EVENTS {
+        // Event ids run from 1 without gaps: the last one's is the count (read by the index).
+        let last = self.store.read_history_page(&record.name, 0, 1, true).await?.first().map_or(0, |e| e.id);
+        if last >= MAX_HISTORY_EVENTS {
             return Err(not_redrivable_error(&arn, "Execution history event limit exceeded"));
         }
         let redriven = match self.store.redrive_execution(&record.name).await {

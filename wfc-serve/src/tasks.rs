@@ -63,9 +63,57 @@ const ANSWER: &str = "serve/activity-answer/";
 /// `BEAT<token>` → `{}`: a SendTaskHeartbeat through another server than the waiting one.
 const BEAT: &str = "serve/activity-beat/";
 
-/// How often a server looks in the store for what another server did: a task queued there
-/// (long polls), an answer given there (waiting Tasks).
+/// The topics of [`Store::kv_signal`] that tell the other servers on a store (PostgreSQL's
+/// `NOTIFY`) what one did: a task queued for an activity (`<QUEUED><activity>`, wakes long
+/// polls), an answer or a heartbeat given for a token (`<ANSWERED><token>`, `<BEATEN><token>`,
+/// wakes the Task that waits for it on another server).
+const QUEUED: &str = "serve/activity-queued/";
+const ANSWERED: &str = "serve/activity-answered/";
+const BEATEN: &str = "serve/activity-beaten/";
+
+/// How often a server looks in the store for what another server did (a task queued there,
+/// an answer given there) when the store cannot signal it (SQLite: one host, one server).
 const STORE_POLL: Duration = Duration::from_millis(200);
+
+/// The same when the store signals (PostgreSQL's LISTEN/NOTIFY): only a fallback, for a
+/// signal lost with the listening connection or sent before this server listened (a Task
+/// that took over a task after a restart). `WFC_SERVE_FALLBACK_POLL_MS` sets it (the tests
+/// make it an hour, so that only the signals can pass them).
+fn signalled_poll() -> Duration {
+    std::env::var("WFC_SERVE_FALLBACK_POLL_MS")
+        .ok()
+        .and_then(|ms| ms.parse().ok())
+        .map_or(Duration::from_secs(2), Duration::from_millis)
+}
+
+/// Waits for the next topic starting with one of `prefixes` from `signals`: `Some(topic)`, or
+/// `None` when topics were missed (the receiver lagged) and the store must be read. Never ends
+/// if there are no signals (the caller's fallback poll does); stops listening if they end.
+async fn next_topic(
+    signals: &mut Option<tokio::sync::broadcast::Receiver<String>>,
+    prefixes: &[&str],
+) -> Option<String> {
+    use tokio::sync::broadcast::error::RecvError;
+    loop {
+        let Some(receiver) = signals.as_mut() else { return std::future::pending().await };
+        match receiver.recv().await {
+            Ok(topic) if prefixes.iter().any(|p| topic.starts_with(p)) => return Some(topic),
+            Ok(_) => {}
+            Err(RecvError::Lagged(_)) => return None,
+            Err(RecvError::Closed) => {
+                tracing::warn!("the store's signals stopped; reading it every {STORE_POLL:?}");
+                *signals = None;
+            }
+        }
+    }
+}
+
+/// [`Store::kv_signal`], best effort: a signal not sent is made up for by the fallback poll.
+async fn signal(store: &dyn Store, topic: &str) {
+    if let Err(e) = store.kv_signal(topic).await {
+        tracing::warn!(error = %e, topic, "cannot signal the other servers on the store");
+    }
+}
 
 #[derive(Debug, Default)]
 struct Inner {
@@ -90,7 +138,9 @@ struct Waiter {
 ///   row of its activity (deleting it; of two pollers, one gets it), skipping those of
 ///   executions that are no longer running;
 /// - `SendTaskSuccess`/`Failure` on any server writes the answer row; the waiting server gets
-///   it at once if it is the same one, else within [`STORE_POLL`];
+///   it at once if it is the same one, else when the store's signal reaches it (PostgreSQL's
+///   LISTEN/NOTIFY, [`Store::kv_signal`]) or within [`STORE_POLL`] (SQLite); queuing a task
+///   signals too, for the long polls of the other servers;
 /// - a Task run again after a restart (the step was in flight: at least once, as every step)
 ///   takes over the task its interrupted attempt queued, found by its execution, state, retry
 ///   count and input with an older fencing epoch: a worker that got it before the restart
@@ -274,10 +324,14 @@ impl Activities {
     }
 
     /// GetActivityTask: the next queued task (token, input) of `name`, waiting up to `wait` for
-    /// one (queued here: at once; on another server: seen within [`STORE_POLL`]). `None` when
-    /// none came (AWS then answers with no token).
+    /// one (queued here: at once; on another server: when its signal comes, PostgreSQL, or
+    /// within [`STORE_POLL`], SQLite). `None` when none came (AWS then answers with no token).
     pub async fn poll(&self, name: &str, wait: Duration) -> Result<Option<(String, Value)>, StoreError> {
         let deadline = tokio::time::Instant::now() + wait;
+        // Listening before the first look, so a task queued in between wakes this poll.
+        let mut signals = self.store.kv_signals().await;
+        let every = if signals.is_some() { signalled_poll() } else { STORE_POLL };
+        let topic = format!("{QUEUED}{name}");
         loop {
             let notified = self.queued.notified();
             if let Some(task) = self.take(name).await? {
@@ -287,7 +341,13 @@ impl Activities {
             if now >= deadline {
                 return Ok(None);
             }
-            let _ = tokio::time::timeout_at(deadline.min(now + STORE_POLL), notified).await;
+            let queued_elsewhere =
+                async { while next_topic(&mut signals, &[QUEUED]).await.is_some_and(|t| t != topic) {} };
+            tokio::select! {
+                _ = tokio::time::sleep_until(deadline.min(now + every)) => {}
+                () = notified => {}
+                () = queued_elsewhere => {}
+            }
         }
     }
 
@@ -299,14 +359,18 @@ impl Activities {
         // Stored first: a Task that waits on another server (or runs again after a restart)
         // finds it there.
         self.store.kv_put(&format!("{ANSWER}{token}"), answer_row(&result)).await?;
-        if let Some(waiter) = self.lock().waiting.remove(token) {
-            let _ = waiter.answer.send(result);
+        let waiter = self.lock().waiting.remove(token);
+        match waiter {
+            Some(waiter) => {
+                let _ = waiter.answer.send(result);
+            }
+            None => signal(self.store.as_ref(), &format!("{ANSWERED}{token}")).await,
         }
         Ok(Answer::Delivered)
     }
 
     /// SendTaskHeartbeat for an activity token: resets the waiting Task's `HeartbeatSeconds`
-    /// countdown, at once on this server, else through the store within [`STORE_POLL`].
+    /// countdown, at once on this server, else through the store (with a signal).
     pub async fn heartbeat(&self, token: &str) -> Result<Answer, StoreError> {
         if self.store.kv_get(&format!("{TASK}{token}")).await?.is_none() {
             return Ok(Answer::Unknown);
@@ -314,20 +378,33 @@ impl Activities {
         let local = self.lock().waiting.get(token).map(|w| w.ctx.clone());
         match local {
             Some(ctx) => ctx.heartbeat(),
-            None => self.store.kv_put(&format!("{BEAT}{token}"), json!({})).await?,
+            None => {
+                self.store.kv_put(&format!("{BEAT}{token}"), json!({})).await?;
+                signal(self.store.as_ref(), &format!("{BEATEN}{token}")).await;
+            }
         }
         Ok(Answer::Delivered)
     }
 
-    /// Hands the answers given on other servers to this server's waiting Tasks, every
-    /// [`STORE_POLL`] while some wait, until the server stops.
+    /// Hands the answers and heartbeats given on other servers to this server's waiting Tasks,
+    /// until the server stops: each as its signal comes (PostgreSQL), and all those in the
+    /// store every [`STORE_POLL`] (SQLite) or [`signalled_poll`] (PostgreSQL, a fallback).
     pub async fn deliver_remote_answers(self: Arc<Self>) {
+        let mut signals = self.store.kv_signals().await;
+        let every = if signals.is_some() { signalled_poll() } else { STORE_POLL };
         loop {
-            tokio::time::sleep(STORE_POLL).await;
+            let topic = tokio::select! {
+                _ = tokio::time::sleep(every) => None,
+                topic = next_topic(&mut signals, &[ANSWERED, BEATEN]) => topic,
+            };
             if self.stopping.load(Ordering::SeqCst) {
                 return;
             }
             if self.lock().waiting.is_empty() {
+                continue;
+            }
+            if let Some(topic) = topic {
+                self.deliver_one(&topic).await;
                 continue;
             }
             let (answers, beats) = match (self.store.kv_list(ANSWER).await, self.store.kv_list(BEAT).await) {
@@ -354,6 +431,30 @@ impl Activities {
             }
             for key in taken {
                 let _ = self.store.kv_delete(&key).await;
+            }
+        }
+    }
+
+    /// Delivers the answer or heartbeat a signal names, if its Task waits here.
+    async fn deliver_one(&self, topic: &str) {
+        if let Some(token) = topic.strip_prefix(ANSWERED) {
+            if !self.lock().waiting.contains_key(token) {
+                return;
+            }
+            match self.store.kv_get(&format!("{ANSWER}{token}")).await {
+                Ok(Some(row)) => {
+                    if let Some(waiter) = self.lock().waiting.remove(token) {
+                        let _ = waiter.answer.send(answer_of(&row));
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => tracing::warn!(error = %e, "cannot read an activity answer from the store"),
+            }
+        } else if let Some(token) = topic.strip_prefix(BEATEN) {
+            let ctx = self.lock().waiting.get(token).map(|w| w.ctx.clone());
+            if let Some(ctx) = ctx {
+                ctx.heartbeat();
+                let _ = self.store.kv_delete(&format!("{BEAT}{token}")).await;
             }
         }
     }
@@ -449,6 +550,7 @@ impl Activities {
                     return Err(queue_failure(e));
                 }
                 self.queued.notify_waiters();
+                signal(self.store.as_ref(), &format!("{QUEUED}{name}")).await;
                 token
             }
         };

@@ -914,6 +914,21 @@ pub trait Store: Send + Sync + fmt::Debug {
         Box::pin(async { Err(StoreError::Unsupported("a key/value table in this store".into())) })
     }
 
+    /// Tells the other processes on this store that key/value rows about `topic` changed (a
+    /// user's name for what it wrote, e.g. `serve/activity-queued/<activity>`), after the write:
+    /// PostgreSQL sends it with `NOTIFY`; a store of one process (SQLite) has nobody to tell.
+    fn kv_signal<'a>(&'a self, topic: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        let _ = topic;
+        Box::pin(async { Ok(()) })
+    }
+
+    /// The topics other processes (and this one) [`Store::kv_signal`] from now on, or `None`
+    /// when the store cannot tell (its users then read the store again from time to time).
+    /// Subscribe before reading the rows the wait is for, so a signal sent in between is kept.
+    fn kv_signals(&self) -> BoxFuture<'_, Option<tokio::sync::broadcast::Receiver<String>>> {
+        Box::pin(async { None })
+    }
+
     /// Pins the RUNNING execution `name` to the stored version `to` if `guard` holds (see
     /// [`PinGuard`]). Without `guard.held_epoch` the execution is made runnable at once, so a
     /// worker resumes it on `to`. A change that does not apply (finished, held, moved or grown

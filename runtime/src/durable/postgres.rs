@@ -263,6 +263,8 @@ $fn$;
 
 /// The NOTIFY channel that wakes workers.
 const CHANNEL: &str = "wfc_work";
+/// The NOTIFY channel of [`Store::kv_signal`] (its payload is the topic).
+const KV_CHANNEL: &str = "wfc_kv";
 
 /// How many connections a store opens for its queries (a worker's concurrent executions share
 /// them; PostgreSQL commits their transactions in groups).
@@ -275,8 +277,9 @@ pub struct PgStore {
     next: AtomicUsize,
     /// The group committer of this process's checkpoints, finishes and lease renewals.
     committer: tokio::sync::mpsc::UnboundedSender<PgWrite>,
-    /// The LISTEN connection's client (kept so the session lasts) and the wake-up it feeds.
-    listener: OnceCell<(Client, Arc<Notify>)>,
+    /// The LISTEN connection's client (kept so the session lasts), the wake-up it feeds and
+    /// the key/value topics it passes on.
+    listener: OnceCell<(Client, Arc<Notify>, tokio::sync::broadcast::Sender<String>)>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -353,16 +356,23 @@ impl PgStore {
         Arc::clone(&self.pool[i])
     }
 
-    /// Starts (once) the connection that LISTENs for work and turns notifications into wake-ups.
-    async fn listener(&self) -> Result<Arc<Notify>, StoreError> {
+    /// Starts (once) the connection that LISTENs for work and turns notifications into wake-ups
+    /// (and key/value topics into broadcasts).
+    async fn listener(&self) -> Result<&(Client, Arc<Notify>, tokio::sync::broadcast::Sender<String>), StoreError> {
         self.listener
             .get_or_try_init(|| async {
                 let (client, mut messages) = super::pg_tls::connect_listening(&self.url).await?;
                 let notify = Arc::new(Notify::new());
                 let wake = Arc::clone(&notify);
+                // Receivers that lag this far behind miss topics (and read the store again).
+                let (topics, _) = tokio::sync::broadcast::channel(1024);
+                let sender = topics.clone();
                 tokio::spawn(async move {
                     while let Some(message) = messages.next().await {
                         match message {
+                            Ok(AsyncMessage::Notification(n)) if n.channel() == KV_CHANNEL => {
+                                let _ = sender.send(n.payload().to_owned());
+                            }
                             // notify_one keeps a permit when nobody waits yet, so a wake-up that
                             // arrives while the worker is claiming is not lost.
                             Ok(AsyncMessage::Notification(_)) => wake.notify_one(),
@@ -371,11 +381,10 @@ impl PgStore {
                         }
                     }
                 });
-                client.batch_execute(&format!("LISTEN {CHANNEL}")).await.map_err(pg)?;
-                Ok::<_, StoreError>((client, notify))
+                client.batch_execute(&format!("LISTEN {CHANNEL}; LISTEN {KV_CHANNEL}")).await.map_err(pg)?;
+                Ok::<_, StoreError>((client, notify, topics))
             })
             .await
-            .map(|(_, notify)| Arc::clone(notify))
     }
 }
 
@@ -1570,12 +1579,33 @@ impl Store for PgStore {
     fn wait_for_work(&self, max: Duration) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             match self.listener().await {
-                Ok(notify) => {
+                Ok((_, notify, _)) => {
                     let _ = tokio::time::timeout(max, notify.notified()).await;
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "LISTEN failed; polling only");
                     tokio::time::sleep(max).await;
+                }
+            }
+        })
+    }
+
+    fn kv_signal<'a>(&'a self, topic: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let conn = self.conn().await;
+            let client = conn.lock().await;
+            client.execute("SELECT pg_notify($1, $2)", &[&KV_CHANNEL, &topic]).await.map_err(pg)?;
+            Ok(())
+        })
+    }
+
+    fn kv_signals(&self) -> BoxFuture<'_, Option<tokio::sync::broadcast::Receiver<String>>> {
+        Box::pin(async move {
+            match self.listener().await {
+                Ok((_, _, topics)) => Some(topics.subscribe()),
+                Err(e) => {
+                    tracing::warn!(error = %e, "LISTEN failed; reading the key/value table from time to time");
+                    None
                 }
             }
         })

@@ -232,6 +232,9 @@ pub struct WorkerConfig {
     /// --virtual-time`): its Waits and retry back-offs are skipped (never released), while its
     /// Tasks, callbacks and activities take real time.
     pub skip_waits: bool,
+    /// Where the executions' DISTRIBUTED Maps read `ItemReader` objects and write
+    /// `ResultWriter` files (`wfc serve --item-root/--result-root`); none by default.
+    pub objects: crate::distributed::Objects,
 }
 
 impl Default for WorkerConfig {
@@ -245,6 +248,7 @@ impl Default for WorkerConfig {
             shutdown_grace: Duration::from_secs(10),
             exit_when_idle: false,
             skip_waits: false,
+            objects: crate::distributed::Objects::default(),
         }
     }
 }
@@ -537,6 +541,7 @@ async fn run_claimed(shared: &Shared, claim: Claim) -> RunEnd {
     if config.skip_waits {
         options.clock = crate::Clock::skipping();
     }
+    options.objects = config.objects.clone();
     if let Some(identity) = shared.workflows.identity.as_ref().and_then(|f| f(&record)) {
         options = options.with_identity(identity);
     }

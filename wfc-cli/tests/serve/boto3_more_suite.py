@@ -10,6 +10,7 @@ called and checked. `before-restart` / `after-restart` check what must survive a
 import json
 import os
 import sys
+import threading
 import time
 
 import boto3
@@ -431,6 +432,43 @@ def versions(sfn):
     assert sfn.list_state_machine_versions(stateMachineArn=arn)["stateMachineVersions"] == []
 
 
+def role_update(sfn):
+    # UpdateStateMachine changing only the roleArn: a new revision with the new role, as on AWS.
+    reads_role = json.dumps(
+        {"StartAt": "P", "States": {"P": {"Type": "Pass", "Parameters": {"role.$": "$$.Execution.RoleArn"}, "End": True}}}
+    )
+    other = f"arn:aws:iam::{ACCOUNT}:role/other"
+    arn = sfn.create_state_machine(name="Roled", definition=reads_role, roleArn=ROLE, publish=True)["stateMachineArn"]
+    first = sfn.describe_state_machine(stateMachineArn=arn)["revisionId"]
+    before = sfn.start_execution(stateMachineArn=arn, name="before")["executionArn"]
+    assert json.loads(finished(sfn, before)["output"]) == {"role": ROLE}
+    revision = sfn.update_state_machine(stateMachineArn=arn, roleArn=other)["revisionId"]
+    assert revision != first, revision
+    d = sfn.describe_state_machine(stateMachineArn=arn)
+    assert (d["roleArn"], d["revisionId"], d["definition"]) == (other, revision, reads_role), d
+    after = sfn.start_execution(stateMachineArn=arn, name="after")["executionArn"]
+    assert json.loads(finished(sfn, after)["output"]) == {"role": other}
+    for ex, role in [(before, ROLE), (after, other)]:
+        assert sfn.describe_state_machine_for_execution(executionArn=ex)["roleArn"] == role, ex
+        started = sfn.get_execution_history(executionArn=ex, maxResults=1)["events"][0]
+        assert started["executionStartedEventDetails"]["roleArn"] == role, started
+    # The role change is a revision of its own: publishing it makes version 2, version 1 keeps its role.
+    v2 = sfn.publish_state_machine_version(stateMachineArn=arn, revisionId=revision)["stateMachineVersionArn"]
+    assert v2 == arn + ":2", v2
+    assert sfn.describe_state_machine(stateMachineArn=arn + ":1")["roleArn"] == ROLE
+    assert sfn.describe_state_machine(stateMachineArn=v2)["roleArn"] == other
+    # Back to the first role: that revision again, current, with its role.
+    sfn.update_state_machine(stateMachineArn=arn, roleArn=ROLE)
+    assert sfn.describe_state_machine(stateMachineArn=arn)["roleArn"] == ROLE
+    again = sfn.start_execution(stateMachineArn=arn, name="again")["executionArn"]
+    assert json.loads(finished(sfn, again)["output"]) == {"role": ROLE}
+    # Deleted and created again with the same definition and another role: that role.
+    sfn.delete_state_machine(stateMachineArn=arn)
+    sfn.create_state_machine(name="Roled", definition=reads_role, roleArn=other, type="EXPRESS")
+    d = sfn.describe_state_machine(stateMachineArn=arn)
+    assert (d["roleArn"], d["type"]) == (other, "EXPRESS"), d
+
+
 def aliases(sfn):
     v1_def = json.dumps({"StartAt": "P", "States": {"P": {"Type": "Pass", "Result": "v1", "End": True}}})
     v2_def = json.dumps({"StartAt": "P", "States": {"P": {"Type": "Pass", "Result": "v2", "End": True}}})
@@ -773,10 +811,17 @@ def live_history(sfn):
             break
     assert [e["id"] for e in pages] == list(range(len(running), 0, -1)), pages
     assert pages[-2]["stateEnteredEventDetails"] == {"name": "Mark", "inputDetails": {"truncated": False}}, pages[-2]
+    # A page token is an event index: the next reverse page after the history grew (the
+    # execution ended meanwhile) goes on from where the first ended, not from an offset.
+    first = sfn.get_execution_history(executionArn=ex, maxResults=2, reverseOrder=True)
     task = sfn.get_activity_task(activityArn=LIVE_ACTIVITY, workerName="live")
     sfn.send_task_success(taskToken=task["taskToken"], output='{"done": true}')
     d = finished(sfn, ex)
     assert d["status"] == "SUCCEEDED", d
+    rest = sfn.get_execution_history(executionArn=ex, maxResults=100, reverseOrder=True, nextToken=first["nextToken"])
+    ids = [e["id"] for e in first["events"] + rest["events"]]
+    assert ids == list(range(len(running), 0, -1)), ids
+    expect_error("InvalidToken", sfn.get_execution_history, executionArn=ex, nextToken=first["nextToken"])
     final = sfn.get_execution_history(executionArn=ex, maxResults=1000)["events"]
     assert final[: len(running)] == running, (final, running)
     assert [e["type"] for e in final[len(running) :]] == ["TaskSucceeded", "TaskStateExited", "ExecutionSucceeded"], final
@@ -864,6 +909,9 @@ def map_runs(sfn):
     counts = {k: d["itemCounts"][k] for k in ("succeeded", "failed", "total", "pending", "running")}
     assert counts == {"succeeded": 3, "failed": 1, "total": 4, "pending": 0, "running": 0}, d
     assert d["executionCounts"]["succeeded"] == 3 and d["executionCounts"]["failed"] == 1, d
+    # The tolerated failure: the run succeeded, so no redrive runs that child again.
+    for counts in (d["itemCounts"], d["executionCounts"]):
+        assert (counts["failuresNotRedrivable"], counts["pendingRedrive"]) == (1, 0), d
     assert "stopDate" in sfn.list_map_runs(executionArn=ex)["mapRuns"][0]
     # ListExecutions by mapRunArn: the run's child executions, read from the parent's journal.
     children = sfn.list_executions(mapRunArn=run_arn)["executions"]
@@ -919,6 +967,10 @@ def map_run_redrive(sfn):
     run_arn = sfn.list_map_runs(executionArn=ex)["mapRuns"][0]["mapRunArn"]
     d = sfn.describe_map_run(mapRunArn=run_arn)
     assert (d["status"], d["redriveCount"]) == ("FAILED", 0) and "redriveDate" not in d, d
+    # Item 2 failed, item 3 never ran (aborted): both wait for the execution's redrive.
+    for counts in (d["itemCounts"], d["executionCounts"]):
+        got = {k: counts[k] for k in ("succeeded", "failed", "aborted", "pendingRedrive", "failuresNotRedrivable")}
+        assert got == {"succeeded": 1, "failed": 1, "aborted": 1, "pendingRedrive": 2, "failuresNotRedrivable": 0}, d
     before = sfn.list_executions(mapRunArn=run_arn)["executions"]
     assert [c["status"] for c in before] == ["SUCCEEDED", "FAILED"], before
     open(os.path.join(TEST_DIR, "fixed-dmap-items"), "w").close()
@@ -933,6 +985,7 @@ def map_run_redrive(sfn):
     assert (d["status"], d["redriveCount"]) == ("SUCCEEDED", 1) and "redriveDate" in d, d
     for counts in (d["itemCounts"], d["executionCounts"]):
         assert (counts["succeeded"], counts["failed"], counts["total"]) == (3, 0, 3), d
+        assert (counts["pendingRedrive"], counts["failuresNotRedrivable"]) == (0, 0), d
     # Item 2's child was redriven (same ARN, first start kept); item 3's ran once.
     after = sfn.list_executions(mapRunArn=run_arn)["executions"]
     assert [c["status"] for c in after] == ["SUCCEEDED"] * 3, after
@@ -952,6 +1005,82 @@ def map_run_redrive(sfn):
     assert kinds[-4:] == ["MapRunSucceeded", "MapStateSucceeded", "MapStateExited", "ExecutionSucceeded"], kinds
     assert kinds.count("MapRunStarted") == 1, kinds
     print(f"map_run_redrive: {time.monotonic() - t0:.2f} s", flush=True)
+    map_run_reader_redrive(sfn)
+
+
+def map_run_reader_redrive(sfn):
+    """A DISTRIBUTED Map whose ItemReader reads a file of the server's --item-root and whose
+    ResultWriter writes under its --result-root. Its object missing, the Map Run fails with
+    States.ItemReaderFailed; redriven once the object is there, the Map state starts a new Map
+    Run (as AWS does), whose ResultWriter fails (a file where its bucket's directory goes);
+    redriven once that is gone, a third Map Run runs the children again and writes the results.
+    The history keeps each failure and redrive."""
+    machine = json.dumps(
+        {
+            "StartAt": "Fan",
+            "States": {
+                "Fan": {
+                    "Type": "Map",
+                    "Label": "reader",
+                    "ItemReader": {
+                        "Resource": "arn:aws:states:::s3:getObject",
+                        "ReaderConfig": {"InputType": "JSON"},
+                        "Parameters": {"Bucket": "in", "Key.$": "$.key"},
+                    },
+                    "ResultWriter": {"Resource": "arn:aws:states:::s3:putObject", "Parameters": {"Bucket": "out", "Prefix": "runs"}},
+                    "ItemProcessor": {
+                        "ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+                        "StartAt": "P",
+                        "States": {"P": {"Type": "Pass", "Parameters": {"doubled.$": "States.MathAdd($, $)"}, "End": True}},
+                    },
+                    "End": True,
+                }
+            },
+        }
+    )
+    arn = sfn.create_state_machine(name="MapReader", definition=machine, roleArn=ROLE)["stateMachineArn"]
+    ex = sfn.start_execution(stateMachineArn=arn, name="r1", input=json.dumps({"key": "list.json"}))["executionArn"]
+    d = finished(sfn, ex)
+    assert (d["status"], d["error"]) == ("FAILED", "States.ItemReaderFailed"), d
+    run_arn = sfn.list_map_runs(executionArn=ex)["mapRuns"][0]["mapRunArn"]
+    d = sfn.describe_map_run(mapRunArn=run_arn)
+    assert d["status"] == "FAILED" and d["executionCounts"]["total"] == 0, d
+    assert (d["itemCounts"]["pendingRedrive"], d["itemCounts"]["failuresNotRedrivable"]) == (0, 0), d
+    os.makedirs(os.path.join(TEST_DIR, "items", "in"), exist_ok=True)
+    with open(os.path.join(TEST_DIR, "items", "in", "list.json"), "w") as f:
+        json.dump([1, 2, 3], f)
+    blocker = os.path.join(TEST_DIR, "results", "out")
+    os.makedirs(os.path.dirname(blocker), exist_ok=True)
+    open(blocker, "w").close()
+    sfn.redrive_execution(executionArn=ex)
+    d = finished(sfn, ex)
+    assert (d["status"], d["error"], d["redriveCount"]) == ("FAILED", "States.ResultWriterFailed", 1), d
+    runs = [r["mapRunArn"] for r in sfn.list_map_runs(executionArn=ex)["mapRuns"]]
+    assert len(runs) == 2 and runs[0] == run_arn, runs
+    d = sfn.describe_map_run(mapRunArn=runs[1])
+    assert (d["status"], d["executionCounts"]["succeeded"], d["itemCounts"]["resultsWritten"]) == ("FAILED", 3, 0), d
+    os.remove(blocker)
+    sfn.redrive_execution(executionArn=ex)
+    d = finished(sfn, ex)
+    assert (d["status"], d["redriveCount"]) == ("SUCCEEDED", 2), d
+    out = json.loads(d["output"])
+    run_arn = out["MapRunArn"]
+    assert [r["mapRunArn"] for r in sfn.list_map_runs(executionArn=ex)["mapRuns"]] == runs + [run_arn], runs
+    key = out["ResultWriterDetails"]["Key"]
+    assert out["ResultWriterDetails"]["Bucket"] == "out" and key.startswith("runs/"), out
+    manifest = json.load(open(os.path.join(TEST_DIR, "results", "out", key)))
+    assert manifest["MapRunArn"] == run_arn and manifest["DestinationBucket"] == "out", manifest
+    [written] = manifest["ResultFiles"]["SUCCEEDED"]
+    results = json.load(open(os.path.join(TEST_DIR, "results", "out", written["Key"])))
+    assert sorted(json.loads(r["Output"])["doubled"] for r in results) == [2, 4, 6], results
+    d = sfn.describe_map_run(mapRunArn=run_arn)
+    assert d["status"] == "SUCCEEDED" and d["itemCounts"]["resultsWritten"] == 3, d
+    kinds = [e["type"] for e in sfn.get_execution_history(executionArn=ex, maxResults=1000)["events"]]
+    failed_run = ["MapRunFailed", "MapStateFailed", "ExecutionFailed", "ExecutionRedriven", "MapStateStarted", "MapRunStarted"]
+    assert kinds == [
+        "ExecutionStarted", "MapStateEntered", "MapStateStarted", "MapRunStarted", *failed_run, *failed_run,
+        "MapRunSucceeded", "MapStateSucceeded", "MapStateExited", "ExecutionSucceeded",
+    ], kinds
 
 
 def map_machine(activity, label):
@@ -1212,9 +1341,22 @@ def two_servers_b(sfn):
         a.send_task_heartbeat(taskToken=by_name["s0"])
         sfn.send_task_heartbeat(taskToken=by_name["s1"])
         time.sleep(0.4)
+    # A worker long-polling B while A queues a task: B's poll is woken by A's NOTIFY (the
+    # servers' fallback read of the store is an hour here, longer than the poll).
+    polled = {}
+    poller = threading.Thread(
+        target=lambda: polled.update(sfn.get_activity_task(activityArn=SHARED_ACTIVITY, workerName="waiting-on-b"))
+    )
+    poller.start()
+    time.sleep(0.3)  # let the poll start waiting (it passes either way if not)
+    arn = f"arn:aws:states:us-east-1:{ACCOUNT}:stateMachine:Shared"
+    a.start_execution(stateMachineArn=arn, name="s2", input=json.dumps({"on": "A", "n": "s2"}))
+    poller.join()
+    assert json.loads(polled.get("input", "{}")).get("n") == "s2", polled
+    by_name["s2"] = polled["taskToken"]
     for name, token in by_name.items():
         sfn.send_task_success(taskToken=token, output=json.dumps({"by": "B", "n": name}))
-    for name in ("s0", "s1"):
+    for name in ("s0", "s1", "s2"):
         d = finished(sfn, f"arn:aws:states:us-east-1:{ACCOUNT}:execution:Shared:{name}")
         assert (d["status"], json.loads(d["output"])) == ("SUCCEEDED", {"by": "B", "n": name}), d
 
@@ -1229,6 +1371,7 @@ def main():
         tags(sfn)
         mock_config(sfn)
         versions(sfn)
+        role_update(sfn)
         aliases(sfn)
         redrive(sfn)
         redrive_nested(sfn)
