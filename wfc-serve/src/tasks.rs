@@ -391,12 +391,22 @@ impl Activities {
     /// store every [`STORE_POLL`] (SQLite) or [`signalled_poll`] (PostgreSQL, a fallback).
     pub async fn deliver_remote_answers(self: Arc<Self>) {
         let mut signals = self.store.kv_signals().await;
-        let every = if signals.is_some() { signalled_poll() } else { STORE_POLL };
+        // An interval, not a sleep renewed after each signal: a steady stream of signals does
+        // not put off the fallback read.
+        let scans = |every| {
+            let mut scans = tokio::time::interval(every);
+            scans.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            scans
+        };
+        let mut scan = scans(if signals.is_some() { signalled_poll() } else { STORE_POLL });
         loop {
             let topic = tokio::select! {
-                _ = tokio::time::sleep(every) => None,
+                _ = scan.tick() => None,
                 topic = next_topic(&mut signals, &[ANSWERED, BEATEN]) => topic,
             };
+            if signals.is_none() && scan.period() != STORE_POLL {
+                scan = scans(STORE_POLL); // the signals stopped: read the store as SQLite does
+            }
             if self.stopping.load(Ordering::SeqCst) {
                 return;
             }
