@@ -31,7 +31,7 @@ wfc_runtime::include_workflow!("tests/durable/redrive_distributed.asl.json");
 /// none), for the interpreter's runs of the same definitions.
 fn lowered(name: &str) -> wfc_runtime::ir::Workflow {
     let path = format!("tests/durable/{name}.asl.json");
-    wfc_core::load_file(&path, &wfc_core::Settings::new()).unwrap_or_else(|e| panic!("{path}: {e}")).workflow
+    wfc_build::load_file(&path, &wfc_core::Settings::new()).unwrap_or_else(|e| panic!("{path}: {e}")).workflow
 }
 
 fn store() -> Arc<dyn Store> {

@@ -24,7 +24,7 @@ wfc_runtime::include_workflow!("tests/durable/sw_partial.sw.json");
 /// none), for the interpreter's runs of the same definitions.
 fn lowered(name: &str) -> wfc_runtime::ir::Workflow {
     let path = format!("tests/durable/{name}.sw.json");
-    wfc_core::load_file(&path, &wfc_core::Settings::new()).unwrap_or_else(|e| panic!("{path}: {e}")).workflow
+    wfc_build::load_file(&path, &wfc_core::Settings::new()).unwrap_or_else(|e| panic!("{path}: {e}")).workflow
 }
 
 #[derive(Clone, Default)]

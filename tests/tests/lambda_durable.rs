@@ -527,7 +527,7 @@ wfc_runtime::include_workflow!("tests/adapters/fan_out.asl.json");
 /// The IR `include_workflow!` lowered the definition at `path` to (generated code carries none),
 /// for what reads the IR.
 fn lowered(path: &str) -> wfc_ir::Workflow {
-    wfc_core::load_file(path, &wfc_core::Settings::new()).unwrap_or_else(|e| panic!("{path}: {e}")).workflow
+    wfc_build::load_file(path, &wfc_core::Settings::new()).unwrap_or_else(|e| panic!("{path}: {e}")).workflow
 }
 
 #[derive(Default)]

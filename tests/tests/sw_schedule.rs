@@ -12,7 +12,7 @@ wfc_runtime::include_workflow!("cases/sw/definitions/feat-direct-deny.sw.json");
 /// The IR `include_workflow!` lowered the definition at `path` to (generated code carries none),
 /// for what reads the IR.
 fn lowered(path: &str) -> wfc_ir::Workflow {
-    wfc_core::load_file(path, &wfc_core::Settings::new()).unwrap_or_else(|e| panic!("{path}: {e}")).workflow
+    wfc_build::load_file(path, &wfc_core::Settings::new()).unwrap_or_else(|e| panic!("{path}: {e}")).workflow
 }
 
 /// Answers `sweep` with the name of the execution that called it.

@@ -272,61 +272,6 @@ pub fn load_with(source: Source<'_>, settings: &Settings) -> Result<Loaded, Diag
     Ok(loaded)
 }
 
-/// Loads the definition file at `path` as `include_workflow!` and `wfc_build` compile it: a
-/// Serverless Workflow with the `*.sw.json`/`*.sw.yaml`/`*.sw.yml` files beside it registered
-/// (its subflows compiled together), files it names read relative to the current directory
-/// unless `settings` has a reader, and `settings`' optimizer passes. For a program that needs the
-/// IR of a workflow it compiled, since generated code carries none: to run it on the
-/// interpreter, or to hand it to something that reads the IR (the SW event router, the SWF and
-/// Lambda adapters). `path` is also the workflow's name (its file stem), as for the macro.
-pub fn load_file(path: impl AsRef<Path>, settings: &Settings) -> Result<Loaded, String> {
-    let (path, text, settings) = file_source(path.as_ref(), settings)?;
-    load_with(Source { path: &path, text: &text }, &settings).map_err(|d| d.render(false))
-}
-
-/// [`load_file`], then the Rust module: what `include_workflow!` generates from the file.
-pub fn compile_file(path: impl AsRef<Path>, settings: &Settings) -> Result<Compiled, String> {
-    let (path, text, settings) = file_source(path.as_ref(), settings)?;
-    compile(Source { path: &path, text: &text }, &settings).map_err(|d| d.render(false))
-}
-
-/// The text of the definition at `path`, its path as shown, and `settings` with what a file
-/// adds: an SW definition's siblings and a reader for the files it names.
-fn file_source(path: &Path, settings: &Settings) -> Result<(String, String, Settings), String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let shown = path.to_string_lossy().into_owned();
-    let mut settings = settings.clone();
-    if Dialect::detect(Source { path: &shown, text: &text }) == Dialect::Sw {
-        for (sibling, text) in sw_siblings(path) {
-            settings.sw_workflow(sibling, text);
-        }
-        if settings.file_reader.is_none() {
-            settings.file_reader(FileReader::new(|p| std::fs::read_to_string(p).map_err(|e| e.to_string())));
-        }
-    }
-    Ok((shown, text, settings))
-}
-
-/// The Serverless Workflow definitions beside `path` (not `path` itself), sorted: `(path, text)`.
-fn sw_siblings(path: &Path) -> Vec<(String, String)> {
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
-    let own = path.file_name();
-    let mut paths: Vec<std::path::PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.file_name() != own)
-        .filter(|p| {
-            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-            [".sw.json", ".sw.yaml", ".sw.yml"].iter().any(|ext| name.ends_with(ext))
-        })
-        .collect();
-    paths.sort();
-    paths.into_iter().filter_map(|p| std::fs::read_to_string(&p).ok().map(|t| (p.display().to_string(), t))).collect()
-}
-
 /// A definition compiled to Rust.
 #[derive(Debug, Clone)]
 pub struct Compiled {

@@ -381,12 +381,19 @@ fn tally_together(dir: &Path, problems: &mut Vec<String>) -> Tally {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.expect("entry").path())
-        .filter(|p| p.to_string_lossy().ends_with(".sw.json"))
+        .filter(|p| [".sw.json", ".sw.yaml", ".sw.yml"].iter().any(|ext| p.to_string_lossy().ends_with(ext)))
         .collect();
     files.sort();
     let mut t = Tally::default();
-    for file in files {
-        let Ok(compiled) = wfc_core::compile_file(&file, &Settings::new()) else {
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let mut settings = Settings::new();
+        for other in files.iter().filter(|other| *other != file) {
+            let other_text = std::fs::read_to_string(other).unwrap_or_else(|e| panic!("{}: {e}", other.display()));
+            settings.sw_workflow(other.to_string_lossy(), other_text);
+        }
+        let path = file.to_string_lossy();
+        let Ok(compiled) = wfc_core::compile(Source { path: &path, text: &text }, &settings) else {
             t.refused += 1;
             continue;
         };

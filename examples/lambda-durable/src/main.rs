@@ -50,7 +50,7 @@ async fn main() -> Result<(), Error> {
     // Serverless Workflow subflows mapped to other functions (WFC_CHAINED_FUNCTIONS), checked
     // against the definitions' IRs: this approval workflow has no subflow and no DISTRIBUTED
     // Map, so it passes none and any mapping is refused (generated code carries no IR; a
-    // workflow with subflows passes `wfc_core::load_file`'s).
+    // workflow with subflows passes `wfc_build::load_file`'s).
     let chained = lambda_function::chained_from_env(&[])?;
     let shop = Shop;
     lambda_function::serve_chained("approval", client, &chained, |input, options| {

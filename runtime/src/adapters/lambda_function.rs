@@ -107,7 +107,7 @@ pub const CHAINED_VARIABLE: &str = "WFC_CHAINED_FUNCTIONS";
 /// The subflow mappings of a deployed function from `WFC_CHAINED_FUNCTIONS` (none when unset),
 /// checked against the IRs of `workflows`: a malformed entry, or one naming a subflow no
 /// definition waits for, is an error. Generated code carries no IR: a compiled program passes
-/// `wfc_core::load_file`'s, or none when its definition has no subflow and no DISTRIBUTED Map
+/// `wfc_build::load_file`'s, or none when its definition has no subflow and no DISTRIBUTED Map
 /// (then any mapping is refused).
 pub fn chained_from_env(workflows: &[&wfc_ir::Workflow]) -> Result<ChainedInvokes, Error> {
     let text = std::env::var(CHAINED_VARIABLE).unwrap_or_default();
