@@ -15,7 +15,8 @@ pub fn compile_and_check(path: &str, text: &str) {
         Err(e) => panic!("generated code does not parse: {e}"),
     };
     assert_eq!(file.items.len(), 1, "the generated file must hold exactly one item");
-    // The IR round-trips through the JSON that generated code embeds.
+    // The IR round-trips through its JSON form (what stores, `wfc serve` and the adapters keep,
+    // and what its hash, which generated code carries, is taken of).
     let json = serde_json::to_string(&compiled.workflow).expect("the IR serializes");
     let back: wfc_ir::Workflow = serde_json::from_str(&json).expect("the IR deserializes");
     assert_eq!(back, compiled.workflow, "the IR changed through its JSON form");

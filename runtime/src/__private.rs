@@ -16,18 +16,10 @@ pub use ::tracing;
 pub use crate::exec::{self, Chosen, Step, join_branches};
 pub use crate::interp::DynHandler;
 pub use crate::{
-    Clock, EventType, Execution, ExecutionResult, Failure, History, HistoryEvent, RunOptions, Status, TaskContext,
-    block_on_virtual,
+    Clock, DefinitionId, EventType, Execution, ExecutionResult, Failure, History, HistoryEvent, RunOptions, Status,
+    TaskContext, block_on_virtual,
 };
 pub use crate::{abi, choice, io, retry, sw, task};
 
 /// The generated-code/runtime handshake. Generated code contains `const _: () = ...::ABI_V1;`.
 pub const ABI_V1: () = ();
-
-/// Deserializes the IR that generated code embeds as JSON. It was produced by the same
-/// `wfc-ir` version (the ABI handshake and the `=` version pins guarantee it), so failure here
-/// means a corrupted build; it is reported as a `States.Runtime` failure, never a panic.
-pub fn load_ir(json: &str) -> Result<ir::Workflow, Failure> {
-    serde_json::from_str(json)
-        .map_err(|e| Failure::runtime(format!("the embedded workflow definition could not be loaded: {e}")))
-}

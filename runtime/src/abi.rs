@@ -2,8 +2,10 @@
 //! itself instead of handing the state's IR to [`crate::exec`].
 //!
 //! Generated code for a Pass, Choice, Succeed, Task, Wait, Fail, Parallel or Map state
-//! (JSONPath or JSONata), or a Serverless Workflow state (see docs/status.md, issue 20, for what
-//! is still handed to `exec` or `sw::step`), is built from these pieces:
+//! (JSONPath or JSONata), or a Serverless Workflow state, is built from these pieces. It carries
+//! no IR: what the runtime needs of the workflow beyond its states is written out as constants
+//! (the name and IR hash as a [`crate::DefinitionId`], `TimeoutSeconds`, an SW workflow's
+//! settings).
 //!
 //! - the state's visit, [`pass`], [`choice`], [`succeed`], [`task`], [`wait`] and [`fail`]
 //!   (`exec::pass_with`, `exec::choice_with`, `exec::succeed_with`, `exec::task_with`,
@@ -69,7 +71,10 @@
 //!   with the generated handler method (an event action [`sw_event_action`]), actions in
 //!   `parallel` mode joined by [`sw_join`]; an
 //!   inject is [`sw_inject`], a delay [`sw_delay`], an unawaited subflow the handler runs
-//!   [`sw_unawaited_subflow`], a transition's guard [`sw_guard`]; a
+//!   [`sw_unawaited_subflow`], an unawaited subflow compiled together [`sw_detached_subflow`]
+//!   (its child machine a [`SwDetachedRun`] over the by-name handler), a transition's guard
+//!   [`sw_guard`]; the frame of a top-level run is [`sw_run_top`], with the workflow's settings
+//!   ([`SwWorkflowMeta`]) built by the generated code; a
 //!   foreach's loop is [`sw_foreach`] and a parallel state's branches [`sw_parallel`], each
 //!   around a generated body (an iteration's or branch's actions, or a subflow the handler runs),
 //!   an iteration's result through [`sw_action_result`]; events are [`StaticEventDef`]s (built
@@ -103,22 +108,23 @@ pub use crate::exec::{
     wait_assign_with as wait_assign, wait_language_with as wait_language, wait_with as wait,
 };
 pub use crate::jsonata::Bindings;
-pub use crate::typed::call as typed_task;
 pub use crate::retry::{
     AssignCatcher, CatchAssign, CatchJsonataAssign, CatchJsonataOutput, CatchPath, JsonataCatcher,
     StaticCatcher as Catcher, StaticRetrier as Retrier,
 };
 pub use crate::sw::{
-    EventAction as SwEventAction, Exit as SwExit, ForEach as SwForEach, Retrier as SwRetrier, Site as SwSite, SwCode,
-    Visited as SwVisited, action_result_filtered as sw_action_result, attribute as sw_attribute, call as sw_call,
-    callback_timeout as sw_callback_timeout, delay as sw_delay, eval_expr as sw_eval, event_action as sw_event_action,
-    event_timeout_failure as sw_event_timeout, events_timed_out as sw_timed_out, foreach as sw_foreach,
-    guard as sw_guard, holds as sw_holds, inject as sw_inject, merge_event as sw_merge_event,
-    merge_filtered as sw_merge_filtered, no_condition as sw_no_condition, parallel as sw_parallel,
-    produce_event as sw_produce, state_filter as sw_filter, step_with as sw_step, subflow_with as sw_subflow,
-    terminate_with as sw_terminate, unawaited_handler_subflow as sw_unawaited_subflow,
+    DetachedRun as SwDetachedRun, EventAction as SwEventAction, Exit as SwExit, ForEach as SwForEach,
+    Retrier as SwRetrier, Site as SwSite, SwCode, Visited as SwVisited, action_result_filtered as sw_action_result,
+    attribute as sw_attribute, call as sw_call, callback_timeout as sw_callback_timeout, delay as sw_delay,
+    eval_expr as sw_eval, event_action as sw_event_action, event_timeout_failure as sw_event_timeout,
+    events_timed_out as sw_timed_out, foreach as sw_foreach, guard as sw_guard, holds as sw_holds, inject as sw_inject,
+    merge_event as sw_merge_event, merge_filtered as sw_merge_filtered, no_condition as sw_no_condition,
+    parallel as sw_parallel, produce_event as sw_produce, run_top as sw_run_top, state_filter as sw_filter,
+    step_with as sw_step, subflow_with as sw_subflow, terminate_with as sw_terminate,
+    unawaited_handler_subflow as sw_unawaited_subflow, unawaited_subflow as sw_detached_subflow,
     wait_all_or_any as sw_wait_events, wait_first as sw_wait_first,
 };
+pub use crate::typed::call as typed_task;
 pub use std::time::Duration;
 pub use wfc_ir::Jitter;
 pub use wfc_ir::distributed::InputType;
@@ -126,6 +132,7 @@ pub use wfc_ir::intrinsics::Function;
 pub use wfc_ir::jsonpath::ast::SingularStep as Seg;
 pub use wfc_ir::native::{NativeNumber, Pattern};
 pub use wfc_ir::sw::Completion as SwCompletion;
+pub use wfc_ir::sw::{Interval as SwInterval, Schedule as SwSchedule, SwWorkflowMeta};
 
 /// Where a generated machine goes after one state: on to the next state (a variant of the
 /// machine's `State` enum, carrying its raw input), or out of the machine with its output.
@@ -152,10 +159,11 @@ where
     }
 }
 
-/// A `States.Runtime` failure for a state whose generated code and embedded IR disagree (only
-/// possible if a build mixed outputs of different definitions).
+/// A `States.Runtime` failure for an outcome the runtime reported that the state's generated
+/// code has no way out for (a catcher index or an SW exit it did not write): a bug in wfc,
+/// never a property of the definition, reported rather than a panic.
 pub fn unexpected(state: &str, problem: &str) -> Failure {
-    Failure::runtime(format!("state {state:?} {problem} (the generated code does not match its embedded definition)"))
+    Failure::runtime(format!("state {state:?} {problem} (the runtime and the generated code disagree: a bug in wfc)"))
 }
 
 /// A path that is not a definite `$` path, parsed once on first use. A path that does not parse

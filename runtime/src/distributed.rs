@@ -1486,7 +1486,7 @@ pub async fn run_chained_child(
         None => options,
     }
     .with_seed(seed);
-    let child = Execution::start(&child_workflow, &input, options);
+    let child = Execution::start(&child_workflow.name, &input, options);
     let result =
         child.finish(None, crate::interp::run_machine(&child, &spec.item_processor, handler, input.clone())).await;
     let document = child_document(&child, &input, &result, child.clock().now_rfc3339());

@@ -20,7 +20,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 use wfc_ir::{
     Assign, ChoiceState, ComputedString, FailState, InputPath, JsonataTemplate, MapState, OutputPath, ParallelState,
-    PassState, ResultPath, Seconds, StateId, SucceedState, TaskState, Template, WaitDuration, WaitState, Workflow,
+    PassState, ResultPath, Seconds, StateId, SucceedState, TaskState, Template, WaitDuration, WaitState,
 };
 
 #[cfg(feature = "durable")]
@@ -473,8 +473,10 @@ impl Execution {
         &self.shared.events
     }
 
-    /// Starts an execution of `workflow` on `input`, recording `ExecutionStarted`.
-    pub fn start(workflow: &Workflow, input: &Value, options: RunOptions) -> Execution {
+    /// Starts an execution of the workflow named `workflow` on `input`, recording
+    /// `ExecutionStarted`. Only the name is needed: generated code carries no IR, and the
+    /// workflow's `TimeoutSeconds` is [`Execution::finish`]'s.
+    pub fn start(workflow: &str, input: &Value, options: RunOptions) -> Execution {
         let RunOptions {
             clock,
             name,
@@ -506,7 +508,7 @@ impl Execution {
             Some(id) => (name, Some(id.name), Some(id.state_machine), Some((id.region, id.account)), id.role_arn),
             None => (None, name, state_machine_name, account, None),
         };
-        let machine = state_machine_name.unwrap_or_else(|| workflow.name.clone());
+        let machine = state_machine_name.unwrap_or_else(|| workflow.to_owned());
         let (region, account) = account.unwrap_or_else(|| (DEFAULT_REGION.to_owned(), DEFAULT_ACCOUNT.to_owned()));
         let arn_prefix = format!("arn:aws:states:{region}:{account}");
         let name = name.unwrap_or_else(|| format!("{machine}-{seed:016x}"));

@@ -95,7 +95,7 @@ pub async fn run(workflow: &Workflow, handler: &dyn DynHandler, input: Value, op
     if crate::sw::is_sw(workflow) {
         return crate::sw::run(workflow, handler, input, options).await;
     }
-    let exec = Execution::start(workflow, &input, options);
+    let exec = Execution::start(&workflow.name, &input, options);
     exec.finish(workflow.timeout_seconds, run_machine(&exec, &workflow.machine, handler, input)).await
 }
 

@@ -40,6 +40,7 @@ pub mod callback;
 pub mod choice;
 pub mod clock;
 pub mod credentials;
+pub mod definition;
 pub mod distributed;
 #[cfg(feature = "durable")]
 pub mod durable;
@@ -67,6 +68,7 @@ pub mod __private;
 
 pub use callback::Callbacks;
 pub use clock::{Clock, block_on_virtual};
+pub use definition::DefinitionId;
 pub use error::{Failure, TaskError};
 pub use exec::{Execution, ExecutionResult, Identity, MachineType, RunOptions, Status, express_execution_uuid};
 pub use history::{Details, EventType, History, HistoryEvent, HistoryLevel};

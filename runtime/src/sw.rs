@@ -94,11 +94,19 @@ struct Detached {
     /// The subflow state that started it.
     state: String,
     workflow_id: String,
-    workflow: Arc<Workflow>,
+    /// Runs the child machine.
+    run: DetachedRun,
     input: Value,
     /// Its own line of control.
     line: Execution,
 }
+
+/// How a subflow started without waiting runs its machine, on its own line of control, calling
+/// functions through the top-level run's by-name handler: the interpreter's run of the child's
+/// IR, or generated code's child machine. It borrows nothing of the state that started it (it
+/// is queued in the execution until the top-level run picks it up), hence `'static`.
+pub type DetachedRun =
+    Box<dyn for<'a> FnOnce(&'a Execution, &'a dyn DynHandler, Value) -> BoxFuture<'a, Result<Value, Failure>> + Send>;
 
 /// Where a state sends control.
 #[derive(Debug, Clone, PartialEq)]
@@ -136,9 +144,10 @@ pub async fn run(
     input: Value,
     options: RunOptions,
 ) -> ExecutionResult {
-    let exec = Execution::start(workflow, &input, options);
+    let exec = Execution::start(&workflow.name, &input, options);
     let machine = &workflow.machine;
-    run_top(workflow, &exec, functions, input, |input| run_machine_top(&exec, machine, functions, input)).await
+    let body = |input| run_machine_top(&exec, machine, functions, input);
+    run_top(meta(workflow), workflow.timeout_seconds, &exec, functions, input, body).await
 }
 
 async fn run_machine_top(
@@ -152,9 +161,12 @@ async fn run_machine_top(
 
 /// The frame around a top-level run: `directInvoke: deny`, input and output schema validation,
 /// the subflows started without waiting (run alongside `body` with `functions`, and awaited
-/// before the end), `terminate`, the execution's end in the history.
+/// before the end), `terminate`, the execution's end in the history. `meta` and
+/// `timeout_seconds` are the workflow's settings: the interpreter's from the IR ([`meta`]),
+/// generated code's written out by the compiler.
 pub async fn run_top<'a, F, Fut>(
-    workflow: &'a Workflow,
+    meta: Option<&'a SwWorkflowMeta>,
+    timeout_seconds: Option<u64>,
     exec: &'a Execution,
     functions: &'a dyn DynHandler,
     input: Value,
@@ -164,7 +176,6 @@ where
     F: FnOnce(Value) -> Fut,
     Fut: Future<Output = Result<Value, Failure>> + 'a,
 {
-    let meta = meta(workflow);
     let machine = async move {
         if let Some(m) = meta
             && let Some(schedule) = &m.schedule
@@ -184,7 +195,7 @@ where
         }
         Ok(output)
     };
-    exec.finish(workflow.timeout_seconds, machine).await
+    exec.finish(timeout_seconds, machine).await
 }
 
 /// `directInvoke: deny`: only the scheduler may start an instance (see
@@ -270,8 +281,8 @@ impl Drop for RunnerGuard<'_> {
 /// Runs a detached subflow to its end and records how it ended on its line: its output is
 /// nobody's input, and its failure does not fail the parent, which did not wait for it.
 async fn run_detached(functions: &dyn DynHandler, child: Detached) {
-    let Detached { state, workflow_id, workflow, input, line } = child;
-    let ended = run_machine(&line, &workflow.machine, functions, input).await;
+    let Detached { state, workflow_id, run, input, line } = child;
+    let ended = run(&line, functions, input).await;
     record_detached_end(&line, &state, &workflow_id, ended);
 }
 
@@ -315,19 +326,13 @@ async fn start_detached(
     exec: &Execution,
     name: &str,
     workflow_id: &str,
-    workflow: &Workflow,
+    run: DetachedRun,
     input: Value,
     functions: &dyn DynHandler,
 ) {
     let line = exec.branch();
     line.record_with(EventType::SwSubflowStarted, || subflow_details(&line, name, workflow_id, "input", &input));
-    let child = Detached {
-        state: name.to_owned(),
-        workflow_id: workflow_id.to_owned(),
-        workflow: Arc::new(workflow.clone()),
-        input,
-        line,
-    };
+    let child = Detached { state: name.to_owned(), workflow_id: workflow_id.to_owned(), run, input, line };
     if exec.sw().runner.load(Ordering::SeqCst) {
         lock(&exec.sw().detached).push(child);
     } else {
@@ -1021,15 +1026,12 @@ async fn work(
             Ok((data, Exit::Next))
         }
         SwKind::Subflow { wait: false, workflow: Some(workflow), workflow_id } => {
-            // An SWF decider configured to start it as a child workflow does so, unwaited.
-            #[cfg(feature = "durable")]
-            if let Some(journal) = exec.journal() {
-                let id = exec.op_id(name, site.visit, &format!(".{}", site.attempt));
-                if journal.detached_subflow(&id, name, workflow_id, workflow.version.as_deref(), &data)? {
-                    return Ok((data, Exit::Next));
-                }
-            }
-            start_detached(exec, name, workflow_id, workflow, data.clone(), functions).await;
+            let child = Arc::new(workflow.as_ref().clone());
+            let run: DetachedRun = Box::new(move |line, functions, input| {
+                Box::pin(async move { run_machine(line, &child.machine, functions, input).await })
+            });
+            let version = workflow.version.as_deref();
+            unawaited_subflow(exec, name, site, workflow_id, version, &data, functions, run).await?;
             Ok((data, Exit::Next))
         }
         SwKind::ForEach { input_collection, output_collection, iteration_param, max, body } => {
@@ -1783,6 +1785,34 @@ pub fn embedded_machine(spec: &SwState, branch: usize) -> Option<&StateMachine> 
         },
         _ => None,
     }
+}
+
+/// A subflow compiled together and not awaited: `run` (the child machine) runs alongside the
+/// parent, queued for [`run_top`] (or to its end here when no top-level run will pick it up),
+/// on a line of its own between `SwSubflowStarted` and `SwSubflowSucceeded`/`SwSubflowFailed`;
+/// the parent goes on with its data unchanged. Journaled on an SWF decider configured to start
+/// it as a child workflow, the decider starts it instead (unwaited).
+#[allow(clippy::too_many_arguments)]
+pub async fn unawaited_subflow(
+    exec: &Execution,
+    name: &str,
+    site: &Site,
+    workflow_id: &str,
+    version: Option<&str>,
+    data: &Value,
+    functions: &dyn DynHandler,
+    run: DetachedRun,
+) -> Result<(), Failure> {
+    #[cfg(feature = "durable")]
+    if let Some(journal) = exec.journal() {
+        let id = exec.op_id(name, site.visit, &format!(".{}", site.attempt));
+        if journal.detached_subflow(&id, name, workflow_id, version, data)? {
+            return Ok(());
+        }
+    }
+    let _ = (site, version);
+    start_detached(exec, name, workflow_id, run, data.clone(), functions).await;
+    Ok(())
 }
 
 /// A subflow not compiled together and not awaited: the handler's call (`invoke`, the method

@@ -27,6 +27,13 @@ wfc_runtime::include_workflow!("tests/durable/fan8.asl.json");
 wfc_runtime::include_workflow!("tests/durable/redrive_nested.asl.json");
 wfc_runtime::include_workflow!("tests/durable/redrive_distributed.asl.json");
 
+/// The IR `include_workflow!` lowered `tests/durable/<name>.asl.json` to (generated code carries
+/// none), for the interpreter's runs of the same definitions.
+fn lowered(name: &str) -> wfc_runtime::ir::Workflow {
+    let path = format!("tests/durable/{name}.asl.json");
+    wfc_build::load_file(&path, &wfc_core::Settings::new()).unwrap_or_else(|e| panic!("{path}: {e}")).workflow
+}
+
 fn store() -> Arc<dyn Store> {
     Arc::new(SqliteStore::in_memory().expect("an in-memory store opens"))
 }
@@ -221,7 +228,7 @@ async fn crash_interp(
 
 #[tokio::test]
 async fn interp_resume_does_not_rerun_a_completed_task_and_reruns_the_in_flight_one() {
-    let workflow = two_steps::ir().unwrap();
+    let workflow = &lowered("two_steps");
     let s = store();
     let input = json!({"order": 7});
     let counting = Counting::default();
@@ -280,7 +287,7 @@ async fn interp_resume_does_not_rerun_a_completed_task_and_reruns_the_in_flight_
 
 #[tokio::test]
 async fn a_resumed_history_matches_an_uninterrupted_one() {
-    let workflow = two_steps::ir().unwrap();
+    let workflow = &lowered("two_steps");
     let input = json!({});
     let plain = {
         let counting = Counting::default();
@@ -305,7 +312,7 @@ async fn a_resumed_history_matches_an_uninterrupted_one() {
 
 #[tokio::test]
 async fn parallel_branches_replay_their_completed_tasks() {
-    let workflow = fanout::ir().unwrap();
+    let workflow = &lowered("fanout");
     let s = store();
     let input = json!({"n": 1});
     let counting = Counting::default();
@@ -355,7 +362,7 @@ async fn parallel_branches_replay_their_completed_tasks() {
 /// the already finished step would be refused). The history still has the branch's events.
 #[tokio::test]
 async fn a_finished_branch_replays_from_its_context_without_running() {
-    let workflow = fanout::ir().unwrap();
+    let workflow = &lowered("fanout");
     let input = json!({"n": 2});
     let plain = {
         let counting = Counting::default();
@@ -428,7 +435,7 @@ fn unstamped(events: &[wfc_runtime::HistoryEvent]) -> Vec<wfc_runtime::HistoryEv
 
 #[tokio::test]
 async fn a_pending_wait_waits_only_the_remainder_and_a_fired_one_not_at_all() {
-    let workflow = nap::ir().unwrap();
+    let workflow = &lowered("nap");
     let s = store();
     let input = json!({"seconds": 2});
     // Stop the execution 1.2 s into its 2 s Wait.
@@ -480,7 +487,7 @@ fn recorded_failures_replay_through_retries_on_virtual_time() {
     // Attempts 0 and 1 fail with Boom and are checkpointed; the "crash" happens during the
     // back-off before attempt 2. On resume, the failures replay (the handler is not called for
     // them), the same jittered back-off is taken, and the hour-long Wait is a durable timer too.
-    let workflow = flaky::ir().unwrap();
+    let workflow = &lowered("flaky");
     let s = store();
     let calls = Arc::new(AtomicUsize::new(0));
     let handlers = {
@@ -536,7 +543,7 @@ impl two_steps::Handler for Shop {
 
 #[tokio::test]
 async fn generated_code_is_durable_through_the_same_journal() {
-    let workflow = two_steps::ir().unwrap();
+    let workflow = &lowered("two_steps");
     let s = store();
     let input = json!({"k": 1});
     let counting = Counting::default();
@@ -563,7 +570,7 @@ async fn generated_code_is_durable_through_the_same_journal() {
 /// On virtual time; the second run's clock starts where the first one stopped.
 #[test]
 fn a_resumed_callback_keeps_its_heartbeat_countdown() {
-    let workflow = beat::ir().unwrap();
+    let workflow = &lowered("beat");
     let s = store();
     let input = json!({});
     let t0 = jiff::Timestamp::from_second(1_704_067_200).unwrap();
@@ -615,7 +622,7 @@ fn a_resumed_callback_keeps_its_heartbeat_countdown() {
 /// CONTEXTs): far fewer commits than one per checkpoint, same output and journal.
 #[tokio::test]
 async fn concurrent_checkpoints_share_commits() {
-    let workflow = fan8::ir().unwrap();
+    let workflow = &lowered("fan8");
     let s = store();
     let input = json!({"items": [1, 2, 3, 4, 5, 6, 7, 8]});
     let mut seen = Vec::new();
@@ -663,7 +670,7 @@ impl two_steps::Handler for Redrivable {
 /// earlier ending and `ExecutionRedriven`, and only FAILED/TIMED_OUT/ABORTED ones are redriven.
 #[tokio::test]
 async fn a_redriven_execution_reruns_only_the_failed_task_on_both_engines() {
-    let workflow = two_steps::ir().unwrap();
+    let workflow = &lowered("two_steps");
     let s = store();
     let input = json!({});
     for engine in ["interp", "generated"] {
@@ -782,7 +789,7 @@ impl redrive_nested::Handler for NestedRedrivable {
 /// rerun's events.
 #[tokio::test]
 async fn a_redrive_reruns_only_the_failed_parallel_branch_and_map_iteration_on_both_engines() {
-    let workflow = redrive_nested::ir().unwrap();
+    let workflow = &lowered("redrive_nested");
     let s = store();
     let input = json!({"items": [1, 2, 3]});
     for engine in ["interp", "generated"] {
@@ -897,7 +904,7 @@ impl redrive_distributed::Handler for MapRunRedrivable {
 /// what ran; the Map Run's ARN stays the same.
 #[tokio::test]
 async fn a_redrive_reruns_only_the_failed_children_of_a_distributed_map_run_on_both_engines() {
-    let workflow = redrive_distributed::ir().unwrap();
+    let workflow = &lowered("redrive_distributed");
     let s = store();
     let input = json!({"items": [1, 2, 3, 4]});
     for engine in ["interp", "generated"] {

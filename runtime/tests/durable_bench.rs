@@ -20,6 +20,13 @@ use wfc_runtime::{Clock, Failure, RunOptions, Status, TaskContext};
 
 wfc_runtime::include_workflow!("tests/durable/two_steps.asl.json");
 
+/// The IR `include_workflow!` lowered `tests/durable/<name>.asl.json` to (generated code carries
+/// none), for the interpreter's runs of the same definitions.
+fn lowered(name: &str) -> wfc_runtime::ir::Workflow {
+    let path = format!("tests/durable/{name}.asl.json");
+    wfc_build::load_file(&path, &wfc_core::Settings::new()).unwrap_or_else(|e| panic!("{path}: {e}")).workflow
+}
+
 fn db_path(name: &str) -> std::path::PathBuf {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("durable-bench");
     std::fs::create_dir_all(&dir).unwrap();
@@ -90,7 +97,7 @@ async fn checkpoint_commits_per_second() {
 /// A 101-Task chain: the first 100 complete, the process stops in the 101st, and the resume
 /// replays 100 recorded steps (and runs the last one for real: 2 more commits).
 fn chain(steps: usize) -> Workflow {
-    let mut workflow = two_steps::ir().unwrap().clone();
+    let mut workflow = lowered("two_steps");
     let template = workflow.machine.states[0].clone();
     workflow.machine.states = (0..steps)
         .map(|i| {

@@ -20,6 +20,13 @@ wfc_runtime::include_workflow!("tests/durable/sw_events.sw.json");
 wfc_runtime::include_workflow!("tests/durable/sw_produce.sw.json");
 wfc_runtime::include_workflow!("tests/durable/sw_partial.sw.json");
 
+/// The IR `include_workflow!` lowered `tests/durable/<name>.sw.json` to (generated code carries
+/// none), for the interpreter's runs of the same definitions.
+fn lowered(name: &str) -> wfc_runtime::ir::Workflow {
+    let path = format!("tests/durable/{name}.sw.json");
+    wfc_build::load_file(&path, &wfc_core::Settings::new()).unwrap_or_else(|e| panic!("{path}: {e}")).workflow
+}
+
 #[derive(Clone, Default)]
 struct Counting {
     calls: Arc<Mutex<HashMap<String, usize>>>,
@@ -61,7 +68,7 @@ fn handlers(counting: &Counting) -> Handlers {
 }
 
 async fn open(store: &Arc<dyn Store>, name: &str, input: &Value) -> Arc<Journal> {
-    let workflow = sw_order::ir().unwrap();
+    let workflow = &lowered("sw_order");
     match Journal::open_definition(Arc::clone(store), name, workflow, input, &Clock::real()).await {
         Ok(Opened::Running(j)) => j,
         other => panic!("expected a running execution, got {other:?}"),
@@ -104,7 +111,7 @@ fn operation_ids(ops: &[wfc_runtime::durable::Operation]) -> Vec<(String, &'stat
 #[tokio::test]
 async fn both_engines_resume_a_sw_execution_waiting_for_an_event_delivered_through_the_store() {
     let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
-    let workflow = sw_order::ir().unwrap();
+    let workflow = &lowered("sw_order");
     let input = json!({ "order": 1 });
     let expected = json!({ "order": 1, "charge": 1, "request": 1, "confirmation": "ok", "orderid": "o1" });
     let mut journals = Vec::new();
@@ -157,7 +164,7 @@ async fn both_engines_resume_a_sw_execution_waiting_for_an_event_delivered_throu
 #[tokio::test]
 async fn event_states_and_result_events_consume_store_events_once_with_correlation() {
     let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
-    let workflow = sw_events::ir().unwrap();
+    let workflow = &lowered("sw_events");
     let input = json!({});
     let name = "events";
     let ev = |t: &str, key: Option<&str>, data: Value| {
@@ -239,7 +246,7 @@ async fn event_states_and_result_events_consume_store_events_once_with_correlati
 #[tokio::test]
 async fn a_produced_event_is_journaled_and_not_published_again_on_resume() {
     let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
-    let workflow = sw_produce::ir().unwrap();
+    let workflow = &lowered("sw_produce");
     let input = json!({});
     let name = "produce";
     let journal = match Journal::open_definition(Arc::clone(&store), name, workflow, &input, &Clock::real()).await {
@@ -306,7 +313,7 @@ async fn a_produced_event_is_journaled_and_not_published_again_on_resume() {
 /// finds no `A` left and times out too (had `Both` left `A` queued, `OnlyA` would merge it).
 #[tokio::test]
 async fn a_timed_out_non_exclusive_event_state_consumes_the_same_events_in_memory_and_durably() {
-    let workflow = sw_partial::ir().unwrap();
+    let workflow = &lowered("sw_partial");
     let a = json!({ "type": "a", "source": "s", "data": { "a": 1 } });
     let none = Handlers::new();
     let consumed = |result: &ExecutionResult| -> Vec<Value> {

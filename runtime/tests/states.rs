@@ -502,7 +502,7 @@ fn generated_style_call_is_send() {
     // be Send whenever the closures' futures are.
     fn assert_send<T: Send>(_: &T) {}
     let wf = workflow(vec![("P", StateKind::Pass(pass_state()))]);
-    let exec = wfc_runtime::Execution::start(&wf, &json!({}), wfc_runtime::RunOptions::virtual_time());
+    let exec = wfc_runtime::Execution::start(&wf.name, &json!({}), wfc_runtime::RunOptions::virtual_time());
     let task = task_state("r");
     let fut = wfc_runtime::exec::task(&exec, "T", &task, json!({}), |v: Value, _ctx: TaskContext| async move { Ok(v) });
     assert_send(&fut);

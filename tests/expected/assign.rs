@@ -89,28 +89,21 @@ pub mod assign {
         clippy::type_complexity,
     )]
     use ::wfc_runtime::__private as __wfc;
+    #[allow(unused_imports)]
     use ::core::result::Result::{self, Err, Ok};
+    #[allow(unused_imports)]
     use ::core::option::Option::Some;
     const _: () = ::wfc_runtime::__private::ABI_V1;
     /// The definition as written (`expected/assign.asl.json`).
     pub const DEFINITION: &str = "{\n  \"Comment\": \"JSONPath Assign compiled to Rust on Pass (Result, Parameters) and Wait: literals, paths on $, $$ and $var, intrinsics over variables, read back by later states.\",\n  \"StartAt\": \"Init \\\"vars\\\" {#} ✓\",\n  \"States\": {\n    \"Init \\\"vars\\\" {#} ✓\": {\n      \"Type\": \"Pass\",\n      \"Result\": { \"n\": 1, \"tag\": \"t \\\"✓\\\" {#}\" },\n      \"ResultPath\": \"$.init\",\n      \"Assign\": {\n        \"count.$\": \"$.n\",\n        \"tag.$\": \"$.tag\",\n        \"literal\": { \"k\": \"v {#} \\\"q\\\"\", \"list\": [1, null] },\n        \"started.$\": \"$$.Execution.Name\",\n        \"sum.$\": \"States.MathAdd($.n, 41)\"\n      },\n      \"Next\": \"Pause ✓\"\n    },\n    \"Pause ✓\": {\n      \"Type\": \"Wait\",\n      \"SecondsPath\": \"$.wait\",\n      \"Assign\": {\n        \"waited.$\": \"$.wait\",\n        \"prev.$\": \"$count\",\n        \"opt.$\": \"$.opt\",\n        \"both.$\": \"States.Format('{} and {}', $tag, $.wait)\"\n      },\n      \"Next\": \"Use {\\\"vars\\\"}\"\n    },\n    \"Use {\\\"vars\\\"}\": {\n      \"Type\": \"Pass\",\n      \"InputPath\": \"$\",\n      \"Parameters\": {\n        \"count.$\": \"$count\",\n        \"waited.$\": \"$waited\",\n        \"prev.$\": \"$prev\",\n        \"sum.$\": \"$sum\",\n        \"both.$\": \"$both\",\n        \"literal.$\": \"$literal\",\n        \"started.$\": \"$started\",\n        \"opt.$\": \"$opt\"\n      },\n      \"ResultPath\": \"$.vars\",\n      \"Assign\": { \"count.$\": \"States.MathAdd($count, 1)\", \"copy.$\": \"$.count\" },\n      \"Next\": \"Check\"\n    },\n    \"Check\": {\n      \"Type\": \"Choice\",\n      \"Choices\": [{ \"Variable\": \"$count\", \"NumericEquals\": 2, \"Next\": \"Done\" }],\n      \"Default\": \"Bad\"\n    },\n    \"Done\": {\n      \"Type\": \"Pass\",\n      \"Parameters\": { \"count.$\": \"$count\", \"copy.$\": \"$copy\", \"vars.$\": \"$.vars\" },\n      \"End\": true\n    },\n    \"Bad\": { \"Type\": \"Fail\", \"Error\": \"Bad\" }\n  }\n}\n";
-    /// The lowered definition (the IR) as JSON, deserialized once by [`ir`].
-    const IR_JSON: &str = "{\"name\":\"assign\",\"comment\":\"JSONPath Assign compiled to Rust on Pass (Result, Parameters) and Wait: literals, paths on $, $$ and $var, intrinsics over variables, read back by later states.\",\"version\":null,\"timeout_seconds\":null,\"machine\":{\"start_at\":0,\"states\":[{\"name\":\"Init \\\"vars\\\" {#} ✓\",\"comment\":null,\"location\":{\"line\":5,\"column\":5},\"kind\":{\"Pass\":{\"input_path\":\"$\",\"parameters\":null,\"result\":{\"n\":1,\"tag\":\"t \\\"✓\\\" {#}\"},\"result_path\":{\"path\":\"$.init\",\"direct\":true},\"output_path\":\"$\",\"transition\":{\"Next\":1},\"assign\":{\"JsonPath\":[[\"count\",{\"Path\":{\"path\":\"$.n\",\"direct\":true}}],[\"tag\",{\"Path\":{\"path\":\"$.tag\",\"direct\":true}}],[\"literal\",{\"Literal\":{\"k\":\"v {#} \\\"q\\\"\",\"list\":[1,null]}}],[\"started\",{\"Path\":\"$$.Execution.Name\"}],[\"sum\",{\"Intrinsic\":{\"intrinsic\":\"States.MathAdd($.n, 41)\",\"direct\":true}}]]}}}},{\"name\":\"Pause ✓\",\"comment\":null,\"location\":{\"line\":18,\"column\":5},\"kind\":{\"Wait\":{\"input_path\":\"$\",\"output_path\":\"$\",\"duration\":{\"SecondsPath\":{\"path\":\"$.wait\",\"direct\":true}},\"transition\":{\"Next\":2},\"assign\":{\"JsonPath\":[[\"waited\",{\"Path\":{\"path\":\"$.wait\",\"direct\":true}}],[\"prev\",{\"Path\":\"$count\"}],[\"opt\",{\"Path\":{\"path\":\"$.opt\",\"direct\":true}}],[\"both\",{\"Intrinsic\":{\"intrinsic\":\"States.Format('{} and {}', $tag, $.wait)\",\"direct\":true}}]]}}}},{\"name\":\"Use {\\\"vars\\\"}\",\"comment\":null,\"location\":{\"line\":29,\"column\":5},\"kind\":{\"Pass\":{\"input_path\":\"$\",\"parameters\":{\"Object\":[[\"count\",{\"Path\":\"$count\"}],[\"waited\",{\"Path\":\"$waited\"}],[\"prev\",{\"Path\":\"$prev\"}],[\"sum\",{\"Path\":\"$sum\"}],[\"both\",{\"Path\":\"$both\"}],[\"literal\",{\"Path\":\"$literal\"}],[\"started\",{\"Path\":\"$started\"}],[\"opt\",{\"Path\":\"$opt\"}]]},\"result_path\":{\"path\":\"$.vars\",\"direct\":true},\"output_path\":\"$\",\"transition\":{\"Next\":3},\"assign\":{\"JsonPath\":[[\"count\",{\"Intrinsic\":\"States.MathAdd($count, 1)\"}],[\"copy\",{\"Path\":{\"path\":\"$.count\",\"direct\":true}}]]}}}},{\"name\":\"Check\",\"comment\":null,\"location\":{\"line\":46,\"column\":5},\"kind\":{\"Choice\":{\"input_path\":\"$\",\"output_path\":\"$\",\"choices\":[{\"condition\":{\"Compare\":{\"variable\":\"$count\",\"operator\":\"NumericEquals\",\"operand\":{\"Native\":{\"kind\":\"Number\",\"literal\":2}}}},\"next\":4}],\"default\":5}}},{\"name\":\"Done\",\"comment\":null,\"location\":{\"line\":51,\"column\":5},\"kind\":{\"Pass\":{\"input_path\":\"$\",\"parameters\":{\"Object\":[[\"count\",{\"Path\":\"$count\"}],[\"copy\",{\"Path\":\"$copy\"}],[\"vars\",{\"Path\":{\"path\":\"$.vars\",\"direct\":true}}]]},\"result_path\":\"$\",\"output_path\":\"$\",\"transition\":\"End\"}}},{\"name\":\"Bad\",\"comment\":null,\"location\":{\"line\":56,\"column\":5},\"kind\":{\"Fail\":{\"error\":\"Bad\",\"cause\":null,\"error_path\":null,\"cause_path\":null}}}]}}";
-    static IR: __wfc::LazyLock<Result<__wfc::ir::Workflow, __wfc::Failure>> = __wfc::LazyLock::new(||
-    __wfc::load_ir(IR_JSON));
-    /// The workflow's IR, as the runtime executes it.
-    ///
-    /// It is embedded at compile time, so an error here means a corrupted build; it is
-    /// reported as a `States.Runtime` failure, never a panic.
-    pub fn ir() -> Result<&'static __wfc::ir::Workflow, __wfc::Failure> {
-        match &*IR {
-            Ok(workflow) => Ok(workflow),
-            Err(failure) => Err(::core::clone::Clone::clone(failure)),
-        }
-    }
-    fn machine() -> Result<&'static __wfc::ir::StateMachine, __wfc::Failure> {
-        Ok(&ir()?.machine)
-    }
+    /// The workflow's name and the hash of its lowered definition (the IR), as durable
+    /// stores record them: open a journal with
+    /// `Journal::open_definition_id`/`open_version_id` to pin an execution to this
+    /// definition.
+    pub const DEFINITION_ID: __wfc::DefinitionId<'static> = __wfc::DefinitionId::new(
+        "assign",
+        "1782ca3e59206d2d66d7f138cb4f1acf",
+    );
     /// Implement this to run the workflow: one method per distinct Task resource.
     ///
     /// Each method receives the Task's effective input (after `InputPath` and `Parameters`)
@@ -138,21 +131,9 @@ pub mod assign {
         input: __wfc::Value,
         options: __wfc::RunOptions,
     ) -> __wfc::ExecutionResult {
-        let workflow = match ir() {
-            Ok(workflow) => workflow,
-            Err(failure) => {
-                return __wfc::ExecutionResult {
-                    status: __wfc::exec::Status::Failed,
-                    output: ::core::option::Option::None,
-                    error: Some(failure),
-                    history: ::std::vec::Vec::new(),
-                    elapsed: ::core::time::Duration::ZERO,
-                };
-            }
-        };
-        let exec = __wfc::Execution::start(workflow, &input, options);
+        let exec = __wfc::Execution::start("assign", &input, options);
         exec.finish(
-                workflow.timeout_seconds,
+                ::core::option::Option::None,
                 resume(handler, &exec, State::InitVars(input)),
             )
             .await

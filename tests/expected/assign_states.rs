@@ -146,28 +146,21 @@ pub mod assign_states {
         clippy::type_complexity,
     )]
     use ::wfc_runtime::__private as __wfc;
+    #[allow(unused_imports)]
     use ::core::result::Result::{self, Err, Ok};
+    #[allow(unused_imports)]
     use ::core::option::Option::Some;
     const _: () = ::wfc_runtime::__private::ABI_V1;
     /// The definition as written (`expected/assign_states.asl.json`).
     pub const DEFINITION: &str = "{\n  \"Comment\": \"JSONPath Assign compiled to Rust on Choice (state and rules), Task, Parallel, Map and their catchers: literals, $, $$, $var and intrinsics (a random one included), with hostile names.\",\n  \"StartAt\": \"Route \\\"a\\\" {#} ✓\",\n  \"States\": {\n    \"Route \\\"a\\\" {#} ✓\": {\n      \"Type\": \"Choice\",\n      \"Choices\": [\n        {\n          \"Variable\": \"$.mode\",\n          \"StringEquals\": \"task\",\n          \"Assign\": {\n            \"route\": \"task \\\"r\\\" {#}\",\n            \"mode.$\": \"$.mode\",\n            \"exec.$\": \"$$.Execution.Name\",\n            \"n.$\": \"$.task.n\"\n          },\n          \"Next\": \"Call {\\\"x\\\"} ✓\"\n        },\n        { \"Variable\": \"$.mode\", \"StringEquals\": \"plain\", \"Next\": \"Call {\\\"x\\\"} ✓\" }\n      ],\n      \"Default\": \"Fan \\\"out\\\" #\",\n      \"Assign\": { \"route\": \"default ✓\", \"whole.$\": \"$\", \"state.$\": \"$$.State.Name\" }\n    },\n    \"Call {\\\"x\\\"} ✓\": {\n      \"Type\": \"Task\",\n      \"Resource\": \"arn:aws:states:::wfc:echo\",\n      \"Parameters\": { \"payload.$\": \"$.task\" },\n      \"ResultSelector\": { \"p.$\": \"$.payload\" },\n      \"ResultPath\": \"$.called\",\n      \"Assign\": {\n        \"called.$\": \"$.payload.name\",\n        \"sum.$\": \"States.MathAdd($.payload.n, $n)\",\n        \"prevRoute.$\": \"$route\",\n        \"uuid.$\": \"States.UUID()\"\n      },\n      \"Catch\": [\n        {\n          \"ErrorEquals\": [\"Boom\"],\n          \"ResultPath\": \"$.err\",\n          \"Assign\": { \"caught.$\": \"$.Error\", \"cause.$\": \"$.Cause\", \"where\": \"task {#} \\\"✓\\\"\", \"routeThen.$\": \"$route\" },\n          \"Next\": \"Fan \\\"out\\\" #\"\n        },\n        { \"ErrorEquals\": [\"States.ALL\"], \"Next\": \"Fan \\\"out\\\" #\" }\n      ],\n      \"Next\": \"Fan \\\"out\\\" #\"\n    },\n    \"Fan \\\"out\\\" #\": {\n      \"Type\": \"Parallel\",\n      \"InputPath\": \"$.fan\",\n      \"Branches\": [\n        {\n          \"StartAt\": \"Echo {b} ✓\",\n          \"States\": {\n            \"Echo {b} ✓\": { \"Type\": \"Task\", \"Resource\": \"arn:aws:states:::wfc:echo\", \"Parameters\": { \"payload.$\": \"$\" }, \"End\": true }\n          }\n        },\n        {\n          \"StartAt\": \"Two \\\"b\\\"\",\n          \"States\": { \"Two \\\"b\\\"\": { \"Type\": \"Pass\", \"Result\": \"two ✓\", \"End\": true } }\n        }\n      ],\n      \"ResultPath\": \"$.fanned\",\n      \"Assign\": { \"fanned.$\": \"$[0].payload.name\", \"branches.$\": \"States.ArrayLength($)\" },\n      \"Catch\": [\n        {\n          \"ErrorEquals\": [\"States.ALL\"],\n          \"ResultPath\": \"$.fanErr\",\n          \"Assign\": { \"fanCaught.$\": \"$.Error\", \"route.$\": \"States.Format('{} then fan', $route)\" },\n          \"Next\": \"Each {m} ✓\"\n        }\n      ],\n      \"Next\": \"Each {m} ✓\"\n    },\n    \"Each {m} ✓\": {\n      \"Type\": \"Map\",\n      \"ItemsPath\": \"$.items\",\n      \"ItemProcessor\": {\n        \"ProcessorConfig\": { \"Mode\": \"INLINE\" },\n        \"StartAt\": \"Item \\\"i\\\" ✓\",\n        \"States\": {\n          \"Item \\\"i\\\" ✓\": { \"Type\": \"Task\", \"Resource\": \"arn:aws:states:::wfc:echo\", \"Parameters\": { \"payload.$\": \"$\" }, \"End\": true }\n        }\n      },\n      \"ResultPath\": \"$.mapped\",\n      \"Assign\": { \"mappedCount.$\": \"States.ArrayLength($)\", \"first.$\": \"$[0].payload\", \"lastRoute.$\": \"$route\" },\n      \"Catch\": [\n        {\n          \"ErrorEquals\": [\"Boom\"],\n          \"ResultPath\": null,\n          \"Assign\": { \"mapCaught.$\": \"$.Cause\", \"literal\": { \"k\": \"v \\\"q\\\" {#}\", \"list\": [1, null] } },\n          \"Next\": \"Done ✓\"\n        }\n      ],\n      \"Next\": \"Done ✓\"\n    },\n    \"Done ✓\": { \"Type\": \"Pass\", \"End\": true }\n  }\n}\n";
-    /// The lowered definition (the IR) as JSON, deserialized once by [`ir`].
-    const IR_JSON: &str = "{\"name\":\"assign_states\",\"comment\":\"JSONPath Assign compiled to Rust on Choice (state and rules), Task, Parallel, Map and their catchers: literals, $, $$, $var and intrinsics (a random one included), with hostile names.\",\"version\":null,\"timeout_seconds\":null,\"machine\":{\"start_at\":0,\"states\":[{\"name\":\"Route \\\"a\\\" {#} ✓\",\"comment\":null,\"location\":{\"line\":5,\"column\":5},\"kind\":{\"Choice\":{\"input_path\":\"$\",\"output_path\":\"$\",\"choices\":[{\"condition\":{\"Compare\":{\"variable\":{\"path\":\"$.mode\",\"direct\":true},\"operator\":\"StringEquals\",\"operand\":{\"Literal\":\"task\"}}},\"next\":1,\"assign\":{\"JsonPath\":[[\"route\",{\"Literal\":\"task \\\"r\\\" {#}\"}],[\"mode\",{\"Path\":{\"path\":\"$.mode\",\"direct\":true}}],[\"exec\",{\"Path\":\"$$.Execution.Name\"}],[\"n\",{\"Path\":{\"path\":\"$.task.n\",\"direct\":true}}]]}},{\"condition\":{\"Compare\":{\"variable\":{\"path\":\"$.mode\",\"direct\":true},\"operator\":\"StringEquals\",\"operand\":{\"Literal\":\"plain\"}}},\"next\":1}],\"default\":2,\"assign\":{\"JsonPath\":[[\"route\",{\"Literal\":\"default ✓\"}],[\"whole\",{\"Path\":\"$\"}],[\"state\",{\"Path\":\"$$.State.Name\"}]]}}}},{\"name\":\"Call {\\\"x\\\"} ✓\",\"comment\":null,\"location\":{\"line\":24,\"column\":5},\"kind\":{\"Task\":{\"resource\":\"arn:aws:states:::wfc:echo\",\"input_path\":\"$\",\"parameters\":{\"Object\":[[\"payload\",{\"Path\":{\"path\":\"$.task\",\"direct\":true}}]]},\"result_selector\":{\"Object\":[[\"p\",{\"Path\":{\"path\":\"$.payload\",\"direct\":true}}]]},\"result_path\":{\"path\":\"$.called\",\"direct\":true},\"output_path\":\"$\",\"timeout\":null,\"heartbeat\":null,\"retry\":[],\"catch\":[{\"error_equals\":[\"Boom\"],\"result_path\":{\"path\":\"$.err\",\"direct\":true},\"next\":2,\"assign\":{\"JsonPath\":[[\"caught\",{\"Path\":{\"path\":\"$.Error\",\"direct\":true}}],[\"cause\",{\"Path\":{\"path\":\"$.Cause\",\"direct\":true}}],[\"where\",{\"Literal\":\"task {#} \\\"✓\\\"\"}],[\"routeThen\",{\"Path\":\"$route\"}]]}},{\"error_equals\":[\"States.ALL\"],\"result_path\":\"$\",\"next\":2}],\"transition\":{\"Next\":2},\"assign\":{\"JsonPath\":[[\"called\",{\"Path\":{\"path\":\"$.payload.name\",\"direct\":true}}],[\"sum\",{\"Intrinsic\":{\"intrinsic\":\"States.MathAdd($.payload.n, $n)\",\"direct\":true}}],[\"prevRoute\",{\"Path\":\"$route\"}],[\"uuid\",{\"Intrinsic\":\"States.UUID()\"}]]}}}},{\"name\":\"Fan \\\"out\\\" #\",\"comment\":null,\"location\":{\"line\":47,\"column\":5},\"kind\":{\"Parallel\":{\"input_path\":{\"path\":\"$.fan\",\"direct\":true},\"parameters\":null,\"result_selector\":null,\"result_path\":{\"path\":\"$.fanned\",\"direct\":true},\"output_path\":\"$\",\"branches\":[{\"start_at\":0,\"states\":[{\"name\":\"Echo {b} ✓\",\"comment\":null,\"location\":{\"line\":54,\"column\":13},\"kind\":{\"Task\":{\"resource\":\"arn:aws:states:::wfc:echo\",\"input_path\":\"$\",\"parameters\":{\"Object\":[[\"payload\",{\"Path\":\"$\"}]]},\"result_selector\":null,\"result_path\":\"$\",\"output_path\":\"$\",\"timeout\":null,\"heartbeat\":null,\"retry\":[],\"catch\":[],\"transition\":\"End\"}}}]},{\"start_at\":0,\"states\":[{\"name\":\"Two \\\"b\\\"\",\"comment\":null,\"location\":{\"line\":59,\"column\":23},\"kind\":{\"Pass\":{\"input_path\":\"$\",\"parameters\":null,\"result\":\"two ✓\",\"result_path\":\"$\",\"output_path\":\"$\",\"transition\":\"End\"}}}]}],\"retry\":[],\"catch\":[{\"error_equals\":[\"States.ALL\"],\"result_path\":{\"path\":\"$.fanErr\",\"direct\":true},\"next\":3,\"assign\":{\"JsonPath\":[[\"fanCaught\",{\"Path\":{\"path\":\"$.Error\",\"direct\":true}}],[\"route\",{\"Intrinsic\":\"States.Format('{} then fan', $route)\"}]]}}],\"transition\":{\"Next\":3},\"assign\":{\"JsonPath\":[[\"fanned\",{\"Path\":{\"path\":\"$[0].payload.name\",\"direct\":true}}],[\"branches\",{\"Intrinsic\":\"States.ArrayLength($)\"}]]}}}},{\"name\":\"Each {m} ✓\",\"comment\":null,\"location\":{\"line\":74,\"column\":5},\"kind\":{\"Map\":{\"input_path\":\"$\",\"items_path\":{\"path\":\"$.items\",\"direct\":true},\"item_selector\":null,\"item_processor\":{\"start_at\":0,\"states\":[{\"name\":\"Item \\\"i\\\" ✓\",\"comment\":null,\"location\":{\"line\":81,\"column\":11},\"kind\":{\"Task\":{\"resource\":\"arn:aws:states:::wfc:echo\",\"input_path\":\"$\",\"parameters\":{\"Object\":[[\"payload\",{\"Path\":\"$\"}]]},\"result_selector\":null,\"result_path\":\"$\",\"output_path\":\"$\",\"timeout\":null,\"heartbeat\":null,\"retry\":[],\"catch\":[],\"transition\":\"End\"}}}]},\"max_concurrency\":0,\"result_selector\":null,\"result_path\":{\"path\":\"$.mapped\",\"direct\":true},\"output_path\":\"$\",\"retry\":[],\"catch\":[{\"error_equals\":[\"Boom\"],\"result_path\":null,\"next\":4,\"assign\":{\"JsonPath\":[[\"mapCaught\",{\"Path\":{\"path\":\"$.Cause\",\"direct\":true}}],[\"literal\",{\"Literal\":{\"k\":\"v \\\"q\\\" {#}\",\"list\":[1,null]}}]]}}],\"transition\":{\"Next\":4},\"assign\":{\"JsonPath\":[[\"mappedCount\",{\"Intrinsic\":\"States.ArrayLength($)\"}],[\"first\",{\"Path\":{\"path\":\"$[0].payload\",\"direct\":true}}],[\"lastRoute\",{\"Path\":\"$route\"}]]}}}},{\"name\":\"Done ✓\",\"comment\":null,\"location\":{\"line\":96,\"column\":5},\"kind\":{\"Pass\":{\"input_path\":\"$\",\"parameters\":null,\"result_path\":\"$\",\"output_path\":\"$\",\"transition\":\"End\"}}}]}}";
-    static IR: __wfc::LazyLock<Result<__wfc::ir::Workflow, __wfc::Failure>> = __wfc::LazyLock::new(||
-    __wfc::load_ir(IR_JSON));
-    /// The workflow's IR, as the runtime executes it.
-    ///
-    /// It is embedded at compile time, so an error here means a corrupted build; it is
-    /// reported as a `States.Runtime` failure, never a panic.
-    pub fn ir() -> Result<&'static __wfc::ir::Workflow, __wfc::Failure> {
-        match &*IR {
-            Ok(workflow) => Ok(workflow),
-            Err(failure) => Err(::core::clone::Clone::clone(failure)),
-        }
-    }
-    fn machine() -> Result<&'static __wfc::ir::StateMachine, __wfc::Failure> {
-        Ok(&ir()?.machine)
-    }
+    /// The workflow's name and the hash of its lowered definition (the IR), as durable
+    /// stores record them: open a journal with
+    /// `Journal::open_definition_id`/`open_version_id` to pin an execution to this
+    /// definition.
+    pub const DEFINITION_ID: __wfc::DefinitionId<'static> = __wfc::DefinitionId::new(
+        "assign_states",
+        "493a73b76ed2e2e7287d58c6e5431116",
+    );
     /// Implement this to run the workflow: one method per distinct Task resource.
     ///
     /// Each method receives the Task's effective input (after `InputPath` and `Parameters`)
@@ -204,21 +197,9 @@ pub mod assign_states {
         input: __wfc::Value,
         options: __wfc::RunOptions,
     ) -> __wfc::ExecutionResult {
-        let workflow = match ir() {
-            Ok(workflow) => workflow,
-            Err(failure) => {
-                return __wfc::ExecutionResult {
-                    status: __wfc::exec::Status::Failed,
-                    output: ::core::option::Option::None,
-                    error: Some(failure),
-                    history: ::std::vec::Vec::new(),
-                    elapsed: ::core::time::Duration::ZERO,
-                };
-            }
-        };
-        let exec = __wfc::Execution::start(workflow, &input, options);
+        let exec = __wfc::Execution::start("assign_states", &input, options);
         exec.finish(
-                workflow.timeout_seconds,
+                ::core::option::Option::None,
                 resume(handler, &exec, State::RouteA(input)),
             )
             .await
@@ -942,24 +923,6 @@ pub mod assign_states {
                 }
             }
         }
-        fn machine() -> Result<&'static __wfc::ir::StateMachine, __wfc::Failure> {
-            match super::machine()?.states.get(2).map(|s| &s.kind) {
-                Some(__wfc::ir::StateKind::Parallel(spec)) => {
-                    spec.branches
-                        .first()
-                        .ok_or_else(|| __wfc::Failure::runtime(
-                            "the embedded workflow definition has no branch 0 of Parallel state \"Fan \\\"out\\\" #\" (generated code and IR disagree)",
-                        ))
-                }
-                _ => {
-                    Err(
-                        __wfc::Failure::runtime(
-                            "the embedded workflow definition has no branch 0 of Parallel state \"Fan \\\"out\\\" #\" (generated code and IR disagree)",
-                        ),
-                    )
-                }
-            }
-        }
         /// Runs this branch from its start state.
         pub(super) async fn drive<H: super::Handler>(
             handler: &H,
@@ -1092,24 +1055,6 @@ pub mod assign_states {
                 }
             }
         }
-        fn machine() -> Result<&'static __wfc::ir::StateMachine, __wfc::Failure> {
-            match super::machine()?.states.get(2).map(|s| &s.kind) {
-                Some(__wfc::ir::StateKind::Parallel(spec)) => {
-                    spec.branches
-                        .get(1)
-                        .ok_or_else(|| __wfc::Failure::runtime(
-                            "the embedded workflow definition has no branch 1 of Parallel state \"Fan \\\"out\\\" #\" (generated code and IR disagree)",
-                        ))
-                }
-                _ => {
-                    Err(
-                        __wfc::Failure::runtime(
-                            "the embedded workflow definition has no branch 1 of Parallel state \"Fan \\\"out\\\" #\" (generated code and IR disagree)",
-                        ),
-                    )
-                }
-            }
-        }
         /// Runs this branch from its start state.
         pub(super) async fn drive<H: super::Handler>(
             handler: &H,
@@ -1186,18 +1131,6 @@ pub mod assign_states {
             pub fn input(&self) -> &__wfc::Value {
                 match self {
                     State::ItemI(input) => input,
-                }
-            }
-        }
-        fn machine() -> Result<&'static __wfc::ir::StateMachine, __wfc::Failure> {
-            match super::machine()?.states.get(3).map(|s| &s.kind) {
-                Some(__wfc::ir::StateKind::Map(spec)) => Ok(&spec.item_processor),
-                _ => {
-                    Err(
-                        __wfc::Failure::runtime(
-                            "the embedded workflow definition has no item processor of Map state \"Each {m} ✓\" (generated code and IR disagree)",
-                        ),
-                    )
                 }
             }
         }

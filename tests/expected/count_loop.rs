@@ -52,28 +52,21 @@ pub mod count_loop {
         clippy::type_complexity,
     )]
     use ::wfc_runtime::__private as __wfc;
+    #[allow(unused_imports)]
     use ::core::result::Result::{self, Err, Ok};
+    #[allow(unused_imports)]
     use ::core::option::Option::Some;
     const _: () = ::wfc_runtime::__private::ABI_V1;
     /// The definition as written (`expected/count_loop.asl.json`).
     pub const DEFINITION: &str = "{\n  \"Comment\": \"Counts $.i up to 1000 with a Choice and a Pass that calls States.MathAdd: 2,002 transitions.\",\n  \"StartAt\": \"Check\",\n  \"States\": {\n    \"Check\": {\n      \"Type\": \"Choice\",\n      \"Choices\": [\n        {\n          \"Variable\": \"$.i\",\n          \"NumericLessThan\": 1000,\n          \"Next\": \"Increment\"\n        }\n      ],\n      \"Default\": \"Done\"\n    },\n    \"Increment\": {\n      \"Type\": \"Pass\",\n      \"Parameters\": {\n        \"i.$\": \"States.MathAdd($.i, 1)\"\n      },\n      \"Next\": \"Check\"\n    },\n    \"Done\": {\n      \"Type\": \"Succeed\"\n    }\n  }\n}\n";
-    /// The lowered definition (the IR) as JSON, deserialized once by [`ir`].
-    const IR_JSON: &str = "{\"name\":\"count_loop\",\"comment\":\"Counts $.i up to 1000 with a Choice and a Pass that calls States.MathAdd: 2,002 transitions.\",\"version\":null,\"timeout_seconds\":null,\"machine\":{\"start_at\":0,\"states\":[{\"name\":\"Check\",\"comment\":null,\"location\":{\"line\":5,\"column\":5},\"kind\":{\"Choice\":{\"input_path\":\"$\",\"output_path\":\"$\",\"choices\":[{\"condition\":{\"Compare\":{\"variable\":{\"path\":\"$.i\",\"direct\":true},\"operator\":\"NumericLessThan\",\"operand\":{\"Native\":{\"kind\":\"Number\",\"literal\":1000}}}},\"next\":1}],\"default\":2}}},{\"name\":\"Increment\",\"comment\":null,\"location\":{\"line\":16,\"column\":5},\"kind\":{\"Pass\":{\"input_path\":\"$\",\"parameters\":{\"Object\":[[\"i\",{\"Intrinsic\":{\"intrinsic\":\"States.MathAdd($.i, 1)\",\"direct\":true}}]]},\"result_path\":\"$\",\"output_path\":\"$\",\"transition\":{\"Next\":0}}}},{\"name\":\"Done\",\"comment\":null,\"location\":{\"line\":23,\"column\":5},\"kind\":{\"Succeed\":{\"input_path\":\"$\",\"output_path\":\"$\"}}}]}}";
-    static IR: __wfc::LazyLock<Result<__wfc::ir::Workflow, __wfc::Failure>> = __wfc::LazyLock::new(||
-    __wfc::load_ir(IR_JSON));
-    /// The workflow's IR, as the runtime executes it.
-    ///
-    /// It is embedded at compile time, so an error here means a corrupted build; it is
-    /// reported as a `States.Runtime` failure, never a panic.
-    pub fn ir() -> Result<&'static __wfc::ir::Workflow, __wfc::Failure> {
-        match &*IR {
-            Ok(workflow) => Ok(workflow),
-            Err(failure) => Err(::core::clone::Clone::clone(failure)),
-        }
-    }
-    fn machine() -> Result<&'static __wfc::ir::StateMachine, __wfc::Failure> {
-        Ok(&ir()?.machine)
-    }
+    /// The workflow's name and the hash of its lowered definition (the IR), as durable
+    /// stores record them: open a journal with
+    /// `Journal::open_definition_id`/`open_version_id` to pin an execution to this
+    /// definition.
+    pub const DEFINITION_ID: __wfc::DefinitionId<'static> = __wfc::DefinitionId::new(
+        "count_loop",
+        "c4b8906a8bbb2bac4e79b4ffbee646be",
+    );
     /// Implement this to run the workflow: one method per distinct Task resource.
     ///
     /// Each method receives the Task's effective input (after `InputPath` and `Parameters`)
@@ -101,21 +94,9 @@ pub mod count_loop {
         input: __wfc::Value,
         options: __wfc::RunOptions,
     ) -> __wfc::ExecutionResult {
-        let workflow = match ir() {
-            Ok(workflow) => workflow,
-            Err(failure) => {
-                return __wfc::ExecutionResult {
-                    status: __wfc::exec::Status::Failed,
-                    output: ::core::option::Option::None,
-                    error: Some(failure),
-                    history: ::std::vec::Vec::new(),
-                    elapsed: ::core::time::Duration::ZERO,
-                };
-            }
-        };
-        let exec = __wfc::Execution::start(workflow, &input, options);
+        let exec = __wfc::Execution::start("count_loop", &input, options);
         exec.finish(
-                workflow.timeout_seconds,
+                ::core::option::Option::None,
                 resume(handler, &exec, State::Check(input)),
             )
             .await

@@ -182,28 +182,21 @@ pub mod distributed_map {
         clippy::type_complexity,
     )]
     use ::wfc_runtime::__private as __wfc;
+    #[allow(unused_imports)]
     use ::core::result::Result::{self, Err, Ok};
+    #[allow(unused_imports)]
     use ::core::option::Option::Some;
     const _: () = ::wfc_runtime::__private::ABI_V1;
     /// The definition as written (`expected/distributed_map.asl.json`).
     pub const DEFINITION: &str = "{\n  \"Comment\": \"DISTRIBUTED Maps compiled to Rust: an ItemReader (JSON, Parameters with a path and an intrinsic, MaxItemsPath) with an ItemSelector reading $$.Map.Item, an ItemBatcher (MaxItemsPerBatch, BatchInput), ToleratedFailureCountPath and a literal ToleratedFailurePercentage, a Label and a catcher; a Map over ItemsPath with a ResultWriter, a literal ToleratedFailureCount and ToleratedFailurePercentagePath; a CSV ItemReader with GIVEN headers, a literal MaxItems and the batcher's Path forms; a JSONata Map with Items, ItemSelector, a MaxItemsPerBatch expression, tolerance expressions, a Label, Output and a catcher; hostile names and strings.\",\n  \"StartAt\": \"Read \\\"r\\\" {#} ✓\",\n  \"States\": {\n    \"Read \\\"r\\\" {#} ✓\": {\n      \"Type\": \"Map\",\n      \"Label\": \"Reader\",\n      \"ItemReader\": {\n        \"Resource\": \"arn:aws:states:::s3:getObject\",\n        \"Parameters\": { \"Bucket.$\": \"$.bucket\", \"Key.$\": \"States.Format('{}/{}.json', $.dir, $.file)\" },\n        \"ReaderConfig\": { \"InputType\": \"JSON\", \"MaxItemsPath\": \"$.max\" }\n      },\n      \"ItemSelector\": { \"item.$\": \"$$.Map.Item.Value\", \"index.$\": \"$$.Map.Item.Index\", \"tag.$\": \"$.tag\" },\n      \"ItemBatcher\": { \"MaxItemsPerBatch\": 2, \"BatchInput\": { \"tag.$\": \"$.tag\", \"lit\": \"\\\"{#}\\\" ✓\" } },\n      \"ItemProcessor\": {\n        \"ProcessorConfig\": { \"Mode\": \"DISTRIBUTED\", \"ExecutionType\": \"STANDARD\" },\n        \"StartAt\": \"Echo \\\"e\\\"\",\n        \"States\": {\n          \"Echo \\\"e\\\"\": {\n            \"Type\": \"Task\",\n            \"Resource\": \"arn:aws:states:::wfc:echo\",\n            \"Parameters\": {\n              \"payload.$\": \"$.Items[0].item\",\n              \"count.$\": \"States.ArrayLength($.Items)\",\n              \"batch.$\": \"$.BatchInput\",\n              \"last.$\": \"$.Items[-1:].index\"\n            },\n            \"End\": true\n          }\n        }\n      },\n      \"ToleratedFailureCountPath\": \"$.tolerate\",\n      \"ToleratedFailurePercentage\": 50,\n      \"ResultSelector\": { \"children.$\": \"States.ArrayLength($)\", \"first.$\": \"$[0]\" },\n      \"ResultPath\": \"$.read\",\n      \"Catch\": [\n        {\n          \"ErrorEquals\": [\"States.ExceedToleratedFailureThreshold\", \"States.ItemReaderFailed\"],\n          \"ResultPath\": \"$.readError\",\n          \"Next\": \"Write {#}\"\n        }\n      ],\n      \"Next\": \"Write {#}\"\n    },\n    \"Write {#}\": {\n      \"Type\": \"Map\",\n      \"ItemsPath\": \"$.list\",\n      \"MaxConcurrency\": 2,\n      \"ItemProcessor\": {\n        \"ProcessorConfig\": { \"Mode\": \"DISTRIBUTED\", \"ExecutionType\": \"EXPRESS\" },\n        \"StartAt\": \"Work\",\n        \"States\": {\n          \"Work\": { \"Type\": \"Task\", \"Resource\": \"arn:aws:states:::wfc:echo\", \"Parameters\": { \"payload.$\": \"$\" }, \"End\": true }\n        }\n      },\n      \"ToleratedFailureCount\": 1,\n      \"ToleratedFailurePercentagePath\": \"$.pct\",\n      \"ResultWriter\": {\n        \"Resource\": \"arn:aws:states:::s3:putObject\",\n        \"Parameters\": { \"Bucket\": \"results\", \"Prefix.$\": \"$.prefix\" }\n      },\n      \"ResultPath\": \"$.written\",\n      \"Next\": \"Csv ✓\"\n    },\n    \"Csv ✓\": {\n      \"Type\": \"Map\",\n      \"ItemReader\": {\n        \"Resource\": \"arn:aws:states:::s3:getObject\",\n        \"Parameters\": { \"Bucket\": \"items\", \"Key\": \"rows \\\"1\\\".csv\" },\n        \"ReaderConfig\": { \"InputType\": \"CSV\", \"CSVHeaderLocation\": \"GIVEN\", \"CSVHeaders\": [\"id\", \"v \\\"{#}\\\"\"], \"MaxItems\": 3 }\n      },\n      \"ItemBatcher\": { \"MaxItemsPerBatchPath\": \"$.per\", \"MaxInputBytesPerBatchPath\": \"$.bytes\" },\n      \"ItemProcessor\": {\n        \"ProcessorConfig\": { \"Mode\": \"DISTRIBUTED\", \"ExecutionType\": \"STANDARD\" },\n        \"StartAt\": \"Rows\",\n        \"States\": { \"Rows\": { \"Type\": \"Pass\", \"End\": true } }\n      },\n      \"ResultSelector\": { \"batches.$\": \"States.ArrayLength($)\", \"first.$\": \"$[0]\" },\n      \"ResultPath\": \"$.csv\",\n      \"Next\": \"Orders ✓\"\n    },\n    \"Orders ✓\": {\n      \"Type\": \"Map\",\n      \"QueryLanguage\": \"JSONata\",\n      \"Label\": \"Orders\",\n      \"Items\": \"{% $states.input.orders %}\",\n      \"ItemSelector\": {\n        \"o\": \"{% $states.context.Map.Item.Value %}\",\n        \"i\": \"{% $states.context.Map.Item.Index %}\",\n        \"check\": \"{% $states.context.Map.Item.Value.id + ($states.context.Map.Item.Value.bad ? 'x' : 0) %}\"\n      },\n      \"ItemBatcher\": { \"MaxItemsPerBatch\": \"{% $states.input.perBatch %}\" },\n      \"ItemProcessor\": {\n        \"ProcessorConfig\": { \"Mode\": \"DISTRIBUTED\", \"ExecutionType\": \"STANDARD\" },\n        \"StartAt\": \"Check\",\n        \"States\": {\n          \"Check\": {\n            \"Type\": \"Choice\",\n            \"QueryLanguage\": \"JSONata\",\n            \"Choices\": [{ \"Condition\": \"{% $count($states.input.Items[o.fail = true]) > 0 %}\", \"Next\": \"Reject\" }],\n            \"Default\": \"Accept\"\n          },\n          \"Reject\": { \"Type\": \"Fail\", \"Error\": \"Order.Rejected\", \"Cause\": \"an order asked to fail\" },\n          \"Accept\": { \"Type\": \"Pass\", \"QueryLanguage\": \"JSONata\", \"Output\": \"{% $states.input.Items.i %}\", \"End\": true }\n        }\n      },\n      \"ToleratedFailureCount\": \"{% $states.input.tol %}\",\n      \"ToleratedFailurePercentage\": \"{% $states.input.pct2 %}\",\n      \"Output\": {\n        \"orders\": \"{% $states.result %}\",\n        \"read\": \"{% $exists($states.input.read) ? $states.input.read : null %}\",\n        \"readError\": \"{% $exists($states.input.readError) ? $states.input.readError : null %}\",\n        \"csv\": \"{% $states.input.csv %}\",\n        \"written\": \"{% $states.input.written %}\"\n      },\n      \"Catch\": [\n        {\n          \"ErrorEquals\": [\"States.ExceedToleratedFailureThreshold\", \"States.QueryEvaluationError\"],\n          \"Output\": { \"caught\": \"{% $states.errorOutput.Error %}\", \"cause\": \"{% $states.errorOutput.Cause %}\" },\n          \"Next\": \"Done\"\n        }\n      ],\n      \"Next\": \"Done\"\n    },\n    \"Done\": { \"Type\": \"Succeed\" }\n  }\n}\n";
-    /// The lowered definition (the IR) as JSON, deserialized once by [`ir`].
-    const IR_JSON: &str = "{\"name\":\"distributed_map\",\"comment\":\"DISTRIBUTED Maps compiled to Rust: an ItemReader (JSON, Parameters with a path and an intrinsic, MaxItemsPath) with an ItemSelector reading $$.Map.Item, an ItemBatcher (MaxItemsPerBatch, BatchInput), ToleratedFailureCountPath and a literal ToleratedFailurePercentage, a Label and a catcher; a Map over ItemsPath with a ResultWriter, a literal ToleratedFailureCount and ToleratedFailurePercentagePath; a CSV ItemReader with GIVEN headers, a literal MaxItems and the batcher's Path forms; a JSONata Map with Items, ItemSelector, a MaxItemsPerBatch expression, tolerance expressions, a Label, Output and a catcher; hostile names and strings.\",\"version\":null,\"timeout_seconds\":null,\"machine\":{\"start_at\":0,\"states\":[{\"name\":\"Read \\\"r\\\" {#} ✓\",\"comment\":null,\"location\":{\"line\":5,\"column\":5},\"kind\":{\"Map\":{\"input_path\":\"$\",\"items_path\":\"$\",\"item_selector\":{\"Object\":[[\"item\",{\"Path\":\"$$.Map.Item.Value\"}],[\"index\",{\"Path\":\"$$.Map.Item.Index\"}],[\"tag\",{\"Path\":{\"path\":\"$.tag\",\"direct\":true}}]]},\"item_processor\":{\"start_at\":0,\"states\":[{\"name\":\"Echo \\\"e\\\"\",\"comment\":null,\"location\":{\"line\":19,\"column\":11},\"kind\":{\"Task\":{\"resource\":\"arn:aws:states:::wfc:echo\",\"input_path\":\"$\",\"parameters\":{\"Object\":[[\"payload\",{\"Path\":{\"path\":\"$.Items[0].item\",\"direct\":true}}],[\"count\",{\"Intrinsic\":{\"intrinsic\":\"States.ArrayLength($.Items)\",\"direct\":true}}],[\"batch\",{\"Path\":{\"path\":\"$.BatchInput\",\"direct\":true}}],[\"last\",{\"Path\":\"$.Items[-1:].index\"}]]},\"result_selector\":null,\"result_path\":\"$\",\"output_path\":\"$\",\"timeout\":null,\"heartbeat\":null,\"retry\":[],\"catch\":[],\"transition\":\"End\"}}}]},\"max_concurrency\":0,\"distributed\":{\"execution_type\":\"Standard\",\"item_reader\":{\"resource\":\"arn:aws:states:::s3:getObject\",\"parameters\":{\"Object\":[[\"Bucket\",{\"Path\":\"$.bucket\"}],[\"Key\",{\"Intrinsic\":\"States.Format('{}/{}.json', $.dir, $.file)\"}]]},\"config\":{\"input_type\":\"Json\",\"csv_headers\":\"FirstRow\",\"max_items\":{\"Path\":\"$.max\"}}},\"item_batcher\":{\"max_items_per_batch\":{\"Fixed\":2},\"max_input_bytes_per_batch\":null,\"batch_input\":{\"Object\":[[\"tag\",{\"Path\":\"$.tag\"}],[\"lit\",{\"Literal\":\"\\\"{#}\\\" ✓\"}]]}},\"result_writer\":null,\"label\":\"Reader\",\"tolerated_failure_count\":{\"Path\":\"$.tolerate\"},\"tolerated_failure_percentage\":{\"Fixed\":50.0}},\"result_selector\":{\"Object\":[[\"children\",{\"Intrinsic\":\"States.ArrayLength($)\"}],[\"first\",{\"Path\":{\"path\":\"$[0]\",\"direct\":true}}]]},\"result_path\":{\"path\":\"$.read\",\"direct\":true},\"output_path\":\"$\",\"retry\":[],\"catch\":[{\"error_equals\":[\"States.ExceedToleratedFailureThreshold\",\"States.ItemReaderFailed\"],\"result_path\":{\"path\":\"$.readError\",\"direct\":true},\"next\":1}],\"transition\":{\"Next\":1}}}},{\"name\":\"Write {#}\",\"comment\":null,\"location\":{\"line\":45,\"column\":5},\"kind\":{\"Map\":{\"input_path\":\"$\",\"items_path\":{\"path\":\"$.list\",\"direct\":true},\"item_selector\":null,\"item_processor\":{\"start_at\":0,\"states\":[{\"name\":\"Work\",\"comment\":null,\"location\":{\"line\":53,\"column\":11},\"kind\":{\"Task\":{\"resource\":\"arn:aws:states:::wfc:echo\",\"input_path\":\"$\",\"parameters\":{\"Object\":[[\"payload\",{\"Path\":\"$\"}]]},\"result_selector\":null,\"result_path\":\"$\",\"output_path\":\"$\",\"timeout\":null,\"heartbeat\":null,\"retry\":[],\"catch\":[],\"transition\":\"End\"}}}]},\"max_concurrency\":2,\"distributed\":{\"execution_type\":\"Express\",\"item_reader\":null,\"item_batcher\":null,\"result_writer\":{\"resource\":\"arn:aws:states:::s3:putObject\",\"parameters\":{\"Object\":[[\"Bucket\",{\"Literal\":\"results\"}],[\"Prefix\",{\"Path\":\"$.prefix\"}]]}},\"label\":null,\"tolerated_failure_count\":{\"Fixed\":1},\"tolerated_failure_percentage\":{\"Path\":\"$.pct\"}},\"result_selector\":null,\"result_path\":{\"path\":\"$.written\",\"direct\":true},\"output_path\":\"$\",\"retry\":[],\"catch\":[],\"transition\":{\"Next\":2}}}},{\"name\":\"Csv ✓\",\"comment\":null,\"location\":{\"line\":65,\"column\":5},\"kind\":{\"Map\":{\"input_path\":\"$\",\"items_path\":\"$\",\"item_selector\":null,\"item_processor\":{\"start_at\":0,\"states\":[{\"name\":\"Rows\",\"comment\":null,\"location\":{\"line\":76,\"column\":21},\"kind\":{\"Pass\":{\"input_path\":\"$\",\"parameters\":null,\"result_path\":\"$\",\"output_path\":\"$\",\"transition\":\"End\"}}}]},\"max_concurrency\":0,\"distributed\":{\"execution_type\":\"Standard\",\"item_reader\":{\"resource\":\"arn:aws:states:::s3:getObject\",\"parameters\":{\"Literal\":{\"Bucket\":\"items\",\"Key\":\"rows \\\"1\\\".csv\"}},\"config\":{\"input_type\":\"Csv\",\"csv_headers\":{\"Given\":[\"id\",\"v \\\"{#}\\\"\"]},\"max_items\":{\"Fixed\":3}}},\"item_batcher\":{\"max_items_per_batch\":{\"Path\":\"$.per\"},\"max_input_bytes_per_batch\":{\"Path\":\"$.bytes\"},\"batch_input\":null},\"result_writer\":null,\"label\":null,\"tolerated_failure_count\":null,\"tolerated_failure_percentage\":null},\"result_selector\":{\"Object\":[[\"batches\",{\"Intrinsic\":\"States.ArrayLength($)\"}],[\"first\",{\"Path\":{\"path\":\"$[0]\",\"direct\":true}}]]},\"result_path\":{\"path\":\"$.csv\",\"direct\":true},\"output_path\":\"$\",\"retry\":[],\"catch\":[],\"transition\":{\"Next\":3}}}},{\"name\":\"Orders ✓\",\"comment\":null,\"location\":{\"line\":82,\"column\":5},\"kind\":{\"Map\":{\"input_path\":\"$\",\"items_path\":\"$\",\"item_selector\":null,\"item_processor\":{\"start_at\":0,\"states\":[{\"name\":\"Check\",\"comment\":null,\"location\":{\"line\":97,\"column\":11},\"kind\":{\"Choice\":{\"input_path\":\"$\",\"output_path\":\"$\",\"choices\":[{\"condition\":{\"Jsonata\":\" $count($states.input.Items[o.fail = true]) > 0 \"},\"next\":1}],\"default\":2}}},{\"name\":\"Reject\",\"comment\":null,\"location\":{\"line\":103,\"column\":11},\"kind\":{\"Fail\":{\"error\":\"Order.Rejected\",\"cause\":\"an order asked to fail\",\"error_path\":null,\"cause_path\":null}}},{\"name\":\"Accept\",\"comment\":null,\"location\":{\"line\":104,\"column\":11},\"kind\":{\"Pass\":{\"input_path\":\"$\",\"parameters\":null,\"result_path\":\"$\",\"output_path\":\"$\",\"transition\":\"End\",\"output\":{\"Expr\":\" $states.input.Items.i \"}}}}]},\"max_concurrency\":0,\"distributed\":{\"execution_type\":\"Standard\",\"item_reader\":null,\"item_batcher\":{\"max_items_per_batch\":{\"Jsonata\":\" $states.input.perBatch \"},\"max_input_bytes_per_batch\":null,\"batch_input\":null},\"result_writer\":null,\"label\":\"Orders\",\"tolerated_failure_count\":{\"Jsonata\":\" $states.input.tol \"},\"tolerated_failure_percentage\":{\"Jsonata\":\" $states.input.pct2 \"}},\"result_selector\":null,\"result_path\":\"$\",\"output_path\":\"$\",\"retry\":[],\"catch\":[{\"error_equals\":[\"States.ExceedToleratedFailureThreshold\",\"States.QueryEvaluationError\"],\"result_path\":\"$\",\"next\":4,\"output\":{\"Object\":[[\"caught\",{\"Expr\":\" $states.errorOutput.Error \"}],[\"cause\",{\"Expr\":\" $states.errorOutput.Cause \"}]]}}],\"transition\":{\"Next\":4},\"items\":{\"Expr\":\" $states.input.orders \"},\"item_selector_jsonata\":{\"Object\":[[\"o\",{\"Expr\":\" $states.context.Map.Item.Value \"}],[\"i\",{\"Expr\":\" $states.context.Map.Item.Index \"}],[\"check\",{\"Expr\":\" $states.context.Map.Item.Value.id + ($states.context.Map.Item.Value.bad ? 'x' : 0) \"}]]},\"output\":{\"Object\":[[\"orders\",{\"Expr\":\" $states.result \"}],[\"read\",{\"Expr\":\" $exists($states.input.read) ? $states.input.read : null \"}],[\"readError\",{\"Expr\":\" $exists($states.input.readError) ? $states.input.readError : null \"}],[\"csv\",{\"Expr\":\" $states.input.csv \"}],[\"written\",{\"Expr\":\" $states.input.written \"}]]},\"jsonata\":true}}},{\"name\":\"Done\",\"comment\":null,\"location\":{\"line\":125,\"column\":5},\"kind\":{\"Succeed\":{\"input_path\":\"$\",\"output_path\":\"$\"}}}]}}";
-    static IR: __wfc::LazyLock<Result<__wfc::ir::Workflow, __wfc::Failure>> = __wfc::LazyLock::new(||
-    __wfc::load_ir(IR_JSON));
-    /// The workflow's IR, as the runtime executes it.
-    ///
-    /// It is embedded at compile time, so an error here means a corrupted build; it is
-    /// reported as a `States.Runtime` failure, never a panic.
-    pub fn ir() -> Result<&'static __wfc::ir::Workflow, __wfc::Failure> {
-        match &*IR {
-            Ok(workflow) => Ok(workflow),
-            Err(failure) => Err(::core::clone::Clone::clone(failure)),
-        }
-    }
-    fn machine() -> Result<&'static __wfc::ir::StateMachine, __wfc::Failure> {
-        Ok(&ir()?.machine)
-    }
+    /// The workflow's name and the hash of its lowered definition (the IR), as durable
+    /// stores record them: open a journal with
+    /// `Journal::open_definition_id`/`open_version_id` to pin an execution to this
+    /// definition.
+    pub const DEFINITION_ID: __wfc::DefinitionId<'static> = __wfc::DefinitionId::new(
+        "distributed_map",
+        "078c0a765bdf56aacf6a79c51de8a5c6",
+    );
     /// Implement this to run the workflow: one method per distinct Task resource.
     ///
     /// Each method receives the Task's effective input (after `InputPath` and `Parameters`)
@@ -240,21 +233,9 @@ pub mod distributed_map {
         input: __wfc::Value,
         options: __wfc::RunOptions,
     ) -> __wfc::ExecutionResult {
-        let workflow = match ir() {
-            Ok(workflow) => workflow,
-            Err(failure) => {
-                return __wfc::ExecutionResult {
-                    status: __wfc::exec::Status::Failed,
-                    output: ::core::option::Option::None,
-                    error: Some(failure),
-                    history: ::std::vec::Vec::new(),
-                    elapsed: ::core::time::Duration::ZERO,
-                };
-            }
-        };
-        let exec = __wfc::Execution::start(workflow, &input, options);
+        let exec = __wfc::Execution::start("distributed_map", &input, options);
         exec.finish(
-                workflow.timeout_seconds,
+                ::core::option::Option::None,
                 resume(handler, &exec, State::ReadR(input)),
             )
             .await
@@ -1473,18 +1454,6 @@ pub mod distributed_map {
                 }
             }
         }
-        fn machine() -> Result<&'static __wfc::ir::StateMachine, __wfc::Failure> {
-            match super::machine()?.states.first().map(|s| &s.kind) {
-                Some(__wfc::ir::StateKind::Map(spec)) => Ok(&spec.item_processor),
-                _ => {
-                    Err(
-                        __wfc::Failure::runtime(
-                            "the embedded workflow definition has no item processor of Map state \"Read \\\"r\\\" {#} ✓\" (generated code and IR disagree)",
-                        ),
-                    )
-                }
-            }
-        }
         /// Runs this branch from its start state.
         pub(super) async fn drive<H: super::Handler>(
             handler: &H,
@@ -1665,18 +1634,6 @@ pub mod distributed_map {
                 }
             }
         }
-        fn machine() -> Result<&'static __wfc::ir::StateMachine, __wfc::Failure> {
-            match super::machine()?.states.get(1).map(|s| &s.kind) {
-                Some(__wfc::ir::StateKind::Map(spec)) => Ok(&spec.item_processor),
-                _ => {
-                    Err(
-                        __wfc::Failure::runtime(
-                            "the embedded workflow definition has no item processor of Map state \"Write {#}\" (generated code and IR disagree)",
-                        ),
-                    )
-                }
-            }
-        }
         /// Runs this branch from its start state.
         pub(super) async fn drive<H: super::Handler>(
             handler: &H,
@@ -1809,18 +1766,6 @@ pub mod distributed_map {
                 }
             }
         }
-        fn machine() -> Result<&'static __wfc::ir::StateMachine, __wfc::Failure> {
-            match super::machine()?.states.get(2).map(|s| &s.kind) {
-                Some(__wfc::ir::StateKind::Map(spec)) => Ok(&spec.item_processor),
-                _ => {
-                    Err(
-                        __wfc::Failure::runtime(
-                            "the embedded workflow definition has no item processor of Map state \"Csv ✓\" (generated code and IR disagree)",
-                        ),
-                    )
-                }
-            }
-        }
         /// Runs this branch from its start state.
         pub(super) async fn drive<H: super::Handler>(
             handler: &H,
@@ -1905,18 +1850,6 @@ pub mod distributed_map {
                     State::Check(input) => input,
                     State::Reject(input) => input,
                     State::Accept(input) => input,
-                }
-            }
-        }
-        fn machine() -> Result<&'static __wfc::ir::StateMachine, __wfc::Failure> {
-            match super::machine()?.states.get(3).map(|s| &s.kind) {
-                Some(__wfc::ir::StateKind::Map(spec)) => Ok(&spec.item_processor),
-                _ => {
-                    Err(
-                        __wfc::Failure::runtime(
-                            "the embedded workflow definition has no item processor of Map state \"Orders ✓\" (generated code and IR disagree)",
-                        ),
-                    )
                 }
             }
         }

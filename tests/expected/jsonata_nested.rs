@@ -206,28 +206,21 @@ pub mod jsonata_nested {
         clippy::type_complexity,
     )]
     use ::wfc_runtime::__private as __wfc;
+    #[allow(unused_imports)]
     use ::core::result::Result::{self, Err, Ok};
+    #[allow(unused_imports)]
     use ::core::option::Option::Some;
     const _: () = ::wfc_runtime::__private::ABI_V1;
     /// The definition as written (`expected/jsonata_nested.asl.json`).
     pub const DEFINITION: &str = "{\n  \"Comment\": \"JSONata Parallel and Map states and Task Credentials compiled to Rust: a Parallel with Arguments (reading $states.context), Assign, Output, a Retry on States.QueryEvaluationError and a catcher with Assign and Output; a Map with Items, ItemSelector over $states.context.Map.Item, a MaxConcurrency expression, Assign, Output and a catcher with Output; a Map over its input with a literal MaxConcurrency; Tasks with JSONPath and JSONata Credentials; hostile names and strings.\",\n  \"StartAt\": \"Fan \\\"p\\\" {#} ✓\",\n  \"States\": {\n    \"Fan \\\"p\\\" {#} ✓\": {\n      \"Type\": \"Parallel\",\n      \"QueryLanguage\": \"JSONata\",\n      \"Arguments\": {\n        \"in\": \"{% $states.input %}\",\n        \"retry\": \"{% $states.context.State.RetryCount %}\",\n        \"check\": \"{% $states.input.n + ($states.context.State.RetryCount = 0 and $states.input.failFirst ? 'x' : 0) + ($states.input.failAlways ? 'y' : 0) %}\",\n        \"lit\": [1, { \"a\": \"\\\"{#}\\\" ✓\" }, null]\n      },\n      \"Branches\": [\n        {\n          \"StartAt\": \"Left \\\"l\\\" ✓\",\n          \"States\": {\n            \"Left \\\"l\\\" ✓\": {\n              \"Type\": \"Pass\",\n              \"QueryLanguage\": \"JSONata\",\n              \"Output\": \"{% $states.input.check * 2 %}\",\n              \"End\": true\n            }\n          }\n        },\n        {\n          \"StartAt\": \"Right {#}\",\n          \"States\": {\n            \"Right {#}\": {\n              \"Type\": \"Task\",\n              \"QueryLanguage\": \"JSONata\",\n              \"Resource\": \"arn:aws:states:::wfc:echo\",\n              \"Arguments\": { \"payload\": \"{% $states.input.in.fan %}\", \"retry\": \"{% $states.input.retry %}\" },\n              \"Output\": \"{% $states.result %}\",\n              \"End\": true\n            }\n          }\n        }\n      ],\n      \"Assign\": {\n        \"doubled\": \"{% $states.result[0] %}\",\n        \"cfg\": \"{% $states.input.cfg %}\",\n        \"fanned\": \"{% $states.input.assignBad ? $states.input.mode + 1 : $states.result[1].retry %}\"\n      },\n      \"Output\": {\n        \"items\": \"{% $states.input.items %}\",\n        \"n\": \"{% $states.input.outBad ? $states.input.mode - 1 : $states.result[0] %}\",\n        \"mode\": \"{% $states.input.mode %}\",\n        \"const\": { \"k\": [\"{#} \\\"q\\\"\", 2] }\n      },\n      \"Retry\": [{ \"ErrorEquals\": [\"States.QueryEvaluationError\"], \"MaxAttempts\": 1, \"IntervalSeconds\": 1 }],\n      \"Catch\": [\n        {\n          \"ErrorEquals\": [\"Boom\"],\n          \"Assign\": { \"caught\": \"{% $states.errorOutput.Error %}\" },\n          \"Output\": { \"caught\": \"{% $states.errorOutput %}\", \"mode\": \"{% $states.input.mode %}\" },\n          \"Next\": \"Done ✓\"\n        }\n      ],\n      \"Next\": \"Each \\\"m\\\" ✓\"\n    },\n    \"Each \\\"m\\\" ✓\": {\n      \"Type\": \"Map\",\n      \"QueryLanguage\": \"JSONata\",\n      \"Items\": \"{% $states.input.items %}\",\n      \"ItemSelector\": {\n        \"payload\": \"{% $states.context.Map.Item.Value %}\",\n        \"index\": \"{% $states.context.Map.Item.Index %}\",\n        \"mode\": \"{% $states.input.mode %}\",\n        \"check\": \"{% $states.context.Map.Item.Value.bad ? $states.input.mode * 2 : 1 %}\",\n        \"lit\": { \"k\": [1, \"{#} ✓\"] }\n      },\n      \"MaxConcurrency\": \"{% $cfg.max %}\",\n      \"ItemProcessor\": {\n        \"ProcessorConfig\": { \"Mode\": \"INLINE\" },\n        \"StartAt\": \"Work {#} ✓\",\n        \"States\": {\n          \"Work {#} ✓\": {\n            \"Type\": \"Task\",\n            \"QueryLanguage\": \"JSONata\",\n            \"Resource\": \"arn:aws:states:::wfc:echo\",\n            \"Arguments\": { \"payload\": \"{% $states.input.payload %}\", \"index\": \"{% $states.input.index %}\" },\n            \"Output\": { \"x\": \"{% $states.result.payload.x %}\", \"i\": \"{% $states.result.index %}\" },\n            \"End\": true\n          }\n        }\n      },\n      \"Assign\": { \"total\": \"{% $sum($states.result.x) %}\" },\n      \"Output\": {\n        \"results\": \"{% $states.result %}\",\n        \"mode\": \"{% $states.input.mode %}\",\n        \"sum\": \"{% $cfg.mapOutBad ? $states.input.mode * 3 : $sum($states.result.x) %}\"\n      },\n      \"Catch\": [\n        {\n          \"ErrorEquals\": [\"Boom\"],\n          \"Output\": { \"mapCaught\": \"{% $states.errorOutput.Error %}\", \"total\": \"{% $count($states.input.items) %}\" },\n          \"Next\": \"Done ✓\"\n        }\n      ],\n      \"Next\": \"Pick ✓\"\n    },\n    \"Pick ✓\": {\n      \"Type\": \"Pass\",\n      \"QueryLanguage\": \"JSONata\",\n      \"Output\": \"{% $states.input.mode = 'notarray' ? { 'a': 1 } : $states.input.results %}\",\n      \"Next\": \"Again \\\"a\\\"\"\n    },\n    \"Again \\\"a\\\"\": {\n      \"Type\": \"Map\",\n      \"QueryLanguage\": \"JSONata\",\n      \"MaxConcurrency\": 2,\n      \"ItemProcessor\": {\n        \"ProcessorConfig\": { \"Mode\": \"INLINE\" },\n        \"StartAt\": \"Bump\",\n        \"States\": {\n          \"Bump\": { \"Type\": \"Pass\", \"QueryLanguage\": \"JSONata\", \"Output\": \"{% $states.input.x + 1 %}\", \"End\": true }\n        }\n      },\n      \"Output\": { \"again\": \"{% $states.result %}\", \"role\": \"{% $cfg.role %}\" },\n      \"Next\": \"Call path role ✓\"\n    },\n    \"Call path role ✓\": {\n      \"Type\": \"Task\",\n      \"Resource\": \"arn:aws:states:::wfc:echo\",\n      \"Credentials\": { \"RoleArn.$\": \"$.role\" },\n      \"Parameters\": { \"payload.$\": \"$.again\" },\n      \"ResultSelector\": { \"again.$\": \"$.payload\" },\n      \"ResultPath\": \"$.called\",\n      \"Next\": \"Call jsonata role {#}\"\n    },\n    \"Call jsonata role {#}\": {\n      \"Type\": \"Task\",\n      \"QueryLanguage\": \"JSONata\",\n      \"Resource\": \"arn:aws:states:::wfc:echo\",\n      \"Credentials\": { \"RoleArn\": \"{% $cfg.jrole %}\" },\n      \"Arguments\": { \"payload\": { \"total\": \"{% $total %}\", \"again\": \"{% $states.input.called.again %}\" } },\n      \"Output\": {\n        \"total\": \"{% $states.result.payload.total %}\",\n        \"again\": \"{% $states.result.payload.again %}\",\n        \"doubled\": \"{% $doubled %}\",\n        \"fanned\": \"{% $fanned %}\"\n      },\n      \"End\": true\n    },\n    \"Done ✓\": {\n      \"Type\": \"Pass\",\n      \"QueryLanguage\": \"JSONata\",\n      \"Output\": { \"end\": \"{% $states.input %}\" },\n      \"End\": true\n    }\n  }\n}\n";
-    /// The lowered definition (the IR) as JSON, deserialized once by [`ir`].
-    const IR_JSON: &str = "{\"name\":\"jsonata_nested\",\"comment\":\"JSONata Parallel and Map states and Task Credentials compiled to Rust: a Parallel with Arguments (reading $states.context), Assign, Output, a Retry on States.QueryEvaluationError and a catcher with Assign and Output; a Map with Items, ItemSelector over $states.context.Map.Item, a MaxConcurrency expression, Assign, Output and a catcher with Output; a Map over its input with a literal MaxConcurrency; Tasks with JSONPath and JSONata Credentials; hostile names and strings.\",\"version\":null,\"timeout_seconds\":null,\"machine\":{\"start_at\":0,\"states\":[{\"name\":\"Fan \\\"p\\\" {#} ✓\",\"comment\":null,\"location\":{\"line\":5,\"column\":5},\"kind\":{\"Parallel\":{\"input_path\":\"$\",\"parameters\":null,\"result_selector\":null,\"result_path\":\"$\",\"output_path\":\"$\",\"branches\":[{\"start_at\":0,\"states\":[{\"name\":\"Left \\\"l\\\" ✓\",\"comment\":null,\"location\":{\"line\":18,\"column\":13},\"kind\":{\"Pass\":{\"input_path\":\"$\",\"parameters\":null,\"result_path\":\"$\",\"output_path\":\"$\",\"transition\":\"End\",\"output\":{\"Expr\":\" $states.input.check * 2 \"}}}}]},{\"start_at\":0,\"states\":[{\"name\":\"Right {#}\",\"comment\":null,\"location\":{\"line\":29,\"column\":13},\"kind\":{\"Task\":{\"resource\":\"arn:aws:states:::wfc:echo\",\"input_path\":\"$\",\"parameters\":null,\"result_selector\":null,\"result_path\":\"$\",\"output_path\":\"$\",\"timeout\":null,\"heartbeat\":null,\"retry\":[],\"catch\":[],\"transition\":\"End\",\"arguments\":{\"Object\":[[\"payload\",{\"Expr\":\" $states.input.in.fan \"}],[\"retry\",{\"Expr\":\" $states.input.retry \"}]]},\"output\":{\"Expr\":\" $states.result \"}}}}]}],\"retry\":[{\"error_equals\":[\"States.QueryEvaluationError\"],\"interval_seconds\":1,\"max_attempts\":1,\"backoff_rate\":2.0,\"max_delay_seconds\":null,\"jitter\":\"None\"}],\"catch\":[{\"error_equals\":[\"Boom\"],\"result_path\":\"$\",\"next\":6,\"assign\":{\"Jsonata\":[[\"caught\",{\"Expr\":\" $states.errorOutput.Error \"}]]},\"output\":{\"Object\":[[\"caught\",{\"Expr\":\" $states.errorOutput \"}],[\"mode\",{\"Expr\":\" $states.input.mode \"}]]}}],\"transition\":{\"Next\":1},\"assign\":{\"Jsonata\":[[\"doubled\",{\"Expr\":\" $states.result[0] \"}],[\"cfg\",{\"Expr\":\" $states.input.cfg \"}],[\"fanned\",{\"Expr\":\" $states.input.assignBad ? $states.input.mode + 1 : $states.result[1].retry \"}]]},\"arguments\":{\"Object\":[[\"in\",{\"Expr\":\" $states.input \"}],[\"retry\",{\"Expr\":\" $states.context.State.RetryCount \"}],[\"check\",{\"Expr\":\" $states.input.n + ($states.context.State.RetryCount = 0 and $states.input.failFirst ? 'x' : 0) + ($states.input.failAlways ? 'y' : 0) \"}],[\"lit\",{\"Literal\":[1,{\"a\":\"\\\"{#}\\\" ✓\"},null]}]]},\"output\":{\"Object\":[[\"items\",{\"Expr\":\" $states.input.items \"}],[\"n\",{\"Expr\":\" $states.input.outBad ? $states.input.mode - 1 : $states.result[0] \"}],[\"mode\",{\"Expr\":\" $states.input.mode \"}],[\"const\",{\"Literal\":{\"k\":[\"{#} \\\"q\\\"\",2]}}]]}}}},{\"name\":\"Each \\\"m\\\" ✓\",\"comment\":null,\"location\":{\"line\":62,\"column\":5},\"kind\":{\"Map\":{\"input_path\":\"$\",\"items_path\":\"$\",\"item_selector\":null,\"item_processor\":{\"start_at\":0,\"states\":[{\"name\":\"Work {#} ✓\",\"comment\":null,\"location\":{\"line\":78,\"column\":11},\"kind\":{\"Task\":{\"resource\":\"arn:aws:states:::wfc:echo\",\"input_path\":\"$\",\"parameters\":null,\"result_selector\":null,\"result_path\":\"$\",\"output_path\":\"$\",\"timeout\":null,\"heartbeat\":null,\"retry\":[],\"catch\":[],\"transition\":\"End\",\"arguments\":{\"Object\":[[\"payload\",{\"Expr\":\" $states.input.payload \"}],[\"index\",{\"Expr\":\" $states.input.index \"}]]},\"output\":{\"Object\":[[\"x\",{\"Expr\":\" $states.result.payload.x \"}],[\"i\",{\"Expr\":\" $states.result.index \"}]]}}}}]},\"max_concurrency\":0,\"max_concurrency_jsonata\":\" $cfg.max \",\"result_selector\":null,\"result_path\":\"$\",\"output_path\":\"$\",\"retry\":[],\"catch\":[{\"error_equals\":[\"Boom\"],\"result_path\":\"$\",\"next\":6,\"output\":{\"Object\":[[\"mapCaught\",{\"Expr\":\" $states.errorOutput.Error \"}],[\"total\",{\"Expr\":\" $count($states.input.items) \"}]]}}],\"transition\":{\"Next\":2},\"assign\":{\"Jsonata\":[[\"total\",{\"Expr\":\" $sum($states.result.x) \"}]]},\"items\":{\"Expr\":\" $states.input.items \"},\"item_selector_jsonata\":{\"Object\":[[\"payload\",{\"Expr\":\" $states.context.Map.Item.Value \"}],[\"index\",{\"Expr\":\" $states.context.Map.Item.Index \"}],[\"mode\",{\"Expr\":\" $states.input.mode \"}],[\"check\",{\"Expr\":\" $states.context.Map.Item.Value.bad ? $states.input.mode * 2 : 1 \"}],[\"lit\",{\"Literal\":{\"k\":[1,\"{#} ✓\"]}}]]},\"output\":{\"Object\":[[\"results\",{\"Expr\":\" $states.result \"}],[\"mode\",{\"Expr\":\" $states.input.mode \"}],[\"sum\",{\"Expr\":\" $cfg.mapOutBad ? $states.input.mode * 3 : $sum($states.result.x) \"}]]},\"jsonata\":true}}},{\"name\":\"Pick ✓\",\"comment\":null,\"location\":{\"line\":103,\"column\":5},\"kind\":{\"Pass\":{\"input_path\":\"$\",\"parameters\":null,\"result_path\":\"$\",\"output_path\":\"$\",\"transition\":{\"Next\":3},\"output\":{\"Expr\":\" $states.input.mode = 'notarray' ? { 'a': 1 } : $states.input.results \"}}}},{\"name\":\"Again \\\"a\\\"\",\"comment\":null,\"location\":{\"line\":109,\"column\":5},\"kind\":{\"Map\":{\"input_path\":\"$\",\"items_path\":\"$\",\"item_selector\":null,\"item_processor\":{\"start_at\":0,\"states\":[{\"name\":\"Bump\",\"comment\":null,\"location\":{\"line\":117,\"column\":11},\"kind\":{\"Pass\":{\"input_path\":\"$\",\"parameters\":null,\"result_path\":\"$\",\"output_path\":\"$\",\"transition\":\"End\",\"output\":{\"Expr\":\" $states.input.x + 1 \"}}}}]},\"max_concurrency\":2,\"result_selector\":null,\"result_path\":\"$\",\"output_path\":\"$\",\"retry\":[],\"catch\":[],\"transition\":{\"Next\":4},\"output\":{\"Object\":[[\"again\",{\"Expr\":\" $states.result \"}],[\"role\",{\"Expr\":\" $cfg.role \"}]]},\"jsonata\":true}}},{\"name\":\"Call path role ✓\",\"comment\":null,\"location\":{\"line\":123,\"column\":5},\"kind\":{\"Task\":{\"resource\":\"arn:aws:states:::wfc:echo\",\"input_path\":\"$\",\"parameters\":{\"Object\":[[\"payload\",{\"Path\":{\"path\":\"$.again\",\"direct\":true}}]]},\"result_selector\":{\"Object\":[[\"again\",{\"Path\":{\"path\":\"$.payload\",\"direct\":true}}]]},\"result_path\":{\"path\":\"$.called\",\"direct\":true},\"output_path\":\"$\",\"timeout\":null,\"heartbeat\":null,\"retry\":[],\"catch\":[],\"transition\":{\"Next\":5},\"credentials\":{\"JsonPath\":{\"Object\":[[\"RoleArn\",{\"Path\":\"$.role\"}]]}}}}},{\"name\":\"Call jsonata role {#}\",\"comment\":null,\"location\":{\"line\":132,\"column\":5},\"kind\":{\"Task\":{\"resource\":\"arn:aws:states:::wfc:echo\",\"input_path\":\"$\",\"parameters\":null,\"result_selector\":null,\"result_path\":\"$\",\"output_path\":\"$\",\"timeout\":null,\"heartbeat\":null,\"retry\":[],\"catch\":[],\"transition\":\"End\",\"arguments\":{\"Object\":[[\"payload\",{\"Object\":[[\"total\",{\"Expr\":\" $total \"}],[\"again\",{\"Expr\":\" $states.input.called.again \"}]]}]]},\"output\":{\"Object\":[[\"total\",{\"Expr\":\" $states.result.payload.total \"}],[\"again\",{\"Expr\":\" $states.result.payload.again \"}],[\"doubled\",{\"Expr\":\" $doubled \"}],[\"fanned\",{\"Expr\":\" $fanned \"}]]},\"credentials\":{\"Jsonata\":{\"Object\":[[\"RoleArn\",{\"Expr\":\" $cfg.jrole \"}]]}}}}},{\"name\":\"Done ✓\",\"comment\":null,\"location\":{\"line\":146,\"column\":5},\"kind\":{\"Pass\":{\"input_path\":\"$\",\"parameters\":null,\"result_path\":\"$\",\"output_path\":\"$\",\"transition\":\"End\",\"output\":{\"Object\":[[\"end\",{\"Expr\":\" $states.input \"}]]}}}}]}}";
-    static IR: __wfc::LazyLock<Result<__wfc::ir::Workflow, __wfc::Failure>> = __wfc::LazyLock::new(||
-    __wfc::load_ir(IR_JSON));
-    /// The workflow's IR, as the runtime executes it.
-    ///
-    /// It is embedded at compile time, so an error here means a corrupted build; it is
-    /// reported as a `States.Runtime` failure, never a panic.
-    pub fn ir() -> Result<&'static __wfc::ir::Workflow, __wfc::Failure> {
-        match &*IR {
-            Ok(workflow) => Ok(workflow),
-            Err(failure) => Err(::core::clone::Clone::clone(failure)),
-        }
-    }
-    fn machine() -> Result<&'static __wfc::ir::StateMachine, __wfc::Failure> {
-        Ok(&ir()?.machine)
-    }
+    /// The workflow's name and the hash of its lowered definition (the IR), as durable
+    /// stores record them: open a journal with
+    /// `Journal::open_definition_id`/`open_version_id` to pin an execution to this
+    /// definition.
+    pub const DEFINITION_ID: __wfc::DefinitionId<'static> = __wfc::DefinitionId::new(
+        "jsonata_nested",
+        "0e2aa9f83ffb2a3799d19f70b9727cda",
+    );
     /// Implement this to run the workflow: one method per distinct Task resource.
     ///
     /// Each method receives the Task's effective input (after `InputPath` and `Parameters`)
@@ -264,20 +257,11 @@ pub mod jsonata_nested {
         input: __wfc::Value,
         options: __wfc::RunOptions,
     ) -> __wfc::ExecutionResult {
-        let workflow = match ir() {
-            Ok(workflow) => workflow,
-            Err(failure) => {
-                return __wfc::ExecutionResult {
-                    status: __wfc::exec::Status::Failed,
-                    output: ::core::option::Option::None,
-                    error: Some(failure),
-                    history: ::std::vec::Vec::new(),
-                    elapsed: ::core::time::Duration::ZERO,
-                };
-            }
-        };
-        let exec = __wfc::Execution::start(workflow, &input, options);
-        exec.finish(workflow.timeout_seconds, resume(handler, &exec, State::FanP(input)))
+        let exec = __wfc::Execution::start("jsonata_nested", &input, options);
+        exec.finish(
+                ::core::option::Option::None,
+                resume(handler, &exec, State::FanP(input)),
+            )
             .await
     }
     /// Where an execution of the workflow is: one variant per state, carrying the state's raw input.
@@ -1474,24 +1458,6 @@ pub mod jsonata_nested {
                 }
             }
         }
-        fn machine() -> Result<&'static __wfc::ir::StateMachine, __wfc::Failure> {
-            match super::machine()?.states.first().map(|s| &s.kind) {
-                Some(__wfc::ir::StateKind::Parallel(spec)) => {
-                    spec.branches
-                        .first()
-                        .ok_or_else(|| __wfc::Failure::runtime(
-                            "the embedded workflow definition has no branch 0 of Parallel state \"Fan \\\"p\\\" {#} ✓\" (generated code and IR disagree)",
-                        ))
-                }
-                _ => {
-                    Err(
-                        __wfc::Failure::runtime(
-                            "the embedded workflow definition has no branch 0 of Parallel state \"Fan \\\"p\\\" {#} ✓\" (generated code and IR disagree)",
-                        ),
-                    )
-                }
-            }
-        }
         /// Runs this branch from its start state.
         pub(super) async fn drive<H: super::Handler>(
             handler: &H,
@@ -1574,24 +1540,6 @@ pub mod jsonata_nested {
             pub fn input(&self) -> &__wfc::Value {
                 match self {
                     State::Right(input) => input,
-                }
-            }
-        }
-        fn machine() -> Result<&'static __wfc::ir::StateMachine, __wfc::Failure> {
-            match super::machine()?.states.first().map(|s| &s.kind) {
-                Some(__wfc::ir::StateKind::Parallel(spec)) => {
-                    spec.branches
-                        .get(1)
-                        .ok_or_else(|| __wfc::Failure::runtime(
-                            "the embedded workflow definition has no branch 1 of Parallel state \"Fan \\\"p\\\" {#} ✓\" (generated code and IR disagree)",
-                        ))
-                }
-                _ => {
-                    Err(
-                        __wfc::Failure::runtime(
-                            "the embedded workflow definition has no branch 1 of Parallel state \"Fan \\\"p\\\" {#} ✓\" (generated code and IR disagree)",
-                        ),
-                    )
                 }
             }
         }
@@ -1763,18 +1711,6 @@ pub mod jsonata_nested {
             pub fn input(&self) -> &__wfc::Value {
                 match self {
                     State::Work(input) => input,
-                }
-            }
-        }
-        fn machine() -> Result<&'static __wfc::ir::StateMachine, __wfc::Failure> {
-            match super::machine()?.states.get(1).map(|s| &s.kind) {
-                Some(__wfc::ir::StateKind::Map(spec)) => Ok(&spec.item_processor),
-                _ => {
-                    Err(
-                        __wfc::Failure::runtime(
-                            "the embedded workflow definition has no item processor of Map state \"Each \\\"m\\\" ✓\" (generated code and IR disagree)",
-                        ),
-                    )
                 }
             }
         }
@@ -1966,18 +1902,6 @@ pub mod jsonata_nested {
             pub fn input(&self) -> &__wfc::Value {
                 match self {
                     State::Bump(input) => input,
-                }
-            }
-        }
-        fn machine() -> Result<&'static __wfc::ir::StateMachine, __wfc::Failure> {
-            match super::machine()?.states.get(3).map(|s| &s.kind) {
-                Some(__wfc::ir::StateKind::Map(spec)) => Ok(&spec.item_processor),
-                _ => {
-                    Err(
-                        __wfc::Failure::runtime(
-                            "the embedded workflow definition has no item processor of Map state \"Again \\\"a\\\"\" (generated code and IR disagree)",
-                        ),
-                    )
                 }
             }
         }

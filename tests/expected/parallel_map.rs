@@ -147,28 +147,21 @@ pub mod parallel_map {
         clippy::type_complexity,
     )]
     use ::wfc_runtime::__private as __wfc;
+    #[allow(unused_imports)]
     use ::core::result::Result::{self, Err, Ok};
+    #[allow(unused_imports)]
     use ::core::option::Option::Some;
     const _: () = ::wfc_runtime::__private::ABI_V1;
     /// The definition as written (`expected/parallel_map.asl.json`).
     pub const DEFINITION: &str = "{\n  \"Comment\": \"Parallel and INLINE Map states compiled to Rust: InputPath, Parameters with $$.State.RetryCount, ResultSelector, ResultPath, OutputPath, a retried Parallel, a failing branch caught, ItemsPath, ItemSelector with $$.Map.Item.Value and Index, MaxConcurrency and MaxConcurrencyPath, a failing item caught, with state and branch names that need escaping.\",\n  \"StartAt\": \"Fan \\\"out\\\" {#1} ✓\",\n  \"States\": {\n    \"Fan \\\"out\\\" {#1} ✓\": {\n      \"Type\": \"Parallel\",\n      \"InputPath\": \"$.job\",\n      \"Parameters\": {\n        \"attempt.$\": \"$$.State.RetryCount\",\n        \"fail.$\": \"$.fail\",\n        \"data.$\": \"$.data\",\n        \"boom.$\": \"$.boom\",\n        \"we\\\"ird {key} #✓\": \"literal \\\"}{\\\" #\"\n      },\n      \"Branches\": [\n        {\n          \"StartAt\": \"Check \\\"attempt\\\" {#}\",\n          \"States\": {\n            \"Check \\\"attempt\\\" {#}\": {\n              \"Type\": \"Choice\",\n              \"Choices\": [{ \"Variable\": \"$.attempt\", \"NumericLessThanPath\": \"$.fail\", \"Next\": \"Retry me ✓\" }],\n              \"Default\": \"Shape {\\\"left\\\"} #✓\"\n            },\n            \"Retry me ✓\": { \"Type\": \"Fail\", \"Error\": \"Flaky \\\"p\\\" {#}\", \"Cause\": \"attempt too early ✓\" },\n            \"Shape {\\\"left\\\"} #✓\": {\n              \"Type\": \"Pass\",\n              \"Parameters\": { \"left.$\": \"$.data\", \"attempt.$\": \"$.attempt\" },\n              \"End\": true\n            }\n          }\n        },\n        {\n          \"StartAt\": \"Call \\\"right\\\" }{\",\n          \"States\": {\n            \"Call \\\"right\\\" }{\": {\n              \"Type\": \"Task\",\n              \"Resource\": \"arn:aws:states:::wfc:echo\",\n              \"Parameters\": { \"payload\": { \"boom.$\": \"$.boom\", \"side\": \"right ✓\" } },\n              \"End\": true\n            }\n          }\n        }\n      ],\n      \"ResultSelector\": { \"left.$\": \"$[0].left\", \"attempt.$\": \"$[0].attempt\", \"right.$\": \"$[1].payload.side\" },\n      \"ResultPath\": \"$.fan\",\n      \"Retry\": [\n        { \"ErrorEquals\": [\"Flaky \\\"p\\\" {#}\"], \"IntervalSeconds\": 2, \"MaxAttempts\": 2, \"BackoffRate\": 1.5 }\n      ],\n      \"Catch\": [{ \"ErrorEquals\": [\"Boom\"], \"ResultPath\": \"$.error\", \"Next\": \"Recover \\\"p\\\"\" }],\n      \"Next\": \"Each {item} \\\"m\\\" #✓\"\n    },\n    \"Recover \\\"p\\\"\": { \"Type\": \"Pass\", \"Next\": \"Each {item} \\\"m\\\" #✓\" },\n    \"Each {item} \\\"m\\\" #✓\": {\n      \"Type\": \"Map\",\n      \"ItemsPath\": \"$.items\",\n      \"MaxConcurrency\": 2,\n      \"ItemSelector\": {\n        \"value.$\": \"$$.Map.Item.Value\",\n        \"index.$\": \"$$.Map.Item.Index\",\n        \"tag.$\": \"$.tag\",\n        \"const\": \"✓ {\\\"}\"\n      },\n      \"ItemProcessor\": {\n        \"ProcessorConfig\": { \"Mode\": \"INLINE\" },\n        \"StartAt\": \"Item \\\"work\\\" ✓\",\n        \"States\": {\n          \"Item \\\"work\\\" ✓\": {\n            \"Type\": \"Task\",\n            \"Resource\": \"arn:aws:states:::wfc:echo\",\n            \"Parameters\": { \"payload.$\": \"$.value\", \"index.$\": \"$.index\", \"tag.$\": \"$.tag\" },\n            \"ResultSelector\": { \"index.$\": \"$.index\", \"v.$\": \"$.payload\", \"tag.$\": \"$.tag\" },\n            \"End\": true\n          }\n        }\n      },\n      \"ResultSelector\": { \"all.$\": \"$\", \"count.$\": \"States.ArrayLength($)\" },\n      \"ResultPath\": \"$.mapped\",\n      \"Catch\": [{ \"ErrorEquals\": [\"Boom\"], \"ResultPath\": \"$.mapError\", \"Next\": \"Limits #✓\" }],\n      \"Next\": \"Limits #✓\"\n    },\n    \"Limits #✓\": {\n      \"Type\": \"Map\",\n      \"InputPath\": \"$.copy\",\n      \"ItemsPath\": \"$.list\",\n      \"MaxConcurrencyPath\": \"$.limit\",\n      \"Iterator\": {\n        \"StartAt\": \"Copy \\\"it\\\"\",\n        \"States\": { \"Copy \\\"it\\\"\": { \"Type\": \"Pass\", \"End\": true } }\n      },\n      \"ResultPath\": \"$.copies\",\n      \"OutputPath\": \"$.copies\",\n      \"End\": true\n    }\n  }\n}\n";
-    /// The lowered definition (the IR) as JSON, deserialized once by [`ir`].
-    const IR_JSON: &str = "{\"name\":\"parallel_map\",\"comment\":\"Parallel and INLINE Map states compiled to Rust: InputPath, Parameters with $$.State.RetryCount, ResultSelector, ResultPath, OutputPath, a retried Parallel, a failing branch caught, ItemsPath, ItemSelector with $$.Map.Item.Value and Index, MaxConcurrency and MaxConcurrencyPath, a failing item caught, with state and branch names that need escaping.\",\"version\":null,\"timeout_seconds\":null,\"machine\":{\"start_at\":0,\"states\":[{\"name\":\"Fan \\\"out\\\" {#1} ✓\",\"comment\":null,\"location\":{\"line\":5,\"column\":5},\"kind\":{\"Parallel\":{\"input_path\":{\"path\":\"$.job\",\"direct\":true},\"parameters\":{\"Object\":[[\"attempt\",{\"Path\":\"$$.State.RetryCount\"}],[\"fail\",{\"Path\":{\"path\":\"$.fail\",\"direct\":true}}],[\"data\",{\"Path\":{\"path\":\"$.data\",\"direct\":true}}],[\"boom\",{\"Path\":{\"path\":\"$.boom\",\"direct\":true}}],[\"we\\\"ird {key} #✓\",{\"Literal\":\"literal \\\"}{\\\" #\"}]]},\"result_selector\":{\"Object\":[[\"left\",{\"Path\":{\"path\":\"$[0].left\",\"direct\":true}}],[\"attempt\",{\"Path\":{\"path\":\"$[0].attempt\",\"direct\":true}}],[\"right\",{\"Path\":{\"path\":\"$[1].payload.side\",\"direct\":true}}]]},\"result_path\":{\"path\":\"$.fan\",\"direct\":true},\"output_path\":\"$\",\"branches\":[{\"start_at\":0,\"states\":[{\"name\":\"Check \\\"attempt\\\" {#}\",\"comment\":null,\"location\":{\"line\":19,\"column\":13},\"kind\":{\"Choice\":{\"input_path\":\"$\",\"output_path\":\"$\",\"choices\":[{\"condition\":{\"Compare\":{\"variable\":{\"path\":\"$.attempt\",\"direct\":true},\"operator\":\"NumericLessThan\",\"operand\":{\"Path\":{\"path\":\"$.fail\",\"direct\":true}}}},\"next\":1}],\"default\":2}}},{\"name\":\"Retry me ✓\",\"comment\":null,\"location\":{\"line\":24,\"column\":13},\"kind\":{\"Fail\":{\"error\":\"Flaky \\\"p\\\" {#}\",\"cause\":\"attempt too early ✓\",\"error_path\":null,\"cause_path\":null}}},{\"name\":\"Shape {\\\"left\\\"} #✓\",\"comment\":null,\"location\":{\"line\":25,\"column\":13},\"kind\":{\"Pass\":{\"input_path\":\"$\",\"parameters\":{\"Object\":[[\"left\",{\"Path\":{\"path\":\"$.data\",\"direct\":true}}],[\"attempt\",{\"Path\":{\"path\":\"$.attempt\",\"direct\":true}}]]},\"result_path\":\"$\",\"output_path\":\"$\",\"transition\":\"End\"}}}]},{\"start_at\":0,\"states\":[{\"name\":\"Call \\\"right\\\" }{\",\"comment\":null,\"location\":{\"line\":35,\"column\":13},\"kind\":{\"Task\":{\"resource\":\"arn:aws:states:::wfc:echo\",\"input_path\":\"$\",\"parameters\":{\"Object\":[[\"payload\",{\"Object\":[[\"boom\",{\"Path\":{\"path\":\"$.boom\",\"direct\":true}}],[\"side\",{\"Literal\":\"right ✓\"}]]}]]},\"result_selector\":null,\"result_path\":\"$\",\"output_path\":\"$\",\"timeout\":null,\"heartbeat\":null,\"retry\":[],\"catch\":[],\"transition\":\"End\"}}}]}],\"retry\":[{\"error_equals\":[\"Flaky \\\"p\\\" {#}\"],\"interval_seconds\":2,\"max_attempts\":2,\"backoff_rate\":1.5,\"max_delay_seconds\":null,\"jitter\":\"None\"}],\"catch\":[{\"error_equals\":[\"Boom\"],\"result_path\":{\"path\":\"$.error\",\"direct\":true},\"next\":1}],\"transition\":{\"Next\":2}}}},{\"name\":\"Recover \\\"p\\\"\",\"comment\":null,\"location\":{\"line\":52,\"column\":5},\"kind\":{\"Pass\":{\"input_path\":\"$\",\"parameters\":null,\"result_path\":\"$\",\"output_path\":\"$\",\"transition\":{\"Next\":2}}}},{\"name\":\"Each {item} \\\"m\\\" #✓\",\"comment\":null,\"location\":{\"line\":53,\"column\":5},\"kind\":{\"Map\":{\"input_path\":\"$\",\"items_path\":{\"path\":\"$.items\",\"direct\":true},\"item_selector\":{\"Object\":[[\"value\",{\"Path\":\"$$.Map.Item.Value\"}],[\"index\",{\"Path\":\"$$.Map.Item.Index\"}],[\"tag\",{\"Path\":{\"path\":\"$.tag\",\"direct\":true}}],[\"const\",{\"Literal\":\"✓ {\\\"}\"}]]},\"item_processor\":{\"start_at\":0,\"states\":[{\"name\":\"Item \\\"work\\\" ✓\",\"comment\":null,\"location\":{\"line\":67,\"column\":11},\"kind\":{\"Task\":{\"resource\":\"arn:aws:states:::wfc:echo\",\"input_path\":\"$\",\"parameters\":{\"Object\":[[\"payload\",{\"Path\":{\"path\":\"$.value\",\"direct\":true}}],[\"index\",{\"Path\":{\"path\":\"$.index\",\"direct\":true}}],[\"tag\",{\"Path\":{\"path\":\"$.tag\",\"direct\":true}}]]},\"result_selector\":{\"Object\":[[\"index\",{\"Path\":{\"path\":\"$.index\",\"direct\":true}}],[\"v\",{\"Path\":{\"path\":\"$.payload\",\"direct\":true}}],[\"tag\",{\"Path\":{\"path\":\"$.tag\",\"direct\":true}}]]},\"result_path\":\"$\",\"output_path\":\"$\",\"timeout\":null,\"heartbeat\":null,\"retry\":[],\"catch\":[],\"transition\":\"End\"}}}]},\"max_concurrency\":2,\"result_selector\":{\"Object\":[[\"all\",{\"Path\":\"$\"}],[\"count\",{\"Intrinsic\":\"States.ArrayLength($)\"}]]},\"result_path\":{\"path\":\"$.mapped\",\"direct\":true},\"output_path\":\"$\",\"retry\":[],\"catch\":[{\"error_equals\":[\"Boom\"],\"result_path\":{\"path\":\"$.mapError\",\"direct\":true},\"next\":3}],\"transition\":{\"Next\":3}}}},{\"name\":\"Limits #✓\",\"comment\":null,\"location\":{\"line\":81,\"column\":5},\"kind\":{\"Map\":{\"input_path\":{\"path\":\"$.copy\",\"direct\":true},\"items_path\":{\"path\":\"$.list\",\"direct\":true},\"item_selector\":null,\"item_processor\":{\"start_at\":0,\"states\":[{\"name\":\"Copy \\\"it\\\"\",\"comment\":null,\"location\":{\"line\":88,\"column\":21},\"kind\":{\"Pass\":{\"input_path\":\"$\",\"parameters\":null,\"result_path\":\"$\",\"output_path\":\"$\",\"transition\":\"End\"}}}]},\"max_concurrency\":0,\"max_concurrency_path\":{\"path\":\"$.limit\",\"direct\":true},\"result_selector\":null,\"result_path\":{\"path\":\"$.copies\",\"direct\":true},\"output_path\":{\"path\":\"$.copies\",\"direct\":true},\"retry\":[],\"catch\":[],\"transition\":\"End\"}}}]}}";
-    static IR: __wfc::LazyLock<Result<__wfc::ir::Workflow, __wfc::Failure>> = __wfc::LazyLock::new(||
-    __wfc::load_ir(IR_JSON));
-    /// The workflow's IR, as the runtime executes it.
-    ///
-    /// It is embedded at compile time, so an error here means a corrupted build; it is
-    /// reported as a `States.Runtime` failure, never a panic.
-    pub fn ir() -> Result<&'static __wfc::ir::Workflow, __wfc::Failure> {
-        match &*IR {
-            Ok(workflow) => Ok(workflow),
-            Err(failure) => Err(::core::clone::Clone::clone(failure)),
-        }
-    }
-    fn machine() -> Result<&'static __wfc::ir::StateMachine, __wfc::Failure> {
-        Ok(&ir()?.machine)
-    }
+    /// The workflow's name and the hash of its lowered definition (the IR), as durable
+    /// stores record them: open a journal with
+    /// `Journal::open_definition_id`/`open_version_id` to pin an execution to this
+    /// definition.
+    pub const DEFINITION_ID: __wfc::DefinitionId<'static> = __wfc::DefinitionId::new(
+        "parallel_map",
+        "4a5ddb1e46983f36f0b9650d1847e62b",
+    );
     /// Implement this to run the workflow: one method per distinct Task resource.
     ///
     /// Each method receives the Task's effective input (after `InputPath` and `Parameters`)
@@ -205,21 +198,9 @@ pub mod parallel_map {
         input: __wfc::Value,
         options: __wfc::RunOptions,
     ) -> __wfc::ExecutionResult {
-        let workflow = match ir() {
-            Ok(workflow) => workflow,
-            Err(failure) => {
-                return __wfc::ExecutionResult {
-                    status: __wfc::exec::Status::Failed,
-                    output: ::core::option::Option::None,
-                    error: Some(failure),
-                    history: ::std::vec::Vec::new(),
-                    elapsed: ::core::time::Duration::ZERO,
-                };
-            }
-        };
-        let exec = __wfc::Execution::start(workflow, &input, options);
+        let exec = __wfc::Execution::start("parallel_map", &input, options);
         exec.finish(
-                workflow.timeout_seconds,
+                ::core::option::Option::None,
                 resume(handler, &exec, State::FanOut1(input)),
             )
             .await
@@ -825,24 +806,6 @@ pub mod parallel_map {
                 }
             }
         }
-        fn machine() -> Result<&'static __wfc::ir::StateMachine, __wfc::Failure> {
-            match super::machine()?.states.first().map(|s| &s.kind) {
-                Some(__wfc::ir::StateKind::Parallel(spec)) => {
-                    spec.branches
-                        .first()
-                        .ok_or_else(|| __wfc::Failure::runtime(
-                            "the embedded workflow definition has no branch 0 of Parallel state \"Fan \\\"out\\\" {#1} ✓\" (generated code and IR disagree)",
-                        ))
-                }
-                _ => {
-                    Err(
-                        __wfc::Failure::runtime(
-                            "the embedded workflow definition has no branch 0 of Parallel state \"Fan \\\"out\\\" {#1} ✓\" (generated code and IR disagree)",
-                        ),
-                    )
-                }
-            }
-        }
         /// Runs this branch from its start state.
         pub(super) async fn drive<H: super::Handler>(
             handler: &H,
@@ -1014,24 +977,6 @@ pub mod parallel_map {
                 }
             }
         }
-        fn machine() -> Result<&'static __wfc::ir::StateMachine, __wfc::Failure> {
-            match super::machine()?.states.first().map(|s| &s.kind) {
-                Some(__wfc::ir::StateKind::Parallel(spec)) => {
-                    spec.branches
-                        .get(1)
-                        .ok_or_else(|| __wfc::Failure::runtime(
-                            "the embedded workflow definition has no branch 1 of Parallel state \"Fan \\\"out\\\" {#1} ✓\" (generated code and IR disagree)",
-                        ))
-                }
-                _ => {
-                    Err(
-                        __wfc::Failure::runtime(
-                            "the embedded workflow definition has no branch 1 of Parallel state \"Fan \\\"out\\\" {#1} ✓\" (generated code and IR disagree)",
-                        ),
-                    )
-                }
-            }
-        }
         /// Runs this branch from its start state.
         pub(super) async fn drive<H: super::Handler>(
             handler: &H,
@@ -1180,18 +1125,6 @@ pub mod parallel_map {
             pub fn input(&self) -> &__wfc::Value {
                 match self {
                     State::ItemWork(input) => input,
-                }
-            }
-        }
-        fn machine() -> Result<&'static __wfc::ir::StateMachine, __wfc::Failure> {
-            match super::machine()?.states.get(2).map(|s| &s.kind) {
-                Some(__wfc::ir::StateKind::Map(spec)) => Ok(&spec.item_processor),
-                _ => {
-                    Err(
-                        __wfc::Failure::runtime(
-                            "the embedded workflow definition has no item processor of Map state \"Each {item} \\\"m\\\" #✓\" (generated code and IR disagree)",
-                        ),
-                    )
                 }
             }
         }
@@ -1381,18 +1314,6 @@ pub mod parallel_map {
             pub fn input(&self) -> &__wfc::Value {
                 match self {
                     State::CopyIt(input) => input,
-                }
-            }
-        }
-        fn machine() -> Result<&'static __wfc::ir::StateMachine, __wfc::Failure> {
-            match super::machine()?.states.get(3).map(|s| &s.kind) {
-                Some(__wfc::ir::StateKind::Map(spec)) => Ok(&spec.item_processor),
-                _ => {
-                    Err(
-                        __wfc::Failure::runtime(
-                            "the embedded workflow definition has no item processor of Map state \"Limits #✓\" (generated code and IR disagree)",
-                        ),
-                    )
                 }
             }
         }

@@ -92,28 +92,21 @@ pub mod pass_choice {
         clippy::type_complexity,
     )]
     use ::wfc_runtime::__private as __wfc;
+    #[allow(unused_imports)]
     use ::core::result::Result::{self, Err, Ok};
+    #[allow(unused_imports)]
     use ::core::option::Option::Some;
     const _: () = ::wfc_runtime::__private::ABI_V1;
     /// The definition as written (`expected/pass_choice.asl.json`).
     pub const DEFINITION: &str = "{\n  \"Comment\": \"Pass and Choice states compiled to Rust: definite and indefinite paths, a context path, Parameters with literals and intrinsics, and every kind of Choice literal.\",\n  \"StartAt\": \"Init\",\n  \"States\": {\n    \"Init\": {\n      \"Type\": \"Pass\",\n      \"Result\": { \"tags\": [\"a\", \"b\"], \"limit\": 3, \"when\": \"2024-01-02T00:00:00Z\" },\n      \"ResultPath\": \"$.config\",\n      \"Next\": \"Shape\"\n    },\n    \"Shape\": {\n      \"Type\": \"Pass\",\n      \"Parameters\": {\n        \"count.$\": \"States.MathAdd($.count, 1)\",\n        \"label.$\": \"States.Format('item {} of {}', $.count, $.config.limit)\",\n        \"first.$\": \"$.config.tags[0]\",\n        \"all.$\": \"$.config.tags[*]\",\n        \"execution.$\": \"$$.Execution.Name\",\n        \"length.$\": \"States.ArrayLength($.config.tags)\",\n        \"fixed\": { \"nested\": [1, 2.5, null, true, \"s\"] },\n        \"config.$\": \"$.config\",\n        \"name.$\": \"$.name\"\n      },\n      \"Next\": \"Route\"\n    },\n    \"Route\": {\n      \"Type\": \"Choice\",\n      \"Choices\": [\n        { \"Variable\": \"$.count\", \"NumericGreaterThanPath\": \"$.config.limit\", \"Next\": \"Done\" },\n        {\n          \"And\": [\n            { \"Variable\": \"$.name\", \"StringMatches\": \"w*d\" },\n            { \"Variable\": \"$.missing\", \"IsPresent\": false },\n            { \"Variable\": \"$.config.when\", \"TimestampLessThan\": \"2025-01-01T00:00:00Z\" },\n            { \"Variable\": \"$.fixed.nested[3]\", \"BooleanEquals\": true }\n          ],\n          \"Next\": \"Wordy\"\n        },\n        {\n          \"Or\": [\n            { \"Variable\": \"$.name\", \"StringEquals\": \"stop\" },\n            { \"Not\": { \"Variable\": \"$.count\", \"NumericLessThanEquals\": 2.5 } }\n          ],\n          \"Next\": \"Done\"\n        },\n        { \"Variable\": \"$$.Execution.Name\", \"IsString\": true, \"Next\": \"Shape\" }\n      ],\n      \"Default\": \"Done\"\n    },\n    \"Wordy\": {\n      \"Type\": \"Pass\",\n      \"InputPath\": \"$.label\",\n      \"Parameters\": { \"message.$\": \"$\", \"flag\": true },\n      \"ResultPath\": \"$.out\",\n      \"OutputPath\": \"$.out\",\n      \"End\": true\n    },\n    \"Done\": { \"Type\": \"Pass\", \"End\": true }\n  }\n}\n";
-    /// The lowered definition (the IR) as JSON, deserialized once by [`ir`].
-    const IR_JSON: &str = "{\"name\":\"pass_choice\",\"comment\":\"Pass and Choice states compiled to Rust: definite and indefinite paths, a context path, Parameters with literals and intrinsics, and every kind of Choice literal.\",\"version\":null,\"timeout_seconds\":null,\"machine\":{\"start_at\":0,\"states\":[{\"name\":\"Init\",\"comment\":null,\"location\":{\"line\":5,\"column\":5},\"kind\":{\"Pass\":{\"input_path\":\"$\",\"parameters\":null,\"result\":{\"tags\":[\"a\",\"b\"],\"limit\":3,\"when\":\"2024-01-02T00:00:00Z\"},\"result_path\":{\"path\":\"$.config\",\"direct\":true},\"output_path\":\"$\",\"transition\":{\"Next\":1}}}},{\"name\":\"Shape\",\"comment\":null,\"location\":{\"line\":11,\"column\":5},\"kind\":{\"Pass\":{\"input_path\":\"$\",\"parameters\":{\"Object\":[[\"count\",{\"Intrinsic\":{\"intrinsic\":\"States.MathAdd($.count, 1)\",\"direct\":true}}],[\"label\",{\"Intrinsic\":{\"intrinsic\":\"States.Format('item {} of {}', $.count, $.config.limit)\",\"direct\":true}}],[\"first\",{\"Path\":{\"path\":\"$.config.tags[0]\",\"direct\":true}}],[\"all\",{\"Path\":\"$.config.tags[*]\"}],[\"execution\",{\"Path\":\"$$.Execution.Name\"}],[\"length\",{\"Intrinsic\":{\"intrinsic\":\"States.ArrayLength($.config.tags)\",\"direct\":true}}],[\"fixed\",{\"Literal\":{\"nested\":[1,2.5,null,true,\"s\"]}}],[\"config\",{\"Path\":{\"path\":\"$.config\",\"direct\":true}}],[\"name\",{\"Path\":{\"path\":\"$.name\",\"direct\":true}}]]},\"result_path\":\"$\",\"output_path\":\"$\",\"transition\":{\"Next\":2}}}},{\"name\":\"Route\",\"comment\":null,\"location\":{\"line\":26,\"column\":5},\"kind\":{\"Choice\":{\"input_path\":\"$\",\"output_path\":\"$\",\"choices\":[{\"condition\":{\"Compare\":{\"variable\":{\"path\":\"$.count\",\"direct\":true},\"operator\":\"NumericGreaterThan\",\"operand\":{\"Path\":{\"path\":\"$.config.limit\",\"direct\":true}}}},\"next\":4},{\"condition\":{\"And\":[{\"Compare\":{\"variable\":{\"path\":\"$.name\",\"direct\":true},\"operator\":\"StringMatches\",\"operand\":{\"Native\":{\"kind\":\"Pattern\",\"literal\":\"w*d\"}}}},{\"Compare\":{\"variable\":{\"path\":\"$.missing\",\"direct\":true},\"operator\":\"IsPresent\",\"operand\":{\"Literal\":false}}},{\"Compare\":{\"variable\":{\"path\":\"$.config.when\",\"direct\":true},\"operator\":\"TimestampLessThan\",\"operand\":{\"Native\":{\"kind\":\"Timestamp\",\"literal\":\"2025-01-01T00:00:00Z\"}}}},{\"Compare\":{\"variable\":{\"path\":\"$.fixed.nested[3]\",\"direct\":true},\"operator\":\"BooleanEquals\",\"operand\":{\"Literal\":true}}}]},\"next\":3},{\"condition\":{\"Or\":[{\"Compare\":{\"variable\":{\"path\":\"$.name\",\"direct\":true},\"operator\":\"StringEquals\",\"operand\":{\"Literal\":\"stop\"}}},{\"Not\":{\"Compare\":{\"variable\":{\"path\":\"$.count\",\"direct\":true},\"operator\":\"NumericLessThanEquals\",\"operand\":{\"Native\":{\"kind\":\"Number\",\"literal\":2.5}}}}}]},\"next\":4},{\"condition\":{\"Compare\":{\"variable\":\"$$.Execution.Name\",\"operator\":\"IsString\",\"operand\":{\"Literal\":true}}},\"next\":1}],\"default\":4}}},{\"name\":\"Wordy\",\"comment\":null,\"location\":{\"line\":50,\"column\":5},\"kind\":{\"Pass\":{\"input_path\":{\"path\":\"$.label\",\"direct\":true},\"parameters\":{\"Object\":[[\"message\",{\"Path\":\"$\"}],[\"flag\",{\"Literal\":true}]]},\"result_path\":{\"path\":\"$.out\",\"direct\":true},\"output_path\":{\"path\":\"$.out\",\"direct\":true},\"transition\":\"End\"}}},{\"name\":\"Done\",\"comment\":null,\"location\":{\"line\":58,\"column\":5},\"kind\":{\"Pass\":{\"input_path\":\"$\",\"parameters\":null,\"result_path\":\"$\",\"output_path\":\"$\",\"transition\":\"End\"}}}]}}";
-    static IR: __wfc::LazyLock<Result<__wfc::ir::Workflow, __wfc::Failure>> = __wfc::LazyLock::new(||
-    __wfc::load_ir(IR_JSON));
-    /// The workflow's IR, as the runtime executes it.
-    ///
-    /// It is embedded at compile time, so an error here means a corrupted build; it is
-    /// reported as a `States.Runtime` failure, never a panic.
-    pub fn ir() -> Result<&'static __wfc::ir::Workflow, __wfc::Failure> {
-        match &*IR {
-            Ok(workflow) => Ok(workflow),
-            Err(failure) => Err(::core::clone::Clone::clone(failure)),
-        }
-    }
-    fn machine() -> Result<&'static __wfc::ir::StateMachine, __wfc::Failure> {
-        Ok(&ir()?.machine)
-    }
+    /// The workflow's name and the hash of its lowered definition (the IR), as durable
+    /// stores record them: open a journal with
+    /// `Journal::open_definition_id`/`open_version_id` to pin an execution to this
+    /// definition.
+    pub const DEFINITION_ID: __wfc::DefinitionId<'static> = __wfc::DefinitionId::new(
+        "pass_choice",
+        "1bb2718c2475173bc0a0790216d6b3a8",
+    );
     /// Implement this to run the workflow: one method per distinct Task resource.
     ///
     /// Each method receives the Task's effective input (after `InputPath` and `Parameters`)
@@ -141,20 +134,11 @@ pub mod pass_choice {
         input: __wfc::Value,
         options: __wfc::RunOptions,
     ) -> __wfc::ExecutionResult {
-        let workflow = match ir() {
-            Ok(workflow) => workflow,
-            Err(failure) => {
-                return __wfc::ExecutionResult {
-                    status: __wfc::exec::Status::Failed,
-                    output: ::core::option::Option::None,
-                    error: Some(failure),
-                    history: ::std::vec::Vec::new(),
-                    elapsed: ::core::time::Duration::ZERO,
-                };
-            }
-        };
-        let exec = __wfc::Execution::start(workflow, &input, options);
-        exec.finish(workflow.timeout_seconds, resume(handler, &exec, State::Init(input)))
+        let exec = __wfc::Execution::start("pass_choice", &input, options);
+        exec.finish(
+                ::core::option::Option::None,
+                resume(handler, &exec, State::Init(input)),
+            )
             .await
     }
     /// Where an execution of the workflow is: one variant per state, carrying the state's raw input.

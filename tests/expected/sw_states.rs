@@ -18,9 +18,10 @@
 ///     state "All #34;a#34; #123;#35;#125;" as s11
 ///     state "Nest #34;n#34; ✓" as s12
 ///     state "Loop #123;#35;#125;" as s13
-///     state "Fire #34;f#34; #123;#35;#125;" as s14
-///     state "Done #123;#35;#125;" as s15
-///     state "Recover ✓" as s16
+///     state "Detach #34;d#34; ✓" as s14
+///     state "Fire #34;f#34; #123;#35;#125;" as s15
+///     state "Done #123;#35;#125;" as s16
+///     state "Recover ✓" as s17
 ///     [*] --> s0
 ///     s0 --> s1 : #123;#123; $.items#91;?(@.price #62; 100)#93; #125;#125;
 ///     s0 --> s2 : #123;#123; $.fan #125;#125;
@@ -30,27 +31,28 @@
 ///     s0 --> s12 : #123;#123; $.inner #125;#125;
 ///     s0 --> s4 : default
 ///     s1 --> s3
-///     s1 --> s16 : onError #123;#123; $.errors#91;?(@.name == 'Boom')#93; #125;#125;
-///     s1 --> s15 : onError #123;#123; $.errors#91;?(@.name == 'Wfc.Timeout')#93; #125;#125;
+///     s1 --> s17 : onError #123;#123; $.errors#91;?(@.name == 'Boom')#93; #125;#125;
+///     s1 --> s16 : onError #123;#123; $.errors#91;?(@.name == 'Wfc.Timeout')#93; #125;#125;
 ///     s2 --> s3
 ///     s3 --> s4
-///     s4 --> s15 : #123;#123; $.out #125;#125;
-///     s4 --> s15 : #123;#123; $.left #125;#125;
-///     s4 --> s16 : #123;#123; $.ok #125;#125;
+///     s4 --> s16 : #123;#123; $.out #125;#125;
+///     s4 --> s16 : #123;#123; $.left #125;#125;
+///     s4 --> s17 : #123;#123; $.ok #125;#125;
 ///     s5 --> s6
 ///     s6 --> s7
-///     s7 --> s14
+///     s7 --> s15
 ///     s8 --> s9
-///     s9 --> s15 : event Go
-///     s9 --> s16 : event Stop #34;s#34;
+///     s9 --> s16 : event Go
+///     s9 --> s17 : event Stop #34;s#34;
 ///     s9 --> s4 : default
 ///     s10 --> s11
 ///     s11 --> s4
 ///     s12 --> s13
-///     s13 --> s15
-///     s14 --> s15
-///     s15 --> [*]
+///     s13 --> s14
+///     s14 --> s16
+///     s15 --> s16
 ///     s16 --> [*]
+///     s17 --> [*]
 /// ```
 ///
 /// ```json
@@ -508,6 +510,15 @@
 ///       "outputCollection": "{{ $.innerResults }}",
 ///       "workflowId": "inner-sub",
 ///       "transition": {
+///         "nextState": "Detach \"d\" ✓"
+///       }
+///     },
+///     {
+///       "name": "Detach \"d\" ✓",
+///       "type": "subflow",
+///       "workflowId": "inner-sub",
+///       "waitForCompletion": false,
+///       "transition": {
 ///         "nextState": "Done {#}"
 ///       }
 ///     },
@@ -590,28 +601,21 @@ pub mod sw_states {
         clippy::type_complexity,
     )]
     use ::wfc_runtime::__private as __wfc;
+    #[allow(unused_imports)]
     use ::core::result::Result::{self, Err, Ok};
+    #[allow(unused_imports)]
     use ::core::option::Option::Some;
     const _: () = ::wfc_runtime::__private::ABI_V1;
     /// The definition as written (`expected/sw_states.sw.json`).
-    pub const DEFINITION: &str = "{\n  \"id\": \"sw_states\",\n  \"version\": \"1.0\",\n  \"name\": \"sw_states\",\n  \"description\": \"Serverless Workflow states compiled to Rust: a switch on data conditions with and without a default, operation states in sequential and parallel mode (function actions with parameters templates, action data filters, an action timeout), retry and onError (by expression and by name), state data filters, a guarded transition, a delay, inject states and a terminating end; a foreach with max and outputCollection, a parallel state of an actions branch and a handler-run subflow branch, a subflow state the handler runs (awaited and not), a subflow compiled together (tests/expected/sw_states_inner.sw.json, which terminates the instance on `stopAll`) as a subflow state and a foreach body, a callback state, a switch on events with a timeout and a default, transitions producing events, and event states (exclusive with sequential and parallel function and event actions per entry and a timeout; all of two events); hostile names and strings.\",\n  \"functions\": [\n    {\n      \"name\": \"echo\",\n      \"resource\": \"echoResource\"\n    },\n    {\n      \"name\": \"flaky \\\"f\\\" {#} ✓\",\n      \"resource\": \"flakyResource\"\n    }\n  ],\n  \"states\": [\n    {\n      \"name\": \"Route \\\"r\\\" {#} ✓\",\n      \"type\": \"switch\",\n      \"start\": {\n        \"kind\": \"default\"\n      },\n      \"dataConditions\": [\n        {\n          \"condition\": \"{{ $.items[?(@.price > 100)] }}\",\n          \"transition\": {\n            \"nextState\": \"Call \\\"c\\\" ✓\"\n          }\n        },\n        {\n          \"condition\": \"{{ $.fan }}\",\n          \"transition\": {\n            \"nextState\": \"Fan {#}\"\n          }\n        },\n        {\n          \"condition\": \"{{ $.list }}\",\n          \"transition\": {\n            \"nextState\": \"Each ✓ {#}\"\n          }\n        },\n        {\n          \"condition\": \"{{ $.call }}\",\n          \"transition\": {\n            \"nextState\": \"Ring \\\"cb\\\" ✓\"\n          }\n        },\n        {\n          \"condition\": \"{{ $.wait }}\",\n          \"transition\": {\n            \"nextState\": \"Listen \\\"l\\\" ✓\"\n          }\n        },\n        {\n          \"condition\": \"{{ $.inner }}\",\n          \"transition\": {\n            \"nextState\": \"Nest \\\"n\\\" ✓\"\n          }\n        }\n      ],\n      \"default\": {\n        \"nextState\": \"Check ✓\"\n      }\n    },\n    {\n      \"name\": \"Call \\\"c\\\" ✓\",\n      \"type\": \"operation\",\n      \"actionMode\": \"sequential\",\n      \"actions\": [\n        {\n          \"name\": \"first \\\"a\\\"\",\n          \"functionRef\": {\n            \"refName\": \"echo\",\n            \"parameters\": {\n              \"msg\": \"n={{ $.order.n }} \\\"q\\\" ✓ {#}\",\n              \"n\": \"{{ $.order.n }}\",\n              \"boom\": \"{{ $.order.boom }}\",\n              \"sleep\": \"{{ $.order.sleep }}\",\n              \"lit\": {\n                \"a\": [\n                  1,\n                  \"{#} \\\"x\\\" ✓\"\n                ]\n              }\n            }\n          },\n          \"actionDataFilter\": {\n            \"dataResultsPath\": \"{{ $.out }}\"\n          },\n          \"timeout\": \"PT10S\"\n        },\n        {\n          \"functionRef\": {\n            \"refName\": \"flaky \\\"f\\\" {#} ✓\"\n          },\n          \"actionDataFilter\": {\n            \"dataInputPath\": \"{{ $.order }}\"\n          }\n        }\n      ],\n      \"retry\": [\n        {\n          \"expression\": \"{{ $.errors[?(@.name == 'Flaky')] }}\",\n          \"interval\": \"PT1S\",\n          \"multiplier\": \"PT2S\",\n          \"maxAttempts\": 2\n        }\n      ],\n      \"onError\": [\n        {\n          \"expression\": \"{{ $.errors[?(@.name == 'Boom')] }}\",\n          \"errorDataFilter\": {\n            \"dataOutputPath\": \"{{ $.error }}\"\n          },\n          \"transition\": {\n            \"nextState\": \"Recover ✓\"\n          }\n        },\n        {\n          \"expression\": \"{{ $.errors[?(@.name == 'Wfc.Timeout')] }}\",\n          \"transition\": {\n            \"nextState\": \"Done {#}\"\n          }\n        }\n      ],\n      \"transition\": {\n        \"nextState\": \"Nap \\\"n\\\"\",\n        \"expression\": \"{{ $.out.n }}\"\n      }\n    },\n    {\n      \"name\": \"Fan {#}\",\n      \"type\": \"operation\",\n      \"actionMode\": \"parallel\",\n      \"stateDataFilter\": {\n        \"dataOutputPath\": \"{{ $.out }}\"\n      },\n      \"actions\": [\n        {\n          \"functionRef\": {\n            \"refName\": \"echo\",\n            \"parameters\": {\n              \"x\": \"{{ $.fan }}\",\n              \"sleep\": \"{{ $.fan.sleep }}\"\n            }\n          },\n          \"actionDataFilter\": {\n            \"dataResultsPath\": \"{{ $.out }}\"\n          }\n        },\n        {\n          \"functionRef\": {\n            \"refName\": \"echo\",\n            \"parameters\": {\n              \"y\": \"fan {{ $.fan.x }} ✓\",\n              \"boom\": \"{{ $.fan.boom }}\"\n            }\n          },\n          \"actionDataFilter\": {\n            \"dataResultsPath\": \"{{ $.echoed }}\"\n          }\n        }\n      ],\n      \"transition\": {\n        \"nextState\": \"Nap \\\"n\\\"\"\n      }\n    },\n    {\n      \"name\": \"Nap \\\"n\\\"\",\n      \"type\": \"delay\",\n      \"timeDelay\": \"PT2S\",\n      \"stateDataFilter\": {\n        \"dataInputPath\": \"{{ $.out }}\"\n      },\n      \"transition\": {\n        \"nextState\": \"Check ✓\"\n      }\n    },\n    {\n      \"name\": \"Check ✓\",\n      \"type\": \"switch\",\n      \"dataConditions\": [\n        {\n          \"condition\": \"{{ $.out }}\",\n          \"transition\": {\n            \"nextState\": \"Done {#}\"\n          }\n        },\n        {\n          \"condition\": \"{{ $.left }}\",\n          \"transition\": {\n            \"nextState\": \"Done {#}\"\n          }\n        },\n        {\n          \"condition\": \"{{ $.ok }}\",\n          \"transition\": {\n            \"nextState\": \"Recover ✓\"\n          }\n        }\n      ]\n    },\n    {\n      \"name\": \"Each ✓ {#}\",\n      \"type\": \"foreach\",\n      \"inputCollection\": \"{{ $.list }}\",\n      \"iterationParam\": \"it\",\n      \"outputCollection\": \"{{ $.results }}\",\n      \"max\": 2,\n      \"actions\": [\n        {\n          \"functionRef\": {\n            \"refName\": \"echo\",\n            \"parameters\": {\n              \"v\": \"{{ $.it.v }} \\\"✓\\\"\",\n              \"sleep\": \"{{ $.it.sleep }}\",\n              \"boom\": \"{{ $.it.boom }}\"\n            }\n          },\n          \"actionDataFilter\": {\n            \"dataResultsPath\": \"{{ $.out }}\"\n          }\n        }\n      ],\n      \"transition\": {\n        \"nextState\": \"Both \\\"b\\\" {#}\"\n      }\n    },\n    {\n      \"name\": \"Both \\\"b\\\" {#}\",\n      \"type\": \"parallel\",\n      \"completionType\": \"and\",\n      \"branches\": [\n        {\n          \"name\": \"left \\\"l\\\" ✓\",\n          \"actions\": [\n            {\n              \"functionRef\": {\n                \"refName\": \"echo\",\n                \"parameters\": {\n                  \"l\": \"{{ $.results }}\",\n                  \"boom\": \"{{ $.parBoom }}\"\n                }\n              },\n              \"actionDataFilter\": {\n                \"dataResultsPath\": \"{{ $.echoed }}\"\n              }\n            }\n          ]\n        },\n        {\n          \"name\": \"right {#}\",\n          \"workflowId\": \"audit-sub\"\n        }\n      ],\n      \"transition\": {\n        \"nextState\": \"Sub ✓\"\n      }\n    },\n    {\n      \"name\": \"Sub ✓\",\n      \"type\": \"subflow\",\n      \"workflowId\": \"audit-sub\",\n      \"transition\": {\n        \"nextState\": \"Fire \\\"f\\\" {#}\"\n      }\n    },\n    {\n      \"name\": \"Ring \\\"cb\\\" ✓\",\n      \"type\": \"callback\",\n      \"action\": {\n        \"functionRef\": {\n          \"refName\": \"echo\",\n          \"parameters\": {\n            \"c\": \"{{ $.call }}\",\n            \"sleep\": \"{{ $.call.sleep }}\"\n          }\n        },\n        \"actionDataFilter\": {\n          \"dataResultsPath\": \"{{ $.out }}\"\n        }\n      },\n      \"eventRef\": \"Reply {#}\",\n      \"eventDataFilter\": {\n        \"dataOutputPath\": \"{{ $.data.answer }}\"\n      },\n      \"timeout\": \"PT5S\",\n      \"transition\": {\n        \"nextState\": \"Await ✓ {#}\",\n        \"produceEvent\": {\n          \"eventRef\": \"Rang \\\"r\\\"\",\n          \"data\": \"{{ $.out }}\",\n          \"contextAttributes\": {\n            \"who\": \"{{ $.call.who }} ✓\"\n          }\n        }\n      }\n    },\n    {\n      \"name\": \"Await ✓ {#}\",\n      \"type\": \"switch\",\n      \"eventConditions\": [\n        {\n          \"eventRef\": \"Go\",\n          \"transition\": {\n            \"nextState\": \"Done {#}\",\n            \"produceEvents\": [\n              {\n                \"eventRef\": \"Went\"\n              },\n              {\n                \"eventRef\": \"Rang \\\"r\\\"\",\n                \"data\": {\n                  \"n\": \"{{ $.answer }}\",\n                  \"lit\": \"\\\"{#}\\\"\"\n                }\n              }\n            ]\n          }\n        },\n        {\n          \"eventRef\": \"Stop \\\"s\\\"\",\n          \"eventDataFilter\": {\n            \"dataOutputPath\": \"{{ $.data.why }}\"\n          },\n          \"transition\": {\n            \"nextState\": \"Recover ✓\"\n          }\n        }\n      ],\n      \"eventTimeout\": \"PT3S\",\n      \"default\": {\n        \"nextState\": \"Check ✓\"\n      }\n    },\n    {\n      \"name\": \"Listen \\\"l\\\" ✓\",\n      \"type\": \"event\",\n      \"exclusive\": true,\n      \"timeout\": \"PT4S\",\n      \"onEvents\": [\n        {\n          \"eventRefs\": [\n            \"Go\"\n          ],\n          \"eventDataFilter\": {\n            \"dataOutputPath\": \"{{ $.data.go }}\"\n          },\n          \"actions\": [\n            {\n              \"functionRef\": {\n                \"refName\": \"echo\",\n                \"parameters\": {\n                  \"g\": \"{{ $.go }} {#}\"\n                }\n              },\n              \"actionDataFilter\": {\n                \"dataResultsPath\": \"{{ $.out }}\"\n              }\n            },\n            {\n              \"name\": \"ask \\\"q\\\"\",\n              \"eventRef\": {\n                \"triggerEventRef\": \"Rang \\\"r\\\"\",\n                \"data\": \"{{ $.go }}\",\n                \"resultEventRef\": \"Reply {#}\",\n                \"contextAttributes\": {\n                  \"k\": \"v ✓\"\n                }\n              },\n              \"actionDataFilter\": {\n                \"dataResultsPath\": \"{{ $.answer }}\"\n              },\n              \"timeout\": \"PT1S\"\n            }\n          ]\n        },\n        {\n          \"eventRefs\": [\n            \"Stop \\\"s\\\"\"\n          ],\n          \"actionMode\": \"parallel\",\n          \"actions\": [\n            {\n              \"functionRef\": {\n                \"refName\": \"echo\",\n                \"parameters\": {\n                  \"s\": \"{{ $.why }}\",\n                  \"sleep\": 2\n                }\n              },\n              \"actionDataFilter\": {\n                \"dataResultsPath\": \"{{ $.out }}\"\n              }\n            },\n            {\n              \"functionRef\": {\n                \"refName\": \"echo\",\n                \"parameters\": {\n                  \"t\": \"✓\"\n                }\n              },\n              \"actionDataFilter\": {\n                \"dataResultsPath\": \"{{ $.echoed }}\"\n              }\n            },\n            {\n              \"eventRef\": {\n                \"triggerEventRef\": \"Went\",\n                \"data\": {\n                  \"why\": \"{{ $.why }} ✓\"\n                }\n              }\n            }\n          ]\n        }\n      ],\n      \"transition\": {\n        \"nextState\": \"All \\\"a\\\" {#}\"\n      }\n    },\n    {\n      \"name\": \"All \\\"a\\\" {#}\",\n      \"type\": \"event\",\n      \"exclusive\": false,\n      \"timeout\": \"PT2S\",\n      \"onEvents\": [\n        {\n          \"eventRefs\": [\n            \"Go\",\n            \"Stop \\\"s\\\"\"\n          ],\n          \"actions\": []\n        }\n      ],\n      \"transition\": {\n        \"nextState\": \"Check ✓\"\n      }\n    },\n    {\n      \"name\": \"Nest \\\"n\\\" ✓\",\n      \"type\": \"subflow\",\n      \"workflowId\": \"inner-sub\",\n      \"transition\": {\n        \"nextState\": \"Loop {#}\"\n      }\n    },\n    {\n      \"name\": \"Loop {#}\",\n      \"type\": \"foreach\",\n      \"inputCollection\": \"{{ $.inner }}\",\n      \"outputCollection\": \"{{ $.innerResults }}\",\n      \"workflowId\": \"inner-sub\",\n      \"transition\": {\n        \"nextState\": \"Done {#}\"\n      }\n    },\n    {\n      \"name\": \"Fire \\\"f\\\" {#}\",\n      \"type\": \"subflow\",\n      \"workflowId\": \"audit-sub\",\n      \"waitForCompletion\": false,\n      \"transition\": {\n        \"nextState\": \"Done {#}\"\n      }\n    },\n    {\n      \"name\": \"Done {#}\",\n      \"type\": \"inject\",\n      \"data\": {\n        \"done\": \"✓ \\\"{#}\\\" {{ $.x }}\",\n        \"nested\": {\n          \"k\": [\n            1,\n            2\n          ]\n        }\n      },\n      \"end\": {\n        \"kind\": \"default\"\n      }\n    },\n    {\n      \"name\": \"Recover ✓\",\n      \"type\": \"inject\",\n      \"data\": {\n        \"recovered\": true\n      },\n      \"end\": {\n        \"kind\": \"terminate\"\n      }\n    }\n  ],\n  \"events\": [\n    {\n      \"name\": \"Reply {#}\",\n      \"type\": \"reply \\\"✓\\\"\",\n      \"source\": \"tests {#}\",\n      \"correlation\": [\n        {\n          \"contextAttributeName\": \"region\",\n          \"contextAttributeValue\": \"eu ✓\"\n        }\n      ]\n    },\n    {\n      \"name\": \"Go\",\n      \"type\": \"go\"\n    },\n    {\n      \"name\": \"Stop \\\"s\\\"\",\n      \"type\": \"stop\"\n    },\n    {\n      \"name\": \"Rang \\\"r\\\"\",\n      \"type\": \"rang ✓\",\n      \"kind\": \"produced\"\n    },\n    {\n      \"name\": \"Went\",\n      \"type\": \"went\",\n      \"source\": \"wfc {#}\",\n      \"kind\": \"produced\"\n    }\n  ]\n}\n";
-    /// The lowered definition (the IR) as JSON, deserialized once by [`ir`].
-    const IR_JSON: &str = "{\"name\":\"sw_states\",\"comment\":\"Serverless Workflow states compiled to Rust: a switch on data conditions with and without a default, operation states in sequential and parallel mode (function actions with parameters templates, action data filters, an action timeout), retry and onError (by expression and by name), state data filters, a guarded transition, a delay, inject states and a terminating end; a foreach with max and outputCollection, a parallel state of an actions branch and a handler-run subflow branch, a subflow state the handler runs (awaited and not), a subflow compiled together (tests/expected/sw_states_inner.sw.json, which terminates the instance on `stopAll`) as a subflow state and a foreach body, a callback state, a switch on events with a timeout and a default, transitions producing events, and event states (exclusive with sequential and parallel function and event actions per entry and a timeout; all of two events); hostile names and strings.\",\"version\":\"1.0\",\"timeout_seconds\":null,\"machine\":{\"start_at\":0,\"states\":[{\"name\":\"Route \\\"r\\\" {#} ✓\",\"comment\":null,\"location\":{\"line\":17,\"column\":5},\"kind\":{\"Sw\":{\"input_filter\":null,\"output_filter\":null,\"kind\":{\"Switch\":{\"data\":[{\"condition\":{\"text\":\"{{ $.items[?(@.price > 100)] }}\",\"parts\":[{\"Path\":\"$.items[?(@.price > 100)]\"}]},\"next\":{\"Transition\":{\"target\":1,\"guard\":null,\"produce\":[]}}},{\"condition\":{\"text\":\"{{ $.fan }}\",\"parts\":[{\"Path\":\"$.fan\"}]},\"next\":{\"Transition\":{\"target\":2,\"guard\":null,\"produce\":[]}}},{\"condition\":{\"text\":\"{{ $.list }}\",\"parts\":[{\"Path\":\"$.list\"}]},\"next\":{\"Transition\":{\"target\":5,\"guard\":null,\"produce\":[]}}},{\"condition\":{\"text\":\"{{ $.call }}\",\"parts\":[{\"Path\":\"$.call\"}]},\"next\":{\"Transition\":{\"target\":8,\"guard\":null,\"produce\":[]}}},{\"condition\":{\"text\":\"{{ $.wait }}\",\"parts\":[{\"Path\":\"$.wait\"}]},\"next\":{\"Transition\":{\"target\":10,\"guard\":null,\"produce\":[]}}},{\"condition\":{\"text\":\"{{ $.inner }}\",\"parts\":[{\"Path\":\"$.inner\"}]},\"next\":{\"Transition\":{\"target\":12,\"guard\":null,\"produce\":[]}}}],\"events\":[],\"event_timeout\":null,\"default\":{\"Transition\":{\"target\":4,\"guard\":null,\"produce\":[]}}}},\"retry\":[],\"on_error\":[],\"next\":\"None\",\"workflow\":{\"id\":\"sw_states\",\"schedule\":null,\"functions\":[[\"echo\",\"echoResource\"],[\"flaky \\\"f\\\" {#} ✓\",\"flakyResource\"]]}}}},{\"name\":\"Call \\\"c\\\" ✓\",\"comment\":null,\"location\":{\"line\":65,\"column\":5},\"kind\":{\"Sw\":{\"input_filter\":null,\"output_filter\":null,\"kind\":{\"Operation\":{\"mode\":\"Sequential\",\"actions\":[{\"name\":\"first \\\"a\\\"\",\"call\":{\"Function\":{\"function\":\"echo\",\"parameters\":{\"msg\":\"n={{ $.order.n }} \\\"q\\\" ✓ {#}\",\"n\":\"{{ $.order.n }}\",\"boom\":\"{{ $.order.boom }}\",\"sleep\":\"{{ $.order.sleep }}\",\"lit\":{\"a\":[1,\"{#} \\\"x\\\" ✓\"]}}}},\"input_filter\":null,\"results_filter\":{\"text\":\"{{ $.out }}\",\"parts\":[{\"Path\":\"$.out\"}]},\"timeout\":10.0},{\"name\":null,\"call\":{\"Function\":{\"function\":\"flaky \\\"f\\\" {#} ✓\"}},\"input_filter\":{\"text\":\"{{ $.order }}\",\"parts\":[{\"Path\":\"$.order\"}]},\"results_filter\":null,\"timeout\":null}]}},\"retry\":[{\"expression\":{\"text\":\"{{ $.errors[?(@.name == 'Flaky')] }}\",\"parts\":[{\"Path\":\"$.errors[?(@.name == 'Flaky')]\"}]},\"interval_seconds\":1.0,\"increment_seconds\":2.0,\"max_attempts\":2}],\"on_error\":[{\"matcher\":{\"Expression\":{\"text\":\"{{ $.errors[?(@.name == 'Boom')] }}\",\"parts\":[{\"Path\":\"$.errors[?(@.name == 'Boom')]\"}]}},\"error_filter\":{\"text\":\"{{ $.error }}\",\"parts\":[{\"Path\":\"$.error\"}]},\"next\":{\"Transition\":{\"target\":16,\"guard\":null,\"produce\":[]}}},{\"matcher\":{\"Expression\":{\"text\":\"{{ $.errors[?(@.name == 'Wfc.Timeout')] }}\",\"parts\":[{\"Path\":\"$.errors[?(@.name == 'Wfc.Timeout')]\"}]}},\"error_filter\":null,\"next\":{\"Transition\":{\"target\":15,\"guard\":null,\"produce\":[]}}}],\"next\":{\"Transition\":{\"target\":3,\"guard\":{\"text\":\"{{ $.out.n }}\",\"parts\":[{\"Path\":\"$.out.n\"}]},\"produce\":[]}},\"workflow\":null}}},{\"name\":\"Fan {#}\",\"comment\":null,\"location\":{\"line\":131,\"column\":5},\"kind\":{\"Sw\":{\"input_filter\":null,\"output_filter\":{\"text\":\"{{ $.out }}\",\"parts\":[{\"Path\":\"$.out\"}]},\"kind\":{\"Operation\":{\"mode\":\"Parallel\",\"actions\":[{\"name\":null,\"call\":{\"Function\":{\"function\":\"echo\",\"parameters\":{\"x\":\"{{ $.fan }}\",\"sleep\":\"{{ $.fan.sleep }}\"}}},\"input_filter\":null,\"results_filter\":{\"text\":\"{{ $.out }}\",\"parts\":[{\"Path\":\"$.out\"}]},\"timeout\":null},{\"name\":null,\"call\":{\"Function\":{\"function\":\"echo\",\"parameters\":{\"y\":\"fan {{ $.fan.x }} ✓\",\"boom\":\"{{ $.fan.boom }}\"}}},\"input_filter\":null,\"results_filter\":{\"text\":\"{{ $.echoed }}\",\"parts\":[{\"Path\":\"$.echoed\"}]},\"timeout\":null}]}},\"retry\":[],\"on_error\":[],\"next\":{\"Transition\":{\"target\":3,\"guard\":null,\"produce\":[]}},\"workflow\":null}}},{\"name\":\"Nap \\\"n\\\"\",\"comment\":null,\"location\":{\"line\":168,\"column\":5},\"kind\":{\"Sw\":{\"input_filter\":{\"text\":\"{{ $.out }}\",\"parts\":[{\"Path\":\"$.out\"}]},\"output_filter\":null,\"kind\":{\"Delay\":{\"seconds\":2.0}},\"retry\":[],\"on_error\":[],\"next\":{\"Transition\":{\"target\":4,\"guard\":null,\"produce\":[]}},\"workflow\":null}}},{\"name\":\"Check ✓\",\"comment\":null,\"location\":{\"line\":179,\"column\":5},\"kind\":{\"Sw\":{\"input_filter\":null,\"output_filter\":null,\"kind\":{\"Switch\":{\"data\":[{\"condition\":{\"text\":\"{{ $.out }}\",\"parts\":[{\"Path\":\"$.out\"}]},\"next\":{\"Transition\":{\"target\":15,\"guard\":null,\"produce\":[]}}},{\"condition\":{\"text\":\"{{ $.left }}\",\"parts\":[{\"Path\":\"$.left\"}]},\"next\":{\"Transition\":{\"target\":15,\"guard\":null,\"produce\":[]}}},{\"condition\":{\"text\":\"{{ $.ok }}\",\"parts\":[{\"Path\":\"$.ok\"}]},\"next\":{\"Transition\":{\"target\":16,\"guard\":null,\"produce\":[]}}}],\"events\":[],\"event_timeout\":null,\"default\":null}},\"retry\":[],\"on_error\":[],\"next\":\"None\",\"workflow\":null}}},{\"name\":\"Each ✓ {#}\",\"comment\":null,\"location\":{\"line\":203,\"column\":5},\"kind\":{\"Sw\":{\"input_filter\":null,\"output_filter\":null,\"kind\":{\"ForEach\":{\"input_collection\":{\"text\":\"{{ $.list }}\",\"parts\":[{\"Path\":\"$.list\"}]},\"output_collection\":{\"text\":\"{{ $.results }}\",\"parts\":[{\"Path\":\"$.results\"}]},\"iteration_param\":\"it\",\"max\":2,\"body\":{\"Actions\":[{\"name\":null,\"call\":{\"Function\":{\"function\":\"echo\",\"parameters\":{\"v\":\"{{ $.it.v }} \\\"✓\\\"\",\"sleep\":\"{{ $.it.sleep }}\",\"boom\":\"{{ $.it.boom }}\"}}},\"input_filter\":null,\"results_filter\":{\"text\":\"{{ $.out }}\",\"parts\":[{\"Path\":\"$.out\"}]},\"timeout\":null}]}}},\"retry\":[],\"on_error\":[],\"next\":{\"Transition\":{\"target\":6,\"guard\":null,\"produce\":[]}},\"workflow\":null}}},{\"name\":\"Both \\\"b\\\" {#}\",\"comment\":null,\"location\":{\"line\":229,\"column\":5},\"kind\":{\"Sw\":{\"input_filter\":null,\"output_filter\":null,\"kind\":{\"Parallel\":{\"completion\":\"And\",\"branches\":[{\"name\":\"left \\\"l\\\" ✓\",\"body\":{\"Actions\":[{\"name\":null,\"call\":{\"Function\":{\"function\":\"echo\",\"parameters\":{\"l\":\"{{ $.results }}\",\"boom\":\"{{ $.parBoom }}\"}}},\"input_filter\":null,\"results_filter\":{\"text\":\"{{ $.echoed }}\",\"parts\":[{\"Path\":\"$.echoed\"}]},\"timeout\":null}]}},{\"name\":\"right {#}\",\"body\":{\"Handler\":\"audit-sub\"}}]}},\"retry\":[],\"on_error\":[],\"next\":{\"Transition\":{\"target\":7,\"guard\":null,\"produce\":[]}},\"workflow\":null}}},{\"name\":\"Sub ✓\",\"comment\":null,\"location\":{\"line\":260,\"column\":5},\"kind\":{\"Sw\":{\"input_filter\":null,\"output_filter\":null,\"kind\":{\"Subflow\":{\"workflow_id\":\"audit-sub\",\"wait\":true,\"workflow\":null}},\"retry\":[],\"on_error\":[],\"next\":{\"Transition\":{\"target\":14,\"guard\":null,\"produce\":[]}},\"workflow\":null}}},{\"name\":\"Ring \\\"cb\\\" ✓\",\"comment\":null,\"location\":{\"line\":268,\"column\":5},\"kind\":{\"Sw\":{\"input_filter\":null,\"output_filter\":null,\"kind\":{\"Callback\":{\"action\":{\"name\":null,\"call\":{\"Function\":{\"function\":\"echo\",\"parameters\":{\"c\":\"{{ $.call }}\",\"sleep\":\"{{ $.call.sleep }}\"}}},\"input_filter\":null,\"results_filter\":{\"text\":\"{{ $.out }}\",\"parts\":[{\"Path\":\"$.out\"}]},\"timeout\":null},\"event\":{\"name\":\"Reply {#}\",\"source\":\"tests {#}\",\"event_type\":\"reply \\\"✓\\\"\",\"produced\":false,\"correlation\":[{\"name\":\"region\",\"value\":\"eu ✓\"}]},\"event_filter\":{\"text\":\"{{ $.data.answer }}\",\"parts\":[{\"Path\":\"$.data.answer\"}]},\"timeout\":5.0}},\"retry\":[],\"on_error\":[],\"next\":{\"Transition\":{\"target\":9,\"guard\":null,\"produce\":[{\"event\":{\"name\":\"Rang \\\"r\\\"\",\"source\":null,\"event_type\":\"rang ✓\",\"produced\":true,\"correlation\":[]},\"data\":\"{{ $.out }}\",\"context_attributes\":[[\"who\",\"{{ $.call.who }} ✓\"]]}]}},\"workflow\":null}}},{\"name\":\"Await ✓ {#}\",\"comment\":null,\"location\":{\"line\":299,\"column\":5},\"kind\":{\"Sw\":{\"input_filter\":null,\"output_filter\":null,\"kind\":{\"Switch\":{\"data\":[],\"events\":[{\"event\":{\"name\":\"Go\",\"source\":null,\"event_type\":\"go\",\"produced\":false,\"correlation\":[]},\"filter\":null,\"next\":{\"Transition\":{\"target\":15,\"guard\":null,\"produce\":[{\"event\":{\"name\":\"Went\",\"source\":\"wfc {#}\",\"event_type\":\"went\",\"produced\":true,\"correlation\":[]},\"context_attributes\":[]},{\"event\":{\"name\":\"Rang \\\"r\\\"\",\"source\":null,\"event_type\":\"rang ✓\",\"produced\":true,\"correlation\":[]},\"data\":{\"n\":\"{{ $.answer }}\",\"lit\":\"\\\"{#}\\\"\"},\"context_attributes\":[]}]}}},{\"event\":{\"name\":\"Stop \\\"s\\\"\",\"source\":null,\"event_type\":\"stop\",\"produced\":false,\"correlation\":[]},\"filter\":{\"text\":\"{{ $.data.why }}\",\"parts\":[{\"Path\":\"$.data.why\"}]},\"next\":{\"Transition\":{\"target\":16,\"guard\":null,\"produce\":[]}}}],\"event_timeout\":3.0,\"default\":{\"Transition\":{\"target\":4,\"guard\":null,\"produce\":[]}}}},\"retry\":[],\"on_error\":[],\"next\":\"None\",\"workflow\":null}}},{\"name\":\"Listen \\\"l\\\" ✓\",\"comment\":null,\"location\":{\"line\":336,\"column\":5},\"kind\":{\"Sw\":{\"input_filter\":null,\"output_filter\":null,\"kind\":{\"Event\":{\"exclusive\":true,\"on_events\":[{\"events\":[{\"name\":\"Go\",\"source\":null,\"event_type\":\"go\",\"produced\":false,\"correlation\":[]}],\"mode\":\"Sequential\",\"actions\":[{\"name\":null,\"call\":{\"Function\":{\"function\":\"echo\",\"parameters\":{\"g\":\"{{ $.go }} {#}\"}}},\"input_filter\":null,\"results_filter\":{\"text\":\"{{ $.out }}\",\"parts\":[{\"Path\":\"$.out\"}]},\"timeout\":null},{\"name\":\"ask \\\"q\\\"\",\"call\":{\"Event\":{\"trigger\":{\"name\":\"Rang \\\"r\\\"\",\"source\":null,\"event_type\":\"rang ✓\",\"produced\":true,\"correlation\":[]},\"result\":{\"name\":\"Reply {#}\",\"source\":\"tests {#}\",\"event_type\":\"reply \\\"✓\\\"\",\"produced\":false,\"correlation\":[{\"name\":\"region\",\"value\":\"eu ✓\"}]},\"data\":\"{{ $.go }}\",\"context_attributes\":[[\"k\",\"v ✓\"]]}},\"input_filter\":null,\"results_filter\":{\"text\":\"{{ $.answer }}\",\"parts\":[{\"Path\":\"$.answer\"}]},\"timeout\":1.0}],\"filter\":{\"text\":\"{{ $.data.go }}\",\"parts\":[{\"Path\":\"$.data.go\"}]}},{\"events\":[{\"name\":\"Stop \\\"s\\\"\",\"source\":null,\"event_type\":\"stop\",\"produced\":false,\"correlation\":[]}],\"mode\":\"Parallel\",\"actions\":[{\"name\":null,\"call\":{\"Function\":{\"function\":\"echo\",\"parameters\":{\"s\":\"{{ $.why }}\",\"sleep\":2}}},\"input_filter\":null,\"results_filter\":{\"text\":\"{{ $.out }}\",\"parts\":[{\"Path\":\"$.out\"}]},\"timeout\":null},{\"name\":null,\"call\":{\"Function\":{\"function\":\"echo\",\"parameters\":{\"t\":\"✓\"}}},\"input_filter\":null,\"results_filter\":{\"text\":\"{{ $.echoed }}\",\"parts\":[{\"Path\":\"$.echoed\"}]},\"timeout\":null},{\"name\":null,\"call\":{\"Event\":{\"trigger\":{\"name\":\"Went\",\"source\":\"wfc {#}\",\"event_type\":\"went\",\"produced\":true,\"correlation\":[]},\"result\":null,\"data\":{\"why\":\"{{ $.why }} ✓\"},\"context_attributes\":[]}},\"input_filter\":null,\"results_filter\":null,\"timeout\":null}],\"filter\":null}],\"timeout\":4.0}},\"retry\":[],\"on_error\":[],\"next\":{\"Transition\":{\"target\":11,\"guard\":null,\"produce\":[]}},\"workflow\":null}}},{\"name\":\"All \\\"a\\\" {#}\",\"comment\":null,\"location\":{\"line\":422,\"column\":5},\"kind\":{\"Sw\":{\"input_filter\":null,\"output_filter\":null,\"kind\":{\"Event\":{\"exclusive\":false,\"on_events\":[{\"events\":[{\"name\":\"Go\",\"source\":null,\"event_type\":\"go\",\"produced\":false,\"correlation\":[]},{\"name\":\"Stop \\\"s\\\"\",\"source\":null,\"event_type\":\"stop\",\"produced\":false,\"correlation\":[]}],\"mode\":\"Sequential\",\"actions\":[],\"filter\":null}],\"timeout\":2.0}},\"retry\":[],\"on_error\":[],\"next\":{\"Transition\":{\"target\":4,\"guard\":null,\"produce\":[]}},\"workflow\":null}}},{\"name\":\"Nest \\\"n\\\" ✓\",\"comment\":null,\"location\":{\"line\":440,\"column\":5},\"kind\":{\"Sw\":{\"input_filter\":null,\"output_filter\":null,\"kind\":{\"Subflow\":{\"workflow_id\":\"inner-sub\",\"wait\":true,\"workflow\":{\"name\":\"sw_states_inner\",\"comment\":\"The subflow sw_states compiles together (the registry: the other *.sw.json files of tests/expected): an operation, a switch, and a terminating end.\",\"version\":\"2.0 \\\"✓\\\"\",\"timeout_seconds\":null,\"machine\":{\"start_at\":0,\"states\":[{\"name\":\"Inner \\\"i\\\" ✓\",\"comment\":null,\"location\":{\"line\":13,\"column\":5},\"kind\":{\"Sw\":{\"input_filter\":null,\"output_filter\":null,\"kind\":{\"Operation\":{\"mode\":\"Sequential\",\"actions\":[{\"name\":null,\"call\":{\"Function\":{\"function\":\"echo\",\"parameters\":{\"x\":\"{{ $.item.x }}\",\"all\":\"{{ $.inner }}\"}}},\"input_filter\":null,\"results_filter\":{\"text\":\"{{ $.out }}\",\"parts\":[{\"Path\":\"$.out\"}]},\"timeout\":null}]}},\"retry\":[],\"on_error\":[],\"next\":{\"Transition\":{\"target\":1,\"guard\":null,\"produce\":[]}},\"workflow\":{\"id\":\"inner-sub\",\"schedule\":null,\"functions\":[[\"echo\",\"echoResource\"]]}}}},{\"name\":\"Which {#}\",\"comment\":null,\"location\":{\"line\":37,\"column\":5},\"kind\":{\"Sw\":{\"input_filter\":null,\"output_filter\":null,\"kind\":{\"Switch\":{\"data\":[{\"condition\":{\"text\":\"{{ $.stopAll }}\",\"parts\":[{\"Path\":\"$.stopAll\"}]},\"next\":{\"Transition\":{\"target\":2,\"guard\":null,\"produce\":[]}}}],\"events\":[],\"event_timeout\":null,\"default\":{\"Transition\":{\"target\":3,\"guard\":null,\"produce\":[]}}}},\"retry\":[],\"on_error\":[],\"next\":\"None\",\"workflow\":null}}},{\"name\":\"Stop all {#}\",\"comment\":null,\"location\":{\"line\":52,\"column\":5},\"kind\":{\"Sw\":{\"input_filter\":null,\"output_filter\":null,\"kind\":{\"Inject\":{\"data\":{\"stopped\":\"✓\"}}},\"retry\":[],\"on_error\":[],\"next\":{\"End\":{\"terminate\":true,\"produce\":[]}},\"workflow\":null}}},{\"name\":\"Inner end ✓\",\"comment\":null,\"location\":{\"line\":62,\"column\":5},\"kind\":{\"Sw\":{\"input_filter\":null,\"output_filter\":null,\"kind\":{\"Inject\":{\"data\":{\"innerDone\":\"done \\\"✓\\\"\"}}},\"retry\":[],\"on_error\":[],\"next\":{\"End\":{\"terminate\":false,\"produce\":[]}},\"workflow\":null}}}]}}}},\"retry\":[],\"on_error\":[],\"next\":{\"Transition\":{\"target\":13,\"guard\":null,\"produce\":[]}},\"workflow\":null}}},{\"name\":\"Loop {#}\",\"comment\":null,\"location\":{\"line\":448,\"column\":5},\"kind\":{\"Sw\":{\"input_filter\":null,\"output_filter\":null,\"kind\":{\"ForEach\":{\"input_collection\":{\"text\":\"{{ $.inner }}\",\"parts\":[{\"Path\":\"$.inner\"}]},\"output_collection\":{\"text\":\"{{ $.innerResults }}\",\"parts\":[{\"Path\":\"$.innerResults\"}]},\"iteration_param\":\"item\",\"max\":null,\"body\":{\"Workflow\":{\"name\":\"sw_states_inner\",\"comment\":\"The subflow sw_states compiles together (the registry: the other *.sw.json files of tests/expected): an operation, a switch, and a terminating end.\",\"version\":\"2.0 \\\"✓\\\"\",\"timeout_seconds\":null,\"machine\":{\"start_at\":0,\"states\":[{\"name\":\"Inner \\\"i\\\" ✓\",\"comment\":null,\"location\":{\"line\":13,\"column\":5},\"kind\":{\"Sw\":{\"input_filter\":null,\"output_filter\":null,\"kind\":{\"Operation\":{\"mode\":\"Sequential\",\"actions\":[{\"name\":null,\"call\":{\"Function\":{\"function\":\"echo\",\"parameters\":{\"x\":\"{{ $.item.x }}\",\"all\":\"{{ $.inner }}\"}}},\"input_filter\":null,\"results_filter\":{\"text\":\"{{ $.out }}\",\"parts\":[{\"Path\":\"$.out\"}]},\"timeout\":null}]}},\"retry\":[],\"on_error\":[],\"next\":{\"Transition\":{\"target\":1,\"guard\":null,\"produce\":[]}},\"workflow\":{\"id\":\"inner-sub\",\"schedule\":null,\"functions\":[[\"echo\",\"echoResource\"]]}}}},{\"name\":\"Which {#}\",\"comment\":null,\"location\":{\"line\":37,\"column\":5},\"kind\":{\"Sw\":{\"input_filter\":null,\"output_filter\":null,\"kind\":{\"Switch\":{\"data\":[{\"condition\":{\"text\":\"{{ $.stopAll }}\",\"parts\":[{\"Path\":\"$.stopAll\"}]},\"next\":{\"Transition\":{\"target\":2,\"guard\":null,\"produce\":[]}}}],\"events\":[],\"event_timeout\":null,\"default\":{\"Transition\":{\"target\":3,\"guard\":null,\"produce\":[]}}}},\"retry\":[],\"on_error\":[],\"next\":\"None\",\"workflow\":null}}},{\"name\":\"Stop all {#}\",\"comment\":null,\"location\":{\"line\":52,\"column\":5},\"kind\":{\"Sw\":{\"input_filter\":null,\"output_filter\":null,\"kind\":{\"Inject\":{\"data\":{\"stopped\":\"✓\"}}},\"retry\":[],\"on_error\":[],\"next\":{\"End\":{\"terminate\":true,\"produce\":[]}},\"workflow\":null}}},{\"name\":\"Inner end ✓\",\"comment\":null,\"location\":{\"line\":62,\"column\":5},\"kind\":{\"Sw\":{\"input_filter\":null,\"output_filter\":null,\"kind\":{\"Inject\":{\"data\":{\"innerDone\":\"done \\\"✓\\\"\"}}},\"retry\":[],\"on_error\":[],\"next\":{\"End\":{\"terminate\":false,\"produce\":[]}},\"workflow\":null}}}]}}}}},\"retry\":[],\"on_error\":[],\"next\":{\"Transition\":{\"target\":15,\"guard\":null,\"produce\":[]}},\"workflow\":null}}},{\"name\":\"Fire \\\"f\\\" {#}\",\"comment\":null,\"location\":{\"line\":458,\"column\":5},\"kind\":{\"Sw\":{\"input_filter\":null,\"output_filter\":null,\"kind\":{\"Subflow\":{\"workflow_id\":\"audit-sub\",\"wait\":false,\"workflow\":null}},\"retry\":[],\"on_error\":[],\"next\":{\"Transition\":{\"target\":15,\"guard\":null,\"produce\":[]}},\"workflow\":null}}},{\"name\":\"Done {#}\",\"comment\":null,\"location\":{\"line\":467,\"column\":5},\"kind\":{\"Sw\":{\"input_filter\":null,\"output_filter\":null,\"kind\":{\"Inject\":{\"data\":{\"done\":\"✓ \\\"{#}\\\" {{ $.x }}\",\"nested\":{\"k\":[1,2]}}}},\"retry\":[],\"on_error\":[],\"next\":{\"End\":{\"terminate\":false,\"produce\":[]}},\"workflow\":null}}},{\"name\":\"Recover ✓\",\"comment\":null,\"location\":{\"line\":483,\"column\":5},\"kind\":{\"Sw\":{\"input_filter\":null,\"output_filter\":null,\"kind\":{\"Inject\":{\"data\":{\"recovered\":true}}},\"retry\":[],\"on_error\":[],\"next\":{\"End\":{\"terminate\":true,\"produce\":[]}},\"workflow\":null}}}]}}";
-    static IR: __wfc::LazyLock<Result<__wfc::ir::Workflow, __wfc::Failure>> = __wfc::LazyLock::new(||
-    __wfc::load_ir(IR_JSON));
-    /// The workflow's IR, as the runtime executes it.
-    ///
-    /// It is embedded at compile time, so an error here means a corrupted build; it is
-    /// reported as a `States.Runtime` failure, never a panic.
-    pub fn ir() -> Result<&'static __wfc::ir::Workflow, __wfc::Failure> {
-        match &*IR {
-            Ok(workflow) => Ok(workflow),
-            Err(failure) => Err(::core::clone::Clone::clone(failure)),
-        }
-    }
-    fn machine() -> Result<&'static __wfc::ir::StateMachine, __wfc::Failure> {
-        Ok(&ir()?.machine)
-    }
+    pub const DEFINITION: &str = "{\n  \"id\": \"sw_states\",\n  \"version\": \"1.0\",\n  \"name\": \"sw_states\",\n  \"description\": \"Serverless Workflow states compiled to Rust: a switch on data conditions with and without a default, operation states in sequential and parallel mode (function actions with parameters templates, action data filters, an action timeout), retry and onError (by expression and by name), state data filters, a guarded transition, a delay, inject states and a terminating end; a foreach with max and outputCollection, a parallel state of an actions branch and a handler-run subflow branch, a subflow state the handler runs (awaited and not), a subflow compiled together (tests/expected/sw_states_inner.sw.json, which terminates the instance on `stopAll`) as a subflow state and a foreach body, a callback state, a switch on events with a timeout and a default, transitions producing events, and event states (exclusive with sequential and parallel function and event actions per entry and a timeout; all of two events); hostile names and strings.\",\n  \"functions\": [\n    {\n      \"name\": \"echo\",\n      \"resource\": \"echoResource\"\n    },\n    {\n      \"name\": \"flaky \\\"f\\\" {#} ✓\",\n      \"resource\": \"flakyResource\"\n    }\n  ],\n  \"states\": [\n    {\n      \"name\": \"Route \\\"r\\\" {#} ✓\",\n      \"type\": \"switch\",\n      \"start\": {\n        \"kind\": \"default\"\n      },\n      \"dataConditions\": [\n        {\n          \"condition\": \"{{ $.items[?(@.price > 100)] }}\",\n          \"transition\": {\n            \"nextState\": \"Call \\\"c\\\" ✓\"\n          }\n        },\n        {\n          \"condition\": \"{{ $.fan }}\",\n          \"transition\": {\n            \"nextState\": \"Fan {#}\"\n          }\n        },\n        {\n          \"condition\": \"{{ $.list }}\",\n          \"transition\": {\n            \"nextState\": \"Each ✓ {#}\"\n          }\n        },\n        {\n          \"condition\": \"{{ $.call }}\",\n          \"transition\": {\n            \"nextState\": \"Ring \\\"cb\\\" ✓\"\n          }\n        },\n        {\n          \"condition\": \"{{ $.wait }}\",\n          \"transition\": {\n            \"nextState\": \"Listen \\\"l\\\" ✓\"\n          }\n        },\n        {\n          \"condition\": \"{{ $.inner }}\",\n          \"transition\": {\n            \"nextState\": \"Nest \\\"n\\\" ✓\"\n          }\n        }\n      ],\n      \"default\": {\n        \"nextState\": \"Check ✓\"\n      }\n    },\n    {\n      \"name\": \"Call \\\"c\\\" ✓\",\n      \"type\": \"operation\",\n      \"actionMode\": \"sequential\",\n      \"actions\": [\n        {\n          \"name\": \"first \\\"a\\\"\",\n          \"functionRef\": {\n            \"refName\": \"echo\",\n            \"parameters\": {\n              \"msg\": \"n={{ $.order.n }} \\\"q\\\" ✓ {#}\",\n              \"n\": \"{{ $.order.n }}\",\n              \"boom\": \"{{ $.order.boom }}\",\n              \"sleep\": \"{{ $.order.sleep }}\",\n              \"lit\": {\n                \"a\": [\n                  1,\n                  \"{#} \\\"x\\\" ✓\"\n                ]\n              }\n            }\n          },\n          \"actionDataFilter\": {\n            \"dataResultsPath\": \"{{ $.out }}\"\n          },\n          \"timeout\": \"PT10S\"\n        },\n        {\n          \"functionRef\": {\n            \"refName\": \"flaky \\\"f\\\" {#} ✓\"\n          },\n          \"actionDataFilter\": {\n            \"dataInputPath\": \"{{ $.order }}\"\n          }\n        }\n      ],\n      \"retry\": [\n        {\n          \"expression\": \"{{ $.errors[?(@.name == 'Flaky')] }}\",\n          \"interval\": \"PT1S\",\n          \"multiplier\": \"PT2S\",\n          \"maxAttempts\": 2\n        }\n      ],\n      \"onError\": [\n        {\n          \"expression\": \"{{ $.errors[?(@.name == 'Boom')] }}\",\n          \"errorDataFilter\": {\n            \"dataOutputPath\": \"{{ $.error }}\"\n          },\n          \"transition\": {\n            \"nextState\": \"Recover ✓\"\n          }\n        },\n        {\n          \"expression\": \"{{ $.errors[?(@.name == 'Wfc.Timeout')] }}\",\n          \"transition\": {\n            \"nextState\": \"Done {#}\"\n          }\n        }\n      ],\n      \"transition\": {\n        \"nextState\": \"Nap \\\"n\\\"\",\n        \"expression\": \"{{ $.out.n }}\"\n      }\n    },\n    {\n      \"name\": \"Fan {#}\",\n      \"type\": \"operation\",\n      \"actionMode\": \"parallel\",\n      \"stateDataFilter\": {\n        \"dataOutputPath\": \"{{ $.out }}\"\n      },\n      \"actions\": [\n        {\n          \"functionRef\": {\n            \"refName\": \"echo\",\n            \"parameters\": {\n              \"x\": \"{{ $.fan }}\",\n              \"sleep\": \"{{ $.fan.sleep }}\"\n            }\n          },\n          \"actionDataFilter\": {\n            \"dataResultsPath\": \"{{ $.out }}\"\n          }\n        },\n        {\n          \"functionRef\": {\n            \"refName\": \"echo\",\n            \"parameters\": {\n              \"y\": \"fan {{ $.fan.x }} ✓\",\n              \"boom\": \"{{ $.fan.boom }}\"\n            }\n          },\n          \"actionDataFilter\": {\n            \"dataResultsPath\": \"{{ $.echoed }}\"\n          }\n        }\n      ],\n      \"transition\": {\n        \"nextState\": \"Nap \\\"n\\\"\"\n      }\n    },\n    {\n      \"name\": \"Nap \\\"n\\\"\",\n      \"type\": \"delay\",\n      \"timeDelay\": \"PT2S\",\n      \"stateDataFilter\": {\n        \"dataInputPath\": \"{{ $.out }}\"\n      },\n      \"transition\": {\n        \"nextState\": \"Check ✓\"\n      }\n    },\n    {\n      \"name\": \"Check ✓\",\n      \"type\": \"switch\",\n      \"dataConditions\": [\n        {\n          \"condition\": \"{{ $.out }}\",\n          \"transition\": {\n            \"nextState\": \"Done {#}\"\n          }\n        },\n        {\n          \"condition\": \"{{ $.left }}\",\n          \"transition\": {\n            \"nextState\": \"Done {#}\"\n          }\n        },\n        {\n          \"condition\": \"{{ $.ok }}\",\n          \"transition\": {\n            \"nextState\": \"Recover ✓\"\n          }\n        }\n      ]\n    },\n    {\n      \"name\": \"Each ✓ {#}\",\n      \"type\": \"foreach\",\n      \"inputCollection\": \"{{ $.list }}\",\n      \"iterationParam\": \"it\",\n      \"outputCollection\": \"{{ $.results }}\",\n      \"max\": 2,\n      \"actions\": [\n        {\n          \"functionRef\": {\n            \"refName\": \"echo\",\n            \"parameters\": {\n              \"v\": \"{{ $.it.v }} \\\"✓\\\"\",\n              \"sleep\": \"{{ $.it.sleep }}\",\n              \"boom\": \"{{ $.it.boom }}\"\n            }\n          },\n          \"actionDataFilter\": {\n            \"dataResultsPath\": \"{{ $.out }}\"\n          }\n        }\n      ],\n      \"transition\": {\n        \"nextState\": \"Both \\\"b\\\" {#}\"\n      }\n    },\n    {\n      \"name\": \"Both \\\"b\\\" {#}\",\n      \"type\": \"parallel\",\n      \"completionType\": \"and\",\n      \"branches\": [\n        {\n          \"name\": \"left \\\"l\\\" ✓\",\n          \"actions\": [\n            {\n              \"functionRef\": {\n                \"refName\": \"echo\",\n                \"parameters\": {\n                  \"l\": \"{{ $.results }}\",\n                  \"boom\": \"{{ $.parBoom }}\"\n                }\n              },\n              \"actionDataFilter\": {\n                \"dataResultsPath\": \"{{ $.echoed }}\"\n              }\n            }\n          ]\n        },\n        {\n          \"name\": \"right {#}\",\n          \"workflowId\": \"audit-sub\"\n        }\n      ],\n      \"transition\": {\n        \"nextState\": \"Sub ✓\"\n      }\n    },\n    {\n      \"name\": \"Sub ✓\",\n      \"type\": \"subflow\",\n      \"workflowId\": \"audit-sub\",\n      \"transition\": {\n        \"nextState\": \"Fire \\\"f\\\" {#}\"\n      }\n    },\n    {\n      \"name\": \"Ring \\\"cb\\\" ✓\",\n      \"type\": \"callback\",\n      \"action\": {\n        \"functionRef\": {\n          \"refName\": \"echo\",\n          \"parameters\": {\n            \"c\": \"{{ $.call }}\",\n            \"sleep\": \"{{ $.call.sleep }}\"\n          }\n        },\n        \"actionDataFilter\": {\n          \"dataResultsPath\": \"{{ $.out }}\"\n        }\n      },\n      \"eventRef\": \"Reply {#}\",\n      \"eventDataFilter\": {\n        \"dataOutputPath\": \"{{ $.data.answer }}\"\n      },\n      \"timeout\": \"PT5S\",\n      \"transition\": {\n        \"nextState\": \"Await ✓ {#}\",\n        \"produceEvent\": {\n          \"eventRef\": \"Rang \\\"r\\\"\",\n          \"data\": \"{{ $.out }}\",\n          \"contextAttributes\": {\n            \"who\": \"{{ $.call.who }} ✓\"\n          }\n        }\n      }\n    },\n    {\n      \"name\": \"Await ✓ {#}\",\n      \"type\": \"switch\",\n      \"eventConditions\": [\n        {\n          \"eventRef\": \"Go\",\n          \"transition\": {\n            \"nextState\": \"Done {#}\",\n            \"produceEvents\": [\n              {\n                \"eventRef\": \"Went\"\n              },\n              {\n                \"eventRef\": \"Rang \\\"r\\\"\",\n                \"data\": {\n                  \"n\": \"{{ $.answer }}\",\n                  \"lit\": \"\\\"{#}\\\"\"\n                }\n              }\n            ]\n          }\n        },\n        {\n          \"eventRef\": \"Stop \\\"s\\\"\",\n          \"eventDataFilter\": {\n            \"dataOutputPath\": \"{{ $.data.why }}\"\n          },\n          \"transition\": {\n            \"nextState\": \"Recover ✓\"\n          }\n        }\n      ],\n      \"eventTimeout\": \"PT3S\",\n      \"default\": {\n        \"nextState\": \"Check ✓\"\n      }\n    },\n    {\n      \"name\": \"Listen \\\"l\\\" ✓\",\n      \"type\": \"event\",\n      \"exclusive\": true,\n      \"timeout\": \"PT4S\",\n      \"onEvents\": [\n        {\n          \"eventRefs\": [\n            \"Go\"\n          ],\n          \"eventDataFilter\": {\n            \"dataOutputPath\": \"{{ $.data.go }}\"\n          },\n          \"actions\": [\n            {\n              \"functionRef\": {\n                \"refName\": \"echo\",\n                \"parameters\": {\n                  \"g\": \"{{ $.go }} {#}\"\n                }\n              },\n              \"actionDataFilter\": {\n                \"dataResultsPath\": \"{{ $.out }}\"\n              }\n            },\n            {\n              \"name\": \"ask \\\"q\\\"\",\n              \"eventRef\": {\n                \"triggerEventRef\": \"Rang \\\"r\\\"\",\n                \"data\": \"{{ $.go }}\",\n                \"resultEventRef\": \"Reply {#}\",\n                \"contextAttributes\": {\n                  \"k\": \"v ✓\"\n                }\n              },\n              \"actionDataFilter\": {\n                \"dataResultsPath\": \"{{ $.answer }}\"\n              },\n              \"timeout\": \"PT1S\"\n            }\n          ]\n        },\n        {\n          \"eventRefs\": [\n            \"Stop \\\"s\\\"\"\n          ],\n          \"actionMode\": \"parallel\",\n          \"actions\": [\n            {\n              \"functionRef\": {\n                \"refName\": \"echo\",\n                \"parameters\": {\n                  \"s\": \"{{ $.why }}\",\n                  \"sleep\": 2\n                }\n              },\n              \"actionDataFilter\": {\n                \"dataResultsPath\": \"{{ $.out }}\"\n              }\n            },\n            {\n              \"functionRef\": {\n                \"refName\": \"echo\",\n                \"parameters\": {\n                  \"t\": \"✓\"\n                }\n              },\n              \"actionDataFilter\": {\n                \"dataResultsPath\": \"{{ $.echoed }}\"\n              }\n            },\n            {\n              \"eventRef\": {\n                \"triggerEventRef\": \"Went\",\n                \"data\": {\n                  \"why\": \"{{ $.why }} ✓\"\n                }\n              }\n            }\n          ]\n        }\n      ],\n      \"transition\": {\n        \"nextState\": \"All \\\"a\\\" {#}\"\n      }\n    },\n    {\n      \"name\": \"All \\\"a\\\" {#}\",\n      \"type\": \"event\",\n      \"exclusive\": false,\n      \"timeout\": \"PT2S\",\n      \"onEvents\": [\n        {\n          \"eventRefs\": [\n            \"Go\",\n            \"Stop \\\"s\\\"\"\n          ],\n          \"actions\": []\n        }\n      ],\n      \"transition\": {\n        \"nextState\": \"Check ✓\"\n      }\n    },\n    {\n      \"name\": \"Nest \\\"n\\\" ✓\",\n      \"type\": \"subflow\",\n      \"workflowId\": \"inner-sub\",\n      \"transition\": {\n        \"nextState\": \"Loop {#}\"\n      }\n    },\n    {\n      \"name\": \"Loop {#}\",\n      \"type\": \"foreach\",\n      \"inputCollection\": \"{{ $.inner }}\",\n      \"outputCollection\": \"{{ $.innerResults }}\",\n      \"workflowId\": \"inner-sub\",\n      \"transition\": {\n        \"nextState\": \"Detach \\\"d\\\" ✓\"\n      }\n    },\n    {\n      \"name\": \"Detach \\\"d\\\" ✓\",\n      \"type\": \"subflow\",\n      \"workflowId\": \"inner-sub\",\n      \"waitForCompletion\": false,\n      \"transition\": {\n        \"nextState\": \"Done {#}\"\n      }\n    },\n    {\n      \"name\": \"Fire \\\"f\\\" {#}\",\n      \"type\": \"subflow\",\n      \"workflowId\": \"audit-sub\",\n      \"waitForCompletion\": false,\n      \"transition\": {\n        \"nextState\": \"Done {#}\"\n      }\n    },\n    {\n      \"name\": \"Done {#}\",\n      \"type\": \"inject\",\n      \"data\": {\n        \"done\": \"✓ \\\"{#}\\\" {{ $.x }}\",\n        \"nested\": {\n          \"k\": [\n            1,\n            2\n          ]\n        }\n      },\n      \"end\": {\n        \"kind\": \"default\"\n      }\n    },\n    {\n      \"name\": \"Recover ✓\",\n      \"type\": \"inject\",\n      \"data\": {\n        \"recovered\": true\n      },\n      \"end\": {\n        \"kind\": \"terminate\"\n      }\n    }\n  ],\n  \"events\": [\n    {\n      \"name\": \"Reply {#}\",\n      \"type\": \"reply \\\"✓\\\"\",\n      \"source\": \"tests {#}\",\n      \"correlation\": [\n        {\n          \"contextAttributeName\": \"region\",\n          \"contextAttributeValue\": \"eu ✓\"\n        }\n      ]\n    },\n    {\n      \"name\": \"Go\",\n      \"type\": \"go\"\n    },\n    {\n      \"name\": \"Stop \\\"s\\\"\",\n      \"type\": \"stop\"\n    },\n    {\n      \"name\": \"Rang \\\"r\\\"\",\n      \"type\": \"rang ✓\",\n      \"kind\": \"produced\"\n    },\n    {\n      \"name\": \"Went\",\n      \"type\": \"went\",\n      \"source\": \"wfc {#}\",\n      \"kind\": \"produced\"\n    }\n  ]\n}\n";
+    /// The workflow's name and the hash of its lowered definition (the IR), as durable
+    /// stores record them: open a journal with
+    /// `Journal::open_definition_id`/`open_version_id` to pin an execution to this
+    /// definition.
+    pub const DEFINITION_ID: __wfc::DefinitionId<'static> = __wfc::DefinitionId::new(
+        "sw_states",
+        "e89ad9afbcea0e2bdae2f512b1a8a1d7",
+    );
     /// Implement this to run the workflow: one method per distinct Task resource.
     ///
     /// Each method receives the Task's effective input (after `InputPath` and `Parameters`)
@@ -626,7 +630,7 @@ pub mod sw_states {
         ) -> impl ::core::future::Future<
             Output = Result<__wfc::Value, __wfc::Failure>,
         > + ::core::marker::Send;
-        /// Resource `echo`. Used by states: `Call "c" ✓`, `Fan {#}`, `Each ✓ {#}`, `Both "b" {#}`, `Ring "cb" ✓`, `Listen "l" ✓`, `Nest "n" ✓`, `Loop {#}`.
+        /// Resource `echo`. Used by states: `Call "c" ✓`, `Fan {#}`, `Each ✓ {#}`, `Both "b" {#}`, `Ring "cb" ✓`, `Listen "l" ✓`, `Nest "n" ✓`, `Loop {#}`, `Detach "d" ✓`.
         fn echo(
             &self,
             input: __wfc::Value,
@@ -664,27 +668,63 @@ pub mod sw_states {
         input: __wfc::Value,
         options: __wfc::RunOptions,
     ) -> __wfc::ExecutionResult {
-        let workflow = match ir() {
-            Ok(workflow) => workflow,
-            Err(failure) => {
-                return __wfc::ExecutionResult {
-                    status: __wfc::exec::Status::Failed,
-                    output: ::core::option::Option::None,
-                    error: Some(failure),
-                    history: ::std::vec::Vec::new(),
-                    elapsed: ::core::time::Duration::ZERO,
-                };
-            }
-        };
-        let exec = __wfc::Execution::start(workflow, &input, options);
-        __wfc::sw::run_top(
-                workflow,
+        let exec = __wfc::Execution::start("sw_states", &input, options);
+        __wfc::abi::sw_run_top(
+                ::core::option::Option::Some(&*META),
+                ::core::option::Option::None,
                 &exec,
                 &Dispatch(handler),
                 input,
                 |input| resume(handler, &exec, State::RouteR(input)),
             )
             .await
+    }
+    /// The workflow's settings (`id`, `dataInputSchema`/`dataOutputSchema`,
+    /// `start.schedule`), built once.
+    static META: __wfc::LazyLock<__wfc::abi::SwWorkflowMeta> = __wfc::LazyLock::new(|| __wfc::abi::SwWorkflowMeta {
+        id: ::std::borrow::ToOwned::to_owned("sw_states"),
+        input_schema: ::core::option::Option::None,
+        output_schema: ::core::option::Option::None,
+        schedule: ::core::option::Option::None,
+        functions: ::std::vec![
+            (::std::borrow::ToOwned::to_owned("echo"),
+            ::std::borrow::ToOwned::to_owned("echoResource")),
+            (::std::borrow::ToOwned::to_owned("flaky \"f\" {#} ✓"),
+            ::std::borrow::ToOwned::to_owned("flakyResource"))
+        ],
+    });
+    /// The top-level run's function table seen as a [`Handler`]: the machine of a
+    /// subflow started without waiting runs on it (queued in the execution, it cannot
+    /// borrow the handler itself).
+    struct ByName<'a>(&'a dyn __wfc::DynHandler);
+    impl Handler for ByName<'_> {
+        fn audit_sub(
+            &self,
+            input: __wfc::Value,
+            ctx: __wfc::TaskContext,
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::Value, __wfc::Failure>,
+        > + ::core::marker::Send {
+            self.0.call("audit-sub", input, ctx)
+        }
+        fn echo(
+            &self,
+            input: __wfc::Value,
+            ctx: __wfc::TaskContext,
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::Value, __wfc::Failure>,
+        > + ::core::marker::Send {
+            self.0.call("echo", input, ctx)
+        }
+        fn flaky_f(
+            &self,
+            input: __wfc::Value,
+            ctx: __wfc::TaskContext,
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::Value, __wfc::Failure>,
+        > + ::core::marker::Send {
+            self.0.call("flaky \"f\" {#} ✓", input, ctx)
+        }
     }
     /// Calls the [`Handler`] method of an SW function by the function's name.
     struct Dispatch<'h, H>(&'h H);
@@ -765,6 +805,9 @@ pub mod sw_states {
         /// State `Loop {#}` (Sw).
         #[serde(rename = "Loop {#}")]
         Loop(__wfc::Value),
+        /// State `Detach "d" ✓` (Sw).
+        #[serde(rename = "Detach \"d\" ✓")]
+        DetachD(__wfc::Value),
         /// State `Fire "f" {#}` (Sw).
         #[serde(rename = "Fire \"f\" {#}")]
         FireF(__wfc::Value),
@@ -793,6 +836,7 @@ pub mod sw_states {
                 State::AllA(_) => "All \"a\" {#}",
                 State::NestN(_) => "Nest \"n\" ✓",
                 State::Loop(_) => "Loop {#}",
+                State::DetachD(_) => "Detach \"d\" ✓",
                 State::FireF(_) => "Fire \"f\" {#}",
                 State::Done(_) => "Done {#}",
                 State::Recover(_) => "Recover ✓",
@@ -815,6 +859,7 @@ pub mod sw_states {
                 State::AllA(input) => input,
                 State::NestN(input) => input,
                 State::Loop(input) => input,
+                State::DetachD(input) => input,
                 State::FireF(input) => input,
                 State::Done(input) => input,
                 State::Recover(input) => input,
@@ -2652,11 +2697,79 @@ pub mod sw_states {
                     )
                     .await?;
                 match visited.exit {
-                    __wfc::abi::SwExit::Next => State::Done(visited.output),
+                    __wfc::abi::SwExit::Next => State::DetachD(visited.output),
                     other => {
                         return Err(
                             __wfc::abi::unexpected(
                                 "Loop {#}",
+                                &::std::format!("has no way out {:?}", other),
+                            ),
+                        );
+                    }
+                }
+            }
+            State::DetachD(input) => {
+                struct Code<'h, H>(&'h H);
+                impl<H: Handler> __wfc::abi::SwCode for Code<'_, H> {
+                    fn type_name(&self) -> &'static str {
+                        "subflow"
+                    }
+                    fn work<'a>(
+                        &'a self,
+                        exec: &'a __wfc::Execution,
+                        name: &'a str,
+                        data: __wfc::Value,
+                        site: &'a __wfc::abi::SwSite,
+                    ) -> __wfc::BoxFuture<
+                        'a,
+                        Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
+                    > {
+                        let handler = self.0;
+                        __wfc::FutureExt::boxed(async move {
+                            fn detached<'a>(
+                                line: &'a __wfc::Execution,
+                                functions: &'a dyn __wfc::DynHandler,
+                                input: __wfc::Value,
+                            ) -> __wfc::BoxFuture<
+                                'a,
+                                Result<__wfc::Value, __wfc::Failure>,
+                            > {
+                                __wfc::FutureExt::boxed(async move {
+                                    let handler = ByName(functions);
+                                    detach_d_subflow_0::drive(&handler, line, input).await
+                                })
+                            }
+                            let run: __wfc::abi::SwDetachedRun = ::std::boxed::Box::new(
+                                detached,
+                            );
+                            __wfc::abi::sw_detached_subflow(
+                                    exec,
+                                    name,
+                                    site,
+                                    "inner-sub",
+                                    ::core::option::Option::Some("2.0 \"✓\""),
+                                    &data,
+                                    &Dispatch(handler),
+                                    run,
+                                )
+                                .await?;
+                            Ok((data, __wfc::abi::SwExit::Next))
+                        })
+                    }
+                }
+                let visited = __wfc::abi::sw_step(
+                        exec,
+                        "Detach \"d\" ✓",
+                        &Code(handler),
+                        input,
+                    )
+                    .await?;
+                match visited.exit {
+                    __wfc::abi::SwExit::Next => State::Done(visited.output),
+                    other => {
+                        return Err(
+                            __wfc::abi::unexpected(
+                                "Detach \"d\" ✓",
                                 &::std::format!("has no way out {:?}", other),
                             ),
                         );
@@ -2887,23 +3000,6 @@ pub mod sw_states {
                     State::Which(input) => input,
                     State::StopAll(input) => input,
                     State::InnerEnd(input) => input,
-                }
-            }
-        }
-        fn machine() -> Result<&'static __wfc::ir::StateMachine, __wfc::Failure> {
-            match super::machine()?.states.get(12).map(|s| &s.kind) {
-                Some(__wfc::ir::StateKind::Sw(spec)) => {
-                    __wfc::sw::embedded_machine(spec, 0)
-                        .ok_or_else(|| __wfc::Failure::runtime(
-                            "the embedded workflow definition has no subflow 0 of state \"Nest \\\"n\\\" ✓\" (generated code and IR disagree)",
-                        ))
-                }
-                _ => {
-                    Err(
-                        __wfc::Failure::runtime(
-                            "the embedded workflow definition has no subflow 0 of state \"Nest \\\"n\\\" ✓\" (generated code and IR disagree)",
-                        ),
-                    )
                 }
             }
         }
@@ -3241,23 +3337,6 @@ pub mod sw_states {
                 }
             }
         }
-        fn machine() -> Result<&'static __wfc::ir::StateMachine, __wfc::Failure> {
-            match super::machine()?.states.get(13).map(|s| &s.kind) {
-                Some(__wfc::ir::StateKind::Sw(spec)) => {
-                    __wfc::sw::embedded_machine(spec, 0)
-                        .ok_or_else(|| __wfc::Failure::runtime(
-                            "the embedded workflow definition has no subflow 0 of state \"Loop {#}\" (generated code and IR disagree)",
-                        ))
-                }
-                _ => {
-                    Err(
-                        __wfc::Failure::runtime(
-                            "the embedded workflow definition has no subflow 0 of state \"Loop {#}\" (generated code and IR disagree)",
-                        ),
-                    )
-                }
-            }
-        }
         /// Runs this branch from its start state.
         pub(super) async fn drive<H: super::Handler>(
             handler: &H,
@@ -3275,6 +3354,340 @@ pub mod sw_states {
             __wfc::abi::drive(state, |state| step(handler, exec, state)).await
         }
         /// One state of subflow 0 of the state `Loop {#}`: its work, then where control goes (run by the runtime's driver, `abi::drive`).
+        async fn step<H: super::Handler>(
+            handler: &H,
+            exec: &__wfc::Execution,
+            state: State,
+        ) -> Result<__wfc::abi::Flow<State>, __wfc::Failure> {
+            let next = match state {
+                State::InnerI(input) => {
+                    static SW_EXPR_0: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.item.x }}",
+                        &[__wfc::abi::SwPart::Path("$.item.x")],
+                    ));
+                    static SW_EXPR_1: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.inner }}",
+                        &[__wfc::abi::SwPart::Path("$.inner")],
+                    ));
+                    static SW_EXPR_2: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.out }}",
+                        &[__wfc::abi::SwPart::Path("$.out")],
+                    ));
+                    struct Code<'h, H>(&'h H);
+                    impl<H: super::Handler> __wfc::abi::SwCode for Code<'_, H> {
+                        fn type_name(&self) -> &'static str {
+                            "operation"
+                        }
+                        fn work<'a>(
+                            &'a self,
+                            exec: &'a __wfc::Execution,
+                            name: &'a str,
+                            data: __wfc::Value,
+                            site: &'a __wfc::abi::SwSite,
+                        ) -> __wfc::BoxFuture<
+                            'a,
+                            Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
+                        > {
+                            let handler = self.0;
+                            __wfc::FutureExt::boxed(async move {
+                                let mut data = data;
+                                let result = __wfc::abi::sw_call(
+                                        exec,
+                                        name,
+                                        "echo",
+                                        {
+                                            let input = ::core::clone::Clone::clone(&data);
+                                            {
+                                                let mut object = __wfc::serde_json::Map::with_capacity(
+                                                    2usize,
+                                                );
+                                                object
+                                                    .insert(
+                                                        ::std::borrow::ToOwned::to_owned("x"),
+                                                        __wfc::abi::sw_eval(
+                                                            __wfc::abi::sw_expr_ref(&SW_EXPR_0)?,
+                                                            &input,
+                                                        ),
+                                                    );
+                                                object
+                                                    .insert(
+                                                        ::std::borrow::ToOwned::to_owned("all"),
+                                                        __wfc::abi::sw_eval(
+                                                            __wfc::abi::sw_expr_ref(&SW_EXPR_1)?,
+                                                            &input,
+                                                        ),
+                                                    );
+                                                __wfc::Value::Object(object)
+                                            }
+                                        },
+                                        ::core::option::Option::None,
+                                        site,
+                                        "a0",
+                                        |input, ctx| handler.echo(input, ctx),
+                                    )
+                                    .await?;
+                                __wfc::abi::sw_merge_filtered(
+                                    &mut data,
+                                    ::core::option::Option::Some(
+                                        __wfc::abi::sw_expr_ref(&SW_EXPR_2)?,
+                                    ),
+                                    result,
+                                );
+                                Ok((data, __wfc::abi::SwExit::Next))
+                            })
+                        }
+                    }
+                    let visited = __wfc::abi::sw_step(
+                            exec,
+                            "Inner \"i\" ✓",
+                            &Code(handler),
+                            input,
+                        )
+                        .await?;
+                    match visited.exit {
+                        __wfc::abi::SwExit::Next => State::Which(visited.output),
+                        other => {
+                            return Err(
+                                __wfc::abi::unexpected(
+                                    "Inner \"i\" ✓",
+                                    &::std::format!("has no way out {:?}", other),
+                                ),
+                            );
+                        }
+                    }
+                }
+                State::Which(input) => {
+                    static SW_EXPR_0: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.stopAll }}",
+                        &[__wfc::abi::SwPart::Path("$.stopAll")],
+                    ));
+                    struct Code;
+                    impl __wfc::abi::SwCode for Code {
+                        fn type_name(&self) -> &'static str {
+                            "switch"
+                        }
+                        fn work<'a>(
+                            &'a self,
+                            _: &'a __wfc::Execution,
+                            _: &'a str,
+                            data: __wfc::Value,
+                            _: &'a __wfc::abi::SwSite,
+                        ) -> __wfc::BoxFuture<
+                            'a,
+                            Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
+                        > {
+                            __wfc::FutureExt::boxed(async move {
+                                if __wfc::abi::sw_holds(
+                                    __wfc::abi::sw_expr_ref(&SW_EXPR_0)?,
+                                    &data,
+                                ) {
+                                    return Ok((data, __wfc::abi::SwExit::Condition(0)));
+                                }
+                                Ok((data, __wfc::abi::SwExit::Default))
+                            })
+                        }
+                    }
+                    let visited = __wfc::abi::sw_step(exec, "Which {#}", &Code, input)
+                        .await?;
+                    match visited.exit {
+                        __wfc::abi::SwExit::Condition(0) => {
+                            State::StopAll(visited.output)
+                        }
+                        __wfc::abi::SwExit::Default => State::InnerEnd(visited.output),
+                        other => {
+                            return Err(
+                                __wfc::abi::unexpected(
+                                    "Which {#}",
+                                    &::std::format!("has no way out {:?}", other),
+                                ),
+                            );
+                        }
+                    }
+                }
+                State::StopAll(input) => {
+                    static LITERAL_0: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
+                        let mut object = __wfc::serde_json::Map::with_capacity(1usize);
+                        object
+                            .insert(
+                                ::std::borrow::ToOwned::to_owned("stopped"),
+                                __wfc::Value::String(
+                                    ::std::borrow::ToOwned::to_owned("✓"),
+                                ),
+                            );
+                        __wfc::Value::Object(object)
+                    });
+                    struct Code;
+                    impl __wfc::abi::SwCode for Code {
+                        fn type_name(&self) -> &'static str {
+                            "inject"
+                        }
+                        fn work<'a>(
+                            &'a self,
+                            _: &'a __wfc::Execution,
+                            _: &'a str,
+                            data: __wfc::Value,
+                            _: &'a __wfc::abi::SwSite,
+                        ) -> __wfc::BoxFuture<
+                            'a,
+                            Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
+                        > {
+                            __wfc::FutureExt::boxed(async move {
+                                let mut data = data;
+                                __wfc::abi::sw_inject(
+                                    &mut data,
+                                    __wfc::Value::clone(&LITERAL_0),
+                                );
+                                Ok((data, __wfc::abi::SwExit::Next))
+                            })
+                        }
+                    }
+                    let visited = __wfc::abi::sw_step(exec, "Stop all {#}", &Code, input)
+                        .await?;
+                    match visited.exit {
+                        __wfc::abi::SwExit::Next => {
+                            return Err(__wfc::abi::sw_terminate(visited.output));
+                        }
+                        other => {
+                            return Err(
+                                __wfc::abi::unexpected(
+                                    "Stop all {#}",
+                                    &::std::format!("has no way out {:?}", other),
+                                ),
+                            );
+                        }
+                    }
+                }
+                State::InnerEnd(input) => {
+                    static LITERAL_0: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
+                        let mut object = __wfc::serde_json::Map::with_capacity(1usize);
+                        object
+                            .insert(
+                                ::std::borrow::ToOwned::to_owned("innerDone"),
+                                __wfc::Value::String(
+                                    ::std::borrow::ToOwned::to_owned("done \"✓\""),
+                                ),
+                            );
+                        __wfc::Value::Object(object)
+                    });
+                    struct Code;
+                    impl __wfc::abi::SwCode for Code {
+                        fn type_name(&self) -> &'static str {
+                            "inject"
+                        }
+                        fn work<'a>(
+                            &'a self,
+                            _: &'a __wfc::Execution,
+                            _: &'a str,
+                            data: __wfc::Value,
+                            _: &'a __wfc::abi::SwSite,
+                        ) -> __wfc::BoxFuture<
+                            'a,
+                            Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
+                        > {
+                            __wfc::FutureExt::boxed(async move {
+                                let mut data = data;
+                                __wfc::abi::sw_inject(
+                                    &mut data,
+                                    __wfc::Value::clone(&LITERAL_0),
+                                );
+                                Ok((data, __wfc::abi::SwExit::Next))
+                            })
+                        }
+                    }
+                    let visited = __wfc::abi::sw_step(
+                            exec,
+                            "Inner end ✓",
+                            &Code,
+                            input,
+                        )
+                        .await?;
+                    match visited.exit {
+                        __wfc::abi::SwExit::Next => {
+                            return Ok(__wfc::abi::Flow::End(visited.output));
+                        }
+                        other => {
+                            return Err(
+                                __wfc::abi::unexpected(
+                                    "Inner end ✓",
+                                    &::std::format!("has no way out {:?}", other),
+                                ),
+                            );
+                        }
+                    }
+                }
+            };
+            Ok(__wfc::abi::Flow::Next(next))
+        }
+    }
+    /// The subflow `sw_states_inner` (0) of the Serverless Workflow state `Detach "d" ✓`: its own states and driver.
+    pub mod detach_d_subflow_0 {
+        use ::wfc_runtime::__private as __wfc;
+        #[allow(unused_imports)]
+        use ::core::result::Result::{self, Err, Ok};
+        #[allow(unused_imports)]
+        use ::core::option::Option::Some;
+        /// Where an execution of subflow 0 of the state `Detach "d" ✓` is: one variant per state, carrying the state's raw input.
+        ///
+        /// Serializable, so an execution can be checkpointed and continued with [`resume`].
+        #[derive(
+            ::core::fmt::Debug,
+            ::core::clone::Clone,
+            ::core::cmp::PartialEq,
+            __wfc::serde::Serialize,
+            __wfc::serde::Deserialize,
+        )]
+        #[serde(crate = "::wfc_runtime::__private::serde")]
+        pub enum State {
+            /// State `Inner "i" ✓` (Sw).
+            #[serde(rename = "Inner \"i\" ✓")]
+            InnerI(__wfc::Value),
+            /// State `Which {#}` (Sw).
+            #[serde(rename = "Which {#}")]
+            Which(__wfc::Value),
+            /// State `Stop all {#}` (Sw).
+            #[serde(rename = "Stop all {#}")]
+            StopAll(__wfc::Value),
+            /// State `Inner end ✓` (Sw).
+            #[serde(rename = "Inner end ✓")]
+            InnerEnd(__wfc::Value),
+        }
+        impl State {
+            /// The state's name, as written in the definition.
+            pub fn name(&self) -> &'static str {
+                match self {
+                    State::InnerI(_) => "Inner \"i\" ✓",
+                    State::Which(_) => "Which {#}",
+                    State::StopAll(_) => "Stop all {#}",
+                    State::InnerEnd(_) => "Inner end ✓",
+                }
+            }
+            /// The state's raw input.
+            pub fn input(&self) -> &__wfc::Value {
+                match self {
+                    State::InnerI(input) => input,
+                    State::Which(input) => input,
+                    State::StopAll(input) => input,
+                    State::InnerEnd(input) => input,
+                }
+            }
+        }
+        /// Runs this branch from its start state.
+        pub(super) async fn drive<H: super::Handler>(
+            handler: &H,
+            exec: &__wfc::Execution,
+            input: __wfc::Value,
+        ) -> Result<__wfc::Value, __wfc::Failure> {
+            resume(handler, exec, State::InnerI(input)).await
+        }
+        /// Runs subflow 0 of the state `Detach "d" ✓` from `state` until it ends, in the execution `exec` (its clock, history and context).
+        pub async fn resume<H: super::Handler>(
+            handler: &H,
+            exec: &__wfc::Execution,
+            state: State,
+        ) -> Result<__wfc::Value, __wfc::Failure> {
+            __wfc::abi::drive(state, |state| step(handler, exec, state)).await
+        }
+        /// One state of subflow 0 of the state `Detach "d" ✓`: its work, then where control goes (run by the runtime's driver, `abi::drive`).
         async fn step<H: super::Handler>(
             handler: &H,
             exec: &__wfc::Execution,

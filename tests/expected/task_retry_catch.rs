@@ -93,28 +93,21 @@ pub mod task_retry_catch {
         clippy::type_complexity,
     )]
     use ::wfc_runtime::__private as __wfc;
+    #[allow(unused_imports)]
     use ::core::result::Result::{self, Err, Ok};
+    #[allow(unused_imports)]
     use ::core::option::Option::Some;
     const _: () = ::wfc_runtime::__private::ABI_V1;
     /// The definition as written (`expected/task_retry_catch.asl.json`).
     pub const DEFINITION: &str = "{\n  \"Comment\": \"Task states compiled to Rust: InputPath, Parameters with intrinsics and $$, ResultSelector, ResultPath, OutputPath, Retry (interval, back-off, max delay, jitter) and Catch tables, TimeoutSeconds, HeartbeatSeconds and TimeoutSecondsPath, with names that need escaping.\",\n  \"StartAt\": \"Call \\\"quoted\\\" {#1} ✓\",\n  \"States\": {\n    \"Call \\\"quoted\\\" {#1} ✓\": {\n      \"Type\": \"Task\",\n      \"Resource\": \"arn:aws:lambda:us-east-1:123456789012:function:Flaky\",\n      \"InputPath\": \"$.job\",\n      \"Parameters\": {\n        \"fail.$\": \"$.fail\",\n        \"kind.$\": \"$.kind\",\n        \"attempt.$\": \"$$.State.RetryCount\",\n        \"label.$\": \"States.Format('job {} ✓', $.id)\",\n        \"we\\\"ird {key} #✓\": \"literal \\\"}{\\\" #\",\n        \"na\\\"me.$\": \"$.id\",\n        \"list\": [1, 2.5, {\"x\": null}]\n      },\n      \"ResultSelector\": {\n        \"value.$\": \"$.value\",\n        \"attempt.$\": \"$.attempt\",\n        \"all.$\": \"$.*\"\n      },\n      \"ResultPath\": \"$.result\",\n      \"TimeoutSeconds\": 30,\n      \"HeartbeatSeconds\": 10,\n      \"Retry\": [\n        {\n          \"ErrorEquals\": [\"Custom \\\"quoted\\\" {err} #✓\"],\n          \"IntervalSeconds\": 2,\n          \"MaxAttempts\": 2,\n          \"BackoffRate\": 1.5,\n          \"MaxDelaySeconds\": 3\n        },\n        { \"ErrorEquals\": [\"Jittery\"], \"IntervalSeconds\": 4, \"MaxAttempts\": 1, \"JitterStrategy\": \"FULL\" },\n        { \"ErrorEquals\": [\"States.TaskFailed\"], \"MaxAttempts\": 0 }\n      ],\n      \"Catch\": [\n        { \"ErrorEquals\": [\"Custom \\\"quoted\\\" {err} #✓\"], \"ResultPath\": \"$.error\", \"Next\": \"Recover\" },\n        { \"ErrorEquals\": [\"States.ALL\"], \"ResultPath\": null, \"Next\": \"Recover\" }\n      ],\n      \"Next\": \"Echo\"\n    },\n    \"Echo\": {\n      \"Type\": \"Task\",\n      \"Resource\": \"arn:aws:states:::wfc:echo\",\n      \"Parameters\": { \"payload.$\": \"$\", \"tag\": \"echo\" },\n      \"TimeoutSecondsPath\": \"$.limit\",\n      \"HeartbeatSeconds\": 5,\n      \"ResultPath\": \"$.echo\",\n      \"OutputPath\": \"$.echo\",\n      \"Catch\": [{ \"ErrorEquals\": [\"States.Timeout\", \"Boom\"], \"Next\": \"Failed\" }],\n      \"Next\": \"Plain\"\n    },\n    \"Plain\": {\n      \"Type\": \"Task\",\n      \"Resource\": \"arn:aws:lambda:us-east-1:123456789012:function:Flaky\",\n      \"End\": true\n    },\n    \"Recover\": { \"Type\": \"Pass\", \"End\": true },\n    \"Failed\": { \"Type\": \"Fail\", \"Error\": \"Echo \\\"failed\\\"\", \"Cause\": \"see {the} #history ✓\" }\n  }\n}\n";
-    /// The lowered definition (the IR) as JSON, deserialized once by [`ir`].
-    const IR_JSON: &str = "{\"name\":\"task_retry_catch\",\"comment\":\"Task states compiled to Rust: InputPath, Parameters with intrinsics and $$, ResultSelector, ResultPath, OutputPath, Retry (interval, back-off, max delay, jitter) and Catch tables, TimeoutSeconds, HeartbeatSeconds and TimeoutSecondsPath, with names that need escaping.\",\"version\":null,\"timeout_seconds\":null,\"machine\":{\"start_at\":0,\"states\":[{\"name\":\"Call \\\"quoted\\\" {#1} ✓\",\"comment\":null,\"location\":{\"line\":5,\"column\":5},\"kind\":{\"Task\":{\"resource\":\"arn:aws:lambda:us-east-1:123456789012:function:Flaky\",\"input_path\":{\"path\":\"$.job\",\"direct\":true},\"parameters\":{\"Object\":[[\"fail\",{\"Path\":{\"path\":\"$.fail\",\"direct\":true}}],[\"kind\",{\"Path\":{\"path\":\"$.kind\",\"direct\":true}}],[\"attempt\",{\"Path\":\"$$.State.RetryCount\"}],[\"label\",{\"Intrinsic\":{\"intrinsic\":\"States.Format('job {} ✓', $.id)\",\"direct\":true}}],[\"we\\\"ird {key} #✓\",{\"Literal\":\"literal \\\"}{\\\" #\"}],[\"na\\\"me\",{\"Path\":{\"path\":\"$.id\",\"direct\":true}}],[\"list\",{\"Literal\":[1,2.5,{\"x\":null}]}]]},\"result_selector\":{\"Object\":[[\"value\",{\"Path\":{\"path\":\"$.value\",\"direct\":true}}],[\"attempt\",{\"Path\":{\"path\":\"$.attempt\",\"direct\":true}}],[\"all\",{\"Path\":\"$.*\"}]]},\"result_path\":{\"path\":\"$.result\",\"direct\":true},\"output_path\":\"$\",\"timeout\":{\"Fixed\":30},\"heartbeat\":{\"Fixed\":10},\"retry\":[{\"error_equals\":[\"Custom \\\"quoted\\\" {err} #✓\"],\"interval_seconds\":2,\"max_attempts\":2,\"backoff_rate\":1.5,\"max_delay_seconds\":3,\"jitter\":\"None\"},{\"error_equals\":[\"Jittery\"],\"interval_seconds\":4,\"max_attempts\":1,\"backoff_rate\":2.0,\"max_delay_seconds\":null,\"jitter\":\"Full\"},{\"error_equals\":[\"States.TaskFailed\"],\"interval_seconds\":1,\"max_attempts\":0,\"backoff_rate\":2.0,\"max_delay_seconds\":null,\"jitter\":\"None\"}],\"catch\":[{\"error_equals\":[\"Custom \\\"quoted\\\" {err} #✓\"],\"result_path\":{\"path\":\"$.error\",\"direct\":true},\"next\":3},{\"error_equals\":[\"States.ALL\"],\"result_path\":null,\"next\":3}],\"transition\":{\"Next\":1}}}},{\"name\":\"Echo\",\"comment\":null,\"location\":{\"line\":43,\"column\":5},\"kind\":{\"Task\":{\"resource\":\"arn:aws:states:::wfc:echo\",\"input_path\":\"$\",\"parameters\":{\"Object\":[[\"payload\",{\"Path\":\"$\"}],[\"tag\",{\"Literal\":\"echo\"}]]},\"result_selector\":null,\"result_path\":{\"path\":\"$.echo\",\"direct\":true},\"output_path\":{\"path\":\"$.echo\",\"direct\":true},\"timeout\":{\"Path\":{\"path\":\"$.limit\",\"direct\":true}},\"heartbeat\":{\"Fixed\":5},\"retry\":[],\"catch\":[{\"error_equals\":[\"States.Timeout\",\"Boom\"],\"result_path\":\"$\",\"next\":4}],\"transition\":{\"Next\":2}}}},{\"name\":\"Plain\",\"comment\":null,\"location\":{\"line\":54,\"column\":5},\"kind\":{\"Task\":{\"resource\":\"arn:aws:lambda:us-east-1:123456789012:function:Flaky\",\"input_path\":\"$\",\"parameters\":null,\"result_selector\":null,\"result_path\":\"$\",\"output_path\":\"$\",\"timeout\":null,\"heartbeat\":null,\"retry\":[],\"catch\":[],\"transition\":\"End\"}}},{\"name\":\"Recover\",\"comment\":null,\"location\":{\"line\":59,\"column\":5},\"kind\":{\"Pass\":{\"input_path\":\"$\",\"parameters\":null,\"result_path\":\"$\",\"output_path\":\"$\",\"transition\":\"End\"}}},{\"name\":\"Failed\",\"comment\":null,\"location\":{\"line\":60,\"column\":5},\"kind\":{\"Fail\":{\"error\":\"Echo \\\"failed\\\"\",\"cause\":\"see {the} #history ✓\",\"error_path\":null,\"cause_path\":null}}}]}}";
-    static IR: __wfc::LazyLock<Result<__wfc::ir::Workflow, __wfc::Failure>> = __wfc::LazyLock::new(||
-    __wfc::load_ir(IR_JSON));
-    /// The workflow's IR, as the runtime executes it.
-    ///
-    /// It is embedded at compile time, so an error here means a corrupted build; it is
-    /// reported as a `States.Runtime` failure, never a panic.
-    pub fn ir() -> Result<&'static __wfc::ir::Workflow, __wfc::Failure> {
-        match &*IR {
-            Ok(workflow) => Ok(workflow),
-            Err(failure) => Err(::core::clone::Clone::clone(failure)),
-        }
-    }
-    fn machine() -> Result<&'static __wfc::ir::StateMachine, __wfc::Failure> {
-        Ok(&ir()?.machine)
-    }
+    /// The workflow's name and the hash of its lowered definition (the IR), as durable
+    /// stores record them: open a journal with
+    /// `Journal::open_definition_id`/`open_version_id` to pin an execution to this
+    /// definition.
+    pub const DEFINITION_ID: __wfc::DefinitionId<'static> = __wfc::DefinitionId::new(
+        "task_retry_catch",
+        "43dc250da311705062c9de7d45ff2333",
+    );
     /// Implement this to run the workflow: one method per distinct Task resource.
     ///
     /// Each method receives the Task's effective input (after `InputPath` and `Parameters`)
@@ -159,21 +152,9 @@ pub mod task_retry_catch {
         input: __wfc::Value,
         options: __wfc::RunOptions,
     ) -> __wfc::ExecutionResult {
-        let workflow = match ir() {
-            Ok(workflow) => workflow,
-            Err(failure) => {
-                return __wfc::ExecutionResult {
-                    status: __wfc::exec::Status::Failed,
-                    output: ::core::option::Option::None,
-                    error: Some(failure),
-                    history: ::std::vec::Vec::new(),
-                    elapsed: ::core::time::Duration::ZERO,
-                };
-            }
-        };
-        let exec = __wfc::Execution::start(workflow, &input, options);
+        let exec = __wfc::Execution::start("task_retry_catch", &input, options);
         exec.finish(
-                workflow.timeout_seconds,
+                ::core::option::Option::None,
                 resume(handler, &exec, State::CallQuoted1(input)),
             )
             .await

@@ -53,28 +53,21 @@ pub mod wait_fail {
         clippy::type_complexity,
     )]
     use ::wfc_runtime::__private as __wfc;
+    #[allow(unused_imports)]
     use ::core::result::Result::{self, Err, Ok};
+    #[allow(unused_imports)]
     use ::core::option::Option::Some;
     const _: () = ::wfc_runtime::__private::ABI_V1;
     /// The definition as written (`expected/wait_fail.asl.json`).
     pub const DEFINITION: &str = "{\n  \"Comment\": \"Wait and Fail states compiled to Rust: Seconds, Timestamp, SecondsPath and TimestampPath (a context path), InputPath and OutputPath, Error/Cause literals and ErrorPath/CausePath, with names that need escaping.\",\n  \"StartAt\": \"Pause {1} \\\"s\\\" #✓\",\n  \"States\": {\n    \"Pause {1} \\\"s\\\" #✓\": { \"Type\": \"Wait\", \"Seconds\": 3, \"Next\": \"Until\" },\n    \"Until\": { \"Type\": \"Wait\", \"Timestamp\": \"2016-03-14T01:59:00Z\", \"Next\": \"By Path\" },\n    \"By Path\": { \"Type\": \"Wait\", \"SecondsPath\": \"$.wait.seconds\", \"Next\": \"At Path\" },\n    \"At Path\": { \"Type\": \"Wait\", \"TimestampPath\": \"$$.Execution.Input.wait.until\", \"Next\": \"Shape\" },\n    \"Shape\": { \"Type\": \"Wait\", \"Seconds\": 0, \"InputPath\": \"$.payload\", \"OutputPath\": \"$.inner\", \"Next\": \"Route\" },\n    \"Route\": {\n      \"Type\": \"Choice\",\n      \"Choices\": [{ \"Variable\": \"$.fail\", \"IsPresent\": true, \"Next\": \"From Paths\" }],\n      \"Default\": \"Literal \\\"Fail\\\" {#}\"\n    },\n    \"From Paths\": { \"Type\": \"Fail\", \"ErrorPath\": \"$.fail.error\", \"CausePath\": \"$$.Execution.Input.cause\" },\n    \"Literal \\\"Fail\\\" {#}\": { \"Type\": \"Fail\", \"Error\": \"Err \\\"q\\\" {x} #✓\", \"Cause\": \"cause ✓ \\\"}\" }\n  }\n}\n";
-    /// The lowered definition (the IR) as JSON, deserialized once by [`ir`].
-    const IR_JSON: &str = "{\"name\":\"wait_fail\",\"comment\":\"Wait and Fail states compiled to Rust: Seconds, Timestamp, SecondsPath and TimestampPath (a context path), InputPath and OutputPath, Error/Cause literals and ErrorPath/CausePath, with names that need escaping.\",\"version\":null,\"timeout_seconds\":null,\"machine\":{\"start_at\":0,\"states\":[{\"name\":\"Pause {1} \\\"s\\\" #✓\",\"comment\":null,\"location\":{\"line\":5,\"column\":5},\"kind\":{\"Wait\":{\"input_path\":\"$\",\"output_path\":\"$\",\"duration\":{\"Seconds\":3},\"transition\":{\"Next\":1}}}},{\"name\":\"Until\",\"comment\":null,\"location\":{\"line\":6,\"column\":5},\"kind\":{\"Wait\":{\"input_path\":\"$\",\"output_path\":\"$\",\"duration\":{\"Timestamp\":\"2016-03-14T01:59:00Z\"},\"transition\":{\"Next\":2}}}},{\"name\":\"By Path\",\"comment\":null,\"location\":{\"line\":7,\"column\":5},\"kind\":{\"Wait\":{\"input_path\":\"$\",\"output_path\":\"$\",\"duration\":{\"SecondsPath\":{\"path\":\"$.wait.seconds\",\"direct\":true}},\"transition\":{\"Next\":3}}}},{\"name\":\"At Path\",\"comment\":null,\"location\":{\"line\":8,\"column\":5},\"kind\":{\"Wait\":{\"input_path\":\"$\",\"output_path\":\"$\",\"duration\":{\"TimestampPath\":\"$$.Execution.Input.wait.until\"},\"transition\":{\"Next\":4}}}},{\"name\":\"Shape\",\"comment\":null,\"location\":{\"line\":9,\"column\":5},\"kind\":{\"Wait\":{\"input_path\":{\"path\":\"$.payload\",\"direct\":true},\"output_path\":{\"path\":\"$.inner\",\"direct\":true},\"duration\":{\"Seconds\":0},\"transition\":{\"Next\":5}}}},{\"name\":\"Route\",\"comment\":null,\"location\":{\"line\":10,\"column\":5},\"kind\":{\"Choice\":{\"input_path\":\"$\",\"output_path\":\"$\",\"choices\":[{\"condition\":{\"Compare\":{\"variable\":{\"path\":\"$.fail\",\"direct\":true},\"operator\":\"IsPresent\",\"operand\":{\"Literal\":true}}},\"next\":6}],\"default\":7}}},{\"name\":\"From Paths\",\"comment\":null,\"location\":{\"line\":15,\"column\":5},\"kind\":{\"Fail\":{\"error\":null,\"cause\":null,\"error_path\":{\"path\":\"$.fail.error\",\"direct\":true},\"cause_path\":\"$$.Execution.Input.cause\"}}},{\"name\":\"Literal \\\"Fail\\\" {#}\",\"comment\":null,\"location\":{\"line\":16,\"column\":5},\"kind\":{\"Fail\":{\"error\":\"Err \\\"q\\\" {x} #✓\",\"cause\":\"cause ✓ \\\"}\",\"error_path\":null,\"cause_path\":null}}}]}}";
-    static IR: __wfc::LazyLock<Result<__wfc::ir::Workflow, __wfc::Failure>> = __wfc::LazyLock::new(||
-    __wfc::load_ir(IR_JSON));
-    /// The workflow's IR, as the runtime executes it.
-    ///
-    /// It is embedded at compile time, so an error here means a corrupted build; it is
-    /// reported as a `States.Runtime` failure, never a panic.
-    pub fn ir() -> Result<&'static __wfc::ir::Workflow, __wfc::Failure> {
-        match &*IR {
-            Ok(workflow) => Ok(workflow),
-            Err(failure) => Err(::core::clone::Clone::clone(failure)),
-        }
-    }
-    fn machine() -> Result<&'static __wfc::ir::StateMachine, __wfc::Failure> {
-        Ok(&ir()?.machine)
-    }
+    /// The workflow's name and the hash of its lowered definition (the IR), as durable
+    /// stores record them: open a journal with
+    /// `Journal::open_definition_id`/`open_version_id` to pin an execution to this
+    /// definition.
+    pub const DEFINITION_ID: __wfc::DefinitionId<'static> = __wfc::DefinitionId::new(
+        "wait_fail",
+        "bf345f0d03fcbf36c4e3eb26b868d8f1",
+    );
     /// Implement this to run the workflow: one method per distinct Task resource.
     ///
     /// Each method receives the Task's effective input (after `InputPath` and `Parameters`)
@@ -102,21 +95,9 @@ pub mod wait_fail {
         input: __wfc::Value,
         options: __wfc::RunOptions,
     ) -> __wfc::ExecutionResult {
-        let workflow = match ir() {
-            Ok(workflow) => workflow,
-            Err(failure) => {
-                return __wfc::ExecutionResult {
-                    status: __wfc::exec::Status::Failed,
-                    output: ::core::option::Option::None,
-                    error: Some(failure),
-                    history: ::std::vec::Vec::new(),
-                    elapsed: ::core::time::Duration::ZERO,
-                };
-            }
-        };
-        let exec = __wfc::Execution::start(workflow, &input, options);
+        let exec = __wfc::Execution::start("wait_fail", &input, options);
         exec.finish(
-                workflow.timeout_seconds,
+                ::core::option::Option::None,
                 resume(handler, &exec, State::Pause1S(input)),
             )
             .await

@@ -180,13 +180,16 @@ fn pass_and_choice_are_generated_not_interpreted() {
     assert_eq!(nested.matches("__wfc::abi::max_concurrency_jsonata(").count(), 1, "{nested}");
     assert!(nested.contains("\"ItemSelector/check\""), "{nested}");
     assert!(!nested.contains("let machine = machine()?;"), "{nested}");
-    // Serverless Workflow: every state (17 of the workflow, 4 of each of the two generated
-    // machines of its subflow compiled together) through `abi::sw_step`, none through `sw::step`
-    // nor reading the embedded IR.
+    // Serverless Workflow: every state (18 of the workflow, 4 of each of the three generated
+    // machines of its subflow compiled together: awaited, a foreach body, and started without
+    // waiting) through `abi::sw_step`, none through `sw::step` nor reading an IR. The unawaited
+    // one runs on the by-name handler (`ByName`), queued for `abi::sw_run_top`.
     let sw = std::fs::read_to_string(expected_dir().join("sw_states.rs")).expect("expected code");
     assert!(!sw.contains("__wfc::sw::step("), "{sw}");
-    assert_eq!(sw.matches("__wfc::abi::sw_step(").count(), 25, "{sw}");
-    assert_eq!(sw.matches("pub enum State {").count(), 3, "{sw}");
+    assert_eq!(sw.matches("__wfc::abi::sw_step(").count(), 30, "{sw}");
+    assert_eq!(sw.matches("pub enum State {").count(), 4, "{sw}");
+    assert_eq!(sw.matches("__wfc::abi::sw_detached_subflow(").count(), 1, "{sw}");
+    assert!(sw.contains("impl Handler for ByName<'_>") && sw.contains("static META:"), "{sw}");
     assert!(!sw.contains("let machine = machine()?;"), "{sw}");
     // DISTRIBUTED Maps: their fields as `DistributedCode` (constants, templates, static paths
     // and expressions), their visits through `abi::map`, no state handed to `exec`.
@@ -1229,6 +1232,26 @@ fn sw_states_run_as_the_interpreter_does() {
     assert_eq!(produced(&results[20]), [json!("rang ✓")], "{:?}", results[20]);
     assert_eq!(produced(&results[21]), [json!("went")], "{:?}", results[21]);
     assert_eq!(errors[23].as_deref(), Some("Wfc.Timeout"));
+    // The subflow compiled together and started without waiting: its generated machine ran on
+    // its own line (the inner workflow's echo called through `ByName`), its end recorded.
+    let detached: Vec<(Value, Value)> = results[24]
+        .history
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.event_type,
+                wfc_runtime::EventType::SwSubflowStarted | wfc_runtime::EventType::SwSubflowSucceeded
+            )
+        })
+        .filter(|e| e.details["name"] == json!("Detach \"d\" ✓"))
+        .map(|e| (json!(format!("{:?}", e.event_type)), e.details["workflowId"].clone()))
+        .collect();
+    assert_eq!(
+        detached,
+        [(json!("SwSubflowStarted"), json!("inner-sub")), (json!("SwSubflowSucceeded"), json!("inner-sub"))],
+        "{:?}",
+        results[24]
+    );
     let nested = results[24].output.clone().unwrap_or_else(|| panic!("{:?}", results[24]));
     let xs: Vec<Value> =
         nested["innerResults"].as_array().into_iter().flatten().map(|r| r["out"]["x"].clone()).collect();

@@ -157,8 +157,8 @@ fn state_serde_round_trip_and_resume() {
 
     // Continue a checkpointed execution from the restored state: only the rest of the workflow runs.
     let shop = Shop::default();
-    let ir = order::ir().expect("embedded IR");
-    let exec = wfc_runtime::Execution::start(ir, restored.input(), RunOptions::virtual_time());
+    let exec =
+        wfc_runtime::Execution::start(&order::DEFINITION_ID.workflow, restored.input(), RunOptions::virtual_time());
     let output = wfc_runtime::block_on_virtual(order::resume(&shop, &exec, restored)).expect("succeeds");
     assert_eq!(output["payment"]["charged"], 5);
     let methods: Vec<&str> = shop.calls().iter().map(|(m, _)| *m).collect();
@@ -362,10 +362,17 @@ mod typed {
     #[tokio::test]
     async fn a_resumed_durable_run_replays_typed_results_without_calling_the_handlers() {
         let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().expect("store"));
-        let workflow = fulfil::ir().expect("ir");
         let quote = lines(json!({ "sku": "b", "qty": 2 }));
         let open = || async {
-            match Journal::open_definition(Arc::clone(&store), "typed-1", workflow, &json!({}), &Clock::real()).await {
+            match Journal::open_definition_id(
+                Arc::clone(&store),
+                "typed-1",
+                &fulfil::DEFINITION_ID,
+                &json!({}),
+                &Clock::real(),
+            )
+            .await
+            {
                 Ok(Opened::Running(journal)) => journal,
                 other => panic!("{other:?}"),
             }

@@ -524,6 +524,12 @@ fn a_result_over_the_response_limit_is_checkpointed_on_the_execution_operation()
 
 wfc_runtime::include_workflow!("tests/adapters/fan_out.asl.json");
 
+/// The IR `include_workflow!` lowered the definition at `path` to (generated code carries none),
+/// for what reads the IR.
+fn lowered(path: &str) -> wfc_ir::Workflow {
+    wfc_build::load_file(path, &wfc_core::Settings::new()).unwrap_or_else(|e| panic!("{path}: {e}")).workflow
+}
+
 #[derive(Default)]
 struct Shop {
     charges: Mutex<u32>,
@@ -571,7 +577,7 @@ fn generated_code_checkpoints_the_same_operations_as_the_interpreter() {
     assert_eq!(*shop.charges.lock().unwrap(), 2, "each attempt ran once");
 
     let interpreted = Fake::new(&input);
-    let wf = fan_out::ir().unwrap().clone();
+    let wf = lowered("tests/adapters/fan_out.asl.json");
     let (h, _) = counting(&[
         ("Charge", Err(("Busy", "1"))),
         ("Charge", Ok(json!({ "ok": true }))),
@@ -1030,7 +1036,7 @@ fn generated_code_chains_a_mapped_subflow_as_the_interpreter_does() {
     assert_eq!(outputs[0], json!({ "Status": "PENDING" }));
     assert_eq!(outputs[1]["Status"], "SUCCEEDED", "{}", outputs[1]);
 
-    let wf = order::ir().unwrap().clone();
+    let wf = lowered("../wfc-cli/tests/lambda/order.sw.json");
     let (h, _) = counting(&[("Charge", Ok(json!({ "charged": 10 }))), ("Refund", Ok(json!({ "refunded": true })))]);
     let interpreted = Fake::new(&input);
     assert_eq!(invoke_chained(&wf, &h, &interpreted, &chained), outputs[0]);

@@ -12,6 +12,12 @@ use wfc_runtime::{EventType, RunOptions, Status, TaskContext, TaskError, Value, 
 wfc_runtime::include_workflow!("cases/sw/definitions/handleCarAuctionBid.sw.json");
 wfc_runtime::include_workflow!("cases/sw/definitions/finalizeCollegeApplication.sw.json");
 
+/// The IR `include_workflow!` lowered the definition at `path` to (generated code carries none),
+/// for what reads the IR.
+fn lowered(path: &str) -> wfc_ir::Workflow {
+    wfc_build::load_file(path, &wfc_core::Settings::new()).unwrap_or_else(|e| panic!("{path}: {e}")).workflow
+}
+
 /// Records every call's input.
 #[derive(Default)]
 struct Recorder {
@@ -63,7 +69,7 @@ fn every_bid_starts_an_instance_of_the_exclusive_starting_state() {
                 handle_car_auction_bid::run_with(&*h, input, options).await
             })
         });
-        router.register(handle_car_auction_bid::ir().expect("IR"), start).expect("starts on events");
+        router.register(&lowered("cases/sw/definitions/handleCarAuctionBid.sw.json"), start).expect("starts on events");
         for bid in [10, 20] {
             let d = router.deliver(&event("carBidMadeType", "carBidEventSource", json!({ "data": { "bid": bid } })));
             assert_eq!(d.started, ["handleCarAuctionBid"], "each bid starts one instance");
@@ -97,7 +103,9 @@ fn a_non_exclusive_start_creates_one_instance_per_correlated_group_of_all_its_ev
                 finalize_college_application::run_with(&*h, input, RunOptions::virtual_time().with_events(bus)).await
             })
         });
-        router.register(finalize_college_application::ir().expect("IR"), start).expect("starts on events");
+        router
+            .register(&lowered("cases/sw/definitions/finalizeCollegeApplication.sw.json"), start)
+            .expect("starts on events");
         let src = "applicationsource";
         let mut deliveries = Vec::new();
         // Two applicants' events, interleaved; only a1's three events are all there.

@@ -1757,6 +1757,12 @@ fn long_histories_continue_as_new_with_the_journal() {
 
 wfc_runtime::include_workflow!("tests/adapters/fan_out.asl.json");
 
+/// The IR `include_workflow!` lowered the definition at `path` to (generated code carries none),
+/// for what reads the IR.
+fn lowered(path: &str) -> wfc_ir::Workflow {
+    wfc_build::load_file(path, &wfc_core::Settings::new()).unwrap_or_else(|e| panic!("{path}: {e}")).workflow
+}
+
 /// The decider never calls task handlers: every attempt is a decision or replays.
 struct NoCalls;
 
@@ -1772,7 +1778,7 @@ impl fan_out::Handler for NoCalls {
 
 #[test]
 fn generated_code_makes_the_same_decisions_as_the_interpreter() {
-    let workflow = fan_out::ir().unwrap().clone();
+    let workflow = lowered("tests/adapters/fan_out.asl.json");
     let mocks = parse_mocks(&json!({
         "Charge": [ { "throw": { "error": "Busy", "cause": "1" } }, { "return": { "ok": true } } ],
         "Ship": { "return": "shipped" }
@@ -1781,7 +1787,7 @@ fn generated_code_makes_the_same_decisions_as_the_interpreter() {
     let mut sim = Sim::new(&workflow, "gen-1", &json!({ "order": 42 }), mocks, 0);
     sim.cross_check = Some(Box::new(|task: &Value| {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
-        let name = fan_out::ir().unwrap().name.clone();
+        let name = fan_out::DEFINITION_ID.workflow.into_owned();
         runtime
             .block_on(swf::decide_with(task, &SwfConfig::default(), &name, |input, options| {
                 fan_out::run_with(&NoCalls, input, options)
@@ -1805,14 +1811,14 @@ impl map_fan_out::Handler for NoCalls {
 
 #[test]
 fn generated_code_makes_the_same_map_decisions_as_the_interpreter() {
-    let workflow = map_fan_out::ir().unwrap().clone();
+    let workflow = lowered("tests/adapters/map_fan_out.asl.json");
     // The first Pack attempt is busy (retried after 4 s); the others answer with their input.
     let mocks =
         parse_mocks(&json!({ "Pack": [ { "throw": { "error": "Busy", "cause": "1" } }, { "echo": true } ] })).unwrap();
     let mut sim = Sim::new(&workflow, "gen-map-1", &json!({ "items": ["a", "b", "c", "d"] }), mocks, 0);
     sim.cross_check = Some(Box::new(|task: &Value| {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
-        let name = map_fan_out::ir().unwrap().name.clone();
+        let name = map_fan_out::DEFINITION_ID.workflow.into_owned();
         runtime
             .block_on(swf::decide_with(task, &SwfConfig::default(), &name, |input, options| {
                 map_fan_out::run_with(&NoCalls, input, options)

@@ -36,19 +36,20 @@ impl charge_signals::Handler for NoCalls {
 /// compiled definitions (the decider never calls a function: every call is an activity or
 /// replays).
 fn generated_decision(wf: &Workflow, task: &Value, config: &SwfConfig) -> Option<Value> {
-    let is = |ir: &Workflow| {
+    // Which compiled definition `wf` is (under its own name): the one with its IR hash.
+    let is = |id: &wfc_runtime::DefinitionId<'_>| {
         let mut w = wf.clone();
-        w.name.clone_from(&ir.name);
-        w == *ir
+        w.name = id.workflow.to_string();
+        w.definition_hash() == id.hash
     };
     let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
     let name = wf.name.as_str();
-    let decided = if is(ship_signals::ir().unwrap()) {
+    let decided = if is(&ship_signals::DEFINITION_ID) {
         runtime.block_on(swf::decide_with(task, config, name, |input, o| ship_signals::run_with(&NoCalls, input, o)))
-    } else if is(customer_signals::ir().unwrap()) {
+    } else if is(&customer_signals::DEFINITION_ID) {
         runtime
             .block_on(swf::decide_with(task, config, name, |input, o| customer_signals::run_with(&NoCalls, input, o)))
-    } else if is(charge_signals::ir().unwrap()) {
+    } else if is(&charge_signals::DEFINITION_ID) {
         runtime.block_on(swf::decide_with(task, config, name, |input, o| charge_signals::run_with(&NoCalls, input, o)))
     } else {
         return None;

@@ -16,6 +16,12 @@ use swf_support::{History, decision, types};
 
 wfc_runtime::include_workflow!("tests/adapters/stay_children.sw.json");
 
+/// The IR `include_workflow!` lowered the definition at `path` to (generated code carries none),
+/// for what reads the IR.
+fn lowered(path: &str) -> wfc_ir::Workflow {
+    wfc_build::load_file(path, &wfc_core::Settings::new()).unwrap_or_else(|e| panic!("{path}: {e}")).workflow
+}
+
 /// The decider never calls a function: every call is an activity, or runs in a child.
 struct NoCalls;
 
@@ -35,7 +41,7 @@ impl stay_children::Handler for NoCalls {
 }
 
 fn stay() -> Workflow {
-    stay_children::ir().unwrap().clone()
+    lowered("tests/adapters/stay_children.sw.json")
 }
 
 /// `swf::decide` on the interpreter, checked against the generated code.

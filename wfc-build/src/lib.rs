@@ -365,6 +365,37 @@ fn warning_lines(warnings: &wfc_core::Diagnostics) -> Vec<String> {
         .collect()
 }
 
+/// Loads the definition file at `path` into the IR as `include_workflow!` and [`Config`]
+/// compile it: a Serverless Workflow with the `*.sw.json`/`*.sw.yaml`/`*.sw.yml` files beside it
+/// registered (its subflows compiled together), the files it names (schemas) read relative to
+/// the current directory unless `settings` has a reader, and `settings`' optimizer passes; the
+/// workflow is named after the file's stem, as the macro names it. For a program that needs the
+/// IR of a workflow it compiled, since generated code carries none: to run it on the
+/// interpreter, or to hand it to what reads the IR (the SW event router, the SWF and Lambda
+/// adapters, a durable worker's replay check). Its hash is the generated `DEFINITION_ID`'s when
+/// `settings` has the macro's passes.
+pub fn load_file(path: impl AsRef<Path>, settings: &wfc_core::Settings) -> Result<wfc_core::Loaded, String> {
+    let path = path.as_ref();
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let shown = path.to_string_lossy();
+    let source = wfc_core::Source { path: &shown, text: &text };
+    let mut settings = settings.clone();
+    if wfc_core::Dialect::detect(source) == wfc_core::Dialect::Sw {
+        let dir = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        let own = dir.join(path.file_name().unwrap_or_default());
+        for (sibling, text) in sw_siblings(dir, &own) {
+            settings.sw_workflow(sibling, text);
+        }
+        if settings.file_reader.is_none() {
+            settings.file_reader(wfc_core::FileReader::new(|p| std::fs::read_to_string(p).map_err(|e| e.to_string())));
+        }
+    }
+    wfc_core::load_with(source, &settings).map_err(|d| d.render(false))
+}
+
 /// The other `*.sw.json`/`*.sw.yaml`/`*.sw.yml` files of `dir`, sorted by name (as the macro
 /// and `wfc` find a Serverless Workflow's subflows).
 fn sw_siblings(dir: &Path, except: &Path) -> Vec<(String, String)> {
@@ -487,8 +518,11 @@ mod tests {
         std::fs::write(dir.join("others/child.sw.json"), SW_CHILD).expect("write");
         config(&dir).sw_workflow("others/child.sw.json").compile(&["workflows/order.sw.json"]).expect("compiles");
         let text = std::fs::read_to_string(dir.join("out/order.rs")).expect("generated");
-        // The schema and the subflow are embedded in the module's IR: no `child` handler method.
-        assert!(text.contains(r#"\"required\":[\"id\"]"#), "the schema is embedded: {text}");
+        // The schema is read at build time and built by the module (the workflow's settings,
+        // `META`), and the subflow is compiled in: no `child` handler method.
+        let compact: String = text.split_whitespace().collect();
+        assert!(compact.contains("input_schema:::core::option::Option::Some("), "the schema is built: {text}");
+        assert!(compact.contains(r#"to_owned("required"),__wfc::Value::Array(::std::vec![__wfc::Value::String(::std::borrow::ToOwned::to_owned("id"))]"#), "the schema is built: {text}");
         assert!(!text.contains("fn child"), "the subflow is embedded, not a handler method: {text}");
     }
 
@@ -525,21 +559,31 @@ mod tests {
     }
 
     #[test]
-    fn passes_choose_the_embedded_ir() {
+    fn passes_choose_the_ir_generated_from() {
         let dir = scratch("passes");
         let definition =
             r#"{ "StartAt": "A", "States": { "A": { "Type": "Pass", "InputPath": "$.a", "End": true } } }"#;
         std::fs::write(dir.join("workflows/p.asl.json"), definition).expect("write");
+        // The IR each setting lowers to, identified by its hash (generated code carries the hash
+        // in `DEFINITION_ID`, not the IR).
+        let hash = |passes: wfc_core::optimize::Passes| {
+            let mut settings = wfc_core::Settings::new();
+            settings.passes(passes);
+            let source = wfc_core::Source { path: "workflows/p.asl.json", text: definition };
+            let workflow = wfc_core::load_with(source, &settings).expect("valid").workflow;
+            format!("{:?}", workflow.definition_hash())
+        };
         config(&dir).compile(&["workflows/p.asl.json"]).expect("compiles");
         let optimized = std::fs::read_to_string(dir.join("out/p.rs")).expect("generated");
-        // `direct-paths` (a default pass) compiles `$.a` into a step list, marked in the IR JSON.
-        assert!(optimized.contains(r#"\"direct\":true"#), "{optimized}");
+        // `direct-paths` (a default pass) marks `$.a` as a step list in the IR.
+        assert!(optimized.contains(&hash(wfc_core::optimize::Passes::default())), "{optimized}");
         config(&dir)
             .disable_pass(wfc_core::optimize::Pass::DirectPaths)
             .compile(&["workflows/p.asl.json"])
             .expect("ok");
         let plain = std::fs::read_to_string(dir.join("out/p.rs")).expect("generated");
-        assert!(!plain.contains(r#"\"direct\":true"#), "{plain}");
+        assert!(plain.contains(&hash(wfc_core::optimize::Passes::none())), "{plain}");
+        assert_ne!(optimized, plain);
         config(&dir).passes(wfc_core::optimize::Passes::none()).compile(&["workflows/p.asl.json"]).expect("ok");
         assert_eq!(std::fs::read_to_string(dir.join("out/p.rs")).expect("generated"), plain);
     }

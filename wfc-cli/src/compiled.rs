@@ -57,7 +57,7 @@ enum Ran {
 /// Opens (starts or resumes) the execution: its journal, or the stored outcome of a finished one.
 async fn open_journal(
     store: &Store,
-    workflow: &wfc_runtime::ir::Workflow,
+    definition: &wfc_runtime::DefinitionId<'_>,
     input: &Value,
     options: &wfc_runtime::RunOptions,
 ) -> Result<Result<std::sync::Arc<wfc_runtime::durable::Journal>, Value>, String> {
@@ -66,7 +66,7 @@ async fn open_journal(
     // Pinned to this program's version: an execution pinned to another one is refused and left
     // as it is (compiled code runs only its own version).
     let opened =
-        Journal::open_version(std::sync::Arc::clone(&db), &store.name, workflow, &store.version, input, &options.clock)
+        Journal::open_version_id(std::sync::Arc::clone(&db), &store.name, definition, &store.version, input, &options.clock)
         .await
         .map_err(|e| e.to_string())?;
     match opened {
@@ -391,7 +391,7 @@ struct Run {
         if durable {
             let _ = writeln!(
                 s,
-                "\n#[inline(never)]\nfn run_durable_{m}(r: Run, store: &Store) -> Result<Ran, String> {{\n    let Run {{ virtual_time, answers, callbacks, bus, events, handler, input, options }} = r;\n    drive(virtual_time, async move {{\n        let workflow = {m}::ir().map_err(|f| f.cause)?;\n        let journal = match open_journal(store, workflow, &input, &options).await? {{\n            Ok(journal) => journal,\n            Err(stored) => return Ok(Ran::Stored(stored)),\n        }};\n        let options = options.with_journal(std::sync::Arc::clone(&journal));\n        let run = answers.serve(&callbacks, wfc_runtime::events::with_deliveries(&bus, events, {m}::run_with(&handler, input, options)));\n        hold(store, &journal, run).await.map(Ran::Ran)\n    }})?\n}}"
+                "\n#[inline(never)]\nfn run_durable_{m}(r: Run, store: &Store) -> Result<Ran, String> {{\n    let Run {{ virtual_time, answers, callbacks, bus, events, handler, input, options }} = r;\n    drive(virtual_time, async move {{\n        let journal = match open_journal(store, &{m}::DEFINITION_ID, &input, &options).await? {{\n            Ok(journal) => journal,\n            Err(stored) => return Ok(Ran::Stored(stored)),\n        }};\n        let options = options.with_journal(std::sync::Arc::clone(&journal));\n        let run = answers.serve(&callbacks, wfc_runtime::events::with_deliveries(&bus, events, {m}::run_with(&handler, input, options)));\n        hold(store, &journal, run).await.map(Ran::Ran)\n    }})?\n}}"
             );
         }
     }

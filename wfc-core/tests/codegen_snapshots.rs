@@ -114,52 +114,20 @@ fn variant_and_method_names() {
     }
 }
 
-// What codegen hands to the interpreter, over every definition we have (issue 20): the
-// definitions of tests/cases (each case file's, deduplicated) and of the AWS-recorded corpus
-// (../shared/conformance/asl-aws; CI has it: there a missing folder fails, elsewhere it is
+// What generated code reads and hands to the interpreter, over every definition we have (issue
+// 20): the definitions of tests/cases (each case file's, deduplicated) and of the AWS-recorded
+// corpus (../shared/conformance/asl-aws; CI has it: there a missing folder fails, elsewhere it is
 // skipped with a loud message). No state's generated code may call a per-state function of
-// `exec` (or `sw::step`) unless it is one of `INTERPRETED`'s kinds, each with its reason.
+// `exec` (or `sw::step`), and no generated module may embed or read the IR: every state of
+// every state type is Rust, and what the runtime needs of the workflow beyond its states is
+// written out as constants.
 
-/// The states codegen still hands to the interpreter, and why. Anything else must be generated.
-const INTERPRETED: [(&str, &str); 2] = [
-    (
-        "SW subflow compiled together and not awaited",
-        "`waitForCompletion: false`: its detached run alongside the parent (its IR queued for `sw::run_top`, or an SWF child started unwaited) goes through `sw::step`",
-    ),
-    (
-        "Choice with an Is* test whose operand is not a Boolean literal",
-        "no valid definition has one (the front end refuses it, WFC0508): only a hand-built IR, whose run-time error the interpreter words",
-    ),
-];
-
-/// Which of [`INTERPRETED`]'s reasons covers `state`, if any.
-fn interpreted_reason(state: &wfc_ir::State) -> Option<&'static str> {
-    use wfc_ir::{Condition, Operand, Operator as O, StateKind};
-    fn bad_is_test(c: &Condition) -> bool {
-        match c {
-            Condition::And(cs) | Condition::Or(cs) => cs.iter().any(bad_is_test),
-            Condition::Not(c) => bad_is_test(c),
-            Condition::Compare(cmp) => {
-                matches!(
-                    cmp.operator,
-                    O::IsNull | O::IsNumeric | O::IsString | O::IsBoolean | O::IsTimestamp | O::IsPresent
-                ) && !matches!(cmp.operand, Operand::Literal(serde_json::Value::Bool(_)))
-            }
-            Condition::Jsonata(_) => false,
-        }
-    }
-    match &state.kind {
-        StateKind::Sw(sw) => sw_reason(sw),
-        StateKind::Choice(c) if c.choices.iter().any(|r| bad_is_test(&r.condition)) => Some(INTERPRETED[1].0),
-        _ => None,
-    }
-}
-
-/// Which of [`INTERPRETED`]'s SW reasons covers `sw`, if any: codegen writes every SW state but
-/// a subflow compiled together and not awaited.
-fn sw_reason(sw: &wfc_ir::sw::SwState) -> Option<&'static str> {
-    matches!(sw.kind, wfc_ir::sw::SwKind::Subflow { wait: false, workflow: Some(_), .. }).then_some(INTERPRETED[0].0)
-}
+/// What a module embedding or reading the IR would contain: the embedded JSON and its loader,
+/// the accessors of the embedded IR, and the IR's workflow, machine and state types (generated
+/// code may build IR *values* it passes to the runtime, a parsed path or an event definition,
+/// but never reads the definition's graph).
+const IR_READS: [&str; 8] =
+    ["IR_JSON", "load_ir", "fn ir (", "ir ()", "machine ()", "ir :: Workflow", "ir :: StateMachine", "ir :: StateKind"];
 
 /// Every state of `machine` and of its Parallel branches, Map item processors and generated SW
 /// subflows.
@@ -177,7 +145,7 @@ fn all_states<'a>(machine: &'a wfc_ir::StateMachine, out: &mut Vec<&'a wfc_ir::S
                     _ => None,
                 };
                 let machines: Vec<&wfc_ir::StateMachine> = match &sw.kind {
-                    SwKind::Subflow { wait: true, workflow: Some(w), .. } => vec![&w.machine],
+                    SwKind::Subflow { workflow: Some(w), .. } => vec![&w.machine],
                     SwKind::ForEach { body: b, .. } => body(b).into_iter().collect(),
                     SwKind::Parallel { branches, .. } => branches.iter().filter_map(|b| body(&b.body)).collect(),
                     _ => Vec::new(),
@@ -307,15 +275,19 @@ fn corpus_definitions() -> Option<Vec<(String, String)>> {
     Some(out)
 }
 
-/// Per corpus: definitions compiled and refused, states generated, states interpreted by reason.
+/// Per corpus: definitions compiled and refused, states generated, modules free of IR.
 #[derive(Default, Debug)]
 struct Tally {
     compiled: usize,
     refused: usize,
     generated: usize,
-    interpreted: std::collections::BTreeMap<&'static str, usize>,
+    /// Definitions whose generated module embeds no IR and reads none.
+    ir_free: usize,
+    /// Subflows compiled together and not awaited (generated machines run detached).
+    detached: usize,
     jsonata: usize,
-    jsonata_interpreting: usize,
+    /// Definitions with a state handed to the interpreter (must stay 0).
+    interpreting: usize,
     /// Serverless Workflow states (of the definitions compiled).
     sw: usize,
 }
@@ -330,35 +302,46 @@ fn tally(definitions: &[(String, String)], problems: &mut Vec<String>) -> Tally 
             t.refused += 1;
             continue;
         };
-        t.compiled += 1;
-        let mut states = Vec::new();
-        all_states(&compiled.workflow.machine, &mut states);
-        let mut calls = Vec::new();
-        interpreter_calls(compiled.tokens, &mut calls);
-        // Each call must be a state of an allowed kind (matched by name; a name used by several
-        // states is matched against as many allowed ones).
-        let mut allowed: Vec<(String, &'static str)> = states
-            .iter()
-            .filter_map(|s| interpreted_reason(s).map(|r| (proc_macro2::Literal::string(&s.name).to_string(), r)))
-            .collect();
-        for (function, name) in &calls {
-            match allowed.iter().position(|(n, _)| n == name) {
-                Some(i) => *t.interpreted.entry(allowed.swap_remove(i).1).or_default() += 1,
-                None => problems.push(format!("{path}: state {name} is handed to the interpreter ({function})")),
-            }
-        }
-        t.generated += states.len() - calls.len();
-        t.sw += states.iter().filter(|s| matches!(s.kind, wfc_ir::StateKind::Sw(_))).count();
         if text.contains("\"JSONata\"") {
             t.jsonata += 1;
-            t.jsonata_interpreting += usize::from(!calls.is_empty());
         }
+        t.add(path, compiled, problems);
     }
     t
 }
 
+impl Tally {
+    /// Counts one compiled definition, adding a problem for each IR read and each state handed
+    /// to the interpreter in its generated module.
+    fn add(&mut self, path: &str, compiled: wfc_core::Compiled, problems: &mut Vec<String>) {
+        self.compiled += 1;
+        let mut states = Vec::new();
+        all_states(&compiled.workflow.machine, &mut states);
+        let text = compiled.tokens.to_string();
+        let reads: Vec<&str> = IR_READS.into_iter().filter(|read| text.contains(read)).collect();
+        for read in &reads {
+            problems.push(format!("{path}: the generated module embeds or reads the IR (`{read}`)"));
+        }
+        // What it carries instead: the workflow's name and the IR's hash, as constants.
+        let name = proc_macro2::Literal::string(&compiled.workflow.name);
+        let hash = proc_macro2::Literal::string(&compiled.workflow.definition_hash());
+        if !text.contains(&format!("DefinitionId :: new ({name} , {hash})")) {
+            problems.push(format!("{path}: no DEFINITION_ID with the workflow's name and IR hash {hash}"));
+        }
+        self.ir_free += usize::from(reads.is_empty());
+        let mut calls = Vec::new();
+        interpreter_calls(compiled.tokens, &mut calls);
+        for (function, name) in &calls {
+            problems.push(format!("{path}: state {name} is handed to the interpreter ({function})"));
+        }
+        self.generated += states.len() - calls.len();
+        self.sw += states.iter().filter(|s| matches!(s.kind, wfc_ir::StateKind::Sw(_))).count();
+        self.interpreting += usize::from(!calls.is_empty());
+    }
+}
+
 #[test]
-fn codegen_hands_only_the_listed_states_to_the_interpreter() {
+fn generated_code_embeds_no_ir_and_hands_no_state_to_the_interpreter() {
     let cases_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/cases");
     let mut definitions = Vec::new();
     case_definitions(&cases_dir, &mut Default::default(), &mut definitions);
@@ -371,22 +354,59 @@ fn codegen_hands_only_the_listed_states_to_the_interpreter() {
         let corpus = tally(&definitions, &mut problems);
         eprintln!("asl-aws: {corpus:?}");
         assert!(corpus.compiled >= 700, "{corpus:?}");
-        assert_eq!(corpus.jsonata_interpreting, 0, "asl-aws JSONata definitions handing states to exec: {corpus:?}");
+        assert_eq!(corpus.interpreting, 0, "asl-aws definitions handing states to exec: {corpus:?}");
         corpus
     });
-    let interpreted: usize =
-        [Some(&cases), corpus.as_ref()].into_iter().flatten().flat_map(|t| t.interpreted.values()).sum();
-    let generated: usize = [Some(&cases), corpus.as_ref()].into_iter().flatten().map(|t| t.generated).sum();
-    eprintln!("states generated: {generated}, interpreted: {interpreted}");
+    // The SW definitions of tests/cases again, each compiled together with its sibling
+    // definitions as `include_workflow!` and `wfc compile` do, so subflows are generated machines
+    // (awaited, foreach and parallel bodies, and started without waiting) instead of handler calls.
+    let sw_dir = cases_dir.join("sw/definitions");
+    let together = tally_together(&sw_dir, &mut problems);
+    eprintln!("tests/cases/sw/definitions, subflows compiled together: {together:?}");
+    assert!(together.compiled >= 50 && together.detached >= 1, "{together:?}");
+    let all = [Some(&cases), corpus.as_ref(), Some(&together)];
+    let generated: usize = all.iter().flatten().map(|t| t.generated).sum();
+    let ir_free: usize = all.iter().flatten().map(|t| t.ir_free).sum();
+    let compiled: usize = all.iter().flatten().map(|t| t.compiled).sum();
+    eprintln!("states generated: {generated}; modules free of IR: {ir_free} of {compiled}");
     // Serverless Workflow (tests/cases only: the corpus is ASL).
-    let sw_interpreted: usize = cases.interpreted.iter().filter(|(r, _)| r.starts_with("SW ")).map(|(_, n)| n).sum();
-    eprintln!("SW states generated: {}, interpreted: {sw_interpreted}", cases.sw - sw_interpreted);
-    assert!(cases.sw - sw_interpreted >= 100, "SW states generated: {cases:?}");
-    for (reason, why) in INTERPRETED {
-        let n: usize =
-            [Some(&cases), corpus.as_ref()].into_iter().flatten().filter_map(|t| t.interpreted.get(reason)).sum();
-        eprintln!("  interpreted, {reason}: {n} ({why})");
+    assert!(cases.sw >= 100, "SW states generated: {cases:?}");
+    assert!(problems.is_empty(), "{} problems:\n{}", problems.len(), problems.join("\n"));
+    assert_eq!(ir_free, compiled);
+}
+
+/// [`tally`] of every SW definition of `dir`, each compiled with the others registered (its
+/// subflows compiled together); `detached` counts the subflows compiled together and not awaited.
+fn tally_together(dir: &Path, problems: &mut Vec<String>) -> Tally {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("entry").path())
+        .filter(|p| [".sw.json", ".sw.yaml", ".sw.yml"].iter().any(|ext| p.to_string_lossy().ends_with(ext)))
+        .collect();
+    files.sort();
+    let mut t = Tally::default();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let mut settings = Settings::new();
+        for other in files.iter().filter(|other| *other != file) {
+            let other_text = std::fs::read_to_string(other).unwrap_or_else(|e| panic!("{}: {e}", other.display()));
+            settings.sw_workflow(other.to_string_lossy(), other_text);
+        }
+        let path = file.to_string_lossy();
+        let Ok(compiled) = wfc_core::compile(Source { path: &path, text: &text }, &settings) else {
+            t.refused += 1;
+            continue;
+        };
+        let mut states = Vec::new();
+        all_states(&compiled.workflow.machine, &mut states);
+        t.detached += states
+            .iter()
+            .filter(|s| {
+                matches!(&s.kind, wfc_ir::StateKind::Sw(sw)
+                    if matches!(sw.kind, wfc_ir::sw::SwKind::Subflow { wait: false, workflow: Some(_), .. }))
+            })
+            .count();
+        t.add(&file.to_string_lossy(), compiled, problems);
     }
-    assert!(problems.is_empty(), "{} states handed to the interpreter:\n{}", problems.len(), problems.join("\n"));
-    assert!(generated > interpreted, "generated {generated}, interpreted {interpreted}");
+    t
 }

@@ -4,7 +4,8 @@
 use wfc_core::{Settings, Source};
 
 /// What `fuzz/fuzz_targets/common.rs` checks for every definition the compiler accepts: the
-/// generated module parses as one item, and the IR survives the JSON form generated code embeds.
+/// generated module parses as one item, and the IR survives its JSON form (what stores keep and
+/// its hash is taken of).
 fn compiles_and_round_trips(path: &str, text: &str) -> wfc_ir::Workflow {
     let compiled = wfc_core::compile(Source { path, text }, &Settings::new())
         .unwrap_or_else(|d| panic!("{path} should compile: {d:?}"));

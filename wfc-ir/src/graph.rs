@@ -648,6 +648,18 @@ pub struct Catcher {
 }
 
 impl Workflow {
+    /// A hash of the IR as JSON (the first 16 bytes of its SHA-256, in hex): what durable stores
+    /// record with an execution to match it to the definition that started it. The compiler
+    /// computes it at build time (generated code carries it as a constant, not the IR); the
+    /// interpreter from the IR it loaded. It must stay byte-identical across releases for a
+    /// given IR, or executions in existing stores no longer resume.
+    pub fn definition_hash(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let text = serde_json::to_string(self).unwrap_or_default();
+        let digest = Sha256::digest(text.as_bytes());
+        digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
+    }
+
     /// Visits every state machine (the top level first, then Parallel branches and Map item
     /// processors depth-first, in order).
     pub fn machines(&self) -> Vec<&StateMachine> {

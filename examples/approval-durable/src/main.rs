@@ -71,10 +71,10 @@ fn open(db: &Path) -> Result<Arc<dyn Store>, String> {
 
 async fn run(db: &Path, order: u64, amount: f64) -> Result<Value, String> {
     let store = open(db)?;
-    let workflow = approval::ir().map_err(|f| f.cause)?;
     let input = json!({ "order": order, "amount": amount });
     let name = format!("order-{order}");
-    let journal = match Journal::open_definition(Arc::clone(&store), &name, workflow, &input, &Clock::real())
+    let definition = &approval::DEFINITION_ID;
+    let journal = match Journal::open_definition_id(Arc::clone(&store), &name, definition, &input, &Clock::real())
         .await
         .map_err(|e| e.to_string())?
     {

@@ -47,9 +47,11 @@ impl approval::Handler for Shop {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     let client = lambda_function::client_from_env().await?;
-    // Serverless Workflow subflows mapped to other functions (WFC_CHAINED_FUNCTIONS): this
-    // approval workflow has none, so the variable is left unset (a mapping would be refused).
-    let chained = lambda_function::chained_from_env(approval::ir()?)?;
+    // Serverless Workflow subflows mapped to other functions (WFC_CHAINED_FUNCTIONS), checked
+    // against the definitions' IRs: this approval workflow has no subflow and no DISTRIBUTED
+    // Map, so it passes none and any mapping is refused (generated code carries no IR; a
+    // workflow with subflows passes `wfc_build::load_file`'s).
+    let chained = lambda_function::chained_from_env(&[])?;
     let shop = Shop;
     lambda_function::serve_chained("approval", client, &chained, |input, options| {
         approval::run_with(&shop, input, options)

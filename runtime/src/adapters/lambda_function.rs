@@ -105,11 +105,13 @@ where
 pub const CHAINED_VARIABLE: &str = "WFC_CHAINED_FUNCTIONS";
 
 /// The subflow mappings of a deployed function from `WFC_CHAINED_FUNCTIONS` (none when unset),
-/// checked against `workflow`: a malformed entry, or one naming a subflow the definition does
-/// not wait for, is an error.
-pub fn chained_from_env(workflow: &wfc_ir::Workflow) -> Result<ChainedInvokes, Error> {
+/// checked against the IRs of `workflows`: a malformed entry, or one naming a subflow no
+/// definition waits for, is an error. Generated code carries no IR: a compiled program passes
+/// `wfc_build::load_file`'s, or none when its definition has no subflow and no DISTRIBUTED Map
+/// (then any mapping is refused).
+pub fn chained_from_env(workflows: &[&wfc_ir::Workflow]) -> Result<ChainedInvokes, Error> {
     let text = std::env::var(CHAINED_VARIABLE).unwrap_or_default();
     let chained = ChainedInvokes::parse_list(&text).map_err(|e| format!("{CHAINED_VARIABLE}: {e}"))?;
-    chained.check([workflow]).map_err(|e| format!("{CHAINED_VARIABLE}: {e}"))?;
+    chained.check(workflows.iter().copied()).map_err(|e| format!("{CHAINED_VARIABLE}: {e}"))?;
     Ok(chained)
 }

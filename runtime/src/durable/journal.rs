@@ -174,8 +174,20 @@ impl Journal {
         input: &Value,
         clock: &Clock,
     ) -> Result<Opened, StoreError> {
-        let hash = super::definition_hash(workflow);
-        Journal::open_checked(store, name, &workflow.name, (Some(hash), None), input, clock, None).await
+        Journal::open_definition_id(store, name, &crate::DefinitionId::of(workflow), input, clock).await
+    }
+
+    /// [`Journal::open_definition`] by the definition's id: what generated code has (its
+    /// `DEFINITION_ID`, the name and IR hash written out by the compiler) instead of the IR.
+    pub async fn open_definition_id(
+        store: Arc<dyn Store>,
+        name: &str,
+        definition: &crate::DefinitionId<'_>,
+        input: &Value,
+        clock: &Clock,
+    ) -> Result<Opened, StoreError> {
+        let hash = Some(definition.hash.clone().into_owned());
+        Journal::open_checked(store, name, &definition.workflow, (hash, None), input, clock, None).await
     }
 
     /// Starts execution `name` pinned to the registered version `version_id` of `workflow`
@@ -191,8 +203,20 @@ impl Journal {
         input: &Value,
         clock: &Clock,
     ) -> Result<Opened, StoreError> {
-        let ids = (Some(super::definition_hash(workflow)), Some(version_id.to_owned()));
-        Journal::open_checked(store, name, &workflow.name, ids, input, clock, None).await
+        Journal::open_version_id(store, name, &crate::DefinitionId::of(workflow), version_id, input, clock).await
+    }
+
+    /// [`Journal::open_version`] by the definition's id (generated code's `DEFINITION_ID`).
+    pub async fn open_version_id(
+        store: Arc<dyn Store>,
+        name: &str,
+        definition: &crate::DefinitionId<'_>,
+        version_id: &str,
+        input: &Value,
+        clock: &Clock,
+    ) -> Result<Opened, StoreError> {
+        let ids = (Some(definition.hash.clone().into_owned()), Some(version_id.to_owned()));
+        Journal::open_checked(store, name, &definition.workflow, ids, input, clock, None).await
     }
 
     /// [`Journal::open`] for a replay-only run: with a `suspender`, the operations its policy

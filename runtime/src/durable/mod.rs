@@ -459,11 +459,10 @@ pub struct NewExecution {
 /// A hash of a definition's IR as JSON: what wfc stored with executions before versions existed
 /// (it changes with the IR, the optimizer or wfc itself; versions do not, see [`registry`]).
 /// Still stored, to match executions of older stores to the definition that started them.
+/// Generated code carries it as a constant ([`crate::DefinitionId`]), computed by the compiler
+/// with the same function ([`wfc_ir::Workflow::definition_hash`]).
 pub fn definition_hash(workflow: &wfc_ir::Workflow) -> String {
-    use sha2::{Digest, Sha256};
-    let text = serde_json::to_string(workflow).unwrap_or_default();
-    let digest = Sha256::digest(text.as_bytes());
-    digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
+    workflow.definition_hash()
 }
 
 /// The default lease of a claimed execution: a holder renews it every third of it.

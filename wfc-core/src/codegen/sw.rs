@@ -1,11 +1,13 @@
 //! Serverless Workflow states as Rust (issue 20): every SW state kind (operation, switch on data
 //! or events, inject, delay, foreach, parallel, callback, event, and an awaited subflow the
-//! handler runs or compiled together), with its state data filters, `retry`, `onError`,
-//! transition guards and produced events. A subflow compiled together (a subflow state's, a
-//! foreach's or a parallel branch's embedded workflow) is a generated machine of its own
-//! ([`embedded`], a nested module, as a Parallel branch's). A subflow compiled together and not
-//! awaited still goes to `sw::step` with its IR (see [`generated`] and
-//! [`super::Generator::arm`]).
+//! handler runs or compiled together, awaited or not), with its state data filters, `retry`,
+//! `onError`, transition guards and produced events. A subflow compiled together (a subflow
+//! state's, a foreach's or a parallel branch's embedded workflow) is a generated machine of its
+//! own ([`embedded`], a nested module, as a Parallel branch's). One not awaited runs detached,
+//! queued in the execution for the top-level run: its machine runs on the by-name handler
+//! (`ByName`, the generated `Handler` over the top-level run's function table), since a queued
+//! child cannot borrow the caller's handler. The workflow's settings (`id`, schemas, schedule)
+//! are construction code too ([`meta`]), for `abi::sw_run_top`.
 //!
 //! A generated state is a `Code` type implementing the runtime's `abi::SwCode`, the trait the
 //! interpreter implements from the IR, and its visit is `abi::sw_step` (`sw::step_with`), so both
@@ -39,18 +41,67 @@ use quote::quote;
 use serde_json::Value;
 use wfc_ir::sw::{
     Action, ActionCall, ActionMode, Body, Completion, ErrorMatch, EventDef, Expr, ExprPart, ProduceEvent, SwKind,
-    SwNext, SwState,
+    SwNext, SwState, SwWorkflowMeta,
 };
 
 use wfc_ir::Workflow;
 
 use super::states::{Items, value_tokens};
 
-/// Whether codegen writes `spec` as Rust (else it goes to `sw::step` with its IR).
-pub(super) fn generated(spec: &SwState) -> bool {
-    // A subflow compiled together and not awaited runs detached, alongside the parent, queued
-    // (as IR) for the top-level run: through `sw::step`.
-    !matches!(spec.kind, SwKind::Subflow { wait: false, workflow: Some(_), .. })
+/// Whether `workflow` (or a subflow compiled into it, at any depth) has a subflow compiled
+/// together and not awaited, whose machine runs on the by-name handler (`ByName`).
+pub(super) fn has_detached(workflow: &Workflow) -> bool {
+    workflow.machine.states.iter().any(|s| match &s.kind {
+        wfc_ir::StateKind::Sw(spec) => {
+            matches!(spec.kind, SwKind::Subflow { wait: false, workflow: Some(_), .. })
+                || embedded(spec).into_iter().any(|(_, w)| has_detached(w))
+        }
+        _ => false,
+    })
+}
+
+/// Construction code of the workflow's settings (`abi::SwWorkflowMeta`), for `abi::sw_run_top`.
+pub(super) fn meta(meta: &SwWorkflowMeta) -> TokenStream {
+    let string = |s: &str| {
+        let s = Literal::string(s);
+        quote!(::std::borrow::ToOwned::to_owned(#s))
+    };
+    let option = |v: Option<TokenStream>| match v {
+        Some(v) => quote!(::core::option::Option::Some(#v)),
+        None => quote!(::core::option::Option::None),
+    };
+    let id = string(&meta.id);
+    let input_schema = option(meta.input_schema.as_ref().map(value_tokens));
+    let output_schema = option(meta.output_schema.as_ref().map(value_tokens));
+    let schedule = option(meta.schedule.as_ref().map(|schedule| {
+        let interval = option(schedule.interval.as_ref().map(|i| {
+            let repeat = option(i.repeat.map(|r| {
+                let r = Literal::u64_suffixed(r);
+                quote!(#r)
+            }));
+            let start = option(i.start.as_deref().map(string));
+            let end = option(i.end.as_deref().map(string));
+            let period = Literal::f64_suffixed(i.period_seconds);
+            quote!(__wfc::abi::SwInterval { repeat: #repeat, start: #start, end: #end, period_seconds: #period })
+        }));
+        let cron = option(schedule.cron.as_deref().map(string));
+        let timezone = option(schedule.timezone.as_deref().map(string));
+        let direct_invoke = schedule.direct_invoke;
+        quote!(__wfc::abi::SwSchedule { interval: #interval, cron: #cron, timezone: #timezone, direct_invoke: #direct_invoke })
+    }));
+    let functions = meta.functions.iter().map(|(name, operation)| {
+        let (name, operation) = (string(name), string(operation));
+        quote!((#name, #operation))
+    });
+    quote! {
+        __wfc::abi::SwWorkflowMeta {
+            id: #id,
+            input_schema: #input_schema,
+            output_schema: #output_schema,
+            schedule: #schedule,
+            functions: ::std::vec![#(#functions),*],
+        }
+    }
 }
 
 /// The subflows compiled together of `spec`, numbered as generated code numbers their machines
@@ -58,7 +109,7 @@ pub(super) fn generated(spec: &SwState) -> bool {
 /// generated machine of its own.
 pub(super) fn embedded(spec: &SwState) -> Vec<(usize, &Workflow)> {
     match &spec.kind {
-        SwKind::Subflow { wait: true, workflow: Some(w), .. } => vec![(0, w.as_ref())],
+        SwKind::Subflow { workflow: Some(w), .. } => vec![(0, w.as_ref())],
         SwKind::ForEach { body: Body::Workflow(w), .. } => vec![(0, w.as_ref())],
         SwKind::Parallel { branches, .. } => branches
             .iter()
@@ -539,6 +590,7 @@ fn work(
     methods: &dyn Fn(&str) -> Option<Ident>,
     module: &dyn Fn(usize) -> Option<Ident>,
     spec: &SwState,
+    root: &TokenStream,
 ) -> Result<TokenStream, String> {
     Ok(match &spec.kind {
         SwKind::Operation { mode, actions } => {
@@ -767,6 +819,35 @@ fn work(
                 Ok((data, __wfc::abi::SwExit::Next))
             }
         }
+        SwKind::Subflow { wait: false, workflow: Some(workflow), workflow_id } => {
+            let module = module(0).ok_or("wfc: internal error: an SW subflow without its module")?;
+            let id = Literal::string(workflow_id);
+            let version = match &workflow.version {
+                Some(v) => {
+                    let v = Literal::string(v);
+                    quote!(::core::option::Option::Some(#v))
+                }
+                None => quote!(::core::option::Option::None),
+            };
+            // The child is queued in the execution until the top-level run picks it up, so it
+            // cannot borrow `handler`: its machine runs on the top-level run's function table
+            // (`functions`), seen as a `Handler` by `ByName`.
+            quote! {
+                fn detached<'a>(
+                    line: &'a __wfc::Execution,
+                    functions: &'a dyn __wfc::DynHandler,
+                    input: __wfc::Value,
+                ) -> __wfc::BoxFuture<'a, Result<__wfc::Value, __wfc::Failure>> {
+                    __wfc::FutureExt::boxed(async move {
+                        let handler = #root ByName(functions);
+                        #module::drive(&handler, line, input).await
+                    })
+                }
+                let run: __wfc::abi::SwDetachedRun = ::std::boxed::Box::new(detached);
+                __wfc::abi::sw_detached_subflow(exec, name, site, #id, #version, &data, &#root Dispatch(handler), run).await?;
+                Ok((data, __wfc::abi::SwExit::Next))
+            }
+        }
         SwKind::Subflow { wait: false, workflow: None, workflow_id } => {
             let method = methods(workflow_id).ok_or("wfc: internal error: an SW subflow without a handler method")?;
             let id = Literal::string(workflow_id);
@@ -784,12 +865,12 @@ fn work(
                 Ok((data, __wfc::abi::SwExit::Next))
             }
         }
-        _ => return Err("wfc: internal error: an SW state kind codegen does not write".to_owned()),
     })
 }
 
-/// The arm of an SW state that [`generated`] accepts: its items, its `Code` type, the visit
+/// The arm of an SW state: its items, its `Code` type, the visit
 /// (`abi::sw_step`), and each way out mapped to a `State` variant (`target(id)`) or the end.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn state(
     name: &Literal,
     spec: &SwState,
@@ -797,6 +878,7 @@ pub(super) fn state(
     target: &dyn Fn(usize) -> Result<Ident, String>,
     module: &dyn Fn(usize) -> Option<Ident>,
     handler_path: &TokenStream,
+    root: &TokenStream,
     nested: bool,
 ) -> Result<TokenStream, String> {
     let mut items = Items::default();
@@ -911,7 +993,7 @@ pub(super) fn state(
         }
     }
     let mut events = Vec::new();
-    let body = work(&mut items, &mut expressions, &mut events, methods, module, spec)?;
+    let body = work(&mut items, &mut expressions, &mut events, methods, module, spec, root)?;
     let uses_handler = super::states::mentions(&body, "handler");
     let exec = if super::states::mentions(&body, "exec") { quote!(exec) } else { quote!(_) };
     let name_param = if super::states::mentions(&body, "name") { quote!(name) } else { quote!(_) };

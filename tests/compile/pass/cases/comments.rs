@@ -6,5 +6,5 @@ wfc_runtime::include_workflow!("fixtures/comments.asl.json");
 pub(crate) fn main() {
     // The module's API exists with the documented types.
     let _: &str = comments::DEFINITION;
-    let _ = comments::ir().map(|workflow| workflow.machine.states.len());
+    let _ = comments::DEFINITION_ID;
 }

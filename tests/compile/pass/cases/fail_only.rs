@@ -6,5 +6,5 @@ wfc_runtime::include_workflow!("fixtures/fail_only.asl.json");
 pub(crate) fn main() {
     // The module's API exists with the documented types.
     let _: &str = fail_only::DEFINITION;
-    let _ = fail_only::ir().map(|workflow| workflow.machine.states.len());
+    let _ = fail_only::DEFINITION_ID;
 }

@@ -6,5 +6,5 @@ wfc_runtime::include_workflow!("fixtures/hello.asl.json");
 pub(crate) fn main() {
     // The module's API exists with the documented types.
     let _: &str = hello::DEFINITION;
-    let _ = hello::ir().map(|workflow| workflow.machine.states.len());
+    let _ = hello::DEFINITION_ID;
 }

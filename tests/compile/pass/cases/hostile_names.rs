@@ -6,5 +6,5 @@ wfc_runtime::include_workflow!("fixtures/hostile_names.asl.json");
 pub(crate) fn main() {
     // The module's API exists with the documented types.
     let _: &str = hostile_names::DEFINITION;
-    let _ = hostile_names::ir().map(|workflow| workflow.machine.states.len());
+    let _ = hostile_names::DEFINITION_ID;
 }

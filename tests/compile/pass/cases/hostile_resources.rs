@@ -6,5 +6,5 @@ wfc_runtime::include_workflow!("fixtures/hostile_resources.asl.json");
 pub(crate) fn main() {
     // The module's API exists with the documented types.
     let _: &str = hostile_resources::DEFINITION;
-    let _ = hostile_resources::ir().map(|workflow| workflow.machine.states.len());
+    let _ = hostile_resources::DEFINITION_ID;
 }

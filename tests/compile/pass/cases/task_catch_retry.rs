@@ -6,5 +6,5 @@ wfc_runtime::include_workflow!("fixtures/task_catch_retry.asl.json");
 pub(crate) fn main() {
     // The module's API exists with the documented types.
     let _: &str = task_catch_retry::DEFINITION;
-    let _ = task_catch_retry::ir().map(|workflow| workflow.machine.states.len());
+    let _ = task_catch_retry::DEFINITION_ID;
 }

@@ -6,5 +6,5 @@ wfc_runtime::include_workflow!("fixtures/wait_forms.asl.json");
 pub(crate) fn main() {
     // The module's API exists with the documented types.
     let _: &str = wait_forms::DEFINITION;
-    let _ = wait_forms::ir().map(|workflow| workflow.machine.states.len());
+    let _ = wait_forms::DEFINITION_ID;
 }
