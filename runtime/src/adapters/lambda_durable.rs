@@ -849,7 +849,7 @@ impl Store for LambdaStore {
         })
     }
 
-    super::replay_store_keeps_no_records!();
+    crate::replay_store_keeps_no_records!();
 }
 
 /// Why an invocation produced no answer: the service retries the invocation.

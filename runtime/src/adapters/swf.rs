@@ -18,11 +18,12 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use sha2::Digest;
 
-use super::memory::ReplayStore;
 use crate::durable::suspend::{
     Pending, SignalFilter, StepRequest, SubflowRef, SuspendPolicy, Suspender, run_until_suspended,
 };
-use crate::durable::{ANY_WORKFLOW, ChainedFunction, ChainedInvokes, Journal, OpStatus, OpType, Opened, Operation};
+use crate::durable::{
+    ANY_WORKFLOW, ChainedFunction, ChainedInvokes, Journal, OpStatus, OpType, Opened, Operation, ReplayStore,
+};
 use crate::{Clock, ExecutionResult, RunOptions, Status};
 
 /// The marker recorded with each decision (see [`SwfConfig::record_markers`]).

@@ -33,6 +33,7 @@ mod pg_tls;
 mod postgres;
 pub mod registry;
 pub mod replay;
+mod replay_store;
 mod sqlite;
 pub mod suspend;
 #[doc(hidden)]
@@ -47,6 +48,7 @@ pub use journal::{Journal, Opened};
 #[cfg(feature = "postgres")]
 pub use postgres::PgStore;
 pub use registry::{Definition, Language, Registry, Syntax, WorkflowVersion};
+pub use replay_store::ReplayStore;
 pub use sqlite::{SqliteStore, Synchronous};
 pub use worker::{Worker, WorkerConfig, Workflows};
 
