@@ -40,8 +40,9 @@ pub mod suspend;
 pub mod testing;
 pub mod worker;
 
-pub(crate) use chained::parse_key as parse_mapping_key;
-pub use chained::{ANY_WORKFLOW, ChainedConfigError, ChainedFunction, ChainedInvokes, MapRunChildren};
+pub use chained::{
+    ANY_WORKFLOW, ChainedConfigError, ChainedFunction, ChainedInvokes, MapRunChildren, parse_key as parse_mapping_key,
+};
 pub(crate) use journal::ContextEvents;
 pub(crate) use journal::EventWait;
 pub use journal::{Journal, Opened};
