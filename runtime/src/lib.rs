@@ -13,7 +13,8 @@
 //! - [`history`]: AWS-shaped execution history.
 //! - `durable` (feature `durable`): checkpoint and replay on a SQLite store, so an execution
 //!   resumes after a crash without re-running completed tasks (docs/durable.md).
-//! - `adapters` (feature `durable`): the workflow as an Amazon SWF decider (docs/adapters.md).
+//! - The same workflow as an Amazon SWF decider or an AWS Lambda durable function: the `wfc-aws`
+//!   crate, on `durable` (docs/adapters.md).
 //! - [`limits`]: payload, history and nesting limits ([`RunOptions::limits`]), with AWS's errors.
 //! - [`distributed`]: the DISTRIBUTED Map's Map Runs, child executions, and the [`distributed::ObjectStore`]
 //!   its ItemReader and ResultWriter use (local directories by default).
@@ -34,8 +35,6 @@
 //! ```
 
 pub mod abi;
-#[cfg(feature = "durable")]
-pub mod adapters;
 pub mod callback;
 pub mod choice;
 pub mod clock;

@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::Value;
-use wfc_runtime::adapters::lambda_client::SdkClient;
-use wfc_runtime::adapters::lambda_durable;
-use wfc_runtime::adapters::swf::{self, SwfConfig};
+use wfc_aws::lambda_durable;
+use wfc_aws::lambda_durable::client::SdkClient;
+use wfc_aws::swf::{self, SwfConfig};
 
 use crate::check::{DefinitionText, definition_error};
 use crate::{ColorChoice, Exit, fatal};

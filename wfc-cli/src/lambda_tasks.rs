@@ -23,7 +23,7 @@ use aws_sdk_lambda::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError}
 use aws_sdk_lambda::primitives::Blob;
 use futures::future::BoxFuture;
 use serde_json::Value;
-use wfc_runtime::adapters::lambda_client::SdkClient;
+use wfc_aws::lambda_durable::client::SdkClient;
 use wfc_runtime::interp::DynHandler;
 use wfc_runtime::{Failure, TaskContext};
 

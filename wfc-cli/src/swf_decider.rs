@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use wfc_runtime::adapters::swf_poller::{self, AwsSettings, PollerOptions, SwfClient};
+use wfc_aws::swf::poller::{self as swf_poller, AwsSettings, PollerOptions, SwfClient};
 
 use crate::{Exit, fatal};
 

@@ -10,7 +10,7 @@
 
 use std::io::Write;
 
-use wfc_runtime::adapters::lambda_function::{self, Error};
+use wfc_aws::lambda_durable::function::{self as lambda_function, Error};
 use wfc_runtime::{Failure, TaskContext, Value, json};
 
 wfc_runtime::include_workflow!("workflows/approval.asl.json");

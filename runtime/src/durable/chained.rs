@@ -122,12 +122,9 @@ impl fmt::Display for ChainedFunction {
     }
 }
 
-/// Checks a `FunctionName` as Lambda's `Invoke` (and `ChainedInvokeOptions`) accepts it: a name,
-/// `name:qualifier`, a partial ARN or a full ARN; at most 256 characters of
-/// `[a-zA-Z0-9-_.:$]`.
 /// Splits a mapping's key, `WORKFLOW_ID[@VERSION]`, into the workflow id and the version, or
-/// says what is wrong with it.
-pub(crate) fn parse_key(key: &str) -> Result<(&str, Option<&str>), &'static str> {
+/// says what is wrong with it (also the key syntax of the `wfc-aws` SWF decider's `subflows`).
+pub fn parse_key(key: &str) -> Result<(&str, Option<&str>), &'static str> {
     let (workflow_id, version) = match key.split_once('@') {
         Some((id, v)) => (id, Some(v)),
         None => (key, None),
@@ -141,6 +138,9 @@ pub(crate) fn parse_key(key: &str) -> Result<(&str, Option<&str>), &'static str>
     Ok((workflow_id, version))
 }
 
+/// Checks a `FunctionName` as Lambda's `Invoke` (and `ChainedInvokeOptions`) accepts it: a name,
+/// `name:qualifier`, a partial ARN or a full ARN; at most 256 characters of
+/// `[a-zA-Z0-9-_.:$]`.
 fn check_function_name(name: &str) -> Result<(), String> {
     if name.is_empty() {
         return Err("the function name is empty".into());

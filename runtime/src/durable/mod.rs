@@ -33,20 +33,23 @@ mod pg_tls;
 mod postgres;
 pub mod registry;
 pub mod replay;
+mod replay_store;
 mod sqlite;
 pub mod suspend;
 #[doc(hidden)]
 pub mod testing;
 pub mod worker;
 
-pub(crate) use chained::parse_key as parse_mapping_key;
-pub use chained::{ANY_WORKFLOW, ChainedConfigError, ChainedFunction, ChainedInvokes, MapRunChildren};
+pub use chained::{
+    ANY_WORKFLOW, ChainedConfigError, ChainedFunction, ChainedInvokes, MapRunChildren, parse_key as parse_mapping_key,
+};
 pub(crate) use journal::ContextEvents;
 pub(crate) use journal::EventWait;
 pub use journal::{Journal, Opened};
 #[cfg(feature = "postgres")]
 pub use postgres::PgStore;
 pub use registry::{Definition, Language, Registry, Syntax, WorkflowVersion};
+pub use replay_store::ReplayStore;
 pub use sqlite::{SqliteStore, Synchronous};
 pub use worker::{Worker, WorkerConfig, Workflows};
 

@@ -2,7 +2,7 @@
 //! anything or writing to the store.
 //!
 //! The definition runs on the interpreter over an in-memory copy of the journal
-//! ([`crate::adapters::memory::ReplayStore`]): every recorded operation replays its outcome, and every
+//! ([`super::ReplayStore`]): every recorded operation replays its outcome, and every
 //! operation with no outcome (a task attempt to run, a timer or a callback or event wait still
 //! pending) parks its line of control instead of running or waiting. The journal replays
 //! cleanly when
@@ -60,7 +60,7 @@ pub async fn check(
     record: &ExecutionRecord,
     operations: &[Operation],
 ) -> Result<ReplayReport, Divergence> {
-    let store = crate::adapters::memory::ReplayStore::new(operations.to_vec(), record.start_time.clone());
+    let store = super::ReplayStore::new(operations.to_vec(), record.start_time.clone());
     let suspender = Suspender::dry_run();
     let now = jiff::Timestamp::now();
     let clock = Clock::virtual_from(now);

@@ -1,6 +1,6 @@
 //! A long-polling Amazon SWF decider (feature `swf-poller`): it polls `PollForDecisionTask`
 //! (every `nextPageToken` page, so the pure decider sees the whole history), answers each task
-//! with [`swf::decide_with`](super::swf::decide_with), and sends the answer with
+//! with [`swf::decide_with`](super::decide_with), and sends the answer with
 //! `RespondDecisionTaskCompleted`, until its shutdown future resolves (the task in hand is
 //! answered first).
 //!
@@ -34,8 +34,8 @@ use aws_sdk_swf::error::{BoxError, DisplayErrorContext, ProvideErrorMetadata, Sd
 use aws_smithy_types::body::SdkBody;
 use serde_json::{Value, json};
 
-use super::swf::{SwfConfig, SwfError, decide_with};
-use crate::{ExecutionResult, RunOptions};
+use super::{SwfConfig, SwfError, decide_with};
+use wfc_runtime::{ExecutionResult, RunOptions};
 
 /// The longest SWF holds a poll open (60 s), plus a margin: an attempt taking longer is a
 /// network failure.
@@ -162,7 +162,7 @@ impl SwfClient {
     pub async fn new(settings: &AwsSettings) -> Result<SwfClient, PollerError> {
         let endpoint = settings.endpoint.as_deref().map(check_endpoint).transpose()?;
         // rustls on ring, trusting the platform's roots and AWS_CA_BUNDLE's certificates.
-        let http = super::aws_http::https_client().map_err(PollerError::Tls)?;
+        let http = crate::aws_http::https_client().map_err(PollerError::Tls)?;
         let retry = settings.retry;
         let mut loader = aws_config::defaults(BehaviorVersion::latest())
             .http_client(http)
@@ -547,12 +547,12 @@ pub async fn run_interpreted_decider<S>(
 where
     S: Future<Output = ()>,
 {
-    let handlers = crate::Handlers::new();
+    let handlers = wfc_runtime::Handlers::new();
     run_decider(
         client,
         options,
         &workflow.name,
-        |input, run_options| crate::interp::run(workflow, &handlers, input, run_options),
+        |input, run_options| wfc_runtime::interp::run(workflow, &handlers, input, run_options),
         shutdown,
     )
     .await

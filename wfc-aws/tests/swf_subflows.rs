@@ -1,5 +1,5 @@
 //! The SWF decider's Serverless Workflow subflows as child workflow executions
-//! (`wfc_runtime::adapters::swf`, `SwfConfig::subflows`): golden histories in which a subflow the
+//! (`wfc_aws::swf`, `SwfConfig::subflows`): golden histories in which a subflow the
 //! parent waits for is a `StartChildWorkflowExecution` whose completion, failure, time-out or
 //! refused start is the subflow's outcome (onErrors included), a subflow started without waiting
 //! is an `ABANDON`ed child nobody waits for, and a parent's cancel request cancels a running
@@ -8,7 +8,7 @@
 #![allow(missing_docs)]
 
 use serde_json::{Value, json};
-use wfc_runtime::adapters::swf::{self, SwfConfig};
+use wfc_aws::swf::{self, SwfConfig};
 use wfc_runtime::ir::Workflow;
 
 mod swf_support;

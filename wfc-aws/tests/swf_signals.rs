@@ -1,4 +1,4 @@
-//! The SWF decider's produced Serverless Workflow events (`wfc_runtime::adapters::swf`): golden
+//! The SWF decider's produced Serverless Workflow events (`wfc_aws::swf`): golden
 //! histories in which a produced event with a target becomes `SignalExternalWorkflowExecution`
 //! (signalled, refused for good, refused for a passing reason) and one without a target becomes
 //! a `wfc.produced` marker; and a loop in which one workflow's signal is delivered to another
@@ -7,7 +7,7 @@
 #![allow(missing_docs)]
 
 use serde_json::{Value, json};
-use wfc_runtime::adapters::swf::{self, SignalTarget, SwfConfig};
+use wfc_aws::swf::{self, SignalTarget, SwfConfig};
 use wfc_runtime::ir::Workflow;
 
 mod swf_support;
@@ -372,7 +372,7 @@ struct Execution {
 fn one_workflows_signals_wake_the_other_workflows_event_waits() {
     let mut config = SwfConfig::default();
     config.signals.insert("Shipped".into(), SignalTarget { workflow_id: "cust-7".into(), ..SignalTarget::default() });
-    let mut executions = vec![
+    let mut executions = [
         // The customer first: its waits are reached before anything is signalled.
         Execution {
             workflow: load(CUSTOMER),

@@ -8,7 +8,7 @@
 //! that one place decides): `ThrottlingException`, `TooManyRequestsException`,
 //! `ServiceException`, any 429 or 5xx answer, and transport failures (no answer, a timeout) are
 //! retried with exponential back-off and jitter while the invocation's remaining time allows;
-//! anything else propagates at once, classified for [`super::lambda_durable`]: an invalid
+//! anything else propagates at once, classified for [`super`]: an invalid
 //! checkpoint token, a size limit, or a terminal refusal (`ResourceNotFoundException`, ...).
 
 use std::sync::Arc;
@@ -25,7 +25,7 @@ use aws_sdk_lambda::types::{
 use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
 
-use super::lambda_durable::{Checkpointed, ClientError, DurableClient, StatePage};
+use super::{Checkpointed, ClientError, DurableClient, StatePage};
 
 /// How transient errors are retried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,7 +71,7 @@ impl SdkClient {
     /// else to the chain's endpoint (`AWS_ENDPOINT_URL_LAMBDA`, `AWS_ENDPOINT_URL`, or AWS's).
     pub async fn from_env(endpoint: Option<&str>) -> Result<SdkClient, ConfigError> {
         // rustls on ring, trusting the platform's roots and the certificates of AWS_CA_BUNDLE.
-        let http = super::aws_http::https_client().map_err(ConfigError)?;
+        let http = crate::aws_http::https_client().map_err(ConfigError)?;
         let mut loader =
             aws_config::defaults(BehaviorVersion::latest()).http_client(http).retry_config(RetryConfig::disabled());
         if let Some(endpoint) = endpoint {
@@ -282,7 +282,7 @@ impl SdkClient {
     }
 }
 
-/// An `OperationUpdate` as [`super::lambda_durable`] writes it (the REST API's JSON shape) as
+/// An `OperationUpdate` as [`super`] writes it (the REST API's JSON shape) as
 /// the SDK's type. A field of the wrong type is an error, not dropped.
 fn update_from_wire(u: &Value) -> Result<OperationUpdate, ClientError> {
     let bad = |what: &str| ClientError::Service(format!("internal: an operation update has no valid {what}: {u}"));
@@ -365,7 +365,7 @@ fn error_to_wire(e: &ErrorObject) -> Value {
     Value::Object(w)
 }
 
-/// The SDK's `Operation` in the REST API's JSON shape, which [`super::lambda_durable`] reads
+/// The SDK's `Operation` in the REST API's JSON shape, which [`super`] reads
 /// (timestamps as epoch seconds).
 fn operation_to_wire(op: &Operation) -> Value {
     let mut w = json!({

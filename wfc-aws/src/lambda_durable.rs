@@ -21,13 +21,18 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use sha2::Digest;
 
-use crate::durable::suspend::{Pending, SuspendPolicy, Suspender, run_until_suspended};
-pub use crate::durable::{ChainedConfigError, ChainedFunction, ChainedInvokes, MapRunChildren};
-use crate::durable::{
+use wfc_runtime::durable::suspend::{Pending, SuspendPolicy, Suspender, run_until_suspended};
+pub use wfc_runtime::durable::{ChainedConfigError, ChainedFunction, ChainedInvokes, MapRunChildren};
+use wfc_runtime::durable::{
     CheckpointToken, Claim, Completion, ExecutionRecord, Journal, NewExecution, OpStatus, OpType, Opened, Operation,
     OperationUpdate, Store, StoreError,
 };
-use crate::{ExecutionResult, RunOptions, Status};
+use wfc_runtime::{ExecutionResult, RunOptions, Status};
+
+#[cfg(feature = "lambda-sdk")]
+pub mod client;
+#[cfg(feature = "lambda")]
+pub mod function;
 
 /// The largest `Result` an invocation returns inline (Lambda's 6 MB response, less 50 bytes of
 /// envelope, as the AWS SDKs use); a larger one is checkpointed on the `EXECUTION` operation.
@@ -74,7 +79,7 @@ pub struct StatePage {
     pub next_marker: Option<String>,
 }
 
-/// The two calls a durable function makes. `lambda_client::SdkClient` (feature `lambda-sdk`)
+/// The two calls a durable function makes. [`client::SdkClient`] (feature `lambda-sdk`)
 /// makes them through aws-sdk-lambda; tests can substitute their own.
 pub trait DurableClient: Send + Sync + fmt::Debug {
     /// `CheckpointDurableExecution` with `updates` (OperationUpdate objects).
@@ -849,7 +854,7 @@ impl Store for LambdaStore {
         })
     }
 
-    super::replay_store_keeps_no_records!();
+    wfc_runtime::replay_store_keeps_no_records!();
 }
 
 /// Why an invocation produced no answer: the service retries the invocation.
@@ -986,7 +991,7 @@ where
         None | Some("") => json!({}),
         Some(s) => serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.to_owned())),
     };
-    if !map_run_children && crate::distributed::chained_child(&input).is_some() {
+    if !map_run_children && wfc_runtime::distributed::chained_child(&input).is_some() {
         return Ok(failed(
             "Wfc.MapRunChildUnsupported",
             "this execution is a chained Map Run child, which only the interpreter's entry point (lambda_durable::invoke_chained, wfc lambda-serve) runs",
@@ -1006,7 +1011,7 @@ where
     };
     let start_ms = millis(execution.get("StartTimestamp")).unwrap_or_else(|| jiff::Timestamp::now().as_millisecond());
     let start_time =
-        jiff::Timestamp::from_millisecond(start_ms).map(crate::clock::format_timestamp).unwrap_or_default();
+        jiff::Timestamp::from_millisecond(start_ms).map(wfc_runtime::clock::format_timestamp).unwrap_or_default();
     let execution_id = execution.get("Id").and_then(Value::as_str).unwrap_or_default().to_owned();
     if let Some(why) = wire.iter().find_map(undeserializable) {
         return Ok(failed("Wfc.ResultNotDeserializable", &why));
@@ -1041,7 +1046,7 @@ where
     let suspender = Suspender::new(SuspendPolicy { steps: false, timers: true, callbacks: true });
     // The execution's name is the last segment of its ARN.
     let name = arn.rsplit('/').next().unwrap_or(&arn).to_owned();
-    let clock = crate::Clock::real();
+    let clock = wfc_runtime::Clock::real();
     let opened = Journal::open_suspending(store.clone(), &name, workflow_name, &input, &clock, Some(suspender.clone()))
         .await
         .map_err(|e| InvocationError::Service(ClientError::Service(e.to_string())))?;
@@ -1133,7 +1138,7 @@ fn failed(error: &str, message: &str) -> Value {
 /// runtime (for the CLI and a `lambda_runtime` handler alike; see docs/adapters.md).
 pub fn invoke(
     workflow: &wfc_ir::Workflow,
-    handlers: &dyn crate::DynHandler,
+    handlers: &dyn wfc_runtime::DynHandler,
     event: &Value,
     client: Arc<dyn DurableClient>,
 ) -> Result<Value, InvocationError> {
@@ -1143,7 +1148,7 @@ pub fn invoke(
 /// [`invoke`] with subflows mapped to functions (see [`invoke_with_chained`]).
 pub fn invoke_chained(
     workflow: &wfc_ir::Workflow,
-    handlers: &dyn crate::DynHandler,
+    handlers: &dyn wfc_runtime::DynHandler,
     event: &Value,
     client: Arc<dyn DurableClient>,
     chained: &ChainedInvokes,
@@ -1155,7 +1160,7 @@ pub fn invoke_chained(
 /// [`invoke_for_tenant`]).
 pub fn invoke_chained_for_tenant(
     workflow: &wfc_ir::Workflow,
-    handlers: &dyn crate::DynHandler,
+    handlers: &dyn wfc_runtime::DynHandler,
     event: &Value,
     client: Arc<dyn DurableClient>,
     chained: &ChainedInvokes,
@@ -1172,7 +1177,7 @@ pub fn invoke_chained_for_tenant(
 /// that the service client's connections live across invocations).
 pub async fn invoke_interpreted(
     workflow: &wfc_ir::Workflow,
-    handlers: &dyn crate::DynHandler,
+    handlers: &dyn wfc_runtime::DynHandler,
     event: &Value,
     client: Arc<dyn DurableClient>,
     chained: &ChainedInvokes,
@@ -1180,9 +1185,9 @@ pub async fn invoke_interpreted(
 ) -> Result<Value, InvocationError> {
     invoke_inner(event, client, &workflow.name, chained, tenant, true, |input, options| async move {
         // A chained Map Run child (this function invoked by itself): the Map's ItemProcessor.
-        match crate::distributed::chained_child(&input) {
-            Some(envelope) => crate::distributed::run_chained_child(workflow, handlers, envelope, options).await,
-            None => crate::interp::run(workflow, handlers, input, options).await,
+        match wfc_runtime::distributed::chained_child(&input) {
+            Some(envelope) => wfc_runtime::distributed::run_chained_child(workflow, handlers, envelope, options).await,
+            None => wfc_runtime::interp::run(workflow, handlers, input, options).await,
         }
     })
     .await

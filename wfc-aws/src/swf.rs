@@ -18,12 +18,16 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use sha2::Digest;
 
-use super::memory::ReplayStore;
-use crate::durable::suspend::{
+use wfc_runtime::durable::suspend::{
     Pending, SignalFilter, StepRequest, SubflowRef, SuspendPolicy, Suspender, run_until_suspended,
 };
-use crate::durable::{ANY_WORKFLOW, ChainedFunction, ChainedInvokes, Journal, OpStatus, OpType, Opened, Operation};
-use crate::{Clock, ExecutionResult, RunOptions, Status};
+use wfc_runtime::durable::{
+    ANY_WORKFLOW, ChainedFunction, ChainedInvokes, Journal, OpStatus, OpType, Opened, Operation, ReplayStore,
+};
+use wfc_runtime::{Clock, ExecutionResult, RunOptions, Status};
+
+#[cfg(feature = "swf-poller")]
+pub mod poller;
 
 /// The marker recorded with each decision (see [`SwfConfig::record_markers`]).
 pub const STATE_MARKER: &str = "wfc.state";
@@ -229,7 +233,7 @@ impl SwfConfig {
         let mut mappings = Vec::new();
         for key in self.subflows.keys() {
             let bad = |why: &str| SwfError::Config(format!("subflows key {key:?}: {why}"));
-            let (workflow_id, version) = crate::durable::parse_mapping_key(key).map_err(bad)?;
+            let (workflow_id, version) = wfc_runtime::durable::parse_mapping_key(key).map_err(bad)?;
             if workflow_id == ANY_WORKFLOW && version.is_some() {
                 return Err(bad("'*' takes no version"));
             }
@@ -249,7 +253,7 @@ impl SwfConfig {
     pub fn check_subflows(&self, workflow: &wfc_ir::Workflow) -> Result<(), SwfError> {
         let mappings = self.subflow_mappings()?;
         mappings.check([workflow]).map_err(|e| match e {
-            crate::durable::ChainedConfigError::Unused { mapping, detail } => {
+            wfc_runtime::durable::ChainedConfigError::Unused { mapping, detail } => {
                 let key = mapping.split_once('=').map_or(mapping.as_str(), |(k, _)| k);
                 SwfError::Config(format!(
                     "subflows key {key:?} names no subflow of the workflow '{}'{detail}",
@@ -342,9 +346,9 @@ pub fn decide(workflow: &wfc_ir::Workflow, task: &Value, config: &SwfConfig) -> 
         .start_paused(true)
         .build()
         .map_err(|e| SwfError::Replay(format!("cannot start the decider's runtime: {e}")))?;
-    let handler = crate::Handlers::new();
+    let handler = wfc_runtime::Handlers::new();
     runtime.block_on(decide_with(task, config, &workflow.name, |input, options| {
-        crate::interp::run(workflow, &handler, input, options)
+        wfc_runtime::interp::run(workflow, &handler, input, options)
     }))
 }
 
@@ -352,7 +356,7 @@ pub fn decide(workflow: &wfc_ir::Workflow, task: &Value, config: &SwfConfig) -> 
 /// given options (`interp::run`, or a generated module's `run_with`). Its task handler is never
 /// called: every Task attempt becomes a decision or replays from the history (a DISTRIBUTED
 /// Map's children included: they are journaled operations like any other). Run it on
-/// a runtime with paused time (as [`decide`] and [`crate::clock::block_on_virtual`] do): on a
+/// a runtime with paused time (as [`decide`] and [`wfc_runtime::clock::block_on_virtual`] do): on a
 /// running clock, the milliseconds the replay takes leak into the timestamps it computes.
 pub async fn decide_with<R, Fut>(
     task: &Value,
@@ -378,7 +382,7 @@ where
 
     let store = ReplayStore::with_events(
         view.operations.clone(),
-        crate::clock::format_timestamp(view.start_time),
+        wfc_runtime::clock::format_timestamp(view.start_time),
         view.inbox.clone(),
     );
     let policy = SuspendPolicy { steps: true, timers: true, callbacks: false };

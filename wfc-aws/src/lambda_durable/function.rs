@@ -1,23 +1,23 @@
 //! A compiled workflow deployed as an AWS Lambda durable function, with the `lambda_runtime`
 //! crate (feature `lambda`): [`serve`] runs the Lambda Runtime API loop (`GET
 //! /2018-06-01/runtime/invocation/next`, `POST .../response`) and answers each event, a durable
-//! invocation, with [`super::lambda_durable::invoke_with`].
+//! invocation, with [`crate::lambda_durable::invoke_with`].
 //!
 //! ```ignore
 //! wfc_runtime::include_workflow!("workflows/approval.asl.json");
 //!
 //! #[tokio::main]
-//! async fn main() -> Result<(), wfc_runtime::adapters::lambda_function::Error> {
+//! async fn main() -> Result<(), wfc_aws::lambda_durable::function::Error> {
 //!     let shop = Shop::default();
-//!     let client = wfc_runtime::adapters::lambda_function::client_from_env().await?;
-//!     wfc_runtime::adapters::lambda_function::serve("approval", client, |input, options| {
+//!     let client = wfc_aws::lambda_durable::function::client_from_env().await?;
+//!     wfc_aws::lambda_durable::function::serve("approval", client, |input, options| {
 //!         approval::run_with(&shop, input, options)
 //!     })
 //!     .await
 //! }
 //! ```
 //!
-//! The checkpoint calls go through aws-sdk-lambda ([`super::lambda_client::SdkClient`]) with
+//! The checkpoint calls go through aws-sdk-lambda ([`super::client::SdkClient`]) with
 //! the function's role credentials and region from the environment, to AWS, or to
 //! `AWS_ENDPOINT_URL_LAMBDA` when set (a local service such as `dex-local-runner`).
 
@@ -27,9 +27,9 @@ use std::sync::Arc;
 use lambda_runtime::{Diagnostic, LambdaEvent, service_fn};
 use serde_json::Value;
 
-use super::lambda_client::SdkClient;
-use super::lambda_durable::{self, ChainedInvokes, DurableClient, InvocationError};
-use crate::{ExecutionResult, RunOptions};
+use super::client::SdkClient;
+use crate::lambda_durable::{self, ChainedInvokes, DurableClient, InvocationError};
+use wfc_runtime::{ExecutionResult, RunOptions};
 
 /// The error [`serve`] ends with (the Runtime API could not be reached, or its configuration is
 /// missing).
@@ -92,7 +92,7 @@ where
             workflow_name,
             chained,
             event.context.tenant_id.as_deref(),
-            |input, options| run(input, options),
+            run,
         )
         .await
         .map_err(diagnostic)

@@ -1,4 +1,4 @@
-//! The Lambda durable function adapter (`wfc_runtime::adapters::lambda_durable`) against an
+//! The Lambda durable function adapter (`wfc_aws::lambda_durable`) against an
 //! in-process durable execution service: the golden examples of Appendix A of
 //! shared/specs/lambda-durable-functions-sdk.md (the checkpoints each invocation sends), paging
 //! of the execution state, token rotation, and the §3.4 error handling. The same adapter runs
@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use wfc_runtime::adapters::lambda_durable::{
+use wfc_aws::lambda_durable::{
     self, Checkpointed, ClientError, DurableClient, InvocationError, StatePage, wire_id, wire_name,
 };
 use wfc_runtime::interp::Handlers;
@@ -650,7 +650,7 @@ fn a_callback_is_pending_until_the_service_records_its_answer() {
     assert_eq!(options["HeartbeatTimeoutSeconds"], 60);
     assert_eq!(calls[0][0]["SubType"], "TaskToken");
     let callback_id = fake.0.lock().unwrap().ops[1]["CallbackDetails"]["CallbackId"].as_str().unwrap().to_owned();
-    assert_eq!(*tokens.lock().unwrap(), [callback_id.clone()]);
+    assert_eq!(*tokens.lock().unwrap(), std::slice::from_ref(&callback_id));
 
     // Invoked again before an answer (a heartbeat, say): still PENDING, nothing re-sent.
     assert_eq!(invoke(&wf, &h, &fake, 1).unwrap(), json!({ "Status": "PENDING" }));

@@ -1,4 +1,4 @@
-//! The SWF decider (`wfc_runtime::adapters::swf`): golden histories, and a loop test in which a
+//! The SWF decider (`wfc_aws::swf`): golden histories, and a loop test in which a
 //! small simulated SWF service feeds histories to the decider until the workflow closes, for
 //! every case in tests/cases whose definition has only tasks, waits, choices, parallels, maps and
 //! the data states, and every Serverless Workflow case (its consumed events are signals) but
@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use wfc_runtime::adapters::swf::{self, SwfConfig};
+use wfc_aws::swf::{self, SwfConfig};
 use wfc_runtime::ir::{StateKind, StateMachine, Workflow};
 
 mod swf_support;
@@ -539,7 +539,7 @@ impl<'a> Sim<'a> {
 // ---------------------------------------------------------------------------------------------
 
 fn cases_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("cases")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/cases")
 }
 
 fn case_files(dir: &Path, out: &mut Vec<PathBuf>) {
