@@ -8,7 +8,6 @@ pub use ::serde;
 pub use ::serde_json;
 pub use ::serde_json::Value;
 pub use ::std::sync::LazyLock;
-pub use ::wfc_ir as ir;
 
 pub use ::futures::future::try_join_all;
 pub use ::tracing;

@@ -95,7 +95,11 @@ use rand::Rng;
 use serde_json::{Map, Value};
 use wfc_ir::intrinsics::eval as intrinsic_eval;
 use wfc_ir::jsonata::JsonataError;
-use wfc_ir::{JsonataExpr, Path, PathError};
+use wfc_ir::PathError;
+/// The path and JSONata expression types generated code parses its `static`s into, and the
+/// Choice operators it names: IR *values* built from the text the compiler wrote out (generated
+/// code never reads the definition's IR).
+pub use wfc_ir::{JsonataExpr, Operator, Path};
 
 use crate::Failure;
 
@@ -132,7 +136,10 @@ pub use wfc_ir::intrinsics::Function;
 pub use wfc_ir::jsonpath::ast::SingularStep as Seg;
 pub use wfc_ir::native::{NativeNumber, Pattern};
 pub use wfc_ir::sw::Completion as SwCompletion;
-pub use wfc_ir::sw::{Interval as SwInterval, Schedule as SwSchedule, SwWorkflowMeta};
+pub use wfc_ir::sw::{
+    Correlation as SwCorrelation, EventDef as SwEventDef, Interval as SwInterval, Schedule as SwSchedule,
+    SwWorkflowMeta,
+};
 
 /// Where a generated machine goes after one state: on to the next state (a variant of the
 /// machine's `State` enum, carrying its raw input), or out of the machine with its output.

@@ -33,7 +33,7 @@ const IR_JSON: &str = r#"{
 
 // The interpreter's per-state functions take the IR; this stand-in loads it (generated code
 // carries none any more).
-static IR: rt::LazyLock<Result<rt::ir::Workflow, Failure>> =
+static IR: rt::LazyLock<Result<wfc_runtime::ir::Workflow, Failure>> =
     rt::LazyLock::new(|| rt::serde_json::from_str(IR_JSON).map_err(|e| Failure::runtime(e.to_string())));
 
 trait Handler: Send + Sync {
@@ -56,7 +56,7 @@ enum State {
     OutOfStock(rt::Value),
 }
 
-fn spec(index: usize) -> Result<&'static rt::ir::StateKind, Failure> {
+fn spec(index: usize) -> Result<&'static wfc_runtime::ir::StateKind, Failure> {
     let wf = IR.as_ref().map_err(Clone::clone)?;
     wf.machine.states.get(index).map(|s| &s.kind).ok_or_else(|| Failure::runtime("no such state"))
 }
@@ -65,14 +65,14 @@ async fn resume<H: Handler>(handler: &H, exec: &rt::Execution, mut state: State)
     loop {
         state = match state {
             State::Check(input) => {
-                let rt::ir::StateKind::Task(spec) = spec(0)? else { return Err(Failure::runtime("kind")) };
+                let wfc_runtime::ir::StateKind::Task(spec) = spec(0)? else { return Err(Failure::runtime("kind")) };
                 match rt::exec::task(exec, "Check", spec, input, move |input, ctx| handler.check(input, ctx)).await? {
                     rt::Step::Next(output) => State::InStock(output),
                     rt::Step::Goto { output, .. } => return Ok(output),
                 }
             }
             State::InStock(input) => {
-                let rt::ir::StateKind::Choice(spec) = spec(1)? else { return Err(Failure::runtime("kind")) };
+                let wfc_runtime::ir::StateKind::Choice(spec) = spec(1)? else { return Err(Failure::runtime("kind")) };
                 let rt::Chosen { branch, output } = rt::exec::choice(exec, "InStock?", spec, input)?;
                 match branch {
                     Some(0) => State::Both(output),
@@ -80,11 +80,13 @@ async fn resume<H: Handler>(handler: &H, exec: &rt::Execution, mut state: State)
                 }
             }
             State::Both(input) => {
-                let rt::ir::StateKind::Parallel(spec) = spec(2)? else { return Err(Failure::runtime("kind")) };
+                let wfc_runtime::ir::StateKind::Parallel(spec) = spec(2)? else { return Err(Failure::runtime("kind")) };
                 let branches = |input: rt::Value, exec: rt::Execution| async move {
-                    let rt::ir::StateKind::Parallel(p) = spec_static(2)? else { return Err(Failure::runtime("kind")) };
+                    let wfc_runtime::ir::StateKind::Parallel(p) = spec_static(2)? else {
+                        return Err(Failure::runtime("kind"));
+                    };
                     let (a, b) = (&p.branches[0].states[0].kind, &p.branches[1].states[0].kind);
-                    let (rt::ir::StateKind::Pass(a), rt::ir::StateKind::Wait(b)) = (a, b) else {
+                    let (wfc_runtime::ir::StateKind::Pass(a), wfc_runtime::ir::StateKind::Wait(b)) = (a, b) else {
                         return Err(Failure::runtime("kind"));
                     };
                     let (ea, eb) = (exec.branch(), exec.branch());
@@ -101,14 +103,14 @@ async fn resume<H: Handler>(handler: &H, exec: &rt::Execution, mut state: State)
                 }
             }
             State::OutOfStock(input) => {
-                let rt::ir::StateKind::Fail(spec) = spec(3)? else { return Err(Failure::runtime("kind")) };
+                let wfc_runtime::ir::StateKind::Fail(spec) = spec(3)? else { return Err(Failure::runtime("kind")) };
                 return Err(rt::exec::fail(exec, "OutOfStock", spec, input));
             }
         }
     }
 }
 
-fn spec_static(index: usize) -> Result<&'static rt::ir::StateKind, Failure> {
+fn spec_static(index: usize) -> Result<&'static wfc_runtime::ir::StateKind, Failure> {
     spec(index)
 }
 

@@ -234,7 +234,7 @@ pub mod assign {
                         );
                     __wfc::Value::Object(object)
                 });
-                static PATH_3: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                static PATH_3: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                     "$$.Execution.Name",
                 ));
                 static LITERAL_4: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
@@ -286,13 +286,13 @@ pub mod assign {
                 const PATH_0: &[__wfc::abi::Seg<'static>] = &[
                     __wfc::abi::Seg::Name("wait"),
                 ];
-                static PATH_1: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                static PATH_1: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                     "$count",
                 ));
                 const PATH_2: &[__wfc::abi::Seg<'static>] = &[
                     __wfc::abi::Seg::Name("opt"),
                 ];
-                static PATH_3: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                static PATH_3: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                     "$tag",
                 ));
                 let output = __wfc::abi::wait_assign(
@@ -328,31 +328,31 @@ pub mod assign {
                 State::UseVars(output)
             }
             State::UseVars(input) => {
-                static PATH_0: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                static PATH_0: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                     "$count",
                 ));
                 const PATH_1: &[__wfc::abi::Seg<'static>] = &[
                     __wfc::abi::Seg::Name("count"),
                 ];
-                static PATH_2: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                static PATH_2: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                     "$waited",
                 ));
-                static PATH_3: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                static PATH_3: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                     "$prev",
                 ));
-                static PATH_4: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                static PATH_4: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                     "$sum",
                 ));
-                static PATH_5: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                static PATH_5: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                     "$both",
                 ));
-                static PATH_6: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                static PATH_6: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                     "$literal",
                 ));
-                static PATH_7: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                static PATH_7: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                     "$started",
                 ));
-                static PATH_8: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                static PATH_8: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                     "$opt",
                 ));
                 const PATH_9: &[__wfc::abi::Seg<'static>] = &[
@@ -471,7 +471,7 @@ pub mod assign {
                     Some(2i128),
                     Some(2f64),
                 );
-                static PATH_1: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                static PATH_1: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                     "$count",
                 ));
                 let __wfc::Chosen { branch, output } = __wfc::abi::choice(
@@ -514,10 +514,10 @@ pub mod assign {
                 }
             }
             State::Done(input) => {
-                static PATH_0: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                static PATH_0: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                     "$count",
                 ));
-                static PATH_1: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                static PATH_1: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                     "$copy",
                 ));
                 const PATH_2: &[__wfc::abi::Seg<'static>] = &[

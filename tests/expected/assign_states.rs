@@ -273,7 +273,7 @@ pub mod assign_states {
                 const PATH_0: &[__wfc::abi::Seg<'static>] = &[
                     __wfc::abi::Seg::Name("mode"),
                 ];
-                static PATH_1: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                static PATH_1: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                     "$$.Execution.Name",
                 ));
                 const PATH_2: &[__wfc::abi::Seg<'static>] = &[
@@ -281,7 +281,7 @@ pub mod assign_states {
                     __wfc::abi::Seg::Name("n"),
                 ];
                 const PATH_3: &[__wfc::abi::Seg<'static>] = &[];
-                static PATH_4: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                static PATH_4: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                     "$$.State.Name",
                 ));
                 let __wfc::Chosen { branch, output } = __wfc::abi::choice_assign(
@@ -371,7 +371,7 @@ pub mod assign_states {
                 const PATH_2: &[__wfc::abi::Seg<'static>] = &[
                     __wfc::abi::Seg::Name("Cause"),
                 ];
-                static PATH_3: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                static PATH_3: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                     "$route",
                 ));
                 /// A catcher's `Assign`, on the Error Output.
@@ -402,7 +402,7 @@ pub mod assign_states {
                     __wfc::abi::Seg::Name("payload"),
                     __wfc::abi::Seg::Name("n"),
                 ];
-                static PATH_7: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                static PATH_7: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                     "$n",
                 ));
                 const PATH_8: &[__wfc::abi::Seg<'static>] = &[
@@ -567,7 +567,7 @@ pub mod assign_states {
                 const PATH_1: &[__wfc::abi::Seg<'static>] = &[
                     __wfc::abi::Seg::Name("Error"),
                 ];
-                static PATH_2: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                static PATH_2: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                     "$route",
                 ));
                 /// A catcher's `Assign`, on the Error Output.
@@ -754,7 +754,7 @@ pub mod assign_states {
                     __wfc::abi::Seg::Index(0i64),
                     __wfc::abi::Seg::Name("payload"),
                 ];
-                static PATH_5: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                static PATH_5: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                     "$route",
                 ));
                 const PATH_6: &[__wfc::abi::Seg<'static>] = &[

@@ -316,16 +316,16 @@ pub mod distributed_map {
                 const PATH_3: &[__wfc::abi::Seg<'static>] = &[
                     __wfc::abi::Seg::Name("read"),
                 ];
-                static PATH_4: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                static PATH_4: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                     "$$.Map.Item.Value",
                 ));
-                static PATH_5: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                static PATH_5: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                     "$$.Map.Item.Index",
                 ));
                 const PATH_6: &[__wfc::abi::Seg<'static>] = &[
                     __wfc::abi::Seg::Name("tag"),
                 ];
-                static PATH_7: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                static PATH_7: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                     "$.tolerate",
                 ));
                 const PATH_8: &[__wfc::abi::Seg<'static>] = &[
@@ -337,7 +337,7 @@ pub mod distributed_map {
                 const PATH_10: &[__wfc::abi::Seg<'static>] = &[
                     __wfc::abi::Seg::Name("file"),
                 ];
-                static PATH_11: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                static PATH_11: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                     "$.max",
                 ));
                 const CATCH: &[__wfc::abi::Catcher] = &[
@@ -657,7 +657,7 @@ pub mod distributed_map {
                 const PATH_1: &[__wfc::abi::Seg<'static>] = &[
                     __wfc::abi::Seg::Name("list"),
                 ];
-                static PATH_2: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                static PATH_2: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                     "$.pct",
                 ));
                 const PATH_3: &[__wfc::abi::Seg<'static>] = &[
@@ -853,10 +853,10 @@ pub mod distributed_map {
                         );
                     __wfc::Value::Object(object)
                 });
-                static PATH_4: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                static PATH_4: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                     "$.per",
                 ));
-                static PATH_5: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                static PATH_5: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                     "$.bytes",
                 ));
                 /// The state's data processing; its visit is the runtime's.
@@ -1047,10 +1047,10 @@ pub mod distributed_map {
                 }
             }
             State::Orders(input) => {
-                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.errorOutput.Error ",
                 ));
-                static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.errorOutput.Cause ",
                 ));
                 /// A catcher's JSONata field, on the `$states` bindings.
@@ -1083,40 +1083,40 @@ pub mod distributed_map {
                         __wfc::Value::Object(object)
                     })
                 }
-                static JSONATA_3: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_3: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.result ",
                 ));
-                static JSONATA_4: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_4: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $exists($states.input.read) ? $states.input.read : null ",
                 ));
-                static JSONATA_5: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_5: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $exists($states.input.readError) ? $states.input.readError : null ",
                 ));
-                static JSONATA_6: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_6: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input.csv ",
                 ));
-                static JSONATA_7: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_7: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input.written ",
                 ));
-                static JSONATA_8: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_8: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input.orders ",
                 ));
-                static JSONATA_9: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_9: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.context.Map.Item.Value ",
                 ));
-                static JSONATA_10: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_10: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.context.Map.Item.Index ",
                 ));
-                static JSONATA_11: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_11: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.context.Map.Item.Value.id + ($states.context.Map.Item.Value.bad ? 'x' : 0) ",
                 ));
-                static JSONATA_12: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_12: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input.tol ",
                 ));
-                static JSONATA_13: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_13: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input.pct2 ",
                 ));
-                static JSONATA_14: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_14: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input.perBatch ",
                 ));
                 const CATCH: &[__wfc::abi::JsonataCatcher] = &[
@@ -1489,7 +1489,7 @@ pub mod distributed_map {
                     const PATH_2: &[__wfc::abi::Seg<'static>] = &[
                         __wfc::abi::Seg::Name("BatchInput"),
                     ];
-                    static PATH_3: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                    static PATH_3: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                         "$.Items[-1:].index",
                     ));
                     /// The state's data processing; its visit is `abi::task`'s.
@@ -1879,7 +1879,7 @@ pub mod distributed_map {
             let next = match state {
                 State::Check(input) => {
                     static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
-                    __wfc::ir::JsonataExpr::parse(
+                    __wfc::abi::JsonataExpr::parse(
                         " $count($states.input.Items[o.fail = true]) > 0 ",
                     ));
                     let __wfc::Chosen { branch, output } = __wfc::abi::choice(
@@ -1924,7 +1924,7 @@ pub mod distributed_map {
                 }
                 State::Accept(input) => {
                     static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
-                    __wfc::ir::JsonataExpr::parse(" $states.input.Items.i "));
+                    __wfc::abi::JsonataExpr::parse(" $states.input.Items.i "));
                     let output = __wfc::abi::pass_language(
                         exec,
                         "Accept",

@@ -340,7 +340,7 @@ pub mod jsonata_nested {
     ) -> Result<__wfc::abi::Flow<State>, __wfc::Failure> {
         let next = match state {
             State::FanP(input) => {
-                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.errorOutput.Error ",
                 ));
                 /// A catcher's JSONata field, on the `$states` bindings.
@@ -356,10 +356,10 @@ pub mod jsonata_nested {
                         ],
                     )
                 }
-                static JSONATA_2: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_2: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.errorOutput ",
                 ));
-                static JSONATA_3: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_3: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input.mode ",
                 ));
                 /// A catcher's JSONata field, on the `$states` bindings.
@@ -392,19 +392,19 @@ pub mod jsonata_nested {
                         __wfc::Value::Object(object)
                     })
                 }
-                static JSONATA_5: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_5: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.result[0] ",
                 ));
-                static JSONATA_6: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_6: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input.cfg ",
                 ));
-                static JSONATA_7: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_7: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input.assignBad ? $states.input.mode + 1 : $states.result[1].retry ",
                 ));
-                static JSONATA_8: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_8: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input.items ",
                 ));
-                static JSONATA_9: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_9: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input.outBad ? $states.input.mode - 1 : $states.result[0] ",
                 ));
                 static LITERAL_10: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
@@ -421,13 +421,13 @@ pub mod jsonata_nested {
                         );
                     __wfc::Value::Object(object)
                 });
-                static JSONATA_11: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_11: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input ",
                 ));
-                static JSONATA_12: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_12: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.context.State.RetryCount ",
                 ));
-                static JSONATA_13: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_13: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input.n + ($states.context.State.RetryCount = 0 and $states.input.failFirst ? 'x' : 0) + ($states.input.failAlways ? 'y' : 0) ",
                 ));
                 static LITERAL_14: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| __wfc::Value::Array(
@@ -642,10 +642,10 @@ pub mod jsonata_nested {
                 }
             }
             State::EachM(input) => {
-                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.errorOutput.Error ",
                 ));
-                static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $count($states.input.items) ",
                 ));
                 /// A catcher's JSONata field, on the `$states` bindings.
@@ -678,31 +678,31 @@ pub mod jsonata_nested {
                         __wfc::Value::Object(object)
                     })
                 }
-                static JSONATA_3: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_3: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $sum($states.result.x) ",
                 ));
-                static JSONATA_4: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_4: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.result ",
                 ));
-                static JSONATA_5: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_5: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input.mode ",
                 ));
-                static JSONATA_6: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_6: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $cfg.mapOutBad ? $states.input.mode * 3 : $sum($states.result.x) ",
                 ));
-                static JSONATA_7: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_7: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $cfg.max ",
                 ));
-                static JSONATA_8: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_8: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input.items ",
                 ));
-                static JSONATA_9: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_9: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.context.Map.Item.Value ",
                 ));
-                static JSONATA_10: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_10: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.context.Map.Item.Index ",
                 ));
-                static JSONATA_11: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_11: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.context.Map.Item.Value.bad ? $states.input.mode * 2 : 1 ",
                 ));
                 static LITERAL_12: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
@@ -931,7 +931,7 @@ pub mod jsonata_nested {
                 }
             }
             State::Pick(input) => {
-                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input.mode = 'notarray' ? { 'a': 1 } : $states.input.results ",
                 ));
                 let output = __wfc::abi::pass_language(
@@ -953,10 +953,10 @@ pub mod jsonata_nested {
                 State::AgainA(output)
             }
             State::AgainA(input) => {
-                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.result ",
                 ));
-                static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $cfg.role ",
                 ));
                 /// The state's data processing; its visit is the runtime's.
@@ -1188,25 +1188,25 @@ pub mod jsonata_nested {
                 }
             }
             State::CallJsonataRole(input) => {
-                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $total ",
                 ));
-                static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input.called.again ",
                 ));
-                static JSONATA_2: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_2: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.result.payload.total ",
                 ));
-                static JSONATA_3: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_3: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.result.payload.again ",
                 ));
-                static JSONATA_4: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_4: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $doubled ",
                 ));
-                static JSONATA_5: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_5: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $fanned ",
                 ));
-                static JSONATA_6: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_6: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $cfg.jrole ",
                 ));
                 /// The state's data processing; its visit is `abi::task`'s.
@@ -1387,7 +1387,7 @@ pub mod jsonata_nested {
                 }
             }
             State::Done(input) => {
-                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input ",
                 ));
                 let output = __wfc::abi::pass_language(
@@ -1484,7 +1484,7 @@ pub mod jsonata_nested {
             match state {
                 State::LeftL(input) => {
                     static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
-                    __wfc::ir::JsonataExpr::parse(" $states.input.check * 2 "));
+                    __wfc::abi::JsonataExpr::parse(" $states.input.check * 2 "));
                     let output = __wfc::abi::pass_language(
                         exec,
                         "Left \"l\" ✓",
@@ -1568,11 +1568,11 @@ pub mod jsonata_nested {
             match state {
                 State::Right(input) => {
                     static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
-                    __wfc::ir::JsonataExpr::parse(" $states.input.in.fan "));
+                    __wfc::abi::JsonataExpr::parse(" $states.input.in.fan "));
                     static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
-                    __wfc::ir::JsonataExpr::parse(" $states.input.retry "));
+                    __wfc::abi::JsonataExpr::parse(" $states.input.retry "));
                     static JSONATA_2: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
-                    __wfc::ir::JsonataExpr::parse(" $states.result "));
+                    __wfc::abi::JsonataExpr::parse(" $states.result "));
                     /// The state's data processing; its visit is `abi::task`'s.
                     struct Code;
                     impl __wfc::abi::TaskCode for Code {
@@ -1739,13 +1739,13 @@ pub mod jsonata_nested {
             match state {
                 State::Work(input) => {
                     static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
-                    __wfc::ir::JsonataExpr::parse(" $states.input.payload "));
+                    __wfc::abi::JsonataExpr::parse(" $states.input.payload "));
                     static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
-                    __wfc::ir::JsonataExpr::parse(" $states.input.index "));
+                    __wfc::abi::JsonataExpr::parse(" $states.input.index "));
                     static JSONATA_2: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
-                    __wfc::ir::JsonataExpr::parse(" $states.result.payload.x "));
+                    __wfc::abi::JsonataExpr::parse(" $states.result.payload.x "));
                     static JSONATA_3: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
-                    __wfc::ir::JsonataExpr::parse(" $states.result.index "));
+                    __wfc::abi::JsonataExpr::parse(" $states.result.index "));
                     /// The state's data processing; its visit is `abi::task`'s.
                     struct Code;
                     impl __wfc::abi::TaskCode for Code {
@@ -1931,7 +1931,7 @@ pub mod jsonata_nested {
             match state {
                 State::Bump(input) => {
                     static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
-                    __wfc::ir::JsonataExpr::parse(" $states.input.x + 1 "));
+                    __wfc::abi::JsonataExpr::parse(" $states.input.x + 1 "));
                     let output = __wfc::abi::pass_language(
                         exec,
                         "Bump",

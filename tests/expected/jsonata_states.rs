@@ -312,10 +312,10 @@ pub mod jsonata_states {
     ) -> Result<__wfc::abi::Flow<State>, __wfc::Failure> {
         let next = match state {
             State::InitA(input) => {
-                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input.n ",
                 ));
-                static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input.mode ",
                 ));
                 static LITERAL_2: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| __wfc::Value::Array(
@@ -326,10 +326,10 @@ pub mod jsonata_states {
                         __wfc::Value::Null); __wfc::Value::Object(object) }
                     ],
                 ));
-                static JSONATA_3: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_3: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input.n + 1 ",
                 ));
-                static JSONATA_4: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_4: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input.args ",
                 ));
                 static LITERAL_5: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
@@ -346,7 +346,7 @@ pub mod jsonata_states {
                         );
                     __wfc::Value::Object(object)
                 });
-                static JSONATA_6: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_6: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.context.State.Name ",
                 ));
                 let output = __wfc::abi::pass_language(
@@ -431,40 +431,40 @@ pub mod jsonata_states {
                 State::RouteR(output)
             }
             State::RouteR(input) => {
-                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input.mode = 'wait' ",
                 ));
-                static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " \"wait \\\"✓\\\" \" & $label ",
                 ));
-                static JSONATA_2: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_2: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input.args.seconds ",
                 ));
-                static JSONATA_3: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_3: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input.args.until ",
                 ));
-                static JSONATA_4: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_4: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $count ",
                 ));
-                static JSONATA_5: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_5: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input.mode = 'task' ",
                 ));
-                static JSONATA_6: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_6: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input.mode = 'fail' ",
                 ));
-                static JSONATA_7: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_7: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input.args.fail ",
                 ));
-                static JSONATA_8: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_8: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input.mode = 'bad' ? 1 : false ",
                 ));
-                static JSONATA_9: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_9: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input.const ",
                 ));
-                static JSONATA_10: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_10: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input ",
                 ));
-                static JSONATA_11: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_11: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $nested ",
                 ));
                 let __wfc::Chosen { branch, output } = __wfc::abi::choice_language(
@@ -625,16 +625,16 @@ pub mod jsonata_states {
                 }
             }
             State::NapW(input) => {
-                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input.seconds ",
                 ));
-                static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input.seconds * 2 ",
                 ));
-                static JSONATA_2: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_2: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input.until ",
                 ));
-                static JSONATA_3: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_3: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $route ",
                 ));
                 let output = __wfc::abi::wait_language(
@@ -701,7 +701,7 @@ pub mod jsonata_states {
                 State::UntilU(output)
             }
             State::UntilU(input) => {
-                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input.until ",
                 ));
                 let output = __wfc::abi::wait_language(
@@ -727,7 +727,7 @@ pub mod jsonata_states {
                 State::MarkM(output)
             }
             State::MarkM(input) => {
-                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $napped + 1 ",
                 ));
                 static LITERAL_1: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
@@ -766,7 +766,7 @@ pub mod jsonata_states {
                 State::Check(output)
             }
             State::Check(input) => {
-                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $napped > 100 ",
                 ));
                 let __wfc::Chosen { branch, output } = __wfc::abi::choice(
@@ -794,7 +794,7 @@ pub mod jsonata_states {
                 }
             }
             State::TooLong(input) => {
-                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " 'napped ' & $string($napped) ",
                 ));
                 return Err(
@@ -819,10 +819,10 @@ pub mod jsonata_states {
                 );
             }
             State::CallT(input) => {
-                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input.args.task.catchFail ? $nope() : $states.errorOutput.Error ",
                 ));
-                static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input.mode ",
                 ));
                 /// A catcher's JSONata field, on the `$states` bindings.
@@ -841,10 +841,10 @@ pub mod jsonata_states {
                         ],
                     )
                 }
-                static JSONATA_3: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_3: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.errorOutput ",
                 ));
-                static JSONATA_4: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_4: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input.args.task ",
                 ));
                 /// A catcher's JSONata field, on the `$states` bindings.
@@ -884,7 +884,7 @@ pub mod jsonata_states {
                         __wfc::Value::Object(object)
                     })
                 }
-                static JSONATA_6: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_6: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.errorOutput.Error ",
                 ));
                 /// A catcher's JSONata field, on the `$states` bindings.
@@ -901,16 +901,16 @@ pub mod jsonata_states {
                         )?,
                     )
                 }
-                static JSONATA_8: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_8: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.result.payload.name ",
                 ));
-                static JSONATA_9: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_9: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $exists($states.input.args.task.timeout) ? $states.input.args.task.timeout : 30 ",
                 ));
-                static JSONATA_10: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_10: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $exists($states.input.args.task.heartbeat) ? $states.input.args.task.heartbeat : 10 ",
                 ));
-                static JSONATA_11: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_11: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $label ",
                 ));
                 static LITERAL_12: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
@@ -927,16 +927,16 @@ pub mod jsonata_states {
                         );
                     __wfc::Value::Object(object)
                 });
-                static JSONATA_13: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_13: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $count ",
                 ));
-                static JSONATA_14: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_14: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input.args.task.explode ? $nope() : 'ok' ",
                 ));
-                static JSONATA_15: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_15: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.result ",
                 ));
-                static JSONATA_16: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_16: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $count + ($exists($states.result.payload.add) ? $states.result.payload.add : 0) ",
                 ));
                 const CATCH: &[__wfc::abi::JsonataCatcher] = &[
@@ -1150,10 +1150,10 @@ pub mod jsonata_states {
                 }
             }
             State::BoomF(input) => {
-                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input.error ",
                 ));
-                static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input.cause ",
                 ));
                 return Err(
@@ -1183,10 +1183,10 @@ pub mod jsonata_states {
                 );
             }
             State::Done(input) => {
-                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $states.input ",
                 ));
-                static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(
+                static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " {'route': $route, 'count': $count, 'label': $label, 'called': $called, 'caught': $caught, 'napped': $napped} ",
                 ));
                 static LITERAL_2: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| __wfc::Value::Array(

@@ -288,7 +288,7 @@ pub mod parallel_map {
                 const PATH_5: &[__wfc::abi::Seg<'static>] = &[
                     __wfc::abi::Seg::Name("fan"),
                 ];
-                static PATH_6: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                static PATH_6: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                     "$$.State.RetryCount",
                 ));
                 const PATH_7: &[__wfc::abi::Seg<'static>] = &[
@@ -499,10 +499,10 @@ pub mod parallel_map {
                 const PATH_3: &[__wfc::abi::Seg<'static>] = &[
                     __wfc::abi::Seg::Name("items"),
                 ];
-                static PATH_4: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                static PATH_4: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                     "$$.Map.Item.Value",
                 ));
-                static PATH_5: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                static PATH_5: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                     "$$.Map.Item.Index",
                 ));
                 const PATH_6: &[__wfc::abi::Seg<'static>] = &[
@@ -667,7 +667,7 @@ pub mod parallel_map {
                 const PATH_1: &[__wfc::abi::Seg<'static>] = &[
                     __wfc::abi::Seg::Name("copies"),
                 ];
-                static PATH_2: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                static PATH_2: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                     "$.limit",
                 ));
                 const PATH_3: &[__wfc::abi::Seg<'static>] = &[
@@ -850,7 +850,7 @@ pub mod parallel_map {
                                     match __wfc::abi::get(input, PATH_0) {
                                         Some(operand) => {
                                             __wfc::choice::test(
-                                                __wfc::ir::Operator::NumericLessThan,
+                                                __wfc::abi::Operator::NumericLessThan,
                                                 value,
                                                 operand,
                                             )

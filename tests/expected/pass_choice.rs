@@ -267,10 +267,10 @@ pub mod pass_choice {
                     __wfc::abi::Seg::Name("tags"),
                     __wfc::abi::Seg::Index(0i64),
                 ];
-                static PATH_3: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                static PATH_3: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                     "$.config.tags[*]",
                 ));
-                static PATH_4: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                static PATH_4: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                     "$$.Execution.Name",
                 ));
                 const PATH_5: &[__wfc::abi::Seg<'static>] = &[
@@ -441,7 +441,7 @@ pub mod pass_choice {
                     ::core::option::Option::None,
                     Some(2.5f64),
                 );
-                static PATH_8: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                static PATH_8: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                     "$$.Execution.Name",
                 ));
                 let __wfc::Chosen { branch, output } = __wfc::abi::choice(
@@ -457,7 +457,7 @@ pub mod pass_choice {
                                 match __wfc::abi::get(input, PATH_0) {
                                     Some(operand) => {
                                         __wfc::choice::test(
-                                            __wfc::ir::Operator::NumericGreaterThan,
+                                            __wfc::abi::Operator::NumericGreaterThan,
                                             value,
                                             operand,
                                         )
@@ -533,7 +533,7 @@ pub mod pass_choice {
                             Some(value) => {
                                 let value = &value;
                                 __wfc::choice::type_test(
-                                    __wfc::ir::Operator::IsString,
+                                    __wfc::abi::Operator::IsString,
                                     value,
                                 )
                             }

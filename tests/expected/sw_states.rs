@@ -1838,7 +1838,7 @@ pub mod sw_states {
                     "{{ $.out }}",
                     &[__wfc::abi::SwPart::Path("$.out")],
                 ));
-                static EVENT_3: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::ir::sw::EventDef {
+                static EVENT_3: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::abi::SwEventDef {
                     name: ::std::borrow::ToOwned::to_owned("Reply {#}"),
                     source: ::core::option::Option::Some(
                         ::std::borrow::ToOwned::to_owned("tests {#}"),
@@ -1846,7 +1846,7 @@ pub mod sw_states {
                     event_type: ::std::borrow::ToOwned::to_owned("reply \"✓\""),
                     produced: false,
                     correlation: ::std::vec![
-                        __wfc::ir::sw::Correlation { name :
+                        __wfc::abi::SwCorrelation { name :
                         ::std::borrow::ToOwned::to_owned("region"), value :
                         ::core::option::Option::Some(::std::borrow::ToOwned::to_owned("eu ✓"))
                         }
@@ -1856,7 +1856,7 @@ pub mod sw_states {
                     "{{ $.data.answer }}",
                     &[__wfc::abi::SwPart::Path("$.data.answer")],
                 ));
-                static EVENT_5: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::ir::sw::EventDef {
+                static EVENT_5: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::abi::SwEventDef {
                     name: ::std::borrow::ToOwned::to_owned("Rang \"r\""),
                     source: ::core::option::Option::None,
                     event_type: ::std::borrow::ToOwned::to_owned("rang ✓"),
@@ -1995,14 +1995,14 @@ pub mod sw_states {
                 }
             }
             State::Await(input) => {
-                static EVENT_0: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::ir::sw::EventDef {
+                static EVENT_0: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::abi::SwEventDef {
                     name: ::std::borrow::ToOwned::to_owned("Go"),
                     source: ::core::option::Option::None,
                     event_type: ::std::borrow::ToOwned::to_owned("go"),
                     produced: false,
                     correlation: ::std::vec![],
                 });
-                static EVENT_1: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::ir::sw::EventDef {
+                static EVENT_1: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::abi::SwEventDef {
                     name: ::std::borrow::ToOwned::to_owned("Stop \"s\""),
                     source: ::core::option::Option::None,
                     event_type: ::std::borrow::ToOwned::to_owned("stop"),
@@ -2013,7 +2013,7 @@ pub mod sw_states {
                     "{{ $.data.why }}",
                     &[__wfc::abi::SwPart::Path("$.data.why")],
                 ));
-                static EVENT_3: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::ir::sw::EventDef {
+                static EVENT_3: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::abi::SwEventDef {
                     name: ::std::borrow::ToOwned::to_owned("Went"),
                     source: ::core::option::Option::Some(
                         ::std::borrow::ToOwned::to_owned("wfc {#}"),
@@ -2022,7 +2022,7 @@ pub mod sw_states {
                     produced: true,
                     correlation: ::std::vec![],
                 });
-                static EVENT_4: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::ir::sw::EventDef {
+                static EVENT_4: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::abi::SwEventDef {
                     name: ::std::borrow::ToOwned::to_owned("Rang \"r\""),
                     source: ::core::option::Option::None,
                     event_type: ::std::borrow::ToOwned::to_owned("rang ✓"),
@@ -2155,7 +2155,7 @@ pub mod sw_states {
                     "{{ $.data.go }}",
                     &[__wfc::abi::SwPart::Path("$.data.go")],
                 ));
-                static EVENT_1: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::ir::sw::EventDef {
+                static EVENT_1: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::abi::SwEventDef {
                     name: ::std::borrow::ToOwned::to_owned("Go"),
                     source: ::core::option::Option::None,
                     event_type: ::std::borrow::ToOwned::to_owned("go"),
@@ -2174,14 +2174,14 @@ pub mod sw_states {
                     "{{ $.go }}",
                     &[__wfc::abi::SwPart::Path("$.go")],
                 ));
-                static EVENT_5: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::ir::sw::EventDef {
+                static EVENT_5: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::abi::SwEventDef {
                     name: ::std::borrow::ToOwned::to_owned("Rang \"r\""),
                     source: ::core::option::Option::None,
                     event_type: ::std::borrow::ToOwned::to_owned("rang ✓"),
                     produced: true,
                     correlation: ::std::vec![],
                 });
-                static EVENT_6: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::ir::sw::EventDef {
+                static EVENT_6: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::abi::SwEventDef {
                     name: ::std::borrow::ToOwned::to_owned("Reply {#}"),
                     source: ::core::option::Option::Some(
                         ::std::borrow::ToOwned::to_owned("tests {#}"),
@@ -2189,7 +2189,7 @@ pub mod sw_states {
                     event_type: ::std::borrow::ToOwned::to_owned("reply \"✓\""),
                     produced: false,
                     correlation: ::std::vec![
-                        __wfc::ir::sw::Correlation { name :
+                        __wfc::abi::SwCorrelation { name :
                         ::std::borrow::ToOwned::to_owned("region"), value :
                         ::core::option::Option::Some(::std::borrow::ToOwned::to_owned("eu ✓"))
                         }
@@ -2199,7 +2199,7 @@ pub mod sw_states {
                     "{{ $.answer }}",
                     &[__wfc::abi::SwPart::Path("$.answer")],
                 ));
-                static EVENT_8: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::ir::sw::EventDef {
+                static EVENT_8: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::abi::SwEventDef {
                     name: ::std::borrow::ToOwned::to_owned("Stop \"s\""),
                     source: ::core::option::Option::None,
                     event_type: ::std::borrow::ToOwned::to_owned("stop"),
@@ -2230,7 +2230,7 @@ pub mod sw_states {
                         __wfc::abi::SwPart::Text(" ✓"),
                     ],
                 ));
-                static EVENT_13: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::ir::sw::EventDef {
+                static EVENT_13: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::abi::SwEventDef {
                     name: ::std::borrow::ToOwned::to_owned("Went"),
                     source: ::core::option::Option::Some(
                         ::std::borrow::ToOwned::to_owned("wfc {#}"),
@@ -2484,14 +2484,14 @@ pub mod sw_states {
                 }
             }
             State::AllA(input) => {
-                static EVENT_0: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::ir::sw::EventDef {
+                static EVENT_0: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::abi::SwEventDef {
                     name: ::std::borrow::ToOwned::to_owned("Go"),
                     source: ::core::option::Option::None,
                     event_type: ::std::borrow::ToOwned::to_owned("go"),
                     produced: false,
                     correlation: ::std::vec![],
                 });
-                static EVENT_1: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::ir::sw::EventDef {
+                static EVENT_1: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::abi::SwEventDef {
                     name: ::std::borrow::ToOwned::to_owned("Stop \"s\""),
                     source: ::core::option::Option::None,
                     event_type: ::std::borrow::ToOwned::to_owned("stop"),

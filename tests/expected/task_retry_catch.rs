@@ -237,7 +237,7 @@ pub mod task_retry_catch {
                 const PATH_3: &[__wfc::abi::Seg<'static>] = &[
                     __wfc::abi::Seg::Name("kind"),
                 ];
-                static PATH_4: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                static PATH_4: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                     "$$.State.RetryCount",
                 ));
                 const PATH_5: &[__wfc::abi::Seg<'static>] = &[
@@ -257,7 +257,7 @@ pub mod task_retry_catch {
                 const PATH_8: &[__wfc::abi::Seg<'static>] = &[
                     __wfc::abi::Seg::Name("attempt"),
                 ];
-                static PATH_9: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                static PATH_9: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                     "$.*",
                 ));
                 const PATH_10: &[__wfc::abi::Seg<'static>] = &[

@@ -242,7 +242,7 @@ pub mod wait_fail {
                 State::AtPath(output)
             }
             State::AtPath(input) => {
-                static PATH_0: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                static PATH_0: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                     "$$.Execution.Input.wait.until",
                 ));
                 let output = __wfc::abi::wait(
@@ -330,7 +330,7 @@ pub mod wait_fail {
                     __wfc::abi::Seg::Name("fail"),
                     __wfc::abi::Seg::Name("error"),
                 ];
-                static PATH_1: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(
+                static PATH_1: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                     "$$.Execution.Input.cause",
                 ));
                 return Err(

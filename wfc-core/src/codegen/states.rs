@@ -107,7 +107,7 @@ impl Items {
         }
         let text = Literal::string(path.as_str());
         let name = self.push("PATH", |name| {
-            quote!(static #name: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::ir::Path::parse(#text));)
+            quote!(static #name: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(#text));)
         });
         self.paths.push((path.as_str().to_owned(), false, name.clone()));
         name
@@ -121,7 +121,7 @@ impl Items {
             None => {
                 let text = Literal::string(expr.as_str());
                 let name = self.push("JSONATA", |name| {
-                    quote!(static #name: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::ir::JsonataExpr::parse(#text));)
+                    quote!(static #name: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(#text));)
                 });
                 self.expressions.push((expr.as_str().to_owned(), name.clone()));
                 name
@@ -946,7 +946,7 @@ fn order(operator: Operator, expr: TokenStream) -> TokenStream {
 
 fn operator_tokens(operator: Operator) -> TokenStream {
     let op = format_ident!("{}", format!("{operator:?}"));
-    quote!(__wfc::ir::Operator::#op)
+    quote!(__wfc::abi::Operator::#op)
 }
 
 /// The value at a path of the effective input or the context object, bound to `binding` in

@@ -171,9 +171,9 @@ fn event_def(items: &mut Items, events: &mut Vec<(String, Ident)>, def: &EventDe
         let correlation = def.correlation.iter().map(|c| {
             let name = string(&c.name);
             let value = option(c.value.as_deref());
-            quote!(__wfc::ir::sw::Correlation { name: #name, value: #value })
+            quote!(__wfc::abi::SwCorrelation { name: #name, value: #value })
         });
-        quote!(__wfc::ir::sw::EventDef {
+        quote!(__wfc::abi::SwEventDef {
             name: #name,
             source: #source,
             event_type: #event_type,
