@@ -95,7 +95,7 @@ enum RedriveShare {
     /// All of them: its tolerated failure threshold was exceeded and that failed the
     /// execution (the redrive runs the same Map Run again, its unsuccessful children only).
     Unsuccessful,
-    /// Only the aborted ones (those that had not finished): its execution was stopped, where
+    /// Only the aborted ones (those that had not finished): the run failed otherwise, where
     /// wfc's redrive reruns the children that had not finished and replays the failed ones as
     /// failed.
     Aborted,
@@ -109,6 +109,9 @@ fn redrive_shares(status: &str, ended: Option<&HistoryEvent>, record: &Execution
     match error {
         Some(wfc_ir::errors::EXCEED_TOLERATED_FAILURE_THRESHOLD) if status == "FAILED" => RedriveShare::Unsuccessful,
         Some(wfc_ir::errors::ITEM_READER_FAILED | wfc_ir::errors::RESULT_WRITER_FAILED) => RedriveShare::Nothing,
+        // Its execution ended while it ran (stopped, timed out): the redrive runs the same Map
+        // Run again, its unsuccessful children only (`distributed::levels_key`).
+        _ if status == "ABORTED" => RedriveShare::Unsuccessful,
         _ => RedriveShare::Aborted,
     }
 }
@@ -194,6 +197,58 @@ impl Service {
         Ok(self.store.kv_get(&key).await?)
     }
 
+    /// The counts of a Map Run whose execution ended while it ran (no end event): each child
+    /// as the parent's journal has it last (its finished CHAINED_INVOKE), the others aborted;
+    /// the totals from the run's levels row (`distributed::levels_key`, written when it
+    /// started), else the children the journal has. With batches, the items of the finished
+    /// children are not kept (their documents do not have their item count): the items are
+    /// then counted as aborted but for one per finished child.
+    async fn stopped_counts(&self, record: &ExecutionRecord, arn: &str) -> Result<(Value, Value), ApiError> {
+        let short = arn.rsplit(':').next().and_then(|id| id.get(..8)).unwrap_or_default();
+        let child_prefix = format!("{short}-");
+        let mut last: std::collections::BTreeMap<u64, (u32, String)> = Default::default();
+        for op in self.store.load_journal(&record.name).await? {
+            if op.subtype != "MapRunChild" {
+                continue;
+            }
+            let Some(doc) = op.result.as_ref().and_then(|r| r.get("document")) else { continue };
+            let Some(i) =
+                doc.get("Name").and_then(Value::as_str).and_then(|n| n.strip_prefix(&child_prefix)?.parse().ok())
+            else {
+                continue;
+            };
+            let level = wfc_runtime::distributed::child_level(&op.id);
+            let status = doc.get("Status").and_then(Value::as_str).unwrap_or("FAILED").to_owned();
+            if last.get(&i).is_none_or(|(l, _)| level >= *l) {
+                last.insert(i, (level, status));
+            }
+        }
+        let row = self.map_run_row(wfc_runtime::distributed::levels_key(arn)).await?;
+        let total = |k: &str| row.as_ref().and_then(|r| r.get(k)).and_then(Value::as_u64);
+        let executions_total = total("executionTotal").unwrap_or(last.len() as u64).max(last.len() as u64);
+        let items_total = total("itemTotal").unwrap_or(executions_total);
+        let mut counts = json!({"pending": 0, "running": 0, "succeeded": 0, "failed": 0, "timedOut": 0, "aborted": 0,
+            "total": executions_total, "resultsWritten": 0});
+        for (_, status) in last.values() {
+            let key = match status.as_str() {
+                "SUCCEEDED" => "succeeded",
+                "TIMED_OUT" => "timedOut",
+                "ABORTED" => "aborted",
+                _ => "failed",
+            };
+            counts[key] = json!(counts[key].as_u64().unwrap_or(0) + 1);
+        }
+        counts["aborted"] = json!(counts["aborted"].as_u64().unwrap_or(0) + executions_total - last.len() as u64);
+        let mut items = counts.clone();
+        if items_total != executions_total {
+            // Batched: which items each finished child held is not kept; the rest are aborted.
+            let finished: u64 = ["succeeded", "failed", "timedOut"].iter().filter_map(|k| items[k].as_u64()).sum();
+            items["total"] = json!(items_total);
+            items["aborted"] = json!(items_total.saturating_sub(finished));
+        }
+        Ok((items, counts))
+    }
+
     /// The limits of a running Map Run: this server's, else the store's row, else those its
     /// history has.
     async fn running_limits(&self, arn: &str, run: &MapRun) -> Result<MapRunLimits, ApiError> {
@@ -240,7 +295,7 @@ impl Service {
                     None => (Value::Null, Value::Null),
                 },
             },
-            None => (Value::Null, Value::Null),
+            None => self.stopped_counts(&record, arn).await?,
         };
         let redrive = redrive_shares(status, run.ended.as_ref(), &record);
         let or_zero = |v: Value| {
