@@ -35,7 +35,7 @@ use wfc_ir::{MapState, Path, Root};
 use crate::{EventType, Execution, Failure, Status, io};
 
 mod store_sync;
-pub use store_sync::{MAX_LISTED_RUNNING, SYNC_INTERVAL, child_level, limits_key, progress_key};
+pub use store_sync::{MAX_LISTED_RUNNING, SYNC_INTERVAL, child_level, levels_key, limits_key, progress_key};
 
 /// Where a DISTRIBUTED Map's `ItemReader` reads objects and its `ResultWriter` writes them.
 ///
@@ -1223,8 +1223,18 @@ where
     let machine_id = format!("{}/{label}", exec.state_machine_id());
     let short = run_id.get(..8).unwrap_or(run_id);
     let clock = exec.clock().clone();
-    // A redriven execution whose Map Run failed reruns only the children that did not succeed.
-    let redrive = store_sync::RedrivePlan::make(exec, name, arn, children_op.as_deref(), &sizes, control, code.has_result_writer());
+    // A redriven execution whose Map Run failed, or was running when the execution was stopped,
+    // reruns only the children that did not succeed.
+    let redrive = store_sync::RedrivePlan::make(
+        exec,
+        name,
+        arn,
+        children_op.as_deref(),
+        &sizes,
+        control,
+        code.has_result_writer(),
+    )
+    .await?;
     // Boxed rather than pinned on the stack, so that `drop` below really drops the children
     // still running.
     let mut runs = Box::pin(

@@ -648,10 +648,6 @@ pub(crate) fn callback(args: &CallbackArgs) -> Exit {
 /// SIGTERM or SIGINT (or, with `--exit-when-idle`, until none is runnable).
 pub(crate) fn worker(args: &WorkerArgs) -> Exit {
     let color = ColorChoice::Auto.enabled();
-    let mocks = match crate::run::read_mocks(args.mocks.as_deref(), None, None, "") {
-        Ok(m) => m,
-        Err(e) => return fatal(e),
-    };
     let mut loaded = Vec::new();
     for file in &args.files {
         match load_definition(file, color) {
@@ -659,23 +655,46 @@ pub(crate) fn worker(args: &WorkerArgs) -> Exit {
             Err(exit) => return exit,
         }
     }
+    // With `--test-case` (a MockConfigFile) the state machine is chosen per workflow
+    // (`--state-machine`, the file's only one, or the one named like the workflow), so each
+    // workflow gets its own handler; otherwise one handler serves them all (its unmatched keys
+    // are warned about once, against every workflow).
     let all: Vec<&wfc_ir::Workflow> = loaded.iter().map(|(w, _)| w).collect();
-    let handler = match handler_for(
-        args.handlers.as_deref(),
-        args.lambda_endpoint.as_deref(),
-        args.mocks.as_deref(),
-        mocks,
-        &all,
-        false,
-    ) {
-        Ok(h) => h,
-        Err(e) => return fatal(e),
+    let groups: Vec<(&str, Vec<&wfc_ir::Workflow>)> = match args.test_case {
+        Some(_) => all.iter().map(|w| (w.name.as_str(), vec![*w])).collect(),
+        None => vec![("", all.clone())],
     };
+    let mut handlers = Vec::new();
+    for (name, workflows) in &groups {
+        let mocks = match crate::run::read_mocks(
+            args.mocks.as_deref(),
+            args.test_case.as_deref(),
+            args.state_machine.as_deref(),
+            name,
+        ) {
+            Ok(m) => m,
+            Err(e) => return fatal(e),
+        };
+        match handler_for(
+            args.handlers.as_deref(),
+            args.lambda_endpoint.as_deref(),
+            args.mocks.as_deref(),
+            mocks,
+            workflows,
+            false,
+        ) {
+            Ok(h) => handlers.push(h),
+            Err(e) => return fatal(e),
+        }
+    }
+    drop(groups);
+    drop(all);
     // The versions in FILE... run as they are; any other stored version of these workflows is
     // loaded from the store's source text (executions keep the version they started on).
     let mut workflows = Workflows::new().loader(load_version);
-    for (workflow, definition) in loaded {
-        workflows = workflows.interpreted_version(definition, Arc::new(workflow), Arc::clone(&handler));
+    for (i, (workflow, definition)) in loaded.into_iter().enumerate() {
+        let handler = Arc::clone(&handlers[i.min(handlers.len() - 1)]);
+        workflows = workflows.interpreted_version(definition, Arc::new(workflow), handler);
     }
     let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(rt) => rt,

@@ -103,9 +103,17 @@ pub(crate) struct WorkerArgs {
     /// as Step Functions Local's LAMBDA_ENDPOINT; credentials and region from the AWS chain.
     #[arg(long, value_name = "URL")]
     pub(crate) lambda_endpoint: Option<String>,
-    /// Mocked task responses for resources without a handler (wfc's mocks format).
+    /// Mocked task responses for resources without a handler: wfc's mocks format or a Step
+    /// Functions Local MockConfigFile (with `--test-case`).
     #[arg(long, value_name = "FILE")]
     pub(crate) mocks: Option<PathBuf>,
+    /// The MockConfigFile test case every execution this worker runs uses (required with one).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) test_case: Option<String>,
+    /// The MockConfigFile state machine (default: the only one, or the one named like each
+    /// workflow).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) state_machine: Option<String>,
     /// How many executions run at once.
     #[arg(long, value_name = "N", default_value_t = 8)]
     pub(crate) concurrency: usize,

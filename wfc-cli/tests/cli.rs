@@ -793,3 +793,74 @@ fn worker_reads_and_writes_distributed_map_objects() {
         serde_json::from_str(&std::fs::read_to_string(results.join("out").join(key)).unwrap()).unwrap();
     assert_eq!(manifest["ResultFiles"]["SUCCEEDED"].as_array().map(Vec::len), Some(1), "{manifest}");
 }
+
+/// `wfc worker --mocks F --test-case NAME`: a Step Functions Local MockConfigFile answers the
+/// Tasks of every execution the worker runs under that test case, its state machine chosen per
+/// workflow (named like it), as `wfc run --test-case` does; without `--test-case` the worker
+/// refuses the file, saying how to choose one.
+#[test]
+fn worker_runs_executions_under_a_mock_config_test_case() {
+    let dir = scratch("worker-mock-config");
+    let machine = |state: &str| {
+        json!({"StartAt": state, "States": {state: {
+            "Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage",
+            "Parameters": {"QueueUrl": "q", "MessageBody.$": "$"},
+            "End": true}}})
+        .to_string()
+    };
+    let pay = write(&dir, "Pay.asl.json", &machine("Charge"));
+    let ship = write(&dir, "Ship.asl.json", &machine("Send"));
+    let mocks = json!({
+        "StateMachines": {
+            "Pay": {"TestCases": {"Happy": {"Charge": "Paid"}, "Sad": {"Charge": "Declined"}}},
+            "Ship": {"TestCases": {"Happy": {"Send": "Sent"}}}
+        },
+        "MockedResponses": {
+            "Paid": {"0": {"Return": {"paid": true}}},
+            "Declined": {"0": {"Throw": {"Error": "CardDeclined", "Cause": "no funds"}}},
+            "Sent": {"0": {"Return": {"sent": 1}}}
+        }
+    });
+    let mocks = write(&dir, "MockConfigFile.json", &mocks.to_string());
+    let store = format!("sqlite:{}", dir.join("store.db").display());
+    for (def, name) in [(&pay, "p1"), (&ship, "s1")] {
+        let o = wfc().args(["executions", "--store", &store, "start", def, "--name", name]).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+
+    let worker = |extra: &[&str]| {
+        wfc()
+            .args(["worker", "--store", &store, &pay, &ship, "--exit-when-idle", "--mocks", &mocks])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let o = worker(&[]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("is a Step Functions Local MockConfigFile; choose a test case with --test-case NAME"),
+        "{}",
+        stderr(&o)
+    );
+    let o = worker(&["--test-case", "Nope"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("state machine \"Pay\" has no test case \"Nope\" (it has: "), "{}", stderr(&o));
+
+    let o = worker(&["--test-case", "Happy"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let p1 = support::describe(&store, "p1");
+    assert_eq!((&p1["status"], &p1["output"]), (&json!("SUCCEEDED"), &json!({"paid": true})), "{p1}");
+    let s1 = support::describe(&store, "s1");
+    assert_eq!((&s1["status"], &s1["output"]), (&json!("SUCCEEDED"), &json!({"sent": 1})), "{s1}");
+
+    // Another test case for the next executions; only Pay has it, so only Pay's file is given.
+    let o = wfc().args(["executions", "--store", &store, "start", &pay, "--name", "p2"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = wfc()
+        .args(["worker", "--store", &store, &pay, "--exit-when-idle", "--mocks", &mocks, "--test-case", "Sad"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let p2 = support::describe(&store, "p2");
+    assert_eq!((&p2["status"], &p2["error"]), (&json!("FAILED"), &json!("CardDeclined")), "{p2}");
+}

@@ -18,7 +18,8 @@ use support::serve::{Server, boto3_venv};
 /// counts what ran); `Broken` always fails, `Flaky` fails until `DIR/fixed-<execution>` exists
 /// (after `First` of the same execution ran, when both are Parallel branches); `Item` (tagged
 /// `Item<n>` for its input `n`) fails on item 2 until `DIR/fixed-<execution>-items` exists;
-/// `MapItem` is `Item` for the children of a DISTRIBUTED Map Run (execution `dmap`); `Hold`
+/// `MapItem` is `Item` for the children of a DISTRIBUTED Map Run (execution `dmap`, and
+/// `StopItem` for execution `dstop`); `Hold`
 /// notes `hold <n>` when it starts, waits for `DIR/release-hold`, then fails on item 1 and
 /// returns other items.
 const REDRIVE_HANDLER: &str = r#"
@@ -41,6 +42,9 @@ if tag == "Hold":
 if tag == "MapItem":
     # The child executions of a DISTRIBUTED Map Run: one ledger, `dmap`.
     execution, tag = "dmap", "Item"
+if tag == "StopItem":
+    # The same for the Map Run of an execution stopped while it runs: ledger `dstop`.
+    execution, tag = "dstop", "Item"
 def ran(line):
     path = os.path.join(d, "ledger")
     return os.path.exists(path) and f"{execution} {line}" in open(path).read().split("\n")
@@ -80,6 +84,7 @@ fn handlers(dir: &Path, python: &Path) -> PathBuf {
         "Flaky": redrive("Flaky"),
         "Item": redrive("Item"),
         "MapItem": redrive("MapItem"),
+        "StopItem": redrive("StopItem"),
         "Hold": redrive("Hold"),
     });
     let path = dir.join("handlers.json");
@@ -161,6 +166,10 @@ fn more_suite_on(store: &str, dir: &Path, venv: &Path) -> Server {
     // read after it.
     suite(venv, &server, dir, "before-restart");
     server.stop();
+    // Stopped while no server runs it: its activity task (handed out before) is left in the
+    // store until the next server sweeps it when it starts.
+    let o = support::wfc().args(["executions", "--store", store, "stop", "Gone:g1"]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let server = start(store, dir, &python);
     suite(venv, &server, dir, "after-restart");
     server

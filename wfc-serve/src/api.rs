@@ -821,6 +821,8 @@ impl Service {
         let error = opt_str(body, "error")?.map(str::to_owned);
         let cause = opt_str(body, "cause")?.map(str::to_owned);
         let stopped = self.store.stop_execution(&record.name, error, cause).await?;
+        // Its activity tasks go now, also when the server running it is dead.
+        self.activities.forget_execution(&record.name).await?;
         Ok(json!({ "stopDate": seconds(stopped.updated_at_ms) }))
     }
 

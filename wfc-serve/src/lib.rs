@@ -170,6 +170,12 @@ pub fn check_listen(addr: &SocketAddr, allow_remote: bool, signed: bool) -> Resu
 pub async fn serve(listener: TcpListener, config: Config, shutdown: impl Future<Output = ()>) -> Result<(), String> {
     let activities = Arc::new(tasks::Activities::new(Arc::clone(&config.store)));
     let answers = tokio::spawn(Arc::clone(&activities).deliver_remote_answers());
+    // Tasks of executions stopped or ended while no server ran them.
+    match activities.forget_ended().await {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(tasks = n, "deleted the activity tasks of executions no longer running"),
+        Err(e) => tracing::warn!(error = %e, "cannot sweep the activity tasks of ended executions"),
+    }
     let mut handler: Arc<dyn DynHandler> =
         Arc::new(tasks::ServeHandler::new(config.arns.clone(), Arc::clone(&activities), Arc::clone(&config.handler)));
     if let Some(mocks) = &config.mock_config {

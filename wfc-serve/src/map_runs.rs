@@ -29,11 +29,21 @@ use wfc_runtime::{EventType, HistoryEvent};
 use crate::api::{Service, member, opt_str, page, req_str, seconds};
 use crate::error::ApiError;
 
-/// Where each Map Run seen so far is: its execution's store name (a run never moves).
+/// Where each Map Run seen so far is: its execution's store name (a run never moves); and per
+/// execution read so far, the id of the last event read and its Map Run events, so a later
+/// read takes only the events stored since (by the history's index), not the whole history.
 #[derive(Debug, Default)]
 pub(crate) struct Found {
     by_arn: Mutex<HashMap<String, String>>,
+    events: Mutex<HashMap<String, (u64, Vec<HistoryEvent>)>>,
 }
+
+/// Most executions whose Map Run events a server keeps (beyond, it forgets them all and reads
+/// again as needed).
+const MAX_KEPT_EXECUTIONS: usize = 10_000;
+
+/// Events read per page when catching up with a history.
+const EVENT_PAGE: usize = 1_000;
 
 /// One Map Run, as its execution's history tells it.
 struct MapRun {
@@ -95,7 +105,7 @@ enum RedriveShare {
     /// All of them: its tolerated failure threshold was exceeded and that failed the
     /// execution (the redrive runs the same Map Run again, its unsuccessful children only).
     Unsuccessful,
-    /// Only the aborted ones (those that had not finished): its execution was stopped, where
+    /// Only the aborted ones (those that had not finished): the run failed otherwise, where
     /// wfc's redrive reruns the children that had not finished and replays the failed ones as
     /// failed.
     Aborted,
@@ -109,6 +119,9 @@ fn redrive_shares(status: &str, ended: Option<&HistoryEvent>, record: &Execution
     match error {
         Some(wfc_ir::errors::EXCEED_TOLERATED_FAILURE_THRESHOLD) if status == "FAILED" => RedriveShare::Unsuccessful,
         Some(wfc_ir::errors::ITEM_READER_FAILED | wfc_ir::errors::RESULT_WRITER_FAILED) => RedriveShare::Nothing,
+        // Its execution ended while it ran (stopped, timed out): the redrive runs the same Map
+        // Run again, its unsuccessful children only (`distributed::levels_key`).
+        _ if status == "ABORTED" => RedriveShare::Unsuccessful,
         _ => RedriveShare::Aborted,
     }
 }
@@ -147,7 +160,45 @@ fn not_found(arn: &str) -> ApiError {
     ApiError::client("ResourceNotFound", format!("Resource not found: '{arn}'"))
 }
 
+/// `kept` (the id of the last event read, and the Map Run events up to it) with the Map Run
+/// events stored after it, read by `read_page(after)` ([`EVENT_PAGE`] events after id `after`).
+async fn catch_up<F, Fut, E>(kept: (u64, Vec<HistoryEvent>), mut read_page: F) -> Result<(u64, Vec<HistoryEvent>), E>
+where
+    F: FnMut(u64) -> Fut,
+    Fut: std::future::Future<Output = Result<Vec<HistoryEvent>, E>>,
+{
+    let (mut last, mut events) = kept;
+    loop {
+        let page = read_page(last).await?;
+        let full = page.len() == EVENT_PAGE;
+        for event in page {
+            last = last.max(event.id);
+            if event.details.get("mapRunArn").is_some() {
+                events.push(event);
+            }
+        }
+        if !full {
+            return Ok((last, events));
+        }
+    }
+}
+
 impl Service {
+    /// The Map Run events of execution `name` (store name), in event order: those read before,
+    /// then the events stored since, read a page at a time by the history's index.
+    async fn map_run_events(&self, name: &str) -> Result<Vec<HistoryEvent>, ApiError> {
+        let kept = self.map_runs.events.lock().unwrap_or_else(|p| p.into_inner()).get(name).cloned();
+        let (last, events) =
+            catch_up(kept.unwrap_or_default(), |after| self.store.read_history_page(name, after, EVENT_PAGE, false))
+                .await?;
+        let mut all = self.map_runs.events.lock().unwrap_or_else(|p| p.into_inner());
+        if all.len() >= MAX_KEPT_EXECUTIONS && !all.contains_key(name) {
+            all.clear();
+        }
+        all.insert(name.to_owned(), (last, events.clone()));
+        Ok(events)
+    }
+
     /// The execution holding Map Run `arn`, and that run.
     async fn map_run(&self, arn: &str) -> Result<(ExecutionRecord, MapRun), ApiError> {
         let machine = machine_of(self, arn)?;
@@ -155,7 +206,7 @@ impl Service {
         if let Some(name) = known
             && let Some(record) = self.store.describe_execution(&name).await?
         {
-            let history = self.store.read_history(&name).await?;
+            let history = self.map_run_events(&name).await?;
             if let Some(run) = runs(&history).into_iter().rev().find(|r| r.arn == arn) {
                 return Ok((record, run));
             }
@@ -170,7 +221,7 @@ impl Service {
             let Some(last) = page.last() else { return Err(not_found(arn)) };
             after = Some((last.created_at_ms, last.name.clone()));
             for record in page {
-                let history = self.store.read_history(&record.name).await?;
+                let history = self.map_run_events(&record.name).await?;
                 let mut found = None;
                 for run in runs(&history) {
                     self.map_runs
@@ -192,6 +243,58 @@ impl Service {
     /// A running Map Run's key/value row `key` (see the module documentation).
     async fn map_run_row(&self, key: String) -> Result<Option<Value>, ApiError> {
         Ok(self.store.kv_get(&key).await?)
+    }
+
+    /// The counts of a Map Run whose execution ended while it ran (no end event): each child
+    /// as the parent's journal has it last (its finished CHAINED_INVOKE), the others aborted;
+    /// the totals from the run's levels row (`distributed::levels_key`, written when it
+    /// started), else the children the journal has. With batches, the items of the finished
+    /// children are not kept (their documents do not have their item count): the items are
+    /// then counted as aborted but for one per finished child.
+    async fn stopped_counts(&self, record: &ExecutionRecord, arn: &str) -> Result<(Value, Value), ApiError> {
+        let short = arn.rsplit(':').next().and_then(|id| id.get(..8)).unwrap_or_default();
+        let child_prefix = format!("{short}-");
+        let mut last: std::collections::BTreeMap<u64, (u32, String)> = Default::default();
+        for op in self.store.load_journal(&record.name).await? {
+            if op.subtype != "MapRunChild" {
+                continue;
+            }
+            let Some(doc) = op.result.as_ref().and_then(|r| r.get("document")) else { continue };
+            let Some(i) =
+                doc.get("Name").and_then(Value::as_str).and_then(|n| n.strip_prefix(&child_prefix)?.parse().ok())
+            else {
+                continue;
+            };
+            let level = wfc_runtime::distributed::child_level(&op.id);
+            let status = doc.get("Status").and_then(Value::as_str).unwrap_or("FAILED").to_owned();
+            if last.get(&i).is_none_or(|(l, _)| level >= *l) {
+                last.insert(i, (level, status));
+            }
+        }
+        let row = self.map_run_row(wfc_runtime::distributed::levels_key(arn)).await?;
+        let total = |k: &str| row.as_ref().and_then(|r| r.get(k)).and_then(Value::as_u64);
+        let executions_total = total("executionTotal").unwrap_or(last.len() as u64).max(last.len() as u64);
+        let items_total = total("itemTotal").unwrap_or(executions_total);
+        let mut counts = json!({"pending": 0, "running": 0, "succeeded": 0, "failed": 0, "timedOut": 0, "aborted": 0,
+            "total": executions_total, "resultsWritten": 0});
+        for (_, status) in last.values() {
+            let key = match status.as_str() {
+                "SUCCEEDED" => "succeeded",
+                "TIMED_OUT" => "timedOut",
+                "ABORTED" => "aborted",
+                _ => "failed",
+            };
+            counts[key] = json!(counts[key].as_u64().unwrap_or(0) + 1);
+        }
+        counts["aborted"] = json!(counts["aborted"].as_u64().unwrap_or(0) + executions_total - last.len() as u64);
+        let mut items = counts.clone();
+        if items_total != executions_total {
+            // Batched: which items each finished child held is not kept; the rest are aborted.
+            let finished: u64 = ["succeeded", "failed", "timedOut"].iter().filter_map(|k| items[k].as_u64()).sum();
+            items["total"] = json!(items_total);
+            items["aborted"] = json!(items_total.saturating_sub(finished));
+        }
+        Ok((items, counts))
     }
 
     /// The limits of a running Map Run: this server's, else the store's row, else those its
@@ -240,7 +343,7 @@ impl Service {
                     None => (Value::Null, Value::Null),
                 },
             },
-            None => (Value::Null, Value::Null),
+            None => self.stopped_counts(&record, arn).await?,
         };
         let redrive = redrive_shares(status, run.ended.as_ref(), &record);
         let or_zero = |v: Value| {
@@ -396,7 +499,7 @@ impl Service {
 
     pub(crate) async fn list_map_runs(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
         let (record, arn, machine) = self.record(body).await?;
-        let history = self.store.read_history(&record.name).await?;
+        let history = self.map_run_events(&record.name).await?;
         let items: Vec<Value> = runs(&history)
             .into_iter()
             .map(|run| {
@@ -508,6 +611,44 @@ mod tests {
             event_type,
             details: json!({ "mapRunArn": arn }).into(),
         }
+    }
+
+    /// The Map Run events of a history are read once: a later read asks only for the events
+    /// after the last one read (pages of EVENT_PAGE by the index), not the whole history.
+    #[test]
+    fn map_run_events_are_read_from_where_the_last_read_ended() {
+        let mut history: Vec<HistoryEvent> = (1..=2_500)
+            .map(|id| {
+                let mut e = event(id, EventType::TaskStateEntered, "");
+                e.details = json!({ "name": "T" }).into();
+                e
+            })
+            .collect();
+        history[9] = event(10, EventType::MapRunStarted, "a");
+        history[2_099] = event(2_100, EventType::MapRunSucceeded, "a");
+        let block_on = |f| tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f);
+        let asked = std::cell::RefCell::new(Vec::new());
+        let read = |history: &Vec<HistoryEvent>| {
+            let history = history.clone();
+            let asked = &asked;
+            move |after: u64| {
+                asked.borrow_mut().push(after);
+                let page: Vec<HistoryEvent> =
+                    history.iter().filter(|e| e.id > after).take(EVENT_PAGE).cloned().collect();
+                std::future::ready(Ok::<_, ()>(page))
+            }
+        };
+        let kept = block_on(catch_up((0, Vec::new()), read(&history))).unwrap();
+        assert_eq!(*asked.borrow(), [0, 1_000, 2_000]);
+        assert_eq!(kept.0, 2_500);
+        assert_eq!(kept.1.iter().map(|e| e.id).collect::<Vec<_>>(), [10, 2_100]);
+        history.push(event(2_501, EventType::MapRunStarted, "b"));
+        asked.borrow_mut().clear();
+        let kept = block_on(catch_up(kept, read(&history))).unwrap();
+        assert_eq!(*asked.borrow(), [2_500]);
+        assert_eq!(kept.1.iter().map(|e| e.id).collect::<Vec<_>>(), [10, 2_100, 2_501]);
+        let found = runs(&kept.1);
+        assert_eq!((found.len(), found[0].ended.as_ref().map(|e| e.id)), (2, Some(2_100)));
     }
 
     #[test]

@@ -90,6 +90,9 @@ impl Service {
         if last >= MAX_HISTORY_EVENTS {
             return Err(not_redrivable_error(&arn, "Execution history event limit exceeded"));
         }
+        // Tasks an earlier run left (stopped through the CLI while its server was dead): its
+        // redriven Tasks queue new ones.
+        self.activities.forget_execution(&record.name).await?;
         let redriven = match self.store.redrive_execution(&record.name).await {
             Ok(r) => r,
             // Another request redrove it (or it changed) meanwhile.

@@ -212,6 +212,44 @@ impl Activities {
         self.stopping.store(true, Ordering::SeqCst);
     }
 
+    /// Deletes the rows of every task of `execution` (stored name): it was stopped, or is
+    /// redriven (a redriven Task queues a new task, with a new token). Its tokens are then
+    /// answered `TaskDoesNotExist`, and no poller is handed them. The server running it (if
+    /// any) drops its waiting Task when the stop reaches it. Returns how many tasks went.
+    pub async fn forget_execution(&self, execution: &str) -> Result<usize, StoreError> {
+        let mut forgotten = 0;
+        for (key, _) in self.store.kv_list(&format!("{BY_EXECUTION}{execution}/")).await? {
+            let Some(token) = key.rsplit('/').next() else { continue };
+            forget_rows(self.store.as_ref(), token, execution).await;
+            forgotten += 1;
+        }
+        Ok(forgotten)
+    }
+
+    /// Deletes the rows of the tasks whose execution is no longer running (or no longer
+    /// exists): one stopped or ended while the server running it was dead, or through the
+    /// CLI. A server sweeps when it starts.
+    pub async fn forget_ended(&self) -> Result<usize, StoreError> {
+        let mut executions: Vec<String> = Vec::new();
+        for (key, _) in self.store.kv_list(BY_EXECUTION).await? {
+            let Some((execution, _token)) = key.strip_prefix(BY_EXECUTION).and_then(|k| k.rsplit_once('/')) else {
+                continue;
+            };
+            if executions.last().map(String::as_str) != Some(execution) {
+                executions.push(execution.to_owned());
+            }
+        }
+        let mut forgotten = 0;
+        for execution in executions {
+            let running =
+                self.store.describe_execution(&execution).await?.is_some_and(|r| r.status == ExecutionStatus::Running);
+            if !running {
+                forgotten += self.forget_execution(&execution).await?;
+            }
+        }
+        Ok(forgotten)
+    }
+
     /// The creation time the store keeps for activity `name`, if it exists there.
     async fn stored(&self, name: &str) -> Result<Option<i64>, StoreError> {
         let Some(current) = self.registry.current(&format!("{ACTIVITY_PREFIX}{name}")).await? else {
@@ -480,7 +518,10 @@ impl Activities {
         for (key, _) in self.store.kv_list(&format!("{BY_EXECUTION}{execution}/")).await? {
             let Some(token) = key.rsplit('/').next() else { continue };
             let Some(mut old) = self.store.kv_get(&format!("{TASK}{token}")).await? else { continue };
-            let same = ["activity", "execution", "child", "state", "retry", "input"].iter().all(|k| old[k] == task[k]);
+            // Not across a redrive: a redriven Task's task is a new one (its rows were deleted).
+            let same = ["activity", "execution", "child", "state", "retry", "input", "redrive"]
+                .iter()
+                .all(|k| old[k] == task[k]);
             if !same || old["epoch"].as_i64().is_none_or(|e| e >= epoch) {
                 continue;
             }
@@ -515,7 +556,8 @@ impl Activities {
         let queue_failure = |e: StoreError| store_failure(&format!("cannot queue a task of activity '{name}'"), &e);
         // The fencing epoch this server holds the execution at (executions outside the store,
         // StartSyncExecution's, have none).
-        let epoch = self.store.describe_execution(&execution).await.map_err(queue_failure)?.map(|r| r.epoch);
+        let record = self.store.describe_execution(&execution).await.map_err(queue_failure)?;
+        let epoch = record.as_ref().map(|r| r.epoch);
         let mut task = json!({
             "activity": name,
             "execution": execution,
@@ -524,6 +566,7 @@ impl Activities {
             "retry": ctx.retry_count(),
             "input": input,
             "epoch": epoch,
+            "redrive": record.as_ref().map(|r| r.redrive_count),
         });
         let (tx, rx) = oneshot::channel();
         let taken = match epoch {

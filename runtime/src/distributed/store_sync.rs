@@ -37,6 +37,16 @@ pub fn limits_key(arn: &str) -> String {
     format!("wfc/map-run/limits/{arn}")
 }
 
+/// The key/value row of Map Run `arn`'s redrive levels and size: `{"starts": [0, 1],
+/// "itemTotal", "executionTotal"}`, `starts` being the execution's redrive count when each
+/// level started (level 0 in the first run, level 1 after the first redrive). A level
+/// that started before the execution's last redrive and did not exceed its tolerance was ended
+/// by its execution's end (stopped, timed out, or failed elsewhere): a redrive runs its
+/// unsuccessful children again in the next level, as AWS's Map Run redrive does.
+pub fn levels_key(arn: &str) -> String {
+    format!("wfc/map-run/levels/{arn}")
+}
+
 /// The key/value row of running Map Run `arn`'s progress: `{"itemCounts", "executionCounts",
 /// "running": [child execution documents]}`.
 pub fn progress_key(arn: &str) -> String {
@@ -175,7 +185,8 @@ pub(super) async fn synced<T>(
 }
 
 /// How a redriven execution runs the children of a DISTRIBUTED Map Run whose failure (its
-/// tolerance exceeded) ended the execution before (AWS's Map Run redrive): the children that
+/// tolerance exceeded) ended the execution before, or that was running when the execution
+/// ended otherwise (stopped, timed out; see [`levels_key`]) (AWS's Map Run redrive): the children that
 /// succeeded replay their results, the others (failed, timed out, aborted, never started) run
 /// again, each as a new CHAINED_INVOKE operation of the run's *redrive level* (child `i` of
 /// level `L` > 0 is `<prefix>/<i>!<L>`) whose child execution keeps its operations under
@@ -195,7 +206,9 @@ impl RedrivePlan {
     /// The plan of the children (of `sizes` items each) of the attempt whose operations are
     /// under `prefix`, when [`Execution::reopen_map_run_for_redrive`] marked it (and records the
     /// redrive's events); else an empty plan.
-    pub(super) fn make(
+    /// The levels' starts are kept in the row [`levels_key`] (this run's level is added when it
+    /// starts); without a key/value table every level is taken to have ended by its tolerance.
+    pub(super) async fn make(
         exec: &Execution,
         name: &str,
         arn: &str,
@@ -203,15 +216,41 @@ impl RedrivePlan {
         sizes: &[usize],
         control: &MapRunControl,
         has_result_writer: bool,
-    ) -> RedrivePlan {
+    ) -> Result<RedrivePlan, crate::Failure> {
         #[cfg(feature = "durable")]
-        if let (Some(journal), Some(prefix)) = (exec.journal(), prefix)
-            && journal.is_reopened(prefix)
-        {
-            return plan(exec, journal, name, arn, prefix, sizes, control, has_result_writer);
+        if let (Some(journal), Some(prefix)) = (exec.journal(), prefix) {
+            let store = journal.store();
+            let key = levels_key(arn);
+            // `None`: no key/value table (an adapter's store).
+            let starts: Option<Vec<u32>> =
+                store.kv_get(&key).await.ok().map(|row| {
+                    row.and_then(|r| serde_json::from_value(r.get("starts")?.clone()).ok()).unwrap_or_default()
+                });
+            let (plan, level) = if journal.is_reopened(prefix) {
+                plan(exec, journal, name, arn, prefix, sizes, control, has_result_writer, starts.as_deref())
+            } else {
+                (RedrivePlan::default(), 0)
+            };
+            if let Some(mut starts) = starts
+                && starts.len() <= level as usize
+            {
+                starts.resize(level as usize + 1, journal.redrive_count());
+                let row = json!({
+                    "starts": starts,
+                    "itemTotal": sizes.iter().sum::<usize>(),
+                    "executionTotal": sizes.len(),
+                });
+                store.kv_put(&key, row).await.map_err(|e| {
+                    crate::Failure::new(
+                        "States.Runtime",
+                        format!("cannot record the start of Map Run {arn}'s redrive level {level}: {e}"),
+                    )
+                })?;
+            }
+            return Ok(plan);
         }
         let _ = (exec, name, arn, prefix, sizes, control, has_result_writer);
-        RedrivePlan::default()
+        Ok(RedrivePlan::default())
     }
 
     /// The operation child `index` runs as: `op` unless the plan says otherwise.
@@ -246,7 +285,8 @@ fn plan(
     sizes: &[usize],
     control: &MapRunControl,
     writes_results: bool,
-) -> RedrivePlan {
+    starts: Option<&[u32]>,
+) -> (RedrivePlan, u32) {
     use super::Counts;
     use crate::EventType;
     let redrives = journal.redrive_count();
@@ -265,7 +305,9 @@ fn plan(
             Some((l, status))
         })
     };
-    let mut failed_levels: Vec<(Counts, Counts)> = Vec::new();
+    // Each level that ended before this run: its counts, and whether the execution's end (not
+    // its tolerance) ended it.
+    let mut failed_levels: Vec<((Counts, Counts), bool)> = Vec::new();
     let mut level = 0u32;
     while level < redrives {
         let mut counts = (Counts::default(), Counts::default());
@@ -292,21 +334,31 @@ fn plan(
                 counts.1.results_written += 1;
             }
         }
-        // Within its tolerance, the run at this level did not fail: it is the one to go on with.
-        if !control.exceeded(failed_items, total_items) {
+        // Within its tolerance, the run at this level did not fail: it is the one to go on with,
+        // unless it started before the execution's last redrive (the execution ended while it
+        // ran: stopped, timed out, or failed elsewhere).
+        let stopped = starts.and_then(|s| s.get(level as usize)).is_some_and(|&started| started < redrives);
+        if !control.exceeded(failed_items, total_items) && !stopped {
             break;
         }
-        failed_levels.push(counts);
+        failed_levels.push((counts, !control.exceeded(failed_items, total_items)));
         level += 1;
     }
     if level == 0 {
-        return RedrivePlan::default();
+        return (RedrivePlan::default(), 0);
     }
     // How each failed level ended, and its redrive (the execution was redriven once per level,
     // the last time by this run's redrive).
     let failure = super::threshold_exceeded();
     let limits = control.limits();
-    for (k, counts) in failed_levels.iter().enumerate() {
+    for (k, (counts, stopped)) in failed_levels.iter().enumerate() {
+        if *stopped {
+            // Its end (`ExecutionAborted`, `ExecutionTimedOut`...) and the `ExecutionRedriven`
+            // are in the stored history already, written by the stop and the redrive.
+            exec.unmute_for_redrive();
+            exec.record(EventType::MapRunRedriven, json!({ "mapRunArn": arn, "redriveCount": k + 1 }));
+            continue;
+        }
         let mut details = json!({
             "mapRunArn": arn,
             "maxConcurrency": limits.max_concurrency,
@@ -320,7 +372,8 @@ fn plan(
         exec.record(EventType::MapRunFailed, details);
         exec.record(EventType::MapStateFailed, json!({ "name": name }));
         exec.record(EventType::ExecutionFailed, crate::exec::failure_details(&failure));
-        let execution_redrive = redrives - level + k as u32 + 1;
+        // The redrive that started the next level as recorded, else one redrive per level.
+        let execution_redrive = starts.and_then(|s| s.get(k + 1).copied()).unwrap_or(redrives - level + k as u32 + 1);
         exec.record(EventType::ExecutionRedriven, json!({ "redriveCount": execution_redrive }));
         // Under an attempt a redrive reopened, the events up to here were its own (muted here).
         exec.unmute_for_redrive();
@@ -338,5 +391,5 @@ fn plan(
             _ => op_at(prefix, index, level),
         })
         .collect();
-    RedrivePlan { ops }
+    (RedrivePlan { ops }, level)
 }

@@ -1008,6 +1008,86 @@ def map_run_redrive(sfn):
     map_run_reader_redrive(sfn)
 
 
+STOP_ACTIVITY = f"arn:aws:states:us-east-1:{ACCOUNT}:activity:StopWork"
+
+
+def map_run_stopped_redrive(sfn):
+    """RedriveExecution of an execution stopped while its DISTRIBUTED Map Run ran (AWS's
+    "Redriving Map Runs": the parent redrives its Map Run, whose unsuccessful children run
+    again): item 1's child succeeded and is not run again; item 2's failed (tolerated) and runs
+    again, redriven; item 3's was waiting for an activity task (aborted) and runs again."""
+    machine = json.dumps(
+        {
+            "StartAt": "Fan",
+            "States": {
+                "Fan": {
+                    "Type": "Map",
+                    "ItemsPath": "$.items",
+                    "Label": "dstop",
+                    "ToleratedFailureCount": 5,
+                    "ItemProcessor": {
+                        "ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+                        "StartAt": "Which",
+                        "States": {
+                            "Which": {
+                                "Type": "Choice",
+                                "Choices": [{"Variable": "$", "NumericEquals": 3, "Next": "Wait"}],
+                                "Default": "Each",
+                            },
+                            "Each": {"Type": "Task", "Resource": "StopItem", "End": True},
+                            "Wait": {"Type": "Task", "Resource": STOP_ACTIVITY, "End": True},
+                        },
+                    },
+                    "End": True,
+                }
+            },
+        }
+    )
+    t0 = time.monotonic()
+    sfn.create_activity(name="StopWork")
+    arn = sfn.create_state_machine(name="MapStopped", definition=machine, roleArn=ROLE)["stateMachineArn"]
+    ex = sfn.start_execution(stateMachineArn=arn, name="s1", input=json.dumps({"items": [1, 2, 3]}))["executionArn"]
+    task = sfn.get_activity_task(activityArn=STOP_ACTIVITY, workerName="stop")
+    assert json.loads(task["input"]) == 3, task
+    run_arn = sfn.list_map_runs(executionArn=ex)["mapRuns"][0]["mapRunArn"]
+
+    def both_ended():
+        got = sorted(c["status"] for c in sfn.list_executions(mapRunArn=run_arn)["executions"])
+        return "FAILED" in got and "SUCCEEDED" in got
+
+    _helpers["wait_for"]("items 1 and 2 to end", both_ended)
+    sfn.stop_execution(executionArn=ex, error="Operator.Stop", cause="mid-run")
+    d = sfn.describe_map_run(mapRunArn=run_arn)
+    assert d["status"] == "ABORTED", d
+    # The failed and the aborted child both wait for the execution's redrive.
+    counts = d["executionCounts"]
+    got = {k: counts[k] for k in ("succeeded", "failed", "aborted", "pendingRedrive", "failuresNotRedrivable")}
+    assert got == {"succeeded": 1, "failed": 1, "aborted": 1, "pendingRedrive": 2, "failuresNotRedrivable": 0}, d
+    fix("dstop-items")
+    sfn.redrive_execution(executionArn=ex)
+    task = sfn.get_activity_task(activityArn=STOP_ACTIVITY, workerName="stop")
+    assert json.loads(task["input"]) == 3, task
+    sfn.send_task_success(taskToken=task["taskToken"], output=json.dumps({"item": 3}))
+    d = finished(sfn, ex)
+    assert (d["status"], d["redriveCount"]) == ("SUCCEEDED", 1), d
+    assert json.loads(d["output"]) == [{"item": n} for n in [1, 2, 3]], d
+    # Item 1 ran once; item 2 ran again (redriven), and succeeded.
+    ran = ledger("dstop")  # items 1 and 2 ran at once the first time
+    assert sorted(ran[:2]) == ["Item1", "Item2"] and ran[2:] == ["Item2"], ran
+    assert [r["mapRunArn"] for r in sfn.list_map_runs(executionArn=ex)["mapRuns"]] == [run_arn]
+    d = sfn.describe_map_run(mapRunArn=run_arn)
+    assert (d["status"], d["redriveCount"]) == ("SUCCEEDED", 1), d
+    assert (d["executionCounts"]["succeeded"], d["executionCounts"]["failed"]) == (3, 0), d
+    after = sfn.list_executions(mapRunArn=run_arn)["executions"]
+    assert [c["status"] for c in after] == ["SUCCEEDED"] * 3, after
+    assert after[1].get("redriveCount") == 1 and "redriveCount" not in after[0], after
+    kinds = [e["type"] for e in sfn.get_execution_history(executionArn=ex, maxResults=1000)["events"]]
+    at = kinds.index("ExecutionRedriven")
+    assert kinds[at - 1 : at + 2] == ["ExecutionAborted", "ExecutionRedriven", "MapRunRedriven"], kinds
+    assert kinds[-4:] == ["MapRunSucceeded", "MapStateSucceeded", "MapStateExited", "ExecutionSucceeded"], kinds
+    print(f"map_run_stopped_redrive: {time.monotonic() - t0:.2f} s", flush=True)
+
+
 def map_run_reader_redrive(sfn):
     """A DISTRIBUTED Map whose ItemReader reads a file of the server's --item-root and whose
     ResultWriter writes under its --result-root. Its object missing, the Map Run fails with
@@ -1151,6 +1231,29 @@ def map_activity_before_restart(sfn):
     task = sfn.get_activity_task(activityArn=KEEP_ACTIVITY, workerName="before")
     assert json.loads(task["input"]) == 7, task
     saved("map-act-token", task["taskToken"])
+
+
+GONE_ACTIVITY = f"arn:aws:states:us-east-1:{ACCOUNT}:activity:GoneWork"
+
+
+def gone_before_restart(sfn):
+    """An activity task handed out before the restart, whose execution is stopped while no
+    server runs (`wfc executions stop`, between the phases): the next server deletes its rows
+    when it starts, so its token is answered TaskDoesNotExist (not taken as an answer)."""
+    sfn.create_activity(name="GoneWork")
+    machine = json.dumps({"StartAt": "W", "States": {"W": {"Type": "Task", "Resource": GONE_ACTIVITY, "End": True}}})
+    arn = sfn.create_state_machine(name="Gone", definition=machine, roleArn=ROLE)["stateMachineArn"]
+    sfn.start_execution(stateMachineArn=arn, name="g1", input=json.dumps({"n": 1}))
+    task = sfn.get_activity_task(activityArn=GONE_ACTIVITY, workerName="before")
+    assert json.loads(task["input"]) == {"n": 1}, task
+    saved("gone-token", task["taskToken"])
+
+
+def gone_after_restart(sfn):
+    d = sfn.describe_execution(executionArn=f"arn:aws:states:us-east-1:{ACCOUNT}:execution:Gone:g1")
+    assert d["status"] == "ABORTED", d
+    expect_error("TaskDoesNotExist", sfn.send_task_success, taskToken=saved("gone-token"), output="{}")
+    expect_error("TaskDoesNotExist", sfn.send_task_heartbeat, taskToken=saved("gone-token"))
 
 
 def map_activity_after_restart(sfn):
@@ -1378,6 +1481,7 @@ def main():
         live_history(sfn)
         map_runs(sfn)
         map_run_redrive(sfn)
+        map_run_stopped_redrive(sfn)
         unchecked = [op for op in CLAIMED if op not in CHECKED]
         assert not unchecked, f"operations whose responses were not checked against the model: {unchecked}"
     elif PHASE == "before-restart":
@@ -1399,6 +1503,7 @@ def main():
         print(f"map_run_before_restart: {time.monotonic() - t0:.2f} s", flush=True)
         t0 = time.monotonic()
         map_activity_before_restart(sfn)
+        gone_before_restart(sfn)
         print(f"map_activity_before_restart: {time.monotonic() - t0:.2f} s", flush=True)
     elif PHASE == "after-restart":
         listed = sfn.list_tags_for_resource(resourceArn=sm_arn("Durable"))["tags"]
@@ -1431,6 +1536,7 @@ def main():
         print(f"map_run_after_restart: {time.monotonic() - t0:.2f} s", flush=True)
         t0 = time.monotonic()
         map_activity_after_restart(sfn)
+        gone_after_restart(sfn)
         print(f"map_activity_after_restart: {time.monotonic() - t0:.2f} s", flush=True)
     elif PHASE == "two-servers-a":
         two_servers_a(sfn)
