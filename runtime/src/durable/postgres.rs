@@ -295,9 +295,12 @@ $fn$;
 ///
 /// The migration also leaves room in each new page of `executions` and `operations`
 /// (`fillfactor`) so an update of a row can stay on its page (a HOT update: no new index
-/// entries), and replaces the index of runnable executions by one in the claim's order
-/// (`wake_at NULLS FIRST, created_at`), so a claim reads the first runnable ones from the index
-/// instead of scanning and sorting every row. It drops the foreign keys of `operations` and
+/// entries), and replaces the index of runnable executions by one in the claim's order: by the
+/// instant a running execution is due, `COALESCE(wake_at, lease_until, 0)` (its timer or wake-up;
+/// a held one's lease expiry, when it may be rescued; 0 for neither), then creation. A claim
+/// reads the due ones from the index's start and stops there, instead of scanning and sorting
+/// every row (or, ordered by `wake_at` alone, reading past every execution in flight, whose
+/// `wake_at` is NULL). It drops the foreign keys of `operations` and
 /// `history` to `executions`: each checked every row written (a query and a row lock per
 /// history event, about a quarter of the server's time per step), and each guarded nothing
 /// the writers do not: every write of those rows first checks, and locks, the execution's row in
@@ -307,7 +310,7 @@ const COMMIT_GROUP_FUNCTION: &str = r#"
 ALTER TABLE executions SET (fillfactor = 70);
 ALTER TABLE operations SET (fillfactor = 80);
 DROP INDEX executions_runnable;
-CREATE INDEX executions_claim ON executions (wake_at NULLS FIRST, created_at) WHERE status = 'RUNNING';
+CREATE INDEX executions_claim ON executions ((COALESCE(wake_at, lease_until, 0)), created_at) WHERE status = 'RUNNING';
 DO $drop$
 DECLARE fk RECORD;
 BEGIN
@@ -440,6 +443,9 @@ const POOL_SIZE: usize = 4;
 pub struct PgStore {
     url: String,
     pool: Vec<Arc<Mutex<Client>>>,
+    /// Each pooled connection's prepared statements (a statement belongs to its connection), for
+    /// the queries every execution makes: the claim, its journal, its history.
+    prepared: Vec<std::sync::Mutex<std::collections::HashMap<&'static str, tokio_postgres::Statement>>>,
     next: AtomicUsize,
     /// The group committer of this process's checkpoints, finishes and lease renewals.
     committer: tokio::sync::mpsc::UnboundedSender<PgWrite>,
@@ -494,7 +500,15 @@ impl PgStore {
         migrate(&mut *pool[0].lock().await).await?;
         // After the migration: the committer prepares its statements, `wfc_commit` among them.
         let committer = GroupCommitter::start(open_connection(url).await?).await?;
-        Ok(PgStore { url: url.to_owned(), pool, next: AtomicUsize::new(0), committer, listener: OnceCell::new() })
+        let prepared = (0..pool.len()).map(|_| std::sync::Mutex::default()).collect();
+        Ok(PgStore {
+            url: url.to_owned(),
+            pool,
+            prepared,
+            next: AtomicUsize::new(0),
+            committer,
+            listener: OnceCell::new(),
+        })
     }
 
     /// Sends a checkpoint or finish to the group committer; answered once its group committed.
@@ -512,13 +526,37 @@ impl PgStore {
 
     /// A connection: a free one if any, else the next in turn.
     async fn conn(&self) -> Arc<Mutex<Client>> {
-        for c in &self.pool {
+        self.slot().1
+    }
+
+    /// A connection and its index in the pool: a free one if any, else the next in turn.
+    fn slot(&self) -> (usize, Arc<Mutex<Client>>) {
+        for (i, c) in self.pool.iter().enumerate() {
             if c.try_lock().is_ok() {
-                return Arc::clone(c);
+                return (i, Arc::clone(c));
             }
         }
         let i = self.next.fetch_add(1, Ordering::Relaxed) % self.pool.len();
-        Arc::clone(&self.pool[i])
+        (i, Arc::clone(&self.pool[i]))
+    }
+
+    /// `sql` prepared on the pooled connection `slot` (whose `client` the caller holds): once per
+    /// connection, so the server parses and plans it once, and each use is one round trip
+    /// (tokio-postgres prepares a statement given as text before every run: two round trips and
+    /// a parse and plan each time).
+    async fn prepared(
+        &self,
+        slot: usize,
+        client: &Client,
+        sql: &'static str,
+    ) -> Result<tokio_postgres::Statement, StoreError> {
+        let cache = &self.prepared[slot];
+        if let Some(statement) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = client.prepare(sql).await.map_err(pg)?;
+        cache.lock().unwrap_or_else(|p| p.into_inner()).insert(sql, statement.clone());
+        Ok(statement)
     }
 
     /// Starts (once) the connection that LISTENs for work and turns notifications into wake-ups.
@@ -1064,6 +1102,36 @@ fn kv_value(key: &str, value: &str, format: i64) -> Result<Value, StoreError> {
     from_text(value)
 }
 
+/// A claim (see [`PgStore::claim_runnable`]): the runnable executions this worker may run, in
+/// the order of the index `executions_claim` (when each became due, then creation), locked,
+/// fenced and leased, returned as records. `COALESCE(wake_at, lease_until, 0) <= $3` follows from
+/// the two conditions after it; it is what lets the index scan stop at the first execution not
+/// yet due.
+static CLAIM: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "UPDATE executions SET epoch = epoch + 1, owner = $1, lease_until = $2, wake_at = NULL,
+            updated_at = $3
+     WHERE name IN (
+         SELECT name FROM executions
+         WHERE status = 'RUNNING' AND COALESCE(wake_at, lease_until, 0) <= $3
+           AND (lease_until IS NULL OR lease_until < $3) AND (wake_at IS NULL OR wake_at <= $3)
+           AND ($5 OR version_id = ANY($6) OR workflow = ANY($7)
+                OR (version_id IS NULL AND workflow = ANY($8)))
+         ORDER BY COALESCE(wake_at, lease_until, 0), created_at
+         LIMIT $4
+         FOR UPDATE SKIP LOCKED)
+     RETURNING {RECORD_COLUMNS}"
+    )
+});
+
+/// The journals of several executions, each in its order: [`OPERATION_COLUMNS`], then the
+/// execution.
+static JOURNALS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "SELECT {OPERATION_COLUMNS}, execution FROM operations WHERE execution = ANY($1) ORDER BY execution, ordinal"
+    )
+});
+
 const RECORD_COLUMNS: &str = "name, workflow, status, input, output, error, cause, start_time, epoch, checkpoint_seq, \
      created_at, updated_at, owner, lease_until, wake_at, definition_hash, signals, version_id, format, \
      redrive_count, redrive_date";
@@ -1105,36 +1173,36 @@ async fn get_record<C: GenericClient>(c: &C, name: &str) -> Result<Option<Execut
     row.as_ref().map(record_of).transpose()
 }
 
+/// The columns [`operation_of`] reads, in its order.
+const OPERATION_COLUMNS: &str =
+    "op_id, type, subtype, name, status, starts, result, error, cause, due_at, callback_token, heartbeats, format";
+
 async fn get_operations<C: GenericClient>(c: &C, name: &str) -> Result<Vec<Operation>, StoreError> {
     let rows = c
-        .query(
-            "SELECT op_id, type, subtype, name, status, starts, result, error, cause, due_at, callback_token, heartbeats,
-                    format
-             FROM operations WHERE execution = $1 ORDER BY ordinal",
-            &[&name],
-        )
+        .query(&format!("SELECT {OPERATION_COLUMNS} FROM operations WHERE execution = $1 ORDER BY ordinal"), &[&name])
         .await
         .map_err(pg)?;
-    rows.iter()
-        .map(|row| {
-            let id: String = row.try_get(0).map_err(pg)?;
-            check_row_format(&format!("operation '{id}' of execution '{name}'"), row.try_get(12).map_err(pg)?)?;
-            super::parse_operation(RawOperation {
-                id: row.try_get(0).map_err(pg)?,
-                op_type: row.try_get(1).map_err(pg)?,
-                subtype: row.try_get(2).map_err(pg)?,
-                name: row.try_get(3).map_err(pg)?,
-                status: row.try_get(4).map_err(pg)?,
-                starts: row.try_get(5).map_err(pg)?,
-                result: row.try_get(6).map_err(pg)?,
-                error: row.try_get(7).map_err(pg)?,
-                cause: row.try_get(8).map_err(pg)?,
-                due_at_ms: row.try_get(9).map_err(pg)?,
-                callback_token: row.try_get(10).map_err(pg)?,
-                heartbeats: row.try_get(11).map_err(pg)?,
-            })
-        })
-        .collect()
+    rows.iter().map(|row| operation_of(row, name)).collect()
+}
+
+/// An operation of execution `name` from a row of [`OPERATION_COLUMNS`].
+fn operation_of(row: &Row, name: &str) -> Result<Operation, StoreError> {
+    let id: String = row.try_get(0).map_err(pg)?;
+    check_row_format(&format!("operation '{id}' of execution '{name}'"), row.try_get(12).map_err(pg)?)?;
+    super::parse_operation(RawOperation {
+        id,
+        op_type: row.try_get(1).map_err(pg)?,
+        subtype: row.try_get(2).map_err(pg)?,
+        name: row.try_get(3).map_err(pg)?,
+        status: row.try_get(4).map_err(pg)?,
+        starts: row.try_get(5).map_err(pg)?,
+        result: row.try_get(6).map_err(pg)?,
+        error: row.try_get(7).map_err(pg)?,
+        cause: row.try_get(8).map_err(pg)?,
+        due_at_ms: row.try_get(9).map_err(pg)?,
+        callback_token: row.try_get(10).map_err(pg)?,
+        heartbeats: row.try_get(11).map_err(pg)?,
+    })
 }
 
 /// The execution `name`, locked (`FOR UPDATE`) until the transaction ends: what a change that
@@ -1463,19 +1531,25 @@ impl Store for PgStore {
 
     fn read_history<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Vec<HistoryEvent>, StoreError>> {
         Box::pin(async move {
-            let conn = self.conn().await;
+            let (slot, conn) = self.slot();
             let client = conn.lock().await;
-            if get_record(&*client, name).await?.is_none() {
+            // One row with no event for an execution without history, none for no execution.
+            let read = self
+                .prepared(
+                    slot,
+                    &client,
+                    "SELECT h.event, h.format FROM executions e LEFT JOIN history h ON h.execution = e.name
+                     WHERE e.name = $1 ORDER BY h.event_id",
+                )
+                .await?;
+            let rows = client.query(&read, &[&name]).await.map_err(pg)?;
+            if rows.is_empty() {
                 return Err(StoreError::NotFound(name.to_owned()));
             }
-            let rows = client
-                .query("SELECT event, format FROM history WHERE execution = $1 ORDER BY event_id", &[&name])
-                .await
-                .map_err(pg)?;
             rows.iter()
-                .map(|r| {
-                    let text: String = r.get(0);
-                    check_row_format(&format!("a history event of execution '{name}'"), r.get(1))?;
+                .filter_map(|r| Some((r.get::<_, Option<String>>(0)?, r.get::<_, Option<i64>>(1).unwrap_or(1))))
+                .map(|(text, format)| {
+                    check_row_format(&format!("a history event of execution '{name}'"), format)?;
                     serde_json::from_str(&text).map_err(|e| backend(format!("a stored event is corrupt: {e}")))
                 })
                 .collect()
@@ -1748,45 +1822,56 @@ impl Store for PgStore {
             }
         };
         Box::pin(async move {
-            let conn = self.conn().await;
+            let (slot, conn) = self.slot();
             let client = conn.lock().await;
             let now = now_ms();
             let limit = i64::try_from(limit).unwrap_or(i64::MAX);
             // One statement: the rows are locked, skipped by concurrent claimers, and fenced
-            // (epoch + 1) before anyone else can see them as runnable again.
+            // (epoch + 1) before anyone else can see them as runnable again; it returns them.
+            let claim = self.prepared(slot, &client, &CLAIM).await?;
             let rows = client
                 .query(
-                    "UPDATE executions SET epoch = epoch + 1, owner = $1, lease_until = $2, wake_at = NULL,
-                            updated_at = $3
-                     WHERE name IN (
-                         SELECT name FROM executions
-                         WHERE status = 'RUNNING' AND (lease_until IS NULL OR lease_until < $3)
-                           AND (wake_at IS NULL OR wake_at <= $3)
-                           AND ($5 OR version_id = ANY($6) OR workflow = ANY($7)
-                                OR (version_id IS NULL AND workflow = ANY($8)))
-                         ORDER BY wake_at NULLS FIRST, created_at
-                         LIMIT $4
-                         FOR UPDATE SKIP LOCKED)
-                     RETURNING name",
+                    &claim,
                     &[&owner, &(now + lease_ms(lease)), &now, &limit, &all, &versions, &workflows, &unpinned],
                 )
                 .await
                 .map_err(pg)?;
-            // The claimed executions are loaded concurrently: tokio-postgres pipelines the
-            // queries on the connection instead of waiting for each answer in turn.
-            let client = &*client;
-            let loads = rows.iter().map(|row| async move {
-                let name: String = row.get(0);
-                let loaded = async {
-                    let record = get_record(client, &name).await?.ok_or_else(|| StoreError::NotFound(name.clone()))?;
-                    let operations = get_operations(client, &name).await?;
+            let mut claims: Vec<Result<Claim, (String, StoreError)>> = rows
+                .iter()
+                .map(|row| {
+                    let record = record_of(row).map_err(|e| (row.try_get(0).unwrap_or_default(), e))?;
                     let token = CheckpointToken { epoch: record.epoch, seq: record.checkpoint_seq };
-                    Ok(Claim { record, operations, token, existed: true })
+                    Ok(Claim { record, operations: Vec::new(), token, existed: true })
+                })
+                .collect();
+            let names: Vec<&str> = claims.iter().flatten().map(|c| c.record.name.as_str()).collect();
+            if names.is_empty() {
+                return Ok(claims);
+            }
+            // Their journals, in one query.
+            let journals = self.prepared(slot, &client, &JOURNALS).await?;
+            let rows = client.query(&journals, &[&names]).await.map_err(pg)?;
+            let mut by_name: std::collections::HashMap<String, Result<Vec<Operation>, StoreError>> =
+                std::collections::HashMap::new();
+            for row in &rows {
+                let name: String = row.try_get(13).map_err(pg)?;
+                let operation = operation_of(row, &name);
+                let entry = by_name.entry(name).or_insert_with(|| Ok(Vec::new()));
+                match (entry.as_mut(), operation) {
+                    (Ok(operations), Ok(operation)) => operations.push(operation),
+                    (Ok(_), Err(e)) => *entry = Err(e),
+                    (Err(_), _) => {}
                 }
-                .await;
-                loaded.map_err(|e| (name, e))
-            });
-            Ok(futures::future::join_all(loads).await)
+            }
+            for claim in &mut claims {
+                let Ok(c) = claim else { continue };
+                match by_name.remove(&c.record.name) {
+                    Some(Ok(operations)) => c.operations = operations,
+                    Some(Err(e)) => *claim = Err((c.record.name.clone(), e)),
+                    None => {}
+                }
+            }
+            Ok(claims)
         })
     }
 
