@@ -22,6 +22,12 @@
 //! with 1 and 4 worker processes: this binary started again with `--durable-worker`, each with
 //! its own connections, started together once all have connected. `concurrency` is the number
 //! of executions running at once in all workers together.
+//!
+//! Since the machine is shared and its load moves, each row also reports the CPU time a step
+//! costs (which load barely changes): `cpu_us_per_step` in the process(es) running the
+//! executions (SQLite: this process; PostgreSQL: the worker processes) and
+//! `server_cpu_us_per_step`, the PostgreSQL server's (the postmaster and every process under it,
+//! read from `/proc`; 0 for SQLite, absent where `/proc` is not).
 
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
@@ -47,10 +53,15 @@ const STEPS_PER_EXECUTION: usize = 10;
 const CONCURRENCY: [usize; 4] = [1, 8, 32, 128];
 
 pub(crate) const USAGE: &str = "usage: wfc-bench --durable [--quick] [--json] [--executions N] [--store STORE]
+                    [--concurrency N] [--workers N] [--pg-url URL]
   --quick            fewer executions per row (about a quarter)
   --store STORE      only `sqlite` or only `postgres` (e.g. to profile one store)
   --json             print {\"durable\": [...]} instead of a table
-  --executions N     exactly N executions per row (CI smoke runs)";
+  --executions N     exactly N executions per row (CI smoke runs)
+  --concurrency N    only the rows of N concurrent executions
+  --workers N        only the PostgreSQL rows with N worker processes
+  --pg-url URL       a running PostgreSQL server (its `postgres` database) instead of one the
+                     benchmark starts; each row creates a database of its own there";
 
 /// One measured configuration.
 #[derive(Debug)]
@@ -65,6 +76,8 @@ struct Row {
     p50_ms: f64,
     p99_ms: f64,
     fsync_per_sec: f64,
+    cpu_us_per_step: Option<f64>,
+    server_cpu_us_per_step: Option<f64>,
 }
 
 impl Row {
@@ -80,6 +93,8 @@ impl Row {
             "p50_ms": round(self.p50_ms),
             "p99_ms": round(self.p99_ms),
             "fsync_per_sec": round(self.fsync_per_sec),
+            "cpu_us_per_step": self.cpu_us_per_step.map(round),
+            "server_cpu_us_per_step": self.server_cpu_us_per_step.map(round),
         })
     }
 }
@@ -93,6 +108,17 @@ struct Measured {
     wall: Duration,
     gaps_ms: Vec<f64>,
     commits: u64,
+    /// CPU seconds of the process(es) that ran the executions, and of the database server.
+    cpu_secs: Option<f64>,
+    server_cpu_secs: Option<f64>,
+}
+
+/// What rows to run, beyond the store.
+#[derive(Default)]
+struct Selection {
+    concurrency: Option<usize>,
+    workers: Option<usize>,
+    pg_url: Option<String>,
 }
 
 /// The entry point for `--durable` and `--durable-worker` (the rest of `args` after them).
@@ -110,6 +136,7 @@ pub(crate) fn main(worker: bool, args: Vec<String>) -> ExitCode {
     let mut as_json = false;
     let mut exact = None;
     let mut stores = vec!["sqlite", "postgres"];
+    let mut selection = Selection::default();
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -118,6 +145,18 @@ pub(crate) fn main(worker: bool, args: Vec<String>) -> ExitCode {
             "--executions" => match args.next().map(|n| n.parse::<usize>()) {
                 Some(Ok(n)) if n > 0 => exact = Some(n),
                 _ => return usage_error("`--executions` needs a positive number"),
+            },
+            "--concurrency" => match args.next().map(|n| n.parse::<usize>()) {
+                Some(Ok(n)) if n > 0 => selection.concurrency = Some(n),
+                _ => return usage_error("`--concurrency` needs a positive number"),
+            },
+            "--workers" => match args.next().map(|n| n.parse::<usize>()) {
+                Some(Ok(n)) if n > 0 => selection.workers = Some(n),
+                _ => return usage_error("`--workers` needs a positive number"),
+            },
+            "--pg-url" => match args.next() {
+                Some(url) => selection.pg_url = Some(url),
+                None => return usage_error("`--pg-url` needs a URL"),
             },
             "--store" => match args.next().as_deref() {
                 Some("sqlite") => stores = vec!["sqlite"],
@@ -134,7 +173,7 @@ pub(crate) fn main(worker: bool, args: Vec<String>) -> ExitCode {
     // Per row: enough executions that the concurrency is reached and held for a while.
     let executions =
         |concurrency: usize| exact.unwrap_or(if quick { (2 * concurrency).max(16) } else { (8 * concurrency).max(64) });
-    match run(executions, &stores, as_json) {
+    match run(executions, &stores, &selection, as_json) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("wfc-bench --durable: {message}");
@@ -148,7 +187,12 @@ fn usage_error(message: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
-fn run(executions: impl Fn(usize) -> usize, stores: &[&str], as_json: bool) -> Result<(), String> {
+fn run(
+    executions: impl Fn(usize) -> usize,
+    stores: &[&str],
+    selection: &Selection,
+    as_json: bool,
+) -> Result<(), String> {
     let dir = std::env::temp_dir().join(format!("wfc-bench-durable-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let _cleanup = RemoveOnDrop(dir.clone());
@@ -160,8 +204,9 @@ fn run(executions: impl Fn(usize) -> usize, stores: &[&str], as_json: bool) -> R
     } else {
         &[]
     };
+    let concurrencies = || CONCURRENCY.into_iter().filter(|&c| selection.concurrency.is_none_or(|only| only == c));
     for &(sync, durability) in sqlite_rows {
-        for concurrency in CONCURRENCY {
+        for concurrency in concurrencies() {
             let n = executions(concurrency);
             let path = dir.join(format!("bench-{durability}-{concurrency}.db"));
             let m = rt.block_on(sqlite_row(&path, sync, concurrency, n))?;
@@ -169,14 +214,18 @@ fn run(executions: impl Fn(usize) -> usize, stores: &[&str], as_json: bool) -> R
             progress(as_json, rows.last());
         }
     }
-    let server = if stores.contains(&"postgres") { pg::TempPostgres::start("bench") } else { None };
+    let server = match &selection.pg_url {
+        _ if !stores.contains(&"postgres") => None,
+        Some(url) => Some((url.clone(), None)),
+        None => pg::TempPostgres::start("bench").map(|server| (server.url.clone(), Some(server))),
+    };
     match server {
-        Some(server) => {
-            for workers in [1, 4] {
-                for concurrency in CONCURRENCY.into_iter().filter(|&c| c >= workers) {
+        Some((url, _server)) => {
+            for workers in [1, 4].into_iter().filter(|&w| selection.workers.is_none_or(|only| only == w)) {
+                for concurrency in concurrencies().filter(|&c| c >= workers) {
                     let n = executions(concurrency);
-                    let prefix = format!("w{workers}c{concurrency}");
-                    let m = rt.block_on(pg_row(&server.url, workers, concurrency, n, &prefix))?;
+                    let prefix = format!("w{workers}c{concurrency}_{}", std::process::id());
+                    let m = rt.block_on(pg_row(&url, workers, concurrency, n, &prefix))?;
                     rows.push(row("postgres", "full", concurrency, workers, n, &m, fsync));
                     progress(as_json, rows.last());
                 }
@@ -204,6 +253,8 @@ fn row(
     fsync: f64,
 ) -> Row {
     let secs = m.wall.as_secs_f64().max(f64::EPSILON);
+    let steps = (executions * STEPS_PER_EXECUTION) as f64;
+    let per_step_us = |cpu: Option<f64>| cpu.map(|s| s * 1e6 / steps);
     Row {
         store,
         durability,
@@ -215,6 +266,8 @@ fn row(
         p50_ms: percentile(&m.gaps_ms, 0.50),
         p99_ms: percentile(&m.gaps_ms, 0.99),
         fsync_per_sec: fsync,
+        cpu_us_per_step: per_step_us(m.cpu_secs),
+        server_cpu_us_per_step: per_step_us(m.server_cpu_secs),
     }
 }
 
@@ -227,7 +280,7 @@ fn progress(as_json: bool, row: Option<&Row>) {
     static HEADER: std::sync::Once = std::sync::Once::new();
     HEADER.call_once(|| {
         println!(
-            "{:<9} {:<7} {:>7} {:>5} {:>6} {:>10} {:>10} {:>11} {:>8} {:>8} {:>9}",
+            "{:<9} {:<7} {:>7} {:>5} {:>6} {:>10} {:>10} {:>11} {:>8} {:>8} {:>9} {:>9} {:>9}",
             "store",
             "durab.",
             "concur.",
@@ -238,12 +291,15 @@ fn progress(as_json: bool, row: Option<&Row>) {
             "steps/commit",
             "p50 ms",
             "p99 ms",
-            "fsync/s"
+            "fsync/s",
+            "cpu us/st",
+            "srv us/st"
         );
     });
     let per_commit = if r.commits_per_sec > 0.0 { r.steps_per_sec / r.commits_per_sec } else { f64::NAN };
+    let us = |x: Option<f64>| x.map_or_else(|| "-".to_owned(), |x| format!("{x:.0}"));
     println!(
-        "{:<9} {:<7} {:>7} {:>5} {:>6} {:>10.0} {:>10.0} {:>11.1} {:>8.2} {:>8.2} {:>9.0}",
+        "{:<9} {:<7} {:>7} {:>5} {:>6} {:>10.0} {:>10.0} {:>11.1} {:>8.2} {:>8.2} {:>9.0} {:>9} {:>9}",
         r.store,
         r.durability,
         r.concurrency,
@@ -254,7 +310,9 @@ fn progress(as_json: bool, row: Option<&Row>) {
         per_commit,
         r.p50_ms,
         r.p99_ms,
-        r.fsync_per_sec
+        r.fsync_per_sec,
+        us(r.cpu_us_per_step),
+        us(r.server_cpu_us_per_step)
     );
 }
 
@@ -380,13 +438,15 @@ async fn sqlite_row(path: &Path, sync: Synchronous, concurrency: usize, executio
     }
     let latencies = Arc::new(Mutex::new(Latencies::default()));
     let commits_before = sqlite.commits();
+    let cpu_before = cpu::own_secs();
     let start = Instant::now();
     run_worker(store.clone(), workflow, "bench".into(), concurrency, latencies.clone()).await?;
     let wall = start.elapsed();
+    let cpu_secs = cpu::own_secs().zip(cpu_before).map(|(after, before)| after - before);
     let commits = sqlite.commits() - commits_before;
     check_all_succeeded(store.as_ref(), executions).await?;
     let gaps_ms = std::mem::take(&mut latencies.lock().unwrap_or_else(|p| p.into_inner()).gaps_ms);
-    Ok(Measured { wall, gaps_ms, commits })
+    Ok(Measured { wall, gaps_ms, commits, cpu_secs, server_cpu_secs: Some(0.0) })
 }
 
 async fn check_all_succeeded(store: &dyn Store, executions: usize) -> Result<(), String> {
@@ -427,6 +487,8 @@ async fn pg_row(
         wait_for_line(child, "ready")?;
     }
     let syncs_before = wal_syncs(&admin).await?;
+    let postmaster = postmaster_pid(&admin).await;
+    let server_before = postmaster.and_then(cpu::tree_secs);
     let start = Instant::now();
     for child in &mut children {
         child
@@ -437,6 +499,7 @@ async fn pg_row(
             .map_err(|e| format!("start a worker: {e}"))?;
     }
     let mut gaps_ms = Vec::new();
+    let mut cpu_secs = Some(0.0);
     for child in children {
         let output = child.wait_with_output().map_err(|e| format!("wait for a worker: {e}"))?;
         if !output.status.success() {
@@ -444,13 +507,15 @@ async fn pg_row(
         }
         let report: Value = serde_json::from_slice(&output.stdout).map_err(|e| format!("a worker's report: {e}"))?;
         gaps_ms.extend(report["gaps_ms"].as_array().into_iter().flatten().filter_map(Value::as_f64));
+        cpu_secs = cpu_secs.zip(report["cpu_secs"].as_f64()).map(|(sum, secs)| sum + secs);
     }
     let wall = start.elapsed();
     // Backends report their WAL statistics when they exit; give the last ones a moment.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let commits = wal_syncs(&admin).await? - syncs_before;
+    let server_cpu_secs = postmaster.and_then(cpu::tree_secs).zip(server_before).map(|(after, before)| after - before);
     check_all_succeeded(store.as_ref(), executions).await?;
-    Ok(Measured { wall, gaps_ms, commits })
+    Ok(Measured { wall, gaps_ms, commits, cpu_secs, server_cpu_secs })
 }
 
 async fn pg_client(url: &str) -> Result<tokio_postgres::Client, String> {
@@ -458,6 +523,13 @@ async fn pg_client(url: &str) -> Result<tokio_postgres::Client, String> {
         tokio_postgres::connect(url, tokio_postgres::NoTls).await.map_err(|e| format!("connect to {url}: {e}"))?;
     tokio::spawn(connection);
     Ok(client)
+}
+
+/// The server's postmaster: the parent of this connection's backend (a server on this machine).
+async fn postmaster_pid(client: &tokio_postgres::Client) -> Option<u32> {
+    let row = client.query_one("SELECT pg_backend_pid()", &[]).await.ok()?;
+    let backend: i32 = row.get(0);
+    cpu::parent_of(u32::try_from(backend).ok()?)
 }
 
 async fn wal_syncs(client: &tokio_postgres::Client) -> Result<u64, String> {
@@ -511,9 +583,56 @@ fn worker_main(args: &[String]) -> Result<(), String> {
         let mut go = String::new();
         std::io::stdin().read_line(&mut go).map_err(|e| e.to_string())?;
         let latencies = Arc::new(Mutex::new(Latencies::default()));
+        let cpu_before = cpu::own_secs();
         run_worker(store, workflow, owner.clone(), concurrency, latencies.clone()).await?;
+        let cpu_secs = cpu::own_secs().zip(cpu_before).map(|(after, before)| after - before);
         let gaps_ms = std::mem::take(&mut latencies.lock().unwrap_or_else(|p| p.into_inner()).gaps_ms);
-        println!("{}", json!({ "gaps_ms": gaps_ms }));
+        println!("{}", json!({ "gaps_ms": gaps_ms, "cpu_secs": cpu_secs }));
         Ok(())
     })
+}
+
+/// CPU time from Linux's `/proc` (`None` elsewhere): user + system, in seconds.
+mod cpu {
+    /// `/proc/<pid>/stat`'s fields after the command name (which may hold spaces): the state is
+    /// field 0 here (3 in proc(5)), the parent 1, utime 11, stime 12, cutime 13, cstime 14.
+    fn fields(pid: &str) -> Option<Vec<u64>> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let (_, rest) = stat.rsplit_once(')')?;
+        // The state is a letter: kept as 0 so the indexes stay those above.
+        Some(rest.split_whitespace().map(|f| f.parse().unwrap_or(0)).collect())
+    }
+
+    /// `/proc`'s clock ticks (USER_HZ), 100 on Linux's supported architectures.
+    const TICKS_PER_SEC: f64 = 100.0;
+
+    fn secs(ticks: u64) -> f64 {
+        ticks as f64 / TICKS_PER_SEC
+    }
+
+    /// This process's CPU time (every thread's, ended ones included).
+    pub(super) fn own_secs() -> Option<f64> {
+        let f = fields("self")?;
+        Some(secs(f.get(11)? + f.get(12)?))
+    }
+
+    pub(super) fn parent_of(pid: u32) -> Option<u32> {
+        let f = fields(&pid.to_string())?;
+        u32::try_from(*f.get(1)?).ok()
+    }
+
+    /// The CPU time of `root`, of its children that ended (reaped by it), and of its living
+    /// children: for a PostgreSQL postmaster, the whole server.
+    pub(super) fn tree_secs(root: u32) -> Option<f64> {
+        let f = fields(&root.to_string())?;
+        let mut ticks = f.get(11)? + f.get(12)? + f.get(13)? + f.get(14)?;
+        for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+            let name = entry.file_name();
+            let Some(pid) = name.to_str().filter(|n| n.bytes().all(|b| b.is_ascii_digit())) else { continue };
+            if let Some(child) = fields(pid).filter(|c| c.get(1) == Some(&u64::from(root))) {
+                ticks += child.get(11).unwrap_or(&0) + child.get(12).unwrap_or(&0);
+            }
+        }
+        Some(secs(ticks))
+    }
 }

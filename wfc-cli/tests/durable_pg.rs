@@ -12,7 +12,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use support::{json_of, ledger_counts, ledger_handlers, scratch, wfc, write};
-use wfc_runtime::durable::{self, ClaimFilter, NewExecution, OpStatus, OpType, OperationUpdate, Store, StoreError};
+use wfc_runtime::durable::{
+    self, CheckpointToken, ClaimFilter, Completion, ExecutionStatus, HistoryWrite, NewExecution, OpStatus, OpType,
+    OperationUpdate, Store, StoreError,
+};
 
 const DEFINITION: &str = r#"{
   "StartAt": "Prepare",
@@ -120,6 +123,110 @@ async fn a_late_renewal_leaves_a_released_execution_alone(store: Arc<dyn Store>)
     assert_eq!((d.owner.as_deref(), d.lease_until_ms, d.wake_at_ms), (None, None, Some(wake)), "{d:?}");
 }
 
+fn event(id: u64, state: &str) -> wfc_runtime::HistoryEvent {
+    wfc_runtime::HistoryEvent {
+        id,
+        previous_event_id: id - 1,
+        timestamp: "2024-01-01T00:00:00.000Z".into(),
+        event_type: wfc_runtime::EventType::PassStateEntered,
+        details: json!({ "name": state }).into(),
+    }
+}
+
+/// Checkpoints and finishes of many executions sent at once share group commits (on
+/// PostgreSQL one `wfc_commit_group` statement for the group): each is still written or refused
+/// alone, exactly as if it had been committed by itself, and a refused one writes nothing and
+/// keeps its token.
+async fn a_group_commit_answers_each_write_alone(store: Arc<dyn Store>) {
+    let mut tokens = std::collections::HashMap::new();
+    for name in ["g-ok", "g-stale", "g-finished", "g-twice", "g-merged", "g-end"] {
+        let claim = store.open_execution(new_execution(name, json!({}))).await.unwrap();
+        tokens.insert(name, claim.token);
+    }
+    let done = |id: &str, result: Value| OperationUpdate { result: Some(result), ..step(id, OpStatus::Succeeded) };
+    let stale = tokens["g-stale"];
+    tokens.insert("g-stale", store.checkpoint("g-stale", stale, vec![]).await.unwrap());
+    let finished = store.checkpoint("g-finished", tokens["g-finished"], vec![done("A#1.0", json!(1))]).await.unwrap();
+    tokens.insert("g-finished", finished);
+    let history = |events: Vec<wfc_runtime::HistoryEvent>, truncate_after| HistoryWrite { events, truncate_after };
+    let end = Completion {
+        status: ExecutionStatus::Succeeded,
+        output: Some(json!({"done": true})),
+        error: None,
+        cause: None,
+    };
+    let s = &store;
+    let (ok, stale, finished, twice, merged, end, missing) = tokio::join!(
+        s.checkpoint_with_history(
+            "g-ok",
+            tokens["g-ok"],
+            vec![step("A#1.0", OpStatus::Started)],
+            history(vec![event(1, "P"), event(2, "Q")], None)
+        ),
+        s.checkpoint("g-stale", stale, vec![step("A#1.0", OpStatus::Started)]),
+        // Rewrites a finished operation: refused whole, B included.
+        s.checkpoint(
+            "g-finished",
+            tokens["g-finished"],
+            vec![step("B#1.0", OpStatus::Started), done("A#1.0", json!(2))]
+        ),
+        // Updates an operation again after finishing it in the same batch: refused whole.
+        s.checkpoint("g-twice", tokens["g-twice"], vec![done("A#1.0", json!(1)), step("A#1.0", OpStatus::Started)]),
+        // An operation started and finished in one batch (as a CONTEXT's start and end).
+        s.checkpoint(
+            "g-merged",
+            tokens["g-merged"],
+            vec![step("A#1.0", OpStatus::Started), step("B#1.0", OpStatus::Started), done("A#1.0", json!(7))]
+        ),
+        s.finish_with_history("g-end", tokens["g-end"], end, history(vec![event(1, "P")], None)),
+        s.checkpoint("g-missing", CheckpointToken { epoch: 1, seq: 0 }, vec![step("A#1.0", OpStatus::Started)]),
+    );
+    let next = |t: CheckpointToken| CheckpointToken { epoch: t.epoch, seq: t.seq + 1 };
+    assert_eq!(ok, Ok(next(tokens["g-ok"])));
+    assert_eq!(stale, Err(StoreError::StaleToken("g-stale".into())));
+    for (name, refused) in [("g-finished", finished), ("g-twice", twice)] {
+        match refused {
+            Err(StoreError::InvalidUpdate { execution, message }) => {
+                assert_eq!(execution, name);
+                assert_eq!(message, "operation 'A#1.0' already finished (SUCCEEDED)", "{name}");
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+    assert_eq!(merged, Ok(next(tokens["g-merged"])));
+    assert_eq!(end, Ok(next(tokens["g-end"])));
+    assert_eq!(missing, Err(StoreError::NotFound("g-missing".into())));
+    // What each wrote, or did not.
+    let journal = |name: &'static str| async move {
+        let ops = s.load_journal(name).await.unwrap();
+        ops.into_iter().map(|o| (o.id, o.status, o.starts, o.result)).collect::<Vec<_>>()
+    };
+    assert_eq!(journal("g-ok").await, vec![("A#1.0".into(), OpStatus::Started, 1, None)]);
+    assert_eq!(s.read_history("g-ok").await.unwrap(), vec![event(1, "P"), event(2, "Q")]);
+    assert!(journal("g-stale").await.is_empty());
+    assert_eq!(journal("g-finished").await, vec![("A#1.0".into(), OpStatus::Succeeded, 0, Some(json!(1)))]);
+    assert!(journal("g-twice").await.is_empty());
+    assert_eq!(
+        journal("g-merged").await,
+        vec![("A#1.0".into(), OpStatus::Succeeded, 1, Some(json!(7))), ("B#1.0".into(), OpStatus::Started, 1, None)]
+    );
+    let ended = s.describe_execution("g-end").await.unwrap().unwrap();
+    assert_eq!(
+        (ended.status, ended.output, ended.owner),
+        (ExecutionStatus::Succeeded, Some(json!({"done": true})), None)
+    );
+    assert_eq!(s.read_history("g-end").await.unwrap(), vec![event(1, "P")]);
+    // A refused write kept its token; a resumed run's history replaces the stored tail.
+    s.checkpoint("g-finished", tokens["g-finished"], vec![]).await.unwrap();
+    s.checkpoint("g-twice", tokens["g-twice"], vec![]).await.unwrap();
+    let replaced = history(vec![event(2, "R"), event(3, "S")], Some(1));
+    s.checkpoint_with_history("g-ok", next(tokens["g-ok"]), vec![], replaced).await.unwrap();
+    assert_eq!(s.read_history("g-ok").await.unwrap(), vec![event(1, "P"), event(2, "R"), event(3, "S")]);
+    // History is appended only to an execution that exists (SQLite's foreign key refuses it,
+    // PostgreSQL's store checks it).
+    assert!(s.append_history("g-none", vec![event(1, "P")]).await.is_err());
+}
+
 /// The key/value table (schema 8): rows by key and by prefix in key order, replaced in place,
 /// and deleted by exactly one of two claimants.
 async fn kv_rows(store: Arc<dyn Store>) {
@@ -136,6 +243,13 @@ async fn kv_rows(store: Arc<dyn Store>) {
     let (first, second) = tokio::join!(store.kv_delete("q/a/1"), store.kv_delete("q/a/1"));
     assert!(first.unwrap() ^ second.unwrap(), "exactly one delete claims the row");
     assert_eq!(store.kv_get("q/a/1").await.unwrap(), None);
+}
+
+#[test]
+fn sqlite_group_commit_answers_each_write_alone() {
+    let dir = scratch("sqlite-group");
+    let url = format!("sqlite:{}", dir.join("store.db").display());
+    rt().block_on(async { a_group_commit_answers_each_write_alone(durable::connect(&url).await.unwrap()).await });
 }
 
 #[test]
@@ -181,6 +295,7 @@ fn postgres_many_workers_run_each_execution_exactly_once() {
         zombie_is_fenced(Arc::clone(&store)).await;
         a_late_renewal_leaves_a_released_execution_alone(Arc::clone(&store)).await;
         kv_rows(Arc::clone(&store)).await;
+        a_group_commit_answers_each_write_alone(Arc::clone(&store)).await;
         for i in 0..total {
             store.create_execution(new_execution(&format!("e{i:04}"), json!({"i": i}))).await.expect("create");
         }

@@ -171,6 +171,10 @@ CREATE TABLE kv (
 );
 "#,
     },
+    Migration {
+        description: "a group commit as one statement (wfc_commit_group); room on each page for HOT updates",
+        sql: COMMIT_GROUP_FUNCTION,
+    },
 ];
 
 /// `wfc_commit`: one checkpoint, or an execution's finish, as **one statement** (a call of this
@@ -261,6 +265,207 @@ END
 $fn$;
 "#;
 
+/// `wfc_commit_group`: a whole group commit (see [`GroupCommitter`]) as **one statement**: every
+/// checkpoint and finish of the group, and its lease renewals, written set-wise (a statement per
+/// kind of row for the whole group, where `wfc_commit` ran about six per checkpoint). Each
+/// checkpoint `i` (the `c_` arrays; its operation updates, consumed inbox events and history
+/// events are the `o_`, `e_` and `h_` arrays' entries whose `_cp` is `i`) is refused or written
+/// **alone**, as `wfc_commit` does it, and `answers[i]` says which:
+/// - first the operations the group updates are locked (in `(execution, op_id)` order: the lock
+///   order of `complete_callback`, operation then execution); a checkpoint that updates one that
+///   already finished is refused, `finished <message>`, without writing;
+/// - then the compare-and-swap of every other checkpoint's token in one `UPDATE` (with its end,
+///   for a finish): `stale` or `not found` unless `(epoch, seq)` is current. `c_invalid` is the
+///   refusal the client found in the checkpoint itself (an operation updated again after it
+///   finished in the same batch: `wfc_commit` raised `WF001` there), answered when the token is
+///   current, so the refusals come in `wfc_commit`'s order;
+/// - then, for the checkpoints written (`ok`), their operations (one update per operation id: the
+///   client merged an operation's updates within a checkpoint, `o_starts` counting its
+///   `STARTED`s; existing rows updated, new rows inserted numbered after the execution's
+///   others), consumed events, the replaced history tail (`c_truncate`, NULL when none) and
+///   history events;
+/// - then the renewals, matched on the epoch alone (see the renewal statement of `wfc_commit`'s
+///   committer); `renewed` names those renewed.
+///
+/// A group holds one write per execution (the committer keeps a second for the next group), so
+/// no row is written twice by one statement. The plans are nested loops over the arrays into the
+/// tables' primary keys, whatever the tables' statistics say: on a new store (empty tables, not
+/// yet analyzed) the planner would otherwise pick sequential scans and, its plans being cached
+/// for the session, keep them as the tables grow. They are generic (planned once per session).
+///
+/// The migration also leaves room in each new page of `executions` and `operations`
+/// (`fillfactor`) so an update of a row can stay on its page (a HOT update: no new index
+/// entries), and replaces the index of runnable executions by one in the claim's order: by the
+/// instant a running execution is due, `COALESCE(wake_at, lease_until, 0)` (its timer or wake-up;
+/// a held one's lease expiry, when it may be rescued; 0 for neither), then creation. A claim
+/// reads the due ones from the index's start and stops there, instead of scanning and sorting
+/// every row (or, ordered by `wake_at` alone, reading past every execution in flight, whose
+/// `wake_at` is NULL). A claim is a function, `wfc_claim`, for its plan: one generic plan per
+/// session reading that index (`COALESCE(wake_at, lease_until, 0) <= p_now` follows from the
+/// two conditions after it; it is what lets the scan stop at the first execution not yet due),
+/// where the claim as a prepared statement was planned again on every run (about 60% of the
+/// claiming connection's time); so is the load of the claimed executions' journals,
+/// `wfc_journals`. It drops the foreign keys of `operations` and
+/// `history` to `executions`: each checked every row written (a query and a row lock per
+/// history event, about a quarter of the server's time per step), and each guarded nothing
+/// the writers do not: every write of those rows first checks, and locks, the execution's row in
+/// the same transaction (the token's compare-and-swap, `lock_record`), and no execution is ever
+/// deleted.
+const COMMIT_GROUP_FUNCTION: &str = r#"
+ALTER TABLE executions SET (fillfactor = 70);
+ALTER TABLE operations SET (fillfactor = 80);
+DROP INDEX executions_runnable;
+CREATE INDEX executions_claim ON executions ((COALESCE(wake_at, lease_until, 0)), created_at) WHERE status = 'RUNNING';
+DO $drop$
+DECLARE fk RECORD;
+BEGIN
+    FOR fk IN SELECT conrelid::regclass AS tab, conname FROM pg_constraint
+               WHERE contype = 'f' AND conrelid IN ('operations'::regclass, 'history'::regclass)
+                 AND confrelid = 'executions'::regclass
+    LOOP
+        EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', fk.tab, fk.conname);
+    END LOOP;
+END
+$drop$;
+CREATE FUNCTION wfc_claim(
+    p_owner TEXT, p_until BIGINT, p_now BIGINT, p_limit BIGINT, p_all BOOLEAN, p_versions TEXT[],
+    p_workflows TEXT[], p_unpinned TEXT[]
+) RETURNS SETOF executions LANGUAGE plpgsql
+  SET enable_seqscan = off SET plan_cache_mode = force_generic_plan
+AS $fn$
+BEGIN
+    RETURN QUERY
+    UPDATE executions SET epoch = epoch + 1, owner = p_owner, lease_until = p_until, wake_at = NULL,
+           updated_at = p_now
+     WHERE name IN (
+         SELECT x.name FROM executions x
+          WHERE x.status = 'RUNNING' AND COALESCE(x.wake_at, x.lease_until, 0) <= p_now
+            AND (x.lease_until IS NULL OR x.lease_until < p_now) AND (x.wake_at IS NULL OR x.wake_at <= p_now)
+            AND (p_all OR x.version_id = ANY(p_versions) OR x.workflow = ANY(p_workflows)
+                 OR (x.version_id IS NULL AND x.workflow = ANY(p_unpinned)))
+          ORDER BY COALESCE(x.wake_at, x.lease_until, 0), x.created_at
+          LIMIT p_limit
+            FOR UPDATE SKIP LOCKED)
+    RETURNING *;
+END
+$fn$;
+CREATE FUNCTION wfc_journals(p_names TEXT[]) RETURNS SETOF operations LANGUAGE plpgsql
+  SET enable_seqscan = off SET plan_cache_mode = force_generic_plan
+AS $fn$
+BEGIN
+    RETURN QUERY SELECT * FROM operations WHERE execution = ANY(p_names);
+END
+$fn$;
+CREATE FUNCTION wfc_commit_group(
+    c_names TEXT[], c_epochs BIGINT[], c_seqs BIGINT[], c_now BIGINT[], c_invalid TEXT[], c_truncate BIGINT[],
+    c_finish TEXT[], c_output TEXT[], c_error TEXT[], c_cause TEXT[],
+    o_cp INT[], o_ids TEXT[], o_types TEXT[], o_subtypes TEXT[], o_names TEXT[], o_statuses TEXT[],
+    o_starts BIGINT[], o_results TEXT[], o_errors TEXT[], o_causes TEXT[], o_due BIGINT[], o_tokens TEXT[],
+    e_cp INT[], e_seqs BIGINT[],
+    h_cp INT[], h_ids BIGINT[], h_events TEXT[],
+    r_names TEXT[], r_epochs BIGINT[], r_owners TEXT[], r_until BIGINT[],
+    OUT answers TEXT[], OUT renewed TEXT[]
+) LANGUAGE plpgsql
+  SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off
+  SET plan_cache_mode = force_generic_plan
+AS $fn$
+DECLARE
+    n INTEGER := coalesce(array_length(c_names, 1), 0);
+    ok BOOLEAN[] := array_fill(false, ARRAY[n]);
+    r RECORD;
+    i INTEGER;
+    refusal TEXT;
+BEGIN
+    answers := array_fill(NULL::TEXT, ARRAY[n]);
+    IF coalesce(array_length(o_ids, 1), 0) > 0 THEN
+        FOR r IN
+            SELECT u.cp, o.op_id, o.status
+              FROM unnest(o_cp, o_ids) AS u(cp, id)
+              JOIN operations o ON o.execution = c_names[u.cp] AND o.op_id = u.id
+             ORDER BY o.execution, o.op_id
+               FOR UPDATE OF o
+        LOOP
+            IF answers[r.cp] IS NULL AND r.status IN ('SUCCEEDED', 'FAILED', 'TIMED_OUT', 'CANCELLED') THEN
+                answers[r.cp] := format('finished operation ''%s'' already finished (%s)', r.op_id, r.status);
+            END IF;
+        END LOOP;
+    END IF;
+    FOR r IN
+        UPDATE executions e
+           SET checkpoint_seq = e.checkpoint_seq + 1, updated_at = c.now,
+               status = coalesce(c.finish, e.status),
+               output = CASE WHEN c.finish IS NULL THEN e.output ELSE c.output END,
+               error = CASE WHEN c.finish IS NULL THEN e.error ELSE c.error END,
+               cause = CASE WHEN c.finish IS NULL THEN e.cause ELSE c.cause END,
+               owner = CASE WHEN c.finish IS NULL THEN e.owner END,
+               lease_until = CASE WHEN c.finish IS NULL THEN e.lease_until END,
+               wake_at = CASE WHEN c.finish IS NULL THEN e.wake_at END
+          FROM unnest(c_names, c_epochs, c_seqs, c_now, c_finish, c_output, c_error, c_cause, answers, c_invalid)
+               WITH ORDINALITY AS c(name, epoch, seq, now, finish, output, error, cause, refused, invalid, i)
+         WHERE c.refused IS NULL AND c.invalid IS NULL
+           AND e.name = c.name AND e.epoch = c.epoch AND e.checkpoint_seq = c.seq
+        RETURNING c.i
+    LOOP
+        ok[r.i] := true;
+        answers[r.i] := 'ok';
+    END LOOP;
+    FOR i IN 1 .. n LOOP
+        IF answers[i] IS NULL THEN
+            SELECT CASE WHEN c_invalid[i] IS NOT NULL AND epoch = c_epochs[i] AND checkpoint_seq = c_seqs[i]
+                        THEN c_invalid[i] ELSE 'stale' END
+              INTO refusal FROM executions WHERE name = c_names[i];
+            answers[i] := CASE WHEN FOUND THEN refusal ELSE 'not found' END;
+        END IF;
+    END LOOP;
+    IF coalesce(array_length(o_ids, 1), 0) > 0 THEN
+        UPDATE operations o
+           SET status = u.status, starts = o.starts + u.starts, result = u.result, error = u.error,
+               cause = u.cause, due_at = coalesce(u.due, o.due_at),
+               end_ts = CASE WHEN u.status = 'STARTED' THEN NULL ELSE c_now[u.cp] END
+          FROM unnest(o_cp, o_ids, o_statuses, o_starts, o_results, o_errors, o_causes, o_due)
+               AS u(cp, id, status, starts, result, error, cause, due)
+         WHERE ok[u.cp] AND o.execution = c_names[u.cp] AND o.op_id = u.id;
+        INSERT INTO operations (execution, op_id, ordinal, type, subtype, name, status, starts, result, error,
+                                cause, due_at, start_ts, end_ts, callback_token)
+        SELECT c_names[u.cp], u.id,
+               (SELECT count(*) FROM operations x WHERE x.execution = c_names[u.cp])
+                   + row_number() OVER (PARTITION BY u.cp ORDER BY u.k) - 1,
+               u.type, u.subtype, u.name, u.status, u.starts, u.result, u.error, u.cause, u.due, c_now[u.cp],
+               CASE WHEN u.status = 'STARTED' THEN NULL ELSE c_now[u.cp] END, u.token
+          FROM unnest(o_cp, o_ids, o_types, o_subtypes, o_names, o_statuses, o_starts, o_results, o_errors,
+                      o_causes, o_due, o_tokens) WITH ORDINALITY
+               AS u(cp, id, type, subtype, name, status, starts, result, error, cause, due, token, k)
+         WHERE ok[u.cp]
+           AND NOT EXISTS (SELECT 1 FROM operations x WHERE x.execution = c_names[u.cp] AND x.op_id = u.id);
+    END IF;
+    IF coalesce(array_length(e_seqs, 1), 0) > 0 THEN
+        DELETE FROM events v USING unnest(e_cp, e_seqs) AS x(cp, seq)
+         WHERE ok[x.cp] AND v.execution = c_names[x.cp] AND v.seq = x.seq;
+    END IF;
+    IF c_truncate IS NOT NULL THEN
+        DELETE FROM history h USING unnest(c_names, c_truncate, ok) AS t(name, after, ok)
+         WHERE t.ok AND t.after IS NOT NULL AND h.execution = t.name AND h.event_id > t.after;
+    END IF;
+    IF coalesce(array_length(h_ids, 1), 0) > 0 THEN
+        INSERT INTO history (execution, event_id, event)
+        SELECT c_names[x.cp], x.id, x.body FROM unnest(h_cp, h_ids, h_events) AS x(cp, id, body)
+         WHERE ok[x.cp]
+        ON CONFLICT (execution, event_id) DO UPDATE SET event = EXCLUDED.event;
+    END IF;
+    IF coalesce(array_length(r_names, 1), 0) > 0 THEN
+        WITH done AS (
+            UPDATE executions e
+               SET lease_until = CASE WHEN e.status = 'RUNNING' AND e.lease_until IS NOT NULL THEN w.until END,
+                   owner = CASE WHEN e.status = 'RUNNING' AND e.lease_until IS NOT NULL THEN w.owner END
+              FROM unnest(r_names, r_epochs, r_owners, r_until) AS w(name, epoch, owner, until)
+             WHERE e.name = w.name AND e.epoch = w.epoch
+            RETURNING e.name)
+        SELECT array_agg(done.name) INTO renewed FROM done;
+    END IF;
+END
+$fn$;
+"#;
+
 /// The NOTIFY channel that wakes workers.
 const CHANNEL: &str = "wfc_work";
 /// The NOTIFY channel of [`Store::kv_signal`] (its payload is the topic).
@@ -274,6 +479,9 @@ const POOL_SIZE: usize = 4;
 pub struct PgStore {
     url: String,
     pool: Vec<Arc<Mutex<Client>>>,
+    /// Each pooled connection's prepared statements (a statement belongs to its connection), for
+    /// the queries every execution makes: the claim, its journal, its history.
+    prepared: Vec<std::sync::Mutex<std::collections::HashMap<&'static str, tokio_postgres::Statement>>>,
     next: AtomicUsize,
     /// The group committer of this process's checkpoints, finishes and lease renewals.
     committer: tokio::sync::mpsc::UnboundedSender<PgWrite>,
@@ -329,7 +537,15 @@ impl PgStore {
         migrate(&mut *pool[0].lock().await).await?;
         // After the migration: the committer prepares its statements, `wfc_commit` among them.
         let committer = GroupCommitter::start(open_connection(url).await?).await?;
-        Ok(PgStore { url: url.to_owned(), pool, next: AtomicUsize::new(0), committer, listener: OnceCell::new() })
+        let prepared = (0..pool.len()).map(|_| std::sync::Mutex::default()).collect();
+        Ok(PgStore {
+            url: url.to_owned(),
+            pool,
+            prepared,
+            next: AtomicUsize::new(0),
+            committer,
+            listener: OnceCell::new(),
+        })
     }
 
     /// Sends a checkpoint or finish to the group committer; answered once its group committed.
@@ -347,13 +563,37 @@ impl PgStore {
 
     /// A connection: a free one if any, else the next in turn.
     async fn conn(&self) -> Arc<Mutex<Client>> {
-        for c in &self.pool {
+        self.slot().1
+    }
+
+    /// A connection and its index in the pool: a free one if any, else the next in turn.
+    fn slot(&self) -> (usize, Arc<Mutex<Client>>) {
+        for (i, c) in self.pool.iter().enumerate() {
             if c.try_lock().is_ok() {
-                return Arc::clone(c);
+                return (i, Arc::clone(c));
             }
         }
         let i = self.next.fetch_add(1, Ordering::Relaxed) % self.pool.len();
-        Arc::clone(&self.pool[i])
+        (i, Arc::clone(&self.pool[i]))
+    }
+
+    /// `sql` prepared on the pooled connection `slot` (whose `client` the caller holds): once per
+    /// connection, so the server parses and plans it once, and each use is one round trip
+    /// (tokio-postgres prepares a statement given as text before every run: two round trips and
+    /// a parse and plan each time).
+    async fn prepared(
+        &self,
+        slot: usize,
+        client: &Client,
+        sql: &'static str,
+    ) -> Result<tokio_postgres::Statement, StoreError> {
+        let cache = &self.prepared[slot];
+        if let Some(statement) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = client.prepare(sql).await.map_err(pg)?;
+        cache.lock().unwrap_or_else(|p| p.into_inner()).insert(sql, statement.clone());
+        Ok(statement)
     }
 
     /// Starts (once) the connection that LISTENs for work and turns notifications into wake-ups
@@ -393,10 +633,20 @@ const MAX_GROUP: usize = 512;
 
 /// A write waiting for the [`GroupCommitter`].
 enum PgWrite {
-    /// A checkpoint, or a finish (`wfc_commit`).
+    /// A checkpoint, or a finish.
     Commit(Box<CommitArgs>, tokio::sync::oneshot::Sender<Result<CheckpointToken, StoreError>>),
-    /// Lease renewals: one statement for all those of a group.
-    Renew(Vec<Renewal>),
+    /// A lease renewal.
+    Renew(Renewal),
+}
+
+impl PgWrite {
+    /// The execution a checkpoint or finish writes (a group holds one per execution).
+    fn commit_of(&self) -> Option<&str> {
+        match self {
+            PgWrite::Commit(args, _) => Some(&args.name),
+            PgWrite::Renew(_) => None,
+        }
+    }
 }
 
 /// One execution's lease renewal.
@@ -408,21 +658,31 @@ struct Renewal {
     reply: tokio::sync::oneshot::Sender<Result<(), StoreError>>,
 }
 
-/// The parameters of one `wfc_commit` call, serialized by the caller (not by the committer).
+/// One operation's write in a checkpoint: its updates in the batch merged into one, as applying
+/// them in order would leave the row (see [`CommitArgs::new`]).
+struct OpWrite {
+    id: String,
+    op_type: &'static str,
+    subtype: String,
+    name: String,
+    status: OpStatus,
+    /// How many of its updates were `STARTED` (each one counts a start).
+    starts: i64,
+    result: Option<String>,
+    error: Option<String>,
+    cause: Option<String>,
+    due: Option<i64>,
+    token: Option<String>,
+}
+
+/// One checkpoint or finish, serialized by the caller (not by the committer).
 struct CommitArgs {
     name: String,
     token: CheckpointToken,
     now: i64,
-    ids: Vec<String>,
-    types: Vec<String>,
-    subtypes: Vec<String>,
-    names: Vec<String>,
-    statuses: Vec<String>,
-    results: Vec<Option<String>>,
-    errors: Vec<Option<String>>,
-    causes: Vec<Option<String>>,
-    due: Vec<Option<i64>>,
-    tokens: Vec<Option<String>>,
+    /// The refusal the batch itself earns (an operation updated again after it finished).
+    invalid: Option<String>,
+    ops: Vec<OpWrite>,
     consumed: Vec<i64>,
     truncate: Option<i64>,
     event_ids: Vec<i64>,
@@ -434,6 +694,12 @@ struct CommitArgs {
 }
 
 impl CommitArgs {
+    /// The updates of one operation are merged in order, as `wfc_commit` applied them one after
+    /// the other (a CONTEXT's start and end in one batch): the row gets the first update's type,
+    /// subtype, name and callback token (an update does not change them), the last one's status,
+    /// result, error and cause, the last fire-at instant given, and a start per `STARTED`. An
+    /// update after one that finished the operation refuses the batch, as `wfc_commit`'s `WF001`
+    /// did.
     fn new(
         name: &str,
         token: CheckpointToken,
@@ -449,20 +715,50 @@ impl CommitArgs {
             events.push(writer.to_json(event).map_err(backend)?);
             event_ids.push(i64::try_from(event.id).map_err(backend)?);
         }
+        let mut ops: Vec<OpWrite> = Vec::with_capacity(updates.len());
+        let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        let mut invalid = None;
+        for u in updates {
+            let started = i64::from(u.status == OpStatus::Started);
+            let result = u.result.as_ref().map(Value::to_string);
+            match index.get(u.id.as_str()) {
+                Some(&k) => {
+                    let op = &mut ops[k];
+                    if op.status.is_terminal() && invalid.is_none() {
+                        invalid =
+                            Some(format!("finished operation '{}' already finished ({})", u.id, op.status.as_str()));
+                    }
+                    op.status = u.status;
+                    op.starts += started;
+                    op.result = result;
+                    op.error = u.error.clone();
+                    op.cause = u.cause.clone();
+                    op.due = u.due_at_ms.or(op.due);
+                }
+                None => {
+                    index.insert(&u.id, ops.len());
+                    ops.push(OpWrite {
+                        id: u.id.clone(),
+                        op_type: u.op_type.as_str(),
+                        subtype: u.subtype.clone(),
+                        name: u.name.clone(),
+                        status: u.status,
+                        starts: started,
+                        result,
+                        error: u.error.clone(),
+                        cause: u.cause.clone(),
+                        due: u.due_at_ms,
+                        token: u.callback_token.clone(),
+                    });
+                }
+            }
+        }
         Ok(CommitArgs {
             name: name.to_owned(),
             token,
             now: now_ms(),
-            ids: updates.iter().map(|u| u.id.clone()).collect(),
-            types: updates.iter().map(|u| u.op_type.as_str().to_owned()).collect(),
-            subtypes: updates.iter().map(|u| u.subtype.clone()).collect(),
-            names: updates.iter().map(|u| u.name.clone()).collect(),
-            statuses: updates.iter().map(|u| u.status.as_str().to_owned()).collect(),
-            results: updates.iter().map(|u| u.result.as_ref().map(Value::to_string)).collect(),
-            errors: updates.iter().map(|u| u.error.clone()).collect(),
-            causes: updates.iter().map(|u| u.cause.clone()).collect(),
-            due: updates.iter().map(|u| u.due_at_ms).collect(),
-            tokens: updates.iter().map(|u| u.callback_token.clone()).collect(),
+            invalid,
+            ops,
             consumed: updates.iter().flat_map(super::consumed_events).collect(),
             truncate: history.truncate_after.map(i64::try_from).transpose().map_err(backend)?,
             event_ids,
@@ -473,87 +769,101 @@ impl CommitArgs {
             cause: completion.and_then(|c| c.cause.clone()),
         })
     }
+
+    /// What `wfc_commit_group` answered for this checkpoint.
+    fn answer(&self, outcome: Option<&str>) -> Result<CheckpointToken, StoreError> {
+        match outcome {
+            Some("ok") => Ok(CheckpointToken { epoch: self.token.epoch, seq: self.token.seq + 1 }),
+            Some("stale") => Err(StoreError::StaleToken(self.name.clone())),
+            Some("not found") => Err(StoreError::NotFound(self.name.clone())),
+            Some(other) => match other.strip_prefix("finished ") {
+                Some(message) => {
+                    Err(StoreError::InvalidUpdate { execution: self.name.clone(), message: message.to_owned() })
+                }
+                None => Err(backend(format!("wfc_commit_group answered '{other}'"))),
+            },
+            None => Err(backend("wfc_commit_group gave no answer")),
+        }
+    }
 }
 
-/// What one write of a group answers.
+/// A write's answer.
 enum Answer {
     Commit(Result<CheckpointToken, StoreError>),
-    /// The executions whose lease was renewed (the others' epoch moved on: fenced).
-    Renew(Result<std::collections::HashSet<String>, StoreError>),
+    Renew(Result<(), StoreError>),
 }
 
 /// Commits the writes of a process's executions in groups, on a connection of its own: it takes
-/// every write waiting at that moment and sends `BEGIN`, a `wfc_commit` call per checkpoint or
-/// finish, one `UPDATE` for all the group's lease renewals, and `COMMIT` **pipelined**
-/// (tokio-postgres sends them without waiting for each answer), so a group costs about one round
-/// trip and one WAL flush however many executions it carries. Each caller is answered once the
-/// group's `COMMIT` has returned: no write is acknowledged before it is durable.
+/// every write waiting at that moment and sends `BEGIN`, **one** statement for the whole group
+/// (`wfc_commit_group`: its checkpoints, finishes and lease renewals) and `COMMIT` pipelined
+/// (tokio-postgres sends them without waiting for each answer), so a group costs one round trip,
+/// one WAL flush and a few statements on the server however many executions it carries. Each
+/// caller is answered once the group's `COMMIT` has returned: no write is acknowledged before it
+/// is durable.
 ///
-/// A refusal (`stale`, an operation already finished) is an answer of its statement, not an
+/// A refusal (`stale`, an operation already finished) is an answer for its checkpoint, not an
 /// error, so it does not abort the group. A statement that fails (a deadlock with another
-/// process, `WF001`) aborts the group's transaction; the group is then retried one write per
-/// transaction (each statement alone, pipelined), so only the failing write fails.
+/// process) aborts the group's transaction; the group is then retried one write per transaction,
+/// so only a failing write fails.
 struct GroupCommitter {
     client: Client,
-    commit: tokio_postgres::Statement,
-    renew: tokio_postgres::Statement,
+    statement: tokio_postgres::Statement,
+}
+
+/// Why a group's transaction did not commit.
+enum GroupFailure {
+    /// Its statement (or `BEGIN`) failed: the transaction rolled back, nothing was written.
+    Statement(StoreError),
+    /// `COMMIT` failed: whether it committed is unknown.
+    Commit(StoreError),
 }
 
 impl GroupCommitter {
     async fn start(client: Client) -> Result<tokio::sync::mpsc::UnboundedSender<PgWrite>, StoreError> {
-        let commit = client
+        let statement = client
             .prepare(
-                "SELECT wfc_commit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
-                                   $19, $20, $21, $22)",
-            )
-            .await
-            .map_err(pg)?;
-        let renew = client
-            .prepare(
-                // All the renewals of a group in one statement. Matched on the epoch alone: an
-                // execution this hold just finished keeps its epoch (renewed, no error), while a
-                // stop or a takeover moves it on (fenced). A released execution (no lease) keeps
-                // its epoch too, and a renewal that races the release must not take it back:
-                // only a held lease is extended.
-                "UPDATE executions e
-                 SET lease_until = CASE WHEN e.status = 'RUNNING' AND e.lease_until IS NOT NULL THEN r.until END,
-                     owner = CASE WHEN e.status = 'RUNNING' AND e.lease_until IS NOT NULL THEN r.owner END
-                 FROM unnest($1::TEXT[], $2::BIGINT[], $3::TEXT[], $4::BIGINT[]) AS r(name, epoch, owner, until)
-                 WHERE e.name = r.name AND e.epoch = r.epoch
-                 RETURNING e.name",
+                "SELECT answers, renewed FROM wfc_commit_group($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
+                     $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31)",
             )
             .await
             .map_err(pg)?;
         let (sender, requests) = tokio::sync::mpsc::unbounded_channel();
-        let committer = GroupCommitter { client, commit, renew };
+        let committer = GroupCommitter { client, statement };
         tokio::spawn(committer.run(requests));
         Ok(sender)
     }
 
     /// Ends when every handle of the store is dropped.
     async fn run(self, mut requests: tokio::sync::mpsc::UnboundedReceiver<PgWrite>) {
-        while let Some(first) = requests.recv().await {
-            let mut taken = vec![first];
-            while taken.len() < MAX_GROUP {
+        // Writes kept for the next group: a second write of an execution already in the group
+        // (one statement writes each row once), or more than a group takes.
+        let mut deferred: std::collections::VecDeque<PgWrite> = std::collections::VecDeque::new();
+        loop {
+            if deferred.is_empty() {
+                match requests.recv().await {
+                    Some(write) => deferred.push_back(write),
+                    None => return,
+                }
+            }
+            let mut group = Vec::new();
+            let mut names = std::collections::HashSet::new();
+            let mut later = std::collections::VecDeque::new();
+            let mut take = |write: PgWrite, group: &mut Vec<PgWrite>| {
+                let fits =
+                    group.len() < MAX_GROUP && write.commit_of().is_none_or(|name| names.insert(name.to_owned()));
+                if fits { group.push(write) } else { later.push_back(write) }
+            };
+            while let Some(write) = deferred.pop_front() {
+                take(write, &mut group);
+            }
+            while group.len() < MAX_GROUP {
                 match requests.try_recv() {
-                    Ok(w) => taken.push(w),
+                    Ok(write) => take(write, &mut group),
                     Err(_) => break,
                 }
             }
-            // The group's lease renewals become one write (one statement); the crash tests'
-            // point counts them one by one, as the writes they are.
-            let writes = taken.len();
-            let mut renewals = Vec::new();
-            let mut group = Vec::with_capacity(taken.len());
-            for write in taken {
-                match write {
-                    PgWrite::Renew(r) => renewals.extend(r),
-                    other => group.push(other),
-                }
-            }
-            if !renewals.is_empty() {
-                group.push(PgWrite::Renew(renewals));
-            }
+            deferred = later;
+            let writes = group.len();
             let answers = self.commit_group(&group, writes).await;
             super::group_crash_point(writes, "after-commit");
             for (write, answer) in group.into_iter().zip(answers) {
@@ -561,171 +871,233 @@ impl GroupCommitter {
                     (PgWrite::Commit(_, reply), Answer::Commit(a)) => {
                         let _ = reply.send(a);
                     }
-                    (PgWrite::Renew(renewals), Answer::Renew(renewed)) => {
-                        for r in renewals {
-                            let answer = match &renewed {
-                                Ok(names) if names.contains(&r.name) => Ok(()),
-                                Ok(_) => Err(StoreError::StaleToken(r.name)),
-                                Err(e) => Err(e.clone()),
-                            };
-                            let _ = r.reply.send(answer);
-                        }
+                    (PgWrite::Renew(r), Answer::Renew(a)) => {
+                        let _ = r.reply.send(a);
                     }
                     (PgWrite::Commit(_, reply), Answer::Renew(_)) => {
                         let _ = reply.send(Err(backend("the group committer mixed up its answers")));
                     }
-                    (PgWrite::Renew(renewals), Answer::Commit(_)) => {
-                        for r in renewals {
-                            let _ = r.reply.send(Err(backend("the group committer mixed up its answers")));
-                        }
+                    (PgWrite::Renew(r), Answer::Commit(_)) => {
+                        let _ = r.reply.send(Err(backend("the group committer mixed up its answers")));
                     }
                 }
             }
         }
     }
 
+    /// The answers of `group`'s writes, in order.
     async fn commit_group(&self, group: &[PgWrite], writes: usize) -> Vec<Answer> {
-        if group.len() > 1 {
-            let (begin, statements, commit) = self.pipelined(group, writes).await;
-            let failed = begin.is_err() || statements.iter().any(Result::is_err);
-            if !failed {
-                return match commit {
-                    Ok(()) => statements.into_iter().flatten().collect(),
-                    // Whether it committed is unknown: every write of the group fails (a resumed
-                    // run finds in the journal what was committed).
-                    Err(e) => {
-                        let e = pg(e);
-                        group.iter().map(|w| failed_answer(w, e.clone())).collect()
-                    }
-                };
+        let failed = match self.transaction(group.iter(), writes).await {
+            Ok(answers) => return answers,
+            Err(GroupFailure::Commit(e)) => {
+                // Whether it committed is unknown: every write of the group fails (a resumed run
+                // finds in the journal what was committed).
+                return group.iter().map(|w| failed_answer(w, e.clone())).collect();
             }
-            // A statement failed, so `COMMIT` rolled the group back: each write alone.
-            let _ = self.client.batch_execute("ROLLBACK").await;
+            Err(GroupFailure::Statement(e)) => e,
+        };
+        // The group rolled back. `COMMIT` in a failed transaction rolls it back already; this
+        // makes sure (it warns if none is open).
+        let _ = self.client.batch_execute("ROLLBACK").await;
+        if group.len() == 1 {
+            return group.iter().map(|w| failed_answer(w, failed.clone())).collect();
         }
-        let statements = futures::future::join_all(group.iter().map(|w| self.statement(w))).await;
-        group.iter().zip(statements).map(|(w, s)| s.unwrap_or_else(|e| failed_answer(w, statement_error(e)))).collect()
+        // Each write alone, so only a failing one fails.
+        let mut answers = Vec::with_capacity(group.len());
+        for write in group {
+            match self.transaction(std::iter::once(write), 1).await {
+                Ok(mut one) => answers.push(one.pop().unwrap_or_else(|| failed_answer(write, backend("no answer")))),
+                Err(GroupFailure::Commit(e) | GroupFailure::Statement(e)) => {
+                    let _ = self.client.batch_execute("ROLLBACK").await;
+                    answers.push(failed_answer(write, e));
+                }
+            }
+        }
+        answers
     }
 
-    /// `BEGIN`, the group's statements and `COMMIT`, sent in this order without waiting for
-    /// answers (a tokio-postgres request is sent when its future is first polled, and every
-    /// future here is polled in order, every time), then their answers.
-    #[allow(clippy::type_complexity)]
-    async fn pipelined(
+    /// `BEGIN`, the group's statement and `COMMIT`, sent in this order without waiting for
+    /// answers (a tokio-postgres request is sent when its future is first polled, and the
+    /// futures here are polled in order, every time), then the answers of the writes, in order.
+    async fn transaction<'a>(
         &self,
-        group: &[PgWrite],
+        group: impl Iterator<Item = &'a PgWrite> + Clone,
         writes: usize,
-    ) -> (
-        Result<(), tokio_postgres::Error>,
-        Vec<Result<Answer, tokio_postgres::Error>>,
-        Result<(), tokio_postgres::Error>,
-    ) {
+    ) -> Result<Vec<Answer>, GroupFailure> {
         use futures::future::maybe_done;
         use std::future::Future;
+        let params = GroupParams::of(group.clone());
+        let sql_params = params.as_sql();
         let mut begin = Box::pin(maybe_done(self.client.batch_execute("BEGIN")));
-        let mut statements: Vec<_> = group.iter().map(|w| Box::pin(maybe_done(self.statement(w)))).collect();
+        let mut statement = Box::pin(maybe_done(self.client.query_one(&self.statement, &sql_params)));
         let mut commit = Box::pin(maybe_done(self.client.batch_execute("COMMIT")));
         let mut first = true;
         std::future::poll_fn(|cx| {
-            let mut done = begin.as_mut().poll(cx).is_ready();
-            for s in &mut statements {
-                done &= s.as_mut().poll(cx).is_ready();
-            }
-            done &= commit.as_mut().poll(cx).is_ready();
+            // Each polled every time until done, in order: the requests go out in order.
+            let begun = begin.as_mut().poll(cx).is_ready();
+            let stated = statement.as_mut().poll(cx).is_ready();
+            let committed = commit.as_mut().poll(cx).is_ready();
             if std::mem::take(&mut first) {
                 super::group_crash_point(writes, "before-commit");
             }
-            if done { std::task::Poll::Ready(()) } else { std::task::Poll::Pending }
+            if begun && stated && committed { std::task::Poll::Ready(()) } else { std::task::Poll::Pending }
         })
         .await;
         // Every future is done here, so each has its output.
-        let begin = begin.as_mut().take_output().unwrap_or(Ok(()));
-        let commit = commit.as_mut().take_output().unwrap_or(Ok(()));
-        let statements = statements
-            .iter_mut()
-            .map(|s| s.as_mut().take_output().unwrap_or_else(|| Ok(Answer::Commit(Err(backend("no answer"))))))
-            .collect();
-        (begin, statements, commit)
-    }
-
-    /// The write's statement, and its answer if it ran.
-    async fn statement(&self, write: &PgWrite) -> Result<Answer, tokio_postgres::Error> {
-        match write {
-            PgWrite::Commit(a, _) => {
-                let row = self
-                    .client
-                    .query_one(
-                        &self.commit,
-                        &[
-                            &a.name,
-                            &a.token.epoch,
-                            &a.token.seq,
-                            &a.now,
-                            &a.ids,
-                            &a.types,
-                            &a.subtypes,
-                            &a.names,
-                            &a.statuses,
-                            &a.results,
-                            &a.errors,
-                            &a.causes,
-                            &a.due,
-                            &a.tokens,
-                            &a.consumed,
-                            &a.truncate,
-                            &a.event_ids,
-                            &a.events,
-                            &a.finish,
-                            &a.output,
-                            &a.error,
-                            &a.cause,
-                        ],
-                    )
-                    .await?;
-                let outcome: String = row.try_get(0)?;
-                Ok(Answer::Commit(match outcome.as_str() {
-                    "ok" => Ok(CheckpointToken { epoch: a.token.epoch, seq: a.token.seq + 1 }),
-                    "stale" => Err(StoreError::StaleToken(a.name.clone())),
-                    "not found" => Err(StoreError::NotFound(a.name.clone())),
-                    other => match other.strip_prefix("finished ") {
-                        Some(message) => {
-                            Err(StoreError::InvalidUpdate { execution: a.name.clone(), message: message.to_owned() })
-                        }
-                        None => Err(backend(format!("wfc_commit answered '{other}'"))),
-                    },
-                }))
-            }
-            PgWrite::Renew(renewals) => {
-                let names: Vec<&str> = renewals.iter().map(|r| r.name.as_str()).collect();
-                let epochs: Vec<i64> = renewals.iter().map(|r| r.epoch).collect();
-                let owners: Vec<&str> = renewals.iter().map(|r| r.owner.as_str()).collect();
-                let until: Vec<i64> = renewals.iter().map(|r| r.until).collect();
-                let rows = self.client.query(&self.renew, &[&names, &epochs, &owners, &until]).await?;
-                let renewed = rows.iter().map(|row| row.try_get::<_, String>(0)).collect::<Result<_, _>>()?;
-                Ok(Answer::Renew(Ok(renewed)))
-            }
-        }
+        let no_answer = || GroupFailure::Statement(backend("the group's statement gave no answer"));
+        begin.as_mut().take_output().ok_or_else(no_answer)?.map_err(|e| GroupFailure::Statement(pg(e)))?;
+        let row =
+            statement.as_mut().take_output().ok_or_else(no_answer)?.map_err(|e| GroupFailure::Statement(pg(e)))?;
+        commit.as_mut().take_output().ok_or_else(no_answer)?.map_err(|e| GroupFailure::Commit(pg(e)))?;
+        let outcomes: Vec<Option<String>> = row.try_get(0).map_err(|e| GroupFailure::Commit(pg(e)))?;
+        let renewed: Option<Vec<String>> = row.try_get(1).map_err(|e| GroupFailure::Commit(pg(e)))?;
+        let renewed: std::collections::HashSet<String> = renewed.into_iter().flatten().collect();
+        let mut outcomes = outcomes.into_iter();
+        Ok(group
+            .map(|write| match write {
+                PgWrite::Commit(args, _) => Answer::Commit(args.answer(outcomes.next().flatten().as_deref())),
+                PgWrite::Renew(r) if renewed.contains(&r.name) => Answer::Renew(Ok(())),
+                PgWrite::Renew(r) => Answer::Renew(Err(StoreError::StaleToken(r.name.clone()))),
+            })
+            .collect())
     }
 }
 
-/// `err` as the store error of a write run alone: `WF001` is `wfc_commit`'s refusal of an
-/// operation updated after it finished in the same batch.
-fn statement_error(e: tokio_postgres::Error) -> StoreError {
-    match e.as_db_error() {
-        Some(db) if db.code().code() == "WF001" => {
-            StoreError::InvalidUpdate { execution: String::new(), message: db.message().to_owned() }
+/// `wfc_commit_group`'s parameters for a group, borrowed from its writes: one entry per
+/// checkpoint in the `c_` arrays, per operation in `o_`, per consumed event in `e_`, per history
+/// event in `h_` (the last three pointing at their checkpoint, from 1), per renewal in `r_`.
+#[derive(Default)]
+struct GroupParams<'a> {
+    c_names: Vec<&'a str>,
+    c_epochs: Vec<i64>,
+    c_seqs: Vec<i64>,
+    c_now: Vec<i64>,
+    c_invalid: Vec<Option<&'a str>>,
+    c_truncate: Option<Vec<Option<i64>>>,
+    c_finish: Vec<Option<&'a str>>,
+    c_output: Vec<Option<&'a str>>,
+    c_error: Vec<Option<&'a str>>,
+    c_cause: Vec<Option<&'a str>>,
+    o_cp: Vec<i32>,
+    o_ids: Vec<&'a str>,
+    o_types: Vec<&'a str>,
+    o_subtypes: Vec<&'a str>,
+    o_names: Vec<&'a str>,
+    o_statuses: Vec<&'a str>,
+    o_starts: Vec<i64>,
+    o_results: Vec<Option<&'a str>>,
+    o_errors: Vec<Option<&'a str>>,
+    o_causes: Vec<Option<&'a str>>,
+    o_due: Vec<Option<i64>>,
+    o_tokens: Vec<Option<&'a str>>,
+    e_cp: Vec<i32>,
+    e_seqs: Vec<i64>,
+    h_cp: Vec<i32>,
+    h_ids: Vec<i64>,
+    h_events: Vec<&'a str>,
+    r_names: Vec<&'a str>,
+    r_epochs: Vec<i64>,
+    r_owners: Vec<&'a str>,
+    r_until: Vec<i64>,
+}
+
+impl<'a> GroupParams<'a> {
+    fn of(group: impl Iterator<Item = &'a PgWrite>) -> GroupParams<'a> {
+        let mut p = GroupParams::default();
+        for write in group {
+            match write {
+                PgWrite::Commit(a, _) => {
+                    p.c_names.push(&a.name);
+                    let cp = i32::try_from(p.c_names.len()).unwrap_or(i32::MAX);
+                    p.c_epochs.push(a.token.epoch);
+                    p.c_seqs.push(a.token.seq);
+                    p.c_now.push(a.now);
+                    p.c_invalid.push(a.invalid.as_deref());
+                    if a.truncate.is_some() && p.c_truncate.is_none() {
+                        p.c_truncate = Some(vec![None; p.c_names.len() - 1]);
+                    }
+                    if let Some(truncate) = &mut p.c_truncate {
+                        truncate.push(a.truncate);
+                    }
+                    p.c_finish.push(a.finish.as_deref());
+                    p.c_output.push(a.output.as_deref());
+                    p.c_error.push(a.error.as_deref());
+                    p.c_cause.push(a.cause.as_deref());
+                    for op in &a.ops {
+                        p.o_cp.push(cp);
+                        p.o_ids.push(&op.id);
+                        p.o_types.push(op.op_type);
+                        p.o_subtypes.push(&op.subtype);
+                        p.o_names.push(&op.name);
+                        p.o_statuses.push(op.status.as_str());
+                        p.o_starts.push(op.starts);
+                        p.o_results.push(op.result.as_deref());
+                        p.o_errors.push(op.error.as_deref());
+                        p.o_causes.push(op.cause.as_deref());
+                        p.o_due.push(op.due);
+                        p.o_tokens.push(op.token.as_deref());
+                    }
+                    for &seq in &a.consumed {
+                        p.e_cp.push(cp);
+                        p.e_seqs.push(seq);
+                    }
+                    for (id, event) in a.event_ids.iter().zip(&a.events) {
+                        p.h_cp.push(cp);
+                        p.h_ids.push(*id);
+                        p.h_events.push(event);
+                    }
+                }
+                PgWrite::Renew(r) => {
+                    p.r_names.push(&r.name);
+                    p.r_epochs.push(r.epoch);
+                    p.r_owners.push(&r.owner);
+                    p.r_until.push(r.until);
+                }
+            }
         }
-        _ => pg(e),
+        p
+    }
+
+    fn as_sql(&self) -> [&(dyn tokio_postgres::types::ToSql + Sync); 31] {
+        [
+            &self.c_names,
+            &self.c_epochs,
+            &self.c_seqs,
+            &self.c_now,
+            &self.c_invalid,
+            &self.c_truncate,
+            &self.c_finish,
+            &self.c_output,
+            &self.c_error,
+            &self.c_cause,
+            &self.o_cp,
+            &self.o_ids,
+            &self.o_types,
+            &self.o_subtypes,
+            &self.o_names,
+            &self.o_statuses,
+            &self.o_starts,
+            &self.o_results,
+            &self.o_errors,
+            &self.o_causes,
+            &self.o_due,
+            &self.o_tokens,
+            &self.e_cp,
+            &self.e_seqs,
+            &self.h_cp,
+            &self.h_ids,
+            &self.h_events,
+            &self.r_names,
+            &self.r_epochs,
+            &self.r_owners,
+            &self.r_until,
+        ]
     }
 }
 
 fn failed_answer(write: &PgWrite, e: StoreError) -> Answer {
     match write {
-        PgWrite::Commit(a, _) => Answer::Commit(Err(match e {
-            StoreError::InvalidUpdate { message, .. } => {
-                StoreError::InvalidUpdate { execution: a.name.clone(), message }
-            }
-            other => other,
-        })),
+        PgWrite::Commit(..) => Answer::Commit(Err(e)),
         PgWrite::Renew(_) => Answer::Renew(Err(e)),
     }
 }
@@ -773,6 +1145,16 @@ fn kv_value(key: &str, value: &str, format: i64) -> Result<Value, StoreError> {
     from_text(value)
 }
 
+/// A claim (see [`PgStore::claim_runnable`] and `wfc_claim`), returning the claimed records.
+static CLAIM: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| format!("SELECT {RECORD_COLUMNS} FROM wfc_claim($1, $2, $3, $4, $5, $6, $7, $8)"));
+
+/// The journals of several executions, each in its order: [`OPERATION_COLUMNS`], then the
+/// execution.
+static JOURNALS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!("SELECT {OPERATION_COLUMNS}, execution FROM wfc_journals($1) ORDER BY execution, ordinal")
+});
+
 const RECORD_COLUMNS: &str = "name, workflow, status, input, output, error, cause, start_time, epoch, checkpoint_seq, \
      created_at, updated_at, owner, lease_until, wake_at, definition_hash, signals, version_id, format, \
      redrive_count, redrive_date";
@@ -814,36 +1196,36 @@ async fn get_record<C: GenericClient>(c: &C, name: &str) -> Result<Option<Execut
     row.as_ref().map(record_of).transpose()
 }
 
+/// The columns [`operation_of`] reads, in its order.
+const OPERATION_COLUMNS: &str =
+    "op_id, type, subtype, name, status, starts, result, error, cause, due_at, callback_token, heartbeats, format";
+
 async fn get_operations<C: GenericClient>(c: &C, name: &str) -> Result<Vec<Operation>, StoreError> {
     let rows = c
-        .query(
-            "SELECT op_id, type, subtype, name, status, starts, result, error, cause, due_at, callback_token, heartbeats,
-                    format
-             FROM operations WHERE execution = $1 ORDER BY ordinal",
-            &[&name],
-        )
+        .query(&format!("SELECT {OPERATION_COLUMNS} FROM operations WHERE execution = $1 ORDER BY ordinal"), &[&name])
         .await
         .map_err(pg)?;
-    rows.iter()
-        .map(|row| {
-            let id: String = row.try_get(0).map_err(pg)?;
-            check_row_format(&format!("operation '{id}' of execution '{name}'"), row.try_get(12).map_err(pg)?)?;
-            super::parse_operation(RawOperation {
-                id: row.try_get(0).map_err(pg)?,
-                op_type: row.try_get(1).map_err(pg)?,
-                subtype: row.try_get(2).map_err(pg)?,
-                name: row.try_get(3).map_err(pg)?,
-                status: row.try_get(4).map_err(pg)?,
-                starts: row.try_get(5).map_err(pg)?,
-                result: row.try_get(6).map_err(pg)?,
-                error: row.try_get(7).map_err(pg)?,
-                cause: row.try_get(8).map_err(pg)?,
-                due_at_ms: row.try_get(9).map_err(pg)?,
-                callback_token: row.try_get(10).map_err(pg)?,
-                heartbeats: row.try_get(11).map_err(pg)?,
-            })
-        })
-        .collect()
+    rows.iter().map(|row| operation_of(row, name)).collect()
+}
+
+/// An operation of execution `name` from a row of [`OPERATION_COLUMNS`].
+fn operation_of(row: &Row, name: &str) -> Result<Operation, StoreError> {
+    let id: String = row.try_get(0).map_err(pg)?;
+    check_row_format(&format!("operation '{id}' of execution '{name}'"), row.try_get(12).map_err(pg)?)?;
+    super::parse_operation(RawOperation {
+        id,
+        op_type: row.try_get(1).map_err(pg)?,
+        subtype: row.try_get(2).map_err(pg)?,
+        name: row.try_get(3).map_err(pg)?,
+        status: row.try_get(4).map_err(pg)?,
+        starts: row.try_get(5).map_err(pg)?,
+        result: row.try_get(6).map_err(pg)?,
+        error: row.try_get(7).map_err(pg)?,
+        cause: row.try_get(8).map_err(pg)?,
+        due_at_ms: row.try_get(9).map_err(pg)?,
+        callback_token: row.try_get(10).map_err(pg)?,
+        heartbeats: row.try_get(11).map_err(pg)?,
+    })
 }
 
 /// The execution `name`, locked (`FOR UPDATE`) until the transaction ends: what a change that
@@ -1131,6 +1513,8 @@ impl Store for PgStore {
             let conn = self.conn().await;
             let mut client = conn.lock().await;
             let tx = client.transaction().await.map_err(pg)?;
+            // No foreign key checks that the execution exists (schema version 9): this does.
+            lock_record(&tx, name).await?;
             write_history(&tx, name, &HistoryWrite { events, truncate_after: None }).await?;
             tx.commit().await.map_err(pg)
         })
@@ -1170,19 +1554,25 @@ impl Store for PgStore {
 
     fn read_history<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Vec<HistoryEvent>, StoreError>> {
         Box::pin(async move {
-            let conn = self.conn().await;
+            let (slot, conn) = self.slot();
             let client = conn.lock().await;
-            if get_record(&*client, name).await?.is_none() {
+            // One row with no event for an execution without history, none for no execution.
+            let read = self
+                .prepared(
+                    slot,
+                    &client,
+                    "SELECT h.event, h.format FROM executions e LEFT JOIN history h ON h.execution = e.name
+                     WHERE e.name = $1 ORDER BY h.event_id",
+                )
+                .await?;
+            let rows = client.query(&read, &[&name]).await.map_err(pg)?;
+            if rows.is_empty() {
                 return Err(StoreError::NotFound(name.to_owned()));
             }
-            let rows = client
-                .query("SELECT event, format FROM history WHERE execution = $1 ORDER BY event_id", &[&name])
-                .await
-                .map_err(pg)?;
             rows.iter()
-                .map(|r| {
-                    let text: String = r.get(0);
-                    check_row_format(&format!("a history event of execution '{name}'"), r.get(1))?;
+                .filter_map(|r| Some((r.get::<_, Option<String>>(0)?, r.get::<_, Option<i64>>(1).unwrap_or(1))))
+                .map(|(text, format)| {
+                    check_row_format(&format!("a history event of execution '{name}'"), format)?;
                     serde_json::from_str(&text).map_err(|e| backend(format!("a stored event is corrupt: {e}")))
                 })
                 .collect()
@@ -1455,45 +1845,56 @@ impl Store for PgStore {
             }
         };
         Box::pin(async move {
-            let conn = self.conn().await;
+            let (slot, conn) = self.slot();
             let client = conn.lock().await;
             let now = now_ms();
             let limit = i64::try_from(limit).unwrap_or(i64::MAX);
             // One statement: the rows are locked, skipped by concurrent claimers, and fenced
-            // (epoch + 1) before anyone else can see them as runnable again.
+            // (epoch + 1) before anyone else can see them as runnable again; it returns them.
+            let claim = self.prepared(slot, &client, &CLAIM).await?;
             let rows = client
                 .query(
-                    "UPDATE executions SET epoch = epoch + 1, owner = $1, lease_until = $2, wake_at = NULL,
-                            updated_at = $3
-                     WHERE name IN (
-                         SELECT name FROM executions
-                         WHERE status = 'RUNNING' AND (lease_until IS NULL OR lease_until < $3)
-                           AND (wake_at IS NULL OR wake_at <= $3)
-                           AND ($5 OR version_id = ANY($6) OR workflow = ANY($7)
-                                OR (version_id IS NULL AND workflow = ANY($8)))
-                         ORDER BY wake_at NULLS FIRST, created_at
-                         LIMIT $4
-                         FOR UPDATE SKIP LOCKED)
-                     RETURNING name",
+                    &claim,
                     &[&owner, &(now + lease_ms(lease)), &now, &limit, &all, &versions, &workflows, &unpinned],
                 )
                 .await
                 .map_err(pg)?;
-            // The claimed executions are loaded concurrently: tokio-postgres pipelines the
-            // queries on the connection instead of waiting for each answer in turn.
-            let client = &*client;
-            let loads = rows.iter().map(|row| async move {
-                let name: String = row.get(0);
-                let loaded = async {
-                    let record = get_record(client, &name).await?.ok_or_else(|| StoreError::NotFound(name.clone()))?;
-                    let operations = get_operations(client, &name).await?;
+            let mut claims: Vec<Result<Claim, (String, StoreError)>> = rows
+                .iter()
+                .map(|row| {
+                    let record = record_of(row).map_err(|e| (row.try_get(0).unwrap_or_default(), e))?;
                     let token = CheckpointToken { epoch: record.epoch, seq: record.checkpoint_seq };
-                    Ok(Claim { record, operations, token, existed: true })
+                    Ok(Claim { record, operations: Vec::new(), token, existed: true })
+                })
+                .collect();
+            let names: Vec<&str> = claims.iter().flatten().map(|c| c.record.name.as_str()).collect();
+            if names.is_empty() {
+                return Ok(claims);
+            }
+            // Their journals, in one query.
+            let journals = self.prepared(slot, &client, &JOURNALS).await?;
+            let rows = client.query(&journals, &[&names]).await.map_err(pg)?;
+            let mut by_name: std::collections::HashMap<String, Result<Vec<Operation>, StoreError>> =
+                std::collections::HashMap::new();
+            for row in &rows {
+                let name: String = row.try_get(13).map_err(pg)?;
+                let operation = operation_of(row, &name);
+                let entry = by_name.entry(name).or_insert_with(|| Ok(Vec::new()));
+                match (entry.as_mut(), operation) {
+                    (Ok(operations), Ok(operation)) => operations.push(operation),
+                    (Ok(_), Err(e)) => *entry = Err(e),
+                    (Err(_), _) => {}
                 }
-                .await;
-                loaded.map_err(|e| (name, e))
-            });
-            Ok(futures::future::join_all(loads).await)
+            }
+            for claim in &mut claims {
+                let Ok(c) = claim else { continue };
+                match by_name.remove(&c.record.name) {
+                    Some(Ok(operations)) => c.operations = operations,
+                    Some(Err(e)) => *claim = Err((c.record.name.clone(), e)),
+                    None => {}
+                }
+            }
+            Ok(claims)
         })
     }
 
@@ -1506,13 +1907,13 @@ impl Store for PgStore {
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         // Grouped: the leases of a process's executions are renewed in the commits they share.
         let (reply, answer) = tokio::sync::oneshot::channel();
-        let write = PgWrite::Renew(vec![Renewal {
+        let write = PgWrite::Renew(Renewal {
             name: name.to_owned(),
             epoch,
             owner: owner.to_owned(),
             until: now_ms() + lease_ms(lease),
             reply,
-        }]);
+        });
         let sent = self.committer.send(write);
         Box::pin(async move {
             sent.map_err(|_| backend("the group committer has stopped"))?;
