@@ -48,6 +48,34 @@ pub fn is_function_arn(resource: &str) -> bool {
     checked().unwrap_or(false)
 }
 
+/// What a Task's handler returns for a mocked service response: Step Functions Local's
+/// MockConfigFile `Return` (and `wfc serve`'s `--mock-config`) is the service call's whole
+/// response, so for Lambda it is the `Invoke` response (`{"StatusCode": 200, "Payload": ...}`),
+/// for `arn:aws:states:::lambda:invoke` and for a function ARN alike, as Step Functions Local
+/// reads it. A handler stands for the function, though: the runtime builds the `Invoke` response
+/// around a `lambda:invoke` handler's result ([`response`]) and hands a function ARN's result on
+/// as the Task's result (Step Functions' legacy Lambda integration keeps only the `Payload`).
+/// So for both the handler gives the response's `Payload`; every other resource gets the
+/// response itself. A Lambda response without a `Payload` is refused (`States.Runtime`, saying
+/// what is missing) rather than taken for the function's result, which would wrap it twice.
+///
+/// Every engine answers MockConfigFile `Return`s through this one function: `wfc run`,
+/// `wfc worker`, `wfc test` and `wfc serve`.
+pub fn mocked_response_result(resource: &str, response: Value) -> Result<Value, Failure> {
+    if !is_invoke(resource) && !is_function_arn(resource) {
+        return Ok(response);
+    }
+    match response {
+        Value::Object(mut fields) if fields.contains_key("Payload") => {
+            Ok(fields.remove("Payload").unwrap_or(Value::Null))
+        }
+        other => Err(Failure::runtime(format!(
+            "a mocked response of the Lambda resource '{resource}' is the Lambda Invoke response, \
+             like {{\"StatusCode\": 200, \"Payload\": <the function's result>}}; this one has no \"Payload\": {other}"
+        ))),
+    }
+}
+
 /// An `Invoke` request as Step Functions sends it to Lambda.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Invoke {
@@ -233,6 +261,19 @@ mod tests {
         assert!(!is_function_arn("work"));
         assert!(!is_function_arn("arn:aws:lambda:us-east-1:111111111111:function::live"));
         assert!(!is_function_arn("arnx:aws:lambda:us-east-1:111111111111:function:f"));
+    }
+
+    #[test]
+    fn mocked_lambda_responses_give_their_payload() {
+        let response = json!({"StatusCode": 200, "Payload": {"v": 1}});
+        assert_eq!(mocked_response_result(INVOKE_RESOURCE, response.clone()), Ok(json!({"v": 1})));
+        let function = "arn:aws:lambda:us-east-1:123456789012:function:f";
+        assert_eq!(mocked_response_result(function, response.clone()), Ok(json!({"v": 1})));
+        // Any other service's response is the Task's result as it is.
+        assert_eq!(mocked_response_result("arn:aws:states:::sqs:sendMessage", response.clone()), Ok(response));
+        let missing = mocked_response_result(INVOKE_RESOURCE, json!({"v": 1})).unwrap_err();
+        assert_eq!(missing.error, "States.Runtime");
+        assert!(missing.cause.contains("has no \"Payload\": {\"v\":1}"), "{}", missing.cause);
     }
 
     #[test]

@@ -347,7 +347,10 @@ async fn answer(mocks: &mocks::MockSet, resource: &str, input: Value, ctx: TaskC
     if entry.delay_seconds > 0.0 {
         tokio::time::sleep(std::time::Duration::from_secs_f64(entry.delay_seconds)).await;
     }
-    mocks::MockSet::answer(&entry, &input).map_err(|(error, cause)| Failure::new(error, cause))
+    mocks::MockSet::answer(&entry, &input, |response| {
+        wfc_runtime::lambda::mocked_response_result(resource, response).map_err(|f| (f.error, f.cause))
+    })
+    .map_err(|(error, cause)| Failure::new(error, cause))
 }
 "#,
     );

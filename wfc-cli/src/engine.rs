@@ -112,7 +112,10 @@ impl DynHandler for MockHandler {
             if entry.delay_seconds > 0.0 {
                 tokio::time::sleep(Duration::from_secs_f64(entry.delay_seconds)).await;
             }
-            MockSet::answer(&entry, &input).map_err(|(error, cause)| Failure::new(error, cause))
+            MockSet::answer(&entry, &input, |response| {
+                wfc_runtime::lambda::mocked_response_result(resource, response).map_err(|f| (f.error, f.cause))
+            })
+            .map_err(|(error, cause)| Failure::new(error, cause))
         })
     }
 }

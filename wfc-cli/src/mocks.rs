@@ -32,6 +32,12 @@ pub(crate) const MAX_DELAY_SECONDS: f64 = 99_999_999.0;
 pub(crate) enum MockAction {
     /// Return this value.
     Return(Value),
+    /// The service call's whole response (Step Functions Local's MockConfigFile `Return`): for a
+    /// Lambda resource the `Invoke` response, whose `Payload` is the function's result. The
+    /// caller turns it into the handler's result knowing the resource (`service_response` of
+    /// [`MockSet::answer`]: `wfc_runtime::lambda::mocked_response_result`, which `wfc serve`
+    /// answers with too).
+    Response(Value),
     /// Fail with this error name and cause.
     Throw {
         /// The error name.
@@ -75,6 +81,7 @@ fn function_not_found(requested: &str, functions: &[(String, MockEntry)]) -> (St
 fn action_json(action: &MockAction) -> (&'static str, Value) {
     match action {
         MockAction::Return(v) => ("return", v.clone()),
+        MockAction::Response(v) => ("response", v.clone()),
         MockAction::Throw { error, cause } => ("throw", serde_json::json!({"error": error, "cause": cause})),
         MockAction::Echo => ("echo", Value::Bool(true)),
         MockAction::ByFunction(functions) => (
@@ -307,13 +314,20 @@ impl MockSet {
 
     /// Answers one invocation without delay handling: the value, or `(error, cause)`.
     /// The caller applies [`MockEntry::delay_seconds`] on its own clock first.
-    pub(crate) fn answer(entry: &MockEntry, input: &Value) -> Result<Value, (String, String)> {
+    /// `service_response` turns a [`MockAction::Response`] (a service's whole response) into the
+    /// handler's result for the Task's resource.
+    pub(crate) fn answer(
+        entry: &MockEntry,
+        input: &Value,
+        service_response: impl FnOnce(Value) -> Result<Value, (String, String)>,
+    ) -> Result<Value, (String, String)> {
         match &entry.action {
             MockAction::Return(v) => Ok(v.clone()),
+            MockAction::Response(v) => service_response(v.clone()),
             MockAction::Echo => Ok(input.clone()),
             MockAction::Throw { error, cause } => Err((error.clone(), cause.clone())),
             // Resolved by the caller first (it knows the request's FunctionName).
-            MockAction::ByFunction(_) => Self::answer(&Self::resolve(entry.clone(), None), input),
+            MockAction::ByFunction(_) => Self::answer(&Self::resolve(entry.clone(), None), input, service_response),
         }
     }
 
@@ -377,9 +391,12 @@ fn parse_entry(v: &Value) -> Result<MockEntry, String> {
         ));
     };
     for key in map.keys() {
-        if !matches!(key.as_str(), "return" | "Return" | "throw" | "Throw" | "echo" | "functions" | "delay_seconds") {
+        if !matches!(
+            key.as_str(),
+            "return" | "Return" | "response" | "throw" | "Throw" | "echo" | "functions" | "delay_seconds"
+        ) {
             return Err(format!(
-                "unknown field {key:?} (expected one of \"return\", \"throw\", \"echo\", \"functions\", \"delay_seconds\")"
+                "unknown field {key:?} (expected one of \"return\", \"response\", \"throw\", \"echo\", \"functions\", \"delay_seconds\")"
             ));
         }
         if key == "functions" && map.len() > 1 {
@@ -416,17 +433,21 @@ fn parse_entry(v: &Value) -> Result<MockEntry, String> {
     }
     let ret = field(map, "return", "Return");
     let throw = field(map, "throw", "Throw");
+    let response = map.get("response");
     let echo = match map.get("echo") {
         None | Some(Value::Bool(false)) => false,
         Some(Value::Bool(true)) => true,
         Some(other) => return Err(format!("\"echo\" must be true or false, found {other}")),
     };
-    let action = match (ret, throw, echo) {
-        (Some(v), None, false) => MockAction::Return(v.clone()),
-        (None, Some(t), false) => parse_throw(t)?,
-        (None, None, true) => MockAction::Echo,
-        (None, None, false) => return Err("a response needs one of \"return\", \"throw\" or \"echo\"".into()),
-        _ => return Err("a response has exactly one of \"return\", \"throw\" or \"echo\"".into()),
+    let action = match (ret, throw, response, echo) {
+        (Some(v), None, None, false) => MockAction::Return(v.clone()),
+        (None, Some(t), None, false) => parse_throw(t)?,
+        (None, None, Some(v), false) => MockAction::Response(v.clone()),
+        (None, None, None, true) => MockAction::Echo,
+        (None, None, None, false) => {
+            return Err("a response needs one of \"return\", \"response\", \"throw\" or \"echo\"".into());
+        }
+        _ => return Err("a response has exactly one of \"return\", \"response\", \"throw\" or \"echo\"".into()),
     };
     Ok(MockEntry { action, delay_seconds })
 }
@@ -466,7 +487,9 @@ fn parse_sfn_response(v: &Value) -> Result<Vec<MockEntry>, String> {
             }
         }
         let action = match (inner.get("Return"), inner.get("Throw")) {
-            (Some(r), None) => MockAction::Return(r.clone()),
+            // Step Functions Local's Return is the service's whole response, not a function's
+            // result: for Lambda, the Invoke response around the function's Payload.
+            (Some(r), None) => MockAction::Response(r.clone()),
             (None, Some(t)) => parse_throw(t).map_err(|e| format!("invocation {key:?}: {e}"))?,
             _ => return Err(format!("invocation {key:?} must have exactly one of \"Return\" or \"Throw\"")),
         };
@@ -592,8 +615,19 @@ mod tests {
             MockAction::Throw { error: "Lambda.ResourceNotReadyException".into(), cause: "not ready".into() }
         );
         assert_eq!(errors[2], MockAction::Throw { error: "Lambda.TimeoutException".into(), cause: "timed out".into() });
-        assert_eq!(errors[3], MockAction::Return(json!({"ok": true})));
-        assert_eq!(errors[4], MockAction::Return(json!({"ok": true})));
+        assert_eq!(errors[3], MockAction::Response(json!({"ok": true})));
+        assert_eq!(errors[4], MockAction::Response(json!({"ok": true})));
+        // A Return is the service's whole response: the caller makes the handler's result of it
+        // (for Lambda its Payload), and the compiled engine's program reads it back as such.
+        let payload = |v: Value| v.get("Payload").cloned().ok_or(("E".to_owned(), "no Payload".to_owned()));
+        let lambda = json!({"StateMachines": {"M": {"TestCases": {"T": {"S": "R"}}}},
+            "MockedResponses": {"R": {"0": {"Return": {"StatusCode": 200, "Payload": {"v": 1}}}}}});
+        let m = MockSet::from_step_functions_local(&lambda, None, "x", "T").unwrap();
+        let entry = m.next(Some("S"), "r").unwrap();
+        assert_eq!(MockSet::answer(&entry, &json!({}), payload), Ok(json!({"v": 1})));
+        let back = MockSet::from_wfc(&m.to_wfc_json()).unwrap();
+        assert_eq!(back.by_key, m.by_key);
+        assert_eq!(m.to_wfc_json(), json!({"S": [{"response": {"StatusCode": 200, "Payload": {"v": 1}}}]}));
     }
 
     #[test]
@@ -623,13 +657,13 @@ mod tests {
         assert_eq!((f1.action.clone(), f1.delay_seconds), (MockAction::Return(json!(1)), 2.0));
         // The function answers the Payload it is sent.
         let f2 = MockSet::resolve(entry.clone(), Some("arn:aws:lambda:eu-west-1:111111111111:function:f2"));
-        assert_eq!(MockSet::answer(&f2, &json!({"p": 1})), Ok(json!({"p": 1})));
+        assert_eq!(MockSet::answer(&f2, &json!({"p": 1}), Ok), Ok(json!({"p": 1})));
         let nope = MockSet::resolve(entry.clone(), Some("nope"));
-        let (error, cause) = MockSet::answer(&nope, &json!({})).unwrap_err();
+        let (error, cause) = MockSet::answer(&nope, &json!({}), Ok).unwrap_err();
         assert_eq!(error, "Lambda.ResourceNotFoundException");
         assert!(cause.starts_with("Function not found: arn:aws:lambda:eu-west-1:111111111111:function:nope:$LATEST (Service: AWSLambda; Status Code: 404;"), "{cause}");
         // A Task that is not lambda:invoke has no FunctionName: a clear NoMock, not a guess.
-        let (error, cause) = MockSet::answer(&entry, &json!({})).unwrap_err();
+        let (error, cause) = MockSet::answer(&entry, &json!({}), Ok).unwrap_err();
         assert_eq!(error, NO_MOCK_ERROR);
         assert!(cause.contains("only arn:aws:states:::lambda:invoke"), "{cause}");
         // The compiled engine's program reads the same responses back.

@@ -864,3 +864,125 @@ fn worker_runs_executions_under_a_mock_config_test_case() {
     let p2 = support::describe(&store, "p2");
     assert_eq!((&p2["status"], &p2["error"]), (&json!("FAILED"), &json!("CardDeclined")), "{p2}");
 }
+
+/// One AWS JSON 1.0 request to a `wfc serve` on loopback (plain HTTP/1.1, unsigned as loopback
+/// allows), answered with the response's JSON body.
+fn sfn_call(addr: &str, operation: &str, body: &Value) -> Value {
+    use std::io::{Read, Write};
+    let body = body.to_string();
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect to wfc serve");
+    write!(
+        stream,
+        "POST / HTTP/1.1\r\nHost: {addr}\r\nX-Amz-Target: AWSStepFunctions.{operation}\r\n\
+         Content-Type: application/x-amz-json-1.0\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("send the request");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read the response");
+    let (head, body) = response.split_once("\r\n\r\n").expect("an HTTP response");
+    assert!(head.starts_with("HTTP/1.1 200"), "{operation}: {response}");
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{operation}: not JSON ({e}): {response}"))
+}
+
+/// One MockConfigFile answers Lambda Tasks alike under `wfc run`, `wfc worker` and `wfc serve`,
+/// as Step Functions Local does: a `Return` is the service call's whole response, for Lambda the
+/// `Invoke` response. A `lambda:invoke` Task's result is the Invoke response around the mocked
+/// `Payload` (not the Return wrapped in a second `StatusCode`/`Payload`), and a Task on a function
+/// ARN (the legacy Lambda integration) gets the `Payload` alone. A Lambda `Return` without a
+/// `Payload` fails the Task with `States.Runtime` saying so, the same under all three.
+#[test]
+fn a_mock_config_answers_lambda_tasks_alike_under_run_worker_and_serve() {
+    let dir = scratch("mock-config-lambda");
+    let invoke = json!({"StartAt": "Call", "States": {"Call": {
+        "Type": "Task", "Resource": "arn:aws:states:::lambda:invoke",
+        "Parameters": {"FunctionName": "f", "Payload.$": "$"},
+        "ResultSelector": {"v.$": "$.Payload.v", "status.$": "$.StatusCode"},
+        "End": true}}});
+    let legacy = json!({"StartAt": "Call", "States": {"Call": {
+        "Type": "Task", "Resource": "arn:aws:lambda:us-east-1:123456789012:function:f", "End": true}}});
+    let machines = [("Invoke", invoke), ("Legacy", legacy)];
+    let files: Vec<String> =
+        machines.iter().map(|(name, def)| write(&dir, &format!("{name}.asl.json"), &def.to_string())).collect();
+    let cases = |answer: &str| json!({"Happy": {"Call": "Answer"}, "Bare": {"Call": answer}});
+    let mocks = json!({
+        "StateMachines": {"Invoke": {"TestCases": cases("NoPayload")}, "Legacy": {"TestCases": cases("NoPayload")}},
+        "MockedResponses": {
+            "Answer": {"0": {"Return": {"StatusCode": 200, "Payload": {"v": 1}}}},
+            "NoPayload": {"0": {"Return": {"v": 1}}}
+        }
+    });
+    let mocks = write(&dir, "MockConfigFile.json", &mocks.to_string());
+    // What each engine gives, per (machine, case): (status, output or error, a sign of the cause).
+    let outcome = |status: &Value, output: Value, error: &Value, cause: &str| match status.as_str() {
+        Some("SUCCEEDED") => (status.clone(), output),
+        _ => (status.clone(), json!({"error": error, "says_no_payload": cause.contains("has no \"Payload\"")})),
+    };
+    let expected = |machine: &str, case: &str| match (machine, case) {
+        ("Invoke", "Happy") => (json!("SUCCEEDED"), json!({"v": 1, "status": 200})),
+        ("Legacy", "Happy") => (json!("SUCCEEDED"), json!({"v": 1})),
+        _ => (json!("FAILED"), json!({"error": "States.Runtime", "says_no_payload": true})),
+    };
+
+    // wfc run
+    for ((machine, _), file) in machines.iter().zip(&files) {
+        for case in ["Happy", "Bare"] {
+            let o = run(&["run", file, "--mocks", &mocks, "--test-case", case]);
+            let v = stdout_json(&o);
+            let got = outcome(&v["status"], v["output"].clone(), &v["error"], v["cause"].as_str().unwrap_or(""));
+            assert_eq!(got, expected(machine, case), "wfc run {machine} {case}: {v}");
+        }
+    }
+
+    // wfc worker, one run per test case
+    let store = format!("sqlite:{}", dir.join("store.db").display());
+    for case in ["Happy", "Bare"] {
+        for ((machine, _), file) in machines.iter().zip(&files) {
+            let o = wfc()
+                .args(["executions", "--store", &store, "start", file, "--name", &format!("{machine}-{case}")])
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}", stderr(&o));
+        }
+        let o = wfc()
+            .args(["worker", "--store", &store, &files[0], &files[1], "--exit-when-idle", "--mocks", &mocks])
+            .args(["--test-case", case])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        for (machine, _) in &machines {
+            let d = support::describe(&store, &format!("{machine}-{case}"));
+            let got = outcome(&d["status"], d["output"].clone(), &d["error"], d["cause"].as_str().unwrap_or(""));
+            assert_eq!(got, expected(machine, case), "wfc worker {machine} {case}: {d}");
+        }
+    }
+
+    // wfc serve, each execution started on `<machine ARN>#<TestCase>`
+    let serve_store = format!("sqlite:{}", dir.join("serve.db").display());
+    let server = support::serve::Server::start(&serve_store, &["--mock-config", &mocks], &[]);
+    let role = "arn:aws:iam::123456789012:role/wfc-test";
+    for (machine, def) in &machines {
+        let created = sfn_call(
+            &server.addr,
+            "CreateStateMachine",
+            &json!({"name": machine, "definition": def.to_string(), "roleArn": role}),
+        );
+        let arn = created["stateMachineArn"].as_str().unwrap().to_owned();
+        for case in ["Happy", "Bare"] {
+            let started = sfn_call(
+                &server.addr,
+                "StartExecution",
+                &json!({"stateMachineArn": format!("{arn}#{case}"), "name": format!("{machine}-{case}"), "input": "{}"}),
+            );
+            let execution = json!({"executionArn": started["executionArn"]});
+            let d = support::live::wait_until("the execution to finish", std::time::Duration::from_secs(60), || {
+                let d = sfn_call(&server.addr, "DescribeExecution", &execution);
+                (d["status"] != "RUNNING").then_some(d)
+            });
+            let output = d["output"].as_str().map_or(Value::Null, |s| serde_json::from_str(s).unwrap());
+            let got = outcome(&d["status"], output, &d["error"], d["cause"].as_str().unwrap_or(""));
+            assert_eq!(got, expected(machine, case), "wfc serve {machine} {case}: {d}");
+        }
+    }
+    server.stop();
+}

@@ -230,16 +230,12 @@ impl DynHandler for MockHandler {
             }
             let invocation = self.invocation(&execution, &state).await?;
             match self.config.answer(&machine, &case, &state, invocation) {
-                Some(Ok(Answer::Return(v))) => {
-                    // The runtime builds the Lambda Invoke response around the function's result,
-                    // so a mocked Invoke response gives it its Payload.
-                    if wfc_runtime::lambda::is_invoke(resource)
-                        && let Some(payload) = v.get("Payload")
-                    {
-                        return Ok(payload.clone());
-                    }
-                    Ok(v)
-                }
+                // The service's whole response: for Lambda (`lambda:invoke` or a function ARN)
+                // the Invoke response, whose Payload the handler gives (the one code path that
+                // `wfc run`, `wfc worker` and `wfc test` answer MockConfigFile Returns with too).
+                Some(Ok(Answer::Return(v))) => wfc_runtime::lambda::mocked_response_result(resource, v).map_err(|f| {
+                    Failure::new(f.error, format!("--mock-config, test case '{case}', state '{state}': {}", f.cause))
+                }),
                 Some(Ok(Answer::Throw(f))) => Err(f),
                 Some(Err(e)) => Err(Failure::new("States.Runtime", format!("--mock-config, test case '{case}': {e}"))),
                 None => self.inner.call(resource, input, ctx).await,
