@@ -292,8 +292,21 @@ impl MockSet {
                     "test case {test_case:?}: state {state:?} uses mocked response {response_name:?}, which MockedResponses does not define"
                 ))
             })?;
-            let entries = parse_sfn_response(response)
+            let mut entries = parse_sfn_response(response)
                 .map_err(|e| MockError(format!("MockedResponses[{response_name:?}]: {e}")))?;
+            // An invocation beyond the response's keys has no answer: the Task fails with
+            // States.Runtime saying so, as under `wfc serve --mock-config` (and Step Functions
+            // Local, which has no answer for it either), not with the last answer again. The
+            // failure is the last entry, so it is what every later invocation gets.
+            let cause = format!(
+                "--mocks, test case '{test_case}': the mocked response '{response_name}' has no answer for invocation {} of state '{state}' (its keys cover invocations 0 to {})",
+                entries.len(),
+                entries.len() - 1
+            );
+            entries.push(MockEntry {
+                action: MockAction::Throw { error: "States.Runtime".to_owned(), cause },
+                delay_seconds: 0.0,
+            });
             by_key.insert(state.clone(), entries);
         }
         Ok(MockSet { by_key, calls: Mutex::new(HashMap::new()), hint: None })
@@ -616,7 +629,13 @@ mod tests {
         );
         assert_eq!(errors[2], MockAction::Throw { error: "Lambda.TimeoutException".into(), cause: "timed out".into() });
         assert_eq!(errors[3], MockAction::Response(json!({"ok": true})));
-        assert_eq!(errors[4], MockAction::Response(json!({"ok": true})));
+        // Invocation 4 is beyond the keys: no answer (as `wfc serve` answers), not the last again.
+        let MockAction::Throw { error, cause } = &errors[4] else { panic!("{:?}", errors[4]) };
+        assert_eq!(error, "States.Runtime");
+        assert_eq!(
+            cause,
+            "--mocks, test case 'RetryPath': the mocked response 'Retry' has no answer for invocation 4 of state 'LambdaState' (its keys cover invocations 0 to 3)"
+        );
         // A Return is the service's whole response: the caller makes the handler's result of it
         // (for Lambda its Payload), and the compiled engine's program reads it back as such.
         let payload = |v: Value| v.get("Payload").cloned().ok_or(("E".to_owned(), "no Payload".to_owned()));
@@ -627,7 +646,7 @@ mod tests {
         assert_eq!(MockSet::answer(&entry, &json!({}), payload), Ok(json!({"v": 1})));
         let back = MockSet::from_wfc(&m.to_wfc_json()).unwrap();
         assert_eq!(back.by_key, m.by_key);
-        assert_eq!(m.to_wfc_json(), json!({"S": [{"response": {"StatusCode": 200, "Payload": {"v": 1}}}]}));
+        assert_eq!(m.to_wfc_json()["S"][0], json!({"response": {"StatusCode": 200, "Payload": {"v": 1}}}));
     }
 
     #[test]

@@ -890,44 +890,58 @@ fn sfn_call(addr: &str, operation: &str, body: &Value) -> Value {
 /// `Invoke` response. A `lambda:invoke` Task's result is the Invoke response around the mocked
 /// `Payload` (not the Return wrapped in a second `StatusCode`/`Payload`), and a Task on a function
 /// ARN (the legacy Lambda integration) gets the `Payload` alone. A Lambda `Return` without a
-/// `Payload` fails the Task with `States.Runtime` saying so, the same under all three.
+/// `Payload`, and an invocation beyond the mocked response's keys (a retry here), fail the Task
+/// with `States.Runtime` saying so, the same under all three.
 #[test]
 fn a_mock_config_answers_lambda_tasks_alike_under_run_worker_and_serve() {
     let dir = scratch("mock-config-lambda");
+    let retry = json!([{"ErrorEquals": ["Lambda.TooManyRequestsException"], "IntervalSeconds": 1, "MaxAttempts": 1}]);
     let invoke = json!({"StartAt": "Call", "States": {"Call": {
         "Type": "Task", "Resource": "arn:aws:states:::lambda:invoke",
         "Parameters": {"FunctionName": "f", "Payload.$": "$"},
         "ResultSelector": {"v.$": "$.Payload.v", "status.$": "$.StatusCode"},
-        "End": true}}});
+        "Retry": retry, "End": true}}});
     let legacy = json!({"StartAt": "Call", "States": {"Call": {
-        "Type": "Task", "Resource": "arn:aws:lambda:us-east-1:123456789012:function:f", "End": true}}});
+        "Type": "Task", "Resource": "arn:aws:lambda:us-east-1:123456789012:function:f", "Retry": retry, "End": true}}});
     let machines = [("Invoke", invoke), ("Legacy", legacy)];
     let files: Vec<String> =
         machines.iter().map(|(name, def)| write(&dir, &format!("{name}.asl.json"), &def.to_string())).collect();
-    let cases = |answer: &str| json!({"Happy": {"Call": "Answer"}, "Bare": {"Call": answer}});
+    let cases = json!({"Happy": {"Call": "Answer"}, "Bare": {"Call": "NoPayload"}, "Short": {"Call": "OnceBusy"}});
     let mocks = json!({
-        "StateMachines": {"Invoke": {"TestCases": cases("NoPayload")}, "Legacy": {"TestCases": cases("NoPayload")}},
+        "StateMachines": {"Invoke": {"TestCases": cases}, "Legacy": {"TestCases": cases}},
         "MockedResponses": {
             "Answer": {"0": {"Return": {"StatusCode": 200, "Payload": {"v": 1}}}},
-            "NoPayload": {"0": {"Return": {"v": 1}}}
+            "NoPayload": {"0": {"Return": {"v": 1}}},
+            "OnceBusy": {"0": {"Throw": {"Error": "Lambda.TooManyRequestsException", "Cause": "busy"}}}
         }
     });
     let mocks = write(&dir, "MockConfigFile.json", &mocks.to_string());
-    // What each engine gives, per (machine, case): (status, output or error, a sign of the cause).
+    let test_cases = ["Happy", "Bare", "Short"];
+    // What each engine gives, per (machine, case): (status, output or error and what the cause says).
     let outcome = |status: &Value, output: Value, error: &Value, cause: &str| match status.as_str() {
         Some("SUCCEEDED") => (status.clone(), output),
-        _ => (status.clone(), json!({"error": error, "says_no_payload": cause.contains("has no \"Payload\"")})),
+        _ => {
+            let says = if cause.contains("has no \"Payload\"") {
+                "no Payload"
+            } else if cause.contains("the mocked response 'OnceBusy' has no answer for invocation 1 of state 'Call'") {
+                "no answer for invocation 1"
+            } else {
+                cause
+            };
+            (status.clone(), json!({"error": error, "cause says": says}))
+        }
     };
     let expected = |machine: &str, case: &str| match (machine, case) {
         ("Invoke", "Happy") => (json!("SUCCEEDED"), json!({"v": 1, "status": 200})),
         ("Legacy", "Happy") => (json!("SUCCEEDED"), json!({"v": 1})),
-        _ => (json!("FAILED"), json!({"error": "States.Runtime", "says_no_payload": true})),
+        (_, "Bare") => (json!("FAILED"), json!({"error": "States.Runtime", "cause says": "no Payload"})),
+        _ => (json!("FAILED"), json!({"error": "States.Runtime", "cause says": "no answer for invocation 1"})),
     };
 
     // wfc run
     for ((machine, _), file) in machines.iter().zip(&files) {
-        for case in ["Happy", "Bare"] {
-            let o = run(&["run", file, "--mocks", &mocks, "--test-case", case]);
+        for case in test_cases {
+            let o = run(&["run", file, "--mocks", &mocks, "--test-case", case, "--virtual-time"]);
             let v = stdout_json(&o);
             let got = outcome(&v["status"], v["output"].clone(), &v["error"], v["cause"].as_str().unwrap_or(""));
             assert_eq!(got, expected(machine, case), "wfc run {machine} {case}: {v}");
@@ -936,7 +950,7 @@ fn a_mock_config_answers_lambda_tasks_alike_under_run_worker_and_serve() {
 
     // wfc worker, one run per test case
     let store = format!("sqlite:{}", dir.join("store.db").display());
-    for case in ["Happy", "Bare"] {
+    for case in test_cases {
         for ((machine, _), file) in machines.iter().zip(&files) {
             let o = wfc()
                 .args(["executions", "--store", &store, "start", file, "--name", &format!("{machine}-{case}")])
@@ -957,10 +971,11 @@ fn a_mock_config_answers_lambda_tasks_alike_under_run_worker_and_serve() {
         }
     }
 
-    // wfc serve, each execution started on `<machine ARN>#<TestCase>`
+    // wfc serve, each execution started on `<machine ARN>#<TestCase>`, all at once
     let serve_store = format!("sqlite:{}", dir.join("serve.db").display());
     let server = support::serve::Server::start(&serve_store, &["--mock-config", &mocks], &[]);
     let role = "arn:aws:iam::123456789012:role/wfc-test";
+    let mut started = Vec::new();
     for (machine, def) in &machines {
         let created = sfn_call(
             &server.addr,
@@ -968,21 +983,22 @@ fn a_mock_config_answers_lambda_tasks_alike_under_run_worker_and_serve() {
             &json!({"name": machine, "definition": def.to_string(), "roleArn": role}),
         );
         let arn = created["stateMachineArn"].as_str().unwrap().to_owned();
-        for case in ["Happy", "Bare"] {
-            let started = sfn_call(
-                &server.addr,
-                "StartExecution",
-                &json!({"stateMachineArn": format!("{arn}#{case}"), "name": format!("{machine}-{case}"), "input": "{}"}),
-            );
-            let execution = json!({"executionArn": started["executionArn"]});
-            let d = support::live::wait_until("the execution to finish", std::time::Duration::from_secs(60), || {
-                let d = sfn_call(&server.addr, "DescribeExecution", &execution);
-                (d["status"] != "RUNNING").then_some(d)
-            });
-            let output = d["output"].as_str().map_or(Value::Null, |s| serde_json::from_str(s).unwrap());
-            let got = outcome(&d["status"], output, &d["error"], d["cause"].as_str().unwrap_or(""));
-            assert_eq!(got, expected(machine, case), "wfc serve {machine} {case}: {d}");
+        for case in test_cases {
+            let name = format!("{machine}-{case}");
+            let request = json!({"stateMachineArn": format!("{arn}#{case}"), "name": name, "input": "{}"});
+            let execution = sfn_call(&server.addr, "StartExecution", &request)["executionArn"].clone();
+            started.push((*machine, case, execution));
         }
+    }
+    for (machine, case, execution) in started {
+        let request = json!({"executionArn": execution});
+        let d = support::live::wait_until("the execution to finish", std::time::Duration::from_secs(60), || {
+            let d = sfn_call(&server.addr, "DescribeExecution", &request);
+            (d["status"] != "RUNNING").then_some(d)
+        });
+        let output = d["output"].as_str().map_or(Value::Null, |s| serde_json::from_str(s).unwrap());
+        let got = outcome(&d["status"], output, &d["error"], d["cause"].as_str().unwrap_or(""));
+        assert_eq!(got, expected(machine, case), "wfc serve {machine} {case}: {d}");
     }
     server.stop();
 }
