@@ -249,7 +249,8 @@ fn handler_for(
         )),
         _ => mocks,
     };
-    let mocks = MockHandler::new(mocks);
+    // One handler serves every execution the process runs: each counts its own invocations.
+    let mocks = MockHandler::per_execution(mocks);
     Ok(match lambda_endpoint {
         Some(endpoint) => {
             let lambda = crate::lambda_tasks::LambdaTasks::new(endpoint, mocks, virtual_time)?;

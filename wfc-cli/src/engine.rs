@@ -92,19 +92,35 @@ pub(crate) fn prepare_compiled(
 /// time jumps over it), so TimeoutSeconds and HeartbeatSeconds can be exercised.
 pub(crate) struct MockHandler {
     mocks: MockSet,
+    /// Whether invocations are counted per execution (a handler serving many executions, as
+    /// `wfc worker`'s) rather than once for the handler (one execution's, as `wfc run`'s).
+    per_execution: bool,
 }
 
 impl MockHandler {
-    /// A handler answering from `mocks`.
+    /// A handler answering one execution from `mocks`.
     pub(crate) fn new(mocks: MockSet) -> MockHandler {
-        MockHandler { mocks }
+        MockHandler { mocks, per_execution: false }
+    }
+
+    /// A handler answering many executions from `mocks`, each counting its invocations from 0
+    /// (as `wfc serve --mock-config` counts them). A DISTRIBUTED Map Run's child executions
+    /// count with their parent (the stored execution they are journaled in), as under `wfc run`.
+    pub(crate) fn per_execution(mocks: MockSet) -> MockHandler {
+        MockHandler { mocks, per_execution: true }
     }
 }
 
 impl DynHandler for MockHandler {
     fn call<'a>(&'a self, resource: &'a str, input: Value, ctx: TaskContext) -> BoxFuture<'a, Result<Value, Failure>> {
         Box::pin(async move {
-            let Some(entry) = self.mocks.next(Some(ctx.state_name()), resource) else {
+            let entry = if self.per_execution {
+                let execution = ctx.stored_execution().unwrap_or(ctx.execution_name());
+                self.mocks.next_for(execution, Some(ctx.state_name()), resource)
+            } else {
+                self.mocks.next(Some(ctx.state_name()), resource)
+            };
+            let Some(entry) = entry else {
                 let (error, cause) = self.mocks.no_mock(Some(ctx.state_name()), resource);
                 return Err(Failure::new(error, cause));
             };

@@ -315,11 +315,27 @@ impl MockSet {
     /// The response for the next invocation of the task in state `state` (when known) calling
     /// `resource`. The state name is looked up first, then the resource. `None`: no mock.
     pub(crate) fn next(&self, state: Option<&str>, resource: &str) -> Option<MockEntry> {
+        self.next_counted(None, state, resource)
+    }
+
+    /// [`MockSet::next`] for a handler that serves many executions (`wfc worker`): each
+    /// execution counts its invocations from 0, as one execution of `wfc run` does and as
+    /// `wfc serve --mock-config` counts them.
+    pub(crate) fn next_for(&self, execution: &str, state: Option<&str>, resource: &str) -> Option<MockEntry> {
+        self.next_counted(Some(execution), state, resource)
+    }
+
+    fn next_counted(&self, execution: Option<&str>, state: Option<&str>, resource: &str) -> Option<MockEntry> {
         let (key, entries) =
             state.and_then(|s| self.by_key.get_key_value(s)).or_else(|| self.by_key.get_key_value(resource))?;
+        let counter = match execution {
+            // NUL cannot occur in an execution name, so no two (execution, key) pairs collide.
+            Some(execution) => format!("{execution}\0{key}"),
+            None => key.clone(),
+        };
         // A poisoned lock only means another task panicked mid-update; the counts are still usable.
         let mut calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
-        let n = calls.entry(key.clone()).or_insert(0);
+        let n = calls.entry(counter).or_insert(0);
         let index = (*n).min(entries.len().saturating_sub(1));
         *n += 1;
         entries.get(index).cloned()

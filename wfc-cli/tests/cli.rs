@@ -948,15 +948,15 @@ fn a_mock_config_answers_lambda_tasks_alike_under_run_worker_and_serve() {
         }
     }
 
-    // wfc worker, one run per test case
+    // wfc worker, one run per test case; each execution counts its invocations from 0 (a second
+    // execution of a machine gets invocation 0's answer again, as under wfc serve)
     let store = format!("sqlite:{}", dir.join("store.db").display());
     for case in test_cases {
         for ((machine, _), file) in machines.iter().zip(&files) {
-            let o = wfc()
-                .args(["executions", "--store", &store, "start", file, "--name", &format!("{machine}-{case}")])
-                .output()
-                .unwrap();
-            assert!(o.status.success(), "{}", stderr(&o));
+            for name in [format!("{machine}-{case}"), format!("{machine}-{case}-again")] {
+                let o = wfc().args(["executions", "--store", &store, "start", file, "--name", &name]).output().unwrap();
+                assert!(o.status.success(), "{}", stderr(&o));
+            }
         }
         let o = wfc()
             .args(["worker", "--store", &store, &files[0], &files[1], "--exit-when-idle", "--mocks", &mocks])
@@ -965,9 +965,11 @@ fn a_mock_config_answers_lambda_tasks_alike_under_run_worker_and_serve() {
             .unwrap();
         assert!(o.status.success(), "{}", stderr(&o));
         for (machine, _) in &machines {
-            let d = support::describe(&store, &format!("{machine}-{case}"));
-            let got = outcome(&d["status"], d["output"].clone(), &d["error"], d["cause"].as_str().unwrap_or(""));
-            assert_eq!(got, expected(machine, case), "wfc worker {machine} {case}: {d}");
+            for name in [format!("{machine}-{case}"), format!("{machine}-{case}-again")] {
+                let d = support::describe(&store, &name);
+                let got = outcome(&d["status"], d["output"].clone(), &d["error"], d["cause"].as_str().unwrap_or(""));
+                assert_eq!(got, expected(machine, case), "wfc worker {name}: {d}");
+            }
         }
     }
 
