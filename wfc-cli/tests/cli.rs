@@ -585,12 +585,16 @@ fn compiled_engine_agrees_with_the_interpreter() {
     // On a terminal, a build that has work to do says so in one line (without the "first build"
     // warning: the runtime is already built in this cache) and shows cargo's own progress.
     // `script` (util-linux, essential on Debian) gives the run a pseudo-terminal; the definition
-    // is this test's own, so its program is built now.
+    // is this test's own and unique to this run (the cache outlives a test run, and a rerun
+    // would otherwise find the program built and print nothing), so its program is built now.
     let dir = scratch("compiled-terminal");
+    let nonce = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
     let def = write(
         &dir,
         "terminal.asl.json",
-        r#"{"Comment": "cli.rs: compiled engine on a terminal", "StartAt": "P", "States": {"P": {"Type": "Pass", "End": true}}}"#,
+        &format!(
+            r#"{{"Comment": "cli.rs: compiled engine on a terminal, run {nonce}", "StartAt": "P", "States": {{"P": {{"Type": "Pass", "End": true}}}}}}"#
+        ),
     );
     let command = format!("'{}' run '{def}' --engine compiled", env!("CARGO_BIN_EXE_wfc"));
     let o = Command::new("script")
