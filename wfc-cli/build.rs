@@ -1,5 +1,6 @@
 //! Embeds the sources the compiled engine builds its programs against (`src/compiled.rs`):
-//! the crates `wfc-runtime`, `wfc-macro`, `wfc-core` and `wfc-ir` as they are in this build,
+//! the crates `wfc-runtime`, `wfc-macro`, `wfc-core`, `wfc-ir` and the stores (`wfc-sqlite`,
+//! `wfc-postgres`, `wfc-stores`, which a durable program opens its store with) as they are in this build,
 //! with a workspace manifest for their inherited settings and the workspace's lock file. An
 //! installed `wfc` (`cargo install --path wfc-cli`) then needs no clone to run
 //! `--engine compiled`: it writes these files into its cache once and builds against them, so
@@ -13,7 +14,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 /// The crates a program needs, as directories of the workspace root.
-const CRATES: [&str; 4] = ["wfc-ir", "wfc-core", "wfc-macro", "runtime"];
+const CRATES: [&str; 7] = ["wfc-ir", "wfc-core", "wfc-macro", "runtime", "wfc-sqlite", "wfc-postgres", "wfc-stores"];
 
 fn main() {
     let manifest_dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));

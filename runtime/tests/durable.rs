@@ -13,10 +13,11 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 use wfc_runtime::durable::{
     CheckpointToken, Completion, ExecutionStatus, Journal, NewExecution, OpStatus, OpType, Opened, OperationUpdate,
-    SqliteStore, Store, StoreError, Synchronous,
+    Store, StoreError,
 };
 use wfc_runtime::interp::{self, Handlers};
 use wfc_runtime::{Clock, Failure, RunOptions, Status, TaskContext};
+use wfc_sqlite::{SqliteStore, Synchronous};
 
 wfc_runtime::include_workflow!("tests/durable/two_steps.asl.json");
 wfc_runtime::include_workflow!("tests/durable/nap.asl.json");

@@ -13,10 +13,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio::sync::Notify;
-use wfc_runtime::durable::{Journal, OpStatus, OpType, Opened, OperationUpdate, SqliteStore, Store, Synchronous};
+use wfc_runtime::durable::{Journal, OpStatus, OpType, Opened, OperationUpdate, Store};
 use wfc_runtime::interp::{self, Handlers};
 use wfc_runtime::ir::{StateKind, Transition, Workflow};
 use wfc_runtime::{Clock, Failure, RunOptions, Status, TaskContext};
+use wfc_sqlite::{SqliteStore, Synchronous};
 
 wfc_runtime::include_workflow!("tests/durable/two_steps.asl.json");
 

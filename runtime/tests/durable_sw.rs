@@ -10,10 +10,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use wfc_runtime::durable::{Journal, OpStatus, Opened, SqliteStore, Store};
+use wfc_runtime::durable::{Journal, OpStatus, Opened, Store};
 use wfc_runtime::events::EventBus;
 use wfc_runtime::interp::{self, Handlers};
 use wfc_runtime::{Clock, ExecutionResult, Failure, RunOptions, Status, TaskContext};
+use wfc_sqlite::SqliteStore;
 
 wfc_runtime::include_workflow!("tests/durable/sw_order.sw.json");
 wfc_runtime::include_workflow!("tests/durable/sw_events.sw.json");

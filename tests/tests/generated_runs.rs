@@ -174,8 +174,9 @@ mod typed {
 
     use serde::{Deserialize, Serialize};
     use serde_json::json;
-    use wfc_runtime::durable::{Journal, Opened, SqliteStore, Store};
+    use wfc_runtime::durable::{Journal, Opened, Store};
     use wfc_runtime::{Clock, ExecutionResult, RunOptions, Status, TaskContext, TaskError, Value};
+    use wfc_sqlite::SqliteStore;
 
     wfc_runtime::include_workflow!(
         path = "typed/fulfil.asl.json",

@@ -37,8 +37,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use wfc_runtime::durable::{self, NewExecution, SqliteStore, Store, Synchronous, Worker, WorkerConfig, Workflows};
+use wfc_runtime::durable::{self, NewExecution, Store, Worker, WorkerConfig, Workflows};
 use wfc_runtime::interp::Handlers;
+use wfc_sqlite::{SqliteStore, Synchronous};
 
 // The throw-away PostgreSQL server of wfc-cli's tests, shared rather than copied.
 #[path = "../../wfc-cli/tests/support/pg.rs"]
@@ -472,7 +473,7 @@ async fn pg_row(
     let db = format!("bench_{prefix}");
     admin.batch_execute(&format!("CREATE DATABASE {db}")).await.map_err(|e| format!("create database: {e}"))?;
     let url = server_url.rsplit_once('/').map_or_else(|| server_url.to_owned(), |(base, _)| format!("{base}/{db}"));
-    let store = durable::connect(&url).await.map_err(|e| e.to_string())?;
+    let store = wfc_stores::connect(&url).await.map_err(|e| e.to_string())?;
     let workflow = chain()?;
     for i in 0..executions {
         store.create_execution(new_execution(&workflow.name, format!("e{i}"), i)).await.map_err(|e| e.to_string())?;
@@ -576,7 +577,7 @@ fn worker_main(args: &[String]) -> Result<(), String> {
     let concurrency: usize = concurrency.parse().map_err(|e| format!("concurrency {concurrency}: {e}"))?;
     let rt = runtime()?;
     rt.block_on(async {
-        let store = durable::connect(url).await.map_err(|e| e.to_string())?;
+        let store = wfc_stores::connect(url).await.map_err(|e| e.to_string())?;
         let workflow = chain()?;
         println!("ready");
         std::io::stdout().flush().map_err(|e| e.to_string())?;

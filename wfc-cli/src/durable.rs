@@ -45,13 +45,13 @@ fn paused_runtime() -> Result<tokio::runtime::Runtime, String> {
 /// Opens the store at `url`, creating a SQLite file that does not exist: for the commands that
 /// write (`wfc run --store`, `wfc executions start`, `wfc worker`).
 async fn open(url: &str) -> Result<Arc<dyn Store>, String> {
-    durable::connect(url).await.map_err(|e| e.to_string())
+    wfc_stores::connect(url).await.map_err(|e| e.to_string())
 }
 
 /// Opens the store at `url` only if it exists: for the commands that read or change existing
 /// executions, so that a misspelt path is an error instead of a new, empty store.
 pub(crate) async fn open_existing(url: &str) -> Result<Arc<dyn Store>, String> {
-    durable::connect_existing(url).await.map_err(|e| match e {
+    wfc_stores::connect_existing(url).await.map_err(|e| match e {
         durable::StoreError::NoStore(_) => format!(
             "{e} (only `wfc run --store`, `wfc executions start` and `wfc worker` create a store; check the path)"
         ),

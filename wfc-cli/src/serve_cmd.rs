@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use wfc_runtime::durable;
 use wfc_runtime::interp::DynHandler;
 
 use crate::handlers::CommandHandlers;
@@ -122,7 +121,7 @@ pub(crate) fn run(args: &ServeArgs) -> Exit {
     };
     let result = rt.block_on(async {
         let shutdown = crate::durable::shutdown_signal()?;
-        let store = durable::connect(&args.store).await.map_err(|e| e.to_string())?;
+        let store = wfc_stores::connect(&args.store).await.map_err(|e| e.to_string())?;
         let listener = tokio::net::TcpListener::bind(args.listen)
             .await
             .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;

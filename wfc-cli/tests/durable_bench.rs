@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use wfc_runtime::durable::{
-    self, Journal, NewExecution, OpStatus, OpType, Opened, OperationUpdate, Store, Worker, WorkerConfig, Workflows,
+    Journal, NewExecution, OpStatus, OpType, Opened, OperationUpdate, Store, Worker, WorkerConfig, Workflows,
 };
 use wfc_runtime::interp::Handlers;
 use wfc_runtime::{Clock, RunOptions};
@@ -146,10 +146,10 @@ async fn concurrent_runs(
     per_second(steps, start.elapsed())
 }
 
-fn sqlite(dir: &std::path::Path, label: &str, sync: durable::Synchronous) -> Arc<dyn Store> {
+fn sqlite(dir: &std::path::Path, label: &str, sync: wfc_sqlite::Synchronous) -> Arc<dyn Store> {
     let path = dir.join(format!("bench-{label}.db"));
     let _ = std::fs::remove_file(&path);
-    Arc::new(durable::SqliteStore::open(path, sync).unwrap())
+    Arc::new(wfc_sqlite::SqliteStore::open(path, sync).unwrap())
 }
 
 /// Runs `executions` queued executions of `workflow` on `workers` in-process workers.
@@ -160,7 +160,7 @@ async fn pg_workers(
     executions: usize,
     prefix: &str,
 ) -> f64 {
-    let store = durable::connect(url).await.unwrap();
+    let store = wfc_stores::connect(url).await.unwrap();
     for i in 0..executions {
         let new = NewExecution {
             name: format!("{prefix}-{i}"),
@@ -176,7 +176,7 @@ async fn pg_workers(
     let start = Instant::now();
     let mut set = tokio::task::JoinSet::new();
     for w in 0..workers {
-        let store = durable::connect(url).await.unwrap();
+        let store = wfc_stores::connect(url).await.unwrap();
         let flows = Workflows::new().interpreted(Arc::clone(&workflow), handlers());
         let config = WorkerConfig {
             owner: format!("{prefix}-w{w}"),
@@ -205,7 +205,7 @@ fn durable_steps() {
         one_run(None, &chain100, "warm").await;
         let plain = one_run(None, &chain100, "plain").await;
         println!("100-step chain without a store: {:.1} ms", plain.as_secs_f64() * 1e3);
-        for (label, sync) in [("FULL", durable::Synchronous::Full), ("NORMAL", durable::Synchronous::Normal)] {
+        for (label, sync) in [("FULL", wfc_sqlite::Synchronous::Full), ("NORMAL", wfc_sqlite::Synchronous::Normal)] {
             let n = if label == "FULL" { 300 } else { 3000 };
             let commits = single_commits(sqlite(&dir, &format!("commits-{label}"), sync), n).await;
             let store = sqlite(&dir, label, sync);
@@ -225,7 +225,7 @@ fn durable_steps() {
     let Some(server) = support::pg::TempPostgres::start("bench") else { return };
     let url = server.url.clone();
     rt.block_on(async {
-        let store = durable::connect(&url).await.unwrap();
+        let store = wfc_stores::connect(&url).await.unwrap();
         let commits = single_commits(Arc::clone(&store), 300).await;
         let unbatched = per_second(100, one_run_batched(Some(Arc::clone(&store)), &chain100, "pg-unbatched", false).await);
         let durable = one_run(Some(Arc::clone(&store)), &chain100, "pg-seq").await;

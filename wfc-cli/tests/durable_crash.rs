@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::{describe, json_of, ledger_counts, ledger_handlers, op, scratch, wfc, write};
-use wfc_runtime::durable::{self, NewExecution};
+use wfc_runtime::durable::NewExecution;
 
 const DEFINITION: &str = r#"{
   "StartAt": "A",
@@ -232,7 +232,7 @@ fn group_commit_crash(store: &str, dir: &Path, phase: &str) {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
     runtime.block_on(async {
-        let store = durable::connect(store).await.expect("connect");
+        let store = wfc_stores::connect(store).await.expect("connect");
         let first = store.describe_execution(&names[0]).await.expect("describe").expect("started");
         for (i, name) in names.iter().enumerate().skip(1) {
             let new = NewExecution {
@@ -253,7 +253,7 @@ fn group_commit_crash(store: &str, dir: &Path, phase: &str) {
     assert!(!out.status.success() && stderr.contains("aborting in a group commit"), "no crash at {point}: {stderr}");
     let unfinished = |runtime: &tokio::runtime::Runtime| {
         runtime.block_on(async {
-            let store = durable::connect(store).await.expect("connect");
+            let store = wfc_stores::connect(store).await.expect("connect");
             let records = store.list_executions().await.expect("list");
             records.iter().filter(|r| names.contains(&r.name) && r.status.as_str() == "RUNNING").count()
         })
@@ -272,7 +272,7 @@ fn group_commit_crash(store: &str, dir: &Path, phase: &str) {
     let counts = ledger_counts(&ledger);
     let mut reran = 0;
     runtime.block_on(async {
-        let store = durable::connect(store).await.expect("connect");
+        let store = wfc_stores::connect(store).await.expect("connect");
         for (i, name) in names.iter().enumerate() {
             let r = store.describe_execution(name).await.expect("describe").unwrap_or_else(|| panic!("{name} lost"));
             assert_eq!(r.status.as_str(), "SUCCEEDED", "{name}: {:?} {:?}", r.error, r.cause);

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use support::{json_of, ledger_counts, ledger_handlers, scratch, wfc, write};
 use wfc_runtime::durable::{
-    self, CheckpointToken, ClaimFilter, Completion, ExecutionStatus, HistoryWrite, NewExecution, OpStatus, OpType,
+    CheckpointToken, ClaimFilter, Completion, ExecutionStatus, HistoryWrite, NewExecution, OpStatus, OpType,
     OperationUpdate, Store, StoreError,
 };
 
@@ -249,14 +249,14 @@ async fn kv_rows(store: Arc<dyn Store>) {
 fn sqlite_group_commit_answers_each_write_alone() {
     let dir = scratch("sqlite-group");
     let url = format!("sqlite:{}", dir.join("store.db").display());
-    rt().block_on(async { a_group_commit_answers_each_write_alone(durable::connect(&url).await.unwrap()).await });
+    rt().block_on(async { a_group_commit_answers_each_write_alone(wfc_stores::connect(&url).await.unwrap()).await });
 }
 
 #[test]
 fn sqlite_kv_rows() {
     let dir = scratch("kv-sqlite");
     let url = format!("sqlite:{}", dir.join("store.db").display());
-    rt().block_on(async { kv_rows(durable::connect(&url).await.unwrap()).await });
+    rt().block_on(async { kv_rows(wfc_stores::connect(&url).await.unwrap()).await });
 }
 
 fn durable_now_ms() -> i64 {
@@ -268,7 +268,7 @@ fn sqlite_a_late_renewal_leaves_a_released_execution_alone() {
     let dir = scratch("released-sqlite");
     let url = format!("sqlite:{}", dir.join("store.db").display());
     rt().block_on(async {
-        a_late_renewal_leaves_a_released_execution_alone(durable::connect(&url).await.unwrap()).await
+        a_late_renewal_leaves_a_released_execution_alone(wfc_stores::connect(&url).await.unwrap()).await
     });
 }
 
@@ -276,7 +276,7 @@ fn sqlite_a_late_renewal_leaves_a_released_execution_alone() {
 fn sqlite_fences_a_zombie() {
     let dir = scratch("zombie-sqlite");
     let url = format!("sqlite:{}", dir.join("store.db").display());
-    rt().block_on(async { zombie_is_fenced(durable::connect(&url).await.unwrap()).await });
+    rt().block_on(async { zombie_is_fenced(wfc_stores::connect(&url).await.unwrap()).await });
 }
 
 #[test]
@@ -291,7 +291,7 @@ fn postgres_many_workers_run_each_execution_exactly_once() {
 
     let runtime = rt();
     runtime.block_on(async {
-        let store = durable::connect(&url).await.expect("connect");
+        let store = wfc_stores::connect(&url).await.expect("connect");
         zombie_is_fenced(Arc::clone(&store)).await;
         a_late_renewal_leaves_a_released_execution_alone(Arc::clone(&store)).await;
         kv_rows(Arc::clone(&store)).await;
@@ -326,7 +326,7 @@ fn postgres_many_workers_run_each_execution_exactly_once() {
     // a last worker picks up whatever is left.
     for _ in 0..10 {
         let left = runtime.block_on(async {
-            let store = durable::connect(&url).await.unwrap();
+            let store = wfc_stores::connect(&url).await.unwrap();
             store.list_executions().await.unwrap().into_iter().filter(|r| r.status.as_str() == "RUNNING").count()
         });
         if left == 0 {
@@ -338,7 +338,7 @@ fn postgres_many_workers_run_each_execution_exactly_once() {
     }
     let elapsed = started.elapsed();
 
-    let records = runtime.block_on(async { durable::connect(&url).await.unwrap().list_executions().await.unwrap() });
+    let records = runtime.block_on(async { wfc_stores::connect(&url).await.unwrap().list_executions().await.unwrap() });
     let executions: Vec<_> = records.iter().filter(|r| r.name.starts_with('e')).collect();
     assert_eq!(executions.len(), total, "none lost");
     for r in &executions {

@@ -8,11 +8,12 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use wfc_runtime::durable::{
-    self, Definition, ExecutionStatus, Language, PinGuard, Registry, SqliteStore, Store, StoreError, Syntax, Worker,
-    WorkerConfig, WorkflowVersion, Workflows,
+    self, Definition, ExecutionStatus, Language, PinGuard, Registry, Store, StoreError, Syntax, Worker, WorkerConfig,
+    WorkflowVersion, Workflows,
 };
 use wfc_runtime::interp::DynHandler;
 use wfc_runtime::{Failure, TaskContext};
+use wfc_sqlite::SqliteStore;
 
 const V1: &str = r#"{
   "Comment": "v1",

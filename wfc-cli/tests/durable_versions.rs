@@ -225,13 +225,13 @@ fn deploy(store: &str, dir: &Path) {
 }
 
 fn opened_as_other_version_is_left(store: &str, file: &str, version: &str, name: &str) {
-    use wfc_runtime::durable::{self, Journal, StoreError};
+    use wfc_runtime::durable::{Journal, StoreError};
     let text = std::fs::read_to_string(file).unwrap();
     let workflow = wfc_core::load(wfc_core::Source { path: file, text: &text }).expect("v2 loads").workflow;
     let before = describe(store, name);
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let opened = rt.block_on(async {
-        let db = durable::connect(store).await.unwrap();
+        let db = wfc_stores::connect(store).await.unwrap();
         Journal::open_version(db, name, &workflow, version, &before["input"], &wfc_runtime::Clock::real()).await
     });
     match opened {

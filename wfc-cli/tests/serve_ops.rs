@@ -651,7 +651,7 @@ fn load_100_clients_10000_executions() {
 /// Returns (creation time, run time).
 fn in_process(dir: &Path, definition: &Value, total: usize, clients: usize) -> (Duration, Duration) {
     use std::sync::Arc;
-    use wfc_runtime::durable::{self, NewExecution, Worker, Workflows};
+    use wfc_runtime::durable::{NewExecution, Worker, Workflows};
     let text = definition.to_string();
     let workflow = Arc::new(
         wfc_core::load(wfc_core::Source { path: "Short.asl.json", text: &text }).expect("a valid machine").workflow,
@@ -659,7 +659,7 @@ fn in_process(dir: &Path, definition: &Value, total: usize, clients: usize) -> (
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     rt.block_on(async {
         let url = format!("sqlite:{}", dir.join("in-process.db").display());
-        let store = durable::connect(&url).await.unwrap();
+        let store = wfc_stores::connect(&url).await.unwrap();
         let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let created = Instant::now();
         let mut set = tokio::task::JoinSet::new();

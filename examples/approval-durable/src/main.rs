@@ -19,8 +19,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use wfc_runtime::durable::{CallbackCompletion, Journal, OpStatus, OpType, Opened, SqliteStore, Store, Synchronous};
+use wfc_runtime::durable::{CallbackCompletion, Journal, OpStatus, OpType, Opened, Store};
 use wfc_runtime::{Clock, Failure, RunOptions, TaskContext, Value, json};
+use wfc_sqlite::{SqliteStore, Synchronous};
 
 wfc_runtime::include_workflow!("workflows/approval.asl.json");
 

@@ -27,14 +27,9 @@ mod chained;
 mod journal;
 mod live_history;
 pub mod migrations;
-#[cfg(feature = "postgres")]
-mod pg_tls;
-#[cfg(feature = "postgres")]
-mod postgres;
 pub mod registry;
 pub mod replay;
 mod replay_store;
-mod sqlite;
 pub mod suspend;
 #[doc(hidden)]
 pub mod testing;
@@ -46,11 +41,8 @@ pub use chained::{
 pub(crate) use journal::ContextEvents;
 pub(crate) use journal::EventWait;
 pub use journal::{Journal, Opened};
-#[cfg(feature = "postgres")]
-pub use postgres::PgStore;
 pub use registry::{Definition, Language, Registry, Syntax, WorkflowVersion};
 pub use replay_store::ReplayStore;
-pub use sqlite::{SqliteStore, Synchronous};
 pub use worker::{Worker, WorkerConfig, Workflows};
 
 use std::fmt;
@@ -539,7 +531,7 @@ pub enum StoreError {
     /// The store URL is not understood.
     #[error("invalid store URL '{0}': expected sqlite:PATH or postgres://...")]
     BadUrl(String),
-    /// [`connect_existing`] found no SQLite database at this path (nothing was created).
+    /// `wfc_stores::connect_existing` found no SQLite database at this path (nothing was created).
     #[error("no store at {0}: the file does not exist")]
     NoStore(String),
     /// No CALLBACK waits for this token (never issued, or already completed or timed out).
@@ -569,7 +561,7 @@ pub enum StoreError {
         supported: i64,
     },
     /// The store was built without support for this URL's backend.
-    #[error("this build of wfc has no support for '{0}' (enable the cargo feature `postgres`)")]
+    #[error("this build of wfc has no support for '{0}' (for a postgres:// URL: the wfc-stores feature `postgres`)")]
     Unsupported(String),
     /// The database failed (I/O, corruption, an unknown schema version).
     #[error("store error: {0}")]
@@ -986,7 +978,7 @@ pub enum ClaimFilter {
 ///   was started with adopts it (returns `true`: pin it to `new.version_id` in the same
 ///   transaction); another gets [`StoreError::OtherVersion`];
 /// - a caller that names neither a version nor a hash ([`Journal::open`]) is not checked.
-pub(crate) fn check_version(record: &ExecutionRecord, new: &NewExecution) -> Result<bool, StoreError> {
+pub fn check_version(record: &ExecutionRecord, new: &NewExecution) -> Result<bool, StoreError> {
     if record.input != new.input {
         return Err(StoreError::InputMismatch(new.name.clone()));
     }
@@ -1017,7 +1009,7 @@ pub(crate) fn check_version(record: &ExecutionRecord, new: &NewExecution) -> Res
 }
 
 /// Why [`Store::pin_execution`] did not apply, from the record as it is now.
-pub(crate) fn pin_refused(record: Option<&ExecutionRecord>, name: &str, guard: &PinGuard, now: i64) -> StoreError {
+pub fn pin_refused(record: Option<&ExecutionRecord>, name: &str, guard: &PinGuard, now: i64) -> StoreError {
     let from = guard.from.as_deref();
     let message = match record {
         None => return StoreError::NotFound(name.to_owned()),
@@ -1052,7 +1044,7 @@ pub fn not_redrivable(status: ExecutionStatus) -> Option<&'static str> {
 }
 
 /// The refusal of [`Store::redrive_execution`] for `record`.
-pub(crate) fn redrive_refused(record: &ExecutionRecord) -> StoreError {
+pub fn redrive_refused(record: &ExecutionRecord) -> StoreError {
     StoreError::InvalidUpdate {
         execution: record.name.clone(),
         message: not_redrivable(record.status).unwrap_or("it changed meanwhile").to_owned(),
@@ -1062,7 +1054,7 @@ pub(crate) fn redrive_refused(record: &ExecutionRecord) -> StoreError {
 /// The events StopExecution adds to the stored history of `record` (just stopped), whose last
 /// stored event is `last` (0: none): `ExecutionStarted` when the run never wrote its history,
 /// then `ExecutionAborted` with the stop's error and cause, as AWS records them.
-pub(crate) fn aborted_events(record: &ExecutionRecord, last: u64, now: i64) -> Vec<HistoryEvent> {
+pub fn aborted_events(record: &ExecutionRecord, last: u64, now: i64) -> Vec<HistoryEvent> {
     use crate::EventType;
     let stamp = jiff::Timestamp::from_millisecond(now).map(crate::clock::format_timestamp).unwrap_or_default();
     let mut events = Vec::new();
@@ -1097,7 +1089,7 @@ pub(crate) fn aborted_events(record: &ExecutionRecord, last: u64, now: i64) -> V
 /// in flight when it ended, which the redriven run starts again. Not a CONTEXT that had failed
 /// before an earlier redrive (STARTED with its failure kept, see below): it is still how that
 /// branch ended.
-pub(crate) const REDRIVE_DROP_IN_FLIGHT: &str = "DELETE FROM operations WHERE execution = ?1
+pub const REDRIVE_DROP_IN_FLIGHT: &str = "DELETE FROM operations WHERE execution = ?1
      AND status IN ('STARTED', 'CANCELLED') AND NOT (type = 'CONTEXT' AND error IS NOT NULL)";
 
 /// How [`Store::redrive_execution`] lets the redriven run reopen a failed Parallel or Map attempt
@@ -1105,7 +1097,7 @@ pub(crate) const REDRIVE_DROP_IN_FLIGHT: &str = "DELETE FROM operations WHERE ex
 /// rewritten, so a FAILED CONTEXT becomes STARTED, keeping its failure and stored events. The
 /// run replays it as it ended unless the failure is the one that ended the execution; then it
 /// runs it again (`Journal::may_reopen`).
-pub(crate) const REDRIVE_REOPEN_CONTEXTS: &str =
+pub const REDRIVE_REOPEN_CONTEXTS: &str =
     "UPDATE operations SET status = 'STARTED' WHERE execution = ?1 AND type = 'CONTEXT' AND status = 'FAILED'";
 
 /// The `ExecutionRedriven` event [`Store::redrive_execution`] appends to the stored history of
@@ -1113,7 +1105,7 @@ pub(crate) const REDRIVE_REOPEN_CONTEXTS: &str =
 /// TIMED_OUT execution, whose end is in the history before it, so the redriven run's events go
 /// after both (see `durable::live_history`). A FAILED execution's redriven run records its own
 /// `ExecutionFailed` and `ExecutionRedriven` where the failed Task runs again (`exec.rs`).
-pub(crate) fn redriven_event(record: &ExecutionRecord, last: u64, now: i64) -> Option<HistoryEvent> {
+pub fn redriven_event(record: &ExecutionRecord, last: u64, now: i64) -> Option<HistoryEvent> {
     if !matches!(record.status, ExecutionStatus::Aborted | ExecutionStatus::TimedOut) || last == 0 {
         return None;
     }
@@ -1133,7 +1125,7 @@ pub(crate) fn redriven_event(record: &ExecutionRecord, last: u64, now: i64) -> O
 /// transaction, not committed; PostgreSQL: the group's statements and its COMMIT handed to the
 /// connection, no answer read) or `after-commit` (committed, no caller answered yet). Read once;
 /// unset in normal use.
-pub(crate) fn group_crash_point(size: usize, phase: &str) {
+pub fn group_crash_point(size: usize, phase: &str) {
     static CRASH_AT: std::sync::OnceLock<Option<(usize, String)>> = std::sync::OnceLock::new();
     let target = CRASH_AT.get_or_init(|| {
         let value = std::env::var("WFC_CRASH_AT").ok()?;
@@ -1151,12 +1143,12 @@ pub(crate) fn group_crash_point(size: usize, phase: &str) {
 
 /// The end of the key range of [`Store::kv_list`]'s `prefix` (exclusive): every key that starts
 /// with `prefix` sorts below it bytewise, as no key holds U+10FFFF (the largest character).
-pub(crate) fn kv_prefix_end(prefix: &str) -> String {
+pub fn kv_prefix_end(prefix: &str) -> String {
     format!("{prefix}\u{10FFFF}")
 }
 
 /// Milliseconds since the Unix epoch (wall clock).
-pub(crate) fn now_ms() -> i64 {
+pub fn now_ms() -> i64 {
     use std::time::{SystemTime, UNIX_EPOCH};
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
@@ -1165,7 +1157,7 @@ pub(crate) fn now_ms() -> i64 {
 /// of a finished Serverless Workflow event wait (a CALLBACK of subtype `Event`). A store with an
 /// event inbox deletes them in the checkpoint that writes `update`, so an event is consumed
 /// exactly when its consumption is recorded, and the inbox holds only unconsumed events.
-pub(crate) fn consumed_events(update: &OperationUpdate) -> Vec<i64> {
+pub fn consumed_events(update: &OperationUpdate) -> Vec<i64> {
     if update.op_type != OpType::Callback || update.subtype != "Event" || !update.status.is_terminal() {
         return Vec::new();
     }
@@ -1174,7 +1166,7 @@ pub(crate) fn consumed_events(update: &OperationUpdate) -> Vec<i64> {
 }
 
 /// Why an event cannot be delivered to a finished execution.
-pub(crate) fn not_running(record: &ExecutionRecord) -> StoreError {
+pub fn not_running(record: &ExecutionRecord) -> StoreError {
     StoreError::InvalidUpdate {
         execution: record.name.clone(),
         message: format!(
@@ -1182,63 +1174,6 @@ pub(crate) fn not_running(record: &ExecutionRecord) -> StoreError {
             record.status.as_str()
         ),
     }
-}
-
-/// Opens a store from a URL: `sqlite:PATH` (durability FULL) or `sqlite:PATH?synchronous=normal`,
-/// creating the SQLite file if it does not exist. For `postgres://` URLs use [`connect`].
-pub fn open_store(url: &str) -> Result<std::sync::Arc<dyn Store>, StoreError> {
-    open_sqlite(url, true)
-}
-
-/// `sqlite:PATH[?synchronous=...]`, created when `create`, else refused with
-/// [`StoreError::NoStore`] when the file does not exist.
-fn open_sqlite(url: &str, create: bool) -> Result<std::sync::Arc<dyn Store>, StoreError> {
-    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        // The PostgreSQL connection is async: use [`connect`].
-        return Err(StoreError::Unsupported(format!("{url} (open it with durable::connect)")));
-    }
-    let Some(rest) = url.strip_prefix("sqlite:") else {
-        return Err(StoreError::BadUrl(url.to_owned()));
-    };
-    let (path, query) = match rest.split_once('?') {
-        Some((p, q)) => (p, Some(q)),
-        None => (rest, None),
-    };
-    if path.is_empty() {
-        return Err(StoreError::BadUrl(url.to_owned()));
-    }
-    let synchronous = match query {
-        None | Some("synchronous=full") | Some("synchronous=FULL") => Synchronous::Full,
-        Some("synchronous=normal") | Some("synchronous=NORMAL") => Synchronous::Normal,
-        Some(_) => return Err(StoreError::BadUrl(url.to_owned())),
-    };
-    let store =
-        if create { SqliteStore::open(path, synchronous)? } else { SqliteStore::open_existing(path, synchronous)? };
-    Ok(std::sync::Arc::new(store))
-}
-
-/// Opens a store from a URL, as [`open_store`] does, including `postgres://` URLs (feature
-/// `postgres`), which need this async form since the connection runs on the current runtime.
-pub async fn connect(url: &str) -> Result<std::sync::Arc<dyn Store>, StoreError> {
-    connect_with(url, true).await
-}
-
-/// Opens an existing store, as [`connect`] does, except that a SQLite file that does not exist
-/// is refused with [`StoreError::NoStore`] and nothing is created: for commands that only read
-/// or change existing executions, where a misspelt path would otherwise leave an empty store
-/// behind and answer as if it held nothing. (A PostgreSQL database is never created.)
-pub async fn connect_existing(url: &str) -> Result<std::sync::Arc<dyn Store>, StoreError> {
-    connect_with(url, false).await
-}
-
-async fn connect_with(url: &str, create: bool) -> Result<std::sync::Arc<dyn Store>, StoreError> {
-    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        #[cfg(feature = "postgres")]
-        return Ok(std::sync::Arc::new(postgres::PgStore::connect(url).await?));
-        #[cfg(not(feature = "postgres"))]
-        return Err(StoreError::Unsupported(url.to_owned()));
-    }
-    open_sqlite(url, create)
 }
 
 #[cfg(test)]
@@ -1254,29 +1189,5 @@ mod tests {
             assert_eq!(OpStatus::parse(s.as_str()), Some(s));
         }
         assert_eq!(OpType::parse("step"), None);
-    }
-
-    #[test]
-    fn bad_urls_are_rejected() {
-        assert!(matches!(open_store("mysql://x"), Err(StoreError::BadUrl(_))));
-        assert!(matches!(open_store("sqlite:"), Err(StoreError::BadUrl(_))));
-        assert!(matches!(open_store("sqlite:/tmp/x.db?synchronous=off"), Err(StoreError::BadUrl(_))));
-    }
-
-    #[test]
-    fn an_existing_store_is_not_created() {
-        let dir = std::env::temp_dir().join(format!("wfc-no-store-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("typo.db");
-        let url = format!("sqlite:{}?synchronous=normal", path.display());
-        match open_sqlite(&url, false) {
-            Err(StoreError::NoStore(p)) => assert_eq!(p, path.display().to_string()),
-            other => panic!("expected NoStore, got {:?}", other.map(|_| ())),
-        }
-        assert!(!path.exists(), "a refused open created {}", path.display());
-        // Once created by a writer, it opens.
-        open_sqlite(&url, true).unwrap();
-        assert!(open_sqlite(&url, false).is_ok());
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -211,10 +211,10 @@ fn definition_version(definition: Definition, legacy_hash: Option<String>) -> Wo
 }
 
 /// A `workflow_versions` row before its text columns are checked.
-pub(crate) type RawVersion = (String, String, String, String, String, String, String, String, Option<String>, i64, i64);
+pub type RawVersion = (String, String, String, String, String, String, String, String, Option<String>, i64, i64);
 
 /// Checks a stored version (both stores read the same columns).
-pub(crate) fn parse_version(raw: RawVersion) -> Result<WorkflowVersion, StoreError> {
+pub fn parse_version(raw: RawVersion) -> Result<WorkflowVersion, StoreError> {
     let (version_id, workflow, origin, source, language, syntax, passes, siblings, legacy_hash, format, created_at_ms) =
         raw;
     check_row_format(&format!("workflow version {version_id}"), format)?;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{CheckpointToken, Claim, ExecutionRecord, Journal, RawOperation, SqliteStore, Store};
+use super::{CheckpointToken, Claim, ExecutionRecord, Journal, RawOperation, ReplayStore, Store};
 use crate::{Clock, RunOptions, Status};
 
 /// The workflow stored journals are replayed on (its IR, as `wfc compile` embeds it): a Task
@@ -57,8 +57,10 @@ pub fn replay_stored_state(data: &[u8]) -> Result<(Status, usize), String> {
         serde_json::from_str(DEFINITION).map_err(|e| format!("the fixed workflow: {e}"))?;
     crate::block_on_virtual(async move {
         // A fresh store holding the execution but none of the rows: replayed operations need
-        // nothing from it, and what the replay writes shows what was not replayed.
-        let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().map_err(|e| e.to_string())?);
+        // nothing from it, and what the replay writes shows what was not replayed. An in-memory
+        // replay store, as the runtime links no database (the stores are wfc-sqlite and
+        // wfc-postgres).
+        let store: Arc<dyn Store> = ReplayStore::new(Vec::new(), "2024-01-01T00:00:00.000Z");
         let new = super::NewExecution {
             name: "stored".into(),
             workflow: "stored".into(),

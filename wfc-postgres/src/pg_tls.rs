@@ -26,7 +26,7 @@ use tokio_postgres::config::SslMode;
 use tokio_postgres::{AsyncMessage, Client};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use super::StoreError;
+use wfc_runtime::durable::StoreError;
 
 /// What `sslmode` asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -239,7 +239,7 @@ async fn connect(url: &str) -> Result<(Client, Connection), StoreError> {
     });
     let tls = MakeRustlsConnect::new(tls_config(&parsed)?);
     config.connect(tls).await.map_err(|e| match parsed.mode {
-        Mode::Disable | Mode::Prefer => super::postgres::pg(e),
+        Mode::Disable | Mode::Prefer => crate::pg(e),
         mode => StoreError::Backend(format!("postgres: cannot connect with sslmode={}: {}", mode.name(), chain(&e))),
     })
 }

@@ -10,13 +10,13 @@ use futures::future::BoxFuture;
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 use serde_json::Value;
 
-use super::migrations::{Migration, ROW_FORMAT, check_row_format};
-use super::registry::WorkflowVersion;
-use super::{
+use wfc_runtime::HistoryEvent;
+use wfc_runtime::durable::migrations::{Migration, ROW_FORMAT, check_row_format};
+use wfc_runtime::durable::registry::WorkflowVersion;
+use wfc_runtime::durable::{
     CallbackCompletion, CheckpointToken, Claim, ClaimFilter, Completion, ExecutionRecord, ExecutionStatus,
     HistoryWrite, NewExecution, OpStatus, Operation, OperationUpdate, PinGuard, Store, StoreError,
 };
-use crate::HistoryEvent;
 
 /// How hard each commit is pushed to disk (SQLite's `synchronous` in WAL mode).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,7 +29,7 @@ pub enum Synchronous {
 }
 
 /// The schema, one entry per version: `MIGRATIONS[i]` takes the schema from version `i` to
-/// `i + 1` (see [`super::migrations`]). Append only; never edit a released entry.
+/// `i + 1` (see [`wfc_runtime::durable::migrations`]). Append only; never edit a released entry.
 const MIGRATIONS: &[Migration] = &[
     Migration {
         description: "executions, operations, history",
@@ -259,7 +259,7 @@ fn group_committer(conn: Arc<Mutex<Connection>>, requests: std::sync::mpsc::Rece
             let mut guard = conn.lock().unwrap_or_else(|p| p.into_inner());
             commit_group(&mut guard, &mut group)
         };
-        super::group_crash_point(group.len(), "after-commit");
+        wfc_runtime::durable::group_crash_point(group.len(), "after-commit");
         for write in group {
             write.answer(committed.clone());
         }
@@ -283,7 +283,7 @@ fn commit_group(conn: &mut Connection, group: &mut [Box<dyn GroupWrite>]) -> Res
             }
             cached(conn, "RELEASE wfc_write", []).map_err(backend)?;
         }
-        super::group_crash_point(group.len(), "before-commit");
+        wfc_runtime::durable::group_crash_point(group.len(), "before-commit");
         cached(conn, "COMMIT", []).map_err(backend)?;
         Ok(())
     };
@@ -325,7 +325,7 @@ fn write_history(tx: &Connection, name: &str, history: &HistoryWrite) -> Result<
         return Ok(());
     }
     // Consecutive events that share a document serialize it once.
-    let mut writer = crate::history::EventWriter::new();
+    let mut writer = wfc_runtime::history::EventWriter::new();
     // Up to HISTORY_ROWS_PER_INSERT events per statement (a step records about 5): running a
     // statement costs about as much again as the row it inserts.
     for chunk in history.events.chunks(HISTORY_ROWS_PER_INSERT) {
@@ -549,12 +549,12 @@ fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     // every `wfc executions` call opens the store, and taking the lock each time would make
     // busy readers queue behind (and delay) the process running an execution.
     let current: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(backend)?;
-    if super::migrations::pending(current, MIGRATIONS)?.is_empty() {
+    if wfc_runtime::durable::migrations::pending(current, MIGRATIONS)?.is_empty() {
         return Ok(());
     }
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
     let version: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(backend)?;
-    let pending = super::migrations::pending(version, MIGRATIONS)?;
+    let pending = wfc_runtime::durable::migrations::pending(version, MIGRATIONS)?;
     if pending.is_empty() {
         return Ok(());
     }
@@ -747,7 +747,7 @@ fn get_operations(conn: &Connection, name: &str) -> Result<Vec<Operation>, Store
             format,
         ) = row.map_err(backend)?;
         check_row_format(&format!("operation '{id}' of execution '{name}'"), format)?;
-        out.push(super::parse_operation(super::RawOperation {
+        out.push(wfc_runtime::durable::parse_operation(wfc_runtime::durable::RawOperation {
             id,
             op_type: ty,
             subtype,
@@ -770,7 +770,7 @@ fn lease_ms(lease: std::time::Duration) -> i64 {
 }
 
 /// Creates the execution if it is new; checks the input and version of an existing one (see
-/// [`super::check_version`]; an unpinned one is adopted here). Returns whether it existed.
+/// [`wfc_runtime::durable::check_version`]; an unpinned one is adopted here). Returns whether it existed.
 /// Creates `new` with `events` in its inbox unless it exists (then adds nothing); whether it
 /// existed.
 fn create_with_events(
@@ -795,7 +795,7 @@ fn create_with_events(
 fn insert_or_check(tx: &rusqlite::Transaction<'_>, new: &NewExecution, now: i64) -> Result<bool, StoreError> {
     match get_record(tx, &new.name)? {
         Some(record) => {
-            if super::check_version(&record, new)? {
+            if wfc_runtime::durable::check_version(&record, new)? {
                 tx.execute(
                     "UPDATE executions SET version_id = ?2 WHERE name = ?1 AND version_id IS NULL",
                     params![new.name, new.version_id],
@@ -918,7 +918,7 @@ fn apply_update(tx: &Connection, name: &str, update: &OperationUpdate, now: i64)
         )
         .map_err(backend)?;
     }
-    for seq in super::consumed_events(update) {
+    for seq in wfc_runtime::durable::consumed_events(update) {
         cached(tx, "DELETE FROM events WHERE execution = ?1 AND seq = ?2", params![name, seq]).map_err(backend)?;
     }
     Ok(())
@@ -936,7 +936,7 @@ impl Store for SqliteStore {
                 "UPDATE executions SET epoch = epoch + 1, updated_at = ?2, owner = 'open', lease_until = ?3,
                         wake_at = NULL
                  WHERE name = ?1 AND status = 'RUNNING'",
-                params![new.name, now, now + lease_ms(super::DEFAULT_LEASE)],
+                params![new.name, now, now + lease_ms(wfc_runtime::durable::DEFAULT_LEASE)],
             )
             .map_err(backend)?;
             let record = get_record(&tx, &new.name)?.ok_or_else(|| StoreError::NotFound(new.name.clone()))?;
@@ -1188,7 +1188,7 @@ impl Store for SqliteStore {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
             let record = get_record(&tx, &name)?.ok_or_else(|| StoreError::NotFound(name.clone()))?;
             if record.status != ExecutionStatus::Running {
-                return Err(super::not_running(&record));
+                return Err(wfc_runtime::durable::not_running(&record));
             }
             let seq: i64 = tx
                 .query_row(
@@ -1267,7 +1267,7 @@ impl Store for SqliteStore {
             )
             .map_err(backend)?;
             let record = get_record(&tx, &name)?.ok_or_else(|| StoreError::NotFound(name.clone()))?;
-            append_after_last(&tx, &record.name, |last| super::aborted_events(&record, last, now))?;
+            append_after_last(&tx, &record.name, |last| wfc_runtime::durable::aborted_events(&record, last, now))?;
             tx.commit().map_err(backend)?;
             Ok(record)
         })
@@ -1279,11 +1279,11 @@ impl Store for SqliteStore {
             let now = now_ms();
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
             let record = get_record(&tx, &name)?.ok_or_else(|| StoreError::NotFound(name.clone()))?;
-            if super::not_redrivable(record.status).is_some() {
-                return Err(super::redrive_refused(&record));
+            if wfc_runtime::durable::not_redrivable(record.status).is_some() {
+                return Err(wfc_runtime::durable::redrive_refused(&record));
             }
             append_after_last(&tx, &record.name, |last| {
-                super::redriven_event(&record, last, now).into_iter().collect()
+                wfc_runtime::durable::redriven_event(&record, last, now).into_iter().collect()
             })?;
             tx.execute(
                 "UPDATE executions SET status = 'RUNNING', output = NULL, error = NULL, cause = NULL, epoch = epoch + 1,
@@ -1293,8 +1293,8 @@ impl Store for SqliteStore {
                 params![name, now],
             )
             .map_err(backend)?;
-            tx.execute(super::REDRIVE_DROP_IN_FLIGHT, params![name]).map_err(backend)?;
-            tx.execute(super::REDRIVE_REOPEN_CONTEXTS, params![name]).map_err(backend)?;
+            tx.execute(wfc_runtime::durable::REDRIVE_DROP_IN_FLIGHT, params![name]).map_err(backend)?;
+            tx.execute(wfc_runtime::durable::REDRIVE_REOPEN_CONTEXTS, params![name]).map_err(backend)?;
             let record = get_record(&tx, &name)?.ok_or_else(|| StoreError::NotFound(name.clone()))?;
             tx.commit().map_err(backend)?;
             Ok(record)
@@ -1323,7 +1323,7 @@ impl Store for SqliteStore {
     fn gather_start_event(
         &self,
         workflow: &str,
-        gather: super::StartGather,
+        gather: wfc_runtime::durable::StartGather,
     ) -> BoxFuture<'_, Result<Option<(ExecutionRecord, bool)>, StoreError>> {
         let workflow = workflow.to_owned();
         self.call(move |conn| {
@@ -1372,7 +1372,7 @@ impl Store for SqliteStore {
         lease: std::time::Duration,
         limit: usize,
         filter: &'a ClaimFilter,
-    ) -> BoxFuture<'a, Result<Vec<super::ClaimResult>, StoreError>> {
+    ) -> BoxFuture<'a, Result<Vec<wfc_runtime::durable::ClaimResult>, StoreError>> {
         let owner = owner.to_owned();
         let (all, versions, workflows, unpinned) = match filter {
             ClaimFilter::All => (true, Vec::new(), Vec::new(), Vec::new()),
@@ -1543,7 +1543,7 @@ impl Store for SqliteStore {
         self.call(move |conn| {
             let sql = format!("SELECT {VERSION_COLUMNS} FROM workflow_versions WHERE version_id = ?1");
             let raw = conn.query_row(&sql, [&id], raw_version).optional().map_err(backend)?;
-            raw.map(super::registry::parse_version).transpose()
+            raw.map(wfc_runtime::durable::registry::parse_version).transpose()
         })
     }
 
@@ -1561,7 +1561,7 @@ impl Store for SqliteStore {
             let rows = stmt.query_map([&workflow], raw_version).map_err(backend)?;
             let mut out = Vec::new();
             for row in rows {
-                out.push(super::registry::parse_version(row.map_err(backend)?)?);
+                out.push(wfc_runtime::durable::registry::parse_version(row.map_err(backend)?)?);
             }
             Ok(out)
         })
@@ -1629,7 +1629,7 @@ impl Store for SqliteStore {
     }
 
     fn kv_list<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Vec<(String, Value)>, StoreError>> {
-        let (prefix, end) = (prefix.to_owned(), super::kv_prefix_end(prefix));
+        let (prefix, end) = (prefix.to_owned(), wfc_runtime::durable::kv_prefix_end(prefix));
         self.call(move |conn| {
             let mut stmt = conn
                 .prepare_cached("SELECT key, value, format FROM kv WHERE key >= ?1 AND key < ?2 ORDER BY key")
@@ -1669,7 +1669,7 @@ impl Store for SqliteStore {
                 .map_err(backend)?;
             let record = get_record(&tx, &name)?;
             if changed == 0 {
-                return Err(super::pin_refused(record.as_ref(), &name, &guard, now));
+                return Err(wfc_runtime::durable::pin_refused(record.as_ref(), &name, &guard, now));
             }
             tx.commit().map_err(backend)?;
             record.ok_or(StoreError::NotFound(name))
@@ -1686,7 +1686,7 @@ fn kv_value(key: &str, value: &str, format: i64) -> Result<Value, StoreError> {
 const VERSION_COLUMNS: &str =
     "version_id, workflow, origin, source, language, syntax, passes, siblings, legacy_hash, format, created_at";
 
-fn raw_version(row: &Row<'_>) -> rusqlite::Result<super::registry::RawVersion> {
+fn raw_version(row: &Row<'_>) -> rusqlite::Result<wfc_runtime::durable::registry::RawVersion> {
     Ok((
         row.get(0)?,
         row.get(1)?,

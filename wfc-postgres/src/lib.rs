@@ -11,6 +11,8 @@
 //! Rust ecosystem builds on (deadpool, bb8, sqlx's benchmarks), and it exposes asynchronous
 //! notifications (`Connection::poll_message`), which LISTEN/NOTIFY needs.
 
+mod pg_tls;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -21,15 +23,15 @@ use serde_json::Value;
 use tokio::sync::{Mutex, Notify, OnceCell};
 use tokio_postgres::{AsyncMessage, Client, GenericClient, Row};
 
-use super::migrations::{Migration, ROW_FORMAT, check_row_format};
-use super::registry::WorkflowVersion;
-use super::{
+use wfc_runtime::HistoryEvent;
+use wfc_runtime::durable::migrations::{Migration, ROW_FORMAT, check_row_format};
+use wfc_runtime::durable::registry::WorkflowVersion;
+use wfc_runtime::durable::{
     CallbackCompletion, CheckpointToken, Claim, ClaimFilter, Completion, ExecutionRecord, ExecutionStatus,
     HistoryWrite, NewExecution, OpStatus, Operation, OperationUpdate, PinGuard, RawOperation, Store, StoreError,
 };
-use crate::HistoryEvent;
 
-/// The schema, one entry per version (append only; see [`super::migrations`]), tracked in
+/// The schema, one entry per version (append only; see [`wfc_runtime::durable::migrations`]), tracked in
 /// `wfc_schema` (the version) and `wfc_migrations` (each migration applied).
 const MIGRATIONS: &[Migration] = &[
     Migration {
@@ -501,7 +503,7 @@ fn backend(e: impl std::fmt::Display) -> StoreError {
 }
 
 /// A database error with PostgreSQL's own message (tokio-postgres's Display is only "db error").
-pub(super) fn pg(e: tokio_postgres::Error) -> StoreError {
+pub(crate) fn pg(e: tokio_postgres::Error) -> StoreError {
     match e.as_db_error() {
         Some(db) => StoreError::Backend(format!("postgres: {} ({})", db.message(), db.code().code())),
         None => StoreError::Backend(format!("postgres: {e}")),
@@ -522,7 +524,7 @@ fn from_text(text: &str) -> Result<Value, StoreError> {
 
 async fn open_connection(url: &str) -> Result<Client, StoreError> {
     // With TLS as the URL's sslmode/sslrootcert say (see pg_tls).
-    super::pg_tls::connect_driven(url).await
+    pg_tls::connect_driven(url).await
 }
 
 impl PgStore {
@@ -601,7 +603,7 @@ impl PgStore {
     async fn listener(&self) -> Result<&(Client, Arc<Notify>, tokio::sync::broadcast::Sender<String>), StoreError> {
         self.listener
             .get_or_try_init(|| async {
-                let (client, mut messages) = super::pg_tls::connect_listening(&self.url).await?;
+                let (client, mut messages) = pg_tls::connect_listening(&self.url).await?;
                 let notify = Arc::new(Notify::new());
                 let wake = Arc::clone(&notify);
                 // Receivers that lag this far behind miss topics (and read the store again).
@@ -710,7 +712,7 @@ impl CommitArgs {
         let mut events = Vec::with_capacity(history.events.len());
         let mut event_ids = Vec::with_capacity(history.events.len());
         // Consecutive events that share a document serialize it once.
-        let mut writer = crate::history::EventWriter::new();
+        let mut writer = wfc_runtime::history::EventWriter::new();
         for event in &history.events {
             events.push(writer.to_json(event).map_err(backend)?);
             event_ids.push(i64::try_from(event.id).map_err(backend)?);
@@ -759,7 +761,7 @@ impl CommitArgs {
             now: now_ms(),
             invalid,
             ops,
-            consumed: updates.iter().flat_map(super::consumed_events).collect(),
+            consumed: updates.iter().flat_map(wfc_runtime::durable::consumed_events).collect(),
             truncate: history.truncate_after.map(i64::try_from).transpose().map_err(backend)?,
             event_ids,
             events,
@@ -865,7 +867,7 @@ impl GroupCommitter {
             deferred = later;
             let writes = group.len();
             let answers = self.commit_group(&group, writes).await;
-            super::group_crash_point(writes, "after-commit");
+            wfc_runtime::durable::group_crash_point(writes, "after-commit");
             for (write, answer) in group.into_iter().zip(answers) {
                 match (write, answer) {
                     (PgWrite::Commit(_, reply), Answer::Commit(a)) => {
@@ -938,7 +940,7 @@ impl GroupCommitter {
             let stated = statement.as_mut().poll(cx).is_ready();
             let committed = commit.as_mut().poll(cx).is_ready();
             if std::mem::take(&mut first) {
-                super::group_crash_point(writes, "before-commit");
+                wfc_runtime::durable::group_crash_point(writes, "before-commit");
             }
             if begun && stated && committed { std::task::Poll::Ready(()) } else { std::task::Poll::Pending }
         })
@@ -1115,7 +1117,7 @@ async fn migrate(client: &mut Client) -> Result<(), StoreError> {
         }
     };
     // A newer store is refused before anything is written (the transaction rolls back).
-    let pending = super::migrations::pending(version, MIGRATIONS)?;
+    let pending = wfc_runtime::durable::migrations::pending(version, MIGRATIONS)?;
     if pending.is_empty() {
         return tx.commit().await.map_err(pg);
     }
@@ -1212,7 +1214,7 @@ async fn get_operations<C: GenericClient>(c: &C, name: &str) -> Result<Vec<Opera
 fn operation_of(row: &Row, name: &str) -> Result<Operation, StoreError> {
     let id: String = row.try_get(0).map_err(pg)?;
     check_row_format(&format!("operation '{id}' of execution '{name}'"), row.try_get(12).map_err(pg)?)?;
-    super::parse_operation(RawOperation {
+    wfc_runtime::durable::parse_operation(RawOperation {
         id,
         op_type: row.try_get(1).map_err(pg)?,
         subtype: row.try_get(2).map_err(pg)?,
@@ -1256,7 +1258,7 @@ async fn write_history<C: GenericClient>(c: &C, name: &str, history: &HistoryWri
         )
         .await
         .map_err(pg)?;
-    let mut writer = crate::history::EventWriter::new();
+    let mut writer = wfc_runtime::history::EventWriter::new();
     for event in &history.events {
         let text = writer.to_json(event).map_err(backend)?;
         let id = i64::try_from(event.id).map_err(backend)?;
@@ -1328,7 +1330,7 @@ async fn insert_or_check<C: GenericClient>(c: &C, new: &NewExecution, now: i64) 
     }
     let record = get_record(c, &new.name).await?.ok_or_else(|| StoreError::NotFound(new.name.clone()))?;
     // Checks the input and version; an unpinned execution is adopted (see check_version).
-    if super::check_version(&record, new)? {
+    if wfc_runtime::durable::check_version(&record, new)? {
         c.execute(
             "UPDATE executions SET version_id = $2 WHERE name = $1 AND version_id IS NULL",
             &[&new.name, &new.version_id],
@@ -1368,7 +1370,7 @@ impl Store for PgStore {
                 "UPDATE executions SET epoch = epoch + 1, updated_at = $2, owner = 'open', lease_until = $3,
                         wake_at = NULL
                  WHERE name = $1 AND status = 'RUNNING'",
-                &[&new.name, &now, &(now + lease_ms(super::DEFAULT_LEASE))],
+                &[&new.name, &now, &(now + lease_ms(wfc_runtime::durable::DEFAULT_LEASE))],
             )
             .await
             .map_err(pg)?;
@@ -1633,7 +1635,7 @@ impl Store for PgStore {
             let tx = client.transaction().await.map_err(pg)?;
             let record = lock_record(&tx, name).await?;
             if record.status != ExecutionStatus::Running {
-                return Err(super::not_running(&record));
+                return Err(wfc_runtime::durable::not_running(&record));
             }
             let row = tx
                 .query_one(
@@ -1712,7 +1714,10 @@ impl Store for PgStore {
                 )
                 .await
                 .map_err(pg)?;
-                append_after_last(&tx, &record_now.name, |last| super::aborted_events(&record_now, last, now)).await?;
+                append_after_last(&tx, &record_now.name, |last| {
+                    wfc_runtime::durable::aborted_events(&record_now, last, now)
+                })
+                .await?;
             }
             let record = record_now;
             tx.commit().await.map_err(pg)?;
@@ -1727,11 +1732,11 @@ impl Store for PgStore {
             let now = now_ms();
             let tx = client.transaction().await.map_err(pg)?;
             let record = lock_record(&tx, name).await?;
-            if super::not_redrivable(record.status).is_some() {
-                return Err(super::redrive_refused(&record));
+            if wfc_runtime::durable::not_redrivable(record.status).is_some() {
+                return Err(wfc_runtime::durable::redrive_refused(&record));
             }
             append_after_last(&tx, &record.name, |last| {
-                super::redriven_event(&record, last, now).into_iter().collect()
+                wfc_runtime::durable::redriven_event(&record, last, now).into_iter().collect()
             })
             .await?;
             tx.execute(
@@ -1743,9 +1748,9 @@ impl Store for PgStore {
             )
             .await
             .map_err(pg)?;
-            let drop_in_flight = super::REDRIVE_DROP_IN_FLIGHT.replace("?1", "$1");
+            let drop_in_flight = wfc_runtime::durable::REDRIVE_DROP_IN_FLIGHT.replace("?1", "$1");
             tx.execute(drop_in_flight.as_str(), &[&name]).await.map_err(pg)?;
-            let reopen = super::REDRIVE_REOPEN_CONTEXTS.replace("?1", "$1");
+            let reopen = wfc_runtime::durable::REDRIVE_REOPEN_CONTEXTS.replace("?1", "$1");
             tx.execute(reopen.as_str(), &[&name]).await.map_err(pg)?;
             notify(&tx, name).await?;
             let record = get_record(&tx, name).await?.ok_or_else(|| StoreError::NotFound(name.to_owned()))?;
@@ -1781,7 +1786,7 @@ impl Store for PgStore {
     fn gather_start_event(
         &self,
         workflow: &str,
-        gather: super::StartGather,
+        gather: wfc_runtime::durable::StartGather,
     ) -> BoxFuture<'_, Result<Option<(ExecutionRecord, bool)>, StoreError>> {
         let workflow = workflow.to_owned();
         Box::pin(async move {
@@ -1837,7 +1842,7 @@ impl Store for PgStore {
         lease: Duration,
         limit: usize,
         filter: &'a ClaimFilter,
-    ) -> BoxFuture<'a, Result<Vec<super::ClaimResult>, StoreError>> {
+    ) -> BoxFuture<'a, Result<Vec<wfc_runtime::durable::ClaimResult>, StoreError>> {
         let (all, versions, workflows, unpinned) = match filter {
             ClaimFilter::All => (true, Vec::new(), Vec::new(), Vec::new()),
             ClaimFilter::Only { versions, workflows, unpinned } => {
@@ -2047,7 +2052,7 @@ impl Store for PgStore {
 
     fn kv_list<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Vec<(String, Value)>, StoreError>> {
         Box::pin(async move {
-            let end = super::kv_prefix_end(prefix);
+            let end = wfc_runtime::durable::kv_prefix_end(prefix);
             let conn = self.conn().await;
             let client = conn.lock().await;
             let rows = client
@@ -2187,7 +2192,7 @@ impl Store for PgStore {
                 .map_err(pg)?;
             let record = get_record(&tx, name).await?;
             if changed == 0 {
-                return Err(super::pin_refused(record.as_ref(), name, guard, now));
+                return Err(wfc_runtime::durable::pin_refused(record.as_ref(), name, guard, now));
             }
             if guard.held_epoch.is_none() {
                 notify(&tx, name).await?;
@@ -2202,7 +2207,7 @@ const VERSION_COLUMNS: &str =
     "version_id, workflow, origin, source, language, syntax, passes, siblings, legacy_hash, format, created_at";
 
 fn version_of(row: &Row) -> Result<WorkflowVersion, StoreError> {
-    super::registry::parse_version((
+    wfc_runtime::durable::registry::parse_version((
         row.try_get(0).map_err(pg)?,
         row.try_get(1).map_err(pg)?,
         row.try_get(2).map_err(pg)?,
