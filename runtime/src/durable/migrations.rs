@@ -1,7 +1,7 @@
-//! The versioned store format, shared by both stores.
+//! The versioned store format, shared by both stores (the crates `wfc-sqlite` and `wfc-postgres`).
 //!
-//! - **Schema.** Each store lists its migrations beside its SQL (`MIGRATIONS` in `sqlite.rs` and
-//!   `postgres.rs`): entry `i` takes the schema from version `i` to `i + 1`; entries are append
+//! - **Schema.** Each store lists its migrations beside its SQL (`MIGRATIONS` in each store
+//!   crate's `lib.rs`): entry `i` takes the schema from version `i` to `i + 1`; entries are append
 //!   only. Opening a store applies the missing ones in one transaction (SQLite: `BEGIN
 //!   IMMEDIATE`; PostgreSQL: under an advisory lock) and records each in the table
 //!   `wfc_migrations` (version, description, applied_at); a store whose schema is newer than
