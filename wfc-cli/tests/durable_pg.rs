@@ -139,7 +139,7 @@ fn event(id: u64, state: &str) -> wfc_runtime::HistoryEvent {
 /// keeps its token.
 async fn a_group_commit_answers_each_write_alone(store: Arc<dyn Store>) {
     let mut tokens = std::collections::HashMap::new();
-    for name in ["g-ok", "g-stale", "g-finished", "g-twice", "g-merged", "g-end"] {
+    for name in ["g-ok", "g-stale", "g-finished", "g-twice", "g-merged", "g-end", "g-holder", "g-dup"] {
         let claim = store.open_execution(new_execution(name, json!({}))).await.unwrap();
         tokens.insert(name, claim.token);
     }
@@ -148,6 +148,15 @@ async fn a_group_commit_answers_each_write_alone(store: Arc<dyn Store>) {
     tokens.insert("g-stale", store.checkpoint("g-stale", stale, vec![]).await.unwrap());
     let finished = store.checkpoint("g-finished", tokens["g-finished"], vec![done("A#1.0", json!(1))]).await.unwrap();
     tokens.insert("g-finished", finished);
+    // A task token is unique in the store: a second CALLBACK with it fails in the database
+    // itself, after its checkpoint's token and first operation were written.
+    let callback = |id: &str| OperationUpdate {
+        op_type: OpType::Callback,
+        callback_token: Some("tok-dup".into()),
+        ..step(id, OpStatus::Started)
+    };
+    let held = store.checkpoint("g-holder", tokens["g-holder"], vec![callback("C#1.0")]).await.unwrap();
+    tokens.insert("g-holder", held);
     let history = |events: Vec<wfc_runtime::HistoryEvent>, truncate_after| HistoryWrite { events, truncate_after };
     let end = Completion {
         status: ExecutionStatus::Succeeded,
@@ -156,7 +165,7 @@ async fn a_group_commit_answers_each_write_alone(store: Arc<dyn Store>) {
         cause: None,
     };
     let s = &store;
-    let (ok, stale, finished, twice, merged, end, missing) = tokio::join!(
+    let (ok, stale, finished, twice, merged, end, missing, dup) = tokio::join!(
         s.checkpoint_with_history(
             "g-ok",
             tokens["g-ok"],
@@ -180,6 +189,9 @@ async fn a_group_commit_answers_each_write_alone(store: Arc<dyn Store>) {
         ),
         s.finish_with_history("g-end", tokens["g-end"], end, history(vec![event(1, "P")], None)),
         s.checkpoint("g-missing", CheckpointToken { epoch: 1, seq: 0 }, vec![step("A#1.0", OpStatus::Started)]),
+        // Fails in the database after writing part of itself: rolled back alone (SQLite runs
+        // the group again with a savepoint per write), the others still commit.
+        s.checkpoint("g-dup", tokens["g-dup"], vec![step("A#1.0", OpStatus::Started), callback("C#1.0")]),
     );
     let next = |t: CheckpointToken| CheckpointToken { epoch: t.epoch, seq: t.seq + 1 };
     assert_eq!(ok, Ok(next(tokens["g-ok"])));
@@ -196,6 +208,7 @@ async fn a_group_commit_answers_each_write_alone(store: Arc<dyn Store>) {
     assert_eq!(merged, Ok(next(tokens["g-merged"])));
     assert_eq!(end, Ok(next(tokens["g-end"])));
     assert_eq!(missing, Err(StoreError::NotFound("g-missing".into())));
+    assert!(matches!(dup, Err(StoreError::Backend(_))), "{dup:?}");
     // What each wrote, or did not.
     let journal = |name: &'static str| async move {
         let ops = s.load_journal(name).await.unwrap();
@@ -206,6 +219,7 @@ async fn a_group_commit_answers_each_write_alone(store: Arc<dyn Store>) {
     assert!(journal("g-stale").await.is_empty());
     assert_eq!(journal("g-finished").await, vec![("A#1.0".into(), OpStatus::Succeeded, 0, Some(json!(1)))]);
     assert!(journal("g-twice").await.is_empty());
+    assert!(journal("g-dup").await.is_empty());
     assert_eq!(
         journal("g-merged").await,
         vec![("A#1.0".into(), OpStatus::Succeeded, 1, Some(json!(7))), ("B#1.0".into(), OpStatus::Started, 1, None)]
@@ -219,6 +233,7 @@ async fn a_group_commit_answers_each_write_alone(store: Arc<dyn Store>) {
     // A refused write kept its token; a resumed run's history replaces the stored tail.
     s.checkpoint("g-finished", tokens["g-finished"], vec![]).await.unwrap();
     s.checkpoint("g-twice", tokens["g-twice"], vec![]).await.unwrap();
+    s.checkpoint("g-dup", tokens["g-dup"], vec![]).await.unwrap();
     let replaced = history(vec![event(2, "R"), event(3, "S")], Some(1));
     s.checkpoint_with_history("g-ok", next(tokens["g-ok"]), vec![], replaced).await.unwrap();
     assert_eq!(s.read_history("g-ok").await.unwrap(), vec![event(1, "P"), event(2, "R"), event(3, "S")]);

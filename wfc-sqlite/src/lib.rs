@@ -178,8 +178,8 @@ CREATE TABLE kv (
 /// Every write an execution makes while it runs (its claim, checkpoints, lease renewals, history
 /// appends, its finish, a release) goes through a **group committer**: one thread takes every
 /// write waiting at that moment (of any execution of the process) and commits them in one
-/// transaction, each in its own savepoint (a refused write rolls back alone), and answers each
-/// caller only once that transaction has committed. With `synchronous=FULL` that is one fsync
+/// transaction (a write checks whether it is refused before it writes anything, so a refused
+/// one leaves nothing behind), and answers each caller only once that transaction has committed. With `synchronous=FULL` that is one fsync
 /// for the group, so concurrent executions commit at a multiple of the single-commit rate, and
 /// no write is acknowledged before it is durable.
 #[derive(Debug, Clone)]
@@ -191,19 +191,35 @@ pub struct SqliteStore {
     commits: Arc<std::sync::atomic::AtomicU64>,
 }
 
-/// One write waiting for the group committer: run in the group's transaction, in a savepoint of
-/// its own, and answered once that transaction has committed (or failed).
+/// One write waiting for the group committer: run in the group's transaction and answered once
+/// that transaction has committed (or failed).
+///
+/// A write finds out whether it is refused (a stale token, a finished operation, ...) before it
+/// writes anything, so a refusal leaves the group's transaction as it was and needs no savepoint.
+/// Only SQLite's own errors ([`StoreError::Backend`]) may come after a write began; the group is
+/// then rolled back and run again with each write in a savepoint of its own (see
+/// [`commit_group`]), which is why a write can be run more than once.
 trait GroupWrite: Send + std::fmt::Debug {
-    /// Runs the write on the group's connection; `false` when it failed (its savepoint is then
-    /// rolled back, and its error is its answer).
-    fn apply(&mut self, conn: &Connection) -> bool;
+    /// Runs the write on the group's connection and keeps its result.
+    fn apply(&mut self, conn: &Connection) -> Applied;
     /// Answers the caller: the write's own result once the group committed, else the group's error.
     fn answer(self: Box<Self>, committed: Result<(), StoreError>);
 }
 
+/// How a grouped write went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Applied {
+    /// Written.
+    Written,
+    /// Refused before it wrote anything: its error is its answer, the group goes on.
+    Refused,
+    /// SQLite failed, maybe after part of the write: the group must be run again with savepoints.
+    Failed,
+}
+
 /// A [`GroupWrite`] running `run`, answering on `reply`.
 struct Write<T, F> {
-    run: Option<F>,
+    run: F,
     result: Option<Result<T, StoreError>>,
     reply: tokio::sync::oneshot::Sender<Result<T, StoreError>>,
 }
@@ -217,16 +233,17 @@ impl<T, F> std::fmt::Debug for Write<T, F> {
 impl<T, F> GroupWrite for Write<T, F>
 where
     T: Send,
-    F: FnOnce(&Connection) -> Result<T, StoreError> + Send,
+    F: FnMut(&Connection) -> Result<T, StoreError> + Send,
 {
-    fn apply(&mut self, conn: &Connection) -> bool {
-        let result = match self.run.take() {
-            Some(run) => run(conn),
-            None => Err(backend("a grouped write ran twice")),
+    fn apply(&mut self, conn: &Connection) -> Applied {
+        let result = (self.run)(conn);
+        let applied = match &result {
+            Ok(_) => Applied::Written,
+            Err(StoreError::Backend(_)) => Applied::Failed,
+            Err(_) => Applied::Refused,
         };
-        let ok = result.is_ok();
         self.result = Some(result);
-        ok
+        applied
     }
 
     fn answer(self: Box<Self>, committed: Result<(), StoreError>) {
@@ -266,36 +283,68 @@ fn group_committer(conn: Arc<Mutex<Connection>>, requests: std::sync::mpsc::Rece
     }
 }
 
-/// Runs every write of `group` in one IMMEDIATE transaction, each in its own savepoint (a write
-/// that fails rolls back alone), and commits it: one fsync for the group at FULL.
+/// Runs every write of `group` in one IMMEDIATE transaction and commits it: one fsync for the
+/// group at FULL. A refused write wrote nothing (see [`GroupWrite`]), so the writes run one after
+/// the other with no savepoint (a savepoint per write cost its two statements and a copy of
+/// every page the write touched that the group had already changed). When SQLite fails inside a
+/// write, part of it may be written: the group is rolled back and run again with each write in
+/// a savepoint of its own, so the failed write rolls back alone and the others still commit.
 ///
 /// The transaction and savepoint statements are prepared once per connection (rusqlite's
-/// `Transaction` and `Savepoint` parse theirs on every use: four parses per write).
+/// `Transaction` and `Savepoint` parse theirs on every use).
 fn commit_group(conn: &mut Connection, group: &mut [Box<dyn GroupWrite>]) -> Result<(), StoreError> {
     let conn = &*conn;
-    cached(conn, "BEGIN IMMEDIATE", []).map_err(backend)?;
-    let mut run = || -> Result<(), StoreError> {
+    let fast = run_group(conn, group, false);
+    let result = match fast {
+        Err(GroupFailure::Write) => run_group(conn, group, true),
+        other => other,
+    };
+    result.map_err(|e| match e {
+        GroupFailure::Store(e) => e,
+        GroupFailure::Write => backend("a grouped write failed twice"),
+    })
+}
+
+/// Why [`run_group`] did not commit.
+enum GroupFailure {
+    /// A write failed in SQLite without savepoints: run the group again with them.
+    Write,
+    /// The transaction itself failed: every write is answered with this error.
+    Store(StoreError),
+}
+
+/// One attempt of [`commit_group`]: every write in one transaction, each in a savepoint of its
+/// own when `savepoints`. Rolls back whatever it did not commit.
+fn run_group(conn: &Connection, group: &mut [Box<dyn GroupWrite>], savepoints: bool) -> Result<(), GroupFailure> {
+    let store = |e: rusqlite::Error| GroupFailure::Store(backend(e));
+    cached(conn, "BEGIN IMMEDIATE", []).map_err(store)?;
+    let mut run = || -> Result<(), GroupFailure> {
         for write in group.iter_mut() {
-            cached(conn, "SAVEPOINT wfc_write", []).map_err(backend)?;
-            if !write.apply(conn) {
-                // A failed write rolls back alone.
-                cached(conn, "ROLLBACK TO wfc_write", []).map_err(backend)?;
+            if savepoints {
+                cached(conn, "SAVEPOINT wfc_write", []).map_err(store)?;
+                if write.apply(conn) != Applied::Written {
+                    // A failed write rolls back alone.
+                    cached(conn, "ROLLBACK TO wfc_write", []).map_err(store)?;
+                }
+                cached(conn, "RELEASE wfc_write", []).map_err(store)?;
+            } else if write.apply(conn) == Applied::Failed {
+                return Err(GroupFailure::Write);
             }
-            cached(conn, "RELEASE wfc_write", []).map_err(backend)?;
         }
         wfc_runtime::durable::group_crash_point(group.len(), "before-commit");
-        cached(conn, "COMMIT", []).map_err(backend)?;
+        cached(conn, "COMMIT", []).map_err(store)?;
         Ok(())
     };
     let result = run();
     if result.is_err() && !conn.is_autocommit() {
-        // Nothing of a failed group stays: its writes are answered with the error.
+        // Nothing of a failed attempt stays.
         let _ = conn.execute_batch("ROLLBACK");
     }
     result
 }
 
-/// One checkpoint in the caller's transaction (a savepoint of a group).
+/// One checkpoint in the caller's transaction (a group's). Whether it is refused (a finished
+/// operation rewritten, a stale token) is found before anything is written.
 fn checkpoint_in(
     conn: &Connection,
     name: &str,
@@ -304,9 +353,14 @@ fn checkpoint_in(
     history: &HistoryWrite,
 ) -> Result<CheckpointToken, StoreError> {
     let now = now_ms();
+    let existing = match check_updates(conn, name, updates) {
+        Ok(existing) => existing,
+        // A stale writer is told that first, as when the token was checked first.
+        Err(refused) => return Err(check_token(conn, name, token).err().unwrap_or(refused)),
+    };
     let next = advance_token(conn, name, token, now)?;
-    for update in updates {
-        apply_update(conn, name, update, now)?;
+    for (update, exists) in updates.iter().zip(existing) {
+        apply_update(conn, name, update, exists, now)?;
     }
     write_history(conn, name, history)?;
     Ok(next)
@@ -469,17 +523,18 @@ impl SqliteStore {
         self.commits.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Runs the write `f` through the group committer: in the next group's transaction (in a
-    /// savepoint of its own), answered once that transaction has committed, so the answer
-    /// means the write is durable (at FULL). Waited for on the blocking pool, as every other
+    /// Runs the write `f` through the group committer: in the next group's transaction,
+    /// answered once that transaction has committed, so the answer means the write is durable
+    /// (at FULL). `f` must find out whether it is refused before it writes (see [`GroupWrite`]);
+    /// it may run twice (a group that SQLite failed is run again). Waited for on the blocking pool, as every other
     /// store call: a paused virtual clock does not jump while a commit is in progress.
     fn grouped<T, F>(&self, f: F) -> BoxFuture<'static, Result<T, StoreError>>
     where
         T: Send + 'static,
-        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+        F: FnMut(&Connection) -> Result<T, StoreError> + Send + 'static,
     {
         let (reply, answer) = tokio::sync::oneshot::channel();
-        let sent = self.committer.send(Box::new(Write { run: Some(f), result: None, reply }));
+        let sent = self.committer.send(Box::new(Write { run: f, result: None, reply }));
         // A paused clock exists only on a current-thread runtime (tokio refuses to pause
         // another): there the answer is waited for on the blocking pool, which keeps the clock
         // from jumping. On a multi-thread runtime (a worker's, the benchmark's) it is awaited
@@ -857,23 +912,59 @@ fn advance_token(tx: &Connection, name: &str, token: CheckpointToken, now: i64) 
     Ok(CheckpointToken { epoch: token.epoch, seq: token.seq + 1 })
 }
 
-fn apply_update(tx: &Connection, name: &str, update: &OperationUpdate, now: i64) -> Result<(), StoreError> {
-    let invalid = |message: String| StoreError::InvalidUpdate { execution: name.to_owned(), message };
-    let existing: Option<String> = tx
-        .prepare_cached("SELECT status FROM operations WHERE execution = ?1 AND op_id = ?2")
-        .and_then(|mut stmt| stmt.query_row([name, &update.id], |r| r.get(0)))
+/// Whether `token` is the execution's current one, read without writing: the answer a stale
+/// writer gets ([`StoreError::StaleToken`], or [`StoreError::NotFound`]).
+fn check_token(conn: &Connection, name: &str, token: CheckpointToken) -> Result<(), StoreError> {
+    let current: Option<(i64, i64)> = conn
+        .prepare_cached("SELECT epoch, checkpoint_seq FROM executions WHERE name = ?1")
+        .and_then(|mut stmt| stmt.query_row([name], |r| Ok((r.get(0)?, r.get(1)?))))
         .optional()
         .map_err(backend)?;
-    // A finished operation is history: replay reads it, nothing may rewrite it.
-    if let Some(status) = &existing
-        && OpStatus::parse(status).is_some_and(OpStatus::is_terminal)
-    {
-        return Err(invalid(format!("operation '{}' already finished ({status})", update.id)));
+    match current {
+        None => Err(StoreError::NotFound(name.to_owned())),
+        Some((epoch, seq)) if (epoch, seq) != (token.epoch, token.seq) => Err(StoreError::StaleToken(name.to_owned())),
+        Some(_) => Ok(()),
     }
+}
+
+/// Checks a checkpoint's updates before anything is written: a finished operation is history
+/// (replay reads it) and nothing may rewrite it, also an update earlier in the same batch
+/// finished. Returns, for each update, whether its row exists (so it is updated, not inserted).
+fn check_updates(conn: &Connection, name: &str, updates: &[OperationUpdate]) -> Result<Vec<bool>, StoreError> {
+    let invalid = |message: String| StoreError::InvalidUpdate { execution: name.to_owned(), message };
+    let mut existing = Vec::with_capacity(updates.len());
+    for (i, update) in updates.iter().enumerate() {
+        // The batch's own earlier update of the same operation is what this one finds.
+        let status = match updates[..i].iter().rev().find(|u| u.id == update.id) {
+            Some(earlier) => Some(earlier.status.as_str().to_owned()),
+            None => conn
+                .prepare_cached("SELECT status FROM operations WHERE execution = ?1 AND op_id = ?2")
+                .and_then(|mut stmt| stmt.query_row([name, &update.id], |r| r.get(0)))
+                .optional()
+                .map_err(backend)?,
+        };
+        if let Some(status) = &status
+            && OpStatus::parse(status).is_some_and(OpStatus::is_terminal)
+        {
+            return Err(invalid(format!("operation '{}' already finished ({status})", update.id)));
+        }
+        existing.push(status.is_some());
+    }
+    Ok(existing)
+}
+
+/// Writes one checked update ([`check_updates`]): `exists` says whether its row is there.
+fn apply_update(
+    tx: &Connection,
+    name: &str,
+    update: &OperationUpdate,
+    exists: bool,
+    now: i64,
+) -> Result<(), StoreError> {
     let result = update.result.as_ref().map(to_text);
     let started = i64::from(update.status == OpStatus::Started);
     let end_ts = update.status.is_terminal().then_some(now);
-    if existing.is_none() {
+    if !exists {
         cached(
             tx,
             "INSERT INTO operations (execution, op_id, ordinal, type, subtype, name, status, starts, result, error,
@@ -1077,7 +1168,8 @@ impl Store for SqliteStore {
 
     fn append_history<'a>(&'a self, name: &'a str, events: Vec<HistoryEvent>) -> BoxFuture<'a, Result<(), StoreError>> {
         let name = name.to_owned();
-        self.grouped(move |tx| write_history(tx, &name, &HistoryWrite { events, truncate_after: None }))
+        let history = HistoryWrite { events, truncate_after: None };
+        self.grouped(move |tx| write_history(tx, &name, &history))
     }
 
     fn read_history_page<'a>(
@@ -1450,7 +1542,7 @@ impl Store for SqliteStore {
                 params![name, epoch, owner, now + lease_ms(lease)],
             )
             .map_err(backend)?;
-            if changed == 0 { Err(StoreError::StaleToken(name)) } else { Ok(()) }
+            if changed == 0 { Err(StoreError::StaleToken(name.clone())) } else { Ok(()) }
         })
     }
 
@@ -1465,7 +1557,7 @@ impl Store for SqliteStore {
         self.grouped(move |tx| {
             let record = get_record(tx, &name)?.ok_or_else(|| StoreError::NotFound(name.clone()))?;
             if record.epoch != epoch {
-                return Err(StoreError::StaleToken(name));
+                return Err(StoreError::StaleToken(name.clone()));
             }
             let wake = if record.signals != signals_seen { now_ms() } else { wake_at_ms.unwrap_or(i64::MAX) };
             cached(
