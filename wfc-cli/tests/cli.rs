@@ -869,6 +869,46 @@ fn worker_runs_executions_under_a_mock_config_test_case() {
     assert_eq!((&p2["status"], &p2["error"]), (&json!("FAILED"), &json!("CardDeclined")), "{p2}");
 }
 
+/// A bad MockConfigFile is refused by one parser under `wfc run`, `wfc worker`, `wfc test` and
+/// `wfc serve`, each naming the file and the bad field's JSON path, before anything runs.
+#[test]
+fn a_bad_mock_config_is_refused_with_its_location_by_every_command() {
+    let dir = scratch("bad-mock-config");
+    let def = write(
+        &dir,
+        "M.asl.json",
+        &json!({"StartAt": "S", "States": {"S": {"Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage", "End": true}}})
+            .to_string(),
+    );
+    let bad = json!({
+        "StateMachines": {"M": {"TestCases": {"T": {"S": "Retry"}}}},
+        "MockedResponses": {"Retry": {"0": {"Throw": {"Error": "E"}}, "1-2": {"Throw": {"Cause": "no error name"}}}}
+    });
+    let bad = write(&dir, "MockConfigFile.json", &bad.to_string());
+    let says = format!("{bad}: $.MockedResponses.Retry[\"1-2\"].Throw: needs an \"Error\" name");
+    let store = format!("sqlite:{}", dir.join("store.db").display());
+    let case = write(
+        &dir,
+        "m.case.json",
+        &json!({"name": "c", "definition": "M.asl.json", "mock_config": {"file": "MockConfigFile.json", "test_case": "T"},
+            "expected": {"status": "SUCCEEDED"}})
+        .to_string(),
+    );
+    let commands: [(&str, Vec<&str>); 4] = [
+        ("run", vec!["run", &def, "--mocks", &bad, "--test-case", "T"]),
+        ("worker", vec!["worker", "--store", &store, &def, "--exit-when-idle", "--mocks", &bad, "--test-case", "T"]),
+        ("test", vec!["test", &case]),
+        ("serve", vec!["serve", "--listen", "127.0.0.1:0", "--store", &store, "--mock-config", &bad]),
+    ];
+    for (command, args) in commands {
+        let o = run(&args);
+        assert_ne!(code(&o), 0, "wfc {command}: {}", stderr(&o));
+        let text = format!("{}{}", stderr(&o), String::from_utf8_lossy(&o.stdout));
+        // `wfc test` names the case file first, then the config file it names.
+        assert!(text.contains(&says), "wfc {command} should say {says:?}: {text}");
+    }
+}
+
 /// One AWS JSON 1.0 request to a `wfc serve` on loopback (plain HTTP/1.1, unsigned as loopback
 /// allows), answered with the response's JSON body.
 fn sfn_call(addr: &str, operation: &str, body: &Value) -> Value {
