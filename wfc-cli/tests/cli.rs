@@ -935,7 +935,9 @@ fn sfn_call(addr: &str, operation: &str, body: &Value) -> Value {
 /// `Payload` (not the Return wrapped in a second `StatusCode`/`Payload`), and a Task on a function
 /// ARN (the legacy Lambda integration) gets the `Payload` alone. A Lambda `Return` without a
 /// `Payload`, and an invocation beyond the mocked response's keys (a retry here), fail the Task
-/// with `States.Runtime` saying so, the same under all three.
+/// with `States.Runtime` saying so, the same under all three; a `StatusCode` other than 200 is
+/// carried into a `lambda:invoke` result and a `FunctionError` fails the Task with the payload's
+/// `errorType`.
 #[test]
 fn a_mock_config_answers_lambda_tasks_alike_under_run_worker_and_serve() {
     let dir = scratch("mock-config-lambda");
@@ -950,17 +952,21 @@ fn a_mock_config_answers_lambda_tasks_alike_under_run_worker_and_serve() {
     let machines = [("Invoke", invoke), ("Legacy", legacy)];
     let files: Vec<String> =
         machines.iter().map(|(name, def)| write(&dir, &format!("{name}.asl.json"), &def.to_string())).collect();
-    let cases = json!({"Happy": {"Call": "Answer"}, "Bare": {"Call": "NoPayload"}, "Short": {"Call": "OnceBusy"}});
+    let cases = json!({"Happy": {"Call": "Answer"}, "Bare": {"Call": "NoPayload"}, "Short": {"Call": "OnceBusy"},
+        "Accepted": {"Call": "Status202"}, "Unhandled": {"Call": "FunctionFailed"}});
     let mocks = json!({
         "StateMachines": {"Invoke": {"TestCases": cases}, "Legacy": {"TestCases": cases}},
         "MockedResponses": {
             "Answer": {"0": {"Return": {"StatusCode": 200, "Payload": {"v": 1}}}},
             "NoPayload": {"0": {"Return": {"v": 1}}},
-            "OnceBusy": {"0": {"Throw": {"Error": "Lambda.TooManyRequestsException", "Cause": "busy"}}}
+            "OnceBusy": {"0": {"Throw": {"Error": "Lambda.TooManyRequestsException", "Cause": "busy"}}},
+            "Status202": {"0": {"Return": {"StatusCode": 202, "Payload": {"v": 1}}}},
+            "FunctionFailed": {"0": {"Return": {"StatusCode": 200, "FunctionError": "Unhandled",
+                "Payload": {"errorType": "ValueError", "errorMessage": "bad"}}}}
         }
     });
     let mocks = write(&dir, "MockConfigFile.json", &mocks.to_string());
-    let test_cases = ["Happy", "Bare", "Short"];
+    let test_cases = ["Happy", "Bare", "Short", "Accepted", "Unhandled"];
     // What each engine gives, per (machine, case): (status, output or error and what the cause says).
     let outcome = |status: &Value, output: Value, error: &Value, cause: &str| match status.as_str() {
         Some("SUCCEEDED") => (status.clone(), output),
@@ -977,7 +983,16 @@ fn a_mock_config_answers_lambda_tasks_alike_under_run_worker_and_serve() {
     };
     let expected = |machine: &str, case: &str| match (machine, case) {
         ("Invoke", "Happy") => (json!("SUCCEEDED"), json!({"v": 1, "status": 200})),
-        ("Legacy", "Happy") => (json!("SUCCEEDED"), json!({"v": 1})),
+        ("Legacy", "Happy" | "Accepted") => (json!("SUCCEEDED"), json!({"v": 1})),
+        // A mocked StatusCode other than 200 is the Invoke response's (the legacy integration
+        // keeps only the Payload).
+        ("Invoke", "Accepted") => (json!("SUCCEEDED"), json!({"v": 1, "status": 202})),
+        // A FunctionError fails the Task as Step Functions fails a real one: named by the
+        // payload's errorType, the payload as the cause.
+        (_, "Unhandled") => (
+            json!("FAILED"),
+            json!({"error": "ValueError", "cause says": r#"{"errorType":"ValueError","errorMessage":"bad"}"#}),
+        ),
         (_, "Bare") => (json!("FAILED"), json!({"error": "States.Runtime", "cause says": "no Payload"})),
         _ => (json!("FAILED"), json!({"error": "States.Runtime", "cause says": "no answer for invocation 1"})),
     };

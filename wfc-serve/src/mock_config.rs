@@ -122,12 +122,16 @@ impl DynHandler for MockHandler {
                 // The service's whole response: for Lambda (`lambda:invoke` or a function ARN)
                 // the Invoke response, whose Payload the handler gives (the one code path that
                 // `wfc run`, `wfc worker` and `wfc test` answer MockConfigFile Returns with too).
+                // wfc's own complaint about the file says where; a function's failure
+                // (`FunctionError`) keeps its payload as the cause, as on AWS.
                 Some(Ok(MockedAnswer::Return(v))) => wfc_runtime::lambda::mocked_response_result(resource, v.clone())
                     .map_err(|f| {
-                        Failure::new(
-                            f.error,
-                            format!("--mock-config, test case '{case}', state '{state}': {}", f.cause),
-                        )
+                        if f.error == "States.Runtime" {
+                            let cause = format!("--mock-config, test case '{case}', state '{state}': {}", f.cause);
+                            Failure::new(f.error, cause)
+                        } else {
+                            f
+                        }
                     }),
                 Some(Ok(MockedAnswer::Throw { error, cause })) => Err(Failure::new(error.as_str(), cause.as_str())),
                 Some(Err(e)) => Err(Failure::new("States.Runtime", format!("--mock-config, test case '{case}': {e}"))),
