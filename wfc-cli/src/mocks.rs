@@ -334,6 +334,23 @@ impl MockSet {
         self.next_counted(Some(execution), state, resource)
     }
 
+    /// The key that answers a task in state `state` (when known) calling `resource`: the state
+    /// name first, then the resource. `None`: no mock.
+    pub(crate) fn key_for(&self, state: Option<&str>, resource: &str) -> Option<&str> {
+        state
+            .and_then(|s| self.by_key.get_key_value(s))
+            .or_else(|| self.by_key.get_key_value(resource))
+            .map(|(k, _)| k.as_str())
+    }
+
+    /// The response to invocation `invocation` (from 0) of `key`, counted by the caller (in a
+    /// durable store, for `wfc worker`): when the responses run out, the last one repeats.
+    pub(crate) fn entry_at(&self, key: &str, invocation: u64) -> Option<MockEntry> {
+        let entries = self.by_key.get(key)?;
+        let index = usize::try_from(invocation).unwrap_or(usize::MAX).min(entries.len().saturating_sub(1));
+        entries.get(index).cloned()
+    }
+
     fn next_counted(&self, execution: Option<&str>, state: Option<&str>, resource: &str) -> Option<MockEntry> {
         let (key, entries) =
             state.and_then(|s| self.by_key.get_key_value(s)).or_else(|| self.by_key.get_key_value(resource))?;

@@ -869,6 +869,48 @@ fn worker_runs_executions_under_a_mock_config_test_case() {
     assert_eq!((&p2["status"], &p2["error"]), (&json!("FAILED"), &json!("CardDeclined")), "{p2}");
 }
 
+/// `wfc worker` counts an execution's mock invocations in the store: a worker that stops while
+/// the execution waits to retry, and a new worker process that resumes it, give invocation 1's
+/// answer, not invocation 0's again (with the count in memory the retry threw again and, its one
+/// retry used, the execution failed).
+#[test]
+fn worker_mock_counts_survive_a_worker_restart() {
+    let dir = scratch("worker-mock-restart");
+    let def = json!({"StartAt": "Call", "States": {"Call": {
+        "Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage",
+        "Parameters": {"QueueUrl": "q", "MessageBody": "m"},
+        "Retry": [{"ErrorEquals": ["Busy"], "IntervalSeconds": 1, "MaxAttempts": 1}],
+        "End": true}}});
+    let def = write(&dir, "Flaky.asl.json", &def.to_string());
+    let mocks = json!({
+        "StateMachines": {"Flaky": {"TestCases": {"Retry": {"Call": "BusyThenOk"}}}},
+        "MockedResponses": {"BusyThenOk": {"0": {"Throw": {"Error": "Busy", "Cause": "try again"}}, "1": {"Return": {"n": 1}}}}
+    });
+    let mocks = write(&dir, "MockConfigFile.json", &mocks.to_string());
+    let store = format!("sqlite:{}", dir.join("store.db").display());
+    let o = wfc().args(["executions", "--store", &store, "start", &def, "--name", "e1"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Each worker process suspends the execution at its retry wait and exits when nothing is
+    // runnable; the next process resumes it once the wait is over.
+    let worker = || {
+        let o = wfc()
+            .args(["worker", "--store", &store, &def, "--exit-when-idle", "--suspend-after-seconds", "0"])
+            .args(["--mocks", &mocks, "--test-case", "Retry"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout_json(&o)
+    };
+    let first = worker();
+    assert_eq!(first["suspended"], json!(1), "the first worker stops at the retry wait: {first}");
+    let e1 = support::live::wait_until("a later worker to finish e1", std::time::Duration::from_secs(60), || {
+        worker();
+        let d = support::describe(&store, "e1");
+        (d["status"] != "RUNNING").then_some(d)
+    });
+    assert_eq!((&e1["status"], &e1["output"]), (&json!("SUCCEEDED"), &json!({"n": 1})), "{e1}");
+}
+
 /// A bad MockConfigFile is refused by one parser under `wfc run`, `wfc worker`, `wfc test` and
 /// `wfc serve`, each naming the file and the bad field's JSON path, before anything runs.
 #[test]
