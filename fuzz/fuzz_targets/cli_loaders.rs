@@ -1,5 +1,5 @@
 //! The `wfc test` case-file and mocks loaders. wfc-cli is a binary crate, so its loader modules
-//! are compiled in here from their sources (they depend only on each other and serde_json).
+//! are compiled in here from their sources (they depend only on each other, serde_json and wfc-runtime).
 //! Input: a case file's JSON; it is also tried as a mocks document in both formats.
 #![no_main]
 #![allow(dead_code, unreachable_pub, missing_docs)]
@@ -25,10 +25,11 @@ fuzz_target!(|data: &[u8]| {
             let _ = set.to_wfc_json();
             let _ = set.next(Some("A"), "arn:aws:lambda:us-east-1:123456789012:function:F");
         }
-        if let Ok(set) = mocks::MockSet::from_step_functions_local(&doc, None, "wf", "happy") {
-            if let Some(entry) = set.next(None, "arn:aws:lambda:us-east-1:123456789012:function:F") {
-                let _ = mocks::MockSet::answer(&entry, &doc);
-            }
+        if let Ok(config) = wfc_runtime::mock_config::MockConfig::from_value(&doc)
+            && let Ok(set) = mocks::MockSet::from_mock_config(&config, None, "wf", "happy")
+            && let Some(entry) = set.next(None, "arn:aws:lambda:us-east-1:123456789012:function:F")
+        {
+            let _ = mocks::MockSet::answer(&entry, &doc, Ok);
         }
     }
     // The case loader reads files (definitions and mocks relative to the case file).

@@ -56,8 +56,20 @@ pub fn is_function_arn(resource: &str) -> bool {
 /// around a `lambda:invoke` handler's result ([`response`]) and hands a function ARN's result on
 /// as the Task's result (Step Functions' legacy Lambda integration keeps only the `Payload`).
 /// So for both the handler gives the response's `Payload`; every other resource gets the
-/// response itself. A Lambda response without a `Payload` is refused (`States.Runtime`, saying
-/// what is missing) rather than taken for the function's result, which would wrap it twice.
+/// response itself.
+///
+/// The rest of a Lambda response is carried as Step Functions carries a real one:
+/// - `FunctionError` (Lambda's word that the function failed) fails the Task: the error is the
+///   `Payload`'s `errorType` (`Lambda.Unknown` without one) and the cause the `Payload`'s text,
+///   as a real function error under `--lambda-endpoint` (Step Functions Local's emulations read
+///   a mocked `FunctionError` the same way);
+/// - for `lambda:invoke`, a `StatusCode` other than 200 and the other `Invoke` fields given
+///   (`ExecutedVersion`, `LogResult`, ...) are the Task result's, over wfc's own
+///   ([`MOCKED_INVOKE_RESPONSE`] carries them to [`response`]).
+///
+/// A Lambda response without a `Payload` (and without `FunctionError`) is refused
+/// (`States.Runtime`, saying what is missing) rather than taken for the function's result, which
+/// would wrap it twice.
 ///
 /// Every engine answers MockConfigFile `Return`s through this one function: `wfc run`,
 /// `wfc worker`, `wfc test` and `wfc serve`.
@@ -65,15 +77,59 @@ pub fn mocked_response_result(resource: &str, response: Value) -> Result<Value, 
     if !is_invoke(resource) && !is_function_arn(resource) {
         return Ok(response);
     }
-    match response {
-        Value::Object(mut fields) if fields.contains_key("Payload") => {
-            Ok(fields.remove("Payload").unwrap_or(Value::Null))
+    let fields = match response {
+        Value::Object(fields) if fields.contains_key("Payload") || has_function_error(&fields) => fields,
+        other => {
+            return Err(Failure::runtime(format!(
+                "a mocked response of the Lambda resource '{resource}' is the Lambda Invoke response, \
+                 like {{\"StatusCode\": 200, \"Payload\": <the function's result>}}; this one has no \"Payload\": {other}"
+            )));
         }
-        other => Err(Failure::runtime(format!(
-            "a mocked response of the Lambda resource '{resource}' is the Lambda Invoke response, \
-             like {{\"StatusCode\": 200, \"Payload\": <the function's result>}}; this one has no \"Payload\": {other}"
-        ))),
+    };
+    if has_function_error(&fields) {
+        return Err(function_error(fields.get("Payload").unwrap_or(&Value::Null)));
     }
+    // Only Payload and a StatusCode of 200: what the runtime builds anyway.
+    let plain = fields.iter().all(|(k, v)| k == "Payload" || (k == "StatusCode" && v == &json!(200)));
+    if is_function_arn(resource) || plain {
+        let mut fields = fields;
+        return Ok(fields.remove("Payload").unwrap_or(Value::Null));
+    }
+    Ok(json!({ MOCKED_INVOKE_RESPONSE: Value::Object(fields) }))
+}
+
+/// The one member of a mocked `lambda:invoke` handler result that carries a mocked `Invoke`
+/// response with more than a `Payload` ([`mocked_response_result`]): [`response`] builds the
+/// Task's result from it. A handler result is journaled as it is, so a replayed attempt gives
+/// the same Task result; no function's own result is read this way unless it is exactly this
+/// one-member object.
+pub const MOCKED_INVOKE_RESPONSE: &str = "$wfc.mockedInvokeResponse";
+
+fn has_function_error(fields: &serde_json::Map<String, Value>) -> bool {
+    fields.get("FunctionError").is_some_and(|e| !e.is_null())
+}
+
+/// The failure of a function that failed (`FunctionError`): named by the payload's `errorType`
+/// (`Lambda.Unknown` without one), the payload's text as the cause, as Step Functions records it.
+fn function_error(payload: &Value) -> Failure {
+    // A payload may be the JSON document as text (the wire form).
+    let parsed = match payload {
+        Value::String(text) => serde_json::from_str::<Value>(text).ok(),
+        other => Some(other.clone()),
+    };
+    let error = parsed
+        .as_ref()
+        .and_then(|v| v.get("errorType"))
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())
+        .unwrap_or("Lambda.Unknown")
+        .to_owned();
+    let cause = match payload {
+        Value::String(text) => text.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    };
+    Failure::new(error, cause)
 }
 
 /// An `Invoke` request as Step Functions sends it to Lambda.
@@ -134,7 +190,30 @@ const REQUEST_ID: &str = "00000000-0000-0000-0000-000000000000";
 /// from `now`. There is no HTTP call locally, so the rest is fixed: version `$LATEST`, status
 /// 200, one request id. With `LogType: Tail`, `LogResult` (and the `X-Amz-Log-Result` header)
 /// holds the base64 of the log lines the Lambda runtime writes for the call.
+///
+/// A mocked Invoke response ([`MOCKED_INVOKE_RESPONSE`]) gives its own fields over these: its
+/// `Payload` is the function's result, its `StatusCode` the status (the HTTP metadata's too).
 pub fn response(function_result: Value, invoke: &Invoke, now: jiff::Timestamp) -> Value {
+    let (function_result, mocked) = match function_result {
+        Value::Object(mut one) if one.len() == 1 => match one.remove(MOCKED_INVOKE_RESPONSE) {
+            Some(Value::Object(mut mocked)) => (mocked.remove("Payload").unwrap_or(Value::Null), Some(mocked)),
+            // Any other one-member object is a function's own result.
+            Some(other) => (json!({ MOCKED_INVOKE_RESPONSE: other }), None),
+            None => (Value::Object(one), None),
+        },
+        other => (other, None),
+    };
+    let mut out = built_response(function_result, invoke, now);
+    for (field, value) in mocked.into_iter().flatten() {
+        if field == "StatusCode" {
+            out["SdkHttpMetadata"]["HttpStatusCode"] = value.clone();
+        }
+        out[field.as_str()] = value;
+    }
+    out
+}
+
+fn built_response(function_result: Value, invoke: &Invoke, now: jiff::Timestamp) -> Value {
     let length = python_json_len(&function_result).to_string();
     let date = now.strftime("%a, %d %b %Y %H:%M:%S GMT").to_string();
     let trace = format!("Root=1-{:08x}-000000000000000000000000;Sampled=0", now.as_second());
@@ -274,6 +353,40 @@ mod tests {
         let missing = mocked_response_result(INVOKE_RESOURCE, json!({"v": 1})).unwrap_err();
         assert_eq!(missing.error, "States.Runtime");
         assert!(missing.cause.contains("has no \"Payload\": {\"v\":1}"), "{}", missing.cause);
+    }
+
+    #[test]
+    fn mocked_function_errors_fail_and_other_invoke_fields_are_carried() {
+        let function = "arn:aws:lambda:us-east-1:123456789012:function:f";
+        for resource in [INVOKE_RESOURCE, function] {
+            let unhandled = json!({"StatusCode": 200, "FunctionError": "Unhandled",
+                "Payload": {"errorType": "ValueError", "errorMessage": "bad"}});
+            let f = mocked_response_result(resource, unhandled).unwrap_err();
+            assert_eq!(
+                (f.error.as_str(), f.cause.as_str()),
+                ("ValueError", r#"{"errorType":"ValueError","errorMessage":"bad"}"#)
+            );
+            // Without an errorType (or a Payload) Lambda's error is unknown.
+            let f =
+                mocked_response_result(resource, json!({"FunctionError": "Unhandled", "Payload": "Process exited"}))
+                    .unwrap_err();
+            assert_eq!((f.error.as_str(), f.cause.as_str()), ("Lambda.Unknown", "Process exited"));
+            let f = mocked_response_result(resource, json!({"FunctionError": "Unhandled"})).unwrap_err();
+            assert_eq!((f.error.as_str(), f.cause.as_str()), ("Lambda.Unknown", ""));
+        }
+        // A function ARN's result is the Payload whatever the status.
+        assert_eq!(mocked_response_result(function, json!({"StatusCode": 202, "Payload": 1})), Ok(json!(1)));
+        // lambda:invoke: the Task's result is wfc's Invoke response with the mocked fields over it.
+        let mocked = json!({"StatusCode": 202, "Payload": "", "ExecutedVersion": "7"});
+        let carried = mocked_response_result(INVOKE_RESOURCE, mocked).unwrap();
+        let invoke = Invoke { function_name: "f".into(), event: Ok(json!({})), log_tail: false };
+        let now: jiff::Timestamp = "2024-03-01T10:20:30Z".parse().unwrap();
+        let r = response(carried, &invoke, now);
+        assert_eq!((&r["StatusCode"], &r["Payload"], &r["ExecutedVersion"]), (&json!(202), &json!(""), &json!("7")));
+        assert_eq!(r["SdkHttpMetadata"]["HttpStatusCode"], json!(202));
+        // A function's own one-member result of that name that is not an object stays its own.
+        let own = json!({ MOCKED_INVOKE_RESPONSE: 1 });
+        assert_eq!(response(own.clone(), &invoke, now)["Payload"], own);
     }
 
     #[test]

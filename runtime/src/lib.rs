@@ -54,6 +54,7 @@ pub mod jsonata;
 pub mod lambda;
 pub mod limits;
 pub mod map;
+pub mod mock_config;
 pub mod retry;
 pub mod schedule;
 pub mod starts;

@@ -63,8 +63,10 @@ pub(crate) enum MockSpec {
     Wfc(Value),
     /// A Step Functions Local MockConfigFile, one of its test cases.
     StepFunctionsLocal {
-        /// The config document.
-        config: Value,
+        /// The config, read by the parser every engine shares.
+        config: std::sync::Arc<wfc_runtime::mock_config::MockConfig>,
+        /// The config's file, as the case names it relative to the case file (errors name it).
+        file: String,
         /// The `StateMachines` entry, when given.
         state_machine: Option<String>,
         /// The `TestCases` entry.
@@ -77,8 +79,9 @@ impl MockSpec {
     pub(crate) fn build(&self, workflow_name: &str) -> Result<MockSet, MockError> {
         match self {
             MockSpec::Wfc(v) => MockSet::from_wfc(v),
-            MockSpec::StepFunctionsLocal { config, state_machine, test_case } => {
-                MockSet::from_step_functions_local(config, state_machine.as_deref(), workflow_name, test_case)
+            MockSpec::StepFunctionsLocal { config, file, state_machine, test_case } => {
+                MockSet::from_mock_config(config, state_machine.as_deref(), workflow_name, test_case)
+                    .map_err(|e| MockError(format!("{file}: {e}")))
             }
         }
     }
@@ -239,9 +242,14 @@ fn resolve(raw: RawCase, default_name: String, file: &Path, dir: &Path) -> Resul
         (None, Some(cfg)) => {
             let cfg_path = dir.join(&cfg.file);
             let text = std::fs::read_to_string(&cfg_path).map_err(|e| at(format!("{}: {e}", cfg_path.display())))?;
-            let config =
-                serde_json::from_str(&text).map_err(|e| at(format!("{}: not valid JSON: {e}", cfg_path.display())))?;
-            MockSpec::StepFunctionsLocal { config, state_machine: cfg.state_machine, test_case: cfg.test_case }
+            let config = wfc_runtime::mock_config::MockConfig::parse(&text)
+                .map_err(|e| at(format!("{}: {e}", cfg_path.display())))?;
+            MockSpec::StepFunctionsLocal {
+                config: std::sync::Arc::new(config),
+                file: cfg_path.display().to_string(),
+                state_machine: cfg.state_machine,
+                test_case: cfg.test_case,
+            }
         }
     };
     // Surface malformed mocks when the file is loaded, not when the case first runs.

@@ -220,6 +220,7 @@ fn handler_for(
     mocks: crate::mocks::MockSet,
     workflows: &[&wfc_ir::Workflow],
     virtual_time: bool,
+    counter: Option<Arc<wfc_runtime::mock_config::InvocationCounter>>,
 ) -> Result<Arc<dyn DynHandler>, String> {
     let commands = match handlers {
         Some(path) => crate::handlers::load(path)?,
@@ -249,8 +250,12 @@ fn handler_for(
         )),
         _ => mocks,
     };
-    // One handler serves every execution the process runs: each counts its own invocations.
-    let mocks = MockHandler::per_execution(mocks);
+    // One handler serves every execution the process runs: each counts its own invocations,
+    // in the store when there is one (so a restart goes on with an execution's next answer).
+    let mocks = match counter {
+        Some(counter) => MockHandler::per_execution(mocks).counted_in(counter),
+        None => MockHandler::per_execution(mocks),
+    };
     Ok(match lambda_endpoint {
         Some(endpoint) => {
             let lambda = crate::lambda_tasks::LambdaTasks::new(endpoint, mocks, virtual_time)?;
@@ -308,6 +313,7 @@ pub(crate) fn run(args: &RunArgs, url: Option<&str>) -> Exit {
         mocks,
         &[&workflow],
         args.virtual_time,
+        None,
     ) {
         Ok(h) => h,
         Err(e) => return fatal(e),
@@ -665,6 +671,17 @@ pub(crate) fn worker(args: &WorkerArgs) -> Exit {
         Some(_) => all.iter().map(|w| (w.name.as_str(), vec![*w])).collect(),
         None => vec![("", all.clone())],
     };
+    let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => return fatal(format!("cannot start the async runtime: {e}")),
+    };
+    let store = match rt.block_on(open(&args.store)) {
+        Ok(store) => store,
+        Err(e) => return fatal(e),
+    };
+    // Mock invocations are counted in the store: a restarted worker, or another one, goes on
+    // with an execution's next answer.
+    let counter = Arc::new(wfc_runtime::mock_config::InvocationCounter::new(Arc::clone(&store)));
     let mut handlers = Vec::new();
     for (name, workflows) in &groups {
         let mocks = match crate::run::read_mocks(
@@ -683,6 +700,7 @@ pub(crate) fn worker(args: &WorkerArgs) -> Exit {
             mocks,
             workflows,
             false,
+            Some(Arc::clone(&counter)),
         ) {
             Ok(h) => handlers.push(h),
             Err(e) => return fatal(e),
@@ -697,10 +715,6 @@ pub(crate) fn worker(args: &WorkerArgs) -> Exit {
         let handler = Arc::clone(&handlers[i.min(handlers.len() - 1)]);
         workflows = workflows.interpreted_version(definition, Arc::new(workflow), handler);
     }
-    let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => return fatal(format!("cannot start the async runtime: {e}")),
-    };
     let mut config =
         WorkerConfig { concurrency: args.concurrency, exit_when_idle: args.exit_when_idle, ..Default::default() };
     if let Some(owner) = &args.owner {
@@ -732,7 +746,6 @@ pub(crate) fn worker(args: &WorkerArgs) -> Exit {
     let result = rt.block_on(async {
         // Installed before any work is claimed, so a SIGTERM is never the default "terminate".
         let shutdown = shutdown_signal()?;
-        let store = open(&args.store).await?;
         let worker = Worker::new(store, workflows, config);
         let stats = worker.run(shutdown).await.map_err(|e| e.to_string())?;
         Ok::<_, String>(json!({

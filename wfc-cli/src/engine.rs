@@ -95,26 +95,50 @@ pub(crate) struct MockHandler {
     /// Whether invocations are counted per execution (a handler serving many executions, as
     /// `wfc worker`'s) rather than once for the handler (one execution's, as `wfc run`'s).
     per_execution: bool,
+    /// Where per-execution counts are kept: in the durable store the executions run in, so a
+    /// restarted worker (or another one) goes on with an execution's next answer; `None`: in
+    /// memory.
+    counter: Option<std::sync::Arc<wfc_runtime::mock_config::InvocationCounter>>,
 }
 
 impl MockHandler {
     /// A handler answering one execution from `mocks`.
     pub(crate) fn new(mocks: MockSet) -> MockHandler {
-        MockHandler { mocks, per_execution: false }
+        MockHandler { mocks, per_execution: false, counter: None }
     }
 
     /// A handler answering many executions from `mocks`, each counting its invocations from 0
     /// (as `wfc serve --mock-config` counts them). A DISTRIBUTED Map Run's child executions
     /// count with their parent (the stored execution they are journaled in), as under `wfc run`.
     pub(crate) fn per_execution(mocks: MockSet) -> MockHandler {
-        MockHandler { mocks, per_execution: true }
+        MockHandler { mocks, per_execution: true, counter: None }
+    }
+
+    /// [`MockHandler::per_execution`] with the counts in a durable store.
+    pub(crate) fn counted_in(
+        mut self,
+        counter: std::sync::Arc<wfc_runtime::mock_config::InvocationCounter>,
+    ) -> MockHandler {
+        self.counter = Some(counter);
+        self
     }
 }
 
 impl DynHandler for MockHandler {
     fn call<'a>(&'a self, resource: &'a str, input: Value, ctx: TaskContext) -> BoxFuture<'a, Result<Value, Failure>> {
         Box::pin(async move {
-            let entry = if self.per_execution {
+            let entry = if let Some(counter) = self.counter.as_ref().filter(|_| self.per_execution) {
+                let execution = ctx.stored_execution().unwrap_or(ctx.execution_name());
+                match self.mocks.key_for(Some(ctx.state_name()), resource) {
+                    Some(key) => {
+                        let invocation = counter.next(execution, key).await.map_err(|e| {
+                            Failure::new("States.Runtime", format!("cannot count the invocations of mock '{key}': {e}"))
+                        })?;
+                        self.mocks.entry_at(key, invocation)
+                    }
+                    None => None,
+                }
+            } else if self.per_execution {
                 let execution = ctx.stored_execution().unwrap_or(ctx.execution_name());
                 self.mocks.next_for(execution, Some(ctx.state_name()), resource)
             } else {

@@ -6,12 +6,13 @@
 //! - wfc's own, as in a case file's `mocks` field: `{"<state name or resource>": [entry, ...]}`
 //!   where an entry is `{"return": <json>}`, `{"throw": {"error", "cause"}}` or `{"echo": true}`,
 //!   optionally with `"delay_seconds": <n>` (see docs/case-format.md);
-//! - Step Functions Local's `MockConfigFile.json`: `{"StateMachines": {"<machine>": {"TestCases":
-//!   {"<case>": {"<state name>": "<response name>"}}}}, "MockedResponses": {"<response name>":
-//!   {"0": {"Return": ...}, "1-2": {"Throw": {"Error", "Cause"}}}}}`.
+//! - Step Functions Local's `MockConfigFile.json`, one test case of it: read by the parser every
+//!   engine shares (`wfc_runtime::mock_config`, which `wfc serve --mock-config` reads it with too)
+//!   and expanded here into one entry per invocation.
 //!
-//! This file depends only on `std` and `serde_json`: the compiled engine copies it verbatim into
-//! the crate it generates, so both engines answer task calls with exactly the same code.
+//! This file depends only on `std`, `serde_json` and `wfc_runtime`: the compiled engine copies it
+//! verbatim into the crate it generates, so both engines answer task calls with exactly the same
+//! code.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -22,6 +23,10 @@ use serde_json::Value;
 /// The error name a Task fails with when no mock answers it. It does not start with `States.`, so
 /// Retry and Catch treat it like any task error; tests should not rely on catching it.
 pub(crate) const NO_MOCK_ERROR: &str = "Wfc.NoMock";
+
+/// The most invocations a MockConfigFile response's keys may cover under `wfc run`, `worker` and
+/// `test`, which expand them one entry per invocation.
+const MAX_EXPANDED: u64 = 10_000;
 
 /// The longest mock delay: AWS's longest task timeout (99,999,999 s). Bounding it keeps every
 /// delay convertible to a `Duration`.
@@ -238,76 +243,80 @@ impl MockSet {
         Ok(MockSet { by_key, calls: Mutex::new(HashMap::new()), hint: None })
     }
 
-    /// Reads a Step Functions Local MockConfigFile and selects one test case.
+    /// One test case of a Step Functions Local MockConfigFile, read by the parser every engine
+    /// shares ([`wfc_runtime::mock_config`]; its errors name the bad field's JSON path).
     ///
     /// `state_machine` names the entry of `StateMachines`; it may be omitted when there is exactly
     /// one, and otherwise falls back to `workflow_name` when that names an entry.
-    pub(crate) fn from_step_functions_local(
-        doc: &Value,
+    pub(crate) fn from_mock_config(
+        config: &wfc_runtime::mock_config::MockConfig,
         state_machine: Option<&str>,
         workflow_name: &str,
         test_case: &str,
     ) -> Result<MockSet, MockError> {
-        let machines = doc
-            .get("StateMachines")
-            .and_then(Value::as_object)
-            .ok_or_else(|| MockError("the mock config has no \"StateMachines\" object".into()))?;
-        let responses = doc
-            .get("MockedResponses")
-            .and_then(Value::as_object)
-            .ok_or_else(|| MockError("the mock config has no \"MockedResponses\" object".into()))?;
+        use wfc_runtime::mock_config::{MockedAnswer, beyond_keys_cause};
+        let machines: Vec<&str> = config.machines().collect();
         let machine_name = match state_machine {
-            Some(name) => name.to_owned(),
-            None if machines.len() == 1 => machines.keys().next().cloned().unwrap_or_default(),
-            None if machines.contains_key(workflow_name) => workflow_name.to_owned(),
+            Some(name) => name,
+            None if machines.len() == 1 => machines[0],
+            None if machines.contains(&workflow_name) => workflow_name,
             None => {
-                let names: Vec<&str> = machines.keys().map(String::as_str).collect();
                 return Err(MockError(format!(
-                    "the mock config has several state machines ({}); choose one with --state-machine",
-                    names.join(", ")
+                    "$.StateMachines: the mock config has several state machines ({}); choose one with --state-machine",
+                    machines.join(", ")
                 )));
             }
         };
-        let machine = machines
-            .get(&machine_name)
-            .ok_or_else(|| MockError(format!("the mock config has no state machine {machine_name:?}")))?;
-        let cases = machine
-            .get("TestCases")
-            .and_then(Value::as_object)
-            .ok_or_else(|| MockError(format!("state machine {machine_name:?} has no \"TestCases\" object")))?;
-        let case = cases.get(test_case).and_then(Value::as_object).ok_or_else(|| {
+        let cases = config.test_cases(machine_name).ok_or_else(|| {
+            MockError(format!("$.StateMachines: the mock config has no state machine {machine_name:?}"))
+        })?;
+        let case = cases.get(test_case).ok_or_else(|| {
             let names: Vec<&str> = cases.keys().map(String::as_str).collect();
             MockError(format!(
-                "state machine {machine_name:?} has no test case {test_case:?} (it has: {})",
+                "$.StateMachines.{machine_name}.TestCases: state machine {machine_name:?} has no test case {test_case:?} (it has: {})",
                 names.join(", ")
             ))
         })?;
         let mut by_key = BTreeMap::new();
-        for (state, response_name) in case {
-            let response_name = response_name.as_str().ok_or_else(|| {
-                MockError(format!("test case {test_case:?}: state {state:?} must name a mocked response (a string)"))
-            })?;
-            let response = responses.get(response_name).ok_or_else(|| {
-                MockError(format!(
-                    "test case {test_case:?}: state {state:?} uses mocked response {response_name:?}, which MockedResponses does not define"
-                ))
-            })?;
-            let mut entries = parse_sfn_response(response)
-                .map_err(|e| MockError(format!("MockedResponses[{response_name:?}]: {e}")))?;
+        for (state, response_name) in case.states() {
+            // The parser checked that every named response exists.
+            let Some(response) = config.response(response_name) else { continue };
+            // Expanded one entry per invocation (what the compiled engine's program is handed),
+            // so the keys may cover at most MAX_EXPANDED invocations here.
+            let covered = response.invocations();
+            if covered > MAX_EXPANDED {
+                return Err(MockError(format!(
+                    "$.MockedResponses.{response_name}: its keys cover {covered} invocations; wfc run, worker and test take at most {MAX_EXPANDED}"
+                )));
+            }
+            let mut entries = Vec::new();
+            for (lo, hi, answer) in response.ranges() {
+                let action = match answer {
+                    // Step Functions Local's Return is the service's whole response, not a
+                    // function's result: for Lambda, the Invoke response around the Payload.
+                    MockedAnswer::Return(v) => MockAction::Response(v.clone()),
+                    MockedAnswer::Throw { error, cause } => {
+                        MockAction::Throw { error: error.clone(), cause: cause.clone() }
+                    }
+                };
+                for _ in lo..=hi {
+                    entries.push(MockEntry { action: action.clone(), delay_seconds: 0.0 });
+                }
+            }
             // An invocation beyond the response's keys has no answer: the Task fails with
             // States.Runtime saying so, as under `wfc serve --mock-config` (and Step Functions
             // Local, which has no answer for it either), not with the last answer again. The
             // failure is the last entry, so it is what every later invocation gets.
+            let beyond = u32::try_from(covered).unwrap_or(u32::MAX);
             let cause = format!(
-                "--mocks, test case '{test_case}': the mocked response '{response_name}' has no answer for invocation {} of state '{state}' (its keys cover invocations 0 to {})",
-                entries.len(),
-                entries.len() - 1
+                "--mocks, test case '{test_case}': {}",
+                beyond_keys_cause(response_name, state, beyond, covered)
             );
             entries.push(MockEntry {
                 action: MockAction::Throw { error: "States.Runtime".to_owned(), cause },
                 delay_seconds: 0.0,
             });
-            by_key.insert(state.clone(), entries);
+            by_key.insert(state.to_owned(), entries);
         }
         Ok(MockSet { by_key, calls: Mutex::new(HashMap::new()), hint: None })
     }
@@ -323,6 +332,23 @@ impl MockSet {
     /// `wfc serve --mock-config` counts them.
     pub(crate) fn next_for(&self, execution: &str, state: Option<&str>, resource: &str) -> Option<MockEntry> {
         self.next_counted(Some(execution), state, resource)
+    }
+
+    /// The key that answers a task in state `state` (when known) calling `resource`: the state
+    /// name first, then the resource. `None`: no mock.
+    pub(crate) fn key_for(&self, state: Option<&str>, resource: &str) -> Option<&str> {
+        state
+            .and_then(|s| self.by_key.get_key_value(s))
+            .or_else(|| self.by_key.get_key_value(resource))
+            .map(|(k, _)| k.as_str())
+    }
+
+    /// The response to invocation `invocation` (from 0) of `key`, counted by the caller (in a
+    /// durable store, for `wfc worker`): when the responses run out, the last one repeats.
+    pub(crate) fn entry_at(&self, key: &str, invocation: u64) -> Option<MockEntry> {
+        let entries = self.by_key.get(key)?;
+        let index = usize::try_from(invocation).unwrap_or(usize::MAX).min(entries.len().saturating_sub(1));
+        entries.get(index).cloned()
     }
 
     fn next_counted(&self, execution: Option<&str>, state: Option<&str>, resource: &str) -> Option<MockEntry> {
@@ -498,74 +524,6 @@ fn parse_throw(t: &Value) -> Result<MockAction, String> {
     Ok(MockAction::Throw { error, cause })
 }
 
-/// A Step Functions Local mocked response: keys are zero-based invocation numbers (`"0"`) or
-/// inclusive ranges (`"1-2"`); together they must cover `0..n` without gaps or overlaps.
-fn parse_sfn_response(v: &Value) -> Result<Vec<MockEntry>, String> {
-    let Value::Object(map) = v else {
-        return Err(format!("a mocked response must be an object keyed by invocation number, found {}", kind(v)));
-    };
-    let mut ranges: Vec<(u64, u64, MockEntry)> = Vec::new();
-    for (key, value) in map {
-        let (lo, hi) = parse_range(key)?;
-        let Value::Object(inner) = value else {
-            return Err(format!("invocation {key:?} must be an object with \"Return\" or \"Throw\""));
-        };
-        for k in inner.keys() {
-            if k != "Return" && k != "Throw" {
-                return Err(format!("invocation {key:?}: unknown field {k:?} (expected \"Return\" or \"Throw\")"));
-            }
-        }
-        let action = match (inner.get("Return"), inner.get("Throw")) {
-            // Step Functions Local's Return is the service's whole response, not a function's
-            // result: for Lambda, the Invoke response around the function's Payload.
-            (Some(r), None) => MockAction::Response(r.clone()),
-            (None, Some(t)) => parse_throw(t).map_err(|e| format!("invocation {key:?}: {e}"))?,
-            _ => return Err(format!("invocation {key:?} must have exactly one of \"Return\" or \"Throw\"")),
-        };
-        ranges.push((lo, hi, MockEntry { action, delay_seconds: 0.0 }));
-    }
-    ranges.sort_by_key(|(lo, _, _)| *lo);
-    let mut entries = Vec::new();
-    let mut expected = 0u64;
-    for (lo, hi, entry) in ranges {
-        if lo != expected {
-            return Err(format!(
-                "invocation numbers must run from 0 without gaps or overlaps; expected {expected}, found {lo}"
-            ));
-        }
-        // Guard the expansion: a range like "0-99999999" would otherwise allocate without bound.
-        if hi - lo >= 10_000 {
-            return Err(format!("the range {lo}-{hi} is too large (at most 10000 invocations)"));
-        }
-        for _ in lo..=hi {
-            entries.push(entry.clone());
-        }
-        expected = hi + 1;
-    }
-    if entries.is_empty() {
-        return Err("a mocked response needs at least invocation \"0\"".into());
-    }
-    Ok(entries)
-}
-
-fn parse_range(key: &str) -> Result<(u64, u64), String> {
-    let bad = || format!("invocation key {key:?} must be a number (\"0\") or a range (\"1-2\")");
-    match key.split_once('-') {
-        None => {
-            let n: u64 = key.trim().parse().map_err(|_| bad())?;
-            Ok((n, n))
-        }
-        Some((a, b)) => {
-            let lo: u64 = a.trim().parse().map_err(|_| bad())?;
-            let hi: u64 = b.trim().parse().map_err(|_| bad())?;
-            if hi < lo {
-                return Err(format!("invocation range {key:?} ends before it starts"));
-            }
-            Ok((lo, hi))
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -626,6 +584,12 @@ mod tests {
         assert_eq!(e.action, MockAction::Throw { error: "E".into(), cause: String::new() });
     }
 
+    /// One test case of a MockConfigFile document, read as every engine reads it.
+    fn sfn(doc: &Value, state_machine: Option<&str>, workflow: &str, case: &str) -> Result<MockSet, MockError> {
+        let config = wfc_runtime::mock_config::MockConfig::from_value(doc).map_err(|e| MockError(e.to_string()))?;
+        MockSet::from_mock_config(&config, state_machine, workflow, case)
+    }
+
     #[test]
     fn step_functions_local_ranges_expand() {
         let doc = json!({
@@ -637,7 +601,7 @@ mod tests {
             }}
         });
         assert_eq!(MockSet::detect(&doc), MockFormat::StepFunctionsLocal);
-        let m = MockSet::from_step_functions_local(&doc, None, "whatever", "RetryPath").unwrap();
+        let m = sfn(&doc, None, "whatever", "RetryPath").unwrap();
         let errors: Vec<MockAction> = (0..5).map(|_| m.next(Some("LambdaState"), "r").unwrap().action).collect();
         assert_eq!(
             errors[0],
@@ -657,7 +621,7 @@ mod tests {
         let payload = |v: Value| v.get("Payload").cloned().ok_or(("E".to_owned(), "no Payload".to_owned()));
         let lambda = json!({"StateMachines": {"M": {"TestCases": {"T": {"S": "R"}}}},
             "MockedResponses": {"R": {"0": {"Return": {"StatusCode": 200, "Payload": {"v": 1}}}}}});
-        let m = MockSet::from_step_functions_local(&lambda, None, "x", "T").unwrap();
+        let m = sfn(&lambda, None, "x", "T").unwrap();
         let entry = m.next(Some("S"), "r").unwrap();
         assert_eq!(MockSet::answer(&entry, &json!({}), payload), Ok(json!({"v": 1})));
         let back = MockSet::from_wfc(&m.to_wfc_json()).unwrap();
@@ -668,16 +632,31 @@ mod tests {
     #[test]
     fn step_functions_local_errors_are_reported() {
         let doc = json!({
-            "StateMachines": {"M": {"TestCases": {"T": {"S": "Missing"}}}, "N": {"TestCases": {}}},
-            "MockedResponses": {"Gap": {"0": {"Return": 1}, "2": {"Return": 2}}}
+            "StateMachines": {"M": {"TestCases": {"T": {"S": "R"}}}, "N": {"TestCases": {}}},
+            "MockedResponses": {"R": {"0": {"Return": 1}}}
         });
-        assert!(MockSet::from_step_functions_local(&doc, None, "x", "T").unwrap_err().0.contains("--state-machine"));
-        assert!(MockSet::from_step_functions_local(&doc, Some("M"), "x", "T").unwrap_err().0.contains("Missing"));
-        assert!(MockSet::from_step_functions_local(&doc, Some("M"), "x", "Nope").unwrap_err().0.contains("Nope"));
+        assert!(sfn(&doc, None, "x", "T").unwrap_err().0.contains("--state-machine"));
+        assert!(sfn(&doc, Some("O"), "x", "T").unwrap_err().0.contains("no state machine \"O\""));
+        assert_eq!(
+            sfn(&doc, Some("M"), "x", "Nope").unwrap_err().0,
+            "$.StateMachines.M.TestCases: state machine \"M\" has no test case \"Nope\" (it has: T)"
+        );
+        let missing = json!({"StateMachines": {"M": {"TestCases": {"T": {"S": "Missing"}}}}, "MockedResponses": {}});
+        assert!(
+            sfn(&missing, None, "x", "T")
+                .unwrap_err()
+                .0
+                .starts_with("$.StateMachines.M.TestCases.T.S: names the mocked response 'Missing'")
+        );
         let gap = json!({"StateMachines": {"M": {"TestCases": {"T": {"S": "Gap"}}}}, "MockedResponses": {"Gap": {"0": {"Return": 1}, "2": {"Return": 2}}}});
-        assert!(MockSet::from_step_functions_local(&gap, None, "x", "T").unwrap_err().0.contains("gaps"));
+        assert!(sfn(&gap, None, "x", "T").unwrap_err().0.contains("gaps"));
         let huge = json!({"StateMachines": {"M": {"TestCases": {"T": {"S": "H"}}}}, "MockedResponses": {"H": {"0-99999999": {"Return": 1}}}});
-        assert!(MockSet::from_step_functions_local(&huge, None, "x", "T").is_err());
+        assert!(
+            sfn(&huge, None, "x", "T")
+                .unwrap_err()
+                .0
+                .starts_with("$.MockedResponses.H: its keys cover 100000000 invocations")
+        );
     }
 
     #[test]

@@ -49,7 +49,9 @@ pub(crate) fn read_mocks(
                     path.display()
                 )
             })?;
-            MockSet::from_step_functions_local(&doc, state_machine, workflow_name, case).map_err(at)
+            let config = wfc_runtime::mock_config::MockConfig::from_value(&doc)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            MockSet::from_mock_config(&config, state_machine, workflow_name, case).map_err(at)
         }
         MockFormat::Wfc => {
             if test_case.is_some() || state_machine.is_some() {

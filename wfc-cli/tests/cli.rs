@@ -869,6 +869,88 @@ fn worker_runs_executions_under_a_mock_config_test_case() {
     assert_eq!((&p2["status"], &p2["error"]), (&json!("FAILED"), &json!("CardDeclined")), "{p2}");
 }
 
+/// `wfc worker` counts an execution's mock invocations in the store: a worker that stops while
+/// the execution waits to retry, and a new worker process that resumes it, give invocation 1's
+/// answer, not invocation 0's again (with the count in memory the retry threw again and, its one
+/// retry used, the execution failed).
+#[test]
+fn worker_mock_counts_survive_a_worker_restart() {
+    let dir = scratch("worker-mock-restart");
+    let def = json!({"StartAt": "Call", "States": {"Call": {
+        "Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage",
+        "Parameters": {"QueueUrl": "q", "MessageBody": "m"},
+        "Retry": [{"ErrorEquals": ["Busy"], "IntervalSeconds": 1, "MaxAttempts": 1}],
+        "End": true}}});
+    let def = write(&dir, "Flaky.asl.json", &def.to_string());
+    let mocks = json!({
+        "StateMachines": {"Flaky": {"TestCases": {"Retry": {"Call": "BusyThenOk"}}}},
+        "MockedResponses": {"BusyThenOk": {"0": {"Throw": {"Error": "Busy", "Cause": "try again"}}, "1": {"Return": {"n": 1}}}}
+    });
+    let mocks = write(&dir, "MockConfigFile.json", &mocks.to_string());
+    let store = format!("sqlite:{}", dir.join("store.db").display());
+    let o = wfc().args(["executions", "--store", &store, "start", &def, "--name", "e1"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Each worker process suspends the execution at its retry wait and exits when nothing is
+    // runnable; the next process resumes it once the wait is over.
+    let worker = || {
+        let o = wfc()
+            .args(["worker", "--store", &store, &def, "--exit-when-idle", "--suspend-after-seconds", "0"])
+            .args(["--mocks", &mocks, "--test-case", "Retry"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout_json(&o)
+    };
+    let first = worker();
+    assert_eq!(first["suspended"], json!(1), "the first worker stops at the retry wait: {first}");
+    let e1 = support::live::wait_until("a later worker to finish e1", std::time::Duration::from_secs(60), || {
+        worker();
+        let d = support::describe(&store, "e1");
+        (d["status"] != "RUNNING").then_some(d)
+    });
+    assert_eq!((&e1["status"], &e1["output"]), (&json!("SUCCEEDED"), &json!({"n": 1})), "{e1}");
+}
+
+/// A bad MockConfigFile is refused by one parser under `wfc run`, `wfc worker`, `wfc test` and
+/// `wfc serve`, each naming the file and the bad field's JSON path, before anything runs.
+#[test]
+fn a_bad_mock_config_is_refused_with_its_location_by_every_command() {
+    let dir = scratch("bad-mock-config");
+    let def = write(
+        &dir,
+        "M.asl.json",
+        &json!({"StartAt": "S", "States": {"S": {"Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage", "End": true}}})
+            .to_string(),
+    );
+    let bad = json!({
+        "StateMachines": {"M": {"TestCases": {"T": {"S": "Retry"}}}},
+        "MockedResponses": {"Retry": {"0": {"Throw": {"Error": "E"}}, "1-2": {"Throw": {"Cause": "no error name"}}}}
+    });
+    let bad = write(&dir, "MockConfigFile.json", &bad.to_string());
+    let says = format!("{bad}: $.MockedResponses.Retry[\"1-2\"].Throw: needs an \"Error\" name");
+    let store = format!("sqlite:{}", dir.join("store.db").display());
+    let case = write(
+        &dir,
+        "m.case.json",
+        &json!({"name": "c", "definition": "M.asl.json", "mock_config": {"file": "MockConfigFile.json", "test_case": "T"},
+            "expected": {"status": "SUCCEEDED"}})
+        .to_string(),
+    );
+    let commands: [(&str, Vec<&str>); 4] = [
+        ("run", vec!["run", &def, "--mocks", &bad, "--test-case", "T"]),
+        ("worker", vec!["worker", "--store", &store, &def, "--exit-when-idle", "--mocks", &bad, "--test-case", "T"]),
+        ("test", vec!["test", &case]),
+        ("serve", vec!["serve", "--listen", "127.0.0.1:0", "--store", &store, "--mock-config", &bad]),
+    ];
+    for (command, args) in commands {
+        let o = run(&args);
+        assert_ne!(code(&o), 0, "wfc {command}: {}", stderr(&o));
+        let text = format!("{}{}", stderr(&o), String::from_utf8_lossy(&o.stdout));
+        // `wfc test` names the case file first, then the config file it names.
+        assert!(text.contains(&says), "wfc {command} should say {says:?}: {text}");
+    }
+}
+
 /// One AWS JSON 1.0 request to a `wfc serve` on loopback (plain HTTP/1.1, unsigned as loopback
 /// allows), answered with the response's JSON body.
 fn sfn_call(addr: &str, operation: &str, body: &Value) -> Value {
@@ -895,7 +977,9 @@ fn sfn_call(addr: &str, operation: &str, body: &Value) -> Value {
 /// `Payload` (not the Return wrapped in a second `StatusCode`/`Payload`), and a Task on a function
 /// ARN (the legacy Lambda integration) gets the `Payload` alone. A Lambda `Return` without a
 /// `Payload`, and an invocation beyond the mocked response's keys (a retry here), fail the Task
-/// with `States.Runtime` saying so, the same under all three.
+/// with `States.Runtime` saying so, the same under all three; a `StatusCode` other than 200 is
+/// carried into a `lambda:invoke` result and a `FunctionError` fails the Task with the payload's
+/// `errorType`.
 #[test]
 fn a_mock_config_answers_lambda_tasks_alike_under_run_worker_and_serve() {
     let dir = scratch("mock-config-lambda");
@@ -910,17 +994,21 @@ fn a_mock_config_answers_lambda_tasks_alike_under_run_worker_and_serve() {
     let machines = [("Invoke", invoke), ("Legacy", legacy)];
     let files: Vec<String> =
         machines.iter().map(|(name, def)| write(&dir, &format!("{name}.asl.json"), &def.to_string())).collect();
-    let cases = json!({"Happy": {"Call": "Answer"}, "Bare": {"Call": "NoPayload"}, "Short": {"Call": "OnceBusy"}});
+    let cases = json!({"Happy": {"Call": "Answer"}, "Bare": {"Call": "NoPayload"}, "Short": {"Call": "OnceBusy"},
+        "Accepted": {"Call": "Status202"}, "Unhandled": {"Call": "FunctionFailed"}});
     let mocks = json!({
         "StateMachines": {"Invoke": {"TestCases": cases}, "Legacy": {"TestCases": cases}},
         "MockedResponses": {
             "Answer": {"0": {"Return": {"StatusCode": 200, "Payload": {"v": 1}}}},
             "NoPayload": {"0": {"Return": {"v": 1}}},
-            "OnceBusy": {"0": {"Throw": {"Error": "Lambda.TooManyRequestsException", "Cause": "busy"}}}
+            "OnceBusy": {"0": {"Throw": {"Error": "Lambda.TooManyRequestsException", "Cause": "busy"}}},
+            "Status202": {"0": {"Return": {"StatusCode": 202, "Payload": {"v": 1}}}},
+            "FunctionFailed": {"0": {"Return": {"StatusCode": 200, "FunctionError": "Unhandled",
+                "Payload": {"errorType": "ValueError", "errorMessage": "bad"}}}}
         }
     });
     let mocks = write(&dir, "MockConfigFile.json", &mocks.to_string());
-    let test_cases = ["Happy", "Bare", "Short"];
+    let test_cases = ["Happy", "Bare", "Short", "Accepted", "Unhandled"];
     // What each engine gives, per (machine, case): (status, output or error and what the cause says).
     let outcome = |status: &Value, output: Value, error: &Value, cause: &str| match status.as_str() {
         Some("SUCCEEDED") => (status.clone(), output),
@@ -937,7 +1025,16 @@ fn a_mock_config_answers_lambda_tasks_alike_under_run_worker_and_serve() {
     };
     let expected = |machine: &str, case: &str| match (machine, case) {
         ("Invoke", "Happy") => (json!("SUCCEEDED"), json!({"v": 1, "status": 200})),
-        ("Legacy", "Happy") => (json!("SUCCEEDED"), json!({"v": 1})),
+        ("Legacy", "Happy" | "Accepted") => (json!("SUCCEEDED"), json!({"v": 1})),
+        // A mocked StatusCode other than 200 is the Invoke response's (the legacy integration
+        // keeps only the Payload).
+        ("Invoke", "Accepted") => (json!("SUCCEEDED"), json!({"v": 1, "status": 202})),
+        // A FunctionError fails the Task as Step Functions fails a real one: named by the
+        // payload's errorType, the payload as the cause.
+        (_, "Unhandled") => (
+            json!("FAILED"),
+            json!({"error": "ValueError", "cause says": r#"{"errorType":"ValueError","errorMessage":"bad"}"#}),
+        ),
         (_, "Bare") => (json!("FAILED"), json!({"error": "States.Runtime", "cause says": "no Payload"})),
         _ => (json!("FAILED"), json!({"error": "States.Runtime", "cause says": "no answer for invocation 1"})),
     };

@@ -293,6 +293,7 @@ impl Service {
         validated(name, definition)?;
         let tags = crate::tags::parse(body, "tags")?;
         let arn = self.arns.machine_arn(name);
+        self.refuse_deleting(name, &arn, true).await?;
         let existed = self.machines.get(name).await?.is_some();
         let machine = self.machines.create(name, definition, machine_type, &role, &arn).await?;
         self.tags_on_create(&arn, tags, !existed).await?;
@@ -335,11 +336,18 @@ impl Service {
             return self.describe_version(arn, &name, number).await;
         }
         let (m, _) = self.machine(body).await?;
-        Ok(self.describe_machine(&m))
+        let mut out = self.describe_machine(&m);
+        match self.deletion(&m.name).await? {
+            crate::deleting::Deletion::Deleting => out["status"] = json!("DELETING"),
+            crate::deleting::Deletion::Deleted => return Err(crate::machines::does_not_exist(arn)),
+            crate::deleting::Deletion::None => {}
+        }
+        Ok(out)
     }
 
     async fn update_state_machine(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
-        let (m, _) = self.machine(body).await?;
+        let (m, arn) = self.machine(body).await?;
+        self.refuse_deleting(&m.name, &arn, false).await?;
         let definition = opt_str(body, "definition")?;
         let role = Self::role(body, false)?;
         let (publish, description) = Self::refuse_unsupported(body)?;
@@ -360,18 +368,6 @@ impl Service {
             out["stateMachineVersionArn"] = json!(self.publish(&updated, description).await?.0);
         }
         Ok(out)
-    }
-
-    async fn delete_state_machine(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
-        let arn = req_str(body, "stateMachineArn")?;
-        let r = self.arns.state_machine(arn)?;
-        // Deleting what does not exist succeeds, as on AWS.
-        if self.machines.get(&r.name).await?.is_some() {
-            self.machines.delete(&r.name).await?;
-            self.forget_aliases(&r.name).await?;
-            self.forget_versions(&r.name).await?;
-        }
-        Ok(json!({}))
     }
 
     async fn list_state_machines(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
@@ -476,6 +472,7 @@ impl Service {
                 (machine, r.test_case)
             }
         };
+        self.refuse_deleting(&machine.name, arn, false).await?;
         let name = match opt_str(body, "name")? {
             Some(n) => n.to_owned(),
             None => random_name(),
@@ -538,6 +535,7 @@ impl Service {
             )));
         }
         let machine = self.machines.require(&r.name, arn).await?;
+        self.refuse_deleting(&machine.name, arn, false).await?;
         if machine.machine_type != MachineType::Express {
             return Err(ApiError::client(
                 "StateMachineTypeNotSupported",

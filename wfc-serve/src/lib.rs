@@ -31,6 +31,7 @@ pub mod http;
 pub mod identity;
 pub mod machines;
 pub mod map_runs;
+mod deleting;
 pub mod mock_config;
 pub mod redrive;
 mod redrive_tokens;

@@ -1,17 +1,15 @@
 //! `--mock-config F`: a Step Functions Local `MockConfigFile`, so its users' mocked test cases
 //! run unchanged.
 //!
-//! The format (Step Functions Local's): `StateMachines` → machine name → `TestCases` → test
-//! case → state name → the name of a mocked response; `MockedResponses` → response name →
-//! invocation key (`"0"`, or a range `"1-2"`, counted from 0 per state and execution) → exactly
-//! one of `{"Return": value}` (the service call's result) or `{"Throw": {"Error", "Cause"}}`.
+//! The file is read by [`wfc_runtime::mock_config`], as `wfc run`, `wfc worker` and `wfc test`
+//! read it (one parser, one model; its errors name the bad field's JSON path).
 //!
 //! `StartExecution` on `...:stateMachine:<name>#<TestCase>` runs the execution under that test
 //! case: each Task of a state the case names answers with its mocked response instead of
 //! running; the other states run as usual (as Step Functions Local calls the real service for
 //! them). The case an execution runs under is kept in the store's registry (workflow
 //! `wfc-serve-mockcase:<execution>`) so that it survives a restart, and so are the invocation
-//! counters (the key/value rows `serve/mock-count/<execution>/<state>`): after a restart, or on
+//! counters ([`InvocationCounter`]: the key/value rows `mock-count/<execution>/<state>`): after a restart, or on
 //! another server of the store, an execution goes on with the next answer. A Task in flight when
 //! a server stops runs again (at least once, as every step), and counts again.
 
@@ -19,120 +17,15 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use wfc_runtime::durable::{Definition, Language, Registry, Store, Syntax};
 use wfc_runtime::interp::DynHandler;
+pub use wfc_runtime::mock_config::MockConfig;
+use wfc_runtime::mock_config::{InvocationCounter, MockedAnswer};
 use wfc_runtime::{Failure, TaskContext};
 
 const CASE_PREFIX: &str = "wfc-serve-mockcase:";
 const CASE_ORIGIN: &str = "wfc-serve:MOCKCASE";
-const COUNT_PREFIX: &str = "serve/mock-count/";
-
-/// One mocked answer.
-#[derive(Debug, Clone, PartialEq)]
-enum Answer {
-    Return(Value),
-    Throw(Failure),
-}
-
-/// A loaded MockConfigFile.
-#[derive(Debug, Default)]
-pub struct MockConfig {
-    /// machine → test case → state → response name.
-    cases: HashMap<String, HashMap<String, HashMap<String, String>>>,
-    /// response name → (first invocation, last invocation, answer).
-    responses: HashMap<String, Vec<(u32, u32, Answer)>>,
-}
-
-fn object<'a>(v: &'a Value, at: &str) -> Result<&'a Map<String, Value>, String> {
-    v.as_object().ok_or_else(|| format!("{at} must be a JSON object"))
-}
-
-fn range(key: &str, at: &str) -> Result<(u32, u32), String> {
-    let bad = || format!("{at}: '{key}' is not an invocation number (\"0\") or range (\"1-2\")");
-    let parse = |s: &str| s.trim().parse::<u32>().map_err(|_| bad());
-    match key.split_once('-') {
-        None => parse(key).map(|n| (n, n)),
-        Some((a, b)) => {
-            let (a, b) = (parse(a)?, parse(b)?);
-            if a > b { Err(bad()) } else { Ok((a, b)) }
-        }
-    }
-}
-
-impl MockConfig {
-    /// Parses a MockConfigFile's text; every error names where it is.
-    pub fn parse(text: &str) -> Result<MockConfig, String> {
-        let doc: Value = serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
-        let doc = object(&doc, "the mock config")?;
-        for key in doc.keys() {
-            if key != "StateMachines" && key != "MockedResponses" {
-                return Err(format!("unknown top-level field '{key}' (StateMachines, MockedResponses)"));
-            }
-        }
-        let mut config = MockConfig::default();
-        let empty = Value::Object(Map::new());
-        for (name, answers) in object(doc.get("MockedResponses").unwrap_or(&empty), "MockedResponses")? {
-            let at = format!("MockedResponses.{name}");
-            let mut list = Vec::new();
-            for (key, answer) in object(answers, &at)? {
-                let at = format!("{at}.\"{key}\"");
-                let (lo, hi) = range(key, &at)?;
-                let answer = object(answer, &at)?;
-                let parsed = match (answer.get("Return"), answer.get("Throw"), answer.len()) {
-                    (Some(v), None, 1) => Answer::Return(v.clone()),
-                    (None, Some(t), 1) => {
-                        let t = object(t, &format!("{at}.Throw"))?;
-                        let text = |k: &str| t.get(k).and_then(Value::as_str).unwrap_or_default();
-                        Answer::Throw(Failure::new(text("Error"), text("Cause")))
-                    }
-                    _ => return Err(format!("{at} must have exactly one of Return or Throw")),
-                };
-                if list.iter().any(|(a, b, _)| lo <= *b && *a <= hi) {
-                    return Err(format!("{at} overlaps another invocation range"));
-                }
-                list.push((lo, hi, parsed));
-            }
-            config.responses.insert(name.clone(), list);
-        }
-        for (machine, m) in object(doc.get("StateMachines").unwrap_or(&empty), "StateMachines")? {
-            let at = format!("StateMachines.{machine}");
-            let m = object(m, &at)?;
-            let cases = object(m.get("TestCases").unwrap_or(&empty), &format!("{at}.TestCases"))?;
-            let mut by_case = HashMap::new();
-            for (case, states) in cases {
-                let at = format!("{at}.TestCases.{case}");
-                let mut by_state = HashMap::new();
-                for (state, response) in object(states, &at)? {
-                    let response =
-                        response.as_str().ok_or_else(|| format!("{at}.{state} must name a mocked response"))?;
-                    if !config.responses.contains_key(response) {
-                        return Err(format!("{at}.{state} names '{response}', which MockedResponses does not define"));
-                    }
-                    by_state.insert(state.clone(), response.to_owned());
-                }
-                by_case.insert(case.clone(), by_state);
-            }
-            config.cases.insert(machine.clone(), by_case);
-        }
-        Ok(config)
-    }
-
-    /// Whether `machine` has the test case `case`.
-    pub fn has_case(&self, machine: &str, case: &str) -> bool {
-        self.cases.get(machine).is_some_and(|c| c.contains_key(case))
-    }
-
-    fn answer(&self, machine: &str, case: &str, state: &str, invocation: u32) -> Option<Result<Answer, String>> {
-        let response = self.cases.get(machine)?.get(case)?.get(state)?;
-        let found = self.responses.get(response).and_then(|list| {
-            list.iter().find(|(lo, hi, _)| (*lo..=*hi).contains(&invocation)).map(|(_, _, a)| a.clone())
-        });
-        Some(found.ok_or_else(|| {
-            format!("the mocked response '{response}' has no answer for invocation {invocation} of state '{state}'")
-        }))
-    }
-}
 
 /// The task handler of a server with a mock config: a state its execution's test case names
 /// gets its mocked answer; everything else goes to `inner`.
@@ -142,8 +35,8 @@ pub struct MockHandler {
     inner: Arc<dyn DynHandler>,
     /// Executions known to run under a test case (store name → (machine, case)); `None`: none.
     cases: Mutex<HashMap<String, Option<(String, String)>>>,
-    /// Where the invocation counters are.
-    store: Arc<dyn Store>,
+    /// The invocation counters, in the store.
+    counter: InvocationCounter,
 }
 
 impl MockHandler {
@@ -154,19 +47,15 @@ impl MockHandler {
             registry: Registry::new(Arc::clone(&store)),
             inner,
             cases: Mutex::new(HashMap::new()),
-            store,
+            counter: InvocationCounter::new(store),
         }
     }
 
     /// The number of this invocation of `state` in `execution` (from 0), counted in the store.
-    /// One server runs an execution at a time, so reading and writing it back is safe.
     async fn invocation(&self, execution: &str, state: &str) -> Result<u32, Failure> {
-        let key = format!("{COUNT_PREFIX}{execution}/{state}");
-        let failed = |e: wfc_runtime::durable::StoreError| {
+        let n = self.counter.next(execution, state).await.map_err(|e| {
             Failure::new("States.Runtime", format!("cannot count the invocations of mocked state '{state}': {e}"))
-        };
-        let n = self.store.kv_get(&key).await.map_err(failed)?.and_then(|v| v.as_u64()).unwrap_or(0);
-        self.store.kv_put(&key, Value::from(n + 1)).await.map_err(failed)?;
+        })?;
         Ok(u32::try_from(n).unwrap_or(u32::MAX))
     }
 
@@ -180,7 +69,7 @@ impl MockHandler {
                 Failure::new("States.Runtime", format!("cannot read the execution's mock test case: {e}"))
             })?;
         let case = current.and_then(|v| {
-            let doc: Value = serde_json::from_str(&v.definition.source).ok()?;
+            let doc: serde_json::Value = serde_json::from_str(&v.definition.source).ok()?;
             Some((doc["machine"].as_str()?.to_owned(), doc["case"].as_str()?.to_owned()))
         });
         self.cases.lock().unwrap_or_else(|p| p.into_inner()).insert(execution.to_owned(), case.clone());
@@ -194,7 +83,7 @@ pub fn check_case(config: Option<&MockConfig>, machine: &str, case: &str, arn: &
         None => Err(crate::ApiError::validation(format!(
             "'{arn}' names the mock test case '{case}', but the server has no --mock-config"
         ))),
-        Some(c) if !c.has_case(machine, case) => Err(crate::ApiError::validation(format!(
+        Some(c) if c.test_case(machine, case).is_none() => Err(crate::ApiError::validation(format!(
             "'{arn}' names the test case '{case}', which the mock config does not define for state machine '{machine}'"
         ))),
         Some(_) => Ok(()),
@@ -233,39 +122,21 @@ impl DynHandler for MockHandler {
                 // The service's whole response: for Lambda (`lambda:invoke` or a function ARN)
                 // the Invoke response, whose Payload the handler gives (the one code path that
                 // `wfc run`, `wfc worker` and `wfc test` answer MockConfigFile Returns with too).
-                Some(Ok(Answer::Return(v))) => wfc_runtime::lambda::mocked_response_result(resource, v).map_err(|f| {
-                    Failure::new(f.error, format!("--mock-config, test case '{case}', state '{state}': {}", f.cause))
-                }),
-                Some(Ok(Answer::Throw(f))) => Err(f),
+                // wfc's own complaint about the file says where; a function's failure
+                // (`FunctionError`) keeps its payload as the cause, as on AWS.
+                Some(Ok(MockedAnswer::Return(v))) => wfc_runtime::lambda::mocked_response_result(resource, v.clone())
+                    .map_err(|f| {
+                        if f.error == "States.Runtime" {
+                            let cause = format!("--mock-config, test case '{case}', state '{state}': {}", f.cause);
+                            Failure::new(f.error, cause)
+                        } else {
+                            f
+                        }
+                    }),
+                Some(Ok(MockedAnswer::Throw { error, cause })) => Err(Failure::new(error.as_str(), cause.as_str())),
                 Some(Err(e)) => Err(Failure::new("States.Runtime", format!("--mock-config, test case '{case}': {e}"))),
                 None => self.inner.call(resource, input, ctx).await,
             }
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn mock_configs_parse_and_answer_by_invocation() {
-        let text = r#"{"StateMachines": {"M": {"TestCases": {"Happy": {"A": "R"}}}},
-            "MockedResponses": {"R": {"0": {"Throw": {"Error": "E", "Cause": "C"}}, "1-2": {"Return": {"ok": 1}}}}}"#;
-        let c = MockConfig::parse(text).unwrap();
-        assert!(c.has_case("M", "Happy") && !c.has_case("M", "Sad"));
-        assert_eq!(c.answer("M", "Happy", "A", 0), Some(Ok(Answer::Throw(Failure::new("E", "C")))));
-        assert_eq!(c.answer("M", "Happy", "A", 2), Some(Ok(Answer::Return(serde_json::json!({"ok": 1})))));
-        assert!(matches!(c.answer("M", "Happy", "A", 3), Some(Err(_))));
-        assert_eq!(c.answer("M", "Happy", "B", 0), None);
-        for bad in [
-            r#"{"MockedResponses": {"R": {"x": {"Return": 1}}}}"#,
-            r#"{"MockedResponses": {"R": {"0": {"Return": 1, "Throw": {}}}}}"#,
-            r#"{"MockedResponses": {"R": {"0-2": {"Return": 1}, "2": {"Return": 1}}}}"#,
-            r#"{"StateMachines": {"M": {"TestCases": {"H": {"A": "Missing"}}}}}"#,
-            r#"{"Other": {}}"#,
-        ] {
-            assert!(MockConfig::parse(bad).is_err(), "{bad}");
-        }
     }
 }

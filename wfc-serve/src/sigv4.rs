@@ -647,9 +647,23 @@ mod tests {
         let mut h = good.clone();
         h.insert("authorization", "AWS4-HMAC-SHA256 Credential=AKID".parse().unwrap());
         assert_eq!(verify(&h, body).unwrap_err().code, "IncompleteSignatureException");
-        let mut h = good;
+        let mut h = good.clone();
         h.insert("authorization", "Basic dXNlcjpwYXNz".parse().unwrap());
         assert_eq!(verify(&h, body).unwrap_err().code, "IncompleteSignatureException");
+        // SigV4a (an ECDSA signature over a region set, for multi-Region endpoints) is refused
+        // with AWS's error for an algorithm the endpoint does not take: the AWS SDKs sign Step
+        // Functions requests with SigV4, and SigV4a keys are derived, not configured.
+        let mut h = good;
+        h.insert("x-amz-region-set", "*".parse().unwrap());
+        h.insert(
+            "authorization",
+            "AWS4-ECDSA-P256-SHA256 Credential=AKID/20240301/states/aws4_request, SignedHeaders=host;x-amz-date;x-amz-region-set, Signature=3045022100ab"
+                .parse()
+                .unwrap(),
+        );
+        let e = verify(&h, body).unwrap_err();
+        assert_eq!(e.code, "IncompleteSignatureException");
+        assert!(e.message.starts_with("Unsupported signing algorithm 'AWS4-ECDSA-P256-SHA256'"), "{e}");
     }
 
     #[test]

@@ -310,6 +310,32 @@ def stop_update_delete(sfn):
     # Its executions are still there.
     assert sfn.describe_execution(executionArn=old)["status"] == "SUCCEEDED"
 
+    # Deleting a STANDARD machine ends its running executions (AWS: at their next transition)
+    # with States.Runtime, and the machine is gone.
+    nap = sfn.start_execution(stateMachineArn=arn, name="nap2")["executionArn"]
+    sfn.delete_state_machine(stateMachineArn=arn)
+    d = sfn.describe_execution(executionArn=nap)
+    assert (d["status"], d["error"], d["cause"]) == ("FAILED", "States.Runtime", "State machine Sleepy has been deleted."), d
+    last = sfn.get_execution_history(executionArn=nap, reverseOrder=True, maxResults=1)["events"][0]
+    assert last["type"] == "ExecutionFailed", last
+    assert last["executionFailedEventDetails"]["cause"] == "State machine Sleepy has been deleted.", last
+    expect_error("StateMachineDoesNotExist", sfn.describe_state_machine, stateMachineArn=arn)
+
+    # An EXPRESS machine's running executions run on; the machine is DELETING until they end.
+    darn = sfn.create_state_machine(name="Dozy", definition=slow, roleArn=ROLE, type="EXPRESS")["stateMachineArn"]
+    doze = sfn.start_execution(stateMachineArn=darn, name="doze")["executionArn"]
+    sfn.delete_state_machine(stateMachineArn=darn)
+    assert sfn.describe_state_machine(stateMachineArn=darn)["status"] == "DELETING"
+    assert sfn.describe_execution(executionArn=doze)["status"] == "RUNNING"
+    expect_error("StateMachineDeleting", sfn.start_execution, stateMachineArn=darn, name="doze2")
+    expect_error("StateMachineDeleting", sfn.start_sync_execution, stateMachineArn=darn, input="{}")
+    expect_error("StateMachineDeleting", sfn.create_state_machine, name="Dozy", definition=slow, roleArn=ROLE, type="EXPRESS")
+    expect_error("StateMachineDeleting", sfn.update_state_machine, stateMachineArn=darn, definition=slow)
+    sfn.delete_state_machine(stateMachineArn=darn)  # again: nothing more to do
+    sfn.stop_execution(executionArn=doze)
+    expect_error("StateMachineDoesNotExist", sfn.describe_state_machine, stateMachineArn=darn)
+    assert "Dozy" not in [m["name"] for m in sfn.list_state_machines()["stateMachines"]]
+
 
 def express(sfn):
     quick = definition({"Add": {"Type": "Pass", "Parameters": {"sum.$": "States.MathAdd($.a, $.b)"}, "End": True}}, "Add")
