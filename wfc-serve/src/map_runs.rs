@@ -127,17 +127,23 @@ fn redrive_shares(status: &str, ended: Option<&HistoryEvent>, record: &Execution
 }
 
 /// Adds `pendingRedrive` and `failuresNotRedrivable` to an `itemCounts`/`executionCounts`
-/// object: its failed, timed-out and aborted children, as `share` splits them.
-fn split_unsuccessful(counts: &mut Value, share: RedriveShare) {
+/// object: its failed, timed-out and aborted children, as `share` splits them. While the run
+/// runs (`running`), `pendingRedrive` is what the run counts (the children a redrive of it
+/// runs again that wait for a place, AWS's "Pending redrive") and nothing is final yet.
+fn split_unsuccessful(counts: &mut Value, share: RedriveShare, running: bool) {
     let n = |k: &str| counts.get(k).and_then(Value::as_u64).unwrap_or(0);
     let (failed, timed_out, aborted) = (n("failed"), n("timedOut"), n("aborted"));
+    if running {
+        counts["pendingRedrive"] = json!(n("pendingRedrive"));
+        counts["failuresNotRedrivable"] = json!(0);
+        return;
+    }
     let pending = match share {
         RedriveShare::Nothing => 0,
         RedriveShare::Unsuccessful => failed + timed_out + aborted,
         RedriveShare::Aborted => aborted,
     };
-    // While a run runs, nothing is pending a redrive, and nothing is final yet.
-    let not_redrivable = if n("running") > 0 { 0 } else { failed + timed_out + aborted - pending };
+    let not_redrivable = failed + timed_out + aborted - pending;
     counts["pendingRedrive"] = json!(pending);
     counts["failuresNotRedrivable"] = json!(not_redrivable);
 }
@@ -245,6 +251,27 @@ impl Service {
         Ok(self.store.kv_get(&key).await?)
     }
 
+    /// The progress row of Map Run `arn`, which runs on another server (or is about to resume):
+    /// on a store that signals (PostgreSQL), the server running it is asked to write the row
+    /// now and answers when it did (`distributed::progress_wanted_topic`), so the counts read
+    /// are those of this instant; without an answer within `SYNC_INTERVAL` (no server runs it
+    /// now, or the store does not signal: SQLite), the row as the run last wrote it.
+    async fn progress_row(&self, arn: &str) -> Result<Option<Value>, ApiError> {
+        use wfc_runtime::distributed as d;
+        // Listening before asking, so the answer is not missed.
+        let mut signals = self.store.kv_signals().await;
+        if signals.is_some() {
+            match self.store.kv_signal(&d::progress_wanted_topic(arn)).await {
+                Ok(()) => {
+                    let answer = d::progress_written_topic(arn);
+                    let _ = tokio::time::timeout(d::SYNC_INTERVAL, d::signalled(&mut signals, &answer)).await;
+                }
+                Err(e) => tracing::warn!(error = %e, arn, "cannot ask for a Map Run's progress"),
+            }
+        }
+        self.map_run_row(d::progress_key(arn)).await
+    }
+
     /// The counts of a Map Run whose execution ended while it ran (no end event): each child
     /// as the parent's journal has it last (its finished CHAINED_INVOKE), the others aborted;
     /// the totals from the run's levels row (`distributed::levels_key`, written when it
@@ -338,7 +365,7 @@ impl Service {
             Some(end) => (object(&end.details, "itemCounts"), object(&end.details, "executionCounts")),
             None if running => match wfc_runtime::distributed::map_run_counts(arn) {
                 Some(live) => live,
-                None => match self.map_run_row(wfc_runtime::distributed::progress_key(arn)).await? {
+                None => match self.progress_row(arn).await? {
                     Some(row) => (object(&row, "itemCounts"), object(&row, "executionCounts")),
                     None => (Value::Null, Value::Null),
                 },
@@ -348,7 +375,7 @@ impl Service {
         let redrive = redrive_shares(status, run.ended.as_ref(), &record);
         let or_zero = |v: Value| {
             let mut v = if v.is_object() { v } else { zero.clone() };
-            split_unsuccessful(&mut v, redrive);
+            split_unsuccessful(&mut v, redrive, running);
             v
         };
         let mut out = json!({
@@ -387,8 +414,8 @@ impl Service {
     ) -> Result<Value, ApiError> {
         let (record, run) = self.map_run(arn).await?;
         let status = opt_str(body, "statusFilter")?;
-        // AWS's statuses; PENDING_REDRIVE (only with mapRunArn) lists nothing here: a redrive
-        // runs a Map Run's unsuccessful children at once.
+        // AWS's statuses; PENDING_REDRIVE (only with mapRunArn): the children a redrive of the
+        // run runs again that wait for a place under its concurrency limit.
         if let Some(s) = status
             && !["RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED", "PENDING_REDRIVE"].contains(&s)
         {
@@ -428,14 +455,28 @@ impl Service {
             }
         }
         if run.ended.is_none() && record.status == ExecutionStatus::Running {
-            let running = match wfc_runtime::distributed::map_run_running_children(arn) {
-                Some(running) => running,
-                None => self
-                    .map_run_row(wfc_runtime::distributed::progress_key(arn))
-                    .await?
-                    .and_then(|row| row.get("running").and_then(Value::as_array).cloned())
-                    .unwrap_or_default(),
+            let local = wfc_runtime::distributed::map_run_running_children(arn)
+                .zip(wfc_runtime::distributed::map_run_pending_redrive(arn));
+            let (running, pending_redrive) = match local {
+                Some(local) => local,
+                None => {
+                    let row = self.progress_row(arn).await?;
+                    let list =
+                        |key: &str| row.as_ref().and_then(|r| r.get(key)?.as_array().cloned()).unwrap_or_default();
+                    let pending =
+                        list("pendingRedrive").iter().filter_map(|i| i.as_u64()).map(|i| i as usize).collect();
+                    (list("running"), pending)
+                }
             };
+            // Children a redrive runs again, waiting for a place: AWS's PENDING_REDRIVE.
+            for i in pending_redrive {
+                if let Some(child) = children.get_mut(&(i as u64))
+                    && let Some(doc) = child.doc.as_object_mut()
+                {
+                    doc.insert("Status".into(), json!("PENDING_REDRIVE"));
+                    doc.remove("StopDate");
+                }
+            }
             for doc in running {
                 let Some(i) = index(&doc) else { continue };
                 let child =
@@ -514,8 +555,13 @@ impl Service {
                     "stateMachineArn": self.arns.machine_arn(&machine),
                     "startDate": seconds(millis(&run.started)),
                 });
-                if let Some(end) = &run.ended {
-                    item["stopDate"] = seconds(millis(end));
+                match &run.ended {
+                    Some(end) => item["stopDate"] = seconds(millis(end)),
+                    // Ended with its execution (stopped, timed out), as DescribeMapRun says.
+                    None if record.status != ExecutionStatus::Running => {
+                        item["stopDate"] = seconds(record.updated_at_ms)
+                    }
+                    None => {}
                 }
                 item
             })
