@@ -94,56 +94,19 @@ fn runs(history: &[HistoryEvent]) -> Vec<MapRun> {
     out
 }
 
-/// Which of an ended Map Run's unsuccessful children a redrive of its execution would run
-/// again (AWS's `pendingRedrive`; the others are `failuresNotRedrivable`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum RedriveShare {
-    /// None: it is running, or it succeeded (a redrive does not run it again), or its
-    /// ItemReader or ResultWriter failed (a redrive starts a new Map Run instead), or its
-    /// execution cannot be redriven (running, succeeded, or past the redrivable period).
-    Nothing,
-    /// All of them: its tolerated failure threshold was exceeded and that failed the
-    /// execution (the redrive runs the same Map Run again, its unsuccessful children only).
-    Unsuccessful,
-    /// Only the aborted ones (those that had not finished): the run failed otherwise, where
-    /// wfc's redrive reruns the children that had not finished and replays the failed ones as
-    /// failed.
-    Aborted,
-}
-
-fn redrive_shares(status: &str, ended: Option<&HistoryEvent>, record: &ExecutionRecord) -> RedriveShare {
-    if matches!(status, "RUNNING" | "SUCCEEDED") || !crate::redrive::is_redrivable(record) {
-        return RedriveShare::Nothing;
-    }
-    let error = ended.and_then(|e| e.details.get("error")).and_then(Value::as_str);
-    match error {
-        Some(wfc_ir::errors::EXCEED_TOLERATED_FAILURE_THRESHOLD) if status == "FAILED" => RedriveShare::Unsuccessful,
-        Some(wfc_ir::errors::ITEM_READER_FAILED | wfc_ir::errors::RESULT_WRITER_FAILED) => RedriveShare::Nothing,
-        // Its execution ended while it ran (stopped, timed out): the redrive runs the same Map
-        // Run again, its unsuccessful children only (`distributed::levels_key`).
-        _ if status == "ABORTED" => RedriveShare::Unsuccessful,
-        _ => RedriveShare::Aborted,
-    }
-}
-
 /// Adds `pendingRedrive` and `failuresNotRedrivable` to an `itemCounts`/`executionCounts`
-/// object: its failed, timed-out and aborted children, as `share` splits them. While the run
-/// runs (`running`), `pendingRedrive` is what the run counts (the children a redrive of it
-/// runs again that wait for a place, AWS's "Pending redrive") and nothing is final yet.
-fn split_unsuccessful(counts: &mut Value, share: RedriveShare, running: bool) {
+/// object, as AWS counts them ("Redriving Map Runs", `MapRunExecutionCounts`):
+/// `pendingRedrive` are the unsuccessful children of an earlier attempt that a redriven run
+/// runs again and that wait for a place under its concurrency limit (what the running run
+/// counts, `running`), "reset to 0" when the run completes or is aborted; `failuresNotRedrivable`
+/// the failed, timed-out and aborted children whose own redrive is no longer possible: none
+/// while the run runs, all of them once the run ended longer ago than the redrivable period
+/// (`expired`; a child ends no later than its run), else none.
+fn split_unsuccessful(counts: &mut Value, running: bool, expired: bool) {
     let n = |k: &str| counts.get(k).and_then(Value::as_u64).unwrap_or(0);
     let (failed, timed_out, aborted) = (n("failed"), n("timedOut"), n("aborted"));
-    if running {
-        counts["pendingRedrive"] = json!(n("pendingRedrive"));
-        counts["failuresNotRedrivable"] = json!(0);
-        return;
-    }
-    let pending = match share {
-        RedriveShare::Nothing => 0,
-        RedriveShare::Unsuccessful => failed + timed_out + aborted,
-        RedriveShare::Aborted => aborted,
-    };
-    let not_redrivable = failed + timed_out + aborted - pending;
+    let pending = if running { n("pendingRedrive") } else { 0 };
+    let not_redrivable = if !running && expired { failed + timed_out + aborted } else { 0 };
     counts["pendingRedrive"] = json!(pending);
     counts["failuresNotRedrivable"] = json!(not_redrivable);
 }
@@ -372,10 +335,15 @@ impl Service {
             },
             None => self.stopped_counts(&record, arn).await?,
         };
-        let redrive = redrive_shares(status, run.ended.as_ref(), &record);
+        let stopped_ms = match &run.ended {
+            Some(end) => Some(millis(end)),
+            None if running => None,
+            None => Some(record.updated_at_ms),
+        };
+        let expired = stopped_ms.is_some_and(crate::redrive::period_exceeded);
         let or_zero = |v: Value| {
             let mut v = if v.is_object() { v } else { zero.clone() };
-            split_unsuccessful(&mut v, redrive, running);
+            split_unsuccessful(&mut v, running, expired);
             v
         };
         let mut out = json!({
