@@ -436,9 +436,13 @@ impl Service {
                     (list("running"), pending)
                 }
             };
+            // A child the journal has finished in the run's current level (its redrive count)
+            // is not running any more, whatever a row written before says.
+            let finished_now = |c: &Child| c.runs > 0 && u64::from(c.level) >= run.redrive_count;
             // Children a redrive runs again, waiting for a place: AWS's PENDING_REDRIVE.
             for i in pending_redrive {
                 if let Some(child) = children.get_mut(&(i as u64))
+                    && !finished_now(child)
                     && let Some(doc) = child.doc.as_object_mut()
                 {
                     doc.insert("Status".into(), json!("PENDING_REDRIVE"));
@@ -449,6 +453,9 @@ impl Service {
                 let Some(i) = index(&doc) else { continue };
                 let child =
                     children.entry(i).or_insert(Child { doc: Value::Null, level: 0, first_start: None, runs: 0 });
+                if finished_now(child) {
+                    continue;
+                }
                 if child.first_start.is_none() {
                     child.first_start = doc.get("StartDate").cloned();
                 }
