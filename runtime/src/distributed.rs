@@ -35,7 +35,12 @@ use wfc_ir::{MapState, Path, Root};
 use crate::{EventType, Execution, Failure, Status, io};
 
 mod store_sync;
-pub use store_sync::{MAX_LISTED_RUNNING, SYNC_INTERVAL, child_level, levels_key, limits_key, progress_key};
+#[cfg(feature = "durable")]
+pub use store_sync::signalled;
+pub use store_sync::{
+    MAX_LISTED_RUNNING, SYNC_INTERVAL, child_level, levels_key, limits_key, progress_key, progress_wanted_topic,
+    progress_written_topic,
+};
 
 /// Where a DISTRIBUTED Map's `ItemReader` reads objects and its `ResultWriter` writes them.
 ///
@@ -628,6 +633,10 @@ pub struct MapRunControl {
     /// The children and items of the run, and how those that finished ended (while it runs,
     /// for `DescribeMapRun`).
     progress: std::sync::Mutex<(Counts, Counts)>,
+    /// The children a redrive runs again after they ended unsuccessfully, by index (their
+    /// items), until each gets a place: AWS's `pendingRedrive` and ListExecutions status
+    /// `PENDING_REDRIVE`.
+    pending_redrive: std::sync::Mutex<std::collections::BTreeMap<usize, u64>>,
     /// Wakes children waiting for a place when one frees or the limit grows.
     freed: tokio::sync::Notify,
 }
@@ -689,6 +698,13 @@ pub fn map_run_counts(arn: &str) -> Option<(Value, Value)> {
     running().get(arn).cloned().map(|control| control.counts_now())
 }
 
+/// The indexes of the children of a Map Run running in this process that a redrive runs again
+/// and that wait for a place (status `PENDING_REDRIVE`), in item order, or `None`.
+pub fn map_run_pending_redrive(arn: &str) -> Option<Vec<usize>> {
+    let control = running().get(arn).cloned()?;
+    Some(control.pending_redrive.lock().unwrap_or_else(|p| p.into_inner()).keys().copied().collect())
+}
+
 /// The execution documents (status RUNNING) of the children of a Map Run running in this
 /// process that hold a place now, in item order, or `None`.
 pub fn map_run_running_children(arn: &str) -> Option<Vec<Value>> {
@@ -705,6 +721,7 @@ impl MapRunControl {
             in_flight: std::sync::Mutex::new((0, 0)),
             running_children: std::sync::Mutex::new(Default::default()),
             progress: std::sync::Mutex::new(Default::default()),
+            pending_redrive: std::sync::Mutex::new(Default::default()),
             freed: tokio::sync::Notify::new(),
         }
     }
@@ -740,6 +757,7 @@ impl MapRunControl {
                     n.0 += 1;
                     n.1 += items;
                     self.running_children.lock().unwrap_or_else(|p| p.into_inner()).insert(index, running);
+                    self.pending_redrive.lock().unwrap_or_else(|p| p.into_inner()).remove(&index);
                     return Place(self, items, index);
                 }
             }
@@ -1235,6 +1253,8 @@ where
         code.has_result_writer(),
     )
     .await?;
+    *control.pending_redrive.lock().unwrap_or_else(|p| p.into_inner()) =
+        redrive.reruns().iter().map(|&i| (i, sizes.get(i).map_or(1, |s| *s as u64))).collect();
     // Boxed rather than pinned on the stack, so that `drop` below really drops the children
     // still running.
     let mut runs = Box::pin(
@@ -1296,6 +1316,7 @@ where
     }
     // Children still running are dropped here (aborted); those never started stay pending.
     drop(runs);
+    redrive.record_end(exec, arn, exceeded, &control.limits()).await;
     for (record, size) in records.iter().zip(&sizes) {
         count_child(counts, record.as_ref(), *size as u64);
     }

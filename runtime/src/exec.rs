@@ -4020,9 +4020,11 @@ impl Execution {
     /// Marks attempt `attempt_no` of visit `visit_no` of DISTRIBUTED Map `name` (its children's
     /// operation prefix) for a redrive to run its children that did not succeed again, as
     /// [`Execution::reopen_for_redrive`] reopens a Parallel or inline Map attempt: on this run's
-    /// redriven path, the state's last attempt, and its Map Run's failure (a tolerance exceeded)
-    /// not caught. The Map Run then checks, from the journal, whether it had failed
-    /// (`distributed::store_sync::RedrivePlan`).
+    /// redriven path (the top level, a branch the redrive reopened, or a branch that was still
+    /// running when the execution ended: stopped or timed out, AWS redrives a Map state with no
+    /// `MapStateExited`), the state's last attempt, and its Map Run's failure (a tolerance
+    /// exceeded) not caught. The Map Run then checks, from the journal, whether it had failed
+    /// or was ended by its execution (`distributed::store_sync::RedrivePlan`).
     fn reopen_map_run_for_redrive(
         &self,
         name: &str,
@@ -4036,7 +4038,10 @@ impl Execution {
         {
             let on_path = match &self.scope.context {
                 None => true,
-                Some(line) => journal.is_reopened(line),
+                Some(line) => {
+                    journal.is_reopened(line)
+                        || journal.recorded(line).is_none_or(|op| !op.status.is_terminal() && op.error.is_none())
+                }
             };
             let retried = [format!(".{}/0", attempt_no + 1), format!(".retry{}", attempt_no + 1)]
                 .iter()

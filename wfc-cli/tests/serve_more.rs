@@ -19,7 +19,8 @@ use support::serve::{Server, boto3_venv};
 /// (after `First` of the same execution ran, when both are Parallel branches); `Item` (tagged
 /// `Item<n>` for its input `n`) fails on item 2 until `DIR/fixed-<execution>-items` exists;
 /// `MapItem` is `Item` for the children of a DISTRIBUTED Map Run (execution `dmap`, and
-/// `StopItem` for execution `dstop`); `Hold`
+/// `StopItem` for execution `dstop`, `StopItem2` for `dstop2`); `TolItem` fails and holds
+/// the items `DIR/dtol-plan` names (execution `dtol`); `Hold`
 /// notes `hold <n>` when it starts, waits for `DIR/release-hold`, then fails on item 1 and
 /// returns other items.
 const REDRIVE_HANDLER: &str = r#"
@@ -39,12 +40,32 @@ if tag == "Hold":
         sys.exit(2)
     print(json.dumps(n))
     sys.exit(0)
+if tag == "TolItem":
+    # The children of the Map Run of execution `dtol`: DIR/dtol-plan says which items fail
+    # and which wait for DIR/dtol-release first (a hang guard bounds it).
+    n = json.load(sys.stdin)
+    plan = json.load(open(os.path.join(d, "dtol-plan")))
+    with open(os.path.join(d, "ledger"), "a") as f:
+        f.write(f"dtol Item{n}\n")
+    if n in plan["hold"]:
+        for _ in range(600):
+            if os.path.exists(os.path.join(d, "dtol-release")):
+                break
+            time.sleep(0.05)
+    if n in plan["fail"]:
+        sys.stderr.write(f"item {n} fails")
+        sys.exit(2)
+    print(json.dumps({"item": n}))
+    sys.exit(0)
 if tag == "MapItem":
     # The child executions of a DISTRIBUTED Map Run: one ledger, `dmap`.
     execution, tag = "dmap", "Item"
 if tag == "StopItem":
     # The same for the Map Run of an execution stopped while it runs: ledger `dstop`.
     execution, tag = "dstop", "Item"
+if tag == "StopItem2":
+    # The same again, its Map in a Parallel branch: ledger `dstop2`.
+    execution, tag = "dstop2", "Item"
 def ran(line):
     path = os.path.join(d, "ledger")
     return os.path.exists(path) and f"{execution} {line}" in open(path).read().split("\n")
@@ -85,6 +106,8 @@ fn handlers(dir: &Path, python: &Path) -> PathBuf {
         "Item": redrive("Item"),
         "MapItem": redrive("MapItem"),
         "StopItem": redrive("StopItem"),
+        "StopItem2": redrive("StopItem2"),
+        "TolItem": redrive("TolItem"),
         "Hold": redrive("Hold"),
     });
     let path = dir.join("handlers.json");

@@ -94,50 +94,19 @@ fn runs(history: &[HistoryEvent]) -> Vec<MapRun> {
     out
 }
 
-/// Which of an ended Map Run's unsuccessful children a redrive of its execution would run
-/// again (AWS's `pendingRedrive`; the others are `failuresNotRedrivable`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum RedriveShare {
-    /// None: it is running, or it succeeded (a redrive does not run it again), or its
-    /// ItemReader or ResultWriter failed (a redrive starts a new Map Run instead), or its
-    /// execution cannot be redriven (running, succeeded, or past the redrivable period).
-    Nothing,
-    /// All of them: its tolerated failure threshold was exceeded and that failed the
-    /// execution (the redrive runs the same Map Run again, its unsuccessful children only).
-    Unsuccessful,
-    /// Only the aborted ones (those that had not finished): the run failed otherwise, where
-    /// wfc's redrive reruns the children that had not finished and replays the failed ones as
-    /// failed.
-    Aborted,
-}
-
-fn redrive_shares(status: &str, ended: Option<&HistoryEvent>, record: &ExecutionRecord) -> RedriveShare {
-    if matches!(status, "RUNNING" | "SUCCEEDED") || !crate::redrive::is_redrivable(record) {
-        return RedriveShare::Nothing;
-    }
-    let error = ended.and_then(|e| e.details.get("error")).and_then(Value::as_str);
-    match error {
-        Some(wfc_ir::errors::EXCEED_TOLERATED_FAILURE_THRESHOLD) if status == "FAILED" => RedriveShare::Unsuccessful,
-        Some(wfc_ir::errors::ITEM_READER_FAILED | wfc_ir::errors::RESULT_WRITER_FAILED) => RedriveShare::Nothing,
-        // Its execution ended while it ran (stopped, timed out): the redrive runs the same Map
-        // Run again, its unsuccessful children only (`distributed::levels_key`).
-        _ if status == "ABORTED" => RedriveShare::Unsuccessful,
-        _ => RedriveShare::Aborted,
-    }
-}
-
 /// Adds `pendingRedrive` and `failuresNotRedrivable` to an `itemCounts`/`executionCounts`
-/// object: its failed, timed-out and aborted children, as `share` splits them.
-fn split_unsuccessful(counts: &mut Value, share: RedriveShare) {
+/// object, as AWS counts them ("Redriving Map Runs", `MapRunExecutionCounts`):
+/// `pendingRedrive` are the unsuccessful children of an earlier attempt that a redriven run
+/// runs again and that wait for a place under its concurrency limit (what the running run
+/// counts, `running`), "reset to 0" when the run completes or is aborted; `failuresNotRedrivable`
+/// the failed, timed-out and aborted children whose own redrive is no longer possible: none
+/// while the run runs, all of them once the run ended longer ago than the redrivable period
+/// (`expired`; a child ends no later than its run), else none.
+fn split_unsuccessful(counts: &mut Value, running: bool, expired: bool) {
     let n = |k: &str| counts.get(k).and_then(Value::as_u64).unwrap_or(0);
     let (failed, timed_out, aborted) = (n("failed"), n("timedOut"), n("aborted"));
-    let pending = match share {
-        RedriveShare::Nothing => 0,
-        RedriveShare::Unsuccessful => failed + timed_out + aborted,
-        RedriveShare::Aborted => aborted,
-    };
-    // While a run runs, nothing is pending a redrive, and nothing is final yet.
-    let not_redrivable = if n("running") > 0 { 0 } else { failed + timed_out + aborted - pending };
+    let pending = if running { n("pendingRedrive") } else { 0 };
+    let not_redrivable = if !running && expired { failed + timed_out + aborted } else { 0 };
     counts["pendingRedrive"] = json!(pending);
     counts["failuresNotRedrivable"] = json!(not_redrivable);
 }
@@ -245,6 +214,27 @@ impl Service {
         Ok(self.store.kv_get(&key).await?)
     }
 
+    /// The progress row of Map Run `arn`, which runs on another server (or is about to resume):
+    /// on a store that signals (PostgreSQL), the server running it is asked to write the row
+    /// now and answers when it did (`distributed::progress_wanted_topic`), so the counts read
+    /// are those of this instant; without an answer within `SYNC_INTERVAL` (no server runs it
+    /// now, or the store does not signal: SQLite), the row as the run last wrote it.
+    async fn progress_row(&self, arn: &str) -> Result<Option<Value>, ApiError> {
+        use wfc_runtime::distributed as d;
+        // Listening before asking, so the answer is not missed.
+        let mut signals = self.store.kv_signals().await;
+        if signals.is_some() {
+            match self.store.kv_signal(&d::progress_wanted_topic(arn)).await {
+                Ok(()) => {
+                    let answer = d::progress_written_topic(arn);
+                    let _ = tokio::time::timeout(d::SYNC_INTERVAL, d::signalled(&mut signals, &answer)).await;
+                }
+                Err(e) => tracing::warn!(error = %e, arn, "cannot ask for a Map Run's progress"),
+            }
+        }
+        self.map_run_row(d::progress_key(arn)).await
+    }
+
     /// The counts of a Map Run whose execution ended while it ran (no end event): each child
     /// as the parent's journal has it last (its finished CHAINED_INVOKE), the others aborted;
     /// the totals from the run's levels row (`distributed::levels_key`, written when it
@@ -338,17 +328,22 @@ impl Service {
             Some(end) => (object(&end.details, "itemCounts"), object(&end.details, "executionCounts")),
             None if running => match wfc_runtime::distributed::map_run_counts(arn) {
                 Some(live) => live,
-                None => match self.map_run_row(wfc_runtime::distributed::progress_key(arn)).await? {
+                None => match self.progress_row(arn).await? {
                     Some(row) => (object(&row, "itemCounts"), object(&row, "executionCounts")),
                     None => (Value::Null, Value::Null),
                 },
             },
             None => self.stopped_counts(&record, arn).await?,
         };
-        let redrive = redrive_shares(status, run.ended.as_ref(), &record);
+        let stopped_ms = match &run.ended {
+            Some(end) => Some(millis(end)),
+            None if running => None,
+            None => Some(record.updated_at_ms),
+        };
+        let expired = stopped_ms.is_some_and(crate::redrive::period_exceeded);
         let or_zero = |v: Value| {
             let mut v = if v.is_object() { v } else { zero.clone() };
-            split_unsuccessful(&mut v, redrive);
+            split_unsuccessful(&mut v, running, expired);
             v
         };
         let mut out = json!({
@@ -387,8 +382,8 @@ impl Service {
     ) -> Result<Value, ApiError> {
         let (record, run) = self.map_run(arn).await?;
         let status = opt_str(body, "statusFilter")?;
-        // AWS's statuses; PENDING_REDRIVE (only with mapRunArn) lists nothing here: a redrive
-        // runs a Map Run's unsuccessful children at once.
+        // AWS's statuses; PENDING_REDRIVE (only with mapRunArn): the children a redrive of the
+        // run runs again that wait for a place under its concurrency limit.
         if let Some(s) = status
             && !["RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED", "PENDING_REDRIVE"].contains(&s)
         {
@@ -428,18 +423,39 @@ impl Service {
             }
         }
         if run.ended.is_none() && record.status == ExecutionStatus::Running {
-            let running = match wfc_runtime::distributed::map_run_running_children(arn) {
-                Some(running) => running,
-                None => self
-                    .map_run_row(wfc_runtime::distributed::progress_key(arn))
-                    .await?
-                    .and_then(|row| row.get("running").and_then(Value::as_array).cloned())
-                    .unwrap_or_default(),
+            let local = wfc_runtime::distributed::map_run_running_children(arn)
+                .zip(wfc_runtime::distributed::map_run_pending_redrive(arn));
+            let (running, pending_redrive) = match local {
+                Some(local) => local,
+                None => {
+                    let row = self.progress_row(arn).await?;
+                    let list =
+                        |key: &str| row.as_ref().and_then(|r| r.get(key)?.as_array().cloned()).unwrap_or_default();
+                    let pending =
+                        list("pendingRedrive").iter().filter_map(|i| i.as_u64()).map(|i| i as usize).collect();
+                    (list("running"), pending)
+                }
             };
+            // A child the journal has finished in the run's current level (its redrive count)
+            // is not running any more, whatever a row written before says.
+            let finished_now = |c: &Child| c.runs > 0 && u64::from(c.level) >= run.redrive_count;
+            // Children a redrive runs again, waiting for a place: AWS's PENDING_REDRIVE.
+            for i in pending_redrive {
+                if let Some(child) = children.get_mut(&(i as u64))
+                    && !finished_now(child)
+                    && let Some(doc) = child.doc.as_object_mut()
+                {
+                    doc.insert("Status".into(), json!("PENDING_REDRIVE"));
+                    doc.remove("StopDate");
+                }
+            }
             for doc in running {
                 let Some(i) = index(&doc) else { continue };
                 let child =
                     children.entry(i).or_insert(Child { doc: Value::Null, level: 0, first_start: None, runs: 0 });
+                if finished_now(child) {
+                    continue;
+                }
                 if child.first_start.is_none() {
                     child.first_start = doc.get("StartDate").cloned();
                 }
@@ -514,8 +530,13 @@ impl Service {
                     "stateMachineArn": self.arns.machine_arn(&machine),
                     "startDate": seconds(millis(&run.started)),
                 });
-                if let Some(end) = &run.ended {
-                    item["stopDate"] = seconds(millis(end));
+                match &run.ended {
+                    Some(end) => item["stopDate"] = seconds(millis(end)),
+                    // Ended with its execution (stopped, timed out), as DescribeMapRun says.
+                    None if record.status != ExecutionStatus::Running => {
+                        item["stopDate"] = seconds(record.updated_at_ms)
+                    }
+                    None => {}
                 }
                 item
             })

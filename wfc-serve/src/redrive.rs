@@ -20,9 +20,10 @@ fn reason(record: &ExecutionRecord, now: i64) -> Option<&'static str> {
     })
 }
 
-/// Whether RedriveExecution would accept `record` now (`redriveStatus` REDRIVABLE).
-pub(crate) fn is_redrivable(record: &ExecutionRecord) -> bool {
-    reason(record, crate::api::now_ms()).is_none()
+/// Whether something that ended at `stopped_ms` is past AWS's redrivable period now (a Map
+/// Run's children: `failuresNotRedrivable`).
+pub(crate) fn period_exceeded(stopped_ms: i64) -> bool {
+    crate::api::now_ms() - stopped_ms > REDRIVABLE_PERIOD_MS
 }
 
 /// Adds `redriveCount`, `redriveDate` (once redriven) and, with `status`, `redriveStatus` and

@@ -10,7 +10,10 @@
 //! - **Progress**: while it runs, the run writes its item and child execution counts and the
 //!   documents of its running children to the row [`progress_key`] (at most every
 //!   [`SYNC_INTERVAL`], when they changed), so `DescribeMapRun` and `ListExecutions` answer from
-//!   any process; the row is deleted when the run ends (its end event has the counts).
+//!   any process; the row is deleted when the run ends (its end event has the counts). On a
+//!   store that signals ([`crate::durable::Store::kv_signals`], PostgreSQL), a reader that wants
+//!   the counts as they are now signals [`progress_wanted_topic`]: the run writes the row at
+//!   once and answers with [`progress_written_topic`], so a read through any process is current.
 //! - **Redrive**: a redriven execution whose Map Run failed runs only the children that did not
 //!   succeed again ([`RedrivePlan`]).
 //!
@@ -27,6 +30,34 @@ use crate::Execution;
 /// How often a running Map Run reads its limits and writes its progress.
 pub const SYNC_INTERVAL: Duration = Duration::from_millis(400);
 
+/// The topic ([`crate::durable::Store::kv_signal`]) asking the process running Map Run `arn`
+/// to write its progress row now.
+pub fn progress_wanted_topic(arn: &str) -> String {
+    format!("wfc/map-run/progress-wanted/{arn}")
+}
+
+/// The topic with which the process running Map Run `arn` says it wrote its progress row as
+/// [`progress_wanted_topic`] asked.
+pub fn progress_written_topic(arn: &str) -> String {
+    format!("wfc/map-run/progress-written/{arn}")
+}
+
+/// Waits for `topic` on `signals` (returns at once when topics were missed: it may have been
+/// one); never returns when the store does not signal.
+#[cfg(feature = "durable")]
+pub async fn signalled(signals: &mut Option<tokio::sync::broadcast::Receiver<String>>, topic: &str) {
+    use tokio::sync::broadcast::error::RecvError;
+    loop {
+        let Some(receiver) = signals.as_mut() else { return std::future::pending().await };
+        match receiver.recv().await {
+            Ok(t) if t == topic => return,
+            Ok(_) => {}
+            Err(RecvError::Lagged(_)) => return,
+            Err(RecvError::Closed) => *signals = None,
+        }
+    }
+}
+
 /// Most running children the progress row lists (in item order): a run of up to 10,000
 /// children at once would otherwise rewrite megabytes every [`SYNC_INTERVAL`].
 pub const MAX_LISTED_RUNNING: usize = 1_000;
@@ -38,17 +69,22 @@ pub fn limits_key(arn: &str) -> String {
 }
 
 /// The key/value row of Map Run `arn`'s redrive levels and size: `{"starts": [0, 1],
-/// "itemTotal", "executionTotal"}`, `starts` being the execution's redrive count when each
-/// level started (level 0 in the first run, level 1 after the first redrive). A level
-/// that started before the execution's last redrive and did not exceed its tolerance was ended
-/// by its execution's end (stopped, timed out, or failed elsewhere): a redrive runs its
-/// unsuccessful children again in the next level, as AWS's Map Run redrive does.
+/// "itemTotal", "executionTotal", "ends": [{"exceeded", "limits"}, ...]}`, `starts` being the
+/// execution's redrive count when each level started (level 0 in the first run, level 1 after
+/// the first redrive), `ends` how each level that ended by itself ended: whether its children's
+/// failures exceeded its tolerance, and the limits it ended with (an `UpdateMapRun` while it
+/// ran may have changed them). A redrive judges each earlier level by its end as recorded
+/// (AWS redrives a Map state whose run did not exit), not by the tolerance the run has now: one
+/// that exceeded it failed, one that did not went on (its Map state exited, nothing is run
+/// again). A level that started before the execution's last redrive and has no recorded end
+/// was ended by its execution's end (stopped, timed out, or failed elsewhere): a redrive runs
+/// its unsuccessful children again in the next level, as AWS's Map Run redrive does.
 pub fn levels_key(arn: &str) -> String {
     format!("wfc/map-run/levels/{arn}")
 }
 
 /// The key/value row of running Map Run `arn`'s progress: `{"itemCounts", "executionCounts",
-/// "running": [child execution documents]}`.
+/// "running": [child execution documents], "pendingRedrive": [child indexes]}`.
 pub fn progress_key(arn: &str) -> String {
     format!("wfc/map-run/progress/{arn}")
 }
@@ -95,7 +131,12 @@ impl MapRunControl {
             c.running = running;
             c.pending = c.total.saturating_sub(c.succeeded + c.failed + c.timed_out + c.aborted + running);
         }
-        (items.json(), executions.json())
+        let (mut items, mut executions) = (items.json(), executions.json());
+        // Of the pending ones, those a redrive runs again (AWS's `pendingRedrive`).
+        let waiting = self.pending_redrive.lock().unwrap_or_else(|p| p.into_inner());
+        items["pendingRedrive"] = json!(waiting.values().sum::<u64>());
+        executions["pendingRedrive"] = json!(waiting.len());
+        (items, executions)
     }
 
     /// Sets the limits (an `UpdateMapRun`, possibly made on another server, read from the store).
@@ -123,7 +164,9 @@ impl MapRunControl {
             .take(MAX_LISTED_RUNNING)
             .cloned()
             .collect();
-        json!({ "itemCounts": items, "executionCounts": executions, "running": running })
+        let pending_redrive: Vec<usize> =
+            self.pending_redrive.lock().unwrap_or_else(|p| p.into_inner()).keys().copied().collect();
+        json!({ "itemCounts": items, "executionCounts": executions, "running": running, "pendingRedrive": pending_redrive })
     }
 }
 
@@ -151,11 +194,22 @@ pub(super) async fn synced<T>(
         let progress = progress_key(arn);
         // Whether a progress row was written (a run shorter than one interval writes none).
         let wrote = std::sync::atomic::AtomicBool::new(false);
+        // A reader on another process asks for the progress as it is now (see the module
+        // documentation); without signals (SQLite), the row is written every interval only.
+        let mut signals = store.kv_signals().await;
+        let (wanted, answer) = (progress_wanted_topic(arn), progress_written_topic(arn));
         let refresh = async {
             let mut written: Option<Value> = None;
+            let mut tick = tokio::time::interval(SYNC_INTERVAL);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            tick.tick().await;
             loop {
-                tokio::time::sleep(SYNC_INTERVAL).await;
-                if let Ok(Some(row)) = store.kv_get(&limits).await
+                let asked = tokio::select! {
+                    _ = tick.tick() => false,
+                    () = signalled(&mut signals, &wanted) => true,
+                };
+                if !asked
+                    && let Ok(Some(row)) = store.kv_get(&limits).await
                     && let Some(l) = MapRunLimits::from_json(&row)
                     && l != control.limits()
                 {
@@ -165,6 +219,9 @@ pub(super) async fn synced<T>(
                 if written.as_ref() != Some(&now) && store.kv_put(&progress, now.clone()).await.is_ok() {
                     written = Some(now);
                     wrote.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+                if asked && let Err(e) = store.kv_signal(&answer).await {
+                    tracing::warn!(error = %e, arn, "cannot signal that a Map Run's progress was written");
                 }
             }
         };
@@ -200,14 +257,21 @@ pub(super) async fn synced<T>(
 pub(super) struct RedrivePlan {
     /// The operation each child runs as (empty when the run is not redriven).
     ops: Vec<String>,
+    /// The children this level runs again after they ended unsuccessfully in an earlier one
+    /// (AWS's `pendingRedrive` until each gets a place under the concurrency limit).
+    reruns: Vec<usize>,
+    /// This run's level, when its levels row is kept ([`levels_key`]; `None`: no journal or
+    /// no key/value table, nothing recorded).
+    level: Option<u32>,
 }
 
 impl RedrivePlan {
     /// The plan of the children (of `sizes` items each) of the attempt whose operations are
     /// under `prefix`, when [`Execution::reopen_map_run_for_redrive`] marked it (and records the
     /// redrive's events); else an empty plan.
-    /// The levels' starts are kept in the row [`levels_key`] (this run's level is added when it
-    /// starts); without a key/value table every level is taken to have ended by its tolerance.
+    /// The levels' starts and ends are kept in the row [`levels_key`] (this run's level is
+    /// added when it starts, its end by [`RedrivePlan::record_end`]); without a key/value table
+    /// every level is taken to have ended by its tolerance as the run has it now.
     pub(super) async fn make(
         exec: &Execution,
         name: &str,
@@ -222,30 +286,30 @@ impl RedrivePlan {
             let store = journal.store();
             let key = levels_key(arn);
             // `None`: no key/value table (an adapter's store).
-            let starts: Option<Vec<u32>> =
-                store.kv_get(&key).await.ok().map(|row| {
-                    row.and_then(|r| serde_json::from_value(r.get("starts")?.clone()).ok()).unwrap_or_default()
-                });
-            let (plan, level) = if journal.is_reopened(prefix) {
-                plan(exec, journal, name, arn, prefix, sizes, control, has_result_writer, starts.as_deref())
+            let row: Option<Value> = store.kv_get(&key).await.ok().map(|row| row.unwrap_or_else(|| json!({})));
+            let starts: Option<Vec<u32>> = row
+                .as_ref()
+                .map(|r| r.get("starts").and_then(|s| serde_json::from_value(s.clone()).ok()).unwrap_or_default());
+            let ends: Vec<Value> = row.as_ref().and_then(|r| r.get("ends")?.as_array().cloned()).unwrap_or_default();
+            let (mut plan, level) = if journal.is_reopened(prefix) {
+                plan(exec, journal, name, arn, prefix, sizes, control, has_result_writer, starts.as_deref(), &ends)
             } else {
                 (RedrivePlan::default(), 0)
             };
-            if let Some(mut starts) = starts
-                && starts.len() <= level as usize
-            {
-                starts.resize(level as usize + 1, journal.redrive_count());
-                let row = json!({
-                    "starts": starts,
-                    "itemTotal": sizes.iter().sum::<usize>(),
-                    "executionTotal": sizes.len(),
-                });
-                store.kv_put(&key, row).await.map_err(|e| {
-                    crate::Failure::new(
-                        "States.Runtime",
-                        format!("cannot record the start of Map Run {arn}'s redrive level {level}: {e}"),
-                    )
-                })?;
+            if let (Some(mut row), Some(mut starts)) = (row, starts) {
+                plan.level = Some(level);
+                if starts.len() <= level as usize {
+                    starts.resize(level as usize + 1, journal.redrive_count());
+                    row["starts"] = json!(starts);
+                    row["itemTotal"] = json!(sizes.iter().sum::<usize>());
+                    row["executionTotal"] = json!(sizes.len());
+                    store.kv_put(&key, row).await.map_err(|e| {
+                        crate::Failure::new(
+                            "States.Runtime",
+                            format!("cannot record the start of Map Run {arn}'s redrive level {level}: {e}"),
+                        )
+                    })?;
+                }
             }
             return Ok(plan);
         }
@@ -253,9 +317,38 @@ impl RedrivePlan {
         Ok(RedrivePlan::default())
     }
 
+    /// Records in the levels row ([`levels_key`]) how this run's level ended by itself:
+    /// whether its failures `exceeded` its tolerance, and the limits it ended with. A later
+    /// redrive judges the level by this, whatever the tolerance is then.
+    pub(super) async fn record_end(&self, exec: &Execution, arn: &str, exceeded: bool, limits: &MapRunLimits) {
+        #[cfg(feature = "durable")]
+        if let (Some(journal), Some(level)) = (exec.journal(), self.level) {
+            let store = journal.store();
+            let key = levels_key(arn);
+            let Ok(Some(mut row)) = store.kv_get(&key).await else { return };
+            let mut ends = row.get("ends").and_then(Value::as_array).cloned().unwrap_or_default();
+            if ends.len() <= level as usize {
+                ends.resize(level as usize + 1, Value::Null);
+            }
+            ends[level as usize] = json!({ "exceeded": exceeded, "limits": limits.to_json() });
+            row["ends"] = Value::Array(ends);
+            // Best effort: without it, a redrive judges this level by the tolerance it has then.
+            if let Err(e) = store.kv_put(&key, row).await {
+                tracing::warn!(error = %e, arn, level, "cannot record how a Map Run's level ended");
+            }
+        }
+        #[cfg(not(feature = "durable"))]
+        let _ = (exec, arn, exceeded, limits);
+    }
+
     /// The operation child `index` runs as: `op` unless the plan says otherwise.
     pub(super) fn run_op(&self, index: usize, op: Option<String>) -> Option<String> {
         self.ops.get(index).cloned().or(op)
+    }
+
+    /// The children run again after an unsuccessful end in an earlier level.
+    pub(super) fn reruns(&self) -> &[usize] {
+        &self.reruns
     }
 }
 
@@ -286,6 +379,7 @@ fn plan(
     control: &MapRunControl,
     writes_results: bool,
     starts: Option<&[u32]>,
+    ends: &[Value],
 ) -> (RedrivePlan, u32) {
     use super::Counts;
     use crate::EventType;
@@ -307,7 +401,7 @@ fn plan(
     };
     // Each level that ended before this run: its counts, and whether the execution's end (not
     // its tolerance) ended it.
-    let mut failed_levels: Vec<((Counts, Counts), bool)> = Vec::new();
+    let mut failed_levels: Vec<((Counts, Counts), bool, MapRunLimits)> = Vec::new();
     let mut level = 0u32;
     while level < redrives {
         let mut counts = (Counts::default(), Counts::default());
@@ -337,11 +431,23 @@ fn plan(
         // Within its tolerance, the run at this level did not fail: it is the one to go on with,
         // unless it started before the execution's last redrive (the execution ended while it
         // ran: stopped, timed out, or failed elsewhere).
-        let stopped = starts.and_then(|s| s.get(level as usize)).is_some_and(|&started| started < redrives);
-        if !control.exceeded(failed_items, total_items) && !stopped {
+        // Judged as it ended (its end recorded in the levels row): it failed if it exceeded its
+        // tolerance then, and went on (its Map state exited) if not. A level with no recorded
+        // end is judged by the tolerance now, and counts as ended by its execution (stopped,
+        // timed out, or failed elsewhere) if it started before the execution's last redrive.
+        let end = ends.get(level as usize).filter(|e| e.is_object());
+        let (exceeded, stopped) = match end.and_then(|e| e.get("exceeded")).and_then(Value::as_bool) {
+            Some(exceeded) => (exceeded, false),
+            None => (
+                control.exceeded(failed_items, total_items),
+                starts.and_then(|s| s.get(level as usize)).is_some_and(|&started| started < redrives),
+            ),
+        };
+        if !exceeded && !stopped {
             break;
         }
-        failed_levels.push((counts, !control.exceeded(failed_items, total_items)));
+        let limits = end.and_then(|e| MapRunLimits::from_json(e.get("limits")?)).unwrap_or_else(|| control.limits());
+        failed_levels.push((counts, !exceeded, limits));
         level += 1;
     }
     if level == 0 {
@@ -350,8 +456,7 @@ fn plan(
     // How each failed level ended, and its redrive (the execution was redriven once per level,
     // the last time by this run's redrive).
     let failure = super::threshold_exceeded();
-    let limits = control.limits();
-    for (k, (counts, stopped)) in failed_levels.iter().enumerate() {
+    for (k, (counts, stopped, limits)) in failed_levels.iter().enumerate() {
         if *stopped {
             // Its end (`ExecutionAborted`, `ExecutionTimedOut`...) and the `ExecutionRedriven`
             // are in the stored history already, written by the stop and the redrive.
@@ -379,6 +484,7 @@ fn plan(
         exec.unmute_for_redrive();
         exec.record(EventType::MapRunRedriven, json!({ "mapRunArn": arn, "redriveCount": k + 1 }));
     }
+    let mut reruns = Vec::new();
     let ops = (0..sizes.len())
         .map(|index| match end(index, level) {
             Some((l, status)) if status == "SUCCEEDED" => op_at(prefix, index, l),
@@ -386,10 +492,11 @@ fn plan(
                 // Rerun: a Parallel or Map inside it that failed may reopen (see
                 // `Execution::reopen_for_redrive`).
                 journal.reopen(&op_at(prefix, index, 0));
+                reruns.push(index);
                 op_at(prefix, index, level)
             }
             _ => op_at(prefix, index, level),
         })
         .collect();
-    (RedrivePlan { ops }, level)
+    (RedrivePlan { ops, reruns, level: None }, level)
 }
