@@ -30,13 +30,17 @@ use crate::api::{Service, member, opt_str, page, req_str, seconds};
 use crate::error::ApiError;
 
 /// Where each Map Run seen so far is: its execution's store name (a run never moves); and per
-/// execution read so far, the id of the last event read and its Map Run events, so a later
-/// read takes only the events stored since (by the history's index), not the whole history.
+/// execution read so far, the last event read and its Map Run events, so a later read takes
+/// only the events stored since (by the history's index), not the whole history.
 #[derive(Debug, Default)]
 pub(crate) struct Found {
     by_arn: Mutex<HashMap<String, String>>,
-    events: Mutex<HashMap<String, (u64, Vec<HistoryEvent>)>>,
+    events: Mutex<HashMap<String, Kept>>,
 }
+
+/// What a server keeps of an execution's history: the last event read (`None`: nothing read
+/// yet) and the Map Run events up to it.
+type Kept = (Option<HistoryEvent>, Vec<HistoryEvent>);
 
 /// Most executions whose Map Run events a server keeps (beyond, it forgets them all and reads
 /// again as needed).
@@ -129,22 +133,36 @@ fn not_found(arn: &str) -> ApiError {
     ApiError::client("ResourceNotFound", format!("Resource not found: '{arn}'"))
 }
 
-/// `kept` (the id of the last event read, and the Map Run events up to it) with the Map Run
-/// events stored after it, read by `read_page(after)` ([`EVENT_PAGE`] events after id `after`).
-async fn catch_up<F, Fut, E>(kept: (u64, Vec<HistoryEvent>), mut read_page: F) -> Result<(u64, Vec<HistoryEvent>), E>
+/// `kept` (the last event read, and the Map Run events up to it) with the Map Run events
+/// stored after it, read by `read_page(after)` ([`EVENT_PAGE`] events after id `after`). The
+/// first page starts at the last event read: when the store no longer has that event as it
+/// was, the history was rewritten since (a resumed or redriven run whose replay differs, e.g.
+/// Parallel branches interleaved otherwise, writes its events from there: docs/durable.md
+/// "A resume appends; it does not rewrite"), and it is read again from its start.
+async fn catch_up<F, Fut, E>(kept: Kept, mut read_page: F) -> Result<Kept, E>
 where
     F: FnMut(u64) -> Fut,
     Fut: std::future::Future<Output = Result<Vec<HistoryEvent>, E>>,
 {
     let (mut last, mut events) = kept;
+    // The page after the event before the last one read, whose first event must be that one.
+    let mut after = last.as_ref().map_or(0, |e| e.id - 1);
     loop {
-        let page = read_page(last).await?;
+        let mut page = read_page(after).await?;
         let full = page.len() == EVENT_PAGE;
-        for event in page {
-            last = last.max(event.id);
-            if event.details.get("mapRunArn").is_some() {
-                events.push(event);
+        if let Some(seen) = last.as_ref().filter(|e| e.id == after + 1) {
+            if page.first() != Some(seen) {
+                (last, events, after) = (None, Vec::new(), 0);
+                continue;
             }
+            page.remove(0);
+        }
+        for event in page {
+            if event.details.get("mapRunArn").is_some() {
+                events.push(event.clone());
+            }
+            after = event.id;
+            last = Some(event);
         }
         if !full {
             return Ok((last, events));
@@ -659,17 +677,28 @@ mod tests {
                 std::future::ready(Ok::<_, ()>(page))
             }
         };
-        let kept = block_on(catch_up((0, Vec::new()), read(&history))).unwrap();
+        let kept = block_on(catch_up((None, Vec::new()), read(&history))).unwrap();
         assert_eq!(*asked.borrow(), [0, 1_000, 2_000]);
-        assert_eq!(kept.0, 2_500);
+        assert_eq!(kept.0.as_ref().map(|e| e.id), Some(2_500));
         assert_eq!(kept.1.iter().map(|e| e.id).collect::<Vec<_>>(), [10, 2_100]);
         history.push(event(2_501, EventType::MapRunStarted, "b"));
         asked.borrow_mut().clear();
+        // From the last event read (to see it is still there as it was).
         let kept = block_on(catch_up(kept, read(&history))).unwrap();
-        assert_eq!(*asked.borrow(), [2_500]);
+        assert_eq!(*asked.borrow(), [2_499]);
         assert_eq!(kept.1.iter().map(|e| e.id).collect::<Vec<_>>(), [10, 2_100, 2_501]);
         let found = runs(&kept.1);
         assert_eq!((found.len(), found[0].ended.as_ref().map(|e| e.id)), (2, Some(2_100)));
+        // Rewritten from event 2,000 on (a replay that differs there): read again from the start.
+        history.truncate(1_999);
+        history.push(event(2_000, EventType::MapRunRedriven, "a"));
+        history.push(event(2_001, EventType::MapRunSucceeded, "a"));
+        asked.borrow_mut().clear();
+        let kept = block_on(catch_up(kept, read(&history))).unwrap();
+        assert_eq!(*asked.borrow(), [2_500, 0, 1_000, 2_000]);
+        assert_eq!(kept.1.iter().map(|e| e.id).collect::<Vec<_>>(), [10, 2_000, 2_001]);
+        let found = runs(&kept.1);
+        assert!(found[0].redriven.is_some() && found[0].ended.as_ref().map(|e| e.id) == Some(2_001));
     }
 
     #[test]

@@ -73,12 +73,11 @@ pub fn limits_key(arn: &str) -> String {
 /// execution's redrive count when each level started (level 0 in the first run, level 1 after
 /// the first redrive), `ends` how each level that ended by itself ended: whether its children's
 /// failures exceeded its tolerance, and the limits it ended with (an `UpdateMapRun` while it
-/// ran may have changed them). A redrive judges each earlier level by its end as recorded
-/// (AWS redrives a Map state whose run did not exit), not by the tolerance the run has now: one
-/// that exceeded it failed, one that did not went on (its Map state exited, nothing is run
-/// again). A level that started before the execution's last redrive and has no recorded end
-/// was ended by its execution's end (stopped, timed out, or failed elsewhere): a redrive runs
-/// its unsuccessful children again in the next level, as AWS's Map Run redrive does.
+/// ran may have changed them). A redrive judges each earlier level by its end as recorded, not
+/// by the tolerance the run has now. A level that started before the execution's last redrive
+/// and did not exceed its tolerance was ended by its execution's end (stopped, timed out, or
+/// failed elsewhere): a redrive runs its unsuccessful children again in the next level, as
+/// AWS's Map Run redrive does.
 pub fn levels_key(arn: &str) -> String {
     format!("wfc/map-run/levels/{arn}")
 }
@@ -431,18 +430,17 @@ fn plan(
         // Within its tolerance, the run at this level did not fail: it is the one to go on with,
         // unless it started before the execution's last redrive (the execution ended while it
         // ran: stopped, timed out, or failed elsewhere).
-        // Judged as it ended (its end recorded in the levels row): it failed if it exceeded its
-        // tolerance then, and went on (its Map state exited) if not. A level with no recorded
-        // end is judged by the tolerance now, and counts as ended by its execution (stopped,
-        // timed out, or failed elsewhere) if it started before the execution's last redrive.
+        // Judged as it ended (its end recorded in the levels row), else by the tolerance now.
+        // A level that started before the execution's last redrive and did not exceed its
+        // tolerance was ended by its execution (stopped, timed out, or failed elsewhere): its
+        // end may have been recorded in a race with a stop, so the record does not say that
+        // its Map state exited.
         let end = ends.get(level as usize).filter(|e| e.is_object());
-        let (exceeded, stopped) = match end.and_then(|e| e.get("exceeded")).and_then(Value::as_bool) {
-            Some(exceeded) => (exceeded, false),
-            None => (
-                control.exceeded(failed_items, total_items),
-                starts.and_then(|s| s.get(level as usize)).is_some_and(|&started| started < redrives),
-            ),
+        let exceeded = match end.and_then(|e| e.get("exceeded")).and_then(Value::as_bool) {
+            Some(exceeded) => exceeded,
+            None => control.exceeded(failed_items, total_items),
         };
+        let stopped = starts.and_then(|s| s.get(level as usize)).is_some_and(|&started| started < redrives);
         if !exceeded && !stopped {
             break;
         }
