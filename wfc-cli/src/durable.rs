@@ -306,6 +306,21 @@ pub(crate) fn run(args: &RunArgs, url: Option<&str>) -> Exit {
         Ok(m) => m,
         Err(e) => return fatal(e),
     };
+    let virtual_time = args.virtual_time;
+    // On virtual time tokio's clock is paused, as `wfc run` without --store/--handlers has it:
+    // waits take no real time and elapsed_seconds counts only virtual time.
+    let rt = match if virtual_time { paused_runtime() } else { runtime() } {
+        Ok(rt) => rt,
+        Err(e) => return fatal(e),
+    };
+    // With a store, mock invocations are counted in it: a rerun that resumes the execution
+    // goes on with its next answer.
+    let opened = match url.map(|url| rt.block_on(open(url))).transpose() {
+        Ok(store) => store,
+        Err(e) => return fatal(e),
+    };
+    let counter =
+        opened.as_ref().map(|store| Arc::new(wfc_runtime::mock_config::InvocationCounter::new(Arc::clone(store))));
     let handler = match handler_for(
         args.handlers.as_deref(),
         args.lambda_endpoint.as_deref(),
@@ -313,16 +328,9 @@ pub(crate) fn run(args: &RunArgs, url: Option<&str>) -> Exit {
         mocks,
         &[&workflow],
         args.virtual_time,
-        None,
+        counter,
     ) {
         Ok(h) => h,
-        Err(e) => return fatal(e),
-    };
-    let virtual_time = args.virtual_time;
-    // On virtual time tokio's clock is paused, as `wfc run` without --store/--handlers has it:
-    // waits take no real time and elapsed_seconds counts only virtual time.
-    let rt = match if virtual_time { paused_runtime() } else { runtime() } {
-        Ok(rt) => rt,
         Err(e) => return fatal(e),
     };
     let clock = if virtual_time {
@@ -351,7 +359,10 @@ pub(crate) fn run(args: &RunArgs, url: Option<&str>) -> Exit {
             let result = wfc_runtime::interp::run(&workflow, handler.as_ref(), input, options).await;
             return outcome_of(result, virtual_time);
         };
-        let store = open(url).await?;
+        let store = match opened {
+            Some(store) => store,
+            None => open(url).await?,
+        };
         let mine = register(&store, &definition, &workflow).await?;
         // An execution pinned to another version resumes on it, loaded from the store.
         let (workflow, version) = match resume_on(&store, name, &workflow, &mine, true).await? {

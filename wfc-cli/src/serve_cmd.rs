@@ -132,6 +132,8 @@ pub(crate) fn run(args: &ServeArgs) -> Exit {
         config.auth = credentials.map(|c| Arc::new(wfc_serve::sigv4::Verifier::new(c, args.region.clone())));
         let signed = config.auth.is_some();
         config.mock_config = mock_config;
+        // Other servers on the same SQLite file wake this one through the file's changes.
+        config.store_changes = wfc_serve::sqlite_wake::StoreChanges::watch(&args.store).map(Arc::new);
         config.virtual_time = args.virtual_time;
         config.worker.skip_waits = args.virtual_time;
         config.worker.objects.item_root = args.item_root.clone();

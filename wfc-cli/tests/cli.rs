@@ -909,6 +909,30 @@ fn worker_mock_counts_survive_a_worker_restart() {
         (d["status"] != "RUNNING").then_some(d)
     });
     assert_eq!((&e1["status"], &e1["output"]), (&json!("SUCCEEDED"), &json!({"n": 1})), "{e1}");
+
+    // `wfc run --store` counts in the store too: killed during the retry wait, the rerun that
+    // resumes the execution gets invocation 1's answer.
+    let slow = std::fs::read_to_string(&def).unwrap().replace("\"IntervalSeconds\":1", "\"IntervalSeconds\":2");
+    assert!(slow.contains("\"IntervalSeconds\":2"), "{slow}");
+    let def = write(&dir, "FlakyRun.asl.json", &slow);
+    let mut first = wfc()
+        .args(["run", &def, "--store", &store, "--name", "r1", "--mocks", &mocks, "--test-case", "Retry"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    support::live::wait_until("r1 to wait for its retry", std::time::Duration::from_secs(60), || {
+        // Not there until the run has created it.
+        let o = wfc().args(["executions", "--store", &store, "describe", "r1"]).output().unwrap();
+        let d: Value = serde_json::from_slice(&o.stdout).ok()?;
+        d["operations"].as_array()?.iter().any(|op| op["subtype"] == "Retry").then_some(())
+    });
+    first.kill().unwrap();
+    first.wait().unwrap();
+    assert_eq!(support::describe(&store, "r1")["status"], json!("RUNNING"), "killed while it waited");
+    let o = run(&["run", &def, "--store", &store, "--name", "r1", "--mocks", &mocks, "--test-case", "Retry"]);
+    let r1 = stdout_json(&o);
+    assert_eq!((&r1["status"], &r1["output"]), (&json!("SUCCEEDED"), &json!({"n": 1})), "{r1}");
 }
 
 /// A bad MockConfigFile is refused by one parser under `wfc run`, `wfc worker`, `wfc test` and

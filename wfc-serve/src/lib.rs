@@ -25,17 +25,18 @@
 pub mod aliases;
 pub mod api;
 pub mod arn;
+mod deleting;
 pub mod error;
 pub mod history;
 pub mod http;
 pub mod identity;
 pub mod machines;
 pub mod map_runs;
-mod deleting;
 pub mod mock_config;
 pub mod redrive;
 mod redrive_tokens;
 pub mod sigv4;
+pub mod sqlite_wake;
 pub mod tags;
 pub mod tasks;
 pub mod test_state;
@@ -106,6 +107,9 @@ pub struct Config {
     /// The UI's token (`/ui?token=...`): required when set. Without it the UI is open on a
     /// server without `auth`, and closed on one with it.
     pub ui_token: Option<String>,
+    /// On a SQLite store, the watch of its file ([`sqlite_wake::StoreChanges::watch`]), so that
+    /// another server's commits wake this one's long polls and waiting Tasks.
+    pub store_changes: Option<Arc<sqlite_wake::StoreChanges>>,
 }
 
 impl Config {
@@ -132,6 +136,7 @@ impl Config {
             mock_config: None,
             virtual_time: false,
             ui_token: None,
+            store_changes: None,
         }
     }
 }
@@ -169,7 +174,8 @@ pub fn check_listen(addr: &SocketAddr, allow_remote: bool, signed: bool) -> Resu
 /// the store's executions. On shutdown the worker releases what it holds (another server or
 /// `wfc worker` on the same store resumes it).
 pub async fn serve(listener: TcpListener, config: Config, shutdown: impl Future<Output = ()>) -> Result<(), String> {
-    let activities = Arc::new(tasks::Activities::new(Arc::clone(&config.store)));
+    let activities =
+        Arc::new(tasks::Activities::new(Arc::clone(&config.store)).with_store_changes(config.store_changes.clone()));
     let answers = tokio::spawn(Arc::clone(&activities).deliver_remote_answers());
     // Tasks of executions stopped or ended while no server ran them.
     match activities.forget_ended().await {

@@ -158,6 +158,9 @@ pub struct Activities {
     stopping: AtomicBool,
     /// One takeover at a time (the identical tasks of a Map each take a different row).
     takeover: tokio::sync::Mutex<()>,
+    /// On SQLite, the store file's changes: another server's commits wake this one's long polls
+    /// and waiting Tasks (see [`crate::sqlite_wake`]).
+    changes: Option<Arc<crate::sqlite_wake::StoreChanges>>,
 }
 
 const ACTIVITY_PREFIX: &str = "wfc-serve-activity:";
@@ -204,7 +207,15 @@ impl Activities {
             store,
             stopping: AtomicBool::new(false),
             takeover: tokio::sync::Mutex::new(()),
+            changes: None,
         }
+    }
+
+    /// These activities, woken by the SQLite store file's changes (`None`: by nothing but the
+    /// periodic read, or PostgreSQL's signals).
+    pub fn with_store_changes(mut self, changes: Option<Arc<crate::sqlite_wake::StoreChanges>>) -> Activities {
+        self.changes = changes;
+        self
     }
 
     /// The server stops: Tasks dropped from now on keep their rows for the next one.
@@ -368,7 +379,8 @@ impl Activities {
         let deadline = tokio::time::Instant::now() + wait;
         // Listening before the first look, so a task queued in between wakes this poll.
         let mut signals = self.store.kv_signals().await;
-        let every = if signals.is_some() { signalled_poll() } else { STORE_POLL };
+        let mut changes = self.changes.as_ref().map(|c| c.subscribe());
+        let every = if signals.is_some() || changes.is_some() { signalled_poll() } else { STORE_POLL };
         let topic = format!("{QUEUED}{name}");
         loop {
             let notified = self.queued.notified();
@@ -385,6 +397,8 @@ impl Activities {
                 _ = tokio::time::sleep_until(deadline.min(now + every)) => {}
                 () = notified => {}
                 () = queued_elsewhere => {}
+                // Another process committed (SQLite): read again once its write has settled.
+                () = crate::sqlite_wake::changed(&mut changes) => tokio::time::sleep(crate::sqlite_wake::MIN_SPACING).await,
             }
         }
     }
@@ -436,13 +450,19 @@ impl Activities {
             scans.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             scans
         };
-        let mut scan = scans(if signals.is_some() { signalled_poll() } else { STORE_POLL });
+        let mut changes = self.changes.as_ref().map(|c| c.subscribe());
+        let mut scan = scans(if signals.is_some() || changes.is_some() { signalled_poll() } else { STORE_POLL });
         loop {
             let topic = tokio::select! {
                 _ = scan.tick() => None,
                 topic = next_topic(&mut signals, &[ANSWERED, BEATEN]) => topic,
+                // Another process committed (SQLite): read the store once its write has settled.
+                () = crate::sqlite_wake::changed(&mut changes) => {
+                    tokio::time::sleep(crate::sqlite_wake::MIN_SPACING).await;
+                    None
+                }
             };
-            if signals.is_none() && scan.period() != STORE_POLL {
+            if signals.is_none() && changes.is_none() && scan.period() != STORE_POLL {
                 scan = scans(STORE_POLL); // the signals stopped: read the store as SQLite does
             }
             if self.stopping.load(Ordering::SeqCst) {
