@@ -311,6 +311,8 @@ impl Service {
         check_alias_name(name)?;
         let description = check_description(body)?;
         let (machine, routing) = self.routing(body).await?;
+        let machine_arn = self.arns.machine_arn(&machine);
+        self.refuse_deleting(&machine, &machine_arn, false).await?;
         let mut aliases = self.aliases_of(&machine).await?;
         if let Some(existing) = aliases.iter().find(|a| a.name == name) {
             // Idempotent on name, description and routing, as on AWS.

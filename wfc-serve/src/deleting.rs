@@ -13,8 +13,9 @@
 //!   long Wait keeps the machine `DELETING` until the wait ends; wfc does not wait for it.)
 //! - an **EXPRESS** machine's running executions run on to their end; meanwhile the machine is
 //!   `DELETING` (the key/value row `serve/machine-deleting/<name>`): DescribeStateMachine says
-//!   `status: DELETING`; StartExecution, StartSyncExecution, CreateStateMachine (same name) and
-//!   UpdateStateMachine answer `StateMachineDeleting`; DescribeExecution shows the executions as
+//!   `status: DELETING`; StartExecution, StartSyncExecution, CreateStateMachine (same name),
+//!   UpdateStateMachine, PublishStateMachineVersion and CreateStateMachineAlias answer
+//!   `StateMachineDeleting`; DescribeExecution shows the executions as
 //!   they are. The first look at the machine after its last execution ended deletes it (its
 //!   tombstone, versions and aliases, as a deletion without running executions does at once).
 

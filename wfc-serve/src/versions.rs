@@ -231,6 +231,7 @@ impl Service {
         }
         let r = self.arns.state_machine(arn)?;
         let m = self.machines.require(&r.name, arn).await?;
+        self.refuse_deleting(&m.name, arn, false).await?;
         if let Some(revision) = opt_str(body, "revisionId")?
             && revision != m.version.version_id
         {

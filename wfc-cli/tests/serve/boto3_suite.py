@@ -331,6 +331,7 @@ def stop_update_delete(sfn):
     expect_error("StateMachineDeleting", sfn.start_sync_execution, stateMachineArn=darn, input="{}")
     expect_error("StateMachineDeleting", sfn.create_state_machine, name="Dozy", definition=slow, roleArn=ROLE, type="EXPRESS")
     expect_error("StateMachineDeleting", sfn.update_state_machine, stateMachineArn=darn, definition=slow)
+    expect_error("StateMachineDeleting", sfn.publish_state_machine_version, stateMachineArn=darn)
     sfn.delete_state_machine(stateMachineArn=darn)  # again: nothing more to do
     sfn.stop_execution(executionArn=doze)
     expect_error("StateMachineDoesNotExist", sfn.describe_state_machine, stateMachineArn=darn)
