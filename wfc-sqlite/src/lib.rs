@@ -191,6 +191,16 @@ INSERT INTO history_batches (execution, first_event_id, last_event_id, events, f
 DROP TABLE history;
 "#,
     },
+    Migration {
+        description: "claims read executions in the order they become due, not past those in flight",
+        // A claim scanned `executions_runnable` (by wake_at) from its NULLs: every execution
+        // in flight (wake_at NULL, leased) was read and skipped on every claim, about 130,000
+        // instructions a claim with 128 in flight. Due is COALESCE(wake_at, lease_until, 0)
+        // (PostgreSQL's `executions_claim`): the scan stops before the leased ones.
+        sql: r#"
+CREATE INDEX executions_claim ON executions(COALESCE(wake_at, lease_until, 0), created_at) WHERE status = 'RUNNING';
+"#,
+    },
 ];
 
 /// A [`Store`] in one SQLite file.
@@ -1627,13 +1637,14 @@ impl Store for SqliteStore {
             let names: Vec<String> = {
                 let mut stmt = tx
                     .prepare_cached(
-                        "SELECT name FROM executions
-                         WHERE status = 'RUNNING' AND (lease_until IS NULL OR lease_until < ?1)
+                        "SELECT name FROM executions INDEXED BY executions_claim
+                         WHERE status = 'RUNNING' AND COALESCE(wake_at, lease_until, 0) <= ?1
+                           AND (lease_until IS NULL OR lease_until < ?1)
                            AND (wake_at IS NULL OR wake_at <= ?1)
                            AND (?3 OR version_id IN (SELECT value FROM json_each(?4))
                                 OR workflow IN (SELECT value FROM json_each(?5))
                                 OR (version_id IS NULL AND workflow IN (SELECT value FROM json_each(?6))))
-                         ORDER BY wake_at, created_at LIMIT ?2",
+                         ORDER BY COALESCE(wake_at, lease_until, 0), created_at LIMIT ?2",
                     )
                     .map_err(backend)?;
                 let rows = stmt
