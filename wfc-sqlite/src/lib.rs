@@ -434,18 +434,18 @@ fn write_batch(tx: &Connection, name: &str, events: &[HistoryEvent]) -> Result<(
     if before.is_some_and(|end| end >= first) {
         remove_range(tx, name, first, last)?;
     }
-    // Consecutive events that share a document serialize it once.
+    // Consecutive events that share a document serialize it once, all into one buffer.
     let mut writer = wfc_runtime::history::EventWriter::new();
-    let mut text = String::with_capacity(512 * events.len());
-    text.push('[');
+    let mut text = Vec::with_capacity(512 * events.len());
+    text.push(b'[');
     for (i, event) in events.iter().enumerate() {
         if i > 0 {
-            text.push(',');
+            text.push(b',');
         }
-        text.push_str(&writer.to_json(event).map_err(backend)?);
+        writer.write_json(event, &mut text).map_err(backend)?;
     }
-    text.push(']');
-    insert_batch(tx, name, first, last, &text)
+    text.push(b']');
+    insert_batch(tx, name, first, last, &String::from_utf8(text).map_err(backend)?)
 }
 
 fn insert_batch(tx: &Connection, name: &str, first: i64, last: i64, events: &str) -> Result<(), StoreError> {
