@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 use wfc_runtime::durable::{
-    CheckpointToken, Completion, ExecutionStatus, Journal, NewExecution, OpStatus, OpType, Opened, OperationUpdate,
-    Store, StoreError,
+    CheckpointToken, Completion, ExecutionStatus, HistoryWrite, Journal, NewExecution, OpStatus, OpType, Opened,
+    OperationUpdate, Store, StoreError,
 };
 use wfc_runtime::interp::{self, Handlers};
 use wfc_runtime::{Clock, Failure, RunOptions, Status, TaskContext};
@@ -154,6 +154,48 @@ async fn finishing_and_history_are_recorded() {
         s.open_execution(new_exec("e", json!({"x": 1}))).await.unwrap().record.status,
         ExecutionStatus::Succeeded
     );
+}
+
+/// The SQLite store keeps a commit's events in one row (schema 9): writes that replace stored
+/// ids inside and across rows, a truncated tail, and pages read forward and backward from ids
+/// inside rows all see the events one by one, as when each had its own row.
+#[tokio::test]
+async fn history_rows_of_many_events_read_and_replace_event_by_event() {
+    let s = store();
+    let claim = s.open_execution(new_exec("h", json!({}))).await.unwrap();
+    let event = |id: u64, tag: &str| wfc_runtime::HistoryEvent {
+        id,
+        previous_event_id: id - 1,
+        timestamp: tag.into(),
+        event_type: wfc_runtime::EventType::PassStateEntered,
+        details: json!({ "name": tag }).into(),
+    };
+    let events = |ids: std::ops::RangeInclusive<u64>, tag: &str| ids.map(|i| event(i, tag)).collect::<Vec<_>>();
+    let ids =
+        |events: Vec<wfc_runtime::HistoryEvent>| events.into_iter().map(|e| (e.id, e.timestamp)).collect::<Vec<_>>();
+    let tagged = |spans: &[(std::ops::RangeInclusive<u64>, &str)]| {
+        spans.iter().flat_map(|(r, t)| r.clone().map(move |i| (i, t.to_string()))).collect::<Vec<_>>()
+    };
+    s.append_history("h", events(1..=5, "a")).await.unwrap();
+    s.append_history("h", events(6..=10, "b")).await.unwrap();
+    // Ids 4 to 7 again: the end of the first row and the start of the second are replaced.
+    s.append_history("h", events(4..=7, "c")).await.unwrap();
+    let all = tagged(&[(1..=3, "a"), (4..=7, "c"), (8..=10, "b")]);
+    assert_eq!(ids(s.read_history("h").await.unwrap()), all);
+    assert_eq!(ids(s.read_history_page("h", 2, 4, false).await.unwrap()), all[2..6].to_vec());
+    assert_eq!(ids(s.read_history_page("h", 9, 4, false).await.unwrap()), all[9..].to_vec());
+    let newest: Vec<_> = all.iter().rev().take(3).cloned().collect();
+    assert_eq!(ids(s.read_history_page("h", 0, 3, true).await.unwrap()), newest);
+    let before_six: Vec<_> = all[..5].iter().rev().cloned().collect();
+    assert_eq!(ids(s.read_history_page("h", 6, 10, true).await.unwrap()), before_six);
+    // A resumed run that recorded differently from id 3 on replaces the tail.
+    let rewrite = HistoryWrite { events: events(3..=4, "d"), truncate_after: Some(2) };
+    s.checkpoint_with_history("h", claim.token, vec![], rewrite).await.unwrap();
+    assert_eq!(ids(s.read_history("h").await.unwrap()), tagged(&[(1..=2, "a"), (3..=4, "d")]));
+    // Events not in id order are still stored one by one.
+    s.append_history("h", vec![event(6, "e"), event(5, "e")]).await.unwrap();
+    assert_eq!(ids(s.read_history("h").await.unwrap()), tagged(&[(1..=2, "a"), (3..=4, "d"), (5..=6, "e")]));
+    assert!(matches!(s.append_history("none", events(1..=1, "x")).await, Err(StoreError::NotFound(_))));
 }
 
 #[tokio::test]

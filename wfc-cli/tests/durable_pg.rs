@@ -237,8 +237,7 @@ async fn a_group_commit_answers_each_write_alone(store: Arc<dyn Store>) {
     let replaced = history(vec![event(2, "R"), event(3, "S")], Some(1));
     s.checkpoint_with_history("g-ok", next(tokens["g-ok"]), vec![], replaced).await.unwrap();
     assert_eq!(s.read_history("g-ok").await.unwrap(), vec![event(1, "P"), event(2, "R"), event(3, "S")]);
-    // History is appended only to an execution that exists (SQLite's foreign key refuses it,
-    // PostgreSQL's store checks it).
+    // History is appended only to an execution that exists (both stores check it).
     assert!(s.append_history("g-none", vec![event(1, "P")]).await.is_err());
 }
 

@@ -495,7 +495,12 @@ fn a_store_written_before_the_event_inbox_is_migrated_and_stays_readable() {
          DROP TABLE executions;
          ALTER TABLE executions_v2 RENAME TO executions;
          ALTER TABLE operations DROP COLUMN format;
-         ALTER TABLE history DROP COLUMN format;
+         CREATE TABLE history (
+             execution TEXT NOT NULL REFERENCES executions(name), event_id INTEGER NOT NULL,
+             event TEXT NOT NULL, PRIMARY KEY (execution, event_id));
+         INSERT INTO history (execution, event_id, event)
+             SELECT b.execution, json_extract(e.value, '$.id'), e.value FROM history_batches b, json_each(b.events) e;
+         DROP TABLE history_batches;
          PRAGMA user_version = 2;",
     )
     .expect("downgrade");
@@ -509,7 +514,7 @@ fn a_store_written_before_the_event_inbox_is_migrated_and_stays_readable() {
     assert!(check_exactly_once(&s, &store, "old").is_empty());
     let conn = rusqlite::Connection::open(&db).expect("open the store");
     let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).expect("version");
-    assert_eq!(version, 8);
+    assert_eq!(version, 10);
 }
 
 const TIMERS: &str = r#"{

@@ -171,6 +171,36 @@ CREATE TABLE kv (
 );
 "#,
     },
+    Migration {
+        description: "history in one row per commit (a JSON array of consecutive events) instead of one per event",
+        // A step records about 5 events and a commit writes them together: one row (and one
+        // index entry) instead of five. Batches of one execution hold disjoint id ranges. No
+        // foreign key: every writer checks the execution's row itself (the token's
+        // compare-and-swap, or `append_history`'s check), and no execution is ever deleted.
+        sql: r#"
+CREATE TABLE history_batches (
+    execution      TEXT NOT NULL,
+    first_event_id INTEGER NOT NULL,
+    last_event_id  INTEGER NOT NULL,
+    events         TEXT NOT NULL,
+    format         INTEGER NOT NULL DEFAULT 1,
+    PRIMARY KEY (execution, first_event_id)
+);
+INSERT INTO history_batches (execution, first_event_id, last_event_id, events, format)
+    SELECT execution, event_id, event_id, '[' || event || ']', format FROM history ORDER BY execution, event_id;
+DROP TABLE history;
+"#,
+    },
+    Migration {
+        description: "claims read executions in the order they become due, not past those in flight",
+        // A claim scanned `executions_runnable` (by wake_at) from its NULLs: every execution
+        // in flight (wake_at NULL, leased) was read and skipped on every claim, about 130,000
+        // instructions a claim with 128 in flight. Due is COALESCE(wake_at, lease_until, 0)
+        // (PostgreSQL's `executions_claim`): the scan stops before the leased ones.
+        sql: r#"
+CREATE INDEX executions_claim ON executions(COALESCE(wake_at, lease_until, 0), created_at) WHERE status = 'RUNNING';
+"#,
+    },
 ];
 
 /// A [`Store`] in one SQLite file.
@@ -367,52 +397,131 @@ fn checkpoint_in(
 }
 
 /// Writes a running execution's history events (live history, see `durable::live_history`) in
-/// the caller's transaction: the tail a resumed run replaced first, then the events, each by
-/// its id. Kept apart from the checkpoint's operation updates.
+/// the caller's transaction: the tail a resumed run replaced first, then the events (an id
+/// already stored is replaced), as one row of the table `history_batches`. Kept apart from the
+/// checkpoint's operation updates. Refuses nothing: only SQLite's own errors come out of it.
 fn write_history(tx: &Connection, name: &str, history: &HistoryWrite) -> Result<(), StoreError> {
     if let Some(after) = history.truncate_after {
-        let after = i64::try_from(after).map_err(backend)?;
-        tx.execute("DELETE FROM history WHERE execution = ?1 AND event_id > ?2", params![name, after])
-            .map_err(backend)?;
+        truncate_history(tx, name, i64::try_from(after).map_err(backend)?)?;
     }
-    if history.events.is_empty() {
+    let events = &history.events;
+    if events.is_empty() {
         return Ok(());
     }
-    // Consecutive events that share a document serialize it once.
+    // A run records its events in id order: one row. Anything else, one row per event.
+    if events.windows(2).all(|w| w[0].id < w[1].id) {
+        write_batch(tx, name, events)
+    } else {
+        events.iter().try_for_each(|event| write_batch(tx, name, std::slice::from_ref(event)))
+    }
+}
+
+/// One row of `history_batches`: `events` (in increasing id order) as a JSON array, replacing
+/// the stored events with ids in their range.
+fn write_batch(tx: &Connection, name: &str, events: &[HistoryEvent]) -> Result<(), StoreError> {
+    let (Some(first), Some(last)) = (events.first(), events.last()) else { return Ok(()) };
+    let (first, last) = (i64::try_from(first.id).map_err(backend)?, i64::try_from(last.id).map_err(backend)?);
+    // The batches hold disjoint ranges, so only the one starting last at or before `last` can
+    // overlap when that one does not: an append (the common case) costs this one lookup.
+    let before: Option<i64> = tx
+        .prepare_cached(
+            "SELECT last_event_id FROM history_batches WHERE execution = ?1 AND first_event_id <= ?2
+             ORDER BY first_event_id DESC LIMIT 1",
+        )
+        .and_then(|mut stmt| stmt.query_row(params![name, last], |r| r.get(0)))
+        .optional()
+        .map_err(backend)?;
+    if before.is_some_and(|end| end >= first) {
+        remove_range(tx, name, first, last)?;
+    }
+    // Consecutive events that share a document serialize it once, all into one buffer.
     let mut writer = wfc_runtime::history::EventWriter::new();
-    // Up to HISTORY_ROWS_PER_INSERT events per statement (a step records about 5): running a
-    // statement costs about as much again as the row it inserts.
-    for chunk in history.events.chunks(HISTORY_ROWS_PER_INSERT) {
-        let mut stmt = tx.prepare_cached(history_insert_sql(chunk.len())).map_err(backend)?;
-        for (i, event) in chunk.iter().enumerate() {
-            let text = writer.to_json(event).map_err(backend)?;
-            let id = i64::try_from(event.id).map_err(backend)?;
-            stmt.raw_bind_parameter(3 * i + 1, name).map_err(backend)?;
-            stmt.raw_bind_parameter(3 * i + 2, id).map_err(backend)?;
-            stmt.raw_bind_parameter(3 * i + 3, text).map_err(backend)?;
+    let mut text = Vec::with_capacity(512 * events.len());
+    text.push(b'[');
+    for (i, event) in events.iter().enumerate() {
+        if i > 0 {
+            text.push(b',');
         }
-        stmt.raw_execute().map_err(backend)?;
+        writer.write_json(event, &mut text).map_err(backend)?;
+    }
+    text.push(b']');
+    insert_batch(tx, name, first, last, &String::from_utf8(text).map_err(backend)?)
+}
+
+fn insert_batch(tx: &Connection, name: &str, first: i64, last: i64, events: &str) -> Result<(), StoreError> {
+    cached(
+        tx,
+        "INSERT INTO history_batches (execution, first_event_id, last_event_id, events, format)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![name, first, last, events, ROW_FORMAT],
+    )
+    .map_err(backend)?;
+    Ok(())
+}
+
+/// A stored batch's events.
+fn batch_events(name: &str, text: &str, format: i64) -> Result<Vec<HistoryEvent>, StoreError> {
+    check_row_format(&format!("a history event of execution '{name}'"), format)?;
+    serde_json::from_str(text).map_err(|e| backend(format!("a stored event of execution '{name}' is corrupt: {e}")))
+}
+
+/// Rewrites `events` (kept from a stored batch, in id order) as one or more batches, each a run
+/// of them between two removed ranges.
+fn rewrite_kept(tx: &Connection, name: &str, kept: &[HistoryEvent]) -> Result<(), StoreError> {
+    if kept.is_empty() {
+        return Ok(());
+    }
+    let mut writer = wfc_runtime::history::EventWriter::new();
+    let texts = kept.iter().map(|e| writer.to_json(e).map_err(backend)).collect::<Result<Vec<_>, _>>()?;
+    let first = i64::try_from(kept[0].id).map_err(backend)?;
+    let last = i64::try_from(kept[kept.len() - 1].id).map_err(backend)?;
+    insert_batch(tx, name, first, last, &format!("[{}]", texts.join(",")))
+}
+
+/// Removes the stored events with ids in `first..=last` (the batches overlapping the range are
+/// rewritten with what they keep, split around it).
+fn remove_range(tx: &Connection, name: &str, first: i64, last: i64) -> Result<(), StoreError> {
+    let overlapping: Vec<(i64, String, i64)> = {
+        let mut stmt = tx
+            .prepare_cached(
+                "SELECT first_event_id, events, format FROM history_batches
+                 WHERE execution = ?1 AND first_event_id <= ?3 AND last_event_id >= ?2",
+            )
+            .map_err(backend)?;
+        let rows = stmt.query_map(params![name, first, last], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)));
+        rows.and_then(|rows| rows.collect()).map_err(backend)?
+    };
+    for (start, text, format) in overlapping {
+        let events = batch_events(name, &text, format)?;
+        cached(tx, "DELETE FROM history_batches WHERE execution = ?1 AND first_event_id = ?2", params![name, start])
+            .map_err(backend)?;
+        let id = |e: &HistoryEvent| i64::try_from(e.id).unwrap_or(i64::MAX);
+        let (below, rest): (Vec<_>, Vec<_>) = events.into_iter().partition(|e| id(e) < first);
+        let above: Vec<_> = rest.into_iter().filter(|e| id(e) > last).collect();
+        rewrite_kept(tx, name, &below)?;
+        rewrite_kept(tx, name, &above)?;
     }
     Ok(())
 }
 
-/// The most history rows one `INSERT` writes.
-const HISTORY_ROWS_PER_INSERT: usize = 8;
+/// Deletes the stored events with ids greater than `after`.
+fn truncate_history(tx: &Connection, name: &str, after: i64) -> Result<(), StoreError> {
+    cached(tx, "DELETE FROM history_batches WHERE execution = ?1 AND first_event_id > ?2", params![name, after])
+        .map_err(backend)?;
+    // Only the last batch left can go on past `after` (the ranges are disjoint).
+    remove_range(tx, name, after.saturating_add(1), i64::MAX)
+}
 
-/// `INSERT OR REPLACE INTO history ... VALUES (?, ?, ?), ...` with `rows` rows (1 to
-/// [`HISTORY_ROWS_PER_INSERT`]): the rows go in order, so a later one of the same id wins, as
-/// with one statement per row.
-fn history_insert_sql(rows: usize) -> &'static str {
-    static SQL: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| {
-        (1..=HISTORY_ROWS_PER_INSERT)
-            .map(|n| {
-                let values: Vec<String> =
-                    (0..n).map(|i| format!("(?{}, ?{}, ?{})", 3 * i + 1, 3 * i + 2, 3 * i + 3)).collect();
-                format!("INSERT OR REPLACE INTO history (execution, event_id, event) VALUES {}", values.join(", "))
-            })
-            .collect()
-    });
-    &SQL[rows - 1]
+/// The id of the last stored event of `name` (0: none).
+fn last_event_id(tx: &Connection, name: &str) -> Result<i64, StoreError> {
+    let last: Option<i64> = tx
+        .prepare_cached(
+            "SELECT last_event_id FROM history_batches WHERE execution = ?1 ORDER BY first_event_id DESC LIMIT 1",
+        )
+        .and_then(|mut stmt| stmt.query_row([name], |r| r.get(0)))
+        .optional()
+        .map_err(backend)?;
+    Ok(last.unwrap_or(0))
 }
 
 /// Appends events after the last stored one, in the caller's transaction: `events` gets that
@@ -424,11 +533,82 @@ fn append_after_last(
     name: &str,
     events: impl FnOnce(u64) -> Vec<HistoryEvent>,
 ) -> Result<(), StoreError> {
-    let last: i64 = tx
-        .query_row("SELECT COALESCE(MAX(event_id), 0) FROM history WHERE execution = ?1", [name], |r| r.get(0))
-        .map_err(backend)?;
+    let last = last_event_id(tx, name)?;
     let events = events(u64::try_from(last).unwrap_or(0));
     write_history(tx, name, &HistoryWrite { events, truncate_after: None })
+}
+
+/// The stored events of `name` in id order: those after `after` (at most `limit`), or with
+/// `reverse` those before `after` (0: from the last) newest first.
+fn read_events(
+    conn: &Connection,
+    name: &str,
+    after: u64,
+    limit: usize,
+    reverse: bool,
+) -> Result<Vec<HistoryEvent>, StoreError> {
+    let after = i64::try_from(after).unwrap_or(i64::MAX);
+    let mut out = Vec::new();
+    if limit == 0 {
+        return Ok(out);
+    }
+    let take = |events: Vec<HistoryEvent>, out: &mut Vec<HistoryEvent>| {
+        let keep = |e: &HistoryEvent| {
+            let id = i64::try_from(e.id).unwrap_or(i64::MAX);
+            if reverse { after == 0 || id < after } else { id > after }
+        };
+        if reverse {
+            out.extend(events.into_iter().rev().filter(keep).take(limit - out.len()));
+        } else {
+            out.extend(events.into_iter().filter(keep).take(limit - out.len()));
+        }
+        out.len() >= limit
+    };
+    if reverse {
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT events, format FROM history_batches WHERE execution = ?1 AND (?2 = 0 OR first_event_id < ?2)
+                 ORDER BY first_event_id DESC",
+            )
+            .map_err(backend)?;
+        let mut rows = stmt.query(params![name, after]).map_err(backend)?;
+        while let Some(row) = rows.next().map_err(backend)? {
+            let (text, format): (String, i64) = (row.get(0).map_err(backend)?, row.get(1).map_err(backend)?);
+            if take(batch_events(name, &text, format)?, &mut out) {
+                break;
+            }
+        }
+    } else {
+        // From the batch holding `after` (the last one starting at or before it).
+        let start: i64 = conn
+            .prepare_cached(
+                "SELECT COALESCE(MAX(first_event_id), 0) FROM history_batches
+                 WHERE execution = ?1 AND first_event_id <= ?2",
+            )
+            .and_then(|mut stmt| stmt.query_row(params![name, after], |r| r.get(0)))
+            .map_err(backend)?;
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT events, format FROM history_batches WHERE execution = ?1 AND first_event_id >= ?2
+                 ORDER BY first_event_id",
+            )
+            .map_err(backend)?;
+        let mut rows = stmt.query(params![name, start]).map_err(backend)?;
+        while let Some(row) = rows.next().map_err(backend)? {
+            let (text, format): (String, i64) = (row.get(0).map_err(backend)?, row.get(1).map_err(backend)?);
+            if take(batch_events(name, &text, format)?, &mut out) {
+                break;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Whether execution `name` exists (a write that does not otherwise touch its row checks it).
+fn execution_exists(conn: &Connection, name: &str) -> Result<bool, StoreError> {
+    conn.prepare_cached("SELECT 1 FROM executions WHERE name = ?1")
+        .and_then(|mut stmt| stmt.exists([name]))
+        .map_err(backend)
 }
 
 /// Runs `sql` as a statement prepared once per connection (the hot paths: a group commit runs
@@ -1169,7 +1349,13 @@ impl Store for SqliteStore {
     fn append_history<'a>(&'a self, name: &'a str, events: Vec<HistoryEvent>) -> BoxFuture<'a, Result<(), StoreError>> {
         let name = name.to_owned();
         let history = HistoryWrite { events, truncate_after: None };
-        self.grouped(move |tx| write_history(tx, &name, &history))
+        self.grouped(move |tx| {
+            // Refused before anything is written (see GroupWrite).
+            if !execution_exists(tx, &name)? {
+                return Err(StoreError::NotFound(name.clone()));
+            }
+            write_history(tx, &name, &history)
+        })
     }
 
     fn read_history_page<'a>(
@@ -1184,25 +1370,7 @@ impl Store for SqliteStore {
             if get_record(conn, &name)?.is_none() {
                 return Err(StoreError::NotFound(name));
             }
-            let after = i64::try_from(after).unwrap_or(i64::MAX);
-            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-            let sql = if reverse {
-                "SELECT event, format FROM history WHERE execution = ?1 AND (?2 = 0 OR event_id < ?2)
-                 ORDER BY event_id DESC LIMIT ?3"
-            } else {
-                "SELECT event, format FROM history WHERE execution = ?1 AND event_id > ?2 ORDER BY event_id LIMIT ?3"
-            };
-            let mut stmt = conn.prepare_cached(sql).map_err(backend)?;
-            let rows = stmt
-                .query_map(params![name, after, limit], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
-                .map_err(backend)?;
-            let mut out = Vec::new();
-            for row in rows {
-                let (text, format) = row.map_err(backend)?;
-                check_row_format(&format!("a history event of execution '{name}'"), format)?;
-                out.push(serde_json::from_str(&text).map_err(|e| backend(format!("a stored event is corrupt: {e}")))?);
-            }
-            Ok(out)
+            read_events(conn, &name, after, limit, reverse)
         })
     }
 
@@ -1212,18 +1380,7 @@ impl Store for SqliteStore {
             if get_record(conn, &name)?.is_none() {
                 return Err(StoreError::NotFound(name));
             }
-            let mut stmt = conn
-                .prepare("SELECT event, format FROM history WHERE execution = ?1 ORDER BY event_id")
-                .map_err(backend)?;
-            let rows =
-                stmt.query_map([&name], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))).map_err(backend)?;
-            let mut out = Vec::new();
-            for row in rows {
-                let (text, format) = row.map_err(backend)?;
-                check_row_format(&format!("a history event of execution '{name}'"), format)?;
-                out.push(serde_json::from_str(&text).map_err(|e| backend(format!("a stored event is corrupt: {e}")))?);
-            }
-            Ok(out)
+            read_events(conn, &name, 0, usize::MAX, false)
         })
     }
 
@@ -1480,13 +1637,14 @@ impl Store for SqliteStore {
             let names: Vec<String> = {
                 let mut stmt = tx
                     .prepare_cached(
-                        "SELECT name FROM executions
-                         WHERE status = 'RUNNING' AND (lease_until IS NULL OR lease_until < ?1)
+                        "SELECT name FROM executions INDEXED BY executions_claim
+                         WHERE status = 'RUNNING' AND COALESCE(wake_at, lease_until, 0) <= ?1
+                           AND (lease_until IS NULL OR lease_until < ?1)
                            AND (wake_at IS NULL OR wake_at <= ?1)
                            AND (?3 OR version_id IN (SELECT value FROM json_each(?4))
                                 OR workflow IN (SELECT value FROM json_each(?5))
                                 OR (version_id IS NULL AND workflow IN (SELECT value FROM json_each(?6))))
-                         ORDER BY wake_at, created_at LIMIT ?2",
+                         ORDER BY COALESCE(wake_at, lease_until, 0), created_at LIMIT ?2",
                     )
                     .map_err(backend)?;
                 let rows = stmt

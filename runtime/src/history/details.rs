@@ -383,36 +383,42 @@ impl EventWriter {
 
     /// `event` as compact JSON.
     pub fn to_json(&mut self, event: &super::HistoryEvent) -> Result<String, serde_json::Error> {
-        let mut out = String::with_capacity(128);
-        out.push_str("{\"id\":");
-        out.push_str(&event.id.to_string());
-        out.push_str(",\"previousEventId\":");
-        out.push_str(&event.previous_event_id.to_string());
-        out.push_str(",\"timestamp\":");
-        out.push_str(&serde_json::to_string(&event.timestamp)?);
-        out.push_str(",\"type\":");
-        out.push_str(&serde_json::to_string(&event.event_type)?);
-        out.push_str(",\"details\":");
+        let mut out = Vec::with_capacity(128);
+        self.write_json(event, &mut out)?;
+        String::from_utf8(out).map_err(<serde_json::Error as serde::ser::Error>::custom)
+    }
+
+    /// Appends `event` as compact JSON to `out` (a store's row of many events), as
+    /// [`EventWriter::to_json`] writes it, without a `String` per field.
+    pub fn write_json(&mut self, event: &super::HistoryEvent, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        use std::io::Write as _;
+        let io = <serde_json::Error as serde::ser::Error>::custom;
+        write!(out, "{{\"id\":{},\"previousEventId\":{},\"timestamp\":", event.id, event.previous_event_id)
+            .map_err(io)?;
+        serde_json::to_writer(&mut *out, &event.timestamp)?;
+        out.extend_from_slice(b",\"type\":");
+        serde_json::to_writer(&mut *out, &event.event_type)?;
+        out.extend_from_slice(b",\"details\":");
         match event.details.fields() {
             Some(fields) => {
-                out.push('{');
+                out.push(b'{');
                 for (i, (key, value)) in fields.enumerate() {
                     if i > 0 {
-                        out.push(',');
+                        out.push(b',');
                     }
-                    out.push_str(&serde_json::to_string(key)?);
-                    out.push(':');
+                    serde_json::to_writer(&mut *out, key)?;
+                    out.push(b':');
                     match value {
-                        FieldRef::Shared(doc) => out.push_str(self.document(doc)?),
-                        FieldRef::Value(v) => out.push_str(&serde_json::to_string(v)?),
+                        FieldRef::Shared(doc) => out.extend_from_slice(self.document(doc)?.as_bytes()),
+                        FieldRef::Value(v) => serde_json::to_writer(&mut *out, v)?,
                     }
                 }
-                out.push('}');
+                out.push(b'}');
             }
-            None => out.push_str(&serde_json::to_string(&event.details)?),
+            None => serde_json::to_writer(&mut *out, &event.details)?,
         }
-        out.push('}');
-        Ok(out)
+        out.push(b'}');
+        Ok(())
     }
 
     fn document(&mut self, doc: &Arc<Value>) -> Result<&str, serde_json::Error> {
