@@ -22,30 +22,57 @@ pub fn is_invoke(resource: &str) -> bool {
 /// Whether `resource` is a bare Lambda function ARN (`arn:aws:lambda:<region>:<account>:function:
 /// <name>[:<qualifier>]`): AWS records such a Task's attempts as `LambdaFunction*` events, not
 /// `Task*` ones.
-pub fn is_function_arn(resource: &str) -> bool {
-    // Every Task visit asks, so without a splitter (a `split(':')` cost ~1,100 instructions a
-    // visit, an eighth of a trivial Task's): the fields are `arn`, a partition, `lambda`, a
-    // region, an account, `function`, then a non-empty name; the literal ones are compared in
-    // place and only the others are scanned for their end.
+pub const fn is_function_arn(resource: &str) -> bool {
+    // A `const fn`, so generated code decides it when the definition is compiled
+    // (`TaskCode::is_lambda_function`); the interpreter asks on every Task visit, so without a
+    // splitter (a `split(':')` cost ~1,100 instructions a visit, an eighth of a trivial
+    // Task's): the fields are `arn`, a partition, `lambda`, a region, an account, `function`,
+    // then a non-empty name; the literal ones are compared in place and only the others are
+    // scanned for their end.
     let bytes = resource.as_bytes();
-    let field_end = |from: usize| bytes.get(from..)?.iter().position(|&b| b == b':').map(|at| from + at);
-    let literal = |from: usize, text: &[u8]| bytes.get(from..from + text.len()) == Some(text);
-    let checked = || -> Option<bool> {
-        if !literal(0, b"arn:") {
-            return Some(false);
+    if !literal_at(bytes, 0, b"arn:") {
+        return false;
+    }
+    let Some(partition_end) = field_end(bytes, 4) else { return false };
+    let lambda = partition_end + 1;
+    if !literal_at(bytes, lambda, b"lambda:") {
+        return false;
+    }
+    let Some(region_end) = field_end(bytes, lambda + 7) else { return false };
+    let account = region_end + 1;
+    let Some(account_end) = field_end(bytes, account) else { return false };
+    let function = account_end + 1;
+    if !literal_at(bytes, function, b"function:") {
+        return false;
+    }
+    function + 9 < bytes.len() && bytes[function + 9] != b':'
+}
+
+/// Whether `text` appears in `bytes` at `at`.
+const fn literal_at(bytes: &[u8], at: usize, text: &[u8]) -> bool {
+    if at + text.len() > bytes.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < text.len() {
+        if bytes[at + i] != text[i] {
+            return false;
         }
-        let lambda = field_end(4)? + 1;
-        if !literal(lambda, b"lambda:") {
-            return Some(false);
+        i += 1;
+    }
+    true
+}
+
+/// The index of the first `:` in `bytes` at or after `from`.
+const fn field_end(bytes: &[u8], from: usize) -> Option<usize> {
+    let mut i = from;
+    while i < bytes.len() {
+        if bytes[i] == b':' {
+            return Some(i);
         }
-        let account = field_end(lambda + 7)? + 1;
-        let function = field_end(account)? + 1;
-        if !literal(function, b"function:") {
-            return Some(false);
-        }
-        Some(bytes.get(function + 9).is_some_and(|&first| first != b':'))
-    };
-    checked().unwrap_or(false)
+        i += 1;
+    }
+    None
 }
 
 /// What a Task's handler returns for a mocked service response: Step Functions Local's
