@@ -115,7 +115,7 @@ pub use crate::exec::{
 pub use crate::jsonata::Bindings;
 /// Whether a Task's `Resource` is a bare Lambda function ARN: a `const fn`, which generated code
 /// evaluates when it is compiled (`TaskCode::is_lambda_function`).
-pub use crate::lambda::is_function_arn;
+pub use crate::lambda::is_function_arn_const as is_function_arn;
 pub use crate::retry::{
     AssignCatcher, CatchAssign, CatchJsonataAssign, CatchJsonataOutput, CatchPath, JsonataCatcher,
     StaticCatcher as Catcher, StaticRetrier as Retrier,

@@ -1557,18 +1557,17 @@ where
 
 /// [`task`] for the interpreter, whose handlers return a boxed future already: it is used as it
 /// is, where [`task_with`] would box it again (an allocation per attempt).
-pub(crate) fn task_boxed<'v, 'a, F>(
-    exec: &'v Execution,
-    name: &'v str,
-    spec: &'v TaskState,
+pub(crate) async fn task_boxed<'a, F>(
+    exec: &Execution,
+    name: &str,
+    spec: &TaskState,
     input: Value,
     invoke: F,
-) -> impl Future<Output = Result<Step, Failure>> + 'v
+) -> Result<Step, Failure>
 where
-    F: FnMut(Value, TaskContext) -> BoxFuture<'a, Result<Value, Failure>> + Send + 'v,
-    'a: 'v,
+    F: FnMut(Value, TaskContext) -> BoxFuture<'a, Result<Value, Failure>> + Send,
 {
-    task_visit(exec, name, Erased(Interpreted(spec)), input, invoke)
+    task_visit(exec, name, Erased(Interpreted(spec)), input, invoke).await
 }
 
 /// One visit of a Task state whose data processing is `code`: its events, the retry loop with

@@ -22,13 +22,36 @@ pub fn is_invoke(resource: &str) -> bool {
 /// Whether `resource` is a bare Lambda function ARN (`arn:aws:lambda:<region>:<account>:function:
 /// <name>[:<qualifier>]`): AWS records such a Task's attempts as `LambdaFunction*` events, not
 /// `Task*` ones.
-pub const fn is_function_arn(resource: &str) -> bool {
-    // A `const fn`, so generated code decides it when the definition is compiled
-    // (`TaskCode::is_lambda_function`); the interpreter asks on every Task visit, so without a
-    // splitter (a `split(':')` cost ~1,100 instructions a visit, an eighth of a trivial
-    // Task's): the fields are `arn`, a partition, `lambda`, a region, an account, `function`,
-    // then a non-empty name; the literal ones are compared in place and only the others are
-    // scanned for their end.
+pub fn is_function_arn(resource: &str) -> bool {
+    // Every Task visit asks, so without a splitter (a `split(':')` cost ~1,100 instructions a
+    // visit, an eighth of a trivial Task's): the fields are `arn`, a partition, `lambda`, a
+    // region, an account, `function`, then a non-empty name; the literal ones are compared in
+    // place and only the others are scanned for their end.
+    let bytes = resource.as_bytes();
+    let field_end = |from: usize| bytes.get(from..)?.iter().position(|&b| b == b':').map(|at| from + at);
+    let literal = |from: usize, text: &[u8]| bytes.get(from..from + text.len()) == Some(text);
+    let checked = || -> Option<bool> {
+        if !literal(0, b"arn:") {
+            return Some(false);
+        }
+        let lambda = field_end(4)? + 1;
+        if !literal(lambda, b"lambda:") {
+            return Some(false);
+        }
+        let account = field_end(lambda + 7)? + 1;
+        let function = field_end(account)? + 1;
+        if !literal(function, b"function:") {
+            return Some(false);
+        }
+        Some(bytes.get(function + 9).is_some_and(|&first| first != b':'))
+    };
+    checked().unwrap_or(false)
+}
+
+/// [`is_function_arn`] as a `const fn`, which generated code evaluates when it is compiled
+/// (`TaskCode::is_lambda_function`); the same answer (tested), by byte loops a `const fn` can
+/// run, slower at run time than [`is_function_arn`]'s.
+pub const fn is_function_arn_const(resource: &str) -> bool {
     let bytes = resource.as_bytes();
     if !literal_at(bytes, 0, b"arn:") {
         return false;
@@ -288,6 +311,31 @@ mod tests {
         assert!(!is_function_arn("work"));
         assert!(!is_function_arn("arn:aws:lambda:us-east-1:111111111111:function::live"));
         assert!(!is_function_arn("arnx:aws:lambda:us-east-1:111111111111:function:f"));
+    }
+
+    /// The `const fn` generated code evaluates answers as the run-time one, on the cases above
+    /// and on every prefix of them (cut fields, missing colons).
+    #[test]
+    fn the_const_function_arn_check_agrees() {
+        const _: () = assert!(is_function_arn_const("arn:aws:lambda:us-east-1:1:function:f"));
+        let cases = [
+            "arn:aws:lambda:us-east-1:111111111111:function:f",
+            "arn:aws:lambda:us-east-1:111111111111:function:f:live",
+            INVOKE_RESOURCE,
+            "arn:aws:states:::lambda:invoke.waitForTaskToken",
+            "arn:aws:lambda:us-east-1:111111111111:layer:f",
+            "arn:aws:lambda:us-east-1:111111111111:function::live",
+            "arnx:aws:lambda:us-east-1:111111111111:function:f",
+            "arn:aws-cn:lambda:cn-north-1:1:function:name-with-dash",
+            "https://example.com/api/do_it",
+            "",
+        ];
+        for case in cases {
+            for end in 0..=case.len() {
+                let text = &case[..end];
+                assert_eq!(is_function_arn_const(text), is_function_arn(text), "{text:?}");
+            }
+        }
     }
 
     #[test]

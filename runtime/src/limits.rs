@@ -186,7 +186,7 @@ fn shallow_size_bound(value: &Value, depth: usize, max_depth: usize) -> Option<u
 }
 
 /// The serialized size of a scalar (a float counted as 24 bytes, see [`size_bound`]).
-#[inline]
+#[inline(always)]
 fn scalar_size(value: &Value) -> usize {
     match value {
         Value::Null | Value::Bool(true) => 4,
@@ -233,6 +233,7 @@ fn deep_size_bound(value: &Value, max_depth: usize) -> Option<usize> {
 }
 
 /// The serialized length of an integer, or 24 for a float (see [`size_bound`]).
+#[inline(always)]
 fn number_bound(n: &serde_json::Number) -> usize {
     fn digits(n: u64) -> usize {
         n.checked_ilog10().map_or(1, |log| log as usize + 1)
@@ -249,6 +250,7 @@ fn number_bound(n: &serde_json::Number) -> usize {
 /// The serialized length of a JSON string, quotes and escapes included, as serde_json writes
 /// it: `"` and `\` and the short control escapes (`\n`…) take two bytes, other control
 /// characters six (`\u001f`).
+#[inline(always)]
 fn string_size(text: &str) -> usize {
     // Most strings need no escape: one pass without early exit (which the compiler can
     // vectorize) finds out, and only a string that has one is measured byte by byte.
