@@ -2123,8 +2123,9 @@ async fn task_inner(
             exec.limits().check_payload(name, &params).map_err(|f| visit.runtime(f))?;
         }
         // `lambda:invoke`: the parameters are the Invoke request; the function gets its Payload.
+        // Boxed: rare, and held across the attempt's await.
         let lambda_invoke = if crate::lambda::is_invoke(resource) {
-            Some(crate::lambda::request(&params).map_err(|f| visit.runtime(f))?)
+            Some(Box::new(crate::lambda::request(&params).map_err(|f| visit.runtime(f))?))
         } else {
             None
         };
@@ -2191,29 +2192,33 @@ async fn task_inner(
                 waited.await.map_err(|f| visit.runtime(f))?
             }
             None => {
-                let call_ctx = task_ctx.clone();
-                // What the handler gets (for `lambda:invoke`, the Payload) is also what a
-                // suspending journal reports, so an SWF activity receives the same input.
-                let sent = lambda_payload.unwrap_or(params);
-                // A refused Payload fails before any call: there is nothing for a remote worker
-                // (an SWF activity, a Lambda step) to run, so the attempt fails here, journaled
-                // like any other.
-                let request = match refused {
-                    Some(_) => None,
-                    None => exec.step_request(resource, &sent, timeout, heartbeat),
+                // Built in a block of its own: what goes into the attempt's future is moved
+                // there, and its locals end before the await, so this (large) visit's future
+                // keeps no room for them.
+                let journaled = {
+                    let call_ctx = task_ctx.clone();
+                    // What the handler gets (for `lambda:invoke`, the Payload) is also what a
+                    // suspending journal reports, so an SWF activity receives the same input.
+                    let sent = lambda_payload.unwrap_or(params);
+                    // A refused Payload fails before any call: there is nothing for a remote
+                    // worker (an SWF activity, a Lambda step) to run, so the attempt fails here,
+                    // journaled like any other.
+                    let request = match refused {
+                        Some(_) => None,
+                        None => exec.step_request(resource, &sent, timeout, heartbeat),
+                    };
+                    let attempt = match refused {
+                        Some(f) => futures::future::Either::Left(std::future::ready(Attempt::Failed(f))),
+                        None => futures::future::Either::Right(crate::task::run_attempt(
+                            || invoke(sent, call_ctx),
+                            &task_ctx,
+                            timeout,
+                            heartbeat,
+                        )),
+                    };
+                    exec.journaled_attempt(name, visit_no, visit.retry_count, request, attempt)
                 };
-                let attempt = match refused {
-                    Some(f) => futures::future::Either::Left(std::future::ready(Attempt::Failed(f))),
-                    None => futures::future::Either::Right(crate::task::run_attempt(
-                        || invoke(sent, call_ctx),
-                        &task_ctx,
-                        timeout,
-                        heartbeat,
-                    )),
-                };
-                exec.journaled_attempt(name, visit_no, visit.retry_count, request, attempt)
-                    .await
-                    .map_err(|f| visit.runtime(f))?
+                journaled.await.map_err(|f| visit.runtime(f))?
             }
         };
         let failure = match outcome {
