@@ -93,9 +93,9 @@ use std::sync::LazyLock;
 
 use rand::Rng;
 use serde_json::{Map, Value};
+use wfc_ir::PathError;
 use wfc_ir::intrinsics::eval as intrinsic_eval;
 use wfc_ir::jsonata::JsonataError;
-use wfc_ir::PathError;
 /// The path and JSONata expression types generated code parses its `static`s into, and the
 /// Choice operators it names: IR *values* built from the text the compiler wrote out (generated
 /// code never reads the definition's IR).
@@ -106,12 +106,16 @@ use crate::Failure;
 pub use crate::distributed::{CountField, DistributedCode};
 pub use crate::exec::{
     Assigned, MapCode, NestedCode, ParallelCode, ParametersForm, TaskCode, TaskShape,
-    choice_assign_with as choice_assign, choice_language_with as choice_language, choice_with as choice,
-    fail_with as fail, join_branches, map_with as map, parallel_with as parallel, pass_assign_with as pass_assign,
-    pass_language_with as pass_language, pass_with as pass, succeed_with as succeed, task_with as task,
-    wait_assign_with as wait_assign, wait_language_with as wait_language, wait_with as wait,
+    choice_assign_with as choice_assign, choice_kept_with as choice_kept, choice_language_with as choice_language,
+    choice_with as choice, fail_with as fail, join_branches, map_with as map, parallel_with as parallel,
+    pass_assign_with as pass_assign, pass_kept_with as pass_kept, pass_language_with as pass_language,
+    pass_with as pass, succeed_with as succeed, task_with as task, wait_assign_with as wait_assign,
+    wait_language_with as wait_language, wait_with as wait,
 };
 pub use crate::jsonata::Bindings;
+/// Whether a Task's `Resource` is a bare Lambda function ARN: a `const fn`, which generated code
+/// evaluates when it is compiled (`TaskCode::is_lambda_function`).
+pub use crate::lambda::is_function_arn_const as is_function_arn;
 pub use crate::retry::{
     AssignCatcher, CatchAssign, CatchJsonataAssign, CatchJsonataOutput, CatchPath, JsonataCatcher,
     StaticCatcher as Catcher, StaticRetrier as Retrier,

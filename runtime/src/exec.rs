@@ -7,7 +7,7 @@
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -346,7 +346,7 @@ pub struct Execution {
     shared: Arc<Shared>,
     /// The id of the last event recorded along this line of control, the `previousEventId` of
     /// the next. Clones share it; [`Execution::branch`] starts a new line for a Parallel branch.
-    cursor: Arc<AtomicU64>,
+    cursor: Arc<Line>,
     /// The variables scope of this line of control: the top level, or a Parallel branch's or
     /// Map iteration's own scope (see [`crate::variables`]).
     variables: Arc<Variables>,
@@ -356,6 +356,32 @@ pub struct Execution {
     /// Where this line of control is, for deterministic durable operation ids.
     #[cfg(feature = "durable")]
     scope: Arc<Scope>,
+}
+
+/// What the states of one line of control (the top level, a Parallel branch, a Map iteration)
+/// share in sequence. Clones of an [`Execution`] share it.
+#[derive(Debug)]
+struct Line {
+    /// The id of the last event recorded along the line, the `previousEventId` of the next.
+    last: AtomicU64,
+    /// Whether the next state entered on this line gets an input no payload check has seen: the
+    /// line's first state (a branch's or iteration's input is the Parallel's or Map's
+    /// Parameters or item; a machine may be resumed from any state with any input). Every later
+    /// state's input is the output of the state before it, which that state checked, so a
+    /// state may skip checking what it passes on unchanged (see `Visit::input_checked`).
+    unchecked_input: AtomicBool,
+}
+
+impl Line {
+    fn new(last: u64, unchecked_input: bool) -> Line {
+        Line { last: AtomicU64::new(last), unchecked_input: AtomicBool::new(unchecked_input) }
+    }
+
+    /// Whether the input of the state entering now was checked; it is the last unchecked one.
+    fn take_input_checked(&self) -> bool {
+        // A load first: on the common path (checked) nothing is written.
+        !(self.unchecked_input.load(Ordering::Relaxed) && self.unchecked_input.swap(false, Ordering::Relaxed))
+    }
 }
 
 /// A line of control's position for operation ids: its path (`""` at the top, `Par#1.0/2/` in
@@ -558,7 +584,9 @@ impl Execution {
         };
         let exec = Execution {
             shared: Arc::new(shared),
-            cursor: Arc::new(AtomicU64::new(0)),
+            // The input was checked above, but a machine may be resumed in it from any state
+            // with any input (generated `resume`, a durable replay): the first state checks.
+            cursor: Arc::new(Line::new(0, true)),
             variables: Variables::root(),
             in_parallel_branch: false,
             #[cfg(feature = "durable")]
@@ -710,10 +738,11 @@ impl Execution {
     /// The same execution on a new line of control, for one Parallel branch: it shares the
     /// clock, history and random source, but its events chain (`previousEventId`) on their own.
     pub fn branch(&self) -> Execution {
-        let at = self.cursor.load(Ordering::SeqCst);
+        let at = self.cursor.last.load(Ordering::SeqCst);
         Execution {
             shared: Arc::clone(&self.shared),
-            cursor: Arc::new(AtomicU64::new(at)),
+            // The branch's or iteration's input (Parameters, an item) was not checked.
+            cursor: Arc::new(Line::new(at, true)),
             // A branch or iteration reads the variables of the line it started from.
             variables: self.variables.child(),
             in_parallel_branch: self.in_parallel_branch,
@@ -823,7 +852,8 @@ impl Execution {
         };
         let child = Execution {
             shared: Arc::new(shared),
-            cursor: Arc::new(AtomicU64::new(0)),
+            // As in `start`: the first state checks its input.
+            cursor: Arc::new(Line::new(0, true)),
             // A child is an execution of its own: it sees none of the parent's variables, as
             // AWS's Distributed Map child workflows do not.
             variables: Variables::root(),
@@ -901,17 +931,17 @@ impl Execution {
         details: impl FnOnce() -> D,
     ) -> u64 {
         if self.muted() {
-            return self.cursor.load(Ordering::SeqCst);
+            return self.cursor.last.load(Ordering::SeqCst);
         }
         let id = match self.shared.history.count() {
             Some(id) => id,
             None => {
-                let previous = self.cursor.load(Ordering::SeqCst);
+                let previous = self.cursor.last.load(Ordering::SeqCst);
                 let timestamp = crate::clock::format_timestamp(at.unwrap_or_else(|| self.shared.clock.now()));
                 self.shared.history.record(event_type, details(), timestamp, previous)
             }
         };
-        self.cursor.store(id, Ordering::SeqCst);
+        self.cursor.last.store(id, Ordering::SeqCst);
         #[cfg(feature = "durable")]
         self.capture(id);
         id
@@ -1012,6 +1042,9 @@ struct Visit<'a> {
     retry_count: u32,
     /// `$$.Task.Token` of the current attempt of a `.waitForTaskToken` Task.
     task_token: Option<String>,
+    /// Whether the state's input passed a payload check already (see [`Line`]): then what the
+    /// state passes on unchanged needs none.
+    input_checked: bool,
 }
 
 impl<'a> Visit<'a> {
@@ -1034,7 +1067,8 @@ impl<'a> Visit<'a> {
             None => 0,
         };
         tracing::debug!(state = name, r#type = state_type, "entered");
-        Visit { exec, name, state_type, entered_at, entered_id, retry_count: 0, task_token: None }
+        let input_checked = exec.cursor.take_input_checked();
+        Visit { exec, name, state_type, entered_at, entered_id, retry_count: 0, task_token: None, input_checked }
     }
 
     /// [`Visit::enter`] after checking the history limit, so every state entry is bounded.
@@ -1049,8 +1083,9 @@ impl<'a> Visit<'a> {
     }
 
     /// [`Visit::start`] for a state that knows on entry whether it builds its context object
-    /// (`needs_context`) and awaits nothing before it would: Pass, Choice, Succeed. At the
-    /// express level such a state reads no clock when it does not need `$$`.
+    /// (`needs_context`) and awaits nothing before it would: Pass, Choice, Succeed, and a Task
+    /// that never builds it. At the express level such a state reads no clock when it does not
+    /// need `$$`.
     fn start_timed(
         exec: &'a Execution,
         name: &'a str,
@@ -1068,6 +1103,17 @@ impl<'a> Visit<'a> {
         self.exec.limits().check_payload(self.name, output).map_err(|f| self.runtime(f))?;
         self.exit(output);
         Ok(())
+    }
+
+    /// [`Visit::finish`] for an output that is the state's input unchanged: when that input
+    /// was checked (see [`Line`]), it needs no second check.
+    fn finish_unchanged(&self, output: &Value) -> Result<(), Failure> {
+        if self.input_checked {
+            self.exit(output);
+            Ok(())
+        } else {
+            self.finish(output)
+        }
     }
 
     fn exit(&self, output: &Value) {
@@ -1205,9 +1251,14 @@ pub async fn pass(exec: &Execution, name: &str, spec: &PassState, input: Value) 
         || spec.assign.is_some()
         || spec.output.is_some();
     if spec.assign.is_none() && spec.output.is_none() {
-        return pass_with(exec, name, needs_ctx, input, |input, ctx| {
-            exec.with_rng(|rng| pass_io(spec, input, ctx, rng))
-        });
+        let body = |input, ctx: &Value| exec.with_rng(|rng| pass_io(spec, input, ctx, rng));
+        if spec.result.is_none()
+            && spec.parameters.is_none()
+            && spec.output_path.as_ref().is_some_and(wfc_ir::Path::is_identity)
+        {
+            return pass_kept_with(exec, name, needs_ctx, input, |input| writes_back_in_place(spec, input), body);
+        }
+        return pass_with(exec, name, needs_ctx, input, body);
     }
     if let (Some(assign @ Assign::JsonPath(_)), None) = (&spec.assign, &spec.output) {
         return pass_assign_with(exec, name, input, |input, ctx| {
@@ -1259,6 +1310,34 @@ pub fn pass_with(
     body: impl FnOnce(Value, &Value) -> Result<Value, Failure>,
 ) -> Result<Value, Failure> {
     plain_visit(exec, name, "Pass", needs_ctx, input, body)
+}
+
+/// [`pass_with`] for a Pass that outputs its input unchanged whenever `kept` says so (InputPath
+/// and ResultPath naming the same node, which exists, and OutputPath `$`): then `body` is not
+/// run, and the output, being the input, is not checked against the payload limits again
+/// unless this is the first state of its line (see [`Line`]). Every state's output is checked
+/// once, and a 100 KB document carried through such states is not walked at each.
+///
+/// The interpreter's [`pass`] and generated code both go through here for such a Pass.
+pub fn pass_kept_with(
+    exec: &Execution,
+    name: &str,
+    needs_ctx: bool,
+    input: Value,
+    kept: impl FnOnce(&Value) -> bool,
+    body: impl FnOnce(Value, &Value) -> Result<Value, Failure>,
+) -> Result<Value, Failure> {
+    state_span(name, "Pass").in_scope(|| {
+        let visit = Visit::start_timed(exec, name, "Pass", &input, needs_ctx)?;
+        if kept(&input) {
+            visit.finish_unchanged(&input)?;
+            return Ok(input);
+        }
+        let ctx = visit.context_if(needs_ctx);
+        let output = body(input, &ctx).map_err(|f| visit.runtime(f))?;
+        visit.finish(&output)?;
+        Ok(output)
+    })
 }
 
 /// Variables a state assigns, `(name, value)` in the order written.
@@ -1483,12 +1562,12 @@ pub(crate) async fn task_boxed<'a, F>(
     name: &str,
     spec: &TaskState,
     input: Value,
-    mut invoke: F,
+    invoke: F,
 ) -> Result<Step, Failure>
 where
-    F: FnMut(Value, TaskContext) -> BoxFuture<'a, Result<Value, Failure>> + Send + 'a,
+    F: FnMut(Value, TaskContext) -> BoxFuture<'a, Result<Value, Failure>> + Send,
 {
-    task_visit(exec, name, &Erased(&Interpreted(spec)), input, &mut invoke).await
+    task_visit(exec, name, Erased(Interpreted(spec)), input, invoke).await
 }
 
 /// One visit of a Task state whose data processing is `code`: its events, the retry loop with
@@ -1498,45 +1577,56 @@ where
 /// The interpreter's [`task`] (whose `code` reads the IR) and generated code (whose `code` is
 /// compiled from the state's paths, templates and Retry/Catch tables) both run through here,
 /// so their histories and failures are the same.
-pub async fn task_with<'a, C, F, Fut>(
-    exec: &Execution,
-    name: &str,
-    code: &C,
+///
+/// Not an `async fn`: the future it returns is [`task_visit`]'s, so the visit's (large) future
+/// is built once where the caller awaits it rather than moved into a wrapper's.
+pub fn task_with<'v, 'a, C, F, Fut>(
+    exec: &'v Execution,
+    name: &'v str,
+    code: &'v C,
     input: Value,
     mut invoke: F,
-) -> Result<Step, Failure>
+) -> impl Future<Output = Result<Step, Failure>> + 'v
 where
     C: TaskCode + Sync,
-    F: FnMut(Value, TaskContext) -> Fut + Send + 'a,
+    F: FnMut(Value, TaskContext) -> Fut + Send + 'v,
     Fut: Future<Output = Result<Value, Failure>> + Send + 'a,
+    'a: 'v,
 {
-    // The types are erased here, so the visit below is one function whatever the state: a
-    // machine of a hundred generated Tasks runs one copy of it, not a hundred.
-    let mut invoke =
+    // The types are erased here, so the visit's body ([`task_inner`]) is one function whatever
+    // the state: a machine of a hundred generated Tasks runs one copy of it, not a hundred.
+    let invoke =
         move |input: Value, ctx: TaskContext| -> BoxFuture<'a, Result<Value, Failure>> { Box::pin(invoke(input, ctx)) };
-    task_visit(exec, name, &Erased(code), input, &mut invoke).await
+    task_visit(exec, name, Erased(code), input, invoke)
 }
 
 /// A handler call with its type erased (one boxed future per attempt, as the interpreter's
 /// handlers already are).
 type Invoke<'i, 'a> = dyn FnMut(Value, TaskContext) -> BoxFuture<'a, Result<Value, Failure>> + Send + 'i;
 
-/// [`task_with`] after type erasure.
-async fn task_visit(
+/// [`task_with`] after type erasure: the span and the abort guard around [`task_inner`] (thin,
+/// so its copies per Task type cost little).
+async fn task_visit<'a, E, I>(
     exec: &Execution,
     name: &str,
-    code: &(dyn ErasedTask + Sync),
+    code: E,
     input: Value,
-    invoke: &mut Invoke<'_, '_>,
-) -> Result<Step, Failure> {
+    mut invoke: I,
+) -> Result<Step, Failure>
+where
+    E: ErasedTask + Sync,
+    I: FnMut(Value, TaskContext) -> BoxFuture<'a, Result<Value, Failure>> + Send,
+{
     let mut guard = AbortGuard { exec, name, event: EventType::TaskStateAborted, armed: true };
     // Without a subscriber for the span, the visit's future is awaited where it is built:
     // wrapping it moves it (a memcpy of the whole future, ~1,200 instructions a visit).
     let span = state_span(name, "Task");
     let outcome = if span.is_disabled() {
-        task_inner(exec, name, code, input, invoke).await
+        task_inner(exec, name, &code, input, &mut invoke).await
     } else {
-        task_inner(exec, name, code, input, invoke).instrument(span).await
+        // Boxed, so that the common path's future is the only one built in place.
+        let instrumented = Box::pin(task_inner(exec, name, &code, input, &mut invoke).instrument(span));
+        instrumented.await
     };
     // A Task whose failure leaves its Parallel branch is aborted with the branch, as AWS records
     // it; elsewhere the failure goes straight to the enclosing state or the execution.
@@ -1546,7 +1636,7 @@ async fn task_visit(
 }
 
 /// A [`TaskCode`] seen without its table types, so [`task_inner`] is not generic.
-struct Erased<'c, C>(&'c C);
+struct Erased<C>(C);
 
 /// What [`task_inner`] asks of a Task: [`TaskCode`], with Retry and Catch behind methods.
 trait ErasedTask {
@@ -1555,11 +1645,13 @@ trait ErasedTask {
     fn retry_state(&self) -> RetryState;
     fn caught(&self, visit: &Visit<'_>, raw_input: Value, failure: Failure) -> Result<Step, Failure>;
     fn catches(&self, error: &str) -> bool;
+    fn has_catchers(&self) -> bool;
 }
 
 /// The table-free part of [`TaskCode`], as a trait object.
 trait TaskCodeView {
     fn resource(&self) -> &str;
+    fn is_lambda_function(&self) -> bool;
     fn needs_context(&self) -> bool;
     fn shape(&self) -> TaskShape;
     fn input_path(&self, raw: &Value, ctx: &Value) -> Result<Value, Failure>;
@@ -1582,6 +1674,9 @@ trait TaskCodeView {
 impl<C: TaskCode + ?Sized> TaskCodeView for C {
     fn resource(&self) -> &str {
         TaskCode::resource(self)
+    }
+    fn is_lambda_function(&self) -> bool {
+        TaskCode::is_lambda_function(self)
     }
     fn needs_context(&self) -> bool {
         TaskCode::needs_context(self)
@@ -1636,21 +1731,45 @@ impl<C: TaskCode + ?Sized> TaskCodeView for C {
     }
 }
 
-impl<C: TaskCode + Sync> ErasedTask for Erased<'_, C> {
+/// What [`Erased`] holds: a Task's code, by reference (generated code's) or by value (the
+/// interpreter's, itself a reference to the IR), so the visit's future can own it.
+trait HoldsCode {
+    type Code: TaskCode + Sync;
+    fn held(&self) -> &Self::Code;
+}
+
+impl<C: TaskCode + Sync> HoldsCode for &C {
+    type Code = C;
+    fn held(&self) -> &C {
+        self
+    }
+}
+
+impl<'s> HoldsCode for Interpreted<'s> {
+    type Code = Interpreted<'s>;
+    fn held(&self) -> &Interpreted<'s> {
+        self
+    }
+}
+
+impl<H: HoldsCode> ErasedTask for Erased<H> {
     fn code(&self) -> &(dyn TaskCodeView + Sync) {
-        self.0
+        self.0.held()
     }
     fn decide(&self, retries: &mut RetryState, error: &str, rng: &mut StdRng) -> RetryDecision {
-        retries.decide(self.0.retriers(), error, rng)
+        retries.decide(self.0.held().retriers(), error, rng)
     }
     fn retry_state(&self) -> RetryState {
-        RetryState::new(self.0.retriers())
+        RetryState::new(self.0.held().retriers())
     }
     fn caught(&self, visit: &Visit<'_>, raw_input: Value, failure: Failure) -> Result<Step, Failure> {
-        caught(visit, self.0.catchers(), raw_input, failure)
+        caught(visit, self.0.held().catchers(), raw_input, failure)
     }
     fn catches(&self, error: &str) -> bool {
-        retry::find_catcher(self.0.catchers(), error).is_some()
+        retry::find_catcher(self.0.held().catchers(), error).is_some()
+    }
+    fn has_catchers(&self) -> bool {
+        !self.0.held().catchers().is_empty()
     }
 }
 
@@ -1664,6 +1783,12 @@ pub trait TaskCode {
     type Catcher: retry::CatchRule;
     /// `Resource`.
     fn resource(&self) -> &str;
+    /// Whether `Resource` is a bare Lambda function ARN, whose attempts AWS records as
+    /// `LambdaFunction*` events ([`crate::lambda::is_function_arn`]). Generated code answers
+    /// with a constant, decided when the definition is compiled.
+    fn is_lambda_function(&self) -> bool {
+        crate::lambda::is_function_arn(self.resource())
+    }
     /// `Retry`, in order.
     fn retriers(&self) -> &[Self::Retrier];
     /// `Catch`, in order.
@@ -1913,10 +2038,21 @@ async fn task_inner(
     invoke: &mut Invoke<'_, '_>,
 ) -> Result<Step, Failure> {
     let code = erased.code();
-    let mut visit = Visit::start(exec, name, "Task", &input)?;
+    let io_ctx = code.needs_context();
+    // A Task that never builds its context object (nothing reads `$$` or the variables: no
+    // context-reading path or template, no Credentials, no JSONata, no Assign, no catcher) has
+    // no use for its entered time, so at the express level it reads no clock on entry.
+    let builds_context = io_ctx
+        || code.finish_needs_context()
+        || code.has_credentials()
+        || code.has_arguments()
+        || code.assigns()
+        || code.has_output()
+        || matches!(code.parameters_form(), ParametersForm::PerAttempt { context: true })
+        || erased.has_catchers();
+    let mut visit = Visit::start_timed(exec, name, "Task", &input, builds_context)?;
     let visit_no = exec.next_visit(name);
     let resource = code.resource();
-    let io_ctx = code.needs_context();
     let ctx = visit.context_if(io_ctx);
     let shape = code.shape();
     let mut input = input;
@@ -1931,12 +2067,17 @@ async fn task_inner(
     let parameters = Parameters::new(code, &effective, exec).map_err(|f| visit.runtime(f))?;
     let mut retries = erased.retry_state();
     let callback = crate::callback::is_callback_resource(resource);
-    let events = AttemptEvents::of(resource);
+    let events = AttemptEvents::of(code.is_lambda_function());
     loop {
         visit.retry_count = retries.retry_count();
         exec.check_history()?;
         if callback {
-            let token = exec.task_token(name, visit_no, visit.retry_count, visit.entered_id, timeout, heartbeat).await;
+            // Callbacks are boxed, so that the common visit's future does not carry their
+            // (large) futures inline. (Bound first: a temporary in the awaited expression
+            // would keep its space in this future.)
+            let token =
+                Box::pin(exec.task_token(name, visit_no, visit.retry_count, visit.entered_id, timeout, heartbeat));
+            let token = token.await;
             visit.task_token = Some(token.map_err(|f| visit.runtime(f))?);
         }
         // Before the parameters: a single attempt may move the effective input into them.
@@ -1964,18 +2105,27 @@ async fn task_inner(
             // A JSONata failure can be retried and caught, unlike a path failure.
             Err(f) if f.error == wfc_ir::errors::QUERY_EVALUATION_ERROR => {
                 let decision = exec.with_rng(|rng| erased.decide(&mut retries, &f.error, rng));
-                if let Some(failure) = visit.retry_decided(visit_no, &retries, decision, f).await? {
+                // Boxed: a failed attempt's path, whose (large) future the common visit need not
+                // carry (bound first, as the callback's).
+                let decided = Box::pin(visit.retry_decided(visit_no, &retries, decision, f));
+                if let Some(failure) = decided.await? {
                     return erased.caught(&visit, input, failure);
                 }
                 continue;
             }
             Err(f) => return Err(visit.runtime(f)),
         };
-        // AWS limits the request a task is sent as it limits results.
-        exec.limits().check_payload(name, &params).map_err(|f| visit.runtime(f))?;
+        // AWS limits the request a task is sent as it limits results. A request that is the
+        // state's input as it came (InputPath `$`, no Parameters or Arguments) needs no second
+        // check when that input had one.
+        let request_is_input = shape.input_moves && matches!(parameters, Parameters::None) && !code.has_arguments();
+        if !(request_is_input && visit.input_checked) {
+            exec.limits().check_payload(name, &params).map_err(|f| visit.runtime(f))?;
+        }
         // `lambda:invoke`: the parameters are the Invoke request; the function gets its Payload.
+        // Boxed: rare, and held across the attempt's await.
         let lambda_invoke = if crate::lambda::is_invoke(resource) {
-            Some(crate::lambda::request(&params).map_err(|f| visit.runtime(f))?)
+            Some(Box::new(crate::lambda::request(&params).map_err(|f| visit.runtime(f))?))
         } else {
             None
         };
@@ -2029,34 +2179,46 @@ async fn task_inner(
                 let call_ctx = task_ctx.clone();
                 let sent = lambda_payload.unwrap_or_else(|| params.clone());
                 let handler = crate::task::run_attempt(|| invoke(sent, call_ctx), &task_ctx, timeout, None);
-                exec.callback_attempt(name, visit_no, visit.retry_count, token, params, handler, timeout, heartbeat)
-                    .await
-                    .map_err(|f| visit.runtime(f))?
+                let waited = Box::pin(exec.callback_attempt(
+                    name,
+                    visit_no,
+                    visit.retry_count,
+                    token,
+                    params,
+                    handler,
+                    timeout,
+                    heartbeat,
+                ));
+                waited.await.map_err(|f| visit.runtime(f))?
             }
             None => {
-                let call_ctx = task_ctx.clone();
-                // What the handler gets (for `lambda:invoke`, the Payload) is also what a
-                // suspending journal reports, so an SWF activity receives the same input.
-                let sent = lambda_payload.unwrap_or(params);
-                // A refused Payload fails before any call: there is nothing for a remote worker
-                // (an SWF activity, a Lambda step) to run, so the attempt fails here, journaled
-                // like any other.
-                let request = match refused {
-                    Some(_) => None,
-                    None => exec.step_request(resource, &sent, timeout, heartbeat),
+                // Built in a block of its own: what goes into the attempt's future is moved
+                // there, and its locals end before the await, so this (large) visit's future
+                // keeps no room for them.
+                let journaled = {
+                    let call_ctx = task_ctx.clone();
+                    // What the handler gets (for `lambda:invoke`, the Payload) is also what a
+                    // suspending journal reports, so an SWF activity receives the same input.
+                    let sent = lambda_payload.unwrap_or(params);
+                    // A refused Payload fails before any call: there is nothing for a remote
+                    // worker (an SWF activity, a Lambda step) to run, so the attempt fails here,
+                    // journaled like any other.
+                    let request = match refused {
+                        Some(_) => None,
+                        None => exec.step_request(resource, &sent, timeout, heartbeat),
+                    };
+                    let attempt = match refused {
+                        Some(f) => futures::future::Either::Left(std::future::ready(Attempt::Failed(f))),
+                        None => futures::future::Either::Right(crate::task::run_attempt(
+                            || invoke(sent, call_ctx),
+                            &task_ctx,
+                            timeout,
+                            heartbeat,
+                        )),
+                    };
+                    exec.journaled_attempt(name, visit_no, visit.retry_count, request, attempt)
                 };
-                let attempt = match refused {
-                    Some(f) => futures::future::Either::Left(std::future::ready(Attempt::Failed(f))),
-                    None => futures::future::Either::Right(crate::task::run_attempt(
-                        || invoke(sent, call_ctx),
-                        &task_ctx,
-                        timeout,
-                        heartbeat,
-                    )),
-                };
-                exec.journaled_attempt(name, visit_no, visit.retry_count, request, attempt)
-                    .await
-                    .map_err(|f| visit.runtime(f))?
+                journaled.await.map_err(|f| visit.runtime(f))?
             }
         };
         let failure = match outcome {
@@ -2101,7 +2263,9 @@ async fn task_inner(
             }
         };
         let decision = exec.with_rng(|rng| erased.decide(&mut retries, &failure.error, rng));
-        if let Some(failure) = visit.retry_decided(visit_no, &retries, decision, failure).await? {
+        // Boxed, as above.
+        let decided = Box::pin(visit.retry_decided(visit_no, &retries, decision, failure));
+        if let Some(failure) = decided.await? {
             // A redriven execution runs this visit again when its failure ended the execution.
             if !erased.catches(&failure.error) && exec.rerun_for_redrive(name, visit_no, visit.retry_count) {
                 // The history goes on as it was: how the execution ended, then its redrive (the
@@ -2134,8 +2298,8 @@ struct AttemptEvents {
 }
 
 impl AttemptEvents {
-    fn of(resource: &str) -> AttemptEvents {
-        if crate::lambda::is_function_arn(resource) {
+    fn of(lambda_function: bool) -> AttemptEvents {
+        if lambda_function {
             AttemptEvents {
                 lambda: true,
                 scheduled: EventType::LambdaFunctionScheduled,
@@ -2548,6 +2712,12 @@ pub fn choice(exec: &Execution, name: &str, spec: &ChoiceState, input: Value) ->
     let needs_ctx = io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()])
         || spec.choices.iter().any(|c| choice::uses_context(&c.condition))
         || language;
+    let identity = |p: &Option<wfc_ir::Path>| p.as_ref().is_some_and(wfc_ir::Path::is_identity);
+    if !language && identity(&spec.input_path) && identity(&spec.output_path) {
+        return choice_kept_with(exec, name, needs_ctx, input, spec.default.is_some(), |input, ctx| {
+            first_matching_rule(spec, input, ctx)
+        });
+    }
     if !language {
         return choice_with(
             exec,
@@ -2652,6 +2822,31 @@ pub fn choice_with(
 ) -> Result<Chosen, Failure> {
     let no_assign: Option<fn(Option<usize>, &Value, &Value) -> Result<Option<Assigned>, Failure>> = None;
     choice_visit(exec, name, needs_ctx, input, has_default, input_path, rules, no_assign, output_path)
+}
+
+/// [`choice_with`] for a Choice with InputPath and OutputPath `$` (and no `Assign`): its output
+/// is its input, so unless this is the first state of its line (see [`Line`]) the output is not
+/// checked against the payload limits again.
+///
+/// The interpreter's [`choice`] and generated code both go through here for such a Choice.
+pub fn choice_kept_with(
+    exec: &Execution,
+    name: &str,
+    needs_ctx: bool,
+    input: Value,
+    has_default: bool,
+    rules: impl FnOnce(&Value, &Value) -> Result<Option<usize>, Failure>,
+) -> Result<Chosen, Failure> {
+    state_span(name, "Choice").in_scope(|| {
+        let visit = Visit::start_timed(exec, name, "Choice", &input, needs_ctx)?;
+        let ctx = visit.context_if(needs_ctx);
+        let branch = rules(&input, &ctx).map_err(|f| visit.runtime(f))?;
+        if branch.is_none() && !has_default {
+            return Err(no_choice_matched(name));
+        }
+        visit.finish_unchanged(&input)?;
+        Ok(Chosen { branch, output: input })
+    })
 }
 
 /// One visit of a JSONPath Choice state with `Assign` (its own, or a rule's): as
@@ -3854,7 +4049,7 @@ impl Execution {
             if let Some(done) = journal.finished_context(id, &of.state, self.keeps_history())? {
                 if !self.muted() {
                     let last = self.replay_context_events(&done.events);
-                    self.cursor.store(last, Ordering::SeqCst);
+                    self.cursor.last.store(last, Ordering::SeqCst);
                 }
                 return done.outcome;
             }
@@ -3894,7 +4089,7 @@ impl Execution {
     /// id of the last one (the line's current event when there were none).
     #[cfg(feature = "durable")]
     fn replay_context_events(&self, events: &crate::durable::ContextEvents) -> u64 {
-        let start = self.cursor.load(Ordering::SeqCst);
+        let start = self.cursor.last.load(Ordering::SeqCst);
         let mut last = start;
         match events {
             crate::durable::ContextEvents::Kept(events) => {
@@ -4099,24 +4294,34 @@ impl Execution {
     }
 
     /// One Task attempt: replayed from the journal when recorded, else run (and checkpointed).
-    async fn journaled_attempt<Fut>(
+    fn journaled_attempt<Fut>(
         &self,
         name: &str,
         visit_no: u32,
         attempt_no: u32,
         request: Option<crate::task::StepRequest>,
         run: Fut,
-    ) -> Result<Attempt, Failure>
+    ) -> impl Future<Output = Result<Attempt, Failure>>
     where
         Fut: Future<Output = Attempt>,
     {
+        // Not an `async fn`: that would hold `run` twice (as its argument and while awaiting
+        // it), and every Task visit's future holds this one. The caller awaits it at once.
         #[cfg(feature = "durable")]
-        if let Some(journal) = &self.shared.journal {
-            let id = self.op_id(name, visit_no, &format!(".{attempt_no}"));
-            return journal.step(id, self.op_parent(), name, request, run).await;
+        {
+            if let Some(journal) = &self.shared.journal {
+                let id = self.op_id(name, visit_no, &format!(".{attempt_no}"));
+                // Boxed: the store's future is large.
+                let step = journal.step(id, self.op_parent(), name, request, run);
+                return futures::future::Either::Left(Box::pin(step));
+            }
+            futures::future::Either::Right(run.map(Ok))
         }
-        let _ = (name, visit_no, attempt_no, request);
-        Ok(run.await)
+        #[cfg(not(feature = "durable"))]
+        {
+            let _ = (name, visit_no, attempt_no, request);
+            run.map(Ok)
+        }
     }
 
     /// The in-memory callback handle of this execution (SendTaskSuccess/Failure/Heartbeat).
@@ -4142,7 +4347,10 @@ impl Execution {
         if let Some(journal) = &self.shared.journal {
             let id = self.op_id(name, visit_no, &format!(".{attempt_no}"));
             let own = crate::callback::task_token(self.id(), &id);
-            return journal.callback_token(self.clock(), &id, self.op_parent(), name, own, timeout, heartbeat).await;
+            // Boxed, as in `journaled_attempt`.
+            let token =
+                Box::pin(journal.callback_token(self.clock(), &id, self.op_parent(), name, own, timeout, heartbeat));
+            return token.await;
         }
         let _ = (visit_no, timeout, heartbeat);
         Ok(crate::callback::task_token(self.id(), &format!("{name}@{entered_id}.{attempt_no}")))

@@ -48,6 +48,56 @@ pub fn is_function_arn(resource: &str) -> bool {
     checked().unwrap_or(false)
 }
 
+/// [`is_function_arn`] as a `const fn`, which generated code evaluates when it is compiled
+/// (`TaskCode::is_lambda_function`); the same answer (tested), by byte loops a `const fn` can
+/// run, slower at run time than [`is_function_arn`]'s.
+pub const fn is_function_arn_const(resource: &str) -> bool {
+    let bytes = resource.as_bytes();
+    if !literal_at(bytes, 0, b"arn:") {
+        return false;
+    }
+    let Some(partition_end) = field_end(bytes, 4) else { return false };
+    let lambda = partition_end + 1;
+    if !literal_at(bytes, lambda, b"lambda:") {
+        return false;
+    }
+    let Some(region_end) = field_end(bytes, lambda + 7) else { return false };
+    let account = region_end + 1;
+    let Some(account_end) = field_end(bytes, account) else { return false };
+    let function = account_end + 1;
+    if !literal_at(bytes, function, b"function:") {
+        return false;
+    }
+    function + 9 < bytes.len() && bytes[function + 9] != b':'
+}
+
+/// Whether `text` appears in `bytes` at `at`.
+const fn literal_at(bytes: &[u8], at: usize, text: &[u8]) -> bool {
+    if at + text.len() > bytes.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < text.len() {
+        if bytes[at + i] != text[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// The index of the first `:` in `bytes` at or after `from`.
+const fn field_end(bytes: &[u8], from: usize) -> Option<usize> {
+    let mut i = from;
+    while i < bytes.len() {
+        if bytes[i] == b':' {
+            return Some(i);
+        }
+        i += 1;
+    }
+    None
+}
+
 /// What a Task's handler returns for a mocked service response: Step Functions Local's
 /// MockConfigFile `Return` (and `wfc serve`'s `--mock-config`) is the service call's whole
 /// response, so for Lambda it is the `Invoke` response (`{"StatusCode": 200, "Payload": ...}`),
@@ -340,6 +390,31 @@ mod tests {
         assert!(!is_function_arn("work"));
         assert!(!is_function_arn("arn:aws:lambda:us-east-1:111111111111:function::live"));
         assert!(!is_function_arn("arnx:aws:lambda:us-east-1:111111111111:function:f"));
+    }
+
+    /// The `const fn` generated code evaluates answers as the run-time one, on the cases above
+    /// and on every prefix of them (cut fields, missing colons).
+    #[test]
+    fn the_const_function_arn_check_agrees() {
+        const _: () = assert!(is_function_arn_const("arn:aws:lambda:us-east-1:1:function:f"));
+        let cases = [
+            "arn:aws:lambda:us-east-1:111111111111:function:f",
+            "arn:aws:lambda:us-east-1:111111111111:function:f:live",
+            INVOKE_RESOURCE,
+            "arn:aws:states:::lambda:invoke.waitForTaskToken",
+            "arn:aws:lambda:us-east-1:111111111111:layer:f",
+            "arn:aws:lambda:us-east-1:111111111111:function::live",
+            "arnx:aws:lambda:us-east-1:111111111111:function:f",
+            "arn:aws-cn:lambda:cn-north-1:1:function:name-with-dash",
+            "https://example.com/api/do_it",
+            "",
+        ];
+        for case in cases {
+            for end in 0..=case.len() {
+                let text = &case[..end];
+                assert_eq!(is_function_arn_const(text), is_function_arn(text), "{text:?}");
+            }
+        }
     }
 
     #[test]

@@ -41,8 +41,10 @@ struct ContextInner {
     /// `execution_name` (a DISTRIBUTED Map Run's child runs in its parent's journal).
     stored_execution: Option<String>,
     /// When the last heartbeat (or the attempt's start) happened, on tokio's clock, so that it
-    /// follows virtual time too.
-    last_beat: Mutex<Instant>,
+    /// follows virtual time too. `None` until either happens: [`run_attempt`] starts the
+    /// countdown only for an attempt with HeartbeatSeconds (the only one that reads it), so an
+    /// attempt without reads no clock for it.
+    last_beat: Mutex<Option<Instant>>,
 }
 
 impl TaskContext {
@@ -68,7 +70,7 @@ impl TaskContext {
                 role_arn: None,
                 function_name: None,
                 stored_execution: None,
-                last_beat: Mutex::new(Instant::now()),
+                last_beat: Mutex::new(None),
             }),
         }
     }
@@ -166,10 +168,12 @@ impl TaskContext {
     /// Reports progress: restarts the HeartbeatSeconds countdown. Without HeartbeatSeconds on
     /// the state this has no effect.
     pub fn heartbeat(&self) {
-        *self.inner.last_beat.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+        *self.inner.last_beat.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
     }
 
-    fn last_beat(&self) -> Instant {
+    /// The last heartbeat, or the attempt's start; `None` before either (see
+    /// [`ContextInner::last_beat`]).
+    fn last_beat(&self) -> Option<Instant> {
         *self.inner.last_beat.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -211,7 +215,10 @@ where
     F: FnOnce() -> Fut,
     Fut: Future<Output = Result<Value, Failure>>,
 {
-    ctx.heartbeat();
+    if heartbeat.is_some() {
+        // The HeartbeatSeconds countdown starts with the attempt; nothing else reads it.
+        ctx.heartbeat();
+    }
     let future = match std::panic::catch_unwind(AssertUnwindSafe(call)) {
         Ok(f) => f,
         Err(panic) => return Attempt::Failed(panic_failure(panic.as_ref())),
@@ -227,12 +234,27 @@ where
         // Nothing to race the handler against (most Tasks): no timers to set up and poll.
         return guarded.await;
     }
+    // The timers' futures live in a box of their own: inline, they would make this future,
+    // and every Task visit's future holding it, larger to build and move for every attempt,
+    // timed or not.
+    // (Bound first: a temporary in the awaited expression would keep its space here.)
+    let timed = Box::pin(timed(guarded, ctx, timeout, heartbeat));
+    timed.await
+}
+
+/// `attempt` raced against TimeoutSeconds and HeartbeatSeconds.
+async fn timed(
+    attempt: impl Future<Output = Attempt>,
+    ctx: &TaskContext,
+    timeout: Option<Duration>,
+    heartbeat: Option<Duration>,
+) -> Attempt {
     let deadline = timeout.map(|t| Instant::now().checked_add(t).unwrap_or_else(far_future));
     // AWS records an expired TimeoutSeconds, like an expired heartbeat, as `States.Timeout` with
     // no cause (recorded: `TaskTimedOut` has only `error`, and a catcher sees `"Cause": ""`).
     tokio::select! {
         biased;
-        outcome = guarded => outcome,
+        outcome = attempt => outcome,
         () = sleep_until_opt(deadline) => Attempt::TimedOut(Failure::new(wfc_ir::errors::TIMEOUT, "")),
         () = heartbeat_watch(ctx, heartbeat) => Attempt::TimedOut(Failure::new(wfc_ir::errors::TIMEOUT, "")),
     }
@@ -257,7 +279,9 @@ async fn heartbeat_watch(ctx: &TaskContext, heartbeat: Option<Duration>) {
         return futures::future::pending().await;
     };
     loop {
-        let due = ctx.last_beat().checked_add(interval).unwrap_or_else(far_future);
+        // `run_attempt` started the countdown before calling the handler.
+        let last = ctx.last_beat().unwrap_or_else(Instant::now);
+        let due = last.checked_add(interval).unwrap_or_else(far_future);
         if Instant::now() >= due {
             return;
         }

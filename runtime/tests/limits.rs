@@ -78,6 +78,41 @@ fn task_result_just_under_the_limit_passes() {
     assert_eq!(failure(&run(&wf, &handlers, json!({}))).0, "States.DataLimitExceeded");
 }
 
+/// Tasks in a row whose requests are their inputs as they came: after the first, a Task skips
+/// checking its request (its input is the checked output of the state before it), but the first
+/// state of a Parallel branch gets an input nothing checked (the Parallel's Parameters) and
+/// must check it. Here the Parameters double a document of 60% of the limit.
+#[test]
+fn a_branch_first_task_checks_the_request_its_parallel_built() {
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = calls.clone();
+    let handlers = Handlers::new().on(RESOURCE, move |input, _ctx| {
+        counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        async move { Ok(input) }
+    });
+    let chain = |first: &'static str| {
+        let mut call = task_state(RESOURCE);
+        call.transition = next(1);
+        vec![(first, StateKind::Task(call)), ("Again", StateKind::Task(task_state(RESOURCE)))]
+    };
+    let par =
+        |parameters: Option<Template>| ParallelState { parameters, ..parallel_state(vec![sm(chain("BranchCall"))]) };
+    let doubled = Some(tpl(json!({ "a.$": "$", "b.$": "$" })));
+    let input = json!({ "s": "x".repeat(MAX_PAYLOAD_BYTES * 6 / 10) });
+
+    let wf = workflow(vec![("P", StateKind::Parallel(par(doubled)))]);
+    let (error, cause) = failure(&run(&wf, &handlers, input.clone()));
+    assert_eq!(error, "States.DataLimitExceeded");
+    assert!(cause.contains("'BranchCall'"), "{cause}");
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 0, "the handler ran on an oversized request");
+
+    // The same document unchanged passes through both Tasks of the branch and of the top level.
+    let wf = workflow(vec![("P", StateKind::Parallel(par(None)))]);
+    assert_eq!(ok(&run(&wf, &handlers, input.clone())), json!([input.clone()]));
+    assert_eq!(ok(&run(&workflow(chain("Call")), &handlers, input.clone())), input);
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 4);
+}
+
 #[test]
 fn oversized_state_output_names_the_state() {
     let mut pass = pass_state();

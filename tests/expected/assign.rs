@@ -474,13 +474,12 @@ pub mod assign {
                 static PATH_1: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                     "$count",
                 ));
-                let __wfc::Chosen { branch, output } = __wfc::abi::choice(
+                let __wfc::Chosen { branch, output } = __wfc::abi::choice_kept(
                     exec,
                     "Check",
                     true,
                     input,
                     true,
-                    |input: __wfc::Value, _: &__wfc::Value| Ok(input),
                     |input: &__wfc::Value, ctx: &__wfc::Value| {
                         if match __wfc::abi::select_opt(
                             __wfc::abi::path(&PATH_1)?,
@@ -506,7 +505,6 @@ pub mod assign {
                         }
                         Ok(::core::option::Option::None)
                     },
-                    |output: __wfc::Value, _: &__wfc::Value| Ok(output),
                 )?;
                 match branch {
                     Some(0) => State::Done(output),

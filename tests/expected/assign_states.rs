@@ -440,6 +440,12 @@ pub mod assign_states {
                     fn resource(&self) -> &str {
                         "arn:aws:states:::wfc:echo"
                     }
+                    fn is_lambda_function(&self) -> bool {
+                        const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
+                            "arn:aws:states:::wfc:echo",
+                        );
+                        LAMBDA_FUNCTION
+                    }
                     fn retriers(&self) -> &[__wfc::abi::Retrier] {
                         &[]
                     }
@@ -956,6 +962,12 @@ pub mod assign_states {
                         fn resource(&self) -> &str {
                             "arn:aws:states:::wfc:echo"
                         }
+                        fn is_lambda_function(&self) -> bool {
+                            const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
+                                "arn:aws:states:::wfc:echo",
+                            );
+                            LAMBDA_FUNCTION
+                        }
                         fn retriers(&self) -> &[__wfc::abi::Retrier] {
                             &[]
                         }
@@ -1166,6 +1178,12 @@ pub mod assign_states {
                         type Catcher = __wfc::abi::Catcher;
                         fn resource(&self) -> &str {
                             "arn:aws:states:::wfc:echo"
+                        }
+                        fn is_lambda_function(&self) -> bool {
+                            const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
+                                "arn:aws:states:::wfc:echo",
+                            );
+                            LAMBDA_FUNCTION
                         }
                         fn retriers(&self) -> &[__wfc::abi::Retrier] {
                             &[]

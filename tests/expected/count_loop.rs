@@ -165,13 +165,12 @@ pub mod count_loop {
                 const PATH_1: &[__wfc::abi::Seg<'static>] = &[
                     __wfc::abi::Seg::Name("i"),
                 ];
-                let __wfc::Chosen { branch, output } = __wfc::abi::choice(
+                let __wfc::Chosen { branch, output } = __wfc::abi::choice_kept(
                     exec,
                     "Check",
                     false,
                     input,
                     true,
-                    |input: __wfc::Value, _: &__wfc::Value| Ok(input),
                     |input: &__wfc::Value, _: &__wfc::Value| {
                         if match __wfc::abi::get(input, PATH_1) {
                             Some(value) => {
@@ -186,7 +185,6 @@ pub mod count_loop {
                         }
                         Ok(::core::option::Option::None)
                     },
-                    |output: __wfc::Value, _: &__wfc::Value| Ok(output),
                 )?;
                 match branch {
                     Some(0) => State::Increment(output),

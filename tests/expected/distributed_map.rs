@@ -1500,6 +1500,12 @@ pub mod distributed_map {
                         fn resource(&self) -> &str {
                             "arn:aws:states:::wfc:echo"
                         }
+                        fn is_lambda_function(&self) -> bool {
+                            const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
+                                "arn:aws:states:::wfc:echo",
+                            );
+                            LAMBDA_FUNCTION
+                        }
                         fn retriers(&self) -> &[__wfc::abi::Retrier] {
                             &[]
                         }
@@ -1666,6 +1672,12 @@ pub mod distributed_map {
                         type Catcher = __wfc::abi::Catcher;
                         fn resource(&self) -> &str {
                             "arn:aws:states:::wfc:echo"
+                        }
+                        fn is_lambda_function(&self) -> bool {
+                            const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
+                                "arn:aws:states:::wfc:echo",
+                            );
+                            LAMBDA_FUNCTION
                         }
                         fn retriers(&self) -> &[__wfc::abi::Retrier] {
                             &[]
@@ -1882,13 +1894,12 @@ pub mod distributed_map {
                     __wfc::abi::JsonataExpr::parse(
                         " $count($states.input.Items[o.fail = true]) > 0 ",
                     ));
-                    let __wfc::Chosen { branch, output } = __wfc::abi::choice(
+                    let __wfc::Chosen { branch, output } = __wfc::abi::choice_kept(
                         exec,
                         "Check",
                         true,
                         input,
                         true,
-                        |input: __wfc::Value, _: &__wfc::Value| Ok(input),
                         |input: &__wfc::Value, ctx: &__wfc::Value| {
                             if __wfc::abi::jsonata_condition(
                                 __wfc::abi::jsonata_expr(&JSONATA_0)?,
@@ -1899,7 +1910,6 @@ pub mod distributed_map {
                             }
                             Ok(::core::option::Option::None)
                         },
-                        |output: __wfc::Value, _: &__wfc::Value| Ok(output),
                     )?;
                     match branch {
                         Some(0) => State::Reject(output),

@@ -1075,6 +1075,12 @@ pub mod jsonata_nested {
                     fn resource(&self) -> &str {
                         "arn:aws:states:::wfc:echo"
                     }
+                    fn is_lambda_function(&self) -> bool {
+                        const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
+                            "arn:aws:states:::wfc:echo",
+                        );
+                        LAMBDA_FUNCTION
+                    }
                     fn retriers(&self) -> &[__wfc::abi::Retrier] {
                         &[]
                     }
@@ -1216,6 +1222,12 @@ pub mod jsonata_nested {
                     type Catcher = __wfc::abi::Catcher;
                     fn resource(&self) -> &str {
                         "arn:aws:states:::wfc:echo"
+                    }
+                    fn is_lambda_function(&self) -> bool {
+                        const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
+                            "arn:aws:states:::wfc:echo",
+                        );
+                        LAMBDA_FUNCTION
                     }
                     fn retriers(&self) -> &[__wfc::abi::Retrier] {
                         &[]
@@ -1581,6 +1593,12 @@ pub mod jsonata_nested {
                         fn resource(&self) -> &str {
                             "arn:aws:states:::wfc:echo"
                         }
+                        fn is_lambda_function(&self) -> bool {
+                            const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
+                                "arn:aws:states:::wfc:echo",
+                            );
+                            LAMBDA_FUNCTION
+                        }
                         fn retriers(&self) -> &[__wfc::abi::Retrier] {
                             &[]
                         }
@@ -1753,6 +1771,12 @@ pub mod jsonata_nested {
                         type Catcher = __wfc::abi::Catcher;
                         fn resource(&self) -> &str {
                             "arn:aws:states:::wfc:echo"
+                        }
+                        fn is_lambda_function(&self) -> bool {
+                            const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
+                                "arn:aws:states:::wfc:echo",
+                            );
+                            LAMBDA_FUNCTION
                         }
                         fn retriers(&self) -> &[__wfc::abi::Retrier] {
                             &[]

@@ -769,13 +769,12 @@ pub mod jsonata_states {
                 static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
                     " $napped > 100 ",
                 ));
-                let __wfc::Chosen { branch, output } = __wfc::abi::choice(
+                let __wfc::Chosen { branch, output } = __wfc::abi::choice_kept(
                     exec,
                     "Check ✓",
                     true,
                     input,
                     true,
-                    |input: __wfc::Value, _: &__wfc::Value| Ok(input),
                     |input: &__wfc::Value, ctx: &__wfc::Value| {
                         if __wfc::abi::jsonata_condition(
                             __wfc::abi::jsonata_expr(&JSONATA_0)?,
@@ -786,7 +785,6 @@ pub mod jsonata_states {
                         }
                         Ok(::core::option::Option::None)
                     },
-                    |output: __wfc::Value, _: &__wfc::Value| Ok(output),
                 )?;
                 match branch {
                     Some(0) => State::TooLong(output),
@@ -966,6 +964,12 @@ pub mod jsonata_states {
                     type Catcher = __wfc::abi::JsonataCatcher;
                     fn resource(&self) -> &str {
                         "arn:aws:states:::wfc:echo"
+                    }
+                    fn is_lambda_function(&self) -> bool {
+                        const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
+                            "arn:aws:states:::wfc:echo",
+                        );
+                        LAMBDA_FUNCTION
                     }
                     fn retriers(&self) -> &[__wfc::abi::Retrier] {
                         &[]

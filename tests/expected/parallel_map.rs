@@ -837,13 +837,12 @@ pub mod parallel_map {
                     const PATH_1: &[__wfc::abi::Seg<'static>] = &[
                         __wfc::abi::Seg::Name("attempt"),
                     ];
-                    let __wfc::Chosen { branch, output } = __wfc::abi::choice(
+                    let __wfc::Chosen { branch, output } = __wfc::abi::choice_kept(
                         exec,
                         "Check \"attempt\" {#}",
                         false,
                         input,
                         true,
-                        |input: __wfc::Value, _: &__wfc::Value| Ok(input),
                         |input: &__wfc::Value, _: &__wfc::Value| {
                             if match __wfc::abi::get(input, PATH_1) {
                                 Some(value) => {
@@ -868,7 +867,6 @@ pub mod parallel_map {
                             }
                             Ok(::core::option::Option::None)
                         },
-                        |output: __wfc::Value, _: &__wfc::Value| Ok(output),
                     )?;
                     match branch {
                         Some(0) => State::RetryMe(output),
@@ -1011,6 +1009,12 @@ pub mod parallel_map {
                         type Catcher = __wfc::abi::Catcher;
                         fn resource(&self) -> &str {
                             "arn:aws:states:::wfc:echo"
+                        }
+                        fn is_lambda_function(&self) -> bool {
+                            const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
+                                "arn:aws:states:::wfc:echo",
+                            );
+                            LAMBDA_FUNCTION
                         }
                         fn retriers(&self) -> &[__wfc::abi::Retrier] {
                             &[]
@@ -1171,6 +1175,12 @@ pub mod parallel_map {
                         type Catcher = __wfc::abi::Catcher;
                         fn resource(&self) -> &str {
                             "arn:aws:states:::wfc:echo"
+                        }
+                        fn is_lambda_function(&self) -> bool {
+                            const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
+                                "arn:aws:states:::wfc:echo",
+                            );
+                            LAMBDA_FUNCTION
                         }
                         fn retriers(&self) -> &[__wfc::abi::Retrier] {
                             &[]

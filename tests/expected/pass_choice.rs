@@ -444,13 +444,12 @@ pub mod pass_choice {
                 static PATH_8: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
                     "$$.Execution.Name",
                 ));
-                let __wfc::Chosen { branch, output } = __wfc::abi::choice(
+                let __wfc::Chosen { branch, output } = __wfc::abi::choice_kept(
                     exec,
                     "Route",
                     true,
                     input,
                     true,
-                    |input: __wfc::Value, _: &__wfc::Value| Ok(input),
                     |input: &__wfc::Value, ctx: &__wfc::Value| {
                         if match __wfc::abi::get(input, PATH_1) {
                             Some(value) => {
@@ -551,7 +550,6 @@ pub mod pass_choice {
                         }
                         Ok(::core::option::Option::None)
                     },
-                    |output: __wfc::Value, _: &__wfc::Value| Ok(output),
                 )?;
                 match branch {
                     Some(0) => State::Done(output),

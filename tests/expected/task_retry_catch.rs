@@ -309,6 +309,12 @@ pub mod task_retry_catch {
                     fn resource(&self) -> &str {
                         "arn:aws:lambda:us-east-1:123456789012:function:Flaky"
                     }
+                    fn is_lambda_function(&self) -> bool {
+                        const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
+                            "arn:aws:lambda:us-east-1:123456789012:function:Flaky",
+                        );
+                        LAMBDA_FUNCTION
+                    }
                     fn retriers(&self) -> &[__wfc::abi::Retrier] {
                         RETRY
                     }
@@ -509,6 +515,12 @@ pub mod task_retry_catch {
                     fn resource(&self) -> &str {
                         "arn:aws:states:::wfc:echo"
                     }
+                    fn is_lambda_function(&self) -> bool {
+                        const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
+                            "arn:aws:states:::wfc:echo",
+                        );
+                        LAMBDA_FUNCTION
+                    }
                     fn retriers(&self) -> &[__wfc::abi::Retrier] {
                         &[]
                     }
@@ -626,6 +638,12 @@ pub mod task_retry_catch {
                     type Catcher = __wfc::abi::Catcher;
                     fn resource(&self) -> &str {
                         "arn:aws:lambda:us-east-1:123456789012:function:Flaky"
+                    }
+                    fn is_lambda_function(&self) -> bool {
+                        const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
+                            "arn:aws:lambda:us-east-1:123456789012:function:Flaky",
+                        );
+                        LAMBDA_FUNCTION
                     }
                     fn retriers(&self) -> &[__wfc::abi::Retrier] {
                         &[]

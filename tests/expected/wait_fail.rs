@@ -302,13 +302,12 @@ pub mod wait_fail {
                 const PATH_0: &[__wfc::abi::Seg<'static>] = &[
                     __wfc::abi::Seg::Name("fail"),
                 ];
-                let __wfc::Chosen { branch, output } = __wfc::abi::choice(
+                let __wfc::Chosen { branch, output } = __wfc::abi::choice_kept(
                     exec,
                     "Route",
                     false,
                     input,
                     true,
-                    |input: __wfc::Value, _: &__wfc::Value| Ok(input),
                     |input: &__wfc::Value, _: &__wfc::Value| {
                         if match __wfc::abi::get(input, PATH_0) {
                             Some(_value) => true,
@@ -318,7 +317,6 @@ pub mod wait_fail {
                         }
                         Ok(::core::option::Option::None)
                     },
-                    |output: __wfc::Value, _: &__wfc::Value| Ok(output),
                 )?;
                 match branch {
                     Some(0) => State::FromPaths(output),

@@ -359,6 +359,8 @@ pub(super) fn pass(items: &mut Items, name: &Literal, spec: &PassState) -> Optio
         || uses_context(spec.output_path.as_ref())
         || spec.parameters.as_ref().is_some_and(template_uses_context);
     let replaces_input = spec.result_path.as_ref().is_some_and(|p| p.is_identity());
+    // Set when InputPath and ResultPath name the same definite node: the steps to it.
+    let mut kept_steps = None;
     let compute = match (&spec.result, &spec.parameters) {
         (Some(result), _) => {
             let result = items.value(result);
@@ -389,6 +391,7 @@ pub(super) fn pass(items: &mut Items, name: &Literal, spec: &PassState) -> Optio
                 };
                 #set
             };
+            kept_steps.clone_from(&in_place);
             match in_place {
                 Some(steps) => quote! {
                     if __wfc::abi::get(&input, #steps).is_some() {
@@ -408,10 +411,22 @@ pub(super) fn pass(items: &mut Items, name: &Literal, spec: &PassState) -> Optio
     };
     let input = param(&body, "input");
     let ctx = param(&body, "ctx");
-    Some(quote! {
-        __wfc::abi::pass(exec, #name, #needs_ctx, input, |#input: __wfc::Value, #ctx: &__wfc::Value| {
-            #body
-        })?
+    let body = quote!(|#input: __wfc::Value, #ctx: &__wfc::Value| { #body });
+    // With OutputPath `$` too, the output is the input whenever that node exists: the runtime
+    // then skips the body and the payload check of an input it checked before.
+    let keeps_input = spec.output_path.as_ref().is_some_and(|p| p.is_identity());
+    Some(match kept_steps {
+        Some(steps) if keeps_input => quote! {
+            __wfc::abi::pass_kept(
+                exec,
+                #name,
+                #needs_ctx,
+                input,
+                |input: &__wfc::Value| __wfc::abi::get(input, #steps).is_some(),
+                #body,
+            )?
+        },
+        _ => quote!(__wfc::abi::pass(exec, #name, #needs_ctx, input, #body)?),
     })
 }
 
@@ -802,6 +817,12 @@ pub(super) fn choice(items: &mut Items, name: &Literal, spec: &ChoiceState) -> O
     let input_path = closure(&input_path, "input", quote!(__wfc::Value));
     let rules = closure(&quote!({ #rules }), "input", quote!(&__wfc::Value));
     let output_path = closure(&output_path, "output", quote!(__wfc::Value));
+    if !assigns && identity_paths(spec.input_path.as_ref(), spec.output_path.as_ref()) {
+        // The output is the input: the runtime skips the payload check of an input it checked.
+        return Some(quote! {
+            __wfc::abi::choice_kept(exec, #name, #needs_ctx, input, #has_default, #rules)?
+        });
+    }
     if !assigns {
         return Some(quote! {
             __wfc::abi::choice(exec, #name, #needs_ctx, input, #has_default, #input_path, #rules, #output_path)?
@@ -1263,6 +1284,12 @@ pub(super) fn task(
 
             fn resource(&self) -> &str {
                 #resource
+            }
+
+            fn is_lambda_function(&self) -> bool {
+                // Decided by rustc, not on every visit.
+                const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(#resource);
+                LAMBDA_FUNCTION
             }
 
             fn retriers(&self) -> &[__wfc::abi::Retrier] {
