@@ -495,10 +495,11 @@ impl Journal {
             Ok(next) => {
                 *token = next;
                 self.committed(&deferred);
-                for (_, u) in &waiting {
-                    self.mirror_updates(u.clone());
+                let results = waiting.iter().map(|(t, _)| (*t, Ok(()))).collect();
+                for (_, u) in waiting {
+                    self.mirror_updates(u);
                 }
-                waiting.iter().map(|(t, _)| (*t, Ok(()))).collect()
+                results
             }
             Err(e) if waiting.len() == 1 => {
                 self.requeue(deferred);
@@ -622,15 +623,15 @@ impl Journal {
     /// whose outcome a crash loses was in flight and may run again, and one whose outcome is
     /// committed never runs again. Nothing waits on a deferred update for long: a timer or a
     /// callback wait flushes first, the execution's end flushes, and a flush is scheduled
-    /// [`BATCH_LINGER`] later in case nothing else checkpoints by then. Returns `false` (the
-    /// caller commits it now) when batching is off or there is no runtime to flush from.
-    fn defer(&self, update: OperationUpdate) -> bool {
+    /// [`BATCH_LINGER`] later in case nothing else checkpoints by then. Gives `update` back
+    /// (the caller commits it now) when batching is off or there is no runtime to flush from.
+    fn defer(&self, update: OperationUpdate) -> Option<OperationUpdate> {
         use std::sync::atomic::Ordering;
         if !self.batching.load(Ordering::SeqCst) {
-            return false;
+            return Some(update);
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return false;
+            return Some(update);
         };
         self.mirror_updates(vec![update.clone()]);
         self.deferred.lock().unwrap_or_else(|p| p.into_inner()).push(update);
@@ -649,7 +650,7 @@ impl Journal {
                 }
             });
         }
-        true
+        None
     }
 
     /// Mirrors committed (or deferred) updates in memory.
@@ -784,7 +785,7 @@ impl Journal {
             Attempt::TimedOut(f) => update(OpStatus::TimedOut, None, Some(f)),
         };
         // Committed with the next checkpoint (the crash point fires then), or now.
-        if !self.defer(done.clone()) {
+        if let Some(done) = self.defer(done) {
             self.checkpoint(vec![done]).await.map_err(store_failure)?;
             crash_point(&id, "after-finish");
         }
@@ -1094,7 +1095,8 @@ impl Journal {
         }
         let start = outcome_update(op_type, id, parent, name, subtype, OpStatus::Started, None, None);
         crash_point(id, "before-start");
-        if !(op_type == OpType::Context && self.defer(start.clone())) {
+        let start = if op_type == OpType::Context { self.defer(start) } else { Some(start) };
+        if let Some(start) = start {
             self.checkpoint(vec![start]).await.map_err(store_failure)?;
         }
         crash_point(id, "after-start");
@@ -1237,7 +1239,8 @@ impl Journal {
             Err(f) => outcome_update(op_type, id, parent, name, subtype, OpStatus::Failed, stored(None), Some(f)),
         };
         crash_point(id, "before-finish");
-        if !(op_type == OpType::Context && self.defer(update.clone())) {
+        let update = if op_type == OpType::Context { self.defer(update) } else { Some(update) };
+        if let Some(update) = update {
             self.checkpoint(vec![update]).await.map_err(store_failure)?;
         }
         crash_point(id, "after-finish");
