@@ -71,6 +71,9 @@ pub struct Service {
     pub(crate) map_runs: crate::map_runs::Found,
     /// Where DISTRIBUTED Maps read and write objects (StartSyncExecution's; the worker has its own).
     pub(crate) objects: wfc_runtime::distributed::Objects,
+    /// The STANDARD machines being deleted, looked up at each transition of the executions this
+    /// server runs (see [`crate::deleting`]).
+    pub(crate) deleting_machines: crate::deleting::DeletingMachines,
 }
 
 impl std::fmt::Debug for Service {

@@ -4,23 +4,34 @@
 //! machine's executions are terminated. [...] For `EXPRESS` state machines, the deletion happens
 //! eventually [...]. Running executions may emit logs after DeleteStateMachine API is called."
 //!
-//! So, on both stores:
-//! - a **STANDARD** machine's running executions fail at once with `States.Runtime`, "State
-//!   machine NAME has been deleted." (the failure AWS records, per its knowledge center article
-//!   on machines stuck in `DELETING`): the execution becomes FAILED with an `ExecutionFailed`
-//!   event, and the process running it is fenced out at its next checkpoint, i.e. it makes no
-//!   further state transition. (AWS waits for that next transition, so there an execution in a
-//!   long Wait keeps the machine `DELETING` until the wait ends; wfc does not wait for it.)
-//! - an **EXPRESS** machine's running executions run on to their end; meanwhile the machine is
-//!   `DELETING` (the key/value row `serve/machine-deleting/<name>`): DescribeStateMachine says
-//!   `status: DELETING`; StartExecution, StartSyncExecution, CreateStateMachine (same name),
-//!   UpdateStateMachine, PublishStateMachineVersion and CreateStateMachineAlias answer
-//!   `StateMachineDeleting`; DescribeExecution shows the executions as
-//!   they are. The first look at the machine after its last execution ended deletes it (its
-//!   tombstone, versions and aliases, as a deletion without running executions does at once).
+//! So, on both stores, the machine is `DELETING` while it has running executions (the
+//! key/value row `serve/machine-deleting/<name>`): DescribeStateMachine says `status:
+//! DELETING`; StartExecution, StartSyncExecution, CreateStateMachine (same name),
+//! UpdateStateMachine, PublishStateMachineVersion and CreateStateMachineAlias answer
+//! `StateMachineDeleting`; DescribeExecution shows the executions as they are. The first look at
+//! the machine after its last execution ended deletes it (its tombstone, versions and aliases,
+//! as a deletion without running executions does at once), and so does the end of its last
+//! STANDARD execution below.
+//! - a **STANDARD** machine's running executions fail at their next state transition (the next
+//!   commit of their journal, or their end: [`wfc_runtime::durable::TransitionGuard`]) with
+//!   `States.Runtime`, "State machine NAME has been deleted." (the failure AWS records, per its
+//!   knowledge center article on machines stuck in `DELETING`): the execution becomes FAILED
+//!   with an `ExecutionFailed` event, and the transition is not made (the run is fenced out).
+//!   A waiting state's transition is its end: a Wait ends when its time comes, then the
+//!   execution fails; a Task waiting on a callback or an activity when it is answered (or times
+//!   out). Until then the machine stays `DELETING`. The check at each transition is an
+//!   in-memory look-up ([`DeletingMachines`]); the server that takes the deletion sets it, and
+//!   the other servers on the store read the rows again when told ([`wfc_runtime::durable::Store::kv_signal`],
+//!   PostgreSQL) or every [`DELETING_POLL`] (SQLite).
+//! - an **EXPRESS** machine's running executions run on to their end.
 
+use std::collections::HashSet;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
-use wfc_runtime::durable::ExecutionStatus;
+use wfc_runtime::durable::{ExecutionRecord, ExecutionStatus};
 use wfc_runtime::{EventType, Failure, HistoryEvent};
 
 use crate::api::Service;
@@ -29,6 +40,43 @@ use crate::machines::{Machine, MachineType};
 
 /// The key/value rows of machines being deleted.
 const DELETING_PREFIX: &str = "serve/machine-deleting/";
+
+/// The topic of [`wfc_runtime::durable::Store::kv_signal`] telling the other servers that those rows changed.
+const DELETING_TOPIC: &str = "serve/machine-deleting";
+
+/// How often a server reads those rows when the store cannot signal (SQLite): only executions
+/// another server on the same file holds in memory at the deletion wait for it.
+const DELETING_POLL: Duration = Duration::from_secs(1);
+
+/// The STANDARD machines being deleted, as this server knows them: looked up at every state
+/// transition of the executions it runs, so in memory.
+#[derive(Debug, Default)]
+pub(crate) struct DeletingMachines(RwLock<HashSet<String>>);
+
+impl DeletingMachines {
+    fn contains(&self, machine: &str) -> bool {
+        let names = self.0.read().unwrap_or_else(|p| p.into_inner());
+        !names.is_empty() && names.contains(machine)
+    }
+
+    fn insert(&self, machine: &str) {
+        self.0.write().unwrap_or_else(|p| p.into_inner()).insert(machine.to_owned());
+    }
+
+    fn remove(&self, machine: &str) {
+        self.0.write().unwrap_or_else(|p| p.into_inner()).remove(machine);
+    }
+
+    fn replace(&self, machines: HashSet<String>) {
+        *self.0.write().unwrap_or_else(|p| p.into_inner()) = machines;
+    }
+}
+
+/// Whether a `serve/machine-deleting/` row is a STANDARD machine's (rows written before they
+/// said so are EXPRESS machines': STANDARD ones were deleted at once).
+fn is_standard_row(value: &Value) -> bool {
+    value.get("type").and_then(Value::as_str) == Some(MachineType::Standard.as_str())
+}
 
 /// The cause of an execution ended by its machine's deletion (AWS's wording).
 pub(crate) fn deleted_cause(machine: &str) -> String {
@@ -59,21 +107,80 @@ impl Service {
         if self.deleting(&machine.name).await? {
             return Ok(json!({}));
         }
-        let running = self.running_executions(&machine).await?;
-        match machine.machine_type {
-            MachineType::Standard => {
-                for execution in &running {
-                    self.end_for_deletion(execution, &machine.name).await?;
-                }
-                self.finish_deletion(&machine.name).await?;
-            }
-            MachineType::Express if running.is_empty() => self.finish_deletion(&machine.name).await?,
-            MachineType::Express => {
-                let since = jiff::Timestamp::now().as_millisecond();
-                self.store.kv_put(&deleting_key(&machine.name), json!({ "since_ms": since })).await?;
-            }
+        if self.running_executions(&machine).await?.is_empty() {
+            self.finish_deletion(&machine.name).await?;
+            return Ok(json!({}));
+        }
+        let since = jiff::Timestamp::now().as_millisecond();
+        let row = json!({ "since_ms": since, "type": machine.machine_type.as_str() });
+        self.store.kv_put(&deleting_key(&machine.name), row).await?;
+        if machine.machine_type == MachineType::Standard {
+            self.deleting_machines.insert(&machine.name);
+            crate::tasks::signal(self.store.as_ref(), DELETING_TOPIC).await;
         }
         Ok(json!({}))
+    }
+
+    /// The [`wfc_runtime::durable::TransitionGuard`] of the executions this server runs: `None`
+    /// unless the execution's machine is a STANDARD one being deleted; then a future that fails
+    /// the execution (see the module documentation) and answers whether it did.
+    pub(crate) fn deletion_guard(self: &Arc<Self>, record: &ExecutionRecord) -> Option<BoxFuture<'static, bool>> {
+        if !self.deleting_machines.contains(&record.workflow)
+            || !record.name.starts_with(&format!("{}:", record.workflow))
+        {
+            return None;
+        }
+        let (service, execution, machine) = (Arc::clone(self), record.name.clone(), record.workflow.clone());
+        Some(Box::pin(async move {
+            match service.end_at_transition(&execution, &machine).await {
+                Ok(ended) => ended,
+                Err(e) => {
+                    tracing::warn!(execution, machine, error = %e.message, "cannot end the execution of a machine being deleted; it goes on");
+                    false
+                }
+            }
+        }))
+    }
+
+    /// Fails `execution` if its machine is still a STANDARD one being deleted (the store's row
+    /// says so: the in-memory flag may be stale), and finishes the deletion if it was the last.
+    async fn end_at_transition(&self, execution: &str, machine: &str) -> Result<bool, ApiError> {
+        let row = self.store.kv_get(&deleting_key(machine)).await?;
+        if !row.as_ref().is_some_and(is_standard_row) {
+            self.deleting_machines.remove(machine);
+            return Ok(false);
+        }
+        let running =
+            self.store.describe_execution(execution).await?.is_some_and(|r| r.status == ExecutionStatus::Running);
+        if running {
+            self.end_for_deletion(execution, machine).await?;
+            tracing::info!(execution, machine, "ended at its transition: its state machine is being deleted");
+        }
+        self.deletion(machine).await?;
+        Ok(true)
+    }
+
+    /// Keeps [`DeletingMachines`] as the store's rows say, for deletions taken by other servers
+    /// on the store: read at start, then when signalled (PostgreSQL, with the fallback poll) or
+    /// every [`DELETING_POLL`] (SQLite). Runs until the server stops.
+    pub(crate) async fn watch_deleting_machines(self: Arc<Self>) {
+        let mut signals = self.store.kv_signals().await;
+        let every = if signals.is_some() { crate::tasks::signalled_poll() } else { DELETING_POLL };
+        loop {
+            match self.store.kv_list(DELETING_PREFIX).await {
+                Ok(rows) => self.deleting_machines.replace(
+                    rows.into_iter()
+                        .filter(|(_, value)| is_standard_row(value))
+                        .filter_map(|(key, _)| key.strip_prefix(DELETING_PREFIX).map(str::to_owned))
+                        .collect(),
+                ),
+                Err(e) => tracing::warn!(error = %e, "cannot read the state machines being deleted"),
+            }
+            tokio::select! {
+                () = tokio::time::sleep(every) => {}
+                _ = crate::tasks::next_topic(&mut signals, &[DELETING_TOPIC]) => {}
+            }
+        }
     }
 
     /// Whether the machine `name` is `DELETING`: its deletion waits for running executions. One
@@ -86,6 +193,7 @@ impl Service {
         }
         let Some(machine) = self.machines.get(name).await? else {
             self.store.kv_delete(&key).await?;
+            self.deleting_machines.remove(name);
             return Ok(Deletion::Deleted);
         };
         if !self.running_executions(&machine).await?.is_empty() {
@@ -128,8 +236,8 @@ impl Service {
     }
 
     /// Fails the running execution `execution` because its machine was deleted: FAILED, its
-    /// epoch bumped (the process running it is fenced out at its next checkpoint), an
-    /// `ExecutionFailed` event, and its activity tasks gone.
+    /// epoch bumped (the process running it is fenced out: the transition it was making is
+    /// refused), an `ExecutionFailed` event, and its activity tasks gone.
     async fn end_for_deletion(&self, execution: &str, machine: &str) -> Result<(), ApiError> {
         let failure = Failure::runtime(deleted_cause(machine));
         self.store.fail_execution(execution, &failure.error, &failure.cause).await?;
@@ -153,7 +261,10 @@ impl Service {
         self.machines.delete(name).await?;
         self.forget_aliases(name).await?;
         self.forget_versions(name).await?;
-        self.store.kv_delete(&deleting_key(name)).await?;
+        if self.store.kv_delete(&deleting_key(name)).await? {
+            crate::tasks::signal(self.store.as_ref(), DELETING_TOPIC).await;
+        }
+        self.deleting_machines.remove(name);
         Ok(())
     }
 }

@@ -200,12 +200,21 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: impl Future<
         redrives: redrive_tokens::Tokens::new(Arc::clone(&config.store)),
         map_runs: Default::default(),
         objects: config.worker.objects.clone(),
+        deleting_machines: Default::default(),
     });
+    let deleting_watch = tokio::spawn(Arc::clone(&service).watch_deleting_machines());
     let identities = identity::Identities::new(config.arns.clone());
-    let workflows = Workflows::new().loader(identities.loader()).interpret_stored(handler).identity({
-        let identities = Arc::clone(&identities);
-        move |record| identities.of(record)
-    });
+    let workflows = Workflows::new()
+        .loader(identities.loader())
+        .interpret_stored(handler)
+        .identity({
+            let identities = Arc::clone(&identities);
+            move |record| identities.of(record)
+        })
+        .transition_guard({
+            let service = Arc::clone(&service);
+            move |record| service.deletion_guard(record)
+        });
     let worker = Worker::new(Arc::clone(&config.store), workflows, config.worker.clone());
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let worker_task = tokio::spawn(async move {
@@ -253,6 +262,7 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: impl Future<
     // The Tasks the worker drops now keep their activity tasks for the next server.
     service.activities.stop();
     answers.abort();
+    deleting_watch.abort();
     let _ = stop_tx.send(true);
     match worker_task.await {
         Ok(Ok(_stats)) => result,

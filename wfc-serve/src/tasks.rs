@@ -79,7 +79,7 @@ const STORE_POLL: Duration = Duration::from_millis(200);
 /// signal lost with the listening connection or sent before this server listened (a Task
 /// that took over a task after a restart). `WFC_SERVE_FALLBACK_POLL_MS` sets it (the tests
 /// make it an hour, so that only the signals can pass them).
-fn signalled_poll() -> Duration {
+pub(crate) fn signalled_poll() -> Duration {
     std::env::var("WFC_SERVE_FALLBACK_POLL_MS")
         .ok()
         .and_then(|ms| ms.parse().ok())
@@ -89,7 +89,7 @@ fn signalled_poll() -> Duration {
 /// Waits for the next topic starting with one of `prefixes` from `signals`: `Some(topic)`, or
 /// `None` when topics were missed (the receiver lagged) and the store must be read. Never ends
 /// if there are no signals (the caller's fallback poll does); stops listening if they end.
-async fn next_topic(
+pub(crate) async fn next_topic(
     signals: &mut Option<tokio::sync::broadcast::Receiver<String>>,
     prefixes: &[&str],
 ) -> Option<String> {
@@ -109,7 +109,7 @@ async fn next_topic(
 }
 
 /// [`Store::kv_signal`], best effort: a signal not sent is made up for by the fallback poll.
-async fn signal(store: &dyn Store, topic: &str) {
+pub(crate) async fn signal(store: &dyn Store, topic: &str) {
     if let Err(e) = store.kv_signal(topic).await {
         tracing::warn!(error = %e, topic, "cannot signal the other servers on the store");
     }

@@ -77,7 +77,19 @@ pub struct Journal {
     live: std::sync::OnceLock<LiveHistory>,
     /// Whether the history is written while the run goes ([`Journal::set_live_history`]).
     live_on: std::sync::atomic::AtomicBool,
+    /// Asked before each commit and the end (see [`TransitionGuard`]); set by the worker.
+    transition_guard: std::sync::OnceLock<Arc<TransitionGuard>>,
+    /// Whether the guard ended the execution: this run is fenced out from then on.
+    guard_ended: std::sync::atomic::AtomicBool,
 }
+
+/// Asked before each commit of a run (a state transition made durable: a Task's start or
+/// outcome, a Wait's start or end, ...) and before its end, with the execution's record:
+/// `None` (the cheap answer, an in-memory look-up) lets it go on; `Some(future)` may end the
+/// execution from outside (`wfc serve`: its state machine is being deleted). When the future
+/// answers `true` it has ended the execution in the store (its epoch bumped), and the transition
+/// is refused as a stale token, as any fenced-out run's is.
+pub type TransitionGuard = dyn Fn(&ExecutionRecord) -> Option<futures::future::BoxFuture<'static, bool>> + Send + Sync;
 
 /// Checkpoints waiting for the token: their tickets and updates, and the results of those a
 /// leader committed for them.
@@ -300,6 +312,8 @@ impl Journal {
             chained: std::sync::OnceLock::new(),
             live: std::sync::OnceLock::new(),
             live_on: std::sync::atomic::AtomicBool::new(live_on),
+            transition_guard: std::sync::OnceLock::new(),
+            guard_ended: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -435,6 +449,26 @@ impl Journal {
         Ok(Some(live.snapshot()))
     }
 
+    /// Sets the [`TransitionGuard`] of this run (once; later calls are ignored).
+    pub fn set_transition_guard(&self, guard: Arc<TransitionGuard>) {
+        let _ = self.transition_guard.set(guard);
+    }
+
+    /// Asks the [`TransitionGuard`] whether the next transition may be made.
+    async fn guard_transition(&self) -> Result<(), StoreError> {
+        use std::sync::atomic::Ordering;
+        let stale = || Err(StoreError::StaleToken(self.record.name.clone()));
+        if self.guard_ended.load(Ordering::SeqCst) {
+            return stale();
+        }
+        let Some(end) = self.transition_guard.get().and_then(|guard| guard(&self.record)) else { return Ok(()) };
+        if end.await {
+            self.guard_ended.store(true, Ordering::SeqCst);
+            return stale();
+        }
+        Ok(())
+    }
+
     /// One commit of `batch` with the history events of `history`, if any.
     async fn commit(
         &self,
@@ -442,6 +476,7 @@ impl Journal {
         batch: Vec<OperationUpdate>,
         history: &mut Option<HistoryPending>,
     ) -> Result<CheckpointToken, StoreError> {
+        self.guard_transition().await?;
         let next = match history.as_mut().filter(|h| !h.is_empty()) {
             Some(h) => {
                 let write = std::mem::take(&mut h.write);
@@ -699,6 +734,7 @@ impl Journal {
                 message: "the run suspended; the execution is not finished".into(),
             });
         }
+        self.guard_transition().await?;
         let mut token = self.token.lock().await;
         let completion = Completion {
             status: result.status.into(),

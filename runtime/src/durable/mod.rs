@@ -40,7 +40,7 @@ pub use chained::{
 };
 pub(crate) use journal::ContextEvents;
 pub(crate) use journal::EventWait;
-pub use journal::{Journal, Opened};
+pub use journal::{Journal, Opened, TransitionGuard};
 pub use registry::{Definition, Language, Registry, Syntax, WorkflowVersion};
 pub use replay_store::ReplayStore;
 pub use worker::{Worker, WorkerConfig, Workflows};

@@ -57,6 +57,7 @@ pub struct Workflows {
     any_interpreter: Option<Arc<dyn DynHandler>>,
     loader: Option<Arc<Loader>>,
     identity: Option<Arc<IdentityFn>>,
+    transition_guard: Option<Arc<super::TransitionGuard>>,
 }
 
 impl fmt::Debug for Workflows {
@@ -172,6 +173,17 @@ impl Workflows {
         identity: impl Fn(&super::ExecutionRecord) -> Option<crate::Identity> + Send + Sync + 'static,
     ) -> Workflows {
         self.identity = Some(Arc::new(identity));
+        self
+    }
+
+    /// Asks `guard` before each transition of every execution this worker runs (see
+    /// [`super::TransitionGuard`]): `wfc serve` ends the executions of a STANDARD state machine
+    /// being deleted at their next transition, as AWS does.
+    pub fn transition_guard(
+        mut self,
+        guard: impl Fn(&super::ExecutionRecord) -> Option<BoxFuture<'static, bool>> + Send + Sync + 'static,
+    ) -> Workflows {
+        self.transition_guard = Some(Arc::new(guard));
         self
     }
 
@@ -530,6 +542,9 @@ async fn run_claimed(shared: &Shared, claim: Claim) -> RunEnd {
     // resumed: it has a journal to replay.
     let fresh = claim.operations.is_empty();
     let journal = Journal::from_claim(Arc::clone(&store), claim, Some(config.suspend_after));
+    if let Some(guard) = &shared.workflows.transition_guard {
+        journal.set_transition_guard(Arc::clone(guard));
+    }
     tracing::info!(
         execution = %record.name,
         workflow = %record.workflow,

@@ -310,16 +310,44 @@ def stop_update_delete(sfn):
     # Its executions are still there.
     assert sfn.describe_execution(executionArn=old)["status"] == "SUCCEEDED"
 
-    # Deleting a STANDARD machine ends its running executions (AWS: at their next transition)
-    # with States.Runtime, and the machine is gone.
-    nap = sfn.start_execution(stateMachineArn=arn, name="nap2")["executionArn"]
+    # A STANDARD machine without running executions is gone at once.
     sfn.delete_state_machine(stateMachineArn=arn)
-    d = sfn.describe_execution(executionArn=nap)
-    assert (d["status"], d["error"], d["cause"]) == ("FAILED", "States.Runtime", "State machine Sleepy has been deleted."), d
+    expect_error("StateMachineDoesNotExist", sfn.describe_state_machine, stateMachineArn=arn)
+
+    # With running ones it is DELETING until they make their next state transition, where they
+    # fail with States.Runtime (as on AWS). A Wait's transition is its end: the execution waits
+    # its 2 s out, then fails instead of entering its next state.
+    brief = definition({"Nap": {"Type": "Wait", "Seconds": 2, "Next": "After"}, "After": {"Type": "Pass", "End": True}}, "Nap")
+    barn = sfn.create_state_machine(name="Brief", definition=brief, roleArn=ROLE)["stateMachineArn"]
+    nap = sfn.start_execution(stateMachineArn=barn, name="nap2")["executionArn"]
+    types = lambda e: [x["type"] for x in sfn.get_execution_history(executionArn=e)["events"]]
+    wait_for("nap2 to enter its Wait", lambda: "WaitStateEntered" in types(nap))
+    sfn.delete_state_machine(stateMachineArn=barn)
+    assert sfn.describe_state_machine(stateMachineArn=barn)["status"] == "DELETING"
+    assert sfn.describe_execution(executionArn=nap)["status"] == "RUNNING"
+    expect_error("StateMachineDeleting", sfn.start_execution, stateMachineArn=barn, name="nap3")
+    sfn.delete_state_machine(stateMachineArn=barn)  # again: nothing more to do
+    d = finished(sfn, nap)
+    assert (d["status"], d["error"], d["cause"]) == ("FAILED", "States.Runtime", "State machine Brief has been deleted."), d
     last = sfn.get_execution_history(executionArn=nap, reverseOrder=True, maxResults=1)["events"][0]
     assert last["type"] == "ExecutionFailed", last
-    assert last["executionFailedEventDetails"]["cause"] == "State machine Sleepy has been deleted.", last
-    expect_error("StateMachineDoesNotExist", sfn.describe_state_machine, stateMachineArn=arn)
+    assert last["executionFailedEventDetails"]["cause"] == "State machine Brief has been deleted.", last
+    assert "PassStateEntered" not in types(nap), types(nap)
+    expect_error("StateMachineDoesNotExist", sfn.describe_state_machine, stateMachineArn=barn)
+
+    # A Task waiting on a callback: its transition is the answer.
+    asker = definition({"Ask": {"Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken", "Parameters": {"token.$": "$$.Task.Token"}, "Next": "After"}, "After": {"Type": "Pass", "End": True}}, "Ask")
+    aarn = sfn.create_state_machine(name="Asker", definition=asker, roleArn=ROLE)["stateMachineArn"]
+    ask = sfn.start_execution(stateMachineArn=aarn, name="ask")["executionArn"]
+    token = wait_for("the task token of ask", lambda: _read(os.path.join(TOKEN_DIR, "Asker:ask")))
+    sfn.delete_state_machine(stateMachineArn=aarn)
+    assert sfn.describe_state_machine(stateMachineArn=aarn)["status"] == "DELETING"
+    assert sfn.describe_execution(executionArn=ask)["status"] == "RUNNING"
+    sfn.send_task_success(taskToken=token, output="{}")
+    d = finished(sfn, ask)
+    assert (d["status"], d["error"], d["cause"]) == ("FAILED", "States.Runtime", "State machine Asker has been deleted."), d
+    assert "PassStateEntered" not in types(ask), types(ask)
+    expect_error("StateMachineDoesNotExist", sfn.describe_state_machine, stateMachineArn=aarn)
 
     # An EXPRESS machine's running executions run on; the machine is DELETING until they end.
     darn = sfn.create_state_machine(name="Dozy", definition=slow, roleArn=ROLE, type="EXPRESS")["stateMachineArn"]
