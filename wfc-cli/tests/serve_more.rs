@@ -159,11 +159,12 @@ fn start(store: &str, dir: &Path, python: &Path) -> Server {
 }
 
 fn suite(venv: &Path, server: &Server, dir: &Path, phase: &str) {
-    suite_with(venv, server, None, dir, phase);
+    suite_with(venv, server, None, false, dir, phase);
 }
 
-/// [`suite`], with `other` (another server on the same store) in `WFC_SERVE_OTHER_ENDPOINT`.
-fn suite_with(venv: &Path, server: &Server, other: Option<&Server>, dir: &Path, phase: &str) {
+/// [`suite`], with `other` (another server on the same store) in `WFC_SERVE_OTHER_ENDPOINT`;
+/// `signals`: the store carries one server's questions to the others at once (PostgreSQL).
+fn suite_with(venv: &Path, server: &Server, other: Option<&Server>, signals: bool, dir: &Path, phase: &str) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/serve/boto3_more_suite.py");
     let out = Command::new(venv.join("bin/python"))
         .arg(script)
@@ -172,6 +173,8 @@ fn suite_with(venv: &Path, server: &Server, other: Option<&Server>, dir: &Path, 
         .env_remove("AWS_PROFILE")
         .env("WFC_SERVE_TEST_DIR", dir)
         .env("WFC_SERVE_OTHER_ENDPOINT", other.map(Server::endpoint).unwrap_or_default())
+        // Whether a server's question reaches the others at once (LISTEN/NOTIFY on PostgreSQL).
+        .env("WFC_SERVE_STORE_SIGNALS", if signals { "1" } else { "0" })
         .output()
         .expect("run the boto3 suite");
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
@@ -209,7 +212,7 @@ fn boto3_drives_more_operations_on_sqlite() {
     // watch (without it the phase fails).
     suite(&venv, &a, &dir, "two-servers-a");
     let b = start(&store, &dir, &venv.join("bin/python"));
-    suite_with(&venv, &b, Some(&a), &dir, "two-servers-b");
+    suite_with(&venv, &b, Some(&a), false, &dir, "two-servers-b");
     b.stop();
     a.stop();
 }
@@ -225,7 +228,7 @@ fn boto3_drives_more_operations_on_postgres() {
     // them through B; A's Tasks get the heartbeats and the answers.
     suite(&venv, &a, &dir, "two-servers-a");
     let b = start(&pg.url, &dir, &venv.join("bin/python"));
-    suite_with(&venv, &b, Some(&a), &dir, "two-servers-b");
+    suite_with(&venv, &b, Some(&a), true, &dir, "two-servers-b");
     b.stop();
     a.stop();
 }
