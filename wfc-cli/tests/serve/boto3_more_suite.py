@@ -1201,6 +1201,51 @@ def map_run_tolerance_redrive(sfn):
     print(f"map_run_tolerance_redrive: {time.monotonic() - t0:.2f} s", flush=True)
 
 
+def map_run_exited_redrive(sfn):
+    """A Map Run that succeeded with a tolerated failed child, then a later state fails: the
+    redrive runs the later state again only. The Map state exited, so AWS does not redrive its
+    run ("A parent workflow redrives unsuccessful states if there's no <stateType>Exited
+    event"): the failed child does not run again and no MapRunRedriven is recorded."""
+    machine = json.dumps(
+        {
+            "StartAt": "Fan",
+            "States": {
+                "Fan": {
+                    "Type": "Map",
+                    "ItemsPath": "$.items",
+                    "Label": "dtol",
+                    "ToleratedFailureCount": 1,
+                    "ItemProcessor": {
+                        "ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+                        "StartAt": "Each",
+                        "States": {"Each": {"Type": "Task", "Resource": "TolItem", "End": True}},
+                    },
+                    "ResultPath": "$.fan",
+                    "Next": "Later",
+                },
+                "Later": {"Type": "Task", "Resource": "Flaky", "ResultPath": None, "End": True},
+            },
+        }
+    )
+    saved("dtol-plan", json.dumps({"fail": [6], "hold": []}))
+    before = len(ledger("dtol"))
+    arn = sfn.create_state_machine(name="MapThenFail", definition=machine, roleArn=ROLE)["stateMachineArn"]
+    ex = sfn.start_execution(stateMachineArn=arn, name="mt1", input=json.dumps({"items": [5, 6]}))["executionArn"]
+    d = finished(sfn, ex)
+    assert (d["status"], d["error"]) == ("FAILED", "States.TaskFailed"), d
+    assert sorted(ledger("dtol")[before:]) == ["Item5", "Item6"], ledger("dtol")
+    run_arn = sfn.list_map_runs(executionArn=ex)["mapRuns"][0]["mapRunArn"]
+    fix("mt1")
+    sfn.redrive_execution(executionArn=ex)
+    d = finished(sfn, ex)
+    assert (d["status"], d["redriveCount"]) == ("SUCCEEDED", 1), d
+    assert len(ledger("dtol")) == before + 2 and ledger("mt1") == ["Flaky", "Flaky"], (ledger("dtol"), ledger("mt1"))
+    d = sfn.describe_map_run(mapRunArn=run_arn)
+    assert (d["status"], d["redriveCount"], d["executionCounts"]["failed"]) == ("SUCCEEDED", 0, 1), d
+    kinds = [e["type"] for e in sfn.get_execution_history(executionArn=ex, maxResults=1000)["events"]]
+    assert "MapRunRedriven" not in kinds and kinds.count("MapRunSucceeded") == 1, kinds
+
+
 def map_run_reader_redrive(sfn):
     """A DISTRIBUTED Map whose ItemReader reads a file of the server's --item-root and whose
     ResultWriter writes under its --result-root. Its object missing, the Map Run fails with
@@ -1615,6 +1660,9 @@ def main():
         map_run_stopped_redrive(sfn)
         map_run_stopped_redrive(sfn, nested=True)
         map_run_tolerance_redrive(sfn)
+        t0 = time.monotonic()
+        map_run_exited_redrive(sfn)
+        print(f"map_run_exited_redrive: {time.monotonic() - t0:.2f} s", flush=True)
         unchecked = [op for op in CLAIMED if op not in CHECKED]
         assert not unchecked, f"operations whose responses were not checked against the model: {unchecked}"
     elif PHASE == "before-restart":
