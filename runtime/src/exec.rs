@@ -3836,7 +3836,12 @@ where
                     run: &|raw: Value, result: Value, ctx: &Value| code.finish(exec, raw, result, ctx),
                 };
                 match finish_success(&visit, language, finish, &mut input, result)? {
-                    Ok(output) => return Ok(Step::Next(output)),
+                    Ok(output) => {
+                        if code.distributed().is_some() {
+                            exec.journal_map_state_exited(name, visit_no, visit.retry_count).await?;
+                        }
+                        return Ok(Step::Next(output));
+                    }
                     Err(failure) => (failure, false),
                 }
             }
@@ -4241,12 +4246,33 @@ impl Execution {
             let retried = [format!(".{}/0", attempt_no + 1), format!(".retry{}", attempt_no + 1)]
                 .iter()
                 .any(|suffix| journal.recorded(&self.op_id(name, visit_no, suffix)).is_some());
-            if on_path && !retried && uncaught(wfc_ir::errors::EXCEED_TOLERATED_FAILURE_THRESHOLD) {
+            // A Map state that exited (its Map Run within its tolerance) is left as it ended, as
+            // AWS redrives a Map Run only when its Map state failed.
+            let exited = journal
+                .recorded(&self.op_id(name, visit_no, &format!(".exited{attempt_no}")))
+                .is_some_and(|op| op.status == crate::durable::OpStatus::Succeeded);
+            if on_path && !retried && !exited && uncaught(wfc_ir::errors::EXCEED_TOLERATED_FAILURE_THRESHOLD) {
                 journal.reopen(&self.op_id(name, visit_no, &format!(".{attempt_no}")));
             }
         }
         #[cfg(not(feature = "durable"))]
         let _ = (name, visit_no, attempt_no, uncaught);
+    }
+
+    /// Journals that attempt `attempt_no` of visit `visit_no` of DISTRIBUTED Map `name` exited
+    /// (its `MapStateExited`): a redrive then leaves its Map Run alone (see
+    /// [`Execution::reopen_map_run_for_redrive`]). The Map Run's own end cannot tell: a stop
+    /// arriving as its last child ends records it though the Map state never exits.
+    async fn journal_map_state_exited(&self, name: &str, visit_no: u32, attempt_no: u32) -> Result<(), Failure> {
+        #[cfg(feature = "durable")]
+        if let Some(journal) = &self.shared.journal {
+            let id = self.op_id(name, visit_no, &format!(".exited{attempt_no}"));
+            let exited = async { crate::task::Attempt::Succeeded(Value::Null) };
+            journal.step(id, self.op_parent(), name, None, exited).await?;
+        }
+        #[cfg(not(feature = "durable"))]
+        let _ = (name, visit_no, attempt_no);
+        Ok(())
     }
 
     /// The journal's execution name when it differs from [`Execution::task_execution_name`] (a

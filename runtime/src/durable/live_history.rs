@@ -21,7 +21,7 @@
 
 use std::sync::Mutex;
 
-use crate::{History, HistoryEvent};
+use crate::{EventType, History, HistoryEvent};
 
 use super::HistoryWrite;
 
@@ -44,6 +44,68 @@ struct State {
     /// The replay's events from id `.0` on are stored `.1` ids later: they come after the end
     /// and redrive events of a redriven ABORTED or TIMED_OUT execution (see [`redrive_tail`]).
     shift: Option<(u64, u64)>,
+    /// Set when the replay of a redriven execution diverged before the stop's events (see
+    /// [`Matching`]).
+    matching: Option<Matching>,
+}
+
+/// How the replay of a redriven ABORTED or TIMED_OUT execution is written when it diverges
+/// from the stored history before the stop's `ExecutionAborted`/`ExecutionTimedOut` and the
+/// store's `ExecutionRedriven` (Parallel branches replayed in another order than they ran):
+/// what happened before the redrive is AWS's history and is never rewritten. Each replayed
+/// event is looked up among the stored events not yet matched, up to the last redrive (the
+/// `pool`), by type and details; one found is the stored one (not written again), any other is
+/// new and goes after the stored history, its id and `previousEventId` taken to the stored ids.
+#[derive(Debug, Clone)]
+struct Matching {
+    /// The first replayed id handled here; earlier ones are stored at their own ids.
+    base: u64,
+    /// The stored id of each replayed event from `base` on.
+    ids: Vec<u64>,
+    /// The stored events from `base` up to the last redrive that a replay can record again,
+    /// `None` once matched.
+    pool: Vec<Option<HistoryEvent>>,
+    /// The id of the next new event.
+    next: u64,
+}
+
+impl Matching {
+    /// The stored id of replayed id `id`.
+    fn stored_id(&self, id: u64) -> u64 {
+        match id.checked_sub(self.base).and_then(|i| self.ids.get(usize::try_from(i).ok()?)) {
+            Some(&stored) => stored,
+            None => id,
+        }
+    }
+
+    /// Takes replayed `event` (the next one): `Some` with the event to write when it is new.
+    fn take(&mut self, mut event: HistoryEvent) -> Option<HistoryEvent> {
+        let found = self
+            .pool
+            .iter_mut()
+            .find(|s| s.as_ref().is_some_and(|s| s.event_type == event.event_type && s.details == event.details));
+        if let Some(slot) = found {
+            self.ids.push(slot.take().map_or(event.id, |s| s.id));
+            return None;
+        }
+        event.previous_event_id = self.stored_id(event.previous_event_id);
+        event.id = self.next;
+        self.next += 1;
+        self.ids.push(event.id);
+        Some(event)
+    }
+}
+
+/// The id of the last `ExecutionRedriven` in `stored` that the store appended after a stop or a
+/// timeout (not one a FAILED execution's redriven run recorded), if there is one.
+fn last_stop_redrive(stored: &[HistoryEvent]) -> Option<usize> {
+    use crate::EventType::{ExecutionAborted, ExecutionRedriven, ExecutionTimedOut};
+    stored
+        .windows(2)
+        .rposition(|w| {
+            matches!(w[0].event_type, ExecutionAborted | ExecutionTimedOut) && w[1].event_type == ExecutionRedriven
+        })
+        .map(|i| i + 1)
 }
 
 /// Whether `tail` (the stored events from where the replay differs) is how a stopped or timed-out
@@ -75,6 +137,8 @@ pub(super) struct Pending {
     done_comparing: bool,
     /// A shift found by this snapshot (see `State::shift`).
     shift: Option<(u64, u64)>,
+    /// The matching as this snapshot leaves it (see `State::matching`).
+    matching: Option<Matching>,
 }
 
 impl Pending {
@@ -136,6 +200,12 @@ impl LiveHistory {
     fn pending(&self, fresh: Vec<HistoryEvent>, upto: u64, last: bool) -> Pending {
         let state = self.lock();
         let mut pending = Pending { upto, ..Pending::default() };
+        if let Some(matching) = &state.matching {
+            let mut matching = matching.clone();
+            pending.write.events = fresh.into_iter().filter_map(|e| matching.take(e)).collect();
+            pending.matching = Some(matching);
+            return pending;
+        }
         let mut first = state.written + 1;
         let mut shift = state.shift;
         if let Some(stored) = &state.stored {
@@ -152,6 +222,39 @@ impl LiveHistory {
             }
             let stored_len = stored.len() as u64;
             let from = usize::try_from(first - 1).unwrap_or(usize::MAX);
+            let stop = stored.get(from..).and_then(last_stop_redrive).map(|i| from + i);
+            if diverged
+                && !stored.get(from..).is_some_and(redrive_tail)
+                && let Some(stop) = stop
+            {
+                // Diverged before a stop and its redrive: they and what came before them stay.
+                let pool = stored[from..=stop]
+                    .iter()
+                    .enumerate()
+                    .map(|(i, e)| {
+                        // The store's events, which no replay records.
+                        let ended = |e: &HistoryEvent| {
+                            matches!(e.event_type, EventType::ExecutionAborted | EventType::ExecutionTimedOut)
+                        };
+                        let appended = ended(e)
+                            || (e.event_type == EventType::ExecutionRedriven
+                                && (from + i).checked_sub(1).and_then(|j| stored.get(j)).is_some_and(ended));
+                        (!appended).then(|| e.clone())
+                    })
+                    .collect();
+                let end = stop as u64 + 1;
+                let mut matching = Matching { base: first, ids: Vec::new(), pool, next: end + 1 };
+                if stored_len > end {
+                    // The events a run of this redrive wrote before (a resumed redriven run):
+                    // written again after the stop, as this run records them.
+                    pending.write.truncate_after = Some(end);
+                }
+                pending.write.events =
+                    fresh.into_iter().filter(|e| e.id >= first).filter_map(|e| matching.take(e)).collect();
+                pending.matching = Some(matching);
+                pending.done_comparing = true;
+                return pending;
+            }
             if diverged && stored.get(from..).is_some_and(redrive_tail) {
                 // After the redrive's events: the run goes on from there.
                 shift = Some((first, stored_len - (first - 1)));
@@ -190,6 +293,9 @@ impl LiveHistory {
         }
         if pending.shift.is_some() {
             state.shift = pending.shift;
+        }
+        if pending.matching.is_some() {
+            state.matching = pending.matching.clone();
         }
     }
 }
@@ -280,6 +386,47 @@ mod tests {
         let p = live.last(&h.take());
         let written: Vec<(u64, u64)> = p.write.events.iter().map(|e| (e.id, e.previous_event_id)).collect();
         assert_eq!(written, [(6, 5)]);
+    }
+
+    #[test]
+    fn a_redriven_stop_replayed_in_another_order_keeps_every_stored_event() {
+        let first = History::new();
+        for (t, n) in [
+            (EventType::ExecutionStarted, "x"),
+            (EventType::ParallelStateStarted, "P"),
+            (EventType::PassStateEntered, "A1"),
+            (EventType::PassStateEntered, "B1"),
+            (EventType::TaskScheduled, "A2"),
+            (EventType::ExecutionAborted, ""),
+            (EventType::ExecutionRedriven, ""),
+        ] {
+            record(&first, t, n, "old");
+        }
+        let h = History::new();
+        let live = LiveHistory::new(h.clone());
+        live.loaded(first.events());
+        // The branches replay in the other order, then the redriven run goes on.
+        for (t, n) in [
+            (EventType::ExecutionStarted, "x"),
+            (EventType::ParallelStateStarted, "P"),
+            (EventType::PassStateEntered, "B1"),
+            (EventType::PassStateEntered, "A1"),
+            (EventType::TaskScheduled, "A2"),
+            (EventType::TaskSucceeded, "A3"),
+        ] {
+            record(&h, t, n, "new");
+        }
+        let p = live.snapshot();
+        let written: Vec<(u64, u64)> = p.write.events.iter().map(|e| (e.id, e.previous_event_id)).collect();
+        assert_eq!(written, [(8, 5)], "only the new event, after the redrive, chained to the stored A2");
+        assert_eq!(p.write.truncate_after, None, "nothing stored is deleted");
+        live.committed(&p);
+        record(&h, EventType::PassStateExited, "B2", "new");
+        record(&h, EventType::ExecutionSucceeded, "", "new");
+        let p = live.last(&h.take());
+        let written: Vec<(u64, u64)> = p.write.events.iter().map(|e| (e.id, e.previous_event_id)).collect();
+        assert_eq!(written, [(9, 8), (10, 9)]);
+        assert_eq!(p.write.truncate_after, None);
     }
 
     #[test]

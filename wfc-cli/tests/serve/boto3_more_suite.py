@@ -1042,10 +1042,16 @@ def map_run_stopped_redrive(sfn, nested=False):
         "End": True,
     }
     if nested:
-        # One branch: with two, the redriven run's replay may interleave them otherwise, and
-        # the history it then rewrites loses the stop's ExecutionAborted and ExecutionRedriven
-        # (docs/status.md, seen and not fixed).
-        fan = {"Type": "Parallel", "Branches": [{"StartAt": "Fan", "States": {"Fan": fan}}], "End": True}
+        # Two branches: the redriven run's replay may interleave them otherwise than they ran,
+        # and the history must still keep the stop's ExecutionAborted and ExecutionRedriven.
+        fan = {
+            "Type": "Parallel",
+            "Branches": [
+                {"StartAt": "Fan", "States": {"Fan": fan}},
+                {"StartAt": "Other", "States": {"Other": {"Type": "Pass", "Result": "other", "End": True}}},
+            ],
+            "End": True,
+        }
     machine = json.dumps({"StartAt": "Top", "States": {"Top": fan}})
     name = "MapStoppedNested" if nested else "MapStopped"
     t0 = time.monotonic()
@@ -1072,6 +1078,9 @@ def map_run_stopped_redrive(sfn, nested=False):
     assert got == {"succeeded": 1, "failed": 1, "aborted": 1, "pendingRedrive": 0, "failuresNotRedrivable": 0}, d
     assert "stopDate" in sfn.list_map_runs(executionArn=ex)["mapRuns"][0], run_arn
     fix(f"{label}-items")
+    events = lambda: sfn.get_execution_history(executionArn=ex, maxResults=1000)["events"]  # noqa: E731
+    before = [(e["id"], e["type"], e["timestamp"]) for e in events()]
+    assert before[-1][1] == "ExecutionAborted", before
     sfn.redrive_execution(executionArn=ex)
     task = sfn.get_activity_task(activityArn=STOP_ACTIVITY, workerName="stop")
     assert json.loads(task["input"]) == 3, task
@@ -1079,7 +1088,7 @@ def map_run_stopped_redrive(sfn, nested=False):
     d = finished(sfn, ex)
     assert (d["status"], d["redriveCount"]) == ("SUCCEEDED", 1), d
     items = [{"item": n} for n in [1, 2, 3]]
-    assert json.loads(d["output"]) == ([items] if nested else items), d
+    assert json.loads(d["output"]) == ([items, "other"] if nested else items), d
     # Item 1 ran once; item 2 ran again (redriven), and succeeded.
     ran = ledger(label)  # items 1 and 2 ran at once the first time
     assert sorted(ran[:2]) == ["Item1", "Item2"] and ran[2:] == ["Item2"], ran
@@ -1091,8 +1100,14 @@ def map_run_stopped_redrive(sfn, nested=False):
     after = sfn.list_executions(mapRunArn=run_arn)["executions"]
     assert [c["status"] for c in after] == ["SUCCEEDED"] * 3, after
     assert after[1].get("redriveCount") == 1 and "redriveCount" not in after[0], after
-    kinds = [e["type"] for e in sfn.get_execution_history(executionArn=ex, maxResults=1000)["events"]]
+    got = events()
+    kinds = [e["type"] for e in got]
+    # Every event from before the redrive is still there as it was, and the rest follow it.
+    assert [(e["id"], e["type"], e["timestamp"]) for e in got[: len(before)]] == before, (before, kinds)
+    assert [e["id"] for e in got] == list(range(1, len(got) + 1)), kinds
+    assert all(e["previousEventId"] < e["id"] for e in got), got
     at = kinds.index("ExecutionRedriven")
+    assert at == len(before), (before, kinds)
     assert kinds[at - 1 : at + 2] == ["ExecutionAborted", "ExecutionRedriven", "MapRunRedriven"], kinds
     assert kinds[-4:] == ["MapRunSucceeded", "MapStateSucceeded", "MapStateExited", "ExecutionSucceeded"] or nested, kinds
     assert kinds.count("MapRunSucceeded") == 1 and kinds[-1] == "ExecutionSucceeded", kinds
@@ -1184,6 +1199,51 @@ def map_run_tolerance_redrive(sfn):
     kinds = [e["type"] for e in sfn.get_execution_history(executionArn=ex, maxResults=1000)["events"]]
     assert kinds.count("MapRunRedriven") == 2 and kinds.count("MapRunFailed") == 2, kinds
     print(f"map_run_tolerance_redrive: {time.monotonic() - t0:.2f} s", flush=True)
+
+
+def map_run_exited_redrive(sfn):
+    """A Map Run that succeeded with a tolerated failed child, then a later state fails: the
+    redrive runs the later state again only. The Map state exited, so AWS does not redrive its
+    run ("A parent workflow redrives unsuccessful states if there's no <stateType>Exited
+    event"): the failed child does not run again and no MapRunRedriven is recorded."""
+    machine = json.dumps(
+        {
+            "StartAt": "Fan",
+            "States": {
+                "Fan": {
+                    "Type": "Map",
+                    "ItemsPath": "$.items",
+                    "Label": "dtol",
+                    "ToleratedFailureCount": 1,
+                    "ItemProcessor": {
+                        "ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+                        "StartAt": "Each",
+                        "States": {"Each": {"Type": "Task", "Resource": "TolItem", "End": True}},
+                    },
+                    "ResultPath": "$.fan",
+                    "Next": "Later",
+                },
+                "Later": {"Type": "Task", "Resource": "Flaky", "ResultPath": None, "End": True},
+            },
+        }
+    )
+    saved("dtol-plan", json.dumps({"fail": [6], "hold": []}))
+    before = len(ledger("dtol"))
+    arn = sfn.create_state_machine(name="MapThenFail", definition=machine, roleArn=ROLE)["stateMachineArn"]
+    ex = sfn.start_execution(stateMachineArn=arn, name="mt1", input=json.dumps({"items": [5, 6]}))["executionArn"]
+    d = finished(sfn, ex)
+    assert (d["status"], d["error"]) == ("FAILED", "States.TaskFailed"), d
+    assert sorted(ledger("dtol")[before:]) == ["Item5", "Item6"], ledger("dtol")
+    run_arn = sfn.list_map_runs(executionArn=ex)["mapRuns"][0]["mapRunArn"]
+    fix("mt1")
+    sfn.redrive_execution(executionArn=ex)
+    d = finished(sfn, ex)
+    assert (d["status"], d["redriveCount"]) == ("SUCCEEDED", 1), d
+    assert len(ledger("dtol")) == before + 2 and ledger("mt1") == ["Flaky", "Flaky"], (ledger("dtol"), ledger("mt1"))
+    d = sfn.describe_map_run(mapRunArn=run_arn)
+    assert (d["status"], d["redriveCount"], d["executionCounts"]["failed"]) == ("SUCCEEDED", 0, 1), d
+    kinds = [e["type"] for e in sfn.get_execution_history(executionArn=ex, maxResults=1000)["events"]]
+    assert "MapRunRedriven" not in kinds and kinds.count("MapRunSucceeded") == 1, kinds
 
 
 def map_run_reader_redrive(sfn):
@@ -1609,6 +1669,9 @@ def main():
         map_run_stopped_redrive(sfn)
         map_run_stopped_redrive(sfn, nested=True)
         map_run_tolerance_redrive(sfn)
+        t0 = time.monotonic()
+        map_run_exited_redrive(sfn)
+        print(f"map_run_exited_redrive: {time.monotonic() - t0:.2f} s", flush=True)
         unchecked = [op for op in CLAIMED if op not in CHECKED]
         assert not unchecked, f"operations whose responses were not checked against the model: {unchecked}"
     elif PHASE == "before-restart":
