@@ -11,7 +11,10 @@
 //!   (`exec::pass_with`, `exec::choice_with`, `exec::succeed_with`, `exec::task_with`,
 //!   `exec::wait_with`, `exec::fail_with`): the same functions the
 //!   interpreter runs those states through, so both engines record the same events with the same
-//!   JSON and raise the same failures. A Task's data processing is a [`TaskCode`] the generated
+//!   JSON and raise the same failures. A Choice with `$` paths is [`choice_kept`] and a Pass
+//!   writing its InputPath node back in place [`pass_kept`]: their output is their input, which
+//!   needs no second payload check (unless the state is the first of its line). A Task's
+//!   [`TaskCode::is_lambda_function`] is a `const` computed by [`is_function_arn`]. A Task's data processing is a [`TaskCode`] the generated
 //!   code implements (paths, Parameters, ResultSelector, timeouts), with its Retry and Catch as
 //!   `const` tables of [`Retrier`]s and [`Catcher`]s (or [`AssignCatcher`]s, when a catcher
 //!   has a JSONPath `Assign`, compiled to a [`CatchAssign`] function); the retry loop,
