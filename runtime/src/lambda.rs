@@ -161,7 +161,8 @@ fn has_function_error(fields: &serde_json::Map<String, Value>) -> bool {
 
 /// The failure of a function that failed (`FunctionError`): named by the payload's `errorType`
 /// (`Lambda.Unknown` without one), the payload's text as the cause, as Step Functions records it.
-fn function_error(payload: &Value) -> Failure {
+/// For a mocked response and for a real `Invoke` answer (wfc's `--lambda-endpoint` tasks) alike.
+pub fn function_error(payload: &Value) -> Failure {
     // A payload may be the JSON document as text (the wire form).
     let parsed = match payload {
         Value::String(text) => serde_json::from_str::<Value>(text).ok(),

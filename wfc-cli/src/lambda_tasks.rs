@@ -167,14 +167,7 @@ async fn invoke(
         if text.trim().is_empty() { Some(Value::Null) } else { serde_json::from_str(&text).ok() };
     if output.function_error().is_some() {
         // Step Functions names the failure by the function's error document.
-        let error = parsed
-            .as_ref()
-            .and_then(|v| v.get("errorType"))
-            .and_then(Value::as_str)
-            .filter(|t| !t.is_empty())
-            .unwrap_or("Lambda.Unknown")
-            .to_owned();
-        return Err(Failure::new(error, text));
+        return Err(wfc_runtime::lambda::function_error(&Value::String(text)));
     }
     parsed.ok_or_else(|| {
         Failure::new(
