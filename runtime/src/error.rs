@@ -33,3 +33,15 @@ impl Failure {
         serde_json::json!({ "Error": self.error, "Cause": self.cause })
     }
 }
+
+/// What kind of JSON value `v` is, as error messages name it ("a string", "an object", ...).
+pub fn value_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a Boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

@@ -84,19 +84,9 @@ fn member(path: &str, key: &str) -> String {
     if plain { format!("{path}.{key}") } else { format!("{path}[{}]", Value::String(key.to_owned())) }
 }
 
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a Boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 fn object<'a>(v: &'a Value, path: &str, what: &str) -> Result<&'a Map<String, Value>, MockConfigError> {
-    v.as_object().ok_or_else(|| error(path, format!("must be an object ({what}), found {}", kind(v))))
+    v.as_object()
+        .ok_or_else(|| error(path, format!("must be an object ({what}), found {}", crate::error::value_kind(v))))
 }
 
 /// Refuses members other than `allowed`: a misspelt field would otherwise be ignored silently.
@@ -209,7 +199,10 @@ impl MockConfig {
                 for (state, name) in object(states, &at, "from state name to mocked response name")? {
                     let at = member(&at, state);
                     let name = name.as_str().ok_or_else(|| {
-                        error(&at, format!("must name a mocked response (a string), found {}", kind(name)))
+                        error(
+                            &at,
+                            format!("must name a mocked response (a string), found {}", crate::error::value_kind(name)),
+                        )
                     })?;
                     if !config.responses.contains_key(name) {
                         return Err(error(

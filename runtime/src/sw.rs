@@ -1094,7 +1094,7 @@ where
                 format!(
                     "state {name:?}: inputCollection {:?} selects {}, not an array",
                     input_collection.text,
-                    kind_of(&other)
+                    crate::error::value_kind(&other)
                 ),
             ));
         }
@@ -1256,17 +1256,6 @@ pub async fn wait_all_or_any(
     timeout_seconds: Option<f64>,
 ) -> Result<Option<Vec<(usize, Value)>>, Failure> {
     wait_events(exec, name, site, "event", defs, all, timeout_seconds.map(secs)).await
-}
-
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a Boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 fn secs(s: f64) -> Duration {

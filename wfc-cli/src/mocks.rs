@@ -222,7 +222,7 @@ impl MockSet {
         let Value::Object(map) = doc else {
             return Err(MockError(format!(
                 "mocks must be an object from state name or resource to responses, found {}",
-                kind(doc)
+                wfc_runtime::error::value_kind(doc)
             )));
         };
         let mut by_key = BTreeMap::new();
@@ -421,17 +421,6 @@ impl MockSet {
     }
 }
 
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a Boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 /// Reads a field under either spelling (`return`/`Return`): case files follow Step Functions'
 /// capitalisation or ours, whichever the author is used to.
 fn field<'a>(map: &'a serde_json::Map<String, Value>, lower: &str, upper: &str) -> Option<&'a Value> {
@@ -442,7 +431,7 @@ fn parse_entry(v: &Value) -> Result<MockEntry, String> {
     let Value::Object(map) = v else {
         return Err(format!(
             "a response must be an object like {{\"return\": ...}} or {{\"throw\": {{\"error\": ...}}}}, found {}",
-            kind(v)
+            wfc_runtime::error::value_kind(v)
         ));
     };
     for key in map.keys() {
@@ -473,7 +462,7 @@ fn parse_entry(v: &Value) -> Result<MockEntry, String> {
         let Value::Object(functions) = functions else {
             return Err(format!(
                 "\"functions\" must be an object from function ARN to a response, found {}",
-                kind(functions)
+                wfc_runtime::error::value_kind(functions)
             ));
         };
         let mut out = Vec::new();
@@ -509,7 +498,10 @@ fn parse_entry(v: &Value) -> Result<MockEntry, String> {
 
 fn parse_throw(t: &Value) -> Result<MockAction, String> {
     let Value::Object(map) = t else {
-        return Err(format!("\"throw\" must be an object {{\"error\": ..., \"cause\": ...}}, found {}", kind(t)));
+        return Err(format!(
+            "\"throw\" must be an object {{\"error\": ..., \"cause\": ...}}, found {}",
+            wfc_runtime::error::value_kind(t)
+        ));
     };
     let error = match field(map, "error", "Error") {
         Some(Value::String(s)) if !s.is_empty() => s.clone(),
