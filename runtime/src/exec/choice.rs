@@ -1,0 +1,231 @@
+//! The Choice state.
+
+use serde_json::Value;
+use wfc_ir::ChoiceState;
+
+use super::Execution;
+use super::pass::Assigned;
+use super::visit::{Visit, state_span};
+use crate::jsonata::{self, Bindings};
+use crate::variables;
+use crate::{Failure, choice, io};
+
+/// Which Choice rule matched.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chosen {
+    /// Index into `Choices` of the first rule that matched; `None` means `Default`.
+    pub branch: Option<usize>,
+    /// The effective output (OutputPath applied).
+    pub output: Value,
+}
+
+/// The index of the first rule of `spec` that matches the effective input, in the order written.
+fn first_matching_rule(spec: &ChoiceState, effective: &Value, ctx: &Value) -> Result<Option<usize>, Failure> {
+    for (i, rule) in spec.choices.iter().enumerate() {
+        if choice::evaluate(&rule.condition, effective, ctx)? {
+            return Ok(Some(i));
+        }
+    }
+    Ok(None)
+}
+
+/// A Choice state. No match and no Default is `States.NoChoiceMatched`.
+pub fn choice(exec: &Execution, name: &str, spec: &ChoiceState, input: Value) -> Result<Chosen, Failure> {
+    let language = spec.assign.is_some()
+        || spec.output.is_some()
+        || spec.choices.iter().any(|c| c.assign.is_some() || c.output.is_some());
+    let needs_ctx = io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()])
+        || spec.choices.iter().any(|c| choice::uses_context(&c.condition))
+        || language;
+    let identity = |p: &Option<wfc_ir::Path>| p.as_ref().is_some_and(wfc_ir::Path::is_identity);
+    if !language && identity(&spec.input_path) && identity(&spec.output_path) {
+        return choice_kept_with(exec, name, needs_ctx, input, spec.default.is_some(), |input, ctx| {
+            first_matching_rule(spec, input, ctx)
+        });
+    }
+    if !language {
+        return choice_with(
+            exec,
+            name,
+            needs_ctx,
+            input,
+            spec.default.is_some(),
+            |input, ctx| io::input_path_owned(&spec.input_path, input, ctx),
+            |effective, ctx| first_matching_rule(spec, effective, ctx),
+            |effective, ctx| io::output_path(&spec.output_path, effective, ctx),
+        );
+    }
+    choice_language_with(
+        exec,
+        name,
+        needs_ctx,
+        input,
+        spec.default.is_some(),
+        |input, ctx| io::input_path_owned(&spec.input_path, input, ctx),
+        |effective, ctx| first_matching_rule(spec, effective, ctx),
+        |branch, raw, effective, ctx| {
+            // The matched rule's Assign and Output; the state's own only on the Default path.
+            let (assign, output_template) = match branch.and_then(|i| spec.choices.get(i)) {
+                Some(rule) => (rule.assign.as_ref(), rule.output.as_ref()),
+                None => (spec.assign.as_ref(), spec.output.as_ref()),
+            };
+            let b = Bindings::new(raw, ctx);
+            let assigned = match assign {
+                Some(assign) => Some(exec.with_rng(|rng| variables::evaluate(assign, &effective, &b, ctx, rng))?),
+                None => None,
+            };
+            let output = match output_template {
+                Some(t) => exec.with_rng(|rng| jsonata::template(t, "Output", &b, rng))?,
+                None => io::output_path(&spec.output_path, effective, ctx)?,
+            };
+            Ok((output, assigned))
+        },
+    )
+}
+
+/// One visit of a Choice state with a JSONata `Output` or `Assign` (or, in the interpreter, any
+/// `Assign` or `Output`): as [`choice_with`], then `finish`, given the chosen rule (`None`: the
+/// Default), the raw input (`$states.input`), the effective input and the context object,
+/// gives the output and the chosen block's assigned values (`None`: it has no `Assign`), which
+/// the Exited event records and which are visible from the next state on.
+///
+/// The interpreter's [`choice`] and generated code (whose `rules` are Rust conditions and
+/// JSONata `Condition`s, and whose `finish` is compiled from each rule's `Output` and
+/// `Assign`) both go through here.
+#[allow(clippy::too_many_arguments, clippy::type_complexity)] // each argument is one step of the state, in order
+pub fn choice_language_with(
+    exec: &Execution,
+    name: &str,
+    needs_ctx: bool,
+    input: Value,
+    has_default: bool,
+    input_path: impl FnOnce(Value, &Value) -> Result<Value, Failure>,
+    rules: impl FnOnce(&Value, &Value) -> Result<Option<usize>, Failure>,
+    finish: impl FnOnce(Option<usize>, &Value, Value, &Value) -> Result<(Value, Option<Assigned>), Failure>,
+) -> Result<Chosen, Failure> {
+    state_span(name, "Choice").in_scope(|| {
+        let visit = Visit::start_timed(exec, name, "Choice", &input, needs_ctx)?;
+        let ctx = visit.context_if(needs_ctx);
+        // A JSONata Output or Assign sees the raw input as `$states.input`.
+        let raw = input.clone();
+        let effective = input_path(input, &ctx).map_err(|f| visit.runtime(f))?;
+        let branch = rules(&effective, &ctx).map_err(|f| visit.runtime(f))?;
+        if branch.is_none() && !has_default {
+            return Err(no_choice_matched(name));
+        }
+        let (output, assigned) = finish(branch, &raw, effective, &ctx).map_err(|f| visit.runtime(f))?;
+        visit.finish_assigned(&output, assigned)?;
+        Ok(Chosen { branch, output })
+    })
+}
+
+fn no_choice_matched(name: &str) -> Failure {
+    Failure::new(
+        wfc_ir::errors::NO_CHOICE_MATCHED,
+        format!("No Choice rule matched the input of state '{name}', and it has no Default"),
+    )
+}
+
+/// One visit of a Choice state without `Assign` or JSONata `Output`: records its Entered and
+/// Exited events around the three steps, each given the context object (`null` unless
+/// `needs_ctx`): `input_path` makes the effective input from the raw one, `rules` returns the
+/// index of the first rule that holds for it (`None`: none does), and `output_path` makes the
+/// output. No match without a Default (`has_default` false) is `States.NoChoiceMatched`.
+///
+/// The interpreter's [`choice`] and generated code (whose `rules` are Rust conditions) both go
+/// through here, so their histories are the same.
+#[allow(clippy::too_many_arguments)] // each argument is one step of the state, in order
+pub fn choice_with(
+    exec: &Execution,
+    name: &str,
+    needs_ctx: bool,
+    input: Value,
+    has_default: bool,
+    input_path: impl FnOnce(Value, &Value) -> Result<Value, Failure>,
+    rules: impl FnOnce(&Value, &Value) -> Result<Option<usize>, Failure>,
+    output_path: impl FnOnce(Value, &Value) -> Result<Value, Failure>,
+) -> Result<Chosen, Failure> {
+    let no_assign: Option<fn(Option<usize>, &Value, &Value) -> Result<Option<Assigned>, Failure>> = None;
+    choice_visit(exec, name, needs_ctx, input, has_default, input_path, rules, no_assign, output_path)
+}
+
+/// [`choice_with`] for a Choice with InputPath and OutputPath `$` (and no `Assign`): its output
+/// is its input, so unless this is the first state of its line (see [`Line`]) the output is not
+/// checked against the payload limits again.
+///
+/// The interpreter's [`choice`] and generated code both go through here for such a Choice.
+pub fn choice_kept_with(
+    exec: &Execution,
+    name: &str,
+    needs_ctx: bool,
+    input: Value,
+    has_default: bool,
+    rules: impl FnOnce(&Value, &Value) -> Result<Option<usize>, Failure>,
+) -> Result<Chosen, Failure> {
+    state_span(name, "Choice").in_scope(|| {
+        let visit = Visit::start_timed(exec, name, "Choice", &input, needs_ctx)?;
+        let ctx = visit.context_if(needs_ctx);
+        let branch = rules(&input, &ctx).map_err(|f| visit.runtime(f))?;
+        if branch.is_none() && !has_default {
+            return Err(no_choice_matched(name));
+        }
+        visit.finish_unchanged(&input)?;
+        Ok(Chosen { branch, output: input })
+    })
+}
+
+/// One visit of a JSONPath Choice state with `Assign` (its own, or a rule's): as
+/// [`choice_with`], with `assign` giving, for the chosen rule (`None`: the Default), the values
+/// of its `Assign` block (`None` when it has none) on the effective input, evaluated after the
+/// rules and before OutputPath, as [`choice`] does. The Exited event records them as
+/// `assignedVariables`; they are visible from the next state on.
+#[allow(clippy::too_many_arguments)] // each argument is one step of the state, in order
+pub fn choice_assign_with(
+    exec: &Execution,
+    name: &str,
+    needs_ctx: bool,
+    input: Value,
+    has_default: bool,
+    input_path: impl FnOnce(Value, &Value) -> Result<Value, Failure>,
+    rules: impl FnOnce(&Value, &Value) -> Result<Option<usize>, Failure>,
+    assign: impl FnOnce(Option<usize>, &Value, &Value) -> Result<Option<Assigned>, Failure>,
+    output_path: impl FnOnce(Value, &Value) -> Result<Value, Failure>,
+) -> Result<Chosen, Failure> {
+    choice_visit(exec, name, needs_ctx, input, has_default, input_path, rules, Some(assign), output_path)
+}
+
+/// The visit [`choice_with`] and [`choice_assign_with`] share. Inlined into both, so a Choice
+/// without `Assign` (`assign` is `None`) compiles to no Assign step at all (no no-op closure
+/// call, no `finish_assigned`): the hot path of the counting loop stays as it was.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)] // as choice_assign_with
+fn choice_visit(
+    exec: &Execution,
+    name: &str,
+    needs_ctx: bool,
+    input: Value,
+    has_default: bool,
+    input_path: impl FnOnce(Value, &Value) -> Result<Value, Failure>,
+    rules: impl FnOnce(&Value, &Value) -> Result<Option<usize>, Failure>,
+    assign: Option<impl FnOnce(Option<usize>, &Value, &Value) -> Result<Option<Assigned>, Failure>>,
+    output_path: impl FnOnce(Value, &Value) -> Result<Value, Failure>,
+) -> Result<Chosen, Failure> {
+    state_span(name, "Choice").in_scope(|| {
+        let visit = Visit::start_timed(exec, name, "Choice", &input, needs_ctx)?;
+        let ctx = visit.context_if(needs_ctx);
+        let effective = input_path(input, &ctx).map_err(|f| visit.runtime(f))?;
+        let branch = rules(&effective, &ctx).map_err(|f| visit.runtime(f))?;
+        if branch.is_none() && !has_default {
+            return Err(no_choice_matched(name));
+        }
+        let Some(assign) = assign else {
+            let output = output_path(effective, &ctx).map_err(|f| visit.runtime(f))?;
+            visit.finish(&output)?;
+            return Ok(Chosen { branch, output });
+        };
+        let assigned = assign(branch, &effective, &ctx).map_err(|f| visit.runtime(f))?;
+        let output = output_path(effective, &ctx).map_err(|f| visit.runtime(f))?;
+        visit.finish_assigned(&output, assigned)?;
+        Ok(Chosen { branch, output })
+    })
+}

@@ -1,0 +1,863 @@
+//! The Task state: the visit around a handler call (retries, timeouts, callbacks, Catch).
+
+use std::future::Future;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use serde_json::{Value, json};
+use tracing::Instrument;
+use wfc_ir::{Seconds, TaskState};
+
+use super::catch::caught;
+use super::finish::{AssignRef, Finish, Language, OutputRef, finish_paths, finish_success};
+use super::parameters::{Parameters, ParametersForm};
+use super::pass::Assigned;
+use super::visit::{AbortGuard, Visit, failure_details, state_span};
+use super::{Execution, Step};
+use crate::jsonata::{self, Bindings};
+use crate::retry::{self, RetryDecision, RetryState};
+use crate::task::Attempt;
+use crate::variables;
+use crate::{Details, EventType, Failure, TaskContext, io};
+
+/// Reads a TimeoutSeconds/HeartbeatSeconds value: a literal, or a path that must select a
+/// positive integer.
+fn resolve_seconds(
+    seconds: &Option<Seconds>,
+    field: &str,
+    input: &Value,
+    ctx: &Value,
+) -> Result<Option<Duration>, Failure> {
+    match seconds {
+        None => Ok(None),
+        Some(Seconds::Fixed(s)) => Ok(Some(Duration::from_secs(*s))),
+        Some(Seconds::Jsonata(e)) => jsonata_seconds(e, field.trim_end_matches("Path"), input, ctx).map(Some),
+        Some(Seconds::Path(p)) => seconds_at(p, field, input, ctx).map(Some),
+    }
+}
+
+/// A JSONata TimeoutSeconds or HeartbeatSeconds (`field`) on the state input: a positive
+/// integer, else `States.QueryEvaluationError`.
+pub(crate) fn jsonata_seconds(
+    expr: &wfc_ir::JsonataExpr,
+    field: &str,
+    input: &Value,
+    ctx: &Value,
+) -> Result<Duration, Failure> {
+    // Evaluated with a fixed seed: a timeout is not the place for randomness.
+    let mut rng = <StdRng as SeedableRng>::seed_from_u64(0);
+    let value = jsonata::evaluate(expr, field, &Bindings::new(input, ctx), &mut rng)?;
+    match value.as_u64() {
+        Some(s) if s > 0 => Ok(Duration::from_secs(s)),
+        _ => Err(jsonata::unexpected_type(expr.as_str(), field, "positive integer", &value)),
+    }
+}
+
+/// A TimeoutSecondsPath or HeartbeatSecondsPath (`field`) on the effective input `input`.
+pub(crate) fn seconds_at(p: &wfc_ir::Path, field: &str, input: &Value, ctx: &Value) -> Result<Duration, Failure> {
+    let Some(value) = io::select_opt(p, input, ctx) else {
+        let doc = if p.root() == wfc_ir::Root::Context { ctx } else { input };
+        return Err(Failure::runtime(io::invalid_path_message(p, doc)));
+    };
+    positive_seconds(field, p.as_str(), &value)
+}
+
+/// The value a TimeoutSecondsPath or HeartbeatSecondsPath (`field`, whose path is `text`)
+/// selected, as a duration: a positive integer, else `States.Runtime`.
+pub(crate) fn positive_seconds(field: &str, text: &str, value: &Value) -> Result<Duration, Failure> {
+    match value.as_u64() {
+        Some(s) if s > 0 => Ok(Duration::from_secs(s)),
+        _ => Err(Failure::runtime(format!(
+            "The {field} field refers to value {value} which is not a valid positive integer: {text}"
+        ))),
+    }
+}
+
+fn seconds_json(d: Option<Duration>) -> Value {
+    d.map_or(Value::Null, |d| json!(d.as_secs()))
+}
+
+/// A Task state: input processing, the handler call under TimeoutSeconds/HeartbeatSeconds with
+/// panics caught, Retry, ResultSelector/ResultPath/OutputPath, and Catch.
+///
+/// `invoke` is called once per attempt with the effective input (after Parameters).
+pub async fn task<'a, F, Fut>(
+    exec: &Execution,
+    name: &str,
+    spec: &TaskState,
+    input: Value,
+    invoke: F,
+) -> Result<Step, Failure>
+where
+    F: FnMut(Value, TaskContext) -> Fut + Send + 'a,
+    Fut: Future<Output = Result<Value, Failure>> + Send + 'a,
+{
+    task_with(exec, name, &Interpreted(spec), input, invoke).await
+}
+
+/// [`task`] for the interpreter, whose handlers return a boxed future already: it is used as it
+/// is, where [`task_with`] would box it again (an allocation per attempt).
+pub(crate) async fn task_boxed<'a, F>(
+    exec: &Execution,
+    name: &str,
+    spec: &TaskState,
+    input: Value,
+    invoke: F,
+) -> Result<Step, Failure>
+where
+    F: FnMut(Value, TaskContext) -> BoxFuture<'a, Result<Value, Failure>> + Send,
+{
+    task_visit(exec, name, Erased(Interpreted(spec)), input, invoke).await
+}
+
+/// One visit of a Task state whose data processing is `code`: its events, the retry loop with
+/// its back-offs on the execution's clock, TimeoutSeconds and HeartbeatSeconds, callbacks
+/// (`.waitForTaskToken`), `lambda:invoke` wrapping, Credentials, the payload limits, and Catch.
+///
+/// The interpreter's [`task`] (whose `code` reads the IR) and generated code (whose `code` is
+/// compiled from the state's paths, templates and Retry/Catch tables) both run through here,
+/// so their histories and failures are the same.
+///
+/// Not an `async fn`: the future it returns is [`task_visit`]'s, so the visit's (large) future
+/// is built once where the caller awaits it rather than moved into a wrapper's.
+pub fn task_with<'v, 'a, C, F, Fut>(
+    exec: &'v Execution,
+    name: &'v str,
+    code: &'v C,
+    input: Value,
+    mut invoke: F,
+) -> impl Future<Output = Result<Step, Failure>> + 'v
+where
+    C: TaskCode + Sync,
+    F: FnMut(Value, TaskContext) -> Fut + Send + 'v,
+    Fut: Future<Output = Result<Value, Failure>> + Send + 'a,
+    'a: 'v,
+{
+    // The types are erased here, so the visit's body ([`task_inner`]) is one function whatever
+    // the state: a machine of a hundred generated Tasks runs one copy of it, not a hundred.
+    let invoke =
+        move |input: Value, ctx: TaskContext| -> BoxFuture<'a, Result<Value, Failure>> { Box::pin(invoke(input, ctx)) };
+    task_visit(exec, name, Erased(code), input, invoke)
+}
+
+/// A handler call with its type erased (one boxed future per attempt, as the interpreter's
+/// handlers already are).
+type Invoke<'i, 'a> = dyn FnMut(Value, TaskContext) -> BoxFuture<'a, Result<Value, Failure>> + Send + 'i;
+
+/// [`task_with`] after type erasure: the span and the abort guard around [`task_inner`] (thin,
+/// so its copies per Task type cost little).
+async fn task_visit<'a, E, I>(
+    exec: &Execution,
+    name: &str,
+    code: E,
+    input: Value,
+    mut invoke: I,
+) -> Result<Step, Failure>
+where
+    E: ErasedTask + Sync,
+    I: FnMut(Value, TaskContext) -> BoxFuture<'a, Result<Value, Failure>> + Send,
+{
+    let mut guard = AbortGuard { exec, name, event: EventType::TaskStateAborted, armed: true };
+    // Without a subscriber for the span, the visit's future is awaited where it is built:
+    // wrapping it moves it (a memcpy of the whole future, ~1,200 instructions a visit).
+    let span = state_span(name, "Task");
+    let outcome = if span.is_disabled() {
+        task_inner(exec, name, &code, input, &mut invoke).await
+    } else {
+        // Boxed, so that the common path's future is the only one built in place.
+        let instrumented = Box::pin(task_inner(exec, name, &code, input, &mut invoke).instrument(span));
+        instrumented.await
+    };
+    // A Task whose failure leaves its Parallel branch is aborted with the branch, as AWS records
+    // it; elsewhere the failure goes straight to the enclosing state or the execution.
+    guard.armed = outcome.is_err() && exec.in_parallel_branch;
+    drop(guard);
+    outcome
+}
+
+/// A [`TaskCode`] seen without its table types, so [`task_inner`] is not generic.
+struct Erased<C>(C);
+
+/// What [`task_inner`] asks of a Task: [`TaskCode`], with Retry and Catch behind methods.
+trait ErasedTask {
+    fn code(&self) -> &(dyn TaskCodeView + Sync);
+    fn decide(&self, retries: &mut RetryState, error: &str, rng: &mut StdRng) -> RetryDecision;
+    fn retry_state(&self) -> RetryState;
+    fn caught(&self, visit: &Visit<'_>, raw_input: Value, failure: Failure) -> Result<Step, Failure>;
+    fn catches(&self, error: &str) -> bool;
+    fn has_catchers(&self) -> bool;
+}
+
+/// The table-free part of [`TaskCode`], as a trait object.
+pub(super) trait TaskCodeView {
+    fn resource(&self) -> &str;
+    fn is_lambda_function(&self) -> bool;
+    fn needs_context(&self) -> bool;
+    fn shape(&self) -> TaskShape;
+    fn input_path(&self, raw: &Value, ctx: &Value) -> Result<Value, Failure>;
+    fn timeout(&self, effective: &Value, ctx: &Value) -> Result<Option<Duration>, Failure>;
+    fn heartbeat(&self, effective: &Value, ctx: &Value) -> Result<Option<Duration>, Failure>;
+    fn parameters_form(&self) -> ParametersForm;
+    fn parameters(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<Value, Failure>;
+    fn finish_needs_context(&self) -> bool;
+    fn finish(&self, exec: &Execution, raw_input: Value, result: Value, ctx: &Value) -> Result<Value, Failure>;
+    fn has_credentials(&self) -> bool;
+    fn role_arn(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<String, Failure>;
+    fn has_arguments(&self) -> bool;
+    fn arguments(&self, exec: &Execution, states: &Bindings<'_>) -> Result<Value, Failure>;
+    fn assigns(&self) -> bool;
+    fn assigned(&self, exec: &Execution, dollar: &Value, states: &Bindings<'_>) -> Result<Assigned, Failure>;
+    fn has_output(&self) -> bool;
+    fn output(&self, exec: &Execution, states: &Bindings<'_>) -> Result<Value, Failure>;
+}
+
+impl<C: TaskCode + ?Sized> TaskCodeView for C {
+    fn resource(&self) -> &str {
+        TaskCode::resource(self)
+    }
+    fn is_lambda_function(&self) -> bool {
+        TaskCode::is_lambda_function(self)
+    }
+    fn needs_context(&self) -> bool {
+        TaskCode::needs_context(self)
+    }
+    fn shape(&self) -> TaskShape {
+        TaskCode::shape(self)
+    }
+    fn input_path(&self, raw: &Value, ctx: &Value) -> Result<Value, Failure> {
+        TaskCode::input_path(self, raw, ctx)
+    }
+    fn timeout(&self, effective: &Value, ctx: &Value) -> Result<Option<Duration>, Failure> {
+        TaskCode::timeout(self, effective, ctx)
+    }
+    fn heartbeat(&self, effective: &Value, ctx: &Value) -> Result<Option<Duration>, Failure> {
+        TaskCode::heartbeat(self, effective, ctx)
+    }
+    fn parameters_form(&self) -> ParametersForm {
+        TaskCode::parameters_form(self)
+    }
+    fn parameters(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<Value, Failure> {
+        TaskCode::parameters(self, exec, effective, ctx)
+    }
+    fn finish_needs_context(&self) -> bool {
+        TaskCode::finish_needs_context(self)
+    }
+    fn finish(&self, exec: &Execution, raw_input: Value, result: Value, ctx: &Value) -> Result<Value, Failure> {
+        TaskCode::finish(self, exec, raw_input, result, ctx)
+    }
+    fn has_credentials(&self) -> bool {
+        TaskCode::has_credentials(self)
+    }
+    fn role_arn(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<String, Failure> {
+        TaskCode::role_arn(self, exec, effective, ctx)
+    }
+    fn has_arguments(&self) -> bool {
+        TaskCode::has_arguments(self)
+    }
+    fn arguments(&self, exec: &Execution, states: &Bindings<'_>) -> Result<Value, Failure> {
+        TaskCode::arguments(self, exec, states)
+    }
+    fn assigns(&self) -> bool {
+        TaskCode::assigns(self)
+    }
+    fn assigned(&self, exec: &Execution, dollar: &Value, states: &Bindings<'_>) -> Result<Assigned, Failure> {
+        TaskCode::assigned(self, exec, dollar, states)
+    }
+    fn has_output(&self) -> bool {
+        TaskCode::has_output(self)
+    }
+    fn output(&self, exec: &Execution, states: &Bindings<'_>) -> Result<Value, Failure> {
+        TaskCode::output(self, exec, states)
+    }
+}
+
+/// What [`Erased`] holds: a Task's code, by reference (generated code's) or by value (the
+/// interpreter's, itself a reference to the IR), so the visit's future can own it.
+trait HoldsCode {
+    type Code: TaskCode + Sync;
+    fn held(&self) -> &Self::Code;
+}
+
+impl<C: TaskCode + Sync> HoldsCode for &C {
+    type Code = C;
+    fn held(&self) -> &C {
+        self
+    }
+}
+
+impl<'s> HoldsCode for Interpreted<'s> {
+    type Code = Interpreted<'s>;
+    fn held(&self) -> &Interpreted<'s> {
+        self
+    }
+}
+
+impl<H: HoldsCode> ErasedTask for Erased<H> {
+    fn code(&self) -> &(dyn TaskCodeView + Sync) {
+        self.0.held()
+    }
+    fn decide(&self, retries: &mut RetryState, error: &str, rng: &mut StdRng) -> RetryDecision {
+        retries.decide(self.0.held().retriers(), error, rng)
+    }
+    fn retry_state(&self) -> RetryState {
+        RetryState::new(self.0.held().retriers())
+    }
+    fn caught(&self, visit: &Visit<'_>, raw_input: Value, failure: Failure) -> Result<Step, Failure> {
+        caught(visit, self.0.held().catchers(), raw_input, failure)
+    }
+    fn catches(&self, error: &str) -> bool {
+        retry::find_catcher(self.0.held().catchers(), error).is_some()
+    }
+    fn has_catchers(&self) -> bool {
+        !self.0.held().catchers().is_empty()
+    }
+}
+
+/// The data processing of one Task state, which [`task_with`] runs its visit around: what the
+/// interpreter reads from the IR ([`task`]) and generated code compiles (`wfc_runtime::abi`).
+/// Each method is one step of the state's pipeline; none of them records events.
+pub trait TaskCode {
+    /// A retrier of its `Retry` table.
+    type Retrier: retry::RetryRule;
+    /// A catcher of its `Catch` table.
+    type Catcher: retry::CatchRule;
+    /// `Resource`.
+    fn resource(&self) -> &str;
+    /// Whether `Resource` is a bare Lambda function ARN, whose attempts AWS records as
+    /// `LambdaFunction*` events ([`crate::lambda::is_function_arn`]). Generated code answers
+    /// with a constant, decided when the definition is compiled.
+    fn is_lambda_function(&self) -> bool {
+        crate::lambda::is_function_arn(self.resource())
+    }
+    /// `Retry`, in order.
+    fn retriers(&self) -> &[Self::Retrier];
+    /// `Catch`, in order.
+    fn catchers(&self) -> &[Self::Catcher];
+    /// Whether the state's processing (InputPath, OutputPath, the timeouts, JSONata Arguments,
+    /// Output and Assign, Credentials) reads the context object on entry.
+    fn needs_context(&self) -> bool {
+        false
+    }
+    /// What the visit may skip, decided from the state's fields.
+    fn shape(&self) -> TaskShape;
+    /// InputPath on the raw input: the effective input (by default `$`, a copy).
+    fn input_path(&self, raw: &Value, ctx: &Value) -> Result<Value, Failure> {
+        let _ = ctx;
+        Ok(raw.clone())
+    }
+    /// `TimeoutSeconds` or `TimeoutSecondsPath` (on the effective input); by default none.
+    fn timeout(&self, effective: &Value, ctx: &Value) -> Result<Option<Duration>, Failure> {
+        let _ = (effective, ctx);
+        Ok(None)
+    }
+    /// `HeartbeatSeconds` or `HeartbeatSecondsPath` (on the effective input); by default none.
+    fn heartbeat(&self, effective: &Value, ctx: &Value) -> Result<Option<Duration>, Failure> {
+        let _ = (effective, ctx);
+        Ok(None)
+    }
+    /// Whether there are Parameters, and when they are evaluated; by default there are none.
+    fn parameters_form(&self) -> ParametersForm {
+        ParametersForm::None
+    }
+    /// Parameters on the effective input (`ctx` is `null` unless the form reads it).
+    fn parameters(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<Value, Failure> {
+        let _ = (exec, ctx);
+        Ok(effective.clone())
+    }
+    /// Whether [`finish`](Self::finish) reads the context object beyond
+    /// [`needs_context`](Self::needs_context) (a ResultSelector with `$$`).
+    fn finish_needs_context(&self) -> bool {
+        false
+    }
+    /// ResultSelector on the result, ResultPath into the raw input, OutputPath; by default none
+    /// of them (ResultPath and OutputPath `$`): the result.
+    fn finish(&self, exec: &Execution, raw_input: Value, result: Value, ctx: &Value) -> Result<Value, Failure> {
+        let _ = (exec, raw_input, ctx);
+        Ok(result)
+    }
+    /// Whether the state has `Credentials` ([`role_arn`](Self::role_arn)).
+    fn has_credentials(&self) -> bool {
+        false
+    }
+    /// `Credentials`' role ARN, evaluated per attempt on the effective input (`$states.input`
+    /// in a JSONata state) with the context object `ctx`; called only when
+    /// [`has_credentials`](Self::has_credentials).
+    fn role_arn(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<String, Failure> {
+        let _ = (exec, effective, ctx);
+        Err(Failure::runtime("the Task has no Credentials"))
+    }
+    /// Whether the state has JSONata `Arguments` ([`arguments`](Self::arguments)).
+    fn has_arguments(&self) -> bool {
+        false
+    }
+    /// JSONata `Arguments`, evaluated with `states` (`$states.input` is the raw input,
+    /// `states.context` the context object of the attempt); called only when
+    /// [`has_arguments`](Self::has_arguments).
+    fn arguments(&self, exec: &Execution, states: &Bindings<'_>) -> Result<Value, Failure> {
+        let _ = exec;
+        Ok(states.input.clone())
+    }
+    /// Whether the state has an `Assign` ([`assigned`](Self::assigned)).
+    fn assigns(&self) -> bool {
+        false
+    }
+    /// The `Assign` block's values, in the order written: a JSONPath block on `dollar` (the
+    /// result) with the context object `states.context` (the variables as of entry); a JSONata
+    /// block with `states` (`$states.input`, `$states.result`, `$states.context`).
+    fn assigned(&self, exec: &Execution, dollar: &Value, states: &Bindings<'_>) -> Result<Assigned, Failure> {
+        let _ = (exec, dollar, states);
+        Ok(Vec::new())
+    }
+    /// Whether the state has a JSONata `Output` ([`output`](Self::output)).
+    fn has_output(&self) -> bool {
+        false
+    }
+    /// JSONata `Output`, evaluated with `states` (as for [`assigned`](Self::assigned)); called
+    /// only when [`has_output`](Self::has_output).
+    fn output(&self, exec: &Execution, states: &Bindings<'_>) -> Result<Value, Failure> {
+        let _ = exec;
+        Ok(states.result.cloned().unwrap_or(Value::Null))
+    }
+}
+
+/// The interpreter's [`TaskCode`]: the state's IR spec, evaluated by [`io`].
+struct Interpreted<'s>(&'s TaskState);
+
+impl TaskCode for Interpreted<'_> {
+    type Retrier = wfc_ir::Retrier;
+    type Catcher = wfc_ir::Catcher;
+
+    fn resource(&self) -> &str {
+        &self.0.resource
+    }
+
+    fn retriers(&self) -> &[wfc_ir::Retrier] {
+        &self.0.retry
+    }
+
+    fn catchers(&self) -> &[wfc_ir::Catcher] {
+        &self.0.catch
+    }
+
+    fn needs_context(&self) -> bool {
+        let spec = self.0;
+        io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()])
+            || spec.arguments.is_some()
+            || spec.output.is_some()
+            || spec.assign.is_some()
+            || matches!(spec.timeout, Some(Seconds::Jsonata(_)))
+            || matches!(spec.heartbeat, Some(Seconds::Jsonata(_)))
+            || spec.credentials.is_some()
+    }
+
+    fn shape(&self) -> TaskShape {
+        TaskShape::of(self.0)
+    }
+
+    fn input_path(&self, raw: &Value, ctx: &Value) -> Result<Value, Failure> {
+        io::input_path(&self.0.input_path, raw, ctx).map(std::borrow::Cow::into_owned)
+    }
+
+    fn timeout(&self, effective: &Value, ctx: &Value) -> Result<Option<Duration>, Failure> {
+        resolve_seconds(&self.0.timeout, "TimeoutSecondsPath", effective, ctx)
+    }
+
+    fn heartbeat(&self, effective: &Value, ctx: &Value) -> Result<Option<Duration>, Failure> {
+        resolve_seconds(&self.0.heartbeat, "HeartbeatSecondsPath", effective, ctx)
+    }
+
+    fn parameters_form(&self) -> ParametersForm {
+        match &self.0.parameters {
+            None => ParametersForm::None,
+            // A random intrinsic (States.UUID) gives each attempt a fresh value, as `$$` does.
+            Some(t) if io::uses_context(t) || io::uses_randomness(t) => {
+                ParametersForm::PerAttempt { context: io::uses_context(t) }
+            }
+            Some(_) => ParametersForm::Once,
+        }
+    }
+
+    fn parameters(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<Value, Failure> {
+        match &self.0.parameters {
+            Some(t) => exec.with_rng(|rng| io::template(t, effective, ctx, rng)),
+            None => Ok(effective.clone()),
+        }
+    }
+
+    fn finish_needs_context(&self) -> bool {
+        self.0.result_selector.as_ref().is_some_and(io::uses_context)
+    }
+
+    fn finish(&self, exec: &Execution, raw_input: Value, result: Value, ctx: &Value) -> Result<Value, Failure> {
+        let spec = self.0;
+        finish_paths(exec, &spec.result_selector, &spec.result_path, &spec.output_path, raw_input, result, ctx)
+    }
+
+    fn has_credentials(&self) -> bool {
+        self.0.credentials.is_some()
+    }
+
+    fn role_arn(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<String, Failure> {
+        match &self.0.credentials {
+            Some(c) => exec.with_rng(|rng| crate::credentials::role_arn(c, effective, ctx, rng)),
+            None => Err(Failure::runtime("the Task has no Credentials")),
+        }
+    }
+
+    fn has_arguments(&self) -> bool {
+        self.0.arguments.is_some()
+    }
+
+    fn arguments(&self, exec: &Execution, states: &Bindings<'_>) -> Result<Value, Failure> {
+        match &self.0.arguments {
+            Some(t) => exec.with_rng(|rng| jsonata::template(t, "Arguments", states, rng)),
+            None => Ok(states.input.clone()),
+        }
+    }
+
+    fn assigns(&self) -> bool {
+        self.0.assign.is_some()
+    }
+
+    fn assigned(&self, exec: &Execution, dollar: &Value, states: &Bindings<'_>) -> Result<Assigned, Failure> {
+        match &self.0.assign {
+            Some(assign) => exec.with_rng(|rng| variables::evaluate(assign, dollar, states, states.context, rng)),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    fn has_output(&self) -> bool {
+        self.0.output.is_some()
+    }
+
+    fn output(&self, exec: &Execution, states: &Bindings<'_>) -> Result<Value, Failure> {
+        match &self.0.output {
+            Some(t) => exec.with_rng(|rng| jsonata::template(t, "Output", states, rng)),
+            None => Ok(states.result.cloned().unwrap_or(Value::Null)),
+        }
+    }
+}
+
+async fn task_inner(
+    exec: &Execution,
+    name: &str,
+    erased: &(dyn ErasedTask + Sync),
+    input: Value,
+    invoke: &mut Invoke<'_, '_>,
+) -> Result<Step, Failure> {
+    let code = erased.code();
+    let io_ctx = code.needs_context();
+    // A Task that never builds its context object (nothing reads `$$` or the variables: no
+    // context-reading path or template, no Credentials, no JSONata, no Assign, no catcher) has
+    // no use for its entered time, so at the express level it reads no clock on entry.
+    let builds_context = io_ctx
+        || code.finish_needs_context()
+        || code.has_credentials()
+        || code.has_arguments()
+        || code.assigns()
+        || code.has_output()
+        || matches!(code.parameters_form(), ParametersForm::PerAttempt { context: true })
+        || erased.has_catchers();
+    let mut visit = Visit::start_timed(exec, name, "Task", &input, builds_context)?;
+    let visit_no = exec.next_visit(name);
+    let resource = code.resource();
+    let ctx = visit.context_if(io_ctx);
+    let shape = code.shape();
+    let mut input = input;
+    let mut effective = if shape.input_moves {
+        // Nothing reads the raw input after InputPath `$`: move it instead of copying it.
+        std::mem::take(&mut input)
+    } else {
+        code.input_path(&input, &ctx).map_err(|f| visit.runtime(f))?
+    };
+    let timeout = code.timeout(&effective, &ctx).map_err(|f| visit.runtime(f))?;
+    let heartbeat = code.heartbeat(&effective, &ctx).map_err(|f| visit.runtime(f))?;
+    let parameters = Parameters::new(code, &effective, exec).map_err(|f| visit.runtime(f))?;
+    let mut retries = erased.retry_state();
+    let callback = crate::callback::is_callback_resource(resource);
+    let events = AttemptEvents::of(code.is_lambda_function());
+    loop {
+        visit.retry_count = retries.retry_count();
+        exec.check_history()?;
+        if callback {
+            // Callbacks are boxed, so that the common visit's future does not carry their
+            // (large) futures inline. (Bound first: a temporary in the awaited expression
+            // would keep its space in this future.)
+            let token =
+                Box::pin(exec.task_token(name, visit_no, visit.retry_count, visit.entered_id, timeout, heartbeat));
+            let token = token.await;
+            visit.task_token = Some(token.map_err(|f| visit.runtime(f))?);
+        }
+        // Before the parameters: a single attempt may move the effective input into them.
+        let role_arn = if code.has_credentials() {
+            let ctx = visit.context();
+            code.role_arn(exec, &effective, &ctx).map(Some)
+        } else {
+            Ok(None)
+        };
+        let params = role_arn.and_then(|role_arn| {
+            if code.has_arguments() {
+                let ctx = visit.context();
+                code.arguments(exec, &Bindings::new(&input, &ctx))
+            } else if shape.single_attempt && matches!(parameters, Parameters::None) && exec.redrive_count() == 0 {
+                // No Retry: this is the only attempt, so the effective input itself is sent
+                // (a redriven execution may run the visit again: see `rerun_for_redrive`).
+                Ok(std::mem::take(&mut effective))
+            } else {
+                parameters.for_attempt(code, &effective, &visit)
+            }
+            .map(|params| (role_arn, params))
+        });
+        let (role_arn, params) = match params {
+            Ok(evaluated) => evaluated,
+            // A JSONata failure can be retried and caught, unlike a path failure.
+            Err(f) if f.error == wfc_ir::errors::QUERY_EVALUATION_ERROR => {
+                let decision = exec.with_rng(|rng| erased.decide(&mut retries, &f.error, rng));
+                // Boxed: a failed attempt's path, whose (large) future the common visit need not
+                // carry (bound first, as the callback's).
+                let decided = Box::pin(visit.retry_decided(visit_no, &retries, decision, f));
+                if let Some(failure) = decided.await? {
+                    return erased.caught(&visit, input, failure);
+                }
+                continue;
+            }
+            Err(f) => return Err(visit.runtime(f)),
+        };
+        // AWS limits the request a task is sent as it limits results. A request that is the
+        // state's input as it came (InputPath `$`, no Parameters or Arguments) needs no second
+        // check when that input had one.
+        let request_is_input = shape.input_moves && matches!(parameters, Parameters::None) && !code.has_arguments();
+        if !(request_is_input && visit.input_checked) {
+            exec.limits().check_payload(name, &params).map_err(|f| visit.runtime(f))?;
+        }
+        // `lambda:invoke`: the parameters are the Invoke request; the function gets its Payload.
+        // Boxed: rare, and held across the attempt's await.
+        let lambda_invoke = if crate::lambda::is_invoke(resource) {
+            Some(Box::new(crate::lambda::request(&params).map_err(|f| visit.runtime(f))?))
+        } else {
+            None
+        };
+        // A Payload Lambda refuses (text that is not JSON) fails the attempt without a call.
+        let (lambda_payload, refused) = match lambda_invoke.as_ref().map(|i| i.event.clone()) {
+            Some(Ok(event)) => (Some(event), None),
+            Some(Err(f)) => (None, Some(f)),
+            None => (None, None),
+        };
+        exec.record_with(events.scheduled, || {
+            let details = Details::with_capacity(5).with("resource", json!(resource));
+            let mut details = if events.lambda {
+                // AWS's LambdaFunctionScheduled: the function's input, and only the limits set.
+                let d = details.with_shared("input", exec.share(&params));
+                match timeout {
+                    Some(t) => d.with("timeoutInSeconds", json!(t.as_secs())),
+                    None => d,
+                }
+            } else {
+                details
+                    .with_shared("parameters", exec.share(&params))
+                    .with("timeoutInSeconds", seconds_json(timeout))
+                    .with("heartbeatInSeconds", seconds_json(heartbeat))
+            };
+            if let Some(arn) = &role_arn {
+                details.insert("taskCredentials", json!({ "roleArn": arn }));
+            }
+            details
+        });
+        let task_ctx = TaskContext::new(name, resource, visit.retry_count, exec.task_execution_name());
+        let task_ctx = match role_arn {
+            Some(arn) => task_ctx.with_role_arn(arn),
+            None => task_ctx,
+        };
+        let task_ctx = match exec.stored_execution_name() {
+            Some(stored) => task_ctx.with_stored_execution(stored),
+            None => task_ctx,
+        };
+        let task_ctx = match &lambda_invoke {
+            Some(invoke) => task_ctx.with_function_name(invoke.function_name.clone()),
+            None => task_ctx,
+        };
+        exec.record_with(events.started, || {
+            if events.lambda { Details::new() } else { Details::with_capacity(1).with("resource", json!(resource)) }
+        });
+        let outcome = match &visit.task_token {
+            Some(token) => {
+                // A callback: the handler only hands the token on (its result is ignored); the
+                // heartbeat applies to the wait for the answer that follows.
+                let task_ctx = task_ctx.with_task_token(token.clone());
+                let call_ctx = task_ctx.clone();
+                let sent = lambda_payload.unwrap_or_else(|| params.clone());
+                let handler = crate::task::run_attempt(|| invoke(sent, call_ctx), &task_ctx, timeout, None);
+                let waited = Box::pin(exec.callback_attempt(
+                    name,
+                    visit_no,
+                    visit.retry_count,
+                    token,
+                    params,
+                    handler,
+                    timeout,
+                    heartbeat,
+                ));
+                waited.await.map_err(|f| visit.runtime(f))?
+            }
+            None => {
+                // Built in a block of its own: what goes into the attempt's future is moved
+                // there, and its locals end before the await, so this (large) visit's future
+                // keeps no room for them.
+                let journaled = {
+                    let call_ctx = task_ctx.clone();
+                    // What the handler gets (for `lambda:invoke`, the Payload) is also what a
+                    // suspending journal reports, so an SWF activity receives the same input.
+                    let sent = lambda_payload.unwrap_or(params);
+                    // A refused Payload fails before any call: there is nothing for a remote
+                    // worker (an SWF activity, a Lambda step) to run, so the attempt fails here,
+                    // journaled like any other.
+                    let request = match refused {
+                        Some(_) => None,
+                        None => exec.step_request(resource, &sent, timeout, heartbeat),
+                    };
+                    let attempt = match refused {
+                        Some(f) => futures::future::Either::Left(std::future::ready(Attempt::Failed(f))),
+                        None => futures::future::Either::Right(crate::task::run_attempt(
+                            || invoke(sent, call_ctx),
+                            &task_ctx,
+                            timeout,
+                            heartbeat,
+                        )),
+                    };
+                    exec.journaled_attempt(name, visit_no, visit.retry_count, request, attempt)
+                };
+                journaled.await.map_err(|f| visit.runtime(f))?
+            }
+        };
+        let failure = match outcome {
+            Attempt::Succeeded(result) => {
+                let result = match &lambda_invoke {
+                    Some(request) => crate::lambda::response(result, request, exec.clock().now()),
+                    None => result,
+                };
+                // Checked before the result is recorded or processed: a result that is too
+                // large or too deep is terminal, and AWS names the resource that returned it.
+                exec.limits().check_payload(resource, &result).map_err(|f| visit.runtime(f))?;
+                exec.record_with(events.succeeded, || {
+                    events.details(resource, Details::with_capacity(2).with_shared("output", exec.share(&result)))
+                });
+                let assign_code = |dollar: &Value, states: &Bindings<'_>| code.assigned(exec, dollar, states);
+                let output_code = |states: &Bindings<'_>| code.output(exec, states);
+                let language = Language {
+                    assign: code.assigns().then_some(AssignRef::Code(&assign_code)),
+                    output: code.has_output().then_some(OutputRef::Code(&output_code)),
+                };
+                if language.is_plain() && shape.result_is_output {
+                    // The output is the result just checked against the same limits.
+                    visit.exit(&result);
+                    return Ok(Step::Next(result));
+                }
+                let finish = Finish {
+                    needs_ctx: io_ctx || code.finish_needs_context(),
+                    run: &|raw: Value, result: Value, ctx: &Value| code.finish(exec, raw, result, ctx),
+                };
+                match finish_success(&visit, language, finish, &mut input, result)? {
+                    Ok(output) => return Ok(Step::Next(output)),
+                    Err(failure) => failure,
+                }
+            }
+            Attempt::Failed(f) => {
+                exec.record_with(events.failed, || events.details(resource, failure_details(&f)));
+                f
+            }
+            Attempt::TimedOut(f) => {
+                exec.record_with(events.timed_out, || events.details(resource, failure_details(&f)));
+                f
+            }
+        };
+        let decision = exec.with_rng(|rng| erased.decide(&mut retries, &failure.error, rng));
+        // Boxed, as above.
+        let decided = Box::pin(visit.retry_decided(visit_no, &retries, decision, failure));
+        if let Some(failure) = decided.await? {
+            // A redriven execution runs this visit again when its failure ended the execution.
+            if !erased.catches(&failure.error) && exec.rerun_for_redrive(name, visit_no, visit.retry_count) {
+                // The history goes on as it was: how the execution ended, then its redrive (the
+                // generation this visit now runs in). Inside a reopened Parallel or Map, the
+                // attempt recorded them (see `Execution::record_reopened`): this line records
+                // again from the redrive it was rerun for last.
+                let generation = exec.redrive_generation(name, visit_no);
+                exec.record(EventType::ExecutionFailed, failure_details(&failure));
+                exec.record(EventType::ExecutionRedriven, json!({ "redriveCount": generation }));
+                exec.unmute_if_live(name, visit_no);
+                retries = erased.retry_state();
+                continue;
+            }
+            return erased.caught(&visit, input, failure);
+        }
+    }
+}
+
+/// The events a Task attempt records: `LambdaFunction*` for a bare Lambda function ARN, as AWS
+/// records them (no `resource` in the outcome events, `input` instead of `parameters`), else
+/// `Task*`.
+#[derive(Clone, Copy)]
+struct AttemptEvents {
+    lambda: bool,
+    scheduled: EventType,
+    started: EventType,
+    succeeded: EventType,
+    failed: EventType,
+    timed_out: EventType,
+}
+
+impl AttemptEvents {
+    fn of(lambda_function: bool) -> AttemptEvents {
+        if lambda_function {
+            AttemptEvents {
+                lambda: true,
+                scheduled: EventType::LambdaFunctionScheduled,
+                started: EventType::LambdaFunctionStarted,
+                succeeded: EventType::LambdaFunctionSucceeded,
+                failed: EventType::LambdaFunctionFailed,
+                timed_out: EventType::LambdaFunctionTimedOut,
+            }
+        } else {
+            AttemptEvents {
+                lambda: false,
+                scheduled: EventType::TaskScheduled,
+                started: EventType::TaskStarted,
+                succeeded: EventType::TaskSucceeded,
+                failed: EventType::TaskFailed,
+                timed_out: EventType::TaskTimedOut,
+            }
+        }
+    }
+
+    /// An outcome event's details: `fields`, plus the resource on `Task*` events.
+    fn details(&self, resource: &str, fields: Details) -> Details {
+        if self.lambda { fields } else { fields.with("resource", json!(resource)) }
+    }
+}
+
+/// What a Task's fields let [`task_with`] skip (generated code builds it at compile time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskShape {
+    /// InputPath `$`, and nothing reads the raw input afterwards (ResultPath `$` discards it,
+    /// and there is no catcher to place an error in it).
+    pub input_moves: bool,
+    /// No Retry: one attempt at most.
+    pub single_attempt: bool,
+    /// No ResultSelector, ResultPath `$` and OutputPath `$`: the output is the task's result.
+    pub result_is_output: bool,
+}
+
+impl TaskShape {
+    fn of(spec: &TaskState) -> TaskShape {
+        let identity = |p: &Option<wfc_ir::Path>| p.as_ref().is_some_and(wfc_ir::Path::is_identity);
+        let result_replaces = spec.result_path.as_ref().is_some_and(|p| p.is_identity());
+        // JSONata Arguments/Output and Assign read the raw input (`$states.input`).
+        let plain = spec.arguments.is_none() && spec.output.is_none() && spec.assign.is_none();
+        TaskShape {
+            input_moves: plain && identity(&spec.input_path) && result_replaces && spec.catch.is_empty(),
+            single_attempt: spec.retry.is_empty(),
+            result_is_output: spec.result_selector.is_none() && result_replaces && identity(&spec.output_path),
+        }
+    }
+}

@@ -1,0 +1,259 @@
+//! One visit to a state: its Entered/Exited events, its context object, the `States.Runtime`
+//! prefix, and the abort guard every state type shares.
+
+use serde_json::{Value, json};
+use wfc_ir::{Assign, JsonataTemplate};
+
+use super::Execution;
+use crate::jsonata::{self, Bindings};
+use crate::variables;
+use crate::{Details, EventType, Failure};
+
+/// One visit to a state: records Entered/Exited and builds the context object on demand.
+pub(super) struct Visit<'a> {
+    pub(super) exec: &'a Execution,
+    pub(super) name: &'a str,
+    pub(super) state_type: &'static str,
+    /// When the state was entered (its Entered event's timestamp and `$$.State.EnteredTime`),
+    /// formatted only when something reads it. `None` when nothing will read it (see
+    /// [`Visit::start_timed`]): then not even the clock is read.
+    pub(super) entered_at: Option<jiff::Timestamp>,
+    pub(super) entered_id: u64,
+    pub(super) retry_count: u32,
+    /// `$$.Task.Token` of the current attempt of a `.waitForTaskToken` Task.
+    pub(super) task_token: Option<String>,
+    /// Whether the state's input passed a payload check already (see [`Line`]): then what the
+    /// state passes on unchanged needs none.
+    pub(super) input_checked: bool,
+}
+
+impl<'a> Visit<'a> {
+    pub(super) fn enter(exec: &'a Execution, name: &'a str, state_type: &'static str, input: &Value) -> Visit<'a> {
+        Visit::enter_timed(exec, name, state_type, input, true)
+    }
+
+    /// [`Visit::enter`]; `timed` false says the state will not build its context object, so
+    /// unless the history stamps the Entered event, the clock is not read at all.
+    fn enter_timed(
+        exec: &'a Execution,
+        name: &'a str,
+        state_type: &'static str,
+        input: &Value,
+        timed: bool,
+    ) -> Visit<'a> {
+        let entered_at = (timed || exec.keeps_history()).then(|| exec.clock().now());
+        let entered_id = match EventType::entered(state_type) {
+            Some(ty) => exec.record_at(ty, entered_at, || history_details(exec, name, "input", input)),
+            None => 0,
+        };
+        tracing::debug!(state = name, r#type = state_type, "entered");
+        let input_checked = exec.cursor.take_input_checked();
+        Visit { exec, name, state_type, entered_at, entered_id, retry_count: 0, task_token: None, input_checked }
+    }
+
+    /// [`Visit::enter`] after checking the history limit, so every state entry is bounded.
+    pub(super) fn start(
+        exec: &'a Execution,
+        name: &'a str,
+        state_type: &'static str,
+        input: &Value,
+    ) -> Result<Visit<'a>, Failure> {
+        exec.check_history()?;
+        Ok(Visit::enter(exec, name, state_type, input))
+    }
+
+    /// [`Visit::start`] for a state that knows on entry whether it builds its context object
+    /// (`needs_context`) and awaits nothing before it would: Pass, Choice, Succeed, and a Task
+    /// that never builds it. At the express level such a state reads no clock when it does not
+    /// need `$$`.
+    pub(super) fn start_timed(
+        exec: &'a Execution,
+        name: &'a str,
+        state_type: &'static str,
+        input: &Value,
+        needs_context: bool,
+    ) -> Result<Visit<'a>, Failure> {
+        exec.check_history()?;
+        Ok(Visit::enter_timed(exec, name, state_type, input, needs_context))
+    }
+
+    /// [`Visit::exit`] after checking the output against the payload and depth limits. The
+    /// next state's input is this output, so inputs need no second check.
+    pub(super) fn finish(&self, output: &Value) -> Result<(), Failure> {
+        self.exec.limits().check_payload(self.name, output).map_err(|f| self.runtime(f))?;
+        self.exit(output);
+        Ok(())
+    }
+
+    /// [`Visit::finish`] for an output that is the state's input unchanged: when that input
+    /// was checked (see [`Line`]), it needs no second check.
+    pub(super) fn finish_unchanged(&self, output: &Value) -> Result<(), Failure> {
+        if self.input_checked {
+            self.exit(output);
+            Ok(())
+        } else {
+            self.finish(output)
+        }
+    }
+
+    pub(super) fn exit(&self, output: &Value) {
+        if let Some(ty) = EventType::exited(self.state_type) {
+            self.exec.record_with(ty, || history_details(self.exec, self.name, "output", output));
+        }
+    }
+
+    /// [`finish`](Self::finish) for a state that evaluated an `Assign` block (its own, a Choice
+    /// rule's or a catcher's): the Exited event also records the values, as AWS's
+    /// `assignedVariables`, then they become visible from the next state on.
+    pub(super) fn finish_assigned(
+        &self,
+        output: &Value,
+        assigned: Option<Vec<(String, Value)>>,
+    ) -> Result<(), Failure> {
+        let Some(values) = assigned else {
+            return self.finish(output);
+        };
+        self.exec.limits().check_payload(self.name, output).map_err(|f| self.runtime(f))?;
+        if let Some(ty) = EventType::exited(self.state_type) {
+            self.exec.record_with(ty, || {
+                let mut details = history_details(self.exec, self.name, "output", output);
+                crate::variables::record_assigned(&mut details, &values);
+                details
+            });
+        }
+        self.commit(Some(values)).map_err(|f| self.runtime(f))
+    }
+
+    /// The context object, carrying the variables in scope (as of now: called before this
+    /// state commits its own `Assign`) for `$name` paths and JSONata.
+    pub(super) fn context(&self) -> Value {
+        // Only a state entered with `timed` false lacks the time, and it builds no context; if
+        // one ever did, now is the best reading there is (nothing was awaited since entry).
+        let entered_at = self.entered_at.unwrap_or_else(|| self.exec.clock().now());
+        let entered_time = crate::clock::format_timestamp(entered_at);
+        // Only the states with `Retry` have a retry count in their context object.
+        let retry_count = matches!(self.state_type, "Task" | "Parallel" | "Map").then_some(self.retry_count);
+        let mut ctx = self.exec.context_object(self.name, &entered_time, retry_count);
+        if let Some(token) = &self.task_token {
+            ctx["Task"] = json!({ "Token": token });
+        }
+        if !self.exec.variables.is_empty()
+            && let Some(m) = ctx.as_object_mut()
+        {
+            m.insert(wfc_ir::jsonpath::VARIABLES_KEY.to_owned(), Value::Object(self.exec.variables.visible()));
+        }
+        ctx
+    }
+
+    /// Evaluates an `Assign` block against the variables as of state entry (see
+    /// [`crate::variables`]); `dollar` is what `$` means for a JSONPath Assign.
+    pub(super) fn assign(
+        &self,
+        assign: Option<&Assign>,
+        dollar: &Value,
+        bindings: &Bindings<'_>,
+    ) -> Result<Option<Vec<(String, Value)>>, Failure> {
+        let Some(assign) = assign else { return Ok(None) };
+        self.exec.with_rng(|rng| variables::evaluate(assign, dollar, bindings, bindings.context, rng)).map(Some)
+    }
+
+    /// Makes assigned values visible from the next state on.
+    fn commit(&self, assigned: Option<Vec<(String, Value)>>) -> Result<(), Failure> {
+        match assigned {
+            Some(values) => self.exec.variables.commit(self.name, values),
+            None => Ok(()),
+        }
+    }
+
+    /// A JSONata `Output`-like template evaluated with `bindings`.
+    pub(super) fn jsonata(&self, t: &JsonataTemplate, field: &str, bindings: &Bindings<'_>) -> Result<Value, Failure> {
+        self.exec.with_rng(|rng| jsonata::template(t, field, bindings, rng))
+    }
+
+    /// The context object if `needed`, else `null` (nothing will read it).
+    pub(super) fn context_if(&self, needed: bool) -> Value {
+        if needed { self.context() } else { Value::Null }
+    }
+
+    /// Adds AWS's prefix to a `States.Runtime` failure raised by this state's own processing.
+    pub(super) fn runtime(&self, failure: Failure) -> Failure {
+        let prefixed = failure.cause.starts_with("An error occurred while executing the state '");
+        if (failure.error == wfc_ir::errors::RUNTIME || failure.error == wfc_ir::errors::QUERY_EVALUATION_ERROR)
+            && !prefixed
+        {
+            let failure = Failure {
+                error: failure.error,
+                cause: format!(
+                    "An error occurred while executing the state '{}' (entered at the event id #{}). {}",
+                    self.name, self.entered_id, failure.cause
+                ),
+            };
+            if failure.error == wfc_ir::errors::QUERY_EVALUATION_ERROR {
+                self.evaluation_failed(&failure);
+            }
+            failure
+        } else {
+            failure
+        }
+    }
+
+    /// Records `EvaluationFailed`: a JSONata evaluation failed the state for good (AWS records
+    /// it before the state's own failure events and `ExecutionFailed`), with the field it failed
+    /// in (`location`) when the cause names one.
+    fn evaluation_failed(&self, failure: &Failure) {
+        self.exec.record_with(EventType::EvaluationFailed, || {
+            let mut details = json!({ "error": failure.error, "cause": failure.cause, "state": self.name });
+            let field =
+                failure.cause.split_once("specified for the field '").and_then(|(_, rest)| rest.split_once('\''));
+            if let Some((location, _)) = field {
+                details["location"] = json!(location);
+            }
+            details
+        });
+    }
+}
+
+/// `{"name": name, <key>: value}`, the details of an Entered/Exited event, the value shared
+/// (not copied) with the events around it while it is the same document.
+fn history_details(exec: &Execution, name: &str, key: &'static str, value: &Value) -> Details {
+    Details::named(name, key, exec.share(value))
+}
+
+/// `{"name": name}`, the details of a state's events that carry nothing else.
+pub(super) fn name_details(name: &str) -> Details {
+    Details::with_capacity(1).with("name", Value::String(name.to_owned()))
+}
+
+pub(super) fn state_span(name: &str, state_type: &'static str) -> tracing::Span {
+    tracing::info_span!("state", name = name, r#type = state_type)
+}
+
+/// Records `<Type>StateAborted` when a running state's future is dropped before it finishes:
+/// a sibling Parallel branch failed, or the execution timed out.
+pub(super) struct AbortGuard<'a> {
+    pub(super) exec: &'a Execution,
+    pub(super) name: &'a str,
+    pub(super) event: EventType,
+    pub(super) armed: bool,
+}
+
+impl Drop for AbortGuard<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.exec.record_with(self.event, || name_details(self.name));
+        }
+    }
+}
+
+/// `{"error", "cause"}` of a failure event, leaving out an empty error or cause as AWS leaves
+/// out an absent one (a Fail state without `Error`, a timeout without a cause).
+pub(crate) fn failure_details(f: &Failure) -> Details {
+    let mut details = Details::with_capacity(3);
+    if !f.error.is_empty() {
+        details.insert("error", json!(f.error));
+    }
+    if !f.cause.is_empty() {
+        details.insert("cause", json!(f.cause));
+    }
+    details
+}
