@@ -4,6 +4,13 @@
 //! Each takes the state's IR spec and its raw input and returns the effective output (or where to
 //! go). Control flow (the state enum, the loop, which handler method to call) belongs to the
 //! caller; data processing, retries, waits, timeouts and history belong here.
+//!
+//! Layout: this module holds the execution ([`Execution`], [`RunOptions`], its lines of control
+//! and durable scopes); `visit` is one state visit (its events, context object, `States.Runtime`
+//! prefix, abort guard); `parameters`, `finish` and `catch` are the steps Task, Parallel and Map
+//! share (Parameters, the end of a successful attempt, Retry back-offs and Catch); then one
+//! module per state type (`pass`, `task`, `choice`, `wait`, `succeed`, `fail`, `parallel`, `map`,
+//! with `nested` for what Parallel and Map share), and `hooks`, the journal hooks.
 
 mod catch;
 mod choice;
@@ -105,7 +112,7 @@ pub struct RunOptions {
 /// The identity a service gives an execution (`wfc serve`: its Step Functions name and ARNs),
 /// which `$$.Execution.Name`/`Id`/`RoleArn`, `$$.StateMachine.Id`/`Name` and the history show.
 /// It wins over the other naming options, and over a journaled execution's store name (which
-/// command handlers still see as `WFC_EXECUTION_NAME`, [`TaskContext::execution_name`]).
+/// command handlers still see as `WFC_EXECUTION_NAME`, [`TaskContext::execution_name`](crate::TaskContext::execution_name)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Identity {
     /// The execution's name (`$$.Execution.Name`).

@@ -13,8 +13,8 @@ use crate::retry;
 use crate::variables;
 use crate::{Failure, io};
 
-/// The data processing a Parallel or Map state shares, which [`parallel_with`] and [`map_with`]
-/// run their visits around: what the interpreter reads from the IR ([`parallel`], [`map`]) and
+/// The data processing a Parallel or Map state shares, which [`parallel_with`](super::parallel_with) and [`map_with`](super::map_with)
+/// run their visits around: what the interpreter reads from the IR ([`parallel`](fn@super::parallel), [`map`](fn@super::map)) and
 /// generated code compiles (`wfc_runtime::abi`). Each method is one step of the state's
 /// pipeline; none of them records events.
 pub trait NestedCode {

@@ -81,7 +81,7 @@ pub fn pass_with(
 /// [`pass_with`] for a Pass that outputs its input unchanged whenever `kept` says so (InputPath
 /// and ResultPath naming the same node, which exists, and OutputPath `$`): then `body` is not
 /// run, and the output, being the input, is not checked against the payload limits again
-/// unless this is the first state of its line (see [`Line`]). Every state's output is checked
+/// unless this is the first state of its line (see [`Line`](super::Line)). Every state's output is checked
 /// once, and a 100 KB document carried through such states is not walked at each.
 ///
 /// The interpreter's [`pass`] and generated code both go through here for such a Pass.
