@@ -12,6 +12,11 @@ use wfc_ir::{StateKind, StateMachine, Transition, Workflow};
 use crate::exec::{self, Execution, ExecutionResult, RunOptions, Step};
 use crate::{Failure, TaskContext};
 
+mod states;
+
+use states::task_boxed;
+pub use states::{choice, fail, map, parallel, pass, succeed, task, wait};
+
 /// Task handlers for the interpreter: one call per Task attempt, dispatched by resource.
 pub trait DynHandler: Send + Sync {
     /// Runs `resource` on `input` (the Task's effective input, after Parameters).
@@ -117,19 +122,18 @@ pub async fn run_machine(
         };
         let name = state.name.as_str();
         let (output, transition) = match &state.kind {
-            StateKind::Pass(spec) => (exec::pass(exec, name, spec, input).await?, spec.transition),
+            StateKind::Pass(spec) => (pass(exec, name, spec, input).await?, spec.transition),
             StateKind::Task(spec) => {
                 let resource = spec.resource.as_str();
-                let step =
-                    exec::task_boxed(exec, name, spec, input, |effective, ctx| handler.call(resource, effective, ctx))
-                        .await?;
+                let step = task_boxed(exec, name, spec, input, |effective, ctx| handler.call(resource, effective, ctx))
+                    .await?;
                 match step {
                     Step::Next(output) => (output, spec.transition),
                     Step::Goto { target, output } => (output, Transition::Next(target)),
                 }
             }
             StateKind::Choice(spec) => {
-                let chosen = exec::choice(exec, name, spec, input)?;
+                let chosen = choice(exec, name, spec, input)?;
                 let next = match chosen.branch {
                     Some(i) => spec.choices.get(i).map(|c| c.next),
                     None => spec.default,
@@ -139,14 +143,13 @@ pub async fn run_machine(
                 };
                 (chosen.output, Transition::Next(next))
             }
-            StateKind::Wait(spec) => (exec::wait(exec, name, spec, input).await?, spec.transition),
-            StateKind::Succeed(spec) => return exec::succeed(exec, name, spec, input),
-            StateKind::Fail(spec) => return Err(exec::fail(exec, name, spec, input)),
+            StateKind::Wait(spec) => (wait(exec, name, spec, input).await?, spec.transition),
+            StateKind::Succeed(spec) => return succeed(exec, name, spec, input),
+            StateKind::Fail(spec) => return Err(fail(exec, name, spec, input)),
             StateKind::Map(spec) => {
                 let processor = &spec.item_processor;
                 let step =
-                    exec::map(exec, name, spec, input, |item, line| run_iteration(processor, handler, item, line))
-                        .await?;
+                    map(exec, name, spec, input, |item, line| run_iteration(processor, handler, item, line)).await?;
                 match step {
                     Step::Next(output) => (output, spec.transition),
                     Step::Goto { target, output } => (output, Transition::Next(target)),
@@ -160,7 +163,7 @@ pub async fn run_machine(
                 }
             },
             StateKind::Parallel(spec) => {
-                let step = exec::parallel(exec, name, spec, input, |effective, exec| {
+                let step = parallel(exec, name, spec, input, |effective, exec| {
                     run_branches(spec.branches.as_slice(), handler, effective, exec)
                 })
                 .await?;
