@@ -23,7 +23,6 @@ use crate::exec::{
     wait_language_with, wait_limit, wait_seconds_at, wait_seconds_jsonata, wait_timestamp_at, wait_timestamp_jsonata,
     wait_with,
 };
-
 use crate::jsonata::{self, Bindings};
 use crate::{Failure, TaskContext, choice, io, variables};
 
@@ -715,7 +714,7 @@ impl MapCode for InterpretedNested<'_, MapState> {
 }
 
 /// A Parallel state. `run_branches` is called once per attempt with the effective input and must
-/// run every branch on it concurrently (see [`join_branches`]) and return their outputs in order.
+/// run every branch on it concurrently (see [`join_branches`](exec::join_branches)) and return their outputs in order.
 pub async fn parallel<F, Fut>(
     exec: &Execution,
     name: &str,
