@@ -922,6 +922,73 @@ async fn a_redrive_reruns_only_the_failed_parallel_branch_and_map_iteration_on_b
     }
 }
 
+/// RedriveExecution of a Parallel branch that another's failure cancelled in flight (interp):
+/// Left's `L1` had finished and `L2` was running when `Right` failed. Redriven, `L1` replays its
+/// result without running and without recording its events again (they are among the reopened
+/// attempt's), `L2` and `Right` run again, and the history records each `L1` event once.
+#[tokio::test]
+async fn a_redrive_replays_the_finished_tasks_of_a_cancelled_branch_silently() {
+    let workflow = &lowered("redrive_cancelled");
+    let s = store();
+    let input = json!({});
+    let name = "redrive-cancelled";
+    let counting = Counting::default();
+    let run = |fixed: bool, journal: Arc<Journal>| {
+        let calls = Arc::clone(&counting.calls);
+        let counting = counting.clone();
+        let handlers = Handlers::new().fallback(move |resource: String, _input: Value, _ctx: TaskContext| {
+            let calls = Arc::clone(&calls);
+            let counting = counting.clone();
+            async move {
+                let function = resource.rsplit(':').next().unwrap_or_default().to_owned();
+                *calls.lock().unwrap().entry(function.clone()).or_default() += 1;
+                match function.as_str() {
+                    // Before the fix, L2 never ends: Right's failure cancels its branch.
+                    "L2" if !fixed => futures::future::pending().await,
+                    "Right" if !fixed => {
+                        while counting.count("L2") == 0 {
+                            tokio::task::yield_now().await;
+                        }
+                        Err(Failure::new("Right.Broken", "not fixed yet"))
+                    }
+                    other => Ok(json!(other)),
+                }
+            }
+        });
+        let input = input.clone();
+        async move { interp::run(workflow, &handlers, input, RunOptions::real().with_journal(journal)).await }
+    };
+    let kinds = |r: &wfc_runtime::ExecutionResult| -> Vec<String> {
+        r.history.iter().map(|e| format!("{} {}", e.event_type.name(), e.details)).collect()
+    };
+    let calls = |c: &Counting| ["L1", "L2", "Right"].map(|f| c.count(f));
+    let first = run(false, open(&s, name, workflow, &input).await).await;
+    assert_eq!(first.error.as_ref().map(|f| f.error.as_str()), Some("Right.Broken"));
+    assert_eq!(calls(&counting), [1, 1, 1]);
+    s.redrive_execution(name).await.unwrap();
+    let second = run(true, open(&s, name, workflow, &input).await).await;
+    assert_eq!(second.status, Status::Succeeded, "{:?}", second.error);
+    assert_eq!(second.output, Some(json!(["L2", "Right"])));
+    assert_eq!(calls(&counting), [1, 2, 2]);
+    let (first, second) = (kinds(&first), kinds(&second));
+    assert_eq!(second[..first.len()], first[..]);
+    let count = |history: &[String], prefix: &str, function: &str| {
+        history.iter().filter(|e| e.starts_with(prefix) && e.contains(&format!("function:{function}\""))).count()
+    };
+    // L1 ran once: its events are recorded once; L2 and Right were scheduled in each run.
+    assert_eq!(["L1", "L2", "Right"].map(|f| count(&second, "LambdaFunctionScheduled", f)), [1, 2, 2], "{second:#?}");
+    let succeeded = |function: &str| {
+        second
+            .iter()
+            .filter(|e| e.starts_with("LambdaFunctionSucceeded") && e.contains(&format!("\"{function}\"")))
+            .count()
+    };
+    assert_eq!(["L1", "L2", "Right"].map(succeeded), [1, 1, 1], "{second:#?}");
+    let stored: Vec<String> =
+        s.read_history(name).await.unwrap().iter().map(|e| format!("{} {}", e.event_type.name(), e.details)).collect();
+    assert_eq!(stored, second);
+}
+
 /// `Item` fails for the items in `broken`; each call is counted per item (`Item2`).
 #[derive(Clone)]
 struct MapRunRedrivable {
