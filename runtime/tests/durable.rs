@@ -1026,6 +1026,67 @@ async fn a_redrive_replays_the_finished_tasks_of_a_cancelled_branch_silently() {
     }
 }
 
+/// As above, the branch cancelled during a Wait (interp; the Wait's code is the engines'
+/// shared `exec.rs`): `Right` fails once `Pause`'s timer is journaled. Redriven, `L1` replays
+/// silently, `Pause` waits again (1 s) and records from its end, `L2` runs for the first time.
+#[tokio::test]
+async fn a_redrive_reruns_the_wait_a_cancelled_branch_was_in() {
+    let workflow = &lowered("redrive_cancelled_wait");
+    let s = store();
+    let input = json!({});
+    let name = "redrive-cancelled-wait";
+    let counting = Counting::default();
+    let run = |fixed: bool, journal: Arc<Journal>| {
+        let counting = counting.clone();
+        let store = Arc::clone(&s);
+        let handlers = Handlers::new().fallback(move |resource: String, _input: Value, _ctx: TaskContext| {
+            let counting = counting.clone();
+            let store = Arc::clone(&store);
+            async move {
+                let function = resource.rsplit(':').next().unwrap_or_default().to_owned();
+                *counting.calls.lock().unwrap().entry(function.clone()).or_default() += 1;
+                if function == "Right" && !fixed {
+                    // Fails once Left's branch is in its Wait (the timer journaled STARTED).
+                    loop {
+                        let ops = store.load_journal(name).await.unwrap();
+                        if ops.iter().any(|o| o.op_type == OpType::Wait && o.status == OpStatus::Started) {
+                            break;
+                        }
+                        tokio::task::yield_now().await;
+                    }
+                    return Err(Failure::new("Right.Broken", "not fixed yet"));
+                }
+                Ok(json!(function))
+            }
+        });
+        let input = input.clone();
+        async move { interp::run(workflow, &handlers, input, RunOptions::real().with_journal(journal)).await }
+    };
+    let kinds = |r: &wfc_runtime::ExecutionResult| -> Vec<String> {
+        r.history.iter().map(|e| format!("{} {}", e.event_type.name(), e.details)).collect()
+    };
+    let first = run(false, open(&s, name, workflow, &input).await).await;
+    assert_eq!(first.error.as_ref().map(|f| f.error.as_str()), Some("Right.Broken"));
+    s.redrive_execution(name).await.unwrap();
+    let second = run(true, open(&s, name, workflow, &input).await).await;
+    assert_eq!(second.status, Status::Succeeded, "{:?}", second.error);
+    assert_eq!(second.output, Some(json!(["L2", "Right"])));
+    assert_eq!(["L1", "L2", "Right"].map(|f| counting.count(f)), [1, 1, 2]);
+    let (first, second) = (kinds(&first), kinds(&second));
+    assert_eq!(second[..first.len()], first[..]);
+    let count = |prefix: &str| second.iter().filter(|e| e.starts_with(prefix)).count();
+    // L1's events once; Pause entered in the first run, exited in the redrive; L2 entered once
+    // and R once (its rerun records from its scheduling on).
+    assert_eq!(
+        ["LambdaFunctionScheduled", "WaitStateEntered", "WaitStateExited", "TaskStateEntered"].map(count),
+        [1 + 1 + 2, 1, 1, 1 + 1 + 1],
+        "{second:#?}"
+    );
+    let stored: Vec<String> =
+        s.read_history(name).await.unwrap().iter().map(|e| format!("{} {}", e.event_type.name(), e.details)).collect();
+    assert_eq!(stored, second);
+}
+
 /// `Item` fails for the items in `broken`; each call is counted per item (`Item2`).
 #[derive(Clone)]
 struct MapRunRedrivable {
