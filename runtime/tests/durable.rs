@@ -26,6 +26,7 @@ wfc_runtime::include_workflow!("tests/durable/flaky.asl.json");
 wfc_runtime::include_workflow!("tests/durable/beat.asl.json");
 wfc_runtime::include_workflow!("tests/durable/fan8.asl.json");
 wfc_runtime::include_workflow!("tests/durable/redrive_nested.asl.json");
+wfc_runtime::include_workflow!("tests/durable/redrive_cancelled.asl.json");
 wfc_runtime::include_workflow!("tests/durable/redrive_distributed.asl.json");
 
 /// The IR `include_workflow!` lowered `tests/durable/<name>.asl.json` to (generated code carries
@@ -920,6 +921,170 @@ async fn a_redrive_reruns_only_the_failed_parallel_branch_and_map_iteration_on_b
         let ops = s.load_journal(&name).await.unwrap();
         assert!(ops.iter().all(|o| o.status != OpStatus::Started), "{engine}: {ops:?}");
     }
+}
+
+/// `L2` never ends and `Right` fails once `L2` runs, until `fixed`; each call is counted.
+#[derive(Clone)]
+struct CancelledRedrivable {
+    counting: Counting,
+    fixed: bool,
+}
+
+impl CancelledRedrivable {
+    async fn call(&self, function: &str) -> Result<Value, wfc_runtime::TaskError> {
+        *self.counting.calls.lock().unwrap().entry(function.into()).or_default() += 1;
+        match function {
+            // Right's failure cancels L2's branch while L2 runs.
+            "L2" if !self.fixed => futures::future::pending().await,
+            "Right" if !self.fixed => {
+                while self.counting.count("L2") == 0 {
+                    tokio::task::yield_now().await;
+                }
+                Err(Failure::new("Right.Broken", "not fixed yet"))
+            }
+            other => Ok(json!(other)),
+        }
+    }
+}
+
+impl redrive_cancelled::Handler for CancelledRedrivable {
+    async fn l1(&self, _input: Value, _ctx: TaskContext) -> Result<Value, wfc_runtime::TaskError> {
+        self.call("L1").await
+    }
+
+    async fn l2(&self, _input: Value, _ctx: TaskContext) -> Result<Value, wfc_runtime::TaskError> {
+        self.call("L2").await
+    }
+
+    async fn right(&self, _input: Value, _ctx: TaskContext) -> Result<Value, wfc_runtime::TaskError> {
+        self.call("Right").await
+    }
+}
+
+/// RedriveExecution of a Parallel branch that another's failure cancelled in flight, on both
+/// engines: Left's `L1` had finished and `L2` was running when `Right` failed. Redriven, `L1`
+/// replays its result without running and without recording its events again (they are among
+/// the reopened attempt's), `L2` and `Right` run again, and the history records each of `L1`'s
+/// events once.
+#[tokio::test]
+async fn a_redrive_replays_the_finished_tasks_of_a_cancelled_branch_silently() {
+    let workflow = &lowered("redrive_cancelled");
+    let s = store();
+    let input = json!({});
+    for engine in ["interp", "generated"] {
+        let name = format!("redrive-cancelled-{engine}");
+        let counting = Counting::default();
+        let run = |fixed: bool, journal: Arc<Journal>| {
+            let handler = CancelledRedrivable { counting: counting.clone(), fixed };
+            let input = input.clone();
+            async move {
+                if engine == "interp" {
+                    let handlers =
+                        Handlers::new().fallback(move |resource: String, _input: Value, _ctx: TaskContext| {
+                            let handler = handler.clone();
+                            async move { handler.call(resource.rsplit(':').next().unwrap_or_default()).await }
+                        });
+                    interp::run(workflow, &handlers, input, RunOptions::real().with_journal(journal)).await
+                } else {
+                    redrive_cancelled::run_with(&handler, input, RunOptions::real().with_journal(journal)).await
+                }
+            }
+        };
+        let kinds = |r: &wfc_runtime::ExecutionResult| -> Vec<String> {
+            r.history.iter().map(|e| format!("{} {}", e.event_type.name(), e.details)).collect()
+        };
+        let calls = |c: &Counting| ["L1", "L2", "Right"].map(|f| c.count(f));
+        let first = run(false, open(&s, &name, workflow, &input).await).await;
+        assert_eq!(first.error.as_ref().map(|f| f.error.as_str()), Some("Right.Broken"), "{engine}");
+        assert_eq!(calls(&counting), [1, 1, 1], "{engine}");
+        s.redrive_execution(&name).await.unwrap();
+        let second = run(true, open(&s, &name, workflow, &input).await).await;
+        assert_eq!(second.status, Status::Succeeded, "{engine}: {:?}", second.error);
+        assert_eq!(second.output, Some(json!(["L2", "Right"])), "{engine}");
+        assert_eq!(calls(&counting), [1, 2, 2], "{engine}");
+        let (first, second) = (kinds(&first), kinds(&second));
+        assert_eq!(second[..first.len()], first[..], "{engine}");
+        // L1 ran once: its events are recorded once; L2 and Right were scheduled in each run.
+        let scheduled = |function: &str| {
+            let resource = format!("function:{function}\"");
+            second.iter().filter(|e| e.starts_with("LambdaFunctionScheduled") && e.contains(&resource)).count()
+        };
+        assert_eq!(["L1", "L2", "Right"].map(scheduled), [1, 2, 2], "{engine}: {second:#?}");
+        let succeeded = |function: &str| {
+            let output = format!("\"{function}\"");
+            second.iter().filter(|e| e.starts_with("LambdaFunctionSucceeded") && e.contains(&output)).count()
+        };
+        assert_eq!(["L1", "L2", "Right"].map(succeeded), [1, 1, 1], "{engine}: {second:#?}");
+        let stored: Vec<String> = s
+            .read_history(&name)
+            .await
+            .unwrap()
+            .iter()
+            .map(|e| format!("{} {}", e.event_type.name(), e.details))
+            .collect();
+        assert_eq!(stored, second, "{engine}");
+    }
+}
+
+/// As above, the branch cancelled during a Wait (interp; the Wait's code is the engines'
+/// shared `exec.rs`): `Right` fails once `Pause`'s timer is journaled. Redriven, `L1` replays
+/// silently, `Pause` waits again (1 s) and records from its end, `L2` runs for the first time.
+#[tokio::test]
+async fn a_redrive_reruns_the_wait_a_cancelled_branch_was_in() {
+    let workflow = &lowered("redrive_cancelled_wait");
+    let s = store();
+    let input = json!({});
+    let name = "redrive-cancelled-wait";
+    let counting = Counting::default();
+    let run = |fixed: bool, journal: Arc<Journal>| {
+        let counting = counting.clone();
+        let store = Arc::clone(&s);
+        let handlers = Handlers::new().fallback(move |resource: String, _input: Value, _ctx: TaskContext| {
+            let counting = counting.clone();
+            let store = Arc::clone(&store);
+            async move {
+                let function = resource.rsplit(':').next().unwrap_or_default().to_owned();
+                *counting.calls.lock().unwrap().entry(function.clone()).or_default() += 1;
+                if function == "Right" && !fixed {
+                    // Fails once Left's branch is in its Wait (the timer journaled STARTED).
+                    loop {
+                        let ops = store.load_journal(name).await.unwrap();
+                        if ops.iter().any(|o| o.op_type == OpType::Wait && o.status == OpStatus::Started) {
+                            break;
+                        }
+                        tokio::task::yield_now().await;
+                    }
+                    return Err(Failure::new("Right.Broken", "not fixed yet"));
+                }
+                Ok(json!(function))
+            }
+        });
+        let input = input.clone();
+        async move { interp::run(workflow, &handlers, input, RunOptions::real().with_journal(journal)).await }
+    };
+    let kinds = |r: &wfc_runtime::ExecutionResult| -> Vec<String> {
+        r.history.iter().map(|e| format!("{} {}", e.event_type.name(), e.details)).collect()
+    };
+    let first = run(false, open(&s, name, workflow, &input).await).await;
+    assert_eq!(first.error.as_ref().map(|f| f.error.as_str()), Some("Right.Broken"));
+    s.redrive_execution(name).await.unwrap();
+    let second = run(true, open(&s, name, workflow, &input).await).await;
+    assert_eq!(second.status, Status::Succeeded, "{:?}", second.error);
+    assert_eq!(second.output, Some(json!(["L2", "Right"])));
+    assert_eq!(["L1", "L2", "Right"].map(|f| counting.count(f)), [1, 1, 2]);
+    let (first, second) = (kinds(&first), kinds(&second));
+    assert_eq!(second[..first.len()], first[..]);
+    let count = |prefix: &str| second.iter().filter(|e| e.starts_with(prefix)).count();
+    // L1's events once; Pause entered in the first run, exited in the redrive; L2 entered once
+    // and R once (its rerun records from its scheduling on).
+    assert_eq!(
+        ["LambdaFunctionScheduled", "WaitStateEntered", "WaitStateExited", "TaskStateEntered"].map(count),
+        [1 + 1 + 2, 1, 1, 1 + 1 + 1],
+        "{second:#?}"
+    );
+    let stored: Vec<String> =
+        s.read_history(name).await.unwrap().iter().map(|e| format!("{} {}", e.event_type.name(), e.details)).collect();
+    assert_eq!(stored, second);
 }
 
 /// `Item` fails for the items in `broken`; each call is counted per item (`Item2`).

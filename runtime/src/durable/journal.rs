@@ -342,6 +342,14 @@ impl Journal {
         self.reopened.lock().unwrap_or_else(|p| p.into_inner()).insert(id.to_owned());
     }
 
+    /// Whether any operation of the CONTEXT `context` (a branch or iteration line, whose
+    /// operation ids start with `context/`) is recorded: the line ran before this run, also when
+    /// its own CONTEXT was dropped by a redrive (a branch cancelled in flight by another's failure).
+    pub(crate) fn ran_under(&self, context: &str) -> bool {
+        let prefix = format!("{context}/");
+        self.recorded.lock().unwrap_or_else(|p| p.into_inner()).keys().any(|id| id.starts_with(&prefix))
+    }
+
     /// Whether the CONTEXT operation `id` was reopened in this run.
     pub(crate) fn is_reopened(&self, id: &str) -> bool {
         self.reopened.lock().unwrap_or_else(|p| p.into_inner()).contains(id)

@@ -528,6 +528,11 @@ impl Execution {
         #[cfg(feature = "durable")]
         if let Some(journal) = &self.shared.journal {
             let id = self.op_id(name, visit_no, "");
+            // A branch a redrive runs again after another's failure cancelled it during this
+            // Wait records from here (see `Execution::muted_if_replayed`).
+            if self.scope.muted() && journal.recorded(&id).is_none() {
+                self.unmute();
+            }
             return journal.sleep(self.clock(), id, self.op_parent(), name, "Wait", delay).await;
         }
         let _ = (name, visit_no);

@@ -787,13 +787,16 @@ impl Execution {
     /// `line` (a new branch or iteration line of this scope), muted when this is a Parallel or
     /// Map attempt that a redrive reopened and the line ran before: its events up to how it
     /// ended are among those the reopened attempt records again (see [`Scope::mute`]). A line
-    /// that never ran (an iteration the failure kept from starting) records its events.
+    /// that never ran (an iteration the failure kept from starting) records its events. A line
+    /// the failure cancelled in flight (its CONTEXT dropped by the redrive, operations of it
+    /// recorded) is muted too: its finished Tasks replay silently, and it records again from
+    /// the first attempt not recorded ([`Execution::unmute_if_live`]).
     #[cfg(feature = "durable")]
     fn muted_if_replayed(&self, mut line: Scope) -> Scope {
         if let (Some(journal), Some(owner), Some(id)) = (&self.shared.journal, &self.scope.context, &line.context)
             && line.branch_of.is_some()
             && journal.is_reopened(owner)
-            && journal.recorded(id).is_some()
+            && (journal.recorded(id).is_some() || journal.ran_under(id))
         {
             line.mute.push(Arc::new(std::sync::atomic::AtomicBool::new(true)));
         }
@@ -801,19 +804,20 @@ impl Execution {
     }
 
     /// After a redrive moved visit `visit_no` of Task `name` to its next generation
-    /// ([`Execution::rerun_for_redrive`]): when nothing of that generation is recorded, the
-    /// visit runs from here, so a muted line records again ([`Execution::unmute`]). A
-    /// generation an earlier redrive ran is replayed muted (its events are the reopened
-    /// attempt's).
-    fn unmute_if_live(&self, name: &str, visit_no: u32) {
+    /// ([`Execution::rerun_for_redrive`]), or as attempt `attempt_no` of it is scheduled: when
+    /// nothing of that attempt is recorded, the visit runs from here, so a muted line records
+    /// again ([`Execution::unmute`]). A generation an earlier redrive ran is replayed muted (its
+    /// events are the reopened attempt's), and so is an attempt that finished before a branch
+    /// was cancelled.
+    fn unmute_if_live(&self, name: &str, visit_no: u32, attempt_no: u32) {
         #[cfg(feature = "durable")]
         if let Some(journal) = &self.shared.journal
             && self.scope.muted()
-            && journal.recorded(&self.op_id(name, visit_no, ".0")).is_none()
+            && journal.recorded(&self.op_id(name, visit_no, &format!(".{attempt_no}"))).is_none()
         {
             self.unmute();
         }
-        let _ = (name, visit_no);
+        let _ = (name, visit_no, attempt_no);
     }
 
     /// Lets this line and the lines it runs in record history events again (see

@@ -645,6 +645,9 @@ async fn task_inner(
             Some(Err(f)) => (None, Some(f)),
             None => (None, None),
         };
+        // A branch a redrive runs again after another's failure cancelled it records from its
+        // first attempt that had not finished (see `Execution::muted_if_replayed`).
+        exec.unmute_if_live(name, visit_no, visit.retry_count);
         exec.record_with(events.scheduled, || {
             let details = Details::with_capacity(5).with("resource", json!(resource));
             let mut details = if events.lambda {
@@ -785,7 +788,7 @@ async fn task_inner(
                 let generation = exec.redrive_generation(name, visit_no);
                 exec.record(EventType::ExecutionFailed, failure_details(&failure));
                 exec.record(EventType::ExecutionRedriven, json!({ "redriveCount": generation }));
-                exec.unmute_if_live(name, visit_no);
+                exec.unmute_if_live(name, visit_no, 0);
                 retries = erased.retry_state();
                 continue;
             }
