@@ -789,6 +789,16 @@ impl Execution {
         let _ = (name, visit_no, attempt_no);
     }
 
+    /// A Fail state reached on a line a redrive runs muted (a branch or iteration of a reopened
+    /// Parallel or Map, replaying up to where it ended): AWS "reenters the Fail state and fails
+    /// again", so the line records again from the Fail state's entry.
+    fn unmute_at_fail_state(&self) {
+        #[cfg(feature = "durable")]
+        if self.scope.muted() {
+            self.unmute();
+        }
+    }
+
     /// Lets this line and the lines it runs in record history events again (see
     /// [`Scope::mute`]): the redriven failure runs again here, so what follows is new.
     #[cfg(feature = "durable")]
@@ -2255,9 +2265,24 @@ async fn task_inner(
                     needs_ctx: io_ctx || code.finish_needs_context(),
                     run: &|raw: Value, result: Value, ctx: &Value| code.finish(exec, raw, result, ctx),
                 };
-                match finish_success(&visit, language, finish, &mut input, result)? {
-                    Ok(output) => return Ok(Step::Next(output)),
-                    Err(failure) => failure,
+                // The state's input, kept for a rerun in a redriven execution (the processing
+                // takes it).
+                let kept_input = (exec.redrive_count() > 0).then(|| input.clone());
+                match finish_success(&visit, language, finish, &mut input, result) {
+                    Ok(Ok(output)) => return Ok(Step::Next(output)),
+                    Ok(Err(failure)) => failure,
+                    // A path error in the result's processing ended the execution (no retrier or
+                    // catcher takes `States.Runtime`): redriven, the Task state runs again.
+                    Err(failure) if exec.rerun_for_redrive(name, visit_no, visit.retry_count) => {
+                        input = kept_input.unwrap_or(input);
+                        let generation = exec.redrive_generation(name, visit_no);
+                        exec.record(EventType::ExecutionFailed, failure_details(&failure));
+                        exec.record(EventType::ExecutionRedriven, json!({ "redriveCount": generation }));
+                        exec.unmute_if_live(name, visit_no, 0);
+                        retries = erased.retry_state();
+                        continue;
+                    }
+                    Err(failure) => return Err(failure),
                 }
             }
             Attempt::Failed(f) => {
@@ -3222,6 +3247,7 @@ pub fn fail_with(
         if let Err(f) = exec.check_history() {
             return f;
         }
+        exec.unmute_at_fail_state();
         let visit = Visit::enter(exec, name, "Fail", &input);
         let ctx = visit.context_if(needs_ctx);
         body(&input, &ctx).unwrap_or_else(|f| visit.runtime(f))
@@ -4013,8 +4039,10 @@ impl Execution {
 
     /// RedriveExecution runs again the states that did not succeed: called when attempt
     /// `attempt_no` of visit `visit_no` of Task `name` ended the visit with a failure no
-    /// catcher takes. When that failure was recorded before this run (it ended the execution,
-    /// which was redriven since) and the visit has not yet been run again for every redrive, the
+    /// catcher takes. When that attempt ended before this run (its failure, or a failure of its
+    /// result's processing, a path error in `ResultSelector` or `ResultPath`, ended the
+    /// execution, which was redriven since: AWS then schedules and starts the Task state
+    /// again) and the visit has not yet been run again for every redrive, the
     /// visit moves to its next redrive generation (new operation ids, so its attempts run
     /// again, retries counted from zero) and this returns `true`. A failure of this run returns
     /// `false`: it is the execution's failure.
@@ -4025,7 +4053,7 @@ impl Execution {
             let id = self.op_id(name, visit_no, &format!(".{attempt_no}"));
             let mut generations = self.scope.generations.lock().unwrap_or_else(|p| p.into_inner());
             let generation = generations.entry((name.to_owned(), visit_no)).or_insert(0);
-            if *generation < redrives && journal.failed_before_run(&id) {
+            if *generation < redrives && journal.ended_before_run(&id) {
                 *generation += 1;
                 return true;
             }
