@@ -28,6 +28,7 @@ wfc_runtime::include_workflow!("tests/durable/fan8.asl.json");
 wfc_runtime::include_workflow!("tests/durable/redrive_nested.asl.json");
 wfc_runtime::include_workflow!("tests/durable/redrive_cancelled.asl.json");
 wfc_runtime::include_workflow!("tests/durable/redrive_distributed.asl.json");
+wfc_runtime::include_workflow!("tests/durable/redrive_stateless.asl.json");
 
 /// The IR `include_workflow!` lowered `tests/durable/<name>.asl.json` to (generated code carries
 /// none), for the interpreter's runs of the same definitions.
@@ -1085,6 +1086,103 @@ async fn a_redrive_reruns_the_wait_a_cancelled_branch_was_in() {
     let stored: Vec<String> =
         s.read_history(name).await.unwrap().iter().map(|e| format!("{} {}", e.event_type.name(), e.details)).collect();
     assert_eq!(stored, second);
+}
+
+/// `Get` answers `{}` until `answer` is set, then `{"value": answer}`; its calls are counted.
+#[derive(Clone)]
+struct StatelessRedrivable {
+    counting: Counting,
+    answer: Option<i64>,
+}
+
+impl StatelessRedrivable {
+    async fn get(&self) -> Result<Value, wfc_runtime::TaskError> {
+        *self.counting.calls.lock().unwrap().entry("Get".into()).or_default() += 1;
+        Ok(self.answer.map_or(json!({}), |v| json!({ "value": v })))
+    }
+}
+
+impl redrive_stateless::Handler for StatelessRedrivable {
+    async fn get(&self, _input: Value, _ctx: TaskContext) -> Result<Value, wfc_runtime::TaskError> {
+        StatelessRedrivable::get(self).await
+    }
+}
+
+/// RedriveExecution of failures without a failed Task attempt, as AWS documents them
+/// ("Redrive behavior of individual states"), in a Map iteration on both engines. A Task whose
+/// result processing failed (Get's ResultSelector: a path error after the Task succeeded) is the
+/// unsuccessful state: the redrive schedules and starts it again (Task: "Schedules and starts
+/// the Task state again"). A Fail state: the redrive re-enters it and the execution fails again
+/// ("Reenters the Fail state and fails again"), the Choice before it reevaluated ("Reevaluates
+/// the Choice state rules") on Get's recorded result (Get does not run again).
+#[tokio::test]
+async fn a_redrive_reruns_a_task_whose_result_failed_and_reenters_a_fail_state() {
+    let workflow = &lowered("redrive_stateless");
+    let s = store();
+    let input = json!({"items": [{"id": 1}]});
+    for engine in ["interp", "generated"] {
+        let name = format!("redrive-stateless-{engine}");
+        let counting = Counting::default();
+        let run = |answer: Option<i64>, journal: Arc<Journal>| {
+            let handler = StatelessRedrivable { counting: counting.clone(), answer };
+            let input = input.clone();
+            async move {
+                if engine == "interp" {
+                    let handlers =
+                        Handlers::new().fallback(move |_resource: String, _input: Value, _ctx: TaskContext| {
+                            let handler = handler.clone();
+                            async move { StatelessRedrivable::get(&handler).await }
+                        });
+                    interp::run(workflow, &handlers, input, RunOptions::real().with_journal(journal)).await
+                } else {
+                    redrive_stateless::run_with(&handler, input, RunOptions::real().with_journal(journal)).await
+                }
+            }
+        };
+        let kinds = |r: &wfc_runtime::ExecutionResult| -> Vec<String> {
+            r.history.iter().map(|e| format!("{} {}", e.event_type.name(), e.details)).collect()
+        };
+        let first = run(None, open(&s, &name, workflow, &input).await).await;
+        assert_eq!(first.error.as_ref().map(|f| f.error.as_str()), Some("States.Runtime"), "{engine}");
+        s.redrive_execution(&name).await.unwrap();
+        let second = run(Some(2), open(&s, &name, workflow, &input).await).await;
+        assert_eq!(second.error.as_ref().map(|f| f.error.as_str()), Some("Item.Stopped"), "{engine}");
+        assert_eq!(counting.count("Get"), 2, "{engine}");
+        s.redrive_execution(&name).await.unwrap();
+        let third = run(Some(1), open(&s, &name, workflow, &input).await).await;
+        assert_eq!(third.error.as_ref().map(|f| f.error.as_str()), Some("Item.Stopped"), "{engine}");
+        assert_eq!(counting.count("Get"), 2, "{engine}");
+        let (first, second, third) = (kinds(&first), kinds(&second), kinds(&third));
+        assert_eq!(second[..first.len()], first[..], "{engine}");
+        assert_eq!(third[..second.len()], second[..], "{engine}");
+        let types = |events: &[String]| -> Vec<String> {
+            events.iter().map(|e| e.split_once(' ').map_or(e.as_str(), |(t, _)| t).to_owned()).collect()
+        };
+        // The first redrive: how the execution ended, its redrive, then Get scheduled again (its
+        // result processed with the state's input: ResultPath keeps the item).
+        assert_eq!(
+            types(&second[first.len()..first.len() + 4]),
+            ["ExecutionRedriven", "LambdaFunctionScheduled", "LambdaFunctionStarted", "LambdaFunctionSucceeded"],
+            "{engine}: {second:#?}"
+        );
+        let exited = second.iter().find(|e| e.starts_with("TaskStateExited")).unwrap();
+        assert!(exited.contains(r#""got":{"v":2}"#) && exited.contains(r#""id":1"#), "{engine}: {exited}");
+        // The second: the Fail state re-entered, failing the iteration, the Map and the execution
+        // again.
+        assert_eq!(
+            types(&third[second.len()..]),
+            ["ExecutionRedriven", "FailStateEntered", "MapIterationFailed", "MapStateFailed", "ExecutionFailed"],
+            "{engine}: {third:#?}"
+        );
+        let stored: Vec<String> = s
+            .read_history(&name)
+            .await
+            .unwrap()
+            .iter()
+            .map(|e| format!("{} {}", e.event_type.name(), e.details))
+            .collect();
+        assert_eq!(stored, third, "{engine}");
+    }
 }
 
 /// `Item` fails for the items in `broken`; each call is counted per item (`Item2`).

@@ -820,6 +820,16 @@ impl Execution {
         let _ = (name, visit_no, attempt_no);
     }
 
+    /// A Fail state reached on a line a redrive runs muted (a branch or iteration of a reopened
+    /// Parallel or Map, replaying up to where it ended): AWS "reenters the Fail state and fails
+    /// again", so the line records again from the Fail state's entry.
+    fn unmute_at_fail_state(&self) {
+        #[cfg(feature = "durable")]
+        if self.scope.muted() {
+            self.unmute();
+        }
+    }
+
     /// Lets this line and the lines it runs in record history events again (see
     /// [`Scope::mute`]): the redriven failure runs again here, so what follows is new.
     #[cfg(feature = "durable")]
