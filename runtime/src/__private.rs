@@ -13,7 +13,7 @@ pub use ::futures::future::try_join_all;
 pub use ::tracing;
 
 pub use crate::exec::{self, Chosen, Step, join_branches};
-pub use crate::interp::DynHandler;
+pub use crate::handlers::DynHandler;
 pub use crate::{
     Clock, DefinitionId, EventType, Execution, ExecutionResult, Failure, History, HistoryEvent, RunOptions, Status,
     TaskContext, block_on_virtual,

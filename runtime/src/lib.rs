@@ -5,8 +5,12 @@
 //! default). Generated code reaches everything through the hidden `__private` module with
 //! `::`-rooted paths.
 //!
-//! - [`exec`]: one function per state type (input/output processing, retries, timeouts, Catch,
-//!   history), called by generated code and by [`interp`] alike.
+//! - [`exec`]: one module per state type; each state's visit (input/output processing, retries,
+//!   timeouts, Catch, history) runs over the state's code, which generated code compiles (through
+//!   [`abi`]) and [`interp`] reads from the IR.
+//! - [`interp`]: the IR interpreter (the driver loop and the IR adapters), built on this crate's
+//!   public items only, so that it can become a crate of its own; [`handlers`]: the
+//!   [`DynHandler`] trait and [`Handlers`] table it, the SW engine and the worker call Tasks by.
 //! - [`io`], [`choice`], [`retry`], [`task`]: the pieces those functions are made of.
 //! - [`clock`]: real or virtual time. Under [`block_on_virtual`] with [`Clock::virtual_default`],
 //!   Waits, back-off and timeouts take no real time and every timestamp is reproducible.
@@ -46,6 +50,7 @@ pub mod durable;
 pub mod error;
 pub mod events;
 pub mod exec;
+pub mod handlers;
 pub mod history;
 pub mod interp;
 pub mod intrinsics;
@@ -71,8 +76,8 @@ pub use clock::{Clock, block_on_virtual};
 pub use definition::DefinitionId;
 pub use error::{Failure, TaskError};
 pub use exec::{Execution, ExecutionResult, Identity, MachineType, RunOptions, Status, express_execution_uuid};
+pub use handlers::{DynHandler, Handlers};
 pub use history::{Details, EventType, History, HistoryEvent, HistoryLevel};
-pub use interp::{DynHandler, Handlers};
 pub use limits::Limits;
 pub use serde_json::{Value, json};
 pub use task::TaskContext;

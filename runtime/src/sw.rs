@@ -28,7 +28,7 @@ use wfc_ir::sw::{
 use wfc_ir::{StateId, StateKind, StateMachine, Workflow};
 
 use crate::exec::{Execution, ExecutionResult, RunOptions, Status};
-use crate::interp::DynHandler;
+use crate::handlers::DynHandler;
 use crate::schedule::{DIRECT_INVOKE_DENIED, StartedBy};
 use crate::task::{Attempt, run_attempt};
 use crate::{Details, EventType, Failure, TaskContext};

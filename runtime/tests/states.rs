@@ -504,19 +504,20 @@ fn generated_style_call_is_send() {
     let wf = workflow(vec![("P", StateKind::Pass(pass_state()))]);
     let exec = wfc_runtime::Execution::start(&wf.name, &json!({}), wfc_runtime::RunOptions::virtual_time());
     let task = task_state("r");
-    let fut = wfc_runtime::exec::task(&exec, "T", &task, json!({}), |v: Value, _ctx: TaskContext| async move { Ok(v) });
+    let fut =
+        wfc_runtime::interp::task(&exec, "T", &task, json!({}), |v: Value, _ctx: TaskContext| async move { Ok(v) });
     assert_send(&fut);
     let par = parallel_state(vec![]);
     let fut2 =
-        wfc_runtime::exec::parallel(&exec, "P", &par, json!({}), |v: Value, _e: wfc_runtime::Execution| async move {
+        wfc_runtime::interp::parallel(&exec, "P", &par, json!({}), |v: Value, _e: wfc_runtime::Execution| async move {
             Ok(vec![v])
         });
     assert_send(&fut2);
     let w = wait_state(WaitDuration::Seconds(1));
-    let fut3 = wfc_runtime::exec::wait(&exec, "W", &w, json!({}));
+    let fut3 = wfc_runtime::interp::wait(&exec, "W", &w, json!({}));
     assert_send(&fut3);
     let p = pass_state();
-    let fut4 = wfc_runtime::exec::pass(&exec, "P", &p, json!({}));
+    let fut4 = wfc_runtime::interp::pass(&exec, "P", &p, json!({}));
     assert_send(&fut4);
     let handlers = no_handlers();
     let fut5 = wfc_runtime::interp::run(&wf, &handlers, json!({}), wfc_runtime::RunOptions::virtual_time());

@@ -19,7 +19,7 @@ use tokio::task::JoinSet;
 
 use super::registry::{Definition, Registry, WorkflowVersion};
 use super::{Claim, ClaimFilter, Journal, Store, StoreError};
-use crate::interp::DynHandler;
+use crate::handlers::DynHandler;
 use crate::{ExecutionResult, RunOptions};
 
 type RunFn = dyn Fn(Value, RunOptions) -> BoxFuture<'static, ExecutionResult> + Send + Sync;

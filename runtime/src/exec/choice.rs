@@ -1,14 +1,11 @@
 //! The Choice state.
 
 use serde_json::Value;
-use wfc_ir::ChoiceState;
 
 use super::Execution;
 use super::pass::Assigned;
 use super::visit::{Visit, state_span};
-use crate::jsonata::{self, Bindings};
-use crate::variables;
-use crate::{Failure, choice, io};
+use crate::Failure;
 
 /// Which Choice rule matched.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,77 +16,13 @@ pub struct Chosen {
     pub output: Value,
 }
 
-/// The index of the first rule of `spec` that matches the effective input, in the order written.
-fn first_matching_rule(spec: &ChoiceState, effective: &Value, ctx: &Value) -> Result<Option<usize>, Failure> {
-    for (i, rule) in spec.choices.iter().enumerate() {
-        if choice::evaluate(&rule.condition, effective, ctx)? {
-            return Ok(Some(i));
-        }
-    }
-    Ok(None)
-}
-
-/// A Choice state. No match and no Default is `States.NoChoiceMatched`.
-pub fn choice(exec: &Execution, name: &str, spec: &ChoiceState, input: Value) -> Result<Chosen, Failure> {
-    let language = spec.assign.is_some()
-        || spec.output.is_some()
-        || spec.choices.iter().any(|c| c.assign.is_some() || c.output.is_some());
-    let needs_ctx = io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()])
-        || spec.choices.iter().any(|c| choice::uses_context(&c.condition))
-        || language;
-    let identity = |p: &Option<wfc_ir::Path>| p.as_ref().is_some_and(wfc_ir::Path::is_identity);
-    if !language && identity(&spec.input_path) && identity(&spec.output_path) {
-        return choice_kept_with(exec, name, needs_ctx, input, spec.default.is_some(), |input, ctx| {
-            first_matching_rule(spec, input, ctx)
-        });
-    }
-    if !language {
-        return choice_with(
-            exec,
-            name,
-            needs_ctx,
-            input,
-            spec.default.is_some(),
-            |input, ctx| io::input_path_owned(&spec.input_path, input, ctx),
-            |effective, ctx| first_matching_rule(spec, effective, ctx),
-            |effective, ctx| io::output_path(&spec.output_path, effective, ctx),
-        );
-    }
-    choice_language_with(
-        exec,
-        name,
-        needs_ctx,
-        input,
-        spec.default.is_some(),
-        |input, ctx| io::input_path_owned(&spec.input_path, input, ctx),
-        |effective, ctx| first_matching_rule(spec, effective, ctx),
-        |branch, raw, effective, ctx| {
-            // The matched rule's Assign and Output; the state's own only on the Default path.
-            let (assign, output_template) = match branch.and_then(|i| spec.choices.get(i)) {
-                Some(rule) => (rule.assign.as_ref(), rule.output.as_ref()),
-                None => (spec.assign.as_ref(), spec.output.as_ref()),
-            };
-            let b = Bindings::new(raw, ctx);
-            let assigned = match assign {
-                Some(assign) => Some(exec.with_rng(|rng| variables::evaluate(assign, &effective, &b, ctx, rng))?),
-                None => None,
-            };
-            let output = match output_template {
-                Some(t) => exec.with_rng(|rng| jsonata::template(t, "Output", &b, rng))?,
-                None => io::output_path(&spec.output_path, effective, ctx)?,
-            };
-            Ok((output, assigned))
-        },
-    )
-}
-
 /// One visit of a Choice state with a JSONata `Output` or `Assign` (or, in the interpreter, any
 /// `Assign` or `Output`): as [`choice_with`], then `finish`, given the chosen rule (`None`: the
 /// Default), the raw input (`$states.input`), the effective input and the context object,
 /// gives the output and the chosen block's assigned values (`None`: it has no `Assign`), which
 /// the Exited event records and which are visible from the next state on.
 ///
-/// The interpreter's [`choice`](fn@choice) and generated code (whose `rules` are Rust conditions and
+/// The interpreter's [`choice`](crate::interp::choice) and generated code (whose `rules` are Rust conditions and
 /// JSONata `Condition`s, and whose `finish` is compiled from each rule's `Output` and
 /// `Assign`) both go through here.
 #[allow(clippy::too_many_arguments, clippy::type_complexity)] // each argument is one step of the state, in order
@@ -132,7 +65,7 @@ fn no_choice_matched(name: &str) -> Failure {
 /// index of the first rule that holds for it (`None`: none does), and `output_path` makes the
 /// output. No match without a Default (`has_default` false) is `States.NoChoiceMatched`.
 ///
-/// The interpreter's [`choice`](fn@choice) and generated code (whose `rules` are Rust conditions) both go
+/// The interpreter's [`choice`](crate::interp::choice) and generated code (whose `rules` are Rust conditions) both go
 /// through here, so their histories are the same.
 #[allow(clippy::too_many_arguments)] // each argument is one step of the state, in order
 pub fn choice_with(
@@ -153,7 +86,7 @@ pub fn choice_with(
 /// is its input, so unless this is the first state of its line (see [`Line`](super::Line)) the output is not
 /// checked against the payload limits again.
 ///
-/// The interpreter's [`choice`](fn@choice) and generated code both go through here for such a Choice.
+/// The interpreter's [`choice`](crate::interp::choice) and generated code both go through here for such a Choice.
 pub fn choice_kept_with(
     exec: &Execution,
     name: &str,
@@ -177,7 +110,7 @@ pub fn choice_kept_with(
 /// One visit of a JSONPath Choice state with `Assign` (its own, or a rule's): as
 /// [`choice_with`], with `assign` giving, for the chosen rule (`None`: the Default), the values
 /// of its `Assign` block (`None` when it has none) on the effective input, evaluated after the
-/// rules and before OutputPath, as [`choice`](fn@choice) does. The Exited event records them as
+/// rules and before OutputPath, as [`choice`](crate::interp::choice) does. The Exited event records them as
 /// `assignedVariables`; they are visible from the next state on.
 #[allow(clippy::too_many_arguments)] // each argument is one step of the state, in order
 pub fn choice_assign_with(

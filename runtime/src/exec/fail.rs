@@ -1,55 +1,18 @@
 //! The Fail state.
 
 use serde_json::Value;
-use wfc_ir::{ComputedString, FailState};
 
 use super::Execution;
 use super::visit::{Visit, state_span};
+use crate::Failure;
 use crate::jsonata::{self, Bindings};
-use crate::{Failure, io};
-
-/// A Fail state: the failure that ends the machine (or is caught by an enclosing Parallel's Catch).
-pub fn fail(exec: &Execution, name: &str, spec: &FailState, input: Value) -> Failure {
-    let needs_ctx = io::paths_use_context([spec.error_path.as_ref(), spec.cause_path.as_ref()])
-        || spec.error_computed.is_some()
-        || spec.cause_computed.is_some();
-    fail_with(exec, name, needs_ctx, input, |input, ctx| {
-        let computed = |value: &ComputedString, field: &str| -> Result<String, Failure> {
-            match value {
-                ComputedString::Intrinsic(i) => {
-                    computed_string(field, exec.with_rng(|rng| crate::intrinsics::evaluate(i, field, input, ctx, rng))?)
-                }
-                ComputedString::Jsonata(e) => fail_jsonata(exec, e, field, &Bindings::new(input, ctx)),
-            }
-        };
-        let read = |literal: &Option<String>, path: &Option<wfc_ir::Path>, field: &str| -> Result<String, Failure> {
-            match path {
-                Some(p) => fail_string(field, p.as_str(), io::select_field(p, field, input, ctx)?),
-                // AWS leaves an absent Error/Cause out of the event; the Error Output uses "".
-                None => Ok(literal.clone().unwrap_or_default()),
-            }
-        };
-        let error = match &spec.error_computed {
-            Some(c) => computed(c, if matches!(c, ComputedString::Jsonata(_)) { "Error" } else { "ErrorPath" }),
-            None => read(&spec.error, &spec.error_path, "ErrorPath"),
-        };
-        let cause = match &spec.cause_computed {
-            Some(c) => computed(c, if matches!(c, ComputedString::Jsonata(_)) { "Cause" } else { "CausePath" }),
-            None => read(&spec.cause, &spec.cause_path, "CausePath"),
-        };
-        match (error, cause) {
-            (Ok(error), Ok(cause)) => Ok(Failure { error, cause }),
-            (Err(f), _) | (_, Err(f)) => Err(f),
-        }
-    })
-}
 
 /// One visit of a Fail state: its entry event, then `body`, which gives the failure (its Error
 /// and Cause) from the raw input and the context object (`null` unless `needs_ctx`); a
 /// failure of `body` itself (a path that selects nothing or not a string) is the state's
 /// failure, with AWS's prefix when it is `States.Runtime`.
 ///
-/// The interpreter's [`fail`] and generated code (which compiles `body` from Error/Cause and
+/// The interpreter's [`fail`](crate::interp::fail) and generated code (which compiles `body` from Error/Cause and
 /// ErrorPath/CausePath) both go through here.
 pub fn fail_with(
     exec: &Execution,
@@ -71,7 +34,7 @@ pub fn fail_with(
 
 /// A Fail state's JSONata `Error` or `Cause` (`field`): a string, else
 /// `States.QueryEvaluationError` with AWS's wording.
-pub(crate) fn fail_jsonata(
+pub fn fail_jsonata(
     exec: &Execution,
     expr: &wfc_ir::JsonataExpr,
     field: &str,
@@ -85,7 +48,7 @@ pub(crate) fn fail_jsonata(
 
 /// What a Fail state's intrinsic ErrorPath or CausePath (`field`) gave: a string, else
 /// `States.Runtime`.
-pub(crate) fn computed_string(field: &str, value: Value) -> Result<String, Failure> {
+pub fn computed_string(field: &str, value: Value) -> Result<String, Failure> {
     match value {
         Value::String(s) => Ok(s),
         other => Err(Failure::runtime(format!("The {field} must be a string, but it was {other}"))),
@@ -94,7 +57,7 @@ pub(crate) fn computed_string(field: &str, value: Value) -> Result<String, Failu
 
 /// What a Fail state's ErrorPath or CausePath (`field`, whose path is `text`) selected: a
 /// string, else `States.Runtime`.
-pub(crate) fn fail_string(field: &str, text: &str, value: Value) -> Result<String, Failure> {
+pub fn fail_string(field: &str, text: &str, value: Value) -> Result<String, Failure> {
     match value {
         Value::String(s) => Ok(s),
         other => Err(Failure::runtime(format!("The {field} '{text}' must select a string, but it selected {other}"))),

@@ -12,7 +12,7 @@ use crate::{Failure, io};
 
 /// ResultSelector (on the raw result), ResultPath (into the raw input), OutputPath, as the IR
 /// says: what an interpreted Task, and every Parallel and Map, finish with.
-pub(super) fn finish_paths(
+pub fn finish_paths(
     exec: &Execution,
     selector: &Option<Template>,
     result_path: &ResultPath,

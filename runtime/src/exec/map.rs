@@ -8,38 +8,19 @@ use wfc_ir::{Assign, JsonataTemplate, MapState};
 
 use super::catch::{caught, state_failed};
 use super::finish::{AssignRef, Finish, Language, OutputRef, finish_success};
-use super::nested::{InterpretedNested, MapCode};
+use super::nested::MapCode;
 use super::visit::{AbortGuard, Visit, failure_details, name_details, state_span};
 use super::{Execution, Step};
 use crate::jsonata::{self, Bindings};
 use crate::retry::{self, RetryState};
 use crate::{EventType, Failure};
 
-/// A Map state (INLINE, or DISTRIBUTED through a Map Run). `run_iteration` is called once per
-/// item per attempt with the item's input (after `ItemSelector`) and the iteration's own line of
-/// control, and must run the item processor on it; [`crate::map::run_iterations`] bounds the
-/// concurrency, records the iteration events and keeps the results in item order. A Retry
-/// re-runs every iteration.
-pub async fn map<F, Fut>(
-    exec: &Execution,
-    name: &str,
-    spec: &MapState,
-    input: Value,
-    run_iteration: F,
-) -> Result<Step, Failure>
-where
-    F: FnMut(Value, Execution) -> Fut,
-    Fut: Future<Output = Result<Value, Failure>>,
-{
-    map_with(exec, name, &InterpretedNested(spec), input, run_iteration).await
-}
-
 /// One visit of a Map state whose data processing is `code`: its events, MaxConcurrency, the
 /// iterations (each on its own line of control and, when journaled, its own CONTEXT operation,
 /// through [`crate::map::run_iterations`]), the item-count limit, the retry loop with its
 /// back-offs on the execution's clock, the history limit, and Catch.
 ///
-/// The interpreter's [`map`] (whose `code` reads the IR) and generated code (whose `code` is
+/// The interpreter's [`map`](crate::interp::map) (whose `code` reads the IR) and generated code (whose `code` is
 /// compiled from the state's paths, ItemSelector and Retry/Catch tables, and whose item
 /// processor is a generated machine) both run through here, so their histories are the same.
 pub async fn map_with<C, F, Fut>(
@@ -196,7 +177,7 @@ where
 /// Whether a Map state is a JSONata state (the IR keeps no query language, so this looks for
 /// JSONata-only fields): its items then come from `Items` (or the input) and `ItemSelector` is
 /// JSONata.
-pub(crate) fn is_jsonata_map(spec: &MapState) -> bool {
+pub fn is_jsonata_map(spec: &MapState) -> bool {
     let jsonata_count =
         |c: &Option<wfc_ir::distributed::Count>| matches!(c, Some(wfc_ir::distributed::Count::Jsonata(_)));
     spec.jsonata
@@ -213,7 +194,7 @@ pub(crate) fn is_jsonata_map(spec: &MapState) -> bool {
 
 /// A JSONata Map's iteration inputs: the items (`Items`, else the state input, which must then
 /// be an array), each through `ItemSelector` with `$states.context.Map.Item`.
-pub(crate) fn jsonata_map_inputs(
+pub fn jsonata_map_inputs(
     exec: &Execution,
     spec: &MapState,
     input: &Value,

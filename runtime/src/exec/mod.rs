@@ -1,9 +1,12 @@
 //! The per-state semantics, shared by generated code and the interpreter.
 //!
-//! CONTRACT: generated code (wfc-core codegen) and [`crate::interp`] call exactly these functions.
-//! Each takes the state's IR spec and its raw input and returns the effective output (or where to
-//! go). Control flow (the state enum, the loop, which handler method to call) belongs to the
-//! caller; data processing, retries, waits, timeouts and history belong here.
+//! CONTRACT: generated code (wfc-core codegen, through [`crate::abi`]) and [`crate::interp`] call
+//! exactly these functions. Each visit (`pass_with`, `task_with`, ...) takes the state's code (a
+//! closure or a [`TaskCode`]/[`NestedCode`]: compiled in generated code, reading the IR in the
+//! interpreter) and its raw input, and returns the effective output (or where to go). Control flow
+//! (the state enum, the loop, which handler method to call) belongs to the caller; data
+//! processing, retries, waits, timeouts and history belong here. Nothing here reads a state's IR
+//! but the DISTRIBUTED Map's helpers that `crate::distributed` shares.
 //!
 //! Layout: this module holds the execution ([`Execution`], [`RunOptions`], its lines of control
 //! and durable scopes); `visit` is one state visit (its events, context object, `States.Runtime`
@@ -27,22 +30,28 @@ mod task;
 mod visit;
 mod wait;
 
-pub use choice::{Chosen, choice, choice_assign_with, choice_kept_with, choice_language_with, choice_with};
-pub use fail::{fail, fail_with};
-pub use map::{map, map_with};
+pub use choice::{Chosen, choice_assign_with, choice_kept_with, choice_language_with, choice_with};
+pub use fail::fail_with;
+pub use map::map_with;
 pub use nested::{MapCode, NestedCode, ParallelCode};
-pub use parallel::{join_branches, parallel, parallel_with};
+pub use parallel::{join_branches, parallel_with};
 pub use parameters::ParametersForm;
-pub use pass::{Assigned, pass, pass_assign_with, pass_kept_with, pass_language_with, pass_with};
-pub use succeed::{succeed, succeed_with};
-pub use task::{TaskCode, TaskShape, task, task_with};
-pub use wait::{MAX_WAIT, wait, wait_assign_with, wait_language_with, wait_with};
+pub use pass::{Assigned, pass_assign_with, pass_kept_with, pass_language_with, pass_with};
+pub use succeed::succeed_with;
+pub use task::{TaskCode, TaskShape, task_boxed_with, task_with};
+pub use wait::{MAX_WAIT, wait_assign_with, wait_language_with, wait_with};
 
-pub(crate) use fail::{computed_string, fail_jsonata, fail_string};
-pub(crate) use map::{is_jsonata_map, jsonata_map_items, jsonata_map_select};
-pub(crate) use task::{jsonata_seconds, positive_seconds, seconds_at, task_boxed};
+// The pieces of a state's processing that the interpreter's IR adapters (`crate::interp`) are
+// made of, beyond the visits above: what generated code gets through `crate::abi` instead.
+pub use fail::{computed_string, fail_jsonata, fail_string};
+pub use finish::finish_paths;
+pub use map::{is_jsonata_map, jsonata_map_inputs};
+pub use task::{jsonata_seconds, seconds_at};
+pub use wait::{wait_limit, wait_seconds_at, wait_seconds_jsonata, wait_timestamp_at, wait_timestamp_jsonata};
+
+pub(crate) use map::{jsonata_map_items, jsonata_map_select};
+pub(crate) use task::positive_seconds;
 pub(crate) use visit::failure_details;
-pub(crate) use wait::{wait_limit, wait_seconds_at, wait_seconds_jsonata, wait_timestamp_at, wait_timestamp_jsonata};
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -51,8 +60,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::FutureExt;
-use rand::{Rng, SeedableRng};
 use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 use wfc_ir::StateId;

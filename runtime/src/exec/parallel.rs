@@ -4,11 +4,10 @@ use std::future::Future;
 
 use serde_json::Value;
 use tracing::Instrument;
-use wfc_ir::ParallelState;
 
 use super::catch::{caught, state_failed};
 use super::finish::{AssignRef, Finish, Language, OutputRef, finish_success};
-use super::nested::{InterpretedNested, ParallelCode};
+use super::nested::ParallelCode;
 use super::parameters::{Parameters, ParametersCode, ParametersForm};
 use super::visit::{AbortGuard, Visit, name_details, state_span};
 use super::{Execution, Step};
@@ -29,29 +28,13 @@ impl<C: ParallelCode> ParametersCode for ParallelParameters<'_, C> {
     }
 }
 
-/// A Parallel state. `run_branches` is called once per attempt with the effective input and must
-/// run every branch on it concurrently (see [`join_branches`]) and return their outputs in order.
-pub async fn parallel<F, Fut>(
-    exec: &Execution,
-    name: &str,
-    spec: &ParallelState,
-    input: Value,
-    run_branches: F,
-) -> Result<Step, Failure>
-where
-    F: FnMut(Value, Execution) -> Fut,
-    Fut: Future<Output = Result<Vec<Value>, Failure>>,
-{
-    parallel_with(exec, name, &InterpretedNested(spec), input, run_branches).await
-}
-
 /// One visit of a Parallel state whose data processing is `code`: its events, the branches'
 /// line of control and CONTEXT operation (durable), the retry loop with its back-offs on the
 /// execution's clock, the history limit, and Catch. `run_branches` is called once per attempt
 /// with the branches' input (after Parameters) and must run every branch on it concurrently
 /// (see [`join_branches`]) and return their outputs in order.
 ///
-/// The interpreter's [`parallel`] (whose `code` reads the IR) and generated code (whose `code`
+/// The interpreter's [`parallel`](crate::interp::parallel) (whose `code` reads the IR) and generated code (whose `code`
 /// is compiled from the state's paths, templates and Retry/Catch tables, and whose branches are
 /// generated machines) both run through here, so their histories and failures are the same.
 pub async fn parallel_with<C, F, Fut>(

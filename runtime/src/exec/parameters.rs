@@ -1,12 +1,11 @@
 //! Parameters evaluated once per visit or per attempt (Task and Parallel).
 
 use serde_json::Value;
-use wfc_ir::Template;
 
 use super::Execution;
 use super::task::TaskCodeView;
 use super::visit::Visit;
-use crate::{Failure, io};
+use crate::Failure;
 
 /// When a Task's Parameters are evaluated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,27 +76,5 @@ impl ParametersCode for dyn TaskCodeView + Sync + '_ {
 
     fn evaluate(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<Value, Failure> {
         self.parameters(exec, effective, ctx)
-    }
-}
-
-/// A Parallel's or Map's Parameters template, evaluated by [`io`].
-pub(super) struct TemplateParameters<'t>(pub(super) Option<&'t Template>);
-
-impl ParametersCode for TemplateParameters<'_> {
-    fn form(&self) -> ParametersForm {
-        match self.0 {
-            None => ParametersForm::None,
-            Some(t) if io::uses_context(t) || io::uses_randomness(t) => {
-                ParametersForm::PerAttempt { context: io::uses_context(t) }
-            }
-            Some(_) => ParametersForm::Once,
-        }
-    }
-
-    fn evaluate(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<Value, Failure> {
-        match self.0 {
-            Some(t) => exec.with_rng(|rng| io::template(t, effective, ctx, rng)),
-            None => Ok(effective.clone()),
-        }
     }
 }

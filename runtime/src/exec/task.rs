@@ -8,10 +8,9 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 use serde_json::{Value, json};
 use tracing::Instrument;
-use wfc_ir::{Seconds, TaskState};
 
 use super::catch::caught;
-use super::finish::{AssignRef, Finish, Language, OutputRef, finish_paths, finish_success};
+use super::finish::{AssignRef, Finish, Language, OutputRef, finish_success};
 use super::parameters::{Parameters, ParametersForm};
 use super::pass::Assigned;
 use super::visit::{AbortGuard, Visit, failure_details, state_span};
@@ -19,28 +18,11 @@ use super::{Execution, Step};
 use crate::jsonata::{self, Bindings};
 use crate::retry::{self, RetryDecision, RetryState};
 use crate::task::Attempt;
-use crate::variables;
 use crate::{Details, EventType, Failure, TaskContext, io};
-
-/// Reads a TimeoutSeconds/HeartbeatSeconds value: a literal, or a path that must select a
-/// positive integer.
-fn resolve_seconds(
-    seconds: &Option<Seconds>,
-    field: &str,
-    input: &Value,
-    ctx: &Value,
-) -> Result<Option<Duration>, Failure> {
-    match seconds {
-        None => Ok(None),
-        Some(Seconds::Fixed(s)) => Ok(Some(Duration::from_secs(*s))),
-        Some(Seconds::Jsonata(e)) => jsonata_seconds(e, field.trim_end_matches("Path"), input, ctx).map(Some),
-        Some(Seconds::Path(p)) => seconds_at(p, field, input, ctx).map(Some),
-    }
-}
 
 /// A JSONata TimeoutSeconds or HeartbeatSeconds (`field`) on the state input: a positive
 /// integer, else `States.QueryEvaluationError`.
-pub(crate) fn jsonata_seconds(
+pub fn jsonata_seconds(
     expr: &wfc_ir::JsonataExpr,
     field: &str,
     input: &Value,
@@ -56,7 +38,7 @@ pub(crate) fn jsonata_seconds(
 }
 
 /// A TimeoutSecondsPath or HeartbeatSecondsPath (`field`) on the effective input `input`.
-pub(crate) fn seconds_at(p: &wfc_ir::Path, field: &str, input: &Value, ctx: &Value) -> Result<Duration, Failure> {
+pub fn seconds_at(p: &wfc_ir::Path, field: &str, input: &Value, ctx: &Value) -> Result<Duration, Failure> {
     let Some(value) = io::select_opt(p, input, ctx) else {
         let doc = if p.root() == wfc_ir::Root::Context { ctx } else { input };
         return Err(Failure::runtime(io::invalid_path_message(p, doc)));
@@ -79,44 +61,11 @@ fn seconds_json(d: Option<Duration>) -> Value {
     d.map_or(Value::Null, |d| json!(d.as_secs()))
 }
 
-/// A Task state: input processing, the handler call under TimeoutSeconds/HeartbeatSeconds with
-/// panics caught, Retry, ResultSelector/ResultPath/OutputPath, and Catch.
-///
-/// `invoke` is called once per attempt with the effective input (after Parameters).
-pub async fn task<'a, F, Fut>(
-    exec: &Execution,
-    name: &str,
-    spec: &TaskState,
-    input: Value,
-    invoke: F,
-) -> Result<Step, Failure>
-where
-    F: FnMut(Value, TaskContext) -> Fut + Send + 'a,
-    Fut: Future<Output = Result<Value, Failure>> + Send + 'a,
-{
-    task_with(exec, name, &Interpreted(spec), input, invoke).await
-}
-
-/// [`task`] for the interpreter, whose handlers return a boxed future already: it is used as it
-/// is, where [`task_with`] would box it again (an allocation per attempt).
-pub(crate) async fn task_boxed<'a, F>(
-    exec: &Execution,
-    name: &str,
-    spec: &TaskState,
-    input: Value,
-    invoke: F,
-) -> Result<Step, Failure>
-where
-    F: FnMut(Value, TaskContext) -> BoxFuture<'a, Result<Value, Failure>> + Send,
-{
-    task_visit(exec, name, Erased(Interpreted(spec)), input, invoke).await
-}
-
 /// One visit of a Task state whose data processing is `code`: its events, the retry loop with
 /// its back-offs on the execution's clock, TimeoutSeconds and HeartbeatSeconds, callbacks
 /// (`.waitForTaskToken`), `lambda:invoke` wrapping, Credentials, the payload limits, and Catch.
 ///
-/// The interpreter's [`task`] (whose `code` reads the IR) and generated code (whose `code` is
+/// The interpreter's `task` (whose `code` reads the IR) and generated code (whose `code` is
 /// compiled from the state's paths, templates and Retry/Catch tables) both run through here,
 /// so their histories and failures are the same.
 ///
@@ -140,6 +89,23 @@ where
     let invoke =
         move |input: Value, ctx: TaskContext| -> BoxFuture<'a, Result<Value, Failure>> { Box::pin(invoke(input, ctx)) };
     task_visit(exec, name, Erased(code), input, invoke)
+}
+
+/// [`task_with`] for a caller whose handler returns a boxed future already (the interpreter's
+/// `task`): it is used as it is, where [`task_with`] would box it again (an allocation per
+/// attempt). `code` is held by value (the interpreter's is itself a reference to the IR).
+pub async fn task_boxed_with<'a, C, F>(
+    exec: &Execution,
+    name: &str,
+    code: C,
+    input: Value,
+    invoke: F,
+) -> Result<Step, Failure>
+where
+    C: TaskCode + Sync,
+    F: FnMut(Value, TaskContext) -> BoxFuture<'a, Result<Value, Failure>> + Send,
+{
+    task_visit(exec, name, Erased(Owned(code)), input, invoke).await
 }
 
 /// A handler call with its type erased (one boxed future per attempt, as the interpreter's
@@ -280,16 +246,19 @@ trait HoldsCode {
     fn held(&self) -> &Self::Code;
 }
 
-impl<C: TaskCode + Sync> HoldsCode for &C {
+/// A Task's code held by value (see [`task_boxed_with`]).
+struct Owned<C>(C);
+
+impl<C: TaskCode + Sync> HoldsCode for Owned<C> {
     type Code = C;
     fn held(&self) -> &C {
-        self
+        &self.0
     }
 }
 
-impl<'s> HoldsCode for Interpreted<'s> {
-    type Code = Interpreted<'s>;
-    fn held(&self) -> &Interpreted<'s> {
+impl<C: TaskCode + Sync> HoldsCode for &C {
+    type Code = C;
+    fn held(&self) -> &C {
         self
     }
 }
@@ -316,7 +285,7 @@ impl<H: HoldsCode> ErasedTask for Erased<H> {
 }
 
 /// The data processing of one Task state, which [`task_with`] runs its visit around: what the
-/// interpreter reads from the IR ([`task`]) and generated code compiles (`wfc_runtime::abi`).
+/// interpreter reads from the IR ([`task`](crate::interp::task)) and generated code compiles (`wfc_runtime::abi`).
 /// Each method is one step of the state's pipeline; none of them records events.
 pub trait TaskCode {
     /// A retrier of its `Retry` table.
@@ -419,124 +388,6 @@ pub trait TaskCode {
     fn output(&self, exec: &Execution, states: &Bindings<'_>) -> Result<Value, Failure> {
         let _ = exec;
         Ok(states.result.cloned().unwrap_or(Value::Null))
-    }
-}
-
-/// The interpreter's [`TaskCode`]: the state's IR spec, evaluated by [`io`].
-struct Interpreted<'s>(&'s TaskState);
-
-impl TaskCode for Interpreted<'_> {
-    type Retrier = wfc_ir::Retrier;
-    type Catcher = wfc_ir::Catcher;
-
-    fn resource(&self) -> &str {
-        &self.0.resource
-    }
-
-    fn retriers(&self) -> &[wfc_ir::Retrier] {
-        &self.0.retry
-    }
-
-    fn catchers(&self) -> &[wfc_ir::Catcher] {
-        &self.0.catch
-    }
-
-    fn needs_context(&self) -> bool {
-        let spec = self.0;
-        io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()])
-            || spec.arguments.is_some()
-            || spec.output.is_some()
-            || spec.assign.is_some()
-            || matches!(spec.timeout, Some(Seconds::Jsonata(_)))
-            || matches!(spec.heartbeat, Some(Seconds::Jsonata(_)))
-            || spec.credentials.is_some()
-    }
-
-    fn shape(&self) -> TaskShape {
-        TaskShape::of(self.0)
-    }
-
-    fn input_path(&self, raw: &Value, ctx: &Value) -> Result<Value, Failure> {
-        io::input_path(&self.0.input_path, raw, ctx).map(std::borrow::Cow::into_owned)
-    }
-
-    fn timeout(&self, effective: &Value, ctx: &Value) -> Result<Option<Duration>, Failure> {
-        resolve_seconds(&self.0.timeout, "TimeoutSecondsPath", effective, ctx)
-    }
-
-    fn heartbeat(&self, effective: &Value, ctx: &Value) -> Result<Option<Duration>, Failure> {
-        resolve_seconds(&self.0.heartbeat, "HeartbeatSecondsPath", effective, ctx)
-    }
-
-    fn parameters_form(&self) -> ParametersForm {
-        match &self.0.parameters {
-            None => ParametersForm::None,
-            // A random intrinsic (States.UUID) gives each attempt a fresh value, as `$$` does.
-            Some(t) if io::uses_context(t) || io::uses_randomness(t) => {
-                ParametersForm::PerAttempt { context: io::uses_context(t) }
-            }
-            Some(_) => ParametersForm::Once,
-        }
-    }
-
-    fn parameters(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<Value, Failure> {
-        match &self.0.parameters {
-            Some(t) => exec.with_rng(|rng| io::template(t, effective, ctx, rng)),
-            None => Ok(effective.clone()),
-        }
-    }
-
-    fn finish_needs_context(&self) -> bool {
-        self.0.result_selector.as_ref().is_some_and(io::uses_context)
-    }
-
-    fn finish(&self, exec: &Execution, raw_input: Value, result: Value, ctx: &Value) -> Result<Value, Failure> {
-        let spec = self.0;
-        finish_paths(exec, &spec.result_selector, &spec.result_path, &spec.output_path, raw_input, result, ctx)
-    }
-
-    fn has_credentials(&self) -> bool {
-        self.0.credentials.is_some()
-    }
-
-    fn role_arn(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<String, Failure> {
-        match &self.0.credentials {
-            Some(c) => exec.with_rng(|rng| crate::credentials::role_arn(c, effective, ctx, rng)),
-            None => Err(Failure::runtime("the Task has no Credentials")),
-        }
-    }
-
-    fn has_arguments(&self) -> bool {
-        self.0.arguments.is_some()
-    }
-
-    fn arguments(&self, exec: &Execution, states: &Bindings<'_>) -> Result<Value, Failure> {
-        match &self.0.arguments {
-            Some(t) => exec.with_rng(|rng| jsonata::template(t, "Arguments", states, rng)),
-            None => Ok(states.input.clone()),
-        }
-    }
-
-    fn assigns(&self) -> bool {
-        self.0.assign.is_some()
-    }
-
-    fn assigned(&self, exec: &Execution, dollar: &Value, states: &Bindings<'_>) -> Result<Assigned, Failure> {
-        match &self.0.assign {
-            Some(assign) => exec.with_rng(|rng| variables::evaluate(assign, dollar, states, states.context, rng)),
-            None => Ok(Vec::new()),
-        }
-    }
-
-    fn has_output(&self) -> bool {
-        self.0.output.is_some()
-    }
-
-    fn output(&self, exec: &Execution, states: &Bindings<'_>) -> Result<Value, Failure> {
-        match &self.0.output {
-            Some(t) => exec.with_rng(|rng| jsonata::template(t, "Output", states, rng)),
-            None => Ok(states.result.cloned().unwrap_or(Value::Null)),
-        }
     }
 }
 
@@ -864,18 +715,4 @@ pub struct TaskShape {
     pub single_attempt: bool,
     /// No ResultSelector, ResultPath `$` and OutputPath `$`: the output is the task's result.
     pub result_is_output: bool,
-}
-
-impl TaskShape {
-    fn of(spec: &TaskState) -> TaskShape {
-        let identity = |p: &Option<wfc_ir::Path>| p.as_ref().is_some_and(wfc_ir::Path::is_identity);
-        let result_replaces = spec.result_path.as_ref().is_some_and(|p| p.is_identity());
-        // JSONata Arguments/Output and Assign read the raw input (`$states.input`).
-        let plain = spec.arguments.is_none() && spec.output.is_none() && spec.assign.is_none();
-        TaskShape {
-            input_moves: plain && identity(&spec.input_path) && result_replaces && spec.catch.is_empty(),
-            single_attempt: spec.retry.is_empty(),
-            result_is_output: spec.result_selector.is_none() && result_replaces && identity(&spec.output_path),
-        }
-    }
 }

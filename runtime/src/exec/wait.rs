@@ -4,14 +4,12 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tracing::Instrument;
-use wfc_ir::{Assign, WaitDuration, WaitState};
 
 use super::Execution;
-use super::pass::{Assigned, assign_jsonpath};
+use super::pass::Assigned;
 use super::visit::{AbortGuard, Visit, state_span};
 use crate::jsonata::{self, Bindings};
-use crate::variables;
-use crate::{EventType, Failure, io};
+use crate::{EventType, Failure};
 
 /// The longest Wait AWS accepts, [`wfc_ir::MAX_WAIT_SECONDS`] (2³¹ − 1 s, about 68 years:
 /// AWS's recorded boundary). Longer is `States.Runtime` "Wait state delay is too long." as on AWS.
@@ -25,28 +23,8 @@ fn bare(value: &Value) -> String {
     }
 }
 
-/// How long a Wait waits, with AWS's messages for bad values.
-fn wait_delay(exec: &Execution, duration: &WaitDuration, input: &Value, ctx: &Value) -> Result<Duration, Failure> {
-    let delay = match duration {
-        WaitDuration::SecondsJsonata(e) => wait_seconds_jsonata(exec, e, &Bindings::new(input, ctx))?,
-        WaitDuration::TimestampJsonata(e) => wait_timestamp_jsonata(exec, e, &Bindings::new(input, ctx))?,
-        WaitDuration::Seconds(s) => Duration::from_secs(*s),
-        WaitDuration::Timestamp(text) => match wfc_ir::timestamp::parse(text) {
-            Ok(ts) => exec.clock().until(ts),
-            Err(_) => {
-                return Err(Failure::runtime(format!(
-                    "The Timestamp field cannot be parsed as an ISO-8601 extended offset date-time format string: {text}"
-                )));
-            }
-        },
-        WaitDuration::SecondsPath(p) => wait_seconds_at(p.as_str(), io::select_opt(p, input, ctx).as_ref())?,
-        WaitDuration::TimestampPath(p) => wait_timestamp_at(exec, p.as_str(), io::select_opt(p, input, ctx).as_ref())?,
-    };
-    wait_limit(delay)
-}
-
 /// A Wait's JSONata `Seconds`: a non-negative integer, else `States.QueryEvaluationError`.
-pub(crate) fn wait_seconds_jsonata(
+pub fn wait_seconds_jsonata(
     exec: &Execution,
     expr: &wfc_ir::JsonataExpr,
     b: &Bindings<'_>,
@@ -60,7 +38,7 @@ pub(crate) fn wait_seconds_jsonata(
 
 /// A Wait's JSONata `Timestamp`: the time from now until then on the execution's clock; a value
 /// that is not an ASL timestamp is `States.QueryEvaluationError`.
-pub(crate) fn wait_timestamp_jsonata(
+pub fn wait_timestamp_jsonata(
     exec: &Execution,
     expr: &wfc_ir::JsonataExpr,
     b: &Bindings<'_>,
@@ -76,7 +54,7 @@ pub(crate) fn wait_timestamp_jsonata(
 }
 
 /// A Wait's delay within [`MAX_WAIT`], else AWS's `States.Runtime`.
-pub(crate) fn wait_limit(delay: Duration) -> Result<Duration, Failure> {
+pub fn wait_limit(delay: Duration) -> Result<Duration, Failure> {
     if delay > MAX_WAIT {
         return Err(Failure::runtime("Wait state delay is too long."));
     }
@@ -84,7 +62,7 @@ pub(crate) fn wait_limit(delay: Duration) -> Result<Duration, Failure> {
 }
 
 /// What a `SecondsPath` (whose text is `text`) selected, `None` when nothing: the delay.
-pub(crate) fn wait_seconds_at(text: &str, value: Option<&Value>) -> Result<Duration, Failure> {
+pub fn wait_seconds_at(text: &str, value: Option<&Value>) -> Result<Duration, Failure> {
     let Some(value) = value else {
         return Err(Failure::runtime(format!("The SecondsPath parameter does not reference an input value: {text}")));
     };
@@ -105,7 +83,7 @@ pub(crate) fn wait_seconds_at(text: &str, value: Option<&Value>) -> Result<Durat
 
 /// What a `TimestampPath` (whose text is `text`) selected, `None` when nothing: the time from
 /// now on the execution's clock until then.
-pub(crate) fn wait_timestamp_at(exec: &Execution, text: &str, value: Option<&Value>) -> Result<Duration, Failure> {
+pub fn wait_timestamp_at(exec: &Execution, text: &str, value: Option<&Value>) -> Result<Duration, Failure> {
     let Some(value) = value else {
         return Err(Failure::runtime(format!("The TimestampPath parameter does not reference an input value: {text}")));
     };
@@ -119,50 +97,6 @@ pub(crate) fn wait_timestamp_at(exec: &Execution, text: &str, value: Option<&Val
     }
 }
 
-/// A Wait state, on the execution's clock.
-pub async fn wait(exec: &Execution, name: &str, spec: &WaitState, input: Value) -> Result<Value, Failure> {
-    let language = spec.assign.is_some() || spec.output.is_some();
-    let needs_ctx = io::paths_use_context([spec.input_path.as_ref(), spec.output_path.as_ref()])
-        || matches!(&spec.duration, WaitDuration::SecondsPath(p) | WaitDuration::TimestampPath(p) if p.root() != wfc_ir::Root::Input)
-        || matches!(&spec.duration, WaitDuration::SecondsJsonata(_) | WaitDuration::TimestampJsonata(_))
-        || language;
-    if !language {
-        return wait_with(exec, name, needs_ctx, input, |input, ctx| {
-            let effective = io::input_path_owned(&spec.input_path, input, ctx)?;
-            let delay = wait_delay(exec, &spec.duration, &effective, ctx)?;
-            Ok((io::output_path(&spec.output_path, effective, ctx)?, delay))
-        })
-        .await;
-    }
-    if let (Some(assign @ Assign::JsonPath(_)), None) = (&spec.assign, &spec.output) {
-        return wait_assign_with(exec, name, input, |input, ctx| {
-            let effective = io::input_path_owned(&spec.input_path, input, ctx)?;
-            let delay = wait_delay(exec, &spec.duration, &effective, ctx)?;
-            // Assign is computed before the wait, against the variables as of entry.
-            let assigned = assign_jsonpath(exec, assign, &effective, ctx)?;
-            Ok((io::output_path(&spec.output_path, effective, ctx)?, assigned, delay))
-        })
-        .await;
-    }
-    wait_language_with(exec, name, needs_ctx, input, |input, ctx| {
-        let raw = input.clone();
-        let effective = io::input_path_owned(&spec.input_path, input, ctx)?;
-        let delay = wait_delay(exec, &spec.duration, &effective, ctx)?;
-        // Assign and Output are computed before the wait, against the variables as of entry.
-        let b = Bindings::new(&raw, ctx);
-        let assigned = match &spec.assign {
-            Some(assign) => Some(exec.with_rng(|rng| variables::evaluate(assign, &effective, &b, ctx, rng))?),
-            None => None,
-        };
-        let output = match &spec.output {
-            Some(t) => exec.with_rng(|rng| jsonata::template(t, "Output", &b, rng))?,
-            None => io::output_path(&spec.output_path, effective, ctx)?,
-        };
-        Ok((output, assigned, delay))
-    })
-    .await
-}
-
 /// One visit of a Wait state with a JSONata `Output` or `Assign` (or, in the interpreter, any
 /// `Assign` with an `Output`): as [`wait_with`], with `body` also giving the assigned values
 /// (`None` without an `Assign`; evaluated before the wait, against the variables as of entry),
@@ -170,7 +104,7 @@ pub async fn wait(exec: &Execution, name: &str, spec: &WaitState, input: Value) 
 /// `body` gets AWS's prefix naming the state (and a `States.QueryEvaluationError` its
 /// `EvaluationFailed` event).
 ///
-/// The interpreter's [`wait`] and generated code (which compiles `body` from the state's
+/// The interpreter's [`wait`](crate::interp::wait) and generated code (which compiles `body` from the state's
 /// JSONata `Seconds`/`Timestamp`, `Output` and `Assign`) both go through here.
 pub async fn wait_language_with(
     exec: &Execution,
@@ -187,7 +121,7 @@ pub async fn wait_language_with(
 /// `needs_ctx`), then the wait on the execution's clock (durable when journaled). A
 /// `States.Runtime` failure of `body` gets AWS's prefix naming the state.
 ///
-/// The interpreter's [`wait`] and generated code (which compiles `body` from the state's paths
+/// The interpreter's [`wait`](crate::interp::wait) and generated code (which compiles `body` from the state's paths
 /// and its Seconds/Timestamp/SecondsPath/TimestampPath) both go through here.
 pub async fn wait_with(
     exec: &Execution,
@@ -208,7 +142,7 @@ pub async fn wait_with(
 /// the effective input, against the variables as of entry), which the Exited event records and
 /// which are visible from the next state on.
 ///
-/// The interpreter's [`wait`] and generated code both go through here.
+/// The interpreter's [`wait`](crate::interp::wait) and generated code both go through here.
 pub async fn wait_assign_with(
     exec: &Execution,
     name: &str,

@@ -1,94 +1,19 @@
 //! The IR interpreter: runs a [`Workflow`] directly, calling the same [`crate::exec`] functions
 //! as generated code, so `wfc run` and compiled workflows share one semantics.
 
-use std::collections::HashMap;
-use std::fmt;
-use std::future::Future;
-
 use futures::future::BoxFuture;
 use serde_json::Value;
 use wfc_ir::{StateKind, StateMachine, Transition, Workflow};
 
+use crate::Failure;
 use crate::exec::{self, Execution, ExecutionResult, RunOptions, Step};
-use crate::{Failure, TaskContext};
+/// The handler trait and table the interpreter calls Tasks through ([`crate::handlers`]).
+pub use crate::handlers::{DynHandler, Handlers};
 
-/// Task handlers for the interpreter: one call per Task attempt, dispatched by resource.
-pub trait DynHandler: Send + Sync {
-    /// Runs `resource` on `input` (the Task's effective input, after Parameters).
-    fn call<'a>(&'a self, resource: &'a str, input: Value, ctx: TaskContext) -> BoxFuture<'a, Result<Value, Failure>>;
-}
+mod states;
 
-/// Any `Fn(resource, input, ctx) -> future` closure is a handler.
-impl<F, Fut> DynHandler for F
-where
-    F: Fn(String, Value, TaskContext) -> Fut + Send + Sync,
-    Fut: Future<Output = Result<Value, Failure>> + Send + 'static,
-{
-    fn call<'a>(&'a self, resource: &'a str, input: Value, ctx: TaskContext) -> BoxFuture<'a, Result<Value, Failure>> {
-        Box::pin(self(resource.to_owned(), input, ctx))
-    }
-}
-
-type BoxedHandler = Box<dyn Fn(Value, TaskContext) -> BoxFuture<'static, Result<Value, Failure>> + Send + Sync>;
-
-/// A handler table: one closure per resource, plus an optional fallback.
-///
-/// ```
-/// use wfc_runtime::interp::Handlers;
-/// let handlers = Handlers::new().on("arn:aws:lambda:us-east-1:123456789012:function:Add", |input, _ctx| async move {
-///     Ok(wfc_runtime::json!(input["a"].as_i64().unwrap_or(0) + input["b"].as_i64().unwrap_or(0)))
-/// });
-/// ```
-#[derive(Default)]
-pub struct Handlers {
-    by_resource: HashMap<String, BoxedHandler>,
-    fallback: Option<Box<dyn DynHandler>>,
-}
-
-impl fmt::Debug for Handlers {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut resources: Vec<&String> = self.by_resource.keys().collect();
-        resources.sort();
-        f.debug_struct("Handlers").field("resources", &resources).field("fallback", &self.fallback.is_some()).finish()
-    }
-}
-
-impl Handlers {
-    /// An empty table: every resource fails with `States.Runtime` until registered.
-    pub fn new() -> Handlers {
-        Handlers::default()
-    }
-
-    /// Registers the handler for `resource`.
-    pub fn on<F, Fut>(mut self, resource: impl Into<String>, handler: F) -> Handlers
-    where
-        F: Fn(Value, TaskContext) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Value, Failure>> + Send + 'static,
-    {
-        self.by_resource.insert(resource.into(), Box::new(move |input, ctx| Box::pin(handler(input, ctx))));
-        self
-    }
-
-    /// Handles every resource that has no handler of its own.
-    pub fn fallback(mut self, handler: impl DynHandler + 'static) -> Handlers {
-        self.fallback = Some(Box::new(handler));
-        self
-    }
-}
-
-impl DynHandler for Handlers {
-    fn call<'a>(&'a self, resource: &'a str, input: Value, ctx: TaskContext) -> BoxFuture<'a, Result<Value, Failure>> {
-        match (self.by_resource.get(resource), &self.fallback) {
-            (Some(handler), _) => handler(input, ctx),
-            (None, Some(fallback)) => fallback.call(resource, input, ctx),
-            // A missing handler is a set-up mistake, not a task failure: terminal, so no
-            // Retry or Catch hides it.
-            (None, None) => Box::pin(async move {
-                Err(Failure::runtime(format!("no handler is registered for the resource '{resource}'")))
-            }),
-        }
-    }
-}
+use states::task_boxed;
+pub use states::{choice, fail, map, parallel, pass, succeed, task, wait};
 
 /// Runs a whole workflow on `input`: the execution, its TimeoutSeconds, and its history.
 pub async fn run(workflow: &Workflow, handler: &dyn DynHandler, input: Value, options: RunOptions) -> ExecutionResult {
@@ -117,19 +42,18 @@ pub async fn run_machine(
         };
         let name = state.name.as_str();
         let (output, transition) = match &state.kind {
-            StateKind::Pass(spec) => (exec::pass(exec, name, spec, input).await?, spec.transition),
+            StateKind::Pass(spec) => (pass(exec, name, spec, input).await?, spec.transition),
             StateKind::Task(spec) => {
                 let resource = spec.resource.as_str();
-                let step =
-                    exec::task_boxed(exec, name, spec, input, |effective, ctx| handler.call(resource, effective, ctx))
-                        .await?;
+                let step = task_boxed(exec, name, spec, input, |effective, ctx| handler.call(resource, effective, ctx))
+                    .await?;
                 match step {
                     Step::Next(output) => (output, spec.transition),
                     Step::Goto { target, output } => (output, Transition::Next(target)),
                 }
             }
             StateKind::Choice(spec) => {
-                let chosen = exec::choice(exec, name, spec, input)?;
+                let chosen = choice(exec, name, spec, input)?;
                 let next = match chosen.branch {
                     Some(i) => spec.choices.get(i).map(|c| c.next),
                     None => spec.default,
@@ -139,14 +63,13 @@ pub async fn run_machine(
                 };
                 (chosen.output, Transition::Next(next))
             }
-            StateKind::Wait(spec) => (exec::wait(exec, name, spec, input).await?, spec.transition),
-            StateKind::Succeed(spec) => return exec::succeed(exec, name, spec, input),
-            StateKind::Fail(spec) => return Err(exec::fail(exec, name, spec, input)),
+            StateKind::Wait(spec) => (wait(exec, name, spec, input).await?, spec.transition),
+            StateKind::Succeed(spec) => return succeed(exec, name, spec, input),
+            StateKind::Fail(spec) => return Err(fail(exec, name, spec, input)),
             StateKind::Map(spec) => {
                 let processor = &spec.item_processor;
                 let step =
-                    exec::map(exec, name, spec, input, |item, line| run_iteration(processor, handler, item, line))
-                        .await?;
+                    map(exec, name, spec, input, |item, line| run_iteration(processor, handler, item, line)).await?;
                 match step {
                     Step::Next(output) => (output, spec.transition),
                     Step::Goto { target, output } => (output, Transition::Next(target)),
@@ -160,7 +83,7 @@ pub async fn run_machine(
                 }
             },
             StateKind::Parallel(spec) => {
-                let step = exec::parallel(exec, name, spec, input, |effective, exec| {
+                let step = parallel(exec, name, spec, input, |effective, exec| {
                     run_branches(spec.branches.as_slice(), handler, effective, exec)
                 })
                 .await?;
