@@ -381,9 +381,16 @@ impl Worker {
                 biased;
                 () = &mut shutdown => break,
                 Some(done) = running.join_next(), if !running.is_empty() => {
-                    if let Ok((name, _, end)) = done {
-                        in_flight.remove(&name);
-                        count(&mut stats, end);
+                    // Every run that has ended by now, not only the first: the next claim then
+                    // fills all their places in one write. (Taking one a loop claimed one
+                    // execution per commit, which bounded the executions running at once at
+                    // claims per second times an execution's duration, far below `concurrency`.)
+                    let mut done = Some(done);
+                    while let Some(one) = done.take().or_else(|| running.try_join_next()) {
+                        if let Ok((name, _, end)) = one {
+                            in_flight.remove(&name);
+                            count(&mut stats, end);
+                        }
                     }
                 }
                 () = self.store.wait_for_work(self.config.poll_interval) => {}
