@@ -71,7 +71,7 @@ pub use clock::{Clock, block_on_virtual};
 pub use definition::DefinitionId;
 pub use error::{Failure, TaskError};
 pub use exec::{Execution, ExecutionResult, Identity, MachineType, RunOptions, Status, express_execution_uuid};
-pub use history::{Details, EventType, History, HistoryEvent, HistoryLevel};
+pub use history::{Details, EventTime, EventType, History, HistoryEvent, HistoryLevel};
 pub use interp::{DynHandler, Handlers};
 pub use limits::Limits;
 pub use serde_json::{Value, json};
