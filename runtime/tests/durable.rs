@@ -173,8 +173,9 @@ async fn history_rows_of_many_events_read_and_replace_event_by_event() {
         details: json!({ "name": tag }).into(),
     };
     let events = |ids: std::ops::RangeInclusive<u64>, tag: &str| ids.map(|i| event(i, tag)).collect::<Vec<_>>();
-    let ids =
-        |events: Vec<wfc_runtime::HistoryEvent>| events.into_iter().map(|e| (e.id, e.timestamp)).collect::<Vec<_>>();
+    let ids = |events: Vec<wfc_runtime::HistoryEvent>| {
+        events.into_iter().map(|e| (e.id, e.timestamp.to_string())).collect::<Vec<_>>()
+    };
     let tagged = |spans: &[(std::ops::RangeInclusive<u64>, &str)]| {
         spans.iter().flat_map(|(r, t)| r.clone().map(move |i| (i, t.to_string()))).collect::<Vec<_>>()
     };
@@ -475,7 +476,7 @@ async fn a_finished_branch_replays_from_its_context_without_running() {
 /// History events without their timestamps: a replayed event is stamped anew in the run's
 /// memory, while the store keeps the instant it was first written at.
 fn unstamped(events: &[wfc_runtime::HistoryEvent]) -> Vec<wfc_runtime::HistoryEvent> {
-    events.iter().map(|e| wfc_runtime::HistoryEvent { timestamp: String::new(), ..e.clone() }).collect()
+    events.iter().map(|e| wfc_runtime::HistoryEvent { timestamp: Default::default(), ..e.clone() }).collect()
 }
 
 #[tokio::test]

@@ -991,8 +991,9 @@ impl Execution {
             Some(id) => id,
             None => {
                 let previous = self.cursor.last.load(Ordering::SeqCst);
-                let timestamp = crate::clock::format_timestamp(at.unwrap_or_else(|| self.shared.clock.now()));
-                self.shared.history.record(event_type, details(), timestamp, previous)
+                // The instant only: its text is written when something reads it (EventTime).
+                let at = at.unwrap_or_else(|| self.shared.clock.now());
+                self.shared.history.record(event_type, details(), crate::history::EventTime::at(at), previous)
             }
         };
         self.cursor.last.store(id, Ordering::SeqCst);

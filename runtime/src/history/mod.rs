@@ -2,8 +2,10 @@
 //! the event that led to it.
 
 mod details;
+mod time;
 
 pub use details::{Details, DocumentCache, EventWriter, same_json};
+pub use time::EventTime;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -192,8 +194,9 @@ pub struct HistoryEvent {
     pub id: u64,
     /// The event that led to this one (0 for the first).
     pub previous_event_id: u64,
-    /// When it happened, RFC 3339 on the execution's clock (`2024-01-01T00:00:00.000Z`).
-    pub timestamp: String,
+    /// When it happened, RFC 3339 on the execution's clock (`2024-01-01T00:00:00.000Z`):
+    /// reads and serializes as that text, written only when read (see [`EventTime`]).
+    pub timestamp: EventTime,
     /// What happened.
     #[serde(rename = "type")]
     pub event_type: EventType,
@@ -293,13 +296,13 @@ impl History {
         &self,
         event_type: EventType,
         details: impl Into<Details>,
-        timestamp: String,
+        timestamp: impl Into<EventTime>,
         previous_event_id: u64,
     ) -> u64 {
         if let Some(id) = self.count() {
             return id;
         }
-        let details = details.into();
+        let (details, timestamp) = (details.into(), timestamp.into());
         let mut events = self.lock();
         let id = events.len() as u64 + 1;
         events.push(HistoryEvent { id, previous_event_id, timestamp, event_type, details });
@@ -375,7 +378,7 @@ mod tests {
     #[test]
     fn serializes_with_aws_names() {
         let h = History::new();
-        let id = h.record(EventType::TaskStateEntered, serde_json::json!({"name": "A", "input": {}}), "t".into(), 0);
+        let id = h.record(EventType::TaskStateEntered, serde_json::json!({"name": "A", "input": {}}), "t", 0);
         assert_eq!(id, 1);
         let json = serde_json::to_value(&h.events()[0]).unwrap_or_default();
         assert_eq!(json["type"], "TaskStateEntered");
