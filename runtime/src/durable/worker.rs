@@ -58,7 +58,11 @@ pub struct Workflows {
     loader: Option<Arc<Loader>>,
     identity: Option<Arc<IdentityFn>>,
     transition_guard: Option<Arc<super::TransitionGuard>>,
+    on_finished: Option<Arc<FinishedFn>>,
 }
+
+/// What runs after an execution this worker ran ended (see [`Workflows::on_finished`]).
+type FinishedFn = dyn Fn(&super::ExecutionRecord, &ExecutionResult) -> BoxFuture<'static, ()> + Send + Sync;
 
 impl fmt::Debug for Workflows {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -184,6 +188,17 @@ impl Workflows {
         guard: impl Fn(&super::ExecutionRecord) -> Option<BoxFuture<'static, bool>> + Send + Sync + 'static,
     ) -> Workflows {
         self.transition_guard = Some(Arc::new(guard));
+        self
+    }
+
+    /// Runs `finished` after each execution this worker runs has ended (not when it suspends,
+    /// is left or lost): `wfc serve` and `wfc worker` delete the mock invocation counters of an
+    /// execution that succeeded.
+    pub fn on_finished(
+        mut self,
+        finished: impl Fn(&super::ExecutionRecord, &ExecutionResult) -> BoxFuture<'static, ()> + Send + Sync + 'static,
+    ) -> Workflows {
+        self.on_finished = Some(Arc::new(finished));
         self
     }
 
@@ -596,5 +611,8 @@ async fn run_claimed(shared: &Shared, claim: Claim) -> RunEnd {
     }
     let error = result.error.as_ref().map(|e| e.error.as_str());
     tracing::info!(execution = %record.name, status = ?result.status, error, "finished");
+    if let Some(finished) = &shared.workflows.on_finished {
+        finished(&record, &result).await;
+    }
     RunEnd::Finished
 }
