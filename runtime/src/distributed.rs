@@ -1581,8 +1581,11 @@ where
     };
     let count = children.len();
     // Kept for the ResultWriter's PENDING file (children that never finished).
-    let child_inputs: Vec<Value> =
-        if code.has_result_writer() { children.iter().map(|(_, i)| i.clone()).collect() } else { Vec::new() };
+    let child_inputs: Vec<Value> = if code.has_result_writer() && code.writer_exports() {
+        children.iter().map(|(_, i)| i.clone()).collect()
+    } else {
+        Vec::new()
+    };
     // The children wait for a place under the run's concurrency limit (`control`, which
     // UpdateMapRun may change while they run); at most MAX_CHILD_CONCURRENCY are in flight.
     let parallel = MAX_CHILD_CONCURRENCY.min(count.max(1));
@@ -1603,7 +1606,8 @@ where
         children_op.as_deref(),
         &sizes,
         control,
-        code.has_result_writer(),
+        // `resultsWritten` counts exported results only.
+        code.has_result_writer() && code.writer_exports(),
     )
     .await?;
     *control.pending_redrive.lock().unwrap_or_else(|p| p.into_inner()) =
