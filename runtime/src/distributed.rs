@@ -421,19 +421,14 @@ pub fn parse_object(bytes: &[u8], spec: &ReadSpec<'_>, max_items: usize, limit: 
                     break;
                 }
                 let row = row.map_err(|e| reader_failed(format!("The CSV object cannot be read: {e}")))?;
-                if row.len() != headers.len() {
-                    let line = row.position().map_or(0, csv::Position::line);
-                    return Err(reader_failed(format!(
-                        "Row {line} of the CSV object has {} fields but there are {} headers.",
-                        row.len(),
-                        headers.len()
-                    )));
-                }
                 if items.len() == limit {
                     return Err(too_many());
                 }
+                // As AWS documents and records: fields past the headers are skipped, missing
+                // ones are empty strings.
+                let fields = row.iter().map(str::to_owned).chain(std::iter::repeat(String::new()));
                 let object: serde_json::Map<String, Value> =
-                    headers.iter().cloned().zip(row.iter().map(|f| Value::String(f.to_owned()))).collect();
+                    headers.iter().cloned().zip(fields.map(Value::String)).collect();
                 items.push(Value::Object(object));
             }
         }
@@ -1586,8 +1581,11 @@ where
     };
     let count = children.len();
     // Kept for the ResultWriter's PENDING file (children that never finished).
-    let child_inputs: Vec<Value> =
-        if code.has_result_writer() { children.iter().map(|(_, i)| i.clone()).collect() } else { Vec::new() };
+    let child_inputs: Vec<Value> = if code.has_result_writer() && code.writer_exports() {
+        children.iter().map(|(_, i)| i.clone()).collect()
+    } else {
+        Vec::new()
+    };
     // The children wait for a place under the run's concurrency limit (`control`, which
     // UpdateMapRun may change while they run); at most MAX_CHILD_CONCURRENCY are in flight.
     let parallel = MAX_CHILD_CONCURRENCY.min(count.max(1));
@@ -1608,7 +1606,8 @@ where
         children_op.as_deref(),
         &sizes,
         control,
-        code.has_result_writer(),
+        // `resultsWritten` counts exported results only.
+        code.has_result_writer() && code.writer_exports(),
     )
     .await?;
     *control.pending_redrive.lock().unwrap_or_else(|p| p.into_inner()) =
@@ -1972,8 +1971,9 @@ mod tests {
         assert_eq!(items, Ok(vec![json!({"p": "1", "q": "2"})]));
         let dup = parse_items(b"a,a\n1,2\n", &config(InputType::Csv, CsvHeaders::FirstRow), 0, 10);
         assert_eq!(dup.map_err(|f| f.cause), Err("CSV headers cannot contain duplicates.".to_owned()));
-        let ragged = parse_items(b"a,b\n1\n", &config(InputType::Csv, CsvHeaders::FirstRow), 0, 10);
-        assert_eq!(ragged.map_err(|f| f.error), Err(ITEM_READER_FAILED.to_owned()));
+        // Missing fields are "", extra ones skipped (AWS's documented and recorded rule).
+        let ragged = parse_items(b"a,b\n1\n2,3,4\n", &config(InputType::Csv, CsvHeaders::FirstRow), 0, 10);
+        assert_eq!(ragged, Ok(vec![json!({"a": "1", "b": ""}), json!({"a": "2", "b": "3"})]));
     }
 
     #[test]
