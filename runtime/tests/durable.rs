@@ -222,6 +222,35 @@ async fn a_file_store_survives_reopening_in_both_durability_modes() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// At FULL on a file, commits are made at `synchronous=NORMAL` and the log is synced beside
+/// them: every write (grouped or not) is answered only after a sync that began after it
+/// committed, so writes made one after the other cannot share a sync. At NORMAL nothing syncs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_store_answers_each_write_after_a_sync_of_its_log() {
+    let dir = std::env::temp_dir().join(format!("wfc-durable-sync-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("full.db");
+    let _ = std::fs::remove_file(&path);
+    let s = SqliteStore::open(&path, Synchronous::Full).unwrap();
+    let syncs = || s.log_syncs().expect("a FULL file store syncs its log itself");
+    let before = syncs();
+    // Not grouped: its own transaction, answered after a sync.
+    let claim = s.open_execution(new_exec("e", json!({}))).await.unwrap();
+    assert!(syncs() > before, "opening an execution was answered before a sync");
+    let mut token = claim.token;
+    for i in 1..=3 {
+        let before = syncs();
+        let update = step(&format!("A#{i}.0"), OpStatus::Succeeded, Some(json!(i)));
+        token = s.checkpoint("e", token, vec![update]).await.unwrap();
+        assert!(syncs() > before, "checkpoint {i} was answered before a sync");
+    }
+    assert_eq!(s.load_journal("e").await.unwrap().len(), 3);
+    assert_eq!(SqliteStore::open(dir.join("normal.db"), Synchronous::Normal).unwrap().log_syncs(), None);
+    assert_eq!(SqliteStore::in_memory().unwrap().log_syncs(), None);
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 // ---------------------------------------------------------------- replay
 
 /// Counts real invocations per resource; a resource in `block` signals `blocked` and never
