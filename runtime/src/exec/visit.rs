@@ -216,7 +216,7 @@ impl<'a> Visit<'a> {
 /// `{"name": name, <key>: value}`, the details of an Entered/Exited event, the value shared
 /// (not copied) with the events around it while it is the same document.
 fn history_details(exec: &Execution, name: &str, key: &'static str, value: &Value) -> Details {
-    Details::named(name, key, exec.share(value))
+    exec.shared.history.named(name, key, value)
 }
 
 /// `{"name": name}`, the details of a state's events that carry nothing else.

@@ -316,6 +316,13 @@ impl History {
         self.documents.share(document)
     }
 
+    /// The details of a state's Entered (`key` `input`) or Exited (`output`) event,
+    /// `{"name": name, <key>: document}`, with the document shared as [`History::share`] does
+    /// and the name shared with the other events of the same state.
+    pub fn named(&self, name: &str, key: &'static str, document: &Value) -> Details {
+        self.documents.named(name, key, document)
+    }
+
     /// `document` for an event's [`Details`], made the one the next [`History::share`]
     /// compares with: for a document that is already shared (the execution input).
     pub fn adopt(&self, document: Arc<Value>) -> Arc<Value> {
