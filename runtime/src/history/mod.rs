@@ -275,12 +275,14 @@ impl History {
 
     /// Whether recorded events are kept ([`HistoryLevel::Full`]). When not, callers can skip
     /// building event details and timestamps: [`History::record`] would drop them.
+    #[inline]
     pub fn keeps_events(&self) -> bool {
         self.counted.is_none()
     }
 
     /// The next event's id without storing anything, at [`HistoryLevel::Express`]; `None` when
     /// events are kept (use [`History::record`]).
+    #[inline]
     pub fn count(&self) -> Option<u64> {
         self.counted.as_ref().map(|n| n.fetch_add(1, Ordering::SeqCst) + 1)
     }
@@ -343,6 +345,7 @@ impl History {
 
     /// The number of events so far (at [`HistoryLevel::Express`], the number recorded, although
     /// none is kept).
+    #[inline]
     pub fn len(&self) -> usize {
         match &self.counted {
             Some(n) => usize::try_from(n.load(Ordering::SeqCst)).unwrap_or(usize::MAX),
