@@ -495,6 +495,7 @@ impl Scope {
     }
 
     /// Whether this line records no history events now (see [`Scope::mute`]).
+    #[inline]
     fn muted(&self) -> bool {
         self.mute.iter().any(|m| m.load(Ordering::SeqCst))
     }
@@ -745,6 +746,7 @@ impl Execution {
     /// `States.Runtime` once the history has reached its limit: called before each state and
     /// each retry, so no loop (a Choice back-edge, a Retry with a huge MaxAttempts) can grow
     /// the history, and the process's memory, without bound.
+    #[inline]
     pub fn check_history(&self) -> Result<(), Failure> {
         self.shared.limits.check_history(self.shared.history.len())
     }
@@ -849,6 +851,7 @@ impl Execution {
     }
 
     /// Whether this line records no history events now (see [`Scope::mute`]).
+    #[inline]
     fn muted(&self) -> bool {
         #[cfg(feature = "durable")]
         {
@@ -962,6 +965,7 @@ impl Execution {
 
     /// [`Execution::record`] with details built only when the history keeps events (at
     /// [`HistoryLevel::Express`] neither the details nor the timestamp are computed).
+    #[inline]
     pub fn record_with<D: Into<Details>>(&self, event_type: EventType, details: impl FnOnce() -> D) -> u64 {
         self.record_at(event_type, None, details)
     }
@@ -973,11 +977,13 @@ impl Execution {
     }
 
     /// Whether this execution keeps its history's events ([`HistoryLevel::Full`]).
+    #[inline]
     pub fn keeps_history(&self) -> bool {
         self.shared.history.keeps_events()
     }
 
     /// Records an event stamped `at` (now when `None`).
+    #[inline]
     fn record_at<D: Into<Details>>(
         &self,
         event_type: EventType,
@@ -1004,6 +1010,7 @@ impl Execution {
 
     /// Adds event `id` to the captures of the CONTEXTs running around this line.
     #[cfg(feature = "durable")]
+    #[inline]
     fn capture(&self, id: u64) {
         for capture in &self.scope.captures {
             if let Some(ids) = capture.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {

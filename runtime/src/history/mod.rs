@@ -275,12 +275,14 @@ impl History {
 
     /// Whether recorded events are kept ([`HistoryLevel::Full`]). When not, callers can skip
     /// building event details and timestamps: [`History::record`] would drop them.
+    #[inline]
     pub fn keeps_events(&self) -> bool {
         self.counted.is_none()
     }
 
     /// The next event's id without storing anything, at [`HistoryLevel::Express`]; `None` when
     /// events are kept (use [`History::record`]).
+    #[inline]
     pub fn count(&self) -> Option<u64> {
         self.counted.as_ref().map(|n| n.fetch_add(1, Ordering::SeqCst) + 1)
     }
@@ -316,6 +318,13 @@ impl History {
         self.documents.share(document)
     }
 
+    /// The details of a state's Entered (`key` `input`) or Exited (`output`) event,
+    /// `{"name": name, <key>: document}`, with the document shared as [`History::share`] does
+    /// and the name shared with the other events of the same state.
+    pub fn named(&self, name: &str, key: &'static str, document: &Value) -> Details {
+        self.documents.named(name, key, document)
+    }
+
     /// `document` for an event's [`Details`], made the one the next [`History::share`]
     /// compares with: for a document that is already shared (the execution input).
     pub fn adopt(&self, document: Arc<Value>) -> Arc<Value> {
@@ -336,6 +345,7 @@ impl History {
 
     /// The number of events so far (at [`HistoryLevel::Express`], the number recorded, although
     /// none is kept).
+    #[inline]
     pub fn len(&self) -> usize {
         match &self.counted {
             Some(n) => usize::try_from(n.load(Ordering::SeqCst)).unwrap_or(usize::MAX),
