@@ -38,9 +38,10 @@
 //! - a DISTRIBUTED Map's own fields as a [`DistributedCode`] its `MapCode::distributed` returns:
 //!   `Label`, `ToleratedFailureCount`/`Percentage` (literals, or [`count_path`]/
 //!   [`percentage_path`] on a static path, or [`count_jsonata`]/[`percentage_jsonata`]), the
-//!   `ItemReader`'s `Parameters` as construction code, its `ReaderConfig` as [`parse_items`]'s
-//!   arguments and its `MaxItems` as a [`CountField`], the `ItemBatcher`'s sizes and
-//!   `BatchInput`, the `ResultWriter`'s `Parameters`, and the items (`items`) and
+//!   `ItemReader`'s `Parameters` (or JSONata `Arguments`) as construction code, its
+//!   `ReaderConfig` as a [`ReadSpec`] and its `MaxItems` as a [`CountField`], the
+//!   `ItemBatcher`'s sizes and `BatchInput`, the `ResultWriter`'s `Parameters` and
+//!   [`WriterConfig`], and the items (`items`) and
 //!   `ItemSelector` (`select_inputs`) split so that items an `ItemReader` read go through the
 //!   same selector. The Map Run itself (`MapRunStarted`, the children as executions of the
 //!   generated item processor, the tolerance, the result files) is
@@ -106,6 +107,7 @@ pub use wfc_ir::{JsonataExpr, Operator, Path};
 
 use crate::Failure;
 
+pub use crate::distributed::ReadSpec;
 pub use crate::distributed::{CountField, DistributedCode};
 pub use crate::exec::{
     Assigned, MapCode, NestedCode, ParallelCode, ParametersForm, TaskCode, TaskShape,
@@ -138,7 +140,9 @@ pub use crate::sw::{
 pub use crate::typed::call as typed_task;
 pub use std::time::Duration;
 pub use wfc_ir::Jitter;
-pub use wfc_ir::distributed::InputType;
+pub use wfc_ir::distributed::{
+    CsvDelimiter, InputType, ManifestType, OutputType, ReaderTransformation, WriterConfig, WriterTransformation,
+};
 pub use wfc_ir::intrinsics::Function;
 pub use wfc_ir::jsonpath::ast::SingularStep as Seg;
 pub use wfc_ir::native::{NativeNumber, Pattern};
@@ -486,19 +490,6 @@ pub fn percentage_path(path: &Path, effective: &Value, ctx: &Value) -> Result<f6
 /// A JSONata `ToleratedFailurePercentage` on the state input.
 pub fn percentage_jsonata(expr: &JsonataExpr, input: &Value, ctx: &Value) -> Result<f64, Failure> {
     crate::distributed::percentage_jsonata(expr, input, ctx)
-}
-
-/// An `ItemReader`'s object as items, its `ReaderConfig` written out: the `InputType` and the
-/// `GIVEN` CSV headers (`None`: the first row); at most `max_items` (0: all), more than `limit`
-/// is `States.ItemReaderFailed`.
-pub fn parse_items(
-    bytes: &[u8],
-    input_type: InputType,
-    given_headers: Option<&[&str]>,
-    max_items: usize,
-    limit: usize,
-) -> Result<Vec<Value>, Failure> {
-    crate::distributed::parse_items_as(bytes, input_type, given_headers, max_items, limit)
 }
 
 /// A JSONPath Task's `Credentials` object, built by generated code: its `RoleArn` string, else

@@ -294,6 +294,17 @@ impl Clock {
 /// Formats a timestamp as AWS formats `$$.Execution.StartTime` and history timestamps:
 /// UTC, millisecond precision, uppercase `Z`.
 pub fn format_timestamp(ts: jiff::Timestamp) -> String {
+    // Only ASCII digits and separators are written, so the text is always UTF-8.
+    match timestamp_text(ts).map(|text| String::from_utf8(text.to_vec())) {
+        Some(Ok(text)) => text,
+        _ => ts.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
+    }
+}
+
+/// [`format_timestamp`]'s text in a fixed buffer, for instants from 1970 to 9999 (`None`
+/// otherwise): what a history event's time ([`crate::history::EventTime`]) writes without
+/// allocating.
+pub(crate) fn timestamp_text(ts: jiff::Timestamp) -> Option<[u8; 24]> {
     // Every history event carries one of these, so the common case (1970 to 9999) is written
     // directly from the civil date rather than through jiff's general strftime; the result is
     // the same text (a test compares the two). Events come many per second, so the text up to
@@ -302,30 +313,21 @@ pub fn format_timestamp(ts: jiff::Timestamp) -> String {
         static LAST_SECOND: std::cell::Cell<(i64, [u8; 24])> = const { std::cell::Cell::new((-1, [0; 24])) };
     }
     let (seconds, millis) = (ts.as_second(), ts.subsec_millisecond());
-    let text = match u32::try_from(millis) {
-        Ok(millis) if seconds >= 0 => {
-            let cached = LAST_SECOND.with(|last| match last.get() {
-                (second, text) if second == seconds => Some(text),
-                _ => None,
-            });
-            cached
-                .or_else(|| {
-                    let text = format_second(seconds)?;
-                    LAST_SECOND.with(|last| last.set((seconds, text)));
-                    Some(text)
-                })
-                .map(|mut text| {
-                    put_digits(&mut text[20..23], millis);
-                    text
-                })
-        }
+    let millis = u32::try_from(millis).ok().filter(|_| seconds >= 0)?;
+    let cached = LAST_SECOND.with(|last| match last.get() {
+        (second, text) if second == seconds => Some(text),
         _ => None,
+    });
+    let mut text = match cached {
+        Some(text) => text,
+        None => {
+            let text = format_second(seconds)?;
+            LAST_SECOND.with(|last| last.set((seconds, text)));
+            text
+        }
     };
-    // Only ASCII digits and separators were written, so the text is always UTF-8.
-    match text.map(|text| String::from_utf8(text.to_vec())) {
-        Some(Ok(text)) => text,
-        _ => ts.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
-    }
+    put_digits(&mut text[20..23], millis);
+    Some(text)
 }
 
 /// `YYYY-MM-DDTHH:MM:SS.000Z` for `seconds` since the epoch (non-negative), or `None` past

@@ -28,7 +28,10 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use rand::Rng;
 use serde_json::{Value, json};
-use wfc_ir::distributed::{Count, CsvHeaders, InputType, Percentage, ReaderConfig};
+use wfc_ir::distributed::{
+    Count, CsvDelimiter, CsvHeaders, InputType, ManifestType, OutputType, Percentage, ReaderConfig,
+    ReaderTransformation, WriterConfig, WriterTransformation,
+};
 use wfc_ir::errors::{EXCEED_TOLERATED_FAILURE_THRESHOLD, ITEM_READER_FAILED, RESULT_WRITER_FAILED};
 use wfc_ir::{MapState, Path, Root};
 
@@ -51,6 +54,46 @@ pub trait ObjectStore: Debug + Send + Sync {
     fn get_object<'a>(&'a self, bucket: &'a str, key: &'a str) -> BoxFuture<'a, Result<Vec<u8>, String>>;
     /// Stores `bytes` as object `key` in `bucket` (`s3:putObject`).
     fn put_object<'a>(&'a self, bucket: &'a str, key: &'a str, bytes: Vec<u8>) -> BoxFuture<'a, Result<(), String>>;
+    /// The objects of `bucket` whose keys start with `prefix`, in key order
+    /// (`s3:listObjectsV2`, every page). A store that cannot list says so (the default), which
+    /// fails an `s3:listObjectsV2` ItemReader with `States.ItemReaderFailed`.
+    fn list_objects<'a>(
+        &'a self,
+        bucket: &'a str,
+        prefix: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<ObjectSummary>, String>> {
+        Box::pin(
+            async move { Err(format!("cannot list s3://{bucket}/{prefix}: this object store does not list objects")) },
+        )
+    }
+}
+
+/// One object of an [`ObjectStore::list_objects`] listing: what `s3:listObjectsV2` says of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectSummary {
+    /// The object's key.
+    pub key: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its entity tag, quotes included as S3 gives it (`"<md5 hex>"` for a single-part object).
+    pub etag: String,
+    /// When it was last modified, in seconds since the Unix epoch.
+    pub last_modified: i64,
+    /// Its storage class (`STANDARD`).
+    pub storage_class: String,
+}
+
+impl ObjectSummary {
+    /// The item an `s3:listObjectsV2` ItemReader gives for the object, in AWS's shape.
+    pub fn item(&self) -> Value {
+        json!({
+            "Etag": self.etag,
+            "Key": self.key,
+            "LastModified": self.last_modified,
+            "Size": self.size,
+            "StorageClass": self.storage_class,
+        })
+    }
 }
 
 /// The object store an execution uses: a plugged-in [`ObjectStore`], else [`LocalObjects`] on
@@ -116,6 +159,79 @@ impl ObjectStore for LocalObjects {
                 .map_err(|e| format!("cannot write s3://{bucket}/{key} ({}): {e}", path.display()))
         })
     }
+
+    fn list_objects<'a>(
+        &'a self,
+        bucket: &'a str,
+        prefix: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<ObjectSummary>, String>> {
+        Box::pin(async move { self.list(bucket, prefix) })
+    }
+}
+
+impl LocalObjects {
+    /// The files under `<item_root>/<bucket>/` whose keys (their paths below the bucket, with
+    /// `/`) start with `prefix`, sorted by key as S3 sorts (by UTF-8 bytes). Directories are
+    /// not objects; a symbolic link is followed only while it stays inside the root.
+    fn list(&self, bucket: &str, prefix: &str) -> Result<Vec<ObjectSummary>, String> {
+        let root = self.item_root.as_deref().ok_or_else(|| {
+            format!("cannot list s3://{bucket}/{prefix}: no item root directory is set (RunOptions::with_item_root, `--item-root`)")
+        })?;
+        // The bucket directory, checked as a key would be.
+        let dir = object_path(root, bucket, "x")?.parent().map(FsPath::to_path_buf).unwrap_or_default();
+        let real_root = root.canonicalize().map_err(|e| format!("the root directory {}: {e}", root.display()))?;
+        let mut out = Vec::new();
+        let mut pending = vec![(dir, String::new())];
+        while let Some((path, key_prefix)) = pending.pop() {
+            let entries = match std::fs::read_dir(&path) {
+                Ok(entries) => entries,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && key_prefix.is_empty() => {
+                    return Err(format!(
+                        "cannot list s3://{bucket}/{prefix}: the bucket {bucket:?} does not exist ({}): {e}",
+                        path.display()
+                    ));
+                }
+                Err(e) => return Err(format!("cannot list {}: {e}", path.display())),
+            };
+            for entry in entries {
+                let entry = entry.map_err(|e| format!("cannot list {}: {e}", path.display()))?;
+                let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+                    continue; // not UTF-8: no S3 key names it
+                };
+                let key = format!("{key_prefix}{name}");
+                let real = entry.path().canonicalize().map_err(|e| format!("{}: {e}", entry.path().display()))?;
+                if !real.starts_with(&real_root) {
+                    continue;
+                }
+                let meta = std::fs::metadata(&real).map_err(|e| format!("{}: {e}", real.display()))?;
+                if meta.is_dir() {
+                    // Only descend where keys below can still match the prefix.
+                    let below = format!("{key}/");
+                    if below.starts_with(prefix) || prefix.starts_with(&below) {
+                        pending.push((entry.path(), below));
+                    }
+                } else if key.starts_with(prefix) {
+                    let bytes = std::fs::read(&real).map_err(|e| format!("cannot read {}: {e}", real.display()))?;
+                    let md5 = <md5::Md5 as md5::Digest>::digest(&bytes);
+                    let etag = format!("\"{}\"", md5.iter().map(|b| format!("{b:02x}")).collect::<String>());
+                    let last_modified = meta
+                        .modified()
+                        .ok()
+                        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+                    out.push(ObjectSummary {
+                        key,
+                        size: meta.len(),
+                        etag,
+                        last_modified,
+                        storage_class: "STANDARD".to_owned(),
+                    });
+                }
+            }
+        }
+        out.sort_by(|a, b| a.key.as_bytes().cmp(b.key.as_bytes()));
+        Ok(out)
+    }
 }
 
 /// `<root>/<bucket>/<key>`, refusing anything that could leave `root`: an empty bucket or key,
@@ -170,33 +286,88 @@ fn reader_failed(cause: impl Into<String>) -> Failure {
     Failure::new(ITEM_READER_FAILED, cause)
 }
 
+/// What an `ItemReader` reads and how: its resource and `ReaderConfig` without `MaxItems`
+/// (resolved per run). The interpreter builds it from the IR ([`ReadSpec::of`]); generated code
+/// writes it out.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReadSpec<'a> {
+    /// `s3:listObjectsV2` (else `s3:getObject`).
+    pub lists_objects: bool,
+    /// `InputType` (`None`: a listing's object descriptions are the items).
+    pub input_type: Option<InputType>,
+    /// `CSVHeaders` with `"CSVHeaderLocation": "GIVEN"` (`None`: each file's first row).
+    pub given_headers: Option<Vec<&'a str>>,
+    /// `CSVDelimiter`.
+    pub delimiter: CsvDelimiter,
+    /// `ItemsPointer`.
+    pub items_pointer: Option<&'a str>,
+    /// `Transformation` of a listing.
+    pub transformation: ReaderTransformation,
+    /// `ManifestType`.
+    pub manifest_type: Option<ManifestType>,
+}
+
+impl<'a> ReadSpec<'a> {
+    /// The spec of an IR reader.
+    pub fn of(reader: &'a wfc_ir::distributed::ItemReader) -> ReadSpec<'a> {
+        let config = &reader.config;
+        ReadSpec {
+            lists_objects: reader.lists_objects(),
+            input_type: config.input_type,
+            given_headers: match &config.csv_headers {
+                CsvHeaders::Given(h) => Some(h.iter().map(String::as_str).collect()),
+                CsvHeaders::FirstRow => None,
+            },
+            delimiter: config.csv_delimiter,
+            items_pointer: config.items_pointer.as_deref(),
+            transformation: config.transformation,
+            manifest_type: config.manifest_type,
+        }
+    }
+}
+
 /// Parses an object's bytes into items, as `ReaderConfig` says: a JSON array, JSON Lines, or CSV
 /// rows as objects of strings. At most `max_items` items are kept (and, for JSONL and CSV,
 /// read); more than `limit` items to keep is `States.ItemReaderFailed`.
 pub fn parse_items(bytes: &[u8], config: &ReaderConfig, max_items: usize, limit: usize) -> Result<Vec<Value>, Failure> {
-    let given = match &config.csv_headers {
-        CsvHeaders::Given(h) => Some(h.as_slice()),
-        CsvHeaders::FirstRow => None,
+    let spec = ReadSpec {
+        input_type: config.input_type,
+        given_headers: match &config.csv_headers {
+            CsvHeaders::Given(h) => Some(h.iter().map(String::as_str).collect()),
+            CsvHeaders::FirstRow => None,
+        },
+        delimiter: config.csv_delimiter,
+        items_pointer: config.items_pointer.as_deref(),
+        ..ReadSpec::default()
     };
-    parse_items_as(bytes, config.input_type, given, max_items, limit)
+    parse_object(bytes, &spec, max_items, limit)
 }
 
-/// [`parse_items`] with the `ReaderConfig` given as its parts: the input type and, for CSV with
-/// `"CSVHeaderLocation": "GIVEN"`, the headers (`None`: the first row).
-pub fn parse_items_as<H: AsRef<str>>(
-    bytes: &[u8],
-    input_type: InputType,
-    given_headers: Option<&[H]>,
-    max_items: usize,
-    limit: usize,
-) -> Result<Vec<Value>, Failure> {
+/// One object's bytes as items, read with the spec's `InputType` (JSON with its
+/// `ItemsPointer`, JSONL, or CSV with its headers and delimiter): at most `max_items` (0: all)
+/// are kept, more than `limit` to keep is `States.ItemReaderFailed`.
+pub fn parse_object(bytes: &[u8], spec: &ReadSpec<'_>, max_items: usize, limit: usize) -> Result<Vec<Value>, Failure> {
     let wanted = if max_items == 0 { usize::MAX } else { max_items };
     let too_many = || reader_failed(format!("The ItemReader read more than the Map item limit of {limit} items."));
     let mut items = Vec::new();
-    match input_type {
-        InputType::Json => {
+    match spec.input_type {
+        None | Some(InputType::Manifest) => {
+            return Err(reader_failed("the ItemReader has no InputType to read the object with"));
+        }
+        Some(InputType::Json) => {
             let doc: Value = serde_json::from_slice(bytes)
                 .map_err(|e| reader_failed(format!("The object is not valid JSON: {e}")))?;
+            let doc = match spec.items_pointer {
+                None => doc,
+                Some(pointer) => match doc.pointer(pointer) {
+                    Some(v) => v.clone(),
+                    None => {
+                        return Err(reader_failed(format!(
+                            "The ItemsPointer {pointer:?} does not point to a value in the JSON object."
+                        )));
+                    }
+                },
+            };
             let Value::Array(all) = doc else {
                 return Err(reader_failed("Attempting to map over non-iterable node."));
             };
@@ -206,7 +377,7 @@ pub fn parse_items_as<H: AsRef<str>>(
                 return Err(too_many());
             }
         }
-        InputType::Jsonl => {
+        Some(InputType::Jsonl) => {
             for (n, line) in bytes.split(|b| *b == b'\n').enumerate() {
                 if items.len() == wanted {
                     break;
@@ -223,11 +394,15 @@ pub fn parse_items_as<H: AsRef<str>>(
                 items.push(value);
             }
         }
-        InputType::Csv => {
-            let mut reader = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(bytes);
+        Some(InputType::Csv) => {
+            let mut reader = csv::ReaderBuilder::new()
+                .has_headers(false)
+                .flexible(true)
+                .delimiter(spec.delimiter.byte())
+                .from_reader(bytes);
             let mut records = reader.records();
-            let headers: Vec<String> = match given_headers {
-                Some(h) => h.iter().map(|h| h.as_ref().to_owned()).collect(),
+            let headers: Vec<String> = match &spec.given_headers {
+                Some(h) => h.iter().map(|h| (*h).to_owned()).collect(),
                 None => match records.next() {
                     None => return Ok(items),
                     Some(row) => row
@@ -246,24 +421,170 @@ pub fn parse_items_as<H: AsRef<str>>(
                     break;
                 }
                 let row = row.map_err(|e| reader_failed(format!("The CSV object cannot be read: {e}")))?;
-                if row.len() != headers.len() {
-                    let line = row.position().map_or(0, csv::Position::line);
-                    return Err(reader_failed(format!(
-                        "Row {line} of the CSV object has {} fields but there are {} headers.",
-                        row.len(),
-                        headers.len()
-                    )));
-                }
                 if items.len() == limit {
                     return Err(too_many());
                 }
+                // As AWS documents and records: fields past the headers are skipped, missing
+                // ones are empty strings.
+                let fields = row.iter().map(str::to_owned).chain(std::iter::repeat(String::new()));
                 let object: serde_json::Map<String, Value> =
-                    headers.iter().cloned().zip(row.iter().map(|f| Value::String(f.to_owned()))).collect();
+                    headers.iter().cloned().zip(fields.map(Value::String)).collect();
                 items.push(Value::Object(object));
             }
         }
     }
     Ok(items)
+}
+
+/// Reads a Map Run's items through `store`, as `spec` says, from the reader's evaluated
+/// `Parameters`/`Arguments` `params`: one object (`s3:getObject`), the files a manifest in it
+/// lists (`ManifestType`), or a listing (`s3:listObjectsV2`: the objects' descriptions, or
+/// with `LOAD_AND_FLATTEN` their items in listing order). At most `max_items` (0: all); more
+/// than `limit` is `States.ItemReaderFailed`, as is every read or parse failure.
+pub async fn read_items(
+    store: &dyn ObjectStore,
+    params: &Value,
+    spec: &ReadSpec<'_>,
+    max_items: usize,
+    limit: usize,
+) -> Result<Vec<Value>, Failure> {
+    let bucket = string_param(params, "Bucket", "ItemReader", reader_failed_owned)?;
+    let mut items: Vec<Value> = Vec::new();
+    let wanted = if max_items == 0 { usize::MAX } else { max_items };
+    // The files to read and flatten, each with its own bucket.
+    let files: Vec<(String, String)> = if spec.lists_objects {
+        let prefix = match params.get("Prefix") {
+            None | Some(Value::Null) => "",
+            Some(Value::String(s)) => s.as_str(),
+            Some(other) => {
+                return Err(reader_failed(format!(
+                    "The ItemReader parameter `Prefix` must be a string, found {other}"
+                )));
+            }
+        };
+        let listed = store.list_objects(bucket, prefix).await.map_err(reader_failed)?;
+        if spec.transformation == ReaderTransformation::None {
+            let items: Vec<Value> = listed.iter().take(wanted).map(ObjectSummary::item).collect();
+            if items.len() > limit {
+                return Err(reader_failed(format!(
+                    "The ItemReader read more than the Map item limit of {limit} items."
+                )));
+            }
+            return Ok(items);
+        }
+        listed.into_iter().map(|o| (bucket.to_owned(), o.key)).collect()
+    } else {
+        let key = string_param(params, "Key", "ItemReader", reader_failed_owned)?;
+        let bytes = store.get_object(bucket, key).await.map_err(reader_failed)?;
+        match spec.manifest_type {
+            None if spec.input_type == Some(InputType::Manifest) => {
+                return inventory_items(store, bucket, &bytes, wanted, limit).await;
+            }
+            None => return parse_object(&bytes, spec, max_items, limit),
+            Some(ManifestType::S3Inventory) => return inventory_items(store, bucket, &bytes, wanted, limit).await,
+            Some(ManifestType::AthenaData) => athena_files(&bytes)?,
+        }
+    };
+    for (file_bucket, key) in files {
+        if items.len() == wanted {
+            break;
+        }
+        let bytes = store.get_object(&file_bucket, &key).await.map_err(reader_failed)?;
+        let left = wanted - items.len();
+        let read = parse_object(&bytes, spec, if left == usize::MAX { 0 } else { left }, limit - items.len())
+            .map_err(|f| Failure::new(f.error, format!("s3://{file_bucket}/{key}: {}", f.cause)))?;
+        items.extend(read);
+    }
+    Ok(items)
+}
+
+/// The data files an Athena `UNLOAD` manifest lists: one `s3://bucket/key` per line.
+fn athena_files(manifest: &[u8]) -> Result<Vec<(String, String)>, Failure> {
+    let text = std::str::from_utf8(manifest)
+        .map_err(|e| reader_failed(format!("The Athena manifest is not UTF-8 text: {e}")))?;
+    text.lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .map(|line| {
+            s3_uri(line).ok_or_else(|| {
+                reader_failed(format!("The Athena manifest line {line:?} is not an s3://bucket/key URI."))
+            })
+        })
+        .collect()
+}
+
+/// `(bucket, key)` of `s3://bucket/key`.
+fn s3_uri(uri: &str) -> Option<(String, String)> {
+    let (bucket, key) = uri.strip_prefix("s3://")?.split_once('/')?;
+    (!bucket.is_empty() && !key.is_empty()).then(|| (bucket.to_owned(), key.to_owned()))
+}
+
+/// The items of an S3 Inventory report: its `manifest.json` (`bytes`, read from `bucket`)
+/// names CSV inventory `files` (read from its `destinationBucket`, gzip-compressed or not)
+/// whose rows have the columns of its `fileSchema`; each row is an object of strings.
+async fn inventory_items(
+    store: &dyn ObjectStore,
+    bucket: &str,
+    bytes: &[u8],
+    wanted: usize,
+    limit: usize,
+) -> Result<Vec<Value>, Failure> {
+    let manifest: Value = serde_json::from_slice(bytes)
+        .map_err(|e| reader_failed(format!("The S3 Inventory manifest is not valid JSON: {e}")))?;
+    let format = manifest.get("fileFormat").and_then(Value::as_str).unwrap_or("CSV");
+    if !format.eq_ignore_ascii_case("CSV") {
+        return Err(reader_failed(format!(
+            "The S3 Inventory manifest's fileFormat is {format:?}; wfc reads CSV inventory files."
+        )));
+    }
+    let schema: Vec<&str> = manifest
+        .get("fileSchema")
+        .and_then(Value::as_str)
+        .ok_or_else(|| reader_failed("The S3 Inventory manifest has no fileSchema."))?
+        .split(',')
+        .map(str::trim)
+        .collect();
+    // `destinationBucket` is an ARN (`arn:aws:s3:::name`); the manifest's own bucket otherwise.
+    let destination = manifest
+        .get("destinationBucket")
+        .and_then(Value::as_str)
+        .map(|b| b.rsplit(':').next().unwrap_or(b))
+        .unwrap_or(bucket)
+        .to_owned();
+    let files = manifest
+        .get("files")
+        .and_then(Value::as_array)
+        .ok_or_else(|| reader_failed("The S3 Inventory manifest has no files array."))?;
+    let spec = ReadSpec { input_type: Some(InputType::Csv), given_headers: Some(schema), ..ReadSpec::default() };
+    let mut items = Vec::new();
+    for file in files {
+        if items.len() == wanted {
+            break;
+        }
+        let key = file
+            .get("key")
+            .and_then(Value::as_str)
+            .ok_or_else(|| reader_failed(format!("An S3 Inventory manifest file entry has no key: {file}")))?;
+        let raw = store.get_object(&destination, key).await.map_err(reader_failed)?;
+        let csv = gunzip(&raw).map_err(|e| reader_failed(format!("s3://{destination}/{key}: {e}")))?;
+        let left = wanted - items.len();
+        let read = parse_object(&csv, &spec, if left == usize::MAX { 0 } else { left }, limit - items.len())
+            .map_err(|f| Failure::new(f.error, format!("s3://{destination}/{key}: {}", f.cause)))?;
+        items.extend(read);
+    }
+    Ok(items)
+}
+
+/// `bytes` decompressed when they are gzip (S3 Inventory writes `.csv.gz` files), else as
+/// they are.
+fn gunzip(bytes: &[u8]) -> Result<std::borrow::Cow<'_, [u8]>, String> {
+    if !bytes.starts_with(&[0x1f, 0x8b]) {
+        return Ok(std::borrow::Cow::Borrowed(bytes));
+    }
+    let mut out = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::MultiGzDecoder::new(bytes), &mut out)
+        .map_err(|e| format!("the gzip-compressed inventory file cannot be read: {e}"))?;
+    Ok(std::borrow::Cow::Owned(out))
 }
 
 /// How a path-valued field's value is shown in AWS's messages: a string as itself, anything
@@ -887,10 +1208,8 @@ pub trait DistributedCode: Sync {
         let _ = (effective, ctx);
         Ok(0)
     }
-    /// The object's bytes as items, as `ReaderConfig` (`InputType`, CSV headers) says: through
-    /// [`parse_items`] or [`parse_items_as`].
-    fn read_items(&self, bytes: &[u8], max_items: usize, limit: usize) -> Result<Vec<Value>, Failure> {
-        let _ = (bytes, max_items, limit);
+    /// What the `ItemReader` reads and how ([`read_items`] reads it).
+    fn reader_spec(&self) -> Result<ReadSpec<'_>, Failure> {
         Err(absent("ItemReader"))
     }
     /// Whether there is an `ItemBatcher`.
@@ -920,6 +1239,15 @@ pub trait DistributedCode: Sync {
     fn writer_parameters(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<Value, Failure> {
         let _ = (exec, effective, ctx);
         Err(absent("ResultWriter"))
+    }
+    /// Whether the `ResultWriter` exports the results (it has a `Resource`); without, its
+    /// `WriterConfig` only shapes the Map's output.
+    fn writer_exports(&self) -> bool {
+        true
+    }
+    /// The `ResultWriter`'s `WriterConfig`, if given.
+    fn writer_config(&self) -> Option<WriterConfig> {
+        None
     }
 }
 
@@ -987,7 +1315,7 @@ impl DistributedCode for MapState {
 
     fn reader_parameters(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<Value, Failure> {
         match self.distributed.as_deref().and_then(|d| d.item_reader.as_ref()) {
-            Some(reader) => exec.with_rng(|rng| io::template(&reader.parameters, effective, ctx, rng)),
+            Some(reader) => s3_fields(exec, reader.parameters.as_ref(), reader.arguments.as_ref(), effective, ctx),
             None => Err(absent("ItemReader")),
         }
     }
@@ -1000,9 +1328,9 @@ impl DistributedCode for MapState {
         }
     }
 
-    fn read_items(&self, bytes: &[u8], max_items: usize, limit: usize) -> Result<Vec<Value>, Failure> {
+    fn reader_spec(&self) -> Result<ReadSpec<'_>, Failure> {
         match self.distributed.as_deref().and_then(|d| d.item_reader.as_ref()) {
-            Some(reader) => parse_items(bytes, &reader.config, max_items, limit),
+            Some(reader) => Ok(ReadSpec::of(reader)),
             None => Err(absent("ItemReader")),
         }
     }
@@ -1044,9 +1372,36 @@ impl DistributedCode for MapState {
 
     fn writer_parameters(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<Value, Failure> {
         match self.distributed.as_deref().and_then(|d| d.result_writer.as_ref()) {
-            Some(writer) => exec.with_rng(|rng| io::template(&writer.parameters, effective, ctx, rng)),
+            Some(writer) => s3_fields(exec, writer.parameters.as_ref(), writer.arguments.as_ref(), effective, ctx),
             None => Err(absent("ResultWriter")),
         }
+    }
+
+    fn writer_exports(&self) -> bool {
+        self.distributed.as_deref().and_then(|d| d.result_writer.as_ref()).is_none_or(|w| w.exports())
+    }
+
+    fn writer_config(&self) -> Option<WriterConfig> {
+        self.distributed.as_deref().and_then(|d| d.result_writer.as_ref()).and_then(|w| w.writer_config)
+    }
+}
+
+/// An ItemReader's or ResultWriter's `Parameters` (JSONPath, on the effective input) or
+/// `Arguments` (JSONata, with `$states.input` the state input, which is the effective input
+/// in a JSONata state).
+fn s3_fields(
+    exec: &Execution,
+    parameters: Option<&wfc_ir::Template>,
+    arguments: Option<&wfc_ir::JsonataTemplate>,
+    effective: &Value,
+    ctx: &Value,
+) -> Result<Value, Failure> {
+    match (parameters, arguments) {
+        (_, Some(t)) => exec.with_rng(|rng| {
+            crate::jsonata::template(t, "Arguments", &crate::jsonata::Bindings::new(effective, ctx), rng)
+        }),
+        (Some(t), None) => exec.with_rng(|rng| io::template(t, effective, ctx, rng)),
+        (None, None) => Ok(json!({})),
     }
 }
 
@@ -1208,11 +1563,9 @@ where
         let read = async {
             let max_items = usize::try_from(max_items?).unwrap_or(usize::MAX);
             let params = code.reader_parameters(exec, effective, context)?;
-            let bucket = string_param(&params, "Bucket", "ItemReader", reader_failed_owned)?;
-            let key = string_param(&params, "Key", "ItemReader", reader_failed_owned)?;
-            let bytes = exec.objects().store().get_object(bucket, key).await.map_err(reader_failed)?;
+            let spec = code.reader_spec()?;
             // At most `limit` items: `read_items` refuses more.
-            code.read_items(&bytes, max_items, limit)
+            read_items(&*exec.objects().store(), &params, &spec, max_items, limit).await
         };
         journaled_run_failure(exec, children_op.as_deref(), name, read).await?
     } else {
@@ -1228,8 +1581,11 @@ where
     };
     let count = children.len();
     // Kept for the ResultWriter's PENDING file (children that never finished).
-    let child_inputs: Vec<Value> =
-        if code.has_result_writer() { children.iter().map(|(_, i)| i.clone()).collect() } else { Vec::new() };
+    let child_inputs: Vec<Value> = if code.has_result_writer() && code.writer_exports() {
+        children.iter().map(|(_, i)| i.clone()).collect()
+    } else {
+        Vec::new()
+    };
     // The children wait for a place under the run's concurrency limit (`control`, which
     // UpdateMapRun may change while they run); at most MAX_CHILD_CONCURRENCY are in flight.
     let parallel = MAX_CHILD_CONCURRENCY.min(count.max(1));
@@ -1250,7 +1606,8 @@ where
         children_op.as_deref(),
         &sizes,
         control,
-        code.has_result_writer(),
+        // `resultsWritten` counts exported results only.
+        code.has_result_writer() && code.writer_exports(),
     )
     .await?;
     *control.pending_redrive.lock().unwrap_or_else(|p| p.into_inner()) =
@@ -1320,10 +1677,11 @@ where
     for (record, size) in records.iter().zip(&sizes) {
         count_child(counts, record.as_ref(), *size as u64);
     }
-    let written = match code.has_result_writer() {
+    let config = code.has_result_writer().then(|| code.writer_config()).flatten();
+    let written = match code.has_result_writer() && code.writer_exports() {
         false => None,
         true => {
-            let write = write_results(exec, code, effective, context, run_id, arn, &records, &child_inputs);
+            let write = write_results(exec, code, effective, context, run_id, arn, &records, &child_inputs, config);
             let written = journaled_run_failure(exec, children_op.as_deref(), name, write).await;
             if written.is_ok() {
                 counts.0.results_written =
@@ -1339,15 +1697,27 @@ where
     if let Some(summary) = written {
         return summary;
     }
-    let outputs: Vec<Value> = records
-        .into_iter()
-        .map(|r| match r {
-            Some(ChildRecord { output: Some(o), .. }) => o,
-            Some(ChildRecord { document, .. }) => document,
-            None => Value::Null,
-        })
-        .collect();
+    // Without a ResultWriter, AWS's COMPACT; a WriterConfig without Resource says which.
+    let transformation = config.map_or(WriterTransformation::Compact, |c| c.transformation);
+    let mut outputs = Vec::with_capacity(records.len());
+    for record in records {
+        match record {
+            Some(r) => shape_result(r, transformation, &mut outputs),
+            None => outputs.push(Value::Null),
+        }
+    }
     Ok(Value::Array(outputs))
+}
+
+/// Adds a finished child's result to `out` as `transformation` says: `NONE` its execution
+/// document, `COMPACT` its output, `FLATTEN` its output with an array's elements spliced in. A
+/// failed child is its document whatever the transformation, as AWS documents.
+fn shape_result(record: ChildRecord, transformation: WriterTransformation, out: &mut Vec<Value>) {
+    match (record.output, transformation) {
+        (Some(_), WriterTransformation::None) | (None, _) => out.push(record.document),
+        (Some(Value::Array(elements)), WriterTransformation::Flatten) => out.extend(elements),
+        (Some(output), _) => out.push(output),
+    }
 }
 
 /// Runs a Map Run's `ItemReader` read or `ResultWriter` write (`io`); journaled (`op`: the
@@ -1403,7 +1773,10 @@ async fn write_results(
     arn: &str,
     records: &[Option<ChildRecord>],
     inputs: &[Value],
+    config: Option<WriterConfig>,
 ) -> Result<Value, Failure> {
+    let transformation = config.map_or(WriterTransformation::None, |c| c.transformation);
+    let output_type = config.map_or(OutputType::Json, |c| c.output_type);
     let params = code.writer_parameters(exec, effective, context)?;
     let bucket = string_param(&params, "Bucket", "ResultWriter", writer_failed)?;
     let prefix = match params.get("Prefix") {
@@ -1419,7 +1792,7 @@ async fn write_results(
     let mut pending = Vec::new();
     for (index, record) in records.iter().enumerate() {
         match record {
-            Some(r) if r.output.is_some() => succeeded.push(r.document.clone()),
+            Some(r) if r.output.is_some() => shape_result(r.clone(), transformation, &mut succeeded),
             Some(r) => failed.push(r.document.clone()),
             None => {
                 let input = inputs.get(index).map(Value::to_string).unwrap_or_default();
@@ -1432,8 +1805,20 @@ async fn write_results(
     for (status, docs) in [("FAILED", failed), ("PENDING", pending), ("SUCCEEDED", succeeded)] {
         let mut listed = Vec::new();
         if !docs.is_empty() {
-            let key = format!("{dir}/{status}_0.json");
-            let bytes = serde_json::to_vec(&docs).map_err(|e| writer_failed(e.to_string()))?;
+            let (key, bytes) = match output_type {
+                OutputType::Json => (
+                    format!("{dir}/{status}_0.json"),
+                    serde_json::to_vec(&docs).map_err(|e| writer_failed(e.to_string()))?,
+                ),
+                OutputType::Jsonl => {
+                    let mut bytes = Vec::new();
+                    for doc in &docs {
+                        serde_json::to_writer(&mut bytes, doc).map_err(|e| writer_failed(e.to_string()))?;
+                        bytes.push(b'\n');
+                    }
+                    (format!("{dir}/{status}_0.jsonl"), bytes)
+                }
+            };
             let size = bytes.len();
             store.put_object(bucket, &key, bytes).await.map_err(writer_failed)?;
             listed.push(json!({ "Key": key, "Size": size }));
@@ -1546,7 +1931,15 @@ mod tests {
     use super::*;
 
     fn config(input_type: InputType, csv_headers: CsvHeaders) -> ReaderConfig {
-        ReaderConfig { input_type, csv_headers, max_items: None }
+        ReaderConfig {
+            input_type: Some(input_type),
+            csv_headers,
+            max_items: None,
+            csv_delimiter: CsvDelimiter::Comma,
+            items_pointer: None,
+            transformation: ReaderTransformation::None,
+            manifest_type: None,
+        }
     }
 
     #[test]
@@ -1578,8 +1971,9 @@ mod tests {
         assert_eq!(items, Ok(vec![json!({"p": "1", "q": "2"})]));
         let dup = parse_items(b"a,a\n1,2\n", &config(InputType::Csv, CsvHeaders::FirstRow), 0, 10);
         assert_eq!(dup.map_err(|f| f.cause), Err("CSV headers cannot contain duplicates.".to_owned()));
-        let ragged = parse_items(b"a,b\n1\n", &config(InputType::Csv, CsvHeaders::FirstRow), 0, 10);
-        assert_eq!(ragged.map_err(|f| f.error), Err(ITEM_READER_FAILED.to_owned()));
+        // Missing fields are "", extra ones skipped (AWS's documented and recorded rule).
+        let ragged = parse_items(b"a,b\n1\n2,3,4\n", &config(InputType::Csv, CsvHeaders::FirstRow), 0, 10);
+        assert_eq!(ragged, Ok(vec![json!({"a": "1", "b": ""}), json!({"a": "2", "b": "3"})]));
     }
 
     #[test]
@@ -1594,6 +1988,64 @@ mod tests {
         assert_eq!(over, Err(ITEM_READER_FAILED.to_owned()));
         // MaxItems stops reading before the limit matters.
         assert_eq!(parse_items(b"1\n2\n3\n", &jsonl, 2, 2), Ok(vec![json!(1), json!(2)]));
+    }
+
+    #[test]
+    fn items_pointer_and_delimiters() {
+        let mut cfg = config(InputType::Json, CsvHeaders::FirstRow);
+        cfg.items_pointer = Some("/a/b~1c".to_owned());
+        assert_eq!(parse_items(br#"{"a": {"b/c": [1, 2]}}"#, &cfg, 0, 10), Ok(vec![json!(1), json!(2)]));
+        let missing = parse_items(br#"{"a": {}}"#, &cfg, 0, 10).map_err(|f| f.error);
+        assert_eq!(missing, Err(ITEM_READER_FAILED.to_owned()));
+        let not_array = parse_items(br#"{"a": {"b/c": {}}}"#, &cfg, 0, 10).map_err(|f| f.cause);
+        assert_eq!(not_array, Err("Attempting to map over non-iterable node.".to_owned()));
+        for (delimiter, text) in [
+            (CsvDelimiter::Pipe, "a|b\n1|x,y\n"),
+            (CsvDelimiter::Semicolon, "a;b\n1;x,y\n"),
+            (CsvDelimiter::Tab, "a\tb\n1\tx,y\n"),
+            (CsvDelimiter::Space, "a b\n1 x,y\n"),
+        ] {
+            let mut cfg = config(InputType::Csv, CsvHeaders::FirstRow);
+            cfg.csv_delimiter = delimiter;
+            assert_eq!(
+                parse_items(text.as_bytes(), &cfg, 0, 10),
+                Ok(vec![json!({"a": "1", "b": "x,y"})]),
+                "{delimiter:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn manifests_and_gzip() {
+        assert_eq!(
+            athena_files(b"s3://b/k/1.csv\n\ns3://c/2.csv\n"),
+            Ok(vec![("b".to_owned(), "k/1.csv".to_owned()), ("c".to_owned(), "2.csv".to_owned())])
+        );
+        assert!(athena_files(b"http://b/k\n").is_err());
+        let mut gz = Vec::new();
+        {
+            let mut enc = flate2::write::GzEncoder::new(&mut gz, flate2::Compression::fast());
+            std::io::Write::write_all(&mut enc, b"x,y\n").unwrap_or_default();
+            enc.finish().map(|_| ()).unwrap_or_default();
+        }
+        assert_eq!(gunzip(&gz).map(|b| b.into_owned()), Ok(b"x,y\n".to_vec()));
+        assert_eq!(gunzip(b"plain").map(|b| b.into_owned()), Ok(b"plain".to_vec()));
+    }
+
+    #[test]
+    fn writer_transformations() {
+        let record = |output: Option<Value>| ChildRecord { items: 1, document: json!({"Status": "doc"}), output };
+        let shaped = |t| {
+            let mut out = Vec::new();
+            for r in [record(Some(json!([1, 2]))), record(None), record(Some(json!(3)))] {
+                shape_result(r, t, &mut out);
+            }
+            out
+        };
+        let doc = json!({"Status": "doc"});
+        assert_eq!(shaped(WriterTransformation::Compact), vec![json!([1, 2]), doc.clone(), json!(3)]);
+        assert_eq!(shaped(WriterTransformation::Flatten), vec![json!(1), json!(2), doc.clone(), json!(3)]);
+        assert_eq!(shaped(WriterTransformation::None), vec![doc.clone(), doc.clone(), doc]);
     }
 
     #[test]

@@ -77,7 +77,7 @@ pub use definition::DefinitionId;
 pub use error::{Failure, TaskError};
 pub use exec::{Execution, ExecutionResult, Identity, MachineType, RunOptions, Status, express_execution_uuid};
 pub use handlers::{DynHandler, Handlers};
-pub use history::{Details, EventType, History, HistoryEvent, HistoryLevel};
+pub use history::{Details, EventTime, EventType, History, HistoryEvent, HistoryLevel};
 pub use limits::Limits;
 pub use serde_json::{Value, json};
 pub use task::TaskContext;

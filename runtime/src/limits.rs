@@ -111,14 +111,21 @@ impl Limits {
     }
 
     /// The failure once an execution has recorded `recorded` events and wants to record more.
+    #[inline]
     pub fn check_history(&self, recorded: usize) -> Result<(), Failure> {
         if recorded >= self.max_history_events {
-            return Err(Failure::runtime(format!(
-                "The execution history reached the limit of {} events; split long loops into child executions",
-                self.max_history_events
-            )));
+            return Err(self.history_full());
         }
         Ok(())
+    }
+
+    /// [`Limits::check_history`]'s failure, out of line: every state entry checks the limit.
+    #[cold]
+    fn history_full(&self) -> Failure {
+        Failure::runtime(format!(
+            "The execution history reached the limit of {} events; split long loops into child executions",
+            self.max_history_events
+        ))
     }
 }
 

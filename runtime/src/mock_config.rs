@@ -320,11 +320,66 @@ impl InvocationCounter {
     /// The number of this invocation (from 0) of the mocked key `key` (a state name or a
     /// resource) in the stored execution `execution`, counted.
     pub async fn next(&self, execution: &str, key: &str) -> Result<u64, crate::durable::StoreError> {
-        let row = format!("mock-count/{execution}/{key}");
+        let row = format!("{COUNTER_PREFIX}{execution}/{key}");
         let _held = self.lock.lock().await;
         let n = self.store.kv_get(&row).await?.and_then(|v| v.as_u64()).unwrap_or(0);
         self.store.kv_put(&row, Value::from(n + 1)).await?;
         Ok(n)
+    }
+}
+
+/// The key/value rows of the invocation counters: `mock-count/<execution>/<key>`.
+#[cfg(feature = "durable")]
+const COUNTER_PREFIX: &str = "mock-count/";
+
+/// How long an ended execution may be redriven (AWS's redrivable period: 14 days from its end),
+/// and so how long its invocation counters are kept (see [`InvocationCounter::forget_ended`]).
+#[cfg(feature = "durable")]
+pub const REDRIVABLE_PERIOD_MS: i64 = 14 * 24 * 3600 * 1000;
+
+#[cfg(feature = "durable")]
+impl InvocationCounter {
+    /// Deletes the counters of `execution` (stored name): it succeeded, so no redrive can run
+    /// its mocked states again. Returns how many rows went.
+    pub async fn forget(&self, execution: &str) -> Result<usize, crate::durable::StoreError> {
+        let _held = self.lock.lock().await;
+        let mut forgotten = 0;
+        for (key, _) in self.store.kv_list(&format!("{COUNTER_PREFIX}{execution}/")).await? {
+            forgotten += usize::from(self.store.kv_delete(&key).await?);
+        }
+        Ok(forgotten)
+    }
+
+    /// Deletes the counters no redrive can need any more, as of `now_ms`: those of executions
+    /// that succeeded, that are no longer stored, or that ended (failed, timed out, aborted)
+    /// longer than [`REDRIVABLE_PERIOD_MS`] ago. A running execution's are kept, and so are an
+    /// ended one's while it may still be redriven (a redrive goes on with the next answers).
+    /// The process that runs an execution forgets its counters when it succeeds; this sweep
+    /// catches the rest (a server starting). Returns how many rows went.
+    pub async fn forget_ended(&self, now_ms: i64) -> Result<usize, crate::durable::StoreError> {
+        use crate::durable::ExecutionStatus;
+        let mut executions: Vec<String> = Vec::new();
+        for (key, _) in self.store.kv_list(COUNTER_PREFIX).await? {
+            // Names may hold '/' (none do today); the key is the last part, as written.
+            let Some((execution, _key)) = key.strip_prefix(COUNTER_PREFIX).and_then(|k| k.rsplit_once('/')) else {
+                continue;
+            };
+            if executions.last().map(String::as_str) != Some(execution) {
+                executions.push(execution.to_owned());
+            }
+        }
+        let mut forgotten = 0;
+        for execution in executions {
+            let needed = self.store.describe_execution(&execution).await?.is_some_and(|r| match r.status {
+                ExecutionStatus::Running => true,
+                ExecutionStatus::Succeeded => false,
+                _ => now_ms - r.updated_at_ms <= REDRIVABLE_PERIOD_MS,
+            });
+            if !needed {
+                forgotten += self.forget(&execution).await?;
+            }
+        }
+        Ok(forgotten)
     }
 }
 

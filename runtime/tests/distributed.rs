@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use common::*;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use wfc_runtime::distributed::ObjectStore;
+use wfc_runtime::distributed::{ObjectStore, ObjectSummary};
 use wfc_runtime::ir::distributed::*;
 use wfc_runtime::ir::*;
 use wfc_runtime::{EventType as E, Limits, RunOptions, Status, block_on_virtual, interp};
@@ -38,15 +38,68 @@ impl ObjectStore for Memory {
             Ok(())
         })
     }
+
+    fn list_objects<'a>(
+        &'a self,
+        bucket: &'a str,
+        prefix: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<ObjectSummary>, String>> {
+        Box::pin(async move {
+            let objects = self.objects.lock().map_err(|e| e.to_string())?;
+            Ok(objects
+                .iter()
+                .filter(|((b, k), _)| b == bucket && k.starts_with(prefix))
+                .map(|((_, key), bytes)| ObjectSummary {
+                    key: key.clone(),
+                    size: bytes.len() as u64,
+                    etag: "\"e\"".to_owned(),
+                    last_modified: 1_700_000_000,
+                    storage_class: "STANDARD".to_owned(),
+                })
+                .collect())
+        })
+    }
+}
+
+/// A store that only reads and writes: the trait's default `list_objects` refuses.
+#[derive(Debug)]
+struct NoListing;
+
+impl ObjectStore for NoListing {
+    fn get_object<'a>(&'a self, _: &'a str, _: &'a str) -> BoxFuture<'a, Result<Vec<u8>, String>> {
+        Box::pin(async { Err("nothing here".to_owned()) })
+    }
+
+    fn put_object<'a>(&'a self, _: &'a str, _: &'a str, _: Vec<u8>) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+fn jsonl_config() -> ReaderConfig {
+    ReaderConfig {
+        input_type: Some(InputType::Jsonl),
+        csv_headers: CsvHeaders::FirstRow,
+        max_items: None,
+        csv_delimiter: CsvDelimiter::Comma,
+        items_pointer: None,
+        transformation: ReaderTransformation::None,
+        manifest_type: None,
+    }
 }
 
 fn jsonl_map(result_writer: bool, max_concurrency: u64) -> Workflow {
     let reader = ItemReader {
         resource: S3_GET_OBJECT.to_owned(),
-        parameters: tpl(json!({"Bucket": "mem", "Key": "items.jsonl"})),
-        config: ReaderConfig { input_type: InputType::Jsonl, csv_headers: CsvHeaders::FirstRow, max_items: None },
+        parameters: Some(tpl(json!({"Bucket": "mem", "Key": "items.jsonl"}))),
+        arguments: None,
+        config: jsonl_config(),
     };
-    let writer = ResultWriter { resource: S3_PUT_OBJECT.to_owned(), parameters: tpl(json!({"Bucket": "out"})) };
+    let writer = ResultWriter {
+        resource: Some(S3_PUT_OBJECT.to_owned()),
+        parameters: Some(tpl(json!({"Bucket": "out"}))),
+        arguments: None,
+        writer_config: None,
+    };
     let mut pass = pass_state();
     pass.parameters = Some(tpl(json!({"n.$": "$.n", "child.$": "$$.Execution.Name"})));
     let spec = MapState {
@@ -178,4 +231,52 @@ fn a_missing_object_is_item_reader_failed_with_the_stores_message() {
     let result = run_with(&jsonl_map(false, 0), Arc::new(Memory::default()), Limits::default());
     let error = result.error.unwrap_or_else(|| wfc_runtime::Failure::runtime("none"));
     assert_eq!((error.error.as_str(), error.cause.as_str()), ("States.ItemReaderFailed", "NoSuchKey: mem/items.jsonl"));
+}
+
+/// `s3:listObjectsV2` through a plugged-in store: the listing's items in AWS's shape, and with
+/// `LOAD_AND_FLATTEN` the items of every listed object; a store that cannot list fails the
+/// reader with its message.
+#[test]
+fn listings_go_through_the_plugged_in_store() {
+    let list_map = |transformation: ReaderTransformation| {
+        let mut wf = jsonl_map(false, 0);
+        let StateKind::Map(spec) = &mut wf.machine.states[0].kind else { unreachable!("a Map") };
+        let reader = spec.distributed.as_mut().and_then(|d| d.item_reader.as_mut()).expect("a reader");
+        reader.resource = S3_LIST_OBJECTS_V2.to_owned();
+        reader.parameters = Some(tpl(json!({"Bucket": "mem", "Prefix": "items"})));
+        reader.config.transformation = transformation;
+        if transformation == ReaderTransformation::None {
+            reader.config.input_type = None;
+            // The child's `n` is the listed object's size.
+            spec.item_selector = Some(tpl(json!({"n.$": "$$.Map.Item.Value.Size"})));
+        }
+        wf
+    };
+    let store = store_with(2);
+    store
+        .objects
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(("mem".into(), "items-2.jsonl".into()), b"{\"n\": 9}\n".to_vec());
+    store.objects.lock().unwrap_or_else(|p| p.into_inner()).insert(("mem".into(), "other".into()), b"x".to_vec());
+    let result = run_with(&list_map(ReaderTransformation::None), Arc::clone(&store), Limits::default());
+    assert_eq!(result.status, Status::Succeeded, "{:?}", result.error);
+    let sizes: Vec<Value> =
+        result.output.unwrap_or_default().as_array().into_iter().flatten().map(|o| o["n"].clone()).collect();
+    // Key order: `items-2.jsonl` (9 bytes) before `items.jsonl` (18); `other` is not listed.
+    assert_eq!(sizes, [json!(9), json!(18)]);
+    let result = run_with(&list_map(ReaderTransformation::LoadAndFlatten), Arc::clone(&store), Limits::default());
+    assert_eq!(result.status, Status::Succeeded, "{:?}", result.error);
+    let ns: Vec<Value> =
+        result.output.unwrap_or_default().as_array().into_iter().flatten().map(|o| o["n"].clone()).collect();
+    assert_eq!(ns, [json!(9), json!(0), json!(1)]);
+    let result = run_with_store(&list_map(ReaderTransformation::None), Arc::new(NoListing));
+    let error = result.error.unwrap_or_else(|| wfc_runtime::Failure::runtime("none"));
+    assert_eq!(error.error, "States.ItemReaderFailed");
+    assert!(error.cause.contains("does not list objects"), "{}", error.cause);
+}
+
+fn run_with_store(wf: &Workflow, store: Arc<dyn ObjectStore>) -> wfc_runtime::ExecutionResult {
+    let options = RunOptions::virtual_time().with_object_store(store);
+    block_on_virtual(interp::run(wf, &no_handlers(), json!({}), options))
 }

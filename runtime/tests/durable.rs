@@ -26,7 +26,9 @@ wfc_runtime::include_workflow!("tests/durable/flaky.asl.json");
 wfc_runtime::include_workflow!("tests/durable/beat.asl.json");
 wfc_runtime::include_workflow!("tests/durable/fan8.asl.json");
 wfc_runtime::include_workflow!("tests/durable/redrive_nested.asl.json");
+wfc_runtime::include_workflow!("tests/durable/redrive_cancelled.asl.json");
 wfc_runtime::include_workflow!("tests/durable/redrive_distributed.asl.json");
+wfc_runtime::include_workflow!("tests/durable/redrive_stateless.asl.json");
 
 /// The IR `include_workflow!` lowered `tests/durable/<name>.asl.json` to (generated code carries
 /// none), for the interpreter's runs of the same definitions.
@@ -171,8 +173,9 @@ async fn history_rows_of_many_events_read_and_replace_event_by_event() {
         details: json!({ "name": tag }).into(),
     };
     let events = |ids: std::ops::RangeInclusive<u64>, tag: &str| ids.map(|i| event(i, tag)).collect::<Vec<_>>();
-    let ids =
-        |events: Vec<wfc_runtime::HistoryEvent>| events.into_iter().map(|e| (e.id, e.timestamp)).collect::<Vec<_>>();
+    let ids = |events: Vec<wfc_runtime::HistoryEvent>| {
+        events.into_iter().map(|e| (e.id, e.timestamp.to_string())).collect::<Vec<_>>()
+    };
     let tagged = |spans: &[(std::ops::RangeInclusive<u64>, &str)]| {
         spans.iter().flat_map(|(r, t)| r.clone().map(move |i| (i, t.to_string()))).collect::<Vec<_>>()
     };
@@ -216,6 +219,35 @@ async fn a_file_store_survives_reopening_in_both_durability_modes() {
         assert_eq!(ops.len(), 1, "{file}");
         assert_eq!(ops[0].result, Some(json!("r")));
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// At FULL on a file, commits are made at `synchronous=NORMAL` and the log is synced beside
+/// them: every write (grouped or not) is answered only after a sync that began after it
+/// committed, so writes made one after the other cannot share a sync. At NORMAL nothing syncs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_store_answers_each_write_after_a_sync_of_its_log() {
+    let dir = std::env::temp_dir().join(format!("wfc-durable-sync-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("full.db");
+    let _ = std::fs::remove_file(&path);
+    let s = SqliteStore::open(&path, Synchronous::Full).unwrap();
+    let syncs = || s.log_syncs().expect("a FULL file store syncs its log itself");
+    let before = syncs();
+    // Not grouped: its own transaction, answered after a sync.
+    let claim = s.open_execution(new_exec("e", json!({}))).await.unwrap();
+    assert!(syncs() > before, "opening an execution was answered before a sync");
+    let mut token = claim.token;
+    for i in 1..=3 {
+        let before = syncs();
+        let update = step(&format!("A#{i}.0"), OpStatus::Succeeded, Some(json!(i)));
+        token = s.checkpoint("e", token, vec![update]).await.unwrap();
+        assert!(syncs() > before, "checkpoint {i} was answered before a sync");
+    }
+    assert_eq!(s.load_journal("e").await.unwrap().len(), 3);
+    assert_eq!(SqliteStore::open(dir.join("normal.db"), Synchronous::Normal).unwrap().log_syncs(), None);
+    assert_eq!(SqliteStore::in_memory().unwrap().log_syncs(), None);
+    drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -473,7 +505,7 @@ async fn a_finished_branch_replays_from_its_context_without_running() {
 /// History events without their timestamps: a replayed event is stamped anew in the run's
 /// memory, while the store keeps the instant it was first written at.
 fn unstamped(events: &[wfc_runtime::HistoryEvent]) -> Vec<wfc_runtime::HistoryEvent> {
-    events.iter().map(|e| wfc_runtime::HistoryEvent { timestamp: String::new(), ..e.clone() }).collect()
+    events.iter().map(|e| wfc_runtime::HistoryEvent { timestamp: Default::default(), ..e.clone() }).collect()
 }
 
 #[tokio::test]
@@ -919,6 +951,267 @@ async fn a_redrive_reruns_only_the_failed_parallel_branch_and_map_iteration_on_b
         assert_eq!(stored, third, "{engine}");
         let ops = s.load_journal(&name).await.unwrap();
         assert!(ops.iter().all(|o| o.status != OpStatus::Started), "{engine}: {ops:?}");
+    }
+}
+
+/// `L2` never ends and `Right` fails once `L2` runs, until `fixed`; each call is counted.
+#[derive(Clone)]
+struct CancelledRedrivable {
+    counting: Counting,
+    fixed: bool,
+}
+
+impl CancelledRedrivable {
+    async fn call(&self, function: &str) -> Result<Value, wfc_runtime::TaskError> {
+        *self.counting.calls.lock().unwrap().entry(function.into()).or_default() += 1;
+        match function {
+            // Right's failure cancels L2's branch while L2 runs.
+            "L2" if !self.fixed => futures::future::pending().await,
+            "Right" if !self.fixed => {
+                while self.counting.count("L2") == 0 {
+                    tokio::task::yield_now().await;
+                }
+                Err(Failure::new("Right.Broken", "not fixed yet"))
+            }
+            other => Ok(json!(other)),
+        }
+    }
+}
+
+impl redrive_cancelled::Handler for CancelledRedrivable {
+    async fn l1(&self, _input: Value, _ctx: TaskContext) -> Result<Value, wfc_runtime::TaskError> {
+        self.call("L1").await
+    }
+
+    async fn l2(&self, _input: Value, _ctx: TaskContext) -> Result<Value, wfc_runtime::TaskError> {
+        self.call("L2").await
+    }
+
+    async fn right(&self, _input: Value, _ctx: TaskContext) -> Result<Value, wfc_runtime::TaskError> {
+        self.call("Right").await
+    }
+}
+
+/// RedriveExecution of a Parallel branch that another's failure cancelled in flight, on both
+/// engines: Left's `L1` had finished and `L2` was running when `Right` failed. Redriven, `L1`
+/// replays its result without running and without recording its events again (they are among
+/// the reopened attempt's), `L2` and `Right` run again, and the history records each of `L1`'s
+/// events once.
+#[tokio::test]
+async fn a_redrive_replays_the_finished_tasks_of_a_cancelled_branch_silently() {
+    let workflow = &lowered("redrive_cancelled");
+    let s = store();
+    let input = json!({});
+    for engine in ["interp", "generated"] {
+        let name = format!("redrive-cancelled-{engine}");
+        let counting = Counting::default();
+        let run = |fixed: bool, journal: Arc<Journal>| {
+            let handler = CancelledRedrivable { counting: counting.clone(), fixed };
+            let input = input.clone();
+            async move {
+                if engine == "interp" {
+                    let handlers =
+                        Handlers::new().fallback(move |resource: String, _input: Value, _ctx: TaskContext| {
+                            let handler = handler.clone();
+                            async move { handler.call(resource.rsplit(':').next().unwrap_or_default()).await }
+                        });
+                    interp::run(workflow, &handlers, input, RunOptions::real().with_journal(journal)).await
+                } else {
+                    redrive_cancelled::run_with(&handler, input, RunOptions::real().with_journal(journal)).await
+                }
+            }
+        };
+        let kinds = |r: &wfc_runtime::ExecutionResult| -> Vec<String> {
+            r.history.iter().map(|e| format!("{} {}", e.event_type.name(), e.details)).collect()
+        };
+        let calls = |c: &Counting| ["L1", "L2", "Right"].map(|f| c.count(f));
+        let first = run(false, open(&s, &name, workflow, &input).await).await;
+        assert_eq!(first.error.as_ref().map(|f| f.error.as_str()), Some("Right.Broken"), "{engine}");
+        assert_eq!(calls(&counting), [1, 1, 1], "{engine}");
+        s.redrive_execution(&name).await.unwrap();
+        let second = run(true, open(&s, &name, workflow, &input).await).await;
+        assert_eq!(second.status, Status::Succeeded, "{engine}: {:?}", second.error);
+        assert_eq!(second.output, Some(json!(["L2", "Right"])), "{engine}");
+        assert_eq!(calls(&counting), [1, 2, 2], "{engine}");
+        let (first, second) = (kinds(&first), kinds(&second));
+        assert_eq!(second[..first.len()], first[..], "{engine}");
+        // L1 ran once: its events are recorded once; L2 and Right were scheduled in each run.
+        let scheduled = |function: &str| {
+            let resource = format!("function:{function}\"");
+            second.iter().filter(|e| e.starts_with("LambdaFunctionScheduled") && e.contains(&resource)).count()
+        };
+        assert_eq!(["L1", "L2", "Right"].map(scheduled), [1, 2, 2], "{engine}: {second:#?}");
+        let succeeded = |function: &str| {
+            let output = format!("\"{function}\"");
+            second.iter().filter(|e| e.starts_with("LambdaFunctionSucceeded") && e.contains(&output)).count()
+        };
+        assert_eq!(["L1", "L2", "Right"].map(succeeded), [1, 1, 1], "{engine}: {second:#?}");
+        let stored: Vec<String> = s
+            .read_history(&name)
+            .await
+            .unwrap()
+            .iter()
+            .map(|e| format!("{} {}", e.event_type.name(), e.details))
+            .collect();
+        assert_eq!(stored, second, "{engine}");
+    }
+}
+
+/// As above, the branch cancelled during a Wait (interp; the Wait's code is the engines'
+/// shared `exec.rs`): `Right` fails once `Pause`'s timer is journaled. Redriven, `L1` replays
+/// silently, `Pause` waits again (1 s) and records from its end, `L2` runs for the first time.
+#[tokio::test]
+async fn a_redrive_reruns_the_wait_a_cancelled_branch_was_in() {
+    let workflow = &lowered("redrive_cancelled_wait");
+    let s = store();
+    let input = json!({});
+    let name = "redrive-cancelled-wait";
+    let counting = Counting::default();
+    let run = |fixed: bool, journal: Arc<Journal>| {
+        let counting = counting.clone();
+        let store = Arc::clone(&s);
+        let handlers = Handlers::new().fallback(move |resource: String, _input: Value, _ctx: TaskContext| {
+            let counting = counting.clone();
+            let store = Arc::clone(&store);
+            async move {
+                let function = resource.rsplit(':').next().unwrap_or_default().to_owned();
+                *counting.calls.lock().unwrap().entry(function.clone()).or_default() += 1;
+                if function == "Right" && !fixed {
+                    // Fails once Left's branch is in its Wait (the timer journaled STARTED).
+                    loop {
+                        let ops = store.load_journal(name).await.unwrap();
+                        if ops.iter().any(|o| o.op_type == OpType::Wait && o.status == OpStatus::Started) {
+                            break;
+                        }
+                        tokio::task::yield_now().await;
+                    }
+                    return Err(Failure::new("Right.Broken", "not fixed yet"));
+                }
+                Ok(json!(function))
+            }
+        });
+        let input = input.clone();
+        async move { interp::run(workflow, &handlers, input, RunOptions::real().with_journal(journal)).await }
+    };
+    let kinds = |r: &wfc_runtime::ExecutionResult| -> Vec<String> {
+        r.history.iter().map(|e| format!("{} {}", e.event_type.name(), e.details)).collect()
+    };
+    let first = run(false, open(&s, name, workflow, &input).await).await;
+    assert_eq!(first.error.as_ref().map(|f| f.error.as_str()), Some("Right.Broken"));
+    s.redrive_execution(name).await.unwrap();
+    let second = run(true, open(&s, name, workflow, &input).await).await;
+    assert_eq!(second.status, Status::Succeeded, "{:?}", second.error);
+    assert_eq!(second.output, Some(json!(["L2", "Right"])));
+    assert_eq!(["L1", "L2", "Right"].map(|f| counting.count(f)), [1, 1, 2]);
+    let (first, second) = (kinds(&first), kinds(&second));
+    assert_eq!(second[..first.len()], first[..]);
+    let count = |prefix: &str| second.iter().filter(|e| e.starts_with(prefix)).count();
+    // L1's events once; Pause entered in the first run, exited in the redrive; L2 entered once
+    // and R once (its rerun records from its scheduling on).
+    assert_eq!(
+        ["LambdaFunctionScheduled", "WaitStateEntered", "WaitStateExited", "TaskStateEntered"].map(count),
+        [1 + 1 + 2, 1, 1, 1 + 1 + 1],
+        "{second:#?}"
+    );
+    let stored: Vec<String> =
+        s.read_history(name).await.unwrap().iter().map(|e| format!("{} {}", e.event_type.name(), e.details)).collect();
+    assert_eq!(stored, second);
+}
+
+/// `Get` answers `{}` until `answer` is set, then `{"value": answer}`; its calls are counted.
+#[derive(Clone)]
+struct StatelessRedrivable {
+    counting: Counting,
+    answer: Option<i64>,
+}
+
+impl StatelessRedrivable {
+    async fn get(&self) -> Result<Value, wfc_runtime::TaskError> {
+        *self.counting.calls.lock().unwrap().entry("Get".into()).or_default() += 1;
+        Ok(self.answer.map_or(json!({}), |v| json!({ "value": v })))
+    }
+}
+
+impl redrive_stateless::Handler for StatelessRedrivable {
+    async fn get(&self, _input: Value, _ctx: TaskContext) -> Result<Value, wfc_runtime::TaskError> {
+        StatelessRedrivable::get(self).await
+    }
+}
+
+/// RedriveExecution of failures without a failed Task attempt, as AWS documents them
+/// ("Redrive behavior of individual states"), in a Map iteration on both engines. A Task whose
+/// result processing failed (Get's ResultSelector: a path error after the Task succeeded) is the
+/// unsuccessful state: the redrive schedules and starts it again (Task: "Schedules and starts
+/// the Task state again"). A Fail state: the redrive re-enters it and the execution fails again
+/// ("Reenters the Fail state and fails again"), the Choice before it reevaluated ("Reevaluates
+/// the Choice state rules") on Get's recorded result (Get does not run again).
+#[tokio::test]
+async fn a_redrive_reruns_a_task_whose_result_failed_and_reenters_a_fail_state() {
+    let workflow = &lowered("redrive_stateless");
+    let s = store();
+    let input = json!({"items": [{"id": 1}]});
+    for engine in ["interp", "generated"] {
+        let name = format!("redrive-stateless-{engine}");
+        let counting = Counting::default();
+        let run = |answer: Option<i64>, journal: Arc<Journal>| {
+            let handler = StatelessRedrivable { counting: counting.clone(), answer };
+            let input = input.clone();
+            async move {
+                if engine == "interp" {
+                    let handlers =
+                        Handlers::new().fallback(move |_resource: String, _input: Value, _ctx: TaskContext| {
+                            let handler = handler.clone();
+                            async move { StatelessRedrivable::get(&handler).await }
+                        });
+                    interp::run(workflow, &handlers, input, RunOptions::real().with_journal(journal)).await
+                } else {
+                    redrive_stateless::run_with(&handler, input, RunOptions::real().with_journal(journal)).await
+                }
+            }
+        };
+        let kinds = |r: &wfc_runtime::ExecutionResult| -> Vec<String> {
+            r.history.iter().map(|e| format!("{} {}", e.event_type.name(), e.details)).collect()
+        };
+        let first = run(None, open(&s, &name, workflow, &input).await).await;
+        assert_eq!(first.error.as_ref().map(|f| f.error.as_str()), Some("States.Runtime"), "{engine}");
+        s.redrive_execution(&name).await.unwrap();
+        let second = run(Some(2), open(&s, &name, workflow, &input).await).await;
+        assert_eq!(second.error.as_ref().map(|f| f.error.as_str()), Some("Item.Stopped"), "{engine}");
+        assert_eq!(counting.count("Get"), 2, "{engine}");
+        s.redrive_execution(&name).await.unwrap();
+        let third = run(Some(1), open(&s, &name, workflow, &input).await).await;
+        assert_eq!(third.error.as_ref().map(|f| f.error.as_str()), Some("Item.Stopped"), "{engine}");
+        assert_eq!(counting.count("Get"), 2, "{engine}");
+        let (first, second, third) = (kinds(&first), kinds(&second), kinds(&third));
+        assert_eq!(second[..first.len()], first[..], "{engine}");
+        assert_eq!(third[..second.len()], second[..], "{engine}");
+        let types = |events: &[String]| -> Vec<String> {
+            events.iter().map(|e| e.split_once(' ').map_or(e.as_str(), |(t, _)| t).to_owned()).collect()
+        };
+        // The first redrive: how the execution ended, its redrive, then Get scheduled again (its
+        // result processed with the state's input: ResultPath keeps the item).
+        assert_eq!(
+            types(&second[first.len()..first.len() + 4]),
+            ["ExecutionRedriven", "LambdaFunctionScheduled", "LambdaFunctionStarted", "LambdaFunctionSucceeded"],
+            "{engine}: {second:#?}"
+        );
+        let exited = second.iter().find(|e| e.starts_with("TaskStateExited")).unwrap();
+        assert!(exited.contains(r#""got":{"v":2}"#) && exited.contains(r#""id":1"#), "{engine}: {exited}");
+        // The second: the Fail state re-entered, failing the iteration, the Map and the execution
+        // again.
+        assert_eq!(
+            types(&third[second.len()..]),
+            ["ExecutionRedriven", "FailStateEntered", "MapIterationFailed", "MapStateFailed", "ExecutionFailed"],
+            "{engine}: {third:#?}"
+        );
+        let stored: Vec<String> = s
+            .read_history(&name)
+            .await
+            .unwrap()
+            .iter()
+            .map(|e| format!("{} {}", e.event_type.name(), e.details))
+            .collect();
+        assert_eq!(stored, third, "{engine}");
     }
 }
 

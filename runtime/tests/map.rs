@@ -122,7 +122,7 @@ fn a_slot_is_reused_as_soon_as_any_iteration_ends() {
         .history
         .iter()
         .filter(|e| e.event_type == E::MapIterationStarted)
-        .map(|e| (e.details["index"].clone(), e.timestamp.clone()))
+        .map(|e| (e.details["index"].clone(), e.timestamp.to_string()))
         .collect();
     assert_eq!(started[2], (json!(2), "2024-01-01T00:00:01.000Z".to_owned()));
 }

@@ -566,19 +566,18 @@ pub mod distributed_map {
                             ctx,
                         )
                     }
-                    fn read_items(
+                    fn reader_spec(
                         &self,
-                        bytes: &[u8],
-                        max_items: usize,
-                        limit: usize,
-                    ) -> Result<::std::vec::Vec<__wfc::Value>, __wfc::Failure> {
-                        __wfc::abi::parse_items(
-                            bytes,
-                            __wfc::abi::InputType::Json,
-                            ::core::option::Option::None,
-                            max_items,
-                            limit,
-                        )
+                    ) -> Result<__wfc::abi::ReadSpec<'_>, __wfc::Failure> {
+                        Ok(__wfc::abi::ReadSpec {
+                            lists_objects: false,
+                            input_type: Some(__wfc::abi::InputType::Json),
+                            given_headers: ::core::option::Option::None,
+                            delimiter: __wfc::abi::CsvDelimiter::Comma,
+                            items_pointer: ::core::option::Option::None,
+                            transformation: __wfc::abi::ReaderTransformation::None,
+                            manifest_type: ::core::option::Option::None,
+                        })
                     }
                     fn has_item_batcher(&self) -> bool {
                         true
@@ -975,19 +974,18 @@ pub mod distributed_map {
                     ) -> Result<u64, __wfc::Failure> {
                         Ok(3u64)
                     }
-                    fn read_items(
+                    fn reader_spec(
                         &self,
-                        bytes: &[u8],
-                        max_items: usize,
-                        limit: usize,
-                    ) -> Result<::std::vec::Vec<__wfc::Value>, __wfc::Failure> {
-                        __wfc::abi::parse_items(
-                            bytes,
-                            __wfc::abi::InputType::Csv,
-                            Some(&["id", "v \"{#}\""]),
-                            max_items,
-                            limit,
-                        )
+                    ) -> Result<__wfc::abi::ReadSpec<'_>, __wfc::Failure> {
+                        Ok(__wfc::abi::ReadSpec {
+                            lists_objects: false,
+                            input_type: Some(__wfc::abi::InputType::Csv),
+                            given_headers: Some(::std::vec!["id", "v \"{#}\""]),
+                            delimiter: __wfc::abi::CsvDelimiter::Comma,
+                            items_pointer: ::core::option::Option::None,
+                            transformation: __wfc::abi::ReaderTransformation::None,
+                            manifest_type: ::core::option::Option::None,
+                        })
                     }
                     fn has_item_batcher(&self) -> bool {
                         true

@@ -579,7 +579,18 @@ pub(crate) fn check_result_files(expected: &Expected, root: &Path) -> Vec<String
                 continue;
             }
         };
-        match serde_json::from_str::<Value>(&text) {
+        // A JSON Lines file (a ResultWriter's `"OutputType": "JSONL"`) compares as the array of
+        // its lines.
+        let parsed = if rel.ends_with(".jsonl") {
+            text.lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(serde_json::from_str::<Value>)
+                .collect::<Result<Vec<_>, _>>()
+                .map(Value::Array)
+        } else {
+            serde_json::from_str::<Value>(&text)
+        };
+        match parsed {
             Ok(got) => {
                 if let Some(d) = diff::first_difference(want, &got) {
                     problems.push(format!("result_files[{rel:?}] {}", d.describe()));

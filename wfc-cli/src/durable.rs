@@ -328,7 +328,7 @@ pub(crate) fn run(args: &RunArgs, url: Option<&str>) -> Exit {
         mocks,
         &[&workflow],
         args.virtual_time,
-        counter,
+        counter.clone(),
     ) {
         Ok(h) => h,
         Err(e) => return fatal(e),
@@ -391,6 +391,12 @@ pub(crate) fn run(args: &RunArgs, url: Option<&str>) -> Exit {
                     result = run => {
                         let error = result.error.as_ref().map(|e| e.error.as_str());
                         tracing::info!(execution = name, status = ?result.status, error, "finished");
+                        // Succeeded: no redrive needs its mock invocation counters.
+                        if let Some(counter) = counter.as_ref().filter(|_| result.status == wfc_runtime::Status::Succeeded)
+                            && let Err(e) = counter.forget(name).await
+                        {
+                            tracing::warn!(execution = name, error = %e, "cannot delete the mock invocation counters");
+                        }
                         outcome_of(result, virtual_time)
                     }
                     e = journal.hold_lease(&owner, durable::DEFAULT_LEASE) => {
@@ -725,6 +731,18 @@ pub(crate) fn worker(args: &WorkerArgs) -> Exit {
     for (i, (workflow, definition)) in loaded.into_iter().enumerate() {
         let handler = Arc::clone(&handlers[i.min(handlers.len() - 1)]);
         workflows = workflows.interpreted_version(definition, Arc::new(workflow), handler);
+    }
+    if args.mocks.is_some() {
+        // A succeeded execution is never redriven: its mock invocation counters go with its end.
+        workflows = workflows.on_finished(move |record, result| {
+            let (counter, execution) = (Arc::clone(&counter), record.name.clone());
+            let succeeded = result.status == wfc_runtime::Status::Succeeded;
+            Box::pin(async move {
+                if succeeded && let Err(e) = counter.forget(&execution).await {
+                    tracing::warn!(execution, error = %e, "cannot delete the mock invocation counters");
+                }
+            })
+        });
     }
     let mut config =
         WorkerConfig { concurrency: args.concurrency, exit_when_idle: args.exit_when_idle, ..Default::default() };

@@ -933,6 +933,8 @@ fn worker_mock_counts_survive_a_worker_restart() {
     let o = run(&["run", &def, "--store", &store, "--name", "r1", "--mocks", &mocks, "--test-case", "Retry"]);
     let r1 = stdout_json(&o);
     assert_eq!((&r1["status"], &r1["output"]), (&json!("SUCCEEDED"), &json!({"n": 1})), "{r1}");
+    // Both succeeded: their counters went with their end (the worker's and the run's).
+    assert!(mock_counter_executions(&dir.join("store.db")).is_empty());
 }
 
 /// A bad MockConfigFile is refused by one parser under `wfc run`, `wfc worker`, `wfc test` and
@@ -1098,6 +1100,21 @@ fn a_mock_config_answers_lambda_tasks_alike_under_run_worker_and_serve() {
         }
     }
 
+    // The mock invocation counters of the executions that succeeded went with their end (no
+    // redrive can need them); those of the failed ones stay while they may be redriven.
+    let counted = |db: &str| mock_counter_executions(&dir.join(db));
+    let ended_with = |status: &str| -> Vec<String> {
+        let mut names: Vec<String> = machines
+            .iter()
+            .flat_map(|(machine, _)| test_cases.map(|case| (*machine, case)))
+            .filter(|(machine, case)| expected(machine, case).0 == status)
+            .flat_map(|(machine, case)| [format!("{machine}-{case}"), format!("{machine}-{case}-again")])
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(counted("store.db"), ended_with("FAILED"), "wfc worker");
+
     // wfc serve, each execution started on `<machine ARN>#<TestCase>`, all at once
     let serve_store = format!("sqlite:{}", dir.join("serve.db").display());
     let server = support::serve::Server::start(&serve_store, &["--mock-config", &mocks], &[]);
@@ -1127,5 +1144,44 @@ fn a_mock_config_answers_lambda_tasks_alike_under_run_worker_and_serve() {
         let got = outcome(&d["status"], output, &d["error"], d["cause"].as_str().unwrap_or(""));
         assert_eq!(got, expected(machine, case), "wfc serve {machine} {case}: {d}");
     }
+    // The server deletes a succeeded execution's counters after its end (DescribeExecution may
+    // answer SUCCEEDED first).
+    let failed: Vec<String> = ended_with("FAILED")
+        .into_iter()
+        .filter(|name| !name.ends_with("-again"))
+        .map(|name| format!("{}:{name}", name.split('-').next().unwrap()))
+        .collect();
+    support::live::wait_until("the succeeded executions' counters to go", std::time::Duration::from_secs(60), || {
+        (counted("serve.db") == failed).then_some(())
+    });
     server.stop();
+    // A server starting deletes the counters no redrive can need: of an execution no longer
+    // stored, and of a failed one that ended longer ago than the 14-day redrivable period.
+    let db = rusqlite::Connection::open(dir.join("serve.db")).unwrap();
+    db.execute("INSERT INTO kv (key, value, updated_at) VALUES ('mock-count/Gone:gone/Call', '1', 0)", []).unwrap();
+    let fifteen_days_ago = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis()
+        as i64
+        - 15 * 24 * 3600 * 1000;
+    let aged = &failed[0];
+    db.execute("UPDATE executions SET updated_at = ?1 WHERE name = ?2", rusqlite::params![fifteen_days_ago, aged])
+        .unwrap();
+    drop(db);
+    let server = support::serve::Server::start(&serve_store, &["--mock-config", &mocks], &[]);
+    // Answered once the server serves, after its sweep.
+    sfn_call(&server.addr, "ListStateMachines", &json!({}));
+    assert_eq!(counted("serve.db"), failed[1..], "the sweep at start");
+    server.stop();
+}
+
+/// The executions (stored names) that have mock invocation counter rows in the SQLite store
+/// `db`, sorted.
+fn mock_counter_executions(db: &Path) -> Vec<String> {
+    let db = rusqlite::Connection::open(db).unwrap();
+    let mut query = db.prepare("SELECT key FROM kv WHERE key LIKE 'mock-count/%' ORDER BY key").unwrap();
+    let keys = query.query_map([], |row| row.get::<_, String>(0)).unwrap();
+    let mut executions: Vec<String> =
+        keys.map(|k| k.unwrap().strip_prefix("mock-count/").unwrap().rsplit_once('/').unwrap().0.to_owned()).collect();
+    executions.sort();
+    executions.dedup();
+    executions
 }

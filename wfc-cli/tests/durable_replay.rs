@@ -190,3 +190,168 @@ fn a_worker_runs_other_versions_only_with_a_loader_and_upgrades_are_guarded() {
         assert_eq!(done.output, Some(json!({"answer": {"ok": 1}, "v": "v1"})));
     });
 }
+
+/// A SQLite store that records the `limit` of every claim and holds the second claim until the
+/// worker's first `concurrency` executions have all finished: the place each freed is then
+/// free when the worker claims next.
+#[derive(Debug)]
+struct HeldClaims {
+    inner: SqliteStore,
+    limits: std::sync::Mutex<Vec<usize>>,
+    finished: tokio::sync::watch::Sender<usize>,
+    hold_until: usize,
+}
+
+type Fut<'a, T> = futures::future::BoxFuture<'a, Result<T, StoreError>>;
+
+impl Store for HeldClaims {
+    fn open_execution(&self, new: durable::NewExecution) -> Fut<'_, durable::Claim> {
+        self.inner.open_execution(new)
+    }
+    fn load_journal<'a>(&'a self, name: &'a str) -> Fut<'a, Vec<durable::Operation>> {
+        self.inner.load_journal(name)
+    }
+    fn checkpoint<'a>(
+        &'a self,
+        name: &'a str,
+        token: durable::CheckpointToken,
+        updates: Vec<durable::OperationUpdate>,
+    ) -> Fut<'a, durable::CheckpointToken> {
+        self.inner.checkpoint(name, token, updates)
+    }
+    fn checkpoint_with_history<'a>(
+        &'a self,
+        name: &'a str,
+        token: durable::CheckpointToken,
+        updates: Vec<durable::OperationUpdate>,
+        history: durable::HistoryWrite,
+    ) -> Fut<'a, durable::CheckpointToken> {
+        self.inner.checkpoint_with_history(name, token, updates, history)
+    }
+    fn finish<'a>(
+        &'a self,
+        name: &'a str,
+        token: durable::CheckpointToken,
+        completion: durable::Completion,
+    ) -> Fut<'a, durable::CheckpointToken> {
+        self.finish_with_history(name, token, completion, durable::HistoryWrite::default())
+    }
+    fn finish_with_history<'a>(
+        &'a self,
+        name: &'a str,
+        token: durable::CheckpointToken,
+        completion: durable::Completion,
+        history: durable::HistoryWrite,
+    ) -> Fut<'a, durable::CheckpointToken> {
+        Box::pin(async move {
+            let done = self.inner.finish_with_history(name, token, completion, history).await;
+            self.finished.send_modify(|n| *n += 1);
+            done
+        })
+    }
+    fn list_executions(&self) -> Fut<'_, Vec<durable::ExecutionRecord>> {
+        self.inner.list_executions()
+    }
+    fn describe_execution<'a>(&'a self, name: &'a str) -> Fut<'a, Option<durable::ExecutionRecord>> {
+        self.inner.describe_execution(name)
+    }
+    fn append_history<'a>(&'a self, name: &'a str, events: Vec<wfc_runtime::HistoryEvent>) -> Fut<'a, ()> {
+        self.inner.append_history(name, events)
+    }
+    fn read_history<'a>(&'a self, name: &'a str) -> Fut<'a, Vec<wfc_runtime::HistoryEvent>> {
+        self.inner.read_history(name)
+    }
+    fn load_operation<'a>(&'a self, name: &'a str, id: &'a str) -> Fut<'a, Option<durable::Operation>> {
+        self.inner.load_operation(name, id)
+    }
+    fn complete_callback<'a>(&'a self, token: &'a str, completion: durable::CallbackCompletion) -> Fut<'a, String> {
+        self.inner.complete_callback(token, completion)
+    }
+    fn heartbeat_callback<'a>(&'a self, token: &'a str) -> Fut<'a, String> {
+        self.inner.heartbeat_callback(token)
+    }
+    fn stop_execution<'a>(
+        &'a self,
+        name: &'a str,
+        error: Option<String>,
+        cause: Option<String>,
+    ) -> Fut<'a, durable::ExecutionRecord> {
+        self.inner.stop_execution(name, error, cause)
+    }
+    fn create_execution(&self, new: durable::NewExecution) -> Fut<'_, (durable::ExecutionRecord, bool)> {
+        self.inner.create_execution(new)
+    }
+    fn claim_runnable<'a>(
+        &'a self,
+        owner: &'a str,
+        lease: Duration,
+        limit: usize,
+        filter: &'a durable::ClaimFilter,
+    ) -> Fut<'a, Vec<durable::ClaimResult>> {
+        Box::pin(async move {
+            let nth = {
+                let mut limits = self.limits.lock().unwrap();
+                limits.push(limit);
+                limits.len()
+            };
+            if nth == 2 {
+                let mut finished = self.finished.subscribe();
+                finished.wait_for(|&n| n >= self.hold_until).await.expect("the store is alive");
+            }
+            self.inner.claim_runnable(owner, lease, limit, filter).await
+        })
+    }
+    fn renew_lease<'a>(&'a self, name: &'a str, epoch: i64, owner: &'a str, lease: Duration) -> Fut<'a, ()> {
+        self.inner.renew_lease(name, epoch, owner, lease)
+    }
+    fn release<'a>(&'a self, name: &'a str, epoch: i64, wake_at_ms: Option<i64>, signals_seen: i64) -> Fut<'a, ()> {
+        self.inner.release(name, epoch, wake_at_ms, signals_seen)
+    }
+    fn fail_execution<'a>(&'a self, name: &'a str, error: &'a str, cause: &'a str) -> Fut<'a, ()> {
+        self.inner.fail_execution(name, error, cause)
+    }
+}
+
+/// A worker fills every place freed while it was claiming in its next claim, not one place a
+/// claim (which kept the executions running at once far below `concurrency` when executions
+/// are short: one claim a commit). On a current-thread runtime a run that finished has ended
+/// before the held claim goes on, so the places are known to be free.
+#[test]
+fn a_worker_claims_every_place_freed_in_one_claim() {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+    rt.block_on(async {
+        let (finished, _) = tokio::sync::watch::channel(0);
+        let held = Arc::new(HeldClaims {
+            inner: SqliteStore::in_memory().unwrap(),
+            limits: std::sync::Mutex::new(Vec::new()),
+            finished,
+            hold_until: 4,
+        });
+        let store: Arc<dyn Store> = held.clone();
+        let (_, w) = definition(
+            "one",
+            r#"{"StartAt": "A", "States": {"A": {"Type": "Task", "Resource": "res:A", "End": true}}}"#,
+        );
+        for i in 0..12 {
+            let new = durable::NewExecution {
+                name: format!("e{i}"),
+                workflow: w.name.clone(),
+                input: json!({}),
+                start_time: "2026-01-01T00:00:00.000Z".into(),
+                definition_hash: None,
+                version_id: None,
+            };
+            store.create_execution(new).await.unwrap();
+        }
+        let workflows = Workflows::new().interpreted(Arc::clone(&w), handler());
+        let config = WorkerConfig { concurrency: 4, ..config() };
+        let stats = Worker::new(Arc::clone(&store), workflows, config).run(std::future::pending()).await.unwrap();
+        assert_eq!(stats.finished, 12, "{stats:?}");
+        let limits = held.limits.lock().unwrap().clone();
+        assert_eq!(limits[0], 4, "{limits:?}");
+        // The second claim was made when the first run ended, and held until all four had: by
+        // the third claim at the latest, the places of the others are claimed together (one
+        // claim each before, with executions still queued).
+        assert!(limits[1] > 1 || limits[2] > 1, "{limits:?}");
+    });
+}

@@ -76,16 +76,23 @@ struct Servers {
 impl Servers {
     /// Starts dex-local-runner with `runner_args` added (`--function-configs`), skipping the
     /// time of waits (`--skip-time`) unless `runner_args` has `--real-time` (wfc's marker, not
-    /// the runner's: its waits then take their time).
+    /// the runner's: its waits then take their time). `--slow-wake-ups` (also wfc's) makes the
+    /// runner's wake-up that completes a due Wait take 50 ms on the execution's lane, as on a
+    /// loaded machine (see tests/lambda/dex_local_runner.py).
     fn start_with(venv: &Path, name: &str, runner_args: &[&str]) -> Servers {
         let skip_time: &[&str] = if runner_args.contains(&"--real-time") { &[] } else { &["--skip-time"] };
-        let runner_args: Vec<&str> = runner_args.iter().copied().filter(|a| *a != "--real-time").collect();
+        let slow_wake_ups = if runner_args.contains(&"--slow-wake-ups") { "50" } else { "0" };
+        let runner_args: Vec<&str> =
+            runner_args.iter().copied().filter(|a| !["--real-time", "--slow-wake-ups"].contains(a)).collect();
         let dir = std::env::temp_dir().join(format!("wfc-lambda-live-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let (dex_port, lambda_port) = (free_port(), free_port());
         let log = std::fs::File::create(dir.join("dex.log")).unwrap();
-        let dex = Command::new(venv.join("bin/dex-local-runner"))
+        // The runner with its lost wake-up fixed (see tests/lambda/dex_local_runner.py: without
+        // it an execution whose Wait completes while its invocation finishes can hang).
+        let dex = Command::new(venv.join("bin/python"))
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lambda/dex_local_runner.py"))
             .args(["start-server", "--host", "127.0.0.1", "--port", &dex_port.to_string()])
             .args(["--lambda-endpoint", &format!("http://127.0.0.1:{lambda_port}")])
             .args(["--local-runner-endpoint", &format!("http://127.0.0.1:{dex_port}")])
@@ -94,6 +101,7 @@ impl Servers {
             .env("AWS_ACCESS_KEY_ID", "local")
             .env("AWS_SECRET_ACCESS_KEY", "local")
             .env("AWS_DEFAULT_REGION", "us-west-2")
+            .env("WFC_DEX_SLOW_WAKE_UP_MS", slow_wake_ups)
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -477,7 +485,9 @@ fn a_callback_waits_pending_until_the_service_completes_it() {
 
 #[test]
 fn parallel_branches_and_map_iterations_are_context_operations() {
-    let Some(s) = servers_or_skip("context") else { return };
+    // Slow wake-ups: the iterations' Waits complete while the invocation checkpoints (see
+    // map_run_children_are_chained_invokes_of_the_function_itself).
+    let Some(s) = servers_or_skip_with("context", &["--slow-wake-ups"]) else { return };
     let mocks = json!({ "Left": { "return": "L" }, "Double": { "echo": true } });
     let _serve = s.serve(&["nested"], &mocks, "ledger");
     let arn = s.start_execution("nested", "ctx-1", &json!({ "items": [1, 2] }));
@@ -648,7 +658,11 @@ fn chained_function_mappings_are_checked_against_the_definitions() {
 #[test]
 fn map_run_children_are_chained_invokes_of_the_function_itself() {
     let configs = r#"{"fan": {"DurableConfig": {"ExecutionTimeout": 300}}}"#;
-    let Some(s) = servers_or_skip_with("map-run", &["--function-configs", configs]) else { return };
+    // Slow wake-ups: a child's Wait completes while its invocation finishes, which the unfixed
+    // runner loses (the child and its parent then hung to their timeout).
+    let Some(s) = servers_or_skip_with("map-run", &["--function-configs", configs, "--slow-wake-ups"]) else {
+        return;
+    };
     let mocks = json!({ "Work": { "echo": true }, "Broken": { "throw": { "error": "Item.Bad", "cause": "two" } } });
     let _serve = s.serve_with(&["fan.asl.json"], &mocks, "ledger", &["--chained-map-runs"]);
     let arn = s.start_execution("fan", "fan-1", &json!({ "items": [1, 2, 3] }));

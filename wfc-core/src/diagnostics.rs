@@ -242,7 +242,7 @@ impl std::error::Error for Diagnostics {}
 /// | WFC0222 | missing or invalid `ProcessorConfig.ExecutionType` |
 /// | WFC0223 | invalid ToleratedFailureCount or ToleratedFailurePercentage |
 /// | WFC0224 | invalid ItemReader (resource, Parameters, or together with ItemsPath) |
-/// | WFC0225 | invalid ItemReader ReaderConfig (InputType, CSV headers, MaxItems) |
+/// | WFC0225 | invalid ItemReader ReaderConfig (InputType, CSV headers and delimiter, ItemsPointer, Transformation, ManifestType, MaxItems) |
 /// | WFC0226 | invalid ItemBatcher |
 /// | WFC0227 | invalid ResultWriter |
 /// | WFC0228 | invalid Map Label |
@@ -549,7 +549,10 @@ pub mod codes {
         (MISSING_FIELD, "required field missing"),
         (UNKNOWN_FIELD, "unknown field"),
         (UNKNOWN_STATE_TYPE, "unknown state type"),
-        (MAP_UNSUPPORTED, "a Map feature that is not supported (see the message)"),
+        (
+            MAP_UNSUPPORTED,
+            "a Map feature that is not supported: `PARQUET` input, or ItemReader/ResultWriter parameters other than `Bucket`, `Key`, `Prefix` (see the message)",
+        ),
         (JSONATA_UNSUPPORTED, "a JSONata feature that is not supported yet"),
         (BAD_VERSION, "unsupported Version"),
         (BAD_MACHINE_TIMEOUT, "invalid top-level TimeoutSeconds"),
@@ -562,9 +565,12 @@ pub mod codes {
         (BAD_EXECUTION_TYPE, "missing or invalid `ProcessorConfig.ExecutionType`"),
         (BAD_TOLERATED_FAILURE, "invalid ToleratedFailureCount or ToleratedFailurePercentage"),
         (BAD_ITEM_READER, "invalid ItemReader (resource, Parameters, or together with ItemsPath)"),
-        (BAD_READER_CONFIG, "invalid ItemReader ReaderConfig (InputType, CSV headers, MaxItems)"),
+        (
+            BAD_READER_CONFIG,
+            "invalid ItemReader ReaderConfig (InputType, CSV headers and delimiter, ItemsPointer, Transformation, ManifestType, MaxItems)",
+        ),
         (BAD_ITEM_BATCHER, "invalid ItemBatcher"),
-        (BAD_RESULT_WRITER, "invalid ResultWriter"),
+        (BAD_RESULT_WRITER, "invalid ResultWriter (Resource, Parameters or Arguments, WriterConfig)"),
         (BAD_MAP_LABEL, "invalid Map Label"),
         (FEATURE_OFF, "the definition needs a feature this build of wfc leaves out (JSONata, JSON Schema)"),
         (UNKNOWN_TARGET, "unknown transition target"),

@@ -120,7 +120,7 @@ fn a_distributed_map_lowers_with_its_fields() {
     assert_eq!(d.label.as_deref(), Some("Rows"));
     assert_eq!(d.tolerated_failure_percentage, Some(wfc_core::ir::distributed::Percentage::Fixed(12.5)));
     let reader = d.item_reader.as_ref().expect("reader");
-    assert_eq!(reader.config.input_type, wfc_core::ir::distributed::InputType::Csv);
+    assert_eq!(reader.config.input_type, Some(wfc_core::ir::distributed::InputType::Csv));
     assert_eq!(reader.config.csv_headers, wfc_core::ir::distributed::CsvHeaders::Given(vec!["a".into(), "b".into()]));
     assert_eq!(reader.config.max_items, Some(wfc_core::ir::distributed::Count::Fixed(10)));
     assert!(d.item_batcher.is_some() && d.result_writer.is_some());
@@ -224,10 +224,107 @@ fn invalid_map_field_combinations() {
             "not supported",
         ),
         (
-            r#""ItemReader": {"Resource": "arn:aws:states:::s3:listObjectsV2", "Parameters": {"Bucket": "b"}}"#,
+            r#""ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "Parameters": {"Bucket": "b", "Key": "k"}, "ReaderConfig": {"InputType": "CSV", "CSVDelimiter": "COLON"}}"#,
+            "WFC0225",
+            "\"COLON\"",
+            "must be \"COMMA\", \"PIPE\", \"SEMICOLON\", \"SPACE\" or \"TAB\"",
+        ),
+        (
+            r#""ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "Parameters": {"Bucket": "b", "Key": "k"}, "ReaderConfig": {"InputType": "JSON", "CSVDelimiter": "PIPE"}}"#,
+            "WFC0225",
+            "\"CSVDelimiter\"",
+            "only for",
+        ),
+        (
+            r#""ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "Parameters": {"Bucket": "b", "Key": "k"}, "ReaderConfig": {"InputType": "CSV", "ItemsPointer": "/a"}}"#,
+            "WFC0225",
+            "\"/a\"",
+            "only for `\"InputType\": \"JSON\"`",
+        ),
+        (
+            r#""ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "Parameters": {"Bucket": "b", "Key": "k"}, "ReaderConfig": {"InputType": "JSON", "ItemsPointer": "a/b"}}"#,
+            "WFC0225",
+            "\"a/b\"",
+            "not a JSON Pointer",
+        ),
+        (
+            r#""ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "Parameters": {"Bucket": "b", "Key": "k"}, "ReaderConfig": {"InputType": "JSON", "ItemsPointer": "/a~2"}}"#,
+            "WFC0225",
+            "\"/a~2\"",
+            "`~0` or `~1`",
+        ),
+        (
+            r#""ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "Parameters": {"Bucket": "b", "Key": "k"}, "ReaderConfig": {"InputType": "JSON", "Transformation": "LOAD_AND_FLATTEN"}}"#,
+            "WFC0225",
+            "\"Transformation\"",
+            "for the `s3:listObjectsV2` ItemReader",
+        ),
+        (
+            r#""ItemReader": {"Resource": "arn:aws:states:::s3:listObjectsV2", "Parameters": {"Bucket": "b", "Prefix": "p/"}, "ReaderConfig": {"InputType": "JSON"}}"#,
+            "WFC0225",
+            "\"JSON\"",
+            "needs `\"Transformation\": \"LOAD_AND_FLATTEN\"`",
+        ),
+        (
+            r#""ItemReader": {"Resource": "arn:aws:states:::s3:listObjectsV2", "Parameters": {"Bucket": "b"}, "ReaderConfig": {"Transformation": "LOAD_AND_FLATTEN"}}"#,
+            "WFC0225",
+            "\"Transformation\"",
+            "needs `InputType`",
+        ),
+        (
+            r#""ItemReader": {"Resource": "arn:aws:states:::s3:listObjectsV2", "Parameters": {"Bucket": "b"}, "ReaderConfig": {"Transformation": "UNZIP"}}"#,
+            "WFC0225",
+            "\"UNZIP\"",
+            "must be \"NONE\" or \"LOAD_AND_FLATTEN\"",
+        ),
+        (
+            r#""ItemReader": {"Resource": "arn:aws:states:::s3:listObjectsV2", "Parameters": {"Bucket": "b", "Key": "k"}}"#,
             "WFC0205",
-            "\"arn:aws:states:::s3:listObjectsV2\"",
-            "not supported",
+            "\"Key\"",
+            "not supported in the `Parameters`",
+        ),
+        (
+            r#""ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "Parameters": {"Bucket": "b", "Key": "k"}, "ReaderConfig": {"InputType": "MANIFEST", "ManifestType": "ORC"}}"#,
+            "WFC0225",
+            "\"ORC\"",
+            "must be \"S3_INVENTORY\" or \"ATHENA_DATA\"",
+        ),
+        (
+            r#""ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "Parameters": {"Bucket": "b", "Key": "k"}, "ReaderConfig": {"InputType": "MANIFEST", "ManifestType": "ATHENA_DATA"}}"#,
+            "WFC0225",
+            "\"MANIFEST\"",
+            "the format of the data files",
+        ),
+        (
+            r#""ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "Parameters": {"Bucket": "b", "Key": "k"}, "ReaderConfig": {"InputType": "JSONL", "ManifestType": "S3_INVENTORY"}}"#,
+            "WFC0225",
+            "\"ManifestType\"",
+            "needs `\"InputType\": \"MANIFEST\"`",
+        ),
+        (
+            r#""ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "Arguments": {"Bucket": "b", "Key": "k"}, "ReaderConfig": {"InputType": "JSON"}}"#,
+            "WFC0902",
+            "\"Arguments\"",
+            "JSONata field",
+        ),
+        (r#""ResultWriter": {}"#, "WFC0227", "{}", "needs `Resource` and `Parameters`"),
+        (
+            r#""ResultWriter": {"WriterConfig": {"OutputType": "JSONL"}}"#,
+            "WFC0227",
+            "\"WriterConfig\"",
+            "without `Resource`",
+        ),
+        (
+            r#""ResultWriter": {"WriterConfig": {"Transformation": "SQUASH"}}"#,
+            "WFC0227",
+            "\"SQUASH\"",
+            "must be \"NONE\", \"COMPACT\" or \"FLATTEN\"",
+        ),
+        (
+            r#""ResultWriter": {"Parameters": {"Bucket": "b"}, "WriterConfig": {}}"#,
+            "WFC0227",
+            "\"Parameters\"",
+            "needs `Resource`",
         ),
         (r#""ItemBatcher": {"BatchInput": {}}"#, "WFC0226", "{\"BatchInput", "needs `MaxItemsPerBatch`"),
         (r#""ItemBatcher": {"MaxItemsPerBatch": 0}"#, "WFC0226", "0}", "positive"),
@@ -252,6 +349,68 @@ fn invalid_map_field_combinations() {
         assert_eq!((p[0].0.as_str(), (p[0].1, p[0].2)), (*code, at(&text, needle)), "{fields}: {p:?}");
         assert!(p[0].3.contains(fragment), "{fields}: {}", p[0].3);
     }
+}
+
+/// The reader and writer options of a DISTRIBUTED Map, as the IR keeps them.
+#[test]
+fn reader_and_writer_options_lower() {
+    use wfc_core::ir::distributed::*;
+    let map = |fields: &str| {
+        let loaded = load(&with_map(&format!("{fields}, \"ItemProcessor\": {DISTRIBUTED}")));
+        let StateKind::Map(m) = &loaded.workflow.machine.states[0].kind else { panic!("not a Map") };
+        *m.distributed.clone().expect("distributed fields")
+    };
+    let d = map(
+        r#""ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "Parameters": {"Bucket": "b", "Key": "k"}, "ReaderConfig": {"InputType": "JSON", "ItemsPointer": "/data/a~1b"}}"#,
+    );
+    assert_eq!(d.item_reader.map(|r| r.config.items_pointer), Some(Some("/data/a~1b".to_owned())));
+    let d = map(
+        r#""ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "Parameters": {"Bucket": "b", "Key": "k"}, "ReaderConfig": {"InputType": "CSV", "CSVDelimiter": "TAB"}}"#,
+    );
+    assert_eq!(d.item_reader.map(|r| r.config.csv_delimiter), Some(CsvDelimiter::Tab));
+    let d = map(r#""ItemReader": {"Resource": "arn:aws:states:::s3:listObjectsV2", "Parameters": {"Bucket": "b"}}"#);
+    let reader = d.item_reader.expect("reader");
+    assert!(reader.lists_objects() && reader.config.input_type.is_none());
+    let d = map(
+        r#""ItemReader": {"Resource": "arn:aws:states:::s3:listObjectsV2", "Parameters": {"Bucket": "b", "Prefix": "p/"}, "ReaderConfig": {"InputType": "JSONL", "Transformation": "LOAD_AND_FLATTEN", "MaxItems": 3}}"#,
+    );
+    let config = d.item_reader.expect("reader").config;
+    assert_eq!(
+        (config.input_type, config.transformation),
+        (Some(InputType::Jsonl), ReaderTransformation::LoadAndFlatten)
+    );
+    let d = map(
+        r#""ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "Parameters": {"Bucket": "b", "Key": "m.json"}, "ReaderConfig": {"InputType": "MANIFEST"}}"#,
+    );
+    assert_eq!(d.item_reader.map(|r| r.config.input_type), Some(Some(InputType::Manifest)));
+    let d = map(
+        r#""ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "Parameters": {"Bucket": "b", "Key": "m.csv"}, "ReaderConfig": {"InputType": "JSONL", "ManifestType": "ATHENA_DATA"}}"#,
+    );
+    assert_eq!(d.item_reader.map(|r| r.config.manifest_type), Some(Some(ManifestType::AthenaData)));
+    let d = map(r#""ResultWriter": {"WriterConfig": {"Transformation": "FLATTEN"}}"#);
+    let writer = d.result_writer.expect("writer");
+    assert!(!writer.exports());
+    assert_eq!(
+        writer.writer_config,
+        Some(WriterConfig { output_type: OutputType::Json, transformation: WriterTransformation::Flatten })
+    );
+    let d = map(
+        r#""ResultWriter": {"Resource": "arn:aws:states:::s3:putObject", "Parameters": {"Bucket": "o"}, "WriterConfig": {"OutputType": "JSONL", "Transformation": "COMPACT"}}"#,
+    );
+    let writer = d.result_writer.expect("writer");
+    assert!(writer.exports());
+    assert_eq!(writer.writer_config.map(|c| c.output_type), Some(OutputType::Jsonl));
+}
+
+/// PARQUET stays refused (WFC0205) with a help text that says what to do instead.
+#[test]
+fn parquet_is_refused_with_a_way_out() {
+    let text = with_map(&format!(
+        r#""ItemReader": {{"Resource": "arn:aws:states:::s3:getObject", "Parameters": {{"Bucket": "b", "Key": "k"}}, "ReaderConfig": {{"InputType": "PARQUET"}}}}, "ItemProcessor": {DISTRIBUTED}"#
+    ));
+    let Err(d) = wfc_core::asl::load(Source { path: "map.json", text: &text }) else { panic!("loads") };
+    let rendered = d.render(false);
+    assert!(rendered.contains("WFC0205") && rendered.contains("convert the Parquet files"), "{rendered}");
 }
 
 #[test]

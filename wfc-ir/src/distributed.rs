@@ -7,8 +7,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{JsonataExpr, Template};
+use crate::jsonata::JsonataTemplate;
 use crate::jsonpath::Path;
+use crate::{JsonataExpr, Template};
 
 /// The fields a Map has only in DISTRIBUTED mode.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -74,34 +75,143 @@ pub enum Percentage {
 /// `ItemReader`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ItemReader {
-    /// `Resource`, e.g. `arn:aws:states:::s3:getObject`.
+    /// `Resource`: [`S3_GET_OBJECT`] or [`S3_LIST_OBJECTS_V2`].
     pub resource: String,
-    /// `Parameters` (`Bucket`, `Key`...), evaluated against the Map's effective input.
-    pub parameters: Template,
+    /// `Parameters` (`Bucket`, `Key` or `Prefix`), evaluated against the Map's effective input;
+    /// `None` in a JSONata state, which gives [`arguments`](Self::arguments) instead.
+    pub parameters: Option<Template>,
+    /// `Arguments` (JSONata states): the same fields as `{% %}` expressions or literals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<JsonataTemplate>,
     /// `ReaderConfig`.
     pub config: ReaderConfig,
+}
+
+impl ItemReader {
+    /// Whether the reader lists objects (`s3:listObjectsV2`) rather than reading one.
+    pub fn lists_objects(&self) -> bool {
+        self.resource == S3_LIST_OBJECTS_V2
+    }
 }
 
 /// `ItemReader.ReaderConfig`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReaderConfig {
-    /// `InputType`.
-    pub input_type: InputType,
+    /// `InputType`: how an object's bytes become items. `None` for an `s3:listObjectsV2` reader
+    /// without `LOAD_AND_FLATTEN` (its items are the listed objects' descriptions).
+    pub input_type: Option<InputType>,
     /// `CSVHeaderLocation` and `CSVHeaders` (CSV only).
     pub csv_headers: CsvHeaders,
     /// `MaxItems(Path)`: read at most this many items (0 = all).
     pub max_items: Option<Count>,
+    /// `CSVDelimiter` (CSV only; default `COMMA`).
+    #[serde(default, skip_serializing_if = "CsvDelimiter::is_comma")]
+    pub csv_delimiter: CsvDelimiter,
+    /// `ItemsPointer` (JSON only): an RFC 6901 JSON Pointer to the array inside the object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub items_pointer: Option<String>,
+    /// `Transformation` (`s3:listObjectsV2` only; default `NONE`).
+    #[serde(default, skip_serializing_if = "ReaderTransformation::is_none")]
+    pub transformation: ReaderTransformation,
+    /// `ManifestType`: the object is a manifest naming the files that hold the items.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manifest_type: Option<ManifestType>,
 }
 
 /// `ReaderConfig.InputType`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum InputType {
-    /// A JSON array.
+    /// A JSON array (or, with `ItemsPointer`, an object holding one).
     Json,
     /// JSON Lines: one JSON value per line.
     Jsonl,
-    /// Comma-separated values; each row becomes an object of strings keyed by the headers.
+    /// Delimited text; each row becomes an object of strings keyed by the headers.
     Csv,
+    /// An S3 Inventory `manifest.json` ([`ManifestType::S3Inventory`]).
+    Manifest,
+}
+
+impl InputType {
+    /// The ASL spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InputType::Json => "JSON",
+            InputType::Jsonl => "JSONL",
+            InputType::Csv => "CSV",
+            InputType::Manifest => "MANIFEST",
+        }
+    }
+}
+
+/// `ReaderConfig.CSVDelimiter`: the byte between the fields of a row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum CsvDelimiter {
+    /// `COMMA` (the default): `,`.
+    #[default]
+    Comma,
+    /// `PIPE`: `|`.
+    Pipe,
+    /// `SEMICOLON`: `;`.
+    Semicolon,
+    /// `SPACE`: ` `.
+    Space,
+    /// `TAB`: a horizontal tab.
+    Tab,
+}
+
+impl CsvDelimiter {
+    /// Every delimiter with its ASL spelling.
+    pub const ALL: [(&'static str, CsvDelimiter); 5] = [
+        ("COMMA", CsvDelimiter::Comma),
+        ("PIPE", CsvDelimiter::Pipe),
+        ("SEMICOLON", CsvDelimiter::Semicolon),
+        ("SPACE", CsvDelimiter::Space),
+        ("TAB", CsvDelimiter::Tab),
+    ];
+
+    /// The delimiting byte.
+    pub fn byte(self) -> u8 {
+        match self {
+            CsvDelimiter::Comma => b',',
+            CsvDelimiter::Pipe => b'|',
+            CsvDelimiter::Semicolon => b';',
+            CsvDelimiter::Space => b' ',
+            CsvDelimiter::Tab => b'\t',
+        }
+    }
+
+    fn is_comma(&self) -> bool {
+        *self == CsvDelimiter::Comma
+    }
+}
+
+/// `ReaderConfig.Transformation` of an `s3:listObjectsV2` reader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum ReaderTransformation {
+    /// `NONE` (the default): each listed object's description is an item.
+    #[default]
+    None,
+    /// `LOAD_AND_FLATTEN`: each listed object is read with the `InputType`, and the items of
+    /// all of them, in listing order, are the Map's items.
+    LoadAndFlatten,
+}
+
+impl ReaderTransformation {
+    fn is_none(&self) -> bool {
+        *self == ReaderTransformation::None
+    }
+}
+
+/// `ReaderConfig.ManifestType`: what kind of manifest the `s3:getObject` object is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ManifestType {
+    /// `S3_INVENTORY` (with `InputType` `MANIFEST`): an S3 Inventory `manifest.json` whose
+    /// `files` are CSV inventory files (gzip-compressed or not); each row is an item, an
+    /// object of strings keyed by the manifest's `fileSchema`.
+    S3Inventory,
+    /// `ATHENA_DATA`: an Athena `UNLOAD` manifest, one `s3://bucket/key` per line; each data
+    /// file is read with the `InputType` (`CSV` or `JSONL`) and their items flattened.
+    AthenaData,
 }
 
 /// Where a CSV file's column names come from.
@@ -127,14 +237,62 @@ pub struct ItemBatcher {
 /// `ResultWriter`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ResultWriter {
-    /// `Resource`, `arn:aws:states:::s3:putObject`.
-    pub resource: String,
-    /// `Parameters` (`Bucket`, `Prefix`), evaluated against the Map's effective input.
-    pub parameters: Template,
+    /// `Resource`, [`S3_PUT_OBJECT`]; `None` when only `WriterConfig` is given (the results are
+    /// shaped and returned as the Map's output, not exported).
+    pub resource: Option<String>,
+    /// `Parameters` (`Bucket`, `Prefix`), evaluated against the Map's effective input; `None`
+    /// without `Resource`, or in a JSONata state ([`arguments`](Self::arguments)).
+    pub parameters: Option<Template>,
+    /// `Arguments` (JSONata states): `Bucket` and `Prefix` as `{% %}` expressions or literals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<JsonataTemplate>,
+    /// `WriterConfig`: how the results are shaped and written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writer_config: Option<WriterConfig>,
 }
 
-/// The one ItemReader resource wfc reads: an object named by `Bucket` and `Key`.
+impl ResultWriter {
+    /// Whether the results are exported to objects (a `Resource` is given).
+    pub fn exports(&self) -> bool {
+        self.resource.is_some()
+    }
+}
+
+/// `ResultWriter.WriterConfig`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WriterConfig {
+    /// `OutputType`: the format of the exported result files (default `JSON`).
+    pub output_type: OutputType,
+    /// `Transformation`: what of each child execution is kept.
+    pub transformation: WriterTransformation,
+}
+
+/// `WriterConfig.OutputType`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum OutputType {
+    /// `JSON`: each result file is a JSON array.
+    Json,
+    /// `JSONL`: each result file is JSON Lines, one result per line.
+    Jsonl,
+}
+
+/// `WriterConfig.Transformation`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum WriterTransformation {
+    /// `NONE`: each child execution's result document (input, output, ARN, status...); the
+    /// default when exporting.
+    None,
+    /// `COMPACT`: each succeeded child's output (a failed child's document, unchanged); the
+    /// Map's output without a `ResultWriter`.
+    Compact,
+    /// `FLATTEN`: as `COMPACT`, with an output that is an array spliced in element by element.
+    Flatten,
+}
+
+/// The ItemReader resource that reads one object named by `Bucket` and `Key`.
 pub const S3_GET_OBJECT: &str = "arn:aws:states:::s3:getObject";
+/// The ItemReader resource that lists the objects under `Bucket` and `Prefix`.
+pub const S3_LIST_OBJECTS_V2: &str = "arn:aws:states:::s3:listObjectsV2";
 /// The one ResultWriter resource: objects written under `Bucket` and `Prefix`.
 pub const S3_PUT_OBJECT: &str = "arn:aws:states:::s3:putObject";
 /// AWS's limit on `ReaderConfig.MaxItems`.

@@ -694,7 +694,7 @@ impl Service {
             events.push(wfc_runtime::HistoryEvent {
                 id: 1,
                 previous_event_id: 0,
-                timestamp: record.start_time.clone(),
+                timestamp: record.start_time.clone().into(),
                 event_type: wfc_runtime::EventType::ExecutionStarted,
                 details: json!({ "input": record.input }).into(),
             });

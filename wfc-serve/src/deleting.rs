@@ -246,7 +246,7 @@ impl Service {
         let event = HistoryEvent {
             id: last + 1,
             previous_event_id: last,
-            timestamp: stamp,
+            timestamp: stamp.into(),
             event_type: EventType::ExecutionFailed,
             details: json!({ "error": failure.error, "cause": failure.cause }).into(),
         };

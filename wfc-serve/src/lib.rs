@@ -183,6 +183,14 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: impl Future<
         Ok(n) => tracing::info!(tasks = n, "deleted the activity tasks of executions no longer running"),
         Err(e) => tracing::warn!(error = %e, "cannot sweep the activity tasks of ended executions"),
     }
+    // Mock invocation counters no redrive can need (their execution succeeded, is gone, or
+    // ended longer ago than the redrivable period): ended while no server ran it, or before.
+    let counters = Arc::new(wfc_runtime::mock_config::InvocationCounter::new(Arc::clone(&config.store)));
+    match counters.forget_ended(api::now_ms()).await {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(rows = n, "deleted the mock invocation counters no redrive needs"),
+        Err(e) => tracing::warn!(error = %e, "cannot sweep the mock invocation counters"),
+    }
     let mut handler: Arc<dyn DynHandler> =
         Arc::new(tasks::ServeHandler::new(config.arns.clone(), Arc::clone(&activities), Arc::clone(&config.handler)));
     if let Some(mocks) = &config.mock_config {
@@ -204,7 +212,7 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: impl Future<
     });
     let deleting_watch = tokio::spawn(Arc::clone(&service).watch_deleting_machines());
     let identities = identity::Identities::new(config.arns.clone());
-    let workflows = Workflows::new()
+    let mut workflows = Workflows::new()
         .loader(identities.loader())
         .interpret_stored(handler)
         .identity({
@@ -215,6 +223,18 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: impl Future<
             let service = Arc::clone(&service);
             move |record| service.deletion_guard(record)
         });
+    if config.mock_config.is_some() {
+        // A succeeded execution is never redriven: its counters go with its end.
+        workflows = workflows.on_finished(move |record, result| {
+            let (counters, execution) = (Arc::clone(&counters), record.name.clone());
+            let succeeded = result.status == wfc_runtime::Status::Succeeded;
+            Box::pin(async move {
+                if succeeded && let Err(e) = counters.forget(&execution).await {
+                    tracing::warn!(execution, error = %e, "cannot delete the mock invocation counters");
+                }
+            })
+        });
+    }
     let worker = Worker::new(Arc::clone(&config.store), workflows, config.worker.clone());
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let worker_task = tokio::spawn(async move {

@@ -646,7 +646,7 @@ mod tests {
         HistoryEvent {
             id,
             previous_event_id: id - 1,
-            timestamp: format!("2024-01-01T00:00:0{id}.000Z"),
+            timestamp: format!("2024-01-01T00:00:0{id}.000Z").into(),
             event_type,
             details: json!({ "mapRunArn": arn }).into(),
         }

@@ -213,6 +213,9 @@ struct Request {
     context: Option<Value>,
     /// `stateConfiguration.mapItemReaderData`: the items a Distributed Map's ItemReader read.
     item_reader_data: Option<Vec<Value>>,
+    /// The items its `ReaderConfig.ItemsPointer` selected in `mapItemReaderData`
+    /// (`inspectionData.afterItemsPointer`).
+    after_items_pointer: Option<Value>,
     debug: bool,
 }
 
@@ -308,12 +311,11 @@ impl Request {
         let retrier_retry_count = count_member(config, "retrierRetryCount")?.unwrap_or(0);
         let map_failures = count_member(config, "mapIterationFailureCount")?;
         let error_caused_by = opt_str(config, "errorCausedByState")?;
-        let item_reader_data = match opt_str(config, "mapItemReaderData")? {
+        // The data as found in its source: an array, or with the reader's ItemsPointer the
+        // object holding it (checked once the state is known).
+        let reader_data = match opt_str(config, "mapItemReaderData")? {
             None => None,
-            Some(text) => match document(Some(text), "stateConfiguration.mapItemReaderData", "ValidationException")? {
-                Value::Array(items) => Some(items),
-                _ => return Err(config_error("mapItemReaderData", "it must be a JSON array (the items read)")),
-            },
+            Some(text) => Some(document(Some(text), "stateConfiguration.mapItemReaderData", "ValidationException")?),
         };
         let (mut mock, validation_mode) = match member(body, "mock") {
             None => (None, "STRICT"),
@@ -385,9 +387,10 @@ impl Request {
                 ));
             }
         }
-        if item_reader_data.is_some() && (state_type != "Map" || !state.contains_key("ItemReader")) {
+        if reader_data.is_some() && (state_type != "Map" || !state.contains_key("ItemReader")) {
             return Err(config_error("mapItemReaderData", "it is for a Map state with an ItemReader"));
         }
+        let (item_reader_data, after_items_pointer) = Self::reader_items(&state, reader_data)?;
         if let Some(failures) = map_failures {
             if state_type != "Map" || !matches!(mock, Some(Mock::Result(_))) {
                 return Err(config_error("mapIterationFailureCount", "it is for a Map state with a 'mock.result'"));
@@ -421,8 +424,36 @@ impl Request {
             retrier_retry_count,
             context,
             item_reader_data,
+            after_items_pointer,
             debug,
         })
+    }
+
+    /// The items of `mapItemReaderData` (`data`): the array itself, or, when the Map's
+    /// `ItemReader` has a `ReaderConfig.ItemsPointer`, the array the pointer selects in it
+    /// (also returned as the `afterItemsPointer` inspection value).
+    #[allow(clippy::type_complexity)]
+    fn reader_items(
+        state: &Map<String, Value>,
+        data: Option<Value>,
+    ) -> Result<(Option<Vec<Value>>, Option<Value>), ApiError> {
+        let pointer = state
+            .get("ItemReader")
+            .and_then(|r| r.get("ReaderConfig"))
+            .and_then(|c| c.get("ItemsPointer"))
+            .and_then(Value::as_str);
+        match (data, pointer) {
+            (None, _) => Ok((None, None)),
+            (Some(Value::Array(items)), None) => Ok((Some(items), None)),
+            (Some(_), None) => Err(config_error("mapItemReaderData", "it must be a JSON array (the items read)")),
+            (Some(doc), Some(pointer)) => match doc.pointer(pointer) {
+                Some(Value::Array(items)) => Ok((Some(items.clone()), Some(Value::Array(items.clone())))),
+                _ => Err(config_error(
+                    "mapItemReaderData",
+                    format!("the ItemReader's ItemsPointer \"{pointer}\" does not select an array in it"),
+                )),
+            },
+        }
     }
 
     /// Whether the tested state is a Map or Parallel state.
@@ -728,6 +759,9 @@ impl Request {
         }
         let null = Value::Null;
         let Ok(after_input) = wfc_runtime::io::input_path(&m.input_path, &self.input, &null) else { return };
+        if let Some(pointed) = &self.after_items_pointer {
+            data.insert("afterItemsPointer".into(), json!(json_text(pointed)));
+        }
         let items = match &self.item_reader_data {
             Some(items) => Value::Array(items.clone()),
             None if self.state.contains_key("ItemReader") => return,

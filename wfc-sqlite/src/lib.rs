@@ -216,6 +216,9 @@ CREATE INDEX executions_claim ON executions(COALESCE(wake_at, lease_until, 0), c
 pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
     committer: std::sync::mpsc::Sender<Box<dyn GroupWrite>>,
+    /// At [`Synchronous::Full`] on a file: the thread that syncs the log after the commits
+    /// (see [`LogSyncer`]); `None` where SQLite syncs in the commit itself.
+    syncer: Option<Arc<LogSyncer>>,
     /// Write transactions committed since the store was opened (SQLite's commit hook): each
     /// one an fsync of the log at [`Synchronous::Full`]. Read by `wfc-bench --durable`.
     commits: Arc<std::sync::atomic::AtomicU64>,
@@ -292,8 +295,15 @@ where
 /// The most writes one group commit takes.
 const MAX_GROUP: usize = 512;
 
-/// The group committer's loop: ends when every handle of the store is dropped.
-fn group_committer(conn: Arc<Mutex<Connection>>, requests: std::sync::mpsc::Receiver<Box<dyn GroupWrite>>) {
+/// The group committer's loop: ends when every handle of the store is dropped. With a
+/// [`LogSyncer`], a committed group is handed to it, to be answered once the log is synced,
+/// and the next group's statements run meanwhile.
+fn group_committer(
+    conn: Arc<Mutex<Connection>>,
+    requests: std::sync::mpsc::Receiver<Box<dyn GroupWrite>>,
+    syncer: Option<Arc<LogSyncer>>,
+    commits: Arc<std::sync::atomic::AtomicU64>,
+) {
     while let Ok(first) = requests.recv() {
         let mut group = vec![first];
         while group.len() < MAX_GROUP {
@@ -302,13 +312,167 @@ fn group_committer(conn: Arc<Mutex<Connection>>, requests: std::sync::mpsc::Rece
                 Err(_) => break,
             }
         }
-        let committed = {
+        let (committed, upto) = {
             let mut guard = conn.lock().unwrap_or_else(|p| p.into_inner());
-            commit_group(&mut guard, &mut group)
+            let committed = commit_group(&mut guard, &mut group);
+            // Read under the lock: no commit is half done.
+            (committed, commits.load(std::sync::atomic::Ordering::Relaxed))
         };
-        wfc_runtime::durable::group_crash_point(group.len(), "after-commit");
-        for write in group {
-            write.answer(committed.clone());
+        match (&syncer, committed) {
+            (Some(syncer), Ok(())) => syncer.sync_then_answer(upto, group),
+            (_, committed) => {
+                wfc_runtime::durable::group_crash_point(group.len(), "after-commit");
+                for write in group {
+                    write.answer(committed.clone());
+                }
+            }
+        }
+    }
+    // Every handle is gone: the syncer ends once what was handed to it is answered.
+    if let Some(syncer) = syncer {
+        syncer.close();
+    }
+}
+
+/// Syncs the log (the `-wal` file) after commits made at `synchronous=NORMAL`, on a thread of
+/// its own, so a store at [`Synchronous::Full`] pays its fsync beside its work instead of
+/// inside it: SQLite at FULL syncs the log inside `COMMIT`, holding the write lock, so the
+/// group committer could run nothing while the disk synced; at NORMAL the commit only appends
+/// to the log, and this thread syncs it while the next group's statements run.
+///
+/// The guarantee is FULL's: a grouped write is answered only after an fsync of the log that
+/// began after its transaction committed (so the fsync covers it); a call on the connection
+/// (a read or a write of its own) returns only once every commit it may have seen is synced.
+/// SQLite at NORMAL still syncs the log before each checkpoint copies it into the database,
+/// the database after, and the log's header when the log is reused, so a synced commit stays
+/// durable whether it is in the log or the database. What differs is visibility: another
+/// process reading the file may see a commit before its sync (a power loss, not a process
+/// crash, could still take it back); nothing is acknowledged before it.
+struct LogSyncer {
+    /// The log file, opened by the store (an fsync flushes the file, whichever descriptor wrote it).
+    log: std::fs::File,
+    /// Syncs done (read by `wfc-bench --durable` and the tests).
+    syncs: std::sync::atomic::AtomicU64,
+    jobs: Mutex<SyncJobs>,
+    /// Signalled when jobs are queued (to the syncer thread) and when a sync ends (to callers).
+    changed: std::sync::Condvar,
+}
+
+impl std::fmt::Debug for LogSyncer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LogSyncer").finish_non_exhaustive()
+    }
+}
+
+#[derive(Default)]
+struct SyncJobs {
+    /// Committed groups waiting for the next sync, to answer after it.
+    groups: Vec<Vec<Box<dyn GroupWrite>>>,
+    /// The highest commit count (the commit hook's) that must be synced.
+    wanted: u64,
+    /// Commits up to this count are synced.
+    synced: u64,
+    /// Why a sync failed: every later write and call fails with it (after a failed fsync the
+    /// kernel may have dropped the pages, so no later sync can vouch for them).
+    failed: Option<String>,
+    /// Every handle of the store is gone: the thread ends once nothing waits.
+    closed: bool,
+}
+
+impl LogSyncer {
+    /// Opens the log of the database at `db_path` (it exists once the store is in WAL mode) and
+    /// syncs its directory, so the log file itself survives a power loss (SQLite at FULL does
+    /// that at the log's first sync; at NORMAL the first sync may come only at a checkpoint).
+    #[cfg(unix)]
+    fn open(db_path: &str) -> std::io::Result<LogSyncer> {
+        let log_path = format!("{db_path}-wal");
+        let log = std::fs::OpenOptions::new().read(true).write(true).open(&log_path)?;
+        if let Some(dir) = Path::new(&log_path).parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::File::open(dir)?.sync_all()?;
+        }
+        Ok(LogSyncer {
+            log,
+            syncs: std::sync::atomic::AtomicU64::new(0),
+            jobs: Mutex::new(SyncJobs::default()),
+            changed: std::sync::Condvar::new(),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, SyncJobs> {
+        self.jobs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Answers `group` (committed, with commit count `upto`) after the next sync.
+    fn sync_then_answer(&self, upto: u64, group: Vec<Box<dyn GroupWrite>>) {
+        let mut jobs = self.lock();
+        if let Some(e) = &jobs.failed {
+            let e = backend(e);
+            drop(jobs);
+            group.into_iter().for_each(|w| w.answer(Err(e.clone())));
+            return;
+        }
+        jobs.wanted = jobs.wanted.max(upto);
+        jobs.groups.push(group);
+        self.changed.notify_all();
+    }
+
+    /// Waits until the commits up to count `upto` are synced.
+    fn wait_synced(&self, upto: u64) -> Result<(), StoreError> {
+        let mut jobs = self.lock();
+        if jobs.synced >= upto && jobs.failed.is_none() {
+            return Ok(());
+        }
+        jobs.wanted = jobs.wanted.max(upto);
+        self.changed.notify_all();
+        loop {
+            if let Some(e) = &jobs.failed {
+                return Err(backend(e));
+            }
+            if jobs.synced >= upto {
+                return Ok(());
+            }
+            jobs = self.changed.wait(jobs).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    fn close(&self) {
+        self.lock().closed = true;
+        self.changed.notify_all();
+    }
+
+    /// The syncer thread: syncs whenever a commit waits for it, then answers the groups that
+    /// were committed before the sync began.
+    fn run(&self) {
+        loop {
+            let (target, groups) = {
+                let mut jobs = self.lock();
+                while jobs.wanted <= jobs.synced && jobs.groups.is_empty() {
+                    if jobs.closed {
+                        return;
+                    }
+                    jobs = self.changed.wait(jobs).unwrap_or_else(|p| p.into_inner());
+                }
+                (jobs.wanted, std::mem::take(&mut jobs.groups))
+            };
+            let synced = self.log.sync_data().map_err(|e| format!("cannot sync the store's log: {e}"));
+            {
+                let mut jobs = self.lock();
+                match &synced {
+                    Ok(()) => {
+                        jobs.synced = jobs.synced.max(target);
+                        self.syncs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    Err(e) => jobs.failed = Some(e.clone()),
+                }
+            }
+            self.changed.notify_all();
+            let answer = synced.map_err(backend);
+            for group in groups {
+                wfc_runtime::durable::group_crash_point(group.len(), "after-commit");
+                for write in group {
+                    write.answer(answer.clone());
+                }
+            }
         }
     }
 }
@@ -681,6 +845,10 @@ impl SqliteStore {
         conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true).map_err(backend)?;
         migrate(&mut conn)?;
         conn.set_prepared_statement_cache_capacity(64);
+        let syncer = match synchronous {
+            Synchronous::Full => log_syncer(&conn)?,
+            Synchronous::Normal => None,
+        };
         let commits = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let counter = Arc::clone(&commits);
         conn.commit_hook(Some(move || {
@@ -688,19 +856,33 @@ impl SqliteStore {
             false // never turn the commit into a rollback
         }));
         let conn = Arc::new(Mutex::new(conn));
+        if let Some(syncer) = &syncer {
+            let syncer = Arc::clone(syncer);
+            std::thread::Builder::new()
+                .name("wfc-sqlite-sync".into())
+                .spawn(move || syncer.run())
+                .map_err(|e| backend(format!("cannot start the log's sync thread: {e}")))?;
+        }
         let (committer, requests) = std::sync::mpsc::channel();
-        let shared = Arc::clone(&conn);
+        let (shared, for_committer, counted) = (Arc::clone(&conn), syncer.clone(), Arc::clone(&commits));
         std::thread::Builder::new()
             .name("wfc-sqlite-commit".into())
-            .spawn(move || group_committer(shared, requests))
+            .spawn(move || group_committer(shared, requests, for_committer, counted))
             .map_err(|e| backend(format!("cannot start the commit thread: {e}")))?;
-        Ok(SqliteStore { conn, committer, commits })
+        Ok(SqliteStore { conn, committer, syncer, commits })
     }
 
     /// Write transactions this handle has committed since it was opened (all of its
     /// connection's commits: checkpoints, group commits of many checkpoints, claims, creates).
     pub fn commits(&self) -> u64 {
         self.commits.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Syncs of the log this handle's [`LogSyncer`] has done since the store was opened: at
+    /// [`Synchronous::Full`] on a file, the fsyncs its commits paid (a sync serves every commit
+    /// made before it began); `None` where SQLite syncs inside each commit (NORMAL, in memory).
+    pub fn log_syncs(&self) -> Option<u64> {
+        self.syncer.as_ref().map(|s| s.syncs.load(std::sync::atomic::Ordering::Relaxed))
     }
 
     /// Runs the write `f` through the group committer: in the next group's transaction,
@@ -745,15 +927,37 @@ impl SqliteStore {
         F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
     {
         let conn = Arc::clone(&self.conn);
+        let (syncer, commits) = (self.syncer.clone(), Arc::clone(&self.commits));
         Box::pin(async move {
             tokio::task::spawn_blocking(move || {
                 let mut guard = conn.lock().unwrap_or_else(|p| p.into_inner());
-                f(&mut guard)
+                let result = f(&mut guard);
+                // Nothing is returned before what it wrote, or read of others' commits, is synced.
+                let upto = commits.load(std::sync::atomic::Ordering::Relaxed);
+                drop(guard);
+                if let Some(syncer) = syncer {
+                    syncer.wait_synced(upto)?;
+                }
+                result
             })
             .await
             .map_err(|e| backend(format!("the store thread failed: {e}")))?
         })
     }
+}
+
+/// The [`LogSyncer`] of a store at FULL on a file (then switched to `synchronous=NORMAL`: its
+/// commits no longer sync, the syncer does); `None` for an in-memory store, or off unix, where
+/// SQLite keeps syncing in each commit.
+fn log_syncer(conn: &Connection) -> Result<Option<Arc<LogSyncer>>, StoreError> {
+    #[cfg(unix)]
+    if let Some(path) = conn.path().filter(|p| !p.is_empty()) {
+        let syncer = LogSyncer::open(path).map_err(|e| backend(format!("cannot open the log of {path}: {e}")))?;
+        conn.pragma_update(None, "synchronous", "NORMAL").map_err(backend)?;
+        return Ok(Some(Arc::new(syncer)));
+    }
+    let _ = conn;
+    Ok(None)
 }
 
 /// Switches a store to WAL. A brand-new file is still in rollback mode, where two processes

@@ -37,9 +37,10 @@ pub struct Journal {
     record: ExecutionRecord,
     existed: bool,
     recorded: Mutex<HashMap<String, Operation>>,
-    /// The operations that had failed or timed out when the journal was opened: on a redriven
-    /// execution, the attempts that ended it (see [`crate::Execution`]'s redrive reruns).
-    failed_before_run: std::collections::HashSet<String>,
+    /// The operations that had ended (failed, timed out or succeeded) when the journal was
+    /// opened: on a redriven execution, the attempts whose visit ended it (see
+    /// [`crate::Execution`]'s redrive reruns).
+    ended_before_run: std::collections::HashSet<String>,
     /// The CONTEXT operations that failed before a redrive and run again in this one (see
     /// [`Journal::reopen`]).
     reopened: Mutex<std::collections::HashSet<String>>,
@@ -281,17 +282,17 @@ impl Journal {
         suspend_after: Option<Duration>,
         suspender: Option<Arc<Suspender>>,
     ) -> Arc<Journal> {
-        let failed_before_run = claim
+        let ended_before_run = claim
             .operations
             .iter()
-            .filter(|op| matches!(op.status, OpStatus::Failed | OpStatus::TimedOut))
+            .filter(|op| matches!(op.status, OpStatus::Failed | OpStatus::TimedOut | OpStatus::Succeeded))
             .map(|op| op.id.clone())
             .collect();
         let recorded = claim.operations.into_iter().map(|op| (op.id.clone(), op)).collect();
         // The adapters' services keep the history themselves.
         let live_on = suspender.is_none();
         Arc::new_cyclic(|this| Journal {
-            failed_before_run,
+            ended_before_run,
             reopened: Mutex::new(std::collections::HashSet::new()),
             deferred: Mutex::new(Vec::new()),
             queue: Mutex::new(CheckpointQueue::default()),
@@ -322,9 +323,11 @@ impl Journal {
         u32::try_from(self.record.redrive_count).unwrap_or(u32::MAX)
     }
 
-    /// Whether operation `id` had failed or timed out before this run (when it was opened).
-    pub(crate) fn failed_before_run(&self, id: &str) -> bool {
-        self.failed_before_run.contains(id)
+    /// Whether operation `id` had ended before this run (when it was opened): failed or timed
+    /// out, or succeeded (a Task attempt whose result then failed the state, in its
+    /// `ResultSelector` or `ResultPath`).
+    pub(crate) fn ended_before_run(&self, id: &str) -> bool {
+        self.ended_before_run.contains(id)
     }
 
     /// Whether the CONTEXT operation `id` failed before a redrive and may run again in this
@@ -340,6 +343,14 @@ impl Journal {
     /// longer replayed as it ended ([`Journal::finished_context`]), and its end is recorded anew.
     pub(crate) fn reopen(&self, id: &str) {
         self.reopened.lock().unwrap_or_else(|p| p.into_inner()).insert(id.to_owned());
+    }
+
+    /// Whether any operation of the CONTEXT `context` (a branch or iteration line, whose
+    /// operation ids start with `context/`) is recorded: the line ran before this run, also when
+    /// its own CONTEXT was dropped by a redrive (a branch cancelled in flight by another's failure).
+    pub(crate) fn ran_under(&self, context: &str) -> bool {
+        let prefix = format!("{context}/");
+        self.recorded.lock().unwrap_or_else(|p| p.into_inner()).keys().any(|id| id.starts_with(&prefix))
     }
 
     /// Whether the CONTEXT operation `id` was reopened in this run.

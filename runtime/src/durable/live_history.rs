@@ -309,7 +309,7 @@ mod tests {
 
     fn record(h: &History, t: EventType, name: &str, stamp: &str) {
         let previous = h.len() as u64;
-        h.record(t, json!({ "name": name }), stamp.into(), previous);
+        h.record(t, json!({ "name": name }), stamp, previous);
     }
 
     #[test]

@@ -1062,7 +1062,7 @@ pub fn aborted_events(record: &ExecutionRecord, last: u64, now: i64) -> Vec<Hist
         events.push(HistoryEvent {
             id: 1,
             previous_event_id: 0,
-            timestamp: record.start_time.clone(),
+            timestamp: record.start_time.clone().into(),
             event_type: EventType::ExecutionStarted,
             details: serde_json::json!({ "input": record.input, "name": record.name }).into(),
         });
@@ -1078,7 +1078,7 @@ pub fn aborted_events(record: &ExecutionRecord, last: u64, now: i64) -> Vec<Hist
     events.push(HistoryEvent {
         id: previous + 1,
         previous_event_id: previous,
-        timestamp: stamp,
+        timestamp: stamp.into(),
         event_type: EventType::ExecutionAborted,
         details: details.into(),
     });
@@ -1113,7 +1113,7 @@ pub fn redriven_event(record: &ExecutionRecord, last: u64, now: i64) -> Option<H
     Some(HistoryEvent {
         id: last + 1,
         previous_event_id: last,
-        timestamp: stamp,
+        timestamp: stamp.into(),
         event_type: crate::EventType::ExecutionRedriven,
         details: serde_json::json!({ "redriveCount": record.redrive_count + 1 }).into(),
     })

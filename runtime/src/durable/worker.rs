@@ -58,7 +58,11 @@ pub struct Workflows {
     loader: Option<Arc<Loader>>,
     identity: Option<Arc<IdentityFn>>,
     transition_guard: Option<Arc<super::TransitionGuard>>,
+    on_finished: Option<Arc<FinishedFn>>,
 }
+
+/// What runs after an execution this worker ran ended (see [`Workflows::on_finished`]).
+type FinishedFn = dyn Fn(&super::ExecutionRecord, &ExecutionResult) -> BoxFuture<'static, ()> + Send + Sync;
 
 impl fmt::Debug for Workflows {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -184,6 +188,17 @@ impl Workflows {
         guard: impl Fn(&super::ExecutionRecord) -> Option<BoxFuture<'static, bool>> + Send + Sync + 'static,
     ) -> Workflows {
         self.transition_guard = Some(Arc::new(guard));
+        self
+    }
+
+    /// Runs `finished` after each execution this worker runs has ended (not when it suspends,
+    /// is left or lost): `wfc serve` and `wfc worker` delete the mock invocation counters of an
+    /// execution that succeeded.
+    pub fn on_finished(
+        mut self,
+        finished: impl Fn(&super::ExecutionRecord, &ExecutionResult) -> BoxFuture<'static, ()> + Send + Sync + 'static,
+    ) -> Workflows {
+        self.on_finished = Some(Arc::new(finished));
         self
     }
 
@@ -381,9 +396,16 @@ impl Worker {
                 biased;
                 () = &mut shutdown => break,
                 Some(done) = running.join_next(), if !running.is_empty() => {
-                    if let Ok((name, _, end)) = done {
-                        in_flight.remove(&name);
-                        count(&mut stats, end);
+                    // Every run that has ended by now, not only the first: the next claim then
+                    // fills all their places in one write. (Taking one a loop claimed one
+                    // execution per commit, which bounded the executions running at once at
+                    // claims per second times an execution's duration, far below `concurrency`.)
+                    let mut done = Some(done);
+                    while let Some(one) = done.take().or_else(|| running.try_join_next()) {
+                        if let Ok((name, _, end)) = one {
+                            in_flight.remove(&name);
+                            count(&mut stats, end);
+                        }
                     }
                 }
                 () = self.store.wait_for_work(self.config.poll_interval) => {}
@@ -589,5 +611,8 @@ async fn run_claimed(shared: &Shared, claim: Claim) -> RunEnd {
     }
     let error = result.error.as_ref().map(|e| e.error.as_str());
     tracing::info!(execution = %record.name, status = ?result.status, error, "finished");
+    if let Some(finished) = &shared.workflows.on_finished {
+        finished(&record, &result).await;
+    }
     RunEnd::Finished
 }

@@ -25,6 +25,7 @@ pub fn fail_with(
         if let Err(f) = exec.check_history() {
             return f;
         }
+        exec.unmute_at_fail_state();
         let visit = Visit::enter(exec, name, "Fail", &input);
         let ctx = visit.context_if(needs_ctx);
         body(&input, &ctx).unwrap_or_else(|f| visit.runtime(f))

@@ -88,8 +88,10 @@ impl Execution {
 
     /// RedriveExecution runs again the states that did not succeed: called when attempt
     /// `attempt_no` of visit `visit_no` of Task `name` ended the visit with a failure no
-    /// catcher takes. When that failure was recorded before this run (it ended the execution,
-    /// which was redriven since) and the visit has not yet been run again for every redrive, the
+    /// catcher takes. When that attempt ended before this run (its failure, or a failure of its
+    /// result's processing, a path error in `ResultSelector` or `ResultPath`, ended the
+    /// execution, which was redriven since: AWS then schedules and starts the Task state
+    /// again) and the visit has not yet been run again for every redrive, the
     /// visit moves to its next redrive generation (new operation ids, so its attempts run
     /// again, retries counted from zero) and this returns `true`. A failure of this run returns
     /// `false`: it is the execution's failure.
@@ -100,7 +102,7 @@ impl Execution {
             let id = self.op_id(name, visit_no, &format!(".{attempt_no}"));
             let mut generations = self.scope.generations.lock().unwrap_or_else(|p| p.into_inner());
             let generation = generations.entry((name.to_owned(), visit_no)).or_insert(0);
-            if *generation < redrives && journal.failed_before_run(&id) {
+            if *generation < redrives && journal.ended_before_run(&id) {
                 *generation += 1;
                 return true;
             }
@@ -528,6 +530,11 @@ impl Execution {
         #[cfg(feature = "durable")]
         if let Some(journal) = &self.shared.journal {
             let id = self.op_id(name, visit_no, "");
+            // A branch a redrive runs again after another's failure cancelled it during this
+            // Wait records from here (see `Execution::muted_if_replayed`).
+            if self.scope.muted() && journal.recorded(&id).is_none() {
+                self.unmute();
+            }
             return journal.sleep(self.clock(), id, self.op_parent(), name, "Wait", delay).await;
         }
         let _ = (name, visit_no);

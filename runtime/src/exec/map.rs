@@ -162,7 +162,7 @@ where
                 exec.record_with(EventType::MapStateFailed, || name_details(name));
                 exec.record(EventType::ExecutionFailed, failure_details(&failure));
                 exec.record(EventType::ExecutionRedriven, json!({ "redriveCount": generation }));
-                exec.unmute_if_live(name, visit_no);
+                exec.unmute_if_live(name, visit_no, 0);
                 retries = RetryState::new(code.retriers());
                 continue;
             }

@@ -495,6 +495,7 @@ impl Scope {
     }
 
     /// Whether this line records no history events now (see [`Scope::mute`]).
+    #[inline]
     fn muted(&self) -> bool {
         self.mute.iter().any(|m| m.load(Ordering::SeqCst))
     }
@@ -745,6 +746,7 @@ impl Execution {
     /// `States.Runtime` once the history has reached its limit: called before each state and
     /// each retry, so no loop (a Choice back-edge, a Retry with a huge MaxAttempts) can grow
     /// the history, and the process's memory, without bound.
+    #[inline]
     pub fn check_history(&self) -> Result<(), Failure> {
         self.shared.limits.check_history(self.shared.history.len())
     }
@@ -796,13 +798,16 @@ impl Execution {
     /// `line` (a new branch or iteration line of this scope), muted when this is a Parallel or
     /// Map attempt that a redrive reopened and the line ran before: its events up to how it
     /// ended are among those the reopened attempt records again (see [`Scope::mute`]). A line
-    /// that never ran (an iteration the failure kept from starting) records its events.
+    /// that never ran (an iteration the failure kept from starting) records its events. A line
+    /// the failure cancelled in flight (its CONTEXT dropped by the redrive, operations of it
+    /// recorded) is muted too: its finished Tasks replay silently, and it records again from
+    /// the first attempt not recorded ([`Execution::unmute_if_live`]).
     #[cfg(feature = "durable")]
     fn muted_if_replayed(&self, mut line: Scope) -> Scope {
         if let (Some(journal), Some(owner), Some(id)) = (&self.shared.journal, &self.scope.context, &line.context)
             && line.branch_of.is_some()
             && journal.is_reopened(owner)
-            && journal.recorded(id).is_some()
+            && (journal.recorded(id).is_some() || journal.ran_under(id))
         {
             line.mute.push(Arc::new(std::sync::atomic::AtomicBool::new(true)));
         }
@@ -810,19 +815,30 @@ impl Execution {
     }
 
     /// After a redrive moved visit `visit_no` of Task `name` to its next generation
-    /// ([`Execution::rerun_for_redrive`]): when nothing of that generation is recorded, the
-    /// visit runs from here, so a muted line records again ([`Execution::unmute`]). A
-    /// generation an earlier redrive ran is replayed muted (its events are the reopened
-    /// attempt's).
-    fn unmute_if_live(&self, name: &str, visit_no: u32) {
+    /// ([`Execution::rerun_for_redrive`]), or as attempt `attempt_no` of it is scheduled: when
+    /// nothing of that attempt is recorded, the visit runs from here, so a muted line records
+    /// again ([`Execution::unmute`]). A generation an earlier redrive ran is replayed muted (its
+    /// events are the reopened attempt's), and so is an attempt that finished before a branch
+    /// was cancelled.
+    fn unmute_if_live(&self, name: &str, visit_no: u32, attempt_no: u32) {
         #[cfg(feature = "durable")]
         if let Some(journal) = &self.shared.journal
             && self.scope.muted()
-            && journal.recorded(&self.op_id(name, visit_no, ".0")).is_none()
+            && journal.recorded(&self.op_id(name, visit_no, &format!(".{attempt_no}"))).is_none()
         {
             self.unmute();
         }
-        let _ = (name, visit_no);
+        let _ = (name, visit_no, attempt_no);
+    }
+
+    /// A Fail state reached on a line a redrive runs muted (a branch or iteration of a reopened
+    /// Parallel or Map, replaying up to where it ended): AWS "reenters the Fail state and fails
+    /// again", so the line records again from the Fail state's entry.
+    fn unmute_at_fail_state(&self) {
+        #[cfg(feature = "durable")]
+        if self.scope.muted() {
+            self.unmute();
+        }
     }
 
     /// Lets this line and the lines it runs in record history events again (see
@@ -835,6 +851,7 @@ impl Execution {
     }
 
     /// Whether this line records no history events now (see [`Scope::mute`]).
+    #[inline]
     fn muted(&self) -> bool {
         #[cfg(feature = "durable")]
         {
@@ -948,6 +965,7 @@ impl Execution {
 
     /// [`Execution::record`] with details built only when the history keeps events (at
     /// [`HistoryLevel::Express`] neither the details nor the timestamp are computed).
+    #[inline]
     pub fn record_with<D: Into<Details>>(&self, event_type: EventType, details: impl FnOnce() -> D) -> u64 {
         self.record_at(event_type, None, details)
     }
@@ -959,11 +977,13 @@ impl Execution {
     }
 
     /// Whether this execution keeps its history's events ([`HistoryLevel::Full`]).
+    #[inline]
     pub fn keeps_history(&self) -> bool {
         self.shared.history.keeps_events()
     }
 
     /// Records an event stamped `at` (now when `None`).
+    #[inline]
     fn record_at<D: Into<Details>>(
         &self,
         event_type: EventType,
@@ -977,8 +997,9 @@ impl Execution {
             Some(id) => id,
             None => {
                 let previous = self.cursor.last.load(Ordering::SeqCst);
-                let timestamp = crate::clock::format_timestamp(at.unwrap_or_else(|| self.shared.clock.now()));
-                self.shared.history.record(event_type, details(), timestamp, previous)
+                // The instant only: its text is written when something reads it (EventTime).
+                let at = at.unwrap_or_else(|| self.shared.clock.now());
+                self.shared.history.record(event_type, details(), crate::history::EventTime::at(at), previous)
             }
         };
         self.cursor.last.store(id, Ordering::SeqCst);
@@ -989,6 +1010,7 @@ impl Execution {
 
     /// Adds event `id` to the captures of the CONTEXTs running around this line.
     #[cfg(feature = "durable")]
+    #[inline]
     fn capture(&self, id: u64) {
         for capture in &self.scope.captures {
             if let Some(ids) = capture.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {

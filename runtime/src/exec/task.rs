@@ -496,6 +496,9 @@ async fn task_inner(
             Some(Err(f)) => (None, Some(f)),
             None => (None, None),
         };
+        // A branch a redrive runs again after another's failure cancelled it records from its
+        // first attempt that had not finished (see `Execution::muted_if_replayed`).
+        exec.unmute_if_live(name, visit_no, visit.retry_count);
         exec.record_with(events.scheduled, || {
             let details = Details::with_capacity(5).with("resource", json!(resource));
             let mut details = if events.lambda {
@@ -609,9 +612,24 @@ async fn task_inner(
                     needs_ctx: io_ctx || code.finish_needs_context(),
                     run: &|raw: Value, result: Value, ctx: &Value| code.finish(exec, raw, result, ctx),
                 };
-                match finish_success(&visit, language, finish, &mut input, result)? {
-                    Ok(output) => return Ok(Step::Next(output)),
-                    Err(failure) => failure,
+                // The state's input, kept for a rerun in a redriven execution (the processing
+                // takes it).
+                let kept_input = (exec.redrive_count() > 0).then(|| input.clone());
+                match finish_success(&visit, language, finish, &mut input, result) {
+                    Ok(Ok(output)) => return Ok(Step::Next(output)),
+                    Ok(Err(failure)) => failure,
+                    // A path error in the result's processing ended the execution (no retrier or
+                    // catcher takes `States.Runtime`): redriven, the Task state runs again.
+                    Err(failure) if exec.rerun_for_redrive(name, visit_no, visit.retry_count) => {
+                        input = kept_input.unwrap_or(input);
+                        let generation = exec.redrive_generation(name, visit_no);
+                        exec.record(EventType::ExecutionFailed, failure_details(&failure));
+                        exec.record(EventType::ExecutionRedriven, json!({ "redriveCount": generation }));
+                        exec.unmute_if_live(name, visit_no, 0);
+                        retries = erased.retry_state();
+                        continue;
+                    }
+                    Err(failure) => return Err(failure),
                 }
             }
             Attempt::Failed(f) => {
@@ -636,7 +654,7 @@ async fn task_inner(
                 let generation = exec.redrive_generation(name, visit_no);
                 exec.record(EventType::ExecutionFailed, failure_details(&failure));
                 exec.record(EventType::ExecutionRedriven, json!({ "redriveCount": generation }));
-                exec.unmute_if_live(name, visit_no);
+                exec.unmute_if_live(name, visit_no, 0);
                 retries = erased.retry_state();
                 continue;
             }

@@ -34,6 +34,7 @@ impl<'a> Visit<'a> {
 
     /// [`Visit::enter`]; `timed` false says the state will not build its context object, so
     /// unless the history stamps the Entered event, the clock is not read at all.
+    #[inline]
     fn enter_timed(
         exec: &'a Execution,
         name: &'a str,
@@ -66,6 +67,7 @@ impl<'a> Visit<'a> {
     /// (`needs_context`) and awaits nothing before it would: Pass, Choice, Succeed, and a Task
     /// that never builds it. At the express level such a state reads no clock when it does not
     /// need `$$`.
+    #[inline]
     pub(super) fn start_timed(
         exec: &'a Execution,
         name: &'a str,
@@ -79,6 +81,7 @@ impl<'a> Visit<'a> {
 
     /// [`Visit::exit`] after checking the output against the payload and depth limits. The
     /// next state's input is this output, so inputs need no second check.
+    #[inline]
     pub(super) fn finish(&self, output: &Value) -> Result<(), Failure> {
         self.exec.limits().check_payload(self.name, output).map_err(|f| self.runtime(f))?;
         self.exit(output);
@@ -87,6 +90,7 @@ impl<'a> Visit<'a> {
 
     /// [`Visit::finish`] for an output that is the state's input unchanged: when that input
     /// was checked (see [`Line`]), it needs no second check.
+    #[inline]
     pub(super) fn finish_unchanged(&self, output: &Value) -> Result<(), Failure> {
         if self.input_checked {
             self.exit(output);
@@ -96,6 +100,7 @@ impl<'a> Visit<'a> {
         }
     }
 
+    #[inline]
     pub(super) fn exit(&self, output: &Value) {
         if let Some(ty) = EventType::exited(self.state_type) {
             self.exec.record_with(ty, || history_details(self.exec, self.name, "output", output));
@@ -171,6 +176,7 @@ impl<'a> Visit<'a> {
     }
 
     /// The context object if `needed`, else `null` (nothing will read it).
+    #[inline]
     pub(super) fn context_if(&self, needed: bool) -> Value {
         if needed { self.context() } else { Value::Null }
     }
@@ -216,7 +222,7 @@ impl<'a> Visit<'a> {
 /// `{"name": name, <key>: value}`, the details of an Entered/Exited event, the value shared
 /// (not copied) with the events around it while it is the same document.
 fn history_details(exec: &Execution, name: &str, key: &'static str, value: &Value) -> Details {
-    Details::named(name, key, exec.share(value))
+    exec.shared.history.named(name, key, value)
 }
 
 /// `{"name": name}`, the details of a state's events that carry nothing else.

@@ -33,8 +33,9 @@ pub struct Details {
 #[derive(Clone)]
 enum Repr {
     /// `{"name": name, <key>: document}`, a state's Entered or Exited event: the most common
-    /// details, built without a `Vec`.
-    Named { name: Value, key: &'static str, document: Arc<Value> },
+    /// details, built without a `Vec`. The name is shared too: a state's events carry the same
+    /// one (see [`DocumentCache::named`]).
+    Named { name: Arc<Value>, key: &'static str, document: Arc<Value> },
     /// Built field by field, in order (the engine's other events).
     Fields(Vec<(Key, Field)>),
     /// Built from a JSON value (hand-built events, events read back from a store).
@@ -85,7 +86,7 @@ impl Details {
 
     /// `{"name": name, <key>: document}`: a state's Entered (`input`) or Exited (`output`) event.
     pub fn named(name: &str, key: &'static str, document: Arc<Value>) -> Details {
-        Details { repr: Repr::Named { name: Value::String(name.to_owned()), key, document } }
+        Details { repr: Repr::Named { name: Arc::new(Value::String(name.to_owned())), key, document } }
     }
 
     /// These details with `key` set to `value` (replaced in place when already set, as
@@ -110,7 +111,7 @@ impl Details {
     fn set(&mut self, key: Key, field: Field) {
         if let Repr::Named { name, key, document } = &mut self.repr {
             let fields = vec![
-                (Key::Borrowed("name"), Field::Owned(std::mem::take(name))),
+                (Key::Borrowed("name"), Field::Owned(Value::clone(name))),
                 (Key::Borrowed(*key), Field::Shared(Arc::clone(document))),
             ];
             self.repr = Repr::Fields(fields);
@@ -146,7 +147,7 @@ impl Details {
     /// The fields in order, when the details are an object.
     fn fields(&self) -> Option<Fields<'_>> {
         match &self.repr {
-            Repr::Named { name, key, document } => Some(Fields::Named(Some(name), Some((key, document)))),
+            Repr::Named { name, key, document } => Some(Fields::Named(Some(&**name), Some((key, document)))),
             Repr::Fields(fields) => Some(Fields::Built(fields.iter())),
             Repr::Value(Value::Object(map)) => Some(Fields::Map(map.iter())),
             Repr::Value(_) => None,
@@ -177,7 +178,7 @@ impl Details {
         match self.repr {
             Repr::Named { name, key, document } => {
                 let mut map = Map::with_capacity(2);
-                map.insert("name".to_owned(), name);
+                map.insert("name".to_owned(), Arc::unwrap_or_clone(name));
                 map.insert(key.to_owned(), Arc::unwrap_or_clone(document));
                 Value::Object(map)
             }
@@ -319,29 +320,74 @@ impl fmt::Debug for Details {
 /// `-0.0` differ), so the shared document serializes exactly as the recorded one would.
 #[derive(Debug, Default)]
 pub struct DocumentCache {
-    last: Mutex<Option<Arc<Value>>>,
+    last: Mutex<Recent>,
+}
+
+/// What [`DocumentCache`] hands out again: the last document, and the names of the last few
+/// states (a Choice and the Pass it loops through, a Task's neighbours).
+#[derive(Debug, Default)]
+struct Recent {
+    document: Option<Arc<Value>>,
+    names: [Option<Arc<Value>>; NAMES],
+    /// The slot the next new name takes (round robin).
+    next_name: usize,
+}
+
+/// How many state names [`DocumentCache`] keeps: enough for the states of a short loop.
+const NAMES: usize = 4;
+
+impl Recent {
+    fn name(&self, name: &str) -> Option<Arc<Value>> {
+        self.names.iter().flatten().find(|n| n.as_str() == Some(name)).cloned()
+    }
 }
 
 impl DocumentCache {
+    fn recent(&self) -> std::sync::MutexGuard<'_, Recent> {
+        self.last.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// A shared copy of `document`.
     pub fn share(&self, document: &Value) -> Arc<Value> {
         // The comparison and the copy run outside the lock: Parallel branches record at once.
-        let last = self.last.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let last = self.recent().document.clone();
+        self.share_after(last, document)
+    }
+
+    fn share_after(&self, last: Option<Arc<Value>>, document: &Value) -> Arc<Value> {
         if let Some(last) = last
             && same_json(&last, document)
         {
             return last;
         }
         let shared = Arc::new(document.clone());
-        *self.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::clone(&shared));
+        self.recent().document = Some(Arc::clone(&shared));
         shared
     }
-}
 
-impl DocumentCache {
+    /// `{"name": name, <key>: document}` (a state's Entered or Exited event, as
+    /// [`Details::named`]) with the document shared as [`DocumentCache::share`] shares it and
+    /// the name shared with the other events of the last few states that carry it.
+    pub fn named(&self, name: &str, key: &'static str, document: &Value) -> Details {
+        let (last, known) = {
+            let recent = self.recent();
+            (recent.document.clone(), recent.name(name))
+        };
+        let document = self.share_after(last, document);
+        let name = known.unwrap_or_else(|| {
+            let shared = Arc::new(Value::String(name.to_owned()));
+            let mut recent = self.recent();
+            let slot = recent.next_name;
+            recent.names[slot] = Some(Arc::clone(&shared));
+            recent.next_name = (slot + 1) % NAMES;
+            shared
+        });
+        Details { repr: Repr::Named { name, key, document } }
+    }
+
     /// `document`, made the last one handed out: for a document that is already shared.
     pub fn adopt(&self, document: Arc<Value>) -> Arc<Value> {
-        *self.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::clone(&document));
+        self.recent().document = Some(Arc::clone(&document));
         document
     }
 }
@@ -474,6 +520,30 @@ mod tests {
         let ba: Value = serde_json::from_str(r#"{"b": 2, "a": 1}"#).unwrap_or_default();
         assert_eq!(*ab, ba);
         assert!(!Arc::ptr_eq(&ab, &cache.share(&ba)));
+    }
+
+    #[test]
+    fn named_details_share_the_names_of_recent_states() {
+        let cache = DocumentCache::default();
+        let doc = json!({"i": 1});
+        let name_of = |d: &Details| match &d.repr {
+            Repr::Named { name, .. } => Some(Arc::clone(name)),
+            _ => None,
+        };
+        let entered = cache.named("Check", "input", &doc);
+        let exited = cache.named("Check", "output", &doc);
+        assert_eq!(entered, json!({"name": "Check", "input": {"i": 1}}));
+        assert_eq!(serde_json::to_string(&exited).ok().as_deref(), Some(r#"{"name":"Check","output":{"i":1}}"#));
+        assert!(name_of(&entered).zip(name_of(&exited)).is_some_and(|(a, b)| Arc::ptr_eq(&a, &b)));
+        // Five other states push "Check" out of the four kept; it is made again, same text.
+        for other in ["A", "B", "C", "D", "E"] {
+            assert_eq!(cache.named(other, "input", &doc)["name"], json!(other));
+        }
+        let again = cache.named("Check", "input", &doc);
+        assert_eq!(again, entered);
+        assert!(name_of(&again).zip(name_of(&entered)).is_some_and(|(a, b)| !Arc::ptr_eq(&a, &b)));
+        // A name that is a prefix of a kept one is not taken for it.
+        assert_eq!(cache.named("Chec", "input", &doc)["name"], json!("Chec"));
     }
 
     #[test]

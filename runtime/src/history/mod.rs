@@ -2,8 +2,10 @@
 //! the event that led to it.
 
 mod details;
+mod time;
 
 pub use details::{Details, DocumentCache, EventWriter, same_json};
+pub use time::EventTime;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -192,8 +194,9 @@ pub struct HistoryEvent {
     pub id: u64,
     /// The event that led to this one (0 for the first).
     pub previous_event_id: u64,
-    /// When it happened, RFC 3339 on the execution's clock (`2024-01-01T00:00:00.000Z`).
-    pub timestamp: String,
+    /// When it happened, RFC 3339 on the execution's clock (`2024-01-01T00:00:00.000Z`):
+    /// reads and serializes as that text, written only when read (see [`EventTime`]).
+    pub timestamp: EventTime,
     /// What happened.
     #[serde(rename = "type")]
     pub event_type: EventType,
@@ -272,12 +275,14 @@ impl History {
 
     /// Whether recorded events are kept ([`HistoryLevel::Full`]). When not, callers can skip
     /// building event details and timestamps: [`History::record`] would drop them.
+    #[inline]
     pub fn keeps_events(&self) -> bool {
         self.counted.is_none()
     }
 
     /// The next event's id without storing anything, at [`HistoryLevel::Express`]; `None` when
     /// events are kept (use [`History::record`]).
+    #[inline]
     pub fn count(&self) -> Option<u64> {
         self.counted.as_ref().map(|n| n.fetch_add(1, Ordering::SeqCst) + 1)
     }
@@ -293,13 +298,13 @@ impl History {
         &self,
         event_type: EventType,
         details: impl Into<Details>,
-        timestamp: String,
+        timestamp: impl Into<EventTime>,
         previous_event_id: u64,
     ) -> u64 {
         if let Some(id) = self.count() {
             return id;
         }
-        let details = details.into();
+        let (details, timestamp) = (details.into(), timestamp.into());
         let mut events = self.lock();
         let id = events.len() as u64 + 1;
         events.push(HistoryEvent { id, previous_event_id, timestamp, event_type, details });
@@ -311,6 +316,13 @@ impl History {
     /// state's output), else a copy (see [`DocumentCache`]).
     pub fn share(&self, document: &Value) -> Arc<Value> {
         self.documents.share(document)
+    }
+
+    /// The details of a state's Entered (`key` `input`) or Exited (`output`) event,
+    /// `{"name": name, <key>: document}`, with the document shared as [`History::share`] does
+    /// and the name shared with the other events of the same state.
+    pub fn named(&self, name: &str, key: &'static str, document: &Value) -> Details {
+        self.documents.named(name, key, document)
     }
 
     /// `document` for an event's [`Details`], made the one the next [`History::share`]
@@ -333,6 +345,7 @@ impl History {
 
     /// The number of events so far (at [`HistoryLevel::Express`], the number recorded, although
     /// none is kept).
+    #[inline]
     pub fn len(&self) -> usize {
         match &self.counted {
             Some(n) => usize::try_from(n.load(Ordering::SeqCst)).unwrap_or(usize::MAX),
@@ -375,7 +388,7 @@ mod tests {
     #[test]
     fn serializes_with_aws_names() {
         let h = History::new();
-        let id = h.record(EventType::TaskStateEntered, serde_json::json!({"name": "A", "input": {}}), "t".into(), 0);
+        let id = h.record(EventType::TaskStateEntered, serde_json::json!({"name": "A", "input": {}}), "t", 0);
         assert_eq!(id, 1);
         let json = serde_json::to_value(&h.events()[0]).unwrap_or_default();
         assert_eq!(json["type"], "TaskStateEntered");

@@ -233,6 +233,14 @@ def test_state_map_parallel(sfn):
     assert json.loads(d["afterItemSelector"]) == [{"kind": "item"}] * 4 and d["toleratedFailurePercentage"] == 50, d
     r = sfn.test_state(definition=json.dumps(reader), mock={"result": "[]"}, stateConfiguration=data(3))
     assert (r["status"], r["error"]) == ("FAILED", "States.ExceedToleratedFailureThreshold"), r
+    # ReaderConfig.ItemsPointer: the reader data is the JSON object as read, the pointer selects
+    # the array in it (afterItemsPointer), and the items are that array.
+    pointed = dict(reader, ItemReader=dict(reader["ItemReader"], ReaderConfig={"InputType": "JSON", "ItemsPointer": "/data/rows"}))
+    source = json.dumps({"data": {"rows": [{"a": 0}, {"a": 1}]}, "meta": 1})
+    r = sfn.test_state(definition=json.dumps(pointed), mock={"result": "[]"}, stateConfiguration={"mapItemReaderData": source}, inspectionLevel="DEBUG")
+    d = r["inspectionData"]
+    assert json.loads(d["afterItemsPointer"]) == [{"a": 0}, {"a": 1}] and json.loads(d["afterItemSelector"]) == [{"kind": "item"}] * 2, d
+    assert "afterItemsPointer" not in sfn.test_state(definition=json.dumps(reader), mock={"result": "[]"}, stateConfiguration=data(0), inspectionLevel="DEBUG")["inspectionData"]
     # A Distributed Map's ItemBatcher (afterItemBatcher) and tolerated failures given by paths
     # into the input (inspected, and checked against the failed iterations).
     batched = dict(fan, ItemBatcher={"MaxItemsPerBatch": 2, "BatchInput": {"run": "b"}}, ToleratedFailureCountPath="$.tolerate")
@@ -289,6 +297,7 @@ def test_state_map_parallel(sfn):
         ({"definition": json.dumps(fan), "input": items, "mock": boom, "stateConfiguration": conf(1)}, "a Map with a mocked error"),
         ({"definition": json.dumps(fan), "input": items, "mock": {"result": "[]"}, "stateConfiguration": {"mapItemReaderData": "[]"}}, "no ItemReader"),
         ({"definition": json.dumps(reader), "mock": {"result": "[]"}, "stateConfiguration": {"mapItemReaderData": "{}"}}, "reader data that is no array"),
+        ({"definition": json.dumps(pointed), "mock": {"result": "[]"}, "stateConfiguration": {"mapItemReaderData": '{"data": {}}'}}, "an ItemsPointer that selects no array"),
         ({"definition": json.dumps(fan), "input": items, "mock": {"result": "[]"}, "stateConfiguration": {"retrierRetryCount": 1}}, "no Retry"),
     ]
     for kwargs, why in bad:

@@ -3,9 +3,12 @@
 //! `ToleratedFailure*` (asl-anchor §13, §17). [`Cx::map`](super::Cx) calls these; each reports
 //! its own problems and returns `None` when the definition cannot be lowered.
 
+use wfc_ir::JsonataTemplate;
 use wfc_ir::distributed::{
-    Count, CsvHeaders, DistributedMap, ExecutionType, InputType, ItemBatcher, ItemReader, MAX_BATCH_BYTES,
-    MAX_LABEL_CHARS, MAX_READER_ITEMS, Percentage, ReaderConfig, ResultWriter, S3_GET_OBJECT, S3_PUT_OBJECT,
+    Count, CsvDelimiter, CsvHeaders, DistributedMap, ExecutionType, InputType, ItemBatcher, ItemReader,
+    MAX_BATCH_BYTES, MAX_LABEL_CHARS, MAX_READER_ITEMS, ManifestType, OutputType, Percentage, ReaderConfig,
+    ReaderTransformation, ResultWriter, S3_GET_OBJECT, S3_LIST_OBJECTS_V2, S3_PUT_OBJECT, WriterConfig,
+    WriterTransformation,
 };
 
 use super::{Cx, JsonataExpr, Obj, Path, SpannedValue, Template, ValueKind, codes};
@@ -32,13 +35,7 @@ const DISTRIBUTED_ONLY: &[&str] = &[
     "ToleratedFailurePercentage",
     "ToleratedFailurePercentagePath",
 ];
-const READER_FIELDS: &[&str] = &[
-    "Resource",
-    "Parameters",
-    "ReaderConfig",
-    // Accepted by name so that each gets its own "not supported" diagnostic.
-    "Arguments",
-];
+const READER_FIELDS: &[&str] = &["Resource", "Parameters", "ReaderConfig", "Arguments"];
 const READER_CONFIG_FIELDS: &[&str] = &[
     "InputType",
     "CSVHeaderLocation",
@@ -392,8 +389,9 @@ impl Cx<'_> {
         }
     }
 
-    /// `Parameters` of an ItemReader or ResultWriter: an object whose keys are among `allowed`
-    /// (each literal or `.$`), with every key of `required`.
+    /// `Parameters` (JSONPath) or `Arguments` (JSONata) of an ItemReader or ResultWriter: an
+    /// object whose keys are among `allowed` (each literal, `.$` in JSONPath, `{% %}` in
+    /// JSONata), with every key of `required`. The field of the other language is refused.
     fn s3_parameters(
         &mut self,
         owner: Obj<'_>,
@@ -401,72 +399,98 @@ impl Cx<'_> {
         code: &'static str,
         allowed: &[&str],
         required: &[&str],
-    ) -> Option<Template> {
-        let Some(v) = owner.get("Parameters") else {
-            self.error(code, format!("{what} is missing the required field `Parameters`"), owner.head()).help =
+    ) -> Option<(Option<Template>, Option<JsonataTemplate>)> {
+        let (field, other) = if self.jsonata { ("Arguments", "Parameters") } else { ("Parameters", "Arguments") };
+        if let Some(k) = owner.key(other) {
+            let (lang, this) = if self.jsonata { ("JSONPath", "JSONata") } else { ("JSONata", "JSONPath") };
+            self.error(
+                codes::WRONG_LANGUAGE_FIELD,
+                format!("`{other}` of {what} is a {lang} field; this {this} state uses `{field}`"),
+                k.span.clone(),
+            )
+            .help = Some(format!("rename `{other}` to `{field}`"));
+            return None;
+        }
+        let Some(v) = owner.get(field) else {
+            self.error(code, format!("{what} is missing the required field `{field}`"), owner.head()).help =
                 Some(format!(
-                    "add `\"Parameters\": {{{}}}`",
+                    "add `\"{field}\": {{{}}}`",
                     required.iter().map(|k| format!("\"{k}\": ...")).collect::<Vec<_>>().join(", ")
                 ));
             return None;
         };
-        let params = self.object(v, &format!("`Parameters` of {what}"))?;
+        let params = self.object(v, &format!("`{field}` of {what}"))?;
         let mut ok = true;
         for (k, _) in params.entries {
-            let base = k.name.strip_suffix(".$").unwrap_or(&k.name);
+            let base = if self.jsonata { k.name.as_str() } else { k.name.strip_suffix(".$").unwrap_or(&k.name) };
             if !allowed.contains(&base) {
                 let d = self.error(
                     codes::MAP_UNSUPPORTED,
-                    format!("`{}` is not supported in the `Parameters` of {what}", k.name),
+                    format!("`{}` is not supported in the `{field}` of {what}", k.name),
                     k.span.clone(),
                 );
-                d.help = Some(format!("wfc reads and writes local files named by {}", allowed.join(" and ")));
+                d.help = Some(format!("wfc reads and writes its object store by {} only", allowed.join(" and ")));
                 ok = false;
             }
         }
         for key in required {
-            if params.get(key).is_none() && params.get(&format!("{key}.$")).is_none() {
-                self.error(code, format!("the `Parameters` of {what} need `{key}` (or `{key}.$`)"), params.head());
+            let given = params.get(key).is_some() || (!self.jsonata && params.get(&format!("{key}.$")).is_some());
+            if !given {
+                let form = if self.jsonata { String::new() } else { format!(" (or `{key}.$`)") };
+                self.error(code, format!("the `{field}` of {what} need `{key}`{form}"), params.head());
                 ok = false;
             }
         }
-        let template = self.template(v);
-        ok.then_some(template)
+        if self.jsonata {
+            let template = self.jsonata_template(v, field);
+            ok.then_some((None, Some(template)))
+        } else {
+            let template = self.template(v);
+            ok.then_some((Some(template), None))
+        }
     }
 
     fn item_reader(&mut self, v: &SpannedValue) -> Option<ItemReader> {
         let obj = self.object(v, "`ItemReader`")?;
         self.check_fields(obj, READER_FIELDS, "`ItemReader`");
-        if let Some(k) = obj.key("Arguments") {
-            self.error(codes::MAP_UNSUPPORTED, "`Arguments` belongs to JSONata; use `Parameters`", k.span.clone());
-            return None;
-        }
         let (resource, rv) = self.required_string(obj, "Resource", "`ItemReader`")?;
-        match resource {
-            S3_GET_OBJECT => {}
-            "arn:aws:states:::s3:listObjectsV2" => {
-                self.error(
-                    codes::MAP_UNSUPPORTED,
-                    "the `s3:listObjectsV2` ItemReader is not supported: wfc reads the items of one local file",
-                    rv.span.clone(),
-                )
-                .help = Some(format!("use `{S3_GET_OBJECT}` with `Bucket` and `Key`"));
-                return None;
-            }
+        let lists = match resource {
+            S3_GET_OBJECT => false,
+            S3_LIST_OBJECTS_V2 => true,
             other => {
                 self.error(codes::BAD_ITEM_READER, format!("unknown ItemReader resource `{other}`"), rv.span.clone())
-                    .help = Some(format!("use `{S3_GET_OBJECT}` with `Bucket` and `Key`"));
+                    .help = Some(format!(
+                    "use `{S3_GET_OBJECT}` with `Bucket` and `Key`, or `{S3_LIST_OBJECTS_V2}` with `Bucket` and `Prefix`"
+                ));
                 return None;
             }
-        }
-        let parameters =
-            self.s3_parameters(obj, "`ItemReader`", codes::BAD_ITEM_READER, &["Bucket", "Key"], &["Bucket", "Key"]);
-        let config = self.reader_config(obj);
-        Some(ItemReader { resource: resource.to_owned(), parameters: parameters?, config: config? })
+        };
+        let resource = resource.to_owned();
+        let fields = if lists {
+            self.s3_parameters(obj, "`ItemReader`", codes::BAD_ITEM_READER, &["Bucket", "Prefix"], &["Bucket"])
+        } else {
+            self.s3_parameters(obj, "`ItemReader`", codes::BAD_ITEM_READER, &["Bucket", "Key"], &["Bucket", "Key"])
+        };
+        let config = self.reader_config(obj, lists);
+        let ((parameters, arguments), config) = (fields?, config?);
+        Some(ItemReader { resource, parameters, arguments, config })
     }
 
-    fn reader_config(&mut self, reader: Obj<'_>) -> Option<ReaderConfig> {
+    /// `ReaderConfig`: required for `s3:getObject` (its `InputType`), optional for
+    /// `s3:listObjectsV2` (whose `InputType` goes with `"Transformation": "LOAD_AND_FLATTEN"`).
+    fn reader_config(&mut self, reader: Obj<'_>, lists: bool) -> Option<ReaderConfig> {
         let Some(v) = reader.get("ReaderConfig") else {
+            if lists {
+                return Some(ReaderConfig {
+                    input_type: None,
+                    csv_headers: CsvHeaders::FirstRow,
+                    max_items: None,
+                    csv_delimiter: CsvDelimiter::Comma,
+                    items_pointer: None,
+                    transformation: ReaderTransformation::None,
+                    manifest_type: None,
+                });
+            }
             self.error(
                 codes::BAD_READER_CONFIG,
                 "an `s3:getObject` ItemReader needs `ReaderConfig` with `InputType`",
@@ -478,52 +502,219 @@ impl Cx<'_> {
         let obj = self.object(v, "`ReaderConfig`")?;
         self.check_fields(obj, READER_CONFIG_FIELDS, "`ReaderConfig`");
         let mut ok = true;
-        for field in ["ItemsPointer", "ManifestType", "Transformation"] {
-            if let Some(k) = obj.key(field) {
-                self.error(codes::MAP_UNSUPPORTED, format!("`ReaderConfig.{field}` is not supported"), k.span.clone());
-                ok = false;
+        let transformation = match self.string(obj, "Transformation") {
+            None => {
+                ok &= obj.get("Transformation").is_none();
+                ReaderTransformation::None
             }
-        }
-        if let Some((d, dv)) = self.string(obj, "CSVDelimiter")
-            && d != "COMMA"
-        {
-            self.error(
-                codes::MAP_UNSUPPORTED,
-                format!("`CSVDelimiter` \"{d}\" is not supported; wfc reads comma-separated files"),
-                dv.span.clone(),
-            );
-            ok = false;
-        }
-        let input_type = match self.required_string(obj, "InputType", "`ReaderConfig`") {
-            None => None,
-            Some(("JSON", _)) => Some(InputType::Json),
-            Some(("JSONL", _)) => Some(InputType::Jsonl),
-            Some(("CSV", _)) => Some(InputType::Csv),
-            Some((t @ ("PARQUET" | "MANIFEST"), tv)) => {
-                self.error(codes::MAP_UNSUPPORTED, format!("`InputType` \"{t}\" is not supported"), tv.span.clone())
-                    .help = Some("wfc reads JSON, JSONL and CSV files".to_owned());
-                None
-            }
+            Some(("NONE", _)) => ReaderTransformation::None,
+            Some(("LOAD_AND_FLATTEN", _)) => ReaderTransformation::LoadAndFlatten,
             Some((other, tv)) => {
                 self.error(
                     codes::BAD_READER_CONFIG,
-                    format!("`InputType` must be \"JSON\", \"JSONL\" or \"CSV\", found \"{other}\""),
+                    format!("`Transformation` must be \"NONE\" or \"LOAD_AND_FLATTEN\", found \"{other}\""),
                     tv.span.clone(),
                 );
+                ok = false;
+                ReaderTransformation::None
+            }
+        };
+        if !lists && let Some(k) = obj.key("Transformation") {
+            self.error(
+                codes::BAD_READER_CONFIG,
+                "`Transformation` is for the `s3:listObjectsV2` ItemReader, which lists objects",
+                k.span.clone(),
+            )
+            .help = Some(format!("remove it, or list the objects with `{S3_LIST_OBJECTS_V2}`"));
+            ok = false;
+        }
+        let manifest_type = match self.string(obj, "ManifestType") {
+            None => {
+                ok &= obj.get("ManifestType").is_none();
+                None
+            }
+            Some(("S3_INVENTORY", _)) => Some(ManifestType::S3Inventory),
+            Some(("ATHENA_DATA", _)) => Some(ManifestType::AthenaData),
+            Some((other, mv)) => {
+                self.error(
+                    codes::BAD_READER_CONFIG,
+                    format!("`ManifestType` must be \"S3_INVENTORY\" or \"ATHENA_DATA\", found \"{other}\""),
+                    mv.span.clone(),
+                );
+                ok = false;
                 None
             }
         };
+        let input_type = match self.string(obj, "InputType") {
+            None if obj.get("InputType").is_some() => None,
+            None if lists && transformation == ReaderTransformation::None => Some(None),
+            None if lists => {
+                let k = obj.key("Transformation").map_or(obj.head(), |k| k.span.clone());
+                self.error(
+                    codes::BAD_READER_CONFIG,
+                    "`\"Transformation\": \"LOAD_AND_FLATTEN\"` needs `InputType`",
+                    k,
+                )
+                .help = Some(
+                    "add `\"InputType\": \"JSON\"` (or \"JSONL\", \"CSV\"): how each listed object is read".to_owned(),
+                );
+                None
+            }
+            None => {
+                self.error(
+                    codes::BAD_READER_CONFIG,
+                    "`ReaderConfig` is missing the required field `InputType`",
+                    obj.head(),
+                )
+                .help = Some("add `\"InputType\": \"JSON\"` (or \"JSONL\", \"CSV\", \"MANIFEST\")".to_owned());
+                None
+            }
+            Some((t, tv)) => self.input_type(t, tv, lists, transformation, manifest_type).map(Some),
+        };
+        if manifest_type.is_some() && lists {
+            let k = obj.key("ManifestType").map_or(obj.head(), |k| k.span.clone());
+            self.error(codes::BAD_READER_CONFIG, "`ManifestType` is for the `s3:getObject` ItemReader", k).help =
+                Some(format!("read the manifest object with `{S3_GET_OBJECT}`"));
+            ok = false;
+        }
+        if manifest_type == Some(ManifestType::S3Inventory)
+            && input_type.is_some_and(|t| t != Some(InputType::Manifest))
+        {
+            let k = obj.key("ManifestType").map_or(obj.head(), |k| k.span.clone());
+            self.error(
+                codes::BAD_READER_CONFIG,
+                "`\"ManifestType\": \"S3_INVENTORY\"` needs `\"InputType\": \"MANIFEST\"`",
+                k,
+            );
+            ok = false;
+        }
+        let input_type = input_type?;
+        let items_pointer = match self.string(obj, "ItemsPointer") {
+            None => {
+                ok &= obj.get("ItemsPointer").is_none();
+                None
+            }
+            Some((p, pv)) => {
+                if input_type != Some(InputType::Json) {
+                    self.error(
+                        codes::BAD_READER_CONFIG,
+                        "`ItemsPointer` is only for `\"InputType\": \"JSON\"`: it points into one JSON object",
+                        pv.span.clone(),
+                    )
+                    .help = Some("remove it, or read a JSON object".to_owned());
+                    ok = false;
+                } else if let Some(problem) = json_pointer_problem(p) {
+                    self.error(
+                        codes::BAD_READER_CONFIG,
+                        format!("`ItemsPointer` is not a JSON Pointer: {problem}"),
+                        pv.span.clone(),
+                    )
+                    .help = Some(
+                        "write an RFC 6901 pointer such as \"/data/items\" (`~1` for a `/` in a key, `~0` for `~`)"
+                            .to_owned(),
+                    );
+                    ok = false;
+                }
+                Some(p.to_owned())
+            }
+        };
+        let csv_delimiter = match self.string(obj, "CSVDelimiter") {
+            None => {
+                ok &= obj.get("CSVDelimiter").is_none();
+                CsvDelimiter::Comma
+            }
+            Some((d, dv)) => match CsvDelimiter::ALL.iter().find(|(name, _)| *name == d) {
+                Some((_, delimiter)) => *delimiter,
+                None => {
+                    self.error(
+                        codes::BAD_READER_CONFIG,
+                        format!("`CSVDelimiter` must be \"COMMA\", \"PIPE\", \"SEMICOLON\", \"SPACE\" or \"TAB\", found \"{d}\""),
+                        dv.span.clone(),
+                    );
+                    ok = false;
+                    CsvDelimiter::Comma
+                }
+            },
+        };
         let csv_headers = self.csv_headers(obj, input_type);
         let max_items = self.count(obj, "MaxItems", codes::BAD_READER_CONFIG, 0, MAX_READER_ITEMS);
-        let (Some(input_type), Some(csv_headers), Ok(max_items)) = (input_type, csv_headers, max_items) else {
+        let (Some(csv_headers), Ok(max_items)) = (csv_headers, max_items) else {
             return None;
         };
-        ok.then_some(ReaderConfig { input_type, csv_headers, max_items })
+        ok.then_some(ReaderConfig {
+            input_type,
+            csv_headers,
+            max_items,
+            csv_delimiter,
+            items_pointer,
+            transformation,
+            manifest_type,
+        })
+    }
+
+    /// `InputType` `t`, checked against the reader: `MANIFEST` reads an S3 Inventory manifest
+    /// with `s3:getObject`; `PARQUET` is refused (WFC0205, see docs/semantics.md).
+    fn input_type(
+        &mut self,
+        t: &str,
+        tv: &SpannedValue,
+        lists: bool,
+        transformation: ReaderTransformation,
+        manifest_type: Option<ManifestType>,
+    ) -> Option<InputType> {
+        let input_type = match t {
+            "JSON" => InputType::Json,
+            "JSONL" => InputType::Jsonl,
+            "CSV" => InputType::Csv,
+            "MANIFEST" => InputType::Manifest,
+            "PARQUET" => {
+                self.error(codes::MAP_UNSUPPORTED, "`InputType` \"PARQUET\" is not supported", tv.span.clone()).help =
+                    Some(
+                        "wfc reads JSON, JSONL, CSV and S3 Inventory manifests; convert the Parquet files to JSONL \
+                         or CSV (docs/semantics.md says why Parquet is not read)"
+                            .to_owned(),
+                    );
+                return None;
+            }
+            other => {
+                self.error(
+                    codes::BAD_READER_CONFIG,
+                    format!("`InputType` must be \"JSON\", \"JSONL\", \"CSV\", \"MANIFEST\" or \"PARQUET\", found \"{other}\""),
+                    tv.span.clone(),
+                );
+                return None;
+            }
+        };
+        let problem = if lists && transformation == ReaderTransformation::None {
+            Some((
+                "`InputType` on an `s3:listObjectsV2` ItemReader needs `\"Transformation\": \"LOAD_AND_FLATTEN\"`: \
+                 without it the items are the listed objects' descriptions",
+                "add `\"Transformation\": \"LOAD_AND_FLATTEN\"` to read each listed object, or remove `InputType`",
+            ))
+        } else if lists && input_type == InputType::Manifest {
+            Some(("`\"InputType\": \"MANIFEST\"` reads one manifest object", "read it with `s3:getObject`"))
+        } else if input_type == InputType::Manifest && manifest_type == Some(ManifestType::AthenaData) {
+            Some((
+                "with `\"ManifestType\": \"ATHENA_DATA\"`, `InputType` is the format of the data files the manifest lists",
+                "give \"CSV\" or \"JSONL\"",
+            ))
+        } else if manifest_type == Some(ManifestType::AthenaData) && input_type == InputType::Json {
+            Some(("an Athena manifest lists CSV or JSONL data files", "give `\"InputType\": \"CSV\"` or \"JSONL\""))
+        } else {
+            None
+        };
+        match problem {
+            Some((message, help)) => {
+                self.error(codes::BAD_READER_CONFIG, message, tv.span.clone()).help = Some(help.to_owned());
+                None
+            }
+            None => Some(input_type),
+        }
     }
 
     fn csv_headers(&mut self, obj: Obj<'_>, input_type: Option<InputType>) -> Option<CsvHeaders> {
         let is_csv = input_type == Some(InputType::Csv);
-        if !is_csv && input_type.is_some() {
+        if !is_csv {
             let mut ok = true;
             for field in ["CSVHeaderLocation", "CSVHeaders", "CSVDelimiter"] {
                 if let Some(k) = obj.key(field) {
@@ -620,32 +811,118 @@ impl Cx<'_> {
         Some(ItemBatcher { max_items_per_batch, max_input_bytes_per_batch, batch_input })
     }
 
+    /// `ResultWriter`: `Resource` with `Parameters` (or `Arguments`) exports the results,
+    /// `WriterConfig` shapes them; AWS requires one of the two sets, or both.
     fn result_writer(&mut self, v: &SpannedValue) -> Option<ResultWriter> {
         let obj = self.object(v, "`ResultWriter`")?;
         self.check_fields(obj, WRITER_FIELDS, "`ResultWriter`");
-        for field in ["WriterConfig", "Arguments"] {
-            if let Some(k) = obj.key(field) {
+        let writer_config = match obj.get("WriterConfig") {
+            None => None,
+            Some(c) => Some(self.writer_config(c)?),
+        };
+        let fields = if self.jsonata { "Arguments" } else { "Parameters" };
+        let resource = match self.string(obj, "Resource") {
+            None if obj.get("Resource").is_some() => return None,
+            None => {
+                if let Some(k) = obj.key(fields) {
+                    self.error(
+                        codes::BAD_RESULT_WRITER,
+                        format!("`{fields}` of `ResultWriter` needs `Resource`"),
+                        k.span.clone(),
+                    )
+                    .help = Some(format!("add `\"Resource\": \"{S3_PUT_OBJECT}\"` to export the results"));
+                    return None;
+                }
+                let Some(config) = writer_config else {
+                    self.error(
+                        codes::BAD_RESULT_WRITER,
+                        "`ResultWriter` needs `Resource` and `Parameters` (to export the results), `WriterConfig` (to shape them), or all three",
+                        obj.head(),
+                    )
+                    .help = Some(format!(
+                        "add `\"Resource\": \"{S3_PUT_OBJECT}\", \"{fields}\": {{\"Bucket\": ...}}`, or `\"WriterConfig\": {{\"Transformation\": \"COMPACT\"}}`"
+                    ));
+                    return None;
+                };
+                if config.output_type == OutputType::Jsonl {
+                    let at = obj.key("WriterConfig").map_or(obj.head(), |k| k.span.clone());
+                    self.error(
+                        codes::BAD_RESULT_WRITER,
+                        "`\"OutputType\": \"JSONL\"` formats exported result files; without `Resource` the results are the Map's output, a JSON array",
+                        at,
+                    )
+                    .help = Some(format!("remove `OutputType`, or export with `\"Resource\": \"{S3_PUT_OBJECT}\"` and `{fields}`"));
+                    return None;
+                }
+                return Some(ResultWriter { resource: None, parameters: None, arguments: None, writer_config });
+            }
+            Some((resource, rv)) => {
+                if resource != S3_PUT_OBJECT {
+                    self.error(
+                        codes::BAD_RESULT_WRITER,
+                        format!("unknown ResultWriter resource `{resource}`"),
+                        rv.span.clone(),
+                    )
+                    .help = Some(format!("use `{S3_PUT_OBJECT}` with `Bucket` and `Prefix`"));
+                    return None;
+                }
+                resource.to_owned()
+            }
+        };
+        let (parameters, arguments) =
+            self.s3_parameters(obj, "`ResultWriter`", codes::BAD_RESULT_WRITER, &["Bucket", "Prefix"], &["Bucket"])?;
+        Some(ResultWriter { resource: Some(resource), parameters, arguments, writer_config })
+    }
+
+    /// `WriterConfig`: `OutputType` (default `JSON`) and `Transformation` (default `NONE`, what
+    /// a `ResultWriter` without `WriterConfig` writes).
+    fn writer_config(&mut self, v: &SpannedValue) -> Option<WriterConfig> {
+        let obj = self.object(v, "`WriterConfig`")?;
+        self.check_fields(obj, &["OutputType", "Transformation"], "`WriterConfig`");
+        let output_type = match self.string(obj, "OutputType") {
+            None if obj.get("OutputType").is_some() => None,
+            None | Some(("JSON", _)) => Some(OutputType::Json),
+            Some(("JSONL", _)) => Some(OutputType::Jsonl),
+            Some((other, ov)) => {
                 self.error(
-                    codes::MAP_UNSUPPORTED,
-                    format!("`ResultWriter.{field}` is not supported"),
-                    k.span.clone(),
-                )
-                .help = Some("give `Resource` and `Parameters` (`Bucket`, `Prefix`) only".to_owned());
-                return None;
+                    codes::BAD_RESULT_WRITER,
+                    format!("`OutputType` must be \"JSON\" or \"JSONL\", found \"{other}\""),
+                    ov.span.clone(),
+                );
+                None
+            }
+        };
+        let transformation = match self.string(obj, "Transformation") {
+            None if obj.get("Transformation").is_some() => None,
+            None | Some(("NONE", _)) => Some(WriterTransformation::None),
+            Some(("COMPACT", _)) => Some(WriterTransformation::Compact),
+            Some(("FLATTEN", _)) => Some(WriterTransformation::Flatten),
+            Some((other, tv)) => {
+                self.error(
+                    codes::BAD_RESULT_WRITER,
+                    format!("`Transformation` must be \"NONE\", \"COMPACT\" or \"FLATTEN\", found \"{other}\""),
+                    tv.span.clone(),
+                );
+                None
+            }
+        };
+        Some(WriterConfig { output_type: output_type?, transformation: transformation? })
+    }
+}
+
+/// Why `p` is not an RFC 6901 JSON Pointer (`""`, or `/`-separated tokens where `~` is only in
+/// `~0` and `~1`), or `None`.
+fn json_pointer_problem(p: &str) -> Option<String> {
+    if !p.is_empty() && !p.starts_with('/') {
+        return Some(format!("{p:?} must be empty or start with `/`"));
+    }
+    for token in p.split('/').skip(1) {
+        let mut chars = token.chars();
+        while let Some(c) = chars.next() {
+            if c == '~' && !matches!(chars.next(), Some('0' | '1')) {
+                return Some(format!("the token {token:?} has a `~` that is not `~0` or `~1`"));
             }
         }
-        let (resource, rv) = self.required_string(obj, "Resource", "`ResultWriter`")?;
-        if resource != S3_PUT_OBJECT {
-            self.error(
-                codes::BAD_RESULT_WRITER,
-                format!("unknown ResultWriter resource `{resource}`"),
-                rv.span.clone(),
-            )
-            .help = Some(format!("use `{S3_PUT_OBJECT}` with `Bucket` and `Prefix`"));
-            return None;
-        }
-        let parameters =
-            self.s3_parameters(obj, "`ResultWriter`", codes::BAD_RESULT_WRITER, &["Bucket", "Prefix"], &["Bucket"])?;
-        Some(ResultWriter { resource: resource.to_owned(), parameters })
     }
+    None
 }

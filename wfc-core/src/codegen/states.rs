@@ -47,7 +47,10 @@
 use proc_macro2::{Ident, Literal, TokenStream, TokenTree};
 use quote::{format_ident, quote};
 use serde_json::Value;
-use wfc_ir::distributed::{Count, CsvHeaders, DistributedMap, InputType, Percentage};
+use wfc_ir::distributed::{
+    Count, CsvDelimiter, CsvHeaders, DistributedMap, InputType, ManifestType, OutputType, Percentage,
+    ReaderTransformation, WriterTransformation,
+};
 use wfc_ir::intrinsics::{Arg, Call, Function};
 use wfc_ir::jsonpath::ast::SingularStep;
 use wfc_ir::native::{NativeForm, NativeLiteral};
@@ -2177,31 +2180,17 @@ fn distributed_code(
                 true
             }
         });
-        methods.push(template_method(items, "reader_parameters", &reader.parameters, false));
+        methods.extend(s3_fields_method(
+            items,
+            "reader_parameters",
+            reader.parameters.as_ref(),
+            reader.arguments.as_ref(),
+        ));
         if let Some(c) = &reader.config.max_items {
             let body = count_body(items, c, "MaxItems", false);
             methods.push(values_method("max_items", quote!(Result<u64, #failure>), body));
         }
-        let input_type = format_ident!(
-            "{}",
-            match reader.config.input_type {
-                InputType::Json => "Json",
-                InputType::Jsonl => "Jsonl",
-                InputType::Csv => "Csv",
-            }
-        );
-        let headers = match &reader.config.csv_headers {
-            CsvHeaders::FirstRow => quote!(::core::option::Option::None),
-            CsvHeaders::Given(headers) => {
-                let headers = headers.iter().map(|h| Literal::string(h));
-                quote!(Some(&[#(#headers),*]))
-            }
-        };
-        methods.push(quote! {
-            fn read_items(&self, bytes: &[u8], max_items: usize, limit: usize) -> Result<::std::vec::Vec<#value>, #failure> {
-                __wfc::abi::parse_items(bytes, __wfc::abi::InputType::#input_type, #headers, max_items, limit)
-            }
-        });
+        methods.push(reader_spec_method(reader));
     }
     if let Some(batcher) = &dist.item_batcher {
         methods.push(quote! {
@@ -2235,11 +2224,144 @@ fn distributed_code(
                 true
             }
         });
-        methods.push(template_method(items, "writer_parameters", &writer.parameters, false));
+        if writer.exports() {
+            methods.extend(s3_fields_method(
+                items,
+                "writer_parameters",
+                writer.parameters.as_ref(),
+                writer.arguments.as_ref(),
+            ));
+        } else {
+            methods.push(quote! {
+                fn writer_exports(&self) -> bool {
+                    false
+                }
+            });
+        }
+        if let Some(config) = writer.writer_config {
+            let output_type = format_ident!(
+                "{}",
+                match config.output_type {
+                    OutputType::Json => "Json",
+                    OutputType::Jsonl => "Jsonl",
+                }
+            );
+            let transformation = format_ident!(
+                "{}",
+                match config.transformation {
+                    WriterTransformation::None => "None",
+                    WriterTransformation::Compact => "Compact",
+                    WriterTransformation::Flatten => "Flatten",
+                }
+            );
+            methods.push(quote! {
+                fn writer_config(&self) -> ::core::option::Option<__wfc::abi::WriterConfig> {
+                    Some(__wfc::abi::WriterConfig {
+                        output_type: __wfc::abi::OutputType::#output_type,
+                        transformation: __wfc::abi::WriterTransformation::#transformation,
+                    })
+                }
+            });
+        }
     }
     quote! {
         impl __wfc::abi::DistributedCode for Code {
             #(#methods)*
+        }
+    }
+}
+
+/// The `DistributedCode` method `name(&self, exec, effective, ctx)` of an ItemReader's or
+/// ResultWriter's `Parameters` (a JSONPath template on the effective input) or `Arguments` (a
+/// JSONata template with `$states.input` the effective input, which is the state input in a
+/// JSONata state); `None` when it has neither.
+fn s3_fields_method(
+    items: &mut Items,
+    name: &str,
+    parameters: Option<&Template>,
+    arguments: Option<&JsonataTemplate>,
+) -> Option<TokenStream> {
+    let Some(t) = arguments else {
+        return parameters.map(|t| template_method(items, name, t, false));
+    };
+    let name = format_ident!("{}", name);
+    let built = jsonata_template(items, t, "Arguments", &quote!(states));
+    let body = with_states(quote!(Ok(#built)), quote!(effective));
+    let (exec, effective, ctx) = (param(&body, "exec"), param(&body, "effective"), param(&body, "ctx"));
+    Some(quote! {
+        fn #name(&self, #exec: &__wfc::Execution, #effective: &__wfc::Value, #ctx: &__wfc::Value) -> Result<__wfc::Value, __wfc::Failure> {
+            #body
+        }
+    })
+}
+
+/// `DistributedCode::reader_spec`: the reader's resource and `ReaderConfig` written out as an
+/// `abi::ReadSpec`.
+fn reader_spec_method(reader: &wfc_ir::distributed::ItemReader) -> TokenStream {
+    let config = &reader.config;
+    let lists = reader.lists_objects();
+    let input_type = match config.input_type {
+        None => quote!(::core::option::Option::None),
+        Some(t) => {
+            let t = format_ident!(
+                "{}",
+                match t {
+                    InputType::Json => "Json",
+                    InputType::Jsonl => "Jsonl",
+                    InputType::Csv => "Csv",
+                    InputType::Manifest => "Manifest",
+                }
+            );
+            quote!(Some(__wfc::abi::InputType::#t))
+        }
+    };
+    let headers = match &config.csv_headers {
+        CsvHeaders::FirstRow => quote!(::core::option::Option::None),
+        CsvHeaders::Given(headers) => {
+            let headers = headers.iter().map(|h| Literal::string(h));
+            quote!(Some(::std::vec![#(#headers),*]))
+        }
+    };
+    let delimiter = format_ident!(
+        "{}",
+        match config.csv_delimiter {
+            CsvDelimiter::Comma => "Comma",
+            CsvDelimiter::Pipe => "Pipe",
+            CsvDelimiter::Semicolon => "Semicolon",
+            CsvDelimiter::Space => "Space",
+            CsvDelimiter::Tab => "Tab",
+        }
+    );
+    let pointer = match &config.items_pointer {
+        None => quote!(::core::option::Option::None),
+        Some(p) => {
+            let p = Literal::string(p);
+            quote!(Some(#p))
+        }
+    };
+    let transformation = format_ident!(
+        "{}",
+        match config.transformation {
+            ReaderTransformation::None => "None",
+            ReaderTransformation::LoadAndFlatten => "LoadAndFlatten",
+        }
+    );
+    let manifest = match config.manifest_type {
+        None => quote!(::core::option::Option::None),
+        Some(ManifestType::S3Inventory) => quote!(Some(__wfc::abi::ManifestType::S3Inventory)),
+        Some(ManifestType::AthenaData) => quote!(Some(__wfc::abi::ManifestType::AthenaData)),
+    };
+    quote! {
+        fn reader_spec(&self) -> Result<__wfc::abi::ReadSpec<'_>, __wfc::Failure> {
+            Ok(__wfc::abi::ReadSpec {
+                lists_objects: #lists,
+                input_type: #input_type,
+                given_headers: #headers,
+                delimiter: __wfc::abi::CsvDelimiter::#delimiter,
+                items_pointer: #pointer,
+                transformation: __wfc::abi::ReaderTransformation::#transformation,
+                manifest_type: #manifest,
+            })
         }
     }
 }
