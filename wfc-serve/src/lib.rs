@@ -170,6 +170,19 @@ pub fn check_listen(addr: &SocketAddr, allow_remote: bool, signed: bool) -> Resu
     }
 }
 
+/// How often a running server deletes the mock invocation counters no redrive needs any more.
+const COUNTER_SWEEP: Duration = Duration::from_secs(3600);
+
+/// Deletes the mock invocation counters no redrive can need (see
+/// [`wfc_runtime::mock_config::InvocationCounter::forget_ended`]); a failure is logged.
+async fn sweep_counters(counters: &wfc_runtime::mock_config::InvocationCounter) {
+    match counters.forget_ended(api::now_ms()).await {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(rows = n, "deleted the mock invocation counters no redrive needs"),
+        Err(e) => tracing::warn!(error = %e, "cannot sweep the mock invocation counters"),
+    }
+}
+
 /// Serves the API on `listener` until `shutdown` completes, with the durable worker running
 /// the store's executions. On shutdown the worker releases what it holds (another server or
 /// `wfc worker` on the same store resumes it).
@@ -184,13 +197,20 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: impl Future<
         Err(e) => tracing::warn!(error = %e, "cannot sweep the activity tasks of ended executions"),
     }
     // Mock invocation counters no redrive can need (their execution succeeded, is gone, or
-    // ended longer ago than the redrivable period): ended while no server ran it, or before.
+    // ended longer ago than the redrivable period): ended while no server ran it, or before;
+    // then every hour, for those whose redrivable period ends while the server runs.
     let counters = Arc::new(wfc_runtime::mock_config::InvocationCounter::new(Arc::clone(&config.store)));
-    match counters.forget_ended(api::now_ms()).await {
-        Ok(0) => {}
-        Ok(n) => tracing::info!(rows = n, "deleted the mock invocation counters no redrive needs"),
-        Err(e) => tracing::warn!(error = %e, "cannot sweep the mock invocation counters"),
-    }
+    sweep_counters(&counters).await;
+    let counter_sweeps = tokio::spawn({
+        let counters = Arc::clone(&counters);
+        async move {
+            let mut hourly = tokio::time::interval_at(tokio::time::Instant::now() + COUNTER_SWEEP, COUNTER_SWEEP);
+            loop {
+                hourly.tick().await;
+                sweep_counters(&counters).await;
+            }
+        }
+    });
     let mut handler: Arc<dyn DynHandler> =
         Arc::new(tasks::ServeHandler::new(config.arns.clone(), Arc::clone(&activities), Arc::clone(&config.handler)));
     if let Some(mocks) = &config.mock_config {
@@ -283,6 +303,7 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: impl Future<
     service.activities.stop();
     answers.abort();
     deleting_watch.abort();
+    counter_sweeps.abort();
     let _ = stop_tx.send(true);
     match worker_task.await {
         Ok(Ok(_stats)) => result,
