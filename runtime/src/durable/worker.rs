@@ -308,6 +308,8 @@ pub struct Worker {
     config: WorkerConfig,
     /// Stored versions loaded for the interpreter, by version id.
     loaded: Arc<std::sync::Mutex<HashMap<String, Arc<wfc_ir::Workflow>>>>,
+    /// One run of an execution at a time in this worker (see [`Worker::job`]).
+    runs: Arc<std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>,
 }
 
 /// How one run ended, for the stats.
@@ -329,7 +331,7 @@ fn now_ms() -> i64 {
 impl Worker {
     /// A worker on `store` for `workflows`.
     pub fn new(store: Arc<dyn Store>, workflows: Workflows, config: WorkerConfig) -> Worker {
-        Worker { store, workflows, config, loaded: Arc::default() }
+        Worker { store, workflows, config, loaded: Arc::default(), runs: Arc::default() }
     }
 
     /// Runs until `shutdown` completes (or, with `exit_when_idle`, until there is no work).
@@ -402,8 +404,8 @@ impl Worker {
                     // claims per second times an execution's duration, far below `concurrency`.)
                     let mut done = Some(done);
                     while let Some(one) = done.take().or_else(|| running.try_join_next()) {
-                        if let Ok((name, _, end)) = one {
-                            in_flight.remove(&name);
+                        if let Ok((name, epoch, end)) = one {
+                            forget_run(&mut in_flight, &name, epoch);
                             count(&mut stats, end);
                         }
                     }
@@ -415,8 +417,8 @@ impl Worker {
         let deadline = tokio::time::Instant::now() + self.config.shutdown_grace;
         while !running.is_empty() {
             match tokio::time::timeout_at(deadline, running.join_next()).await {
-                Ok(Some(Ok((name, _, end)))) => {
-                    in_flight.remove(&name);
+                Ok(Some(Ok((name, epoch, end)))) => {
+                    forget_run(&mut in_flight, &name, epoch);
                     count(&mut stats, end);
                 }
                 Ok(_) => {}
@@ -434,7 +436,17 @@ impl Worker {
         Ok(stats)
     }
 
+    /// The run of `claim`. A claim may take over an execution this worker still runs: its lease
+    /// ran out while the process was too busy to renew it (a short `lease` on a loaded
+    /// machine). The new run then waits for the old one to end (its next write is refused as
+    /// stale, so it stops at its next step) and replays what it committed; running both at once
+    /// would run the old run's later steps a second time.
     fn job(&self, claim: Claim) -> impl Future<Output = (String, i64, RunEnd)> + Send + 'static {
+        let runs = Arc::clone(&self.runs);
+        let one_at_a_time = {
+            let mut runs = runs.lock().unwrap_or_else(|p| p.into_inner());
+            Arc::clone(runs.entry(claim.record.name.clone()).or_default())
+        };
         let shared = Shared {
             store: Arc::clone(&self.store),
             workflows: self.workflows.clone(),
@@ -444,7 +456,15 @@ impl Worker {
         async move {
             let name = claim.record.name.clone();
             let epoch = claim.token.epoch;
-            let end = run_claimed(&shared, claim).await;
+            let end = {
+                let _running = one_at_a_time.lock().await;
+                run_claimed(&shared, claim).await
+            };
+            let mut runs = runs.lock().unwrap_or_else(|p| p.into_inner());
+            // The map's and this run's references only: no later claim waits on it.
+            if Arc::strong_count(&one_at_a_time) == 2 {
+                runs.remove(&name);
+            }
             (name, epoch, end)
         }
     }
@@ -456,6 +476,13 @@ struct Shared {
     workflows: Workflows,
     config: WorkerConfig,
     loaded: Arc<std::sync::Mutex<HashMap<String, Arc<wfc_ir::Workflow>>>>,
+}
+
+/// Forgets the ended run of `name` with `epoch`, unless a later claim of it runs now.
+fn forget_run(in_flight: &mut HashMap<String, i64>, name: &str, epoch: i64) {
+    if in_flight.get(name) == Some(&epoch) {
+        in_flight.remove(name);
+    }
 }
 
 fn count(stats: &mut WorkerStats, end: RunEnd) {
