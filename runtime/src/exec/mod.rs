@@ -33,7 +33,7 @@ pub use map::{map, map_with};
 pub use nested::{MapCode, NestedCode, ParallelCode};
 pub use parallel::{join_branches, parallel, parallel_with};
 pub use parameters::ParametersForm;
-pub use pass::{Assigned, pass, pass_assign_with, pass_kept_with, pass_language_with, pass_with};
+pub use pass::{Assigned, pass, pass_assign_with, pass_bounded_with, pass_kept_with, pass_language_with, pass_with};
 pub use succeed::{succeed, succeed_with};
 pub use task::{TaskCode, TaskShape, task, task_with};
 pub use wait::{MAX_WAIT, wait, wait_assign_with, wait_language_with, wait_with};
