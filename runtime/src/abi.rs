@@ -13,7 +13,9 @@
 //!   interpreter runs those states through, so both engines record the same events with the same
 //!   JSON and raise the same failures. A Choice with `$` paths is [`choice_kept`] and a Pass
 //!   writing its InputPath node back in place [`pass_kept`]: their output is their input, which
-//!   needs no second payload check (unless the state is the first of its line). A Task's
+//!   needs no second payload check (unless the state is the first of its line). A Pass whose output
+//!   its Result or Parameters build whole from parts of a size known at build time is
+//!   [`pass_bounded`], with that bound: under the execution's limits its output needs no check. A Task's
 //!   [`TaskCode::is_lambda_function`] is a `const` computed by [`is_function_arn`]. A Task's data processing is a [`TaskCode`] the generated
 //!   code implements (paths, Parameters, ResultSelector, timeouts), with its Retry and Catch as
 //!   `const` tables of [`Retrier`]s and [`Catcher`]s (or [`AssignCatcher`]s, when a catcher
@@ -113,9 +115,9 @@ pub use crate::exec::{
     Assigned, MapCode, NestedCode, ParallelCode, ParametersForm, TaskCode, TaskShape,
     choice_assign_with as choice_assign, choice_kept_with as choice_kept, choice_language_with as choice_language,
     choice_with as choice, fail_with as fail, join_branches, map_with as map, parallel_with as parallel,
-    pass_assign_with as pass_assign, pass_kept_with as pass_kept, pass_language_with as pass_language,
-    pass_with as pass, succeed_with as succeed, task_with as task, wait_assign_with as wait_assign,
-    wait_language_with as wait_language, wait_with as wait,
+    pass_assign_with as pass_assign, pass_bounded_with as pass_bounded, pass_kept_with as pass_kept,
+    pass_language_with as pass_language, pass_with as pass, succeed_with as succeed, task_with as task,
+    wait_assign_with as wait_assign, wait_language_with as wait_language, wait_with as wait,
 };
 pub use crate::jsonata::Bindings;
 /// Whether a Task's `Resource` is a bare Lambda function ARN: a `const fn`, which generated code

@@ -1092,11 +1092,13 @@ pub mod assign_states {
             let _ = handler;
             match state {
                 State::TwoB(input) => {
-                    let output = __wfc::abi::pass(
+                    let output = __wfc::abi::pass_bounded(
                         exec,
                         "Two \"b\"",
                         false,
                         input,
+                        9usize,
+                        0usize,
                         |_: __wfc::Value, _: &__wfc::Value| {
                             let output = __wfc::Value::String(
                                 ::std::borrow::ToOwned::to_owned("two ✓"),

@@ -195,11 +195,13 @@ pub mod count_loop {
                 const PATH_0: &[__wfc::abi::Seg<'static>] = &[
                     __wfc::abi::Seg::Name("i"),
                 ];
-                let output = __wfc::abi::pass(
+                let output = __wfc::abi::pass_bounded(
                     exec,
                     "Increment",
                     false,
                     input,
+                    30usize,
+                    1usize,
                     |input: __wfc::Value, _: &__wfc::Value| {
                         let output = {
                             let result = {

@@ -217,12 +217,15 @@ fn pass_and_choice_are_generated_not_interpreted() {
         let code = std::fs::read_to_string(expected_dir().join(format!("{stem}.rs"))).expect("expected code");
         assert!(!code.contains("exec::pass("), "{stem}");
         assert!(!code.contains("exec::choice("), "{stem}");
-        assert!(code.contains("__wfc::abi::pass("), "{stem}");
+        assert!(code.contains("__wfc::abi::pass(") || code.contains("__wfc::abi::pass_bounded("), "{stem}");
         // A Choice with InputPath and OutputPath `$` outputs its input (`choice_kept`).
         assert!(code.contains("__wfc::abi::choice(") || code.contains("__wfc::abi::choice_kept("), "{stem}");
     }
     let count_loop = std::fs::read_to_string(expected_dir().join("count_loop.rs")).expect("expected code");
     assert!(count_loop.contains("__wfc::abi::math_add("), "{count_loop}");
+    // `{"i": States.MathAdd(...)}` serializes to at most 30 bytes, 1 level deep: the runtime
+    // skips its payload check unless the limits are lower.
+    assert!(count_loop.contains("__wfc::abi::pass_bounded(") && count_loop.contains("30usize,"), "{count_loop}");
     assert!(count_loop.contains("== Some(::core::cmp::Ordering::Less)"), "{count_loop}");
 }
 
@@ -311,6 +314,18 @@ fn count_loop_runs_as_the_interpreter_does() {
     }
     let result = block_on_virtual(count_loop::run_with(&NoTasks, json!({"i": 0}), options()));
     assert_eq!(result.output, Some(json!({"i": 1000})));
+}
+
+#[test]
+fn a_bounded_pass_is_checked_when_the_limits_are_below_its_bound() {
+    // count_loop's Pass output is at most 30 bytes (`pass_bounded`), so under the default
+    // limits it is not checked; with a 7-byte limit it is, and `{"i":10}` (8 bytes) fails as
+    // the interpreter's does (States.DataLimitExceeded at Increment, the same history).
+    let limits = wfc_runtime::Limits { max_payload_bytes: 7, ..wfc_runtime::Limits::default() };
+    let input = json!({"i": 0});
+    let compiled = block_on_virtual(count_loop::run_with(&NoTasks, input.clone(), options().with_limits(limits)));
+    assert_eq!(compiled.error.as_ref().map(|f| f.error.as_str()), Some("States.DataLimitExceeded"), "{compiled:?}");
+    assert_same_with("count_loop", &input, compiled, options().with_limits(limits));
 }
 
 #[test]

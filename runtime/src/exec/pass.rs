@@ -47,6 +47,32 @@ pub fn pass_with(
     plain_visit(exec, name, "Pass", needs_ctx, input, body)
 }
 
+/// [`pass_with`] for a Pass whose output is built whole by its `Result` or Parameters (ResultPath
+/// and OutputPath `$`) from parts whose serialized size is known when the state is compiled: at
+/// most `max_bytes` bytes and `max_depth` levels deep (literals, and intrinsics that give a
+/// number). Unless the execution's limits are that low, the output cannot exceed them, so it is
+/// not walked to check (the counting loop's `{"i": States.MathAdd(...)}`).
+///
+/// Generated code calls it for such a Pass (the interpreter's [`pass`] checks as
+/// [`pass_with`] does); the events are the same.
+pub fn pass_bounded_with(
+    exec: &Execution,
+    name: &str,
+    needs_ctx: bool,
+    input: Value,
+    max_bytes: usize,
+    max_depth: usize,
+    body: impl FnOnce(Value, &Value) -> Result<Value, Failure>,
+) -> Result<Value, Failure> {
+    state_span(name, "Pass").in_scope(|| {
+        let visit = Visit::start_timed(exec, name, "Pass", &input, needs_ctx)?;
+        let ctx = visit.context_if(needs_ctx);
+        let output = body(input, &ctx).map_err(|f| visit.runtime(f))?;
+        visit.finish_within(&output, max_bytes, max_depth)?;
+        Ok(output)
+    })
+}
+
 /// [`pass_with`] for a Pass that outputs its input unchanged whenever `kept` says so (InputPath
 /// and ResultPath naming the same node, which exists, and OutputPath `$`): then `body` is not
 /// run, and the output, being the input, is not checked against the payload limits again

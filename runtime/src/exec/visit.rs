@@ -88,6 +88,20 @@ impl<'a> Visit<'a> {
         Ok(())
     }
 
+    /// [`Visit::finish`] for an output known, when the state was compiled, to serialize to at
+    /// most `max_bytes` bytes nested at most `max_depth` levels: under the execution's limits,
+    /// it needs no check.
+    #[inline]
+    pub(super) fn finish_within(&self, output: &Value, max_bytes: usize, max_depth: usize) -> Result<(), Failure> {
+        let limits = self.exec.limits();
+        if max_bytes < limits.max_payload_bytes && max_depth < limits.max_json_depth {
+            self.exit(output);
+            Ok(())
+        } else {
+            self.finish(output)
+        }
+    }
+
     /// [`Visit::finish`] for an output that is the state's input unchanged: when that input
     /// was checked (see [`Line`]), it needs no second check.
     #[inline]

@@ -429,8 +429,73 @@ pub(super) fn pass(items: &mut Items, name: &Literal, spec: &PassState) -> Optio
                 #body,
             )?
         },
-        _ => quote!(__wfc::abi::pass(exec, #name, #needs_ctx, input, #body)?),
+        _ => match pass_output_bound(spec) {
+            // The output is built whole from parts of known size: the runtime skips its payload
+            // check unless the execution's limits are below the bound.
+            Some((bytes, depth)) => {
+                let (bytes, depth) = (Literal::usize_suffixed(bytes), Literal::usize_suffixed(depth));
+                quote!(__wfc::abi::pass_bounded(exec, #name, #needs_ctx, input, #bytes, #depth, #body)?)
+            }
+            None => quote!(__wfc::abi::pass(exec, #name, #needs_ctx, input, #body)?),
+        },
     })
+}
+
+/// The most bytes and levels a JSONPath Pass's output can serialize to, when its output is its
+/// result (ResultPath and OutputPath `$`) and the result is built from parts whose size is known
+/// now ([`template_bound`]); `None` otherwise.
+fn pass_output_bound(spec: &PassState) -> Option<(usize, usize)> {
+    let identity = |p: Option<&Path>| p.is_some_and(Path::is_identity);
+    if !identity(spec.result_path.as_ref().map(|p| p.as_path())) || !identity(spec.output_path.as_ref()) {
+        return None;
+    }
+    match (&spec.result, &spec.parameters) {
+        (Some(result), _) => Some(value_bound(result)),
+        (None, Some(template)) => template_bound(template),
+        (None, None) => None,
+    }
+}
+
+/// [`pass_output_bound`] of a literal: its serialized size and nesting depth.
+fn value_bound(value: &Value) -> (usize, usize) {
+    fn depth(v: &Value) -> usize {
+        match v {
+            Value::Array(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
+            Value::Object(map) => 1 + map.values().map(depth).max().unwrap_or(0),
+            _ => 0,
+        }
+    }
+    (serde_json::to_string(value).map_or(usize::MAX, |text| text.len()), depth(value))
+}
+
+/// The most bytes and levels a payload template's value can serialize to: known for literals,
+/// and for the intrinsics that give an integer (at most 24 bytes, as the payload check counts a
+/// number); `None` when a part copies from the input or gives a string.
+fn template_bound(template: &Template) -> Option<(usize, usize)> {
+    let entries = |children: &mut dyn Iterator<Item = Option<(usize, usize)>>| {
+        let (mut bytes, mut depth, mut n) = (2usize, 0usize, 0usize);
+        for child in children {
+            let (b, d) = child?;
+            bytes = bytes.checked_add(b)?;
+            depth = depth.max(d);
+            n += 1;
+        }
+        Some((bytes.checked_add(n.saturating_sub(1))?, depth + 1))
+    };
+    match template {
+        Template::Literal(value) => Some(value_bound(value)),
+        Template::Object(fields) => entries(&mut fields.iter().map(|(key, t)| {
+            let key = serde_json::to_string(key).ok()?.len() + 1;
+            template_bound(t).map(|(b, d)| (b.saturating_add(key), d))
+        })),
+        Template::Array(items) => entries(&mut items.iter().map(template_bound)),
+        Template::Intrinsic(i)
+            if matches!(i.call().function, Function::MathAdd | Function::MathRandom | Function::ArrayLength) =>
+        {
+            Some((24, 0))
+        }
+        Template::Intrinsic(_) | Template::Path(_) => None,
+    }
 }
 
 /// A JSONPath Pass state with `Assign`: `abi::pass_assign(exec, name, input, |input, ctx| …)`,
