@@ -241,7 +241,7 @@ impl std::error::Error for Diagnostics {}
 /// | WFC0221 | a Map field given both literally and as a path, or under its new and legacy names |
 /// | WFC0222 | missing or invalid `ProcessorConfig.ExecutionType` |
 /// | WFC0223 | invalid ToleratedFailureCount or ToleratedFailurePercentage |
-/// | WFC0224 | invalid ItemReader (resource, Parameters, or together with ItemsPath) |
+/// | WFC0224 | invalid ItemReader (resource, Parameters or Arguments); as a warning, an ItemsPath the reader makes ignored |
 /// | WFC0225 | invalid ItemReader ReaderConfig (InputType, CSV headers and delimiter, ItemsPointer, Transformation, ManifestType, MaxItems) |
 /// | WFC0226 | invalid ItemBatcher |
 /// | WFC0227 | invalid ResultWriter |
@@ -347,9 +347,9 @@ pub mod codes {
     pub const BAD_EXECUTION_TYPE: &str = "WFC0222";
     /// Invalid ToleratedFailureCount or ToleratedFailurePercentage.
     pub const BAD_TOLERATED_FAILURE: &str = "WFC0223";
-    /// Invalid ItemReader (resource, Parameters, or together with ItemsPath).
+    /// Invalid ItemReader (resource, Parameters or Arguments); a warning for an ItemsPath beside it.
     pub const BAD_ITEM_READER: &str = "WFC0224";
-    /// Invalid ItemReader ReaderConfig (InputType, CSV headers, MaxItems).
+    /// Invalid ItemReader ReaderConfig (InputType, CSV headers and delimiter, ItemsPointer, Transformation, ManifestType, MaxItems).
     pub const BAD_READER_CONFIG: &str = "WFC0225";
     /// Invalid ItemBatcher.
     pub const BAD_ITEM_BATCHER: &str = "WFC0226";
@@ -564,7 +564,10 @@ pub mod codes {
         (MAP_EXCLUSIVE, "a Map field given both literally and as a path, or under its new and legacy names"),
         (BAD_EXECUTION_TYPE, "missing or invalid `ProcessorConfig.ExecutionType`"),
         (BAD_TOLERATED_FAILURE, "invalid ToleratedFailureCount or ToleratedFailurePercentage"),
-        (BAD_ITEM_READER, "invalid ItemReader (resource, Parameters, or together with ItemsPath)"),
+        (
+            BAD_ITEM_READER,
+            "invalid ItemReader (resource, Parameters or Arguments); as a warning, an ItemsPath the reader makes ignored",
+        ),
         (
             BAD_READER_CONFIG,
             "invalid ItemReader ReaderConfig (InputType, CSV headers and delimiter, ItemsPointer, Transformation, ManifestType, MaxItems)",

@@ -176,12 +176,6 @@ fn invalid_map_field_combinations() {
         (r#""Label": "has space""#, "WFC0228", "\"has space\"", "cannot contain"),
         (r#""Label": "a234567890123456789012345678901234567890X""#, "WFC0228", "\"a2345", "longer than 40"),
         (
-            r#""ItemsPath": "$.x", "ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "Parameters": {"Bucket": "b", "Key": "k"}, "ReaderConfig": {"InputType": "JSON"}}"#,
-            "WFC0224",
-            "\"ItemsPath\"",
-            "cannot be used with `ItemReader`",
-        ),
-        (
             r#""ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "Parameters": {"Bucket": "b"}, "ReaderConfig": {"InputType": "JSON"}}"#,
             "WFC0224",
             "{\"Bucket",
@@ -400,6 +394,21 @@ fn reader_and_writer_options_lower() {
     let writer = d.result_writer.expect("writer");
     assert!(writer.exports());
     assert_eq!(writer.writer_config.map(|c| c.output_type), Some(OutputType::Jsonl));
+}
+
+/// `ItemsPath` beside an `ItemReader` is ignored, with a warning: AWS runs such a Map over the
+/// reader's items even when the path selects nothing (recorded).
+#[test]
+fn items_path_beside_a_reader_is_a_warning() {
+    let text = with_map(&format!(
+        r#""ItemsPath": "$.nothing", "ItemReader": {{"Resource": "arn:aws:states:::s3:getObject", "Parameters": {{"Bucket": "b", "Key": "k"}}, "ReaderConfig": {{"InputType": "JSON"}}}}, "ItemProcessor": {DISTRIBUTED}"#
+    ));
+    let loaded = load(&text);
+    let warnings: Vec<_> =
+        loaded.warnings.located().into_iter().map(|l| (l.code, l.line, l.column, l.message)).collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert_eq!((warnings[0].0.as_str(), (warnings[0].1, warnings[0].2)), ("WFC0224", at(&text, "\"ItemsPath\"")));
+    assert!(warnings[0].3.contains("ignored"), "{}", warnings[0].3);
 }
 
 /// PARQUET stays refused (WFC0205) with a help text that says what to do instead.

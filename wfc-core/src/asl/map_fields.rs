@@ -271,14 +271,19 @@ impl Cx<'_> {
         let item_reader = match obj.get("ItemReader") {
             None => None,
             Some(v) => {
+                // AWS runs such a Map over the reader's items, even with an `ItemsPath` that
+                // selects nothing (recorded: `map_item_reader_base_json_with_items_path`), so
+                // this is a warning: the field is ignored, said aloud.
                 if let Some(k) = obj.key("ItemsPath") {
-                    self.error(
+                    self.warn(
                         codes::BAD_ITEM_READER,
-                        "`ItemsPath` cannot be used with `ItemReader`: the items come from the reader",
+                        "`ItemsPath` is ignored with `ItemReader`: the items are what the reader reads",
                         k.span.clone(),
                     )
-                    .help = Some("remove `ItemsPath`".to_owned());
-                    ok = false;
+                    .help = Some(
+                        "remove `ItemsPath`; to read an array inside a JSON object, use `ReaderConfig.ItemsPointer`"
+                            .to_owned(),
+                    );
                 }
                 let r = self.item_reader(v);
                 ok &= r.is_some();
