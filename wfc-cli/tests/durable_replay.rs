@@ -200,6 +200,12 @@ struct HeldClaims {
     limits: std::sync::Mutex<Vec<usize>>,
     finished: tokio::sync::watch::Sender<usize>,
     hold_until: usize,
+    /// The execution whose first run's renewals do not extend its lease (each only checks the
+    /// claim and lets the lease run out at once, as for a process too busy to renew in time);
+    /// later runs of it renew as usual.
+    lapses: Option<&'static str>,
+    /// The epoch of the run whose lease lapses (the first that renewed).
+    lapsed_epoch: std::sync::Mutex<Option<i64>>,
 }
 
 type Fut<'a, T> = futures::future::BoxFuture<'a, Result<T, StoreError>>;
@@ -302,6 +308,8 @@ impl Store for HeldClaims {
         })
     }
     fn renew_lease<'a>(&'a self, name: &'a str, epoch: i64, owner: &'a str, lease: Duration) -> Fut<'a, ()> {
+        let lapse = self.lapses == Some(name) && *self.lapsed_epoch.lock().unwrap().get_or_insert(epoch) == epoch;
+        let lease = if lapse { Duration::ZERO } else { lease };
         self.inner.renew_lease(name, epoch, owner, lease)
     }
     fn release<'a>(&'a self, name: &'a str, epoch: i64, wake_at_ms: Option<i64>, signals_seen: i64) -> Fut<'a, ()> {
@@ -326,6 +334,8 @@ fn a_worker_claims_every_place_freed_in_one_claim() {
             limits: std::sync::Mutex::new(Vec::new()),
             finished,
             hold_until: 4,
+            lapses: None,
+            lapsed_epoch: std::sync::Mutex::new(None),
         });
         let store: Arc<dyn Store> = held.clone();
         let (_, w) = definition(
@@ -353,5 +363,77 @@ fn a_worker_claims_every_place_freed_in_one_claim() {
         // the third claim at the latest, the places of the others are claimed together (one
         // claim each before, with executions still queued).
         assert!(limits[1] > 1 || limits[2] > 1, "{limits:?}");
+    });
+}
+
+/// A worker whose lease on an execution ran out while it still ran it (its renewals did not
+/// reach the store in time, as on a loaded machine with a short lease) may claim that execution
+/// again: the new run waits for the old one to end (its next write is refused as stale) and
+/// replays what it committed, so the step in flight is the only one that runs again, and never
+/// twice at once.
+#[test]
+fn a_worker_never_runs_an_execution_it_claimed_again_beside_its_old_run() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+    rt.block_on(async {
+        let (finished, _) = tokio::sync::watch::channel(0);
+        let store: Arc<dyn Store> = Arc::new(HeldClaims {
+            inner: SqliteStore::in_memory().unwrap(),
+            limits: std::sync::Mutex::new(Vec::new()),
+            finished,
+            hold_until: 0,
+            lapses: Some("slow"),
+            lapsed_epoch: std::sync::Mutex::new(None),
+        });
+        let (_, w) = definition(
+            "lapsed",
+            r#"{"StartAt": "A", "States": {"A": {"Type": "Task", "Resource": "res:A", "End": true}}}"#,
+        );
+        for (name, slow) in [("slow", true), ("fast", false)] {
+            let new = durable::NewExecution {
+                name: name.into(),
+                workflow: w.name.clone(),
+                input: json!({"slow": slow}),
+                start_time: "2026-01-01T00:00:00.000Z".into(),
+                definition_hash: None,
+                version_id: None,
+            };
+            store.create_execution(new).await.unwrap();
+        }
+        // The slow execution's lease runs out at its first renewal while its handler runs; the
+        // fast one frees a place, so the worker claims again while the slow run goes on.
+        let (running, most, calls) =
+            (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let handler: Arc<dyn DynHandler> = {
+            let (running, most, calls) = (running.clone(), most.clone(), calls.clone());
+            Arc::new(move |_resource: String, input: Value, _ctx: TaskContext| {
+                let (running, most, calls) = (running.clone(), most.clone(), calls.clone());
+                async move {
+                    if input["slow"] == json!(true) {
+                        // Counted down however the call ends (a run that lost its lease is dropped).
+                        struct Running(Arc<AtomicUsize>);
+                        impl Drop for Running {
+                            fn drop(&mut self) {
+                                self.0.fetch_sub(1, Ordering::SeqCst);
+                            }
+                        }
+                        calls.fetch_add(1, Ordering::SeqCst);
+                        most.fetch_max(running.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
+                        let _running = Running(running);
+                        tokio::time::sleep(Duration::from_millis(700)).await;
+                    }
+                    Ok::<_, Failure>(json!("done"))
+                }
+            })
+        };
+        let workflows = Workflows::new().interpreted(Arc::clone(&w), handler);
+        let config = WorkerConfig { concurrency: 2, lease: Duration::from_millis(600), ..config() };
+        let stats = Worker::new(Arc::clone(&store), workflows, config).run(std::future::pending()).await.unwrap();
+        let slow = store.describe_execution("slow").await.unwrap().unwrap();
+        assert_eq!(slow.status, ExecutionStatus::Succeeded, "{stats:?}");
+        assert_eq!(slow.output, Some(json!("done")));
+        assert!(stats.claimed >= 3, "the lapsed execution was not claimed again: {stats:?}");
+        assert_eq!(calls.load(Ordering::SeqCst), 2, "the step in flight runs again once: {stats:?}");
+        assert_eq!(most.load(Ordering::SeqCst), 1, "two runs of one execution ran at once: {stats:?}");
     });
 }
