@@ -38,9 +38,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use wfc_runtime::durable::{self, NewExecution, Store, Worker, WorkerConfig, Workflows};
+use wfc_runtime::durable::{self, NewExecution, Store};
 use wfc_runtime::interp::Handlers;
 use wfc_sqlite::{SqliteStore, Synchronous};
+use wfc_worker::{Worker, WorkerConfig, Workflows};
 
 // The throw-away PostgreSQL server of wfc-cli's tests, shared rather than copied.
 #[path = "../../wfc-cli/tests/support/pg.rs"]

@@ -12,10 +12,11 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use wfc_runtime::durable::{
     self, CallbackCompletion, Definition, ExecutionRecord, ExecutionStatus, Journal, Language, NewExecution, Opened,
-    PinGuard, Registry, Store, Syntax, Worker, WorkerConfig, WorkflowVersion, Workflows,
+    PinGuard, Registry, Store, Syntax, WorkflowVersion,
 };
 use wfc_runtime::interp::DynHandler;
 use wfc_runtime::{Clock, RunOptions};
+use wfc_worker::{Worker, WorkerConfig, Workflows};
 
 use crate::check::{DefinitionText, definition_error};
 use crate::engine::{MockHandler, outcome_of};
@@ -196,7 +197,7 @@ async fn resume_on(
         }
         None => {
             let operations = store.load_journal(name).await.map_err(|e| e.to_string())?;
-            if let Err(d) = durable::replay::check(workflow, &record, &operations).await {
+            if let Err(d) = wfc_worker::replay::check(workflow, &record, &operations).await {
                 return Err(format!(
                     "execution '{name}' was started by an older wfc with another definition, and its journal does not replay on this one ({d}); it was left as it is: run it with the definition that started it, or move it with `wfc executions upgrade`"
                 ));
@@ -612,7 +613,7 @@ async fn upgrade(
         return Ok(v);
     }
     let operations = store.load_journal(name).await.map_err(|e| e.to_string())?;
-    let report = durable::replay::check(workflow, &record, &operations).await.map_err(|d| {
+    let report = wfc_worker::replay::check(workflow, &record, &operations).await.map_err(|d| {
         let at = d.operation.as_deref().map(|op| format!(" at operation '{op}'")).unwrap_or_default();
         format!("cannot upgrade execution '{name}' to version {to} ({file}): its journal diverges{at}: {d}")
     })?;

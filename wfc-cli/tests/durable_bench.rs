@@ -15,11 +15,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use wfc_runtime::durable::{
-    Journal, NewExecution, OpStatus, OpType, Opened, OperationUpdate, Store, Worker, WorkerConfig, Workflows,
-};
+use wfc_runtime::durable::{Journal, NewExecution, OpStatus, OpType, Opened, OperationUpdate, Store};
 use wfc_runtime::interp::Handlers;
 use wfc_runtime::{Clock, RunOptions};
+use wfc_worker::{Worker, WorkerConfig, Workflows};
 
 fn chain(n: usize) -> wfc_runtime::ir::Workflow {
     let mut states = serde_json::Map::new();

@@ -1,5 +1,5 @@
 //! The runtime's version machinery in process, on an in-memory SQLite store: the replay check
-//! (`durable::replay::check`) on compatible and incompatible changes, the registry, and a
+//! (`wfc_worker::replay::check`) on compatible and incompatible changes, the registry, and a
 //! worker that runs only the versions it can (without a loader it leaves an execution of
 //! another version alone; with one it runs it on that version).
 
@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use wfc_runtime::durable::{
-    self, Definition, ExecutionStatus, Language, PinGuard, Registry, Store, StoreError, Syntax, Worker, WorkerConfig,
-    WorkflowVersion, Workflows,
+    self, Definition, ExecutionStatus, Language, PinGuard, Registry, Store, StoreError, Syntax, WorkflowVersion,
 };
 use wfc_runtime::interp::DynHandler;
 use wfc_runtime::{Failure, TaskContext};
 use wfc_sqlite::SqliteStore;
+use wfc_worker::{Worker, WorkerConfig, Workflows};
 
 const V1: &str = r#"{
   "Comment": "v1",
@@ -97,7 +97,7 @@ fn replay_checks_accept_compatible_changes_and_name_the_first_divergence() {
             let (record, journal) = (record.clone(), journal.clone());
             async move {
                 let (_, w) = definition("vx", &text);
-                durable::replay::check(&w, &record, &journal).await
+                wfc_worker::replay::check(&w, &record, &journal).await
             }
         };
         // The same definition, and one with a comment and a later state edited: clean.

@@ -651,7 +651,8 @@ fn load_100_clients_10000_executions() {
 /// Returns (creation time, run time).
 fn in_process(dir: &Path, definition: &Value, total: usize, clients: usize) -> (Duration, Duration) {
     use std::sync::Arc;
-    use wfc_runtime::durable::{NewExecution, Worker, Workflows};
+    use wfc_runtime::durable::NewExecution;
+    use wfc_worker::{Worker, Workflows};
     let text = definition.to_string();
     let workflow = Arc::new(
         wfc_core::load(wfc_core::Source { path: "Short.asl.json", text: &text }).expect("a valid machine").workflow,

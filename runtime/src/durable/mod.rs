@@ -28,12 +28,8 @@ mod journal;
 mod live_history;
 pub mod migrations;
 pub mod registry;
-pub mod replay;
 mod replay_store;
 pub mod suspend;
-#[doc(hidden)]
-pub mod testing;
-pub mod worker;
 
 pub use chained::{
     ANY_WORKFLOW, ChainedConfigError, ChainedFunction, ChainedInvokes, MapRunChildren, parse_key as parse_mapping_key,
@@ -43,7 +39,6 @@ pub(crate) use journal::EventWait;
 pub use journal::{Journal, Opened, TransitionGuard};
 pub use registry::{Definition, Language, Registry, Syntax, WorkflowVersion};
 pub use replay_store::ReplayStore;
-pub use worker::{Worker, WorkerConfig, Workflows};
 
 use std::fmt;
 

@@ -3,10 +3,10 @@
 //!
 //! Every durable execution is **pinned** to one version (`ExecutionRecord::version_id`): the
 //! version it started on, until an explicit upgrade moves it (`wfc executions upgrade`, after a
-//! replay check, [`super::replay::check`]). A process resumes an execution only on its own
+//! replay check, `wfc_worker::replay::check`). A process resumes an execution only on its own
 //! version: a worker runs the versions it was deployed with, and loads any other stored version
 //! of its workflows from the source text kept here (with its recorded optimizer passes) when it
-//! has an interpreter and a loader for them ([`super::Workflows::loader`]).
+//! has an interpreter and a loader for them (`wfc_worker::Workflows::loader`).
 //!
 //! A version id is stable across wfc releases: it is a SHA-256 of what the user wrote (the
 //! source text, the Serverless Workflow subflow files beside it, the optimizer passes), never of

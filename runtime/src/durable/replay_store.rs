@@ -1,5 +1,5 @@
 //! An in-memory [`Store`] for one replay: it starts from the operations a replay reads from
-//! somewhere else (a store's journal for a replay check, [`super::replay::check`]; an SWF history
+//! somewhere else (a store's journal for a replay check, `wfc_worker::replay::check`; an SWF history
 //! in the `wfc-aws` decider) and keeps what the run checkpoints and how it ends, for the caller to
 //! turn into its answer.
 

@@ -199,17 +199,17 @@ pub struct Suspender {
     policy: SuspendPolicy,
     signals: Option<SignalFilter>,
     state: Mutex<State>,
-    /// Set for a replay check ([`super::replay`]): what the run looked up in the journal.
+    /// Set for a replay check (`wfc_worker::replay`): what the run looked up in the journal.
     dry_run: Option<Mutex<DryRun>>,
 }
 
 /// What a replay check observed.
 #[derive(Debug, Default)]
-pub(crate) struct DryRun {
+pub struct DryRun {
     /// Every operation id the run looked up in the journal.
-    pub(crate) lookups: std::collections::HashSet<String>,
+    pub lookups: std::collections::HashSet<String>,
     /// The first recorded operation that did not fit the definition: (its id, why).
-    pub(crate) violation: Option<(String, String)>,
+    pub violation: Option<(String, String)>,
 }
 
 impl Suspender {
@@ -226,7 +226,7 @@ impl Suspender {
 
     /// A suspender for a replay check: it parks every operation with no recorded outcome (task
     /// attempts, timers, callback and event waits) and notes what the run looks up.
-    pub(crate) fn dry_run() -> Arc<Suspender> {
+    pub fn dry_run() -> Arc<Suspender> {
         Arc::new(Suspender {
             policy: SuspendPolicy { steps: true, timers: true, callbacks: false },
             // Produced events are checkpointed as usual; event waits park (see Journal::event_wait).
@@ -264,7 +264,7 @@ impl Suspender {
     }
 
     /// What the replay check observed (empty for other suspenders).
-    pub(crate) fn take_dry_run(&self) -> DryRun {
+    pub fn take_dry_run(&self) -> DryRun {
         self.dry_run
             .as_ref()
             .map(|d| std::mem::take(&mut *d.lock().unwrap_or_else(|p| p.into_inner())))

@@ -1,5 +1,5 @@
 //! Loading stored durable state from arbitrary bytes, for the fuzz target `durable_state` and
-//! its proptest smoke test: stored rows are checked ([`super::parse_operation`]) and the journal
+//! its proptest smoke test: stored rows are checked ([`durable::parse_operation`]) and the journal
 //! they make is replayed on a fixed workflow. Whatever the rows hold, this must end in an
 //! execution result or a load error, never a panic or a hang.
 
@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{CheckpointToken, Claim, ExecutionRecord, Journal, RawOperation, ReplayStore, Store};
-use crate::{Clock, RunOptions, Status};
+use wfc_runtime::durable::{self, CheckpointToken, Claim, ExecutionRecord, Journal, RawOperation, ReplayStore, Store};
+use wfc_runtime::{Clock, RunOptions, Status};
 
 /// The workflow stored journals are replayed on (its IR, as `wfc compile` embeds it): a Task
 /// with Retry (`A`), a Wait (`Nap`), a Parallel with a Task per branch (`Both`: `L`, `R`) and a
@@ -51,17 +51,17 @@ pub fn replay_stored_state(data: &[u8]) -> Result<(Status, usize), String> {
             callback_token: text(row, "callback_token"),
             heartbeats: number(row, "heartbeats").unwrap_or(0),
         };
-        operations.push(super::parse_operation(raw).map_err(|e| e.to_string())?);
+        operations.push(durable::parse_operation(raw).map_err(|e| e.to_string())?);
     }
     let workflow: wfc_ir::Workflow =
         serde_json::from_str(DEFINITION).map_err(|e| format!("the fixed workflow: {e}"))?;
-    crate::block_on_virtual(async move {
+    wfc_runtime::block_on_virtual(async move {
         // A fresh store holding the execution but none of the rows: replayed operations need
         // nothing from it, and what the replay writes shows what was not replayed. An in-memory
         // replay store, as the runtime links no database (the stores are wfc-sqlite and
         // wfc-postgres).
         let store: Arc<dyn Store> = ReplayStore::new(Vec::new(), "2024-01-01T00:00:00.000Z");
-        let new = super::NewExecution {
+        let new = durable::NewExecution {
             name: "stored".into(),
             workflow: "stored".into(),
             input: json!({}),
@@ -75,10 +75,10 @@ pub fn replay_stored_state(data: &[u8]) -> Result<(Status, usize), String> {
         let token = CheckpointToken { epoch: opened.token.epoch, seq: opened.token.seq };
         let claim = Claim { record, operations, token, existed: true };
         let journal = Journal::from_claim(Arc::clone(&store), claim, None);
-        let handler = |_resource: String, input: Value, _ctx: crate::TaskContext| async move { Ok(input) };
+        let handler = |_resource: String, input: Value, _ctx: wfc_runtime::TaskContext| async move { Ok(input) };
         let options =
             RunOptions { clock: Clock::virtual_default(), ..RunOptions::virtual_time() }.with_journal(journal);
-        let result = crate::interp::run(&workflow, &handler, json!({}), options).await;
+        let result = wfc_runtime::interp::run(&workflow, &handler, json!({}), options).await;
         let written = store.load_journal("stored").await.map_err(|e| e.to_string())?.len();
         Ok((result.status, written))
     })

@@ -1,12 +1,11 @@
 //! Proptest smoke test of loading stored durable state (the fuzz target `durable_state` runs the
-//! same loader, `durable::testing::replay_stored_state`): arbitrary rows never panic the loader
+//! same loader, `wfc_worker::testing::replay_stored_state`): arbitrary rows never panic the loader
 //! or the replay, and a complete journal replays to the end without writing anything.
-#![cfg(feature = "durable")]
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use wfc_runtime::Status;
-use wfc_runtime::durable::testing::replay_stored_state;
+use wfc_worker::testing::replay_stored_state;
 
 fn pick(options: &'static [&'static str]) -> impl Strategy<Value = String> {
     prop_oneof![

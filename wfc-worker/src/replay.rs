@@ -2,7 +2,7 @@
 //! anything or writing to the store.
 //!
 //! The definition runs on the interpreter over an in-memory copy of the journal
-//! ([`super::ReplayStore`]): every recorded operation replays its outcome, and every
+//! ([`durable::ReplayStore`]): every recorded operation replays its outcome, and every
 //! operation with no outcome (a task attempt to run, a timer or a callback or event wait still
 //! pending) parks its line of control instead of running or waiting. The journal replays
 //! cleanly when
@@ -23,10 +23,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::suspend::{Suspender, run_until_suspended};
-use super::{ExecutionRecord, Journal, Opened, Operation, StoreError};
-use crate::task::TaskContext;
-use crate::{Clock, Failure, RunOptions, Status};
+use wfc_runtime::durable::suspend::{Suspender, run_until_suspended};
+use wfc_runtime::durable::{self, ExecutionRecord, Journal, Opened, Operation, StoreError};
+use wfc_runtime::task::TaskContext;
+use wfc_runtime::{Clock, Failure, RunOptions, Status};
 
 /// A clean replay.
 #[derive(Debug, Clone, PartialEq)]
@@ -60,7 +60,7 @@ pub async fn check(
     record: &ExecutionRecord,
     operations: &[Operation],
 ) -> Result<ReplayReport, Divergence> {
-    let store = super::ReplayStore::new(operations.to_vec(), record.start_time.clone());
+    let store = durable::ReplayStore::new(operations.to_vec(), record.start_time.clone());
     let suspender = Suspender::dry_run();
     let now = jiff::Timestamp::now();
     let clock = Clock::virtual_from(now);
@@ -85,7 +85,7 @@ pub async fn check(
     let handler = |resource: String, _input: Value, _ctx: TaskContext| async move {
         Err::<Value, _>(Failure::runtime(format!("a replay check does not run tasks ({resource})")))
     };
-    let run = crate::interp::run(workflow, &handler, record.input.clone(), options);
+    let run = wfc_runtime::interp::run(workflow, &handler, record.input.clone(), options);
     let outcome = tokio::time::timeout(CHECK_LIMIT, run_until_suspended(&suspender, run)).await;
     let observed = suspender.take_dry_run();
     if let Some((operation, reason)) = observed.violation {

@@ -17,10 +17,10 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio::task::JoinSet;
 
-use super::registry::{Definition, Registry, WorkflowVersion};
-use super::{Claim, ClaimFilter, Journal, Store, StoreError};
-use crate::handlers::DynHandler;
-use crate::{ExecutionResult, RunOptions};
+use wfc_runtime::durable::registry::{Definition, Registry, WorkflowVersion};
+use wfc_runtime::durable::{self, Claim, ClaimFilter, Journal, Store, StoreError};
+use wfc_runtime::handlers::DynHandler;
+use wfc_runtime::{ExecutionResult, RunOptions};
 
 type RunFn = dyn Fn(Value, RunOptions) -> BoxFuture<'static, ExecutionResult> + Send + Sync;
 
@@ -30,14 +30,14 @@ type RunFn = dyn Fn(Value, RunOptions) -> BoxFuture<'static, ExecutionResult> + 
 pub type Loader = dyn Fn(&WorkflowVersion) -> Result<wfc_ir::Workflow, String> + Send + Sync;
 
 /// How a service names the executions it runs ([`Workflows::identity`]).
-pub type IdentityFn = dyn Fn(&super::ExecutionRecord) -> Option<crate::Identity> + Send + Sync;
+pub type IdentityFn = dyn Fn(&durable::ExecutionRecord) -> Option<wfc_runtime::Identity> + Send + Sync;
 
 /// One registered workflow: its IR, how to run it, and its version when registered with its
 /// source.
 #[derive(Clone)]
 struct Registered {
     workflow: Arc<wfc_ir::Workflow>,
-    /// The IR hash ([`super::definition_hash`]): matches executions started before versions.
+    /// The IR hash ([`durable::definition_hash`]): matches executions started before versions.
     hash: String,
     /// The version, when registered with its source (stored in the registry at start).
     definition: Option<Definition>,
@@ -57,12 +57,12 @@ pub struct Workflows {
     any_interpreter: Option<Arc<dyn DynHandler>>,
     loader: Option<Arc<Loader>>,
     identity: Option<Arc<IdentityFn>>,
-    transition_guard: Option<Arc<super::TransitionGuard>>,
+    transition_guard: Option<Arc<durable::TransitionGuard>>,
     on_finished: Option<Arc<FinishedFn>>,
 }
 
 /// What runs after an execution this worker ran ended (see [`Workflows::on_finished`]).
-type FinishedFn = dyn Fn(&super::ExecutionRecord, &ExecutionResult) -> BoxFuture<'static, ()> + Send + Sync;
+type FinishedFn = dyn Fn(&durable::ExecutionRecord, &ExecutionResult) -> BoxFuture<'static, ()> + Send + Sync;
 
 impl fmt::Debug for Workflows {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -77,7 +77,7 @@ impl Workflows {
     }
 
     fn add(mut self, workflow: Arc<wfc_ir::Workflow>, definition: Option<Definition>, run: Arc<RunFn>) -> Workflows {
-        let hash = super::definition_hash(&workflow);
+        let hash = durable::definition_hash(&workflow);
         let version_id = definition.as_ref().map(Definition::version_id);
         // One registration per version (or per IR, without a source): the last one wins.
         self.registered.retain(|r| {
@@ -90,7 +90,7 @@ impl Workflows {
     fn interpreter_run(workflow: Arc<wfc_ir::Workflow>, handler: Arc<dyn DynHandler>) -> Arc<RunFn> {
         Arc::new(move |input: Value, options: RunOptions| -> BoxFuture<'static, ExecutionResult> {
             let (workflow, handler) = (Arc::clone(&workflow), Arc::clone(&handler));
-            Box::pin(async move { crate::interp::run(&workflow, handler.as_ref(), input, options).await })
+            Box::pin(async move { wfc_runtime::interp::run(&workflow, handler.as_ref(), input, options).await })
         })
     }
 
@@ -174,18 +174,18 @@ impl Workflows {
     /// ARNs). Called for every run, after its version is loaded.
     pub fn identity(
         mut self,
-        identity: impl Fn(&super::ExecutionRecord) -> Option<crate::Identity> + Send + Sync + 'static,
+        identity: impl Fn(&durable::ExecutionRecord) -> Option<wfc_runtime::Identity> + Send + Sync + 'static,
     ) -> Workflows {
         self.identity = Some(Arc::new(identity));
         self
     }
 
     /// Asks `guard` before each transition of every execution this worker runs (see
-    /// [`super::TransitionGuard`]): `wfc serve` ends the executions of a STANDARD state machine
+    /// [`durable::TransitionGuard`]): `wfc serve` ends the executions of a STANDARD state machine
     /// being deleted at their next transition, as AWS does.
     pub fn transition_guard(
         mut self,
-        guard: impl Fn(&super::ExecutionRecord) -> Option<BoxFuture<'static, bool>> + Send + Sync + 'static,
+        guard: impl Fn(&durable::ExecutionRecord) -> Option<BoxFuture<'static, bool>> + Send + Sync + 'static,
     ) -> Workflows {
         self.transition_guard = Some(Arc::new(guard));
         self
@@ -196,7 +196,7 @@ impl Workflows {
     /// execution that succeeded.
     pub fn on_finished(
         mut self,
-        finished: impl Fn(&super::ExecutionRecord, &ExecutionResult) -> BoxFuture<'static, ()> + Send + Sync + 'static,
+        finished: impl Fn(&durable::ExecutionRecord, &ExecutionResult) -> BoxFuture<'static, ()> + Send + Sync + 'static,
     ) -> Workflows {
         self.on_finished = Some(Arc::new(finished));
         self
@@ -255,13 +255,13 @@ pub struct WorkerConfig {
     /// Stop when no execution is runnable or running, instead of waiting for more (for batch
     /// runs and tests); timers further away than `poll_interval` do not keep it alive.
     pub exit_when_idle: bool,
-    /// Run each execution on its own [`crate::Clock::skipping`] clock (`wfc serve
+    /// Run each execution on its own [`wfc_runtime::Clock::skipping`] clock (`wfc serve
     /// --virtual-time`): its Waits and retry back-offs are skipped (never released), while its
     /// Tasks, callbacks and activities take real time.
     pub skip_waits: bool,
     /// Where the executions' DISTRIBUTED Maps read `ItemReader` objects and write
     /// `ResultWriter` files (`wfc serve --item-root/--result-root`); none by default.
-    pub objects: crate::distributed::Objects,
+    pub objects: wfc_runtime::distributed::Objects,
 }
 
 impl Default for WorkerConfig {
@@ -269,13 +269,13 @@ impl Default for WorkerConfig {
         WorkerConfig {
             owner: format!("worker-{}", std::process::id()),
             concurrency: 8,
-            lease: super::DEFAULT_LEASE,
+            lease: durable::DEFAULT_LEASE,
             poll_interval: Duration::from_millis(500),
             suspend_after: Duration::from_secs(5),
             shutdown_grace: Duration::from_secs(10),
             exit_when_idle: false,
             skip_waits: false,
-            objects: crate::distributed::Objects::default(),
+            objects: wfc_runtime::distributed::Objects::default(),
         }
     }
 }
@@ -529,7 +529,7 @@ impl Shared {
 
     /// Which registration adopts an execution started before versions existed: the one whose
     /// IR hash it was started with, else the first whose definition replays its journal cleanly
-    /// ([`super::replay::check`]).
+    /// ([`crate::replay::check`]).
     async fn adopt(&self, claim: &Claim) -> Option<Registered> {
         let record = &claim.record;
         let mut candidates: Vec<&Registered> =
@@ -540,7 +540,7 @@ impl Shared {
             return Some((*r).clone());
         }
         for r in candidates {
-            match super::replay::check(&r.workflow, record, &claim.operations).await {
+            match crate::replay::check(&r.workflow, record, &claim.operations).await {
                 Ok(_) => return Some(r.clone()),
                 Err(d) => {
                     tracing::info!(execution = %record.name, version = ?r.version_id, divergence = %d, "not adopted")
@@ -554,7 +554,7 @@ impl Shared {
 /// Gives the execution back for another process (see [`LEAVE_FOR`]).
 async fn leave(shared: &Shared, claim: &Claim, why: &str) -> RunEnd {
     tracing::warn!(execution = %claim.record.name, reason = why, "left for a process that runs its version");
-    let wake = super::now_ms() + i64::try_from(LEAVE_FOR.as_millis()).unwrap_or(60_000);
+    let wake = durable::now_ms() + i64::try_from(LEAVE_FOR.as_millis()).unwrap_or(60_000);
     let _ = shared.store.release(&claim.record.name, claim.token.epoch, Some(wake), claim.record.signals).await;
     RunEnd::Left
 }
@@ -573,7 +573,7 @@ async fn run_claimed(shared: &Shared, claim: Claim) -> RunEnd {
                 if let Some(version_id) = &r.version_id {
                     // Pinned under this claim's epoch: a process that took it meanwhile wins.
                     let guard =
-                        super::PinGuard { from: None, held_epoch: Some(claim.token.epoch), checkpoint_seq: None };
+                        durable::PinGuard { from: None, held_epoch: Some(claim.token.epoch), checkpoint_seq: None };
                     if store.pin_execution(&record.name, version_id, &guard).await.is_err() {
                         return RunEnd::Lost;
                     }
@@ -603,7 +603,7 @@ async fn run_claimed(shared: &Shared, claim: Claim) -> RunEnd {
     );
     let mut options = RunOptions::real().with_journal(Arc::clone(&journal));
     if config.skip_waits {
-        options.clock = crate::Clock::skipping();
+        options.clock = wfc_runtime::Clock::skipping();
     }
     options.objects = config.objects.clone();
     if let Some(identity) = shared.workflows.identity.as_ref().and_then(|f| f(&record)) {
