@@ -29,6 +29,7 @@ wfc_runtime::include_workflow!("tests/durable/redrive_nested.asl.json");
 wfc_runtime::include_workflow!("tests/durable/redrive_cancelled.asl.json");
 wfc_runtime::include_workflow!("tests/durable/redrive_distributed.asl.json");
 wfc_runtime::include_workflow!("tests/durable/redrive_stateless.asl.json");
+wfc_runtime::include_workflow!("tests/durable/redrive_top.asl.json");
 
 /// The IR `include_workflow!` lowered `tests/durable/<name>.asl.json` to (generated code carries
 /// none), for the interpreter's runs of the same definitions.
@@ -1212,6 +1213,190 @@ async fn a_redrive_reruns_a_task_whose_result_failed_and_reenters_a_fail_state()
             .map(|e| format!("{} {}", e.event_type.name(), e.details))
             .collect();
         assert_eq!(stored, third, "{engine}");
+    }
+}
+
+/// A Map iteration whose Pass state fails by a path error (Bad's Parameters), redriven, on both
+/// engines: the iteration is reopened and replays Get's result; the path error fails it again
+/// and the history re-enters Bad (`PassStateEntered`), its failure naming that new Entered
+/// event, as a Fail state is re-entered above.
+#[tokio::test]
+async fn a_redrive_reenters_a_state_failing_by_a_path_error_in_a_map_iteration() {
+    let workflow = &lowered("redrive_stateless");
+    let s = store();
+    let input = json!({"items": [{"id": 1}]});
+    for engine in ["interp", "generated"] {
+        let name = format!("redrive-path-{engine}");
+        let counting = Counting::default();
+        let run = |journal: Arc<Journal>| {
+            let handler = StatelessRedrivable { counting: counting.clone(), answer: Some(3) };
+            let input = input.clone();
+            async move {
+                if engine == "interp" {
+                    let handlers =
+                        Handlers::new().fallback(move |_resource: String, _input: Value, _ctx: TaskContext| {
+                            let handler = handler.clone();
+                            async move { StatelessRedrivable::get(&handler).await }
+                        });
+                    interp::run(workflow, &handlers, input, RunOptions::real().with_journal(journal)).await
+                } else {
+                    redrive_stateless::run_with(&handler, input, RunOptions::real().with_journal(journal)).await
+                }
+            }
+        };
+        let first = run(open(&s, &name, workflow, &input).await).await;
+        assert_eq!(first.error.as_ref().map(|f| f.error.as_str()), Some("States.Runtime"), "{engine}");
+        s.redrive_execution(&name).await.unwrap();
+        let second = run(open(&s, &name, workflow, &input).await).await;
+        assert_eq!(second.error.as_ref().map(|f| f.error.as_str()), Some("States.Runtime"), "{engine}");
+        assert_eq!(counting.count("Get"), 1, "{engine}");
+        let (first, second) = (&first.history, &second.history);
+        assert_eq!(unstamped(&second[..first.len()]), unstamped(first), "{engine}");
+        let tail: Vec<&str> = second[first.len()..].iter().map(|e| e.event_type.name()).collect();
+        assert_eq!(
+            tail,
+            ["ExecutionRedriven", "PassStateEntered", "MapIterationFailed", "MapStateFailed", "ExecutionFailed"],
+            "{engine}"
+        );
+        let entered = &second[first.len() + 1];
+        assert_eq!(entered.details["name"], json!("Bad"), "{engine}");
+        // The failure names its state's new entry (the first run's named the first).
+        let cause = |e: &wfc_runtime::HistoryEvent| e.details["cause"].as_str().unwrap_or_default().to_owned();
+        let again = format!("(entered at the event id #{})", entered.id);
+        let last = second.last().unwrap();
+        assert!(cause(last).contains(&again), "{engine}: {}", cause(last));
+        assert!(!cause(first.last().unwrap()).contains(&again), "{engine}");
+        let stored = s.read_history(&name).await.unwrap();
+        assert_eq!(unstamped(&stored), unstamped(second), "{engine}");
+    }
+}
+
+/// `Get` fails until `answer` is set, then answers `{"value": answer}`; its calls are counted.
+#[derive(Clone)]
+struct TopRedrivable {
+    counting: Counting,
+    answer: Option<i64>,
+}
+
+impl TopRedrivable {
+    async fn get(&self) -> Result<Value, wfc_runtime::TaskError> {
+        *self.counting.calls.lock().unwrap().entry("Get".into()).or_default() += 1;
+        match self.answer {
+            Some(v) => Ok(json!({ "value": v })),
+            None => Err(Failure::new("Get.Broken", "no value yet")),
+        }
+    }
+}
+
+impl redrive_top::Handler for TopRedrivable {
+    async fn get(&self, _input: Value, _ctx: TaskContext) -> Result<Value, wfc_runtime::TaskError> {
+        TopRedrivable::get(self).await
+    }
+}
+
+/// RedriveExecution of failures re-entered at the top level, on both engines, as AWS's
+/// "Redrive behavior of individual states" and its histories have them: each redrive records
+/// `ExecutionRedriven`, the state entered again and its failure, then `ExecutionFailed`.
+/// Execution `fail`: Get fails, is run again by the first redrive and leads to the Fail state
+/// Stop (entered once: that redrive's `ExecutionRedriven` is Get's); the second redrive
+/// re-enters Stop. Execution `path`: Pick's Parameters fail by a path error; redriven, Pick is
+/// re-entered and the failure names its new Entered event.
+#[tokio::test]
+async fn a_redrive_reenters_a_top_level_state_that_fails_again() {
+    let workflow = &lowered("redrive_top");
+    let s = store();
+    let input = json!({});
+    for engine in ["interp", "generated"] {
+        let counting = Counting::default();
+        let run = |answer: Option<i64>, journal: Arc<Journal>| {
+            let handler = TopRedrivable { counting: counting.clone(), answer };
+            async move {
+                if engine == "interp" {
+                    let handlers =
+                        Handlers::new().fallback(move |_resource: String, _input: Value, _ctx: TaskContext| {
+                            let handler = handler.clone();
+                            async move { TopRedrivable::get(&handler).await }
+                        });
+                    interp::run(workflow, &handlers, json!({}), RunOptions::real().with_journal(journal)).await
+                } else {
+                    redrive_top::run_with(&handler, json!({}), RunOptions::real().with_journal(journal)).await
+                }
+            }
+        };
+        let types = |events: &[wfc_runtime::HistoryEvent]| -> Vec<&'static str> {
+            events.iter().map(|e| e.event_type.name()).collect()
+        };
+        let redriven = |events: &[wfc_runtime::HistoryEvent]| -> Vec<Value> {
+            events
+                .iter()
+                .filter(|e| e.event_type.name() == "ExecutionRedriven")
+                .map(|e| e.details["redriveCount"].clone())
+                .collect()
+        };
+
+        let name = format!("redrive-top-fail-{engine}");
+        let first = run(None, open(&s, &name, workflow, &input).await).await;
+        assert_eq!(first.error.as_ref().map(|f| f.error.as_str()), Some("Get.Broken"), "{engine}");
+        s.redrive_execution(&name).await.unwrap();
+        let second = run(Some(5), open(&s, &name, workflow, &input).await).await;
+        assert_eq!(second.error.as_ref().map(|f| f.error.as_str()), Some("Top.Stopped"), "{engine}");
+        s.redrive_execution(&name).await.unwrap();
+        let third = run(Some(5), open(&s, &name, workflow, &input).await).await;
+        assert_eq!(third.error.as_ref().map(|f| f.error.as_str()), Some("Top.Stopped"), "{engine}");
+        assert_eq!(counting.count("Get"), 2, "{engine}");
+        let (first, second, third) = (&first.history, &second.history, &third.history);
+        assert_eq!(unstamped(&second[..first.len()]), unstamped(first), "{engine}");
+        assert_eq!(unstamped(&third[..second.len()]), unstamped(second), "{engine}");
+        assert_eq!(redriven(second), [json!(1)], "{engine}: {:?}", types(second));
+        assert_eq!(types(&second[second.len() - 2..]), ["FailStateEntered", "ExecutionFailed"], "{engine}");
+        assert_eq!(
+            types(&third[second.len()..]),
+            ["ExecutionRedriven", "FailStateEntered", "ExecutionFailed"],
+            "{engine}: {:?}",
+            types(third)
+        );
+        assert_eq!(redriven(third), [json!(1), json!(2)], "{engine}");
+        assert_eq!(unstamped(&s.read_history(&name).await.unwrap()), unstamped(third), "{engine}");
+        let record = s.describe_execution(&name).await.unwrap().unwrap();
+        assert_eq!((record.status, record.redrive_count), (ExecutionStatus::Failed, 2), "{engine}");
+
+        let name = format!("redrive-top-path-{engine}");
+        let first = run(Some(2), open(&s, &name, workflow, &input).await).await;
+        assert_eq!(first.error.as_ref().map(|f| f.error.as_str()), Some("States.Runtime"), "{engine}");
+        s.redrive_execution(&name).await.unwrap();
+        let second = run(Some(2), open(&s, &name, workflow, &input).await).await;
+        s.redrive_execution(&name).await.unwrap();
+        let third = run(Some(2), open(&s, &name, workflow, &input).await).await;
+        assert_eq!(counting.count("Get"), 3, "{engine}");
+        let (first_error, third_error) = (first.error.clone().unwrap(), third.error.clone().unwrap());
+        let (first, second, third) = (&first.history, &second.history, &third.history);
+        assert_eq!(unstamped(&second[..first.len()]), unstamped(first), "{engine}");
+        assert_eq!(unstamped(&third[..second.len()]), unstamped(second), "{engine}");
+        assert_eq!(
+            types(&third[first.len()..]),
+            [
+                "ExecutionRedriven",
+                "PassStateEntered",
+                "ExecutionFailed",
+                "ExecutionRedriven",
+                "PassStateEntered",
+                "ExecutionFailed"
+            ],
+            "{engine}: {:?}",
+            types(third)
+        );
+        assert_eq!(redriven(third), [json!(1), json!(2)], "{engine}");
+        // Each failure names its own entry of Pick.
+        let entered = |at: usize| format!("(entered at the event id #{})", third[at].id);
+        let cause = |at: usize| third[at].details["cause"].as_str().unwrap_or_default().to_owned();
+        assert!(cause(first.len() - 1).contains(&entered(first.len() - 2)), "{engine}: {}", cause(first.len() - 1));
+        assert!(cause(first.len() + 2).contains(&entered(first.len() + 1)), "{engine}: {}", cause(first.len() + 2));
+        assert!(cause(third.len() - 1).contains(&entered(third.len() - 2)), "{engine}: {}", cause(third.len() - 1));
+        assert_eq!(third_error.cause, cause(third.len() - 1), "{engine}");
+        assert_ne!(third_error.cause, first_error.cause, "{engine}");
+        let record = s.describe_execution(&name).await.unwrap().unwrap();
+        assert_eq!(record.cause.as_deref(), Some(third_error.cause.as_str()), "{engine}");
+        assert_eq!(unstamped(&s.read_history(&name).await.unwrap()), unstamped(third), "{engine}");
     }
 }
 

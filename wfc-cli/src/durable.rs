@@ -392,6 +392,9 @@ pub(crate) fn run(args: &RunArgs, url: Option<&str>) -> Exit {
                     result = run => {
                         let error = result.error.as_ref().map(|e| e.error.as_str());
                         tracing::info!(execution = name, status = ?result.status, error, "finished");
+                        if served_execution(name) {
+                            forget_activity_tasks(&store, name).await;
+                        }
                         // Succeeded: no redrive needs its mock invocation counters.
                         if let Some(counter) = counter.as_ref().filter(|_| result.status == wfc_runtime::Status::Succeeded)
                             && let Err(e) = counter.forget(name).await
@@ -522,6 +525,9 @@ pub(crate) fn executions(args: &ExecutionsArgs) -> Exit {
             ExecutionsCommand::Stop { name, error, cause } => {
                 let record =
                     store.stop_execution(name, error.clone(), cause.clone()).await.map_err(|e| e.to_string())?;
+                // Its activity tasks go now (no server may be running to do it): their tokens
+                // are TaskDoesNotExist and no poller is handed them.
+                forget_activity_tasks(&store, name).await;
                 Ok(record_json(&record))
             }
             ExecutionsCommand::Start { name, input, .. } => {
@@ -636,6 +642,21 @@ async fn upgrade(
     Ok(v)
 }
 
+/// Whether `name` is the store name of an execution `wfc serve` started (`<machine>:<name>`;
+/// AWS names never contain `:`): only those can have activity task rows.
+fn served_execution(name: &str) -> bool {
+    name.contains(':')
+}
+
+/// Deletes the activity task rows of execution `name`, which ended outside `wfc serve` (see
+/// [`wfc_serve::tasks::forget_execution_tasks`]); a failure is logged (the next server's
+/// start-up sweep deletes them then).
+async fn forget_activity_tasks(store: &Arc<dyn Store>, name: &str) {
+    if let Err(e) = wfc_serve::tasks::forget_execution_tasks(store.as_ref(), name).await {
+        tracing::warn!(execution = name, error = %e, "cannot delete the activity task rows of the ended execution");
+    }
+}
+
 /// `wfc callback --store URL --token T (--success JSON | --failure ERROR CAUSE | --heartbeat)`.
 pub(crate) fn callback(args: &CallbackArgs) -> Exit {
     let rt = match runtime() {
@@ -733,18 +754,25 @@ pub(crate) fn worker(args: &WorkerArgs) -> Exit {
         let handler = Arc::clone(&handlers[i.min(handlers.len() - 1)]);
         workflows = workflows.interpreted_version(definition, Arc::new(workflow), handler);
     }
-    if args.mocks.is_some() {
+    let mocks = args.mocks.is_some();
+    let tasks_store = Arc::clone(&store);
+    workflows = workflows.on_finished(move |record, result| {
+        let (counter, execution) = (Arc::clone(&counter), record.name.clone());
         // A succeeded execution is never redriven: its mock invocation counters go with its end.
-        workflows = workflows.on_finished(move |record, result| {
-            let (counter, execution) = (Arc::clone(&counter), record.name.clone());
-            let succeeded = result.status == wfc_runtime::Status::Succeeded;
-            Box::pin(async move {
-                if succeeded && let Err(e) = counter.forget(&execution).await {
-                    tracing::warn!(execution, error = %e, "cannot delete the mock invocation counters");
-                }
-            })
-        });
-    }
+        let succeeded = result.status == wfc_runtime::Status::Succeeded;
+        let store = Arc::clone(&tasks_store);
+        Box::pin(async move {
+            if mocks
+                && succeeded
+                && let Err(e) = counter.forget(&execution).await
+            {
+                tracing::warn!(execution, error = %e, "cannot delete the mock invocation counters");
+            }
+            if served_execution(&execution) {
+                forget_activity_tasks(&store, &execution).await;
+            }
+        })
+    });
     let mut config =
         WorkerConfig { concurrency: args.concurrency, exit_when_idle: args.exit_when_idle, ..Default::default() };
     if let Some(owner) = &args.owner {

@@ -78,7 +78,7 @@ impl Servers {
     /// time of waits (`--skip-time`) unless `runner_args` has `--real-time` (wfc's marker, not
     /// the runner's: its waits then take their time). `--slow-wake-ups` (also wfc's) makes the
     /// runner's wake-up that completes a due Wait take 50 ms on the execution's lane, as on a
-    /// loaded machine (see tests/lambda/dex_local_runner.py).
+    /// loaded machine (see examples/lambda-durable/dex_local_runner.py).
     fn start_with(venv: &Path, name: &str, runner_args: &[&str]) -> Servers {
         let skip_time: &[&str] = if runner_args.contains(&"--real-time") { &[] } else { &["--skip-time"] };
         let slow_wake_ups = if runner_args.contains(&"--slow-wake-ups") { "50" } else { "0" };
@@ -89,10 +89,10 @@ impl Servers {
         std::fs::create_dir_all(&dir).unwrap();
         let (dex_port, lambda_port) = (free_port(), free_port());
         let log = std::fs::File::create(dir.join("dex.log")).unwrap();
-        // The runner with its lost wake-up fixed (see tests/lambda/dex_local_runner.py: without
+        // The runner with its lost wake-up fixed (see examples/lambda-durable/dex_local_runner.py: without
         // it an execution whose Wait completes while its invocation finishes can hang).
         let dex = Command::new(venv.join("bin/python"))
-            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lambda/dex_local_runner.py"))
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/lambda-durable/dex_local_runner.py"))
             .args(["start-server", "--host", "127.0.0.1", "--port", &dex_port.to_string()])
             .args(["--lambda-endpoint", &format!("http://127.0.0.1:{lambda_port}")])
             .args(["--local-runner-endpoint", &format!("http://127.0.0.1:{dex_port}")])

@@ -192,10 +192,16 @@ fn more_suite_on(store: &str, dir: &Path, venv: &Path) -> Server {
     // read after it.
     suite(venv, &server, dir, "before-restart");
     server.stop();
-    // Stopped while no server runs it: its activity task (handed out before) is left in the
-    // store until the next server sweeps it when it starts.
+    // Stopped while no server runs it: the CLI deletes its activity task (handed out before)
+    // itself, so no row of it is left for the next server to sweep.
+    let rows = |prefix: &str| {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async { wfc_stores::open_store(store).unwrap().kv_list(prefix).await.unwrap().len() })
+    };
+    assert_eq!(rows("serve/activity-by-execution/Gone:g1/"), 1);
     let o = support::wfc().args(["executions", "--store", store, "stop", "Gone:g1"]).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(rows("serve/activity-by-execution/Gone:g1/"), 0);
     let server = start(store, dir, &python);
     suite(venv, &server, dir, "after-restart");
     server

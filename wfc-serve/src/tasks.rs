@@ -228,13 +228,7 @@ impl Activities {
     /// answered `TaskDoesNotExist`, and no poller is handed them. The server running it (if
     /// any) drops its waiting Task when the stop reaches it. Returns how many tasks went.
     pub async fn forget_execution(&self, execution: &str) -> Result<usize, StoreError> {
-        let mut forgotten = 0;
-        for (key, _) in self.store.kv_list(&format!("{BY_EXECUTION}{execution}/")).await? {
-            let Some(token) = key.rsplit('/').next() else { continue };
-            forget_rows(self.store.as_ref(), token, execution).await;
-            forgotten += 1;
-        }
-        Ok(forgotten)
+        forget_execution_tasks(self.store.as_ref(), execution).await
     }
 
     /// Deletes the rows of the tasks whose execution is no longer running (or no longer
@@ -634,6 +628,21 @@ impl Activities {
         forget_rows(self.store.as_ref(), &token, &execution).await;
         answer.unwrap_or_else(|_| Err(Failure::new("States.TaskFailed", format!("activity '{name}' went away"))))
     }
+}
+
+/// Deletes the rows of every activity task of `execution` (stored name) in `store`, without a
+/// server: what [`Activities::forget_execution`] does, for the processes that end an execution
+/// outside `wfc serve` (`wfc executions stop`, and `wfc run --store` or `wfc worker` running an
+/// execution `wfc serve` started), so its tokens are `TaskDoesNotExist` at once rather than
+/// when the next server starts and sweeps. Returns how many tasks went.
+pub async fn forget_execution_tasks(store: &dyn Store, execution: &str) -> Result<usize, StoreError> {
+    let mut forgotten = 0;
+    for (key, _) in store.kv_list(&format!("{BY_EXECUTION}{execution}/")).await? {
+        let Some(token) = key.rsplit('/').next() else { continue };
+        forget_rows(store, token, execution).await;
+        forgotten += 1;
+    }
+    Ok(forgotten)
 }
 
 /// Deletes a task's rows (best effort: what is left is skipped or taken over later).

@@ -220,10 +220,10 @@ fn the_binary_runs_as_a_durable_function_under_the_runtime_api() {
 
     let log = std::env::temp_dir().join(format!("wfc-lambda-runtime-dex-{}.log", std::process::id()));
     let _dex = Killed(
-        // The runner with its lost wake-up fixed (wfc-cli/tests/lambda/dex_local_runner.py: a
+        // The runner with its lost wake-up fixed (dex_local_runner.py beside this crate's: a
         // Wait completed while the invocation finished could otherwise hang the execution).
         Command::new(venv.join("bin/python"))
-            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../wfc-cli/tests/lambda/dex_local_runner.py"))
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("dex_local_runner.py"))
             .args(["start-server", "--host", "127.0.0.1", "--port", &dex_port.to_string(), "--skip-time"])
             .args(["--lambda-endpoint", &format!("http://127.0.0.1:{invoke_port}")])
             .args(["--local-runner-endpoint", &format!("http://127.0.0.1:{dex_port}")])

@@ -145,7 +145,11 @@ impl Execution {
             journal.context_start(id, of.parent.clone(), &of.state, of.subtype).await?;
             let capture = self.scope.captures.last().filter(|_| journal.keeps_context_events());
             Self::arm(capture);
-            let outcome = branch.await;
+            let outcome = match branch.await {
+                // Reopened, failing again as it did (see `reenter_muted`).
+                Err(failure) if self.muted() && journal.is_reopened(id) => Err(self.reenter_muted(failure)),
+                outcome => outcome,
+            };
             let events = self.captured(capture);
             journal.context_end_with_events(id, of.parent.clone(), &of.state, of.subtype, &outcome, events).await?;
             return outcome;
@@ -374,6 +378,113 @@ impl Execution {
             return Some(journal.name().to_owned());
         }
         None
+    }
+
+    /// Notes that the state entered on this line now has Entered event `id` (see
+    /// [`Scope::entered`]).
+    #[cfg(feature = "durable")]
+    #[inline]
+    pub(super) fn note_entered(&self, id: u64) {
+        self.scope.entered.store(id, Ordering::Relaxed);
+    }
+
+    /// Keeps an event a muted line does not record (see [`MutedState`]): from the entry of each
+    /// state on, the last state's only.
+    #[cfg(feature = "durable")]
+    #[cold]
+    pub(super) fn keep_muted<D: Into<crate::Details>>(&self, event_type: EventType, details: impl FnOnce() -> D) {
+        if !self.keeps_history() {
+            return;
+        }
+        let mut muted = self.scope.muted_state.lock().unwrap_or_else(|p| p.into_inner());
+        if event_type.name().ends_with("StateEntered") {
+            muted.entered_as = self.cursor.last.load(Ordering::SeqCst);
+            muted.events.clear();
+        } else if muted.events.is_empty() {
+            // Not a state's (a Map iteration's `MapIterationStarted`).
+            return;
+        }
+        muted.events.push((event_type, details().into()));
+    }
+
+    /// A branch or iteration that a redrive reopened failed again while still muted: nothing on
+    /// it ran live (a failed Task runs again and a Fail state records its entry, both
+    /// unmuting it), so its last state failed as it did before the redrive, by a path error, a
+    /// Choice with no match or a Pass failure. AWS re-enters such a state and fails again
+    /// ("Redrive behavior of individual states"), so the line records again from that state's
+    /// entry: the events it kept while muted, and `failure` naming the new Entered event.
+    #[cfg(feature = "durable")]
+    fn reenter_muted(&self, failure: Failure) -> Failure {
+        let muted = std::mem::take(&mut *self.scope.muted_state.lock().unwrap_or_else(|p| p.into_inner()));
+        self.unmute();
+        let mut entered = None;
+        for (event_type, details) in muted.events {
+            let details = match entered {
+                Some(to) => entry_moved_in(details, muted.entered_as, to),
+                None => details,
+            };
+            entered.get_or_insert(self.record(event_type, details));
+        }
+        match entered {
+            Some(to) => Failure { cause: entry_moved(&failure.cause, muted.entered_as, to), ..failure },
+            None => failure,
+        }
+    }
+
+    /// RedriveExecution of an execution whose failure ends it at the top level again without
+    /// a Task attempt: a Fail state, or a state failing by a path error, a Choice with no match
+    /// or a Pass failure (nothing of it is journaled, so the replay reaches it and fails again,
+    /// as AWS's "Redrive behavior of individual states" says: it "reenters the Fail state and
+    /// fails again", "reevaluates the Choice state rules"). On AWS each such redrive shows in
+    /// the history as the run's end, `ExecutionRedriven`, then the state entered and failing
+    /// again; the replay recorded the state once, so each redrive the history does not hold yet
+    /// is recorded here: `ExecutionFailed`, `ExecutionRedriven`, then the state's events again
+    /// (its Entered event on), and the returned failure names the last Entered event.
+    ///
+    /// Which redrives: every other end of a run records its own `ExecutionRedriven` when the
+    /// replay passes it (a failed Task run again, a reopened Parallel or Map, a Map Run) or was
+    /// followed by one the store appended (a stop, a timeout), and a run that failed here
+    /// failed here again on each later redrive (the replay up to it is the same). So the
+    /// redrives not accounted for are the last ones, and all ended here. A state whose own
+    /// events hold an `ExecutionRedriven` (a Task run again, a reopened attempt) is left as is.
+    #[cfg(feature = "durable")]
+    pub(super) async fn reenter_for_redrive(&self, failure: Failure) -> Failure {
+        let Some(journal) = &self.shared.journal else { return failure };
+        let redrives = journal.redrive_count();
+        let entered = self.scope.entered.load(Ordering::SeqCst);
+        if redrives == 0 || entered == 0 || self.scope.context.is_some() || !self.keeps_history() {
+            return failure;
+        }
+        let state = self.shared.history.events_from(entered - 1);
+        if state.iter().any(|e| e.event_type == EventType::ExecutionRedriven) {
+            return failure;
+        }
+        let recorded = self.shared.history.event_types().into_iter().filter(|t| *t == EventType::ExecutionRedriven);
+        let after_stops = match journal.redrives_after_stops().await {
+            Ok(n) => n,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the stored history: the redrives of a failure re-entered are not recorded");
+                return failure;
+            }
+        };
+        let accounted = u32::try_from(recorded.count() + after_stops).unwrap_or(u32::MAX);
+        let mut current = failure.clone();
+        for redrive in accounted.saturating_add(1)..=redrives {
+            self.record(EventType::ExecutionFailed, failure_details(&current));
+            self.record(EventType::ExecutionRedriven, json!({ "redriveCount": redrive }));
+            let mut again = None;
+            for event in &state {
+                let details = match again {
+                    Some(to) => entry_moved_in(event.details.clone(), entered, to),
+                    None => event.details.clone(),
+                };
+                again.get_or_insert(self.record(event.event_type, details));
+            }
+            if let Some(to) = again {
+                current = Failure { cause: entry_moved(&failure.cause, entered, to), ..failure.clone() };
+            }
+        }
+        current
     }
 
     /// Lets this line record history events again when a redrive muted it (see [`Scope::mute`]):
@@ -638,4 +749,22 @@ impl Execution {
         let _ = (name, visit_no, attempt_no);
         Execution { in_parallel_branch: branch_subtype == "ParallelBranch", ..self.clone() }
     }
+}
+
+/// `cause` naming Entered event `to` where it named `from` as its state's entry (AWS's prefix of
+/// a state's runtime failure, see `Visit::runtime`): a state entered again fails naming its new
+/// entry.
+#[cfg(feature = "durable")]
+fn entry_moved(cause: &str, from: u64, to: u64) -> String {
+    cause.replacen(&format!("(entered at the event id #{from})"), &format!("(entered at the event id #{to})"), 1)
+}
+
+/// An event's details with [`entry_moved`] applied to their `cause`.
+#[cfg(feature = "durable")]
+fn entry_moved_in(mut details: crate::Details, from: u64, to: u64) -> crate::Details {
+    if let Some(Value::String(cause)) = details.get("cause") {
+        let moved = entry_moved(cause, from, to);
+        details.insert("cause", Value::String(moved));
+    }
+    details
 }

@@ -453,6 +453,26 @@ struct Scope {
     /// already (see [`Execution::in_state_context`]), until the failed Task it leads to runs
     /// again and unmutes its path ([`Execution::unmute`]).
     mute: Vec<Arc<std::sync::atomic::AtomicBool>>,
+    /// The Entered event id of the state last entered on this line (0: none yet): at the top
+    /// level, the state whose failure ends the execution ([`Execution::reenter_for_redrive`]).
+    entered: AtomicU64,
+    /// What this line did not record while muted, from the last state it entered on (see
+    /// [`MutedState`]).
+    muted_state: Mutex<MutedState>,
+}
+
+/// The events of the state a muted line entered last (see [`Scope::mute`]), not recorded: a
+/// line a redrive reopened that fails again without running anything live (a path error, a
+/// Choice with no match) re-enters that state in the history with them
+/// ([`Execution::reenter_muted`]).
+#[cfg(feature = "durable")]
+#[derive(Debug, Default)]
+struct MutedState {
+    /// The id the state's failure names as its Entered event (`Visit::runtime`): the line's
+    /// last event when the muted Entered event was not recorded.
+    entered_as: u64,
+    /// The state's events, its Entered event first.
+    events: Vec<(EventType, Details)>,
 }
 
 /// See [`Scope::captures`].
@@ -687,6 +707,8 @@ impl Execution {
                 (Status::Succeeded, Some(output), None)
             }
             Some(Ok(Err(failure))) => {
+                #[cfg(feature = "durable")]
+                let failure = self.reenter_for_redrive(failure).await;
                 self.record(EventType::ExecutionFailed, failure_details(&failure));
                 (Status::Failed, None, Some(failure))
             }
@@ -991,6 +1013,8 @@ impl Execution {
         details: impl FnOnce() -> D,
     ) -> u64 {
         if self.muted() {
+            #[cfg(feature = "durable")]
+            self.keep_muted(event_type, details);
             return self.cursor.last.load(Ordering::SeqCst);
         }
         let id = match self.shared.history.count() {

@@ -47,6 +47,8 @@ impl<'a> Visit<'a> {
             Some(ty) => exec.record_at(ty, entered_at, || history_details(exec, name, "input", input)),
             None => 0,
         };
+        #[cfg(feature = "durable")]
+        exec.note_entered(entered_id);
         tracing::debug!(state = name, r#type = state_type, "entered");
         let input_checked = exec.cursor.take_input_checked();
         Visit { exec, name, state_type, entered_at, entered_id, retry_count: 0, task_token: None, input_checked }

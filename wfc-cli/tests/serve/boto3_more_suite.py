@@ -705,6 +705,27 @@ def redrive(sfn):
     expect_error("ExecutionDoesNotExist", sfn.redrive_execution, executionArn=ex.replace(":r1", ":nope"))
     expect_error("InvalidArn", sfn.redrive_execution, executionArn="arn:nope")
     expect_error("ValidationException", sfn.redrive_execution, executionArn=ex, clientToken="x" * 65)
+    # A top-level Fail state (no Task attempt) redriven: re-entered, it fails again, and the
+    # history shows the redrive as AWS's does (ExecutionRedriven, the state entered again).
+    stop = json.dumps({"StartAt": "Stop", "States": {"Stop": {"Type": "Fail", "Error": "Top.Stopped", "Cause": "always"}}})
+    arn = sfn.create_state_machine(name="RedriveFail", definition=stop, roleArn=ROLE)["stateMachineArn"]
+    ex = sfn.start_execution(stateMachineArn=arn, name="f1")["executionArn"]
+    assert finished(sfn, ex)["status"] == "FAILED"
+    date = sfn.redrive_execution(executionArn=ex)["redriveDate"]
+    d = finished(sfn, ex)
+    assert (d["status"], d["redriveCount"], d["redriveDate"], d["error"]) == ("FAILED", 1, date, "Top.Stopped"), d
+    events = sfn.get_execution_history(executionArn=ex)["events"]
+    kinds = [e["type"] for e in events]
+    assert kinds == [
+        "ExecutionStarted",
+        "FailStateEntered",
+        "ExecutionFailed",
+        "ExecutionRedriven",
+        "FailStateEntered",
+        "ExecutionFailed",
+    ], kinds
+    assert [(e["id"], e["previousEventId"]) for e in events[3:]] == [(4, 3), (5, 4), (6, 5)], events
+    assert events[3]["executionRedrivenEventDetails"] == {"redriveCount": 1}, events[3]
 
 
 NESTED = json.dumps(
@@ -1405,8 +1426,8 @@ GONE_ACTIVITY = f"arn:aws:states:us-east-1:{ACCOUNT}:activity:GoneWork"
 
 def gone_before_restart(sfn):
     """An activity task handed out before the restart, whose execution is stopped while no
-    server runs (`wfc executions stop`, between the phases): the next server deletes its rows
-    when it starts, so its token is answered TaskDoesNotExist (not taken as an answer)."""
+    server runs (`wfc executions stop`, between the phases): the CLI deletes its rows (serve_more.rs
+    checks the store), so its token is answered TaskDoesNotExist (not taken as an answer)."""
     sfn.create_activity(name="GoneWork")
     machine = json.dumps({"StartAt": "W", "States": {"W": {"Type": "Task", "Resource": GONE_ACTIVITY, "End": True}}})
     arn = sfn.create_state_machine(name="Gone", definition=machine, roleArn=ROLE)["stateMachineArn"]

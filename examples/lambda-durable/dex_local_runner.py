@@ -1,5 +1,10 @@
 """dex-local-runner (PyPI aws-durable-execution-sdk-python-testing 1.4.0, pinned in .ci/run) with
-its lost wake-up fixed; the live tests start the runner through this file.
+its lost wake-up fixed. Start the runner through this file, in the Python that has the runner
+installed, with the runner's own arguments (docs/adapters.md):
+
+    PYTHON examples/lambda-durable/dex_local_runner.py start-server --host 127.0.0.1 --port 5065 ...
+
+wfc's live tests (wfc-cli/tests/lambda_durable_live.rs, this example's tests) start it so.
 
 The bug: the runner completes a due WAIT (or step retry) in a scheduled wake-up, ``fire_due``,
 which completes the operations on the execution's worker lane and then invokes the function.
