@@ -241,6 +241,57 @@ async fn a_group_commit_answers_each_write_alone(store: Arc<dyn Store>) {
     assert!(s.append_history("g-none", vec![event(1, "P")]).await.is_err());
 }
 
+/// The history is stored a row per commit (SQLite schema 9, PostgreSQL 10: a JSON array of
+/// consecutive events), yet reads and writes see events one by one: ids written again inside and
+/// across rows (by `append_history`, and by a group commit's checkpoint), a replaced tail, and
+/// pages read forward and backward from ids inside rows.
+async fn history_rows_of_many_events_read_and_replace_event_by_event(s: Arc<dyn Store>) {
+    let claim = s.open_execution(new_execution("h-rows", json!({}))).await.unwrap();
+    // Tagged by their timestamps.
+    let event = |id: u64, tag: &str| wfc_runtime::HistoryEvent { timestamp: tag.into(), ..event(id, "P") };
+    let events = |ids: std::ops::RangeInclusive<u64>, tag: &str| ids.map(|i| event(i, tag)).collect::<Vec<_>>();
+    let ids = |events: Vec<wfc_runtime::HistoryEvent>| {
+        events.into_iter().map(|e| (e.id, e.timestamp.to_string())).collect::<Vec<_>>()
+    };
+    let tagged = |spans: &[(std::ops::RangeInclusive<u64>, &str)]| {
+        spans.iter().flat_map(|(r, t)| r.clone().map(move |i| (i, t.to_string()))).collect::<Vec<_>>()
+    };
+    s.append_history("h-rows", events(1..=5, "a")).await.unwrap();
+    s.append_history("h-rows", events(6..=10, "b")).await.unwrap();
+    // Ids 4 to 7 again: the end of the first row and the start of the second are replaced.
+    s.append_history("h-rows", events(4..=7, "c")).await.unwrap();
+    let all = tagged(&[(1..=3, "a"), (4..=7, "c"), (8..=10, "b")]);
+    assert_eq!(ids(s.read_history("h-rows").await.unwrap()), all);
+    assert_eq!(ids(s.read_history_page("h-rows", 2, 4, false).await.unwrap()), all[2..6].to_vec());
+    assert_eq!(ids(s.read_history_page("h-rows", 9, 4, false).await.unwrap()), all[9..].to_vec());
+    assert_eq!(ids(s.read_history_page("h-rows", 0, 20, false).await.unwrap()), all);
+    let newest: Vec<_> = all.iter().rev().take(3).cloned().collect();
+    assert_eq!(ids(s.read_history_page("h-rows", 0, 3, true).await.unwrap()), newest);
+    let before_six: Vec<_> = all[..5].iter().rev().cloned().collect();
+    assert_eq!(ids(s.read_history_page("h-rows", 6, 10, true).await.unwrap()), before_six);
+    // A resumed run that recorded differently from id 3 on replaces the tail (a group commit).
+    let rewrite = HistoryWrite { events: events(3..=4, "d"), truncate_after: Some(2) };
+    let token = s.checkpoint_with_history("h-rows", claim.token, vec![], rewrite).await.unwrap();
+    assert_eq!(ids(s.read_history("h-rows").await.unwrap()), tagged(&[(1..=2, "a"), (3..=4, "d")]));
+    // A checkpoint that writes stored ids again, inside one row and past its end.
+    let again = HistoryWrite { events: events(2..=5, "f"), truncate_after: None };
+    s.checkpoint_with_history("h-rows", token, vec![], again).await.unwrap();
+    assert_eq!(ids(s.read_history("h-rows").await.unwrap()), tagged(&[(1..=1, "a"), (2..=5, "f")]));
+    // Events not in id order (one given twice: the last one counts) are stored by id.
+    s.append_history("h-rows", vec![event(7, "e"), event(6, "x"), event(6, "e")]).await.unwrap();
+    assert_eq!(ids(s.read_history("h-rows").await.unwrap()), tagged(&[(1..=1, "a"), (2..=5, "f"), (6..=7, "e")]));
+    assert!(matches!(s.append_history("h-none", events(1..=1, "x")).await, Err(StoreError::NotFound(_))));
+}
+
+#[test]
+fn sqlite_history_rows_read_and_replace_event_by_event() {
+    let dir = scratch("history-rows-sqlite");
+    let url = format!("sqlite:{}", dir.join("store.db").display());
+    rt().block_on(async {
+        history_rows_of_many_events_read_and_replace_event_by_event(wfc_stores::connect(&url).await.unwrap()).await
+    });
+}
+
 /// The key/value table (schema 8): rows by key and by prefix in key order, replaced in place,
 /// and deleted by exactly one of two claimants.
 async fn kv_rows(store: Arc<dyn Store>) {
@@ -310,6 +361,7 @@ fn postgres_many_workers_run_each_execution_exactly_once() {
         a_late_renewal_leaves_a_released_execution_alone(Arc::clone(&store)).await;
         kv_rows(Arc::clone(&store)).await;
         a_group_commit_answers_each_write_alone(Arc::clone(&store)).await;
+        history_rows_of_many_events_read_and_replace_event_by_event(Arc::clone(&store)).await;
         for i in 0..total {
             store.create_execution(new_execution(&format!("e{i:04}"), json!({"i": i}))).await.expect("create");
         }
