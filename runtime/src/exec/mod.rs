@@ -812,8 +812,14 @@ impl Execution {
             in_parallel_branch: self.in_parallel_branch,
             // Branches are created in definition order by both engines, so the index is stable
             // across runs and so are the operation ids inside the branch.
+            //
+            // Without a journal a scope is never read (no operation ids, CONTEXTs, captures or
+            // redrives), so the branch shares this line's instead of formatting a path of its own.
             #[cfg(feature = "durable")]
-            scope: Arc::new(self.muted_if_replayed(self.scope.branch_scope())),
+            scope: match self.shared.journal {
+                Some(_) => Arc::new(self.muted_if_replayed(self.scope.branch_scope())),
+                None => Arc::clone(&self.scope),
+            },
         }
     }
 
@@ -1027,14 +1033,18 @@ impl Execution {
             }
         };
         self.cursor.last.store(id, Ordering::SeqCst);
+        // Only a journaled line runs in CONTEXTs that capture events: elsewhere the test is all
+        // an event pays (the loop is out of line).
         #[cfg(feature = "durable")]
-        self.capture(id);
+        if !self.scope.captures.is_empty() {
+            self.capture(id);
+        }
         id
     }
 
     /// Adds event `id` to the captures of the CONTEXTs running around this line.
     #[cfg(feature = "durable")]
-    #[inline]
+    #[inline(never)]
     fn capture(&self, id: u64) {
         for capture in &self.scope.captures {
             if let Some(ids) = capture.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
