@@ -196,7 +196,7 @@ fn more_suite_on(store: &str, dir: &Path, venv: &Path) -> Server {
     // itself, so no row of it is left for the next server to sweep.
     let rows = |prefix: &str| {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        rt.block_on(async { wfc_stores::open_store(store).unwrap().kv_list(prefix).await.unwrap().len() })
+        rt.block_on(async { wfc_stores::connect(store).await.unwrap().kv_list(prefix).await.unwrap().len() })
     };
     assert_eq!(rows("serve/activity-by-execution/Gone:g1/"), 1);
     let o = support::wfc().args(["executions", "--store", store, "stop", "Gone:g1"]).output().unwrap();

@@ -636,6 +636,17 @@ impl Request {
                     state.remove(*key);
                 }
                 state.insert("Type".into(), json!("Task"));
+                if self.state.contains_key("ItemBatcher") {
+                    // The mocked Task gets the state's input with the context object it saw, for
+                    // `afterItemBatcher` to evaluate the batcher as a run would (see
+                    // [`Request::inspection`]).
+                    let (key, captured) = if self.jsonata() {
+                        ("Arguments", json!({ "Input": "{% $states.input %}", "Context": "{% $states.context %}" }))
+                    } else {
+                        ("Parameters", json!({ "Input.$": "$", "Context.$": "$$" }))
+                    };
+                    state.insert(key.into(), captured);
+                }
             }
             state.insert("Resource".into(), json!(MOCK_RESOURCE));
         }
@@ -722,21 +733,38 @@ impl Request {
     /// and got from its handler; for JSONPath states the steps in between that do not read `$$`
     /// or draw random values (which would differ from the run's).
     fn inspection(&self, calls: &[(Value, Result<Value, Failure>)]) -> Value {
-        let mut data = self.flow_inspection(calls);
+        // A mocked Map with an ItemBatcher ran as a Task given `{"Input", "Context"}` (see
+        // [`Request::machine_of`]): its input, and the context object it saw.
+        let captured = self.mock.is_some() && self.iterates() && self.state.contains_key("ItemBatcher");
+        let (calls, context) = if captured {
+            let context = calls.first().map_or(Value::Null, |(given, _)| given["Context"].clone());
+            let calls: Vec<_> =
+                calls.iter().map(|(given, outcome)| (given["Input"].clone(), outcome.clone())).collect();
+            (calls, context)
+        } else {
+            (calls.to_vec(), Value::Null)
+        };
+        let mut data = self.flow_inspection(&calls);
         if self.iterates()
             && let Value::Object(data) = &mut data
         {
             // The mocked Task it ran as had parameters; a Map or Parallel state has none.
             data.remove("afterParameters");
-            self.map_inspection(data);
+            data.remove("afterArguments");
+            self.map_inspection(data, &context);
         }
         data
+    }
+
+    /// Whether the state is evaluated as JSONata (its own `QueryLanguage`, else the machine's).
+    fn jsonata(&self) -> bool {
+        self.state.get("QueryLanguage").or(self.query_language.as_ref()).and_then(Value::as_str) == Some("JSONata")
     }
 
     /// The Map-specific `inspectionData`: its items (from ItemsPath, or the ItemReader's
     /// `mapItemReaderData`), what ItemSelector makes of them when it reads neither `$$` nor
     /// randomness, and its concurrency and tolerated failures as written.
-    fn map_inspection(&self, data: &mut Map<String, Value>) {
+    fn map_inspection(&self, data: &mut Map<String, Value>, context: &Value) {
         if let Some(v) = self.state.get("MaxConcurrency").filter(|v| v.is_number()) {
             data.insert("maxConcurrency".into(), v.clone());
         }
@@ -786,7 +814,7 @@ impl Request {
         if let Some(selected) = selected {
             data.insert("afterItemSelector".into(), json!(json_text(&selected)));
             if let Some(batcher) = m.distributed.as_ref().and_then(|d| d.item_batcher.as_ref())
-                && let Some(batches) = after_item_batcher(batcher, selected, &after_input)
+                && let Some(batches) = after_item_batcher(batcher, selected, &after_input, context)
             {
                 data.insert("afterItemBatcher".into(), json!(json_text(&batches)));
             }
@@ -797,8 +825,7 @@ impl Request {
     fn flow_inspection(&self, calls: &[(Value, Result<Value, Failure>)]) -> Value {
         let mut data = Map::new();
         data.insert("input".into(), json!(json_text(&self.input)));
-        let jsonata =
-            self.state.get("QueryLanguage").or(self.query_language.as_ref()).and_then(Value::as_str) == Some("JSONata");
+        let jsonata = self.jsonata();
         let Ok(loaded) = load_definition("TestState", &self.machine(true).0) else { return Value::Object(data) };
         let machine = &loaded.workflow.machine;
         let Some(spec) = machine.find(&self.name).map(|id| &machine.states[id].kind) else {
@@ -963,37 +990,36 @@ impl Service {
 }
 
 /// `inspectionData.afterItemBatcher`: the child inputs `batcher` makes of the `selected` items
-/// (`{"Items": [...], "BatchInput": ...}`), when its limits are literals or paths into the
-/// input (after InputPath) and its BatchInput reads neither `$$` nor randomness; else `None`.
+/// (`{"Items": [...], "BatchInput": ...}`), as a run makes them: its limits literal, selected by
+/// their `*Path` forms from the input (after InputPath) or `$$`, or JSONata expressions, and its
+/// `BatchInput` evaluated with the `context` object the state saw (the request's `context` laid
+/// over it) and random values drawn (`States.UUID`, `$random()`), as each run draws its own.
+/// `None` when a limit or `BatchInput` fails (the run would fail the state; the mocked state did
+/// not run them, so there is nothing to show).
 fn after_item_batcher(
     batcher: &wfc_ir::distributed::ItemBatcher,
     selected: Value,
     after_input: &Value,
+    context: &Value,
 ) -> Option<Value> {
     use wfc_ir::distributed::Count;
-    let null = Value::Null;
-    let limit = |count: &Option<Count>, field: &str| -> Option<Option<u64>> {
+    use wfc_runtime::distributed::{CountField, count_at, count_jsonata};
+    let limit = |count: &Option<Count>, field: CountField| -> Option<Option<u64>> {
         match count {
             None => Some(None),
             Some(Count::Fixed(n)) => Some(Some(*n)),
-            Some(Count::Path(p)) => wfc_runtime::distributed::path_integer(p, field, after_input, &null)
-                .ok()
-                .and_then(|n| u64::try_from(n).ok())
-                .map(Some),
-            Some(Count::Jsonata(_)) => None,
+            Some(Count::Path(p)) => count_at(p, field, after_input, context).ok().map(Some),
+            Some(Count::Jsonata(e)) => count_jsonata(e, field, after_input, context).ok().map(Some),
         }
     };
-    let max_items = limit(&batcher.max_items_per_batch, "MaxItemsPerBatchPath")?;
-    let max_bytes = limit(&batcher.max_input_bytes_per_batch, "MaxInputBytesPerBatchPath")?;
+    let max_items = limit(&batcher.max_items_per_batch, CountField::MaxItemsPerBatch)?;
+    let max_bytes = limit(&batcher.max_input_bytes_per_batch, CountField::MaxInputBytesPerBatch)?;
     if max_items == Some(0) || max_bytes == Some(0) {
         return None;
     }
     let batch_input = match &batcher.batch_input {
         None => None,
-        Some(t) if !wfc_runtime::io::uses_context(t) && !wfc_runtime::io::uses_randomness(t) => {
-            Some(wfc_runtime::io::template(t, after_input, &null, &mut rand::rng()).ok()?)
-        }
-        Some(_) => return None,
+        Some(t) => Some(wfc_runtime::io::template(t, after_input, context, &mut rand::rng()).ok()?),
     };
     let Value::Array(items) = selected else { return None };
     let batches = wfc_runtime::distributed::batches(items, max_items, max_bytes, batch_input.as_ref()).ok()?;

@@ -9,6 +9,7 @@ called and checked. `before-restart` / `after-restart` check what must survive a
 
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -251,6 +252,24 @@ def test_state_map_parallel(sfn):
     d = r["inspectionData"]
     batches = [{"Items": [1, 2], "BatchInput": {"run": "b"}}, {"Items": [3], "BatchInput": {"run": "b"}}]
     assert json.loads(d["afterItemBatcher"]) == batches and d["toleratedFailureCount"] == 1, d
+    # As a run makes them: a limit given by a path into `$$`, a BatchInput reading `$$` (the
+    # request's context laid over it) and drawing a UUID (once for the Map: every batch has it).
+    reading = dict(batched, ItemBatcher={"MaxItemsPerBatchPath": "$$.Execution.Input.size", "BatchInput": {"run.$": "$$.Execution.Name", "id.$": "States.UUID()"}})
+    r = sfn.test_state(definition=json.dumps(reading), input=given(tolerate=1, size=2), context='{"Execution": {"Name": "nightly"}}', mock={"result": "[]"}, inspectionLevel="DEBUG")
+    got = json.loads(r["inspectionData"]["afterItemBatcher"])
+    assert [(b["Items"], b["BatchInput"]["run"]) for b in got] == [([1, 2], "nightly"), ([3], "nightly")], got
+    assert len({b["BatchInput"]["id"] for b in got}) == 1 and re.fullmatch(r"[0-9a-f-]{36}", got[0]["BatchInput"]["id"]), got
+    # JSONata: limits as expressions, evaluated on the state input and `$states.context`.
+    jsonata = {
+        "Type": "Map",
+        "QueryLanguage": "JSONata",
+        "ItemProcessor": dict(batched["ItemProcessor"]),
+        "ItemBatcher": {"MaxItemsPerBatch": "{% $count($states.input) - $states.context.Execution.Input[0] %}", "MaxInputBytesPerBatch": "{% 1024 %}", "BatchInput": {"kind": "batch"}},
+        "End": True,
+    }
+    r = sfn.test_state(definition=json.dumps(jsonata), input="[2, 3, 4]", mock={"result": "[]"}, inspectionLevel="DEBUG")
+    got = json.loads(r["inspectionData"]["afterItemBatcher"])
+    assert got == [{"Items": [2], "BatchInput": {"kind": "batch"}}, {"Items": [3], "BatchInput": {"kind": "batch"}}, {"Items": [4], "BatchInput": {"kind": "batch"}}], r
     ok = sfn.test_state(definition=json.dumps(batched), input=given(tolerate=1), mock={"result": "[]"}, stateConfiguration=conf(1))
     over = sfn.test_state(definition=json.dumps(batched), input=given(tolerate=1), mock={"result": "[]"}, stateConfiguration=conf(2))
     assert (ok["status"], over["status"], over["error"]) == ("SUCCEEDED", "FAILED", "States.ExceedToleratedFailureThreshold"), (ok, over)
