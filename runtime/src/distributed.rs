@@ -41,8 +41,8 @@ mod store_sync;
 #[cfg(feature = "durable")]
 pub use store_sync::signalled;
 pub use store_sync::{
-    MAX_LISTED_RUNNING, SYNC_INTERVAL, child_level, levels_key, limits_key, progress_key, progress_wanted_topic,
-    progress_written_topic,
+    MAX_LISTED_RUNNING, SYNC_INTERVAL, child_level, levels_key, limits_changed_topic, limits_key, progress_key,
+    progress_wanted_topic, progress_written_topic, sync_interval,
 };
 
 /// Where a DISTRIBUTED Map's `ItemReader` reads objects and its `ResultWriter` writes them.

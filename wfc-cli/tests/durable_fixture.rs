@@ -113,7 +113,7 @@ fn sqlite_store_of_35a205a_migrates_and_finishes() {
     let conn = rusqlite::Connection::open(dir.join("fixture.db")).unwrap();
     let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
     let applied: i64 = conn.query_row("SELECT COUNT(*) FROM wfc_migrations", [], |r| r.get(0)).unwrap();
-    assert_eq!((version, applied), (10, 10));
+    assert_eq!((version, applied), (11, 11));
 }
 
 #[test]

@@ -514,7 +514,7 @@ fn a_store_written_before_the_event_inbox_is_migrated_and_stays_readable() {
     assert!(check_exactly_once(&s, &store, "old").is_empty());
     let conn = rusqlite::Connection::open(&db).expect("open the store");
     let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).expect("version");
-    assert_eq!(version, 10);
+    assert_eq!(version, 11);
 }
 
 const TIMERS: &str = r#"{

@@ -138,12 +138,19 @@ fn mock_config(dir: &Path) -> PathBuf {
 }
 
 fn start(store: &str, dir: &Path, python: &Path) -> Server {
+    start_with(store, dir, python, &[])
+}
+
+/// [`start`] with more environment variables.
+fn start_with(store: &str, dir: &Path, python: &Path, more: &[(&str, &Path)]) -> Server {
     let (handlers, mocks) = (handlers(dir, python), mock_config(dir));
     // On PostgreSQL what one server does reaches the others by LISTEN/NOTIFY: their fallback
     // read of the store every 2 s is made an hour, so the suite passes through the signals only
     // (a long poll on B woken by a task A queued, heartbeats and answers through B reaching A).
-    // On SQLite the store file's changes wake the servers (sqlite_wake.rs), so the same holds.
-    let envs: &[(&str, &Path)] = &[("WFC_SERVE_FALLBACK_POLL_MS", Path::new("3600000"))];
+    // On SQLite the signal rows of the store (wfc-sqlite's signals.rs) and the store file's
+    // changes (sqlite_wake.rs) wake the servers, so the same holds.
+    let mut envs: Vec<(&str, &Path)> = vec![("WFC_SERVE_FALLBACK_POLL_MS", Path::new("3600000"))];
+    envs.extend_from_slice(more);
     let (items, results) = (dir.join("items"), dir.join("results"));
     let args = [
         "--handlers",
@@ -155,16 +162,15 @@ fn start(store: &str, dir: &Path, python: &Path) -> Server {
         "--result-root",
         results.to_str().unwrap(),
     ];
-    Server::start(store, &args, envs)
+    Server::start(store, &args, &envs)
 }
 
 fn suite(venv: &Path, server: &Server, dir: &Path, phase: &str) {
-    suite_with(venv, server, None, false, dir, phase);
+    suite_with(venv, server, None, dir, phase);
 }
 
-/// [`suite`], with `other` (another server on the same store) in `WFC_SERVE_OTHER_ENDPOINT`;
-/// `signals`: the store carries one server's questions to the others at once (PostgreSQL).
-fn suite_with(venv: &Path, server: &Server, other: Option<&Server>, signals: bool, dir: &Path, phase: &str) {
+/// [`suite`], with `other` (another server on the same store) in `WFC_SERVE_OTHER_ENDPOINT`.
+fn suite_with(venv: &Path, server: &Server, other: Option<&Server>, dir: &Path, phase: &str) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/serve/boto3_more_suite.py");
     let out = Command::new(venv.join("bin/python"))
         .arg(script)
@@ -173,8 +179,6 @@ fn suite_with(venv: &Path, server: &Server, other: Option<&Server>, signals: boo
         .env_remove("AWS_PROFILE")
         .env("WFC_SERVE_TEST_DIR", dir)
         .env("WFC_SERVE_OTHER_ENDPOINT", other.map(Server::endpoint).unwrap_or_default())
-        // Whether a server's question reaches the others at once (LISTEN/NOTIFY on PostgreSQL).
-        .env("WFC_SERVE_STORE_SIGNALS", if signals { "1" } else { "0" })
         .output()
         .expect("run the boto3 suite");
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
@@ -213,14 +217,25 @@ fn boto3_drives_more_operations_on_sqlite() {
     let dir = support::scratch("more_sqlite");
     let store = format!("sqlite:{}", dir.join("serve.db").display());
     let a = more_suite_on(&store, &dir, &venv);
+    a.stop();
     // Two servers on one SQLite file, as on PostgreSQL below: with the periodic read of the
     // store an hour, B's long poll, A's heartbeats and answers pass only through the file
-    // watch (without it the phase fails).
+    // watch and the store's signals; B's questions for A's Map Run progress, B's UpdateMapRun
+    // of it and B's DeleteStateMachine of a machine whose execution A runs, only through the
+    // signals (without them the phase fails).
+    let a = one_of_two(&store, &dir, &venv);
     suite(&venv, &a, &dir, "two-servers-a");
-    let b = start(&store, &dir, &venv.join("bin/python"));
-    suite_with(&venv, &b, Some(&a), false, &dir, "two-servers-b");
+    let b = one_of_two(&store, &dir, &venv);
+    suite_with(&venv, &b, Some(&a), &dir, "two-servers-b");
     b.stop();
     a.stop();
+}
+
+/// One of two servers on `store`, with the Map Runs' own writes of their progress and reads of
+/// their limits made an hour (`WFC_MAP_RUN_SYNC_MS`): what the other server asks of or changes
+/// in a Map Run it runs reaches it only through the store's signals.
+fn one_of_two(store: &str, dir: &Path, venv: &Path) -> Server {
+    start_with(store, dir, &venv.join("bin/python"), &[("WFC_MAP_RUN_SYNC_MS", Path::new("3600000"))])
 }
 
 #[test]
@@ -229,12 +244,14 @@ fn boto3_drives_more_operations_on_postgres() {
     let Some(pg) = support::pg::TempPostgres::start("serve_more") else { return };
     let dir = support::scratch("more_pg");
     let a = more_suite_on(&pg.url, &dir, &venv);
+    a.stop();
     // Two servers on one store: A queues activity tasks (B is not there yet, so A runs the
     // executions); a worker polling B gets them, heartbeats them through A and B, and answers
     // them through B; A's Tasks get the heartbeats and the answers.
+    let a = one_of_two(&pg.url, &dir, &venv);
     suite(&venv, &a, &dir, "two-servers-a");
-    let b = start(&pg.url, &dir, &venv.join("bin/python"));
-    suite_with(&venv, &b, Some(&a), true, &dir, "two-servers-b");
+    let b = one_of_two(&pg.url, &dir, &venv);
+    suite_with(&venv, &b, Some(&a), &dir, "two-servers-b");
     b.stop();
     a.stop();
 }

@@ -21,8 +21,8 @@
 //!   execution fails; a Task waiting on a callback or an activity when it is answered (or times
 //!   out). Until then the machine stays `DELETING`. The check at each transition is an
 //!   in-memory look-up ([`DeletingMachines`]); the server that takes the deletion sets it, and
-//!   the other servers on the store read the rows again when told ([`wfc_runtime::durable::Store::kv_signal`],
-//!   PostgreSQL) or every [`DELETING_POLL`] (SQLite).
+//!   the other servers on the store read the rows again when told ([`wfc_runtime::durable::Store::kv_signal`]:
+//!   PostgreSQL's NOTIFY, SQLite's signal rows) or every [`DELETING_POLL`] (a store that cannot signal).
 //! - an **EXPRESS** machine's running executions run on to their end.
 
 use std::collections::HashSet;
@@ -44,8 +44,8 @@ const DELETING_PREFIX: &str = "serve/machine-deleting/";
 /// The topic of [`wfc_runtime::durable::Store::kv_signal`] telling the other servers that those rows changed.
 const DELETING_TOPIC: &str = "serve/machine-deleting";
 
-/// How often a server reads those rows when the store cannot signal (SQLite): only executions
-/// another server on the same file holds in memory at the deletion wait for it.
+/// How often a server reads those rows when the store cannot signal: only executions
+/// another server on the store holds in memory at the deletion wait for it.
 const DELETING_POLL: Duration = Duration::from_secs(1);
 
 /// The STANDARD machines being deleted, as this server knows them: looked up at every state
@@ -161,8 +161,8 @@ impl Service {
     }
 
     /// Keeps [`DeletingMachines`] as the store's rows say, for deletions taken by other servers
-    /// on the store: read at start, then when signalled (PostgreSQL, with the fallback poll) or
-    /// every [`DELETING_POLL`] (SQLite). Runs until the server stops.
+    /// on the store: read at start, then when signalled (PostgreSQL, SQLite; with the fallback poll) or
+    /// every [`DELETING_POLL`] (a store that cannot signal). Runs until the server stops.
     pub(crate) async fn watch_deleting_machines(self: Arc<Self>) {
         let mut signals = self.store.kv_signals().await;
         let every = if signals.is_some() { crate::tasks::signalled_poll() } else { DELETING_POLL };

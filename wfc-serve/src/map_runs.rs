@@ -16,7 +16,9 @@
 //!
 //! `UpdateMapRun` writes the limits row, and changes the run at once when this server runs it
 //! ([`wfc_runtime::distributed::update_map_run`]); a run on another server (or resumed after a
-//! restart) reads the row within `wfc_runtime::distributed::SYNC_INTERVAL`, or when it starts.
+//! restart) reads the row when this server's signal reaches it
+//! (`wfc_runtime::distributed::limits_changed_topic`: PostgreSQL's NOTIFY, SQLite's signal rows),
+//! else within `wfc_runtime::distributed::sync_interval()`, or when it starts.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -233,10 +235,10 @@ impl Service {
     }
 
     /// The progress row of Map Run `arn`, which runs on another server (or is about to resume):
-    /// on a store that signals (PostgreSQL), the server running it is asked to write the row
-    /// now and answers when it did (`distributed::progress_wanted_topic`), so the counts read
-    /// are those of this instant; without an answer within `SYNC_INTERVAL` (no server runs it
-    /// now, or the store does not signal: SQLite), the row as the run last wrote it.
+    /// on a store that signals (PostgreSQL, SQLite), the server running it is asked to write
+    /// the row now and answers when it did (`distributed::progress_wanted_topic`), so the
+    /// counts read are those of this instant; without an answer within `SYNC_INTERVAL` (no
+    /// server runs it now, or the store does not signal), the row as the run last wrote it.
     async fn progress_row(&self, arn: &str) -> Result<Option<Value>, ApiError> {
         use wfc_runtime::distributed as d;
         // Listening before asking, so the answer is not missed.
@@ -617,7 +619,10 @@ impl Service {
             limits.tolerated_failure_count = count;
         }
         self.store.kv_put(&wfc_runtime::distributed::limits_key(arn), limits.to_json()).await?;
-        wfc_runtime::distributed::update_map_run(arn, max_concurrency, percentage, count);
+        if wfc_runtime::distributed::update_map_run(arn, max_concurrency, percentage, count).is_none() {
+            // Another server runs it (or none yet): tell it to read the row now.
+            crate::tasks::signal(self.store.as_ref(), &wfc_runtime::distributed::limits_changed_topic(arn)).await;
+        }
         Ok(json!({}))
     }
 }

@@ -2,6 +2,8 @@
 //! thread at a time (so `BEGIN IMMEDIATE` never waits on itself), schema migrations versioned in
 //! code through `PRAGMA user_version`.
 
+mod signals;
+
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -201,6 +203,19 @@ DROP TABLE history;
 CREATE INDEX executions_claim ON executions(COALESCE(wake_at, lease_until, 0), created_at) WHERE status = 'RUNNING';
 "#,
     },
+    Migration {
+        description: "signals between the processes on one file (Store::kv_signal), as PostgreSQL's NOTIFY",
+        // One row per signal, in commit order (the write lock orders the inserts); readers
+        // take the rows after the last one they saw when the file changes (see `Signals`).
+        // Rows older than `SIGNAL_KEPT_MS` are deleted by the next signal.
+        sql: r#"
+CREATE TABLE kv_signals (
+    seq     INTEGER PRIMARY KEY AUTOINCREMENT,
+    topic   TEXT NOT NULL,
+    sent_at INTEGER NOT NULL
+);
+"#,
+    },
 ];
 
 /// A [`Store`] in one SQLite file.
@@ -222,6 +237,9 @@ pub struct SqliteStore {
     /// Write transactions committed since the store was opened (SQLite's commit hook): each
     /// one an fsync of the log at [`Synchronous::Full`]. Read by `wfc-bench --durable`.
     commits: Arc<std::sync::atomic::AtomicU64>,
+    /// The reader of the signals other processes on the file send ([`Store::kv_signals`]),
+    /// started by the first call; `None` in it when the file cannot be watched.
+    signals: Arc<std::sync::OnceLock<Option<signals::Signals>>>,
 }
 
 /// One write waiting for the group committer: run in the group's transaction and answered once
@@ -869,7 +887,7 @@ impl SqliteStore {
             .name("wfc-sqlite-commit".into())
             .spawn(move || group_committer(shared, requests, for_committer, counted))
             .map_err(|e| backend(format!("cannot start the commit thread: {e}")))?;
-        Ok(SqliteStore { conn, committer, syncer, commits })
+        Ok(SqliteStore { conn, committer, syncer, commits, signals: Arc::default() })
     }
 
     /// Write transactions this handle has committed since it was opened (all of its
@@ -2098,6 +2116,46 @@ impl Store for SqliteStore {
                 out.push((key, value));
             }
             Ok(out)
+        })
+    }
+
+    fn kv_signal<'a>(&'a self, topic: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        let topic = topic.to_owned();
+        let write = self.call(move |conn| signals::insert_signal(conn, &topic, now_ms()).map_err(backend));
+        Box::pin(async move {
+            write.await?;
+            if let Some(Some(signals)) = self.signals.get() {
+                signals.sent();
+            }
+            Ok(())
+        })
+    }
+
+    fn kv_signals(&self) -> BoxFuture<'_, Option<tokio::sync::broadcast::Receiver<String>>> {
+        Box::pin(async move {
+            if let Some(signals) = self.signals.get() {
+                return signals.as_ref().map(signals::Signals::subscribe);
+            }
+            let found = self.call(|conn| {
+                let path = conn.path().filter(|p| !p.is_empty()).map(std::path::PathBuf::from);
+                Ok((signals::last_signal(conn).map_err(backend)?, path))
+            });
+            let (last, path) = match found.await {
+                Ok(found) => found,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot read the store's signals; reading it from time to time");
+                    return None;
+                }
+            };
+            let conn = Arc::clone(&self.conn);
+            let started = self.signals.get_or_init(|| match signals::Signals::start(conn, path.as_deref(), last) {
+                Ok(signals) => Some(signals),
+                Err(e) => {
+                    tracing::warn!(error = %e, "no signals between the processes on the store; reading it from time to time");
+                    None
+                }
+            });
+            started.as_ref().map(signals::Signals::subscribe)
         })
     }
 

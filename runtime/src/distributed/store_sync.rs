@@ -5,13 +5,14 @@
 //! - **Limits** (`UpdateMapRun`): the row [`limits_key`] holds the run's `maxConcurrency` and
 //!   tolerated failures when they were changed. The run reads it when it starts (also when it
 //!   resumes after a restart, or on another process of the store) and again every
-//!   [`SYNC_INTERVAL`] while it runs, so a change written by any process reaches the one
-//!   running it.
+//!   [`sync_interval`] while it runs, so a change written by any process reaches the one
+//!   running it; on a store that signals, at once ([`limits_changed_topic`]).
 //! - **Progress**: while it runs, the run writes its item and child execution counts and the
 //!   documents of its running children to the row [`progress_key`] (at most every
 //!   [`SYNC_INTERVAL`], when they changed), so `DescribeMapRun` and `ListExecutions` answer from
 //!   any process; the row is deleted when the run ends (its end event has the counts). On a
-//!   store that signals ([`crate::durable::Store::kv_signals`], PostgreSQL), a reader that wants
+//!   store that signals ([`crate::durable::Store::kv_signals`]: PostgreSQL's NOTIFY, SQLite's
+//!   signal rows between the processes on one file), a reader that wants
 //!   the counts as they are now signals [`progress_wanted_topic`]: the run writes the row at
 //!   once and answers with [`progress_written_topic`], so a read through any process is current.
 //! - **Redrive**: a redriven execution whose Map Run failed runs only the children that did not
@@ -27,8 +28,29 @@ use serde_json::{Value, json};
 use super::{MapRunControl, MapRunLimits};
 use crate::Execution;
 
-/// How often a running Map Run reads its limits and writes its progress.
+/// How often a running Map Run reads its limits and writes its progress (by default: see
+/// [`sync_interval`]); also how long a reader waits for the answer to
+/// [`progress_wanted_topic`].
 pub const SYNC_INTERVAL: Duration = Duration::from_millis(400);
+
+/// How often a running Map Run reads its limits and writes its progress: [`SYNC_INTERVAL`], or
+/// `WFC_MAP_RUN_SYNC_MS` milliseconds (the tests make it an hour, so that what another process
+/// asks or changes can reach the run only through the store's signals).
+pub fn sync_interval() -> Duration {
+    static INTERVAL: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *INTERVAL.get_or_init(|| {
+        std::env::var("WFC_MAP_RUN_SYNC_MS")
+            .ok()
+            .and_then(|ms| ms.parse().ok())
+            .map_or(SYNC_INTERVAL, Duration::from_millis)
+    })
+}
+
+/// The topic with which a process that changed Map Run `arn`'s [`limits_key`] row
+/// (`UpdateMapRun`) tells the process running it to read the row now.
+pub fn limits_changed_topic(arn: &str) -> String {
+    format!("wfc/map-run/limits-changed/{arn}")
+}
 
 /// The topic ([`crate::durable::Store::kv_signal`]) asking the process running Map Run `arn`
 /// to write its progress row now.
@@ -46,13 +68,23 @@ pub fn progress_written_topic(arn: &str) -> String {
 /// one); never returns when the store does not signal.
 #[cfg(feature = "durable")]
 pub async fn signalled(signals: &mut Option<tokio::sync::broadcast::Receiver<String>>, topic: &str) {
+    signalled_any(signals, &[topic]).await;
+}
+
+/// Waits for one of `topics` on `signals`: `Some(topic)`, or `None` when topics were missed (it
+/// may have been any of them); never returns when the store does not signal.
+#[cfg(feature = "durable")]
+async fn signalled_any(
+    signals: &mut Option<tokio::sync::broadcast::Receiver<String>>,
+    topics: &[&str],
+) -> Option<String> {
     use tokio::sync::broadcast::error::RecvError;
     loop {
         let Some(receiver) = signals.as_mut() else { return std::future::pending().await };
         match receiver.recv().await {
-            Ok(t) if t == topic => return,
+            Ok(t) if topics.contains(&t.as_str()) => return Some(t),
             Ok(_) => {}
-            Err(RecvError::Lagged(_)) => return,
+            Err(RecvError::Lagged(_)) => return None,
             Err(RecvError::Closed) => *signals = None,
         }
     }
@@ -193,21 +225,29 @@ pub(super) async fn synced<T>(
         let progress = progress_key(arn);
         // Whether a progress row was written (a run shorter than one interval writes none).
         let wrote = std::sync::atomic::AtomicBool::new(false);
-        // A reader on another process asks for the progress as it is now (see the module
-        // documentation); without signals (SQLite), the row is written every interval only.
+        // A reader on another process asks for the progress as it is now, and one that
+        // changed the limits says so (see the module documentation); without signals (an
+        // adapter's store), the row is written and the limits read every interval only.
         let mut signals = store.kv_signals().await;
         let (wanted, answer) = (progress_wanted_topic(arn), progress_written_topic(arn));
+        let changed = limits_changed_topic(arn);
         let refresh = async {
             let mut written: Option<Value> = None;
-            let mut tick = tokio::time::interval(SYNC_INTERVAL);
+            let mut tick = tokio::time::interval(sync_interval());
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             tick.tick().await;
+            let topics = [wanted.as_str(), changed.as_str()];
             loop {
-                let asked = tokio::select! {
-                    _ = tick.tick() => false,
-                    () = signalled(&mut signals, &wanted) => true,
+                // (asked for the progress, the limits may have changed)
+                let (asked, limits_changed) = tokio::select! {
+                    _ = tick.tick() => (false, true),
+                    topic = signalled_any(&mut signals, &topics) => match topic {
+                        Some(t) if t == wanted => (true, false),
+                        Some(_) => (false, true),
+                        None => (true, true), // missed topics: maybe both
+                    },
                 };
-                if !asked
+                if limits_changed
                     && let Ok(Some(row)) = store.kv_get(&limits).await
                     && let Some(l) = MapRunLimits::from_json(&row)
                     && l != control.limits()

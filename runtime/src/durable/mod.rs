@@ -905,7 +905,8 @@ pub trait Store: Send + Sync + fmt::Debug {
 
     /// Tells the other processes on this store that key/value rows about `topic` changed (a
     /// user's name for what it wrote, e.g. `serve/activity-queued/<activity>`), after the write:
-    /// PostgreSQL sends it with `NOTIFY`; a store of one process (SQLite) has nobody to tell.
+    /// PostgreSQL sends it with `NOTIFY`, SQLite writes a signal row that the processes on the
+    /// same file read when the file changes. A store of one process has nobody to tell.
     fn kv_signal<'a>(&'a self, topic: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
         let _ = topic;
         Box::pin(async { Ok(()) })

@@ -1594,6 +1594,16 @@ def two_servers_a(sfn):
     for name in ("s0", "s1"):
         ex = sfn.start_execution(stateMachineArn=arn, name=name, input=json.dumps({"on": "A", "n": name}))["executionArn"]
         task_started(sfn, ex)
+    # An execution on A that makes a state transition every second until its machine is
+    # deleted (two_servers_b deletes it through B).
+    again = {"Type": "Choice", "Choices": [{"Variable": "$.done", "IsPresent": True, "Next": "Done"}], "Default": "Nap"}
+    loop = {"Nap": {"Type": "Wait", "Seconds": 1, "Next": "Again"}, "Again": again, "Done": {"Type": "Succeed"}}
+    arn = sfn.create_state_machine(
+        name="SharedDeleted", definition=json.dumps({"StartAt": "Nap", "States": loop}), roleArn=ROLE
+    )["stateMachineArn"]
+    ex = sfn.start_execution(stateMachineArn=arn, name="loop")["executionArn"]
+    types = lambda: [e["type"] for e in sfn.get_execution_history(executionArn=ex)["events"]]
+    _helpers["wait_for"]("the loop to enter its Wait", lambda: "WaitStateEntered" in types())
 
 
 SHARED_MAP_ACTIVITY = f"arn:aws:states:us-east-1:{ACCOUNT}:activity:SharedMapWork"
@@ -1621,7 +1631,8 @@ def two_servers_map_b(sfn):
     running_children(sfn, run_arn, 1)
     counts = sfn.describe_map_run(mapRunArn=run_arn)["itemCounts"]
     assert (counts["running"], counts["pending"], counts["total"]) == (1, 2, 3), counts
-    # Updated through B, the run on A lets all three run.
+    # Updated through B, the run on A lets all three run (B signals A to read the limits: A
+    # reads them on its own only every hour here).
     sfn.update_map_run(mapRunArn=run_arn, maxConcurrency=3)
     assert sfn.describe_map_run(mapRunArn=run_arn)["maxConcurrency"] == 3
     running_children(sfn, run_arn, 3)
@@ -1636,16 +1647,8 @@ def two_servers_map_b(sfn):
         return counts if counts["succeeded"] == 1 else None
 
     on_a = _helpers["wait_for"]("A to count the first child", counted_on_a)
-    if os.environ.get("WFC_SERVE_STORE_SIGNALS") == "1":
-        on_b = sfn.describe_map_run(mapRunArn=run_arn)["executionCounts"]
-    else:
-        # Two servers on one SQLite file: no signal carries B's question to A, so B reads the
-        # counts A writes every 0.4 s (docs/serve.md, "Not done yet"): they catch up.
-        def caught_up_on_b():
-            counts = sfn.describe_map_run(mapRunArn=run_arn)["executionCounts"]
-            return counts if counts == on_a else None
-
-        on_b = _helpers["wait_for"]("B to read A's counts", caught_up_on_b)
+    # (A writes its progress row on its own only every hour here: WFC_MAP_RUN_SYNC_MS.)
+    on_b = sfn.describe_map_run(mapRunArn=run_arn)["executionCounts"]
     assert on_b == on_a and (on_b["running"], on_b["succeeded"]) == (2, 1), (on_a, on_b)
     listed = sfn.list_executions(mapRunArn=run_arn, statusFilter="RUNNING")["executions"]
     assert len(listed) == 2, listed
@@ -1696,6 +1699,15 @@ def two_servers_b(sfn):
     for name in ("s0", "s1", "s2"):
         d = finished(sfn, f"arn:aws:states:us-east-1:{ACCOUNT}:execution:Shared:{name}")
         assert (d["status"], json.loads(d["output"])) == ("SUCCEEDED", {"by": "B", "n": name}), d
+    # Deleted through B while A runs its execution: A learns of it through the store's signal
+    # (its fallback read of the store is an hour here), and the execution fails at its next
+    # transition on A; without the signal it would loop on.
+    arn = f"arn:aws:states:us-east-1:{ACCOUNT}:stateMachine:SharedDeleted"
+    sfn.delete_state_machine(stateMachineArn=arn)
+    d = finished(a, f"arn:aws:states:us-east-1:{ACCOUNT}:execution:SharedDeleted:loop")
+    cause = "State machine SharedDeleted has been deleted."
+    assert (d["status"], d["error"], d["cause"]) == ("FAILED", "States.Runtime", cause), d
+    expect_error("StateMachineDoesNotExist", a.describe_state_machine, stateMachineArn=arn)
 
 
 def main():
