@@ -1664,6 +1664,17 @@ impl Store for PgStore {
         completion: Completion,
         history: HistoryWrite,
     ) -> BoxFuture<'a, Result<CheckpointToken, StoreError>> {
+        self.finish_with_updates(name, token, Vec::new(), completion, history)
+    }
+
+    fn finish_with_updates<'a>(
+        &'a self,
+        name: &'a str,
+        token: CheckpointToken,
+        updates: Vec<OperationUpdate>,
+        completion: Completion,
+        history: HistoryWrite,
+    ) -> BoxFuture<'a, Result<CheckpointToken, StoreError>> {
         if completion.status == ExecutionStatus::Running {
             let refused = StoreError::InvalidUpdate {
                 execution: name.to_owned(),
@@ -1671,8 +1682,9 @@ impl Store for PgStore {
             };
             return Box::pin(async move { Err(refused) });
         }
-        // Its history and its end in one statement, grouped with the process's checkpoints.
-        let args = CommitArgs::new(name, token, &[], &history, Some(&completion));
+        // Its last updates, its history and its end in one statement, grouped with the process's
+        // checkpoints.
+        let args = CommitArgs::new(name, token, &updates, &history, Some(&completion));
         self.group_commit(args)
     }
 
