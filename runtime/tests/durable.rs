@@ -721,6 +721,28 @@ async fn concurrent_checkpoints_share_commits() {
     assert!(seen[1].0 * 3 < seen[0].0, "commits alone {} and shared {}", seen[0].0, seen[1].0);
 }
 
+/// An execution ends in one commit: its last step's deferred outcome, its last history events
+/// and its end together (`Store::finish_with_updates`), not a flush of the outcome and then the
+/// finish. Two Tasks: the first's STARTED, its outcome with the second's STARTED, then the end.
+#[tokio::test]
+async fn an_execution_ends_in_one_commit_with_its_last_outcome() {
+    let workflow = &lowered("two_steps");
+    let s = store();
+    let input = json!({"order": 1});
+    let counting = Counting::default();
+    let journal = open(&s, "one-end", workflow, &input).await;
+    let handlers = counting.handlers(None, Arc::new(Notify::new()));
+    let result = interp::run(workflow, &handlers, input.clone(), RunOptions::real().with_journal(journal)).await;
+    assert_eq!(result.status, Status::Succeeded, "{:?}", result.error);
+    let record = s.describe_execution("one-end").await.unwrap().unwrap();
+    assert_eq!(record.status, ExecutionStatus::Succeeded);
+    assert_eq!(record.checkpoint_seq, 3, "commits: STARTED, outcome + STARTED, outcome + end");
+    let ops = s.load_journal("one-end").await.unwrap();
+    assert!(ops.iter().all(|o| o.status == OpStatus::Succeeded && o.starts == 1), "{ops:?}");
+    let stored: Vec<u64> = s.read_history("one-end").await.unwrap().iter().map(|e| e.id).collect();
+    assert_eq!(stored, result.history.iter().map(|e| e.id).collect::<Vec<_>>());
+}
+
 // ---------------------------------------------------------------- redrive
 
 /// `Second` fails until `fixed` is set; each call is counted.

@@ -292,6 +292,36 @@ fn sqlite_history_rows_read_and_replace_event_by_event() {
     });
 }
 
+/// An execution's operations load in the order they were first recorded (PostgreSQL numbers
+/// them from a sequence since schema 11), whatever other executions write between its
+/// checkpoints and however their updates interleave with new ones, also across a reopen.
+async fn operations_load_in_the_order_they_were_recorded(s: Arc<dyn Store>) {
+    let a = s.open_execution(new_execution("order-a", json!({}))).await.unwrap();
+    let b = s.open_execution(new_execution("order-b", json!({}))).await.unwrap();
+    let ta = s.checkpoint("order-a", a.token, vec![step("z", OpStatus::Started), step("m", OpStatus::Started)]).await;
+    let tb = s.checkpoint("order-b", b.token, vec![step("y", OpStatus::Started)]).await.unwrap();
+    let ta = s
+        .checkpoint("order-a", ta.unwrap(), vec![step("z", OpStatus::Succeeded), step("a", OpStatus::Started)])
+        .await
+        .unwrap();
+    s.checkpoint("order-b", tb, vec![step("x", OpStatus::Started)]).await.unwrap();
+    s.checkpoint("order-a", ta, vec![step("m", OpStatus::Succeeded), step("b", OpStatus::Started)]).await.unwrap();
+    let again = s.open_execution(new_execution("order-a", json!({}))).await.unwrap();
+    s.checkpoint("order-a", again.token, vec![step("c", OpStatus::Started)]).await.unwrap();
+    let ids = |ops: Vec<wfc_runtime::durable::Operation>| ops.into_iter().map(|o| o.id).collect::<Vec<_>>();
+    assert_eq!(ids(s.load_journal("order-a").await.unwrap()), ["z", "m", "a", "b", "c"]);
+    assert_eq!(ids(s.load_journal("order-b").await.unwrap()), ["y", "x"]);
+}
+
+#[test]
+fn sqlite_operations_load_in_the_order_they_were_recorded() {
+    let dir = scratch("order-sqlite");
+    let url = format!("sqlite:{}", dir.join("store.db").display());
+    rt().block_on(async {
+        operations_load_in_the_order_they_were_recorded(wfc_stores::connect(&url).await.unwrap()).await
+    });
+}
+
 /// The key/value table (schema 8): rows by key and by prefix in key order, replaced in place,
 /// and deleted by exactly one of two claimants.
 async fn kv_rows(store: Arc<dyn Store>) {
@@ -362,6 +392,7 @@ fn postgres_many_workers_run_each_execution_exactly_once() {
         kv_rows(Arc::clone(&store)).await;
         a_group_commit_answers_each_write_alone(Arc::clone(&store)).await;
         history_rows_of_many_events_read_and_replace_event_by_event(Arc::clone(&store)).await;
+        operations_load_in_the_order_they_were_recorded(Arc::clone(&store)).await;
         for i in 0..total {
             store.create_execution(new_execution(&format!("e{i:04}"), json!({"i": i}))).await.expect("create");
         }

@@ -181,6 +181,10 @@ CREATE TABLE kv (
         description: "history in one row per commit (a JSON array of consecutive events) instead of one per event",
         sql: HISTORY_BATCHES,
     },
+    Migration {
+        description: "operation ordinals from a sequence; a checkpoint's operations in one upsert",
+        sql: OPERATION_ORDINALS,
+    },
 ];
 
 /// `wfc_commit`: one checkpoint, or an execution's finish, as **one statement** (a call of this
@@ -608,6 +612,136 @@ BEGIN
                AS u(cp, id, type, subtype, name, status, starts, result, error, cause, due, token, k)
          WHERE ok[u.cp]
            AND NOT EXISTS (SELECT 1 FROM operations x WHERE x.execution = c_names[u.cp] AND x.op_id = u.id);
+    END IF;
+    IF coalesce(array_length(e_seqs, 1), 0) > 0 THEN
+        DELETE FROM events v USING unnest(e_cp, e_seqs) AS x(cp, seq)
+         WHERE ok[x.cp] AND v.execution = c_names[x.cp] AND v.seq = x.seq;
+    END IF;
+    IF c_truncate IS NOT NULL THEN
+        FOR r IN SELECT t.name, t.after FROM unnest(c_names, c_truncate, ok) AS t(name, after, ok)
+                  WHERE t.ok AND t.after IS NOT NULL
+        LOOP
+            PERFORM wfc_history_remove(r.name, r.after + 1, NULL);
+        END LOOP;
+    END IF;
+    IF coalesce(array_length(h_first, 1), 0) > 0 THEN
+        -- A batch that writes ids already stored (not an append) first removes them. Ranges
+        -- are disjoint, so only the stored batch starting last at or before its end can overlap
+        -- it when that one does not: an append costs this one index probe.
+        FOR r IN
+            SELECT c_names[x.cp] AS name, x.lo, x.hi FROM unnest(h_cp, h_first, h_last) AS x(cp, lo, hi)
+             WHERE ok[x.cp]
+               AND (SELECT b.last_event_id FROM history_batches b
+                     WHERE b.execution = c_names[x.cp] AND b.first_event_id <= x.hi
+                     ORDER BY b.first_event_id DESC LIMIT 1) >= x.lo
+        LOOP
+            PERFORM wfc_history_remove(r.name, r.lo, r.hi);
+        END LOOP;
+        INSERT INTO history_batches (execution, first_event_id, last_event_id, events)
+        SELECT c_names[x.cp], x.lo, x.hi, x.body
+          FROM unnest(h_cp, h_first, h_last, h_events) AS x(cp, lo, hi, body)
+         WHERE ok[x.cp];
+    END IF;
+    IF coalesce(array_length(r_names, 1), 0) > 0 THEN
+        WITH done AS (
+            UPDATE executions e
+               SET lease_until = CASE WHEN e.status = 'RUNNING' AND e.lease_until IS NOT NULL THEN w.until END,
+                   owner = CASE WHEN e.status = 'RUNNING' AND e.lease_until IS NOT NULL THEN w.owner END
+              FROM unnest(r_names, r_epochs, r_owners, r_until) AS w(name, epoch, owner, until)
+             WHERE e.name = w.name AND e.epoch = w.epoch
+            RETURNING e.name)
+        SELECT array_agg(done.name) INTO renewed FROM done;
+    END IF;
+END
+$fn$;
+"#;
+
+/// Schema version 11: an operation's `ordinal` (the order of an execution's operations) from a
+/// sequence instead of counting the execution's operations for each one inserted, and a
+/// checkpoint's operations written by one `INSERT ... ON CONFLICT DO UPDATE` instead of an
+/// `UPDATE` of the existing ones and an `INSERT` of the others that first checked each did not
+/// exist: together about 30% of `wfc_commit_group`'s time. The sequence starts above every
+/// ordinal stored, and takes no cache, so values increase in the order they are drawn; an
+/// execution's writes are ordered by the lock on its row (held to the commit), so its later
+/// operations get greater ordinals whichever process writes them.
+const OPERATION_ORDINALS: &str = r#"
+CREATE SEQUENCE wfc_operation_ordinal;
+SELECT setval('wfc_operation_ordinal', (SELECT COALESCE(MAX(ordinal), 0) + 1 FROM operations));
+CREATE OR REPLACE FUNCTION wfc_commit_group(
+    c_names TEXT[], c_epochs BIGINT[], c_seqs BIGINT[], c_now BIGINT[], c_invalid TEXT[], c_truncate BIGINT[],
+    c_finish TEXT[], c_output TEXT[], c_error TEXT[], c_cause TEXT[],
+    o_cp INT[], o_ids TEXT[], o_types TEXT[], o_subtypes TEXT[], o_names TEXT[], o_statuses TEXT[],
+    o_starts BIGINT[], o_results TEXT[], o_errors TEXT[], o_causes TEXT[], o_due BIGINT[], o_tokens TEXT[],
+    e_cp INT[], e_seqs BIGINT[],
+    h_cp INT[], h_first BIGINT[], h_last BIGINT[], h_events TEXT[],
+    r_names TEXT[], r_epochs BIGINT[], r_owners TEXT[], r_until BIGINT[],
+    OUT answers TEXT[], OUT renewed TEXT[]
+) LANGUAGE plpgsql
+  SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off
+  SET plan_cache_mode = force_generic_plan
+AS $fn$
+DECLARE
+    n INTEGER := coalesce(array_length(c_names, 1), 0);
+    ok BOOLEAN[] := array_fill(false, ARRAY[n]);
+    r RECORD;
+    i INTEGER;
+    refusal TEXT;
+BEGIN
+    answers := array_fill(NULL::TEXT, ARRAY[n]);
+    IF coalesce(array_length(o_ids, 1), 0) > 0 THEN
+        FOR r IN
+            SELECT u.cp, o.op_id, o.status
+              FROM unnest(o_cp, o_ids) AS u(cp, id)
+              JOIN operations o ON o.execution = c_names[u.cp] AND o.op_id = u.id
+             ORDER BY o.execution, o.op_id
+               FOR UPDATE OF o
+        LOOP
+            IF answers[r.cp] IS NULL AND r.status IN ('SUCCEEDED', 'FAILED', 'TIMED_OUT', 'CANCELLED') THEN
+                answers[r.cp] := format('finished operation ''%s'' already finished (%s)', r.op_id, r.status);
+            END IF;
+        END LOOP;
+    END IF;
+    FOR r IN
+        UPDATE executions e
+           SET checkpoint_seq = e.checkpoint_seq + 1, updated_at = c.now,
+               status = coalesce(c.finish, e.status),
+               output = CASE WHEN c.finish IS NULL THEN e.output ELSE c.output END,
+               error = CASE WHEN c.finish IS NULL THEN e.error ELSE c.error END,
+               cause = CASE WHEN c.finish IS NULL THEN e.cause ELSE c.cause END,
+               owner = CASE WHEN c.finish IS NULL THEN e.owner END,
+               lease_until = CASE WHEN c.finish IS NULL THEN e.lease_until END,
+               wake_at = CASE WHEN c.finish IS NULL THEN e.wake_at END
+          FROM unnest(c_names, c_epochs, c_seqs, c_now, c_finish, c_output, c_error, c_cause, answers, c_invalid)
+               WITH ORDINALITY AS c(name, epoch, seq, now, finish, output, error, cause, refused, invalid, i)
+         WHERE c.refused IS NULL AND c.invalid IS NULL
+           AND e.name = c.name AND e.epoch = c.epoch AND e.checkpoint_seq = c.seq
+        RETURNING c.i
+    LOOP
+        ok[r.i] := true;
+        answers[r.i] := 'ok';
+    END LOOP;
+    FOR i IN 1 .. n LOOP
+        IF answers[i] IS NULL THEN
+            SELECT CASE WHEN c_invalid[i] IS NOT NULL AND epoch = c_epochs[i] AND checkpoint_seq = c_seqs[i]
+                        THEN c_invalid[i] ELSE 'stale' END
+              INTO refusal FROM executions WHERE name = c_names[i];
+            answers[i] := CASE WHEN FOUND THEN refusal ELSE 'not found' END;
+        END IF;
+    END LOOP;
+    IF coalesce(array_length(o_ids, 1), 0) > 0 THEN
+        INSERT INTO operations AS o (execution, op_id, ordinal, type, subtype, name, status, starts, result, error,
+                                     cause, due_at, start_ts, end_ts, callback_token)
+        SELECT c_names[u.cp], u.id, nextval('wfc_operation_ordinal'), u.type, u.subtype, u.name, u.status, u.starts,
+               u.result, u.error, u.cause, u.due, c_now[u.cp],
+               CASE WHEN u.status = 'STARTED' THEN NULL ELSE c_now[u.cp] END, u.token
+          FROM (SELECT * FROM unnest(o_cp, o_ids, o_types, o_subtypes, o_names, o_statuses, o_starts, o_results,
+                                     o_errors, o_causes, o_due, o_tokens) WITH ORDINALITY
+                     AS x(cp, id, type, subtype, name, status, starts, result, error, cause, due, token, k)
+                 WHERE ok[x.cp] ORDER BY x.k) u
+        ON CONFLICT (execution, op_id) DO UPDATE
+           SET status = EXCLUDED.status, starts = o.starts + EXCLUDED.starts, result = EXCLUDED.result,
+               error = EXCLUDED.error, cause = EXCLUDED.cause, due_at = coalesce(EXCLUDED.due_at, o.due_at),
+               end_ts = EXCLUDED.end_ts;
     END IF;
     IF coalesce(array_length(e_seqs, 1), 0) > 0 THEN
         DELETE FROM events v USING unnest(e_cp, e_seqs) AS x(cp, seq)
@@ -1664,6 +1798,17 @@ impl Store for PgStore {
         completion: Completion,
         history: HistoryWrite,
     ) -> BoxFuture<'a, Result<CheckpointToken, StoreError>> {
+        self.finish_with_updates(name, token, Vec::new(), completion, history)
+    }
+
+    fn finish_with_updates<'a>(
+        &'a self,
+        name: &'a str,
+        token: CheckpointToken,
+        updates: Vec<OperationUpdate>,
+        completion: Completion,
+        history: HistoryWrite,
+    ) -> BoxFuture<'a, Result<CheckpointToken, StoreError>> {
         if completion.status == ExecutionStatus::Running {
             let refused = StoreError::InvalidUpdate {
                 execution: name.to_owned(),
@@ -1671,8 +1816,9 @@ impl Store for PgStore {
             };
             return Box::pin(async move { Err(refused) });
         }
-        // Its history and its end in one statement, grouped with the process's checkpoints.
-        let args = CommitArgs::new(name, token, &[], &history, Some(&completion));
+        // Its last updates, its history and its end in one statement, grouped with the process's
+        // checkpoints.
+        let args = CommitArgs::new(name, token, &updates, &history, Some(&completion));
         self.group_commit(args)
     }
 

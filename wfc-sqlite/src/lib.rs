@@ -1486,17 +1486,27 @@ impl Store for SqliteStore {
         completion: Completion,
         history: HistoryWrite,
     ) -> BoxFuture<'a, Result<CheckpointToken, StoreError>> {
+        self.finish_with_updates(name, token, Vec::new(), completion, history)
+    }
+
+    fn finish_with_updates<'a>(
+        &'a self,
+        name: &'a str,
+        token: CheckpointToken,
+        updates: Vec<OperationUpdate>,
+        completion: Completion,
+        history: HistoryWrite,
+    ) -> BoxFuture<'a, Result<CheckpointToken, StoreError>> {
         let name = name.to_owned();
         if completion.status == ExecutionStatus::Running {
             let refused =
                 StoreError::InvalidUpdate { execution: name, message: "an execution cannot finish as RUNNING".into() };
             return Box::pin(async move { Err(refused) });
         }
-        // Its history and its end in one grouped write: the finish of many executions shares
-        // their checkpoints' commit.
+        // Its last updates, its history and its end in one grouped write: the finish of many
+        // executions shares their checkpoints' commit.
         self.grouped(move |tx| {
-            let next = advance_token(tx, &name, token, now_ms())?;
-            write_history(tx, &name, &history)?;
+            let next = checkpoint_in(tx, &name, token, &updates, &history)?;
             cached(
                 tx,
                 "UPDATE executions SET status = ?2, output = ?3, error = ?4, cause = ?5, owner = NULL,

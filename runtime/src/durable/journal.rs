@@ -764,11 +764,10 @@ impl Journal {
     /// Records how the execution ended and its history. A failure here (a stale token) means
     /// another process owns the execution now; the caller reports it.
     pub async fn complete(&self, result: &ExecutionResult) -> Result<(), StoreError> {
-        // Deferred outcomes first, also when the run suspended: the worker releases the
-        // execution next, and a resumed run must find them.
-        self.flush().await?;
         if self.suspended().is_some() {
-            // Not the end: the worker releases the execution until it is due.
+            // Not the end: the worker releases the execution until it is due. Deferred outcomes
+            // first: a resumed run must find them.
+            self.flush().await?;
             return Err(StoreError::InvalidUpdate {
                 execution: self.record.name.clone(),
                 message: "the run suspended; the execution is not finished".into(),
@@ -796,7 +795,19 @@ impl Journal {
             }
             None => (super::HistoryWrite { events: result.history.clone(), truncate_after: None }, None),
         };
-        *token = self.store.finish_with_history(&self.record.name, *token, completion, write).await?;
+        // The deferred outcomes (the last step's at least) go in the same commit as the end: one
+        // commit, not a flush and then the finish.
+        let deferred = std::mem::take(&mut *self.deferred.lock().unwrap_or_else(|p| p.into_inner()));
+        match self.store.finish_with_updates(&self.record.name, *token, deferred.clone(), completion, write).await {
+            Ok(next) => {
+                *token = next;
+                self.committed(&deferred);
+            }
+            Err(e) => {
+                self.requeue(deferred);
+                return Err(e);
+            }
+        }
         if let (Some(live), Some(pending)) = (self.live.get(), pending) {
             live.committed(&pending);
         }

@@ -679,6 +679,24 @@ pub trait Store: Send + Sync + fmt::Debug {
         })
     }
 
+    /// [`Store::finish_with_history`] that first applies `updates` (the run's outcomes deferred to
+    /// its next checkpoint, see `Journal::complete`), guarded by `token`. The stores write it all
+    /// in one transaction, so an execution's end is one commit instead of a checkpoint and then
+    /// its finish; the default does those two.
+    fn finish_with_updates<'a>(
+        &'a self,
+        name: &'a str,
+        token: CheckpointToken,
+        updates: Vec<OperationUpdate>,
+        completion: Completion,
+        history: HistoryWrite,
+    ) -> BoxFuture<'a, Result<CheckpointToken, StoreError>> {
+        Box::pin(async move {
+            let token = if updates.is_empty() { token } else { self.checkpoint(name, token, updates).await? };
+            self.finish_with_history(name, token, completion, history).await
+        })
+    }
+
     /// The stored events with ids greater than `after`, in event-id order, at most `limit`
     /// (`reverse`: the events with ids less than `after`, `0` meaning from the last, newest
     /// first): a page of a long history, or what a viewer has not seen yet, read by the index
