@@ -159,6 +159,7 @@ trait ErasedTask {
 /// The table-free part of [`TaskCode`], as a trait object.
 pub(super) trait TaskCodeView {
     fn resource(&self) -> &str;
+    fn static_names(&self) -> Option<(&'static str, &'static str)>;
     fn is_lambda_function(&self) -> bool;
     fn needs_context(&self) -> bool;
     fn shape(&self) -> TaskShape;
@@ -182,6 +183,9 @@ pub(super) trait TaskCodeView {
 impl<C: TaskCode + ?Sized> TaskCodeView for C {
     fn resource(&self) -> &str {
         TaskCode::resource(self)
+    }
+    fn static_names(&self) -> Option<(&'static str, &'static str)> {
+        TaskCode::static_names(self)
     }
     fn is_lambda_function(&self) -> bool {
         TaskCode::is_lambda_function(self)
@@ -294,6 +298,12 @@ pub trait TaskCode {
     type Catcher: retry::CatchRule;
     /// `Resource`.
     fn resource(&self) -> &str;
+    /// The state's name and `Resource` as `'static` text, when they are (generated code's
+    /// literals): each attempt's [`TaskContext`] then borrows them instead of copying them. The
+    /// name must be the one the visit runs under. By default `None`: they are copied.
+    fn static_names(&self) -> Option<(&'static str, &'static str)> {
+        None
+    }
     /// Whether `Resource` is a bare Lambda function ARN, whose attempts AWS records as
     /// `LambdaFunction*` events ([`crate::lambda::is_function_arn`]). Generated code answers
     /// with a constant, decided when the definition is compiled.
@@ -519,7 +529,12 @@ async fn task_inner(
             }
             details
         });
-        let task_ctx = TaskContext::new(name, resource, visit.retry_count, exec.task_execution_name());
+        let task_ctx = match code.static_names() {
+            Some((state, resource)) if state == name => {
+                TaskContext::with_static_names(state, resource, visit.retry_count, exec.task_execution_name_shared())
+            }
+            _ => TaskContext::new(name, resource, visit.retry_count, exec.task_execution_name()),
+        };
         let task_ctx = match role_arn {
             Some(arn) => task_ctx.with_role_arn(arn),
             None => task_ctx,
