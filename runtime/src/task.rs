@@ -22,14 +22,7 @@ pub struct TaskContext {
 
 #[derive(Debug)]
 struct ContextInner {
-    /// The state's name, its resource and the execution's name, one after the other: a context
-    /// is made per attempt, and one allocation for the three is a tenth of a trivial Task's
-    /// cost less than three.
-    names: Box<str>,
-    /// Where the resource starts in `names`.
-    resource_at: usize,
-    /// Where the execution's name starts in `names`.
-    execution_at: usize,
+    names: Names,
     retry_count: u32,
     /// The task token of a `.waitForTaskToken` attempt.
     task_token: Option<String>,
@@ -47,6 +40,23 @@ struct ContextInner {
     last_beat: Mutex<Option<Instant>>,
 }
 
+/// The state's name, its resource and the execution's name. A context is made per attempt, so
+/// they are not copied one by one: a generated Task's names are `'static` literals, borrowed
+/// with the execution's shared name; other callers' are copied into one allocation.
+#[derive(Debug, Clone)]
+enum Names {
+    /// A generated Task's literals, and the execution's name.
+    Static { state: &'static str, resource: &'static str, execution: Arc<str> },
+    /// The state's name, its resource and the execution's name, one after the other.
+    Joined {
+        names: Box<str>,
+        /// Where the resource starts in `names`.
+        resource_at: usize,
+        /// Where the execution's name starts in `names`.
+        execution_at: usize,
+    },
+}
+
 impl TaskContext {
     /// A context for one attempt of state `state_name` calling `resource`.
     pub fn new(
@@ -60,11 +70,31 @@ impl TaskContext {
         names.push_str(state_name);
         names.push_str(resource);
         names.push_str(execution_name);
-        TaskContext {
-            inner: Arc::new(ContextInner {
+        TaskContext::of(
+            Names::Joined {
                 names: names.into_boxed_str(),
                 resource_at: state_name.len(),
                 execution_at: state_name.len() + resource.len(),
+            },
+            retry_count,
+        )
+    }
+
+    /// [`TaskContext::new`] for a state whose name and resource are `'static` (a generated
+    /// Task's), in an execution whose name is shared: one allocation, nothing copied.
+    pub(crate) fn with_static_names(
+        state_name: &'static str,
+        resource: &'static str,
+        retry_count: u32,
+        execution_name: Arc<str>,
+    ) -> TaskContext {
+        TaskContext::of(Names::Static { state: state_name, resource, execution: execution_name }, retry_count)
+    }
+
+    fn of(names: Names, retry_count: u32) -> TaskContext {
+        TaskContext {
+            inner: Arc::new(ContextInner {
+                names,
                 retry_count,
                 task_token: None,
                 role_arn: None,
@@ -77,12 +107,18 @@ impl TaskContext {
 
     /// The Task state's name.
     pub fn state_name(&self) -> &str {
-        &self.inner.names[..self.inner.resource_at]
+        match &self.inner.names {
+            Names::Static { state, .. } => state,
+            Names::Joined { names, resource_at, .. } => &names[..*resource_at],
+        }
     }
 
     /// The state's `Resource`.
     pub fn resource(&self) -> &str {
-        &self.inner.names[self.inner.resource_at..self.inner.execution_at]
+        match &self.inner.names {
+            Names::Static { resource, .. } => resource,
+            Names::Joined { names, resource_at, execution_at } => &names[*resource_at..*execution_at],
+        }
     }
 
     /// How many retries preceded this attempt in the current visit (`$$.State.RetryCount`).
@@ -92,7 +128,10 @@ impl TaskContext {
 
     /// The execution's name (`$$.Execution.Name`).
     pub fn execution_name(&self) -> &str {
-        &self.inner.names[self.inner.execution_at..]
+        match &self.inner.names {
+            Names::Static { execution, .. } => execution,
+            Names::Joined { names, execution_at, .. } => &names[*execution_at..],
+        }
     }
 
     /// The task token of a `.waitForTaskToken` Task (`$$.Task.Token`): pass it to whoever will
@@ -138,8 +177,6 @@ impl TaskContext {
     fn with(self, change: impl FnOnce(&mut ContextInner)) -> TaskContext {
         let mut inner = ContextInner {
             names: self.inner.names.clone(),
-            resource_at: self.inner.resource_at,
-            execution_at: self.inner.execution_at,
             retry_count: self.inner.retry_count,
             task_token: self.inner.task_token.clone(),
             role_arn: self.inner.role_arn.clone(),
@@ -299,4 +336,31 @@ pub fn panic_failure(panic: &(dyn Any + Send)) -> Failure {
         "(a non-string panic payload)".to_owned()
     };
     Failure::new(wfc_ir::errors::TASK_FAILED, format!("handler panicked: {message}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::TaskContext;
+
+    #[test]
+    fn static_and_copied_names_read_the_same_and_survive_a_changed_context() {
+        let copied = TaskContext::new("Charge", "arn:aws:lambda:us-east-1:1:function:Charge", 2, "run-1");
+        let borrowed = TaskContext::with_static_names(
+            "Charge",
+            "arn:aws:lambda:us-east-1:1:function:Charge",
+            2,
+            Arc::from("run-1"),
+        );
+        for ctx in [copied, borrowed] {
+            let ctx = ctx.with_task_token("tok").with_role_arn("arn:aws:iam::1:role/r");
+            assert_eq!(ctx.state_name(), "Charge");
+            assert_eq!(ctx.resource(), "arn:aws:lambda:us-east-1:1:function:Charge");
+            assert_eq!(ctx.execution_name(), "run-1");
+            assert_eq!(ctx.retry_count(), 2);
+            assert_eq!(ctx.task_token(), Some("tok"));
+            assert_eq!(ctx.role_arn(), Some("arn:aws:iam::1:role/r"));
+        }
+    }
 }

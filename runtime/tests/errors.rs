@@ -253,6 +253,43 @@ fn task_timeout_on_virtual_time() {
     assert_eq!(ok(&ok_run), json!({"slept": 4}));
 }
 
+/// A timed-out attempt's handler future is dropped as the attempt ends (what it holds goes with
+/// it, as with any cancelled future), before a retry calls the handler again: the visit keeps
+/// each attempt's future in a slot of its own rather than a box per attempt, and empties it.
+#[test]
+fn a_timed_out_attempt_is_dropped_before_its_retry_calls_the_handler() {
+    struct DropFlag(Arc<AtomicBool>);
+    impl Drop for DropFlag {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+    let dropped = Arc::new(AtomicBool::new(false));
+    let seen_at_call: Arc<Mutex<Vec<bool>>> = Arc::default();
+    let handlers = {
+        let (dropped, seen_at_call) = (dropped.clone(), seen_at_call.clone());
+        Handlers::new().on("hang", move |_input: Value, _ctx: TaskContext| {
+            // Whether the previous attempt's future was dropped, read when the handler is called.
+            seen_at_call.lock().unwrap_or_else(|p| p.into_inner()).push(dropped.swap(false, Ordering::SeqCst));
+            let flag = DropFlag(dropped.clone());
+            async move {
+                let _held = flag;
+                std::future::pending::<Result<Value, Failure>>().await
+            }
+        })
+    };
+    let task = TaskState {
+        timeout: Some(Seconds::Fixed(5)),
+        retry: vec![Retrier { max_attempts: 2, ..retrier(&["States.Timeout"]) }],
+        ..task_state("hang")
+    };
+    let wf = workflow(vec![("T", StateKind::Task(task))]);
+    let r = run(&wf, &handlers, json!({}));
+    assert_eq!(err(&r).error, "States.Timeout");
+    assert_eq!(*seen_at_call.lock().unwrap_or_else(|p| p.into_inner()), [false, true, true]);
+    assert!(dropped.load(Ordering::SeqCst), "the last attempt's future outlived the execution");
+}
+
 #[test]
 fn timeout_seconds_path_reads_the_input() {
     let task = TaskState { timeout: Some(Seconds::Path(path("$.limit"))), ..task_state("sleep") };
@@ -329,9 +366,7 @@ fn parallel_failure_keeps_the_branch_error_and_cancels_siblings() {
     assert_eq!(r.elapsed, Duration::from_secs(1));
     assert!(!finished.load(Ordering::SeqCst), "the sibling branch was cancelled");
     assert!(!r.history.iter().any(|e| e.event_type == EventType::TaskSucceeded));
-    assert!(
-        r.history.iter().any(|e| e.event_type == EventType::ParallelStateFailed && e.details["name"] == "P")
-    );
+    assert!(r.history.iter().any(|e| e.event_type == EventType::ParallelStateFailed && e.details["name"] == "P"));
     let aborted: Vec<_> =
         r.history.iter().filter(|e| e.event_type == EventType::TaskStateAborted).map(|e| e.details.clone()).collect();
     assert_eq!(aborted, vec![json!({"name": "Slow"})]);

@@ -440,6 +440,9 @@ pub mod assign_states {
                     fn resource(&self) -> &str {
                         "arn:aws:states:::wfc:echo"
                     }
+                    fn static_names(&self) -> Option<(&'static str, &'static str)> {
+                        Some(("Call {\"x\"} ✓", "arn:aws:states:::wfc:echo"))
+                    }
                     fn is_lambda_function(&self) -> bool {
                         const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
                             "arn:aws:states:::wfc:echo",
@@ -962,6 +965,9 @@ pub mod assign_states {
                         fn resource(&self) -> &str {
                             "arn:aws:states:::wfc:echo"
                         }
+                        fn static_names(&self) -> Option<(&'static str, &'static str)> {
+                            Some(("Echo {b} ✓", "arn:aws:states:::wfc:echo"))
+                        }
                         fn is_lambda_function(&self) -> bool {
                             const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
                                 "arn:aws:states:::wfc:echo",
@@ -1180,6 +1186,9 @@ pub mod assign_states {
                         type Catcher = __wfc::abi::Catcher;
                         fn resource(&self) -> &str {
                             "arn:aws:states:::wfc:echo"
+                        }
+                        fn static_names(&self) -> Option<(&'static str, &'static str)> {
+                            Some(("Item \"i\" ✓", "arn:aws:states:::wfc:echo"))
                         }
                         fn is_lambda_function(&self) -> bool {
                             const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(

@@ -1498,6 +1498,9 @@ pub mod distributed_map {
                         fn resource(&self) -> &str {
                             "arn:aws:states:::wfc:echo"
                         }
+                        fn static_names(&self) -> Option<(&'static str, &'static str)> {
+                            Some(("Echo \"e\"", "arn:aws:states:::wfc:echo"))
+                        }
                         fn is_lambda_function(&self) -> bool {
                             const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
                                 "arn:aws:states:::wfc:echo",
@@ -1670,6 +1673,9 @@ pub mod distributed_map {
                         type Catcher = __wfc::abi::Catcher;
                         fn resource(&self) -> &str {
                             "arn:aws:states:::wfc:echo"
+                        }
+                        fn static_names(&self) -> Option<(&'static str, &'static str)> {
+                            Some(("Work", "arn:aws:states:::wfc:echo"))
                         }
                         fn is_lambda_function(&self) -> bool {
                             const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(

@@ -1075,6 +1075,9 @@ pub mod jsonata_nested {
                     fn resource(&self) -> &str {
                         "arn:aws:states:::wfc:echo"
                     }
+                    fn static_names(&self) -> Option<(&'static str, &'static str)> {
+                        Some(("Call path role ✓", "arn:aws:states:::wfc:echo"))
+                    }
                     fn is_lambda_function(&self) -> bool {
                         const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
                             "arn:aws:states:::wfc:echo",
@@ -1222,6 +1225,9 @@ pub mod jsonata_nested {
                     type Catcher = __wfc::abi::Catcher;
                     fn resource(&self) -> &str {
                         "arn:aws:states:::wfc:echo"
+                    }
+                    fn static_names(&self) -> Option<(&'static str, &'static str)> {
+                        Some(("Call jsonata role {#}", "arn:aws:states:::wfc:echo"))
                     }
                     fn is_lambda_function(&self) -> bool {
                         const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
@@ -1593,6 +1599,9 @@ pub mod jsonata_nested {
                         fn resource(&self) -> &str {
                             "arn:aws:states:::wfc:echo"
                         }
+                        fn static_names(&self) -> Option<(&'static str, &'static str)> {
+                            Some(("Right {#}", "arn:aws:states:::wfc:echo"))
+                        }
                         fn is_lambda_function(&self) -> bool {
                             const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
                                 "arn:aws:states:::wfc:echo",
@@ -1771,6 +1780,9 @@ pub mod jsonata_nested {
                         type Catcher = __wfc::abi::Catcher;
                         fn resource(&self) -> &str {
                             "arn:aws:states:::wfc:echo"
+                        }
+                        fn static_names(&self) -> Option<(&'static str, &'static str)> {
+                            Some(("Work {#} ✓", "arn:aws:states:::wfc:echo"))
                         }
                         fn is_lambda_function(&self) -> bool {
                             const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(

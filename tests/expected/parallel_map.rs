@@ -1010,6 +1010,9 @@ pub mod parallel_map {
                         fn resource(&self) -> &str {
                             "arn:aws:states:::wfc:echo"
                         }
+                        fn static_names(&self) -> Option<(&'static str, &'static str)> {
+                            Some(("Call \"right\" }{", "arn:aws:states:::wfc:echo"))
+                        }
                         fn is_lambda_function(&self) -> bool {
                             const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
                                 "arn:aws:states:::wfc:echo",
@@ -1175,6 +1178,9 @@ pub mod parallel_map {
                         type Catcher = __wfc::abi::Catcher;
                         fn resource(&self) -> &str {
                             "arn:aws:states:::wfc:echo"
+                        }
+                        fn static_names(&self) -> Option<(&'static str, &'static str)> {
+                            Some(("Item \"work\" ✓", "arn:aws:states:::wfc:echo"))
                         }
                         fn is_lambda_function(&self) -> bool {
                             const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(

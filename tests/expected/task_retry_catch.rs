@@ -309,6 +309,12 @@ pub mod task_retry_catch {
                     fn resource(&self) -> &str {
                         "arn:aws:lambda:us-east-1:123456789012:function:Flaky"
                     }
+                    fn static_names(&self) -> Option<(&'static str, &'static str)> {
+                        Some((
+                            "Call \"quoted\" {#1} ✓",
+                            "arn:aws:lambda:us-east-1:123456789012:function:Flaky",
+                        ))
+                    }
                     fn is_lambda_function(&self) -> bool {
                         const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
                             "arn:aws:lambda:us-east-1:123456789012:function:Flaky",
@@ -515,6 +521,9 @@ pub mod task_retry_catch {
                     fn resource(&self) -> &str {
                         "arn:aws:states:::wfc:echo"
                     }
+                    fn static_names(&self) -> Option<(&'static str, &'static str)> {
+                        Some(("Echo", "arn:aws:states:::wfc:echo"))
+                    }
                     fn is_lambda_function(&self) -> bool {
                         const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
                             "arn:aws:states:::wfc:echo",
@@ -638,6 +647,12 @@ pub mod task_retry_catch {
                     type Catcher = __wfc::abi::Catcher;
                     fn resource(&self) -> &str {
                         "arn:aws:lambda:us-east-1:123456789012:function:Flaky"
+                    }
+                    fn static_names(&self) -> Option<(&'static str, &'static str)> {
+                        Some((
+                            "Plain",
+                            "arn:aws:lambda:us-east-1:123456789012:function:Flaky",
+                        ))
                     }
                     fn is_lambda_function(&self) -> bool {
                         const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(

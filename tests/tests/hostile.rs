@@ -85,7 +85,7 @@ struct Echo;
 
 impl strings::Handler for Echo {
     async fn task(&self, input: Value, ctx: TaskContext) -> Result<Value, TaskError> {
-        Ok(json!({ "method": "first", "state": ctx.state_name(), "input": input }))
+        Ok(json!({ "method": "first", "state": ctx.state_name(), "execution": ctx.execution_name(), "input": input }))
     }
     async fn panic_pwned(&self, input: Value, ctx: TaskContext) -> Result<Value, TaskError> {
         Ok(json!({ "method": "second", "state": ctx.state_name(), "resource": ctx.resource(), "input": input }))
@@ -105,6 +105,8 @@ fn hostile_strings_run_correctly_through_generated_code() {
     // Parameters keys and values, and the state names the handlers see.
     assert_eq!(out["task"]["input"], json!({ s[3]: s[4], "echo": s[0] }));
     assert_eq!(out["task"]["state"], json!(s[1]));
+    // Generated Tasks' contexts borrow their names; the execution's is the one it started with.
+    assert_eq!(out["task"]["execution"], result.history[0].details.get("name").cloned().unwrap_or_default());
     assert_eq!(out["task2"]["state"], json!(s[2]));
     assert_eq!(out["task2"]["resource"], json!(format!("urn:{}", s[8])));
     assert_eq!(out["branches"], json!([s[6], { s[7]: s[8] }]));

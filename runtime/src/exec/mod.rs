@@ -527,9 +527,10 @@ struct Shared {
     history: History,
     workflow_name: String,
     name: String,
-    /// The name command handlers and callback listings see when a service's [`Identity`]
-    /// renamed the execution: its store name. `None`: [`Shared::name`].
-    task_name: Option<String>,
+    /// The name Task handlers, command handlers and callback listings see: the store name
+    /// when a service's [`Identity`] renamed the execution, else [`Shared::name`]. Shared, so
+    /// an attempt's [`crate::TaskContext`] holds it without copying it.
+    task_name: Arc<str>,
     id: String,
     state_machine_id: String,
     /// `arn:aws:states:<region>:<account>`, the start of every ARN the execution mints.
@@ -625,8 +626,8 @@ impl Execution {
             role_arn: role_arn.unwrap_or_else(|| format!("arn:aws:iam::{account}:role/wfc-local")),
             workflow_name: machine,
             arn_prefix,
+            task_name: Arc::from(task_name.as_deref().unwrap_or(&name)),
             name,
-            task_name,
             input: Arc::new(input.clone()),
             start_time,
             started_at,
@@ -781,7 +782,12 @@ impl Execution {
     /// The name Task handlers see (`TaskContext::execution_name`): the store name of a
     /// journaled execution a service renamed with an [`Identity`], else [`Execution::name`].
     pub fn task_execution_name(&self) -> &str {
-        self.shared.task_name.as_deref().unwrap_or(&self.shared.name)
+        &self.shared.task_name
+    }
+
+    /// [`Execution::task_execution_name`], shared.
+    pub(crate) fn task_execution_name_shared(&self) -> Arc<str> {
+        Arc::clone(&self.shared.task_name)
     }
 
     /// The execution's id (`$$.Execution.Id`), an ARN-shaped identifier.
@@ -913,8 +919,8 @@ impl Execution {
             id: format!("{}:execution:{workflow_name}:{name}", self.shared.arn_prefix),
             arn_prefix: self.shared.arn_prefix.clone(),
             workflow_name,
+            task_name: Arc::from(name.as_str()),
             name,
-            task_name: None,
             state_machine_id,
             role_arn: self.shared.role_arn.clone(),
             // A Map Run child is a STANDARD or EXPRESS execution of its own; wfc runs both the

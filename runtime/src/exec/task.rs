@@ -1,9 +1,11 @@
 //! The Task state: the visit around a handler call (retries, timeouts, callbacks, Catch).
 
 use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
+use futures::FutureExt;
+use futures::future::{BoxFuture, Fuse};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use serde_json::{Value, json};
@@ -76,7 +78,7 @@ pub fn task_with<'v, 'a, C, F, Fut>(
     name: &'v str,
     code: &'v C,
     input: Value,
-    mut invoke: F,
+    invoke: F,
 ) -> impl Future<Output = Result<Step, Failure>> + 'v
 where
     C: TaskCode + Sync,
@@ -84,47 +86,75 @@ where
     Fut: Future<Output = Result<Value, Failure>> + Send + 'a,
     'a: 'v,
 {
-    // The types are erased here, so the visit's body ([`task_inner`]) is one function whatever
-    // the state: a machine of a hundred generated Tasks runs one copy of it, not a hundred.
-    let invoke =
-        move |input: Value, ctx: TaskContext| -> BoxFuture<'a, Result<Value, Failure>> { Box::pin(invoke(input, ctx)) };
+    // The types are erased in `task_visit`, so the visit's body ([`task_inner`]) is one function
+    // whatever the state: a machine of a hundred generated Tasks runs one copy of it, not a
+    // hundred.
     task_visit(exec, name, Erased(code), input, invoke)
 }
 
 /// [`task_with`] for a caller whose handler returns a boxed future already (the interpreter's
-/// `task`): it is used as it is, where [`task_with`] would box it again (an allocation per
-/// attempt). `code` is held by value (the interpreter's is itself a reference to the IR).
-pub async fn task_boxed_with<'a, C, F>(
-    exec: &Execution,
-    name: &str,
+/// `task`). `code` is held by value (the interpreter's is itself a reference to the IR).
+///
+/// Not an `async fn`, as [`task_with`] is not.
+pub fn task_boxed_with<'v, 'a, C, F>(
+    exec: &'v Execution,
+    name: &'v str,
     code: C,
     input: Value,
     invoke: F,
-) -> Result<Step, Failure>
+) -> impl Future<Output = Result<Step, Failure>> + 'v
 where
-    C: TaskCode + Sync,
-    F: FnMut(Value, TaskContext) -> BoxFuture<'a, Result<Value, Failure>> + Send,
+    C: TaskCode + Sync + 'v,
+    F: FnMut(Value, TaskContext) -> BoxFuture<'a, Result<Value, Failure>> + Send + 'v,
+    'a: 'v,
 {
-    task_visit(exec, name, Erased(Owned(code)), input, invoke).await
+    task_visit(exec, name, Erased(Owned(code)), input, invoke)
 }
 
-/// A handler call with its type erased (one boxed future per attempt, as the interpreter's
-/// handlers already are).
-type Invoke<'i, 'a> = dyn FnMut(Value, TaskContext) -> BoxFuture<'a, Result<Value, Failure>> + Send + 'i;
+/// A Task's handler calls, as [`task_inner`] makes them without knowing their future's type:
+/// each attempt's future is stored in a slot of the (typed) visit that owns this, and polled
+/// through a reference, so an attempt costs no allocation of its own.
+trait Call: Send {
+    /// Calls the handler (a panic here is the handler's) and gives its future, stored in the slot.
+    fn start(&mut self, input: Value, ctx: TaskContext) -> Pin<&mut (dyn Future<Output = HandlerResult> + Send + '_)>;
+    /// Drops the last attempt's future (finished, timed out or abandoned), as its owner would.
+    fn clear(&mut self);
+}
 
-/// [`task_with`] after type erasure: the span and the abort guard around [`task_inner`] (thin,
-/// so its copies per Task type cost little).
-async fn task_visit<'a, E, I>(
-    exec: &Execution,
-    name: &str,
-    code: E,
-    input: Value,
-    mut invoke: I,
-) -> Result<Step, Failure>
+type HandlerResult = Result<Value, Failure>;
+
+/// [`Call`] over a handler closure and the pinned slot its futures live in.
+struct Slot<'s, F, Fut> {
+    invoke: F,
+    /// Empty (terminated) between attempts.
+    future: Pin<&'s mut Fuse<Fut>>,
+}
+
+impl<F, Fut> Call for Slot<'_, F, Fut>
+where
+    F: FnMut(Value, TaskContext) -> Fut + Send,
+    Fut: Future<Output = HandlerResult> + Send,
+{
+    fn start(&mut self, input: Value, ctx: TaskContext) -> Pin<&mut (dyn Future<Output = HandlerResult> + Send + '_)> {
+        self.future.set((self.invoke)(input, ctx).fuse());
+        self.future.as_mut()
+    }
+
+    fn clear(&mut self) {
+        self.future.set(Fuse::terminated());
+    }
+}
+
+/// [`task_with`] after type erasure: the span, the abort guard and the handler's future slot
+/// around [`task_inner`] (thin, so its copies per Task type cost little).
+async fn task_visit<E, F, Fut>(exec: &Execution, name: &str, code: E, input: Value, invoke: F) -> Result<Step, Failure>
 where
     E: ErasedTask + Sync,
-    I: FnMut(Value, TaskContext) -> BoxFuture<'a, Result<Value, Failure>> + Send,
+    F: FnMut(Value, TaskContext) -> Fut + Send,
+    Fut: Future<Output = HandlerResult> + Send,
 {
+    let future = std::pin::pin!(Fuse::terminated());
+    let mut invoke = Slot { invoke, future };
     let mut guard = AbortGuard { exec, name, event: EventType::TaskStateAborted, armed: true };
     // Without a subscriber for the span, the visit's future is awaited where it is built:
     // wrapping it moves it (a memcpy of the whole future, ~1,200 instructions a visit).
@@ -159,6 +189,7 @@ trait ErasedTask {
 /// The table-free part of [`TaskCode`], as a trait object.
 pub(super) trait TaskCodeView {
     fn resource(&self) -> &str;
+    fn static_names(&self) -> Option<(&'static str, &'static str)>;
     fn is_lambda_function(&self) -> bool;
     fn needs_context(&self) -> bool;
     fn shape(&self) -> TaskShape;
@@ -182,6 +213,9 @@ pub(super) trait TaskCodeView {
 impl<C: TaskCode + ?Sized> TaskCodeView for C {
     fn resource(&self) -> &str {
         TaskCode::resource(self)
+    }
+    fn static_names(&self) -> Option<(&'static str, &'static str)> {
+        TaskCode::static_names(self)
     }
     fn is_lambda_function(&self) -> bool {
         TaskCode::is_lambda_function(self)
@@ -294,6 +328,12 @@ pub trait TaskCode {
     type Catcher: retry::CatchRule;
     /// `Resource`.
     fn resource(&self) -> &str;
+    /// The state's name and `Resource` as `'static` text, when they are (generated code's
+    /// literals): each attempt's [`TaskContext`] then borrows them instead of copying them. The
+    /// name must be the one the visit runs under. By default `None`: they are copied.
+    fn static_names(&self) -> Option<(&'static str, &'static str)> {
+        None
+    }
     /// Whether `Resource` is a bare Lambda function ARN, whose attempts AWS records as
     /// `LambdaFunction*` events ([`crate::lambda::is_function_arn`]). Generated code answers
     /// with a constant, decided when the definition is compiled.
@@ -396,7 +436,7 @@ async fn task_inner(
     name: &str,
     erased: &(dyn ErasedTask + Sync),
     input: Value,
-    invoke: &mut Invoke<'_, '_>,
+    invoke: &mut (dyn Call + '_),
 ) -> Result<Step, Failure> {
     let code = erased.code();
     let io_ctx = code.needs_context();
@@ -519,7 +559,12 @@ async fn task_inner(
             }
             details
         });
-        let task_ctx = TaskContext::new(name, resource, visit.retry_count, exec.task_execution_name());
+        let task_ctx = match code.static_names() {
+            Some((state, resource)) if state == name => {
+                TaskContext::with_static_names(state, resource, visit.retry_count, exec.task_execution_name_shared())
+            }
+            _ => TaskContext::new(name, resource, visit.retry_count, exec.task_execution_name()),
+        };
         let task_ctx = match role_arn {
             Some(arn) => task_ctx.with_role_arn(arn),
             None => task_ctx,
@@ -542,7 +587,7 @@ async fn task_inner(
                 let task_ctx = task_ctx.with_task_token(token.clone());
                 let call_ctx = task_ctx.clone();
                 let sent = lambda_payload.unwrap_or_else(|| params.clone());
-                let handler = crate::task::run_attempt(|| invoke(sent, call_ctx), &task_ctx, timeout, None);
+                let handler = crate::task::run_attempt(|| invoke.start(sent, call_ctx), &task_ctx, timeout, None);
                 let waited = Box::pin(exec.callback_attempt(
                     name,
                     visit_no,
@@ -574,7 +619,7 @@ async fn task_inner(
                     let attempt = match refused {
                         Some(f) => futures::future::Either::Left(std::future::ready(Attempt::Failed(f))),
                         None => futures::future::Either::Right(crate::task::run_attempt(
-                            || invoke(sent, call_ctx),
+                            || invoke.start(sent, call_ctx),
                             &task_ctx,
                             timeout,
                             heartbeat,
@@ -585,6 +630,8 @@ async fn task_inner(
                 journaled.await.map_err(|f| visit.runtime(f))?
             }
         };
+        // The attempt is over (or was never run): its future goes now, as a boxed one would.
+        invoke.clear();
         let failure = match outcome {
             Attempt::Succeeded(result) => {
                 let result = match &lambda_invoke {

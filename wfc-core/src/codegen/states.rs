@@ -1354,6 +1354,11 @@ pub(super) fn task(
                 #resource
             }
 
+            fn static_names(&self) -> Option<(&'static str, &'static str)> {
+                // Borrowed by each attempt's `TaskContext` instead of copied.
+                Some((#name, #resource))
+            }
+
             fn is_lambda_function(&self) -> bool {
                 // Decided by rustc, not on every visit.
                 const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(#resource);
