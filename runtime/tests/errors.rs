@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::*;
 use serde_json::{Value, json};
-use wfc_runtime::interp::Handlers;
+use wfc_interp::Handlers;
 use wfc_runtime::ir::*;
 use wfc_runtime::{EventType, Failure, Status, TaskContext};
 
@@ -329,9 +329,7 @@ fn parallel_failure_keeps_the_branch_error_and_cancels_siblings() {
     assert_eq!(r.elapsed, Duration::from_secs(1));
     assert!(!finished.load(Ordering::SeqCst), "the sibling branch was cancelled");
     assert!(!r.history.iter().any(|e| e.event_type == EventType::TaskSucceeded));
-    assert!(
-        r.history.iter().any(|e| e.event_type == EventType::ParallelStateFailed && e.details["name"] == "P")
-    );
+    assert!(r.history.iter().any(|e| e.event_type == EventType::ParallelStateFailed && e.details["name"] == "P"));
     let aborted: Vec<_> =
         r.history.iter().filter(|e| e.event_type == EventType::TaskStateAborted).map(|e| e.details.clone()).collect();
     assert_eq!(aborted, vec![json!({"name": "Slow"})]);
