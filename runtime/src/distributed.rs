@@ -1864,19 +1864,29 @@ fn find_distributed_map<'a>(machine: &'a wfc_ir::StateMachine, name: &str) -> Op
     })
 }
 
-/// Runs, on the interpreter, the Map Run child an envelope ([`chained_child`]) names: the Map
-/// state's ItemProcessor as an execution of the workflow `<workflow>/<label>` with the seed
-/// and input the parent drew, journaled through `options` (the child's own durable
-/// execution). Its output is what the Map Run keeps of the child, `{"succeeded", "output",
-/// "document"}`, also when the child failed (the parent counts the failure against its
-/// tolerance); an envelope that names no DISTRIBUTED Map of `workflow` fails with
-/// `States.Runtime`.
-pub async fn run_chained_child(
-    workflow: &wfc_ir::Workflow,
-    handler: &dyn crate::DynHandler,
+/// Runs the Map Run child an envelope ([`chained_child`]) names: the Map state's ItemProcessor
+/// as an execution of the workflow `<workflow>/<label>` with the seed and input the parent
+/// drew, journaled through `options` (the child's own durable execution). Its output is what
+/// the Map Run keeps of the child, `{"succeeded", "output", "document"}`, also when the child
+/// failed (the parent counts the failure against its tolerance); an envelope that names no
+/// DISTRIBUTED Map of `workflow` fails with `States.Runtime`.
+///
+/// `run_processor` runs the item processor (the `StateMachine` it is given) on the child's
+/// execution: the host's engine, e.g. `wfc_interp::run_machine` (`wfc-aws`'s interpreted Lambda
+/// function). A function rather than a call into the interpreter, so the runtime every compiled
+/// program links does not depend on the interpreter; and a function rather than a trait, as it
+/// is one call made once per child. The envelope and the child's result document stay here,
+/// beside the parent's side of the same protocol ([`chained_child_envelope`], the Map Run).
+pub async fn run_chained_child<'a, F, Fut>(
+    workflow: &'a wfc_ir::Workflow,
     envelope: &Value,
     options: crate::RunOptions,
-) -> crate::ExecutionResult {
+    run_processor: F,
+) -> crate::ExecutionResult
+where
+    F: FnOnce(Execution, &'a wfc_ir::StateMachine, Value) -> Fut,
+    Fut: Future<Output = Result<Value, Failure>>,
+{
     let text = |k: &str| envelope.get(k).and_then(Value::as_str);
     let (Some(state), Some(label), Some(seed)) =
         (text("state"), text("workflow"), envelope.get("seed").and_then(Value::as_u64))
@@ -1903,8 +1913,8 @@ pub async fn run_chained_child(
     }
     .with_seed(seed);
     let child = Execution::start(&child_workflow.name, &input, options);
-    let result =
-        child.finish(None, crate::interp::run_machine(&child, &spec.item_processor, handler, input.clone())).await;
+    // A clone shares the child's line of control, history and journal (see `Execution`).
+    let result = child.finish(None, run_processor(child.clone(), &spec.item_processor, input.clone())).await;
     let document = child_document(&child, &input, &result, child.clock().now_rfc3339());
     let output = result.output.clone().filter(|_| result.status == Status::Succeeded);
     crate::ExecutionResult {

@@ -1,5 +1,6 @@
-//! The runtime that wfc-generated workflow code links against, and the interpreter that `wfc run`
-//! uses. Both engines call the same functions in [`exec`], so there is one semantics.
+//! The runtime that wfc-generated workflow code links against, and the primitives the IR
+//! interpreter (the `wfc-interp` crate) is built on. Both engines call the same functions in
+//! [`exec`], so there is one semantics.
 //!
 //! Users depend on this crate only: it re-exports `include_workflow!` (feature `macros`, on by
 //! default). Generated code reaches everything through the hidden `__private` module with
@@ -7,36 +8,20 @@
 //!
 //! - [`exec`]: one module per state type; each state's visit (input/output processing, retries,
 //!   timeouts, Catch, history) runs over the state's code, which generated code compiles (through
-//!   [`abi`]) and [`interp`] reads from the IR.
-//! - [`interp`]: the IR interpreter (the driver loop and the IR adapters), built on this crate's
-//!   public items only, so that it can become a crate of its own; [`handlers`]: the
-//!   [`DynHandler`] trait and [`Handlers`] table it, the SW engine and the worker call Tasks by.
+//!   [`abi`]) and `wfc-interp` reads from the IR. [`handlers`]: the [`DynHandler`] trait and
+//!   [`Handlers`] table the interpreter, the SW engine and the worker call Tasks by.
 //! - [`io`], [`choice`], [`retry`], [`task`]: the pieces those functions are made of.
 //! - [`clock`]: real or virtual time. Under [`block_on_virtual`] with [`Clock::virtual_default`],
 //!   Waits, back-off and timeouts take no real time and every timestamp is reproducible.
 //! - [`history`]: AWS-shaped execution history.
-//! - `durable` (feature `durable`): checkpoint and replay on a SQLite store, so an execution
-//!   resumes after a crash without re-running completed tasks (docs/durable.md).
+//! - `durable` (feature `durable`): checkpoint and replay on a store, so an execution resumes
+//!   after a crash without re-running completed tasks (docs/durable.md). The worker that runs
+//!   executions from a store is the `wfc-worker` crate.
 //! - The same workflow as an Amazon SWF decider or an AWS Lambda durable function: the `wfc-aws`
 //!   crate, on `durable` (docs/adapters.md).
 //! - [`limits`]: payload, history and nesting limits ([`RunOptions::limits`]), with AWS's errors.
 //! - [`distributed`]: the DISTRIBUTED Map's Map Runs, child executions, and the [`distributed::ObjectStore`]
 //!   its ItemReader and ResultWriter use (local directories by default).
-//!
-//! ```
-//! use wfc_runtime::interp::{self, Handlers};
-//! use wfc_runtime::ir::{StateKind, StateMachine, State, Transition, Workflow, WaitState, WaitDuration, Path};
-//! use wfc_runtime::{RunOptions, Status, block_on_virtual, json};
-//!
-//! let dollar = Path::parse("$").ok();
-//! let wait = WaitState { input_path: dollar.clone(), output_path: dollar, duration: WaitDuration::Seconds(3600), transition: Transition::End, assign: None, output: None };
-//! let state = State { name: "Nap".into(), comment: None, location: None, kind: StateKind::Wait(wait) };
-//! let workflow = Workflow { name: "nap".into(), comment: None, version: None, timeout_seconds: None,
-//!     machine: StateMachine { start_at: 0, states: vec![state] } };
-//! let result = block_on_virtual(interp::run(&workflow, &Handlers::new(), json!({"a": 1}), RunOptions::virtual_time()));
-//! assert_eq!(result.status, Status::Succeeded);
-//! assert_eq!(result.elapsed.as_secs(), 3600); // an hour of virtual time, instantly
-//! ```
 
 pub mod abi;
 pub mod callback;
@@ -52,7 +37,6 @@ pub mod events;
 pub mod exec;
 pub mod handlers;
 pub mod history;
-pub mod interp;
 pub mod intrinsics;
 pub mod io;
 pub mod jsonata;

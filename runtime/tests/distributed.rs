@@ -10,10 +10,11 @@ use std::sync::{Arc, Mutex};
 use common::*;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
+use wfc_interp as interp;
 use wfc_runtime::distributed::{ObjectStore, ObjectSummary};
 use wfc_runtime::ir::distributed::*;
 use wfc_runtime::ir::*;
-use wfc_runtime::{EventType as E, Limits, RunOptions, Status, block_on_virtual, interp};
+use wfc_runtime::{EventType as E, Limits, RunOptions, Status, block_on_virtual};
 
 /// An in-memory object store: what a user's S3 client would be.
 #[derive(Debug, Default)]

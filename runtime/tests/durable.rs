@@ -11,11 +11,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio::sync::Notify;
+use wfc_interp::{self as interp, Handlers};
 use wfc_runtime::durable::{
     CheckpointToken, Completion, ExecutionStatus, HistoryWrite, Journal, NewExecution, OpStatus, OpType, Opened,
     OperationUpdate, Store, StoreError,
 };
-use wfc_runtime::interp::{self, Handlers};
 use wfc_runtime::{Clock, Failure, RunOptions, Status, TaskContext};
 use wfc_sqlite::{SqliteStore, Synchronous};
 

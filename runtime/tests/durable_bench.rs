@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio::sync::Notify;
+use wfc_interp::{self as interp, Handlers};
 use wfc_runtime::durable::{Journal, OpStatus, OpType, Opened, OperationUpdate, Store};
-use wfc_runtime::interp::{self, Handlers};
 use wfc_runtime::ir::{StateKind, Transition, Workflow};
 use wfc_runtime::{Clock, Failure, RunOptions, Status, TaskContext};
 use wfc_sqlite::{SqliteStore, Synchronous};

@@ -10,9 +10,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use wfc_interp::{self as interp, Handlers};
 use wfc_runtime::durable::{Journal, OpStatus, Opened, Store};
 use wfc_runtime::events::EventBus;
-use wfc_runtime::interp::{self, Handlers};
 use wfc_runtime::{Clock, ExecutionResult, Failure, RunOptions, Status, TaskContext};
 use wfc_sqlite::SqliteStore;
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::*;
 use serde_json::{Value, json};
-use wfc_runtime::interp::Handlers;
+use wfc_interp::Handlers;
 use wfc_runtime::ir::*;
 use wfc_runtime::{EventType, Failure, Status, TaskContext};
 

@@ -1,5 +1,5 @@
 //! A hand-written stand-in for what wfc-core generates: a state enum driven by a loop that calls
-//! the interpreter's per-state functions (`wfc_runtime::interp::*`), run with `tokio::spawn`. It pins
+//! the interpreter's per-state functions (`wfc_interp::*`), run with `tokio::spawn`. It pins
 //! the contract they keep (generated code now calls `abi`'s).
 
 use wfc_runtime::__private as rt;
@@ -66,16 +66,14 @@ async fn resume<H: Handler>(handler: &H, exec: &rt::Execution, mut state: State)
         state = match state {
             State::Check(input) => {
                 let wfc_runtime::ir::StateKind::Task(spec) = spec(0)? else { return Err(Failure::runtime("kind")) };
-                match wfc_runtime::interp::task(exec, "Check", spec, input, move |input, ctx| handler.check(input, ctx))
-                    .await?
-                {
+                match wfc_interp::task(exec, "Check", spec, input, move |input, ctx| handler.check(input, ctx)).await? {
                     rt::Step::Next(output) => State::InStock(output),
                     rt::Step::Goto { output, .. } => return Ok(output),
                 }
             }
             State::InStock(input) => {
                 let wfc_runtime::ir::StateKind::Choice(spec) = spec(1)? else { return Err(Failure::runtime("kind")) };
-                let rt::Chosen { branch, output } = wfc_runtime::interp::choice(exec, "InStock?", spec, input)?;
+                let rt::Chosen { branch, output } = wfc_interp::choice(exec, "InStock?", spec, input)?;
                 match branch {
                     Some(0) => State::Both(output),
                     _ => State::OutOfStock(output),
@@ -94,19 +92,19 @@ async fn resume<H: Handler>(handler: &H, exec: &rt::Execution, mut state: State)
                     let (ea, eb) = (exec.branch(), exec.branch());
                     let ia = input.clone();
                     rt::exec::join_branches(vec![
-                        rt::FutureExt::boxed(async move { wfc_runtime::interp::pass(&ea, "A", a, ia).await }),
-                        rt::FutureExt::boxed(async move { wfc_runtime::interp::wait(&eb, "B", b, input).await }),
+                        rt::FutureExt::boxed(async move { wfc_interp::pass(&ea, "A", a, ia).await }),
+                        rt::FutureExt::boxed(async move { wfc_interp::wait(&eb, "B", b, input).await }),
                     ])
                     .await
                 };
-                match wfc_runtime::interp::parallel(exec, "Both", spec, input, branches).await? {
+                match wfc_interp::parallel(exec, "Both", spec, input, branches).await? {
                     rt::Step::Next(output) => return Ok(output),
                     rt::Step::Goto { output, .. } => return Ok(output),
                 }
             }
             State::OutOfStock(input) => {
                 let wfc_runtime::ir::StateKind::Fail(spec) = spec(3)? else { return Err(Failure::runtime("kind")) };
-                return Err(wfc_runtime::interp::fail(exec, "OutOfStock", spec, input));
+                return Err(wfc_interp::fail(exec, "OutOfStock", spec, input));
             }
         }
     }

@@ -4,8 +4,8 @@ mod common;
 
 use common::*;
 use serde_json::{Value, json};
+use wfc_interp::Handlers;
 use wfc_runtime::EventType as E;
-use wfc_runtime::interp::Handlers;
 use wfc_runtime::ir::*;
 use wfc_runtime::{Failure, TaskContext};
 

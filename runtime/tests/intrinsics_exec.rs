@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use common::*;
 use serde_json::{Value, json};
-use wfc_runtime::interp::Handlers;
+use wfc_interp::Handlers;
 use wfc_runtime::ir::intrinsics::Intrinsic;
 use wfc_runtime::ir::*;
 use wfc_runtime::{Failure, TaskContext};

@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use serde_json::{Value, json};
-use wfc_runtime::interp::{self, DynHandler, Handlers};
+use wfc_interp::{self as interp, DynHandler, Handlers};
 use wfc_runtime::ir::*;
 use wfc_runtime::limits::{self, Limits, MAX_PAYLOAD_BYTES};
 use wfc_runtime::{ExecutionResult, RunOptions, Status, block_on_virtual};

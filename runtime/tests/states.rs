@@ -4,7 +4,7 @@ mod common;
 
 use common::*;
 use serde_json::{Value, json};
-use wfc_runtime::interp::Handlers;
+use wfc_interp::Handlers;
 use wfc_runtime::ir::*;
 use wfc_runtime::{Failure, Status, TaskContext};
 
@@ -473,7 +473,8 @@ fn context_object_is_deterministic_on_virtual_time() {
 /// states that can retry.
 #[test]
 fn context_object_per_machine_type_and_state_type() {
-    use wfc_runtime::{MachineType, RunOptions, block_on_virtual, interp};
+    use wfc_interp as interp;
+    use wfc_runtime::{MachineType, RunOptions, block_on_virtual};
     let task = TaskState { parameters: Some(tpl(json!({"ctx.$": "$$"}))), ..task_state("echo") };
     let wf = workflow(vec![("T", StateKind::Task(task))]);
     let handlers = Handlers::new().on("echo", |input: Value, _ctx: TaskContext| async move { Ok(input) });
@@ -504,23 +505,26 @@ fn generated_style_call_is_send() {
     let wf = workflow(vec![("P", StateKind::Pass(pass_state()))]);
     let exec = wfc_runtime::Execution::start(&wf.name, &json!({}), wfc_runtime::RunOptions::virtual_time());
     let task = task_state("r");
-    let fut =
-        wfc_runtime::interp::task(&exec, "T", &task, json!({}), |v: Value, _ctx: TaskContext| async move { Ok(v) });
+    let fut = wfc_interp::task(&exec, "T", &task, json!({}), |v: Value, _ctx: TaskContext| async move { Ok(v) });
     assert_send(&fut);
     let par = parallel_state(vec![]);
     let fut2 =
-        wfc_runtime::interp::parallel(&exec, "P", &par, json!({}), |v: Value, _e: wfc_runtime::Execution| async move {
-            Ok(vec![v])
-        });
+        wfc_interp::parallel(
+            &exec,
+            "P",
+            &par,
+            json!({}),
+            |v: Value, _e: wfc_runtime::Execution| async move { Ok(vec![v]) },
+        );
     assert_send(&fut2);
     let w = wait_state(WaitDuration::Seconds(1));
-    let fut3 = wfc_runtime::interp::wait(&exec, "W", &w, json!({}));
+    let fut3 = wfc_interp::wait(&exec, "W", &w, json!({}));
     assert_send(&fut3);
     let p = pass_state();
-    let fut4 = wfc_runtime::interp::pass(&exec, "P", &p, json!({}));
+    let fut4 = wfc_interp::pass(&exec, "P", &p, json!({}));
     assert_send(&fut4);
     let handlers = no_handlers();
-    let fut5 = wfc_runtime::interp::run(&wf, &handlers, json!({}), wfc_runtime::RunOptions::virtual_time());
+    let fut5 = wfc_interp::run(&wf, &handlers, json!({}), wfc_runtime::RunOptions::virtual_time());
     assert_send(&fut5);
 }
 
@@ -538,7 +542,7 @@ fn runs_on_a_spawned_multi_thread_task() {
                 sm(vec![("Subtract", StateKind::Task(task_state("arn:aws:swf:::task:Subtract")))]),
             ]);
             let wf = workflow(vec![("FunWithMath", StateKind::Parallel(par))]);
-            wfc_runtime::interp::run(&wf, &math_handlers(), json!([10, 4]), wfc_runtime::RunOptions::real()).await
+            wfc_interp::run(&wf, &math_handlers(), json!([10, 4]), wfc_runtime::RunOptions::real()).await
         });
         handle.await
     });

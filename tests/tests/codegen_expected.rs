@@ -16,7 +16,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 use wfc_core::{Settings, Source, codegen};
-use wfc_runtime::interp::{self, Handlers};
+use wfc_interp::{self as interp, Handlers};
 use wfc_runtime::{ExecutionResult, Failure, RunOptions, TaskContext, block_on_virtual};
 
 include!("../expected/count_loop.rs");

@@ -1186,8 +1186,14 @@ pub async fn invoke_interpreted(
     invoke_inner(event, client, &workflow.name, chained, tenant, true, |input, options| async move {
         // A chained Map Run child (this function invoked by itself): the Map's ItemProcessor.
         match wfc_runtime::distributed::chained_child(&input) {
-            Some(envelope) => wfc_runtime::distributed::run_chained_child(workflow, handlers, envelope, options).await,
-            None => wfc_runtime::interp::run(workflow, handlers, input, options).await,
+            Some(envelope) => {
+                // The interpreter runs the Map's item processor (the runtime does not depend on it).
+                wfc_runtime::distributed::run_chained_child(workflow, envelope, options, |child, processor, item| async move {
+                    wfc_interp::run_machine(&child, processor, handlers, item).await
+                })
+                .await
+            }
+            None => wfc_interp::run(workflow, handlers, input, options).await,
         }
     })
     .await

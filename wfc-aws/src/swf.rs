@@ -348,7 +348,7 @@ pub fn decide(workflow: &wfc_ir::Workflow, task: &Value, config: &SwfConfig) -> 
         .map_err(|e| SwfError::Replay(format!("cannot start the decider's runtime: {e}")))?;
     let handler = wfc_runtime::Handlers::new();
     runtime.block_on(decide_with(task, config, &workflow.name, |input, options| {
-        wfc_runtime::interp::run(workflow, &handler, input, options)
+        wfc_interp::run(workflow, &handler, input, options)
     }))
 }
 

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use wfc_aws::lambda_durable::{
     self, Checkpointed, ClientError, DurableClient, InvocationError, StatePage, wire_id, wire_name,
 };
-use wfc_runtime::interp::Handlers;
+use wfc_interp::Handlers;
 use wfc_runtime::ir::Workflow;
 use wfc_runtime::{Failure, Limits};
 
@@ -508,7 +508,7 @@ fn a_result_over_the_response_limit_is_checkpointed_on_the_execution_operation()
     let handlers = Handlers::new();
     let out = runtime
         .block_on(lambda_durable::invoke_with(&event, Arc::new(fake.clone()), "wf", |input, options| {
-            wfc_runtime::interp::run(&wf, &handlers, input, options.with_limits(Limits::unlimited()))
+            wfc_interp::run(&wf, &handlers, input, options.with_limits(Limits::unlimited()))
         }))
         .unwrap();
     assert_eq!(out, json!({ "Status": "SUCCEEDED", "Result": "" }));
@@ -1103,7 +1103,7 @@ fn map_run_children_chain_to_the_function_itself() {
             Arc::new(child.clone()),
             "wf",
             &chained,
-            |i, o| wfc_runtime::interp::run(&wf, &h, i, o),
+            |i, o| wfc_interp::run(&wf, &h, i, o),
         ))
         .unwrap();
     assert_eq!(out["Error"]["ErrorType"], "Wfc.MapRunChildUnsupported", "{out}");
@@ -1115,7 +1115,7 @@ fn map_run_children_chain_to_the_function_itself() {
             Arc::new(fresh.clone()),
             "wf",
             &chained,
-            |i, o| wfc_runtime::interp::run(&wf, &h, i, o),
+            |i, o| wfc_interp::run(&wf, &h, i, o),
         ))
         .unwrap();
     assert_eq!(out["Error"]["ErrorType"], "Wfc.MapRunChildUnsupported", "{out}");

@@ -38,8 +38,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use wfc_interp::Handlers;
 use wfc_runtime::durable::{self, NewExecution, Store};
-use wfc_runtime::interp::Handlers;
 use wfc_sqlite::{SqliteStore, Synchronous};
 use wfc_worker::{Worker, WorkerConfig, Workflows};
 

@@ -6,7 +6,7 @@
 //!
 //! - **compiled**: the workflow compiled into this binary by `include_workflow!`, with trivial
 //!   handlers;
-//! - **interp**: the same definition through `wfc_core::load` and `wfc_runtime::interp::run`;
+//! - **interp**: the same definition through `wfc_core::load` and `wfc_interp::run`;
 //! - **handwritten**: plain Rust doing the same serde_json work, the floor the others are
 //!   compared with (`ratio_to_handwritten` is an engine's executions per second over the
 //!   hand-written code's, measured in the same run).
@@ -22,7 +22,7 @@ mod durable;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use wfc_runtime::interp::{self, Handlers};
+use wfc_interp::{self as interp, Handlers};
 use wfc_runtime::{ExecutionResult, HistoryLevel, RunOptions, Status, TaskContext, TaskError};
 
 #[global_allocator]

@@ -10,11 +10,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use wfc_interp::DynHandler;
 use wfc_runtime::durable::{
     self, CallbackCompletion, Definition, ExecutionRecord, ExecutionStatus, Journal, Language, NewExecution, Opened,
     PinGuard, Registry, Store, Syntax, WorkflowVersion,
 };
-use wfc_runtime::interp::DynHandler;
 use wfc_runtime::{Clock, RunOptions};
 use wfc_worker::{Worker, WorkerConfig, Workflows};
 
@@ -357,7 +357,7 @@ pub(crate) fn run(args: &RunArgs, url: Option<&str>) -> Exit {
                 Some(n) => options.with_name(n),
                 None => options,
             };
-            let result = wfc_runtime::interp::run(&workflow, handler.as_ref(), input, options).await;
+            let result = wfc_interp::run(&workflow, handler.as_ref(), input, options).await;
             return outcome_of(result, virtual_time);
         };
         let store = match opened {
@@ -387,7 +387,7 @@ pub(crate) fn run(args: &RunArgs, url: Option<&str>) -> Exit {
                 let owner = format!("run-{}", std::process::id());
                 let verb = if journal.is_resume() { "resumed" } else { "started" };
                 tracing::info!(execution = name, workflow = %workflow.name, version = %version, "{verb}");
-                let run = wfc_runtime::interp::run(workflow, handler.as_ref(), input, options);
+                let run = wfc_interp::run(workflow, handler.as_ref(), input, options);
                 tokio::select! {
                     result = run => {
                         let error = result.error.as_ref().map(|e| e.error.as_str());

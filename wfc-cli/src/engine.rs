@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde_json::Value;
-use wfc_runtime::interp::DynHandler;
+use wfc_interp::DynHandler;
 use wfc_runtime::{Failure, RunOptions, Status, TaskContext};
 
 use crate::EngineChoice;
@@ -216,7 +216,7 @@ fn interp(execution: &Execution<'_>) -> Result<Outcome, String> {
         Some(doc) => CallbackAnswers::from_json(doc).map_err(|e| format!("callbacks: {e}"))?,
         None => CallbackAnswers::default(),
     };
-    let run = wfc_runtime::interp::run(execution.workflow, &handler, execution.input.clone(), options);
+    let run = wfc_interp::run(execution.workflow, &handler, execution.input.clone(), options);
     let run = wfc_runtime::events::with_deliveries(&bus, execution.events.clone(), run);
     let run = answers.serve(&callbacks, run);
     let result = if execution.virtual_time {

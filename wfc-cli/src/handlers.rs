@@ -15,7 +15,7 @@ use std::process::Stdio;
 use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
-use wfc_runtime::interp::DynHandler;
+use wfc_interp::DynHandler;
 use wfc_runtime::{Failure, TaskContext};
 
 /// One command.

@@ -24,7 +24,7 @@ use aws_sdk_lambda::primitives::Blob;
 use futures::future::BoxFuture;
 use serde_json::Value;
 use wfc_aws::lambda_durable::client::SdkClient;
-use wfc_runtime::interp::DynHandler;
+use wfc_interp::DynHandler;
 use wfc_runtime::{Failure, TaskContext};
 
 /// The `.waitForTaskToken` form of the Lambda integration: the handler gets the whole request.

@@ -130,7 +130,7 @@ pub(crate) fn run(args: &ScheduleArgs) -> Exit {
                 .with_started_by(StartedBy::Scheduler { fire_time })
                 .with_events(bus);
             let input = input.clone();
-            async move { wfc_runtime::interp::run(workflow, &handler, input, options).await }
+            async move { wfc_interp::run(workflow, &handler, input, options).await }
         },
         |n, fire_time, result| {
             let line = outcome_of(result, virtual_time).map(|outcome| {

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use wfc_runtime::interp::DynHandler;
+use wfc_interp::DynHandler;
 
 use crate::handlers::CommandHandlers;
 use crate::{Exit, fatal};

@@ -15,8 +15,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use wfc_interp::Handlers;
 use wfc_runtime::durable::{Journal, NewExecution, OpStatus, OpType, Opened, OperationUpdate, Store};
-use wfc_runtime::interp::Handlers;
 use wfc_runtime::{Clock, RunOptions};
 use wfc_worker::{Worker, WorkerConfig, Workflows};
 
@@ -122,7 +122,7 @@ async fn one_run_batched(
         journal.set_batching(batching);
         options = options.with_journal(journal);
     }
-    let result = wfc_runtime::interp::run(workflow, handler.as_ref(), json!({"n": 1}), options).await;
+    let result = wfc_interp::run(workflow, handler.as_ref(), json!({"n": 1}), options).await;
     assert_eq!(result.status, wfc_runtime::Status::Succeeded);
     start.elapsed()
 }

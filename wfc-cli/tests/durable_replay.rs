@@ -7,10 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use wfc_interp::DynHandler;
 use wfc_runtime::durable::{
     self, Definition, ExecutionStatus, Language, PinGuard, Registry, Store, StoreError, Syntax, WorkflowVersion,
 };
-use wfc_runtime::interp::DynHandler;
 use wfc_runtime::{Failure, TaskContext};
 use wfc_sqlite::SqliteStore;
 use wfc_worker::{Worker, WorkerConfig, Workflows};

@@ -686,7 +686,7 @@ fn in_process(dir: &Path, definition: &Value, total: usize, clients: usize) -> (
         }
         while set.join_next().await.is_some() {}
         let created = created.elapsed();
-        let handlers = Arc::new(wfc_runtime::interp::Handlers::new());
+        let handlers = Arc::new(wfc_interp::Handlers::new());
         let flows = Workflows::new().interpreted(Arc::clone(&workflow), handlers);
         let mut config = wfc_serve::Config::new(Arc::clone(&store), Arc::new(wfc_serve::NoHandler)).worker;
         config.exit_when_idle = true;

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
+use wfc_interp::DynHandler;
 use wfc_runtime::durable::{
     self, CallbackCompletion, ExecutionRecord, ExecutionStatus, NewExecution, Store, StoreError,
 };
-use wfc_runtime::interp::DynHandler;
 use wfc_runtime::{Clock, Failure, Identity, RunOptions, Status};
 
 use crate::aliases::StartedBy;
@@ -573,7 +573,7 @@ impl Service {
             options.clock = Clock::skipping();
         }
         options.objects = self.objects.clone();
-        let result = wfc_runtime::interp::run(&workflow, self.handler.as_ref(), input, options).await;
+        let result = wfc_interp::run(&workflow, self.handler.as_ref(), input, options).await;
         let mut out = json!({
             "executionArn": self.arns.express_arn(&machine.name, &name, &wfc_runtime::express_execution_uuid(seed)),
             "stateMachineArn": self.arns.machine_arn(&machine.name),

@@ -52,8 +52,8 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
+use wfc_interp::DynHandler;
 use wfc_runtime::durable::Store;
-use wfc_runtime::interp::DynHandler;
 use wfc_worker::{Worker, WorkerConfig, Workflows};
 
 pub use api::{OPERATIONS, Service};

@@ -18,8 +18,8 @@ use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use serde_json::Value;
+use wfc_interp::DynHandler;
 use wfc_runtime::durable::{Definition, Language, Registry, Store, Syntax};
-use wfc_runtime::interp::DynHandler;
 pub use wfc_runtime::mock_config::MockConfig;
 use wfc_runtime::mock_config::{InvocationCounter, MockedAnswer};
 use wfc_runtime::{Failure, TaskContext};

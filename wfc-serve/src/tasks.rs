@@ -21,8 +21,8 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, oneshot};
+use wfc_interp::DynHandler;
 use wfc_runtime::durable::{Definition, ExecutionStatus, Language, Registry, Store, StoreError, Syntax};
-use wfc_runtime::interp::DynHandler;
 use wfc_runtime::{Failure, TaskContext};
 
 use crate::arn::Arns;

@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
-use wfc_runtime::interp::DynHandler;
+use wfc_interp::DynHandler;
 use wfc_runtime::{ExecutionResult, Failure, RunOptions, Status, TaskContext};
 
 use crate::api::{Service, document, json_text, member, opt_bool, opt_str, req_str, validated};
@@ -693,7 +693,7 @@ impl Request {
         let result = if is_task && self.mock.is_none() {
             let options =
                 RunOptions { context_overlay: self.context.clone(), ..RunOptions::real() }.with_name("TestState");
-            wfc_runtime::interp::run(&workflow, handler.as_ref(), input, options).await
+            wfc_interp::run(&workflow, handler.as_ref(), input, options).await
         } else {
             let start = jiff::Timestamp::now();
             let h = Arc::clone(&handler);
@@ -705,7 +705,7 @@ impl Request {
                     ..RunOptions::virtual_time()
                 }
                 .with_name("TestState");
-                wfc_runtime::block_on_virtual(wfc_runtime::interp::run(&workflow, h.as_ref(), input, options))
+                wfc_runtime::block_on_virtual(wfc_interp::run(&workflow, h.as_ref(), input, options))
             })
             .await
             .map_err(|e| ApiError::internal(format!("the test run failed: {e}")))?

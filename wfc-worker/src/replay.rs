@@ -85,7 +85,7 @@ pub async fn check(
     let handler = |resource: String, _input: Value, _ctx: TaskContext| async move {
         Err::<Value, _>(Failure::runtime(format!("a replay check does not run tasks ({resource})")))
     };
-    let run = wfc_runtime::interp::run(workflow, &handler, record.input.clone(), options);
+    let run = wfc_interp::run(workflow, &handler, record.input.clone(), options);
     let outcome = tokio::time::timeout(CHECK_LIMIT, run_until_suspended(&suspender, run)).await;
     let observed = suspender.take_dry_run();
     if let Some((operation, reason)) = observed.violation {

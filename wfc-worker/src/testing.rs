@@ -78,7 +78,7 @@ pub fn replay_stored_state(data: &[u8]) -> Result<(Status, usize), String> {
         let handler = |_resource: String, input: Value, _ctx: wfc_runtime::TaskContext| async move { Ok(input) };
         let options =
             RunOptions { clock: Clock::virtual_default(), ..RunOptions::virtual_time() }.with_journal(journal);
-        let result = wfc_runtime::interp::run(&workflow, &handler, json!({}), options).await;
+        let result = wfc_interp::run(&workflow, &handler, json!({}), options).await;
         let written = store.load_journal("stored").await.map_err(|e| e.to_string())?.len();
         Ok((result.status, written))
     })

@@ -90,7 +90,7 @@ impl Workflows {
     fn interpreter_run(workflow: Arc<wfc_ir::Workflow>, handler: Arc<dyn DynHandler>) -> Arc<RunFn> {
         Arc::new(move |input: Value, options: RunOptions| -> BoxFuture<'static, ExecutionResult> {
             let (workflow, handler) = (Arc::clone(&workflow), Arc::clone(&handler));
-            Box::pin(async move { wfc_runtime::interp::run(&workflow, handler.as_ref(), input, options).await })
+            Box::pin(async move { wfc_interp::run(&workflow, handler.as_ref(), input, options).await })
         })
     }
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::Value;
-use wfc_runtime::interp::{self, DynHandler, Handlers};
+use wfc_interp::{self as interp, DynHandler, Handlers};
 use wfc_runtime::ir::*;
 use wfc_runtime::{ExecutionResult, Failure, RunOptions, block_on_virtual};
 

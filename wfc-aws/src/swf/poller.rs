@@ -552,7 +552,7 @@ where
         client,
         options,
         &workflow.name,
-        |input, run_options| wfc_runtime::interp::run(workflow, &handlers, input, run_options),
+        |input, run_options| wfc_interp::run(workflow, &handlers, input, run_options),
         shutdown,
     )
     .await

@@ -1,6 +1,6 @@
 //! The interpreter's side of each state: the IR entry points (`pass`, `task`, `choice`, ...)
 //! and the [`TaskCode`], [`ParallelCode`] and [`MapCode`] that read a state's IR, run through
-//! the same visits ([`crate::exec`]'s `*_with` functions) as generated code's compiled ones.
+//! the same visits ([`wfc_runtime::exec`]'s `*_with` functions) as generated code's compiled ones.
 //! Built only on the runtime's public primitives, so it can leave the runtime with the rest of
 //! the interpreter.
 
@@ -15,7 +15,7 @@ use wfc_ir::{
     PassState, ResultPath, Seconds, SucceedState, TaskState, Template, WaitDuration, WaitState,
 };
 
-use crate::exec::{
+use wfc_runtime::exec::{
     self, Assigned, Chosen, Execution, MapCode, NestedCode, ParallelCode, ParametersForm, Step, TaskCode, TaskShape,
     choice_kept_with, choice_language_with, choice_with, computed_string, fail_jsonata, fail_string, fail_with,
     finish_paths, is_jsonata_map, jsonata_map_inputs, jsonata_seconds, map_with, parallel_with, pass_assign_with,
@@ -23,8 +23,8 @@ use crate::exec::{
     wait_language_with, wait_limit, wait_seconds_at, wait_seconds_jsonata, wait_timestamp_at, wait_timestamp_jsonata,
     wait_with,
 };
-use crate::jsonata::{self, Bindings};
-use crate::{Failure, TaskContext, choice, io, variables};
+use wfc_runtime::jsonata::{self, Bindings};
+use wfc_runtime::{Failure, TaskContext, choice, io, variables};
 
 /// A Pass state.
 pub async fn pass(exec: &Execution, name: &str, spec: &PassState, input: Value) -> Result<Value, Failure> {
@@ -275,7 +275,7 @@ impl TaskCode for Interpreted<'_> {
 
     fn role_arn(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<String, Failure> {
         match &self.0.credentials {
-            Some(c) => exec.with_rng(|rng| crate::credentials::role_arn(c, effective, ctx, rng)),
+            Some(c) => exec.with_rng(|rng| wfc_runtime::credentials::role_arn(c, effective, ctx, rng)),
             None => Err(Failure::runtime("the Task has no Credentials")),
         }
     }
@@ -473,9 +473,10 @@ pub fn fail(exec: &Execution, name: &str, spec: &FailState, input: Value) -> Fai
     fail_with(exec, name, needs_ctx, input, |input, ctx| {
         let computed = |value: &ComputedString, field: &str| -> Result<String, Failure> {
             match value {
-                ComputedString::Intrinsic(i) => {
-                    computed_string(field, exec.with_rng(|rng| crate::intrinsics::evaluate(i, field, input, ctx, rng))?)
-                }
+                ComputedString::Intrinsic(i) => computed_string(
+                    field,
+                    exec.with_rng(|rng| wfc_runtime::intrinsics::evaluate(i, field, input, ctx, rng))?,
+                ),
                 ComputedString::Jsonata(e) => fail_jsonata(exec, e, field, &Bindings::new(input, ctx)),
             }
         };
@@ -690,7 +691,7 @@ impl MapCode for InterpretedNested<'_, MapState> {
     }
 
     fn max_concurrency(&self, effective: &Value, ctx: &Value) -> Result<u64, Failure> {
-        crate::distributed::max_concurrency(self.0, effective, ctx)
+        wfc_runtime::distributed::max_concurrency(self.0, effective, ctx)
     }
 
     fn iteration_inputs(
@@ -704,12 +705,12 @@ impl MapCode for InterpretedNested<'_, MapState> {
         if is_jsonata_map(spec) {
             return jsonata_map_inputs(exec, spec, raw_input, ctx);
         }
-        let items = crate::map::items(&spec.items_path, effective, ctx)?;
-        exec.with_rng(|rng| crate::map::iteration_inputs(spec.item_selector.as_ref(), effective, items, ctx, rng))
+        let items = wfc_runtime::map::items(&spec.items_path, effective, ctx)?;
+        exec.with_rng(|rng| wfc_runtime::map::iteration_inputs(spec.item_selector.as_ref(), effective, items, ctx, rng))
     }
 
-    fn distributed(&self) -> Option<&dyn crate::distributed::DistributedCode> {
-        self.0.distributed.is_some().then_some(self.0 as &dyn crate::distributed::DistributedCode)
+    fn distributed(&self) -> Option<&dyn wfc_runtime::distributed::DistributedCode> {
+        self.0.distributed.is_some().then_some(self.0 as &dyn wfc_runtime::distributed::DistributedCode)
     }
 }
 
@@ -731,7 +732,7 @@ where
 
 /// A Map state (INLINE, or DISTRIBUTED through a Map Run). `run_iteration` is called once per
 /// item per attempt with the item's input (after `ItemSelector`) and the iteration's own line of
-/// control, and must run the item processor on it; [`crate::map::run_iterations`] bounds the
+/// control, and must run the item processor on it; [`wfc_runtime::map::run_iterations`] bounds the
 /// concurrency, records the iteration events and keeps the results in item order. A Retry
 /// re-runs every iteration.
 pub async fn map<F, Fut>(

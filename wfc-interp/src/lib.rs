@@ -1,14 +1,36 @@
-//! The IR interpreter: runs a [`Workflow`] directly, calling the same [`crate::exec`] functions
+//! The IR interpreter: runs a [`Workflow`] directly, calling the same [`wfc_runtime::exec`] functions
 //! as generated code, so `wfc run` and compiled workflows share one semantics.
+//!
+//! Its one job is running definitions loaded at run time: `wfc run`, the durable worker
+//! (`wfc-worker`, also for its replay check), `wfc serve`, the SWF decider and the Lambda server
+//! (`wfc-aws`). It is built on `wfc-runtime`'s public items only, and the runtime does not depend
+//! on it, so a compiled program (which links the runtime) carries no interpreter. A DISTRIBUTED
+//! Map's chained child runs its item processor here through the function the host hands
+//! [`wfc_runtime::distributed::run_chained_child`] ([`run_machine`]).
+//!
+//! ```
+//! use wfc_interp::{self as interp, Handlers};
+//! use wfc_runtime::ir::{StateKind, StateMachine, State, Transition, Workflow, WaitState, WaitDuration, Path};
+//! use wfc_runtime::{RunOptions, Status, block_on_virtual, json};
+//!
+//! let dollar = Path::parse("$").ok();
+//! let wait = WaitState { input_path: dollar.clone(), output_path: dollar, duration: WaitDuration::Seconds(3600), transition: Transition::End, assign: None, output: None };
+//! let state = State { name: "Nap".into(), comment: None, location: None, kind: StateKind::Wait(wait) };
+//! let workflow = Workflow { name: "nap".into(), comment: None, version: None, timeout_seconds: None,
+//!     machine: StateMachine { start_at: 0, states: vec![state] } };
+//! let result = block_on_virtual(interp::run(&workflow, &Handlers::new(), json!({"a": 1}), RunOptions::virtual_time()));
+//! assert_eq!(result.status, Status::Succeeded);
+//! assert_eq!(result.elapsed.as_secs(), 3600); // an hour of virtual time, instantly
+//! ```
 
 use futures::future::BoxFuture;
 use serde_json::Value;
 use wfc_ir::{StateKind, StateMachine, Transition, Workflow};
 
-use crate::Failure;
-use crate::exec::{self, Execution, ExecutionResult, RunOptions, Step};
-/// The handler trait and table the interpreter calls Tasks through ([`crate::handlers`]).
-pub use crate::handlers::{DynHandler, Handlers};
+use wfc_runtime::Failure;
+use wfc_runtime::exec::{self, Execution, ExecutionResult, RunOptions, Step};
+/// The handler trait and table the interpreter calls Tasks through ([`wfc_runtime::handlers`]).
+pub use wfc_runtime::handlers::{DynHandler, Handlers};
 
 mod states;
 
@@ -17,8 +39,8 @@ pub use states::{choice, fail, map, parallel, pass, succeed, task, wait};
 
 /// Runs a whole workflow on `input`: the execution, its TimeoutSeconds, and its history.
 pub async fn run(workflow: &Workflow, handler: &dyn DynHandler, input: Value, options: RunOptions) -> ExecutionResult {
-    if crate::sw::is_sw(workflow) {
-        return crate::sw::run(workflow, handler, input, options).await;
+    if wfc_runtime::sw::is_sw(workflow) {
+        return wfc_runtime::sw::run(workflow, handler, input, options).await;
     }
     let exec = Execution::start(&workflow.name, &input, options);
     exec.finish(workflow.timeout_seconds, run_machine(&exec, &workflow.machine, handler, input)).await
@@ -75,11 +97,11 @@ pub async fn run_machine(
                     Step::Goto { target, output } => (output, Transition::Next(target)),
                 }
             }
-            StateKind::Sw(spec) => match crate::sw::step(exec, name, spec, input, handler).await? {
-                crate::sw::Step::Next { target, output } => (output, Transition::Next(target)),
-                crate::sw::Step::End(output) => (output, Transition::End),
-                crate::sw::Step::Terminate(output) => {
-                    return Err(Failure::new(crate::sw::TERMINATE, output.to_string()));
+            StateKind::Sw(spec) => match wfc_runtime::sw::step(exec, name, spec, input, handler).await? {
+                wfc_runtime::sw::Step::Next { target, output } => (output, Transition::Next(target)),
+                wfc_runtime::sw::Step::End(output) => (output, Transition::End),
+                wfc_runtime::sw::Step::Terminate(output) => {
+                    return Err(Failure::new(wfc_runtime::sw::TERMINATE, output.to_string()));
                 }
             },
             StateKind::Parallel(spec) => {
