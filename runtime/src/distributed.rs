@@ -1876,7 +1876,7 @@ fn find_distributed_map<'a>(machine: &'a wfc_ir::StateMachine, name: &str) -> Op
 /// function). A function rather than a call into the interpreter, so the runtime every compiled
 /// program links does not depend on the interpreter; and a function rather than a trait, as it
 /// is one call made once per child. The envelope and the child's result document stay here,
-/// beside the parent's side of the same protocol ([`chained_child_envelope`], the Map Run).
+/// beside the parent's side of the same protocol (`chained_child_envelope`, the Map Run).
 pub async fn run_chained_child<'a, F, Fut>(
     workflow: &'a wfc_ir::Workflow,
     envelope: &Value,

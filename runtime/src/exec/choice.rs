@@ -22,7 +22,7 @@ pub struct Chosen {
 /// gives the output and the chosen block's assigned values (`None`: it has no `Assign`), which
 /// the Exited event records and which are visible from the next state on.
 ///
-/// The interpreter's [`choice`](crate::interp::choice) and generated code (whose `rules` are Rust conditions and
+/// The interpreter's `wfc_interp::choice` and generated code (whose `rules` are Rust conditions and
 /// JSONata `Condition`s, and whose `finish` is compiled from each rule's `Output` and
 /// `Assign`) both go through here.
 #[allow(clippy::too_many_arguments, clippy::type_complexity)] // each argument is one step of the state, in order
@@ -65,7 +65,7 @@ fn no_choice_matched(name: &str) -> Failure {
 /// index of the first rule that holds for it (`None`: none does), and `output_path` makes the
 /// output. No match without a Default (`has_default` false) is `States.NoChoiceMatched`.
 ///
-/// The interpreter's [`choice`](crate::interp::choice) and generated code (whose `rules` are Rust conditions) both go
+/// The interpreter's `wfc_interp::choice` and generated code (whose `rules` are Rust conditions) both go
 /// through here, so their histories are the same.
 #[allow(clippy::too_many_arguments)] // each argument is one step of the state, in order
 pub fn choice_with(
@@ -86,7 +86,7 @@ pub fn choice_with(
 /// is its input, so unless this is the first state of its line (see [`Line`](super::Line)) the output is not
 /// checked against the payload limits again.
 ///
-/// The interpreter's [`choice`](crate::interp::choice) and generated code both go through here for such a Choice.
+/// The interpreter's `wfc_interp::choice` and generated code both go through here for such a Choice.
 pub fn choice_kept_with(
     exec: &Execution,
     name: &str,
@@ -110,7 +110,7 @@ pub fn choice_kept_with(
 /// One visit of a JSONPath Choice state with `Assign` (its own, or a rule's): as
 /// [`choice_with`], with `assign` giving, for the chosen rule (`None`: the Default), the values
 /// of its `Assign` block (`None` when it has none) on the effective input, evaluated after the
-/// rules and before OutputPath, as [`choice`](crate::interp::choice) does. The Exited event records them as
+/// rules and before OutputPath, as `wfc_interp::choice` does. The Exited event records them as
 /// `assignedVariables`; they are visible from the next state on.
 #[allow(clippy::too_many_arguments)] // each argument is one step of the state, in order
 pub fn choice_assign_with(

@@ -12,7 +12,7 @@ use crate::jsonata::{self, Bindings};
 /// failure of `body` itself (a path that selects nothing or not a string) is the state's
 /// failure, with AWS's prefix when it is `States.Runtime`.
 ///
-/// The interpreter's [`fail`](crate::interp::fail) and generated code (which compiles `body` from Error/Cause and
+/// The interpreter's `wfc_interp::fail` and generated code (which compiles `body` from Error/Cause and
 /// ErrorPath/CausePath) both go through here.
 pub fn fail_with(
     exec: &Execution,

@@ -20,7 +20,7 @@ use crate::{EventType, Failure};
 /// through [`crate::map::run_iterations`]), the item-count limit, the retry loop with its
 /// back-offs on the execution's clock, the history limit, and Catch.
 ///
-/// The interpreter's [`map`](crate::interp::map) (whose `code` reads the IR) and generated code (whose `code` is
+/// The interpreter's `wfc_interp::map` (whose `code` reads the IR) and generated code (whose `code` is
 /// compiled from the state's paths, ItemSelector and Retry/Catch tables, and whose item
 /// processor is a generated machine) both run through here, so their histories are the same.
 pub async fn map_with<C, F, Fut>(

@@ -1,6 +1,6 @@
 //! The per-state semantics, shared by generated code and the interpreter.
 //!
-//! CONTRACT: generated code (wfc-core codegen, through [`crate::abi`]) and [`crate::interp`] call
+//! CONTRACT: generated code (wfc-core codegen, through [`crate::abi`]) and `wfc_interp` call
 //! exactly these functions. Each visit (`pass_with`, `task_with`, ...) takes the state's code (a
 //! closure or a [`TaskCode`]/[`NestedCode`]: compiled in generated code, reading the IR in the
 //! interpreter) and its raw input, and returns the effective output (or where to go). Control flow
@@ -41,7 +41,7 @@ pub use succeed::succeed_with;
 pub use task::{TaskCode, TaskShape, task_boxed_with, task_with};
 pub use wait::{MAX_WAIT, wait_assign_with, wait_language_with, wait_with};
 
-// The pieces of a state's processing that the interpreter's IR adapters (`crate::interp`) are
+// The pieces of a state's processing that the interpreter's IR adapters (`wfc_interp`) are
 // made of, beyond the visits above: what generated code gets through `crate::abi` instead.
 pub use fail::{computed_string, fail_jsonata, fail_string};
 pub use finish::finish_paths;

@@ -10,7 +10,7 @@ use crate::jsonata::Bindings;
 use crate::retry;
 
 /// The data processing a Parallel or Map state shares, which [`parallel_with`](super::parallel_with) and [`map_with`](super::map_with)
-/// run their visits around: what the interpreter reads from the IR ([`parallel`](crate::interp::parallel), [`map`](crate::interp::map)) and
+/// run their visits around: what the interpreter reads from the IR (`wfc_interp::parallel`, `wfc_interp::map`) and
 /// generated code compiles (`wfc_runtime::abi`). Each method is one step of the state's
 /// pipeline; none of them records events.
 pub trait NestedCode {

@@ -34,7 +34,7 @@ impl<C: ParallelCode> ParametersCode for ParallelParameters<'_, C> {
 /// with the branches' input (after Parameters) and must run every branch on it concurrently
 /// (see [`join_branches`]) and return their outputs in order.
 ///
-/// The interpreter's [`parallel`](crate::interp::parallel) (whose `code` reads the IR) and generated code (whose `code`
+/// The interpreter's `wfc_interp::parallel` (whose `code` reads the IR) and generated code (whose `code`
 /// is compiled from the state's paths, templates and Retry/Catch tables, and whose branches are
 /// generated machines) both run through here, so their histories and failures are the same.
 pub async fn parallel_with<C, F, Fut>(

@@ -14,7 +14,7 @@ use crate::Failure;
 /// `States.QueryEvaluationError` failure of `body` gets AWS's prefix naming the state (and the
 /// latter its `EvaluationFailed` event).
 ///
-/// The interpreter's [`pass`](crate::interp::pass) and generated code (which compiles `body` from the state's
+/// The interpreter's `wfc_interp::pass` and generated code (which compiles `body` from the state's
 /// JSONata `Output` and `Assign`) both go through here.
 pub fn pass_language_with(
     exec: &Execution,
@@ -35,7 +35,7 @@ pub fn pass_language_with(
 /// around `body`, which computes the output from the raw input and the context object (`null`
 /// unless `needs_ctx`). A `States.Runtime` failure of `body` gets AWS's prefix naming the state.
 ///
-/// The interpreter's [`pass`](crate::interp::pass) and generated code (which compiles `body` from the state's paths
+/// The interpreter's `wfc_interp::pass` and generated code (which compiles `body` from the state's paths
 /// and Parameters) both go through here, so their histories are the same.
 pub fn pass_with(
     exec: &Execution,
@@ -79,7 +79,7 @@ pub fn pass_bounded_with(
 /// unless this is the first state of its line (see [`Line`](super::Line)). Every state's output is checked
 /// once, and a 100 KB document carried through such states is not walked at each.
 ///
-/// The interpreter's [`pass`](crate::interp::pass) and generated code both go through here for such a Pass.
+/// The interpreter's `wfc_interp::pass` and generated code both go through here for such a Pass.
 pub fn pass_kept_with(
     exec: &Execution,
     name: &str,
@@ -110,7 +110,7 @@ pub type Assigned = Vec<(String, Value)>;
 /// `assignedVariables`, after which the values are visible. A `States.Runtime` failure of
 /// `body` gets AWS's prefix naming the state.
 ///
-/// The interpreter's [`pass`](crate::interp::pass) and generated code (which compiles `body` from the state's paths,
+/// The interpreter's `wfc_interp::pass` and generated code (which compiles `body` from the state's paths,
 /// Parameters and Assign) both go through here.
 pub fn pass_assign_with(
     exec: &Execution,

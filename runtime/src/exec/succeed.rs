@@ -8,7 +8,7 @@ use crate::Failure;
 
 /// One visit of a Succeed state: records its Entered and Exited events around `body`
 /// (InputPath then OutputPath, or a JSONata `Output` with the context object: `needs_ctx`), as
-/// [`pass_with`](super::pass_with) does for a Pass state. The interpreter's [`succeed`](crate::interp::succeed) and generated code both
+/// [`pass_with`](super::pass_with) does for a Pass state. The interpreter's `wfc_interp::succeed` and generated code both
 /// go through here.
 pub fn succeed_with(
     exec: &Execution,

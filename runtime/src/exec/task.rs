@@ -319,7 +319,7 @@ impl<H: HoldsCode> ErasedTask for Erased<H> {
 }
 
 /// The data processing of one Task state, which [`task_with`] runs its visit around: what the
-/// interpreter reads from the IR ([`task`](crate::interp::task)) and generated code compiles (`wfc_runtime::abi`).
+/// interpreter reads from the IR (`wfc_interp::task`) and generated code compiles (`wfc_runtime::abi`).
 /// Each method is one step of the state's pipeline; none of them records events.
 pub trait TaskCode {
     /// A retrier of its `Retry` table.

@@ -104,7 +104,7 @@ pub fn wait_timestamp_at(exec: &Execution, text: &str, value: Option<&Value>) ->
 /// `body` gets AWS's prefix naming the state (and a `States.QueryEvaluationError` its
 /// `EvaluationFailed` event).
 ///
-/// The interpreter's [`wait`](crate::interp::wait) and generated code (which compiles `body` from the state's
+/// The interpreter's `wfc_interp::wait` and generated code (which compiles `body` from the state's
 /// JSONata `Seconds`/`Timestamp`, `Output` and `Assign`) both go through here.
 pub async fn wait_language_with(
     exec: &Execution,
@@ -121,7 +121,7 @@ pub async fn wait_language_with(
 /// `needs_ctx`), then the wait on the execution's clock (durable when journaled). A
 /// `States.Runtime` failure of `body` gets AWS's prefix naming the state.
 ///
-/// The interpreter's [`wait`](crate::interp::wait) and generated code (which compiles `body` from the state's paths
+/// The interpreter's `wfc_interp::wait` and generated code (which compiles `body` from the state's paths
 /// and its Seconds/Timestamp/SecondsPath/TimestampPath) both go through here.
 pub async fn wait_with(
     exec: &Execution,
@@ -142,7 +142,7 @@ pub async fn wait_with(
 /// the effective input, against the variables as of entry), which the Exited event records and
 /// which are visible from the next state on.
 ///
-/// The interpreter's [`wait`](crate::interp::wait) and generated code both go through here.
+/// The interpreter's `wfc_interp::wait` and generated code both go through here.
 pub async fn wait_assign_with(
     exec: &Execution,
     name: &str,
