@@ -459,6 +459,12 @@ pub fn jsonata_items(items: Value, expr: Option<&str>) -> Result<Vec<Value>, Fai
     crate::map::jsonata_items(items, expr)
 }
 
+/// A JSONata Map's evaluated `ItemBatcher.BatchInput` (`expr`: the field's expression text
+/// when it is one `{% %}` expression): the object, else `States.QueryEvaluationError`.
+pub fn jsonata_batch_input(value: Value, expr: Option<&str>) -> Result<Value, Failure> {
+    crate::distributed::jsonata_batch_input(value, expr)
+}
+
 /// A JSONata Map's items without `Items`: a copy of the state input, which must be an array.
 pub fn input_items(input: &Value) -> Result<Vec<Value>, Failure> {
     crate::map::input_items(input)

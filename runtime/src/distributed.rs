@@ -1360,9 +1360,22 @@ impl DistributedCode for MapState {
     }
 
     fn batch_input(&self, exec: &Execution, effective: &Value, ctx: &Value) -> Result<Option<Value>, Failure> {
-        match self.distributed.as_deref().and_then(|d| d.item_batcher.as_ref()).and_then(|b| b.batch_input.as_ref()) {
-            None => Ok(None),
-            Some(t) => exec.with_rng(|rng| io::template(t, effective, ctx, rng)).map(Some),
+        let Some(batcher) = self.distributed.as_deref().and_then(|d| d.item_batcher.as_ref()) else {
+            return Ok(None);
+        };
+        match (&batcher.batch_input, &batcher.batch_input_jsonata) {
+            (_, Some(t)) => {
+                let value = exec.with_rng(|rng| {
+                    crate::jsonata::template(t, "BatchInput", &crate::jsonata::Bindings::new(effective, ctx), rng)
+                })?;
+                let expr = match t {
+                    wfc_ir::JsonataTemplate::Expr(e) => Some(e.as_str()),
+                    _ => None,
+                };
+                jsonata_batch_input(value, expr).map(Some)
+            }
+            (Some(t), None) => exec.with_rng(|rng| io::template(t, effective, ctx, rng)).map(Some),
+            (None, None) => Ok(None),
         }
     }
 
@@ -1504,6 +1517,19 @@ where
         }
     };
     outcome
+}
+
+/// A JSONata Map's evaluated `BatchInput`, which must be an object (AWS adds it to each batch
+/// as one), else `States.QueryEvaluationError` naming `expr` (the field's `{% %}` expression
+/// text, when it is one; an object template always gives an object).
+pub fn jsonata_batch_input(value: Value, expr: Option<&str>) -> Result<Value, Failure> {
+    match value {
+        Value::Object(_) => Ok(value),
+        other => {
+            let text = expr.map_or_else(|| other.to_string(), str::to_owned);
+            Err(crate::jsonata::unexpected_type(&text, "BatchInput", "object", &other))
+        }
+    }
 }
 
 /// `ItemBatcher`'s limits and evaluated `BatchInput`.

@@ -230,8 +230,13 @@ pub struct ItemBatcher {
     pub max_items_per_batch: Option<Count>,
     /// `MaxInputBytesPerBatch(Path)`: the serialized child input stays within this size.
     pub max_input_bytes_per_batch: Option<Count>,
-    /// `BatchInput`: a template added to every batch as `"BatchInput"`.
+    /// `BatchInput`: a template added to every batch as `"BatchInput"`; `None` in a JSONata
+    /// state ([`batch_input_jsonata`](Self::batch_input_jsonata)).
     pub batch_input: Option<Template>,
+    /// `BatchInput` in a JSONata state: an object whose `{% %}` leaves are evaluated, or one
+    /// `{% %}` expression that must give an object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_input_jsonata: Option<JsonataTemplate>,
 }
 
 /// `ResultWriter`.

@@ -782,8 +782,8 @@ impl Request {
         let Some(wfc_ir::StateKind::Map(m)) = machine.find(&self.name).map(|id| &machine.states[id].kind) else {
             return;
         };
-        if m.items.is_some() || wfc_runtime::io::paths_use_context([m.input_path.as_ref()]) {
-            return; // JSONata, or a path that reads `$$`
+        if !m.jsonata && wfc_runtime::io::paths_use_context([m.input_path.as_ref()]) {
+            return; // a path that reads `$$`
         }
         let null = Value::Null;
         let Ok(after_input) = wfc_runtime::io::input_path(&m.input_path, &self.input, &null) else { return };
@@ -793,6 +793,18 @@ impl Request {
         let items = match &self.item_reader_data {
             Some(items) => Value::Array(items.clone()),
             None if self.state.contains_key("ItemReader") => return,
+            // A JSONata Map's `Items` (else its input), evaluated as a run does.
+            None if m.jsonata => match &m.items {
+                None if after_input.is_array() => after_input.as_ref().clone(),
+                None => return,
+                Some(t) => {
+                    let bindings = wfc_runtime::jsonata::Bindings::new(&after_input, context);
+                    match wfc_runtime::jsonata::template(t, "Items", &bindings, &mut rand::rng()) {
+                        Ok(items @ Value::Array(_)) => items,
+                        _ => return,
+                    }
+                }
+            },
             None => match wfc_runtime::io::select_path(&m.items_path, &after_input, &null) {
                 Ok(items @ Value::Array(_)) => {
                     data.insert("afterItemsPath".into(), json!(json_text(&items)));
@@ -801,15 +813,28 @@ impl Request {
                 _ => return,
             },
         };
-        let selected = match &m.item_selector {
-            None => Some(items),
-            Some(s) if !wfc_runtime::io::uses_context(s) && !wfc_runtime::io::uses_randomness(s) => {
+        let selected = match (&m.item_selector, &m.item_selector_jsonata) {
+            // A JSONata ItemSelector, per item with `$states.context.Map.Item` as a run sees it.
+            (_, Some(t)) => items
+                .as_array()
+                .into_iter()
+                .flatten()
+                .enumerate()
+                .map(|(i, item)| {
+                    let item_ctx = wfc_runtime::map::item_context(context, i, item);
+                    let bindings = wfc_runtime::jsonata::Bindings::new(&after_input, &item_ctx);
+                    wfc_runtime::jsonata::template(t, "ItemSelector", &bindings, &mut rand::rng()).ok()
+                })
+                .collect::<Option<Vec<_>>>()
+                .map(Value::Array),
+            (None, None) => Some(items),
+            (Some(s), None) if !wfc_runtime::io::uses_context(s) && !wfc_runtime::io::uses_randomness(s) => {
                 let n = items.as_array().map_or(0, Vec::len);
                 wfc_runtime::io::template(s, &after_input, &null, &mut rand::rng())
                     .ok()
                     .map(|one| Value::Array(vec![one; n]))
             }
-            Some(_) => None,
+            (Some(_), None) => None,
         };
         if let Some(selected) = selected {
             data.insert("afterItemSelector".into(), json!(json_text(&selected)));
@@ -1017,9 +1042,15 @@ fn after_item_batcher(
     if max_items == Some(0) || max_bytes == Some(0) {
         return None;
     }
-    let batch_input = match &batcher.batch_input {
-        None => None,
-        Some(t) => Some(wfc_runtime::io::template(t, after_input, context, &mut rand::rng()).ok()?),
+    let batch_input = match (&batcher.batch_input, &batcher.batch_input_jsonata) {
+        (_, Some(t)) => {
+            // A JSONata Map's `$states.input` is the state input (`after_input`: no InputPath).
+            let bindings = wfc_runtime::jsonata::Bindings::new(after_input, context);
+            let value = wfc_runtime::jsonata::template(t, "BatchInput", &bindings, &mut rand::rng()).ok()?;
+            Some(wfc_runtime::distributed::jsonata_batch_input(value, None).ok()?)
+        }
+        (Some(t), None) => Some(wfc_runtime::io::template(t, after_input, context, &mut rand::rng()).ok()?),
+        (None, None) => None,
     };
     let Value::Array(items) = selected else { return None };
     let batches = wfc_runtime::distributed::batches(items, max_items, max_bytes, batch_input.as_ref()).ok()?;

@@ -270,6 +270,18 @@ def test_state_map_parallel(sfn):
     r = sfn.test_state(definition=json.dumps(jsonata), input="[2, 3, 4]", mock={"result": "[]"}, inspectionLevel="DEBUG")
     got = json.loads(r["inspectionData"]["afterItemBatcher"])
     assert got == [{"Items": [2], "BatchInput": {"kind": "batch"}}, {"Items": [3], "BatchInput": {"kind": "batch"}}, {"Items": [4], "BatchInput": {"kind": "batch"}}], r
+    # ... BatchInput's `{% %}` leaves (or one expression) evaluated, after `Items` and an
+    # ItemSelector reading `$states.context.Map.Item`.
+    evaluated = dict(jsonata, Items="{% $states.input.xs %}", ItemSelector={"v": "{% $states.context.Map.Item.Value * 10 %}"})
+    evaluated["ItemBatcher"] = {"MaxItemsPerBatch": 2, "BatchInput": {"n": "{% $count($states.input.xs) %}"}}
+    r = sfn.test_state(definition=json.dumps(evaluated), input='{"xs": [1, 2, 3]}', mock={"result": "[]"}, inspectionLevel="DEBUG")
+    d = r["inspectionData"]
+    assert json.loads(d["afterItemSelector"]) == [{"v": 10}, {"v": 20}, {"v": 30}], d
+    assert [b["BatchInput"]["n"] for b in json.loads(d["afterItemBatcher"])] == [3, 3], d
+    assert [b["Items"] for b in json.loads(d["afterItemBatcher"])] == [[{"v": 10}, {"v": 20}], [{"v": 30}]], d
+    evaluated["ItemBatcher"] = {"MaxItemsPerBatch": 3, "BatchInput": "{% {'first': $states.input.xs[0]} %}"}
+    r = sfn.test_state(definition=json.dumps(evaluated), input='{"xs": [1, 2, 3]}', mock={"result": "[]"}, inspectionLevel="DEBUG")
+    assert json.loads(r["inspectionData"]["afterItemBatcher"]) == [{"Items": [{"v": 10}, {"v": 20}, {"v": 30}], "BatchInput": {"first": 1}}], r
     ok = sfn.test_state(definition=json.dumps(batched), input=given(tolerate=1), mock={"result": "[]"}, stateConfiguration=conf(1))
     over = sfn.test_state(definition=json.dumps(batched), input=given(tolerate=1), mock={"result": "[]"}, stateConfiguration=conf(2))
     assert (ok["status"], over["status"], over["error"]) == ("SUCCEEDED", "FAILED", "States.ExceedToleratedFailureThreshold"), (ok, over)

@@ -788,19 +788,26 @@ impl Cx<'_> {
         let max_items_per_batch = self.count(obj, "MaxItemsPerBatch", codes::BAD_ITEM_BATCHER, 1, MAX_READER_ITEMS);
         let max_input_bytes_per_batch =
             self.count(obj, "MaxInputBytesPerBatch", codes::BAD_ITEM_BATCHER, 1, MAX_BATCH_BYTES);
+        // In a JSONata state `BatchInput` is a JSONata template (its `{% %}` leaves evaluated
+        // against `$states.input` and `$states.context`), or one `{% %}` expression giving the
+        // object; in a JSONPath state a Parameters-style template.
         let batch_input = match obj.get("BatchInput") {
-            None => Some(None),
-            Some(b) if b.as_object().is_some() => Some(Some(self.template(b))),
+            None => Some((None, None)),
+            Some(b) if self.jsonata && (b.as_object().is_some() || self.jsonata_number_text(b)) => {
+                Some((None, Some(self.jsonata_template(b, "BatchInput"))))
+            }
+            Some(b) if b.as_object().is_some() => Some((Some(self.template(b)), None)),
             Some(b) => {
+                let expected = if self.jsonata { "an object or a `{% %}` expression" } else { "an object" };
                 self.error(
                     codes::BAD_ITEM_BATCHER,
-                    format!("`BatchInput` must be an object, found {}", b.kind.type_name()),
+                    format!("`BatchInput` must be {expected}, found {}", b.kind.type_name()),
                     b.span.clone(),
                 );
                 None
             }
         };
-        let (Ok(max_items_per_batch), Ok(max_input_bytes_per_batch), Some(batch_input)) =
+        let (Ok(max_items_per_batch), Ok(max_input_bytes_per_batch), Some((batch_input, batch_input_jsonata))) =
             (max_items_per_batch, max_input_bytes_per_batch, batch_input)
         else {
             return None;
@@ -813,7 +820,7 @@ impl Cx<'_> {
             );
             return None;
         }
-        Some(ItemBatcher { max_items_per_batch, max_input_bytes_per_batch, batch_input })
+        Some(ItemBatcher { max_items_per_batch, max_input_bytes_per_batch, batch_input, batch_input_jsonata })
     }
 
     /// `ResultWriter`: `Resource` with `Parameters` (or `Arguments`) exports the results,

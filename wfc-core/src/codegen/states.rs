@@ -2284,7 +2284,9 @@ fn distributed_code(
                 body,
             ));
         }
-        if let Some(t) = &batcher.batch_input {
+        if let Some(t) = &batcher.batch_input_jsonata {
+            methods.push(jsonata_batch_input_method(items, t));
+        } else if let Some(t) = &batcher.batch_input {
             methods.push(template_method(items, "batch_input", t, true));
         }
     }
@@ -2363,6 +2365,27 @@ fn s3_fields_method(
             #body
         }
     })
+}
+
+/// `DistributedCode::batch_input` of a JSONata Map: the `BatchInput` template evaluated with
+/// `$states.input` the effective input, checked to be an object as the interpreter does.
+fn jsonata_batch_input_method(items: &mut Items, t: &JsonataTemplate) -> TokenStream {
+    let built = jsonata_template(items, t, "BatchInput", &quote!(states));
+    let expr = match t {
+        JsonataTemplate::Expr(e) => {
+            let text = Literal::string(e.as_str());
+            quote!(Some(#text))
+        }
+        _ => quote!(::core::option::Option::None),
+    };
+    let body = with_states(quote!(__wfc::abi::jsonata_batch_input(#built, #expr).map(Some)), quote!(effective));
+    let (exec, effective, ctx) = (param(&body, "exec"), param(&body, "effective"), param(&body, "ctx"));
+    quote! {
+        fn batch_input(&self, #exec: &__wfc::Execution, #effective: &__wfc::Value, #ctx: &__wfc::Value)
+            -> Result<::core::option::Option<__wfc::Value>, __wfc::Failure> {
+            #body
+        }
+    }
 }
 
 /// `DistributedCode::reader_spec`: the reader's resource and `ReaderConfig` written out as an
