@@ -139,8 +139,13 @@ fn run_branches<'a>(
             .map(|branch| {
                 let exec = exec.branch();
                 let input = input.clone();
-                let future: BoxFuture<'a, Result<Value, Failure>> =
-                    Box::pin(async move { exec.in_branch_context(run_machine(&exec, branch, handler, input)).await });
+                // The machine's (large) future is boxed where it is made, so the branch's own
+                // future is small and nothing moves the machine's again (each move is a copy of
+                // all of it).
+                let future: BoxFuture<'a, Result<Value, Failure>> = Box::pin(async move {
+                    let machine = Box::pin(run_machine(&exec, branch, handler, input));
+                    exec.in_branch_context(machine).await
+                });
                 future
             })
             .collect();
