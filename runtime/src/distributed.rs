@@ -395,15 +395,29 @@ pub fn parse_object(bytes: &[u8], spec: &ReadSpec<'_>, max_items: usize, limit: 
             }
         }
         Some(InputType::Parquet) => {
-            for row in parquet_rows(bytes)? {
-                if items.len() == wanted {
-                    break;
+            // The parquet crate's row reader panics on some malformed files (an `expect` on a
+            // row group): a bad object is a failed read, never a crash.
+            let read = std::panic::catch_unwind(|| -> Result<Vec<Value>, Failure> {
+                let mut rows = Vec::new();
+                for row in parquet_rows(bytes)? {
+                    if rows.len() == wanted {
+                        break;
+                    }
+                    if rows.len() == limit {
+                        return Err(too_many());
+                    }
+                    rows.push(row?);
                 }
-                if items.len() == limit {
-                    return Err(too_many());
-                }
-                items.push(row?);
-            }
+                Ok(rows)
+            });
+            items = read.unwrap_or_else(|panic| {
+                let why = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                Err(reader_failed(format!("The Parquet object cannot be read: {why}")))
+            })?;
         }
         Some(InputType::Csv) => {
             let mut reader = csv::ReaderBuilder::new()
@@ -2096,16 +2110,23 @@ mod tests {
     #[cfg(feature = "parquet")]
     #[test]
     fn parquet_rows_become_objects_of_their_columns() {
+        use parquet::basic::{Compression, GzipLevel, ZstdLevel};
         let cfg = config(InputType::Parquet, CsvHeaders::FirstRow);
-        let bytes = parquet_file(PARQUET_ROWS[0], parquet::basic::Compression::SNAPPY);
-        let items = parse_items(&bytes, &cfg, 0, 10).unwrap();
-        assert_eq!(
-            items,
-            vec![
-                json!({"id": 1, "name": "apple", "score": 1.5, "active": true, "created": 1_700_000_000_000_i64}),
-                json!({"id": 2, "name": null, "score": 2.0, "active": false, "created": 1_700_000_001_500_i64}),
-            ]
-        );
+        // The codecs AWS reads: Snappy, GZIP and ZSTD.
+        for codec in
+            [Compression::SNAPPY, Compression::GZIP(GzipLevel::default()), Compression::ZSTD(ZstdLevel::default())]
+        {
+            let items = parse_items(&parquet_file(PARQUET_ROWS[0], codec), &cfg, 0, 10).unwrap();
+            assert_eq!(
+                items,
+                vec![
+                    json!({"id": 1, "name": "apple", "score": 1.5, "active": true, "created": 1_700_000_000_000_i64}),
+                    json!({"id": 2, "name": null, "score": 2.0, "active": false, "created": 1_700_000_001_500_i64}),
+                ],
+                "{codec:?}"
+            );
+        }
+        let bytes = parquet_file(PARQUET_ROWS[0], Compression::SNAPPY);
         // MaxItems stops the read; the item limit fails it; bytes that are no Parquet fail it.
         assert_eq!(parse_items(&bytes, &cfg, 1, 10).unwrap().len(), 1);
         let over = parse_items(&bytes, &cfg, 0, 1).unwrap_err();
