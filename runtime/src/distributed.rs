@@ -2045,7 +2045,7 @@ mod tests {
     /// `tests/cases/map/fixtures/items/parquet/` were made with it
     /// (`write_parquet_fixtures`, below).
     #[cfg(feature = "parquet")]
-    fn parquet_file(rows: &[(i64, Option<&str>, f64, bool, i64)], codec: parquet::basic::Compression) -> Vec<u8> {
+    fn parquet_file(rows: &[FixtureRow], codec: parquet::basic::Compression) -> Vec<u8> {
         use parquet::data_type::{BoolType, ByteArray, ByteArrayType, DoubleType, Int64Type};
         use parquet::file::properties::WriterProperties;
         use parquet::file::writer::SerializedFileWriter;
@@ -2086,9 +2086,13 @@ mod tests {
         out
     }
 
+    /// A fixture row: `id`, `name`, `score`, `active`, `created`.
+    #[cfg(feature = "parquet")]
+    type FixtureRow = (i64, Option<&'static str>, f64, bool, i64);
+
     /// Rows of the fixtures: the first file Snappy-compressed, the second GZIP.
     #[cfg(feature = "parquet")]
-    const PARQUET_ROWS: [&[(i64, Option<&str>, f64, bool, i64)]; 2] = [
+    const PARQUET_ROWS: [&[FixtureRow]; 2] = [
         &[(1, Some("apple"), 1.5, true, 1_700_000_000_000), (2, None, 2.0, false, 1_700_000_001_500)],
         &[(3, Some("cherry \"red\""), -0.25, true, 0)],
     ];
