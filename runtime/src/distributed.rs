@@ -394,6 +394,31 @@ pub fn parse_object(bytes: &[u8], spec: &ReadSpec<'_>, max_items: usize, limit: 
                 items.push(value);
             }
         }
+        Some(InputType::Parquet) => {
+            // The parquet crate's row reader panics on some malformed files (an `expect` on a
+            // row group): a bad object is a failed read, never a crash.
+            let read = std::panic::catch_unwind(|| -> Result<Vec<Value>, Failure> {
+                let mut rows = Vec::new();
+                for row in parquet_rows(bytes)? {
+                    if rows.len() == wanted {
+                        break;
+                    }
+                    if rows.len() == limit {
+                        return Err(too_many());
+                    }
+                    rows.push(row?);
+                }
+                Ok(rows)
+            });
+            items = read.unwrap_or_else(|panic| {
+                let why = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                Err(reader_failed(format!("The Parquet object cannot be read: {why}")))
+            })?;
+        }
         Some(InputType::Csv) => {
             let mut reader = csv::ReaderBuilder::new()
                 .has_headers(false)
@@ -436,6 +461,62 @@ pub fn parse_object(bytes: &[u8], spec: &ReadSpec<'_>, max_items: usize, limit: 
     Ok(items)
 }
 
+/// The rows of a Parquet file, each an object keyed by its columns (see [`parquet_value`]).
+#[cfg(feature = "parquet")]
+fn parquet_rows(bytes: &[u8]) -> Result<impl Iterator<Item = Result<Value, Failure>>, Failure> {
+    use parquet::file::reader::SerializedFileReader;
+    let unreadable =
+        |e: parquet::errors::ParquetError| reader_failed(format!("The Parquet object cannot be read: {e}"));
+    let reader = SerializedFileReader::new(bytes::Bytes::copy_from_slice(bytes)).map_err(unreadable)?;
+    let rows = parquet::record::reader::RowIter::from_file_into(Box::new(reader));
+    Ok(rows.map(move |row| {
+        let row = row.map_err(unreadable)?;
+        Ok(parquet_row(&row))
+    }))
+}
+
+/// Without the `parquet` feature, a PARQUET read fails saying so.
+#[cfg(not(feature = "parquet"))]
+fn parquet_rows(_bytes: &[u8]) -> Result<std::iter::Empty<Result<Value, Failure>>, Failure> {
+    Err(reader_failed(
+        "InputType PARQUET: this wfc was built without the `parquet` feature of wfc-runtime (turn it on to read \
+         Parquet files)",
+    ))
+}
+
+#[cfg(feature = "parquet")]
+fn parquet_row(row: &parquet::record::Row) -> Value {
+    Value::Object(row.get_column_iter().map(|(name, field)| (name.clone(), parquet_value(field))).collect())
+}
+
+/// A Parquet value as an item's JSON: numbers, strings and booleans as themselves, a group (a
+/// struct) as an object, a list as an array, a map as an object (keys as strings), timestamps
+/// as integer milliseconds since the Unix epoch (microseconds truncated to them), dates as `YYYY-MM-DD`, decimals as strings, binary as base64 (the `parquet` crate's
+/// JSON for the rest).
+#[cfg(feature = "parquet")]
+fn parquet_value(field: &parquet::record::Field) -> Value {
+    use parquet::record::Field;
+    match field {
+        Field::Group(row) => parquet_row(row),
+        Field::ListInternal(list) => Value::Array(list.elements().iter().map(parquet_value).collect()),
+        Field::MapInternal(map) => Value::Object(
+            map.entries()
+                .iter()
+                .map(|(k, v)| {
+                    let key = match parquet_value(k) {
+                        Value::String(s) => s,
+                        other => other.to_string(),
+                    };
+                    (key, parquet_value(v))
+                })
+                .collect(),
+        ),
+        Field::TimestampMillis(ms) => json!(ms),
+        Field::TimestampMicros(us) => json!(us.div_euclid(1_000)),
+        other => other.to_json_value(),
+    }
+}
+
 /// Reads a Map Run's items through `store`, as `spec` says, from the reader's evaluated
 /// `Parameters`/`Arguments` `params`: one object (`s3:getObject`), the files a manifest in it
 /// lists (`ManifestType`), or a listing (`s3:listObjectsV2`: the objects' descriptions, or
@@ -449,6 +530,7 @@ pub async fn read_items(
     limit: usize,
 ) -> Result<Vec<Value>, Failure> {
     let bucket = string_param(params, "Bucket", "ItemReader", reader_failed_owned)?;
+    check_reader_parameters(params)?;
     let mut items: Vec<Value> = Vec::new();
     let wanted = if max_items == 0 { usize::MAX } else { max_items };
     // The files to read and flatten, each with its own bucket.
@@ -462,7 +544,17 @@ pub async fn read_items(
                 )));
             }
         };
-        let listed = store.list_objects(bucket, prefix).await.map_err(reader_failed)?;
+        let mut listed = store.list_objects(bucket, prefix).await.map_err(reader_failed)?;
+        // S3's `StartAfter`: the keys after it (in key order); `Delimiter`: a key with the
+        // delimiter after the prefix is rolled up into a common prefix, which is no object (the
+        // reader's items are the listing's objects). `MaxKeys` is the size of S3's pages, which
+        // the reader reads all of; `RequestPayer` is billing: neither changes the items.
+        if let Some(after) = params.get("StartAfter").and_then(Value::as_str) {
+            listed.retain(|o| o.key.as_str() > after);
+        }
+        if let Some(delimiter) = params.get("Delimiter").and_then(Value::as_str).filter(|d| !d.is_empty()) {
+            listed.retain(|o| !o.key[prefix.len().min(o.key.len())..].contains(delimiter));
+        }
         if spec.transformation == ReaderTransformation::None {
             let items: Vec<Value> = listed.iter().take(wanted).map(ObjectSummary::item).collect();
             if items.len() > limit {
@@ -496,6 +588,24 @@ pub async fn read_items(
         items.extend(read);
     }
     Ok(items)
+}
+
+/// The ItemReader's S3 request members beyond `Bucket`, `Key` and `Prefix`, as evaluated: each
+/// of the right type (a literal one was checked when the definition was loaded), and none
+/// that the object store cannot honour (`wfc_ir::distributed::UNHONOURED_PARAMETERS`).
+fn check_reader_parameters(params: &Value) -> Result<(), Failure> {
+    let Some(members) = params.as_object() else { return Ok(()) };
+    for (name, value) in members {
+        if ["Bucket", "Key", "Prefix"].contains(&name.as_str()) {
+            continue;
+        }
+        wfc_ir::distributed::check_s3_parameter(name, value)
+            .map_err(|message| reader_failed(format!("The ItemReader parameter {message}")))?;
+        if let Some((_, why)) = wfc_ir::distributed::UNHONOURED_PARAMETERS.iter().find(|(n, _)| n == name) {
+            return Err(reader_failed(format!("The ItemReader parameter `{name}` cannot be honoured: {why}.")));
+        }
+    }
+    Ok(())
 }
 
 /// The data files an Athena `UNLOAD` manifest lists: one `s3://bucket/key` per line.
@@ -1965,6 +2075,106 @@ fn refused(cause: String) -> crate::ExecutionResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Writes a Parquet file of `rows` (`id`, `name`, `score`, `active`, `created`) compressed
+    /// with `codec`, with the `parquet` crate's low-level writer (no Arrow). The fixtures under
+    /// `tests/cases/map/fixtures/items/parquet/` were made with it
+    /// (`write_parquet_fixtures`, below).
+    #[cfg(feature = "parquet")]
+    fn parquet_file(rows: &[FixtureRow], codec: parquet::basic::Compression) -> Vec<u8> {
+        use parquet::data_type::{BoolType, ByteArray, ByteArrayType, DoubleType, Int64Type};
+        use parquet::file::properties::WriterProperties;
+        use parquet::file::writer::SerializedFileWriter;
+        let schema = std::sync::Arc::new(
+            parquet::schema::parser::parse_message_type(
+                "message item { REQUIRED INT64 id; OPTIONAL BYTE_ARRAY name (UTF8); REQUIRED DOUBLE score; \
+                 REQUIRED BOOLEAN active; REQUIRED INT64 created (TIMESTAMP_MILLIS); }",
+            )
+            .unwrap(),
+        );
+        let props = std::sync::Arc::new(WriterProperties::builder().set_compression(codec).build());
+        let mut out = Vec::new();
+        let mut writer = SerializedFileWriter::new(&mut out, schema, props).unwrap();
+        let mut group = writer.next_row_group().unwrap();
+        let ids: Vec<i64> = rows.iter().map(|r| r.0).collect();
+        let names: Vec<ByteArray> = rows.iter().filter_map(|r| r.1).map(ByteArray::from).collect();
+        let name_levels: Vec<i16> = rows.iter().map(|r| i16::from(r.1.is_some())).collect();
+        let scores: Vec<f64> = rows.iter().map(|r| r.2).collect();
+        let active: Vec<bool> = rows.iter().map(|r| r.3).collect();
+        let created: Vec<i64> = rows.iter().map(|r| r.4).collect();
+        let mut column = group.next_column().unwrap().unwrap();
+        column.typed::<Int64Type>().write_batch(&ids, None, None).unwrap();
+        column.close().unwrap();
+        let mut column = group.next_column().unwrap().unwrap();
+        column.typed::<ByteArrayType>().write_batch(&names, Some(&name_levels), None).unwrap();
+        column.close().unwrap();
+        let mut column = group.next_column().unwrap().unwrap();
+        column.typed::<DoubleType>().write_batch(&scores, None, None).unwrap();
+        column.close().unwrap();
+        let mut column = group.next_column().unwrap().unwrap();
+        column.typed::<BoolType>().write_batch(&active, None, None).unwrap();
+        column.close().unwrap();
+        let mut column = group.next_column().unwrap().unwrap();
+        column.typed::<Int64Type>().write_batch(&created, None, None).unwrap();
+        column.close().unwrap();
+        group.close().unwrap();
+        writer.close().unwrap();
+        out
+    }
+
+    /// A fixture row: `id`, `name`, `score`, `active`, `created`.
+    #[cfg(feature = "parquet")]
+    type FixtureRow = (i64, Option<&'static str>, f64, bool, i64);
+
+    /// Rows of the fixtures: the first file Snappy-compressed, the second GZIP.
+    #[cfg(feature = "parquet")]
+    const PARQUET_ROWS: [&[FixtureRow]; 2] = [
+        &[(1, Some("apple"), 1.5, true, 1_700_000_000_000), (2, None, 2.0, false, 1_700_000_001_500)],
+        &[(3, Some("cherry \"red\""), -0.25, true, 0)],
+    ];
+
+    /// Writes the Parquet fixtures of `tests/cases/map/distributed-options.case.json`
+    /// (`cargo test -p wfc-runtime --features parquet write_parquet_fixtures -- --ignored`).
+    #[cfg(feature = "parquet")]
+    #[test]
+    #[ignore = "writes the committed fixtures"]
+    fn write_parquet_fixtures() {
+        use parquet::basic::{Compression, GzipLevel};
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/cases/map/fixtures/items/parquet");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("part-1.parquet"), parquet_file(PARQUET_ROWS[0], Compression::SNAPPY)).unwrap();
+        let gzip = Compression::GZIP(GzipLevel::default());
+        std::fs::write(dir.join("part-2.parquet"), parquet_file(PARQUET_ROWS[1], gzip)).unwrap();
+    }
+
+    #[cfg(feature = "parquet")]
+    #[test]
+    fn parquet_rows_become_objects_of_their_columns() {
+        use parquet::basic::{Compression, GzipLevel, ZstdLevel};
+        let cfg = config(InputType::Parquet, CsvHeaders::FirstRow);
+        // The codecs AWS reads: Snappy, GZIP and ZSTD.
+        for codec in
+            [Compression::SNAPPY, Compression::GZIP(GzipLevel::default()), Compression::ZSTD(ZstdLevel::default())]
+        {
+            let items = parse_items(&parquet_file(PARQUET_ROWS[0], codec), &cfg, 0, 10).unwrap();
+            assert_eq!(
+                items,
+                vec![
+                    json!({"id": 1, "name": "apple", "score": 1.5, "active": true, "created": 1_700_000_000_000_i64}),
+                    json!({"id": 2, "name": null, "score": 2.0, "active": false, "created": 1_700_000_001_500_i64}),
+                ],
+                "{codec:?}"
+            );
+        }
+        let bytes = parquet_file(PARQUET_ROWS[0], Compression::SNAPPY);
+        // MaxItems stops the read; the item limit fails it; bytes that are no Parquet fail it.
+        assert_eq!(parse_items(&bytes, &cfg, 1, 10).unwrap().len(), 1);
+        let over = parse_items(&bytes, &cfg, 0, 1).unwrap_err();
+        assert!(over.cause.contains("item limit of 1"), "{}", over.cause);
+        let bad = parse_items(b"not parquet", &cfg, 0, 10).unwrap_err();
+        assert_eq!(bad.error, "States.ItemReaderFailed");
+        assert!(bad.cause.starts_with("The Parquet object cannot be read"), "{}", bad.cause);
+    }
 
     fn config(input_type: InputType, csv_headers: CsvHeaders) -> ReaderConfig {
         ReaderConfig {

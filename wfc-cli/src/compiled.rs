@@ -293,8 +293,9 @@ fn cargo_toml_with(package: &str, runtime: &RuntimeSource, durable: Option<Store
             (version.clone(), version)
         }
     };
+    // As the `wfc` command's own runtime (the interpreter): what one engine reads, so does the other.
     let features: Vec<String> =
-        ["jsonata", "json-schema"].into_iter().chain(durable.map(|_| "durable")).map(lit).collect();
+        ["jsonata", "json-schema", "parquet"].into_iter().chain(durable.map(|_| "durable")).map(lit).collect();
     let features = features.join(", ");
     let stores = match durable {
         None => String::new(),

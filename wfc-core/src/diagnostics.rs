@@ -229,7 +229,7 @@ impl std::error::Error for Diagnostics {}
 /// | WFC0202 | a required field is missing |
 /// | WFC0203 | unknown field |
 /// | WFC0204 | unknown state `Type` |
-/// | WFC0205 | a Map feature wfc does not support (e.g. `listObjectsV2`, PARQUET, `WriterConfig`) |
+/// | WFC0205 | a Map feature wfc does not support (an S3 request member that is not one) |
 /// | WFC0206 | JSONata (`QueryLanguage`) is not supported yet |
 /// | WFC0207 | unsupported `Version` |
 /// | WFC0208 | invalid top-level `TimeoutSeconds` |
@@ -551,7 +551,7 @@ pub mod codes {
         (UNKNOWN_STATE_TYPE, "unknown state type"),
         (
             MAP_UNSUPPORTED,
-            "a Map feature that is not supported: `PARQUET` input, or ItemReader/ResultWriter parameters other than `Bucket`, `Key`, `Prefix` (see the message)",
+            "a Map feature that is not supported: an ItemReader parameter its S3 request does not take, a ResultWriter parameter other than `Bucket`, `Prefix` (see the message)",
         ),
         (JSONATA_UNSUPPORTED, "a JSONata feature that is not supported yet"),
         (BAD_VERSION, "unsupported Version"),

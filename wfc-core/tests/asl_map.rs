@@ -212,10 +212,22 @@ fn invalid_map_field_combinations() {
             "cannot both be given",
         ),
         (
-            r#""ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "Parameters": {"Bucket": "b", "Key": "k"}, "ReaderConfig": {"InputType": "PARQUET"}}"#,
-            "WFC0205",
-            "\"PARQUET\"",
-            "not supported",
+            r#""ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "Parameters": {"Bucket": "b", "Key": "k", "VersionId": "v1"}, "ReaderConfig": {"InputType": "PARQUET"}}"#,
+            "WFC0224",
+            "\"VersionId\"",
+            "not supported with",
+        ),
+        (
+            r#""ItemReader": {"Resource": "arn:aws:states:::s3:listObjectsV2", "Parameters": {"Bucket": "b", "MaxKeys": 0}}"#,
+            "WFC0224",
+            "0}",
+            "`MaxKeys` must be an integer from 1 to 1000, found 0",
+        ),
+        (
+            r#""ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "Parameters": {"Bucket": "b", "Key": "k", "RequestPayer": "me"}, "ReaderConfig": {"InputType": "JSON"}}"#,
+            "WFC0224",
+            "\"me\"",
+            "`RequestPayer` must be \"requester\"",
         ),
         (
             r#""ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "Parameters": {"Bucket": "b", "Key": "k"}, "ReaderConfig": {"InputType": "CSV", "CSVDelimiter": "COLON"}}"#,
@@ -377,6 +389,15 @@ fn reader_and_writer_options_lower() {
         r#""ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "Parameters": {"Bucket": "b", "Key": "m.json"}, "ReaderConfig": {"InputType": "MANIFEST"}}"#,
     );
     assert_eq!(d.item_reader.map(|r| r.config.input_type), Some(Some(InputType::Manifest)));
+    // PARQUET (read by the runtime's `parquet` feature), on one object and on a listing.
+    let d = map(
+        r#""ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "Parameters": {"Bucket": "b", "Key": "k"}, "ReaderConfig": {"InputType": "PARQUET"}}"#,
+    );
+    assert_eq!(d.item_reader.map(|r| r.config.input_type), Some(Some(InputType::Parquet)));
+    let d = map(
+        r#""ItemReader": {"Resource": "arn:aws:states:::s3:listObjectsV2", "Parameters": {"Bucket": "b"}, "ReaderConfig": {"InputType": "PARQUET", "Transformation": "LOAD_AND_FLATTEN"}}"#,
+    );
+    assert_eq!(d.item_reader.map(|r| r.config.input_type), Some(Some(InputType::Parquet)));
     let d = map(
         r#""ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "Parameters": {"Bucket": "b", "Key": "m.csv"}, "ReaderConfig": {"InputType": "JSONL", "ManifestType": "ATHENA_DATA"}}"#,
     );
@@ -409,17 +430,6 @@ fn items_path_beside_a_reader_is_a_warning() {
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert_eq!((warnings[0].0.as_str(), (warnings[0].1, warnings[0].2)), ("WFC0224", at(&text, "\"ItemsPath\"")));
     assert!(warnings[0].3.contains("ignored"), "{}", warnings[0].3);
-}
-
-/// PARQUET stays refused (WFC0205) with a help text that says what to do instead.
-#[test]
-fn parquet_is_refused_with_a_way_out() {
-    let text = with_map(&format!(
-        r#""ItemReader": {{"Resource": "arn:aws:states:::s3:getObject", "Parameters": {{"Bucket": "b", "Key": "k"}}, "ReaderConfig": {{"InputType": "PARQUET"}}}}, "ItemProcessor": {DISTRIBUTED}"#
-    ));
-    let Err(d) = wfc_core::asl::load(Source { path: "map.json", text: &text }) else { panic!("loads") };
-    let rendered = d.render(false);
-    assert!(rendered.contains("WFC0205") && rendered.contains("convert the Parquet files"), "{rendered}");
 }
 
 #[test]

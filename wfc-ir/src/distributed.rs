@@ -129,6 +129,9 @@ pub enum InputType {
     Csv,
     /// An S3 Inventory `manifest.json` ([`ManifestType::S3Inventory`]).
     Manifest,
+    /// Apache Parquet: each row becomes an object keyed by its columns (the runtime's
+    /// `parquet` feature reads it).
+    Parquet,
 }
 
 impl InputType {
@@ -139,6 +142,7 @@ impl InputType {
             InputType::Jsonl => "JSONL",
             InputType::Csv => "CSV",
             InputType::Manifest => "MANIFEST",
+            InputType::Parquet => "PARQUET",
         }
     }
 }
@@ -292,6 +296,64 @@ pub enum WriterTransformation {
     Compact,
     /// `FLATTEN`: as `COMPACT`, with an output that is an array spliced in element by element.
     Flatten,
+}
+
+/// The `Parameters`/`Arguments` an `s3:getObject` ItemReader accepts (S3's GetObject request
+/// members AWS's ItemReader passes on).
+pub const GET_OBJECT_PARAMETERS: &[&str] = &["Bucket", "Key", "VersionId", "ExpectedBucketOwner", "RequestPayer"];
+
+/// The `Parameters`/`Arguments` an `s3:listObjectsV2` ItemReader accepts (S3's ListObjectsV2
+/// request members; the reader pages through every object itself).
+pub const LIST_OBJECTS_PARAMETERS: &[&str] = &[
+    "Bucket",
+    "Prefix",
+    "StartAfter",
+    "Delimiter",
+    "MaxKeys",
+    "EncodingType",
+    "FetchOwner",
+    "ContinuationToken",
+    "ExpectedBucketOwner",
+    "RequestPayer",
+];
+
+/// The S3 request members that wfc's object store cannot honour, with why: an ItemReader that
+/// gives one fails with `States.ItemReaderFailed` naming it (docs/semantics.md).
+pub const UNHONOURED_PARAMETERS: &[(&str, &str)] = &[
+    ("VersionId", "the object store keeps no object versions"),
+    ("ExpectedBucketOwner", "the object store's buckets have no owning account to check"),
+    ("EncodingType", "the object store does not URL-encode the keys it lists"),
+    ("FetchOwner", "the object store's objects have no owner"),
+    ("ContinuationToken", "the object store hands out no continuation tokens: the reader lists every object"),
+];
+
+/// Whether `value` is a valid value of the ItemReader S3 parameter `name` (its type and range,
+/// as S3 takes it): `Err` says what is wrong. Parameters not checked here are strings.
+pub fn check_s3_parameter(name: &str, value: &serde_json::Value) -> Result<(), String> {
+    use serde_json::Value;
+    let ok = match (name, value) {
+        ("MaxKeys", Value::Number(n)) => n.as_u64().is_some_and(|n| (1..=1000).contains(&n)),
+        ("MaxKeys", _) => false,
+        ("FetchOwner", v) => v.is_boolean(),
+        ("RequestPayer", v) => v.as_str() == Some("requester"),
+        ("EncodingType", v) => v.as_str() == Some("url"),
+        ("ExpectedBucketOwner", v) => {
+            v.as_str().is_some_and(|s| s.len() == 12 && s.bytes().all(|b| b.is_ascii_digit()))
+        }
+        (_, v) => v.is_string(),
+    };
+    if ok {
+        return Ok(());
+    }
+    let wanted = match name {
+        "MaxKeys" => "an integer from 1 to 1000",
+        "FetchOwner" => "a Boolean",
+        "RequestPayer" => "\"requester\"",
+        "EncodingType" => "\"url\"",
+        "ExpectedBucketOwner" => "a 12-digit AWS account ID",
+        _ => "a string",
+    };
+    Err(format!("`{name}` must be {wanted}, found {value}"))
 }
 
 /// The ItemReader resource that reads one object named by `Bucket` and `Key`.

@@ -5,10 +5,10 @@
 
 use wfc_ir::JsonataTemplate;
 use wfc_ir::distributed::{
-    Count, CsvDelimiter, CsvHeaders, DistributedMap, ExecutionType, InputType, ItemBatcher, ItemReader,
-    MAX_BATCH_BYTES, MAX_LABEL_CHARS, MAX_READER_ITEMS, ManifestType, OutputType, Percentage, ReaderConfig,
-    ReaderTransformation, ResultWriter, S3_GET_OBJECT, S3_LIST_OBJECTS_V2, S3_PUT_OBJECT, WriterConfig,
-    WriterTransformation,
+    Count, CsvDelimiter, CsvHeaders, DistributedMap, ExecutionType, GET_OBJECT_PARAMETERS, InputType, ItemBatcher,
+    ItemReader, LIST_OBJECTS_PARAMETERS, MAX_BATCH_BYTES, MAX_LABEL_CHARS, MAX_READER_ITEMS, ManifestType, OutputType,
+    Percentage, ReaderConfig, ReaderTransformation, ResultWriter, S3_GET_OBJECT, S3_LIST_OBJECTS_V2, S3_PUT_OBJECT,
+    WriterConfig, WriterTransformation, check_s3_parameter,
 };
 
 use super::{Cx, JsonataExpr, Obj, Path, SpannedValue, Template, ValueKind, codes};
@@ -434,7 +434,24 @@ impl Cx<'_> {
                     format!("`{}` is not supported in the `{field}` of {what}", k.name),
                     k.span.clone(),
                 );
-                d.help = Some(format!("wfc reads and writes its object store by {} only", allowed.join(" and ")));
+                d.help = Some(format!("the members {what} takes here: {}", allowed.join(", ")));
+                ok = false;
+            }
+        }
+        // Literal values of the S3 request members beyond the object's name are checked here
+        // (a value from a path or an expression, when the reader runs).
+        for (k, v) in params.entries {
+            let literal = if self.jsonata {
+                !v.as_str().is_some_and(|s| s.trim_start().starts_with("{%"))
+            } else {
+                !k.name.ends_with(".$")
+            };
+            if literal
+                && allowed.contains(&k.name.as_str())
+                && !["Bucket", "Key", "Prefix"].contains(&k.name.as_str())
+                && let Err(message) = check_s3_parameter(&k.name, &v.to_json())
+            {
+                self.error(code, format!("in the `{field}` of {what}: {message}"), v.span.clone());
                 ok = false;
             }
         }
@@ -472,12 +489,26 @@ impl Cx<'_> {
         };
         let resource = resource.to_owned();
         let fields = if lists {
-            self.s3_parameters(obj, "`ItemReader`", codes::BAD_ITEM_READER, &["Bucket", "Prefix"], &["Bucket"])
+            self.s3_parameters(obj, "`ItemReader`", codes::BAD_ITEM_READER, LIST_OBJECTS_PARAMETERS, &["Bucket"])
         } else {
-            self.s3_parameters(obj, "`ItemReader`", codes::BAD_ITEM_READER, &["Bucket", "Key"], &["Bucket", "Key"])
+            self.s3_parameters(obj, "`ItemReader`", codes::BAD_ITEM_READER, GET_OBJECT_PARAMETERS, &["Bucket", "Key"])
         };
         let config = self.reader_config(obj, lists);
         let ((parameters, arguments), config) = (fields?, config?);
+        // AWS: "VersionId field is not supported for InputType=Parquet".
+        if config.input_type == Some(InputType::Parquet)
+            && let Some(params) = obj.get(if self.jsonata { "Arguments" } else { "Parameters" })
+            && let ValueKind::Object(entries) = &params.kind
+            && let Some((k, _)) = entries.iter().find(|(k, _)| k.name.trim_end_matches(".$") == "VersionId")
+        {
+            self.error(
+                codes::BAD_ITEM_READER,
+                "`VersionId` is not supported with `\"InputType\": \"PARQUET\"`",
+                k.span.clone(),
+            )
+            .help = Some("remove `VersionId`: AWS reads the current version of a Parquet object".to_owned());
+            return None;
+        }
         Some(ItemReader { resource, parameters, arguments, config })
     }
 
@@ -658,7 +689,8 @@ impl Cx<'_> {
     }
 
     /// `InputType` `t`, checked against the reader: `MANIFEST` reads an S3 Inventory manifest
-    /// with `s3:getObject`; `PARQUET` is refused (WFC0205, see docs/semantics.md).
+    /// with `s3:getObject`; `PARQUET` reads Apache Parquet files (one object, each listed one,
+    /// or each data file of an Athena manifest).
     fn input_type(
         &mut self,
         t: &str,
@@ -672,15 +704,7 @@ impl Cx<'_> {
             "JSONL" => InputType::Jsonl,
             "CSV" => InputType::Csv,
             "MANIFEST" => InputType::Manifest,
-            "PARQUET" => {
-                self.error(codes::MAP_UNSUPPORTED, "`InputType` \"PARQUET\" is not supported", tv.span.clone()).help =
-                    Some(
-                        "wfc reads JSON, JSONL, CSV and S3 Inventory manifests; convert the Parquet files to JSONL \
-                         or CSV (docs/semantics.md says why Parquet is not read)"
-                            .to_owned(),
-                    );
-                return None;
-            }
+            "PARQUET" => InputType::Parquet,
             other => {
                 self.error(
                     codes::BAD_READER_CONFIG,
@@ -701,10 +725,13 @@ impl Cx<'_> {
         } else if input_type == InputType::Manifest && manifest_type == Some(ManifestType::AthenaData) {
             Some((
                 "with `\"ManifestType\": \"ATHENA_DATA\"`, `InputType` is the format of the data files the manifest lists",
-                "give \"CSV\" or \"JSONL\"",
+                "give \"CSV\", \"JSONL\" or \"PARQUET\"",
             ))
         } else if manifest_type == Some(ManifestType::AthenaData) && input_type == InputType::Json {
-            Some(("an Athena manifest lists CSV or JSONL data files", "give `\"InputType\": \"CSV\"` or \"JSONL\""))
+            Some((
+                "an Athena manifest lists CSV, JSONL or Parquet data files",
+                "give `\"InputType\": \"CSV\"`, \"JSONL\" or \"PARQUET\"",
+            ))
         } else {
             None
         };

@@ -2403,6 +2403,7 @@ fn reader_spec_method(reader: &wfc_ir::distributed::ItemReader) -> TokenStream {
                     InputType::Jsonl => "Jsonl",
                     InputType::Csv => "Csv",
                     InputType::Manifest => "Manifest",
+                    InputType::Parquet => "Parquet",
                 }
             );
             quote!(Some(__wfc::abi::InputType::#t))
