@@ -164,7 +164,7 @@ fn foreign_state_is_refused_clearly() {
     // A store written by a newer wfc.
     sql(&e, "PRAGMA user_version = 99");
     let out = wfc().args(["executions", "--store", &e.store, "list"]).output().unwrap();
-    assert!(stderr(&out).contains("schema version 99, newer than this wfc understands (10)"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("schema version 99, newer than this wfc understands (11)"), "{}", stderr(&out));
     // It was not changed.
     let conn = rusqlite::Connection::open(&e.db).unwrap();
     assert_eq!(conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0)).unwrap(), 99);
