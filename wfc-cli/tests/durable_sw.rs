@@ -482,7 +482,7 @@ fn a_store_written_before_the_event_inbox_is_migrated_and_stays_readable() {
     let conn = rusqlite::Connection::open(&db).expect("open the store");
     conn.execute_batch(
         "PRAGMA foreign_keys = OFF;
-         DROP TABLE kv; DROP TABLE start_groups; DROP TABLE events; DROP TABLE workflows; DROP TABLE workflow_versions; DROP TABLE wfc_migrations;
+         DROP TABLE kv; DROP TABLE kv_signals; DROP TABLE start_groups; DROP TABLE events; DROP TABLE workflows; DROP TABLE workflow_versions; DROP TABLE wfc_migrations;
          CREATE TABLE executions_v2 (
              name TEXT PRIMARY KEY, workflow TEXT NOT NULL, status TEXT NOT NULL, input TEXT NOT NULL,
              output TEXT, error TEXT, cause TEXT, start_time TEXT NOT NULL,
