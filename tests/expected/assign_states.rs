@@ -440,8 +440,13 @@ pub mod assign_states {
                     fn resource(&self) -> &str {
                         "arn:aws:states:::wfc:echo"
                     }
-                    fn static_names(&self) -> Option<(&'static str, &'static str)> {
-                        Some(("Call {\"x\"} ✓", "arn:aws:states:::wfc:echo"))
+                    fn static_names(
+                        &self,
+                    ) -> ::core::option::Option<(&'static str, &'static str)> {
+                        ::core::option::Option::Some((
+                            "Call {\"x\"} ✓",
+                            "arn:aws:states:::wfc:echo",
+                        ))
                     }
                     fn is_lambda_function(&self) -> bool {
                         const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
@@ -965,8 +970,13 @@ pub mod assign_states {
                         fn resource(&self) -> &str {
                             "arn:aws:states:::wfc:echo"
                         }
-                        fn static_names(&self) -> Option<(&'static str, &'static str)> {
-                            Some(("Echo {b} ✓", "arn:aws:states:::wfc:echo"))
+                        fn static_names(
+                            &self,
+                        ) -> ::core::option::Option<(&'static str, &'static str)> {
+                            ::core::option::Option::Some((
+                                "Echo {b} ✓",
+                                "arn:aws:states:::wfc:echo",
+                            ))
                         }
                         fn is_lambda_function(&self) -> bool {
                             const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
@@ -1187,8 +1197,13 @@ pub mod assign_states {
                         fn resource(&self) -> &str {
                             "arn:aws:states:::wfc:echo"
                         }
-                        fn static_names(&self) -> Option<(&'static str, &'static str)> {
-                            Some(("Item \"i\" ✓", "arn:aws:states:::wfc:echo"))
+                        fn static_names(
+                            &self,
+                        ) -> ::core::option::Option<(&'static str, &'static str)> {
+                            ::core::option::Option::Some((
+                                "Item \"i\" ✓",
+                                "arn:aws:states:::wfc:echo",
+                            ))
                         }
                         fn is_lambda_function(&self) -> bool {
                             const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(

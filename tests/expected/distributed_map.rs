@@ -1498,8 +1498,13 @@ pub mod distributed_map {
                         fn resource(&self) -> &str {
                             "arn:aws:states:::wfc:echo"
                         }
-                        fn static_names(&self) -> Option<(&'static str, &'static str)> {
-                            Some(("Echo \"e\"", "arn:aws:states:::wfc:echo"))
+                        fn static_names(
+                            &self,
+                        ) -> ::core::option::Option<(&'static str, &'static str)> {
+                            ::core::option::Option::Some((
+                                "Echo \"e\"",
+                                "arn:aws:states:::wfc:echo",
+                            ))
                         }
                         fn is_lambda_function(&self) -> bool {
                             const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
@@ -1674,8 +1679,13 @@ pub mod distributed_map {
                         fn resource(&self) -> &str {
                             "arn:aws:states:::wfc:echo"
                         }
-                        fn static_names(&self) -> Option<(&'static str, &'static str)> {
-                            Some(("Work", "arn:aws:states:::wfc:echo"))
+                        fn static_names(
+                            &self,
+                        ) -> ::core::option::Option<(&'static str, &'static str)> {
+                            ::core::option::Option::Some((
+                                "Work",
+                                "arn:aws:states:::wfc:echo",
+                            ))
                         }
                         fn is_lambda_function(&self) -> bool {
                             const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(

@@ -1075,8 +1075,13 @@ pub mod jsonata_nested {
                     fn resource(&self) -> &str {
                         "arn:aws:states:::wfc:echo"
                     }
-                    fn static_names(&self) -> Option<(&'static str, &'static str)> {
-                        Some(("Call path role ✓", "arn:aws:states:::wfc:echo"))
+                    fn static_names(
+                        &self,
+                    ) -> ::core::option::Option<(&'static str, &'static str)> {
+                        ::core::option::Option::Some((
+                            "Call path role ✓",
+                            "arn:aws:states:::wfc:echo",
+                        ))
                     }
                     fn is_lambda_function(&self) -> bool {
                         const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
@@ -1226,8 +1231,13 @@ pub mod jsonata_nested {
                     fn resource(&self) -> &str {
                         "arn:aws:states:::wfc:echo"
                     }
-                    fn static_names(&self) -> Option<(&'static str, &'static str)> {
-                        Some(("Call jsonata role {#}", "arn:aws:states:::wfc:echo"))
+                    fn static_names(
+                        &self,
+                    ) -> ::core::option::Option<(&'static str, &'static str)> {
+                        ::core::option::Option::Some((
+                            "Call jsonata role {#}",
+                            "arn:aws:states:::wfc:echo",
+                        ))
                     }
                     fn is_lambda_function(&self) -> bool {
                         const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
@@ -1599,8 +1609,13 @@ pub mod jsonata_nested {
                         fn resource(&self) -> &str {
                             "arn:aws:states:::wfc:echo"
                         }
-                        fn static_names(&self) -> Option<(&'static str, &'static str)> {
-                            Some(("Right {#}", "arn:aws:states:::wfc:echo"))
+                        fn static_names(
+                            &self,
+                        ) -> ::core::option::Option<(&'static str, &'static str)> {
+                            ::core::option::Option::Some((
+                                "Right {#}",
+                                "arn:aws:states:::wfc:echo",
+                            ))
                         }
                         fn is_lambda_function(&self) -> bool {
                             const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
@@ -1781,8 +1796,13 @@ pub mod jsonata_nested {
                         fn resource(&self) -> &str {
                             "arn:aws:states:::wfc:echo"
                         }
-                        fn static_names(&self) -> Option<(&'static str, &'static str)> {
-                            Some(("Work {#} ✓", "arn:aws:states:::wfc:echo"))
+                        fn static_names(
+                            &self,
+                        ) -> ::core::option::Option<(&'static str, &'static str)> {
+                            ::core::option::Option::Some((
+                                "Work {#} ✓",
+                                "arn:aws:states:::wfc:echo",
+                            ))
                         }
                         fn is_lambda_function(&self) -> bool {
                             const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(

@@ -965,8 +965,13 @@ pub mod jsonata_states {
                     fn resource(&self) -> &str {
                         "arn:aws:states:::wfc:echo"
                     }
-                    fn static_names(&self) -> Option<(&'static str, &'static str)> {
-                        Some(("Call {\"t\"} ✓", "arn:aws:states:::wfc:echo"))
+                    fn static_names(
+                        &self,
+                    ) -> ::core::option::Option<(&'static str, &'static str)> {
+                        ::core::option::Option::Some((
+                            "Call {\"t\"} ✓",
+                            "arn:aws:states:::wfc:echo",
+                        ))
                     }
                     fn is_lambda_function(&self) -> bool {
                         const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(

@@ -1010,8 +1010,13 @@ pub mod parallel_map {
                         fn resource(&self) -> &str {
                             "arn:aws:states:::wfc:echo"
                         }
-                        fn static_names(&self) -> Option<(&'static str, &'static str)> {
-                            Some(("Call \"right\" }{", "arn:aws:states:::wfc:echo"))
+                        fn static_names(
+                            &self,
+                        ) -> ::core::option::Option<(&'static str, &'static str)> {
+                            ::core::option::Option::Some((
+                                "Call \"right\" }{",
+                                "arn:aws:states:::wfc:echo",
+                            ))
                         }
                         fn is_lambda_function(&self) -> bool {
                             const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
@@ -1179,8 +1184,13 @@ pub mod parallel_map {
                         fn resource(&self) -> &str {
                             "arn:aws:states:::wfc:echo"
                         }
-                        fn static_names(&self) -> Option<(&'static str, &'static str)> {
-                            Some(("Item \"work\" ✓", "arn:aws:states:::wfc:echo"))
+                        fn static_names(
+                            &self,
+                        ) -> ::core::option::Option<(&'static str, &'static str)> {
+                            ::core::option::Option::Some((
+                                "Item \"work\" ✓",
+                                "arn:aws:states:::wfc:echo",
+                            ))
                         }
                         fn is_lambda_function(&self) -> bool {
                             const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(

@@ -309,8 +309,10 @@ pub mod task_retry_catch {
                     fn resource(&self) -> &str {
                         "arn:aws:lambda:us-east-1:123456789012:function:Flaky"
                     }
-                    fn static_names(&self) -> Option<(&'static str, &'static str)> {
-                        Some((
+                    fn static_names(
+                        &self,
+                    ) -> ::core::option::Option<(&'static str, &'static str)> {
+                        ::core::option::Option::Some((
                             "Call \"quoted\" {#1} ✓",
                             "arn:aws:lambda:us-east-1:123456789012:function:Flaky",
                         ))
@@ -521,8 +523,13 @@ pub mod task_retry_catch {
                     fn resource(&self) -> &str {
                         "arn:aws:states:::wfc:echo"
                     }
-                    fn static_names(&self) -> Option<(&'static str, &'static str)> {
-                        Some(("Echo", "arn:aws:states:::wfc:echo"))
+                    fn static_names(
+                        &self,
+                    ) -> ::core::option::Option<(&'static str, &'static str)> {
+                        ::core::option::Option::Some((
+                            "Echo",
+                            "arn:aws:states:::wfc:echo",
+                        ))
                     }
                     fn is_lambda_function(&self) -> bool {
                         const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
@@ -648,8 +655,10 @@ pub mod task_retry_catch {
                     fn resource(&self) -> &str {
                         "arn:aws:lambda:us-east-1:123456789012:function:Flaky"
                     }
-                    fn static_names(&self) -> Option<(&'static str, &'static str)> {
-                        Some((
+                    fn static_names(
+                        &self,
+                    ) -> ::core::option::Option<(&'static str, &'static str)> {
+                        ::core::option::Option::Some((
                             "Plain",
                             "arn:aws:lambda:us-east-1:123456789012:function:Flaky",
                         ))

@@ -1354,9 +1354,9 @@ pub(super) fn task(
                 #resource
             }
 
-            fn static_names(&self) -> Option<(&'static str, &'static str)> {
+            fn static_names(&self) -> ::core::option::Option<(&'static str, &'static str)> {
                 // Borrowed by each attempt's `TaskContext` instead of copied.
-                Some((#name, #resource))
+                ::core::option::Option::Some((#name, #resource))
             }
 
             fn is_lambda_function(&self) -> bool {
