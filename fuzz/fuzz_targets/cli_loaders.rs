@@ -1,5 +1,6 @@
 //! The `wfc test` case-file and mocks loaders. wfc-cli is a binary crate, so its loader modules
-//! are compiled in here from their sources (they depend only on each other, serde_json and wfc-runtime).
+//! are compiled in here from their sources (they depend only on each other, serde_json and wfc-runtime; the case loader reads AWS-recorded
+//! cases too, so the recorded-case modules come with it).
 //! Input: a case file's JSON; it is also tried as a mocks document in both formats.
 #![no_main]
 #![allow(dead_code, unreachable_pub, missing_docs)]
@@ -17,6 +18,12 @@ mod diff;
 mod mocks;
 #[path = "../../wfc-cli/src/outcome.rs"]
 mod outcome;
+#[path = "../../wfc-cli/src/placeholders.rs"]
+mod placeholders;
+#[path = "../../wfc-cli/src/recorded.rs"]
+mod recorded;
+#[path = "../../wfc-cli/src/recorded_trace.rs"]
+mod recorded_trace;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(doc) = serde_json::from_slice::<Value>(data) {
