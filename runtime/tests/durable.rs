@@ -1419,6 +1419,34 @@ async fn a_redrive_reenters_a_top_level_state_that_fails_again() {
         let record = s.describe_execution(&name).await.unwrap().unwrap();
         assert_eq!(record.cause.as_deref(), Some(third_error.cause.as_str()), "{engine}");
         assert_eq!(unstamped(&s.read_history(&name).await.unwrap()), unstamped(third), "{engine}");
+
+        // A redrive stopped before its replay reached the failure (here before anything ran):
+        // the stop adds that redrive's `ExecutionRedriven` before its `ExecutionAborted` (AWS
+        // appends it at the redrive), and the next redrive re-enters the state after the
+        // stop's events, as redrive 2, its cause naming the re-entry by its stored id.
+        let name = format!("redrive-top-cut-short-{engine}");
+        let first = run(Some(2), open(&s, &name, workflow, &input).await).await;
+        assert_eq!(first.error.as_ref().map(|f| f.error.as_str()), Some("States.Runtime"), "{engine}");
+        s.redrive_execution(&name).await.unwrap();
+        s.stop_execution(&name, None, None).await.unwrap();
+        s.redrive_execution(&name).await.unwrap();
+        let third = run(Some(2), open(&s, &name, workflow, &input).await).await;
+        let third_error = third.error.clone().unwrap();
+        let first = &first.history;
+        let stored = s.read_history(&name).await.unwrap();
+        assert_eq!(unstamped(&stored[..first.len()]), unstamped(first), "{engine}");
+        assert_eq!(
+            types(&stored[first.len()..]),
+            ["ExecutionRedriven", "ExecutionAborted", "ExecutionRedriven", "PassStateEntered", "ExecutionFailed"],
+            "{engine}: {:?}",
+            types(&stored)
+        );
+        assert_eq!(redriven(&stored), [json!(1), json!(2)], "{engine}");
+        let entered = format!("(entered at the event id #{})", stored[stored.len() - 2].id);
+        assert!(third_error.cause.contains(&entered), "{engine}: {} lacks {entered}", third_error.cause);
+        assert_eq!(stored[stored.len() - 1].details["cause"], json!(third_error.cause), "{engine}");
+        let record = s.describe_execution(&name).await.unwrap().unwrap();
+        assert_eq!((record.status, record.redrive_count), (ExecutionStatus::Failed, 2), "{engine}");
     }
 }
 
