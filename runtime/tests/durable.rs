@@ -1467,6 +1467,60 @@ impl redrive_distributed::Handler for MapRunRedrivable {
     }
 }
 
+/// AWS's hard limit on a Map Run's redrives (1,000; 1 here): the redrive past it fails the Map
+/// state with `States.Runtime`, records no `MapRunRedriven` and runs no child again, on both
+/// engines.
+#[tokio::test]
+async fn a_map_run_is_redriven_at_most_its_limit() {
+    let workflow = &lowered("redrive_distributed");
+    let s = store();
+    let input = json!({"items": [1, 2, 3, 4]});
+    let limits = wfc_runtime::Limits { max_map_run_redrives: 1, ..wfc_runtime::Limits::default() };
+    for engine in ["interp", "generated"] {
+        let name = format!("redrive-limit-{engine}");
+        let counting = Counting::default();
+        let run = |broken: Vec<i64>, journal: Arc<Journal>| {
+            let handler = MapRunRedrivable { counting: counting.clone(), broken };
+            let input = input.clone();
+            let options = RunOptions::real().with_journal(journal).with_limits(limits);
+            async move {
+                if engine == "interp" {
+                    let handlers =
+                        Handlers::new().fallback(move |_resource: String, input: Value, ctx: TaskContext| {
+                            let handler = handler.clone();
+                            async move {
+                                use redrive_distributed::Handler;
+                                handler.item(input, ctx).await
+                            }
+                        });
+                    interp::run(workflow, &handlers, input, options).await
+                } else {
+                    redrive_distributed::run_with(&handler, input, options).await
+                }
+            }
+        };
+        let calls = |c: &Counting| ["Item1", "Item2", "Item3", "Item4"].map(|f| c.count(f));
+        let threshold = Some("States.ExceedToleratedFailureThreshold");
+        let first = run(vec![2, 3], open(&s, &name, workflow, &input).await).await;
+        assert_eq!(first.error.as_ref().map(|f| f.error.as_str()), threshold, "{engine}");
+        s.redrive_execution(&name).await.unwrap();
+        let second = run(vec![3], open(&s, &name, workflow, &input).await).await;
+        assert_eq!(second.error.as_ref().map(|f| f.error.as_str()), threshold, "{engine}");
+        assert_eq!(calls(&counting), [1, 2, 1, 0], "{engine}");
+        s.redrive_execution(&name).await.unwrap();
+        let third = run(vec![], open(&s, &name, workflow, &input).await).await;
+        let error = third.error.clone().unwrap();
+        assert_eq!(error.error, "States.Runtime", "{engine}: {error:?}");
+        assert!(error.cause.contains("reached the limit of 1 redrives of a Map Run"), "{engine}: {error:?}");
+        assert_eq!(calls(&counting), [1, 2, 1, 0], "{engine}: no child ran again");
+        let types: Vec<&str> = third.history.iter().map(|e| e.event_type.name()).collect();
+        assert_eq!(types.iter().filter(|t| **t == "MapRunRedriven").count(), 1, "{engine}: {types:?}");
+        assert_eq!(types.iter().filter(|t| **t == "ExecutionRedriven").count(), 2, "{engine}: {types:?}");
+        let record = s.describe_execution(&name).await.unwrap().unwrap();
+        assert_eq!((record.status, record.redrive_count), (ExecutionStatus::Failed, 2), "{engine}");
+    }
+}
+
 /// RedriveExecution of a DISTRIBUTED Map Run, on both engines: the run fails on item 2 (no
 /// failure tolerated, one child at a time, so items 3 and 4 never start); redriven, only item 2
 /// runs again (item 1's child replays its result) and item 3 fails, so the run fails again;
