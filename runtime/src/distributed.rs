@@ -420,21 +420,12 @@ pub fn parse_object(bytes: &[u8], spec: &ReadSpec<'_>, max_items: usize, limit: 
             })?;
         }
         Some(InputType::Csv) => {
-            let mut reader = csv::ReaderBuilder::new()
-                .has_headers(false)
-                .flexible(true)
-                .delimiter(spec.delimiter.byte())
-                .from_reader(bytes);
-            let mut records = reader.records();
+            let mut records = CsvRecords::new(bytes, spec.delimiter.byte());
             let headers: Vec<String> = match &spec.given_headers {
                 Some(h) => h.iter().map(|h| (*h).to_owned()).collect(),
                 None => match records.next() {
                     None => return Ok(items),
-                    Some(row) => row
-                        .map_err(|e| reader_failed(format!("The CSV object cannot be read: {e}")))?
-                        .iter()
-                        .map(str::to_owned)
-                        .collect(),
+                    Some(row) => row?,
                 },
             };
             let mut seen = std::collections::HashSet::new();
@@ -445,13 +436,13 @@ pub fn parse_object(bytes: &[u8], spec: &ReadSpec<'_>, max_items: usize, limit: 
                 if items.len() == wanted {
                     break;
                 }
-                let row = row.map_err(|e| reader_failed(format!("The CSV object cannot be read: {e}")))?;
+                let row = row?;
                 if items.len() == limit {
                     return Err(too_many());
                 }
                 // As AWS documents and records: fields past the headers are skipped, missing
                 // ones are empty strings.
-                let fields = row.iter().map(str::to_owned).chain(std::iter::repeat(String::new()));
+                let fields = row.into_iter().chain(std::iter::repeat(String::new()));
                 let object: serde_json::Map<String, Value> =
                     headers.iter().cloned().zip(fields.map(Value::String)).collect();
                 items.push(Value::Object(object));
@@ -459,6 +450,156 @@ pub fn parse_object(bytes: &[u8], spec: &ReadSpec<'_>, max_items: usize, limit: 
         }
     }
     Ok(items)
+}
+
+/// The records of a CSV object (each a list of its fields), read by the rules AWS states in
+/// "How Step Functions parses input CSV files" (Step Functions developer guide, Distributed Map):
+///
+/// - "Newlines are a delimiter that separates records."
+/// - "strings that are enclosed by double quotation marks can contain commas and newlines
+///   without acting as record delimiters", and "You can preserve double quotes by repeating
+///   them."
+/// - "Backslashes (\) are another way to escape special characters. Backslashes only work with
+///   other backslashes, double quotation marks, and the configured field separator such as comma
+///   or pipe. A backslash followed by any other character is silently removed." and "You can
+///   preserve backslashes by repeating them."
+/// - "Backslashes that escape double quotation marks (\"), only work when included in pairs".
+///
+/// So `\\`, `\"` and a backslash before the delimiter give that character (in a quoted string
+/// or not), and a backslash before anything else is dropped (the character after it is read as
+/// usual: a newline after it still ends an unquoted record; at the object's end it is dropped
+/// too). A row holding an odd number of `\"` is refused with its line and column rather than
+/// read in a way AWS does not promise. Where AWS says nothing, wfc reads as the `csv` crate did
+/// before: `\n`, `\r\n` or a lone `\r` ends a record, empty lines are skipped, a double quotation
+/// mark opens a quoted string only at a field's start (elsewhere it is an ordinary character),
+/// and text after a closing one is appended to the field.
+struct CsvRecords<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    /// The line `pos` is on (from 1), and the offset at which that line starts.
+    line: usize,
+    line_start: usize,
+    delimiter: u8,
+}
+
+impl<'a> CsvRecords<'a> {
+    fn new(bytes: &'a [u8], delimiter: u8) -> Self {
+        CsvRecords { bytes, pos: 0, line: 1, line_start: 0, delimiter }
+    }
+
+    /// Steps over the newline at `pos` (`\r\n` is one) and returns its bytes.
+    fn newline(&mut self) -> &'a [u8] {
+        let start = self.pos;
+        if self.bytes[self.pos] == b'\r' && self.bytes.get(self.pos + 1) == Some(&b'\n') {
+            self.pos += 1;
+        }
+        self.pos += 1;
+        self.line += 1;
+        self.line_start = self.pos;
+        &self.bytes[start..self.pos]
+    }
+
+    /// The 1-based column (in characters) of `pos` on its line.
+    fn column(&self) -> usize {
+        self.bytes[self.line_start..self.pos].iter().filter(|b| (**b & 0xC0) != 0x80).count() + 1
+    }
+
+    /// The record starting at `pos` (not at a newline), up to and over its ending newline.
+    fn record(&mut self) -> Result<Vec<String>, Failure> {
+        let first_line = self.line;
+        let mut fields = Vec::new();
+        let mut field = Vec::new();
+        let mut quoted = false;
+        let mut at_field_start = true;
+        let mut escaped_quotes = 0usize;
+        let mut last_escaped_quote = (0, 0);
+        while let Some(&byte) = self.bytes.get(self.pos) {
+            match byte {
+                b'\\' => {
+                    let next = self.bytes.get(self.pos + 1).copied();
+                    match next {
+                        Some(escaped) if escaped == b'\\' || escaped == b'"' || escaped == self.delimiter => {
+                            if escaped == b'"' {
+                                escaped_quotes += 1;
+                                last_escaped_quote = (self.line, self.column());
+                            }
+                            field.push(escaped);
+                            self.pos += 2;
+                        }
+                        // "A backslash followed by any other character is silently removed."
+                        _ => self.pos += 1,
+                    }
+                    at_field_start = false;
+                }
+                b'"' if quoted => {
+                    if self.bytes.get(self.pos + 1) == Some(&b'"') {
+                        field.push(b'"');
+                        self.pos += 2;
+                    } else {
+                        quoted = false;
+                        self.pos += 1;
+                    }
+                }
+                b'"' if at_field_start => {
+                    quoted = true;
+                    at_field_start = false;
+                    self.pos += 1;
+                }
+                b'\n' | b'\r' if quoted => field.extend_from_slice(self.newline()),
+                b'\n' | b'\r' => {
+                    self.newline();
+                    break;
+                }
+                _ if byte == self.delimiter && !quoted => {
+                    fields.push(std::mem::take(&mut field));
+                    at_field_start = true;
+                    self.pos += 1;
+                }
+                _ => {
+                    field.push(byte);
+                    at_field_start = false;
+                    self.pos += 1;
+                }
+            }
+        }
+        fields.push(field);
+        if escaped_quotes % 2 == 1 {
+            let (line, column) = last_escaped_quote;
+            return Err(reader_failed(format!(
+                "The CSV object cannot be read: line {line}, column {column}: a double quotation mark escaped by a \
+                 backslash (\\\") has no pair in its row, and AWS reads such escapes only in pairs; write a double \
+                 quotation mark in a field as two (\"\")."
+            )));
+        }
+        fields
+            .into_iter()
+            .enumerate()
+            .map(|(n, field)| {
+                String::from_utf8(field).map_err(|_| {
+                    reader_failed(format!(
+                        "The CSV object cannot be read: line {first_line}, field {}: not valid UTF-8.",
+                        n + 1
+                    ))
+                })
+            })
+            .collect()
+    }
+}
+
+impl Iterator for CsvRecords<'_> {
+    type Item = Result<Vec<String>, Failure>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        // Empty lines hold no record.
+        loop {
+            match self.bytes.get(self.pos)? {
+                b'\n' | b'\r' => {
+                    self.newline();
+                }
+                _ => return Some(self.record()),
+            }
+        }
+    }
 }
 
 /// The rows of a Parquet file, each an object keyed by its columns (see [`parquet_value`]).
@@ -2220,6 +2361,19 @@ mod tests {
         // Missing fields are "", extra ones skipped (AWS's documented and recorded rule).
         let ragged = parse_items(b"a,b\n1\n2,3,4\n", &config(InputType::Csv, CsvHeaders::FirstRow), 0, 10);
         assert_eq!(ragged, Ok(vec![json!({"a": "1", "b": ""}), json!({"a": "2", "b": "3"})]));
+        // Records end at \n, \r\n or a lone \r, empty lines are skipped, a quoted newline is kept,
+        // a quotation mark inside an unquoted field is an ordinary character.
+        let lines =
+            parse_items(b"a,b\r\n\r\n1,\"x\r\ny\"\r2,q\"r\n", &config(InputType::Csv, CsvHeaders::FirstRow), 0, 10);
+        assert_eq!(lines, Ok(vec![json!({"a": "1", "b": "x\r\ny"}), json!({"a": "2", "b": "q\"r"})]));
+        // A backslash before a newline inside a quoted string is removed, the newline kept.
+        let quoted = parse_items(b"a\n\"x\\\ny\"\n", &config(InputType::Csv, CsvHeaders::FirstRow), 0, 10);
+        assert_eq!(quoted, Ok(vec![json!({"a": "x\ny"})]));
+        let not_utf8 = parse_items(b"a,b\n1,\xff\n", &config(InputType::Csv, CsvHeaders::FirstRow), 0, 10);
+        assert_eq!(
+            not_utf8.map_err(|f| f.cause),
+            Err("The CSV object cannot be read: line 2, field 2: not valid UTF-8.".to_owned())
+        );
     }
 
     #[test]

@@ -31,6 +31,10 @@ pub const MAX_HISTORY_EVENTS: usize = 25_000;
 /// AWS's limit on the items of one DISTRIBUTED Map run (`ReaderConfig.MaxItems` at most).
 pub const MAX_MAP_ITEMS: usize = 100_000_000;
 
+/// AWS's hard limit on the redrives of one DISTRIBUTED Map Run ("Redriving Map Runs", redrive
+/// eligibility: 1,000 redrives of a given Map Run, past which the redrive gets `States.Runtime`).
+pub const MAX_MAP_RUN_REDRIVES: u32 = 1000;
+
 /// The deepest JSON document wfc accepts. AWS documents no number; 512 is far beyond any real
 /// document and keeps every recursive walk (serialization, drop, JSONPath `..`) well inside a
 /// 2 MiB thread stack.
@@ -51,6 +55,9 @@ pub struct Limits {
     /// ItemReader). More from an ItemReader is `States.ItemReaderFailed`, from `ItemsPath`
     /// `States.Runtime`.
     pub max_map_items: usize,
+    /// Most redrives of one DISTRIBUTED Map Run (AWS: 1,000). A RedriveExecution that would
+    /// redrive a Map Run once more fails its Map state with `States.Runtime`.
+    pub max_map_run_redrives: u32,
 }
 
 impl Default for Limits {
@@ -60,6 +67,7 @@ impl Default for Limits {
             max_history_events: MAX_HISTORY_EVENTS,
             max_json_depth: MAX_JSON_DEPTH,
             max_map_items: MAX_MAP_ITEMS,
+            max_map_run_redrives: MAX_MAP_RUN_REDRIVES,
         }
     }
 }
@@ -73,6 +81,7 @@ impl Limits {
             max_history_events: usize::MAX,
             max_json_depth: usize::MAX,
             max_map_items: usize::MAX,
+            max_map_run_redrives: u32::MAX,
         }
     }
 

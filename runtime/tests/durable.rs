@@ -1419,6 +1419,34 @@ async fn a_redrive_reenters_a_top_level_state_that_fails_again() {
         let record = s.describe_execution(&name).await.unwrap().unwrap();
         assert_eq!(record.cause.as_deref(), Some(third_error.cause.as_str()), "{engine}");
         assert_eq!(unstamped(&s.read_history(&name).await.unwrap()), unstamped(third), "{engine}");
+
+        // A redrive stopped before its replay reached the failure (here before anything ran):
+        // the stop adds that redrive's `ExecutionRedriven` before its `ExecutionAborted` (AWS
+        // appends it at the redrive), and the next redrive re-enters the state after the
+        // stop's events, as redrive 2, its cause naming the re-entry by its stored id.
+        let name = format!("redrive-top-cut-short-{engine}");
+        let first = run(Some(2), open(&s, &name, workflow, &input).await).await;
+        assert_eq!(first.error.as_ref().map(|f| f.error.as_str()), Some("States.Runtime"), "{engine}");
+        s.redrive_execution(&name).await.unwrap();
+        s.stop_execution(&name, None, None).await.unwrap();
+        s.redrive_execution(&name).await.unwrap();
+        let third = run(Some(2), open(&s, &name, workflow, &input).await).await;
+        let third_error = third.error.clone().unwrap();
+        let first = &first.history;
+        let stored = s.read_history(&name).await.unwrap();
+        assert_eq!(unstamped(&stored[..first.len()]), unstamped(first), "{engine}");
+        assert_eq!(
+            types(&stored[first.len()..]),
+            ["ExecutionRedriven", "ExecutionAborted", "ExecutionRedriven", "PassStateEntered", "ExecutionFailed"],
+            "{engine}: {:?}",
+            types(&stored)
+        );
+        assert_eq!(redriven(&stored), [json!(1), json!(2)], "{engine}");
+        let entered = format!("(entered at the event id #{})", stored[stored.len() - 2].id);
+        assert!(third_error.cause.contains(&entered), "{engine}: {} lacks {entered}", third_error.cause);
+        assert_eq!(stored[stored.len() - 1].details["cause"], json!(third_error.cause), "{engine}");
+        let record = s.describe_execution(&name).await.unwrap().unwrap();
+        assert_eq!((record.status, record.redrive_count), (ExecutionStatus::Failed, 2), "{engine}");
     }
 }
 
@@ -1436,6 +1464,60 @@ impl redrive_distributed::Handler for MapRunRedrivable {
             Some(n) if self.broken.contains(&n) => Err(Failure::new("Item.Broken", format!("item {n} is broken"))),
             _ => Ok(json!({ "item": input })),
         }
+    }
+}
+
+/// AWS's hard limit on a Map Run's redrives (1,000; 1 here): the redrive past it fails the Map
+/// state with `States.Runtime`, records no `MapRunRedriven` and runs no child again, on both
+/// engines.
+#[tokio::test]
+async fn a_map_run_is_redriven_at_most_its_limit() {
+    let workflow = &lowered("redrive_distributed");
+    let s = store();
+    let input = json!({"items": [1, 2, 3, 4]});
+    let limits = wfc_runtime::Limits { max_map_run_redrives: 1, ..wfc_runtime::Limits::default() };
+    for engine in ["interp", "generated"] {
+        let name = format!("redrive-limit-{engine}");
+        let counting = Counting::default();
+        let run = |broken: Vec<i64>, journal: Arc<Journal>| {
+            let handler = MapRunRedrivable { counting: counting.clone(), broken };
+            let input = input.clone();
+            let options = RunOptions::real().with_journal(journal).with_limits(limits);
+            async move {
+                if engine == "interp" {
+                    let handlers =
+                        Handlers::new().fallback(move |_resource: String, input: Value, ctx: TaskContext| {
+                            let handler = handler.clone();
+                            async move {
+                                use redrive_distributed::Handler;
+                                handler.item(input, ctx).await
+                            }
+                        });
+                    interp::run(workflow, &handlers, input, options).await
+                } else {
+                    redrive_distributed::run_with(&handler, input, options).await
+                }
+            }
+        };
+        let calls = |c: &Counting| ["Item1", "Item2", "Item3", "Item4"].map(|f| c.count(f));
+        let threshold = Some("States.ExceedToleratedFailureThreshold");
+        let first = run(vec![2, 3], open(&s, &name, workflow, &input).await).await;
+        assert_eq!(first.error.as_ref().map(|f| f.error.as_str()), threshold, "{engine}");
+        s.redrive_execution(&name).await.unwrap();
+        let second = run(vec![3], open(&s, &name, workflow, &input).await).await;
+        assert_eq!(second.error.as_ref().map(|f| f.error.as_str()), threshold, "{engine}");
+        assert_eq!(calls(&counting), [1, 2, 1, 0], "{engine}");
+        s.redrive_execution(&name).await.unwrap();
+        let third = run(vec![], open(&s, &name, workflow, &input).await).await;
+        let error = third.error.clone().unwrap();
+        assert_eq!(error.error, "States.Runtime", "{engine}: {error:?}");
+        assert!(error.cause.contains("reached the limit of 1 redrives of a Map Run"), "{engine}: {error:?}");
+        assert_eq!(calls(&counting), [1, 2, 1, 0], "{engine}: no child ran again");
+        let types: Vec<&str> = third.history.iter().map(|e| e.event_type.name()).collect();
+        assert_eq!(types.iter().filter(|t| **t == "MapRunRedriven").count(), 1, "{engine}: {types:?}");
+        assert_eq!(types.iter().filter(|t| **t == "ExecutionRedriven").count(), 2, "{engine}: {types:?}");
+        let record = s.describe_execution(&name).await.unwrap().unwrap();
+        assert_eq!((record.status, record.redrive_count), (ExecutionStatus::Failed, 2), "{engine}");
     }
 }
 

@@ -2127,8 +2127,28 @@ impl Store for PgStore {
                 )
                 .await
                 .map_err(pg)?;
+                // A redriven run stopped before it recorded its redrive gets it first.
+                let mut stored = Vec::new();
+                if record_now.redrive_count > 0 {
+                    let rows = tx
+                        .query(
+                            "SELECT events, format FROM history_batches WHERE execution = $1 ORDER BY first_event_id",
+                            &[&name],
+                        )
+                        .await
+                        .map_err(pg)?;
+                    for row in &rows {
+                        let text: String = row.try_get(0).map_err(pg)?;
+                        let format: i64 = row.try_get(1).map_err(pg)?;
+                        stored.extend(batch_events(name, &text, format)?);
+                    }
+                }
                 append_after_last(&tx, &record_now.name, |last| {
-                    wfc_runtime::durable::aborted_events(&record_now, last, now)
+                    let mut events: Vec<HistoryEvent> =
+                        wfc_runtime::durable::cut_short_redriven_event(&record_now, &stored, now).into_iter().collect();
+                    let last = events.last().map_or(last, |e| e.id);
+                    events.extend(wfc_runtime::durable::aborted_events(&record_now, last, now));
+                    events
                 })
                 .await?;
             }

@@ -1748,7 +1748,18 @@ impl Store for SqliteStore {
             )
             .map_err(backend)?;
             let record = get_record(&tx, &name)?.ok_or_else(|| StoreError::NotFound(name.clone()))?;
-            append_after_last(&tx, &record.name, |last| wfc_runtime::durable::aborted_events(&record, last, now))?;
+            // A redriven run stopped before it recorded its redrive gets it first.
+            let stored = match record.redrive_count {
+                0 => Vec::new(),
+                _ => read_events(&tx, &record.name, 0, usize::MAX, false)?,
+            };
+            append_after_last(&tx, &record.name, |last| {
+                let mut events: Vec<HistoryEvent> =
+                    wfc_runtime::durable::cut_short_redriven_event(&record, &stored, now).into_iter().collect();
+                let last = events.last().map_or(last, |e| e.id);
+                events.extend(wfc_runtime::durable::aborted_events(&record, last, now));
+                events
+            })?;
             tx.commit().map_err(backend)?;
             Ok(record)
         })

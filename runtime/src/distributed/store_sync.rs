@@ -331,7 +331,7 @@ impl RedrivePlan {
                 .map(|r| r.get("starts").and_then(|s| serde_json::from_value(s.clone()).ok()).unwrap_or_default());
             let ends: Vec<Value> = row.as_ref().and_then(|r| r.get("ends")?.as_array().cloned()).unwrap_or_default();
             let (mut plan, level) = if journal.is_reopened(prefix) {
-                plan(exec, journal, name, arn, prefix, sizes, control, has_result_writer, starts.as_deref(), &ends)
+                plan(exec, journal, name, arn, prefix, sizes, control, has_result_writer, starts.as_deref(), &ends)?
             } else {
                 (RedrivePlan::default(), 0)
             };
@@ -419,7 +419,7 @@ fn plan(
     writes_results: bool,
     starts: Option<&[u32]>,
     ends: &[Value],
-) -> (RedrivePlan, u32) {
+) -> Result<(RedrivePlan, u32), crate::Failure> {
     use super::Counts;
     use crate::EventType;
     let redrives = journal.redrive_count();
@@ -489,8 +489,11 @@ fn plan(
         level += 1;
     }
     if level == 0 {
-        return (RedrivePlan::default(), 0);
+        return Ok((RedrivePlan::default(), 0));
     }
+    // AWS's hard limit on a Map Run's redrives: the redrive past it is not a Map Run redrive
+    // (no `MapRunRedriven`) but the Map state's `States.Runtime`.
+    let most = exec.limits().max_map_run_redrives;
     // How each failed level ended, and its redrive (the execution was redriven once per level,
     // the last time by this run's redrive).
     let failure = super::threshold_exceeded();
@@ -499,7 +502,9 @@ fn plan(
             // Its end (`ExecutionAborted`, `ExecutionTimedOut`...) and the `ExecutionRedriven`
             // are in the stored history already, written by the stop and the redrive.
             exec.unmute_for_redrive();
-            exec.record(EventType::MapRunRedriven, json!({ "mapRunArn": arn, "redriveCount": k + 1 }));
+            if k < most as usize {
+                exec.record(EventType::MapRunRedriven, json!({ "mapRunArn": arn, "redriveCount": k + 1 }));
+            }
             continue;
         }
         let mut details = json!({
@@ -520,7 +525,15 @@ fn plan(
         exec.record(EventType::ExecutionRedriven, json!({ "redriveCount": execution_redrive }));
         // Under an attempt a redrive reopened, the events up to here were its own (muted here).
         exec.unmute_for_redrive();
-        exec.record(EventType::MapRunRedriven, json!({ "mapRunArn": arn, "redriveCount": k + 1 }));
+        if k < most as usize {
+            exec.record(EventType::MapRunRedriven, json!({ "mapRunArn": arn, "redriveCount": k + 1 }));
+        }
+    }
+    if level > most {
+        return Err(crate::Failure::new(
+            "States.Runtime",
+            format!("The Map Run {arn} cannot be redriven again: it reached the limit of {most} redrives of a Map Run"),
+        ));
     }
     let mut reruns = Vec::new();
     let ops = (0..sizes.len())
@@ -536,5 +549,5 @@ fn plan(
             _ => op_at(prefix, index, level),
         })
         .collect();
-    (RedrivePlan { ops, reruns, level: None }, level)
+    Ok((RedrivePlan { ops, reruns, level: None }, level))
 }

@@ -353,21 +353,6 @@ impl Journal {
         self.recorded.lock().unwrap_or_else(|p| p.into_inner()).keys().any(|id| id.starts_with(&prefix))
     }
 
-    /// How many of the execution's redrives came after a stop or a timeout: the store appended
-    /// their `ExecutionRedriven` to the stored history, after the `ExecutionAborted` or
-    /// `ExecutionTimedOut` (see [`super::redriven_event`]), so no run records them (see
-    /// `Execution::reenter_for_redrive`).
-    pub(crate) async fn redrives_after_stops(&self) -> Result<usize, StoreError> {
-        use crate::EventType::{ExecutionAborted, ExecutionRedriven, ExecutionTimedOut};
-        let stored = self.store.read_history(&self.record.name).await?;
-        Ok(stored
-            .windows(2)
-            .filter(|w| {
-                matches!(w[0].event_type, ExecutionAborted | ExecutionTimedOut) && w[1].event_type == ExecutionRedriven
-            })
-            .count())
-    }
-
     /// Whether the CONTEXT operation `id` was reopened in this run.
     pub(crate) fn is_reopened(&self, id: &str) -> bool {
         self.reopened.lock().unwrap_or_else(|p| p.into_inner()).contains(id)

@@ -1099,6 +1099,32 @@ pub fn aborted_events(record: &ExecutionRecord, last: u64, now: i64) -> Vec<Hist
     events
 }
 
+/// The `ExecutionRedriven` StopExecution adds before its `ExecutionAborted` to `stored` (the
+/// stored history of `record`, just stopped) when the execution was redriven and its run was
+/// stopped before recording that redrive's `ExecutionRedriven` (a FAILED execution's redriven
+/// run records it where its replay reaches the failure it runs again, and this one had not got
+/// there): on AWS each RedriveExecution appends its `ExecutionRedriven` at once, so the next
+/// redrive's count and the replay's history go on from it (`Execution::reenter_for_redrive`).
+/// `None` when the history holds it already.
+pub fn cut_short_redriven_event(record: &ExecutionRecord, stored: &[HistoryEvent], now: i64) -> Option<HistoryEvent> {
+    let last = stored.last()?;
+    let count = record.redrive_count;
+    let recorded = stored.iter().any(|e| {
+        e.event_type == crate::EventType::ExecutionRedriven && e.details["redriveCount"].as_i64() == Some(count)
+    });
+    if count == 0 || recorded {
+        return None;
+    }
+    let stamp = jiff::Timestamp::from_millisecond(now).map(crate::clock::format_timestamp).unwrap_or_default();
+    Some(HistoryEvent {
+        id: last.id + 1,
+        previous_event_id: last.id,
+        timestamp: stamp.into(),
+        event_type: crate::EventType::ExecutionRedriven,
+        details: serde_json::json!({ "redriveCount": count }).into(),
+    })
+}
+
 /// What [`Store::redrive_execution`] drops of a journal (`?1`, PostgreSQL's `$1`: the execution): the operations
 /// in flight when it ended, which the redriven run starts again. Not a CONTEXT that had failed
 /// before an earlier redrive (STARTED with its failure kept, see below): it is still how that

@@ -441,47 +441,83 @@ impl Execution {
     /// is recorded here: `ExecutionFailed`, `ExecutionRedriven`, then the state's events again
     /// (its Entered event on), and the returned failure names the last Entered event.
     ///
-    /// Which redrives: every other end of a run records its own `ExecutionRedriven` when the
-    /// replay passes it (a failed Task run again, a reopened Parallel or Map, a Map Run) or was
-    /// followed by one the store appended (a stop, a timeout), and a run that failed here
-    /// failed here again on each later redrive (the replay up to it is the same). So the
-    /// redrives not accounted for are the last ones, and all ended here. A state whose own
-    /// events hold an `ExecutionRedriven` (a Task run again, a reopened attempt) is left as is.
+    /// Which redrives, read from the stored history after the state's first entry (the runs
+    /// before it failed elsewhere, and the replay records their `ExecutionRedriven` where it
+    /// passes them): each later redrive `k` has its `ExecutionRedriven` there, recorded by a run
+    /// (then this replay records it again, after the failure it redrove), or appended by the
+    /// store after a stop or a timeout (`ExecutionAborted`/`ExecutionTimedOut`, then it: the
+    /// live history keeps both and writes this run's events after them), or, for this run's
+    /// own redrive of a FAILED execution, not yet. Run `k` re-entered the state and failed
+    /// again unless a stop or a timeout cut it short first (the next redrive is then one the
+    /// store appended; its `ExecutionRedriven` was added by the stop,
+    /// `durable::cut_short_redriven_event`); this run re-enters it now. A re-entry's cause names
+    /// its Entered event by its stored id (the replay's id plus the events the store appended
+    /// before it). A state whose own events hold an `ExecutionRedriven` (a Task run again, a
+    /// reopened attempt) is left as is.
     #[cfg(feature = "durable")]
     pub(super) async fn reenter_for_redrive(&self, failure: Failure) -> Failure {
+        use crate::EventType::{ExecutionAborted, ExecutionRedriven, ExecutionTimedOut};
         let Some(journal) = &self.shared.journal else { return failure };
-        let redrives = journal.redrive_count();
+        let redrives = u64::from(journal.redrive_count());
         let entered = self.scope.entered.load(Ordering::SeqCst);
         if redrives == 0 || entered == 0 || self.scope.context.is_some() || !self.keeps_history() {
             return failure;
         }
         let state = self.shared.history.events_from(entered - 1);
-        if state.iter().any(|e| e.event_type == EventType::ExecutionRedriven) {
+        if state.iter().any(|e| e.event_type == ExecutionRedriven) {
             return failure;
         }
-        let recorded = self.shared.history.event_types().into_iter().filter(|t| *t == EventType::ExecutionRedriven);
-        let after_stops = match journal.redrives_after_stops().await {
-            Ok(n) => n,
+        let stored = match journal.store().read_history(journal.name()).await {
+            Ok(stored) => stored,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the stored history: the redrives of a failure re-entered are not recorded");
                 return failure;
             }
         };
-        let accounted = u32::try_from(recorded.count() + after_stops).unwrap_or(u32::MAX);
+        // The state's first entry as stored (stored ids are the replay's, or later by the
+        // events a stop and its redrive appended); none: this run is the first to fail here.
+        let Some(first) = state.first() else { return failure };
+        let Some(at) = stored
+            .iter()
+            .position(|e| e.id >= entered && e.event_type == first.event_type && e.details == first.details)
+        else {
+            return failure;
+        };
+        let redrive_of = |e: &crate::HistoryEvent| -> Option<u64> {
+            (e.event_type == ExecutionRedriven).then(|| e.details["redriveCount"].as_u64()).flatten()
+        };
+        let ended = |e: &crate::HistoryEvent| matches!(e.event_type, ExecutionAborted | ExecutionTimedOut);
+        let find = |k: u64| stored[at..].iter().position(|e| redrive_of(e) == Some(k)).map(|i| at + i);
+        let appended = |k: u64| find(k).is_some_and(|q| q > 0 && ended(&stored[q - 1]));
+        // The redrive whose run failed here first.
+        let first_failure = stored[..at].iter().filter_map(redrive_of).max().unwrap_or(0);
+        let mut offset = stored[at].id - entered;
         let mut current = failure.clone();
-        for redrive in accounted.saturating_add(1)..=redrives {
-            self.record(EventType::ExecutionFailed, failure_details(&current));
-            self.record(EventType::ExecutionRedriven, json!({ "redriveCount": redrive }));
+        for k in first_failure + 1..=redrives {
+            match find(k) {
+                Some(q) if appended(k) => {
+                    offset += 1 + stored[..q].iter().rev().take_while(|e| ended(e)).count() as u64;
+                }
+                // A history stored before stops added the redrive they cut short: nothing of it.
+                None if k < redrives => {}
+                _ => {
+                    self.record(EventType::ExecutionFailed, failure_details(&current));
+                    self.record(ExecutionRedriven, json!({ "redriveCount": k }));
+                }
+            }
+            if k < redrives && appended(k + 1) {
+                continue;
+            }
             let mut again = None;
             for event in &state {
                 let details = match again {
-                    Some(to) => entry_moved_in(event.details.clone(), entered, to),
+                    Some(to) => entry_moved_in(event.details.clone(), entered, to + offset),
                     None => event.details.clone(),
                 };
                 again.get_or_insert(self.record(event.event_type, details));
             }
             if let Some(to) = again {
-                current = Failure { cause: entry_moved(&failure.cause, entered, to), ..failure.clone() };
+                current = Failure { cause: entry_moved(&failure.cause, entered, to + offset), ..failure.clone() };
             }
         }
         current
