@@ -180,7 +180,7 @@ impl Callbacks {
 
 /// A token's slot while its task runs; dropping it closes the slot (later sends are
 /// [`CallbackError::UnknownToken`]).
-pub(crate) struct Registration {
+pub struct Registration {
     callbacks: Callbacks,
     token: String,
     rx: watch::Receiver<SlotState>,
@@ -225,12 +225,14 @@ pub(crate) enum Observed {
 }
 
 /// The deadlines of a wait: `timeout` is absolute (on tokio's clock), `heartbeat` an interval.
-pub(crate) struct Limits {
-    pub(crate) timeout_at: Option<tokio::time::Instant>,
-    pub(crate) heartbeat: Option<Duration>,
+pub struct Limits {
+    /// When the wait times out.
+    pub timeout_at: Option<tokio::time::Instant>,
+    /// How long it may go without a heartbeat.
+    pub heartbeat: Option<Duration>,
     /// Read by the durable journal only (a user's crate without `durable` was warned about it).
     #[cfg_attr(not(feature = "durable"), allow(dead_code))]
-    pub(crate) timeout: Option<Duration>,
+    pub timeout: Option<Duration>,
 }
 
 /// Why a wait ended without an answer: an expired TimeoutSeconds and a missed heartbeat alike

@@ -1695,7 +1695,7 @@ pub async fn map_run<F, Fut>(
 ) -> Result<Value, Failure>
 where
     F: FnMut(Value, Execution) -> Fut,
-    Fut: Future<Output = Result<Value, Failure>>,
+    Fut: Future<Output = Result<Value, Failure>> + Send,
 {
     // AWS records the Map as started (with the number of items it was given, 0 when an
     // ItemReader reads them) before it checks the run's configuration.
@@ -1833,7 +1833,7 @@ async fn run_children<F, Fut>(
 ) -> Result<Value, Failure>
 where
     F: FnMut(Value, Execution) -> Fut,
-    Fut: Future<Output = Result<Value, Failure>>,
+    Fut: Future<Output = Result<Value, Failure>> + Send,
 {
     let limit = exec.limits().max_map_items;
     let items = if code.has_item_reader() {
@@ -2012,14 +2012,14 @@ async fn journaled_run_failure<T>(
     #[cfg(feature = "durable")]
     if let (Some(journal), Some(id)) = (exec.journal(), op) {
         if let Some(recorded) = journal.recorded(id)
-            && matches!(recorded.status, crate::durable::OpStatus::Failed)
+            && matches!(recorded.status, crate::journal::OpStatus::Failed)
         {
             return Err(Failure::new(recorded.error.unwrap_or_default(), recorded.cause.unwrap_or_default()));
         }
         let result = io.await;
         if let Err(f) = &result {
             let failed = crate::task::Attempt::Failed(f.clone());
-            journal.step(id.to_owned(), exec.op_parent(), name, None, async move { failed }).await?;
+            journal.step(id.to_owned(), exec.op_parent(), name, None, Box::pin(async move { failed })).await?;
         }
         return result;
     }

@@ -38,6 +38,8 @@ pub mod exec;
 pub mod handlers;
 pub mod history;
 pub mod intrinsics;
+#[cfg(feature = "durable")]
+pub mod journal;
 pub mod io;
 pub mod jsonata;
 pub mod lambda;

@@ -1534,8 +1534,8 @@ pub async fn call<F, Fut>(
     invoke: F,
 ) -> Result<Value, Failure>
 where
-    F: FnOnce(Value, TaskContext) -> Fut,
-    Fut: Future<Output = Result<Value, Failure>>,
+    F: FnOnce(Value, TaskContext) -> Fut + Send,
+    Fut: Future<Output = Result<Value, Failure>> + Send,
 {
     exec.record_with(EventType::TaskScheduled, || {
         Details::with_capacity(3)
@@ -1633,12 +1633,12 @@ async fn produce(
     visit: u32,
     suffix: &str,
     event_name: &str,
-    publish: impl FnOnce() -> Value,
+    publish: impl FnOnce() -> Value + Send,
 ) -> Result<Value, Failure> {
     #[cfg(feature = "durable")]
     if let Some(journal) = exec.journal() {
         let id = exec.op_id(name, visit, suffix);
-        return journal.produce(id, exec.op_parent(), name, event_name, exec.events(), publish).await;
+        return journal.produce(id, exec.op_parent(), name, event_name, exec.events(), Box::new(publish)).await;
     }
     let _ = (exec, name, visit, suffix, event_name);
     Ok(publish())
@@ -1653,12 +1653,12 @@ async fn function_attempt(
     site: &Site,
     key: &str,
     request: Option<crate::task::StepRequest>,
-    run: impl Future<Output = Attempt>,
+    run: impl Future<Output = Attempt> + Send,
 ) -> Result<Attempt, Failure> {
     #[cfg(feature = "durable")]
     if let Some(journal) = exec.journal() {
         let id = exec.op_id(name, site.visit, &format!(".{}.{}{key}", site.attempt, site.group));
-        return journal.step(id, exec.op_parent(), name, request, run).await;
+        return journal.step(id, exec.op_parent(), name, request, Box::pin(run)).await;
     }
     let _ = (exec, name, site, key, request);
     Ok(run.await)
@@ -1681,7 +1681,7 @@ async fn wait_events(
     if let Some(journal) = exec.journal() {
         let id = exec.op_id(name, site.visit, &format!(".{}.{}{what}", site.attempt, site.group));
         let token = crate::callback::task_token(exec.id(), &id);
-        let wait = crate::durable::EventWait { id, parent: exec.op_parent(), name, token, defs, all, timeout };
+        let wait = crate::journal::EventWait { id, parent: exec.op_parent(), name, token, defs, all, timeout };
         // A wait that timed out may have consumed some events (one for all), as below.
         let (got, complete) = journal.event_wait(exec.clock(), exec.events(), wait).await?;
         for (_, event) in &got {
@@ -1742,14 +1742,14 @@ pub async fn subflow_with<F, Fut>(
 ) -> Result<Value, Failure>
 where
     F: FnOnce(Execution, Value) -> Fut,
-    Fut: Future<Output = Result<Value, Failure>>,
+    Fut: Future<Output = Result<Value, Failure>> + Send,
 {
     #[cfg(feature = "durable")]
     if let Some(journal) = exec.journal() {
         let id = exec.op_id(name, site.visit, &format!(".{}", site.attempt));
         let line = exec.sub_scope(id.clone());
         let run = child(line, input.clone());
-        return journal.subflow(&id, exec.op_parent(), name, workflow_id, version, &input, run).await;
+        return journal.subflow(&id, exec.op_parent(), name, workflow_id, version, &input, Box::pin(run)).await;
     }
     let _ = (name, site, workflow_id, version);
     child(exec.branch(), input).await
@@ -1816,8 +1816,8 @@ pub async fn unawaited_handler_subflow<F, Fut>(
     data: &Value,
     invoke: F,
 ) where
-    F: FnOnce(Value, TaskContext) -> Fut,
-    Fut: Future<Output = Result<Value, Failure>>,
+    F: FnOnce(Value, TaskContext) -> Fut + Send,
+    Fut: Future<Output = Result<Value, Failure>> + Send,
 {
     let line = exec.branch();
     line.record_with(EventType::SwSubflowStarted, || subflow_details(&line, name, workflow_id, "input", data));

@@ -418,7 +418,7 @@ struct Run {
         if durable {
             let _ = writeln!(
                 s,
-                "\n#[inline(never)]\nfn run_durable_{m}(r: Run, store: &Store) -> Result<Ran, String> {{\n    let Run {{ virtual_time, answers, callbacks, bus, events, handler, input, options }} = r;\n    drive(virtual_time, async move {{\n        let journal = match open_journal(store, &{m}::DEFINITION_ID, &input, &options).await? {{\n            Ok(journal) => journal,\n            Err(stored) => return Ok(Ran::Stored(stored)),\n        }};\n        let options = options.with_journal(std::sync::Arc::clone(&journal));\n        let run = answers.serve(&callbacks, wfc_runtime::events::with_deliveries(&bus, events, {m}::run_with(&handler, input, options)));\n        hold(store, &journal, run).await.map(Ran::Ran)\n    }})?\n}}"
+                "\n#[inline(never)]\nfn run_durable_{m}(r: Run, store: &Store) -> Result<Ran, String> {{\n    let Run {{ virtual_time, answers, callbacks, bus, events, handler, input, options }} = r;\n    drive(virtual_time, async move {{\n        let journal = match open_journal(store, &{m}::DEFINITION_ID, &input, &options).await? {{\n            Ok(journal) => journal,\n            Err(stored) => return Ok(Ran::Stored(stored)),\n        }};\n        let options = options.with_journal(journal.clone());\n        let run = answers.serve(&callbacks, wfc_runtime::events::with_deliveries(&bus, events, {m}::run_with(&handler, input, options)));\n        hold(store, &journal, run).await.map(Ran::Ran)\n    }})?\n}}"
             );
         }
     }

@@ -383,7 +383,7 @@ pub(crate) fn run(args: &RunArgs, url: Option<&str>) -> Exit {
                 stored_outcome(&record, history)
             }
             Opened::Running(journal) => {
-                let options = options.with_journal(Arc::clone(&journal));
+                let options = options.with_journal(journal.clone());
                 let owner = format!("run-{}", std::process::id());
                 let verb = if journal.is_resume() { "resumed" } else { "started" };
                 tracing::info!(execution = name, workflow = %workflow.name, version = %version, "{verb}");

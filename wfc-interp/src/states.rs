@@ -744,7 +744,7 @@ pub async fn map<F, Fut>(
 ) -> Result<Step, Failure>
 where
     F: FnMut(Value, Execution) -> Fut,
-    Fut: Future<Output = Result<Value, Failure>>,
+    Fut: Future<Output = Result<Value, Failure>> + Send,
 {
     map_with(exec, name, &InterpretedNested(spec), input, run_iteration).await
 }

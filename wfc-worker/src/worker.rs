@@ -601,7 +601,7 @@ async fn run_claimed(shared: &Shared, claim: Claim) -> RunEnd {
         "{}",
         if fresh { "started" } else { "resumed" }
     );
-    let mut options = RunOptions::real().with_journal(Arc::clone(&journal));
+    let mut options = RunOptions::real().with_journal(journal.clone());
     if config.skip_waits {
         options.clock = wfc_runtime::Clock::skipping();
     }

@@ -85,7 +85,7 @@ async fn run(db: &Path, order: u64, amount: f64) -> Result<Value, String> {
         Opened::Running(journal) => journal,
     };
     let shop = Shop { log: db.with_extension("log") };
-    let options = RunOptions::real().with_journal(Arc::clone(&journal));
+    let options = RunOptions::real().with_journal(journal.clone());
     let result = tokio::select! {
         result = approval::run_with(&shop, input, options) => result,
         e = journal.hold_lease("approval-durable", wfc_runtime::durable::DEFAULT_LEASE) => return Err(e.to_string()),

@@ -1,5 +1,5 @@
 //! A Map Run beyond the memory of the process running it, when its execution is journaled in a
-//! store with a key/value table ([`crate::durable::Store::kv_get`]; wfc's SQLite and PostgreSQL
+//! store with a key/value table ([`crate::journal::JournalHooks::kv_get`]; wfc's SQLite and PostgreSQL
 //! stores):
 //!
 //! - **Limits** (`UpdateMapRun`): the row [`limits_key`] holds the run's `maxConcurrency` and
@@ -11,7 +11,7 @@
 //!   documents of its running children to the row [`progress_key`] (at most every
 //!   [`SYNC_INTERVAL`], when they changed), so `DescribeMapRun` and `ListExecutions` answer from
 //!   any process; the row is deleted when the run ends (its end event has the counts). On a
-//!   store that signals ([`crate::durable::Store::kv_signals`]: PostgreSQL's NOTIFY, SQLite's
+//!   store that signals ([`crate::journal::JournalHooks::kv_signals`]: PostgreSQL's NOTIFY, SQLite's
 //!   signal rows between the processes on one file), a reader that wants
 //!   the counts as they are now signals [`progress_wanted_topic`]: the run writes the row at
 //!   once and answers with [`progress_written_topic`], so a read through any process is current.
@@ -211,7 +211,8 @@ pub(super) async fn synced<T>(
 ) -> T {
     #[cfg(feature = "durable")]
     if let Some(journal) = exec.journal() {
-        let store = std::sync::Arc::clone(journal.store());
+        // The key/value rows of the journal's store.
+        let store = std::sync::Arc::clone(journal);
         let limits = limits_key(arn);
         match store.kv_get(&limits).await {
             // No key/value table (an adapter's store): in memory only.
@@ -322,7 +323,7 @@ impl RedrivePlan {
     ) -> Result<RedrivePlan, crate::Failure> {
         #[cfg(feature = "durable")]
         if let (Some(journal), Some(prefix)) = (exec.journal(), prefix) {
-            let store = journal.store();
+            let store = journal;
             let key = levels_key(arn);
             // `None`: no key/value table (an adapter's store).
             let row: Option<Value> = store.kv_get(&key).await.ok().map(|row| row.unwrap_or_else(|| json!({})));
@@ -331,7 +332,7 @@ impl RedrivePlan {
                 .map(|r| r.get("starts").and_then(|s| serde_json::from_value(s.clone()).ok()).unwrap_or_default());
             let ends: Vec<Value> = row.as_ref().and_then(|r| r.get("ends")?.as_array().cloned()).unwrap_or_default();
             let (mut plan, level) = if journal.is_reopened(prefix) {
-                plan(exec, journal, name, arn, prefix, sizes, control, has_result_writer, starts.as_deref(), &ends)?
+                plan(exec, &**journal, name, arn, prefix, sizes, control, has_result_writer, starts.as_deref(), &ends)?
             } else {
                 (RedrivePlan::default(), 0)
             };
@@ -362,7 +363,7 @@ impl RedrivePlan {
     pub(super) async fn record_end(&self, exec: &Execution, arn: &str, exceeded: bool, limits: &MapRunLimits) {
         #[cfg(feature = "durable")]
         if let (Some(journal), Some(level)) = (exec.journal(), self.level) {
-            let store = journal.store();
+            let store = journal;
             let key = levels_key(arn);
             let Ok(Some(mut row)) = store.kv_get(&key).await else { return };
             let mut ends = row.get("ends").and_then(Value::as_array).cloned().unwrap_or_default();
@@ -410,7 +411,7 @@ pub fn child_level(op_id: &str) -> u32 {
 #[allow(clippy::too_many_arguments)] // the pieces of `RedrivePlan::make`
 fn plan(
     exec: &Execution,
-    journal: &crate::durable::Journal,
+    journal: &dyn crate::journal::JournalHooks,
     name: &str,
     arn: &str,
     prefix: &str,

@@ -17,6 +17,7 @@ use super::{
     Store, StoreError,
 };
 use crate::callback::{self, CallbackOutcome, Observed, Registration, WaitingTask};
+use crate::journal::{ContextEvents, EventWait, FinishedContext};
 use crate::task::{Attempt, StepRequest};
 use crate::{Clock, ExecutionResult, Failure};
 
@@ -1804,24 +1805,6 @@ const EVENT_SUBTYPE: &str = "Event";
 /// The STEP subtype of a Serverless Workflow produced event.
 const PRODUCE_SUBTYPE: &str = "Produce";
 
-/// What [`Journal::event_wait`] waits for.
-pub(crate) struct EventWait<'a> {
-    /// The operation id.
-    pub(crate) id: String,
-    /// The enclosing CONTEXT or CHAINED_INVOKE.
-    pub(crate) parent: Option<String>,
-    /// The state's name.
-    pub(crate) name: &'a str,
-    /// The CALLBACK's token (unique in the store).
-    pub(crate) token: String,
-    /// The events it accepts.
-    pub(crate) defs: &'a [&'a wfc_ir::sw::EventDef],
-    /// Whether it needs one event of each definition (else the first match of any).
-    pub(crate) all: bool,
-    /// How long it waits at most.
-    pub(crate) timeout: Option<Duration>,
-}
-
 /// The events a finished event wait consumed, as the wait returns them.
 fn replay_events(
     bus: &crate::events::EventBus,
@@ -1866,25 +1849,6 @@ fn failed_before_redrive(op: &Operation) -> bool {
 const CONTEXT_OUTPUT: &str = "wfc:output";
 const CONTEXT_EVENTS: &str = "wfc:events";
 const CONTEXT_EVENT_COUNT: &str = "wfc:eventCount";
-
-/// The history events a Parallel branch or Map iteration (or a whole Parallel or Map attempt)
-/// recorded, stored with its CONTEXT so a replay that skips it records them again.
-#[derive(Debug, Clone)]
-pub(crate) enum ContextEvents {
-    /// The events themselves (history level full).
-    Kept(Vec<crate::HistoryEvent>),
-    /// Only how many there were (history level express keeps no events, but numbers them).
-    Counted(u64),
-}
-
-/// A finished CONTEXT operation, as a replay returns it without running its branch.
-#[derive(Debug, Clone)]
-pub(crate) struct FinishedContext {
-    /// The branch's output, or its failure.
-    pub(crate) outcome: Result<Value, Failure>,
-    /// The events it recorded.
-    pub(crate) events: ContextEvents,
-}
 
 /// An update of an operation: its status, and its result or failure (the other fields empty;
 /// callers that need a deadline, token or heartbeat set them with struct update syntax).

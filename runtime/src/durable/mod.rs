@@ -24,6 +24,7 @@
 //! Attach a journal with [`crate::RunOptions::with_journal`] after [`Journal::open`].
 
 mod chained;
+mod hooks;
 mod journal;
 mod live_history;
 pub mod migrations;
@@ -34,11 +35,11 @@ pub mod suspend;
 pub use chained::{
     ANY_WORKFLOW, ChainedConfigError, ChainedFunction, ChainedInvokes, MapRunChildren, parse_key as parse_mapping_key,
 };
-pub(crate) use journal::ContextEvents;
-pub(crate) use journal::EventWait;
 pub use journal::{Journal, Opened, TransitionGuard};
 pub use registry::{Definition, Language, Registry, Syntax, WorkflowVersion};
 pub use replay_store::ReplayStore;
+// The operation model is the vocabulary of the journal hooks, so the runtime defines it.
+pub use crate::journal::{OpStatus, OpType, Operation};
 
 use std::fmt;
 
@@ -47,119 +48,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::HistoryEvent;
-
-/// What kind of operation a journal entry is (the AWS `OperationType` names).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum OpType {
-    /// A unit of work with a result: one Task attempt.
-    Step,
-    /// A durable timer: a Wait state or a retry back-off.
-    Wait,
-    /// Waiting for an external completion by task token (`.waitForTaskToken`).
-    Callback,
-    /// An invocation of another workflow: a Serverless Workflow subflow that the parent waits
-    /// for (its operations' ids start with the CHAINED_INVOKE's id and `/`).
-    ChainedInvoke,
-    /// A scope grouping other operations: a Parallel or Map state's attempt, and each of its
-    /// branches or iterations (their operations' ids start with the context's id and `/`).
-    Context,
-}
-
-/// Where an operation is (the AWS `OperationStatus` names).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum OpStatus {
-    /// Started and not finished: a Task in flight, or a timer not yet fired.
-    Started,
-    /// Finished with a result.
-    Succeeded,
-    /// Finished with an error.
-    Failed,
-    /// Finished by exceeding its timeout.
-    TimedOut,
-    /// Abandoned.
-    Cancelled,
-}
-
-impl OpType {
-    /// The name stored and printed (`STEP`, `WAIT`, ...).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            OpType::Step => "STEP",
-            OpType::Wait => "WAIT",
-            OpType::Callback => "CALLBACK",
-            OpType::ChainedInvoke => "CHAINED_INVOKE",
-            OpType::Context => "CONTEXT",
-        }
-    }
-
-    /// Parses [`OpType::as_str`].
-    pub fn parse(text: &str) -> Option<OpType> {
-        [OpType::Step, OpType::Wait, OpType::Callback, OpType::ChainedInvoke, OpType::Context]
-            .into_iter()
-            .find(|t| t.as_str() == text)
-    }
-}
-
-impl OpStatus {
-    /// The name stored and printed (`STARTED`, `SUCCEEDED`, ...).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            OpStatus::Started => "STARTED",
-            OpStatus::Succeeded => "SUCCEEDED",
-            OpStatus::Failed => "FAILED",
-            OpStatus::TimedOut => "TIMED_OUT",
-            OpStatus::Cancelled => "CANCELLED",
-        }
-    }
-
-    /// Parses [`OpStatus::as_str`].
-    pub fn parse(text: &str) -> Option<OpStatus> {
-        [OpStatus::Started, OpStatus::Succeeded, OpStatus::Failed, OpStatus::TimedOut, OpStatus::Cancelled]
-            .into_iter()
-            .find(|s| s.as_str() == text)
-    }
-
-    /// Whether the operation has finished (its outcome can be replayed).
-    pub fn is_terminal(self) -> bool {
-        !matches!(self, OpStatus::Started)
-    }
-}
-
-/// One journal entry, as stored.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Operation {
-    /// Deterministic id: state path, visit and attempt (see docs/durable.md).
-    pub id: String,
-    /// STEP, WAIT, ...
-    #[serde(rename = "type")]
-    pub op_type: OpType,
-    /// Finer kind: `Task`, `Wait`, `Retry`.
-    pub subtype: String,
-    /// The state's name.
-    pub name: String,
-    /// Where it is.
-    pub status: OpStatus,
-    /// How many times this operation was started for real (not replayed): more than 1 means the
-    /// process stopped while it was in flight and it ran again.
-    pub starts: u32,
-    /// The result of a succeeded STEP.
-    pub result: Option<Value>,
-    /// The error name of a failed or timed-out STEP.
-    pub error: Option<String>,
-    /// The error cause.
-    pub cause: Option<String>,
-    /// When a WAIT fires (or a CALLBACK times out), in milliseconds since the Unix epoch on the
-    /// execution's clock.
-    pub due_at_ms: Option<i64>,
-    /// The task token of a CALLBACK.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub callback_token: Option<String>,
-    /// How many SendTaskHeartbeat a CALLBACK received through the store.
-    #[serde(default)]
-    pub heartbeats: u64,
-}
 
 /// An operation row as both stores read it, before its enums and JSON are checked.
 #[derive(Debug, Clone, PartialEq)]

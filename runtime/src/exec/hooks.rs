@@ -22,7 +22,7 @@ use super::{BranchOf, EventCapture, Scope};
 use crate::EventType;
 use crate::Failure;
 #[cfg(feature = "durable")]
-use crate::durable::Journal;
+use crate::journal::JournalHooks;
 use crate::task::Attempt;
 
 /// The journal hooks: each runs the plain behaviour when the execution has no journal (or the
@@ -31,7 +31,7 @@ use crate::task::Attempt;
 impl Execution {
     /// The durable journal, if this execution has one.
     #[cfg(feature = "durable")]
-    pub fn journal(&self) -> Option<&Arc<Journal>> {
+    pub fn journal(&self) -> Option<&Arc<dyn JournalHooks>> {
         self.shared.journal.as_ref()
     }
 
@@ -167,12 +167,12 @@ impl Execution {
 
     /// The events a CONTEXT recorded since [`Execution::arm`], and stops collecting.
     #[cfg(feature = "durable")]
-    fn captured(&self, capture: Option<&EventCapture>) -> Option<crate::durable::ContextEvents> {
+    fn captured(&self, capture: Option<&EventCapture>) -> Option<crate::journal::ContextEvents> {
         let ids = capture?.lock().unwrap_or_else(|p| p.into_inner()).take()?;
         Some(if self.keeps_history() {
-            crate::durable::ContextEvents::Kept(self.shared.history.events_with_ids(&ids))
+            crate::journal::ContextEvents::Kept(self.shared.history.events_with_ids(&ids))
         } else {
-            crate::durable::ContextEvents::Counted(ids.len() as u64)
+            crate::journal::ContextEvents::Counted(ids.len() as u64)
         })
     }
 
@@ -181,11 +181,11 @@ impl Execution {
     /// previous event is outside the CONTEXT chains to this line's current event. Returns the
     /// id of the last one (the line's current event when there were none).
     #[cfg(feature = "durable")]
-    fn replay_context_events(&self, events: &crate::durable::ContextEvents) -> u64 {
+    fn replay_context_events(&self, events: &crate::journal::ContextEvents) -> u64 {
         let start = self.cursor.last.load(Ordering::SeqCst);
         let mut last = start;
         match events {
-            crate::durable::ContextEvents::Kept(events) => {
+            crate::journal::ContextEvents::Kept(events) => {
                 let mut renumbered = std::collections::HashMap::with_capacity(events.len());
                 for e in events {
                     let previous = renumbered.get(&e.previous_event_id).copied().unwrap_or(start);
@@ -194,7 +194,7 @@ impl Execution {
                     self.capture(last);
                 }
             }
-            crate::durable::ContextEvents::Counted(n) => {
+            crate::journal::ContextEvents::Counted(n) => {
                 for _ in 0..*n {
                     last = self.shared.history.count().unwrap_or(last);
                     self.capture(last);
@@ -236,7 +236,7 @@ impl Execution {
             let capture = scope.scope.captures.last().filter(|_| journal.keeps_context_events());
             Self::arm(capture);
             if journal.is_reopened(id) && !scope.muted() {
-                scope.record_reopened(journal, id, name, subtype)?;
+                scope.record_reopened(&**journal, id, name, subtype)?;
             }
             let outcome = attempt.await;
             let recorded = outcome.clone().map(Value::Array);
@@ -255,7 +255,7 @@ impl Execution {
     /// that runs again (see [`Scope::mute`]), so the history is AWS's: what happened, the
     /// redrive, what the redrive ran.
     #[cfg(feature = "durable")]
-    fn record_reopened(&self, journal: &Journal, id: &str, name: &str, subtype: &str) -> Result<(), Failure> {
+    fn record_reopened(&self, journal: &dyn JournalHooks, id: &str, name: &str, subtype: &str) -> Result<(), Failure> {
         let Some(done) = journal.reopened_context(id, name, self.keeps_history())? else {
             return Ok(());
         };
@@ -338,7 +338,7 @@ impl Execution {
             // AWS redrives a Map Run only when its Map state failed.
             let exited = journal
                 .recorded(&self.op_id(name, visit_no, &format!(".exited{attempt_no}")))
-                .is_some_and(|op| op.status == crate::durable::OpStatus::Succeeded);
+                .is_some_and(|op| op.status == crate::journal::OpStatus::Succeeded);
             if on_path && !retried && !exited && uncaught(wfc_ir::errors::EXCEED_TOLERATED_FAILURE_THRESHOLD) {
                 journal.reopen(&self.op_id(name, visit_no, &format!(".{attempt_no}")));
             }
@@ -361,7 +361,7 @@ impl Execution {
         if let Some(journal) = &self.shared.journal {
             let id = self.op_id(name, visit_no, &format!(".exited{attempt_no}"));
             let exited = async { crate::task::Attempt::Succeeded(Value::Null) };
-            journal.step(id, self.op_parent(), name, None, exited).await?;
+            journal.step(id, self.op_parent(), name, None, Box::pin(exited)).await?;
         }
         #[cfg(not(feature = "durable"))]
         let _ = (name, visit_no, attempt_no);
@@ -556,16 +556,16 @@ impl Execution {
     }
 
     /// One Task attempt: replayed from the journal when recorded, else run (and checkpointed).
-    pub(super) fn journaled_attempt<Fut>(
-        &self,
-        name: &str,
+    pub(super) fn journaled_attempt<'a, Fut>(
+        &'a self,
+        name: &'a str,
         visit_no: u32,
         attempt_no: u32,
         request: Option<crate::task::StepRequest>,
         run: Fut,
     ) -> impl Future<Output = Result<Attempt, Failure>>
     where
-        Fut: Future<Output = Attempt>,
+        Fut: Future<Output = Attempt> + Send + 'a,
     {
         // Not an `async fn`: that would hold `run` twice (as its argument and while awaiting
         // it), and every Task visit's future holds this one. The caller awaits it at once.
@@ -573,9 +573,9 @@ impl Execution {
         {
             if let Some(journal) = &self.shared.journal {
                 let id = self.op_id(name, visit_no, &format!(".{attempt_no}"));
-                // Boxed: the store's future is large.
-                let step = journal.step(id, self.op_parent(), name, request, run);
-                return futures::future::Either::Left(Box::pin(step));
+                // Boxed at the trait boundary (the store's future is large anyway).
+                let step = journal.step(id, self.op_parent(), name, request, Box::pin(run));
+                return futures::future::Either::Left(step);
             }
             futures::future::Either::Right(run.map(Ok))
         }
@@ -609,10 +609,8 @@ impl Execution {
         if let Some(journal) = &self.shared.journal {
             let id = self.op_id(name, visit_no, &format!(".{attempt_no}"));
             let own = crate::callback::task_token(self.id(), &id);
-            // Boxed, as in `journaled_attempt`.
-            let token =
-                Box::pin(journal.callback_token(self.clock(), &id, self.op_parent(), name, own, timeout, heartbeat));
-            return token.await;
+            // Boxed at the trait boundary, as in `journaled_attempt`.
+            return journal.callback_token(self.clock(), &id, self.op_parent(), name, own, timeout, heartbeat).await;
         }
         let _ = (visit_no, timeout, heartbeat);
         Ok(crate::callback::task_token(self.id(), &format!("{name}@{entered_id}.{attempt_no}")))
@@ -633,7 +631,7 @@ impl Execution {
         heartbeat: Option<Duration>,
     ) -> Result<Attempt, Failure>
     where
-        Fut: Future<Output = Attempt>,
+        Fut: Future<Output = Attempt> + Send,
     {
         let registration = self.shared.callbacks.register(token);
         let waiting = crate::callback::WaitingTask {
@@ -647,7 +645,7 @@ impl Execution {
         if let Some(journal) = &self.shared.journal {
             let id = self.op_id(name, visit_no, &format!(".{attempt_no}"));
             return journal
-                .callback(self.clock(), id, self.op_parent(), name, registration, waiting, limits, handler)
+                .callback(self.clock(), id, self.op_parent(), name, registration, waiting, limits, Box::pin(handler))
                 .await;
         }
         let _ = (visit_no, attempt_no);
@@ -727,7 +725,7 @@ impl Execution {
         run: Fut,
     ) -> Result<Value, Failure>
     where
-        Fut: Future<Output = Value>,
+        Fut: Future<Output = Value> + Send,
     {
         #[cfg(feature = "durable")]
         if let (Some(journal), Some(id)) = (&self.shared.journal, op.as_deref()) {
@@ -744,7 +742,7 @@ impl Execution {
                     None => Ok(kept),
                 }
             };
-            return journal.subflow_as(id, self.op_parent(), name, "MapRunChild", child).await;
+            return journal.subflow_as(id, self.op_parent(), name, "MapRunChild", Box::pin(child)).await;
         }
         let _ = (op, name, envelope);
         Ok(run.await)

@@ -33,7 +33,7 @@ pub async fn map_with<C, F, Fut>(
 where
     C: MapCode,
     F: FnMut(Value, Execution) -> Fut,
-    Fut: Future<Output = Result<Value, Failure>>,
+    Fut: Future<Output = Result<Value, Failure>> + Send,
 {
     let mut guard = AbortGuard { exec, name, event: EventType::MapStateAborted, armed: true };
     let outcome = map_inner(exec, name, code, input, run_iteration).instrument(state_span(name, "Map")).await;
@@ -51,7 +51,7 @@ async fn map_inner<C, F, Fut>(
 where
     C: MapCode,
     F: FnMut(Value, Execution) -> Fut,
-    Fut: Future<Output = Result<Value, Failure>>,
+    Fut: Future<Output = Result<Value, Failure>> + Send,
 {
     let mut visit = Visit::start(exec, name, "Map", &input)?;
     let visit_no = exec.next_visit(name);

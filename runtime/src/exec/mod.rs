@@ -67,7 +67,7 @@ use tokio::time::Instant;
 use wfc_ir::StateId;
 
 #[cfg(feature = "durable")]
-use crate::durable::Journal;
+use crate::journal::JournalHooks;
 use crate::limits::Limits;
 use crate::variables::Variables;
 use crate::{Clock, Details, EventType, Failure, History, HistoryEvent, HistoryLevel};
@@ -91,7 +91,7 @@ pub struct RunOptions {
     /// The durable journal (feature `durable`): completed operations replay from it and new
     /// ones are checkpointed to its store. `None`: nothing is persisted.
     #[cfg(feature = "durable")]
-    pub journal: Option<Arc<Journal>>,
+    pub journal: Option<Arc<dyn JournalHooks>>,
     /// The in-memory handle that completes `.waitForTaskToken` tasks (SendTaskSuccess, ...);
     /// `None`: a private one (only a durable store can then complete them).
     pub callbacks: Option<crate::Callbacks>,
@@ -319,7 +319,7 @@ impl RunOptions {
     /// Runs durably on `journal` (from [`crate::durable::Journal::open`]): the execution takes the
     /// journal's name and original start time, replays what it recorded and checkpoints the rest.
     #[cfg(feature = "durable")]
-    pub fn with_journal(mut self, journal: Arc<Journal>) -> RunOptions {
+    pub fn with_journal(mut self, journal: Arc<dyn JournalHooks>) -> RunOptions {
         self.name = Some(journal.name().to_owned());
         self.journal = Some(journal);
         self
@@ -547,7 +547,7 @@ struct Shared {
     /// Why the execution input was refused (too large or too deep), if it was.
     input_failure: Option<Failure>,
     #[cfg(feature = "durable")]
-    journal: Option<Arc<Journal>>,
+    journal: Option<Arc<dyn JournalHooks>>,
     callbacks: crate::Callbacks,
     objects: crate::distributed::Objects,
     sw: crate::sw::SwShared,
