@@ -17,7 +17,19 @@ use crate::Failure;
 /// heartbeat deadline.
 #[derive(Debug, Clone)]
 pub struct TaskContext {
-    inner: Arc<ContextInner>,
+    inner: Inner,
+}
+
+/// A context's fields: inline for the common attempt, which has nothing but its names to carry
+/// (so making one allocates nothing), else shared.
+#[derive(Debug, Clone)]
+enum Inner {
+    /// A generated Task's attempt with no HeartbeatSeconds, task token, role ARN, function name
+    /// or stored execution: its `'static` names and the execution's shared name. Its heartbeat
+    /// is never read (there is no countdown), so it keeps none.
+    Plain { state: &'static str, resource: &'static str, execution: Arc<str>, retry_count: u32 },
+    /// Any other attempt's.
+    Shared(Arc<ContextInner>),
 }
 
 #[derive(Debug)]
@@ -91,9 +103,21 @@ impl TaskContext {
         TaskContext::of(Names::Static { state: state_name, resource, execution: execution_name }, retry_count)
     }
 
+    /// [`TaskContext::with_static_names`] for an attempt without HeartbeatSeconds (whose
+    /// countdown nothing reads): nothing is allocated. A context changed later (a task token, a
+    /// role ARN...) becomes a shared one.
+    pub(crate) fn plain(
+        state_name: &'static str,
+        resource: &'static str,
+        retry_count: u32,
+        execution_name: Arc<str>,
+    ) -> TaskContext {
+        TaskContext { inner: Inner::Plain { state: state_name, resource, execution: execution_name, retry_count } }
+    }
+
     fn of(names: Names, retry_count: u32) -> TaskContext {
         TaskContext {
-            inner: Arc::new(ContextInner {
+            inner: Inner::Shared(Arc::new(ContextInner {
                 names,
                 retry_count,
                 task_token: None,
@@ -101,13 +125,25 @@ impl TaskContext {
                 function_name: None,
                 stored_execution: None,
                 last_beat: Mutex::new(None),
-            }),
+            })),
+        }
+    }
+
+    /// The shared fields, `None` for a plain context (see [`Inner::Plain`]).
+    fn shared(&self) -> Option<&ContextInner> {
+        match &self.inner {
+            Inner::Plain { .. } => None,
+            Inner::Shared(inner) => Some(inner),
         }
     }
 
     /// The Task state's name.
     pub fn state_name(&self) -> &str {
-        match &self.inner.names {
+        let inner = match &self.inner {
+            Inner::Plain { state, .. } => return state,
+            Inner::Shared(inner) => inner,
+        };
+        match &inner.names {
             Names::Static { state, .. } => state,
             Names::Joined { names, resource_at, .. } => &names[..*resource_at],
         }
@@ -115,7 +151,11 @@ impl TaskContext {
 
     /// The state's `Resource`.
     pub fn resource(&self) -> &str {
-        match &self.inner.names {
+        let inner = match &self.inner {
+            Inner::Plain { resource, .. } => return resource,
+            Inner::Shared(inner) => inner,
+        };
+        match &inner.names {
             Names::Static { resource, .. } => resource,
             Names::Joined { names, resource_at, execution_at } => &names[*resource_at..*execution_at],
         }
@@ -123,12 +163,19 @@ impl TaskContext {
 
     /// How many retries preceded this attempt in the current visit (`$$.State.RetryCount`).
     pub fn retry_count(&self) -> u32 {
-        self.inner.retry_count
+        match &self.inner {
+            Inner::Plain { retry_count, .. } => *retry_count,
+            Inner::Shared(inner) => inner.retry_count,
+        }
     }
 
     /// The execution's name (`$$.Execution.Name`).
     pub fn execution_name(&self) -> &str {
-        match &self.inner.names {
+        let inner = match &self.inner {
+            Inner::Plain { execution, .. } => return execution,
+            Inner::Shared(inner) => inner,
+        };
+        match &inner.names {
             Names::Static { execution, .. } => execution,
             Names::Joined { names, execution_at, .. } => &names[*execution_at..],
         }
@@ -137,7 +184,7 @@ impl TaskContext {
     /// The task token of a `.waitForTaskToken` Task (`$$.Task.Token`): pass it to whoever will
     /// complete the task (see [`crate::callback::Callbacks`]). `None` for other Tasks.
     pub fn task_token(&self) -> Option<&str> {
-        self.inner.task_token.as_deref()
+        self.shared().and_then(|inner| inner.task_token.as_deref())
     }
 
     /// This context with a task token (a fresh context: clones made before do not see it).
@@ -150,7 +197,7 @@ impl TaskContext {
     /// name, a partial or a full ARN): the handler receives the request's Payload, and this says
     /// which function it stands for. `None` for other Tasks.
     pub fn function_name(&self) -> Option<&str> {
-        self.inner.function_name.as_deref()
+        self.shared().and_then(|inner| inner.function_name.as_deref())
     }
 
     /// This context with a `lambda:invoke` request's `FunctionName` (a fresh context: clones
@@ -164,7 +211,7 @@ impl TaskContext {
     /// from [`TaskContext::execution_name`]: a DISTRIBUTED Map Run's child execution runs in its
     /// parent's journal, under the parent's name. `None` otherwise.
     pub fn stored_execution(&self) -> Option<&str> {
-        self.inner.stored_execution.as_deref()
+        self.shared().and_then(|inner| inner.stored_execution.as_deref())
     }
 
     /// This context with the stored execution's name (a fresh context).
@@ -175,24 +222,35 @@ impl TaskContext {
 
     /// A fresh context: this one's fields, changed by `change`, and its heartbeat time.
     fn with(self, change: impl FnOnce(&mut ContextInner)) -> TaskContext {
-        let mut inner = ContextInner {
-            names: self.inner.names.clone(),
-            retry_count: self.inner.retry_count,
-            task_token: self.inner.task_token.clone(),
-            role_arn: self.inner.role_arn.clone(),
-            function_name: self.inner.function_name.clone(),
-            stored_execution: self.inner.stored_execution.clone(),
-            last_beat: Mutex::new(self.last_beat()),
+        let mut inner = match &self.inner {
+            Inner::Plain { state, resource, execution, retry_count } => ContextInner {
+                names: Names::Static { state, resource, execution: Arc::clone(execution) },
+                retry_count: *retry_count,
+                task_token: None,
+                role_arn: None,
+                function_name: None,
+                stored_execution: None,
+                last_beat: Mutex::new(None),
+            },
+            Inner::Shared(shared) => ContextInner {
+                names: shared.names.clone(),
+                retry_count: shared.retry_count,
+                task_token: shared.task_token.clone(),
+                role_arn: shared.role_arn.clone(),
+                function_name: shared.function_name.clone(),
+                stored_execution: shared.stored_execution.clone(),
+                last_beat: Mutex::new(self.last_beat()),
+            },
         };
         change(&mut inner);
-        TaskContext { inner: Arc::new(inner) }
+        TaskContext { inner: Inner::Shared(Arc::new(inner)) }
     }
 
     /// The role ARN of the Task's `Credentials` (evaluated for this attempt): the role AWS
     /// would assume for the call. wfc assumes nothing; a handler that calls AWS itself can.
     /// `None` when the Task has no `Credentials`.
     pub fn role_arn(&self) -> Option<&str> {
-        self.inner.role_arn.as_deref()
+        self.shared().and_then(|inner| inner.role_arn.as_deref())
     }
 
     /// This context with the role ARN of the Task's `Credentials` (a fresh context: clones made
@@ -205,13 +263,16 @@ impl TaskContext {
     /// Reports progress: restarts the HeartbeatSeconds countdown. Without HeartbeatSeconds on
     /// the state this has no effect.
     pub fn heartbeat(&self) {
-        *self.inner.last_beat.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+        // A plain context's attempt has no HeartbeatSeconds: no countdown to restart.
+        if let Some(inner) = self.shared() {
+            *inner.last_beat.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+        }
     }
 
     /// The last heartbeat, or the attempt's start; `None` before either (see
     /// [`ContextInner::last_beat`]).
     fn last_beat(&self) -> Option<Instant> {
-        *self.inner.last_beat.lock().unwrap_or_else(|p| p.into_inner())
+        *self.shared()?.last_beat.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -353,7 +414,15 @@ mod tests {
             2,
             Arc::from("run-1"),
         );
-        for ctx in [copied, borrowed] {
+        let plain = TaskContext::plain("Charge", "arn:aws:lambda:us-east-1:1:function:Charge", 2, Arc::from("run-1"));
+        assert_eq!(plain.task_token(), None);
+        assert_eq!(plain.role_arn(), None);
+        assert_eq!(plain.function_name(), None);
+        assert_eq!(plain.stored_execution(), None);
+        // No countdown to restart, and none read.
+        plain.heartbeat();
+        assert_eq!(plain.last_beat(), None);
+        for ctx in [copied, borrowed, plain.clone()] {
             let ctx = ctx.with_task_token("tok").with_role_arn("arn:aws:iam::1:role/r");
             assert_eq!(ctx.state_name(), "Charge");
             assert_eq!(ctx.resource(), "arn:aws:lambda:us-east-1:1:function:Charge");

@@ -1,6 +1,7 @@
 //! The Task state: the visit around a handler call (retries, timeouts, callbacks, Catch).
 
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::time::Duration;
 
@@ -560,6 +561,10 @@ async fn task_inner(
             details
         });
         let task_ctx = match code.static_names() {
+            // No countdown to keep (the context's only shared, mutable part): nothing allocated.
+            Some((state, resource)) if state == name && heartbeat.is_none() => {
+                TaskContext::plain(state, resource, visit.retry_count, exec.task_execution_name_shared())
+            }
             Some((state, resource)) if state == name => {
                 TaskContext::with_static_names(state, resource, visit.retry_count, exec.task_execution_name_shared())
             }
@@ -580,7 +585,23 @@ async fn task_inner(
         exec.record_with(events.started, || {
             if events.lambda { Details::new() } else { Details::with_capacity(1).with("resource", json!(resource)) }
         });
+        // The common attempt (not a callback, below): no journal to record it in, no timers to
+        // race it against, no `lambda:invoke` request to unwrap. The handler is called and
+        // awaited here, without `run_attempt`'s and the journal's future layers.
+        let plain_attempt = timeout.is_none() && heartbeat.is_none() && lambda_invoke.is_none() && !journaled(exec);
         let outcome = match &visit.task_token {
+            None if plain_attempt => {
+                // A panic while the handler builds its future, or while it runs, fails the
+                // attempt, as in `run_attempt`.
+                match std::panic::catch_unwind(AssertUnwindSafe(|| invoke.start(params, task_ctx))) {
+                    Ok(future) => match AssertUnwindSafe(future).catch_unwind().await {
+                        Ok(Ok(result)) => Attempt::Succeeded(result),
+                        Ok(Err(f)) => Attempt::Failed(f),
+                        Err(panic) => Attempt::Failed(crate::task::panic_failure(panic.as_ref())),
+                    },
+                    Err(panic) => Attempt::Failed(crate::task::panic_failure(panic.as_ref())),
+                }
+            }
             Some(token) => {
                 // A callback: the handler only hands the token on (its result is ignored); the
                 // heartbeat applies to the wait for the answer that follows.
@@ -708,6 +729,16 @@ async fn task_inner(
             return erased.caught(&visit, input, failure);
         }
     }
+}
+
+/// Whether the execution records its steps in a durable journal (which [`Execution::journaled_attempt`]
+/// runs each attempt through).
+fn journaled(exec: &Execution) -> bool {
+    #[cfg(feature = "durable")]
+    let journaled = exec.journal().is_some();
+    #[cfg(not(feature = "durable"))]
+    let journaled = false;
+    journaled
 }
 
 /// The events a Task attempt records: `LambdaFunction*` for a bare Lambda function ARN, as AWS
