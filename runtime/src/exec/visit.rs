@@ -1,6 +1,8 @@
 //! One visit to a state: its Entered/Exited events, its context object, the `States.Runtime`
 //! prefix, and the abort guard every state type shares.
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 use wfc_ir::{Assign, JsonataTemplate};
 
@@ -25,6 +27,22 @@ pub(super) struct Visit<'a> {
     /// Whether the state's input passed a payload check already (see [`Line`]): then what the
     /// state passes on unchanged needs none.
     pub(super) input_checked: bool,
+    /// The name and input its Entered event shares (when the history keeps events): its Exited
+    /// event shares the same name, and the same document when the output is the input
+    /// unchanged, without looking either up again.
+    entered: Option<(Arc<Value>, Arc<Value>)>,
+}
+
+/// What a state's output is to its input, for sharing it into the Exited event.
+#[derive(Clone, Copy)]
+enum Output {
+    /// Anything: shared when it is the same JSON as the last document shared, else copied.
+    Any,
+    /// The input unchanged (moved on): the Entered event's document.
+    Unchanged,
+    /// Built whole by the state just now: copied without a comparison (see
+    /// [`crate::History::named_new`]).
+    New,
 }
 
 impl<'a> Visit<'a> {
@@ -43,15 +61,30 @@ impl<'a> Visit<'a> {
         timed: bool,
     ) -> Visit<'a> {
         let entered_at = (timed || exec.keeps_history()).then(|| exec.clock().now());
+        let mut entered = None;
         let entered_id = match EventType::entered(state_type) {
-            Some(ty) => exec.record_at(ty, entered_at, || history_details(exec, name, "input", input)),
+            Some(ty) => exec.record_at(ty, entered_at, || {
+                let details = history_details(exec, name, "input", input);
+                entered = details.named_parts().map(|(name, doc)| (Arc::clone(name), Arc::clone(doc)));
+                details
+            }),
             None => 0,
         };
         #[cfg(feature = "durable")]
         exec.note_entered(entered_id);
         tracing::debug!(state = name, r#type = state_type, "entered");
         let input_checked = exec.cursor.take_input_checked();
-        Visit { exec, name, state_type, entered_at, entered_id, retry_count: 0, task_token: None, input_checked }
+        Visit {
+            exec,
+            name,
+            state_type,
+            entered_at,
+            entered_id,
+            retry_count: 0,
+            task_token: None,
+            input_checked,
+            entered,
+        }
     }
 
     /// [`Visit::enter`] after checking the history limit, so every state entry is bounded.
@@ -97,10 +130,12 @@ impl<'a> Visit<'a> {
     pub(super) fn finish_within(&self, output: &Value, max_bytes: usize, max_depth: usize) -> Result<(), Failure> {
         let limits = self.exec.limits();
         if max_bytes < limits.max_payload_bytes && max_depth < limits.max_json_depth {
-            self.exit(output);
+            self.exit_as(output, Output::New);
             Ok(())
         } else {
-            self.finish(output)
+            self.limits_check(output)?;
+            self.exit_as(output, Output::New);
+            Ok(())
         }
     }
 
@@ -108,18 +143,42 @@ impl<'a> Visit<'a> {
     /// was checked (see [`Line`]), it needs no second check.
     #[inline]
     pub(super) fn finish_unchanged(&self, output: &Value) -> Result<(), Failure> {
-        if self.input_checked {
-            self.exit(output);
-            Ok(())
-        } else {
-            self.finish(output)
+        if !self.input_checked {
+            self.limits_check(output)?;
         }
+        self.exit_as(output, Output::Unchanged);
+        Ok(())
+    }
+
+    /// The payload and depth limits' check of an output.
+    #[inline]
+    fn limits_check(&self, output: &Value) -> Result<(), Failure> {
+        self.exec.limits().check_payload(self.name, output).map_err(|f| self.runtime(f))
     }
 
     #[inline]
     pub(super) fn exit(&self, output: &Value) {
+        self.exit_as(output, Output::Any);
+    }
+
+    #[inline]
+    fn exit_as(&self, output: &Value, kind: Output) {
         if let Some(ty) = EventType::exited(self.state_type) {
-            self.exec.record_with(ty, || history_details(self.exec, self.name, "output", output));
+            self.exec.record_with(ty, || self.exited_details(output, kind));
+        }
+    }
+
+    /// `{"name", "output"}` of the Exited event, sharing the Entered event's name (and its
+    /// document, when `kind` says the output is the input unchanged).
+    fn exited_details(&self, output: &Value, kind: Output) -> Details {
+        let history = &self.exec.shared.history;
+        match (&self.entered, kind) {
+            (Some((name, input)), Output::Unchanged) => {
+                Details::named_shared(Arc::clone(name), "output", Arc::clone(input))
+            }
+            (Some((name, _)), Output::Any) => history.named_as(Arc::clone(name), "output", output),
+            (Some((name, _)), Output::New) => history.named_new(Arc::clone(name), "output", output),
+            (None, _) => history_details(self.exec, self.name, "output", output),
         }
     }
 
@@ -137,7 +196,7 @@ impl<'a> Visit<'a> {
         self.exec.limits().check_payload(self.name, output).map_err(|f| self.runtime(f))?;
         if let Some(ty) = EventType::exited(self.state_type) {
             self.exec.record_with(ty, || {
-                let mut details = history_details(self.exec, self.name, "output", output);
+                let mut details = self.exited_details(output, Output::Any);
                 crate::variables::record_assigned(&mut details, &values);
                 details
             });

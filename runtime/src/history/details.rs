@@ -38,8 +38,10 @@ enum Repr {
     Named { name: Arc<Value>, key: &'static str, document: Arc<Value> },
     /// Built field by field, in order (the engine's other events).
     Fields(Vec<(Key, Field)>),
-    /// Built from a JSON value (hand-built events, events read back from a store).
-    Value(Value),
+    /// Built from a JSON value (hand-built events, events read back from a store). Boxed, so
+    /// that every event is as small as the common `Named` details make it: the history is a
+    /// `Vec` of events, moved as it grows.
+    Value(Box<Value>),
 }
 
 impl Default for Repr {
@@ -89,6 +91,23 @@ impl Details {
         Details { repr: Repr::Named { name: Arc::new(Value::String(name.to_owned())), key, document } }
     }
 
+    /// The name and the document of details built by [`Details::named`] or
+    /// [`DocumentCache::named`] (a state's Entered or Exited event), shared: a state's Exited
+    /// event reuses them instead of looking its name up and comparing its document again.
+    pub fn named_parts(&self) -> Option<(&Arc<Value>, &Arc<Value>)> {
+        match &self.repr {
+            Repr::Named { name, document, .. } => Some((name, document)),
+            _ => None,
+        }
+    }
+
+    /// `{"name": name, <key>: document}` from a name and a document already shared (the parts
+    /// of another event's details, see [`Details::named_parts`]): two reference counts, nothing
+    /// compared or copied.
+    pub fn named_shared(name: Arc<Value>, key: &'static str, document: Arc<Value>) -> Details {
+        Details { repr: Repr::Named { name, key, document } }
+    }
+
     /// These details with `key` set to `value` (replaced in place when already set, as
     /// [`Map::insert`] does).
     pub fn with(mut self, key: impl Into<Key>, value: Value) -> Details {
@@ -121,10 +140,12 @@ impl Details {
                 Some((_, slot)) => *slot = field,
                 None => fields.push((key, field)),
             },
-            Repr::Value(Value::Object(map)) => {
-                map.insert(key.into_owned(), field.into_value());
+            Repr::Value(value) => {
+                if let Value::Object(map) = &mut **value {
+                    map.insert(key.into_owned(), field.into_value());
+                }
             }
-            Repr::Named { .. } | Repr::Value(_) => {}
+            Repr::Named { .. } => {}
         }
     }
 
@@ -149,8 +170,7 @@ impl Details {
         match &self.repr {
             Repr::Named { name, key, document } => Some(Fields::Named(Some(&**name), Some((key, document)))),
             Repr::Fields(fields) => Some(Fields::Built(fields.iter())),
-            Repr::Value(Value::Object(map)) => Some(Fields::Map(map.iter())),
-            Repr::Value(_) => None,
+            Repr::Value(value) => value.as_object().map(|map| Fields::Map(map.iter())),
         }
     }
 
@@ -158,15 +178,14 @@ impl Details {
         match &self.repr {
             Repr::Named { .. } => Some(2),
             Repr::Fields(fields) => Some(fields.len()),
-            Repr::Value(Value::Object(map)) => Some(map.len()),
-            Repr::Value(_) => None,
+            Repr::Value(value) => value.as_object().map(Map::len),
         }
     }
 
     /// A copy as a JSON value.
     pub fn to_value(&self) -> Value {
         match (&self.repr, self.fields()) {
-            (Repr::Value(v), _) => v.clone(),
+            (Repr::Value(v), _) => Value::clone(v),
             (_, fields) => {
                 Value::Object(fields.into_iter().flatten().map(|(k, v)| (k.to_owned(), v.value().clone())).collect())
             }
@@ -185,7 +204,7 @@ impl Details {
             Repr::Fields(fields) => {
                 Value::Object(fields.into_iter().map(|(k, f)| (k.into_owned(), f.into_value())).collect())
             }
-            Repr::Value(v) => v,
+            Repr::Value(v) => *v,
         }
     }
 }
@@ -239,13 +258,13 @@ impl std::ops::Index<&str> for Details {
 
 impl From<Value> for Details {
     fn from(value: Value) -> Details {
-        Details { repr: Repr::Value(value) }
+        Details { repr: Repr::Value(Box::new(value)) }
     }
 }
 
 impl From<Map<String, Value>> for Details {
     fn from(map: Map<String, Value>) -> Details {
-        Details { repr: Repr::Value(Value::Object(map)) }
+        Details { repr: Repr::Value(Box::new(Value::Object(map))) }
     }
 }
 
@@ -269,7 +288,7 @@ impl PartialEq for Details {
 impl PartialEq<Value> for Details {
     fn eq(&self, other: &Value) -> bool {
         match (&self.repr, self.fields(), other) {
-            (Repr::Value(v), _, other) => v == other,
+            (Repr::Value(v), _, other) => **v == *other,
             (_, Some(mut fields), Value::Object(map)) => {
                 self.len() == Some(map.len()) && fields.all(|(k, v)| map.get(k) == Some(v.value()))
             }
@@ -385,6 +404,22 @@ impl DocumentCache {
         Details { repr: Repr::Named { name, key, document } }
     }
 
+    /// [`DocumentCache::named`] for a state whose name is already shared (its Entered event's,
+    /// see [`Details::named_parts`]): the document is shared as [`DocumentCache::share`] shares
+    /// it, the name is not looked up again.
+    pub fn named_as(&self, name: Arc<Value>, key: &'static str, document: &Value) -> Details {
+        let last = self.recent().document.clone();
+        Details { repr: Repr::Named { name, key, document: self.share_after(last, document) } }
+    }
+
+    /// [`DocumentCache::named_as`] for a document the state has just built (a Pass's output
+    /// made whole by its `Result` or Parameters): it is copied without comparing it with the
+    /// last document first, since it is rarely the same. (When it is, the history holds one
+    /// more copy; the JSON is the same.) It becomes the document the next event shares.
+    pub fn named_new(&self, name: Arc<Value>, key: &'static str, document: &Value) -> Details {
+        Details { repr: Repr::Named { name, key, document: self.share_after(None, document) } }
+    }
+
     /// `document`, made the last one handed out: for a document that is already shared.
     pub fn adopt(&self, document: Arc<Value>) -> Arc<Value> {
         self.recent().document = Some(Arc::clone(&document));
@@ -397,11 +432,12 @@ pub fn same_json(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Null, Value::Null) => true,
         (Value::Bool(x), Value::Bool(y)) => x == y,
-        (Value::Number(x), Value::Number(y)) => match (x.as_f64(), x.is_f64(), y.is_f64()) {
-            // `0.0 == -0.0`, but they print differently.
-            (Some(fx), true, true) => y.as_f64().is_some_and(|fy| fx.to_bits() == fy.to_bits()),
-            _ => x == y,
-        },
+        // `0.0 == -0.0`, but they print differently: floats compare by their bits (integers,
+        // the common case, without converting them).
+        (Value::Number(x), Value::Number(y)) if x.is_f64() && y.is_f64() => {
+            x.as_f64().map(f64::to_bits) == y.as_f64().map(f64::to_bits)
+        }
+        (Value::Number(x), Value::Number(y)) => x == y,
         (Value::String(x), Value::String(y)) => x == y,
         (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_json(x, y)),
         (Value::Object(x), Value::Object(y)) => {
@@ -502,6 +538,40 @@ mod tests {
         );
         let round: Details = serde_json::from_str(&d.to_string()).unwrap_or_default();
         assert_eq!(round, d);
+    }
+
+    #[test]
+    fn details_are_as_small_as_a_state_event_needs() {
+        // A history is a `Vec` of events, moved as it grows: the details of a state's event
+        // (two `Arc`s and a key) set the size, not a `Value` held inline.
+        assert!(std::mem::size_of::<Details>() <= 5 * std::mem::size_of::<usize>());
+        let read_back = Details::from(json!({"name": "A", "input": {"i": 1}}));
+        assert_eq!(read_back["input"]["i"], 1);
+        assert_eq!(
+            read_back.clone().with("extra", json!(2)).into_value(),
+            json!({"name": "A", "input": {"i": 1}, "extra": 2})
+        );
+        assert!(Details::from(json!([1])).named_parts().is_none());
+    }
+
+    #[test]
+    fn an_exited_event_reuses_the_entered_events_parts() {
+        let cache = DocumentCache::default();
+        let entered = cache.named("S", "input", &json!({"i": 1}));
+        let Some((name, doc)) = entered.named_parts() else { panic!("named details have parts") };
+        let unchanged = Details::named_shared(Arc::clone(name), "output", Arc::clone(doc));
+        assert_eq!(serde_json::to_string(&unchanged).ok().as_deref(), Some(r#"{"name":"S","output":{"i":1}}"#));
+        // The same JSON is shared; a new document is copied, and shared by the next event.
+        let same = cache.named_as(Arc::clone(name), "output", &json!({"i": 1}));
+        assert!(same.named_parts().is_some_and(|(_, d)| Arc::ptr_eq(d, doc)));
+        let built = cache.named_new(Arc::clone(name), "output", &json!({"i": 2}));
+        assert_eq!(built, json!({"name": "S", "output": {"i": 2}}));
+        let next = cache.named("T", "input", &json!({"i": 2}));
+        let shared = built.named_parts().zip(next.named_parts()).is_some_and(|((_, a), (_, b))| Arc::ptr_eq(a, b));
+        assert!(shared);
+        // A document built anew is copied even when it is the same JSON: the text is the same.
+        let again = cache.named_new(Arc::clone(name), "output", &json!({"i": 2}));
+        assert_eq!(serde_json::to_string(&again).ok(), serde_json::to_string(&built).ok());
     }
 
     #[test]

@@ -325,6 +325,19 @@ impl History {
         self.documents.named(name, key, document)
     }
 
+    /// [`History::named`] for a state whose name is already shared (by its Entered event's
+    /// details, [`Details::named_parts`]): only the document is shared as [`History::share`]
+    /// does.
+    pub fn named_as(&self, name: Arc<Value>, key: &'static str, document: &Value) -> Details {
+        self.documents.named_as(name, key, document)
+    }
+
+    /// [`History::named_as`] for a document the state has just built, copied without being
+    /// compared with the last one (see [`DocumentCache::named_new`]).
+    pub fn named_new(&self, name: Arc<Value>, key: &'static str, document: &Value) -> Details {
+        self.documents.named_new(name, key, document)
+    }
+
     /// `document` for an event's [`Details`], made the one the next [`History::share`]
     /// compares with: for a document that is already shared (the execution input).
     pub fn adopt(&self, document: Arc<Value>) -> Arc<Value> {
