@@ -62,8 +62,9 @@ pub trait JournalHooks: Send + Sync + fmt::Debug {
     fn ran_under(&self, context: &str) -> bool;
     /// Whether `id` was reopened.
     fn is_reopened(&self, id: &str) -> bool;
-    /// How many `ExecutionRedriven` events the stored history holds after a stop or timeout.
-    fn redrives_after_stops(&self) -> BoxFuture<'_, Result<usize, StoreFailure>>;
+    /// The execution's history as the store holds it (with the events a stop and its redrive
+    /// appended, which the replay does not record): a re-entry on redrive numbers itself by it.
+    fn stored_history(&self) -> BoxFuture<'_, Result<Vec<crate::HistoryEvent>, StoreFailure>>;
 
     // Task attempts and timers.
 

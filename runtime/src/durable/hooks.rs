@@ -66,8 +66,8 @@ impl JournalHooks for Journal {
         Journal::is_reopened(self, id)
     }
 
-    fn redrives_after_stops(&self) -> BoxFuture<'_, Result<usize, StoreFailure>> {
-        Box::pin(async move { Ok(Journal::redrives_after_stops(self).await?) })
+    fn stored_history(&self) -> BoxFuture<'_, Result<Vec<crate::HistoryEvent>, StoreFailure>> {
+        Box::pin(async move { Ok(self.store().read_history(self.name()).await?) })
     }
 
     fn step<'a>(

@@ -467,7 +467,7 @@ impl Execution {
         if state.iter().any(|e| e.event_type == ExecutionRedriven) {
             return failure;
         }
-        let stored = match journal.store().read_history(journal.name()).await {
+        let stored = match journal.stored_history().await {
             Ok(stored) => stored,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the stored history: the redrives of a failure re-entered are not recorded");
