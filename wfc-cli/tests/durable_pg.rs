@@ -367,6 +367,28 @@ fn sqlite_a_late_renewal_leaves_a_released_execution_alone() {
     });
 }
 
+/// At SQLite FULL on a file a claim is answered at its group's commit, before the log's sync
+/// (nothing the claimer does depends on it until a write of its own, which waits for a sync
+/// that covers the claim too): the claim is answered with no sync at all, and the claimed
+/// execution's first checkpoint only after one.
+#[test]
+fn sqlite_answers_a_claim_at_its_commit_and_the_next_write_after_a_sync() {
+    let dir = scratch("claim-at-commit-sqlite");
+    let store = wfc_sqlite::SqliteStore::open(dir.join("store.db"), wfc_sqlite::Synchronous::Full).unwrap();
+    let syncs = || store.log_syncs().expect("a FULL file store syncs its log itself");
+    rt().block_on(async {
+        store.create_execution(new_execution("claimed-1", json!({}))).await.unwrap();
+        let before = syncs();
+        let claims = store.claim_runnable("claimer", Duration::from_secs(30), 1, &ClaimFilter::All).await.unwrap();
+        let claim = claims.into_iter().next().expect("one claim").expect("loadable");
+        assert_eq!(syncs(), before, "the claim waited for a sync of the log");
+        store.checkpoint("claimed-1", claim.token, vec![step("Work#1.0", OpStatus::Started)]).await.unwrap();
+        assert!(syncs() > before, "the claimed execution's first write was answered before a sync");
+        let d = store.describe_execution("claimed-1").await.unwrap().unwrap();
+        assert_eq!((d.owner.as_deref(), d.epoch), (Some("claimer"), claim.token.epoch), "{d:?}");
+    });
+}
+
 #[test]
 fn sqlite_fences_a_zombie() {
     let dir = scratch("zombie-sqlite");

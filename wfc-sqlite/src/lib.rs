@@ -255,6 +255,23 @@ trait GroupWrite: Send + std::fmt::Debug {
     fn apply(&mut self, conn: &Connection) -> Applied;
     /// Answers the caller: the write's own result once the group committed, else the group's error.
     fn answer(self: Box<Self>, committed: Result<(), StoreError>);
+    /// When a committed write may be answered (see [`AnswerAt`]).
+    fn answer_at(&self) -> AnswerAt;
+}
+
+/// When a committed grouped write is answered, at [`Synchronous::Full`] on a file (elsewhere
+/// the commit itself is durable, and every write is answered at it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AnswerAt {
+    /// After a sync of the log that began after the group committed: the write is durable.
+    Sync,
+    /// At the commit, before the sync: only for a claim ([`Store::claim_runnable`]). Nothing
+    /// the claimer does depends on the claim's durability: a claimed execution's first effect
+    /// (a Task's handler, its end, its release) follows a write of its own, answered only after
+    /// a sync, and a sync of the log makes every commit before it durable, the claim's too. A
+    /// claim lost with the machine before that sync was never acted on. Claims wait for no
+    /// sync, so a worker fills its freed places one sync (about 4 ms) sooner.
+    Commit,
 }
 
 /// How a grouped write went.
@@ -273,6 +290,7 @@ struct Write<T, F> {
     run: F,
     result: Option<Result<T, StoreError>>,
     reply: tokio::sync::oneshot::Sender<Result<T, StoreError>>,
+    answer_at: AnswerAt,
 }
 
 impl<T, F> std::fmt::Debug for Write<T, F> {
@@ -308,6 +326,10 @@ where
         };
         let _ = this.reply.send(result);
     }
+
+    fn answer_at(&self) -> AnswerAt {
+        self.answer_at
+    }
 }
 
 /// The most writes one group commit takes.
@@ -337,7 +359,17 @@ fn group_committer(
             (committed, commits.load(std::sync::atomic::Ordering::Relaxed))
         };
         match (&syncer, committed) {
-            (Some(syncer), Ok(())) => syncer.sync_then_answer(upto, group),
+            (Some(syncer), Ok(())) => {
+                let (at_commit, after_sync): (Vec<_>, Vec<_>) =
+                    group.into_iter().partition(|w| w.answer_at() == AnswerAt::Commit);
+                if !at_commit.is_empty() {
+                    wfc_runtime::durable::group_crash_point(at_commit.len() + after_sync.len(), "after-commit");
+                    at_commit.into_iter().for_each(|w| w.answer(Ok(())));
+                }
+                if !after_sync.is_empty() {
+                    syncer.sync_then_answer(upto, after_sync);
+                }
+            }
             (_, committed) => {
                 wfc_runtime::durable::group_crash_point(group.len(), "after-commit");
                 for write in group {
@@ -556,13 +588,14 @@ fn run_group(conn: &Connection, group: &mut [Box<dyn GroupWrite>], savepoints: b
 }
 
 /// One checkpoint in the caller's transaction (a group's). Whether it is refused (a finished
-/// operation rewritten, a stale token) is found before anything is written.
+/// operation rewritten, a stale token) is found before anything is written. Its JSON (the
+/// updates' results, the history rows) was written by the caller ([`CheckpointText`]).
 fn checkpoint_in(
     conn: &Connection,
     name: &str,
     token: CheckpointToken,
     updates: &[OperationUpdate],
-    history: &HistoryWrite,
+    text: &CheckpointText,
 ) -> Result<CheckpointToken, StoreError> {
     let now = now_ms();
     let existing = match check_updates(conn, name, updates) {
@@ -571,38 +604,102 @@ fn checkpoint_in(
         Err(refused) => return Err(check_token(conn, name, token).err().unwrap_or(refused)),
     };
     let next = advance_token(conn, name, token, now)?;
-    for (update, exists) in updates.iter().zip(existing) {
-        apply_update(conn, name, update, exists, now)?;
+    for ((update, exists), result) in updates.iter().zip(existing).zip(&text.results) {
+        apply_update(conn, name, update, result.as_deref(), exists, now)?;
     }
-    write_history(conn, name, history)?;
+    write_history(conn, name, &text.history)?;
     Ok(next)
 }
 
-/// Writes a running execution's history events (live history, see `durable::live_history`) in
-/// the caller's transaction: the tail a resumed run replaced first, then the events (an id
-/// already stored is replaced), as one row of the table `history_batches`. Kept apart from the
-/// checkpoint's operation updates. Refuses nothing: only SQLite's own errors come out of it.
-fn write_history(tx: &Connection, name: &str, history: &HistoryWrite) -> Result<(), StoreError> {
-    if let Some(after) = history.truncate_after {
-        truncate_history(tx, name, i64::try_from(after).map_err(backend)?)?;
-    }
-    let events = &history.events;
-    if events.is_empty() {
-        return Ok(());
-    }
-    // A run records its events in id order: one row. Anything else, one row per event.
-    if events.windows(2).all(|w| w[0].id < w[1].id) {
-        write_batch(tx, name, events)
-    } else {
-        events.iter().try_for_each(|event| write_batch(tx, name, std::slice::from_ref(event)))
+/// A grouped write's JSON, written by its caller (on the execution's own thread) before the
+/// write goes to the group committer: one thread runs every group's statements, and the
+/// serialization of the history events and results was about a quarter of its time.
+#[derive(Debug, Default)]
+struct CheckpointText {
+    /// Each update's result as JSON text, in the order of the updates.
+    results: Vec<Option<String>>,
+    history: HistoryRows,
+}
+
+impl CheckpointText {
+    fn new(updates: &[OperationUpdate], history: &HistoryWrite) -> Result<CheckpointText, StoreError> {
+        Ok(CheckpointText {
+            results: updates.iter().map(|u| u.result.as_ref().map(to_text)).collect(),
+            history: HistoryRows::new(history)?,
+        })
     }
 }
 
-/// One row of `history_batches`: `events` (in increasing id order) as a JSON array, replacing
-/// the stored events with ids in their range.
-fn write_batch(tx: &Connection, name: &str, events: &[HistoryEvent]) -> Result<(), StoreError> {
-    let (Some(first), Some(last)) = (events.first(), events.last()) else { return Ok(()) };
-    let (first, last) = (i64::try_from(first.id).map_err(backend)?, i64::try_from(last.id).map_err(backend)?);
+/// A [`HistoryWrite`] as the rows of `history_batches` it writes (each its events as a JSON
+/// array), serialized before the group's transaction.
+#[derive(Debug, Default)]
+struct HistoryRows {
+    /// The stored events after this id go first (the tail a resumed run replaced).
+    truncate_after: Option<i64>,
+    rows: Vec<HistoryRow>,
+}
+
+/// One row of `history_batches`: events `first..=last`, in id order, as a JSON array.
+#[derive(Debug)]
+struct HistoryRow {
+    first: i64,
+    last: i64,
+    events: String,
+}
+
+impl HistoryRows {
+    fn new(history: &HistoryWrite) -> Result<HistoryRows, StoreError> {
+        let truncate_after = history.truncate_after.map(i64::try_from).transpose().map_err(backend)?;
+        let events = &history.events;
+        // A run records its events in id order: one row. Anything else, one row per event.
+        let rows = if events.is_empty() {
+            Vec::new()
+        } else if events.windows(2).all(|w| w[0].id < w[1].id) {
+            vec![HistoryRow::new(events)?]
+        } else {
+            events.iter().map(|event| HistoryRow::new(std::slice::from_ref(event))).collect::<Result<_, _>>()?
+        };
+        Ok(HistoryRows { truncate_after, rows })
+    }
+}
+
+impl HistoryRow {
+    /// `events` (not empty, in increasing id order) as one row. Consecutive events that share a
+    /// document serialize it once, all into one buffer.
+    fn new(events: &[HistoryEvent]) -> Result<HistoryRow, StoreError> {
+        let id = |e: &HistoryEvent| i64::try_from(e.id).map_err(backend);
+        let (first, last) = match (events.first(), events.last()) {
+            (Some(first), Some(last)) => (id(first)?, id(last)?),
+            _ => return Err(backend("a history row of no events")),
+        };
+        let mut writer = wfc_runtime::history::EventWriter::new();
+        let mut text = Vec::with_capacity(512 * events.len());
+        text.push(b'[');
+        for (i, event) in events.iter().enumerate() {
+            if i > 0 {
+                text.push(b',');
+            }
+            writer.write_json(event, &mut text).map_err(backend)?;
+        }
+        text.push(b']');
+        Ok(HistoryRow { first, last, events: String::from_utf8(text).map_err(backend)? })
+    }
+}
+
+/// Writes a running execution's history events (live history, see `durable::live_history`) in
+/// the caller's transaction: the tail a resumed run replaced first, then the rows (an id
+/// already stored is replaced). Kept apart from the checkpoint's operation updates. Refuses
+/// nothing: only SQLite's own errors come out of it.
+fn write_history(tx: &Connection, name: &str, history: &HistoryRows) -> Result<(), StoreError> {
+    if let Some(after) = history.truncate_after {
+        truncate_history(tx, name, after)?;
+    }
+    history.rows.iter().try_for_each(|row| write_row(tx, name, row))
+}
+
+/// Writes one row of `history_batches`, replacing the stored events with ids in its range.
+fn write_row(tx: &Connection, name: &str, row: &HistoryRow) -> Result<(), StoreError> {
+    let (first, last) = (row.first, row.last);
     // The batches hold disjoint ranges, so only the one starting last at or before `last` can
     // overlap when that one does not: an append (the common case) costs this one lookup.
     let before: Option<i64> = tx
@@ -616,18 +713,7 @@ fn write_batch(tx: &Connection, name: &str, events: &[HistoryEvent]) -> Result<(
     if before.is_some_and(|end| end >= first) {
         remove_range(tx, name, first, last)?;
     }
-    // Consecutive events that share a document serialize it once, all into one buffer.
-    let mut writer = wfc_runtime::history::EventWriter::new();
-    let mut text = Vec::with_capacity(512 * events.len());
-    text.push(b'[');
-    for (i, event) in events.iter().enumerate() {
-        if i > 0 {
-            text.push(b',');
-        }
-        writer.write_json(event, &mut text).map_err(backend)?;
-    }
-    text.push(b']');
-    insert_batch(tx, name, first, last, &String::from_utf8(text).map_err(backend)?)
+    insert_batch(tx, name, first, last, &row.events)
 }
 
 fn insert_batch(tx: &Connection, name: &str, first: i64, last: i64, events: &str) -> Result<(), StoreError> {
@@ -717,7 +803,7 @@ fn append_after_last(
 ) -> Result<(), StoreError> {
     let last = last_event_id(tx, name)?;
     let events = events(u64::try_from(last).unwrap_or(0));
-    write_history(tx, name, &HistoryWrite { events, truncate_after: None })
+    write_history(tx, name, &HistoryRows::new(&HistoryWrite { events, truncate_after: None })?)
 }
 
 /// The stored events of `name` in id order: those after `after` (at most `limit`), or with
@@ -913,8 +999,17 @@ impl SqliteStore {
         T: Send + 'static,
         F: FnMut(&Connection) -> Result<T, StoreError> + Send + 'static,
     {
+        self.grouped_answered_at(AnswerAt::Sync, f)
+    }
+
+    /// [`SqliteStore::grouped`], answered at `answer_at` ([`AnswerAt::Commit`]: a claim).
+    fn grouped_answered_at<T, F>(&self, answer_at: AnswerAt, f: F) -> BoxFuture<'static, Result<T, StoreError>>
+    where
+        T: Send + 'static,
+        F: FnMut(&Connection) -> Result<T, StoreError> + Send + 'static,
+    {
         let (reply, answer) = tokio::sync::oneshot::channel();
-        let sent = self.committer.send(Box::new(Write { run: f, result: None, reply }));
+        let sent = self.committer.send(Box::new(Write { run: f, result: None, reply, answer_at }));
         // A paused clock exists only on a current-thread runtime (tokio refuses to pause
         // another): there the answer is waited for on the blocking pool, which keeps the clock
         // from jumping. On a multi-thread runtime (a worker's, the benchmark's) it is awaited
@@ -1360,10 +1455,10 @@ fn apply_update(
     tx: &Connection,
     name: &str,
     update: &OperationUpdate,
+    result: Option<&str>,
     exists: bool,
     now: i64,
 ) -> Result<(), StoreError> {
-    let result = update.result.as_ref().map(to_text);
     let started = i64::from(update.status == OpStatus::Started);
     let end_ts = update.status.is_terminal().then_some(now);
     if !exists {
@@ -1467,7 +1562,11 @@ impl Store for SqliteStore {
         history: HistoryWrite,
     ) -> BoxFuture<'a, Result<CheckpointToken, StoreError>> {
         let name = name.to_owned();
-        self.grouped(move |conn| checkpoint_in(conn, &name, token, &updates, &history))
+        let text = match CheckpointText::new(&updates, &history) {
+            Ok(text) => text,
+            Err(e) => return Box::pin(async move { Err(e) }),
+        };
+        self.grouped(move |conn| checkpoint_in(conn, &name, token, &updates, &text))
     }
 
     fn finish<'a>(
@@ -1505,20 +1604,19 @@ impl Store for SqliteStore {
         }
         // Its last updates, its history and its end in one grouped write: the finish of many
         // executions shares their checkpoints' commit.
+        let text = match CheckpointText::new(&updates, &history) {
+            Ok(text) => text,
+            Err(e) => return Box::pin(async move { Err(e) }),
+        };
+        let output = completion.output.as_ref().map(to_text);
         self.grouped(move |tx| {
-            let next = checkpoint_in(tx, &name, token, &updates, &history)?;
+            let next = checkpoint_in(tx, &name, token, &updates, &text)?;
             cached(
                 tx,
                 "UPDATE executions SET status = ?2, output = ?3, error = ?4, cause = ?5, owner = NULL,
                         lease_until = NULL, wake_at = NULL
                  WHERE name = ?1",
-                params![
-                    name,
-                    completion.status.as_str(),
-                    completion.output.as_ref().map(to_text),
-                    completion.error,
-                    completion.cause
-                ],
+                params![name, completion.status.as_str(), output, completion.error, completion.cause],
             )
             .map_err(backend)?;
             Ok(next)
@@ -1580,7 +1678,10 @@ impl Store for SqliteStore {
 
     fn append_history<'a>(&'a self, name: &'a str, events: Vec<HistoryEvent>) -> BoxFuture<'a, Result<(), StoreError>> {
         let name = name.to_owned();
-        let history = HistoryWrite { events, truncate_after: None };
+        let history = match HistoryRows::new(&HistoryWrite { events, truncate_after: None }) {
+            Ok(history) => history,
+            Err(e) => return Box::pin(async move { Err(e) }),
+        };
         self.grouped(move |tx| {
             // Refused before anything is written (see GroupWrite).
             if !execution_exists(tx, &name)? {
@@ -1874,8 +1975,9 @@ impl Store for SqliteStore {
         };
         let list = |names: Vec<String>| Value::from(names).to_string();
         let (versions, workflows, unpinned) = (list(versions), list(workflows), list(unpinned));
-        // Grouped: a claim shares its commit with the running executions' checkpoints.
-        self.grouped(move |tx| {
+        // Grouped: a claim shares its commit with the running executions' checkpoints. It is
+        // answered at that commit, not after the log's next sync (see AnswerAt::Commit).
+        self.grouped_answered_at(AnswerAt::Commit, move |tx| {
             let now = now_ms();
             let names: Vec<String> = {
                 let mut stmt = tx
