@@ -422,6 +422,16 @@ pub fn items(effective: &Value, steps: &[Seg<'_>], text: &str) -> Result<Vec<Val
     crate::map::items_at(text, get(effective, steps).cloned(), effective)
 }
 
+/// [`items`] on the raw input of a Map whose InputPath is `$` and which reads its input no more
+/// ([`MapCode::takes_items`]): the items are moved out of it instead of copied. The same
+/// failures as [`items`], on the input as it was.
+pub fn take_items(input: &mut Value, steps: &[Seg<'_>], text: &str) -> Result<Vec<Value>, Failure> {
+    if let Some(Value::Array(items)) = wfc_ir::jsonpath::get_steps_mut(input, steps) {
+        return Ok(std::mem::take(items));
+    }
+    crate::map::items_at(text, get(input, steps).cloned(), input)
+}
+
 /// A Map's ItemsPath with any other path (`$$`, `$var`, wildcards, filters).
 pub fn items_path(path: &Path, effective: &Value, ctx: &Value) -> Result<Vec<Value>, Failure> {
     crate::map::items(path, effective, ctx)
@@ -607,3 +617,28 @@ pub async fn sw_join(
 
 /// A Serverless Workflow event definition, built once on first use.
 pub type StaticEventDef = LazyLock<wfc_ir::sw::EventDef>;
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::{Seg, items, take_items};
+
+    #[test]
+    fn taken_items_are_the_selected_ones_and_failures_leave_the_input_as_it_was() {
+        let steps = [Seg::Name("a"), Seg::Name("items")];
+        let mut input = json!({"a": {"items": [{"n": 1}, 2]}, "b": true});
+        let selected = items(&input, &steps, "$.a.items");
+        assert_eq!(take_items(&mut input, &steps, "$.a.items"), selected);
+        // Moved out, not copied.
+        assert_eq!(input, json!({"a": {"items": []}, "b": true}));
+        assert_eq!(take_items(&mut json!([1, 2]), &[], "$"), Ok(vec![json!(1), json!(2)]));
+        for doc in [json!({"a": {"items": 5}}), json!({"a": {}}), json!({"a": [1]}), Value::Null] {
+            let mut taken = doc.clone();
+            let failure = take_items(&mut taken, &steps, "$.a.items").err();
+            assert!(failure.is_some(), "{doc}");
+            assert_eq!(failure, items(&doc, &steps, "$.a.items").err(), "{doc}");
+            assert_eq!(taken, doc);
+        }
+    }
+}

@@ -163,7 +163,8 @@ where
             let line = exec.branch();
             let future = run_iteration(input, line.clone());
             async move {
-                line.record(EventType::MapIterationStarted, json!({ "name": name, "index": index }));
+                // Details built only when the history keeps them (at express, none are).
+                line.record_with(EventType::MapIterationStarted, || json!({ "name": name, "index": index }));
                 let mut guard = IterationGuard { line: &line, name, index, armed: true };
                 // The iteration future is dropped before the guard on cancellation (it lives in
                 // this statement's scope), so its states' aborted events come first.
@@ -173,7 +174,7 @@ where
                 // AWS's MapIterationFailed names the iteration only; the error is the Map's.
                 let event =
                     if outcome.is_ok() { EventType::MapIterationSucceeded } else { EventType::MapIterationFailed };
-                line.record(event, json!({ "name": name, "index": index }));
+                line.record_with(event, || json!({ "name": name, "index": index }));
                 (index, outcome)
             }
         })

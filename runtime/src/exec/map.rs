@@ -57,7 +57,11 @@ where
     let visit_no = exec.next_visit(name);
     let io_ctx = code.needs_context();
     let ctx = visit.context_if(io_ctx);
-    let effective = code.input_path(&input, &ctx).map_err(|f| visit.runtime(f))?;
+    // A Map that reads its input no more once it has the items moves them out of it (below)
+    // and needs no effective input: its InputPath is `$` and nothing else reads one.
+    let takes_items = code.takes_items() && code.distributed().is_none();
+    let effective =
+        if takes_items { Value::Null } else { code.input_path(&input, &ctx).map_err(|f| visit.runtime(f))? };
     let attempt_ctx = code.attempt_needs_context();
     let mut retries = RetryState::new(code.retriers());
     loop {
@@ -99,7 +103,12 @@ where
                 other => other,
             }
         } else {
-            let inputs = match code.iteration_inputs(exec, &input, &effective, &state_ctx) {
+            let inputs = if takes_items {
+                code.take_items(&mut input)
+            } else {
+                code.iteration_inputs(exec, &input, &effective, &state_ctx)
+            };
+            let inputs = match inputs {
                 Ok(inputs) => inputs,
                 // A JSONata failure can be retried and caught, unlike a path failure. AWS
                 // records the Map as failed (after EvaluationFailed) although it never started.

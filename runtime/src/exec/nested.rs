@@ -113,6 +113,21 @@ pub trait MapCode: NestedCode {
         effective: &Value,
         ctx: &Value,
     ) -> Result<Vec<Value>, Failure>;
+    /// Whether the items may be moved out of the raw input instead of copied
+    /// ([`take_items`](Self::take_items) instead of `input_path` and
+    /// [`iteration_inputs`](Self::iteration_inputs)): nothing reads the input after the items
+    /// are selected (InputPath `$`, a definite ItemsPath, no ItemSelector, no MaxConcurrencyPath,
+    /// ResultPath `$`, no Retry, Catch or Assign, INLINE, JSONPath). Generated code decides it
+    /// at build time; by default `false`.
+    fn takes_items(&self) -> bool {
+        false
+    }
+    /// ItemsPath on the raw input, the items moved out of it; called only when
+    /// [`takes_items`](Self::takes_items).
+    fn take_items(&self, raw_input: &mut Value) -> Result<Vec<Value>, Failure> {
+        let _ = raw_input;
+        Err(Failure::runtime("the Map state does not take its items"))
+    }
     /// A DISTRIBUTED Map's own fields (ItemReader, ItemBatcher, ResultWriter, tolerance,
     /// Label): its iterations are then a Map Run's children ([`crate::distributed::map_run`]).
     fn distributed(&self) -> Option<&dyn crate::distributed::DistributedCode> {

@@ -2094,6 +2094,9 @@ pub(super) fn map(items: &mut Items, spec: &MapState) -> Option<TokenStream> {
         (items_path_body(items, spec), selection(items, spec, selector_ctx))
     };
     let Some(dist) = &spec.distributed else {
+        if let Some(take) = take_items(items, spec, jsonata, selection.is_some()) {
+            methods.push(take);
+        }
         let body = match selection {
             None => selected,
             Some(selection) if jsonata => quote! {
@@ -2545,6 +2548,38 @@ fn iteration_inputs(body: &TokenStream, jsonata: bool) -> TokenStream {
             }
         }
     }
+}
+
+/// `MapCode::takes_items` and `take_items` for an INLINE JSONPath Map that reads its input no
+/// more once it has the items, so they are moved out of it instead of copied: InputPath `$`, a
+/// definite ItemsPath, no ItemSelector (`selects`), a literal MaxConcurrency, ResultPath `$`
+/// (the raw input is discarded), no Retry (an attempt after the first would select the items
+/// again), no Catch (a catcher's ResultPath writes into the raw input) and no Assign. `None`
+/// otherwise.
+fn take_items(items: &mut Items, spec: &MapState, jsonata: bool, selects: bool) -> Option<TokenStream> {
+    let moves = !jsonata
+        && !selects
+        && spec.distributed.is_none()
+        && spec.input_path.as_ref().is_some_and(Path::is_identity)
+        && spec.max_concurrency_path.is_none()
+        && spec.result_path.as_ref().is_some_and(|p| p.is_identity())
+        && spec.retry.is_empty()
+        && spec.catch.is_empty()
+        && spec.assign.is_none();
+    if !moves {
+        return None;
+    }
+    let steps =
+        if spec.items_path.is_identity() { quote!(&[]) } else { items.steps(&spec.items_path).map(|s| quote!(#s))? };
+    let text = Literal::string(spec.items_path.as_str());
+    Some(quote! {
+        fn takes_items(&self) -> bool {
+            true
+        }
+        fn take_items(&self, raw_input: &mut __wfc::Value) -> Result<::std::vec::Vec<__wfc::Value>, __wfc::Failure> {
+            __wfc::abi::take_items(raw_input, #steps, #text)
+        }
+    })
 }
 
 /// ItemsPath on `effective`: an expression of `Result<Vec<Value>, Failure>`.

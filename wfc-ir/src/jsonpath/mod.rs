@@ -545,6 +545,22 @@ pub fn get_steps<'a>(doc: &'a Value, steps: &[SingularStep<'_>]) -> Option<&'a V
     Some(cur)
 }
 
+/// The node `steps` lead to, mutably (as [`get_steps`] finds it); `None` when a step is missing.
+pub fn get_steps_mut<'a>(doc: &'a mut Value, steps: &[SingularStep<'_>]) -> Option<&'a mut Value> {
+    let mut cur = doc;
+    for st in steps {
+        cur = match (st, cur) {
+            (SingularStep::Name(n), Value::Object(m)) => m.get_mut(*n)?,
+            (SingularStep::Index(i), Value::Array(a)) => {
+                let at = eval::resolve_index(a.len(), *i)?;
+                a.get_mut(at)?
+            }
+            _ => return None,
+        };
+    }
+    Some(cur)
+}
+
 /// The node `steps` lead to, moved out of `doc` (which is consumed) instead of copied;
 /// `Err(doc)` gives the document back, untouched, when a step is missing.
 pub fn take_steps(mut doc: Value, steps: &[SingularStep<'_>]) -> Result<Value, Value> {
