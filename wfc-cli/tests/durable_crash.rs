@@ -196,8 +196,11 @@ const CHAIN: &str = r#"{
 
 /// Executions in flight in the worker that crashes.
 const IN_FLIGHT: usize = 128;
-/// The crash waits for a group commit carrying at least this many writes.
-const CRASH_GROUP: usize = 32;
+/// The crash waits for a group commit carrying at least this many writes. Not more: how large
+/// groups grow depends on how fast the committer turns around, and since SQLite's committer does
+/// less per group (the nineteenth session) a run of 128 three-step executions on a loaded
+/// machine can finish without any group of 32, which failed this test about one run in four.
+const CRASH_GROUP: usize = 8;
 
 fn chain_worker(store: &str, def: &str, handlers: &str, crash_at: Option<&str>) -> std::process::Output {
     let mut cmd = wfc();
