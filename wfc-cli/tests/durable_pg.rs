@@ -322,6 +322,51 @@ fn sqlite_operations_load_in_the_order_they_were_recorded() {
     });
 }
 
+/// StopExecution of a redriven execution whose run had not yet recorded that redrive's
+/// `ExecutionRedriven` (a FAILED execution's redriven run records it where its replay reaches
+/// the failure) adds it before its `ExecutionAborted`, in the stop's transaction, as AWS appends
+/// it at the redrive; a stop after the run recorded it adds only the `ExecutionAborted`.
+async fn a_stop_adds_the_redrive_its_run_had_not_recorded(s: Arc<dyn Store>) {
+    let failed =
+        Completion { status: ExecutionStatus::Failed, output: None, error: Some("E".into()), cause: Some("c".into()) };
+    let types = |events: &[wfc_runtime::HistoryEvent]| {
+        events.iter().map(|e| (e.event_type.name(), e.details["redriveCount"].as_i64())).collect::<Vec<_>>()
+    };
+    for (name, recorded) in [("cut-short", false), ("recorded", true)] {
+        let claim = s.open_execution(new_execution(name, json!({}))).await.unwrap();
+        s.append_history(name, vec![event(1, "P")]).await.unwrap();
+        s.finish(name, claim.token, failed.clone()).await.unwrap();
+        s.redrive_execution(name).await.unwrap();
+        if recorded {
+            let redriven = wfc_runtime::HistoryEvent {
+                event_type: wfc_runtime::EventType::ExecutionRedriven,
+                details: json!({ "redriveCount": 1 }).into(),
+                ..event(2, "P")
+            };
+            s.append_history(name, vec![redriven]).await.unwrap();
+        }
+        let stopped = s.stop_execution(name, None, None).await.unwrap();
+        assert_eq!((stopped.status, stopped.redrive_count), (ExecutionStatus::Aborted, 1), "{name}");
+        let history = s.read_history(name).await.unwrap();
+        assert_eq!(
+            types(&history[1..]),
+            [("ExecutionRedriven", Some(1)), ("ExecutionAborted", None)],
+            "{name}: the redrive's event once, then the stop's"
+        );
+        let ids: Vec<u64> = history.iter().map(|e| e.id).collect();
+        assert_eq!(ids, [1, 2, 3], "{name}");
+    }
+}
+
+#[test]
+fn sqlite_a_stop_adds_the_redrive_its_run_had_not_recorded() {
+    let dir = scratch("stop-redriven-sqlite");
+    let url = format!("sqlite:{}", dir.join("store.db").display());
+    rt().block_on(async {
+        a_stop_adds_the_redrive_its_run_had_not_recorded(wfc_stores::connect(&url).await.unwrap()).await
+    });
+}
+
 /// The key/value table (schema 8): rows by key and by prefix in key order, replaced in place,
 /// and deleted by exactly one of two claimants.
 async fn kv_rows(store: Arc<dyn Store>) {
@@ -415,6 +460,7 @@ fn postgres_many_workers_run_each_execution_exactly_once() {
         a_group_commit_answers_each_write_alone(Arc::clone(&store)).await;
         history_rows_of_many_events_read_and_replace_event_by_event(Arc::clone(&store)).await;
         operations_load_in_the_order_they_were_recorded(Arc::clone(&store)).await;
+        a_stop_adds_the_redrive_its_run_had_not_recorded(Arc::clone(&store)).await;
         for i in 0..total {
             store.create_execution(new_execution(&format!("e{i:04}"), json!({"i": i}))).await.expect("create");
         }
