@@ -123,11 +123,30 @@ impl Execution {
     /// runs, finished with its output or failure and the history events it recorded. A replay
     /// that finds the CONTEXT finished does not run the branch (`branch` is dropped unpolled):
     /// it records the stored events again and returns the recorded outcome. Both engines call it.
-    pub async fn in_branch_context<Fut>(&self, branch: Fut) -> Result<Value, Failure>
+    ///
+    /// Not an `async fn`: without a journal the branch's own future is returned and polled where
+    /// it lies. An `async fn` moved it (a whole branch machine, kilobytes) into its own state on
+    /// the first poll, two copies a branch that a callgrind profile of parallel-10 showed.
+    pub fn in_branch_context<Fut>(&self, branch: Fut) -> impl Future<Output = Result<Value, Failure>>
     where
         Fut: Future<Output = Result<Value, Failure>>,
     {
         #[cfg(feature = "durable")]
+        if self.shared.journal.is_some() && self.scope.branch_of.is_some() && self.scope.context.is_some() {
+            return futures::future::Either::Left(self.in_journaled_branch_context(branch));
+        }
+        #[cfg(feature = "durable")]
+        return futures::future::Either::Right(branch);
+        #[cfg(not(feature = "durable"))]
+        branch
+    }
+
+    /// [`Execution::in_branch_context`] under a journal.
+    #[cfg(feature = "durable")]
+    async fn in_journaled_branch_context<Fut>(&self, branch: Fut) -> Result<Value, Failure>
+    where
+        Fut: Future<Output = Result<Value, Failure>>,
+    {
         if let (Some(journal), Some(of), Some(id)) = (&self.shared.journal, &self.scope.branch_of, &self.scope.context)
         {
             // Under a reopened attempt, a branch or iteration that failed runs again (its
