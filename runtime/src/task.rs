@@ -317,17 +317,11 @@ where
         // The HeartbeatSeconds countdown starts with the attempt; nothing else reads it.
         ctx.heartbeat();
     }
-    let future = match std::panic::catch_unwind(AssertUnwindSafe(call)) {
+    let future = match start_attempt(call) {
         Ok(f) => f,
-        Err(panic) => return Attempt::Failed(panic_failure(panic.as_ref())),
+        Err(failed) => return failed,
     };
-    let guarded = async {
-        match AssertUnwindSafe(future).catch_unwind().await {
-            Ok(Ok(v)) => Attempt::Succeeded(v),
-            Ok(Err(f)) => Attempt::Failed(f),
-            Err(panic) => Attempt::Failed(panic_failure(panic.as_ref())),
-        }
-    };
+    let guarded = async { attempt_of(AssertUnwindSafe(future).catch_unwind().await) };
     if timeout.is_none() && heartbeat.is_none() {
         // Nothing to race the handler against (most Tasks): no timers to set up and poll.
         return guarded.await;
@@ -338,6 +332,24 @@ where
     // (Bound first: a temporary in the awaited expression would keep its space here.)
     let timed = Box::pin(timed(guarded, ctx, timeout, heartbeat));
     timed.await
+}
+
+/// The handler future `call` builds, or the failed attempt of a panic while building it.
+pub(crate) fn start_attempt<F, Fut>(call: F) -> Result<Fut, Attempt>
+where
+    F: FnOnce() -> Fut,
+{
+    std::panic::catch_unwind(AssertUnwindSafe(call)).map_err(|panic| Attempt::Failed(panic_failure(panic.as_ref())))
+}
+
+/// How an attempt ended, from its handler future's outcome under `catch_unwind`: a panic while
+/// it ran fails the attempt like an error.
+pub(crate) fn attempt_of(outcome: std::thread::Result<Result<Value, Failure>>) -> Attempt {
+    match outcome {
+        Ok(Ok(v)) => Attempt::Succeeded(v),
+        Ok(Err(f)) => Attempt::Failed(f),
+        Err(panic) => Attempt::Failed(panic_failure(panic.as_ref())),
+    }
 }
 
 /// `attempt` raced against TimeoutSeconds and HeartbeatSeconds.

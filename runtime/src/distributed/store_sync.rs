@@ -323,10 +323,9 @@ impl RedrivePlan {
     ) -> Result<RedrivePlan, crate::Failure> {
         #[cfg(feature = "durable")]
         if let (Some(journal), Some(prefix)) = (exec.journal(), prefix) {
-            let store = journal;
             let key = levels_key(arn);
             // `None`: no key/value table (an adapter's store).
-            let row: Option<Value> = store.kv_get(&key).await.ok().map(|row| row.unwrap_or_else(|| json!({})));
+            let row: Option<Value> = journal.kv_get(&key).await.ok().map(|row| row.unwrap_or_else(|| json!({})));
             let starts: Option<Vec<u32>> = row
                 .as_ref()
                 .map(|r| r.get("starts").and_then(|s| serde_json::from_value(s.clone()).ok()).unwrap_or_default());
@@ -343,7 +342,7 @@ impl RedrivePlan {
                     row["starts"] = json!(starts);
                     row["itemTotal"] = json!(sizes.iter().sum::<usize>());
                     row["executionTotal"] = json!(sizes.len());
-                    store.kv_put(&key, row).await.map_err(|e| {
+                    journal.kv_put(&key, row).await.map_err(|e| {
                         crate::Failure::new(
                             "States.Runtime",
                             format!("cannot record the start of Map Run {arn}'s redrive level {level}: {e}"),
@@ -363,9 +362,8 @@ impl RedrivePlan {
     pub(super) async fn record_end(&self, exec: &Execution, arn: &str, exceeded: bool, limits: &MapRunLimits) {
         #[cfg(feature = "durable")]
         if let (Some(journal), Some(level)) = (exec.journal(), self.level) {
-            let store = journal;
             let key = levels_key(arn);
-            let Ok(Some(mut row)) = store.kv_get(&key).await else { return };
+            let Ok(Some(mut row)) = journal.kv_get(&key).await else { return };
             let mut ends = row.get("ends").and_then(Value::as_array).cloned().unwrap_or_default();
             if ends.len() <= level as usize {
                 ends.resize(level as usize + 1, Value::Null);
@@ -373,7 +371,7 @@ impl RedrivePlan {
             ends[level as usize] = json!({ "exceeded": exceeded, "limits": limits.to_json() });
             row["ends"] = Value::Array(ends);
             // Best effort: without it, a redrive judges this level by the tolerance it has then.
-            if let Err(e) = store.kv_put(&key, row).await {
+            if let Err(e) = journal.kv_put(&key, row).await {
                 tracing::warn!(error = %e, arn, level, "cannot record how a Map Run's level ended");
             }
         }

@@ -592,14 +592,10 @@ async fn task_inner(
         let outcome = match &visit.task_token {
             None if plain_attempt => {
                 // A panic while the handler builds its future, or while it runs, fails the
-                // attempt, as in `run_attempt`.
-                match std::panic::catch_unwind(AssertUnwindSafe(|| invoke.start(params, task_ctx))) {
-                    Ok(future) => match AssertUnwindSafe(future).catch_unwind().await {
-                        Ok(Ok(result)) => Attempt::Succeeded(result),
-                        Ok(Err(f)) => Attempt::Failed(f),
-                        Err(panic) => Attempt::Failed(crate::task::panic_failure(panic.as_ref())),
-                    },
-                    Err(panic) => Attempt::Failed(crate::task::panic_failure(panic.as_ref())),
+                // attempt, as in `run_attempt` (the same two steps, without its timers).
+                match crate::task::start_attempt(|| invoke.start(params, task_ctx)) {
+                    Ok(future) => crate::task::attempt_of(AssertUnwindSafe(future).catch_unwind().await),
+                    Err(failed) => failed,
                 }
             }
             Some(token) => {
@@ -733,12 +729,15 @@ async fn task_inner(
 
 /// Whether the execution records its steps in a durable journal (which [`Execution::journaled_attempt`]
 /// runs each attempt through).
+#[cfg(feature = "durable")]
 fn journaled(exec: &Execution) -> bool {
-    #[cfg(feature = "durable")]
-    let journaled = exec.journal().is_some();
-    #[cfg(not(feature = "durable"))]
-    let journaled = false;
-    journaled
+    exec.journal().is_some()
+}
+
+/// Without the `durable` feature no execution has a journal.
+#[cfg(not(feature = "durable"))]
+fn journaled(_exec: &Execution) -> bool {
+    false
 }
 
 /// The events a Task attempt records: `LambdaFunction*` for a bare Lambda function ARN, as AWS
