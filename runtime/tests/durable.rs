@@ -960,7 +960,8 @@ async fn a_redrive_reruns_only_the_failed_parallel_branch_and_map_iteration_on_b
                 "MapIterationStarted"
             ]
             .map(|kind| count(&third, kind)),
-            [1 + 2 + 4, 1, 1, 2, 3],
+            // Item 2's iteration starts again when the second redrive reruns it.
+            [1 + 2 + 4, 1, 1, 2, 4],
             "{engine}: {third:#?}"
         );
         // What the store keeps is the run's history.
@@ -1211,20 +1212,34 @@ async fn a_redrive_reruns_a_task_whose_result_failed_and_reenters_a_fail_state()
         let types = |events: &[String]| -> Vec<String> {
             events.iter().map(|e| e.split_once(' ').map_or(e.as_str(), |(t, _)| t).to_owned()).collect()
         };
-        // The first redrive: how the execution ended, its redrive, then Get scheduled again (its
-        // result processed with the state's input: ResultPath keeps the item).
+        // The first redrive: how the execution ended, its redrive, then the iteration started
+        // again and Get scheduled again (its result processed with the state's input:
+        // ResultPath keeps the item).
         assert_eq!(
-            types(&second[first.len()..first.len() + 4]),
-            ["ExecutionRedriven", "LambdaFunctionScheduled", "LambdaFunctionStarted", "LambdaFunctionSucceeded"],
+            types(&second[first.len()..first.len() + 5]),
+            [
+                "ExecutionRedriven",
+                "MapIterationStarted",
+                "LambdaFunctionScheduled",
+                "LambdaFunctionStarted",
+                "LambdaFunctionSucceeded"
+            ],
             "{engine}: {second:#?}"
         );
         let exited = second.iter().find(|e| e.starts_with("TaskStateExited")).unwrap();
         assert!(exited.contains(r#""got":{"v":2}"#) && exited.contains(r#""id":1"#), "{engine}: {exited}");
-        // The second: the Fail state re-entered, failing the iteration, the Map and the execution
-        // again.
+        // The second: the iteration started again, the Fail state re-entered, failing the
+        // iteration, the Map and the execution again.
         assert_eq!(
             types(&third[second.len()..]),
-            ["ExecutionRedriven", "FailStateEntered", "MapIterationFailed", "MapStateFailed", "ExecutionFailed"],
+            [
+                "ExecutionRedriven",
+                "MapIterationStarted",
+                "FailStateEntered",
+                "MapIterationFailed",
+                "MapStateFailed",
+                "ExecutionFailed"
+            ],
             "{engine}: {third:#?}"
         );
         let stored: Vec<String> = s
@@ -1277,10 +1292,23 @@ async fn a_redrive_reenters_a_state_failing_by_a_path_error_in_a_map_iteration()
         let tail: Vec<&str> = second[first.len()..].iter().map(|e| e.event_type.name()).collect();
         assert_eq!(
             tail,
-            ["ExecutionRedriven", "PassStateEntered", "MapIterationFailed", "MapStateFailed", "ExecutionFailed"],
+            [
+                "ExecutionRedriven",
+                "MapIterationStarted",
+                "PassStateEntered",
+                "MapIterationFailed",
+                "MapStateFailed",
+                "ExecutionFailed"
+            ],
             "{engine}"
         );
-        let entered = &second[first.len() + 1];
+        // The rerun iteration starts again (its index, after the redrive), and its events chain
+        // from that start.
+        let (redriven, restarted) = (&second[first.len()], &second[first.len() + 1]);
+        assert_eq!(restarted.details, json!({"name": "Each", "index": 0}), "{engine}");
+        assert_eq!(restarted.previous_event_id, redriven.id, "{engine}");
+        let entered = &second[first.len() + 2];
+        assert_eq!(entered.previous_event_id, restarted.id, "{engine}");
         assert_eq!(entered.details["name"], json!("Bad"), "{engine}");
         // The failure names its state's new entry (the first run's named the first).
         let cause = |e: &wfc_runtime::HistoryEvent| e.details["cause"].as_str().unwrap_or_default().to_owned();
@@ -1447,6 +1475,112 @@ async fn a_redrive_reenters_a_top_level_state_that_fails_again() {
         assert_eq!(stored[stored.len() - 1].details["cause"], json!(third_error.cause), "{engine}");
         let record = s.describe_execution(&name).await.unwrap().unwrap();
         assert_eq!((record.status, record.redrive_count), (ExecutionStatus::Failed, 2), "{engine}");
+    }
+}
+
+/// A redriven run cut short by the execution's TimeoutSeconds before its replay reached the
+/// failure it redrove (here before anything ran: the run's machine never ends, its timeout is
+/// a second), on both engines: the stored history keeps the run before the redrive whole, then
+/// that redrive's `ExecutionRedriven` and the `ExecutionTimedOut`, as AWS appends the event at
+/// the redrive (without it the timeout's end replaced the stored events after the replayed
+/// ones, `ExecutionFailed` included, and the redrive had no event). The next redrive re-enters
+/// Pick as redrive 2, after the store's events, its cause naming the re-entry by its stored id.
+/// Then a stopped redrive as histories stored before stops added the redrive they cut short
+/// have it (`ExecutionFailed`, `ExecutionAborted`, then the next redrive's event): the next
+/// redrive still names its re-entry by its stored id.
+#[tokio::test]
+async fn a_redrive_after_a_cut_short_run_reenters_at_the_stored_ids() {
+    let workflow = &lowered("redrive_top");
+    let s = store();
+    let input = json!({});
+    for engine in ["interp", "generated"] {
+        let run = |journal: Arc<Journal>| {
+            let handler = TopRedrivable { counting: Counting::default(), answer: Some(2) };
+            async move {
+                if engine == "interp" {
+                    let handlers =
+                        Handlers::new().fallback(move |_resource: String, _input: Value, _ctx: TaskContext| {
+                            let handler = handler.clone();
+                            async move { TopRedrivable::get(&handler).await }
+                        });
+                    interp::run(workflow, &handlers, json!({}), RunOptions::real().with_journal(journal)).await
+                } else {
+                    redrive_top::run_with(&handler, json!({}), RunOptions::real().with_journal(journal)).await
+                }
+            }
+        };
+        let types = |events: &[wfc_runtime::HistoryEvent]| -> Vec<&'static str> {
+            events.iter().map(|e| e.event_type.name()).collect()
+        };
+        let redriven = |events: &[wfc_runtime::HistoryEvent]| -> Vec<Value> {
+            events
+                .iter()
+                .filter(|e| e.event_type.name() == "ExecutionRedriven")
+                .map(|e| e.details["redriveCount"].clone())
+                .collect()
+        };
+        // The re-entry's cause names the stored id of the re-entered `PassStateEntered`.
+        let names_its_entry = |stored: &[wfc_runtime::HistoryEvent], error: &Failure| {
+            let entered = format!("(entered at the event id #{})", stored[stored.len() - 2].id);
+            assert!(error.cause.contains(&entered), "{engine}: {} lacks {entered}", error.cause);
+            assert_eq!(stored[stored.len() - 1].details["cause"], json!(error.cause), "{engine}");
+        };
+
+        let name = format!("redrive-top-timed-out-{engine}");
+        let first = run(open(&s, &name, workflow, &input).await).await;
+        assert_eq!(first.error.as_ref().map(|f| f.error.as_str()), Some("States.Runtime"), "{engine}");
+        s.redrive_execution(&name).await.unwrap();
+        let journal = open(&s, &name, workflow, &input).await;
+        let exec = wfc_runtime::Execution::start(&workflow.name, &input, RunOptions::real().with_journal(journal));
+        let cut_short = exec.finish(Some(1), std::future::pending::<Result<Value, Failure>>()).await;
+        assert_eq!(cut_short.status, Status::TimedOut, "{engine}");
+        let first = &first.history;
+        let stored = s.read_history(&name).await.unwrap();
+        assert_eq!(unstamped(&stored[..first.len()]), unstamped(first), "{engine}: the run before the redrive stays");
+        assert_eq!(types(&stored[first.len()..]), ["ExecutionRedriven", "ExecutionTimedOut"], "{engine}");
+        assert_eq!(redriven(&stored), [json!(1)], "{engine}");
+        let ids: Vec<u64> = stored.iter().map(|e| e.id).collect();
+        assert_eq!(ids, (1..=stored.len() as u64).collect::<Vec<_>>(), "{engine}");
+        let record = s.describe_execution(&name).await.unwrap().unwrap();
+        assert_eq!((record.status, record.redrive_count), (ExecutionStatus::TimedOut, 1), "{engine}");
+        s.redrive_execution(&name).await.unwrap();
+        let third = run(open(&s, &name, workflow, &input).await).await;
+        let third_error = third.error.clone().unwrap();
+        let stored = s.read_history(&name).await.unwrap();
+        assert_eq!(unstamped(&stored[..first.len()]), unstamped(first), "{engine}");
+        assert_eq!(
+            types(&stored[first.len()..]),
+            ["ExecutionRedriven", "ExecutionTimedOut", "ExecutionRedriven", "PassStateEntered", "ExecutionFailed"],
+            "{engine}: {:?}",
+            types(&stored)
+        );
+        assert_eq!(redriven(&stored), [json!(1), json!(2)], "{engine}");
+        names_its_entry(&stored, &third_error);
+
+        let name = format!("redrive-top-old-stop-{engine}");
+        let first = run(open(&s, &name, workflow, &input).await).await;
+        assert_eq!(first.error.as_ref().map(|f| f.error.as_str()), Some("States.Runtime"), "{engine}");
+        let first = &first.history;
+        let record = s.redrive_execution(&name).await.unwrap();
+        // The stop as it was written before it added the redrive it cut short.
+        let claim = s.open_execution(new_exec(&name, input.clone())).await.unwrap();
+        let aborted = wfc_runtime::durable::aborted_events(&record, first.len() as u64, 0);
+        let stopped = Completion { status: ExecutionStatus::Aborted, output: None, error: None, cause: None };
+        let write = HistoryWrite { events: aborted, truncate_after: None };
+        s.finish_with_history(&name, claim.token, stopped, write).await.unwrap();
+        s.redrive_execution(&name).await.unwrap();
+        let third = run(open(&s, &name, workflow, &input).await).await;
+        let third_error = third.error.clone().unwrap();
+        let stored = s.read_history(&name).await.unwrap();
+        assert_eq!(unstamped(&stored[..first.len()]), unstamped(first), "{engine}");
+        assert_eq!(
+            types(&stored[first.len()..]),
+            ["ExecutionAborted", "ExecutionRedriven", "PassStateEntered", "ExecutionFailed"],
+            "{engine}: {:?}",
+            types(&stored)
+        );
+        assert_eq!(redriven(&stored), [json!(2)], "{engine}");
+        names_its_entry(&stored, &third_error);
     }
 }
 

@@ -358,6 +358,68 @@ async fn a_stop_adds_the_redrive_its_run_had_not_recorded(s: Arc<dyn Store>) {
     }
 }
 
+/// A redriven run cut short by the execution's TimeoutSeconds before it recorded that redrive's
+/// `ExecutionRedriven` (here before its replay went past `ExecutionStarted`) ends the stored
+/// history with it and then its `ExecutionTimedOut`, after the run before the redrive, whole;
+/// a run that recorded it (the replayed `ExecutionFailed`, then it) ends with the same history.
+/// Without the addition the timeout's end replaced the stored events after the replayed ones.
+async fn a_timeout_adds_the_redrive_its_run_had_not_recorded(s: Arc<dyn Store>) {
+    use wfc_runtime::{EventType, Execution, RunOptions, Status};
+    let types = |events: &[wfc_runtime::HistoryEvent]| {
+        events.iter().map(|e| (e.event_type.name(), e.details["redriveCount"].as_i64())).collect::<Vec<_>>()
+    };
+    let journal = |name: &str| {
+        let s = Arc::clone(&s);
+        let name = name.to_owned();
+        async move {
+            match wfc_runtime::durable::Journal::open(s, &name, "many", &json!({}), &wfc_runtime::Clock::real()).await {
+                Ok(wfc_runtime::durable::Opened::Running(j)) => j,
+                other => panic!("{name}: expected a running execution, got {other:?}"),
+            }
+        }
+    };
+    for (name, recorded) in [("timed-out-cut-short", false), ("timed-out-recorded", true)] {
+        let exec = Execution::start("many", &json!({}), RunOptions::real().with_journal(journal(name).await));
+        let failed = exec.finish(None, async { Err(wfc_runtime::Failure::new("E", "c")) }).await;
+        assert_eq!(failed.status, Status::Failed, "{name}");
+        s.redrive_execution(name).await.unwrap();
+        let exec = Execution::start("many", &json!({}), RunOptions::real().with_journal(journal(name).await));
+        let redriven = async {
+            if recorded {
+                exec.record(EventType::ExecutionFailed, json!({ "error": "E", "cause": "c" }));
+                exec.record(EventType::ExecutionRedriven, json!({ "redriveCount": 1 }));
+            }
+            std::future::pending::<Result<Value, wfc_runtime::Failure>>().await
+        };
+        let timed_out = exec.finish(Some(1), redriven).await;
+        assert_eq!(timed_out.status, Status::TimedOut, "{name}");
+        let record = s.describe_execution(name).await.unwrap().unwrap();
+        assert_eq!((record.status, record.redrive_count), (ExecutionStatus::TimedOut, 1), "{name}");
+        let history = s.read_history(name).await.unwrap();
+        assert_eq!(
+            types(&history),
+            [
+                ("ExecutionStarted", None),
+                ("ExecutionFailed", None),
+                ("ExecutionRedriven", Some(1)),
+                ("ExecutionTimedOut", None)
+            ],
+            "{name}: the run before the redrive, the redrive's event once, then the timeout"
+        );
+        let ids: Vec<u64> = history.iter().map(|e| e.id).collect();
+        assert_eq!(ids, [1, 2, 3, 4], "{name}");
+    }
+}
+
+#[test]
+fn sqlite_a_timeout_adds_the_redrive_its_run_had_not_recorded() {
+    let dir = scratch("timeout-redriven-sqlite");
+    let url = format!("sqlite:{}", dir.join("store.db").display());
+    rt().block_on(async {
+        a_timeout_adds_the_redrive_its_run_had_not_recorded(wfc_stores::connect(&url).await.unwrap()).await
+    });
+}
+
 #[test]
 fn sqlite_a_stop_adds_the_redrive_its_run_had_not_recorded() {
     let dir = scratch("stop-redriven-sqlite");
@@ -461,6 +523,7 @@ fn postgres_many_workers_run_each_execution_exactly_once() {
         history_rows_of_many_events_read_and_replace_event_by_event(Arc::clone(&store)).await;
         operations_load_in_the_order_they_were_recorded(Arc::clone(&store)).await;
         a_stop_adds_the_redrive_its_run_had_not_recorded(Arc::clone(&store)).await;
+        a_timeout_adds_the_redrive_its_run_had_not_recorded(Arc::clone(&store)).await;
         for i in 0..total {
             store.create_execution(new_execution(&format!("e{i:04}"), json!({"i": i}))).await.expect("create");
         }

@@ -301,7 +301,8 @@ pub(super) struct RedrivePlan {
     /// (AWS's `pendingRedrive` until each gets a place under the concurrency limit).
     reruns: Vec<usize>,
     /// This run's level, when its levels row is kept ([`levels_key`]; `None`: no journal or
-    /// no key/value table, nothing recorded).
+    /// no key/value table, nothing recorded). Only a journal keeps the row.
+    #[cfg(feature = "durable")]
     level: Option<u32>,
 }
 

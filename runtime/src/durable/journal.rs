@@ -767,10 +767,20 @@ impl Journal {
             error: result.error.as_ref().map(|f| f.error.clone()),
             cause: result.error.as_ref().map(|f| f.cause.clone()),
         };
+        // A redriven run cut short by the execution's timeout before it recorded its redrive:
+        // the stored history stays, then the redrive's event and the timeout (see the function).
+        let cut_short = match (result.status, self.record.redrive_count) {
+            (crate::Status::TimedOut, 1..) => {
+                let stored = self.store.read_history(&self.record.name).await?;
+                super::cut_short_by_timeout(&self.record, &stored, &result.history, super::now_ms())
+            }
+            _ => None,
+        };
         // The events since the last checkpoint (the closing one at least), in the transaction
         // that ends the execution; without a live history, the whole history, as it was.
-        let (write, pending) = match self.live.get() {
-            Some(live) => {
+        let (write, pending) = match (cut_short, self.live.get()) {
+            (Some(write), _) => (write, None),
+            (None, Some(live)) => {
                 if live.needs_load() {
                     let stored =
                         if self.existed { self.store.read_history(&self.record.name).await? } else { Vec::new() };
@@ -779,7 +789,7 @@ impl Journal {
                 let mut pending = live.last(&result.history);
                 (std::mem::take(&mut pending.write), Some(pending))
             }
-            None => (super::HistoryWrite { events: result.history.clone(), truncate_after: None }, None),
+            (None, None) => (super::HistoryWrite { events: result.history.clone(), truncate_after: None }, None),
         };
         // The deferred outcomes (the last step's at least) go in the same commit as the end: one
         // commit, not a flush and then the finish.

@@ -993,17 +993,17 @@ pub fn aborted_events(record: &ExecutionRecord, last: u64, now: i64) -> Vec<Hist
 /// run records it where its replay reaches the failure it runs again, and this one had not got
 /// there): on AWS each RedriveExecution appends its `ExecutionRedriven` at once, so the next
 /// redrive's count and the replay's history go on from it (`Execution::reenter_for_redrive`).
-/// `None` when the history holds it already.
+/// Stamped at the redrive (`redrive_date_ms`; `now` for a record without one), as AWS's is.
+/// `None` when the history holds it already. A run cut short by the execution's timeout gets it
+/// the same way ([`cut_short_by_timeout`]).
 pub fn cut_short_redriven_event(record: &ExecutionRecord, stored: &[HistoryEvent], now: i64) -> Option<HistoryEvent> {
     let last = stored.last()?;
     let count = record.redrive_count;
-    let recorded = stored.iter().any(|e| {
-        e.event_type == crate::EventType::ExecutionRedriven && e.details["redriveCount"].as_i64() == Some(count)
-    });
-    if count == 0 || recorded {
+    if count == 0 || holds_redrive(stored, count) {
         return None;
     }
-    let stamp = jiff::Timestamp::from_millisecond(now).map(crate::clock::format_timestamp).unwrap_or_default();
+    let at = record.redrive_date_ms.unwrap_or(now);
+    let stamp = jiff::Timestamp::from_millisecond(at).map(crate::clock::format_timestamp).unwrap_or_default();
     Some(HistoryEvent {
         id: last.id + 1,
         previous_event_id: last.id,
@@ -1011,6 +1011,42 @@ pub fn cut_short_redriven_event(record: &ExecutionRecord, stored: &[HistoryEvent
         event_type: crate::EventType::ExecutionRedriven,
         details: serde_json::json!({ "redriveCount": count }).into(),
     })
+}
+
+/// Whether `events` hold the `ExecutionRedriven` of redrive `count`.
+fn holds_redrive(events: &[HistoryEvent], count: i64) -> bool {
+    events.iter().any(|e| {
+        e.event_type == crate::EventType::ExecutionRedriven && e.details["redriveCount"].as_i64() == Some(count)
+    })
+}
+
+/// The history write that ends a redriven run of `record` cut short by the execution's
+/// `TimeoutSeconds` before it recorded its redrive's `ExecutionRedriven` (`run`: the run's
+/// history, its `ExecutionTimedOut` last; `stored`: the stored history). Such a run had only
+/// replayed the history before the redrive: the redriven run records that event before anything
+/// it runs again (a Task's new generation, a reopened Parallel or Map attempt, a Map Run's
+/// plan, a re-entered Fail state), so every event it recorded is stored already, and its
+/// replay stopped short of the stored end. Written as the run's own events would be, its
+/// `ExecutionTimedOut` would replace the stored events after it (the end of the run before the
+/// redrive, its `ExecutionFailed` included) and the redrive would have no event. So, as
+/// StopExecution does ([`cut_short_redriven_event`]): the stored history stays whole, then the
+/// redrive's `ExecutionRedriven`, then the run's `ExecutionTimedOut`, which is where AWS has
+/// them (RedriveExecution appends its event at once, before anything the redriven run records).
+/// `None` when the run is not such a run (not redriven, not timed out, or its redrive's event is
+/// recorded or stored).
+pub fn cut_short_by_timeout(
+    record: &ExecutionRecord,
+    stored: &[HistoryEvent],
+    run: &[HistoryEvent],
+    now: i64,
+) -> Option<HistoryWrite> {
+    let timed_out = run.last().filter(|e| e.event_type == crate::EventType::ExecutionTimedOut)?;
+    if holds_redrive(run, record.redrive_count) {
+        return None;
+    }
+    let redriven = cut_short_redriven_event(record, stored, now)?;
+    let end = HistoryEvent { id: redriven.id + 1, previous_event_id: redriven.id, ..timed_out.clone() };
+    Some(HistoryWrite { events: vec![redriven, end], truncate_after: None })
 }
 
 /// What [`Store::redrive_execution`] drops of a journal (`?1`, PostgreSQL's `$1`: the execution): the operations

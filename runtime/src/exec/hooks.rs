@@ -415,6 +415,18 @@ impl Execution {
         if !self.keeps_history() {
             return;
         }
+        if event_type == EventType::MapIterationStarted {
+            // A rerun iteration is started again when it goes live (see `Mute::restart`).
+            if let Some(own) = &self.scope.own_mute {
+                *own.restart.lock().unwrap_or_else(|p| p.into_inner()) = Some(super::Restart {
+                    line: Arc::clone(&self.cursor),
+                    captures: self.scope.captures.clone(),
+                    event_type,
+                    details: details().into(),
+                });
+            }
+            return;
+        }
         let mut muted = self.scope.muted_state.lock().unwrap_or_else(|p| p.into_inner());
         if event_type.name().ends_with("StateEntered") {
             muted.entered_as = self.cursor.last.load(Ordering::SeqCst);
@@ -467,12 +479,13 @@ impl Execution {
     /// store after a stop or a timeout (`ExecutionAborted`/`ExecutionTimedOut`, then it: the
     /// live history keeps both and writes this run's events after them), or, for this run's
     /// own redrive of a FAILED execution, not yet. Run `k` re-entered the state and failed
-    /// again unless a stop or a timeout cut it short first (the next redrive is then one the
-    /// store appended; its `ExecutionRedriven` was added by the stop,
-    /// `durable::cut_short_redriven_event`); this run re-enters it now. A re-entry's cause names
-    /// its Entered event by its stored id (the replay's id plus the events the store appended
-    /// before it). A state whose own events hold an `ExecutionRedriven` (a Task run again, a
-    /// reopened attempt) is left as is.
+    /// again unless a stop or a timeout cut it short first: the next redrive is then one the
+    /// store appended, and redrive `k`'s own `ExecutionRedriven` was added by the stop or the
+    /// timeout (`durable::cut_short_redriven_event`), or, in a history stored before stops
+    /// added it, is missing (the stop's `ExecutionAborted` follows the end of run `k - 1`).
+    /// This run re-enters it now. A re-entry's cause names its Entered event by its stored id
+    /// (the replay's id plus the events the store appended before it). A state whose own
+    /// events hold an `ExecutionRedriven` (a Task run again, a reopened attempt) is left as is.
     #[cfg(feature = "durable")]
     pub(super) async fn reenter_for_redrive(&self, failure: Failure) -> Failure {
         use crate::EventType::{ExecutionAborted, ExecutionRedriven, ExecutionTimedOut};
@@ -517,7 +530,16 @@ impl Execution {
                 Some(q) if appended(k) => {
                     offset += 1 + stored[..q].iter().rev().take_while(|e| ended(e)).count() as u64;
                 }
-                // A history stored before stops added the redrive they cut short: nothing of it.
+                // A history stored before stops added the redrive they cut short: redrive `k`
+                // (of the FAILED execution) has no event, and a stop's end and the next
+                // redrive's event follow the end of run `k - 1`. That end is stored (this run
+                // records it again); the redrive's event is not (none recorded, so the ids
+                // after it are the stored ones).
+                None if k < redrives && appended(k + 1) => {
+                    self.record(EventType::ExecutionFailed, failure_details(&current));
+                }
+                // Not a history wfc writes (a later redrive recorded by a run, this one
+                // missing): nothing recorded for it.
                 None if k < redrives => {}
                 _ => {
                     self.record(EventType::ExecutionFailed, failure_details(&current));

@@ -452,7 +452,10 @@ struct Scope {
     /// event: it replays a branch or iteration whose events the reopened attempt recorded again
     /// already (see [`Execution::in_state_context`]), until the failed Task it leads to runs
     /// again and unmutes its path ([`Execution::unmute`]).
-    mute: Vec<Arc<std::sync::atomic::AtomicBool>>,
+    mute: Vec<Arc<Mute>>,
+    /// This line's own entry of `mute` (the last), when the line is a branch or iteration that
+    /// ran before the redrive that reopened its attempt ([`Execution::muted_if_replayed`]).
+    own_mute: Option<Arc<Mute>>,
     /// The Entered event id of the state last entered on this line (0: none yet): at the top
     /// level, the state whose failure ends the execution ([`Execution::reenter_for_redrive`]).
     entered: AtomicU64,
@@ -478,6 +481,33 @@ struct MutedState {
 /// See [`Scope::captures`].
 #[cfg(feature = "durable")]
 type EventCapture = Arc<Mutex<Option<Vec<u64>>>>;
+
+/// One line's mute flag (see [`Scope::mute`]), shared by the lines made from it.
+#[cfg(feature = "durable")]
+#[derive(Debug)]
+struct Mute {
+    /// Set while the line replays what the reopened attempt records again.
+    on: std::sync::atomic::AtomicBool,
+    /// What the line records first when it goes live again ([`Execution::unmute`]): a Map
+    /// iteration's `MapIterationStarted`, not recorded while muted (the first run's is among the
+    /// attempt's events). A redrive reruns a failed or aborted iteration ("reschedules and
+    /// redrives only the iterations ... that failed or aborted"), and AWS starts each run of an
+    /// iteration with its own `MapIterationStarted` (a retried Map records one per attempt for
+    /// every iteration), so the rerun iteration is started again in the history before what it
+    /// runs (docs/serve.md "RedriveExecution").
+    restart: Mutex<Option<Restart>>,
+}
+
+/// An event a muted line records when it goes live again (see [`Mute::restart`]), on that
+/// line: its position and the captures of the CONTEXTs it runs in.
+#[cfg(feature = "durable")]
+#[derive(Debug)]
+struct Restart {
+    line: Arc<Line>,
+    captures: Vec<EventCapture>,
+    event_type: EventType,
+    details: Details,
+}
 
 /// The CONTEXT operation of a Parallel branch or a Map iteration: the state's name, the subtype
 /// (`ParallelBranch`, `MapIteration`) and the state attempt's CONTEXT (its parent).
@@ -517,7 +547,7 @@ impl Scope {
     /// Whether this line records no history events now (see [`Scope::mute`]).
     #[inline]
     fn muted(&self) -> bool {
-        self.mute.iter().any(|m| m.load(Ordering::SeqCst))
+        self.mute.iter().any(|m| m.on.load(Ordering::SeqCst))
     }
 }
 
@@ -843,7 +873,9 @@ impl Execution {
             && journal.is_reopened(owner)
             && (journal.recorded(id).is_some() || journal.ran_under(id))
         {
-            line.mute.push(Arc::new(std::sync::atomic::AtomicBool::new(true)));
+            let own = Arc::new(Mute { on: std::sync::atomic::AtomicBool::new(true), restart: Mutex::default() });
+            line.mute.push(Arc::clone(&own));
+            line.own_mute = Some(own);
         }
         line
     }
@@ -876,11 +908,32 @@ impl Execution {
     }
 
     /// Lets this line and the lines it runs in record history events again (see
-    /// [`Scope::mute`]): the redriven failure runs again here, so what follows is new.
+    /// [`Scope::mute`]): the redriven failure runs again here, so what follows is new. Each line
+    /// that goes live records its restart event first ([`Mute::restart`]), outermost first.
     #[cfg(feature = "durable")]
     fn unmute(&self) {
         for m in &self.scope.mute {
-            m.store(false, Ordering::SeqCst);
+            if m.on.swap(false, Ordering::SeqCst)
+                && let Some(restart) = m.restart.lock().unwrap_or_else(|p| p.into_inner()).take()
+            {
+                self.record_restart(restart);
+            }
+        }
+    }
+
+    /// Records `restart` on its own line (see [`Mute::restart`]).
+    #[cfg(feature = "durable")]
+    #[cold]
+    fn record_restart(&self, restart: Restart) {
+        let Restart { line, captures, event_type, details } = restart;
+        let previous = line.last.load(Ordering::SeqCst);
+        let at = crate::history::EventTime::at(self.shared.clock.now());
+        let id = self.shared.history.record(event_type, details, at, previous);
+        line.last.store(id, Ordering::SeqCst);
+        for capture in &captures {
+            if let Some(ids) = capture.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+                ids.push(id);
+            }
         }
     }
 
