@@ -1536,6 +1536,7 @@ async fn a_redrive_after_a_cut_short_run_reenters_at_the_stored_ids() {
         assert_eq!(cut_short.status, Status::TimedOut, "{engine}");
         let first = &first.history;
         let stored = s.read_history(&name).await.unwrap();
+        assert!(stored.len() > first.len(), "{engine}: the run before the redrive was cut: {:?}", types(&stored));
         assert_eq!(unstamped(&stored[..first.len()]), unstamped(first), "{engine}: the run before the redrive stays");
         assert_eq!(types(&stored[first.len()..]), ["ExecutionRedriven", "ExecutionTimedOut"], "{engine}");
         assert_eq!(redriven(&stored), [json!(1)], "{engine}");
