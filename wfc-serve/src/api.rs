@@ -1,7 +1,8 @@
 //! The Step Functions operations: each takes the request's JSON object and returns the
 //! response's, or an [`ApiError`] in AWS's shape. Member names and shapes follow the botocore
-//! service model (`stepfunctions/2016-11-23/service-2.json`); `tests/aws_clients.rs` checks every
-//! response member against it.
+//! service model (`stepfunctions/2016-11-23/service-2.json`); the boto3 suites run by
+//! wfc-cli/tests/serve.rs and serve_more.rs (`tests/serve/boto3_suite.py`, `boto3_more_suite.py`)
+//! check every response member against it.
 
 use std::sync::Arc;
 use std::time::Duration;
