@@ -258,8 +258,10 @@ where
     wait_from(registration, limits, poll_every, poll, None).await
 }
 
-/// [`wait`] whose HeartbeatSeconds countdown started at `last_beat_at` (a durable wait resumed
-/// after a restart: the last heartbeat, or the handler's return, before it), now when `None`.
+/// Waits for the answer, as the in-memory wait does, with the HeartbeatSeconds countdown started
+/// at `last_beat_at` (a durable wait resumed after a restart: the last heartbeat, or the
+/// handler's return, before it), now when `None`. `poll` is called at every change and every
+/// `poll_every` (for the store; `None`: changes in memory only).
 /// Each heartbeat seen while waiting is reported to `poll` ([`AsyncPoll::beat`]). The durable
 /// journal (`wfc-journal`) waits with it, polling its store.
 pub async fn wait_from<P>(
