@@ -1,10 +1,11 @@
 //! Embeds the sources the compiled engine builds its programs against (`src/compiled.rs`):
-//! the crates `wfc-runtime`, `wfc-macro`, `wfc-core`, `wfc-ir` and the stores (`wfc-sqlite`,
-//! `wfc-postgres`, `wfc-stores`, which a durable program opens its store with) as they are in this build,
-//! with a workspace manifest for their inherited settings and the workspace's lock file. An
-//! installed `wfc` (`cargo install --path wfc-cli`) then needs no clone to run
-//! `--engine compiled`: it writes these files into its cache once and builds against them, so
-//! the program always links the very runtime this `wfc` was built and tested with.
+//! the crates `wfc-runtime`, `wfc-macro`, `wfc-core`, `wfc-ir`, the journal (`wfc-journal`) and
+//! the stores (`wfc-sqlite`, `wfc-postgres`, `wfc-stores`), which a durable program runs with and
+//! opens its store with, as they are in this build, with a workspace manifest for their
+//! inherited settings and the workspace's lock file. An installed `wfc` (`cargo install --path
+//! wfc-cli`) then needs no clone to run `--engine compiled`: it writes these files into its cache
+//! once and builds against them, so the program always links the very runtime this `wfc` was
+//! built and tested with.
 //!
 //! Built from a package instead (`cargo install wfc-cli` from a registry, where the sibling
 //! crates are not beside this one), nothing is embedded and the programs depend on
@@ -14,7 +15,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 /// The crates a program needs, as directories of the workspace root.
-const CRATES: [&str; 7] = ["wfc-ir", "wfc-core", "wfc-macro", "runtime", "wfc-sqlite", "wfc-postgres", "wfc-stores"];
+const CRATES: [&str; 8] =
+    ["wfc-ir", "wfc-core", "wfc-macro", "runtime", "wfc-journal", "wfc-sqlite", "wfc-postgres", "wfc-stores"];
 
 fn main() {
     let manifest_dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));

@@ -195,7 +195,9 @@ impl Drop for Registration {
 }
 
 impl Registration {
-    pub(crate) fn announce(&self, task: WaitingTask) {
+    /// Lists `task` among the waiting ones ([`Callbacks::waiting`], [`Callbacks::subscribe`]):
+    /// its handler has handed the token on and the attempt now waits for an answer.
+    pub fn announce(&self, task: WaitingTask) {
         self.callbacks.announce(task);
     }
 
@@ -211,16 +213,16 @@ impl Registration {
     }
 }
 
-/// What the wait observed from outside (a send in memory or a row in the store).
+/// What the wait observed from outside (a send in memory or a row in the store): the answer of
+/// an [`AsyncPoll`] (the durable journal's look at its store, in `wfc-journal`).
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Observed {
+pub enum Observed {
     /// Still waiting; `beats` counts heartbeats so far.
     Waiting {
         /// Heartbeats so far.
         beats: u64,
     },
     /// Completed (only the durable store observes a completion from outside).
-    #[cfg_attr(not(feature = "durable"), allow(dead_code))]
     Done(CallbackOutcome),
 }
 
@@ -230,8 +232,8 @@ pub struct Limits {
     pub timeout_at: Option<tokio::time::Instant>,
     /// How long it may go without a heartbeat.
     pub heartbeat: Option<Duration>,
-    /// Read by the durable journal only (a user's crate without `durable` was warned about it).
-    #[cfg_attr(not(feature = "durable"), allow(dead_code))]
+    /// The TimeoutSeconds the deadline was computed from, which the durable journal records
+    /// (so a resumed wait keeps its deadline).
     pub timeout: Option<Duration>,
 }
 
@@ -256,10 +258,13 @@ where
     wait_from(registration, limits, poll_every, poll, None).await
 }
 
-/// [`wait`] whose HeartbeatSeconds countdown started at `last_beat_at` (a durable wait resumed
-/// after a restart: the last heartbeat, or the handler's return, before it), now when `None`.
-/// Each heartbeat seen while waiting is reported to `poll` ([`AsyncPoll::beat`]).
-pub(crate) async fn wait_from<P>(
+/// Waits for the answer, as the in-memory wait does, with the HeartbeatSeconds countdown started
+/// at `last_beat_at` (a durable wait resumed after a restart: the last heartbeat, or the
+/// handler's return, before it), now when `None`. `poll` is called at every change and every
+/// `poll_every` (for the store; `None`: changes in memory only).
+/// Each heartbeat seen while waiting is reported to `poll` ([`AsyncPoll::beat`]). The durable
+/// journal (`wfc-journal`) waits with it, polling its store.
+pub async fn wait_from<P>(
     registration: &mut Registration,
     limits: &Limits,
     poll_every: Option<Duration>,
@@ -315,8 +320,9 @@ where
     }
 }
 
-/// Looks at the store for an answer (see [`wait`]).
-pub(crate) trait AsyncPoll {
+/// Looks at the store for an answer (see [`wait_from`]): implemented by the durable journal
+/// (`wfc-journal`), whose answers may also arrive through its store from another process.
+pub trait AsyncPoll {
     /// What the store shows now.
     fn poll(&mut self) -> impl std::future::Future<Output = Observed> + Send;
 
@@ -346,7 +352,7 @@ where
 }
 
 /// The attempt a wait's result makes.
-pub(crate) fn into_attempt(outcome: Result<CallbackOutcome, Failure>) -> crate::task::Attempt {
+pub fn into_attempt(outcome: Result<CallbackOutcome, Failure>) -> crate::task::Attempt {
     match outcome {
         Ok(CallbackOutcome::Success(v)) => crate::task::Attempt::Succeeded(v),
         Ok(CallbackOutcome::Failure(f)) => crate::task::Attempt::Failed(f),

@@ -154,23 +154,23 @@ impl EventBus {
 }
 
 /// The durable side of the bus (a journaled execution waits on its store's inbox, see
-/// [`crate::durable::Journal`]): the same matching and correlation, on events kept elsewhere.
+/// `wfc_journal::Journal`): the same matching and correlation, on events kept elsewhere.
 #[cfg(feature = "durable")]
 impl EventBus {
     /// The correlation values the instance has fixed so far.
-    pub(crate) fn correlation(&self) -> HashMap<String, String> {
+    pub fn correlation(&self) -> HashMap<String, String> {
         self.lock().correlation.clone()
     }
 
     /// Fixes the correlation values `event`, consumed for `def`, carries (as [`EventBus::wait`]
     /// does when it takes an event).
-    pub(crate) fn fix_correlation(&self, def: &EventDef, event: &Value) {
+    pub fn fix_correlation(&self, def: &EventDef, event: &Value) {
         fix(&mut self.lock().correlation, def, event);
     }
 
     /// A produced event replayed from the journal (not published again): later events get ids
     /// after its `wfc-<n>`, so ids stay unique across a resume.
-    pub(crate) fn replayed(&self, event: &Value) {
+    pub fn replayed(&self, event: &Value) {
         let n = event.get("id").and_then(Value::as_str).and_then(|id| id.strip_prefix("wfc-")?.parse::<u64>().ok());
         if let Some(n) = n {
             let mut state = self.lock();
@@ -180,7 +180,7 @@ impl EventBus {
 
     /// Takes every event queued in memory (a journaled execution moves them to its store's inbox,
     /// so they are kept across a restart like events delivered through the store).
-    pub(crate) fn drain_inbox(&self) -> Vec<Value> {
+    pub fn drain_inbox(&self) -> Vec<Value> {
         self.lock().inbox.drain(..).collect()
     }
 }
@@ -201,7 +201,7 @@ fn fix(correlation: &mut HashMap<String, String>, def: &EventDef, event: &Value)
 /// `queue` is `(inbox number, event)` in arrival order; returns `(index in defs, inbox number)`
 /// in the order taken.
 #[cfg(feature = "durable")]
-pub(crate) fn pick(
+pub fn pick(
     defs: &[&EventDef],
     all: bool,
     queue: &[(i64, &Value)],
@@ -216,7 +216,7 @@ pub(crate) fn pick(
 /// wait for all of `defs` consumes when it times out, as [`EventBus::wait`] consumes each event
 /// as it arrives (the in-memory wait and the durable one agree on what a timed-out wait took).
 #[cfg(feature = "durable")]
-pub(crate) fn take(
+pub fn take(
     defs: &[&EventDef],
     all: bool,
     queue: &[(i64, &Value)],

@@ -14,9 +14,11 @@
 //! - [`clock`]: real or virtual time. Under [`block_on_virtual`] with [`Clock::virtual_default`],
 //!   Waits, back-off and timeouts take no real time and every timestamp is reproducible.
 //! - [`history`]: AWS-shaped execution history.
-//! - `durable` (feature `durable`): checkpoint and replay on a store, so an execution resumes
-//!   after a crash without re-running completed tasks (docs/durable.md). The worker that runs
-//!   executions from a store is the `wfc-worker` crate.
+//! - `durable` (feature `durable`): what durable execution needs of the runtime: the
+//!   `journal::JournalHooks` a line of control asks its journal through, and the `Store` trait
+//!   with its types (docs/durable.md). The journal that checkpoints to a store and replays, so
+//!   an execution resumes after a crash without re-running completed tasks, is the
+//!   `wfc-journal` crate; the worker that runs executions from a store is `wfc-worker`.
 //! - The same workflow as an Amazon SWF decider or an AWS Lambda durable function: the `wfc-aws`
 //!   crate, on `durable` (docs/adapters.md).
 //! - [`limits`]: payload, history and nesting limits ([`RunOptions::limits`]), with AWS's errors.
@@ -38,9 +40,9 @@ pub mod exec;
 pub mod handlers;
 pub mod history;
 pub mod intrinsics;
+pub mod io;
 #[cfg(feature = "durable")]
 pub mod journal;
-pub mod io;
 pub mod jsonata;
 pub mod lambda;
 pub mod limits;

@@ -174,7 +174,8 @@ mod typed {
 
     use serde::{Deserialize, Serialize};
     use serde_json::json;
-    use wfc_runtime::durable::{Journal, Opened, Store};
+    use wfc_journal::{Journal, Opened};
+    use wfc_runtime::durable::Store;
     use wfc_runtime::{Clock, ExecutionResult, RunOptions, Status, TaskContext, TaskError, Value};
     use wfc_sqlite::SqliteStore;
 

@@ -21,11 +21,12 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use sha2::Digest;
 
-use wfc_runtime::durable::suspend::{Pending, SuspendPolicy, Suspender, run_until_suspended};
-pub use wfc_runtime::durable::{ChainedConfigError, ChainedFunction, ChainedInvokes, MapRunChildren};
+use wfc_journal::suspend::{Pending, SuspendPolicy, Suspender, run_until_suspended};
+pub use wfc_journal::{ChainedConfigError, ChainedFunction, ChainedInvokes, MapRunChildren};
+use wfc_journal::{Journal, Opened};
 use wfc_runtime::durable::{
-    CheckpointToken, Claim, Completion, ExecutionRecord, Journal, NewExecution, OpStatus, OpType, Opened, Operation,
-    OperationUpdate, Store, StoreError,
+    CheckpointToken, Claim, Completion, ExecutionRecord, NewExecution, OpStatus, OpType, Operation, OperationUpdate,
+    Store, StoreError,
 };
 use wfc_runtime::{ExecutionResult, RunOptions, Status};
 
@@ -474,7 +475,7 @@ fn to_wire(u: &OperationUpdate, now_ms: i64, tenant: Option<&str>) -> Option<Val
         }
         (OpType::Wait, _) => return None,
         (OpType::ChainedInvoke, OpStatus::Started) => {
-            // A mapped subflow (see `durable::ChainedInvokes`): the payload is the child's input.
+            // A mapped subflow (see `wfc_journal::ChainedInvokes`): the payload is the child's input.
             w["Action"] = json!("START");
             w["ChainedInvokeOptions"] = json!({ "FunctionName": u.function_name.clone().unwrap_or_default() });
             // A tenant-isolated function's chained invokes run in the invocation's tenant.

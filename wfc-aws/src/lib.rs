@@ -4,11 +4,11 @@
 //! own (`wfc_runtime::exec`).
 //!
 //! Both protocols are replay: the service keeps what happened, and each time it asks, the
-//! workflow is re-run from its start over that record (`wfc_runtime::durable::Journal` replays
-//! the finished operations), makes all the progress it can, and stops where it must wait
-//! (`wfc_runtime::durable::suspend`). This crate maps each service's record and answers to the
-//! journal's operations; the journal, its suspension and the in-memory replay store are the
-//! runtime's, which knows nothing of this crate.
+//! workflow is re-run from its start over that record (`wfc_journal::Journal` replays the
+//! finished operations), makes all the progress it can, and stops where it must wait
+//! (`wfc_journal::suspend`). This crate maps each service's record and answers to the journal's
+//! operations; the journal, its suspension and the in-memory replay store are `wfc-journal`'s,
+//! which knows nothing of this crate.
 //!
 //! - [`swf`]: an Amazon SWF decider, a pure function from a decision task to its decisions.
 //!   - `swf::poller` (feature `swf-poller`): a long-polling decider over it, through aws-sdk-swf

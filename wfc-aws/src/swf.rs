@@ -18,12 +18,11 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use sha2::Digest;
 
-use wfc_runtime::durable::suspend::{
+use wfc_journal::suspend::{
     Pending, SignalFilter, StepRequest, SubflowRef, SuspendPolicy, Suspender, run_until_suspended,
 };
-use wfc_runtime::durable::{
-    ANY_WORKFLOW, ChainedFunction, ChainedInvokes, Journal, OpStatus, OpType, Opened, Operation, ReplayStore,
-};
+use wfc_journal::{ANY_WORKFLOW, ChainedFunction, ChainedInvokes, Journal, Opened, ReplayStore};
+use wfc_runtime::durable::{OpStatus, OpType, Operation};
 use wfc_runtime::{Clock, ExecutionResult, RunOptions, Status};
 
 #[cfg(feature = "swf-poller")]
@@ -233,7 +232,7 @@ impl SwfConfig {
         let mut mappings = Vec::new();
         for key in self.subflows.keys() {
             let bad = |why: &str| SwfError::Config(format!("subflows key {key:?}: {why}"));
-            let (workflow_id, version) = wfc_runtime::durable::parse_mapping_key(key).map_err(bad)?;
+            let (workflow_id, version) = wfc_journal::parse_mapping_key(key).map_err(bad)?;
             if workflow_id == ANY_WORKFLOW && version.is_some() {
                 return Err(bad("'*' takes no version"));
             }
@@ -253,7 +252,7 @@ impl SwfConfig {
     pub fn check_subflows(&self, workflow: &wfc_ir::Workflow) -> Result<(), SwfError> {
         let mappings = self.subflow_mappings()?;
         mappings.check([workflow]).map_err(|e| match e {
-            wfc_runtime::durable::ChainedConfigError::Unused { mapping, detail } => {
+            wfc_journal::ChainedConfigError::Unused { mapping, detail } => {
                 let key = mapping.split_once('=').map_or(mapping.as_str(), |(k, _)| k);
                 SwfError::Config(format!(
                     "subflows key {key:?} names no subflow of the workflow '{}'{detail}",

@@ -7,13 +7,13 @@
 //! `mocks.rs` is copied into the program verbatim.
 //!
 //! The program depends on `wfc-runtime` by path, on sources embedded in `wfc` itself
-//! (`build.rs`): the runtime, macro, core, IR and store crates of this very build and the
-//! workspace's lock file, written once into the cache under `sources/<hash>/`. So an installed
-//! `wfc` needs no clone, and a program never links another runtime than the one `wfc` was built
-//! with. `WFC_RUNTIME_PATH` points it at another runtime crate directory instead (a checkout
-//! being worked on; a durable program takes `wfc-stores` from beside it); a `wfc` built from a
-//! registry package, which has nothing embedded, depends on the registry's `wfc-runtime` (and
-//! `wfc-stores`) of its own version.
+//! (`build.rs`): the runtime, macro, core, IR, journal and store crates of this very build and
+//! the workspace's lock file, written once into the cache under `sources/<hash>/`. So an
+//! installed `wfc` needs no clone, and a program never links another runtime than the one `wfc`
+//! was built with. `WFC_RUNTIME_PATH` points it at another runtime crate directory instead (a
+//! checkout being worked on; a durable program takes `wfc-journal` and `wfc-stores` from beside
+//! it); a `wfc` built from a registry package, which has nothing embedded, depends on the
+//! registry's `wfc-runtime` (and `wfc-journal` and `wfc-stores`) of its own version.
 //!
 //! Layout of the cache (`$WFC_CACHE_DIR`, default the per-user cache directory: `~/.cache/wfc`
 //! on Linux, `~/Library/Caches/wfc` on macOS): `sources/<hash>/` holds the embedded sources,
@@ -61,8 +61,8 @@ async fn open_journal(
     definition: &wfc_runtime::DefinitionId<'_>,
     input: &Value,
     options: &wfc_runtime::RunOptions,
-) -> Result<Result<std::sync::Arc<wfc_runtime::durable::Journal>, Value>, String> {
-    use wfc_runtime::durable::{Journal, Opened};
+) -> Result<Result<std::sync::Arc<wfc_journal::Journal>, Value>, String> {
+    use wfc_journal::{Journal, Opened};
     let db = wfc_stores::connect(&store.url).await.map_err(|e| e.to_string())?;
     // Pinned to this program's version: an execution pinned to another one is refused and left
     // as it is (compiled code runs only its own version).
@@ -95,7 +95,7 @@ async fn open_journal(
 /// Runs `run` while holding the execution's lease (a process that loses it stops).
 async fn hold<F: Future<Output = wfc_runtime::ExecutionResult>>(
     store: &Store,
-    journal: &wfc_runtime::durable::Journal,
+    journal: &wfc_journal::Journal,
     run: F,
 ) -> Result<wfc_runtime::ExecutionResult, String> {
     let owner = format!("run-{}", std::process::id());
@@ -280,27 +280,33 @@ fn lit(s: &str) -> String {
 
 /// The program's manifest. The runtime always has JSONata and JSON Schema (`wfc` compiles any
 /// definition, and one feature set keeps one runtime build in the cache); a durable program adds
-/// the runtime's feature `durable` and `wfc-stores` (the store crates beside the runtime: SQLite,
-/// and with `postgres` PostgreSQL too).
+/// the runtime's feature `durable`, `wfc-journal` and `wfc-stores` (the crates beside the
+/// runtime: the journal, and the stores: SQLite, and with `postgres` PostgreSQL too).
 fn cargo_toml_with(package: &str, runtime: &RuntimeSource, durable: Option<Stores>) -> String {
-    let (runtime_dep, stores_dep) = match runtime {
+    let (runtime_dep, journal_dep, stores_dep) = match runtime {
         RuntimeSource::Path(dir) => {
-            let stores = dir.parent().unwrap_or(dir).join("wfc-stores");
-            (format!("path = {}", lit(&dir.to_string_lossy())), format!("path = {}", lit(&stores.to_string_lossy())))
+            let beside = |krate: &str| {
+                let path = dir.parent().unwrap_or(dir).join(krate);
+                format!("path = {}", lit(&path.to_string_lossy()))
+            };
+            (format!("path = {}", lit(&dir.to_string_lossy())), beside("wfc-journal"), beside("wfc-stores"))
         }
         RuntimeSource::Registry => {
             let version = format!("version = {}", lit(&format!("={}", env!("CARGO_PKG_VERSION"))));
-            (version.clone(), version)
+            (version.clone(), version.clone(), version)
         }
     };
     // As the `wfc` command's own runtime (the interpreter): what one engine reads, so does the other.
     let features: Vec<String> =
         ["jsonata", "json-schema", "parquet"].into_iter().chain(durable.map(|_| "durable")).map(lit).collect();
     let features = features.join(", ");
-    let stores = match durable {
+    // A durable program's journal and stores.
+    let durable_deps = match durable {
         None => String::new(),
-        Some(Stores::Sqlite) => format!("wfc-stores = {{ {stores_dep} }}\n"),
-        Some(Stores::SqliteAndPostgres) => format!("wfc-stores = {{ {stores_dep}, features = [\"postgres\"] }}\n"),
+        Some(Stores::Sqlite) => format!("wfc-journal = {{ {journal_dep} }}\nwfc-stores = {{ {stores_dep} }}\n"),
+        Some(Stores::SqliteAndPostgres) => {
+            format!("wfc-journal = {{ {journal_dep} }}\nwfc-stores = {{ {stores_dep}, features = [\"postgres\"] }}\n")
+        }
     };
     format!(
         r#"# @generated by wfc (compiled engine). Do not edit.
@@ -312,7 +318,7 @@ publish = false
 
 [dependencies]
 wfc-runtime = {{ {runtime_dep}, features = [{features}] }}
-{stores}serde_json = {{ version = "1", features = ["preserve_order"] }}
+{durable_deps}serde_json = {{ version = "1", features = ["preserve_order"] }}
 tokio = {{ version = "1", features = ["rt", "time", "macros", "sync"] }}
 
 # Not part of any enclosing workspace (the cache may live inside one).

@@ -11,9 +11,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use wfc_interp::DynHandler;
+use wfc_journal::{Journal, Opened};
 use wfc_runtime::durable::{
-    self, CallbackCompletion, Definition, ExecutionRecord, ExecutionStatus, Journal, Language, NewExecution, Opened,
-    PinGuard, Registry, Store, Syntax, WorkflowVersion,
+    self, CallbackCompletion, Definition, ExecutionRecord, ExecutionStatus, Language, NewExecution, PinGuard, Registry,
+    Store, Syntax, WorkflowVersion,
 };
 use wfc_runtime::{Clock, RunOptions};
 use wfc_worker::{Worker, WorkerConfig, Workflows};

@@ -511,7 +511,7 @@ pub(crate) fn fatal(message: impl std::fmt::Display) -> Exit {
 /// What is logged on stderr unless RUST_LOG says otherwise: warnings, and the progress of
 /// durable executions (claimed, started, resumed, waiting for a timer or a callback with its
 /// token, finished) from workers and `wfc run --store`.
-const DEFAULT_LOG: &str = "warn,wfc_runtime::durable=info,wfc_worker=info,wfc=info";
+const DEFAULT_LOG: &str = "warn,wfc_journal=info,wfc_worker=info,wfc=info";
 
 fn main() -> ExitCode {
     let cli = Cli::parse();

@@ -156,14 +156,14 @@ fn durable_runs_and_workers_log_their_progress() {
         assert!(err.lines().any(|l| l.contains(line) && l.contains("w3")), "no {line:?} line: {err}");
     }
 
-    // RUST_LOG replaces the default filter: naming the runtime (the journal's lines) and the
-    // worker crate at info shows a worker's progress lines (the issue's `RUST_LOG=wfc_runtime=info`
-    // added nothing), and `error` silences them.
+    // RUST_LOG replaces the default filter: naming the journal's crate and the worker's at info
+    // shows a worker's progress lines (the issue's `RUST_LOG=wfc_runtime=info` added nothing; the
+    // journal has been its own crate since), and `error` silences them.
     let out = wfc().args(["executions", "--store", &store, "start", &def, "--name", "w4"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let out = wfc()
         .args(["worker", "--store", &store, &def, "--exit-when-idle"])
-        .env("RUST_LOG", "wfc_runtime=info,wfc_worker=info")
+        .env("RUST_LOG", "wfc_journal=info,wfc_worker=info")
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);

@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use wfc_interp::Handlers;
-use wfc_runtime::durable::{Journal, NewExecution, OpStatus, OpType, Opened, OperationUpdate, Store};
+use wfc_journal::{Journal, Opened};
+use wfc_runtime::durable::{NewExecution, OpStatus, OpType, OperationUpdate, Store};
 use wfc_runtime::{Clock, RunOptions};
 use wfc_worker::{Worker, WorkerConfig, Workflows};
 

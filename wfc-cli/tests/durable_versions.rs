@@ -225,7 +225,8 @@ fn deploy(store: &str, dir: &Path) {
 }
 
 fn opened_as_other_version_is_left(store: &str, file: &str, version: &str, name: &str) {
-    use wfc_runtime::durable::{Journal, StoreError};
+    use wfc_journal::Journal;
+    use wfc_runtime::durable::StoreError;
     let text = std::fs::read_to_string(file).unwrap();
     let workflow = wfc_core::load(wfc_core::Source { path: file, text: &text }).expect("v2 loads").workflow;
     let before = describe(store, name);

@@ -1,4 +1,4 @@
-//! The crates a user depends on are publish-ready: `cargo package` packages all thirteen (the
+//! The crates a user depends on are publish-ready: `cargo package` packages all fourteen (the
 //! library crates, the stores and the CLI) and each package carries its sources, the README and both
 //! license texts, and nothing else (no tests, fixtures or snapshots, which need the workspace).
 //!
@@ -8,7 +8,7 @@
 //! packaged `wfc-ir`; this needs the crates to be publishable: with `publish = false` cargo looks
 //! for `wfc-ir` on crates.io and fails). That catches a source reading a file the package does
 //! not carry (an `include_str!` or `#[path]` out of the crate), which listing the files cannot.
-//! The verification build is the test's cost: it compiles the thirteen crates and their dependencies
+//! The verification build is the test's cost: it compiles the fourteen crates and their dependencies
 //! once more in its own target directory (a packaged crate has no workspace profile, so nothing
 //! of the workspace's build can be reused), without debug info, which it does not need.
 
@@ -16,13 +16,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The publishable crates: (package name, its target: `lib` or `bin`).
-const CRATES: [(&str, &str); 13] = [
+const CRATES: [(&str, &str); 14] = [
     ("wfc-ir", "lib"),
     ("wfc-core", "lib"),
     ("wfc-macro", "lib"),
     ("wfc-build", "lib"),
     ("wfc-runtime", "lib"),
     ("wfc-interp", "lib"),
+    ("wfc-journal", "lib"),
     ("wfc-sqlite", "lib"),
     ("wfc-postgres", "lib"),
     ("wfc-stores", "lib"),

@@ -1552,7 +1552,7 @@ async fn lock_record<C: GenericClient>(tx: &C, name: &str) -> Result<ExecutionRe
     row.as_ref().map(record_of).transpose()?.ok_or_else(|| StoreError::NotFound(name.to_owned()))
 }
 
-/// Writes a running execution's history events (live history, see `durable::live_history`) in
+/// Writes a running execution's history events (live history, see `wfc-journal`'s `live_history`) in
 /// the caller's transaction: the tail a resumed run replaced first, then the events (an id
 /// already stored is replaced) as rows of `history_batches`. Kept apart from the checkpoint's
 /// operation updates. (The group commit writes them in `wfc_commit_group`.)

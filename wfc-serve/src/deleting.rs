@@ -13,7 +13,7 @@
 //! as a deletion without running executions does at once), and so does the end of its last
 //! STANDARD execution below.
 //! - a **STANDARD** machine's running executions fail at their next state transition (the next
-//!   commit of their journal, or their end: [`wfc_runtime::durable::TransitionGuard`]) with
+//!   commit of their journal, or their end: `wfc_journal::TransitionGuard`) with
 //!   `States.Runtime`, "State machine NAME has been deleted." (the failure AWS records, per its
 //!   knowledge center article on machines stuck in `DELETING`): the execution becomes FAILED
 //!   with an `ExecutionFailed` event, and the transition is not made (the run is fenced out).
@@ -121,7 +121,7 @@ impl Service {
         Ok(json!({}))
     }
 
-    /// The [`wfc_runtime::durable::TransitionGuard`] of the executions this server runs: `None`
+    /// The `wfc_journal::TransitionGuard` of the executions this server runs: `None`
     /// unless the execution's machine is a STANDARD one being deleted; then a future that fails
     /// the execution (see the module documentation) and answers whether it did.
     pub(crate) fn deletion_guard(self: &Arc<Self>, record: &ExecutionRecord) -> Option<BoxFuture<'static, bool>> {

@@ -686,7 +686,7 @@ impl HistoryRow {
     }
 }
 
-/// Writes a running execution's history events (live history, see `durable::live_history`) in
+/// Writes a running execution's history events (live history, see `wfc-journal`'s `live_history`) in
 /// the caller's transaction: the tail a resumed run replaced first, then the rows (an id
 /// already stored is replaced). Kept apart from the checkpoint's operation updates. Refuses
 /// nothing: only SQLite's own errors come out of it.

@@ -9,8 +9,9 @@
 //! - `testing` (hidden): the stored-state loader the fuzz target `durable_state` and its
 //!   proptest smoke test replay arbitrary rows with.
 //!
-//! The journal, the `Store` trait and the registry of versions stay in `wfc-runtime` (feature
-//! `durable`): a program that runs its own executions (`Journal::open`) needs no worker.
+//! The journal is `wfc-journal`, and the `Store` trait and the registry of versions stay in
+//! `wfc-runtime` (feature `durable`): a program that runs its own executions
+//! (`wfc_journal::Journal::open`) needs no worker.
 
 pub mod replay;
 #[doc(hidden)]

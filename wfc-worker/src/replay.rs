@@ -2,7 +2,7 @@
 //! anything or writing to the store.
 //!
 //! The definition runs on the interpreter over an in-memory copy of the journal
-//! ([`durable::ReplayStore`]): every recorded operation replays its outcome, and every
+//! ([`ReplayStore`]): every recorded operation replays its outcome, and every
 //! operation with no outcome (a task attempt to run, a timer or a callback or event wait still
 //! pending) parks its line of control instead of running or waiting. The journal replays
 //! cleanly when
@@ -23,8 +23,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use wfc_runtime::durable::suspend::{Suspender, run_until_suspended};
-use wfc_runtime::durable::{self, ExecutionRecord, Journal, Opened, Operation, StoreError};
+use wfc_journal::suspend::{Suspender, run_until_suspended};
+use wfc_journal::{Journal, Opened, ReplayStore};
+use wfc_runtime::durable::{ExecutionRecord, Operation, StoreError};
 use wfc_runtime::task::TaskContext;
 use wfc_runtime::{Clock, Failure, RunOptions, Status};
 
@@ -60,7 +61,7 @@ pub async fn check(
     record: &ExecutionRecord,
     operations: &[Operation],
 ) -> Result<ReplayReport, Divergence> {
-    let store = durable::ReplayStore::new(operations.to_vec(), record.start_time.clone());
+    let store = ReplayStore::new(operations.to_vec(), record.start_time.clone());
     let suspender = Suspender::dry_run();
     let now = jiff::Timestamp::now();
     let clock = Clock::virtual_from(now);

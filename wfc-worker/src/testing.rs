@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use wfc_runtime::durable::{self, CheckpointToken, Claim, ExecutionRecord, Journal, RawOperation, ReplayStore, Store};
+use wfc_journal::{Journal, ReplayStore};
+use wfc_runtime::durable::{self, CheckpointToken, Claim, ExecutionRecord, RawOperation, Store};
 use wfc_runtime::{Clock, RunOptions, Status};
 
 /// The workflow stored journals are replayed on (its IR, as `wfc compile` embeds it): a Task

@@ -17,8 +17,9 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio::task::JoinSet;
 
+use wfc_journal::{Journal, TransitionGuard};
 use wfc_runtime::durable::registry::{Definition, Registry, WorkflowVersion};
-use wfc_runtime::durable::{self, Claim, ClaimFilter, Journal, Store, StoreError};
+use wfc_runtime::durable::{self, Claim, ClaimFilter, Store, StoreError};
 use wfc_runtime::handlers::DynHandler;
 use wfc_runtime::{ExecutionResult, RunOptions};
 
@@ -57,7 +58,7 @@ pub struct Workflows {
     any_interpreter: Option<Arc<dyn DynHandler>>,
     loader: Option<Arc<Loader>>,
     identity: Option<Arc<IdentityFn>>,
-    transition_guard: Option<Arc<durable::TransitionGuard>>,
+    transition_guard: Option<Arc<TransitionGuard>>,
     on_finished: Option<Arc<FinishedFn>>,
 }
 
@@ -181,7 +182,7 @@ impl Workflows {
     }
 
     /// Asks `guard` before each transition of every execution this worker runs (see
-    /// [`durable::TransitionGuard`]): `wfc serve` ends the executions of a STANDARD state machine
+    /// [`TransitionGuard`]): `wfc serve` ends the executions of a STANDARD state machine
     /// being deleted at their next transition, as AWS does.
     pub fn transition_guard(
         mut self,

@@ -19,7 +19,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use wfc_runtime::durable::{CallbackCompletion, Journal, OpStatus, OpType, Opened, Store};
+use wfc_journal::{Journal, Opened};
+use wfc_runtime::durable::{CallbackCompletion, OpStatus, OpType, Store};
 use wfc_runtime::{Clock, Failure, RunOptions, TaskContext, Value, json};
 use wfc_sqlite::{SqliteStore, Synchronous};
 

@@ -1,43 +1,26 @@
-//! Durable executions: a journal of operations checkpointed to a [`Store`], so an execution that
-//! stops (crash, kill, deploy) resumes where it was without re-running completed work.
+//! Durable executions' store side: the [`Store`] trait an execution's journal is checkpointed
+//! to, its types, the shared store format ([`migrations`]), the registry of versions
+//! ([`registry`]) and the helpers both stores (`wfc-sqlite`, `wfc-postgres`) share.
 //!
-//! The model mirrors the AWS Lambda durable functions `Operation` model (see docs/durable.md):
+//! The journal itself (`Journal`, replay, suspension, the in-memory `ReplayStore`) is the
+//! `wfc-journal` crate, outside the runtime every generated program links; the runtime asks it
+//! through [`crate::journal::JournalHooks`]. The model mirrors the AWS Lambda durable functions
+//! `Operation` model (see docs/durable.md):
 //!
-//! - An execution is created **idempotently by name**: the same name and input return the existing
-//!   execution (resume); the same name with a different input is an error.
+//! - An execution is created **idempotently by name** ([`Store::open_execution`]): the same name
+//!   and input return the existing execution (resume); the same name with a different input is
+//!   an error.
 //! - Every side-effecting step of an execution is an [`Operation`] with a deterministic id derived
 //!   from its state path and visit counter, so a replay finds the same ids in the same places.
-//!   A Task attempt is a `STEP`, a Wait (and a retry back-off) is a `WAIT` with a fire-at instant.
 //! - Updates are written in atomic batches ([`Store::checkpoint`]) guarded by a single-use
 //!   [`CheckpointToken`]: each checkpoint returns the next token, and a stale token (a second
 //!   process resumed the execution meanwhile) is rejected.
-//!
-//! Replay semantics (both engines, since both go through [`crate::exec`]):
-//!
-//! - A Task attempt whose result (success, failure or timeout) was checkpointed is **not** run
-//!   again: its recorded outcome is replayed.
-//! - A Task attempt that was checkpointed as `STARTED` but never completed was in flight when the
-//!   process stopped: it **is** run again. Durability is at-least-once for the in-flight step and
-//!   exactly-once for every completed one.
-//! - A Wait whose timer fired is not waited again; a pending one waits only the remainder.
-//!
-//! Attach a journal with [`crate::RunOptions::with_journal`] after [`Journal::open`].
 
-mod chained;
-mod hooks;
-mod journal;
-mod live_history;
 pub mod migrations;
+mod no_records;
 pub mod registry;
-mod replay_store;
-pub mod suspend;
 
-pub use chained::{
-    ANY_WORKFLOW, ChainedConfigError, ChainedFunction, ChainedInvokes, MapRunChildren, parse_key as parse_mapping_key,
-};
-pub use journal::{Journal, Opened, TransitionGuard};
 pub use registry::{Definition, Language, Registry, Syntax, WorkflowVersion};
-pub use replay_store::ReplayStore;
 // The operation model is the vocabulary of the journal hooks, so the runtime defines it.
 pub use crate::journal::{OpStatus, OpType, Operation};
 
@@ -879,7 +862,7 @@ pub enum ClaimFilter {
 /// - unpinned (started before versions existed): a process whose definition has the hash it
 ///   was started with adopts it (returns `true`: pin it to `new.version_id` in the same
 ///   transaction); another gets [`StoreError::OtherVersion`];
-/// - a caller that names neither a version nor a hash ([`Journal::open`]) is not checked.
+/// - a caller that names neither a version nor a hash (`wfc_journal::Journal::open`) is not checked.
 pub fn check_version(record: &ExecutionRecord, new: &NewExecution) -> Result<bool, StoreError> {
     if record.input != new.input {
         return Err(StoreError::InputMismatch(new.name.clone()));
@@ -1067,7 +1050,7 @@ pub const REDRIVE_REOPEN_CONTEXTS: &str =
 /// The `ExecutionRedriven` event [`Store::redrive_execution`] appends to the stored history of
 /// `record` (as it was before the redrive) whose last stored event is `last`: for an ABORTED or
 /// TIMED_OUT execution, whose end is in the history before it, so the redriven run's events go
-/// after both (see `durable::live_history`). A FAILED execution's redriven run records its own
+/// after both (see `wfc-journal`'s `live_history`). A FAILED execution's redriven run records its own
 /// `ExecutionFailed` and `ExecutionRedriven` where the failed Task runs again (`exec.rs`).
 pub fn redriven_event(record: &ExecutionRecord, last: u64, now: i64) -> Option<HistoryEvent> {
     if !matches!(record.status, ExecutionStatus::Aborted | ExecutionStatus::TimedOut) || last == 0 {

@@ -575,7 +575,7 @@ impl Execution {
 
     /// What a Task attempt (or a Serverless Workflow function call) asks for, when a
     /// suspending journal needs it (a replay-only run reports the attempt instead of running
-    /// it; see [`crate::durable::suspend`]).
+    /// it; see `wfc_journal::suspend`).
     pub(crate) fn step_request(
         &self,
         resource: &str,
@@ -636,7 +636,7 @@ impl Execution {
     /// (its durable operation id when journaled, else the state and its entered event), so both
     /// engines and every replay compute the same token.
     /// When the journal's service issues callback ids (a Lambda durable function), the token
-    /// is that id ([`Journal::callback_token`]).
+    /// is that id (`wfc_journal::Journal::callback_token`).
     pub(super) async fn task_token(
         &self,
         name: &str,

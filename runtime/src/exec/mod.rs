@@ -316,7 +316,7 @@ impl RunOptions {
         self
     }
 
-    /// Runs durably on `journal` (from [`crate::durable::Journal::open`]): the execution takes the
+    /// Runs durably on `journal` (`wfc_journal::Journal::open`): the execution takes the
     /// journal's name and original start time, replays what it recorded and checkpoints the rest.
     #[cfg(feature = "durable")]
     pub fn with_journal(mut self, journal: Arc<dyn JournalHooks>) -> RunOptions {

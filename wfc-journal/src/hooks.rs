@@ -6,12 +6,13 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use super::Journal;
-use crate::callback::{Limits, Registration, WaitingTask};
-use crate::events::EventBus;
-use crate::journal::{ContextEvents, EventWait, FinishedContext, JournalHooks, Operation, StoreFailure};
-use crate::task::{Attempt, StepRequest};
-use crate::{Clock, ExecutionResult, Failure, History};
+use wfc_runtime::callback::{Limits, Registration, WaitingTask};
+use wfc_runtime::events::EventBus;
+use wfc_runtime::journal::{ContextEvents, EventWait, FinishedContext, JournalHooks, Operation, StoreFailure};
+use wfc_runtime::task::{Attempt, StepRequest};
+use wfc_runtime::{Clock, ExecutionResult, Failure, History};
+
+use crate::Journal;
 
 impl JournalHooks for Journal {
     fn name(&self) -> &str {
@@ -66,7 +67,7 @@ impl JournalHooks for Journal {
         Journal::is_reopened(self, id)
     }
 
-    fn stored_history(&self) -> BoxFuture<'_, Result<Vec<crate::HistoryEvent>, StoreFailure>> {
+    fn stored_history(&self) -> BoxFuture<'_, Result<Vec<wfc_runtime::HistoryEvent>, StoreFailure>> {
         Box::pin(async move { Ok(self.store().read_history(self.name()).await?) })
     }
 

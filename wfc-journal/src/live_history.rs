@@ -21,9 +21,8 @@
 
 use std::sync::Mutex;
 
-use crate::{EventType, History, HistoryEvent};
-
-use super::HistoryWrite;
+use wfc_runtime::durable::HistoryWrite;
+use wfc_runtime::{EventType, History, HistoryEvent};
 
 /// One execution's history as the store has it, seen from the run recording it.
 #[derive(Debug)]
@@ -99,7 +98,7 @@ impl Matching {
 /// The id of the last `ExecutionRedriven` in `stored` that the store appended after a stop or a
 /// timeout (not one a FAILED execution's redriven run recorded), if there is one.
 fn last_stop_redrive(stored: &[HistoryEvent]) -> Option<usize> {
-    use crate::EventType::{ExecutionAborted, ExecutionRedriven, ExecutionTimedOut};
+    use wfc_runtime::EventType::{ExecutionAborted, ExecutionRedriven, ExecutionTimedOut};
     stored
         .windows(2)
         .rposition(|w| {
@@ -113,7 +112,7 @@ fn last_stop_redrive(stored: &[HistoryEvent]) -> Option<usize> {
 /// `ExecutionRedriven` the store appended (`Store::redrive_execution`), as the last events. The
 /// redriven run's events then go after them, as on AWS, instead of replacing them.
 fn redrive_tail(tail: &[HistoryEvent]) -> bool {
-    use crate::EventType::{ExecutionAborted, ExecutionRedriven, ExecutionTimedOut};
+    use wfc_runtime::EventType::{ExecutionAborted, ExecutionRedriven, ExecutionTimedOut};
     match tail.split_last() {
         Some((last, ended)) => {
             last.event_type == ExecutionRedriven
@@ -305,7 +304,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::EventType;
+    use wfc_runtime::EventType;
 
     fn record(h: &History, t: EventType, name: &str, stamp: &str) {
         let previous = h.len() as u64;

@@ -1,5 +1,5 @@
 //! [`Journal`]: one execution's view of its store while it runs, and the replay rules that
-//! [`crate::exec`] applies through it.
+//! [`wfc_runtime::exec`] applies through it (`wfc_runtime::journal::JournalHooks`, see `hooks.rs`).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -9,23 +9,24 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::ChainedInvokes;
-use super::live_history::{LiveHistory, Pending as HistoryPending};
-use super::suspend::{Pending, SubflowRef, Suspender};
-use super::{
+use wfc_runtime::callback::{self, CallbackOutcome, Observed, Registration, WaitingTask};
+use wfc_runtime::durable::{
     CheckpointToken, Claim, Completion, ExecutionRecord, NewExecution, OpStatus, OpType, Operation, OperationUpdate,
     Store, StoreError,
 };
-use crate::callback::{self, CallbackOutcome, Observed, Registration, WaitingTask};
-use crate::journal::{ContextEvents, EventWait, FinishedContext};
-use crate::task::{Attempt, StepRequest};
-use crate::{Clock, ExecutionResult, Failure};
+use wfc_runtime::journal::{ContextEvents, EventWait, FinishedContext};
+use wfc_runtime::task::{Attempt, StepRequest};
+use wfc_runtime::{Clock, ExecutionResult, Failure};
+
+use crate::ChainedInvokes;
+use crate::live_history::{LiveHistory, Pending as HistoryPending};
+use crate::suspend::{Pending, SubflowRef, Suspender};
 
 /// What [`Journal::open`] found.
 #[derive(Debug)]
 pub enum Opened {
     /// The execution is new or unfinished: run it with this journal attached
-    /// ([`crate::RunOptions::with_journal`]); completed operations will be replayed.
+    /// ([`wfc_runtime::RunOptions::with_journal`]); completed operations will be replayed.
     Running(Arc<Journal>),
     /// The execution had already finished: nothing to run; this is how it ended.
     Finished(Box<ExecutionRecord>),
@@ -40,7 +41,7 @@ pub struct Journal {
     recorded: Mutex<HashMap<String, Operation>>,
     /// The operations that had ended (failed, timed out or succeeded) when the journal was
     /// opened: on a redriven execution, the attempts whose visit ended it (see
-    /// [`crate::Execution`]'s redrive reruns).
+    /// [`wfc_runtime::Execution`]'s redrive reruns).
     ended_before_run: std::collections::HashSet<String>,
     /// The CONTEXT operations that failed before a redrive and run again in this one (see
     /// [`Journal::reopen`]).
@@ -75,7 +76,7 @@ pub struct Journal {
     /// [`Journal::set_chained_invokes`]); unset: every subflow runs in this process.
     chained: std::sync::OnceLock<ChainedInvokes>,
     /// The run's history, written to the store with the checkpoints as it grows (see
-    /// [`super::live_history`]); unset until the execution attaches it, or when not kept.
+    /// [`crate::live_history`]); unset until the execution attaches it, or when not kept.
     live: std::sync::OnceLock<LiveHistory>,
     /// Whether the history is written while the run goes ([`Journal::set_live_history`]).
     live_on: std::sync::atomic::AtomicBool,
@@ -177,7 +178,7 @@ impl Journal {
         Journal::open_checked(store, name, workflow, (None, None), input, clock, None).await
     }
 
-    /// [`Journal::open`] that also records the definition's IR hash ([`super::definition_hash`])
+    /// [`Journal::open`] that also records the definition's IR hash ([`wfc_runtime::durable::definition_hash`])
     /// and refuses to resume an execution started with another one
     /// ([`StoreError::OtherVersion`], the execution left as it is). For callers that have no
     /// source text to register; [`Journal::open_version`] pins executions to a version.
@@ -188,7 +189,7 @@ impl Journal {
         input: &Value,
         clock: &Clock,
     ) -> Result<Opened, StoreError> {
-        Journal::open_definition_id(store, name, &crate::DefinitionId::of(workflow), input, clock).await
+        Journal::open_definition_id(store, name, &wfc_runtime::DefinitionId::of(workflow), input, clock).await
     }
 
     /// [`Journal::open_definition`] by the definition's id: what generated code has (its
@@ -196,7 +197,7 @@ impl Journal {
     pub async fn open_definition_id(
         store: Arc<dyn Store>,
         name: &str,
-        definition: &crate::DefinitionId<'_>,
+        definition: &wfc_runtime::DefinitionId<'_>,
         input: &Value,
         clock: &Clock,
     ) -> Result<Opened, StoreError> {
@@ -205,7 +206,7 @@ impl Journal {
     }
 
     /// Starts execution `name` pinned to the registered version `version_id` of `workflow`
-    /// (see [`super::Registry`]), or resumes it if it is pinned to that version. An execution
+    /// (see [`wfc_runtime::durable::Registry`]), or resumes it if it is pinned to that version. An execution
     /// pinned to another version is refused ([`StoreError::OtherVersion`]) and left as it is;
     /// an unpinned one (started before versions existed) whose IR hash is `workflow`'s is
     /// adopted: pinned to `version_id`.
@@ -217,14 +218,14 @@ impl Journal {
         input: &Value,
         clock: &Clock,
     ) -> Result<Opened, StoreError> {
-        Journal::open_version_id(store, name, &crate::DefinitionId::of(workflow), version_id, input, clock).await
+        Journal::open_version_id(store, name, &wfc_runtime::DefinitionId::of(workflow), version_id, input, clock).await
     }
 
     /// [`Journal::open_version`] by the definition's id (generated code's `DEFINITION_ID`).
     pub async fn open_version_id(
         store: Arc<dyn Store>,
         name: &str,
-        definition: &crate::DefinitionId<'_>,
+        definition: &wfc_runtime::DefinitionId<'_>,
         version_id: &str,
         input: &Value,
         clock: &Clock,
@@ -234,7 +235,7 @@ impl Journal {
     }
 
     /// [`Journal::open`] for a replay-only run: with a `suspender`, the operations its policy
-    /// names are parked when they have no recorded outcome (see [`super::suspend`]).
+    /// names are parked when they have no recorded outcome (see [`crate::suspend`]).
     pub async fn open_suspending(
         store: Arc<dyn Store>,
         name: &str,
@@ -264,7 +265,7 @@ impl Journal {
             version_id,
         };
         let claim = store.open_execution(new).await?;
-        if claim.record.status != super::ExecutionStatus::Running {
+        if claim.record.status != wfc_runtime::durable::ExecutionStatus::Running {
             return Ok(Opened::Finished(Box::new(claim.record)));
         }
         Ok(Opened::Running(Journal::from_claim_with(store, claim, None, suspender)))
@@ -433,7 +434,9 @@ impl Journal {
         {
             let renew_at = until.saturating_sub(i64::try_from((lease * 2 / 3).as_millis()).unwrap_or(i64::MAX));
             // Never later than a third of the lease from now (another clock may have written it).
-            let wait = Duration::from_millis(u64::try_from(renew_at.saturating_sub(super::now_ms())).unwrap_or(0));
+            let wait = Duration::from_millis(
+                u64::try_from(renew_at.saturating_sub(wfc_runtime::durable::now_ms())).unwrap_or(0),
+            );
             if !wait.is_zero() {
                 tokio::time::sleep(wait.min(lease / 3)).await;
             }
@@ -446,10 +449,10 @@ impl Journal {
         }
     }
 
-    /// Attaches the run's history (by [`crate::Execution::start`]): from now on the events it
+    /// Attaches the run's history (by [`wfc_runtime::Execution::start`]): from now on the events it
     /// records are written with the checkpoints, so the store shows a running execution's history
     /// as it grows. A history that keeps no events (express level) is not attached.
-    pub(crate) fn attach_history(&self, history: &crate::History) {
+    pub(crate) fn attach_history(&self, history: &wfc_runtime::History) {
         if history.keeps_events() && self.live_on.load(std::sync::atomic::Ordering::SeqCst) {
             let _ = self.live.set(LiveHistory::new(history.clone()));
         }
@@ -464,7 +467,7 @@ impl Journal {
 
     /// The history events the next commit writes. Taken **before** the operation updates that
     /// commit takes, so an event recorded after its operation's update was queued is never
-    /// written without it (see [`super::live_history`]). Called with the token held.
+    /// written without it (see [`crate::live_history`]). Called with the token held.
     async fn history_snapshot(&self) -> Result<Option<HistoryPending>, StoreError> {
         let Some(live) = self.live.get() else { return Ok(None) };
         if live.needs_load() {
@@ -770,9 +773,14 @@ impl Journal {
         // A redriven run cut short by the execution's timeout before it recorded its redrive:
         // the stored history stays, then the redrive's event and the timeout (see the function).
         let cut_short = match (result.status, self.record.redrive_count) {
-            (crate::Status::TimedOut, 1..) => {
+            (wfc_runtime::Status::TimedOut, 1..) => {
                 let stored = self.store.read_history(&self.record.name).await?;
-                super::cut_short_by_timeout(&self.record, &stored, &result.history, super::now_ms())
+                wfc_runtime::durable::cut_short_by_timeout(
+                    &self.record,
+                    &stored,
+                    &result.history,
+                    wfc_runtime::durable::now_ms(),
+                )
             }
             _ => None,
         };
@@ -789,7 +797,9 @@ impl Journal {
                 let mut pending = live.last(&result.history);
                 (std::mem::take(&mut pending.write), Some(pending))
             }
-            (None, None) => (super::HistoryWrite { events: result.history.clone(), truncate_after: None }, None),
+            (None, None) => {
+                (wfc_runtime::durable::HistoryWrite { events: result.history.clone(), truncate_after: None }, None)
+            }
         };
         // The deferred outcomes (the last step's at least) go in the same commit as the end: one
         // commit, not a flush and then the finish.
@@ -1111,7 +1121,7 @@ impl Journal {
     }
 
     /// The task token of a `.waitForTaskToken` attempt. When the service owns callbacks
-    /// ([`super::suspend::SuspendPolicy::callbacks`], a Lambda durable function), the token is
+    /// ([`crate::suspend::SuspendPolicy::callbacks`], a Lambda durable function), the token is
     /// the callback id the service issues when the CALLBACK starts: so the CALLBACK is started
     /// here, before the attempt's parameters (which may hold `$$.Task.Token`) are evaluated,
     /// and a replay reads the id back from the recorded operation. Otherwise `own` (the
@@ -1233,7 +1243,7 @@ impl Journal {
             return Ok(None);
         }
         let events = match (stored.get(CONTEXT_EVENTS), stored.get(CONTEXT_EVENT_COUNT)) {
-            (Some(events), None) => match serde_json::from_value::<Vec<crate::HistoryEvent>>(events.clone()) {
+            (Some(events), None) => match serde_json::from_value::<Vec<wfc_runtime::HistoryEvent>>(events.clone()) {
                 Ok(events) if keeps_history => ContextEvents::Kept(events),
                 Ok(events) => ContextEvents::Counted(events.len() as u64),
                 Err(_) => return Ok(None),
@@ -1331,7 +1341,7 @@ impl Journal {
     }
 }
 
-/// Serverless Workflow operations: subflows and event waits (see [`crate::sw`]).
+/// Serverless Workflow operations: subflows and event waits (see [`wfc_runtime::sw`]).
 impl Journal {
     /// The operation type of a subflow the parent waits for and runs itself: CHAINED_INVOKE in
     /// wfc's stores; a CONTEXT on a service's journal (a Lambda CHAINED_INVOKE invokes another
@@ -1400,8 +1410,8 @@ impl Journal {
 
     /// A subflow of `workflow_id` started without waiting (`waitForCompletion: false`) as the
     /// operation `id`, when the mappings apply to such subflows and name it (an SWF decider's
-    /// child workflows, see [`super::ChainedInvokes::with_detached`]): unless the journal has
-    /// it already, it is noted for the service to start ([`super::suspend::Suspender::start_detached`]),
+    /// child workflows, see [`crate::ChainedInvokes::with_detached`]): unless the journal has
+    /// it already, it is noted for the service to start ([`crate::suspend::Suspender::start_detached`]),
     /// and nothing of the child runs here. `Ok(false)`: not mapped, the caller runs it itself.
     pub(crate) fn detached_subflow(
         &self,
@@ -1545,7 +1555,7 @@ impl Journal {
     /// that checkpoint publishes it again on resume (at least once, as a STEP's work).
     ///
     /// A recorded failure (an SWF decider's signal that SWF refused) is returned as the produce's
-    /// error. With a suspender whose [`SignalFilter`](super::suspend::SignalFilter) selects the
+    /// error. With a suspender whose [`SignalFilter`](crate::suspend::SignalFilter) selects the
     /// event (`event_name` is its definition's name), the line of control parks as a
     /// [`Pending::Signal`] until the service records the delivery's outcome.
     pub(crate) async fn produce(
@@ -1554,7 +1564,7 @@ impl Journal {
         parent: Option<String>,
         name: &str,
         event_name: &str,
-        bus: &crate::events::EventBus,
+        bus: &wfc_runtime::events::EventBus,
         publish: impl FnOnce() -> Value,
     ) -> Result<Value, Failure> {
         let recorded = self.recorded_as(&id, OpType::Step, name)?;
@@ -1615,7 +1625,7 @@ impl Journal {
     /// event, an action's result event) as a CALLBACK operation completed through the store:
     /// checkpointed STARTED with its timeout instant, then the execution's inbox
     /// ([`Store::load_events`]; events queued on the in-memory bus are moved there first) is
-    /// read every 200 ms until the events the wait needs are there (see [`crate::events::pick`]);
+    /// read every 200 ms until the events the wait needs are there (see [`wfc_runtime::events::pick`]);
     /// they are recorded consumed in the same checkpoint that finishes the operation. A finished
     /// wait replays its events (and fixes their correlation values again). Returns the events
     /// consumed, with their index in `wait.defs`, and whether the wait got what it needed
@@ -1624,7 +1634,7 @@ impl Journal {
     pub(crate) async fn event_wait(
         &self,
         clock: &Clock,
-        bus: &crate::events::EventBus,
+        bus: &wfc_runtime::events::EventBus,
         wait: EventWait<'_>,
     ) -> Result<(Vec<(usize, Value)>, bool), Failure> {
         let EventWait { id, parent, name, token, defs, all, timeout } = wait;
@@ -1688,9 +1698,9 @@ impl Journal {
                 let queue: Vec<(i64, &Value)> =
                     inbox.iter().filter(|(seq, _)| !consumed.contains(seq)).map(|(seq, e)| (*seq, e)).collect();
                 let fixed = bus.correlation();
-                let finished = match crate::events::pick(defs, all, &queue, &fixed) {
+                let finished = match wfc_runtime::events::pick(defs, all, &queue, &fixed) {
                     Some(picked) => Some((picked, true)),
-                    None if timed_out => Some((crate::events::take(defs, all, &queue, &fixed), false)),
+                    None if timed_out => Some((wfc_runtime::events::take(defs, all, &queue, &fixed), false)),
                     None => None,
                 };
                 if let Some((picked, complete)) = finished {
@@ -1721,7 +1731,7 @@ impl Journal {
     async fn event_wait_delivered(
         &self,
         suspender: &Suspender,
-        bus: &crate::events::EventBus,
+        bus: &wfc_runtime::events::EventBus,
         wait: EventWait<'_>,
     ) -> Result<(Vec<(usize, Value)>, bool), Failure> {
         let EventWait { id, parent, name, defs, all, timeout, .. } = wait;
@@ -1739,9 +1749,9 @@ impl Journal {
             .map(|(seq, e)| (*seq, e))
             .collect();
         let fixed = bus.correlation();
-        let (picked, complete) = match crate::events::pick(defs, all, &queue, &fixed) {
+        let (picked, complete) = match wfc_runtime::events::pick(defs, all, &queue, &fixed) {
             Some(picked) => (picked, true),
-            None if fired_at.is_some() => (crate::events::take(defs, all, &queue, &fixed), false),
+            None if fired_at.is_some() => (wfc_runtime::events::take(defs, all, &queue, &fixed), false),
             None => {
                 let pending = Pending::Event {
                     id,
@@ -1762,7 +1772,7 @@ impl Journal {
     /// their correlation values fixed on `bus`.
     async fn finish_event_wait(
         &self,
-        bus: &crate::events::EventBus,
+        bus: &wfc_runtime::events::EventBus,
         queue: &[(i64, &Value)],
         wait: FinishedEventWait<'_>,
     ) -> Result<(Vec<(usize, Value)>, bool), Failure> {
@@ -1774,8 +1784,9 @@ impl Journal {
         let result = serde_json::json!({
             "events": taken.iter().map(|(i, seq, e)| serde_json::json!({"index": i, "seq": seq, "event": e})).collect::<Vec<_>>()
         });
-        let failure = (!complete)
-            .then(|| Failure::new(crate::sw::TIMEOUT, format!("no matching event arrived for state '{name}' in time")));
+        let failure = (!complete).then(|| {
+            Failure::new(wfc_runtime::sw::TIMEOUT, format!("no matching event arrived for state '{name}' in time"))
+        });
         let status = if complete { OpStatus::Succeeded } else { OpStatus::TimedOut };
         let done =
             outcome_update(OpType::Callback, id, parent, name, EVENT_SUBTYPE, status, Some(result), failure.as_ref());
@@ -1817,7 +1828,7 @@ const PRODUCE_SUBTYPE: &str = "Produce";
 
 /// The events a finished event wait consumed, as the wait returns them.
 fn replay_events(
-    bus: &crate::events::EventBus,
+    bus: &wfc_runtime::events::EventBus,
     defs: &[&wfc_ir::sw::EventDef],
     op: Operation,
 ) -> Result<(Vec<(usize, Value)>, bool), Failure> {

@@ -5,7 +5,7 @@
 //! the same loop: the execution is re-run from its start over the operations recorded so far,
 //! makes every step of progress it can, and stops at the first operation that has no outcome yet
 //! on each line of control: a task to schedule (SWF), a timer that has not fired (both). A
-//! [`Suspender`] attached to a [`super::Journal`] ([`super::Journal::open_suspending`]) turns
+//! [`Suspender`] attached to a [`crate::Journal`] ([`crate::Journal::open_suspending`]) turns
 //! those operations into [`Pending`] entries and parks the line of control instead of running
 //! them; [`run_until_suspended`] polls the execution until it ends or every line is parked.
 //!
@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-pub use crate::task::StepRequest;
+pub use wfc_runtime::task::StepRequest;
 
 /// An operation the execution is waiting for.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -247,7 +247,12 @@ impl Suspender {
         }
     }
 
-    pub(crate) fn note_violation(&self, op: &super::Operation, expected: super::OpType, name: &str) {
+    pub(crate) fn note_violation(
+        &self,
+        op: &wfc_runtime::durable::Operation,
+        expected: wfc_runtime::durable::OpType,
+        name: &str,
+    ) {
         if let Some(d) = &self.dry_run {
             let mut d = d.lock().unwrap_or_else(|p| p.into_inner());
             if d.violation.is_none() {

@@ -3,9 +3,8 @@
 //! commit costs an fsync, not CPU:
 //!
 //! ```sh
-//! cargo test -p wfc-runtime --features durable --test durable_bench -- --ignored --nocapture
+//! cargo test -p wfc-journal --test durable_bench -- --ignored --nocapture
 //! ```
-#![cfg(feature = "durable")]
 #![allow(missing_docs)]
 
 use std::sync::Arc;
@@ -14,7 +13,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 use wfc_interp::{self as interp, Handlers};
-use wfc_runtime::durable::{Journal, OpStatus, OpType, Opened, OperationUpdate, Store};
+use wfc_journal::{Journal, Opened};
+use wfc_runtime::durable::{OpStatus, OpType, OperationUpdate, Store};
 use wfc_runtime::ir::{StateKind, Transition, Workflow};
 use wfc_runtime::{Clock, Failure, RunOptions, Status, TaskContext};
 use wfc_sqlite::{SqliteStore, Synchronous};

@@ -2,7 +2,6 @@
 //! an execution "crashes" (is dropped) while it waits for its event, is resumed with a new
 //! journal, and the event delivered through the store completes it without running its
 //! completed actions again. Both engines write the same journal (the same operation ids).
-#![cfg(feature = "durable")]
 #![allow(missing_docs)]
 
 use std::collections::HashMap;
@@ -11,7 +10,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use wfc_interp::{self as interp, Handlers};
-use wfc_runtime::durable::{Journal, OpStatus, Opened, Store};
+use wfc_journal::{Journal, Opened};
+use wfc_runtime::durable::{OpStatus, Store};
 use wfc_runtime::events::EventBus;
 use wfc_runtime::{Clock, ExecutionResult, Failure, RunOptions, Status, TaskContext};
 use wfc_sqlite::SqliteStore;

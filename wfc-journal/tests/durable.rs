@@ -1,7 +1,6 @@
 //! Durable executions: the SQLite store's contract, and checkpoint/replay on both engines (the
 //! interpreter and generated code), with the process "crash" simulated by dropping the running
 //! execution while a task is in flight.
-#![cfg(feature = "durable")]
 #![allow(missing_docs)]
 
 use std::collections::HashMap;
@@ -12,9 +11,10 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 use wfc_interp::{self as interp, Handlers};
+use wfc_journal::{Journal, Opened};
 use wfc_runtime::durable::{
-    CheckpointToken, Completion, ExecutionStatus, HistoryWrite, Journal, NewExecution, OpStatus, OpType, Opened,
-    OperationUpdate, Store, StoreError,
+    CheckpointToken, Completion, ExecutionStatus, HistoryWrite, NewExecution, OpStatus, OpType, OperationUpdate, Store,
+    StoreError,
 };
 use wfc_runtime::{Clock, Failure, RunOptions, Status, TaskContext};
 use wfc_sqlite::{SqliteStore, Synchronous};
