@@ -372,8 +372,8 @@ async fn a_timeout_adds_the_redrive_its_run_had_not_recorded(s: Arc<dyn Store>) 
         let s = Arc::clone(&s);
         let name = name.to_owned();
         async move {
-            match wfc_runtime::durable::Journal::open(s, &name, "many", &json!({}), &wfc_runtime::Clock::real()).await {
-                Ok(wfc_runtime::durable::Opened::Running(j)) => j,
+            match wfc_journal::Journal::open(s, &name, "many", &json!({}), &wfc_runtime::Clock::real()).await {
+                Ok(wfc_journal::Opened::Running(j)) => j,
                 other => panic!("{name}: expected a running execution, got {other:?}"),
             }
         }
