@@ -521,6 +521,7 @@ impl Execution {
         let ended = |e: &crate::HistoryEvent| matches!(e.event_type, ExecutionAborted | ExecutionTimedOut);
         let find = |k: u64| stored[at..].iter().position(|e| redrive_of(e) == Some(k)).map(|i| at + i);
         let appended = |k: u64| find(k).is_some_and(|q| q > 0 && ended(&stored[q - 1]));
+        let after_stop = |k: u64| find(k).is_some_and(|q| q > 0 && stored[q - 1].event_type == ExecutionAborted);
         // The redrive whose run failed here first.
         let first_failure = stored[..at].iter().filter_map(redrive_of).max().unwrap_or(0);
         let mut offset = stored[at].id - entered;
@@ -534,8 +535,10 @@ impl Execution {
                 // (of the FAILED execution) has no event, and a stop's end and the next
                 // redrive's event follow the end of run `k - 1`. That end is stored (this run
                 // records it again); the redrive's event is not (none recorded, so the ids
-                // after it are the stored ones).
-                None if k < redrives && appended(k + 1) => {
+                // after it are the stored ones). (A timeout that cut such a run short before
+                // `durable::cut_short_by_timeout` deleted the stored events after its replay:
+                // that end is not stored, so it is not recorded again.)
+                None if k < redrives && after_stop(k + 1) => {
                     self.record(EventType::ExecutionFailed, failure_details(&current));
                 }
                 // Not a history wfc writes (a later redrive recorded by a run, this one

@@ -821,6 +821,9 @@ def redrive_nested(sfn):
     assert [kinds[i + 1] for i, k in enumerate(kinds) if k == "ExecutionFailed"] == ["ExecutionRedriven"] * 2, kinds
     assert kinds.count("ParallelStateFailed") == 1 and kinds.count("MapStateFailed") == 1, kinds
     assert kinds.count("TaskScheduled") == 7 and kinds[-1] == "ExecutionSucceeded", kinds
+    # Item 2's iteration, rerun by the second redrive, is started again (docs/serve.md).
+    started = [e["mapIterationStartedEventDetails"]["index"] for e in events if e["type"] == "MapIterationStarted"]
+    assert started == [0, 1, 1, 2], kinds
     print(f"redrive_nested: {time.monotonic() - t0:.2f} s", flush=True)
 
 
