@@ -375,6 +375,9 @@ impl Service {
         if description.is_none() && routing.is_none() {
             return Err(ApiError::validation("Either the description or the routingConfiguration must be specified"));
         }
+        // botocore's model lists StateMachineDeleting for UpdateStateMachineAlias: a DELETING
+        // machine's aliases are not changed.
+        self.refuse_deleting(&machine, &self.arns.machine_arn(&machine), false).await?;
         self.alias(&machine, &name).await?;
         let mut aliases = self.aliases_of(&machine).await?;
         let alias = aliases.iter_mut().find(|a| a.name == name).ok_or_else(not_found)?;
@@ -416,6 +419,8 @@ impl Service {
                 ));
             }
         };
+        // As botocore's model has it: ListStateMachineAliases of a DELETING machine is refused.
+        self.refuse_deleting(&machine, arn, false).await?;
         self.machines.require(&machine, arn).await?;
         if let Some(n) = version
             && !self.versions_of(&machine).await?.list.iter().any(|p| p.number == n)

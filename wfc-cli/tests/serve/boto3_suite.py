@@ -352,6 +352,8 @@ def stop_update_delete(sfn):
     # An EXPRESS machine's running executions run on; the machine is DELETING until they end.
     darn = sfn.create_state_machine(name="Dozy", definition=slow, roleArn=ROLE, type="EXPRESS")["stateMachineArn"]
     doze = sfn.start_execution(stateMachineArn=darn, name="doze")["executionArn"]
+    dver = sfn.publish_state_machine_version(stateMachineArn=darn)["stateMachineVersionArn"]
+    dalias = sfn.create_state_machine_alias(name="live", routingConfiguration=[{"stateMachineVersionArn": dver, "weight": 100}])["stateMachineAliasArn"]
     sfn.delete_state_machine(stateMachineArn=darn)
     assert sfn.describe_state_machine(stateMachineArn=darn)["status"] == "DELETING"
     assert sfn.describe_execution(executionArn=doze)["status"] == "RUNNING"
@@ -360,6 +362,9 @@ def stop_update_delete(sfn):
     expect_error("StateMachineDeleting", sfn.create_state_machine, name="Dozy", definition=slow, roleArn=ROLE, type="EXPRESS")
     expect_error("StateMachineDeleting", sfn.update_state_machine, stateMachineArn=darn, definition=slow)
     expect_error("StateMachineDeleting", sfn.publish_state_machine_version, stateMachineArn=darn)
+    expect_error("StateMachineDeleting", sfn.create_state_machine_alias, name="next", routingConfiguration=[{"stateMachineVersionArn": dver, "weight": 100}])
+    expect_error("StateMachineDeleting", sfn.update_state_machine_alias, stateMachineAliasArn=dalias, description="moved")
+    expect_error("StateMachineDeleting", sfn.list_state_machine_aliases, stateMachineArn=darn)
     sfn.delete_state_machine(stateMachineArn=darn)  # again: nothing more to do
     sfn.stop_execution(executionArn=doze)
     expect_error("StateMachineDoesNotExist", sfn.describe_state_machine, stateMachineArn=darn)
