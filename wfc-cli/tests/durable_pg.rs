@@ -429,6 +429,47 @@ fn sqlite_a_stop_adds_the_redrive_its_run_had_not_recorded() {
     });
 }
 
+/// A workflow's current version replaced only from the one a writer read (`wfc serve`'s version
+/// and alias lists are written this way): from "none" once, and of two writers that read the same
+/// version exactly one wins.
+async fn registry_current_is_replaced_only_from_what_was_read(s: Arc<dyn Store>) {
+    use wfc_runtime::durable::{Definition, Language, Registry, Syntax};
+    let registry = Registry::new(Arc::clone(&s));
+    let doc = |n: u32| Definition {
+        workflow: "replaced-list".into(),
+        origin: "test".into(),
+        source: format!("{{\"n\": {n}}}"),
+        language: Language::Asl,
+        syntax: Syntax::Json,
+        passes: Vec::new(),
+        siblings: Vec::new(),
+    };
+    let (v1, _) = registry.store(doc(1), None).await.unwrap();
+    let (v2, _) = registry.store(doc(2), None).await.unwrap();
+    let (v3, _) = registry.store(doc(3), None).await.unwrap();
+    assert!(registry.current("replaced-list").await.unwrap().is_none(), "stored versions are not current");
+    assert!(registry.replace_current("replaced-list", None, &v1.version_id).await.unwrap());
+    assert!(!registry.replace_current("replaced-list", None, &v2.version_id).await.unwrap(), "it has one now");
+    let (a, b) = tokio::join!(
+        registry.replace_current("replaced-list", Some(&v1.version_id), &v2.version_id),
+        registry.replace_current("replaced-list", Some(&v1.version_id), &v3.version_id)
+    );
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert!(a ^ b, "exactly one of two writers that read v1 wins");
+    let winner = if a { &v2.version_id } else { &v3.version_id };
+    assert_eq!(&registry.current("replaced-list").await.unwrap().unwrap().version_id, winner);
+    assert!(!registry.replace_current("replaced-list", Some(&v1.version_id), &v1.version_id).await.unwrap());
+}
+
+#[test]
+fn sqlite_registry_current_is_replaced_only_from_what_was_read() {
+    let dir = scratch("registry-replace-sqlite");
+    let url = format!("sqlite:{}", dir.join("store.db").display());
+    rt().block_on(async {
+        registry_current_is_replaced_only_from_what_was_read(wfc_stores::connect(&url).await.unwrap()).await
+    });
+}
+
 /// The key/value table (schema 8): rows by key and by prefix in key order, replaced in place,
 /// and deleted by exactly one of two claimants.
 async fn kv_rows(store: Arc<dyn Store>) {
@@ -524,6 +565,7 @@ fn postgres_many_workers_run_each_execution_exactly_once() {
         operations_load_in_the_order_they_were_recorded(Arc::clone(&store)).await;
         a_stop_adds_the_redrive_its_run_had_not_recorded(Arc::clone(&store)).await;
         a_timeout_adds_the_redrive_its_run_had_not_recorded(Arc::clone(&store)).await;
+        registry_current_is_replaced_only_from_what_was_read(Arc::clone(&store)).await;
         for i in 0..total {
             store.create_execution(new_execution(&format!("e{i:04}"), json!({"i": i}))).await.expect("create");
         }

@@ -2601,6 +2601,40 @@ impl Store for PgStore {
         })
     }
 
+    fn replace_current_version<'a>(
+        &'a self,
+        workflow: &'a str,
+        expected: Option<&'a str>,
+        version_id: &'a str,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move {
+            let conn = self.conn().await;
+            let client = conn.lock().await;
+            let now = now_ms();
+            let changed = match expected {
+                None => {
+                    client
+                        .execute(
+                            "INSERT INTO workflows (name, current_version, updated_at) VALUES ($1, $2, $3)
+                             ON CONFLICT (name) DO NOTHING",
+                            &[&workflow, &version_id, &now],
+                        )
+                        .await
+                }
+                Some(expected) => {
+                    client
+                        .execute(
+                            "UPDATE workflows SET current_version = $2, updated_at = $3 WHERE name = $1 AND current_version = $4",
+                            &[&workflow, &version_id, &now, &expected],
+                        )
+                        .await
+                }
+            }
+            .map_err(pg)?;
+            Ok(changed == 1)
+        })
+    }
+
     fn pin_execution<'a>(
         &'a self,
         name: &'a str,

@@ -21,7 +21,7 @@ use wfc_runtime::durable::{Definition, Language, Registry, Syntax};
 
 use crate::api::{Service, member, now_ms, opt_str, page, req_str, seconds};
 use crate::error::ApiError;
-use crate::versions::Qualifier;
+use crate::versions::{Qualifier, WRITE_ATTEMPTS};
 
 const WORKFLOW_PREFIX: &str = "wfc-serve-aliases:";
 const ORIGIN: &str = "wfc-serve:ALIASES";
@@ -119,13 +119,18 @@ impl Service {
     }
 
     pub(crate) async fn aliases_of(&self, machine: &str) -> Result<Vec<Alias>, ApiError> {
+        Ok(self.read_aliases(machine).await?.0)
+    }
+
+    /// `machine`'s aliases and the registry version they were read from (`None`: none stored).
+    async fn read_aliases(&self, machine: &str) -> Result<(Vec<Alias>, Option<String>), ApiError> {
         let Some(current) = self.alias_registry().current(&format!("{WORKFLOW_PREFIX}{machine}")).await? else {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), None));
         };
         let doc: Value = serde_json::from_str(&current.definition.source)
             .map_err(|e| ApiError::internal(format!("the stored aliases of '{machine}' are not JSON: {e}")))?;
         let list = doc["aliases"].as_array().cloned().unwrap_or_default();
-        Ok(list
+        let aliases = list
             .iter()
             .filter_map(|a| {
                 let routing = a["routing"]
@@ -141,10 +146,32 @@ impl Service {
                     updated_ms: a["updated"].as_i64()?,
                 })
             })
-            .collect())
+            .collect();
+        Ok((aliases, Some(current.version_id)))
     }
 
-    async fn save_aliases(&self, machine: &str, aliases: &[Alias]) -> Result<(), ApiError> {
+    /// Reads `machine`'s aliases, lets `change` edit them (it says whether it did) and writes
+    /// them back only if no other writer replaced them meanwhile, else reads and tries again
+    /// (the list is one registry document written whole; servers may share a store).
+    async fn change_aliases<T>(
+        &self,
+        machine: &str,
+        mut change: impl FnMut(&mut Vec<Alias>) -> Result<(T, bool), ApiError>,
+    ) -> Result<T, ApiError> {
+        for _ in 0..WRITE_ATTEMPTS {
+            let (mut aliases, read_from) = self.read_aliases(machine).await?;
+            let (out, changed) = change(&mut aliases)?;
+            if !changed || self.save_aliases(machine, &aliases, read_from.as_deref()).await? {
+                return Ok(out);
+            }
+        }
+        Err(ApiError::internal(format!(
+            "the aliases of '{machine}' were changed by other writers {WRITE_ATTEMPTS} times while this request wrote them"
+        )))
+    }
+
+    /// Writes `aliases` if the stored list is still the one read (`read_from`); returns whether it did.
+    async fn save_aliases(&self, machine: &str, aliases: &[Alias], read_from: Option<&str>) -> Result<bool, ApiError> {
         let list: Vec<Value> = aliases
             .iter()
             .map(|a| {
@@ -155,18 +182,19 @@ impl Service {
             .collect();
         let source = json!({ "aliases": list, "at": now_ms() }).to_string();
         let registry = self.alias_registry();
-        let (version, _) =
-            registry.register(registry_definition(format!("{WORKFLOW_PREFIX}{machine}"), ORIGIN, source), None).await?;
-        registry.publish(&version.version_id).await?;
-        Ok(())
+        let workflow = format!("{WORKFLOW_PREFIX}{machine}");
+        let (version, _) = registry.store(registry_definition(workflow.clone(), ORIGIN, source), None).await?;
+        Ok(registry.replace_current(&workflow, read_from, &version.version_id).await?)
     }
 
     /// Drops every alias of a deleted machine.
     pub(crate) async fn forget_aliases(&self, machine: &str) -> Result<(), ApiError> {
-        if !self.aliases_of(machine).await?.is_empty() {
-            self.save_aliases(machine, &[]).await?;
-        }
-        Ok(())
+        self.change_aliases(machine, |aliases| {
+            let changed = !aliases.is_empty();
+            aliases.clear();
+            Ok(((), changed))
+        })
+        .await
     }
 
     /// The names of the aliases of `machine` that route to version `number`.
@@ -313,30 +341,37 @@ impl Service {
         let (machine, routing) = self.routing(body).await?;
         let machine_arn = self.arns.machine_arn(&machine);
         self.refuse_deleting(&machine, &machine_arn, false).await?;
-        let mut aliases = self.aliases_of(&machine).await?;
-        if let Some(existing) = aliases.iter().find(|a| a.name == name) {
-            // Idempotent on name, description and routing, as on AWS.
-            return if existing.description == description && existing.routing == routing {
-                Ok(
-                    json!({ "stateMachineAliasArn": self.alias_arn(&machine, name), "creationDate": seconds(existing.created_ms) }),
-                )
-            } else {
-                Err(ApiError::client(
-                    "ConflictException",
-                    "Failed to create alias because an alias with the same name and a different routing configuration already exists.",
-                ))
-            };
-        }
-        if aliases.len() >= MAX_ALIASES {
-            return Err(ApiError::client(
-                "ServiceQuotaExceededException",
-                format!("state machine '{machine}' has {MAX_ALIASES} aliases: delete some first"),
-            ));
-        }
-        let now = now_ms();
-        aliases.push(Alias { name: name.to_owned(), description, routing, created_ms: now, updated_ms: now });
-        self.save_aliases(&machine, &aliases).await?;
-        Ok(json!({ "stateMachineAliasArn": self.alias_arn(&machine, name), "creationDate": seconds(now) }))
+        let created_ms = self
+            .change_aliases(&machine, |aliases| {
+                if let Some(existing) = aliases.iter().find(|a| a.name == name) {
+                    // Idempotent on name, description and routing, as on AWS.
+                    return if existing.description == description && existing.routing == routing {
+                        Ok((existing.created_ms, false))
+                    } else {
+                        Err(ApiError::client(
+                            "ConflictException",
+                            "Failed to create alias because an alias with the same name and a different routing configuration already exists.",
+                        ))
+                    };
+                }
+                if aliases.len() >= MAX_ALIASES {
+                    return Err(ApiError::client(
+                        "ServiceQuotaExceededException",
+                        format!("state machine '{machine}' has {MAX_ALIASES} aliases: delete some first"),
+                    ));
+                }
+                let now = now_ms();
+                aliases.push(Alias {
+                    name: name.to_owned(),
+                    description: description.clone(),
+                    routing: routing.clone(),
+                    created_ms: now,
+                    updated_ms: now,
+                });
+                Ok((now, true))
+            })
+            .await?;
+        Ok(json!({ "stateMachineAliasArn": self.alias_arn(&machine, name), "creationDate": seconds(created_ms) }))
     }
 
     pub(crate) async fn describe_alias(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
@@ -379,30 +414,33 @@ impl Service {
         // machine's aliases are not changed.
         self.refuse_deleting(&machine, &self.arns.machine_arn(&machine), false).await?;
         self.alias(&machine, &name).await?;
-        let mut aliases = self.aliases_of(&machine).await?;
-        let alias = aliases.iter_mut().find(|a| a.name == name).ok_or_else(not_found)?;
-        let now = now_ms();
-        if let Some(d) = description {
-            alias.description = Some(d);
-        }
-        if let Some(r) = routing {
-            alias.routing = r;
-        }
-        alias.updated_ms = now;
-        self.save_aliases(&machine, &aliases).await?;
+        let now = self
+            .change_aliases(&machine, |aliases| {
+                let alias = aliases.iter_mut().find(|a| a.name == name).ok_or_else(not_found)?;
+                let now = now_ms();
+                if let Some(d) = &description {
+                    alias.description = Some(d.clone());
+                }
+                if let Some(r) = &routing {
+                    alias.routing = r.clone();
+                }
+                alias.updated_ms = now;
+                Ok((now, true))
+            })
+            .await?;
         Ok(json!({ "updateDate": seconds(now) }))
     }
 
     pub(crate) async fn delete_alias(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
         let arn = req_str(body, "stateMachineAliasArn")?;
         let (machine, name) = self.alias_ref(arn)?;
-        let mut aliases = self.aliases_of(&machine).await?;
-        let before = aliases.len();
-        aliases.retain(|a| a.name != name);
         // Deleting an alias that does not exist succeeds, as on AWS.
-        if aliases.len() != before {
-            self.save_aliases(&machine, &aliases).await?;
-        }
+        self.change_aliases(&machine, |aliases| {
+            let before = aliases.len();
+            aliases.retain(|a| a.name != name);
+            Ok(((), aliases.len() != before))
+        })
+        .await?;
         Ok(json!({}))
     }
 

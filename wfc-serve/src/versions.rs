@@ -36,7 +36,14 @@ pub(crate) struct Published {
 pub(crate) struct Versions {
     pub(crate) list: Vec<Published>,
     next: u64,
+    /// The registry version this list was read from (`None`: none stored yet): a change is
+    /// written only if it is still the current one (`Service::change_versions`).
+    read_from: Option<String>,
 }
+
+/// How many times a change of a machine's version or alias list is read and tried again when
+/// other writers on the same store replaced the list meanwhile.
+pub(crate) const WRITE_ATTEMPTS: usize = 16;
 
 /// What follows a state machine's name in a qualified ARN.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,7 +110,7 @@ impl Service {
 
     pub(crate) async fn versions_of(&self, name: &str) -> Result<Versions, ApiError> {
         let Some(current) = self.version_registry().current(&format!("{WORKFLOW_PREFIX}{name}")).await? else {
-            return Ok(Versions { list: Vec::new(), next: 1 });
+            return Ok(Versions { list: Vec::new(), next: 1, read_from: None });
         };
         let doc: Value = serde_json::from_str(&current.definition.source)
             .map_err(|e| ApiError::internal(format!("the stored versions of '{name}' are not JSON: {e}")))?;
@@ -123,10 +130,31 @@ impl Service {
                     .collect()
             })
             .unwrap_or_default();
-        Ok(Versions { list, next: doc["next"].as_u64().unwrap_or(1) })
+        Ok(Versions { list, next: doc["next"].as_u64().unwrap_or(1), read_from: Some(current.version_id) })
     }
 
-    async fn save_versions(&self, name: &str, versions: &Versions) -> Result<(), ApiError> {
+    /// Reads `name`'s versions, lets `change` edit them (it says whether it did) and writes them
+    /// back only if no other writer replaced them meanwhile, else reads and tries again: the list
+    /// is one registry document written whole, and several servers may share a store.
+    async fn change_versions<T>(
+        &self,
+        name: &str,
+        mut change: impl FnMut(&mut Versions) -> Result<(T, bool), ApiError>,
+    ) -> Result<T, ApiError> {
+        for _ in 0..WRITE_ATTEMPTS {
+            let mut versions = self.versions_of(name).await?;
+            let (out, changed) = change(&mut versions)?;
+            if !changed || self.save_versions(name, &versions).await? {
+                return Ok(out);
+            }
+        }
+        Err(ApiError::internal(format!(
+            "the versions of '{name}' were changed by other writers {WRITE_ATTEMPTS} times while this request wrote them"
+        )))
+    }
+
+    /// Writes `versions` if the stored list is still the one they were read from; returns whether it did.
+    async fn save_versions(&self, name: &str, versions: &Versions) -> Result<bool, ApiError> {
         let list: Vec<Value> = versions
             .list
             .iter()
@@ -144,9 +172,10 @@ impl Service {
             siblings: Vec::new(),
         };
         let registry = self.version_registry();
-        let (version, _) = registry.register(definition, None).await?;
-        registry.publish(&version.version_id).await?;
-        Ok(())
+        let (version, _) = registry.store(definition, None).await?;
+        Ok(registry
+            .replace_current(&format!("{WORKFLOW_PREFIX}{name}"), versions.read_from.as_deref(), &version.version_id)
+            .await?)
     }
 
     pub(crate) fn version_arn(&self, name: &str, number: u64) -> String {
@@ -163,37 +192,40 @@ impl Service {
                 "1 validation error detected: Value at 'description' failed to satisfy constraint: Member must have length less than or equal to 256",
             ));
         }
-        let mut versions = self.versions_of(&m.name).await?;
-        if let Some(latest) = versions.list.iter().max_by_key(|p| p.number)
-            && latest.revision_id == m.version.version_id
-        {
-            if description.is_some() && latest.description.as_deref() != description {
-                return Err(ApiError::client(
-                    "ConflictException",
-                    format!(
-                        "the current revision is already published as version {} with another description",
-                        latest.number
-                    ),
-                ));
-            }
-            return Ok((self.version_arn(&m.name, latest.number), latest.created_ms));
-        }
-        if versions.list.len() >= MAX_VERSIONS {
-            return Err(ApiError::client(
-                "ServiceQuotaExceededException",
-                format!("state machine '{}' has {MAX_VERSIONS} versions: delete some first", m.name),
-            ));
-        }
-        let number = versions.next.max(1);
-        let created_ms = now_ms();
-        versions.list.push(Published {
-            number,
-            revision_id: m.version.version_id.clone(),
-            description: description.map(str::to_owned),
-            created_ms,
-        });
-        versions.next = number + 1;
-        self.save_versions(&m.name, &versions).await?;
+        let (number, created_ms) = self
+            .change_versions(&m.name, |versions| {
+                if let Some(latest) = versions.list.iter().max_by_key(|p| p.number)
+                    && latest.revision_id == m.version.version_id
+                {
+                    if description.is_some() && latest.description.as_deref() != description {
+                        return Err(ApiError::client(
+                            "ConflictException",
+                            format!(
+                                "the current revision is already published as version {} with another description",
+                                latest.number
+                            ),
+                        ));
+                    }
+                    return Ok(((latest.number, latest.created_ms), false));
+                }
+                if versions.list.len() >= MAX_VERSIONS {
+                    return Err(ApiError::client(
+                        "ServiceQuotaExceededException",
+                        format!("state machine '{}' has {MAX_VERSIONS} versions: delete some first", m.name),
+                    ));
+                }
+                let number = versions.next.max(1);
+                let created_ms = now_ms();
+                versions.list.push(Published {
+                    number,
+                    revision_id: m.version.version_id.clone(),
+                    description: description.map(str::to_owned),
+                    created_ms,
+                });
+                versions.next = number + 1;
+                Ok(((number, created_ms), true))
+            })
+            .await?;
         Ok((self.version_arn(&m.name, number), created_ms))
     }
 
@@ -215,10 +247,13 @@ impl Service {
 
     /// Drops every version of a deleted machine.
     pub(crate) async fn forget_versions(&self, name: &str) -> Result<(), ApiError> {
-        if !self.versions_of(name).await?.list.is_empty() {
-            self.save_versions(name, &Versions { list: Vec::new(), next: 1 }).await?;
-        }
-        Ok(())
+        self.change_versions(name, |versions| {
+            let changed = !versions.list.is_empty();
+            versions.list.clear();
+            versions.next = 1;
+            Ok(((), changed))
+        })
+        .await
     }
 
     pub(crate) async fn publish_version(&self, body: &Map<String, Value>) -> Result<Value, ApiError> {
@@ -277,13 +312,13 @@ impl Service {
                 ),
             ));
         }
-        let mut versions = self.versions_of(&name).await?;
-        let before = versions.list.len();
-        versions.list.retain(|p| p.number != number);
         // Deleting a version that does not exist succeeds, as deleting a machine does.
-        if versions.list.len() != before {
-            self.save_versions(&name, &versions).await?;
-        }
+        self.change_versions(&name, |versions| {
+            let before = versions.list.len();
+            versions.list.retain(|p| p.number != number);
+            Ok(((), versions.list.len() != before))
+        })
+        .await?;
         Ok(json!({}))
     }
 

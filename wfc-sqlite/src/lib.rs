@@ -2188,6 +2188,30 @@ impl Store for SqliteStore {
         })
     }
 
+    fn replace_current_version<'a>(
+        &'a self,
+        workflow: &'a str,
+        expected: Option<&'a str>,
+        version_id: &'a str,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        let (workflow, expected, id) = (workflow.to_owned(), expected.map(str::to_owned), version_id.to_owned());
+        self.call(move |conn| {
+            let changed = match expected {
+                None => conn.execute(
+                    "INSERT INTO workflows (name, current_version, updated_at) VALUES (?1, ?2, ?3)
+                     ON CONFLICT (name) DO NOTHING",
+                    params![workflow, id, now_ms()],
+                ),
+                Some(expected) => conn.execute(
+                    "UPDATE workflows SET current_version = ?2, updated_at = ?3 WHERE name = ?1 AND current_version = ?4",
+                    params![workflow, id, now_ms(), expected],
+                ),
+            }
+            .map_err(backend)?;
+            Ok(changed == 1)
+        })
+    }
+
     fn kv_get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
         let key = key.to_owned();
         self.call(move |conn| {

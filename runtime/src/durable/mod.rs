@@ -763,6 +763,21 @@ pub trait Store: Send + Sync + fmt::Debug {
         Box::pin(async { Err(StoreError::Unsupported("a workflow registry in this store".into())) })
     }
 
+    /// Makes `version_id` (stored already) the current version of `workflow` only if its current
+    /// version is still `expected` (`None`: it has none yet), in one statement; returns whether it
+    /// did. A reader that changes a document kept as a workflow's versions (`wfc serve`'s version
+    /// and alias lists, written whole) writes its change with this and, on `false`, reads and
+    /// changes it again, so two processes on one store cannot both win.
+    fn replace_current_version<'a>(
+        &'a self,
+        workflow: &'a str,
+        expected: Option<&'a str>,
+        version_id: &'a str,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        let _ = (workflow, expected, version_id);
+        Box::pin(async { Err(StoreError::Unsupported("a workflow registry in this store".into())) })
+    }
+
     /// The row `key` of the store's key/value table (schema 8), or `None`. The table keeps what
     /// a process serving the store would otherwise keep only in memory, so that it survives a
     /// restart and is shared by the processes on one store (`wfc serve`'s activity task queues,

@@ -197,6 +197,18 @@ impl Registry {
         }
     }
 
+    /// Makes a stored version of `workflow` its current one only if the current one is still
+    /// `expected` (the one a read-modify-write started from; `None`: none). Returns whether it did:
+    /// `false` means another writer got there first, so read again and retry.
+    pub async fn replace_current(
+        &self,
+        workflow: &str,
+        expected: Option<&str>,
+        version_id: &str,
+    ) -> Result<bool, StoreError> {
+        self.store.replace_current_version(workflow, expected, version_id).await
+    }
+
     /// Makes a registered version the current one of its workflow (a rollback, or
     /// `UpdateStateMachine` to a known version). Running executions keep their own.
     pub async fn publish(&self, version_id: &str) -> Result<(), StoreError> {

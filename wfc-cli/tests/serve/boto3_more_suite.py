@@ -1685,6 +1685,61 @@ def other_client():
     )
 
 
+def two_servers_share_versions_and_aliases(sfn):
+    """Versions and aliases changed at once through both servers of one store: each list is one
+    stored document written whole, so a write that read it before another's landed must read it
+    again (the store's conditional replace of its current version), or that change is lost."""
+    a = other_client()
+    arn = sfn.create_state_machine(name="Raced", definition=PASS, roleArn=ROLE)["stateMachineArn"]
+    versions = []
+    for i in range(8):
+        body = json.loads(PASS)
+        body["Comment"] = f"revision {i}"
+        sfn.update_state_machine(stateMachineArn=arn, definition=json.dumps(body))
+        versions.append(sfn.publish_state_machine_version(stateMachineArn=arn)["stateMachineVersionArn"])
+    assert versions == [f"{arn}:{n}" for n in range(1, 9)], versions
+    errors = []
+
+    def run(work):
+        try:
+            work()
+        except Exception as e:  # noqa: BLE001 - collected and asserted below
+            errors.append(repr(e))
+
+    # Sixteen aliases created at once, half through each server: none may be lost.
+    clients = [a, sfn]
+    threads = [
+        threading.Thread(
+            target=run,
+            args=(lambda i=i: clients[i % 2].create_state_machine_alias(
+                name=f"a{i}", routingConfiguration=[{"stateMachineVersionArn": versions[i % 8], "weight": 100}]),),
+        )
+        for i in range(16)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    listed = sorted(x["stateMachineAliasArn"].rsplit(":", 1)[1] for x in sfn.list_state_machine_aliases(stateMachineArn=arn)["stateMachineAliases"])
+    assert listed == sorted(f"a{i}" for i in range(16)), listed
+    for i in range(16):
+        sfn.delete_state_machine_alias(stateMachineAliasArn=f"{arn}:a{i}")
+    # The eight versions deleted at once through both servers: none may come back.
+    threads = [
+        threading.Thread(target=run, args=(lambda v=v, i=i: clients[i % 2].delete_state_machine_version(stateMachineVersionArn=v),))
+        for i, v in enumerate(versions)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    left = sfn.list_state_machine_versions(stateMachineArn=arn)["stateMachineVersions"]
+    assert left == [], left
+    sfn.delete_state_machine(stateMachineArn=arn)
+
+
 def two_servers_b(sfn):
     a = other_client()
     tasks = [sfn.get_activity_task(activityArn=SHARED_ACTIVITY, workerName="on-b") for _ in range(2)]
@@ -1811,6 +1866,7 @@ def main():
         print(f"two_servers_map_a: {time.monotonic() - t0:.2f} s", flush=True)
     elif PHASE == "two-servers-b":
         two_servers_b(sfn)
+        two_servers_share_versions_and_aliases(sfn)
         t0 = time.monotonic()
         two_servers_map_b(sfn)
         print(f"two_servers_map_b: {time.monotonic() - t0:.2f} s", flush=True)
