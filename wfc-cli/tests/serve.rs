@@ -84,7 +84,20 @@ fn aws_cli_drives_serve() {
     let Some(venv) = boto3_venv("aws_cli_drives_serve", true) else { return };
     let dir = support::scratch("aws_cli");
     let store = format!("sqlite:{}", dir.join("serve.db").display());
-    let server = start(&store, &dir, &venv.join("bin/python"));
+    aws_cli_suite_on(&store, &dir, &venv);
+}
+
+/// The same on a PostgreSQL store.
+#[test]
+fn aws_cli_drives_serve_on_postgres() {
+    let Some(venv) = boto3_venv("aws_cli_drives_serve_on_postgres", true) else { return };
+    let Some(pg) = support::pg::TempPostgres::start("aws_cli") else { return };
+    let dir = support::scratch("aws_cli_pg");
+    aws_cli_suite_on(&pg.url, &dir, &venv);
+}
+
+fn aws_cli_suite_on(store: &str, dir: &Path, venv: &Path) {
+    let server = start(store, dir, &venv.join("bin/python"));
     let aws = |args: &[&str]| -> Result<Value, String> {
         let out = Command::new(venv.join("bin/aws"))
             .args(["--endpoint-url", &server.endpoint(), "--region", "us-east-1", "--output", "json", "stepfunctions"])
