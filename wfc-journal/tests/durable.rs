@@ -1059,6 +1059,9 @@ async fn a_redrive_replays_the_finished_tasks_of_a_cancelled_branch_silently() {
         assert_eq!(calls(&counting), [1, 2, 2], "{engine}");
         let (first, second) = (kinds(&first), kinds(&second));
         assert_eq!(second[..first.len()], first[..], "{engine}");
+        // As AWS's redrive: the first run's events once, then `ExecutionRedriven`, then what the
+        // redrive ran (the cancelled branch gone live again records only what it runs again).
+        assert!(second[first.len()].starts_with("ExecutionRedriven"), "{engine}: {second:#?}");
         // L1 ran once: its events are recorded once; L2 and Right were scheduled in each run.
         let scheduled = |function: &str| {
             let resource = format!("function:{function}\"");
@@ -1129,6 +1132,9 @@ async fn a_redrive_reruns_the_wait_a_cancelled_branch_was_in() {
     assert_eq!(["L1", "L2", "Right"].map(|f| counting.count(f)), [1, 1, 2]);
     let (first, second) = (kinds(&first), kinds(&second));
     assert_eq!(second[..first.len()], first[..]);
+    // The first run's events once, then `ExecutionRedriven`, then what the redrive ran.
+    assert!(second[first.len()].starts_with("ExecutionRedriven"), "{second:#?}");
+    assert_eq!(second.iter().filter(|e| e.starts_with("ExecutionRedriven")).count(), 1, "{second:#?}");
     let count = |prefix: &str| second.iter().filter(|e| e.starts_with(prefix)).count();
     // L1's events once; Pause entered in the first run, exited in the redrive; L2 entered once
     // and R once (its rerun records from its scheduling on).
