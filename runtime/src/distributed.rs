@@ -1211,6 +1211,9 @@ pub struct MapRunControl {
     pending_redrive: std::sync::Mutex<std::collections::BTreeMap<usize, u64>>,
     /// Wakes children waiting for a place when one frees or the limit grows.
     freed: tokio::sync::Notify,
+    /// Whether the run's level ended (its end journaled, see `store_sync::RedrivePlan::record_end`):
+    /// its limits are then those it ended with, and change no more.
+    ended: std::sync::atomic::AtomicBool,
 }
 
 /// A running Map Run's limits, as [`MapRunControl`] holds them now.
@@ -1242,6 +1245,10 @@ pub fn update_map_run(
     tolerated_failure_count: Option<u64>,
 ) -> Option<MapRunLimits> {
     let control = running().get(arn).cloned()?;
+    if control.ended.load(std::sync::atomic::Ordering::SeqCst) {
+        // Ended: its limits are those it ended with.
+        return Some(control.limits());
+    }
     if let Some(n) = max_concurrency {
         control.max_concurrency.store(n, std::sync::atomic::Ordering::SeqCst);
         control.freed.notify_waiters();
@@ -1295,6 +1302,7 @@ impl MapRunControl {
             progress: std::sync::Mutex::new(Default::default()),
             pending_redrive: std::sync::Mutex::new(Default::default()),
             freed: tokio::sync::Notify::new(),
+            ended: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -1889,6 +1897,9 @@ where
     .await?;
     *control.pending_redrive.lock().unwrap_or_else(|p| p.into_inner()) =
         redrive.reruns().iter().map(|&i| (i, sizes.get(i).map_or(1, |s| *s as u64))).collect();
+    // A level whose end is journaled (a resume after the process stopped once it had ended)
+    // replays the children it counted and starts no other: it ended as recorded.
+    let ended = redrive.ended();
     // Boxed rather than pinned on the stack, so that `drop` below really drops the children
     // still running.
     let mut runs = Box::pin(
@@ -1908,6 +1919,9 @@ where
                 let future = run_child(input.clone(), child.clone());
                 let clock = clock.clone();
                 async move {
+                    if ended.is_some_and(|e| !e.counted(index)) {
+                        return (index, None);
+                    }
                     let run = async {
                         let _place = control.place(size as u64, index, running).await;
                         let result = child.finish(None, future).await;
@@ -1921,7 +1935,7 @@ where
                         output: if kept["succeeded"] == true { Some(kept["output"].clone()) } else { None },
                         document: kept["document"].clone(),
                     });
-                    (index, record)
+                    (index, Some(record))
                 }
             })
             .buffer_unordered(parallel),
@@ -1929,7 +1943,11 @@ where
     let mut records: Vec<Option<ChildRecord>> = vec![None; count];
     let mut failed_items = 0u64;
     let mut exceeded = false;
+    // The children counted, in the order they finished.
+    let mut counted = Vec::new();
     while let Some((index, record)) = runs.next().await {
+        // Not counted when the level ended (see `ended` above).
+        let Some(record) = record else { continue };
         // A store failure or a suspension: not the child's failure, the whole run's.
         let record = record?;
         if record.output.is_none() {
@@ -1943,14 +1961,17 @@ where
         if let Some(slot) = records.get_mut(index) {
             *slot = Some(record);
         }
-        if control.exceeded(failed_items, total_items as u64) {
+        counted.push(index);
+        if ended.is_none() && control.exceeded(failed_items, total_items as u64) {
             exceeded = true;
             break;
         }
     }
     // Children still running are dropped here (aborted); those never started stay pending.
     drop(runs);
-    redrive.record_end(exec, arn, exceeded, &control.limits()).await;
+    // The level's end is journaled before the run goes on from it (a replay ends as recorded).
+    let exceeded = ended.map_or(exceeded, |e| e.exceeded);
+    redrive.record_end(exec, name, control, exceeded, counted).await?;
     for (record, size) in records.iter().zip(&sizes) {
         count_child(counts, record.as_ref(), *size as u64);
     }

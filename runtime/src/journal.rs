@@ -77,6 +77,17 @@ pub trait JournalHooks: Send + Sync + fmt::Debug {
         request: Option<StepRequest>,
         run: BoxFuture<'a, Attempt>,
     ) -> BoxFuture<'a, Result<Attempt, Failure>>;
+    /// Records the finished STEP `id` (of `subtype`) with `result` in a checkpoint of its own,
+    /// committed before this returns (with the outcomes deferred until then): a fact the run
+    /// decided, not work it ran, so no STARTED precedes it. Nothing when `id` is recorded.
+    fn record_step<'a>(
+        &'a self,
+        id: String,
+        parent: Option<String>,
+        name: &'a str,
+        subtype: &'a str,
+        result: Value,
+    ) -> BoxFuture<'a, Result<(), Failure>>;
     /// A durable timer (`subtype` `Wait` or `Retry`, ...) of `delay` on `clock`.
     #[allow(clippy::too_many_arguments)] // each is one field of the operation
     fn sleep<'a>(

@@ -502,6 +502,51 @@ fn sqlite_kv_rows() {
     rt().block_on(async { kv_rows(wfc_stores::connect(&url).await.unwrap()).await });
 }
 
+/// A key/value row replaced only over what a writer read (`wfc serve`'s `UpdateMapRun` writes a
+/// Map Run's limits row this way): from "no row" once, of two writers that read the same row
+/// exactly one wins, and writers that each change one member of the row, reading again after a
+/// lost race, all land (8 members changed at once; with `kv_put` the last write of the whole row
+/// wins and drops the others).
+async fn kv_rows_are_replaced_only_from_what_was_read(store: Arc<dyn Store>) {
+    let key = "t/limits/run";
+    assert!(store.kv_replace(key, None, json!({"a": 0})).await.unwrap());
+    assert!(!store.kv_replace(key, None, json!({"a": 1})).await.unwrap(), "the row exists now");
+    let read = json!({"a": 0});
+    let (x, y) = tokio::join!(
+        store.kv_replace(key, Some(&read), json!({"a": 2})),
+        store.kv_replace(key, Some(&read), json!({"a": 3}))
+    );
+    assert!(x.unwrap() ^ y.unwrap(), "exactly one of two writers that read the same row wins");
+    let members: Vec<String> = (0..8).map(|i| format!("m{i}")).collect();
+    let change = |member: String| {
+        let store = Arc::clone(&store);
+        async move {
+            loop {
+                let row = store.kv_get(key).await.unwrap();
+                let mut new = row.clone().unwrap_or_else(|| json!({}));
+                new[member.as_str()] = json!(true);
+                if store.kv_replace(key, row.as_ref(), new).await.unwrap() {
+                    return;
+                }
+            }
+        }
+    };
+    futures::future::join_all(members.iter().cloned().map(change)).await;
+    let row = store.kv_get(key).await.unwrap().unwrap();
+    for m in &members {
+        assert_eq!(row[m.as_str()], json!(true), "{m} was lost: {row}");
+    }
+}
+
+#[test]
+fn sqlite_kv_rows_are_replaced_only_from_what_was_read() {
+    let dir = scratch("kv-replace-sqlite");
+    let url = format!("sqlite:{}", dir.join("store.db").display());
+    rt().block_on(async {
+        kv_rows_are_replaced_only_from_what_was_read(wfc_stores::connect(&url).await.unwrap()).await
+    });
+}
+
 fn durable_now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64
 }
@@ -566,6 +611,7 @@ fn postgres_many_workers_run_each_execution_exactly_once() {
         a_stop_adds_the_redrive_its_run_had_not_recorded(Arc::clone(&store)).await;
         a_timeout_adds_the_redrive_its_run_had_not_recorded(Arc::clone(&store)).await;
         registry_current_is_replaced_only_from_what_was_read(Arc::clone(&store)).await;
+        kv_rows_are_replaced_only_from_what_was_read(Arc::clone(&store)).await;
         for i in 0..total {
             store.create_execution(new_execution(&format!("e{i:04}"), json!({"i": i}))).await.expect("create");
         }

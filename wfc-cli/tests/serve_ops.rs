@@ -205,6 +205,18 @@ fn sigv4_is_required_with_credentials() {
 #[test]
 fn kill9_while_executions_wait_loses_and_repeats_nothing() {
     let dir = support::scratch("kill9");
+    let store = format!("sqlite:{}", dir.join("serve.db").display());
+    kill9_on(&store, &dir);
+}
+
+/// [`kill9_while_executions_wait_loses_and_repeats_nothing`] on a PostgreSQL store.
+#[test]
+fn kill9_on_postgres_loses_and_repeats_nothing() {
+    let Some(pg) = support::pg::TempPostgres::start("kill9") else { return };
+    kill9_on(&pg.url, &support::scratch("kill9-postgres"));
+}
+
+fn kill9_on(store: &str, dir: &Path) {
     let ledger = dir.join("ledger");
     let tokens = dir.join("tokens");
     std::fs::create_dir_all(&tokens).unwrap();
@@ -217,10 +229,9 @@ fn kill9_while_executions_wait_loses_and_repeats_nothing() {
         "arn:aws:states:::sqs:sendMessage.waitForTaskToken".into(),
         json!({"command": ["sh", "-c", "printf %s \"$WFC_TASK_TOKEN\" > \"$TOKEN_DIR/$WFC_EXECUTION_NAME.tmp\" && mv \"$TOKEN_DIR/$WFC_EXECUTION_NAME.tmp\" \"$TOKEN_DIR/$WFC_EXECUTION_NAME\" && echo '{}'"]}),
     );
-    let handlers = support::write(&dir, "handlers.json", &Value::Object(handlers).to_string());
-    let store = format!("sqlite:{}", dir.join("serve.db").display());
+    let handlers = support::write(dir, "handlers.json", &Value::Object(handlers).to_string());
     let args = ["--handlers", handlers.as_str(), "--activity-poll-seconds", "2"];
-    let server = Server::start(&store, &args, &[("TOKEN_DIR", &tokens)]);
+    let server = Server::start(store, &args, &[("TOKEN_DIR", &tokens)]);
     let mut c = Client::new(&server.addr);
     let activity = c.ok("CreateActivity", json!({"name": "Work"}))["activityArn"].as_str().unwrap().to_owned();
     let task =
@@ -294,7 +305,7 @@ fn kill9_while_executions_wait_loses_and_repeats_nothing() {
     eprintln!("killing the server with {done} executions past their wait");
     server.kill9();
 
-    let server = Server::start(&store, &args, &[("TOKEN_DIR", &tokens)]);
+    let server = Server::start(store, &args, &[("TOKEN_DIR", &tokens)]);
     let mut c = Client::new(&server.addr);
     // Callback tokens live in the store: the ones sent before the crash still work.
     for (name, _) in executions.iter().filter(|(n, _)| n.starts_with("Calls:")) {
@@ -549,10 +560,28 @@ fn recorded_cases_through_the_api_match_wfc_test() {
     let Some(venv) = boto3_venv("recorded_cases_through_the_api_match_wfc_test", false) else { return };
     let dir = support::scratch("conformance");
     let store = format!("sqlite:{}", dir.join("serve.db").display());
+    recorded_cases_on(&store, &dir, &venv, &corpus);
+}
+
+/// [`recorded_cases_through_the_api_match_wfc_test`] on a PostgreSQL store.
+#[test]
+fn recorded_cases_through_the_api_on_postgres_match_wfc_test() {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/conformance/asl-aws");
+    if !corpus.is_dir() {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "{} is missing (CI must have it)", corpus.display());
+        eprintln!("\n!!!!!!!! SKIPPED: the AWS-recorded corpus is missing: {} !!!!!!!!\n", corpus.display());
+        return;
+    }
+    let Some(venv) = boto3_venv("recorded_cases_through_the_api_on_postgres_match_wfc_test", false) else { return };
+    let Some(pg) = support::pg::TempPostgres::start("conformance") else { return };
+    recorded_cases_on(&pg.url, &support::scratch("conformance-postgres"), &venv, &corpus);
+}
+
+fn recorded_cases_on(store: &str, dir: &Path, venv: &Path, corpus: &Path) {
     // The recordings' account, and waits skipped as `wfc test` skips them (conformance_api.py).
-    let server = Server::start(&store, &["--account", "111111111111", "--virtual-time"], &[]);
+    let server = Server::start(store, &["--account", "111111111111", "--virtual-time"], &[]);
     python(
-        &venv,
+        venv,
         "conformance_api.py",
         &[
             env!("CARGO_BIN_EXE_wfc"),

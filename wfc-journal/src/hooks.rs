@@ -82,6 +82,17 @@ impl JournalHooks for Journal {
         Box::pin(Journal::step(self, id, parent, name, request, run))
     }
 
+    fn record_step<'a>(
+        &'a self,
+        id: String,
+        parent: Option<String>,
+        name: &'a str,
+        subtype: &'a str,
+        result: Value,
+    ) -> BoxFuture<'a, Result<(), Failure>> {
+        Box::pin(Journal::record_step(self, id, parent, name, subtype, result))
+    }
+
     fn sleep<'a>(
         &'a self,
         clock: &'a Clock,

@@ -885,6 +885,28 @@ impl Journal {
         Ok(attempt)
     }
 
+    /// Records the finished STEP `id` with `result` now, in a checkpoint of its own (with the
+    /// outcomes deferred until then): what the run decided (a DISTRIBUTED Map Run level's end),
+    /// committed before the run goes on from it, so a resume replays the decision instead of
+    /// taking it again. No STARTED first: nothing runs. Nothing when `id` is recorded.
+    pub(crate) async fn record_step(
+        &self,
+        id: String,
+        parent: Option<String>,
+        name: &str,
+        subtype: &str,
+        result: Value,
+    ) -> Result<(), Failure> {
+        if self.recorded_as(&id, OpType::Step, name)?.is_some_and(|op| op.status.is_terminal()) {
+            return Ok(());
+        }
+        crash_point(&id, "before-finish");
+        let done = outcome_update(OpType::Step, &id, parent, name, subtype, OpStatus::Succeeded, Some(result), None);
+        self.checkpoint(vec![done]).await.map_err(store_failure)?;
+        crash_point(&id, "after-finish");
+        Ok(())
+    }
+
     /// A durable timer (a Wait, or a retry back-off): a fired one is not waited again, a pending
     /// one waits only until its recorded fire-at instant, a new one is checkpointed with its
     /// fire-at instant before it starts waiting.

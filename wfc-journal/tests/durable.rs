@@ -1059,6 +1059,9 @@ async fn a_redrive_replays_the_finished_tasks_of_a_cancelled_branch_silently() {
         assert_eq!(calls(&counting), [1, 2, 2], "{engine}");
         let (first, second) = (kinds(&first), kinds(&second));
         assert_eq!(second[..first.len()], first[..], "{engine}");
+        // As AWS's redrive: the first run's events once, then `ExecutionRedriven`, then what the
+        // redrive ran (the cancelled branch gone live again records only what it runs again).
+        assert!(second[first.len()].starts_with("ExecutionRedriven"), "{engine}: {second:#?}");
         // L1 ran once: its events are recorded once; L2 and Right were scheduled in each run.
         let scheduled = |function: &str| {
             let resource = format!("function:{function}\"");
@@ -1129,6 +1132,9 @@ async fn a_redrive_reruns_the_wait_a_cancelled_branch_was_in() {
     assert_eq!(["L1", "L2", "Right"].map(|f| counting.count(f)), [1, 1, 2]);
     let (first, second) = (kinds(&first), kinds(&second));
     assert_eq!(second[..first.len()], first[..]);
+    // The first run's events once, then `ExecutionRedriven`, then what the redrive ran.
+    assert!(second[first.len()].starts_with("ExecutionRedriven"), "{second:#?}");
+    assert_eq!(second.iter().filter(|e| e.starts_with("ExecutionRedriven")).count(), 1, "{second:#?}");
     let count = |prefix: &str| second.iter().filter(|e| e.starts_with(prefix)).count();
     // L1's events once; Pause entered in the first run, exited in the redrive; L2 entered once
     // and R once (its rerun records from its scheduling on).
@@ -1748,5 +1754,287 @@ async fn a_redrive_reruns_only_the_failed_children_of_a_distributed_map_run_on_b
             ["Fan#1.0/0", "Fan#1.0/1", "Fan#1.0/1!1", "Fan#1.0/2!1", "Fan#1.0/2!2", "Fan#1.0/3!2"],
             "{engine}"
         );
+    }
+}
+
+type StoreFut<'a, T> = futures::future::BoxFuture<'a, Result<T, StoreError>>;
+
+/// A store whose execution end never commits while `hang` is set: the process "dies" there
+/// (the test drops the run once `reached` fires), after everything the run checkpointed before
+/// its end, as a `kill -9` between a Map Run level's end and the execution's end leaves it.
+#[derive(Debug)]
+struct DiesAtTheEnd {
+    inner: Arc<dyn Store>,
+    hang: std::sync::atomic::AtomicBool,
+    reached: Notify,
+}
+
+impl DiesAtTheEnd {
+    fn dies(&self) -> StoreFut<'_, CheckpointToken> {
+        self.reached.notify_one();
+        Box::pin(futures::future::pending())
+    }
+}
+
+impl Store for DiesAtTheEnd {
+    fn open_execution(&self, new: NewExecution) -> StoreFut<'_, wfc_runtime::durable::Claim> {
+        self.inner.open_execution(new)
+    }
+    fn load_journal<'a>(&'a self, name: &'a str) -> StoreFut<'a, Vec<wfc_runtime::durable::Operation>> {
+        self.inner.load_journal(name)
+    }
+    fn checkpoint<'a>(
+        &'a self,
+        name: &'a str,
+        token: CheckpointToken,
+        updates: Vec<OperationUpdate>,
+    ) -> StoreFut<'a, CheckpointToken> {
+        self.inner.checkpoint(name, token, updates)
+    }
+    fn checkpoint_with_history<'a>(
+        &'a self,
+        name: &'a str,
+        token: CheckpointToken,
+        updates: Vec<OperationUpdate>,
+        history: HistoryWrite,
+    ) -> StoreFut<'a, CheckpointToken> {
+        self.inner.checkpoint_with_history(name, token, updates, history)
+    }
+    fn finish<'a>(
+        &'a self,
+        name: &'a str,
+        token: CheckpointToken,
+        completion: Completion,
+    ) -> StoreFut<'a, CheckpointToken> {
+        if self.hang.load(Ordering::SeqCst) {
+            return self.dies();
+        }
+        self.inner.finish(name, token, completion)
+    }
+    fn finish_with_history<'a>(
+        &'a self,
+        name: &'a str,
+        token: CheckpointToken,
+        completion: Completion,
+        history: HistoryWrite,
+    ) -> StoreFut<'a, CheckpointToken> {
+        if self.hang.load(Ordering::SeqCst) {
+            return self.dies();
+        }
+        self.inner.finish_with_history(name, token, completion, history)
+    }
+    fn finish_with_updates<'a>(
+        &'a self,
+        name: &'a str,
+        token: CheckpointToken,
+        updates: Vec<OperationUpdate>,
+        completion: Completion,
+        history: HistoryWrite,
+    ) -> StoreFut<'a, CheckpointToken> {
+        if self.hang.load(Ordering::SeqCst) {
+            return self.dies();
+        }
+        self.inner.finish_with_updates(name, token, updates, completion, history)
+    }
+    fn list_executions(&self) -> StoreFut<'_, Vec<wfc_runtime::durable::ExecutionRecord>> {
+        self.inner.list_executions()
+    }
+    fn describe_execution<'a>(&'a self, name: &'a str) -> StoreFut<'a, Option<wfc_runtime::durable::ExecutionRecord>> {
+        self.inner.describe_execution(name)
+    }
+    fn append_history<'a>(&'a self, name: &'a str, events: Vec<wfc_runtime::HistoryEvent>) -> StoreFut<'a, ()> {
+        self.inner.append_history(name, events)
+    }
+    fn read_history<'a>(&'a self, name: &'a str) -> StoreFut<'a, Vec<wfc_runtime::HistoryEvent>> {
+        self.inner.read_history(name)
+    }
+    fn load_operation<'a>(
+        &'a self,
+        name: &'a str,
+        id: &'a str,
+    ) -> StoreFut<'a, Option<wfc_runtime::durable::Operation>> {
+        self.inner.load_operation(name, id)
+    }
+    fn complete_callback<'a>(
+        &'a self,
+        token: &'a str,
+        completion: wfc_runtime::durable::CallbackCompletion,
+    ) -> StoreFut<'a, String> {
+        self.inner.complete_callback(token, completion)
+    }
+    fn heartbeat_callback<'a>(&'a self, token: &'a str) -> StoreFut<'a, String> {
+        self.inner.heartbeat_callback(token)
+    }
+    fn stop_execution<'a>(
+        &'a self,
+        name: &'a str,
+        error: Option<String>,
+        cause: Option<String>,
+    ) -> StoreFut<'a, wfc_runtime::durable::ExecutionRecord> {
+        self.inner.stop_execution(name, error, cause)
+    }
+    fn redrive_execution<'a>(&'a self, name: &'a str) -> StoreFut<'a, wfc_runtime::durable::ExecutionRecord> {
+        self.inner.redrive_execution(name)
+    }
+    fn create_execution(&self, new: NewExecution) -> StoreFut<'_, (wfc_runtime::durable::ExecutionRecord, bool)> {
+        self.inner.create_execution(new)
+    }
+    fn claim_runnable<'a>(
+        &'a self,
+        owner: &'a str,
+        lease: Duration,
+        limit: usize,
+        filter: &'a wfc_runtime::durable::ClaimFilter,
+    ) -> StoreFut<'a, Vec<wfc_runtime::durable::ClaimResult>> {
+        self.inner.claim_runnable(owner, lease, limit, filter)
+    }
+    fn renew_lease<'a>(&'a self, name: &'a str, epoch: i64, owner: &'a str, lease: Duration) -> StoreFut<'a, ()> {
+        self.inner.renew_lease(name, epoch, owner, lease)
+    }
+    fn release<'a>(
+        &'a self,
+        name: &'a str,
+        epoch: i64,
+        wake_at_ms: Option<i64>,
+        signals_seen: i64,
+    ) -> StoreFut<'a, ()> {
+        self.inner.release(name, epoch, wake_at_ms, signals_seen)
+    }
+    fn fail_execution<'a>(&'a self, name: &'a str, error: &'a str, cause: &'a str) -> StoreFut<'a, ()> {
+        self.inner.fail_execution(name, error, cause)
+    }
+    fn kv_get<'a>(&'a self, key: &'a str) -> StoreFut<'a, Option<Value>> {
+        self.inner.kv_get(key)
+    }
+    fn kv_put<'a>(&'a self, key: &'a str, value: Value) -> StoreFut<'a, ()> {
+        self.inner.kv_put(key, value)
+    }
+    fn kv_delete<'a>(&'a self, key: &'a str) -> StoreFut<'a, bool> {
+        self.inner.kv_delete(key)
+    }
+    fn kv_list<'a>(&'a self, prefix: &'a str) -> StoreFut<'a, Vec<(String, Value)>> {
+        self.inner.kv_list(prefix)
+    }
+}
+
+/// A DISTRIBUTED Map Run level that ended is not run again by a resume, nor judged by a
+/// tolerance it did not end with, on both engines. The run tolerates no failure and runs one
+/// child at a time: item 2 fails, so the level stops there (items 3 and 4 never start) and the
+/// execution fails; the process dies as it records the execution's end, and the Map Run's
+/// tolerance is raised (`UpdateMapRun`'s row) before the resume. The resume ends the level as
+/// it ended (items 3 and 4 still not run, the execution FAILED), both for the first run's level
+/// and for the level a redrive reruns; a last redrive then judges the rerun level by its
+/// journaled end (exceeded) and reruns what did not succeed. Without the level's journaled end,
+/// each resume went on with the raised tolerance: items 3 and 4 ran and the execution succeeded.
+#[tokio::test]
+async fn a_map_run_level_that_ended_is_not_run_again_on_resume() {
+    let workflow = &lowered("redrive_distributed");
+    let inner = store();
+    let dying = Arc::new(DiesAtTheEnd {
+        inner: Arc::clone(&inner),
+        hang: std::sync::atomic::AtomicBool::new(false),
+        reached: Notify::new(),
+    });
+    let dying_store: Arc<dyn Store> = Arc::clone(&dying) as Arc<dyn Store>;
+    let input = json!({"items": [1, 2, 3, 4]});
+    for engine in ["interp", "generated"] {
+        let name = format!("level-end-{engine}");
+        let counting = Counting::default();
+        let run = |broken: Vec<i64>, journal: Arc<Journal>| {
+            let handler = MapRunRedrivable { counting: counting.clone(), broken };
+            let input = input.clone();
+            async move {
+                if engine == "interp" {
+                    let handlers =
+                        Handlers::new().fallback(move |_resource: String, input: Value, ctx: TaskContext| {
+                            let handler = handler.clone();
+                            async move {
+                                use redrive_distributed::Handler;
+                                handler.item(input, ctx).await
+                            }
+                        });
+                    interp::run(workflow, &handlers, input, RunOptions::real().with_journal(journal)).await
+                } else {
+                    redrive_distributed::run_with(&handler, input, RunOptions::real().with_journal(journal)).await
+                }
+            }
+        };
+        // Runs until the execution's end, which is never recorded: the process dies there.
+        let dies_at_the_end = |broken: Vec<i64>| {
+            let run = &run;
+            let dying = &dying;
+            let dying_store = &dying_store;
+            let name = &name;
+            let input = &input;
+            async move {
+                dying.hang.store(true, Ordering::SeqCst);
+                let journal = open(dying_store, name, workflow, input).await;
+                tokio::select! {
+                    result = run(broken, journal) => panic!("{engine}: the end should not be recorded: {result:?}"),
+                    () = dying.reached.notified() => {}
+                }
+                dying.hang.store(false, Ordering::SeqCst);
+            }
+        };
+        let calls = |c: &Counting| ["Item1", "Item2", "Item3", "Item4"].map(|f| c.count(f));
+        let threshold = Some("States.ExceedToleratedFailureThreshold");
+        // The Map Run's ARN, from its `MapRunStarted` in the stored history.
+        let arn = || async {
+            let stored = inner.read_history(&name).await.unwrap();
+            let started = stored.iter().find(|e| e.event_type.name() == "MapRunStarted").expect("MapRunStarted");
+            started.details["mapRunArn"].as_str().expect("a Map Run ARN").to_owned()
+        };
+        let tolerate = |arn: String, count: Option<u64>| {
+            let inner = Arc::clone(&inner);
+            async move {
+                let key = wfc_runtime::distributed::limits_key(&arn);
+                match count {
+                    Some(n) => {
+                        inner.kv_put(&key, json!({"maxConcurrency": 1, "toleratedFailureCount": n})).await.unwrap()
+                    }
+                    None => {
+                        inner.kv_delete(&key).await.unwrap();
+                    }
+                }
+            }
+        };
+
+        // The first run's level ends at item 2; the process dies; the tolerance is raised.
+        dies_at_the_end(vec![2]).await;
+        assert_eq!(calls(&counting), [1, 1, 0, 0], "{engine}");
+        let arn = arn().await;
+        tolerate(arn.clone(), Some(10)).await;
+        let resumed = run(vec![2], open(&inner, &name, workflow, &input).await).await;
+        assert_eq!(resumed.error.as_ref().map(|f| f.error.as_str()), threshold, "{engine}: {:?}", resumed.output);
+        assert_eq!(calls(&counting), [1, 1, 0, 0], "{engine}: the level that ended was run again");
+        // The run's end event has the limits it ended with, not the raised ones.
+        let failed = resumed.history.iter().find(|e| e.event_type.name() == "MapRunFailed").unwrap();
+        assert_eq!(failed.details["toleratedFailureCount"], json!(null), "{engine}: {}", failed.details);
+
+        // Redriven: the rerun level (item 2 again) ends at item 2; the process dies; raised again.
+        tolerate(arn.clone(), None).await;
+        inner.redrive_execution(&name).await.unwrap();
+        dies_at_the_end(vec![2]).await;
+        assert_eq!(calls(&counting), [1, 2, 0, 0], "{engine}");
+        tolerate(arn.clone(), Some(10)).await;
+        let resumed = run(vec![2], open(&inner, &name, workflow, &input).await).await;
+        assert_eq!(resumed.error.as_ref().map(|f| f.error.as_str()), threshold, "{engine}: {:?}", resumed.output);
+        assert_eq!(calls(&counting), [1, 2, 0, 0], "{engine}: the rerun level that ended was run again");
+
+        // Redriven again, with the tolerance still raised: the rerun level is judged by its end
+        // (exceeded), so its unsuccessful children run in the next level.
+        inner.redrive_execution(&name).await.unwrap();
+        let last = run(vec![], open(&inner, &name, workflow, &input).await).await;
+        assert_eq!(last.status, Status::Succeeded, "{engine}: {:?}", last.error);
+        assert_eq!(calls(&counting), [1, 3, 1, 1], "{engine}");
+        let types: Vec<&str> = last.history.iter().map(|e| e.event_type.name()).collect();
+        assert_eq!(types.iter().filter(|t| **t == "MapRunRedriven").count(), 2, "{engine}: {types:?}");
+        assert_eq!(types.iter().filter(|t| **t == "MapRunFailed").count(), 2, "{engine}: {types:?}");
+        // Each level's end is journaled once.
+        let ops = inner.load_journal(&name).await.unwrap();
+        let mut ends: Vec<&str> = ops.iter().filter(|o| o.subtype == "MapRunEnd").map(|o| o.id.as_str()).collect();
+        ends.sort();
+        assert_eq!(ends, ["Fan#1.0.end", "Fan#1.0.end!1", "Fan#1.0.end!2"], "{engine}");
+        tolerate(arn, None).await;
     }
 }

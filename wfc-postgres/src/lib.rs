@@ -2475,6 +2475,53 @@ impl Store for PgStore {
         })
     }
 
+    fn kv_replace<'a>(
+        &'a self,
+        key: &'a str,
+        expected: Option<&'a Value>,
+        value: Value,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move {
+            let conn = self.conn().await;
+            let mut client = conn.lock().await;
+            let tx = client.transaction().await.map_err(pg)?;
+            let replaced = match expected {
+                // No row yet: only one of several inserting writers gets it.
+                None => {
+                    tx.execute(
+                        "INSERT INTO kv (key, value, format, updated_at) VALUES ($1, $2, $3, $4)
+                         ON CONFLICT (key) DO NOTHING",
+                        &[&key, &value.to_string(), &ROW_FORMAT, &now_ms()],
+                    )
+                    .await
+                    .map_err(pg)?
+                        == 1
+                }
+                // The row locked until the transaction ends, compared as JSON.
+                Some(expected) => {
+                    let row = tx
+                        .query_opt("SELECT value, format FROM kv WHERE key = $1 FOR UPDATE", &[&key])
+                        .await
+                        .map_err(pg)?;
+                    let current = row.map(|r| kv_value(key, r.get(0), r.get(1))).transpose()?;
+                    if current.as_ref() != Some(expected) {
+                        false
+                    } else {
+                        tx.execute(
+                            "UPDATE kv SET value = $2, format = $3, updated_at = $4 WHERE key = $1",
+                            &[&key, &value.to_string(), &ROW_FORMAT, &now_ms()],
+                        )
+                        .await
+                        .map_err(pg)?;
+                        true
+                    }
+                }
+            };
+            tx.commit().await.map_err(pg)?;
+            Ok(replaced)
+        })
+    }
+
     fn kv_delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(async move {
             let conn = self.conn().await;

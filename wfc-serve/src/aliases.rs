@@ -16,12 +16,13 @@
 
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
 use wfc_runtime::durable::{Definition, Language, Registry, Syntax};
 
 use crate::api::{Service, member, now_ms, opt_str, page, req_str, seconds};
 use crate::error::ApiError;
-use crate::versions::{Qualifier, WRITE_ATTEMPTS};
+use crate::versions::Qualifier;
 
 const WORKFLOW_PREFIX: &str = "wfc-serve-aliases:";
 const ORIGIN: &str = "wfc-serve:ALIASES";
@@ -151,23 +152,19 @@ impl Service {
     }
 
     /// Reads `machine`'s aliases, lets `change` edit them (it says whether it did) and writes
-    /// them back only if no other writer replaced them meanwhile, else reads and tries again
-    /// (the list is one registry document written whole; servers may share a store).
+    /// them back over the list read ([`crate::registry_doc::change`]: the list is one registry
+    /// document written whole; servers may share a store).
     async fn change_aliases<T>(
         &self,
         machine: &str,
-        mut change: impl FnMut(&mut Vec<Alias>) -> Result<(T, bool), ApiError>,
+        change: impl FnMut(&mut Vec<Alias>) -> Result<(T, bool), ApiError>,
     ) -> Result<T, ApiError> {
-        for _ in 0..WRITE_ATTEMPTS {
-            let (mut aliases, read_from) = self.read_aliases(machine).await?;
-            let (out, changed) = change(&mut aliases)?;
-            if !changed || self.save_aliases(machine, &aliases, read_from.as_deref()).await? {
-                return Ok(out);
-            }
-        }
-        Err(ApiError::internal(format!(
-            "the aliases of '{machine}' were changed by other writers {WRITE_ATTEMPTS} times while this request wrote them"
-        )))
+        let what = || format!("the aliases of '{machine}'");
+        let read = || -> BoxFuture<'_, _> { Box::pin(self.read_aliases(machine)) };
+        let write = |doc: Vec<Alias>, read_from: Option<String>| -> BoxFuture<'_, _> {
+            Box::pin(async move { self.save_aliases(machine, &doc, read_from.as_deref()).await })
+        };
+        crate::registry_doc::change(what, read, write, change).await
     }
 
     /// Writes `aliases` if the stored list is still the one read (`read_from`); returns whether it did.
@@ -181,10 +178,8 @@ impl Service {
             })
             .collect();
         let source = json!({ "aliases": list, "at": now_ms() }).to_string();
-        let registry = self.alias_registry();
         let workflow = format!("{WORKFLOW_PREFIX}{machine}");
-        let (version, _) = registry.store(registry_definition(workflow.clone(), ORIGIN, source), None).await?;
-        Ok(registry.replace_current(&workflow, read_from, &version.version_id).await?)
+        crate::registry_doc::write(&self.store, &workflow, ORIGIN, source, read_from).await
     }
 
     /// Drops every alias of a deleted machine.

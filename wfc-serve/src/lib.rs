@@ -35,6 +35,7 @@ pub mod map_runs;
 pub mod mock_config;
 pub mod redrive;
 mod redrive_tokens;
+mod registry_doc;
 pub mod sigv4;
 pub mod sqlite_wake;
 pub mod tags;

@@ -607,18 +607,37 @@ impl Service {
             )));
         }
         // Kept in the store (the run, on whichever server, reads it), and applied at once here
-        // when this server runs it. Two updates at the same instant: the last one written wins.
-        let mut limits = self.running_limits(arn, &run).await?;
-        if let Some(n) = max_concurrency {
-            limits.max_concurrency = n;
+        // when this server runs it. The row holds every limit: a change is written only over
+        // the row read, else read and made again, so two updates of different limits at once
+        // both land (`registry_doc`'s pattern, with the row's conditional write).
+        let key = wfc_runtime::distributed::limits_key(arn);
+        let mut written = false;
+        for _ in 0..crate::registry_doc::WRITE_ATTEMPTS {
+            let row = self.store.kv_get(&key).await?;
+            let mut limits = match row.as_ref().and_then(MapRunLimits::from_json) {
+                Some(limits) => limits,
+                None => self.running_limits(arn, &run).await?,
+            };
+            if let Some(n) = max_concurrency {
+                limits.max_concurrency = n;
+            }
+            if percentage.is_some() {
+                limits.tolerated_failure_percentage = percentage;
+            }
+            if count.is_some() {
+                limits.tolerated_failure_count = count;
+            }
+            if self.store.kv_replace(&key, row.as_ref(), limits.to_json()).await? {
+                written = true;
+                break;
+            }
         }
-        if percentage.is_some() {
-            limits.tolerated_failure_percentage = percentage;
+        if !written {
+            return Err(ApiError::internal(format!(
+                "the limits of Map Run '{arn}' were changed by other writers {} times while this request wrote them",
+                crate::registry_doc::WRITE_ATTEMPTS
+            )));
         }
-        if count.is_some() {
-            limits.tolerated_failure_count = count;
-        }
-        self.store.kv_put(&wfc_runtime::distributed::limits_key(arn), limits.to_json()).await?;
         if wfc_runtime::distributed::update_map_run(arn, max_concurrency, percentage, count).is_none() {
             // Another server runs it (or none yet): tell it to read the row now.
             crate::tasks::signal(self.store.as_ref(), &wfc_runtime::distributed::limits_changed_topic(arn)).await;

@@ -11,8 +11,9 @@
 
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
-use wfc_runtime::durable::{Definition, Language, Registry, Syntax};
+use wfc_runtime::durable::Registry;
 
 use crate::api::{Service, now_ms, opt_str, page, req_str, seconds};
 use crate::error::ApiError;
@@ -36,14 +37,7 @@ pub(crate) struct Published {
 pub(crate) struct Versions {
     pub(crate) list: Vec<Published>,
     next: u64,
-    /// The registry version this list was read from (`None`: none stored yet): a change is
-    /// written only if it is still the current one (`Service::change_versions`).
-    read_from: Option<String>,
 }
-
-/// How many times a change of a machine's version or alias list is read and tried again when
-/// other writers on the same store replaced the list meanwhile.
-pub(crate) const WRITE_ATTEMPTS: usize = 16;
 
 /// What follows a state machine's name in a qualified ARN.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -109,8 +103,13 @@ impl Service {
     }
 
     pub(crate) async fn versions_of(&self, name: &str) -> Result<Versions, ApiError> {
+        Ok(self.read_versions(name).await?.0)
+    }
+
+    /// `name`'s versions and the registry version they were read from (`None`: none stored).
+    async fn read_versions(&self, name: &str) -> Result<(Versions, Option<String>), ApiError> {
         let Some(current) = self.version_registry().current(&format!("{WORKFLOW_PREFIX}{name}")).await? else {
-            return Ok(Versions { list: Vec::new(), next: 1, read_from: None });
+            return Ok((Versions { list: Vec::new(), next: 1 }, None));
         };
         let doc: Value = serde_json::from_str(&current.definition.source)
             .map_err(|e| ApiError::internal(format!("the stored versions of '{name}' are not JSON: {e}")))?;
@@ -130,31 +129,27 @@ impl Service {
                     .collect()
             })
             .unwrap_or_default();
-        Ok(Versions { list, next: doc["next"].as_u64().unwrap_or(1), read_from: Some(current.version_id) })
+        Ok((Versions { list, next: doc["next"].as_u64().unwrap_or(1) }, Some(current.version_id)))
     }
 
     /// Reads `name`'s versions, lets `change` edit them (it says whether it did) and writes them
-    /// back only if no other writer replaced them meanwhile, else reads and tries again: the list
-    /// is one registry document written whole, and several servers may share a store.
+    /// back over the list read ([`crate::registry_doc::change`]: the list is one registry
+    /// document written whole, and several servers may share a store).
     async fn change_versions<T>(
         &self,
         name: &str,
-        mut change: impl FnMut(&mut Versions) -> Result<(T, bool), ApiError>,
+        change: impl FnMut(&mut Versions) -> Result<(T, bool), ApiError>,
     ) -> Result<T, ApiError> {
-        for _ in 0..WRITE_ATTEMPTS {
-            let mut versions = self.versions_of(name).await?;
-            let (out, changed) = change(&mut versions)?;
-            if !changed || self.save_versions(name, &versions).await? {
-                return Ok(out);
-            }
-        }
-        Err(ApiError::internal(format!(
-            "the versions of '{name}' were changed by other writers {WRITE_ATTEMPTS} times while this request wrote them"
-        )))
+        let what = || format!("the versions of '{name}'");
+        let read = || -> BoxFuture<'_, _> { Box::pin(self.read_versions(name)) };
+        let write = |doc: Versions, read_from: Option<String>| -> BoxFuture<'_, _> {
+            Box::pin(async move { self.save_versions(name, &doc, read_from.as_deref()).await })
+        };
+        crate::registry_doc::change(what, read, write, change).await
     }
 
-    /// Writes `versions` if the stored list is still the one they were read from; returns whether it did.
-    async fn save_versions(&self, name: &str, versions: &Versions) -> Result<bool, ApiError> {
+    /// Writes `versions` if the stored list is still the one read (`read_from`); returns whether it did.
+    async fn save_versions(&self, name: &str, versions: &Versions, read_from: Option<&str>) -> Result<bool, ApiError> {
         let list: Vec<Value> = versions
             .list
             .iter()
@@ -162,20 +157,9 @@ impl Service {
                 json!({ "number": p.number, "revisionId": p.revision_id, "description": p.description, "created": p.created_ms })
             })
             .collect();
-        let definition = Definition {
-            workflow: format!("{WORKFLOW_PREFIX}{name}"),
-            origin: ORIGIN.to_owned(),
-            source: json!({ "versions": list, "next": versions.next, "at": now_ms() }).to_string(),
-            language: Language::Asl,
-            syntax: Syntax::Json,
-            passes: Vec::new(),
-            siblings: Vec::new(),
-        };
-        let registry = self.version_registry();
-        let (version, _) = registry.store(definition, None).await?;
-        Ok(registry
-            .replace_current(&format!("{WORKFLOW_PREFIX}{name}"), versions.read_from.as_deref(), &version.version_id)
-            .await?)
+        let source = json!({ "versions": list, "next": versions.next, "at": now_ms() }).to_string();
+        let workflow = format!("{WORKFLOW_PREFIX}{name}");
+        crate::registry_doc::write(&self.store, &workflow, ORIGIN, source, read_from).await
     }
 
     pub(crate) fn version_arn(&self, name: &str, number: u64) -> String {

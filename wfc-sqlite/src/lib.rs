@@ -2236,6 +2236,36 @@ impl Store for SqliteStore {
         })
     }
 
+    fn kv_replace<'a>(
+        &'a self,
+        key: &'a str,
+        expected: Option<&'a Value>,
+        value: Value,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        let (key, expected) = (key.to_owned(), expected.cloned());
+        self.call(move |conn| {
+            // Read and written in one immediate transaction: no other writer in between, in
+            // this process or another on the same file.
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
+            let row: Option<(String, i64)> = tx
+                .prepare_cached("SELECT value, format FROM kv WHERE key = ?1")
+                .and_then(|mut s| s.query_row([&key], |r| Ok((r.get(0)?, r.get(1)?))).optional())
+                .map_err(backend)?;
+            let current = row.map(|(value, format)| kv_value(&key, &value, format)).transpose()?;
+            if current != expected {
+                return Ok(false);
+            }
+            tx.prepare_cached(
+                "INSERT INTO kv (key, value, format, updated_at) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (key) DO UPDATE SET value = ?2, format = ?3, updated_at = ?4",
+            )
+            .and_then(|mut s| s.execute(params![key, value.to_string(), ROW_FORMAT, now_ms()]))
+            .map_err(backend)?;
+            tx.commit().map_err(backend)?;
+            Ok(true)
+        })
+    }
+
     fn kv_delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
         let key = key.to_owned();
         self.call(move |conn| {

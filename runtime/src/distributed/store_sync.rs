@@ -101,15 +101,13 @@ pub fn limits_key(arn: &str) -> String {
 }
 
 /// The key/value row of Map Run `arn`'s redrive levels and size: `{"starts": [0, 1],
-/// "itemTotal", "executionTotal", "ends": [{"exceeded", "limits"}, ...]}`, `starts` being the
-/// execution's redrive count when each level started (level 0 in the first run, level 1 after
-/// the first redrive), `ends` how each level that ended by itself ended: whether its children's
-/// failures exceeded its tolerance, and the limits it ended with (an `UpdateMapRun` while it
-/// ran may have changed them). A redrive judges each earlier level by its end as recorded, not
-/// by the tolerance the run has now. A level that started before the execution's last redrive
-/// and did not exceed its tolerance was ended by its execution's end (stopped, timed out, or
-/// failed elsewhere): a redrive runs its unsuccessful children again in the next level, as
-/// AWS's Map Run redrive does.
+/// "itemTotal", "executionTotal"}`, `starts` being the execution's redrive count when each
+/// level started (level 0 in the first run, level 1 after the first redrive). How each level
+/// that ended by itself ended is journaled ([`LevelEnd`]; rows written before that keep it in
+/// `"ends": [{"exceeded", "limits"}, ...]`, still read). A level that started before the
+/// execution's last redrive and did not exceed its tolerance was ended by its execution's end
+/// (stopped, timed out, or failed elsewhere): a redrive runs its unsuccessful children again in
+/// the next level, as AWS's Map Run redrive does.
 pub fn levels_key(arn: &str) -> String {
     format!("wfc/map-run/levels/{arn}")
 }
@@ -118,6 +116,84 @@ pub fn levels_key(arn: &str) -> String {
 /// "running": [child execution documents], "pendingRedrive": [child indexes]}`.
 pub fn progress_key(arn: &str) -> String {
     format!("wfc/map-run/progress/{arn}")
+}
+
+/// How a level of a Map Run ended by itself, journaled as the STEP [`end_op`] (subtype
+/// `MapRunEnd`) before the run goes on from it: whether its children's failures exceeded its
+/// tolerance, the limits it ended with (an `UpdateMapRun` while it ran may have changed them),
+/// and, when it stopped at its tolerance, the children it had counted then (the others were
+/// aborted or never started). A resume after the process stopped replays the level as it ended
+/// (its counted children only, its limits, its outcome), and a redrive judges the level by it,
+/// whatever the tolerance is then.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct LevelEnd {
+    /// Whether the children's failures exceeded the tolerance.
+    pub(crate) exceeded: bool,
+    /// The limits the level ended with.
+    pub(crate) limits: MapRunLimits,
+    /// The children counted when it ended, as `[first, last]` index ranges in order; `None`:
+    /// every child.
+    pub(crate) counted: Option<Vec<(usize, usize)>>,
+}
+
+impl LevelEnd {
+    /// The end of a level whose counted children are `counted` (every child when it did not
+    /// stop at its tolerance).
+    #[cfg(feature = "durable")]
+    fn new(exceeded: bool, limits: MapRunLimits, mut counted: Vec<usize>) -> LevelEnd {
+        let counted = exceeded.then(|| {
+            counted.sort_unstable();
+            let mut ranges: Vec<(usize, usize)> = Vec::new();
+            for i in counted {
+                match ranges.last_mut() {
+                    Some((_, last)) if *last + 1 == i => *last = i,
+                    _ => ranges.push((i, i)),
+                }
+            }
+            ranges
+        });
+        LevelEnd { exceeded, limits, counted }
+    }
+
+    /// Whether child `index` was counted when the level ended.
+    pub(crate) fn counted(&self, index: usize) -> bool {
+        self.counted.as_ref().is_none_or(|ranges| ranges.iter().any(|&(first, last)| (first..=last).contains(&index)))
+    }
+
+    /// The journaled result.
+    #[cfg(feature = "durable")]
+    pub(crate) fn to_json(&self) -> Value {
+        let mut end = json!({ "exceeded": self.exceeded, "limits": self.limits.to_json() });
+        if let Some(ranges) = &self.counted {
+            end["counted"] = json!(ranges.iter().map(|&(a, b)| [a, b]).collect::<Vec<_>>());
+        }
+        end
+    }
+
+    /// The end a journaled result (or an `"ends"` entry of an older levels row, which has no
+    /// `counted`) holds; `None` when it is not one.
+    #[cfg(feature = "durable")]
+    pub(crate) fn from_json(value: &Value) -> Option<LevelEnd> {
+        let counted = match value.get("counted") {
+            None | Some(Value::Null) => None,
+            Some(ranges) => Some(serde_json::from_value::<Vec<(usize, usize)>>(ranges.clone()).ok()?),
+        };
+        Some(LevelEnd {
+            exceeded: value.get("exceeded")?.as_bool()?,
+            limits: MapRunLimits::from_json(value.get("limits")?)?,
+            counted,
+        })
+    }
+}
+
+/// The journal operation recording how level `level` of the Map Run whose children's
+/// operations are under `prefix` ended ([`LevelEnd`]).
+#[cfg(feature = "durable")]
+pub(crate) fn end_op(prefix: &str, level: u32) -> String {
+    match level {
+        0 => format!("{prefix}.end"),
+        l => format!("{prefix}.end!{l}"),
+    }
 }
 
 impl MapRunLimits {
@@ -173,6 +249,15 @@ impl MapRunControl {
     /// Sets the limits (an `UpdateMapRun`, possibly made on another server, read from the store).
     #[cfg(feature = "durable")]
     fn apply(&self, limits: &MapRunLimits) {
+        if self.ended.load(std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        self.set_limits(limits);
+    }
+
+    /// Sets the limits, ended or not.
+    #[cfg(feature = "durable")]
+    fn set_limits(&self, limits: &MapRunLimits) {
         if self.max_concurrency.swap(limits.max_concurrency, std::sync::atomic::Ordering::SeqCst)
             != limits.max_concurrency
         {
@@ -300,19 +385,20 @@ pub(super) struct RedrivePlan {
     /// The children this level runs again after they ended unsuccessfully in an earlier one
     /// (AWS's `pendingRedrive` until each gets a place under the concurrency limit).
     reruns: Vec<usize>,
-    /// This run's level, when its levels row is kept ([`levels_key`]; `None`: no journal or
-    /// no key/value table, nothing recorded). Only a journal keeps the row.
+    /// The operation journaling this run's level's end ([`end_op`]; `None`: no journal).
     #[cfg(feature = "durable")]
-    level: Option<u32>,
+    end_op: Option<String>,
+    /// This level's end as journaled, when it had ended before this run (a resume).
+    ended: Option<LevelEnd>,
 }
 
 impl RedrivePlan {
     /// The plan of the children (of `sizes` items each) of the attempt whose operations are
     /// under `prefix`, when [`Execution::reopen_map_run_for_redrive`] marked it (and records the
     /// redrive's events); else an empty plan.
-    /// The levels' starts and ends are kept in the row [`levels_key`] (this run's level is
-    /// added when it starts, its end by [`RedrivePlan::record_end`]); without a key/value table
-    /// every level is taken to have ended by its tolerance as the run has it now.
+    /// The levels' starts are kept in the row [`levels_key`] (this run's level is added when
+    /// it starts), their ends in the journal ([`RedrivePlan::record_end`]); a level whose end is
+    /// journaled already (a resume) gets the limits it ended with.
     pub(super) async fn make(
         exec: &Execution,
         name: &str,
@@ -336,8 +422,17 @@ impl RedrivePlan {
             } else {
                 (RedrivePlan::default(), 0)
             };
+            let end = end_op(prefix, level);
+            plan.ended = journal
+                .recorded(&end)
+                .filter(|op| op.status.is_terminal())
+                .and_then(|op| LevelEnd::from_json(op.result.as_ref()?));
+            if let Some(ended) = &plan.ended {
+                control.set_limits(&ended.limits);
+                control.ended.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+            plan.end_op = Some(end);
             if let (Some(mut row), Some(mut starts)) = (row, starts) {
-                plan.level = Some(level);
                 if starts.len() <= level as usize {
                     starts.resize(level as usize + 1, journal.redrive_count());
                     row["starts"] = json!(starts);
@@ -357,27 +452,32 @@ impl RedrivePlan {
         Ok(RedrivePlan::default())
     }
 
-    /// Records in the levels row ([`levels_key`]) how this run's level ended by itself:
-    /// whether its failures `exceeded` its tolerance, and the limits it ended with. A later
-    /// redrive judges the level by this, whatever the tolerance is then.
-    pub(super) async fn record_end(&self, exec: &Execution, arn: &str, exceeded: bool, limits: &MapRunLimits) {
+    /// Journals how this run's level ended by itself ([`LevelEnd`]: `exceeded`, the limits
+    /// `control` has, the children `counted`) before the run goes on from it, unless it was
+    /// journaled before (a resume replays it); from then on the run's limits change no more.
+    /// A store that cannot record it fails the run, as a checkpoint that cannot be written does.
+    pub(super) async fn record_end(
+        &self,
+        exec: &Execution,
+        name: &str,
+        control: &MapRunControl,
+        exceeded: bool,
+        counted: Vec<usize>,
+    ) -> Result<(), crate::Failure> {
+        control.ended.store(true, std::sync::atomic::Ordering::SeqCst);
         #[cfg(feature = "durable")]
-        if let (Some(journal), Some(level)) = (exec.journal(), self.level) {
-            let key = levels_key(arn);
-            let Ok(Some(mut row)) = journal.kv_get(&key).await else { return };
-            let mut ends = row.get("ends").and_then(Value::as_array).cloned().unwrap_or_default();
-            if ends.len() <= level as usize {
-                ends.resize(level as usize + 1, Value::Null);
-            }
-            ends[level as usize] = json!({ "exceeded": exceeded, "limits": limits.to_json() });
-            row["ends"] = Value::Array(ends);
-            // Best effort: without it, a redrive judges this level by the tolerance it has then.
-            if let Err(e) = journal.kv_put(&key, row).await {
-                tracing::warn!(error = %e, arn, level, "cannot record how a Map Run's level ended");
-            }
+        if let (Some(journal), Some(id), None) = (exec.journal(), &self.end_op, &self.ended) {
+            let end = LevelEnd::new(exceeded, control.limits(), counted);
+            journal.record_step(id.clone(), exec.op_parent(), name, "MapRunEnd", end.to_json()).await?;
         }
         #[cfg(not(feature = "durable"))]
-        let _ = (exec, arn, exceeded, limits);
+        let _ = (exec, name, exceeded, counted);
+        Ok(())
+    }
+
+    /// This level's end as journaled before this run, if it had ended (see [`LevelEnd`]).
+    pub(super) fn ended(&self) -> Option<&LevelEnd> {
+        self.ended.as_ref()
     }
 
     /// The operation child `index` runs as: `op` unless the plan says otherwise.
@@ -424,6 +524,14 @@ fn plan(
     use crate::EventType;
     let redrives = journal.redrive_count();
     let total_items: u64 = sizes.iter().map(|s| *s as u64).sum();
+    // How level `level` ended by itself: journaled, else in an older levels row.
+    let level_end = |level: u32| -> Option<LevelEnd> {
+        journal
+            .recorded(&end_op(prefix, level))
+            .filter(|op| op.status.is_terminal())
+            .and_then(|op| LevelEnd::from_json(op.result.as_ref()?))
+            .or_else(|| ends.get(level as usize).and_then(LevelEnd::from_json))
+    };
     // How child `index` had ended as of `level`: the level of its last finished operation, and
     // the child's status.
     let end = |index: usize, level: u32| -> Option<(u32, String)> {
@@ -447,9 +555,12 @@ fn plan(
         counts.0.total = total_items;
         counts.1.total = sizes.len() as u64;
         let mut failed_items = 0u64;
+        let level_ended = level_end(level);
         for (index, size) in sizes.iter().enumerate() {
             let size = *size as u64;
-            let status = end(index, level).map(|(_, s)| s);
+            // A child the level did not count when it ended was aborted then.
+            let status =
+                end(index, level).map(|(_, s)| s).filter(|_| level_ended.as_ref().is_none_or(|e| e.counted(index)));
             let (items, executions) = (&mut counts.0, &mut counts.1);
             let (item_slot, execution_slot) = match status.as_deref() {
                 None | Some("ABORTED") => (&mut items.aborted, &mut executions.aborted),
@@ -475,16 +586,15 @@ fn plan(
         // tolerance was ended by its execution (stopped, timed out, or failed elsewhere): its
         // end may have been recorded in a race with a stop, so the record does not say that
         // its Map state exited.
-        let end = ends.get(level as usize).filter(|e| e.is_object());
-        let exceeded = match end.and_then(|e| e.get("exceeded")).and_then(Value::as_bool) {
-            Some(exceeded) => exceeded,
+        let exceeded = match &level_ended {
+            Some(e) => e.exceeded,
             None => control.exceeded(failed_items, total_items),
         };
         let stopped = starts.and_then(|s| s.get(level as usize)).is_some_and(|&started| started < redrives);
         if !exceeded && !stopped {
             break;
         }
-        let limits = end.and_then(|e| MapRunLimits::from_json(e.get("limits")?)).unwrap_or_else(|| control.limits());
+        let limits = level_ended.map_or_else(|| control.limits(), |e| e.limits);
         failed_levels.push((counts, !exceeded, limits));
         level += 1;
     }
@@ -549,5 +659,5 @@ fn plan(
             _ => op_at(prefix, index, level),
         })
         .collect();
-    Ok((RedrivePlan { ops, reruns, level: None }, level))
+    Ok((RedrivePlan { ops, reruns, ..RedrivePlan::default() }, level))
 }

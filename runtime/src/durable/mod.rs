@@ -794,6 +794,20 @@ pub trait Store: Send + Sync + fmt::Debug {
         Box::pin(async { Err(StoreError::Unsupported("a key/value table in this store".into())) })
     }
 
+    /// Writes the row `key` only if it still holds `expected` (`None`: there is no such row),
+    /// atomically; returns whether it did. A reader that changes part of a row (`wfc serve`'s
+    /// `UpdateMapRun` of one limit of a Map Run) writes its change with this and, on `false`,
+    /// reads and changes it again, so two processes changing different parts both land.
+    fn kv_replace<'a>(
+        &'a self,
+        key: &'a str,
+        expected: Option<&'a Value>,
+        value: Value,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        let _ = (key, expected, value);
+        Box::pin(async { Err(StoreError::Unsupported("a key/value table in this store".into())) })
+    }
+
     /// Deletes the row `key`; whether there was one. Of several processes deleting the same row,
     /// exactly one gets `true`: deleting is how a row is claimed (a queued task handed out once).
     fn kv_delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {

@@ -1651,10 +1651,42 @@ def two_servers_map_b(sfn):
     sfn.update_map_run(mapRunArn=run_arn, maxConcurrency=3)
     assert sfn.describe_map_run(mapRunArn=run_arn)["maxConcurrency"] == 3
     running_children(sfn, run_arn, 3)
+    a = other_client()
+    # Its limits changed at once through both servers, each update a different limit: all of
+    # them land (the limits are one row; each update is written only over the row it read,
+    # else read and made again: before, the last row written won and dropped the others).
+    errors = []
+
+    def update(client, **limits):
+        try:
+            client.update_map_run(mapRunArn=run_arn, **limits)
+        except Exception as e:  # noqa: BLE001 - collected and asserted below
+            errors.append(repr(e))
+
+    for i in range(8):
+        threads = [
+            threading.Thread(target=update, args=(a,), kwargs={"toleratedFailureCount": 10 + i}),
+            threading.Thread(target=update, args=(sfn,), kwargs={"toleratedFailurePercentage": 10.0 + i}),
+            threading.Thread(target=update, args=(clients_of(i, a, sfn),), kwargs={"maxConcurrency": 3 + i}),
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, errors
+        # B reads the row; A, which runs the Map Run, applies what B wrote when B's signal
+        # reaches it.
+        want = (10 + i, 10.0 + i, 3 + i)
+
+        def limits(client):
+            d = client.describe_map_run(mapRunArn=run_arn)
+            return (d["toleratedFailureCount"], d["toleratedFailurePercentage"], d["maxConcurrency"])
+
+        assert limits(sfn) == want, (i, limits(sfn))
+        _helpers["wait_for"]("A to apply the limits", lambda: limits(a) == want or None)
     tasks = [sfn.get_activity_task(activityArn=SHARED_MAP_ACTIVITY, workerName="on-b") for _ in range(3)]
     # B's counts are A's as they are now (B asks A to write them and waits for its answer),
     # not as A last wrote them (every 0.4 s): once A counts the first child succeeded, B does.
-    a = other_client()
     sfn.send_task_success(taskToken=tasks[0]["taskToken"], output=tasks[0]["input"])
 
     def counted_on_a():
@@ -1671,6 +1703,11 @@ def two_servers_map_b(sfn):
         sfn.send_task_success(taskToken=t["taskToken"], output=t["input"])
     d = finished(sfn, f"arn:aws:states:us-east-1:{ACCOUNT}:execution:SharedMap:m1")
     assert (d["status"], json.loads(d["output"])) == ("SUCCEEDED", [1, 2, 3]), d
+
+
+def clients_of(i, a, b):
+    """A for even rounds, B for odd ones."""
+    return a if i % 2 == 0 else b
 
 
 def other_client():
