@@ -153,6 +153,10 @@ fn chosen_points(store: &str, dir: &Path) {
     // After the whole Map Run: B runs once, no child runs again.
     let v = crash_at(dir, store, "after-run", 4, "B#1.0:after-start");
     assert!(v.is_empty(), "{v:?}");
+    // The level's end journaled (`Fan#1.0.end`), the Map state not gone on: the resume replays
+    // the level as it ended, no child runs again.
+    let v = crash_at(dir, store, "after-level-end", 5, "Fan#1.0.end:after-finish");
+    assert!(v.is_empty(), "{v:?}");
 }
 
 #[test]
