@@ -23,7 +23,7 @@ pub fn pass_language_with(
     body: impl FnOnce(Value, &Value) -> Result<(Value, Option<Assigned>), Failure>,
 ) -> Result<Value, Failure> {
     state_span(name, "Pass").in_scope(|| {
-        let visit = Visit::start_timed(exec, name, "Pass", &input, true)?;
+        let visit = Visit::start_synchronous(exec, name, "Pass", &input, true)?;
         let ctx = visit.context();
         let (output, assigned) = body(input, &ctx).map_err(|f| visit.runtime(f))?;
         visit.finish_assigned(&output, assigned)?;
@@ -65,7 +65,7 @@ pub fn pass_bounded_with(
     body: impl FnOnce(Value, &Value) -> Result<Value, Failure>,
 ) -> Result<Value, Failure> {
     state_span(name, "Pass").in_scope(|| {
-        let visit = Visit::start_timed(exec, name, "Pass", &input, needs_ctx)?;
+        let visit = Visit::start_synchronous(exec, name, "Pass", &input, needs_ctx)?;
         let ctx = visit.context_if(needs_ctx);
         let output = body(input, &ctx).map_err(|f| visit.runtime(f))?;
         visit.finish_within(&output, max_bytes, max_depth)?;
@@ -89,7 +89,7 @@ pub fn pass_kept_with(
     body: impl FnOnce(Value, &Value) -> Result<Value, Failure>,
 ) -> Result<Value, Failure> {
     state_span(name, "Pass").in_scope(|| {
-        let visit = Visit::start_timed(exec, name, "Pass", &input, needs_ctx)?;
+        let visit = Visit::start_synchronous(exec, name, "Pass", &input, needs_ctx)?;
         if kept(&input) {
             visit.finish_unchanged(&input)?;
             return Ok(input);
@@ -119,7 +119,7 @@ pub fn pass_assign_with(
     body: impl FnOnce(Value, &Value) -> Result<(Value, Assigned), Failure>,
 ) -> Result<Value, Failure> {
     state_span(name, "Pass").in_scope(|| {
-        let visit = Visit::start_timed(exec, name, "Pass", &input, true)?;
+        let visit = Visit::start_synchronous(exec, name, "Pass", &input, true)?;
         let ctx = visit.context();
         let (output, assigned) = body(input, &ctx).map_err(|f| visit.runtime(f))?;
         visit.finish_assigned(&output, Some(assigned))?;
@@ -139,7 +139,7 @@ pub(super) fn plain_visit(
     body: impl FnOnce(Value, &Value) -> Result<Value, Failure>,
 ) -> Result<Value, Failure> {
     state_span(name, state_type).in_scope(|| {
-        let visit = Visit::start_timed(exec, name, state_type, &input, needs_ctx)?;
+        let visit = Visit::start_synchronous(exec, name, state_type, &input, needs_ctx)?;
         let ctx = visit.context_if(needs_ctx);
         let output = body(input, &ctx).map_err(|f| visit.runtime(f))?;
         visit.finish(&output)?;

@@ -31,6 +31,10 @@ pub(super) struct Visit<'a> {
     /// event shares the same name, and the same document when the output is the input
     /// unchanged, without looking either up again.
     entered: EnteredParts,
+    /// Whether the state awaits nothing between its Entered and Exited events (Pass, Choice,
+    /// Succeed): then its Exited event is stamped with the instant read for its Entered event
+    /// instead of reading the clock again (see [`Visit::start_synchronous`]).
+    synchronous: bool,
 }
 
 /// The name and document a state's Entered event shares (`None` at the express level, which
@@ -76,11 +80,12 @@ enum Output {
 
 impl<'a> Visit<'a> {
     pub(super) fn enter(exec: &'a Execution, name: &'a str, state_type: &'static str, input: &Value) -> Visit<'a> {
-        Visit::enter_timed(exec, name, state_type, input, true)
+        Visit::enter_timed(exec, name, state_type, input, true, false)
     }
 
     /// [`Visit::enter`]; `timed` false says the state will not build its context object, so
-    /// unless the history stamps the Entered event, the clock is not read at all.
+    /// unless the history stamps the Entered event, the clock is not read at all; `synchronous`
+    /// says the state awaits nothing before its Exited event (see [`Visit::start_synchronous`]).
     #[inline]
     fn enter_timed(
         exec: &'a Execution,
@@ -88,15 +93,20 @@ impl<'a> Visit<'a> {
         state_type: &'static str,
         input: &Value,
         timed: bool,
+        synchronous: bool,
     ) -> Visit<'a> {
         let entered_at = (timed || exec.keeps_history()).then(|| exec.clock().now());
         let mut entered = None;
         let entered_id = match EventType::entered(state_type) {
-            Some(ty) => exec.record_at(ty, entered_at, || {
-                let details = history_details(exec, name, "input", input);
-                entered = details.named_parts().map(|(name, doc)| (Arc::clone(name), Arc::clone(doc)));
-                details
-            }),
+            Some(ty) => exec.record_at(
+                ty,
+                || entered_at,
+                || {
+                    let details = history_details(exec, name, "input", input);
+                    entered = details.named_parts().map(|(name, doc)| (Arc::clone(name), Arc::clone(doc)));
+                    details
+                },
+            ),
             None => 0,
         };
         #[cfg(feature = "durable")]
@@ -113,6 +123,7 @@ impl<'a> Visit<'a> {
             task_token: None,
             input_checked,
             entered: EnteredParts(std::mem::ManuallyDrop::new(entered)),
+            synchronous,
         }
     }
 
@@ -140,7 +151,24 @@ impl<'a> Visit<'a> {
         needs_context: bool,
     ) -> Result<Visit<'a>, Failure> {
         exec.check_history()?;
-        Ok(Visit::enter_timed(exec, name, state_type, input, needs_context))
+        Ok(Visit::enter_timed(exec, name, state_type, input, needs_context, false))
+    }
+
+    /// [`Visit::start_timed`] for a state whose work awaits nothing (Pass, Choice, Succeed: it
+    /// runs within one poll, taking no time on a virtual clock and well under a millisecond,
+    /// the timestamps' resolution, on the real one): its Exited event is stamped with the
+    /// instant its Entered event was, read once. At the full history level that is one clock
+    /// read a state instead of two.
+    #[inline]
+    pub(super) fn start_synchronous(
+        exec: &'a Execution,
+        name: &'a str,
+        state_type: &'static str,
+        input: &Value,
+        needs_context: bool,
+    ) -> Result<Visit<'a>, Failure> {
+        exec.check_history()?;
+        Ok(Visit::enter_timed(exec, name, state_type, input, needs_context, true))
     }
 
     /// [`Visit::exit`] after checking the output against the payload and depth limits. The
@@ -193,8 +221,15 @@ impl<'a> Visit<'a> {
     #[inline]
     fn exit_as(&self, output: &Value, kind: Output) {
         if let Some(ty) = EventType::exited(self.state_type) {
-            self.exec.record_with(ty, || self.exited_details(output, kind));
+            self.exec.record_at(ty, || self.exit_time(), || self.exited_details(output, kind));
         }
+    }
+
+    /// The instant to stamp the Exited event with: the Entered event's for a state that awaits
+    /// nothing, else `None` (now).
+    #[inline]
+    fn exit_time(&self) -> Option<jiff::Timestamp> {
+        if self.synchronous { self.entered_at } else { None }
     }
 
     /// `{"name", "output"}` of the Exited event, sharing the Entered event's name (and its
@@ -224,11 +259,15 @@ impl<'a> Visit<'a> {
         };
         self.exec.limits().check_payload(self.name, output).map_err(|f| self.runtime(f))?;
         if let Some(ty) = EventType::exited(self.state_type) {
-            self.exec.record_with(ty, || {
-                let mut details = self.exited_details(output, Output::Any);
-                crate::variables::record_assigned(&mut details, &values);
-                details
-            });
+            self.exec.record_at(
+                ty,
+                || self.exit_time(),
+                || {
+                    let mut details = self.exited_details(output, Output::Any);
+                    crate::variables::record_assigned(&mut details, &values);
+                    details
+                },
+            );
         }
         self.commit(Some(values)).map_err(|f| self.runtime(f))
     }
