@@ -51,7 +51,9 @@ pub fn pass_with(
 /// and OutputPath `$`) from parts whose serialized size is known when the state is compiled: at
 /// most `max_bytes` bytes and `max_depth` levels deep (literals, and intrinsics that give a
 /// number). Unless the execution's limits are that low, the output cannot exceed them, so it is
-/// not walked to check (the counting loop's `{"i": States.MathAdd(...)}`).
+/// not walked to check (the counting loop's `{"i": States.MathAdd(...)}`). `body` only reads
+/// the input, which is then spent on the history's copy of the output (its allocations
+/// reused, see [`crate::History::named_new_into`]) instead of being freed.
 ///
 /// Generated code calls it for such a Pass (the interpreter's [`pass`] checks as
 /// [`pass_with`] does); the events are the same.
@@ -62,13 +64,13 @@ pub fn pass_bounded_with(
     input: Value,
     max_bytes: usize,
     max_depth: usize,
-    body: impl FnOnce(Value, &Value) -> Result<Value, Failure>,
+    body: impl FnOnce(&Value, &Value) -> Result<Value, Failure>,
 ) -> Result<Value, Failure> {
     state_span(name, "Pass").in_scope(|| {
         let visit = Visit::start_synchronous(exec, name, "Pass", &input, needs_ctx)?;
         let ctx = visit.context_if(needs_ctx);
-        let output = body(input, &ctx).map_err(|f| visit.runtime(f))?;
-        visit.finish_within(&output, max_bytes, max_depth)?;
+        let output = body(&input, &ctx).map_err(|f| visit.runtime(f))?;
+        visit.finish_within(&output, max_bytes, max_depth, input)?;
         Ok(output)
     })
 }

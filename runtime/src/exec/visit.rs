@@ -73,9 +73,6 @@ enum Output {
     Any,
     /// The input unchanged (moved on): the Entered event's document.
     Unchanged,
-    /// Built whole by the state just now: copied without a comparison (see
-    /// [`crate::History::named_new`]).
-    New,
 }
 
 impl<'a> Visit<'a> {
@@ -183,16 +180,40 @@ impl<'a> Visit<'a> {
     /// [`Visit::finish`] for an output known, when the state was compiled, to serialize to at
     /// most `max_bytes` bytes nested at most `max_depth` levels: under the execution's limits,
     /// it needs no check.
+    /// `input` is the state's input, no longer needed: the history's copy of the output is
+    /// made in its allocations (see [`crate::History::named_new_into`]).
     #[inline]
-    pub(super) fn finish_within(&self, output: &Value, max_bytes: usize, max_depth: usize) -> Result<(), Failure> {
+    pub(super) fn finish_within(
+        &self,
+        output: &Value,
+        max_bytes: usize,
+        max_depth: usize,
+        input: Value,
+    ) -> Result<(), Failure> {
         let limits = self.exec.limits();
-        if max_bytes < limits.max_payload_bytes && max_depth < limits.max_json_depth {
-            self.exit_as(output, Output::New);
-            Ok(())
-        } else {
+        if !(max_bytes < limits.max_payload_bytes && max_depth < limits.max_json_depth) {
             self.limits_check(output)?;
-            self.exit_as(output, Output::New);
-            Ok(())
+        }
+        self.exit_new(output, input);
+        Ok(())
+    }
+
+    /// [`Visit::exit`] for an output the state built whole just now, its history copy made in
+    /// `spare` (see [`crate::History::named_new_into`]): not compared with the last document
+    /// shared, which it rarely is.
+    #[inline]
+    fn exit_new(&self, output: &Value, spare: Value) {
+        if let Some(ty) = EventType::exited(self.state_type) {
+            self.exec.record_at(
+                ty,
+                || self.exit_time(),
+                || match self.entered.get() {
+                    Some((name, _)) => {
+                        self.exec.shared.history.named_new_into(Arc::clone(name), "output", output, spare)
+                    }
+                    None => history_details(self.exec, self.name, "output", output),
+                },
+            );
         }
     }
 
@@ -241,7 +262,6 @@ impl<'a> Visit<'a> {
                 Details::named_shared(Arc::clone(name), "output", Arc::clone(input))
             }
             (Some((name, _)), Output::Any) => history.named_as(Arc::clone(name), "output", output),
-            (Some((name, _)), Output::New) => history.named_new(Arc::clone(name), "output", output),
             (None, _) => history_details(self.exec, self.name, "output", output),
         }
     }

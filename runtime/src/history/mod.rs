@@ -342,6 +342,12 @@ impl History {
         self.documents.named_new(name, key, document)
     }
 
+    /// [`History::named_new`] copying the document into `spare`'s allocations (see
+    /// [`DocumentCache::named_new_into`]).
+    pub fn named_new_into(&self, name: Arc<Value>, key: &'static str, document: &Value, spare: Value) -> Details {
+        self.documents.named_new_into(name, key, document, spare)
+    }
+
     /// `document` for an event's [`Details`], made the one the next [`History::share`]
     /// compares with: for a document that is already shared (the execution input).
     pub fn adopt(&self, document: Arc<Value>) -> Arc<Value> {
