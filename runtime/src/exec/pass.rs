@@ -55,8 +55,9 @@ pub fn pass_with(
 /// the input, which is then spent on the history's copy of the output (its allocations
 /// reused, see [`crate::History::named_new_into`]) instead of being freed.
 ///
-/// Generated code calls it for such a Pass (the interpreter's [`pass`] checks as
-/// [`pass_with`] does); the events are the same.
+/// Generated code calls it for such a Pass; the interpreter calls it for every Pass whose
+/// output its `Result` or Parameters build whole, with `usize::MAX` for both bounds (so the
+/// output is checked as [`pass_with`] checks it). The events are the same.
 pub fn pass_bounded_with(
     exec: &Execution,
     name: &str,
