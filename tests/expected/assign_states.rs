@@ -1115,7 +1115,7 @@ pub mod assign_states {
                         input,
                         9usize,
                         0usize,
-                        |_: __wfc::Value, _: &__wfc::Value| {
+                        |_: &__wfc::Value, _: &__wfc::Value| {
                             let output = __wfc::Value::String(
                                 ::std::borrow::ToOwned::to_owned("two ✓"),
                             );

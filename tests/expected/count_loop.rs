@@ -202,7 +202,7 @@ pub mod count_loop {
                     input,
                     30usize,
                     1usize,
-                    |input: __wfc::Value, _: &__wfc::Value| {
+                    |input: &__wfc::Value, _: &__wfc::Value| {
                         let output = {
                             let result = {
                                 let effective = &input;

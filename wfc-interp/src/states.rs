@@ -19,9 +19,9 @@ use wfc_runtime::exec::{
     self, Assigned, Chosen, Execution, MapCode, NestedCode, ParallelCode, ParametersForm, Step, TaskCode, TaskShape,
     choice_kept_with, choice_language_with, choice_with, computed_string, fail_jsonata, fail_string, fail_with,
     finish_paths, is_jsonata_map, jsonata_map_inputs, jsonata_seconds, map_with, parallel_with, pass_assign_with,
-    pass_kept_with, pass_language_with, pass_with, seconds_at, succeed_with, task_with, wait_assign_with,
-    wait_language_with, wait_limit, wait_seconds_at, wait_seconds_jsonata, wait_timestamp_at, wait_timestamp_jsonata,
-    wait_with,
+    pass_bounded_with, pass_kept_with, pass_language_with, pass_with, seconds_at, succeed_with, task_with,
+    wait_assign_with, wait_language_with, wait_limit, wait_seconds_at, wait_seconds_jsonata, wait_timestamp_at,
+    wait_timestamp_jsonata, wait_with,
 };
 use wfc_runtime::jsonata::{self, Bindings};
 use wfc_runtime::{Failure, TaskContext, choice, io, variables};
@@ -39,6 +39,16 @@ pub async fn pass(exec: &Execution, name: &str, spec: &PassState, input: Value) 
             && spec.output_path.as_ref().is_some_and(wfc_ir::Path::is_identity)
         {
             return pass_kept_with(exec, name, needs_ctx, input, |input| writes_back_in_place(spec, input), body);
+        }
+        // Output built whole by Result or Parameters (ResultPath and OutputPath `$`): the body
+        // only reads the input, which the runtime then spends on the history's copy of the
+        // output, as for generated code's bounded Pass (with no bound: the payload is checked).
+        if (spec.result.is_some() || spec.parameters.is_some())
+            && spec.result_path.as_ref().is_some_and(|p| p.is_identity())
+            && spec.output_path.as_ref().is_some_and(wfc_ir::Path::is_identity)
+        {
+            let body = |input: &Value, ctx: &Value| pass_result(exec, spec, input, ctx);
+            return pass_bounded_with(exec, name, needs_ctx, input, usize::MAX, usize::MAX, body);
         }
         return pass_with(exec, name, needs_ctx, input, body);
     }

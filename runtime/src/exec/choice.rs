@@ -37,7 +37,7 @@ pub fn choice_language_with(
     finish: impl FnOnce(Option<usize>, &Value, Value, &Value) -> Result<(Value, Option<Assigned>), Failure>,
 ) -> Result<Chosen, Failure> {
     state_span(name, "Choice").in_scope(|| {
-        let visit = Visit::start_timed(exec, name, "Choice", &input, needs_ctx)?;
+        let visit = Visit::start_synchronous(exec, name, "Choice", &input, needs_ctx)?;
         let ctx = visit.context_if(needs_ctx);
         // A JSONata Output or Assign sees the raw input as `$states.input`.
         let raw = input.clone();
@@ -96,7 +96,7 @@ pub fn choice_kept_with(
     rules: impl FnOnce(&Value, &Value) -> Result<Option<usize>, Failure>,
 ) -> Result<Chosen, Failure> {
     state_span(name, "Choice").in_scope(|| {
-        let visit = Visit::start_timed(exec, name, "Choice", &input, needs_ctx)?;
+        let visit = Visit::start_synchronous(exec, name, "Choice", &input, needs_ctx)?;
         let ctx = visit.context_if(needs_ctx);
         let branch = rules(&input, &ctx).map_err(|f| visit.runtime(f))?;
         if branch.is_none() && !has_default {
@@ -144,7 +144,7 @@ fn choice_visit(
     output_path: impl FnOnce(Value, &Value) -> Result<Value, Failure>,
 ) -> Result<Chosen, Failure> {
     state_span(name, "Choice").in_scope(|| {
-        let visit = Visit::start_timed(exec, name, "Choice", &input, needs_ctx)?;
+        let visit = Visit::start_synchronous(exec, name, "Choice", &input, needs_ctx)?;
         let ctx = visit.context_if(needs_ctx);
         let effective = input_path(input, &ctx).map_err(|f| visit.runtime(f))?;
         let branch = rules(&effective, &ctx).map_err(|f| visit.runtime(f))?;

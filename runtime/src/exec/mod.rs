@@ -1047,14 +1047,14 @@ impl Execution {
     /// Records an event now, chained to the previous event of this line of control, and
     /// returns its id.
     pub fn record(&self, event_type: EventType, details: impl Into<Details>) -> u64 {
-        self.record_at(event_type, None, || details)
+        self.record_at(event_type, || None, || details)
     }
 
     /// [`Execution::record`] with details built only when the history keeps events (at
     /// [`HistoryLevel::Express`] neither the details nor the timestamp are computed).
     #[inline]
     pub fn record_with<D: Into<Details>>(&self, event_type: EventType, details: impl FnOnce() -> D) -> u64 {
-        self.record_at(event_type, None, details)
+        self.record_at(event_type, || None, details)
     }
 
     /// A document for an event's details, shared with the events before it while it is the
@@ -1069,12 +1069,13 @@ impl Execution {
         self.shared.history.keeps_events()
     }
 
-    /// Records an event stamped `at` (now when `None`).
+    /// Records an event stamped `at` (now when it gives `None`; asked only when the history
+    /// keeps events, so the express level pays nothing to decide the instant).
     #[inline]
     fn record_at<D: Into<Details>>(
         &self,
         event_type: EventType,
-        at: Option<jiff::Timestamp>,
+        at: impl FnOnce() -> Option<jiff::Timestamp>,
         details: impl FnOnce() -> D,
     ) -> u64 {
         if self.muted() {
@@ -1087,7 +1088,7 @@ impl Execution {
             None => {
                 let previous = self.cursor.last.load(Ordering::SeqCst);
                 // The instant only: its text is written when something reads it (EventTime).
-                let at = at.unwrap_or_else(|| self.shared.clock.now());
+                let at = at().unwrap_or_else(|| self.shared.clock.now());
                 self.shared.history.record(event_type, details(), crate::history::EventTime::at(at), previous)
             }
         };

@@ -23,7 +23,7 @@ pub fn pass_language_with(
     body: impl FnOnce(Value, &Value) -> Result<(Value, Option<Assigned>), Failure>,
 ) -> Result<Value, Failure> {
     state_span(name, "Pass").in_scope(|| {
-        let visit = Visit::start_timed(exec, name, "Pass", &input, true)?;
+        let visit = Visit::start_synchronous(exec, name, "Pass", &input, true)?;
         let ctx = visit.context();
         let (output, assigned) = body(input, &ctx).map_err(|f| visit.runtime(f))?;
         visit.finish_assigned(&output, assigned)?;
@@ -51,10 +51,13 @@ pub fn pass_with(
 /// and OutputPath `$`) from parts whose serialized size is known when the state is compiled: at
 /// most `max_bytes` bytes and `max_depth` levels deep (literals, and intrinsics that give a
 /// number). Unless the execution's limits are that low, the output cannot exceed them, so it is
-/// not walked to check (the counting loop's `{"i": States.MathAdd(...)}`).
+/// not walked to check (the counting loop's `{"i": States.MathAdd(...)}`). `body` only reads
+/// the input, which is then spent on the history's copy of the output (its allocations
+/// reused, see [`crate::History::named_new_into`]) instead of being freed.
 ///
-/// Generated code calls it for such a Pass (the interpreter's [`pass`] checks as
-/// [`pass_with`] does); the events are the same.
+/// Generated code calls it for such a Pass; the interpreter calls it for every Pass whose
+/// output its `Result` or Parameters build whole, with `usize::MAX` for both bounds (so the
+/// output is checked as [`pass_with`] checks it). The events are the same.
 pub fn pass_bounded_with(
     exec: &Execution,
     name: &str,
@@ -62,13 +65,13 @@ pub fn pass_bounded_with(
     input: Value,
     max_bytes: usize,
     max_depth: usize,
-    body: impl FnOnce(Value, &Value) -> Result<Value, Failure>,
+    body: impl FnOnce(&Value, &Value) -> Result<Value, Failure>,
 ) -> Result<Value, Failure> {
     state_span(name, "Pass").in_scope(|| {
-        let visit = Visit::start_timed(exec, name, "Pass", &input, needs_ctx)?;
+        let visit = Visit::start_synchronous(exec, name, "Pass", &input, needs_ctx)?;
         let ctx = visit.context_if(needs_ctx);
-        let output = body(input, &ctx).map_err(|f| visit.runtime(f))?;
-        visit.finish_within(&output, max_bytes, max_depth)?;
+        let output = body(&input, &ctx).map_err(|f| visit.runtime(f))?;
+        visit.finish_within(&output, max_bytes, max_depth, input)?;
         Ok(output)
     })
 }
@@ -89,7 +92,7 @@ pub fn pass_kept_with(
     body: impl FnOnce(Value, &Value) -> Result<Value, Failure>,
 ) -> Result<Value, Failure> {
     state_span(name, "Pass").in_scope(|| {
-        let visit = Visit::start_timed(exec, name, "Pass", &input, needs_ctx)?;
+        let visit = Visit::start_synchronous(exec, name, "Pass", &input, needs_ctx)?;
         if kept(&input) {
             visit.finish_unchanged(&input)?;
             return Ok(input);
@@ -119,7 +122,7 @@ pub fn pass_assign_with(
     body: impl FnOnce(Value, &Value) -> Result<(Value, Assigned), Failure>,
 ) -> Result<Value, Failure> {
     state_span(name, "Pass").in_scope(|| {
-        let visit = Visit::start_timed(exec, name, "Pass", &input, true)?;
+        let visit = Visit::start_synchronous(exec, name, "Pass", &input, true)?;
         let ctx = visit.context();
         let (output, assigned) = body(input, &ctx).map_err(|f| visit.runtime(f))?;
         visit.finish_assigned(&output, Some(assigned))?;
@@ -139,7 +142,7 @@ pub(super) fn plain_visit(
     body: impl FnOnce(Value, &Value) -> Result<Value, Failure>,
 ) -> Result<Value, Failure> {
     state_span(name, state_type).in_scope(|| {
-        let visit = Visit::start_timed(exec, name, state_type, &input, needs_ctx)?;
+        let visit = Visit::start_synchronous(exec, name, state_type, &input, needs_ctx)?;
         let ctx = visit.context_if(needs_ctx);
         let output = body(input, &ctx).map_err(|f| visit.runtime(f))?;
         visit.finish(&output)?;

@@ -31,6 +31,10 @@ pub(super) struct Visit<'a> {
     /// event shares the same name, and the same document when the output is the input
     /// unchanged, without looking either up again.
     entered: EnteredParts,
+    /// Whether the state awaits nothing between its Entered and Exited events (Pass, Choice,
+    /// Succeed): then its Exited event is stamped with the instant read for its Entered event
+    /// instead of reading the clock again (see [`Visit::start_synchronous`]).
+    synchronous: bool,
 }
 
 /// The name and document a state's Entered event shares (`None` at the express level, which
@@ -69,18 +73,16 @@ enum Output {
     Any,
     /// The input unchanged (moved on): the Entered event's document.
     Unchanged,
-    /// Built whole by the state just now: copied without a comparison (see
-    /// [`crate::History::named_new`]).
-    New,
 }
 
 impl<'a> Visit<'a> {
     pub(super) fn enter(exec: &'a Execution, name: &'a str, state_type: &'static str, input: &Value) -> Visit<'a> {
-        Visit::enter_timed(exec, name, state_type, input, true)
+        Visit::enter_timed(exec, name, state_type, input, true, false)
     }
 
     /// [`Visit::enter`]; `timed` false says the state will not build its context object, so
-    /// unless the history stamps the Entered event, the clock is not read at all.
+    /// unless the history stamps the Entered event, the clock is not read at all; `synchronous`
+    /// says the state awaits nothing before its Exited event (see [`Visit::start_synchronous`]).
     #[inline]
     fn enter_timed(
         exec: &'a Execution,
@@ -88,15 +90,20 @@ impl<'a> Visit<'a> {
         state_type: &'static str,
         input: &Value,
         timed: bool,
+        synchronous: bool,
     ) -> Visit<'a> {
         let entered_at = (timed || exec.keeps_history()).then(|| exec.clock().now());
         let mut entered = None;
         let entered_id = match EventType::entered(state_type) {
-            Some(ty) => exec.record_at(ty, entered_at, || {
-                let details = history_details(exec, name, "input", input);
-                entered = details.named_parts().map(|(name, doc)| (Arc::clone(name), Arc::clone(doc)));
-                details
-            }),
+            Some(ty) => exec.record_at(
+                ty,
+                || entered_at,
+                || {
+                    let details = history_details(exec, name, "input", input);
+                    entered = details.named_parts().map(|(name, doc)| (Arc::clone(name), Arc::clone(doc)));
+                    details
+                },
+            ),
             None => 0,
         };
         #[cfg(feature = "durable")]
@@ -113,6 +120,7 @@ impl<'a> Visit<'a> {
             task_token: None,
             input_checked,
             entered: EnteredParts(std::mem::ManuallyDrop::new(entered)),
+            synchronous,
         }
     }
 
@@ -140,7 +148,24 @@ impl<'a> Visit<'a> {
         needs_context: bool,
     ) -> Result<Visit<'a>, Failure> {
         exec.check_history()?;
-        Ok(Visit::enter_timed(exec, name, state_type, input, needs_context))
+        Ok(Visit::enter_timed(exec, name, state_type, input, needs_context, false))
+    }
+
+    /// [`Visit::start_timed`] for a state whose work awaits nothing (Pass, Choice, Succeed: it
+    /// runs within one poll, taking no time on a virtual clock and well under a millisecond,
+    /// the timestamps' resolution, on the real one): its Exited event is stamped with the
+    /// instant its Entered event was, read once. At the full history level that is one clock
+    /// read a state instead of two.
+    #[inline]
+    pub(super) fn start_synchronous(
+        exec: &'a Execution,
+        name: &'a str,
+        state_type: &'static str,
+        input: &Value,
+        needs_context: bool,
+    ) -> Result<Visit<'a>, Failure> {
+        exec.check_history()?;
+        Ok(Visit::enter_timed(exec, name, state_type, input, needs_context, true))
     }
 
     /// [`Visit::exit`] after checking the output against the payload and depth limits. The
@@ -155,16 +180,40 @@ impl<'a> Visit<'a> {
     /// [`Visit::finish`] for an output known, when the state was compiled, to serialize to at
     /// most `max_bytes` bytes nested at most `max_depth` levels: under the execution's limits,
     /// it needs no check.
+    /// `input` is the state's input, no longer needed: the history's copy of the output is
+    /// made in its allocations (see [`crate::History::named_new_into`]).
     #[inline]
-    pub(super) fn finish_within(&self, output: &Value, max_bytes: usize, max_depth: usize) -> Result<(), Failure> {
+    pub(super) fn finish_within(
+        &self,
+        output: &Value,
+        max_bytes: usize,
+        max_depth: usize,
+        input: Value,
+    ) -> Result<(), Failure> {
         let limits = self.exec.limits();
-        if max_bytes < limits.max_payload_bytes && max_depth < limits.max_json_depth {
-            self.exit_as(output, Output::New);
-            Ok(())
-        } else {
+        if !(max_bytes < limits.max_payload_bytes && max_depth < limits.max_json_depth) {
             self.limits_check(output)?;
-            self.exit_as(output, Output::New);
-            Ok(())
+        }
+        self.exit_new(output, input);
+        Ok(())
+    }
+
+    /// [`Visit::exit`] for an output the state built whole just now, its history copy made in
+    /// `spare` (see [`crate::History::named_new_into`]): not compared with the last document
+    /// shared, which it rarely is.
+    #[inline]
+    fn exit_new(&self, output: &Value, spare: Value) {
+        if let Some(ty) = EventType::exited(self.state_type) {
+            self.exec.record_at(
+                ty,
+                || self.exit_time(),
+                || match self.entered.get() {
+                    Some((name, _)) => {
+                        self.exec.shared.history.named_new_into(Arc::clone(name), "output", output, spare)
+                    }
+                    None => history_details(self.exec, self.name, "output", output),
+                },
+            );
         }
     }
 
@@ -193,8 +242,15 @@ impl<'a> Visit<'a> {
     #[inline]
     fn exit_as(&self, output: &Value, kind: Output) {
         if let Some(ty) = EventType::exited(self.state_type) {
-            self.exec.record_with(ty, || self.exited_details(output, kind));
+            self.exec.record_at(ty, || self.exit_time(), || self.exited_details(output, kind));
         }
+    }
+
+    /// The instant to stamp the Exited event with: the Entered event's for a state that awaits
+    /// nothing, else `None` (now).
+    #[inline]
+    fn exit_time(&self) -> Option<jiff::Timestamp> {
+        if self.synchronous { self.entered_at } else { None }
     }
 
     /// `{"name", "output"}` of the Exited event, sharing the Entered event's name (and its
@@ -206,7 +262,6 @@ impl<'a> Visit<'a> {
                 Details::named_shared(Arc::clone(name), "output", Arc::clone(input))
             }
             (Some((name, _)), Output::Any) => history.named_as(Arc::clone(name), "output", output),
-            (Some((name, _)), Output::New) => history.named_new(Arc::clone(name), "output", output),
             (None, _) => history_details(self.exec, self.name, "output", output),
         }
     }
@@ -224,11 +279,15 @@ impl<'a> Visit<'a> {
         };
         self.exec.limits().check_payload(self.name, output).map_err(|f| self.runtime(f))?;
         if let Some(ty) = EventType::exited(self.state_type) {
-            self.exec.record_with(ty, || {
-                let mut details = self.exited_details(output, Output::Any);
-                crate::variables::record_assigned(&mut details, &values);
-                details
-            });
+            self.exec.record_at(
+                ty,
+                || self.exit_time(),
+                || {
+                    let mut details = self.exited_details(output, Output::Any);
+                    crate::variables::record_assigned(&mut details, &values);
+                    details
+                },
+            );
         }
         self.commit(Some(values)).map_err(|f| self.runtime(f))
     }

@@ -420,10 +420,41 @@ impl DocumentCache {
         Details { repr: Repr::Named { name, key, document: self.share_after(None, document) } }
     }
 
+    /// [`DocumentCache::named_new`] copying `document` into `spare`, a value the state no
+    /// longer needs (a Pass's input, which the history already holds): its allocations (an
+    /// object's entries, index table and keys, an array's buffer, a string's) are reused
+    /// where `document` has the same shape, so the copy allocates only its `Arc`.
+    pub fn named_new_into(&self, name: Arc<Value>, key: &'static str, document: &Value, spare: Value) -> Details {
+        let shared = Arc::new(clone_into(spare, document));
+        self.recent().document = Some(Arc::clone(&shared));
+        Details { repr: Repr::Named { name, key, document: shared } }
+    }
+
     /// `document`, made the last one handed out: for a document that is already shared.
     pub fn adopt(&self, document: Arc<Value>) -> Arc<Value> {
         self.recent().document = Some(Arc::clone(&document));
         document
+    }
+}
+
+/// A copy of `document` made in `spare`'s allocations where both are objects, arrays or
+/// strings (`Map::clone_from` keeps the order of `document`'s keys: the copy is the same JSON),
+/// else an ordinary clone.
+fn clone_into(spare: Value, document: &Value) -> Value {
+    match (spare, document) {
+        (Value::Object(mut map), Value::Object(from)) => {
+            map.clone_from(from);
+            Value::Object(map)
+        }
+        (Value::Array(mut items), Value::Array(from)) => {
+            items.clone_from(from);
+            Value::Array(items)
+        }
+        (Value::String(mut text), Value::String(from)) => {
+            text.clone_from(from);
+            Value::String(text)
+        }
+        (_, document) => document.clone(),
     }
 }
 
@@ -572,6 +603,38 @@ mod tests {
         // A document built anew is copied even when it is the same JSON: the text is the same.
         let again = cache.named_new(Arc::clone(name), "output", &json!({"i": 2}));
         assert_eq!(serde_json::to_string(&again).ok(), serde_json::to_string(&built).ok());
+    }
+
+    #[test]
+    fn a_copy_into_a_spent_value_is_the_same_json_and_reuses_its_buffers() {
+        let cache = DocumentCache::default();
+        let name = Arc::new(json!("Increment"));
+        let cases = [
+            // Same shape (the counting loop's Pass): keys in the document's order, not the spare's.
+            (json!({"b": 1, "a": "x"}), json!({"a": "longer text", "b": [1, 2.5, -0.0]})),
+            (json!({"i": 1}), json!({"i": 2})),
+            (json!({"i": 1, "j": 2, "k": 3}), json!({"i": 2})),
+            (json!([1, 2, 3]), json!([{"x": 1}])),
+            (json!("spent"), json!("copied")),
+            // Different shapes: an ordinary copy.
+            (json!({"i": 1}), json!([1])),
+            (json!(null), json!({"i": 2})),
+        ];
+        for (spare, document) in cases {
+            let details = cache.named_new_into(Arc::clone(&name), "output", &document, spare);
+            let expected = serde_json::to_string(&json!({"name": "Increment", "output": document})).ok();
+            assert_eq!(serde_json::to_string(&details).ok(), expected);
+            // It is the document the next event shares.
+            let next = cache.named("Check", "input", &document);
+            let shared =
+                details.named_parts().zip(next.named_parts()).is_some_and(|((_, a), (_, b))| Arc::ptr_eq(a, b));
+            assert!(shared);
+        }
+        // An object's entries are copied into the spare's own buffer.
+        let spare = json!({"i": 1});
+        let entries = spare.as_object().and_then(|m| m.get("i")).map(|v| v as *const Value);
+        let copy = clone_into(spare, &json!({"i": 2}));
+        assert_eq!(copy.as_object().and_then(|m| m.get("i")).map(|v| v as *const Value), entries);
     }
 
     #[test]

@@ -255,6 +255,9 @@ pub struct History {
     /// `Some` at [`HistoryLevel::Express`]: events are only counted (for their ids and the
     /// history limit), never stored.
     counted: Option<Arc<AtomicU64>>,
+    /// How many events the `Vec` holds, kept beside it (under its lock) so that [`History::len`],
+    /// which every state entry asks for the history limit, reads it without taking the lock.
+    kept: Arc<AtomicU64>,
     /// The documents events share (see [`History::share`]).
     documents: Arc<DocumentCache>,
 }
@@ -308,6 +311,7 @@ impl History {
         let mut events = self.lock();
         let id = events.len() as u64 + 1;
         events.push(HistoryEvent { id, previous_event_id, timestamp, event_type, details });
+        self.kept.store(id, Ordering::Release);
         id
     }
 
@@ -338,6 +342,12 @@ impl History {
         self.documents.named_new(name, key, document)
     }
 
+    /// [`History::named_new`] copying the document into `spare`'s allocations (see
+    /// [`DocumentCache::named_new_into`]).
+    pub fn named_new_into(&self, name: Arc<Value>, key: &'static str, document: &Value, spare: Value) -> Details {
+        self.documents.named_new_into(name, key, document, spare)
+    }
+
     /// `document` for an event's [`Details`], made the one the next [`History::share`]
     /// compares with: for a document that is already shared (the execution input).
     pub fn adopt(&self, document: Arc<Value>) -> Arc<Value> {
@@ -353,7 +363,9 @@ impl History {
     /// result takes the history and nothing records any more. Unlike [`History::events`] it does
     /// not copy every event's input and output (for large documents, the biggest cost of a run).
     pub fn take(&self) -> Vec<HistoryEvent> {
-        std::mem::take(&mut *self.lock())
+        let mut events = self.lock();
+        self.kept.store(0, Ordering::Release);
+        std::mem::take(&mut *events)
     }
 
     /// The number of events so far (at [`HistoryLevel::Express`], the number recorded, although
@@ -362,7 +374,7 @@ impl History {
     pub fn len(&self) -> usize {
         match &self.counted {
             Some(n) => usize::try_from(n.load(Ordering::SeqCst)).unwrap_or(usize::MAX),
-            None => self.lock().len(),
+            None => usize::try_from(self.kept.load(Ordering::Acquire)).unwrap_or(usize::MAX),
         }
     }
 
@@ -408,6 +420,20 @@ mod tests {
         assert_eq!(json["previousEventId"], 0);
         assert_eq!(EventType::entered("Fail"), Some(EventType::FailStateEntered));
         assert_eq!(EventType::exited("Fail"), None);
+    }
+
+    #[test]
+    fn len_counts_the_kept_events_without_the_lock() {
+        let h = History::new();
+        assert_eq!(h.len(), 0);
+        h.record(EventType::PassStateEntered, Value::Null, String::new(), 0);
+        let branch = h.clone();
+        branch.record(EventType::PassStateExited, Value::Null, String::new(), 1);
+        assert_eq!((h.len(), branch.len(), h.events().len()), (2, 2, 2));
+        assert_eq!(h.take().len(), 2);
+        assert_eq!((h.len(), h.is_empty()), (0, true));
+        assert_eq!(h.record(EventType::PassStateEntered, Value::Null, String::new(), 0), 1);
+        assert_eq!(h.len(), 1);
     }
 
     #[test]

@@ -414,7 +414,7 @@ pub(super) fn pass(items: &mut Items, name: &Literal, spec: &PassState) -> Optio
     };
     let input = param(&body, "input");
     let ctx = param(&body, "ctx");
-    let body = quote!(|#input: __wfc::Value, #ctx: &__wfc::Value| { #body });
+    let by_value = quote!(|#input: __wfc::Value, #ctx: &__wfc::Value| { #body });
     // With OutputPath `$` too, the output is the input whenever that node exists: the runtime
     // then skips the body and the payload check of an input it checked before.
     let keeps_input = spec.output_path.as_ref().is_some_and(|p| p.is_identity());
@@ -426,17 +426,20 @@ pub(super) fn pass(items: &mut Items, name: &Literal, spec: &PassState) -> Optio
                 #needs_ctx,
                 input,
                 |input: &__wfc::Value| __wfc::abi::get(input, #steps).is_some(),
-                #body,
+                #by_value,
             )?
         },
         _ => match pass_output_bound(spec) {
             // The output is built whole from parts of known size: the runtime skips its payload
             // check unless the execution's limits are below the bound.
+            // Its body only reads the input (the runtime reuses it for the history's copy of the
+            // output), so it takes it by reference.
             Some((bytes, depth)) => {
                 let (bytes, depth) = (Literal::usize_suffixed(bytes), Literal::usize_suffixed(depth));
+                let body = quote!(|#input: &__wfc::Value, #ctx: &__wfc::Value| { #body });
                 quote!(__wfc::abi::pass_bounded(exec, #name, #needs_ctx, input, #bytes, #depth, #body)?)
             }
-            None => quote!(__wfc::abi::pass(exec, #name, #needs_ctx, input, #body)?),
+            None => quote!(__wfc::abi::pass(exec, #name, #needs_ctx, input, #by_value)?),
         },
     })
 }
