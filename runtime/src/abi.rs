@@ -20,7 +20,10 @@
 //!   code implements (paths, Parameters, ResultSelector, timeouts), with its Retry and Catch as
 //!   `const` tables of [`Retrier`]s and [`Catcher`]s (or [`AssignCatcher`]s, when a catcher
 //!   has a JSONPath `Assign`, compiled to a [`CatchAssign`] function); the retry loop,
-//!   back-offs, events, callbacks and Catch stay in `exec::task_with`;
+//!   back-offs, events, callbacks and Catch stay in `exec::task_with`. A Task whose processing
+//!   is all the defaults is a `static` [`PlainTask`] (its names, tables and shape as data), and
+//!   each handler method's Tasks go through one generated function calling [`task`] with the
+//!   method, so they share one compiled visit;
 //! - JSONPath `Assign` blocks as construction code giving [`Assigned`]: through
 //!   [`pass_assign`], [`wait_assign`] and [`choice_assign`] for a Pass, Wait or Choice, and the
 //!   `assigns`/`assigned` methods of a Task's, Parallel's or Map's code;
@@ -112,7 +115,7 @@ use crate::Failure;
 pub use crate::distributed::ReadSpec;
 pub use crate::distributed::{CountField, DistributedCode};
 pub use crate::exec::{
-    Assigned, MapCode, NestedCode, ParallelCode, ParametersForm, TaskCode, TaskShape,
+    Assigned, MapCode, NestedCode, ParallelCode, ParametersForm, PlainTask, TaskCode, TaskShape,
     choice_assign_with as choice_assign, choice_kept_with as choice_kept, choice_language_with as choice_language,
     choice_with as choice, fail_with as fail, join_branches, map_with as map, parallel_with as parallel,
     pass_assign_with as pass_assign, pass_bounded_with as pass_bounded, pass_kept_with as pass_kept,

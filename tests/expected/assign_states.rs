@@ -204,6 +204,22 @@ pub mod assign_states {
             )
             .await
     }
+    /// The visit of a Task state calling [`Handler::echo`], around the state's `code`.
+    fn task_echo<'v, H: Handler, C: __wfc::abi::TaskCode + ::core::marker::Sync>(
+        handler: &'v H,
+        exec: &'v __wfc::Execution,
+        name: &'v str,
+        code: &'v C,
+        input: __wfc::Value,
+    ) -> impl ::core::future::Future<Output = Result<__wfc::Step, __wfc::Failure>> + 'v {
+        __wfc::abi::task(
+            exec,
+            name,
+            code,
+            input,
+            move |input, ctx| handler.echo(input, ctx),
+        )
+    }
     /// Where an execution of the workflow is: one variant per state, carrying the state's raw input.
     ///
     /// Serializable, so an execution can be checkpointed and continued with [`resume`].
@@ -547,15 +563,7 @@ pub mod assign_states {
                         )
                     }
                 }
-                match __wfc::abi::task(
-                        exec,
-                        "Call {\"x\"} ✓",
-                        &Code,
-                        input,
-                        move |input, ctx| handler.echo(input, ctx),
-                    )
-                    .await?
-                {
+                match task_echo(handler, exec, "Call {\"x\"} ✓", &Code, input).await? {
                     __wfc::Step::Next(output) => State::FanOut(output),
                     __wfc::Step::Goto { target, output } => {
                         match target {
@@ -1019,13 +1027,7 @@ pub mod assign_states {
                             })
                         }
                     }
-                    match __wfc::abi::task(
-                            exec,
-                            "Echo {b} ✓",
-                            &Code,
-                            input,
-                            move |input, ctx| handler.echo(input, ctx),
-                        )
+                    match super::task_echo(handler, exec, "Echo {b} ✓", &Code, input)
                         .await?
                     {
                         __wfc::Step::Next(output) => {
@@ -1246,13 +1248,7 @@ pub mod assign_states {
                             })
                         }
                     }
-                    match __wfc::abi::task(
-                            exec,
-                            "Item \"i\" ✓",
-                            &Code,
-                            input,
-                            move |input, ctx| handler.echo(input, ctx),
-                        )
+                    match super::task_echo(handler, exec, "Item \"i\" ✓", &Code, input)
                         .await?
                     {
                         __wfc::Step::Next(output) => {

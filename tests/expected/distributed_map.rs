@@ -240,6 +240,22 @@ pub mod distributed_map {
             )
             .await
     }
+    /// The visit of a Task state calling [`Handler::echo`], around the state's `code`.
+    fn task_echo<'v, H: Handler, C: __wfc::abi::TaskCode + ::core::marker::Sync>(
+        handler: &'v H,
+        exec: &'v __wfc::Execution,
+        name: &'v str,
+        code: &'v C,
+        input: __wfc::Value,
+    ) -> impl ::core::future::Future<Output = Result<__wfc::Step, __wfc::Failure>> + 'v {
+        __wfc::abi::task(
+            exec,
+            name,
+            code,
+            input,
+            move |input, ctx| handler.echo(input, ctx),
+        )
+    }
     /// Where an execution of the workflow is: one variant per state, carrying the state's raw input.
     ///
     /// Serializable, so an execution can be checkpointed and continued with [`resume`].
@@ -1582,13 +1598,7 @@ pub mod distributed_map {
                             })
                         }
                     }
-                    match __wfc::abi::task(
-                            exec,
-                            "Echo \"e\"",
-                            &Code,
-                            input,
-                            move |input, ctx| handler.echo(input, ctx),
-                        )
+                    match super::task_echo(handler, exec, "Echo \"e\"", &Code, input)
                         .await?
                     {
                         __wfc::Step::Next(output) => {
@@ -1728,15 +1738,7 @@ pub mod distributed_map {
                             })
                         }
                     }
-                    match __wfc::abi::task(
-                            exec,
-                            "Work",
-                            &Code,
-                            input,
-                            move |input, ctx| handler.echo(input, ctx),
-                        )
-                        .await?
-                    {
+                    match super::task_echo(handler, exec, "Work", &Code, input).await? {
                         __wfc::Step::Next(output) => {
                             return Ok(__wfc::abi::Flow::End(output));
                         }

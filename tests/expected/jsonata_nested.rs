@@ -264,6 +264,22 @@ pub mod jsonata_nested {
             )
             .await
     }
+    /// The visit of a Task state calling [`Handler::echo`], around the state's `code`.
+    fn task_echo<'v, H: Handler, C: __wfc::abi::TaskCode + ::core::marker::Sync>(
+        handler: &'v H,
+        exec: &'v __wfc::Execution,
+        name: &'v str,
+        code: &'v C,
+        input: __wfc::Value,
+    ) -> impl ::core::future::Future<Output = Result<__wfc::Step, __wfc::Failure>> + 'v {
+        __wfc::abi::task(
+            exec,
+            name,
+            code,
+            input,
+            move |input, ctx| handler.echo(input, ctx),
+        )
+    }
     /// Where an execution of the workflow is: one variant per state, carrying the state's raw input.
     ///
     /// Serializable, so an execution can be checkpointed and continued with [`resume`].
@@ -1179,14 +1195,7 @@ pub mod jsonata_nested {
                         })
                     }
                 }
-                match __wfc::abi::task(
-                        exec,
-                        "Call path role ✓",
-                        &Code,
-                        input,
-                        move |input, ctx| handler.echo(input, ctx),
-                    )
-                    .await?
+                match task_echo(handler, exec, "Call path role ✓", &Code, input).await?
                 {
                     __wfc::Step::Next(output) => State::CallJsonataRole(output),
                     __wfc::Step::Goto { target, .. } => {
@@ -1392,13 +1401,7 @@ pub mod jsonata_nested {
                         )
                     }
                 }
-                match __wfc::abi::task(
-                        exec,
-                        "Call jsonata role {#}",
-                        &Code,
-                        input,
-                        move |input, ctx| handler.echo(input, ctx),
-                    )
+                match task_echo(handler, exec, "Call jsonata role {#}", &Code, input)
                     .await?
                 {
                     __wfc::Step::Next(output) => return Ok(__wfc::abi::Flow::End(output)),
@@ -1692,13 +1695,7 @@ pub mod jsonata_nested {
                             )
                         }
                     }
-                    match __wfc::abi::task(
-                            exec,
-                            "Right {#}",
-                            &Code,
-                            input,
-                            move |input, ctx| handler.echo(input, ctx),
-                        )
+                    match super::task_echo(handler, exec, "Right {#}", &Code, input)
                         .await?
                     {
                         __wfc::Step::Next(output) => {
@@ -1897,13 +1894,7 @@ pub mod jsonata_nested {
                             })
                         }
                     }
-                    match __wfc::abi::task(
-                            exec,
-                            "Work {#} ✓",
-                            &Code,
-                            input,
-                            move |input, ctx| handler.echo(input, ctx),
-                        )
+                    match super::task_echo(handler, exec, "Work {#} ✓", &Code, input)
                         .await?
                     {
                         __wfc::Step::Next(output) => {

@@ -221,6 +221,22 @@ pub mod jsonata_states {
             )
             .await
     }
+    /// The visit of a Task state calling [`Handler::echo`], around the state's `code`.
+    fn task_echo<'v, H: Handler, C: __wfc::abi::TaskCode + ::core::marker::Sync>(
+        handler: &'v H,
+        exec: &'v __wfc::Execution,
+        name: &'v str,
+        code: &'v C,
+        input: __wfc::Value,
+    ) -> impl ::core::future::Future<Output = Result<__wfc::Step, __wfc::Failure>> + 'v {
+        __wfc::abi::task(
+            exec,
+            name,
+            code,
+            input,
+            move |input, ctx| handler.echo(input, ctx),
+        )
+    }
     /// Where an execution of the workflow is: one variant per state, carrying the state's raw input.
     ///
     /// Serializable, so an execution can be checkpointed and continued with [`resume`].
@@ -1134,15 +1150,7 @@ pub mod jsonata_states {
                         })
                     }
                 }
-                match __wfc::abi::task(
-                        exec,
-                        "Call {\"t\"} ✓",
-                        &Code,
-                        input,
-                        move |input, ctx| handler.echo(input, ctx),
-                    )
-                    .await?
-                {
+                match task_echo(handler, exec, "Call {\"t\"} ✓", &Code, input).await? {
                     __wfc::Step::Next(output) => State::Done(output),
                     __wfc::Step::Goto { target, output } => {
                         match target {

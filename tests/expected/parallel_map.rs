@@ -205,6 +205,22 @@ pub mod parallel_map {
             )
             .await
     }
+    /// The visit of a Task state calling [`Handler::echo`], around the state's `code`.
+    fn task_echo<'v, H: Handler, C: __wfc::abi::TaskCode + ::core::marker::Sync>(
+        handler: &'v H,
+        exec: &'v __wfc::Execution,
+        name: &'v str,
+        code: &'v C,
+        input: __wfc::Value,
+    ) -> impl ::core::future::Future<Output = Result<__wfc::Step, __wfc::Failure>> + 'v {
+        __wfc::abi::task(
+            exec,
+            name,
+            code,
+            input,
+            move |input, ctx| handler.echo(input, ctx),
+        )
+    }
     /// Where an execution of the workflow is: one variant per state, carrying the state's raw input.
     ///
     /// Serializable, so an execution can be checkpointed and continued with [`resume`].
@@ -1076,12 +1092,12 @@ pub mod parallel_map {
                             })
                         }
                     }
-                    match __wfc::abi::task(
+                    match super::task_echo(
+                            handler,
                             exec,
                             "Call \"right\" }{",
                             &Code,
                             input,
-                            move |input, ctx| handler.echo(input, ctx),
                         )
                         .await?
                     {
@@ -1279,12 +1295,12 @@ pub mod parallel_map {
                             Ok(output)
                         }
                     }
-                    match __wfc::abi::task(
+                    match super::task_echo(
+                            handler,
                             exec,
                             "Item \"work\" ✓",
                             &Code,
                             input,
-                            move |input, ctx| handler.echo(input, ctx),
                         )
                         .await?
                     {

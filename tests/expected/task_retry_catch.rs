@@ -159,6 +159,38 @@ pub mod task_retry_catch {
             )
             .await
     }
+    /// The visit of a Task state calling [`Handler::flaky`], around the state's `code`.
+    fn task_flaky<'v, H: Handler, C: __wfc::abi::TaskCode + ::core::marker::Sync>(
+        handler: &'v H,
+        exec: &'v __wfc::Execution,
+        name: &'v str,
+        code: &'v C,
+        input: __wfc::Value,
+    ) -> impl ::core::future::Future<Output = Result<__wfc::Step, __wfc::Failure>> + 'v {
+        __wfc::abi::task(
+            exec,
+            name,
+            code,
+            input,
+            move |input, ctx| handler.flaky(input, ctx),
+        )
+    }
+    /// The visit of a Task state calling [`Handler::echo`], around the state's `code`.
+    fn task_echo<'v, H: Handler, C: __wfc::abi::TaskCode + ::core::marker::Sync>(
+        handler: &'v H,
+        exec: &'v __wfc::Execution,
+        name: &'v str,
+        code: &'v C,
+        input: __wfc::Value,
+    ) -> impl ::core::future::Future<Output = Result<__wfc::Step, __wfc::Failure>> + 'v {
+        __wfc::abi::task(
+            exec,
+            name,
+            code,
+            input,
+            move |input, ctx| handler.echo(input, ctx),
+        )
+    }
     /// Where an execution of the workflow is: one variant per state, carrying the state's raw input.
     ///
     /// Serializable, so an execution can be checkpointed and continued with [`resume`].
@@ -473,13 +505,7 @@ pub mod task_retry_catch {
                         Ok(output)
                     }
                 }
-                match __wfc::abi::task(
-                        exec,
-                        "Call \"quoted\" {#1} ✓",
-                        &Code,
-                        input,
-                        move |input, ctx| handler.flaky(input, ctx),
-                    )
+                match task_flaky(handler, exec, "Call \"quoted\" {#1} ✓", &Code, input)
                     .await?
                 {
                     __wfc::Step::Next(output) => State::Echo(output),
@@ -619,15 +645,7 @@ pub mod task_retry_catch {
                         __wfc::abi::take(output, PATH_2, "$.echo")
                     }
                 }
-                match __wfc::abi::task(
-                        exec,
-                        "Echo",
-                        &Code,
-                        input,
-                        move |input, ctx| handler.echo(input, ctx),
-                    )
-                    .await?
-                {
+                match task_echo(handler, exec, "Echo", &Code, input).await? {
                     __wfc::Step::Next(output) => State::Plain(output),
                     __wfc::Step::Goto { target, output } => {
                         match target {
@@ -647,51 +665,22 @@ pub mod task_retry_catch {
                 }
             }
             State::Plain(input) => {
-                /// The state's data processing; its visit is `abi::task`'s.
-                struct Code;
-                impl __wfc::abi::TaskCode for Code {
-                    type Retrier = __wfc::abi::Retrier;
-                    type Catcher = __wfc::abi::Catcher;
-                    fn resource(&self) -> &str {
-                        "arn:aws:lambda:us-east-1:123456789012:function:Flaky"
-                    }
-                    fn static_names(
-                        &self,
-                    ) -> ::core::option::Option<(&'static str, &'static str)> {
-                        ::core::option::Option::Some((
-                            "Plain",
-                            "arn:aws:lambda:us-east-1:123456789012:function:Flaky",
-                        ))
-                    }
-                    fn is_lambda_function(&self) -> bool {
-                        const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
-                            "arn:aws:lambda:us-east-1:123456789012:function:Flaky",
-                        );
-                        LAMBDA_FUNCTION
-                    }
-                    fn retriers(&self) -> &[__wfc::abi::Retrier] {
-                        &[]
-                    }
-                    fn catchers(&self) -> &[__wfc::abi::Catcher] {
-                        &[]
-                    }
-                    fn shape(&self) -> __wfc::abi::TaskShape {
-                        __wfc::abi::TaskShape {
-                            input_moves: true,
-                            single_attempt: true,
-                            result_is_output: true,
-                        }
-                    }
-                }
-                match __wfc::abi::task(
-                        exec,
-                        "Plain",
-                        &Code,
-                        input,
-                        move |input, ctx| handler.flaky(input, ctx),
-                    )
-                    .await?
-                {
+                /// The state's data processing: the defaults, with its names and tables.
+                static CODE: __wfc::abi::PlainTask = __wfc::abi::PlainTask {
+                    name: "Plain",
+                    resource: "arn:aws:lambda:us-east-1:123456789012:function:Flaky",
+                    lambda_function: __wfc::abi::is_function_arn(
+                        "arn:aws:lambda:us-east-1:123456789012:function:Flaky",
+                    ),
+                    retriers: &[],
+                    catchers: &[],
+                    shape: __wfc::abi::TaskShape {
+                        input_moves: true,
+                        single_attempt: true,
+                        result_is_output: true,
+                    },
+                };
+                match task_flaky(handler, exec, "Plain", &CODE, input).await? {
                     __wfc::Step::Next(output) => return Ok(__wfc::abi::Flow::End(output)),
                     __wfc::Step::Goto { target, .. } => {
                         return Err(

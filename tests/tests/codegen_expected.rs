@@ -117,7 +117,13 @@ fn expected_code_is_what_codegen_generates() {
 fn pass_and_choice_are_generated_not_interpreted() {
     let tasks = std::fs::read_to_string(expected_dir().join("task_retry_catch.rs")).expect("expected code");
     assert!(!tasks.contains("exec::task("), "{tasks}");
-    assert_eq!(tasks.matches("__wfc::abi::task(").count(), 3, "{tasks}");
+    // One visit function per handler method (two), called by the three Task states; the state
+    // with no data processing of its own is an `abi::PlainTask`, so it shares its method's visit
+    // with every other such state.
+    assert_eq!(tasks.matches("__wfc::abi::task(").count(), 2, "{tasks}");
+    assert_eq!(tasks.matches("match task_flaky(handler, exec,").count(), 2, "{tasks}");
+    assert_eq!(tasks.matches("match task_echo(handler, exec,").count(), 1, "{tasks}");
+    assert_eq!(tasks.matches("static CODE: __wfc::abi::PlainTask").count(), 1, "{tasks}");
     assert!(tasks.contains("const RETRY: &[__wfc::abi::Retrier]"), "{tasks}");
     assert!(tasks.contains("__wfc::abi::CatchPath::Steps(PATH_0, \"$.error\")"), "{tasks}");
     let waits = std::fs::read_to_string(expected_dir().join("wait_fail.rs")).expect("expected code");

@@ -298,14 +298,44 @@ impl<'a> Generator<'a> {
         Ok((typed, aliases))
     }
 
-    /// The closure a Task's visit calls per attempt: the handler method, through the runtime's
-    /// serde boundary (`abi::typed_task`) when its resource is typed.
-    fn invoke(&self, resource: &str, method: &Ident) -> TokenStream {
-        if self.typed.contains_key(resource) {
-            quote!(move |input, ctx| __wfc::abi::typed_task(input, ctx, move |input, ctx| handler.#method(input, ctx)))
-        } else {
-            quote!(move |input, ctx| handler.#method(input, ctx))
-        }
+    /// The name of the function that runs a Task's visit with the handler method `method`
+    /// (see [`Self::task_visits`]).
+    fn task_visit_fn(method: &Ident) -> Ident {
+        format_ident!("task_{}", method)
+    }
+
+    /// One function per handler method that runs a Task's visit (`abi::task`) around a state's
+    /// code, calling the method per attempt (through the runtime's serde boundary,
+    /// `abi::typed_task`, when its resource is typed). The closure is written once, here, so
+    /// every Task calling the same method (and whose code is an `abi::PlainTask`) awaits the
+    /// same future type: the visit is compiled once per method, not once per state.
+    fn task_visits(&self) -> TokenStream {
+        let functions = self.methods.iter().map(|(resource, method, _)| {
+            let name = Self::task_visit_fn(method);
+            let invoke = if self.typed.contains_key(resource) {
+                quote!(move |input, ctx| __wfc::abi::typed_task(input, ctx, move |input, ctx| handler.#method(input, ctx)))
+            } else {
+                quote!(move |input, ctx| handler.#method(input, ctx))
+            };
+            let text = format!(
+                "The visit of a Task state calling [`Handler::{}`], around the state's `code`.",
+                method.to_string().trim_start_matches("r#")
+            );
+            let doc = doc(&text);
+            quote! {
+                #doc
+                fn #name<'v, H: Handler, C: __wfc::abi::TaskCode + ::core::marker::Sync>(
+                    handler: &'v H,
+                    exec: &'v __wfc::Execution,
+                    name: &'v str,
+                    code: &'v C,
+                    input: __wfc::Value,
+                ) -> impl ::core::future::Future<Output = Result<__wfc::Step, __wfc::Failure>> + 'v {
+                    __wfc::abi::task(exec, name, code, input, #invoke)
+                }
+            }
+        });
+        quote!(#(#functions)*)
     }
 
     fn module(&self) -> Result<TokenStream, String> {
@@ -369,6 +399,7 @@ impl<'a> Generator<'a> {
             (quote!(exec.finish(#timeout, resume(handler, &exec, State::#start(input))).await), quote!())
         };
         let sw_dispatch = if is_sw { self.sw_dispatch(sw::has_detached(wf)) } else { quote!() };
+        let task_visits = if is_sw { quote!() } else { self.task_visits() };
         Ok(quote! {
             #aliases
             #module_doc
@@ -432,6 +463,8 @@ impl<'a> Generator<'a> {
                 #sw_meta
 
                 #sw_dispatch
+
+                #task_visits
 
                 #machine_items
             }
@@ -959,8 +992,10 @@ impl<'a> Generator<'a> {
                 .find(|(resource, _, _)| *resource == t.resource)
                 .map(|(_, method, _)| method)
                 .ok_or("wfc: internal error: a Task resource without a handler method")?;
-            let invoke = self.invoke(&t.resource, method);
-            if let Some((decls, visit)) = states::task(&mut items, &name, t, invoke) {
+            let supers = std::iter::repeat_n(quote!(super::), depth);
+            let visit_fn = Self::task_visit_fn(method);
+            let visit_fn = quote!(#(#supers)* #visit_fn);
+            if let Some((decls, visit)) = states::task(&mut items, &name, t, visit_fn) {
                 let next = goto(t.transition, quote!(output))?;
                 let goto_arm = catch_targets(t.catch.iter().map(|c| c.next).collect())?;
                 return Ok(quote! {

@@ -793,3 +793,56 @@ pub struct TaskShape {
     /// No ResultSelector, ResultPath `$` and OutputPath `$`: the output is the task's result.
     pub result_is_output: bool,
 }
+
+/// The [`TaskCode`] of a Task whose data processing is all the trait's defaults (no InputPath
+/// other than `$`, no Parameters, ResultSelector, timeouts, Assign, Arguments, Output or
+/// Credentials, catchers without `Assign` or `Output`): only its names, its Retry and Catch
+/// tables and its shape, as data. Generated code builds one as a `static` per such state, so
+/// every such Task of a workflow has the same code type: the visit around it is compiled once
+/// per handler method, not once per state (a hundred copies of it were as many copies of its
+/// code to fetch, one per state visited).
+#[derive(Debug, Clone, Copy)]
+pub struct PlainTask {
+    /// The state's name (the one its visit runs under).
+    pub name: &'static str,
+    /// `Resource`.
+    pub resource: &'static str,
+    /// Whether `Resource` is a bare Lambda function ARN (`abi::is_function_arn`, evaluated when
+    /// the definition is compiled).
+    pub lambda_function: bool,
+    /// `Retry`, in order.
+    pub retriers: &'static [crate::retry::StaticRetrier],
+    /// `Catch`, in order.
+    pub catchers: &'static [crate::retry::StaticCatcher],
+    /// What the visit may skip.
+    pub shape: TaskShape,
+}
+
+impl TaskCode for PlainTask {
+    type Retrier = crate::retry::StaticRetrier;
+    type Catcher = crate::retry::StaticCatcher;
+
+    fn resource(&self) -> &str {
+        self.resource
+    }
+
+    fn static_names(&self) -> Option<(&'static str, &'static str)> {
+        Some((self.name, self.resource))
+    }
+
+    fn is_lambda_function(&self) -> bool {
+        self.lambda_function
+    }
+
+    fn retriers(&self) -> &[Self::Retrier] {
+        self.retriers
+    }
+
+    fn catchers(&self) -> &[Self::Catcher] {
+        self.catchers
+    }
+
+    fn shape(&self) -> TaskShape {
+        self.shape
+    }
+}

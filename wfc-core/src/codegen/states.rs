@@ -1185,16 +1185,18 @@ fn literal_test(items: &mut Items, op: Operator, literal: &Value) -> TokenStream
 
 /// A JSONPath Task state as Rust: `(items, visit)`, where `items` declare `Code`, the state's
 /// [`TaskCode`](wfc_runtime::abi::TaskCode) (its paths, Parameters, ResultSelector, timeouts,
-/// and its Retry and Catch as `const` tables), and `visit` is the `abi::task` call (awaited)
-/// that runs the visit around it with `invoke` (a closure calling the handler method), with a
-/// JSONPath `Assign` as `assigned` and catchers' as functions. `None` when the state is left to
+/// and its Retry and Catch as `const` tables), and `visit` is the call of `visit_fn` (the
+/// module's function running `abi::task` with the handler method, awaited), with a JSONPath
+/// `Assign` as `assigned` and catchers' as functions. A state whose processing is all the
+/// defaults gets an `abi::PlainTask` (its names, tables and shape as data) instead of a `Code`
+/// type of its own, so such states share one compiled visit. `None` when the state is left to
 /// `exec::task`: JSONata `Assign`/`Arguments`/`Output`/timeouts, `Credentials`, or a catcher
 /// with a JSONata `Assign` or `Output`.
 pub(super) fn task(
     items: &mut Items,
     name: &Literal,
     spec: &TaskState,
-    invoke: TokenStream,
+    visit_fn: TokenStream,
 ) -> Option<(TokenStream, TokenStream)> {
     let jsonata_seconds = |s: &Option<Seconds>| matches!(s, Some(Seconds::Jsonata(_)));
     let identity = |p: Option<&Path>| p.is_some_and(Path::is_identity);
@@ -1342,6 +1344,33 @@ pub(super) fn task(
     let (retry, retriers) = if spec.retry.is_empty() { (quote!(), quote!(&[])) } else { (retry, quote!(RETRY)) };
     let (catch, catchers) = if spec.catch.is_empty() { (quote!(), quote!(&[])) } else { (catch, quote!(CATCH)) };
     let declared = items.tokens();
+    let shape = quote! {
+        __wfc::abi::TaskShape {
+            input_moves: #input_moves,
+            single_attempt: #single_attempt,
+            result_is_output: #result_is_output,
+        }
+    };
+    let plain_catchers = spec.catch.iter().all(|c| c.assign.is_none() && c.output.is_none());
+    if plain_catchers && methods.iter().all(TokenStream::is_empty) {
+        let decls = quote! {
+            #declared
+            #retry
+            #catch
+            /// The state's data processing: the defaults, with its names and tables.
+            static CODE: __wfc::abi::PlainTask = __wfc::abi::PlainTask {
+                name: #name,
+                resource: #resource,
+                // Decided by rustc, not on every visit.
+                lambda_function: __wfc::abi::is_function_arn(#resource),
+                retriers: #retriers,
+                catchers: #catchers,
+                shape: #shape,
+            };
+        };
+        let visit = quote!(#visit_fn(handler, exec, #name, &CODE, input).await?);
+        return Some((decls, visit));
+    }
     let decls = quote! {
         #declared
         #retry
@@ -1377,17 +1406,13 @@ pub(super) fn task(
             }
 
             fn shape(&self) -> __wfc::abi::TaskShape {
-                __wfc::abi::TaskShape {
-                    input_moves: #input_moves,
-                    single_attempt: #single_attempt,
-                    result_is_output: #result_is_output,
-                }
+                #shape
             }
 
             #(#methods)*
         }
     };
-    let visit = quote!(__wfc::abi::task(exec, #name, &Code, input, #invoke).await?);
+    let visit = quote!(#visit_fn(handler, exec, #name, &Code, input).await?);
     Some((decls, visit))
 }
 
