@@ -676,10 +676,12 @@ fn map_run_children_are_chained_invokes_of_the_function_itself() {
         assert_eq!(count(&h, "ChainedInvokeSucceeded", &format!("Fan#1.0/{i}")), 1, "{h:?}");
     }
     // The parent ran no task; each child is its own durable execution (a Wait: PENDING, then
-    // invoked again). Its one STEP is the Map state's exit, journaled so that a redrive leaves
-    // an exited Map Run alone (docs/serve.md, RedriveExecution).
-    let own_step = |t: &str, name: &str| t.starts_with("Step") && name == "Fan#1.exited0";
+    // invoked again). Its STEPs are the Map Run level's end (journaled before the run goes on, so
+    // a resume replays the level as it ended) and the Map state's exit (journaled so that a
+    // redrive leaves an exited Map Run alone; docs/serve.md, RedriveExecution).
+    let own_step = |t: &str, name: &str| t.starts_with("Step") && ["Fan#1.0.end", "Fan#1.exited0"].contains(&name);
     assert!(h.iter().all(|(t, n)| own_step(t, n) || (!t.starts_with("Step") && !t.starts_with("Wait"))), "{h:?}");
+    assert_eq!(count(&h, "StepSucceeded", "Fan#1.0.end"), 1, "{h:?}");
     assert_eq!(count(&h, "StepSucceeded", "Fan#1.exited0"), 1, "{h:?}");
     let history = s.history(&arn);
     for started in events_of(&history, "ChainedInvokeStarted") {
