@@ -117,6 +117,13 @@ pub fn call_values(function: Function, values: Vec<Value>, rng: &mut dyn Rng) ->
 /// reports what is wrong.
 pub fn math_add(a: &Value, b: &Value) -> Result<Value, Failure> {
     let f = Function::MathAdd;
+    // Two integers within a Java `int` (the counting loop's `States.MathAdd($.i, 1)`): what the
+    // general path below gives them (rounding an integer is the integer), without the float
+    // round trip.
+    let int = |v: &Value| v.as_i64().filter(|n| i32::try_from(*n).is_ok());
+    if let (Some(x), Some(y)) = (int(a), int(b)) {
+        return Ok(Value::from(x + y));
+    }
     if let (Value::Number(x), Value::Number(y)) = (a, b)
         && let (Some(x), Some(y)) = (x.as_f64(), y.as_f64())
     {
