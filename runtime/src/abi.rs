@@ -189,6 +189,13 @@ pub fn unexpected(state: &str, problem: &str) -> Failure {
     Failure::runtime(format!("state {state:?} {problem} (the runtime and the generated code disagree: a bug in wfc)"))
 }
 
+/// [`unexpected`] for a Task or Parallel whose visit sent control to a catcher's state
+/// (`target`, its index) that its generated code has no way to.
+#[cold]
+pub fn no_catcher_leading_to(state: &str, target: usize) -> Failure {
+    unexpected(state, &format!("has no catcher leading to state {target}"))
+}
+
 /// A path that is not a definite `$` path, parsed once on first use. A path that does not parse
 /// (impossible for a definition the compiler accepted) fails the state with `States.Runtime`.
 pub type StaticPath = LazyLock<Result<Path, PathError>>;

@@ -570,11 +570,9 @@ pub mod assign_states {
                             2 => State::FanOut(output),
                             _ => {
                                 return Err(
-                                    __wfc::abi::unexpected(
+                                    __wfc::abi::no_catcher_leading_to(
                                         "Call {\"x\"} ✓",
-                                        &::std::format!(
-                                            "has no catcher leading to state {}", target
-                                        ),
+                                        target,
                                     ),
                                 );
                             }
@@ -722,12 +720,7 @@ pub mod assign_states {
                             3 => State::EachM(output),
                             _ => {
                                 return Err(
-                                    __wfc::abi::unexpected(
-                                        "Fan \"out\" #",
-                                        &::std::format!(
-                                            "has no catcher leading to state {}", target
-                                        ),
-                                    ),
+                                    __wfc::abi::no_catcher_leading_to("Fan \"out\" #", target),
                                 );
                             }
                         }
@@ -880,12 +873,7 @@ pub mod assign_states {
                             4 => State::Done(output),
                             _ => {
                                 return Err(
-                                    __wfc::abi::unexpected(
-                                        "Each {m} ✓",
-                                        &::std::format!(
-                                            "has no catcher leading to state {}", target
-                                        ),
-                                    ),
+                                    __wfc::abi::no_catcher_leading_to("Each {m} ✓", target),
                                 );
                             }
                         }
@@ -1035,12 +1023,7 @@ pub mod assign_states {
                         }
                         __wfc::Step::Goto { target, .. } => {
                             return Err(
-                                __wfc::abi::unexpected(
-                                    "Echo {b} ✓",
-                                    &::std::format!(
-                                        "has no catcher leading to state {}", target
-                                    ),
-                                ),
+                                __wfc::abi::no_catcher_leading_to("Echo {b} ✓", target),
                             );
                         }
                     }
@@ -1256,12 +1239,7 @@ pub mod assign_states {
                         }
                         __wfc::Step::Goto { target, .. } => {
                             return Err(
-                                __wfc::abi::unexpected(
-                                    "Item \"i\" ✓",
-                                    &::std::format!(
-                                        "has no catcher leading to state {}", target
-                                    ),
-                                ),
+                                __wfc::abi::no_catcher_leading_to("Item \"i\" ✓", target),
                             );
                         }
                     }

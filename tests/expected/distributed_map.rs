@@ -653,11 +653,9 @@ pub mod distributed_map {
                             1 => State::Write(output),
                             _ => {
                                 return Err(
-                                    __wfc::abi::unexpected(
+                                    __wfc::abi::no_catcher_leading_to(
                                         "Read \"r\" {#} ✓",
-                                        &::std::format!(
-                                            "has no catcher leading to state {}", target
-                                        ),
+                                        target,
                                     ),
                                 );
                             }
@@ -832,12 +830,7 @@ pub mod distributed_map {
                     __wfc::Step::Next(output) => State::Csv(output),
                     __wfc::Step::Goto { target, .. } => {
                         return Err(
-                            __wfc::abi::unexpected(
-                                "Write {#}",
-                                &::std::format!(
-                                    "has no catcher leading to state {}", target
-                                ),
-                            ),
+                            __wfc::abi::no_catcher_leading_to("Write {#}", target),
                         );
                     }
                 }
@@ -1049,14 +1042,7 @@ pub mod distributed_map {
                 {
                     __wfc::Step::Next(output) => State::Orders(output),
                     __wfc::Step::Goto { target, .. } => {
-                        return Err(
-                            __wfc::abi::unexpected(
-                                "Csv ✓",
-                                &::std::format!(
-                                    "has no catcher leading to state {}", target
-                                ),
-                            ),
-                        );
+                        return Err(__wfc::abi::no_catcher_leading_to("Csv ✓", target));
                     }
                 }
             }
@@ -1403,12 +1389,7 @@ pub mod distributed_map {
                             4 => State::Done(output),
                             _ => {
                                 return Err(
-                                    __wfc::abi::unexpected(
-                                        "Orders ✓",
-                                        &::std::format!(
-                                            "has no catcher leading to state {}", target
-                                        ),
-                                    ),
+                                    __wfc::abi::no_catcher_leading_to("Orders ✓", target),
                                 );
                             }
                         }
@@ -1606,12 +1587,7 @@ pub mod distributed_map {
                         }
                         __wfc::Step::Goto { target, .. } => {
                             return Err(
-                                __wfc::abi::unexpected(
-                                    "Echo \"e\"",
-                                    &::std::format!(
-                                        "has no catcher leading to state {}", target
-                                    ),
-                                ),
+                                __wfc::abi::no_catcher_leading_to("Echo \"e\"", target),
                             );
                         }
                     }
@@ -1743,14 +1719,7 @@ pub mod distributed_map {
                             return Ok(__wfc::abi::Flow::End(output));
                         }
                         __wfc::Step::Goto { target, .. } => {
-                            return Err(
-                                __wfc::abi::unexpected(
-                                    "Work",
-                                    &::std::format!(
-                                        "has no catcher leading to state {}", target
-                                    ),
-                                ),
-                            );
+                            return Err(__wfc::abi::no_catcher_leading_to("Work", target));
                         }
                     }
                 }

@@ -645,11 +645,9 @@ pub mod jsonata_nested {
                             6 => State::Done(output),
                             _ => {
                                 return Err(
-                                    __wfc::abi::unexpected(
+                                    __wfc::abi::no_catcher_leading_to(
                                         "Fan \"p\" {#} ✓",
-                                        &::std::format!(
-                                            "has no catcher leading to state {}", target
-                                        ),
+                                        target,
                                     ),
                                 );
                             }
@@ -934,12 +932,7 @@ pub mod jsonata_nested {
                             6 => State::Done(output),
                             _ => {
                                 return Err(
-                                    __wfc::abi::unexpected(
-                                        "Each \"m\" ✓",
-                                        &::std::format!(
-                                            "has no catcher leading to state {}", target
-                                        ),
-                                    ),
+                                    __wfc::abi::no_catcher_leading_to("Each \"m\" ✓", target),
                                 );
                             }
                         }
@@ -1060,12 +1053,7 @@ pub mod jsonata_nested {
                     __wfc::Step::Next(output) => State::CallPathRole(output),
                     __wfc::Step::Goto { target, .. } => {
                         return Err(
-                            __wfc::abi::unexpected(
-                                "Again \"a\"",
-                                &::std::format!(
-                                    "has no catcher leading to state {}", target
-                                ),
-                            ),
+                            __wfc::abi::no_catcher_leading_to("Again \"a\"", target),
                         );
                     }
                 }
@@ -1200,11 +1188,9 @@ pub mod jsonata_nested {
                     __wfc::Step::Next(output) => State::CallJsonataRole(output),
                     __wfc::Step::Goto { target, .. } => {
                         return Err(
-                            __wfc::abi::unexpected(
+                            __wfc::abi::no_catcher_leading_to(
                                 "Call path role ✓",
-                                &::std::format!(
-                                    "has no catcher leading to state {}", target
-                                ),
+                                target,
                             ),
                         );
                     }
@@ -1407,11 +1393,9 @@ pub mod jsonata_nested {
                     __wfc::Step::Next(output) => return Ok(__wfc::abi::Flow::End(output)),
                     __wfc::Step::Goto { target, .. } => {
                         return Err(
-                            __wfc::abi::unexpected(
+                            __wfc::abi::no_catcher_leading_to(
                                 "Call jsonata role {#}",
-                                &::std::format!(
-                                    "has no catcher leading to state {}", target
-                                ),
+                                target,
                             ),
                         );
                     }
@@ -1703,12 +1687,7 @@ pub mod jsonata_nested {
                         }
                         __wfc::Step::Goto { target, .. } => {
                             return Err(
-                                __wfc::abi::unexpected(
-                                    "Right {#}",
-                                    &::std::format!(
-                                        "has no catcher leading to state {}", target
-                                    ),
-                                ),
+                                __wfc::abi::no_catcher_leading_to("Right {#}", target),
                             );
                         }
                     }
@@ -1902,12 +1881,7 @@ pub mod jsonata_nested {
                         }
                         __wfc::Step::Goto { target, .. } => {
                             return Err(
-                                __wfc::abi::unexpected(
-                                    "Work {#} ✓",
-                                    &::std::format!(
-                                        "has no catcher leading to state {}", target
-                                    ),
-                                ),
+                                __wfc::abi::no_catcher_leading_to("Work {#} ✓", target),
                             );
                         }
                     }

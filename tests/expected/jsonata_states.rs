@@ -1157,11 +1157,9 @@ pub mod jsonata_states {
                             9 => State::Done(output),
                             _ => {
                                 return Err(
-                                    __wfc::abi::unexpected(
+                                    __wfc::abi::no_catcher_leading_to(
                                         "Call {\"t\"} ✓",
-                                        &::std::format!(
-                                            "has no catcher leading to state {}", target
-                                        ),
+                                        target,
                                     ),
                                 );
                             }

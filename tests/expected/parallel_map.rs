@@ -479,11 +479,9 @@ pub mod parallel_map {
                             1 => State::RecoverP(output),
                             _ => {
                                 return Err(
-                                    __wfc::abi::unexpected(
+                                    __wfc::abi::no_catcher_leading_to(
                                         "Fan \"out\" {#1} ✓",
-                                        &::std::format!(
-                                            "has no catcher leading to state {}", target
-                                        ),
+                                        target,
                                     ),
                                 );
                             }
@@ -664,11 +662,9 @@ pub mod parallel_map {
                             3 => State::Limits(output),
                             _ => {
                                 return Err(
-                                    __wfc::abi::unexpected(
+                                    __wfc::abi::no_catcher_leading_to(
                                         "Each {item} \"m\" #✓",
-                                        &::std::format!(
-                                            "has no catcher leading to state {}", target
-                                        ),
+                                        target,
                                     ),
                                 );
                             }
@@ -762,12 +758,7 @@ pub mod parallel_map {
                     __wfc::Step::Next(output) => return Ok(__wfc::abi::Flow::End(output)),
                     __wfc::Step::Goto { target, .. } => {
                         return Err(
-                            __wfc::abi::unexpected(
-                                "Limits #✓",
-                                &::std::format!(
-                                    "has no catcher leading to state {}", target
-                                ),
-                            ),
+                            __wfc::abi::no_catcher_leading_to("Limits #✓", target),
                         );
                     }
                 }
@@ -1106,11 +1097,9 @@ pub mod parallel_map {
                         }
                         __wfc::Step::Goto { target, .. } => {
                             return Err(
-                                __wfc::abi::unexpected(
+                                __wfc::abi::no_catcher_leading_to(
                                     "Call \"right\" }{",
-                                    &::std::format!(
-                                        "has no catcher leading to state {}", target
-                                    ),
+                                    target,
                                 ),
                             );
                         }
@@ -1309,11 +1298,9 @@ pub mod parallel_map {
                         }
                         __wfc::Step::Goto { target, .. } => {
                             return Err(
-                                __wfc::abi::unexpected(
+                                __wfc::abi::no_catcher_leading_to(
                                     "Item \"work\" ✓",
-                                    &::std::format!(
-                                        "has no catcher leading to state {}", target
-                                    ),
+                                    target,
                                 ),
                             );
                         }

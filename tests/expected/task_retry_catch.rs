@@ -514,11 +514,9 @@ pub mod task_retry_catch {
                             3 => State::Recover(output),
                             _ => {
                                 return Err(
-                                    __wfc::abi::unexpected(
+                                    __wfc::abi::no_catcher_leading_to(
                                         "Call \"quoted\" {#1} ✓",
-                                        &::std::format!(
-                                            "has no catcher leading to state {}", target
-                                        ),
+                                        target,
                                     ),
                                 );
                             }
@@ -652,45 +650,10 @@ pub mod task_retry_catch {
                             4 => State::Failed(output),
                             _ => {
                                 return Err(
-                                    __wfc::abi::unexpected(
-                                        "Echo",
-                                        &::std::format!(
-                                            "has no catcher leading to state {}", target
-                                        ),
-                                    ),
+                                    __wfc::abi::no_catcher_leading_to("Echo", target),
                                 );
                             }
                         }
-                    }
-                }
-            }
-            State::Plain(input) => {
-                /// The state's data processing: the defaults, with its names and tables.
-                static CODE: __wfc::abi::PlainTask = __wfc::abi::PlainTask {
-                    name: "Plain",
-                    resource: "arn:aws:lambda:us-east-1:123456789012:function:Flaky",
-                    lambda_function: __wfc::abi::is_function_arn(
-                        "arn:aws:lambda:us-east-1:123456789012:function:Flaky",
-                    ),
-                    retriers: &[],
-                    catchers: &[],
-                    shape: __wfc::abi::TaskShape {
-                        input_moves: true,
-                        single_attempt: true,
-                        result_is_output: true,
-                    },
-                };
-                match task_flaky(handler, exec, "Plain", &CODE, input).await? {
-                    __wfc::Step::Next(output) => return Ok(__wfc::abi::Flow::End(output)),
-                    __wfc::Step::Goto { target, .. } => {
-                        return Err(
-                            __wfc::abi::unexpected(
-                                "Plain",
-                                &::std::format!(
-                                    "has no catcher leading to state {}", target
-                                ),
-                            ),
-                        );
                     }
                 }
             }
@@ -722,6 +685,29 @@ pub mod task_retry_catch {
                         }),
                     ),
                 );
+            }
+            State::Plain(input) => {
+                /// The state's data processing: the defaults, with its names and tables.
+                static CODE: __wfc::abi::PlainTask = __wfc::abi::PlainTask {
+                    name: "Plain",
+                    resource: "arn:aws:lambda:us-east-1:123456789012:function:Flaky",
+                    lambda_function: __wfc::abi::is_function_arn(
+                        "arn:aws:lambda:us-east-1:123456789012:function:Flaky",
+                    ),
+                    retriers: &[],
+                    catchers: &[],
+                    shape: __wfc::abi::TaskShape {
+                        input_moves: true,
+                        single_attempt: true,
+                        result_is_output: true,
+                    },
+                };
+                match task_flaky(handler, exec, "Plain", &CODE, input).await? {
+                    __wfc::Step::Next(output) => return Ok(__wfc::abi::Flow::End(output)),
+                    __wfc::Step::Goto { target, .. } => {
+                        return Err(__wfc::abi::no_catcher_leading_to("Plain", target));
+                    }
+                }
             }
         };
         Ok(__wfc::abi::Flow::Next(next))

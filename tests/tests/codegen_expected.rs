@@ -30,8 +30,9 @@ include!("../expected/jsonata_states.rs");
 include!("../expected/jsonata_nested.rs");
 include!("../expected/distributed_map.rs");
 include!("../expected/sw_states.rs");
+include!("../expected/plain_tasks.rs");
 
-const STEMS: [&str; 11] = [
+const STEMS: [&str; 12] = [
     "count_loop",
     "pass_choice",
     "task_retry_catch",
@@ -43,6 +44,7 @@ const STEMS: [&str; 11] = [
     "jsonata_nested",
     "distributed_map",
     "sw_states",
+    "plain_tasks",
 ];
 
 fn expected_dir() -> std::path::PathBuf {
@@ -288,6 +290,16 @@ impl task_retry_catch::Handler for Tasks {
     }
 }
 
+impl plain_tasks::Handler for Tasks {
+    async fn flaky(&self, input: Value, ctx: TaskContext) -> Result<Value, Failure> {
+        flaky(input, &ctx)
+    }
+
+    async fn echo(&self, input: Value, ctx: TaskContext) -> Result<Value, Failure> {
+        echo(input, ctx).await
+    }
+}
+
 impl parallel_map::Handler for Tasks {
     async fn echo(&self, input: Value, ctx: TaskContext) -> Result<Value, Failure> {
         echo(input, ctx).await
@@ -357,6 +369,33 @@ fn pass_choice_runs_as_the_interpreter_does() {
     }
     let wordy = block_on_virtual(pass_choice::run_with(&NoTasks, json!({"count": 0, "name": "word"}), options()));
     assert_eq!(wordy.output, Some(json!({"message": "item 0 of 3", "flag": true})));
+}
+
+#[test]
+fn plain_tasks_run_as_the_interpreter_does() {
+    // The machine's four plain Tasks share one arm (`PLAIN_TASKS`, one await per method).
+    let code = std::fs::read_to_string(expected_dir().join("plain_tasks.rs")).expect("expected code");
+    assert!(code.contains("static PLAIN_TASKS: [&__wfc::abi::PlainTask; 4usize]"), "{code}");
+    assert_eq!(code.matches("task_flaky(handler, exec, code.name, code, input).await?").count(), 1, "{code}");
+    assert_eq!(code.matches("task_echo(handler, exec, code.name, code, input).await?").count(), 1, "{code}");
+    let inputs = [
+        // Every Task succeeds at once.
+        json!({"fail": 0, "kind": "X", "label": "a"}),
+        // One retry of `Again`, then success.
+        json!({"fail": 1, "kind": "Again", "label": "a"}),
+        // Retries exhausted: `States.ALL` leads to the last Echo.
+        json!({"fail": 3, "kind": "Again"}),
+        // `Custom` is caught to the Pass, then the last Echo.
+        json!({"fail": 1, "kind": "Custom"}),
+        // The first Echo fails with Boom: caught to the Pass.
+        json!({"payload": {"boom": true}}),
+    ];
+    for input in inputs {
+        let compiled = block_on_virtual(plain_tasks::run_with(&Tasks, input.clone(), options()));
+        assert_same("plain_tasks", &input, compiled);
+    }
+    let custom = block_on_virtual(plain_tasks::run_with(&Tasks, json!({"fail": 1, "kind": "Custom"}), options()));
+    assert_eq!(custom.output.as_ref().map(|o| o["note"].clone()), Some(json!({"recovered": true})), "{custom:?}");
 }
 
 #[test]

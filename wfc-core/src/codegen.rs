@@ -42,7 +42,7 @@ use std::collections::BTreeSet;
 
 use proc_macro2::{Ident, Literal, TokenStream};
 use quote::{format_ident, quote};
-use wfc_ir::{State, StateKind, StateMachine, Transition, Workflow};
+use wfc_ir::{State, StateKind, StateMachine, TaskState, Transition, Workflow};
 
 use crate::{Settings, Source};
 
@@ -228,6 +228,50 @@ struct Typed {
 }
 
 /// Where a state machine sits: the top level, or a branch reached through Parallel states.
+/// A generated Task state's parts, for its own arm of `step` or, when its code is plain, a
+/// place in the arm its machine's plain Tasks share.
+struct TaskArm {
+    variant: Ident,
+    visit: states::TaskVisit,
+    /// The path of its method's visit function (`task_<method>`).
+    visit_fn: TokenStream,
+    method: String,
+    /// The state's name, a string literal.
+    name: Literal,
+    /// Where control goes with the visit's `output` on success: the next `State`, or a return.
+    next: TokenStream,
+    /// `target => State::X(output),` for each state its catchers lead to.
+    targets: Vec<TokenStream>,
+}
+
+impl TaskArm {
+    /// The state's own arm of `step`.
+    fn own(&self) -> TokenStream {
+        let (variant, name, next, targets) = (&self.variant, &self.name, &self.next, &self.targets);
+        let states::TaskVisit { decls, visit, .. } = &self.visit;
+        let fallback = quote!(return Err(__wfc::abi::no_catcher_leading_to(#name, target)));
+        let goto_arm = if targets.is_empty() {
+            quote!(__wfc::Step::Goto { target, .. } => #fallback,)
+        } else {
+            quote! {
+                __wfc::Step::Goto { target, output } => match target {
+                    #(#targets)*
+                    _ => #fallback,
+                },
+            }
+        };
+        quote! {
+            State::#variant(input) => {
+                #decls
+                match #visit {
+                    __wfc::Step::Next(output) => #next,
+                    #goto_arm
+                }
+            }
+        }
+    }
+}
+
 struct MachineCtx<'a> {
     machine: &'a StateMachine,
     /// 0 for the top level; the number of `super::` hops to the workflow module otherwise.
@@ -673,9 +717,39 @@ impl<'a> Generator<'a> {
 
         let handler_path = Self::handler_path(ctx.depth);
         let mut arms = Vec::with_capacity(machine.states.len());
+        let mut plain = Vec::new();
         for (i, state) in machine.states.iter().enumerate() {
+            if let StateKind::Task(t) = &state.kind
+                && let Some(task) = self.task_arm(i, state, t, &variants, ctx.depth)?
+                && task.visit.plain
+            {
+                plain.push(task);
+                continue;
+            }
             arms.push(self.arm(i, state, &variants, &branches, ctx.depth)?);
         }
+        // Tasks with plain code share one arm when there are several (see `plain_tasks_arm`).
+        let shared = match plain.len() {
+            0 | 1 => {
+                arms.extend(plain.iter().map(TaskArm::own));
+                None
+            }
+            _ => Some(Self::plain_tasks_arm(&plain, !arms.is_empty())),
+        };
+        let dispatch = match (shared, arms.is_empty()) {
+            (Some(shared), true) => shared,
+            (Some(shared), false) => quote! {
+                match state {
+                    #(#arms)*
+                    state => #shared
+                }
+            },
+            (None, _) => quote! {
+                match state {
+                    #(#arms)*
+                }
+            },
+        };
         let needs_loop = machine.states.iter().any(|s| match &s.kind {
             StateKind::Pass(p) => matches!(p.transition, Transition::Next(_)),
             StateKind::Wait(w) => matches!(w.transition, Transition::Next(_)),
@@ -696,17 +770,11 @@ impl<'a> Generator<'a> {
         // a failure; a machine whose every state ends it has no next state to wrap.
         let body = if needs_loop {
             quote! {
-                let next = match state {
-                    #(#arms)*
-                };
+                let next = #dispatch;
                 Ok(__wfc::abi::Flow::Next(next))
             }
         } else {
-            quote! {
-                match state {
-                    #(#arms)*
-                }
-            }
+            dispatch
         };
 
         let mut nested = Vec::new();
@@ -926,6 +994,125 @@ impl<'a> Generator<'a> {
 
     /// One arm of the driver's `match state`: the state's work, generated (see [`states`] and
     /// [`sw`]), then the outcome mapped to the next `State` (or a return at the end).
+    /// A generated Task state's arm (`None`: it is left to the runtime's `exec::task`).
+    fn task_arm(
+        &self,
+        index: usize,
+        state: &State,
+        t: &TaskState,
+        variants: &[Ident],
+        depth: usize,
+    ) -> Result<Option<TaskArm>, String> {
+        let variant = variants.get(index).ok_or("wfc: internal error: a state without a variant")?;
+        let name = Literal::string(&state.name);
+        let method = self
+            .methods
+            .iter()
+            .find(|(resource, _, _)| *resource == t.resource)
+            .map(|(_, method, _)| method)
+            .ok_or("wfc: internal error: a Task resource without a handler method")?;
+        let supers = std::iter::repeat_n(quote!(super::), depth);
+        let visit_fn = Self::task_visit_fn(method);
+        let visit_fn = quote!(#(#supers)* #visit_fn);
+        let mut items = states::Items::default();
+        let Some(visit) = states::task(&mut items, &name, t, visit_fn.clone()) else { return Ok(None) };
+        let next = match t.transition {
+            Transition::Next(id) => {
+                let next = variants.get(id).ok_or_else(|| format!("wfc: Next index {id} is out of range"))?;
+                quote!(State::#next(output))
+            }
+            Transition::End => quote!(return Ok(__wfc::abi::Flow::End(output))),
+        };
+        let mut targets = Vec::new();
+        for id in t.catch.iter().map(|c| c.next).collect::<BTreeSet<usize>>() {
+            let v = variants.get(id).ok_or_else(|| format!("wfc: Catch Next index {id} is out of range"))?;
+            let id = Literal::usize_unsuffixed(id);
+            targets.push(quote!(#id => State::#v(output),));
+        }
+        Ok(Some(TaskArm { variant: variant.clone(), name, visit, visit_fn, method: method.to_string(), next, targets }))
+    }
+
+    /// The arm that runs a machine's Tasks with plain code (`tasks`, two or more): they share
+    /// one await per handler method, so `step` polls each method's visit from one place instead
+    /// of once per state (a hundred Tasks were a hundred inlined copies of the visit's poll in
+    /// `step`, and its stack frame the size of them). The arm finds the state's index in the
+    /// table of their codes, awaits its method's visit with that code, then matches the index
+    /// again for where control goes. `others` says the machine has other states (which this
+    /// arm, a catch-all, must not be reached with).
+    fn plain_tasks_arm(tasks: &[TaskArm], others: bool) -> TokenStream {
+        let count = tasks.len();
+        let codes = tasks.iter().map(|t| {
+            let decls = &t.visit.decls;
+            quote!({
+                #decls
+                &CODE
+            })
+        });
+        let at = |i: usize| Literal::usize_unsuffixed(i);
+        let finds = tasks.iter().enumerate().map(|(i, t)| {
+            let (variant, i) = (&t.variant, at(i));
+            quote!(State::#variant(input) => (#i, input),)
+        });
+        let not_found = others.then(
+            || quote!(state => return Err(__wfc::abi::unexpected(state.name(), "is not a Task with plain code")),),
+        );
+        // One await per method, in the order methods first appear.
+        let mut methods: Vec<(&str, &TokenStream, Vec<Literal>)> = Vec::new();
+        for (i, t) in tasks.iter().enumerate() {
+            match methods.iter_mut().find(|(m, _, _)| *m == t.method) {
+                Some((_, _, ats)) => ats.push(at(i)),
+                None => methods.push((&t.method, &t.visit_fn, vec![at(i)])),
+            }
+        }
+        let visit = if let [(_, visit_fn, _)] = methods.as_slice() {
+            quote!(#visit_fn(handler, exec, code.name, code, input).await?)
+        } else {
+            let arms = methods.iter().map(
+                |(_, visit_fn, ats)| quote!(#(#ats)|* => #visit_fn(handler, exec, code.name, code, input).await?,),
+            );
+            quote!(match at {
+                #(#arms)*
+                _ => return Err(__wfc::abi::unexpected(code.name, "has no handler method")),
+            })
+        };
+        let continuations = tasks.iter().enumerate().map(|(i, t)| {
+            let (next, targets, i) = (&t.next, &t.targets, at(i));
+            let caught = (!targets.is_empty()).then(|| {
+                quote! {
+                    (#i, __wfc::Step::Goto { target, output }) => match target {
+                        #(#targets)*
+                        _ => return Err(__wfc::abi::no_catcher_leading_to(code.name, target)),
+                    },
+                }
+            });
+            quote! {
+                (#i, __wfc::Step::Next(output)) => #next,
+                #caught
+            }
+        });
+        quote! {
+            {
+                /// The codes of the Tasks with plain code, by their index here.
+                static PLAIN_TASKS: [&__wfc::abi::PlainTask; #count] = [#(#codes),*];
+                let (at, input): (usize, __wfc::Value) = match state {
+                    #(#finds)*
+                    #not_found
+                };
+                let code = PLAIN_TASKS[at];
+                let step = #visit;
+                match (at, step) {
+                    #(#continuations)*
+                    (_, __wfc::Step::Goto { target, .. }) => {
+                        return Err(__wfc::abi::no_catcher_leading_to(code.name, target))
+                    }
+                    (_, __wfc::Step::Next(_)) => {
+                        return Err(__wfc::abi::unexpected(code.name, "has no place in the Task table"))
+                    }
+                }
+            }
+        }
+    }
+
     fn arm(
         &self,
         index: usize,
@@ -954,9 +1141,7 @@ impl<'a> Generator<'a> {
                     Ok(quote!(#id => State::#v(output),))
                 })
                 .collect::<Result<Vec<_>, String>>()?;
-            let fallback = quote! {
-                return Err(__wfc::abi::unexpected(#name, &::std::format!("has no catcher leading to state {}", target)))
-            };
+            let fallback = quote!(return Err(__wfc::abi::no_catcher_leading_to(#name, target)));
             Ok(if arms.is_empty() {
                 quote!(__wfc::Step::Goto { target, .. } => #fallback,)
             } else {
@@ -985,29 +1170,10 @@ impl<'a> Generator<'a> {
                     }
             });
         }
-        if let StateKind::Task(t) = &state.kind {
-            let method = self
-                .methods
-                .iter()
-                .find(|(resource, _, _)| *resource == t.resource)
-                .map(|(_, method, _)| method)
-                .ok_or("wfc: internal error: a Task resource without a handler method")?;
-            let supers = std::iter::repeat_n(quote!(super::), depth);
-            let visit_fn = Self::task_visit_fn(method);
-            let visit_fn = quote!(#(#supers)* #visit_fn);
-            if let Some((decls, visit)) = states::task(&mut items, &name, t, visit_fn) {
-                let next = goto(t.transition, quote!(output))?;
-                let goto_arm = catch_targets(t.catch.iter().map(|c| c.next).collect())?;
-                return Ok(quote! {
-                        State::#variant(input) => {
-                            #decls
-                            match #visit {
-                                __wfc::Step::Next(output) => #next,
-                                #goto_arm
-                            }
-                        }
-                });
-            }
+        if let StateKind::Task(t) = &state.kind
+            && let Some(task) = self.task_arm(index, state, t, variants, depth)?
+        {
+            return Ok(task.own());
         }
         if let StateKind::Wait(w) = &state.kind
             && let Some(visit) = states::wait(&mut items, &name, w)

@@ -1192,12 +1192,7 @@ fn literal_test(items: &mut Items, op: Operator, literal: &Value) -> TokenStream
 /// type of its own, so such states share one compiled visit. `None` when the state is left to
 /// `exec::task`: JSONata `Assign`/`Arguments`/`Output`/timeouts, `Credentials`, or a catcher
 /// with a JSONata `Assign` or `Output`.
-pub(super) fn task(
-    items: &mut Items,
-    name: &Literal,
-    spec: &TaskState,
-    visit_fn: TokenStream,
-) -> Option<(TokenStream, TokenStream)> {
+pub(super) fn task(items: &mut Items, name: &Literal, spec: &TaskState, visit_fn: TokenStream) -> Option<TaskVisit> {
     let jsonata_seconds = |s: &Option<Seconds>| matches!(s, Some(Seconds::Jsonata(_)));
     let identity = |p: Option<&Path>| p.is_some_and(Path::is_identity);
     let result_replaces = spec.result_path.as_ref().is_some_and(|p| p.is_identity());
@@ -1369,7 +1364,7 @@ pub(super) fn task(
             };
         };
         let visit = quote!(#visit_fn(handler, exec, #name, &CODE, input).await?);
-        return Some((decls, visit));
+        return Some(TaskVisit { decls, visit, plain: true });
     }
     let decls = quote! {
         #declared
@@ -1413,7 +1408,18 @@ pub(super) fn task(
         }
     };
     let visit = quote!(#visit_fn(handler, exec, #name, &Code, input).await?);
-    Some((decls, visit))
+    Some(TaskVisit { decls, visit, plain: false })
+}
+
+/// A Task state's generated visit (see [`task`]).
+pub(super) struct TaskVisit {
+    /// The items its visit uses: its tables and its code, `CODE` or `Code`.
+    pub(super) decls: TokenStream,
+    /// The awaited call of the method's visit function on `input`, of type `Step`.
+    pub(super) visit: TokenStream,
+    /// Whether its code is the `static CODE: abi::PlainTask` (the defaults): then any Task of
+    /// the same method can be awaited in its place, with `&CODE` as its code.
+    pub(super) plain: bool,
 }
 
 /// A Task's `Credentials` as the methods `has_credentials` and `role_arn` of its `Code`: the
