@@ -22,7 +22,10 @@
 //!   Every state of every type is generated; an IR no definition lowers to (a Choice with an
 //!   `Is*` test on a non-Boolean operand, which the front end refuses) is a build error naming
 //!   the state (`codegen_snapshots` checks over every definition of tests/cases and the AWS
-//!   corpus that no module embeds or reads the IR or calls a per-state interpreter function);
+//!   corpus that no module embeds or reads the IR or calls a per-state interpreter function).
+//!   A machine's Tasks with no data processing of their own (an `abi::PlainTask` each) share one
+//!   arm of `step`, with one await per handler method, so the visit's poll is compiled once per
+//!   method in `step`, not once per state;
 //! * one nested module per Parallel branch and per Map item processor, with its own `State` and
 //!   `step`, run by the Parallel's or Map's visit (`abi::parallel`, `abi::map`), and per
 //!   Serverless Workflow subflow compiled together (`abi::sw_subflow`, a foreach's or parallel
