@@ -252,17 +252,7 @@ impl TaskArm {
     fn own(&self) -> TokenStream {
         let (variant, name, next, targets) = (&self.variant, &self.name, &self.next, &self.targets);
         let states::TaskVisit { decls, visit, .. } = &self.visit;
-        let fallback = quote!(return Err(__wfc::abi::no_catcher_leading_to(#name, target)));
-        let goto_arm = if targets.is_empty() {
-            quote!(__wfc::Step::Goto { target, .. } => #fallback,)
-        } else {
-            quote! {
-                __wfc::Step::Goto { target, output } => match target {
-                    #(#targets)*
-                    _ => #fallback,
-                },
-            }
-        };
+        let goto_arm = goto_arm(name, targets);
         quote! {
             State::#variant(input) => {
                 #decls
@@ -271,6 +261,45 @@ impl TaskArm {
                     #goto_arm
                 }
             }
+        }
+    }
+}
+
+/// Where `transition` sends `value`: the next `State`, or the machine's end (a `return`).
+fn transition_to(variants: &[Ident], transition: Transition, value: TokenStream) -> Result<TokenStream, String> {
+    Ok(match transition {
+        Transition::Next(id) => {
+            let next = variants.get(id).ok_or_else(|| format!("wfc: Next index {id} is out of range"))?;
+            quote!(State::#next(#value))
+        }
+        Transition::End => quote!(return Ok(__wfc::abi::Flow::End(#value))),
+    })
+}
+
+/// `target => State::X(output),` for each state index in `targets` (a catcher's `Next`).
+fn catch_arms(variants: &[Ident], targets: BTreeSet<usize>) -> Result<Vec<TokenStream>, String> {
+    targets
+        .into_iter()
+        .map(|id| {
+            let v = variants.get(id).ok_or_else(|| format!("wfc: Catch Next index {id} is out of range"))?;
+            let id = Literal::usize_unsuffixed(id);
+            Ok(quote!(#id => State::#v(output),))
+        })
+        .collect()
+}
+
+/// The arm of a `match` on a visit's `Step` for `Goto`: the state's `catch_arms`, and for any
+/// other target a runtime failure naming the state `name`.
+fn goto_arm(name: &Literal, catch_arms: &[TokenStream]) -> TokenStream {
+    let fallback = quote!(return Err(__wfc::abi::no_catcher_leading_to(#name, target)));
+    if catch_arms.is_empty() {
+        quote!(__wfc::Step::Goto { target, .. } => #fallback,)
+    } else {
+        quote! {
+            __wfc::Step::Goto { target, output } => match target {
+                #(#catch_arms)*
+                _ => #fallback,
+            },
         }
     }
 }
@@ -1019,19 +1048,8 @@ impl<'a> Generator<'a> {
         let visit_fn = quote!(#(#supers)* #visit_fn);
         let mut items = states::Items::default();
         let Some(visit) = states::task(&mut items, &name, t, visit_fn.clone()) else { return Ok(None) };
-        let next = match t.transition {
-            Transition::Next(id) => {
-                let next = variants.get(id).ok_or_else(|| format!("wfc: Next index {id} is out of range"))?;
-                quote!(State::#next(output))
-            }
-            Transition::End => quote!(return Ok(__wfc::abi::Flow::End(output))),
-        };
-        let mut targets = Vec::new();
-        for id in t.catch.iter().map(|c| c.next).collect::<BTreeSet<usize>>() {
-            let v = variants.get(id).ok_or_else(|| format!("wfc: Catch Next index {id} is out of range"))?;
-            let id = Literal::usize_unsuffixed(id);
-            targets.push(quote!(#id => State::#v(output),));
-        }
+        let next = transition_to(variants, t.transition, quote!(output))?;
+        let targets = catch_arms(variants, t.catch.iter().map(|c| c.next).collect())?;
         Ok(Some(TaskArm { variant: variant.clone(), name, visit, visit_fn, method: method.to_string(), next, targets }))
     }
 
@@ -1126,35 +1144,9 @@ impl<'a> Generator<'a> {
     ) -> Result<TokenStream, String> {
         let variant = variants.get(index).ok_or("wfc: internal error: a state without a variant")?;
         let name = Literal::string(&state.name);
-        let goto = |transition: Transition, value: TokenStream| -> Result<TokenStream, String> {
-            Ok(match transition {
-                Transition::Next(id) => {
-                    let next = variants.get(id).ok_or_else(|| format!("wfc: Next index {id} is out of range"))?;
-                    quote!(State::#next(#value))
-                }
-                Transition::End => quote!(return Ok(__wfc::abi::Flow::End(#value))),
-            })
-        };
+        let goto = |transition: Transition, value: TokenStream| transition_to(variants, transition, value);
         let catch_targets = |targets: BTreeSet<usize>| -> Result<TokenStream, String> {
-            let arms = targets
-                .into_iter()
-                .map(|id| {
-                    let v = variants.get(id).ok_or_else(|| format!("wfc: Catch Next index {id} is out of range"))?;
-                    let id = Literal::usize_unsuffixed(id);
-                    Ok(quote!(#id => State::#v(output),))
-                })
-                .collect::<Result<Vec<_>, String>>()?;
-            let fallback = quote!(return Err(__wfc::abi::no_catcher_leading_to(#name, target)));
-            Ok(if arms.is_empty() {
-                quote!(__wfc::Step::Goto { target, .. } => #fallback,)
-            } else {
-                quote! {
-                    __wfc::Step::Goto { target, output } => match target {
-                        #(#arms)*
-                        _ => #fallback,
-                    },
-                }
-            })
+            Ok(goto_arm(&name, &catch_arms(variants, targets)?))
         };
 
         let mut items = states::Items::default();
