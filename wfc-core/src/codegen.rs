@@ -230,7 +230,6 @@ struct Typed {
     result: Option<(Ident, String)>,
 }
 
-/// Where a state machine sits: the top level, or a branch reached through Parallel states.
 /// A generated Task state's parts, for its own arm of `step` or, when its code is plain, a
 /// place in the arm its machine's plain Tasks share.
 struct TaskArm {
@@ -304,6 +303,7 @@ fn goto_arm(name: &Literal, catch_arms: &[TokenStream]) -> TokenStream {
     }
 }
 
+/// Where a state machine sits: the top level, or a branch reached through Parallel states.
 struct MachineCtx<'a> {
     machine: &'a StateMachine,
     /// 0 for the top level; the number of `super::` hops to the workflow module otherwise.
@@ -753,9 +753,11 @@ impl<'a> Generator<'a> {
         for (i, state) in machine.states.iter().enumerate() {
             if let StateKind::Task(t) = &state.kind
                 && let Some(task) = self.task_arm(i, state, t, &variants, ctx.depth)?
-                && task.visit.plain
             {
-                plain.push(task);
+                match task.visit.plain {
+                    true => plain.push(task),
+                    false => arms.push(task.own()),
+                }
                 continue;
             }
             arms.push(self.arm(i, state, &variants, &branches, ctx.depth)?);
@@ -1024,8 +1026,6 @@ impl<'a> Generator<'a> {
         })
     }
 
-    /// One arm of the driver's `match state`: the state's work, generated (see [`states`] and
-    /// [`sw`]), then the outcome mapped to the next `State` (or a return at the end).
     /// A generated Task state's arm (`None`: it is left to the runtime's `exec::task`).
     fn task_arm(
         &self,
@@ -1134,6 +1134,9 @@ impl<'a> Generator<'a> {
         }
     }
 
+    /// One arm of the driver's `match state`: the state's work, generated (see [`states`] and
+    /// [`sw`]), then the outcome mapped to the next `State` (or a return at the end). Tasks are
+    /// `machine_items`' (through [`Self::task_arm`]).
     fn arm(
         &self,
         index: usize,
@@ -1164,11 +1167,6 @@ impl<'a> Generator<'a> {
                         #next
                     }
             });
-        }
-        if let StateKind::Task(t) = &state.kind
-            && let Some(task) = self.task_arm(index, state, t, variants, depth)?
-        {
-            return Ok(task.own());
         }
         if let StateKind::Wait(w) = &state.kind
             && let Some(visit) = states::wait(&mut items, &name, w)
