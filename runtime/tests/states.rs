@@ -576,3 +576,85 @@ fn task_credentials_reach_the_handler_and_the_history() {
     let scheduled = r.history.iter().find(|e| e.event_type == wfc_runtime::EventType::TaskScheduled);
     assert!(scheduled.is_some_and(|e| e.details.get("taskCredentials").is_none()));
 }
+
+/// At the express level a Pass or Choice that reads no context object visits through the
+/// runtime's counted visit (events numbered, nothing else built): every outcome must be the one
+/// the full level gives, failure causes with their event ids included.
+#[test]
+fn express_and_full_give_the_same_outcome_for_pass_and_choice() {
+    use wfc_runtime::{HistoryLevel, RunOptions, block_on_virtual};
+    let cases = [
+        // Three rounds of the counting loop, then a Pass reading a path that is not there: the
+        // cause names the Pass's Entered event by id.
+        (
+            r#"{"StartAt":"Check","States":{
+                "Check":{"Type":"Choice","Choices":[{"Variable":"$.i","NumericLessThan":3,"Next":"Inc"}],"Default":"Bad"},
+                "Inc":{"Type":"Pass","Parameters":{"i.$":"States.MathAdd($.i, 1)"},"Next":"Check"},
+                "Bad":{"Type":"Pass","Parameters":{"x.$":"$.missing"},"End":true}}}"#,
+            json!({"i": 0}),
+            usize::MAX,
+            "entered at the event id #16). The JSONPath '$.missing'",
+        ),
+        // A Choice whose Variable is missing, after two Passes.
+        (
+            r#"{"StartAt":"A","States":{
+                "A":{"Type":"Pass","Next":"B"},
+                "B":{"Type":"Pass","Result":{"k":1},"Next":"C"},
+                "C":{"Type":"Choice","Choices":[{"Variable":"$.nope","StringEquals":"x","Next":"A"}],"Default":"D"},
+                "D":{"Type":"Succeed"}}}"#,
+            json!({}),
+            usize::MAX,
+            "'C' (entered at the event id #6). Invalid path '$.nope'",
+        ),
+        // No rule matches and there is no Default.
+        (
+            r#"{"StartAt":"C","States":{
+                "C":{"Type":"Choice","Choices":[{"Variable":"$.i","NumericEquals":1,"Next":"D"}]},
+                "D":{"Type":"Succeed"}}}"#,
+            json!({"i": 2}),
+            usize::MAX,
+            "States.NoChoiceMatched",
+        ),
+        // A bounded Pass output over a payload limit set below its bound.
+        (
+            r#"{"StartAt":"P","States":{"P":{"Type":"Pass","Parameters":{"i.$":"States.MathAdd($.i, 1)","pad":"xxxxxxxxxxxxxxxxxxxx"},"End":true}}}"#,
+            json!({"i": 0}),
+            20,
+            "DataLimitExceeded\", cause: \"The state/task 'P'",
+        ),
+        // A branch's first state is a Choice whose input (the Parallel's Parameters) is over
+        // the limit; and a Choice that routes a branch to its end.
+        (
+            r#"{"StartAt":"Par","States":{"Par":{"Type":"Parallel","Parameters":{"big.$":"States.ArrayRange(1, 40, 1)"},
+                "Branches":[{"StartAt":"C","States":{
+                    "C":{"Type":"Choice","Choices":[{"Variable":"$.big[0]","NumericEquals":1,"Next":"E"}],"Default":"E"},
+                    "E":{"Type":"Pass","End":true}}}],"End":true}}}"#,
+            json!({}),
+            60,
+            "DataLimitExceeded\", cause: \"The state/task 'C'",
+        ),
+        (
+            r#"{"StartAt":"Par","States":{"Par":{"Type":"Parallel",
+                "Branches":[{"StartAt":"C","States":{
+                    "C":{"Type":"Choice","Choices":[{"Variable":"$.i","NumericEquals":1,"Next":"E"}],"Default":"F"},
+                    "E":{"Type":"Pass","Parameters":{"i.$":"States.MathAdd($.i, 1)"},"End":true},
+                    "F":{"Type":"Fail","Error":"Nope"}}}],"End":true}}}"#,
+            json!({"i": 1}),
+            usize::MAX,
+            "Succeeded, Some(Array [Object {\"i\": Number(2)}])",
+        ),
+    ];
+    let handlers = Handlers::new();
+    for (text, input, max_payload, expected) in cases {
+        let loaded = wfc_core::load(wfc_core::Source { path: "case.asl.json", text }).expect("the case loads");
+        let run = |level| {
+            let mut options = RunOptions::virtual_time().with_history(level);
+            options.limits.max_payload_bytes = max_payload;
+            let result = block_on_virtual(wfc_interp::run(&loaded.workflow, &handlers, input.clone(), options));
+            (result.status, result.output, result.error)
+        };
+        let (full, express) = (run(HistoryLevel::Full), run(HistoryLevel::Express));
+        assert!(format!("{full:?}").contains(expected), "{text}: {full:?}");
+        assert_eq!(express, full, "{text}");
+    }
+}

@@ -399,6 +399,45 @@ fn plain_tasks_run_as_the_interpreter_does() {
 }
 
 #[test]
+fn plain_tasks_at_the_express_level_end_as_with_full_history() {
+    // At the express level a plain Task without Retry or Catch (`Flaky again`, `Echo last`)
+    // visits through the runtime's counted path: the outcome must be the full level's, failure
+    // causes (which name event ids) included, and the interpreter's (which never takes it).
+    let express = || options().with_history(wfc_runtime::HistoryLevel::Express);
+    let small = |mut options: RunOptions| {
+        options.limits.max_payload_bytes = 60;
+        options
+    };
+    let runs: [(Value, fn(RunOptions) -> RunOptions); 5] = [
+        (json!({"fail": 0, "kind": "X", "label": "a"}), |o| o),
+        // `Echo last` fails with Boom, which nothing catches.
+        (json!({"payload": {"boom": true}}), |o| o),
+        // `Flaky`'s catch-all leads to `Echo last`, which succeeds.
+        (json!({"fail": 3, "kind": "Again"}), |o| o),
+        // `Flaky again`'s result (Flaky's output with the input in it) is over a 60-byte limit.
+        (json!({"fail": 0, "kind": "X", "label": "a long enough label"}), small),
+        // The first Echo's request is the execution input: within the limit, checked once.
+        (json!({"label": "b"}), small),
+    ];
+    let mut failed = 0;
+    for (input, adjust) in runs {
+        let full = block_on_virtual(plain_tasks::run_with(&Tasks, input.clone(), adjust(options())));
+        let compiled = block_on_virtual(plain_tasks::run_with(&Tasks, input.clone(), adjust(express())));
+        let interpreted = interpret_with("plain_tasks", &input, adjust(express()));
+        for (engine, run) in [("compiled", &compiled), ("interpreted", &interpreted)] {
+            assert_eq!(
+                (&run.status, &run.output, &run.error),
+                (&full.status, &full.output, &full.error),
+                "{engine} at express on {input}"
+            );
+        }
+        failed += usize::from(full.error.is_some());
+    }
+    // Boom, and the result over the limit.
+    assert_eq!(failed, 2);
+}
+
+#[test]
 fn task_retry_catch_runs_as_the_interpreter_does() {
     let custom = "Custom \"quoted\" {err} #✓";
     let job = |fail: u64, kind: &str| json!({"fail": fail, "kind": kind, "id": 7});

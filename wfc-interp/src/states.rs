@@ -213,6 +213,22 @@ impl TaskCode for Interpreted<'_> {
     type Retrier = wfc_ir::Retrier;
     type Catcher = wfc_ir::Catcher;
 
+    fn is_plain(&self) -> bool {
+        let spec = self.0;
+        let identity = |p: &Option<wfc_ir::Path>| p.as_ref().is_some_and(wfc_ir::Path::is_identity);
+        identity(&spec.input_path)
+            && spec.parameters.is_none()
+            && spec.result_selector.is_none()
+            && spec.result_path.as_ref().is_some_and(|p| p.is_identity())
+            && identity(&spec.output_path)
+            && spec.timeout.is_none()
+            && spec.heartbeat.is_none()
+            && spec.credentials.is_none()
+            && spec.arguments.is_none()
+            && spec.output.is_none()
+            && spec.assign.is_none()
+    }
+
     fn resource(&self) -> &str {
         &self.0.resource
     }

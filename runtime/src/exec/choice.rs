@@ -4,8 +4,8 @@ use serde_json::Value;
 
 use super::Execution;
 use super::pass::Assigned;
-use super::visit::{Visit, state_span};
-use crate::Failure;
+use super::visit::{CountedVisit, Visit, state_span};
+use crate::{EventType, Failure};
 
 /// Which Choice rule matched.
 #[derive(Debug, Clone, PartialEq)]
@@ -96,6 +96,18 @@ pub fn choice_kept_with(
     rules: impl FnOnce(&Value, &Value) -> Result<Option<usize>, Failure>,
 ) -> Result<Chosen, Failure> {
     state_span(name, "Choice").in_scope(|| {
+        if !needs_ctx && exec.counts_only() {
+            let visit = CountedVisit::start(exec, name, "Choice", EventType::ChoiceStateEntered)?;
+            let branch = rules(&input, &Value::Null).map_err(|f| visit.runtime(f))?;
+            if branch.is_none() && !has_default {
+                return Err(no_choice_matched(name));
+            }
+            if !visit.input_checked {
+                visit.limits_check(&input)?;
+            }
+            visit.exit(EventType::ChoiceStateExited);
+            return Ok(Chosen { branch, output: input });
+        }
         let visit = Visit::start_synchronous(exec, name, "Choice", &input, needs_ctx)?;
         let ctx = visit.context_if(needs_ctx);
         let branch = rules(&input, &ctx).map_err(|f| visit.runtime(f))?;

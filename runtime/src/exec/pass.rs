@@ -3,8 +3,8 @@
 use serde_json::Value;
 
 use super::Execution;
-use super::visit::{Visit, state_span};
-use crate::Failure;
+use super::visit::{CountedVisit, Visit, state_span};
+use crate::{EventType, Failure};
 
 /// One visit of a Pass state with a JSONata `Output` or `Assign` (or, in the interpreter, any
 /// `Assign` with an `Output`): its Entered event, `body` (the output and the assigned values,
@@ -68,6 +68,16 @@ pub fn pass_bounded_with(
     body: impl FnOnce(&Value, &Value) -> Result<Value, Failure>,
 ) -> Result<Value, Failure> {
     state_span(name, "Pass").in_scope(|| {
+        if !needs_ctx && exec.counts_only() {
+            let visit = CountedVisit::start(exec, name, "Pass", EventType::PassStateEntered)?;
+            let output = body(&input, &Value::Null).map_err(|f| visit.runtime(f))?;
+            let limits = exec.limits();
+            if !(max_bytes < limits.max_payload_bytes && max_depth < limits.max_json_depth) {
+                visit.limits_check(&output)?;
+            }
+            visit.exit(EventType::PassStateExited);
+            return Ok(output);
+        }
         let visit = Visit::start_synchronous(exec, name, "Pass", &input, needs_ctx)?;
         let ctx = visit.context_if(needs_ctx);
         let output = body(&input, &ctx).map_err(|f| visit.runtime(f))?;

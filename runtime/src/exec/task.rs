@@ -16,7 +16,7 @@ use super::catch::caught;
 use super::finish::{AssignRef, Finish, Language, OutputRef, finish_success};
 use super::parameters::{Parameters, ParametersForm};
 use super::pass::Assigned;
-use super::visit::{AbortGuard, Visit, failure_details, state_span};
+use super::visit::{AbortGuard, CountedVisit, Visit, failure_details, state_span};
 use super::{Execution, Step};
 use crate::jsonata::{self, Bindings};
 use crate::retry::{self, RetryDecision, RetryState};
@@ -161,7 +161,11 @@ where
     // wrapping it moves it (a memcpy of the whole future, ~1,200 instructions a visit).
     let span = state_span(name, "Task");
     let outcome = if span.is_disabled() {
-        task_inner(exec, name, &code, input, &mut invoke).await
+        if counted(exec, &code) {
+            task_counted(exec, name, code.code(), input, &mut invoke).await
+        } else {
+            task_inner(exec, name, &code, input, &mut invoke).await
+        }
     } else {
         // Boxed, so that the common path's future is the only one built in place.
         let instrumented = Box::pin(task_inner(exec, name, &code, input, &mut invoke).instrument(span));
@@ -172,6 +176,77 @@ where
     guard.armed = outcome.is_err() && exec.in_parallel_branch;
     drop(guard);
     outcome
+}
+
+/// Whether a visit of the Task `code` can be [`task_counted`]: the execution only numbers its
+/// events ([`Execution::counts_only`]), and the Task is plain (see [`TaskCode::is_plain`]) with
+/// no Retry, no Catch, and a resource that is neither a callback (`.waitForTaskToken`) nor
+/// `lambda:invoke`.
+fn counted<E: ErasedTask>(exec: &Execution, code: &E) -> bool {
+    let view = code.code();
+    let shape = view.shape();
+    exec.counts_only()
+        && view.is_plain()
+        && shape == TaskShape { input_moves: true, single_attempt: true, result_is_output: true }
+        && !code.has_catchers()
+        && !crate::callback::is_callback_resource(view.resource())
+        && !crate::lambda::is_invoke(view.resource())
+}
+
+/// [`task_inner`] for a Task [`counted`] allows: what [`task_inner`] does for it, step for
+/// step, where its journal, retry, timer, context and Catch steps have nothing to do and the
+/// events are only counted. The same events in the same order (so the same ids in failure
+/// causes), the same payload checks of the request and the result, the same failures; without
+/// the visit's clock, context object, retry state and boxed fallbacks (task-chain-100: the
+/// visit was ~2,100 instructions a Task besides the handler's own work).
+async fn task_counted(
+    exec: &Execution,
+    name: &str,
+    code: &(dyn TaskCodeView + Sync),
+    input: Value,
+    invoke: &mut (dyn Call + '_),
+) -> Result<Step, Failure> {
+    let resource = code.resource();
+    let visit = CountedVisit::start(exec, name, "Task", EventType::TaskStateEntered)?;
+    exec.check_history()?;
+    // The request is the state's input: checked unless it was already (see `Line`).
+    if !visit.input_checked {
+        exec.limits().check_payload(name, &input).map_err(|f| visit.runtime(f))?;
+    }
+    let events = AttemptEvents::of(code.is_lambda_function());
+    exec.record_with(events.scheduled, Details::default);
+    // No heartbeat, no Credentials, no journal (so no stored name): the plain context.
+    let task_ctx = match code.static_names() {
+        Some((state, resource)) if state == name => {
+            TaskContext::plain(state, resource, 0, exec.task_execution_name_shared())
+        }
+        _ => TaskContext::new(name, resource, 0, exec.task_execution_name()),
+    };
+    exec.record_with(events.started, Details::default);
+    let outcome = match crate::task::start_attempt(|| invoke.start(input, task_ctx)) {
+        Ok(future) => crate::task::attempt_of(AssertUnwindSafe(future).catch_unwind().await),
+        Err(failed) => failed,
+    };
+    invoke.clear();
+    let failure = match outcome {
+        Attempt::Succeeded(result) => {
+            exec.limits().check_payload(resource, &result).map_err(|f| visit.runtime(f))?;
+            exec.record_with(events.succeeded, Details::default);
+            visit.exit(EventType::TaskStateExited);
+            return Ok(Step::Next(result));
+        }
+        Attempt::Failed(f) => {
+            exec.record_with(events.failed, Details::default);
+            f
+        }
+        Attempt::TimedOut(f) => {
+            exec.record_with(events.timed_out, Details::default);
+            f
+        }
+    };
+    // No retrier and no catcher: the failure leaves the state, a JSONata one with AWS's prefix
+    // (as `caught` gives it).
+    Err(if failure.error == wfc_ir::errors::QUERY_EVALUATION_ERROR { visit.runtime(failure) } else { failure })
 }
 
 /// A [`TaskCode`] seen without its table types, so [`task_inner`] is not generic.
@@ -189,6 +264,7 @@ trait ErasedTask {
 
 /// The table-free part of [`TaskCode`], as a trait object.
 pub(super) trait TaskCodeView {
+    fn is_plain(&self) -> bool;
     fn resource(&self) -> &str;
     fn static_names(&self) -> Option<(&'static str, &'static str)>;
     fn is_lambda_function(&self) -> bool;
@@ -212,6 +288,9 @@ pub(super) trait TaskCodeView {
 }
 
 impl<C: TaskCode + ?Sized> TaskCodeView for C {
+    fn is_plain(&self) -> bool {
+        TaskCode::is_plain(self)
+    }
     fn resource(&self) -> &str {
         TaskCode::resource(self)
     }
@@ -327,6 +406,14 @@ pub trait TaskCode {
     type Retrier: retry::RetryRule;
     /// A catcher of its `Catch` table.
     type Catcher: retry::CatchRule;
+    /// Whether every data-processing method below is the trait's default (no InputPath,
+    /// Parameters, ResultSelector, ResultPath or OutputPath other than `$`, no timeouts,
+    /// Credentials, Arguments, Assign or Output), so that with no Retry and no Catch the visit
+    /// is the handler call alone. By default `false`; [`PlainTask`] (and the interpreter, for
+    /// such a state) says `true`.
+    fn is_plain(&self) -> bool {
+        false
+    }
     /// `Resource`.
     fn resource(&self) -> &str;
     /// The state's name and `Resource` as `'static` text, when they are (generated code's
@@ -821,6 +908,10 @@ pub struct PlainTask {
 impl TaskCode for PlainTask {
     type Retrier = crate::retry::StaticRetrier;
     type Catcher = crate::retry::StaticCatcher;
+
+    fn is_plain(&self) -> bool {
+        true
+    }
 
     fn resource(&self) -> &str {
         self.resource

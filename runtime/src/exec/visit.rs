@@ -346,39 +346,95 @@ impl<'a> Visit<'a> {
 
     /// Adds AWS's prefix to a `States.Runtime` failure raised by this state's own processing.
     pub(super) fn runtime(&self, failure: Failure) -> Failure {
-        let prefixed = failure.cause.starts_with("An error occurred while executing the state '");
-        if (failure.error == wfc_ir::errors::RUNTIME || failure.error == wfc_ir::errors::QUERY_EVALUATION_ERROR)
-            && !prefixed
-        {
-            let failure = Failure {
-                error: failure.error,
-                cause: format!(
-                    "An error occurred while executing the state '{}' (entered at the event id #{}). {}",
-                    self.name, self.entered_id, failure.cause
-                ),
-            };
-            if failure.error == wfc_ir::errors::QUERY_EVALUATION_ERROR {
-                self.evaluation_failed(&failure);
-            }
-            failure
-        } else {
-            failure
+        runtime_failure(self.exec, self.name, self.entered_id, failure)
+    }
+}
+
+/// Adds AWS's prefix to a `States.Runtime` (or `States.QueryEvaluationError`) failure raised by
+/// the processing of state `name`, entered as event `entered_id`; a JSONata evaluation failure
+/// also records `EvaluationFailed`.
+#[cold]
+fn runtime_failure(exec: &Execution, name: &str, entered_id: u64, failure: Failure) -> Failure {
+    let prefixed = failure.cause.starts_with("An error occurred while executing the state '");
+    if (failure.error == wfc_ir::errors::RUNTIME || failure.error == wfc_ir::errors::QUERY_EVALUATION_ERROR)
+        && !prefixed
+    {
+        let failure = Failure {
+            error: failure.error,
+            cause: format!(
+                "An error occurred while executing the state '{name}' (entered at the event id #{entered_id}). {}",
+                failure.cause
+            ),
+        };
+        if failure.error == wfc_ir::errors::QUERY_EVALUATION_ERROR {
+            evaluation_failed(exec, name, &failure);
         }
+        failure
+    } else {
+        failure
+    }
+}
+
+/// Records `EvaluationFailed`: a JSONata evaluation failed the state for good (AWS records it
+/// before the state's own failure events and `ExecutionFailed`), with the field it failed in
+/// (`location`) when the cause names one.
+fn evaluation_failed(exec: &Execution, name: &str, failure: &Failure) {
+    exec.record_with(EventType::EvaluationFailed, || {
+        let mut details = json!({ "error": failure.error, "cause": failure.cause, "state": name });
+        let field = failure.cause.split_once("specified for the field '").and_then(|(_, rest)| rest.split_once('\''));
+        if let Some((location, _)) = field {
+            details["location"] = json!(location);
+        }
+        details
+    });
+}
+
+/// The visit of a state that awaits nothing and reads no context object (a Pass or a Choice)
+/// in an execution whose events are only numbered ([`Execution::counts_only`]: the express
+/// level, no journal). Its events have ids and nothing else, so where a [`Visit`] reads the
+/// clock, keeps the Entered event's parts for the Exited one and matches the state type to its
+/// events, this counts the two events and keeps the entered id for failure causes: the same
+/// ids, causes, payload checks and tracing, at about half the instructions a state (the
+/// counting loop: ~250 of a transition's ~1,100 were the `Visit`).
+pub(super) struct CountedVisit<'a> {
+    exec: &'a Execution,
+    name: &'a str,
+    entered_id: u64,
+    /// As [`Visit::input_checked`].
+    pub(super) input_checked: bool,
+}
+
+impl<'a> CountedVisit<'a> {
+    /// Checks the history limit and counts the Entered event `entered`.
+    #[inline]
+    pub(super) fn start(
+        exec: &'a Execution,
+        name: &'a str,
+        state_type: &'static str,
+        entered: EventType,
+    ) -> Result<CountedVisit<'a>, Failure> {
+        exec.check_history()?;
+        let entered_id = exec.record_with(entered, Details::default);
+        tracing::debug!(state = name, r#type = state_type, "entered");
+        let input_checked = exec.cursor.take_input_checked();
+        Ok(CountedVisit { exec, name, entered_id, input_checked })
     }
 
-    /// Records `EvaluationFailed`: a JSONata evaluation failed the state for good (AWS records
-    /// it before the state's own failure events and `ExecutionFailed`), with the field it failed
-    /// in (`location`) when the cause names one.
-    fn evaluation_failed(&self, failure: &Failure) {
-        self.exec.record_with(EventType::EvaluationFailed, || {
-            let mut details = json!({ "error": failure.error, "cause": failure.cause, "state": self.name });
-            let field =
-                failure.cause.split_once("specified for the field '").and_then(|(_, rest)| rest.split_once('\''));
-            if let Some((location, _)) = field {
-                details["location"] = json!(location);
-            }
-            details
-        });
+    /// As [`Visit::runtime`].
+    pub(super) fn runtime(&self, failure: Failure) -> Failure {
+        runtime_failure(self.exec, self.name, self.entered_id, failure)
+    }
+
+    /// As [`Visit::limits_check`].
+    #[inline]
+    pub(super) fn limits_check(&self, output: &Value) -> Result<(), Failure> {
+        self.exec.limits().check_payload(self.name, output).map_err(|f| self.runtime(f))
+    }
+
+    /// Counts the Exited event `exited`.
+    #[inline]
+    pub(super) fn exit(&self, exited: EventType) {
+        self.exec.record_with(exited, Details::default);
     }
 }
 
