@@ -1115,13 +1115,19 @@ impl Execution {
         let id = match self.shared.history.count() {
             Some(id) => id,
             None => {
-                let previous = self.cursor.last.load(Ordering::SeqCst);
+                let previous = self.cursor.last.load(Ordering::Acquire);
                 // The instant only: its text is written when something reads it (EventTime).
                 let at = at().unwrap_or_else(|| self.shared.clock.now());
                 self.shared.history.record(event_type, details(), crate::history::EventTime::at(at), previous)
             }
         };
-        self.cursor.last.store(id, Ordering::SeqCst);
+        // Release, not SeqCst: a line of control records its events one after another (its
+        // states run in sequence, and a task that moves between threads is synchronized by the
+        // scheduler), so nothing needs this store in a total order with other atomics. On x86
+        // a SeqCst store is an `xchg`, a locked instruction (two a state), where a Release
+        // store is a plain `mov`: the instruction counts do not show it, the clock does
+        // (docs/benchmarks.md, twenty-third session).
+        self.cursor.last.store(id, Ordering::Release);
         // Only a journaled line runs in CONTEXTs that capture events: elsewhere the test is all
         // an event pays (the loop is out of line).
         #[cfg(feature = "durable")]
