@@ -643,6 +643,21 @@ fn express_and_full_give_the_same_outcome_for_pass_and_choice() {
             usize::MAX,
             "Succeeded, Some(Array [Object {\"i\": Number(2)}])",
         ),
+        // A branch's Choice matches nothing, so it fails before its Exited event (its Entered
+        // one is counted on the way out); the Parallel's Catch goes on to a Pass whose cause
+        // names its own Entered event: every event before it was counted once.
+        (
+            r#"{"StartAt":"Par","States":{"Par":{"Type":"Parallel",
+                "Branches":[
+                    {"StartAt":"A","States":{"A":{"Type":"Pass","Result":{"k":1},"End":true}}},
+                    {"StartAt":"C","States":{"C":{"Type":"Choice","Choices":[{"Variable":"$.i","NumericEquals":9,"Next":"E"}]},
+                        "E":{"Type":"Succeed"}}}],
+                "Catch":[{"ErrorEquals":["States.ALL"],"ResultPath":"$.error","Next":"Bad"}],"End":true},
+                "Bad":{"Type":"Pass","Parameters":{"x.$":"$.missing"},"End":true}}}"#,
+            json!({"i": 1}),
+            usize::MAX,
+            "'Bad' (entered at the event id #",
+        ),
     ];
     let handlers = Handlers::new();
     for (text, input, max_payload, expected) in cases {

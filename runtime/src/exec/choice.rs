@@ -97,7 +97,7 @@ pub fn choice_kept_with(
 ) -> Result<Chosen, Failure> {
     state_span(name, "Choice").in_scope(|| {
         if !needs_ctx && exec.counts_only() {
-            let visit = CountedVisit::start(exec, name, "Choice", EventType::ChoiceStateEntered)?;
+            let visit = CountedVisit::deferred(exec, name, "Choice", EventType::ChoiceStateEntered)?;
             let branch = rules(&input, &Value::Null).map_err(|f| visit.runtime(f))?;
             if branch.is_none() && !has_default {
                 return Err(no_choice_matched(name));

@@ -1137,6 +1137,25 @@ impl Execution {
         id
     }
 
+    /// Counts two events recorded back to back on a line that only counts (see
+    /// [`Execution::counts_only`]): the ids two [`Execution::record_with`] calls would give,
+    /// with one atomic add instead of two. Returns the second id. The caller must not await or
+    /// record anything between the two events it stands for; a muted or capturing line records
+    /// them one by one.
+    #[inline]
+    pub(super) fn count_pair(&self, first: EventType, second: EventType) -> u64 {
+        #[cfg(feature = "durable")]
+        let one_by_one = self.muted() || !self.scope.captures.is_empty();
+        #[cfg(not(feature = "durable"))]
+        let one_by_one = self.muted();
+        if !one_by_one && let Some(id) = self.shared.history.count_many(2) {
+            self.cursor.last.store(id, Ordering::Release);
+            return id;
+        }
+        self.record_with(first, Details::default);
+        self.record_with(second, Details::default)
+    }
+
     /// Adds event `id` to the captures of the CONTEXTs running around this line.
     #[cfg(feature = "durable")]
     #[inline(never)]

@@ -69,7 +69,7 @@ pub fn pass_bounded_with(
 ) -> Result<Value, Failure> {
     state_span(name, "Pass").in_scope(|| {
         if !needs_ctx && exec.counts_only() {
-            let visit = CountedVisit::start(exec, name, "Pass", EventType::PassStateEntered)?;
+            let visit = CountedVisit::deferred(exec, name, "Pass", EventType::PassStateEntered)?;
             let output = body(&input, &Value::Null).map_err(|f| visit.runtime(f))?;
             let limits = exec.limits();
             if !(max_bytes < limits.max_payload_bytes && max_depth < limits.max_json_depth) {

@@ -214,7 +214,8 @@ async fn task_counted(
         exec.limits().check_payload(name, &input).map_err(|f| visit.runtime(f))?;
     }
     let events = AttemptEvents::of(code.is_lambda_function());
-    exec.record_with(events.scheduled, Details::default);
+    // Scheduled and Started, back to back: one atomic add for both.
+    exec.count_pair(events.scheduled, events.started);
     // No heartbeat, no Credentials, no journal (so no stored name): the plain context.
     let task_ctx = match code.static_names() {
         Some((state, resource)) if state == name => {
@@ -222,7 +223,6 @@ async fn task_counted(
         }
         _ => TaskContext::new(name, resource, 0, exec.task_execution_name()),
     };
-    exec.record_with(events.started, Details::default);
     let outcome = match crate::task::start_attempt(|| invoke.start(input, task_ctx)) {
         Ok(future) => crate::task::attempt_of(AssertUnwindSafe(future).catch_unwind().await),
         Err(failed) => failed,
@@ -231,8 +231,7 @@ async fn task_counted(
     let failure = match outcome {
         Attempt::Succeeded(result) => {
             exec.limits().check_payload(resource, &result).map_err(|f| visit.runtime(f))?;
-            exec.record_with(events.succeeded, Details::default);
-            visit.exit(EventType::TaskStateExited);
+            visit.exit_after(events.succeeded, EventType::TaskStateExited);
             return Ok(Step::Next(result));
         }
         Attempt::Failed(f) => {

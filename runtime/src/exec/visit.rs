@@ -1,6 +1,7 @@
 //! One visit to a state: its Entered/Exited events, its context object, the `States.Runtime`
 //! prefix, and the abort guard every state type shares.
 
+use std::cell::Cell;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -396,10 +397,17 @@ fn evaluation_failed(exec: &Execution, name: &str, failure: &Failure) {
 /// events, this counts the two events and keeps the entered id for failure causes: the same
 /// ids, causes, payload checks and tracing, at about half the instructions a state (the
 /// counting loop: ~250 of a transition's ~1,100 were the `Visit`).
+///
+/// A visit made by [`CountedVisit::deferred`] counts its Entered event late: together with the
+/// Exited one when the state succeeds (one atomic add for both), or on the way out when it
+/// fails (in [`CountedVisit::runtime`], or when the visit is dropped). Nothing in between
+/// records or reads an event, so the ids are the ones counting each at once would give.
 pub(super) struct CountedVisit<'a> {
     exec: &'a Execution,
     name: &'a str,
-    entered_id: u64,
+    entered: EventType,
+    /// The Entered event's id, once counted.
+    entered_id: Cell<Option<u64>>,
     /// As [`Visit::input_checked`].
     pub(super) input_checked: bool,
 }
@@ -413,16 +421,42 @@ impl<'a> CountedVisit<'a> {
         state_type: &'static str,
         entered: EventType,
     ) -> Result<CountedVisit<'a>, Failure> {
+        let visit = CountedVisit::deferred(exec, name, state_type, entered)?;
+        visit.entered_id();
+        Ok(visit)
+    }
+
+    /// Checks the history limit; the Entered event `entered` is counted later (see above). For
+    /// a visit that awaits nothing before its [`CountedVisit::exit`].
+    #[inline]
+    pub(super) fn deferred(
+        exec: &'a Execution,
+        name: &'a str,
+        state_type: &'static str,
+        entered: EventType,
+    ) -> Result<CountedVisit<'a>, Failure> {
         exec.check_history()?;
-        let entered_id = exec.record_with(entered, Details::default);
         tracing::debug!(state = name, r#type = state_type, "entered");
         let input_checked = exec.cursor.take_input_checked();
-        Ok(CountedVisit { exec, name, entered_id, input_checked })
+        Ok(CountedVisit { exec, name, entered, entered_id: Cell::new(None), input_checked })
+    }
+
+    /// The Entered event's id, counting the event if it was not yet.
+    #[inline]
+    fn entered_id(&self) -> u64 {
+        match self.entered_id.get() {
+            Some(id) => id,
+            None => {
+                let id = self.exec.record_with(self.entered, Details::default);
+                self.entered_id.set(Some(id));
+                id
+            }
+        }
     }
 
     /// As [`Visit::runtime`].
     pub(super) fn runtime(&self, failure: Failure) -> Failure {
-        runtime_failure(self.exec, self.name, self.entered_id, failure)
+        runtime_failure(self.exec, self.name, self.entered_id(), failure)
     }
 
     /// As [`Visit::limits_check`].
@@ -431,10 +465,31 @@ impl<'a> CountedVisit<'a> {
         self.exec.limits().check_payload(self.name, output).map_err(|f| self.runtime(f))
     }
 
-    /// Counts the Exited event `exited`.
+    /// Counts the Exited event `exited` (with the Entered one, if that is still to count).
     #[inline]
     pub(super) fn exit(&self, exited: EventType) {
-        self.exec.record_with(exited, Details::default);
+        if self.entered_id.get().is_none() {
+            let id = self.exec.count_pair(self.entered, exited);
+            self.entered_id.set(Some(id - 1));
+        } else {
+            self.exec.record_with(exited, Details::default);
+        }
+    }
+
+    /// Counts `last` and then the Exited event `exited`, back to back (a Task's Succeeded and
+    /// Exited events), after the Entered one.
+    #[inline]
+    pub(super) fn exit_after(&self, last: EventType, exited: EventType) {
+        self.entered_id();
+        self.exec.count_pair(last, exited);
+    }
+}
+
+impl Drop for CountedVisit<'_> {
+    /// A visit that neither exited nor failed through [`CountedVisit::runtime`] (a Choice whose
+    /// rules matched nothing, a failure passed up as it is) still entered its state.
+    fn drop(&mut self) {
+        self.entered_id();
     }
 }
 

@@ -290,6 +290,13 @@ impl History {
         self.counted.as_ref().map(|n| n.fetch_add(1, Ordering::SeqCst) + 1)
     }
 
+    /// The ids of `n` events recorded back to back, as [`History::count`] gives them one at a
+    /// time: the last one. One atomic add for all of them (a locked instruction each on x86).
+    #[inline]
+    pub fn count_many(&self, n: u64) -> Option<u64> {
+        self.counted.as_ref().map(|c| c.fetch_add(n, Ordering::SeqCst) + n)
+    }
+
     fn lock(&self) -> MutexGuard<'_, Vec<HistoryEvent>> {
         // A panic while the lock was held cannot leave the Vec half-written (push is the only
         // mutation), so a poisoned lock is still consistent.
