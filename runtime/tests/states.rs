@@ -577,7 +577,45 @@ fn task_credentials_reach_the_handler_and_the_history() {
     assert!(scheduled.is_some_and(|e| e.details.get("taskCredentials").is_none()));
 }
 
-/// At the express level a Pass or Choice that reads no context object visits through the
+/// The counted visits count an Entered event with the events after it: the history limit must
+/// still stop an express execution where it stops a full one.
+#[test]
+fn express_and_full_reach_the_history_limit_at_the_same_event() {
+    // Pass, Task, Task, Choice, Pass: with the limit at each count of events in turn, the
+    // failure (or the success) is the same at both levels, whether the limit falls on a
+    // Task's Entered event, between it and its Scheduled one, or on a Pass's Exited one.
+    use wfc_runtime::{HistoryLevel, RunOptions, block_on_virtual};
+    let text = r#"{"StartAt":"A","States":{
+        "A":{"Type":"Pass","Next":"T1"},
+        "T1":{"Type":"Task","Resource":"echo","Next":"T2"},
+        "T2":{"Type":"Task","Resource":"echo","Next":"C"},
+        "C":{"Type":"Choice","Choices":[{"Variable":"$.n","NumericEquals":1,"Next":"E"}],"Default":"E"},
+        "E":{"Type":"Pass","End":true}}}"#;
+    let loaded = wfc_core::load(wfc_core::Source { path: "case.asl.json", text }).expect("the case loads");
+    let mut outcomes = std::collections::BTreeSet::new();
+    for limit in 1..=20 {
+        // The Tasks' calls too: a Task stopped by the limit must not have called its handler.
+        let run = |level| {
+            let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let counter = std::sync::Arc::clone(&calls);
+            let handlers = Handlers::new().on("echo", move |input: Value, _ctx: TaskContext| {
+                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                async move { Ok(input) }
+            });
+            let mut options = RunOptions::virtual_time().with_history(level);
+            options.limits.max_history_events = limit;
+            let result = block_on_virtual(wfc_interp::run(&loaded.workflow, &handlers, json!({"n": 1}), options));
+            (result.status, result.output, result.error, calls.load(std::sync::atomic::Ordering::SeqCst))
+        };
+        let (full, express) = (run(HistoryLevel::Full), run(HistoryLevel::Express));
+        assert_eq!(express, full, "history limit {limit}");
+        outcomes.insert(format!("{:?}", full.0));
+    }
+    // The limits above cover both endings.
+    assert_eq!(outcomes.len(), 2, "{outcomes:?}");
+}
+
+/// At the express level a Pass, Choice or plain Task that reads no context object visits through the
 /// runtime's counted visit (events numbered, nothing else built): every outcome must be the one
 /// the full level gives, failure causes with their event ids included.
 #[test]
@@ -658,8 +696,17 @@ fn express_and_full_give_the_same_outcome_for_pass_and_choice() {
             usize::MAX,
             "'Bad' (entered at the event id #",
         ),
+        // A branch's first state is a Task whose request (the Parallel's Parameters) is over
+        // the limit: its Entered event is counted alone, before the request's failure.
+        (
+            r#"{"StartAt":"Par","States":{"Par":{"Type":"Parallel","Parameters":{"big.$":"States.ArrayRange(1, 40, 1)"},
+                "Branches":[{"StartAt":"T","States":{"T":{"Type":"Task","Resource":"echo","End":true}}}],"End":true}}}"#,
+            json!({}),
+            60,
+            "DataLimitExceeded\", cause: \"The state/task 'T'",
+        ),
     ];
-    let handlers = Handlers::new();
+    let handlers = Handlers::new().on("echo", |input: Value, _ctx: TaskContext| async move { Ok(input) });
     for (text, input, max_payload, expected) in cases {
         let loaded = wfc_core::load(wfc_core::Source { path: "case.asl.json", text }).expect("the case loads");
         let run = |level| {

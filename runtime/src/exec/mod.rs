@@ -1137,23 +1137,31 @@ impl Execution {
         id
     }
 
-    /// Counts two events recorded back to back on a line that only counts (see
-    /// [`Execution::counts_only`]): the ids two [`Execution::record_with`] calls would give,
-    /// with one atomic add instead of two. Returns the second id. The caller must not await or
-    /// record anything between the two events it stands for; a muted or capturing line records
+    /// Counts events recorded back to back on a line that only counts (see
+    /// [`Execution::counts_only`]): the ids that one [`Execution::record_with`] call each would
+    /// give, with one atomic add for all of them. Returns the last id. The caller must not await
+    /// or record anything between the events it stands for; a muted or capturing line records
     /// them one by one.
     #[inline]
-    pub(super) fn count_pair(&self, first: EventType, second: EventType) -> u64 {
+    pub(super) fn count_back_to_back(&self, events: &[EventType]) -> u64 {
         #[cfg(feature = "durable")]
         let one_by_one = self.muted() || !self.scope.captures.is_empty();
         #[cfg(not(feature = "durable"))]
         let one_by_one = self.muted();
-        if !one_by_one && let Some(id) = self.shared.history.count_many(2) {
+        if !one_by_one && let Some(id) = self.shared.history.count_many(events.len() as u64) {
             self.cursor.last.store(id, Ordering::Release);
             return id;
         }
-        self.record_with(first, Details::default);
-        self.record_with(second, Details::default)
+        let mut last = self.cursor.last.load(Ordering::Acquire);
+        for event in events {
+            last = self.record_with(*event, Details::default);
+        }
+        last
+    }
+
+    /// [`Execution::check_history`] as it will be once `more` events are recorded.
+    pub(super) fn check_history_after(&self, more: usize) -> Result<(), Failure> {
+        self.shared.limits.check_history(self.shared.history.len().saturating_add(more))
     }
 
     /// Adds event `id` to the captures of the CONTEXTs running around this line.

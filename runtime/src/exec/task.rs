@@ -207,15 +207,21 @@ async fn task_counted(
     invoke: &mut (dyn Call + '_),
 ) -> Result<Step, Failure> {
     let resource = code.resource();
-    let visit = CountedVisit::start(exec, name, "Task", EventType::TaskStateEntered)?;
-    exec.check_history()?;
+    let visit = CountedVisit::deferred(exec, name, "Task", EventType::TaskStateEntered)?;
     // The request is the state's input: checked unless it was already (see `Line`).
-    if !visit.input_checked {
-        exec.limits().check_payload(name, &input).map_err(|f| visit.runtime(f))?;
-    }
+    let request = if visit.input_checked { Ok(()) } else { exec.limits().check_payload(name, &input) };
     let events = AttemptEvents::of(code.is_lambda_function());
-    // Scheduled and Started, back to back: one atomic add for both.
-    exec.count_pair(events.scheduled, events.started);
+    if request.is_ok() && exec.check_history_after(1).is_ok() {
+        // Entered, Scheduled and Started, back to back (nothing between them can fail here):
+        // one atomic add for the three.
+        visit.enter_with([events.scheduled, events.started]);
+    } else {
+        // One by one, as `task_inner`: Entered, the history limit, the request's check.
+        visit.entered_id();
+        exec.check_history()?;
+        request.map_err(|f| visit.runtime(f))?;
+        exec.count_back_to_back(&[events.scheduled, events.started]);
+    }
     // No heartbeat, no Credentials, no journal (so no stored name): the plain context.
     let task_ctx = match code.static_names() {
         Some((state, resource)) if state == name => {

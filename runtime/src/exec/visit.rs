@@ -390,18 +390,19 @@ fn evaluation_failed(exec: &Execution, name: &str, failure: &Failure) {
     });
 }
 
-/// The visit of a state that awaits nothing and reads no context object (a Pass or a Choice)
-/// in an execution whose events are only numbered ([`Execution::counts_only`]: the express
-/// level, no journal). Its events have ids and nothing else, so where a [`Visit`] reads the
-/// clock, keeps the Entered event's parts for the Exited one and matches the state type to its
-/// events, this counts the two events and keeps the entered id for failure causes: the same
-/// ids, causes, payload checks and tracing, at about half the instructions a state (the
-/// counting loop: ~250 of a transition's ~1,100 were the `Visit`).
+/// The visit of a state that reads no context object (a Pass, a Choice, a plain Task) in an
+/// execution whose events are only numbered ([`Execution::counts_only`]: the express level, no
+/// journal). Its events have ids and nothing else, so where a [`Visit`] reads the clock, keeps
+/// the Entered event's parts for the Exited one and matches the state type to its events, this
+/// counts the events and keeps the entered id for failure causes: the same ids, causes, payload
+/// checks and tracing, at about half the instructions a state (the counting loop: ~250 of a
+/// transition's ~1,100 were the `Visit`).
 ///
-/// A visit made by [`CountedVisit::deferred`] counts its Entered event late: together with the
-/// Exited one when the state succeeds (one atomic add for both), or on the way out when it
-/// fails (in [`CountedVisit::runtime`], or when the visit is dropped). Nothing in between
-/// records or reads an event, so the ids are the ones counting each at once would give.
+/// The Entered event is counted late, with the events that follow it without a pause (one
+/// atomic add for all: the Exited one of a Pass or Choice that succeeds, a Task's Scheduled and
+/// Started), or on the way out of a state that fails (in [`CountedVisit::runtime`], or when the
+/// visit is dropped). Nothing in between records or reads an event, so the ids are the ones
+/// counting each at once would give.
 pub(super) struct CountedVisit<'a> {
     exec: &'a Execution,
     name: &'a str,
@@ -413,21 +414,8 @@ pub(super) struct CountedVisit<'a> {
 }
 
 impl<'a> CountedVisit<'a> {
-    /// Checks the history limit and counts the Entered event `entered`.
-    #[inline]
-    pub(super) fn start(
-        exec: &'a Execution,
-        name: &'a str,
-        state_type: &'static str,
-        entered: EventType,
-    ) -> Result<CountedVisit<'a>, Failure> {
-        let visit = CountedVisit::deferred(exec, name, state_type, entered)?;
-        visit.entered_id();
-        Ok(visit)
-    }
-
-    /// Checks the history limit; the Entered event `entered` is counted later (see above). For
-    /// a visit that awaits nothing before its [`CountedVisit::exit`].
+    /// Checks the history limit; the Entered event `entered` is counted later (see above),
+    /// before anything that awaits.
     #[inline]
     pub(super) fn deferred(
         exec: &'a Execution,
@@ -441,9 +429,17 @@ impl<'a> CountedVisit<'a> {
         Ok(CountedVisit { exec, name, entered, entered_id: Cell::new(None), input_checked })
     }
 
+    /// Counts the Entered event and then `then`, back to back (a Task's Scheduled and Started
+    /// events), for a visit that has not counted it yet.
+    #[inline]
+    pub(super) fn enter_with(&self, then: [EventType; 2]) {
+        let last = self.exec.count_back_to_back(&[self.entered, then[0], then[1]]);
+        self.entered_id.set(Some(last - 2));
+    }
+
     /// The Entered event's id, counting the event if it was not yet.
     #[inline]
-    fn entered_id(&self) -> u64 {
+    pub(super) fn entered_id(&self) -> u64 {
         match self.entered_id.get() {
             Some(id) => id,
             None => {
@@ -469,7 +465,7 @@ impl<'a> CountedVisit<'a> {
     #[inline]
     pub(super) fn exit(&self, exited: EventType) {
         if self.entered_id.get().is_none() {
-            let id = self.exec.count_pair(self.entered, exited);
+            let id = self.exec.count_back_to_back(&[self.entered, exited]);
             self.entered_id.set(Some(id - 1));
         } else {
             self.exec.record_with(exited, Details::default);
@@ -481,7 +477,7 @@ impl<'a> CountedVisit<'a> {
     #[inline]
     pub(super) fn exit_after(&self, last: EventType, exited: EventType) {
         self.entered_id();
-        self.exec.count_pair(last, exited);
+        self.exec.count_back_to_back(&[last, exited]);
     }
 }
 
