@@ -176,21 +176,16 @@ const SHALLOW_DEPTH: usize = 16;
 /// Every state's output goes through here (a 100 KB document is ~8,000 nodes), so scalars
 /// inside a container are measured in the container's loop rather than by a call each.
 fn shallow_size_bound(value: &Value, depth: usize, max_depth: usize) -> Option<usize> {
-    match value {
+    Some(match value {
+        Value::Array(_) | Value::Object(_) if depth + 1 > max_depth.min(SHALLOW_DEPTH) => return None,
         Value::Array(items) => {
-            if depth + 1 > max_depth.min(SHALLOW_DEPTH) {
-                return None;
-            }
             let mut size = 2 + items.len().saturating_sub(1);
             for item in items {
                 size = size.saturating_add(member_size_bound(item, depth, max_depth)?);
             }
-            Some(size)
+            size
         }
         Value::Object(map) => {
-            if depth + 1 > max_depth.min(SHALLOW_DEPTH) {
-                return None;
-            }
             // Each key: its text, its quotes and its colon; commas between entries.
             let mut size = 2 + map.len().saturating_sub(1);
             for (key, item) in map {
@@ -198,10 +193,10 @@ fn shallow_size_bound(value: &Value, depth: usize, max_depth: usize) -> Option<u
                     .saturating_add(string_size(key) + 1)
                     .saturating_add(member_size_bound(item, depth, max_depth)?);
             }
-            Some(size)
+            size
         }
-        scalar => Some(scalar_size(scalar)),
-    }
+        scalar => scalar_size(scalar),
+    })
 }
 
 /// [`shallow_size_bound`] of a member of a container at `depth`: a scalar measured in place,

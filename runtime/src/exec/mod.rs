@@ -1140,15 +1140,13 @@ impl Execution {
     /// Counts events recorded back to back on a line that only counts (see
     /// [`Execution::counts_only`]): the ids that one [`Execution::record_with`] call each would
     /// give, with one atomic add for all of them. Returns the last id. The caller must not await
-    /// or record anything between the events it stands for; a muted or capturing line records
-    /// them one by one.
+    /// or record anything between the events it stands for; elsewhere (a journaled line, which
+    /// may be muted or capture its events) they are recorded one by one.
     #[inline]
     pub(super) fn count_back_to_back(&self, events: &[EventType]) -> u64 {
-        #[cfg(feature = "durable")]
-        let one_by_one = self.muted() || !self.scope.captures.is_empty();
-        #[cfg(not(feature = "durable"))]
-        let one_by_one = self.muted();
-        if !one_by_one && let Some(id) = self.shared.history.count_many(events.len() as u64) {
+        if self.counts_only()
+            && let Some(id) = self.shared.history.count_many(events.len() as u64)
+        {
             self.cursor.last.store(id, Ordering::Release);
             return id;
         }
