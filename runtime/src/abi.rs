@@ -169,15 +169,21 @@ pub enum Flow<S> {
 /// The driver of every generated machine: runs `step` (the machine's generated per-state work)
 /// from `state` until a state ends the machine, and returns its output or the failure that ended
 /// it. Generated code carries only the steps; the loop is this one.
-pub async fn drive<S, F, Fut>(mut state: S, mut step: F) -> Result<Value, Failure>
+///
+/// Not an `async fn`: an `async fn` keeps a second copy of its arguments in its future (here the
+/// state, with its input); the block uses them in place. Every Parallel branch and Map item
+/// boxes such a future, and a smaller one stays in the allocator's thread cache.
+pub fn drive<S, F, Fut>(mut state: S, mut step: F) -> impl Future<Output = Result<Value, Failure>>
 where
     F: FnMut(S) -> Fut,
     Fut: Future<Output = Result<Flow<S>, Failure>>,
 {
-    loop {
-        match step(state).await? {
-            Flow::Next(next) => state = next,
-            Flow::End(output) => return Ok(output),
+    async move {
+        loop {
+            match step(state).await? {
+                Flow::Next(next) => state = next,
+                Flow::End(output) => return Ok(output),
+            }
         }
     }
 }

@@ -194,345 +194,190 @@ pub mod assign {
         }
     }
     /// Runs the workflow from `state` until it ends, in the execution `exec` (its clock, history and context).
-    pub async fn resume<H: Handler>(
-        handler: &H,
-        exec: &__wfc::Execution,
+    pub fn resume<'a, H: Handler>(
+        handler: &'a H,
+        exec: &'a __wfc::Execution,
         state: State,
-    ) -> Result<__wfc::Value, __wfc::Failure> {
-        __wfc::abi::drive(state, |state| step(handler, exec, state)).await
+    ) -> impl ::core::future::Future<
+        Output = Result<__wfc::Value, __wfc::Failure>,
+    > + 'a {
+        __wfc::abi::drive(state, move |state| step(handler, exec, state))
     }
     /// One state of the workflow: its work, then where control goes (run by the runtime's driver, `abi::drive`).
-    async fn step<H: Handler>(
-        handler: &H,
-        exec: &__wfc::Execution,
+    fn step<'a, H: Handler>(
+        handler: &'a H,
+        exec: &'a __wfc::Execution,
         state: State,
-    ) -> Result<__wfc::abi::Flow<State>, __wfc::Failure> {
-        let _ = handler;
-        let next = match state {
-            State::InitVars(input) => {
-                const PATH_0: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("n"),
-                ];
-                const PATH_1: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("tag"),
-                ];
-                static LITERAL_2: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
-                    let mut object = __wfc::serde_json::Map::with_capacity(2usize);
-                    object
-                        .insert(
-                            ::std::borrow::ToOwned::to_owned("k"),
-                            __wfc::Value::String(
-                                ::std::borrow::ToOwned::to_owned("v {#} \"q\""),
-                            ),
-                        );
-                    object
-                        .insert(
-                            ::std::borrow::ToOwned::to_owned("list"),
-                            __wfc::Value::Array(
-                                ::std::vec![__wfc::Value::from(1u64), __wfc::Value::Null],
-                            ),
-                        );
-                    __wfc::Value::Object(object)
-                });
-                static PATH_3: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
-                    "$$.Execution.Name",
-                ));
-                static LITERAL_4: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
-                    let mut object = __wfc::serde_json::Map::with_capacity(2usize);
-                    object
-                        .insert(
-                            ::std::borrow::ToOwned::to_owned("n"),
-                            __wfc::Value::from(1u64),
-                        );
-                    object
-                        .insert(
-                            ::std::borrow::ToOwned::to_owned("tag"),
-                            __wfc::Value::String(
-                                ::std::borrow::ToOwned::to_owned("t \"✓\" {#}"),
-                            ),
-                        );
-                    __wfc::Value::Object(object)
-                });
-                const PATH_5: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("init"),
-                ];
-                let output = __wfc::abi::pass_assign(
-                    exec,
-                    "Init \"vars\" {#} ✓",
-                    input,
-                    |input: __wfc::Value, ctx: &__wfc::Value| {
-                        let result = __wfc::Value::clone(&LITERAL_4);
-                        let assigned = ::std::vec![
-                            (::std::borrow::ToOwned::to_owned("count"),
-                            __wfc::abi::field(& result, PATH_0, "$.n", "count.$") ?),
-                            (::std::borrow::ToOwned::to_owned("tag"), __wfc::abi::field(&
-                            result, PATH_1, "$.tag", "tag.$") ?),
-                            (::std::borrow::ToOwned::to_owned("literal"),
-                            __wfc::Value::clone(& LITERAL_2)),
-                            (::std::borrow::ToOwned::to_owned("started"),
-                            __wfc::abi::field_path(__wfc::abi::path(& PATH_3) ?,
-                            "started.$", & result, ctx) ?),
-                            (::std::borrow::ToOwned::to_owned("sum"),
-                            __wfc::abi::math_add(__wfc::abi::field_ref(& result, PATH_0,
-                            "$.n", "sum.$") ?, & __wfc::Value::from(41u64)) ?)
-                        ];
-                        let output = __wfc::abi::set(input, PATH_5, "$.init", result)?;
-                        Ok(output).map(|output| (output, assigned))
-                    },
-                )?;
-                State::Pause(output)
-            }
-            State::Pause(input) => {
-                const PATH_0: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("wait"),
-                ];
-                static PATH_1: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
-                    "$count",
-                ));
-                const PATH_2: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("opt"),
-                ];
-                static PATH_3: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
-                    "$tag",
-                ));
-                let output = __wfc::abi::wait_assign(
+    ) -> impl ::core::future::Future<
+        Output = Result<__wfc::abi::Flow<State>, __wfc::Failure>,
+    > + 'a {
+        async move {
+            let _ = handler;
+            let next = match state {
+                State::InitVars(input) => {
+                    const PATH_0: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("n"),
+                    ];
+                    const PATH_1: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("tag"),
+                    ];
+                    static LITERAL_2: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
+                        let mut object = __wfc::serde_json::Map::with_capacity(2usize);
+                        object
+                            .insert(
+                                ::std::borrow::ToOwned::to_owned("k"),
+                                __wfc::Value::String(
+                                    ::std::borrow::ToOwned::to_owned("v {#} \"q\""),
+                                ),
+                            );
+                        object
+                            .insert(
+                                ::std::borrow::ToOwned::to_owned("list"),
+                                __wfc::Value::Array(
+                                    ::std::vec![__wfc::Value::from(1u64), __wfc::Value::Null],
+                                ),
+                            );
+                        __wfc::Value::Object(object)
+                    });
+                    static PATH_3: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
+                        "$$.Execution.Name",
+                    ));
+                    static LITERAL_4: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
+                        let mut object = __wfc::serde_json::Map::with_capacity(2usize);
+                        object
+                            .insert(
+                                ::std::borrow::ToOwned::to_owned("n"),
+                                __wfc::Value::from(1u64),
+                            );
+                        object
+                            .insert(
+                                ::std::borrow::ToOwned::to_owned("tag"),
+                                __wfc::Value::String(
+                                    ::std::borrow::ToOwned::to_owned("t \"✓\" {#}"),
+                                ),
+                            );
+                        __wfc::Value::Object(object)
+                    });
+                    const PATH_5: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("init"),
+                    ];
+                    let output = __wfc::abi::pass_assign(
                         exec,
-                        "Pause ✓",
+                        "Init \"vars\" {#} ✓",
                         input,
                         |input: __wfc::Value, ctx: &__wfc::Value| {
-                            let effective = input;
-                            let delay = __wfc::abi::wait_limit(
-                                __wfc::abi::wait_seconds_at(
-                                    "$.wait",
-                                    __wfc::abi::get(&effective, PATH_0),
-                                )?,
-                            )?;
+                            let result = __wfc::Value::clone(&LITERAL_4);
                             let assigned = ::std::vec![
-                                (::std::borrow::ToOwned::to_owned("waited"),
-                                __wfc::abi::field(& effective, PATH_0, "$.wait", "waited.$")
-                                ?), (::std::borrow::ToOwned::to_owned("prev"),
-                                __wfc::abi::field_path(__wfc::abi::path(& PATH_1) ?,
-                                "prev.$", & effective, ctx) ?),
-                                (::std::borrow::ToOwned::to_owned("opt"),
-                                __wfc::abi::field(& effective, PATH_2, "$.opt", "opt.$") ?),
-                                (::std::borrow::ToOwned::to_owned("both"),
-                                __wfc::abi::format(& ["", " and ", ""], &
-                                [__wfc::abi::field_path(__wfc::abi::path(& PATH_3) ?,
-                                "both.$", & effective, ctx) ?, __wfc::abi::field(&
-                                effective, PATH_0, "$.wait", "both.$") ?]) ?)
+                                (::std::borrow::ToOwned::to_owned("count"),
+                                __wfc::abi::field(& result, PATH_0, "$.n", "count.$") ?),
+                                (::std::borrow::ToOwned::to_owned("tag"),
+                                __wfc::abi::field(& result, PATH_1, "$.tag", "tag.$") ?),
+                                (::std::borrow::ToOwned::to_owned("literal"),
+                                __wfc::Value::clone(& LITERAL_2)),
+                                (::std::borrow::ToOwned::to_owned("started"),
+                                __wfc::abi::field_path(__wfc::abi::path(& PATH_3) ?,
+                                "started.$", & result, ctx) ?),
+                                (::std::borrow::ToOwned::to_owned("sum"),
+                                __wfc::abi::math_add(__wfc::abi::field_ref(& result, PATH_0,
+                                "$.n", "sum.$") ?, & __wfc::Value::from(41u64)) ?)
                             ];
-                            Ok(effective).map(|output| (output, assigned, delay))
+                            let output = __wfc::abi::set(
+                                input,
+                                PATH_5,
+                                "$.init",
+                                result,
+                            )?;
+                            Ok(output).map(|output| (output, assigned))
                         },
-                    )
-                    .await?;
-                State::UseVars(output)
-            }
-            State::UseVars(input) => {
-                static PATH_0: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
-                    "$count",
-                ));
-                const PATH_1: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("count"),
-                ];
-                static PATH_2: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
-                    "$waited",
-                ));
-                static PATH_3: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
-                    "$prev",
-                ));
-                static PATH_4: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
-                    "$sum",
-                ));
-                static PATH_5: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
-                    "$both",
-                ));
-                static PATH_6: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
-                    "$literal",
-                ));
-                static PATH_7: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
-                    "$started",
-                ));
-                static PATH_8: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
-                    "$opt",
-                ));
-                const PATH_9: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("vars"),
-                ];
-                let output = __wfc::abi::pass_assign(
-                    exec,
-                    "Use {\"vars\"}",
-                    input,
-                    |input: __wfc::Value, ctx: &__wfc::Value| {
-                        let result = {
-                            let effective = &input;
-                            {
-                                let mut object = __wfc::serde_json::Map::with_capacity(
-                                    8usize,
-                                );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("count"),
-                                        __wfc::abi::field_path(
-                                            __wfc::abi::path(&PATH_0)?,
-                                            "count.$",
-                                            effective,
-                                            ctx,
-                                        )?,
-                                    );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("waited"),
-                                        __wfc::abi::field_path(
-                                            __wfc::abi::path(&PATH_2)?,
-                                            "waited.$",
-                                            effective,
-                                            ctx,
-                                        )?,
-                                    );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("prev"),
-                                        __wfc::abi::field_path(
-                                            __wfc::abi::path(&PATH_3)?,
-                                            "prev.$",
-                                            effective,
-                                            ctx,
-                                        )?,
-                                    );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("sum"),
-                                        __wfc::abi::field_path(
-                                            __wfc::abi::path(&PATH_4)?,
-                                            "sum.$",
-                                            effective,
-                                            ctx,
-                                        )?,
-                                    );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("both"),
-                                        __wfc::abi::field_path(
-                                            __wfc::abi::path(&PATH_5)?,
-                                            "both.$",
-                                            effective,
-                                            ctx,
-                                        )?,
-                                    );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("literal"),
-                                        __wfc::abi::field_path(
-                                            __wfc::abi::path(&PATH_6)?,
-                                            "literal.$",
-                                            effective,
-                                            ctx,
-                                        )?,
-                                    );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("started"),
-                                        __wfc::abi::field_path(
-                                            __wfc::abi::path(&PATH_7)?,
-                                            "started.$",
-                                            effective,
-                                            ctx,
-                                        )?,
-                                    );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("opt"),
-                                        __wfc::abi::field_path(
-                                            __wfc::abi::path(&PATH_8)?,
-                                            "opt.$",
-                                            effective,
-                                            ctx,
-                                        )?,
-                                    );
-                                __wfc::Value::Object(object)
-                            }
-                        };
-                        let assigned = ::std::vec![
-                            (::std::borrow::ToOwned::to_owned("count"),
-                            __wfc::abi::math_add(&
-                            __wfc::abi::field_path(__wfc::abi::path(& PATH_0) ?,
-                            "count.$", & result, ctx) ?, & __wfc::Value::from(1u64)) ?),
-                            (::std::borrow::ToOwned::to_owned("copy"),
-                            __wfc::abi::field(& result, PATH_1, "$.count", "copy.$") ?)
-                        ];
-                        let output = __wfc::abi::set(input, PATH_9, "$.vars", result)?;
-                        Ok(output).map(|output| (output, assigned))
-                    },
-                )?;
-                State::Check(output)
-            }
-            State::Check(input) => {
-                const NUMBER_0: __wfc::abi::NativeNumber = __wfc::abi::NativeNumber::from_parts(
-                    Some(2i128),
-                    Some(2f64),
-                );
-                static PATH_1: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
-                    "$count",
-                ));
-                let __wfc::Chosen { branch, output } = __wfc::abi::choice_kept(
-                    exec,
-                    "Check",
-                    true,
-                    input,
-                    true,
-                    |input: &__wfc::Value, ctx: &__wfc::Value| {
-                        if match __wfc::abi::select_opt(
-                            __wfc::abi::path(&PATH_1)?,
-                            input,
-                            ctx,
-                        ) {
-                            Some(value) => {
-                                let value = &value;
-                                __wfc::abi::numeric(value, &NUMBER_0)
-                                    == Some(::core::cmp::Ordering::Equal)
-                            }
-                            ::core::option::Option::None => {
-                                return Err(
-                                    __wfc::abi::missing_path(
-                                        __wfc::abi::path(&PATH_1)?,
-                                        input,
-                                        ctx,
-                                    ),
-                                );
-                            }
-                        } {
-                            return Ok(Some(0));
-                        }
-                        Ok(::core::option::Option::None)
-                    },
-                )?;
-                match branch {
-                    Some(0) => State::Done(output),
-                    _ => State::Bad(output),
+                    )?;
+                    State::Pause(output)
                 }
-            }
-            State::Done(input) => {
-                static PATH_0: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
-                    "$count",
-                ));
-                static PATH_1: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
-                    "$copy",
-                ));
-                const PATH_2: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("vars"),
-                ];
-                let output = __wfc::abi::pass(
-                    exec,
-                    "Done",
-                    true,
-                    input,
-                    |input: __wfc::Value, ctx: &__wfc::Value| {
-                        let output = {
+                State::Pause(input) => {
+                    const PATH_0: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("wait"),
+                    ];
+                    static PATH_1: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
+                        "$count",
+                    ));
+                    const PATH_2: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("opt"),
+                    ];
+                    static PATH_3: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
+                        "$tag",
+                    ));
+                    let output = __wfc::abi::wait_assign(
+                            exec,
+                            "Pause ✓",
+                            input,
+                            |input: __wfc::Value, ctx: &__wfc::Value| {
+                                let effective = input;
+                                let delay = __wfc::abi::wait_limit(
+                                    __wfc::abi::wait_seconds_at(
+                                        "$.wait",
+                                        __wfc::abi::get(&effective, PATH_0),
+                                    )?,
+                                )?;
+                                let assigned = ::std::vec![
+                                    (::std::borrow::ToOwned::to_owned("waited"),
+                                    __wfc::abi::field(& effective, PATH_0, "$.wait", "waited.$")
+                                    ?), (::std::borrow::ToOwned::to_owned("prev"),
+                                    __wfc::abi::field_path(__wfc::abi::path(& PATH_1) ?,
+                                    "prev.$", & effective, ctx) ?),
+                                    (::std::borrow::ToOwned::to_owned("opt"),
+                                    __wfc::abi::field(& effective, PATH_2, "$.opt", "opt.$") ?),
+                                    (::std::borrow::ToOwned::to_owned("both"),
+                                    __wfc::abi::format(& ["", " and ", ""], &
+                                    [__wfc::abi::field_path(__wfc::abi::path(& PATH_3) ?,
+                                    "both.$", & effective, ctx) ?, __wfc::abi::field(&
+                                    effective, PATH_0, "$.wait", "both.$") ?]) ?)
+                                ];
+                                Ok(effective).map(|output| (output, assigned, delay))
+                            },
+                        )
+                        .await?;
+                    State::UseVars(output)
+                }
+                State::UseVars(input) => {
+                    static PATH_0: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
+                        "$count",
+                    ));
+                    const PATH_1: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("count"),
+                    ];
+                    static PATH_2: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
+                        "$waited",
+                    ));
+                    static PATH_3: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
+                        "$prev",
+                    ));
+                    static PATH_4: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
+                        "$sum",
+                    ));
+                    static PATH_5: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
+                        "$both",
+                    ));
+                    static PATH_6: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
+                        "$literal",
+                    ));
+                    static PATH_7: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
+                        "$started",
+                    ));
+                    static PATH_8: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
+                        "$opt",
+                    ));
+                    const PATH_9: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("vars"),
+                    ];
+                    let output = __wfc::abi::pass_assign(
+                        exec,
+                        "Use {\"vars\"}",
+                        input,
+                        |input: __wfc::Value, ctx: &__wfc::Value| {
                             let result = {
                                 let effective = &input;
                                 {
                                     let mut object = __wfc::serde_json::Map::with_capacity(
-                                        3usize,
+                                        8usize,
                                     );
                                     object
                                         .insert(
@@ -546,44 +391,215 @@ pub mod assign {
                                         );
                                     object
                                         .insert(
-                                            ::std::borrow::ToOwned::to_owned("copy"),
+                                            ::std::borrow::ToOwned::to_owned("waited"),
                                             __wfc::abi::field_path(
-                                                __wfc::abi::path(&PATH_1)?,
-                                                "copy.$",
+                                                __wfc::abi::path(&PATH_2)?,
+                                                "waited.$",
                                                 effective,
                                                 ctx,
                                             )?,
                                         );
                                     object
                                         .insert(
-                                            ::std::borrow::ToOwned::to_owned("vars"),
-                                            __wfc::abi::field(effective, PATH_2, "$.vars", "vars.$")?,
+                                            ::std::borrow::ToOwned::to_owned("prev"),
+                                            __wfc::abi::field_path(
+                                                __wfc::abi::path(&PATH_3)?,
+                                                "prev.$",
+                                                effective,
+                                                ctx,
+                                            )?,
+                                        );
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("sum"),
+                                            __wfc::abi::field_path(
+                                                __wfc::abi::path(&PATH_4)?,
+                                                "sum.$",
+                                                effective,
+                                                ctx,
+                                            )?,
+                                        );
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("both"),
+                                            __wfc::abi::field_path(
+                                                __wfc::abi::path(&PATH_5)?,
+                                                "both.$",
+                                                effective,
+                                                ctx,
+                                            )?,
+                                        );
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("literal"),
+                                            __wfc::abi::field_path(
+                                                __wfc::abi::path(&PATH_6)?,
+                                                "literal.$",
+                                                effective,
+                                                ctx,
+                                            )?,
+                                        );
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("started"),
+                                            __wfc::abi::field_path(
+                                                __wfc::abi::path(&PATH_7)?,
+                                                "started.$",
+                                                effective,
+                                                ctx,
+                                            )?,
+                                        );
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("opt"),
+                                            __wfc::abi::field_path(
+                                                __wfc::abi::path(&PATH_8)?,
+                                                "opt.$",
+                                                effective,
+                                                ctx,
+                                            )?,
                                         );
                                     __wfc::Value::Object(object)
                                 }
                             };
-                            result
-                        };
-                        Ok(output)
-                    },
-                )?;
-                return Ok(__wfc::abi::Flow::End(output));
-            }
-            State::Bad(input) => {
-                return Err(
-                    __wfc::abi::fail(
+                            let assigned = ::std::vec![
+                                (::std::borrow::ToOwned::to_owned("count"),
+                                __wfc::abi::math_add(&
+                                __wfc::abi::field_path(__wfc::abi::path(& PATH_0) ?,
+                                "count.$", & result, ctx) ?, & __wfc::Value::from(1u64)) ?),
+                                (::std::borrow::ToOwned::to_owned("copy"),
+                                __wfc::abi::field(& result, PATH_1, "$.count", "copy.$") ?)
+                            ];
+                            let output = __wfc::abi::set(
+                                input,
+                                PATH_9,
+                                "$.vars",
+                                result,
+                            )?;
+                            Ok(output).map(|output| (output, assigned))
+                        },
+                    )?;
+                    State::Check(output)
+                }
+                State::Check(input) => {
+                    const NUMBER_0: __wfc::abi::NativeNumber = __wfc::abi::NativeNumber::from_parts(
+                        Some(2i128),
+                        Some(2f64),
+                    );
+                    static PATH_1: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
+                        "$count",
+                    ));
+                    let __wfc::Chosen { branch, output } = __wfc::abi::choice_kept(
                         exec,
-                        "Bad",
-                        false,
+                        "Check",
+                        true,
                         input,
-                        |_: &__wfc::Value, _: &__wfc::Value| Ok(__wfc::Failure {
-                            error: ::std::borrow::ToOwned::to_owned("Bad"),
-                            cause: ::std::borrow::ToOwned::to_owned(""),
-                        }),
-                    ),
-                );
-            }
-        };
-        Ok(__wfc::abi::Flow::Next(next))
+                        true,
+                        |input: &__wfc::Value, ctx: &__wfc::Value| {
+                            if match __wfc::abi::select_opt(
+                                __wfc::abi::path(&PATH_1)?,
+                                input,
+                                ctx,
+                            ) {
+                                Some(value) => {
+                                    let value = &value;
+                                    __wfc::abi::numeric(value, &NUMBER_0)
+                                        == Some(::core::cmp::Ordering::Equal)
+                                }
+                                ::core::option::Option::None => {
+                                    return Err(
+                                        __wfc::abi::missing_path(
+                                            __wfc::abi::path(&PATH_1)?,
+                                            input,
+                                            ctx,
+                                        ),
+                                    );
+                                }
+                            } {
+                                return Ok(Some(0));
+                            }
+                            Ok(::core::option::Option::None)
+                        },
+                    )?;
+                    match branch {
+                        Some(0) => State::Done(output),
+                        _ => State::Bad(output),
+                    }
+                }
+                State::Done(input) => {
+                    static PATH_0: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
+                        "$count",
+                    ));
+                    static PATH_1: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
+                        "$copy",
+                    ));
+                    const PATH_2: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("vars"),
+                    ];
+                    let output = __wfc::abi::pass(
+                        exec,
+                        "Done",
+                        true,
+                        input,
+                        |input: __wfc::Value, ctx: &__wfc::Value| {
+                            let output = {
+                                let result = {
+                                    let effective = &input;
+                                    {
+                                        let mut object = __wfc::serde_json::Map::with_capacity(
+                                            3usize,
+                                        );
+                                        object
+                                            .insert(
+                                                ::std::borrow::ToOwned::to_owned("count"),
+                                                __wfc::abi::field_path(
+                                                    __wfc::abi::path(&PATH_0)?,
+                                                    "count.$",
+                                                    effective,
+                                                    ctx,
+                                                )?,
+                                            );
+                                        object
+                                            .insert(
+                                                ::std::borrow::ToOwned::to_owned("copy"),
+                                                __wfc::abi::field_path(
+                                                    __wfc::abi::path(&PATH_1)?,
+                                                    "copy.$",
+                                                    effective,
+                                                    ctx,
+                                                )?,
+                                            );
+                                        object
+                                            .insert(
+                                                ::std::borrow::ToOwned::to_owned("vars"),
+                                                __wfc::abi::field(effective, PATH_2, "$.vars", "vars.$")?,
+                                            );
+                                        __wfc::Value::Object(object)
+                                    }
+                                };
+                                result
+                            };
+                            Ok(output)
+                        },
+                    )?;
+                    return Ok(__wfc::abi::Flow::End(output));
+                }
+                State::Bad(input) => {
+                    return Err(
+                        __wfc::abi::fail(
+                            exec,
+                            "Bad",
+                            false,
+                            input,
+                            |_: &__wfc::Value, _: &__wfc::Value| Ok(__wfc::Failure {
+                                error: ::std::borrow::ToOwned::to_owned("Bad"),
+                                cause: ::std::borrow::ToOwned::to_owned(""),
+                            }),
+                        ),
+                    );
+                }
+            };
+            Ok(__wfc::abi::Flow::Next(next))
+        }
     }
 }

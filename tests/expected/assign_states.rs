@@ -271,630 +271,638 @@ pub mod assign_states {
         }
     }
     /// Runs the workflow from `state` until it ends, in the execution `exec` (its clock, history and context).
-    pub async fn resume<H: Handler>(
-        handler: &H,
-        exec: &__wfc::Execution,
+    pub fn resume<'a, H: Handler>(
+        handler: &'a H,
+        exec: &'a __wfc::Execution,
         state: State,
-    ) -> Result<__wfc::Value, __wfc::Failure> {
-        __wfc::abi::drive(state, |state| step(handler, exec, state)).await
+    ) -> impl ::core::future::Future<
+        Output = Result<__wfc::Value, __wfc::Failure>,
+    > + 'a {
+        __wfc::abi::drive(state, move |state| step(handler, exec, state))
     }
     /// One state of the workflow: its work, then where control goes (run by the runtime's driver, `abi::drive`).
-    async fn step<H: Handler>(
-        handler: &H,
-        exec: &__wfc::Execution,
+    fn step<'a, H: Handler>(
+        handler: &'a H,
+        exec: &'a __wfc::Execution,
         state: State,
-    ) -> Result<__wfc::abi::Flow<State>, __wfc::Failure> {
-        let next = match state {
-            State::RouteA(input) => {
-                const PATH_0: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("mode"),
-                ];
-                static PATH_1: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
-                    "$$.Execution.Name",
-                ));
-                const PATH_2: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("task"),
-                    __wfc::abi::Seg::Name("n"),
-                ];
-                const PATH_3: &[__wfc::abi::Seg<'static>] = &[];
-                static PATH_4: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
-                    "$$.State.Name",
-                ));
-                let __wfc::Chosen { branch, output } = __wfc::abi::choice_assign(
-                    exec,
-                    "Route \"a\" {#} ✓",
-                    true,
-                    input,
-                    true,
-                    |input: __wfc::Value, _: &__wfc::Value| Ok(input),
-                    |input: &__wfc::Value, _: &__wfc::Value| {
-                        if match __wfc::abi::get(input, PATH_0) {
-                            Some(value) => {
-                                __wfc::abi::string(value, "task")
-                                    == Some(::core::cmp::Ordering::Equal)
+    ) -> impl ::core::future::Future<
+        Output = Result<__wfc::abi::Flow<State>, __wfc::Failure>,
+    > + 'a {
+        async move {
+            let next = match state {
+                State::RouteA(input) => {
+                    const PATH_0: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("mode"),
+                    ];
+                    static PATH_1: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
+                        "$$.Execution.Name",
+                    ));
+                    const PATH_2: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("task"),
+                        __wfc::abi::Seg::Name("n"),
+                    ];
+                    const PATH_3: &[__wfc::abi::Seg<'static>] = &[];
+                    static PATH_4: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
+                        "$$.State.Name",
+                    ));
+                    let __wfc::Chosen { branch, output } = __wfc::abi::choice_assign(
+                        exec,
+                        "Route \"a\" {#} ✓",
+                        true,
+                        input,
+                        true,
+                        |input: __wfc::Value, _: &__wfc::Value| Ok(input),
+                        |input: &__wfc::Value, _: &__wfc::Value| {
+                            if match __wfc::abi::get(input, PATH_0) {
+                                Some(value) => {
+                                    __wfc::abi::string(value, "task")
+                                        == Some(::core::cmp::Ordering::Equal)
+                                }
+                                ::core::option::Option::None => {
+                                    return Err(__wfc::abi::missing("$.mode", input));
+                                }
+                            } {
+                                return Ok(Some(0));
                             }
-                            ::core::option::Option::None => {
-                                return Err(__wfc::abi::missing("$.mode", input));
+                            if match __wfc::abi::get(input, PATH_0) {
+                                Some(value) => {
+                                    __wfc::abi::string(value, "plain")
+                                        == Some(::core::cmp::Ordering::Equal)
+                                }
+                                ::core::option::Option::None => {
+                                    return Err(__wfc::abi::missing("$.mode", input));
+                                }
+                            } {
+                                return Ok(Some(1));
                             }
-                        } {
-                            return Ok(Some(0));
-                        }
-                        if match __wfc::abi::get(input, PATH_0) {
-                            Some(value) => {
-                                __wfc::abi::string(value, "plain")
-                                    == Some(::core::cmp::Ordering::Equal)
-                            }
-                            ::core::option::Option::None => {
-                                return Err(__wfc::abi::missing("$.mode", input));
-                            }
-                        } {
-                            return Ok(Some(1));
-                        }
-                        Ok(::core::option::Option::None)
-                    },
-                    |
-                        branch: ::core::option::Option<usize>,
-                        input: &__wfc::Value,
-                        ctx: &__wfc::Value|
-                    Ok(
-                        match branch {
-                            Some(0) => {
-                                Some(
-                                    ::std::vec![
-                                        (::std::borrow::ToOwned::to_owned("route"),
-                                        __wfc::Value::String(::std::borrow::ToOwned::to_owned("task \"r\" {#}"))),
-                                        (::std::borrow::ToOwned::to_owned("mode"),
-                                        __wfc::abi::field(input, PATH_0, "$.mode", "mode.$") ?),
-                                        (::std::borrow::ToOwned::to_owned("exec"),
-                                        __wfc::abi::field_path(__wfc::abi::path(& PATH_1) ?,
-                                        "exec.$", input, ctx) ?),
-                                        (::std::borrow::ToOwned::to_owned("n"),
-                                        __wfc::abi::field(input, PATH_2, "$.task.n", "n.$") ?)
-                                    ],
-                                )
-                            }
-                            ::core::option::Option::None => {
-                                Some(
-                                    ::std::vec![
-                                        (::std::borrow::ToOwned::to_owned("route"),
-                                        __wfc::Value::String(::std::borrow::ToOwned::to_owned("default ✓"))),
-                                        (::std::borrow::ToOwned::to_owned("whole"),
-                                        __wfc::abi::field(input, PATH_3, "$", "whole.$") ?),
-                                        (::std::borrow::ToOwned::to_owned("state"),
-                                        __wfc::abi::field_path(__wfc::abi::path(& PATH_4) ?,
-                                        "state.$", input, ctx) ?)
-                                    ],
-                                )
-                            }
-                            _ => ::core::option::Option::None,
+                            Ok(::core::option::Option::None)
                         },
-                    ),
-                    |output: __wfc::Value, _: &__wfc::Value| Ok(output),
-                )?;
-                match branch {
-                    Some(0) => State::CallX(output),
-                    Some(1) => State::CallX(output),
-                    _ => State::FanOut(output),
+                        |
+                            branch: ::core::option::Option<usize>,
+                            input: &__wfc::Value,
+                            ctx: &__wfc::Value|
+                        Ok(
+                            match branch {
+                                Some(0) => {
+                                    Some(
+                                        ::std::vec![
+                                            (::std::borrow::ToOwned::to_owned("route"),
+                                            __wfc::Value::String(::std::borrow::ToOwned::to_owned("task \"r\" {#}"))),
+                                            (::std::borrow::ToOwned::to_owned("mode"),
+                                            __wfc::abi::field(input, PATH_0, "$.mode", "mode.$") ?),
+                                            (::std::borrow::ToOwned::to_owned("exec"),
+                                            __wfc::abi::field_path(__wfc::abi::path(& PATH_1) ?,
+                                            "exec.$", input, ctx) ?),
+                                            (::std::borrow::ToOwned::to_owned("n"),
+                                            __wfc::abi::field(input, PATH_2, "$.task.n", "n.$") ?)
+                                        ],
+                                    )
+                                }
+                                ::core::option::Option::None => {
+                                    Some(
+                                        ::std::vec![
+                                            (::std::borrow::ToOwned::to_owned("route"),
+                                            __wfc::Value::String(::std::borrow::ToOwned::to_owned("default ✓"))),
+                                            (::std::borrow::ToOwned::to_owned("whole"),
+                                            __wfc::abi::field(input, PATH_3, "$", "whole.$") ?),
+                                            (::std::borrow::ToOwned::to_owned("state"),
+                                            __wfc::abi::field_path(__wfc::abi::path(& PATH_4) ?,
+                                            "state.$", input, ctx) ?)
+                                        ],
+                                    )
+                                }
+                                _ => ::core::option::Option::None,
+                            },
+                        ),
+                        |output: __wfc::Value, _: &__wfc::Value| Ok(output),
+                    )?;
+                    match branch {
+                        Some(0) => State::CallX(output),
+                        Some(1) => State::CallX(output),
+                        _ => State::FanOut(output),
+                    }
                 }
-            }
-            State::CallX(input) => {
-                const PATH_0: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("err"),
-                ];
-                const PATH_1: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("Error"),
-                ];
-                const PATH_2: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("Cause"),
-                ];
-                static PATH_3: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
-                    "$route",
-                ));
-                /// A catcher's `Assign`, on the Error Output.
-                fn catch_assign_4(
-                    _: &__wfc::Execution,
-                    dollar: &__wfc::Value,
-                    ctx: &__wfc::Value,
-                ) -> Result<__wfc::abi::Assigned, __wfc::Failure> {
-                    Ok(
-                        ::std::vec![
-                            (::std::borrow::ToOwned::to_owned("caught"),
-                            __wfc::abi::field(dollar, PATH_1, "$.Error", "caught.$") ?),
-                            (::std::borrow::ToOwned::to_owned("cause"),
-                            __wfc::abi::field(dollar, PATH_2, "$.Cause", "cause.$") ?),
-                            (::std::borrow::ToOwned::to_owned("where"),
-                            __wfc::Value::String(::std::borrow::ToOwned::to_owned("task {#} \"✓\""))),
-                            (::std::borrow::ToOwned::to_owned("routeThen"),
-                            __wfc::abi::field_path(__wfc::abi::path(& PATH_3) ?,
-                            "routeThen.$", dollar, ctx) ?)
-                        ],
-                    )
-                }
-                const PATH_5: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("payload"),
-                    __wfc::abi::Seg::Name("name"),
-                ];
-                const PATH_6: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("payload"),
-                    __wfc::abi::Seg::Name("n"),
-                ];
-                static PATH_7: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
-                    "$n",
-                ));
-                const PATH_8: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("task"),
-                ];
-                const PATH_9: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("payload"),
-                ];
-                const PATH_10: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("called"),
-                ];
-                const CATCH: &[__wfc::abi::AssignCatcher] = &[
-                    __wfc::abi::AssignCatcher {
-                        catcher: __wfc::abi::Catcher {
-                            error_equals: &["Boom"],
-                            result_path: __wfc::abi::CatchPath::Steps(PATH_0, "$.err"),
-                            next: 2usize,
-                        },
-                        assign: Some(catch_assign_4 as __wfc::abi::CatchAssign),
-                    },
-                    __wfc::abi::AssignCatcher {
-                        catcher: __wfc::abi::Catcher {
-                            error_equals: &["States.ALL"],
-                            result_path: __wfc::abi::CatchPath::Replace,
-                            next: 2usize,
-                        },
-                        assign: ::core::option::Option::None,
-                    },
-                ];
-                /// The state's data processing; its visit is `abi::task`'s.
-                struct Code;
-                impl __wfc::abi::TaskCode for Code {
-                    type Retrier = __wfc::abi::Retrier;
-                    type Catcher = __wfc::abi::AssignCatcher;
-                    fn resource(&self) -> &str {
-                        "arn:aws:states:::wfc:echo"
-                    }
-                    fn static_names(
-                        &self,
-                    ) -> ::core::option::Option<(&'static str, &'static str)> {
-                        ::core::option::Option::Some((
-                            "Call {\"x\"} ✓",
-                            "arn:aws:states:::wfc:echo",
-                        ))
-                    }
-                    fn is_lambda_function(&self) -> bool {
-                        const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
-                            "arn:aws:states:::wfc:echo",
-                        );
-                        LAMBDA_FUNCTION
-                    }
-                    fn retriers(&self) -> &[__wfc::abi::Retrier] {
-                        &[]
-                    }
-                    fn catchers(&self) -> &[__wfc::abi::AssignCatcher] {
-                        CATCH
-                    }
-                    fn shape(&self) -> __wfc::abi::TaskShape {
-                        __wfc::abi::TaskShape {
-                            input_moves: false,
-                            single_attempt: true,
-                            result_is_output: false,
-                        }
-                    }
-                    fn needs_context(&self) -> bool {
-                        true
-                    }
-                    fn parameters_form(&self) -> __wfc::abi::ParametersForm {
-                        __wfc::abi::ParametersForm::Once
-                    }
-                    fn parameters(
-                        &self,
+                State::CallX(input) => {
+                    const PATH_0: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("err"),
+                    ];
+                    const PATH_1: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("Error"),
+                    ];
+                    const PATH_2: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("Cause"),
+                    ];
+                    static PATH_3: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
+                        "$route",
+                    ));
+                    /// A catcher's `Assign`, on the Error Output.
+                    fn catch_assign_4(
                         _: &__wfc::Execution,
-                        effective: &__wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> Result<__wfc::Value, __wfc::Failure> {
-                        Ok({
-                            let mut object = __wfc::serde_json::Map::with_capacity(
-                                1usize,
-                            );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("payload"),
-                                    __wfc::abi::field(effective, PATH_8, "$.task", "payload.$")?,
-                                );
-                            __wfc::Value::Object(object)
-                        })
-                    }
-                    fn finish(
-                        &self,
-                        _: &__wfc::Execution,
-                        raw_input: __wfc::Value,
-                        result: __wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> Result<__wfc::Value, __wfc::Failure> {
-                        let result = {
-                            let mut object = __wfc::serde_json::Map::with_capacity(
-                                1usize,
-                            );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("p"),
-                                    __wfc::abi::field(&result, PATH_9, "$.payload", "p.$")?,
-                                );
-                            __wfc::Value::Object(object)
-                        };
-                        let output = __wfc::abi::set(
-                            raw_input,
-                            PATH_10,
-                            "$.called",
-                            result,
-                        )?;
-                        Ok(output)
-                    }
-                    fn assigns(&self) -> bool {
-                        true
-                    }
-                    fn assigned(
-                        &self,
-                        exec: &__wfc::Execution,
                         dollar: &__wfc::Value,
-                        states: &__wfc::abi::Bindings<'_>,
+                        ctx: &__wfc::Value,
                     ) -> Result<__wfc::abi::Assigned, __wfc::Failure> {
-                        let ctx = states.context;
                         Ok(
                             ::std::vec![
-                                (::std::borrow::ToOwned::to_owned("called"),
-                                __wfc::abi::field(dollar, PATH_5, "$.payload.name",
-                                "called.$") ?), (::std::borrow::ToOwned::to_owned("sum"),
-                                __wfc::abi::math_add(__wfc::abi::field_ref(dollar, PATH_6,
-                                "$.payload.n", "sum.$") ?, &
-                                __wfc::abi::field_path(__wfc::abi::path(& PATH_7) ?,
-                                "sum.$", dollar, ctx) ?) ?),
-                                (::std::borrow::ToOwned::to_owned("prevRoute"),
+                                (::std::borrow::ToOwned::to_owned("caught"),
+                                __wfc::abi::field(dollar, PATH_1, "$.Error", "caught.$") ?),
+                                (::std::borrow::ToOwned::to_owned("cause"),
+                                __wfc::abi::field(dollar, PATH_2, "$.Cause", "cause.$") ?),
+                                (::std::borrow::ToOwned::to_owned("where"),
+                                __wfc::Value::String(::std::borrow::ToOwned::to_owned("task {#} \"✓\""))),
+                                (::std::borrow::ToOwned::to_owned("routeThen"),
                                 __wfc::abi::field_path(__wfc::abi::path(& PATH_3) ?,
-                                "prevRoute.$", dollar, ctx) ?),
-                                (::std::borrow::ToOwned::to_owned("uuid"), { let args =
-                                ::std::vec![]; exec.with_rng(| rng |
-                                __wfc::abi::call_random(__wfc::abi::Function::Uuid, args,
-                                rng)) ? })
+                                "routeThen.$", dollar, ctx) ?)
                             ],
                         )
                     }
-                }
-                match task_echo(handler, exec, "Call {\"x\"} ✓", &Code, input).await? {
-                    __wfc::Step::Next(output) => State::FanOut(output),
-                    __wfc::Step::Goto { target, output } => {
-                        match target {
-                            2 => State::FanOut(output),
-                            _ => {
-                                return Err(
-                                    __wfc::abi::no_catcher_leading_to(
-                                        "Call {\"x\"} ✓",
-                                        target,
-                                    ),
+                    const PATH_5: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("payload"),
+                        __wfc::abi::Seg::Name("name"),
+                    ];
+                    const PATH_6: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("payload"),
+                        __wfc::abi::Seg::Name("n"),
+                    ];
+                    static PATH_7: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
+                        "$n",
+                    ));
+                    const PATH_8: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("task"),
+                    ];
+                    const PATH_9: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("payload"),
+                    ];
+                    const PATH_10: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("called"),
+                    ];
+                    const CATCH: &[__wfc::abi::AssignCatcher] = &[
+                        __wfc::abi::AssignCatcher {
+                            catcher: __wfc::abi::Catcher {
+                                error_equals: &["Boom"],
+                                result_path: __wfc::abi::CatchPath::Steps(PATH_0, "$.err"),
+                                next: 2usize,
+                            },
+                            assign: Some(catch_assign_4 as __wfc::abi::CatchAssign),
+                        },
+                        __wfc::abi::AssignCatcher {
+                            catcher: __wfc::abi::Catcher {
+                                error_equals: &["States.ALL"],
+                                result_path: __wfc::abi::CatchPath::Replace,
+                                next: 2usize,
+                            },
+                            assign: ::core::option::Option::None,
+                        },
+                    ];
+                    /// The state's data processing; its visit is `abi::task`'s.
+                    struct Code;
+                    impl __wfc::abi::TaskCode for Code {
+                        type Retrier = __wfc::abi::Retrier;
+                        type Catcher = __wfc::abi::AssignCatcher;
+                        fn resource(&self) -> &str {
+                            "arn:aws:states:::wfc:echo"
+                        }
+                        fn static_names(
+                            &self,
+                        ) -> ::core::option::Option<(&'static str, &'static str)> {
+                            ::core::option::Option::Some((
+                                "Call {\"x\"} ✓",
+                                "arn:aws:states:::wfc:echo",
+                            ))
+                        }
+                        fn is_lambda_function(&self) -> bool {
+                            const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
+                                "arn:aws:states:::wfc:echo",
+                            );
+                            LAMBDA_FUNCTION
+                        }
+                        fn retriers(&self) -> &[__wfc::abi::Retrier] {
+                            &[]
+                        }
+                        fn catchers(&self) -> &[__wfc::abi::AssignCatcher] {
+                            CATCH
+                        }
+                        fn shape(&self) -> __wfc::abi::TaskShape {
+                            __wfc::abi::TaskShape {
+                                input_moves: false,
+                                single_attempt: true,
+                                result_is_output: false,
+                            }
+                        }
+                        fn needs_context(&self) -> bool {
+                            true
+                        }
+                        fn parameters_form(&self) -> __wfc::abi::ParametersForm {
+                            __wfc::abi::ParametersForm::Once
+                        }
+                        fn parameters(
+                            &self,
+                            _: &__wfc::Execution,
+                            effective: &__wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> Result<__wfc::Value, __wfc::Failure> {
+                            Ok({
+                                let mut object = __wfc::serde_json::Map::with_capacity(
+                                    1usize,
                                 );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("payload"),
+                                        __wfc::abi::field(effective, PATH_8, "$.task", "payload.$")?,
+                                    );
+                                __wfc::Value::Object(object)
+                            })
+                        }
+                        fn finish(
+                            &self,
+                            _: &__wfc::Execution,
+                            raw_input: __wfc::Value,
+                            result: __wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> Result<__wfc::Value, __wfc::Failure> {
+                            let result = {
+                                let mut object = __wfc::serde_json::Map::with_capacity(
+                                    1usize,
+                                );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("p"),
+                                        __wfc::abi::field(&result, PATH_9, "$.payload", "p.$")?,
+                                    );
+                                __wfc::Value::Object(object)
+                            };
+                            let output = __wfc::abi::set(
+                                raw_input,
+                                PATH_10,
+                                "$.called",
+                                result,
+                            )?;
+                            Ok(output)
+                        }
+                        fn assigns(&self) -> bool {
+                            true
+                        }
+                        fn assigned(
+                            &self,
+                            exec: &__wfc::Execution,
+                            dollar: &__wfc::Value,
+                            states: &__wfc::abi::Bindings<'_>,
+                        ) -> Result<__wfc::abi::Assigned, __wfc::Failure> {
+                            let ctx = states.context;
+                            Ok(
+                                ::std::vec![
+                                    (::std::borrow::ToOwned::to_owned("called"),
+                                    __wfc::abi::field(dollar, PATH_5, "$.payload.name",
+                                    "called.$") ?), (::std::borrow::ToOwned::to_owned("sum"),
+                                    __wfc::abi::math_add(__wfc::abi::field_ref(dollar, PATH_6,
+                                    "$.payload.n", "sum.$") ?, &
+                                    __wfc::abi::field_path(__wfc::abi::path(& PATH_7) ?,
+                                    "sum.$", dollar, ctx) ?) ?),
+                                    (::std::borrow::ToOwned::to_owned("prevRoute"),
+                                    __wfc::abi::field_path(__wfc::abi::path(& PATH_3) ?,
+                                    "prevRoute.$", dollar, ctx) ?),
+                                    (::std::borrow::ToOwned::to_owned("uuid"), { let args =
+                                    ::std::vec![]; exec.with_rng(| rng |
+                                    __wfc::abi::call_random(__wfc::abi::Function::Uuid, args,
+                                    rng)) ? })
+                                ],
+                            )
+                        }
+                    }
+                    match task_echo(handler, exec, "Call {\"x\"} ✓", &Code, input)
+                        .await?
+                    {
+                        __wfc::Step::Next(output) => State::FanOut(output),
+                        __wfc::Step::Goto { target, output } => {
+                            match target {
+                                2 => State::FanOut(output),
+                                _ => {
+                                    return Err(
+                                        __wfc::abi::no_catcher_leading_to(
+                                            "Call {\"x\"} ✓",
+                                            target,
+                                        ),
+                                    );
+                                }
                             }
                         }
                     }
                 }
-            }
-            State::FanOut(input) => {
-                const PATH_0: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("fanErr"),
-                ];
-                const PATH_1: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("Error"),
-                ];
-                static PATH_2: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
-                    "$route",
-                ));
-                /// A catcher's `Assign`, on the Error Output.
-                fn catch_assign_3(
-                    _: &__wfc::Execution,
-                    dollar: &__wfc::Value,
-                    ctx: &__wfc::Value,
-                ) -> Result<__wfc::abi::Assigned, __wfc::Failure> {
-                    Ok(
-                        ::std::vec![
-                            (::std::borrow::ToOwned::to_owned("fanCaught"),
-                            __wfc::abi::field(dollar, PATH_1, "$.Error", "fanCaught.$")
-                            ?), (::std::borrow::ToOwned::to_owned("route"),
-                            __wfc::abi::format(& ["", " then fan"], &
-                            [__wfc::abi::field_path(__wfc::abi::path(& PATH_2) ?,
-                            "route.$", dollar, ctx) ?]) ?)
-                        ],
-                    )
-                }
-                const PATH_4: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Index(0i64),
-                    __wfc::abi::Seg::Name("payload"),
-                    __wfc::abi::Seg::Name("name"),
-                ];
-                const PATH_5: &[__wfc::abi::Seg<'static>] = &[];
-                const PATH_6: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("fan"),
-                ];
-                const PATH_7: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("fanned"),
-                ];
-                const CATCH: &[__wfc::abi::AssignCatcher] = &[
-                    __wfc::abi::AssignCatcher {
-                        catcher: __wfc::abi::Catcher {
-                            error_equals: &["States.ALL"],
-                            result_path: __wfc::abi::CatchPath::Steps(
-                                PATH_0,
-                                "$.fanErr",
-                            ),
-                            next: 3usize,
-                        },
-                        assign: Some(catch_assign_3 as __wfc::abi::CatchAssign),
-                    },
-                ];
-                /// The state's data processing; its visit is the runtime's.
-                struct Code;
-                impl __wfc::abi::NestedCode for Code {
-                    type Retrier = __wfc::abi::Retrier;
-                    type Catcher = __wfc::abi::AssignCatcher;
-                    fn retriers(&self) -> &[__wfc::abi::Retrier] {
-                        &[]
-                    }
-                    fn catchers(&self) -> &[__wfc::abi::AssignCatcher] {
-                        CATCH
-                    }
-                    fn needs_context(&self) -> bool {
-                        true
-                    }
-                    fn input_path(
-                        &self,
-                        input: &__wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> Result<__wfc::Value, __wfc::Failure> {
-                        __wfc::abi::select(input, PATH_6, "$.fan").cloned()
-                    }
-                    fn finish(
-                        &self,
-                        _: &__wfc::Execution,
-                        raw_input: __wfc::Value,
-                        result: __wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> Result<__wfc::Value, __wfc::Failure> {
-                        let output = __wfc::abi::set(
-                            raw_input,
-                            PATH_7,
-                            "$.fanned",
-                            result,
-                        )?;
-                        Ok(output)
-                    }
-                    fn assigns(&self) -> bool {
-                        true
-                    }
-                    fn assigned(
-                        &self,
+                State::FanOut(input) => {
+                    const PATH_0: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("fanErr"),
+                    ];
+                    const PATH_1: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("Error"),
+                    ];
+                    static PATH_2: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
+                        "$route",
+                    ));
+                    /// A catcher's `Assign`, on the Error Output.
+                    fn catch_assign_3(
                         _: &__wfc::Execution,
                         dollar: &__wfc::Value,
-                        _: &__wfc::abi::Bindings<'_>,
+                        ctx: &__wfc::Value,
                     ) -> Result<__wfc::abi::Assigned, __wfc::Failure> {
                         Ok(
                             ::std::vec![
-                                (::std::borrow::ToOwned::to_owned("fanned"),
-                                __wfc::abi::field(dollar, PATH_4, "$[0].payload.name",
-                                "fanned.$") ?),
-                                (::std::borrow::ToOwned::to_owned("branches"),
-                                __wfc::abi::call(__wfc::abi::Function::ArrayLength,
-                                ::std::vec![__wfc::abi::field(dollar, PATH_5, "$",
-                                "branches.$") ?]) ?)
+                                (::std::borrow::ToOwned::to_owned("fanCaught"),
+                                __wfc::abi::field(dollar, PATH_1, "$.Error", "fanCaught.$")
+                                ?), (::std::borrow::ToOwned::to_owned("route"),
+                                __wfc::abi::format(& ["", " then fan"], &
+                                [__wfc::abi::field_path(__wfc::abi::path(& PATH_2) ?,
+                                "route.$", dollar, ctx) ?]) ?)
                             ],
                         )
                     }
-                }
-                impl __wfc::abi::ParallelCode for Code {}
-                match __wfc::abi::parallel(
-                        exec,
-                        "Fan \"out\" #",
-                        &Code,
-                        input,
-                        move |input: __wfc::Value, exec: __wfc::Execution| async move {
-                            let __wfc_branch_exec_0 = exec.branch();
-                            let __wfc_branch_exec_1 = exec.branch();
-                            __wfc::abi::join_branches(
-                                    ::std::vec![
-                                        __wfc::FutureExt::boxed(__wfc_branch_exec_0
-                                        .in_branch_context(fan_out_branch_0::drive(handler, &
-                                        __wfc_branch_exec_0, ::core::clone::Clone::clone(&
-                                        input)))), __wfc::FutureExt::boxed(__wfc_branch_exec_1
-                                        .in_branch_context(fan_out_branch_1::drive(handler, &
-                                        __wfc_branch_exec_1, input)))
-                                    ],
-                                )
-                                .await
+                    const PATH_4: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Index(0i64),
+                        __wfc::abi::Seg::Name("payload"),
+                        __wfc::abi::Seg::Name("name"),
+                    ];
+                    const PATH_5: &[__wfc::abi::Seg<'static>] = &[];
+                    const PATH_6: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("fan"),
+                    ];
+                    const PATH_7: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("fanned"),
+                    ];
+                    const CATCH: &[__wfc::abi::AssignCatcher] = &[
+                        __wfc::abi::AssignCatcher {
+                            catcher: __wfc::abi::Catcher {
+                                error_equals: &["States.ALL"],
+                                result_path: __wfc::abi::CatchPath::Steps(
+                                    PATH_0,
+                                    "$.fanErr",
+                                ),
+                                next: 3usize,
+                            },
+                            assign: Some(catch_assign_3 as __wfc::abi::CatchAssign),
                         },
-                    )
-                    .await?
-                {
-                    __wfc::Step::Next(output) => State::EachM(output),
-                    __wfc::Step::Goto { target, output } => {
-                        match target {
-                            3 => State::EachM(output),
-                            _ => {
-                                return Err(
-                                    __wfc::abi::no_catcher_leading_to("Fan \"out\" #", target),
-                                );
+                    ];
+                    /// The state's data processing; its visit is the runtime's.
+                    struct Code;
+                    impl __wfc::abi::NestedCode for Code {
+                        type Retrier = __wfc::abi::Retrier;
+                        type Catcher = __wfc::abi::AssignCatcher;
+                        fn retriers(&self) -> &[__wfc::abi::Retrier] {
+                            &[]
+                        }
+                        fn catchers(&self) -> &[__wfc::abi::AssignCatcher] {
+                            CATCH
+                        }
+                        fn needs_context(&self) -> bool {
+                            true
+                        }
+                        fn input_path(
+                            &self,
+                            input: &__wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> Result<__wfc::Value, __wfc::Failure> {
+                            __wfc::abi::select(input, PATH_6, "$.fan").cloned()
+                        }
+                        fn finish(
+                            &self,
+                            _: &__wfc::Execution,
+                            raw_input: __wfc::Value,
+                            result: __wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> Result<__wfc::Value, __wfc::Failure> {
+                            let output = __wfc::abi::set(
+                                raw_input,
+                                PATH_7,
+                                "$.fanned",
+                                result,
+                            )?;
+                            Ok(output)
+                        }
+                        fn assigns(&self) -> bool {
+                            true
+                        }
+                        fn assigned(
+                            &self,
+                            _: &__wfc::Execution,
+                            dollar: &__wfc::Value,
+                            _: &__wfc::abi::Bindings<'_>,
+                        ) -> Result<__wfc::abi::Assigned, __wfc::Failure> {
+                            Ok(
+                                ::std::vec![
+                                    (::std::borrow::ToOwned::to_owned("fanned"),
+                                    __wfc::abi::field(dollar, PATH_4, "$[0].payload.name",
+                                    "fanned.$") ?),
+                                    (::std::borrow::ToOwned::to_owned("branches"),
+                                    __wfc::abi::call(__wfc::abi::Function::ArrayLength,
+                                    ::std::vec![__wfc::abi::field(dollar, PATH_5, "$",
+                                    "branches.$") ?]) ?)
+                                ],
+                            )
+                        }
+                    }
+                    impl __wfc::abi::ParallelCode for Code {}
+                    match __wfc::abi::parallel(
+                            exec,
+                            "Fan \"out\" #",
+                            &Code,
+                            input,
+                            move |input: __wfc::Value, exec: __wfc::Execution| async move {
+                                let __wfc_branch_exec_0 = exec.branch();
+                                let __wfc_branch_exec_1 = exec.branch();
+                                __wfc::abi::join_branches(
+                                        ::std::vec![
+                                            __wfc::FutureExt::boxed(__wfc_branch_exec_0
+                                            .in_branch_context(fan_out_branch_0::drive(handler, &
+                                            __wfc_branch_exec_0, ::core::clone::Clone::clone(&
+                                            input)))), __wfc::FutureExt::boxed(__wfc_branch_exec_1
+                                            .in_branch_context(fan_out_branch_1::drive(handler, &
+                                            __wfc_branch_exec_1, input)))
+                                        ],
+                                    )
+                                    .await
+                            },
+                        )
+                        .await?
+                    {
+                        __wfc::Step::Next(output) => State::EachM(output),
+                        __wfc::Step::Goto { target, output } => {
+                            match target {
+                                3 => State::EachM(output),
+                                _ => {
+                                    return Err(
+                                        __wfc::abi::no_catcher_leading_to("Fan \"out\" #", target),
+                                    );
+                                }
                             }
                         }
                     }
                 }
-            }
-            State::EachM(input) => {
-                const PATH_0: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("Cause"),
-                ];
-                static LITERAL_1: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
-                    let mut object = __wfc::serde_json::Map::with_capacity(2usize);
-                    object
-                        .insert(
-                            ::std::borrow::ToOwned::to_owned("k"),
-                            __wfc::Value::String(
-                                ::std::borrow::ToOwned::to_owned("v \"q\" {#}"),
-                            ),
-                        );
-                    object
-                        .insert(
-                            ::std::borrow::ToOwned::to_owned("list"),
-                            __wfc::Value::Array(
-                                ::std::vec![__wfc::Value::from(1u64), __wfc::Value::Null],
-                            ),
-                        );
-                    __wfc::Value::Object(object)
-                });
-                /// A catcher's `Assign`, on the Error Output.
-                fn catch_assign_2(
-                    _: &__wfc::Execution,
-                    dollar: &__wfc::Value,
-                    _: &__wfc::Value,
-                ) -> Result<__wfc::abi::Assigned, __wfc::Failure> {
-                    Ok(
-                        ::std::vec![
-                            (::std::borrow::ToOwned::to_owned("mapCaught"),
-                            __wfc::abi::field(dollar, PATH_0, "$.Cause", "mapCaught.$")
-                            ?), (::std::borrow::ToOwned::to_owned("literal"),
-                            __wfc::Value::clone(& LITERAL_1))
-                        ],
-                    )
-                }
-                const PATH_3: &[__wfc::abi::Seg<'static>] = &[];
-                const PATH_4: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Index(0i64),
-                    __wfc::abi::Seg::Name("payload"),
-                ];
-                static PATH_5: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
-                    "$route",
-                ));
-                const PATH_6: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("mapped"),
-                ];
-                const PATH_7: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("items"),
-                ];
-                const CATCH: &[__wfc::abi::AssignCatcher] = &[
-                    __wfc::abi::AssignCatcher {
-                        catcher: __wfc::abi::Catcher {
-                            error_equals: &["Boom"],
-                            result_path: __wfc::abi::CatchPath::Discard,
-                            next: 4usize,
-                        },
-                        assign: Some(catch_assign_2 as __wfc::abi::CatchAssign),
-                    },
-                ];
-                /// The state's data processing; its visit is the runtime's.
-                struct Code;
-                impl __wfc::abi::NestedCode for Code {
-                    type Retrier = __wfc::abi::Retrier;
-                    type Catcher = __wfc::abi::AssignCatcher;
-                    fn retriers(&self) -> &[__wfc::abi::Retrier] {
-                        &[]
-                    }
-                    fn catchers(&self) -> &[__wfc::abi::AssignCatcher] {
-                        CATCH
-                    }
-                    fn needs_context(&self) -> bool {
-                        true
-                    }
-                    fn finish(
-                        &self,
-                        _: &__wfc::Execution,
-                        raw_input: __wfc::Value,
-                        result: __wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> Result<__wfc::Value, __wfc::Failure> {
-                        let output = __wfc::abi::set(
-                            raw_input,
-                            PATH_6,
-                            "$.mapped",
-                            result,
-                        )?;
-                        Ok(output)
-                    }
-                    fn assigns(&self) -> bool {
-                        true
-                    }
-                    fn assigned(
-                        &self,
+                State::EachM(input) => {
+                    const PATH_0: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("Cause"),
+                    ];
+                    static LITERAL_1: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
+                        let mut object = __wfc::serde_json::Map::with_capacity(2usize);
+                        object
+                            .insert(
+                                ::std::borrow::ToOwned::to_owned("k"),
+                                __wfc::Value::String(
+                                    ::std::borrow::ToOwned::to_owned("v \"q\" {#}"),
+                                ),
+                            );
+                        object
+                            .insert(
+                                ::std::borrow::ToOwned::to_owned("list"),
+                                __wfc::Value::Array(
+                                    ::std::vec![__wfc::Value::from(1u64), __wfc::Value::Null],
+                                ),
+                            );
+                        __wfc::Value::Object(object)
+                    });
+                    /// A catcher's `Assign`, on the Error Output.
+                    fn catch_assign_2(
                         _: &__wfc::Execution,
                         dollar: &__wfc::Value,
-                        states: &__wfc::abi::Bindings<'_>,
+                        _: &__wfc::Value,
                     ) -> Result<__wfc::abi::Assigned, __wfc::Failure> {
-                        let ctx = states.context;
                         Ok(
                             ::std::vec![
-                                (::std::borrow::ToOwned::to_owned("mappedCount"),
-                                __wfc::abi::call(__wfc::abi::Function::ArrayLength,
-                                ::std::vec![__wfc::abi::field(dollar, PATH_3, "$",
-                                "mappedCount.$") ?]) ?),
-                                (::std::borrow::ToOwned::to_owned("first"),
-                                __wfc::abi::field(dollar, PATH_4, "$[0].payload", "first.$")
-                                ?), (::std::borrow::ToOwned::to_owned("lastRoute"),
-                                __wfc::abi::field_path(__wfc::abi::path(& PATH_5) ?,
-                                "lastRoute.$", dollar, ctx) ?)
+                                (::std::borrow::ToOwned::to_owned("mapCaught"),
+                                __wfc::abi::field(dollar, PATH_0, "$.Cause", "mapCaught.$")
+                                ?), (::std::borrow::ToOwned::to_owned("literal"),
+                                __wfc::Value::clone(& LITERAL_1))
                             ],
                         )
                     }
-                }
-                impl __wfc::abi::MapCode for Code {
-                    fn iteration_inputs(
-                        &self,
-                        _: &__wfc::Execution,
-                        _raw_input: &__wfc::Value,
-                        effective: &__wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> Result<::std::vec::Vec<__wfc::Value>, __wfc::Failure> {
-                        __wfc::abi::items(effective, PATH_7, "$.items")
-                    }
-                }
-                match __wfc::abi::map(
-                        exec,
-                        "Each {m} ✓",
-                        &Code,
-                        input,
-                        move |item: __wfc::Value, line: __wfc::Execution| async move {
-                            __wfc::FutureExt::boxed(
-                                    each_m_item_processor::drive(handler, &line, item),
-                                )
-                                .await
+                    const PATH_3: &[__wfc::abi::Seg<'static>] = &[];
+                    const PATH_4: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Index(0i64),
+                        __wfc::abi::Seg::Name("payload"),
+                    ];
+                    static PATH_5: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
+                        "$route",
+                    ));
+                    const PATH_6: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("mapped"),
+                    ];
+                    const PATH_7: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("items"),
+                    ];
+                    const CATCH: &[__wfc::abi::AssignCatcher] = &[
+                        __wfc::abi::AssignCatcher {
+                            catcher: __wfc::abi::Catcher {
+                                error_equals: &["Boom"],
+                                result_path: __wfc::abi::CatchPath::Discard,
+                                next: 4usize,
+                            },
+                            assign: Some(catch_assign_2 as __wfc::abi::CatchAssign),
                         },
-                    )
-                    .await?
-                {
-                    __wfc::Step::Next(output) => State::Done(output),
-                    __wfc::Step::Goto { target, output } => {
-                        match target {
-                            4 => State::Done(output),
-                            _ => {
-                                return Err(
-                                    __wfc::abi::no_catcher_leading_to("Each {m} ✓", target),
-                                );
+                    ];
+                    /// The state's data processing; its visit is the runtime's.
+                    struct Code;
+                    impl __wfc::abi::NestedCode for Code {
+                        type Retrier = __wfc::abi::Retrier;
+                        type Catcher = __wfc::abi::AssignCatcher;
+                        fn retriers(&self) -> &[__wfc::abi::Retrier] {
+                            &[]
+                        }
+                        fn catchers(&self) -> &[__wfc::abi::AssignCatcher] {
+                            CATCH
+                        }
+                        fn needs_context(&self) -> bool {
+                            true
+                        }
+                        fn finish(
+                            &self,
+                            _: &__wfc::Execution,
+                            raw_input: __wfc::Value,
+                            result: __wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> Result<__wfc::Value, __wfc::Failure> {
+                            let output = __wfc::abi::set(
+                                raw_input,
+                                PATH_6,
+                                "$.mapped",
+                                result,
+                            )?;
+                            Ok(output)
+                        }
+                        fn assigns(&self) -> bool {
+                            true
+                        }
+                        fn assigned(
+                            &self,
+                            _: &__wfc::Execution,
+                            dollar: &__wfc::Value,
+                            states: &__wfc::abi::Bindings<'_>,
+                        ) -> Result<__wfc::abi::Assigned, __wfc::Failure> {
+                            let ctx = states.context;
+                            Ok(
+                                ::std::vec![
+                                    (::std::borrow::ToOwned::to_owned("mappedCount"),
+                                    __wfc::abi::call(__wfc::abi::Function::ArrayLength,
+                                    ::std::vec![__wfc::abi::field(dollar, PATH_3, "$",
+                                    "mappedCount.$") ?]) ?),
+                                    (::std::borrow::ToOwned::to_owned("first"),
+                                    __wfc::abi::field(dollar, PATH_4, "$[0].payload", "first.$")
+                                    ?), (::std::borrow::ToOwned::to_owned("lastRoute"),
+                                    __wfc::abi::field_path(__wfc::abi::path(& PATH_5) ?,
+                                    "lastRoute.$", dollar, ctx) ?)
+                                ],
+                            )
+                        }
+                    }
+                    impl __wfc::abi::MapCode for Code {
+                        fn iteration_inputs(
+                            &self,
+                            _: &__wfc::Execution,
+                            _raw_input: &__wfc::Value,
+                            effective: &__wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> Result<::std::vec::Vec<__wfc::Value>, __wfc::Failure> {
+                            __wfc::abi::items(effective, PATH_7, "$.items")
+                        }
+                    }
+                    match __wfc::abi::map(
+                            exec,
+                            "Each {m} ✓",
+                            &Code,
+                            input,
+                            move |item: __wfc::Value, line: __wfc::Execution| async move {
+                                __wfc::FutureExt::boxed(
+                                        each_m_item_processor::drive(handler, &line, item),
+                                    )
+                                    .await
+                            },
+                        )
+                        .await?
+                    {
+                        __wfc::Step::Next(output) => State::Done(output),
+                        __wfc::Step::Goto { target, output } => {
+                            match target {
+                                4 => State::Done(output),
+                                _ => {
+                                    return Err(
+                                        __wfc::abi::no_catcher_leading_to("Each {m} ✓", target),
+                                    );
+                                }
                             }
                         }
                     }
                 }
-            }
-            State::Done(input) => {
-                let output = __wfc::abi::pass(
-                    exec,
-                    "Done ✓",
-                    false,
-                    input,
-                    |input: __wfc::Value, _: &__wfc::Value| {
-                        let output = input;
-                        Ok(output)
-                    },
-                )?;
-                return Ok(__wfc::abi::Flow::End(output));
-            }
-        };
-        Ok(__wfc::abi::Flow::Next(next))
+                State::Done(input) => {
+                    let output = __wfc::abi::pass(
+                        exec,
+                        "Done ✓",
+                        false,
+                        input,
+                        |input: __wfc::Value, _: &__wfc::Value| {
+                            let output = input;
+                            Ok(output)
+                        },
+                    )?;
+                    return Ok(__wfc::abi::Flow::End(output));
+                }
+            };
+            Ok(__wfc::abi::Flow::Next(next))
+        }
     }
     /// Branch 0 of the Parallel state `Fan "out" #`: its own states and driver.
     pub mod fan_out_branch_0 {
@@ -934,97 +942,111 @@ pub mod assign_states {
             }
         }
         /// Runs this branch from its start state.
-        pub(super) async fn drive<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        pub(super) fn drive<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             input: __wfc::Value,
-        ) -> Result<__wfc::Value, __wfc::Failure> {
-            resume(handler, exec, State::EchoB(input)).await
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::Value, __wfc::Failure>,
+        > + 'a {
+            resume(handler, exec, State::EchoB(input))
         }
         /// Runs branch 0 of the Parallel state `Fan "out" #` from `state` until it ends, in the execution `exec` (its clock, history and context).
-        pub async fn resume<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        pub fn resume<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             state: State,
-        ) -> Result<__wfc::Value, __wfc::Failure> {
-            __wfc::abi::drive(state, |state| step(handler, exec, state)).await
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::Value, __wfc::Failure>,
+        > + 'a {
+            __wfc::abi::drive(state, move |state| step(handler, exec, state))
         }
         /// One state of branch 0 of the Parallel state `Fan "out" #`: its work, then where control goes (run by the runtime's driver, `abi::drive`).
-        async fn step<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        fn step<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             state: State,
-        ) -> Result<__wfc::abi::Flow<State>, __wfc::Failure> {
-            match state {
-                State::EchoB(input) => {
-                    const PATH_0: &[__wfc::abi::Seg<'static>] = &[];
-                    /// The state's data processing; its visit is `abi::task`'s.
-                    struct Code;
-                    impl __wfc::abi::TaskCode for Code {
-                        type Retrier = __wfc::abi::Retrier;
-                        type Catcher = __wfc::abi::Catcher;
-                        fn resource(&self) -> &str {
-                            "arn:aws:states:::wfc:echo"
-                        }
-                        fn static_names(
-                            &self,
-                        ) -> ::core::option::Option<(&'static str, &'static str)> {
-                            ::core::option::Option::Some((
-                                "Echo {b} ✓",
-                                "arn:aws:states:::wfc:echo",
-                            ))
-                        }
-                        fn is_lambda_function(&self) -> bool {
-                            const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
-                                "arn:aws:states:::wfc:echo",
-                            );
-                            LAMBDA_FUNCTION
-                        }
-                        fn retriers(&self) -> &[__wfc::abi::Retrier] {
-                            &[]
-                        }
-                        fn catchers(&self) -> &[__wfc::abi::Catcher] {
-                            &[]
-                        }
-                        fn shape(&self) -> __wfc::abi::TaskShape {
-                            __wfc::abi::TaskShape {
-                                input_moves: true,
-                                single_attempt: true,
-                                result_is_output: true,
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::abi::Flow<State>, __wfc::Failure>,
+        > + 'a {
+            async move {
+                match state {
+                    State::EchoB(input) => {
+                        const PATH_0: &[__wfc::abi::Seg<'static>] = &[];
+                        /// The state's data processing; its visit is `abi::task`'s.
+                        struct Code;
+                        impl __wfc::abi::TaskCode for Code {
+                            type Retrier = __wfc::abi::Retrier;
+                            type Catcher = __wfc::abi::Catcher;
+                            fn resource(&self) -> &str {
+                                "arn:aws:states:::wfc:echo"
+                            }
+                            fn static_names(
+                                &self,
+                            ) -> ::core::option::Option<(&'static str, &'static str)> {
+                                ::core::option::Option::Some((
+                                    "Echo {b} ✓",
+                                    "arn:aws:states:::wfc:echo",
+                                ))
+                            }
+                            fn is_lambda_function(&self) -> bool {
+                                const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
+                                    "arn:aws:states:::wfc:echo",
+                                );
+                                LAMBDA_FUNCTION
+                            }
+                            fn retriers(&self) -> &[__wfc::abi::Retrier] {
+                                &[]
+                            }
+                            fn catchers(&self) -> &[__wfc::abi::Catcher] {
+                                &[]
+                            }
+                            fn shape(&self) -> __wfc::abi::TaskShape {
+                                __wfc::abi::TaskShape {
+                                    input_moves: true,
+                                    single_attempt: true,
+                                    result_is_output: true,
+                                }
+                            }
+                            fn parameters_form(&self) -> __wfc::abi::ParametersForm {
+                                __wfc::abi::ParametersForm::Once
+                            }
+                            fn parameters(
+                                &self,
+                                _: &__wfc::Execution,
+                                effective: &__wfc::Value,
+                                _: &__wfc::Value,
+                            ) -> Result<__wfc::Value, __wfc::Failure> {
+                                Ok({
+                                    let mut object = __wfc::serde_json::Map::with_capacity(
+                                        1usize,
+                                    );
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("payload"),
+                                            __wfc::abi::field(effective, PATH_0, "$", "payload.$")?,
+                                        );
+                                    __wfc::Value::Object(object)
+                                })
                             }
                         }
-                        fn parameters_form(&self) -> __wfc::abi::ParametersForm {
-                            __wfc::abi::ParametersForm::Once
-                        }
-                        fn parameters(
-                            &self,
-                            _: &__wfc::Execution,
-                            effective: &__wfc::Value,
-                            _: &__wfc::Value,
-                        ) -> Result<__wfc::Value, __wfc::Failure> {
-                            Ok({
-                                let mut object = __wfc::serde_json::Map::with_capacity(
-                                    1usize,
+                        match super::task_echo(
+                                handler,
+                                exec,
+                                "Echo {b} ✓",
+                                &Code,
+                                input,
+                            )
+                            .await?
+                        {
+                            __wfc::Step::Next(output) => {
+                                return Ok(__wfc::abi::Flow::End(output));
+                            }
+                            __wfc::Step::Goto { target, .. } => {
+                                return Err(
+                                    __wfc::abi::no_catcher_leading_to("Echo {b} ✓", target),
                                 );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("payload"),
-                                        __wfc::abi::field(effective, PATH_0, "$", "payload.$")?,
-                                    );
-                                __wfc::Value::Object(object)
-                            })
-                        }
-                    }
-                    match super::task_echo(handler, exec, "Echo {b} ✓", &Code, input)
-                        .await?
-                    {
-                        __wfc::Step::Next(output) => {
-                            return Ok(__wfc::abi::Flow::End(output));
-                        }
-                        __wfc::Step::Goto { target, .. } => {
-                            return Err(
-                                __wfc::abi::no_catcher_leading_to("Echo {b} ✓", target),
-                            );
+                            }
                         }
                     }
                 }
@@ -1069,45 +1091,53 @@ pub mod assign_states {
             }
         }
         /// Runs this branch from its start state.
-        pub(super) async fn drive<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        pub(super) fn drive<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             input: __wfc::Value,
-        ) -> Result<__wfc::Value, __wfc::Failure> {
-            resume(handler, exec, State::TwoB(input)).await
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::Value, __wfc::Failure>,
+        > + 'a {
+            resume(handler, exec, State::TwoB(input))
         }
         /// Runs branch 1 of the Parallel state `Fan "out" #` from `state` until it ends, in the execution `exec` (its clock, history and context).
-        pub async fn resume<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        pub fn resume<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             state: State,
-        ) -> Result<__wfc::Value, __wfc::Failure> {
-            __wfc::abi::drive(state, |state| step(handler, exec, state)).await
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::Value, __wfc::Failure>,
+        > + 'a {
+            __wfc::abi::drive(state, move |state| step(handler, exec, state))
         }
         /// One state of branch 1 of the Parallel state `Fan "out" #`: its work, then where control goes (run by the runtime's driver, `abi::drive`).
-        async fn step<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        fn step<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             state: State,
-        ) -> Result<__wfc::abi::Flow<State>, __wfc::Failure> {
-            let _ = handler;
-            match state {
-                State::TwoB(input) => {
-                    let output = __wfc::abi::pass_bounded(
-                        exec,
-                        "Two \"b\"",
-                        false,
-                        input,
-                        9usize,
-                        0usize,
-                        |_: &__wfc::Value, _: &__wfc::Value| {
-                            let output = __wfc::Value::String(
-                                ::std::borrow::ToOwned::to_owned("two ✓"),
-                            );
-                            Ok(output)
-                        },
-                    )?;
-                    return Ok(__wfc::abi::Flow::End(output));
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::abi::Flow<State>, __wfc::Failure>,
+        > + 'a {
+            async move {
+                let _ = handler;
+                match state {
+                    State::TwoB(input) => {
+                        let output = __wfc::abi::pass_bounded(
+                            exec,
+                            "Two \"b\"",
+                            false,
+                            input,
+                            9usize,
+                            0usize,
+                            |_: &__wfc::Value, _: &__wfc::Value| {
+                                let output = __wfc::Value::String(
+                                    ::std::borrow::ToOwned::to_owned("two ✓"),
+                                );
+                                Ok(output)
+                            },
+                        )?;
+                        return Ok(__wfc::abi::Flow::End(output));
+                    }
                 }
             }
         }
@@ -1150,97 +1180,111 @@ pub mod assign_states {
             }
         }
         /// Runs this branch from its start state.
-        pub(super) async fn drive<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        pub(super) fn drive<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             input: __wfc::Value,
-        ) -> Result<__wfc::Value, __wfc::Failure> {
-            resume(handler, exec, State::ItemI(input)).await
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::Value, __wfc::Failure>,
+        > + 'a {
+            resume(handler, exec, State::ItemI(input))
         }
         /// Runs the item processor of the Map state `Each {m} ✓` from `state` until it ends, in the execution `exec` (its clock, history and context).
-        pub async fn resume<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        pub fn resume<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             state: State,
-        ) -> Result<__wfc::Value, __wfc::Failure> {
-            __wfc::abi::drive(state, |state| step(handler, exec, state)).await
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::Value, __wfc::Failure>,
+        > + 'a {
+            __wfc::abi::drive(state, move |state| step(handler, exec, state))
         }
         /// One state of the item processor of the Map state `Each {m} ✓`: its work, then where control goes (run by the runtime's driver, `abi::drive`).
-        async fn step<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        fn step<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             state: State,
-        ) -> Result<__wfc::abi::Flow<State>, __wfc::Failure> {
-            match state {
-                State::ItemI(input) => {
-                    const PATH_0: &[__wfc::abi::Seg<'static>] = &[];
-                    /// The state's data processing; its visit is `abi::task`'s.
-                    struct Code;
-                    impl __wfc::abi::TaskCode for Code {
-                        type Retrier = __wfc::abi::Retrier;
-                        type Catcher = __wfc::abi::Catcher;
-                        fn resource(&self) -> &str {
-                            "arn:aws:states:::wfc:echo"
-                        }
-                        fn static_names(
-                            &self,
-                        ) -> ::core::option::Option<(&'static str, &'static str)> {
-                            ::core::option::Option::Some((
-                                "Item \"i\" ✓",
-                                "arn:aws:states:::wfc:echo",
-                            ))
-                        }
-                        fn is_lambda_function(&self) -> bool {
-                            const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
-                                "arn:aws:states:::wfc:echo",
-                            );
-                            LAMBDA_FUNCTION
-                        }
-                        fn retriers(&self) -> &[__wfc::abi::Retrier] {
-                            &[]
-                        }
-                        fn catchers(&self) -> &[__wfc::abi::Catcher] {
-                            &[]
-                        }
-                        fn shape(&self) -> __wfc::abi::TaskShape {
-                            __wfc::abi::TaskShape {
-                                input_moves: true,
-                                single_attempt: true,
-                                result_is_output: true,
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::abi::Flow<State>, __wfc::Failure>,
+        > + 'a {
+            async move {
+                match state {
+                    State::ItemI(input) => {
+                        const PATH_0: &[__wfc::abi::Seg<'static>] = &[];
+                        /// The state's data processing; its visit is `abi::task`'s.
+                        struct Code;
+                        impl __wfc::abi::TaskCode for Code {
+                            type Retrier = __wfc::abi::Retrier;
+                            type Catcher = __wfc::abi::Catcher;
+                            fn resource(&self) -> &str {
+                                "arn:aws:states:::wfc:echo"
+                            }
+                            fn static_names(
+                                &self,
+                            ) -> ::core::option::Option<(&'static str, &'static str)> {
+                                ::core::option::Option::Some((
+                                    "Item \"i\" ✓",
+                                    "arn:aws:states:::wfc:echo",
+                                ))
+                            }
+                            fn is_lambda_function(&self) -> bool {
+                                const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
+                                    "arn:aws:states:::wfc:echo",
+                                );
+                                LAMBDA_FUNCTION
+                            }
+                            fn retriers(&self) -> &[__wfc::abi::Retrier] {
+                                &[]
+                            }
+                            fn catchers(&self) -> &[__wfc::abi::Catcher] {
+                                &[]
+                            }
+                            fn shape(&self) -> __wfc::abi::TaskShape {
+                                __wfc::abi::TaskShape {
+                                    input_moves: true,
+                                    single_attempt: true,
+                                    result_is_output: true,
+                                }
+                            }
+                            fn parameters_form(&self) -> __wfc::abi::ParametersForm {
+                                __wfc::abi::ParametersForm::Once
+                            }
+                            fn parameters(
+                                &self,
+                                _: &__wfc::Execution,
+                                effective: &__wfc::Value,
+                                _: &__wfc::Value,
+                            ) -> Result<__wfc::Value, __wfc::Failure> {
+                                Ok({
+                                    let mut object = __wfc::serde_json::Map::with_capacity(
+                                        1usize,
+                                    );
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("payload"),
+                                            __wfc::abi::field(effective, PATH_0, "$", "payload.$")?,
+                                        );
+                                    __wfc::Value::Object(object)
+                                })
                             }
                         }
-                        fn parameters_form(&self) -> __wfc::abi::ParametersForm {
-                            __wfc::abi::ParametersForm::Once
-                        }
-                        fn parameters(
-                            &self,
-                            _: &__wfc::Execution,
-                            effective: &__wfc::Value,
-                            _: &__wfc::Value,
-                        ) -> Result<__wfc::Value, __wfc::Failure> {
-                            Ok({
-                                let mut object = __wfc::serde_json::Map::with_capacity(
-                                    1usize,
+                        match super::task_echo(
+                                handler,
+                                exec,
+                                "Item \"i\" ✓",
+                                &Code,
+                                input,
+                            )
+                            .await?
+                        {
+                            __wfc::Step::Next(output) => {
+                                return Ok(__wfc::abi::Flow::End(output));
+                            }
+                            __wfc::Step::Goto { target, .. } => {
+                                return Err(
+                                    __wfc::abi::no_catcher_leading_to("Item \"i\" ✓", target),
                                 );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("payload"),
-                                        __wfc::abi::field(effective, PATH_0, "$", "payload.$")?,
-                                    );
-                                __wfc::Value::Object(object)
-                            })
-                        }
-                    }
-                    match super::task_echo(handler, exec, "Item \"i\" ✓", &Code, input)
-                        .await?
-                    {
-                        __wfc::Step::Next(output) => {
-                            return Ok(__wfc::abi::Flow::End(output));
-                        }
-                        __wfc::Step::Goto { target, .. } => {
-                            return Err(
-                                __wfc::abi::no_catcher_leading_to("Item \"i\" ✓", target),
-                            );
+                            }
                         }
                     }
                 }

@@ -142,106 +142,112 @@ pub mod count_loop {
         }
     }
     /// Runs the workflow from `state` until it ends, in the execution `exec` (its clock, history and context).
-    pub async fn resume<H: Handler>(
-        handler: &H,
-        exec: &__wfc::Execution,
+    pub fn resume<'a, H: Handler>(
+        handler: &'a H,
+        exec: &'a __wfc::Execution,
         state: State,
-    ) -> Result<__wfc::Value, __wfc::Failure> {
-        __wfc::abi::drive(state, |state| step(handler, exec, state)).await
+    ) -> impl ::core::future::Future<
+        Output = Result<__wfc::Value, __wfc::Failure>,
+    > + 'a {
+        __wfc::abi::drive(state, move |state| step(handler, exec, state))
     }
     /// One state of the workflow: its work, then where control goes (run by the runtime's driver, `abi::drive`).
-    async fn step<H: Handler>(
-        handler: &H,
-        exec: &__wfc::Execution,
+    fn step<'a, H: Handler>(
+        handler: &'a H,
+        exec: &'a __wfc::Execution,
         state: State,
-    ) -> Result<__wfc::abi::Flow<State>, __wfc::Failure> {
-        let _ = handler;
-        let next = match state {
-            State::Check(input) => {
-                const NUMBER_0: __wfc::abi::NativeNumber = __wfc::abi::NativeNumber::from_parts(
-                    Some(1000i128),
-                    Some(1000f64),
-                );
-                const PATH_1: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("i"),
-                ];
-                let __wfc::Chosen { branch, output } = __wfc::abi::choice_kept(
-                    exec,
-                    "Check",
-                    false,
-                    input,
-                    true,
-                    |input: &__wfc::Value, _: &__wfc::Value| {
-                        if match __wfc::abi::get(input, PATH_1) {
-                            Some(value) => {
-                                __wfc::abi::numeric(value, &NUMBER_0)
-                                    == Some(::core::cmp::Ordering::Less)
-                            }
-                            ::core::option::Option::None => {
-                                return Err(__wfc::abi::missing("$.i", input));
-                            }
-                        } {
-                            return Ok(Some(0));
-                        }
-                        Ok(::core::option::Option::None)
-                    },
-                )?;
-                match branch {
-                    Some(0) => State::Increment(output),
-                    _ => State::Done(output),
-                }
-            }
-            State::Increment(input) => {
-                const PATH_0: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("i"),
-                ];
-                let output = __wfc::abi::pass_bounded(
-                    exec,
-                    "Increment",
-                    false,
-                    input,
-                    30usize,
-                    1usize,
-                    |input: &__wfc::Value, _: &__wfc::Value| {
-                        let output = {
-                            let result = {
-                                let effective = &input;
-                                {
-                                    let mut object = __wfc::serde_json::Map::with_capacity(
-                                        1usize,
-                                    );
-                                    object
-                                        .insert(
-                                            ::std::borrow::ToOwned::to_owned("i"),
-                                            __wfc::abi::math_add(
-                                                __wfc::abi::field_ref(effective, PATH_0, "$.i", "i.$")?,
-                                                &__wfc::Value::from(1u64),
-                                            )?,
-                                        );
-                                    __wfc::Value::Object(object)
-                                }
-                            };
-                            result
-                        };
-                        Ok(output)
-                    },
-                )?;
-                State::Check(output)
-            }
-            State::Done(input) => {
-                return __wfc::abi::succeed(
+    ) -> impl ::core::future::Future<
+        Output = Result<__wfc::abi::Flow<State>, __wfc::Failure>,
+    > + 'a {
+        async move {
+            let _ = handler;
+            let next = match state {
+                State::Check(input) => {
+                    const NUMBER_0: __wfc::abi::NativeNumber = __wfc::abi::NativeNumber::from_parts(
+                        Some(1000i128),
+                        Some(1000f64),
+                    );
+                    const PATH_1: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("i"),
+                    ];
+                    let __wfc::Chosen { branch, output } = __wfc::abi::choice_kept(
                         exec,
-                        "Done",
+                        "Check",
                         false,
                         input,
-                        |input: __wfc::Value, _: &__wfc::Value| {
-                            let output = input;
+                        true,
+                        |input: &__wfc::Value, _: &__wfc::Value| {
+                            if match __wfc::abi::get(input, PATH_1) {
+                                Some(value) => {
+                                    __wfc::abi::numeric(value, &NUMBER_0)
+                                        == Some(::core::cmp::Ordering::Less)
+                                }
+                                ::core::option::Option::None => {
+                                    return Err(__wfc::abi::missing("$.i", input));
+                                }
+                            } {
+                                return Ok(Some(0));
+                            }
+                            Ok(::core::option::Option::None)
+                        },
+                    )?;
+                    match branch {
+                        Some(0) => State::Increment(output),
+                        _ => State::Done(output),
+                    }
+                }
+                State::Increment(input) => {
+                    const PATH_0: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("i"),
+                    ];
+                    let output = __wfc::abi::pass_bounded(
+                        exec,
+                        "Increment",
+                        false,
+                        input,
+                        30usize,
+                        1usize,
+                        |input: &__wfc::Value, _: &__wfc::Value| {
+                            let output = {
+                                let result = {
+                                    let effective = &input;
+                                    {
+                                        let mut object = __wfc::serde_json::Map::with_capacity(
+                                            1usize,
+                                        );
+                                        object
+                                            .insert(
+                                                ::std::borrow::ToOwned::to_owned("i"),
+                                                __wfc::abi::math_add(
+                                                    __wfc::abi::field_ref(effective, PATH_0, "$.i", "i.$")?,
+                                                    &__wfc::Value::from(1u64),
+                                                )?,
+                                            );
+                                        __wfc::Value::Object(object)
+                                    }
+                                };
+                                result
+                            };
                             Ok(output)
                         },
-                    )
-                    .map(__wfc::abi::Flow::End);
-            }
-        };
-        Ok(__wfc::abi::Flow::Next(next))
+                    )?;
+                    State::Check(output)
+                }
+                State::Done(input) => {
+                    return __wfc::abi::succeed(
+                            exec,
+                            "Done",
+                            false,
+                            input,
+                            |input: __wfc::Value, _: &__wfc::Value| {
+                                let output = input;
+                                Ok(output)
+                            },
+                        )
+                        .map(__wfc::abi::Flow::End);
+                }
+            };
+            Ok(__wfc::abi::Flow::Next(next))
+        }
     }
 }

@@ -307,1110 +307,1118 @@ pub mod distributed_map {
         }
     }
     /// Runs the workflow from `state` until it ends, in the execution `exec` (its clock, history and context).
-    pub async fn resume<H: Handler>(
-        handler: &H,
-        exec: &__wfc::Execution,
+    pub fn resume<'a, H: Handler>(
+        handler: &'a H,
+        exec: &'a __wfc::Execution,
         state: State,
-    ) -> Result<__wfc::Value, __wfc::Failure> {
-        __wfc::abi::drive(state, |state| step(handler, exec, state)).await
+    ) -> impl ::core::future::Future<
+        Output = Result<__wfc::Value, __wfc::Failure>,
+    > + 'a {
+        __wfc::abi::drive(state, move |state| step(handler, exec, state))
     }
     /// One state of the workflow: its work, then where control goes (run by the runtime's driver, `abi::drive`).
-    async fn step<H: Handler>(
-        handler: &H,
-        exec: &__wfc::Execution,
+    fn step<'a, H: Handler>(
+        handler: &'a H,
+        exec: &'a __wfc::Execution,
         state: State,
-    ) -> Result<__wfc::abi::Flow<State>, __wfc::Failure> {
-        let next = match state {
-            State::ReadR(input) => {
-                const PATH_0: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("readError"),
-                ];
-                const PATH_1: &[__wfc::abi::Seg<'static>] = &[];
-                const PATH_2: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Index(0i64),
-                ];
-                const PATH_3: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("read"),
-                ];
-                static PATH_4: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
-                    "$$.Map.Item.Value",
-                ));
-                static PATH_5: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
-                    "$$.Map.Item.Index",
-                ));
-                const PATH_6: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("tag"),
-                ];
-                static PATH_7: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
-                    "$.tolerate",
-                ));
-                const PATH_8: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("bucket"),
-                ];
-                const PATH_9: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("dir"),
-                ];
-                const PATH_10: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("file"),
-                ];
-                static PATH_11: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
-                    "$.max",
-                ));
-                const CATCH: &[__wfc::abi::Catcher] = &[
-                    __wfc::abi::Catcher {
-                        error_equals: &[
-                            "States.ExceedToleratedFailureThreshold",
-                            "States.ItemReaderFailed",
-                        ],
-                        result_path: __wfc::abi::CatchPath::Steps(PATH_0, "$.readError"),
-                        next: 1usize,
-                    },
-                ];
-                /// The state's data processing; its visit is the runtime's.
-                struct Code;
-                impl __wfc::abi::NestedCode for Code {
-                    type Retrier = __wfc::abi::Retrier;
-                    type Catcher = __wfc::abi::Catcher;
-                    fn retriers(&self) -> &[__wfc::abi::Retrier] {
-                        &[]
-                    }
-                    fn catchers(&self) -> &[__wfc::abi::Catcher] {
-                        CATCH
-                    }
-                    fn finish(
-                        &self,
-                        _: &__wfc::Execution,
-                        raw_input: __wfc::Value,
-                        result: __wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> Result<__wfc::Value, __wfc::Failure> {
-                        let result = {
-                            let mut object = __wfc::serde_json::Map::with_capacity(
-                                2usize,
-                            );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("children"),
-                                    __wfc::abi::call(
-                                        __wfc::abi::Function::ArrayLength,
-                                        ::std::vec![
-                                            __wfc::abi::field(& result, PATH_1, "$", "children.$") ?
-                                        ],
-                                    )?,
-                                );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("first"),
-                                    __wfc::abi::field(&result, PATH_2, "$[0]", "first.$")?,
-                                );
-                            __wfc::Value::Object(object)
-                        };
-                        let output = __wfc::abi::set(
-                            raw_input,
-                            PATH_3,
-                            "$.read",
-                            result,
-                        )?;
-                        Ok(output)
-                    }
-                }
-                impl __wfc::abi::MapCode for Code {
-                    fn attempt_needs_context(&self) -> bool {
-                        true
-                    }
-                    fn iteration_inputs(
-                        &self,
-                        exec: &__wfc::Execution,
-                        raw_input: &__wfc::Value,
-                        effective: &__wfc::Value,
-                        ctx: &__wfc::Value,
-                    ) -> Result<::std::vec::Vec<__wfc::Value>, __wfc::Failure> {
-                        let items = __wfc::abi::DistributedCode::items(
-                            self,
-                            exec,
-                            raw_input,
-                            effective,
-                            ctx,
-                        )?;
-                        __wfc::abi::DistributedCode::select_inputs(
-                            self,
-                            exec,
-                            raw_input,
-                            effective,
-                            ctx,
-                            items,
-                        )
-                    }
-                    fn distributed(
-                        &self,
-                    ) -> ::core::option::Option<&dyn __wfc::abi::DistributedCode> {
-                        Some(self)
-                    }
-                }
-                impl __wfc::abi::DistributedCode for Code {
-                    fn label(&self) -> ::core::option::Option<&str> {
-                        Some("Reader")
-                    }
-                    fn items_path_length(
-                        &self,
-                        effective: &__wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> usize {
-                        __wfc::abi::items_length(effective, &[])
-                    }
-                    fn items(
-                        &self,
-                        _: &__wfc::Execution,
-                        _: &__wfc::Value,
-                        effective: &__wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> Result<::std::vec::Vec<__wfc::Value>, __wfc::Failure> {
-                        __wfc::abi::items(effective, &[], "$")
-                    }
-                    fn select_inputs(
-                        &self,
-                        _: &__wfc::Execution,
-                        _: &__wfc::Value,
-                        effective: &__wfc::Value,
-                        ctx: &__wfc::Value,
-                        items: ::std::vec::Vec<__wfc::Value>,
-                    ) -> Result<::std::vec::Vec<__wfc::Value>, __wfc::Failure> {
-                        let mut inputs = ::std::vec::Vec::with_capacity(items.len());
-                        for (index, item) in items.iter().enumerate() {
-                            let ctx = &__wfc::abi::item_context(ctx, index, item);
-                            inputs
-                                .push({
-                                    let mut object = __wfc::serde_json::Map::with_capacity(
-                                        3usize,
-                                    );
-                                    object
-                                        .insert(
-                                            ::std::borrow::ToOwned::to_owned("item"),
-                                            __wfc::abi::field_path(
-                                                __wfc::abi::path(&PATH_4)?,
-                                                "item.$",
-                                                effective,
-                                                ctx,
-                                            )?,
-                                        );
-                                    object
-                                        .insert(
-                                            ::std::borrow::ToOwned::to_owned("index"),
-                                            __wfc::abi::field_path(
-                                                __wfc::abi::path(&PATH_5)?,
-                                                "index.$",
-                                                effective,
-                                                ctx,
-                                            )?,
-                                        );
-                                    object
-                                        .insert(
-                                            ::std::borrow::ToOwned::to_owned("tag"),
-                                            __wfc::abi::field(effective, PATH_6, "$.tag", "tag.$")?,
-                                        );
-                                    __wfc::Value::Object(object)
-                                });
+    ) -> impl ::core::future::Future<
+        Output = Result<__wfc::abi::Flow<State>, __wfc::Failure>,
+    > + 'a {
+        async move {
+            let next = match state {
+                State::ReadR(input) => {
+                    const PATH_0: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("readError"),
+                    ];
+                    const PATH_1: &[__wfc::abi::Seg<'static>] = &[];
+                    const PATH_2: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Index(0i64),
+                    ];
+                    const PATH_3: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("read"),
+                    ];
+                    static PATH_4: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
+                        "$$.Map.Item.Value",
+                    ));
+                    static PATH_5: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
+                        "$$.Map.Item.Index",
+                    ));
+                    const PATH_6: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("tag"),
+                    ];
+                    static PATH_7: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
+                        "$.tolerate",
+                    ));
+                    const PATH_8: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("bucket"),
+                    ];
+                    const PATH_9: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("dir"),
+                    ];
+                    const PATH_10: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("file"),
+                    ];
+                    static PATH_11: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
+                        "$.max",
+                    ));
+                    const CATCH: &[__wfc::abi::Catcher] = &[
+                        __wfc::abi::Catcher {
+                            error_equals: &[
+                                "States.ExceedToleratedFailureThreshold",
+                                "States.ItemReaderFailed",
+                            ],
+                            result_path: __wfc::abi::CatchPath::Steps(
+                                PATH_0,
+                                "$.readError",
+                            ),
+                            next: 1usize,
+                        },
+                    ];
+                    /// The state's data processing; its visit is the runtime's.
+                    struct Code;
+                    impl __wfc::abi::NestedCode for Code {
+                        type Retrier = __wfc::abi::Retrier;
+                        type Catcher = __wfc::abi::Catcher;
+                        fn retriers(&self) -> &[__wfc::abi::Retrier] {
+                            &[]
                         }
-                        Ok(inputs)
-                    }
-                    fn tolerated_failure_count(
-                        &self,
-                        effective: &__wfc::Value,
-                        ctx: &__wfc::Value,
-                    ) -> Result<::core::option::Option<u64>, __wfc::Failure> {
-                        __wfc::abi::count_path(
-                                __wfc::abi::path(&PATH_7)?,
-                                __wfc::abi::CountField::ToleratedFailureCount,
-                                effective,
-                                ctx,
-                            )
-                            .map(Some)
-                    }
-                    fn tolerated_failure_percentage(
-                        &self,
-                        _: &__wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> Result<::core::option::Option<f64>, __wfc::Failure> {
-                        Ok(Some(50f64))
-                    }
-                    fn has_item_reader(&self) -> bool {
-                        true
-                    }
-                    fn reader_parameters(
-                        &self,
-                        _: &__wfc::Execution,
-                        effective: &__wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> Result<__wfc::Value, __wfc::Failure> {
-                        Ok({
-                            let mut object = __wfc::serde_json::Map::with_capacity(
-                                2usize,
-                            );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("Bucket"),
-                                    __wfc::abi::field(
-                                        effective,
-                                        PATH_8,
-                                        "$.bucket",
-                                        "Bucket.$",
-                                    )?,
-                                );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("Key"),
-                                    __wfc::abi::format(
-                                        &["", "/", ".json"],
-                                        &[
-                                            __wfc::abi::field(effective, PATH_9, "$.dir", "Key.$")?,
-                                            __wfc::abi::field(effective, PATH_10, "$.file", "Key.$")?,
-                                        ],
-                                    )?,
-                                );
-                            __wfc::Value::Object(object)
-                        })
-                    }
-                    fn max_items(
-                        &self,
-                        effective: &__wfc::Value,
-                        ctx: &__wfc::Value,
-                    ) -> Result<u64, __wfc::Failure> {
-                        __wfc::abi::count_path(
-                            __wfc::abi::path(&PATH_11)?,
-                            __wfc::abi::CountField::MaxItems,
-                            effective,
-                            ctx,
-                        )
-                    }
-                    fn reader_spec(
-                        &self,
-                    ) -> Result<__wfc::abi::ReadSpec<'_>, __wfc::Failure> {
-                        Ok(__wfc::abi::ReadSpec {
-                            lists_objects: false,
-                            input_type: Some(__wfc::abi::InputType::Json),
-                            given_headers: ::core::option::Option::None,
-                            delimiter: __wfc::abi::CsvDelimiter::Comma,
-                            items_pointer: ::core::option::Option::None,
-                            transformation: __wfc::abi::ReaderTransformation::None,
-                            manifest_type: ::core::option::Option::None,
-                        })
-                    }
-                    fn has_item_batcher(&self) -> bool {
-                        true
-                    }
-                    fn max_items_per_batch(
-                        &self,
-                        _: &__wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> Result<::core::option::Option<u64>, __wfc::Failure> {
-                        Ok(Some(2u64))
-                    }
-                    fn batch_input(
-                        &self,
-                        _: &__wfc::Execution,
-                        effective: &__wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> Result<::core::option::Option<__wfc::Value>, __wfc::Failure> {
-                        Ok(
-                            Some({
+                        fn catchers(&self) -> &[__wfc::abi::Catcher] {
+                            CATCH
+                        }
+                        fn finish(
+                            &self,
+                            _: &__wfc::Execution,
+                            raw_input: __wfc::Value,
+                            result: __wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> Result<__wfc::Value, __wfc::Failure> {
+                            let result = {
                                 let mut object = __wfc::serde_json::Map::with_capacity(
                                     2usize,
                                 );
                                 object
                                     .insert(
-                                        ::std::borrow::ToOwned::to_owned("tag"),
-                                        __wfc::abi::field(effective, PATH_6, "$.tag", "tag.$")?,
+                                        ::std::borrow::ToOwned::to_owned("children"),
+                                        __wfc::abi::call(
+                                            __wfc::abi::Function::ArrayLength,
+                                            ::std::vec![
+                                                __wfc::abi::field(& result, PATH_1, "$", "children.$") ?
+                                            ],
+                                        )?,
                                     );
                                 object
                                     .insert(
-                                        ::std::borrow::ToOwned::to_owned("lit"),
-                                        __wfc::Value::String(
-                                            ::std::borrow::ToOwned::to_owned("\"{#}\" ✓"),
-                                        ),
+                                        ::std::borrow::ToOwned::to_owned("first"),
+                                        __wfc::abi::field(&result, PATH_2, "$[0]", "first.$")?,
                                     );
                                 __wfc::Value::Object(object)
-                            }),
-                        )
+                            };
+                            let output = __wfc::abi::set(
+                                raw_input,
+                                PATH_3,
+                                "$.read",
+                                result,
+                            )?;
+                            Ok(output)
+                        }
                     }
-                }
-                match __wfc::abi::map(
-                        exec,
-                        "Read \"r\" {#} ✓",
-                        &Code,
-                        input,
-                        move |item: __wfc::Value, line: __wfc::Execution| async move {
-                            __wfc::FutureExt::boxed(
-                                    read_r_item_processor::drive(handler, &line, item),
+                    impl __wfc::abi::MapCode for Code {
+                        fn attempt_needs_context(&self) -> bool {
+                            true
+                        }
+                        fn iteration_inputs(
+                            &self,
+                            exec: &__wfc::Execution,
+                            raw_input: &__wfc::Value,
+                            effective: &__wfc::Value,
+                            ctx: &__wfc::Value,
+                        ) -> Result<::std::vec::Vec<__wfc::Value>, __wfc::Failure> {
+                            let items = __wfc::abi::DistributedCode::items(
+                                self,
+                                exec,
+                                raw_input,
+                                effective,
+                                ctx,
+                            )?;
+                            __wfc::abi::DistributedCode::select_inputs(
+                                self,
+                                exec,
+                                raw_input,
+                                effective,
+                                ctx,
+                                items,
+                            )
+                        }
+                        fn distributed(
+                            &self,
+                        ) -> ::core::option::Option<&dyn __wfc::abi::DistributedCode> {
+                            Some(self)
+                        }
+                    }
+                    impl __wfc::abi::DistributedCode for Code {
+                        fn label(&self) -> ::core::option::Option<&str> {
+                            Some("Reader")
+                        }
+                        fn items_path_length(
+                            &self,
+                            effective: &__wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> usize {
+                            __wfc::abi::items_length(effective, &[])
+                        }
+                        fn items(
+                            &self,
+                            _: &__wfc::Execution,
+                            _: &__wfc::Value,
+                            effective: &__wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> Result<::std::vec::Vec<__wfc::Value>, __wfc::Failure> {
+                            __wfc::abi::items(effective, &[], "$")
+                        }
+                        fn select_inputs(
+                            &self,
+                            _: &__wfc::Execution,
+                            _: &__wfc::Value,
+                            effective: &__wfc::Value,
+                            ctx: &__wfc::Value,
+                            items: ::std::vec::Vec<__wfc::Value>,
+                        ) -> Result<::std::vec::Vec<__wfc::Value>, __wfc::Failure> {
+                            let mut inputs = ::std::vec::Vec::with_capacity(items.len());
+                            for (index, item) in items.iter().enumerate() {
+                                let ctx = &__wfc::abi::item_context(ctx, index, item);
+                                inputs
+                                    .push({
+                                        let mut object = __wfc::serde_json::Map::with_capacity(
+                                            3usize,
+                                        );
+                                        object
+                                            .insert(
+                                                ::std::borrow::ToOwned::to_owned("item"),
+                                                __wfc::abi::field_path(
+                                                    __wfc::abi::path(&PATH_4)?,
+                                                    "item.$",
+                                                    effective,
+                                                    ctx,
+                                                )?,
+                                            );
+                                        object
+                                            .insert(
+                                                ::std::borrow::ToOwned::to_owned("index"),
+                                                __wfc::abi::field_path(
+                                                    __wfc::abi::path(&PATH_5)?,
+                                                    "index.$",
+                                                    effective,
+                                                    ctx,
+                                                )?,
+                                            );
+                                        object
+                                            .insert(
+                                                ::std::borrow::ToOwned::to_owned("tag"),
+                                                __wfc::abi::field(effective, PATH_6, "$.tag", "tag.$")?,
+                                            );
+                                        __wfc::Value::Object(object)
+                                    });
+                            }
+                            Ok(inputs)
+                        }
+                        fn tolerated_failure_count(
+                            &self,
+                            effective: &__wfc::Value,
+                            ctx: &__wfc::Value,
+                        ) -> Result<::core::option::Option<u64>, __wfc::Failure> {
+                            __wfc::abi::count_path(
+                                    __wfc::abi::path(&PATH_7)?,
+                                    __wfc::abi::CountField::ToleratedFailureCount,
+                                    effective,
+                                    ctx,
                                 )
-                                .await
-                        },
-                    )
-                    .await?
-                {
-                    __wfc::Step::Next(output) => State::Write(output),
-                    __wfc::Step::Goto { target, output } => {
-                        match target {
-                            1 => State::Write(output),
-                            _ => {
-                                return Err(
-                                    __wfc::abi::no_catcher_leading_to(
-                                        "Read \"r\" {#} ✓",
-                                        target,
-                                    ),
+                                .map(Some)
+                        }
+                        fn tolerated_failure_percentage(
+                            &self,
+                            _: &__wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> Result<::core::option::Option<f64>, __wfc::Failure> {
+                            Ok(Some(50f64))
+                        }
+                        fn has_item_reader(&self) -> bool {
+                            true
+                        }
+                        fn reader_parameters(
+                            &self,
+                            _: &__wfc::Execution,
+                            effective: &__wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> Result<__wfc::Value, __wfc::Failure> {
+                            Ok({
+                                let mut object = __wfc::serde_json::Map::with_capacity(
+                                    2usize,
                                 );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("Bucket"),
+                                        __wfc::abi::field(
+                                            effective,
+                                            PATH_8,
+                                            "$.bucket",
+                                            "Bucket.$",
+                                        )?,
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("Key"),
+                                        __wfc::abi::format(
+                                            &["", "/", ".json"],
+                                            &[
+                                                __wfc::abi::field(effective, PATH_9, "$.dir", "Key.$")?,
+                                                __wfc::abi::field(effective, PATH_10, "$.file", "Key.$")?,
+                                            ],
+                                        )?,
+                                    );
+                                __wfc::Value::Object(object)
+                            })
+                        }
+                        fn max_items(
+                            &self,
+                            effective: &__wfc::Value,
+                            ctx: &__wfc::Value,
+                        ) -> Result<u64, __wfc::Failure> {
+                            __wfc::abi::count_path(
+                                __wfc::abi::path(&PATH_11)?,
+                                __wfc::abi::CountField::MaxItems,
+                                effective,
+                                ctx,
+                            )
+                        }
+                        fn reader_spec(
+                            &self,
+                        ) -> Result<__wfc::abi::ReadSpec<'_>, __wfc::Failure> {
+                            Ok(__wfc::abi::ReadSpec {
+                                lists_objects: false,
+                                input_type: Some(__wfc::abi::InputType::Json),
+                                given_headers: ::core::option::Option::None,
+                                delimiter: __wfc::abi::CsvDelimiter::Comma,
+                                items_pointer: ::core::option::Option::None,
+                                transformation: __wfc::abi::ReaderTransformation::None,
+                                manifest_type: ::core::option::Option::None,
+                            })
+                        }
+                        fn has_item_batcher(&self) -> bool {
+                            true
+                        }
+                        fn max_items_per_batch(
+                            &self,
+                            _: &__wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> Result<::core::option::Option<u64>, __wfc::Failure> {
+                            Ok(Some(2u64))
+                        }
+                        fn batch_input(
+                            &self,
+                            _: &__wfc::Execution,
+                            effective: &__wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> Result<
+                            ::core::option::Option<__wfc::Value>,
+                            __wfc::Failure,
+                        > {
+                            Ok(
+                                Some({
+                                    let mut object = __wfc::serde_json::Map::with_capacity(
+                                        2usize,
+                                    );
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("tag"),
+                                            __wfc::abi::field(effective, PATH_6, "$.tag", "tag.$")?,
+                                        );
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("lit"),
+                                            __wfc::Value::String(
+                                                ::std::borrow::ToOwned::to_owned("\"{#}\" ✓"),
+                                            ),
+                                        );
+                                    __wfc::Value::Object(object)
+                                }),
+                            )
+                        }
+                    }
+                    match __wfc::abi::map(
+                            exec,
+                            "Read \"r\" {#} ✓",
+                            &Code,
+                            input,
+                            move |item: __wfc::Value, line: __wfc::Execution| async move {
+                                __wfc::FutureExt::boxed(
+                                        read_r_item_processor::drive(handler, &line, item),
+                                    )
+                                    .await
+                            },
+                        )
+                        .await?
+                    {
+                        __wfc::Step::Next(output) => State::Write(output),
+                        __wfc::Step::Goto { target, output } => {
+                            match target {
+                                1 => State::Write(output),
+                                _ => {
+                                    return Err(
+                                        __wfc::abi::no_catcher_leading_to(
+                                            "Read \"r\" {#} ✓",
+                                            target,
+                                        ),
+                                    );
+                                }
                             }
                         }
                     }
                 }
-            }
-            State::Write(input) => {
-                const PATH_0: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("written"),
-                ];
-                const PATH_1: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("list"),
-                ];
-                static PATH_2: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
-                    "$.pct",
-                ));
-                const PATH_3: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("prefix"),
-                ];
-                /// The state's data processing; its visit is the runtime's.
-                struct Code;
-                impl __wfc::abi::NestedCode for Code {
-                    type Retrier = __wfc::abi::Retrier;
-                    type Catcher = __wfc::abi::Catcher;
-                    fn retriers(&self) -> &[__wfc::abi::Retrier] {
-                        &[]
+                State::Write(input) => {
+                    const PATH_0: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("written"),
+                    ];
+                    const PATH_1: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("list"),
+                    ];
+                    static PATH_2: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
+                        "$.pct",
+                    ));
+                    const PATH_3: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("prefix"),
+                    ];
+                    /// The state's data processing; its visit is the runtime's.
+                    struct Code;
+                    impl __wfc::abi::NestedCode for Code {
+                        type Retrier = __wfc::abi::Retrier;
+                        type Catcher = __wfc::abi::Catcher;
+                        fn retriers(&self) -> &[__wfc::abi::Retrier] {
+                            &[]
+                        }
+                        fn catchers(&self) -> &[__wfc::abi::Catcher] {
+                            &[]
+                        }
+                        fn finish(
+                            &self,
+                            _: &__wfc::Execution,
+                            raw_input: __wfc::Value,
+                            result: __wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> Result<__wfc::Value, __wfc::Failure> {
+                            let output = __wfc::abi::set(
+                                raw_input,
+                                PATH_0,
+                                "$.written",
+                                result,
+                            )?;
+                            Ok(output)
+                        }
                     }
-                    fn catchers(&self) -> &[__wfc::abi::Catcher] {
-                        &[]
-                    }
-                    fn finish(
-                        &self,
-                        _: &__wfc::Execution,
-                        raw_input: __wfc::Value,
-                        result: __wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> Result<__wfc::Value, __wfc::Failure> {
-                        let output = __wfc::abi::set(
-                            raw_input,
-                            PATH_0,
-                            "$.written",
-                            result,
-                        )?;
-                        Ok(output)
-                    }
-                }
-                impl __wfc::abi::MapCode for Code {
-                    fn attempt_needs_context(&self) -> bool {
-                        true
-                    }
-                    fn max_concurrency(
-                        &self,
-                        _: &__wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> Result<u64, __wfc::Failure> {
-                        Ok(2u64)
-                    }
-                    fn iteration_inputs(
-                        &self,
-                        exec: &__wfc::Execution,
-                        raw_input: &__wfc::Value,
-                        effective: &__wfc::Value,
-                        ctx: &__wfc::Value,
-                    ) -> Result<::std::vec::Vec<__wfc::Value>, __wfc::Failure> {
-                        let items = __wfc::abi::DistributedCode::items(
-                            self,
-                            exec,
-                            raw_input,
-                            effective,
-                            ctx,
-                        )?;
-                        __wfc::abi::DistributedCode::select_inputs(
-                            self,
-                            exec,
-                            raw_input,
-                            effective,
-                            ctx,
-                            items,
-                        )
-                    }
-                    fn distributed(
-                        &self,
-                    ) -> ::core::option::Option<&dyn __wfc::abi::DistributedCode> {
-                        Some(self)
-                    }
-                }
-                impl __wfc::abi::DistributedCode for Code {
-                    fn items_path_length(
-                        &self,
-                        effective: &__wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> usize {
-                        __wfc::abi::items_length(effective, PATH_1)
-                    }
-                    fn items(
-                        &self,
-                        _: &__wfc::Execution,
-                        _: &__wfc::Value,
-                        effective: &__wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> Result<::std::vec::Vec<__wfc::Value>, __wfc::Failure> {
-                        __wfc::abi::items(effective, PATH_1, "$.list")
-                    }
-                    fn tolerated_failure_count(
-                        &self,
-                        _: &__wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> Result<::core::option::Option<u64>, __wfc::Failure> {
-                        Ok(Some(1u64))
-                    }
-                    fn tolerated_failure_percentage(
-                        &self,
-                        effective: &__wfc::Value,
-                        ctx: &__wfc::Value,
-                    ) -> Result<::core::option::Option<f64>, __wfc::Failure> {
-                        __wfc::abi::percentage_path(
-                                __wfc::abi::path(&PATH_2)?,
+                    impl __wfc::abi::MapCode for Code {
+                        fn attempt_needs_context(&self) -> bool {
+                            true
+                        }
+                        fn max_concurrency(
+                            &self,
+                            _: &__wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> Result<u64, __wfc::Failure> {
+                            Ok(2u64)
+                        }
+                        fn iteration_inputs(
+                            &self,
+                            exec: &__wfc::Execution,
+                            raw_input: &__wfc::Value,
+                            effective: &__wfc::Value,
+                            ctx: &__wfc::Value,
+                        ) -> Result<::std::vec::Vec<__wfc::Value>, __wfc::Failure> {
+                            let items = __wfc::abi::DistributedCode::items(
+                                self,
+                                exec,
+                                raw_input,
                                 effective,
                                 ctx,
+                            )?;
+                            __wfc::abi::DistributedCode::select_inputs(
+                                self,
+                                exec,
+                                raw_input,
+                                effective,
+                                ctx,
+                                items,
                             )
-                            .map(Some)
+                        }
+                        fn distributed(
+                            &self,
+                        ) -> ::core::option::Option<&dyn __wfc::abi::DistributedCode> {
+                            Some(self)
+                        }
                     }
-                    fn has_result_writer(&self) -> bool {
-                        true
-                    }
-                    fn writer_parameters(
-                        &self,
-                        _: &__wfc::Execution,
-                        effective: &__wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> Result<__wfc::Value, __wfc::Failure> {
-                        Ok({
-                            let mut object = __wfc::serde_json::Map::with_capacity(
-                                2usize,
-                            );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("Bucket"),
-                                    __wfc::Value::String(
-                                        ::std::borrow::ToOwned::to_owned("results"),
-                                    ),
-                                );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("Prefix"),
-                                    __wfc::abi::field(
-                                        effective,
-                                        PATH_3,
-                                        "$.prefix",
-                                        "Prefix.$",
-                                    )?,
-                                );
-                            __wfc::Value::Object(object)
-                        })
-                    }
-                }
-                match __wfc::abi::map(
-                        exec,
-                        "Write {#}",
-                        &Code,
-                        input,
-                        move |item: __wfc::Value, line: __wfc::Execution| async move {
-                            __wfc::FutureExt::boxed(
-                                    write_item_processor::drive(handler, &line, item),
+                    impl __wfc::abi::DistributedCode for Code {
+                        fn items_path_length(
+                            &self,
+                            effective: &__wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> usize {
+                            __wfc::abi::items_length(effective, PATH_1)
+                        }
+                        fn items(
+                            &self,
+                            _: &__wfc::Execution,
+                            _: &__wfc::Value,
+                            effective: &__wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> Result<::std::vec::Vec<__wfc::Value>, __wfc::Failure> {
+                            __wfc::abi::items(effective, PATH_1, "$.list")
+                        }
+                        fn tolerated_failure_count(
+                            &self,
+                            _: &__wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> Result<::core::option::Option<u64>, __wfc::Failure> {
+                            Ok(Some(1u64))
+                        }
+                        fn tolerated_failure_percentage(
+                            &self,
+                            effective: &__wfc::Value,
+                            ctx: &__wfc::Value,
+                        ) -> Result<::core::option::Option<f64>, __wfc::Failure> {
+                            __wfc::abi::percentage_path(
+                                    __wfc::abi::path(&PATH_2)?,
+                                    effective,
+                                    ctx,
                                 )
-                                .await
-                        },
-                    )
-                    .await?
-                {
-                    __wfc::Step::Next(output) => State::Csv(output),
-                    __wfc::Step::Goto { target, .. } => {
-                        return Err(
-                            __wfc::abi::no_catcher_leading_to("Write {#}", target),
-                        );
-                    }
-                }
-            }
-            State::Csv(input) => {
-                const PATH_0: &[__wfc::abi::Seg<'static>] = &[];
-                const PATH_1: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Index(0i64),
-                ];
-                const PATH_2: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("csv"),
-                ];
-                static LITERAL_3: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
-                    let mut object = __wfc::serde_json::Map::with_capacity(2usize);
-                    object
-                        .insert(
-                            ::std::borrow::ToOwned::to_owned("Bucket"),
-                            __wfc::Value::String(
-                                ::std::borrow::ToOwned::to_owned("items"),
-                            ),
-                        );
-                    object
-                        .insert(
-                            ::std::borrow::ToOwned::to_owned("Key"),
-                            __wfc::Value::String(
-                                ::std::borrow::ToOwned::to_owned("rows \"1\".csv"),
-                            ),
-                        );
-                    __wfc::Value::Object(object)
-                });
-                static PATH_4: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
-                    "$.per",
-                ));
-                static PATH_5: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
-                    "$.bytes",
-                ));
-                /// The state's data processing; its visit is the runtime's.
-                struct Code;
-                impl __wfc::abi::NestedCode for Code {
-                    type Retrier = __wfc::abi::Retrier;
-                    type Catcher = __wfc::abi::Catcher;
-                    fn retriers(&self) -> &[__wfc::abi::Retrier] {
-                        &[]
-                    }
-                    fn catchers(&self) -> &[__wfc::abi::Catcher] {
-                        &[]
-                    }
-                    fn finish(
-                        &self,
-                        _: &__wfc::Execution,
-                        raw_input: __wfc::Value,
-                        result: __wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> Result<__wfc::Value, __wfc::Failure> {
-                        let result = {
-                            let mut object = __wfc::serde_json::Map::with_capacity(
-                                2usize,
-                            );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("batches"),
-                                    __wfc::abi::call(
-                                        __wfc::abi::Function::ArrayLength,
-                                        ::std::vec![
-                                            __wfc::abi::field(& result, PATH_0, "$", "batches.$") ?
-                                        ],
-                                    )?,
+                                .map(Some)
+                        }
+                        fn has_result_writer(&self) -> bool {
+                            true
+                        }
+                        fn writer_parameters(
+                            &self,
+                            _: &__wfc::Execution,
+                            effective: &__wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> Result<__wfc::Value, __wfc::Failure> {
+                            Ok({
+                                let mut object = __wfc::serde_json::Map::with_capacity(
+                                    2usize,
                                 );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("first"),
-                                    __wfc::abi::field(&result, PATH_1, "$[0]", "first.$")?,
-                                );
-                            __wfc::Value::Object(object)
-                        };
-                        let output = __wfc::abi::set(
-                            raw_input,
-                            PATH_2,
-                            "$.csv",
-                            result,
-                        )?;
-                        Ok(output)
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("Bucket"),
+                                        __wfc::Value::String(
+                                            ::std::borrow::ToOwned::to_owned("results"),
+                                        ),
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("Prefix"),
+                                        __wfc::abi::field(
+                                            effective,
+                                            PATH_3,
+                                            "$.prefix",
+                                            "Prefix.$",
+                                        )?,
+                                    );
+                                __wfc::Value::Object(object)
+                            })
+                        }
                     }
-                }
-                impl __wfc::abi::MapCode for Code {
-                    fn attempt_needs_context(&self) -> bool {
-                        true
-                    }
-                    fn iteration_inputs(
-                        &self,
-                        exec: &__wfc::Execution,
-                        raw_input: &__wfc::Value,
-                        effective: &__wfc::Value,
-                        ctx: &__wfc::Value,
-                    ) -> Result<::std::vec::Vec<__wfc::Value>, __wfc::Failure> {
-                        let items = __wfc::abi::DistributedCode::items(
-                            self,
+                    match __wfc::abi::map(
                             exec,
-                            raw_input,
-                            effective,
-                            ctx,
-                        )?;
-                        __wfc::abi::DistributedCode::select_inputs(
-                            self,
-                            exec,
-                            raw_input,
-                            effective,
-                            ctx,
-                            items,
+                            "Write {#}",
+                            &Code,
+                            input,
+                            move |item: __wfc::Value, line: __wfc::Execution| async move {
+                                __wfc::FutureExt::boxed(
+                                        write_item_processor::drive(handler, &line, item),
+                                    )
+                                    .await
+                            },
                         )
-                    }
-                    fn distributed(
-                        &self,
-                    ) -> ::core::option::Option<&dyn __wfc::abi::DistributedCode> {
-                        Some(self)
-                    }
-                }
-                impl __wfc::abi::DistributedCode for Code {
-                    fn items_path_length(
-                        &self,
-                        effective: &__wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> usize {
-                        __wfc::abi::items_length(effective, &[])
-                    }
-                    fn items(
-                        &self,
-                        _: &__wfc::Execution,
-                        _: &__wfc::Value,
-                        effective: &__wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> Result<::std::vec::Vec<__wfc::Value>, __wfc::Failure> {
-                        __wfc::abi::items(effective, &[], "$")
-                    }
-                    fn has_item_reader(&self) -> bool {
-                        true
-                    }
-                    fn reader_parameters(
-                        &self,
-                        _: &__wfc::Execution,
-                        _: &__wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> Result<__wfc::Value, __wfc::Failure> {
-                        Ok(__wfc::Value::clone(&LITERAL_3))
-                    }
-                    fn max_items(
-                        &self,
-                        _: &__wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> Result<u64, __wfc::Failure> {
-                        Ok(3u64)
-                    }
-                    fn reader_spec(
-                        &self,
-                    ) -> Result<__wfc::abi::ReadSpec<'_>, __wfc::Failure> {
-                        Ok(__wfc::abi::ReadSpec {
-                            lists_objects: false,
-                            input_type: Some(__wfc::abi::InputType::Csv),
-                            given_headers: Some(::std::vec!["id", "v \"{#}\""]),
-                            delimiter: __wfc::abi::CsvDelimiter::Comma,
-                            items_pointer: ::core::option::Option::None,
-                            transformation: __wfc::abi::ReaderTransformation::None,
-                            manifest_type: ::core::option::Option::None,
-                        })
-                    }
-                    fn has_item_batcher(&self) -> bool {
-                        true
-                    }
-                    fn max_items_per_batch(
-                        &self,
-                        effective: &__wfc::Value,
-                        ctx: &__wfc::Value,
-                    ) -> Result<::core::option::Option<u64>, __wfc::Failure> {
-                        __wfc::abi::count_path(
-                                __wfc::abi::path(&PATH_4)?,
-                                __wfc::abi::CountField::MaxItemsPerBatch,
-                                effective,
-                                ctx,
-                            )
-                            .map(Some)
-                    }
-                    fn max_input_bytes_per_batch(
-                        &self,
-                        effective: &__wfc::Value,
-                        ctx: &__wfc::Value,
-                    ) -> Result<::core::option::Option<u64>, __wfc::Failure> {
-                        __wfc::abi::count_path(
-                                __wfc::abi::path(&PATH_5)?,
-                                __wfc::abi::CountField::MaxInputBytesPerBatch,
-                                effective,
-                                ctx,
-                            )
-                            .map(Some)
+                        .await?
+                    {
+                        __wfc::Step::Next(output) => State::Csv(output),
+                        __wfc::Step::Goto { target, .. } => {
+                            return Err(
+                                __wfc::abi::no_catcher_leading_to("Write {#}", target),
+                            );
+                        }
                     }
                 }
-                match __wfc::abi::map(
-                        exec,
-                        "Csv ✓",
-                        &Code,
-                        input,
-                        move |item: __wfc::Value, line: __wfc::Execution| async move {
-                            __wfc::FutureExt::boxed(
-                                    csv_item_processor::drive(handler, &line, item),
-                                )
-                                .await
-                        },
-                    )
-                    .await?
-                {
-                    __wfc::Step::Next(output) => State::Orders(output),
-                    __wfc::Step::Goto { target, .. } => {
-                        return Err(__wfc::abi::no_catcher_leading_to("Csv ✓", target));
-                    }
-                }
-            }
-            State::Orders(input) => {
-                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.errorOutput.Error ",
-                ));
-                static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.errorOutput.Cause ",
-                ));
-                /// A catcher's JSONata field, on the `$states` bindings.
-                fn catch_output_2(
-                    exec: &__wfc::Execution,
-                    states: &__wfc::abi::Bindings<'_>,
-                ) -> Result<__wfc::Value, __wfc::Failure> {
-                    Ok({
+                State::Csv(input) => {
+                    const PATH_0: &[__wfc::abi::Seg<'static>] = &[];
+                    const PATH_1: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Index(0i64),
+                    ];
+                    const PATH_2: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("csv"),
+                    ];
+                    static LITERAL_3: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
                         let mut object = __wfc::serde_json::Map::with_capacity(2usize);
                         object
                             .insert(
-                                ::std::borrow::ToOwned::to_owned("caught"),
-                                __wfc::abi::jsonata(
-                                    exec,
-                                    __wfc::abi::jsonata_expr(&JSONATA_0)?,
-                                    "Output/caught",
-                                    states,
-                                )?,
+                                ::std::borrow::ToOwned::to_owned("Bucket"),
+                                __wfc::Value::String(
+                                    ::std::borrow::ToOwned::to_owned("items"),
+                                ),
                             );
                         object
                             .insert(
-                                ::std::borrow::ToOwned::to_owned("cause"),
-                                __wfc::abi::jsonata(
-                                    exec,
-                                    __wfc::abi::jsonata_expr(&JSONATA_1)?,
-                                    "Output/cause",
-                                    states,
-                                )?,
+                                ::std::borrow::ToOwned::to_owned("Key"),
+                                __wfc::Value::String(
+                                    ::std::borrow::ToOwned::to_owned("rows \"1\".csv"),
+                                ),
                             );
                         __wfc::Value::Object(object)
-                    })
+                    });
+                    static PATH_4: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
+                        "$.per",
+                    ));
+                    static PATH_5: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
+                        "$.bytes",
+                    ));
+                    /// The state's data processing; its visit is the runtime's.
+                    struct Code;
+                    impl __wfc::abi::NestedCode for Code {
+                        type Retrier = __wfc::abi::Retrier;
+                        type Catcher = __wfc::abi::Catcher;
+                        fn retriers(&self) -> &[__wfc::abi::Retrier] {
+                            &[]
+                        }
+                        fn catchers(&self) -> &[__wfc::abi::Catcher] {
+                            &[]
+                        }
+                        fn finish(
+                            &self,
+                            _: &__wfc::Execution,
+                            raw_input: __wfc::Value,
+                            result: __wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> Result<__wfc::Value, __wfc::Failure> {
+                            let result = {
+                                let mut object = __wfc::serde_json::Map::with_capacity(
+                                    2usize,
+                                );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("batches"),
+                                        __wfc::abi::call(
+                                            __wfc::abi::Function::ArrayLength,
+                                            ::std::vec![
+                                                __wfc::abi::field(& result, PATH_0, "$", "batches.$") ?
+                                            ],
+                                        )?,
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("first"),
+                                        __wfc::abi::field(&result, PATH_1, "$[0]", "first.$")?,
+                                    );
+                                __wfc::Value::Object(object)
+                            };
+                            let output = __wfc::abi::set(
+                                raw_input,
+                                PATH_2,
+                                "$.csv",
+                                result,
+                            )?;
+                            Ok(output)
+                        }
+                    }
+                    impl __wfc::abi::MapCode for Code {
+                        fn attempt_needs_context(&self) -> bool {
+                            true
+                        }
+                        fn iteration_inputs(
+                            &self,
+                            exec: &__wfc::Execution,
+                            raw_input: &__wfc::Value,
+                            effective: &__wfc::Value,
+                            ctx: &__wfc::Value,
+                        ) -> Result<::std::vec::Vec<__wfc::Value>, __wfc::Failure> {
+                            let items = __wfc::abi::DistributedCode::items(
+                                self,
+                                exec,
+                                raw_input,
+                                effective,
+                                ctx,
+                            )?;
+                            __wfc::abi::DistributedCode::select_inputs(
+                                self,
+                                exec,
+                                raw_input,
+                                effective,
+                                ctx,
+                                items,
+                            )
+                        }
+                        fn distributed(
+                            &self,
+                        ) -> ::core::option::Option<&dyn __wfc::abi::DistributedCode> {
+                            Some(self)
+                        }
+                    }
+                    impl __wfc::abi::DistributedCode for Code {
+                        fn items_path_length(
+                            &self,
+                            effective: &__wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> usize {
+                            __wfc::abi::items_length(effective, &[])
+                        }
+                        fn items(
+                            &self,
+                            _: &__wfc::Execution,
+                            _: &__wfc::Value,
+                            effective: &__wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> Result<::std::vec::Vec<__wfc::Value>, __wfc::Failure> {
+                            __wfc::abi::items(effective, &[], "$")
+                        }
+                        fn has_item_reader(&self) -> bool {
+                            true
+                        }
+                        fn reader_parameters(
+                            &self,
+                            _: &__wfc::Execution,
+                            _: &__wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> Result<__wfc::Value, __wfc::Failure> {
+                            Ok(__wfc::Value::clone(&LITERAL_3))
+                        }
+                        fn max_items(
+                            &self,
+                            _: &__wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> Result<u64, __wfc::Failure> {
+                            Ok(3u64)
+                        }
+                        fn reader_spec(
+                            &self,
+                        ) -> Result<__wfc::abi::ReadSpec<'_>, __wfc::Failure> {
+                            Ok(__wfc::abi::ReadSpec {
+                                lists_objects: false,
+                                input_type: Some(__wfc::abi::InputType::Csv),
+                                given_headers: Some(::std::vec!["id", "v \"{#}\""]),
+                                delimiter: __wfc::abi::CsvDelimiter::Comma,
+                                items_pointer: ::core::option::Option::None,
+                                transformation: __wfc::abi::ReaderTransformation::None,
+                                manifest_type: ::core::option::Option::None,
+                            })
+                        }
+                        fn has_item_batcher(&self) -> bool {
+                            true
+                        }
+                        fn max_items_per_batch(
+                            &self,
+                            effective: &__wfc::Value,
+                            ctx: &__wfc::Value,
+                        ) -> Result<::core::option::Option<u64>, __wfc::Failure> {
+                            __wfc::abi::count_path(
+                                    __wfc::abi::path(&PATH_4)?,
+                                    __wfc::abi::CountField::MaxItemsPerBatch,
+                                    effective,
+                                    ctx,
+                                )
+                                .map(Some)
+                        }
+                        fn max_input_bytes_per_batch(
+                            &self,
+                            effective: &__wfc::Value,
+                            ctx: &__wfc::Value,
+                        ) -> Result<::core::option::Option<u64>, __wfc::Failure> {
+                            __wfc::abi::count_path(
+                                    __wfc::abi::path(&PATH_5)?,
+                                    __wfc::abi::CountField::MaxInputBytesPerBatch,
+                                    effective,
+                                    ctx,
+                                )
+                                .map(Some)
+                        }
+                    }
+                    match __wfc::abi::map(
+                            exec,
+                            "Csv ✓",
+                            &Code,
+                            input,
+                            move |item: __wfc::Value, line: __wfc::Execution| async move {
+                                __wfc::FutureExt::boxed(
+                                        csv_item_processor::drive(handler, &line, item),
+                                    )
+                                    .await
+                            },
+                        )
+                        .await?
+                    {
+                        __wfc::Step::Next(output) => State::Orders(output),
+                        __wfc::Step::Goto { target, .. } => {
+                            return Err(
+                                __wfc::abi::no_catcher_leading_to("Csv ✓", target),
+                            );
+                        }
+                    }
                 }
-                static JSONATA_3: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.result ",
-                ));
-                static JSONATA_4: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $exists($states.input.read) ? $states.input.read : null ",
-                ));
-                static JSONATA_5: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $exists($states.input.readError) ? $states.input.readError : null ",
-                ));
-                static JSONATA_6: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input.csv ",
-                ));
-                static JSONATA_7: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input.written ",
-                ));
-                static JSONATA_8: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input.orders ",
-                ));
-                static JSONATA_9: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.context.Map.Item.Value ",
-                ));
-                static JSONATA_10: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.context.Map.Item.Index ",
-                ));
-                static JSONATA_11: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.context.Map.Item.Value.id + ($states.context.Map.Item.Value.bad ? 'x' : 0) ",
-                ));
-                static JSONATA_12: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input.tol ",
-                ));
-                static JSONATA_13: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input.pct2 ",
-                ));
-                static JSONATA_14: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input.perBatch ",
-                ));
-                const CATCH: &[__wfc::abi::JsonataCatcher] = &[
-                    __wfc::abi::JsonataCatcher {
-                        catcher: __wfc::abi::Catcher {
-                            error_equals: &[
-                                "States.ExceedToleratedFailureThreshold",
-                                "States.QueryEvaluationError",
-                            ],
-                            result_path: __wfc::abi::CatchPath::Replace,
-                            next: 4usize,
-                        },
-                        assign: ::core::option::Option::None,
-                        output: Some(catch_output_2 as _),
-                    },
-                ];
-                /// The state's data processing; its visit is the runtime's.
-                struct Code;
-                impl __wfc::abi::NestedCode for Code {
-                    type Retrier = __wfc::abi::Retrier;
-                    type Catcher = __wfc::abi::JsonataCatcher;
-                    fn retriers(&self) -> &[__wfc::abi::Retrier] {
-                        &[]
-                    }
-                    fn catchers(&self) -> &[__wfc::abi::JsonataCatcher] {
-                        CATCH
-                    }
-                    fn needs_context(&self) -> bool {
-                        true
-                    }
-                    fn has_output(&self) -> bool {
-                        true
-                    }
-                    fn output(
-                        &self,
+                State::Orders(input) => {
+                    static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.errorOutput.Error "));
+                    static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.errorOutput.Cause "));
+                    /// A catcher's JSONata field, on the `$states` bindings.
+                    fn catch_output_2(
                         exec: &__wfc::Execution,
                         states: &__wfc::abi::Bindings<'_>,
                     ) -> Result<__wfc::Value, __wfc::Failure> {
                         Ok({
                             let mut object = __wfc::serde_json::Map::with_capacity(
-                                5usize,
+                                2usize,
                             );
                             object
                                 .insert(
-                                    ::std::borrow::ToOwned::to_owned("orders"),
+                                    ::std::borrow::ToOwned::to_owned("caught"),
                                     __wfc::abi::jsonata(
                                         exec,
-                                        __wfc::abi::jsonata_expr(&JSONATA_3)?,
-                                        "Output/orders",
+                                        __wfc::abi::jsonata_expr(&JSONATA_0)?,
+                                        "Output/caught",
                                         states,
                                     )?,
                                 );
                             object
                                 .insert(
-                                    ::std::borrow::ToOwned::to_owned("read"),
+                                    ::std::borrow::ToOwned::to_owned("cause"),
                                     __wfc::abi::jsonata(
                                         exec,
-                                        __wfc::abi::jsonata_expr(&JSONATA_4)?,
-                                        "Output/read",
-                                        states,
-                                    )?,
-                                );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("readError"),
-                                    __wfc::abi::jsonata(
-                                        exec,
-                                        __wfc::abi::jsonata_expr(&JSONATA_5)?,
-                                        "Output/readError",
-                                        states,
-                                    )?,
-                                );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("csv"),
-                                    __wfc::abi::jsonata(
-                                        exec,
-                                        __wfc::abi::jsonata_expr(&JSONATA_6)?,
-                                        "Output/csv",
-                                        states,
-                                    )?,
-                                );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("written"),
-                                    __wfc::abi::jsonata(
-                                        exec,
-                                        __wfc::abi::jsonata_expr(&JSONATA_7)?,
-                                        "Output/written",
+                                        __wfc::abi::jsonata_expr(&JSONATA_1)?,
+                                        "Output/cause",
                                         states,
                                     )?,
                                 );
                             __wfc::Value::Object(object)
                         })
                     }
-                }
-                impl __wfc::abi::MapCode for Code {
-                    fn attempt_needs_context(&self) -> bool {
-                        true
-                    }
-                    fn iteration_inputs(
-                        &self,
-                        exec: &__wfc::Execution,
-                        raw_input: &__wfc::Value,
-                        effective: &__wfc::Value,
-                        ctx: &__wfc::Value,
-                    ) -> Result<::std::vec::Vec<__wfc::Value>, __wfc::Failure> {
-                        let items = __wfc::abi::DistributedCode::items(
-                            self,
-                            exec,
-                            raw_input,
-                            effective,
-                            ctx,
-                        )?;
-                        __wfc::abi::DistributedCode::select_inputs(
-                            self,
-                            exec,
-                            raw_input,
-                            effective,
-                            ctx,
-                            items,
-                        )
-                    }
-                    fn distributed(
-                        &self,
-                    ) -> ::core::option::Option<&dyn __wfc::abi::DistributedCode> {
-                        Some(self)
-                    }
-                }
-                impl __wfc::abi::DistributedCode for Code {
-                    fn label(&self) -> ::core::option::Option<&str> {
-                        Some("Orders")
-                    }
-                    fn items_path_length(
-                        &self,
-                        effective: &__wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> usize {
-                        __wfc::abi::items_length(effective, &[])
-                    }
-                    fn items(
-                        &self,
-                        exec: &__wfc::Execution,
-                        raw_input: &__wfc::Value,
-                        _: &__wfc::Value,
-                        ctx: &__wfc::Value,
-                    ) -> Result<::std::vec::Vec<__wfc::Value>, __wfc::Failure> {
-                        let states = &__wfc::abi::Bindings::new(raw_input, ctx);
-                        __wfc::abi::jsonata_items(
-                            __wfc::abi::jsonata(
-                                exec,
-                                __wfc::abi::jsonata_expr(&JSONATA_8)?,
-                                "Items",
-                                states,
-                            )?,
-                            Some(" $states.input.orders "),
-                        )
-                    }
-                    fn select_inputs(
-                        &self,
-                        exec: &__wfc::Execution,
-                        raw_input: &__wfc::Value,
-                        _: &__wfc::Value,
-                        ctx: &__wfc::Value,
-                        items: ::std::vec::Vec<__wfc::Value>,
-                    ) -> Result<::std::vec::Vec<__wfc::Value>, __wfc::Failure> {
-                        let mut inputs = ::std::vec::Vec::with_capacity(items.len());
-                        for (index, item) in items.iter().enumerate() {
-                            let ctx = &__wfc::abi::item_context(ctx, index, item);
-                            let states = &__wfc::abi::Bindings::new(raw_input, ctx);
-                            inputs
-                                .push({
-                                    let mut object = __wfc::serde_json::Map::with_capacity(
-                                        3usize,
-                                    );
-                                    object
-                                        .insert(
-                                            ::std::borrow::ToOwned::to_owned("o"),
-                                            __wfc::abi::jsonata(
-                                                exec,
-                                                __wfc::abi::jsonata_expr(&JSONATA_9)?,
-                                                "ItemSelector/o",
-                                                states,
-                                            )?,
-                                        );
-                                    object
-                                        .insert(
-                                            ::std::borrow::ToOwned::to_owned("i"),
-                                            __wfc::abi::jsonata(
-                                                exec,
-                                                __wfc::abi::jsonata_expr(&JSONATA_10)?,
-                                                "ItemSelector/i",
-                                                states,
-                                            )?,
-                                        );
-                                    object
-                                        .insert(
-                                            ::std::borrow::ToOwned::to_owned("check"),
-                                            __wfc::abi::jsonata(
-                                                exec,
-                                                __wfc::abi::jsonata_expr(&JSONATA_11)?,
-                                                "ItemSelector/check",
-                                                states,
-                                            )?,
-                                        );
-                                    __wfc::Value::Object(object)
-                                });
-                        }
-                        Ok(inputs)
-                    }
-                    fn tolerated_failure_count(
-                        &self,
-                        effective: &__wfc::Value,
-                        ctx: &__wfc::Value,
-                    ) -> Result<::core::option::Option<u64>, __wfc::Failure> {
-                        __wfc::abi::count_jsonata(
-                                __wfc::abi::jsonata_expr(&JSONATA_12)?,
-                                __wfc::abi::CountField::ToleratedFailureCount,
-                                effective,
-                                ctx,
-                            )
-                            .map(Some)
-                    }
-                    fn tolerated_failure_percentage(
-                        &self,
-                        effective: &__wfc::Value,
-                        ctx: &__wfc::Value,
-                    ) -> Result<::core::option::Option<f64>, __wfc::Failure> {
-                        __wfc::abi::percentage_jsonata(
-                                __wfc::abi::jsonata_expr(&JSONATA_13)?,
-                                effective,
-                                ctx,
-                            )
-                            .map(Some)
-                    }
-                    fn has_item_batcher(&self) -> bool {
-                        true
-                    }
-                    fn max_items_per_batch(
-                        &self,
-                        effective: &__wfc::Value,
-                        ctx: &__wfc::Value,
-                    ) -> Result<::core::option::Option<u64>, __wfc::Failure> {
-                        __wfc::abi::count_jsonata(
-                                __wfc::abi::jsonata_expr(&JSONATA_14)?,
-                                __wfc::abi::CountField::MaxItemsPerBatch,
-                                effective,
-                                ctx,
-                            )
-                            .map(Some)
-                    }
-                }
-                match __wfc::abi::map(
-                        exec,
-                        "Orders ✓",
-                        &Code,
-                        input,
-                        move |item: __wfc::Value, line: __wfc::Execution| async move {
-                            __wfc::FutureExt::boxed(
-                                    orders_item_processor::drive(handler, &line, item),
-                                )
-                                .await
+                    static JSONATA_3: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.result "));
+                    static JSONATA_4: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(
+                        " $exists($states.input.read) ? $states.input.read : null ",
+                    ));
+                    static JSONATA_5: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(
+                        " $exists($states.input.readError) ? $states.input.readError : null ",
+                    ));
+                    static JSONATA_6: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.input.csv "));
+                    static JSONATA_7: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.input.written "));
+                    static JSONATA_8: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.input.orders "));
+                    static JSONATA_9: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.context.Map.Item.Value "));
+                    static JSONATA_10: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.context.Map.Item.Index "));
+                    static JSONATA_11: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(
+                        " $states.context.Map.Item.Value.id + ($states.context.Map.Item.Value.bad ? 'x' : 0) ",
+                    ));
+                    static JSONATA_12: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.input.tol "));
+                    static JSONATA_13: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.input.pct2 "));
+                    static JSONATA_14: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.input.perBatch "));
+                    const CATCH: &[__wfc::abi::JsonataCatcher] = &[
+                        __wfc::abi::JsonataCatcher {
+                            catcher: __wfc::abi::Catcher {
+                                error_equals: &[
+                                    "States.ExceedToleratedFailureThreshold",
+                                    "States.QueryEvaluationError",
+                                ],
+                                result_path: __wfc::abi::CatchPath::Replace,
+                                next: 4usize,
+                            },
+                            assign: ::core::option::Option::None,
+                            output: Some(catch_output_2 as _),
                         },
-                    )
-                    .await?
-                {
-                    __wfc::Step::Next(output) => State::Done(output),
-                    __wfc::Step::Goto { target, output } => {
-                        match target {
-                            4 => State::Done(output),
-                            _ => {
-                                return Err(
-                                    __wfc::abi::no_catcher_leading_to("Orders ✓", target),
+                    ];
+                    /// The state's data processing; its visit is the runtime's.
+                    struct Code;
+                    impl __wfc::abi::NestedCode for Code {
+                        type Retrier = __wfc::abi::Retrier;
+                        type Catcher = __wfc::abi::JsonataCatcher;
+                        fn retriers(&self) -> &[__wfc::abi::Retrier] {
+                            &[]
+                        }
+                        fn catchers(&self) -> &[__wfc::abi::JsonataCatcher] {
+                            CATCH
+                        }
+                        fn needs_context(&self) -> bool {
+                            true
+                        }
+                        fn has_output(&self) -> bool {
+                            true
+                        }
+                        fn output(
+                            &self,
+                            exec: &__wfc::Execution,
+                            states: &__wfc::abi::Bindings<'_>,
+                        ) -> Result<__wfc::Value, __wfc::Failure> {
+                            Ok({
+                                let mut object = __wfc::serde_json::Map::with_capacity(
+                                    5usize,
                                 );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("orders"),
+                                        __wfc::abi::jsonata(
+                                            exec,
+                                            __wfc::abi::jsonata_expr(&JSONATA_3)?,
+                                            "Output/orders",
+                                            states,
+                                        )?,
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("read"),
+                                        __wfc::abi::jsonata(
+                                            exec,
+                                            __wfc::abi::jsonata_expr(&JSONATA_4)?,
+                                            "Output/read",
+                                            states,
+                                        )?,
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("readError"),
+                                        __wfc::abi::jsonata(
+                                            exec,
+                                            __wfc::abi::jsonata_expr(&JSONATA_5)?,
+                                            "Output/readError",
+                                            states,
+                                        )?,
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("csv"),
+                                        __wfc::abi::jsonata(
+                                            exec,
+                                            __wfc::abi::jsonata_expr(&JSONATA_6)?,
+                                            "Output/csv",
+                                            states,
+                                        )?,
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("written"),
+                                        __wfc::abi::jsonata(
+                                            exec,
+                                            __wfc::abi::jsonata_expr(&JSONATA_7)?,
+                                            "Output/written",
+                                            states,
+                                        )?,
+                                    );
+                                __wfc::Value::Object(object)
+                            })
+                        }
+                    }
+                    impl __wfc::abi::MapCode for Code {
+                        fn attempt_needs_context(&self) -> bool {
+                            true
+                        }
+                        fn iteration_inputs(
+                            &self,
+                            exec: &__wfc::Execution,
+                            raw_input: &__wfc::Value,
+                            effective: &__wfc::Value,
+                            ctx: &__wfc::Value,
+                        ) -> Result<::std::vec::Vec<__wfc::Value>, __wfc::Failure> {
+                            let items = __wfc::abi::DistributedCode::items(
+                                self,
+                                exec,
+                                raw_input,
+                                effective,
+                                ctx,
+                            )?;
+                            __wfc::abi::DistributedCode::select_inputs(
+                                self,
+                                exec,
+                                raw_input,
+                                effective,
+                                ctx,
+                                items,
+                            )
+                        }
+                        fn distributed(
+                            &self,
+                        ) -> ::core::option::Option<&dyn __wfc::abi::DistributedCode> {
+                            Some(self)
+                        }
+                    }
+                    impl __wfc::abi::DistributedCode for Code {
+                        fn label(&self) -> ::core::option::Option<&str> {
+                            Some("Orders")
+                        }
+                        fn items_path_length(
+                            &self,
+                            effective: &__wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> usize {
+                            __wfc::abi::items_length(effective, &[])
+                        }
+                        fn items(
+                            &self,
+                            exec: &__wfc::Execution,
+                            raw_input: &__wfc::Value,
+                            _: &__wfc::Value,
+                            ctx: &__wfc::Value,
+                        ) -> Result<::std::vec::Vec<__wfc::Value>, __wfc::Failure> {
+                            let states = &__wfc::abi::Bindings::new(raw_input, ctx);
+                            __wfc::abi::jsonata_items(
+                                __wfc::abi::jsonata(
+                                    exec,
+                                    __wfc::abi::jsonata_expr(&JSONATA_8)?,
+                                    "Items",
+                                    states,
+                                )?,
+                                Some(" $states.input.orders "),
+                            )
+                        }
+                        fn select_inputs(
+                            &self,
+                            exec: &__wfc::Execution,
+                            raw_input: &__wfc::Value,
+                            _: &__wfc::Value,
+                            ctx: &__wfc::Value,
+                            items: ::std::vec::Vec<__wfc::Value>,
+                        ) -> Result<::std::vec::Vec<__wfc::Value>, __wfc::Failure> {
+                            let mut inputs = ::std::vec::Vec::with_capacity(items.len());
+                            for (index, item) in items.iter().enumerate() {
+                                let ctx = &__wfc::abi::item_context(ctx, index, item);
+                                let states = &__wfc::abi::Bindings::new(raw_input, ctx);
+                                inputs
+                                    .push({
+                                        let mut object = __wfc::serde_json::Map::with_capacity(
+                                            3usize,
+                                        );
+                                        object
+                                            .insert(
+                                                ::std::borrow::ToOwned::to_owned("o"),
+                                                __wfc::abi::jsonata(
+                                                    exec,
+                                                    __wfc::abi::jsonata_expr(&JSONATA_9)?,
+                                                    "ItemSelector/o",
+                                                    states,
+                                                )?,
+                                            );
+                                        object
+                                            .insert(
+                                                ::std::borrow::ToOwned::to_owned("i"),
+                                                __wfc::abi::jsonata(
+                                                    exec,
+                                                    __wfc::abi::jsonata_expr(&JSONATA_10)?,
+                                                    "ItemSelector/i",
+                                                    states,
+                                                )?,
+                                            );
+                                        object
+                                            .insert(
+                                                ::std::borrow::ToOwned::to_owned("check"),
+                                                __wfc::abi::jsonata(
+                                                    exec,
+                                                    __wfc::abi::jsonata_expr(&JSONATA_11)?,
+                                                    "ItemSelector/check",
+                                                    states,
+                                                )?,
+                                            );
+                                        __wfc::Value::Object(object)
+                                    });
+                            }
+                            Ok(inputs)
+                        }
+                        fn tolerated_failure_count(
+                            &self,
+                            effective: &__wfc::Value,
+                            ctx: &__wfc::Value,
+                        ) -> Result<::core::option::Option<u64>, __wfc::Failure> {
+                            __wfc::abi::count_jsonata(
+                                    __wfc::abi::jsonata_expr(&JSONATA_12)?,
+                                    __wfc::abi::CountField::ToleratedFailureCount,
+                                    effective,
+                                    ctx,
+                                )
+                                .map(Some)
+                        }
+                        fn tolerated_failure_percentage(
+                            &self,
+                            effective: &__wfc::Value,
+                            ctx: &__wfc::Value,
+                        ) -> Result<::core::option::Option<f64>, __wfc::Failure> {
+                            __wfc::abi::percentage_jsonata(
+                                    __wfc::abi::jsonata_expr(&JSONATA_13)?,
+                                    effective,
+                                    ctx,
+                                )
+                                .map(Some)
+                        }
+                        fn has_item_batcher(&self) -> bool {
+                            true
+                        }
+                        fn max_items_per_batch(
+                            &self,
+                            effective: &__wfc::Value,
+                            ctx: &__wfc::Value,
+                        ) -> Result<::core::option::Option<u64>, __wfc::Failure> {
+                            __wfc::abi::count_jsonata(
+                                    __wfc::abi::jsonata_expr(&JSONATA_14)?,
+                                    __wfc::abi::CountField::MaxItemsPerBatch,
+                                    effective,
+                                    ctx,
+                                )
+                                .map(Some)
+                        }
+                    }
+                    match __wfc::abi::map(
+                            exec,
+                            "Orders ✓",
+                            &Code,
+                            input,
+                            move |item: __wfc::Value, line: __wfc::Execution| async move {
+                                __wfc::FutureExt::boxed(
+                                        orders_item_processor::drive(handler, &line, item),
+                                    )
+                                    .await
+                            },
+                        )
+                        .await?
+                    {
+                        __wfc::Step::Next(output) => State::Done(output),
+                        __wfc::Step::Goto { target, output } => {
+                            match target {
+                                4 => State::Done(output),
+                                _ => {
+                                    return Err(
+                                        __wfc::abi::no_catcher_leading_to("Orders ✓", target),
+                                    );
+                                }
                             }
                         }
                     }
                 }
-            }
-            State::Done(input) => {
-                return __wfc::abi::succeed(
-                        exec,
-                        "Done",
-                        false,
-                        input,
-                        |input: __wfc::Value, _: &__wfc::Value| {
-                            let output = input;
-                            Ok(output)
-                        },
-                    )
-                    .map(__wfc::abi::Flow::End);
-            }
-        };
-        Ok(__wfc::abi::Flow::Next(next))
+                State::Done(input) => {
+                    return __wfc::abi::succeed(
+                            exec,
+                            "Done",
+                            false,
+                            input,
+                            |input: __wfc::Value, _: &__wfc::Value| {
+                                let output = input;
+                                Ok(output)
+                            },
+                        )
+                        .map(__wfc::abi::Flow::End);
+                }
+            };
+            Ok(__wfc::abi::Flow::Next(next))
+        }
     }
     /// The item processor of the Map state `Read "r" {#} ✓`: the states each item runs through, and their driver.
     pub mod read_r_item_processor {
@@ -1450,145 +1458,153 @@ pub mod distributed_map {
             }
         }
         /// Runs this branch from its start state.
-        pub(super) async fn drive<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        pub(super) fn drive<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             input: __wfc::Value,
-        ) -> Result<__wfc::Value, __wfc::Failure> {
-            resume(handler, exec, State::EchoE(input)).await
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::Value, __wfc::Failure>,
+        > + 'a {
+            resume(handler, exec, State::EchoE(input))
         }
         /// Runs the item processor of the Map state `Read "r" {#} ✓` from `state` until it ends, in the execution `exec` (its clock, history and context).
-        pub async fn resume<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        pub fn resume<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             state: State,
-        ) -> Result<__wfc::Value, __wfc::Failure> {
-            __wfc::abi::drive(state, |state| step(handler, exec, state)).await
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::Value, __wfc::Failure>,
+        > + 'a {
+            __wfc::abi::drive(state, move |state| step(handler, exec, state))
         }
         /// One state of the item processor of the Map state `Read "r" {#} ✓`: its work, then where control goes (run by the runtime's driver, `abi::drive`).
-        async fn step<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        fn step<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             state: State,
-        ) -> Result<__wfc::abi::Flow<State>, __wfc::Failure> {
-            match state {
-                State::EchoE(input) => {
-                    const PATH_0: &[__wfc::abi::Seg<'static>] = &[
-                        __wfc::abi::Seg::Name("Items"),
-                        __wfc::abi::Seg::Index(0i64),
-                        __wfc::abi::Seg::Name("item"),
-                    ];
-                    const PATH_1: &[__wfc::abi::Seg<'static>] = &[
-                        __wfc::abi::Seg::Name("Items"),
-                    ];
-                    const PATH_2: &[__wfc::abi::Seg<'static>] = &[
-                        __wfc::abi::Seg::Name("BatchInput"),
-                    ];
-                    static PATH_3: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
-                        "$.Items[-1:].index",
-                    ));
-                    /// The state's data processing; its visit is `abi::task`'s.
-                    struct Code;
-                    impl __wfc::abi::TaskCode for Code {
-                        type Retrier = __wfc::abi::Retrier;
-                        type Catcher = __wfc::abi::Catcher;
-                        fn resource(&self) -> &str {
-                            "arn:aws:states:::wfc:echo"
-                        }
-                        fn static_names(
-                            &self,
-                        ) -> ::core::option::Option<(&'static str, &'static str)> {
-                            ::core::option::Option::Some((
-                                "Echo \"e\"",
-                                "arn:aws:states:::wfc:echo",
-                            ))
-                        }
-                        fn is_lambda_function(&self) -> bool {
-                            const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
-                                "arn:aws:states:::wfc:echo",
-                            );
-                            LAMBDA_FUNCTION
-                        }
-                        fn retriers(&self) -> &[__wfc::abi::Retrier] {
-                            &[]
-                        }
-                        fn catchers(&self) -> &[__wfc::abi::Catcher] {
-                            &[]
-                        }
-                        fn shape(&self) -> __wfc::abi::TaskShape {
-                            __wfc::abi::TaskShape {
-                                input_moves: true,
-                                single_attempt: true,
-                                result_is_output: true,
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::abi::Flow<State>, __wfc::Failure>,
+        > + 'a {
+            async move {
+                match state {
+                    State::EchoE(input) => {
+                        const PATH_0: &[__wfc::abi::Seg<'static>] = &[
+                            __wfc::abi::Seg::Name("Items"),
+                            __wfc::abi::Seg::Index(0i64),
+                            __wfc::abi::Seg::Name("item"),
+                        ];
+                        const PATH_1: &[__wfc::abi::Seg<'static>] = &[
+                            __wfc::abi::Seg::Name("Items"),
+                        ];
+                        const PATH_2: &[__wfc::abi::Seg<'static>] = &[
+                            __wfc::abi::Seg::Name("BatchInput"),
+                        ];
+                        static PATH_3: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
+                            "$.Items[-1:].index",
+                        ));
+                        /// The state's data processing; its visit is `abi::task`'s.
+                        struct Code;
+                        impl __wfc::abi::TaskCode for Code {
+                            type Retrier = __wfc::abi::Retrier;
+                            type Catcher = __wfc::abi::Catcher;
+                            fn resource(&self) -> &str {
+                                "arn:aws:states:::wfc:echo"
+                            }
+                            fn static_names(
+                                &self,
+                            ) -> ::core::option::Option<(&'static str, &'static str)> {
+                                ::core::option::Option::Some((
+                                    "Echo \"e\"",
+                                    "arn:aws:states:::wfc:echo",
+                                ))
+                            }
+                            fn is_lambda_function(&self) -> bool {
+                                const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
+                                    "arn:aws:states:::wfc:echo",
+                                );
+                                LAMBDA_FUNCTION
+                            }
+                            fn retriers(&self) -> &[__wfc::abi::Retrier] {
+                                &[]
+                            }
+                            fn catchers(&self) -> &[__wfc::abi::Catcher] {
+                                &[]
+                            }
+                            fn shape(&self) -> __wfc::abi::TaskShape {
+                                __wfc::abi::TaskShape {
+                                    input_moves: true,
+                                    single_attempt: true,
+                                    result_is_output: true,
+                                }
+                            }
+                            fn parameters_form(&self) -> __wfc::abi::ParametersForm {
+                                __wfc::abi::ParametersForm::Once
+                            }
+                            fn parameters(
+                                &self,
+                                _: &__wfc::Execution,
+                                effective: &__wfc::Value,
+                                ctx: &__wfc::Value,
+                            ) -> Result<__wfc::Value, __wfc::Failure> {
+                                Ok({
+                                    let mut object = __wfc::serde_json::Map::with_capacity(
+                                        4usize,
+                                    );
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("payload"),
+                                            __wfc::abi::field(
+                                                effective,
+                                                PATH_0,
+                                                "$.Items[0].item",
+                                                "payload.$",
+                                            )?,
+                                        );
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("count"),
+                                            __wfc::abi::call(
+                                                __wfc::abi::Function::ArrayLength,
+                                                ::std::vec![
+                                                    __wfc::abi::field(effective, PATH_1, "$.Items", "count.$") ?
+                                                ],
+                                            )?,
+                                        );
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("batch"),
+                                            __wfc::abi::field(
+                                                effective,
+                                                PATH_2,
+                                                "$.BatchInput",
+                                                "batch.$",
+                                            )?,
+                                        );
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("last"),
+                                            __wfc::abi::field_path(
+                                                __wfc::abi::path(&PATH_3)?,
+                                                "last.$",
+                                                effective,
+                                                ctx,
+                                            )?,
+                                        );
+                                    __wfc::Value::Object(object)
+                                })
                             }
                         }
-                        fn parameters_form(&self) -> __wfc::abi::ParametersForm {
-                            __wfc::abi::ParametersForm::Once
-                        }
-                        fn parameters(
-                            &self,
-                            _: &__wfc::Execution,
-                            effective: &__wfc::Value,
-                            ctx: &__wfc::Value,
-                        ) -> Result<__wfc::Value, __wfc::Failure> {
-                            Ok({
-                                let mut object = __wfc::serde_json::Map::with_capacity(
-                                    4usize,
+                        match super::task_echo(handler, exec, "Echo \"e\"", &Code, input)
+                            .await?
+                        {
+                            __wfc::Step::Next(output) => {
+                                return Ok(__wfc::abi::Flow::End(output));
+                            }
+                            __wfc::Step::Goto { target, .. } => {
+                                return Err(
+                                    __wfc::abi::no_catcher_leading_to("Echo \"e\"", target),
                                 );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("payload"),
-                                        __wfc::abi::field(
-                                            effective,
-                                            PATH_0,
-                                            "$.Items[0].item",
-                                            "payload.$",
-                                        )?,
-                                    );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("count"),
-                                        __wfc::abi::call(
-                                            __wfc::abi::Function::ArrayLength,
-                                            ::std::vec![
-                                                __wfc::abi::field(effective, PATH_1, "$.Items", "count.$") ?
-                                            ],
-                                        )?,
-                                    );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("batch"),
-                                        __wfc::abi::field(
-                                            effective,
-                                            PATH_2,
-                                            "$.BatchInput",
-                                            "batch.$",
-                                        )?,
-                                    );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("last"),
-                                        __wfc::abi::field_path(
-                                            __wfc::abi::path(&PATH_3)?,
-                                            "last.$",
-                                            effective,
-                                            ctx,
-                                        )?,
-                                    );
-                                __wfc::Value::Object(object)
-                            })
-                        }
-                    }
-                    match super::task_echo(handler, exec, "Echo \"e\"", &Code, input)
-                        .await?
-                    {
-                        __wfc::Step::Next(output) => {
-                            return Ok(__wfc::abi::Flow::End(output));
-                        }
-                        __wfc::Step::Goto { target, .. } => {
-                            return Err(
-                                __wfc::abi::no_catcher_leading_to("Echo \"e\"", target),
-                            );
+                            }
                         }
                     }
                 }
@@ -1633,93 +1649,105 @@ pub mod distributed_map {
             }
         }
         /// Runs this branch from its start state.
-        pub(super) async fn drive<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        pub(super) fn drive<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             input: __wfc::Value,
-        ) -> Result<__wfc::Value, __wfc::Failure> {
-            resume(handler, exec, State::Work(input)).await
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::Value, __wfc::Failure>,
+        > + 'a {
+            resume(handler, exec, State::Work(input))
         }
         /// Runs the item processor of the Map state `Write {#}` from `state` until it ends, in the execution `exec` (its clock, history and context).
-        pub async fn resume<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        pub fn resume<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             state: State,
-        ) -> Result<__wfc::Value, __wfc::Failure> {
-            __wfc::abi::drive(state, |state| step(handler, exec, state)).await
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::Value, __wfc::Failure>,
+        > + 'a {
+            __wfc::abi::drive(state, move |state| step(handler, exec, state))
         }
         /// One state of the item processor of the Map state `Write {#}`: its work, then where control goes (run by the runtime's driver, `abi::drive`).
-        async fn step<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        fn step<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             state: State,
-        ) -> Result<__wfc::abi::Flow<State>, __wfc::Failure> {
-            match state {
-                State::Work(input) => {
-                    const PATH_0: &[__wfc::abi::Seg<'static>] = &[];
-                    /// The state's data processing; its visit is `abi::task`'s.
-                    struct Code;
-                    impl __wfc::abi::TaskCode for Code {
-                        type Retrier = __wfc::abi::Retrier;
-                        type Catcher = __wfc::abi::Catcher;
-                        fn resource(&self) -> &str {
-                            "arn:aws:states:::wfc:echo"
-                        }
-                        fn static_names(
-                            &self,
-                        ) -> ::core::option::Option<(&'static str, &'static str)> {
-                            ::core::option::Option::Some((
-                                "Work",
-                                "arn:aws:states:::wfc:echo",
-                            ))
-                        }
-                        fn is_lambda_function(&self) -> bool {
-                            const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
-                                "arn:aws:states:::wfc:echo",
-                            );
-                            LAMBDA_FUNCTION
-                        }
-                        fn retriers(&self) -> &[__wfc::abi::Retrier] {
-                            &[]
-                        }
-                        fn catchers(&self) -> &[__wfc::abi::Catcher] {
-                            &[]
-                        }
-                        fn shape(&self) -> __wfc::abi::TaskShape {
-                            __wfc::abi::TaskShape {
-                                input_moves: true,
-                                single_attempt: true,
-                                result_is_output: true,
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::abi::Flow<State>, __wfc::Failure>,
+        > + 'a {
+            async move {
+                match state {
+                    State::Work(input) => {
+                        const PATH_0: &[__wfc::abi::Seg<'static>] = &[];
+                        /// The state's data processing; its visit is `abi::task`'s.
+                        struct Code;
+                        impl __wfc::abi::TaskCode for Code {
+                            type Retrier = __wfc::abi::Retrier;
+                            type Catcher = __wfc::abi::Catcher;
+                            fn resource(&self) -> &str {
+                                "arn:aws:states:::wfc:echo"
+                            }
+                            fn static_names(
+                                &self,
+                            ) -> ::core::option::Option<(&'static str, &'static str)> {
+                                ::core::option::Option::Some((
+                                    "Work",
+                                    "arn:aws:states:::wfc:echo",
+                                ))
+                            }
+                            fn is_lambda_function(&self) -> bool {
+                                const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
+                                    "arn:aws:states:::wfc:echo",
+                                );
+                                LAMBDA_FUNCTION
+                            }
+                            fn retriers(&self) -> &[__wfc::abi::Retrier] {
+                                &[]
+                            }
+                            fn catchers(&self) -> &[__wfc::abi::Catcher] {
+                                &[]
+                            }
+                            fn shape(&self) -> __wfc::abi::TaskShape {
+                                __wfc::abi::TaskShape {
+                                    input_moves: true,
+                                    single_attempt: true,
+                                    result_is_output: true,
+                                }
+                            }
+                            fn parameters_form(&self) -> __wfc::abi::ParametersForm {
+                                __wfc::abi::ParametersForm::Once
+                            }
+                            fn parameters(
+                                &self,
+                                _: &__wfc::Execution,
+                                effective: &__wfc::Value,
+                                _: &__wfc::Value,
+                            ) -> Result<__wfc::Value, __wfc::Failure> {
+                                Ok({
+                                    let mut object = __wfc::serde_json::Map::with_capacity(
+                                        1usize,
+                                    );
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("payload"),
+                                            __wfc::abi::field(effective, PATH_0, "$", "payload.$")?,
+                                        );
+                                    __wfc::Value::Object(object)
+                                })
                             }
                         }
-                        fn parameters_form(&self) -> __wfc::abi::ParametersForm {
-                            __wfc::abi::ParametersForm::Once
-                        }
-                        fn parameters(
-                            &self,
-                            _: &__wfc::Execution,
-                            effective: &__wfc::Value,
-                            _: &__wfc::Value,
-                        ) -> Result<__wfc::Value, __wfc::Failure> {
-                            Ok({
-                                let mut object = __wfc::serde_json::Map::with_capacity(
-                                    1usize,
+                        match super::task_echo(handler, exec, "Work", &Code, input)
+                            .await?
+                        {
+                            __wfc::Step::Next(output) => {
+                                return Ok(__wfc::abi::Flow::End(output));
+                            }
+                            __wfc::Step::Goto { target, .. } => {
+                                return Err(
+                                    __wfc::abi::no_catcher_leading_to("Work", target),
                                 );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("payload"),
-                                        __wfc::abi::field(effective, PATH_0, "$", "payload.$")?,
-                                    );
-                                __wfc::Value::Object(object)
-                            })
-                        }
-                    }
-                    match super::task_echo(handler, exec, "Work", &Code, input).await? {
-                        __wfc::Step::Next(output) => {
-                            return Ok(__wfc::abi::Flow::End(output));
-                        }
-                        __wfc::Step::Goto { target, .. } => {
-                            return Err(__wfc::abi::no_catcher_leading_to("Work", target));
+                            }
                         }
                     }
                 }
@@ -1764,41 +1792,49 @@ pub mod distributed_map {
             }
         }
         /// Runs this branch from its start state.
-        pub(super) async fn drive<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        pub(super) fn drive<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             input: __wfc::Value,
-        ) -> Result<__wfc::Value, __wfc::Failure> {
-            resume(handler, exec, State::Rows(input)).await
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::Value, __wfc::Failure>,
+        > + 'a {
+            resume(handler, exec, State::Rows(input))
         }
         /// Runs the item processor of the Map state `Csv ✓` from `state` until it ends, in the execution `exec` (its clock, history and context).
-        pub async fn resume<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        pub fn resume<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             state: State,
-        ) -> Result<__wfc::Value, __wfc::Failure> {
-            __wfc::abi::drive(state, |state| step(handler, exec, state)).await
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::Value, __wfc::Failure>,
+        > + 'a {
+            __wfc::abi::drive(state, move |state| step(handler, exec, state))
         }
         /// One state of the item processor of the Map state `Csv ✓`: its work, then where control goes (run by the runtime's driver, `abi::drive`).
-        async fn step<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        fn step<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             state: State,
-        ) -> Result<__wfc::abi::Flow<State>, __wfc::Failure> {
-            let _ = handler;
-            match state {
-                State::Rows(input) => {
-                    let output = __wfc::abi::pass(
-                        exec,
-                        "Rows",
-                        false,
-                        input,
-                        |input: __wfc::Value, _: &__wfc::Value| {
-                            let output = input;
-                            Ok(output)
-                        },
-                    )?;
-                    return Ok(__wfc::abi::Flow::End(output));
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::abi::Flow<State>, __wfc::Failure>,
+        > + 'a {
+            async move {
+                let _ = handler;
+                match state {
+                    State::Rows(input) => {
+                        let output = __wfc::abi::pass(
+                            exec,
+                            "Rows",
+                            false,
+                            input,
+                            |input: __wfc::Value, _: &__wfc::Value| {
+                                let output = input;
+                                Ok(output)
+                            },
+                        )?;
+                        return Ok(__wfc::abi::Flow::End(output));
+                    }
                 }
             }
         }
@@ -1851,95 +1887,103 @@ pub mod distributed_map {
             }
         }
         /// Runs this branch from its start state.
-        pub(super) async fn drive<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        pub(super) fn drive<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             input: __wfc::Value,
-        ) -> Result<__wfc::Value, __wfc::Failure> {
-            resume(handler, exec, State::Check(input)).await
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::Value, __wfc::Failure>,
+        > + 'a {
+            resume(handler, exec, State::Check(input))
         }
         /// Runs the item processor of the Map state `Orders ✓` from `state` until it ends, in the execution `exec` (its clock, history and context).
-        pub async fn resume<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        pub fn resume<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             state: State,
-        ) -> Result<__wfc::Value, __wfc::Failure> {
-            __wfc::abi::drive(state, |state| step(handler, exec, state)).await
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::Value, __wfc::Failure>,
+        > + 'a {
+            __wfc::abi::drive(state, move |state| step(handler, exec, state))
         }
         /// One state of the item processor of the Map state `Orders ✓`: its work, then where control goes (run by the runtime's driver, `abi::drive`).
-        async fn step<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        fn step<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             state: State,
-        ) -> Result<__wfc::abi::Flow<State>, __wfc::Failure> {
-            let _ = handler;
-            let next = match state {
-                State::Check(input) => {
-                    static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
-                    __wfc::abi::JsonataExpr::parse(
-                        " $count($states.input.Items[o.fail = true]) > 0 ",
-                    ));
-                    let __wfc::Chosen { branch, output } = __wfc::abi::choice_kept(
-                        exec,
-                        "Check",
-                        true,
-                        input,
-                        true,
-                        |input: &__wfc::Value, ctx: &__wfc::Value| {
-                            if __wfc::abi::jsonata_condition(
-                                __wfc::abi::jsonata_expr(&JSONATA_0)?,
-                                input,
-                                ctx,
-                            )? {
-                                return Ok(Some(0));
-                            }
-                            Ok(::core::option::Option::None)
-                        },
-                    )?;
-                    match branch {
-                        Some(0) => State::Reject(output),
-                        _ => State::Accept(output),
-                    }
-                }
-                State::Reject(input) => {
-                    return Err(
-                        __wfc::abi::fail(
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::abi::Flow<State>, __wfc::Failure>,
+        > + 'a {
+            async move {
+                let _ = handler;
+                let next = match state {
+                    State::Check(input) => {
+                        static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                        __wfc::abi::JsonataExpr::parse(
+                            " $count($states.input.Items[o.fail = true]) > 0 ",
+                        ));
+                        let __wfc::Chosen { branch, output } = __wfc::abi::choice_kept(
                             exec,
-                            "Reject",
-                            false,
+                            "Check",
+                            true,
                             input,
-                            |_: &__wfc::Value, _: &__wfc::Value| Ok(__wfc::Failure {
-                                error: ::std::borrow::ToOwned::to_owned("Order.Rejected"),
-                                cause: ::std::borrow::ToOwned::to_owned(
-                                    "an order asked to fail",
-                                ),
-                            }),
-                        ),
-                    );
-                }
-                State::Accept(input) => {
-                    static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
-                    __wfc::abi::JsonataExpr::parse(" $states.input.Items.i "));
-                    let output = __wfc::abi::pass_language(
-                        exec,
-                        "Accept",
-                        input,
-                        |input: __wfc::Value, ctx: &__wfc::Value| {
-                            let states = &__wfc::abi::Bindings::new(&input, ctx);
-                            let assigned = ::core::option::Option::None;
-                            let output = __wfc::abi::jsonata(
+                            true,
+                            |input: &__wfc::Value, ctx: &__wfc::Value| {
+                                if __wfc::abi::jsonata_condition(
+                                    __wfc::abi::jsonata_expr(&JSONATA_0)?,
+                                    input,
+                                    ctx,
+                                )? {
+                                    return Ok(Some(0));
+                                }
+                                Ok(::core::option::Option::None)
+                            },
+                        )?;
+                        match branch {
+                            Some(0) => State::Reject(output),
+                            _ => State::Accept(output),
+                        }
+                    }
+                    State::Reject(input) => {
+                        return Err(
+                            __wfc::abi::fail(
                                 exec,
-                                __wfc::abi::jsonata_expr(&JSONATA_0)?,
-                                "Output",
-                                states,
-                            )?;
-                            Ok((output, assigned))
-                        },
-                    )?;
-                    return Ok(__wfc::abi::Flow::End(output));
-                }
-            };
-            Ok(__wfc::abi::Flow::Next(next))
+                                "Reject",
+                                false,
+                                input,
+                                |_: &__wfc::Value, _: &__wfc::Value| Ok(__wfc::Failure {
+                                    error: ::std::borrow::ToOwned::to_owned("Order.Rejected"),
+                                    cause: ::std::borrow::ToOwned::to_owned(
+                                        "an order asked to fail",
+                                    ),
+                                }),
+                            ),
+                        );
+                    }
+                    State::Accept(input) => {
+                        static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                        __wfc::abi::JsonataExpr::parse(" $states.input.Items.i "));
+                        let output = __wfc::abi::pass_language(
+                            exec,
+                            "Accept",
+                            input,
+                            |input: __wfc::Value, ctx: &__wfc::Value| {
+                                let states = &__wfc::abi::Bindings::new(&input, ctx);
+                                let assigned = ::core::option::Option::None;
+                                let output = __wfc::abi::jsonata(
+                                    exec,
+                                    __wfc::abi::jsonata_expr(&JSONATA_0)?,
+                                    "Output",
+                                    states,
+                                )?;
+                                Ok((output, assigned))
+                            },
+                        )?;
+                        return Ok(__wfc::abi::Flow::End(output));
+                    }
+                };
+                Ok(__wfc::abi::Flow::Next(next))
+            }
         }
     }
 }

@@ -341,652 +341,47 @@ pub mod jsonata_nested {
         }
     }
     /// Runs the workflow from `state` until it ends, in the execution `exec` (its clock, history and context).
-    pub async fn resume<H: Handler>(
-        handler: &H,
-        exec: &__wfc::Execution,
+    pub fn resume<'a, H: Handler>(
+        handler: &'a H,
+        exec: &'a __wfc::Execution,
         state: State,
-    ) -> Result<__wfc::Value, __wfc::Failure> {
-        __wfc::abi::drive(state, |state| step(handler, exec, state)).await
+    ) -> impl ::core::future::Future<
+        Output = Result<__wfc::Value, __wfc::Failure>,
+    > + 'a {
+        __wfc::abi::drive(state, move |state| step(handler, exec, state))
     }
     /// One state of the workflow: its work, then where control goes (run by the runtime's driver, `abi::drive`).
-    async fn step<H: Handler>(
-        handler: &H,
-        exec: &__wfc::Execution,
+    fn step<'a, H: Handler>(
+        handler: &'a H,
+        exec: &'a __wfc::Execution,
         state: State,
-    ) -> Result<__wfc::abi::Flow<State>, __wfc::Failure> {
-        let next = match state {
-            State::FanP(input) => {
-                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.errorOutput.Error ",
-                ));
-                /// A catcher's JSONata field, on the `$states` bindings.
-                fn catch_assign_1(
-                    exec: &__wfc::Execution,
-                    states: &__wfc::abi::Bindings<'_>,
-                ) -> Result<__wfc::abi::Assigned, __wfc::Failure> {
-                    Ok(
-                        ::std::vec![
-                            (::std::borrow::ToOwned::to_owned("caught"),
-                            __wfc::abi::jsonata(exec, __wfc::abi::jsonata_expr(&
-                            JSONATA_0) ?, "Assign/caught", states) ?)
-                        ],
-                    )
-                }
-                static JSONATA_2: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.errorOutput ",
-                ));
-                static JSONATA_3: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input.mode ",
-                ));
-                /// A catcher's JSONata field, on the `$states` bindings.
-                fn catch_output_4(
-                    exec: &__wfc::Execution,
-                    states: &__wfc::abi::Bindings<'_>,
-                ) -> Result<__wfc::Value, __wfc::Failure> {
-                    Ok({
-                        let mut object = __wfc::serde_json::Map::with_capacity(2usize);
-                        object
-                            .insert(
-                                ::std::borrow::ToOwned::to_owned("caught"),
-                                __wfc::abi::jsonata(
-                                    exec,
-                                    __wfc::abi::jsonata_expr(&JSONATA_2)?,
-                                    "Output/caught",
-                                    states,
-                                )?,
-                            );
-                        object
-                            .insert(
-                                ::std::borrow::ToOwned::to_owned("mode"),
-                                __wfc::abi::jsonata(
-                                    exec,
-                                    __wfc::abi::jsonata_expr(&JSONATA_3)?,
-                                    "Output/mode",
-                                    states,
-                                )?,
-                            );
-                        __wfc::Value::Object(object)
-                    })
-                }
-                static JSONATA_5: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.result[0] ",
-                ));
-                static JSONATA_6: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input.cfg ",
-                ));
-                static JSONATA_7: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input.assignBad ? $states.input.mode + 1 : $states.result[1].retry ",
-                ));
-                static JSONATA_8: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input.items ",
-                ));
-                static JSONATA_9: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input.outBad ? $states.input.mode - 1 : $states.result[0] ",
-                ));
-                static LITERAL_10: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
-                    let mut object = __wfc::serde_json::Map::with_capacity(1usize);
-                    object
-                        .insert(
-                            ::std::borrow::ToOwned::to_owned("k"),
-                            __wfc::Value::Array(
-                                ::std::vec![
-                                    __wfc::Value::String(::std::borrow::ToOwned::to_owned("{#} \"q\"")),
-                                    __wfc::Value::from(2u64)
-                                ],
-                            ),
-                        );
-                    __wfc::Value::Object(object)
-                });
-                static JSONATA_11: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input ",
-                ));
-                static JSONATA_12: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.context.State.RetryCount ",
-                ));
-                static JSONATA_13: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input.n + ($states.context.State.RetryCount = 0 and $states.input.failFirst ? 'x' : 0) + ($states.input.failAlways ? 'y' : 0) ",
-                ));
-                static LITERAL_14: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| __wfc::Value::Array(
-                    ::std::vec![
-                        __wfc::Value::from(1u64), { let mut object =
-                        __wfc::serde_json::Map::with_capacity(1usize); object
-                        .insert(::std::borrow::ToOwned::to_owned("a"),
-                        __wfc::Value::String(::std::borrow::ToOwned::to_owned("\"{#}\" ✓")));
-                        __wfc::Value::Object(object) }, __wfc::Value::Null
-                    ],
-                ));
-                const RETRY: &[__wfc::abi::Retrier] = &[
-                    __wfc::abi::Retrier {
-                        error_equals: &["States.QueryEvaluationError"],
-                        interval_seconds: 1u64,
-                        max_attempts: 1u32,
-                        backoff_rate: 2f64,
-                        max_delay_seconds: ::core::option::Option::None,
-                        jitter: __wfc::abi::Jitter::None,
-                    },
-                ];
-                const CATCH: &[__wfc::abi::JsonataCatcher] = &[
-                    __wfc::abi::JsonataCatcher {
-                        catcher: __wfc::abi::Catcher {
-                            error_equals: &["Boom"],
-                            result_path: __wfc::abi::CatchPath::Replace,
-                            next: 6usize,
-                        },
-                        assign: Some(catch_assign_1 as _),
-                        output: Some(catch_output_4 as _),
-                    },
-                ];
-                /// The state's data processing; its visit is the runtime's.
-                struct Code;
-                impl __wfc::abi::NestedCode for Code {
-                    type Retrier = __wfc::abi::Retrier;
-                    type Catcher = __wfc::abi::JsonataCatcher;
-                    fn retriers(&self) -> &[__wfc::abi::Retrier] {
-                        RETRY
-                    }
-                    fn catchers(&self) -> &[__wfc::abi::JsonataCatcher] {
-                        CATCH
-                    }
-                    fn needs_context(&self) -> bool {
-                        true
-                    }
-                    fn assigns(&self) -> bool {
-                        true
-                    }
-                    fn assigned(
-                        &self,
+    ) -> impl ::core::future::Future<
+        Output = Result<__wfc::abi::Flow<State>, __wfc::Failure>,
+    > + 'a {
+        async move {
+            let next = match state {
+                State::FanP(input) => {
+                    static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.errorOutput.Error "));
+                    /// A catcher's JSONata field, on the `$states` bindings.
+                    fn catch_assign_1(
                         exec: &__wfc::Execution,
-                        _: &__wfc::Value,
                         states: &__wfc::abi::Bindings<'_>,
                     ) -> Result<__wfc::abi::Assigned, __wfc::Failure> {
                         Ok(
                             ::std::vec![
-                                (::std::borrow::ToOwned::to_owned("doubled"),
+                                (::std::borrow::ToOwned::to_owned("caught"),
                                 __wfc::abi::jsonata(exec, __wfc::abi::jsonata_expr(&
-                                JSONATA_5) ?, "Assign/doubled", states) ?),
-                                (::std::borrow::ToOwned::to_owned("cfg"),
-                                __wfc::abi::jsonata(exec, __wfc::abi::jsonata_expr(&
-                                JSONATA_6) ?, "Assign/cfg", states) ?),
-                                (::std::borrow::ToOwned::to_owned("fanned"),
-                                __wfc::abi::jsonata(exec, __wfc::abi::jsonata_expr(&
-                                JSONATA_7) ?, "Assign/fanned", states) ?)
+                                JSONATA_0) ?, "Assign/caught", states) ?)
                             ],
                         )
                     }
-                    fn has_output(&self) -> bool {
-                        true
-                    }
-                    fn output(
-                        &self,
-                        exec: &__wfc::Execution,
-                        states: &__wfc::abi::Bindings<'_>,
-                    ) -> Result<__wfc::Value, __wfc::Failure> {
-                        Ok({
-                            let mut object = __wfc::serde_json::Map::with_capacity(
-                                4usize,
-                            );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("items"),
-                                    __wfc::abi::jsonata(
-                                        exec,
-                                        __wfc::abi::jsonata_expr(&JSONATA_8)?,
-                                        "Output/items",
-                                        states,
-                                    )?,
-                                );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("n"),
-                                    __wfc::abi::jsonata(
-                                        exec,
-                                        __wfc::abi::jsonata_expr(&JSONATA_9)?,
-                                        "Output/n",
-                                        states,
-                                    )?,
-                                );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("mode"),
-                                    __wfc::abi::jsonata(
-                                        exec,
-                                        __wfc::abi::jsonata_expr(&JSONATA_3)?,
-                                        "Output/mode",
-                                        states,
-                                    )?,
-                                );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("const"),
-                                    __wfc::Value::clone(&LITERAL_10),
-                                );
-                            __wfc::Value::Object(object)
-                        })
-                    }
-                }
-                impl __wfc::abi::ParallelCode for Code {
-                    fn has_arguments(&self) -> bool {
-                        true
-                    }
-                    fn arguments(
-                        &self,
-                        exec: &__wfc::Execution,
-                        states: &__wfc::abi::Bindings<'_>,
-                    ) -> Result<__wfc::Value, __wfc::Failure> {
-                        Ok({
-                            let mut object = __wfc::serde_json::Map::with_capacity(
-                                4usize,
-                            );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("in"),
-                                    __wfc::abi::jsonata(
-                                        exec,
-                                        __wfc::abi::jsonata_expr(&JSONATA_11)?,
-                                        "Arguments/in",
-                                        states,
-                                    )?,
-                                );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("retry"),
-                                    __wfc::abi::jsonata(
-                                        exec,
-                                        __wfc::abi::jsonata_expr(&JSONATA_12)?,
-                                        "Arguments/retry",
-                                        states,
-                                    )?,
-                                );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("check"),
-                                    __wfc::abi::jsonata(
-                                        exec,
-                                        __wfc::abi::jsonata_expr(&JSONATA_13)?,
-                                        "Arguments/check",
-                                        states,
-                                    )?,
-                                );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("lit"),
-                                    __wfc::Value::clone(&LITERAL_14),
-                                );
-                            __wfc::Value::Object(object)
-                        })
-                    }
-                }
-                match __wfc::abi::parallel(
-                        exec,
-                        "Fan \"p\" {#} ✓",
-                        &Code,
-                        input,
-                        move |input: __wfc::Value, exec: __wfc::Execution| async move {
-                            let __wfc_branch_exec_0 = exec.branch();
-                            let __wfc_branch_exec_1 = exec.branch();
-                            __wfc::abi::join_branches(
-                                    ::std::vec![
-                                        __wfc::FutureExt::boxed(__wfc_branch_exec_0
-                                        .in_branch_context(fan_p_branch_0::drive(handler, &
-                                        __wfc_branch_exec_0, ::core::clone::Clone::clone(&
-                                        input)))), __wfc::FutureExt::boxed(__wfc_branch_exec_1
-                                        .in_branch_context(fan_p_branch_1::drive(handler, &
-                                        __wfc_branch_exec_1, input)))
-                                    ],
-                                )
-                                .await
-                        },
-                    )
-                    .await?
-                {
-                    __wfc::Step::Next(output) => State::EachM(output),
-                    __wfc::Step::Goto { target, output } => {
-                        match target {
-                            6 => State::Done(output),
-                            _ => {
-                                return Err(
-                                    __wfc::abi::no_catcher_leading_to(
-                                        "Fan \"p\" {#} ✓",
-                                        target,
-                                    ),
-                                );
-                            }
-                        }
-                    }
-                }
-            }
-            State::EachM(input) => {
-                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.errorOutput.Error ",
-                ));
-                static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $count($states.input.items) ",
-                ));
-                /// A catcher's JSONata field, on the `$states` bindings.
-                fn catch_output_2(
-                    exec: &__wfc::Execution,
-                    states: &__wfc::abi::Bindings<'_>,
-                ) -> Result<__wfc::Value, __wfc::Failure> {
-                    Ok({
-                        let mut object = __wfc::serde_json::Map::with_capacity(2usize);
-                        object
-                            .insert(
-                                ::std::borrow::ToOwned::to_owned("mapCaught"),
-                                __wfc::abi::jsonata(
-                                    exec,
-                                    __wfc::abi::jsonata_expr(&JSONATA_0)?,
-                                    "Output/mapCaught",
-                                    states,
-                                )?,
-                            );
-                        object
-                            .insert(
-                                ::std::borrow::ToOwned::to_owned("total"),
-                                __wfc::abi::jsonata(
-                                    exec,
-                                    __wfc::abi::jsonata_expr(&JSONATA_1)?,
-                                    "Output/total",
-                                    states,
-                                )?,
-                            );
-                        __wfc::Value::Object(object)
-                    })
-                }
-                static JSONATA_3: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $sum($states.result.x) ",
-                ));
-                static JSONATA_4: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.result ",
-                ));
-                static JSONATA_5: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input.mode ",
-                ));
-                static JSONATA_6: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $cfg.mapOutBad ? $states.input.mode * 3 : $sum($states.result.x) ",
-                ));
-                static JSONATA_7: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $cfg.max ",
-                ));
-                static JSONATA_8: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input.items ",
-                ));
-                static JSONATA_9: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.context.Map.Item.Value ",
-                ));
-                static JSONATA_10: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.context.Map.Item.Index ",
-                ));
-                static JSONATA_11: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.context.Map.Item.Value.bad ? $states.input.mode * 2 : 1 ",
-                ));
-                static LITERAL_12: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
-                    let mut object = __wfc::serde_json::Map::with_capacity(1usize);
-                    object
-                        .insert(
-                            ::std::borrow::ToOwned::to_owned("k"),
-                            __wfc::Value::Array(
-                                ::std::vec![
-                                    __wfc::Value::from(1u64),
-                                    __wfc::Value::String(::std::borrow::ToOwned::to_owned("{#} ✓"))
-                                ],
-                            ),
-                        );
-                    __wfc::Value::Object(object)
-                });
-                const CATCH: &[__wfc::abi::JsonataCatcher] = &[
-                    __wfc::abi::JsonataCatcher {
-                        catcher: __wfc::abi::Catcher {
-                            error_equals: &["Boom"],
-                            result_path: __wfc::abi::CatchPath::Replace,
-                            next: 6usize,
-                        },
-                        assign: ::core::option::Option::None,
-                        output: Some(catch_output_2 as _),
-                    },
-                ];
-                /// The state's data processing; its visit is the runtime's.
-                struct Code;
-                impl __wfc::abi::NestedCode for Code {
-                    type Retrier = __wfc::abi::Retrier;
-                    type Catcher = __wfc::abi::JsonataCatcher;
-                    fn retriers(&self) -> &[__wfc::abi::Retrier] {
-                        &[]
-                    }
-                    fn catchers(&self) -> &[__wfc::abi::JsonataCatcher] {
-                        CATCH
-                    }
-                    fn needs_context(&self) -> bool {
-                        true
-                    }
-                    fn assigns(&self) -> bool {
-                        true
-                    }
-                    fn assigned(
-                        &self,
-                        exec: &__wfc::Execution,
-                        _: &__wfc::Value,
-                        states: &__wfc::abi::Bindings<'_>,
-                    ) -> Result<__wfc::abi::Assigned, __wfc::Failure> {
-                        Ok(
-                            ::std::vec![
-                                (::std::borrow::ToOwned::to_owned("total"),
-                                __wfc::abi::jsonata(exec, __wfc::abi::jsonata_expr(&
-                                JSONATA_3) ?, "Assign/total", states) ?)
-                            ],
-                        )
-                    }
-                    fn has_output(&self) -> bool {
-                        true
-                    }
-                    fn output(
-                        &self,
-                        exec: &__wfc::Execution,
-                        states: &__wfc::abi::Bindings<'_>,
-                    ) -> Result<__wfc::Value, __wfc::Failure> {
-                        Ok({
-                            let mut object = __wfc::serde_json::Map::with_capacity(
-                                3usize,
-                            );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("results"),
-                                    __wfc::abi::jsonata(
-                                        exec,
-                                        __wfc::abi::jsonata_expr(&JSONATA_4)?,
-                                        "Output/results",
-                                        states,
-                                    )?,
-                                );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("mode"),
-                                    __wfc::abi::jsonata(
-                                        exec,
-                                        __wfc::abi::jsonata_expr(&JSONATA_5)?,
-                                        "Output/mode",
-                                        states,
-                                    )?,
-                                );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("sum"),
-                                    __wfc::abi::jsonata(
-                                        exec,
-                                        __wfc::abi::jsonata_expr(&JSONATA_6)?,
-                                        "Output/sum",
-                                        states,
-                                    )?,
-                                );
-                            __wfc::Value::Object(object)
-                        })
-                    }
-                }
-                impl __wfc::abi::MapCode for Code {
-                    fn max_concurrency(
-                        &self,
-                        effective: &__wfc::Value,
-                        ctx: &__wfc::Value,
-                    ) -> Result<u64, __wfc::Failure> {
-                        __wfc::abi::max_concurrency_jsonata(
-                            __wfc::abi::jsonata_expr(&JSONATA_7)?,
-                            effective,
-                            ctx,
-                        )
-                    }
-                    fn iteration_inputs(
-                        &self,
-                        exec: &__wfc::Execution,
-                        raw_input: &__wfc::Value,
-                        _effective: &__wfc::Value,
-                        ctx: &__wfc::Value,
-                    ) -> Result<::std::vec::Vec<__wfc::Value>, __wfc::Failure> {
-                        let items = {
-                            let states = &__wfc::abi::Bindings::new(raw_input, ctx);
-                            __wfc::abi::jsonata_items(
-                                __wfc::abi::jsonata(
-                                    exec,
-                                    __wfc::abi::jsonata_expr(&JSONATA_8)?,
-                                    "Items",
-                                    states,
-                                )?,
-                                Some(" $states.input.items "),
-                            )
-                        }?;
-                        let mut inputs = ::std::vec::Vec::with_capacity(items.len());
-                        for (index, item) in items.iter().enumerate() {
-                            let ctx = &__wfc::abi::item_context(ctx, index, item);
-                            let states = &__wfc::abi::Bindings::new(raw_input, ctx);
-                            inputs
-                                .push({
-                                    let mut object = __wfc::serde_json::Map::with_capacity(
-                                        5usize,
-                                    );
-                                    object
-                                        .insert(
-                                            ::std::borrow::ToOwned::to_owned("payload"),
-                                            __wfc::abi::jsonata(
-                                                exec,
-                                                __wfc::abi::jsonata_expr(&JSONATA_9)?,
-                                                "ItemSelector/payload",
-                                                states,
-                                            )?,
-                                        );
-                                    object
-                                        .insert(
-                                            ::std::borrow::ToOwned::to_owned("index"),
-                                            __wfc::abi::jsonata(
-                                                exec,
-                                                __wfc::abi::jsonata_expr(&JSONATA_10)?,
-                                                "ItemSelector/index",
-                                                states,
-                                            )?,
-                                        );
-                                    object
-                                        .insert(
-                                            ::std::borrow::ToOwned::to_owned("mode"),
-                                            __wfc::abi::jsonata(
-                                                exec,
-                                                __wfc::abi::jsonata_expr(&JSONATA_5)?,
-                                                "ItemSelector/mode",
-                                                states,
-                                            )?,
-                                        );
-                                    object
-                                        .insert(
-                                            ::std::borrow::ToOwned::to_owned("check"),
-                                            __wfc::abi::jsonata(
-                                                exec,
-                                                __wfc::abi::jsonata_expr(&JSONATA_11)?,
-                                                "ItemSelector/check",
-                                                states,
-                                            )?,
-                                        );
-                                    object
-                                        .insert(
-                                            ::std::borrow::ToOwned::to_owned("lit"),
-                                            __wfc::Value::clone(&LITERAL_12),
-                                        );
-                                    __wfc::Value::Object(object)
-                                });
-                        }
-                        Ok(inputs)
-                    }
-                }
-                match __wfc::abi::map(
-                        exec,
-                        "Each \"m\" ✓",
-                        &Code,
-                        input,
-                        move |item: __wfc::Value, line: __wfc::Execution| async move {
-                            __wfc::FutureExt::boxed(
-                                    each_m_item_processor::drive(handler, &line, item),
-                                )
-                                .await
-                        },
-                    )
-                    .await?
-                {
-                    __wfc::Step::Next(output) => State::Pick(output),
-                    __wfc::Step::Goto { target, output } => {
-                        match target {
-                            6 => State::Done(output),
-                            _ => {
-                                return Err(
-                                    __wfc::abi::no_catcher_leading_to("Each \"m\" ✓", target),
-                                );
-                            }
-                        }
-                    }
-                }
-            }
-            State::Pick(input) => {
-                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input.mode = 'notarray' ? { 'a': 1 } : $states.input.results ",
-                ));
-                let output = __wfc::abi::pass_language(
-                    exec,
-                    "Pick ✓",
-                    input,
-                    |input: __wfc::Value, ctx: &__wfc::Value| {
-                        let states = &__wfc::abi::Bindings::new(&input, ctx);
-                        let assigned = ::core::option::Option::None;
-                        let output = __wfc::abi::jsonata(
-                            exec,
-                            __wfc::abi::jsonata_expr(&JSONATA_0)?,
-                            "Output",
-                            states,
-                        )?;
-                        Ok((output, assigned))
-                    },
-                )?;
-                State::AgainA(output)
-            }
-            State::AgainA(input) => {
-                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.result ",
-                ));
-                static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $cfg.role ",
-                ));
-                /// The state's data processing; its visit is the runtime's.
-                struct Code;
-                impl __wfc::abi::NestedCode for Code {
-                    type Retrier = __wfc::abi::Retrier;
-                    type Catcher = __wfc::abi::Catcher;
-                    fn retriers(&self) -> &[__wfc::abi::Retrier] {
-                        &[]
-                    }
-                    fn catchers(&self) -> &[__wfc::abi::Catcher] {
-                        &[]
-                    }
-                    fn needs_context(&self) -> bool {
-                        true
-                    }
-                    fn has_output(&self) -> bool {
-                        true
-                    }
-                    fn output(
-                        &self,
+                    static JSONATA_2: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.errorOutput "));
+                    static JSONATA_3: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.input.mode "));
+                    /// A catcher's JSONata field, on the `$states` bindings.
+                    fn catch_output_4(
                         exec: &__wfc::Execution,
                         states: &__wfc::abi::Bindings<'_>,
                     ) -> Result<__wfc::Value, __wfc::Failure> {
@@ -996,445 +391,1044 @@ pub mod jsonata_nested {
                             );
                             object
                                 .insert(
-                                    ::std::borrow::ToOwned::to_owned("again"),
+                                    ::std::borrow::ToOwned::to_owned("caught"),
+                                    __wfc::abi::jsonata(
+                                        exec,
+                                        __wfc::abi::jsonata_expr(&JSONATA_2)?,
+                                        "Output/caught",
+                                        states,
+                                    )?,
+                                );
+                            object
+                                .insert(
+                                    ::std::borrow::ToOwned::to_owned("mode"),
+                                    __wfc::abi::jsonata(
+                                        exec,
+                                        __wfc::abi::jsonata_expr(&JSONATA_3)?,
+                                        "Output/mode",
+                                        states,
+                                    )?,
+                                );
+                            __wfc::Value::Object(object)
+                        })
+                    }
+                    static JSONATA_5: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.result[0] "));
+                    static JSONATA_6: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.input.cfg "));
+                    static JSONATA_7: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(
+                        " $states.input.assignBad ? $states.input.mode + 1 : $states.result[1].retry ",
+                    ));
+                    static JSONATA_8: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.input.items "));
+                    static JSONATA_9: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(
+                        " $states.input.outBad ? $states.input.mode - 1 : $states.result[0] ",
+                    ));
+                    static LITERAL_10: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
+                        let mut object = __wfc::serde_json::Map::with_capacity(1usize);
+                        object
+                            .insert(
+                                ::std::borrow::ToOwned::to_owned("k"),
+                                __wfc::Value::Array(
+                                    ::std::vec![
+                                        __wfc::Value::String(::std::borrow::ToOwned::to_owned("{#} \"q\"")),
+                                        __wfc::Value::from(2u64)
+                                    ],
+                                ),
+                            );
+                        __wfc::Value::Object(object)
+                    });
+                    static JSONATA_11: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.input "));
+                    static JSONATA_12: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(
+                        " $states.context.State.RetryCount ",
+                    ));
+                    static JSONATA_13: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(
+                        " $states.input.n + ($states.context.State.RetryCount = 0 and $states.input.failFirst ? 'x' : 0) + ($states.input.failAlways ? 'y' : 0) ",
+                    ));
+                    static LITERAL_14: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| __wfc::Value::Array(
+                        ::std::vec![
+                            __wfc::Value::from(1u64), { let mut object =
+                            __wfc::serde_json::Map::with_capacity(1usize); object
+                            .insert(::std::borrow::ToOwned::to_owned("a"),
+                            __wfc::Value::String(::std::borrow::ToOwned::to_owned("\"{#}\" ✓")));
+                            __wfc::Value::Object(object) }, __wfc::Value::Null
+                        ],
+                    ));
+                    const RETRY: &[__wfc::abi::Retrier] = &[
+                        __wfc::abi::Retrier {
+                            error_equals: &["States.QueryEvaluationError"],
+                            interval_seconds: 1u64,
+                            max_attempts: 1u32,
+                            backoff_rate: 2f64,
+                            max_delay_seconds: ::core::option::Option::None,
+                            jitter: __wfc::abi::Jitter::None,
+                        },
+                    ];
+                    const CATCH: &[__wfc::abi::JsonataCatcher] = &[
+                        __wfc::abi::JsonataCatcher {
+                            catcher: __wfc::abi::Catcher {
+                                error_equals: &["Boom"],
+                                result_path: __wfc::abi::CatchPath::Replace,
+                                next: 6usize,
+                            },
+                            assign: Some(catch_assign_1 as _),
+                            output: Some(catch_output_4 as _),
+                        },
+                    ];
+                    /// The state's data processing; its visit is the runtime's.
+                    struct Code;
+                    impl __wfc::abi::NestedCode for Code {
+                        type Retrier = __wfc::abi::Retrier;
+                        type Catcher = __wfc::abi::JsonataCatcher;
+                        fn retriers(&self) -> &[__wfc::abi::Retrier] {
+                            RETRY
+                        }
+                        fn catchers(&self) -> &[__wfc::abi::JsonataCatcher] {
+                            CATCH
+                        }
+                        fn needs_context(&self) -> bool {
+                            true
+                        }
+                        fn assigns(&self) -> bool {
+                            true
+                        }
+                        fn assigned(
+                            &self,
+                            exec: &__wfc::Execution,
+                            _: &__wfc::Value,
+                            states: &__wfc::abi::Bindings<'_>,
+                        ) -> Result<__wfc::abi::Assigned, __wfc::Failure> {
+                            Ok(
+                                ::std::vec![
+                                    (::std::borrow::ToOwned::to_owned("doubled"),
+                                    __wfc::abi::jsonata(exec, __wfc::abi::jsonata_expr(&
+                                    JSONATA_5) ?, "Assign/doubled", states) ?),
+                                    (::std::borrow::ToOwned::to_owned("cfg"),
+                                    __wfc::abi::jsonata(exec, __wfc::abi::jsonata_expr(&
+                                    JSONATA_6) ?, "Assign/cfg", states) ?),
+                                    (::std::borrow::ToOwned::to_owned("fanned"),
+                                    __wfc::abi::jsonata(exec, __wfc::abi::jsonata_expr(&
+                                    JSONATA_7) ?, "Assign/fanned", states) ?)
+                                ],
+                            )
+                        }
+                        fn has_output(&self) -> bool {
+                            true
+                        }
+                        fn output(
+                            &self,
+                            exec: &__wfc::Execution,
+                            states: &__wfc::abi::Bindings<'_>,
+                        ) -> Result<__wfc::Value, __wfc::Failure> {
+                            Ok({
+                                let mut object = __wfc::serde_json::Map::with_capacity(
+                                    4usize,
+                                );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("items"),
+                                        __wfc::abi::jsonata(
+                                            exec,
+                                            __wfc::abi::jsonata_expr(&JSONATA_8)?,
+                                            "Output/items",
+                                            states,
+                                        )?,
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("n"),
+                                        __wfc::abi::jsonata(
+                                            exec,
+                                            __wfc::abi::jsonata_expr(&JSONATA_9)?,
+                                            "Output/n",
+                                            states,
+                                        )?,
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("mode"),
+                                        __wfc::abi::jsonata(
+                                            exec,
+                                            __wfc::abi::jsonata_expr(&JSONATA_3)?,
+                                            "Output/mode",
+                                            states,
+                                        )?,
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("const"),
+                                        __wfc::Value::clone(&LITERAL_10),
+                                    );
+                                __wfc::Value::Object(object)
+                            })
+                        }
+                    }
+                    impl __wfc::abi::ParallelCode for Code {
+                        fn has_arguments(&self) -> bool {
+                            true
+                        }
+                        fn arguments(
+                            &self,
+                            exec: &__wfc::Execution,
+                            states: &__wfc::abi::Bindings<'_>,
+                        ) -> Result<__wfc::Value, __wfc::Failure> {
+                            Ok({
+                                let mut object = __wfc::serde_json::Map::with_capacity(
+                                    4usize,
+                                );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("in"),
+                                        __wfc::abi::jsonata(
+                                            exec,
+                                            __wfc::abi::jsonata_expr(&JSONATA_11)?,
+                                            "Arguments/in",
+                                            states,
+                                        )?,
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("retry"),
+                                        __wfc::abi::jsonata(
+                                            exec,
+                                            __wfc::abi::jsonata_expr(&JSONATA_12)?,
+                                            "Arguments/retry",
+                                            states,
+                                        )?,
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("check"),
+                                        __wfc::abi::jsonata(
+                                            exec,
+                                            __wfc::abi::jsonata_expr(&JSONATA_13)?,
+                                            "Arguments/check",
+                                            states,
+                                        )?,
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("lit"),
+                                        __wfc::Value::clone(&LITERAL_14),
+                                    );
+                                __wfc::Value::Object(object)
+                            })
+                        }
+                    }
+                    match __wfc::abi::parallel(
+                            exec,
+                            "Fan \"p\" {#} ✓",
+                            &Code,
+                            input,
+                            move |input: __wfc::Value, exec: __wfc::Execution| async move {
+                                let __wfc_branch_exec_0 = exec.branch();
+                                let __wfc_branch_exec_1 = exec.branch();
+                                __wfc::abi::join_branches(
+                                        ::std::vec![
+                                            __wfc::FutureExt::boxed(__wfc_branch_exec_0
+                                            .in_branch_context(fan_p_branch_0::drive(handler, &
+                                            __wfc_branch_exec_0, ::core::clone::Clone::clone(&
+                                            input)))), __wfc::FutureExt::boxed(__wfc_branch_exec_1
+                                            .in_branch_context(fan_p_branch_1::drive(handler, &
+                                            __wfc_branch_exec_1, input)))
+                                        ],
+                                    )
+                                    .await
+                            },
+                        )
+                        .await?
+                    {
+                        __wfc::Step::Next(output) => State::EachM(output),
+                        __wfc::Step::Goto { target, output } => {
+                            match target {
+                                6 => State::Done(output),
+                                _ => {
+                                    return Err(
+                                        __wfc::abi::no_catcher_leading_to(
+                                            "Fan \"p\" {#} ✓",
+                                            target,
+                                        ),
+                                    );
+                                }
+                            }
+                        }
+                    }
+                }
+                State::EachM(input) => {
+                    static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.errorOutput.Error "));
+                    static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $count($states.input.items) "));
+                    /// A catcher's JSONata field, on the `$states` bindings.
+                    fn catch_output_2(
+                        exec: &__wfc::Execution,
+                        states: &__wfc::abi::Bindings<'_>,
+                    ) -> Result<__wfc::Value, __wfc::Failure> {
+                        Ok({
+                            let mut object = __wfc::serde_json::Map::with_capacity(
+                                2usize,
+                            );
+                            object
+                                .insert(
+                                    ::std::borrow::ToOwned::to_owned("mapCaught"),
                                     __wfc::abi::jsonata(
                                         exec,
                                         __wfc::abi::jsonata_expr(&JSONATA_0)?,
-                                        "Output/again",
+                                        "Output/mapCaught",
                                         states,
                                     )?,
                                 );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("role"),
-                                    __wfc::abi::jsonata(
-                                        exec,
-                                        __wfc::abi::jsonata_expr(&JSONATA_1)?,
-                                        "Output/role",
-                                        states,
-                                    )?,
-                                );
-                            __wfc::Value::Object(object)
-                        })
-                    }
-                }
-                impl __wfc::abi::MapCode for Code {
-                    fn max_concurrency(
-                        &self,
-                        _: &__wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> Result<u64, __wfc::Failure> {
-                        Ok(2u64)
-                    }
-                    fn iteration_inputs(
-                        &self,
-                        _: &__wfc::Execution,
-                        raw_input: &__wfc::Value,
-                        _effective: &__wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> Result<::std::vec::Vec<__wfc::Value>, __wfc::Failure> {
-                        __wfc::abi::input_items(raw_input)
-                    }
-                }
-                match __wfc::abi::map(
-                        exec,
-                        "Again \"a\"",
-                        &Code,
-                        input,
-                        move |item: __wfc::Value, line: __wfc::Execution| async move {
-                            __wfc::FutureExt::boxed(
-                                    again_a_item_processor::drive(handler, &line, item),
-                                )
-                                .await
-                        },
-                    )
-                    .await?
-                {
-                    __wfc::Step::Next(output) => State::CallPathRole(output),
-                    __wfc::Step::Goto { target, .. } => {
-                        return Err(
-                            __wfc::abi::no_catcher_leading_to("Again \"a\"", target),
-                        );
-                    }
-                }
-            }
-            State::CallPathRole(input) => {
-                const PATH_0: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("again"),
-                ];
-                const PATH_1: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("payload"),
-                ];
-                const PATH_2: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("called"),
-                ];
-                const PATH_3: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("role"),
-                ];
-                /// The state's data processing; its visit is `abi::task`'s.
-                struct Code;
-                impl __wfc::abi::TaskCode for Code {
-                    type Retrier = __wfc::abi::Retrier;
-                    type Catcher = __wfc::abi::Catcher;
-                    fn resource(&self) -> &str {
-                        "arn:aws:states:::wfc:echo"
-                    }
-                    fn static_names(
-                        &self,
-                    ) -> ::core::option::Option<(&'static str, &'static str)> {
-                        ::core::option::Option::Some((
-                            "Call path role ✓",
-                            "arn:aws:states:::wfc:echo",
-                        ))
-                    }
-                    fn is_lambda_function(&self) -> bool {
-                        const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
-                            "arn:aws:states:::wfc:echo",
-                        );
-                        LAMBDA_FUNCTION
-                    }
-                    fn retriers(&self) -> &[__wfc::abi::Retrier] {
-                        &[]
-                    }
-                    fn catchers(&self) -> &[__wfc::abi::Catcher] {
-                        &[]
-                    }
-                    fn shape(&self) -> __wfc::abi::TaskShape {
-                        __wfc::abi::TaskShape {
-                            input_moves: false,
-                            single_attempt: true,
-                            result_is_output: false,
-                        }
-                    }
-                    fn needs_context(&self) -> bool {
-                        true
-                    }
-                    fn parameters_form(&self) -> __wfc::abi::ParametersForm {
-                        __wfc::abi::ParametersForm::Once
-                    }
-                    fn parameters(
-                        &self,
-                        _: &__wfc::Execution,
-                        effective: &__wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> Result<__wfc::Value, __wfc::Failure> {
-                        Ok({
-                            let mut object = __wfc::serde_json::Map::with_capacity(
-                                1usize,
-                            );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("payload"),
-                                    __wfc::abi::field(
-                                        effective,
-                                        PATH_0,
-                                        "$.again",
-                                        "payload.$",
-                                    )?,
-                                );
-                            __wfc::Value::Object(object)
-                        })
-                    }
-                    fn finish(
-                        &self,
-                        _: &__wfc::Execution,
-                        raw_input: __wfc::Value,
-                        result: __wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> Result<__wfc::Value, __wfc::Failure> {
-                        let result = {
-                            let mut object = __wfc::serde_json::Map::with_capacity(
-                                1usize,
-                            );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("again"),
-                                    __wfc::abi::field(&result, PATH_1, "$.payload", "again.$")?,
-                                );
-                            __wfc::Value::Object(object)
-                        };
-                        let output = __wfc::abi::set(
-                            raw_input,
-                            PATH_2,
-                            "$.called",
-                            result,
-                        )?;
-                        Ok(output)
-                    }
-                    fn has_credentials(&self) -> bool {
-                        true
-                    }
-                    fn role_arn(
-                        &self,
-                        _: &__wfc::Execution,
-                        effective: &__wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> Result<::std::string::String, __wfc::Failure> {
-                        __wfc::abi::jsonpath_role_arn({
-                            let mut object = __wfc::serde_json::Map::with_capacity(
-                                1usize,
-                            );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("RoleArn"),
-                                    __wfc::abi::field(effective, PATH_3, "$.role", "RoleArn.$")?,
-                                );
-                            __wfc::Value::Object(object)
-                        })
-                    }
-                }
-                match task_echo(handler, exec, "Call path role ✓", &Code, input).await?
-                {
-                    __wfc::Step::Next(output) => State::CallJsonataRole(output),
-                    __wfc::Step::Goto { target, .. } => {
-                        return Err(
-                            __wfc::abi::no_catcher_leading_to(
-                                "Call path role ✓",
-                                target,
-                            ),
-                        );
-                    }
-                }
-            }
-            State::CallJsonataRole(input) => {
-                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $total ",
-                ));
-                static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input.called.again ",
-                ));
-                static JSONATA_2: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.result.payload.total ",
-                ));
-                static JSONATA_3: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.result.payload.again ",
-                ));
-                static JSONATA_4: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $doubled ",
-                ));
-                static JSONATA_5: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $fanned ",
-                ));
-                static JSONATA_6: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $cfg.jrole ",
-                ));
-                /// The state's data processing; its visit is `abi::task`'s.
-                struct Code;
-                impl __wfc::abi::TaskCode for Code {
-                    type Retrier = __wfc::abi::Retrier;
-                    type Catcher = __wfc::abi::Catcher;
-                    fn resource(&self) -> &str {
-                        "arn:aws:states:::wfc:echo"
-                    }
-                    fn static_names(
-                        &self,
-                    ) -> ::core::option::Option<(&'static str, &'static str)> {
-                        ::core::option::Option::Some((
-                            "Call jsonata role {#}",
-                            "arn:aws:states:::wfc:echo",
-                        ))
-                    }
-                    fn is_lambda_function(&self) -> bool {
-                        const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
-                            "arn:aws:states:::wfc:echo",
-                        );
-                        LAMBDA_FUNCTION
-                    }
-                    fn retriers(&self) -> &[__wfc::abi::Retrier] {
-                        &[]
-                    }
-                    fn catchers(&self) -> &[__wfc::abi::Catcher] {
-                        &[]
-                    }
-                    fn shape(&self) -> __wfc::abi::TaskShape {
-                        __wfc::abi::TaskShape {
-                            input_moves: false,
-                            single_attempt: true,
-                            result_is_output: true,
-                        }
-                    }
-                    fn needs_context(&self) -> bool {
-                        true
-                    }
-                    fn has_arguments(&self) -> bool {
-                        true
-                    }
-                    fn arguments(
-                        &self,
-                        exec: &__wfc::Execution,
-                        states: &__wfc::abi::Bindings<'_>,
-                    ) -> Result<__wfc::Value, __wfc::Failure> {
-                        Ok({
-                            let mut object = __wfc::serde_json::Map::with_capacity(
-                                1usize,
-                            );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("payload"),
-                                    {
-                                        let mut object = __wfc::serde_json::Map::with_capacity(
-                                            2usize,
-                                        );
-                                        object
-                                            .insert(
-                                                ::std::borrow::ToOwned::to_owned("total"),
-                                                __wfc::abi::jsonata(
-                                                    exec,
-                                                    __wfc::abi::jsonata_expr(&JSONATA_0)?,
-                                                    "Arguments/payload/total",
-                                                    states,
-                                                )?,
-                                            );
-                                        object
-                                            .insert(
-                                                ::std::borrow::ToOwned::to_owned("again"),
-                                                __wfc::abi::jsonata(
-                                                    exec,
-                                                    __wfc::abi::jsonata_expr(&JSONATA_1)?,
-                                                    "Arguments/payload/again",
-                                                    states,
-                                                )?,
-                                            );
-                                        __wfc::Value::Object(object)
-                                    },
-                                );
-                            __wfc::Value::Object(object)
-                        })
-                    }
-                    fn has_output(&self) -> bool {
-                        true
-                    }
-                    fn output(
-                        &self,
-                        exec: &__wfc::Execution,
-                        states: &__wfc::abi::Bindings<'_>,
-                    ) -> Result<__wfc::Value, __wfc::Failure> {
-                        Ok({
-                            let mut object = __wfc::serde_json::Map::with_capacity(
-                                4usize,
-                            );
                             object
                                 .insert(
                                     ::std::borrow::ToOwned::to_owned("total"),
                                     __wfc::abi::jsonata(
                                         exec,
-                                        __wfc::abi::jsonata_expr(&JSONATA_2)?,
+                                        __wfc::abi::jsonata_expr(&JSONATA_1)?,
                                         "Output/total",
-                                        states,
-                                    )?,
-                                );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("again"),
-                                    __wfc::abi::jsonata(
-                                        exec,
-                                        __wfc::abi::jsonata_expr(&JSONATA_3)?,
-                                        "Output/again",
-                                        states,
-                                    )?,
-                                );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("doubled"),
-                                    __wfc::abi::jsonata(
-                                        exec,
-                                        __wfc::abi::jsonata_expr(&JSONATA_4)?,
-                                        "Output/doubled",
-                                        states,
-                                    )?,
-                                );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("fanned"),
-                                    __wfc::abi::jsonata(
-                                        exec,
-                                        __wfc::abi::jsonata_expr(&JSONATA_5)?,
-                                        "Output/fanned",
                                         states,
                                     )?,
                                 );
                             __wfc::Value::Object(object)
                         })
                     }
-                    fn has_credentials(&self) -> bool {
-                        true
+                    static JSONATA_3: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $sum($states.result.x) "));
+                    static JSONATA_4: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.result "));
+                    static JSONATA_5: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.input.mode "));
+                    static JSONATA_6: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(
+                        " $cfg.mapOutBad ? $states.input.mode * 3 : $sum($states.result.x) ",
+                    ));
+                    static JSONATA_7: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $cfg.max "));
+                    static JSONATA_8: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.input.items "));
+                    static JSONATA_9: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.context.Map.Item.Value "));
+                    static JSONATA_10: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.context.Map.Item.Index "));
+                    static JSONATA_11: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(
+                        " $states.context.Map.Item.Value.bad ? $states.input.mode * 2 : 1 ",
+                    ));
+                    static LITERAL_12: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
+                        let mut object = __wfc::serde_json::Map::with_capacity(1usize);
+                        object
+                            .insert(
+                                ::std::borrow::ToOwned::to_owned("k"),
+                                __wfc::Value::Array(
+                                    ::std::vec![
+                                        __wfc::Value::from(1u64),
+                                        __wfc::Value::String(::std::borrow::ToOwned::to_owned("{#} ✓"))
+                                    ],
+                                ),
+                            );
+                        __wfc::Value::Object(object)
+                    });
+                    const CATCH: &[__wfc::abi::JsonataCatcher] = &[
+                        __wfc::abi::JsonataCatcher {
+                            catcher: __wfc::abi::Catcher {
+                                error_equals: &["Boom"],
+                                result_path: __wfc::abi::CatchPath::Replace,
+                                next: 6usize,
+                            },
+                            assign: ::core::option::Option::None,
+                            output: Some(catch_output_2 as _),
+                        },
+                    ];
+                    /// The state's data processing; its visit is the runtime's.
+                    struct Code;
+                    impl __wfc::abi::NestedCode for Code {
+                        type Retrier = __wfc::abi::Retrier;
+                        type Catcher = __wfc::abi::JsonataCatcher;
+                        fn retriers(&self) -> &[__wfc::abi::Retrier] {
+                            &[]
+                        }
+                        fn catchers(&self) -> &[__wfc::abi::JsonataCatcher] {
+                            CATCH
+                        }
+                        fn needs_context(&self) -> bool {
+                            true
+                        }
+                        fn assigns(&self) -> bool {
+                            true
+                        }
+                        fn assigned(
+                            &self,
+                            exec: &__wfc::Execution,
+                            _: &__wfc::Value,
+                            states: &__wfc::abi::Bindings<'_>,
+                        ) -> Result<__wfc::abi::Assigned, __wfc::Failure> {
+                            Ok(
+                                ::std::vec![
+                                    (::std::borrow::ToOwned::to_owned("total"),
+                                    __wfc::abi::jsonata(exec, __wfc::abi::jsonata_expr(&
+                                    JSONATA_3) ?, "Assign/total", states) ?)
+                                ],
+                            )
+                        }
+                        fn has_output(&self) -> bool {
+                            true
+                        }
+                        fn output(
+                            &self,
+                            exec: &__wfc::Execution,
+                            states: &__wfc::abi::Bindings<'_>,
+                        ) -> Result<__wfc::Value, __wfc::Failure> {
+                            Ok({
+                                let mut object = __wfc::serde_json::Map::with_capacity(
+                                    3usize,
+                                );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("results"),
+                                        __wfc::abi::jsonata(
+                                            exec,
+                                            __wfc::abi::jsonata_expr(&JSONATA_4)?,
+                                            "Output/results",
+                                            states,
+                                        )?,
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("mode"),
+                                        __wfc::abi::jsonata(
+                                            exec,
+                                            __wfc::abi::jsonata_expr(&JSONATA_5)?,
+                                            "Output/mode",
+                                            states,
+                                        )?,
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("sum"),
+                                        __wfc::abi::jsonata(
+                                            exec,
+                                            __wfc::abi::jsonata_expr(&JSONATA_6)?,
+                                            "Output/sum",
+                                            states,
+                                        )?,
+                                    );
+                                __wfc::Value::Object(object)
+                            })
+                        }
                     }
-                    fn role_arn(
-                        &self,
-                        exec: &__wfc::Execution,
-                        effective: &__wfc::Value,
-                        ctx: &__wfc::Value,
-                    ) -> Result<::std::string::String, __wfc::Failure> {
-                        let states = &__wfc::abi::Bindings::new(effective, ctx);
-                        __wfc::abi::jsonata_role_arn(
-                            {
+                    impl __wfc::abi::MapCode for Code {
+                        fn max_concurrency(
+                            &self,
+                            effective: &__wfc::Value,
+                            ctx: &__wfc::Value,
+                        ) -> Result<u64, __wfc::Failure> {
+                            __wfc::abi::max_concurrency_jsonata(
+                                __wfc::abi::jsonata_expr(&JSONATA_7)?,
+                                effective,
+                                ctx,
+                            )
+                        }
+                        fn iteration_inputs(
+                            &self,
+                            exec: &__wfc::Execution,
+                            raw_input: &__wfc::Value,
+                            _effective: &__wfc::Value,
+                            ctx: &__wfc::Value,
+                        ) -> Result<::std::vec::Vec<__wfc::Value>, __wfc::Failure> {
+                            let items = {
+                                let states = &__wfc::abi::Bindings::new(raw_input, ctx);
+                                __wfc::abi::jsonata_items(
+                                    __wfc::abi::jsonata(
+                                        exec,
+                                        __wfc::abi::jsonata_expr(&JSONATA_8)?,
+                                        "Items",
+                                        states,
+                                    )?,
+                                    Some(" $states.input.items "),
+                                )
+                            }?;
+                            let mut inputs = ::std::vec::Vec::with_capacity(items.len());
+                            for (index, item) in items.iter().enumerate() {
+                                let ctx = &__wfc::abi::item_context(ctx, index, item);
+                                let states = &__wfc::abi::Bindings::new(raw_input, ctx);
+                                inputs
+                                    .push({
+                                        let mut object = __wfc::serde_json::Map::with_capacity(
+                                            5usize,
+                                        );
+                                        object
+                                            .insert(
+                                                ::std::borrow::ToOwned::to_owned("payload"),
+                                                __wfc::abi::jsonata(
+                                                    exec,
+                                                    __wfc::abi::jsonata_expr(&JSONATA_9)?,
+                                                    "ItemSelector/payload",
+                                                    states,
+                                                )?,
+                                            );
+                                        object
+                                            .insert(
+                                                ::std::borrow::ToOwned::to_owned("index"),
+                                                __wfc::abi::jsonata(
+                                                    exec,
+                                                    __wfc::abi::jsonata_expr(&JSONATA_10)?,
+                                                    "ItemSelector/index",
+                                                    states,
+                                                )?,
+                                            );
+                                        object
+                                            .insert(
+                                                ::std::borrow::ToOwned::to_owned("mode"),
+                                                __wfc::abi::jsonata(
+                                                    exec,
+                                                    __wfc::abi::jsonata_expr(&JSONATA_5)?,
+                                                    "ItemSelector/mode",
+                                                    states,
+                                                )?,
+                                            );
+                                        object
+                                            .insert(
+                                                ::std::borrow::ToOwned::to_owned("check"),
+                                                __wfc::abi::jsonata(
+                                                    exec,
+                                                    __wfc::abi::jsonata_expr(&JSONATA_11)?,
+                                                    "ItemSelector/check",
+                                                    states,
+                                                )?,
+                                            );
+                                        object
+                                            .insert(
+                                                ::std::borrow::ToOwned::to_owned("lit"),
+                                                __wfc::Value::clone(&LITERAL_12),
+                                            );
+                                        __wfc::Value::Object(object)
+                                    });
+                            }
+                            Ok(inputs)
+                        }
+                    }
+                    match __wfc::abi::map(
+                            exec,
+                            "Each \"m\" ✓",
+                            &Code,
+                            input,
+                            move |item: __wfc::Value, line: __wfc::Execution| async move {
+                                __wfc::FutureExt::boxed(
+                                        each_m_item_processor::drive(handler, &line, item),
+                                    )
+                                    .await
+                            },
+                        )
+                        .await?
+                    {
+                        __wfc::Step::Next(output) => State::Pick(output),
+                        __wfc::Step::Goto { target, output } => {
+                            match target {
+                                6 => State::Done(output),
+                                _ => {
+                                    return Err(
+                                        __wfc::abi::no_catcher_leading_to("Each \"m\" ✓", target),
+                                    );
+                                }
+                            }
+                        }
+                    }
+                }
+                State::Pick(input) => {
+                    static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(
+                        " $states.input.mode = 'notarray' ? { 'a': 1 } : $states.input.results ",
+                    ));
+                    let output = __wfc::abi::pass_language(
+                        exec,
+                        "Pick ✓",
+                        input,
+                        |input: __wfc::Value, ctx: &__wfc::Value| {
+                            let states = &__wfc::abi::Bindings::new(&input, ctx);
+                            let assigned = ::core::option::Option::None;
+                            let output = __wfc::abi::jsonata(
+                                exec,
+                                __wfc::abi::jsonata_expr(&JSONATA_0)?,
+                                "Output",
+                                states,
+                            )?;
+                            Ok((output, assigned))
+                        },
+                    )?;
+                    State::AgainA(output)
+                }
+                State::AgainA(input) => {
+                    static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.result "));
+                    static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $cfg.role "));
+                    /// The state's data processing; its visit is the runtime's.
+                    struct Code;
+                    impl __wfc::abi::NestedCode for Code {
+                        type Retrier = __wfc::abi::Retrier;
+                        type Catcher = __wfc::abi::Catcher;
+                        fn retriers(&self) -> &[__wfc::abi::Retrier] {
+                            &[]
+                        }
+                        fn catchers(&self) -> &[__wfc::abi::Catcher] {
+                            &[]
+                        }
+                        fn needs_context(&self) -> bool {
+                            true
+                        }
+                        fn has_output(&self) -> bool {
+                            true
+                        }
+                        fn output(
+                            &self,
+                            exec: &__wfc::Execution,
+                            states: &__wfc::abi::Bindings<'_>,
+                        ) -> Result<__wfc::Value, __wfc::Failure> {
+                            Ok({
+                                let mut object = __wfc::serde_json::Map::with_capacity(
+                                    2usize,
+                                );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("again"),
+                                        __wfc::abi::jsonata(
+                                            exec,
+                                            __wfc::abi::jsonata_expr(&JSONATA_0)?,
+                                            "Output/again",
+                                            states,
+                                        )?,
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("role"),
+                                        __wfc::abi::jsonata(
+                                            exec,
+                                            __wfc::abi::jsonata_expr(&JSONATA_1)?,
+                                            "Output/role",
+                                            states,
+                                        )?,
+                                    );
+                                __wfc::Value::Object(object)
+                            })
+                        }
+                    }
+                    impl __wfc::abi::MapCode for Code {
+                        fn max_concurrency(
+                            &self,
+                            _: &__wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> Result<u64, __wfc::Failure> {
+                            Ok(2u64)
+                        }
+                        fn iteration_inputs(
+                            &self,
+                            _: &__wfc::Execution,
+                            raw_input: &__wfc::Value,
+                            _effective: &__wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> Result<::std::vec::Vec<__wfc::Value>, __wfc::Failure> {
+                            __wfc::abi::input_items(raw_input)
+                        }
+                    }
+                    match __wfc::abi::map(
+                            exec,
+                            "Again \"a\"",
+                            &Code,
+                            input,
+                            move |item: __wfc::Value, line: __wfc::Execution| async move {
+                                __wfc::FutureExt::boxed(
+                                        again_a_item_processor::drive(handler, &line, item),
+                                    )
+                                    .await
+                            },
+                        )
+                        .await?
+                    {
+                        __wfc::Step::Next(output) => State::CallPathRole(output),
+                        __wfc::Step::Goto { target, .. } => {
+                            return Err(
+                                __wfc::abi::no_catcher_leading_to("Again \"a\"", target),
+                            );
+                        }
+                    }
+                }
+                State::CallPathRole(input) => {
+                    const PATH_0: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("again"),
+                    ];
+                    const PATH_1: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("payload"),
+                    ];
+                    const PATH_2: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("called"),
+                    ];
+                    const PATH_3: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("role"),
+                    ];
+                    /// The state's data processing; its visit is `abi::task`'s.
+                    struct Code;
+                    impl __wfc::abi::TaskCode for Code {
+                        type Retrier = __wfc::abi::Retrier;
+                        type Catcher = __wfc::abi::Catcher;
+                        fn resource(&self) -> &str {
+                            "arn:aws:states:::wfc:echo"
+                        }
+                        fn static_names(
+                            &self,
+                        ) -> ::core::option::Option<(&'static str, &'static str)> {
+                            ::core::option::Option::Some((
+                                "Call path role ✓",
+                                "arn:aws:states:::wfc:echo",
+                            ))
+                        }
+                        fn is_lambda_function(&self) -> bool {
+                            const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
+                                "arn:aws:states:::wfc:echo",
+                            );
+                            LAMBDA_FUNCTION
+                        }
+                        fn retriers(&self) -> &[__wfc::abi::Retrier] {
+                            &[]
+                        }
+                        fn catchers(&self) -> &[__wfc::abi::Catcher] {
+                            &[]
+                        }
+                        fn shape(&self) -> __wfc::abi::TaskShape {
+                            __wfc::abi::TaskShape {
+                                input_moves: false,
+                                single_attempt: true,
+                                result_is_output: false,
+                            }
+                        }
+                        fn needs_context(&self) -> bool {
+                            true
+                        }
+                        fn parameters_form(&self) -> __wfc::abi::ParametersForm {
+                            __wfc::abi::ParametersForm::Once
+                        }
+                        fn parameters(
+                            &self,
+                            _: &__wfc::Execution,
+                            effective: &__wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> Result<__wfc::Value, __wfc::Failure> {
+                            Ok({
+                                let mut object = __wfc::serde_json::Map::with_capacity(
+                                    1usize,
+                                );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("payload"),
+                                        __wfc::abi::field(
+                                            effective,
+                                            PATH_0,
+                                            "$.again",
+                                            "payload.$",
+                                        )?,
+                                    );
+                                __wfc::Value::Object(object)
+                            })
+                        }
+                        fn finish(
+                            &self,
+                            _: &__wfc::Execution,
+                            raw_input: __wfc::Value,
+                            result: __wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> Result<__wfc::Value, __wfc::Failure> {
+                            let result = {
+                                let mut object = __wfc::serde_json::Map::with_capacity(
+                                    1usize,
+                                );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("again"),
+                                        __wfc::abi::field(&result, PATH_1, "$.payload", "again.$")?,
+                                    );
+                                __wfc::Value::Object(object)
+                            };
+                            let output = __wfc::abi::set(
+                                raw_input,
+                                PATH_2,
+                                "$.called",
+                                result,
+                            )?;
+                            Ok(output)
+                        }
+                        fn has_credentials(&self) -> bool {
+                            true
+                        }
+                        fn role_arn(
+                            &self,
+                            _: &__wfc::Execution,
+                            effective: &__wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> Result<::std::string::String, __wfc::Failure> {
+                            __wfc::abi::jsonpath_role_arn({
                                 let mut object = __wfc::serde_json::Map::with_capacity(
                                     1usize,
                                 );
                                 object
                                     .insert(
                                         ::std::borrow::ToOwned::to_owned("RoleArn"),
+                                        __wfc::abi::field(effective, PATH_3, "$.role", "RoleArn.$")?,
+                                    );
+                                __wfc::Value::Object(object)
+                            })
+                        }
+                    }
+                    match task_echo(handler, exec, "Call path role ✓", &Code, input)
+                        .await?
+                    {
+                        __wfc::Step::Next(output) => State::CallJsonataRole(output),
+                        __wfc::Step::Goto { target, .. } => {
+                            return Err(
+                                __wfc::abi::no_catcher_leading_to(
+                                    "Call path role ✓",
+                                    target,
+                                ),
+                            );
+                        }
+                    }
+                }
+                State::CallJsonataRole(input) => {
+                    static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $total "));
+                    static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.input.called.again "));
+                    static JSONATA_2: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.result.payload.total "));
+                    static JSONATA_3: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.result.payload.again "));
+                    static JSONATA_4: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $doubled "));
+                    static JSONATA_5: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $fanned "));
+                    static JSONATA_6: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $cfg.jrole "));
+                    /// The state's data processing; its visit is `abi::task`'s.
+                    struct Code;
+                    impl __wfc::abi::TaskCode for Code {
+                        type Retrier = __wfc::abi::Retrier;
+                        type Catcher = __wfc::abi::Catcher;
+                        fn resource(&self) -> &str {
+                            "arn:aws:states:::wfc:echo"
+                        }
+                        fn static_names(
+                            &self,
+                        ) -> ::core::option::Option<(&'static str, &'static str)> {
+                            ::core::option::Option::Some((
+                                "Call jsonata role {#}",
+                                "arn:aws:states:::wfc:echo",
+                            ))
+                        }
+                        fn is_lambda_function(&self) -> bool {
+                            const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
+                                "arn:aws:states:::wfc:echo",
+                            );
+                            LAMBDA_FUNCTION
+                        }
+                        fn retriers(&self) -> &[__wfc::abi::Retrier] {
+                            &[]
+                        }
+                        fn catchers(&self) -> &[__wfc::abi::Catcher] {
+                            &[]
+                        }
+                        fn shape(&self) -> __wfc::abi::TaskShape {
+                            __wfc::abi::TaskShape {
+                                input_moves: false,
+                                single_attempt: true,
+                                result_is_output: true,
+                            }
+                        }
+                        fn needs_context(&self) -> bool {
+                            true
+                        }
+                        fn has_arguments(&self) -> bool {
+                            true
+                        }
+                        fn arguments(
+                            &self,
+                            exec: &__wfc::Execution,
+                            states: &__wfc::abi::Bindings<'_>,
+                        ) -> Result<__wfc::Value, __wfc::Failure> {
+                            Ok({
+                                let mut object = __wfc::serde_json::Map::with_capacity(
+                                    1usize,
+                                );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("payload"),
+                                        {
+                                            let mut object = __wfc::serde_json::Map::with_capacity(
+                                                2usize,
+                                            );
+                                            object
+                                                .insert(
+                                                    ::std::borrow::ToOwned::to_owned("total"),
+                                                    __wfc::abi::jsonata(
+                                                        exec,
+                                                        __wfc::abi::jsonata_expr(&JSONATA_0)?,
+                                                        "Arguments/payload/total",
+                                                        states,
+                                                    )?,
+                                                );
+                                            object
+                                                .insert(
+                                                    ::std::borrow::ToOwned::to_owned("again"),
+                                                    __wfc::abi::jsonata(
+                                                        exec,
+                                                        __wfc::abi::jsonata_expr(&JSONATA_1)?,
+                                                        "Arguments/payload/again",
+                                                        states,
+                                                    )?,
+                                                );
+                                            __wfc::Value::Object(object)
+                                        },
+                                    );
+                                __wfc::Value::Object(object)
+                            })
+                        }
+                        fn has_output(&self) -> bool {
+                            true
+                        }
+                        fn output(
+                            &self,
+                            exec: &__wfc::Execution,
+                            states: &__wfc::abi::Bindings<'_>,
+                        ) -> Result<__wfc::Value, __wfc::Failure> {
+                            Ok({
+                                let mut object = __wfc::serde_json::Map::with_capacity(
+                                    4usize,
+                                );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("total"),
                                         __wfc::abi::jsonata(
                                             exec,
-                                            __wfc::abi::jsonata_expr(&JSONATA_6)?,
-                                            "Credentials/RoleArn",
+                                            __wfc::abi::jsonata_expr(&JSONATA_2)?,
+                                            "Output/total",
+                                            states,
+                                        )?,
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("again"),
+                                        __wfc::abi::jsonata(
+                                            exec,
+                                            __wfc::abi::jsonata_expr(&JSONATA_3)?,
+                                            "Output/again",
+                                            states,
+                                        )?,
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("doubled"),
+                                        __wfc::abi::jsonata(
+                                            exec,
+                                            __wfc::abi::jsonata_expr(&JSONATA_4)?,
+                                            "Output/doubled",
+                                            states,
+                                        )?,
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("fanned"),
+                                        __wfc::abi::jsonata(
+                                            exec,
+                                            __wfc::abi::jsonata_expr(&JSONATA_5)?,
+                                            "Output/fanned",
                                             states,
                                         )?,
                                     );
                                 __wfc::Value::Object(object)
-                            },
-                            Some(" $cfg.jrole "),
-                        )
+                            })
+                        }
+                        fn has_credentials(&self) -> bool {
+                            true
+                        }
+                        fn role_arn(
+                            &self,
+                            exec: &__wfc::Execution,
+                            effective: &__wfc::Value,
+                            ctx: &__wfc::Value,
+                        ) -> Result<::std::string::String, __wfc::Failure> {
+                            let states = &__wfc::abi::Bindings::new(effective, ctx);
+                            __wfc::abi::jsonata_role_arn(
+                                {
+                                    let mut object = __wfc::serde_json::Map::with_capacity(
+                                        1usize,
+                                    );
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("RoleArn"),
+                                            __wfc::abi::jsonata(
+                                                exec,
+                                                __wfc::abi::jsonata_expr(&JSONATA_6)?,
+                                                "Credentials/RoleArn",
+                                                states,
+                                            )?,
+                                        );
+                                    __wfc::Value::Object(object)
+                                },
+                                Some(" $cfg.jrole "),
+                            )
+                        }
                     }
-                }
-                match task_echo(handler, exec, "Call jsonata role {#}", &Code, input)
-                    .await?
-                {
-                    __wfc::Step::Next(output) => return Ok(__wfc::abi::Flow::End(output)),
-                    __wfc::Step::Goto { target, .. } => {
-                        return Err(
-                            __wfc::abi::no_catcher_leading_to(
-                                "Call jsonata role {#}",
-                                target,
-                            ),
-                        );
-                    }
-                }
-            }
-            State::Done(input) => {
-                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input ",
-                ));
-                let output = __wfc::abi::pass_language(
-                    exec,
-                    "Done ✓",
-                    input,
-                    |input: __wfc::Value, ctx: &__wfc::Value| {
-                        let states = &__wfc::abi::Bindings::new(&input, ctx);
-                        let assigned = ::core::option::Option::None;
-                        let output = {
-                            let mut object = __wfc::serde_json::Map::with_capacity(
-                                1usize,
+                    match task_echo(handler, exec, "Call jsonata role {#}", &Code, input)
+                        .await?
+                    {
+                        __wfc::Step::Next(output) => {
+                            return Ok(__wfc::abi::Flow::End(output));
+                        }
+                        __wfc::Step::Goto { target, .. } => {
+                            return Err(
+                                __wfc::abi::no_catcher_leading_to(
+                                    "Call jsonata role {#}",
+                                    target,
+                                ),
                             );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("end"),
-                                    __wfc::abi::jsonata(
-                                        exec,
-                                        __wfc::abi::jsonata_expr(&JSONATA_0)?,
-                                        "Output/end",
-                                        states,
-                                    )?,
+                        }
+                    }
+                }
+                State::Done(input) => {
+                    static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.input "));
+                    let output = __wfc::abi::pass_language(
+                        exec,
+                        "Done ✓",
+                        input,
+                        |input: __wfc::Value, ctx: &__wfc::Value| {
+                            let states = &__wfc::abi::Bindings::new(&input, ctx);
+                            let assigned = ::core::option::Option::None;
+                            let output = {
+                                let mut object = __wfc::serde_json::Map::with_capacity(
+                                    1usize,
                                 );
-                            __wfc::Value::Object(object)
-                        };
-                        Ok((output, assigned))
-                    },
-                )?;
-                return Ok(__wfc::abi::Flow::End(output));
-            }
-        };
-        Ok(__wfc::abi::Flow::Next(next))
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("end"),
+                                        __wfc::abi::jsonata(
+                                            exec,
+                                            __wfc::abi::jsonata_expr(&JSONATA_0)?,
+                                            "Output/end",
+                                            states,
+                                        )?,
+                                    );
+                                __wfc::Value::Object(object)
+                            };
+                            Ok((output, assigned))
+                        },
+                    )?;
+                    return Ok(__wfc::abi::Flow::End(output));
+                }
+            };
+            Ok(__wfc::abi::Flow::Next(next))
+        }
     }
     /// Branch 0 of the Parallel state `Fan "p" {#} ✓`: its own states and driver.
     pub mod fan_p_branch_0 {
@@ -1474,49 +1468,57 @@ pub mod jsonata_nested {
             }
         }
         /// Runs this branch from its start state.
-        pub(super) async fn drive<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        pub(super) fn drive<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             input: __wfc::Value,
-        ) -> Result<__wfc::Value, __wfc::Failure> {
-            resume(handler, exec, State::LeftL(input)).await
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::Value, __wfc::Failure>,
+        > + 'a {
+            resume(handler, exec, State::LeftL(input))
         }
         /// Runs branch 0 of the Parallel state `Fan "p" {#} ✓` from `state` until it ends, in the execution `exec` (its clock, history and context).
-        pub async fn resume<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        pub fn resume<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             state: State,
-        ) -> Result<__wfc::Value, __wfc::Failure> {
-            __wfc::abi::drive(state, |state| step(handler, exec, state)).await
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::Value, __wfc::Failure>,
+        > + 'a {
+            __wfc::abi::drive(state, move |state| step(handler, exec, state))
         }
         /// One state of branch 0 of the Parallel state `Fan "p" {#} ✓`: its work, then where control goes (run by the runtime's driver, `abi::drive`).
-        async fn step<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        fn step<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             state: State,
-        ) -> Result<__wfc::abi::Flow<State>, __wfc::Failure> {
-            let _ = handler;
-            match state {
-                State::LeftL(input) => {
-                    static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
-                    __wfc::abi::JsonataExpr::parse(" $states.input.check * 2 "));
-                    let output = __wfc::abi::pass_language(
-                        exec,
-                        "Left \"l\" ✓",
-                        input,
-                        |input: __wfc::Value, ctx: &__wfc::Value| {
-                            let states = &__wfc::abi::Bindings::new(&input, ctx);
-                            let assigned = ::core::option::Option::None;
-                            let output = __wfc::abi::jsonata(
-                                exec,
-                                __wfc::abi::jsonata_expr(&JSONATA_0)?,
-                                "Output",
-                                states,
-                            )?;
-                            Ok((output, assigned))
-                        },
-                    )?;
-                    return Ok(__wfc::abi::Flow::End(output));
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::abi::Flow<State>, __wfc::Failure>,
+        > + 'a {
+            async move {
+                let _ = handler;
+                match state {
+                    State::LeftL(input) => {
+                        static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                        __wfc::abi::JsonataExpr::parse(" $states.input.check * 2 "));
+                        let output = __wfc::abi::pass_language(
+                            exec,
+                            "Left \"l\" ✓",
+                            input,
+                            |input: __wfc::Value, ctx: &__wfc::Value| {
+                                let states = &__wfc::abi::Bindings::new(&input, ctx);
+                                let assigned = ::core::option::Option::None;
+                                let output = __wfc::abi::jsonata(
+                                    exec,
+                                    __wfc::abi::jsonata_expr(&JSONATA_0)?,
+                                    "Output",
+                                    states,
+                                )?;
+                                Ok((output, assigned))
+                            },
+                        )?;
+                        return Ok(__wfc::abi::Flow::End(output));
+                    }
                 }
             }
         }
@@ -1559,136 +1561,144 @@ pub mod jsonata_nested {
             }
         }
         /// Runs this branch from its start state.
-        pub(super) async fn drive<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        pub(super) fn drive<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             input: __wfc::Value,
-        ) -> Result<__wfc::Value, __wfc::Failure> {
-            resume(handler, exec, State::Right(input)).await
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::Value, __wfc::Failure>,
+        > + 'a {
+            resume(handler, exec, State::Right(input))
         }
         /// Runs branch 1 of the Parallel state `Fan "p" {#} ✓` from `state` until it ends, in the execution `exec` (its clock, history and context).
-        pub async fn resume<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        pub fn resume<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             state: State,
-        ) -> Result<__wfc::Value, __wfc::Failure> {
-            __wfc::abi::drive(state, |state| step(handler, exec, state)).await
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::Value, __wfc::Failure>,
+        > + 'a {
+            __wfc::abi::drive(state, move |state| step(handler, exec, state))
         }
         /// One state of branch 1 of the Parallel state `Fan "p" {#} ✓`: its work, then where control goes (run by the runtime's driver, `abi::drive`).
-        async fn step<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        fn step<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             state: State,
-        ) -> Result<__wfc::abi::Flow<State>, __wfc::Failure> {
-            match state {
-                State::Right(input) => {
-                    static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
-                    __wfc::abi::JsonataExpr::parse(" $states.input.in.fan "));
-                    static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
-                    __wfc::abi::JsonataExpr::parse(" $states.input.retry "));
-                    static JSONATA_2: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
-                    __wfc::abi::JsonataExpr::parse(" $states.result "));
-                    /// The state's data processing; its visit is `abi::task`'s.
-                    struct Code;
-                    impl __wfc::abi::TaskCode for Code {
-                        type Retrier = __wfc::abi::Retrier;
-                        type Catcher = __wfc::abi::Catcher;
-                        fn resource(&self) -> &str {
-                            "arn:aws:states:::wfc:echo"
-                        }
-                        fn static_names(
-                            &self,
-                        ) -> ::core::option::Option<(&'static str, &'static str)> {
-                            ::core::option::Option::Some((
-                                "Right {#}",
-                                "arn:aws:states:::wfc:echo",
-                            ))
-                        }
-                        fn is_lambda_function(&self) -> bool {
-                            const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
-                                "arn:aws:states:::wfc:echo",
-                            );
-                            LAMBDA_FUNCTION
-                        }
-                        fn retriers(&self) -> &[__wfc::abi::Retrier] {
-                            &[]
-                        }
-                        fn catchers(&self) -> &[__wfc::abi::Catcher] {
-                            &[]
-                        }
-                        fn shape(&self) -> __wfc::abi::TaskShape {
-                            __wfc::abi::TaskShape {
-                                input_moves: false,
-                                single_attempt: true,
-                                result_is_output: true,
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::abi::Flow<State>, __wfc::Failure>,
+        > + 'a {
+            async move {
+                match state {
+                    State::Right(input) => {
+                        static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                        __wfc::abi::JsonataExpr::parse(" $states.input.in.fan "));
+                        static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                        __wfc::abi::JsonataExpr::parse(" $states.input.retry "));
+                        static JSONATA_2: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                        __wfc::abi::JsonataExpr::parse(" $states.result "));
+                        /// The state's data processing; its visit is `abi::task`'s.
+                        struct Code;
+                        impl __wfc::abi::TaskCode for Code {
+                            type Retrier = __wfc::abi::Retrier;
+                            type Catcher = __wfc::abi::Catcher;
+                            fn resource(&self) -> &str {
+                                "arn:aws:states:::wfc:echo"
+                            }
+                            fn static_names(
+                                &self,
+                            ) -> ::core::option::Option<(&'static str, &'static str)> {
+                                ::core::option::Option::Some((
+                                    "Right {#}",
+                                    "arn:aws:states:::wfc:echo",
+                                ))
+                            }
+                            fn is_lambda_function(&self) -> bool {
+                                const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
+                                    "arn:aws:states:::wfc:echo",
+                                );
+                                LAMBDA_FUNCTION
+                            }
+                            fn retriers(&self) -> &[__wfc::abi::Retrier] {
+                                &[]
+                            }
+                            fn catchers(&self) -> &[__wfc::abi::Catcher] {
+                                &[]
+                            }
+                            fn shape(&self) -> __wfc::abi::TaskShape {
+                                __wfc::abi::TaskShape {
+                                    input_moves: false,
+                                    single_attempt: true,
+                                    result_is_output: true,
+                                }
+                            }
+                            fn needs_context(&self) -> bool {
+                                true
+                            }
+                            fn has_arguments(&self) -> bool {
+                                true
+                            }
+                            fn arguments(
+                                &self,
+                                exec: &__wfc::Execution,
+                                states: &__wfc::abi::Bindings<'_>,
+                            ) -> Result<__wfc::Value, __wfc::Failure> {
+                                Ok({
+                                    let mut object = __wfc::serde_json::Map::with_capacity(
+                                        2usize,
+                                    );
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("payload"),
+                                            __wfc::abi::jsonata(
+                                                exec,
+                                                __wfc::abi::jsonata_expr(&JSONATA_0)?,
+                                                "Arguments/payload",
+                                                states,
+                                            )?,
+                                        );
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("retry"),
+                                            __wfc::abi::jsonata(
+                                                exec,
+                                                __wfc::abi::jsonata_expr(&JSONATA_1)?,
+                                                "Arguments/retry",
+                                                states,
+                                            )?,
+                                        );
+                                    __wfc::Value::Object(object)
+                                })
+                            }
+                            fn has_output(&self) -> bool {
+                                true
+                            }
+                            fn output(
+                                &self,
+                                exec: &__wfc::Execution,
+                                states: &__wfc::abi::Bindings<'_>,
+                            ) -> Result<__wfc::Value, __wfc::Failure> {
+                                Ok(
+                                    __wfc::abi::jsonata(
+                                        exec,
+                                        __wfc::abi::jsonata_expr(&JSONATA_2)?,
+                                        "Output",
+                                        states,
+                                    )?,
+                                )
                             }
                         }
-                        fn needs_context(&self) -> bool {
-                            true
-                        }
-                        fn has_arguments(&self) -> bool {
-                            true
-                        }
-                        fn arguments(
-                            &self,
-                            exec: &__wfc::Execution,
-                            states: &__wfc::abi::Bindings<'_>,
-                        ) -> Result<__wfc::Value, __wfc::Failure> {
-                            Ok({
-                                let mut object = __wfc::serde_json::Map::with_capacity(
-                                    2usize,
+                        match super::task_echo(handler, exec, "Right {#}", &Code, input)
+                            .await?
+                        {
+                            __wfc::Step::Next(output) => {
+                                return Ok(__wfc::abi::Flow::End(output));
+                            }
+                            __wfc::Step::Goto { target, .. } => {
+                                return Err(
+                                    __wfc::abi::no_catcher_leading_to("Right {#}", target),
                                 );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("payload"),
-                                        __wfc::abi::jsonata(
-                                            exec,
-                                            __wfc::abi::jsonata_expr(&JSONATA_0)?,
-                                            "Arguments/payload",
-                                            states,
-                                        )?,
-                                    );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("retry"),
-                                        __wfc::abi::jsonata(
-                                            exec,
-                                            __wfc::abi::jsonata_expr(&JSONATA_1)?,
-                                            "Arguments/retry",
-                                            states,
-                                        )?,
-                                    );
-                                __wfc::Value::Object(object)
-                            })
-                        }
-                        fn has_output(&self) -> bool {
-                            true
-                        }
-                        fn output(
-                            &self,
-                            exec: &__wfc::Execution,
-                            states: &__wfc::abi::Bindings<'_>,
-                        ) -> Result<__wfc::Value, __wfc::Failure> {
-                            Ok(
-                                __wfc::abi::jsonata(
-                                    exec,
-                                    __wfc::abi::jsonata_expr(&JSONATA_2)?,
-                                    "Output",
-                                    states,
-                                )?,
-                            )
-                        }
-                    }
-                    match super::task_echo(handler, exec, "Right {#}", &Code, input)
-                        .await?
-                    {
-                        __wfc::Step::Next(output) => {
-                            return Ok(__wfc::abi::Flow::End(output));
-                        }
-                        __wfc::Step::Goto { target, .. } => {
-                            return Err(
-                                __wfc::abi::no_catcher_leading_to("Right {#}", target),
-                            );
+                            }
                         }
                     }
                 }
@@ -1733,156 +1743,170 @@ pub mod jsonata_nested {
             }
         }
         /// Runs this branch from its start state.
-        pub(super) async fn drive<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        pub(super) fn drive<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             input: __wfc::Value,
-        ) -> Result<__wfc::Value, __wfc::Failure> {
-            resume(handler, exec, State::Work(input)).await
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::Value, __wfc::Failure>,
+        > + 'a {
+            resume(handler, exec, State::Work(input))
         }
         /// Runs the item processor of the Map state `Each "m" ✓` from `state` until it ends, in the execution `exec` (its clock, history and context).
-        pub async fn resume<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        pub fn resume<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             state: State,
-        ) -> Result<__wfc::Value, __wfc::Failure> {
-            __wfc::abi::drive(state, |state| step(handler, exec, state)).await
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::Value, __wfc::Failure>,
+        > + 'a {
+            __wfc::abi::drive(state, move |state| step(handler, exec, state))
         }
         /// One state of the item processor of the Map state `Each "m" ✓`: its work, then where control goes (run by the runtime's driver, `abi::drive`).
-        async fn step<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        fn step<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             state: State,
-        ) -> Result<__wfc::abi::Flow<State>, __wfc::Failure> {
-            match state {
-                State::Work(input) => {
-                    static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
-                    __wfc::abi::JsonataExpr::parse(" $states.input.payload "));
-                    static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
-                    __wfc::abi::JsonataExpr::parse(" $states.input.index "));
-                    static JSONATA_2: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
-                    __wfc::abi::JsonataExpr::parse(" $states.result.payload.x "));
-                    static JSONATA_3: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
-                    __wfc::abi::JsonataExpr::parse(" $states.result.index "));
-                    /// The state's data processing; its visit is `abi::task`'s.
-                    struct Code;
-                    impl __wfc::abi::TaskCode for Code {
-                        type Retrier = __wfc::abi::Retrier;
-                        type Catcher = __wfc::abi::Catcher;
-                        fn resource(&self) -> &str {
-                            "arn:aws:states:::wfc:echo"
-                        }
-                        fn static_names(
-                            &self,
-                        ) -> ::core::option::Option<(&'static str, &'static str)> {
-                            ::core::option::Option::Some((
-                                "Work {#} ✓",
-                                "arn:aws:states:::wfc:echo",
-                            ))
-                        }
-                        fn is_lambda_function(&self) -> bool {
-                            const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
-                                "arn:aws:states:::wfc:echo",
-                            );
-                            LAMBDA_FUNCTION
-                        }
-                        fn retriers(&self) -> &[__wfc::abi::Retrier] {
-                            &[]
-                        }
-                        fn catchers(&self) -> &[__wfc::abi::Catcher] {
-                            &[]
-                        }
-                        fn shape(&self) -> __wfc::abi::TaskShape {
-                            __wfc::abi::TaskShape {
-                                input_moves: false,
-                                single_attempt: true,
-                                result_is_output: true,
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::abi::Flow<State>, __wfc::Failure>,
+        > + 'a {
+            async move {
+                match state {
+                    State::Work(input) => {
+                        static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                        __wfc::abi::JsonataExpr::parse(" $states.input.payload "));
+                        static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                        __wfc::abi::JsonataExpr::parse(" $states.input.index "));
+                        static JSONATA_2: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                        __wfc::abi::JsonataExpr::parse(" $states.result.payload.x "));
+                        static JSONATA_3: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                        __wfc::abi::JsonataExpr::parse(" $states.result.index "));
+                        /// The state's data processing; its visit is `abi::task`'s.
+                        struct Code;
+                        impl __wfc::abi::TaskCode for Code {
+                            type Retrier = __wfc::abi::Retrier;
+                            type Catcher = __wfc::abi::Catcher;
+                            fn resource(&self) -> &str {
+                                "arn:aws:states:::wfc:echo"
+                            }
+                            fn static_names(
+                                &self,
+                            ) -> ::core::option::Option<(&'static str, &'static str)> {
+                                ::core::option::Option::Some((
+                                    "Work {#} ✓",
+                                    "arn:aws:states:::wfc:echo",
+                                ))
+                            }
+                            fn is_lambda_function(&self) -> bool {
+                                const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
+                                    "arn:aws:states:::wfc:echo",
+                                );
+                                LAMBDA_FUNCTION
+                            }
+                            fn retriers(&self) -> &[__wfc::abi::Retrier] {
+                                &[]
+                            }
+                            fn catchers(&self) -> &[__wfc::abi::Catcher] {
+                                &[]
+                            }
+                            fn shape(&self) -> __wfc::abi::TaskShape {
+                                __wfc::abi::TaskShape {
+                                    input_moves: false,
+                                    single_attempt: true,
+                                    result_is_output: true,
+                                }
+                            }
+                            fn needs_context(&self) -> bool {
+                                true
+                            }
+                            fn has_arguments(&self) -> bool {
+                                true
+                            }
+                            fn arguments(
+                                &self,
+                                exec: &__wfc::Execution,
+                                states: &__wfc::abi::Bindings<'_>,
+                            ) -> Result<__wfc::Value, __wfc::Failure> {
+                                Ok({
+                                    let mut object = __wfc::serde_json::Map::with_capacity(
+                                        2usize,
+                                    );
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("payload"),
+                                            __wfc::abi::jsonata(
+                                                exec,
+                                                __wfc::abi::jsonata_expr(&JSONATA_0)?,
+                                                "Arguments/payload",
+                                                states,
+                                            )?,
+                                        );
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("index"),
+                                            __wfc::abi::jsonata(
+                                                exec,
+                                                __wfc::abi::jsonata_expr(&JSONATA_1)?,
+                                                "Arguments/index",
+                                                states,
+                                            )?,
+                                        );
+                                    __wfc::Value::Object(object)
+                                })
+                            }
+                            fn has_output(&self) -> bool {
+                                true
+                            }
+                            fn output(
+                                &self,
+                                exec: &__wfc::Execution,
+                                states: &__wfc::abi::Bindings<'_>,
+                            ) -> Result<__wfc::Value, __wfc::Failure> {
+                                Ok({
+                                    let mut object = __wfc::serde_json::Map::with_capacity(
+                                        2usize,
+                                    );
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("x"),
+                                            __wfc::abi::jsonata(
+                                                exec,
+                                                __wfc::abi::jsonata_expr(&JSONATA_2)?,
+                                                "Output/x",
+                                                states,
+                                            )?,
+                                        );
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("i"),
+                                            __wfc::abi::jsonata(
+                                                exec,
+                                                __wfc::abi::jsonata_expr(&JSONATA_3)?,
+                                                "Output/i",
+                                                states,
+                                            )?,
+                                        );
+                                    __wfc::Value::Object(object)
+                                })
                             }
                         }
-                        fn needs_context(&self) -> bool {
-                            true
-                        }
-                        fn has_arguments(&self) -> bool {
-                            true
-                        }
-                        fn arguments(
-                            &self,
-                            exec: &__wfc::Execution,
-                            states: &__wfc::abi::Bindings<'_>,
-                        ) -> Result<__wfc::Value, __wfc::Failure> {
-                            Ok({
-                                let mut object = __wfc::serde_json::Map::with_capacity(
-                                    2usize,
+                        match super::task_echo(
+                                handler,
+                                exec,
+                                "Work {#} ✓",
+                                &Code,
+                                input,
+                            )
+                            .await?
+                        {
+                            __wfc::Step::Next(output) => {
+                                return Ok(__wfc::abi::Flow::End(output));
+                            }
+                            __wfc::Step::Goto { target, .. } => {
+                                return Err(
+                                    __wfc::abi::no_catcher_leading_to("Work {#} ✓", target),
                                 );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("payload"),
-                                        __wfc::abi::jsonata(
-                                            exec,
-                                            __wfc::abi::jsonata_expr(&JSONATA_0)?,
-                                            "Arguments/payload",
-                                            states,
-                                        )?,
-                                    );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("index"),
-                                        __wfc::abi::jsonata(
-                                            exec,
-                                            __wfc::abi::jsonata_expr(&JSONATA_1)?,
-                                            "Arguments/index",
-                                            states,
-                                        )?,
-                                    );
-                                __wfc::Value::Object(object)
-                            })
-                        }
-                        fn has_output(&self) -> bool {
-                            true
-                        }
-                        fn output(
-                            &self,
-                            exec: &__wfc::Execution,
-                            states: &__wfc::abi::Bindings<'_>,
-                        ) -> Result<__wfc::Value, __wfc::Failure> {
-                            Ok({
-                                let mut object = __wfc::serde_json::Map::with_capacity(
-                                    2usize,
-                                );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("x"),
-                                        __wfc::abi::jsonata(
-                                            exec,
-                                            __wfc::abi::jsonata_expr(&JSONATA_2)?,
-                                            "Output/x",
-                                            states,
-                                        )?,
-                                    );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("i"),
-                                        __wfc::abi::jsonata(
-                                            exec,
-                                            __wfc::abi::jsonata_expr(&JSONATA_3)?,
-                                            "Output/i",
-                                            states,
-                                        )?,
-                                    );
-                                __wfc::Value::Object(object)
-                            })
-                        }
-                    }
-                    match super::task_echo(handler, exec, "Work {#} ✓", &Code, input)
-                        .await?
-                    {
-                        __wfc::Step::Next(output) => {
-                            return Ok(__wfc::abi::Flow::End(output));
-                        }
-                        __wfc::Step::Goto { target, .. } => {
-                            return Err(
-                                __wfc::abi::no_catcher_leading_to("Work {#} ✓", target),
-                            );
+                            }
                         }
                     }
                 }
@@ -1927,49 +1951,57 @@ pub mod jsonata_nested {
             }
         }
         /// Runs this branch from its start state.
-        pub(super) async fn drive<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        pub(super) fn drive<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             input: __wfc::Value,
-        ) -> Result<__wfc::Value, __wfc::Failure> {
-            resume(handler, exec, State::Bump(input)).await
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::Value, __wfc::Failure>,
+        > + 'a {
+            resume(handler, exec, State::Bump(input))
         }
         /// Runs the item processor of the Map state `Again "a"` from `state` until it ends, in the execution `exec` (its clock, history and context).
-        pub async fn resume<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        pub fn resume<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             state: State,
-        ) -> Result<__wfc::Value, __wfc::Failure> {
-            __wfc::abi::drive(state, |state| step(handler, exec, state)).await
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::Value, __wfc::Failure>,
+        > + 'a {
+            __wfc::abi::drive(state, move |state| step(handler, exec, state))
         }
         /// One state of the item processor of the Map state `Again "a"`: its work, then where control goes (run by the runtime's driver, `abi::drive`).
-        async fn step<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        fn step<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             state: State,
-        ) -> Result<__wfc::abi::Flow<State>, __wfc::Failure> {
-            let _ = handler;
-            match state {
-                State::Bump(input) => {
-                    static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
-                    __wfc::abi::JsonataExpr::parse(" $states.input.x + 1 "));
-                    let output = __wfc::abi::pass_language(
-                        exec,
-                        "Bump",
-                        input,
-                        |input: __wfc::Value, ctx: &__wfc::Value| {
-                            let states = &__wfc::abi::Bindings::new(&input, ctx);
-                            let assigned = ::core::option::Option::None;
-                            let output = __wfc::abi::jsonata(
-                                exec,
-                                __wfc::abi::jsonata_expr(&JSONATA_0)?,
-                                "Output",
-                                states,
-                            )?;
-                            Ok((output, assigned))
-                        },
-                    )?;
-                    return Ok(__wfc::abi::Flow::End(output));
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::abi::Flow<State>, __wfc::Failure>,
+        > + 'a {
+            async move {
+                let _ = handler;
+                match state {
+                    State::Bump(input) => {
+                        static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                        __wfc::abi::JsonataExpr::parse(" $states.input.x + 1 "));
+                        let output = __wfc::abi::pass_language(
+                            exec,
+                            "Bump",
+                            input,
+                            |input: __wfc::Value, ctx: &__wfc::Value| {
+                                let states = &__wfc::abi::Bindings::new(&input, ctx);
+                                let assigned = ::core::option::Option::None;
+                                let output = __wfc::abi::jsonata(
+                                    exec,
+                                    __wfc::abi::jsonata_expr(&JSONATA_0)?,
+                                    "Output",
+                                    states,
+                                )?;
+                                Ok((output, assigned))
+                            },
+                        )?;
+                        return Ok(__wfc::abi::Flow::End(output));
+                    }
                 }
             }
         }

@@ -313,228 +313,351 @@ pub mod jsonata_states {
         }
     }
     /// Runs the workflow from `state` until it ends, in the execution `exec` (its clock, history and context).
-    pub async fn resume<H: Handler>(
-        handler: &H,
-        exec: &__wfc::Execution,
+    pub fn resume<'a, H: Handler>(
+        handler: &'a H,
+        exec: &'a __wfc::Execution,
         state: State,
-    ) -> Result<__wfc::Value, __wfc::Failure> {
-        __wfc::abi::drive(state, |state| step(handler, exec, state)).await
+    ) -> impl ::core::future::Future<
+        Output = Result<__wfc::Value, __wfc::Failure>,
+    > + 'a {
+        __wfc::abi::drive(state, move |state| step(handler, exec, state))
     }
     /// One state of the workflow: its work, then where control goes (run by the runtime's driver, `abi::drive`).
-    async fn step<H: Handler>(
-        handler: &H,
-        exec: &__wfc::Execution,
+    fn step<'a, H: Handler>(
+        handler: &'a H,
+        exec: &'a __wfc::Execution,
         state: State,
-    ) -> Result<__wfc::abi::Flow<State>, __wfc::Failure> {
-        let next = match state {
-            State::InitA(input) => {
-                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input.n ",
-                ));
-                static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input.mode ",
-                ));
-                static LITERAL_2: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| __wfc::Value::Array(
-                    ::std::vec![
-                        __wfc::Value::from(1u64), { let mut object =
-                        __wfc::serde_json::Map::with_capacity(1usize); object
-                        .insert(::std::borrow::ToOwned::to_owned("a"),
-                        __wfc::Value::Null); __wfc::Value::Object(object) }
-                    ],
-                ));
-                static JSONATA_3: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input.n + 1 ",
-                ));
-                static JSONATA_4: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input.args ",
-                ));
-                static LITERAL_5: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
-                    let mut object = __wfc::serde_json::Map::with_capacity(1usize);
-                    object
-                        .insert(
-                            ::std::borrow::ToOwned::to_owned("x"),
-                            __wfc::Value::Array(
-                                ::std::vec![
-                                    __wfc::Value::from(1u64), __wfc::Value::from(2u64),
-                                    __wfc::Value::String(::std::borrow::ToOwned::to_owned("{#} \"q\""))
-                                ],
-                            ),
-                        );
-                    __wfc::Value::Object(object)
-                });
-                static JSONATA_6: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.context.State.Name ",
-                ));
-                let output = __wfc::abi::pass_language(
-                    exec,
-                    "Init \"a\" {#} ✓",
-                    input,
-                    |input: __wfc::Value, ctx: &__wfc::Value| {
-                        let states = &__wfc::abi::Bindings::new(&input, ctx);
-                        let assigned = Some(
-                            ::std::vec![
-                                (::std::borrow::ToOwned::to_owned("count"),
-                                __wfc::abi::jsonata(exec, __wfc::abi::jsonata_expr(&
-                                JSONATA_0) ?, "Assign/count", states) ?),
-                                (::std::borrow::ToOwned::to_owned("label"),
-                                __wfc::Value::String(::std::borrow::ToOwned::to_owned("lit \"✓\" {#}"))),
-                                (::std::borrow::ToOwned::to_owned("nested"), { let mut
-                                object = __wfc::serde_json::Map::with_capacity(2usize);
-                                object.insert(::std::borrow::ToOwned::to_owned("k"),
-                                __wfc::Value::Array(::std::vec![__wfc::abi::jsonata(exec,
-                                __wfc::abi::jsonata_expr(& JSONATA_1) ?,
-                                "Assign/nested/k/0", states) ?, __wfc::Value::from(1u64),
-                                __wfc::Value::String(::std::borrow::ToOwned::to_owned("x"))]));
-                                object.insert(::std::borrow::ToOwned::to_owned("lit"),
-                                __wfc::Value::clone(& LITERAL_2));
-                                __wfc::Value::Object(object) })
-                            ],
-                        );
-                        let output = {
-                            let mut object = __wfc::serde_json::Map::with_capacity(
-                                5usize,
+    ) -> impl ::core::future::Future<
+        Output = Result<__wfc::abi::Flow<State>, __wfc::Failure>,
+    > + 'a {
+        async move {
+            let next = match state {
+                State::InitA(input) => {
+                    static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.input.n "));
+                    static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.input.mode "));
+                    static LITERAL_2: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| __wfc::Value::Array(
+                        ::std::vec![
+                            __wfc::Value::from(1u64), { let mut object =
+                            __wfc::serde_json::Map::with_capacity(1usize); object
+                            .insert(::std::borrow::ToOwned::to_owned("a"),
+                            __wfc::Value::Null); __wfc::Value::Object(object) }
+                        ],
+                    ));
+                    static JSONATA_3: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.input.n + 1 "));
+                    static JSONATA_4: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.input.args "));
+                    static LITERAL_5: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
+                        let mut object = __wfc::serde_json::Map::with_capacity(1usize);
+                        object
+                            .insert(
+                                ::std::borrow::ToOwned::to_owned("x"),
+                                __wfc::Value::Array(
+                                    ::std::vec![
+                                        __wfc::Value::from(1u64), __wfc::Value::from(2u64),
+                                        __wfc::Value::String(::std::borrow::ToOwned::to_owned("{#} \"q\""))
+                                    ],
+                                ),
                             );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("mode"),
-                                    __wfc::abi::jsonata(
+                        __wfc::Value::Object(object)
+                    });
+                    static JSONATA_6: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.context.State.Name "));
+                    let output = __wfc::abi::pass_language(
+                        exec,
+                        "Init \"a\" {#} ✓",
+                        input,
+                        |input: __wfc::Value, ctx: &__wfc::Value| {
+                            let states = &__wfc::abi::Bindings::new(&input, ctx);
+                            let assigned = Some(
+                                ::std::vec![
+                                    (::std::borrow::ToOwned::to_owned("count"),
+                                    __wfc::abi::jsonata(exec, __wfc::abi::jsonata_expr(&
+                                    JSONATA_0) ?, "Assign/count", states) ?),
+                                    (::std::borrow::ToOwned::to_owned("label"),
+                                    __wfc::Value::String(::std::borrow::ToOwned::to_owned("lit \"✓\" {#}"))),
+                                    (::std::borrow::ToOwned::to_owned("nested"), { let mut
+                                    object = __wfc::serde_json::Map::with_capacity(2usize);
+                                    object.insert(::std::borrow::ToOwned::to_owned("k"),
+                                    __wfc::Value::Array(::std::vec![__wfc::abi::jsonata(exec,
+                                    __wfc::abi::jsonata_expr(& JSONATA_1) ?,
+                                    "Assign/nested/k/0", states) ?, __wfc::Value::from(1u64),
+                                    __wfc::Value::String(::std::borrow::ToOwned::to_owned("x"))]));
+                                    object.insert(::std::borrow::ToOwned::to_owned("lit"),
+                                    __wfc::Value::clone(& LITERAL_2));
+                                    __wfc::Value::Object(object) })
+                                ],
+                            );
+                            let output = {
+                                let mut object = __wfc::serde_json::Map::with_capacity(
+                                    5usize,
+                                );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("mode"),
+                                        __wfc::abi::jsonata(
+                                            exec,
+                                            __wfc::abi::jsonata_expr(&JSONATA_1)?,
+                                            "Output/mode",
+                                            states,
+                                        )?,
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("n"),
+                                        __wfc::abi::jsonata(
+                                            exec,
+                                            __wfc::abi::jsonata_expr(&JSONATA_3)?,
+                                            "Output/n",
+                                            states,
+                                        )?,
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("args"),
+                                        __wfc::abi::jsonata(
+                                            exec,
+                                            __wfc::abi::jsonata_expr(&JSONATA_4)?,
+                                            "Output/args",
+                                            states,
+                                        )?,
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("const"),
+                                        __wfc::Value::clone(&LITERAL_5),
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("state"),
+                                        __wfc::abi::jsonata(
+                                            exec,
+                                            __wfc::abi::jsonata_expr(&JSONATA_6)?,
+                                            "Output/state",
+                                            states,
+                                        )?,
+                                    );
+                                __wfc::Value::Object(object)
+                            };
+                            Ok((output, assigned))
+                        },
+                    )?;
+                    State::RouteR(output)
+                }
+                State::RouteR(input) => {
+                    static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.input.mode = 'wait' "));
+                    static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" \"wait \\\"✓\\\" \" & $label "));
+                    static JSONATA_2: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.input.args.seconds "));
+                    static JSONATA_3: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.input.args.until "));
+                    static JSONATA_4: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $count "));
+                    static JSONATA_5: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.input.mode = 'task' "));
+                    static JSONATA_6: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.input.mode = 'fail' "));
+                    static JSONATA_7: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.input.args.fail "));
+                    static JSONATA_8: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(
+                        " $states.input.mode = 'bad' ? 1 : false ",
+                    ));
+                    static JSONATA_9: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.input.const "));
+                    static JSONATA_10: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.input "));
+                    static JSONATA_11: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $nested "));
+                    let __wfc::Chosen { branch, output } = __wfc::abi::choice_language(
+                        exec,
+                        "Route {\"r\"} #",
+                        true,
+                        input,
+                        true,
+                        |input: __wfc::Value, _: &__wfc::Value| Ok(input),
+                        |input: &__wfc::Value, ctx: &__wfc::Value| {
+                            if __wfc::abi::jsonata_condition(
+                                __wfc::abi::jsonata_expr(&JSONATA_0)?,
+                                input,
+                                ctx,
+                            )? {
+                                return Ok(Some(0));
+                            }
+                            if __wfc::abi::jsonata_condition(
+                                __wfc::abi::jsonata_expr(&JSONATA_5)?,
+                                input,
+                                ctx,
+                            )? {
+                                return Ok(Some(1));
+                            }
+                            if __wfc::abi::jsonata_condition(
+                                __wfc::abi::jsonata_expr(&JSONATA_6)?,
+                                input,
+                                ctx,
+                            )? {
+                                return Ok(Some(2));
+                            }
+                            if __wfc::abi::jsonata_condition(
+                                __wfc::abi::jsonata_expr(&JSONATA_8)?,
+                                input,
+                                ctx,
+                            )? {
+                                return Ok(Some(3));
+                            }
+                            Ok(::core::option::Option::None)
+                        },
+                        |
+                            branch: ::core::option::Option<usize>,
+                            raw: &__wfc::Value,
+                            effective: __wfc::Value,
+                            ctx: &__wfc::Value|
+                        {
+                            let states = &__wfc::abi::Bindings::new(raw, ctx);
+                            match branch {
+                                Some(0) => {
+                                    let assigned = Some(
+                                        ::std::vec![
+                                            (::std::borrow::ToOwned::to_owned("route"),
+                                            __wfc::abi::jsonata(exec, __wfc::abi::jsonata_expr(&
+                                            JSONATA_1) ?, "Assign/route", states) ?)
+                                        ],
+                                    );
+                                    let output = {
+                                        let mut object = __wfc::serde_json::Map::with_capacity(
+                                            3usize,
+                                        );
+                                        object
+                                            .insert(
+                                                ::std::borrow::ToOwned::to_owned("seconds"),
+                                                __wfc::abi::jsonata(
+                                                    exec,
+                                                    __wfc::abi::jsonata_expr(&JSONATA_2)?,
+                                                    "Output/seconds",
+                                                    states,
+                                                )?,
+                                            );
+                                        object
+                                            .insert(
+                                                ::std::borrow::ToOwned::to_owned("until"),
+                                                __wfc::abi::jsonata(
+                                                    exec,
+                                                    __wfc::abi::jsonata_expr(&JSONATA_3)?,
+                                                    "Output/until",
+                                                    states,
+                                                )?,
+                                            );
+                                        object
+                                            .insert(
+                                                ::std::borrow::ToOwned::to_owned("n"),
+                                                __wfc::abi::jsonata(
+                                                    exec,
+                                                    __wfc::abi::jsonata_expr(&JSONATA_4)?,
+                                                    "Output/n",
+                                                    states,
+                                                )?,
+                                            );
+                                        __wfc::Value::Object(object)
+                                    };
+                                    Ok((output, assigned))
+                                }
+                                Some(2) => {
+                                    let assigned = ::core::option::Option::None;
+                                    let output = __wfc::abi::jsonata(
                                         exec,
-                                        __wfc::abi::jsonata_expr(&JSONATA_1)?,
-                                        "Output/mode",
+                                        __wfc::abi::jsonata_expr(&JSONATA_7)?,
+                                        "Output",
+                                        states,
+                                    )?;
+                                    Ok((output, assigned))
+                                }
+                                Some(_) => Ok((effective, ::core::option::Option::None)),
+                                ::core::option::Option::None => {
+                                    let assigned = Some(
+                                        ::std::vec![
+                                            (::std::borrow::ToOwned::to_owned("route"),
+                                            __wfc::Value::String(::std::borrow::ToOwned::to_owned("default ✓"))),
+                                            (::std::borrow::ToOwned::to_owned("whole"),
+                                            __wfc::abi::jsonata(exec, __wfc::abi::jsonata_expr(&
+                                            JSONATA_9) ?, "Assign/whole", states) ?)
+                                        ],
+                                    );
+                                    let output = {
+                                        let mut object = __wfc::serde_json::Map::with_capacity(
+                                            3usize,
+                                        );
+                                        object
+                                            .insert(
+                                                ::std::borrow::ToOwned::to_owned("default"),
+                                                __wfc::Value::Bool(true),
+                                            );
+                                        object
+                                            .insert(
+                                                ::std::borrow::ToOwned::to_owned("in"),
+                                                __wfc::abi::jsonata(
+                                                    exec,
+                                                    __wfc::abi::jsonata_expr(&JSONATA_10)?,
+                                                    "Output/in",
+                                                    states,
+                                                )?,
+                                            );
+                                        object
+                                            .insert(
+                                                ::std::borrow::ToOwned::to_owned("nested"),
+                                                __wfc::abi::jsonata(
+                                                    exec,
+                                                    __wfc::abi::jsonata_expr(&JSONATA_11)?,
+                                                    "Output/nested",
+                                                    states,
+                                                )?,
+                                            );
+                                        __wfc::Value::Object(object)
+                                    };
+                                    Ok((output, assigned))
+                                }
+                            }
+                        },
+                    )?;
+                    match branch {
+                        Some(0) => State::NapW(output),
+                        Some(1) => State::CallT(output),
+                        Some(2) => State::BoomF(output),
+                        Some(3) => State::Done(output),
+                        _ => State::Done(output),
+                    }
+                }
+                State::NapW(input) => {
+                    static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.input.seconds "));
+                    static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.input.seconds * 2 "));
+                    static JSONATA_2: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.input.until "));
+                    static JSONATA_3: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $route "));
+                    let output = __wfc::abi::wait_language(
+                            exec,
+                            "Nap \"w\" ✓",
+                            true,
+                            input,
+                            |input: __wfc::Value, ctx: &__wfc::Value| {
+                                let states = &__wfc::abi::Bindings::new(&input, ctx);
+                                let delay = __wfc::abi::wait_limit(
+                                    __wfc::abi::wait_seconds_jsonata(
+                                        exec,
+                                        __wfc::abi::jsonata_expr(&JSONATA_0)?,
                                         states,
                                     )?,
-                                );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("n"),
-                                    __wfc::abi::jsonata(
-                                        exec,
-                                        __wfc::abi::jsonata_expr(&JSONATA_3)?,
-                                        "Output/n",
-                                        states,
-                                    )?,
-                                );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("args"),
-                                    __wfc::abi::jsonata(
-                                        exec,
-                                        __wfc::abi::jsonata_expr(&JSONATA_4)?,
-                                        "Output/args",
-                                        states,
-                                    )?,
-                                );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("const"),
-                                    __wfc::Value::clone(&LITERAL_5),
-                                );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("state"),
-                                    __wfc::abi::jsonata(
-                                        exec,
-                                        __wfc::abi::jsonata_expr(&JSONATA_6)?,
-                                        "Output/state",
-                                        states,
-                                    )?,
-                                );
-                            __wfc::Value::Object(object)
-                        };
-                        Ok((output, assigned))
-                    },
-                )?;
-                State::RouteR(output)
-            }
-            State::RouteR(input) => {
-                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input.mode = 'wait' ",
-                ));
-                static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " \"wait \\\"✓\\\" \" & $label ",
-                ));
-                static JSONATA_2: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input.args.seconds ",
-                ));
-                static JSONATA_3: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input.args.until ",
-                ));
-                static JSONATA_4: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $count ",
-                ));
-                static JSONATA_5: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input.mode = 'task' ",
-                ));
-                static JSONATA_6: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input.mode = 'fail' ",
-                ));
-                static JSONATA_7: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input.args.fail ",
-                ));
-                static JSONATA_8: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input.mode = 'bad' ? 1 : false ",
-                ));
-                static JSONATA_9: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input.const ",
-                ));
-                static JSONATA_10: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input ",
-                ));
-                static JSONATA_11: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $nested ",
-                ));
-                let __wfc::Chosen { branch, output } = __wfc::abi::choice_language(
-                    exec,
-                    "Route {\"r\"} #",
-                    true,
-                    input,
-                    true,
-                    |input: __wfc::Value, _: &__wfc::Value| Ok(input),
-                    |input: &__wfc::Value, ctx: &__wfc::Value| {
-                        if __wfc::abi::jsonata_condition(
-                            __wfc::abi::jsonata_expr(&JSONATA_0)?,
-                            input,
-                            ctx,
-                        )? {
-                            return Ok(Some(0));
-                        }
-                        if __wfc::abi::jsonata_condition(
-                            __wfc::abi::jsonata_expr(&JSONATA_5)?,
-                            input,
-                            ctx,
-                        )? {
-                            return Ok(Some(1));
-                        }
-                        if __wfc::abi::jsonata_condition(
-                            __wfc::abi::jsonata_expr(&JSONATA_6)?,
-                            input,
-                            ctx,
-                        )? {
-                            return Ok(Some(2));
-                        }
-                        if __wfc::abi::jsonata_condition(
-                            __wfc::abi::jsonata_expr(&JSONATA_8)?,
-                            input,
-                            ctx,
-                        )? {
-                            return Ok(Some(3));
-                        }
-                        Ok(::core::option::Option::None)
-                    },
-                    |
-                        branch: ::core::option::Option<usize>,
-                        raw: &__wfc::Value,
-                        effective: __wfc::Value,
-                        ctx: &__wfc::Value|
-                    {
-                        let states = &__wfc::abi::Bindings::new(raw, ctx);
-                        match branch {
-                            Some(0) => {
+                                )?;
                                 let assigned = Some(
                                     ::std::vec![
-                                        (::std::borrow::ToOwned::to_owned("route"),
+                                        (::std::borrow::ToOwned::to_owned("napped"),
                                         __wfc::abi::jsonata(exec, __wfc::abi::jsonata_expr(&
-                                        JSONATA_1) ?, "Assign/route", states) ?)
+                                        JSONATA_1) ?, "Assign/napped", states) ?)
                                     ],
                                 );
                                 let output = {
@@ -543,11 +666,11 @@ pub mod jsonata_states {
                                     );
                                     object
                                         .insert(
-                                            ::std::borrow::ToOwned::to_owned("seconds"),
+                                            ::std::borrow::ToOwned::to_owned("slept"),
                                             __wfc::abi::jsonata(
                                                 exec,
-                                                __wfc::abi::jsonata_expr(&JSONATA_2)?,
-                                                "Output/seconds",
+                                                __wfc::abi::jsonata_expr(&JSONATA_0)?,
+                                                "Output/slept",
                                                 states,
                                             )?,
                                         );
@@ -556,706 +679,565 @@ pub mod jsonata_states {
                                             ::std::borrow::ToOwned::to_owned("until"),
                                             __wfc::abi::jsonata(
                                                 exec,
-                                                __wfc::abi::jsonata_expr(&JSONATA_3)?,
+                                                __wfc::abi::jsonata_expr(&JSONATA_2)?,
                                                 "Output/until",
                                                 states,
                                             )?,
                                         );
                                     object
                                         .insert(
-                                            ::std::borrow::ToOwned::to_owned("n"),
+                                            ::std::borrow::ToOwned::to_owned("route"),
                                             __wfc::abi::jsonata(
                                                 exec,
-                                                __wfc::abi::jsonata_expr(&JSONATA_4)?,
-                                                "Output/n",
+                                                __wfc::abi::jsonata_expr(&JSONATA_3)?,
+                                                "Output/route",
                                                 states,
                                             )?,
                                         );
                                     __wfc::Value::Object(object)
                                 };
-                                Ok((output, assigned))
-                            }
-                            Some(2) => {
-                                let assigned = ::core::option::Option::None;
-                                let output = __wfc::abi::jsonata(
-                                    exec,
-                                    __wfc::abi::jsonata_expr(&JSONATA_7)?,
-                                    "Output",
-                                    states,
-                                )?;
-                                Ok((output, assigned))
-                            }
-                            Some(_) => Ok((effective, ::core::option::Option::None)),
-                            ::core::option::Option::None => {
-                                let assigned = Some(
-                                    ::std::vec![
-                                        (::std::borrow::ToOwned::to_owned("route"),
-                                        __wfc::Value::String(::std::borrow::ToOwned::to_owned("default ✓"))),
-                                        (::std::borrow::ToOwned::to_owned("whole"),
-                                        __wfc::abi::jsonata(exec, __wfc::abi::jsonata_expr(&
-                                        JSONATA_9) ?, "Assign/whole", states) ?)
-                                    ],
-                                );
-                                let output = {
-                                    let mut object = __wfc::serde_json::Map::with_capacity(
-                                        3usize,
-                                    );
-                                    object
-                                        .insert(
-                                            ::std::borrow::ToOwned::to_owned("default"),
-                                            __wfc::Value::Bool(true),
-                                        );
-                                    object
-                                        .insert(
-                                            ::std::borrow::ToOwned::to_owned("in"),
-                                            __wfc::abi::jsonata(
-                                                exec,
-                                                __wfc::abi::jsonata_expr(&JSONATA_10)?,
-                                                "Output/in",
-                                                states,
-                                            )?,
-                                        );
-                                    object
-                                        .insert(
-                                            ::std::borrow::ToOwned::to_owned("nested"),
-                                            __wfc::abi::jsonata(
-                                                exec,
-                                                __wfc::abi::jsonata_expr(&JSONATA_11)?,
-                                                "Output/nested",
-                                                states,
-                                            )?,
-                                        );
-                                    __wfc::Value::Object(object)
-                                };
-                                Ok((output, assigned))
-                            }
-                        }
-                    },
-                )?;
-                match branch {
-                    Some(0) => State::NapW(output),
-                    Some(1) => State::CallT(output),
-                    Some(2) => State::BoomF(output),
-                    Some(3) => State::Done(output),
-                    _ => State::Done(output),
+                                Ok((output, assigned, delay))
+                            },
+                        )
+                        .await?;
+                    State::UntilU(output)
                 }
-            }
-            State::NapW(input) => {
-                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input.seconds ",
-                ));
-                static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input.seconds * 2 ",
-                ));
-                static JSONATA_2: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input.until ",
-                ));
-                static JSONATA_3: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $route ",
-                ));
-                let output = __wfc::abi::wait_language(
-                        exec,
-                        "Nap \"w\" ✓",
-                        true,
-                        input,
-                        |input: __wfc::Value, ctx: &__wfc::Value| {
-                            let states = &__wfc::abi::Bindings::new(&input, ctx);
-                            let delay = __wfc::abi::wait_limit(
-                                __wfc::abi::wait_seconds_jsonata(
-                                    exec,
-                                    __wfc::abi::jsonata_expr(&JSONATA_0)?,
-                                    states,
-                                )?,
-                            )?;
-                            let assigned = Some(
-                                ::std::vec![
-                                    (::std::borrow::ToOwned::to_owned("napped"),
-                                    __wfc::abi::jsonata(exec, __wfc::abi::jsonata_expr(&
-                                    JSONATA_1) ?, "Assign/napped", states) ?)
-                                ],
-                            );
-                            let output = {
-                                let mut object = __wfc::serde_json::Map::with_capacity(
-                                    3usize,
-                                );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("slept"),
-                                        __wfc::abi::jsonata(
-                                            exec,
-                                            __wfc::abi::jsonata_expr(&JSONATA_0)?,
-                                            "Output/slept",
-                                            states,
-                                        )?,
-                                    );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("until"),
-                                        __wfc::abi::jsonata(
-                                            exec,
-                                            __wfc::abi::jsonata_expr(&JSONATA_2)?,
-                                            "Output/until",
-                                            states,
-                                        )?,
-                                    );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("route"),
-                                        __wfc::abi::jsonata(
-                                            exec,
-                                            __wfc::abi::jsonata_expr(&JSONATA_3)?,
-                                            "Output/route",
-                                            states,
-                                        )?,
-                                    );
-                                __wfc::Value::Object(object)
-                            };
-                            Ok((output, assigned, delay))
-                        },
-                    )
-                    .await?;
-                State::UntilU(output)
-            }
-            State::UntilU(input) => {
-                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input.until ",
-                ));
-                let output = __wfc::abi::wait_language(
-                        exec,
-                        "Until {u}",
-                        true,
-                        input,
-                        |input: __wfc::Value, ctx: &__wfc::Value| {
-                            let states = &__wfc::abi::Bindings::new(&input, ctx);
-                            let delay = __wfc::abi::wait_limit(
-                                __wfc::abi::wait_timestamp_jsonata(
-                                    exec,
-                                    __wfc::abi::jsonata_expr(&JSONATA_0)?,
-                                    states,
-                                )?,
-                            )?;
-                            let assigned = ::core::option::Option::None;
-                            let output = input;
-                            Ok((output, assigned, delay))
-                        },
-                    )
-                    .await?;
-                State::MarkM(output)
-            }
-            State::MarkM(input) => {
-                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $napped + 1 ",
-                ));
-                static LITERAL_1: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
-                    let mut object = __wfc::serde_json::Map::with_capacity(1usize);
-                    object
-                        .insert(
-                            ::std::borrow::ToOwned::to_owned("a"),
-                            __wfc::Value::Array(
-                                ::std::vec![
-                                    __wfc::Value::from(1u64),
-                                    __wfc::Value::String(::std::borrow::ToOwned::to_owned("two ✓"))
-                                ],
-                            ),
-                        );
-                    __wfc::Value::Object(object)
-                });
-                let output = __wfc::abi::pass_language(
-                    exec,
-                    "Mark \"m\"",
-                    input,
-                    |input: __wfc::Value, ctx: &__wfc::Value| {
-                        let states = &__wfc::abi::Bindings::new(&input, ctx);
-                        let assigned = Some(
-                            ::std::vec![
-                                (::std::borrow::ToOwned::to_owned("marked"),
-                                __wfc::abi::jsonata(exec, __wfc::abi::jsonata_expr(&
-                                JSONATA_0) ?, "Assign/marked", states) ?),
-                                (::std::borrow::ToOwned::to_owned("fixed"),
-                                __wfc::Value::clone(& LITERAL_1))
-                            ],
-                        );
-                        let output = input;
-                        Ok((output, assigned))
-                    },
-                )?;
-                State::Check(output)
-            }
-            State::Check(input) => {
-                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $napped > 100 ",
-                ));
-                let __wfc::Chosen { branch, output } = __wfc::abi::choice_kept(
-                    exec,
-                    "Check ✓",
-                    true,
-                    input,
-                    true,
-                    |input: &__wfc::Value, ctx: &__wfc::Value| {
-                        if __wfc::abi::jsonata_condition(
-                            __wfc::abi::jsonata_expr(&JSONATA_0)?,
+                State::UntilU(input) => {
+                    static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.input.until "));
+                    let output = __wfc::abi::wait_language(
+                            exec,
+                            "Until {u}",
+                            true,
                             input,
-                            ctx,
-                        )? {
-                            return Ok(Some(0));
-                        }
-                        Ok(::core::option::Option::None)
-                    },
-                )?;
-                match branch {
-                    Some(0) => State::TooLong(output),
-                    _ => State::Done(output),
+                            |input: __wfc::Value, ctx: &__wfc::Value| {
+                                let states = &__wfc::abi::Bindings::new(&input, ctx);
+                                let delay = __wfc::abi::wait_limit(
+                                    __wfc::abi::wait_timestamp_jsonata(
+                                        exec,
+                                        __wfc::abi::jsonata_expr(&JSONATA_0)?,
+                                        states,
+                                    )?,
+                                )?;
+                                let assigned = ::core::option::Option::None;
+                                let output = input;
+                                Ok((output, assigned, delay))
+                            },
+                        )
+                        .await?;
+                    State::MarkM(output)
                 }
-            }
-            State::TooLong(input) => {
-                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " 'napped ' & $string($napped) ",
-                ));
-                return Err(
-                    __wfc::abi::fail(
-                        exec,
-                        "Too long {#}",
-                        true,
-                        input,
-                        |input: &__wfc::Value, ctx: &__wfc::Value| {
-                            let states = &__wfc::abi::Bindings::new(input, ctx);
-                            Ok(__wfc::Failure {
-                                error: ::std::borrow::ToOwned::to_owned("Long \"✓\""),
-                                cause: __wfc::abi::fail_jsonata(
-                                    exec,
-                                    __wfc::abi::jsonata_expr(&JSONATA_0)?,
-                                    "Cause",
-                                    states,
-                                )?,
-                            })
-                        },
-                    ),
-                );
-            }
-            State::CallT(input) => {
-                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input.args.task.catchFail ? $nope() : $states.errorOutput.Error ",
-                ));
-                static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input.mode ",
-                ));
-                /// A catcher's JSONata field, on the `$states` bindings.
-                fn catch_assign_2(
-                    exec: &__wfc::Execution,
-                    states: &__wfc::abi::Bindings<'_>,
-                ) -> Result<__wfc::abi::Assigned, __wfc::Failure> {
-                    Ok(
-                        ::std::vec![
-                            (::std::borrow::ToOwned::to_owned("caught"),
-                            __wfc::abi::jsonata(exec, __wfc::abi::jsonata_expr(&
-                            JSONATA_0) ?, "Assign/caught", states) ?),
-                            (::std::borrow::ToOwned::to_owned("from"),
-                            __wfc::abi::jsonata(exec, __wfc::abi::jsonata_expr(&
-                            JSONATA_1) ?, "Assign/from", states) ?)
-                        ],
-                    )
-                }
-                static JSONATA_3: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.errorOutput ",
-                ));
-                static JSONATA_4: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input.args.task ",
-                ));
-                /// A catcher's JSONata field, on the `$states` bindings.
-                fn catch_output_5(
-                    exec: &__wfc::Execution,
-                    states: &__wfc::abi::Bindings<'_>,
-                ) -> Result<__wfc::Value, __wfc::Failure> {
-                    Ok({
-                        let mut object = __wfc::serde_json::Map::with_capacity(3usize);
+                State::MarkM(input) => {
+                    static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $napped + 1 "));
+                    static LITERAL_1: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
+                        let mut object = __wfc::serde_json::Map::with_capacity(1usize);
                         object
                             .insert(
-                                ::std::borrow::ToOwned::to_owned("err"),
-                                __wfc::abi::jsonata(
-                                    exec,
-                                    __wfc::abi::jsonata_expr(&JSONATA_3)?,
-                                    "Output/err",
-                                    states,
-                                )?,
-                            );
-                        object
-                            .insert(
-                                ::std::borrow::ToOwned::to_owned("in"),
-                                __wfc::abi::jsonata(
-                                    exec,
-                                    __wfc::abi::jsonata_expr(&JSONATA_4)?,
-                                    "Output/in",
-                                    states,
-                                )?,
-                            );
-                        object
-                            .insert(
-                                ::std::borrow::ToOwned::to_owned("lit"),
-                                __wfc::Value::String(
-                                    ::std::borrow::ToOwned::to_owned("caught {#} \"✓\""),
+                                ::std::borrow::ToOwned::to_owned("a"),
+                                __wfc::Value::Array(
+                                    ::std::vec![
+                                        __wfc::Value::from(1u64),
+                                        __wfc::Value::String(::std::borrow::ToOwned::to_owned("two ✓"))
+                                    ],
                                 ),
                             );
                         __wfc::Value::Object(object)
-                    })
-                }
-                static JSONATA_6: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.errorOutput.Error ",
-                ));
-                /// A catcher's JSONata field, on the `$states` bindings.
-                fn catch_output_7(
-                    exec: &__wfc::Execution,
-                    states: &__wfc::abi::Bindings<'_>,
-                ) -> Result<__wfc::Value, __wfc::Failure> {
-                    Ok(
-                        __wfc::abi::jsonata(
-                            exec,
-                            __wfc::abi::jsonata_expr(&JSONATA_6)?,
-                            "Output",
-                            states,
-                        )?,
-                    )
-                }
-                static JSONATA_8: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.result.payload.name ",
-                ));
-                static JSONATA_9: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $exists($states.input.args.task.timeout) ? $states.input.args.task.timeout : 30 ",
-                ));
-                static JSONATA_10: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $exists($states.input.args.task.heartbeat) ? $states.input.args.task.heartbeat : 10 ",
-                ));
-                static JSONATA_11: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $label ",
-                ));
-                static LITERAL_12: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
-                    let mut object = __wfc::serde_json::Map::with_capacity(1usize);
-                    object
-                        .insert(
-                            ::std::borrow::ToOwned::to_owned("a"),
-                            __wfc::Value::Array(
+                    });
+                    let output = __wfc::abi::pass_language(
+                        exec,
+                        "Mark \"m\"",
+                        input,
+                        |input: __wfc::Value, ctx: &__wfc::Value| {
+                            let states = &__wfc::abi::Bindings::new(&input, ctx);
+                            let assigned = Some(
                                 ::std::vec![
-                                    __wfc::Value::from(1u64),
-                                    __wfc::Value::String(::std::borrow::ToOwned::to_owned("two ✓"))
+                                    (::std::borrow::ToOwned::to_owned("marked"),
+                                    __wfc::abi::jsonata(exec, __wfc::abi::jsonata_expr(&
+                                    JSONATA_0) ?, "Assign/marked", states) ?),
+                                    (::std::borrow::ToOwned::to_owned("fixed"),
+                                    __wfc::Value::clone(& LITERAL_1))
                                 ],
-                            ),
-                        );
-                    __wfc::Value::Object(object)
-                });
-                static JSONATA_13: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $count ",
-                ));
-                static JSONATA_14: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input.args.task.explode ? $nope() : 'ok' ",
-                ));
-                static JSONATA_15: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.result ",
-                ));
-                static JSONATA_16: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $count + ($exists($states.result.payload.add) ? $states.result.payload.add : 0) ",
-                ));
-                const CATCH: &[__wfc::abi::JsonataCatcher] = &[
-                    __wfc::abi::JsonataCatcher {
-                        catcher: __wfc::abi::Catcher {
-                            error_equals: &["Boom"],
-                            result_path: __wfc::abi::CatchPath::Replace,
-                            next: 9usize,
+                            );
+                            let output = input;
+                            Ok((output, assigned))
                         },
-                        assign: Some(catch_assign_2 as _),
-                        output: Some(catch_output_5 as _),
-                    },
-                    __wfc::abi::JsonataCatcher {
-                        catcher: __wfc::abi::Catcher {
-                            error_equals: &["States.Timeout"],
-                            result_path: __wfc::abi::CatchPath::Replace,
-                            next: 9usize,
+                    )?;
+                    State::Check(output)
+                }
+                State::Check(input) => {
+                    static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $napped > 100 "));
+                    let __wfc::Chosen { branch, output } = __wfc::abi::choice_kept(
+                        exec,
+                        "Check ✓",
+                        true,
+                        input,
+                        true,
+                        |input: &__wfc::Value, ctx: &__wfc::Value| {
+                            if __wfc::abi::jsonata_condition(
+                                __wfc::abi::jsonata_expr(&JSONATA_0)?,
+                                input,
+                                ctx,
+                            )? {
+                                return Ok(Some(0));
+                            }
+                            Ok(::core::option::Option::None)
                         },
-                        assign: ::core::option::Option::None,
-                        output: Some(catch_output_7 as _),
-                    },
-                ];
-                /// The state's data processing; its visit is `abi::task`'s.
-                struct Code;
-                impl __wfc::abi::TaskCode for Code {
-                    type Retrier = __wfc::abi::Retrier;
-                    type Catcher = __wfc::abi::JsonataCatcher;
-                    fn resource(&self) -> &str {
-                        "arn:aws:states:::wfc:echo"
+                    )?;
+                    match branch {
+                        Some(0) => State::TooLong(output),
+                        _ => State::Done(output),
                     }
-                    fn static_names(
-                        &self,
-                    ) -> ::core::option::Option<(&'static str, &'static str)> {
-                        ::core::option::Option::Some((
-                            "Call {\"t\"} ✓",
-                            "arn:aws:states:::wfc:echo",
-                        ))
-                    }
-                    fn is_lambda_function(&self) -> bool {
-                        const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
-                            "arn:aws:states:::wfc:echo",
-                        );
-                        LAMBDA_FUNCTION
-                    }
-                    fn retriers(&self) -> &[__wfc::abi::Retrier] {
-                        &[]
-                    }
-                    fn catchers(&self) -> &[__wfc::abi::JsonataCatcher] {
-                        CATCH
-                    }
-                    fn shape(&self) -> __wfc::abi::TaskShape {
-                        __wfc::abi::TaskShape {
-                            input_moves: false,
-                            single_attempt: true,
-                            result_is_output: true,
-                        }
-                    }
-                    fn needs_context(&self) -> bool {
-                        true
-                    }
-                    fn timeout(
-                        &self,
-                        effective: &__wfc::Value,
-                        ctx: &__wfc::Value,
-                    ) -> Result<
-                        ::core::option::Option<__wfc::abi::Duration>,
-                        __wfc::Failure,
-                    > {
-                        __wfc::abi::jsonata_seconds(
-                            __wfc::abi::jsonata_expr(&JSONATA_9)?,
-                            "TimeoutSeconds",
-                            effective,
-                            ctx,
-                        )
-                    }
-                    fn heartbeat(
-                        &self,
-                        effective: &__wfc::Value,
-                        ctx: &__wfc::Value,
-                    ) -> Result<
-                        ::core::option::Option<__wfc::abi::Duration>,
-                        __wfc::Failure,
-                    > {
-                        __wfc::abi::jsonata_seconds(
-                            __wfc::abi::jsonata_expr(&JSONATA_10)?,
-                            "HeartbeatSeconds",
-                            effective,
-                            ctx,
-                        )
-                    }
-                    fn assigns(&self) -> bool {
-                        true
-                    }
-                    fn assigned(
-                        &self,
+                }
+                State::TooLong(input) => {
+                    static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" 'napped ' & $string($napped) "));
+                    return Err(
+                        __wfc::abi::fail(
+                            exec,
+                            "Too long {#}",
+                            true,
+                            input,
+                            |input: &__wfc::Value, ctx: &__wfc::Value| {
+                                let states = &__wfc::abi::Bindings::new(input, ctx);
+                                Ok(__wfc::Failure {
+                                    error: ::std::borrow::ToOwned::to_owned("Long \"✓\""),
+                                    cause: __wfc::abi::fail_jsonata(
+                                        exec,
+                                        __wfc::abi::jsonata_expr(&JSONATA_0)?,
+                                        "Cause",
+                                        states,
+                                    )?,
+                                })
+                            },
+                        ),
+                    );
+                }
+                State::CallT(input) => {
+                    static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(
+                        " $states.input.args.task.catchFail ? $nope() : $states.errorOutput.Error ",
+                    ));
+                    static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.input.mode "));
+                    /// A catcher's JSONata field, on the `$states` bindings.
+                    fn catch_assign_2(
                         exec: &__wfc::Execution,
-                        _: &__wfc::Value,
                         states: &__wfc::abi::Bindings<'_>,
                     ) -> Result<__wfc::abi::Assigned, __wfc::Failure> {
                         Ok(
                             ::std::vec![
-                                (::std::borrow::ToOwned::to_owned("called"),
+                                (::std::borrow::ToOwned::to_owned("caught"),
                                 __wfc::abi::jsonata(exec, __wfc::abi::jsonata_expr(&
-                                JSONATA_8) ?, "Assign/called", states) ?),
+                                JSONATA_0) ?, "Assign/caught", states) ?),
                                 (::std::borrow::ToOwned::to_owned("from"),
                                 __wfc::abi::jsonata(exec, __wfc::abi::jsonata_expr(&
                                 JSONATA_1) ?, "Assign/from", states) ?)
                             ],
                         )
                     }
-                    fn has_arguments(&self) -> bool {
-                        true
-                    }
-                    fn arguments(
-                        &self,
+                    static JSONATA_3: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.errorOutput "));
+                    static JSONATA_4: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.input.args.task "));
+                    /// A catcher's JSONata field, on the `$states` bindings.
+                    fn catch_output_5(
                         exec: &__wfc::Execution,
                         states: &__wfc::abi::Bindings<'_>,
                     ) -> Result<__wfc::Value, __wfc::Failure> {
                         Ok({
                             let mut object = __wfc::serde_json::Map::with_capacity(
-                                4usize,
+                                3usize,
                             );
                             object
                                 .insert(
-                                    ::std::borrow::ToOwned::to_owned("payload"),
+                                    ::std::borrow::ToOwned::to_owned("err"),
+                                    __wfc::abi::jsonata(
+                                        exec,
+                                        __wfc::abi::jsonata_expr(&JSONATA_3)?,
+                                        "Output/err",
+                                        states,
+                                    )?,
+                                );
+                            object
+                                .insert(
+                                    ::std::borrow::ToOwned::to_owned("in"),
                                     __wfc::abi::jsonata(
                                         exec,
                                         __wfc::abi::jsonata_expr(&JSONATA_4)?,
-                                        "Arguments/payload",
+                                        "Output/in",
                                         states,
                                     )?,
                                 );
                             object
                                 .insert(
-                                    ::std::borrow::ToOwned::to_owned("label"),
-                                    __wfc::abi::jsonata(
-                                        exec,
-                                        __wfc::abi::jsonata_expr(&JSONATA_11)?,
-                                        "Arguments/label",
-                                        states,
-                                    )?,
-                                );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("fixed"),
-                                    __wfc::Value::clone(&LITERAL_12),
-                                );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("list"),
-                                    __wfc::Value::Array(
-                                        ::std::vec![
-                                            __wfc::abi::jsonata(exec, __wfc::abi::jsonata_expr(&
-                                            JSONATA_13) ?, "Arguments/list/0", states) ?,
-                                            __wfc::Value::String(::std::borrow::ToOwned::to_owned("x")),
-                                            __wfc::abi::jsonata(exec, __wfc::abi::jsonata_expr(&
-                                            JSONATA_14) ?, "Arguments/list/2", states) ?
-                                        ],
+                                    ::std::borrow::ToOwned::to_owned("lit"),
+                                    __wfc::Value::String(
+                                        ::std::borrow::ToOwned::to_owned("caught {#} \"✓\""),
                                     ),
                                 );
                             __wfc::Value::Object(object)
                         })
                     }
-                    fn has_output(&self) -> bool {
-                        true
-                    }
-                    fn output(
-                        &self,
+                    static JSONATA_6: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.errorOutput.Error "));
+                    /// A catcher's JSONata field, on the `$states` bindings.
+                    fn catch_output_7(
                         exec: &__wfc::Execution,
                         states: &__wfc::abi::Bindings<'_>,
                     ) -> Result<__wfc::Value, __wfc::Failure> {
-                        Ok({
-                            let mut object = __wfc::serde_json::Map::with_capacity(
-                                2usize,
-                            );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("result"),
-                                    __wfc::abi::jsonata(
-                                        exec,
-                                        __wfc::abi::jsonata_expr(&JSONATA_15)?,
-                                        "Output/result",
-                                        states,
-                                    )?,
-                                );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("sum"),
-                                    __wfc::abi::jsonata(
-                                        exec,
-                                        __wfc::abi::jsonata_expr(&JSONATA_16)?,
-                                        "Output/sum",
-                                        states,
-                                    )?,
-                                );
-                            __wfc::Value::Object(object)
-                        })
+                        Ok(
+                            __wfc::abi::jsonata(
+                                exec,
+                                __wfc::abi::jsonata_expr(&JSONATA_6)?,
+                                "Output",
+                                states,
+                            )?,
+                        )
                     }
-                }
-                match task_echo(handler, exec, "Call {\"t\"} ✓", &Code, input).await? {
-                    __wfc::Step::Next(output) => State::Done(output),
-                    __wfc::Step::Goto { target, output } => {
-                        match target {
-                            9 => State::Done(output),
-                            _ => {
-                                return Err(
-                                    __wfc::abi::no_catcher_leading_to(
-                                        "Call {\"t\"} ✓",
-                                        target,
-                                    ),
+                    static JSONATA_8: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.result.payload.name "));
+                    static JSONATA_9: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(
+                        " $exists($states.input.args.task.timeout) ? $states.input.args.task.timeout : 30 ",
+                    ));
+                    static JSONATA_10: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(
+                        " $exists($states.input.args.task.heartbeat) ? $states.input.args.task.heartbeat : 10 ",
+                    ));
+                    static JSONATA_11: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $label "));
+                    static LITERAL_12: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
+                        let mut object = __wfc::serde_json::Map::with_capacity(1usize);
+                        object
+                            .insert(
+                                ::std::borrow::ToOwned::to_owned("a"),
+                                __wfc::Value::Array(
+                                    ::std::vec![
+                                        __wfc::Value::from(1u64),
+                                        __wfc::Value::String(::std::borrow::ToOwned::to_owned("two ✓"))
+                                    ],
+                                ),
+                            );
+                        __wfc::Value::Object(object)
+                    });
+                    static JSONATA_13: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $count "));
+                    static JSONATA_14: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(
+                        " $states.input.args.task.explode ? $nope() : 'ok' ",
+                    ));
+                    static JSONATA_15: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.result "));
+                    static JSONATA_16: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(
+                        " $count + ($exists($states.result.payload.add) ? $states.result.payload.add : 0) ",
+                    ));
+                    const CATCH: &[__wfc::abi::JsonataCatcher] = &[
+                        __wfc::abi::JsonataCatcher {
+                            catcher: __wfc::abi::Catcher {
+                                error_equals: &["Boom"],
+                                result_path: __wfc::abi::CatchPath::Replace,
+                                next: 9usize,
+                            },
+                            assign: Some(catch_assign_2 as _),
+                            output: Some(catch_output_5 as _),
+                        },
+                        __wfc::abi::JsonataCatcher {
+                            catcher: __wfc::abi::Catcher {
+                                error_equals: &["States.Timeout"],
+                                result_path: __wfc::abi::CatchPath::Replace,
+                                next: 9usize,
+                            },
+                            assign: ::core::option::Option::None,
+                            output: Some(catch_output_7 as _),
+                        },
+                    ];
+                    /// The state's data processing; its visit is `abi::task`'s.
+                    struct Code;
+                    impl __wfc::abi::TaskCode for Code {
+                        type Retrier = __wfc::abi::Retrier;
+                        type Catcher = __wfc::abi::JsonataCatcher;
+                        fn resource(&self) -> &str {
+                            "arn:aws:states:::wfc:echo"
+                        }
+                        fn static_names(
+                            &self,
+                        ) -> ::core::option::Option<(&'static str, &'static str)> {
+                            ::core::option::Option::Some((
+                                "Call {\"t\"} ✓",
+                                "arn:aws:states:::wfc:echo",
+                            ))
+                        }
+                        fn is_lambda_function(&self) -> bool {
+                            const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
+                                "arn:aws:states:::wfc:echo",
+                            );
+                            LAMBDA_FUNCTION
+                        }
+                        fn retriers(&self) -> &[__wfc::abi::Retrier] {
+                            &[]
+                        }
+                        fn catchers(&self) -> &[__wfc::abi::JsonataCatcher] {
+                            CATCH
+                        }
+                        fn shape(&self) -> __wfc::abi::TaskShape {
+                            __wfc::abi::TaskShape {
+                                input_moves: false,
+                                single_attempt: true,
+                                result_is_output: true,
+                            }
+                        }
+                        fn needs_context(&self) -> bool {
+                            true
+                        }
+                        fn timeout(
+                            &self,
+                            effective: &__wfc::Value,
+                            ctx: &__wfc::Value,
+                        ) -> Result<
+                            ::core::option::Option<__wfc::abi::Duration>,
+                            __wfc::Failure,
+                        > {
+                            __wfc::abi::jsonata_seconds(
+                                __wfc::abi::jsonata_expr(&JSONATA_9)?,
+                                "TimeoutSeconds",
+                                effective,
+                                ctx,
+                            )
+                        }
+                        fn heartbeat(
+                            &self,
+                            effective: &__wfc::Value,
+                            ctx: &__wfc::Value,
+                        ) -> Result<
+                            ::core::option::Option<__wfc::abi::Duration>,
+                            __wfc::Failure,
+                        > {
+                            __wfc::abi::jsonata_seconds(
+                                __wfc::abi::jsonata_expr(&JSONATA_10)?,
+                                "HeartbeatSeconds",
+                                effective,
+                                ctx,
+                            )
+                        }
+                        fn assigns(&self) -> bool {
+                            true
+                        }
+                        fn assigned(
+                            &self,
+                            exec: &__wfc::Execution,
+                            _: &__wfc::Value,
+                            states: &__wfc::abi::Bindings<'_>,
+                        ) -> Result<__wfc::abi::Assigned, __wfc::Failure> {
+                            Ok(
+                                ::std::vec![
+                                    (::std::borrow::ToOwned::to_owned("called"),
+                                    __wfc::abi::jsonata(exec, __wfc::abi::jsonata_expr(&
+                                    JSONATA_8) ?, "Assign/called", states) ?),
+                                    (::std::borrow::ToOwned::to_owned("from"),
+                                    __wfc::abi::jsonata(exec, __wfc::abi::jsonata_expr(&
+                                    JSONATA_1) ?, "Assign/from", states) ?)
+                                ],
+                            )
+                        }
+                        fn has_arguments(&self) -> bool {
+                            true
+                        }
+                        fn arguments(
+                            &self,
+                            exec: &__wfc::Execution,
+                            states: &__wfc::abi::Bindings<'_>,
+                        ) -> Result<__wfc::Value, __wfc::Failure> {
+                            Ok({
+                                let mut object = __wfc::serde_json::Map::with_capacity(
+                                    4usize,
                                 );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("payload"),
+                                        __wfc::abi::jsonata(
+                                            exec,
+                                            __wfc::abi::jsonata_expr(&JSONATA_4)?,
+                                            "Arguments/payload",
+                                            states,
+                                        )?,
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("label"),
+                                        __wfc::abi::jsonata(
+                                            exec,
+                                            __wfc::abi::jsonata_expr(&JSONATA_11)?,
+                                            "Arguments/label",
+                                            states,
+                                        )?,
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("fixed"),
+                                        __wfc::Value::clone(&LITERAL_12),
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("list"),
+                                        __wfc::Value::Array(
+                                            ::std::vec![
+                                                __wfc::abi::jsonata(exec, __wfc::abi::jsonata_expr(&
+                                                JSONATA_13) ?, "Arguments/list/0", states) ?,
+                                                __wfc::Value::String(::std::borrow::ToOwned::to_owned("x")),
+                                                __wfc::abi::jsonata(exec, __wfc::abi::jsonata_expr(&
+                                                JSONATA_14) ?, "Arguments/list/2", states) ?
+                                            ],
+                                        ),
+                                    );
+                                __wfc::Value::Object(object)
+                            })
+                        }
+                        fn has_output(&self) -> bool {
+                            true
+                        }
+                        fn output(
+                            &self,
+                            exec: &__wfc::Execution,
+                            states: &__wfc::abi::Bindings<'_>,
+                        ) -> Result<__wfc::Value, __wfc::Failure> {
+                            Ok({
+                                let mut object = __wfc::serde_json::Map::with_capacity(
+                                    2usize,
+                                );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("result"),
+                                        __wfc::abi::jsonata(
+                                            exec,
+                                            __wfc::abi::jsonata_expr(&JSONATA_15)?,
+                                            "Output/result",
+                                            states,
+                                        )?,
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("sum"),
+                                        __wfc::abi::jsonata(
+                                            exec,
+                                            __wfc::abi::jsonata_expr(&JSONATA_16)?,
+                                            "Output/sum",
+                                            states,
+                                        )?,
+                                    );
+                                __wfc::Value::Object(object)
+                            })
+                        }
+                    }
+                    match task_echo(handler, exec, "Call {\"t\"} ✓", &Code, input)
+                        .await?
+                    {
+                        __wfc::Step::Next(output) => State::Done(output),
+                        __wfc::Step::Goto { target, output } => {
+                            match target {
+                                9 => State::Done(output),
+                                _ => {
+                                    return Err(
+                                        __wfc::abi::no_catcher_leading_to(
+                                            "Call {\"t\"} ✓",
+                                            target,
+                                        ),
+                                    );
+                                }
                             }
                         }
                     }
                 }
-            }
-            State::BoomF(input) => {
-                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input.error ",
-                ));
-                static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input.cause ",
-                ));
-                return Err(
-                    __wfc::abi::fail(
-                        exec,
-                        "Boom \"f\" {#}",
-                        true,
-                        input,
-                        |input: &__wfc::Value, ctx: &__wfc::Value| {
-                            let states = &__wfc::abi::Bindings::new(input, ctx);
-                            Ok(__wfc::Failure {
-                                error: __wfc::abi::fail_jsonata(
-                                    exec,
-                                    __wfc::abi::jsonata_expr(&JSONATA_0)?,
-                                    "Error",
-                                    states,
-                                )?,
-                                cause: __wfc::abi::fail_jsonata(
-                                    exec,
-                                    __wfc::abi::jsonata_expr(&JSONATA_1)?,
-                                    "Cause",
-                                    states,
-                                )?,
-                            })
-                        },
-                    ),
-                );
-            }
-            State::Done(input) => {
-                static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " $states.input ",
-                ));
-                static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(|| __wfc::abi::JsonataExpr::parse(
-                    " {'route': $route, 'count': $count, 'label': $label, 'called': $called, 'caught': $caught, 'napped': $napped} ",
-                ));
-                static LITERAL_2: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| __wfc::Value::Array(
-                    ::std::vec![
-                        __wfc::Value::from(1u64),
-                        __wfc::Value::String(::std::borrow::ToOwned::to_owned("two"))
-                    ],
-                ));
-                return __wfc::abi::succeed(
-                        exec,
-                        "Done ✓",
-                        true,
-                        input,
-                        |input: __wfc::Value, ctx: &__wfc::Value| {
-                            let states = &__wfc::abi::Bindings::new(&input, ctx);
-                            Ok({
-                                let mut object = __wfc::serde_json::Map::with_capacity(
-                                    3usize,
-                                );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("final"),
-                                        __wfc::abi::jsonata(
-                                            exec,
-                                            __wfc::abi::jsonata_expr(&JSONATA_0)?,
-                                            "Output/final",
-                                            states,
-                                        )?,
+                State::BoomF(input) => {
+                    static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.input.error "));
+                    static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.input.cause "));
+                    return Err(
+                        __wfc::abi::fail(
+                            exec,
+                            "Boom \"f\" {#}",
+                            true,
+                            input,
+                            |input: &__wfc::Value, ctx: &__wfc::Value| {
+                                let states = &__wfc::abi::Bindings::new(input, ctx);
+                                Ok(__wfc::Failure {
+                                    error: __wfc::abi::fail_jsonata(
+                                        exec,
+                                        __wfc::abi::jsonata_expr(&JSONATA_0)?,
+                                        "Error",
+                                        states,
+                                    )?,
+                                    cause: __wfc::abi::fail_jsonata(
+                                        exec,
+                                        __wfc::abi::jsonata_expr(&JSONATA_1)?,
+                                        "Cause",
+                                        states,
+                                    )?,
+                                })
+                            },
+                        ),
+                    );
+                }
+                State::Done(input) => {
+                    static JSONATA_0: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(" $states.input "));
+                    static JSONATA_1: __wfc::abi::StaticJsonata = __wfc::LazyLock::new(||
+                    __wfc::abi::JsonataExpr::parse(
+                        " {'route': $route, 'count': $count, 'label': $label, 'called': $called, 'caught': $caught, 'napped': $napped} ",
+                    ));
+                    static LITERAL_2: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| __wfc::Value::Array(
+                        ::std::vec![
+                            __wfc::Value::from(1u64),
+                            __wfc::Value::String(::std::borrow::ToOwned::to_owned("two"))
+                        ],
+                    ));
+                    return __wfc::abi::succeed(
+                            exec,
+                            "Done ✓",
+                            true,
+                            input,
+                            |input: __wfc::Value, ctx: &__wfc::Value| {
+                                let states = &__wfc::abi::Bindings::new(&input, ctx);
+                                Ok({
+                                    let mut object = __wfc::serde_json::Map::with_capacity(
+                                        3usize,
                                     );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("vars"),
-                                        __wfc::abi::jsonata(
-                                            exec,
-                                            __wfc::abi::jsonata_expr(&JSONATA_1)?,
-                                            "Output/vars",
-                                            states,
-                                        )?,
-                                    );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("lit"),
-                                        __wfc::Value::clone(&LITERAL_2),
-                                    );
-                                __wfc::Value::Object(object)
-                            })
-                        },
-                    )
-                    .map(__wfc::abi::Flow::End);
-            }
-        };
-        Ok(__wfc::abi::Flow::Next(next))
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("final"),
+                                            __wfc::abi::jsonata(
+                                                exec,
+                                                __wfc::abi::jsonata_expr(&JSONATA_0)?,
+                                                "Output/final",
+                                                states,
+                                            )?,
+                                        );
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("vars"),
+                                            __wfc::abi::jsonata(
+                                                exec,
+                                                __wfc::abi::jsonata_expr(&JSONATA_1)?,
+                                                "Output/vars",
+                                                states,
+                                            )?,
+                                        );
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("lit"),
+                                            __wfc::Value::clone(&LITERAL_2),
+                                        );
+                                    __wfc::Value::Object(object)
+                                })
+                            },
+                        )
+                        .map(__wfc::abi::Flow::End);
+                }
+            };
+            Ok(__wfc::abi::Flow::Next(next))
+        }
     }
 }

@@ -267,504 +267,515 @@ pub mod parallel_map {
         }
     }
     /// Runs the workflow from `state` until it ends, in the execution `exec` (its clock, history and context).
-    pub async fn resume<H: Handler>(
-        handler: &H,
-        exec: &__wfc::Execution,
+    pub fn resume<'a, H: Handler>(
+        handler: &'a H,
+        exec: &'a __wfc::Execution,
         state: State,
-    ) -> Result<__wfc::Value, __wfc::Failure> {
-        __wfc::abi::drive(state, |state| step(handler, exec, state)).await
+    ) -> impl ::core::future::Future<
+        Output = Result<__wfc::Value, __wfc::Failure>,
+    > + 'a {
+        __wfc::abi::drive(state, move |state| step(handler, exec, state))
     }
     /// One state of the workflow: its work, then where control goes (run by the runtime's driver, `abi::drive`).
-    async fn step<H: Handler>(
-        handler: &H,
-        exec: &__wfc::Execution,
+    fn step<'a, H: Handler>(
+        handler: &'a H,
+        exec: &'a __wfc::Execution,
         state: State,
-    ) -> Result<__wfc::abi::Flow<State>, __wfc::Failure> {
-        let next = match state {
-            State::FanOut1(input) => {
-                const PATH_0: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("error"),
-                ];
-                const PATH_1: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("job"),
-                ];
-                const PATH_2: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Index(0i64),
-                    __wfc::abi::Seg::Name("left"),
-                ];
-                const PATH_3: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Index(0i64),
-                    __wfc::abi::Seg::Name("attempt"),
-                ];
-                const PATH_4: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Index(1i64),
-                    __wfc::abi::Seg::Name("payload"),
-                    __wfc::abi::Seg::Name("side"),
-                ];
-                const PATH_5: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("fan"),
-                ];
-                static PATH_6: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
-                    "$$.State.RetryCount",
-                ));
-                const PATH_7: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("fail"),
-                ];
-                const PATH_8: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("data"),
-                ];
-                const PATH_9: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("boom"),
-                ];
-                const RETRY: &[__wfc::abi::Retrier] = &[
-                    __wfc::abi::Retrier {
-                        error_equals: &["Flaky \"p\" {#}"],
-                        interval_seconds: 2u64,
-                        max_attempts: 2u32,
-                        backoff_rate: 1.5f64,
-                        max_delay_seconds: ::core::option::Option::None,
-                        jitter: __wfc::abi::Jitter::None,
-                    },
-                ];
-                const CATCH: &[__wfc::abi::Catcher] = &[
-                    __wfc::abi::Catcher {
-                        error_equals: &["Boom"],
-                        result_path: __wfc::abi::CatchPath::Steps(PATH_0, "$.error"),
-                        next: 1usize,
-                    },
-                ];
-                /// The state's data processing; its visit is the runtime's.
-                struct Code;
-                impl __wfc::abi::NestedCode for Code {
-                    type Retrier = __wfc::abi::Retrier;
-                    type Catcher = __wfc::abi::Catcher;
-                    fn retriers(&self) -> &[__wfc::abi::Retrier] {
-                        RETRY
-                    }
-                    fn catchers(&self) -> &[__wfc::abi::Catcher] {
-                        CATCH
-                    }
-                    fn input_path(
-                        &self,
-                        input: &__wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> Result<__wfc::Value, __wfc::Failure> {
-                        __wfc::abi::select(input, PATH_1, "$.job").cloned()
-                    }
-                    fn finish(
-                        &self,
-                        _: &__wfc::Execution,
-                        raw_input: __wfc::Value,
-                        result: __wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> Result<__wfc::Value, __wfc::Failure> {
-                        let result = {
-                            let mut object = __wfc::serde_json::Map::with_capacity(
-                                3usize,
-                            );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("left"),
-                                    __wfc::abi::field(&result, PATH_2, "$[0].left", "left.$")?,
-                                );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("attempt"),
-                                    __wfc::abi::field(
-                                        &result,
-                                        PATH_3,
-                                        "$[0].attempt",
-                                        "attempt.$",
-                                    )?,
-                                );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("right"),
-                                    __wfc::abi::field(
-                                        &result,
-                                        PATH_4,
-                                        "$[1].payload.side",
-                                        "right.$",
-                                    )?,
-                                );
-                            __wfc::Value::Object(object)
-                        };
-                        let output = __wfc::abi::set(
-                            raw_input,
-                            PATH_5,
-                            "$.fan",
-                            result,
-                        )?;
-                        Ok(output)
-                    }
-                }
-                impl __wfc::abi::ParallelCode for Code {
-                    fn parameters_form(&self) -> __wfc::abi::ParametersForm {
-                        __wfc::abi::ParametersForm::PerAttempt {
-                            context: true,
-                        }
-                    }
-                    fn parameters(
-                        &self,
-                        _: &__wfc::Execution,
-                        effective: &__wfc::Value,
-                        ctx: &__wfc::Value,
-                    ) -> Result<__wfc::Value, __wfc::Failure> {
-                        Ok({
-                            let mut object = __wfc::serde_json::Map::with_capacity(
-                                5usize,
-                            );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("attempt"),
-                                    __wfc::abi::field_path(
-                                        __wfc::abi::path(&PATH_6)?,
-                                        "attempt.$",
-                                        effective,
-                                        ctx,
-                                    )?,
-                                );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("fail"),
-                                    __wfc::abi::field(effective, PATH_7, "$.fail", "fail.$")?,
-                                );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("data"),
-                                    __wfc::abi::field(effective, PATH_8, "$.data", "data.$")?,
-                                );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("boom"),
-                                    __wfc::abi::field(effective, PATH_9, "$.boom", "boom.$")?,
-                                );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("we\"ird {key} #✓"),
-                                    __wfc::Value::String(
-                                        ::std::borrow::ToOwned::to_owned("literal \"}{\" #"),
-                                    ),
-                                );
-                            __wfc::Value::Object(object)
-                        })
-                    }
-                }
-                match __wfc::abi::parallel(
-                        exec,
-                        "Fan \"out\" {#1} ✓",
-                        &Code,
-                        input,
-                        move |input: __wfc::Value, exec: __wfc::Execution| async move {
-                            let __wfc_branch_exec_0 = exec.branch();
-                            let __wfc_branch_exec_1 = exec.branch();
-                            __wfc::abi::join_branches(
-                                    ::std::vec![
-                                        __wfc::FutureExt::boxed(__wfc_branch_exec_0
-                                        .in_branch_context(fan_out_1_branch_0::drive(handler, &
-                                        __wfc_branch_exec_0, ::core::clone::Clone::clone(&
-                                        input)))), __wfc::FutureExt::boxed(__wfc_branch_exec_1
-                                        .in_branch_context(fan_out_1_branch_1::drive(handler, &
-                                        __wfc_branch_exec_1, input)))
-                                    ],
-                                )
-                                .await
+    ) -> impl ::core::future::Future<
+        Output = Result<__wfc::abi::Flow<State>, __wfc::Failure>,
+    > + 'a {
+        async move {
+            let next = match state {
+                State::FanOut1(input) => {
+                    const PATH_0: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("error"),
+                    ];
+                    const PATH_1: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("job"),
+                    ];
+                    const PATH_2: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Index(0i64),
+                        __wfc::abi::Seg::Name("left"),
+                    ];
+                    const PATH_3: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Index(0i64),
+                        __wfc::abi::Seg::Name("attempt"),
+                    ];
+                    const PATH_4: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Index(1i64),
+                        __wfc::abi::Seg::Name("payload"),
+                        __wfc::abi::Seg::Name("side"),
+                    ];
+                    const PATH_5: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("fan"),
+                    ];
+                    static PATH_6: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
+                        "$$.State.RetryCount",
+                    ));
+                    const PATH_7: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("fail"),
+                    ];
+                    const PATH_8: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("data"),
+                    ];
+                    const PATH_9: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("boom"),
+                    ];
+                    const RETRY: &[__wfc::abi::Retrier] = &[
+                        __wfc::abi::Retrier {
+                            error_equals: &["Flaky \"p\" {#}"],
+                            interval_seconds: 2u64,
+                            max_attempts: 2u32,
+                            backoff_rate: 1.5f64,
+                            max_delay_seconds: ::core::option::Option::None,
+                            jitter: __wfc::abi::Jitter::None,
                         },
-                    )
-                    .await?
-                {
-                    __wfc::Step::Next(output) => State::EachItemM(output),
-                    __wfc::Step::Goto { target, output } => {
-                        match target {
-                            1 => State::RecoverP(output),
-                            _ => {
-                                return Err(
-                                    __wfc::abi::no_catcher_leading_to(
-                                        "Fan \"out\" {#1} ✓",
-                                        target,
-                                    ),
-                                );
-                            }
+                    ];
+                    const CATCH: &[__wfc::abi::Catcher] = &[
+                        __wfc::abi::Catcher {
+                            error_equals: &["Boom"],
+                            result_path: __wfc::abi::CatchPath::Steps(PATH_0, "$.error"),
+                            next: 1usize,
+                        },
+                    ];
+                    /// The state's data processing; its visit is the runtime's.
+                    struct Code;
+                    impl __wfc::abi::NestedCode for Code {
+                        type Retrier = __wfc::abi::Retrier;
+                        type Catcher = __wfc::abi::Catcher;
+                        fn retriers(&self) -> &[__wfc::abi::Retrier] {
+                            RETRY
                         }
-                    }
-                }
-            }
-            State::RecoverP(input) => {
-                let output = __wfc::abi::pass(
-                    exec,
-                    "Recover \"p\"",
-                    false,
-                    input,
-                    |input: __wfc::Value, _: &__wfc::Value| {
-                        let output = input;
-                        Ok(output)
-                    },
-                )?;
-                State::EachItemM(output)
-            }
-            State::EachItemM(input) => {
-                const PATH_0: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("mapError"),
-                ];
-                const PATH_1: &[__wfc::abi::Seg<'static>] = &[];
-                const PATH_2: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("mapped"),
-                ];
-                const PATH_3: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("items"),
-                ];
-                static PATH_4: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
-                    "$$.Map.Item.Value",
-                ));
-                static PATH_5: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
-                    "$$.Map.Item.Index",
-                ));
-                const PATH_6: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("tag"),
-                ];
-                const CATCH: &[__wfc::abi::Catcher] = &[
-                    __wfc::abi::Catcher {
-                        error_equals: &["Boom"],
-                        result_path: __wfc::abi::CatchPath::Steps(PATH_0, "$.mapError"),
-                        next: 3usize,
-                    },
-                ];
-                /// The state's data processing; its visit is the runtime's.
-                struct Code;
-                impl __wfc::abi::NestedCode for Code {
-                    type Retrier = __wfc::abi::Retrier;
-                    type Catcher = __wfc::abi::Catcher;
-                    fn retriers(&self) -> &[__wfc::abi::Retrier] {
-                        &[]
-                    }
-                    fn catchers(&self) -> &[__wfc::abi::Catcher] {
-                        CATCH
-                    }
-                    fn finish(
-                        &self,
-                        _: &__wfc::Execution,
-                        raw_input: __wfc::Value,
-                        result: __wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> Result<__wfc::Value, __wfc::Failure> {
-                        let result = {
-                            let mut object = __wfc::serde_json::Map::with_capacity(
-                                2usize,
-                            );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("all"),
-                                    __wfc::abi::field(&result, PATH_1, "$", "all.$")?,
+                        fn catchers(&self) -> &[__wfc::abi::Catcher] {
+                            CATCH
+                        }
+                        fn input_path(
+                            &self,
+                            input: &__wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> Result<__wfc::Value, __wfc::Failure> {
+                            __wfc::abi::select(input, PATH_1, "$.job").cloned()
+                        }
+                        fn finish(
+                            &self,
+                            _: &__wfc::Execution,
+                            raw_input: __wfc::Value,
+                            result: __wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> Result<__wfc::Value, __wfc::Failure> {
+                            let result = {
+                                let mut object = __wfc::serde_json::Map::with_capacity(
+                                    3usize,
                                 );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("count"),
-                                    __wfc::abi::call(
-                                        __wfc::abi::Function::ArrayLength,
-                                        ::std::vec![
-                                            __wfc::abi::field(& result, PATH_1, "$", "count.$") ?
-                                        ],
-                                    )?,
-                                );
-                            __wfc::Value::Object(object)
-                        };
-                        let output = __wfc::abi::set(
-                            raw_input,
-                            PATH_2,
-                            "$.mapped",
-                            result,
-                        )?;
-                        Ok(output)
-                    }
-                }
-                impl __wfc::abi::MapCode for Code {
-                    fn attempt_needs_context(&self) -> bool {
-                        true
-                    }
-                    fn max_concurrency(
-                        &self,
-                        _: &__wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> Result<u64, __wfc::Failure> {
-                        Ok(2u64)
-                    }
-                    fn iteration_inputs(
-                        &self,
-                        _: &__wfc::Execution,
-                        _raw_input: &__wfc::Value,
-                        effective: &__wfc::Value,
-                        ctx: &__wfc::Value,
-                    ) -> Result<::std::vec::Vec<__wfc::Value>, __wfc::Failure> {
-                        let items = __wfc::abi::items(effective, PATH_3, "$.items")?;
-                        let mut inputs = ::std::vec::Vec::with_capacity(items.len());
-                        for (index, item) in items.iter().enumerate() {
-                            let ctx = &__wfc::abi::item_context(ctx, index, item);
-                            inputs
-                                .push({
-                                    let mut object = __wfc::serde_json::Map::with_capacity(
-                                        4usize,
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("left"),
+                                        __wfc::abi::field(&result, PATH_2, "$[0].left", "left.$")?,
                                     );
-                                    object
-                                        .insert(
-                                            ::std::borrow::ToOwned::to_owned("value"),
-                                            __wfc::abi::field_path(
-                                                __wfc::abi::path(&PATH_4)?,
-                                                "value.$",
-                                                effective,
-                                                ctx,
-                                            )?,
-                                        );
-                                    object
-                                        .insert(
-                                            ::std::borrow::ToOwned::to_owned("index"),
-                                            __wfc::abi::field_path(
-                                                __wfc::abi::path(&PATH_5)?,
-                                                "index.$",
-                                                effective,
-                                                ctx,
-                                            )?,
-                                        );
-                                    object
-                                        .insert(
-                                            ::std::borrow::ToOwned::to_owned("tag"),
-                                            __wfc::abi::field(effective, PATH_6, "$.tag", "tag.$")?,
-                                        );
-                                    object
-                                        .insert(
-                                            ::std::borrow::ToOwned::to_owned("const"),
-                                            __wfc::Value::String(
-                                                ::std::borrow::ToOwned::to_owned("✓ {\"}"),
-                                            ),
-                                        );
-                                    __wfc::Value::Object(object)
-                                });
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("attempt"),
+                                        __wfc::abi::field(
+                                            &result,
+                                            PATH_3,
+                                            "$[0].attempt",
+                                            "attempt.$",
+                                        )?,
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("right"),
+                                        __wfc::abi::field(
+                                            &result,
+                                            PATH_4,
+                                            "$[1].payload.side",
+                                            "right.$",
+                                        )?,
+                                    );
+                                __wfc::Value::Object(object)
+                            };
+                            let output = __wfc::abi::set(
+                                raw_input,
+                                PATH_5,
+                                "$.fan",
+                                result,
+                            )?;
+                            Ok(output)
                         }
-                        Ok(inputs)
                     }
-                }
-                match __wfc::abi::map(
-                        exec,
-                        "Each {item} \"m\" #✓",
-                        &Code,
-                        input,
-                        move |item: __wfc::Value, line: __wfc::Execution| async move {
-                            __wfc::FutureExt::boxed(
-                                    each_item_m_item_processor::drive(handler, &line, item),
-                                )
-                                .await
-                        },
-                    )
-                    .await?
-                {
-                    __wfc::Step::Next(output) => State::Limits(output),
-                    __wfc::Step::Goto { target, output } => {
-                        match target {
-                            3 => State::Limits(output),
-                            _ => {
-                                return Err(
-                                    __wfc::abi::no_catcher_leading_to(
-                                        "Each {item} \"m\" #✓",
-                                        target,
-                                    ),
+                    impl __wfc::abi::ParallelCode for Code {
+                        fn parameters_form(&self) -> __wfc::abi::ParametersForm {
+                            __wfc::abi::ParametersForm::PerAttempt {
+                                context: true,
+                            }
+                        }
+                        fn parameters(
+                            &self,
+                            _: &__wfc::Execution,
+                            effective: &__wfc::Value,
+                            ctx: &__wfc::Value,
+                        ) -> Result<__wfc::Value, __wfc::Failure> {
+                            Ok({
+                                let mut object = __wfc::serde_json::Map::with_capacity(
+                                    5usize,
                                 );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("attempt"),
+                                        __wfc::abi::field_path(
+                                            __wfc::abi::path(&PATH_6)?,
+                                            "attempt.$",
+                                            effective,
+                                            ctx,
+                                        )?,
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("fail"),
+                                        __wfc::abi::field(effective, PATH_7, "$.fail", "fail.$")?,
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("data"),
+                                        __wfc::abi::field(effective, PATH_8, "$.data", "data.$")?,
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("boom"),
+                                        __wfc::abi::field(effective, PATH_9, "$.boom", "boom.$")?,
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("we\"ird {key} #✓"),
+                                        __wfc::Value::String(
+                                            ::std::borrow::ToOwned::to_owned("literal \"}{\" #"),
+                                        ),
+                                    );
+                                __wfc::Value::Object(object)
+                            })
+                        }
+                    }
+                    match __wfc::abi::parallel(
+                            exec,
+                            "Fan \"out\" {#1} ✓",
+                            &Code,
+                            input,
+                            move |input: __wfc::Value, exec: __wfc::Execution| async move {
+                                let __wfc_branch_exec_0 = exec.branch();
+                                let __wfc_branch_exec_1 = exec.branch();
+                                __wfc::abi::join_branches(
+                                        ::std::vec![
+                                            __wfc::FutureExt::boxed(__wfc_branch_exec_0
+                                            .in_branch_context(fan_out_1_branch_0::drive(handler, &
+                                            __wfc_branch_exec_0, ::core::clone::Clone::clone(&
+                                            input)))), __wfc::FutureExt::boxed(__wfc_branch_exec_1
+                                            .in_branch_context(fan_out_1_branch_1::drive(handler, &
+                                            __wfc_branch_exec_1, input)))
+                                        ],
+                                    )
+                                    .await
+                            },
+                        )
+                        .await?
+                    {
+                        __wfc::Step::Next(output) => State::EachItemM(output),
+                        __wfc::Step::Goto { target, output } => {
+                            match target {
+                                1 => State::RecoverP(output),
+                                _ => {
+                                    return Err(
+                                        __wfc::abi::no_catcher_leading_to(
+                                            "Fan \"out\" {#1} ✓",
+                                            target,
+                                        ),
+                                    );
+                                }
                             }
                         }
                     }
                 }
-            }
-            State::Limits(input) => {
-                const PATH_0: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("copy"),
-                ];
-                const PATH_1: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("copies"),
-                ];
-                static PATH_2: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
-                    "$.limit",
-                ));
-                const PATH_3: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("list"),
-                ];
-                /// The state's data processing; its visit is the runtime's.
-                struct Code;
-                impl __wfc::abi::NestedCode for Code {
-                    type Retrier = __wfc::abi::Retrier;
-                    type Catcher = __wfc::abi::Catcher;
-                    fn retriers(&self) -> &[__wfc::abi::Retrier] {
-                        &[]
-                    }
-                    fn catchers(&self) -> &[__wfc::abi::Catcher] {
-                        &[]
-                    }
-                    fn input_path(
-                        &self,
-                        input: &__wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> Result<__wfc::Value, __wfc::Failure> {
-                        __wfc::abi::select(input, PATH_0, "$.copy").cloned()
-                    }
-                    fn finish(
-                        &self,
-                        _: &__wfc::Execution,
-                        raw_input: __wfc::Value,
-                        result: __wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> Result<__wfc::Value, __wfc::Failure> {
-                        let output = __wfc::abi::set(
-                            raw_input,
-                            PATH_1,
-                            "$.copies",
-                            result,
-                        )?;
-                        __wfc::abi::take(output, PATH_1, "$.copies")
-                    }
-                }
-                impl __wfc::abi::MapCode for Code {
-                    fn max_concurrency(
-                        &self,
-                        effective: &__wfc::Value,
-                        ctx: &__wfc::Value,
-                    ) -> Result<u64, __wfc::Failure> {
-                        __wfc::abi::max_concurrency_path(
-                            __wfc::abi::path(&PATH_2)?,
-                            effective,
-                            ctx,
-                        )
-                    }
-                    fn iteration_inputs(
-                        &self,
-                        _: &__wfc::Execution,
-                        _raw_input: &__wfc::Value,
-                        effective: &__wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> Result<::std::vec::Vec<__wfc::Value>, __wfc::Failure> {
-                        __wfc::abi::items(effective, PATH_3, "$.list")
-                    }
-                }
-                match __wfc::abi::map(
+                State::RecoverP(input) => {
+                    let output = __wfc::abi::pass(
                         exec,
-                        "Limits #✓",
-                        &Code,
+                        "Recover \"p\"",
+                        false,
                         input,
-                        move |item: __wfc::Value, line: __wfc::Execution| async move {
-                            __wfc::FutureExt::boxed(
-                                    limits_item_processor::drive(handler, &line, item),
-                                )
-                                .await
+                        |input: __wfc::Value, _: &__wfc::Value| {
+                            let output = input;
+                            Ok(output)
                         },
-                    )
-                    .await?
-                {
-                    __wfc::Step::Next(output) => return Ok(__wfc::abi::Flow::End(output)),
-                    __wfc::Step::Goto { target, .. } => {
-                        return Err(
-                            __wfc::abi::no_catcher_leading_to("Limits #✓", target),
-                        );
+                    )?;
+                    State::EachItemM(output)
+                }
+                State::EachItemM(input) => {
+                    const PATH_0: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("mapError"),
+                    ];
+                    const PATH_1: &[__wfc::abi::Seg<'static>] = &[];
+                    const PATH_2: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("mapped"),
+                    ];
+                    const PATH_3: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("items"),
+                    ];
+                    static PATH_4: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
+                        "$$.Map.Item.Value",
+                    ));
+                    static PATH_5: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
+                        "$$.Map.Item.Index",
+                    ));
+                    const PATH_6: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("tag"),
+                    ];
+                    const CATCH: &[__wfc::abi::Catcher] = &[
+                        __wfc::abi::Catcher {
+                            error_equals: &["Boom"],
+                            result_path: __wfc::abi::CatchPath::Steps(
+                                PATH_0,
+                                "$.mapError",
+                            ),
+                            next: 3usize,
+                        },
+                    ];
+                    /// The state's data processing; its visit is the runtime's.
+                    struct Code;
+                    impl __wfc::abi::NestedCode for Code {
+                        type Retrier = __wfc::abi::Retrier;
+                        type Catcher = __wfc::abi::Catcher;
+                        fn retriers(&self) -> &[__wfc::abi::Retrier] {
+                            &[]
+                        }
+                        fn catchers(&self) -> &[__wfc::abi::Catcher] {
+                            CATCH
+                        }
+                        fn finish(
+                            &self,
+                            _: &__wfc::Execution,
+                            raw_input: __wfc::Value,
+                            result: __wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> Result<__wfc::Value, __wfc::Failure> {
+                            let result = {
+                                let mut object = __wfc::serde_json::Map::with_capacity(
+                                    2usize,
+                                );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("all"),
+                                        __wfc::abi::field(&result, PATH_1, "$", "all.$")?,
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("count"),
+                                        __wfc::abi::call(
+                                            __wfc::abi::Function::ArrayLength,
+                                            ::std::vec![
+                                                __wfc::abi::field(& result, PATH_1, "$", "count.$") ?
+                                            ],
+                                        )?,
+                                    );
+                                __wfc::Value::Object(object)
+                            };
+                            let output = __wfc::abi::set(
+                                raw_input,
+                                PATH_2,
+                                "$.mapped",
+                                result,
+                            )?;
+                            Ok(output)
+                        }
+                    }
+                    impl __wfc::abi::MapCode for Code {
+                        fn attempt_needs_context(&self) -> bool {
+                            true
+                        }
+                        fn max_concurrency(
+                            &self,
+                            _: &__wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> Result<u64, __wfc::Failure> {
+                            Ok(2u64)
+                        }
+                        fn iteration_inputs(
+                            &self,
+                            _: &__wfc::Execution,
+                            _raw_input: &__wfc::Value,
+                            effective: &__wfc::Value,
+                            ctx: &__wfc::Value,
+                        ) -> Result<::std::vec::Vec<__wfc::Value>, __wfc::Failure> {
+                            let items = __wfc::abi::items(effective, PATH_3, "$.items")?;
+                            let mut inputs = ::std::vec::Vec::with_capacity(items.len());
+                            for (index, item) in items.iter().enumerate() {
+                                let ctx = &__wfc::abi::item_context(ctx, index, item);
+                                inputs
+                                    .push({
+                                        let mut object = __wfc::serde_json::Map::with_capacity(
+                                            4usize,
+                                        );
+                                        object
+                                            .insert(
+                                                ::std::borrow::ToOwned::to_owned("value"),
+                                                __wfc::abi::field_path(
+                                                    __wfc::abi::path(&PATH_4)?,
+                                                    "value.$",
+                                                    effective,
+                                                    ctx,
+                                                )?,
+                                            );
+                                        object
+                                            .insert(
+                                                ::std::borrow::ToOwned::to_owned("index"),
+                                                __wfc::abi::field_path(
+                                                    __wfc::abi::path(&PATH_5)?,
+                                                    "index.$",
+                                                    effective,
+                                                    ctx,
+                                                )?,
+                                            );
+                                        object
+                                            .insert(
+                                                ::std::borrow::ToOwned::to_owned("tag"),
+                                                __wfc::abi::field(effective, PATH_6, "$.tag", "tag.$")?,
+                                            );
+                                        object
+                                            .insert(
+                                                ::std::borrow::ToOwned::to_owned("const"),
+                                                __wfc::Value::String(
+                                                    ::std::borrow::ToOwned::to_owned("✓ {\"}"),
+                                                ),
+                                            );
+                                        __wfc::Value::Object(object)
+                                    });
+                            }
+                            Ok(inputs)
+                        }
+                    }
+                    match __wfc::abi::map(
+                            exec,
+                            "Each {item} \"m\" #✓",
+                            &Code,
+                            input,
+                            move |item: __wfc::Value, line: __wfc::Execution| async move {
+                                __wfc::FutureExt::boxed(
+                                        each_item_m_item_processor::drive(handler, &line, item),
+                                    )
+                                    .await
+                            },
+                        )
+                        .await?
+                    {
+                        __wfc::Step::Next(output) => State::Limits(output),
+                        __wfc::Step::Goto { target, output } => {
+                            match target {
+                                3 => State::Limits(output),
+                                _ => {
+                                    return Err(
+                                        __wfc::abi::no_catcher_leading_to(
+                                            "Each {item} \"m\" #✓",
+                                            target,
+                                        ),
+                                    );
+                                }
+                            }
+                        }
                     }
                 }
-            }
-        };
-        Ok(__wfc::abi::Flow::Next(next))
+                State::Limits(input) => {
+                    const PATH_0: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("copy"),
+                    ];
+                    const PATH_1: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("copies"),
+                    ];
+                    static PATH_2: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
+                        "$.limit",
+                    ));
+                    const PATH_3: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("list"),
+                    ];
+                    /// The state's data processing; its visit is the runtime's.
+                    struct Code;
+                    impl __wfc::abi::NestedCode for Code {
+                        type Retrier = __wfc::abi::Retrier;
+                        type Catcher = __wfc::abi::Catcher;
+                        fn retriers(&self) -> &[__wfc::abi::Retrier] {
+                            &[]
+                        }
+                        fn catchers(&self) -> &[__wfc::abi::Catcher] {
+                            &[]
+                        }
+                        fn input_path(
+                            &self,
+                            input: &__wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> Result<__wfc::Value, __wfc::Failure> {
+                            __wfc::abi::select(input, PATH_0, "$.copy").cloned()
+                        }
+                        fn finish(
+                            &self,
+                            _: &__wfc::Execution,
+                            raw_input: __wfc::Value,
+                            result: __wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> Result<__wfc::Value, __wfc::Failure> {
+                            let output = __wfc::abi::set(
+                                raw_input,
+                                PATH_1,
+                                "$.copies",
+                                result,
+                            )?;
+                            __wfc::abi::take(output, PATH_1, "$.copies")
+                        }
+                    }
+                    impl __wfc::abi::MapCode for Code {
+                        fn max_concurrency(
+                            &self,
+                            effective: &__wfc::Value,
+                            ctx: &__wfc::Value,
+                        ) -> Result<u64, __wfc::Failure> {
+                            __wfc::abi::max_concurrency_path(
+                                __wfc::abi::path(&PATH_2)?,
+                                effective,
+                                ctx,
+                            )
+                        }
+                        fn iteration_inputs(
+                            &self,
+                            _: &__wfc::Execution,
+                            _raw_input: &__wfc::Value,
+                            effective: &__wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> Result<::std::vec::Vec<__wfc::Value>, __wfc::Failure> {
+                            __wfc::abi::items(effective, PATH_3, "$.list")
+                        }
+                    }
+                    match __wfc::abi::map(
+                            exec,
+                            "Limits #✓",
+                            &Code,
+                            input,
+                            move |item: __wfc::Value, line: __wfc::Execution| async move {
+                                __wfc::FutureExt::boxed(
+                                        limits_item_processor::drive(handler, &line, item),
+                                    )
+                                    .await
+                            },
+                        )
+                        .await?
+                    {
+                        __wfc::Step::Next(output) => {
+                            return Ok(__wfc::abi::Flow::End(output));
+                        }
+                        __wfc::Step::Goto { target, .. } => {
+                            return Err(
+                                __wfc::abi::no_catcher_leading_to("Limits #✓", target),
+                            );
+                        }
+                    }
+                }
+            };
+            Ok(__wfc::abi::Flow::Next(next))
+        }
     }
     /// Branch 0 of the Parallel state `Fan "out" {#1} ✓`: its own states and driver.
     pub mod fan_out_1_branch_0 {
@@ -814,135 +825,143 @@ pub mod parallel_map {
             }
         }
         /// Runs this branch from its start state.
-        pub(super) async fn drive<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        pub(super) fn drive<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             input: __wfc::Value,
-        ) -> Result<__wfc::Value, __wfc::Failure> {
-            resume(handler, exec, State::CheckAttempt(input)).await
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::Value, __wfc::Failure>,
+        > + 'a {
+            resume(handler, exec, State::CheckAttempt(input))
         }
         /// Runs branch 0 of the Parallel state `Fan "out" {#1} ✓` from `state` until it ends, in the execution `exec` (its clock, history and context).
-        pub async fn resume<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        pub fn resume<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             state: State,
-        ) -> Result<__wfc::Value, __wfc::Failure> {
-            __wfc::abi::drive(state, |state| step(handler, exec, state)).await
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::Value, __wfc::Failure>,
+        > + 'a {
+            __wfc::abi::drive(state, move |state| step(handler, exec, state))
         }
         /// One state of branch 0 of the Parallel state `Fan "out" {#1} ✓`: its work, then where control goes (run by the runtime's driver, `abi::drive`).
-        async fn step<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        fn step<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             state: State,
-        ) -> Result<__wfc::abi::Flow<State>, __wfc::Failure> {
-            let _ = handler;
-            let next = match state {
-                State::CheckAttempt(input) => {
-                    const PATH_0: &[__wfc::abi::Seg<'static>] = &[
-                        __wfc::abi::Seg::Name("fail"),
-                    ];
-                    const PATH_1: &[__wfc::abi::Seg<'static>] = &[
-                        __wfc::abi::Seg::Name("attempt"),
-                    ];
-                    let __wfc::Chosen { branch, output } = __wfc::abi::choice_kept(
-                        exec,
-                        "Check \"attempt\" {#}",
-                        false,
-                        input,
-                        true,
-                        |input: &__wfc::Value, _: &__wfc::Value| {
-                            if match __wfc::abi::get(input, PATH_1) {
-                                Some(value) => {
-                                    match __wfc::abi::get(input, PATH_0) {
-                                        Some(operand) => {
-                                            __wfc::choice::test(
-                                                __wfc::abi::Operator::NumericLessThan,
-                                                value,
-                                                operand,
-                                            )
-                                        }
-                                        ::core::option::Option::None => {
-                                            return Err(__wfc::abi::missing("$.fail", input));
-                                        }
-                                    }
-                                }
-                                ::core::option::Option::None => {
-                                    return Err(__wfc::abi::missing("$.attempt", input));
-                                }
-                            } {
-                                return Ok(Some(0));
-                            }
-                            Ok(::core::option::Option::None)
-                        },
-                    )?;
-                    match branch {
-                        Some(0) => State::RetryMe(output),
-                        _ => State::ShapeLeft(output),
-                    }
-                }
-                State::RetryMe(input) => {
-                    return Err(
-                        __wfc::abi::fail(
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::abi::Flow<State>, __wfc::Failure>,
+        > + 'a {
+            async move {
+                let _ = handler;
+                let next = match state {
+                    State::CheckAttempt(input) => {
+                        const PATH_0: &[__wfc::abi::Seg<'static>] = &[
+                            __wfc::abi::Seg::Name("fail"),
+                        ];
+                        const PATH_1: &[__wfc::abi::Seg<'static>] = &[
+                            __wfc::abi::Seg::Name("attempt"),
+                        ];
+                        let __wfc::Chosen { branch, output } = __wfc::abi::choice_kept(
                             exec,
-                            "Retry me ✓",
+                            "Check \"attempt\" {#}",
                             false,
                             input,
-                            |_: &__wfc::Value, _: &__wfc::Value| Ok(__wfc::Failure {
-                                error: ::std::borrow::ToOwned::to_owned("Flaky \"p\" {#}"),
-                                cause: ::std::borrow::ToOwned::to_owned(
-                                    "attempt too early ✓",
-                                ),
-                            }),
-                        ),
-                    );
-                }
-                State::ShapeLeft(input) => {
-                    const PATH_0: &[__wfc::abi::Seg<'static>] = &[
-                        __wfc::abi::Seg::Name("data"),
-                    ];
-                    const PATH_1: &[__wfc::abi::Seg<'static>] = &[
-                        __wfc::abi::Seg::Name("attempt"),
-                    ];
-                    let output = __wfc::abi::pass(
-                        exec,
-                        "Shape {\"left\"} #✓",
-                        false,
-                        input,
-                        |input: __wfc::Value, _: &__wfc::Value| {
-                            let output = {
-                                let result = {
-                                    let effective = &input;
-                                    {
-                                        let mut object = __wfc::serde_json::Map::with_capacity(
-                                            2usize,
-                                        );
-                                        object
-                                            .insert(
-                                                ::std::borrow::ToOwned::to_owned("left"),
-                                                __wfc::abi::field(effective, PATH_0, "$.data", "left.$")?,
-                                            );
-                                        object
-                                            .insert(
-                                                ::std::borrow::ToOwned::to_owned("attempt"),
-                                                __wfc::abi::field(
-                                                    effective,
-                                                    PATH_1,
-                                                    "$.attempt",
-                                                    "attempt.$",
-                                                )?,
-                                            );
-                                        __wfc::Value::Object(object)
+                            true,
+                            |input: &__wfc::Value, _: &__wfc::Value| {
+                                if match __wfc::abi::get(input, PATH_1) {
+                                    Some(value) => {
+                                        match __wfc::abi::get(input, PATH_0) {
+                                            Some(operand) => {
+                                                __wfc::choice::test(
+                                                    __wfc::abi::Operator::NumericLessThan,
+                                                    value,
+                                                    operand,
+                                                )
+                                            }
+                                            ::core::option::Option::None => {
+                                                return Err(__wfc::abi::missing("$.fail", input));
+                                            }
+                                        }
                                     }
+                                    ::core::option::Option::None => {
+                                        return Err(__wfc::abi::missing("$.attempt", input));
+                                    }
+                                } {
+                                    return Ok(Some(0));
+                                }
+                                Ok(::core::option::Option::None)
+                            },
+                        )?;
+                        match branch {
+                            Some(0) => State::RetryMe(output),
+                            _ => State::ShapeLeft(output),
+                        }
+                    }
+                    State::RetryMe(input) => {
+                        return Err(
+                            __wfc::abi::fail(
+                                exec,
+                                "Retry me ✓",
+                                false,
+                                input,
+                                |_: &__wfc::Value, _: &__wfc::Value| Ok(__wfc::Failure {
+                                    error: ::std::borrow::ToOwned::to_owned("Flaky \"p\" {#}"),
+                                    cause: ::std::borrow::ToOwned::to_owned(
+                                        "attempt too early ✓",
+                                    ),
+                                }),
+                            ),
+                        );
+                    }
+                    State::ShapeLeft(input) => {
+                        const PATH_0: &[__wfc::abi::Seg<'static>] = &[
+                            __wfc::abi::Seg::Name("data"),
+                        ];
+                        const PATH_1: &[__wfc::abi::Seg<'static>] = &[
+                            __wfc::abi::Seg::Name("attempt"),
+                        ];
+                        let output = __wfc::abi::pass(
+                            exec,
+                            "Shape {\"left\"} #✓",
+                            false,
+                            input,
+                            |input: __wfc::Value, _: &__wfc::Value| {
+                                let output = {
+                                    let result = {
+                                        let effective = &input;
+                                        {
+                                            let mut object = __wfc::serde_json::Map::with_capacity(
+                                                2usize,
+                                            );
+                                            object
+                                                .insert(
+                                                    ::std::borrow::ToOwned::to_owned("left"),
+                                                    __wfc::abi::field(effective, PATH_0, "$.data", "left.$")?,
+                                                );
+                                            object
+                                                .insert(
+                                                    ::std::borrow::ToOwned::to_owned("attempt"),
+                                                    __wfc::abi::field(
+                                                        effective,
+                                                        PATH_1,
+                                                        "$.attempt",
+                                                        "attempt.$",
+                                                    )?,
+                                                );
+                                            __wfc::Value::Object(object)
+                                        }
+                                    };
+                                    result
                                 };
-                                result
-                            };
-                            Ok(output)
-                        },
-                    )?;
-                    return Ok(__wfc::abi::Flow::End(output));
-                }
-            };
-            Ok(__wfc::abi::Flow::Next(next))
+                                Ok(output)
+                            },
+                        )?;
+                        return Ok(__wfc::abi::Flow::End(output));
+                    }
+                };
+                Ok(__wfc::abi::Flow::Next(next))
+            }
         }
     }
     /// Branch 1 of the Parallel state `Fan "out" {#1} ✓`: its own states and driver.
@@ -983,125 +1002,133 @@ pub mod parallel_map {
             }
         }
         /// Runs this branch from its start state.
-        pub(super) async fn drive<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        pub(super) fn drive<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             input: __wfc::Value,
-        ) -> Result<__wfc::Value, __wfc::Failure> {
-            resume(handler, exec, State::CallRight(input)).await
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::Value, __wfc::Failure>,
+        > + 'a {
+            resume(handler, exec, State::CallRight(input))
         }
         /// Runs branch 1 of the Parallel state `Fan "out" {#1} ✓` from `state` until it ends, in the execution `exec` (its clock, history and context).
-        pub async fn resume<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        pub fn resume<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             state: State,
-        ) -> Result<__wfc::Value, __wfc::Failure> {
-            __wfc::abi::drive(state, |state| step(handler, exec, state)).await
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::Value, __wfc::Failure>,
+        > + 'a {
+            __wfc::abi::drive(state, move |state| step(handler, exec, state))
         }
         /// One state of branch 1 of the Parallel state `Fan "out" {#1} ✓`: its work, then where control goes (run by the runtime's driver, `abi::drive`).
-        async fn step<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        fn step<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             state: State,
-        ) -> Result<__wfc::abi::Flow<State>, __wfc::Failure> {
-            match state {
-                State::CallRight(input) => {
-                    const PATH_0: &[__wfc::abi::Seg<'static>] = &[
-                        __wfc::abi::Seg::Name("boom"),
-                    ];
-                    /// The state's data processing; its visit is `abi::task`'s.
-                    struct Code;
-                    impl __wfc::abi::TaskCode for Code {
-                        type Retrier = __wfc::abi::Retrier;
-                        type Catcher = __wfc::abi::Catcher;
-                        fn resource(&self) -> &str {
-                            "arn:aws:states:::wfc:echo"
-                        }
-                        fn static_names(
-                            &self,
-                        ) -> ::core::option::Option<(&'static str, &'static str)> {
-                            ::core::option::Option::Some((
-                                "Call \"right\" }{",
-                                "arn:aws:states:::wfc:echo",
-                            ))
-                        }
-                        fn is_lambda_function(&self) -> bool {
-                            const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
-                                "arn:aws:states:::wfc:echo",
-                            );
-                            LAMBDA_FUNCTION
-                        }
-                        fn retriers(&self) -> &[__wfc::abi::Retrier] {
-                            &[]
-                        }
-                        fn catchers(&self) -> &[__wfc::abi::Catcher] {
-                            &[]
-                        }
-                        fn shape(&self) -> __wfc::abi::TaskShape {
-                            __wfc::abi::TaskShape {
-                                input_moves: true,
-                                single_attempt: true,
-                                result_is_output: true,
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::abi::Flow<State>, __wfc::Failure>,
+        > + 'a {
+            async move {
+                match state {
+                    State::CallRight(input) => {
+                        const PATH_0: &[__wfc::abi::Seg<'static>] = &[
+                            __wfc::abi::Seg::Name("boom"),
+                        ];
+                        /// The state's data processing; its visit is `abi::task`'s.
+                        struct Code;
+                        impl __wfc::abi::TaskCode for Code {
+                            type Retrier = __wfc::abi::Retrier;
+                            type Catcher = __wfc::abi::Catcher;
+                            fn resource(&self) -> &str {
+                                "arn:aws:states:::wfc:echo"
+                            }
+                            fn static_names(
+                                &self,
+                            ) -> ::core::option::Option<(&'static str, &'static str)> {
+                                ::core::option::Option::Some((
+                                    "Call \"right\" }{",
+                                    "arn:aws:states:::wfc:echo",
+                                ))
+                            }
+                            fn is_lambda_function(&self) -> bool {
+                                const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
+                                    "arn:aws:states:::wfc:echo",
+                                );
+                                LAMBDA_FUNCTION
+                            }
+                            fn retriers(&self) -> &[__wfc::abi::Retrier] {
+                                &[]
+                            }
+                            fn catchers(&self) -> &[__wfc::abi::Catcher] {
+                                &[]
+                            }
+                            fn shape(&self) -> __wfc::abi::TaskShape {
+                                __wfc::abi::TaskShape {
+                                    input_moves: true,
+                                    single_attempt: true,
+                                    result_is_output: true,
+                                }
+                            }
+                            fn parameters_form(&self) -> __wfc::abi::ParametersForm {
+                                __wfc::abi::ParametersForm::Once
+                            }
+                            fn parameters(
+                                &self,
+                                _: &__wfc::Execution,
+                                effective: &__wfc::Value,
+                                _: &__wfc::Value,
+                            ) -> Result<__wfc::Value, __wfc::Failure> {
+                                Ok({
+                                    let mut object = __wfc::serde_json::Map::with_capacity(
+                                        1usize,
+                                    );
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("payload"),
+                                            {
+                                                let mut object = __wfc::serde_json::Map::with_capacity(
+                                                    2usize,
+                                                );
+                                                object
+                                                    .insert(
+                                                        ::std::borrow::ToOwned::to_owned("boom"),
+                                                        __wfc::abi::field(effective, PATH_0, "$.boom", "boom.$")?,
+                                                    );
+                                                object
+                                                    .insert(
+                                                        ::std::borrow::ToOwned::to_owned("side"),
+                                                        __wfc::Value::String(
+                                                            ::std::borrow::ToOwned::to_owned("right ✓"),
+                                                        ),
+                                                    );
+                                                __wfc::Value::Object(object)
+                                            },
+                                        );
+                                    __wfc::Value::Object(object)
+                                })
                             }
                         }
-                        fn parameters_form(&self) -> __wfc::abi::ParametersForm {
-                            __wfc::abi::ParametersForm::Once
-                        }
-                        fn parameters(
-                            &self,
-                            _: &__wfc::Execution,
-                            effective: &__wfc::Value,
-                            _: &__wfc::Value,
-                        ) -> Result<__wfc::Value, __wfc::Failure> {
-                            Ok({
-                                let mut object = __wfc::serde_json::Map::with_capacity(
-                                    1usize,
+                        match super::task_echo(
+                                handler,
+                                exec,
+                                "Call \"right\" }{",
+                                &Code,
+                                input,
+                            )
+                            .await?
+                        {
+                            __wfc::Step::Next(output) => {
+                                return Ok(__wfc::abi::Flow::End(output));
+                            }
+                            __wfc::Step::Goto { target, .. } => {
+                                return Err(
+                                    __wfc::abi::no_catcher_leading_to(
+                                        "Call \"right\" }{",
+                                        target,
+                                    ),
                                 );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("payload"),
-                                        {
-                                            let mut object = __wfc::serde_json::Map::with_capacity(
-                                                2usize,
-                                            );
-                                            object
-                                                .insert(
-                                                    ::std::borrow::ToOwned::to_owned("boom"),
-                                                    __wfc::abi::field(effective, PATH_0, "$.boom", "boom.$")?,
-                                                );
-                                            object
-                                                .insert(
-                                                    ::std::borrow::ToOwned::to_owned("side"),
-                                                    __wfc::Value::String(
-                                                        ::std::borrow::ToOwned::to_owned("right ✓"),
-                                                    ),
-                                                );
-                                            __wfc::Value::Object(object)
-                                        },
-                                    );
-                                __wfc::Value::Object(object)
-                            })
-                        }
-                    }
-                    match super::task_echo(
-                            handler,
-                            exec,
-                            "Call \"right\" }{",
-                            &Code,
-                            input,
-                        )
-                        .await?
-                    {
-                        __wfc::Step::Next(output) => {
-                            return Ok(__wfc::abi::Flow::End(output));
-                        }
-                        __wfc::Step::Goto { target, .. } => {
-                            return Err(
-                                __wfc::abi::no_catcher_leading_to(
-                                    "Call \"right\" }{",
-                                    target,
-                                ),
-                            );
+                            }
                         }
                     }
                 }
@@ -1146,163 +1173,171 @@ pub mod parallel_map {
             }
         }
         /// Runs this branch from its start state.
-        pub(super) async fn drive<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        pub(super) fn drive<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             input: __wfc::Value,
-        ) -> Result<__wfc::Value, __wfc::Failure> {
-            resume(handler, exec, State::ItemWork(input)).await
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::Value, __wfc::Failure>,
+        > + 'a {
+            resume(handler, exec, State::ItemWork(input))
         }
         /// Runs the item processor of the Map state `Each {item} "m" #✓` from `state` until it ends, in the execution `exec` (its clock, history and context).
-        pub async fn resume<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        pub fn resume<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             state: State,
-        ) -> Result<__wfc::Value, __wfc::Failure> {
-            __wfc::abi::drive(state, |state| step(handler, exec, state)).await
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::Value, __wfc::Failure>,
+        > + 'a {
+            __wfc::abi::drive(state, move |state| step(handler, exec, state))
         }
         /// One state of the item processor of the Map state `Each {item} "m" #✓`: its work, then where control goes (run by the runtime's driver, `abi::drive`).
-        async fn step<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        fn step<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             state: State,
-        ) -> Result<__wfc::abi::Flow<State>, __wfc::Failure> {
-            match state {
-                State::ItemWork(input) => {
-                    const PATH_0: &[__wfc::abi::Seg<'static>] = &[
-                        __wfc::abi::Seg::Name("value"),
-                    ];
-                    const PATH_1: &[__wfc::abi::Seg<'static>] = &[
-                        __wfc::abi::Seg::Name("index"),
-                    ];
-                    const PATH_2: &[__wfc::abi::Seg<'static>] = &[
-                        __wfc::abi::Seg::Name("tag"),
-                    ];
-                    const PATH_3: &[__wfc::abi::Seg<'static>] = &[
-                        __wfc::abi::Seg::Name("payload"),
-                    ];
-                    /// The state's data processing; its visit is `abi::task`'s.
-                    struct Code;
-                    impl __wfc::abi::TaskCode for Code {
-                        type Retrier = __wfc::abi::Retrier;
-                        type Catcher = __wfc::abi::Catcher;
-                        fn resource(&self) -> &str {
-                            "arn:aws:states:::wfc:echo"
-                        }
-                        fn static_names(
-                            &self,
-                        ) -> ::core::option::Option<(&'static str, &'static str)> {
-                            ::core::option::Option::Some((
-                                "Item \"work\" ✓",
-                                "arn:aws:states:::wfc:echo",
-                            ))
-                        }
-                        fn is_lambda_function(&self) -> bool {
-                            const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
-                                "arn:aws:states:::wfc:echo",
-                            );
-                            LAMBDA_FUNCTION
-                        }
-                        fn retriers(&self) -> &[__wfc::abi::Retrier] {
-                            &[]
-                        }
-                        fn catchers(&self) -> &[__wfc::abi::Catcher] {
-                            &[]
-                        }
-                        fn shape(&self) -> __wfc::abi::TaskShape {
-                            __wfc::abi::TaskShape {
-                                input_moves: true,
-                                single_attempt: true,
-                                result_is_output: false,
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::abi::Flow<State>, __wfc::Failure>,
+        > + 'a {
+            async move {
+                match state {
+                    State::ItemWork(input) => {
+                        const PATH_0: &[__wfc::abi::Seg<'static>] = &[
+                            __wfc::abi::Seg::Name("value"),
+                        ];
+                        const PATH_1: &[__wfc::abi::Seg<'static>] = &[
+                            __wfc::abi::Seg::Name("index"),
+                        ];
+                        const PATH_2: &[__wfc::abi::Seg<'static>] = &[
+                            __wfc::abi::Seg::Name("tag"),
+                        ];
+                        const PATH_3: &[__wfc::abi::Seg<'static>] = &[
+                            __wfc::abi::Seg::Name("payload"),
+                        ];
+                        /// The state's data processing; its visit is `abi::task`'s.
+                        struct Code;
+                        impl __wfc::abi::TaskCode for Code {
+                            type Retrier = __wfc::abi::Retrier;
+                            type Catcher = __wfc::abi::Catcher;
+                            fn resource(&self) -> &str {
+                                "arn:aws:states:::wfc:echo"
+                            }
+                            fn static_names(
+                                &self,
+                            ) -> ::core::option::Option<(&'static str, &'static str)> {
+                                ::core::option::Option::Some((
+                                    "Item \"work\" ✓",
+                                    "arn:aws:states:::wfc:echo",
+                                ))
+                            }
+                            fn is_lambda_function(&self) -> bool {
+                                const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
+                                    "arn:aws:states:::wfc:echo",
+                                );
+                                LAMBDA_FUNCTION
+                            }
+                            fn retriers(&self) -> &[__wfc::abi::Retrier] {
+                                &[]
+                            }
+                            fn catchers(&self) -> &[__wfc::abi::Catcher] {
+                                &[]
+                            }
+                            fn shape(&self) -> __wfc::abi::TaskShape {
+                                __wfc::abi::TaskShape {
+                                    input_moves: true,
+                                    single_attempt: true,
+                                    result_is_output: false,
+                                }
+                            }
+                            fn parameters_form(&self) -> __wfc::abi::ParametersForm {
+                                __wfc::abi::ParametersForm::Once
+                            }
+                            fn parameters(
+                                &self,
+                                _: &__wfc::Execution,
+                                effective: &__wfc::Value,
+                                _: &__wfc::Value,
+                            ) -> Result<__wfc::Value, __wfc::Failure> {
+                                Ok({
+                                    let mut object = __wfc::serde_json::Map::with_capacity(
+                                        3usize,
+                                    );
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("payload"),
+                                            __wfc::abi::field(
+                                                effective,
+                                                PATH_0,
+                                                "$.value",
+                                                "payload.$",
+                                            )?,
+                                        );
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("index"),
+                                            __wfc::abi::field(effective, PATH_1, "$.index", "index.$")?,
+                                        );
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("tag"),
+                                            __wfc::abi::field(effective, PATH_2, "$.tag", "tag.$")?,
+                                        );
+                                    __wfc::Value::Object(object)
+                                })
+                            }
+                            fn finish(
+                                &self,
+                                _: &__wfc::Execution,
+                                _: __wfc::Value,
+                                result: __wfc::Value,
+                                _: &__wfc::Value,
+                            ) -> Result<__wfc::Value, __wfc::Failure> {
+                                let result = {
+                                    let mut object = __wfc::serde_json::Map::with_capacity(
+                                        3usize,
+                                    );
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("index"),
+                                            __wfc::abi::field(&result, PATH_1, "$.index", "index.$")?,
+                                        );
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("v"),
+                                            __wfc::abi::field(&result, PATH_3, "$.payload", "v.$")?,
+                                        );
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("tag"),
+                                            __wfc::abi::field(&result, PATH_2, "$.tag", "tag.$")?,
+                                        );
+                                    __wfc::Value::Object(object)
+                                };
+                                let output = result;
+                                Ok(output)
                             }
                         }
-                        fn parameters_form(&self) -> __wfc::abi::ParametersForm {
-                            __wfc::abi::ParametersForm::Once
-                        }
-                        fn parameters(
-                            &self,
-                            _: &__wfc::Execution,
-                            effective: &__wfc::Value,
-                            _: &__wfc::Value,
-                        ) -> Result<__wfc::Value, __wfc::Failure> {
-                            Ok({
-                                let mut object = __wfc::serde_json::Map::with_capacity(
-                                    3usize,
+                        match super::task_echo(
+                                handler,
+                                exec,
+                                "Item \"work\" ✓",
+                                &Code,
+                                input,
+                            )
+                            .await?
+                        {
+                            __wfc::Step::Next(output) => {
+                                return Ok(__wfc::abi::Flow::End(output));
+                            }
+                            __wfc::Step::Goto { target, .. } => {
+                                return Err(
+                                    __wfc::abi::no_catcher_leading_to(
+                                        "Item \"work\" ✓",
+                                        target,
+                                    ),
                                 );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("payload"),
-                                        __wfc::abi::field(
-                                            effective,
-                                            PATH_0,
-                                            "$.value",
-                                            "payload.$",
-                                        )?,
-                                    );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("index"),
-                                        __wfc::abi::field(effective, PATH_1, "$.index", "index.$")?,
-                                    );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("tag"),
-                                        __wfc::abi::field(effective, PATH_2, "$.tag", "tag.$")?,
-                                    );
-                                __wfc::Value::Object(object)
-                            })
-                        }
-                        fn finish(
-                            &self,
-                            _: &__wfc::Execution,
-                            _: __wfc::Value,
-                            result: __wfc::Value,
-                            _: &__wfc::Value,
-                        ) -> Result<__wfc::Value, __wfc::Failure> {
-                            let result = {
-                                let mut object = __wfc::serde_json::Map::with_capacity(
-                                    3usize,
-                                );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("index"),
-                                        __wfc::abi::field(&result, PATH_1, "$.index", "index.$")?,
-                                    );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("v"),
-                                        __wfc::abi::field(&result, PATH_3, "$.payload", "v.$")?,
-                                    );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("tag"),
-                                        __wfc::abi::field(&result, PATH_2, "$.tag", "tag.$")?,
-                                    );
-                                __wfc::Value::Object(object)
-                            };
-                            let output = result;
-                            Ok(output)
-                        }
-                    }
-                    match super::task_echo(
-                            handler,
-                            exec,
-                            "Item \"work\" ✓",
-                            &Code,
-                            input,
-                        )
-                        .await?
-                    {
-                        __wfc::Step::Next(output) => {
-                            return Ok(__wfc::abi::Flow::End(output));
-                        }
-                        __wfc::Step::Goto { target, .. } => {
-                            return Err(
-                                __wfc::abi::no_catcher_leading_to(
-                                    "Item \"work\" ✓",
-                                    target,
-                                ),
-                            );
+                            }
                         }
                     }
                 }
@@ -1347,41 +1382,49 @@ pub mod parallel_map {
             }
         }
         /// Runs this branch from its start state.
-        pub(super) async fn drive<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        pub(super) fn drive<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             input: __wfc::Value,
-        ) -> Result<__wfc::Value, __wfc::Failure> {
-            resume(handler, exec, State::CopyIt(input)).await
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::Value, __wfc::Failure>,
+        > + 'a {
+            resume(handler, exec, State::CopyIt(input))
         }
         /// Runs the item processor of the Map state `Limits #✓` from `state` until it ends, in the execution `exec` (its clock, history and context).
-        pub async fn resume<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        pub fn resume<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             state: State,
-        ) -> Result<__wfc::Value, __wfc::Failure> {
-            __wfc::abi::drive(state, |state| step(handler, exec, state)).await
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::Value, __wfc::Failure>,
+        > + 'a {
+            __wfc::abi::drive(state, move |state| step(handler, exec, state))
         }
         /// One state of the item processor of the Map state `Limits #✓`: its work, then where control goes (run by the runtime's driver, `abi::drive`).
-        async fn step<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        fn step<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             state: State,
-        ) -> Result<__wfc::abi::Flow<State>, __wfc::Failure> {
-            let _ = handler;
-            match state {
-                State::CopyIt(input) => {
-                    let output = __wfc::abi::pass(
-                        exec,
-                        "Copy \"it\"",
-                        false,
-                        input,
-                        |input: __wfc::Value, _: &__wfc::Value| {
-                            let output = input;
-                            Ok(output)
-                        },
-                    )?;
-                    return Ok(__wfc::abi::Flow::End(output));
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::abi::Flow<State>, __wfc::Failure>,
+        > + 'a {
+            async move {
+                let _ = handler;
+                match state {
+                    State::CopyIt(input) => {
+                        let output = __wfc::abi::pass(
+                            exec,
+                            "Copy \"it\"",
+                            false,
+                            input,
+                            |input: __wfc::Value, _: &__wfc::Value| {
+                                let output = input;
+                                Ok(output)
+                            },
+                        )?;
+                        return Ok(__wfc::abi::Flow::End(output));
+                    }
                 }
             }
         }

@@ -192,432 +192,437 @@ pub mod pass_choice {
         }
     }
     /// Runs the workflow from `state` until it ends, in the execution `exec` (its clock, history and context).
-    pub async fn resume<H: Handler>(
-        handler: &H,
-        exec: &__wfc::Execution,
+    pub fn resume<'a, H: Handler>(
+        handler: &'a H,
+        exec: &'a __wfc::Execution,
         state: State,
-    ) -> Result<__wfc::Value, __wfc::Failure> {
-        __wfc::abi::drive(state, |state| step(handler, exec, state)).await
+    ) -> impl ::core::future::Future<
+        Output = Result<__wfc::Value, __wfc::Failure>,
+    > + 'a {
+        __wfc::abi::drive(state, move |state| step(handler, exec, state))
     }
     /// One state of the workflow: its work, then where control goes (run by the runtime's driver, `abi::drive`).
-    async fn step<H: Handler>(
-        handler: &H,
-        exec: &__wfc::Execution,
+    fn step<'a, H: Handler>(
+        handler: &'a H,
+        exec: &'a __wfc::Execution,
         state: State,
-    ) -> Result<__wfc::abi::Flow<State>, __wfc::Failure> {
-        let _ = handler;
-        let next = match state {
-            State::Init(input) => {
-                static LITERAL_0: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
-                    let mut object = __wfc::serde_json::Map::with_capacity(3usize);
-                    object
-                        .insert(
-                            ::std::borrow::ToOwned::to_owned("tags"),
-                            __wfc::Value::Array(
-                                ::std::vec![
-                                    __wfc::Value::String(::std::borrow::ToOwned::to_owned("a")),
-                                    __wfc::Value::String(::std::borrow::ToOwned::to_owned("b"))
-                                ],
-                            ),
-                        );
-                    object
-                        .insert(
-                            ::std::borrow::ToOwned::to_owned("limit"),
-                            __wfc::Value::from(3u64),
-                        );
-                    object
-                        .insert(
-                            ::std::borrow::ToOwned::to_owned("when"),
-                            __wfc::Value::String(
-                                ::std::borrow::ToOwned::to_owned("2024-01-02T00:00:00Z"),
-                            ),
-                        );
-                    __wfc::Value::Object(object)
-                });
-                const PATH_1: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("config"),
-                ];
-                let output = __wfc::abi::pass(
-                    exec,
-                    "Init",
-                    false,
-                    input,
-                    |input: __wfc::Value, _: &__wfc::Value| {
-                        let output = __wfc::abi::set(
-                            input,
-                            PATH_1,
-                            "$.config",
-                            __wfc::Value::clone(&LITERAL_0),
-                        )?;
-                        Ok(output)
-                    },
-                )?;
-                State::Shape(output)
-            }
-            State::Shape(input) => {
-                const PATH_0: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("count"),
-                ];
-                const PATH_1: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("config"),
-                    __wfc::abi::Seg::Name("limit"),
-                ];
-                const PATH_2: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("config"),
-                    __wfc::abi::Seg::Name("tags"),
-                    __wfc::abi::Seg::Index(0i64),
-                ];
-                static PATH_3: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
-                    "$.config.tags[*]",
-                ));
-                static PATH_4: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
-                    "$$.Execution.Name",
-                ));
-                const PATH_5: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("config"),
-                    __wfc::abi::Seg::Name("tags"),
-                ];
-                static LITERAL_6: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
-                    let mut object = __wfc::serde_json::Map::with_capacity(1usize);
-                    object
-                        .insert(
-                            ::std::borrow::ToOwned::to_owned("nested"),
-                            __wfc::Value::Array(
-                                ::std::vec![
-                                    __wfc::Value::from(1u64), __wfc::Value::from(2.5f64),
-                                    __wfc::Value::Null, __wfc::Value::Bool(true),
-                                    __wfc::Value::String(::std::borrow::ToOwned::to_owned("s"))
-                                ],
-                            ),
-                        );
-                    __wfc::Value::Object(object)
-                });
-                const PATH_7: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("config"),
-                ];
-                const PATH_8: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("name"),
-                ];
-                let output = __wfc::abi::pass(
-                    exec,
-                    "Shape",
-                    true,
-                    input,
-                    |input: __wfc::Value, ctx: &__wfc::Value| {
-                        let output = {
-                            let result = {
-                                let effective = &input;
-                                {
-                                    let mut object = __wfc::serde_json::Map::with_capacity(
-                                        9usize,
-                                    );
-                                    object
-                                        .insert(
-                                            ::std::borrow::ToOwned::to_owned("count"),
-                                            __wfc::abi::math_add(
-                                                __wfc::abi::field_ref(
-                                                    effective,
-                                                    PATH_0,
-                                                    "$.count",
-                                                    "count.$",
-                                                )?,
-                                                &__wfc::Value::from(1u64),
-                                            )?,
+    ) -> impl ::core::future::Future<
+        Output = Result<__wfc::abi::Flow<State>, __wfc::Failure>,
+    > + 'a {
+        async move {
+            let _ = handler;
+            let next = match state {
+                State::Init(input) => {
+                    static LITERAL_0: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
+                        let mut object = __wfc::serde_json::Map::with_capacity(3usize);
+                        object
+                            .insert(
+                                ::std::borrow::ToOwned::to_owned("tags"),
+                                __wfc::Value::Array(
+                                    ::std::vec![
+                                        __wfc::Value::String(::std::borrow::ToOwned::to_owned("a")),
+                                        __wfc::Value::String(::std::borrow::ToOwned::to_owned("b"))
+                                    ],
+                                ),
+                            );
+                        object
+                            .insert(
+                                ::std::borrow::ToOwned::to_owned("limit"),
+                                __wfc::Value::from(3u64),
+                            );
+                        object
+                            .insert(
+                                ::std::borrow::ToOwned::to_owned("when"),
+                                __wfc::Value::String(
+                                    ::std::borrow::ToOwned::to_owned("2024-01-02T00:00:00Z"),
+                                ),
+                            );
+                        __wfc::Value::Object(object)
+                    });
+                    const PATH_1: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("config"),
+                    ];
+                    let output = __wfc::abi::pass(
+                        exec,
+                        "Init",
+                        false,
+                        input,
+                        |input: __wfc::Value, _: &__wfc::Value| {
+                            let output = __wfc::abi::set(
+                                input,
+                                PATH_1,
+                                "$.config",
+                                __wfc::Value::clone(&LITERAL_0),
+                            )?;
+                            Ok(output)
+                        },
+                    )?;
+                    State::Shape(output)
+                }
+                State::Shape(input) => {
+                    const PATH_0: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("count"),
+                    ];
+                    const PATH_1: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("config"),
+                        __wfc::abi::Seg::Name("limit"),
+                    ];
+                    const PATH_2: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("config"),
+                        __wfc::abi::Seg::Name("tags"),
+                        __wfc::abi::Seg::Index(0i64),
+                    ];
+                    static PATH_3: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
+                        "$.config.tags[*]",
+                    ));
+                    static PATH_4: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
+                        "$$.Execution.Name",
+                    ));
+                    const PATH_5: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("config"),
+                        __wfc::abi::Seg::Name("tags"),
+                    ];
+                    static LITERAL_6: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
+                        let mut object = __wfc::serde_json::Map::with_capacity(1usize);
+                        object
+                            .insert(
+                                ::std::borrow::ToOwned::to_owned("nested"),
+                                __wfc::Value::Array(
+                                    ::std::vec![
+                                        __wfc::Value::from(1u64), __wfc::Value::from(2.5f64),
+                                        __wfc::Value::Null, __wfc::Value::Bool(true),
+                                        __wfc::Value::String(::std::borrow::ToOwned::to_owned("s"))
+                                    ],
+                                ),
+                            );
+                        __wfc::Value::Object(object)
+                    });
+                    const PATH_7: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("config"),
+                    ];
+                    const PATH_8: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("name"),
+                    ];
+                    let output = __wfc::abi::pass(
+                        exec,
+                        "Shape",
+                        true,
+                        input,
+                        |input: __wfc::Value, ctx: &__wfc::Value| {
+                            let output = {
+                                let result = {
+                                    let effective = &input;
+                                    {
+                                        let mut object = __wfc::serde_json::Map::with_capacity(
+                                            9usize,
                                         );
-                                    object
-                                        .insert(
-                                            ::std::borrow::ToOwned::to_owned("label"),
-                                            __wfc::abi::format(
-                                                &["item ", " of ", ""],
-                                                &[
-                                                    __wfc::abi::field(effective, PATH_0, "$.count", "label.$")?,
-                                                    __wfc::abi::field(
+                                        object
+                                            .insert(
+                                                ::std::borrow::ToOwned::to_owned("count"),
+                                                __wfc::abi::math_add(
+                                                    __wfc::abi::field_ref(
                                                         effective,
-                                                        PATH_1,
-                                                        "$.config.limit",
-                                                        "label.$",
+                                                        PATH_0,
+                                                        "$.count",
+                                                        "count.$",
                                                     )?,
-                                                ],
-                                            )?,
-                                        );
-                                    object
-                                        .insert(
-                                            ::std::borrow::ToOwned::to_owned("first"),
-                                            __wfc::abi::field(
-                                                effective,
-                                                PATH_2,
-                                                "$.config.tags[0]",
-                                                "first.$",
-                                            )?,
-                                        );
-                                    object
-                                        .insert(
-                                            ::std::borrow::ToOwned::to_owned("all"),
-                                            __wfc::abi::field_path(
-                                                __wfc::abi::path(&PATH_3)?,
-                                                "all.$",
-                                                effective,
-                                                ctx,
-                                            )?,
-                                        );
-                                    object
-                                        .insert(
-                                            ::std::borrow::ToOwned::to_owned("execution"),
-                                            __wfc::abi::field_path(
-                                                __wfc::abi::path(&PATH_4)?,
-                                                "execution.$",
-                                                effective,
-                                                ctx,
-                                            )?,
-                                        );
-                                    object
-                                        .insert(
-                                            ::std::borrow::ToOwned::to_owned("length"),
-                                            __wfc::abi::call(
-                                                __wfc::abi::Function::ArrayLength,
-                                                ::std::vec![
-                                                    __wfc::abi::field(effective, PATH_5, "$.config.tags",
-                                                    "length.$") ?
-                                                ],
-                                            )?,
-                                        );
-                                    object
-                                        .insert(
-                                            ::std::borrow::ToOwned::to_owned("fixed"),
-                                            __wfc::Value::clone(&LITERAL_6),
-                                        );
-                                    object
-                                        .insert(
-                                            ::std::borrow::ToOwned::to_owned("config"),
-                                            __wfc::abi::field(
-                                                effective,
-                                                PATH_7,
-                                                "$.config",
-                                                "config.$",
-                                            )?,
-                                        );
-                                    object
-                                        .insert(
-                                            ::std::borrow::ToOwned::to_owned("name"),
-                                            __wfc::abi::field(effective, PATH_8, "$.name", "name.$")?,
-                                        );
-                                    __wfc::Value::Object(object)
-                                }
+                                                    &__wfc::Value::from(1u64),
+                                                )?,
+                                            );
+                                        object
+                                            .insert(
+                                                ::std::borrow::ToOwned::to_owned("label"),
+                                                __wfc::abi::format(
+                                                    &["item ", " of ", ""],
+                                                    &[
+                                                        __wfc::abi::field(effective, PATH_0, "$.count", "label.$")?,
+                                                        __wfc::abi::field(
+                                                            effective,
+                                                            PATH_1,
+                                                            "$.config.limit",
+                                                            "label.$",
+                                                        )?,
+                                                    ],
+                                                )?,
+                                            );
+                                        object
+                                            .insert(
+                                                ::std::borrow::ToOwned::to_owned("first"),
+                                                __wfc::abi::field(
+                                                    effective,
+                                                    PATH_2,
+                                                    "$.config.tags[0]",
+                                                    "first.$",
+                                                )?,
+                                            );
+                                        object
+                                            .insert(
+                                                ::std::borrow::ToOwned::to_owned("all"),
+                                                __wfc::abi::field_path(
+                                                    __wfc::abi::path(&PATH_3)?,
+                                                    "all.$",
+                                                    effective,
+                                                    ctx,
+                                                )?,
+                                            );
+                                        object
+                                            .insert(
+                                                ::std::borrow::ToOwned::to_owned("execution"),
+                                                __wfc::abi::field_path(
+                                                    __wfc::abi::path(&PATH_4)?,
+                                                    "execution.$",
+                                                    effective,
+                                                    ctx,
+                                                )?,
+                                            );
+                                        object
+                                            .insert(
+                                                ::std::borrow::ToOwned::to_owned("length"),
+                                                __wfc::abi::call(
+                                                    __wfc::abi::Function::ArrayLength,
+                                                    ::std::vec![
+                                                        __wfc::abi::field(effective, PATH_5, "$.config.tags",
+                                                        "length.$") ?
+                                                    ],
+                                                )?,
+                                            );
+                                        object
+                                            .insert(
+                                                ::std::borrow::ToOwned::to_owned("fixed"),
+                                                __wfc::Value::clone(&LITERAL_6),
+                                            );
+                                        object
+                                            .insert(
+                                                ::std::borrow::ToOwned::to_owned("config"),
+                                                __wfc::abi::field(
+                                                    effective,
+                                                    PATH_7,
+                                                    "$.config",
+                                                    "config.$",
+                                                )?,
+                                            );
+                                        object
+                                            .insert(
+                                                ::std::borrow::ToOwned::to_owned("name"),
+                                                __wfc::abi::field(effective, PATH_8, "$.name", "name.$")?,
+                                            );
+                                        __wfc::Value::Object(object)
+                                    }
+                                };
+                                result
                             };
-                            result
-                        };
-                        Ok(output)
-                    },
-                )?;
-                State::Route(output)
-            }
-            State::Route(input) => {
-                const PATH_0: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("config"),
-                    __wfc::abi::Seg::Name("limit"),
-                ];
-                const PATH_1: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("count"),
-                ];
-                static PATTERN_2: __wfc::abi::StaticPattern = __wfc::LazyLock::new(|| __wfc::abi::Pattern::parse(
-                    "w*d",
-                ));
-                const PATH_3: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("name"),
-                ];
-                const PATH_4: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("missing"),
-                ];
-                const PATH_5: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("config"),
-                    __wfc::abi::Seg::Name("when"),
-                ];
-                const PATH_6: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("fixed"),
-                    __wfc::abi::Seg::Name("nested"),
-                    __wfc::abi::Seg::Index(3i64),
-                ];
-                const NUMBER_7: __wfc::abi::NativeNumber = __wfc::abi::NativeNumber::from_parts(
-                    ::core::option::Option::None,
-                    Some(2.5f64),
-                );
-                static PATH_8: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
-                    "$$.Execution.Name",
-                ));
-                let __wfc::Chosen { branch, output } = __wfc::abi::choice_kept(
-                    exec,
-                    "Route",
-                    true,
-                    input,
-                    true,
-                    |input: &__wfc::Value, ctx: &__wfc::Value| {
-                        if match __wfc::abi::get(input, PATH_1) {
-                            Some(value) => {
-                                match __wfc::abi::get(input, PATH_0) {
-                                    Some(operand) => {
-                                        __wfc::choice::test(
-                                            __wfc::abi::Operator::NumericGreaterThan,
-                                            value,
-                                            operand,
-                                        )
-                                    }
-                                    ::core::option::Option::None => {
-                                        return Err(__wfc::abi::missing("$.config.limit", input));
-                                    }
-                                }
-                            }
-                            ::core::option::Option::None => {
-                                return Err(__wfc::abi::missing("$.count", input));
-                            }
-                        } {
-                            return Ok(Some(0));
-                        }
-                        if (match __wfc::abi::get(input, PATH_3) {
-                            Some(value) => __wfc::abi::matches(value, &PATTERN_2),
-                            ::core::option::Option::None => {
-                                return Err(__wfc::abi::missing("$.name", input));
-                            }
-                        }
-                            && match __wfc::abi::get(input, PATH_4) {
-                                Some(_value) => false,
-                                ::core::option::Option::None => true,
-                            }
-                            && match __wfc::abi::get(input, PATH_5) {
+                            Ok(output)
+                        },
+                    )?;
+                    State::Route(output)
+                }
+                State::Route(input) => {
+                    const PATH_0: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("config"),
+                        __wfc::abi::Seg::Name("limit"),
+                    ];
+                    const PATH_1: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("count"),
+                    ];
+                    static PATTERN_2: __wfc::abi::StaticPattern = __wfc::LazyLock::new(||
+                    __wfc::abi::Pattern::parse("w*d"));
+                    const PATH_3: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("name"),
+                    ];
+                    const PATH_4: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("missing"),
+                    ];
+                    const PATH_5: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("config"),
+                        __wfc::abi::Seg::Name("when"),
+                    ];
+                    const PATH_6: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("fixed"),
+                        __wfc::abi::Seg::Name("nested"),
+                        __wfc::abi::Seg::Index(3i64),
+                    ];
+                    const NUMBER_7: __wfc::abi::NativeNumber = __wfc::abi::NativeNumber::from_parts(
+                        ::core::option::Option::None,
+                        Some(2.5f64),
+                    );
+                    static PATH_8: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
+                        "$$.Execution.Name",
+                    ));
+                    let __wfc::Chosen { branch, output } = __wfc::abi::choice_kept(
+                        exec,
+                        "Route",
+                        true,
+                        input,
+                        true,
+                        |input: &__wfc::Value, ctx: &__wfc::Value| {
+                            if match __wfc::abi::get(input, PATH_1) {
                                 Some(value) => {
-                                    __wfc::abi::timestamp(value, 1735689600000000000i128)
-                                        == Some(::core::cmp::Ordering::Less)
-                                }
-                                ::core::option::Option::None => {
-                                    return Err(__wfc::abi::missing("$.config.when", input));
-                                }
-                            }
-                            && match __wfc::abi::get(input, PATH_6) {
-                                Some(value) => __wfc::abi::boolean(value, true),
-                                ::core::option::Option::None => {
-                                    return Err(__wfc::abi::missing("$.fixed.nested[3]", input));
-                                }
-                            })
-                        {
-                            return Ok(Some(1));
-                        }
-                        if (match __wfc::abi::get(input, PATH_3) {
-                            Some(value) => {
-                                __wfc::abi::string(value, "stop")
-                                    == Some(::core::cmp::Ordering::Equal)
-                            }
-                            ::core::option::Option::None => {
-                                return Err(__wfc::abi::missing("$.name", input));
-                            }
-                        }
-                            || !match __wfc::abi::get(input, PATH_1) {
-                                Some(value) => {
-                                    ::core::matches!(
-                                        __wfc::abi::numeric(value, & NUMBER_7),
-                                        Some(::core::cmp::Ordering::Less |
-                                        ::core::cmp::Ordering::Equal)
-                                    )
+                                    match __wfc::abi::get(input, PATH_0) {
+                                        Some(operand) => {
+                                            __wfc::choice::test(
+                                                __wfc::abi::Operator::NumericGreaterThan,
+                                                value,
+                                                operand,
+                                            )
+                                        }
+                                        ::core::option::Option::None => {
+                                            return Err(__wfc::abi::missing("$.config.limit", input));
+                                        }
+                                    }
                                 }
                                 ::core::option::Option::None => {
                                     return Err(__wfc::abi::missing("$.count", input));
                                 }
-                            })
-                        {
-                            return Ok(Some(2));
-                        }
-                        if match __wfc::abi::select_opt(
-                            __wfc::abi::path(&PATH_8)?,
-                            input,
-                            ctx,
-                        ) {
-                            Some(value) => {
-                                let value = &value;
-                                __wfc::choice::type_test(
-                                    __wfc::abi::Operator::IsString,
-                                    value,
-                                )
+                            } {
+                                return Ok(Some(0));
                             }
-                            ::core::option::Option::None => {
-                                return Err(
-                                    __wfc::abi::missing_path(
-                                        __wfc::abi::path(&PATH_8)?,
-                                        input,
-                                        ctx,
-                                    ),
-                                );
-                            }
-                        } {
-                            return Ok(Some(3));
-                        }
-                        Ok(::core::option::Option::None)
-                    },
-                )?;
-                match branch {
-                    Some(0) => State::Done(output),
-                    Some(1) => State::Wordy(output),
-                    Some(2) => State::Done(output),
-                    Some(3) => State::Shape(output),
-                    _ => State::Done(output),
-                }
-            }
-            State::Wordy(input) => {
-                const PATH_0: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("label"),
-                ];
-                const PATH_1: &[__wfc::abi::Seg<'static>] = &[];
-                const PATH_2: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("out"),
-                ];
-                let output = __wfc::abi::pass(
-                    exec,
-                    "Wordy",
-                    false,
-                    input,
-                    |input: __wfc::Value, _: &__wfc::Value| {
-                        let output = {
-                            let result = {
-                                let effective = __wfc::abi::select(
-                                    &input,
-                                    PATH_0,
-                                    "$.label",
-                                )?;
-                                {
-                                    let mut object = __wfc::serde_json::Map::with_capacity(
-                                        2usize,
-                                    );
-                                    object
-                                        .insert(
-                                            ::std::borrow::ToOwned::to_owned("message"),
-                                            __wfc::abi::field(effective, PATH_1, "$", "message.$")?,
-                                        );
-                                    object
-                                        .insert(
-                                            ::std::borrow::ToOwned::to_owned("flag"),
-                                            __wfc::Value::Bool(true),
-                                        );
-                                    __wfc::Value::Object(object)
+                            if (match __wfc::abi::get(input, PATH_3) {
+                                Some(value) => __wfc::abi::matches(value, &PATTERN_2),
+                                ::core::option::Option::None => {
+                                    return Err(__wfc::abi::missing("$.name", input));
                                 }
+                            }
+                                && match __wfc::abi::get(input, PATH_4) {
+                                    Some(_value) => false,
+                                    ::core::option::Option::None => true,
+                                }
+                                && match __wfc::abi::get(input, PATH_5) {
+                                    Some(value) => {
+                                        __wfc::abi::timestamp(value, 1735689600000000000i128)
+                                            == Some(::core::cmp::Ordering::Less)
+                                    }
+                                    ::core::option::Option::None => {
+                                        return Err(__wfc::abi::missing("$.config.when", input));
+                                    }
+                                }
+                                && match __wfc::abi::get(input, PATH_6) {
+                                    Some(value) => __wfc::abi::boolean(value, true),
+                                    ::core::option::Option::None => {
+                                        return Err(__wfc::abi::missing("$.fixed.nested[3]", input));
+                                    }
+                                })
+                            {
+                                return Ok(Some(1));
+                            }
+                            if (match __wfc::abi::get(input, PATH_3) {
+                                Some(value) => {
+                                    __wfc::abi::string(value, "stop")
+                                        == Some(::core::cmp::Ordering::Equal)
+                                }
+                                ::core::option::Option::None => {
+                                    return Err(__wfc::abi::missing("$.name", input));
+                                }
+                            }
+                                || !match __wfc::abi::get(input, PATH_1) {
+                                    Some(value) => {
+                                        ::core::matches!(
+                                            __wfc::abi::numeric(value, & NUMBER_7),
+                                            Some(::core::cmp::Ordering::Less |
+                                            ::core::cmp::Ordering::Equal)
+                                        )
+                                    }
+                                    ::core::option::Option::None => {
+                                        return Err(__wfc::abi::missing("$.count", input));
+                                    }
+                                })
+                            {
+                                return Ok(Some(2));
+                            }
+                            if match __wfc::abi::select_opt(
+                                __wfc::abi::path(&PATH_8)?,
+                                input,
+                                ctx,
+                            ) {
+                                Some(value) => {
+                                    let value = &value;
+                                    __wfc::choice::type_test(
+                                        __wfc::abi::Operator::IsString,
+                                        value,
+                                    )
+                                }
+                                ::core::option::Option::None => {
+                                    return Err(
+                                        __wfc::abi::missing_path(
+                                            __wfc::abi::path(&PATH_8)?,
+                                            input,
+                                            ctx,
+                                        ),
+                                    );
+                                }
+                            } {
+                                return Ok(Some(3));
+                            }
+                            Ok(::core::option::Option::None)
+                        },
+                    )?;
+                    match branch {
+                        Some(0) => State::Done(output),
+                        Some(1) => State::Wordy(output),
+                        Some(2) => State::Done(output),
+                        Some(3) => State::Shape(output),
+                        _ => State::Done(output),
+                    }
+                }
+                State::Wordy(input) => {
+                    const PATH_0: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("label"),
+                    ];
+                    const PATH_1: &[__wfc::abi::Seg<'static>] = &[];
+                    const PATH_2: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("out"),
+                    ];
+                    let output = __wfc::abi::pass(
+                        exec,
+                        "Wordy",
+                        false,
+                        input,
+                        |input: __wfc::Value, _: &__wfc::Value| {
+                            let output = {
+                                let result = {
+                                    let effective = __wfc::abi::select(
+                                        &input,
+                                        PATH_0,
+                                        "$.label",
+                                    )?;
+                                    {
+                                        let mut object = __wfc::serde_json::Map::with_capacity(
+                                            2usize,
+                                        );
+                                        object
+                                            .insert(
+                                                ::std::borrow::ToOwned::to_owned("message"),
+                                                __wfc::abi::field(effective, PATH_1, "$", "message.$")?,
+                                            );
+                                        object
+                                            .insert(
+                                                ::std::borrow::ToOwned::to_owned("flag"),
+                                                __wfc::Value::Bool(true),
+                                            );
+                                        __wfc::Value::Object(object)
+                                    }
+                                };
+                                __wfc::abi::set(input, PATH_2, "$.out", result)?
                             };
-                            __wfc::abi::set(input, PATH_2, "$.out", result)?
-                        };
-                        __wfc::abi::take(output, PATH_2, "$.out")
-                    },
-                )?;
-                return Ok(__wfc::abi::Flow::End(output));
-            }
-            State::Done(input) => {
-                let output = __wfc::abi::pass(
-                    exec,
-                    "Done",
-                    false,
-                    input,
-                    |input: __wfc::Value, _: &__wfc::Value| {
-                        let output = input;
-                        Ok(output)
-                    },
-                )?;
-                return Ok(__wfc::abi::Flow::End(output));
-            }
-        };
-        Ok(__wfc::abi::Flow::Next(next))
+                            __wfc::abi::take(output, PATH_2, "$.out")
+                        },
+                    )?;
+                    return Ok(__wfc::abi::Flow::End(output));
+                }
+                State::Done(input) => {
+                    let output = __wfc::abi::pass(
+                        exec,
+                        "Done",
+                        false,
+                        input,
+                        |input: __wfc::Value, _: &__wfc::Value| {
+                            let output = input;
+                            Ok(output)
+                        },
+                    )?;
+                    return Ok(__wfc::abi::Flow::End(output));
+                }
+            };
+            Ok(__wfc::abi::Flow::Next(next))
+        }
     }
 }

@@ -213,223 +213,231 @@ pub mod plain_tasks {
         }
     }
     /// Runs the workflow from `state` until it ends, in the execution `exec` (its clock, history and context).
-    pub async fn resume<H: Handler>(
-        handler: &H,
-        exec: &__wfc::Execution,
+    pub fn resume<'a, H: Handler>(
+        handler: &'a H,
+        exec: &'a __wfc::Execution,
         state: State,
-    ) -> Result<__wfc::Value, __wfc::Failure> {
-        __wfc::abi::drive(state, |state| step(handler, exec, state)).await
+    ) -> impl ::core::future::Future<
+        Output = Result<__wfc::Value, __wfc::Failure>,
+    > + 'a {
+        __wfc::abi::drive(state, move |state| step(handler, exec, state))
     }
     /// One state of the workflow: its work, then where control goes (run by the runtime's driver, `abi::drive`).
-    async fn step<H: Handler>(
-        handler: &H,
-        exec: &__wfc::Execution,
+    fn step<'a, H: Handler>(
+        handler: &'a H,
+        exec: &'a __wfc::Execution,
         state: State,
-    ) -> Result<__wfc::abi::Flow<State>, __wfc::Failure> {
-        let next = match state {
-            State::Recovered(input) => {
-                static LITERAL_0: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
-                    let mut object = __wfc::serde_json::Map::with_capacity(1usize);
-                    object
-                        .insert(
-                            ::std::borrow::ToOwned::to_owned("recovered"),
-                            __wfc::Value::Bool(true),
-                        );
-                    __wfc::Value::Object(object)
-                });
-                const PATH_1: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("note"),
-                ];
-                let output = __wfc::abi::pass(
-                    exec,
-                    "Recovered",
-                    false,
-                    input,
-                    |input: __wfc::Value, _: &__wfc::Value| {
-                        let output = __wfc::abi::set(
-                            input,
-                            PATH_1,
-                            "$.note",
-                            __wfc::Value::clone(&LITERAL_0),
-                        )?;
-                        Ok(output)
-                    },
-                )?;
-                State::EchoLast(output)
-            }
-            state => {
-                /// The codes of the Tasks with plain code, by their index here.
-                static PLAIN_TASKS: [&__wfc::abi::PlainTask; 4usize] = [
-                    {
-                        const CATCH: &[__wfc::abi::Catcher] = &[
-                            __wfc::abi::Catcher {
-                                error_equals: &["Boom"],
-                                result_path: __wfc::abi::CatchPath::Replace,
-                                next: 3usize,
-                            },
-                        ];
-                        /// The state's data processing: the defaults, with its names and tables.
-                        static CODE: __wfc::abi::PlainTask = __wfc::abi::PlainTask {
-                            name: "Echo \"first\" {#}",
-                            resource: "arn:aws:states:::wfc:echo",
-                            lambda_function: __wfc::abi::is_function_arn(
-                                "arn:aws:states:::wfc:echo",
-                            ),
-                            retriers: &[],
-                            catchers: CATCH,
-                            shape: __wfc::abi::TaskShape {
-                                input_moves: false,
-                                single_attempt: true,
-                                result_is_output: true,
-                            },
-                        };
-                        &CODE
-                    },
-                    {
-                        const RETRY: &[__wfc::abi::Retrier] = &[
-                            __wfc::abi::Retrier {
-                                error_equals: &["Again"],
-                                interval_seconds: 1u64,
-                                max_attempts: 2u32,
-                                backoff_rate: 2f64,
-                                max_delay_seconds: ::core::option::Option::None,
-                                jitter: __wfc::abi::Jitter::None,
-                            },
-                        ];
-                        const CATCH: &[__wfc::abi::Catcher] = &[
-                            __wfc::abi::Catcher {
-                                error_equals: &["Custom"],
-                                result_path: __wfc::abi::CatchPath::Replace,
-                                next: 3usize,
-                            },
-                            __wfc::abi::Catcher {
-                                error_equals: &["States.ALL"],
-                                result_path: __wfc::abi::CatchPath::Replace,
-                                next: 4usize,
-                            },
-                        ];
-                        /// The state's data processing: the defaults, with its names and tables.
-                        static CODE: __wfc::abi::PlainTask = __wfc::abi::PlainTask {
-                            name: "Flaky",
-                            resource: "arn:aws:lambda:us-east-1:123456789012:function:Flaky",
-                            lambda_function: __wfc::abi::is_function_arn(
-                                "arn:aws:lambda:us-east-1:123456789012:function:Flaky",
-                            ),
-                            retriers: RETRY,
-                            catchers: CATCH,
-                            shape: __wfc::abi::TaskShape {
-                                input_moves: false,
-                                single_attempt: false,
-                                result_is_output: true,
-                            },
-                        };
-                        &CODE
-                    },
-                    {
-                        /// The state's data processing: the defaults, with its names and tables.
-                        static CODE: __wfc::abi::PlainTask = __wfc::abi::PlainTask {
-                            name: "Flaky again",
-                            resource: "arn:aws:lambda:us-east-1:123456789012:function:Flaky",
-                            lambda_function: __wfc::abi::is_function_arn(
-                                "arn:aws:lambda:us-east-1:123456789012:function:Flaky",
-                            ),
-                            retriers: &[],
-                            catchers: &[],
-                            shape: __wfc::abi::TaskShape {
-                                input_moves: true,
-                                single_attempt: true,
-                                result_is_output: true,
-                            },
-                        };
-                        &CODE
-                    },
-                    {
-                        /// The state's data processing: the defaults, with its names and tables.
-                        static CODE: __wfc::abi::PlainTask = __wfc::abi::PlainTask {
-                            name: "Echo last",
-                            resource: "arn:aws:states:::wfc:echo",
-                            lambda_function: __wfc::abi::is_function_arn(
-                                "arn:aws:states:::wfc:echo",
-                            ),
-                            retriers: &[],
-                            catchers: &[],
-                            shape: __wfc::abi::TaskShape {
-                                input_moves: true,
-                                single_attempt: true,
-                                result_is_output: true,
-                            },
-                        };
-                        &CODE
-                    },
-                ];
-                let (at, input): (usize, __wfc::Value) = match state {
-                    State::EchoFirst(input) => (0, input),
-                    State::Flaky(input) => (1, input),
-                    State::FlakyAgain(input) => (2, input),
-                    State::EchoLast(input) => (3, input),
-                    state => {
-                        return Err(
-                            __wfc::abi::unexpected(
-                                state.name(),
-                                "is not a Task with plain code",
-                            ),
-                        );
-                    }
-                };
-                let code = PLAIN_TASKS[at];
-                let step = match at {
-                    0 | 3 => task_echo(handler, exec, code.name, code, input).await?,
-                    1 | 2 => task_flaky(handler, exec, code.name, code, input).await?,
-                    _ => {
-                        return Err(
-                            __wfc::abi::unexpected(code.name, "has no handler method"),
-                        );
-                    }
-                };
-                match (at, step) {
-                    (0, __wfc::Step::Next(output)) => State::Flaky(output),
-                    (0, __wfc::Step::Goto { target, output }) => {
-                        match target {
-                            3 => State::Recovered(output),
-                            _ => {
-                                return Err(
-                                    __wfc::abi::no_catcher_leading_to(code.name, target),
-                                );
+    ) -> impl ::core::future::Future<
+        Output = Result<__wfc::abi::Flow<State>, __wfc::Failure>,
+    > + 'a {
+        async move {
+            let next = match state {
+                State::Recovered(input) => {
+                    static LITERAL_0: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
+                        let mut object = __wfc::serde_json::Map::with_capacity(1usize);
+                        object
+                            .insert(
+                                ::std::borrow::ToOwned::to_owned("recovered"),
+                                __wfc::Value::Bool(true),
+                            );
+                        __wfc::Value::Object(object)
+                    });
+                    const PATH_1: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("note"),
+                    ];
+                    let output = __wfc::abi::pass(
+                        exec,
+                        "Recovered",
+                        false,
+                        input,
+                        |input: __wfc::Value, _: &__wfc::Value| {
+                            let output = __wfc::abi::set(
+                                input,
+                                PATH_1,
+                                "$.note",
+                                __wfc::Value::clone(&LITERAL_0),
+                            )?;
+                            Ok(output)
+                        },
+                    )?;
+                    State::EchoLast(output)
+                }
+                state => {
+                    /// The codes of the Tasks with plain code, by their index here.
+                    static PLAIN_TASKS: [&__wfc::abi::PlainTask; 4usize] = [
+                        {
+                            const CATCH: &[__wfc::abi::Catcher] = &[
+                                __wfc::abi::Catcher {
+                                    error_equals: &["Boom"],
+                                    result_path: __wfc::abi::CatchPath::Replace,
+                                    next: 3usize,
+                                },
+                            ];
+                            /// The state's data processing: the defaults, with its names and tables.
+                            static CODE: __wfc::abi::PlainTask = __wfc::abi::PlainTask {
+                                name: "Echo \"first\" {#}",
+                                resource: "arn:aws:states:::wfc:echo",
+                                lambda_function: __wfc::abi::is_function_arn(
+                                    "arn:aws:states:::wfc:echo",
+                                ),
+                                retriers: &[],
+                                catchers: CATCH,
+                                shape: __wfc::abi::TaskShape {
+                                    input_moves: false,
+                                    single_attempt: true,
+                                    result_is_output: true,
+                                },
+                            };
+                            &CODE
+                        },
+                        {
+                            const RETRY: &[__wfc::abi::Retrier] = &[
+                                __wfc::abi::Retrier {
+                                    error_equals: &["Again"],
+                                    interval_seconds: 1u64,
+                                    max_attempts: 2u32,
+                                    backoff_rate: 2f64,
+                                    max_delay_seconds: ::core::option::Option::None,
+                                    jitter: __wfc::abi::Jitter::None,
+                                },
+                            ];
+                            const CATCH: &[__wfc::abi::Catcher] = &[
+                                __wfc::abi::Catcher {
+                                    error_equals: &["Custom"],
+                                    result_path: __wfc::abi::CatchPath::Replace,
+                                    next: 3usize,
+                                },
+                                __wfc::abi::Catcher {
+                                    error_equals: &["States.ALL"],
+                                    result_path: __wfc::abi::CatchPath::Replace,
+                                    next: 4usize,
+                                },
+                            ];
+                            /// The state's data processing: the defaults, with its names and tables.
+                            static CODE: __wfc::abi::PlainTask = __wfc::abi::PlainTask {
+                                name: "Flaky",
+                                resource: "arn:aws:lambda:us-east-1:123456789012:function:Flaky",
+                                lambda_function: __wfc::abi::is_function_arn(
+                                    "arn:aws:lambda:us-east-1:123456789012:function:Flaky",
+                                ),
+                                retriers: RETRY,
+                                catchers: CATCH,
+                                shape: __wfc::abi::TaskShape {
+                                    input_moves: false,
+                                    single_attempt: false,
+                                    result_is_output: true,
+                                },
+                            };
+                            &CODE
+                        },
+                        {
+                            /// The state's data processing: the defaults, with its names and tables.
+                            static CODE: __wfc::abi::PlainTask = __wfc::abi::PlainTask {
+                                name: "Flaky again",
+                                resource: "arn:aws:lambda:us-east-1:123456789012:function:Flaky",
+                                lambda_function: __wfc::abi::is_function_arn(
+                                    "arn:aws:lambda:us-east-1:123456789012:function:Flaky",
+                                ),
+                                retriers: &[],
+                                catchers: &[],
+                                shape: __wfc::abi::TaskShape {
+                                    input_moves: true,
+                                    single_attempt: true,
+                                    result_is_output: true,
+                                },
+                            };
+                            &CODE
+                        },
+                        {
+                            /// The state's data processing: the defaults, with its names and tables.
+                            static CODE: __wfc::abi::PlainTask = __wfc::abi::PlainTask {
+                                name: "Echo last",
+                                resource: "arn:aws:states:::wfc:echo",
+                                lambda_function: __wfc::abi::is_function_arn(
+                                    "arn:aws:states:::wfc:echo",
+                                ),
+                                retriers: &[],
+                                catchers: &[],
+                                shape: __wfc::abi::TaskShape {
+                                    input_moves: true,
+                                    single_attempt: true,
+                                    result_is_output: true,
+                                },
+                            };
+                            &CODE
+                        },
+                    ];
+                    let (at, input): (usize, __wfc::Value) = match state {
+                        State::EchoFirst(input) => (0, input),
+                        State::Flaky(input) => (1, input),
+                        State::FlakyAgain(input) => (2, input),
+                        State::EchoLast(input) => (3, input),
+                        state => {
+                            return Err(
+                                __wfc::abi::unexpected(
+                                    state.name(),
+                                    "is not a Task with plain code",
+                                ),
+                            );
+                        }
+                    };
+                    let code = PLAIN_TASKS[at];
+                    let step = match at {
+                        0 | 3 => task_echo(handler, exec, code.name, code, input).await?,
+                        1 | 2 => task_flaky(handler, exec, code.name, code, input).await?,
+                        _ => {
+                            return Err(
+                                __wfc::abi::unexpected(code.name, "has no handler method"),
+                            );
+                        }
+                    };
+                    match (at, step) {
+                        (0, __wfc::Step::Next(output)) => State::Flaky(output),
+                        (0, __wfc::Step::Goto { target, output }) => {
+                            match target {
+                                3 => State::Recovered(output),
+                                _ => {
+                                    return Err(
+                                        __wfc::abi::no_catcher_leading_to(code.name, target),
+                                    );
+                                }
                             }
                         }
-                    }
-                    (1, __wfc::Step::Next(output)) => State::FlakyAgain(output),
-                    (1, __wfc::Step::Goto { target, output }) => {
-                        match target {
-                            3 => State::Recovered(output),
-                            4 => State::EchoLast(output),
-                            _ => {
-                                return Err(
-                                    __wfc::abi::no_catcher_leading_to(code.name, target),
-                                );
+                        (1, __wfc::Step::Next(output)) => State::FlakyAgain(output),
+                        (1, __wfc::Step::Goto { target, output }) => {
+                            match target {
+                                3 => State::Recovered(output),
+                                4 => State::EchoLast(output),
+                                _ => {
+                                    return Err(
+                                        __wfc::abi::no_catcher_leading_to(code.name, target),
+                                    );
+                                }
                             }
                         }
-                    }
-                    (2, __wfc::Step::Next(output)) => {
-                        return Ok(__wfc::abi::Flow::End(output));
-                    }
-                    (3, __wfc::Step::Next(output)) => {
-                        return Ok(__wfc::abi::Flow::End(output));
-                    }
-                    (_, __wfc::Step::Goto { target, .. }) => {
-                        return Err(__wfc::abi::no_catcher_leading_to(code.name, target));
-                    }
-                    (_, __wfc::Step::Next(_)) => {
-                        return Err(
-                            __wfc::abi::unexpected(
-                                code.name,
-                                "has no place in the Task table",
-                            ),
-                        );
+                        (2, __wfc::Step::Next(output)) => {
+                            return Ok(__wfc::abi::Flow::End(output));
+                        }
+                        (3, __wfc::Step::Next(output)) => {
+                            return Ok(__wfc::abi::Flow::End(output));
+                        }
+                        (_, __wfc::Step::Goto { target, .. }) => {
+                            return Err(
+                                __wfc::abi::no_catcher_leading_to(code.name, target),
+                            );
+                        }
+                        (_, __wfc::Step::Next(_)) => {
+                            return Err(
+                                __wfc::abi::unexpected(
+                                    code.name,
+                                    "has no place in the Task table",
+                                ),
+                            );
+                        }
                     }
                 }
-            }
-        };
-        Ok(__wfc::abi::Flow::Next(next))
+            };
+            Ok(__wfc::abi::Flow::Next(next))
+        }
     }
 }

@@ -867,701 +867,1473 @@ pub mod sw_states {
         }
     }
     /// Runs the workflow from `state` until it ends, in the execution `exec` (its clock, history and context).
-    pub async fn resume<H: Handler>(
-        handler: &H,
-        exec: &__wfc::Execution,
+    pub fn resume<'a, H: Handler>(
+        handler: &'a H,
+        exec: &'a __wfc::Execution,
         state: State,
-    ) -> Result<__wfc::Value, __wfc::Failure> {
-        __wfc::abi::drive(state, |state| step(handler, exec, state)).await
+    ) -> impl ::core::future::Future<
+        Output = Result<__wfc::Value, __wfc::Failure>,
+    > + 'a {
+        __wfc::abi::drive(state, move |state| step(handler, exec, state))
     }
     /// One state of the workflow: its work, then where control goes (run by the runtime's driver, `abi::drive`).
-    async fn step<H: Handler>(
-        handler: &H,
-        exec: &__wfc::Execution,
+    fn step<'a, H: Handler>(
+        handler: &'a H,
+        exec: &'a __wfc::Execution,
         state: State,
-    ) -> Result<__wfc::abi::Flow<State>, __wfc::Failure> {
-        let next = match state {
-            State::RouteR(input) => {
-                static SW_EXPR_0: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.items[?(@.price > 100)] }}",
-                    &[__wfc::abi::SwPart::Path("$.items[?(@.price > 100)]")],
-                ));
-                static SW_EXPR_1: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.fan }}",
-                    &[__wfc::abi::SwPart::Path("$.fan")],
-                ));
-                static SW_EXPR_2: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.list }}",
-                    &[__wfc::abi::SwPart::Path("$.list")],
-                ));
-                static SW_EXPR_3: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.call }}",
-                    &[__wfc::abi::SwPart::Path("$.call")],
-                ));
-                static SW_EXPR_4: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.wait }}",
-                    &[__wfc::abi::SwPart::Path("$.wait")],
-                ));
-                static SW_EXPR_5: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.inner }}",
-                    &[__wfc::abi::SwPart::Path("$.inner")],
-                ));
-                struct Code;
-                impl __wfc::abi::SwCode for Code {
-                    fn type_name(&self) -> &'static str {
-                        "switch"
+    ) -> impl ::core::future::Future<
+        Output = Result<__wfc::abi::Flow<State>, __wfc::Failure>,
+    > + 'a {
+        async move {
+            let next = match state {
+                State::RouteR(input) => {
+                    static SW_EXPR_0: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.items[?(@.price > 100)] }}",
+                        &[__wfc::abi::SwPart::Path("$.items[?(@.price > 100)]")],
+                    ));
+                    static SW_EXPR_1: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.fan }}",
+                        &[__wfc::abi::SwPart::Path("$.fan")],
+                    ));
+                    static SW_EXPR_2: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.list }}",
+                        &[__wfc::abi::SwPart::Path("$.list")],
+                    ));
+                    static SW_EXPR_3: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.call }}",
+                        &[__wfc::abi::SwPart::Path("$.call")],
+                    ));
+                    static SW_EXPR_4: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.wait }}",
+                        &[__wfc::abi::SwPart::Path("$.wait")],
+                    ));
+                    static SW_EXPR_5: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.inner }}",
+                        &[__wfc::abi::SwPart::Path("$.inner")],
+                    ));
+                    struct Code;
+                    impl __wfc::abi::SwCode for Code {
+                        fn type_name(&self) -> &'static str {
+                            "switch"
+                        }
+                        fn work<'a>(
+                            &'a self,
+                            _: &'a __wfc::Execution,
+                            _: &'a str,
+                            data: __wfc::Value,
+                            _: &'a __wfc::abi::SwSite,
+                        ) -> __wfc::BoxFuture<
+                            'a,
+                            Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
+                        > {
+                            __wfc::FutureExt::boxed(async move {
+                                if __wfc::abi::sw_holds(
+                                    __wfc::abi::sw_expr_ref(&SW_EXPR_0)?,
+                                    &data,
+                                ) {
+                                    return Ok((data, __wfc::abi::SwExit::Condition(0)));
+                                }
+                                if __wfc::abi::sw_holds(
+                                    __wfc::abi::sw_expr_ref(&SW_EXPR_1)?,
+                                    &data,
+                                ) {
+                                    return Ok((data, __wfc::abi::SwExit::Condition(1)));
+                                }
+                                if __wfc::abi::sw_holds(
+                                    __wfc::abi::sw_expr_ref(&SW_EXPR_2)?,
+                                    &data,
+                                ) {
+                                    return Ok((data, __wfc::abi::SwExit::Condition(2)));
+                                }
+                                if __wfc::abi::sw_holds(
+                                    __wfc::abi::sw_expr_ref(&SW_EXPR_3)?,
+                                    &data,
+                                ) {
+                                    return Ok((data, __wfc::abi::SwExit::Condition(3)));
+                                }
+                                if __wfc::abi::sw_holds(
+                                    __wfc::abi::sw_expr_ref(&SW_EXPR_4)?,
+                                    &data,
+                                ) {
+                                    return Ok((data, __wfc::abi::SwExit::Condition(4)));
+                                }
+                                if __wfc::abi::sw_holds(
+                                    __wfc::abi::sw_expr_ref(&SW_EXPR_5)?,
+                                    &data,
+                                ) {
+                                    return Ok((data, __wfc::abi::SwExit::Condition(5)));
+                                }
+                                Ok((data, __wfc::abi::SwExit::Default))
+                            })
+                        }
                     }
-                    fn work<'a>(
-                        &'a self,
-                        _: &'a __wfc::Execution,
-                        _: &'a str,
-                        data: __wfc::Value,
-                        _: &'a __wfc::abi::SwSite,
-                    ) -> __wfc::BoxFuture<
-                        'a,
-                        Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
-                    > {
-                        __wfc::FutureExt::boxed(async move {
+                    let visited = __wfc::abi::sw_step(
+                            exec,
+                            "Route \"r\" {#} ✓",
+                            &Code,
+                            input,
+                        )
+                        .await?;
+                    match visited.exit {
+                        __wfc::abi::SwExit::Condition(0) => State::CallC(visited.output),
+                        __wfc::abi::SwExit::Condition(1) => State::Fan(visited.output),
+                        __wfc::abi::SwExit::Condition(2) => State::Each(visited.output),
+                        __wfc::abi::SwExit::Condition(3) => State::RingCb(visited.output),
+                        __wfc::abi::SwExit::Condition(4) => {
+                            State::ListenL(visited.output)
+                        }
+                        __wfc::abi::SwExit::Condition(5) => State::NestN(visited.output),
+                        __wfc::abi::SwExit::Default => State::Check(visited.output),
+                        other => {
+                            return Err(
+                                __wfc::abi::unexpected(
+                                    "Route \"r\" {#} ✓",
+                                    &::std::format!("has no way out {:?}", other),
+                                ),
+                            );
+                        }
+                    }
+                }
+                State::CallC(input) => {
+                    static SW_EXPR_0: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.errors[?(@.name == 'Flaky')] }}",
+                        &[__wfc::abi::SwPart::Path("$.errors[?(@.name == 'Flaky')]")],
+                    ));
+                    static SW_EXPR_1: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.errors[?(@.name == 'Boom')] }}",
+                        &[__wfc::abi::SwPart::Path("$.errors[?(@.name == 'Boom')]")],
+                    ));
+                    static SW_EXPR_2: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.error }}",
+                        &[__wfc::abi::SwPart::Path("$.error")],
+                    ));
+                    static SW_EXPR_3: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.errors[?(@.name == 'Wfc.Timeout')] }}",
+                        &[
+                            __wfc::abi::SwPart::Path(
+                                "$.errors[?(@.name == 'Wfc.Timeout')]",
+                            ),
+                        ],
+                    ));
+                    static SW_EXPR_4: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "n={{ $.order.n }} \"q\" ✓ {#}",
+                        &[
+                            __wfc::abi::SwPart::Text("n="),
+                            __wfc::abi::SwPart::Path("$.order.n"),
+                            __wfc::abi::SwPart::Text(" \"q\" ✓ {#}"),
+                        ],
+                    ));
+                    static SW_EXPR_5: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.order.n }}",
+                        &[__wfc::abi::SwPart::Path("$.order.n")],
+                    ));
+                    static SW_EXPR_6: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.order.boom }}",
+                        &[__wfc::abi::SwPart::Path("$.order.boom")],
+                    ));
+                    static SW_EXPR_7: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.order.sleep }}",
+                        &[__wfc::abi::SwPart::Path("$.order.sleep")],
+                    ));
+                    static LITERAL_8: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
+                        let mut object = __wfc::serde_json::Map::with_capacity(1usize);
+                        object
+                            .insert(
+                                ::std::borrow::ToOwned::to_owned("a"),
+                                __wfc::Value::Array(
+                                    ::std::vec![
+                                        __wfc::Value::from(1u64),
+                                        __wfc::Value::String(::std::borrow::ToOwned::to_owned("{#} \"x\" ✓"))
+                                    ],
+                                ),
+                            );
+                        __wfc::Value::Object(object)
+                    });
+                    static SW_EXPR_9: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.out }}",
+                        &[__wfc::abi::SwPart::Path("$.out")],
+                    ));
+                    static SW_EXPR_10: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(||
+                    __wfc::abi::sw_expr(
+                        "{{ $.order }}",
+                        &[__wfc::abi::SwPart::Path("$.order")],
+                    ));
+                    static SW_EXPR_11: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(||
+                    __wfc::abi::sw_expr(
+                        "{{ $.out.n }}",
+                        &[__wfc::abi::SwPart::Path("$.out.n")],
+                    ));
+                    struct Code<'h, H>(&'h H);
+                    impl<H: Handler> __wfc::abi::SwCode for Code<'_, H> {
+                        fn type_name(&self) -> &'static str {
+                            "operation"
+                        }
+                        fn retries(&self) -> usize {
+                            1usize
+                        }
+                        fn retry(
+                            &self,
+                            error_data: &__wfc::Value,
+                        ) -> Result<
+                            ::core::option::Option<__wfc::abi::SwRetrier>,
+                            __wfc::Failure,
+                        > {
                             if __wfc::abi::sw_holds(
                                 __wfc::abi::sw_expr_ref(&SW_EXPR_0)?,
-                                &data,
+                                error_data,
                             ) {
-                                return Ok((data, __wfc::abi::SwExit::Condition(0)));
+                                return Ok(
+                                    ::core::option::Option::Some(__wfc::abi::SwRetrier {
+                                        index: 0usize,
+                                        interval_seconds: 1f64,
+                                        increment_seconds: 2f64,
+                                        max_attempts: 2u32,
+                                    }),
+                                );
                             }
+                            Ok(::core::option::Option::None)
+                        }
+                        fn on_error(
+                            &self,
+                            _: &__wfc::Failure,
+                            error_data: &__wfc::Value,
+                        ) -> Result<::core::option::Option<usize>, __wfc::Failure> {
                             if __wfc::abi::sw_holds(
                                 __wfc::abi::sw_expr_ref(&SW_EXPR_1)?,
-                                &data,
+                                error_data,
                             ) {
-                                return Ok((data, __wfc::abi::SwExit::Condition(1)));
-                            }
-                            if __wfc::abi::sw_holds(
-                                __wfc::abi::sw_expr_ref(&SW_EXPR_2)?,
-                                &data,
-                            ) {
-                                return Ok((data, __wfc::abi::SwExit::Condition(2)));
+                                return Ok(::core::option::Option::Some(0));
                             }
                             if __wfc::abi::sw_holds(
                                 __wfc::abi::sw_expr_ref(&SW_EXPR_3)?,
-                                &data,
+                                error_data,
                             ) {
-                                return Ok((data, __wfc::abi::SwExit::Condition(3)));
+                                return Ok(::core::option::Option::Some(1));
                             }
-                            if __wfc::abi::sw_holds(
-                                __wfc::abi::sw_expr_ref(&SW_EXPR_4)?,
-                                &data,
-                            ) {
-                                return Ok((data, __wfc::abi::SwExit::Condition(4)));
+                            Ok(::core::option::Option::None)
+                        }
+                        fn error_filter(
+                            &self,
+                            handler: usize,
+                            data: &mut __wfc::Value,
+                            error_data: __wfc::Value,
+                        ) -> Result<(), __wfc::Failure> {
+                            match handler {
+                                0 => {
+                                    __wfc::abi::sw_merge_filtered(
+                                        data,
+                                        ::core::option::Option::Some(
+                                            __wfc::abi::sw_expr_ref(&SW_EXPR_2)?,
+                                        ),
+                                        error_data,
+                                    )
+                                }
+                                _ => __wfc::abi::sw_inject(data, error_data),
                             }
-                            if __wfc::abi::sw_holds(
-                                __wfc::abi::sw_expr_ref(&SW_EXPR_5)?,
-                                &data,
-                            ) {
-                                return Ok((data, __wfc::abi::SwExit::Condition(5)));
-                            }
-                            Ok((data, __wfc::abi::SwExit::Default))
-                        })
+                            Ok(())
+                        }
+                        fn work<'a>(
+                            &'a self,
+                            exec: &'a __wfc::Execution,
+                            name: &'a str,
+                            data: __wfc::Value,
+                            site: &'a __wfc::abi::SwSite,
+                        ) -> __wfc::BoxFuture<
+                            'a,
+                            Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
+                        > {
+                            let handler = self.0;
+                            __wfc::FutureExt::boxed(async move {
+                                let mut data = data;
+                                let result = __wfc::abi::sw_call(
+                                        exec,
+                                        name,
+                                        "echo",
+                                        {
+                                            let input = ::core::clone::Clone::clone(&data);
+                                            {
+                                                let mut object = __wfc::serde_json::Map::with_capacity(
+                                                    5usize,
+                                                );
+                                                object
+                                                    .insert(
+                                                        ::std::borrow::ToOwned::to_owned("msg"),
+                                                        __wfc::abi::sw_eval(
+                                                            __wfc::abi::sw_expr_ref(&SW_EXPR_4)?,
+                                                            &input,
+                                                        ),
+                                                    );
+                                                object
+                                                    .insert(
+                                                        ::std::borrow::ToOwned::to_owned("n"),
+                                                        __wfc::abi::sw_eval(
+                                                            __wfc::abi::sw_expr_ref(&SW_EXPR_5)?,
+                                                            &input,
+                                                        ),
+                                                    );
+                                                object
+                                                    .insert(
+                                                        ::std::borrow::ToOwned::to_owned("boom"),
+                                                        __wfc::abi::sw_eval(
+                                                            __wfc::abi::sw_expr_ref(&SW_EXPR_6)?,
+                                                            &input,
+                                                        ),
+                                                    );
+                                                object
+                                                    .insert(
+                                                        ::std::borrow::ToOwned::to_owned("sleep"),
+                                                        __wfc::abi::sw_eval(
+                                                            __wfc::abi::sw_expr_ref(&SW_EXPR_7)?,
+                                                            &input,
+                                                        ),
+                                                    );
+                                                object
+                                                    .insert(
+                                                        ::std::borrow::ToOwned::to_owned("lit"),
+                                                        __wfc::Value::clone(&LITERAL_8),
+                                                    );
+                                                __wfc::Value::Object(object)
+                                            }
+                                        },
+                                        ::core::option::Option::Some(10f64),
+                                        site,
+                                        "a0",
+                                        |input, ctx| handler.echo(input, ctx),
+                                    )
+                                    .await?;
+                                __wfc::abi::sw_merge_filtered(
+                                    &mut data,
+                                    ::core::option::Option::Some(
+                                        __wfc::abi::sw_expr_ref(&SW_EXPR_9)?,
+                                    ),
+                                    result,
+                                );
+                                let result = __wfc::abi::sw_call(
+                                        exec,
+                                        name,
+                                        "flaky \"f\" {#} ✓",
+                                        __wfc::abi::sw_filter(
+                                            ::core::option::Option::Some(
+                                                __wfc::abi::sw_expr_ref(&SW_EXPR_10)?,
+                                            ),
+                                            ::core::clone::Clone::clone(&data),
+                                        ),
+                                        ::core::option::Option::None,
+                                        site,
+                                        "a1",
+                                        |input, ctx| handler.flaky_f(input, ctx),
+                                    )
+                                    .await?;
+                                __wfc::abi::sw_merge_filtered(
+                                    &mut data,
+                                    ::core::option::Option::None,
+                                    result,
+                                );
+                                Ok((data, __wfc::abi::SwExit::Next))
+                            })
+                        }
                     }
-                }
-                let visited = __wfc::abi::sw_step(
-                        exec,
-                        "Route \"r\" {#} ✓",
-                        &Code,
-                        input,
-                    )
-                    .await?;
-                match visited.exit {
-                    __wfc::abi::SwExit::Condition(0) => State::CallC(visited.output),
-                    __wfc::abi::SwExit::Condition(1) => State::Fan(visited.output),
-                    __wfc::abi::SwExit::Condition(2) => State::Each(visited.output),
-                    __wfc::abi::SwExit::Condition(3) => State::RingCb(visited.output),
-                    __wfc::abi::SwExit::Condition(4) => State::ListenL(visited.output),
-                    __wfc::abi::SwExit::Condition(5) => State::NestN(visited.output),
-                    __wfc::abi::SwExit::Default => State::Check(visited.output),
-                    other => {
-                        return Err(
-                            __wfc::abi::unexpected(
-                                "Route \"r\" {#} ✓",
-                                &::std::format!("has no way out {:?}", other),
-                            ),
-                        );
-                    }
-                }
-            }
-            State::CallC(input) => {
-                static SW_EXPR_0: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.errors[?(@.name == 'Flaky')] }}",
-                    &[__wfc::abi::SwPart::Path("$.errors[?(@.name == 'Flaky')]")],
-                ));
-                static SW_EXPR_1: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.errors[?(@.name == 'Boom')] }}",
-                    &[__wfc::abi::SwPart::Path("$.errors[?(@.name == 'Boom')]")],
-                ));
-                static SW_EXPR_2: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.error }}",
-                    &[__wfc::abi::SwPart::Path("$.error")],
-                ));
-                static SW_EXPR_3: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.errors[?(@.name == 'Wfc.Timeout')] }}",
-                    &[__wfc::abi::SwPart::Path("$.errors[?(@.name == 'Wfc.Timeout')]")],
-                ));
-                static SW_EXPR_4: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "n={{ $.order.n }} \"q\" ✓ {#}",
-                    &[
-                        __wfc::abi::SwPart::Text("n="),
-                        __wfc::abi::SwPart::Path("$.order.n"),
-                        __wfc::abi::SwPart::Text(" \"q\" ✓ {#}"),
-                    ],
-                ));
-                static SW_EXPR_5: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.order.n }}",
-                    &[__wfc::abi::SwPart::Path("$.order.n")],
-                ));
-                static SW_EXPR_6: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.order.boom }}",
-                    &[__wfc::abi::SwPart::Path("$.order.boom")],
-                ));
-                static SW_EXPR_7: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.order.sleep }}",
-                    &[__wfc::abi::SwPart::Path("$.order.sleep")],
-                ));
-                static LITERAL_8: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
-                    let mut object = __wfc::serde_json::Map::with_capacity(1usize);
-                    object
-                        .insert(
-                            ::std::borrow::ToOwned::to_owned("a"),
-                            __wfc::Value::Array(
-                                ::std::vec![
-                                    __wfc::Value::from(1u64),
-                                    __wfc::Value::String(::std::borrow::ToOwned::to_owned("{#} \"x\" ✓"))
-                                ],
-                            ),
-                        );
-                    __wfc::Value::Object(object)
-                });
-                static SW_EXPR_9: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.out }}",
-                    &[__wfc::abi::SwPart::Path("$.out")],
-                ));
-                static SW_EXPR_10: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.order }}",
-                    &[__wfc::abi::SwPart::Path("$.order")],
-                ));
-                static SW_EXPR_11: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.out.n }}",
-                    &[__wfc::abi::SwPart::Path("$.out.n")],
-                ));
-                struct Code<'h, H>(&'h H);
-                impl<H: Handler> __wfc::abi::SwCode for Code<'_, H> {
-                    fn type_name(&self) -> &'static str {
-                        "operation"
-                    }
-                    fn retries(&self) -> usize {
-                        1usize
-                    }
-                    fn retry(
-                        &self,
-                        error_data: &__wfc::Value,
-                    ) -> Result<
-                        ::core::option::Option<__wfc::abi::SwRetrier>,
-                        __wfc::Failure,
-                    > {
-                        if __wfc::abi::sw_holds(
-                            __wfc::abi::sw_expr_ref(&SW_EXPR_0)?,
-                            error_data,
-                        ) {
-                            return Ok(
-                                ::core::option::Option::Some(__wfc::abi::SwRetrier {
-                                    index: 0usize,
-                                    interval_seconds: 1f64,
-                                    increment_seconds: 2f64,
-                                    max_attempts: 2u32,
-                                }),
+                    let visited = __wfc::abi::sw_step(
+                            exec,
+                            "Call \"c\" ✓",
+                            &Code(handler),
+                            input,
+                        )
+                        .await?;
+                    match visited.exit {
+                        __wfc::abi::SwExit::Next => {
+                            __wfc::abi::sw_guard(
+                                "Call \"c\" ✓",
+                                __wfc::abi::sw_expr_ref(&SW_EXPR_11)?,
+                                &visited.output,
+                            )?;
+                            State::NapN(visited.output)
+                        }
+                        __wfc::abi::SwExit::OnError(0) => State::Recover(visited.output),
+                        __wfc::abi::SwExit::OnError(1) => State::Done(visited.output),
+                        other => {
+                            return Err(
+                                __wfc::abi::unexpected(
+                                    "Call \"c\" ✓",
+                                    &::std::format!("has no way out {:?}", other),
+                                ),
                             );
                         }
-                        Ok(::core::option::Option::None)
                     }
-                    fn on_error(
-                        &self,
-                        _: &__wfc::Failure,
-                        error_data: &__wfc::Value,
-                    ) -> Result<::core::option::Option<usize>, __wfc::Failure> {
-                        if __wfc::abi::sw_holds(
-                            __wfc::abi::sw_expr_ref(&SW_EXPR_1)?,
-                            error_data,
-                        ) {
-                            return Ok(::core::option::Option::Some(0));
+                }
+                State::Fan(input) => {
+                    static SW_EXPR_0: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.out }}",
+                        &[__wfc::abi::SwPart::Path("$.out")],
+                    ));
+                    static SW_EXPR_1: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.fan }}",
+                        &[__wfc::abi::SwPart::Path("$.fan")],
+                    ));
+                    static SW_EXPR_2: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.fan.sleep }}",
+                        &[__wfc::abi::SwPart::Path("$.fan.sleep")],
+                    ));
+                    static SW_EXPR_3: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "fan {{ $.fan.x }} ✓",
+                        &[
+                            __wfc::abi::SwPart::Text("fan "),
+                            __wfc::abi::SwPart::Path("$.fan.x"),
+                            __wfc::abi::SwPart::Text(" ✓"),
+                        ],
+                    ));
+                    static SW_EXPR_4: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.fan.boom }}",
+                        &[__wfc::abi::SwPart::Path("$.fan.boom")],
+                    ));
+                    static SW_EXPR_5: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.echoed }}",
+                        &[__wfc::abi::SwPart::Path("$.echoed")],
+                    ));
+                    struct Code<'h, H>(&'h H);
+                    impl<H: Handler> __wfc::abi::SwCode for Code<'_, H> {
+                        fn type_name(&self) -> &'static str {
+                            "operation"
                         }
-                        if __wfc::abi::sw_holds(
-                            __wfc::abi::sw_expr_ref(&SW_EXPR_3)?,
-                            error_data,
-                        ) {
-                            return Ok(::core::option::Option::Some(1));
-                        }
-                        Ok(::core::option::Option::None)
-                    }
-                    fn error_filter(
-                        &self,
-                        handler: usize,
-                        data: &mut __wfc::Value,
-                        error_data: __wfc::Value,
-                    ) -> Result<(), __wfc::Failure> {
-                        match handler {
-                            0 => {
-                                __wfc::abi::sw_merge_filtered(
+                        fn output_filter(
+                            &self,
+                            data: __wfc::Value,
+                        ) -> Result<__wfc::Value, __wfc::Failure> {
+                            Ok(
+                                __wfc::abi::sw_filter(
+                                    ::core::option::Option::Some(
+                                        __wfc::abi::sw_expr_ref(&SW_EXPR_0)?,
+                                    ),
                                     data,
+                                ),
+                            )
+                        }
+                        fn work<'a>(
+                            &'a self,
+                            exec: &'a __wfc::Execution,
+                            name: &'a str,
+                            data: __wfc::Value,
+                            site: &'a __wfc::abi::SwSite,
+                        ) -> __wfc::BoxFuture<
+                            'a,
+                            Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
+                        > {
+                            let handler = self.0;
+                            __wfc::FutureExt::boxed(async move {
+                                let mut data = data;
+                                {
+                                    let line_0 = exec.branch();
+                                    let line_1 = exec.branch();
+                                    let mut results = ::core::iter::IntoIterator::into_iter(
+                                        __wfc::abi::sw_join(
+                                                ::std::vec![
+                                                    __wfc::FutureExt::boxed({ let data =
+                                                    ::core::clone::Clone::clone(& data); async move {
+                                                    __wfc::abi::sw_call(& line_0, name, "echo", { let input =
+                                                    ::core::clone::Clone::clone(& data); { let mut object =
+                                                    __wfc::serde_json::Map::with_capacity(2usize); object
+                                                    .insert(::std::borrow::ToOwned::to_owned("x"),
+                                                    __wfc::abi::sw_eval(__wfc::abi::sw_expr_ref(& SW_EXPR_1) ?,
+                                                    & input)); object
+                                                    .insert(::std::borrow::ToOwned::to_owned("sleep"),
+                                                    __wfc::abi::sw_eval(__wfc::abi::sw_expr_ref(& SW_EXPR_2) ?,
+                                                    & input)); __wfc::Value::Object(object) } },
+                                                    ::core::option::Option::None, site, "a0", | input, ctx |
+                                                    handler.echo(input, ctx)). await } }),
+                                                    __wfc::FutureExt::boxed({ let data =
+                                                    ::core::clone::Clone::clone(& data); async move {
+                                                    __wfc::abi::sw_call(& line_1, name, "echo", { let input =
+                                                    ::core::clone::Clone::clone(& data); { let mut object =
+                                                    __wfc::serde_json::Map::with_capacity(2usize); object
+                                                    .insert(::std::borrow::ToOwned::to_owned("y"),
+                                                    __wfc::abi::sw_eval(__wfc::abi::sw_expr_ref(& SW_EXPR_3) ?,
+                                                    & input)); object
+                                                    .insert(::std::borrow::ToOwned::to_owned("boom"),
+                                                    __wfc::abi::sw_eval(__wfc::abi::sw_expr_ref(& SW_EXPR_4) ?,
+                                                    & input)); __wfc::Value::Object(object) } },
+                                                    ::core::option::Option::None, site, "a1", | input, ctx |
+                                                    handler.echo(input, ctx)). await } })
+                                                ],
+                                            )
+                                            .await,
+                                    );
+                                    if let Some(result) = results.next() {
+                                        __wfc::abi::sw_merge_filtered(
+                                            &mut data,
+                                            ::core::option::Option::Some(
+                                                __wfc::abi::sw_expr_ref(&SW_EXPR_0)?,
+                                            ),
+                                            result?,
+                                        );
+                                    }
+                                    if let Some(result) = results.next() {
+                                        __wfc::abi::sw_merge_filtered(
+                                            &mut data,
+                                            ::core::option::Option::Some(
+                                                __wfc::abi::sw_expr_ref(&SW_EXPR_5)?,
+                                            ),
+                                            result?,
+                                        );
+                                    }
+                                }
+                                Ok((data, __wfc::abi::SwExit::Next))
+                            })
+                        }
+                    }
+                    let visited = __wfc::abi::sw_step(
+                            exec,
+                            "Fan {#}",
+                            &Code(handler),
+                            input,
+                        )
+                        .await?;
+                    match visited.exit {
+                        __wfc::abi::SwExit::Next => State::NapN(visited.output),
+                        other => {
+                            return Err(
+                                __wfc::abi::unexpected(
+                                    "Fan {#}",
+                                    &::std::format!("has no way out {:?}", other),
+                                ),
+                            );
+                        }
+                    }
+                }
+                State::NapN(input) => {
+                    static SW_EXPR_0: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.out }}",
+                        &[__wfc::abi::SwPart::Path("$.out")],
+                    ));
+                    struct Code;
+                    impl __wfc::abi::SwCode for Code {
+                        fn type_name(&self) -> &'static str {
+                            "delay"
+                        }
+                        fn input_filter(
+                            &self,
+                            data: __wfc::Value,
+                        ) -> Result<__wfc::Value, __wfc::Failure> {
+                            Ok(
+                                __wfc::abi::sw_filter(
+                                    ::core::option::Option::Some(
+                                        __wfc::abi::sw_expr_ref(&SW_EXPR_0)?,
+                                    ),
+                                    data,
+                                ),
+                            )
+                        }
+                        fn work<'a>(
+                            &'a self,
+                            exec: &'a __wfc::Execution,
+                            name: &'a str,
+                            data: __wfc::Value,
+                            site: &'a __wfc::abi::SwSite,
+                        ) -> __wfc::BoxFuture<
+                            'a,
+                            Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
+                        > {
+                            __wfc::FutureExt::boxed(async move {
+                                __wfc::abi::sw_delay(exec, name, site, 2f64).await?;
+                                Ok((data, __wfc::abi::SwExit::Next))
+                            })
+                        }
+                    }
+                    let visited = __wfc::abi::sw_step(exec, "Nap \"n\"", &Code, input)
+                        .await?;
+                    match visited.exit {
+                        __wfc::abi::SwExit::Next => State::Check(visited.output),
+                        other => {
+                            return Err(
+                                __wfc::abi::unexpected(
+                                    "Nap \"n\"",
+                                    &::std::format!("has no way out {:?}", other),
+                                ),
+                            );
+                        }
+                    }
+                }
+                State::Check(input) => {
+                    static SW_EXPR_0: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.out }}",
+                        &[__wfc::abi::SwPart::Path("$.out")],
+                    ));
+                    static SW_EXPR_1: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.left }}",
+                        &[__wfc::abi::SwPart::Path("$.left")],
+                    ));
+                    static SW_EXPR_2: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.ok }}",
+                        &[__wfc::abi::SwPart::Path("$.ok")],
+                    ));
+                    struct Code;
+                    impl __wfc::abi::SwCode for Code {
+                        fn type_name(&self) -> &'static str {
+                            "switch"
+                        }
+                        fn work<'a>(
+                            &'a self,
+                            _: &'a __wfc::Execution,
+                            name: &'a str,
+                            data: __wfc::Value,
+                            _: &'a __wfc::abi::SwSite,
+                        ) -> __wfc::BoxFuture<
+                            'a,
+                            Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
+                        > {
+                            __wfc::FutureExt::boxed(async move {
+                                if __wfc::abi::sw_holds(
+                                    __wfc::abi::sw_expr_ref(&SW_EXPR_0)?,
+                                    &data,
+                                ) {
+                                    return Ok((data, __wfc::abi::SwExit::Condition(0)));
+                                }
+                                if __wfc::abi::sw_holds(
+                                    __wfc::abi::sw_expr_ref(&SW_EXPR_1)?,
+                                    &data,
+                                ) {
+                                    return Ok((data, __wfc::abi::SwExit::Condition(1)));
+                                }
+                                if __wfc::abi::sw_holds(
+                                    __wfc::abi::sw_expr_ref(&SW_EXPR_2)?,
+                                    &data,
+                                ) {
+                                    return Ok((data, __wfc::abi::SwExit::Condition(2)));
+                                }
+                                Err(__wfc::abi::sw_no_condition(name))
+                            })
+                        }
+                    }
+                    let visited = __wfc::abi::sw_step(exec, "Check ✓", &Code, input)
+                        .await?;
+                    match visited.exit {
+                        __wfc::abi::SwExit::Condition(0) => State::Done(visited.output),
+                        __wfc::abi::SwExit::Condition(1) => State::Done(visited.output),
+                        __wfc::abi::SwExit::Condition(2) => {
+                            State::Recover(visited.output)
+                        }
+                        other => {
+                            return Err(
+                                __wfc::abi::unexpected(
+                                    "Check ✓",
+                                    &::std::format!("has no way out {:?}", other),
+                                ),
+                            );
+                        }
+                    }
+                }
+                State::Each(input) => {
+                    static SW_EXPR_0: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.list }}",
+                        &[__wfc::abi::SwPart::Path("$.list")],
+                    ));
+                    static SW_EXPR_1: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.results }}",
+                        &[__wfc::abi::SwPart::Path("$.results")],
+                    ));
+                    static SW_EXPR_2: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.it.v }} \"✓\"",
+                        &[
+                            __wfc::abi::SwPart::Path("$.it.v"),
+                            __wfc::abi::SwPart::Text(" \"✓\""),
+                        ],
+                    ));
+                    static SW_EXPR_3: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.it.sleep }}",
+                        &[__wfc::abi::SwPart::Path("$.it.sleep")],
+                    ));
+                    static SW_EXPR_4: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.it.boom }}",
+                        &[__wfc::abi::SwPart::Path("$.it.boom")],
+                    ));
+                    static SW_EXPR_5: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.out }}",
+                        &[__wfc::abi::SwPart::Path("$.out")],
+                    ));
+                    struct Code<'h, H>(&'h H);
+                    impl<H: Handler> __wfc::abi::SwCode for Code<'_, H> {
+                        fn type_name(&self) -> &'static str {
+                            "foreach"
+                        }
+                        fn work<'a>(
+                            &'a self,
+                            exec: &'a __wfc::Execution,
+                            name: &'a str,
+                            data: __wfc::Value,
+                            site: &'a __wfc::abi::SwSite,
+                        ) -> __wfc::BoxFuture<
+                            'a,
+                            Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
+                        > {
+                            let handler = self.0;
+                            __wfc::FutureExt::boxed(async move {
+                                let each = __wfc::abi::SwForEach {
+                                    input_collection: __wfc::abi::sw_expr_ref(&SW_EXPR_0)?,
+                                    output_collection: ::core::option::Option::Some(
+                                        __wfc::abi::sw_expr_ref(&SW_EXPR_1)?,
+                                    ),
+                                    iteration_param: "it",
+                                    max: ::core::option::Option::Some(2u64),
+                                };
+                                let data = __wfc::abi::sw_foreach(
+                                        exec,
+                                        name,
+                                        data,
+                                        each,
+                                        move |_, line: __wfc::Execution, data: __wfc::Value| async move {
+                                            let exec = &line;
+                                            let mut data = data;
+                                            let result = __wfc::abi::sw_call(
+                                                    exec,
+                                                    name,
+                                                    "echo",
+                                                    {
+                                                        let input = ::core::clone::Clone::clone(&data);
+                                                        {
+                                                            let mut object = __wfc::serde_json::Map::with_capacity(
+                                                                3usize,
+                                                            );
+                                                            object
+                                                                .insert(
+                                                                    ::std::borrow::ToOwned::to_owned("v"),
+                                                                    __wfc::abi::sw_eval(
+                                                                        __wfc::abi::sw_expr_ref(&SW_EXPR_2)?,
+                                                                        &input,
+                                                                    ),
+                                                                );
+                                                            object
+                                                                .insert(
+                                                                    ::std::borrow::ToOwned::to_owned("sleep"),
+                                                                    __wfc::abi::sw_eval(
+                                                                        __wfc::abi::sw_expr_ref(&SW_EXPR_3)?,
+                                                                        &input,
+                                                                    ),
+                                                                );
+                                                            object
+                                                                .insert(
+                                                                    ::std::borrow::ToOwned::to_owned("boom"),
+                                                                    __wfc::abi::sw_eval(
+                                                                        __wfc::abi::sw_expr_ref(&SW_EXPR_4)?,
+                                                                        &input,
+                                                                    ),
+                                                                );
+                                                            __wfc::Value::Object(object)
+                                                        }
+                                                    },
+                                                    ::core::option::Option::None,
+                                                    site,
+                                                    "a0",
+                                                    |input, ctx| handler.echo(input, ctx),
+                                                )
+                                                .await?;
+                                            let last = __wfc::abi::sw_action_result(
+                                                ::core::option::Option::Some(
+                                                    __wfc::abi::sw_expr_ref(&SW_EXPR_5)?,
+                                                ),
+                                                &result,
+                                            );
+                                            __wfc::abi::sw_merge_filtered(
+                                                &mut data,
+                                                ::core::option::Option::Some(
+                                                    __wfc::abi::sw_expr_ref(&SW_EXPR_5)?,
+                                                ),
+                                                result,
+                                            );
+                                            let _ = data;
+                                            Ok(last)
+                                        },
+                                    )
+                                    .await?;
+                                Ok((data, __wfc::abi::SwExit::Next))
+                            })
+                        }
+                    }
+                    let visited = __wfc::abi::sw_step(
+                            exec,
+                            "Each ✓ {#}",
+                            &Code(handler),
+                            input,
+                        )
+                        .await?;
+                    match visited.exit {
+                        __wfc::abi::SwExit::Next => State::BothB(visited.output),
+                        other => {
+                            return Err(
+                                __wfc::abi::unexpected(
+                                    "Each ✓ {#}",
+                                    &::std::format!("has no way out {:?}", other),
+                                ),
+                            );
+                        }
+                    }
+                }
+                State::BothB(input) => {
+                    static SW_EXPR_0: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.results }}",
+                        &[__wfc::abi::SwPart::Path("$.results")],
+                    ));
+                    static SW_EXPR_1: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.parBoom }}",
+                        &[__wfc::abi::SwPart::Path("$.parBoom")],
+                    ));
+                    static SW_EXPR_2: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.echoed }}",
+                        &[__wfc::abi::SwPart::Path("$.echoed")],
+                    ));
+                    struct Code<'h, H>(&'h H);
+                    impl<H: Handler> __wfc::abi::SwCode for Code<'_, H> {
+                        fn type_name(&self) -> &'static str {
+                            "parallel"
+                        }
+                        fn work<'a>(
+                            &'a self,
+                            exec: &'a __wfc::Execution,
+                            name: &'a str,
+                            data: __wfc::Value,
+                            site: &'a __wfc::abi::SwSite,
+                        ) -> __wfc::BoxFuture<
+                            'a,
+                            Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
+                        > {
+                            let handler = self.0;
+                            __wfc::FutureExt::boxed(async move {
+                                let data = __wfc::abi::sw_parallel(
+                                        exec,
+                                        name,
+                                        data,
+                                        __wfc::abi::SwCompletion::And,
+                                        &["left \"l\" ✓", "right {#}"],
+                                        move |i, line: __wfc::Execution, data: __wfc::Value| async move {
+                                            let exec = &line;
+                                            match i {
+                                                0 => {
+                                                    let mut data = data;
+                                                    let result = __wfc::abi::sw_call(
+                                                            exec,
+                                                            name,
+                                                            "echo",
+                                                            {
+                                                                let input = ::core::clone::Clone::clone(&data);
+                                                                {
+                                                                    let mut object = __wfc::serde_json::Map::with_capacity(
+                                                                        2usize,
+                                                                    );
+                                                                    object
+                                                                        .insert(
+                                                                            ::std::borrow::ToOwned::to_owned("l"),
+                                                                            __wfc::abi::sw_eval(
+                                                                                __wfc::abi::sw_expr_ref(&SW_EXPR_0)?,
+                                                                                &input,
+                                                                            ),
+                                                                        );
+                                                                    object
+                                                                        .insert(
+                                                                            ::std::borrow::ToOwned::to_owned("boom"),
+                                                                            __wfc::abi::sw_eval(
+                                                                                __wfc::abi::sw_expr_ref(&SW_EXPR_1)?,
+                                                                                &input,
+                                                                            ),
+                                                                        );
+                                                                    __wfc::Value::Object(object)
+                                                                }
+                                                            },
+                                                            ::core::option::Option::None,
+                                                            site,
+                                                            "a0",
+                                                            |input, ctx| handler.echo(input, ctx),
+                                                        )
+                                                        .await?;
+                                                    __wfc::abi::sw_merge_filtered(
+                                                        &mut data,
+                                                        ::core::option::Option::Some(
+                                                            __wfc::abi::sw_expr_ref(&SW_EXPR_2)?,
+                                                        ),
+                                                        result,
+                                                    );
+                                                    Ok(data)
+                                                }
+                                                1 => {
+                                                    __wfc::abi::sw_call(
+                                                            exec,
+                                                            name,
+                                                            "audit-sub",
+                                                            ::core::clone::Clone::clone(&data),
+                                                            ::core::option::Option::None,
+                                                            site,
+                                                            "sub",
+                                                            |input, ctx| handler.audit_sub(input, ctx),
+                                                        )
+                                                        .await
+                                                }
+                                                _ => {
+                                                    Err(
+                                                        __wfc::Failure::runtime("a parallel branch out of range"),
+                                                    )
+                                                }
+                                            }
+                                        },
+                                    )
+                                    .await?;
+                                Ok((data, __wfc::abi::SwExit::Next))
+                            })
+                        }
+                    }
+                    let visited = __wfc::abi::sw_step(
+                            exec,
+                            "Both \"b\" {#}",
+                            &Code(handler),
+                            input,
+                        )
+                        .await?;
+                    match visited.exit {
+                        __wfc::abi::SwExit::Next => State::Sub(visited.output),
+                        other => {
+                            return Err(
+                                __wfc::abi::unexpected(
+                                    "Both \"b\" {#}",
+                                    &::std::format!("has no way out {:?}", other),
+                                ),
+                            );
+                        }
+                    }
+                }
+                State::Sub(input) => {
+                    struct Code<'h, H>(&'h H);
+                    impl<H: Handler> __wfc::abi::SwCode for Code<'_, H> {
+                        fn type_name(&self) -> &'static str {
+                            "subflow"
+                        }
+                        fn work<'a>(
+                            &'a self,
+                            exec: &'a __wfc::Execution,
+                            name: &'a str,
+                            data: __wfc::Value,
+                            site: &'a __wfc::abi::SwSite,
+                        ) -> __wfc::BoxFuture<
+                            'a,
+                            Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
+                        > {
+                            let handler = self.0;
+                            __wfc::FutureExt::boxed(async move {
+                                let mut data = data;
+                                let out = __wfc::abi::sw_call(
+                                        exec,
+                                        name,
+                                        "audit-sub",
+                                        ::core::clone::Clone::clone(&data),
+                                        ::core::option::Option::None,
+                                        site,
+                                        "sub",
+                                        |input, ctx| handler.audit_sub(input, ctx),
+                                    )
+                                    .await?;
+                                __wfc::abi::sw_inject(&mut data, out);
+                                Ok((data, __wfc::abi::SwExit::Next))
+                            })
+                        }
+                    }
+                    let visited = __wfc::abi::sw_step(
+                            exec,
+                            "Sub ✓",
+                            &Code(handler),
+                            input,
+                        )
+                        .await?;
+                    match visited.exit {
+                        __wfc::abi::SwExit::Next => State::FireF(visited.output),
+                        other => {
+                            return Err(
+                                __wfc::abi::unexpected(
+                                    "Sub ✓",
+                                    &::std::format!("has no way out {:?}", other),
+                                ),
+                            );
+                        }
+                    }
+                }
+                State::RingCb(input) => {
+                    static SW_EXPR_0: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.call }}",
+                        &[__wfc::abi::SwPart::Path("$.call")],
+                    ));
+                    static SW_EXPR_1: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.call.sleep }}",
+                        &[__wfc::abi::SwPart::Path("$.call.sleep")],
+                    ));
+                    static SW_EXPR_2: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.out }}",
+                        &[__wfc::abi::SwPart::Path("$.out")],
+                    ));
+                    static EVENT_3: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::abi::SwEventDef {
+                        name: ::std::borrow::ToOwned::to_owned("Reply {#}"),
+                        source: ::core::option::Option::Some(
+                            ::std::borrow::ToOwned::to_owned("tests {#}"),
+                        ),
+                        event_type: ::std::borrow::ToOwned::to_owned("reply \"✓\""),
+                        produced: false,
+                        correlation: ::std::vec![
+                            __wfc::abi::SwCorrelation { name :
+                            ::std::borrow::ToOwned::to_owned("region"), value :
+                            ::core::option::Option::Some(::std::borrow::ToOwned::to_owned("eu ✓"))
+                            }
+                        ],
+                    });
+                    static SW_EXPR_4: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.data.answer }}",
+                        &[__wfc::abi::SwPart::Path("$.data.answer")],
+                    ));
+                    static EVENT_5: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::abi::SwEventDef {
+                        name: ::std::borrow::ToOwned::to_owned("Rang \"r\""),
+                        source: ::core::option::Option::None,
+                        event_type: ::std::borrow::ToOwned::to_owned("rang ✓"),
+                        produced: true,
+                        correlation: ::std::vec![],
+                    });
+                    static SW_EXPR_6: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.call.who }} ✓",
+                        &[
+                            __wfc::abi::SwPart::Path("$.call.who"),
+                            __wfc::abi::SwPart::Text(" ✓"),
+                        ],
+                    ));
+                    struct Code<'h, H>(&'h H);
+                    impl<H: Handler> __wfc::abi::SwCode for Code<'_, H> {
+                        fn type_name(&self) -> &'static str {
+                            "callback"
+                        }
+                        fn work<'a>(
+                            &'a self,
+                            exec: &'a __wfc::Execution,
+                            name: &'a str,
+                            data: __wfc::Value,
+                            site: &'a __wfc::abi::SwSite,
+                        ) -> __wfc::BoxFuture<
+                            'a,
+                            Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
+                        > {
+                            let handler = self.0;
+                            __wfc::FutureExt::boxed(async move {
+                                let mut data = data;
+                                let result = __wfc::abi::sw_call(
+                                        exec,
+                                        name,
+                                        "echo",
+                                        {
+                                            let input = ::core::clone::Clone::clone(&data);
+                                            {
+                                                let mut object = __wfc::serde_json::Map::with_capacity(
+                                                    2usize,
+                                                );
+                                                object
+                                                    .insert(
+                                                        ::std::borrow::ToOwned::to_owned("c"),
+                                                        __wfc::abi::sw_eval(
+                                                            __wfc::abi::sw_expr_ref(&SW_EXPR_0)?,
+                                                            &input,
+                                                        ),
+                                                    );
+                                                object
+                                                    .insert(
+                                                        ::std::borrow::ToOwned::to_owned("sleep"),
+                                                        __wfc::abi::sw_eval(
+                                                            __wfc::abi::sw_expr_ref(&SW_EXPR_1)?,
+                                                            &input,
+                                                        ),
+                                                    );
+                                                __wfc::Value::Object(object)
+                                            }
+                                        },
+                                        ::core::option::Option::None,
+                                        site,
+                                        "a0",
+                                        |input, ctx| handler.echo(input, ctx),
+                                    )
+                                    .await?;
+                                __wfc::abi::sw_merge_filtered(
+                                    &mut data,
                                     ::core::option::Option::Some(
                                         __wfc::abi::sw_expr_ref(&SW_EXPR_2)?,
                                     ),
-                                    error_data,
-                                )
-                            }
-                            _ => __wfc::abi::sw_inject(data, error_data),
-                        }
-                        Ok(())
-                    }
-                    fn work<'a>(
-                        &'a self,
-                        exec: &'a __wfc::Execution,
-                        name: &'a str,
-                        data: __wfc::Value,
-                        site: &'a __wfc::abi::SwSite,
-                    ) -> __wfc::BoxFuture<
-                        'a,
-                        Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
-                    > {
-                        let handler = self.0;
-                        __wfc::FutureExt::boxed(async move {
-                            let mut data = data;
-                            let result = __wfc::abi::sw_call(
-                                    exec,
-                                    name,
-                                    "echo",
-                                    {
-                                        let input = ::core::clone::Clone::clone(&data);
-                                        {
-                                            let mut object = __wfc::serde_json::Map::with_capacity(
-                                                5usize,
-                                            );
-                                            object
-                                                .insert(
-                                                    ::std::borrow::ToOwned::to_owned("msg"),
-                                                    __wfc::abi::sw_eval(
-                                                        __wfc::abi::sw_expr_ref(&SW_EXPR_4)?,
-                                                        &input,
-                                                    ),
-                                                );
-                                            object
-                                                .insert(
-                                                    ::std::borrow::ToOwned::to_owned("n"),
-                                                    __wfc::abi::sw_eval(
-                                                        __wfc::abi::sw_expr_ref(&SW_EXPR_5)?,
-                                                        &input,
-                                                    ),
-                                                );
-                                            object
-                                                .insert(
-                                                    ::std::borrow::ToOwned::to_owned("boom"),
-                                                    __wfc::abi::sw_eval(
-                                                        __wfc::abi::sw_expr_ref(&SW_EXPR_6)?,
-                                                        &input,
-                                                    ),
-                                                );
-                                            object
-                                                .insert(
-                                                    ::std::borrow::ToOwned::to_owned("sleep"),
-                                                    __wfc::abi::sw_eval(
-                                                        __wfc::abi::sw_expr_ref(&SW_EXPR_7)?,
-                                                        &input,
-                                                    ),
-                                                );
-                                            object
-                                                .insert(
-                                                    ::std::borrow::ToOwned::to_owned("lit"),
-                                                    __wfc::Value::clone(&LITERAL_8),
-                                                );
-                                            __wfc::Value::Object(object)
-                                        }
-                                    },
-                                    ::core::option::Option::Some(10f64),
-                                    site,
-                                    "a0",
-                                    |input, ctx| handler.echo(input, ctx),
-                                )
-                                .await?;
-                            __wfc::abi::sw_merge_filtered(
-                                &mut data,
-                                ::core::option::Option::Some(
-                                    __wfc::abi::sw_expr_ref(&SW_EXPR_9)?,
-                                ),
-                                result,
-                            );
-                            let result = __wfc::abi::sw_call(
-                                    exec,
-                                    name,
-                                    "flaky \"f\" {#} ✓",
-                                    __wfc::abi::sw_filter(
-                                        ::core::option::Option::Some(
-                                            __wfc::abi::sw_expr_ref(&SW_EXPR_10)?,
-                                        ),
-                                        ::core::clone::Clone::clone(&data),
-                                    ),
-                                    ::core::option::Option::None,
-                                    site,
-                                    "a1",
-                                    |input, ctx| handler.flaky_f(input, ctx),
-                                )
-                                .await?;
-                            __wfc::abi::sw_merge_filtered(
-                                &mut data,
-                                ::core::option::Option::None,
-                                result,
-                            );
-                            Ok((data, __wfc::abi::SwExit::Next))
-                        })
-                    }
-                }
-                let visited = __wfc::abi::sw_step(
-                        exec,
-                        "Call \"c\" ✓",
-                        &Code(handler),
-                        input,
-                    )
-                    .await?;
-                match visited.exit {
-                    __wfc::abi::SwExit::Next => {
-                        __wfc::abi::sw_guard(
-                            "Call \"c\" ✓",
-                            __wfc::abi::sw_expr_ref(&SW_EXPR_11)?,
-                            &visited.output,
-                        )?;
-                        State::NapN(visited.output)
-                    }
-                    __wfc::abi::SwExit::OnError(0) => State::Recover(visited.output),
-                    __wfc::abi::SwExit::OnError(1) => State::Done(visited.output),
-                    other => {
-                        return Err(
-                            __wfc::abi::unexpected(
-                                "Call \"c\" ✓",
-                                &::std::format!("has no way out {:?}", other),
-                            ),
-                        );
-                    }
-                }
-            }
-            State::Fan(input) => {
-                static SW_EXPR_0: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.out }}",
-                    &[__wfc::abi::SwPart::Path("$.out")],
-                ));
-                static SW_EXPR_1: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.fan }}",
-                    &[__wfc::abi::SwPart::Path("$.fan")],
-                ));
-                static SW_EXPR_2: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.fan.sleep }}",
-                    &[__wfc::abi::SwPart::Path("$.fan.sleep")],
-                ));
-                static SW_EXPR_3: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "fan {{ $.fan.x }} ✓",
-                    &[
-                        __wfc::abi::SwPart::Text("fan "),
-                        __wfc::abi::SwPart::Path("$.fan.x"),
-                        __wfc::abi::SwPart::Text(" ✓"),
-                    ],
-                ));
-                static SW_EXPR_4: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.fan.boom }}",
-                    &[__wfc::abi::SwPart::Path("$.fan.boom")],
-                ));
-                static SW_EXPR_5: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.echoed }}",
-                    &[__wfc::abi::SwPart::Path("$.echoed")],
-                ));
-                struct Code<'h, H>(&'h H);
-                impl<H: Handler> __wfc::abi::SwCode for Code<'_, H> {
-                    fn type_name(&self) -> &'static str {
-                        "operation"
-                    }
-                    fn output_filter(
-                        &self,
-                        data: __wfc::Value,
-                    ) -> Result<__wfc::Value, __wfc::Failure> {
-                        Ok(
-                            __wfc::abi::sw_filter(
-                                ::core::option::Option::Some(
-                                    __wfc::abi::sw_expr_ref(&SW_EXPR_0)?,
-                                ),
-                                data,
-                            ),
-                        )
-                    }
-                    fn work<'a>(
-                        &'a self,
-                        exec: &'a __wfc::Execution,
-                        name: &'a str,
-                        data: __wfc::Value,
-                        site: &'a __wfc::abi::SwSite,
-                    ) -> __wfc::BoxFuture<
-                        'a,
-                        Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
-                    > {
-                        let handler = self.0;
-                        __wfc::FutureExt::boxed(async move {
-                            let mut data = data;
-                            {
-                                let line_0 = exec.branch();
-                                let line_1 = exec.branch();
-                                let mut results = ::core::iter::IntoIterator::into_iter(
-                                    __wfc::abi::sw_join(
-                                            ::std::vec![
-                                                __wfc::FutureExt::boxed({ let data =
-                                                ::core::clone::Clone::clone(& data); async move {
-                                                __wfc::abi::sw_call(& line_0, name, "echo", { let input =
-                                                ::core::clone::Clone::clone(& data); { let mut object =
-                                                __wfc::serde_json::Map::with_capacity(2usize); object
-                                                .insert(::std::borrow::ToOwned::to_owned("x"),
-                                                __wfc::abi::sw_eval(__wfc::abi::sw_expr_ref(& SW_EXPR_1) ?,
-                                                & input)); object
-                                                .insert(::std::borrow::ToOwned::to_owned("sleep"),
-                                                __wfc::abi::sw_eval(__wfc::abi::sw_expr_ref(& SW_EXPR_2) ?,
-                                                & input)); __wfc::Value::Object(object) } },
-                                                ::core::option::Option::None, site, "a0", | input, ctx |
-                                                handler.echo(input, ctx)). await } }),
-                                                __wfc::FutureExt::boxed({ let data =
-                                                ::core::clone::Clone::clone(& data); async move {
-                                                __wfc::abi::sw_call(& line_1, name, "echo", { let input =
-                                                ::core::clone::Clone::clone(& data); { let mut object =
-                                                __wfc::serde_json::Map::with_capacity(2usize); object
-                                                .insert(::std::borrow::ToOwned::to_owned("y"),
-                                                __wfc::abi::sw_eval(__wfc::abi::sw_expr_ref(& SW_EXPR_3) ?,
-                                                & input)); object
-                                                .insert(::std::borrow::ToOwned::to_owned("boom"),
-                                                __wfc::abi::sw_eval(__wfc::abi::sw_expr_ref(& SW_EXPR_4) ?,
-                                                & input)); __wfc::Value::Object(object) } },
-                                                ::core::option::Option::None, site, "a1", | input, ctx |
-                                                handler.echo(input, ctx)). await } })
-                                            ],
-                                        )
-                                        .await,
+                                    result,
                                 );
-                                if let Some(result) = results.next() {
-                                    __wfc::abi::sw_merge_filtered(
-                                        &mut data,
-                                        ::core::option::Option::Some(
-                                            __wfc::abi::sw_expr_ref(&SW_EXPR_0)?,
-                                        ),
-                                        result?,
-                                    );
-                                }
-                                if let Some(result) = results.next() {
-                                    __wfc::abi::sw_merge_filtered(
-                                        &mut data,
-                                        ::core::option::Option::Some(
-                                            __wfc::abi::sw_expr_ref(&SW_EXPR_5)?,
-                                        ),
-                                        result?,
-                                    );
-                                }
-                            }
-                            Ok((data, __wfc::abi::SwExit::Next))
-                        })
+                                let ::core::option::Option::Some((_, event)) = __wfc::abi::sw_wait_first(
+                                        exec,
+                                        name,
+                                        site,
+                                        &[&*EVENT_3],
+                                        ::core::option::Option::Some(5f64),
+                                    )
+                                    .await? else {
+                                    return Err(__wfc::abi::sw_callback_timeout(name));
+                                };
+                                __wfc::abi::sw_merge_event(
+                                    &mut data,
+                                    ::core::option::Option::Some(
+                                        __wfc::abi::sw_expr_ref(&SW_EXPR_4)?,
+                                    ),
+                                    &event,
+                                    &EVENT_3,
+                                );
+                                Ok((data, __wfc::abi::SwExit::Next))
+                            })
+                        }
                     }
-                }
-                let visited = __wfc::abi::sw_step(exec, "Fan {#}", &Code(handler), input)
-                    .await?;
-                match visited.exit {
-                    __wfc::abi::SwExit::Next => State::NapN(visited.output),
-                    other => {
-                        return Err(
-                            __wfc::abi::unexpected(
-                                "Fan {#}",
-                                &::std::format!("has no way out {:?}", other),
-                            ),
-                        );
-                    }
-                }
-            }
-            State::NapN(input) => {
-                static SW_EXPR_0: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.out }}",
-                    &[__wfc::abi::SwPart::Path("$.out")],
-                ));
-                struct Code;
-                impl __wfc::abi::SwCode for Code {
-                    fn type_name(&self) -> &'static str {
-                        "delay"
-                    }
-                    fn input_filter(
-                        &self,
-                        data: __wfc::Value,
-                    ) -> Result<__wfc::Value, __wfc::Failure> {
-                        Ok(
-                            __wfc::abi::sw_filter(
-                                ::core::option::Option::Some(
-                                    __wfc::abi::sw_expr_ref(&SW_EXPR_0)?,
-                                ),
-                                data,
-                            ),
+                    let visited = __wfc::abi::sw_step(
+                            exec,
+                            "Ring \"cb\" ✓",
+                            &Code(handler),
+                            input,
                         )
-                    }
-                    fn work<'a>(
-                        &'a self,
-                        exec: &'a __wfc::Execution,
-                        name: &'a str,
-                        data: __wfc::Value,
-                        site: &'a __wfc::abi::SwSite,
-                    ) -> __wfc::BoxFuture<
-                        'a,
-                        Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
-                    > {
-                        __wfc::FutureExt::boxed(async move {
-                            __wfc::abi::sw_delay(exec, name, site, 2f64).await?;
-                            Ok((data, __wfc::abi::SwExit::Next))
-                        })
-                    }
-                }
-                let visited = __wfc::abi::sw_step(exec, "Nap \"n\"", &Code, input)
-                    .await?;
-                match visited.exit {
-                    __wfc::abi::SwExit::Next => State::Check(visited.output),
-                    other => {
-                        return Err(
-                            __wfc::abi::unexpected(
-                                "Nap \"n\"",
-                                &::std::format!("has no way out {:?}", other),
-                            ),
-                        );
-                    }
-                }
-            }
-            State::Check(input) => {
-                static SW_EXPR_0: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.out }}",
-                    &[__wfc::abi::SwPart::Path("$.out")],
-                ));
-                static SW_EXPR_1: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.left }}",
-                    &[__wfc::abi::SwPart::Path("$.left")],
-                ));
-                static SW_EXPR_2: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.ok }}",
-                    &[__wfc::abi::SwPart::Path("$.ok")],
-                ));
-                struct Code;
-                impl __wfc::abi::SwCode for Code {
-                    fn type_name(&self) -> &'static str {
-                        "switch"
-                    }
-                    fn work<'a>(
-                        &'a self,
-                        _: &'a __wfc::Execution,
-                        name: &'a str,
-                        data: __wfc::Value,
-                        _: &'a __wfc::abi::SwSite,
-                    ) -> __wfc::BoxFuture<
-                        'a,
-                        Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
-                    > {
-                        __wfc::FutureExt::boxed(async move {
-                            if __wfc::abi::sw_holds(
-                                __wfc::abi::sw_expr_ref(&SW_EXPR_0)?,
-                                &data,
-                            ) {
-                                return Ok((data, __wfc::abi::SwExit::Condition(0)));
-                            }
-                            if __wfc::abi::sw_holds(
-                                __wfc::abi::sw_expr_ref(&SW_EXPR_1)?,
-                                &data,
-                            ) {
-                                return Ok((data, __wfc::abi::SwExit::Condition(1)));
-                            }
-                            if __wfc::abi::sw_holds(
-                                __wfc::abi::sw_expr_ref(&SW_EXPR_2)?,
-                                &data,
-                            ) {
-                                return Ok((data, __wfc::abi::SwExit::Condition(2)));
-                            }
-                            Err(__wfc::abi::sw_no_condition(name))
-                        })
-                    }
-                }
-                let visited = __wfc::abi::sw_step(exec, "Check ✓", &Code, input)
-                    .await?;
-                match visited.exit {
-                    __wfc::abi::SwExit::Condition(0) => State::Done(visited.output),
-                    __wfc::abi::SwExit::Condition(1) => State::Done(visited.output),
-                    __wfc::abi::SwExit::Condition(2) => State::Recover(visited.output),
-                    other => {
-                        return Err(
-                            __wfc::abi::unexpected(
-                                "Check ✓",
-                                &::std::format!("has no way out {:?}", other),
-                            ),
-                        );
-                    }
-                }
-            }
-            State::Each(input) => {
-                static SW_EXPR_0: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.list }}",
-                    &[__wfc::abi::SwPart::Path("$.list")],
-                ));
-                static SW_EXPR_1: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.results }}",
-                    &[__wfc::abi::SwPart::Path("$.results")],
-                ));
-                static SW_EXPR_2: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.it.v }} \"✓\"",
-                    &[
-                        __wfc::abi::SwPart::Path("$.it.v"),
-                        __wfc::abi::SwPart::Text(" \"✓\""),
-                    ],
-                ));
-                static SW_EXPR_3: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.it.sleep }}",
-                    &[__wfc::abi::SwPart::Path("$.it.sleep")],
-                ));
-                static SW_EXPR_4: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.it.boom }}",
-                    &[__wfc::abi::SwPart::Path("$.it.boom")],
-                ));
-                static SW_EXPR_5: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.out }}",
-                    &[__wfc::abi::SwPart::Path("$.out")],
-                ));
-                struct Code<'h, H>(&'h H);
-                impl<H: Handler> __wfc::abi::SwCode for Code<'_, H> {
-                    fn type_name(&self) -> &'static str {
-                        "foreach"
-                    }
-                    fn work<'a>(
-                        &'a self,
-                        exec: &'a __wfc::Execution,
-                        name: &'a str,
-                        data: __wfc::Value,
-                        site: &'a __wfc::abi::SwSite,
-                    ) -> __wfc::BoxFuture<
-                        'a,
-                        Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
-                    > {
-                        let handler = self.0;
-                        __wfc::FutureExt::boxed(async move {
-                            let each = __wfc::abi::SwForEach {
-                                input_collection: __wfc::abi::sw_expr_ref(&SW_EXPR_0)?,
-                                output_collection: ::core::option::Option::Some(
-                                    __wfc::abi::sw_expr_ref(&SW_EXPR_1)?,
+                        .await?;
+                    match visited.exit {
+                        __wfc::abi::SwExit::Next => {
+                            let input = &visited.output;
+                            let payload = __wfc::abi::sw_filter(
+                                ::core::option::Option::Some(
+                                    __wfc::abi::sw_expr_ref(&SW_EXPR_2)?,
                                 ),
-                                iteration_param: "it",
-                                max: ::core::option::Option::Some(2u64),
-                            };
-                            let data = __wfc::abi::sw_foreach(
+                                ::core::clone::Clone::clone(input),
+                            );
+                            __wfc::abi::sw_produce(
                                     exec,
-                                    name,
-                                    data,
-                                    each,
-                                    move |_, line: __wfc::Execution, data: __wfc::Value| async move {
-                                        let exec = &line;
-                                        let mut data = data;
+                                    "Ring \"cb\" ✓",
+                                    visited.visit,
+                                    0,
+                                    &EVENT_5,
+                                    payload,
+                                    ::std::vec![
+                                        (::std::borrow::ToOwned::to_owned("who"),
+                                        __wfc::abi::sw_attribute(__wfc::abi::sw_eval(__wfc::abi::sw_expr_ref(&
+                                        SW_EXPR_6) ?, input)))
+                                    ],
+                                )
+                                .await?;
+                            State::Await(visited.output)
+                        }
+                        other => {
+                            return Err(
+                                __wfc::abi::unexpected(
+                                    "Ring \"cb\" ✓",
+                                    &::std::format!("has no way out {:?}", other),
+                                ),
+                            );
+                        }
+                    }
+                }
+                State::Await(input) => {
+                    static EVENT_0: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::abi::SwEventDef {
+                        name: ::std::borrow::ToOwned::to_owned("Go"),
+                        source: ::core::option::Option::None,
+                        event_type: ::std::borrow::ToOwned::to_owned("go"),
+                        produced: false,
+                        correlation: ::std::vec![],
+                    });
+                    static EVENT_1: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::abi::SwEventDef {
+                        name: ::std::borrow::ToOwned::to_owned("Stop \"s\""),
+                        source: ::core::option::Option::None,
+                        event_type: ::std::borrow::ToOwned::to_owned("stop"),
+                        produced: false,
+                        correlation: ::std::vec![],
+                    });
+                    static SW_EXPR_2: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.data.why }}",
+                        &[__wfc::abi::SwPart::Path("$.data.why")],
+                    ));
+                    static EVENT_3: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::abi::SwEventDef {
+                        name: ::std::borrow::ToOwned::to_owned("Went"),
+                        source: ::core::option::Option::Some(
+                            ::std::borrow::ToOwned::to_owned("wfc {#}"),
+                        ),
+                        event_type: ::std::borrow::ToOwned::to_owned("went"),
+                        produced: true,
+                        correlation: ::std::vec![],
+                    });
+                    static EVENT_4: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::abi::SwEventDef {
+                        name: ::std::borrow::ToOwned::to_owned("Rang \"r\""),
+                        source: ::core::option::Option::None,
+                        event_type: ::std::borrow::ToOwned::to_owned("rang ✓"),
+                        produced: true,
+                        correlation: ::std::vec![],
+                    });
+                    static SW_EXPR_5: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.answer }}",
+                        &[__wfc::abi::SwPart::Path("$.answer")],
+                    ));
+                    struct Code;
+                    impl __wfc::abi::SwCode for Code {
+                        fn type_name(&self) -> &'static str {
+                            "switch"
+                        }
+                        fn work<'a>(
+                            &'a self,
+                            exec: &'a __wfc::Execution,
+                            name: &'a str,
+                            data: __wfc::Value,
+                            site: &'a __wfc::abi::SwSite,
+                        ) -> __wfc::BoxFuture<
+                            'a,
+                            Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
+                        > {
+                            __wfc::FutureExt::boxed(async move {
+                                let mut data = data;
+                                match __wfc::abi::sw_wait_first(
+                                        exec,
+                                        name,
+                                        site,
+                                        &[&*EVENT_0, &*EVENT_1],
+                                        ::core::option::Option::Some(3f64),
+                                    )
+                                    .await?
+                                {
+                                    ::core::option::Option::Some((0, event)) => {
+                                        __wfc::abi::sw_merge_event(
+                                            &mut data,
+                                            ::core::option::Option::None,
+                                            &event,
+                                            &EVENT_0,
+                                        );
+                                        Ok((data, __wfc::abi::SwExit::Event(0)))
+                                    }
+                                    ::core::option::Option::Some((1, event)) => {
+                                        __wfc::abi::sw_merge_event(
+                                            &mut data,
+                                            ::core::option::Option::Some(
+                                                __wfc::abi::sw_expr_ref(&SW_EXPR_2)?,
+                                            ),
+                                            &event,
+                                            &EVENT_1,
+                                        );
+                                        Ok((data, __wfc::abi::SwExit::Event(1)))
+                                    }
+                                    ::core::option::Option::Some(_) => {
+                                        Err(__wfc::Failure::runtime("event condition out of range"))
+                                    }
+                                    ::core::option::Option::None => {
+                                        Ok((data, __wfc::abi::SwExit::Default))
+                                    }
+                                }
+                            })
+                        }
+                    }
+                    let visited = __wfc::abi::sw_step(
+                            exec,
+                            "Await ✓ {#}",
+                            &Code,
+                            input,
+                        )
+                        .await?;
+                    match visited.exit {
+                        __wfc::abi::SwExit::Event(0) => {
+                            let input = &visited.output;
+                            let payload = ::core::clone::Clone::clone(input);
+                            __wfc::abi::sw_produce(
+                                    exec,
+                                    "Await ✓ {#}",
+                                    visited.visit,
+                                    0,
+                                    &EVENT_3,
+                                    payload,
+                                    ::std::vec![],
+                                )
+                                .await?;
+                            let payload = {
+                                let mut object = __wfc::serde_json::Map::with_capacity(
+                                    2usize,
+                                );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("n"),
+                                        __wfc::abi::sw_eval(
+                                            __wfc::abi::sw_expr_ref(&SW_EXPR_5)?,
+                                            input,
+                                        ),
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("lit"),
+                                        __wfc::Value::String(
+                                            ::std::borrow::ToOwned::to_owned("\"{#}\""),
+                                        ),
+                                    );
+                                __wfc::Value::Object(object)
+                            };
+                            __wfc::abi::sw_produce(
+                                    exec,
+                                    "Await ✓ {#}",
+                                    visited.visit,
+                                    1,
+                                    &EVENT_4,
+                                    payload,
+                                    ::std::vec![],
+                                )
+                                .await?;
+                            State::Done(visited.output)
+                        }
+                        __wfc::abi::SwExit::Event(1) => State::Recover(visited.output),
+                        __wfc::abi::SwExit::Default => State::Check(visited.output),
+                        other => {
+                            return Err(
+                                __wfc::abi::unexpected(
+                                    "Await ✓ {#}",
+                                    &::std::format!("has no way out {:?}", other),
+                                ),
+                            );
+                        }
+                    }
+                }
+                State::ListenL(input) => {
+                    static SW_EXPR_0: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.data.go }}",
+                        &[__wfc::abi::SwPart::Path("$.data.go")],
+                    ));
+                    static EVENT_1: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::abi::SwEventDef {
+                        name: ::std::borrow::ToOwned::to_owned("Go"),
+                        source: ::core::option::Option::None,
+                        event_type: ::std::borrow::ToOwned::to_owned("go"),
+                        produced: false,
+                        correlation: ::std::vec![],
+                    });
+                    static SW_EXPR_2: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.go }} {#}",
+                        &[
+                            __wfc::abi::SwPart::Path("$.go"),
+                            __wfc::abi::SwPart::Text(" {#}"),
+                        ],
+                    ));
+                    static SW_EXPR_3: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.out }}",
+                        &[__wfc::abi::SwPart::Path("$.out")],
+                    ));
+                    static SW_EXPR_4: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.go }}",
+                        &[__wfc::abi::SwPart::Path("$.go")],
+                    ));
+                    static EVENT_5: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::abi::SwEventDef {
+                        name: ::std::borrow::ToOwned::to_owned("Rang \"r\""),
+                        source: ::core::option::Option::None,
+                        event_type: ::std::borrow::ToOwned::to_owned("rang ✓"),
+                        produced: true,
+                        correlation: ::std::vec![],
+                    });
+                    static EVENT_6: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::abi::SwEventDef {
+                        name: ::std::borrow::ToOwned::to_owned("Reply {#}"),
+                        source: ::core::option::Option::Some(
+                            ::std::borrow::ToOwned::to_owned("tests {#}"),
+                        ),
+                        event_type: ::std::borrow::ToOwned::to_owned("reply \"✓\""),
+                        produced: false,
+                        correlation: ::std::vec![
+                            __wfc::abi::SwCorrelation { name :
+                            ::std::borrow::ToOwned::to_owned("region"), value :
+                            ::core::option::Option::Some(::std::borrow::ToOwned::to_owned("eu ✓"))
+                            }
+                        ],
+                    });
+                    static SW_EXPR_7: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.answer }}",
+                        &[__wfc::abi::SwPart::Path("$.answer")],
+                    ));
+                    static EVENT_8: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::abi::SwEventDef {
+                        name: ::std::borrow::ToOwned::to_owned("Stop \"s\""),
+                        source: ::core::option::Option::None,
+                        event_type: ::std::borrow::ToOwned::to_owned("stop"),
+                        produced: false,
+                        correlation: ::std::vec![],
+                    });
+                    static SW_EXPR_9: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.why }}",
+                        &[__wfc::abi::SwPart::Path("$.why")],
+                    ));
+                    static LITERAL_10: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
+                        let mut object = __wfc::serde_json::Map::with_capacity(1usize);
+                        object
+                            .insert(
+                                ::std::borrow::ToOwned::to_owned("t"),
+                                __wfc::Value::String(
+                                    ::std::borrow::ToOwned::to_owned("✓"),
+                                ),
+                            );
+                        __wfc::Value::Object(object)
+                    });
+                    static SW_EXPR_11: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(||
+                    __wfc::abi::sw_expr(
+                        "{{ $.echoed }}",
+                        &[__wfc::abi::SwPart::Path("$.echoed")],
+                    ));
+                    static SW_EXPR_12: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(||
+                    __wfc::abi::sw_expr(
+                        "{{ $.why }} ✓",
+                        &[
+                            __wfc::abi::SwPart::Path("$.why"),
+                            __wfc::abi::SwPart::Text(" ✓"),
+                        ],
+                    ));
+                    static EVENT_13: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(||
+                    __wfc::abi::SwEventDef {
+                        name: ::std::borrow::ToOwned::to_owned("Went"),
+                        source: ::core::option::Option::Some(
+                            ::std::borrow::ToOwned::to_owned("wfc {#}"),
+                        ),
+                        event_type: ::std::borrow::ToOwned::to_owned("went"),
+                        produced: true,
+                        correlation: ::std::vec![],
+                    });
+                    struct Code<'h, H>(&'h H);
+                    impl<H: Handler> __wfc::abi::SwCode for Code<'_, H> {
+                        fn type_name(&self) -> &'static str {
+                            "event"
+                        }
+                        fn work<'a>(
+                            &'a self,
+                            exec: &'a __wfc::Execution,
+                            name: &'a str,
+                            data: __wfc::Value,
+                            site: &'a __wfc::abi::SwSite,
+                        ) -> __wfc::BoxFuture<
+                            'a,
+                            Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
+                        > {
+                            let handler = self.0;
+                            __wfc::FutureExt::boxed(async move {
+                                let mut data = data;
+                                let ::core::option::Option::Some(got) = __wfc::abi::sw_wait_events(
+                                        exec,
+                                        name,
+                                        site,
+                                        &[&*EVENT_1, &*EVENT_8],
+                                        false,
+                                        ::core::option::Option::Some(4f64),
+                                    )
+                                    .await? else {
+                                    __wfc::abi::sw_timed_out(exec, name);
+                                    return Ok((data, __wfc::abi::SwExit::Next));
+                                };
+                                {
+                                    let mine = ::core::iter::Iterator::filter(
+                                        got.iter(),
+                                        |(k, _)| ::core::matches!(* k, 0),
+                                    );
+                                    let mine: ::std::vec::Vec<&(usize, __wfc::Value)> = ::core::iter::Iterator::collect(
+                                        mine,
+                                    );
+                                    if !mine.is_empty() {
+                                        for (k, event) in mine {
+                                            match k {
+                                                0 => {
+                                                    __wfc::abi::sw_merge_event(
+                                                        &mut data,
+                                                        ::core::option::Option::Some(
+                                                            __wfc::abi::sw_expr_ref(&SW_EXPR_0)?,
+                                                        ),
+                                                        event,
+                                                        &EVENT_1,
+                                                    )
+                                                }
+                                                _ => {
+                                                    return Err(__wfc::Failure::runtime("event out of range"));
+                                                }
+                                            }
+                                        }
+                                        let site = &site.on_events(0);
                                         let result = __wfc::abi::sw_call(
                                                 exec,
                                                 name,
@@ -1570,29 +2342,13 @@ pub mod sw_states {
                                                     let input = ::core::clone::Clone::clone(&data);
                                                     {
                                                         let mut object = __wfc::serde_json::Map::with_capacity(
-                                                            3usize,
+                                                            1usize,
                                                         );
                                                         object
                                                             .insert(
-                                                                ::std::borrow::ToOwned::to_owned("v"),
+                                                                ::std::borrow::ToOwned::to_owned("g"),
                                                                 __wfc::abi::sw_eval(
                                                                     __wfc::abi::sw_expr_ref(&SW_EXPR_2)?,
-                                                                    &input,
-                                                                ),
-                                                            );
-                                                        object
-                                                            .insert(
-                                                                ::std::borrow::ToOwned::to_owned("sleep"),
-                                                                __wfc::abi::sw_eval(
-                                                                    __wfc::abi::sw_expr_ref(&SW_EXPR_3)?,
-                                                                    &input,
-                                                                ),
-                                                            );
-                                                        object
-                                                            .insert(
-                                                                ::std::borrow::ToOwned::to_owned("boom"),
-                                                                __wfc::abi::sw_eval(
-                                                                    __wfc::abi::sw_expr_ref(&SW_EXPR_4)?,
                                                                     &input,
                                                                 ),
                                                             );
@@ -1605,1351 +2361,640 @@ pub mod sw_states {
                                                 |input, ctx| handler.echo(input, ctx),
                                             )
                                             .await?;
-                                        let last = __wfc::abi::sw_action_result(
-                                            ::core::option::Option::Some(
-                                                __wfc::abi::sw_expr_ref(&SW_EXPR_5)?,
-                                            ),
-                                            &result,
-                                        );
                                         __wfc::abi::sw_merge_filtered(
                                             &mut data,
                                             ::core::option::Option::Some(
-                                                __wfc::abi::sw_expr_ref(&SW_EXPR_5)?,
+                                                __wfc::abi::sw_expr_ref(&SW_EXPR_3)?,
                                             ),
                                             result,
                                         );
-                                        let _ = data;
-                                        Ok(last)
-                                    },
-                                )
-                                .await?;
-                            Ok((data, __wfc::abi::SwExit::Next))
-                        })
-                    }
-                }
-                let visited = __wfc::abi::sw_step(
-                        exec,
-                        "Each ✓ {#}",
-                        &Code(handler),
-                        input,
-                    )
-                    .await?;
-                match visited.exit {
-                    __wfc::abi::SwExit::Next => State::BothB(visited.output),
-                    other => {
-                        return Err(
-                            __wfc::abi::unexpected(
-                                "Each ✓ {#}",
-                                &::std::format!("has no way out {:?}", other),
-                            ),
-                        );
-                    }
-                }
-            }
-            State::BothB(input) => {
-                static SW_EXPR_0: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.results }}",
-                    &[__wfc::abi::SwPart::Path("$.results")],
-                ));
-                static SW_EXPR_1: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.parBoom }}",
-                    &[__wfc::abi::SwPart::Path("$.parBoom")],
-                ));
-                static SW_EXPR_2: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.echoed }}",
-                    &[__wfc::abi::SwPart::Path("$.echoed")],
-                ));
-                struct Code<'h, H>(&'h H);
-                impl<H: Handler> __wfc::abi::SwCode for Code<'_, H> {
-                    fn type_name(&self) -> &'static str {
-                        "parallel"
-                    }
-                    fn work<'a>(
-                        &'a self,
-                        exec: &'a __wfc::Execution,
-                        name: &'a str,
-                        data: __wfc::Value,
-                        site: &'a __wfc::abi::SwSite,
-                    ) -> __wfc::BoxFuture<
-                        'a,
-                        Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
-                    > {
-                        let handler = self.0;
-                        __wfc::FutureExt::boxed(async move {
-                            let data = __wfc::abi::sw_parallel(
-                                    exec,
-                                    name,
-                                    data,
-                                    __wfc::abi::SwCompletion::And,
-                                    &["left \"l\" ✓", "right {#}"],
-                                    move |i, line: __wfc::Execution, data: __wfc::Value| async move {
-                                        let exec = &line;
-                                        match i {
-                                            0 => {
-                                                let mut data = data;
-                                                let result = __wfc::abi::sw_call(
-                                                        exec,
-                                                        name,
-                                                        "echo",
-                                                        {
-                                                            let input = ::core::clone::Clone::clone(&data);
-                                                            {
-                                                                let mut object = __wfc::serde_json::Map::with_capacity(
-                                                                    2usize,
-                                                                );
-                                                                object
-                                                                    .insert(
-                                                                        ::std::borrow::ToOwned::to_owned("l"),
-                                                                        __wfc::abi::sw_eval(
-                                                                            __wfc::abi::sw_expr_ref(&SW_EXPR_0)?,
-                                                                            &input,
-                                                                        ),
-                                                                    );
-                                                                object
-                                                                    .insert(
-                                                                        ::std::borrow::ToOwned::to_owned("boom"),
-                                                                        __wfc::abi::sw_eval(
-                                                                            __wfc::abi::sw_expr_ref(&SW_EXPR_1)?,
-                                                                            &input,
-                                                                        ),
-                                                                    );
-                                                                __wfc::Value::Object(object)
-                                                            }
-                                                        },
+                                        let result = {
+                                            let input = &data;
+                                            let payload = __wfc::abi::sw_filter(
+                                                ::core::option::Option::Some(
+                                                    __wfc::abi::sw_expr_ref(&SW_EXPR_4)?,
+                                                ),
+                                                ::core::clone::Clone::clone(input),
+                                            );
+                                            let action = __wfc::abi::SwEventAction {
+                                                trigger: &EVENT_5,
+                                                attributes: &[
+                                                    (
+                                                        ::std::borrow::ToOwned::to_owned("k"),
+                                                        ::std::borrow::ToOwned::to_owned("v ✓"),
+                                                    ),
+                                                ],
+                                                result: ::core::option::Option::Some(&EVENT_6),
+                                                timeout: ::core::option::Option::Some(1f64),
+                                            };
+                                            __wfc::abi::sw_event_action(
+                                                    exec,
+                                                    name,
+                                                    site,
+                                                    "a1",
+                                                    action,
+                                                    payload,
+                                                )
+                                                .await
+                                        }?;
+                                        __wfc::abi::sw_merge_filtered(
+                                            &mut data,
+                                            ::core::option::Option::Some(
+                                                __wfc::abi::sw_expr_ref(&SW_EXPR_7)?,
+                                            ),
+                                            result,
+                                        );
+                                    }
+                                }
+                                {
+                                    let mine = ::core::iter::Iterator::filter(
+                                        got.iter(),
+                                        |(k, _)| ::core::matches!(* k, 1),
+                                    );
+                                    let mine: ::std::vec::Vec<&(usize, __wfc::Value)> = ::core::iter::Iterator::collect(
+                                        mine,
+                                    );
+                                    if !mine.is_empty() {
+                                        for (k, event) in mine {
+                                            match k {
+                                                1 => {
+                                                    __wfc::abi::sw_merge_event(
+                                                        &mut data,
                                                         ::core::option::Option::None,
-                                                        site,
-                                                        "a0",
-                                                        |input, ctx| handler.echo(input, ctx),
+                                                        event,
+                                                        &EVENT_8,
                                                     )
-                                                    .await?;
+                                                }
+                                                _ => {
+                                                    return Err(__wfc::Failure::runtime("event out of range"));
+                                                }
+                                            }
+                                        }
+                                        let site = &site.on_events(1);
+                                        {
+                                            let line_0 = exec.branch();
+                                            let line_1 = exec.branch();
+                                            let line_2 = exec.branch();
+                                            let mut results = ::core::iter::IntoIterator::into_iter(
+                                                __wfc::abi::sw_join(
+                                                        ::std::vec![
+                                                            __wfc::FutureExt::boxed({ let data =
+                                                            ::core::clone::Clone::clone(& data); async move {
+                                                            __wfc::abi::sw_call(& line_0, name, "echo", { let input =
+                                                            ::core::clone::Clone::clone(& data); { let mut object =
+                                                            __wfc::serde_json::Map::with_capacity(2usize); object
+                                                            .insert(::std::borrow::ToOwned::to_owned("s"),
+                                                            __wfc::abi::sw_eval(__wfc::abi::sw_expr_ref(& SW_EXPR_9) ?,
+                                                            & input)); object
+                                                            .insert(::std::borrow::ToOwned::to_owned("sleep"),
+                                                            __wfc::Value::from(2u64)); __wfc::Value::Object(object) } },
+                                                            ::core::option::Option::None, site, "a0", | input, ctx |
+                                                            handler.echo(input, ctx)). await } }),
+                                                            __wfc::FutureExt::boxed({ async move { __wfc::abi::sw_call(&
+                                                            line_1, name, "echo", __wfc::Value::clone(& LITERAL_10),
+                                                            ::core::option::Option::None, site, "a1", | input, ctx |
+                                                            handler.echo(input, ctx)). await } }),
+                                                            __wfc::FutureExt::boxed({ let data =
+                                                            ::core::clone::Clone::clone(& data); async move { { let
+                                                            input = & data; let payload = { let mut object =
+                                                            __wfc::serde_json::Map::with_capacity(1usize); object
+                                                            .insert(::std::borrow::ToOwned::to_owned("why"),
+                                                            __wfc::abi::sw_eval(__wfc::abi::sw_expr_ref(& SW_EXPR_12) ?,
+                                                            input)); __wfc::Value::Object(object) }; let action =
+                                                            __wfc::abi::SwEventAction { trigger : & EVENT_13, attributes
+                                                            : & [], result : ::core::option::Option::None, timeout :
+                                                            ::core::option::Option::None, };
+                                                            __wfc::abi::sw_event_action(& line_2, name, site, "a2",
+                                                            action, payload). await } } })
+                                                        ],
+                                                    )
+                                                    .await,
+                                            );
+                                            if let Some(result) = results.next() {
                                                 __wfc::abi::sw_merge_filtered(
                                                     &mut data,
                                                     ::core::option::Option::Some(
-                                                        __wfc::abi::sw_expr_ref(&SW_EXPR_2)?,
+                                                        __wfc::abi::sw_expr_ref(&SW_EXPR_3)?,
                                                     ),
-                                                    result,
+                                                    result?,
                                                 );
-                                                Ok(data)
                                             }
-                                            1 => {
-                                                __wfc::abi::sw_call(
-                                                        exec,
-                                                        name,
-                                                        "audit-sub",
-                                                        ::core::clone::Clone::clone(&data),
-                                                        ::core::option::Option::None,
-                                                        site,
-                                                        "sub",
-                                                        |input, ctx| handler.audit_sub(input, ctx),
-                                                    )
-                                                    .await
-                                            }
-                                            _ => {
-                                                Err(
-                                                    __wfc::Failure::runtime("a parallel branch out of range"),
-                                                )
-                                            }
-                                        }
-                                    },
-                                )
-                                .await?;
-                            Ok((data, __wfc::abi::SwExit::Next))
-                        })
-                    }
-                }
-                let visited = __wfc::abi::sw_step(
-                        exec,
-                        "Both \"b\" {#}",
-                        &Code(handler),
-                        input,
-                    )
-                    .await?;
-                match visited.exit {
-                    __wfc::abi::SwExit::Next => State::Sub(visited.output),
-                    other => {
-                        return Err(
-                            __wfc::abi::unexpected(
-                                "Both \"b\" {#}",
-                                &::std::format!("has no way out {:?}", other),
-                            ),
-                        );
-                    }
-                }
-            }
-            State::Sub(input) => {
-                struct Code<'h, H>(&'h H);
-                impl<H: Handler> __wfc::abi::SwCode for Code<'_, H> {
-                    fn type_name(&self) -> &'static str {
-                        "subflow"
-                    }
-                    fn work<'a>(
-                        &'a self,
-                        exec: &'a __wfc::Execution,
-                        name: &'a str,
-                        data: __wfc::Value,
-                        site: &'a __wfc::abi::SwSite,
-                    ) -> __wfc::BoxFuture<
-                        'a,
-                        Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
-                    > {
-                        let handler = self.0;
-                        __wfc::FutureExt::boxed(async move {
-                            let mut data = data;
-                            let out = __wfc::abi::sw_call(
-                                    exec,
-                                    name,
-                                    "audit-sub",
-                                    ::core::clone::Clone::clone(&data),
-                                    ::core::option::Option::None,
-                                    site,
-                                    "sub",
-                                    |input, ctx| handler.audit_sub(input, ctx),
-                                )
-                                .await?;
-                            __wfc::abi::sw_inject(&mut data, out);
-                            Ok((data, __wfc::abi::SwExit::Next))
-                        })
-                    }
-                }
-                let visited = __wfc::abi::sw_step(exec, "Sub ✓", &Code(handler), input)
-                    .await?;
-                match visited.exit {
-                    __wfc::abi::SwExit::Next => State::FireF(visited.output),
-                    other => {
-                        return Err(
-                            __wfc::abi::unexpected(
-                                "Sub ✓",
-                                &::std::format!("has no way out {:?}", other),
-                            ),
-                        );
-                    }
-                }
-            }
-            State::RingCb(input) => {
-                static SW_EXPR_0: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.call }}",
-                    &[__wfc::abi::SwPart::Path("$.call")],
-                ));
-                static SW_EXPR_1: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.call.sleep }}",
-                    &[__wfc::abi::SwPart::Path("$.call.sleep")],
-                ));
-                static SW_EXPR_2: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.out }}",
-                    &[__wfc::abi::SwPart::Path("$.out")],
-                ));
-                static EVENT_3: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::abi::SwEventDef {
-                    name: ::std::borrow::ToOwned::to_owned("Reply {#}"),
-                    source: ::core::option::Option::Some(
-                        ::std::borrow::ToOwned::to_owned("tests {#}"),
-                    ),
-                    event_type: ::std::borrow::ToOwned::to_owned("reply \"✓\""),
-                    produced: false,
-                    correlation: ::std::vec![
-                        __wfc::abi::SwCorrelation { name :
-                        ::std::borrow::ToOwned::to_owned("region"), value :
-                        ::core::option::Option::Some(::std::borrow::ToOwned::to_owned("eu ✓"))
-                        }
-                    ],
-                });
-                static SW_EXPR_4: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.data.answer }}",
-                    &[__wfc::abi::SwPart::Path("$.data.answer")],
-                ));
-                static EVENT_5: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::abi::SwEventDef {
-                    name: ::std::borrow::ToOwned::to_owned("Rang \"r\""),
-                    source: ::core::option::Option::None,
-                    event_type: ::std::borrow::ToOwned::to_owned("rang ✓"),
-                    produced: true,
-                    correlation: ::std::vec![],
-                });
-                static SW_EXPR_6: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.call.who }} ✓",
-                    &[
-                        __wfc::abi::SwPart::Path("$.call.who"),
-                        __wfc::abi::SwPart::Text(" ✓"),
-                    ],
-                ));
-                struct Code<'h, H>(&'h H);
-                impl<H: Handler> __wfc::abi::SwCode for Code<'_, H> {
-                    fn type_name(&self) -> &'static str {
-                        "callback"
-                    }
-                    fn work<'a>(
-                        &'a self,
-                        exec: &'a __wfc::Execution,
-                        name: &'a str,
-                        data: __wfc::Value,
-                        site: &'a __wfc::abi::SwSite,
-                    ) -> __wfc::BoxFuture<
-                        'a,
-                        Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
-                    > {
-                        let handler = self.0;
-                        __wfc::FutureExt::boxed(async move {
-                            let mut data = data;
-                            let result = __wfc::abi::sw_call(
-                                    exec,
-                                    name,
-                                    "echo",
-                                    {
-                                        let input = ::core::clone::Clone::clone(&data);
-                                        {
-                                            let mut object = __wfc::serde_json::Map::with_capacity(
-                                                2usize,
-                                            );
-                                            object
-                                                .insert(
-                                                    ::std::borrow::ToOwned::to_owned("c"),
-                                                    __wfc::abi::sw_eval(
-                                                        __wfc::abi::sw_expr_ref(&SW_EXPR_0)?,
-                                                        &input,
-                                                    ),
-                                                );
-                                            object
-                                                .insert(
-                                                    ::std::borrow::ToOwned::to_owned("sleep"),
-                                                    __wfc::abi::sw_eval(
-                                                        __wfc::abi::sw_expr_ref(&SW_EXPR_1)?,
-                                                        &input,
-                                                    ),
-                                                );
-                                            __wfc::Value::Object(object)
-                                        }
-                                    },
-                                    ::core::option::Option::None,
-                                    site,
-                                    "a0",
-                                    |input, ctx| handler.echo(input, ctx),
-                                )
-                                .await?;
-                            __wfc::abi::sw_merge_filtered(
-                                &mut data,
-                                ::core::option::Option::Some(
-                                    __wfc::abi::sw_expr_ref(&SW_EXPR_2)?,
-                                ),
-                                result,
-                            );
-                            let ::core::option::Option::Some((_, event)) = __wfc::abi::sw_wait_first(
-                                    exec,
-                                    name,
-                                    site,
-                                    &[&*EVENT_3],
-                                    ::core::option::Option::Some(5f64),
-                                )
-                                .await? else {
-                                return Err(__wfc::abi::sw_callback_timeout(name));
-                            };
-                            __wfc::abi::sw_merge_event(
-                                &mut data,
-                                ::core::option::Option::Some(
-                                    __wfc::abi::sw_expr_ref(&SW_EXPR_4)?,
-                                ),
-                                &event,
-                                &EVENT_3,
-                            );
-                            Ok((data, __wfc::abi::SwExit::Next))
-                        })
-                    }
-                }
-                let visited = __wfc::abi::sw_step(
-                        exec,
-                        "Ring \"cb\" ✓",
-                        &Code(handler),
-                        input,
-                    )
-                    .await?;
-                match visited.exit {
-                    __wfc::abi::SwExit::Next => {
-                        let input = &visited.output;
-                        let payload = __wfc::abi::sw_filter(
-                            ::core::option::Option::Some(
-                                __wfc::abi::sw_expr_ref(&SW_EXPR_2)?,
-                            ),
-                            ::core::clone::Clone::clone(input),
-                        );
-                        __wfc::abi::sw_produce(
-                                exec,
-                                "Ring \"cb\" ✓",
-                                visited.visit,
-                                0,
-                                &EVENT_5,
-                                payload,
-                                ::std::vec![
-                                    (::std::borrow::ToOwned::to_owned("who"),
-                                    __wfc::abi::sw_attribute(__wfc::abi::sw_eval(__wfc::abi::sw_expr_ref(&
-                                    SW_EXPR_6) ?, input)))
-                                ],
-                            )
-                            .await?;
-                        State::Await(visited.output)
-                    }
-                    other => {
-                        return Err(
-                            __wfc::abi::unexpected(
-                                "Ring \"cb\" ✓",
-                                &::std::format!("has no way out {:?}", other),
-                            ),
-                        );
-                    }
-                }
-            }
-            State::Await(input) => {
-                static EVENT_0: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::abi::SwEventDef {
-                    name: ::std::borrow::ToOwned::to_owned("Go"),
-                    source: ::core::option::Option::None,
-                    event_type: ::std::borrow::ToOwned::to_owned("go"),
-                    produced: false,
-                    correlation: ::std::vec![],
-                });
-                static EVENT_1: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::abi::SwEventDef {
-                    name: ::std::borrow::ToOwned::to_owned("Stop \"s\""),
-                    source: ::core::option::Option::None,
-                    event_type: ::std::borrow::ToOwned::to_owned("stop"),
-                    produced: false,
-                    correlation: ::std::vec![],
-                });
-                static SW_EXPR_2: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.data.why }}",
-                    &[__wfc::abi::SwPart::Path("$.data.why")],
-                ));
-                static EVENT_3: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::abi::SwEventDef {
-                    name: ::std::borrow::ToOwned::to_owned("Went"),
-                    source: ::core::option::Option::Some(
-                        ::std::borrow::ToOwned::to_owned("wfc {#}"),
-                    ),
-                    event_type: ::std::borrow::ToOwned::to_owned("went"),
-                    produced: true,
-                    correlation: ::std::vec![],
-                });
-                static EVENT_4: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::abi::SwEventDef {
-                    name: ::std::borrow::ToOwned::to_owned("Rang \"r\""),
-                    source: ::core::option::Option::None,
-                    event_type: ::std::borrow::ToOwned::to_owned("rang ✓"),
-                    produced: true,
-                    correlation: ::std::vec![],
-                });
-                static SW_EXPR_5: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.answer }}",
-                    &[__wfc::abi::SwPart::Path("$.answer")],
-                ));
-                struct Code;
-                impl __wfc::abi::SwCode for Code {
-                    fn type_name(&self) -> &'static str {
-                        "switch"
-                    }
-                    fn work<'a>(
-                        &'a self,
-                        exec: &'a __wfc::Execution,
-                        name: &'a str,
-                        data: __wfc::Value,
-                        site: &'a __wfc::abi::SwSite,
-                    ) -> __wfc::BoxFuture<
-                        'a,
-                        Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
-                    > {
-                        __wfc::FutureExt::boxed(async move {
-                            let mut data = data;
-                            match __wfc::abi::sw_wait_first(
-                                    exec,
-                                    name,
-                                    site,
-                                    &[&*EVENT_0, &*EVENT_1],
-                                    ::core::option::Option::Some(3f64),
-                                )
-                                .await?
-                            {
-                                ::core::option::Option::Some((0, event)) => {
-                                    __wfc::abi::sw_merge_event(
-                                        &mut data,
-                                        ::core::option::Option::None,
-                                        &event,
-                                        &EVENT_0,
-                                    );
-                                    Ok((data, __wfc::abi::SwExit::Event(0)))
-                                }
-                                ::core::option::Option::Some((1, event)) => {
-                                    __wfc::abi::sw_merge_event(
-                                        &mut data,
-                                        ::core::option::Option::Some(
-                                            __wfc::abi::sw_expr_ref(&SW_EXPR_2)?,
-                                        ),
-                                        &event,
-                                        &EVENT_1,
-                                    );
-                                    Ok((data, __wfc::abi::SwExit::Event(1)))
-                                }
-                                ::core::option::Option::Some(_) => {
-                                    Err(__wfc::Failure::runtime("event condition out of range"))
-                                }
-                                ::core::option::Option::None => {
-                                    Ok((data, __wfc::abi::SwExit::Default))
-                                }
-                            }
-                        })
-                    }
-                }
-                let visited = __wfc::abi::sw_step(exec, "Await ✓ {#}", &Code, input)
-                    .await?;
-                match visited.exit {
-                    __wfc::abi::SwExit::Event(0) => {
-                        let input = &visited.output;
-                        let payload = ::core::clone::Clone::clone(input);
-                        __wfc::abi::sw_produce(
-                                exec,
-                                "Await ✓ {#}",
-                                visited.visit,
-                                0,
-                                &EVENT_3,
-                                payload,
-                                ::std::vec![],
-                            )
-                            .await?;
-                        let payload = {
-                            let mut object = __wfc::serde_json::Map::with_capacity(
-                                2usize,
-                            );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("n"),
-                                    __wfc::abi::sw_eval(
-                                        __wfc::abi::sw_expr_ref(&SW_EXPR_5)?,
-                                        input,
-                                    ),
-                                );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("lit"),
-                                    __wfc::Value::String(
-                                        ::std::borrow::ToOwned::to_owned("\"{#}\""),
-                                    ),
-                                );
-                            __wfc::Value::Object(object)
-                        };
-                        __wfc::abi::sw_produce(
-                                exec,
-                                "Await ✓ {#}",
-                                visited.visit,
-                                1,
-                                &EVENT_4,
-                                payload,
-                                ::std::vec![],
-                            )
-                            .await?;
-                        State::Done(visited.output)
-                    }
-                    __wfc::abi::SwExit::Event(1) => State::Recover(visited.output),
-                    __wfc::abi::SwExit::Default => State::Check(visited.output),
-                    other => {
-                        return Err(
-                            __wfc::abi::unexpected(
-                                "Await ✓ {#}",
-                                &::std::format!("has no way out {:?}", other),
-                            ),
-                        );
-                    }
-                }
-            }
-            State::ListenL(input) => {
-                static SW_EXPR_0: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.data.go }}",
-                    &[__wfc::abi::SwPart::Path("$.data.go")],
-                ));
-                static EVENT_1: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::abi::SwEventDef {
-                    name: ::std::borrow::ToOwned::to_owned("Go"),
-                    source: ::core::option::Option::None,
-                    event_type: ::std::borrow::ToOwned::to_owned("go"),
-                    produced: false,
-                    correlation: ::std::vec![],
-                });
-                static SW_EXPR_2: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.go }} {#}",
-                    &[__wfc::abi::SwPart::Path("$.go"), __wfc::abi::SwPart::Text(" {#}")],
-                ));
-                static SW_EXPR_3: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.out }}",
-                    &[__wfc::abi::SwPart::Path("$.out")],
-                ));
-                static SW_EXPR_4: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.go }}",
-                    &[__wfc::abi::SwPart::Path("$.go")],
-                ));
-                static EVENT_5: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::abi::SwEventDef {
-                    name: ::std::borrow::ToOwned::to_owned("Rang \"r\""),
-                    source: ::core::option::Option::None,
-                    event_type: ::std::borrow::ToOwned::to_owned("rang ✓"),
-                    produced: true,
-                    correlation: ::std::vec![],
-                });
-                static EVENT_6: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::abi::SwEventDef {
-                    name: ::std::borrow::ToOwned::to_owned("Reply {#}"),
-                    source: ::core::option::Option::Some(
-                        ::std::borrow::ToOwned::to_owned("tests {#}"),
-                    ),
-                    event_type: ::std::borrow::ToOwned::to_owned("reply \"✓\""),
-                    produced: false,
-                    correlation: ::std::vec![
-                        __wfc::abi::SwCorrelation { name :
-                        ::std::borrow::ToOwned::to_owned("region"), value :
-                        ::core::option::Option::Some(::std::borrow::ToOwned::to_owned("eu ✓"))
-                        }
-                    ],
-                });
-                static SW_EXPR_7: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.answer }}",
-                    &[__wfc::abi::SwPart::Path("$.answer")],
-                ));
-                static EVENT_8: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::abi::SwEventDef {
-                    name: ::std::borrow::ToOwned::to_owned("Stop \"s\""),
-                    source: ::core::option::Option::None,
-                    event_type: ::std::borrow::ToOwned::to_owned("stop"),
-                    produced: false,
-                    correlation: ::std::vec![],
-                });
-                static SW_EXPR_9: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.why }}",
-                    &[__wfc::abi::SwPart::Path("$.why")],
-                ));
-                static LITERAL_10: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
-                    let mut object = __wfc::serde_json::Map::with_capacity(1usize);
-                    object
-                        .insert(
-                            ::std::borrow::ToOwned::to_owned("t"),
-                            __wfc::Value::String(::std::borrow::ToOwned::to_owned("✓")),
-                        );
-                    __wfc::Value::Object(object)
-                });
-                static SW_EXPR_11: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.echoed }}",
-                    &[__wfc::abi::SwPart::Path("$.echoed")],
-                ));
-                static SW_EXPR_12: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.why }} ✓",
-                    &[
-                        __wfc::abi::SwPart::Path("$.why"),
-                        __wfc::abi::SwPart::Text(" ✓"),
-                    ],
-                ));
-                static EVENT_13: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::abi::SwEventDef {
-                    name: ::std::borrow::ToOwned::to_owned("Went"),
-                    source: ::core::option::Option::Some(
-                        ::std::borrow::ToOwned::to_owned("wfc {#}"),
-                    ),
-                    event_type: ::std::borrow::ToOwned::to_owned("went"),
-                    produced: true,
-                    correlation: ::std::vec![],
-                });
-                struct Code<'h, H>(&'h H);
-                impl<H: Handler> __wfc::abi::SwCode for Code<'_, H> {
-                    fn type_name(&self) -> &'static str {
-                        "event"
-                    }
-                    fn work<'a>(
-                        &'a self,
-                        exec: &'a __wfc::Execution,
-                        name: &'a str,
-                        data: __wfc::Value,
-                        site: &'a __wfc::abi::SwSite,
-                    ) -> __wfc::BoxFuture<
-                        'a,
-                        Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
-                    > {
-                        let handler = self.0;
-                        __wfc::FutureExt::boxed(async move {
-                            let mut data = data;
-                            let ::core::option::Option::Some(got) = __wfc::abi::sw_wait_events(
-                                    exec,
-                                    name,
-                                    site,
-                                    &[&*EVENT_1, &*EVENT_8],
-                                    false,
-                                    ::core::option::Option::Some(4f64),
-                                )
-                                .await? else {
-                                __wfc::abi::sw_timed_out(exec, name);
-                                return Ok((data, __wfc::abi::SwExit::Next));
-                            };
-                            {
-                                let mine = ::core::iter::Iterator::filter(
-                                    got.iter(),
-                                    |(k, _)| ::core::matches!(* k, 0),
-                                );
-                                let mine: ::std::vec::Vec<&(usize, __wfc::Value)> = ::core::iter::Iterator::collect(
-                                    mine,
-                                );
-                                if !mine.is_empty() {
-                                    for (k, event) in mine {
-                                        match k {
-                                            0 => {
-                                                __wfc::abi::sw_merge_event(
+                                            if let Some(result) = results.next() {
+                                                __wfc::abi::sw_merge_filtered(
                                                     &mut data,
                                                     ::core::option::Option::Some(
-                                                        __wfc::abi::sw_expr_ref(&SW_EXPR_0)?,
+                                                        __wfc::abi::sw_expr_ref(&SW_EXPR_11)?,
                                                     ),
-                                                    event,
-                                                    &EVENT_1,
-                                                )
+                                                    result?,
+                                                );
                                             }
-                                            _ => {
-                                                return Err(__wfc::Failure::runtime("event out of range"));
-                                            }
-                                        }
-                                    }
-                                    let site = &site.on_events(0);
-                                    let result = __wfc::abi::sw_call(
-                                            exec,
-                                            name,
-                                            "echo",
-                                            {
-                                                let input = ::core::clone::Clone::clone(&data);
-                                                {
-                                                    let mut object = __wfc::serde_json::Map::with_capacity(
-                                                        1usize,
-                                                    );
-                                                    object
-                                                        .insert(
-                                                            ::std::borrow::ToOwned::to_owned("g"),
-                                                            __wfc::abi::sw_eval(
-                                                                __wfc::abi::sw_expr_ref(&SW_EXPR_2)?,
-                                                                &input,
-                                                            ),
-                                                        );
-                                                    __wfc::Value::Object(object)
-                                                }
-                                            },
-                                            ::core::option::Option::None,
-                                            site,
-                                            "a0",
-                                            |input, ctx| handler.echo(input, ctx),
-                                        )
-                                        .await?;
-                                    __wfc::abi::sw_merge_filtered(
-                                        &mut data,
-                                        ::core::option::Option::Some(
-                                            __wfc::abi::sw_expr_ref(&SW_EXPR_3)?,
-                                        ),
-                                        result,
-                                    );
-                                    let result = {
-                                        let input = &data;
-                                        let payload = __wfc::abi::sw_filter(
-                                            ::core::option::Option::Some(
-                                                __wfc::abi::sw_expr_ref(&SW_EXPR_4)?,
-                                            ),
-                                            ::core::clone::Clone::clone(input),
-                                        );
-                                        let action = __wfc::abi::SwEventAction {
-                                            trigger: &EVENT_5,
-                                            attributes: &[
-                                                (
-                                                    ::std::borrow::ToOwned::to_owned("k"),
-                                                    ::std::borrow::ToOwned::to_owned("v ✓"),
-                                                ),
-                                            ],
-                                            result: ::core::option::Option::Some(&EVENT_6),
-                                            timeout: ::core::option::Option::Some(1f64),
-                                        };
-                                        __wfc::abi::sw_event_action(
-                                                exec,
-                                                name,
-                                                site,
-                                                "a1",
-                                                action,
-                                                payload,
-                                            )
-                                            .await
-                                    }?;
-                                    __wfc::abi::sw_merge_filtered(
-                                        &mut data,
-                                        ::core::option::Option::Some(
-                                            __wfc::abi::sw_expr_ref(&SW_EXPR_7)?,
-                                        ),
-                                        result,
-                                    );
-                                }
-                            }
-                            {
-                                let mine = ::core::iter::Iterator::filter(
-                                    got.iter(),
-                                    |(k, _)| ::core::matches!(* k, 1),
-                                );
-                                let mine: ::std::vec::Vec<&(usize, __wfc::Value)> = ::core::iter::Iterator::collect(
-                                    mine,
-                                );
-                                if !mine.is_empty() {
-                                    for (k, event) in mine {
-                                        match k {
-                                            1 => {
-                                                __wfc::abi::sw_merge_event(
+                                            if let Some(result) = results.next() {
+                                                __wfc::abi::sw_merge_filtered(
                                                     &mut data,
                                                     ::core::option::Option::None,
-                                                    event,
-                                                    &EVENT_8,
-                                                )
-                                            }
-                                            _ => {
-                                                return Err(__wfc::Failure::runtime("event out of range"));
-                                            }
-                                        }
-                                    }
-                                    let site = &site.on_events(1);
-                                    {
-                                        let line_0 = exec.branch();
-                                        let line_1 = exec.branch();
-                                        let line_2 = exec.branch();
-                                        let mut results = ::core::iter::IntoIterator::into_iter(
-                                            __wfc::abi::sw_join(
-                                                    ::std::vec![
-                                                        __wfc::FutureExt::boxed({ let data =
-                                                        ::core::clone::Clone::clone(& data); async move {
-                                                        __wfc::abi::sw_call(& line_0, name, "echo", { let input =
-                                                        ::core::clone::Clone::clone(& data); { let mut object =
-                                                        __wfc::serde_json::Map::with_capacity(2usize); object
-                                                        .insert(::std::borrow::ToOwned::to_owned("s"),
-                                                        __wfc::abi::sw_eval(__wfc::abi::sw_expr_ref(& SW_EXPR_9) ?,
-                                                        & input)); object
-                                                        .insert(::std::borrow::ToOwned::to_owned("sleep"),
-                                                        __wfc::Value::from(2u64)); __wfc::Value::Object(object) } },
-                                                        ::core::option::Option::None, site, "a0", | input, ctx |
-                                                        handler.echo(input, ctx)). await } }),
-                                                        __wfc::FutureExt::boxed({ async move { __wfc::abi::sw_call(&
-                                                        line_1, name, "echo", __wfc::Value::clone(& LITERAL_10),
-                                                        ::core::option::Option::None, site, "a1", | input, ctx |
-                                                        handler.echo(input, ctx)). await } }),
-                                                        __wfc::FutureExt::boxed({ let data =
-                                                        ::core::clone::Clone::clone(& data); async move { { let
-                                                        input = & data; let payload = { let mut object =
-                                                        __wfc::serde_json::Map::with_capacity(1usize); object
-                                                        .insert(::std::borrow::ToOwned::to_owned("why"),
-                                                        __wfc::abi::sw_eval(__wfc::abi::sw_expr_ref(& SW_EXPR_12) ?,
-                                                        input)); __wfc::Value::Object(object) }; let action =
-                                                        __wfc::abi::SwEventAction { trigger : & EVENT_13, attributes
-                                                        : & [], result : ::core::option::Option::None, timeout :
-                                                        ::core::option::Option::None, };
-                                                        __wfc::abi::sw_event_action(& line_2, name, site, "a2",
-                                                        action, payload). await } } })
-                                                    ],
-                                                )
-                                                .await,
-                                        );
-                                        if let Some(result) = results.next() {
-                                            __wfc::abi::sw_merge_filtered(
-                                                &mut data,
-                                                ::core::option::Option::Some(
-                                                    __wfc::abi::sw_expr_ref(&SW_EXPR_3)?,
-                                                ),
-                                                result?,
-                                            );
-                                        }
-                                        if let Some(result) = results.next() {
-                                            __wfc::abi::sw_merge_filtered(
-                                                &mut data,
-                                                ::core::option::Option::Some(
-                                                    __wfc::abi::sw_expr_ref(&SW_EXPR_11)?,
-                                                ),
-                                                result?,
-                                            );
-                                        }
-                                        if let Some(result) = results.next() {
-                                            __wfc::abi::sw_merge_filtered(
-                                                &mut data,
-                                                ::core::option::Option::None,
-                                                result?,
-                                            );
-                                        }
-                                    }
-                                }
-                            }
-                            Ok((data, __wfc::abi::SwExit::Next))
-                        })
-                    }
-                }
-                let visited = __wfc::abi::sw_step(
-                        exec,
-                        "Listen \"l\" ✓",
-                        &Code(handler),
-                        input,
-                    )
-                    .await?;
-                match visited.exit {
-                    __wfc::abi::SwExit::Next => State::AllA(visited.output),
-                    other => {
-                        return Err(
-                            __wfc::abi::unexpected(
-                                "Listen \"l\" ✓",
-                                &::std::format!("has no way out {:?}", other),
-                            ),
-                        );
-                    }
-                }
-            }
-            State::AllA(input) => {
-                static EVENT_0: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::abi::SwEventDef {
-                    name: ::std::borrow::ToOwned::to_owned("Go"),
-                    source: ::core::option::Option::None,
-                    event_type: ::std::borrow::ToOwned::to_owned("go"),
-                    produced: false,
-                    correlation: ::std::vec![],
-                });
-                static EVENT_1: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::abi::SwEventDef {
-                    name: ::std::borrow::ToOwned::to_owned("Stop \"s\""),
-                    source: ::core::option::Option::None,
-                    event_type: ::std::borrow::ToOwned::to_owned("stop"),
-                    produced: false,
-                    correlation: ::std::vec![],
-                });
-                struct Code;
-                impl __wfc::abi::SwCode for Code {
-                    fn type_name(&self) -> &'static str {
-                        "event"
-                    }
-                    fn work<'a>(
-                        &'a self,
-                        exec: &'a __wfc::Execution,
-                        name: &'a str,
-                        data: __wfc::Value,
-                        site: &'a __wfc::abi::SwSite,
-                    ) -> __wfc::BoxFuture<
-                        'a,
-                        Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
-                    > {
-                        __wfc::FutureExt::boxed(async move {
-                            let mut data = data;
-                            let ::core::option::Option::Some(got) = __wfc::abi::sw_wait_events(
-                                    exec,
-                                    name,
-                                    site,
-                                    &[&*EVENT_0, &*EVENT_1],
-                                    true,
-                                    ::core::option::Option::Some(2f64),
-                                )
-                                .await? else {
-                                __wfc::abi::sw_timed_out(exec, name);
-                                return Ok((data, __wfc::abi::SwExit::Next));
-                            };
-                            {
-                                let mine = ::core::iter::Iterator::filter(
-                                    got.iter(),
-                                    |(k, _)| ::core::matches!(* k, 0 | 1),
-                                );
-                                let mine: ::std::vec::Vec<&(usize, __wfc::Value)> = ::core::iter::Iterator::collect(
-                                    mine,
-                                );
-                                {
-                                    for (k, event) in mine {
-                                        match k {
-                                            0 => {
-                                                __wfc::abi::sw_merge_event(
-                                                    &mut data,
-                                                    ::core::option::Option::None,
-                                                    event,
-                                                    &EVENT_0,
-                                                )
-                                            }
-                                            1 => {
-                                                __wfc::abi::sw_merge_event(
-                                                    &mut data,
-                                                    ::core::option::Option::None,
-                                                    event,
-                                                    &EVENT_1,
-                                                )
-                                            }
-                                            _ => {
-                                                return Err(__wfc::Failure::runtime("event out of range"));
+                                                    result?,
+                                                );
                                             }
                                         }
                                     }
                                 }
-                            }
-                            Ok((data, __wfc::abi::SwExit::Next))
-                        })
+                                Ok((data, __wfc::abi::SwExit::Next))
+                            })
+                        }
                     }
-                }
-                let visited = __wfc::abi::sw_step(exec, "All \"a\" {#}", &Code, input)
-                    .await?;
-                match visited.exit {
-                    __wfc::abi::SwExit::Next => State::Check(visited.output),
-                    other => {
-                        return Err(
-                            __wfc::abi::unexpected(
-                                "All \"a\" {#}",
-                                &::std::format!("has no way out {:?}", other),
-                            ),
-                        );
-                    }
-                }
-            }
-            State::NestN(input) => {
-                struct Code<'h, H>(&'h H);
-                impl<H: Handler> __wfc::abi::SwCode for Code<'_, H> {
-                    fn type_name(&self) -> &'static str {
-                        "subflow"
-                    }
-                    fn work<'a>(
-                        &'a self,
-                        exec: &'a __wfc::Execution,
-                        name: &'a str,
-                        data: __wfc::Value,
-                        site: &'a __wfc::abi::SwSite,
-                    ) -> __wfc::BoxFuture<
-                        'a,
-                        Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
-                    > {
-                        let handler = self.0;
-                        __wfc::FutureExt::boxed(async move {
-                            let mut data = data;
-                            let input = ::core::clone::Clone::clone(&data);
-                            let child = move |
-                                line: __wfc::Execution,
-                                input: __wfc::Value|
-                            async move {
-                                nest_n_subflow_0::drive(handler, &line, input).await
-                            };
-                            let out = __wfc::abi::sw_subflow(
-                                    exec,
-                                    name,
-                                    site,
-                                    "inner-sub",
-                                    ::core::option::Option::Some("2.0 \"✓\""),
-                                    input,
-                                    child,
-                                )
-                                .await?;
-                            __wfc::abi::sw_inject(&mut data, out);
-                            Ok((data, __wfc::abi::SwExit::Next))
-                        })
-                    }
-                }
-                let visited = __wfc::abi::sw_step(
-                        exec,
-                        "Nest \"n\" ✓",
-                        &Code(handler),
-                        input,
-                    )
-                    .await?;
-                match visited.exit {
-                    __wfc::abi::SwExit::Next => State::Loop(visited.output),
-                    other => {
-                        return Err(
-                            __wfc::abi::unexpected(
-                                "Nest \"n\" ✓",
-                                &::std::format!("has no way out {:?}", other),
-                            ),
-                        );
-                    }
-                }
-            }
-            State::Loop(input) => {
-                static SW_EXPR_0: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.inner }}",
-                    &[__wfc::abi::SwPart::Path("$.inner")],
-                ));
-                static SW_EXPR_1: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                    "{{ $.innerResults }}",
-                    &[__wfc::abi::SwPart::Path("$.innerResults")],
-                ));
-                struct Code<'h, H>(&'h H);
-                impl<H: Handler> __wfc::abi::SwCode for Code<'_, H> {
-                    fn type_name(&self) -> &'static str {
-                        "foreach"
-                    }
-                    fn work<'a>(
-                        &'a self,
-                        exec: &'a __wfc::Execution,
-                        name: &'a str,
-                        data: __wfc::Value,
-                        _: &'a __wfc::abi::SwSite,
-                    ) -> __wfc::BoxFuture<
-                        'a,
-                        Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
-                    > {
-                        let handler = self.0;
-                        __wfc::FutureExt::boxed(async move {
-                            let each = __wfc::abi::SwForEach {
-                                input_collection: __wfc::abi::sw_expr_ref(&SW_EXPR_0)?,
-                                output_collection: ::core::option::Option::Some(
-                                    __wfc::abi::sw_expr_ref(&SW_EXPR_1)?,
+                    let visited = __wfc::abi::sw_step(
+                            exec,
+                            "Listen \"l\" ✓",
+                            &Code(handler),
+                            input,
+                        )
+                        .await?;
+                    match visited.exit {
+                        __wfc::abi::SwExit::Next => State::AllA(visited.output),
+                        other => {
+                            return Err(
+                                __wfc::abi::unexpected(
+                                    "Listen \"l\" ✓",
+                                    &::std::format!("has no way out {:?}", other),
                                 ),
-                                iteration_param: "item",
-                                max: ::core::option::Option::None,
-                            };
-                            let data = __wfc::abi::sw_foreach(
-                                    exec,
-                                    name,
-                                    data,
-                                    each,
-                                    move |_, line: __wfc::Execution, data: __wfc::Value| async move {
-                                        let exec = &line;
-                                        let line = exec.branch();
-                                        loop_subflow_0::drive(handler, &line, data).await
-                                    },
-                                )
-                                .await?;
-                            Ok((data, __wfc::abi::SwExit::Next))
-                        })
-                    }
-                }
-                let visited = __wfc::abi::sw_step(
-                        exec,
-                        "Loop {#}",
-                        &Code(handler),
-                        input,
-                    )
-                    .await?;
-                match visited.exit {
-                    __wfc::abi::SwExit::Next => State::DetachD(visited.output),
-                    other => {
-                        return Err(
-                            __wfc::abi::unexpected(
-                                "Loop {#}",
-                                &::std::format!("has no way out {:?}", other),
-                            ),
-                        );
-                    }
-                }
-            }
-            State::DetachD(input) => {
-                struct Code<'h, H>(&'h H);
-                impl<H: Handler> __wfc::abi::SwCode for Code<'_, H> {
-                    fn type_name(&self) -> &'static str {
-                        "subflow"
-                    }
-                    fn work<'a>(
-                        &'a self,
-                        exec: &'a __wfc::Execution,
-                        name: &'a str,
-                        data: __wfc::Value,
-                        site: &'a __wfc::abi::SwSite,
-                    ) -> __wfc::BoxFuture<
-                        'a,
-                        Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
-                    > {
-                        let handler = self.0;
-                        __wfc::FutureExt::boxed(async move {
-                            fn detached<'a>(
-                                line: &'a __wfc::Execution,
-                                functions: &'a dyn __wfc::DynHandler,
-                                input: __wfc::Value,
-                            ) -> __wfc::BoxFuture<
-                                'a,
-                                Result<__wfc::Value, __wfc::Failure>,
-                            > {
-                                __wfc::FutureExt::boxed(async move {
-                                    let handler = ByName(functions);
-                                    detach_d_subflow_0::drive(&handler, line, input).await
-                                })
-                            }
-                            let run: __wfc::abi::SwDetachedRun = ::std::boxed::Box::new(
-                                detached,
                             );
-                            __wfc::abi::sw_detached_subflow(
-                                    exec,
-                                    name,
-                                    site,
-                                    "inner-sub",
-                                    ::core::option::Option::Some("2.0 \"✓\""),
-                                    &data,
-                                    &Dispatch(handler),
-                                    run,
-                                )
-                                .await?;
-                            Ok((data, __wfc::abi::SwExit::Next))
-                        })
+                        }
                     }
                 }
-                let visited = __wfc::abi::sw_step(
-                        exec,
-                        "Detach \"d\" ✓",
-                        &Code(handler),
-                        input,
-                    )
-                    .await?;
-                match visited.exit {
-                    __wfc::abi::SwExit::Next => State::Done(visited.output),
-                    other => {
-                        return Err(
-                            __wfc::abi::unexpected(
-                                "Detach \"d\" ✓",
-                                &::std::format!("has no way out {:?}", other),
-                            ),
-                        );
-                    }
-                }
-            }
-            State::FireF(input) => {
-                struct Code<'h, H>(&'h H);
-                impl<H: Handler> __wfc::abi::SwCode for Code<'_, H> {
-                    fn type_name(&self) -> &'static str {
-                        "subflow"
-                    }
-                    fn work<'a>(
-                        &'a self,
-                        exec: &'a __wfc::Execution,
-                        name: &'a str,
-                        data: __wfc::Value,
-                        site: &'a __wfc::abi::SwSite,
-                    ) -> __wfc::BoxFuture<
-                        'a,
-                        Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
-                    > {
-                        let handler = self.0;
-                        __wfc::FutureExt::boxed(async move {
-                            __wfc::abi::sw_unawaited_subflow(
-                                    exec,
-                                    name,
-                                    site,
-                                    "audit-sub",
-                                    &data,
-                                    |input, ctx| handler.audit_sub(input, ctx),
-                                )
-                                .await;
-                            Ok((data, __wfc::abi::SwExit::Next))
-                        })
-                    }
-                }
-                let visited = __wfc::abi::sw_step(
-                        exec,
-                        "Fire \"f\" {#}",
-                        &Code(handler),
-                        input,
-                    )
-                    .await?;
-                match visited.exit {
-                    __wfc::abi::SwExit::Next => State::Done(visited.output),
-                    other => {
-                        return Err(
-                            __wfc::abi::unexpected(
-                                "Fire \"f\" {#}",
-                                &::std::format!("has no way out {:?}", other),
-                            ),
-                        );
-                    }
-                }
-            }
-            State::Done(input) => {
-                static LITERAL_0: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
-                    let mut object = __wfc::serde_json::Map::with_capacity(2usize);
-                    object
-                        .insert(
-                            ::std::borrow::ToOwned::to_owned("done"),
-                            __wfc::Value::String(
-                                ::std::borrow::ToOwned::to_owned("✓ \"{#}\" {{ $.x }}"),
-                            ),
-                        );
-                    object
-                        .insert(
-                            ::std::borrow::ToOwned::to_owned("nested"),
-                            {
-                                let mut object = __wfc::serde_json::Map::with_capacity(
-                                    1usize,
-                                );
-                                object
-                                    .insert(
-                                        ::std::borrow::ToOwned::to_owned("k"),
-                                        __wfc::Value::Array(
-                                            ::std::vec![
-                                                __wfc::Value::from(1u64), __wfc::Value::from(2u64)
-                                            ],
-                                        ),
+                State::AllA(input) => {
+                    static EVENT_0: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::abi::SwEventDef {
+                        name: ::std::borrow::ToOwned::to_owned("Go"),
+                        source: ::core::option::Option::None,
+                        event_type: ::std::borrow::ToOwned::to_owned("go"),
+                        produced: false,
+                        correlation: ::std::vec![],
+                    });
+                    static EVENT_1: __wfc::abi::StaticEventDef = __wfc::LazyLock::new(|| __wfc::abi::SwEventDef {
+                        name: ::std::borrow::ToOwned::to_owned("Stop \"s\""),
+                        source: ::core::option::Option::None,
+                        event_type: ::std::borrow::ToOwned::to_owned("stop"),
+                        produced: false,
+                        correlation: ::std::vec![],
+                    });
+                    struct Code;
+                    impl __wfc::abi::SwCode for Code {
+                        fn type_name(&self) -> &'static str {
+                            "event"
+                        }
+                        fn work<'a>(
+                            &'a self,
+                            exec: &'a __wfc::Execution,
+                            name: &'a str,
+                            data: __wfc::Value,
+                            site: &'a __wfc::abi::SwSite,
+                        ) -> __wfc::BoxFuture<
+                            'a,
+                            Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
+                        > {
+                            __wfc::FutureExt::boxed(async move {
+                                let mut data = data;
+                                let ::core::option::Option::Some(got) = __wfc::abi::sw_wait_events(
+                                        exec,
+                                        name,
+                                        site,
+                                        &[&*EVENT_0, &*EVENT_1],
+                                        true,
+                                        ::core::option::Option::Some(2f64),
+                                    )
+                                    .await? else {
+                                    __wfc::abi::sw_timed_out(exec, name);
+                                    return Ok((data, __wfc::abi::SwExit::Next));
+                                };
+                                {
+                                    let mine = ::core::iter::Iterator::filter(
+                                        got.iter(),
+                                        |(k, _)| ::core::matches!(* k, 0 | 1),
                                     );
-                                __wfc::Value::Object(object)
-                            },
-                        );
-                    __wfc::Value::Object(object)
-                });
-                struct Code;
-                impl __wfc::abi::SwCode for Code {
-                    fn type_name(&self) -> &'static str {
-                        "inject"
+                                    let mine: ::std::vec::Vec<&(usize, __wfc::Value)> = ::core::iter::Iterator::collect(
+                                        mine,
+                                    );
+                                    {
+                                        for (k, event) in mine {
+                                            match k {
+                                                0 => {
+                                                    __wfc::abi::sw_merge_event(
+                                                        &mut data,
+                                                        ::core::option::Option::None,
+                                                        event,
+                                                        &EVENT_0,
+                                                    )
+                                                }
+                                                1 => {
+                                                    __wfc::abi::sw_merge_event(
+                                                        &mut data,
+                                                        ::core::option::Option::None,
+                                                        event,
+                                                        &EVENT_1,
+                                                    )
+                                                }
+                                                _ => {
+                                                    return Err(__wfc::Failure::runtime("event out of range"));
+                                                }
+                                            }
+                                        }
+                                    }
+                                }
+                                Ok((data, __wfc::abi::SwExit::Next))
+                            })
+                        }
                     }
-                    fn work<'a>(
-                        &'a self,
-                        _: &'a __wfc::Execution,
-                        _: &'a str,
-                        data: __wfc::Value,
-                        _: &'a __wfc::abi::SwSite,
-                    ) -> __wfc::BoxFuture<
-                        'a,
-                        Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
-                    > {
-                        __wfc::FutureExt::boxed(async move {
-                            let mut data = data;
-                            __wfc::abi::sw_inject(
-                                &mut data,
-                                __wfc::Value::clone(&LITERAL_0),
+                    let visited = __wfc::abi::sw_step(
+                            exec,
+                            "All \"a\" {#}",
+                            &Code,
+                            input,
+                        )
+                        .await?;
+                    match visited.exit {
+                        __wfc::abi::SwExit::Next => State::Check(visited.output),
+                        other => {
+                            return Err(
+                                __wfc::abi::unexpected(
+                                    "All \"a\" {#}",
+                                    &::std::format!("has no way out {:?}", other),
+                                ),
                             );
-                            Ok((data, __wfc::abi::SwExit::Next))
-                        })
+                        }
                     }
                 }
-                let visited = __wfc::abi::sw_step(exec, "Done {#}", &Code, input).await?;
-                match visited.exit {
-                    __wfc::abi::SwExit::Next => {
-                        return Ok(__wfc::abi::Flow::End(visited.output));
+                State::NestN(input) => {
+                    struct Code<'h, H>(&'h H);
+                    impl<H: Handler> __wfc::abi::SwCode for Code<'_, H> {
+                        fn type_name(&self) -> &'static str {
+                            "subflow"
+                        }
+                        fn work<'a>(
+                            &'a self,
+                            exec: &'a __wfc::Execution,
+                            name: &'a str,
+                            data: __wfc::Value,
+                            site: &'a __wfc::abi::SwSite,
+                        ) -> __wfc::BoxFuture<
+                            'a,
+                            Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
+                        > {
+                            let handler = self.0;
+                            __wfc::FutureExt::boxed(async move {
+                                let mut data = data;
+                                let input = ::core::clone::Clone::clone(&data);
+                                let child = move |
+                                    line: __wfc::Execution,
+                                    input: __wfc::Value|
+                                async move {
+                                    nest_n_subflow_0::drive(handler, &line, input).await
+                                };
+                                let out = __wfc::abi::sw_subflow(
+                                        exec,
+                                        name,
+                                        site,
+                                        "inner-sub",
+                                        ::core::option::Option::Some("2.0 \"✓\""),
+                                        input,
+                                        child,
+                                    )
+                                    .await?;
+                                __wfc::abi::sw_inject(&mut data, out);
+                                Ok((data, __wfc::abi::SwExit::Next))
+                            })
+                        }
                     }
-                    other => {
-                        return Err(
-                            __wfc::abi::unexpected(
-                                "Done {#}",
-                                &::std::format!("has no way out {:?}", other),
-                            ),
-                        );
-                    }
-                }
-            }
-            State::Recover(input) => {
-                static LITERAL_0: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
-                    let mut object = __wfc::serde_json::Map::with_capacity(1usize);
-                    object
-                        .insert(
-                            ::std::borrow::ToOwned::to_owned("recovered"),
-                            __wfc::Value::Bool(true),
-                        );
-                    __wfc::Value::Object(object)
-                });
-                struct Code;
-                impl __wfc::abi::SwCode for Code {
-                    fn type_name(&self) -> &'static str {
-                        "inject"
-                    }
-                    fn work<'a>(
-                        &'a self,
-                        _: &'a __wfc::Execution,
-                        _: &'a str,
-                        data: __wfc::Value,
-                        _: &'a __wfc::abi::SwSite,
-                    ) -> __wfc::BoxFuture<
-                        'a,
-                        Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
-                    > {
-                        __wfc::FutureExt::boxed(async move {
-                            let mut data = data;
-                            __wfc::abi::sw_inject(
-                                &mut data,
-                                __wfc::Value::clone(&LITERAL_0),
+                    let visited = __wfc::abi::sw_step(
+                            exec,
+                            "Nest \"n\" ✓",
+                            &Code(handler),
+                            input,
+                        )
+                        .await?;
+                    match visited.exit {
+                        __wfc::abi::SwExit::Next => State::Loop(visited.output),
+                        other => {
+                            return Err(
+                                __wfc::abi::unexpected(
+                                    "Nest \"n\" ✓",
+                                    &::std::format!("has no way out {:?}", other),
+                                ),
                             );
-                            Ok((data, __wfc::abi::SwExit::Next))
-                        })
+                        }
                     }
                 }
-                let visited = __wfc::abi::sw_step(exec, "Recover ✓", &Code, input)
-                    .await?;
-                match visited.exit {
-                    __wfc::abi::SwExit::Next => {
-                        return Ok(__wfc::abi::Flow::End(visited.output));
+                State::Loop(input) => {
+                    static SW_EXPR_0: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.inner }}",
+                        &[__wfc::abi::SwPart::Path("$.inner")],
+                    ));
+                    static SW_EXPR_1: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
+                        "{{ $.innerResults }}",
+                        &[__wfc::abi::SwPart::Path("$.innerResults")],
+                    ));
+                    struct Code<'h, H>(&'h H);
+                    impl<H: Handler> __wfc::abi::SwCode for Code<'_, H> {
+                        fn type_name(&self) -> &'static str {
+                            "foreach"
+                        }
+                        fn work<'a>(
+                            &'a self,
+                            exec: &'a __wfc::Execution,
+                            name: &'a str,
+                            data: __wfc::Value,
+                            _: &'a __wfc::abi::SwSite,
+                        ) -> __wfc::BoxFuture<
+                            'a,
+                            Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
+                        > {
+                            let handler = self.0;
+                            __wfc::FutureExt::boxed(async move {
+                                let each = __wfc::abi::SwForEach {
+                                    input_collection: __wfc::abi::sw_expr_ref(&SW_EXPR_0)?,
+                                    output_collection: ::core::option::Option::Some(
+                                        __wfc::abi::sw_expr_ref(&SW_EXPR_1)?,
+                                    ),
+                                    iteration_param: "item",
+                                    max: ::core::option::Option::None,
+                                };
+                                let data = __wfc::abi::sw_foreach(
+                                        exec,
+                                        name,
+                                        data,
+                                        each,
+                                        move |_, line: __wfc::Execution, data: __wfc::Value| async move {
+                                            let exec = &line;
+                                            let line = exec.branch();
+                                            loop_subflow_0::drive(handler, &line, data).await
+                                        },
+                                    )
+                                    .await?;
+                                Ok((data, __wfc::abi::SwExit::Next))
+                            })
+                        }
                     }
-                    other => {
-                        return Err(
-                            __wfc::abi::unexpected(
-                                "Recover ✓",
-                                &::std::format!("has no way out {:?}", other),
-                            ),
-                        );
+                    let visited = __wfc::abi::sw_step(
+                            exec,
+                            "Loop {#}",
+                            &Code(handler),
+                            input,
+                        )
+                        .await?;
+                    match visited.exit {
+                        __wfc::abi::SwExit::Next => State::DetachD(visited.output),
+                        other => {
+                            return Err(
+                                __wfc::abi::unexpected(
+                                    "Loop {#}",
+                                    &::std::format!("has no way out {:?}", other),
+                                ),
+                            );
+                        }
                     }
                 }
-            }
-        };
-        Ok(__wfc::abi::Flow::Next(next))
+                State::DetachD(input) => {
+                    struct Code<'h, H>(&'h H);
+                    impl<H: Handler> __wfc::abi::SwCode for Code<'_, H> {
+                        fn type_name(&self) -> &'static str {
+                            "subflow"
+                        }
+                        fn work<'a>(
+                            &'a self,
+                            exec: &'a __wfc::Execution,
+                            name: &'a str,
+                            data: __wfc::Value,
+                            site: &'a __wfc::abi::SwSite,
+                        ) -> __wfc::BoxFuture<
+                            'a,
+                            Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
+                        > {
+                            let handler = self.0;
+                            __wfc::FutureExt::boxed(async move {
+                                fn detached<'a>(
+                                    line: &'a __wfc::Execution,
+                                    functions: &'a dyn __wfc::DynHandler,
+                                    input: __wfc::Value,
+                                ) -> __wfc::BoxFuture<
+                                    'a,
+                                    Result<__wfc::Value, __wfc::Failure>,
+                                > {
+                                    __wfc::FutureExt::boxed(async move {
+                                        let handler = ByName(functions);
+                                        detach_d_subflow_0::drive(&handler, line, input).await
+                                    })
+                                }
+                                let run: __wfc::abi::SwDetachedRun = ::std::boxed::Box::new(
+                                    detached,
+                                );
+                                __wfc::abi::sw_detached_subflow(
+                                        exec,
+                                        name,
+                                        site,
+                                        "inner-sub",
+                                        ::core::option::Option::Some("2.0 \"✓\""),
+                                        &data,
+                                        &Dispatch(handler),
+                                        run,
+                                    )
+                                    .await?;
+                                Ok((data, __wfc::abi::SwExit::Next))
+                            })
+                        }
+                    }
+                    let visited = __wfc::abi::sw_step(
+                            exec,
+                            "Detach \"d\" ✓",
+                            &Code(handler),
+                            input,
+                        )
+                        .await?;
+                    match visited.exit {
+                        __wfc::abi::SwExit::Next => State::Done(visited.output),
+                        other => {
+                            return Err(
+                                __wfc::abi::unexpected(
+                                    "Detach \"d\" ✓",
+                                    &::std::format!("has no way out {:?}", other),
+                                ),
+                            );
+                        }
+                    }
+                }
+                State::FireF(input) => {
+                    struct Code<'h, H>(&'h H);
+                    impl<H: Handler> __wfc::abi::SwCode for Code<'_, H> {
+                        fn type_name(&self) -> &'static str {
+                            "subflow"
+                        }
+                        fn work<'a>(
+                            &'a self,
+                            exec: &'a __wfc::Execution,
+                            name: &'a str,
+                            data: __wfc::Value,
+                            site: &'a __wfc::abi::SwSite,
+                        ) -> __wfc::BoxFuture<
+                            'a,
+                            Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
+                        > {
+                            let handler = self.0;
+                            __wfc::FutureExt::boxed(async move {
+                                __wfc::abi::sw_unawaited_subflow(
+                                        exec,
+                                        name,
+                                        site,
+                                        "audit-sub",
+                                        &data,
+                                        |input, ctx| handler.audit_sub(input, ctx),
+                                    )
+                                    .await;
+                                Ok((data, __wfc::abi::SwExit::Next))
+                            })
+                        }
+                    }
+                    let visited = __wfc::abi::sw_step(
+                            exec,
+                            "Fire \"f\" {#}",
+                            &Code(handler),
+                            input,
+                        )
+                        .await?;
+                    match visited.exit {
+                        __wfc::abi::SwExit::Next => State::Done(visited.output),
+                        other => {
+                            return Err(
+                                __wfc::abi::unexpected(
+                                    "Fire \"f\" {#}",
+                                    &::std::format!("has no way out {:?}", other),
+                                ),
+                            );
+                        }
+                    }
+                }
+                State::Done(input) => {
+                    static LITERAL_0: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
+                        let mut object = __wfc::serde_json::Map::with_capacity(2usize);
+                        object
+                            .insert(
+                                ::std::borrow::ToOwned::to_owned("done"),
+                                __wfc::Value::String(
+                                    ::std::borrow::ToOwned::to_owned("✓ \"{#}\" {{ $.x }}"),
+                                ),
+                            );
+                        object
+                            .insert(
+                                ::std::borrow::ToOwned::to_owned("nested"),
+                                {
+                                    let mut object = __wfc::serde_json::Map::with_capacity(
+                                        1usize,
+                                    );
+                                    object
+                                        .insert(
+                                            ::std::borrow::ToOwned::to_owned("k"),
+                                            __wfc::Value::Array(
+                                                ::std::vec![
+                                                    __wfc::Value::from(1u64), __wfc::Value::from(2u64)
+                                                ],
+                                            ),
+                                        );
+                                    __wfc::Value::Object(object)
+                                },
+                            );
+                        __wfc::Value::Object(object)
+                    });
+                    struct Code;
+                    impl __wfc::abi::SwCode for Code {
+                        fn type_name(&self) -> &'static str {
+                            "inject"
+                        }
+                        fn work<'a>(
+                            &'a self,
+                            _: &'a __wfc::Execution,
+                            _: &'a str,
+                            data: __wfc::Value,
+                            _: &'a __wfc::abi::SwSite,
+                        ) -> __wfc::BoxFuture<
+                            'a,
+                            Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
+                        > {
+                            __wfc::FutureExt::boxed(async move {
+                                let mut data = data;
+                                __wfc::abi::sw_inject(
+                                    &mut data,
+                                    __wfc::Value::clone(&LITERAL_0),
+                                );
+                                Ok((data, __wfc::abi::SwExit::Next))
+                            })
+                        }
+                    }
+                    let visited = __wfc::abi::sw_step(exec, "Done {#}", &Code, input)
+                        .await?;
+                    match visited.exit {
+                        __wfc::abi::SwExit::Next => {
+                            return Ok(__wfc::abi::Flow::End(visited.output));
+                        }
+                        other => {
+                            return Err(
+                                __wfc::abi::unexpected(
+                                    "Done {#}",
+                                    &::std::format!("has no way out {:?}", other),
+                                ),
+                            );
+                        }
+                    }
+                }
+                State::Recover(input) => {
+                    static LITERAL_0: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
+                        let mut object = __wfc::serde_json::Map::with_capacity(1usize);
+                        object
+                            .insert(
+                                ::std::borrow::ToOwned::to_owned("recovered"),
+                                __wfc::Value::Bool(true),
+                            );
+                        __wfc::Value::Object(object)
+                    });
+                    struct Code;
+                    impl __wfc::abi::SwCode for Code {
+                        fn type_name(&self) -> &'static str {
+                            "inject"
+                        }
+                        fn work<'a>(
+                            &'a self,
+                            _: &'a __wfc::Execution,
+                            _: &'a str,
+                            data: __wfc::Value,
+                            _: &'a __wfc::abi::SwSite,
+                        ) -> __wfc::BoxFuture<
+                            'a,
+                            Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
+                        > {
+                            __wfc::FutureExt::boxed(async move {
+                                let mut data = data;
+                                __wfc::abi::sw_inject(
+                                    &mut data,
+                                    __wfc::Value::clone(&LITERAL_0),
+                                );
+                                Ok((data, __wfc::abi::SwExit::Next))
+                            })
+                        }
+                    }
+                    let visited = __wfc::abi::sw_step(exec, "Recover ✓", &Code, input)
+                        .await?;
+                    match visited.exit {
+                        __wfc::abi::SwExit::Next => {
+                            return Ok(__wfc::abi::Flow::End(visited.output));
+                        }
+                        other => {
+                            return Err(
+                                __wfc::abi::unexpected(
+                                    "Recover ✓",
+                                    &::std::format!("has no way out {:?}", other),
+                                ),
+                            );
+                        }
+                    }
+                }
+            };
+            Ok(__wfc::abi::Flow::Next(next))
+        }
     }
     /// The subflow `sw_states_inner` (0) of the Serverless Workflow state `Nest "n" ✓`: its own states and driver.
     pub mod nest_n_subflow_0 {
@@ -3004,285 +3049,315 @@ pub mod sw_states {
             }
         }
         /// Runs this branch from its start state.
-        pub(super) async fn drive<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        pub(super) fn drive<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             input: __wfc::Value,
-        ) -> Result<__wfc::Value, __wfc::Failure> {
-            resume(handler, exec, State::InnerI(input)).await
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::Value, __wfc::Failure>,
+        > + 'a {
+            resume(handler, exec, State::InnerI(input))
         }
         /// Runs subflow 0 of the state `Nest "n" ✓` from `state` until it ends, in the execution `exec` (its clock, history and context).
-        pub async fn resume<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        pub fn resume<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             state: State,
-        ) -> Result<__wfc::Value, __wfc::Failure> {
-            __wfc::abi::drive(state, |state| step(handler, exec, state)).await
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::Value, __wfc::Failure>,
+        > + 'a {
+            __wfc::abi::drive(state, move |state| step(handler, exec, state))
         }
         /// One state of subflow 0 of the state `Nest "n" ✓`: its work, then where control goes (run by the runtime's driver, `abi::drive`).
-        async fn step<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        fn step<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             state: State,
-        ) -> Result<__wfc::abi::Flow<State>, __wfc::Failure> {
-            let next = match state {
-                State::InnerI(input) => {
-                    static SW_EXPR_0: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                        "{{ $.item.x }}",
-                        &[__wfc::abi::SwPart::Path("$.item.x")],
-                    ));
-                    static SW_EXPR_1: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                        "{{ $.inner }}",
-                        &[__wfc::abi::SwPart::Path("$.inner")],
-                    ));
-                    static SW_EXPR_2: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                        "{{ $.out }}",
-                        &[__wfc::abi::SwPart::Path("$.out")],
-                    ));
-                    struct Code<'h, H>(&'h H);
-                    impl<H: super::Handler> __wfc::abi::SwCode for Code<'_, H> {
-                        fn type_name(&self) -> &'static str {
-                            "operation"
-                        }
-                        fn work<'a>(
-                            &'a self,
-                            exec: &'a __wfc::Execution,
-                            name: &'a str,
-                            data: __wfc::Value,
-                            site: &'a __wfc::abi::SwSite,
-                        ) -> __wfc::BoxFuture<
-                            'a,
-                            Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
-                        > {
-                            let handler = self.0;
-                            __wfc::FutureExt::boxed(async move {
-                                let mut data = data;
-                                let result = __wfc::abi::sw_call(
-                                        exec,
-                                        name,
-                                        "echo",
-                                        {
-                                            let input = ::core::clone::Clone::clone(&data);
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::abi::Flow<State>, __wfc::Failure>,
+        > + 'a {
+            async move {
+                let next = match state {
+                    State::InnerI(input) => {
+                        static SW_EXPR_0: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(||
+                        __wfc::abi::sw_expr(
+                            "{{ $.item.x }}",
+                            &[__wfc::abi::SwPart::Path("$.item.x")],
+                        ));
+                        static SW_EXPR_1: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(||
+                        __wfc::abi::sw_expr(
+                            "{{ $.inner }}",
+                            &[__wfc::abi::SwPart::Path("$.inner")],
+                        ));
+                        static SW_EXPR_2: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(||
+                        __wfc::abi::sw_expr(
+                            "{{ $.out }}",
+                            &[__wfc::abi::SwPart::Path("$.out")],
+                        ));
+                        struct Code<'h, H>(&'h H);
+                        impl<H: super::Handler> __wfc::abi::SwCode for Code<'_, H> {
+                            fn type_name(&self) -> &'static str {
+                                "operation"
+                            }
+                            fn work<'a>(
+                                &'a self,
+                                exec: &'a __wfc::Execution,
+                                name: &'a str,
+                                data: __wfc::Value,
+                                site: &'a __wfc::abi::SwSite,
+                            ) -> __wfc::BoxFuture<
+                                'a,
+                                Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
+                            > {
+                                let handler = self.0;
+                                __wfc::FutureExt::boxed(async move {
+                                    let mut data = data;
+                                    let result = __wfc::abi::sw_call(
+                                            exec,
+                                            name,
+                                            "echo",
                                             {
-                                                let mut object = __wfc::serde_json::Map::with_capacity(
-                                                    2usize,
-                                                );
-                                                object
-                                                    .insert(
-                                                        ::std::borrow::ToOwned::to_owned("x"),
-                                                        __wfc::abi::sw_eval(
-                                                            __wfc::abi::sw_expr_ref(&SW_EXPR_0)?,
-                                                            &input,
-                                                        ),
+                                                let input = ::core::clone::Clone::clone(&data);
+                                                {
+                                                    let mut object = __wfc::serde_json::Map::with_capacity(
+                                                        2usize,
                                                     );
-                                                object
-                                                    .insert(
-                                                        ::std::borrow::ToOwned::to_owned("all"),
-                                                        __wfc::abi::sw_eval(
-                                                            __wfc::abi::sw_expr_ref(&SW_EXPR_1)?,
-                                                            &input,
-                                                        ),
-                                                    );
-                                                __wfc::Value::Object(object)
-                                            }
-                                        },
-                                        ::core::option::Option::None,
-                                        site,
-                                        "a0",
-                                        |input, ctx| handler.echo(input, ctx),
-                                    )
-                                    .await?;
-                                __wfc::abi::sw_merge_filtered(
-                                    &mut data,
-                                    ::core::option::Option::Some(
-                                        __wfc::abi::sw_expr_ref(&SW_EXPR_2)?,
+                                                    object
+                                                        .insert(
+                                                            ::std::borrow::ToOwned::to_owned("x"),
+                                                            __wfc::abi::sw_eval(
+                                                                __wfc::abi::sw_expr_ref(&SW_EXPR_0)?,
+                                                                &input,
+                                                            ),
+                                                        );
+                                                    object
+                                                        .insert(
+                                                            ::std::borrow::ToOwned::to_owned("all"),
+                                                            __wfc::abi::sw_eval(
+                                                                __wfc::abi::sw_expr_ref(&SW_EXPR_1)?,
+                                                                &input,
+                                                            ),
+                                                        );
+                                                    __wfc::Value::Object(object)
+                                                }
+                                            },
+                                            ::core::option::Option::None,
+                                            site,
+                                            "a0",
+                                            |input, ctx| handler.echo(input, ctx),
+                                        )
+                                        .await?;
+                                    __wfc::abi::sw_merge_filtered(
+                                        &mut data,
+                                        ::core::option::Option::Some(
+                                            __wfc::abi::sw_expr_ref(&SW_EXPR_2)?,
+                                        ),
+                                        result,
+                                    );
+                                    Ok((data, __wfc::abi::SwExit::Next))
+                                })
+                            }
+                        }
+                        let visited = __wfc::abi::sw_step(
+                                exec,
+                                "Inner \"i\" ✓",
+                                &Code(handler),
+                                input,
+                            )
+                            .await?;
+                        match visited.exit {
+                            __wfc::abi::SwExit::Next => State::Which(visited.output),
+                            other => {
+                                return Err(
+                                    __wfc::abi::unexpected(
+                                        "Inner \"i\" ✓",
+                                        &::std::format!("has no way out {:?}", other),
                                     ),
-                                    result,
                                 );
-                                Ok((data, __wfc::abi::SwExit::Next))
-                            })
+                            }
                         }
                     }
-                    let visited = __wfc::abi::sw_step(
-                            exec,
-                            "Inner \"i\" ✓",
-                            &Code(handler),
-                            input,
-                        )
-                        .await?;
-                    match visited.exit {
-                        __wfc::abi::SwExit::Next => State::Which(visited.output),
-                        other => {
-                            return Err(
-                                __wfc::abi::unexpected(
-                                    "Inner \"i\" ✓",
-                                    &::std::format!("has no way out {:?}", other),
-                                ),
-                            );
+                    State::Which(input) => {
+                        static SW_EXPR_0: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(||
+                        __wfc::abi::sw_expr(
+                            "{{ $.stopAll }}",
+                            &[__wfc::abi::SwPart::Path("$.stopAll")],
+                        ));
+                        struct Code;
+                        impl __wfc::abi::SwCode for Code {
+                            fn type_name(&self) -> &'static str {
+                                "switch"
+                            }
+                            fn work<'a>(
+                                &'a self,
+                                _: &'a __wfc::Execution,
+                                _: &'a str,
+                                data: __wfc::Value,
+                                _: &'a __wfc::abi::SwSite,
+                            ) -> __wfc::BoxFuture<
+                                'a,
+                                Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
+                            > {
+                                __wfc::FutureExt::boxed(async move {
+                                    if __wfc::abi::sw_holds(
+                                        __wfc::abi::sw_expr_ref(&SW_EXPR_0)?,
+                                        &data,
+                                    ) {
+                                        return Ok((data, __wfc::abi::SwExit::Condition(0)));
+                                    }
+                                    Ok((data, __wfc::abi::SwExit::Default))
+                                })
+                            }
                         }
-                    }
-                }
-                State::Which(input) => {
-                    static SW_EXPR_0: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                        "{{ $.stopAll }}",
-                        &[__wfc::abi::SwPart::Path("$.stopAll")],
-                    ));
-                    struct Code;
-                    impl __wfc::abi::SwCode for Code {
-                        fn type_name(&self) -> &'static str {
-                            "switch"
-                        }
-                        fn work<'a>(
-                            &'a self,
-                            _: &'a __wfc::Execution,
-                            _: &'a str,
-                            data: __wfc::Value,
-                            _: &'a __wfc::abi::SwSite,
-                        ) -> __wfc::BoxFuture<
-                            'a,
-                            Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
-                        > {
-                            __wfc::FutureExt::boxed(async move {
-                                if __wfc::abi::sw_holds(
-                                    __wfc::abi::sw_expr_ref(&SW_EXPR_0)?,
-                                    &data,
-                                ) {
-                                    return Ok((data, __wfc::abi::SwExit::Condition(0)));
-                                }
-                                Ok((data, __wfc::abi::SwExit::Default))
-                            })
-                        }
-                    }
-                    let visited = __wfc::abi::sw_step(exec, "Which {#}", &Code, input)
-                        .await?;
-                    match visited.exit {
-                        __wfc::abi::SwExit::Condition(0) => {
-                            State::StopAll(visited.output)
-                        }
-                        __wfc::abi::SwExit::Default => State::InnerEnd(visited.output),
-                        other => {
-                            return Err(
-                                __wfc::abi::unexpected(
-                                    "Which {#}",
-                                    &::std::format!("has no way out {:?}", other),
-                                ),
-                            );
-                        }
-                    }
-                }
-                State::StopAll(input) => {
-                    static LITERAL_0: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
-                        let mut object = __wfc::serde_json::Map::with_capacity(1usize);
-                        object
-                            .insert(
-                                ::std::borrow::ToOwned::to_owned("stopped"),
-                                __wfc::Value::String(
-                                    ::std::borrow::ToOwned::to_owned("✓"),
-                                ),
-                            );
-                        __wfc::Value::Object(object)
-                    });
-                    struct Code;
-                    impl __wfc::abi::SwCode for Code {
-                        fn type_name(&self) -> &'static str {
-                            "inject"
-                        }
-                        fn work<'a>(
-                            &'a self,
-                            _: &'a __wfc::Execution,
-                            _: &'a str,
-                            data: __wfc::Value,
-                            _: &'a __wfc::abi::SwSite,
-                        ) -> __wfc::BoxFuture<
-                            'a,
-                            Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
-                        > {
-                            __wfc::FutureExt::boxed(async move {
-                                let mut data = data;
-                                __wfc::abi::sw_inject(
-                                    &mut data,
-                                    __wfc::Value::clone(&LITERAL_0),
+                        let visited = __wfc::abi::sw_step(
+                                exec,
+                                "Which {#}",
+                                &Code,
+                                input,
+                            )
+                            .await?;
+                        match visited.exit {
+                            __wfc::abi::SwExit::Condition(0) => {
+                                State::StopAll(visited.output)
+                            }
+                            __wfc::abi::SwExit::Default => {
+                                State::InnerEnd(visited.output)
+                            }
+                            other => {
+                                return Err(
+                                    __wfc::abi::unexpected(
+                                        "Which {#}",
+                                        &::std::format!("has no way out {:?}", other),
+                                    ),
                                 );
-                                Ok((data, __wfc::abi::SwExit::Next))
-                            })
+                            }
                         }
                     }
-                    let visited = __wfc::abi::sw_step(exec, "Stop all {#}", &Code, input)
-                        .await?;
-                    match visited.exit {
-                        __wfc::abi::SwExit::Next => {
-                            return Err(__wfc::abi::sw_terminate(visited.output));
-                        }
-                        other => {
-                            return Err(
-                                __wfc::abi::unexpected(
-                                    "Stop all {#}",
-                                    &::std::format!("has no way out {:?}", other),
-                                ),
+                    State::StopAll(input) => {
+                        static LITERAL_0: __wfc::abi::StaticValue = __wfc::LazyLock::new(||
+                        {
+                            let mut object = __wfc::serde_json::Map::with_capacity(
+                                1usize,
                             );
-                        }
-                    }
-                }
-                State::InnerEnd(input) => {
-                    static LITERAL_0: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
-                        let mut object = __wfc::serde_json::Map::with_capacity(1usize);
-                        object
-                            .insert(
-                                ::std::borrow::ToOwned::to_owned("innerDone"),
-                                __wfc::Value::String(
-                                    ::std::borrow::ToOwned::to_owned("done \"✓\""),
-                                ),
-                            );
-                        __wfc::Value::Object(object)
-                    });
-                    struct Code;
-                    impl __wfc::abi::SwCode for Code {
-                        fn type_name(&self) -> &'static str {
-                            "inject"
-                        }
-                        fn work<'a>(
-                            &'a self,
-                            _: &'a __wfc::Execution,
-                            _: &'a str,
-                            data: __wfc::Value,
-                            _: &'a __wfc::abi::SwSite,
-                        ) -> __wfc::BoxFuture<
-                            'a,
-                            Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
-                        > {
-                            __wfc::FutureExt::boxed(async move {
-                                let mut data = data;
-                                __wfc::abi::sw_inject(
-                                    &mut data,
-                                    __wfc::Value::clone(&LITERAL_0),
+                            object
+                                .insert(
+                                    ::std::borrow::ToOwned::to_owned("stopped"),
+                                    __wfc::Value::String(
+                                        ::std::borrow::ToOwned::to_owned("✓"),
+                                    ),
                                 );
-                                Ok((data, __wfc::abi::SwExit::Next))
-                            })
+                            __wfc::Value::Object(object)
+                        });
+                        struct Code;
+                        impl __wfc::abi::SwCode for Code {
+                            fn type_name(&self) -> &'static str {
+                                "inject"
+                            }
+                            fn work<'a>(
+                                &'a self,
+                                _: &'a __wfc::Execution,
+                                _: &'a str,
+                                data: __wfc::Value,
+                                _: &'a __wfc::abi::SwSite,
+                            ) -> __wfc::BoxFuture<
+                                'a,
+                                Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
+                            > {
+                                __wfc::FutureExt::boxed(async move {
+                                    let mut data = data;
+                                    __wfc::abi::sw_inject(
+                                        &mut data,
+                                        __wfc::Value::clone(&LITERAL_0),
+                                    );
+                                    Ok((data, __wfc::abi::SwExit::Next))
+                                })
+                            }
+                        }
+                        let visited = __wfc::abi::sw_step(
+                                exec,
+                                "Stop all {#}",
+                                &Code,
+                                input,
+                            )
+                            .await?;
+                        match visited.exit {
+                            __wfc::abi::SwExit::Next => {
+                                return Err(__wfc::abi::sw_terminate(visited.output));
+                            }
+                            other => {
+                                return Err(
+                                    __wfc::abi::unexpected(
+                                        "Stop all {#}",
+                                        &::std::format!("has no way out {:?}", other),
+                                    ),
+                                );
+                            }
                         }
                     }
-                    let visited = __wfc::abi::sw_step(
-                            exec,
-                            "Inner end ✓",
-                            &Code,
-                            input,
-                        )
-                        .await?;
-                    match visited.exit {
-                        __wfc::abi::SwExit::Next => {
-                            return Ok(__wfc::abi::Flow::End(visited.output));
-                        }
-                        other => {
-                            return Err(
-                                __wfc::abi::unexpected(
-                                    "Inner end ✓",
-                                    &::std::format!("has no way out {:?}", other),
-                                ),
+                    State::InnerEnd(input) => {
+                        static LITERAL_0: __wfc::abi::StaticValue = __wfc::LazyLock::new(||
+                        {
+                            let mut object = __wfc::serde_json::Map::with_capacity(
+                                1usize,
                             );
+                            object
+                                .insert(
+                                    ::std::borrow::ToOwned::to_owned("innerDone"),
+                                    __wfc::Value::String(
+                                        ::std::borrow::ToOwned::to_owned("done \"✓\""),
+                                    ),
+                                );
+                            __wfc::Value::Object(object)
+                        });
+                        struct Code;
+                        impl __wfc::abi::SwCode for Code {
+                            fn type_name(&self) -> &'static str {
+                                "inject"
+                            }
+                            fn work<'a>(
+                                &'a self,
+                                _: &'a __wfc::Execution,
+                                _: &'a str,
+                                data: __wfc::Value,
+                                _: &'a __wfc::abi::SwSite,
+                            ) -> __wfc::BoxFuture<
+                                'a,
+                                Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
+                            > {
+                                __wfc::FutureExt::boxed(async move {
+                                    let mut data = data;
+                                    __wfc::abi::sw_inject(
+                                        &mut data,
+                                        __wfc::Value::clone(&LITERAL_0),
+                                    );
+                                    Ok((data, __wfc::abi::SwExit::Next))
+                                })
+                            }
+                        }
+                        let visited = __wfc::abi::sw_step(
+                                exec,
+                                "Inner end ✓",
+                                &Code,
+                                input,
+                            )
+                            .await?;
+                        match visited.exit {
+                            __wfc::abi::SwExit::Next => {
+                                return Ok(__wfc::abi::Flow::End(visited.output));
+                            }
+                            other => {
+                                return Err(
+                                    __wfc::abi::unexpected(
+                                        "Inner end ✓",
+                                        &::std::format!("has no way out {:?}", other),
+                                    ),
+                                );
+                            }
                         }
                     }
-                }
-            };
-            Ok(__wfc::abi::Flow::Next(next))
+                };
+                Ok(__wfc::abi::Flow::Next(next))
+            }
         }
     }
     /// The subflow `sw_states_inner` (0) of the Serverless Workflow state `Loop {#}`: its own states and driver.
@@ -3338,285 +3413,315 @@ pub mod sw_states {
             }
         }
         /// Runs this branch from its start state.
-        pub(super) async fn drive<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        pub(super) fn drive<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             input: __wfc::Value,
-        ) -> Result<__wfc::Value, __wfc::Failure> {
-            resume(handler, exec, State::InnerI(input)).await
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::Value, __wfc::Failure>,
+        > + 'a {
+            resume(handler, exec, State::InnerI(input))
         }
         /// Runs subflow 0 of the state `Loop {#}` from `state` until it ends, in the execution `exec` (its clock, history and context).
-        pub async fn resume<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        pub fn resume<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             state: State,
-        ) -> Result<__wfc::Value, __wfc::Failure> {
-            __wfc::abi::drive(state, |state| step(handler, exec, state)).await
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::Value, __wfc::Failure>,
+        > + 'a {
+            __wfc::abi::drive(state, move |state| step(handler, exec, state))
         }
         /// One state of subflow 0 of the state `Loop {#}`: its work, then where control goes (run by the runtime's driver, `abi::drive`).
-        async fn step<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        fn step<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             state: State,
-        ) -> Result<__wfc::abi::Flow<State>, __wfc::Failure> {
-            let next = match state {
-                State::InnerI(input) => {
-                    static SW_EXPR_0: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                        "{{ $.item.x }}",
-                        &[__wfc::abi::SwPart::Path("$.item.x")],
-                    ));
-                    static SW_EXPR_1: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                        "{{ $.inner }}",
-                        &[__wfc::abi::SwPart::Path("$.inner")],
-                    ));
-                    static SW_EXPR_2: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                        "{{ $.out }}",
-                        &[__wfc::abi::SwPart::Path("$.out")],
-                    ));
-                    struct Code<'h, H>(&'h H);
-                    impl<H: super::Handler> __wfc::abi::SwCode for Code<'_, H> {
-                        fn type_name(&self) -> &'static str {
-                            "operation"
-                        }
-                        fn work<'a>(
-                            &'a self,
-                            exec: &'a __wfc::Execution,
-                            name: &'a str,
-                            data: __wfc::Value,
-                            site: &'a __wfc::abi::SwSite,
-                        ) -> __wfc::BoxFuture<
-                            'a,
-                            Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
-                        > {
-                            let handler = self.0;
-                            __wfc::FutureExt::boxed(async move {
-                                let mut data = data;
-                                let result = __wfc::abi::sw_call(
-                                        exec,
-                                        name,
-                                        "echo",
-                                        {
-                                            let input = ::core::clone::Clone::clone(&data);
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::abi::Flow<State>, __wfc::Failure>,
+        > + 'a {
+            async move {
+                let next = match state {
+                    State::InnerI(input) => {
+                        static SW_EXPR_0: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(||
+                        __wfc::abi::sw_expr(
+                            "{{ $.item.x }}",
+                            &[__wfc::abi::SwPart::Path("$.item.x")],
+                        ));
+                        static SW_EXPR_1: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(||
+                        __wfc::abi::sw_expr(
+                            "{{ $.inner }}",
+                            &[__wfc::abi::SwPart::Path("$.inner")],
+                        ));
+                        static SW_EXPR_2: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(||
+                        __wfc::abi::sw_expr(
+                            "{{ $.out }}",
+                            &[__wfc::abi::SwPart::Path("$.out")],
+                        ));
+                        struct Code<'h, H>(&'h H);
+                        impl<H: super::Handler> __wfc::abi::SwCode for Code<'_, H> {
+                            fn type_name(&self) -> &'static str {
+                                "operation"
+                            }
+                            fn work<'a>(
+                                &'a self,
+                                exec: &'a __wfc::Execution,
+                                name: &'a str,
+                                data: __wfc::Value,
+                                site: &'a __wfc::abi::SwSite,
+                            ) -> __wfc::BoxFuture<
+                                'a,
+                                Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
+                            > {
+                                let handler = self.0;
+                                __wfc::FutureExt::boxed(async move {
+                                    let mut data = data;
+                                    let result = __wfc::abi::sw_call(
+                                            exec,
+                                            name,
+                                            "echo",
                                             {
-                                                let mut object = __wfc::serde_json::Map::with_capacity(
-                                                    2usize,
-                                                );
-                                                object
-                                                    .insert(
-                                                        ::std::borrow::ToOwned::to_owned("x"),
-                                                        __wfc::abi::sw_eval(
-                                                            __wfc::abi::sw_expr_ref(&SW_EXPR_0)?,
-                                                            &input,
-                                                        ),
+                                                let input = ::core::clone::Clone::clone(&data);
+                                                {
+                                                    let mut object = __wfc::serde_json::Map::with_capacity(
+                                                        2usize,
                                                     );
-                                                object
-                                                    .insert(
-                                                        ::std::borrow::ToOwned::to_owned("all"),
-                                                        __wfc::abi::sw_eval(
-                                                            __wfc::abi::sw_expr_ref(&SW_EXPR_1)?,
-                                                            &input,
-                                                        ),
-                                                    );
-                                                __wfc::Value::Object(object)
-                                            }
-                                        },
-                                        ::core::option::Option::None,
-                                        site,
-                                        "a0",
-                                        |input, ctx| handler.echo(input, ctx),
-                                    )
-                                    .await?;
-                                __wfc::abi::sw_merge_filtered(
-                                    &mut data,
-                                    ::core::option::Option::Some(
-                                        __wfc::abi::sw_expr_ref(&SW_EXPR_2)?,
+                                                    object
+                                                        .insert(
+                                                            ::std::borrow::ToOwned::to_owned("x"),
+                                                            __wfc::abi::sw_eval(
+                                                                __wfc::abi::sw_expr_ref(&SW_EXPR_0)?,
+                                                                &input,
+                                                            ),
+                                                        );
+                                                    object
+                                                        .insert(
+                                                            ::std::borrow::ToOwned::to_owned("all"),
+                                                            __wfc::abi::sw_eval(
+                                                                __wfc::abi::sw_expr_ref(&SW_EXPR_1)?,
+                                                                &input,
+                                                            ),
+                                                        );
+                                                    __wfc::Value::Object(object)
+                                                }
+                                            },
+                                            ::core::option::Option::None,
+                                            site,
+                                            "a0",
+                                            |input, ctx| handler.echo(input, ctx),
+                                        )
+                                        .await?;
+                                    __wfc::abi::sw_merge_filtered(
+                                        &mut data,
+                                        ::core::option::Option::Some(
+                                            __wfc::abi::sw_expr_ref(&SW_EXPR_2)?,
+                                        ),
+                                        result,
+                                    );
+                                    Ok((data, __wfc::abi::SwExit::Next))
+                                })
+                            }
+                        }
+                        let visited = __wfc::abi::sw_step(
+                                exec,
+                                "Inner \"i\" ✓",
+                                &Code(handler),
+                                input,
+                            )
+                            .await?;
+                        match visited.exit {
+                            __wfc::abi::SwExit::Next => State::Which(visited.output),
+                            other => {
+                                return Err(
+                                    __wfc::abi::unexpected(
+                                        "Inner \"i\" ✓",
+                                        &::std::format!("has no way out {:?}", other),
                                     ),
-                                    result,
                                 );
-                                Ok((data, __wfc::abi::SwExit::Next))
-                            })
+                            }
                         }
                     }
-                    let visited = __wfc::abi::sw_step(
-                            exec,
-                            "Inner \"i\" ✓",
-                            &Code(handler),
-                            input,
-                        )
-                        .await?;
-                    match visited.exit {
-                        __wfc::abi::SwExit::Next => State::Which(visited.output),
-                        other => {
-                            return Err(
-                                __wfc::abi::unexpected(
-                                    "Inner \"i\" ✓",
-                                    &::std::format!("has no way out {:?}", other),
-                                ),
-                            );
+                    State::Which(input) => {
+                        static SW_EXPR_0: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(||
+                        __wfc::abi::sw_expr(
+                            "{{ $.stopAll }}",
+                            &[__wfc::abi::SwPart::Path("$.stopAll")],
+                        ));
+                        struct Code;
+                        impl __wfc::abi::SwCode for Code {
+                            fn type_name(&self) -> &'static str {
+                                "switch"
+                            }
+                            fn work<'a>(
+                                &'a self,
+                                _: &'a __wfc::Execution,
+                                _: &'a str,
+                                data: __wfc::Value,
+                                _: &'a __wfc::abi::SwSite,
+                            ) -> __wfc::BoxFuture<
+                                'a,
+                                Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
+                            > {
+                                __wfc::FutureExt::boxed(async move {
+                                    if __wfc::abi::sw_holds(
+                                        __wfc::abi::sw_expr_ref(&SW_EXPR_0)?,
+                                        &data,
+                                    ) {
+                                        return Ok((data, __wfc::abi::SwExit::Condition(0)));
+                                    }
+                                    Ok((data, __wfc::abi::SwExit::Default))
+                                })
+                            }
                         }
-                    }
-                }
-                State::Which(input) => {
-                    static SW_EXPR_0: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                        "{{ $.stopAll }}",
-                        &[__wfc::abi::SwPart::Path("$.stopAll")],
-                    ));
-                    struct Code;
-                    impl __wfc::abi::SwCode for Code {
-                        fn type_name(&self) -> &'static str {
-                            "switch"
-                        }
-                        fn work<'a>(
-                            &'a self,
-                            _: &'a __wfc::Execution,
-                            _: &'a str,
-                            data: __wfc::Value,
-                            _: &'a __wfc::abi::SwSite,
-                        ) -> __wfc::BoxFuture<
-                            'a,
-                            Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
-                        > {
-                            __wfc::FutureExt::boxed(async move {
-                                if __wfc::abi::sw_holds(
-                                    __wfc::abi::sw_expr_ref(&SW_EXPR_0)?,
-                                    &data,
-                                ) {
-                                    return Ok((data, __wfc::abi::SwExit::Condition(0)));
-                                }
-                                Ok((data, __wfc::abi::SwExit::Default))
-                            })
-                        }
-                    }
-                    let visited = __wfc::abi::sw_step(exec, "Which {#}", &Code, input)
-                        .await?;
-                    match visited.exit {
-                        __wfc::abi::SwExit::Condition(0) => {
-                            State::StopAll(visited.output)
-                        }
-                        __wfc::abi::SwExit::Default => State::InnerEnd(visited.output),
-                        other => {
-                            return Err(
-                                __wfc::abi::unexpected(
-                                    "Which {#}",
-                                    &::std::format!("has no way out {:?}", other),
-                                ),
-                            );
-                        }
-                    }
-                }
-                State::StopAll(input) => {
-                    static LITERAL_0: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
-                        let mut object = __wfc::serde_json::Map::with_capacity(1usize);
-                        object
-                            .insert(
-                                ::std::borrow::ToOwned::to_owned("stopped"),
-                                __wfc::Value::String(
-                                    ::std::borrow::ToOwned::to_owned("✓"),
-                                ),
-                            );
-                        __wfc::Value::Object(object)
-                    });
-                    struct Code;
-                    impl __wfc::abi::SwCode for Code {
-                        fn type_name(&self) -> &'static str {
-                            "inject"
-                        }
-                        fn work<'a>(
-                            &'a self,
-                            _: &'a __wfc::Execution,
-                            _: &'a str,
-                            data: __wfc::Value,
-                            _: &'a __wfc::abi::SwSite,
-                        ) -> __wfc::BoxFuture<
-                            'a,
-                            Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
-                        > {
-                            __wfc::FutureExt::boxed(async move {
-                                let mut data = data;
-                                __wfc::abi::sw_inject(
-                                    &mut data,
-                                    __wfc::Value::clone(&LITERAL_0),
+                        let visited = __wfc::abi::sw_step(
+                                exec,
+                                "Which {#}",
+                                &Code,
+                                input,
+                            )
+                            .await?;
+                        match visited.exit {
+                            __wfc::abi::SwExit::Condition(0) => {
+                                State::StopAll(visited.output)
+                            }
+                            __wfc::abi::SwExit::Default => {
+                                State::InnerEnd(visited.output)
+                            }
+                            other => {
+                                return Err(
+                                    __wfc::abi::unexpected(
+                                        "Which {#}",
+                                        &::std::format!("has no way out {:?}", other),
+                                    ),
                                 );
-                                Ok((data, __wfc::abi::SwExit::Next))
-                            })
+                            }
                         }
                     }
-                    let visited = __wfc::abi::sw_step(exec, "Stop all {#}", &Code, input)
-                        .await?;
-                    match visited.exit {
-                        __wfc::abi::SwExit::Next => {
-                            return Err(__wfc::abi::sw_terminate(visited.output));
-                        }
-                        other => {
-                            return Err(
-                                __wfc::abi::unexpected(
-                                    "Stop all {#}",
-                                    &::std::format!("has no way out {:?}", other),
-                                ),
+                    State::StopAll(input) => {
+                        static LITERAL_0: __wfc::abi::StaticValue = __wfc::LazyLock::new(||
+                        {
+                            let mut object = __wfc::serde_json::Map::with_capacity(
+                                1usize,
                             );
-                        }
-                    }
-                }
-                State::InnerEnd(input) => {
-                    static LITERAL_0: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
-                        let mut object = __wfc::serde_json::Map::with_capacity(1usize);
-                        object
-                            .insert(
-                                ::std::borrow::ToOwned::to_owned("innerDone"),
-                                __wfc::Value::String(
-                                    ::std::borrow::ToOwned::to_owned("done \"✓\""),
-                                ),
-                            );
-                        __wfc::Value::Object(object)
-                    });
-                    struct Code;
-                    impl __wfc::abi::SwCode for Code {
-                        fn type_name(&self) -> &'static str {
-                            "inject"
-                        }
-                        fn work<'a>(
-                            &'a self,
-                            _: &'a __wfc::Execution,
-                            _: &'a str,
-                            data: __wfc::Value,
-                            _: &'a __wfc::abi::SwSite,
-                        ) -> __wfc::BoxFuture<
-                            'a,
-                            Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
-                        > {
-                            __wfc::FutureExt::boxed(async move {
-                                let mut data = data;
-                                __wfc::abi::sw_inject(
-                                    &mut data,
-                                    __wfc::Value::clone(&LITERAL_0),
+                            object
+                                .insert(
+                                    ::std::borrow::ToOwned::to_owned("stopped"),
+                                    __wfc::Value::String(
+                                        ::std::borrow::ToOwned::to_owned("✓"),
+                                    ),
                                 );
-                                Ok((data, __wfc::abi::SwExit::Next))
-                            })
+                            __wfc::Value::Object(object)
+                        });
+                        struct Code;
+                        impl __wfc::abi::SwCode for Code {
+                            fn type_name(&self) -> &'static str {
+                                "inject"
+                            }
+                            fn work<'a>(
+                                &'a self,
+                                _: &'a __wfc::Execution,
+                                _: &'a str,
+                                data: __wfc::Value,
+                                _: &'a __wfc::abi::SwSite,
+                            ) -> __wfc::BoxFuture<
+                                'a,
+                                Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
+                            > {
+                                __wfc::FutureExt::boxed(async move {
+                                    let mut data = data;
+                                    __wfc::abi::sw_inject(
+                                        &mut data,
+                                        __wfc::Value::clone(&LITERAL_0),
+                                    );
+                                    Ok((data, __wfc::abi::SwExit::Next))
+                                })
+                            }
+                        }
+                        let visited = __wfc::abi::sw_step(
+                                exec,
+                                "Stop all {#}",
+                                &Code,
+                                input,
+                            )
+                            .await?;
+                        match visited.exit {
+                            __wfc::abi::SwExit::Next => {
+                                return Err(__wfc::abi::sw_terminate(visited.output));
+                            }
+                            other => {
+                                return Err(
+                                    __wfc::abi::unexpected(
+                                        "Stop all {#}",
+                                        &::std::format!("has no way out {:?}", other),
+                                    ),
+                                );
+                            }
                         }
                     }
-                    let visited = __wfc::abi::sw_step(
-                            exec,
-                            "Inner end ✓",
-                            &Code,
-                            input,
-                        )
-                        .await?;
-                    match visited.exit {
-                        __wfc::abi::SwExit::Next => {
-                            return Ok(__wfc::abi::Flow::End(visited.output));
-                        }
-                        other => {
-                            return Err(
-                                __wfc::abi::unexpected(
-                                    "Inner end ✓",
-                                    &::std::format!("has no way out {:?}", other),
-                                ),
+                    State::InnerEnd(input) => {
+                        static LITERAL_0: __wfc::abi::StaticValue = __wfc::LazyLock::new(||
+                        {
+                            let mut object = __wfc::serde_json::Map::with_capacity(
+                                1usize,
                             );
+                            object
+                                .insert(
+                                    ::std::borrow::ToOwned::to_owned("innerDone"),
+                                    __wfc::Value::String(
+                                        ::std::borrow::ToOwned::to_owned("done \"✓\""),
+                                    ),
+                                );
+                            __wfc::Value::Object(object)
+                        });
+                        struct Code;
+                        impl __wfc::abi::SwCode for Code {
+                            fn type_name(&self) -> &'static str {
+                                "inject"
+                            }
+                            fn work<'a>(
+                                &'a self,
+                                _: &'a __wfc::Execution,
+                                _: &'a str,
+                                data: __wfc::Value,
+                                _: &'a __wfc::abi::SwSite,
+                            ) -> __wfc::BoxFuture<
+                                'a,
+                                Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
+                            > {
+                                __wfc::FutureExt::boxed(async move {
+                                    let mut data = data;
+                                    __wfc::abi::sw_inject(
+                                        &mut data,
+                                        __wfc::Value::clone(&LITERAL_0),
+                                    );
+                                    Ok((data, __wfc::abi::SwExit::Next))
+                                })
+                            }
+                        }
+                        let visited = __wfc::abi::sw_step(
+                                exec,
+                                "Inner end ✓",
+                                &Code,
+                                input,
+                            )
+                            .await?;
+                        match visited.exit {
+                            __wfc::abi::SwExit::Next => {
+                                return Ok(__wfc::abi::Flow::End(visited.output));
+                            }
+                            other => {
+                                return Err(
+                                    __wfc::abi::unexpected(
+                                        "Inner end ✓",
+                                        &::std::format!("has no way out {:?}", other),
+                                    ),
+                                );
+                            }
                         }
                     }
-                }
-            };
-            Ok(__wfc::abi::Flow::Next(next))
+                };
+                Ok(__wfc::abi::Flow::Next(next))
+            }
         }
     }
     /// The subflow `sw_states_inner` (0) of the Serverless Workflow state `Detach "d" ✓`: its own states and driver.
@@ -3672,285 +3777,315 @@ pub mod sw_states {
             }
         }
         /// Runs this branch from its start state.
-        pub(super) async fn drive<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        pub(super) fn drive<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             input: __wfc::Value,
-        ) -> Result<__wfc::Value, __wfc::Failure> {
-            resume(handler, exec, State::InnerI(input)).await
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::Value, __wfc::Failure>,
+        > + 'a {
+            resume(handler, exec, State::InnerI(input))
         }
         /// Runs subflow 0 of the state `Detach "d" ✓` from `state` until it ends, in the execution `exec` (its clock, history and context).
-        pub async fn resume<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        pub fn resume<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             state: State,
-        ) -> Result<__wfc::Value, __wfc::Failure> {
-            __wfc::abi::drive(state, |state| step(handler, exec, state)).await
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::Value, __wfc::Failure>,
+        > + 'a {
+            __wfc::abi::drive(state, move |state| step(handler, exec, state))
         }
         /// One state of subflow 0 of the state `Detach "d" ✓`: its work, then where control goes (run by the runtime's driver, `abi::drive`).
-        async fn step<H: super::Handler>(
-            handler: &H,
-            exec: &__wfc::Execution,
+        fn step<'a, H: super::Handler>(
+            handler: &'a H,
+            exec: &'a __wfc::Execution,
             state: State,
-        ) -> Result<__wfc::abi::Flow<State>, __wfc::Failure> {
-            let next = match state {
-                State::InnerI(input) => {
-                    static SW_EXPR_0: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                        "{{ $.item.x }}",
-                        &[__wfc::abi::SwPart::Path("$.item.x")],
-                    ));
-                    static SW_EXPR_1: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                        "{{ $.inner }}",
-                        &[__wfc::abi::SwPart::Path("$.inner")],
-                    ));
-                    static SW_EXPR_2: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                        "{{ $.out }}",
-                        &[__wfc::abi::SwPart::Path("$.out")],
-                    ));
-                    struct Code<'h, H>(&'h H);
-                    impl<H: super::Handler> __wfc::abi::SwCode for Code<'_, H> {
-                        fn type_name(&self) -> &'static str {
-                            "operation"
-                        }
-                        fn work<'a>(
-                            &'a self,
-                            exec: &'a __wfc::Execution,
-                            name: &'a str,
-                            data: __wfc::Value,
-                            site: &'a __wfc::abi::SwSite,
-                        ) -> __wfc::BoxFuture<
-                            'a,
-                            Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
-                        > {
-                            let handler = self.0;
-                            __wfc::FutureExt::boxed(async move {
-                                let mut data = data;
-                                let result = __wfc::abi::sw_call(
-                                        exec,
-                                        name,
-                                        "echo",
-                                        {
-                                            let input = ::core::clone::Clone::clone(&data);
+        ) -> impl ::core::future::Future<
+            Output = Result<__wfc::abi::Flow<State>, __wfc::Failure>,
+        > + 'a {
+            async move {
+                let next = match state {
+                    State::InnerI(input) => {
+                        static SW_EXPR_0: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(||
+                        __wfc::abi::sw_expr(
+                            "{{ $.item.x }}",
+                            &[__wfc::abi::SwPart::Path("$.item.x")],
+                        ));
+                        static SW_EXPR_1: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(||
+                        __wfc::abi::sw_expr(
+                            "{{ $.inner }}",
+                            &[__wfc::abi::SwPart::Path("$.inner")],
+                        ));
+                        static SW_EXPR_2: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(||
+                        __wfc::abi::sw_expr(
+                            "{{ $.out }}",
+                            &[__wfc::abi::SwPart::Path("$.out")],
+                        ));
+                        struct Code<'h, H>(&'h H);
+                        impl<H: super::Handler> __wfc::abi::SwCode for Code<'_, H> {
+                            fn type_name(&self) -> &'static str {
+                                "operation"
+                            }
+                            fn work<'a>(
+                                &'a self,
+                                exec: &'a __wfc::Execution,
+                                name: &'a str,
+                                data: __wfc::Value,
+                                site: &'a __wfc::abi::SwSite,
+                            ) -> __wfc::BoxFuture<
+                                'a,
+                                Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
+                            > {
+                                let handler = self.0;
+                                __wfc::FutureExt::boxed(async move {
+                                    let mut data = data;
+                                    let result = __wfc::abi::sw_call(
+                                            exec,
+                                            name,
+                                            "echo",
                                             {
-                                                let mut object = __wfc::serde_json::Map::with_capacity(
-                                                    2usize,
-                                                );
-                                                object
-                                                    .insert(
-                                                        ::std::borrow::ToOwned::to_owned("x"),
-                                                        __wfc::abi::sw_eval(
-                                                            __wfc::abi::sw_expr_ref(&SW_EXPR_0)?,
-                                                            &input,
-                                                        ),
+                                                let input = ::core::clone::Clone::clone(&data);
+                                                {
+                                                    let mut object = __wfc::serde_json::Map::with_capacity(
+                                                        2usize,
                                                     );
-                                                object
-                                                    .insert(
-                                                        ::std::borrow::ToOwned::to_owned("all"),
-                                                        __wfc::abi::sw_eval(
-                                                            __wfc::abi::sw_expr_ref(&SW_EXPR_1)?,
-                                                            &input,
-                                                        ),
-                                                    );
-                                                __wfc::Value::Object(object)
-                                            }
-                                        },
-                                        ::core::option::Option::None,
-                                        site,
-                                        "a0",
-                                        |input, ctx| handler.echo(input, ctx),
-                                    )
-                                    .await?;
-                                __wfc::abi::sw_merge_filtered(
-                                    &mut data,
-                                    ::core::option::Option::Some(
-                                        __wfc::abi::sw_expr_ref(&SW_EXPR_2)?,
+                                                    object
+                                                        .insert(
+                                                            ::std::borrow::ToOwned::to_owned("x"),
+                                                            __wfc::abi::sw_eval(
+                                                                __wfc::abi::sw_expr_ref(&SW_EXPR_0)?,
+                                                                &input,
+                                                            ),
+                                                        );
+                                                    object
+                                                        .insert(
+                                                            ::std::borrow::ToOwned::to_owned("all"),
+                                                            __wfc::abi::sw_eval(
+                                                                __wfc::abi::sw_expr_ref(&SW_EXPR_1)?,
+                                                                &input,
+                                                            ),
+                                                        );
+                                                    __wfc::Value::Object(object)
+                                                }
+                                            },
+                                            ::core::option::Option::None,
+                                            site,
+                                            "a0",
+                                            |input, ctx| handler.echo(input, ctx),
+                                        )
+                                        .await?;
+                                    __wfc::abi::sw_merge_filtered(
+                                        &mut data,
+                                        ::core::option::Option::Some(
+                                            __wfc::abi::sw_expr_ref(&SW_EXPR_2)?,
+                                        ),
+                                        result,
+                                    );
+                                    Ok((data, __wfc::abi::SwExit::Next))
+                                })
+                            }
+                        }
+                        let visited = __wfc::abi::sw_step(
+                                exec,
+                                "Inner \"i\" ✓",
+                                &Code(handler),
+                                input,
+                            )
+                            .await?;
+                        match visited.exit {
+                            __wfc::abi::SwExit::Next => State::Which(visited.output),
+                            other => {
+                                return Err(
+                                    __wfc::abi::unexpected(
+                                        "Inner \"i\" ✓",
+                                        &::std::format!("has no way out {:?}", other),
                                     ),
-                                    result,
                                 );
-                                Ok((data, __wfc::abi::SwExit::Next))
-                            })
+                            }
                         }
                     }
-                    let visited = __wfc::abi::sw_step(
-                            exec,
-                            "Inner \"i\" ✓",
-                            &Code(handler),
-                            input,
-                        )
-                        .await?;
-                    match visited.exit {
-                        __wfc::abi::SwExit::Next => State::Which(visited.output),
-                        other => {
-                            return Err(
-                                __wfc::abi::unexpected(
-                                    "Inner \"i\" ✓",
-                                    &::std::format!("has no way out {:?}", other),
-                                ),
-                            );
+                    State::Which(input) => {
+                        static SW_EXPR_0: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(||
+                        __wfc::abi::sw_expr(
+                            "{{ $.stopAll }}",
+                            &[__wfc::abi::SwPart::Path("$.stopAll")],
+                        ));
+                        struct Code;
+                        impl __wfc::abi::SwCode for Code {
+                            fn type_name(&self) -> &'static str {
+                                "switch"
+                            }
+                            fn work<'a>(
+                                &'a self,
+                                _: &'a __wfc::Execution,
+                                _: &'a str,
+                                data: __wfc::Value,
+                                _: &'a __wfc::abi::SwSite,
+                            ) -> __wfc::BoxFuture<
+                                'a,
+                                Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
+                            > {
+                                __wfc::FutureExt::boxed(async move {
+                                    if __wfc::abi::sw_holds(
+                                        __wfc::abi::sw_expr_ref(&SW_EXPR_0)?,
+                                        &data,
+                                    ) {
+                                        return Ok((data, __wfc::abi::SwExit::Condition(0)));
+                                    }
+                                    Ok((data, __wfc::abi::SwExit::Default))
+                                })
+                            }
                         }
-                    }
-                }
-                State::Which(input) => {
-                    static SW_EXPR_0: __wfc::abi::StaticSwExpr = __wfc::LazyLock::new(|| __wfc::abi::sw_expr(
-                        "{{ $.stopAll }}",
-                        &[__wfc::abi::SwPart::Path("$.stopAll")],
-                    ));
-                    struct Code;
-                    impl __wfc::abi::SwCode for Code {
-                        fn type_name(&self) -> &'static str {
-                            "switch"
-                        }
-                        fn work<'a>(
-                            &'a self,
-                            _: &'a __wfc::Execution,
-                            _: &'a str,
-                            data: __wfc::Value,
-                            _: &'a __wfc::abi::SwSite,
-                        ) -> __wfc::BoxFuture<
-                            'a,
-                            Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
-                        > {
-                            __wfc::FutureExt::boxed(async move {
-                                if __wfc::abi::sw_holds(
-                                    __wfc::abi::sw_expr_ref(&SW_EXPR_0)?,
-                                    &data,
-                                ) {
-                                    return Ok((data, __wfc::abi::SwExit::Condition(0)));
-                                }
-                                Ok((data, __wfc::abi::SwExit::Default))
-                            })
-                        }
-                    }
-                    let visited = __wfc::abi::sw_step(exec, "Which {#}", &Code, input)
-                        .await?;
-                    match visited.exit {
-                        __wfc::abi::SwExit::Condition(0) => {
-                            State::StopAll(visited.output)
-                        }
-                        __wfc::abi::SwExit::Default => State::InnerEnd(visited.output),
-                        other => {
-                            return Err(
-                                __wfc::abi::unexpected(
-                                    "Which {#}",
-                                    &::std::format!("has no way out {:?}", other),
-                                ),
-                            );
-                        }
-                    }
-                }
-                State::StopAll(input) => {
-                    static LITERAL_0: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
-                        let mut object = __wfc::serde_json::Map::with_capacity(1usize);
-                        object
-                            .insert(
-                                ::std::borrow::ToOwned::to_owned("stopped"),
-                                __wfc::Value::String(
-                                    ::std::borrow::ToOwned::to_owned("✓"),
-                                ),
-                            );
-                        __wfc::Value::Object(object)
-                    });
-                    struct Code;
-                    impl __wfc::abi::SwCode for Code {
-                        fn type_name(&self) -> &'static str {
-                            "inject"
-                        }
-                        fn work<'a>(
-                            &'a self,
-                            _: &'a __wfc::Execution,
-                            _: &'a str,
-                            data: __wfc::Value,
-                            _: &'a __wfc::abi::SwSite,
-                        ) -> __wfc::BoxFuture<
-                            'a,
-                            Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
-                        > {
-                            __wfc::FutureExt::boxed(async move {
-                                let mut data = data;
-                                __wfc::abi::sw_inject(
-                                    &mut data,
-                                    __wfc::Value::clone(&LITERAL_0),
+                        let visited = __wfc::abi::sw_step(
+                                exec,
+                                "Which {#}",
+                                &Code,
+                                input,
+                            )
+                            .await?;
+                        match visited.exit {
+                            __wfc::abi::SwExit::Condition(0) => {
+                                State::StopAll(visited.output)
+                            }
+                            __wfc::abi::SwExit::Default => {
+                                State::InnerEnd(visited.output)
+                            }
+                            other => {
+                                return Err(
+                                    __wfc::abi::unexpected(
+                                        "Which {#}",
+                                        &::std::format!("has no way out {:?}", other),
+                                    ),
                                 );
-                                Ok((data, __wfc::abi::SwExit::Next))
-                            })
+                            }
                         }
                     }
-                    let visited = __wfc::abi::sw_step(exec, "Stop all {#}", &Code, input)
-                        .await?;
-                    match visited.exit {
-                        __wfc::abi::SwExit::Next => {
-                            return Err(__wfc::abi::sw_terminate(visited.output));
-                        }
-                        other => {
-                            return Err(
-                                __wfc::abi::unexpected(
-                                    "Stop all {#}",
-                                    &::std::format!("has no way out {:?}", other),
-                                ),
+                    State::StopAll(input) => {
+                        static LITERAL_0: __wfc::abi::StaticValue = __wfc::LazyLock::new(||
+                        {
+                            let mut object = __wfc::serde_json::Map::with_capacity(
+                                1usize,
                             );
-                        }
-                    }
-                }
-                State::InnerEnd(input) => {
-                    static LITERAL_0: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| {
-                        let mut object = __wfc::serde_json::Map::with_capacity(1usize);
-                        object
-                            .insert(
-                                ::std::borrow::ToOwned::to_owned("innerDone"),
-                                __wfc::Value::String(
-                                    ::std::borrow::ToOwned::to_owned("done \"✓\""),
-                                ),
-                            );
-                        __wfc::Value::Object(object)
-                    });
-                    struct Code;
-                    impl __wfc::abi::SwCode for Code {
-                        fn type_name(&self) -> &'static str {
-                            "inject"
-                        }
-                        fn work<'a>(
-                            &'a self,
-                            _: &'a __wfc::Execution,
-                            _: &'a str,
-                            data: __wfc::Value,
-                            _: &'a __wfc::abi::SwSite,
-                        ) -> __wfc::BoxFuture<
-                            'a,
-                            Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
-                        > {
-                            __wfc::FutureExt::boxed(async move {
-                                let mut data = data;
-                                __wfc::abi::sw_inject(
-                                    &mut data,
-                                    __wfc::Value::clone(&LITERAL_0),
+                            object
+                                .insert(
+                                    ::std::borrow::ToOwned::to_owned("stopped"),
+                                    __wfc::Value::String(
+                                        ::std::borrow::ToOwned::to_owned("✓"),
+                                    ),
                                 );
-                                Ok((data, __wfc::abi::SwExit::Next))
-                            })
+                            __wfc::Value::Object(object)
+                        });
+                        struct Code;
+                        impl __wfc::abi::SwCode for Code {
+                            fn type_name(&self) -> &'static str {
+                                "inject"
+                            }
+                            fn work<'a>(
+                                &'a self,
+                                _: &'a __wfc::Execution,
+                                _: &'a str,
+                                data: __wfc::Value,
+                                _: &'a __wfc::abi::SwSite,
+                            ) -> __wfc::BoxFuture<
+                                'a,
+                                Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
+                            > {
+                                __wfc::FutureExt::boxed(async move {
+                                    let mut data = data;
+                                    __wfc::abi::sw_inject(
+                                        &mut data,
+                                        __wfc::Value::clone(&LITERAL_0),
+                                    );
+                                    Ok((data, __wfc::abi::SwExit::Next))
+                                })
+                            }
+                        }
+                        let visited = __wfc::abi::sw_step(
+                                exec,
+                                "Stop all {#}",
+                                &Code,
+                                input,
+                            )
+                            .await?;
+                        match visited.exit {
+                            __wfc::abi::SwExit::Next => {
+                                return Err(__wfc::abi::sw_terminate(visited.output));
+                            }
+                            other => {
+                                return Err(
+                                    __wfc::abi::unexpected(
+                                        "Stop all {#}",
+                                        &::std::format!("has no way out {:?}", other),
+                                    ),
+                                );
+                            }
                         }
                     }
-                    let visited = __wfc::abi::sw_step(
-                            exec,
-                            "Inner end ✓",
-                            &Code,
-                            input,
-                        )
-                        .await?;
-                    match visited.exit {
-                        __wfc::abi::SwExit::Next => {
-                            return Ok(__wfc::abi::Flow::End(visited.output));
-                        }
-                        other => {
-                            return Err(
-                                __wfc::abi::unexpected(
-                                    "Inner end ✓",
-                                    &::std::format!("has no way out {:?}", other),
-                                ),
+                    State::InnerEnd(input) => {
+                        static LITERAL_0: __wfc::abi::StaticValue = __wfc::LazyLock::new(||
+                        {
+                            let mut object = __wfc::serde_json::Map::with_capacity(
+                                1usize,
                             );
+                            object
+                                .insert(
+                                    ::std::borrow::ToOwned::to_owned("innerDone"),
+                                    __wfc::Value::String(
+                                        ::std::borrow::ToOwned::to_owned("done \"✓\""),
+                                    ),
+                                );
+                            __wfc::Value::Object(object)
+                        });
+                        struct Code;
+                        impl __wfc::abi::SwCode for Code {
+                            fn type_name(&self) -> &'static str {
+                                "inject"
+                            }
+                            fn work<'a>(
+                                &'a self,
+                                _: &'a __wfc::Execution,
+                                _: &'a str,
+                                data: __wfc::Value,
+                                _: &'a __wfc::abi::SwSite,
+                            ) -> __wfc::BoxFuture<
+                                'a,
+                                Result<(__wfc::Value, __wfc::abi::SwExit), __wfc::Failure>,
+                            > {
+                                __wfc::FutureExt::boxed(async move {
+                                    let mut data = data;
+                                    __wfc::abi::sw_inject(
+                                        &mut data,
+                                        __wfc::Value::clone(&LITERAL_0),
+                                    );
+                                    Ok((data, __wfc::abi::SwExit::Next))
+                                })
+                            }
+                        }
+                        let visited = __wfc::abi::sw_step(
+                                exec,
+                                "Inner end ✓",
+                                &Code,
+                                input,
+                            )
+                            .await?;
+                        match visited.exit {
+                            __wfc::abi::SwExit::Next => {
+                                return Ok(__wfc::abi::Flow::End(visited.output));
+                            }
+                            other => {
+                                return Err(
+                                    __wfc::abi::unexpected(
+                                        "Inner end ✓",
+                                        &::std::format!("has no way out {:?}", other),
+                                    ),
+                                );
+                            }
                         }
                     }
-                }
-            };
-            Ok(__wfc::abi::Flow::Next(next))
+                };
+                Ok(__wfc::abi::Flow::Next(next))
+            }
         }
     }
 }

@@ -242,474 +242,490 @@ pub mod task_retry_catch {
         }
     }
     /// Runs the workflow from `state` until it ends, in the execution `exec` (its clock, history and context).
-    pub async fn resume<H: Handler>(
-        handler: &H,
-        exec: &__wfc::Execution,
+    pub fn resume<'a, H: Handler>(
+        handler: &'a H,
+        exec: &'a __wfc::Execution,
         state: State,
-    ) -> Result<__wfc::Value, __wfc::Failure> {
-        __wfc::abi::drive(state, |state| step(handler, exec, state)).await
+    ) -> impl ::core::future::Future<
+        Output = Result<__wfc::Value, __wfc::Failure>,
+    > + 'a {
+        __wfc::abi::drive(state, move |state| step(handler, exec, state))
     }
     /// One state of the workflow: its work, then where control goes (run by the runtime's driver, `abi::drive`).
-    async fn step<H: Handler>(
-        handler: &H,
-        exec: &__wfc::Execution,
+    fn step<'a, H: Handler>(
+        handler: &'a H,
+        exec: &'a __wfc::Execution,
         state: State,
-    ) -> Result<__wfc::abi::Flow<State>, __wfc::Failure> {
-        let next = match state {
-            State::CallQuoted1(input) => {
-                const PATH_0: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("error"),
-                ];
-                const PATH_1: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("job"),
-                ];
-                const PATH_2: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("fail"),
-                ];
-                const PATH_3: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("kind"),
-                ];
-                static PATH_4: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
-                    "$$.State.RetryCount",
-                ));
-                const PATH_5: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("id"),
-                ];
-                static LITERAL_6: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| __wfc::Value::Array(
-                    ::std::vec![
-                        __wfc::Value::from(1u64), __wfc::Value::from(2.5f64), { let mut
-                        object = __wfc::serde_json::Map::with_capacity(1usize); object
-                        .insert(::std::borrow::ToOwned::to_owned("x"),
-                        __wfc::Value::Null); __wfc::Value::Object(object) }
-                    ],
-                ));
-                const PATH_7: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("value"),
-                ];
-                const PATH_8: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("attempt"),
-                ];
-                static PATH_9: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
-                    "$.*",
-                ));
-                const PATH_10: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("result"),
-                ];
-                const RETRY: &[__wfc::abi::Retrier] = &[
-                    __wfc::abi::Retrier {
-                        error_equals: &["Custom \"quoted\" {err} #✓"],
-                        interval_seconds: 2u64,
-                        max_attempts: 2u32,
-                        backoff_rate: 1.5f64,
-                        max_delay_seconds: Some(3u64),
-                        jitter: __wfc::abi::Jitter::None,
-                    },
-                    __wfc::abi::Retrier {
-                        error_equals: &["Jittery"],
-                        interval_seconds: 4u64,
-                        max_attempts: 1u32,
-                        backoff_rate: 2f64,
-                        max_delay_seconds: ::core::option::Option::None,
-                        jitter: __wfc::abi::Jitter::Full,
-                    },
-                    __wfc::abi::Retrier {
-                        error_equals: &["States.TaskFailed"],
-                        interval_seconds: 1u64,
-                        max_attempts: 0u32,
-                        backoff_rate: 2f64,
-                        max_delay_seconds: ::core::option::Option::None,
-                        jitter: __wfc::abi::Jitter::None,
-                    },
-                ];
-                const CATCH: &[__wfc::abi::Catcher] = &[
-                    __wfc::abi::Catcher {
-                        error_equals: &["Custom \"quoted\" {err} #✓"],
-                        result_path: __wfc::abi::CatchPath::Steps(PATH_0, "$.error"),
-                        next: 3usize,
-                    },
-                    __wfc::abi::Catcher {
-                        error_equals: &["States.ALL"],
-                        result_path: __wfc::abi::CatchPath::Discard,
-                        next: 3usize,
-                    },
-                ];
-                /// The state's data processing; its visit is `abi::task`'s.
-                struct Code;
-                impl __wfc::abi::TaskCode for Code {
-                    type Retrier = __wfc::abi::Retrier;
-                    type Catcher = __wfc::abi::Catcher;
-                    fn resource(&self) -> &str {
-                        "arn:aws:lambda:us-east-1:123456789012:function:Flaky"
+    ) -> impl ::core::future::Future<
+        Output = Result<__wfc::abi::Flow<State>, __wfc::Failure>,
+    > + 'a {
+        async move {
+            let next = match state {
+                State::CallQuoted1(input) => {
+                    const PATH_0: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("error"),
+                    ];
+                    const PATH_1: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("job"),
+                    ];
+                    const PATH_2: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("fail"),
+                    ];
+                    const PATH_3: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("kind"),
+                    ];
+                    static PATH_4: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
+                        "$$.State.RetryCount",
+                    ));
+                    const PATH_5: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("id"),
+                    ];
+                    static LITERAL_6: __wfc::abi::StaticValue = __wfc::LazyLock::new(|| __wfc::Value::Array(
+                        ::std::vec![
+                            __wfc::Value::from(1u64), __wfc::Value::from(2.5f64), { let
+                            mut object = __wfc::serde_json::Map::with_capacity(1usize);
+                            object.insert(::std::borrow::ToOwned::to_owned("x"),
+                            __wfc::Value::Null); __wfc::Value::Object(object) }
+                        ],
+                    ));
+                    const PATH_7: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("value"),
+                    ];
+                    const PATH_8: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("attempt"),
+                    ];
+                    static PATH_9: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
+                        "$.*",
+                    ));
+                    const PATH_10: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("result"),
+                    ];
+                    const RETRY: &[__wfc::abi::Retrier] = &[
+                        __wfc::abi::Retrier {
+                            error_equals: &["Custom \"quoted\" {err} #✓"],
+                            interval_seconds: 2u64,
+                            max_attempts: 2u32,
+                            backoff_rate: 1.5f64,
+                            max_delay_seconds: Some(3u64),
+                            jitter: __wfc::abi::Jitter::None,
+                        },
+                        __wfc::abi::Retrier {
+                            error_equals: &["Jittery"],
+                            interval_seconds: 4u64,
+                            max_attempts: 1u32,
+                            backoff_rate: 2f64,
+                            max_delay_seconds: ::core::option::Option::None,
+                            jitter: __wfc::abi::Jitter::Full,
+                        },
+                        __wfc::abi::Retrier {
+                            error_equals: &["States.TaskFailed"],
+                            interval_seconds: 1u64,
+                            max_attempts: 0u32,
+                            backoff_rate: 2f64,
+                            max_delay_seconds: ::core::option::Option::None,
+                            jitter: __wfc::abi::Jitter::None,
+                        },
+                    ];
+                    const CATCH: &[__wfc::abi::Catcher] = &[
+                        __wfc::abi::Catcher {
+                            error_equals: &["Custom \"quoted\" {err} #✓"],
+                            result_path: __wfc::abi::CatchPath::Steps(PATH_0, "$.error"),
+                            next: 3usize,
+                        },
+                        __wfc::abi::Catcher {
+                            error_equals: &["States.ALL"],
+                            result_path: __wfc::abi::CatchPath::Discard,
+                            next: 3usize,
+                        },
+                    ];
+                    /// The state's data processing; its visit is `abi::task`'s.
+                    struct Code;
+                    impl __wfc::abi::TaskCode for Code {
+                        type Retrier = __wfc::abi::Retrier;
+                        type Catcher = __wfc::abi::Catcher;
+                        fn resource(&self) -> &str {
+                            "arn:aws:lambda:us-east-1:123456789012:function:Flaky"
+                        }
+                        fn static_names(
+                            &self,
+                        ) -> ::core::option::Option<(&'static str, &'static str)> {
+                            ::core::option::Option::Some((
+                                "Call \"quoted\" {#1} ✓",
+                                "arn:aws:lambda:us-east-1:123456789012:function:Flaky",
+                            ))
+                        }
+                        fn is_lambda_function(&self) -> bool {
+                            const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
+                                "arn:aws:lambda:us-east-1:123456789012:function:Flaky",
+                            );
+                            LAMBDA_FUNCTION
+                        }
+                        fn retriers(&self) -> &[__wfc::abi::Retrier] {
+                            RETRY
+                        }
+                        fn catchers(&self) -> &[__wfc::abi::Catcher] {
+                            CATCH
+                        }
+                        fn shape(&self) -> __wfc::abi::TaskShape {
+                            __wfc::abi::TaskShape {
+                                input_moves: false,
+                                single_attempt: false,
+                                result_is_output: false,
+                            }
+                        }
+                        fn input_path(
+                            &self,
+                            input: &__wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> Result<__wfc::Value, __wfc::Failure> {
+                            __wfc::abi::select(input, PATH_1, "$.job").cloned()
+                        }
+                        fn timeout(
+                            &self,
+                            _: &__wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> Result<
+                            ::core::option::Option<__wfc::abi::Duration>,
+                            __wfc::Failure,
+                        > {
+                            Ok(Some(__wfc::abi::Duration::from_secs(30u64)))
+                        }
+                        fn heartbeat(
+                            &self,
+                            _: &__wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> Result<
+                            ::core::option::Option<__wfc::abi::Duration>,
+                            __wfc::Failure,
+                        > {
+                            Ok(Some(__wfc::abi::Duration::from_secs(10u64)))
+                        }
+                        fn parameters_form(&self) -> __wfc::abi::ParametersForm {
+                            __wfc::abi::ParametersForm::PerAttempt {
+                                context: true,
+                            }
+                        }
+                        fn parameters(
+                            &self,
+                            _: &__wfc::Execution,
+                            effective: &__wfc::Value,
+                            ctx: &__wfc::Value,
+                        ) -> Result<__wfc::Value, __wfc::Failure> {
+                            Ok({
+                                let mut object = __wfc::serde_json::Map::with_capacity(
+                                    7usize,
+                                );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("fail"),
+                                        __wfc::abi::field(effective, PATH_2, "$.fail", "fail.$")?,
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("kind"),
+                                        __wfc::abi::field(effective, PATH_3, "$.kind", "kind.$")?,
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("attempt"),
+                                        __wfc::abi::field_path(
+                                            __wfc::abi::path(&PATH_4)?,
+                                            "attempt.$",
+                                            effective,
+                                            ctx,
+                                        )?,
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("label"),
+                                        __wfc::abi::format(
+                                            &["job ", " ✓"],
+                                            &[__wfc::abi::field(effective, PATH_5, "$.id", "label.$")?],
+                                        )?,
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("we\"ird {key} #✓"),
+                                        __wfc::Value::String(
+                                            ::std::borrow::ToOwned::to_owned("literal \"}{\" #"),
+                                        ),
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("na\"me"),
+                                        __wfc::abi::field(effective, PATH_5, "$.id", "na\"me.$")?,
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("list"),
+                                        __wfc::Value::clone(&LITERAL_6),
+                                    );
+                                __wfc::Value::Object(object)
+                            })
+                        }
+                        fn finish(
+                            &self,
+                            _: &__wfc::Execution,
+                            raw_input: __wfc::Value,
+                            result: __wfc::Value,
+                            ctx: &__wfc::Value,
+                        ) -> Result<__wfc::Value, __wfc::Failure> {
+                            let result = {
+                                let mut object = __wfc::serde_json::Map::with_capacity(
+                                    3usize,
+                                );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("value"),
+                                        __wfc::abi::field(&result, PATH_7, "$.value", "value.$")?,
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("attempt"),
+                                        __wfc::abi::field(
+                                            &result,
+                                            PATH_8,
+                                            "$.attempt",
+                                            "attempt.$",
+                                        )?,
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("all"),
+                                        __wfc::abi::field_path(
+                                            __wfc::abi::path(&PATH_9)?,
+                                            "all.$",
+                                            &result,
+                                            ctx,
+                                        )?,
+                                    );
+                                __wfc::Value::Object(object)
+                            };
+                            let output = __wfc::abi::set(
+                                raw_input,
+                                PATH_10,
+                                "$.result",
+                                result,
+                            )?;
+                            Ok(output)
+                        }
                     }
-                    fn static_names(
-                        &self,
-                    ) -> ::core::option::Option<(&'static str, &'static str)> {
-                        ::core::option::Option::Some((
+                    match task_flaky(
+                            handler,
+                            exec,
                             "Call \"quoted\" {#1} ✓",
-                            "arn:aws:lambda:us-east-1:123456789012:function:Flaky",
-                        ))
-                    }
-                    fn is_lambda_function(&self) -> bool {
-                        const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
-                            "arn:aws:lambda:us-east-1:123456789012:function:Flaky",
-                        );
-                        LAMBDA_FUNCTION
-                    }
-                    fn retriers(&self) -> &[__wfc::abi::Retrier] {
-                        RETRY
-                    }
-                    fn catchers(&self) -> &[__wfc::abi::Catcher] {
-                        CATCH
-                    }
-                    fn shape(&self) -> __wfc::abi::TaskShape {
-                        __wfc::abi::TaskShape {
-                            input_moves: false,
-                            single_attempt: false,
-                            result_is_output: false,
-                        }
-                    }
-                    fn input_path(
-                        &self,
-                        input: &__wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> Result<__wfc::Value, __wfc::Failure> {
-                        __wfc::abi::select(input, PATH_1, "$.job").cloned()
-                    }
-                    fn timeout(
-                        &self,
-                        _: &__wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> Result<
-                        ::core::option::Option<__wfc::abi::Duration>,
-                        __wfc::Failure,
-                    > {
-                        Ok(Some(__wfc::abi::Duration::from_secs(30u64)))
-                    }
-                    fn heartbeat(
-                        &self,
-                        _: &__wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> Result<
-                        ::core::option::Option<__wfc::abi::Duration>,
-                        __wfc::Failure,
-                    > {
-                        Ok(Some(__wfc::abi::Duration::from_secs(10u64)))
-                    }
-                    fn parameters_form(&self) -> __wfc::abi::ParametersForm {
-                        __wfc::abi::ParametersForm::PerAttempt {
-                            context: true,
-                        }
-                    }
-                    fn parameters(
-                        &self,
-                        _: &__wfc::Execution,
-                        effective: &__wfc::Value,
-                        ctx: &__wfc::Value,
-                    ) -> Result<__wfc::Value, __wfc::Failure> {
-                        Ok({
-                            let mut object = __wfc::serde_json::Map::with_capacity(
-                                7usize,
-                            );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("fail"),
-                                    __wfc::abi::field(effective, PATH_2, "$.fail", "fail.$")?,
-                                );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("kind"),
-                                    __wfc::abi::field(effective, PATH_3, "$.kind", "kind.$")?,
-                                );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("attempt"),
-                                    __wfc::abi::field_path(
-                                        __wfc::abi::path(&PATH_4)?,
-                                        "attempt.$",
-                                        effective,
-                                        ctx,
-                                    )?,
-                                );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("label"),
-                                    __wfc::abi::format(
-                                        &["job ", " ✓"],
-                                        &[__wfc::abi::field(effective, PATH_5, "$.id", "label.$")?],
-                                    )?,
-                                );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("we\"ird {key} #✓"),
-                                    __wfc::Value::String(
-                                        ::std::borrow::ToOwned::to_owned("literal \"}{\" #"),
-                                    ),
-                                );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("na\"me"),
-                                    __wfc::abi::field(effective, PATH_5, "$.id", "na\"me.$")?,
-                                );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("list"),
-                                    __wfc::Value::clone(&LITERAL_6),
-                                );
-                            __wfc::Value::Object(object)
-                        })
-                    }
-                    fn finish(
-                        &self,
-                        _: &__wfc::Execution,
-                        raw_input: __wfc::Value,
-                        result: __wfc::Value,
-                        ctx: &__wfc::Value,
-                    ) -> Result<__wfc::Value, __wfc::Failure> {
-                        let result = {
-                            let mut object = __wfc::serde_json::Map::with_capacity(
-                                3usize,
-                            );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("value"),
-                                    __wfc::abi::field(&result, PATH_7, "$.value", "value.$")?,
-                                );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("attempt"),
-                                    __wfc::abi::field(
-                                        &result,
-                                        PATH_8,
-                                        "$.attempt",
-                                        "attempt.$",
-                                    )?,
-                                );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("all"),
-                                    __wfc::abi::field_path(
-                                        __wfc::abi::path(&PATH_9)?,
-                                        "all.$",
-                                        &result,
-                                        ctx,
-                                    )?,
-                                );
-                            __wfc::Value::Object(object)
-                        };
-                        let output = __wfc::abi::set(
-                            raw_input,
-                            PATH_10,
-                            "$.result",
-                            result,
-                        )?;
-                        Ok(output)
-                    }
-                }
-                match task_flaky(handler, exec, "Call \"quoted\" {#1} ✓", &Code, input)
-                    .await?
-                {
-                    __wfc::Step::Next(output) => State::Echo(output),
-                    __wfc::Step::Goto { target, output } => {
-                        match target {
-                            3 => State::Recover(output),
-                            _ => {
-                                return Err(
-                                    __wfc::abi::no_catcher_leading_to(
-                                        "Call \"quoted\" {#1} ✓",
-                                        target,
-                                    ),
-                                );
-                            }
-                        }
-                    }
-                }
-            }
-            State::Echo(input) => {
-                const PATH_0: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("limit"),
-                ];
-                const PATH_1: &[__wfc::abi::Seg<'static>] = &[];
-                const PATH_2: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("echo"),
-                ];
-                const CATCH: &[__wfc::abi::Catcher] = &[
-                    __wfc::abi::Catcher {
-                        error_equals: &["States.Timeout", "Boom"],
-                        result_path: __wfc::abi::CatchPath::Replace,
-                        next: 4usize,
-                    },
-                ];
-                /// The state's data processing; its visit is `abi::task`'s.
-                struct Code;
-                impl __wfc::abi::TaskCode for Code {
-                    type Retrier = __wfc::abi::Retrier;
-                    type Catcher = __wfc::abi::Catcher;
-                    fn resource(&self) -> &str {
-                        "arn:aws:states:::wfc:echo"
-                    }
-                    fn static_names(
-                        &self,
-                    ) -> ::core::option::Option<(&'static str, &'static str)> {
-                        ::core::option::Option::Some((
-                            "Echo",
-                            "arn:aws:states:::wfc:echo",
-                        ))
-                    }
-                    fn is_lambda_function(&self) -> bool {
-                        const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
-                            "arn:aws:states:::wfc:echo",
-                        );
-                        LAMBDA_FUNCTION
-                    }
-                    fn retriers(&self) -> &[__wfc::abi::Retrier] {
-                        &[]
-                    }
-                    fn catchers(&self) -> &[__wfc::abi::Catcher] {
-                        CATCH
-                    }
-                    fn shape(&self) -> __wfc::abi::TaskShape {
-                        __wfc::abi::TaskShape {
-                            input_moves: false,
-                            single_attempt: true,
-                            result_is_output: false,
-                        }
-                    }
-                    fn timeout(
-                        &self,
-                        effective: &__wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> Result<
-                        ::core::option::Option<__wfc::abi::Duration>,
-                        __wfc::Failure,
-                    > {
-                        __wfc::abi::seconds(
-                            effective,
-                            PATH_0,
-                            "$.limit",
-                            "TimeoutSecondsPath",
+                            &Code,
+                            input,
                         )
-                    }
-                    fn heartbeat(
-                        &self,
-                        _: &__wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> Result<
-                        ::core::option::Option<__wfc::abi::Duration>,
-                        __wfc::Failure,
-                    > {
-                        Ok(Some(__wfc::abi::Duration::from_secs(5u64)))
-                    }
-                    fn parameters_form(&self) -> __wfc::abi::ParametersForm {
-                        __wfc::abi::ParametersForm::Once
-                    }
-                    fn parameters(
-                        &self,
-                        _: &__wfc::Execution,
-                        effective: &__wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> Result<__wfc::Value, __wfc::Failure> {
-                        Ok({
-                            let mut object = __wfc::serde_json::Map::with_capacity(
-                                2usize,
-                            );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("payload"),
-                                    __wfc::abi::field(effective, PATH_1, "$", "payload.$")?,
-                                );
-                            object
-                                .insert(
-                                    ::std::borrow::ToOwned::to_owned("tag"),
-                                    __wfc::Value::String(
-                                        ::std::borrow::ToOwned::to_owned("echo"),
-                                    ),
-                                );
-                            __wfc::Value::Object(object)
-                        })
-                    }
-                    fn finish(
-                        &self,
-                        _: &__wfc::Execution,
-                        raw_input: __wfc::Value,
-                        result: __wfc::Value,
-                        _: &__wfc::Value,
-                    ) -> Result<__wfc::Value, __wfc::Failure> {
-                        let output = __wfc::abi::set(
-                            raw_input,
-                            PATH_2,
-                            "$.echo",
-                            result,
-                        )?;
-                        __wfc::abi::take(output, PATH_2, "$.echo")
-                    }
-                }
-                match task_echo(handler, exec, "Echo", &Code, input).await? {
-                    __wfc::Step::Next(output) => State::Plain(output),
-                    __wfc::Step::Goto { target, output } => {
-                        match target {
-                            4 => State::Failed(output),
-                            _ => {
-                                return Err(
-                                    __wfc::abi::no_catcher_leading_to("Echo", target),
-                                );
+                        .await?
+                    {
+                        __wfc::Step::Next(output) => State::Echo(output),
+                        __wfc::Step::Goto { target, output } => {
+                            match target {
+                                3 => State::Recover(output),
+                                _ => {
+                                    return Err(
+                                        __wfc::abi::no_catcher_leading_to(
+                                            "Call \"quoted\" {#1} ✓",
+                                            target,
+                                        ),
+                                    );
+                                }
                             }
                         }
                     }
                 }
-            }
-            State::Recover(input) => {
-                let output = __wfc::abi::pass(
-                    exec,
-                    "Recover",
-                    false,
-                    input,
-                    |input: __wfc::Value, _: &__wfc::Value| {
-                        let output = input;
-                        Ok(output)
-                    },
-                )?;
-                return Ok(__wfc::abi::Flow::End(output));
-            }
-            State::Failed(input) => {
-                return Err(
-                    __wfc::abi::fail(
+                State::Echo(input) => {
+                    const PATH_0: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("limit"),
+                    ];
+                    const PATH_1: &[__wfc::abi::Seg<'static>] = &[];
+                    const PATH_2: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("echo"),
+                    ];
+                    const CATCH: &[__wfc::abi::Catcher] = &[
+                        __wfc::abi::Catcher {
+                            error_equals: &["States.Timeout", "Boom"],
+                            result_path: __wfc::abi::CatchPath::Replace,
+                            next: 4usize,
+                        },
+                    ];
+                    /// The state's data processing; its visit is `abi::task`'s.
+                    struct Code;
+                    impl __wfc::abi::TaskCode for Code {
+                        type Retrier = __wfc::abi::Retrier;
+                        type Catcher = __wfc::abi::Catcher;
+                        fn resource(&self) -> &str {
+                            "arn:aws:states:::wfc:echo"
+                        }
+                        fn static_names(
+                            &self,
+                        ) -> ::core::option::Option<(&'static str, &'static str)> {
+                            ::core::option::Option::Some((
+                                "Echo",
+                                "arn:aws:states:::wfc:echo",
+                            ))
+                        }
+                        fn is_lambda_function(&self) -> bool {
+                            const LAMBDA_FUNCTION: bool = __wfc::abi::is_function_arn(
+                                "arn:aws:states:::wfc:echo",
+                            );
+                            LAMBDA_FUNCTION
+                        }
+                        fn retriers(&self) -> &[__wfc::abi::Retrier] {
+                            &[]
+                        }
+                        fn catchers(&self) -> &[__wfc::abi::Catcher] {
+                            CATCH
+                        }
+                        fn shape(&self) -> __wfc::abi::TaskShape {
+                            __wfc::abi::TaskShape {
+                                input_moves: false,
+                                single_attempt: true,
+                                result_is_output: false,
+                            }
+                        }
+                        fn timeout(
+                            &self,
+                            effective: &__wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> Result<
+                            ::core::option::Option<__wfc::abi::Duration>,
+                            __wfc::Failure,
+                        > {
+                            __wfc::abi::seconds(
+                                effective,
+                                PATH_0,
+                                "$.limit",
+                                "TimeoutSecondsPath",
+                            )
+                        }
+                        fn heartbeat(
+                            &self,
+                            _: &__wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> Result<
+                            ::core::option::Option<__wfc::abi::Duration>,
+                            __wfc::Failure,
+                        > {
+                            Ok(Some(__wfc::abi::Duration::from_secs(5u64)))
+                        }
+                        fn parameters_form(&self) -> __wfc::abi::ParametersForm {
+                            __wfc::abi::ParametersForm::Once
+                        }
+                        fn parameters(
+                            &self,
+                            _: &__wfc::Execution,
+                            effective: &__wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> Result<__wfc::Value, __wfc::Failure> {
+                            Ok({
+                                let mut object = __wfc::serde_json::Map::with_capacity(
+                                    2usize,
+                                );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("payload"),
+                                        __wfc::abi::field(effective, PATH_1, "$", "payload.$")?,
+                                    );
+                                object
+                                    .insert(
+                                        ::std::borrow::ToOwned::to_owned("tag"),
+                                        __wfc::Value::String(
+                                            ::std::borrow::ToOwned::to_owned("echo"),
+                                        ),
+                                    );
+                                __wfc::Value::Object(object)
+                            })
+                        }
+                        fn finish(
+                            &self,
+                            _: &__wfc::Execution,
+                            raw_input: __wfc::Value,
+                            result: __wfc::Value,
+                            _: &__wfc::Value,
+                        ) -> Result<__wfc::Value, __wfc::Failure> {
+                            let output = __wfc::abi::set(
+                                raw_input,
+                                PATH_2,
+                                "$.echo",
+                                result,
+                            )?;
+                            __wfc::abi::take(output, PATH_2, "$.echo")
+                        }
+                    }
+                    match task_echo(handler, exec, "Echo", &Code, input).await? {
+                        __wfc::Step::Next(output) => State::Plain(output),
+                        __wfc::Step::Goto { target, output } => {
+                            match target {
+                                4 => State::Failed(output),
+                                _ => {
+                                    return Err(
+                                        __wfc::abi::no_catcher_leading_to("Echo", target),
+                                    );
+                                }
+                            }
+                        }
+                    }
+                }
+                State::Recover(input) => {
+                    let output = __wfc::abi::pass(
                         exec,
-                        "Failed",
+                        "Recover",
                         false,
                         input,
-                        |_: &__wfc::Value, _: &__wfc::Value| Ok(__wfc::Failure {
-                            error: ::std::borrow::ToOwned::to_owned("Echo \"failed\""),
-                            cause: ::std::borrow::ToOwned::to_owned(
-                                "see {the} #history ✓",
-                            ),
-                        }),
-                    ),
-                );
-            }
-            State::Plain(input) => {
-                /// The state's data processing: the defaults, with its names and tables.
-                static CODE: __wfc::abi::PlainTask = __wfc::abi::PlainTask {
-                    name: "Plain",
-                    resource: "arn:aws:lambda:us-east-1:123456789012:function:Flaky",
-                    lambda_function: __wfc::abi::is_function_arn(
-                        "arn:aws:lambda:us-east-1:123456789012:function:Flaky",
-                    ),
-                    retriers: &[],
-                    catchers: &[],
-                    shape: __wfc::abi::TaskShape {
-                        input_moves: true,
-                        single_attempt: true,
-                        result_is_output: true,
-                    },
-                };
-                match task_flaky(handler, exec, "Plain", &CODE, input).await? {
-                    __wfc::Step::Next(output) => return Ok(__wfc::abi::Flow::End(output)),
-                    __wfc::Step::Goto { target, .. } => {
-                        return Err(__wfc::abi::no_catcher_leading_to("Plain", target));
+                        |input: __wfc::Value, _: &__wfc::Value| {
+                            let output = input;
+                            Ok(output)
+                        },
+                    )?;
+                    return Ok(__wfc::abi::Flow::End(output));
+                }
+                State::Failed(input) => {
+                    return Err(
+                        __wfc::abi::fail(
+                            exec,
+                            "Failed",
+                            false,
+                            input,
+                            |_: &__wfc::Value, _: &__wfc::Value| Ok(__wfc::Failure {
+                                error: ::std::borrow::ToOwned::to_owned("Echo \"failed\""),
+                                cause: ::std::borrow::ToOwned::to_owned(
+                                    "see {the} #history ✓",
+                                ),
+                            }),
+                        ),
+                    );
+                }
+                State::Plain(input) => {
+                    /// The state's data processing: the defaults, with its names and tables.
+                    static CODE: __wfc::abi::PlainTask = __wfc::abi::PlainTask {
+                        name: "Plain",
+                        resource: "arn:aws:lambda:us-east-1:123456789012:function:Flaky",
+                        lambda_function: __wfc::abi::is_function_arn(
+                            "arn:aws:lambda:us-east-1:123456789012:function:Flaky",
+                        ),
+                        retriers: &[],
+                        catchers: &[],
+                        shape: __wfc::abi::TaskShape {
+                            input_moves: true,
+                            single_attempt: true,
+                            result_is_output: true,
+                        },
+                    };
+                    match task_flaky(handler, exec, "Plain", &CODE, input).await? {
+                        __wfc::Step::Next(output) => {
+                            return Ok(__wfc::abi::Flow::End(output));
+                        }
+                        __wfc::Step::Goto { target, .. } => {
+                            return Err(
+                                __wfc::abi::no_catcher_leading_to("Plain", target),
+                            );
+                        }
                     }
                 }
-            }
-        };
-        Ok(__wfc::abi::Flow::Next(next))
+            };
+            Ok(__wfc::abi::Flow::Next(next))
+        }
     }
 }

@@ -168,217 +168,223 @@ pub mod wait_fail {
         }
     }
     /// Runs the workflow from `state` until it ends, in the execution `exec` (its clock, history and context).
-    pub async fn resume<H: Handler>(
-        handler: &H,
-        exec: &__wfc::Execution,
+    pub fn resume<'a, H: Handler>(
+        handler: &'a H,
+        exec: &'a __wfc::Execution,
         state: State,
-    ) -> Result<__wfc::Value, __wfc::Failure> {
-        __wfc::abi::drive(state, |state| step(handler, exec, state)).await
+    ) -> impl ::core::future::Future<
+        Output = Result<__wfc::Value, __wfc::Failure>,
+    > + 'a {
+        __wfc::abi::drive(state, move |state| step(handler, exec, state))
     }
     /// One state of the workflow: its work, then where control goes (run by the runtime's driver, `abi::drive`).
-    async fn step<H: Handler>(
-        handler: &H,
-        exec: &__wfc::Execution,
+    fn step<'a, H: Handler>(
+        handler: &'a H,
+        exec: &'a __wfc::Execution,
         state: State,
-    ) -> Result<__wfc::abi::Flow<State>, __wfc::Failure> {
-        let _ = handler;
-        let next = match state {
-            State::Pause1S(input) => {
-                let output = __wfc::abi::wait(
-                        exec,
-                        "Pause {1} \"s\" #✓",
-                        false,
-                        input,
-                        |input: __wfc::Value, _: &__wfc::Value| {
-                            let effective = input;
-                            let delay = __wfc::abi::wait_limit(
-                                __wfc::abi::Duration::from_secs(3u64),
-                            )?;
-                            Ok(effective).map(|output| (output, delay))
-                        },
-                    )
-                    .await?;
-                State::Until(output)
-            }
-            State::Until(input) => {
-                let output = __wfc::abi::wait(
-                        exec,
-                        "Until",
-                        false,
-                        input,
-                        |input: __wfc::Value, _: &__wfc::Value| {
-                            let effective = input;
-                            let delay = __wfc::abi::wait_limit(
-                                __wfc::abi::wait_until(exec, 1457920740000000000i128)?,
-                            )?;
-                            Ok(effective).map(|output| (output, delay))
-                        },
-                    )
-                    .await?;
-                State::ByPath(output)
-            }
-            State::ByPath(input) => {
-                const PATH_0: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("wait"),
-                    __wfc::abi::Seg::Name("seconds"),
-                ];
-                let output = __wfc::abi::wait(
-                        exec,
-                        "By Path",
-                        false,
-                        input,
-                        |input: __wfc::Value, _: &__wfc::Value| {
-                            let effective = input;
-                            let delay = __wfc::abi::wait_limit(
-                                __wfc::abi::wait_seconds_at(
-                                    "$.wait.seconds",
-                                    __wfc::abi::get(&effective, PATH_0),
-                                )?,
-                            )?;
-                            Ok(effective).map(|output| (output, delay))
-                        },
-                    )
-                    .await?;
-                State::AtPath(output)
-            }
-            State::AtPath(input) => {
-                static PATH_0: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
-                    "$$.Execution.Input.wait.until",
-                ));
-                let output = __wfc::abi::wait(
-                        exec,
-                        "At Path",
-                        true,
-                        input,
-                        |input: __wfc::Value, ctx: &__wfc::Value| {
-                            let effective = input;
-                            let delay = __wfc::abi::wait_limit(
-                                __wfc::abi::wait_timestamp_at(
-                                    exec,
-                                    "$$.Execution.Input.wait.until",
-                                    __wfc::abi::select_opt(
-                                            __wfc::abi::path(&PATH_0)?,
-                                            &effective,
-                                            ctx,
-                                        )
-                                        .as_ref(),
-                                )?,
-                            )?;
-                            Ok(effective).map(|output| (output, delay))
-                        },
-                    )
-                    .await?;
-                State::Shape(output)
-            }
-            State::Shape(input) => {
-                const PATH_0: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("payload"),
-                ];
-                const PATH_1: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("inner"),
-                ];
-                let output = __wfc::abi::wait(
-                        exec,
-                        "Shape",
-                        false,
-                        input,
-                        |input: __wfc::Value, _: &__wfc::Value| {
-                            let effective = __wfc::abi::take(
-                                input,
-                                PATH_0,
-                                "$.payload",
-                            )?;
-                            let delay = __wfc::abi::wait_limit(
-                                __wfc::abi::Duration::from_secs(0u64),
-                            )?;
-                            __wfc::abi::take(effective, PATH_1, "$.inner")
-                                .map(|output| (output, delay))
-                        },
-                    )
-                    .await?;
-                State::Route(output)
-            }
-            State::Route(input) => {
-                const PATH_0: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("fail"),
-                ];
-                let __wfc::Chosen { branch, output } = __wfc::abi::choice_kept(
-                    exec,
-                    "Route",
-                    false,
-                    input,
-                    true,
-                    |input: &__wfc::Value, _: &__wfc::Value| {
-                        if match __wfc::abi::get(input, PATH_0) {
-                            Some(_value) => true,
-                            ::core::option::Option::None => false,
-                        } {
-                            return Ok(Some(0));
-                        }
-                        Ok(::core::option::Option::None)
-                    },
-                )?;
-                match branch {
-                    Some(0) => State::FromPaths(output),
-                    _ => State::LiteralFail(output),
+    ) -> impl ::core::future::Future<
+        Output = Result<__wfc::abi::Flow<State>, __wfc::Failure>,
+    > + 'a {
+        async move {
+            let _ = handler;
+            let next = match state {
+                State::Pause1S(input) => {
+                    let output = __wfc::abi::wait(
+                            exec,
+                            "Pause {1} \"s\" #✓",
+                            false,
+                            input,
+                            |input: __wfc::Value, _: &__wfc::Value| {
+                                let effective = input;
+                                let delay = __wfc::abi::wait_limit(
+                                    __wfc::abi::Duration::from_secs(3u64),
+                                )?;
+                                Ok(effective).map(|output| (output, delay))
+                            },
+                        )
+                        .await?;
+                    State::Until(output)
                 }
-            }
-            State::FromPaths(input) => {
-                const PATH_0: &[__wfc::abi::Seg<'static>] = &[
-                    __wfc::abi::Seg::Name("fail"),
-                    __wfc::abi::Seg::Name("error"),
-                ];
-                static PATH_1: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
-                    "$$.Execution.Input.cause",
-                ));
-                return Err(
-                    __wfc::abi::fail(
-                        exec,
-                        "From Paths",
-                        true,
-                        input,
-                        |input: &__wfc::Value, ctx: &__wfc::Value| Ok(__wfc::Failure {
-                            error: __wfc::abi::fail_string(
-                                "ErrorPath",
-                                "$.fail.error",
-                                __wfc::abi::field(
+                State::Until(input) => {
+                    let output = __wfc::abi::wait(
+                            exec,
+                            "Until",
+                            false,
+                            input,
+                            |input: __wfc::Value, _: &__wfc::Value| {
+                                let effective = input;
+                                let delay = __wfc::abi::wait_limit(
+                                    __wfc::abi::wait_until(exec, 1457920740000000000i128)?,
+                                )?;
+                                Ok(effective).map(|output| (output, delay))
+                            },
+                        )
+                        .await?;
+                    State::ByPath(output)
+                }
+                State::ByPath(input) => {
+                    const PATH_0: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("wait"),
+                        __wfc::abi::Seg::Name("seconds"),
+                    ];
+                    let output = __wfc::abi::wait(
+                            exec,
+                            "By Path",
+                            false,
+                            input,
+                            |input: __wfc::Value, _: &__wfc::Value| {
+                                let effective = input;
+                                let delay = __wfc::abi::wait_limit(
+                                    __wfc::abi::wait_seconds_at(
+                                        "$.wait.seconds",
+                                        __wfc::abi::get(&effective, PATH_0),
+                                    )?,
+                                )?;
+                                Ok(effective).map(|output| (output, delay))
+                            },
+                        )
+                        .await?;
+                    State::AtPath(output)
+                }
+                State::AtPath(input) => {
+                    static PATH_0: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
+                        "$$.Execution.Input.wait.until",
+                    ));
+                    let output = __wfc::abi::wait(
+                            exec,
+                            "At Path",
+                            true,
+                            input,
+                            |input: __wfc::Value, ctx: &__wfc::Value| {
+                                let effective = input;
+                                let delay = __wfc::abi::wait_limit(
+                                    __wfc::abi::wait_timestamp_at(
+                                        exec,
+                                        "$$.Execution.Input.wait.until",
+                                        __wfc::abi::select_opt(
+                                                __wfc::abi::path(&PATH_0)?,
+                                                &effective,
+                                                ctx,
+                                            )
+                                            .as_ref(),
+                                    )?,
+                                )?;
+                                Ok(effective).map(|output| (output, delay))
+                            },
+                        )
+                        .await?;
+                    State::Shape(output)
+                }
+                State::Shape(input) => {
+                    const PATH_0: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("payload"),
+                    ];
+                    const PATH_1: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("inner"),
+                    ];
+                    let output = __wfc::abi::wait(
+                            exec,
+                            "Shape",
+                            false,
+                            input,
+                            |input: __wfc::Value, _: &__wfc::Value| {
+                                let effective = __wfc::abi::take(
                                     input,
                                     PATH_0,
-                                    "$.fail.error",
-                                    "ErrorPath",
-                                )?,
-                            )?,
-                            cause: __wfc::abi::fail_string(
-                                "CausePath",
-                                "$$.Execution.Input.cause",
-                                __wfc::abi::field_path(
-                                    __wfc::abi::path(&PATH_1)?,
-                                    "CausePath",
-                                    input,
-                                    ctx,
-                                )?,
-                            )?,
-                        }),
-                    ),
-                );
-            }
-            State::LiteralFail(input) => {
-                return Err(
-                    __wfc::abi::fail(
+                                    "$.payload",
+                                )?;
+                                let delay = __wfc::abi::wait_limit(
+                                    __wfc::abi::Duration::from_secs(0u64),
+                                )?;
+                                __wfc::abi::take(effective, PATH_1, "$.inner")
+                                    .map(|output| (output, delay))
+                            },
+                        )
+                        .await?;
+                    State::Route(output)
+                }
+                State::Route(input) => {
+                    const PATH_0: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("fail"),
+                    ];
+                    let __wfc::Chosen { branch, output } = __wfc::abi::choice_kept(
                         exec,
-                        "Literal \"Fail\" {#}",
+                        "Route",
                         false,
                         input,
-                        |_: &__wfc::Value, _: &__wfc::Value| Ok(__wfc::Failure {
-                            error: ::std::borrow::ToOwned::to_owned(
-                                "Err \"q\" {x} #✓",
-                            ),
-                            cause: ::std::borrow::ToOwned::to_owned("cause ✓ \"}"),
-                        }),
-                    ),
-                );
-            }
-        };
-        Ok(__wfc::abi::Flow::Next(next))
+                        true,
+                        |input: &__wfc::Value, _: &__wfc::Value| {
+                            if match __wfc::abi::get(input, PATH_0) {
+                                Some(_value) => true,
+                                ::core::option::Option::None => false,
+                            } {
+                                return Ok(Some(0));
+                            }
+                            Ok(::core::option::Option::None)
+                        },
+                    )?;
+                    match branch {
+                        Some(0) => State::FromPaths(output),
+                        _ => State::LiteralFail(output),
+                    }
+                }
+                State::FromPaths(input) => {
+                    const PATH_0: &[__wfc::abi::Seg<'static>] = &[
+                        __wfc::abi::Seg::Name("fail"),
+                        __wfc::abi::Seg::Name("error"),
+                    ];
+                    static PATH_1: __wfc::abi::StaticPath = __wfc::LazyLock::new(|| __wfc::abi::Path::parse(
+                        "$$.Execution.Input.cause",
+                    ));
+                    return Err(
+                        __wfc::abi::fail(
+                            exec,
+                            "From Paths",
+                            true,
+                            input,
+                            |input: &__wfc::Value, ctx: &__wfc::Value| Ok(__wfc::Failure {
+                                error: __wfc::abi::fail_string(
+                                    "ErrorPath",
+                                    "$.fail.error",
+                                    __wfc::abi::field(
+                                        input,
+                                        PATH_0,
+                                        "$.fail.error",
+                                        "ErrorPath",
+                                    )?,
+                                )?,
+                                cause: __wfc::abi::fail_string(
+                                    "CausePath",
+                                    "$$.Execution.Input.cause",
+                                    __wfc::abi::field_path(
+                                        __wfc::abi::path(&PATH_1)?,
+                                        "CausePath",
+                                        input,
+                                        ctx,
+                                    )?,
+                                )?,
+                            }),
+                        ),
+                    );
+                }
+                State::LiteralFail(input) => {
+                    return Err(
+                        __wfc::abi::fail(
+                            exec,
+                            "Literal \"Fail\" {#}",
+                            false,
+                            input,
+                            |_: &__wfc::Value, _: &__wfc::Value| Ok(__wfc::Failure {
+                                error: ::std::borrow::ToOwned::to_owned(
+                                    "Err \"q\" {x} #✓",
+                                ),
+                                cause: ::std::borrow::ToOwned::to_owned("cause ✓ \"}"),
+                            }),
+                        ),
+                    );
+                }
+            };
+            Ok(__wfc::abi::Flow::Next(next))
+        }
     }
 }

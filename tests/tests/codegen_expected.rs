@@ -123,8 +123,10 @@ fn pass_and_choice_are_generated_not_interpreted() {
     // with no data processing of its own is an `abi::PlainTask`, so it shares its method's visit
     // with every other such state.
     assert_eq!(tasks.matches("__wfc::abi::task(").count(), 2, "{tasks}");
-    assert_eq!(tasks.matches("match task_flaky(handler, exec,").count(), 2, "{tasks}");
-    assert_eq!(tasks.matches("match task_echo(handler, exec,").count(), 1, "{tasks}");
+    // Whitespace aside: prettyplease wraps a call that does not fit its line.
+    let compact: String = tasks.split_whitespace().collect();
+    assert_eq!(compact.matches("matchtask_flaky(handler,exec,").count(), 2, "{tasks}");
+    assert_eq!(compact.matches("matchtask_echo(handler,exec,").count(), 1, "{tasks}");
     assert_eq!(tasks.matches("static CODE: __wfc::abi::PlainTask").count(), 1, "{tasks}");
     assert!(tasks.contains("const RETRY: &[__wfc::abi::Retrier]"), "{tasks}");
     assert!(tasks.contains("__wfc::abi::CatchPath::Steps(PATH_0, \"$.error\")"), "{tasks}");

@@ -888,12 +888,12 @@ impl<'a> Generator<'a> {
                 let start = self.start_variant(machine)?;
                 quote! {
                     /// Runs this branch from its start state.
-                    pub(super) async fn drive<H: #handler_path>(
-                        handler: &H,
-                        exec: &__wfc::Execution,
+                    pub(super) fn drive<'a, H: #handler_path>(
+                        handler: &'a H,
+                        exec: &'a __wfc::Execution,
                         input: __wfc::Value,
-                    ) -> Result<__wfc::Value, __wfc::Failure> {
-                        resume(handler, exec, State::#start(input)).await
+                    ) -> impl ::core::future::Future<Output = Result<__wfc::Value, __wfc::Failure>> + 'a {
+                        resume(handler, exec, State::#start(input))
                     }
                 }
             }
@@ -943,22 +943,26 @@ impl<'a> Generator<'a> {
             #branch_support
 
             #resume_doc
-            pub async fn resume<H: #handler_path>(
-                handler: &H,
-                exec: &__wfc::Execution,
+            pub fn resume<'a, H: #handler_path>(
+                handler: &'a H,
+                exec: &'a __wfc::Execution,
                 state: State,
-            ) -> Result<__wfc::Value, __wfc::Failure> {
-                __wfc::abi::drive(state, |state| step(handler, exec, state)).await
+            ) -> impl ::core::future::Future<Output = Result<__wfc::Value, __wfc::Failure>> + 'a {
+                __wfc::abi::drive(state, move |state| step(handler, exec, state))
             }
 
             #step_doc
-            async fn step<H: #handler_path>(
-                handler: &H,
-                exec: &__wfc::Execution,
+            fn step<'a, H: #handler_path>(
+                handler: &'a H,
+                exec: &'a __wfc::Execution,
                 state: State,
-            ) -> Result<__wfc::abi::Flow<State>, __wfc::Failure> {
-                #unused_handler
-                #body
+            ) -> impl ::core::future::Future<Output = Result<__wfc::abi::Flow<State>, __wfc::Failure>> + 'a {
+                // A block rather than an `async fn`, which would keep a second copy of `state`
+                // (and so of its input) in the future.
+                async move {
+                    #unused_handler
+                    #body
+                }
             }
 
             #(#nested)*

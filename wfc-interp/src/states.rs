@@ -193,17 +193,21 @@ where
 
 /// [`task`] for the interpreter, whose handlers return a boxed future already: it is used as it
 /// is, where [`task_with`] would box it again (an allocation per attempt).
-pub(super) async fn task_boxed<'a, F>(
-    exec: &Execution,
-    name: &str,
-    spec: &TaskState,
+///
+/// Not an `async fn`: the visit's future is returned as it is, not wrapped in one more that
+/// would keep a second copy of the input.
+pub(super) fn task_boxed<'v, 'a, F>(
+    exec: &'v Execution,
+    name: &'v str,
+    spec: &'v TaskState,
     input: Value,
     invoke: F,
-) -> Result<Step, Failure>
+) -> impl Future<Output = Result<Step, Failure>> + 'v
 where
-    F: FnMut(Value, TaskContext) -> BoxFuture<'a, Result<Value, Failure>> + Send,
+    F: FnMut(Value, TaskContext) -> BoxFuture<'a, Result<Value, Failure>> + Send + 'v,
+    'a: 'v,
 {
-    exec::task_boxed_with(exec, name, Interpreted(spec), input, invoke).await
+    exec::task_boxed_with(exec, name, Interpreted(spec), input, invoke)
 }
 
 /// The interpreter's [`TaskCode`]: the state's IR spec, evaluated by [`io`].

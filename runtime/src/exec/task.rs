@@ -72,7 +72,7 @@ fn seconds_json(d: Option<Duration>) -> Value {
 /// compiled from the state's paths, templates and Retry/Catch tables) both run through here,
 /// so their histories and failures are the same.
 ///
-/// Not an `async fn`: the future it returns is [`task_visit`]'s, so the visit's (large) future
+/// Not an `async fn`: the future it returns is [`task_visit`]'s, so the visit's future
 /// is built once where the caller awaits it rather than moved into a wrapper's.
 pub fn task_with<'v, 'a, C, F, Fut>(
     exec: &'v Execution,
@@ -148,34 +148,54 @@ where
 
 /// [`task_with`] after type erasure: the span, the abort guard and the handler's future slot
 /// around [`task_inner`] (thin, so its copies per Task type cost little).
-async fn task_visit<E, F, Fut>(exec: &Execution, name: &str, code: E, input: Value, invoke: F) -> Result<Step, Failure>
+///
+/// Only the counted visit's future is built in place. The full one ([`task_inner`], ~1,000
+/// bytes) is boxed: held inline it made every Parallel branch and Map item future that holds a
+/// Task (each boxed in turn) over the 1,024 bytes glibc's thread cache serves, so each took
+/// glibc's slow path, even at the express level where the full visit never runs. The box costs
+/// the full visit one allocation from that cache.
+///
+/// Not an `async fn`: an `async fn` keeps a second copy of its arguments (the input among them)
+/// in its future; a returned `async move` block uses them in place. The same holds for
+/// [`task_counted`] and [`task_inner`], and for `abi::drive` and the generated `step`.
+fn task_visit<'f, E, F, Fut>(
+    exec: &'f Execution,
+    name: &'f str,
+    code: E,
+    input: Value,
+    invoke: F,
+) -> impl Future<Output = Result<Step, Failure>> + 'f
 where
-    E: ErasedTask + Sync,
-    F: FnMut(Value, TaskContext) -> Fut + Send,
-    Fut: Future<Output = HandlerResult> + Send,
+    E: ErasedTask + Sync + 'f,
+    F: FnMut(Value, TaskContext) -> Fut + Send + 'f,
+    Fut: Future<Output = HandlerResult> + Send + 'f,
 {
-    let future = std::pin::pin!(Fuse::terminated());
-    let mut invoke = Slot { invoke, future };
-    let mut guard = AbortGuard { exec, name, event: EventType::TaskStateAborted, armed: true };
-    // Without a subscriber for the span, the visit's future is awaited where it is built:
-    // wrapping it moves it (a memcpy of the whole future, ~1,200 instructions a visit).
-    let span = state_span(name, "Task");
-    let outcome = if span.is_disabled() {
-        if counted(exec, &code) {
+    async move {
+        let future = std::pin::pin!(Fuse::terminated());
+        let mut invoke = Slot { invoke, future };
+        let mut guard = AbortGuard { exec, name, event: EventType::TaskStateAborted, armed: true };
+        let outcome = if let Some(span) = enabled_state_span(name, "Task") {
+            let instrumented = Box::pin(task_inner(exec, name, &code, input, &mut invoke).instrument(span));
+            instrumented.await
+        } else if counted(exec, &code) {
             task_counted(exec, name, code.code(), input, &mut invoke).await
         } else {
-            task_inner(exec, name, &code, input, &mut invoke).await
-        }
-    } else {
-        // Boxed, so that the common path's future is the only one built in place.
-        let instrumented = Box::pin(task_inner(exec, name, &code, input, &mut invoke).instrument(span));
-        instrumented.await
-    };
-    // A Task whose failure leaves its Parallel branch is aborted with the branch, as AWS records
-    // it; elsewhere the failure goes straight to the enclosing state or the execution.
-    guard.armed = outcome.is_err() && exec.in_parallel_branch;
-    drop(guard);
-    outcome
+            let inner = Box::pin(task_inner(exec, name, &code, input, &mut invoke));
+            inner.await
+        };
+        // A Task whose failure leaves its Parallel branch is aborted with the branch, as AWS
+        // records it; elsewhere the failure goes straight to the enclosing state or the execution.
+        guard.armed = outcome.is_err() && exec.in_parallel_branch;
+        drop(guard);
+        outcome
+    }
+}
+
+/// The state's span when a subscriber wants it, else `None` (and nothing held across the visit).
+#[inline]
+fn enabled_state_span(name: &str, state_type: &'static str) -> Option<tracing::Span> {
+    let span = state_span(name, state_type);
+    (!span.is_disabled()).then_some(span)
 }
 
 /// Whether a visit of the Task `code` can be [`task_counted`]: the execution only numbers its
@@ -199,59 +219,63 @@ fn counted<E: ErasedTask>(exec: &Execution, code: &E) -> bool {
 /// causes), the same payload checks of the request and the result, the same failures; without
 /// the visit's clock, context object, retry state and boxed fallbacks (task-chain-100: the
 /// visit was ~2,100 instructions a Task besides the handler's own work).
-async fn task_counted(
-    exec: &Execution,
-    name: &str,
-    code: &(dyn TaskCodeView + Sync),
+///
+/// Not an `async fn`, as [`task_visit`] is not.
+fn task_counted<'f>(
+    exec: &'f Execution,
+    name: &'f str,
+    code: &'f (dyn TaskCodeView + Sync),
     input: Value,
-    invoke: &mut (dyn Call + '_),
-) -> Result<Step, Failure> {
-    let resource = code.resource();
-    let visit = CountedVisit::deferred(exec, name, "Task", EventType::TaskStateEntered)?;
-    // The request is the state's input: checked unless it was already (see `Line`).
-    let request = if visit.input_checked { Ok(()) } else { exec.limits().check_payload(name, &input) };
-    let events = AttemptEvents::of(code.is_lambda_function());
-    if request.is_ok() && exec.check_history_after(1).is_ok() {
-        // Entered, Scheduled and Started, back to back (nothing between them can fail here):
-        // one atomic add for the three.
-        visit.enter_with([events.scheduled, events.started]);
-    } else {
-        // One by one, as `task_inner`: Entered, the history limit, the request's check.
-        visit.entered_id();
-        exec.check_history()?;
-        request.map_err(|f| visit.runtime(f))?;
-        exec.count_back_to_back(&[events.scheduled, events.started]);
+    invoke: &'f mut (dyn Call + '_),
+) -> impl Future<Output = Result<Step, Failure>> + 'f {
+    async move {
+        let resource = code.resource();
+        let visit = CountedVisit::deferred(exec, name, "Task", EventType::TaskStateEntered)?;
+        // The request is the state's input: checked unless it was already (see `Line`).
+        let request = if visit.input_checked { Ok(()) } else { exec.limits().check_payload(name, &input) };
+        let events = AttemptEvents::of(code.is_lambda_function());
+        if request.is_ok() && exec.check_history_after(1).is_ok() {
+            // Entered, Scheduled and Started, back to back (nothing between them can fail here):
+            // one atomic add for the three.
+            visit.enter_with([events.scheduled, events.started]);
+        } else {
+            // One by one, as `task_inner`: Entered, the history limit, the request's check.
+            visit.entered_id();
+            exec.check_history()?;
+            request.map_err(|f| visit.runtime(f))?;
+            exec.count_back_to_back(&[events.scheduled, events.started]);
+        }
+        // No heartbeat, no Credentials, no journal (so no stored name): the plain context.
+        let task_ctx = match code.static_names() {
+            Some((state, resource)) if state == name => {
+                TaskContext::plain(state, resource, 0, exec.task_execution_name_shared())
+            }
+            _ => TaskContext::new(name, resource, 0, exec.task_execution_name()),
+        };
+        let outcome = match crate::task::start_attempt(|| invoke.start(input, task_ctx)) {
+            Ok(future) => crate::task::attempt_of(AssertUnwindSafe(future).catch_unwind().await),
+            Err(failed) => failed,
+        };
+        invoke.clear();
+        let failure = match outcome {
+            Attempt::Succeeded(result) => {
+                exec.limits().check_payload(resource, &result).map_err(|f| visit.runtime(f))?;
+                visit.exit_after(events.succeeded, EventType::TaskStateExited);
+                return Ok(Step::Next(result));
+            }
+            Attempt::Failed(f) => {
+                exec.record_with(events.failed, Details::default);
+                f
+            }
+            Attempt::TimedOut(f) => {
+                exec.record_with(events.timed_out, Details::default);
+                f
+            }
+        };
+        // No retrier and no catcher: the failure leaves the state, a JSONata one with AWS's prefix
+        // (as `caught` gives it).
+        Err(if failure.error == wfc_ir::errors::QUERY_EVALUATION_ERROR { visit.runtime(failure) } else { failure })
     }
-    // No heartbeat, no Credentials, no journal (so no stored name): the plain context.
-    let task_ctx = match code.static_names() {
-        Some((state, resource)) if state == name => {
-            TaskContext::plain(state, resource, 0, exec.task_execution_name_shared())
-        }
-        _ => TaskContext::new(name, resource, 0, exec.task_execution_name()),
-    };
-    let outcome = match crate::task::start_attempt(|| invoke.start(input, task_ctx)) {
-        Ok(future) => crate::task::attempt_of(AssertUnwindSafe(future).catch_unwind().await),
-        Err(failed) => failed,
-    };
-    invoke.clear();
-    let failure = match outcome {
-        Attempt::Succeeded(result) => {
-            exec.limits().check_payload(resource, &result).map_err(|f| visit.runtime(f))?;
-            visit.exit_after(events.succeeded, EventType::TaskStateExited);
-            return Ok(Step::Next(result));
-        }
-        Attempt::Failed(f) => {
-            exec.record_with(events.failed, Details::default);
-            f
-        }
-        Attempt::TimedOut(f) => {
-            exec.record_with(events.timed_out, Details::default);
-            f
-        }
-    };
-    // No retrier and no catcher: the failure leaves the state, a JSONata one with AWS's prefix
-    // (as `caught` gives it).
-    Err(if failure.error == wfc_ir::errors::QUERY_EVALUATION_ERROR { visit.runtime(failure) } else { failure })
 }
 
 /// A [`TaskCode`] seen without its table types, so [`task_inner`] is not generic.
@@ -524,298 +548,320 @@ pub trait TaskCode {
     }
 }
 
-async fn task_inner(
-    exec: &Execution,
-    name: &str,
-    erased: &(dyn ErasedTask + Sync),
-    input: Value,
-    invoke: &mut (dyn Call + '_),
-) -> Result<Step, Failure> {
-    let code = erased.code();
-    let io_ctx = code.needs_context();
-    // A Task that never builds its context object (nothing reads `$$` or the variables: no
-    // context-reading path or template, no Credentials, no JSONata, no Assign, no catcher) has
-    // no use for its entered time, so at the express level it reads no clock on entry.
-    let builds_context = io_ctx
-        || code.finish_needs_context()
-        || code.has_credentials()
-        || code.has_arguments()
-        || code.assigns()
-        || code.has_output()
-        || matches!(code.parameters_form(), ParametersForm::PerAttempt { context: true })
-        || erased.has_catchers();
-    let mut visit = Visit::start_timed(exec, name, "Task", &input, builds_context)?;
-    let visit_no = exec.next_visit(name);
-    let resource = code.resource();
-    let ctx = visit.context_if(io_ctx);
-    let shape = code.shape();
-    let mut input = input;
-    let mut effective = if shape.input_moves {
-        // Nothing reads the raw input after InputPath `$`: move it instead of copying it.
-        std::mem::take(&mut input)
-    } else {
-        code.input_path(&input, &ctx).map_err(|f| visit.runtime(f))?
-    };
-    let timeout = code.timeout(&effective, &ctx).map_err(|f| visit.runtime(f))?;
-    let heartbeat = code.heartbeat(&effective, &ctx).map_err(|f| visit.runtime(f))?;
-    let parameters = Parameters::new(code, &effective, exec).map_err(|f| visit.runtime(f))?;
-    let mut retries = erased.retry_state();
-    let callback = crate::callback::is_callback_resource(resource);
-    let events = AttemptEvents::of(code.is_lambda_function());
-    loop {
-        visit.retry_count = retries.retry_count();
-        exec.check_history()?;
-        if callback {
-            // Callbacks are boxed, so that the common visit's future does not carry their
-            // (large) futures inline. (Bound first: a temporary in the awaited expression
-            // would keep its space in this future.)
-            let token =
-                Box::pin(exec.task_token(name, visit_no, visit.retry_count, visit.entered_id, timeout, heartbeat));
-            let token = token.await;
-            visit.task_token = Some(token.map_err(|f| visit.runtime(f))?);
-        }
-        // Before the parameters: a single attempt may move the effective input into them.
-        let role_arn = if code.has_credentials() {
-            let ctx = visit.context();
-            code.role_arn(exec, &effective, &ctx).map(Some)
+/// The full visit of a Task (see [`task_with`]); [`task_visit`] boxes its future.
+///
+/// Not an `async fn`, as [`task_visit`] is not. Its future is 1,008 bytes (rustc 1.95), within the
+/// 1,024 of glibc's thread cache, so its box is a cheap one: locals that end before an await
+/// (the attempt's request as evaluated, a `lambda:invoke` Payload) are kept out of the awaits'
+/// scopes, and the rare attempts with a timer, a journal or `lambda:invoke` are boxed.
+fn task_inner<'f>(
+    exec: &'f Execution,
+    name: &'f str,
+    erased: &'f (dyn ErasedTask + Sync),
+    mut input: Value,
+    invoke: &'f mut (dyn Call + '_),
+) -> impl Future<Output = Result<Step, Failure>> + 'f {
+    async move {
+        let code = erased.code();
+        let io_ctx = code.needs_context();
+        // A Task that never builds its context object (nothing reads `$$` or the variables: no
+        // context-reading path or template, no Credentials, no JSONata, no Assign, no catcher) has
+        // no use for its entered time, so at the express level it reads no clock on entry.
+        let builds_context = io_ctx
+            || code.finish_needs_context()
+            || code.has_credentials()
+            || code.has_arguments()
+            || code.assigns()
+            || code.has_output()
+            || matches!(code.parameters_form(), ParametersForm::PerAttempt { context: true })
+            || erased.has_catchers();
+        let mut visit = Visit::start_timed(exec, name, "Task", &input, builds_context)?;
+        let visit_no = exec.next_visit(name);
+        let resource = code.resource();
+        let ctx = visit.context_if(io_ctx);
+        let shape = code.shape();
+        let mut effective = if shape.input_moves {
+            // Nothing reads the raw input after InputPath `$`: move it instead of copying it.
+            std::mem::take(&mut input)
         } else {
-            Ok(None)
+            code.input_path(&input, &ctx).map_err(|f| visit.runtime(f))?
         };
-        let params = role_arn.and_then(|role_arn| {
-            if code.has_arguments() {
+        let timeout = code.timeout(&effective, &ctx).map_err(|f| visit.runtime(f))?;
+        let heartbeat = code.heartbeat(&effective, &ctx).map_err(|f| visit.runtime(f))?;
+        let parameters = Parameters::new(code, &effective, exec).map_err(|f| visit.runtime(f))?;
+        let mut retries = erased.retry_state();
+        let callback = crate::callback::is_callback_resource(resource);
+        let events = AttemptEvents::of(code.is_lambda_function());
+        loop {
+            visit.retry_count = retries.retry_count();
+            exec.check_history()?;
+            if callback {
+                // Callbacks are boxed, so that the common visit's future does not carry their
+                // (large) futures inline. (Bound first: a temporary in the awaited expression
+                // would keep its space in this future.)
+                let token =
+                    Box::pin(exec.task_token(name, visit_no, visit.retry_count, visit.entered_id, timeout, heartbeat));
+                let token = token.await;
+                visit.task_token = Some(token.map_err(|f| visit.runtime(f))?);
+            }
+            // Before the parameters: a single attempt may move the effective input into them.
+            let role_arn = if code.has_credentials() {
                 let ctx = visit.context();
-                code.arguments(exec, &Bindings::new(&input, &ctx))
-            } else if shape.single_attempt && matches!(parameters, Parameters::None) && exec.redrive_count() == 0 {
-                // No Retry: this is the only attempt, so the effective input itself is sent
-                // (a redriven execution may run the visit again: see `rerun_for_redrive`).
-                Ok(std::mem::take(&mut effective))
+                code.role_arn(exec, &effective, &ctx).map(Some)
             } else {
-                parameters.for_attempt(code, &effective, &visit)
-            }
-            .map(|params| (role_arn, params))
-        });
-        let (role_arn, params) = match params {
-            Ok(evaluated) => evaluated,
-            // A JSONata failure can be retried and caught, unlike a path failure.
-            Err(f) if f.error == wfc_ir::errors::QUERY_EVALUATION_ERROR => {
-                let decision = exec.with_rng(|rng| erased.decide(&mut retries, &f.error, rng));
-                // Boxed: a failed attempt's path, whose (large) future the common visit need not
-                // carry (bound first, as the callback's).
-                let decided = Box::pin(visit.retry_decided(visit_no, &retries, decision, f));
-                if let Some(failure) = decided.await? {
-                    return erased.caught(&visit, input, failure);
-                }
-                continue;
-            }
-            Err(f) => return Err(visit.runtime(f)),
-        };
-        // AWS limits the request a task is sent as it limits results. A request that is the
-        // state's input as it came (InputPath `$`, no Parameters or Arguments) needs no second
-        // check when that input had one.
-        let request_is_input = shape.input_moves && matches!(parameters, Parameters::None) && !code.has_arguments();
-        if !(request_is_input && visit.input_checked) {
-            exec.limits().check_payload(name, &params).map_err(|f| visit.runtime(f))?;
-        }
-        // `lambda:invoke`: the parameters are the Invoke request; the function gets its Payload.
-        // Boxed: rare, and held across the attempt's await.
-        let lambda_invoke = if crate::lambda::is_invoke(resource) {
-            Some(Box::new(crate::lambda::request(&params).map_err(|f| visit.runtime(f))?))
-        } else {
-            None
-        };
-        // A Payload Lambda refuses (text that is not JSON) fails the attempt without a call.
-        let (lambda_payload, refused) = match lambda_invoke.as_ref().map(|i| i.event.clone()) {
-            Some(Ok(event)) => (Some(event), None),
-            Some(Err(f)) => (None, Some(f)),
-            None => (None, None),
-        };
-        // A branch a redrive runs again after another's failure cancelled it records from its
-        // first attempt that had not finished (see `Execution::muted_if_replayed`).
-        exec.unmute_if_live(name, visit_no, visit.retry_count);
-        exec.record_with(events.scheduled, || {
-            let details = Details::with_capacity(5).with("resource", json!(resource));
-            let mut details = if events.lambda {
-                // AWS's LambdaFunctionScheduled: the function's input, and only the limits set.
-                let d = details.with_shared("input", exec.share(&params));
-                match timeout {
-                    Some(t) => d.with("timeoutInSeconds", json!(t.as_secs())),
-                    None => d,
-                }
-            } else {
-                details
-                    .with_shared("parameters", exec.share(&params))
-                    .with("timeoutInSeconds", seconds_json(timeout))
-                    .with("heartbeatInSeconds", seconds_json(heartbeat))
+                Ok(None)
             };
-            if let Some(arn) = &role_arn {
-                details.insert("taskCredentials", json!({ "roleArn": arn }));
-            }
-            details
-        });
-        let task_ctx = match code.static_names() {
-            // No countdown to keep (the context's only shared, mutable part): nothing allocated.
-            Some((state, resource)) if state == name && heartbeat.is_none() => {
-                TaskContext::plain(state, resource, visit.retry_count, exec.task_execution_name_shared())
-            }
-            Some((state, resource)) if state == name => {
-                TaskContext::with_static_names(state, resource, visit.retry_count, exec.task_execution_name_shared())
-            }
-            _ => TaskContext::new(name, resource, visit.retry_count, exec.task_execution_name()),
-        };
-        let task_ctx = match role_arn {
-            Some(arn) => task_ctx.with_role_arn(arn),
-            None => task_ctx,
-        };
-        let task_ctx = match exec.stored_execution_name() {
-            Some(stored) => task_ctx.with_stored_execution(stored),
-            None => task_ctx,
-        };
-        let task_ctx = match &lambda_invoke {
-            Some(invoke) => task_ctx.with_function_name(invoke.function_name.clone()),
-            None => task_ctx,
-        };
-        exec.record_with(events.started, || {
-            if events.lambda { Details::new() } else { Details::with_capacity(1).with("resource", json!(resource)) }
-        });
-        // The common attempt (not a callback, below): no journal to record it in, no timers to
-        // race it against, no `lambda:invoke` request to unwrap. The handler is called and
-        // awaited here, without `run_attempt`'s and the journal's future layers.
-        let plain_attempt = timeout.is_none() && heartbeat.is_none() && lambda_invoke.is_none() && !journaled(exec);
-        let outcome = match &visit.task_token {
-            None if plain_attempt => {
-                // A panic while the handler builds its future, or while it runs, fails the
-                // attempt, as in `run_attempt` (the same two steps, without its timers).
-                match crate::task::start_attempt(|| invoke.start(params, task_ctx)) {
-                    Ok(future) => crate::task::attempt_of(AssertUnwindSafe(future).catch_unwind().await),
-                    Err(failed) => failed,
+            // Matched without a name for the result, so its room in this future ends here.
+            let attempt_request = role_arn.and_then(|role_arn| {
+                if code.has_arguments() {
+                    let ctx = visit.context();
+                    code.arguments(exec, &Bindings::new(&input, &ctx))
+                } else if shape.single_attempt && matches!(parameters, Parameters::None) && exec.redrive_count() == 0 {
+                    // No Retry: this is the only attempt, so the effective input itself is sent
+                    // (a redriven execution may run the visit again: see `rerun_for_redrive`).
+                    Ok(std::mem::take(&mut effective))
+                } else {
+                    parameters.for_attempt(code, &effective, &visit)
                 }
-            }
-            Some(token) => {
-                // A callback: the handler only hands the token on (its result is ignored); the
-                // heartbeat applies to the wait for the answer that follows.
-                let task_ctx = task_ctx.with_task_token(token.clone());
-                let call_ctx = task_ctx.clone();
-                let sent = lambda_payload.unwrap_or_else(|| params.clone());
-                let handler = crate::task::run_attempt(|| invoke.start(sent, call_ctx), &task_ctx, timeout, None);
-                let waited = Box::pin(exec.callback_attempt(
-                    name,
-                    visit_no,
-                    visit.retry_count,
-                    token,
-                    params,
-                    handler,
-                    timeout,
-                    heartbeat,
-                ));
-                waited.await.map_err(|f| visit.runtime(f))?
-            }
-            None => {
-                // Built in a block of its own: what goes into the attempt's future is moved
-                // there, and its locals end before the await, so this (large) visit's future
-                // keeps no room for them.
-                let journaled = {
-                    let call_ctx = task_ctx.clone();
-                    // What the handler gets (for `lambda:invoke`, the Payload) is also what a
-                    // suspending journal reports, so an SWF activity receives the same input.
-                    let sent = lambda_payload.unwrap_or(params);
-                    // A refused Payload fails before any call: there is nothing for a remote
-                    // worker (an SWF activity, a Lambda step) to run, so the attempt fails here,
-                    // journaled like any other.
-                    let request = match refused {
-                        Some(_) => None,
-                        None => exec.step_request(resource, &sent, timeout, heartbeat),
-                    };
-                    let attempt = match refused {
-                        Some(f) => futures::future::Either::Left(std::future::ready(Attempt::Failed(f))),
-                        None => futures::future::Either::Right(crate::task::run_attempt(
-                            || invoke.start(sent, call_ctx),
-                            &task_ctx,
-                            timeout,
-                            heartbeat,
-                        )),
-                    };
-                    exec.journaled_attempt(name, visit_no, visit.retry_count, request, attempt)
-                };
-                journaled.await.map_err(|f| visit.runtime(f))?
-            }
-        };
-        // The attempt is over (or was never run): its future goes now, as a boxed one would.
-        invoke.clear();
-        let failure = match outcome {
-            Attempt::Succeeded(result) => {
-                let result = match &lambda_invoke {
-                    Some(request) => crate::lambda::response(result, request, exec.clock().now()),
-                    None => result,
-                };
-                // Checked before the result is recorded or processed: a result that is too
-                // large or too deep is terminal, and AWS names the resource that returned it.
-                exec.limits().check_payload(resource, &result).map_err(|f| visit.runtime(f))?;
-                exec.record_with(events.succeeded, || {
-                    events.details(resource, Details::with_capacity(2).with_shared("output", exec.share(&result)))
-                });
-                let assign_code = |dollar: &Value, states: &Bindings<'_>| code.assigned(exec, dollar, states);
-                let output_code = |states: &Bindings<'_>| code.output(exec, states);
-                let language = Language {
-                    assign: code.assigns().then_some(AssignRef::Code(&assign_code)),
-                    output: code.has_output().then_some(OutputRef::Code(&output_code)),
-                };
-                if language.is_plain() && shape.result_is_output {
-                    // The output is the result just checked against the same limits.
-                    visit.exit(&result);
-                    return Ok(Step::Next(result));
-                }
-                let finish = Finish {
-                    needs_ctx: io_ctx || code.finish_needs_context(),
-                    run: &|raw: Value, result: Value, ctx: &Value| code.finish(exec, raw, result, ctx),
-                };
-                // The state's input, kept for a rerun in a redriven execution (the processing
-                // takes it).
-                let kept_input = (exec.redrive_count() > 0).then(|| input.clone());
-                match finish_success(&visit, language, finish, &mut input, result) {
-                    Ok(Ok(output)) => return Ok(Step::Next(output)),
-                    Ok(Err(failure)) => failure,
-                    // A path error in the result's processing ended the execution (no retrier or
-                    // catcher takes `States.Runtime`): redriven, the Task state runs again.
-                    Err(failure) if exec.rerun_for_redrive(name, visit_no, visit.retry_count) => {
-                        input = kept_input.unwrap_or(input);
-                        let generation = exec.redrive_generation(name, visit_no);
-                        exec.record(EventType::ExecutionFailed, failure_details(&failure));
-                        exec.record(EventType::ExecutionRedriven, json!({ "redriveCount": generation }));
-                        exec.unmute_if_live(name, visit_no, 0);
-                        retries = erased.retry_state();
-                        continue;
+                .map(|params| (role_arn, params))
+            });
+            let (role_arn, params) = match attempt_request {
+                Ok(evaluated) => evaluated,
+                // A JSONata failure can be retried and caught, unlike a path failure.
+                Err(f) if f.error == wfc_ir::errors::QUERY_EVALUATION_ERROR => {
+                    let decision = exec.with_rng(|rng| erased.decide(&mut retries, &f.error, rng));
+                    // Boxed: a failed attempt's path, whose (large) future the common visit need not
+                    // carry (bound first, as the callback's).
+                    let decided = Box::pin(visit.retry_decided(visit_no, &retries, decision, f));
+                    if let Some(failure) = decided.await? {
+                        return erased.caught(&visit, input, failure);
                     }
-                    Err(failure) => return Err(failure),
+                    continue;
                 }
+                Err(f) => return Err(visit.runtime(f)),
+            };
+            // AWS limits the request a task is sent as it limits results. A request that is the
+            // state's input as it came (InputPath `$`, no Parameters or Arguments) needs no second
+            // check when that input had one.
+            let request_is_input = shape.input_moves && matches!(parameters, Parameters::None) && !code.has_arguments();
+            if !(request_is_input && visit.input_checked) {
+                exec.limits().check_payload(name, &params).map_err(|f| visit.runtime(f))?;
             }
-            Attempt::Failed(f) => {
-                exec.record_with(events.failed, || events.details(resource, failure_details(&f)));
-                f
+            // `lambda:invoke`: the parameters are the Invoke request; the function gets its Payload.
+            // Boxed: rare, and held across the attempt's await.
+            let lambda_invoke = if crate::lambda::is_invoke(resource) {
+                Some(Box::new(crate::lambda::request(&params).map_err(|f| visit.runtime(f))?))
+            } else {
+                None
+            };
+            // A branch a redrive runs again after another's failure cancelled it records from its
+            // first attempt that had not finished (see `Execution::muted_if_replayed`).
+            exec.unmute_if_live(name, visit_no, visit.retry_count);
+            exec.record_with(events.scheduled, || {
+                let details = Details::with_capacity(5).with("resource", json!(resource));
+                let mut details = if events.lambda {
+                    // AWS's LambdaFunctionScheduled: the function's input, and only the limits set.
+                    let d = details.with_shared("input", exec.share(&params));
+                    match timeout {
+                        Some(t) => d.with("timeoutInSeconds", json!(t.as_secs())),
+                        None => d,
+                    }
+                } else {
+                    details
+                        .with_shared("parameters", exec.share(&params))
+                        .with("timeoutInSeconds", seconds_json(timeout))
+                        .with("heartbeatInSeconds", seconds_json(heartbeat))
+                };
+                if let Some(arn) = &role_arn {
+                    details.insert("taskCredentials", json!({ "roleArn": arn }));
+                }
+                details
+            });
+            let task_ctx = match code.static_names() {
+                // No countdown to keep (the context's only shared, mutable part): nothing allocated.
+                Some((state, resource)) if state == name && heartbeat.is_none() => {
+                    TaskContext::plain(state, resource, visit.retry_count, exec.task_execution_name_shared())
+                }
+                Some((state, resource)) if state == name => TaskContext::with_static_names(
+                    state,
+                    resource,
+                    visit.retry_count,
+                    exec.task_execution_name_shared(),
+                ),
+                _ => TaskContext::new(name, resource, visit.retry_count, exec.task_execution_name()),
+            };
+            let task_ctx = match role_arn {
+                Some(arn) => task_ctx.with_role_arn(arn),
+                None => task_ctx,
+            };
+            let task_ctx = match exec.stored_execution_name() {
+                Some(stored) => task_ctx.with_stored_execution(stored),
+                None => task_ctx,
+            };
+            let task_ctx = match &lambda_invoke {
+                Some(invoke) => task_ctx.with_function_name(invoke.function_name.clone()),
+                None => task_ctx,
+            };
+            exec.record_with(events.started, || {
+                if events.lambda { Details::new() } else { Details::with_capacity(1).with("resource", json!(resource)) }
+            });
+            // The common attempt (not a callback, below): no journal to record it in, no timers to
+            // race it against, no `lambda:invoke` request to unwrap. The handler is called and
+            // awaited here, without `run_attempt`'s and the journal's future layers.
+            let plain_attempt = timeout.is_none() && heartbeat.is_none() && lambda_invoke.is_none() && !journaled(exec);
+            let outcome = match &visit.task_token {
+                None if plain_attempt => {
+                    // A panic while the handler builds its future, or while it runs, fails the
+                    // attempt, as in `run_attempt` (the same two steps, without its timers).
+                    match crate::task::start_attempt(|| invoke.start(params, task_ctx)) {
+                        Ok(future) => crate::task::attempt_of(AssertUnwindSafe(future).catch_unwind().await),
+                        Err(failed) => failed,
+                    }
+                }
+                Some(token) => {
+                    // A callback: the handler only hands the token on (its result is ignored); the
+                    // heartbeat applies to the wait for the answer that follows.
+                    let task_ctx = task_ctx.with_task_token(token.clone());
+                    let call_ctx = task_ctx.clone();
+                    let sent = match lambda_payload(&lambda_invoke) {
+                        (Some(payload), _) => payload,
+                        (None, _) => params.clone(),
+                    };
+                    let handler = crate::task::run_attempt(|| invoke.start(sent, call_ctx), &task_ctx, timeout, None);
+                    let waited = Box::pin(exec.callback_attempt(
+                        name,
+                        visit_no,
+                        visit.retry_count,
+                        token,
+                        params,
+                        handler,
+                        timeout,
+                        heartbeat,
+                    ));
+                    waited.await.map_err(|f| visit.runtime(f))?
+                }
+                None => {
+                    // Built in a block of its own: what goes into the attempt's future is moved
+                    // there, and its locals end before the await, so this visit's future keeps
+                    // no room for them. Boxed: an attempt with a timer, a `lambda:invoke`
+                    // request or a journal is the rare one, and its future is larger than the
+                    // rest of the visit's.
+                    let journaled = {
+                        let call_ctx = task_ctx.clone();
+                        // What the handler gets (for `lambda:invoke`, the Payload) is also what a
+                        // suspending journal reports, so an SWF activity receives the same input.
+                        let (payload, refused) = lambda_payload(&lambda_invoke);
+                        let sent = payload.unwrap_or(params);
+                        // A refused Payload fails before any call: there is nothing for a remote
+                        // worker (an SWF activity, a Lambda step) to run, so the attempt fails here,
+                        // journaled like any other.
+                        let request = match refused {
+                            Some(_) => None,
+                            None => exec.step_request(resource, &sent, timeout, heartbeat),
+                        };
+                        let attempt = match refused {
+                            Some(f) => futures::future::Either::Left(std::future::ready(Attempt::Failed(f))),
+                            None => futures::future::Either::Right(crate::task::run_attempt(
+                                || invoke.start(sent, call_ctx),
+                                &task_ctx,
+                                timeout,
+                                heartbeat,
+                            )),
+                        };
+                        Box::pin(exec.journaled_attempt(name, visit_no, visit.retry_count, request, attempt))
+                    };
+                    journaled.await.map_err(|f| visit.runtime(f))?
+                }
+            };
+            // The attempt is over (or was never run): its future goes now, as a boxed one would.
+            invoke.clear();
+            let failure = match outcome {
+                Attempt::Succeeded(result) => {
+                    let result = match &lambda_invoke {
+                        Some(request) => crate::lambda::response(result, request, exec.clock().now()),
+                        None => result,
+                    };
+                    // Checked before the result is recorded or processed: a result that is too
+                    // large or too deep is terminal, and AWS names the resource that returned it.
+                    exec.limits().check_payload(resource, &result).map_err(|f| visit.runtime(f))?;
+                    exec.record_with(events.succeeded, || {
+                        events.details(resource, Details::with_capacity(2).with_shared("output", exec.share(&result)))
+                    });
+                    let assign_code = |dollar: &Value, states: &Bindings<'_>| code.assigned(exec, dollar, states);
+                    let output_code = |states: &Bindings<'_>| code.output(exec, states);
+                    let language = Language {
+                        assign: code.assigns().then_some(AssignRef::Code(&assign_code)),
+                        output: code.has_output().then_some(OutputRef::Code(&output_code)),
+                    };
+                    if language.is_plain() && shape.result_is_output {
+                        // The output is the result just checked against the same limits.
+                        visit.exit(&result);
+                        return Ok(Step::Next(result));
+                    }
+                    let finish = Finish {
+                        needs_ctx: io_ctx || code.finish_needs_context(),
+                        run: &|raw: Value, result: Value, ctx: &Value| code.finish(exec, raw, result, ctx),
+                    };
+                    // The state's input, kept for a rerun in a redriven execution (the processing
+                    // takes it).
+                    let kept_input = (exec.redrive_count() > 0).then(|| input.clone());
+                    match finish_success(&visit, language, finish, &mut input, result) {
+                        Ok(Ok(output)) => return Ok(Step::Next(output)),
+                        Ok(Err(failure)) => failure,
+                        // A path error in the result's processing ended the execution (no retrier or
+                        // catcher takes `States.Runtime`): redriven, the Task state runs again.
+                        Err(failure) if exec.rerun_for_redrive(name, visit_no, visit.retry_count) => {
+                            input = kept_input.unwrap_or(input);
+                            let generation = exec.redrive_generation(name, visit_no);
+                            exec.record(EventType::ExecutionFailed, failure_details(&failure));
+                            exec.record(EventType::ExecutionRedriven, json!({ "redriveCount": generation }));
+                            exec.unmute_if_live(name, visit_no, 0);
+                            retries = erased.retry_state();
+                            continue;
+                        }
+                        Err(failure) => return Err(failure),
+                    }
+                }
+                Attempt::Failed(f) => {
+                    exec.record_with(events.failed, || events.details(resource, failure_details(&f)));
+                    f
+                }
+                Attempt::TimedOut(f) => {
+                    exec.record_with(events.timed_out, || events.details(resource, failure_details(&f)));
+                    f
+                }
+            };
+            let decision = exec.with_rng(|rng| erased.decide(&mut retries, &failure.error, rng));
+            // Boxed, as above.
+            let decided = Box::pin(visit.retry_decided(visit_no, &retries, decision, failure));
+            if let Some(failure) = decided.await? {
+                // A redriven execution runs this visit again when its failure ended the execution.
+                if !erased.catches(&failure.error) && exec.rerun_for_redrive(name, visit_no, visit.retry_count) {
+                    // The history goes on as it was: how the execution ended, then its redrive (the
+                    // generation this visit now runs in). Inside a reopened Parallel or Map, the
+                    // attempt recorded them (see `Execution::record_reopened`): this line records
+                    // again from the redrive it was rerun for last.
+                    let generation = exec.redrive_generation(name, visit_no);
+                    exec.record(EventType::ExecutionFailed, failure_details(&failure));
+                    exec.record(EventType::ExecutionRedriven, json!({ "redriveCount": generation }));
+                    exec.unmute_if_live(name, visit_no, 0);
+                    retries = erased.retry_state();
+                    continue;
+                }
+                return erased.caught(&visit, input, failure);
             }
-            Attempt::TimedOut(f) => {
-                exec.record_with(events.timed_out, || events.details(resource, failure_details(&f)));
-                f
-            }
-        };
-        let decision = exec.with_rng(|rng| erased.decide(&mut retries, &failure.error, rng));
-        // Boxed, as above.
-        let decided = Box::pin(visit.retry_decided(visit_no, &retries, decision, failure));
-        if let Some(failure) = decided.await? {
-            // A redriven execution runs this visit again when its failure ended the execution.
-            if !erased.catches(&failure.error) && exec.rerun_for_redrive(name, visit_no, visit.retry_count) {
-                // The history goes on as it was: how the execution ended, then its redrive (the
-                // generation this visit now runs in). Inside a reopened Parallel or Map, the
-                // attempt recorded them (see `Execution::record_reopened`): this line records
-                // again from the redrive it was rerun for last.
-                let generation = exec.redrive_generation(name, visit_no);
-                exec.record(EventType::ExecutionFailed, failure_details(&failure));
-                exec.record(EventType::ExecutionRedriven, json!({ "redriveCount": generation }));
-                exec.unmute_if_live(name, visit_no, 0);
-                retries = erased.retry_state();
-                continue;
-            }
-            return erased.caught(&visit, input, failure);
         }
+    }
+}
+
+/// For `lambda:invoke`, what the function gets (its Payload), or the failure of a Payload Lambda
+/// refuses (text that is not JSON: the attempt fails without a call). Computed where an attempt
+/// uses it, so the visit's future keeps no room for it across the plain attempt's await.
+fn lambda_payload(invoke: &Option<Box<crate::lambda::Invoke>>) -> (Option<Value>, Option<Failure>) {
+    match invoke.as_ref().map(|i| i.event.clone()) {
+        Some(Ok(event)) => (Some(event), None),
+        Some(Err(f)) => (None, Some(f)),
+        None => (None, None),
     }
 }
 
