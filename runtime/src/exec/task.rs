@@ -812,10 +812,7 @@ fn task_inner<'f>(
                         // catcher takes `States.Runtime`): redriven, the Task state runs again.
                         Err(failure) if exec.rerun_for_redrive(name, visit_no, visit.retry_count) => {
                             input = kept_input.unwrap_or(input);
-                            let generation = exec.redrive_generation(name, visit_no);
-                            exec.record(EventType::ExecutionFailed, failure_details(&failure));
-                            exec.record(EventType::ExecutionRedriven, json!({ "redriveCount": generation }));
-                            exec.unmute_if_live(name, visit_no, 0);
+                            record_rerun(exec, name, visit_no, &failure);
                             retries = erased.retry_state();
                             continue;
                         }
@@ -841,10 +838,7 @@ fn task_inner<'f>(
                     // generation this visit now runs in). Inside a reopened Parallel or Map, the
                     // attempt recorded them (see `Execution::record_reopened`): this line records
                     // again from the redrive it was rerun for last.
-                    let generation = exec.redrive_generation(name, visit_no);
-                    exec.record(EventType::ExecutionFailed, failure_details(&failure));
-                    exec.record(EventType::ExecutionRedriven, json!({ "redriveCount": generation }));
-                    exec.unmute_if_live(name, visit_no, 0);
+                    record_rerun(exec, name, visit_no, &failure);
                     retries = erased.retry_state();
                     continue;
                 }
@@ -852,6 +846,16 @@ fn task_inner<'f>(
             }
         }
     }
+}
+
+/// Before a redriven execution runs visit `visit_no` of Task `name` again: how the execution
+/// ended (`failure`) and its redrive, the generation the visit now runs in, and the line
+/// recording again from its first attempt.
+fn record_rerun(exec: &Execution, name: &str, visit_no: u32, failure: &Failure) {
+    let generation = exec.redrive_generation(name, visit_no);
+    exec.record(EventType::ExecutionFailed, failure_details(failure));
+    exec.record(EventType::ExecutionRedriven, json!({ "redriveCount": generation }));
+    exec.unmute_if_live(name, visit_no, 0);
 }
 
 /// For `lambda:invoke`, what the function gets (its Payload), or the failure of a Payload Lambda
