@@ -14,9 +14,10 @@
 //! the store answers the same, also after a restart. The server running it answers from its
 //! memory (the runtime's `distributed::map_run_counts`), which is newer.
 //!
-//! `UpdateMapRun` writes the limits row, and changes the run at once when this server runs it
-//! ([`wfc_runtime::distributed::update_map_run`]); a run on another server (or resumed after a
-//! restart) reads the row when this server's signal reaches it
+//! `UpdateMapRun` writes the limits row, changes the run at once when this server runs it
+//! ([`wfc_runtime::distributed::update_map_run`]), and signals; the run, on this server or
+//! another (or resumed after a restart), reads the row when the signal reaches it (so a row it
+//! read before this write is never the last it applies)
 //! (`wfc_runtime::distributed::limits_changed_topic`: PostgreSQL's NOTIFY, SQLite's signal rows),
 //! else within `wfc_runtime::distributed::sync_interval()`, or when it starts.
 
@@ -606,8 +607,7 @@ impl Service {
                 "Map Run '{arn}' is not running: only a running Map Run can be updated"
             )));
         }
-        // Kept in the store (the run, on whichever server, reads it), and applied at once here
-        // when this server runs it. The row holds every limit: a change is written only over
+        // Kept in the store (the run, on whichever server, reads it). The row holds every limit: a change is written only over
         // the row read, else read and made again, so two updates of different limits at once
         // both land (`registry_doc`'s pattern, with the row's conditional write).
         let key = wfc_runtime::distributed::limits_key(arn);
@@ -638,10 +638,12 @@ impl Service {
                 crate::registry_doc::WRITE_ATTEMPTS
             )));
         }
-        if wfc_runtime::distributed::update_map_run(arn, max_concurrency, percentage, count).is_none() {
-            // Another server runs it (or none yet): tell it to read the row now.
-            crate::tasks::signal(self.store.as_ref(), &wfc_runtime::distributed::limits_changed_topic(arn)).await;
-        }
+        // Applied at once here when this server runs it. The server running it is told to read
+        // the row now, this one included: its run may have read an older row (another server's
+        // update) before this write and apply it after this change, and only a read after this
+        // write makes the latest row the one that stays.
+        let _ = wfc_runtime::distributed::update_map_run(arn, max_concurrency, percentage, count);
+        crate::tasks::signal(self.store.as_ref(), &wfc_runtime::distributed::limits_changed_topic(arn)).await;
         Ok(json!({}))
     }
 }
