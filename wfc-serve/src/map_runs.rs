@@ -607,9 +607,10 @@ impl Service {
                 "Map Run '{arn}' is not running: only a running Map Run can be updated"
             )));
         }
-        // Kept in the store (the run, on whichever server, reads it). The row holds every limit: a change is written only over
-        // the row read, else read and made again, so two updates of different limits at once
-        // both land (`registry_doc`'s pattern, with the row's conditional write).
+        // Kept in the store (the run, on whichever server, reads it). The row holds every limit:
+        // a change is written only over the row read, else read and made again, so two updates
+        // of different limits at once both land (`registry_doc`'s pattern, with the row's
+        // conditional write).
         let key = wfc_runtime::distributed::limits_key(arn);
         let mut written = false;
         for _ in 0..crate::registry_doc::WRITE_ATTEMPTS {

@@ -723,10 +723,7 @@ fn task_inner<'f>(
                     // heartbeat applies to the wait for the answer that follows.
                     let task_ctx = task_ctx.with_task_token(token.clone());
                     let call_ctx = task_ctx.clone();
-                    let sent = match lambda_payload(&lambda_invoke) {
-                        (Some(payload), _) => payload,
-                        (None, _) => params.clone(),
-                    };
+                    let sent = lambda_payload(&lambda_invoke).0.unwrap_or_else(|| params.clone());
                     let handler = crate::task::run_attempt(|| invoke.start(sent, call_ctx), &task_ctx, timeout, None);
                     let waited = Box::pin(exec.callback_attempt(
                         name,
