@@ -15,7 +15,9 @@
 //!   writing its InputPath node back in place [`pass_kept`]: their output is their input, which
 //!   needs no second payload check (unless the state is the first of its line). A Pass whose output
 //!   its Result or Parameters build whole from parts of a size known at build time is
-//!   [`pass_bounded`], with that bound: under the execution's limits its output needs no check. A Task's
+//!   [`pass_bounded`], with that bound: under the execution's limits its output needs no check
+//!   (a Parameters object is [`pass_built`]: its values read, then the object put together by
+//!   [`object_in`] in the spent input's allocations where no history keeps them). A Task's
 //!   [`TaskCode::is_lambda_function`] is a `const` computed by [`is_function_arn`]. A Task's data processing is a [`TaskCode`] the generated
 //!   code implements (paths, Parameters, ResultSelector, timeouts), with its Retry and Catch as
 //!   `const` tables of [`Retrier`]s and [`Catcher`]s (or [`AssignCatcher`]s, when a catcher
@@ -118,9 +120,9 @@ pub use crate::exec::{
     Assigned, MapCode, NestedCode, ParallelCode, ParametersForm, PlainTask, TaskCode, TaskShape,
     choice_assign_with as choice_assign, choice_kept_with as choice_kept, choice_language_with as choice_language,
     choice_with as choice, fail_with as fail, join_branches, map_with as map, parallel_with as parallel,
-    pass_assign_with as pass_assign, pass_bounded_with as pass_bounded, pass_kept_with as pass_kept,
-    pass_language_with as pass_language, pass_with as pass, succeed_with as succeed, task_with as task,
-    wait_assign_with as wait_assign, wait_language_with as wait_language, wait_with as wait,
+    pass_assign_with as pass_assign, pass_bounded_with as pass_bounded, pass_built_with as pass_built,
+    pass_kept_with as pass_kept, pass_language_with as pass_language, pass_with as pass, succeed_with as succeed,
+    task_with as task, wait_assign_with as wait_assign, wait_language_with as wait_language, wait_with as wait,
 };
 pub use crate::jsonata::Bindings;
 /// Whether a Task's `Resource` is a bare Lambda function ARN: a `const fn`, which generated code
@@ -293,6 +295,32 @@ pub fn fail_computed(field: &str, value: Value) -> Result<String, Failure> {
 /// The parsed path of a [`StaticPath`].
 pub fn path(path: &'static StaticPath) -> Result<&'static Path, Failure> {
     path.as_ref().map_err(|e| Failure::runtime(format!("a path compiled into this program does not parse: {e}")))
+}
+
+/// The object `{keys[0]: values[0], …}`, in that order, built in `spare`'s allocations when
+/// `spare` is an object of about as many members (a Pass's spent input, see
+/// [`pass_built`]): with the same keys in the same order, only the values are replaced (no
+/// allocation: a loop's `{"i": …}` rebuilt from `{"i": …}`); otherwise it is emptied and
+/// filled, keeping its tables. A larger object is not reused (its tables would stay that
+/// large with the output), nor anything else; then the object is built new. The same JSON as
+/// inserting each key in order into a new map (a key written twice keeps its first place and
+/// its last value, as `Map::insert` does).
+pub fn object_in<const N: usize>(spare: Value, keys: &[&'static str; N], values: [Value; N]) -> Value {
+    let mut object = match spare {
+        Value::Object(map) if map.len() <= 2 * N + 8 => map,
+        _ => Map::with_capacity(N),
+    };
+    if object.len() == N && object.keys().zip(keys).all(|(have, want)| have == want) {
+        for (slot, value) in object.values_mut().zip(values) {
+            *slot = value;
+        }
+    } else {
+        object.clear();
+        for (key, value) in keys.iter().zip(values) {
+            object.insert((*key).to_owned(), value);
+        }
+    }
+    Value::Object(object)
 }
 
 /// `{}`: what a `null` InputPath or OutputPath gives.
@@ -638,7 +666,47 @@ pub type StaticEventDef = LazyLock<wfc_ir::sw::EventDef>;
 mod tests {
     use serde_json::{Value, json};
 
-    use super::{Seg, items, take_items};
+    use super::{Seg, items, object_in, take_items};
+
+    /// `object_in` gives the JSON that inserting each key in order into a new map gives,
+    /// whatever the spare: the same keys, other keys, more or fewer, a key written twice, a
+    /// spare that is not an object, or one too large to reuse.
+    #[test]
+    fn object_in_builds_what_inserting_in_order_builds() {
+        let fresh = |keys: &[&str], values: &[Value]| {
+            let mut map = serde_json::Map::new();
+            for (k, v) in keys.iter().zip(values) {
+                map.insert((*k).to_owned(), v.clone());
+            }
+            Value::Object(map)
+        };
+        let large = Value::Object((0..100).map(|i| (format!("k{i}"), json!(i))).collect());
+        let spares = [
+            json!({"i": 1}),
+            json!({"a": 1, "b": 2}),
+            json!({"b": 2, "a": 1}),
+            json!({"a": 1, "b": 2, "c": 3}),
+            json!({}),
+            json!([1, 2]),
+            json!("text"),
+            Value::Null,
+            large,
+        ];
+        for spare in spares {
+            let values = [json!(7), json!({"x": [1]})];
+            assert_eq!(object_in(spare.clone(), &["a", "b"], values.clone()), fresh(&["a", "b"], &values), "{spare}");
+            let text = |v: &Value| serde_json::to_string(v).unwrap_or_default();
+            // Key order is part of the JSON: compare the text too.
+            assert_eq!(
+                text(&object_in(spare.clone(), &["b", "a"], values.clone())),
+                text(&fresh(&["b", "a"], &values)),
+                "{spare}"
+            );
+            assert_eq!(object_in(spare.clone(), &["a", "a"], values.clone()), json!({"a": {"x": [1]}}), "{spare}");
+            assert_eq!(object_in(spare.clone(), &[], []), json!({}), "{spare}");
+            assert_eq!(object_in(spare, &["i"], [json!(2)]), json!({"i": 2}));
+        }
+    }
 
     #[test]
     fn taken_items_are_the_selected_ones_and_failures_leave_the_input_as_it_was() {

@@ -200,7 +200,7 @@ pub mod count_loop {
                     const PATH_0: &[__wfc::abi::Seg<'static>] = &[
                         __wfc::abi::Seg::Name("i"),
                     ];
-                    let output = __wfc::abi::pass_bounded(
+                    let output = __wfc::abi::pass_built(
                         exec,
                         "Increment",
                         false,
@@ -208,28 +208,15 @@ pub mod count_loop {
                         30usize,
                         1usize,
                         |input: &__wfc::Value, _: &__wfc::Value| {
-                            let output = {
-                                let result = {
-                                    let effective = &input;
-                                    {
-                                        let mut object = __wfc::serde_json::Map::with_capacity(
-                                            1usize,
-                                        );
-                                        object
-                                            .insert(
-                                                ::std::borrow::ToOwned::to_owned("i"),
-                                                __wfc::abi::math_add(
-                                                    __wfc::abi::field_ref(effective, PATH_0, "$.i", "i.$")?,
-                                                    &__wfc::Value::from(1u64),
-                                                )?,
-                                            );
-                                        __wfc::Value::Object(object)
-                                    }
-                                };
-                                result
-                            };
-                            Ok(output)
+                            let effective = &input;
+                            Ok([
+                                __wfc::abi::math_add(
+                                    __wfc::abi::field_ref(effective, PATH_0, "$.i", "i.$")?,
+                                    &__wfc::Value::from(1u64),
+                                )?,
+                            ])
                         },
+                        |values, spare| __wfc::abi::object_in(spare, &["i"], values),
                     )?;
                     State::Check(output)
                 }

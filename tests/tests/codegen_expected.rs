@@ -227,7 +227,12 @@ fn pass_and_choice_are_generated_not_interpreted() {
         let code = std::fs::read_to_string(expected_dir().join(format!("{stem}.rs"))).expect("expected code");
         assert!(!code.contains("exec::pass("), "{stem}");
         assert!(!code.contains("exec::choice("), "{stem}");
-        assert!(code.contains("__wfc::abi::pass(") || code.contains("__wfc::abi::pass_bounded("), "{stem}");
+        assert!(
+            code.contains("__wfc::abi::pass(")
+                || code.contains("__wfc::abi::pass_bounded(")
+                || code.contains("__wfc::abi::pass_built("),
+            "{stem}"
+        );
         // A Choice with InputPath and OutputPath `$` outputs its input (`choice_kept`).
         assert!(code.contains("__wfc::abi::choice(") || code.contains("__wfc::abi::choice_kept("), "{stem}");
     }
@@ -235,7 +240,10 @@ fn pass_and_choice_are_generated_not_interpreted() {
     assert!(count_loop.contains("__wfc::abi::math_add("), "{count_loop}");
     // `{"i": States.MathAdd(...)}` serializes to at most 30 bytes, 1 level deep: the runtime
     // skips its payload check unless the limits are lower.
-    assert!(count_loop.contains("__wfc::abi::pass_bounded(") && count_loop.contains("30usize,"), "{count_loop}");
+    // Its values are read first, then the object is put together in the spent input's
+    // allocations (`object_in`): the loop's Pass allocates nothing at the express level.
+    assert!(count_loop.contains("__wfc::abi::pass_built(") && count_loop.contains("30usize,"), "{count_loop}");
+    assert!(count_loop.contains("__wfc::abi::object_in(spare, &[\"i\"], values)"), "{count_loop}");
     assert!(count_loop.contains("== Some(::core::cmp::Ordering::Less)"), "{count_loop}");
 }
 

@@ -36,7 +36,9 @@ pub use map::map_with;
 pub use nested::{MapCode, NestedCode, ParallelCode};
 pub use parallel::{join_branches, parallel_with};
 pub use parameters::ParametersForm;
-pub use pass::{Assigned, pass_assign_with, pass_bounded_with, pass_kept_with, pass_language_with, pass_with};
+pub use pass::{
+    Assigned, pass_assign_with, pass_bounded_with, pass_built_with, pass_kept_with, pass_language_with, pass_with,
+};
 pub use succeed::succeed_with;
 pub use task::{PlainTask, TaskCode, TaskShape, task_boxed_with, task_with};
 pub use wait::{MAX_WAIT, wait_assign_with, wait_language_with, wait_with};

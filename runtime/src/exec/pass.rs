@@ -55,9 +55,10 @@ pub fn pass_with(
 /// the input, which is then spent on the history's copy of the output (its allocations
 /// reused, see [`crate::History::named_new_into`]) instead of being freed.
 ///
-/// Generated code calls it for such a Pass; the interpreter calls it for every Pass whose
-/// output its `Result` or Parameters build whole, with `usize::MAX` for both bounds (so the
-/// output is checked as [`pass_with`] checks it). The events are the same.
+/// The interpreter calls it for every Pass whose output its `Result` or Parameters build whole,
+/// with `usize::MAX` for both bounds (so the output is checked as [`pass_with`] checks it).
+/// Generated code calls [`pass_built_with`], which also lets the output reuse the input's
+/// allocations. The events are the same.
 pub fn pass_bounded_with(
     exec: &Execution,
     name: &str,
@@ -67,10 +68,35 @@ pub fn pass_bounded_with(
     max_depth: usize,
     body: impl FnOnce(&Value, &Value) -> Result<Value, Failure>,
 ) -> Result<Value, Failure> {
+    pass_built_with(exec, name, needs_ctx, input, max_bytes, max_depth, body, |output, _spare| output)
+}
+
+/// [`pass_bounded_with`] in two steps: `read` computes the output's parts from the input (and
+/// the context object, `null` unless `needs_ctx`), then `build` puts them together, given a
+/// spare value whose allocations it may reuse: the state's input, no longer needed, when no
+/// history keeps a copy of the output (the express level); else `null`, and the input is spent
+/// on the history's copy instead. So a loop's Pass that rebuilds `{"i": …}` from `{"i": …}`
+/// allocates nothing at the express level (see `object_in`), where the interpreter's
+/// and the hand-written loop's allocate a new object each time. Events and failures are those
+/// of [`pass_bounded_with`]: `build` cannot fail.
+///
+/// Generated code calls it for a Pass whose output is a Parameters object of known size.
+#[allow(clippy::too_many_arguments)] // The visit's fields, then its two steps.
+pub fn pass_built_with<P>(
+    exec: &Execution,
+    name: &str,
+    needs_ctx: bool,
+    input: Value,
+    max_bytes: usize,
+    max_depth: usize,
+    read: impl FnOnce(&Value, &Value) -> Result<P, Failure>,
+    build: impl FnOnce(P, Value) -> Value,
+) -> Result<Value, Failure> {
     state_span(name, "Pass").in_scope(|| {
         if !needs_ctx && exec.counts_only() {
             let visit = CountedVisit::deferred(exec, name, "Pass", EventType::PassStateEntered)?;
-            let output = body(&input, &Value::Null).map_err(|f| visit.runtime(f))?;
+            let parts = read(&input, &Value::Null).map_err(|f| visit.runtime(f))?;
+            let output = build(parts, input);
             let limits = exec.limits();
             if !(max_bytes < limits.max_payload_bytes && max_depth < limits.max_json_depth) {
                 visit.limits_check(&output)?;
@@ -80,8 +106,10 @@ pub fn pass_bounded_with(
         }
         let visit = Visit::start_synchronous(exec, name, "Pass", &input, needs_ctx)?;
         let ctx = visit.context_if(needs_ctx);
-        let output = body(&input, &ctx).map_err(|f| visit.runtime(f))?;
-        visit.finish_within(&output, max_bytes, max_depth, input)?;
+        let parts = read(&input, &ctx).map_err(|f| visit.runtime(f))?;
+        let (output, history_spare) =
+            if exec.keeps_history() { (build(parts, Value::Null), input) } else { (build(parts, input), Value::Null) };
+        visit.finish_within(&output, max_bytes, max_depth, history_spare)?;
         Ok(output)
     })
 }

@@ -436,8 +436,36 @@ pub(super) fn pass(items: &mut Items, name: &Literal, spec: &PassState) -> Optio
             // output), so it takes it by reference.
             Some((bytes, depth)) => {
                 let (bytes, depth) = (Literal::usize_suffixed(bytes), Literal::usize_suffixed(depth));
-                let body = quote!(|#input: &__wfc::Value, #ctx: &__wfc::Value| { #body });
-                quote!(__wfc::abi::pass_bounded(exec, #name, #needs_ctx, input, #bytes, #depth, #body)?)
+                match (&spec.result, &spec.parameters) {
+                    // A Parameters object: its values are read from the input, then the object
+                    // is put together in the input's allocations where the runtime can spare
+                    // them (`abi::object_in`).
+                    (None, Some(Template::Object(entries))) => {
+                        let effective = input_path_borrowed(items, spec.input_path.as_ref());
+                        let (keys, values): (Vec<_>, Vec<_>) =
+                            object_entries(items, entries, &quote!(effective)).into_iter().unzip();
+                        let read = quote! {
+                            #effective
+                            Ok([#(#values),*])
+                        };
+                        let (input, ctx) = (param(&read, "input"), param(&read, "ctx"));
+                        let keys = keys.into_iter().map(Literal::string);
+                        quote!(__wfc::abi::pass_built(
+                            exec,
+                            #name,
+                            #needs_ctx,
+                            input,
+                            #bytes,
+                            #depth,
+                            |#input: &__wfc::Value, #ctx: &__wfc::Value| { #read },
+                            |values, spare| __wfc::abi::object_in(spare, &[#(#keys),*], values),
+                        )?)
+                    }
+                    _ => {
+                        let body = quote!(|#input: &__wfc::Value, #ctx: &__wfc::Value| { #body });
+                        quote!(__wfc::abi::pass_bounded(exec, #name, #needs_ctx, input, #bytes, #depth, #body)?)
+                    }
+                }
             }
             None => quote!(__wfc::abi::pass(exec, #name, #needs_ctx, input, #by_value)?),
         },
@@ -737,23 +765,27 @@ fn template(items: &mut Items, t: &Template, field: &str, input: &TokenStream) -
             let elements = elements.iter().map(|e| template(items, e, field, input)).collect::<Vec<_>>();
             quote!(__wfc::Value::Array(::std::vec![#(#elements),*]))
         }
-        Template::Object(entries) => {
-            let values = entries
-                .iter()
-                .map(|(key, value)| {
-                    // AWS names a `.$` field as written, with its suffix.
-                    let value = match value {
-                        Template::Path(_) | Template::Intrinsic(_) => {
-                            template(items, value, &format!("{key}.$"), input)
-                        }
-                        other => template(items, other, key, input),
-                    };
-                    (key.as_str(), value)
-                })
-                .collect::<Vec<_>>();
-            object_code(values.into_iter())
-        }
+        Template::Object(entries) => object_code(object_entries(items, entries, input).into_iter()),
     }
+}
+
+/// The keys of a template object and the construction code of each value, in order.
+fn object_entries<'a>(
+    items: &mut Items,
+    entries: &'a [(String, Template)],
+    input: &TokenStream,
+) -> Vec<(&'a str, TokenStream)> {
+    entries
+        .iter()
+        .map(|(key, value)| {
+            // AWS names a `.$` field as written, with its suffix.
+            let value = match value {
+                Template::Path(_) | Template::Intrinsic(_) => template(items, value, &format!("{key}.$"), input),
+                other => template(items, other, key, input),
+            };
+            (key.as_str(), value)
+        })
+        .collect()
 }
 
 /// The value a path selects, copied, with the template wording when it selects nothing.
