@@ -192,7 +192,9 @@ where
 }
 
 /// The state's span when a subscriber wants it, else `None` (and nothing held across the visit).
-#[inline]
+/// Always inlined, as `state_span` is: returned through memory, the span was read back before
+/// its stores had landed.
+#[inline(always)]
 fn enabled_state_span(name: &str, state_type: &'static str) -> Option<tracing::Span> {
     let span = state_span(name, state_type);
     (!span.is_disabled()).then_some(span)
@@ -247,7 +249,9 @@ fn task_counted<'f>(
         }
         // No heartbeat, no Credentials, no journal (so no stored name): the plain context.
         let task_ctx = match code.static_names() {
-            Some((state, resource)) if state == name => {
+            // Generated code passes the same `&'static str` it put in the static: equal
+            // pointers settle it without comparing the text.
+            Some((state, resource)) if std::ptr::eq(state, name) || state == name => {
                 TaskContext::plain(state, resource, 0, exec.task_execution_name_shared())
             }
             _ => TaskContext::new(name, resource, 0, exec.task_execution_name()),
