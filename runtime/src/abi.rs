@@ -302,23 +302,25 @@ pub fn path(path: &'static StaticPath) -> Result<&'static Path, Failure> {
 /// [`pass_built`]): with the same keys in the same order, only the values are replaced (no
 /// allocation: a loop's `{"i": …}` rebuilt from `{"i": …}`); otherwise it is emptied and
 /// filled, keeping its tables. A larger object is not reused (its tables would stay that
-/// large with the output), nor anything else; then the object is built new. The same JSON as
-/// inserting each key in order into a new map (a key written twice keeps its first place and
-/// its last value, as `Map::insert` does).
-pub fn object_in<const N: usize>(spare: Value, keys: &[&'static str; N], values: [Value; N]) -> Value {
+/// large with the output), nor anything else; then, as without a spare, the object is built
+/// new. The same JSON as inserting each key in order into a new map (a key written twice
+/// keeps its first place and its last value, as `Map::insert` does).
+pub fn object_in<const N: usize>(spare: Option<Value>, keys: &[&'static str; N], values: [Value; N]) -> Value {
     let mut object = match spare {
-        Value::Object(map) if map.len() <= 2 * N + 8 => map,
+        Some(Value::Object(mut map)) if map.len() <= 2 * N + 8 => {
+            if map.len() == N && map.keys().zip(keys).all(|(have, want)| have == want) {
+                for (slot, value) in map.values_mut().zip(values) {
+                    *slot = value;
+                }
+                return Value::Object(map);
+            }
+            map.clear();
+            map
+        }
         _ => Map::with_capacity(N),
     };
-    if object.len() == N && object.keys().zip(keys).all(|(have, want)| have == want) {
-        for (slot, value) in object.values_mut().zip(values) {
-            *slot = value;
-        }
-    } else {
-        object.clear();
-        for (key, value) in keys.iter().zip(values) {
-            object.insert((*key).to_owned(), value);
-        }
+    for (key, value) in keys.iter().zip(values) {
+        object.insert((*key).to_owned(), value);
     }
     Value::Object(object)
 }
@@ -692,18 +694,19 @@ mod tests {
             Value::Null,
             large,
         ];
-        for spare in spares {
+        for spare in spares.into_iter().map(Some).chain([None]) {
+            let shown = format!("{spare:?}");
             let values = [json!(7), json!({"x": [1]})];
-            assert_eq!(object_in(spare.clone(), &["a", "b"], values.clone()), fresh(&["a", "b"], &values), "{spare}");
+            assert_eq!(object_in(spare.clone(), &["a", "b"], values.clone()), fresh(&["a", "b"], &values), "{shown}");
             let text = |v: &Value| serde_json::to_string(v).unwrap_or_default();
             // Key order is part of the JSON: compare the text too.
             assert_eq!(
                 text(&object_in(spare.clone(), &["b", "a"], values.clone())),
                 text(&fresh(&["b", "a"], &values)),
-                "{spare}"
+                "{shown}"
             );
-            assert_eq!(object_in(spare.clone(), &["a", "a"], values.clone()), json!({"a": {"x": [1]}}), "{spare}");
-            assert_eq!(object_in(spare.clone(), &[], []), json!({}), "{spare}");
+            assert_eq!(object_in(spare.clone(), &["a", "a"], values.clone()), json!({"a": {"x": [1]}}), "{shown}");
+            assert_eq!(object_in(spare.clone(), &[], []), json!({}), "{shown}");
             assert_eq!(object_in(spare, &["i"], [json!(2)]), json!({"i": 2}));
         }
     }

@@ -235,7 +235,7 @@ impl Clock {
             Kind::Real => {
                 // Touch the origin so elapsed() measures from the first reading on both kinds.
                 self.origin();
-                jiff::Timestamp::now()
+                real_now()
             }
             Kind::Virtual { start } => {
                 let elapsed = self.elapsed();
@@ -244,7 +244,7 @@ impl Clock {
             }
             Kind::Skipping(skips) => {
                 self.origin();
-                jiff::Timestamp::now().checked_add(skips.skipped()).unwrap_or(jiff::Timestamp::MAX)
+                real_now().checked_add(skips.skipped()).unwrap_or(jiff::Timestamp::MAX)
             }
         }
     }
@@ -288,6 +288,20 @@ impl Clock {
     /// (`2024-01-01T00:00:00.000Z`).
     pub fn now_rfc3339(&self) -> String {
         format_timestamp(self.now())
+    }
+}
+
+/// The system's time: what `jiff::Timestamp::now` gives, from the seconds and nanoseconds since
+/// the epoch directly. A Standard execution stamps every state's events with a reading, and
+/// jiff's way there (a signed duration, then its checked conversions) cost about as much again
+/// as the reading itself (~80 instructions); a time before 1970 takes jiff's way.
+fn real_now() -> jiff::Timestamp {
+    match std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        Ok(since) => i64::try_from(since.as_secs())
+            .ok()
+            .and_then(|seconds| jiff::Timestamp::new(seconds, since.subsec_nanos() as i32).ok())
+            .unwrap_or_else(jiff::Timestamp::now),
+        Err(_) => jiff::Timestamp::now(),
     }
 }
 
@@ -394,6 +408,17 @@ pub fn block_on_virtual<F: Future>(f: F) -> F::Output {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The real clock's reading is jiff's: between two jiff readings taken around it.
+    #[test]
+    fn the_real_clock_reads_the_system_time() {
+        for _ in 0..1_000 {
+            let before = jiff::Timestamp::now();
+            let now = real_now();
+            let after = jiff::Timestamp::now();
+            assert!(before <= now && now <= after, "{before} {now} {after}");
+        }
+    }
 
     #[test]
     fn virtual_time_advances_only_by_sleeps() {

@@ -74,7 +74,7 @@ pub fn pass_bounded_with(
 /// [`pass_bounded_with`] in two steps: `read` computes the output's parts from the input (and
 /// the context object, `null` unless `needs_ctx`), then `build` puts them together, given a
 /// spare value whose allocations it may reuse: the state's input, no longer needed, when no
-/// history keeps a copy of the output (the express level); else `null`, and the input is spent
+/// history keeps a copy of the output (the express level); else none, and the input is spent
 /// on the history's copy instead. So a loop's Pass that rebuilds `{"i": …}` from `{"i": …}`
 /// allocates nothing at the express level (see `object_in`), where the interpreter's
 /// and the hand-written loop's allocate a new object each time. Events and failures are those
@@ -90,13 +90,13 @@ pub fn pass_built_with<P>(
     max_bytes: usize,
     max_depth: usize,
     read: impl FnOnce(&Value, &Value) -> Result<P, Failure>,
-    build: impl FnOnce(P, Value) -> Value,
+    build: impl FnOnce(P, Option<Value>) -> Value,
 ) -> Result<Value, Failure> {
     state_span(name, "Pass").in_scope(|| {
         if !needs_ctx && exec.counts_only() {
             let visit = CountedVisit::deferred(exec, name, "Pass", EventType::PassStateEntered)?;
             let parts = read(&input, &Value::Null).map_err(|f| visit.runtime(f))?;
-            let output = build(parts, input);
+            let output = build(parts, Some(input));
             let limits = exec.limits();
             if !(max_bytes < limits.max_payload_bytes && max_depth < limits.max_json_depth) {
                 visit.limits_check(&output)?;
@@ -107,10 +107,15 @@ pub fn pass_built_with<P>(
         let visit = Visit::start_synchronous(exec, name, "Pass", &input, needs_ctx)?;
         let ctx = visit.context_if(needs_ctx);
         let parts = read(&input, &ctx).map_err(|f| visit.runtime(f))?;
-        let (output, history_spare) =
-            if exec.keeps_history() { (build(parts, Value::Null), input) } else { (build(parts, input), Value::Null) };
-        visit.finish_within(&output, max_bytes, max_depth, history_spare)?;
-        Ok(output)
+        if exec.keeps_history() {
+            let output = build(parts, None);
+            visit.finish_within(&output, max_bytes, max_depth, input)?;
+            Ok(output)
+        } else {
+            let output = build(parts, Some(input));
+            visit.finish_within(&output, max_bytes, max_depth, Value::Null)?;
+            Ok(output)
+        }
     })
 }
 
