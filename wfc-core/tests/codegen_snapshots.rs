@@ -408,3 +408,23 @@ fn tally_together(dir: &Path, problems: &mut Vec<String>) -> Tally {
     }
     t
 }
+
+/// A bounded Pass's Parameters object is read, then built in the spent input
+/// (`abi::pass_built`), only while small: its values wait in an array on the stack, so a larger
+/// object (17 members here) is built as before (`abi::pass_bounded`).
+#[test]
+fn only_small_parameters_objects_are_built_in_the_spent_input() {
+    let pass = |members: usize| {
+        let parameters: serde_json::Map<String, serde_json::Value> =
+            (0..members).map(|i| (format!("k{i}.$"), serde_json::json!("States.MathAdd($.n, 1)"))).collect();
+        let definition = serde_json::json!({
+            "StartAt": "P",
+            "States": { "P": { "Type": "Pass", "Parameters": parameters, "End": true } }
+        });
+        generate("members", &definition.to_string())
+    };
+    let small = pass(16);
+    assert!(small.contains("__wfc::abi::pass_built(") && small.contains("__wfc::abi::object_in("), "{small}");
+    let large = pass(17);
+    assert!(large.contains("__wfc::abi::pass_bounded(") && !large.contains("object_in"), "{large}");
+}

@@ -107,15 +107,11 @@ pub fn pass_built_with<P>(
         let visit = Visit::start_synchronous(exec, name, "Pass", &input, needs_ctx)?;
         let ctx = visit.context_if(needs_ctx);
         let parts = read(&input, &ctx).map_err(|f| visit.runtime(f))?;
-        if exec.keeps_history() {
-            let output = build(parts, None);
-            visit.finish_within(&output, max_bytes, max_depth, input)?;
-            Ok(output)
-        } else {
-            let output = build(parts, Some(input));
-            visit.finish_within(&output, max_bytes, max_depth, Value::Null)?;
-            Ok(output)
-        }
+        // One call of `build` (each call is a copy of the generated code).
+        let (spare, history_spare) = if exec.keeps_history() { (None, input) } else { (Some(input), Value::Null) };
+        let output = build(parts, spare);
+        visit.finish_within(&output, max_bytes, max_depth, history_spare)?;
+        Ok(output)
     })
 }
 

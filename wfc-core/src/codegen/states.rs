@@ -439,8 +439,9 @@ pub(super) fn pass(items: &mut Items, name: &Literal, spec: &PassState) -> Optio
                 match (&spec.result, &spec.parameters) {
                     // A Parameters object: its values are read from the input, then the object
                     // is put together in the input's allocations where the runtime can spare
-                    // them (`abi::object_in`).
-                    (None, Some(Template::Object(entries))) => {
+                    // them (`abi::object_in`). The values are an array on the stack until then,
+                    // so only a small object is built this way.
+                    (None, Some(Template::Object(entries))) if entries.len() <= BUILT_OBJECT_MEMBERS => {
                         let effective = input_path_borrowed(items, spec.input_path.as_ref());
                         let (keys, values): (Vec<_>, Vec<_>) =
                             object_entries(items, entries, &quote!(effective)).into_iter().unzip();
@@ -471,6 +472,10 @@ pub(super) fn pass(items: &mut Items, name: &Literal, spec: &PassState) -> Optio
         },
     })
 }
+
+/// The most members of a Pass's Parameters object built in its spent input (`abi::pass_built`):
+/// their values wait in an array on the stack, which a definition's size must not decide.
+const BUILT_OBJECT_MEMBERS: usize = 16;
 
 /// The most bytes and levels a JSONPath Pass's output can serialize to, when its output is its
 /// result (ResultPath and OutputPath `$`) and the result is built from parts whose size is known
