@@ -248,13 +248,9 @@ fn task_counted<'f>(
             exec.count_back_to_back(&[events.scheduled, events.started]);
         }
         // No heartbeat, no Credentials, no journal (so no stored name): the plain context.
-        let task_ctx = match code.static_names() {
-            // Generated code passes the same `&'static str` it put in the static: equal
-            // pointers settle it without comparing the text.
-            Some((state, resource)) if std::ptr::eq(state, name) || state == name => {
-                TaskContext::plain(state, resource, 0, exec.task_execution_name_shared())
-            }
-            _ => TaskContext::new(name, resource, 0, exec.task_execution_name()),
+        let task_ctx = match static_names_under(code, name) {
+            Some((state, resource)) => TaskContext::plain(state, resource, 0, exec.task_execution_name_shared()),
+            None => TaskContext::new(name, resource, 0, exec.task_execution_name()),
         };
         let outcome = match crate::task::start_attempt(|| invoke.start(input, task_ctx)) {
             Ok(future) => crate::task::attempt_of(AssertUnwindSafe(future).catch_unwind().await),
@@ -280,6 +276,14 @@ fn task_counted<'f>(
         // (as `caught` gives it).
         Err(if failure.error == wfc_ir::errors::QUERY_EVALUATION_ERROR { visit.runtime(failure) } else { failure })
     }
+}
+
+/// The Task's static state name and resource ([`TaskCode::static_names`]) when its visit runs
+/// under that name, so the handler's context can borrow them. Generated code passes the same
+/// `&'static str` it put in its static: equal pointers settle it without comparing the text.
+#[inline]
+fn static_names_under(code: &(dyn TaskCodeView + Sync), name: &str) -> Option<(&'static str, &'static str)> {
+    code.static_names().filter(|(state, _)| std::ptr::eq(*state, name) || *state == name)
 }
 
 /// A [`TaskCode`] seen without its table types, so [`task_inner`] is not generic.
@@ -681,12 +685,12 @@ fn task_inner<'f>(
                 }
                 details
             });
-            let task_ctx = match code.static_names() {
+            let task_ctx = match static_names_under(code, name) {
                 // No countdown to keep (the context's only shared, mutable part): nothing allocated.
-                Some((state, resource)) if state == name && heartbeat.is_none() => {
+                Some((state, resource)) if heartbeat.is_none() => {
                     TaskContext::plain(state, resource, visit.retry_count, exec.task_execution_name_shared())
                 }
-                Some((state, resource)) if state == name => TaskContext::with_static_names(
+                Some((state, resource)) => TaskContext::with_static_names(
                     state,
                     resource,
                     visit.retry_count,
