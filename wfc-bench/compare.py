@@ -33,15 +33,21 @@ import subprocess
 import sys
 import tempfile
 
-# Transitions of one execution of each workload (wfc-bench/src/main.rs, `Workload::transitions`).
-TRANSITIONS = {
-    "count-loop-1000": 2002,
-    "task-chain-100": 100,
-    "parallel-10": 11,
-    "map-10000-c0": 10001,
-    "map-10000-c10": 10001,
-    "document-100kb-20": 20,
-}
+def transitions_of(binary, workload, engine):
+    """The transitions of one execution of `workload`, as the binary reports them (one untimed
+    run: its transitions a second over its executions a second)."""
+    run = subprocess.run(
+        [binary, "--quick", "--json", "--only", workload, "--engine", engine, "--runs", "1"],
+        capture_output=True,
+        text=True,
+    )
+    if run.returncode != 0:
+        sys.exit(f"compare.py: {binary} refused {workload!r} on {engine!r}: {run.stderr.strip()}")
+    rows = json.loads(run.stdout)["workloads"]
+    row = next((r for r in rows if r["engine"] != "handwritten" and r.get("executions_per_sec")), None)
+    if row is None:
+        sys.exit(f"compare.py: {binary} ran no {workload!r} on {engine!r}")
+    return round(row["transitions_per_sec"] / row["executions_per_sec"])
 
 
 def clock(args):
@@ -75,13 +81,11 @@ def clock(args):
 
 
 def instructions(args):
-    transitions = TRANSITIONS.get(args.workload)
-    if transitions is None:
-        sys.exit(f"compare.py: unknown workload {args.workload!r} (one of {', '.join(TRANSITIONS)})")
     low, high = (int(n) for n in args.runs.split(","))
     if high <= low:
         sys.exit("compare.py: --runs wants two counts, the second larger")
     for binary in args.binaries:
+        transitions = transitions_of(binary, args.workload, args.engine)
         counts = []
         for runs in (low, high):
             with tempfile.TemporaryDirectory() as tmp:
