@@ -19,6 +19,8 @@
 mod alloc;
 mod compile_cost;
 mod durable;
+#[cfg(wfc_bench_task_chain)]
+mod floor;
 
 use std::time::{Duration, Instant};
 
@@ -449,6 +451,15 @@ fn entered(result: ExecutionResult, history: HistoryLevel, check: Check) -> Resu
 /// (no history, as AWS Express workflows).
 const LEVELS: [HistoryLevel; 2] = [HistoryLevel::Full, HistoryLevel::Express];
 
+/// The rows a run adds to the engines' on request.
+#[derive(Debug, Clone, Copy)]
+struct Extras {
+    /// `--unoptimized`: the interpreter on the IR as lowered, too (`interp-noopt`).
+    unoptimized: bool,
+    /// `--floors`: the Task chain's floors (see `floor`).
+    floors: bool,
+}
+
 /// Which engines to run (`--engine`): all by default.
 #[derive(Debug, Clone, Default)]
 struct Engines {
@@ -473,7 +484,7 @@ fn run_workload(
     w: &Workload,
     budget: Budget,
     engines: &Engines,
-    unoptimized: bool,
+    extras: Extras,
     rt: &tokio::runtime::Runtime,
 ) -> Vec<Row> {
     let input = (w.input)();
@@ -507,7 +518,7 @@ fn run_workload(
     // so the optimizer's effect is measured within the run.
     let mut no_passes = wfc_core::Settings::default();
     no_passes.passes(wfc_core::optimize::Passes::none());
-    let unoptimized_ir = unoptimized.then(|| wfc_core::load_with(source, &no_passes));
+    let unoptimized_ir = extras.unoptimized.then(|| wfc_core::load_with(source, &no_passes));
     let mut interps = vec![("interp", &loaded)];
     if let Some(ir) = &unoptimized_ir {
         interps.push(("interp-noopt", ir));
@@ -534,6 +545,22 @@ fn run_workload(
             };
             rows.push(Row { name: w.name, engine, history: Some(level), result: interp_result });
         }
+    }
+
+    // `--floors`: the Task chain's work built up from the bare handler calls (see `floor`).
+    #[cfg(wfc_bench_task_chain)]
+    if extras.floors && w.module == "task_chain" {
+        for (engine, floor) in floor::FLOORS {
+            if engines.includes(engine) {
+                let figures = measure(budget, w.transitions, &expected, |_| Ok((None, floor(rt, input.clone()))));
+                rows.push(Row { name: w.name, engine, history: Some(HistoryLevel::Express), result: figures });
+            }
+        }
+    }
+    #[cfg(not(wfc_bench_task_chain))]
+    if extras.floors && w.module == "task_chain" {
+        let result = Err("skipped: the floors need the Task chain compiled into this binary".to_owned());
+        rows.push(Row { name: w.name, engine: "floor-*", history: Some(HistoryLevel::Express), result });
     }
 
     // Ratios within this run: each engine against the hand-written code of the same workload.
@@ -673,6 +700,9 @@ const USAGE: &str = "usage: wfc-bench [--quick] [--json] [--only WORKLOAD]... [-
   --runs N           exactly N measured runs per row, whatever the time (for callgrind)
   --build-time       also time `cargo build` of a crate with a 200-state workflow (minutes)
   --unoptimized      also run the interpreter on the IR with no optimizer pass (`interp-noopt`)
+  --floors           also run task-chain-100's floors: its work built up from the bare handler
+                     calls towards the compiled engine (floor-async, floor-exec, floor-layers,
+                     floor-slots, floor-visit; see src/floor.rs)
   --map-memory       also measure the peak heap of the MaxConcurrency-10 Map at 1,000, 10,000
                      and 100,000 items (one execution each, both history levels)
   --durable          durable steps per second on SQLite and PostgreSQL instead (`--durable --help`)";
@@ -691,6 +721,7 @@ fn main() -> std::process::ExitCode {
     let mut exact_runs = None;
     let mut build_time = false;
     let mut unoptimized = false;
+    let mut floors = false;
     let mut map_memory = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -710,6 +741,10 @@ fn main() -> std::process::ExitCode {
             }
             "--unoptimized" => {
                 unoptimized = true;
+                Ok(())
+            }
+            "--floors" => {
+                floors = true;
                 Ok(())
             }
             "--map-memory" => {
@@ -754,7 +789,7 @@ fn main() -> std::process::ExitCode {
         if !as_json {
             eprintln!("running {} ...", w.name);
         }
-        rows.extend(run_workload(w, budget, &engines, unoptimized, &rt));
+        rows.extend(run_workload(w, budget, &engines, Extras { unoptimized, floors }, &rt));
     }
     let memory = if map_memory {
         if !as_json {

@@ -48,6 +48,35 @@ fn quick_run_reports_every_workload_and_engine() {
     assert!(doc["compile"]["lines_per_state"].as_f64().is_some_and(|l| l > 0.0), "{}", doc["compile"]);
 }
 
+/// `--floors` adds the Task chain's five floors (and nothing to the other workloads); each did
+/// the chain's work (the benchmark checks its output against the hand-written code's) and has
+/// its figures.
+#[test]
+fn floors_run_the_task_chain_work() {
+    let output = Command::new(env!("CARGO_BIN_EXE_wfc-bench"))
+        .args(["--quick", "--json", "--runs", "1", "--floors", "--only", "task-chain-100", "--only", "parallel-10"])
+        .output()
+        .expect("the benchmark binary runs");
+    assert!(output.status.success(), "stderr: {}", String::from_utf8_lossy(&output.stderr));
+    let doc: Value = serde_json::from_slice(&output.stdout).expect("--json prints JSON");
+    let rows = doc["workloads"].as_array().expect("a workloads array");
+    let floors: Vec<(&str, &str)> = rows
+        .iter()
+        .filter(|r| r["engine"].as_str().is_some_and(|e| e.starts_with("floor-")))
+        .map(|r| (r["name"].as_str().unwrap_or_default(), r["engine"].as_str().unwrap_or_default()))
+        .collect();
+    let expected: Vec<(&str, &str)> = ["floor-async", "floor-exec", "floor-layers", "floor-slots", "floor-visit"]
+        .into_iter()
+        .map(|engine| ("task-chain-100", engine))
+        .collect();
+    assert_eq!(floors, expected);
+    for row in rows.iter().filter(|r| r["engine"].as_str().is_some_and(|e| e.starts_with("floor-"))) {
+        assert!(row["transitions_per_sec"].as_f64().is_some_and(|rate| rate > 0.0), "{row}");
+        assert!(row["ratio_to_handwritten"].as_f64().is_some(), "{row}");
+        assert_eq!(row["history"], "express", "{row}");
+    }
+}
+
 #[test]
 fn rejects_unknown_arguments() {
     let output = Command::new(env!("CARGO_BIN_EXE_wfc-bench")).arg("--fast").output().expect("runs");
