@@ -40,7 +40,10 @@ pub use pass::{
     Assigned, pass_assign_with, pass_bounded_with, pass_built_with, pass_kept_with, pass_language_with, pass_with,
 };
 pub use succeed::succeed_with;
-pub use task::{PlainTask, TaskCode, TaskShape, task_boxed_with, task_with};
+pub use task::{
+    CountedGuard, PlainTask, TaskCode, TaskShape, counted_context, counted_entry, counted_failure, counted_success,
+    guarded, start_guarded, task_boxed_with, task_with,
+};
 pub use wait::{MAX_WAIT, wait_assign_with, wait_language_with, wait_with};
 
 // The pieces of a state's processing that the interpreter's IR adapters (`wfc_interp`) are
@@ -434,6 +437,12 @@ struct Line {
 impl Line {
     fn new(last: u64, unchecked_input: bool) -> Line {
         Line { last: AtomicU64::new(last), unchecked_input: AtomicBool::new(unchecked_input) }
+    }
+
+    /// Whether the next state entered on this line gets an input no check has seen (nothing
+    /// taken: [`Line::take_input_checked`] is what a visit that checks it calls).
+    fn input_unchecked(&self) -> bool {
+        self.unchecked_input.load(Ordering::Relaxed)
     }
 
     /// Whether the input of the state entering now was checked; it is the last unchecked one.

@@ -16,7 +16,7 @@ use super::catch::caught;
 use super::finish::{AssignRef, Finish, Language, OutputRef, finish_success};
 use super::parameters::{Parameters, ParametersForm};
 use super::pass::Assigned;
-use super::visit::{AbortGuard, CountedVisit, Visit, failure_details, state_span};
+use super::visit::{AbortGuard, CountedVisit, Visit, failure_details, runtime_failure, state_span};
 use super::{Execution, Step};
 use crate::jsonata::{self, Bindings};
 use crate::retry::{self, RetryDecision, RetryState};
@@ -213,6 +213,136 @@ fn counted<E: ErasedTask>(exec: &Execution, code: &E) -> bool {
         && !code.has_catchers()
         && !crate::callback::is_callback_resource(view.resource())
         && !crate::lambda::is_invoke(view.resource())
+}
+
+/// Enters a Task visit that generated code runs itself around its handler's future, when the
+/// visit can be [`task_counted`] and nothing unusual is on its way: no tracing subscriber wants
+/// `INFO` (so no span would be entered), the history limit is not near, and the state's input
+/// (`input`, the request) passes its payload check if no state checked it before. Then this counts the Entered, Scheduled and
+/// Started events, as [`task_counted`] does, and gives the Entered event's id; else `None`, and
+/// generated code runs the whole visit ([`task_with`]), which decides all of that as always.
+///
+/// The counted visit's steps ([`counted_context`], [`start_guarded`], [`counted_success`],
+/// [`counted_failure`]) return nothing larger than a `bool` or an id on the way a Task
+/// succeeds: a `Result<_, Failure>` returned through memory at each step and read back at once
+/// cost the Task chain more than the steps' work (wfc-bench `--floors`: these calls around the
+/// handler 0.54 of hand-written code, the runtime's whole visit 0.39; docs/benchmarks.md).
+#[inline]
+pub fn counted_entry<C: TaskCode + Sync>(exec: &Execution, name: &str, code: &C, input: &Value) -> Option<u64> {
+    if tracing::level_enabled!(tracing::Level::INFO)
+        || !counted(exec, &Erased(code))
+        || exec.check_history().is_err()
+        || exec.check_history_after(1).is_err()
+    {
+        return None;
+    }
+    // The line's first state (a branch's or an iteration's) checks its input; one that fails
+    // the check is left to the whole visit, which fails it (and takes the flag) as always.
+    if exec.cursor.input_unchecked() {
+        if exec.limits().check_payload(name, input).is_err() {
+            return None;
+        }
+        exec.cursor.take_input_checked();
+    }
+    let events = AttemptEvents::of(TaskCode::is_lambda_function(code));
+    Some(exec.count_back_to_back(&[EventType::TaskStateEntered, events.scheduled, events.started]) - 2)
+}
+
+/// The handler's context in a counted visit: no heartbeat, no Credentials, no journal (so no
+/// stored name), as [`task_counted`] makes it.
+#[inline]
+pub fn counted_context<C: TaskCode + Sync>(exec: &Execution, name: &str, code: &C) -> TaskContext {
+    match static_names_under(code, name) {
+        Some((state, resource)) => TaskContext::plain(state, resource, 0, exec.task_execution_name_shared()),
+        None => TaskContext::new(name, TaskCode::resource(code), 0, exec.task_execution_name()),
+    }
+}
+
+/// Calls `call` (which makes the handler's future) under `catch_unwind`: a panic while making
+/// the future fails the attempt as one while it runs does ([`guarded`] then).
+#[inline]
+pub fn start_guarded<F, Fut>(call: F) -> std::thread::Result<Fut>
+where
+    F: FnOnce() -> Fut,
+{
+    std::panic::catch_unwind(AssertUnwindSafe(call))
+}
+
+/// A handler's future under `catch_unwind`.
+#[inline]
+pub fn guarded<F: Future>(future: F) -> futures::future::CatchUnwind<AssertUnwindSafe<F>> {
+    AssertUnwindSafe(future).catch_unwind()
+}
+
+/// Whether a counted visit's handler `result` passes its payload check; if so its
+/// Succeeded and `TaskStateExited` events are counted and the visit is over.
+#[inline]
+pub fn counted_success<C: TaskCode + Sync>(exec: &Execution, code: &C, result: &Value) -> bool {
+    if exec.limits().check_payload(TaskCode::resource(code), result).is_err() {
+        return false;
+    }
+    let events = AttemptEvents::of(TaskCode::is_lambda_function(code));
+    exec.count_back_to_back(&[events.succeeded, EventType::TaskStateExited]);
+    true
+}
+
+/// A counted visit's `TaskStateAborted` guard: dropped armed (the visit cancelled with its
+/// Parallel branch), it records the event, as [`task_visit`]'s guard does.
+pub struct CountedGuard<'e>(AbortGuard<'e>);
+
+impl<'e> CountedGuard<'e> {
+    /// Armed, for state `name`.
+    #[inline]
+    pub fn new(exec: &'e Execution, name: &'e str) -> CountedGuard<'e> {
+        CountedGuard(AbortGuard { exec, name, event: EventType::TaskStateAborted, armed: true })
+    }
+
+    /// The visit succeeded: nothing is recorded.
+    #[inline]
+    pub fn disarm(mut self) {
+        self.0.armed = false;
+    }
+}
+
+/// The failure that ends a counted visit whose handler `outcome` was not a success
+/// [`counted_success`] accepted (entered as event `entered`), with its event, as
+/// [`task_counted`] ends it: the result's failed payload check, or the handler's failure (or
+/// panic) after its Failed event. No retrier and no catcher: the failure leaves the state, and
+/// in a Parallel branch the visit is aborted with it.
+#[cold]
+#[inline(never)]
+pub fn counted_failure<C: TaskCode + Sync>(
+    exec: &Execution,
+    name: &str,
+    code: &C,
+    entered: u64,
+    outcome: std::thread::Result<HandlerResult>,
+    guard: CountedGuard<'_>,
+) -> Failure {
+    let events = AttemptEvents::of(TaskCode::is_lambda_function(code));
+    let failure = match crate::task::attempt_of(outcome) {
+        Attempt::Succeeded(result) => match exec.limits().check_payload(TaskCode::resource(code), &result) {
+            Err(f) => runtime_failure(exec, name, entered, f),
+            // Not reached: a result that passes the check is a success.
+            Ok(()) => Failure::runtime("a counted Task's result passed its check but was not accepted"),
+        },
+        Attempt::Failed(f) => {
+            exec.record_with(events.failed, Details::default);
+            f
+        }
+        Attempt::TimedOut(f) => {
+            exec.record_with(events.timed_out, Details::default);
+            f
+        }
+    };
+    let failure = match &failure {
+        f if f.error == wfc_ir::errors::QUERY_EVALUATION_ERROR => runtime_failure(exec, name, entered, failure),
+        _ => failure,
+    };
+    let CountedGuard(mut guard) = guard;
+    guard.armed = exec.in_parallel_branch;
+    drop(guard);
+    failure
 }
 
 /// [`task_inner`] for a Task [`counted`] allows: what [`task_inner`] does for it, step for

@@ -355,7 +355,7 @@ impl<'a> Visit<'a> {
 /// the processing of state `name`, entered as event `entered_id`; a JSONata evaluation failure
 /// also records `EvaluationFailed`.
 #[cold]
-fn runtime_failure(exec: &Execution, name: &str, entered_id: u64, failure: Failure) -> Failure {
+pub(super) fn runtime_failure(exec: &Execution, name: &str, entered_id: u64, failure: Failure) -> Failure {
     let prefixed = failure.cause.starts_with("An error occurred while executing the state '");
     if (failure.error == wfc_ir::errors::RUNTIME || failure.error == wfc_ir::errors::QUERY_EVALUATION_ERROR)
         && !prefixed
