@@ -25,12 +25,10 @@
 //!   back-offs, events, callbacks and Catch stay in `exec::task_with`. A Task whose processing
 //!   is all the defaults is a `static` [`PlainTask`] (its names, tables and shape as data), and
 //!   each handler method's Tasks go through one generated function calling [`task`] with the
-//!   method, so they share one compiled visit. That function runs a Task whose visit only
-//!   counts its events itself, around the handler's own future: [`counted_entry`] (the checks
-//!   and the first three events, or `None` for the whole visit), [`counted_context`],
-//!   [`start_guarded`] and [`guarded`] (the panic guards), [`counted_success`] and, for
-//!   anything else, [`counted_failure`], with a [`CountedGuard`] for `TaskStateAborted`: each
-//!   returns an id or a `bool`, not a `Result` carrying a [`crate::Failure`] through memory;
+//!   method, so they share one compiled visit: [`counted_task`], which runs a Task whose visit
+//!   only counts its events around the handler's own future, through steps that return an id
+//!   or a `bool` rather than a `Result` carrying a [`crate::Failure`] through memory, and any
+//!   other through [`task`];
 //! - JSONPath `Assign` blocks as construction code giving [`Assigned`]: through
 //!   [`pass_assign`], [`wait_assign`] and [`choice_assign`] for a Pass, Wait or Choice, and the
 //!   `assigns`/`assigned` methods of a Task's, Parallel's or Map's code;
@@ -122,13 +120,13 @@ use crate::Failure;
 pub use crate::distributed::ReadSpec;
 pub use crate::distributed::{CountField, DistributedCode};
 pub use crate::exec::{
-    Assigned, CountedGuard, MapCode, NestedCode, ParallelCode, ParametersForm, PlainTask, TaskCode, TaskShape,
+    Assigned, MapCode, NestedCode, ParallelCode, ParametersForm, PlainTask, TaskCode, TaskShape,
     choice_assign_with as choice_assign, choice_kept_with as choice_kept, choice_language_with as choice_language,
-    choice_with as choice, counted_context, counted_entry, counted_failure, counted_success, fail_with as fail,
-    guarded, join_branches, map_with as map, parallel_with as parallel, pass_assign_with as pass_assign,
-    pass_bounded_with as pass_bounded, pass_built_with as pass_built, pass_kept_with as pass_kept,
-    pass_language_with as pass_language, pass_with as pass, start_guarded, succeed_with as succeed, task_with as task,
-    wait_assign_with as wait_assign, wait_language_with as wait_language, wait_with as wait,
+    choice_with as choice, counted_task_with as counted_task, fail_with as fail, join_branches, map_with as map,
+    parallel_with as parallel, pass_assign_with as pass_assign, pass_bounded_with as pass_bounded,
+    pass_built_with as pass_built, pass_kept_with as pass_kept, pass_language_with as pass_language, pass_with as pass,
+    succeed_with as succeed, task_with as task, wait_assign_with as wait_assign, wait_language_with as wait_language,
+    wait_with as wait,
 };
 pub use crate::jsonata::Bindings;
 /// Whether a Task's `Resource` is a bare Lambda function ARN: a `const fn`, which generated code

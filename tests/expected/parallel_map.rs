@@ -213,41 +213,13 @@ pub mod parallel_map {
         code: &'v C,
         input: __wfc::Value,
     ) -> impl ::core::future::Future<Output = Result<__wfc::Step, __wfc::Failure>> + 'v {
-        let invoke = move |input, ctx| handler.echo(input, ctx);
-        async move {
-            let ::core::option::Option::Some(entered) = __wfc::abi::counted_entry(
-                exec,
-                name,
-                code,
-                &input,
-            ) else {
-                return __wfc::abi::task(exec, name, code, input, invoke).await;
-            };
-            let guard = __wfc::abi::CountedGuard::new(exec, name);
-            let ctx = __wfc::abi::counted_context(exec, name, code);
-            let outcome = match __wfc::abi::start_guarded(|| invoke(input, ctx)) {
-                Ok(future) => __wfc::abi::guarded(future).await,
-                Err(panic) => Err(panic),
-            };
-            match outcome {
-                Ok(Ok(result)) if __wfc::abi::counted_success(exec, code, &result) => {
-                    guard.disarm();
-                    Ok(__wfc::Step::Next(result))
-                }
-                outcome => {
-                    Err(
-                        __wfc::abi::counted_failure(
-                            exec,
-                            name,
-                            code,
-                            entered,
-                            outcome,
-                            guard,
-                        ),
-                    )
-                }
-            }
-        }
+        __wfc::abi::counted_task(
+            exec,
+            name,
+            code,
+            input,
+            move |input, ctx| handler.echo(input, ctx),
+        )
     }
     /// Where an execution of the workflow is: one variant per state, carrying the state's raw input.
     ///

@@ -122,7 +122,7 @@ fn pass_and_choice_are_generated_not_interpreted() {
     // One visit function per handler method (two), called by the three Task states; the state
     // with no data processing of its own is an `abi::PlainTask`, so it shares its method's visit
     // with every other such state.
-    assert_eq!(tasks.matches("__wfc::abi::task(").count(), 2, "{tasks}");
+    assert_eq!(tasks.matches("__wfc::abi::counted_task(").count(), 2, "{tasks}");
     // Whitespace aside: prettyplease wraps a call that does not fit its line.
     let compact: String = tasks.split_whitespace().collect();
     assert_eq!(compact.matches("matchtask_flaky(handler,exec,").count(), 2, "{tasks}");

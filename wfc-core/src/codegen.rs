@@ -380,7 +380,7 @@ impl<'a> Generator<'a> {
         format_ident!("task_{}", method)
     }
 
-    /// One function per handler method that runs a Task's visit (`abi::task`) around a state's
+    /// One function per handler method that runs a Task's visit (`abi::counted_task`) around a state's
     /// code, calling the method per attempt (through the runtime's serde boundary,
     /// `abi::typed_task`, when its resource is typed). The closure is written once, here, so
     /// every Task calling the same method (and whose code is an `abi::PlainTask`) awaits the
@@ -407,25 +407,7 @@ impl<'a> Generator<'a> {
                     code: &'v C,
                     input: __wfc::Value,
                 ) -> impl ::core::future::Future<Output = Result<__wfc::Step, __wfc::Failure>> + 'v {
-                    let invoke = #invoke;
-                    async move {
-                        let ::core::option::Option::Some(entered) = __wfc::abi::counted_entry(exec, name, code, &input) else {
-                            return __wfc::abi::task(exec, name, code, input, invoke).await;
-                        };
-                        let guard = __wfc::abi::CountedGuard::new(exec, name);
-                        let ctx = __wfc::abi::counted_context(exec, name, code);
-                        let outcome = match __wfc::abi::start_guarded(|| invoke(input, ctx)) {
-                            Ok(future) => __wfc::abi::guarded(future).await,
-                            Err(panic) => Err(panic),
-                        };
-                        match outcome {
-                            Ok(Ok(result)) if __wfc::abi::counted_success(exec, code, &result) => {
-                                guard.disarm();
-                                Ok(__wfc::Step::Next(result))
-                            }
-                            outcome => Err(__wfc::abi::counted_failure(exec, name, code, entered, outcome, guard)),
-                        }
-                    }
+                    __wfc::abi::counted_task(exec, name, code, input, #invoke)
                 }
             }
         });

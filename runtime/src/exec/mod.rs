@@ -40,10 +40,7 @@ pub use pass::{
     Assigned, pass_assign_with, pass_bounded_with, pass_built_with, pass_kept_with, pass_language_with, pass_with,
 };
 pub use succeed::succeed_with;
-pub use task::{
-    CountedGuard, PlainTask, TaskCode, TaskShape, counted_context, counted_entry, counted_failure, counted_success,
-    guarded, start_guarded, task_boxed_with, task_with,
-};
+pub use task::{PlainTask, TaskCode, TaskShape, counted_task_with, task_boxed_with, task_with};
 pub use wait::{MAX_WAIT, wait_assign_with, wait_language_with, wait_with};
 
 // The pieces of a state's processing that the interpreter's IR adapters (`wfc_interp`) are

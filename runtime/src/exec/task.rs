@@ -215,20 +215,58 @@ fn counted<E: ErasedTask>(exec: &Execution, code: &E) -> bool {
         && !crate::lambda::is_invoke(view.resource())
 }
 
-/// Enters a Task visit that generated code runs itself around its handler's future, when the
+/// A Task's visit as generated code runs it: each handler method's generated visit function
+/// returns this, so every Task calling the method shares it. A visit that only counts its events
+/// and meets nothing unusual (see [`counted_entry`]) runs here around the handler's own future,
+/// through steps that return nothing larger than an id or a `bool` on the way a Task succeeds;
+/// any other is [`task_with`]'s whole visit. The same events, ids and failures as
+/// [`task_counted`] gives.
+///
+/// Why: a `Result<_, Failure>` returned through memory at each step and read back at once cost
+/// the Task chain more than the steps' work (wfc-bench `--floors`: these steps around the
+/// handler 0.54 of hand-written code, the runtime's whole visit 0.39; docs/benchmarks.md).
+pub fn counted_task_with<'v, 'a, C, F, Fut>(
+    exec: &'v Execution,
+    name: &'v str,
+    code: &'v C,
+    input: Value,
+    mut invoke: F,
+) -> impl Future<Output = Result<Step, Failure>> + 'v
+where
+    C: TaskCode + Sync,
+    F: FnMut(Value, TaskContext) -> Fut + Send + 'v,
+    Fut: Future<Output = Result<Value, Failure>> + Send + 'a,
+    'a: 'v,
+{
+    async move {
+        let Some(entered) = counted_entry(exec, name, code, &input) else {
+            return task_with(exec, name, code, input, invoke).await;
+        };
+        let guard = CountedGuard::new(exec, name);
+        let ctx = counted_context(exec, name, code);
+        // A panic while making the handler's future fails the attempt as one while it runs does.
+        let outcome = match std::panic::catch_unwind(AssertUnwindSafe(|| invoke(input, ctx))) {
+            Ok(future) => AssertUnwindSafe(future).catch_unwind().await,
+            Err(panic) => Err(panic),
+        };
+        match outcome {
+            Ok(Ok(result)) if counted_success(exec, code, &result) => {
+                guard.disarm();
+                Ok(Step::Next(result))
+            }
+            outcome => Err(counted_failure(exec, name, code, entered, outcome, guard)),
+        }
+    }
+}
+
+/// Enters a Task visit that [`counted_task_with`] runs around its handler's future, when the
 /// visit can be [`task_counted`] and nothing unusual is on its way: no tracing subscriber wants
 /// `INFO` (so no span would be entered), the history limit is not near, and the state's input
 /// (`input`, the request) passes its payload check if no state checked it before. Then this counts the Entered, Scheduled and
 /// Started events, as [`task_counted`] does, and gives the Entered event's id; else `None`, and
-/// generated code runs the whole visit ([`task_with`]), which decides all of that as always.
-///
-/// The counted visit's steps ([`counted_context`], [`start_guarded`], [`counted_success`],
-/// [`counted_failure`]) return nothing larger than a `bool` or an id on the way a Task
-/// succeeds: a `Result<_, Failure>` returned through memory at each step and read back at once
-/// cost the Task chain more than the steps' work (wfc-bench `--floors`: these calls around the
-/// handler 0.54 of hand-written code, the runtime's whole visit 0.39; docs/benchmarks.md).
+/// the whole visit ([`task_with`]) runs, which decides all of that as always.
 #[inline]
-pub fn counted_entry<C: TaskCode + Sync>(exec: &Execution, name: &str, code: &C, input: &Value) -> Option<u64> {
+fn counted_entry<C: TaskCode + Sync>(exec: &Execution, name: &str, code: &C, input: &Value) -> Option<u64> {
     if tracing::level_enabled!(tracing::Level::INFO)
         || !counted(exec, &Erased(code))
         || exec.check_history().is_err()
@@ -251,33 +289,17 @@ pub fn counted_entry<C: TaskCode + Sync>(exec: &Execution, name: &str, code: &C,
 /// The handler's context in a counted visit: no heartbeat, no Credentials, no journal (so no
 /// stored name), as [`task_counted`] makes it.
 #[inline]
-pub fn counted_context<C: TaskCode + Sync>(exec: &Execution, name: &str, code: &C) -> TaskContext {
+fn counted_context<C: TaskCode + Sync>(exec: &Execution, name: &str, code: &C) -> TaskContext {
     match static_names_under(code, name) {
         Some((state, resource)) => TaskContext::plain(state, resource, 0, exec.task_execution_name_shared()),
         None => TaskContext::new(name, TaskCode::resource(code), 0, exec.task_execution_name()),
     }
 }
 
-/// Calls `call` (which makes the handler's future) under `catch_unwind`: a panic while making
-/// the future fails the attempt as one while it runs does ([`guarded`] then).
-#[inline]
-pub fn start_guarded<F, Fut>(call: F) -> std::thread::Result<Fut>
-where
-    F: FnOnce() -> Fut,
-{
-    std::panic::catch_unwind(AssertUnwindSafe(call))
-}
-
-/// A handler's future under `catch_unwind`.
-#[inline]
-pub fn guarded<F: Future>(future: F) -> futures::future::CatchUnwind<AssertUnwindSafe<F>> {
-    AssertUnwindSafe(future).catch_unwind()
-}
-
 /// Whether a counted visit's handler `result` passes its payload check; if so its
 /// Succeeded and `TaskStateExited` events are counted and the visit is over.
 #[inline]
-pub fn counted_success<C: TaskCode + Sync>(exec: &Execution, code: &C, result: &Value) -> bool {
+fn counted_success<C: TaskCode + Sync>(exec: &Execution, code: &C, result: &Value) -> bool {
     if exec.limits().check_payload(TaskCode::resource(code), result).is_err() {
         return false;
     }
@@ -288,18 +310,18 @@ pub fn counted_success<C: TaskCode + Sync>(exec: &Execution, code: &C, result: &
 
 /// A counted visit's `TaskStateAborted` guard: dropped armed (the visit cancelled with its
 /// Parallel branch), it records the event, as [`task_visit`]'s guard does.
-pub struct CountedGuard<'e>(AbortGuard<'e>);
+struct CountedGuard<'e>(AbortGuard<'e>);
 
 impl<'e> CountedGuard<'e> {
     /// Armed, for state `name`.
     #[inline]
-    pub fn new(exec: &'e Execution, name: &'e str) -> CountedGuard<'e> {
+    fn new(exec: &'e Execution, name: &'e str) -> CountedGuard<'e> {
         CountedGuard(AbortGuard { exec, name, event: EventType::TaskStateAborted, armed: true })
     }
 
     /// The visit succeeded: nothing is recorded.
     #[inline]
-    pub fn disarm(mut self) {
+    fn disarm(mut self) {
         self.0.armed = false;
     }
 }
@@ -311,7 +333,7 @@ impl<'e> CountedGuard<'e> {
 /// in a Parallel branch the visit is aborted with it.
 #[cold]
 #[inline(never)]
-pub fn counted_failure<C: TaskCode + Sync>(
+fn counted_failure<C: TaskCode + Sync>(
     exec: &Execution,
     name: &str,
     code: &C,
